@@ -1,0 +1,110 @@
+#include "core/cpu_features.h"
+
+#include <atomic>
+#include <cpuid.h>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace pagoda {
+namespace {
+
+uint64_t read_xcr0() {
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return (uint64_t(edx) << 32) | eax;
+}
+
+CpuFeatures detect() {
+    CpuFeatures f;
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+    bool osxsave = c & (1u << 27);
+    bool fma = c & (1u << 12), f16c = c & (1u << 29), avx = c & (1u << 28);
+    if (!osxsave || !avx) return f;
+    uint64_t xcr0 = read_xcr0();
+    bool ymm_ok = (xcr0 & 0x6) == 0x6;
+    bool zmm_ok = (xcr0 & 0xe6) == 0xe6;
+    if (!ymm_ok) return f;
+    unsigned max_leaf = __get_cpuid_max(0, nullptr);
+    if (max_leaf < 7) return f;
+    __cpuid_count(7, 0, a, b, c, d);
+    f.avx2 = b & (1u << 5);
+    f.fma = fma;
+    f.f16c = f16c;
+    if (zmm_ok) {
+        f.avx512f = b & (1u << 16);
+        f.avx512dq = b & (1u << 17);
+        f.avx512bw = b & (1u << 30);
+        f.avx512vl = b & (1u << 31);
+        f.avx512vnni = c & (1u << 11);
+    }
+    unsigned a1, b1, c1, d1;
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+    f.avxvnni = a1 & (1u << 4);
+    if (zmm_ok) f.avx512bf16 = a1 & (1u << 5);
+    return f;
+}
+
+std::atomic<int> g_isa{-1};
+
+}  // namespace
+
+std::string CpuFeatures::summary() const {
+    std::string s;
+    auto add = [&](bool on, const char* name) { if (on) { if (!s.empty()) s += ' '; s += name; } };
+    add(avx2, "AVX2"); add(fma, "FMA"); add(f16c, "F16C"); add(avx512f, "AVX512F");
+    add(avx512bw, "AVX512BW"); add(avx512vl, "AVX512VL"); add(avx512vnni, "AVX512_VNNI");
+    add(avx512bf16, "AVX512_BF16"); add(avxvnni, "AVX_VNNI");
+    return s.empty() ? "none" : s;
+}
+
+const CpuFeatures& cpu_features() {
+    static const CpuFeatures f = detect();
+    return f;
+}
+
+Isa best_supported_isa() {
+    const auto& f = cpu_features();
+    if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c) return Isa::avx512;
+    if (f.avx2 && f.fma && f.f16c) return Isa::avx2;
+    return Isa::scalar;
+}
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::scalar: return "scalar";
+        case Isa::avx2: return "avx2";
+        case Isa::avx512: return "avx512";
+    }
+    return "?";
+}
+
+Isa parse_isa(const std::string& name) {
+    if (name == "scalar") return Isa::scalar;
+    if (name == "avx2") return Isa::avx2;
+    if (name == "avx512") return Isa::avx512;
+    fail("unknown ISA '{}' (expected scalar, avx2 or avx512)", name);
+}
+
+void set_isa(Isa isa) {
+    if (int(isa) > int(best_supported_isa()))
+        fail("this CPU does not support the {} path (best: {})", isa_name(isa), isa_name(best_supported_isa()));
+    g_isa.store(int(isa));
+}
+
+Isa active_isa() {
+    int v = g_isa.load();
+    if (v >= 0) return Isa(v);
+    Isa isa = best_supported_isa();
+    if (const char* env = std::getenv("PAGODA_ISA"); env && *env) {
+        Isa wanted = parse_isa(env);
+        if (int(wanted) > int(isa))
+            fail("PAGODA_ISA={} but this CPU supports at most {}", env, isa_name(isa));
+        isa = wanted;
+    }
+    g_isa.store(int(isa));
+    return isa;
+}
+
+}  // namespace pagoda
