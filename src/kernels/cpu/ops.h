@@ -1,0 +1,27 @@
+// Element-wise and row-wise operators of the transformer, on f32 rows. Each has a plain definition
+// here; optimised variants live beside it and are tested against these.
+#pragma once
+#include <cstdint>
+
+namespace pagoda::kernels {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; out may alias x.
+void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out);
+
+// out[i] = silu(gate[i]) * up[i] where silu(g) = g / (1 + exp(-g)); out may alias gate.
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// y[i] += x[i]
+void add_inplace(float* y, const float* x, int64_t n);
+
+// In-place softmax over n values (max-subtracted, f32).
+void softmax(float* x, int64_t n);
+
+// Rotary position embedding of one token's heads, in place. x is [n_heads][head_dim]; the first
+// n_rot dimensions of each head rotate by angle pos * inv_freq[i] with cos/sin given per pair
+// (cos[i], sin[i] for i < n_rot/2). `neox` pairs dimension i with i + n_rot/2 (GPT-NeoX, Qwen2);
+// otherwise adjacent dimensions (2i, 2i+1) pair up (original Llama / GGML "normal").
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos, const float* sin,
+          bool neox);
+
+}  // namespace pagoda::kernels
