@@ -1,0 +1,42 @@
+// Hyper-parameters of a llama-family model, read from GGUF metadata ("{arch}.*" keys).
+// Supported architectures: `llama` (Llama 2/3, Mistral, TinyLlama, the stories models; adjacent-pair
+// RoPE) and `qwen2` (Q/K/V biases, NEOX RoPE). Anything else is refused with a clear error.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace pagoda::gguf {
+class File;
+}
+
+namespace pagoda::model {
+
+enum class RopeStyle { normal, neox };  // normal: pairs (2i, 2i+1); neox: pairs (i, i + n_rot/2)
+
+struct ModelConfig {
+    std::string arch;
+    std::string name;
+    int64_t n_layers = 0;
+    int64_t dim = 0;         // embedding width
+    int64_t n_heads = 0;
+    int64_t n_kv_heads = 0;
+    int64_t head_dim = 0;    // per-head width of Q, K and V
+    int64_t ffn_dim = 0;
+    int64_t vocab_size = 0;
+    int64_t context_length = 0;  // trained context (metadata)
+    float rms_eps = 1e-5f;
+    float rope_theta = 10000.0f;
+    int64_t rope_dims = 0;       // leading dimensions of each head that rotate
+    float rope_linear_scale = 1.0f;  // positions are divided by this (linear "position interpolation")
+    RopeStyle rope_style = RopeStyle::normal;
+    bool qkv_bias = false;
+
+    int64_t q_dim() const { return n_heads * head_dim; }
+    int64_t kv_dim() const { return n_kv_heads * head_dim; }
+    std::string describe() const;
+};
+
+// Reads and validates the hyper-parameters; vocab size comes from the token list or embedding.
+ModelConfig read_config(const gguf::File& file);
+
+}  // namespace pagoda::model

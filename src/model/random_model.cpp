@@ -1,0 +1,197 @@
+#include "model/random_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "gguf/gguf.h"
+
+namespace pagoda::model {
+
+using gguf::GgmlType;
+using gguf::Value;
+
+RandomModelSpec random_model_preset(const std::string& name) {
+    RandomModelSpec s;
+    s.name = "random-" + name;
+    if (name == "tiny") {
+        s.n_layers = 2; s.dim = 64; s.n_heads = 4; s.n_kv_heads = 2; s.ffn_dim = 160; s.vocab_size = 512;
+    } else if (name == "small") {
+        s.n_layers = 12; s.dim = 768; s.n_heads = 12; s.n_kv_heads = 12; s.ffn_dim = 2048; s.vocab_size = 32000;
+    } else if (name == "tinyllama") {
+        s.n_layers = 22; s.dim = 2048; s.n_heads = 32; s.n_kv_heads = 4; s.ffn_dim = 5632; s.vocab_size = 32000;
+    } else {
+        fail("unknown model preset '{}' (expected tiny, small or tinyllama)", name);
+    }
+    return s;
+}
+
+namespace {
+
+// xoshiro256** seeded by splitmix64: fast, good quality, and identical on every platform.
+class Rng {
+public:
+    explicit Rng(uint64_t seed) {
+        for (auto& s : s_) {
+            seed += 0x9e3779b97f4a7c15ull;
+            uint64_t z = seed;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+            s = z ^ (z >> 31);
+        }
+    }
+    uint64_t next() {
+        uint64_t result = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
+        s_[2] ^= s_[0]; s_[3] ^= s_[1]; s_[1] ^= s_[2]; s_[0] ^= s_[3]; s_[2] ^= t; s_[3] = rotl(s_[3], 45);
+        return result;
+    }
+    // Uniform in [-1, 1).
+    float symmetric() { return float(int64_t(next() >> 11) - (int64_t(1) << 52)) * (1.0f / float(int64_t(1) << 52)); }
+
+private:
+    static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+    uint64_t s_[4];
+};
+
+// Uniform values with the requested standard deviation, stored in `type`.
+std::vector<uint8_t> random_tensor(Rng& rng, int64_t n, float stddev, GgmlType type) {
+    const float a = stddev * std::sqrt(3.0f);
+    std::vector<uint8_t> bytes;
+    if (type == GgmlType::F32) {
+        bytes.resize(size_t(n) * 4);
+        float* p = reinterpret_cast<float*>(bytes.data());
+        for (int64_t i = 0; i < n; ++i) p[i] = a * rng.symmetric();
+    } else if (type == GgmlType::F16 || type == GgmlType::BF16) {
+        bytes.resize(size_t(n) * 2);
+        uint16_t* p = reinterpret_cast<uint16_t*>(bytes.data());
+        for (int64_t i = 0; i < n; ++i) {
+            float v = a * rng.symmetric();
+            p[i] = type == GgmlType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        }
+    } else {
+        fail("gen-model writes F32, F16 or BF16 weights (quantise afterwards with `pagoda quantize`)");
+    }
+    return bytes;
+}
+
+std::vector<uint8_t> constant_f32(int64_t n, float value) {
+    std::vector<uint8_t> bytes(size_t(n) * 4);
+    float* p = reinterpret_cast<float*>(bytes.data());
+    for (int64_t i = 0; i < n; ++i) p[i] = value;
+    return bytes;
+}
+
+// A SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte pieces, then "▁"-prefixed and bare
+// letter n-grams with descending scores, so any text encodes and every id decodes.
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size) {
+    if (vocab_size < 3 + 256 + 1) fail("a synthetic vocabulary needs at least 260 tokens, got {}", vocab_size);
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+    std::vector<int32_t> types = {2, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+        tokens.push_back(fmt::format("<0x{:02X}>", b));
+        types.push_back(6);
+    }
+    const std::string space = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
+    const std::string letters = "etaoinshrdlucmfwypvbgkqjxz";
+    std::vector<std::string> grams;
+    for (char c : letters) grams.push_back(std::string(1, c));
+    for (char a : letters) for (char b : letters) grams.push_back(std::string{a, b});
+    for (char a : letters) for (char b : letters) for (char c : letters) grams.push_back(std::string{a, b, c});
+    for (size_t i = 0; int64_t(tokens.size()) < vocab_size && i < grams.size(); ++i) {
+        for (const std::string& piece : {space + grams[i], grams[i]}) {
+            if (int64_t(tokens.size()) >= vocab_size) break;
+            tokens.push_back(piece);
+            types.push_back(1);
+        }
+    }
+    if (int64_t(tokens.size()) < vocab_size) fail("synthetic vocabulary is limited to {} tokens", tokens.size());
+    std::vector<float> scores(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) scores[i] = i < 259 ? 0.0f : -float(i - 259);
+    w.set("tokenizer.ggml.model", Value::string("llama"));
+    w.set("tokenizer.ggml.tokens", Value::strings(tokens));
+    w.set("tokenizer.ggml.scores", Value::f32s(scores));
+    w.set("tokenizer.ggml.token_type", Value::i32s(types));
+    w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
+    w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
+    w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
+}
+
+}  // namespace
+
+int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, const std::string& path) {
+    if (s.arch != "llama" && s.arch != "qwen2") fail("gen-model: architecture '{}' is not supported", s.arch);
+    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
+        fail("gen-model: every size must be positive");
+    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
+    if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
+    if (head_dim % 2) fail("gen-model: the head size {} must be even for RoPE", head_dim);
+
+    gguf::Writer w;
+    const std::string a = s.arch + ".";
+    w.set("general.architecture", Value::string(s.arch));
+    w.set("general.name", Value::string(s.name));
+    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
+    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
+    w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
+    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
+    w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
+    if (s.head_dim > 0) {
+        w.set(a + "attention.key_length", Value::u32(uint32_t(head_dim)));
+        w.set(a + "attention.value_length", Value::u32(uint32_t(head_dim)));
+    }
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
+    w.set(a + "rope.dimension_count", Value::u32(uint32_t(head_dim)));
+    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+
+    int64_t vocab_size = s.vocab_size;
+    if (vocab) {
+        for (const auto& [key, value] : vocab->metadata())
+            if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+        vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
+    } else {
+        write_synthetic_vocab(w, vocab_size);
+    }
+
+    Rng rng(s.seed);
+    int64_t params = 0;
+    const int64_t q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
+    const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
+    auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
+        params += cols * rows;
+    };
+    auto vec = [&](const std::string& name, int64_t n, std::vector<uint8_t> bytes) {
+        w.add_tensor(name, GgmlType::F32, {n}, std::move(bytes));
+        params += n;
+    };
+    matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
+    vec("output_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
+    if (!s.tied_output) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    for (int64_t l = 0; l < s.n_layers; ++l) {
+        const std::string p = fmt::format("blk.{}.", l);
+        vec(p + "attn_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
+        matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
+        matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        if (s.arch == "qwen2") {
+            vec(p + "attn_q.bias", q_dim, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
+            vec(p + "attn_k.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+            vec(p + "attn_v.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        }
+        matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
+        vec(p + "ffn_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
+        matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+        matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+        matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+    }
+    w.write(path);
+    return params;
+}
+
+}  // namespace pagoda::model

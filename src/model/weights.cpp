@@ -1,0 +1,94 @@
+#include "model/weights.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+
+namespace pagoda::model {
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& s) {
+    return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+class Binder {
+public:
+    Binder(const gguf::File& f) : f_(f) {}
+
+    const gguf::TensorInfo* find(const std::string& name) const { return f_.find_tensor(name); }
+
+    const gguf::TensorInfo& require(const std::string& name, std::vector<int64_t> shape) const {
+        const auto* t = f_.find_tensor(name);
+        if (!t) fail("{}: tensor {} is missing", f_.name(), name);
+        if (t->shape != shape)
+            fail("{}: tensor {} has shape {}, expected {}", f_.name(), name, shape_string(t->shape),
+                 shape_string(shape));
+        return *t;
+    }
+
+    kernels::WeightView matrix(const std::string& name, int64_t cols, int64_t rows) const {
+        const auto& t = require(name, {cols, rows});
+        kernels::require_matmul_support(t.type, fmt::format("{}: tensor {}", f_.name(), name));
+        return {t.type, t.data, rows, cols};
+    }
+
+    std::vector<float> vector(const std::string& name, int64_t n) const { return to_f32(require(name, {n})); }
+
+    std::vector<float> to_f32(const gguf::TensorInfo& t) const {
+        kernels::require_matmul_support(t.type, fmt::format("{}: tensor {}", f_.name(), t.name));
+        int64_t n = t.n_elements();
+        std::vector<float> out(size_t(n));
+        kernels::WeightView view{t.type, t.data, 1, n};
+        kernels::dequantize_row(view, 0, out.data());
+        return out;
+    }
+
+private:
+    const gguf::File& f_;
+};
+
+}  // namespace
+
+ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
+    Binder b(file);
+    ModelWeights w;
+    w.token_embd = b.matrix("token_embd.weight", c.dim, c.vocab_size);
+    w.output_norm = b.vector("output_norm.weight", c.dim);
+    if (b.find("output.weight")) {
+        w.output = b.matrix("output.weight", c.dim, c.vocab_size);
+    } else {
+        w.output = w.token_embd;
+        w.tied_output = true;
+    }
+    if (const auto* t = b.find("rope_freqs.weight")) {
+        if (t->shape != std::vector<int64_t>{c.rope_dims / 2})
+            fail("{}: tensor rope_freqs.weight has shape {}, expected [{}]", file.name(), shape_string(t->shape),
+                 c.rope_dims / 2);
+        w.rope_freq_factors = b.to_f32(*t);
+        for (float v : w.rope_freq_factors)
+            if (!(v > 0)) fail("{}: rope_freqs.weight holds a non-positive factor {}", file.name(), v);
+    }
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+        const std::string p = fmt::format("blk.{}.", i);
+        LayerWeights l;
+        l.attn_norm = b.vector(p + "attn_norm.weight", c.dim);
+        l.wq = b.matrix(p + "attn_q.weight", c.dim, c.q_dim());
+        l.wk = b.matrix(p + "attn_k.weight", c.dim, c.kv_dim());
+        l.wv = b.matrix(p + "attn_v.weight", c.dim, c.kv_dim());
+        l.wo = b.matrix(p + "attn_output.weight", c.q_dim(), c.dim);
+        if (c.qkv_bias) {
+            l.bq = b.vector(p + "attn_q.bias", c.q_dim());
+            l.bk = b.vector(p + "attn_k.bias", c.kv_dim());
+            l.bv = b.vector(p + "attn_v.bias", c.kv_dim());
+        }
+        l.ffn_norm = b.vector(p + "ffn_norm.weight", c.dim);
+        l.w_gate = b.matrix(p + "ffn_gate.weight", c.dim, c.ffn_dim);
+        l.w_up = b.matrix(p + "ffn_up.weight", c.dim, c.ffn_dim);
+        l.w_down = b.matrix(p + "ffn_down.weight", c.ffn_dim, c.dim);
+        w.layers.push_back(std::move(l));
+    }
+    return w;
+}
+
+}  // namespace pagoda::model
