@@ -48,7 +48,7 @@ void Model::rope_rows(float* rows, int64_t n_heads, const Batch& batch) {
     const int64_t half = c.rope_dims / 2;
     const int64_t width = n_heads * c.head_dim;
     pool_->parallel_for(batch.size(), 1, [&](int64_t begin, int64_t end, int) {
-        std::vector<float> cs(size_t(half)), sn(size_t(half));
+        std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
         for (int64_t t = begin; t < end; ++t) {
             for (int64_t i = 0; i < half; ++i) {
                 double angle = double(batch.positions[t]) * rope_inv_freq_[size_t(i)];
@@ -136,14 +136,14 @@ std::vector<float> Model::forward(const Batch& batch, ContiguousKvCache& cache) 
     }
 
     const int64_t rows = batch.n_logit_rows();
-    std::vector<float> normed(size_t(rows * c.dim));
+    std::vector<float> normed(static_cast<size_t>(rows * c.dim));
     int64_t r = 0;
     for (int64_t t = 0; t < n; ++t) {
         if (!batch.want_logits[t]) continue;
         kernels::rms_norm(x + t * c.dim, weights_.output_norm.data(), c.dim, c.rms_eps, normed.data() + r * c.dim);
         ++r;
     }
-    std::vector<float> logits(size_t(rows * c.vocab_size));
+    std::vector<float> logits(static_cast<size_t>(rows * c.vocab_size));
     kernels::matmul(weights_.output, normed.data(), rows, logits.data(), *pool_);
     return logits;
 }

@@ -38,7 +38,7 @@ public:
     std::vector<float> to_f32(const gguf::TensorInfo& t) const {
         kernels::require_matmul_support(t.type, fmt::format("{}: tensor {}", f_.name(), t.name));
         int64_t n = t.n_elements();
-        std::vector<float> out(size_t(n));
+        std::vector<float> out(static_cast<size_t>(n));
         kernels::WeightView view{t.type, t.data, 1, n};
         kernels::dequantize_row(view, 0, out.data());
         return out;

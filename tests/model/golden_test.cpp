@@ -1,0 +1,124 @@
+// stories260K against the outputs of its original reference implementation (llama2.c run.c):
+// greedy continuations token for token, and logits at the first positions within tolerance.
+#include <algorithm>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+
+#include "fixtures.h"
+#include "model/model.h"
+
+namespace pagoda::model {
+namespace {
+
+struct Golden {
+    std::vector<int32_t> prompt, tokens;
+    std::vector<std::pair<int, std::vector<float>>> logits;  // (position, values)
+};
+
+std::vector<int32_t> read_ids(std::istringstream& in) {
+    std::vector<int32_t> ids;
+    int32_t v;
+    while (in >> v) ids.push_back(v);
+    return ids;
+}
+
+Golden read_golden(const std::string& path) {
+    Golden g;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream s(line);
+        std::string head, count;
+        s >> head;
+        if (head == "prompt_tokens" || head == "tokens") {
+            s >> count;  // "N:"
+            (head == "tokens" ? g.tokens : g.prompt) = read_ids(s);
+        } else if (head == "logits") {
+            std::string pos, input;
+            s >> pos >> input;  // pos=P input_token=T:
+            int p = std::stoi(pos.substr(4));
+            std::vector<float> values;
+            float v;
+            while (s >> v) values.push_back(v);
+            g.logits.push_back({p, values});
+        }
+    }
+    return g;
+}
+
+int32_t argmax(const float* v, int64_t n) { return int32_t(std::max_element(v, v + n) - v); }
+
+class Stories260K : public ::testing::TestWithParam<std::string> {};
+
+// Feeds the prompt as one batch, then decodes greedily one token at a time, as `pagoda run` does.
+TEST_P(Stories260K, GreedyDecodeReproducesReference) {
+    const std::string model_path = test::fixture("models/stories260K.gguf");
+    const std::string golden_path = test::fixture("models/golden/" + GetParam());
+    PAGODA_REQUIRE_FIXTURE(model_path);
+    PAGODA_REQUIRE_FIXTURE(golden_path);
+    Golden g = read_golden(golden_path);
+    ASSERT_FALSE(g.prompt.empty());
+    ASSERT_GT(g.tokens.size(), g.prompt.size());
+    auto model = Model::load(model_path, {.n_threads = 2});
+    const int64_t vocab = model->config().vocab_size;
+    ContiguousKvCache cache(model->config(), 1, 512);
+
+    Batch batch;
+    for (size_t i = 0; i < g.prompt.size(); ++i) batch.add(g.prompt[i], int32_t(i), 0, i + 1 == g.prompt.size());
+    std::vector<float> logits = model->forward(batch, cache);
+    std::vector<int32_t> produced = g.prompt;
+    while (produced.size() < g.tokens.size()) {
+        int32_t next = argmax(logits.data(), vocab);
+        produced.push_back(next);
+        if (produced.size() == g.tokens.size()) break;
+        batch.clear();
+        batch.add(next, int32_t(produced.size() - 1), 0, true);
+        logits = model->forward(batch, cache);
+    }
+    EXPECT_EQ(produced, g.tokens);
+    // run.c stops when it samples BOS; a golden shorter than its budget must end right before one.
+    if (g.tokens.size() < 512 && GetParam().find("n512") != std::string::npos) {
+        batch.clear();
+        batch.add(produced.back(), int32_t(produced.size() - 1), 0, true);
+        logits = model->forward(batch, cache);
+        EXPECT_EQ(argmax(logits.data(), vocab), 1);
+    }
+}
+
+// Teacher-forced: the whole golden sequence in one batch; every position's logits are checked.
+TEST_P(Stories260K, LogitsMatchReferenceWithinTolerance) {
+    const std::string model_path = test::fixture("models/stories260K.gguf");
+    const std::string golden_path = test::fixture("models/golden/" + GetParam());
+    PAGODA_REQUIRE_FIXTURE(model_path);
+    PAGODA_REQUIRE_FIXTURE(golden_path);
+    Golden g = read_golden(golden_path);
+    auto model = Model::load(model_path, {.n_threads = 2});
+    const int64_t vocab = model->config().vocab_size;
+    ContiguousKvCache cache(model->config(), 1, 512);
+    Batch batch;
+    for (size_t i = 0; i < g.tokens.size(); ++i) batch.add(g.tokens[i], int32_t(i), 0, true);
+    std::vector<float> logits = model->forward(batch, cache);
+    for (size_t p = g.prompt.size() - 1; p + 1 < g.tokens.size(); ++p)
+        ASSERT_EQ(argmax(logits.data() + p * vocab, vocab), g.tokens[p + 1]) << "position " << p;
+    // Tolerance: run.c accumulates in f32 in another order; 1e-4 absolute on logits of magnitude ~10.
+    for (const auto& [pos, expected] : g.logits) {
+        ASSERT_EQ(int64_t(expected.size()), vocab);
+        for (int64_t i = 0; i < vocab; ++i)
+            ASSERT_NEAR(logits[size_t(pos * vocab + i)], expected[size_t(i)], 1e-4) << "pos " << pos << " logit " << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, Stories260K,
+                         ::testing::Values("stories260K_greedy_noprompt_n200.ids.txt",
+                                           "stories260K_greedy_noprompt_n512.ids.txt",
+                                           "stories260K_greedy_once_upon_a_time_n200.ids.txt",
+                                           "stories260K_greedy_tom_dog_n200.ids.txt"),
+                         [](const auto& info) {
+                             std::string n = info.param.substr(std::string("stories260K_greedy_").size());
+                             n = n.substr(0, n.find('.'));
+                             return n;
+                         });
+
+}  // namespace
+}  // namespace pagoda::model
