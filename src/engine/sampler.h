@@ -1,0 +1,46 @@
+// Picks the next token from a row of logits. Steps, in order: logit bias, repetition / frequency /
+// presence penalties over the tokens seen so far, then greedy (temperature 0) or temperature →
+// top-k → top-p (nucleus) → min-p → a draw from the renormalised distribution with the sampler's
+// own seeded generator, so a given seed always reproduces the same choices.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <vector>
+
+namespace pagoda::engine {
+
+struct SamplingParams {
+    float temperature = 1.0f;     // 0: greedy
+    int32_t top_k = 0;            // 0: off
+    float top_p = 1.0f;           // 1: off
+    float min_p = 0.0f;           // 0: off; keep tokens with p >= min_p * p_max
+    float repetition_penalty = 1.0f;  // >1 discourages tokens already seen (divides positive logits)
+    float frequency_penalty = 0.0f;   // subtracts count * penalty
+    float presence_penalty = 0.0f;    // subtracts penalty once a token has appeared
+    std::map<int32_t, float> logit_bias;
+    std::optional<uint64_t> seed;     // unset: seeded from the system's entropy
+
+    void validate() const;  // throws pagoda::Error naming the first out-of-range field
+};
+
+class Sampler {
+public:
+    explicit Sampler(SamplingParams params);
+
+    // `logits` is modified (bias, penalties, temperature). `history` is every token of the sequence so
+    // far (prompt and generated), used by the penalties.
+    int32_t sample(float* logits, int64_t vocab_size, const std::vector<int32_t>& history);
+
+    const SamplingParams& params() const { return params_; }
+
+private:
+    void apply_penalties(float* logits, int64_t vocab_size, const std::vector<int32_t>& history) const;
+
+    SamplingParams params_;
+    std::mt19937_64 rng_;
+    std::vector<std::pair<float, int32_t>> candidates_;
+};
+
+}  // namespace pagoda::engine

@@ -1,0 +1,93 @@
+#include "engine/sampler.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <limits>
+
+#include "core/error.h"
+
+namespace pagoda::engine {
+namespace {
+
+std::vector<float> logits_for(const std::vector<double>& probs) {
+    std::vector<float> l;
+    for (double p : probs) l.push_back(float(std::log(p)));
+    return l;
+}
+
+std::vector<int> histogram(SamplingParams params, const std::vector<double>& probs, int draws) {
+    Sampler s(params);
+    std::vector<int> counts(probs.size());
+    for (int i = 0; i < draws; ++i) {
+        auto l = logits_for(probs);
+        ++counts[size_t(s.sample(l.data(), int64_t(l.size()), {}))];
+    }
+    return counts;
+}
+
+TEST(Sampler, GreedyPicksTheMaximum) {
+    Sampler s({.temperature = 0.0f});
+    std::vector<float> l = {0.1f, 2.5f, -1.0f, 2.4f};
+    EXPECT_EQ(s.sample(l.data(), 4, {}), 1);
+}
+
+TEST(Sampler, SameSeedSameChoices) {
+    std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
+    SamplingParams p{.temperature = 1.0f, .seed = 42};
+    Sampler a(p), b(p);
+    for (int i = 0; i < 200; ++i) {
+        auto la = logits_for(probs), lb = logits_for(probs);
+        ASSERT_EQ(a.sample(la.data(), 4, {}), b.sample(lb.data(), 4, {}));
+    }
+}
+
+TEST(Sampler, DrawsFollowTheDistribution) {
+    std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
+    const int n = 40000;
+    auto counts = histogram({.temperature = 1.0f, .seed = 7}, probs, n);
+    for (size_t i = 0; i < probs.size(); ++i) {
+        double sigma = std::sqrt(n * probs[i] * (1 - probs[i]));
+        EXPECT_NEAR(counts[i], n * probs[i], 5 * sigma) << "token " << i;
+    }
+}
+
+TEST(Sampler, TopPKeepsTheSmallestNucleus) {
+    // Sorted: 0.4 (id 3), 0.3 (id 2); cumulative 0.7 >= 0.6 so ids 0 and 1 never appear.
+    auto counts = histogram({.temperature = 1.0f, .top_p = 0.6f, .seed = 3}, {0.1, 0.2, 0.3, 0.4}, 5000);
+    EXPECT_EQ(counts[0], 0);
+    EXPECT_EQ(counts[1], 0);
+    EXPECT_GT(counts[2], 1500);
+    EXPECT_GT(counts[3], 2000);
+}
+
+TEST(Sampler, TopKAndMinP) {
+    auto k = histogram({.temperature = 1.0f, .top_k = 2, .seed = 3}, {0.1, 0.2, 0.3, 0.4}, 3000);
+    EXPECT_EQ(k[0] + k[1], 0);
+    // min_p 0.6: keep p >= 0.24 -> ids 2 and 3.
+    auto m = histogram({.temperature = 1.0f, .min_p = 0.6f, .seed = 3}, {0.1, 0.2, 0.3, 0.4}, 3000);
+    EXPECT_EQ(m[0] + m[1], 0);
+    EXPECT_GT(m[2], 0);
+}
+
+TEST(Sampler, PenaltiesAndBias) {
+    SamplingParams p{.temperature = 0.0f, .repetition_penalty = 2.0f, .frequency_penalty = 0.5f,
+                     .presence_penalty = 0.25f};
+    p.logit_bias[0] = -std::numeric_limits<float>::infinity();
+    Sampler s(p);
+    std::vector<float> l = {10.0f, 4.0f, -2.0f, 3.0f};
+    // Token 1 seen twice: 4/2 - 2*0.5 - 0.25 = 0.75; token 2 once: -2*2 - 0.5 - 0.25 = -4.75.
+    int32_t chosen = s.sample(l.data(), 4, {1, 1, 2});
+    EXPECT_FLOAT_EQ(l[1], 0.75f);
+    EXPECT_FLOAT_EQ(l[2], -4.75f);
+    EXPECT_EQ(chosen, 3);
+}
+
+TEST(Sampler, RejectsOutOfRangeParameters) {
+    EXPECT_THROW(Sampler({.temperature = -1.0f}), Error);
+    EXPECT_THROW(Sampler({.top_p = 0.0f}), Error);
+    EXPECT_THROW(Sampler({.top_k = -3}), Error);
+    EXPECT_THROW(Sampler({.min_p = 1.5f}), Error);
+}
+
+}  // namespace
+}  // namespace pagoda::engine
