@@ -1,0 +1,53 @@
+// Portable reference path of the paged attention kernel (any x86-64, any head_dim).
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "kernels/cpu/attention_walk.h"
+
+namespace pagoda::kernels::attention_detail {
+namespace {
+
+template <kv::KvDtype DT>
+inline float load(const uint8_t* row, int i) {
+    if constexpr (DT == kv::KvDtype::f32) {
+        float f;
+        std::memcpy(&f, row + 4 * i, 4);
+        return f;
+    } else {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * i, 2);
+        if constexpr (DT == kv::KvDtype::f16) return f16_to_f32(h);
+        else return bf16_to_f32(h);
+    }
+}
+
+struct ScalarOps {
+    template <kv::KvDtype DT>
+    static float dot(const float* q, const uint8_t* k, int d) {
+        float sum = 0.0f;
+        for (int i = 0; i < d; ++i) sum += q[i] * load<DT>(k, i);
+        return sum;
+    }
+    template <kv::KvDtype DT>
+    static void axpy(float* acc, float p, const uint8_t* v, int d) {
+        for (int i = 0; i < d; ++i) acc[i] += p * load<DT>(v, i);
+    }
+    static void scale(float* acc, float c, int d) {
+        for (int i = 0; i < d; ++i) acc[i] *= c;
+    }
+    static float exp_sum(float* s, int n, float m) {
+        float sum = 0.0f;
+        for (int j = 0; j < n; ++j) {
+            s[j] = std::exp(s[j] - m);
+            sum += s[j];
+        }
+        return sum;
+    }
+};
+
+}  // namespace
+
+void attend_scalar(const Task& t) { walk<ScalarOps>(t); }
+
+}  // namespace pagoda::kernels::attention_detail

@@ -1,0 +1,160 @@
+// BlockManager: the bookkeeping of the paged KV cache — which physical block holds which tokens of
+// which sequence. Pure logic (no tensors): block ids here index the blocks of a KvPool built with
+// the same block count and block size.
+//
+// Block states:  free (on the free list)  ->  used (ref count > 0, owned by >= 1 block tables)
+//                used, full and published in the prefix cache  ->  ref 0: evictable (kept, LRU)
+//                evictable  ->  used again on a prefix hit, or evicted (hash dropped) when the free
+//                list is empty and a new block is needed.
+// Invariant: free + evictable + used == n_blocks; a block's ref count == number of block-table
+// entries naming it.
+//
+// Per-step protocol (the scheduler drives it; the model only sees slots and block tables):
+//   admission : can_allocate(prompt) -> allocate(seq, prompt)     result.n_cached_tokens prompt
+//               tokens already have their KV (prefix cache hit): compute from that position on.
+//   decode    : can_append(seq, 1) -> append(seq, {token}, copies) then run copies on the pool
+//               (KvPool::copy_block) BEFORE the forward step writes KV.
+//   each step : slots(seq, begin, end, out) gives the KV slot of each token being computed;
+//               block_table(seq) goes to the attention kernel.
+//   after step: mark_computed(seq, n) — the first n tokens now have KV in the pool; full blocks
+//               among them become shareable through the prefix cache.
+//   fork      : fork(parent, child) shares every block (copy-on-write later); free(seq) at the end.
+// Running out of blocks is never an exception: can_* queries and KvStatus::out_of_blocks leave
+// the state untouched so the scheduler can preempt or wait. Misuse (unknown or duplicate sequence
+// id, an empty prompt, marking more tokens computed than exist) throws pagoda::Error.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace pagoda::kv {
+
+using SeqId = int64_t;
+
+enum class KvStatus { ok, out_of_blocks };
+
+// A copy-on-write the caller must execute on the pool (all layers, K and V) before writing KV.
+struct BlockCopy {
+    int32_t src;
+    int32_t dst;
+};
+
+struct AllocateResult {
+    KvStatus status = KvStatus::ok;
+    int64_t n_cached_tokens = 0;  // prompt tokens whose KV is already in the pool (multiple of block size)
+};
+
+struct PrefixCacheStats {
+    int64_t queried_tokens = 0;  // prompt tokens offered to the cache by allocate()
+    int64_t hit_tokens = 0;      // of those, tokens served from cached blocks
+    int64_t evicted_blocks = 0;  // cached blocks dropped to make room
+    double hit_rate() const { return queried_tokens ? double(hit_tokens) / double(queried_tokens) : 0.0; }
+};
+
+class BlockManager {
+public:
+    // n_blocks >= 1; block_size a power of two in 1..256 (same as the pool's).
+    BlockManager(int32_t n_blocks, int32_t block_size, bool prefix_caching = true);
+
+    int32_t n_blocks() const { return n_blocks_; }
+    int32_t block_size() const { return block_size_; }
+    bool prefix_caching() const { return prefix_caching_; }
+
+    // ---- capacity (no state change) ----
+    int32_t num_free_blocks() const { return int32_t(free_list_.size()); }
+    int32_t num_evictable_blocks() const { return n_evictable_; }
+    int32_t num_used_blocks() const { return n_blocks_ - num_free_blocks() - n_evictable_; }
+    // Blocks a new allocation could obtain (free + evictable).
+    int32_t num_available_blocks() const { return num_free_blocks() + n_evictable_; }
+    // Whether allocate(prompt, extra_key) would succeed now (counts prefix hits).
+    bool can_allocate(std::span<const int32_t> prompt, uint64_t extra_key = 0) const;
+    // How many of the available (free + evictable) blocks allocate() would consume for this prompt
+    // now: blocks for the tokens not served by the cache, plus cached hits that are currently
+    // evictable (re-referencing them takes them off the evictable list).
+    int32_t blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key = 0) const;
+    // Whether append(seq, n_new_tokens tokens) would succeed now (counts copy-on-write).
+    bool can_append(SeqId seq, int64_t n_new_tokens) const;
+
+    // ---- sequence lifecycle ----
+    // Registers a new sequence holding `prompt` and gives it blocks for every prompt token, reusing
+    // cached full blocks of its prefix. At least the last prompt token is always left to compute
+    // (so the model produces logits), and a reused prefix is a whole number of blocks.
+    AllocateResult allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key = 0);
+    // Adds tokens to the end of a sequence, taking new blocks as the last fills up. If the last
+    // block is shared (after fork) it is first replaced by a private copy, reported in `copies`
+    // (appended to, not cleared).
+    KvStatus append(SeqId seq, std::span<const int32_t> tokens, std::vector<BlockCopy>& copies);
+    // Declares that the first n_computed tokens of seq have their KV in the pool (monotonic).
+    void mark_computed(SeqId seq, int64_t n_computed);
+    // New sequence `child` sharing all of parent's blocks and tokens. Parent must be fully
+    // computed (its KV is what the child will read).
+    void fork(SeqId parent, SeqId child);
+    // Releases a sequence's blocks (cached full blocks stay evictable).
+    void free(SeqId seq);
+
+    // ---- step inputs ----
+    bool has_sequence(SeqId seq) const { return seqs_.count(seq) != 0; }
+    const std::vector<int32_t>& block_table(SeqId seq) const;
+    const std::vector<int32_t>& tokens(SeqId seq) const;
+    int64_t num_tokens(SeqId seq) const;
+    int64_t num_computed(SeqId seq) const;
+    // Slot of token position pos (0 <= pos < num_tokens).
+    int64_t slot(SeqId seq, int64_t pos) const;
+    // Slots of positions [begin, end) into out[0 .. end-begin).
+    void slots(SeqId seq, int64_t begin, int64_t end, int64_t* out) const;
+
+    // ---- introspection ----
+    int32_t ref_count(int32_t block) const { return blocks_[size_t(block)].ref; }
+    bool is_cached(int32_t block) const { return blocks_[size_t(block)].cached; }
+    std::vector<SeqId> sequences() const;
+    const PrefixCacheStats& stats() const { return stats_; }
+    // Drops every cached (evictable) block back to the free list, e.g. after a weight reload.
+    void clear_prefix_cache();
+
+private:
+    struct Block {
+        int32_t ref = 0;
+        bool cached = false;        // published in cache_ under `hash`
+        bool in_free_list = false;
+        uint64_t hash = 0;
+        uint64_t parent_hash = 0;   // for the collision check on hits
+        uint64_t extra_key = 0;
+        int32_t lru_prev = -1, lru_next = -1;  // evictable list links (ref == 0 && cached)
+        bool evictable = false;
+    };
+    struct Sequence {
+        std::vector<int32_t> tokens;
+        std::vector<int32_t> table;
+        std::vector<uint64_t> block_hashes;  // chain hashes of the leading full, computed blocks
+        int64_t n_computed = 0;
+        uint64_t extra_key = 0;
+    };
+
+    Sequence& seq_ref(SeqId seq);
+    const Sequence& seq_ref(SeqId seq) const;
+    // Cached blocks that serve the prompt's prefix (capped to leave the last token), with hashes.
+    void match_prefix(std::span<const int32_t> prompt, uint64_t extra_key, std::vector<int32_t>& blocks,
+                      std::vector<uint64_t>& hashes) const;
+    int32_t lookup(uint64_t hash, uint64_t parent, const int32_t* tokens, uint64_t extra_key) const;
+    int32_t take_block();  // from the free list, else evict the least recently used cached block
+    void acquire(int32_t block);
+    void release(int32_t block);
+    void lru_push_back(int32_t block);
+    void lru_remove(int32_t block);
+    void uncache(int32_t block);
+    void publish(Sequence& s, size_t block_index);
+
+    int32_t n_blocks_;
+    int32_t block_size_;
+    bool prefix_caching_;
+    std::vector<Block> blocks_;
+    std::vector<int32_t> block_tokens_;  // tokens of each cached block (n_blocks x block_size)
+    std::vector<int32_t> free_list_;     // stack; top = back
+    int32_t lru_head_ = -1, lru_tail_ = -1, n_evictable_ = 0;
+    std::unordered_map<uint64_t, int32_t> cache_;
+    std::unordered_map<SeqId, Sequence> seqs_;
+    PrefixCacheStats stats_;
+};
+
+}  // namespace pagoda::kv
