@@ -1,25 +1,41 @@
-// One forward step's input: the flattened tokens of every sequence scheduled in this step, each
-// with its position and sequence, and whether its logits are wanted (usually only the last token of
-// a sequence's chunk). Logits come back in the order of the rows that want them.
+// One forward step's input, as the scheduler hands it to the model: the flattened tokens of every
+// sequence scheduled in this step, each with its position, its sequence (an index into
+// block_tables), the paged-KV slot its K/V goes to, and whether its logits are wanted (usually only
+// a sequence's last token in the step). Copy-on-write block copies run before anything is written.
+// Logits come back for the rows that want them, in batch order.
 #pragma once
 #include <cstdint>
 #include <vector>
+
+#include "kv/block_manager.h"
 
 namespace pagoda::model {
 
 struct Batch {
     std::vector<int32_t> tokens;
     std::vector<int32_t> positions;
-    std::vector<int32_t> seq_ids;      // which KV sequence each token belongs to
+    std::vector<int32_t> seq_index;    // per token: which entry of block_tables
+    std::vector<int64_t> slots;        // per token: KV slot (block_id * block_size + offset)
     std::vector<uint8_t> want_logits;  // 1 where the caller wants this row's logits
+    std::vector<std::vector<int32_t>> block_tables;  // per sequence: physical block ids in order
+    std::vector<kv::BlockCopy> block_copies;         // copy-on-write, executed before the step
 
-    void add(int32_t token, int32_t position, int32_t seq_id, bool logits) {
+    // Adds a sequence's block table and returns its index for add().
+    int32_t add_sequence(std::vector<int32_t> block_table) {
+        block_tables.push_back(std::move(block_table));
+        return int32_t(block_tables.size() - 1);
+    }
+    void add(int32_t token, int32_t position, int32_t seq, int64_t slot, bool logits) {
         tokens.push_back(token);
         positions.push_back(position);
-        seq_ids.push_back(seq_id);
+        seq_index.push_back(seq);
+        slots.push_back(slot);
         want_logits.push_back(logits ? 1 : 0);
     }
-    void clear() { tokens.clear(); positions.clear(); seq_ids.clear(); want_logits.clear(); }
+    void clear() {
+        tokens.clear(); positions.clear(); seq_index.clear(); slots.clear(); want_logits.clear();
+        block_tables.clear(); block_copies.clear();
+    }
     int64_t size() const { return int64_t(tokens.size()); }
     int64_t n_logit_rows() const {
         int64_t n = 0;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/ops.h"
 
 namespace pagoda::model {
@@ -31,16 +32,44 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file, 
     return m;
 }
 
-void Model::validate(const Batch& batch, const ContiguousKvCache& cache) const {
+kv::KvLayout Model::kv_layout(int32_t block_size, std::optional<kv::KvDtype> dtype) const {
+    kv::KvLayout l;
+    l.n_layers = int32_t(config_.n_layers);
+    l.n_kv_heads = int32_t(config_.n_kv_heads);
+    l.head_dim = int32_t(config_.head_dim);
+    l.block_size = block_size;
+    l.dtype = dtype ? *dtype : weights_.layers[0].wq.type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
+    l.validate();
+    return l;
+}
+
+void Model::validate(const Batch& batch, const kv::KvPool& pool) const {
     const int64_t n = batch.size();
-    if (int64_t(batch.positions.size()) != n || int64_t(batch.seq_ids.size()) != n ||
-        int64_t(batch.want_logits.size()) != n)
+    if (int64_t(batch.positions.size()) != n || int64_t(batch.seq_index.size()) != n ||
+        int64_t(batch.slots.size()) != n || int64_t(batch.want_logits.size()) != n)
         fail("malformed batch: field lengths differ");
+    const auto& l = pool.layout();
+    if (l.n_layers != config_.n_layers || l.n_kv_heads != config_.n_kv_heads || l.head_dim != config_.head_dim)
+        fail("the KV pool's shape does not match the model");
     for (int64_t t = 0; t < n; ++t) {
         if (batch.tokens[t] < 0 || batch.tokens[t] >= config_.vocab_size)
             fail("token id {} is outside the vocabulary of {} tokens", batch.tokens[t], config_.vocab_size);
-        cache.check(batch.seq_ids[t], batch.positions[t]);
+        if (batch.seq_index[t] < 0 || batch.seq_index[t] >= int64_t(batch.block_tables.size()))
+            fail("token {} names sequence {} but the batch has {} block tables", t, batch.seq_index[t],
+                 batch.block_tables.size());
+        const auto& table = batch.block_tables[size_t(batch.seq_index[t])];
+        const int64_t pos = batch.positions[t];
+        if (pos < 0 || pos >= int64_t(table.size()) * pool.block_size())
+            fail("position {} is outside its sequence's {} KV blocks", pos, table.size());
+        if (batch.slots[t] < 0 || batch.slots[t] >= pool.n_slots())
+            fail("KV slot {} is outside the pool of {} slots", batch.slots[t], pool.n_slots());
     }
+    for (const auto& table : batch.block_tables)
+        for (int32_t b : table)
+            if (b < 0 || b >= pool.n_blocks()) fail("block id {} is outside the pool of {} blocks", b, pool.n_blocks());
+    for (const auto& c : batch.block_copies)
+        if (c.src < 0 || c.src >= pool.n_blocks() || c.dst < 0 || c.dst >= pool.n_blocks())
+            fail("block copy {} -> {} is outside the pool", c.src, c.dst);
 }
 
 void Model::rope_rows(float* rows, int64_t n_heads, const Batch& batch) {
@@ -61,35 +90,9 @@ void Model::rope_rows(float* rows, int64_t n_heads, const Batch& batch) {
     });
 }
 
-void Model::attention(int64_t layer, const Batch& batch, ContiguousKvCache& cache) {
-    const auto& c = config_;
-    const int64_t n = batch.size(), hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
-    const float scale = 1.0f / std::sqrt(float(hd));
-    pool_->run(int(n * c.n_heads), [&](int task, int) {
-        const int64_t t = task / c.n_heads, h = task % c.n_heads, kvh = h / group;
-        const int64_t seq = batch.seq_ids[t], pos = batch.positions[t];
-        const float* q = q_.data() + (t * c.n_heads + h) * hd;
-        thread_local std::vector<float> scores;
-        scores.resize(size_t(pos + 1));
-        for (int64_t p = 0; p <= pos; ++p) {
-            const float* k = cache.k(layer, seq, p) + kvh * hd;
-            float s = 0;
-            for (int64_t d = 0; d < hd; ++d) s += q[d] * k[d];
-            scores[size_t(p)] = s * scale;
-        }
-        kernels::softmax(scores.data(), pos + 1);
-        float* out = attn_.data() + (t * c.n_heads + h) * hd;
-        std::fill(out, out + hd, 0.0f);
-        for (int64_t p = 0; p <= pos; ++p) {
-            const float* v = cache.v(layer, seq, p) + kvh * hd;
-            const float w = scores[size_t(p)];
-            for (int64_t d = 0; d < hd; ++d) out[d] += w * v[d];
-        }
-    });
-}
-
-std::vector<float> Model::forward(const Batch& batch, ContiguousKvCache& cache) {
-    validate(batch, cache);
+std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
+    validate(batch, pool);
+    for (const auto& c : batch.block_copies) pool.copy_block(c.src, c.dst);
     const auto& c = config_;
     const int64_t n = batch.size();
     if (n == 0) return {};
@@ -98,6 +101,18 @@ std::vector<float> Model::forward(const Batch& batch, ContiguousKvCache& cache) 
     grow(v_, n * c.kv_dim()); grow(attn_, n * c.q_dim()); grow(gate_, n * c.ffn_dim); grow(up_, n * c.ffn_dim);
     float* x = x_.data();
     float* h = h_.data();
+
+    std::vector<kernels::AttentionSeq> seqs;
+    for (const auto& table : batch.block_tables) seqs.push_back({table.data(), int32_t(table.size())});
+    kernels::PagedAttentionBatch attention;
+    attention.q = q_.data();
+    attention.n_tokens = n;
+    attention.n_heads = int32_t(c.n_heads);
+    attention.token_seq = batch.seq_index.data();
+    attention.token_pos = batch.positions.data();
+    attention.seqs = seqs.data();
+    attention.n_seqs = int32_t(seqs.size());
+    attention.scale = 1.0f / std::sqrt(float(c.head_dim));
 
     for (int64_t t = 0; t < n; ++t) kernels::dequantize_row(weights_.token_embd, batch.tokens[t], x + t * c.dim);
 
@@ -118,11 +133,8 @@ std::vector<float> Model::forward(const Batch& batch, ContiguousKvCache& cache) 
         add_bias(v_.data(), w.bv, c.kv_dim());
         rope_rows(q_.data(), c.n_heads, batch);
         rope_rows(k_.data(), c.n_kv_heads, batch);
-        for (int64_t t = 0; t < n; ++t) {
-            std::copy_n(k_.data() + t * c.kv_dim(), c.kv_dim(), cache.k(l, batch.seq_ids[t], batch.positions[t]));
-            std::copy_n(v_.data() + t * c.kv_dim(), c.kv_dim(), cache.v(l, batch.seq_ids[t], batch.positions[t]));
-        }
-        attention(l, batch, cache);
+        pool.write(int32_t(l), batch.slots.data(), n, k_.data(), v_.data());
+        kernels::paged_attention(attention, pool, int32_t(l), attn_.data(), *pool_);
         kernels::matmul(w.wo, attn_.data(), n, h, *pool_);
         kernels::add_inplace(x, h, n * c.dim);
 

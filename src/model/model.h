@@ -3,16 +3,18 @@
 // Each token is embedded, runs through every layer (RMSNorm, Q/K/V projections with optional bias,
 // RoPE, causal grouped-query attention over its sequence's cached keys, output projection, residual,
 // RMSNorm, SwiGLU FFN, residual), and the rows that want logits get the final norm and output head.
-// The K/V of the batch's tokens are written into the cache before attention reads it.
+// The K/V of the batch's tokens are written into their paged-KV slots before attention reads them
+// through each sequence's block table.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "model/batch.h"
 #include "model/config.h"
-#include "model/kv_contiguous.h"
+#include "kv/kv_pool.h"
 #include "model/weights.h"
 
 namespace pagoda::gguf {
@@ -36,14 +38,17 @@ public:
     std::shared_ptr<const gguf::File> file_ptr() const { return file_; }
     ThreadPool& pool() { return *pool_; }
 
-    // Returns logits [batch.n_logit_rows()][vocab], rows in batch order. Throws on invalid tokens,
-    // positions or sequence ids (nothing is written to the cache then).
-    std::vector<float> forward(const Batch& batch, ContiguousKvCache& cache);
+    // The KV cache shape for this model: F32 elements when the weights are F32, else F16, unless
+    // `dtype` is given.
+    kv::KvLayout kv_layout(int32_t block_size, std::optional<kv::KvDtype> dtype = std::nullopt) const;
+
+    // Returns logits [batch.n_logit_rows()][vocab], rows in batch order. Throws pagoda::Error on
+    // invalid tokens, positions, slots or sequence indices (before anything is written).
+    std::vector<float> forward(const Batch& batch, kv::KvPool& pool);
 
 private:
     Model() = default;
-    void validate(const Batch& batch, const ContiguousKvCache& cache) const;
-    void attention(int64_t layer, const Batch& batch, ContiguousKvCache& cache);
+    void validate(const Batch& batch, const kv::KvPool& pool) const;
     void rope_rows(float* rows, int64_t n_heads, const Batch& batch);
 
     std::shared_ptr<const gguf::File> file_;

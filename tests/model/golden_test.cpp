@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "fixtures.h"
-#include "model/model.h"
+#include "model/sequence_runner.h"
 
 namespace pagoda::model {
 namespace {
@@ -49,12 +49,18 @@ Golden read_golden(const std::string& path) {
 
 int32_t argmax(const float* v, int64_t n) { return int32_t(std::max_element(v, v + n) - v); }
 
-class Stories260K : public ::testing::TestWithParam<std::string> {};
+struct GoldenCase {
+    std::string file;
+    int32_t block_size;
+};
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.file << " block " << c.block_size; }
+
+class Stories260K : public ::testing::TestWithParam<GoldenCase> {};
 
 // Feeds the prompt as one batch, then decodes greedily one token at a time, as `pagoda run` does.
 TEST_P(Stories260K, GreedyDecodeReproducesReference) {
     const std::string model_path = test::fixture("models/stories260K.gguf");
-    const std::string golden_path = test::fixture("models/golden/" + GetParam());
+    const std::string golden_path = test::fixture("models/golden/" + GetParam().file);
     PAGODA_REQUIRE_FIXTURE(model_path);
     PAGODA_REQUIRE_FIXTURE(golden_path);
     Golden g = read_golden(golden_path);
@@ -62,43 +68,34 @@ TEST_P(Stories260K, GreedyDecodeReproducesReference) {
     ASSERT_GT(g.tokens.size(), g.prompt.size());
     auto model = Model::load(model_path, {.n_threads = 2});
     const int64_t vocab = model->config().vocab_size;
-    ContiguousKvCache cache(model->config(), 1, 512);
+    SequenceRunner runner(*model, {.block_size = GetParam().block_size}, 513);
 
-    Batch batch;
-    for (size_t i = 0; i < g.prompt.size(); ++i) batch.add(g.prompt[i], int32_t(i), 0, i + 1 == g.prompt.size());
-    std::vector<float> logits = model->forward(batch, cache);
+    std::vector<float> logits = runner.prefill(0, g.prompt);
     std::vector<int32_t> produced = g.prompt;
     while (produced.size() < g.tokens.size()) {
         int32_t next = argmax(logits.data(), vocab);
         produced.push_back(next);
-        if (produced.size() == g.tokens.size()) break;
-        batch.clear();
-        batch.add(next, int32_t(produced.size() - 1), 0, true);
-        logits = model->forward(batch, cache);
+        logits = runner.decode(0, next);
     }
     EXPECT_EQ(produced, g.tokens);
     // run.c stops when it samples BOS; a golden shorter than its budget must end right before one.
-    if (g.tokens.size() < 512 && GetParam().find("n512") != std::string::npos) {
-        batch.clear();
-        batch.add(produced.back(), int32_t(produced.size() - 1), 0, true);
-        logits = model->forward(batch, cache);
+    if (g.tokens.size() < 512 && GetParam().file.find("n512") != std::string::npos) {
         EXPECT_EQ(argmax(logits.data(), vocab), 1);
     }
 }
 
-// Teacher-forced: the whole golden sequence in one batch; every position's logits are checked.
+// Teacher-forced: the whole golden sequence in chunks; every position's logits are checked.
 TEST_P(Stories260K, LogitsMatchReferenceWithinTolerance) {
     const std::string model_path = test::fixture("models/stories260K.gguf");
-    const std::string golden_path = test::fixture("models/golden/" + GetParam());
+    const std::string golden_path = test::fixture("models/golden/" + GetParam().file);
     PAGODA_REQUIRE_FIXTURE(model_path);
     PAGODA_REQUIRE_FIXTURE(golden_path);
     Golden g = read_golden(golden_path);
     auto model = Model::load(model_path, {.n_threads = 2});
     const int64_t vocab = model->config().vocab_size;
-    ContiguousKvCache cache(model->config(), 1, 512);
-    Batch batch;
-    for (size_t i = 0; i < g.tokens.size(); ++i) batch.add(g.tokens[i], int32_t(i), 0, true);
-    std::vector<float> logits = model->forward(batch, cache);
+    SequenceRunner runner(*model, {.block_size = GetParam().block_size}, 513);
+    std::vector<float> logits = runner.prefill(0, g.tokens, /*chunk=*/37, /*all_logits=*/true);
+    ASSERT_EQ(int64_t(logits.size()), int64_t(g.tokens.size()) * vocab);
     for (size_t p = g.prompt.size() - 1; p + 1 < g.tokens.size(); ++p)
         ASSERT_EQ(argmax(logits.data() + p * vocab, vocab), g.tokens[p + 1]) << "position " << p;
     // Tolerance: run.c accumulates in f32 in another order; 1e-4 absolute on logits of magnitude ~10.
@@ -109,16 +106,21 @@ TEST_P(Stories260K, LogitsMatchReferenceWithinTolerance) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Goldens, Stories260K,
-                         ::testing::Values("stories260K_greedy_noprompt_n200.ids.txt",
-                                           "stories260K_greedy_noprompt_n512.ids.txt",
-                                           "stories260K_greedy_once_upon_a_time_n200.ids.txt",
-                                           "stories260K_greedy_tom_dog_n200.ids.txt"),
-                         [](const auto& info) {
-                             std::string n = info.param.substr(std::string("stories260K_greedy_").size());
-                             n = n.substr(0, n.find('.'));
-                             return n;
-                         });
+std::vector<GoldenCase> golden_cases() {
+    std::vector<GoldenCase> out;
+    for (int32_t bs : {1, 16, 256})
+        for (const char* f : {"stories260K_greedy_noprompt_n200.ids.txt", "stories260K_greedy_noprompt_n512.ids.txt",
+                              "stories260K_greedy_once_upon_a_time_n200.ids.txt",
+                              "stories260K_greedy_tom_dog_n200.ids.txt"})
+            out.push_back({f, bs});
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, Stories260K, ::testing::ValuesIn(golden_cases()), [](const auto& info) {
+    std::string n = info.param.file.substr(std::string("stories260K_greedy_").size());
+    n = n.substr(0, n.find('.'));
+    return n + "_block" + std::to_string(info.param.block_size);
+});
 
 }  // namespace
 }  // namespace pagoda::model

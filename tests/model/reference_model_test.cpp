@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
-#include "model/model.h"
+#include "model/sequence_runner.h"
 #include "model/random_model.h"
 #include "reference_forward.h"
 
@@ -51,6 +51,8 @@ std::vector<Case> cases() {
     return out;
 }
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class ReferenceModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
@@ -72,22 +74,18 @@ TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
             ASSERT_NEAR(row[i], expected[pos][size_t(i)], c.tolerance * scale) << "position " << pos << " logit " << i;
     };
 
-    // Whole sequence as one batch (prefill).
-    ContiguousKvCache cache(model->config(), 2, 64);
-    Batch batch;
-    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], int32_t(i), 0, true);
-    auto logits = model->forward(batch, cache);
+    // Whole sequence as one batch (prefill), block size 4 so tables have several blocks. F32 KV: this
+    // test checks the forward pass; KV rounding is covered by the attention tests.
+    SequenceRunner runner(*model, {.block_size = 4, .dtype = kv::KvDtype::f32, .prefix_caching = false}, 64);
+    std::vector<int32_t> ids(tokens.begin(), tokens.end());
+    auto logits = runner.prefill(0, ids, 64, true);
     for (size_t p = 0; p < tokens.size(); ++p) check(logits.data() + p * vocab, p);
 
-    // A prefix chunk then one token at a time, in the other sequence slot.
-    batch.clear();
-    for (size_t i = 0; i < 7; ++i) batch.add(tokens[i], int32_t(i), 1, i == 6);
-    logits = model->forward(batch, cache);
+    // A prefix chunk then one token at a time, in another sequence.
+    logits = runner.prefill(1, std::span<const int32_t>(ids.data(), 7));
     check(logits.data(), 6);
     for (size_t p = 7; p < tokens.size(); ++p) {
-        batch.clear();
-        batch.add(tokens[p], int32_t(p), 1, true);
-        logits = model->forward(batch, cache);
+        logits = runner.decode(1, ids[p]);
         check(logits.data(), p);
     }
 }
@@ -100,16 +98,27 @@ TEST(ModelErrors, RejectsOutOfRangeInput) {
     const std::string path = test::temp_path("errors.gguf");
     write_random_model(spec, nullptr, path);
     auto model = Model::load(path, {.n_threads = 1});
-    ContiguousKvCache cache(model->config(), 1, 8);
+    kv::KvPool pool(model->kv_layout(4), 2);
     Batch batch;
-    batch.add(int32_t(model->config().vocab_size), 0, 0, true);
-    EXPECT_THROW(model->forward(batch, cache), Error);
+    int32_t s = batch.add_sequence({0});
+    batch.add(int32_t(model->config().vocab_size), 0, s, 0, true);  // token outside the vocabulary
+    EXPECT_THROW(model->forward(batch, pool), Error);
     batch.clear();
-    batch.add(1, 8, 0, true);
-    EXPECT_THROW(model->forward(batch, cache), Error);
+    s = batch.add_sequence({0});
+    batch.add(1, 4, s, 0, true);  // position beyond the block table
+    EXPECT_THROW(model->forward(batch, pool), Error);
     batch.clear();
-    batch.add(1, 0, 1, true);
-    EXPECT_THROW(model->forward(batch, cache), Error);
+    s = batch.add_sequence({0});
+    batch.add(1, 0, s + 1, 0, true);  // no such sequence
+    EXPECT_THROW(model->forward(batch, pool), Error);
+    batch.clear();
+    s = batch.add_sequence({5});  // block outside the pool
+    batch.add(1, 0, s, 0, true);
+    EXPECT_THROW(model->forward(batch, pool), Error);
+    batch.clear();
+    s = batch.add_sequence({1});
+    batch.add(1, 0, s, 8, true);  // slot outside the pool
+    EXPECT_THROW(model->forward(batch, pool), Error);
 }
 
 }  // namespace

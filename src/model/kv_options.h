@@ -1,0 +1,27 @@
+// How a user sizes the paged KV cache: block size, element type and a memory budget given as bytes
+// ("512MiB", "2G", "1073741824") or as a fraction of the machine's available memory ("0.25").
+// The same flags appear on `run`, `serve` and the benchmarks.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kv/kv_layout.h"
+
+namespace pagoda::model {
+
+struct KvOptions {
+    int32_t block_size = kv::kDefaultBlockSize;
+    std::optional<kv::KvDtype> dtype;  // unset: F32 for F32 weights, else F16
+    std::string memory;                // unset/empty: enough for the requested tokens
+    bool prefix_caching = true;
+};
+
+// Parses a --kv-memory value into bytes. Throws pagoda::Error on malformed or zero values.
+uint64_t parse_memory_budget(const std::string& text);
+
+// Blocks for the options: from the memory budget if given, else enough for `tokens_wanted` tokens.
+// Throws when the budget cannot hold a single block.
+int64_t kv_block_count(const KvOptions& options, const kv::KvLayout& layout, int64_t tokens_wanted);
+
+}  // namespace pagoda::model
