@@ -13,12 +13,9 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 }
 
 ThreadPool::~ThreadPool() {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stop_.store(true);
-        generation_.fetch_add(1);
-    }
-    wake_.notify_all();
+    stop_.store(true);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    generation_.notify_all();
     for (auto& t : workers_) t.join();
 }
 
@@ -30,23 +27,29 @@ void ThreadPool::drain(int thread_index) {
     }
 }
 
+namespace {
+// Spin this many pause instructions (tens of microseconds) before blocking: long enough to catch the
+// next parallel region of a decode step, short enough not to burn a core that another process (or a
+// descheduled sibling) needs when the machine is oversubscribed.
+constexpr int kSpinIterations = 4096;
+}  // namespace
+
 void ThreadPool::worker_loop(int thread_index) {
     uint64_t seen = 0;
     for (;;) {
-        // Spin for a short while: the next parallel region usually follows within microseconds.
-        int spins = 0;
-        while (generation_.load(std::memory_order_acquire) == seen && spins < 20000) {
+        uint64_t g = generation_.load(std::memory_order_acquire);
+        for (int spins = 0; g == seen && spins < kSpinIterations; ++spins) {
             _mm_pause();
-            ++spins;
+            g = generation_.load(std::memory_order_acquire);
         }
-        if (generation_.load(std::memory_order_acquire) == seen) {
-            std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock, [&] { return generation_.load() != seen; });
+        while (g == seen) {
+            generation_.wait(seen, std::memory_order_acquire);
+            g = generation_.load(std::memory_order_acquire);
         }
-        seen = generation_.load(std::memory_order_acquire);
+        seen = g;
         if (stop_.load()) return;
         drain(thread_index);
-        pending_workers_.fetch_sub(1, std::memory_order_acq_rel);
+        if (pending_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_workers_.notify_one();
     }
 }
 
@@ -60,13 +63,18 @@ void ThreadPool::run(int n_tasks, const Task& fn) {
     n_tasks_ = n_tasks;
     next_task_.store(0, std::memory_order_relaxed);
     pending_workers_.store(int(workers_.size()), std::memory_order_relaxed);
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        generation_.fetch_add(1, std::memory_order_acq_rel);
-    }
-    wake_.notify_all();
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    generation_.notify_all();
     drain(0);
-    while (pending_workers_.load(std::memory_order_acquire) != 0) _mm_pause();
+    int pending = pending_workers_.load(std::memory_order_acquire);
+    for (int spins = 0; pending != 0 && spins < kSpinIterations; ++spins) {
+        _mm_pause();
+        pending = pending_workers_.load(std::memory_order_acquire);
+    }
+    while (pending != 0) {
+        pending_workers_.wait(pending, std::memory_order_acquire);
+        pending = pending_workers_.load(std::memory_order_acquire);
+    }
     task_ = nullptr;
 }
 

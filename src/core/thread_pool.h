@@ -1,13 +1,12 @@
 // A persistent pool of worker threads for data-parallel kernels. run(n, fn) calls fn(task, thread)
-// for task in [0, n) across the caller plus the workers and returns when all are done. Workers spin
-// briefly before sleeping, because a decode step issues hundreds of short parallel regions and a
-// futex wake-up per region would cost more than the work. Not re-entrant: one run() at a time.
+// for task in [0, n) across the caller plus the workers and returns when all are done. Workers (and
+// the caller, waiting for them) spin briefly before blocking on a futex, because a decode step
+// issues hundreds of short parallel regions and a wake-up per region would cost more than the work;
+// the spin is bounded so an oversubscribed machine degrades gracefully. Not re-entrant.
 #pragma once
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -40,8 +39,6 @@ private:
     std::atomic<int> pending_workers_{0};
     std::atomic<uint64_t> generation_{0};
     std::atomic<bool> stop_{false};
-    std::mutex mutex_;
-    std::condition_variable wake_;
 };
 
 int default_thread_count();  // physical cores (logical / SMT width), at least 1

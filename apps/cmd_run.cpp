@@ -1,0 +1,121 @@
+// `pagoda run`: generate text from a prompt with one model, streaming the continuation to stdout.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "apps/command.h"
+#include "apps/kv_flags.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "engine/sampler.h"
+#include "gguf/gguf.h"
+#include "model/sequence_runner.h"
+#include "tokenizer/stream_decoder.h"
+
+namespace pagoda::app {
+namespace {
+
+struct RunOptions {
+    std::string model, prompt;
+    int n_predict = 128, threads = 0, top_k = 40, chunk = 512;
+    float temperature = 0.8f, top_p = 0.95f, min_p = 0.0f, repeat_penalty = 1.0f;
+    int64_t seed = -1;
+    bool ids = false;
+    KvFlags kv;
+};
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int run(const RunOptions& o) {
+    engine::SamplingParams sp;
+    sp.temperature = o.temperature;
+    sp.top_k = o.top_k;
+    sp.top_p = o.top_p;
+    sp.min_p = o.min_p;
+    sp.repetition_penalty = o.repeat_penalty;
+    if (o.seed >= 0) sp.seed = uint64_t(o.seed);
+    engine::Sampler sampler(sp);  // validates the sampling flags before the model loads
+
+    const auto load_start = Clock::now();
+    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    auto tokenizer = tokenizer::Tokenizer::from_gguf(*file);
+    auto model = model::Model::from_file(file, {.n_threads = o.threads});
+    const double load_s = seconds_since(load_start);
+    const auto& cfg = model->config();
+    log_info("model: {}", cfg.describe());
+    log_info("kernels: {} path ({}), {} threads", isa_name(active_isa()), cpu_features().summary(), model->pool().size());
+
+    std::vector<int32_t> prompt = tokenizer->encode(o.prompt);
+    if (prompt.empty()) fail("the prompt encodes to no tokens and the vocabulary adds no BOS: give a prompt with -p");
+    const int64_t total = int64_t(prompt.size()) + o.n_predict;
+    if (total > cfg.context_length)
+        log_warn("prompt ({} tokens) + {} new tokens exceed the model's trained context of {} tokens", prompt.size(),
+                 o.n_predict, cfg.context_length);
+    model::SequenceRunner runner(*model, o.kv.options(), total);
+
+    tokenizer::StreamDecoder stream(*tokenizer);
+    for (int32_t id : prompt) stream.feed(id);  // the continuation is decoded in context (leading spaces)
+
+    const auto prompt_start = Clock::now();
+    std::vector<float> logits = runner.prefill(0, prompt, o.chunk);
+    const double prompt_s = seconds_since(prompt_start);
+
+    std::vector<int32_t> history = prompt;
+    const auto gen_start = Clock::now();
+    int generated = 0;
+    bool first = true;
+    while (generated < o.n_predict) {
+        int32_t next = sampler.sample(logits.data(), cfg.vocab_size, history);
+        if (tokenizer->is_eog(next) || next == tokenizer->bos()) break;
+        history.push_back(next);
+        ++generated;
+        if (o.ids) {
+            std::printf(first ? "%d" : " %d", next);
+        } else {
+            std::string text = stream.feed(next);
+            std::fwrite(text.data(), 1, text.size(), stdout);
+        }
+        std::fflush(stdout);
+        first = false;
+        if (generated == o.n_predict) break;
+        logits = runner.decode(0, next);
+    }
+    if (!o.ids) {
+        std::string rest = stream.flush();
+        std::fwrite(rest.data(), 1, rest.size(), stdout);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    const double gen_s = seconds_since(gen_start);
+    const int64_t computed = int64_t(prompt.size()) - runner.last_cached_tokens();
+    std::fprintf(stderr,
+                 "pagoda run: load %.2f s | prompt %zu tokens (%lld cached) %.2f s, %.1f tokens/s | "
+                 "generation %d tokens %.2f s, %.1f tokens/s\n",
+                 load_s, prompt.size(), (long long)runner.last_cached_tokens(), prompt_s,
+                 computed > 0 && prompt_s > 0 ? double(computed) / prompt_s : 0.0, generated, gen_s,
+                 generated > 1 && gen_s > 0 ? double(generated) / gen_s : 0.0);
+    return 0;
+}
+
+CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) {
+    auto o = std::make_shared<RunOptions>();
+    sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+    sub.add_option("-p,--prompt", o->prompt, "Prompt text (default: empty, i.e. BOS only)");
+    sub.add_option("-n,--n-predict", o->n_predict, "Maximum number of new tokens")->check(CLI::Range(0, 1 << 24));
+    sub.add_option("--temp", o->temperature, "Sampling temperature; 0 = greedy")->check(CLI::Range(0.0, 100.0));
+    sub.add_option("--top-k", o->top_k, "Keep the k most likely tokens (0 = off)")->check(CLI::Range(0, 1 << 24));
+    sub.add_option("--top-p", o->top_p, "Nucleus sampling threshold (1 = off)")->check(CLI::Range(0.0, 1.0));
+    sub.add_option("--min-p", o->min_p, "Drop tokens below min-p times the top probability")->check(CLI::Range(0.0, 1.0));
+    sub.add_option("--repeat-penalty", o->repeat_penalty, "Repetition penalty (1 = off)")->check(CLI::Range(0.01, 10.0));
+    sub.add_option("--seed", o->seed, "Random seed (default: random)");
+    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(CLI::Range(1, 1 << 20));
+    sub.add_flag("--ids", o->ids, "Print generated token ids instead of text");
+    o->kv.add_to(sub);
+    return [o] { return run(*o); };
+});
+
+}  // namespace
+}  // namespace pagoda::app

@@ -1,0 +1,36 @@
+// The KV-cache flags shared by `run`, `serve` and the benchmarks: --block-size, --kv-memory,
+// --kv-type, --no-prefix-cache.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "model/kv_options.h"
+
+namespace pagoda::app {
+
+struct KvFlags {
+    int32_t block_size = kv::kDefaultBlockSize;
+    std::string kv_type;  // empty: by model
+    std::string memory;
+    bool no_prefix_cache = false;
+
+    void add_to(CLI::App& sub) {
+        sub.add_option("--block-size", block_size, "KV block size in tokens (power of two, 1..256)")
+            ->check(CLI::Range(1, 256));
+        sub.add_option("--kv-type", kv_type, "KV element type: f32, f16, bf16 (default: f32 for F32 models, else f16)")
+            ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+        sub.add_option("--kv-memory", memory, "KV cache budget: bytes (512MiB, 2G) or a fraction of free memory (0.25)");
+        sub.add_flag("--no-prefix-cache", no_prefix_cache, "Disable automatic prefix caching");
+    }
+    model::KvOptions options() const {
+        model::KvOptions o;
+        o.block_size = block_size;
+        if (!kv_type.empty()) o.dtype = kv::parse_kv_dtype(kv_type.c_str());
+        o.memory = memory;
+        o.prefix_caching = !no_prefix_cache;
+        return o;
+    }
+};
+
+}  // namespace pagoda::app
