@@ -25,9 +25,9 @@ fi
 
 build=build-fuzz
 echo "fuzz: building gguf_reader_fuzz in $build/"
+mkdir -p "$build"
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DPAGODA_FUZZ=ON -DPAGODA_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
-mv -f "$build.configure.log" "$build/configure.log"
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" --target gguf_reader_fuzz -- -j"${PAGODA_JOBS:-2}" >"$build/build.log" 2>&1 \
   || { tail -n 40 "$build/build.log" >&2; exit 1; }
 fuzzer="$build/fuzz/gguf_reader_fuzz"
