@@ -48,7 +48,60 @@ inline __m512 exp_nonpositive(__m512 x) {
     return _mm512_maskz_mul_ps(ok, p, _mm512_castsi512_ps(e));
 }
 
+// Tile-wide versions for the common head sizes (NV = head_dim / 16 vectors): q and the accumulator
+// live in registers across the tile's rows. Per element they perform exactly the operations of
+// Avx512Ops::dot / ::axpy in the same order, so results are bit-identical to the generic path.
+template <kv::KvDtype DT, int NV>
+inline void dots_regs(const float* q, const uint8_t* const* rows, int n, float scale, float* s) {
+    __m512 qv[NV];
+    for (int v = 0; v < NV; ++v) qv[v] = _mm512_loadu_ps(q + 16 * v);
+    int j = 0;
+    for (; j + 2 <= n; j += 2) {  // two rows at once: four independent FMA chains
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+        for (int v = 0; v < NV; v += 2) {
+            a0 = _mm512_fmadd_ps(qv[v], load16<DT>(rows[j], 16 * v, 0xffff), a0);
+            a1 = _mm512_fmadd_ps(qv[v + 1], load16<DT>(rows[j], 16 * v + 16, 0xffff), a1);
+            b0 = _mm512_fmadd_ps(qv[v], load16<DT>(rows[j + 1], 16 * v, 0xffff), b0);
+            b1 = _mm512_fmadd_ps(qv[v + 1], load16<DT>(rows[j + 1], 16 * v + 16, 0xffff), b1);
+        }
+        s[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * scale;
+        s[j + 1] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1)) * scale;
+    }
+    for (; j < n; ++j) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        for (int v = 0; v < NV; v += 2) {
+            a0 = _mm512_fmadd_ps(qv[v], load16<DT>(rows[j], 16 * v, 0xffff), a0);
+            a1 = _mm512_fmadd_ps(qv[v + 1], load16<DT>(rows[j], 16 * v + 16, 0xffff), a1);
+        }
+        s[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * scale;
+    }
+}
+
+template <kv::KvDtype DT, int NV>
+inline void accumulate_regs(float* acc, const float* p, const uint8_t* const* rows, int n) {
+    __m512 a[NV];
+    for (int v = 0; v < NV; ++v) a[v] = _mm512_loadu_ps(acc + 16 * v);
+    for (int j = 0; j < n; ++j) {
+        const __m512 pv = _mm512_set1_ps(p[j]);
+        for (int v = 0; v < NV; ++v) a[v] = _mm512_fmadd_ps(pv, load16<DT>(rows[j], 16 * v, 0xffff), a[v]);
+    }
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + 16 * v, a[v]);
+}
+
 struct Avx512Ops {
+    template <kv::KvDtype DT>
+    static void dots(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
+        if (d == 128) return dots_regs<DT, 8>(q, rows, n, scale, s);
+        if (d == 64) return dots_regs<DT, 4>(q, rows, n, scale, s);
+        for (int j = 0; j < n; ++j) s[j] = dot<DT>(q, rows[j], d) * scale;
+    }
+    template <kv::KvDtype DT>
+    static void accumulate(float* acc, const float* p, const uint8_t* const* rows, int n, int d) {
+        if (d == 128) return accumulate_regs<DT, 8>(acc, p, rows, n);
+        if (d == 64) return accumulate_regs<DT, 4>(acc, p, rows, n);
+        for (int j = 0; j < n; ++j) axpy<DT>(acc, p[j], rows[j], d);
+    }
     template <kv::KvDtype DT>
     static float dot(const float* q, const uint8_t* k, int d) {
         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();

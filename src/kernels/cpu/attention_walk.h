@@ -8,6 +8,10 @@
 //   void  axpy<DT>(float* acc, float p, const uint8_t* v_row, int d) acc += p * v
 //   void  scale(float* acc, float c, int d)                          acc *= c
 //   float exp_sum(float* s, int n, float m)   s[j] = exp(s[j] - m) for j < n, returns their sum
+// and may provide tile-wide versions that must give bit-identical results to the loops they replace
+// (the walk uses them when present):
+//   void dots<DT>(const float* q, const uint8_t* const* k_rows, int n, int d, float scale, float* s)
+//   void accumulate<DT>(float* acc, const float* p, const uint8_t* const* v_rows, int n, int d)
 // Each must use an order of operations fixed by its arguments alone (no dependence on threads or
 // on other tokens), which is what makes the kernel batch-invariant.
 #pragma once
@@ -34,6 +38,7 @@ void walk_tiles(const Task& t) {
         run_max[g] = -std::numeric_limits<float>::infinity();
         run_sum[g] = 0.0f;
     }
+    const uint8_t* rows[kTile];
     const int32_t mask = (int32_t(1) << t.block_shift) - 1;
     auto row = [&](const uint8_t* base, int32_t p) {
         return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
@@ -41,11 +46,15 @@ void walk_tiles(const Task& t) {
     const int32_t n_keys = t.pos + 1;
     for (int32_t start = 0; start < n_keys; start += kTile) {
         const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
-        // Scores of this tile: each K row is read once and used by every query head of the group.
-        for (int j = 0; j < n; ++j) {
-            const uint8_t* k = row(t.k_head, start + j);
-            for (int g = 0; g < group; ++g)
-                scores[g * kTile + j] = Ops::template dot<DT>(t.q + size_t(g) * d, k, d) * t.scale;
+        // Scores of this tile (the tile's K rows stay in L1 across the query heads of the group).
+        for (int j = 0; j < n; ++j) rows[j] = row(t.k_head, start + j);
+        for (int g = 0; g < group; ++g) {
+            if constexpr (requires { Ops::template dots<DT>(t.q, rows, n, d, t.scale, scores); }) {
+                Ops::template dots<DT>(t.q + size_t(g) * d, rows, n, d, t.scale, scores + g * kTile);
+            } else {
+                for (int j = 0; j < n; ++j)
+                    scores[g * kTile + j] = Ops::template dot<DT>(t.q + size_t(g) * d, rows[j], d) * t.scale;
+            }
         }
         // Online softmax: new running max, rescale what was accumulated under the old one.
         for (int g = 0; g < group; ++g) {
@@ -59,9 +68,15 @@ void walk_tiles(const Task& t) {
             if (correction != 1.0f) Ops::scale(acc + g * d_padded, correction, d_padded);
             run_max[g] = new_max;
         }
-        for (int j = 0; j < n; ++j) {
-            const uint8_t* v = row(t.v_head, start + j);
-            for (int g = 0; g < group; ++g) Ops::template axpy<DT>(acc + g * d_padded, scores[g * kTile + j], v, d);
+        for (int j = 0; j < n; ++j) rows[j] = row(t.v_head, start + j);
+        for (int g = 0; g < group; ++g) {
+            float* a = acc + g * d_padded;
+            const float* p = scores + g * kTile;
+            if constexpr (requires { Ops::template accumulate<DT>(a, p, rows, n, d); }) {
+                Ops::template accumulate<DT>(a, p, rows, n, d);
+            } else {
+                for (int j = 0; j < n; ++j) Ops::template axpy<DT>(a, p[j], rows[j], d);
+            }
         }
     }
     for (int g = 0; g < group; ++g) {
