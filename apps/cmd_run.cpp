@@ -21,7 +21,7 @@ struct RunOptions {
     int n_predict = 128, threads = 0, top_k = 40, chunk = 512;
     float temperature = 0.8f, top_p = 0.95f, min_p = 0.0f, repeat_penalty = 1.0f;
     int64_t seed = -1;
-    bool ids = false;
+    bool ids = false, ignore_eos = false;
     KvFlags kv;
 };
 
@@ -68,7 +68,7 @@ int run(const RunOptions& o) {
     bool first = true;
     while (generated < o.n_predict) {
         int32_t next = sampler.sample(logits.data(), cfg.vocab_size, history);
-        if (tokenizer->is_eog(next) || next == tokenizer->bos()) break;
+        if (!o.ignore_eos && (tokenizer->is_eog(next) || next == tokenizer->bos())) break;
         history.push_back(next);
         ++generated;
         if (o.ids) {
@@ -113,6 +113,7 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
     sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(CLI::Range(1, 1 << 20));
     sub.add_flag("--ids", o->ids, "Print generated token ids instead of text");
+    sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence tokens (benchmarks)");
     o->kv.add_to(sub);
     return [o] { return run(*o); };
 });

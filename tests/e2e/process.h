@@ -1,0 +1,16 @@
+// Runs the built `pagoda` binary with arguments (no shell) and captures stdout, stderr and the exit
+// status, for end-to-end tests.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace pagoda::test {
+
+struct ProcessResult {
+    int exit_code = -1;
+    std::string out, err;
+};
+
+ProcessResult run_pagoda(const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+}  // namespace pagoda::test
