@@ -39,10 +39,11 @@ struct NameExpr : Expr {
     std::string name;
 };
 
-struct ListExpr : Expr {  // list and tuple displays (tuples are lists here)
-    using Expr::Expr;
+struct ListExpr : Expr {  // list and tuple displays
+    ListExpr(std::size_t off, bool tuple) : Expr(off), is_tuple(tuple) {}
     Value eval(Context& ctx) const override;
     std::vector<ExprPtr> items;
+    bool is_tuple;
 };
 
 struct DictExpr : Expr {

@@ -92,9 +92,20 @@ bool all_digits(const std::string& s) {
     return true;
 }
 
-std::int64_t checked(bool overflow, std::int64_t v) {
-    if (overflow) fail("integer overflow");
-    return v;
+std::int64_t add_checked(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) fail("integer overflow");
+    return r;
+}
+std::int64_t sub_checked(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_sub_overflow(a, b, &r)) fail("integer overflow");
+    return r;
+}
+std::int64_t mul_checked(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) fail("integer overflow");
+    return r;
 }
 
 [[noreturn]] void unsupported(const char* op, const Value& a, const Value& b) {
@@ -122,7 +133,7 @@ Value repeat(const Value& seq, std::int64_t times) {
     if (!l.empty() && static_cast<std::size_t>(times) > (kMaxBuiltString / 16) / l.size()) fail("list repetition too large");
     List out;
     for (std::int64_t i = 0; i < times; ++i) out.insert(out.end(), l.begin(), l.end());
-    return Value(std::move(out));
+    return seq.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
 }
 
 double py_fmod(double a, double b) {
@@ -138,30 +149,27 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "+") {
         if (numbers) {
             if (floats) return Value(a.to_double() + b.to_double());
-            std::int64_t r;
-            return Value(checked(__builtin_add_overflow(a.to_int(), b.to_int(), &r), r));
+            return Value(add_checked(a.to_int(), b.to_int()));
         }
         if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
-        if (a.is_list() && b.is_list()) {
+        if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
             List out = *a.as_list();
             out.insert(out.end(), b.as_list()->begin(), b.as_list()->end());
-            return Value(std::move(out));
+            return a.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
         }
         if (a.is_string()) fail("can only concatenate str (not \"{}\") to str", b.type_name());
-        if (a.is_list()) fail("can only concatenate list (not \"{}\") to list", b.type_name());
+        if (a.is_list()) fail("can only concatenate {} (not \"{}\") to {}", a.type_name(), b.type_name(), a.type_name());
         unsupported("+", a, b);
     }
     if (op == "-") {
         if (!numbers) unsupported("-", a, b);
         if (floats) return Value(a.to_double() - b.to_double());
-        std::int64_t r;
-        return Value(checked(__builtin_sub_overflow(a.to_int(), b.to_int(), &r), r));
+        return Value(sub_checked(a.to_int(), b.to_int()));
     }
     if (op == "*") {
         if (numbers) {
             if (floats) return Value(a.to_double() * b.to_double());
-            std::int64_t r;
-            return Value(checked(__builtin_mul_overflow(a.to_int(), b.to_int(), &r), r));
+            return Value(mul_checked(a.to_int(), b.to_int()));
         }
         if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, b.to_int());
         if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.to_int());
@@ -200,9 +208,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         if (!floats && b.to_int() >= 0) {
             std::int64_t result = 1, base = a.to_int(), e = b.to_int();
             while (e > 0) {
-                if (e & 1) result = checked(__builtin_mul_overflow(result, base, &result), result);
+                if (e & 1) result = mul_checked(result, base);
                 e >>= 1;
-                if (e) base = checked(__builtin_mul_overflow(base, base, &base), base);
+                if (e) base = mul_checked(base, base);
             }
             return Value(result);
         }
@@ -345,7 +353,7 @@ Value ListExpr::eval(Context& ctx) const {
     List list;
     list.reserve(items.size());
     for (const auto& item : items) list.push_back(item->eval(ctx));
-    return Value(std::move(list));
+    return is_tuple ? Value::tuple(std::move(list)) : Value(std::move(list));
 }
 
 Value DictExpr::eval(Context& ctx) const {
@@ -381,7 +389,7 @@ Value SliceExpr::eval(Context& ctx) const {
             List out;
             for (const auto& i : slice_indices(static_cast<std::int64_t>(list.size()), a, b, c))
                 out.push_back(list[static_cast<std::size_t>(i.as_int())]);
-            return Value(std::move(out));
+            return obj.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
         }
         if (obj.is_string()) {
             const std::u32string text = utf8_decode(obj.as_string());
@@ -421,8 +429,7 @@ Value UnaryExpr::eval(Context& ctx) const {
         if (!v.is_number()) fail("bad operand type for unary {}: '{}'", op, v.type_name());
         if (op == "+") return v.is_bool() ? Value(v.to_int()) : v;
         if (v.is_float()) return Value(-v.as_float());
-        std::int64_t r;
-        return Value(checked(__builtin_sub_overflow(std::int64_t{0}, v.to_int(), &r), r));
+        return Value(sub_checked(0, v.to_int()));
     });
 }
 
@@ -537,10 +544,7 @@ Flow ForStmt::exec(Context& ctx, std::string& out) const {
         items = std::move(all);
     }
     if (items.empty()) return exec_body(else_body, ctx, out);
-    const Value* outer = ctx.scope->find("loop");
-    const std::size_t depth = outer && outer->is_dict() && outer->as_dict()->find("depth")
-                                  ? static_cast<std::size_t>(outer->as_dict()->find("depth")->to_int()) + 1
-                                  : 1;
+    const std::size_t depth = 1;  // loop.depth counts recursive-loop levels; plain nested loops stay at 1
     const std::shared_ptr<Frame> enclosing = ctx.scope;
     for (std::size_t i = 0; i < items.size(); ++i) {
         ctx.at(offset, [&] { ctx.count_iteration(); });

@@ -17,9 +17,13 @@ using TestFn = bool (*)(const Value&, CallArgs&);
 
 std::string text_of(const Value& v) { return v.str(); }
 
-// Attribute paths as Jinja's make_attrgetter understands them: "a.b.0".
-Value lookup_path(const Value& item, const Value& path) {
-    if (path.is_int()) return get_item(item, path);
+// Attribute paths as Jinja's make_attrgetter understands them: "a.b.0". With a fallback, an
+// undefined step is replaced by it before the next step (Jinja applies `default` per step).
+Value lookup_path(const Value& item, const Value& path, const Value* fallback = nullptr) {
+    if (path.is_int()) {
+        Value got = get_item(item, path);
+        return got.is_undefined() && fallback ? *fallback : got;
+    }
     const std::string spec = path.str();
     Value cur = item;
     std::size_t start = 0;
@@ -29,6 +33,7 @@ Value lookup_path(const Value& item, const Value& path) {
         bool digits = !part.empty();
         for (char c : part) digits = digits && c >= '0' && c <= '9';
         cur = digits ? get_item(cur, Value(static_cast<std::int64_t>(std::stoll(part)))) : get_item(cur, Value(part));
+        if (cur.is_undefined() && fallback) cur = *fallback;
         if (dot == std::string::npos) return cur;
         start = dot + 1;
     }
@@ -36,7 +41,7 @@ Value lookup_path(const Value& item, const Value& path) {
 
 // Jinja's ignore_case: string keys compare lower-cased unless case_sensitive.
 Value sort_key(const Value& v, bool case_sensitive) {
-    if (!case_sensitive && v.is_string()) return Value(ascii_lower(v.as_string()));
+    if (!case_sensitive && v.is_string()) return Value(py_lower(v.as_string()));
     return v;
 }
 
@@ -90,8 +95,8 @@ Value f_length(const Value& v, CallArgs& args) {
     return Value(static_cast<std::int64_t>(length_of(v)));
 }
 
-Value f_upper(const Value& v, CallArgs& args) { ArgReader a("upper", args, {}); return Value(ascii_upper(text_of(v))); }
-Value f_lower(const Value& v, CallArgs& args) { ArgReader a("lower", args, {}); return Value(ascii_lower(text_of(v))); }
+Value f_upper(const Value& v, CallArgs& args) { ArgReader a("upper", args, {}); return Value(py_upper(text_of(v))); }
+Value f_lower(const Value& v, CallArgs& args) { ArgReader a("lower", args, {}); return Value(py_lower(text_of(v))); }
 Value f_capitalize(const Value& v, CallArgs& args) { ArgReader a("capitalize", args, {}); return Value(py_capitalize(text_of(v))); }
 Value f_title(const Value& v, CallArgs& args) { ArgReader a("title", args, {}); return Value(jinja_title(text_of(v))); }
 
@@ -169,7 +174,7 @@ std::optional<double> parse_python_float(const std::string& text) {
     char* end = nullptr;
     const double d = std::strtod(clean.c_str(), &end);
     if (end != clean.c_str() + clean.size()) return std::nullopt;
-    const std::string lower = ascii_lower(clean);
+    const std::string lower = py_lower(clean);
     if (lower.find("0x") != std::string::npos) return std::nullopt;  // strtod accepts hex, Python does not
     return d;
 }
@@ -205,7 +210,7 @@ Value f_float(const Value& v, CallArgs& args) {
     const Value fallback = a.get(0, Value(0.0));
     if (v.is_number()) return Value(v.to_double());
     if (v.is_string()) {
-        const std::string lower = ascii_lower(py_strip(v.as_string(), std::nullopt, true, true));
+        const std::string lower = py_lower(py_strip(v.as_string(), std::nullopt, true, true));
         if (lower == "nan" || lower == "+nan" || lower == "-nan") return Value(std::nan(""));
         if (lower == "inf" || lower == "+inf" || lower == "infinity" || lower == "+infinity") return Value(HUGE_VAL);
         if (lower == "-inf" || lower == "-infinity") return Value(-HUGE_VAL);
@@ -219,7 +224,7 @@ Value f_items(const Value& v, CallArgs& args) {
     if (v.is_undefined()) return Value(List{});
     if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
     List out;
-    for (const auto& [k, item] : v.as_dict()->items) out.emplace_back(List{Value(k), item});
+    for (const auto& [k, item] : v.as_dict()->items) out.push_back(Value::tuple(List{Value(k), item}));
     return Value(std::move(out));
 }
 
@@ -265,8 +270,7 @@ Value f_map(const Value& v, CallArgs& args) {
         for (const auto& [k, val] : args.named)
             if (k != "attribute" && k != "default") fail("map() got an unexpected keyword argument '{}'", k);
         for (const auto& item : iterate(v)) {
-            Value got = lookup_path(item, *attribute);
-            out.push_back(got.is_undefined() && fallback ? *fallback : got);
+            out.push_back(lookup_path(item, *attribute, fallback));
         }
         return Value(std::move(out));
     }
@@ -386,7 +390,7 @@ Value f_dictsort(const Value& v, CallArgs& args) {
         return reverse ? values_less(ky, kx) : values_less(kx, ky);
     });
     List out;
-    for (auto& [k, item] : items) out.emplace_back(List{Value(k), item});
+    for (auto& [k, item] : items) out.push_back(Value::tuple(List{Value(k), item}));
     return Value(std::move(out));
 }
 
@@ -525,13 +529,13 @@ bool t_lower(const Value& v, CallArgs& a) {
     no_args(a, "lower");
     if (!v.is_string()) return false;
     const std::string& s = v.as_string();
-    return ascii_lower(s) == s && ascii_upper(s) != s;
+    return py_lower(s) == s && py_upper(s) != s;
 }
 bool t_upper(const Value& v, CallArgs& a) {
     no_args(a, "upper");
     if (!v.is_string()) return false;
     const std::string& s = v.as_string();
-    return ascii_upper(s) == s && ascii_lower(s) != s;
+    return py_upper(s) == s && py_lower(s) != s;
 }
 bool t_escaped(const Value&, CallArgs& a) { no_args(a, "escaped"); return false; }
 bool t_filter(const Value& v, CallArgs& a) { no_args(a, "filter"); return v.is_string() && has_filter(v.as_string()); }

@@ -106,8 +106,8 @@ Value string_method(const Value& self, const std::string& name) {
         fn = [name](const Value& s, CallArgs& args) {
             ArgReader a(name, args, {});
             const std::string& t = s.as_string();
-            if (name == "upper") return Value(ascii_upper(t));
-            if (name == "lower") return Value(ascii_lower(t));
+            if (name == "upper") return Value(py_upper(t));
+            if (name == "lower") return Value(py_lower(t));
             if (name == "title") return Value(py_str_title(t));
             return Value(py_capitalize(t));
         };
@@ -177,7 +177,7 @@ Value dict_method(const Value& self, const std::string& name) {
             ArgReader a(name, args, {});
             List out;
             for (const auto& [k, v] : d.as_dict()->items) {
-                if (name == "items") out.emplace_back(List{Value(k), v});
+                if (name == "items") out.push_back(Value::tuple(List{Value(k), v}));
                 else if (name == "keys") out.emplace_back(k);
                 else out.push_back(v);
             }

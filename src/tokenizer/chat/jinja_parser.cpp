@@ -279,7 +279,7 @@ private:
         const std::size_t off = cur().offset;
         auto first = parse_expression();
         if (!allow_implicit || !is_op(",")) return first;
-        auto list = std::make_unique<ListExpr>(off);
+        auto list = std::make_unique<ListExpr>(off, true);
         list->items.push_back(std::move(first));
         while (skip_op(",")) {
             if (cur().type == TokenType::variable_end || cur().type == TokenType::block_end) break;
@@ -453,13 +453,13 @@ private:
             case TokenType::op:
                 if (t.value == "(") {
                     advance();
-                    if (skip_op(")")) return std::make_unique<ListExpr>(off);  // ()
+                    if (skip_op(")")) return std::make_unique<ListExpr>(off, true);  // ()
                     auto first = parse_expression();
                     if (!is_op(",")) {
                         expect_op(")");
                         return first;
                     }
-                    auto tuple = std::make_unique<ListExpr>(off);
+                    auto tuple = std::make_unique<ListExpr>(off, true);
                     tuple->items.push_back(std::move(first));
                     while (skip_op(",")) {
                         if (is_op(")")) break;
@@ -470,7 +470,7 @@ private:
                 }
                 if (t.value == "[") {
                     advance();
-                    auto list = std::make_unique<ListExpr>(off);
+                    auto list = std::make_unique<ListExpr>(off, false);
                     while (!is_op("]")) {
                         if (!list->items.empty()) expect_op(",");
                         if (is_op("]")) break;

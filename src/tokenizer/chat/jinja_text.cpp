@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace pagoda::tokenizer::jinja {
 
@@ -219,60 +220,126 @@ std::string py_replace(std::string_view s, std::string_view from, std::string_vi
     return out;
 }
 
-std::string ascii_upper(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+namespace {
+
+// Simple case mapping for Latin-1, Latin Extended-A, Greek and Cyrillic (what chat text needs);
+// other scripts are left unchanged. Returns 0 when `cp` has no mapping.
+char32_t map_upper(char32_t cp) {
+    if (cp >= 'a' && cp <= 'z') return cp - 32;
+    if (cp < 0x80) return 0;
+    if (cp == 0xB5) return 0x39C;
+    if (cp >= 0xE0 && cp <= 0xFE && cp != 0xF7) return cp - 32;
+    if (cp == 0xFF) return 0x178;
+    if (cp == 0x131) return 'I';
+    if (cp == 0x17F) return 'S';
+    if ((cp >= 0x100 && cp <= 0x137) || (cp >= 0x14A && cp <= 0x177)) return (cp & 1) ? cp - 1 : 0;
+    if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) return (cp & 1) ? 0 : cp - 1;
+    if (cp == 0x3C2) return 0x3A3;
+    if ((cp >= 0x3B1 && cp <= 0x3C1) || (cp >= 0x3C3 && cp <= 0x3CB)) return cp - 32;
+    if (cp == 0x3AC) return 0x386;
+    if (cp >= 0x3AD && cp <= 0x3AF) return cp - 37;
+    if (cp == 0x3CC) return 0x38C;
+    if (cp == 0x3CD || cp == 0x3CE) return cp - 63;
+    if (cp >= 0x430 && cp <= 0x44F) return cp - 32;
+    if (cp >= 0x450 && cp <= 0x45F) return cp - 80;
+    return 0;
+}
+
+char32_t map_lower(char32_t cp) {
+    if (cp >= 'A' && cp <= 'Z') return cp + 32;
+    if (cp < 0x80) return 0;
+    if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) return cp + 32;
+    if (cp == 0x178) return 0xFF;
+    if ((cp >= 0x100 && cp <= 0x137 && cp != 0x130) || (cp >= 0x14A && cp <= 0x177)) return (cp & 1) ? 0 : cp + 1;
+    if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) return (cp & 1) ? cp + 1 : 0;
+    if ((cp >= 0x391 && cp <= 0x3A1) || (cp >= 0x3A3 && cp <= 0x3AB)) return cp + 32;
+    if (cp == 0x386) return 0x3AC;
+    if (cp >= 0x388 && cp <= 0x38A) return cp + 37;
+    if (cp == 0x38C) return 0x3CC;
+    if (cp == 0x38E || cp == 0x38F) return cp + 63;
+    if (cp >= 0x410 && cp <= 0x42F) return cp + 32;
+    if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
+    return 0;
+}
+
+bool is_cased(char32_t cp) { return map_upper(cp) != 0 || map_lower(cp) != 0 || cp == 0xDF; }
+
+void append_upper(std::string& out, char32_t cp) {
+    if (cp == 0xDF) {  // ß → SS, as Python does
+        out += "SS";
+        return;
+    }
+    const char32_t m = map_upper(cp);
+    utf8_append(out, m ? m : cp);
+}
+
+void append_lower(std::string& out, char32_t cp) {
+    if (cp == 0x130) {  // İ → i + combining dot above, as Python does
+        out += "i\xCC\x87";
+        return;
+    }
+    const char32_t m = map_lower(cp);
+    utf8_append(out, m ? m : cp);
+}
+
+}  // namespace
+
+std::string py_upper(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char32_t cp : utf8_decode(s)) append_upper(out, cp);
     return out;
 }
 
-std::string ascii_lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+std::string py_lower(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char32_t cp : utf8_decode(s)) append_lower(out, cp);
     return out;
 }
 
 std::string py_capitalize(std::string_view s) {
-    std::string out = ascii_lower(s);
-    if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 32);
+    std::string out;
+    bool first = true;
+    for (char32_t cp : utf8_decode(s)) {
+        if (first) append_upper(out, cp);
+        else append_lower(out, cp);
+        first = false;
+    }
     return out;
 }
 
-namespace {
-bool ascii_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool multibyte(char c) { return static_cast<unsigned char>(c) >= 0x80; }
-}  // namespace
-
 std::string py_str_title(std::string_view s) {
-    // Python: a letter is uppercased when the previous character is not cased, lowercased otherwise.
-    // Non-ASCII characters count as letters (cased) so words written in them stay words.
-    std::string out(s);
+    // Python: a cased character is uppercased after an uncased one, lowercased otherwise.
+    std::string out;
     bool prev_cased = false;
-    for (char& c : out) {
-        if (ascii_alpha(c)) {
-            c = prev_cased ? ascii_lower(std::string(1, c))[0] : ascii_upper(std::string(1, c))[0];
-            prev_cased = true;
+    for (char32_t cp : utf8_decode(s)) {
+        const bool cased = is_cased(cp);
+        if (cased) {
+            if (prev_cased) append_lower(out, cp);
+            else append_upper(out, cp);
         } else {
-            prev_cased = multibyte(c);
+            utf8_append(out, cp);
         }
+        prev_cased = cased;
     }
     return out;
 }
 
 std::string jinja_title(std::string_view s) {
+    // Jinja's |title: words start after '-', whitespace, '(', '{', '[' or '<'.
     std::string out;
-    out.reserve(s.size());
     bool word_start = true;
-    for (char c : s) {
-        const bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || c == ' ' || c == '\t' ||
-                         c == '\n' || c == '\r' || c == '\v' || c == '\f';
+    for (char32_t cp : utf8_decode(s)) {
+        const bool sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || py_isspace(cp);
         if (sep) {
-            out.push_back(c);
+            utf8_append(out, cp);
             word_start = true;
         } else if (word_start) {
-            out.push_back((c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c);
+            append_upper(out, cp);
             word_start = false;
         } else {
-            out.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c);
+            append_lower(out, cp);
         }
     }
     return out;

@@ -2,7 +2,8 @@
 // strings are sequences of code points, so indexing, slicing, length and whitespace follow code
 // points here too. Bytes that are not valid UTF-8 survive a decode/encode round trip unchanged
 // (each maps to a private code point 0xDC80+byte, as Python's "surrogateescape" does).
-// Case mapping (upper/lower/title/capitalize) covers ASCII letters only; other letters are kept.
+// Case mapping (upper/lower/title/capitalize) covers Latin-1, Latin Extended-A, Greek and
+// Cyrillic (simple mappings plus ß→SS and İ→i̇); letters of other scripts are kept as they are.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -29,8 +30,8 @@ std::vector<std::string> py_splitlines(std::string_view s);
 // str.replace(old, new, count=-1).
 std::string py_replace(std::string_view s, std::string_view from, std::string_view to, long count);
 
-std::string ascii_upper(std::string_view s);
-std::string ascii_lower(std::string_view s);
+std::string py_upper(std::string_view s);
+std::string py_lower(std::string_view s);
 std::string py_capitalize(std::string_view s);  // first upper, rest lower
 std::string py_str_title(std::string_view s);   // Python str.title()
 std::string jinja_title(std::string_view s);    // Jinja's |title filter (words split at -, space, ( { [ <)

@@ -63,7 +63,7 @@ std::string Value::type_name() const {
         case Kind::integer: return "int";
         case Kind::floating: return "float";
         case Kind::string: return "str";
-        case Kind::list: return "list";
+        case Kind::list: return tuple_ ? "tuple" : "list";
         case Kind::dict: return as_dict()->is_namespace ? "Namespace" : "dict";
         case Kind::callable: return "function";
     }
@@ -87,14 +87,15 @@ std::string Value::repr() const {
         case Kind::floating: return py_repr_float(as_float());
         case Kind::string: return py_repr_string(as_string());
         case Kind::list: {
-            std::string out = "[";
+            std::string out = tuple_ ? "(" : "[";
             bool first = true;
             for (const auto& item : *as_list()) {
                 if (!first) out += ", ";
                 first = false;
                 out += item.repr();
             }
-            return out + "]";
+            if (tuple_ && as_list()->size() == 1) out += ",";
+            return out + (tuple_ ? ")" : "]");
         }
         case Kind::dict: {
             const auto& dict = *as_dict();
@@ -173,6 +174,7 @@ bool values_equal(const Value& a, const Value& b) {
         case K::none: return true;
         case K::string: return a.as_string() == b.as_string();
         case K::list: {
+            if (a.is_tuple() != b.is_tuple()) return false;
             const auto& x = *a.as_list();
             const auto& y = *b.as_list();
             if (x.size() != y.size()) return false;

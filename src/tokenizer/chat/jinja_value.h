@@ -1,6 +1,7 @@
 // The value type of the Jinja interpreter, modelled on the Python objects Jinja templates see:
 // undefined, None, bool, int (64-bit; overflow is an error), float, str (UTF-8), list, dict (string
-// keys, insertion order kept as in Python), namespace (a dict whose attributes `set` may assign) and
+// keys, insertion order kept as in Python), namespace (a dict whose attributes `set` may assign),
+// tuples (lists that print as (a, b) and never equal a list) and
 // callables (macros, globals, bound methods). Lists, dicts and namespaces are shared by reference,
 // as in Python. String conversion, truthiness, equality and ordering follow Python's rules.
 #pragma once
@@ -64,6 +65,9 @@ public:
         return Value(std::make_shared<Callable>(Callable{std::move(name), std::move(fn)}));
     }
     static Value new_dict() { return Value(std::make_shared<Dict>()); }
+    // A Python tuple: a list that prints as (a, b) and never equals a list.
+    static Value tuple(List items) { Value v(std::move(items)); v.tuple_ = true; return v; }
+    bool is_tuple() const { return tuple_; }
 
     Kind kind() const { return static_cast<Kind>(v_.index()); }
     bool is_undefined() const { return kind() == Kind::undefined; }
@@ -102,6 +106,7 @@ private:
     std::variant<Undefined, None, bool, std::int64_t, double, std::string, std::shared_ptr<List>,
                  std::shared_ptr<Dict>, std::shared_ptr<Callable>>
         v_;
+    bool tuple_ = false;
 };
 
 bool values_equal(const Value& a, const Value& b);
