@@ -1,0 +1,658 @@
+#include "tokenizer/chat/jinja_eval.h"
+
+#include <cmath>
+#include <limits>
+
+#include "tokenizer/chat/jinja_builtins.h"
+#include "tokenizer/chat/jinja_lexer.h"
+#include "tokenizer/chat/jinja_text.h"
+
+namespace pagoda::tokenizer::jinja {
+
+// ---- scopes and context ------------------------------------------------------------------------
+
+const Value* Frame::find(std::string_view name) const {
+    for (const Frame* f = this; f; f = f->parent.get())
+        for (const auto& [k, v] : f->vars)
+            if (k == name) return &v;
+    return nullptr;
+}
+
+void Frame::set(const std::string& name, Value value) {
+    for (auto& [k, v] : vars) {
+        if (k == name) {
+            v = std::move(value);
+            return;
+        }
+    }
+    vars.emplace_back(name, std::move(value));
+}
+
+Context::Context(const Program& p, std::shared_ptr<Frame> globals, Limits l)
+    : program(p), scope(std::move(globals)), limits(l) {}
+
+Value Context::lookup(const std::string& name) const {
+    if (const Value* v = scope->find(name)) return *v;
+    return Value::undefined("'" + name + "' is undefined");
+}
+
+void Context::throw_located(std::size_t offset, const std::string& what) const {
+    throw LocatedError("chat template error at " + describe_position(program.source, offset) + ": " + what);
+}
+
+void Context::count_iteration() {
+    if (++iterations > limits.max_loop_iterations)
+        fail("template exceeded {} loop iterations", limits.max_loop_iterations);
+}
+
+void Context::check_output(const std::string& out) const {
+    if (out.size() > limits.max_output_bytes) fail("template output exceeded {} bytes", limits.max_output_bytes);
+}
+
+void fail_undefined(const Value& undefined) {
+    const std::string& hint = undefined.undefined_hint();
+    fail("{}", hint.empty() ? std::string("value is undefined") : hint);
+}
+
+namespace {
+
+// A new scope for a loop iteration or macro call; restores the previous one when done.
+class ScopeGuard {
+public:
+    ScopeGuard(Context& ctx, std::shared_ptr<Frame> parent) : ctx_(ctx), saved_(ctx.scope) {
+        auto frame = std::make_shared<Frame>();
+        frame->parent = std::move(parent);
+        ctx.scope = std::move(frame);
+    }
+    ~ScopeGuard() { ctx_.scope = std::move(saved_); }
+    ScopeGuard(const ScopeGuard&) = delete;
+    ScopeGuard& operator=(const ScopeGuard&) = delete;
+
+private:
+    Context& ctx_;
+    std::shared_ptr<Frame> saved_;
+};
+
+CallArgs eval_args(const Arguments& args, Context& ctx) {
+    CallArgs out;
+    out.positional.reserve(args.positional.size());
+    for (const auto& e : args.positional) out.positional.push_back(e->eval(ctx));
+    for (const auto& [name, e] : args.named) out.named.emplace_back(name, e->eval(ctx));
+    return out;
+}
+
+std::string object_name(const Value& v) {
+    if (v.is_none()) return "None";
+    return "'" + v.type_name() + " object'";
+}
+
+bool all_digits(const std::string& s) {
+    if (s.empty()) return false;
+    for (char c : s) if (c < '0' || c > '9') return false;
+    return true;
+}
+
+std::int64_t add_checked(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) fail("integer overflow");
+    return r;
+}
+std::int64_t sub_checked(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_sub_overflow(a, b, &r)) fail("integer overflow");
+    return r;
+}
+std::int64_t mul_checked(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) fail("integer overflow");
+    return r;
+}
+
+[[noreturn]] void unsupported(const char* op, const Value& a, const Value& b) {
+    fail("unsupported operand type(s) for {}: '{}' and '{}'", op, a.type_name(), b.type_name());
+}
+
+void reject_undefined(const Value& a, const Value& b) {
+    if (a.is_undefined()) fail_undefined(a);
+    if (b.is_undefined()) fail_undefined(b);
+}
+
+constexpr std::size_t kMaxBuiltString = 64u << 20;
+
+Value repeat(const Value& seq, std::int64_t times) {
+    if (times <= 0) return seq.is_string() ? Value(std::string()) : Value(List{});
+    if (seq.is_string()) {
+        const auto& s = seq.as_string();
+        if (!s.empty() && static_cast<std::size_t>(times) > kMaxBuiltString / s.size()) fail("string repetition too large");
+        std::string out;
+        out.reserve(s.size() * static_cast<std::size_t>(times));
+        for (std::int64_t i = 0; i < times; ++i) out += s;
+        return Value(std::move(out));
+    }
+    const auto& l = *seq.as_list();
+    if (!l.empty() && static_cast<std::size_t>(times) > (kMaxBuiltString / 16) / l.size()) fail("list repetition too large");
+    List out;
+    for (std::int64_t i = 0; i < times; ++i) out.insert(out.end(), l.begin(), l.end());
+    return seq.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
+}
+
+double py_fmod(double a, double b) {
+    double r = std::fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+
+Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+    reject_undefined(a, b);
+    const bool numbers = a.is_number() && b.is_number();
+    const bool floats = numbers && (a.is_float() || b.is_float());
+    if (op == "+") {
+        if (numbers) {
+            if (floats) return Value(a.to_double() + b.to_double());
+            return Value(add_checked(a.to_int(), b.to_int()));
+        }
+        if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+        if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+            List out = *a.as_list();
+            out.insert(out.end(), b.as_list()->begin(), b.as_list()->end());
+            return a.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
+        }
+        if (a.is_string()) fail("can only concatenate str (not \"{}\") to str", b.type_name());
+        if (a.is_list()) fail("can only concatenate {} (not \"{}\") to {}", a.type_name(), b.type_name(), a.type_name());
+        unsupported("+", a, b);
+    }
+    if (op == "-") {
+        if (!numbers) unsupported("-", a, b);
+        if (floats) return Value(a.to_double() - b.to_double());
+        return Value(sub_checked(a.to_int(), b.to_int()));
+    }
+    if (op == "*") {
+        if (numbers) {
+            if (floats) return Value(a.to_double() * b.to_double());
+            return Value(mul_checked(a.to_int(), b.to_int()));
+        }
+        if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, b.to_int());
+        if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.to_int());
+        unsupported("*", a, b);
+    }
+    if (!numbers) unsupported(op.c_str(), a, b);
+    if (op == "/") {
+        if (b.to_double() == 0.0) fail("division by zero");
+        return Value(a.to_double() / b.to_double());
+    }
+    if (op == "//") {
+        if (floats) {
+            if (b.to_double() == 0.0) fail("float floor division by zero");
+            return Value(std::floor(a.to_double() / b.to_double()));
+        }
+        const std::int64_t x = a.to_int(), y = b.to_int();
+        if (y == 0) fail("integer division or modulo by zero");
+        if (x == std::numeric_limits<std::int64_t>::min() && y == -1) fail("integer overflow");
+        std::int64_t q = x / y;
+        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
+        return Value(q);
+    }
+    if (op == "%") {
+        if (floats) {
+            if (b.to_double() == 0.0) fail("float modulo");
+            return Value(py_fmod(a.to_double(), b.to_double()));
+        }
+        const std::int64_t x = a.to_int(), y = b.to_int();
+        if (y == 0) fail("integer division or modulo by zero");
+        if (y == -1) return Value(static_cast<std::int64_t>(0));
+        std::int64_t r = x % y;
+        if (r != 0 && ((r < 0) != (y < 0))) r += y;
+        return Value(r);
+    }
+    if (op == "**") {
+        if (!floats && b.to_int() >= 0) {
+            std::int64_t result = 1, base = a.to_int(), e = b.to_int();
+            while (e > 0) {
+                if (e & 1) result = mul_checked(result, base);
+                e >>= 1;
+                if (e) base = mul_checked(base, base);
+            }
+            return Value(result);
+        }
+        if (a.to_double() == 0.0 && b.to_double() < 0) fail("0.0 cannot be raised to a negative power");
+        return Value(std::pow(a.to_double(), b.to_double()));
+    }
+    fail("unknown operator '{}'", op);
+}
+
+// Python slice index normalisation (PySlice_AdjustIndices).
+List slice_indices(std::int64_t length, const Value& start_v, const Value& stop_v, const Value& step_v) {
+    auto as_index = [](const Value& v, const char* what) -> std::optional<std::int64_t> {
+        if (v.is_none() || v.is_undefined()) return std::nullopt;
+        if (!v.is_int() && !v.is_bool()) fail("slice {} must be an integer or None, got {}", what, v.type_name());
+        return v.to_int();
+    };
+    const std::int64_t step = as_index(step_v, "step").value_or(1);
+    if (step == 0) fail("slice step cannot be zero");
+    auto adjust = [&](std::optional<std::int64_t> idx, std::int64_t dflt) {
+        if (!idx) return dflt;
+        std::int64_t i = *idx;
+        if (i < 0) {
+            i += length;
+            if (i < 0) i = step < 0 ? -1 : 0;
+        } else if (i >= length) {
+            i = step < 0 ? length - 1 : length;
+        }
+        return i;
+    };
+    const std::int64_t start = adjust(as_index(start_v, "start"), step < 0 ? length - 1 : 0);
+    const std::int64_t stop = adjust(as_index(stop_v, "stop"), step < 0 ? -1 : length);
+    List idx;
+    if (step > 0)
+        for (std::int64_t i = start; i < stop; i += step) idx.emplace_back(i);
+    else
+        for (std::int64_t i = start; i > stop; i += step) idx.emplace_back(i);
+    return idx;
+}
+
+}  // namespace
+
+// ---- shared helpers ----------------------------------------------------------------------------
+
+Value get_attribute(const Value& object, const std::string& name) {
+    if (object.is_undefined()) fail_undefined(object);
+    if (all_digits(name)) return get_item(object, Value(static_cast<std::int64_t>(std::stoll(name))));
+    if (object.is_dict()) {
+        const auto& dict = *object.as_dict();
+        if (!dict.is_namespace) {
+            Value method = method_of(object, name);  // Python attributes win over keys for `.name`
+            if (!method.is_undefined()) return method;
+        }
+        if (const Value* v = dict.find(name)) return *v;
+        return Value::undefined(object_name(object) + " has no attribute '" + name + "'");
+    }
+    Value method = method_of(object, name);
+    if (!method.is_undefined()) return method;
+    return Value::undefined(object_name(object) + " has no attribute '" + name + "'");
+}
+
+Value get_item(const Value& object, const Value& key) {
+    if (object.is_undefined()) fail_undefined(object);
+    if (object.is_dict() && key.is_string()) {
+        if (const Value* v = object.as_dict()->find(key.as_string())) return *v;
+        if (!object.as_dict()->is_namespace) {
+            Value method = method_of(object, key.as_string());
+            if (!method.is_undefined()) return method;
+        }
+        return Value::undefined(object_name(object) + " has no attribute '" + key.as_string() + "'");
+    }
+    if ((object.is_list() || object.is_string()) && (key.is_int() || key.is_bool())) {
+        std::int64_t i = key.to_int();
+        if (object.is_list()) {
+            const auto& list = *object.as_list();
+            const auto n = static_cast<std::int64_t>(list.size());
+            if (i < 0) i += n;
+            if (i >= 0 && i < n) return list[static_cast<std::size_t>(i)];
+        } else {
+            const std::u32string text = utf8_decode(object.as_string());
+            const auto n = static_cast<std::int64_t>(text.size());
+            if (i < 0) i += n;
+            if (i >= 0 && i < n) return Value(utf8_encode(std::u32string_view(text).substr(static_cast<std::size_t>(i), 1)));
+        }
+        return Value::undefined(object_name(object) + " has no element " + std::to_string(key.to_int()));
+    }
+    if (key.is_string()) return get_attribute(object, key.as_string());
+    return Value::undefined(object_name(object) + " has no element " + key.repr());
+}
+
+List iterate(const Value& value) {
+    switch (value.kind()) {
+        case Value::Kind::undefined: return {};
+        case Value::Kind::list: return *value.as_list();
+        case Value::Kind::dict: {
+            List keys;
+            if (value.as_dict()->is_namespace) fail("'Namespace' object is not iterable");
+            for (const auto& [k, v] : value.as_dict()->items) keys.emplace_back(k);
+            return keys;
+        }
+        case Value::Kind::string: {
+            List chars;
+            for (char32_t cp : utf8_decode(value.as_string())) chars.emplace_back(utf8_encode(std::u32string(1, cp)));
+            return chars;
+        }
+        default: fail("'{}' object is not iterable", value.type_name());
+    }
+}
+
+bool contains(const Value& container, const Value& item) {
+    switch (container.kind()) {
+        case Value::Kind::undefined: return false;
+        case Value::Kind::string:
+            if (item.is_undefined()) fail_undefined(item);
+            if (!item.is_string()) fail("'in <string>' requires string as left operand, not {}", item.type_name());
+            return container.as_string().find(item.as_string()) != std::string::npos;
+        case Value::Kind::list:
+            for (const auto& v : *container.as_list())
+                if (values_equal(v, item)) return true;
+            return false;
+        case Value::Kind::dict:
+            if (!item.is_string()) return false;
+            return container.as_dict()->find(item.as_string()) != nullptr;
+        default: fail("argument of type '{}' is not iterable", container.type_name());
+    }
+}
+
+Value call_value(const Value& callee, CallArgs& args) {
+    if (callee.is_undefined()) fail_undefined(callee);
+    if (!callee.is_callable()) fail("'{}' object is not callable", callee.type_name());
+    return callee.as_callable()->fn(args);
+}
+
+// ---- expressions -------------------------------------------------------------------------------
+
+Value LiteralExpr::eval(Context&) const { return value; }
+
+Value NameExpr::eval(Context& ctx) const { return ctx.lookup(name); }
+
+Value ListExpr::eval(Context& ctx) const {
+    List list;
+    list.reserve(items.size());
+    for (const auto& item : items) list.push_back(item->eval(ctx));
+    return is_tuple ? Value::tuple(std::move(list)) : Value(std::move(list));
+}
+
+Value DictExpr::eval(Context& ctx) const {
+    auto dict = std::make_shared<Dict>();
+    for (const auto& [k, v] : items) {
+        Value key = k->eval(ctx);
+        if (!key.is_string()) ctx.throw_located(k->offset, "dictionary keys must be strings in chat templates, got " + key.type_name());
+        dict->set(key.as_string(), v->eval(ctx));
+    }
+    return Value(std::move(dict));
+}
+
+Value AttrExpr::eval(Context& ctx) const {
+    Value obj = object->eval(ctx);
+    return ctx.at(offset, [&] { return get_attribute(obj, name); });
+}
+
+Value ItemExpr::eval(Context& ctx) const {
+    Value obj = object->eval(ctx);
+    Value k = key->eval(ctx);
+    return ctx.at(offset, [&] { return get_item(obj, k); });
+}
+
+Value SliceExpr::eval(Context& ctx) const {
+    Value obj = object->eval(ctx);
+    Value a = start ? start->eval(ctx) : Value::none();
+    Value b = stop ? stop->eval(ctx) : Value::none();
+    Value c = step ? step->eval(ctx) : Value::none();
+    return ctx.at(offset, [&]() -> Value {
+        if (obj.is_undefined()) fail_undefined(obj);
+        if (obj.is_list()) {
+            const auto& list = *obj.as_list();
+            List out;
+            for (const auto& i : slice_indices(static_cast<std::int64_t>(list.size()), a, b, c))
+                out.push_back(list[static_cast<std::size_t>(i.as_int())]);
+            return obj.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
+        }
+        if (obj.is_string()) {
+            const std::u32string text = utf8_decode(obj.as_string());
+            std::u32string out;
+            for (const auto& i : slice_indices(static_cast<std::int64_t>(text.size()), a, b, c))
+                out.push_back(text[static_cast<std::size_t>(i.as_int())]);
+            return Value(utf8_encode(out));
+        }
+        fail("'{}' object is not subscriptable", obj.type_name());
+    });
+}
+
+Value CallExpr::eval(Context& ctx) const {
+    Value fn = callee->eval(ctx);
+    CallArgs args = eval_args(this->args, ctx);
+    return ctx.at(offset, [&] { return call_value(fn, args); });
+}
+
+Value FilterExpr::eval(Context& ctx) const {
+    Value v = value ? value->eval(ctx) : Value::undefined();
+    CallArgs call = eval_args(args, ctx);
+    return ctx.at(offset, [&] { return apply_filter(name, v, call); });
+}
+
+Value TestExpr::eval(Context& ctx) const {
+    Value v = value->eval(ctx);
+    CallArgs call = eval_args(args, ctx);
+    const bool result = ctx.at(offset, [&] { return apply_test(name, v, call); });
+    return Value(negated ? !result : result);
+}
+
+Value UnaryExpr::eval(Context& ctx) const {
+    Value v = operand->eval(ctx);
+    if (op == "not") return Value(!v.truthy());
+    return ctx.at(offset, [&]() -> Value {
+        if (v.is_undefined()) fail_undefined(v);
+        if (!v.is_number()) fail("bad operand type for unary {}: '{}'", op, v.type_name());
+        if (op == "+") return v.is_bool() ? Value(v.to_int()) : v;
+        if (v.is_float()) return Value(-v.as_float());
+        return Value(sub_checked(0, v.to_int()));
+    });
+}
+
+Value BinaryExpr::eval(Context& ctx) const {
+    Value a = left->eval(ctx);
+    if (op == "and") return a.truthy() ? right->eval(ctx) : a;
+    if (op == "or") return a.truthy() ? a : right->eval(ctx);
+    Value b = right->eval(ctx);
+    return ctx.at(offset, [&]() -> Value {
+        if (op == "~") return Value(a.str() + b.str());
+        if (op == "==") return Value(values_equal(a, b));
+        if (op == "!=") return Value(!values_equal(a, b));
+        if (op == "in") return Value(contains(b, a));
+        if (op == "not in") return Value(!contains(b, a));
+        if (op == "<" || op == ">" || op == "<=" || op == ">=") {
+            reject_undefined(a, b);
+            if (op == "<") return Value(values_less(a, b));
+            if (op == ">") return Value(values_less(b, a));
+            if (op == "<=") return Value(!values_less(b, a));
+            return Value(!values_less(a, b));
+        }
+        return arithmetic(op, a, b);
+    });
+}
+
+Value CondExpr::eval(Context& ctx) const {
+    if (condition->eval(ctx).truthy()) return then_value->eval(ctx);
+    if (else_value) return else_value->eval(ctx);
+    return Value::undefined("the inline if-expression evaluated to false and no else section was defined");
+}
+
+// ---- statements --------------------------------------------------------------------------------
+
+Flow exec_body(const Body& body, Context& ctx, std::string& out) {
+    for (const auto& stmt : body) {
+        const Flow flow = stmt->exec(ctx, out);
+        if (flow != Flow::normal) return flow;
+    }
+    return Flow::normal;
+}
+
+Flow TextStmt::exec(Context& ctx, std::string& out) const {
+    out += text;
+    ctx.at(offset, [&] { ctx.check_output(out); });
+    return Flow::normal;
+}
+
+Flow OutputStmt::exec(Context& ctx, std::string& out) const {
+    Value v = expr->eval(ctx);
+    out += v.str();
+    ctx.at(offset, [&] { ctx.check_output(out); });
+    return Flow::normal;
+}
+
+Flow IfStmt::exec(Context& ctx, std::string& out) const {
+    for (const auto& [cond, body] : branches)
+        if (cond->eval(ctx).truthy()) return exec_body(body, ctx, out);
+    return exec_body(else_body, ctx, out);
+}
+
+namespace {
+
+Value make_loop(std::size_t index, const List& items, std::size_t depth) {
+    auto loop = std::make_shared<Dict>();
+    const auto n = static_cast<std::int64_t>(items.size());
+    const auto i = static_cast<std::int64_t>(index);
+    loop->items.reserve(12);
+    loop->items.emplace_back("index0", Value(i));
+    loop->items.emplace_back("index", Value(i + 1));
+    loop->items.emplace_back("revindex0", Value(n - i - 1));
+    loop->items.emplace_back("revindex", Value(n - i));
+    loop->items.emplace_back("first", Value(i == 0));
+    loop->items.emplace_back("last", Value(i == n - 1));
+    loop->items.emplace_back("length", Value(n));
+    loop->items.emplace_back("depth", Value(static_cast<std::int64_t>(depth)));
+    loop->items.emplace_back("depth0", Value(static_cast<std::int64_t>(depth) - 1));
+    loop->items.emplace_back("previtem", i > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
+    loop->items.emplace_back("nextitem", i + 1 < n ? items[index + 1] : Value::undefined("there is no next item"));
+    loop->items.emplace_back("cycle", Value::callable("loop.cycle", [index](CallArgs& args) -> Value {
+        if (args.positional.empty()) fail("no items for cycling given");
+        return args.positional[index % args.positional.size()];
+    }));
+    loop->is_namespace = true;  // attribute access only; `loop.items` is not a dict method
+    return Value(std::move(loop));
+}
+
+void bind_targets(Context& ctx, const std::vector<std::string>& targets, const Value& item) {
+    if (targets.size() == 1) {
+        ctx.assign(targets[0], item);
+        return;
+    }
+    List parts = iterate(item);
+    if (parts.size() != targets.size())
+        fail("cannot unpack {} values into {} loop variables", parts.size(), targets.size());
+    for (std::size_t i = 0; i < targets.size(); ++i) ctx.assign(targets[i], parts[i]);
+}
+
+}  // namespace
+
+Flow ForStmt::exec(Context& ctx, std::string& out) const {
+    Value source = iterable->eval(ctx);
+    List all = ctx.at(iterable->offset, [&] { return iterate(source); });
+    List items;
+    if (filter) {
+        // The `if` filter sees the loop variables but not `loop` (Jinja filters before counting).
+        for (const auto& item : all) {
+            ScopeGuard scope(ctx, ctx.scope);
+            ctx.at(offset, [&] { bind_targets(ctx, targets, item); });
+            if (filter->eval(ctx).truthy()) items.push_back(item);
+        }
+    } else {
+        items = std::move(all);
+    }
+    if (items.empty()) return exec_body(else_body, ctx, out);
+    const std::size_t depth = 1;  // loop.depth counts recursive-loop levels; plain nested loops stay at 1
+    const std::shared_ptr<Frame> enclosing = ctx.scope;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        ctx.at(offset, [&] { ctx.count_iteration(); });
+        ScopeGuard scope(ctx, enclosing);
+        ctx.assign("loop", make_loop(i, items, depth));
+        ctx.at(offset, [&] { bind_targets(ctx, targets, items[i]); });
+        const Flow flow = exec_body(body, ctx, out);
+        if (flow == Flow::break_loop) break;
+    }
+    return Flow::normal;
+}
+
+Flow SetStmt::exec(Context& ctx, std::string&) const {
+    Value v = value->eval(ctx);
+    ctx.at(offset, [&] {
+        if (!attribute.empty()) {
+            Value target = ctx.lookup(targets[0]);
+            if (!target.is_dict() || !target.as_dict()->is_namespace)
+                fail("cannot assign attribute on non-namespace object '{}'", targets[0]);
+            target.as_dict()->set(attribute, std::move(v));
+            return;
+        }
+        if (targets.size() == 1) {
+            ctx.assign(targets[0], std::move(v));
+            return;
+        }
+        List parts = iterate(v);
+        if (parts.size() != targets.size()) fail("cannot unpack {} values into {} names", parts.size(), targets.size());
+        for (std::size_t i = 0; i < targets.size(); ++i) ctx.assign(targets[i], parts[i]);
+    });
+    return Flow::normal;
+}
+
+Flow SetBlockStmt::exec(Context& ctx, std::string&) const {
+    std::string captured;
+    exec_body(body, ctx, captured);
+    ctx.assign(target, Value(std::move(captured)));
+    return Flow::normal;
+}
+
+Flow MacroStmt::exec(Context& ctx, std::string&) const {
+    Context* context = &ctx;
+    const MacroStmt* macro = this;
+    std::shared_ptr<Frame> closure = ctx.scope;
+    ctx.assign(name, Value::callable(name, [context, macro, closure](CallArgs& args) -> Value {
+        Context& c = *context;
+        if (args.positional.size() > macro->params.size())
+            fail("macro '{}' takes not more than {} argument(s)", macro->name, macro->params.size());
+        if (c.call_depth >= c.limits.max_call_depth) fail("macro calls nested deeper than {}", c.limits.max_call_depth);
+        std::vector<Value> bound(macro->params.size());
+        std::vector<bool> given(macro->params.size(), false);
+        for (std::size_t i = 0; i < args.positional.size(); ++i) {
+            bound[i] = args.positional[i];
+            given[i] = true;
+        }
+        for (auto& [name, value] : args.named) {
+            bool found = false;
+            for (std::size_t i = 0; i < macro->params.size(); ++i) {
+                if (macro->params[i].name == name) {
+                    if (given[i]) fail("macro '{}' got multiple values for argument '{}'", macro->name, name);
+                    bound[i] = value;
+                    given[i] = true;
+                    found = true;
+                }
+            }
+            if (!found) fail("macro '{}' has no argument named '{}'", macro->name, name);
+        }
+        ScopeGuard scope(c, closure);
+        ++c.call_depth;
+        struct DepthRestore {
+            Context& c;
+            ~DepthRestore() { --c.call_depth; }
+        } restore{c};
+        for (std::size_t i = 0; i < macro->params.size(); ++i) {
+            const auto& param = macro->params[i];
+            if (!given[i])
+                bound[i] = param.default_value ? param.default_value->eval(c)
+                                               : Value::undefined("'" + param.name + "' is undefined");
+            c.assign(param.name, bound[i]);
+        }
+        std::string out;
+        exec_body(macro->body, c, out);
+        return Value(std::move(out));
+    }));
+    return Flow::normal;
+}
+
+Flow LoopControlStmt::exec(Context&, std::string&) const { return flow; }
+
+Flow FilterBlockStmt::exec(Context& ctx, std::string& out) const {
+    std::string captured;
+    exec_body(body, ctx, captured);
+    CallArgs call = eval_args(filter->args, ctx);
+    Value v = ctx.at(offset, [&] { return apply_filter(filter->name, Value(std::move(captured)), call); });
+    out += v.str();
+    return Flow::normal;
+}
+
+Flow PassThroughStmt::exec(Context& ctx, std::string& out) const { return exec_body(body, ctx, out); }
+
+std::string render_program(const Program& program, std::shared_ptr<Frame> globals, Limits limits) {
+    // Template-level variables live in their own frame above the globals, as in Jinja.
+    auto top = std::make_shared<Frame>();
+    top->parent = std::move(globals);
+    Context ctx(program, std::move(top), limits);
+    std::string out;
+    exec_body(program.body, ctx, out);
+    return out;
+}
+
+}  // namespace pagoda::tokenizer::jinja
