@@ -203,10 +203,11 @@ void File::parse_all(const uint8_t* data, size_t size) {
         const TypeTraits* traits = type_traits(type_id);
         if (!traits) in.error("unknown GGML tensor type id {}", type_id);
         t.type = static_cast<GgmlType>(type_id);
-        std::optional<uint64_t> row = row_size(t.type, t.shape[0]);
-        if (!row)
+        if (t.shape[0] % traits->block_size != 0)
             in.error("first dimension {} is not a multiple of the {} block size {}", t.shape[0], traits->name,
                      traits->block_size);
+        std::optional<uint64_t> row = row_size(t.type, t.shape[0]);
+        if (!row) in.error("byte size overflows 64 bits");
         uint64_t rows = uint64_t(n_elements / t.shape[0]);
         if (*row != 0 && rows > std::numeric_limits<uint64_t>::max() / *row)
             in.error("byte size overflows 64 bits");

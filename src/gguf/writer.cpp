@@ -157,10 +157,11 @@ void Writer::add_tensor(const std::string& name, GgmlType type, std::vector<int6
             fail("GGUF writer: tensor '{}': element count overflows 64 bits", name);
         n_elements *= d;
     }
-    std::optional<uint64_t> row = row_size(type, shape[0]);
-    if (!row)
+    if (shape[0] % traits->block_size != 0)
         fail("GGUF writer: tensor '{}': first dimension {} is not a multiple of the {} block size {}", name, shape[0],
              traits->name, traits->block_size);
+    std::optional<uint64_t> row = row_size(type, shape[0]);
+    if (!row) fail("GGUF writer: tensor '{}': byte size overflows 64 bits", name);
     uint64_t rows = uint64_t(n_elements / shape[0]);
     if (rows > std::numeric_limits<uint64_t>::max() / *row)
         fail("GGUF writer: tensor '{}': byte size overflows 64 bits", name);

@@ -1,0 +1,257 @@
+#include "tokenizer/vocab.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "gguf/gguf.h"
+#include "tokenizer/pretokenizer.h"
+
+namespace pagoda::tokenizer {
+
+namespace {
+
+// Token texts llama.cpp recognises as "end of turn" when the file names no EOT id.
+constexpr std::string_view kEotTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "<EOT>", "_<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<end_of_utterance>",
+};
+// Token texts that end generation whenever they are in the vocabulary (llama.cpp's list).
+constexpr std::string_view kEogTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
+    "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+};
+
+// GGUF writers store "no such token" as -1, often as the u32 0xFFFFFFFF.
+std::optional<int64_t> optional_id(const gguf::File& file, std::string_view key) {
+    const gguf::Value* v = file.find(key);
+    if (!v) return std::nullopt;
+    auto id = v->as_int();
+    if (!v->is_integer() || !id) fail("{}: {} must be an integer token id", file.name(), key);
+    if (*id == -1 || *id == 0xFFFFFFFFll) return std::nullopt;
+    return *id;
+}
+
+std::optional<bool> optional_bool(const gguf::File& file, std::string_view key) {
+    if (!file.has(key)) return std::nullopt;
+    return file.get_bool(key);
+}
+
+std::string byte_token_text(uint8_t b) { return fmt::format("<0x{:02X}>", b); }
+
+bool contains_any(const std::string& haystack, std::initializer_list<std::string_view> needles) {
+    std::string lower = haystack;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    for (auto n : needles)
+        if (lower.find(n) != std::string::npos) return true;
+    return false;
+}
+
+}  // namespace
+
+Vocab Vocab::from_gguf(const gguf::File& file) {
+    VocabSpec spec;
+    if (!file.has("tokenizer.ggml.model")) fail("{}: no tokenizer (tokenizer.ggml.model is missing)", file.name());
+    spec.model = file.get_string("tokenizer.ggml.model");
+    if (spec.model != "llama" && spec.model != "gpt2")
+        fail("{}: tokenizer model '{}' is not supported (pagoda supports 'llama' SentencePiece and 'gpt2' "
+             "byte-level BPE)",
+             file.name(), spec.model);
+    spec.pre = file.get_string_or("tokenizer.ggml.pre", "");
+    if (!file.has("tokenizer.ggml.tokens")) fail("{}: tokenizer.ggml.tokens is missing", file.name());
+    spec.tokens = file.get_strings("tokenizer.ggml.tokens");
+    if (file.has("tokenizer.ggml.scores")) spec.scores = file.get_floats("tokenizer.ggml.scores");
+    if (file.has("tokenizer.ggml.token_type")) spec.token_types = file.get_ints("tokenizer.ggml.token_type");
+    if (spec.model == "gpt2") {
+        if (!file.has("tokenizer.ggml.merges"))
+            fail("{}: tokenizer.ggml.merges is missing (required by BPE vocabularies)", file.name());
+        spec.merges = file.get_strings("tokenizer.ggml.merges");
+    }
+    spec.bos = optional_id(file, "tokenizer.ggml.bos_token_id");
+    spec.eos = optional_id(file, "tokenizer.ggml.eos_token_id");
+    spec.unk = optional_id(file, "tokenizer.ggml.unknown_token_id");
+    spec.pad = optional_id(file, "tokenizer.ggml.padding_token_id");
+    spec.sep = optional_id(file, "tokenizer.ggml.seperator_token_id");  // llama.cpp's spelling
+    if (!spec.sep) spec.sep = optional_id(file, "tokenizer.ggml.separator_token_id");
+    spec.eot = optional_id(file, "tokenizer.ggml.eot_token_id");
+    spec.eom = optional_id(file, "tokenizer.ggml.eom_token_id");
+    spec.add_bos = optional_bool(file, "tokenizer.ggml.add_bos_token");
+    spec.add_eos = optional_bool(file, "tokenizer.ggml.add_eos_token");
+    spec.add_space_prefix = optional_bool(file, "tokenizer.ggml.add_space_prefix");
+    spec.name = file.get_string_or("general.name", "");
+    try {
+        return from_spec(spec);
+    } catch (const Error& e) {
+        fail("{}: {}", file.name(), e.what());
+    }
+}
+
+Vocab Vocab::from_spec(const VocabSpec& spec) {
+    Vocab v;
+    if (spec.model == "llama") {
+        v.type_ = VocabType::spm;
+    } else if (spec.model == "gpt2") {
+        v.type_ = VocabType::bpe;
+    } else {
+        fail("tokenizer model '{}' is not supported (pagoda supports 'llama' and 'gpt2')", spec.model);
+    }
+    const size_t n = spec.tokens.size();
+    if (n == 0) fail("tokenizer.ggml.tokens is empty");
+    if (n > static_cast<size_t>(INT32_MAX)) fail("tokenizer.ggml.tokens has too many entries ({})", n);
+    if (!spec.scores.empty() && spec.scores.size() != n)
+        fail("tokenizer.ggml.scores has {} entries but there are {} tokens", spec.scores.size(), n);
+    if (!spec.token_types.empty() && spec.token_types.size() != n)
+        fail("tokenizer.ggml.token_type has {} entries but there are {} tokens", spec.token_types.size(), n);
+
+    v.texts_ = spec.tokens;
+    v.scores_ = spec.scores.empty() ? std::vector<float>(n, 0.0f) : spec.scores;
+    v.types_.assign(n, TokenType::normal);
+    v.token_to_id_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        if (!spec.token_types.empty()) {
+            int64_t t = spec.token_types[i];
+            if (t < 0 || t > 6) fail("tokenizer.ggml.token_type[{}] = {} is not a valid token type (0..6)", i, t);
+            v.types_[i] = static_cast<TokenType>(t);
+        }
+        // Later duplicates win, as in llama.cpp, so ids agree with files converted for it.
+        v.token_to_id_[v.texts_[i]] = static_cast<int32_t>(i);
+    }
+
+    for (int b = 0; b < 256; ++b) {
+        int32_t id = v.find(byte_token_text(static_cast<uint8_t>(b)));
+        if (id == kNoToken) id = v.find(std::string(1, static_cast<char>(b)));
+        v.byte_tokens_[b] = id;
+    }
+
+    // Per-model defaults (llama.cpp's), then the file's explicit values.
+    PreTokenizerTraits traits;
+    if (v.type_ == VocabType::spm) {
+        v.bos_ = 1;
+        v.eos_ = 2;
+        v.unk_ = 0;
+        v.add_bos_ = true;
+        v.add_space_prefix_ = true;
+    } else {
+        const PreTokenizerDef* def = find_pre_tokenizer(spec.pre);
+        if (!def)
+            fail("BPE pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported; known: {}", spec.pre,
+                 fmt::join(known_pre_tokenizer_names(), ", "));
+        v.pre_ = spec.pre.empty() ? "default" : spec.pre;
+        traits = def->traits;
+        v.bos_ = traits.no_bos ? kNoToken : 11;
+        v.eos_ = 11;
+        v.add_bos_ = traits.add_bos;
+        v.ignore_merges_ = traits.ignore_merges;
+        v.merge_ranks_.reserve(spec.merges.size());
+        for (size_t i = 0; i < spec.merges.size(); ++i) {
+            const std::string& m = spec.merges[i];
+            // The separator is the first space after the first character (a piece never starts with it).
+            size_t sep = m.empty() ? std::string::npos : m.find(' ', 1);
+            if (sep == std::string::npos || sep + 1 >= m.size())
+                fail("tokenizer.ggml.merges[{}] = '{}' is not of the form 'left right'", i, m);
+            v.merge_ranks_.emplace(m, static_cast<int32_t>(i));  // first occurrence keeps its rank
+        }
+    }
+    // Defaults may point past a tiny vocabulary; then the token simply does not exist.
+    for (int32_t* id : {&v.bos_, &v.eos_, &v.unk_})
+        if (!v.valid_id(*id)) *id = kNoToken;
+
+    auto set_id = [&](int32_t& slot, const std::optional<int64_t>& value, const char* what) {
+        if (!value) return;
+        if (!v.valid_id(*value)) fail("{} token id {} is out of range (vocabulary has {} tokens)", what, *value, n);
+        slot = static_cast<int32_t>(*value);
+    };
+    set_id(v.bos_, spec.bos, "BOS");
+    if (traits.no_bos) v.bos_ = kNoToken;
+    set_id(v.eos_, spec.eos, "EOS");
+    set_id(v.unk_, spec.unk, "unknown");
+    set_id(v.pad_, spec.pad, "padding");
+    set_id(v.sep_, spec.sep, "separator");
+    set_id(v.eot_, spec.eot, "EOT");
+    set_id(v.eom_, spec.eom, "EOM");
+    if (spec.add_bos) v.add_bos_ = *spec.add_bos;
+    if (spec.add_eos) v.add_eos_ = *spec.add_eos;
+    if (spec.add_space_prefix) v.add_space_prefix_ = *spec.add_space_prefix;
+    if (v.add_bos_ && v.bos_ == kNoToken) v.add_bos_ = false;
+    if (v.add_eos_ && v.eos_ == kNoToken) v.add_eos_ = false;
+
+    // End-of-generation tokens are recognised by their text, as llama.cpp does: converted files
+    // rarely name them. Such tokens are control tokens whatever the file says.
+    auto make_control = [&](int32_t id) {
+        if (v.types_[id] != TokenType::control) {
+            log_debug("tokenizer: token {} '{}' looks like a control token; treating it as one", id, v.texts_[id]);
+            v.types_[id] = TokenType::control;
+        }
+    };
+    if (v.eot_ == kNoToken) {
+        for (auto text : kEotTexts) {
+            if (int32_t id = v.find(text); id != kNoToken) {
+                v.eot_ = id;
+                make_control(id);
+                break;
+            }
+        }
+    }
+    if (v.eom_ == kNoToken) v.eom_ = v.find("<|eom_id|>");
+    for (auto text : kEogTexts) {
+        if (int32_t id = v.find(text); id != kNoToken) {
+            v.eog_.insert(id);
+            make_control(id);
+        }
+    }
+    for (int32_t id : {v.eos_, v.eot_, v.eom_})
+        if (id != kNoToken) v.eog_.insert(id);
+
+    for (int32_t id = 0; id < v.n_tokens(); ++id) {
+        TokenType t = v.types_[id];
+        if ((t == TokenType::control || t == TokenType::user_defined || t == TokenType::unknown) &&
+            !v.texts_[id].empty())
+            v.literal_tokens_.push_back(id);
+    }
+    std::stable_sort(v.literal_tokens_.begin(), v.literal_tokens_.end(),
+                     [&](int32_t a, int32_t b) { return v.texts_[a].size() > v.texts_[b].size(); });
+
+    // Phi-3 eats the whitespace after its special tokens (llama.cpp applies this by model name).
+    if (contains_any(spec.name, {"phi-3", "phi3"})) {
+        for (int32_t id : v.literal_tokens_) v.rstrip_.insert(id);
+        if (int32_t id = v.find("</s>"); id != kNoToken) v.rstrip_.insert(id);
+        for (auto text : {"<unk>", "<s>", "<|endoftext|>"})
+            if (int32_t id = v.find(text); id != kNoToken) v.rstrip_.erase(id);
+    }
+    return v;
+}
+
+int32_t Vocab::find(std::string_view text) const {
+    auto it = token_to_id_.find(text);
+    return it == token_to_id_.end() ? kNoToken : it->second;
+}
+
+int32_t Vocab::merge_rank(std::string_view left, std::string_view right) const {
+    // Build the "left right" key in a per-thread buffer to avoid an allocation per lookup.
+    thread_local std::string key;
+    key.assign(left);
+    key += ' ';
+    key.append(right);
+    auto it = merge_ranks_.find(std::string_view(key));
+    return it == merge_ranks_.end() ? -1 : it->second;
+}
+
+int Vocab::byte_value(int32_t id) const {
+    if (types_[id] != TokenType::byte) return -1;
+    const std::string& t = texts_[id];
+    if (t.size() == 6 && t.starts_with("<0x") && t.back() == '>') {
+        int value = 0;
+        for (int i = 3; i < 5; ++i) {
+            char c = t[i];
+            int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+            if (d < 0) return -1;
+            value = value * 16 + d;
+        }
+        return value;
+    }
+    if (t.size() == 1) return static_cast<uint8_t>(t[0]);
+    return -1;
+}
+
+}  // namespace pagoda::tokenizer

@@ -1,0 +1,111 @@
+// A tokenizer vocabulary: token texts, scores and types, BPE merge ranks, special token ids and the
+// per-model defaults (add BOS, dummy space prefix, pre-tokenizer name), loaded from GGUF
+// `tokenizer.ggml.*` keys or built from a VocabSpec in memory. Everything is validated at load time:
+// a bad or missing key throws pagoda::Error naming it, so the tokenizers can index without checks.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace pagoda::gguf {
+class File;
+}
+
+namespace pagoda::tokenizer {
+
+inline constexpr int32_t kNoToken = -1;
+
+enum class VocabType { spm, bpe };  // GGUF tokenizer.ggml.model "llama" and "gpt2"
+
+// GGUF token types (tokenizer.ggml.token_type).
+enum class TokenType : uint8_t {
+    undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+};
+
+// Raw vocabulary description, as stored in GGUF. Optional fields fall back to llama.cpp's defaults.
+struct VocabSpec {
+    std::string model;  // "llama" or "gpt2"
+    std::string pre;    // BPE pre-tokenizer name; empty means "default"
+    std::vector<std::string> tokens;
+    std::vector<float> scores;          // empty: all 0
+    std::vector<int64_t> token_types;   // empty: all normal
+    std::vector<std::string> merges;    // BPE only: "left right", highest priority first
+    std::optional<int64_t> bos, eos, unk, pad, sep, eot, eom;
+    std::optional<bool> add_bos, add_eos, add_space_prefix;
+    std::string name;  // general.name; only used for a few model-specific quirks
+};
+
+// Hash that lets unordered maps keyed by std::string be searched with a string_view.
+struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+class Vocab {
+public:
+    static Vocab from_gguf(const gguf::File& file);
+    static Vocab from_spec(const VocabSpec& spec);  // throws pagoda::Error on invalid input
+
+    VocabType type() const { return type_; }
+    const std::string& pre() const { return pre_; }
+    int32_t n_tokens() const { return static_cast<int32_t>(texts_.size()); }
+    bool valid_id(int64_t id) const { return id >= 0 && id < n_tokens(); }
+
+    const std::string& text(int32_t id) const { return texts_[id]; }
+    float score(int32_t id) const { return scores_[id]; }
+    TokenType token_type(int32_t id) const { return types_[id]; }
+    bool is_control(int32_t id) const { return types_[id] == TokenType::control; }
+
+    int32_t find(std::string_view text) const;  // kNoToken when absent
+    // Rank of the BPE merge "left right" (lower merges first), or -1 when there is no such merge.
+    int32_t merge_rank(std::string_view left, std::string_view right) const;
+    // SPM byte-fallback token <0xXX>, or the single-byte token, or kNoToken.
+    int32_t byte_token(uint8_t byte) const { return byte_tokens_[byte]; }
+    // For a byte-type token <0xXX>: the byte; -1 otherwise.
+    int byte_value(int32_t id) const;
+
+    int32_t bos() const { return bos_; }
+    int32_t eos() const { return eos_; }
+    int32_t eot() const { return eot_; }
+    int32_t eom() const { return eom_; }
+    int32_t unk() const { return unk_; }
+    int32_t pad() const { return pad_; }
+    int32_t sep() const { return sep_; }
+    bool add_bos() const { return add_bos_; }
+    bool add_eos() const { return add_eos_; }
+    bool add_space_prefix() const { return add_space_prefix_; }
+    bool ignore_merges() const { return ignore_merges_; }  // BPE: a whole word in the vocab skips merging
+    bool is_eog(int32_t id) const { return eog_.count(id) != 0; }
+    const std::unordered_set<int32_t>& eog_ids() const { return eog_; }
+
+    // Tokens matched literally in input text before normal tokenization (control, user-defined and
+    // unknown types), longest text first. User-defined ones always match; the others only when the
+    // caller asks to parse special tokens.
+    const std::vector<int32_t>& literal_tokens() const { return literal_tokens_; }
+    // llama.cpp's per-token strip attributes (whitespace eaten next to a matched special token).
+    bool rstrip(int32_t id) const { return rstrip_.count(id) != 0; }
+    bool lstrip(int32_t id) const { return lstrip_.count(id) != 0; }
+
+private:
+    VocabType type_ = VocabType::spm;
+    std::string pre_ = "default";
+    std::vector<std::string> texts_;
+    std::vector<float> scores_;
+    std::vector<TokenType> types_;
+    TokenMap token_to_id_;
+    TokenMap merge_ranks_;  // key "left right"
+    int32_t byte_tokens_[256];
+    int32_t bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, eom_ = kNoToken;
+    int32_t unk_ = kNoToken, pad_ = kNoToken, sep_ = kNoToken;
+    bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;
+    std::unordered_set<int32_t> eog_;
+    std::vector<int32_t> literal_tokens_;
+    std::unordered_set<int32_t> rstrip_, lstrip_;
+};
+
+}  // namespace pagoda::tokenizer
