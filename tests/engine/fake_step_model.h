@@ -36,7 +36,7 @@ inline void hashed_logits(const std::vector<int32_t>& context, float* logits, in
 
 // The greedy continuation under hashed_logits, computed directly from the token list.
 inline int32_t reference_next(const std::vector<int32_t>& context, int64_t vocab) {
-    std::vector<float> l(size_t(vocab));
+    std::vector<float> l(static_cast<size_t>(vocab));
     hashed_logits(context, l.data(), vocab);
     int32_t best = 0;
     for (int64_t i = 1; i < vocab; ++i)
