@@ -73,9 +73,9 @@ ApiKeyTable ApiKeyTable::parse(std::string_view text, const std::string& source)
         if (!(words >> word)) continue;  // blank or comment
         ApiKey key;
         key.key = word;
-        if (key.key.size() < 8) fail("{}: the key is {} characters; use at least 8", where, key.key.size());
         if (key.key.find('=') != std::string::npos)
             fail("{}: the line must start with the key, got the setting '{}'", where, key.key);
+        if (key.key.size() < 8) fail("{}: the key is {} characters; use at least 8", where, key.key.size());
         for (char c : key.key)
             if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e)
                 fail("{}: the key must be printable ASCII without spaces", where);
