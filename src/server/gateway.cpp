@@ -88,10 +88,10 @@ void Gateway::load() {
                      "(choose another with --chat-template)");
             template_ = tokenizer::ChatTemplate::builtin("chatml");
         }
-        // Without --kv-memory: room for every running sequence at a quarter of the context, at
-        // least one full context.
-        const int64_t tokens_wanted = std::max<int64_t>(cfg.context_length,
-                                                        int64_t(options_.scheduler.max_seqs) * cfg.context_length / 4);
+        // Without --kv-memory: one full context, or 256 tokens for each sequence that may run,
+        // whichever is more (production deployments size it with --kv-memory).
+        const int64_t tokens_wanted =
+            std::max<int64_t>(cfg.context_length, int64_t(options_.scheduler.max_seqs) * 256);
         auto step = std::make_unique<engine::ModelStep>(model, options_.kv, tokens_wanted);
         const auto info = step->info();
         engine::EngineOptions eo;

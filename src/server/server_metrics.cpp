@@ -16,7 +16,7 @@ ServerMetrics::ServerMetrics() {
     r.add_gauge("pagoda:num_requests_running", "Requests with sequences in the running batch");
     r.add_gauge("pagoda:num_requests_waiting", "Requests waiting to be scheduled");
     r.add_gauge("pagoda:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0 to 1)");
-    r.add_gauge("pagoda:kv_cache_blocks_total", "KV-cache blocks in the pool");
+    r.add_gauge("pagoda:kv_cache_blocks", "KV-cache blocks in the pool");
     r.add_gauge("pagoda:kv_cache_blocks_cached", "Free KV-cache blocks still holding reusable prefix data");
     r.add_counter("pagoda:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache");
     r.add_counter("pagoda:prefix_cache_hits_total", "Prompt tokens found in the prefix cache");
@@ -78,7 +78,7 @@ std::string ServerMetrics::render(const engine::EngineStats* s, bool ready) {
         r.set("pagoda:num_requests_running", double(s->running_requests));
         r.set("pagoda:num_requests_waiting", double(s->waiting_requests));
         r.set("pagoda:kv_cache_usage_perc", s->kv_usage);
-        r.set("pagoda:kv_cache_blocks_total", double(s->kv_blocks_total));
+        r.set("pagoda:kv_cache_blocks", double(s->kv_blocks_total));
         r.set("pagoda:kv_cache_blocks_cached", double(s->kv_blocks_cached));
         r.set("pagoda:prefix_cache_queries_total", double(s->prefix_queried_tokens));
         r.set("pagoda:prefix_cache_hits_total", double(s->prefix_hit_tokens));
