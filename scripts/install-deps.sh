@@ -28,3 +28,12 @@ if ! command -v node >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
 fi
+# npm packages of the Node end-to-end tests (openai, ws), pinned by package-lock.json.
+node_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/e2e/node"
+if [ -f "$node_tests/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+  if [ ! -d "$node_tests/node_modules/openai" ] || [ ! -d "$node_tests/node_modules/ws" ] ||
+     [ "$node_tests/package-lock.json" -nt "$node_tests/node_modules" ]; then
+    echo "pagoda: installing the Node test packages (npm ci in tests/e2e/node)" >&2
+    (cd "$node_tests" && npm ci --no-audit --no-fund --loglevel=error) || echo "pagoda: npm ci failed; the Node e2e tests will be skipped" >&2
+  fi
+fi
