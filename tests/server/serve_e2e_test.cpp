@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "fixtures.h"
+#include "e2e/process.h"
 #include "server/serve_harness.h"
 #include "server/sse.h"
 
@@ -290,4 +291,24 @@ TEST(ServeE2E, GracefulShutdownFinishesThenCancels) {
     EXPECT_EQ(s.wait_exit(10), 0);
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 6.0);
     EXPECT_EQ(http_request(s.port(), "GET", "/health", "", {}, 1000).status, 0) << "no longer listening";
+}
+
+TEST(ServeE2E, BenchServeReportsEveryRequest) {
+    ServeProcess s({});
+    auto r = run_pagoda({"bench-serve", "--url", "http://127.0.0.1:" + std::to_string(s.port()), "--requests", "6",
+                         "--concurrency", "3", "--prompt-len", "40", "--shared-prefix", "32", "--output-len", "5",
+                         "--stream", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    json out = json::parse(r.out);
+    EXPECT_EQ(out["ok"], 6);
+    EXPECT_EQ(out["errors"], 0);
+    EXPECT_GT(out["output_token_throughput"].get<double>(), 0);
+    EXPECT_LE(out["ttft_s"]["p50"].get<double>(), out["e2e_s"]["p50"].get<double>());
+    std::string m = http_request(s.port(), "GET", "/metrics").body;
+    EXPECT_EQ(metric_value(m, "pagoda:generation_tokens_total"), 30);
+    EXPECT_GT(metric_value(m, "pagoda:prefix_cache_hits_total"), 0) << "the shared prefix is served from the cache";
+    // A server that is not there is an error, not a hang.
+    auto none = run_pagoda({"bench-serve", "--url", "http://127.0.0.1:1", "--requests", "1"});
+    EXPECT_NE(none.exit_code, 0);
+    EXPECT_NE(none.err.find("error"), std::string::npos) << none.err;
 }
