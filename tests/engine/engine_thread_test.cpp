@@ -48,6 +48,7 @@ TEST(Engine, ConcurrentSubmittersGetReferenceOutputs) {
 
 TEST(Engine, CallbackDeliveryCancelAndRejection) {
     auto model = std::make_unique<test::FakeStepModel>(kVocab, 64, 4, 64);
+    model->step_delay = std::chrono::milliseconds(2);
     Engine engine(std::move(model), nullptr, {});
     std::mutex m;
     std::condition_variable cv;
