@@ -95,7 +95,11 @@ void Engine::run() {
         if (stop && !drain) core_->abort_all();
         if (core_->has_work()) {
             try {
-                core_->step();
+                if (!core_->step() && core_->has_work()) {
+                    // Nothing schedulable right now (should not last): don't spin on it.
+                    std::unique_lock lock(mutex_);
+                    wake_.wait_for(lock, std::chrono::milliseconds(5));
+                }
             } catch (const std::exception& e) {
                 // A bug in the engine itself: fail everything in flight rather than spin on it.
                 log_error("engine: step failed: {}", e.what());

@@ -29,7 +29,8 @@ public:
            EngineOptions options);
     ~Engine();  // shutdown(false)
 
-    // Queues a request. Throws pagoda::Error when it is invalid or the engine is shut down.
+    // Queues a request. Throws pagoda::Error when it is invalid or the engine is shut down. With
+    // on_delta, deltas go only to the callback (on the engine thread) and the handle's queue stays empty.
     RequestHandle submit(Request request, DeltaCallback on_delta = {});
     // Finishes the request with FinishReason::cancelled (no-op if already done or unknown).
     void cancel(RequestId id);

@@ -249,11 +249,11 @@ void EngineCore::fork_request(RequestState& r, Sequence& parent) {
     }
 }
 
-void EngineCore::step() {
+bool EngineCore::step() {
     const auto start = Clock::now();
     StepPlan plan = scheduler_.schedule();
     counters_.preemptions = scheduler_.preemptions();
-    if (plan.empty()) return;
+    if (plan.empty()) return false;
 
     batch_.clear();
     batch_.block_copies = plan.copies;
@@ -287,7 +287,7 @@ void EngineCore::step() {
             fail_request(*r, FinishReason::error, fmt::format("model step failed: {}", e.what()));
             retire(*r);
         }
-        return;
+        return false;
     }
     scheduler_.complete(plan);
     ++counters_.steps;
@@ -319,6 +319,7 @@ void EngineCore::step() {
                       seconds_between(start, Clock::now())};
         options_.on_step(info);
     }
+    return true;
 }
 
 EngineStats EngineCore::stats() const {

@@ -76,7 +76,8 @@ public:
     // Finishes every request (cancelled, or error with `message` when given).
     void abort_all(const std::string& message = {});
 
-    void step();
+    // One iteration; false when nothing could be scheduled (or the forward step failed).
+    bool step();
     bool has_work() const { return scheduler_.has_work(); }
     size_t num_requests() const { return requests_.size(); }
 

@@ -96,7 +96,9 @@ TEST(BatchInvariance, RandomModelAloneVersusBatched) {
             auto got = run_batch(m, scenarios[si], sub, max_tokens, arrive, &preemptions);
             for (size_t i = 0; i < n; ++i)
                 ASSERT_EQ(got[i], alone[i]) << "scenario " << si << ", batch of " << n << ", request " << i;
-            if (si == 2 && n == 64) EXPECT_GT(preemptions, 0);
+            if (si == 2 && n == 64) {
+                EXPECT_GT(preemptions, 0);
+            }
         }
     }
 }

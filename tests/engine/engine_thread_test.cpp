@@ -41,6 +41,7 @@ TEST(Engine, ConcurrentSubmittersGetReferenceOutputs) {
         });
     for (auto& th : threads) th.join();
     EXPECT_EQ(wrong.load(), 0);
+    engine.shutdown(true);  // the stats snapshot is refreshed after the step that sent the last delta
     auto s = engine.stats();
     EXPECT_EQ(s.requests_finished, 24);
     EXPECT_EQ(s.running_requests + s.waiting_requests, 0);
@@ -48,6 +49,7 @@ TEST(Engine, ConcurrentSubmittersGetReferenceOutputs) {
 
 TEST(Engine, CallbackDeliveryCancelAndRejection) {
     auto model = std::make_unique<test::FakeStepModel>(kVocab, 64, 4, 64);
+    model->step_delay = std::chrono::milliseconds(2);
     Engine engine(std::move(model), nullptr, {});
     std::mutex m;
     std::condition_variable cv;

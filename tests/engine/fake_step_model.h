@@ -5,7 +5,9 @@
 // context, so a reference can compute the expected tokens without any KV at all.
 #pragma once
 #include <cstdint>
+#include <chrono>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -69,6 +71,7 @@ public:
 
     std::vector<float> forward(const model::Batch& b) override {
         ++steps;
+        if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
         step_sizes.push_back(b.size());
         step_batches.push_back(b);
         for (int32_t t : b.tokens)
@@ -100,6 +103,7 @@ public:
     std::vector<model::Batch> step_batches;
     std::vector<std::vector<int32_t>> contexts;  // context of every logits row, in order
     int32_t fail_on_token = -1;
+    std::chrono::milliseconds step_delay{0};  // makes steps slow enough to interleave with a test thread
 
 private:
     struct Entry {
