@@ -37,7 +37,7 @@ struct Frame {
 
 struct Limits {
     std::size_t max_output_bytes = 64u << 20;
-    std::size_t max_loop_iterations = 10'000'000;
+    std::size_t max_loop_iterations = 1'000'000;
     int max_call_depth = 200;
 };
 
