@@ -136,6 +136,19 @@ Value repeat(const Value& seq, std::int64_t times) {
     return seq.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
 }
 
+// Python's float floor division (float_floor_div): derived from fmod so that 100 // 0.1 == 999.0.
+double py_floor_div(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0) {
+        if ((wx < 0) != (mod < 0)) div -= 1.0;
+    }
+    if (div == 0.0) return std::copysign(0.0, vx / wx);
+    double floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+    return floordiv;
+}
+
 double py_fmod(double a, double b) {
     double r = std::fmod(a, b);
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
@@ -175,6 +188,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.to_int());
         unsupported("*", a, b);
     }
+    if (op == "%" && a.is_string())
+        fail("printf-style string formatting ('...' % values) is not supported in chat templates; use ~ or format filters");
     if (!numbers) unsupported(op.c_str(), a, b);
     if (op == "/") {
         if (b.to_double() == 0.0) fail("division by zero");
@@ -183,7 +198,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "//") {
         if (floats) {
             if (b.to_double() == 0.0) fail("float floor division by zero");
-            return Value(std::floor(a.to_double() / b.to_double()));
+            return Value(py_floor_div(a.to_double(), b.to_double()));
         }
         const std::int64_t x = a.to_int(), y = b.to_int();
         if (y == 0) fail("integer division or modulo by zero");
@@ -215,7 +230,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
             return Value(result);
         }
         if (a.to_double() == 0.0 && b.to_double() < 0) fail("0.0 cannot be raised to a negative power");
-        return Value(std::pow(a.to_double(), b.to_double()));
+        const double r = std::pow(a.to_double(), b.to_double());
+        if (std::isinf(r) && std::isfinite(a.to_double()) && std::isfinite(b.to_double()))
+            fail("(34, 'Numerical result out of range')");
+        if (std::isnan(r) && !std::isnan(a.to_double()) && !std::isnan(b.to_double()))
+            fail("a negative number raised to a fractional power is complex; complex numbers are not supported");
+        return Value(r);
     }
     fail("unknown operator '{}'", op);
 }
@@ -331,6 +351,7 @@ bool contains(const Value& container, const Value& item) {
                 if (values_equal(v, item)) return true;
             return false;
         case Value::Kind::dict:
+            if ((item.is_list() && !item.is_tuple()) || item.is_dict()) fail("unhashable type: '{}'", item.type_name());
             if (!item.is_string()) return false;
             return container.as_dict()->find(item.as_string()) != nullptr;
         default: fail("argument of type '{}' is not iterable", container.type_name());
@@ -398,6 +419,8 @@ Value SliceExpr::eval(Context& ctx) const {
                 out.push_back(text[static_cast<std::size_t>(i.as_int())]);
             return Value(utf8_encode(out));
         }
+        // Jinja compiles slices to a plain Python subscript, so slicing anything else is an error.
+        if (obj.is_dict()) fail("unhashable type: 'slice'");
         fail("'{}' object is not subscriptable", obj.type_name());
     });
 }
