@@ -333,6 +333,38 @@ def random_expressions(count=400, seed=20241129):
     return cases
 
 
+def random_whitespace_templates(count=300, seed=7):
+    """Random mixes of text, newlines, indentation and tags with -/+ whitespace control."""
+    import random
+    rng = random.Random(seed)
+    texts = ["a", "b c", " ", "  ", "\t", "\n", "\n\n", "  \n", "\n  ", " x \n", "\r\n", "\n\t "]
+
+    def sign(allow_plus):
+        return rng.choice(["", "", "-", "+"] if allow_plus else ["", "", "-"])
+
+    def block(depth):
+        out = []
+        for _ in range(rng.randint(1, 4)):
+            r = rng.random()
+            if r < 0.35:
+                out.append(rng.choice(texts))
+            elif r < 0.5:
+                out.append("{{" + sign(True) + " 'v' " + sign(False) + "}}")
+            elif r < 0.6:
+                out.append("{#" + sign(True) + " note " + sign(True) + "#}")
+            elif r < 0.8 and depth > 0:
+                out.append("{%" + sign(True) + " if true " + sign(True) + "%}" + block(depth - 1) +
+                           "{%" + sign(True) + " endif " + sign(True) + "%}")
+            elif depth > 0:
+                out.append("{%" + sign(True) + " for i in [1, 2] " + sign(True) + "%}" + block(depth - 1) +
+                           "{{ i }}{%" + sign(True) + " endfor " + sign(True) + "%}")
+            else:
+                out.append(rng.choice(texts))
+        return "".join(out)
+
+    return [(f"whitespace_{i:03d}", block(3) + rng.choice(["", "\n", "\n\n", " "]), {}) for i in range(count)]
+
+
 def render_case(source, variables):
     try:
         return {"expected": ENV.from_string(source).render(**variables)}
@@ -354,7 +386,7 @@ def build():
                      "add_generation_prompt": case["add_generation_prompt"],
                      "bos_token": case["bos_token"], "eos_token": case["eos_token"], **case["extra"]}
         out["chat"].append({**case, **render_case(source, variables)})
-    for name, source, variables in UNIT + random_expressions():
+    for name, source, variables in UNIT + random_expressions() + random_whitespace_templates():
         out["unit"].append({"name": name, "template": source, "variables": variables, **render_case(source, variables)})
     return out
 
