@@ -536,6 +536,7 @@ Value make_loop(std::size_t index, const List& items, std::size_t depth) {
         return args.positional[index % args.positional.size()];
     }));
     loop->is_namespace = true;  // attribute access only; `loop.items` is not a dict method
+    loop->read_only = true;
     return Value(std::move(loop));
 }
 
@@ -585,7 +586,7 @@ Flow SetStmt::exec(Context& ctx, std::string&) const {
     ctx.at(offset, [&] {
         if (!attribute.empty()) {
             Value target = ctx.lookup(targets[0]);
-            if (!target.is_dict() || !target.as_dict()->is_namespace)
+            if (!target.is_dict() || !target.as_dict()->is_namespace || target.as_dict()->read_only)
                 fail("cannot assign attribute on non-namespace object '{}'", targets[0]);
             target.as_dict()->set(attribute, std::move(v));
             return;
@@ -611,9 +612,13 @@ Flow SetBlockStmt::exec(Context& ctx, std::string&) const {
 Flow MacroStmt::exec(Context& ctx, std::string&) const {
     Context* context = &ctx;
     const MacroStmt* macro = this;
-    std::shared_ptr<Frame> closure = ctx.scope;
-    ctx.assign(name, Value::callable(name, [context, macro, closure](CallArgs& args) -> Value {
+    // The macro lives in the frame it closes over, so it holds that frame weakly (no cycle). A macro
+    // smuggled out of a finished loop iteration falls back to the caller's scope.
+    std::weak_ptr<Frame> weak_closure = ctx.scope;
+    ctx.assign(name, Value::callable(name, [context, macro, weak_closure](CallArgs& args) -> Value {
         Context& c = *context;
+        std::shared_ptr<Frame> closure = weak_closure.lock();
+        if (!closure) closure = c.scope;
         if (args.positional.size() > macro->params.size())
             fail("macro '{}' takes not more than {} argument(s)", macro->name, macro->params.size());
         if (c.call_depth >= c.limits.max_call_depth) fail("macro calls nested deeper than {}", c.limits.max_call_depth);
@@ -668,7 +673,32 @@ Flow FilterBlockStmt::exec(Context& ctx, std::string& out) const {
 
 Flow PassThroughStmt::exec(Context& ctx, std::string& out) const { return exec_body(body, ctx, out); }
 
+namespace {
+thread_local std::vector<std::weak_ptr<Dict>>* t_namespaces = nullptr;
+
+class NamespaceRegistry {
+public:
+    NamespaceRegistry() : saved_(t_namespaces) { t_namespaces = &created_; }
+    ~NamespaceRegistry() {
+        t_namespaces = saved_;
+        for (auto& weak : created_)
+            if (auto ns = weak.lock()) ns->items.clear();
+    }
+    NamespaceRegistry(const NamespaceRegistry&) = delete;
+    NamespaceRegistry& operator=(const NamespaceRegistry&) = delete;
+
+private:
+    std::vector<std::weak_ptr<Dict>> created_;
+    std::vector<std::weak_ptr<Dict>>* saved_;
+};
+}  // namespace
+
+void register_namespace(const std::shared_ptr<Dict>& ns) {
+    if (t_namespaces) t_namespaces->push_back(ns);
+}
+
 std::string render_program(const Program& program, std::shared_ptr<Frame> globals, Limits limits) {
+    NamespaceRegistry registry;
     // Template-level variables live in their own frame above the globals, as in Jinja.
     auto top = std::make_shared<Frame>();
     top->parent = std::move(globals);

@@ -270,6 +270,7 @@ void install_globals(Frame& globals, std::time_t now) {
     globals.set("namespace", Value::callable("namespace", [](CallArgs& args) -> Value {
         auto ns = std::make_shared<Dict>();
         ns->is_namespace = true;
+        register_namespace(ns);
         for (const auto& v : args.positional) {
             if (!v.is_dict()) fail("namespace() positional arguments must be dicts, got {}", v.type_name());
             for (const auto& [k, item] : v.as_dict()->items) ns->set(k, item);

@@ -23,7 +23,8 @@ using List = std::vector<Value>;
 
 struct Dict {
     std::vector<std::pair<std::string, Value>> items;
-    bool is_namespace = false;
+    bool is_namespace = false;  // attribute access only (namespace() objects and `loop`)
+    bool read_only = false;     // `loop`: `set loop.x = …` is refused as in Jinja
 
     const Value* find(std::string_view key) const;
     void set(const std::string& key, Value value);
