@@ -75,6 +75,20 @@ TEST(JinjaInterpreter, SelfReferencesAndEscapedMacros) {
     EXPECT_NO_THROW(render_jinja("{% set ns = namespace() %}{% for i in [1] %}{% macro m() %}{{ i }}{% endmacro %}"
                                  "{% set ns.m = m %}{% endfor %}[{{ ns.m() }}]"));
     EXPECT_NE(error_of("{% for i in [1] %}{% set loop.x = 1 %}{% endfor %}").find("non-namespace"), std::string::npos);
+    EXPECT_NE(error_of("{% set ns = namespace(v=1) %}{% set ns.me = ns %}{{ ns }}").find("nested more than 512"), std::string::npos);
+}
+
+TEST(JinjaInterpreter, NestingDepthIsBounded) {
+    // Wrapping a value in a list a million times would make printing and freeing it recurse that
+    // deep; the interpreter refuses past 512 levels instead.
+    EXPECT_NE(error_of("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l|length }}")
+                  .find("value nested more than 512 levels deep"),
+              std::string::npos);
+    EXPECT_EQ(render_jinja("{% set ns = namespace(l=[]) %}{% for i in range(500) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l|length }}"), "1");
+    // Request JSON nested absurdly deep is refused before the interpreter recurses into it.
+    std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    const auto parsed = nlohmann::ordered_json::parse(deep);
+    EXPECT_THROW(pagoda::tokenizer::jinja::Value::from_json(parsed), pagoda::Error);
 }
 
 TEST(JinjaInterpreter, RaiseExceptionKeepsTheTemplateMessage) {
