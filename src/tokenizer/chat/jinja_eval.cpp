@@ -515,30 +515,46 @@ Flow IfStmt::exec(Context& ctx, std::string& out) const {
 
 namespace {
 
-Value make_loop(std::size_t index, const List& items, std::size_t depth) {
-    auto loop = std::make_shared<Dict>();
-    const auto n = static_cast<std::int64_t>(items.size());
-    const auto i = static_cast<std::int64_t>(index);
-    loop->items.reserve(12);
-    loop->items.emplace_back("index0", Value(i));
-    loop->items.emplace_back("index", Value(i + 1));
-    loop->items.emplace_back("revindex0", Value(n - i - 1));
-    loop->items.emplace_back("revindex", Value(n - i));
-    loop->items.emplace_back("first", Value(i == 0));
-    loop->items.emplace_back("last", Value(i == n - 1));
-    loop->items.emplace_back("length", Value(n));
-    loop->items.emplace_back("depth", Value(static_cast<std::int64_t>(depth)));
-    loop->items.emplace_back("depth0", Value(static_cast<std::int64_t>(depth) - 1));
-    loop->items.emplace_back("previtem", i > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
-    loop->items.emplace_back("nextitem", i + 1 < n ? items[index + 1] : Value::undefined("there is no next item"));
-    loop->items.emplace_back("cycle", Value::callable("loop.cycle", [index](CallArgs& args) -> Value {
-        if (args.positional.empty()) fail("no items for cycling given");
-        return args.positional[index % args.positional.size()];
-    }));
-    loop->is_namespace = true;  // attribute access only; `loop.items` is not a dict method
-    loop->read_only = true;
-    return Value(std::move(loop));
-}
+// Jinja's LoopContext is one object that advances; so is ours: one dict per for-statement whose
+// fields are rewritten each iteration (cheaper than building a dict per item).
+class LoopObject {
+public:
+    LoopObject(const List& items) : items_(items), dict_(std::make_shared<Dict>()), index_(std::make_shared<std::size_t>(0)) {
+        const auto n = static_cast<std::int64_t>(items.size());
+        dict_->is_namespace = true;  // attribute access only; `loop.items` is not a dict method
+        dict_->read_only = true;
+        dict_->items = {{"index0", Value(0)},     {"index", Value(1)},       {"revindex0", Value(n - 1)},
+                        {"revindex", Value(n)},   {"first", Value(true)},    {"last", Value(n == 1)},
+                        {"length", Value(n)},     {"depth", Value(1)},       {"depth0", Value(0)},
+                        {"previtem", Value()},    {"nextitem", Value()},     {"cycle", Value()}};
+        std::shared_ptr<std::size_t> index = index_;
+        dict_->items[11].second = Value::callable("loop.cycle", [index](CallArgs& args) -> Value {
+            if (args.positional.empty()) fail("no items for cycling given");
+            return args.positional[*index % args.positional.size()];
+        });
+    }
+
+    Value at(std::size_t index) {
+        *index_ = index;
+        const auto n = static_cast<std::int64_t>(items_.size());
+        const auto i = static_cast<std::int64_t>(index);
+        auto& f = dict_->items;
+        f[0].second = Value(i);
+        f[1].second = Value(i + 1);
+        f[2].second = Value(n - i - 1);
+        f[3].second = Value(n - i);
+        f[4].second = Value(i == 0);
+        f[5].second = Value(i == n - 1);
+        f[9].second = i > 0 ? items_[index - 1] : Value::undefined("there is no previous item");
+        f[10].second = i + 1 < n ? items_[index + 1] : Value::undefined("there is no next item");
+        return Value(dict_);
+    }
+
+private:
+    const List& items_;
+    std::shared_ptr<Dict> dict_;
+    std::shared_ptr<std::size_t> index_;
+};
 
 void bind_targets(Context& ctx, const std::vector<std::string>& targets, const Value& item) {
     if (targets.size() == 1) {
@@ -568,12 +584,12 @@ Flow ForStmt::exec(Context& ctx, std::string& out) const {
         items = std::move(all);
     }
     if (items.empty()) return exec_body(else_body, ctx, out);
-    const std::size_t depth = 1;  // loop.depth counts recursive-loop levels; plain nested loops stay at 1
+    LoopObject loop(items);  // loop.depth counts recursive-loop levels, so plain nested loops stay at 1
     const std::shared_ptr<Frame> enclosing = ctx.scope;
     for (std::size_t i = 0; i < items.size(); ++i) {
         ctx.at(offset, [&] { ctx.count_iteration(); });
         ScopeGuard scope(ctx, enclosing);
-        ctx.assign("loop", make_loop(i, items, depth));
+        ctx.assign("loop", loop.at(i));
         ctx.at(offset, [&] { bind_targets(ctx, targets, items[i]); });
         const Flow flow = exec_body(body, ctx, out);
         if (flow == Flow::break_loop) break;

@@ -107,8 +107,7 @@ TEST(JinjaInterpreter, WorkIsBounded) {
     {
         using namespace pagoda::tokenizer::jinja;
         auto program = parse_template("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}");
-        auto globals = std::make_shared<Frame>();
-        install_globals(*globals, 0);
+        auto globals = new_globals(0);
         Limits limits;
         limits.max_loop_iterations = 5000;
         try {
