@@ -88,8 +88,7 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const C
         if (!messages[i].is_object()) fail("chat message {} must be a JSON object, got {}", i, messages[i].type_name());
     if (!options.extra.is_object()) fail("chat template variables must be a JSON object");
 
-    auto globals = std::make_shared<Frame>();
-    install_globals(*globals, options.now ? *options.now : std::time(nullptr));
+    auto globals = new_globals(options.now ? *options.now : std::time(nullptr));
     globals->set("messages", Value::from_json(messages));
     globals->set("add_generation_prompt", Value(options.add_generation_prompt));
     globals->set("bos_token", Value(options.bos_token));

@@ -18,8 +18,9 @@ bool has_test(const std::string& name);
 // Bound method `name` of a str, dict or list value; undefined when the type has no such method.
 Value method_of(const Value& object, const std::string& name);
 
-// Adds the global functions to `globals`; strftime_now formats `now` (local time).
-void install_globals(Frame& globals, std::time_t now);
+// A fresh frame for one render's variables, whose parent holds the global functions (built once
+// and shared); strftime_now formats `now` (local time).
+std::shared_ptr<Frame> new_globals(std::time_t now);
 
 // Argument helpers shared by filters, methods and globals: Python-style positional-or-keyword
 // binding with defaults; errors name the function.

@@ -136,6 +136,19 @@ Value repeat(const Value& seq, std::int64_t times) {
     return seq.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
 }
 
+// Python's float floor division (float_floor_div): derived from fmod so that 100 // 0.1 == 999.0.
+double py_floor_div(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0) {
+        if ((wx < 0) != (mod < 0)) div -= 1.0;
+    }
+    if (div == 0.0) return std::copysign(0.0, vx / wx);
+    double floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+    return floordiv;
+}
+
 double py_fmod(double a, double b) {
     double r = std::fmod(a, b);
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
@@ -175,6 +188,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.to_int());
         unsupported("*", a, b);
     }
+    if (op == "%" && a.is_string())
+        fail("printf-style string formatting ('...' % values) is not supported in chat templates; use ~ or format filters");
     if (!numbers) unsupported(op.c_str(), a, b);
     if (op == "/") {
         if (b.to_double() == 0.0) fail("division by zero");
@@ -183,7 +198,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "//") {
         if (floats) {
             if (b.to_double() == 0.0) fail("float floor division by zero");
-            return Value(std::floor(a.to_double() / b.to_double()));
+            return Value(py_floor_div(a.to_double(), b.to_double()));
         }
         const std::int64_t x = a.to_int(), y = b.to_int();
         if (y == 0) fail("integer division or modulo by zero");
@@ -215,7 +230,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
             return Value(result);
         }
         if (a.to_double() == 0.0 && b.to_double() < 0) fail("0.0 cannot be raised to a negative power");
-        return Value(std::pow(a.to_double(), b.to_double()));
+        const double r = std::pow(a.to_double(), b.to_double());
+        if (std::isinf(r) && std::isfinite(a.to_double()) && std::isfinite(b.to_double()))
+            fail("(34, 'Numerical result out of range')");
+        if (std::isnan(r) && !std::isnan(a.to_double()) && !std::isnan(b.to_double()))
+            fail("a negative number raised to a fractional power is complex; complex numbers are not supported");
+        return Value(r);
     }
     fail("unknown operator '{}'", op);
 }
@@ -331,6 +351,7 @@ bool contains(const Value& container, const Value& item) {
                 if (values_equal(v, item)) return true;
             return false;
         case Value::Kind::dict:
+            if ((item.is_list() && !item.is_tuple()) || item.is_dict()) fail("unhashable type: '{}'", item.type_name());
             if (!item.is_string()) return false;
             return container.as_dict()->find(item.as_string()) != nullptr;
         default: fail("argument of type '{}' is not iterable", container.type_name());
@@ -398,6 +419,8 @@ Value SliceExpr::eval(Context& ctx) const {
                 out.push_back(text[static_cast<std::size_t>(i.as_int())]);
             return Value(utf8_encode(out));
         }
+        // Jinja compiles slices to a plain Python subscript, so slicing anything else is an error.
+        if (obj.is_dict()) fail("unhashable type: 'slice'");
         fail("'{}' object is not subscriptable", obj.type_name());
     });
 }
@@ -492,29 +515,46 @@ Flow IfStmt::exec(Context& ctx, std::string& out) const {
 
 namespace {
 
-Value make_loop(std::size_t index, const List& items, std::size_t depth) {
-    auto loop = std::make_shared<Dict>();
-    const auto n = static_cast<std::int64_t>(items.size());
-    const auto i = static_cast<std::int64_t>(index);
-    loop->items.reserve(12);
-    loop->items.emplace_back("index0", Value(i));
-    loop->items.emplace_back("index", Value(i + 1));
-    loop->items.emplace_back("revindex0", Value(n - i - 1));
-    loop->items.emplace_back("revindex", Value(n - i));
-    loop->items.emplace_back("first", Value(i == 0));
-    loop->items.emplace_back("last", Value(i == n - 1));
-    loop->items.emplace_back("length", Value(n));
-    loop->items.emplace_back("depth", Value(static_cast<std::int64_t>(depth)));
-    loop->items.emplace_back("depth0", Value(static_cast<std::int64_t>(depth) - 1));
-    loop->items.emplace_back("previtem", i > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
-    loop->items.emplace_back("nextitem", i + 1 < n ? items[index + 1] : Value::undefined("there is no next item"));
-    loop->items.emplace_back("cycle", Value::callable("loop.cycle", [index](CallArgs& args) -> Value {
-        if (args.positional.empty()) fail("no items for cycling given");
-        return args.positional[index % args.positional.size()];
-    }));
-    loop->is_namespace = true;  // attribute access only; `loop.items` is not a dict method
-    return Value(std::move(loop));
-}
+// Jinja's LoopContext is one object that advances; so is ours: one dict per for-statement whose
+// fields are rewritten each iteration (cheaper than building a dict per item).
+class LoopObject {
+public:
+    LoopObject(const List& items) : items_(items), dict_(std::make_shared<Dict>()), index_(std::make_shared<std::size_t>(0)) {
+        const auto n = static_cast<std::int64_t>(items.size());
+        dict_->is_namespace = true;  // attribute access only; `loop.items` is not a dict method
+        dict_->read_only = true;
+        dict_->items = {{"index0", Value(0)},     {"index", Value(1)},       {"revindex0", Value(n - 1)},
+                        {"revindex", Value(n)},   {"first", Value(true)},    {"last", Value(n == 1)},
+                        {"length", Value(n)},     {"depth", Value(1)},       {"depth0", Value(0)},
+                        {"previtem", Value()},    {"nextitem", Value()},     {"cycle", Value()}};
+        std::shared_ptr<std::size_t> index = index_;
+        dict_->items[11].second = Value::callable("loop.cycle", [index](CallArgs& args) -> Value {
+            if (args.positional.empty()) fail("no items for cycling given");
+            return args.positional[*index % args.positional.size()];
+        });
+    }
+
+    Value at(std::size_t index) {
+        *index_ = index;
+        const auto n = static_cast<std::int64_t>(items_.size());
+        const auto i = static_cast<std::int64_t>(index);
+        auto& f = dict_->items;
+        f[0].second = Value(i);
+        f[1].second = Value(i + 1);
+        f[2].second = Value(n - i - 1);
+        f[3].second = Value(n - i);
+        f[4].second = Value(i == 0);
+        f[5].second = Value(i == n - 1);
+        f[9].second = i > 0 ? items_[index - 1] : Value::undefined("there is no previous item");
+        f[10].second = i + 1 < n ? items_[index + 1] : Value::undefined("there is no next item");
+        return Value(dict_);
+    }
+
+private:
+    const List& items_;
+    std::shared_ptr<Dict> dict_;
+    std::shared_ptr<std::size_t> index_;
+};
 
 void bind_targets(Context& ctx, const std::vector<std::string>& targets, const Value& item) {
     if (targets.size() == 1) {
@@ -544,12 +584,12 @@ Flow ForStmt::exec(Context& ctx, std::string& out) const {
         items = std::move(all);
     }
     if (items.empty()) return exec_body(else_body, ctx, out);
-    const std::size_t depth = 1;  // loop.depth counts recursive-loop levels; plain nested loops stay at 1
+    LoopObject loop(items);  // loop.depth counts recursive-loop levels, so plain nested loops stay at 1
     const std::shared_ptr<Frame> enclosing = ctx.scope;
     for (std::size_t i = 0; i < items.size(); ++i) {
         ctx.at(offset, [&] { ctx.count_iteration(); });
         ScopeGuard scope(ctx, enclosing);
-        ctx.assign("loop", make_loop(i, items, depth));
+        ctx.assign("loop", loop.at(i));
         ctx.at(offset, [&] { bind_targets(ctx, targets, items[i]); });
         const Flow flow = exec_body(body, ctx, out);
         if (flow == Flow::break_loop) break;
@@ -562,7 +602,7 @@ Flow SetStmt::exec(Context& ctx, std::string&) const {
     ctx.at(offset, [&] {
         if (!attribute.empty()) {
             Value target = ctx.lookup(targets[0]);
-            if (!target.is_dict() || !target.as_dict()->is_namespace)
+            if (!target.is_dict() || !target.as_dict()->is_namespace || target.as_dict()->read_only)
                 fail("cannot assign attribute on non-namespace object '{}'", targets[0]);
             target.as_dict()->set(attribute, std::move(v));
             return;
@@ -588,9 +628,13 @@ Flow SetBlockStmt::exec(Context& ctx, std::string&) const {
 Flow MacroStmt::exec(Context& ctx, std::string&) const {
     Context* context = &ctx;
     const MacroStmt* macro = this;
-    std::shared_ptr<Frame> closure = ctx.scope;
-    ctx.assign(name, Value::callable(name, [context, macro, closure](CallArgs& args) -> Value {
+    // The macro lives in the frame it closes over, so it holds that frame weakly (no cycle). A macro
+    // smuggled out of a finished loop iteration falls back to the caller's scope.
+    std::weak_ptr<Frame> weak_closure = ctx.scope;
+    ctx.assign(name, Value::callable(name, [context, macro, weak_closure](CallArgs& args) -> Value {
         Context& c = *context;
+        std::shared_ptr<Frame> closure = weak_closure.lock();
+        if (!closure) closure = c.scope;
         if (args.positional.size() > macro->params.size())
             fail("macro '{}' takes not more than {} argument(s)", macro->name, macro->params.size());
         if (c.call_depth >= c.limits.max_call_depth) fail("macro calls nested deeper than {}", c.limits.max_call_depth);
@@ -645,7 +689,32 @@ Flow FilterBlockStmt::exec(Context& ctx, std::string& out) const {
 
 Flow PassThroughStmt::exec(Context& ctx, std::string& out) const { return exec_body(body, ctx, out); }
 
+namespace {
+thread_local std::vector<std::weak_ptr<Dict>>* t_namespaces = nullptr;
+
+class NamespaceRegistry {
+public:
+    NamespaceRegistry() : saved_(t_namespaces) { t_namespaces = &created_; }
+    ~NamespaceRegistry() {
+        t_namespaces = saved_;
+        for (auto& weak : created_)
+            if (auto ns = weak.lock()) ns->items.clear();
+    }
+    NamespaceRegistry(const NamespaceRegistry&) = delete;
+    NamespaceRegistry& operator=(const NamespaceRegistry&) = delete;
+
+private:
+    std::vector<std::weak_ptr<Dict>> created_;
+    std::vector<std::weak_ptr<Dict>>* saved_;
+};
+}  // namespace
+
+void register_namespace(const std::shared_ptr<Dict>& ns) {
+    if (t_namespaces) t_namespaces->push_back(ns);
+}
+
 std::string render_program(const Program& program, std::shared_ptr<Frame> globals, Limits limits) {
+    NamespaceRegistry registry;
     // Template-level variables live in their own frame above the globals, as in Jinja.
     auto top = std::make_shared<Frame>();
     top->parent = std::move(globals);

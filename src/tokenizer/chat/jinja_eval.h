@@ -37,7 +37,7 @@ struct Frame {
 
 struct Limits {
     std::size_t max_output_bytes = 64u << 20;
-    std::size_t max_loop_iterations = 10'000'000;
+    std::size_t max_loop_iterations = 1'000'000;
     int max_call_depth = 200;
 };
 
@@ -77,6 +77,10 @@ public:
 
 // Renders `program` with `globals` (the render variables plus builtin functions).
 std::string render_program(const Program& program, std::shared_ptr<Frame> globals, Limits limits = {});
+
+// namespace() objects are the only values that can reference themselves (`set ns.me = ns`); each
+// render remembers the ones it created and empties them when it ends so such cycles cannot leak.
+void register_namespace(const std::shared_ptr<Dict>& ns);
 
 // Shared helpers used by the evaluator and the builtins.
 Value get_attribute(const Value& object, const std::string& name);

@@ -183,6 +183,7 @@ Value f_int(const Value& v, CallArgs& args) {
     ArgReader a("int", args, {"default", "base"});
     const Value fallback = a.get(0, Value(static_cast<std::int64_t>(0)));
     const std::int64_t base = a.get(1, Value(static_cast<std::int64_t>(10))).to_int();
+    if (v.is_undefined()) fail_undefined(v);  // int(Undefined) raises in Jinja
     if (v.is_int()) return v;
     if (v.is_bool()) return Value(v.to_int());
     if (v.is_float()) {
@@ -208,6 +209,7 @@ Value f_int(const Value& v, CallArgs& args) {
 Value f_float(const Value& v, CallArgs& args) {
     ArgReader a("float", args, {"default"});
     const Value fallback = a.get(0, Value(0.0));
+    if (v.is_undefined()) fail_undefined(v);  // float(Undefined) raises in Jinja
     if (v.is_number()) return Value(v.to_double());
     if (v.is_string()) {
         const std::string lower = py_lower(py_strip(v.as_string(), std::nullopt, true, true));
@@ -324,6 +326,7 @@ Value f_round(const Value& v, CallArgs& args) {
     const std::int64_t precision = a.get(0, Value(static_cast<std::int64_t>(0))).to_int();
     const std::string method = a.get(1, Value("common")).str();
     if (method != "common" && method != "ceil" && method != "floor") fail("method must be common, ceil or floor");
+    if (v.is_undefined()) fail_undefined(v);
     if (!v.is_number()) fail("type {} doesn't define __round__ method", v.type_name());
     if (method == "common") {
         if (v.is_float()) return Value(round_half_even(v.as_float(), precision));
@@ -342,6 +345,7 @@ Value f_unique(const Value& v, CallArgs& args) {
     List out, seen;
     for (const auto& item : iterate(v)) {
         Value key = sort_key(attribute.is_none() ? item : lookup_path(item, attribute), case_sensitive);
+        if ((key.is_list() && !key.is_tuple()) || key.is_dict()) fail("unhashable type: '{}'", key.type_name());
         bool dup = false;
         for (const auto& s : seen) dup = dup || values_equal(s, key);
         if (dup) continue;
@@ -353,6 +357,8 @@ Value f_unique(const Value& v, CallArgs& args) {
 
 Value f_abs(const Value& v, CallArgs& args) {
     ArgReader a("abs", args, {});
+    if (v.is_undefined()) fail_undefined(v);
+    if (!v.is_number()) fail("bad operand type for abs(): '{}'", v.type_name());
     if (v.is_float()) return Value(std::fabs(v.as_float()));
     const std::int64_t i = v.to_int();
     if (i == INT64_MIN) fail("integer overflow");
@@ -495,7 +501,7 @@ bool t_iterable(const Value& v, CallArgs& a) {
 }
 bool t_sequence(const Value& v, CallArgs& a) {
     no_args(a, "sequence");
-    return v.is_string() || v.is_list() || (v.is_dict() && !v.as_dict()->is_namespace);
+    return v.is_undefined() || v.is_string() || v.is_list() || (v.is_dict() && !v.as_dict()->is_namespace);
 }
 bool t_callable(const Value& v, CallArgs& a) { no_args(a, "callable"); return v.is_callable(); }
 bool t_eq(const Value& v, CallArgs& a) { return values_equal(v, test_arg(a, "equalto")); }
@@ -504,17 +510,25 @@ bool t_lt(const Value& v, CallArgs& a) { return values_less(v, test_arg(a, "lt")
 bool t_gt(const Value& v, CallArgs& a) { return values_less(test_arg(a, "gt"), v); }
 bool t_le(const Value& v, CallArgs& a) { return !values_less(test_arg(a, "le"), v); }
 bool t_ge(const Value& v, CallArgs& a) { return !values_less(v, test_arg(a, "ge")); }
-bool t_odd(const Value& v, CallArgs& a) {
-    no_args(a, "odd");
-    const std::int64_t i = v.to_int();
-    return i % 2 != 0;
+// Jinja computes these with Python's %, so floats work too (1.25 is neither odd nor even).
+double py_mod(const Value& v, const Value& d) {
+    if (v.is_undefined()) fail_undefined(v);
+    if (!v.is_number() || !d.is_number()) fail("unsupported operand type(s) for %: '{}' and '{}'", v.type_name(), d.type_name());
+    if (d.to_double() == 0.0) fail("integer division or modulo by zero");
+    if (!v.is_float() && !d.is_float()) {
+        const std::int64_t x = v.to_int(), y = d.to_int();
+        if (y == -1) return 0.0;
+        std::int64_t r = x % y;
+        if (r != 0 && ((r < 0) != (y < 0))) r += y;
+        return static_cast<double>(r);
+    }
+    double r = std::fmod(v.to_double(), d.to_double());
+    if (r != 0 && ((r < 0) != (d.to_double() < 0))) r += d.to_double();
+    return r;
 }
-bool t_even(const Value& v, CallArgs& a) { no_args(a, "even"); return v.to_int() % 2 == 0; }
-bool t_divisibleby(const Value& v, CallArgs& a) {
-    const std::int64_t d = test_arg(a, "divisibleby").to_int();
-    if (d == 0) fail("integer division or modulo by zero");
-    return v.to_int() % d == 0;
-}
+bool t_odd(const Value& v, CallArgs& a) { no_args(a, "odd"); return py_mod(v, Value(static_cast<std::int64_t>(2))) == 1.0; }
+bool t_even(const Value& v, CallArgs& a) { no_args(a, "even"); return py_mod(v, Value(static_cast<std::int64_t>(2))) == 0.0; }
+bool t_divisibleby(const Value& v, CallArgs& a) { return py_mod(v, test_arg(a, "divisibleby")) == 0.0; }
 bool t_in(const Value& v, CallArgs& a) { return contains(test_arg(a, "in"), v); }
 bool t_sameas(const Value& v, CallArgs& a) {
     const Value& other = test_arg(a, "sameas");

@@ -240,7 +240,9 @@ Value method_of(const Value& object, const std::string& name) {
     return Value::undefined();
 }
 
-void install_globals(Frame& globals, std::time_t now) {
+namespace {
+
+void install_functions(Frame& globals) {
     globals.set("range", Value::callable("range", [](CallArgs& args) -> Value {
         if (!args.named.empty()) fail("range() takes no keyword arguments");
         if (args.positional.empty() || args.positional.size() > 3)
@@ -270,6 +272,7 @@ void install_globals(Frame& globals, std::time_t now) {
     globals.set("namespace", Value::callable("namespace", [](CallArgs& args) -> Value {
         auto ns = std::make_shared<Dict>();
         ns->is_namespace = true;
+        register_namespace(ns);
         for (const auto& v : args.positional) {
             if (!v.is_dict()) fail("namespace() positional arguments must be dicts, got {}", v.type_name());
             for (const auto& [k, item] : v.as_dict()->items) ns->set(k, item);
@@ -290,7 +293,19 @@ void install_globals(Frame& globals, std::time_t now) {
         ArgReader a("raise_exception", args, {"message"});
         throw TemplateRaised(a.get(0).str());
     }));
-    globals.set("strftime_now", Value::callable("strftime_now", [now](CallArgs& args) -> Value {
+}
+
+}  // namespace
+
+std::shared_ptr<Frame> new_globals(std::time_t now) {
+    static const std::shared_ptr<Frame> functions = [] {
+        auto frame = std::make_shared<Frame>();
+        install_functions(*frame);
+        return frame;
+    }();
+    auto globals = std::make_shared<Frame>();
+    globals->parent = functions;
+    globals->set("strftime_now", Value::callable("strftime_now", [now](CallArgs& args) -> Value {
         ArgReader a("strftime_now", args, {"format"});
         const std::string format = need_string(a.get(0), "strftime_now", "format");
         std::tm tm{};
@@ -300,6 +315,7 @@ void install_globals(Frame& globals, std::time_t now) {
         buf.resize(n);
         return Value(std::move(buf));
     }));
+    return globals;
 }
 
 }  // namespace pagoda::tokenizer::jinja

@@ -25,6 +25,25 @@ void Dict::set(const std::string& key, Value value) {
     items.emplace_back(key, std::move(value));
 }
 
+namespace {
+std::uint32_t checked_depth(std::uint32_t deepest_child) {
+    if (deepest_child + 1 > Value::kMaxNesting) fail("value nested more than {} levels deep", Value::kMaxNesting);
+    return deepest_child + 1;
+}
+}  // namespace
+
+std::uint32_t Value::nesting_of(const List& items) {
+    std::uint32_t deepest = 0;
+    for (const auto& item : items) deepest = std::max(deepest, item.depth_);
+    return checked_depth(deepest);
+}
+
+std::uint32_t Value::nesting_of(const Dict& dict) {
+    std::uint32_t deepest = 0;
+    for (const auto& [k, v] : dict.items) deepest = std::max(deepest, v.depth_);
+    return checked_depth(deepest);
+}
+
 double Value::to_double() const {
     switch (kind()) {
         case Kind::boolean: return as_bool() ? 1.0 : 0.0;
@@ -78,7 +97,8 @@ std::string Value::str() const {
     }
 }
 
-std::string Value::repr() const {
+std::string Value::repr_at(std::uint32_t level) const {
+    if (level > kMaxNesting) fail("value nested more than {} levels deep (a namespace that contains itself?)", kMaxNesting);
     switch (kind()) {
         case Kind::undefined: return "";
         case Kind::none: return "None";
@@ -92,7 +112,7 @@ std::string Value::repr() const {
             for (const auto& item : *as_list()) {
                 if (!first) out += ", ";
                 first = false;
-                out += item.repr();
+                out += item.repr_at(level + 1);
             }
             if (tuple_ && as_list()->size() == 1) out += ",";
             return out + (tuple_ ? ")" : "]");
@@ -104,7 +124,7 @@ std::string Value::repr() const {
             for (const auto& [k, v] : dict.items) {
                 if (!first) out += ", ";
                 first = false;
-                out += py_repr_string(k) + ": " + v.repr();
+                out += py_repr_string(k) + ": " + v.repr_at(level + 1);
             }
             return out + (dict.is_namespace ? "}>" : "}");
         }
@@ -113,7 +133,15 @@ std::string Value::repr() const {
     return "";
 }
 
-Value Value::from_json(const nlohmann::ordered_json& json) {
+namespace {
+Value from_json_at(const nlohmann::ordered_json& json, std::uint32_t depth);
+}
+
+Value Value::from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 0); }
+
+namespace {
+Value from_json_at(const nlohmann::ordered_json& json, std::uint32_t depth) {
+    if (depth >= Value::kMaxNesting) fail("JSON value nested more than {} levels deep", Value::kMaxNesting);
     switch (json.type()) {
         case nlohmann::ordered_json::value_t::null: return Value::none();
         case nlohmann::ordered_json::value_t::boolean: return Value(json.get<bool>());
@@ -128,18 +156,19 @@ Value Value::from_json(const nlohmann::ordered_json& json) {
         case nlohmann::ordered_json::value_t::array: {
             List list;
             list.reserve(json.size());
-            for (const auto& item : json) list.push_back(from_json(item));
+            for (const auto& item : json) list.push_back(from_json_at(item, depth + 1));
             return Value(std::move(list));
         }
         case nlohmann::ordered_json::value_t::object: {
             auto dict = std::make_shared<Dict>();
             dict->items.reserve(json.size());
-            for (auto it = json.begin(); it != json.end(); ++it) dict->items.emplace_back(it.key(), from_json(it.value()));
+            for (auto it = json.begin(); it != json.end(); ++it) dict->items.emplace_back(it.key(), from_json_at(it.value(), depth + 1));
             return Value(std::move(dict));
         }
         default: return Value::none();
     }
 }
+}  // namespace
 
 nlohmann::ordered_json Value::to_json() const {
     switch (kind()) {
@@ -154,12 +183,14 @@ nlohmann::ordered_json Value::to_json() const {
             return out;
         }
         case Kind::dict: {
+            if (as_dict()->is_namespace) break;
             auto out = nlohmann::ordered_json::object();
             for (const auto& [k, v] : as_dict()->items) out[k] = v.to_json();
             return out;
         }
-        default: fail("Object of type {} is not JSON serializable", type_name());
+        default: break;
     }
+    fail("Object of type {} is not JSON serializable", type_name());
 }
 
 bool values_equal(const Value& a, const Value& b) {

@@ -23,7 +23,8 @@ using List = std::vector<Value>;
 
 struct Dict {
     std::vector<std::pair<std::string, Value>> items;
-    bool is_namespace = false;
+    bool is_namespace = false;  // attribute access only (namespace() objects and `loop`)
+    bool read_only = false;     // `loop`: `set loop.x = …` is refused as in Jinja
 
     const Value* find(std::string_view key) const;
     void set(const std::string& key, Value value);
@@ -57,9 +58,12 @@ public:
     Value(double d) : v_(d) {}
     Value(std::string s) : v_(std::move(s)) {}
     Value(const char* s) : v_(std::string(s)) {}
-    Value(List list) : v_(std::make_shared<List>(std::move(list))) {}
-    Value(std::shared_ptr<List> list) : v_(std::move(list)) {}
-    Value(std::shared_ptr<Dict> dict) : v_(std::move(dict)) {}
+    // Containers remember how deeply they nest so that printing, comparing and destroying them
+    // can never exhaust the stack; building one deeper than kMaxNesting is an error.
+    static constexpr std::uint32_t kMaxNesting = 512;
+    Value(List list) : v_(std::make_shared<List>(std::move(list))) { depth_ = nesting_of(*as_list()); }
+    Value(std::shared_ptr<List> list) : v_(std::move(list)) { depth_ = nesting_of(*as_list()); }
+    Value(std::shared_ptr<Dict> dict) : v_(std::move(dict)) { depth_ = nesting_of(*as_dict()); }
     Value(std::shared_ptr<Callable> fn) : v_(std::move(fn)) {}
     static Value callable(std::string name, std::function<Value(CallArgs&)> fn) {
         return Value(std::make_shared<Callable>(Callable{std::move(name), std::move(fn)}));
@@ -96,7 +100,7 @@ public:
 
     bool truthy() const;
     std::string str() const;   // Python str(); undefined renders as ""
-    std::string repr() const;  // Python repr()
+    std::string repr() const { return repr_at(0); }  // Python repr()
     std::string type_name() const;  // Python type name for messages: 'str', 'list', 'dict', ...
 
     static Value from_json(const nlohmann::ordered_json& json);
@@ -107,6 +111,14 @@ private:
                  std::shared_ptr<Dict>, std::shared_ptr<Callable>>
         v_;
     bool tuple_ = false;
+    std::uint32_t depth_ = 0;  // 0 for scalars; 1 + deepest element for containers
+
+    std::string repr_at(std::uint32_t level) const;  // level guards namespace cycles
+    static std::uint32_t nesting_of(const List& items);
+    static std::uint32_t nesting_of(const Dict& dict);
+
+public:
+    std::uint32_t depth() const { return depth_; }
 };
 
 bool values_equal(const Value& a, const Value& b);

@@ -16,6 +16,7 @@ import datetime
 import json
 import os
 import sys
+import warnings
 
 import jinja2
 import jinja2.ext
@@ -43,6 +44,7 @@ def make_env():
 
 
 ENV = make_env()
+warnings.filterwarnings("ignore", category=SyntaxWarning)  # Python's compile-time hints about 1[0]
 
 # ---- conversations ------------------------------------------------------------------------------
 
@@ -259,6 +261,110 @@ UNIT = [
 ]
 
 
+# ---- random expressions: a seeded generator over the expression grammar, for differential testing --
+
+def random_expressions(count=400, seed=20241129):
+    import random
+    rng = random.Random(seed)
+    strings = ["''", "'a'", "'Hello'", "' pad '", "'x,y,z'", "'é🙂'", "'A b-C'", "'\\n'", "'10'", "'3.5'"]
+    lists = ["[]", "[1, 2, 3]", "['b', 'a', 'B']", "[3, 1, 2, 1]", "[1.5, -2, 0]", "['x', ['y']]", "[none, true]"]
+    dicts = ["{}", "{'a': 1, 'b': [2]}", "{'k': 'v', 'n': none}"]
+    unary_filters = ["length", "upper", "lower", "trim", "reverse", "first", "last", "string", "int", "float", "abs",
+                     "round", "list", "sort", "unique", "tojson", "capitalize", "title", "count"]
+
+    def atom(depth):
+        r = rng.random()
+        if r < 0.25:
+            return str(rng.choice([0, 1, 2, 3, 7, -4, 10, 100]))
+        if r < 0.35:
+            return rng.choice(["0.5", "1.25", "-2.0", "3.0", "1e3", "0.1"])
+        if r < 0.6:
+            return rng.choice(strings)
+        if r < 0.78:
+            return rng.choice(lists)
+        if r < 0.85:
+            return rng.choice(dicts)
+        if r < 0.92:
+            return rng.choice(["true", "false", "none"])
+        return rng.choice(["v", "w", "missing"])
+
+    def expr(depth):
+        if depth <= 0:
+            return atom(depth)
+        r = rng.random()
+        if r < 0.3:
+            op = rng.choice(["+", "-", "*", "//", "%", "~", "==", "!=", "<", ">=", "and", "or", "in", "not in", "/", "**"])
+            if op == "**":  # small integral exponents: pagoda's ints are 64-bit and it has no complex numbers
+                return f"({expr(depth - 1)} ** {rng.choice(['0', '1', '2', '3', '-1', '2.0'])})"
+            if op == "%":  # numbers only: str % x is printf formatting, which pagoda does not support
+                return f"(({expr(depth - 1)} | int) % ({expr(depth - 1)} | int))"
+            return f"({expr(depth - 1)} {op} {expr(depth - 1)})"
+        if r < 0.5:
+            name = rng.choice(unary_filters)
+            # Jinja's reverse/unique return lazy iterators (printed as "<... object at 0x...>");
+            # templates always consume them, so the generator does too.
+            suffix = " | list" if name in ("reverse", "unique") else ""
+            return f"({expr(depth - 1)} | {name}{suffix})"
+        if r < 0.58:
+            return f"({expr(depth - 1)} | join({rng.choice(strings)}))"
+        if r < 0.64:
+            return f"({expr(depth - 1)} | default({expr(depth - 1)}))"
+        if r < 0.72:
+            a, b, c = (rng.choice(["", "-1", "1", "2", "-2", "0"]) for _ in range(3))
+            # Slice a str or list: Jinja constant-folds slices of literals through getitem (giving
+            # undefined) but slices variables with a plain subscript (an error), a quirk not worth copying.
+            target = f"({expr(depth - 1)} | {rng.choice(['string', 'list'])})"
+            return f"{target}[{a}:{b}{':' + c if c and c != '0' else ''}]"
+        if r < 0.78:
+            index = rng.choice(["0", "-1", "1", "'a'", "'k'"])
+            return f"{expr(depth - 1)}[{index}]"
+        if r < 0.84:
+            return f"({expr(depth - 1)} if {expr(depth - 1)} else {expr(depth - 1)})"
+        if r < 0.9:
+            return f"(not {expr(depth - 1)})"
+        if r < 0.95:
+            return f"({expr(depth - 1)} is {rng.choice(['string', 'number', 'none', 'defined', 'iterable', 'mapping', 'odd', 'sequence'])})"
+        return f"(-{expr(depth - 1)})"
+
+    cases = []
+    for i in range(count):
+        source = "{{ " + expr(rng.choice([1, 2, 3])) + " }}"
+        cases.append((f"random_{i:03d}", source, {"v": rng.choice([1, "str", [1, 2]]), "w": {"a": [1, 2]}}))
+    return cases
+
+
+def random_whitespace_templates(count=300, seed=7):
+    """Random mixes of text, newlines, indentation and tags with -/+ whitespace control."""
+    import random
+    rng = random.Random(seed)
+    texts = ["a", "b c", " ", "  ", "\t", "\n", "\n\n", "  \n", "\n  ", " x \n", "\r\n", "\n\t "]
+
+    def sign(allow_plus):
+        return rng.choice(["", "", "-", "+"] if allow_plus else ["", "", "-"])
+
+    def block(depth):
+        out = []
+        for _ in range(rng.randint(1, 4)):
+            r = rng.random()
+            if r < 0.35:
+                out.append(rng.choice(texts))
+            elif r < 0.5:
+                out.append("{{" + sign(True) + " 'v' " + sign(False) + "}}")
+            elif r < 0.6:
+                out.append("{#" + sign(True) + " note " + sign(True) + "#}")
+            elif r < 0.8 and depth > 0:
+                out.append("{%" + sign(True) + " if true " + sign(True) + "%}" + block(depth - 1) +
+                           "{%" + sign(True) + " endif " + sign(True) + "%}")
+            elif depth > 0:
+                out.append("{%" + sign(True) + " for i in [1, 2] " + sign(True) + "%}" + block(depth - 1) +
+                           "{{ i }}{%" + sign(True) + " endfor " + sign(True) + "%}")
+            else:
+                out.append(rng.choice(texts))
+        return "".join(out)
+
+    return [(f"whitespace_{i:03d}", block(3) + rng.choice(["", "\n", "\n\n", " "]), {}) for i in range(count)]
+
+
 def render_case(source, variables):
     try:
         return {"expected": ENV.from_string(source).render(**variables)}
@@ -280,7 +386,7 @@ def build():
                      "add_generation_prompt": case["add_generation_prompt"],
                      "bos_token": case["bos_token"], "eos_token": case["eos_token"], **case["extra"]}
         out["chat"].append({**case, **render_case(source, variables)})
-    for name, source, variables in UNIT:
+    for name, source, variables in UNIT + random_expressions() + random_whitespace_templates():
         out["unit"].append({"name": name, "template": source, "variables": variables, **render_case(source, variables)})
     return out
 

@@ -45,8 +45,7 @@ inline std::time_t oracle_now() {
 inline std::string render_jinja(const std::string& source, const nlohmann::ordered_json& variables = nlohmann::ordered_json::object()) {
     using namespace pagoda::tokenizer::jinja;
     auto program = parse_template(source);
-    auto globals = std::make_shared<Frame>();
-    install_globals(*globals, oracle_now());
+    auto globals = new_globals(oracle_now());
     for (auto it = variables.begin(); it != variables.end(); ++it) globals->set(it.key(), Value::from_json(it.value()));
     return render_program(*program, globals);
 }
