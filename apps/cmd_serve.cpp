@@ -55,7 +55,7 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without: open server)");
     sub.add_flag("--open-health", o->open_health, "With keys: serve /health without a key");
     sub.add_flag("--open-metrics", o->open_metrics, "With keys: serve /metrics without a key");
-    sub.add_option("--max-queue", o->gateway.max_queue, "Waiting requests beyond which new ones get 503")
+    sub.add_option("--max-queue", o->gateway.max_queue, "New requests get 503 while more than this many requests wait")
         ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
     sub.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body (413 beyond)")
         ->check(CLI::Range(uint64_t(1024), uint64_t(1) << 32));

@@ -302,7 +302,7 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
 
     // Admission: a long queue means new work would only wait; refuse at once instead.
     const engine::EngineStats stats = engine_->stats();
-    if (stats.waiting_requests >= options_.max_queue) {
+    if (stats.waiting_requests > options_.max_queue) {
         ApiError e = ApiError::unavailable(fmt::format("the server is overloaded ({} requests waiting); retry later",
                                                        stats.waiting_requests),
                                            "queue_full");

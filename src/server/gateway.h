@@ -32,7 +32,7 @@ struct GatewayOptions {
     int threads = 0;
     engine::SchedulerConfig scheduler;
     model::KvOptions kv;
-    int64_t max_queue = 256;            // waiting requests beyond which new ones get 503
+    int64_t max_queue = 256;            // new requests get 503 while more than this many wait
     int64_t max_prompt_tokens = 0;      // 0: the context limit
     int64_t max_tokens_limit = 4096;    // largest max_tokens accepted
     std::string chat_template;          // name or file; empty: the model's, else chatml

@@ -567,7 +567,13 @@ private:
     void close_after_send() {
         beast::error_code ec;
         stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-        if (watching_) return;  // the watch read sees EOF and closes
+        if (watching_) {  // the watch read sees the client's EOF and closes; bound the wait
+            idle_.expires_after(std::chrono::seconds(2));
+            idle_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+                if (auto self = weak.lock(); self && !ec) self->close();
+            });
+            return;
+        }
         drain_ = std::make_shared<std::array<char, 8192>>();
         stream_.expires_after(std::chrono::seconds(2));
         drain();

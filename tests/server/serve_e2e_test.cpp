@@ -234,11 +234,21 @@ TEST(ServeE2E, SlowLorisIsTimedOutWithoutBlockingOthers) {
 }
 
 TEST(ServeE2E, AdmissionControlRefusesWhenTheQueueIsFull) {
-    ServeProcess s({"--max-queue", "0"});
+    // One sequence runs at a time and no request may wait: a third request is refused at once.
+    ServeProcess s({"--max-queue", "0", "--max-seqs", "1", "--max-batched-tokens", "64"}, server_test_model(true));
+    RawClient running(s.port()), waiting(s.port());
+    running.send(post_bytes("/v1/completions", R"({"prompt":"a","max_tokens":4000,"ignore_eos":true,"stream":true})"));
+    ASSERT_FALSE(running.read_some(10000).empty());
+    waiting.send(post_bytes("/v1/completions", R"({"prompt":"b","max_tokens":1})"));
+    std::string m = wait_metrics(s.port(), [](const std::string& t) { return metric_value(t, "pagoda:num_requests_waiting") == 1; });
+    ASSERT_EQ(metric_value(m, "pagoda:num_requests_waiting"), 1) << m;
     HttpResult r = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"x","max_tokens":1})");
     EXPECT_EQ(r.status, 503);
     EXPECT_EQ(json::parse(r.body)["error"]["code"], "queue_full");
     EXPECT_EQ(r.headers["retry-after"], "1");
+    running.close();  // the waiting request now runs and is answered
+    HttpResult w = parse_http_response(waiting.read_some(20000));
+    EXPECT_EQ(w.status, 200);
 }
 
 TEST(ServeE2E, MetricsPassPromtool) {
