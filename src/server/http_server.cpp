@@ -270,6 +270,10 @@ private:
         }
         if (ec == http::error::body_limit || ec == http::error::header_limit) {
             keep_alive_ = false;
+            if (parser_->is_header_done()) {
+                method_ = std::string(parser_->get().method_string());
+                path_ = std::string(parser_->get().target().substr(0, parser_->get().target().find('?')));
+            }
             return send_error(ec == http::error::body_limit
                                   ? ApiError::too_large(fmt::format("the request body exceeds {} bytes", opt().max_body_bytes))
                                   : ApiError(431, "the request headers are too large", "invalid_request_error", {},

@@ -322,3 +322,29 @@ TEST(ServeE2E, BenchServeReportsEveryRequest) {
     EXPECT_NE(none.exit_code, 0);
     EXPECT_NE(none.err.find("error"), std::string::npos) << none.err;
 }
+
+TEST(ServeE2E, RealModelReproducesTheReferenceGreedyText) {
+    const std::string model = fixture("models/stories260K.gguf");
+    const std::string golden_path = fixture("models/golden/stories260K_greedy_once_upon_a_time_n200.txt");
+    PAGODA_REQUIRE_FIXTURE(model);
+    PAGODA_REQUIRE_FIXTURE(golden_path);
+    std::ifstream in(golden_path);
+    std::string golden((std::istreambuf_iterator<char>(in)), {});
+    const std::string prompt = "Once upon a time";
+    ASSERT_EQ(golden.rfind(prompt, 0), 0u);
+    const std::string continuation = golden.substr(prompt.size());
+    ServeProcess s({}, model);
+    // llama2.c's reference run, through the whole server: streamed and not, the same text.
+    const json body = {{"prompt", prompt}, {"max_tokens", 120}, {"temperature", 0}};
+    HttpResult r = http_request(s.port(), "POST", "/v1/completions", body.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string text = json::parse(r.body)["choices"][0]["text"];
+    EXPECT_GE(text.size(), 250u);
+    EXPECT_EQ(continuation.substr(0, text.size()), text);
+    json sbody = body;
+    sbody["stream"] = true;
+    std::string streamed;
+    for (const auto& e : sse_events(http_request(s.port(), "POST", "/v1/completions", sbody.dump()).body))
+        streamed += e["choices"][0]["text"].get<std::string>();
+    EXPECT_EQ(streamed, text);
+}
