@@ -348,3 +348,18 @@ TEST(ServeE2E, RealModelReproducesTheReferenceGreedyText) {
         streamed += e["choices"][0]["text"].get<std::string>();
     EXPECT_EQ(streamed, text);
 }
+
+TEST(ServeE2E, HeartbeatCommentsWhileALongPromptPrefills) {
+    ServeProcess s({"--heartbeat-seconds", "0.05", "--max-batched-tokens", "16", "--max-seqs", "16"}, server_test_model(true));
+    json prompt = json::array();
+    for (int i = 0; i < 400; ++i) prompt.push_back(3 + (i * 37) % 500);
+    const json body = {{"prompt", prompt}, {"max_tokens", 2}, {"stream", true}};
+    HttpResult r = http_request(s.port(), "POST", "/v1/completions", body.dump());
+    ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+    const size_t ping = r.body.find(": ping\n\n"), first = r.body.find("data: ");
+    ASSERT_NE(ping, std::string::npos) << "no heartbeat during a multi-step prefill";
+    EXPECT_LT(ping, first) << "the heartbeat came before the first token";
+    pagoda::server::SseParser p;
+    p.feed(r.body);
+    EXPECT_GE(p.comments(), 1u);
+}
