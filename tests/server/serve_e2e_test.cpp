@@ -363,3 +363,25 @@ TEST(ServeE2E, HeartbeatCommentsWhileALongPromptPrefills) {
     p.feed(r.body);
     EXPECT_GE(p.comments(), 1u);
 }
+
+TEST(ServeE2E, PerKeyConcurrencyLimit) {
+    const std::string keys = temp_path("conc-keys.txt");
+    std::ofstream(keys) << "sk-dave-000001 name=dave concurrency=1\n";
+    ServeProcess s({"--api-key-file", keys, "--open-health", "--open-metrics"}, server_test_model(true));
+    const std::string auth = "Authorization: Bearer sk-dave-000001\r\n";
+    {
+        RawClient first(s.port());
+        first.send(post_bytes("/v1/completions", R"({"prompt":"a","max_tokens":4000,"ignore_eos":true,"stream":true})", auth));
+        ASSERT_FALSE(first.read_some(10000).empty());
+        HttpResult second = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"b","max_tokens":1})",
+                                         {"Authorization: Bearer sk-dave-000001"});
+        EXPECT_EQ(second.status, 429);
+        EXPECT_NE(json::parse(second.body)["error"]["message"].get<std::string>().find("concurrent"), std::string::npos);
+    }  // the first request's client hangs up: its seat frees once the engine has cancelled it
+    wait_metrics(s.port(), [](const std::string& t) {
+        return metric_value(t, "pagoda:api_requests_total{key=\"dave\",endpoint=\"completions\",status=\"499\"}") == 1;
+    });
+    HttpResult third = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"c","max_tokens":1})",
+                                    {"Authorization: Bearer sk-dave-000001"});
+    EXPECT_EQ(third.status, 200) << third.body;
+}
