@@ -113,13 +113,12 @@ private:
         http::read_header(*stream_, buffer_, parser);
         const int status = int(parser.get().result_int());
         const bool chunked = parser.chunked();
-        if (on_data && chunked && status == 200) {
-            auto cb = [&](uint64_t, std::string_view data, beast::error_code&) -> size_t {
-                on_data(data);
-                return data.size();
-            };
-            parser.on_chunk_body(cb);
-        }
+        // The parser keeps a reference to the callback: it must live until the body is read.
+        auto cb = [&](uint64_t, std::string_view data, beast::error_code&) -> size_t {
+            on_data(data);
+            return data.size();
+        };
+        if (on_data && chunked && status == 200) parser.on_chunk_body(cb);
         while (!parser.is_done()) http::read_some(*stream_, buffer_, parser);
         if (!parser.keep_alive()) stream_.reset();
         return {status, parser.get().body()};
