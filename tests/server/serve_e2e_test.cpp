@@ -388,3 +388,19 @@ TEST(ServeE2E, PerKeyConcurrencyLimit) {
                                     {"Authorization: Bearer sk-dave-000001"});
     EXPECT_EQ(third.status, 200) << third.body;
 }
+
+TEST(ServeE2E, GenerationsOutlastTheRequestTimeout) {
+    // --request-timeout bounds receiving a request, not answering it.
+    ServeProcess s({"--request-timeout", "0.5"}, server_test_model(true));
+    const auto t0 = Clock::now();
+    HttpResult r = http_request(s.port(), "POST", "/v1/completions",
+                                R"({"prompt":"x","max_tokens":600,"ignore_eos":true,"stream":true})");
+    const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    ASSERT_EQ(r.status, 200);
+    bool done = false;
+    auto events = sse_events(r.body, &done);
+    EXPECT_TRUE(done) << "stream cut after " << took << " s";
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "length");
+    if (took < 0.6) GTEST_SKIP() << "generation finished within the timeout (" << took << " s); nothing shown";
+}
