@@ -391,10 +391,10 @@ TEST(ServeE2E, PerKeyConcurrencyLimit) {
 
 TEST(ServeE2E, GenerationsOutlastTheRequestTimeout) {
     // --request-timeout bounds receiving a request, not answering it.
-    ServeProcess s({"--request-timeout", "0.5"}, server_test_model(true));
+    ServeProcess s({"--request-timeout", "0.2"}, server_test_model(true));
     const auto t0 = Clock::now();
     HttpResult r = http_request(s.port(), "POST", "/v1/completions",
-                                R"({"prompt":"x","max_tokens":600,"ignore_eos":true,"stream":true})");
+                                R"({"prompt":"x","max_tokens":300,"ignore_eos":true,"stream":true})", {}, 60000);
     const double took = std::chrono::duration<double>(Clock::now() - t0).count();
     ASSERT_EQ(r.status, 200);
     bool done = false;
@@ -402,5 +402,5 @@ TEST(ServeE2E, GenerationsOutlastTheRequestTimeout) {
     EXPECT_TRUE(done) << "stream cut after " << took << " s";
     ASSERT_FALSE(events.empty());
     EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "length");
-    if (took < 0.6) GTEST_SKIP() << "generation finished within the timeout (" << took << " s); nothing shown";
+    if (took < 0.3) GTEST_SKIP() << "generation finished within the timeout (" << took << " s); nothing shown";
 }
