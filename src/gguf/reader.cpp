@@ -1,7 +1,8 @@
 // GGUF parsing: turns bytes into File's metadata and tensor table, validating as it goes. Every read
-// is bounds-checked, and every count is checked against the bytes left before anything is reserved,
-// so the memory used is bounded by a small multiple of the input size (each encoded value takes at
-// least one byte and becomes one Value). Tensor data is never copied: TensorInfo::data points into
+// is bounds-checked, and every count is checked against the bytes left before anything is reserved.
+// Memory is bounded too: a one-byte u8 in the file becomes a ~48-byte Value, so the parser keeps a
+// budget (64 MiB + 8x the file size, far above what real tokenizer arrays need) and rejects metadata
+// that would exceed it before reserving. Tensor data is never copied: TensorInfo::data points into
 // the caller's buffer or the file mapping.
 #include <algorithm>
 #include <bit>
@@ -23,10 +24,15 @@ constexpr uint32_t kMaxDims = 4;        // GGML_MAX_DIMS
 constexpr uint64_t kDefaultAlignment = 32;
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;             // empty key, type, one-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, n_dims, one dim, type, offset
+constexpr uint64_t kMetadataBudgetBase = uint64_t(64) << 20;
+constexpr uint64_t kMetadataBudgetPerFileByte = 8;
+constexpr uint64_t kArrayOverhead = sizeof(Array) + 32;  // the Array plus its shared_ptr control block
 
 class Parser {
 public:
-    Parser(const uint8_t* data, size_t size, const std::string& file) : data_(data), size_(size), file_(file) {}
+    Parser(const uint8_t* data, size_t size, const std::string& file)
+        : data_(data), size_(size), file_(file),
+          budget_(kMetadataBudgetBase + kMetadataBudgetPerFileByte * uint64_t(size)) {}
 
     size_t pos() const { return pos_; }
     size_t remaining() const { return size_ - pos_; }
@@ -67,6 +73,15 @@ public:
                   remaining(), min_size);
     }
 
+    // Accounts for `bytes` of metadata memory; `bytes` is always bounded by a count already checked
+    // against the file size, so the arithmetic here cannot overflow.
+    void charge(uint64_t bytes) {
+        if (bytes > budget_)
+            error("metadata needs more memory than allowed for a {}-byte file ({} bytes budget)", size_,
+                  kMetadataBudgetBase + kMetadataBudgetPerFileByte * uint64_t(size_));
+        budget_ -= bytes;
+    }
+
     ValueType read_value_type(const char* what) {
         uint32_t id = read<uint32_t>(what);
         if (!min_encoded_size(id)) error("unknown value type id {}", id);
@@ -86,7 +101,11 @@ public:
             case ValueType::f32: return Value::f32(read<float>("f32 value"));
             case ValueType::f64: return Value::f64(read<double>("f64 value"));
             case ValueType::boolean: return Value::boolean(read<uint8_t>("bool value") != 0);
-            case ValueType::string: return Value::string(std::string(read_string("string value")));
+            case ValueType::string: {
+                std::string_view s = read_string("string value");
+                if (s.size() >= sizeof(std::string)) charge(s.size() + 1);  // beyond the small-string buffer
+                return Value::string(std::string(s));
+            }
             case ValueType::array: return read_array(depth);
         }
         error("unknown value type id {}", static_cast<uint32_t>(type));
@@ -97,6 +116,7 @@ public:
         ValueType element_type = read_value_type("array element type");
         uint64_t count = read<uint64_t>("array length");
         check_count(count, *min_encoded_size(static_cast<uint32_t>(element_type)), "array element");
+        charge(kArrayOverhead + count * sizeof(Value));
         // Built directly (not via Value::array) since every element is made with element_type.
         auto arr = std::make_shared<Array>();
         arr->element_type = element_type;
@@ -114,6 +134,7 @@ private:
     size_t pos_ = 0;
     const std::string& file_;
     std::string context_;
+    uint64_t budget_;  // metadata bytes still allowed
 };
 
 uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
@@ -160,6 +181,7 @@ void File::parse_all(const uint8_t* data, size_t size) {
     for (uint64_t i = 0; i < kv_count; ++i) {
         in.set_context(fmt::format("metadata entry {}", i));
         std::string key(in.read_string("metadata key"));
+        in.charge(sizeof(std::pair<std::string, Value>) + 2 * key.size() + 64);  // entry, index node, key copies
         in.set_context(fmt::format("metadata key '{}'", key));
         if (metadata_index_.count(key)) in.error("duplicate metadata key");
         ValueType type = in.read_value_type("value type");

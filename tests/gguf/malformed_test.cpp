@@ -118,6 +118,19 @@ TEST(GgufMalformed, EachDefectIsNamed) {
     }
 }
 
+// Small in the file, huge in memory: 2 M one-byte values would become ~96 MB of Value objects.
+TEST(GgufMalformed, MetadataMemoryIsBounded) {
+    Bytes b;
+    b.header(3, 0, 1).str("bytes").u32(9).u32(0).u64(2'000'000).zeros(2'000'000);
+    std::string msg = parse_error(b.b);
+    EXPECT_NE(msg.find("key 'bytes'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("needs more memory than allowed"), std::string::npos) << msg;
+    // The same array at a tenth of the size is fine.
+    Bytes ok;
+    ok.header(3, 0, 1).str("bytes").u32(9).u32(0).u64(200'000).zeros(200'000);
+    EXPECT_EQ(File::parse(ok.b.data(), ok.b.size(), "ok")->find("bytes")->as_array()->items.size(), 200'000u);
+}
+
 TEST(GgufMalformed, OpenNamesMissingFile) {
     try {
         File::open("/nonexistent/model.gguf");
