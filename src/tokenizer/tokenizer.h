@@ -25,8 +25,8 @@ class BpeEncoder;
 class SpecialTokenMatcher;
 
 struct EncodeOptions {
-    std::optional<bool> add_bos;  // default: the vocabulary's add_bos
-    std::optional<bool> add_eos;  // default: the vocabulary's add_eos
+    std::optional<bool> add_bos{};  // default: the vocabulary's add_bos
+    std::optional<bool> add_eos{};  // default: the vocabulary's add_eos
     bool parse_special = false;   // match control-token texts such as "<|im_end|>" in the input
 };
 

@@ -1,5 +1,7 @@
 #include "tokenizer/utf8.h"
 
+#include <algorithm>
+
 namespace pagoda::tokenizer {
 
 namespace {
@@ -29,10 +31,14 @@ DecodedChar utf8_decode(std::string_view text, size_t pos) {
     uint8_t lead = s[pos];
     size_t len = lead_length(lead);
     if (len == 1) return {lead, 1};
-    if (len == 0 || pos + len > text.size()) return {kInvalidCodepoint, 1};
-    if (!second_byte_ok(lead, s[pos + 1])) return {kInvalidCodepoint, 1};
-    for (size_t i = 2; i < len; ++i)
-        if ((s[pos + i] & 0xC0) != 0x80) return {kInvalidCodepoint, 1};
+    if (len == 0) return {kInvalidCodepoint, 1};
+    // On failure, the whole valid-so-far prefix counts as one invalid unit (Unicode's "maximal
+    // subpart" practice), so a truncated character becomes a single U+FFFD.
+    size_t have = std::min(len, text.size() - pos);
+    if (have < 2 || !second_byte_ok(lead, s[pos + 1])) return {kInvalidCodepoint, 1};
+    for (size_t i = 2; i < have; ++i)
+        if ((s[pos + i] & 0xC0) != 0x80) return {kInvalidCodepoint, i};
+    if (have < len) return {kInvalidCodepoint, have};
     char32_t cp = lead & (0x7F >> len);
     for (size_t i = 1; i < len; ++i) cp = (cp << 6) | (s[pos + i] & 0x3F);
     return {cp, len};

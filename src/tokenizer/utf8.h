@@ -11,10 +11,10 @@ namespace pagoda::tokenizer {
 
 inline constexpr char32_t kInvalidCodepoint = 0xFFFFFFFF;
 
-// Length of the well-formed UTF-8 sequence starting at text[pos], or 1 when it is malformed or cut short.
+// Length of the UTF-8 character (or invalid unit) starting at text[pos].
 size_t utf8_sequence_length(std::string_view text, size_t pos);
 
-// The code point at text[pos] and its length; an invalid byte gives {kInvalidCodepoint, 1}.
+// The code point at text[pos] and its length; an invalid unit gives {kInvalidCodepoint, its length}.
 struct DecodedChar {
     char32_t codepoint;
     size_t length;
@@ -28,7 +28,7 @@ void utf8_append(std::string& out, char32_t codepoint);
 // (0 when the text ends on a character boundary or with bytes that can never become valid).
 size_t utf8_incomplete_tail(std::string_view text);
 
-// Replaces every malformed byte with U+FFFD.
+// Replaces every invalid unit with one U+FFFD.
 std::string utf8_sanitize(std::string_view text);
 
 }  // namespace pagoda::tokenizer
