@@ -64,7 +64,15 @@ struct Value {
     const std::string* as_string() const;
     const Array* as_array() const;
     std::string to_display(size_t max_items = 8) const;  // short human-readable rendering
+
+    // Same type and same contents (arrays compared element by element; floats compared bit for bit,
+    // so a NaN equals the identical NaN). Used by round-trip checks.
+    friend bool operator==(const Value& a, const Value& b);
 };
+
+// Smallest number of bytes one value of type `t` occupies in a GGUF file (strings: the length
+// prefix; arrays: the element type and count). nullopt for an unknown type id.
+std::optional<uint64_t> min_encoded_size(uint32_t value_type_id);
 
 struct TensorInfo {
     std::string name;
