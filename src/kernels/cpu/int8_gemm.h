@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/int8_decode.h"
 #include "kernels/cpu/int8_operands.h"
 #include "kernels/cpu/matmul_paths.h"
 
@@ -49,7 +50,7 @@ void int8_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y
                 // Missing rows of a partial block repeat the first row; their results are discarded.
                 const int src = r < rr ? r : 0;
                 if (r < rr)
-                    decode_weight_row(w.type, wdata + (rbase + r) * rb_bytes, w.cols, u.data() + r * w.cols,
+                    decode_row_local(w.type, wdata + (rbase + r) * rb_bytes, w.cols, u.data() + r * w.cols,
                                       sw.data() + r * 2 * nb, mh.data() + r * 2 * nb);
                 up[r] = u.data() + src * w.cols;
                 swp[r] = sw.data() + src * 2 * nb;
