@@ -41,7 +41,7 @@ struct VnniKernel {
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) {
                 uv[r] = _mm512_maskz_loadu_epi8(bytes, u[r] + b * 32);
-                __m128 s4 = pair ? _mm_loadu_ps(sw[r] + 2 * b) : _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(sw[r] + 2 * b)));
+                __m128 s4 = pair ? _mm_loadu_ps(sw[r] + 2 * b) : _mm_setr_ps(sw[r][2 * b], sw[r][2 * b + 1], 0.f, 0.f);
                 sv[r] = _mm512_permutexvar_ps(half_idx, _mm512_zextps128_ps512(s4));
             }
 #pragma GCC unroll 4
@@ -49,7 +49,7 @@ struct VnniKernel {
                 const int8_t* q = a.q.data() + (t0 + t) * K + b * 32;
                 const float* d = a.d.data() + (t0 + t) * nb + b;
                 __m512i qv = _mm512_maskz_loadu_epi8(bytes, q);
-                __m128 d2 = pair ? _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(d))) : _mm_load_ss(d);
+                __m128 d2 = pair ? _mm_setr_ps(d[0], d[1], 0.f, 0.f) : _mm_load_ss(d);
                 __m512 dv = _mm512_permutexvar_ps(block_idx, _mm512_zextps128_ps512(d2));
 #pragma GCC unroll 4
                 for (int r = 0; r < R; ++r) {
