@@ -2,10 +2,19 @@
 //   y[t][r] = sum_c W[r][c] * x[t][c]   for t < n_tokens, r < rows
 // W is row-major: `rows` rows of `cols` values, each row gguf::row_size(type, cols) bytes, exactly as
 // GGUF stores a 2-D tensor of shape [cols, rows]. x is [n_tokens][cols] f32, y is [n_tokens][rows] f32.
-// The result for a token never depends on n_tokens or the thread count (batch invariance): every
-// path reduces each output in one fixed order.
+// The result for a token never depends on n_tokens, the thread count or the tile sizes (batch
+// invariance): every path reduces each output in one fixed order (see matmul_paths.h). Different ISA
+// paths (scalar / avx2 / avx512, chosen by pagoda::active_isa()) and the two quantised methods may
+// differ from each other in the last bits; each is tested against matmul_reference.
+//
+// Weight types: F32, F16, BF16 (dequantised in registers, f32 FMA), and Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
+// Q6_K. Quantised weights use, by default, the int8 method: activations are quantised per 32 values
+// to int8 (scale = max|x|/127, round to nearest even) and multiplied with integer dot products
+// (vpdpbusd on AVX-512 VNNI, 16-bit madd on AVX2), scaled per block in f32. The alternative
+// dequant_fma method dequantises weight tiles to f32 and runs the f32 GEMM (exact activations).
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
@@ -30,5 +39,26 @@ void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, flo
 
 // Dequantises row r of W into out[cols].
 void dequantize_row(const WeightView& w, int64_t r, float* out);
+
+// Cache tiling of the f32 GEMM (values are elements). Results do not depend on them, so a tuner may
+// set them per machine. kc is rounded up to a multiple of 256; mc to a multiple of the row block.
+struct GemmTiles {
+    int64_t kc = 512;  // K extent of a weight tile kept in L1/L2 while it meets every token block
+    int64_t mc = 32;   // rows per parallel task
+    int64_t nc = 64;   // tokens per pass over a row task's weights (bounds the partial-sum scratch)
+};
+GemmTiles gemm_tiles();
+void set_gemm_tiles(const GemmTiles& tiles);  // throws on non-positive values
+
+enum class QuantMethod { int8_dot, dequant_fma };
+// Initially int8_dot unless PAGODA_QUANT_METHOD=dequant_fma (or int8_dot) says otherwise.
+QuantMethod quant_method();
+void set_quant_method(QuantMethod m);
+const char* quant_method_name(QuantMethod m);
+
+// One line naming the ISA path and quantised method in use, e.g. "matmul: avx512 (...), quantised
+// weights: int8 dot (vpdpbusd)"; log_kernel_paths() logs it once at info level.
+std::string describe_kernel_paths();
+void log_kernel_paths();
 
 }  // namespace pagoda::kernels

@@ -1,0 +1,33 @@
+// Internal: the per-ISA implementations behind matmul(). Files named *_avx2.cpp / *_avx512.cpp are
+// compiled with those ISA flags and must only be called when pagoda::active_isa() allows it.
+//
+// Reduction order (what makes results batch invariant): for the f32 path each output (token t, row r)
+// is accumulated in L lanes (16 for avx512, 8 for avx2 and scalar): lane j sums w[k]*x[k] for
+// k ≡ j (mod L) in increasing k with one multiply-add each (fused on avx2/avx512), a zero-padded final
+// step when cols % L != 0, then the lanes are summed by a fixed tree. Tiling only stores and reloads
+// the lane vectors (exact), so the order is independent of tiles, n_tokens and threads. The int8
+// method keeps one such lane vector over 32-value blocks plus one over the per-16 minimum terms.
+#pragma once
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/matmul.h"
+
+namespace pagoda::kernels::detail {
+
+using MatmulFn = void (*)(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                          const GemmTiles& tiles);
+
+// F32/F16/BF16 weights, and quantised weights through dequantised f32 tiles (dequant_fma).
+void matmul_float_scalar(const WeightView&, const float*, int64_t, float*, ThreadPool&, const GemmTiles&);
+void matmul_float_avx2(const WeightView&, const float*, int64_t, float*, ThreadPool&, const GemmTiles&);
+void matmul_float_avx512(const WeightView&, const float*, int64_t, float*, ThreadPool&, const GemmTiles&);
+
+// Quantised weights, int8 method.
+void matmul_int8_scalar(const WeightView&, const float*, int64_t, float*, ThreadPool&, const GemmTiles&);
+void matmul_int8_avx2(const WeightView&, const float*, int64_t, float*, ThreadPool&, const GemmTiles&);
+void matmul_int8_avx512(const WeightView&, const float*, int64_t, float*, ThreadPool&, const GemmTiles&);
+
+int64_t row_bytes(const WeightView& w);
+
+}  // namespace pagoda::kernels::detail
