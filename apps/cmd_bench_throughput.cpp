@@ -1,0 +1,204 @@
+// `pagoda bench-throughput`: a synthetic serving workload through the continuous-batching engine.
+// Requests with random prompt/output lengths (optionally sharing a prompt prefix) arrive as a
+// Poisson process at --rate (or all at once), at most --concurrency in flight; --static-batching
+// instead submits batches of --concurrency requests and waits for each batch to drain (the
+// baseline continuous batching is measured against). Reports throughput and latency percentiles.
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "apps/command.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "engine/model_step.h"
+
+namespace pagoda::app {
+namespace {
+
+struct BenchOptions {
+    std::string model, rate = "inf", prompt_len = "32:128", output_len = "16:64", kv_memory;
+    int requests = 32, concurrency = 0, threads = 0, block_size = 16;
+    double shared_prefix = 0;
+    int64_t max_batched_tokens = 2048;
+    int32_t max_seqs = 64;
+    bool static_batching = false;
+    uint64_t seed = 1;
+};
+
+std::pair<int64_t, int64_t> parse_range(const std::string& text, const char* flag) {
+    auto colon = text.find(':');
+    try {
+        size_t used = 0;
+        int64_t a = std::stoll(text.substr(0, colon), &used);
+        int64_t b = colon == std::string::npos ? a : std::stoll(text.substr(colon + 1));
+        if (a < 1 || b < a) throw std::invalid_argument(text);
+        return {a, b};
+    } catch (const std::exception&) {
+        fail("{} '{}' must be N or A:B with 1 <= A <= B", flag, text);
+    }
+}
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    double pos = p * double(v.size() - 1);
+    size_t i = size_t(pos);
+    double f = pos - double(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+void report(const char* name, const std::vector<double>& v) {
+    double mean = 0;
+    for (double x : v) mean += x;
+    mean = v.empty() ? 0 : mean / double(v.size());
+    std::printf("%-22s mean %8.2f  p50 %8.2f  p90 %8.2f  p99 %8.2f  (ms, %zu samples)\n", name, mean * 1e3,
+                percentile(v, 0.5) * 1e3, percentile(v, 0.9) * 1e3, percentile(v, 0.99) * 1e3, v.size());
+}
+
+int run_bench(const BenchOptions& o) {
+    if (o.requests < 1) fail("--requests must be at least 1");
+    if (!(o.shared_prefix >= 0 && o.shared_prefix <= 1)) fail("--shared-prefix must be in [0, 1]");
+    double rate = 0;  // 0: all at once
+    if (o.rate != "inf") {
+        try {
+            rate = std::stod(o.rate);
+        } catch (const std::exception&) {
+            rate = -1;
+        }
+        if (!(rate > 0)) fail("--rate must be a positive number of requests per second or 'inf', got '{}'", o.rate);
+    }
+    auto [p_lo, p_hi] = parse_range(o.prompt_len, "--prompt-len");
+    auto [g_lo, g_hi] = parse_range(o.output_len, "--output-len");
+    const int concurrency = o.concurrency > 0 ? o.concurrency : o.requests;
+    if (o.static_batching && concurrency > o.max_seqs)
+        fail("--static-batching runs batches of --concurrency ({}) requests; raise --max-seqs ({}) to match",
+             concurrency, o.max_seqs);
+
+    std::shared_ptr<model::Model> m(model::Model::load(o.model, {.n_threads = o.threads}));
+    const int64_t vocab = m->config().vocab_size;
+    std::mt19937_64 rng(o.seed);
+    std::vector<int32_t> shared(static_cast<size_t>(p_hi));
+    for (auto& t : shared) t = int32_t(3 + rng() % uint64_t(vocab - 3));
+    std::vector<engine::Request> reqs;
+    int64_t tokens_wanted = 0;
+    for (int i = 0; i < o.requests; ++i) {
+        engine::Request r;
+        const int64_t plen = std::uniform_int_distribution<int64_t>(p_lo, p_hi)(rng);
+        const int64_t shared_len = int64_t(double(plen) * o.shared_prefix);
+        r.prompt.assign(shared.begin(), shared.begin() + shared_len);
+        while (int64_t(r.prompt.size()) < plen) r.prompt.push_back(int32_t(3 + rng() % uint64_t(vocab - 3)));
+        r.stop.max_tokens = std::uniform_int_distribution<int64_t>(g_lo, g_hi)(rng);
+        r.stop.ignore_eos = true;
+        r.sampling.temperature = 0;
+        tokens_wanted += plen + r.stop.max_tokens;
+        reqs.push_back(std::move(r));
+    }
+    model::KvOptions kv{.block_size = o.block_size, .memory = o.kv_memory};
+    engine::EngineOptions options;
+    options.scheduler.max_batched_tokens = o.max_batched_tokens;
+    options.scheduler.max_seqs = o.max_seqs;
+    std::mutex mutex;
+    std::condition_variable cv;
+    double peak_kv = 0;
+    engine::Engine eng(std::make_unique<engine::ModelStep>(m, kv, std::max<int64_t>(tokens_wanted, p_hi + g_hi)),
+                       nullptr, options);
+
+    std::vector<double> ttft, tpot, itl, e2e, queue;
+    int64_t output_tokens = 0, prompt_tokens = 0;
+    int in_flight = 0, finished = 0;
+    auto on_delta = [&](const engine::Delta& d) {
+        if (!d.request_done) return;
+        std::lock_guard lock(mutex);
+        --in_flight;
+        ++finished;
+        if (d.finish_reason == engine::FinishReason::error) std::fprintf(stderr, "request failed: %s\n", d.error.c_str());
+        ttft.push_back(d.timings.ttft);
+        e2e.push_back(d.timings.e2e);
+        queue.push_back(d.timings.queue);
+        itl.insert(itl.end(), d.timings.inter_token.begin(), d.timings.inter_token.end());
+        if (d.usage.completion_tokens > 1)
+            tpot.push_back((d.timings.e2e - d.timings.ttft) / double(d.usage.completion_tokens - 1));
+        output_tokens += d.usage.completion_tokens;
+        prompt_tokens += d.usage.prompt_tokens;
+        cv.notify_all();
+    };
+
+    const auto start = engine::Clock::now();
+    std::exponential_distribution<double> gap(rate > 0 ? rate : 1.0);
+    double next_arrival = 0;
+    size_t next = 0;
+    while (next < reqs.size()) {
+        std::unique_lock lock(mutex);
+        if (o.static_batching) {
+            cv.wait(lock, [&] { return in_flight == 0; });
+            size_t end = std::min(reqs.size(), next + size_t(concurrency));
+            for (; next < end; ++next, ++in_flight) eng.submit(reqs[next], on_delta);
+            continue;
+        }
+        if (rate > 0) {
+            auto due = start + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double>(next_arrival));
+            lock.unlock();
+            std::this_thread::sleep_until(due);
+            lock.lock();
+        }
+        cv.wait(lock, [&] { return in_flight < concurrency; });
+        ++in_flight;
+        lock.unlock();
+        eng.submit(reqs[next++], on_delta);
+        next_arrival += rate > 0 ? gap(rng) : 0;
+        auto s = eng.stats();
+        peak_kv = std::max(peak_kv, s.kv_usage);
+    }
+    {
+        std::unique_lock lock(mutex);
+        while (finished < o.requests) {
+            cv.wait_for(lock, std::chrono::milliseconds(20));
+            peak_kv = std::max(peak_kv, eng.stats().kv_usage);
+        }
+    }
+    const double seconds = std::chrono::duration<double>(engine::Clock::now() - start).count();
+    auto s = eng.stats();
+    eng.shutdown(true);
+
+    std::printf("model %s | %d requests, concurrency %d, rate %s, %s batching | prompt %s, output %s, shared prefix %.2f\n",
+                o.model.c_str(), o.requests, concurrency, o.rate.c_str(), o.static_batching ? "static" : "continuous",
+                o.prompt_len.c_str(), o.output_len.c_str(), o.shared_prefix);
+    std::printf("duration %.2f s | %.2f requests/s | %.1f output tokens/s | %.1f total tokens/s\n", seconds,
+                double(o.requests) / seconds, double(output_tokens) / seconds,
+                double(output_tokens + prompt_tokens) / seconds);
+    report("time to first token", ttft);
+    report("time per output token", tpot);
+    report("inter-token latency", itl);
+    report("queue time", queue);
+    report("end-to-end latency", e2e);
+    std::printf("prefix cache hit rate %.1f%% | peak KV use %.1f%% of %d blocks | preemptions %lld | steps %lld, "
+                "mean %.1f tokens/step\n",
+                100.0 * s.prefix_hit_rate(), 100.0 * peak_kv, s.kv_blocks_total, (long long)s.preemptions,
+                (long long)s.steps, s.steps ? double(s.step_tokens) / double(s.steps) : 0.0);
+    return 0;
+}
+
+CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the continuous-batching engine",
+                        [](CLI::App& sub) {
+    auto o = std::make_shared<BenchOptions>();
+    sub.add_option("-m,--model", o->model, "GGUF model")->required()->check(CLI::ExistingFile);
+    sub.add_option("--requests", o->requests, "Number of requests")->check(CLI::Range(1, 1000000));
+    sub.add_option("--rate", o->rate, "Arrivals per second (Poisson), or inf: all at once");
+    sub.add_option("--prompt-len", o->prompt_len, "Prompt length N or range A:B");
+    sub.add_option("--output-len", o->output_len, "Output length N or range A:B");
+    sub.add_option("--shared-prefix", o->shared_prefix, "Fraction of each prompt shared by all requests");
+    sub.add_option("--concurrency", o->concurrency, "Requests in flight at most (0: unlimited)")->check(CLI::Range(0, 100000));
+    sub.add_flag("--static-batching", o->static_batching, "Baseline: submit whole batches and drain each");
+    sub.add_option("--seed", o->seed, "Workload seed");
+    sub.add_option("-t,--threads", o->threads, "Compute threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(CLI::Range(1, 1 << 20));
+    sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
+    sub.add_option("--kv-memory", o->kv_memory, "KV cache budget (default: enough for the whole workload)");
+    sub.add_option("--block-size", o->block_size, "KV block size in tokens")->check(CLI::Range(1, 256));
+    return [o] { return run_bench(*o); };
+});
+
+}  // namespace
+}  // namespace pagoda::app

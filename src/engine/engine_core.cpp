@@ -1,0 +1,344 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "engine/logprobs.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::engine {
+namespace {
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+int64_t limit_for(const StepModelInfo& info, const EngineOptions& options) {
+    int64_t limit = int64_t(info.n_kv_blocks) * info.block_size;
+    if (info.max_context > 0) limit = std::min(limit, info.max_context);
+    if (options.max_context > 0) limit = std::min(limit, options.max_context);
+    return limit;
+}
+
+}  // namespace
+
+EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options)
+    : model_(model),
+      info_(model.info()),
+      tokenizer_(std::move(tokenizer)),
+      options_(std::move(options)),
+      context_limit_(limit_for(info_, options_)),
+      blocks_(info_.n_kv_blocks, info_.block_size, options_.prefix_caching),
+      scheduler_(options_.scheduler, blocks_) {
+    if (info_.vocab_size < 1) fail("engine: the model reports an empty vocabulary");
+    if (options_.max_context < 0) fail("engine: max_context must not be negative, got {}", options_.max_context);
+    if (tokenizer_ && tokenizer_->n_vocab() > info_.vocab_size)
+        fail("engine: the tokenizer has {} tokens but the model's vocabulary only {}", tokenizer_->n_vocab(),
+             info_.vocab_size);
+}
+
+EngineCore::~EngineCore() = default;
+
+void EngineCore::validate(const Request& req) const {
+    if (req.prompt.empty()) fail("the prompt is empty: give at least one token");
+    for (size_t i = 0; i < req.prompt.size(); ++i)
+        if (req.prompt[i] < 0 || req.prompt[i] >= info_.vocab_size)
+            fail("prompt token {} at position {} is out of range (vocabulary has {} tokens)", req.prompt[i], i,
+                 info_.vocab_size);
+    if (int64_t(req.prompt.size()) + 1 > context_limit_)
+        fail("the prompt has {} tokens, which leaves no room to generate: at most {} tokens fit (model context {}, "
+             "KV cache {} blocks of {} tokens)",
+             req.prompt.size(), context_limit_ - 1, info_.max_context, info_.n_kv_blocks, info_.block_size);
+    if (req.stop.max_tokens < 1) fail("max_tokens must be at least 1, got {}", req.stop.max_tokens);
+    if (req.n < 1 || req.n > scheduler_.config().max_seqs)
+        fail("n must be in 1..{} (the engine's max_seqs), got {}", scheduler_.config().max_seqs, req.n);
+    if (req.logprobs < -1 || req.logprobs > 20) fail("logprobs must be in 0..20, got {}", req.logprobs);
+    for (int32_t id : req.stop.stop_token_ids)
+        if (id < 0 || id >= info_.vocab_size)
+            fail("stop token id {} is out of range (vocabulary has {} tokens)", id, info_.vocab_size);
+    for (const auto& s : req.stop.stop)
+        if (s.empty()) fail("stop strings must not be empty");
+    if (!req.stop.stop.empty() && !tokenizer_) fail("stop strings need a tokenizer, and this engine has none");
+    req.sampling.validate();
+}
+
+Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<int32_t> tokens) {
+    auto seq = std::make_unique<Sequence>();
+    seq->id = next_seq_id_++;
+    seq->request = &r;
+    seq->index = index;
+    seq->tokens = std::move(tokens);
+    seq->n_prompt = int64_t(r.request.prompt.size());
+    seq->priority = r.request.priority;
+    seq->arrival = r.seqs.empty() ? next_arrival_++ : r.seqs[0]->arrival;
+    SamplingParams params = r.request.sampling;
+    if (params.seed) params.seed = *params.seed + uint64_t(index);
+    seq->sampler = std::make_unique<Sampler>(std::move(params));
+    seq->text = TextStream(tokenizer_.get());
+    seq->stop = StopMatcher(r.request.stop.stop);
+    r.seqs.push_back(std::move(seq));
+    return *r.seqs.back();
+}
+
+void EngineCore::add(RequestId id, Request request, std::shared_ptr<DeltaQueue> queue, DeltaCallback callback,
+                     Clock::time_point arrival) {
+    validate(request);
+    if (requests_.count(id)) fail("engine: request id {} is already in use", id);
+    auto r = std::make_unique<RequestState>();
+    r->id = id;
+    r->request = std::move(request);
+    r->queue = std::move(queue);
+    r->callback = std::move(callback);
+    r->choice_done.assign(size_t(r->request.n), 0);
+    r->arrival = arrival;
+    r->usage.prompt_tokens = int64_t(r->request.prompt.size());
+    Sequence& first = new_sequence(*r, 0, r->request.prompt);
+    first.seats = r->request.n;
+    counters_.prompt_tokens += r->usage.prompt_tokens;
+    scheduler_.add(&first);
+    requests_.emplace(id, std::move(r));
+}
+
+void EngineCore::emit(RequestState& r, Delta d) {
+    d.request = r.id;
+    d.usage = r.usage;
+    if (d.request_done) {
+        r.timings.e2e = seconds_between(r.arrival, Clock::now());
+        if (!r.scheduled) r.timings.queue = r.timings.e2e;
+        d.timings = r.timings;
+        if (options_.on_request_finished) {
+            FinishedRequest f{r.id, r.usage, r.timings, d.finish_reason.value_or(FinishReason::stop)};
+            options_.on_request_finished(f);
+        }
+    }
+    if (r.callback) {
+        try {
+            r.callback(d);
+        } catch (const std::exception& e) {
+            log_warn("engine: delta callback of request {} threw: {}", r.id, e.what());
+        }
+    } else if (r.queue) {
+        r.queue->push(std::move(d));
+    }
+}
+
+void EngineCore::finish_sequence(Sequence& seq, FinishReason reason, Delta& d) {
+    RequestState& r = *seq.request;
+    if (!seq.stop.stopped()) {
+        // Release what the detokenizer and the stop matcher still hold; the tail may complete a stop.
+        auto tail = seq.stop.feed(seq.text.flush());
+        d.text += tail.text;
+        if (tail.stopped) reason = FinishReason::stop;
+        else d.text += seq.stop.finish();
+    }
+    scheduler_.remove(&seq);
+    r.choice_done[size_t(seq.index)] = 1;
+    ++r.n_done;
+    d.finish_reason = reason;
+    if (r.n_done == r.request.n) {
+        d.request_done = true;
+        ++counters_.requests_finished;
+    }
+    emit(r, std::move(d));
+}
+
+void EngineCore::fail_request(RequestState& r, FinishReason reason, const std::string& error) {
+    for (auto& s : r.seqs)
+        if (s->status != SeqStatus::finished) scheduler_.remove(s.get());
+    if (r.n_done == r.request.n) return;
+    if (reason == FinishReason::cancelled) ++counters_.requests_cancelled;
+    else ++counters_.requests_failed;
+    for (int32_t i = 0; i < r.request.n; ++i) {
+        if (r.choice_done[size_t(i)]) continue;
+        r.choice_done[size_t(i)] = 1;
+        ++r.n_done;
+        Delta d;
+        d.index = i;
+        d.finish_reason = reason;
+        d.error = error;
+        d.request_done = r.n_done == r.request.n;
+        emit(r, std::move(d));
+    }
+}
+
+void EngineCore::retire(RequestState& r) { requests_.erase(r.id); }
+
+bool EngineCore::cancel(RequestId id) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return false;
+    fail_request(*it->second, FinishReason::cancelled, "cancelled");
+    retire(*it->second);
+    return true;
+}
+
+void EngineCore::abort_all(const std::string& message) {
+    std::vector<RequestId> ids;
+    for (const auto& [id, r] : requests_) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    for (RequestId id : ids) {
+        RequestState& r = *requests_.at(id);
+        fail_request(r, message.empty() ? FinishReason::cancelled : FinishReason::error,
+                     message.empty() ? "cancelled" : message);
+        retire(r);
+    }
+}
+
+void EngineCore::sample(Sequence& seq, float* row) {
+    RequestState& r = *seq.request;
+    try {
+        const Request& req = r.request;
+        const int64_t vocab = info_.vocab_size;
+        std::optional<TokenLogprob> lp;
+        double raw_logit = 0;
+        LogSoftmax norm;
+        std::vector<float> raw;
+        if (req.logprobs >= 0) {
+            norm = log_softmax_of(row, vocab);
+            lp = top_logprobs(row, vocab, norm, req.logprobs);
+            raw.assign(row, row + vocab);  // the sampler rewrites `row`
+        }
+        const int32_t token = seq.sampler->sample(row, vocab, seq.tokens);
+        if (lp) {
+            raw_logit = raw[size_t(token)];
+            lp->token = token;
+            lp->logprob = float(raw_logit - norm.max - norm.log_sum);
+        }
+        seq.tokens.push_back(token);
+        ++seq.n_generated;
+        ++r.usage.completion_tokens;
+        ++counters_.generation_tokens;
+
+        const auto now = Clock::now();
+        if (!r.any_token) {
+            r.any_token = true;
+            r.timings.ttft = seconds_between(r.arrival, now);
+        }
+        if (seq.index == 0) {
+            if (seq.n_generated > 1) r.timings.inter_token.push_back(seconds_between(r.last_token, now));
+            r.last_token = now;
+        }
+
+        Delta d;
+        d.index = seq.index;
+        d.token_ids = {token};
+        if (lp) d.logprobs.push_back(std::move(*lp));
+        const auto& stop_ids = req.stop.stop_token_ids;
+        const bool eog = !req.stop.ignore_eos && tokenizer_ && tokenizer_->is_eog(token);
+        if (eog || std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
+            finish_sequence(seq, FinishReason::stop, d);
+            return;
+        }
+        auto shown = seq.stop.feed(seq.text.feed(token));
+        d.text = std::move(shown.text);
+        if (shown.stopped) finish_sequence(seq, FinishReason::stop, d);
+        else if (seq.n_generated >= req.stop.max_tokens || int64_t(seq.tokens.size()) >= context_limit_)
+            finish_sequence(seq, FinishReason::length, d);
+        else emit(r, std::move(d));
+    } catch (const std::exception& e) {
+        fail_request(r, FinishReason::error, fmt::format("sampling failed: {}", e.what()));
+    }
+}
+
+void EngineCore::fork_request(RequestState& r, Sequence& parent) {
+    r.forked = true;
+    for (int32_t i = 1; i < r.request.n; ++i) {
+        Sequence& child = new_sequence(r, i, parent.tokens);
+        child.first_cached_tokens = parent.first_cached_tokens;
+        scheduler_.fork(&parent, &child);
+    }
+}
+
+bool EngineCore::step() {
+    const auto start = Clock::now();
+    StepPlan plan = scheduler_.schedule();
+    counters_.preemptions = scheduler_.preemptions();
+    if (plan.empty()) return false;
+
+    batch_.clear();
+    batch_.block_copies = plan.copies;
+    for (const ScheduledChunk& c : plan.chunks) {
+        Sequence& s = *c.seq;
+        const int32_t index = batch_.add_sequence(blocks_.block_table(s.id));
+        for (int64_t p = c.begin; p < c.end; ++p)
+            batch_.add(s.tokens[size_t(p)], int32_t(p), index, blocks_.slot(s.id, p), c.logits && p + 1 == c.end);
+        if (s.request && !s.request->scheduled) {
+            s.request->scheduled = true;
+            s.request->timings.queue = seconds_between(s.request->arrival, start);
+            s.request->usage.cached_prompt_tokens = std::max<int64_t>(0, s.first_cached_tokens);
+        }
+    }
+
+    std::vector<float> logits;
+    std::vector<RequestState*> done;
+    try {
+        logits = model_.forward(batch_);
+        const size_t want = size_t(batch_.n_logit_rows()) * size_t(info_.vocab_size);
+        if (logits.size() != want)
+            fail("the model returned {} logits, expected {} ({} rows of {})", logits.size(), want,
+                 batch_.n_logit_rows(), info_.vocab_size);
+    } catch (const std::exception& e) {
+        log_error("engine: forward step over {} tokens failed: {}", batch_.size(), e.what());
+        std::vector<RequestState*> failed;
+        for (const ScheduledChunk& c : plan.chunks)
+            if (c.seq->request && std::find(failed.begin(), failed.end(), c.seq->request) == failed.end())
+                failed.push_back(c.seq->request);
+        for (RequestState* r : failed) {
+            fail_request(*r, FinishReason::error, fmt::format("model step failed: {}", e.what()));
+            retire(*r);
+        }
+        return false;
+    }
+    scheduler_.complete(plan);
+    ++counters_.steps;
+    counters_.step_tokens += plan.n_tokens;
+    counters_.computed_prompt_tokens += plan.n_prefill_tokens;
+    counters_.max_step_tokens = std::max(counters_.max_step_tokens, plan.n_tokens);
+
+    size_t row = 0;
+    for (const ScheduledChunk& c : plan.chunks) {
+        if (!c.logits) continue;
+        float* p = logits.data() + row++ * size_t(info_.vocab_size);
+        Sequence& s = *c.seq;
+        if (s.status != SeqStatus::running || !s.request) continue;  // failed earlier in this loop
+        RequestState& r = *s.request;
+        if (!r.forked && r.request.n > 1) {
+            fork_request(r, s);
+            for (int32_t i = 1; i < r.request.n; ++i) {
+                std::vector<float> copy(p, p + info_.vocab_size);
+                sample(*r.seqs[size_t(i)], copy.data());
+            }
+        }
+        sample(s, p);
+        if (r.n_done == r.request.n && std::find(done.begin(), done.end(), &r) == done.end()) done.push_back(&r);
+    }
+    for (RequestState* r : done) retire(*r);
+
+    if (options_.on_step) {
+        StepInfo info{plan.n_tokens, plan.n_decode_tokens, plan.n_prefill_tokens, int64_t(plan.chunks.size()),
+                      seconds_between(start, Clock::now())};
+        options_.on_step(info);
+    }
+    return true;
+}
+
+EngineStats EngineCore::stats() const {
+    EngineStats s = counters_;
+    s.preemptions = scheduler_.preemptions();
+    s.running_sequences = int64_t(scheduler_.num_running());
+    s.waiting_sequences = int64_t(scheduler_.num_waiting());
+    for (const auto& [id, r] : requests_) {
+        bool running = false;
+        for (const auto& seq : r->seqs) running = running || seq->status == SeqStatus::running;
+        ++(running ? s.running_requests : s.waiting_requests);
+    }
+    s.kv_blocks_total = blocks_.n_blocks();
+    s.kv_blocks_used = blocks_.num_used_blocks();
+    s.kv_blocks_cached = blocks_.num_evictable_blocks();
+    s.kv_usage = double(s.kv_blocks_used) / double(s.kv_blocks_total);
+    s.prefix_queried_tokens = blocks_.stats().queried_tokens;
+    s.prefix_hit_tokens = blocks_.stats().hit_tokens;
+    return s;
+}
+
+}  // namespace pagoda::engine

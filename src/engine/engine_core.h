@@ -1,0 +1,113 @@
+// The engine's single-threaded heart: requests, their sequences, the scheduler, the block manager
+// and one StepModel. step() plans a step, builds the Batch, runs forward, samples every sequence
+// that produced logits, applies stop conditions and emits deltas. Engine runs it on its own thread;
+// tests drive it directly, step by step. Faults stay local: a request whose sampling or
+// detokenization throws finishes with an error; a forward() exception fails the requests in that
+// batch (their blocks freed) and the next step goes on with the rest.
+#pragma once
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "engine/delta_queue.h"
+#include "engine/engine_stats.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "engine/step_model.h"
+#include "kv/block_manager.h"
+
+namespace pagoda::tokenizer {
+class Tokenizer;
+}
+
+namespace pagoda::engine {
+
+struct FinishedRequest {
+    RequestId id = 0;
+    Usage usage;
+    RequestTimings timings;
+    FinishReason reason = FinishReason::stop;  // of choice 0
+};
+
+struct EngineOptions {
+    SchedulerConfig scheduler;
+    bool prefix_caching = true;
+    int64_t max_context = 0;  // 0: the model's; else the smaller of the two
+    // Called on the engine thread (keep them short).
+    std::function<void(const StepInfo&)> on_step;
+    std::function<void(const FinishedRequest&)> on_request_finished;
+};
+
+using DeltaCallback = std::function<void(const Delta&)>;
+
+struct RequestState {
+    RequestId id = 0;
+    Request request;
+    std::shared_ptr<DeltaQueue> queue;  // deltas go here unless `callback` is set
+    DeltaCallback callback;
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    std::vector<char> choice_done;
+    int32_t n_done = 0;
+    bool forked = false;
+    Clock::time_point arrival, last_token;
+    bool scheduled = false, any_token = false;
+    Usage usage;
+    RequestTimings timings;
+};
+
+class EngineCore {
+public:
+    // The tokenizer may be null (token ids only: no text, no stop strings, no EOG detection).
+    EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options);
+    ~EngineCore();
+
+    const StepModelInfo& model_info() const { return info_; }
+    // Longest sequence (prompt + generated) allowed: the model context and the whole KV pool.
+    int64_t context_limit() const { return context_limit_; }
+    const tokenizer::Tokenizer* tokenizer() const { return tokenizer_.get(); }
+    // Throws pagoda::Error naming what makes the request invalid or impossible to serve.
+    void validate(const Request& request) const;
+    // Takes a validated request. Deltas go to `callback` when set, else to `queue`.
+    void add(RequestId id, Request request, std::shared_ptr<DeltaQueue> queue, DeltaCallback callback = {},
+             Clock::time_point arrival = Clock::now());
+    // Finishes the request's unfinished choices with FinishReason::cancelled; false if unknown/done.
+    bool cancel(RequestId id);
+    // Finishes every request (cancelled, or error with `message` when given).
+    void abort_all(const std::string& message = {});
+
+    // One iteration; false when nothing could be scheduled (or the forward step failed).
+    bool step();
+    bool has_work() const { return scheduler_.has_work(); }
+    size_t num_requests() const { return requests_.size(); }
+
+    EngineStats stats() const;
+    Scheduler& scheduler() { return scheduler_; }
+    kv::BlockManager& blocks() { return blocks_; }
+
+private:
+    Sequence& new_sequence(RequestState& r, int32_t index, std::vector<int32_t> tokens);
+    void fork_request(RequestState& r, Sequence& parent);
+    // Samples one token for seq from `row` (modified) and emits its delta.
+    void sample(Sequence& seq, float* row);
+    void finish_sequence(Sequence& seq, FinishReason reason, Delta& delta);
+    void fail_request(RequestState& r, FinishReason reason, const std::string& error);
+    void emit(RequestState& r, Delta delta);
+    void retire(RequestState& r);
+    void record_timings_done(RequestState& r);
+
+    StepModel& model_;
+    StepModelInfo info_;
+    std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
+    EngineOptions options_;
+    int64_t context_limit_ = 0;
+    kv::BlockManager blocks_;
+    Scheduler scheduler_;
+    std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
+    kv::SeqId next_seq_id_ = 1;
+    uint64_t next_arrival_ = 1;
+    model::Batch batch_;
+    EngineStats counters_;
+};
+
+}  // namespace pagoda::engine

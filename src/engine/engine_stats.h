@@ -1,0 +1,33 @@
+// Counters and gauges of a running engine, for logs, `bench-throughput` and the server's /metrics.
+// A snapshot is copied out under a lock; latency samples go to callbacks (EngineOptions) so the
+// caller can feed histograms without the engine keeping unbounded lists.
+#pragma once
+#include <cstdint>
+
+namespace pagoda::engine {
+
+struct EngineStats {
+    // gauges
+    int64_t running_requests = 0, waiting_requests = 0;
+    int64_t running_sequences = 0, waiting_sequences = 0;
+    int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0;  // cached: evictable prefix blocks
+    double kv_usage = 0;  // used / total
+    // counters
+    int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;
+    int64_t prompt_tokens = 0;          // prompt tokens of admitted requests
+    int64_t computed_prompt_tokens = 0; // prefill tokens actually run (cache misses, recomputation)
+    int64_t generation_tokens = 0;      // tokens sampled
+    int64_t preemptions = 0;
+    int64_t steps = 0, step_tokens = 0, max_step_tokens = 0;
+    int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0, requests_rejected = 0;
+    double prefix_hit_rate() const {
+        return prefix_queried_tokens ? double(prefix_hit_tokens) / double(prefix_queried_tokens) : 0.0;
+    }
+};
+
+struct StepInfo {
+    int64_t n_tokens = 0, n_decode_tokens = 0, n_prefill_tokens = 0, n_sequences = 0;
+    double seconds = 0;  // forward + sampling
+};
+
+}  // namespace pagoda::engine

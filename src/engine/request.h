@@ -1,0 +1,73 @@
+// What a caller hands the engine (Request) and what comes back while it runs (Delta).
+// A request is a prompt (token ids), sampling parameters, stop conditions, a priority and the number
+// of choices n; the engine streams one Delta per choice per generated token (and one when a choice
+// ends), in order. Text in deltas is valid UTF-8 that never ends inside a character, and text that
+// could still turn out to be the start of a stop string is held back until that is decided; a stop
+// string and anything after it never appear in the output.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace pagoda::engine {
+
+using RequestId = uint64_t;
+using Clock = std::chrono::steady_clock;
+
+struct StopConditions {
+    int64_t max_tokens = 16;              // generated tokens per choice (>= 1)
+    bool ignore_eos = false;              // keep going past end-of-generation tokens
+    std::vector<int32_t> stop_token_ids;  // finish (reason stop) when one is sampled; not in the text
+    std::vector<std::string> stop;        // stop strings (need a tokenizer); excluded from the text
+};
+
+struct Request {
+    std::vector<int32_t> prompt;  // token ids, non-empty
+    SamplingParams sampling;      // seed: choice i uses seed + i
+    StopConditions stop;
+    int32_t priority = 0;         // with the priority policy: lower runs sooner, ties first-come
+    int32_t n = 1;                // choices sharing the prompt's KV
+    int32_t logprobs = -1;        // -1: none; 0..20: the sampled token's logprob and this many alternatives
+};
+
+enum class FinishReason { stop, length, cancelled, error };
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled", "error"
+
+struct TokenLogprob {
+    int32_t token = 0;
+    float logprob = 0;                                // log-softmax of the model's raw logits
+    std::vector<std::pair<int32_t, float>> top;       // most likely alternatives, best first
+};
+
+struct Usage {
+    int64_t prompt_tokens = 0;
+    int64_t cached_prompt_tokens = 0;  // served from the prefix cache at first admission
+    int64_t completion_tokens = 0;     // generated tokens of all choices so far
+};
+
+// Per-request latencies in seconds, filled in when the request is done.
+struct RequestTimings {
+    double queue = 0;    // arrival -> first scheduled
+    double ttft = -1;    // arrival -> first token (-1: none produced)
+    double e2e = 0;      // arrival -> done
+    std::vector<double> inter_token;  // gaps between consecutive tokens of choice 0
+};
+
+struct Delta {
+    RequestId request = 0;
+    int32_t index = 0;                   // choice
+    std::vector<int32_t> token_ids;      // new tokens (also those whose text is held back)
+    std::string text;                    // new text
+    std::vector<TokenLogprob> logprobs;  // one per new token when logprobs >= 0
+    std::optional<FinishReason> finish_reason;  // set on the choice's last delta
+    std::string error;                   // with FinishReason::error
+    bool request_done = false;           // the request's last delta: every choice finished
+    Usage usage;                         // counts so far
+    RequestTimings timings;              // with request_done
+};
+
+}  // namespace pagoda::engine

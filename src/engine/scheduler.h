@@ -1,0 +1,87 @@
+// Iteration-level (continuous) batching. Each call to schedule() plans one forward step:
+//   1. decode: every running sequence that has a sampled token not yet in the KV cache gets one
+//      token, oldest admission first. When the KV pool cannot take it, the most recently admitted
+//      running sequence is preempted (its blocks freed; it goes back to the waiting queue with
+//      prompt + generated tokens as its new prompt, recomputed later, mostly from the prefix cache)
+//      until the append fits or the sequence itself was the one preempted.
+//   2. chunked prefill: running sequences whose prompt is partly computed continue, then waiting
+//      sequences are admitted in queue order (FCFS, or priority then FCFS) while the step's token
+//      budget, the max_seqs cap and the KV pool allow; each gets a chunk of what the budget leaves.
+//      The queue head blocks those behind it (no starvation of long prompts).
+// Because decodes come first and max_batched_tokens >= max_seqs, a running sequence waits at most
+// one step behind a long prompt. complete() records what a step computed; finish() and remove()
+// release a sequence's blocks. The scheduler never touches tensors: it drives a BlockManager.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/block_manager.h"
+
+namespace pagoda::engine {
+
+enum class SchedulingPolicy { fcfs, priority };
+
+struct SchedulerConfig {
+    int64_t max_batched_tokens = 2048;  // tokens per step (>= max_seqs)
+    int32_t max_seqs = 64;              // running sequences
+    SchedulingPolicy policy = SchedulingPolicy::fcfs;
+    double kv_watermark = 0.01;         // fraction of blocks kept free when admitting beside running work
+
+    void validate() const;  // throws pagoda::Error
+};
+
+struct ScheduledChunk {
+    Sequence* seq = nullptr;
+    int64_t begin = 0, end = 0;  // token positions computed this step
+    bool logits = false;         // end reaches the sequence's last token: sample from it
+};
+
+struct StepPlan {
+    std::vector<ScheduledChunk> chunks;
+    std::vector<kv::BlockCopy> copies;  // copy-on-write, to run before the forward step
+    std::vector<Sequence*> preempted;
+    int64_t n_tokens = 0;
+    int64_t n_decode_tokens = 0;
+    int64_t n_prefill_tokens = 0;
+    bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+public:
+    Scheduler(SchedulerConfig config, kv::BlockManager& blocks);
+
+    const SchedulerConfig& config() const { return config_; }
+    void add(Sequence* seq);  // joins the waiting queue
+    StepPlan schedule();
+    // After the step's forward ran: the chunks' tokens now have KV.
+    void complete(const StepPlan& plan);
+    // A fully computed running sequence `parent` gets a sibling sharing its blocks.
+    void fork(Sequence* parent, Sequence* child);
+    // Ends a sequence wherever it is (running or waiting) and frees its blocks.
+    void remove(Sequence* seq);
+
+    bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+    size_t num_waiting() const { return waiting_.size(); }
+    size_t num_running() const { return running_.size(); }
+    int32_t seats_in_use() const;
+    int64_t preemptions() const { return preemptions_; }
+    const std::vector<Sequence*>& running() const { return running_; }
+    const std::deque<Sequence*>& waiting() const { return waiting_; }
+
+private:
+    bool before(const Sequence* a, const Sequence* b) const;  // waiting-queue order
+    void enqueue(Sequence* seq);
+    void preempt(Sequence* seq, StepPlan& plan);
+    Sequence* newest_running() const;
+
+    SchedulerConfig config_;
+    kv::BlockManager& blocks_;
+    std::deque<Sequence*> waiting_;
+    std::vector<Sequence*> running_;  // in admission order
+    uint64_t admissions_ = 0;
+    int64_t preemptions_ = 0;
+};
+
+}  // namespace pagoda::engine

@@ -1,0 +1,46 @@
+// One choice of a request as the scheduler and the engine track it. The scheduler uses the
+// scheduling fields (tokens, n_computed, status, order keys); the engine uses the output side
+// (sampler, detokenizer, stop matcher). Sequences are owned by their request's state in EngineCore
+// (or by a test); the scheduler holds plain pointers.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+#include "engine/text_stream.h"
+#include "kv/block_manager.h"
+
+namespace pagoda::engine {
+
+struct RequestState;
+
+enum class SeqStatus { waiting, running, finished };
+
+struct Sequence {
+    kv::SeqId id = 0;
+    RequestState* request = nullptr;  // null in scheduler-only tests
+    int32_t index = 0;                // choice index within the request
+
+    // ---- scheduling ----
+    std::vector<int32_t> tokens;  // prompt + generated (the last one may not be in the KV yet)
+    int64_t n_prompt = 0;         // original prompt length
+    int64_t n_computed = 0;       // leading tokens whose KV is in the pool
+    SeqStatus status = SeqStatus::waiting;
+    int32_t priority = 0;
+    uint64_t arrival = 0;         // submission order (ties of priority, FCFS)
+    uint64_t admitted = 0;        // order of the latest admission (preemption picks the newest)
+    int32_t seats = 1;            // max_seqs places it holds (n for a request not yet forked)
+    int32_t n_preemptions = 0;
+    int64_t first_cached_tokens = -1;  // prefix-cache hit at its first admission
+
+    // ---- output ----
+    std::unique_ptr<Sampler> sampler;
+    TextStream text;
+    StopMatcher stop;
+    int64_t n_generated = 0;
+
+};
+
+}  // namespace pagoda::engine

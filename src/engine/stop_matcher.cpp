@@ -1,0 +1,52 @@
+#include "engine/stop_matcher.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace pagoda::engine {
+
+StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+    for (const auto& s : stops_)
+        if (s.empty()) fail("stop strings must not be empty");
+}
+
+StopMatcher::Result StopMatcher::feed(const std::string& piece) {
+    if (stopped_) return {{}, true};
+    held_ += piece;
+    if (stops_.empty()) {
+        Result r{std::move(held_), false};
+        held_.clear();
+        return r;
+    }
+    // Earliest occurrence of any stop string wins.
+    size_t first = std::string::npos;
+    for (const auto& s : stops_) first = std::min(first, held_.find(s));
+    if (first != std::string::npos) {
+        stopped_ = true;
+        Result r{held_.substr(0, first), true};
+        held_.clear();
+        return r;
+    }
+    // Keep the longest suffix that is a proper prefix of some stop string.
+    size_t keep = 0;
+    for (const auto& s : stops_) {
+        size_t max_len = std::min(held_.size(), s.size() - 1);
+        for (size_t len = max_len; len > keep; --len)
+            if (held_.compare(held_.size() - len, len, s, 0, len) == 0) {
+                keep = len;
+                break;
+            }
+    }
+    Result r{held_.substr(0, held_.size() - keep), false};
+    held_.erase(0, held_.size() - keep);
+    return r;
+}
+
+std::string StopMatcher::finish() {
+    std::string rest = stopped_ ? std::string() : std::move(held_);
+    held_.clear();
+    return rest;
+}
+
+}  // namespace pagoda::engine

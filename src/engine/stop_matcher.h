@@ -1,0 +1,32 @@
+// Stop strings over streamed text. feed() takes the next piece of decoded text and returns what may
+// be shown now: text up to (not including) the first stop string once one appears, and otherwise
+// everything except the longest tail that is still the beginning of some stop string (held back
+// until the following text decides it). finish() releases the held tail when generation ends for
+// another reason. Stop strings are UTF-8, so a held tail always starts on a character boundary.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace pagoda::engine {
+
+class StopMatcher {
+public:
+    StopMatcher() = default;
+    explicit StopMatcher(std::vector<std::string> stops);
+
+    struct Result {
+        std::string text;      // safe to emit
+        bool stopped = false;  // a stop string was found (text ends right before it)
+    };
+    Result feed(const std::string& piece);
+    std::string finish();  // the held-back tail
+    bool stopped() const { return stopped_; }
+    const std::string& held() const { return held_; }
+
+private:
+    std::vector<std::string> stops_;
+    std::string held_;
+    bool stopped_ = false;
+};
+
+}  // namespace pagoda::engine

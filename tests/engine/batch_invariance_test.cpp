@@ -1,0 +1,156 @@
+// Batch invariance end to end on real models: a greedy request yields the same tokens alone or
+// beside up to 64 others, whatever the token budget (chunked prefill), arrival order and KV pool
+// size (preemption and recomputation). Plus the stories260K goldens (llama2.c run.c) through the
+// engine, all at once, in small chunks.
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+
+#include "engine/engine_core.h"
+#include "engine/engine_test_util.h"
+#include "engine/model_step.h"
+#include "fixtures.h"
+#include "model/random_model.h"
+
+namespace pagoda::engine {
+namespace {
+
+using test::Driver;
+
+std::shared_ptr<model::Model> random_model() {
+    static std::shared_ptr<model::Model> m = [] {
+        model::RandomModelSpec spec;  // 2 layers, dim 64, 4 heads, 2 KV heads
+        spec.vocab_size = 300;
+        spec.seed = 7;
+        const std::string path = pagoda::test::temp_path("engine-random.gguf");
+        model::write_random_model(spec, nullptr, path);
+        return std::shared_ptr<model::Model>(model::Model::load(path, {.n_threads = 1}));
+    }();
+    return m;
+}
+
+struct Scenario {
+    int64_t budget;
+    int32_t max_seqs;
+    int64_t pool_tokens;
+    int32_t block_size;
+};
+
+// Runs `prompts` through one engine; request i arrives after `arrive_after[i]` steps.
+std::vector<std::vector<int32_t>> run_batch(std::shared_ptr<model::Model> m, const Scenario& sc,
+                                            const std::vector<std::vector<int32_t>>& prompts, int64_t max_tokens,
+                                            const std::vector<int>& arrive_after, int64_t* preemptions = nullptr) {
+    ModelStep step(m, {.block_size = sc.block_size}, sc.pool_tokens);
+    EngineCore core(step, nullptr, {.scheduler = {.max_batched_tokens = sc.budget, .max_seqs = sc.max_seqs}});
+    Driver driver(core);
+    std::vector<RequestId> ids(prompts.size());
+    size_t next = 0;
+    std::vector<size_t> order(prompts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return arrive_after[a] < arrive_after[b]; });
+    for (int s = 0; next < order.size() || core.has_work(); ++s) {
+        while (next < order.size() && arrive_after[order[next]] <= s) {
+            ids[order[next]] = driver.add(test::greedy_request(prompts[order[next]], max_tokens));
+            ++next;
+        }
+        core.step();
+        driver.collect();
+        if (s > 100000) break;
+    }
+    if (preemptions) *preemptions = core.stats().preemptions;
+    EXPECT_EQ(core.blocks().num_used_blocks(), 0);
+    std::vector<std::vector<int32_t>> out;
+    for (RequestId id : ids) out.push_back(driver.results[id].choices[0].tokens);
+    return out;
+}
+
+TEST(BatchInvariance, RandomModelAloneVersusBatched) {
+    auto m = random_model();
+    const int64_t vocab = m->config().vocab_size;
+    const int64_t max_tokens = 8;
+    std::vector<std::vector<int32_t>> prompts;
+    for (uint32_t i = 0; i < 64; ++i) prompts.push_back(test::make_prompt(1 + (i * 13) % 29, i + 1, vocab));
+    // Every third prompt shares a long prefix with the previous one (prefix-cache hits mid-batch).
+    for (size_t i = 2; i < prompts.size(); i += 3) {
+        auto p = prompts[i - 1];
+        p.push_back(int32_t(i % vocab));
+        prompts[i] = p;
+    }
+    std::vector<std::vector<int32_t>> alone;
+    for (const auto& p : prompts)
+        alone.push_back(run_batch(m, {512, 1, 4096, 16}, {p}, max_tokens, {0})[0]);
+
+    const std::vector<Scenario> scenarios = {
+        {512, 64, 8192, 16},  // everything at once
+        {7, 4, 4096, 4},      // tiny budget: chunked prefill beside decodes
+        {16, 16, 112, 4},     // tiny pool: preemption
+        {33, 8, 256, 1},      // block size 1
+    };
+    for (size_t si = 0; si < scenarios.size(); ++si) {
+        for (size_t n : {1u, 7u, 64u}) {
+            std::vector<std::vector<int32_t>> sub(prompts.begin(), prompts.begin() + std::ptrdiff_t(n));
+            std::vector<int> arrive(n);
+            for (size_t i = 0; i < n; ++i) arrive[i] = int((i * 7 + si) % 11);  // staggered, out of order
+            int64_t preemptions = 0;
+            auto got = run_batch(m, scenarios[si], sub, max_tokens, arrive, &preemptions);
+            for (size_t i = 0; i < n; ++i)
+                ASSERT_EQ(got[i], alone[i]) << "scenario " << si << ", batch of " << n << ", request " << i;
+            if (si == 2 && n == 64) {
+                EXPECT_GT(preemptions, 0);
+            }
+        }
+    }
+}
+
+struct Golden {
+    std::vector<int32_t> prompt, tokens;
+};
+
+Golden read_golden(const std::string& path) {
+    Golden g;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream s(line);
+        std::string head, count;
+        s >> head;
+        if (head != "prompt_tokens" && head != "tokens") continue;
+        s >> count;
+        std::vector<int32_t> ids;
+        int32_t v;
+        while (s >> v) ids.push_back(v);
+        (head == "tokens" ? g.tokens : g.prompt) = ids;
+    }
+    return g;
+}
+
+TEST(BatchInvariance, Stories260KGoldensTogetherInSmallChunks) {
+    const std::string model_path = pagoda::test::fixture("models/stories260K.gguf");
+    PAGODA_REQUIRE_FIXTURE(model_path);
+    std::vector<Golden> goldens;
+    for (const auto& e : std::filesystem::directory_iterator(pagoda::test::fixture("models/golden")))
+        if (e.path().string().ends_with(".ids.txt")) goldens.push_back(read_golden(e.path().string()));
+    ASSERT_GE(goldens.size(), 3u);
+    std::shared_ptr<model::Model> m(model::Model::load(model_path, {.n_threads = 1}));
+    for (const Scenario& sc : {Scenario{4096, 8, 4096, 16}, Scenario{5, 4, 640, 4}}) {
+        ModelStep step(m, {.block_size = sc.block_size}, sc.pool_tokens);
+        EngineCore core(step, nullptr, {.scheduler = {.max_batched_tokens = sc.budget, .max_seqs = sc.max_seqs}});
+        Driver driver(core);
+        std::vector<RequestId> ids;
+        for (const auto& g : goldens) {
+            ASSERT_GT(g.tokens.size(), g.prompt.size());
+            ASSERT_TRUE(std::equal(g.prompt.begin(), g.prompt.end(), g.tokens.begin()));
+            ids.push_back(driver.add(test::greedy_request(g.prompt, int64_t(g.tokens.size() - g.prompt.size()))));
+        }
+        driver.run();
+        for (size_t i = 0; i < goldens.size(); ++i) {
+            std::vector<int32_t> want(goldens[i].tokens.begin() + std::ptrdiff_t(goldens[i].prompt.size()),
+                                      goldens[i].tokens.end());
+            EXPECT_EQ(driver.results[ids[i]].choices[0].tokens, want) << "golden " << i << " budget " << sc.budget;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace pagoda::engine

@@ -1,0 +1,99 @@
+// Helpers for driving an EngineCore step by step in tests and collecting what each request streamed.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/engine_core.h"
+
+namespace pagoda::engine::test {
+
+struct ChoiceResult {
+    std::vector<int32_t> tokens;
+    std::string text;
+    std::vector<TokenLogprob> logprobs;
+    std::optional<FinishReason> finish;
+    std::string error;
+    int deltas = 0;
+};
+
+struct RequestResult {
+    std::map<int32_t, ChoiceResult> choices;
+    bool done = false;
+    Usage usage;
+    RequestTimings timings;
+};
+
+class Driver {
+public:
+    explicit Driver(EngineCore& core) : core_(core) {}
+
+    RequestId add(Request r) {
+        RequestId id = next_++;
+        auto q = std::make_shared<DeltaQueue>();
+        queues_[id] = q;
+        core_.add(id, std::move(r), q);
+        return id;
+    }
+    // Moves delivered deltas into results (checking per-delta invariants).
+    void collect() {
+        for (auto& [id, q] : queues_) {
+            while (auto d = q->try_pop()) {
+                EXPECT_EQ(d->request, id);
+                auto& res = results[id];
+                EXPECT_FALSE(res.done) << "delta after the final one";
+                auto& c = res.choices[d->index];
+                EXPECT_FALSE(c.finish.has_value()) << "delta after the choice finished";
+                c.tokens.insert(c.tokens.end(), d->token_ids.begin(), d->token_ids.end());
+                c.text += d->text;
+                c.logprobs.insert(c.logprobs.end(), d->logprobs.begin(), d->logprobs.end());
+                if (d->finish_reason) c.finish = d->finish_reason, c.error = d->error;
+                ++c.deltas;
+                res.usage = d->usage;
+                if (d->request_done) res.done = true, res.timings = d->timings;
+            }
+        }
+    }
+    // Steps until idle (bounded), collecting after each step.
+    int run(int max_steps = 100000) {
+        int n = 0;
+        while (core_.has_work() && n < max_steps) {
+            core_.step();
+            collect();
+            ++n;
+        }
+        collect();
+        EXPECT_FALSE(core_.has_work()) << "engine still busy after " << max_steps << " steps";
+        return n;
+    }
+
+    std::map<RequestId, RequestResult> results;
+
+private:
+    EngineCore& core_;
+    std::map<RequestId, std::shared_ptr<DeltaQueue>> queues_;
+    RequestId next_ = 1;
+};
+
+inline Request greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) {
+    Request r;
+    r.prompt = std::move(prompt);
+    r.sampling.temperature = 0;
+    r.stop.max_tokens = max_tokens;
+    return r;
+}
+
+inline std::vector<int32_t> make_prompt(int64_t n, uint32_t seed, int64_t vocab) {
+    std::vector<int32_t> p;
+    uint32_t x = seed * 2654435761u + 12345u;
+    for (int64_t i = 0; i < n; ++i) {
+        x = x * 1664525u + 1013904223u;
+        p.push_back(int32_t((x >> 8) % uint32_t(vocab)));
+    }
+    return p;
+}
+
+}  // namespace pagoda::engine::test

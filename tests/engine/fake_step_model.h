@@ -1,0 +1,117 @@
+// A StepModel for engine tests that checks the paged-KV contract and scripts the logits. It keeps a
+// fake KV cache (the token and position written to every slot), runs block copies, and for each
+// row that wants logits reads the sequence's whole context back through its block table, failing
+// the test if any slot holds the wrong position. The logits are then a pure function of that
+// context, so a reference can compute the expected tokens without any KV at all.
+#pragma once
+#include <cstdint>
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "engine/step_model.h"
+
+namespace pagoda::engine::test {
+
+// Deterministic pseudo-random logits of a context: a mix of the tokens and their positions.
+inline uint64_t context_hash(const std::vector<int32_t>& context) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < context.size(); ++i) {
+        h ^= uint64_t(context[i]) * 0x9E3779B97F4A7C15ull + i;
+        h *= 1099511628211ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+inline void hashed_logits(const std::vector<int32_t>& context, float* logits, int64_t vocab) {
+    uint64_t h = context_hash(context);
+    for (int64_t i = 0; i < vocab; ++i) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        logits[i] = float(int64_t(h >> 40) % 2000) / 250.0f - 4.0f;  // [-4, 4), distinct steps of 1/250
+    }
+}
+
+// The greedy continuation under hashed_logits, computed directly from the token list.
+inline int32_t reference_next(const std::vector<int32_t>& context, int64_t vocab) {
+    std::vector<float> l(static_cast<size_t>(vocab));
+    hashed_logits(context, l.data(), vocab);
+    int32_t best = 0;
+    for (int64_t i = 1; i < vocab; ++i)
+        if (l[size_t(i)] > l[size_t(best)]) best = int32_t(i);
+    return best;
+}
+
+inline std::vector<int32_t> reference_greedy(std::vector<int32_t> context, int64_t n, int64_t vocab) {
+    std::vector<int32_t> out;
+    for (int64_t i = 0; i < n; ++i) {
+        out.push_back(reference_next(context, vocab));
+        context.push_back(out.back());
+    }
+    return out;
+}
+
+class FakeStepModel : public StepModel {
+public:
+    using LogitsFn = std::function<void(const std::vector<int32_t>& context, float* logits, int64_t vocab)>;
+
+    FakeStepModel(int64_t vocab, int32_t n_blocks, int32_t block_size, int64_t max_context = 1 << 20,
+                  LogitsFn fn = hashed_logits)
+        : fn_(std::move(fn)), kv_(size_t(n_blocks) * size_t(block_size), Entry{-1, -1}) {
+        info_.vocab_size = vocab;
+        info_.n_kv_blocks = n_blocks;
+        info_.block_size = block_size;
+        info_.max_context = max_context;
+    }
+    const StepModelInfo& info() const override { return info_; }
+
+    std::vector<float> forward(const model::Batch& b) override {
+        ++steps;
+        if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
+        step_sizes.push_back(b.size());
+        step_batches.push_back(b);
+        for (int32_t t : b.tokens)
+            if (t == fail_on_token) fail("fake model: token {} is poisoned", t);
+        const int64_t bs = info_.block_size;
+        for (const auto& c : b.block_copies)
+            for (int64_t i = 0; i < bs; ++i) kv_[size_t(c.dst * bs + i)] = kv_[size_t(c.src * bs + i)];
+        for (int64_t i = 0; i < b.size(); ++i) kv_[size_t(b.slots[size_t(i)])] = {b.tokens[size_t(i)], b.positions[size_t(i)]};
+        std::vector<float> out;
+        for (int64_t i = 0; i < b.size(); ++i) {
+            if (!b.want_logits[size_t(i)]) continue;
+            const auto& table = b.block_tables[size_t(b.seq_index[size_t(i)])];
+            const int32_t pos = b.positions[size_t(i)];
+            std::vector<int32_t> context;
+            for (int32_t p = 0; p <= pos; ++p) {
+                const Entry& e = kv_[size_t(table[size_t(p / bs)] * bs + p % bs)];
+                EXPECT_EQ(e.pos, p) << "slot of position " << p << " holds position " << e.pos;
+                context.push_back(e.token);
+            }
+            contexts.push_back(context);
+            out.resize(out.size() + size_t(info_.vocab_size));
+            fn_(context, out.data() + out.size() - size_t(info_.vocab_size), info_.vocab_size);
+        }
+        return out;
+    }
+
+    int64_t steps = 0;
+    std::vector<int64_t> step_sizes;
+    std::vector<model::Batch> step_batches;
+    std::vector<std::vector<int32_t>> contexts;  // context of every logits row, in order
+    int32_t fail_on_token = -1;
+    std::chrono::milliseconds step_delay{0};  // makes steps slow enough to interleave with a test thread
+
+private:
+    struct Entry {
+        int32_t token, pos;
+    };
+    StepModelInfo info_;
+    LogitsFn fn_;
+    std::vector<Entry> kv_;
+};
+
+}  // namespace pagoda::engine::test
