@@ -174,6 +174,18 @@ def chat_cases():
     for agp in (True, False):
         cases.append({"template": "hermes3-tool-use", "case": f"tools/agp={int(agp)}", "messages": hermes_messages,
                       "add_generation_prompt": agp, **TOKENS, "tools": [rich_tool, WEATHER_TOOL], "extra": {}})
+    # IBM Granite 3.3: strftime_now, documents, controls, `in` on an undefined variable.
+    for agp in (True, False):
+        cases.append({"template": "granite3.3", "case": f"no_system/agp={int(agp)}", "messages": CONVERSATIONS["no_system_multi_turn"],
+                      "add_generation_prompt": agp, **TOKENS, "tools": None, "extra": {}})
+    cases.append({"template": "granite3.3", "case": "system", "messages": CONVERSATIONS["system_multi_turn"],
+                  "add_generation_prompt": True, **TOKENS, "tools": None, "extra": {}})
+    cases.append({"template": "granite3.3", "case": "tools_documents_controls", "messages": CONVERSATIONS["single_user"],
+                  "add_generation_prompt": True, **TOKENS, "tools": [WEATHER_TOOL],
+                  "extra": {"documents": [{"doc_id": 1, "text": "Pagodas are towers."}, {"doc_id": "b", "text": "Second doc."}],
+                            "controls": {"citations": True, "hallucinations": True, "length": "short"}}})
+    cases.append({"template": "granite3.3", "case": "thinking", "messages": CONVERSATIONS["single_user"],
+                  "add_generation_prompt": True, **TOKENS, "tools": None, "extra": {"thinking": True}})
     cases.append({"template": "chatml", "case": "content_parts_passthrough", "add_generation_prompt": True, **TOKENS,
                   "tools": None, "messages": [{"role": "user", "content": "plain"}], "extra": {}})
     return cases
