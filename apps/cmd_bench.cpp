@@ -22,6 +22,7 @@ struct BenchOptions {
     std::string model;
     int prompt = 512, gen = 128, reps = 5, threads = 0, chunk = 512;
     bool json = false, no_limits = false;
+    double shared_prefix = 0;  // > 0: also time prompts whose leading fraction is a cached prefix
     KvFlags kv;
 };
 
@@ -58,6 +59,48 @@ ModelFootprint footprint(const model::Model& m) {
     }
     if (const auto* q = file.find_tensor("blk.0.attn_q.weight")) f.weight_type = gguf::type_name(uint32_t(q->type));
     return f;
+}
+
+// Times prompts whose first `shared_prefix` fraction was computed by an earlier request (prefix
+// cache hit) against the same prompts computed from scratch, and reports the time saved.
+void report_prefix_reuse(const BenchOptions& o, model::Model& model, double cold_rate) {
+    auto opts = o.kv.options();
+    opts.prefix_caching = true;
+    model::SequenceRunner runner(model, opts, 2 * (int64_t(o.prompt) + 1));
+    std::mt19937 rng(4321);
+    std::uniform_int_distribution<int32_t> token(0, int32_t(model.config().vocab_size - 1));
+    const int64_t shared = int64_t(double(o.prompt) * o.shared_prefix);
+    std::vector<double> seconds;
+    int64_t cached = 0;
+    kv::SeqId seq = 1000000;
+    for (int r = 0; r < o.reps + 1; ++r) {
+        std::vector<int32_t> first(size_t(o.prompt)), second;
+        for (auto& t : first) t = token(rng);
+        runner.prefill(seq, first, o.chunk);
+        runner.release(seq++);
+        second.assign(first.begin(), first.begin() + shared);
+        while (int64_t(second.size()) < o.prompt) second.push_back(token(rng));
+        auto start = Clock::now();
+        runner.prefill(seq, second, o.chunk);
+        double s = std::chrono::duration<double>(Clock::now() - start).count();
+        cached = runner.last_cached_tokens();
+        runner.release(seq++);
+        runner.blocks().clear_prefix_cache();
+        if (r > 0) seconds.push_back(s);
+    }
+    Stat s = stats(seconds);
+    const double cold = cold_rate > 0 ? o.prompt / cold_rate : 0;
+    if (o.json) {
+        nlohmann::json j = {{"test", fmt::format("pp{}-prefix{:.0f}", o.prompt, 100 * o.shared_prefix)},
+                            {"seconds", s.mean}, {"stddev", s.stddev}, {"cached_tokens", cached},
+                            {"cold_seconds", cold}, {"threads", model.pool().size()}};
+        std::printf("%s\n", j.dump().c_str());
+    } else {
+        std::printf("\nprompt of %d tokens, %.0f %% shared with an earlier prompt: %lld tokens from the prefix cache, "
+                    "%.3f ± %.3f s vs %.3f s computed cold (%.0f %% of the prefill time saved)\n",
+                    o.prompt, 100 * o.shared_prefix, (long long)cached, s.mean, s.stddev, cold,
+                    cold > 0 ? 100 * (1 - s.mean / cold) : 0.0);
+    }
 }
 
 int run_bench(const BenchOptions& o) {
@@ -140,6 +183,7 @@ int run_bench(const BenchOptions& o) {
     }
     report("pp" + std::to_string(o.prompt), pp_rates, o.prompt);
     report("tg" + std::to_string(o.gen), tg_rates, o.gen);
+    if (o.shared_prefix > 0 && o.prompt > 1) report_prefix_reuse(o, *model, pp_rates.empty() ? 0 : stats(pp_rates).mean);
     return 0;
 }
 
@@ -153,6 +197,9 @@ CommandRegistration reg("bench", "Measure prompt-processing and generation speed
     sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(CLI::Range(1, 1 << 20));
     sub.add_flag("--json", o->json, "One JSON object per test instead of a table");
     sub.add_flag("--no-limits", o->no_limits, "Skip measuring bandwidth and peaks");
+    sub.add_option("--shared-prefix", o->shared_prefix,
+                   "Also time a prompt whose leading fraction (e.g. 0.9) is served from the prefix cache")
+        ->check(CLI::Range(0.0, 1.0));
     o->kv.add_to(sub);
     return [o] { return run_bench(*o); };
 });
