@@ -8,6 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libomp-dev
   python3 python3-jinja2
+  libboost1.81-dev prometheus
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -18,4 +19,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Node.js for the end-to-end client tests (tests/e2e/node). A node already on the machine (e.g. from
+# NodeSource, which bundles npm) is left alone; Debian's nodejs + npm only when there is none.
+if ! command -v node >/dev/null 2>&1; then
+  echo "pagoda: installing Debian nodejs and npm" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+# npm packages of the Node end-to-end tests (openai, ws), pinned by package-lock.json.
+node_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/e2e/node"
+if [ -f "$node_tests/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+  if [ ! -d "$node_tests/node_modules/openai" ] || [ ! -d "$node_tests/node_modules/ws" ] ||
+     [ "$node_tests/package-lock.json" -nt "$node_tests/node_modules" ]; then
+    echo "pagoda: installing the Node test packages (npm ci in tests/e2e/node)" >&2
+    (cd "$node_tests" && npm ci --no-audit --no-fund --loglevel=error) || echo "pagoda: npm ci failed; the Node e2e tests will be skipped" >&2
+  fi
 fi

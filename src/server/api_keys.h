@@ -1,0 +1,48 @@
+// API keys for the gateway, read from --api-key-file. One key per line, then optional settings:
+//     sk-alice-123  name=alice rpm=60 tpm=10000 concurrency=4
+//     # comments start with '#' (whole line, or after the settings)
+// name: the label used in logs and metrics (never the key itself); default "key<N>" (N = line).
+// rpm / tpm: requests and tokens (prompt + max_tokens reserved) per minute; concurrency: requests
+// in flight. 0 or absent: unlimited. Errors name the file, line and problem. Lookup compares the
+// presented key against every key in constant time, so timing reveals nothing about near misses.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pagoda::server {
+
+struct KeyLimits {
+    int64_t rpm = 0, tpm = 0, concurrency = 0;  // 0: unlimited
+};
+
+struct ApiKey {
+    std::string key;
+    std::string name;
+    KeyLimits limits;
+};
+
+class ApiKeyTable {
+public:
+    ApiKeyTable() = default;  // empty: the server is open
+    static ApiKeyTable parse(std::string_view text, const std::string& source = "api key file");
+    static ApiKeyTable load(const std::string& path);
+
+    bool empty() const { return keys_.empty(); }
+    size_t size() const { return keys_.size(); }
+    const std::vector<ApiKey>& keys() const { return keys_; }
+    // The key matching `presented`, or nullptr. Time depends only on the table, not on the match.
+    const ApiKey* find(std::string_view presented) const;
+
+private:
+    std::vector<ApiKey> keys_;
+};
+
+// True when a and b are equal; time depends on the lengths only, not on where they differ.
+bool constant_time_equal(std::string_view a, std::string_view b);
+
+// "Bearer KEY" -> "KEY" (scheme case-insensitive); empty when the header has another form.
+std::string_view bearer_token(std::string_view authorization);
+
+}  // namespace pagoda::server

@@ -1,0 +1,369 @@
+#include "server/gateway.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <random>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "engine/model_step.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+
+using json = nlohmann::json;
+
+// ---- Job ----
+
+Job::Job(Gateway& gateway, std::string request_id, CompletionParams params, ResponseContext ctx, size_t n_subs)
+    : gateway_(gateway),
+      request_id_(std::move(request_id)),
+      params_(std::move(params)),
+      assembler_(std::move(ctx), n_subs) {
+    ++gateway_.active_jobs_;
+}
+
+Job::~Job() {
+    if (!finished_) {
+        cancel();
+        finish(499);  // nginx's "client closed request": the transport went away before answering
+    }
+}
+
+void Job::cancel() {
+    if (gateway_.state() != Gateway::State::ready) return;
+    for (engine::RequestId id : engine_ids_) gateway_.engine_->cancel(id);
+}
+
+void Job::finish(int status) {
+    if (finished_.exchange(true)) return;
+    if (limited_) {
+        const int64_t used = assembler_.prompt_tokens() + assembler_.completion_tokens();
+        gateway_.limiter_.finish(key_name_, reserved_tokens_, used, gateway_.now_seconds());
+    }
+    gateway_.metrics_.on_api_request(key_name_, endpoint_name(params_.endpoint), status);
+    --gateway_.active_jobs_;
+}
+
+// ---- Gateway ----
+
+Gateway::Gateway(GatewayOptions options, ApiKeyTable keys) : options_(std::move(options)), keys_(std::move(keys)) {
+    model_name_ = options_.model_name.empty() ? std::filesystem::path(options_.model_path).stem().string()
+                                              : options_.model_name;
+    std::random_device rd;
+    id_salt_ = (uint64_t(rd()) << 32) ^ rd();
+}
+
+Gateway::~Gateway() { stop_engine(); }
+
+double Gateway::now_seconds() const {
+    return std::chrono::duration<double>(SteadyClock::now() - epoch_).count();
+}
+
+std::string Gateway::new_request_id() {
+    // Unique within the process and unlikely to repeat across restarts: salt + counter, mixed.
+    uint64_t x = id_salt_ + 0x9e3779b97f4a7c15ull * next_id_.fetch_add(1);
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    return fmt::format("{:016x}", x);
+}
+
+void Gateway::load() {
+    try {
+        const auto t0 = SteadyClock::now();
+        std::shared_ptr<const gguf::File> file = gguf::File::open(options_.model_path);
+        std::shared_ptr<const tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(*file);
+        std::shared_ptr<model::Model> model = model::Model::from_file(file, {.n_threads = options_.threads});
+        const auto& cfg = model->config();
+        if (!options_.chat_template.empty()) {
+            template_ = tokenizer::ChatTemplate::from_name_or_file(options_.chat_template);
+        } else if (auto src = file->get_string_or("tokenizer.chat_template", ""); !src.empty()) {
+            template_ = tokenizer::ChatTemplate::from_source(src, "gguf");
+        } else {
+            log_warn("the model has no tokenizer.chat_template; chat requests use the builtin 'chatml' "
+                     "(choose another with --chat-template)");
+            template_ = tokenizer::ChatTemplate::builtin("chatml");
+        }
+        // Without --kv-memory: one full context, or 256 tokens for each sequence that may run,
+        // whichever is more (production deployments size it with --kv-memory).
+        const int64_t tokens_wanted =
+            std::max<int64_t>(cfg.context_length, int64_t(options_.scheduler.max_seqs) * 256);
+        auto step = std::make_unique<engine::ModelStep>(model, options_.kv, tokens_wanted);
+        const auto info = step->info();
+        engine::EngineOptions eo;
+        eo.scheduler = options_.scheduler;
+        eo.prefix_caching = options_.kv.prefix_caching;
+        const int64_t budget = options_.scheduler.max_batched_tokens;
+        eo.on_step = [this, budget](const engine::StepInfo& s) { metrics_.on_step(s, budget); };
+        eo.on_request_finished = [this](const engine::FinishedRequest& f) { metrics_.on_request_finished(f); };
+        auto engine = std::make_unique<engine::Engine>(std::move(step), tok, std::move(eo));
+        {
+            std::lock_guard lock(engine_mutex_);
+            tokenizer_ = tok;
+            engine_ = std::move(engine);
+        }
+        state_ = State::ready;
+        log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens; context limit {}", model_name_,
+                 std::chrono::duration<double>(SteadyClock::now() - t0).count(), cfg.describe(), info.n_kv_blocks,
+                 info.block_size, engine_->context_limit());
+    } catch (const std::exception& e) {
+        load_error_ = e.what();
+        state_ = State::failed;
+        throw;
+    }
+}
+
+void Gateway::stop_engine() {
+    std::lock_guard lock(engine_mutex_);
+    if (engine_) engine_->shutdown(false);  // cancels what is left; their final deltas still arrive
+}
+
+const ApiKey* Gateway::authenticate(std::string_view header) {
+    if (keys_.empty()) return nullptr;
+    std::string_view token = bearer_token(header);
+    const ApiKey* key = keys_.find(token);
+    if (!key) {
+        metrics_.on_rejection("unknown", "auth");
+        if (header.empty())
+            throw ApiError::unauthorized("missing API key: send 'Authorization: Bearer YOUR_KEY'");
+        throw ApiError::unauthorized("incorrect API key provided");
+    }
+    return key;
+}
+
+void Gateway::record_rejection(const ApiKey* key, const std::string& reason) {
+    metrics_.on_rejection(key ? key->name : "anonymous", reason);
+}
+
+SimpleResponse Gateway::health() const {
+    switch (state()) {
+        case State::ready:
+            if (draining_) return {503, "application/json", R"({"status":"draining"})"};
+            return {200, "application/json", R"({"status":"ok"})"};
+        case State::loading: return {503, "application/json", R"({"status":"loading"})", 1.0};
+        case State::failed:
+            return {503, "application/json", dump_json(json{{"status", "failed"}, {"error", load_error_}})};
+    }
+    return {500, "application/json", "{}"};
+}
+
+SimpleResponse Gateway::models() const {
+    json card = {{"id", model_name_}, {"object", "model"}, {"created", 0}, {"owned_by", "pagoda"}};
+    if (state() == State::ready) {
+        card["max_model_len"] = engine_->context_limit();
+        card["vocab_size"] = engine_->model_info().vocab_size;
+    }
+    return {200, "application/json", dump_json(json{{"object", "list"}, {"data", json::array({card})}})};
+}
+
+SimpleResponse Gateway::metrics() {
+    engine::EngineStats stats;
+    const bool ready = state() == State::ready;
+    if (ready) stats = engine_->stats();
+    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(ready ? &stats : nullptr, ready)};
+}
+
+std::vector<int32_t> Gateway::tokenize_prompt(const PromptInput& prompt) const {
+    if (const auto* ids = std::get_if<std::vector<int32_t>>(&prompt)) {
+        const int64_t vocab = engine_->model_info().vocab_size;
+        for (size_t i = 0; i < ids->size(); ++i)
+            if ((*ids)[i] >= vocab)
+                throw ApiError::invalid(fmt::format("prompt token {} is out of range (vocabulary has {} tokens)", (*ids)[i], vocab),
+                                        "prompt", "invalid_value");
+        return *ids;
+    }
+    // Text prompts never parse special-token text: a user string cannot forge control tokens.
+    return tokenizer_->encode(std::get<std::string>(prompt));
+}
+
+std::vector<int32_t> Gateway::render_chat(const CompletionParams& p) const {
+    tokenizer::ChatRenderOptions ro;
+    ro.add_generation_prompt = true;
+    const auto& vocab = tokenizer_->vocab();
+    if (tokenizer_->bos() >= 0) ro.bos_token = tokenizer_->token_to_piece(tokenizer_->bos(), true);
+    if (tokenizer_->eos() >= 0) ro.eos_token = tokenizer_->token_to_piece(tokenizer_->eos(), true);
+    if (!p.tools.is_null()) ro.tools = p.tools;
+    std::string text;
+    try {
+        text = template_->render(p.messages, ro);
+    } catch (const Error& e) {
+        // raise_exception() in a template is how it rejects a conversation (e.g. roles out of order).
+        throw ApiError::invalid(fmt::format("the chat template rejected the messages: {}", e.what()), "messages",
+                                "invalid_messages");
+    }
+    // The template writes special tokens as text (<|im_start|>, the BOS text): parse them; add BOS
+    // only when the vocabulary wants one and the template did not already write it.
+    std::vector<int32_t> ids = tokenizer_->encode(text, {.add_bos = false, .add_eos = false, .parse_special = true});
+    if (vocab.add_bos() && tokenizer_->bos() >= 0 && (ids.empty() || ids.front() != tokenizer_->bos()))
+        ids.insert(ids.begin(), tokenizer_->bos());
+    return ids;
+}
+
+std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const ApiKey* key,
+                                    const std::string& request_id, DeltaSink sink) {
+    const std::string key_name = key ? key->name : "anonymous";
+    auto reject = [&](const std::string& reason, ApiError e) -> ApiError {
+        metrics_.on_rejection(key_name, reason);
+        return e;
+    };
+    if (draining_) throw reject("draining", ApiError::unavailable("the server is shutting down", "shutting_down"));
+    if (state() == State::loading) {
+        ApiError e = ApiError::unavailable("the model is still loading; retry shortly", "model_loading");
+        e.retry_after = 1;
+        throw reject("loading", e);
+    }
+    if (state() == State::failed)
+        throw reject("failed", ApiError::unavailable("the model failed to load: " + load_error_, "model_failed"));
+
+    CompletionParams p;
+    try {
+        p = parse_completion_request(body, endpoint);
+    } catch (const ApiError&) {
+        metrics_.on_rejection(key_name, "invalid");
+        throw;
+    }
+    if (!p.model.empty() && p.model != model_name_)
+        throw reject("invalid", ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
+                                                          model_name_),
+                                         "invalid_request_error", "model", "model_not_found"));
+
+    // Prompts -> token ids.
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<std::string> echo;
+    try {
+        if (endpoint == Endpoint::chat_completions) {
+            prompts.push_back(render_chat(p));
+        } else {
+            for (const auto& prompt : p.prompts) {
+                prompts.push_back(tokenize_prompt(prompt));
+                if (p.echo)
+                    echo.push_back(std::holds_alternative<std::string>(prompt) ? std::get<std::string>(prompt)
+                                                                               : tokenizer_->decode(prompts.back()));
+            }
+        }
+    } catch (const ApiError&) {
+        metrics_.on_rejection(key_name, "invalid");
+        throw;
+    }
+    const int64_t context = engine_->context_limit();
+    const int64_t prompt_cap = options_.max_prompt_tokens > 0 ? std::min(options_.max_prompt_tokens, context) : context;
+    const int64_t vocab = engine_->model_info().vocab_size;
+    for (const auto& [id, bias] : p.logit_bias)
+        if (id >= vocab)
+            throw reject("invalid", ApiError::invalid(fmt::format("logit_bias token {} is out of range (vocabulary has {} tokens)",
+                                                                  id, vocab),
+                                                      "logit_bias", "invalid_value"));
+    for (int32_t id : p.stop_token_ids)
+        if (id >= vocab)
+            throw reject("invalid", ApiError::invalid(fmt::format("stop_token_ids: token {} is out of range", id),
+                                                      "stop_token_ids", "invalid_value"));
+    int64_t longest = 0, total_prompt = 0;
+    for (const auto& ids : prompts) {
+        if (ids.empty())
+            throw reject("invalid", ApiError::invalid("the prompt encodes to no tokens", "prompt", "invalid_value"));
+        if (int64_t(ids.size()) > prompt_cap)
+            throw reject("invalid", ApiError::invalid(fmt::format("the prompt has {} tokens; the limit is {}", ids.size(),
+                                                                  prompt_cap),
+                                                      endpoint == Endpoint::chat_completions ? "messages" : "prompt",
+                                                      "context_length_exceeded"));
+        longest = std::max<int64_t>(longest, int64_t(ids.size()));
+        total_prompt += int64_t(ids.size());
+    }
+    int64_t max_tokens;
+    if (p.max_tokens) {
+        max_tokens = *p.max_tokens;
+        const char* param = body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+        if (max_tokens > options_.max_tokens_limit)
+            throw reject("invalid", ApiError::invalid(fmt::format("'{}' is {}; this server allows at most {}", param,
+                                                                  max_tokens, options_.max_tokens_limit),
+                                                      param, "invalid_value"));
+        if (longest + max_tokens > context)
+            throw reject("invalid",
+                         ApiError::invalid(fmt::format("This model's maximum context length is {} tokens. However, you "
+                                                       "requested {} tokens ({} in the prompt, {} for the completion). "
+                                                       "Please reduce the prompt or the completion length.",
+                                                       context, longest + max_tokens, longest, max_tokens),
+                                           param, "context_length_exceeded"));
+    } else {
+        // OpenAI defaults: 16 for completions, "as much as fits" for chat; both within our limit.
+        const int64_t room = context - longest;
+        max_tokens = endpoint == Endpoint::completions ? std::min<int64_t>(16, room)
+                                                       : std::min<int64_t>(options_.max_tokens_limit, room);
+        if (max_tokens < 1)
+            throw reject("invalid", ApiError::invalid(fmt::format("the prompt ({} tokens) leaves no room in the model's "
+                                                                  "context of {} tokens",
+                                                                  longest, context),
+                                                      "messages", "context_length_exceeded"));
+    }
+
+    // Admission: a long queue means new work would only wait; refuse at once instead.
+    const engine::EngineStats stats = engine_->stats();
+    if (stats.waiting_requests > options_.max_queue) {
+        ApiError e = ApiError::unavailable(fmt::format("the server is overloaded ({} requests waiting); retry later",
+                                                       stats.waiting_requests),
+                                           "queue_full");
+        e.retry_after = 1;
+        throw reject("queue_full", e);
+    }
+
+    const int64_t reserved = total_prompt + int64_t(prompts.size()) * p.n * max_tokens;
+    if (key) {
+        if (auto r = limiter_.admit(key->name, key->limits, reserved, now_seconds())) {
+            metrics_.on_rejection(key_name, reject_reason_name(r->reason));
+            throw ApiError::rate_limited(r->message, r->retry_after,
+                                         r->reason == RejectReason::too_large ? "request_too_large"
+                                                                              : "rate_limit_exceeded");
+        }
+    }
+
+    ResponseContext ctx;
+    ctx.endpoint = endpoint;
+    ctx.id = (endpoint == Endpoint::chat_completions ? "chatcmpl-" : "cmpl-") + request_id;
+    ctx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    ctx.model = model_name_;
+    ctx.n = p.n;
+    ctx.logprobs = p.logprobs;
+    ctx.include_usage = p.stream && p.include_usage;
+    ctx.echo_text = echo;
+    ctx.tokenizer = tokenizer_.get();
+    std::shared_ptr<Job> job(new Job(*this, request_id, p, std::move(ctx), prompts.size()));
+    job->key_name_ = key_name;
+    job->limited_ = key != nullptr;
+    job->reserved_tokens_ = reserved;
+
+    for (size_t sub = 0; sub < prompts.size(); ++sub) {
+        engine::Request r;
+        r.prompt = std::move(prompts[sub]);
+        r.n = p.n;
+        r.logprobs = p.logprobs;
+        r.sampling.temperature = p.temperature;
+        r.sampling.top_p = p.top_p;
+        r.sampling.top_k = p.top_k;
+        r.sampling.min_p = p.min_p;
+        r.sampling.repetition_penalty = p.repetition_penalty;
+        r.sampling.presence_penalty = p.presence_penalty;
+        r.sampling.frequency_penalty = p.frequency_penalty;
+        r.sampling.logit_bias = p.logit_bias;
+        if (p.seed) r.sampling.seed = *p.seed + uint64_t(sub) * uint64_t(p.n);
+        r.stop.max_tokens = max_tokens;
+        r.stop.ignore_eos = p.ignore_eos;
+        r.stop.stop = p.stop;
+        r.stop.stop_token_ids = p.stop_token_ids;
+        try {
+            auto handle = engine_->submit(std::move(r), [sink, sub](const engine::Delta& d) { sink(sub, d); });
+            job->engine_ids_.push_back(handle.id());
+        } catch (const Error& e) {
+            job->cancel();
+            job->finish(400);
+            metrics_.on_rejection(key_name, "invalid");
+            throw ApiError::invalid(e.what());
+        }
+    }
+    return job;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,155 @@
+// The gateway: everything between a parsed HTTP/WebSocket request and the engine, without sockets.
+// It owns the model (loaded on a background thread: load()), the engine, the chat template, API
+// keys, rate limits and metrics. The transport (http_server.cpp) calls authenticate(), the simple
+// endpoints, and start() for completions; a started Job delivers the engine's deltas through the
+// transport's callback (engine thread), and the transport feeds them back into the Job on its own
+// strand to get response chunks. Policy order for a completion: draining/loading (503) -> body ->
+// validation (400) -> prompt and max_tokens limits (400) -> admission queue (503) -> key limits (429).
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "model/kv_options.h"
+#include "server/api_error.h"
+#include "server/api_keys.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/rate_limiter.h"
+#include "server/server_metrics.h"
+#include "tokenizer/chat/chat_template.h"
+
+namespace pagoda::server {
+
+struct GatewayOptions {
+    std::string model_path;
+    int threads = 0;
+    engine::SchedulerConfig scheduler;
+    model::KvOptions kv;
+    int64_t max_queue = 256;            // new requests get 503 while more than this many wait
+    int64_t max_prompt_tokens = 0;      // 0: the context limit
+    int64_t max_tokens_limit = 4096;    // largest max_tokens accepted
+    std::string chat_template;          // name or file; empty: the model's, else chatml
+    std::string model_name;             // empty: the file's stem
+    bool open_health = true, open_metrics = true;
+};
+
+using SteadyClock = std::chrono::steady_clock;
+
+class Gateway;
+
+// One API request in flight (one or more engine requests). Methods other than cancel() are called
+// from the owning transport strand only.
+class Job {
+public:
+    ~Job();
+    const std::string& request_id() const { return request_id_; }
+    Endpoint endpoint() const { return params_.endpoint; }
+    bool stream() const { return params_.stream; }
+    const CompletionParams& params() const { return params_; }
+    const std::string& key_name() const { return key_name_; }
+
+    std::vector<nlohmann::json> opening_chunks() const { return assembler_.opening_chunks(); }
+    std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta) { return assembler_.add(sub, delta); }
+    bool done() const { return assembler_.done(); }
+    const ResponseAssembler& assembler() const { return assembler_; }
+
+    // Cancels the engine requests still running (any thread; idempotent).
+    void cancel();
+    // Releases limits and counts the request (status: HTTP status sent). Idempotent; the
+    // destructor calls it with 499 if the transport never did (client gone).
+    void finish(int status);
+
+private:
+    friend class Gateway;
+    Job(Gateway& gateway, std::string request_id, CompletionParams params, ResponseContext ctx, size_t n_subs);
+
+    Gateway& gateway_;
+    std::string request_id_;
+    CompletionParams params_;
+    ResponseAssembler assembler_;
+    std::string key_name_ = "anonymous";
+    std::vector<engine::RequestId> engine_ids_;
+    int64_t reserved_tokens_ = 0;
+    bool limited_ = false;
+    std::atomic<bool> finished_{false};
+};
+
+// Called on the engine thread for each delta of sub-request `sub`.
+using DeltaSink = std::function<void(size_t sub, const engine::Delta& delta)>;
+
+struct SimpleResponse {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+    std::optional<double> retry_after;
+};
+
+class Gateway {
+public:
+    Gateway(GatewayOptions options, ApiKeyTable keys);
+    ~Gateway();
+
+    // Loads model, tokenizer, template and starts the engine. Blocking: run it on its own thread.
+    // Throws pagoda::Error on failure (state becomes failed).
+    void load();
+    enum class State { loading, ready, failed };
+    State state() const { return state_.load(); }
+    const std::string& load_error() const { return load_error_; }
+
+    // The caller's key (nullptr: open server). Throws ApiError 401.
+    const ApiKey* authenticate(std::string_view authorization_header);
+    bool auth_required() const { return !keys_.empty(); }
+    bool open_health() const { return options_.open_health; }
+    bool open_metrics() const { return options_.open_metrics; }
+
+    SimpleResponse health() const;
+    SimpleResponse models() const;
+    SimpleResponse metrics();
+
+    // Starts a completion. Throws ApiError for every refusal.
+    std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
+                               const std::string& request_id, DeltaSink sink);
+
+    // Shutdown: stop admitting (503 for new requests), then cancel what is left and stop the engine.
+    void begin_drain() { draining_ = true; }
+    bool draining() const { return draining_; }
+    int64_t active_jobs() const { return active_jobs_.load(); }
+    void stop_engine();
+
+    ServerMetrics& server_metrics() { return metrics_; }
+    const std::string& model_name() const { return model_name_; }
+    void record_rejection(const ApiKey* key, const std::string& reason);
+    double now_seconds() const;
+    std::string new_request_id();
+
+private:
+    friend class Job;
+    std::vector<int32_t> tokenize_prompt(const PromptInput& prompt) const;
+    std::vector<int32_t> render_chat(const CompletionParams& p) const;
+
+    GatewayOptions options_;
+    ApiKeyTable keys_;
+    std::string model_name_;
+    std::atomic<State> state_{State::loading};
+    std::string load_error_;
+    std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
+    std::optional<tokenizer::ChatTemplate> template_;
+    std::unique_ptr<engine::Engine> engine_;
+    std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
+    RateLimiter limiter_;
+    ServerMetrics metrics_;
+    std::atomic<bool> draining_{false};
+    std::atomic<int64_t> active_jobs_{0};
+    std::atomic<uint64_t> next_id_{1};
+    uint64_t id_salt_ = 0;
+    SteadyClock::time_point epoch_ = SteadyClock::now();
+};
+
+}  // namespace pagoda::server

@@ -1,0 +1,32 @@
+// The network side of `pagoda serve`: a Boost.Beast HTTP/1.1 server (keep-alive, asynchronous I/O
+// on a small io_context thread pool, one strand per connection) with SSE streaming and a WebSocket
+// endpoint, in front of a Gateway. I/O threads parse, validate and write; the engine thread runs the
+// model and hands deltas back by posting them to the connection's strand.
+//
+// run() listens, starts loading the model on a background thread (so /health answers 503 while it
+// loads), and serves until SIGINT/SIGTERM: then it stops accepting, lets requests in flight finish
+// for up to grace_seconds, cancels the rest, and returns 0 (1 if the model failed to load).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "server/gateway.h"
+
+namespace pagoda::server {
+
+struct HttpServerOptions {
+    std::string host = "127.0.0.1";
+    uint16_t port = 8080;             // 0: any free port (printed on stderr: "listening on HOST:PORT")
+    int io_threads = 2;
+    uint64_t max_body_bytes = 8u << 20;
+    double request_timeout = 30;      // seconds to receive a whole request (headers and body)
+    double idle_timeout = 60;         // keep-alive wait for the next request
+    double heartbeat_seconds = 2;     // SSE ": ping" after this long without output
+    double grace_seconds = 10;
+    int64_t max_ws_requests = 64;     // requests in flight per WebSocket
+};
+
+// Serves until a signal; returns the process exit status.
+int run_http_server(Gateway& gateway, const HttpServerOptions& options);
+
+}  // namespace pagoda::server

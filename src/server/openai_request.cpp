@@ -1,0 +1,275 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "server/api_error.h"
+
+namespace pagoda::server {
+namespace {
+
+using json = nlohmann::json;
+
+const char* type_name(const json& v) {
+    switch (v.type()) {
+        case json::value_t::null: return "null";
+        case json::value_t::boolean: return "boolean";
+        case json::value_t::string: return "string";
+        case json::value_t::array: return "array";
+        case json::value_t::object: return "object";
+        case json::value_t::number_float: return "number";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned: return "integer";
+        default: return "value";
+    }
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const char* wanted, const json& got) {
+    throw ApiError::invalid(fmt::format("'{}' must be {}, got {}", field, wanted, type_name(got)), field,
+                            "invalid_type");
+}
+[[noreturn]] void out_of_range(const std::string& field, const std::string& rule) {
+    throw ApiError::invalid(fmt::format("'{}' {}", field, rule), field, "invalid_value");
+}
+
+// A field that is absent or null reads as "not given".
+const json* field(const json& body, const char* name) {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+bool get_bool(const json& v, const std::string& name) {
+    if (!v.is_boolean()) wrong_type(name, "a boolean", v);
+    return v.get<bool>();
+}
+
+double get_number(const json& v, const std::string& name, double lo, double hi) {
+    if (!v.is_number()) wrong_type(name, "a number", v);
+    double x = v.get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi) out_of_range(name, fmt::format("must be between {} and {}", lo, hi));
+    return x;
+}
+
+// Integers may arrive as 3 or 3.0 (JavaScript clients); 3.5 is refused.
+int64_t get_integer(const json& v, const std::string& name, int64_t lo, int64_t hi) {
+    int64_t x = 0;
+    if (v.is_number_integer()) {
+        if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+            out_of_range(name, fmt::format("must be between {} and {}", lo, hi));
+        x = v.get<int64_t>();
+    } else if (v.is_number_float()) {
+        double d = v.get<double>();
+        if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9e15) wrong_type(name, "an integer", v);
+        x = int64_t(d);
+    } else {
+        wrong_type(name, "an integer", v);
+    }
+    if (x < lo || x > hi) out_of_range(name, fmt::format("must be between {} and {}", lo, hi));
+    return x;
+}
+
+std::vector<int32_t> token_array(const json& v, const std::string& name) {
+    std::vector<int32_t> ids;
+    ids.reserve(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+        ids.push_back(int32_t(get_integer(v[i], fmt::format("{}[{}]", name, i), 0, std::numeric_limits<int32_t>::max())));
+    return ids;
+}
+
+void parse_prompt(const json& body, CompletionParams& p) {
+    const json* prompt = field(body, "prompt");
+    if (!prompt) throw ApiError::invalid("'prompt' is required", "prompt", "missing_required_parameter");
+    if (prompt->is_string()) {
+        p.prompts.emplace_back(prompt->get<std::string>());
+        return;
+    }
+    if (!prompt->is_array()) wrong_type("prompt", "a string, an array of strings or an array of token ids", *prompt);
+    if (prompt->empty()) out_of_range("prompt", "must not be an empty array");
+    if ((*prompt)[0].is_number()) {  // one prompt as token ids
+        p.prompts.emplace_back(token_array(*prompt, "prompt"));
+        return;
+    }
+    for (size_t i = 0; i < prompt->size(); ++i) {  // several prompts: strings or token arrays
+        const json& item = (*prompt)[i];
+        const std::string name = fmt::format("prompt[{}]", i);
+        if (item.is_string()) p.prompts.emplace_back(item.get<std::string>());
+        else if (item.is_array() && !item.empty()) p.prompts.emplace_back(token_array(item, name));
+        else wrong_type(name, "a string or a non-empty array of token ids", item);
+    }
+}
+
+void parse_messages(const json& body, CompletionParams& p) {
+    const json* messages = field(body, "messages");
+    if (!messages) throw ApiError::invalid("'messages' is required", "messages", "missing_required_parameter");
+    if (!messages->is_array()) wrong_type("messages", "an array", *messages);
+    if (messages->empty()) out_of_range("messages", "must contain at least one message");
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        const std::string name = fmt::format("messages[{}]", i);
+        if (!m.is_object()) wrong_type(name, "an object", m);
+        auto role = m.find("role");
+        if (role == m.end() || !role->is_string())
+            throw ApiError::invalid(fmt::format("'{}.role' must be a string", name), name + ".role", "invalid_type");
+        auto content = m.find("content");
+        if (content != m.end() && !content->is_null() && !content->is_string()) {
+            if (!content->is_array()) wrong_type(name + ".content", "a string, an array of parts or null", *content);
+            for (size_t j = 0; j < content->size(); ++j) {
+                const json& part = (*content)[j];
+                const std::string pname = fmt::format("{}.content[{}]", name, j);
+                if (!part.is_object()) wrong_type(pname, "an object", part);
+                auto type = part.find("type");
+                if (type == part.end() || !type->is_string() || *type != "text")
+                    throw ApiError::invalid(fmt::format("'{}' has an unsupported type: only text parts are supported", pname),
+                                            pname, "invalid_value");
+                auto text = part.find("text");
+                if (text == part.end() || !text->is_string()) wrong_type(pname + ".text", "a string", part.value("text", json()));
+            }
+        }
+    }
+    p.messages = *messages;
+}
+
+void parse_stop(const json& body, CompletionParams& p) {
+    const json* stop = field(body, "stop");
+    if (!stop) return;
+    if (stop->is_string()) {
+        p.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+        if (stop->size() > kMaxStopStrings) out_of_range("stop", fmt::format("may hold at most {} strings", kMaxStopStrings));
+        for (size_t i = 0; i < stop->size(); ++i) {
+            if (!(*stop)[i].is_string()) wrong_type(fmt::format("stop[{}]", i), "a string", (*stop)[i]);
+            p.stop.push_back((*stop)[i].get<std::string>());
+        }
+    } else {
+        wrong_type("stop", "a string or an array of strings", *stop);
+    }
+    for (const auto& s : p.stop)
+        if (s.empty()) out_of_range("stop", "must not contain empty strings");
+}
+
+}  // namespace
+
+const char* endpoint_name(Endpoint e) { return e == Endpoint::completions ? "completions" : "chat.completions"; }
+
+json parse_json_body(std::string_view bytes) {
+    if (bytes.empty()) throw ApiError::invalid("the request body is empty; send a JSON object", {}, "invalid_json");
+    try {
+        return json::parse(bytes.begin(), bytes.end());
+    } catch (const json::parse_error& e) {
+        // nlohmann's message names the byte offset and the problem (syntax, invalid UTF-8, ...).
+        throw ApiError::invalid(fmt::format("the request body is not valid JSON: {}", e.what()), {}, "invalid_json");
+    }
+}
+
+CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
+    if (!body.is_object()) wrong_type("body", "a JSON object", body);
+    CompletionParams p;
+    p.endpoint = endpoint;
+    const bool chat = endpoint == Endpoint::chat_completions;
+
+    if (const json* v = field(body, "model")) {
+        if (!v->is_string()) wrong_type("model", "a string", *v);
+        p.model = v->get<std::string>();
+    }
+    if (chat) parse_messages(body, p);
+    else parse_prompt(body, p);
+
+    if (const json* v = field(body, "n")) p.n = int32_t(get_integer(*v, "n", 1, kMaxChoices));
+    if (const json* v = field(body, "best_of")) {
+        if (get_integer(*v, "best_of", 1, kMaxChoices) != p.n)
+            throw ApiError::invalid("'best_of' different from 'n' is not supported", "best_of", "unsupported_parameter");
+    }
+    // max_completion_tokens is the newer name (chat); it wins over max_tokens.
+    if (const json* v = field(body, "max_tokens")) p.max_tokens = get_integer(*v, "max_tokens", 1, int64_t(1) << 40);
+    if (const json* v = field(body, "max_completion_tokens"))
+        p.max_tokens = get_integer(*v, "max_completion_tokens", 1, int64_t(1) << 40);
+    parse_stop(body, p);
+    if (const json* v = field(body, "stop_token_ids")) {
+        if (!v->is_array()) wrong_type("stop_token_ids", "an array of token ids", *v);
+        p.stop_token_ids = token_array(*v, "stop_token_ids");
+    }
+    if (const json* v = field(body, "temperature")) p.temperature = float(get_number(*v, "temperature", 0, 2));
+    if (const json* v = field(body, "top_p")) {
+        p.top_p = float(get_number(*v, "top_p", 0, 1));
+        if (p.top_p <= 0) out_of_range("top_p", "must be greater than 0 and at most 1");
+    }
+    if (const json* v = field(body, "top_k")) {
+        int64_t k = get_integer(*v, "top_k", -1, std::numeric_limits<int32_t>::max());
+        p.top_k = k < 0 ? 0 : int32_t(k);  // vLLM: -1 means off
+    }
+    if (const json* v = field(body, "min_p")) p.min_p = float(get_number(*v, "min_p", 0, 1));
+    if (const json* v = field(body, "repetition_penalty")) {
+        p.repetition_penalty = float(get_number(*v, "repetition_penalty", 0, 10));
+        if (p.repetition_penalty <= 0) out_of_range("repetition_penalty", "must be greater than 0");
+    }
+    if (const json* v = field(body, "presence_penalty")) p.presence_penalty = float(get_number(*v, "presence_penalty", -2, 2));
+    if (const json* v = field(body, "frequency_penalty"))
+        p.frequency_penalty = float(get_number(*v, "frequency_penalty", -2, 2));
+    if (const json* v = field(body, "logit_bias")) {
+        if (!v->is_object()) wrong_type("logit_bias", "an object mapping token ids to numbers", *v);
+        for (auto it = v->begin(); it != v->end(); ++it) {
+            const std::string name = "logit_bias." + it.key();
+            int64_t id = -1;
+            try {
+                size_t used = 0;
+                id = std::stoll(it.key(), &used);
+                if (used != it.key().size()) id = -1;
+            } catch (const std::exception&) {
+                id = -1;
+            }
+            if (id < 0 || id > std::numeric_limits<int32_t>::max())
+                throw ApiError::invalid(fmt::format("'logit_bias' keys must be token ids, got '{}'", it.key()), "logit_bias",
+                                        "invalid_value");
+            p.logit_bias[int32_t(id)] = float(get_number(it.value(), name, -100, 100));
+        }
+    }
+    if (const json* v = field(body, "seed")) {
+        int64_t s = get_integer(*v, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+        p.seed = uint64_t(s);
+    }
+    if (chat) {
+        bool want = false;
+        if (const json* v = field(body, "logprobs")) want = get_bool(*v, "logprobs");
+        int32_t top = 0;
+        if (const json* v = field(body, "top_logprobs")) {
+            top = int32_t(get_integer(*v, "top_logprobs", 0, 20));
+            if (!want) throw ApiError::invalid("'top_logprobs' needs 'logprobs' set to true", "top_logprobs", "invalid_value");
+        }
+        if (want) p.logprobs = top;
+        if (const json* v = field(body, "tools")) {
+            if (!v->is_array()) wrong_type("tools", "an array", *v);
+            p.tools = *v;
+        }
+        if (const json* v = field(body, "response_format")) {
+            if (!v->is_object() || !v->contains("type") || !(*v)["type"].is_string())
+                wrong_type("response_format", "an object with a string 'type'", *v);
+            if ((*v)["type"] != "text")
+                throw ApiError::invalid("only response_format type 'text' is supported", "response_format",
+                                        "unsupported_parameter");
+        }
+    } else {
+        if (const json* v = field(body, "logprobs")) p.logprobs = int32_t(get_integer(*v, "logprobs", 0, 20));
+        if (const json* v = field(body, "echo")) p.echo = get_bool(*v, "echo");
+        if (p.echo && p.logprobs >= 0)
+            throw ApiError::invalid("'echo' together with 'logprobs' is not supported", "echo", "unsupported_parameter");
+        if (const json* v = field(body, "suffix")) {
+            if (!v->is_string()) wrong_type("suffix", "a string", *v);
+            if (!v->get<std::string>().empty())
+                throw ApiError::invalid("'suffix' (insertion) is not supported", "suffix", "unsupported_parameter");
+        }
+    }
+    if (const json* v = field(body, "ignore_eos")) p.ignore_eos = get_bool(*v, "ignore_eos");
+    if (const json* v = field(body, "stream")) p.stream = get_bool(*v, "stream");
+    if (const json* v = field(body, "stream_options")) {
+        if (!v->is_object()) wrong_type("stream_options", "an object", *v);
+        if (auto it = v->find("include_usage"); it != v->end() && !it->is_null())
+            p.include_usage = get_bool(*it, "stream_options.include_usage");
+    }
+    if (int64_t(p.prompts.size()) * p.n > kMaxChoices)
+        out_of_range("n", fmt::format("times the number of prompts must be at most {}", kMaxChoices));
+    return p;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,57 @@
+// Parses and validates the JSON body of POST /v1/completions and /v1/chat/completions into a
+// CompletionParams, without a model: types and ranges are checked here and every problem becomes an
+// ApiError (400, naming the field in `param`). Fields OpenAI defines that change nothing here
+// (user, metadata, store, service_tier, parallel_tool_calls, ...) and unknown fields are ignored;
+// fields whose meaning we cannot honour (suffix, best_of != n, non-text response_format, echo with
+// logprobs) are refused rather than silently dropped. vLLM's extensions top_k, min_p,
+// repetition_penalty, ignore_eos and min_tokens-free stop_token_ids are accepted.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pagoda::server {
+
+enum class Endpoint { completions, chat_completions };
+const char* endpoint_name(Endpoint e);  // "completions", "chat.completions"
+
+// One prompt of a completions request: text, or token ids given directly.
+using PromptInput = std::variant<std::string, std::vector<int32_t>>;
+
+struct CompletionParams {
+    Endpoint endpoint = Endpoint::completions;
+    std::string model;                       // as sent (may be empty)
+    std::vector<PromptInput> prompts;        // completions: one or more prompts
+    nlohmann::json messages;                 // chat: the messages array as sent
+    nlohmann::json tools;                    // chat: tools array or null (handed to the template)
+    int32_t n = 1;
+    std::optional<int64_t> max_tokens;       // max_tokens / max_completion_tokens; unset: default
+    std::vector<std::string> stop;
+    std::vector<int32_t> stop_token_ids;
+    float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f, repetition_penalty = 1.0f;
+    int32_t top_k = 0;
+    float presence_penalty = 0.0f, frequency_penalty = 0.0f;
+    std::map<int32_t, float> logit_bias;
+    std::optional<uint64_t> seed;
+    int32_t logprobs = -1;                   // -1: none; else alternatives per token (0..20)
+    bool echo = false;                       // completions: prepend the prompt text
+    bool ignore_eos = false;
+    bool stream = false, include_usage = false;
+};
+
+// Maximum `n` and stop strings a request may carry (bounded work per request).
+inline constexpr int32_t kMaxChoices = 128;
+inline constexpr size_t kMaxStopStrings = 16;
+
+// Throws ApiError (400) on the first problem.
+CompletionParams parse_completion_request(const nlohmann::json& body, Endpoint endpoint);
+
+// Parses request bytes as JSON; malformed JSON (including invalid UTF-8) is ApiError 400.
+nlohmann::json parse_json_body(std::string_view bytes);
+
+}  // namespace pagoda::server

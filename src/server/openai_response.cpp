@@ -1,0 +1,205 @@
+#include "server/openai_response.h"
+
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+
+using json = nlohmann::json;
+
+const char* openai_finish_reason(engine::FinishReason reason) {
+    switch (reason) {
+        case engine::FinishReason::stop: return "stop";
+        case engine::FinishReason::length: return "length";
+        case engine::FinishReason::cancelled: return "abort";
+        case engine::FinishReason::error: return "error";
+    }
+    return "stop";
+}
+
+ResponseAssembler::ResponseAssembler(ResponseContext context, size_t n_subs)
+    : ctx_(std::move(context)), subs_(n_subs), choices_(n_subs * size_t(ctx_.n)) {
+    for (size_t sub = 0; sub < n_subs; ++sub)
+        for (int32_t i = 0; i < ctx_.n; ++i) {
+            Choice& c = choices_[sub * ctx_.n + i];
+            if (ctx_.logprobs >= 0) {
+                c.logprobs = ctx_.endpoint == Endpoint::chat_completions
+                                 ? json{{"content", json::array()}}
+                                 : json{{"tokens", json::array()},
+                                        {"token_logprobs", json::array()},
+                                        {"top_logprobs", json::array()},
+                                        {"text_offset", json::array()}};
+            }
+            if (sub < ctx_.echo_text.size()) c.text = ctx_.echo_text[sub];
+        }
+}
+
+json ResponseAssembler::chunk_base() const {
+    json j;
+    j["id"] = ctx_.id;
+    j["object"] = ctx_.endpoint == Endpoint::chat_completions ? "chat.completion.chunk" : "text_completion";
+    j["created"] = ctx_.created;
+    j["model"] = ctx_.model;
+    j["system_fingerprint"] = nullptr;
+    return j;
+}
+
+std::vector<json> ResponseAssembler::opening_chunks() const {
+    std::vector<json> out;
+    for (size_t index = 0; index < choices_.size(); ++index) {
+        json choice;
+        choice["index"] = index;
+        if (ctx_.endpoint == Endpoint::chat_completions) {
+            choice["delta"] = {{"role", "assistant"}, {"content", ""}};
+        } else {
+            size_t sub = index / size_t(ctx_.n);
+            if (sub >= ctx_.echo_text.size() || ctx_.echo_text[sub].empty()) continue;
+            choice["text"] = ctx_.echo_text[sub];
+        }
+        choice["logprobs"] = nullptr;
+        choice["finish_reason"] = nullptr;
+        json chunk = chunk_base();
+        chunk["choices"] = json::array({choice});
+        if (ctx_.include_usage) chunk["usage"] = nullptr;
+        out.push_back(std::move(chunk));
+    }
+    return out;
+}
+
+json ResponseAssembler::logprobs_json(const Choice& choice, const std::vector<engine::TokenLogprob>& lps,
+                                      size_t text_offset) const {
+    auto piece = [&](int32_t id) { return ctx_.tokenizer ? ctx_.tokenizer->token_to_piece(id) : std::to_string(id); };
+    auto bytes = [](const std::string& s) {
+        json b = json::array();
+        for (unsigned char c : s) b.push_back(int(c));
+        return b;
+    };
+    (void)choice;
+    if (ctx_.endpoint == Endpoint::chat_completions) {
+        json content = json::array();
+        for (const auto& lp : lps) {
+            std::string tok = piece(lp.token);
+            json top = json::array();
+            for (const auto& [id, l] : lp.top) {
+                std::string t = piece(id);
+                top.push_back({{"token", t}, {"logprob", l}, {"bytes", bytes(t)}});
+            }
+            content.push_back({{"token", tok}, {"logprob", lp.logprob}, {"bytes", bytes(tok)}, {"top_logprobs", top}});
+        }
+        return json{{"content", content}};
+    }
+    json tokens = json::array(), token_lps = json::array(), tops = json::array(), offsets = json::array();
+    size_t offset = text_offset;
+    for (const auto& lp : lps) {
+        std::string tok = piece(lp.token);
+        tokens.push_back(tok);
+        token_lps.push_back(lp.logprob);
+        json top = json::object();
+        for (const auto& [id, l] : lp.top) top[piece(id)] = l;
+        tops.push_back(top);
+        offsets.push_back(offset);
+        offset += tok.size();
+    }
+    return json{{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+void ResponseAssembler::append_logprobs(Choice& choice, const json& part) const {
+    for (auto it = part.begin(); it != part.end(); ++it)
+        for (const auto& item : it.value()) choice.logprobs[it.key()].push_back(item);
+}
+
+std::vector<json> ResponseAssembler::add(size_t sub, const engine::Delta& d) {
+    std::vector<json> out;
+    if (sub >= subs_.size() || d.index < 0 || d.index >= ctx_.n) return out;
+    Sub& s = subs_[sub];
+    s.usage = d.usage;
+    const size_t index = sub * size_t(ctx_.n) + size_t(d.index);
+    Choice& c = choices_[index];
+    if (d.finish_reason == engine::FinishReason::error && !error_)
+        error_ = d.error.empty() ? std::string("the engine failed this request") : d.error;
+
+    json lp = nullptr;
+    if (ctx_.logprobs >= 0 && !d.logprobs.empty()) {
+        lp = logprobs_json(c, d.logprobs, c.text.size());
+        append_logprobs(c, lp);
+    }
+    c.text += d.text;
+    if (d.finish_reason && !c.finish) c.finish = d.finish_reason;
+
+    const bool worth_sending = !d.text.empty() || !lp.is_null() || d.finish_reason.has_value();
+    if (worth_sending) {
+        json choice;
+        choice["index"] = index;
+        if (ctx_.endpoint == Endpoint::chat_completions) {
+            choice["delta"] = d.text.empty() ? json::object() : json{{"content", d.text}};
+        } else {
+            choice["text"] = d.text;
+        }
+        choice["logprobs"] = lp;
+        choice["finish_reason"] = d.finish_reason ? json(openai_finish_reason(*d.finish_reason)) : json(nullptr);
+        json chunk = chunk_base();
+        chunk["choices"] = json::array({choice});
+        if (ctx_.include_usage) chunk["usage"] = nullptr;
+        out.push_back(std::move(chunk));
+    }
+    if (d.request_done && !s.done) {
+        s.done = true;
+        ++subs_done_;
+    }
+    return out;
+}
+
+int64_t ResponseAssembler::prompt_tokens() const {
+    int64_t t = 0;
+    for (const auto& s : subs_) t += s.usage.prompt_tokens;
+    return t;
+}
+
+int64_t ResponseAssembler::completion_tokens() const {
+    int64_t t = 0;
+    for (const auto& s : subs_) t += s.usage.completion_tokens;
+    return t;
+}
+
+json ResponseAssembler::usage() const {
+    int64_t cached = 0;
+    for (const auto& s : subs_) cached += s.usage.cached_prompt_tokens;
+    const int64_t prompt = prompt_tokens(), completion = completion_tokens();
+    return json{{"prompt_tokens", prompt},
+                {"completion_tokens", completion},
+                {"total_tokens", prompt + completion},
+                {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+json ResponseAssembler::usage_chunk() const {
+    json chunk = chunk_base();
+    chunk["choices"] = json::array();
+    chunk["usage"] = usage();
+    return chunk;
+}
+
+json ResponseAssembler::response() const {
+    json r;
+    r["id"] = ctx_.id;
+    r["object"] = ctx_.endpoint == Endpoint::chat_completions ? "chat.completion" : "text_completion";
+    r["created"] = ctx_.created;
+    r["model"] = ctx_.model;
+    r["system_fingerprint"] = nullptr;
+    json choices = json::array();
+    for (size_t index = 0; index < choices_.size(); ++index) {
+        const Choice& c = choices_[index];
+        json choice;
+        choice["index"] = index;
+        if (ctx_.endpoint == Endpoint::chat_completions)
+            choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+        else
+            choice["text"] = c.text;
+        choice["logprobs"] = c.logprobs;
+        choice["finish_reason"] = c.finish ? json(openai_finish_reason(*c.finish)) : json(nullptr);
+        choices.push_back(std::move(choice));
+    }
+    r["choices"] = std::move(choices);
+    r["usage"] = usage();
+    return r;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,79 @@
+// Turns the engine's deltas for one API request into OpenAI response objects: streaming chunks
+// (text_completion / chat.completion.chunk) as deltas arrive, and the whole response object
+// (text_completion / chat.completion) at the end. A request with several prompts runs as several
+// engine requests ("subs"); sub k's choice i is choice k*n + i. Not thread-safe: one owner feeds it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/request.h"
+#include "server/openai_request.h"
+
+namespace pagoda::tokenizer {
+class Tokenizer;
+}
+
+namespace pagoda::server {
+
+struct ResponseContext {
+    Endpoint endpoint = Endpoint::completions;
+    std::string id;       // "cmpl-..." / "chatcmpl-..."
+    int64_t created = 0;  // unix seconds
+    std::string model;
+    int32_t n = 1;
+    int32_t logprobs = -1;
+    bool include_usage = false;          // streaming: usage: null on chunks, a usage chunk at the end
+    std::vector<std::string> echo_text;  // completions with echo: per prompt, the text to prepend
+    const tokenizer::Tokenizer* tokenizer = nullptr;  // token strings for logprobs
+};
+
+// "stop", "length", "abort" (cancelled), "error".
+const char* openai_finish_reason(engine::FinishReason reason);
+
+class ResponseAssembler {
+public:
+    ResponseAssembler(ResponseContext context, size_t n_subs);
+
+    // Streaming: chunks to send before any token (chat: the assistant role; completions: echoed prompt).
+    std::vector<nlohmann::json> opening_chunks() const;
+    // Records a delta of sub-request `sub`; returns the chunks it produces (may be none).
+    std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta);
+
+    bool done() const { return subs_done_ == subs_.size(); }
+    // The first engine error reported (a choice finished with FinishReason::error), if any.
+    const std::optional<std::string>& error() const { return error_; }
+
+    nlohmann::json usage() const;        // summed over subs
+    nlohmann::json usage_chunk() const;  // streaming: choices [] and usage
+    nlohmann::json response() const;     // non-streaming response object
+    int64_t prompt_tokens() const;
+    int64_t completion_tokens() const;
+    const ResponseContext& context() const { return ctx_; }
+
+private:
+    struct Choice {
+        std::string text;
+        nlohmann::json logprobs;  // accumulated (null when not requested)
+        std::optional<engine::FinishReason> finish;
+    };
+    struct Sub {
+        engine::Usage usage;
+        bool done = false;
+    };
+    nlohmann::json chunk_base() const;
+    nlohmann::json logprobs_json(const Choice& choice, const std::vector<engine::TokenLogprob>& lps,
+                                 size_t text_offset) const;
+    void append_logprobs(Choice& choice, const nlohmann::json& part) const;
+
+    ResponseContext ctx_;
+    std::vector<Sub> subs_;
+    std::vector<Choice> choices_;
+    size_t subs_done_ = 0;
+    std::optional<std::string> error_;
+};
+
+}  // namespace pagoda::server

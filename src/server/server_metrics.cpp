@@ -1,0 +1,94 @@
+#include "server/server_metrics.h"
+
+namespace pagoda::server {
+
+namespace {
+const std::vector<double> kLatencyBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+                                             0.75,  1.0,   2.5,  5.0,  7.5,  10,   20,   40,  80,  160};
+const std::vector<double> kTokenGapBuckets = {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
+                                              0.075, 0.1,    0.15,  0.2,  0.3,   0.4,  0.5,   0.75, 1.0,  2.5};
+const std::vector<double> kFractionBuckets = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+}  // namespace
+
+ServerMetrics::ServerMetrics() {
+    auto& r = registry_;
+    r.add_gauge("pagoda:model_ready", "1 when the model is loaded and requests are served, 0 while loading");
+    r.add_gauge("pagoda:num_requests_running", "Requests with sequences in the running batch");
+    r.add_gauge("pagoda:num_requests_waiting", "Requests waiting to be scheduled");
+    r.add_gauge("pagoda:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0 to 1)");
+    r.add_gauge("pagoda:kv_cache_blocks", "KV-cache blocks in the pool");
+    r.add_gauge("pagoda:kv_cache_blocks_cached", "Free KV-cache blocks still holding reusable prefix data");
+    r.add_counter("pagoda:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache");
+    r.add_counter("pagoda:prefix_cache_hits_total", "Prompt tokens found in the prefix cache");
+    r.add_counter("pagoda:prompt_tokens_total", "Prompt tokens of admitted requests");
+    r.add_counter("pagoda:prompt_tokens_computed_total", "Prompt tokens actually run through the model (misses, recomputation)");
+    r.add_counter("pagoda:generation_tokens_total", "Tokens generated");
+    r.add_counter("pagoda:num_preemptions_total", "Sequences preempted for lack of KV-cache space");
+    r.add_counter("pagoda:engine_steps_total", "Engine forward steps run");
+    r.add_counter("pagoda:engine_busy_seconds_total", "Seconds the engine spent in forward steps and sampling");
+    r.add_counter("pagoda:request_success_total", "Requests finished by the engine, by finish reason",
+                  {"finished_reason"});
+    r.add_histogram("pagoda:time_to_first_token_seconds", "Arrival to first generated token", kLatencyBuckets);
+    r.add_histogram("pagoda:inter_token_latency_seconds", "Gap between consecutive generated tokens", kTokenGapBuckets);
+    r.add_histogram("pagoda:e2e_request_latency_seconds", "Arrival to the last token", kLatencyBuckets);
+    r.add_histogram("pagoda:request_queue_time_seconds", "Arrival to first scheduled", kLatencyBuckets);
+    r.add_histogram("pagoda:request_prompt_tokens", "Prompt tokens per request",
+                    {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384});
+    r.add_histogram("pagoda:request_generation_tokens", "Generated tokens per request",
+                    {1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096});
+    r.add_histogram("pagoda:engine_step_utilisation", "Tokens per step as a fraction of --max-batched-tokens",
+                    kFractionBuckets);
+    r.add_histogram("pagoda:engine_step_duration_seconds", "Wall time of one engine step", kLatencyBuckets);
+    r.add_counter("pagoda:api_requests_total", "API requests answered, by key name, endpoint and HTTP status",
+                  {"key", "endpoint", "status"});
+    r.add_counter("pagoda:api_rejections_total", "API requests refused by the gateway, by key name and reason",
+                  {"key", "reason"});
+}
+
+void ServerMetrics::on_request_finished(const engine::FinishedRequest& f) {
+    auto& r = registry_;
+    r.inc("pagoda:request_success_total", {engine::finish_reason_name(f.reason)});
+    if (f.timings.ttft >= 0) r.observe("pagoda:time_to_first_token_seconds", f.timings.ttft);
+    for (double gap : f.timings.inter_token) r.observe("pagoda:inter_token_latency_seconds", gap);
+    r.observe("pagoda:e2e_request_latency_seconds", f.timings.e2e);
+    r.observe("pagoda:request_queue_time_seconds", f.timings.queue);
+    r.observe("pagoda:request_prompt_tokens", double(f.usage.prompt_tokens));
+    r.observe("pagoda:request_generation_tokens", double(f.usage.completion_tokens));
+}
+
+void ServerMetrics::on_step(const engine::StepInfo& step, int64_t max_batched_tokens) {
+    if (max_batched_tokens > 0)
+        registry_.observe("pagoda:engine_step_utilisation", double(step.n_tokens) / double(max_batched_tokens));
+    registry_.observe("pagoda:engine_step_duration_seconds", step.seconds);
+    registry_.inc("pagoda:engine_busy_seconds_total", {}, step.seconds);
+}
+
+void ServerMetrics::on_api_request(const std::string& key, const std::string& endpoint, int status) {
+    registry_.inc("pagoda:api_requests_total", {key, endpoint, std::to_string(status)});
+}
+
+void ServerMetrics::on_rejection(const std::string& key, const std::string& reason) {
+    registry_.inc("pagoda:api_rejections_total", {key, reason});
+}
+
+std::string ServerMetrics::render(const engine::EngineStats* s, bool ready) {
+    auto& r = registry_;
+    r.set("pagoda:model_ready", ready ? 1 : 0);
+    if (s) {
+        r.set("pagoda:num_requests_running", double(s->running_requests));
+        r.set("pagoda:num_requests_waiting", double(s->waiting_requests));
+        r.set("pagoda:kv_cache_usage_perc", s->kv_usage);
+        r.set("pagoda:kv_cache_blocks", double(s->kv_blocks_total));
+        r.set("pagoda:kv_cache_blocks_cached", double(s->kv_blocks_cached));
+        r.set("pagoda:prefix_cache_queries_total", double(s->prefix_queried_tokens));
+        r.set("pagoda:prefix_cache_hits_total", double(s->prefix_hit_tokens));
+        r.set("pagoda:prompt_tokens_total", double(s->prompt_tokens));
+        r.set("pagoda:prompt_tokens_computed_total", double(s->computed_prompt_tokens));
+        r.set("pagoda:generation_tokens_total", double(s->generation_tokens));
+        r.set("pagoda:num_preemptions_total", double(s->preemptions));
+        r.set("pagoda:engine_steps_total", double(s->steps));
+    }
+    return r.render();
+}
+
+}  // namespace pagoda::server

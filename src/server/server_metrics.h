@@ -1,0 +1,33 @@
+// The metric families pagoda's server exposes at /metrics (see docs/metrics.md), named in the
+// style of vLLM's (`pagoda:` prefix) so the same dashboards work. Engine gauges and counters are
+// copied from EngineStats at scrape time; latency histograms are fed from the engine's
+// request-finished and step callbacks; per-key counters from the gateway.
+#pragma once
+#include <string>
+
+#include "engine/engine_core.h"
+#include "engine/engine_stats.h"
+#include "server/prometheus.h"
+
+namespace pagoda::server {
+
+class ServerMetrics {
+public:
+    ServerMetrics();
+
+    void on_request_finished(const engine::FinishedRequest& r);
+    void on_step(const engine::StepInfo& step, int64_t max_batched_tokens);
+    // Counts an API request that got an answer (status: the HTTP status, or 200 for streams).
+    void on_api_request(const std::string& key, const std::string& endpoint, int status);
+    void on_rejection(const std::string& key, const std::string& reason);
+
+    // Renders everything; `stats` is null while the model loads.
+    std::string render(const engine::EngineStats* stats, bool ready);
+
+    MetricRegistry& registry() { return registry_; }
+
+private:
+    MetricRegistry registry_;
+};
+
+}  // namespace pagoda::server

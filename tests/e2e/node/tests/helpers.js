@@ -1,0 +1,92 @@
+// Shared helpers for the Node end-to-end suite: generate a random test model with `pagoda
+// gen-model`, start `pagoda serve` on a free loopback port (--port 0, port read from its log),
+// wait for /health, and stop it. PAGODA_BINARY names the built binary (run.sh sets it).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const BINARY = process.env.PAGODA_BINARY;
+if (!BINARY) throw new Error('set PAGODA_BINARY to the built pagoda binary');
+
+export const workDir = mkdtempSync(join(tmpdir(), 'pagoda-node-e2e-'));
+process.on('exit', () => rmSync(workDir, { recursive: true, force: true }));
+
+const models = new Map();
+// tiny: fast; slow: ~11 M parameters, a few ms per token, for cancellation tests.
+export function testModel(kind = 'tiny') {
+  if (models.has(kind)) return models.get(kind);
+  const path = join(workDir, `${kind}.gguf`);
+  const args = ['gen-model', '--preset', 'tiny', '-o', path, '--seed', '11'];
+  if (kind === 'slow') args.push('--layers', '4', '--dim', '512', '--heads', '8', '--kv-heads', '8', '--ffn', '1024', '--ctx', '8192');
+  execFileSync(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  models.set(kind, path);
+  return path;
+}
+
+export function writeTemp(name, text) {
+  const path = join(workDir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+// Starts a server; resolves to { port, baseURL, url, log(), stop() }.
+export async function startServer(extraArgs = [], kind = 'tiny') {
+  const args = ['serve', '-m', testModel(kind), '--port', '0', '--chat-template', 'chatml', '-t', '1', ...extraArgs];
+  const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d.toString(); });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const deadline = Date.now() + 30000;
+  let port = 0;
+  while (!port) {
+    const m = /listening on 127\.0\.0\.1:(\d+)/.exec(log);
+    if (m) port = Number(m[1]);
+    else if (child.exitCode !== null) throw new Error(`pagoda serve exited: ${log}`);
+    else if (Date.now() > deadline) throw new Error(`pagoda serve did not start: ${log}`);
+    else await sleep(20);
+  }
+  const url = `http://127.0.0.1:${port}`;
+  while (true) {
+    try {
+      const r = await fetch(`${url}/health`);
+      if (r.status === 200) break;
+    } catch { /* not yet */ }
+    if (Date.now() > deadline) throw new Error(`pagoda serve not ready: ${log}`);
+    await sleep(20);
+  }
+  return {
+    port,
+    url,
+    baseURL: `${url}/v1`,
+    log: () => log,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return exited;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
+      const r = await exited;
+      clearTimeout(timer);
+      return r;
+    },
+  };
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Reads one sample of Prometheus text ("name" or "name{labels}"); NaN when absent.
+export function metricValue(text, series) {
+  for (const line of text.split('\n')) if (line.startsWith(series + ' ')) return Number(line.slice(series.length + 1));
+  return NaN;
+}
+
+// Polls /metrics until pred(text) holds or 10 s pass; returns the last text.
+export async function waitMetrics(url, pred, headers = {}) {
+  let text = '';
+  const deadline = Date.now() + 10000;
+  while (Date.now() < deadline) {
+    text = await (await fetch(`${url}/metrics`, { headers })).text();
+    if (pred(text)) break;
+    await sleep(25);
+  }
+  return text;
+}

@@ -1,0 +1,115 @@
+// Request-body validation: accepted shapes, and OpenAI-shaped errors naming the field.
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+using namespace pagoda::server;
+using json = nlohmann::json;
+
+namespace {
+ApiError error_of(const std::string& body, Endpoint ep = Endpoint::completions) {
+    try {
+        parse_completion_request(parse_json_body(body), ep);
+    } catch (const ApiError& e) {
+        return e;
+    }
+    return ApiError(0, "no error", "");
+}
+}  // namespace
+
+TEST(OpenAiRequest, CompletionFields) {
+    auto p = parse_completion_request(json::parse(R"({"model":"m","prompt":"hi","n":2,"max_tokens":7,"stop":"\n",
+        "temperature":0,"top_p":0.5,"seed":42,"logprobs":3,"presence_penalty":1.5,"frequency_penalty":-1,
+        "logit_bias":{"17":-100,"3":5.5},"stream":true,"stream_options":{"include_usage":true},"user":"x",
+        "echo":false,"some_future_field":{"a":1}})"),
+                                      Endpoint::completions);
+    EXPECT_EQ(p.model, "m");
+    ASSERT_EQ(p.prompts.size(), 1u);
+    EXPECT_EQ(std::get<std::string>(p.prompts[0]), "hi");
+    EXPECT_EQ(p.n, 2);
+    EXPECT_EQ(p.max_tokens, 7);
+    EXPECT_EQ(p.stop, std::vector<std::string>{"\n"});
+    EXPECT_EQ(p.temperature, 0.0f);
+    EXPECT_EQ(p.top_p, 0.5f);
+    EXPECT_EQ(p.seed, 42u);
+    EXPECT_EQ(p.logprobs, 3);
+    EXPECT_EQ(p.presence_penalty, 1.5f);
+    EXPECT_EQ(p.frequency_penalty, -1.0f);
+    EXPECT_EQ(p.logit_bias.at(17), -100.0f);
+    EXPECT_EQ(p.logit_bias.at(3), 5.5f);
+    EXPECT_TRUE(p.stream);
+    EXPECT_TRUE(p.include_usage);
+}
+
+TEST(OpenAiRequest, PromptShapes) {
+    auto ids = parse_completion_request(json::parse(R"({"prompt":[1,2,3]})"), Endpoint::completions);
+    EXPECT_EQ(std::get<std::vector<int32_t>>(ids.prompts[0]), (std::vector<int32_t>{1, 2, 3}));
+    auto many = parse_completion_request(json::parse(R"({"prompt":["a",[5,6]],"n":3})"), Endpoint::completions);
+    ASSERT_EQ(many.prompts.size(), 2u);
+    EXPECT_EQ(std::get<std::string>(many.prompts[0]), "a");
+    auto whole = parse_completion_request(json::parse(R"({"prompt":"x","max_tokens":3.0})"), Endpoint::completions);
+    EXPECT_EQ(whole.max_tokens, 3);  // JavaScript numbers
+}
+
+TEST(OpenAiRequest, ChatFields) {
+    auto p = parse_completion_request(json::parse(R"({"messages":[{"role":"system","content":"s"},
+        {"role":"user","content":[{"type":"text","text":"hi"}]}],"max_completion_tokens":9,"max_tokens":3,
+        "logprobs":true,"top_logprobs":2})"),
+                                      Endpoint::chat_completions);
+    EXPECT_EQ(p.messages.size(), 2u);
+    EXPECT_EQ(p.max_tokens, 9);  // max_completion_tokens wins
+    EXPECT_EQ(p.logprobs, 2);
+    auto no_lp = parse_completion_request(json::parse(R"({"messages":[{"role":"user","content":"x"}]})"),
+                                          Endpoint::chat_completions);
+    EXPECT_EQ(no_lp.logprobs, -1);
+}
+
+TEST(OpenAiRequest, ErrorsAreOpenAiShaped) {
+    ApiError e = error_of(R"({"prompt":"x","temperature":"hot"})");
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.body(), json::parse(R"({"error":{"message":"'temperature' must be a number, got string",
+        "type":"invalid_request_error","param":"temperature","code":"invalid_type"}})"));
+    EXPECT_EQ(error_of(R"({"prompt":"x","temperature":3})").body()["error"]["message"],
+              "'temperature' must be between 0 and 2");
+    EXPECT_EQ(error_of(R"({"prompt":"x","n":0})").param, "n");
+    EXPECT_EQ(error_of(R"({"prompt":"x","n":1.5})").param, "n");
+    EXPECT_EQ(error_of(R"({"prompt":"x","max_tokens":-1})").param, "max_tokens");
+    EXPECT_EQ(error_of(R"({"prompt":"x","top_p":0})").param, "top_p");
+    EXPECT_EQ(error_of(R"({"prompt":"x","stop":[1]})").param, "stop[0]");
+    EXPECT_EQ(error_of(R"({"prompt":"x","logit_bias":{"abc":1}})").param, "logit_bias");
+    EXPECT_EQ(error_of(R"({"prompt":"x","logit_bias":{"5":101}})").param, "logit_bias.5");
+    EXPECT_EQ(error_of(R"({"prompt":"x","stream":"yes"})").param, "stream");
+    EXPECT_EQ(error_of(R"({"prompt":"x","suffix":"s"})").code, "unsupported_parameter");
+    EXPECT_EQ(error_of(R"({"prompt":"x","n":2,"best_of":3})").param, "best_of");
+    EXPECT_EQ(error_of(R"({"prompt":[1,-2]})").param, "prompt[1]");
+    EXPECT_EQ(error_of(R"({"prompt":[]})").param, "prompt");
+    EXPECT_EQ(error_of(R"({})").code, "missing_required_parameter");
+    EXPECT_EQ(error_of(R"([1,2])").param, "body");
+    EXPECT_EQ(error_of(R"({"prompt":"x","stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})").param,
+              "stop");
+    EXPECT_EQ(error_of(R"({"prompt":"x","stop":[""]})").param, "stop");
+    EXPECT_EQ(error_of(R"({"prompt":["a","b"],"n":100})").param, "n");
+}
+
+TEST(OpenAiRequest, ChatErrors) {
+    const auto chat = Endpoint::chat_completions;
+    EXPECT_EQ(error_of(R"({"messages":[]})", chat).param, "messages");
+    EXPECT_EQ(error_of(R"({"messages":"hi"})", chat).param, "messages");
+    EXPECT_EQ(error_of(R"({"messages":[{"content":"x"}]})", chat).param, "messages[0].role");
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":5}]})", chat).param, "messages[0].content");
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", chat).param,
+              "messages[0].content[0]");
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", chat).param, "top_logprobs");
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", chat).param,
+              "top_logprobs");
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})", chat).param,
+              "response_format");
+}
+
+TEST(OpenAiRequest, MalformedBodies) {
+    EXPECT_EQ(error_of("{bad").code, "invalid_json");
+    EXPECT_EQ(error_of("").code, "invalid_json");
+    EXPECT_EQ(error_of("{\"prompt\":\"\xff\xfe\"}").code, "invalid_json");  // invalid UTF-8
+    EXPECT_EQ(error_of("{\"prompt\":\"x\"} trailing").code, "invalid_json");
+}

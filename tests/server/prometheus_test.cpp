@@ -1,0 +1,88 @@
+// Prometheus text exposition: exact output for counters, gauges, labelled series and histograms.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "server/prometheus.h"
+#include "server/server_metrics.h"
+
+using namespace pagoda::server;
+
+TEST(Prometheus, RendersFamiliesExactly) {
+    MetricRegistry r;
+    r.add_counter("app:requests_total", "Requests answered", {"key", "status"});
+    r.add_gauge("app:queue", "Waiting requests");
+    r.add_histogram("app:latency_seconds", "Latency", {0.1, 1});
+    r.inc("app:requests_total", {"alice", "200"});
+    r.inc("app:requests_total", {"alice", "200"}, 2);
+    r.inc("app:requests_total", {"b\"o\\b\n", "429"});
+    r.set("app:queue", 2.5);
+    r.observe("app:latency_seconds", 0.05);
+    r.observe("app:latency_seconds", 0.1);  // le is inclusive
+    r.observe("app:latency_seconds", 3);
+    EXPECT_EQ(r.render(),
+              "# HELP app:requests_total Requests answered\n"
+              "# TYPE app:requests_total counter\n"
+              "app:requests_total{key=\"alice\",status=\"200\"} 3\n"
+              "app:requests_total{key=\"b\\\"o\\\\b\\n\",status=\"429\"} 1\n"
+              "# HELP app:queue Waiting requests\n"
+              "# TYPE app:queue gauge\n"
+              "app:queue 2.5\n"
+              "# HELP app:latency_seconds Latency\n"
+              "# TYPE app:latency_seconds histogram\n"
+              "app:latency_seconds_bucket{le=\"0.1\"} 2\n"
+              "app:latency_seconds_bucket{le=\"1\"} 2\n"
+              "app:latency_seconds_bucket{le=\"+Inf\"} 3\n"
+              "app:latency_seconds_sum 3.15\n"
+              "app:latency_seconds_count 3\n");
+    EXPECT_EQ(r.value("app:requests_total", {"alice", "200"}), 3);
+    EXPECT_EQ(r.count("app:latency_seconds"), 3u);
+}
+
+TEST(Prometheus, EmptyUnlabelledFamiliesShowZero) {
+    MetricRegistry r;
+    r.add_counter("x_total", "x");
+    r.add_histogram("h", "h", {1});
+    r.add_counter("labelled_total", "l", {"k"});
+    EXPECT_EQ(r.render(),
+              "# HELP x_total x\n# TYPE x_total counter\nx_total 0\n"
+              "# HELP h h\n# TYPE h histogram\nh_bucket{le=\"1\"} 0\nh_bucket{le=\"+Inf\"} 0\nh_sum 0\nh_count 0\n"
+              "# HELP labelled_total l\n# TYPE labelled_total counter\n");
+}
+
+TEST(Prometheus, MisuseIsAnError) {
+    MetricRegistry r;
+    r.add_counter("c_total", "c", {"a"});
+    EXPECT_THROW(r.add_gauge("c_total", "again"), pagoda::Error);
+    EXPECT_THROW(r.inc("c_total", {}), pagoda::Error);
+    EXPECT_THROW(r.inc("nope_total"), pagoda::Error);
+    EXPECT_THROW(r.add_histogram("h", "h", {1, 1}), pagoda::Error);
+    EXPECT_EQ(format_metric_value(1.0 / 0.0), "+Inf");
+    EXPECT_EQ(format_metric_value(0.25), "0.25");
+}
+
+TEST(Prometheus, ServerMetricsCarryEngineStatsAndKeyNames) {
+    ServerMetrics m;
+    pagoda::engine::EngineStats s;
+    s.running_requests = 2;
+    s.waiting_requests = 5;
+    s.kv_usage = 0.5;
+    s.prefix_queried_tokens = 100;
+    s.prefix_hit_tokens = 40;
+    s.generation_tokens = 77;
+    m.on_api_request("alice", "chat.completions", 200);
+    m.on_rejection("alice", "rpm");
+    pagoda::engine::FinishedRequest f;
+    f.timings.ttft = 0.03;
+    f.timings.e2e = 0.5;
+    f.timings.inter_token = {0.01, 0.02};
+    m.on_request_finished(f);
+    const std::string text = m.render(&s, true);
+    for (const char* line : {"pagoda:num_requests_running 2\n", "pagoda:num_requests_waiting 5\n",
+                             "pagoda:kv_cache_usage_perc 0.5\n", "pagoda:prefix_cache_queries_total 100\n",
+                             "pagoda:prefix_cache_hits_total 40\n", "pagoda:generation_tokens_total 77\n",
+                             "pagoda:api_requests_total{key=\"alice\",endpoint=\"chat.completions\",status=\"200\"} 1\n",
+                             "pagoda:api_rejections_total{key=\"alice\",reason=\"rpm\"} 1\n",
+                             "pagoda:time_to_first_token_seconds_count 1\n",
+                             "pagoda:inter_token_latency_seconds_count 2\n", "pagoda:model_ready 1\n"})
+        EXPECT_NE(text.find(line), std::string::npos) << line;
+}

@@ -1,0 +1,67 @@
+// Test harness for end-to-end server tests: starts the real `pagoda serve` on a free loopback port
+// (--port 0; the port is read from its "listening on" log line), waits for /health, and stops it
+// with SIGTERM. RawClient is a minimal blocking HTTP/1.1 client over a socket, so tests can do what
+// libraries hide: send bytes slowly, hang up mid-stream, read chunked SSE as it arrives.
+#pragma once
+#include <map>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace pagoda::test {
+
+// A model for server tests, generated once per test binary run (tiny or a slower "medium" one).
+std::string server_test_model(bool slow = false);
+
+class ServeProcess {
+public:
+    // Starts `pagoda serve -m MODEL --port 0 --chat-template chatml <extra>`; waits until ready.
+    explicit ServeProcess(const std::vector<std::string>& extra, const std::string& model = server_test_model(),
+                          bool wait_ready = true);
+    ~ServeProcess();  // SIGTERM (then SIGKILL after 15 s)
+    int port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    // Sends SIGTERM and waits up to `timeout_s` for the exit status (-1 on timeout).
+    int terminate(double timeout_s = 15);
+    // Waits up to `timeout_s` for the process to exit on its own; its status, or -1 on timeout.
+    int wait_exit(double timeout_s);
+    std::string log() const;  // everything the server wrote to stderr so far
+
+private:
+    pid_t pid_ = -1;
+    int port_ = 0;
+    std::string log_path_;
+    bool exited_ = false;
+};
+
+struct HttpResult {
+    int status = 0;
+    std::map<std::string, std::string> headers;  // lower-case names
+    std::string body;                            // de-chunked
+};
+
+class RawClient {
+public:
+    explicit RawClient(int port);
+    ~RawClient();
+    void send(const std::string& bytes);  // false-free: throws on failure
+    // Reads what arrives within `timeout_ms`; empty string on timeout; sets eof() on close.
+    std::string read_some(int timeout_ms);
+    // Reads until the peer closes (or timeout); returns everything.
+    std::string read_all(int timeout_ms);
+    bool eof() const { return eof_; }
+    void close();
+
+private:
+    int fd_ = -1;
+    bool eof_ = false;
+};
+
+// One request on a fresh connection (Connection: close), response de-chunked.
+HttpResult http_request(int port, const std::string& method, const std::string& path, const std::string& body = "",
+                        const std::vector<std::string>& headers = {}, int timeout_ms = 30000);
+HttpResult parse_http_response(const std::string& raw);
+// The value of an unlabelled (or exactly labelled) sample in Prometheus text; NaN when absent.
+double metric_value(const std::string& metrics_text, const std::string& series);
+
+}  // namespace pagoda::test
