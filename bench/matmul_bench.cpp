@@ -1,9 +1,11 @@
 // matmul throughput per weight type and path at the shapes of the `small` (dim 768, ffn 2048,
 // vocab 32000) and `tinyllama` (dim 2048, ffn 5632) presets. Counters: GB/s = weight bytes streamed
 // per second (decode, n_tokens = 1), GFLOP/s = 2*rows*cols*n_tokens per second (prefill, 64 tokens).
-// Paths: set PAGODA_ISA / PAGODA_QUANT_METHOD in the environment to compare.
+// Paths: set PAGODA_ISA / PAGODA_QUANT_METHOD in the environment to compare; PAGODA_BENCH_THREADS sets
+// the pool size.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -51,7 +53,11 @@ Weights make(GgmlType type, int64_t rows, int64_t cols) {
 }
 
 pagoda::ThreadPool& pool() {
-    static pagoda::ThreadPool p(pagoda::default_thread_count());
+    // PAGODA_BENCH_THREADS=1 gives a per-thread figure whose CPU time is meaningful on a busy machine.
+    static pagoda::ThreadPool p([] {
+        const char* env = std::getenv("PAGODA_BENCH_THREADS");
+        return env && std::atoi(env) > 0 ? std::atoi(env) : pagoda::default_thread_count();
+    }());
     return p;
 }
 
