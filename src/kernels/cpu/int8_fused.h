@@ -2,15 +2,16 @@
 // matmul_int8_avx2.cpp and matmul_int8_avx512.cpp with an integer-dot policy `Dot`. Weight blocks are
 // unpacked in registers straight from the GGUF bytes (no row buffer), so decode streams the weights.
 //
-// Per output (row r, token t) and 32-value activation block b, with u the weight's unsigned codes
-// (or signed int8 for Q8_0), q the activation's int8 codes and d_b its scale:
-//   isum  = dot(corr[t][b], u, q)            8 int32 lanes; lanes 0-3 sum the first 16 values, 4-7 the
-//                                            last 16; corr folds a constant code offset in exactly
-//                                            (lane 0 / lane 4 hold -offset * sum(q) of each half)
-//   acc  += f32(isum) * (sv * d_b)           sv: the weight's per-half scales (one FMA per lane)
-// and for formats with a separate min (Q4_1, Q4_K, Q5_K) a second 8-lane accumulator over blocks:
-//   macc += mins[b..b+8) * s[t][b..b+8)      s = d_b * sum(q over the block)
-// out = hsum(acc) + hsum(macc). This sequence depends only on (r, t): not on n_tokens, on the
+// Per output (row r, token t) and group of 8 consecutive 32-value blocks b..b+8, with u the weight's
+// codes (unsigned; Q8_0 signed), q the activation's int8 codes, d its per-block scales:
+//   i_j   = dot(u_j, q_j)                    8 int32 lanes per block j, exact
+//   H     = hadd tree of the i_j             one exact int32 lane per block (per 16-value half for
+//                                            Q6_K) + corr, which folds a constant code offset in
+//                                            exactly (-offset * sum(q))
+//   acc  += f32(H) * (sc * d)                sc: the weight's 8 block scales (one FMA per 8 blocks)
+// and for formats with a separate min (Q4_1, Q4_K, Q5_K):
+//   macc += mins * s                         s = d * sum(q) of each block
+// out = hsum(acc) (+ hsum(macc)). This sequence depends only on (r, t): not on n_tokens, on the
 // register block sizes, on the thread split, so the result is batch invariant.
 #pragma once
 #include <immintrin.h>
@@ -42,107 +43,131 @@ inline __m256i unpack_nibbles16(const uint8_t* qs) {
     return low_nibbles(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)));
 }
 
-// Format traits: group_bytes / group_blocks (a group is one block, or a K-quant super-block of 8),
-// Scales prepare(group), unpack(group, scales, j) -> codes of 32-block j, scale(scales, j) -> sv,
-// and for has_min formats min(scales, j). offset: the code offset folded into corr (signed formats
-// let the Dot policy choose it).
+// Format traits. A group is 8 consecutive 32-value blocks (one K-quant super-block); the last group of
+// a simple-format row may hold fewer (n valid blocks; the other lanes read as zero).
+//   scales(row, g, n, sc0, sc1, mn): per-block weight scales of the group as 8 f32 lanes (sc1: second
+//       16-value half, per_half formats only) and per-block mins (has_min formats only);
+//   codes(row, g, j): the 32 codes of block j of group g, in value order.
+// offset: the code offset folded into corr (signed formats: the Dot policy's).
+inline __m256 f16x8(__m128i h) { return _mm256_cvtph_ps(h); }
+
+// The f16 at p + j * Stride for the n (<= 8) blocks j of a group; 0 beyond n.
+// Packed in integer registers (idle during the vector work), not through a stack buffer whose
+// 2-byte stores a 16-byte reload could not forward from.
+template <int Stride>
+inline __m128i gather_f16(const uint8_t* p, int n) {
+    uint64_t lo = 0, hi = 0;
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+        uint16_t h = 0;
+        if (j < n) std::memcpy(&h, p + j * Stride, 2);
+        if (j < 4) lo |= uint64_t(h) << (16 * j);
+        else hi |= uint64_t(h) << (16 * (j - 4));
+    }
+    return _mm_set_epi64x(int64_t(hi), int64_t(lo));
+}
+
 struct FmtQ8_0 {
-    static constexpr int group_bytes = 34, group_blocks = 1, offset = 0;
-    static constexpr bool is_signed = true, has_min = false;
-    struct Scales { float d; };
-    static Scales prepare(const uint8_t* g) { return {h2f(g)}; }
-    static __m256i unpack(const uint8_t* g, const Scales&, int) { return load256(g + 2); }
-    static __m256 scale(const Scales& s, int) { return _mm256_set1_ps(s.d); }
-    static float min(const Scales&, int) { return 0.f; }
+    static constexpr int block_bytes = 34, offset = 0;
+    static constexpr bool is_signed = true, has_min = false, per_half = false, super = false;
+    static void scales(const uint8_t* row, int64_t g, int n, __m256& sc0, __m256&, __m256&) {
+        sc0 = f16x8(gather_f16<34>(row + g * 8 * 34, n));
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) { return load256(row + (g * 8 + j) * 34 + 2); }
 };
 
 struct FmtQ4_0 {
-    static constexpr int group_bytes = 18, group_blocks = 1, offset = 8;
-    static constexpr bool is_signed = false, has_min = false;
-    struct Scales { float d; };
-    static Scales prepare(const uint8_t* g) { return {h2f(g)}; }
-    static __m256i unpack(const uint8_t* g, const Scales&, int) { return unpack_nibbles16(g + 2); }
-    static __m256 scale(const Scales& s, int) { return _mm256_set1_ps(s.d); }
-    static float min(const Scales&, int) { return 0.f; }
+    static constexpr int block_bytes = 18, offset = 8;
+    static constexpr bool is_signed = false, has_min = false, per_half = false, super = false;
+    static void scales(const uint8_t* row, int64_t g, int n, __m256& sc0, __m256&, __m256&) {
+        sc0 = f16x8(gather_f16<18>(row + g * 8 * 18, n));
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) { return unpack_nibbles16(row + (g * 8 + j) * 18 + 2); }
 };
 
 struct FmtQ4_1 {
-    static constexpr int group_bytes = 20, group_blocks = 1, offset = 0;
-    static constexpr bool is_signed = false, has_min = true;
-    struct Scales { float d, m; };
-    static Scales prepare(const uint8_t* g) { return {h2f(g), h2f(g + 2)}; }
-    static __m256i unpack(const uint8_t* g, const Scales&, int) { return unpack_nibbles16(g + 4); }
-    static __m256 scale(const Scales& s, int) { return _mm256_set1_ps(s.d); }
-    static float min(const Scales& s, int) { return s.m; }
+    static constexpr int block_bytes = 20, offset = 0;
+    static constexpr bool is_signed = false, has_min = true, per_half = false, super = false;
+    static void scales(const uint8_t* row, int64_t g, int n, __m256& sc0, __m256&, __m256& mn) {
+        sc0 = f16x8(gather_f16<20>(row + g * 8 * 20, n));
+        mn = f16x8(gather_f16<20>(row + g * 8 * 20 + 2, n));
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) { return unpack_nibbles16(row + (g * 8 + j) * 20 + 4); }
 };
 
-struct KScales { float sc[8], mn[8]; };
+// The eight 6-bit scales and mins of a Q4_K/Q5_K super-block (layout: quant::k_scale_min), as bytes.
+inline void k_scale_bytes(const uint8_t* s, uint64_t& sc, uint64_t& mn) {
+    uint32_t s0, s1, s2;
+    std::memcpy(&s0, s, 4);
+    std::memcpy(&s1, s + 4, 4);
+    std::memcpy(&s2, s + 8, 4);
+    const uint32_t sc_hi = (s2 & 0x0f0f0f0fu) | (((s0 >> 6) & 0x03030303u) << 4);
+    const uint32_t mn_hi = ((s2 >> 4) & 0x0f0f0f0fu) | (((s1 >> 6) & 0x03030303u) << 4);
+    sc = uint64_t(s0 & 0x3f3f3f3fu) | (uint64_t(sc_hi) << 32);
+    mn = uint64_t(s1 & 0x3f3f3f3fu) | (uint64_t(mn_hi) << 32);
+}
 
-inline KScales k_scales(const uint8_t* g) {
-    KScales s;
-    const float d = h2f(g), dmin = h2f(g + 2);
-    for (int j = 0; j < 8; ++j) {
-        uint8_t sc, m;
-        quant::k_scale_min(j, g + 4, sc, m);
-        s.sc[j] = d * float(sc);
-        s.mn[j] = -(dmin * float(m));
-    }
-    return s;
+inline __m256 u8x8_to_f32(uint64_t v) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(v))));
+}
+
+inline void k_scales(const uint8_t* blk, __m256& sc0, __m256& mn) {
+    uint64_t sc, m;
+    k_scale_bytes(blk + 4, sc, m);
+    sc0 = _mm256_mul_ps(u8x8_to_f32(sc), _mm256_set1_ps(h2f(blk)));
+    mn = _mm256_mul_ps(u8x8_to_f32(m), _mm256_set1_ps(-h2f(blk + 2)));
 }
 
 struct FmtQ4_K {
-    static constexpr int group_bytes = 144, group_blocks = 8, offset = 0;
-    static constexpr bool is_signed = false, has_min = true;
-    using Scales = KScales;
-    static Scales prepare(const uint8_t* g) { return k_scales(g); }
-    static __m256i unpack(const uint8_t* g, const Scales&, int j) {
-        const __m256i v = load256(g + 16 + 32 * (j / 2));
+    static constexpr int block_bytes = 144 / 8, offset = 0;
+    static constexpr bool is_signed = false, has_min = true, per_half = false, super = true;
+    static void scales(const uint8_t* row, int64_t g, int, __m256& sc0, __m256&, __m256& mn) {
+        k_scales(row + g * 144, sc0, mn);
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) {
+        const __m256i v = load256(row + g * 144 + 16 + 32 * (j / 2));
         return j % 2 ? high_nibbles(v) : low_nibbles(v);
     }
-    static __m256 scale(const Scales& s, int j) { return _mm256_set1_ps(s.sc[j]); }
-    static float min(const Scales& s, int j) { return s.mn[j]; }
 };
 
 struct FmtQ5_K {
-    static constexpr int group_bytes = 176, group_blocks = 8, offset = 0;
-    static constexpr bool is_signed = false, has_min = true;
-    using Scales = KScales;
-    static Scales prepare(const uint8_t* g) { return k_scales(g); }
-    static __m256i unpack(const uint8_t* g, const Scales&, int j) {
-        const __m256i v = load256(g + 48 + 32 * (j / 2));
+    static constexpr int block_bytes = 176 / 8, offset = 0;
+    static constexpr bool is_signed = false, has_min = true, per_half = false, super = true;
+    static void scales(const uint8_t* row, int64_t g, int, __m256& sc0, __m256&, __m256& mn) {
+        k_scales(row + g * 176, sc0, mn);
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) {
+        const uint8_t* blk = row + g * 176;
+        const __m256i v = load256(blk + 48 + 32 * (j / 2));
         const __m256i lo = j % 2 ? high_nibbles(v) : low_nibbles(v);
         // Bit j of qh[l] is the fifth bit of value l of sub-block j.
-        const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(load256(g + 16), _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
+        const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(load256(blk + 16), j), _mm256_set1_epi8(1));
         return _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
     }
-    static __m256 scale(const Scales& s, int j) { return _mm256_set1_ps(s.sc[j]); }
-    static float min(const Scales& s, int j) { return s.mn[j]; }
 };
 
 struct FmtQ6_K {
-    static constexpr int group_bytes = 210, group_blocks = 8, offset = 32;
-    static constexpr bool is_signed = false, has_min = false;
-    struct Scales { float sc[16]; };
-    static Scales prepare(const uint8_t* g) {
-        Scales s;
-        const float d = h2f(g + 208);
-        for (int i = 0; i < 16; ++i) s.sc[i] = d * float(int8_t(g[192 + i]));
-        return s;
+    static constexpr int block_bytes = 210 / 8, offset = 32;
+    static constexpr bool is_signed = false, has_min = false, per_half = true, super = true;
+    // int8 scale i belongs to 16 values: 32-block j has scales 2j (first half) and 2j+1.
+    static void scales(const uint8_t* row, int64_t g, int, __m256& sc0, __m256& sc1, __m256&) {
+        const uint8_t* blk = row + g * 210;
+        const __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+        const __m256 d = _mm256_set1_ps(h2f(blk + 208));
+        sc0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 16), 16)), d);
+        sc1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(v, 16)), d);
     }
     // 32-block j: half h = j/4 of the super-block, quarter k = j%4; low 4 bits from ql (low nibbles
     // for k < 2), 2 high bits from qh at bit 2k.
-    static __m256i unpack(const uint8_t* g, const Scales&, int j) {
+    static __m256i codes(const uint8_t* row, int64_t g, int j) {
+        const uint8_t* blk = row + g * 210;
         const int h = j / 4, k = j % 4;
-        const __m256i l = load256(g + 64 * h + 32 * (k & 1));
+        const __m256i l = load256(blk + 64 * h + 32 * (k & 1));
         const __m256i lo = k < 2 ? low_nibbles(l) : high_nibbles(l);
-        const __m256i qh = _mm256_srl_epi16(load256(g + 128 + 32 * h), _mm_cvtsi32_si128(2 * k));
+        const __m256i qh = _mm256_srli_epi16(load256(blk + 128 + 32 * h), 2 * k);
         const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(3)), 4);
         return _mm256_or_si256(lo, hi);
     }
-    static __m256 scale(const Scales& s, int j) {
-        return _mm256_setr_m128(_mm_set1_ps(s.sc[2 * j]), _mm_set1_ps(s.sc[2 * j + 1]));
-    }
-    static float min(const Scales&, int) { return 0.f; }
 };
 
 inline float hsum256(__m256 v) {
@@ -152,140 +177,159 @@ inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(q);
 }
 
-// Activation operands laid out for the fused kernels (built once per matmul call).
+// Activation operands laid out for the fused kernels (built once per matmul call). Per-block arrays
+// have nbp = nb rounded up to 8 entries per token, zero-padded, so a group loads 8 lanes.
 struct FusedActs {
     const int8_t* q;       // [n_tokens][cols]
-    const float* d;        // [n_tokens][nb]
-    const float* s;        // [n_tokens][nb]   d * sum(q) of the block (min formats)
-    const int32_t* corr;   // [n_tokens][nb][8] (null when the offset is 0)
-    int64_t cols, nb;
+    const float* d;        // [n_tokens][nbp]
+    const float* s;        // [n_tokens][nbp]   d * sum(q) of the block (min formats)
+    const int32_t* corr;   // [n_tokens][nbp/8][16]: per group, lane j of [0,8) = first half (or whole
+                           // block) of block j, [8,16) = second half; null when the offset is 0
+    int64_t cols, nb, nbp;
 };
 
-// R rows x T tokens: out[t * R + r] for rows w[0..R) and tokens t0..t0+T.
+// Per group of 8 blocks and output: 8 integer dots, an exact integer reduction (hadd tree) to one
+// int32 lane per block (or per half), then one f32 convert and FMA for the 8 blocks.
 template <class Dot, class F, int R, int T>
-void fused_kernel(const uint8_t* const* w, const FusedActs& a, int64_t t0, float* const* mins, float* out) {
-    __m256 acc[T][R];
+void fused_kernel(const uint8_t* const* w, const FusedActs& a, int64_t t0, float* out) {
+    __m256 acc[T][R], macc[T][R];
     for (int t = 0; t < T; ++t)
-        for (int r = 0; r < R; ++r) acc[t][r] = _mm256_setzero_ps();
-    const int64_t n_groups = a.nb / F::group_blocks;
+        for (int r = 0; r < R; ++r) acc[t][r] = macc[t][r] = _mm256_setzero_ps();
+    const int64_t n_groups = (a.nb + 7) / 8;
     for (int64_t g = 0; g < n_groups; ++g) {
-        typename F::Scales sc[R];
+        const int n = int(std::min<int64_t>(8, a.nb - g * 8));
+        __m256 sc0[R], sc1[R], mn[R];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) sc[r] = F::prepare(w[r] + g * F::group_bytes);
+        for (int r = 0; r < R; ++r) sc1[r] = mn[r] = _mm256_setzero_ps();
 #pragma GCC unroll 8
-        for (int j = 0; j < F::group_blocks; ++j) {
-            const int64_t b = g * F::group_blocks + j;
-            __m256i u[R];
-            __m256 sv[R];
+        for (int r = 0; r < R; ++r) F::scales(w[r], g, n, sc0[r], sc1[r], mn[r]);
+        __m256i pend[T][R], x[T][R];
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+            __m256i u0[R], u1[R];
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
-                u[r] = Dot::template prepare_codes<F::is_signed>(F::unpack(w[r] + g * F::group_bytes, sc[r], j));
-                sv[r] = F::scale(sc[r], j);
-                if constexpr (F::has_min) mins[r][b] = F::min(sc[r], j);
+                u0[r] = 2 * p < n ? Dot::template prepare_codes<F::is_signed>(F::codes(w[r], g, 2 * p)) : _mm256_setzero_si256();
+                u1[r] = 2 * p + 1 < n ? Dot::template prepare_codes<F::is_signed>(F::codes(w[r], g, 2 * p + 1)) : _mm256_setzero_si256();
             }
 #pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
-                const int64_t tb = (t0 + t) * a.nb + b;
-                const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q + (t0 + t) * a.cols + b * 32));
-                const __m256i c = a.corr ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.corr + tb * 8))
-                                         : _mm256_setzero_si256();
-                const __m256 dx = _mm256_broadcast_ss(a.d + tb);
+                const int8_t* q = a.q + (t0 + t) * a.cols + g * 256 + 64 * p;
+                const __m256i q0 = 2 * p < n ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)) : _mm256_setzero_si256();
+                const __m256i q1 = 2 * p + 1 < n ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32)) : _mm256_setzero_si256();
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) {
-                    const __m256 f = _mm256_cvtepi32_ps(Dot::template dot<F::is_signed>(c, u[r], qv));
-                    acc[t][r] = _mm256_fmadd_ps(f, _mm256_mul_ps(sv[r], dx), acc[t][r]);
+                    const __m256i z = _mm256_setzero_si256();
+                    const __m256i h = _mm256_hadd_epi32(Dot::template dot<F::is_signed>(z, u0[r], q0),
+                                                        Dot::template dot<F::is_signed>(z, u1[r], q1));
+                    if (p % 2 == 0) pend[t][r] = h;
+                    else if (p == 1) x[t][r] = _mm256_hadd_epi32(pend[t][r], h);
+                    else {
+                        // x: halves of blocks 0-3 (first halves low, second halves high); y: blocks 4-7.
+                        const __m256i y = _mm256_hadd_epi32(pend[t][r], h);
+                        __m256i h0 = _mm256_permute2x128_si256(x[t][r], y, 0x20);
+                        __m256i h1 = _mm256_permute2x128_si256(x[t][r], y, 0x31);
+                        const int64_t tg = (t0 + t) * a.nbp + g * 8;
+                        const __m256 dx = _mm256_loadu_ps(a.d + tg);
+                        const int32_t* c = a.corr ? a.corr + tg * 2 : nullptr;
+                        if constexpr (F::per_half) {
+                            if (c) {
+                                h0 = _mm256_add_epi32(h0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c)));
+                                h1 = _mm256_add_epi32(h1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 8)));
+                            }
+                            acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h0), _mm256_mul_ps(sc0[r], dx), acc[t][r]);
+                            acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h1), _mm256_mul_ps(sc1[r], dx), acc[t][r]);
+                        } else {
+                            __m256i sum = _mm256_add_epi32(h0, h1);
+                            if (c) sum = _mm256_add_epi32(sum, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c)));
+                            acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(sc0[r], dx), acc[t][r]);
+                        }
+                        if constexpr (F::has_min)
+                            macc[t][r] = _mm256_fmadd_ps(mn[r], _mm256_loadu_ps(a.s + tg), macc[t][r]);
+                    }
                 }
             }
         }
     }
-    if constexpr (F::has_min) {
-        __m256 macc[T][R];
-        for (int t = 0; t < T; ++t)
-            for (int r = 0; r < R; ++r) macc[t][r] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < a.nb; b += 8) {
-            const int cnt = int(std::min<int64_t>(8, a.nb - b));
-            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-            __m256 mv[R];
-            for (int r = 0; r < R; ++r) mv[r] = _mm256_maskload_ps(mins[r] + b, m);
-            for (int t = 0; t < T; ++t) {
-                const __m256 sv = _mm256_maskload_ps(a.s + (t0 + t) * a.nb + b, m);
-                for (int r = 0; r < R; ++r) macc[t][r] = _mm256_fmadd_ps(mv[r], sv, macc[t][r]);
-            }
-        }
-        for (int t = 0; t < T; ++t)
-            for (int r = 0; r < R; ++r) out[t * R + r] = hsum256(acc[t][r]) + hsum256(macc[t][r]);
-    } else {
-        for (int t = 0; t < T; ++t)
-            for (int r = 0; r < R; ++r) out[t * R + r] = hsum256(acc[t][r]);
-    }
+    for (int t = 0; t < T; ++t)
+        for (int r = 0; r < R; ++r)
+            out[t * R + r] = F::has_min ? hsum256(acc[t][r]) + hsum256(macc[t][r]) : hsum256(acc[t][r]);
 }
 
 template <class Dot, class F, int R, int T>
-void fused_dispatch(int tokens, const uint8_t* const* w, const FusedActs& a, int64_t t0, float* const* mins, float* out) {
+void fused_dispatch(int tokens, const uint8_t* const* w, const FusedActs& a, int64_t t0, float* out) {
     if constexpr (T > 1) {
-        if (tokens < T) return fused_dispatch<Dot, F, R, T - 1>(tokens, w, a, t0, mins, out);
+        if (tokens < T) return fused_dispatch<Dot, F, R, T - 1>(tokens, w, a, t0, out);
     }
-    fused_kernel<Dot, F, R, T>(w, a, t0, mins, out);
+    fused_kernel<Dot, F, R, T>(w, a, t0, out);
 }
 
-// Builds corr for a code offset: lane 0 / lane 4 of each block = -offset * sum(q) of its halves.
-inline void build_corr(const QuantizedActivations& qa, int offset, std::vector<int32_t>& corr) {
-    corr.assign(size_t(qa.n_tokens * qa.n_blocks * 8), 0);
-    for (int64_t t = 0; t < qa.n_tokens; ++t)
-        for (int64_t b = 0; b < qa.n_blocks; ++b) {
+// Builds the padded per-block operands: d, s and (offset != 0) corr with -offset * sum(q) per block
+// (per half for per_half formats).
+inline void build_operands(const QuantizedActivations& qa, int offset, bool per_half, int64_t nbp,
+                           std::vector<float>& d, std::vector<float>& s, std::vector<int32_t>& corr) {
+    const int64_t n = qa.n_tokens, nb = qa.n_blocks;
+    d.assign(size_t(n * nbp), 0.f);
+    s.assign(size_t(n * nbp), 0.f);
+    corr.assign(offset ? size_t(n * nbp * 2) : 0, 0);
+    for (int64_t t = 0; t < n; ++t)
+        for (int64_t b = 0; b < nb; ++b) {
+            d[size_t(t * nbp + b)] = qa.d[size_t(t * nb + b)];
+            s[size_t(t * nbp + b)] = qa.s[size_t(2 * (t * nb + b))] + qa.s[size_t(2 * (t * nb + b) + 1)];
+            if (!offset) continue;
             const int8_t* q = qa.q.data() + t * qa.cols + b * 32;
             int32_t h0 = 0, h1 = 0;
             for (int i = 0; i < 16; ++i) { h0 += q[i]; h1 += q[16 + i]; }
-            int32_t* c = corr.data() + (t * qa.n_blocks + b) * 8;
-            c[0] = -offset * h0;
-            c[4] = -offset * h1;
+            int32_t* c = corr.data() + (t * nbp + b / 8 * 8) * 2 + b % 8;
+            if (per_half) {
+                c[0] = -offset * h0;
+                c[8] = -offset * h1;
+            } else {
+                c[0] = -offset * (h0 + h1);
+            }
         }
 }
 
-template <class Dot, class F>
-void fused_matmul_fmt(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-                      const GemmTiles& tiles) {
-    constexpr int R = Dot::R, T = Dot::T;
-    // Read by every worker, rebuilt per call; thread_local only avoids reallocating each call.
-    thread_local QuantizedActivations qa;
-    thread_local std::vector<float> sblk;
-    thread_local std::vector<int32_t> corr;
-    quantize_activations(x, n_tokens, w.cols, qa, pool);
-    const int64_t nb = qa.n_blocks;
-    const int offset = F::is_signed ? Dot::signed_offset : F::offset;
-    if (offset != 0) build_corr(qa, offset, corr);
-    if constexpr (F::has_min) {
-        sblk.resize(size_t(n_tokens * nb));
-        for (int64_t i = 0; i < n_tokens * nb; ++i) sblk[size_t(i)] = qa.s[size_t(2 * i)] + qa.s[size_t(2 * i + 1)];
-    }
-    const FusedActs acts{qa.q.data(), qa.d.data(), F::has_min ? sblk.data() : nullptr,
-                         offset != 0 ? corr.data() : nullptr, w.cols, nb};
+template <class Dot, class F, int R, int T>
+void fused_rows(const WeightView& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                int64_t mc) {
     const int64_t rb_bytes = row_bytes(w);
     const auto* wdata = static_cast<const uint8_t*>(w.data);
-    const int64_t mc = std::max<int64_t>(R, tiles.mc / R * R);
+    mc = std::max<int64_t>(R, mc / R * R);
     const int64_t n_tasks = (w.rows + mc - 1) / mc;
     pool.run(int(n_tasks), [&](int task, int) {
-        thread_local std::vector<float> min_buf;
-        if (F::has_min && min_buf.size() < size_t(R * nb)) min_buf.resize(size_t(R * nb));
         const int64_t r0 = task * mc, r1 = std::min(w.rows, r0 + mc);
         for (int64_t rbase = r0; rbase < r1; rbase += R) {
             const int rr = int(std::min<int64_t>(R, r1 - rbase));
             const uint8_t* wp[R];
-            float* mins[R];
-            for (int r = 0; r < R; ++r) {
-                // Missing rows of a partial block repeat the first row; their results are discarded.
-                wp[r] = wdata + (rbase + (r < rr ? r : 0)) * rb_bytes;
-                mins[r] = F::has_min ? min_buf.data() + r * nb : nullptr;
-            }
+            // Missing rows of a partial block repeat the first row; their results are discarded.
+            for (int r = 0; r < R; ++r) wp[r] = wdata + (rbase + (r < rr ? r : 0)) * rb_bytes;
             float out[T * R];
             for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
                 const int tt = int(std::min<int64_t>(T, n_tokens - t0));
-                fused_dispatch<Dot, F, R, T>(tt, wp, acts, t0, mins, out);
+                fused_dispatch<Dot, F, R, T>(tt, wp, acts, t0, out);
                 for (int t = 0; t < tt; ++t)
                     for (int r = 0; r < rr; ++r) y[(t0 + t) * w.rows + rbase + r] = out[t * R + r];
             }
         }
     });
+}
+
+template <class Dot, class F>
+void fused_matmul_fmt(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                      const GemmTiles& tiles) {
+    // Read by every worker, rebuilt per call; thread_local only avoids reallocating each call.
+    thread_local QuantizedActivations qa;
+    thread_local std::vector<float> d, s;
+    thread_local std::vector<int32_t> corr;
+    quantize_activations(x, n_tokens, w.cols, qa, pool);
+    const int64_t nb = qa.n_blocks, nbp = (nb + 7) / 8 * 8;
+    const int offset = F::is_signed ? Dot::signed_offset : F::offset;
+    build_operands(qa, offset, F::per_half, nbp, d, s, corr);
+    const FusedActs acts{qa.q.data(), d.data(), s.data(), offset ? corr.data() : nullptr, w.cols, nb, nbp};
+    // The register block differs between decode and prefill; the per-output operations do not.
+    if (n_tokens == 1) fused_rows<Dot, F, Dot::R1, 1>(w, acts, n_tokens, y, pool, tiles.mc);
+    else fused_rows<Dot, F, Dot::R, Dot::T>(w, acts, n_tokens, y, pool, tiles.mc);
 }
 
 template <class Dot>

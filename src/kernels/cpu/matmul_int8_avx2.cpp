@@ -11,7 +11,7 @@ namespace pagoda::kernels::detail {
 namespace {
 
 struct Avx2Dot {
-    static constexpr int R = 2, T = 3, signed_offset = 0;
+    static constexpr int R1 = 2, R = 1, T = 2, signed_offset = 0;  // R1: rows per decode step
     template <bool Signed>
     static __m256i prepare_codes(__m256i u) { return u; }
     template <bool Signed>
