@@ -20,7 +20,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/int8_operands.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/matmul_paths.h"
 #include "quant/block_formats.h"
 
@@ -264,23 +264,51 @@ void fused_dispatch(int tokens, const uint8_t* const* w, const FusedActs& a, int
     fused_kernel<Dot, F, R, T>(w, a, t0, out);
 }
 
-// Builds the padded per-block operands: d, s and (offset != 0) corr with -offset * sum(q) per block
-// (per half for per_half formats).
-inline void build_operands(const QuantizedActivations& qa, int offset, bool per_half, int64_t nbp,
-                           std::vector<float>& d, std::vector<float>& s, std::vector<int32_t>& corr) {
-    const int64_t n = qa.n_tokens, nb = qa.n_blocks;
-    d.assign(size_t(n * nbp), 0.f);
-    s.assign(size_t(n * nbp), 0.f);
-    corr.assign(offset ? size_t(n * nbp * 2) : 0, 0);
-    for (int64_t t = 0; t < n; ++t)
-        for (int64_t b = 0; b < nb; ++b) {
-            d[size_t(t * nbp + b)] = qa.d[size_t(t * nb + b)];
-            s[size_t(t * nbp + b)] = qa.s[size_t(2 * (t * nb + b))] + qa.s[size_t(2 * (t * nb + b) + 1)];
-            if (!offset) continue;
-            const int8_t* q = qa.q.data() + t * qa.cols + b * 32;
-            int32_t h0 = 0, h1 = 0;
-            for (int i = 0; i < 16; ++i) { h0 += q[i]; h1 += q[16 + i]; }
-            int32_t* c = corr.data() + (t * nbp + b / 8 * 8) * 2 + b % 8;
+// Storage of FusedActs, reused across calls by each calling thread.
+struct FusedBuffers {
+    std::vector<int8_t> q;
+    std::vector<float> d, s;
+    std::vector<int32_t> corr;
+};
+
+// One token's activations, quantised as int8_operands.h specifies (bitwise the same values as
+// quantize_activations: the same f32 max, scale, product and round-to-nearest-even conversion), with
+// the per-block operands of the fused kernels written in the same pass: d, s = d*sum(first half) +
+// d*sum(second half), and corr = -offset * sum(q) per block (per half when per_half).
+inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int offset, bool per_half, int8_t* q,
+                                 float* d, float* s, int32_t* corr) {
+    const __m256 sign = _mm256_set1_ps(-0.f);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < nb; ++b) {
+        const float* xb = x + b * 32;
+        __m256 v[4];
+        for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                                 _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const float scale = amax / 127.f;
+        const __m256 inv = _mm256_set1_ps(amax > 0 ? 127.f / amax : 0.f);
+        __m256i iv[4];
+        for (int i = 0; i < 4; ++i) {
+            iv[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv));  // MXCSR default: nearest even
+            iv[i] = _mm256_max_epi32(_mm256_min_epi32(iv[i], _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+        }
+        const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(iv[0], iv[1]), _mm256_packs_epi32(iv[2], iv[3]));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * 32), _mm256_permutevar8x32_epi32(p, perm));
+        auto hsum_i = [](__m256i a) {
+            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+            return _mm_cvtsi128_si32(h);
+        };
+        const int32_t h0 = hsum_i(_mm256_add_epi32(iv[0], iv[1])), h1 = hsum_i(_mm256_add_epi32(iv[2], iv[3]));
+        d[b] = scale;
+        s[b] = scale * float(h0) + scale * float(h1);
+        if (offset) {
+            int32_t* c = corr + b / 8 * 16 + b % 8;
             if (per_half) {
                 c[0] = -offset * h0;
                 c[8] = -offset * h1;
@@ -288,6 +316,27 @@ inline void build_operands(const QuantizedActivations& qa, int offset, bool per_
                 c[0] = -offset * (h0 + h1);
             }
         }
+    }
+    for (int64_t b = nb; b < nbp; ++b) {
+        d[b] = s[b] = 0.f;
+        if (offset) corr[b / 8 * 16 + b % 8] = corr[b / 8 * 16 + 8 + b % 8] = 0;
+    }
+}
+
+inline FusedActs quantize_fused(const float* x, int64_t n_tokens, int64_t cols, int offset, bool per_half,
+                                FusedBuffers& buf, ThreadPool& pool) {
+    const int64_t nb = cols / 32, nbp = (nb + 7) / 8 * 8;
+    buf.q.resize(size_t(n_tokens * cols));
+    buf.d.resize(size_t(n_tokens * nbp));
+    buf.s.resize(size_t(n_tokens * nbp));
+    if (offset) buf.corr.assign(size_t(n_tokens * nbp * 2), 0);
+    auto one = [&](int t, int) {
+        quantize_token_fused(x + t * cols, nb, nbp, offset, per_half, buf.q.data() + t * cols, buf.d.data() + t * nbp,
+                             buf.s.data() + t * nbp, offset ? buf.corr.data() + t * nbp * 2 : nullptr);
+    };
+    if (n_tokens * cols >= 65536) pool.run(int(n_tokens), one);
+    else for (int t = 0; t < int(n_tokens); ++t) one(t, 0);
+    return FusedActs{buf.q.data(), buf.d.data(), buf.s.data(), offset ? buf.corr.data() : nullptr, cols, nb, nbp};
 }
 
 template <class Dot, class F, int R, int T>
@@ -319,14 +368,9 @@ template <class Dot, class F>
 void fused_matmul_fmt(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                       const GemmTiles& tiles) {
     // Read by every worker, rebuilt per call; thread_local only avoids reallocating each call.
-    thread_local QuantizedActivations qa;
-    thread_local std::vector<float> d, s;
-    thread_local std::vector<int32_t> corr;
-    quantize_activations(x, n_tokens, w.cols, qa, pool);
-    const int64_t nb = qa.n_blocks, nbp = (nb + 7) / 8 * 8;
+    thread_local FusedBuffers buf;
     const int offset = F::is_signed ? Dot::signed_offset : F::offset;
-    build_operands(qa, offset, F::per_half, nbp, d, s, corr);
-    const FusedActs acts{qa.q.data(), d.data(), s.data(), offset ? corr.data() : nullptr, w.cols, nb, nbp};
+    const FusedActs acts = quantize_fused(x, n_tokens, w.cols, offset, F::per_half, buf, pool);
     // The register block differs between decode and prefill; the per-output operations do not.
     if (n_tokens == 1) fused_rows<Dot, F, Dot::R1, 1>(w, acts, n_tokens, y, pool, tiles.mc);
     else fused_rows<Dot, F, Dot::R, Dot::T>(w, acts, n_tokens, y, pool, tiles.mc);

@@ -14,7 +14,7 @@ namespace pagoda::kernels::detail {
 namespace {
 
 struct VnniDot {
-    static constexpr int R1 = 4, R = 2, T = 2, signed_offset = 128;  // R1: rows per decode step
+    static constexpr int R1 = 4, R = 1, T = 4, signed_offset = 128;  // R1: rows per decode step
     template <bool Signed>
     static __m256i prepare_codes(__m256i u) {
         if constexpr (Signed) return _mm256_xor_si256(u, _mm256_set1_epi8(char(0x80)));

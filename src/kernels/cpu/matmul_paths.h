@@ -6,7 +6,9 @@
 // k ≡ j (mod L) in increasing k with one multiply-add each (fused on avx2/avx512), a zero-padded final
 // step when cols % L != 0, then the lanes are summed by a fixed tree. Tiling only stores and reloads
 // the lane vectors (exact), so the order is independent of tiles, n_tokens and threads. The int8
-// method keeps one such lane vector over 32-value blocks plus one over the per-16 minimum terms.
+// method: the scalar kernel keeps one f32 accumulator over 32-value blocks plus one over the per-16
+// offset terms (int8_operands.h); the AVX2 / AVX-512 kernels reduce each group of 8 blocks exactly in
+// int32 and accumulate 8 f32 lanes over groups (int8_fused.h).
 #pragma once
 #include <cstdint>
 
