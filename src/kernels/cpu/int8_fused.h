@@ -5,7 +5,7 @@
 // Per output (row r, token t) and group of 8 consecutive 32-value blocks b..b+8, with u the weight's
 // codes (unsigned; Q8_0 signed), q the activation's int8 codes, d its per-block scales:
 //   i_j   = dot(u_j, q_j)                    8 int32 lanes per block j, exact
-//   H     = hadd tree of the i_j             one exact int32 lane per block (per 16-value half for
+//   H     = reduction tree of the i_j        one exact int32 lane per block (per 16-value half for
 //                                            Q6_K) + corr, which folds a constant code offset in
 //                                            exactly (-offset * sum(q))
 //   acc  += f32(H) * (sc * d)                sc: the weight's 8 block scales (one FMA per 8 blocks)
@@ -188,7 +188,17 @@ struct FusedActs {
     int64_t cols, nb, nbp;
 };
 
-// Per group of 8 blocks and output: 8 integer dots, an exact integer reduction (hadd tree) to one
+// Exact int32 reduction steps (unpack + add: single-uop instructions, unlike vphaddd). Per 128-bit
+// half: level1(a, b) = [a0+a2, b0+b2, a1+a3, b1+b3]; level2 of two such results for blocks (i, j) and
+// (k, l) = [sum of i, sum of j, sum of k, sum of l] over that half's four lanes.
+inline __m256i reduce_level1(__m256i a, __m256i b) {
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+inline __m256i reduce_level2(__m256i p, __m256i q) {
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(p, q), _mm256_unpackhi_epi64(p, q));
+}
+
+// Per group of 8 blocks and output: 8 integer dots, an exact integer reduction (unpack-add tree) to one
 // int32 lane per block (or per half), then one f32 convert and FMA for the 8 blocks.
 template <class Dot, class F, int R, int T>
 void fused_kernel(const uint8_t* const* w, const FusedActs& a, int64_t t0, float* out) {
@@ -220,13 +230,13 @@ void fused_kernel(const uint8_t* const* w, const FusedActs& a, int64_t t0, float
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) {
                     const __m256i z = _mm256_setzero_si256();
-                    const __m256i h = _mm256_hadd_epi32(Dot::template dot<F::is_signed>(z, u0[r], q0),
-                                                        Dot::template dot<F::is_signed>(z, u1[r], q1));
+                    const __m256i h = reduce_level1(Dot::template dot<F::is_signed>(z, u0[r], q0),
+                                                    Dot::template dot<F::is_signed>(z, u1[r], q1));
                     if (p % 2 == 0) pend[t][r] = h;
-                    else if (p == 1) x[t][r] = _mm256_hadd_epi32(pend[t][r], h);
+                    else if (p == 1) x[t][r] = reduce_level2(pend[t][r], h);
                     else {
                         // x: halves of blocks 0-3 (first halves low, second halves high); y: blocks 4-7.
-                        const __m256i y = _mm256_hadd_epi32(pend[t][r], h);
+                        const __m256i y = reduce_level2(pend[t][r], h);
                         __m256i h0 = _mm256_permute2x128_si256(x[t][r], y, 0x20);
                         __m256i h1 = _mm256_permute2x128_si256(x[t][r], y, 0x31);
                         const int64_t tg = (t0 + t) * a.nbp + g * 8;
