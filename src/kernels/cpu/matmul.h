@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
@@ -33,6 +34,34 @@ bool matmul_supports(gguf::GgmlType type);
 void require_matmul_support(gguf::GgmlType type, const std::string& what);
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0 and Q8_0
+// on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code groups interleave,
+// so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in one int32 lane (no
+// horizontal reduction); the row scales sit next to the codes (18 / 34 bytes per 32 values, as in
+// GGUF). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed kernel
+// when the active path allows it (avx512 with VNNI, int8_dot method), otherwise the source view.
+// Per output, the packed kernel accumulates one f32 over the 32-value blocks in order:
+//   acc = fma(f32(isum_b - offset * sum(q_b)), d_w[b] * d_x[b], acc)
+// for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
+// The source data must outlive the PackedWeight (it is the fallback).
+class PackedWeight {
+public:
+    PackedWeight() = default;
+    const WeightView& source() const { return source_; }
+    bool is_packed() const { return !data_.empty(); }
+    const uint8_t* data() const { return data_.data(); }
+    size_t packed_bytes() const { return data_.size(); }
+
+private:
+    friend PackedWeight pack_weight(const WeightView& w);
+    WeightView source_;
+    std::vector<uint8_t> data_;
+};
+
+// Throws pagoda::Error for an unsupported type or a bad shape (as matmul would).
+PackedWeight pack_weight(const WeightView& w);
+void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // Plain reference (one row at a time, double accumulation) that every optimised path is tested against.
 void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y);

@@ -32,4 +32,12 @@ void matmul_int8_avx512(const WeightView&, const float*, int64_t, float*, Thread
 
 int64_t row_bytes(const WeightView& w);
 
+// Packed Q4_0 / Q8_0 panels (see PackedWeight): panel p (rows 8p..8p+7, zero rows past the end) holds
+// for each block b: the codes as 32-byte vectors, vector k = the 4-byte groups k of the 8 rows (Q4_0:
+// 4 vectors of nibble bytes, low nibbles = group k, high nibbles = group k + 4; Q8_0: 8 vectors of
+// codes + 128), then the 8 rows' f16 scales.
+constexpr int64_t kPanelRows = 8;
+inline int64_t packed_block_bytes(gguf::GgmlType t) { return t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16; }
+void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
 }  // namespace pagoda::kernels::detail

@@ -1,0 +1,127 @@
+// AVX-512 VNNI kernel for PackedWeight panels (layout: matmul_paths.h). One ymm lane per row of a
+// panel: vpdpbusd multiplies the 4-byte code group k of 8 rows with the broadcast activation group k,
+// so after the 8 groups of a block each lane holds that row's exact int32 block sum (split over two
+// partial sums only to shorten the dependency chain; integer addition is exact, so the split never
+// changes a result). Then per block: acc = fma(f32(isum + corr), d_w * d_x, acc), in block order, for
+// every (row, token): batch invariant. Decode runs 2 panels x 1 token, prefill 1 panel x 8 tokens.
+// GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "core/error.h"
+#include "kernels/cpu/int8_fused.h"
+
+namespace pagoda::kernels::detail {
+namespace {
+
+inline __m256i bcast32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+template <bool Q4, int P, int T>
+void packed_kernel(const uint8_t* const* panels, int64_t pbb, const FusedActs& a, int64_t t0, __m256* out) {
+    __m256 acc[T][P];
+    for (int t = 0; t < T; ++t)
+        for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < a.nb; ++b) {
+        __m256i c[P][8];
+        __m256 sc[P];
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+            const uint8_t* pb = panels[p] + b * pbb;
+            if constexpr (Q4) {
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i v = load256(pb + 32 * k);
+                    c[p][k] = _mm256_and_si256(v, low4);
+                    c[p][k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                }
+            } else {
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; ++k) c[p][k] = load256(pb + 32 * k);
+            }
+            sc[p] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + pbb - 16)));
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            const int8_t* q = a.q + (t0 + t) * a.cols + b * 32;
+            const int64_t tb = (t0 + t) * a.nbp + b;
+            const int32_t corr = a.corr[(t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8];
+            const __m256 dx = _mm256_set1_ps(a.d[tb]);
+            __m256i x[8];
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) x[k] = bcast32(q + 4 * k);
+#pragma GCC unroll 4
+            for (int p = 0; p < P; ++p) {
+                __m256i i0 = _mm256_set1_epi32(corr), i1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                for (int k = 0; k < 8; k += 2) {
+                    i0 = _mm256_dpbusd_epi32(i0, c[p][k], x[k]);
+                    i1 = _mm256_dpbusd_epi32(i1, c[p][k + 1], x[k + 1]);
+                }
+                const __m256 f = _mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1));
+                acc[t][p] = _mm256_fmadd_ps(f, _mm256_mul_ps(sc[p], dx), acc[t][p]);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int p = 0; p < P; ++p) out[t * P + p] = acc[t][p];
+}
+
+template <bool Q4, int P, int T>
+void packed_dispatch(int tokens, const uint8_t* const* panels, int64_t pbb, const FusedActs& a, int64_t t0, __m256* out) {
+    if constexpr (T > 1) {
+        if (tokens < T) return packed_dispatch<Q4, P, T - 1>(tokens, panels, pbb, a, t0, out);
+    }
+    packed_kernel<Q4, P, T>(panels, pbb, a, t0, out);
+}
+
+template <bool Q4, int P, int T>
+void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
+    const WeightView& v = w.source();
+    const int64_t nb = acts.nb, pbb = packed_block_bytes(v.type);
+    const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
+    const int64_t per_task = std::max<int64_t>(P, 4 / P * P);  // 32 rows per task
+    const int64_t n_tasks = (n_panels + per_task - 1) / per_task;
+    pool.run(int(n_tasks), [&](int task, int) {
+        const int64_t p0 = task * per_task, p1 = std::min(n_panels, p0 + per_task);
+        for (int64_t pbase = p0; pbase < p1; pbase += P) {
+            const int pp = int(std::min<int64_t>(P, p1 - pbase));
+            const uint8_t* panels[P];
+            // Missing panels of a partial group repeat the first; their results are discarded.
+            for (int p = 0; p < P; ++p) panels[p] = w.data() + (pbase + (p < pp ? p : 0)) * nb * pbb;
+            __m256 out[T * P];
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
+                const int tt = int(std::min<int64_t>(T, n_tokens - t0));
+                packed_dispatch<Q4, P, T>(tt, panels, pbb, acts, t0, out);
+                for (int t = 0; t < tt; ++t)
+                    for (int p = 0; p < pp; ++p) {
+                        const int64_t row0 = (pbase + p) * kPanelRows;
+                        const int valid = int(std::min<int64_t>(kPanelRows, v.rows - row0));
+                        _mm256_mask_storeu_ps(y + (t0 + t) * v.rows + row0, __mmask8((1u << valid) - 1), out[t * P + p]);
+                    }
+            }
+        }
+    });
+}
+
+}  // namespace
+
+void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+    const bool q4 = w.source().type == gguf::GgmlType::Q4_0;
+    thread_local FusedBuffers buf;
+    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, q4 ? 8 : 128, false, buf, pool);
+    if (q4) {
+        if (n_tokens == 1) packed_rows<true, 2, 1>(w, acts, n_tokens, y, pool);
+        else packed_rows<true, 1, 8>(w, acts, n_tokens, y, pool);
+    } else {
+        if (n_tokens == 1) packed_rows<false, 2, 1>(w, acts, n_tokens, y, pool);
+        else packed_rows<false, 1, 8>(w, acts, n_tokens, y, pool);
+    }
+}
+
+}  // namespace pagoda::kernels::detail

@@ -1,0 +1,130 @@
+// PackedWeight: panels of Q4_0 / Q8_0 for the AVX-512 VNNI kernel, and the fallback to the view path.
+#include <cmath>
+#include <cstring>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "kernels/matmul_test_util.h"
+
+namespace pagoda::kernels {
+namespace {
+
+using gguf::GgmlType;
+using namespace testing;
+
+bool packed_kernel_here() { return best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni; }
+
+// The packed kernel's contract, written from its documentation: activations quantised per 32 values
+// (d = max|x|/127, q = round-half-even(x * 127/max|x|)); per output, over blocks in order,
+// acc = fma(f32(sum_i w_i q_i), f16(d_w) * d_x, acc), with w_i the block's signed integer weights.
+float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t cols) {
+    float acc = 0;
+    for (int64_t b = 0; b < cols / 32; ++b) {
+        const float* xb = x + b * 32;
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
+        const float dx = amax / 127.f, inv = amax > 0 ? 127.f / amax : 0.f;
+        const uint8_t* blk = row + b * (type == GgmlType::Q4_0 ? 18 : 34);
+        uint16_t dh;
+        std::memcpy(&dh, blk, 2);
+        int32_t isum = 0;
+        for (int i = 0; i < 32; ++i) {
+            const int q = std::clamp(int(std::nearbyint(xb[i] * inv)), -127, 127);
+            const int w = type == GgmlType::Q4_0 ? int(i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4) - 8
+                                                 : int(int8_t(blk[2 + i]));
+            isum += w * q;
+        }
+        acc = std::fma(float(isum), f16_to_f32(dh) * dx, acc);
+    }
+    return acc;
+}
+
+TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
+    if (!packed_kernel_here()) GTEST_SKIP() << "no AVX-512 VNNI";
+    KernelConfigGuard guard;
+    set_isa(Isa::avx512);
+    set_quant_method(QuantMethod::int8_dot);
+    ThreadPool pool(2);
+    std::mt19937 rng(21);
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+        for (int64_t rows : {1, 7, 37}) {
+            const int64_t cols = rows == 7 ? 32 * 5 : 32 * 16;
+            auto w = make_weights(type, rows, cols, rng);
+            const PackedWeight pw = pack_weight(w.view());
+            ASSERT_TRUE(pw.is_packed());
+            const int64_t max_n = 70;
+            auto x = random_activations(max_n * cols, rng);
+            x[5] = 0;  // a zero and an all-zero block
+            std::fill(x.begin() + 32, x.begin() + 64, 0.f);
+            const int64_t rb = int64_t(*gguf::row_size(type, cols));
+            for (int64_t n : {1, 2, 8, 9, 70}) {
+                std::vector<float> y(size_t(n * rows));
+                matmul(pw, x.data(), n, y.data(), pool);
+                for (int64_t t = 0; t < n; ++t)
+                    for (int64_t r = 0; r < rows; ++r) {
+                        const float want = contract_output(type, w.bytes.data() + r * rb, x.data() + t * cols, cols);
+                        const float got = y[size_t(t * rows + r)];
+                        ASSERT_EQ(std::memcmp(&got, &want, 4), 0)
+                            << gguf::type_name(uint32_t(type)) << " rows " << rows << " n " << n << " t " << t
+                            << " r " << r << ": " << got << " vs " << want;
+                    }
+            }
+        }
+    }
+}
+
+TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
+    if (!packed_kernel_here()) GTEST_SKIP() << "no AVX-512 VNNI";
+    KernelConfigGuard guard;
+    set_isa(Isa::avx512);
+    set_quant_method(QuantMethod::int8_dot);
+    ThreadPool pool1(1), pool2(2);
+    std::mt19937 rng(22);
+    const int64_t rows = 83, cols = 32 * 24, n = 19;
+    auto w = make_weights(GgmlType::Q4_0, rows, cols, rng);
+    const PackedWeight pw = pack_weight(w.view());
+    auto x = random_activations(n * cols, rng);
+    std::vector<float> a(size_t(n * rows)), b(size_t(n * rows)), ref(size_t(n * rows)), row(static_cast<size_t>(cols));
+    matmul(pw, x.data(), n, a.data(), pool1);
+    matmul(pw, x.data(), n, b.data(), pool2);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+    matmul_reference(w.view(), x.data(), n, ref.data());
+    for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(w.view(), r, row.data());
+        for (int64_t t = 0; t < n; ++t) {
+            double bound = 0;  // activation rounding: half a quantisation step per value
+            for (int64_t c0 = 0; c0 < cols; c0 += 32) {
+                float amax = 0;
+                for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(t * cols + c0 + i)]));
+                for (int i = 0; i < 32; ++i) bound += std::fabs(row[size_t(c0 + i)]) * amax / 254.0;
+            }
+            ASSERT_NEAR(a[size_t(t * rows + r)], ref[size_t(t * rows + r)], bound * 1.001 + 1e-4);
+        }
+    }
+}
+
+TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
+    KernelConfigGuard guard;
+    ThreadPool pool(2);
+    std::mt19937 rng(23);
+    auto f16 = make_weights(GgmlType::F16, 9, 64, rng);
+    EXPECT_FALSE(pack_weight(f16.view()).is_packed());
+    auto q4 = make_weights(GgmlType::Q4_0, 9, 64, rng);
+    const PackedWeight pw = pack_weight(q4.view());
+    EXPECT_EQ(pw.is_packed(), packed_kernel_here());
+    // On another path the packed weight computes exactly what the view does.
+    auto x = random_activations(3 * 64, rng);
+    for (Isa isa : available_isas()) {
+        if (isa == Isa::avx512) continue;
+        set_isa(isa);
+        std::vector<float> a(27), b(27);
+        matmul(pw, x.data(), 3, a.data(), pool);
+        matmul(q4.view(), x.data(), 3, b.data(), pool);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << isa_name(isa);
+    }
+    EXPECT_THROW(pack_weight(WeightView{GgmlType::Q2_K, q4.bytes.data(), 1, 256}), Error);
+    EXPECT_THROW(pack_weight(WeightView{GgmlType::Q4_0, q4.bytes.data(), 1, 40}), Error);
+}
+
+}  // namespace
+}  // namespace pagoda::kernels
