@@ -14,8 +14,8 @@
 // dequant_fma method dequantises weight tiles to f32 and runs the f32 GEMM (exact activations).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
@@ -45,18 +45,21 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 //   acc = fma(f32(isum_b - offset * sum(q_b)), d_w[b] * d_x[b], acc)
 // for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
 // The source data must outlive the PackedWeight (it is the fallback).
+// The packed bytes live in 2 MiB-aligned memory advised for transparent huge pages (decode streams
+// them; 4 KiB pages would cost a TLB miss per page); copies share them (immutable).
 class PackedWeight {
 public:
     PackedWeight() = default;
     const WeightView& source() const { return source_; }
-    bool is_packed() const { return !data_.empty(); }
-    const uint8_t* data() const { return data_.data(); }
-    size_t packed_bytes() const { return data_.size(); }
+    bool is_packed() const { return bytes_ > 0; }
+    const uint8_t* data() const { return data_.get(); }
+    size_t packed_bytes() const { return bytes_; }
 
 private:
     friend PackedWeight pack_weight(const WeightView& w);
     WeightView source_;
-    std::vector<uint8_t> data_;
+    std::shared_ptr<uint8_t> data_;
+    size_t bytes_ = 0;
 };
 
 // Throws pagoda::Error for an unsupported type or a bad shape (as matmul would).

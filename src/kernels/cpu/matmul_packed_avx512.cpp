@@ -33,6 +33,17 @@ void packed_kernel(const uint8_t* const* panels, int64_t pbb, const FusedActs& a
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
             const uint8_t* pb = panels[p] + b * pbb;
+            if constexpr (T == 1) {
+                // Decode is memory bound: keep requests ahead of the stream (across page boundaries,
+                // which the hardware prefetchers do not cross).
+                _mm_prefetch(reinterpret_cast<const char*>(pb + 2048), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + 64), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + 128), _MM_HINT_T0);
+                if constexpr (!Q4) {
+                    _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + 192), _MM_HINT_T0);
+                    _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + 256), _MM_HINT_T0);
+                }
+            }
             if constexpr (Q4) {
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) {

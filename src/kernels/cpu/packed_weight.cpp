@@ -1,6 +1,10 @@
 // pack_weight and matmul(PackedWeight): the repacking is plain byte shuffling done once per tensor;
 // the kernel is matmul_packed_avx512.cpp.
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -15,6 +19,17 @@ namespace {
 
 bool packed_kernel_available() { return active_isa() == Isa::avx512 && cpu_features().avx512vnni; }
 
+// Zeroed, 2 MiB-aligned, advised for huge pages (advice only: failure leaves 4 KiB pages).
+std::shared_ptr<uint8_t> alloc_huge(size_t bytes) {
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t size = (bytes + kHuge - 1) / kHuge * kHuge;
+    void* p = std::aligned_alloc(kHuge, size);
+    if (!p) throw std::bad_alloc();
+    (void)madvise(p, size, MADV_HUGEPAGE);
+    std::memset(p, 0, size);
+    return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
+
 }  // namespace
 
 PackedWeight pack_weight(const WeightView& w) {
@@ -27,11 +42,12 @@ PackedWeight pack_weight(const WeightView& w) {
     if ((!q4 && w.type != GgmlType::Q8_0) || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
     const int64_t nb = w.cols / 32, n_panels = (w.rows + detail::kPanelRows - 1) / detail::kPanelRows;
     const int64_t pbb = detail::packed_block_bytes(w.type), block_bytes = q4 ? 18 : 34;
-    p.data_.assign(size_t(n_panels * nb * pbb), 0);
+    p.bytes_ = size_t(n_panels * nb * pbb);
+    p.data_ = alloc_huge(p.bytes_);
     const auto* src = static_cast<const uint8_t*>(w.data);
     for (int64_t panel = 0; panel < n_panels; ++panel)
         for (int64_t b = 0; b < nb; ++b) {
-            uint8_t* out = p.data_.data() + (panel * nb + b) * pbb;
+            uint8_t* out = p.data_.get() + (panel * nb + b) * pbb;
             for (int r = 0; r < detail::kPanelRows; ++r) {
                 const int64_t row = panel * detail::kPanelRows + r;
                 if (row >= w.rows) break;  // padding rows stay zero (codes and scale)
