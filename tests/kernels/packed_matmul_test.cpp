@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/matmul_test_util.h"
+#include "quant/block_formats.h"
 
 namespace pagoda::kernels {
 namespace {
@@ -16,27 +17,49 @@ bool packed_kernel_here() { return best_supported_isa() == Isa::avx512 && cpu_fe
 
 // The packed kernel's contract, written from its documentation: activations quantised per 32 values
 // (d = max|x|/127, q = round-half-even(x * 127/max|x|)); per output, over blocks in order,
-// acc = fma(f32(sum_i w_i q_i), f16(d_w) * d_x, acc), with w_i the block's signed integer weights.
+// acc = fma(f32(sum_i w_i q_i), sc * d_x, acc), with w_i the block's signed integer weights and sc
+// its scale (Q4_K: f32(scale) * d, plus macc = fma(-(f32(min) * dmin), s, macc) with
+// s = d_x * sum(first 16 q) + d_x * sum(last 16 q); output acc + macc).
 float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t cols) {
-    float acc = 0;
+    float acc = 0, macc = 0;
     for (int64_t b = 0; b < cols / 32; ++b) {
         const float* xb = x + b * 32;
         float amax = 0;
         for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
         const float dx = amax / 127.f, inv = amax > 0 ? 127.f / amax : 0.f;
-        const uint8_t* blk = row + b * (type == GgmlType::Q4_0 ? 18 : 34);
-        uint16_t dh;
-        std::memcpy(&dh, blk, 2);
-        int32_t isum = 0;
+        int q[32], half[2] = {0, 0};
         for (int i = 0; i < 32; ++i) {
-            const int q = std::clamp(int(std::nearbyint(xb[i] * inv)), -127, 127);
-            const int w = type == GgmlType::Q4_0 ? int(i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4) - 8
-                                                 : int(int8_t(blk[2 + i]));
-            isum += w * q;
+            q[i] = std::clamp(int(std::nearbyint(xb[i] * inv)), -127, 127);
+            half[i / 16] += q[i];
         }
-        acc = std::fma(float(isum), f16_to_f32(dh) * dx, acc);
+        int w[32];
+        float sc = 0, mn = 0;
+        if (type == GgmlType::Q4_K) {
+            const uint8_t* sb = row + b / 8 * 144;
+            const int j = int(b % 8);
+            uint8_t s6, m6;
+            quant::k_scale_min(j, sb + 4, s6, m6);
+            uint16_t dh, dminh;
+            std::memcpy(&dh, sb, 2);
+            std::memcpy(&dminh, sb + 2, 2);
+            sc = float(s6) * f16_to_f32(dh);
+            mn = float(m6) * f16_to_f32(dminh);
+            for (int i = 0; i < 32; ++i) w[i] = (sb[16 + 32 * (j / 2) + i] >> (4 * (j % 2))) & 15;
+        } else {
+            const uint8_t* blk = row + b * (type == GgmlType::Q4_0 ? 18 : 34);
+            uint16_t dh;
+            std::memcpy(&dh, blk, 2);
+            sc = f16_to_f32(dh);
+            for (int i = 0; i < 32; ++i)
+                w[i] = type == GgmlType::Q4_0 ? int(i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4) - 8
+                                              : int(int8_t(blk[2 + i]));
+        }
+        int32_t isum = 0;
+        for (int i = 0; i < 32; ++i) isum += w[i] * q[i];
+        acc = std::fma(float(isum), sc * dx, acc);
+        if (type == GgmlType::Q4_K) macc = std::fma(-mn, dx * float(half[0]) + dx * float(half[1]), macc);
     }
-    return acc;
+    return type == GgmlType::Q4_K ? acc + macc : acc;
 }
 
 TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
@@ -46,9 +69,9 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
     set_quant_method(QuantMethod::int8_dot);
     ThreadPool pool(2);
     std::mt19937 rng(21);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K}) {
         for (int64_t rows : {1, 7, 37}) {
-            const int64_t cols = rows == 7 ? 32 * 5 : 32 * 16;
+            const int64_t cols = type == GgmlType::Q4_K ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
             auto w = make_weights(type, rows, cols, rng);
             const PackedWeight pw = pack_weight(w.view());
             ASSERT_TRUE(pw.is_packed());
@@ -81,24 +104,27 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
     ThreadPool pool1(1), pool2(2);
     std::mt19937 rng(22);
     const int64_t rows = 83, cols = 32 * 24, n = 19;
-    auto w = make_weights(GgmlType::Q4_0, rows, cols, rng);
-    const PackedWeight pw = pack_weight(w.view());
-    auto x = random_activations(n * cols, rng);
-    std::vector<float> a(size_t(n * rows)), b(size_t(n * rows)), ref(size_t(n * rows)), row(static_cast<size_t>(cols));
-    matmul(pw, x.data(), n, a.data(), pool1);
-    matmul(pw, x.data(), n, b.data(), pool2);
-    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
-    matmul_reference(w.view(), x.data(), n, ref.data());
-    for (int64_t r = 0; r < rows; ++r) {
-        dequantize_row(w.view(), r, row.data());
-        for (int64_t t = 0; t < n; ++t) {
-            double bound = 0;  // activation rounding: half a quantisation step per value
-            for (int64_t c0 = 0; c0 < cols; c0 += 32) {
-                float amax = 0;
-                for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(t * cols + c0 + i)]));
-                for (int i = 0; i < 32; ++i) bound += std::fabs(row[size_t(c0 + i)]) * amax / 254.0;
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K}) {
+        auto w = make_weights(type, rows, cols, rng);
+        const PackedWeight pw = pack_weight(w.view());
+        auto x = random_activations(n * cols, rng);
+        std::vector<float> a(size_t(n * rows)), b(size_t(n * rows)), ref(size_t(n * rows)), row(static_cast<size_t>(cols));
+        matmul(pw, x.data(), n, a.data(), pool1);
+        matmul(pw, x.data(), n, b.data(), pool2);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+        matmul_reference(w.view(), x.data(), n, ref.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            dequantize_row(w.view(), r, row.data());
+            for (int64_t t = 0; t < n; ++t) {
+                double bound = 0;  // activation rounding: half a quantisation step per value
+                for (int64_t c0 = 0; c0 < cols; c0 += 32) {
+                    float amax = 0;
+                    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(t * cols + c0 + i)]));
+                    for (int i = 0; i < 32; ++i) bound += std::fabs(row[size_t(c0 + i)]) * amax / 254.0;
+                }
+                ASSERT_NEAR(a[size_t(t * rows + r)], ref[size_t(t * rows + r)], bound * 1.001 + 1e-4)
+                    << gguf::type_name(uint32_t(type));
             }
-            ASSERT_NEAR(a[size_t(t * rows + r)], ref[size_t(t * rows + r)], bound * 1.001 + 1e-4);
         }
     }
 }

@@ -35,14 +35,17 @@ void require_matmul_support(gguf::GgmlType type, const std::string& what);
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
-// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0 and Q8_0
-// on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code groups interleave,
-// so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in one int32 lane (no
-// horizontal reduction); the row scales sit next to the codes (18 / 34 bytes per 32 values, as in
-// GGUF). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed kernel
-// when the active path allows it (avx512 with VNNI, int8_dot method), otherwise the source view.
-// Per output, the packed kernel accumulates one f32 over the 32-value blocks in order:
-//   acc = fma(f32(isum_b - offset * sum(q_b)), d_w[b] * d_x[b], acc)
+// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q8_0
+// and Q4_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code groups
+// interleave, so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in one
+// int32 lane (no horizontal reduction); the row scales sit next to the codes (18 / 34 / 18.5 bytes
+// per 32 values). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed
+// kernel when the active path allows it (avx512 with VNNI, int8_dot method), otherwise the source view.
+// Per output, the packed kernel accumulates one f32 over the 32-value blocks in order, with w the
+// block's signed integer weights and sc its scale (Q4_K: f32(6-bit scale) * d):
+//   acc = fma(f32(sum w q), sc * d_x, acc)
+// plus for Q4_K  macc = fma(-(f32(6-bit min) * dmin), s, macc),  output acc + macc, where
+// s = d_x * sum(first 16 q) + d_x * sum(last 16 q);
 // for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
 // The source data must outlive the PackedWeight (it is the fallback).
 // The packed bytes live in 2 MiB-aligned memory advised for transparent huge pages (decode streams

@@ -2,8 +2,11 @@
 // panel: vpdpbusd multiplies the 4-byte code group k of 8 rows with the broadcast activation group k,
 // so after the 8 groups of a block each lane holds that row's exact int32 block sum (split over two
 // partial sums only to shorten the dependency chain; integer addition is exact, so the split never
-// changes a result). Then per block: acc = fma(f32(isum + corr), d_w * d_x, acc), in block order, for
-// every (row, token): batch invariant. Decode runs 2 panels x 1 token, prefill 1 panel x 8 tokens.
+// changes a result). Then per block: acc = fma(f32(isum + corr), sc * d_x, acc), in block order, for
+// every (row, token): batch invariant. Q4_K: sc = f32(scale byte) * d, and a second accumulator
+// macc = fma(-(f32(min byte) * dmin), s, macc) with s as quantize_fused makes it (d_x * sum of each
+// half's q, added);
+// output acc + macc. Decode runs 2 panels x 1 token, prefill 1 panel x 8 tokens.
 // GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -21,30 +24,31 @@ inline __m256i bcast32(const int8_t* p) {
     return _mm256_set1_epi32(v);
 }
 
-template <bool Q4, int P, int T>
-void packed_kernel(const uint8_t* const* panels, int64_t pbb, const FusedActs& a, int64_t t0, __m256* out) {
-    __m256 acc[T][P];
+enum class Fmt { q4_0, q8_0, q4_k };
+
+template <Fmt F, int P, int T>
+void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, __m256* out) {
+    constexpr bool nibbles = F != Fmt::q8_0, kq = F == Fmt::q4_k;
+    constexpr int64_t code_bytes = nibbles ? 128 : 256, pbb = kq ? 144 : code_bytes + 16;
+    __m256 acc[T][P], macc[T][P];
     for (int t = 0; t < T; ++t)
-        for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+        for (int p = 0; p < P; ++p) acc[t][p] = macc[t][p] = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < a.nb; ++b) {
         __m256i c[P][8];
-        __m256 sc[P];
+        __m256 sc[P], mn[P];
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
-            const uint8_t* pb = panels[p] + b * pbb;
+            const uint8_t* sbp = panels[p] + b / 8 * (32 + 8 * pbb);  // Q4_K super-block
+            const uint8_t* pb = kq ? sbp + 32 + b % 8 * pbb : panels[p] + b * pbb;
             if constexpr (T == 1) {
                 // Decode is memory bound: keep requests ahead of the stream (across page boundaries,
                 // which the hardware prefetchers do not cross).
-                _mm_prefetch(reinterpret_cast<const char*>(pb + 2048), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + 64), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + 128), _MM_HINT_T0);
-                if constexpr (!Q4) {
-                    _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + 192), _MM_HINT_T0);
-                    _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + 256), _MM_HINT_T0);
-                }
+#pragma GCC unroll 8
+                for (int64_t l = 0; l < pbb; l += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + l), _MM_HINT_T0);
             }
-            if constexpr (Q4) {
+            if constexpr (nibbles) {
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) {
                     const __m256i v = load256(pb + 32 * k);
@@ -55,13 +59,21 @@ void packed_kernel(const uint8_t* const* panels, int64_t pbb, const FusedActs& a
 #pragma GCC unroll 8
                 for (int k = 0; k < 8; ++k) c[p][k] = load256(pb + 32 * k);
             }
-            sc[p] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + pbb - 16)));
+            if constexpr (kq) {
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
+                const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp + 16)));
+                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 128)))), d);
+                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 136)))), dmin);
+            } else {
+                sc[p] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes)));
+                mn[p] = _mm256_setzero_ps();
+            }
         }
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
             const int8_t* q = a.q + (t0 + t) * a.cols + b * 32;
             const int64_t tb = (t0 + t) * a.nbp + b;
-            const int32_t corr = a.corr[(t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8];
+            const int32_t corr = kq ? 0 : a.corr[(t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8];
             const __m256 dx = _mm256_set1_ps(a.d[tb]);
             __m256i x[8];
 #pragma GCC unroll 8
@@ -76,25 +88,26 @@ void packed_kernel(const uint8_t* const* panels, int64_t pbb, const FusedActs& a
                 }
                 const __m256 f = _mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1));
                 acc[t][p] = _mm256_fmadd_ps(f, _mm256_mul_ps(sc[p], dx), acc[t][p]);
+                if constexpr (kq) macc[t][p] = _mm256_fnmadd_ps(mn[p], _mm256_set1_ps(a.s[tb]), macc[t][p]);
             }
         }
     }
     for (int t = 0; t < T; ++t)
-        for (int p = 0; p < P; ++p) out[t * P + p] = acc[t][p];
+        for (int p = 0; p < P; ++p) out[t * P + p] = kq ? _mm256_add_ps(acc[t][p], macc[t][p]) : acc[t][p];
 }
 
-template <bool Q4, int P, int T>
-void packed_dispatch(int tokens, const uint8_t* const* panels, int64_t pbb, const FusedActs& a, int64_t t0, __m256* out) {
+template <Fmt F, int P, int T>
+void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& a, int64_t t0, __m256* out) {
     if constexpr (T > 1) {
-        if (tokens < T) return packed_dispatch<Q4, P, T - 1>(tokens, panels, pbb, a, t0, out);
+        if (tokens < T) return packed_dispatch<F, P, T - 1>(tokens, panels, a, t0, out);
     }
-    packed_kernel<Q4, P, T>(panels, pbb, a, t0, out);
+    packed_kernel<F, P, T>(panels, a, t0, out);
 }
 
-template <bool Q4, int P, int T>
+template <Fmt F, int P, int T>
 void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
     const WeightView& v = w.source();
-    const int64_t nb = acts.nb, pbb = packed_block_bytes(v.type);
+    const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
     const int64_t per_task = std::max<int64_t>(P, 4 / P * P);  // 32 rows per task
     const int64_t n_tasks = (n_panels + per_task - 1) / per_task;
@@ -104,11 +117,11 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
             const int pp = int(std::min<int64_t>(P, p1 - pbase));
             const uint8_t* panels[P];
             // Missing panels of a partial group repeat the first; their results are discarded.
-            for (int p = 0; p < P; ++p) panels[p] = w.data() + (pbase + (p < pp ? p : 0)) * nb * pbb;
+            for (int p = 0; p < P; ++p) panels[p] = w.data() + (pbase + (p < pp ? p : 0)) * panel_bytes;
             __m256 out[T * P];
             for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
                 const int tt = int(std::min<int64_t>(T, n_tokens - t0));
-                packed_dispatch<Q4, P, T>(tt, panels, pbb, acts, t0, out);
+                packed_dispatch<F, P, T>(tt, panels, acts, t0, out);
                 for (int t = 0; t < tt; ++t)
                     for (int p = 0; p < pp; ++p) {
                         const int64_t row0 = (pbase + p) * kPanelRows;
@@ -120,18 +133,24 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     });
 }
 
+template <Fmt F>
+void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
+    if (n_tokens == 1) packed_rows<F, 2, 1>(w, acts, n_tokens, y, pool);
+    else packed_rows<F, 1, 8>(w, acts, n_tokens, y, pool);
+}
+
 }  // namespace
 
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-    const bool q4 = w.source().type == gguf::GgmlType::Q4_0;
+    const gguf::GgmlType type = w.source().type;
+    const int offset = type == gguf::GgmlType::Q4_0 ? 8 : type == gguf::GgmlType::Q8_0 ? 128 : 0;
     thread_local FusedBuffers buf;
-    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, q4 ? 8 : 128, false, buf, pool);
-    if (q4) {
-        if (n_tokens == 1) packed_rows<true, 2, 1>(w, acts, n_tokens, y, pool);
-        else packed_rows<true, 1, 8>(w, acts, n_tokens, y, pool);
-    } else {
-        if (n_tokens == 1) packed_rows<false, 2, 1>(w, acts, n_tokens, y, pool);
-        else packed_rows<false, 1, 8>(w, acts, n_tokens, y, pool);
+    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, offset, false, buf, pool);
+    switch (type) {
+        case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k>(w, acts, n_tokens, y, pool);
+        default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(type)));
     }
 }
 

@@ -32,12 +32,16 @@ void matmul_int8_avx512(const WeightView&, const float*, int64_t, float*, Thread
 
 int64_t row_bytes(const WeightView& w);
 
-// Packed Q4_0 / Q8_0 panels (see PackedWeight): panel p (rows 8p..8p+7, zero rows past the end) holds
-// for each block b: the codes as 32-byte vectors, vector k = the 4-byte groups k of the 8 rows (Q4_0:
-// 4 vectors of nibble bytes, low nibbles = group k, high nibbles = group k + 4; Q8_0: 8 vectors of
-// codes + 128), then the 8 rows' f16 scales.
+// Packed panels (see PackedWeight): panel p (rows 8p..8p+7, zero rows past the end) is contiguous.
+// Codes of a 32-value block are 32-byte vectors, vector k = the 4-byte code groups k of the 8 rows:
+// Q4_0 / Q4_K: 4 vectors of nibble bytes (low nibbles = group k, high nibbles = group k + 4);
+// Q8_0: 8 vectors of codes + 128. Q4_0 / Q8_0 blocks: codes, then the 8 rows' f16 scales. Q4_K
+// super-blocks: the 8 rows' f16 d and f16 dmin, then per 32-block: codes, 8 scale bytes, 8 min bytes.
 constexpr int64_t kPanelRows = 8;
-inline int64_t packed_block_bytes(gguf::GgmlType t) { return t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16; }
+inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
+    if (t == gguf::GgmlType::Q4_K) return nb / 8 * (32 + 8 * (128 + 16));
+    return nb * (t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16);
+}
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 }  // namespace pagoda::kernels::detail

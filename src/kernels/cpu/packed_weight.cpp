@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_paths.h"
+#include "quant/block_formats.h"
 
 namespace pagoda::kernels {
 
@@ -32,36 +33,66 @@ std::shared_ptr<uint8_t> alloc_huge(size_t bytes) {
 
 }  // namespace
 
+namespace {
+
+// Codes of a Q4_0 / Q4_K block (code(v), v < 32) as the 4 interleaved nibble vectors of row r.
+template <class Code>
+void put_nibbles(uint8_t* out, int r, Code code) {
+    for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 4; ++i) out[32 * k + 4 * r + i] = uint8_t(code(4 * k + i) | (code(16 + 4 * k + i) << 4));
+}
+
+void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* panel) {
+    if (type == GgmlType::Q4_K) {
+        constexpr int64_t sb_bytes = 32 + 8 * 144;
+        for (int64_t sb = 0; sb < nb / 8; ++sb) {
+            const uint8_t* blk = row + sb * 144;
+            uint8_t* out = panel + sb * sb_bytes;
+            std::memcpy(out + 2 * r, blk, 2);
+            std::memcpy(out + 16 + 2 * r, blk + 2, 2);
+            for (int j = 0; j < 8; ++j) {
+                uint8_t* ob = out + 32 + j * 144;
+                const uint8_t* qs = blk + 16 + 32 * (j / 2);
+                put_nibbles(ob, r, [&](int v) { return (qs[v] >> (4 * (j % 2))) & 15; });
+                quant::k_scale_min(j, blk + 4, ob[128 + r], ob[136 + r]);
+            }
+        }
+        return;
+    }
+    const bool q4 = type == GgmlType::Q4_0;
+    const int64_t src_bytes = q4 ? 18 : 34, pbb = q4 ? 144 : 272;
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = row + b * src_bytes;
+        const uint8_t* qs = blk + 2;
+        uint8_t* out = panel + b * pbb;
+        if (q4) {
+            put_nibbles(out, r, [&](int v) { return v < 16 ? qs[v] & 15 : qs[v - 16] >> 4; });
+        } else {
+            for (int k = 0; k < 8; ++k)
+                for (int i = 0; i < 4; ++i) out[32 * k + 4 * r + i] = uint8_t(qs[4 * k + i] ^ 0x80);
+        }
+        std::memcpy(out + pbb - 16 + 2 * r, blk, 2);
+    }
+}
+
+}  // namespace
+
 PackedWeight pack_weight(const WeightView& w) {
     require_matmul_support(w.type, "pack_weight");
     if (w.rows < 0 || w.cols < 0) fail("pack_weight: negative shape");
     const int64_t rb = detail::row_bytes(w);
     PackedWeight p;
     p.source_ = w;
-    const bool q4 = w.type == GgmlType::Q4_0;
-    if ((!q4 && w.type != GgmlType::Q8_0) || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
+    const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K;
+    if (!packable || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
     const int64_t nb = w.cols / 32, n_panels = (w.rows + detail::kPanelRows - 1) / detail::kPanelRows;
-    const int64_t pbb = detail::packed_block_bytes(w.type), block_bytes = q4 ? 18 : 34;
-    p.bytes_ = size_t(n_panels * nb * pbb);
-    p.data_ = alloc_huge(p.bytes_);
+    const int64_t panel_bytes = detail::packed_panel_bytes(w.type, nb);
+    p.bytes_ = size_t(n_panels * panel_bytes);
+    p.data_ = alloc_huge(p.bytes_);  // zeroed: padding rows have zero codes and scales
     const auto* src = static_cast<const uint8_t*>(w.data);
-    for (int64_t panel = 0; panel < n_panels; ++panel)
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t* out = p.data_.get() + (panel * nb + b) * pbb;
-            for (int r = 0; r < detail::kPanelRows; ++r) {
-                const int64_t row = panel * detail::kPanelRows + r;
-                if (row >= w.rows) break;  // padding rows stay zero (codes and scale)
-                const uint8_t* blk = src + row * rb + b * block_bytes;
-                const uint8_t* qs = blk + 2;
-                if (q4) {
-                    for (int k = 0; k < 4; ++k) std::memcpy(out + 32 * k + 4 * r, qs + 4 * k, 4);
-                } else {
-                    for (int k = 0; k < 8; ++k)
-                        for (int i = 0; i < 4; ++i) out[32 * k + 4 * r + i] = uint8_t(qs[4 * k + i] ^ 0x80);
-                }
-                std::memcpy(out + pbb - 16 + 2 * r, blk, 2);
-            }
-        }
+    for (int64_t row = 0; row < w.rows; ++row)
+        pack_row(w.type, src + row * rb, nb, int(row % detail::kPanelRows),
+                 p.data_.get() + row / detail::kPanelRows * panel_bytes);
     return p;
 }
 
