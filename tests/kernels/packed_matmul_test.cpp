@@ -13,13 +13,16 @@ namespace {
 using gguf::GgmlType;
 using namespace testing;
 
+bool block_of_256(GgmlType t) { return gguf::type_traits(t).block_size == 256; }
+
 bool packed_kernel_here() { return best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni; }
 
 // The packed kernel's contract, written from its documentation: activations quantised per 32 values
 // (d = max|x|/127, q = round-half-even(x * 127/max|x|)); per output, over blocks in order,
 // acc = fma(f32(sum_i w_i q_i), sc * d_x, acc), with w_i the block's signed integer weights and sc
 // its scale (Q4_K: f32(scale) * d, plus macc = fma(-(f32(min) * dmin), s, macc) with
-// s = d_x * sum(first 16 q) + d_x * sum(last 16 q); output acc + macc).
+// s = d_x * sum(first 16 q) + d_x * sum(last 16 q); output acc + macc; Q6_K: one such FMA per
+// 16-value half with its scale f32(int8 scale) * d).
 float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t cols) {
     float acc = 0, macc = 0;
     for (int64_t b = 0; b < cols / 32; ++b) {
@@ -34,6 +37,26 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
         }
         int w[32];
         float sc = 0, mn = 0;
+        if (type == GgmlType::Q6_K) {
+            // GGML's Q6_K layout: value 128h + 32k + l of a super-block takes 4 bits from
+            // ql[64h + l (+32 for odd k)] (low nibble for k < 2) and 2 bits from qh[32h + l] at bit 2k.
+            const uint8_t* sb = row + b / 8 * 210;
+            const int j = int(b % 8), h = j / 4, k = j % 4;
+            uint16_t dh;
+            std::memcpy(&dh, sb + 208, 2);
+            const float d = f16_to_f32(dh);
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t lo = sb[64 * h + l + (k % 2) * 32];
+                w[l] = int(((k < 2 ? lo : lo >> 4) & 15) | (((sb[128 + 32 * h + l] >> (2 * k)) & 3) << 4)) - 32;
+            }
+            for (int half = 0; half < 2; ++half) {
+                int32_t isum = 0;
+                for (int i = 16 * half; i < 16 * half + 16; ++i) isum += w[i] * q[i];
+                const float s16 = float(int8_t(sb[192 + 2 * j + half])) * d;
+                acc = std::fma(float(isum), s16 * dx, acc);
+            }
+            continue;
+        }
         if (type == GgmlType::Q4_K) {
             const uint8_t* sb = row + b / 8 * 144;
             const int j = int(b % 8);
@@ -69,9 +92,9 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
     set_quant_method(QuantMethod::int8_dot);
     ThreadPool pool(2);
     std::mt19937 rng(21);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
         for (int64_t rows : {1, 7, 37}) {
-            const int64_t cols = type == GgmlType::Q4_K ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
+            const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
             auto w = make_weights(type, rows, cols, rng);
             const PackedWeight pw = pack_weight(w.view());
             ASSERT_TRUE(pw.is_packed());
@@ -104,7 +127,7 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
     ThreadPool pool1(1), pool2(2);
     std::mt19937 rng(22);
     const int64_t rows = 83, cols = 32 * 24, n = 19;
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
         auto w = make_weights(type, rows, cols, rng);
         const PackedWeight pw = pack_weight(w.view());
         auto x = random_activations(n * cols, rng);

@@ -59,6 +59,31 @@ void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* pan
         }
         return;
     }
+    if (type == GgmlType::Q6_K) {
+        constexpr int64_t sb_bytes = 16 + 8 * 208;
+        for (int64_t sb = 0; sb < nb / 8; ++sb) {
+            const uint8_t* blk = row + sb * 210;
+            uint8_t* out = panel + sb * sb_bytes;
+            std::memcpy(out + 2 * r, blk + 208, 2);
+            for (int j = 0; j < 8; ++j) {
+                uint8_t* ob = out + 16 + j * 208;
+                const int h = j / 4, k = j % 4;
+                const uint8_t* ql = blk + 64 * h + 32 * (k & 1);
+                const uint8_t* qh = blk + 128 + 32 * h;
+                auto code = [&](int v) { return ((k < 2 ? ql[v] : ql[v] >> 4) & 15) | (((qh[v] >> (2 * k)) & 3) << 4); };
+                put_nibbles(ob, r, [&](int v) { return code(v) & 15; });
+                for (int half = 0; half < 2; ++half)
+                    for (int i = 0; i < 4; ++i) {
+                        uint8_t bits = 0;
+                        for (int g = 0; g < 4; ++g) bits = uint8_t(bits | ((code(4 * (4 * half + g) + i) >> 4) << (2 * g)));
+                        ob[128 + 32 * half + 4 * r + i] = bits;
+                    }
+                ob[192 + r] = blk[192 + 2 * j];
+                ob[200 + r] = blk[192 + 2 * j + 1];
+            }
+        }
+        return;
+    }
     const bool q4 = type == GgmlType::Q4_0;
     const int64_t src_bytes = q4 ? 18 : 34, pbb = q4 ? 144 : 272;
     for (int64_t b = 0; b < nb; ++b) {
@@ -83,7 +108,8 @@ PackedWeight pack_weight(const WeightView& w) {
     const int64_t rb = detail::row_bytes(w);
     PackedWeight p;
     p.source_ = w;
-    const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K;
+    const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
+                          w.type == GgmlType::Q6_K;
     if (!packable || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
     const int64_t nb = w.cols / 32, n_panels = (w.rows + detail::kPanelRows - 1) / detail::kPanelRows;
     const int64_t panel_bytes = detail::packed_panel_bytes(w.type, nb);
