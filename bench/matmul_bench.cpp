@@ -1,9 +1,11 @@
 // matmul throughput per weight type and path at the shapes of the `small` (dim 768, ffn 2048,
 // vocab 32000) and `tinyllama` (dim 2048, ffn 5632) presets. Counters: GB/s = weight bytes streamed
 // per second (decode, n_tokens = 1), GFLOP/s = 2*rows*cols*n_tokens per second (prefill, 64 tokens).
-// Paths: set PAGODA_ISA / PAGODA_QUANT_METHOD in the environment to compare.
+// Paths: set PAGODA_ISA / PAGODA_QUANT_METHOD in the environment to compare; PAGODA_BENCH_THREADS sets
+// the pool size.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -51,7 +53,11 @@ Weights make(GgmlType type, int64_t rows, int64_t cols) {
 }
 
 pagoda::ThreadPool& pool() {
-    static pagoda::ThreadPool p(pagoda::default_thread_count());
+    // PAGODA_BENCH_THREADS=1 gives a per-thread figure whose CPU time is meaningful on a busy machine.
+    static pagoda::ThreadPool p([] {
+        const char* env = std::getenv("PAGODA_BENCH_THREADS");
+        return env && std::atoi(env) > 0 ? std::atoi(env) : pagoda::default_thread_count();
+    }());
     return p;
 }
 
@@ -68,6 +74,35 @@ void run(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols) {
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(cols) * double(n) * iters / 1e9,
                                                    benchmark::Counter::kIsRate);
 }
+
+// The same through PackedWeight (repacked once, outside the timing).
+void run_packed(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols) {
+    const int64_t n = state.range(0);
+    auto w = make(type, rows, cols);
+    const auto packed = pagoda::kernels::pack_weight(w.view);
+    std::vector<float> x(static_cast<size_t>(n * cols), 0.5f), y(static_cast<size_t>(n * rows));
+    for (auto _ : state) {
+        pagoda::kernels::matmul(packed, x.data(), n, y.data(), pool());
+        benchmark::ClobberMemory();
+    }
+    const double iters = double(state.iterations());
+    state.counters["GB/s"] = benchmark::Counter(double(w.bytes.size()) * iters / 1e9, benchmark::Counter::kIsRate);
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(cols) * double(n) * iters / 1e9,
+                                                   benchmark::Counter::kIsRate);
+}
+
+#define PAGODA_PACKED_BENCH(TYPE)                                                                              \
+    void BM_packed_small_ffn_##TYPE(benchmark::State& s) { run_packed(s, GgmlType::TYPE, 2048, 768); }        \
+    void BM_packed_small_vocab_##TYPE(benchmark::State& s) { run_packed(s, GgmlType::TYPE, 32000, 768); }     \
+    void BM_packed_tinyllama_ffn_##TYPE(benchmark::State& s) { run_packed(s, GgmlType::TYPE, 5632, 2048); }   \
+    BENCHMARK(BM_packed_small_ffn_##TYPE)->Arg(1)->Arg(64)->UseRealTime();                                     \
+    BENCHMARK(BM_packed_small_vocab_##TYPE)->Arg(1)->UseRealTime();                                            \
+    BENCHMARK(BM_packed_tinyllama_ffn_##TYPE)->Arg(1)->Arg(64)->UseRealTime();
+
+PAGODA_PACKED_BENCH(Q8_0)
+PAGODA_PACKED_BENCH(Q4_0)
+PAGODA_PACKED_BENCH(Q4_K)
+PAGODA_PACKED_BENCH(Q6_K)
 
 #define PAGODA_MATMUL_BENCH(TYPE)                                                                          \
     void BM_matmul_small_ffn_##TYPE(benchmark::State& s) { run(s, GgmlType::TYPE, 2048, 768); }           \

@@ -38,7 +38,7 @@ kv::KvLayout Model::kv_layout(int32_t block_size, std::optional<kv::KvDtype> dty
     l.n_kv_heads = int32_t(config_.n_kv_heads);
     l.head_dim = int32_t(config_.head_dim);
     l.block_size = block_size;
-    l.dtype = dtype ? *dtype : weights_.layers[0].wq.type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
+    l.dtype = dtype ? *dtype : weights_.layers[0].wq.source().type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
     l.validate();
     return l;
 }

@@ -120,10 +120,9 @@ TEST(Matmul, BatchInvariantBitwise) {
     KernelConfigGuard guard;
     ThreadPool pool1(1), pool2(2);
     std::mt19937 rng(11);
-    const GgmlType types[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
     for (Isa isa : available_isas()) {
         set_isa(isa);
-        for (GgmlType type : types) {
+        for (GgmlType type : kAllTypes) {
             for (QuantMethod method : {QuantMethod::int8_dot, QuantMethod::dequant_fma}) {
                 if (is_float_type(type) && method == QuantMethod::dequant_fma) continue;
                 set_quant_method(method);
@@ -171,6 +170,35 @@ TEST(Matmul, ManyTokenCountsAgreeWithReference) {
         std::vector<float> y(size_t(n * rows));
         matmul(w.view(), x.data(), n, y.data(), pool);
         for (int64_t i = 0; i < n * rows; ++i) ASSERT_NEAR(y[size_t(i)], ref[size_t(i)], 2e-6 * mag[size_t(i)]) << n;
+    }
+}
+
+TEST(Matmul, QuantisedTokenCountsAgreeWithReferenceOnEveryPath) {
+    // n_tokens 1..70 for every block type and ISA path (the int8 kernels' register-block tails), with
+    // an odd number of 32-blocks per row for the simple formats.
+    KernelConfigGuard guard;
+    ThreadPool pool(2);
+    std::mt19937 rng(17);
+    set_quant_method(QuantMethod::int8_dot);
+    for (GgmlType type : kAllTypes) {
+        if (is_float_type(type)) continue;
+        const int64_t rows = 13, cols = block_of(type) == 32 ? 32 * 11 : 512;
+        auto w = make_weights(type, rows, cols, rng);
+        auto x = random_activations(70 * cols, rng);
+        auto xq = spec_quantised_activations(x, cols);
+        auto mag = magnitude(w.view(), xq, 70);
+        std::vector<float> ref(size_t(70 * rows));
+        matmul_reference(w.view(), xq.data(), 70, ref.data());
+        for (Isa isa : available_isas()) {
+            set_isa(isa);
+            for (int64_t n = 1; n <= 70; n += (n < 10 ? 1 : 11)) {
+                std::vector<float> y(size_t(n * rows));
+                matmul(w.view(), x.data(), n, y.data(), pool);
+                for (int64_t i = 0; i < n * rows; ++i)
+                    ASSERT_NEAR(y[size_t(i)], ref[size_t(i)], 2e-6 * mag[size_t(i)] + 1e-30)
+                        << isa_name(isa) << " " << gguf::type_name(uint32_t(type)) << " n " << n << " i " << i;
+            }
+        }
     }
 }
 

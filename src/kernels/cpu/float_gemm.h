@@ -110,7 +110,10 @@ void run_rows(const FloatTask& a, int64_t r0, int64_t r1) {
     constexpr int R = S::R, T = S::T;
     constexpr int64_t esize = E == Elem::f32 ? 4 : 2;
     const int64_t K = a.cols;
-    const int64_t kc = Dequant ? std::max<int64_t>(a.tiles.kc, 256) : a.tiles.kc;
+    // With a single token block the activations are tiny and K tiling buys no reuse: whole rows then
+    // stream contiguously (few long streams suit the hardware prefetcher; many 1-2 KiB pieces do not).
+    // Results do not depend on kc (matmul_paths.h).
+    const int64_t kc = !Dequant && a.n_tokens <= T ? K : Dequant ? std::max<int64_t>(a.tiles.kc, 256) : a.tiles.kc;
     const int64_t n_rb = (r1 - r0 + R - 1) / R;
     struct Lanes { V v; };  // wrapper keeps the vector type's alignment inside std::vector
     thread_local std::vector<Lanes> scratch;

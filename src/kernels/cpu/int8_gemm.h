@@ -1,5 +1,6 @@
-// Internal: driver of the int8 matmul method, included by matmul_int8_{scalar,avx2,avx512}.cpp with a
-// kernel type Kern providing R (rows per block), T (tokens per block) and
+// Internal: driver of the portable int8 matmul kernel, included by matmul_int8_scalar.cpp (the SIMD
+// kernels unpack weights in registers instead: int8_fused.h), with a kernel type Kern providing
+// R (rows per block), T (tokens per block) and
 //   template <int T> static void compute(const uint8_t* const* u, const float* const* sw,
 //       const float* const* mh, const QuantizedActivations& a, int64_t t0, float* out /*[T][R]*/);
 // which must produce, for each (row, token), a value that depends only on that row and that token

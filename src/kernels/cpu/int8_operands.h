@@ -4,7 +4,7 @@
 // (x * 127 / max|x|) in -127..127, and for each half of 16 values s = d * sum(q) (f32). Every path uses
 // this one scalar routine, so a token's quantisation never depends on the batch.
 //
-// Weights are decoded, one row at a time, into a uniform form: for every 32-value block b, 32 unsigned
+// For the portable kernel, weights are decoded one row at a time into a uniform form: for every 32-value block b, 32 unsigned
 // bytes u (0..255) and, per 16-value half h, a scale sw and an offset mh with w_i = sw_h * u_i + mh_h,
 // so that over half h:  sum_i w_i x_i  ~=  sw_h * d_b * sum_i u_i q_i  +  mh_h * s_h.
 // Q8_0: u = q + 128, sw = d, mh = -128 d.   Q4_0: u = nibble, sw = d, mh = -8 d.

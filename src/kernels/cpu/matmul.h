@@ -14,6 +14,7 @@
 // dequant_fma method dequantises weight tiles to f32 and runs the f32 GEMM (exact activations).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/thread_pool.h"
@@ -33,6 +34,40 @@ bool matmul_supports(gguf::GgmlType type);
 void require_matmul_support(gguf::GgmlType type, const std::string& what);
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q8_0
+// and Q4_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code groups
+// interleave, so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in one
+// int32 lane (no horizontal reduction); the row scales sit next to the codes (18 / 34 / 18.5 bytes
+// per 32 values). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed
+// kernel when the active path allows it (avx512 with VNNI, int8_dot method), otherwise the source view.
+// Per output, the packed kernel accumulates one f32 over the 32-value blocks in order, with w the
+// block's signed integer weights and sc its scale (Q4_K: f32(6-bit scale) * d):
+//   acc = fma(f32(sum w q), sc * d_x, acc)
+// plus for Q4_K  macc = fma(-(f32(6-bit min) * dmin), s, macc),  output acc + macc, where
+// s = d_x * sum(first 16 q) + d_x * sum(last 16 q);
+// for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
+// The source data must outlive the PackedWeight (it is the fallback).
+// The packed bytes live in 2 MiB-aligned memory advised for transparent huge pages (decode streams
+// them; 4 KiB pages would cost a TLB miss per page); copies share them (immutable).
+class PackedWeight {
+public:
+    PackedWeight() = default;
+    const WeightView& source() const { return source_; }
+    bool is_packed() const { return bytes_ > 0; }
+    const uint8_t* data() const { return data_.get(); }
+    size_t packed_bytes() const { return bytes_; }
+
+private:
+    friend PackedWeight pack_weight(const WeightView& w);
+    WeightView source_;
+    std::shared_ptr<uint8_t> data_;
+    size_t bytes_ = 0;
+};
+
+// Throws pagoda::Error for an unsupported type or a bad shape (as matmul would).
+PackedWeight pack_weight(const WeightView& w);
+void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // Plain reference (one row at a time, double accumulation) that every optimised path is tested against.
 void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y);

@@ -1,69 +1,25 @@
-// AVX2 kernel of the int8 method: one 32-value block per step; bytes widened to 16 bits and multiplied
-// with vpmaddwd (exact for weight bytes up to 255, which vpmaddubsw's int16 saturation is not), one
-// int32 vector per 16-value half, scaled per half in f32. 2 rows x 2 tokens per step.
+// AVX2 kernel of the int8 method: weight blocks unpacked in registers from the GGUF bytes, multiplied
+// with vpmaddubsw (unsigned codes x signed activation bytes into int16 pairs) and vpmaddwd (pairs into
+// int32). No pair can saturate int16: unsigned codes are at most 63 (Q6_K) and Q8_0's signed codes go
+// through the sign trick |w| x sign(q, w) (at most 128 * 127 * 2). Block loop: int8_fused.h.
 #include <immintrin.h>
 
-#include "kernels/cpu/int8_gemm.h"
+#include "core/error.h"
+#include "kernels/cpu/int8_fused.h"
 
 namespace pagoda::kernels::detail {
 namespace {
 
-inline float hsum256(__m256 v) {
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_add_ss(q, _mm_movehdup_ps(q));
-    return _mm_cvtss_f32(q);
-}
-
-struct Avx2Kernel {
-    static constexpr int R = 2, T = 2;
-
-    template <int TT>
-    static void compute(const uint8_t* const* u, const float* const* sw, const float* const* mh,
-                        const QuantizedActivations& a, int64_t t0, float* out) {
-        const int64_t nb = a.n_blocks, K = a.cols;
-        __m256 acc[TT][R];
-        for (int t = 0; t < TT; ++t)
-            for (int r = 0; r < R; ++r) acc[t][r] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; ++b) {
-            __m256i ul[R], uh[R];
-            __m256 s0[R], s1[R];
-            for (int r = 0; r < R; ++r) {
-                ul[r] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u[r] + b * 32)));
-                uh[r] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u[r] + b * 32 + 16)));
-                s0[r] = _mm256_set1_ps(sw[r][2 * b]);
-                s1[r] = _mm256_set1_ps(sw[r][2 * b + 1]);
-            }
-            for (int t = 0; t < TT; ++t) {
-                const int8_t* q = a.q.data() + (t0 + t) * K + b * 32;
-                __m256i ql = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-                __m256i qh = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
-                __m256 dv = _mm256_set1_ps(a.d[size_t((t0 + t) * nb + b)]);
-                for (int r = 0; r < R; ++r) {
-                    __m256 p0 = _mm256_cvtepi32_ps(_mm256_madd_epi16(ul[r], ql));
-                    __m256 p1 = _mm256_cvtepi32_ps(_mm256_madd_epi16(uh[r], qh));
-                    __m256 f = _mm256_fmadd_ps(p1, s1[r], _mm256_mul_ps(p0, s0[r]));
-                    acc[t][r] = _mm256_fmadd_ps(f, dv, acc[t][r]);
-                }
-            }
-        }
-        const int64_t nh = 2 * nb;
-        __m256 macc[TT][R];
-        for (int t = 0; t < TT; ++t)
-            for (int r = 0; r < R; ++r) macc[t][r] = _mm256_setzero_ps();
-        for (int64_t h = 0; h < nh; h += 8) {
-            const int64_t cnt = std::min<int64_t>(8, nh - h);
-            const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(cnt)), lanes);
-            __m256 mv[R];
-            for (int r = 0; r < R; ++r) mv[r] = _mm256_maskload_ps(mh[r] + h, m);
-            for (int t = 0; t < TT; ++t) {
-                __m256 sv = _mm256_maskload_ps(a.s.data() + (t0 + t) * nh + h, m);
-                for (int r = 0; r < R; ++r) macc[t][r] = _mm256_fmadd_ps(mv[r], sv, macc[t][r]);
-            }
-        }
-        for (int t = 0; t < TT; ++t)
-            for (int r = 0; r < R; ++r) out[t * R + r] = hsum256(acc[t][r]) + hsum256(macc[t][r]);
+struct Avx2Dot {
+    static constexpr int R1 = 2, R = 1, T = 2, signed_offset = 0;  // R1: rows per decode step
+    template <bool Signed>
+    static __m256i prepare_codes(__m256i u) { return u; }
+    template <bool Signed>
+    static __m256i dot(__m256i acc, __m256i u, __m256i q) {
+        __m256i p;
+        if constexpr (Signed) p = _mm256_maddubs_epi16(_mm256_abs_epi8(u), _mm256_sign_epi8(q, u));
+        else p = _mm256_maddubs_epi16(u, q);
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
     }
 };
 
@@ -71,7 +27,7 @@ struct Avx2Kernel {
 
 void matmul_int8_avx2(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool,
                       const GemmTiles& tiles) {
-    int8_matmul<Avx2Kernel>(w, x, n, y, pool, tiles);
+    fused_matmul<Avx2Dot>(w, x, n, y, pool, tiles);
 }
 
 }  // namespace pagoda::kernels::detail
