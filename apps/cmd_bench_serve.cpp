@@ -78,8 +78,11 @@ public:
                 if (!stream_) connect();
                 return send(method, path, body, api_key, on_data);
             } catch (const beast::system_error& e) {
-                stream_.reset();  // a keep-alive connection the server closed: retry once on a new one
-                if (attempt > 0 || reused_ == false) throw;
+                // Start the next connection clean: no half-read bytes of this one.
+                stream_.reset();
+                buffer_.consume(buffer_.size());
+                // A keep-alive connection the server had closed fails at once: retry once on a new one.
+                if (attempt > 0 || !reused_ || got_response_) throw;
             }
         }
     }
@@ -110,16 +113,17 @@ private:
         reused_ = true;
         http::response_parser<http::string_body> parser;
         parser.body_limit(std::numeric_limits<uint64_t>::max());
+        got_response_ = false;
         http::read_header(*stream_, buffer_, parser);
+        got_response_ = true;  // from here on a failure is the server's answer, not a stale connection
         const int status = int(parser.get().result_int());
         const bool chunked = parser.chunked();
-        if (on_data && chunked && status == 200) {
-            auto cb = [&](uint64_t, std::string_view data, beast::error_code&) -> size_t {
-                on_data(data);
-                return data.size();
-            };
-            parser.on_chunk_body(cb);
-        }
+        // The parser keeps a reference to the callback: it must live until the body is read.
+        auto cb = [&](uint64_t, std::string_view data, beast::error_code&) -> size_t {
+            on_data(data);
+            return data.size();
+        };
+        if (on_data && chunked && status == 200) parser.on_chunk_body(cb);
         while (!parser.is_done()) http::read_some(*stream_, buffer_, parser);
         if (!parser.keep_alive()) stream_.reset();
         return {status, parser.get().body()};
@@ -130,7 +134,7 @@ private:
     double timeout_;
     std::optional<beast::tcp_stream> stream_;
     beast::flat_buffer buffer_;
-    bool reused_ = false;
+    bool reused_ = false, got_response_ = false;
 };
 
 double percentile(std::vector<double> v, double p) {

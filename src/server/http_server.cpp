@@ -366,6 +366,10 @@ private:
     // ---- completions ----
 
     void start_completion(Endpoint endpoint, const json& body, const ApiKey* key) {
+        // A generation may run far longer than the request timeout. This must happen before any
+        // write starts: Beast applies a new expiry only to operations not yet pending, and later
+        // writes would inherit the old deadline.
+        stream_.expires_never();
         // The sink keeps the connection alive until the engine's last delta (it always comes:
         // finished, cancelled or failed), so a request is never dropped unanswered.
         auto self = shared_from_this();
@@ -386,7 +390,6 @@ private:
             for (const auto& chunk : job_->opening_chunks()) enqueue(http_chunk(sse_data(dump_json(chunk))));
             arm_heartbeat();
         }
-        stream_.expires_never();  // a generation may run longer than the request timeout
         // Watch the socket while the engine works: EOF or a reset means the client left. With
         // pipelined bytes already buffered, the next request would be mistaken for that, so skip.
         if (buffer_.size() == 0) start_watch();
