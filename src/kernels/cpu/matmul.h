@@ -9,9 +9,10 @@
 //
 // Weight types: F32, F16, BF16 (dequantised in registers, f32 FMA), and Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
 // Q6_K. Quantised weights use, by default, the int8 method: activations are quantised per 32 values
-// to int8 (scale = max|x|/127, round to nearest even) and multiplied with integer dot products
-// (vpdpbusd on AVX-512 VNNI, 16-bit madd on AVX2), scaled per block in f32. The alternative
-// dequant_fma method dequantises weight tiles to f32 and runs the f32 GEMM (exact activations).
+// to int8 (scale = max|x|/127, round to nearest even) and multiplied with exact integer dot products
+// (vpdpbusd on AVX-512 VNNI, vpmaddubsw + vpmaddwd on AVX2) on weight blocks unpacked in registers,
+// scaled per block in f32. The alternative dequant_fma method dequantises weight tiles to f32 and
+// runs the f32 GEMM (exact activations). For the fastest quantised path see PackedWeight below.
 #pragma once
 #include <cstdint>
 #include <memory>
