@@ -102,6 +102,7 @@ void run_packed(benchmark::State& state, GgmlType type, int64_t rows, int64_t co
 PAGODA_PACKED_BENCH(Q8_0)
 PAGODA_PACKED_BENCH(Q4_0)
 PAGODA_PACKED_BENCH(Q4_K)
+PAGODA_PACKED_BENCH(Q5_K)
 PAGODA_PACKED_BENCH(Q6_K)
 
 #define PAGODA_MATMUL_BENCH(TYPE)                                                                          \

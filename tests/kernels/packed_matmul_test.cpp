@@ -20,7 +20,7 @@ bool packed_kernel_here() { return best_supported_isa() == Isa::avx512 && cpu_fe
 // The packed kernel's contract, written from its documentation: activations quantised per 32 values
 // (d = max|x|/127, q = round-half-even(x * 127/max|x|)); per output, over blocks in order,
 // acc = fma(f32(sum_i w_i q_i), sc * d_x, acc), with w_i the block's signed integer weights and sc
-// its scale (Q4_K: f32(scale) * d, plus macc = fma(-(f32(min) * dmin), s, macc) with
+// its scale (Q4_K / Q5_K: f32(scale) * d, plus macc = fma(-(f32(min) * dmin), s, macc) with
 // s = d_x * sum(first 16 q) + d_x * sum(last 16 q); output acc + macc; Q6_K: one such FMA per
 // 16-value half with its scale f32(int8 scale) * d).
 float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t cols) {
@@ -57,8 +57,9 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
             }
             continue;
         }
-        if (type == GgmlType::Q4_K) {
-            const uint8_t* sb = row + b / 8 * 144;
+        if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
+            const bool q5 = type == GgmlType::Q5_K;
+            const uint8_t* sb = row + b / 8 * (q5 ? 176 : 144);
             const int j = int(b % 8);
             uint8_t s6, m6;
             quant::k_scale_min(j, sb + 4, s6, m6);
@@ -67,7 +68,10 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
             std::memcpy(&dminh, sb + 2, 2);
             sc = float(s6) * f16_to_f32(dh);
             mn = float(m6) * f16_to_f32(dminh);
-            for (int i = 0; i < 32; ++i) w[i] = (sb[16 + 32 * (j / 2) + i] >> (4 * (j % 2))) & 15;
+            // Value i of sub-block j: nibble j%2 of qs[32 (j/2) + i]; Q5_K: bit j of qh[i] above it.
+            for (int i = 0; i < 32; ++i)
+                w[i] = ((sb[(q5 ? 48 : 16) + 32 * (j / 2) + i] >> (4 * (j % 2))) & 15) |
+                       (q5 ? ((sb[16 + i] >> j) & 1) << 4 : 0);
         } else {
             const uint8_t* blk = row + b * (type == GgmlType::Q4_0 ? 18 : 34);
             uint16_t dh;
@@ -80,9 +84,9 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
         int32_t isum = 0;
         for (int i = 0; i < 32; ++i) isum += w[i] * q[i];
         acc = std::fma(float(isum), sc * dx, acc);
-        if (type == GgmlType::Q4_K) macc = std::fma(-mn, dx * float(half[0]) + dx * float(half[1]), macc);
+        if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) macc = std::fma(-mn, dx * float(half[0]) + dx * float(half[1]), macc);
     }
-    return type == GgmlType::Q4_K ? acc + macc : acc;
+    return type == GgmlType::Q4_K || type == GgmlType::Q5_K ? acc + macc : acc;
 }
 
 TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
@@ -92,7 +96,7 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
     set_quant_method(QuantMethod::int8_dot);
     ThreadPool pool(2);
     std::mt19937 rng(21);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         for (int64_t rows : {1, 7, 37}) {
             const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
             auto w = make_weights(type, rows, cols, rng);
@@ -127,7 +131,7 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
     ThreadPool pool1(1), pool2(2);
     std::mt19937 rng(22);
     const int64_t rows = 83, cols = 32 * 24, n = 19;
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         auto w = make_weights(type, rows, cols, rng);
         const PackedWeight pw = pack_weight(w.view());
         auto x = random_activations(n * cols, rng);

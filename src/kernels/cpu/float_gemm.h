@@ -58,8 +58,16 @@ void micro_kernel(const void* const* w, const float* const* x, int64_t len, type
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) a[t][r] = acc[t * R + r];
     int64_t k = 0;
+    constexpr int64_t esize = E == Elem::f32 ? 4 : 2;
     for (; k + S::L <= len; k += S::L) {
         V wv[R];
+        if constexpr (T == 1 && S::L * esize >= 32) {
+            // Decode is memory bound: request each row well ahead, across the 4 KiB page boundaries
+            // that stop the hardware prefetchers (one request per 64-byte line).
+            if ((k * esize) % 64 == 0)
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) __builtin_prefetch(static_cast<const char*>(w[r]) + k * esize + 4096);
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) wv[r] = load_w<S, E>(w[r], k);
 #pragma GCC unroll 16

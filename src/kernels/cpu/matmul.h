@@ -9,9 +9,10 @@
 //
 // Weight types: F32, F16, BF16 (dequantised in registers, f32 FMA), and Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
 // Q6_K. Quantised weights use, by default, the int8 method: activations are quantised per 32 values
-// to int8 (scale = max|x|/127, round to nearest even) and multiplied with integer dot products
-// (vpdpbusd on AVX-512 VNNI, 16-bit madd on AVX2), scaled per block in f32. The alternative
-// dequant_fma method dequantises weight tiles to f32 and runs the f32 GEMM (exact activations).
+// to int8 (scale = max|x|/127, round to nearest even) and multiplied with exact integer dot products
+// (vpdpbusd on AVX-512 VNNI, vpmaddubsw + vpmaddwd on AVX2) on weight blocks unpacked in registers,
+// scaled per block in f32. The alternative dequant_fma method dequantises weight tiles to f32 and
+// runs the f32 GEMM (exact activations). For the fastest quantised path see PackedWeight below.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -35,17 +36,18 @@ void require_matmul_support(gguf::GgmlType type, const std::string& what);
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
-// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q8_0
-// and Q4_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code groups
-// interleave, so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in one
-// int32 lane (no horizontal reduction); the row scales sit next to the codes (18 / 34 / 18.5 bytes
-// per 32 values). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed
+// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q8_0,
+// Q4_K, Q5_K and Q6_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code
+// groups interleave, so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in
+// one int32 lane (no horizontal reduction); the row scales sit next to the codes (about as many bytes
+// as in GGUF). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed
 // kernel when the active path allows it (avx512 with VNNI, int8_dot method), otherwise the source view.
 // Per output, the packed kernel accumulates one f32 over the 32-value blocks in order, with w the
-// block's signed integer weights and sc its scale (Q4_K: f32(6-bit scale) * d):
+// block's signed integer weights and sc its scale (Q4_K / Q5_K: f32(6-bit scale) * d):
 //   acc = fma(f32(sum w q), sc * d_x, acc)
-// plus for Q4_K  macc = fma(-(f32(6-bit min) * dmin), s, macc),  output acc + macc, where
-// s = d_x * sum(first 16 q) + d_x * sum(last 16 q);
+// plus for Q4_K / Q5_K  macc = fma(-(f32(6-bit min) * dmin), s, macc),  output acc + macc, where
+// s = d_x * sum(first 16 q) + d_x * sum(last 16 q); Q6_K does one such FMA per 16-value half with its
+// scale f32(int8 scale) * d;
 // for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
 // The source data must outlive the PackedWeight (it is the fallback).
 // The packed bytes live in 2 MiB-aligned memory advised for transparent huge pages (decode streams

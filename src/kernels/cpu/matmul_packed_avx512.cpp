@@ -3,7 +3,7 @@
 // so after the 8 groups of a block each lane holds that row's exact int32 block sum (split over two
 // partial sums only to shorten the dependency chain; integer addition is exact, so the split never
 // changes a result). Then per block: acc = fma(f32(isum + corr), sc * d_x, acc), in block order, for
-// every (row, token): batch invariant. Q4_K: sc = f32(scale byte) * d, and a second accumulator
+// every (row, token): batch invariant. Q4_K / Q5_K: sc = f32(scale byte) * d, and a second accumulator
 // macc = fma(-(f32(min byte) * dmin), s, macc) with s as quantize_fused makes it (d_x * sum of each
 // half's q, added);
 // output acc + macc. Q6_K: two exact sums per block (one per 16-value half, each with its corr) and
@@ -25,12 +25,12 @@ inline __m256i bcast32(const int8_t* p) {
     return _mm256_set1_epi32(v);
 }
 
-enum class Fmt { q4_0, q8_0, q4_k, q6_k };
+enum class Fmt { q4_0, q8_0, q4_k, q5_k, q6_k };
 
 template <Fmt F, int P, int T>
 void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, __m256* out) {
-    constexpr bool nibbles = F != Fmt::q8_0, kq = F == Fmt::q4_k, q6 = F == Fmt::q6_k;
-    constexpr int64_t code_bytes = nibbles ? 128 : 256, pbb = kq ? 144 : q6 ? 208 : code_bytes + 16;
+    constexpr bool nibbles = F != Fmt::q8_0, q5 = F == Fmt::q5_k, kq = F == Fmt::q4_k || q5, q6 = F == Fmt::q6_k;
+    constexpr int64_t code_bytes = nibbles ? 128 : 256, pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : code_bytes + 16;
     constexpr int64_t sb_head = kq ? 32 : 16;  // super-block header (K-quants)
     __m256 acc[T][P], macc[T][P];
     for (int t = 0; t < T; ++t)
@@ -76,10 +76,17 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                 sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 192)))), d);
                 mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 200)))), d);
             } else if constexpr (kq) {
+                if constexpr (q5) {
+                    // Fifth bit of group k: bit k of the bit vector, moved to bit 4.
+                    const __m256i hb = load256(pb + 128), one = _mm256_set1_epi8(1);
+#pragma GCC unroll 8
+                    for (int k = 0; k < 8; ++k)
+                        c[p][k] = _mm256_or_si256(c[p][k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, k), one), 4));
+                }
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
                 const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp + 16)));
-                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 128)))), d);
-                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 136)))), dmin);
+                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 16)))), d);
+                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 8)))), dmin);
             } else {
                 sc[p] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes)));
                 mn[p] = _mm256_setzero_ps();
@@ -180,6 +187,7 @@ void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_token
         case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool);
         case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0>(w, acts, n_tokens, y, pool);
         case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k>(w, acts, n_tokens, y, pool);
         case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k>(w, acts, n_tokens, y, pool);
         default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(type)));
     }

@@ -2,6 +2,7 @@
 // the kernel is matmul_packed_avx512.cpp.
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -20,15 +21,17 @@ namespace {
 
 bool packed_kernel_available() { return active_isa() == Isa::avx512 && cpu_features().avx512vnni; }
 
-// Zeroed, 2 MiB-aligned, advised for huge pages (advice only: failure leaves 4 KiB pages).
+// Zeroed (fresh anonymous pages: nothing is written until packing), 2 MiB-aligned, advised for huge
+// pages (advice only: failure leaves 4 KiB pages). The alignment slack is address space only.
 std::shared_ptr<uint8_t> alloc_huge(size_t bytes) {
     constexpr size_t kHuge = size_t(2) << 20;
-    const size_t size = (bytes + kHuge - 1) / kHuge * kHuge;
-    void* p = std::aligned_alloc(kHuge, size);
-    if (!p) throw std::bad_alloc();
-    (void)madvise(p, size, MADV_HUGEPAGE);
-    std::memset(p, 0, size);
-    return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+    const size_t map_bytes = bytes + kHuge;
+    void* m = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    auto* base = static_cast<uint8_t*>(m);
+    uint8_t* p = base + (kHuge - reinterpret_cast<uintptr_t>(base) % kHuge) % kHuge;
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+    return std::shared_ptr<uint8_t>(p, [base, map_bytes](uint8_t*) { munmap(base, map_bytes); });
 }
 
 }  // namespace
@@ -43,18 +46,26 @@ void put_nibbles(uint8_t* out, int r, Code code) {
 }
 
 void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* panel) {
-    if (type == GgmlType::Q4_K) {
-        constexpr int64_t sb_bytes = 32 + 8 * 144;
+    if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
+        const bool q5 = type == GgmlType::Q5_K;
+        const int64_t src_bytes = q5 ? 176 : 144, pbb = q5 ? 176 : 144, sb_bytes = 32 + 8 * pbb;
         for (int64_t sb = 0; sb < nb / 8; ++sb) {
-            const uint8_t* blk = row + sb * 144;
+            const uint8_t* blk = row + sb * src_bytes;
             uint8_t* out = panel + sb * sb_bytes;
             std::memcpy(out + 2 * r, blk, 2);
             std::memcpy(out + 16 + 2 * r, blk + 2, 2);
             for (int j = 0; j < 8; ++j) {
-                uint8_t* ob = out + 32 + j * 144;
-                const uint8_t* qs = blk + 16 + 32 * (j / 2);
+                uint8_t* ob = out + 32 + j * pbb;
+                const uint8_t* qs = blk + (q5 ? 48 : 16) + 32 * (j / 2);
+                const uint8_t* qh = blk + 16;
                 put_nibbles(ob, r, [&](int v) { return (qs[v] >> (4 * (j % 2))) & 15; });
-                quant::k_scale_min(j, blk + 4, ob[128 + r], ob[136 + r]);
+                if (q5)
+                    for (int i = 0; i < 4; ++i) {
+                        uint8_t bits = 0;
+                        for (int g = 0; g < 8; ++g) bits = uint8_t(bits | (((qh[4 * g + i] >> j) & 1) << g));
+                        ob[128 + 4 * r + i] = bits;
+                    }
+                quant::k_scale_min(j, blk + 4, ob[pbb - 16 + r], ob[pbb - 8 + r]);
             }
         }
         return;
@@ -91,7 +102,9 @@ void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* pan
         const uint8_t* qs = blk + 2;
         uint8_t* out = panel + b * pbb;
         if (q4) {
-            put_nibbles(out, r, [&](int v) { return v < 16 ? qs[v] & 15 : qs[v - 16] >> 4; });
+            // Q4_0 already pairs value v (low nibble) with v + 16 (high nibble) in byte v: its bytes
+            // are the nibble vectors' bytes.
+            for (int k = 0; k < 4; ++k) std::memcpy(out + 32 * k + 4 * r, qs + 4 * k, 4);
         } else {
             for (int k = 0; k < 8; ++k)
                 for (int i = 0; i < 4; ++i) out[32 * k + 4 * r + i] = uint8_t(qs[4 * k + i] ^ 0x80);
@@ -109,7 +122,7 @@ PackedWeight pack_weight(const WeightView& w) {
     PackedWeight p;
     p.source_ = w;
     const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
-                          w.type == GgmlType::Q6_K;
+                          w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
     if (!packable || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
     const int64_t nb = w.cols / 32, n_panels = (w.rows + detail::kPanelRows - 1) / detail::kPanelRows;
     const int64_t panel_bytes = detail::packed_panel_bytes(w.type, nb);
