@@ -43,7 +43,7 @@ if [ -d "$fixtures" ]; then
   while IFS= read -r -d '' f; do
     ln -sf "$(realpath "$f")" "$seeds/fixture-$(basename "$f")"
     n=$((n + 1))
-  done < <(find "$fixtures" -name '*.gguf' -type f -print0)
+  done < <(find "$fixtures/" -name '*.gguf' -type f -print0)
   echo "fuzz: $n fixture seeds from $fixtures"
 else
   echo "fuzz: no fixtures folder at $fixtures; using only the hand-made seeds"

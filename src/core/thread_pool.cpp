@@ -19,11 +19,17 @@ ThreadPool::~ThreadPool() {
     for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::drain(int thread_index) {
+void ThreadPool::drain(uint32_t region, int thread_index) {
     for (;;) {
-        int t = next_task_.fetch_add(1, std::memory_order_relaxed);
-        if (t >= n_tasks_) break;
-        (*task_)(t, thread_index);
+        uint64_t w = work_.load(std::memory_order_acquire);
+        if (uint32_t(w >> 32) != region) return;
+        const int64_t t = int64_t(uint32_t(w));
+        const int n = n_tasks_.load(std::memory_order_relaxed);
+        if (t >= n) return;
+        if (!work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
+        // The claim succeeded for this region, so the region is still open and task_ is its task.
+        (*task_)(int(t), thread_index);
+        if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) done_.notify_one();
     }
 }
 
@@ -48,8 +54,7 @@ void ThreadPool::worker_loop(int thread_index) {
         }
         seen = g;
         if (stop_.load()) return;
-        drain(thread_index);
-        if (pending_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_workers_.notify_one();
+        drain(uint32_t(work_.load(std::memory_order_acquire) >> 32), thread_index);
     }
 }
 
@@ -60,21 +65,25 @@ void ThreadPool::run(int n_tasks, const Task& fn) {
         return;
     }
     task_ = &fn;
-    n_tasks_ = n_tasks;
-    next_task_.store(0, std::memory_order_relaxed);
-    pending_workers_.store(int(workers_.size()), std::memory_order_relaxed);
+    n_tasks_.store(n_tasks, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    ++region_;
+    work_.store(uint64_t(region_) << 32, std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_acq_rel);
     generation_.notify_all();
-    drain(0);
-    int pending = pending_workers_.load(std::memory_order_acquire);
-    for (int spins = 0; pending != 0 && spins < kSpinIterations; ++spins) {
+    drain(region_, 0);
+    int done = done_.load(std::memory_order_acquire);
+    for (int spins = 0; done != n_tasks && spins < kSpinIterations; ++spins) {
         _mm_pause();
-        pending = pending_workers_.load(std::memory_order_acquire);
+        done = done_.load(std::memory_order_acquire);
     }
-    while (pending != 0) {
-        pending_workers_.wait(pending, std::memory_order_acquire);
-        pending = pending_workers_.load(std::memory_order_acquire);
+    while (done != n_tasks) {
+        done_.wait(done, std::memory_order_acquire);
+        done = done_.load(std::memory_order_acquire);
     }
+    // Close the region before the next one rewrites task_ and n_tasks_: a worker that still reads
+    // this region's number then finds no task to claim (and a claim it prepared earlier fails).
+    work_.store((uint64_t(region_) << 32) | 0x7fffffffu, std::memory_order_relaxed);
     task_ = nullptr;
 }
 

@@ -2,7 +2,10 @@
 // for task in [0, n) across the caller plus the workers and returns when all are done. Workers (and
 // the caller, waiting for them) spin briefly before blocking on a futex, because a decode step
 // issues hundreds of short parallel regions and a wake-up per region would cost more than the work;
-// the spin is bounded so an oversubscribed machine degrades gracefully. Not re-entrant.
+// the spin is bounded so an oversubscribed machine degrades gracefully. A region ends when all its
+// tasks are done, not when every worker has checked in: on a busy machine a descheduled worker must
+// not hold up a region the other threads already finished (it would cost a scheduler time slice per
+// region, hundreds per decode step). Not re-entrant.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -29,15 +32,18 @@ public:
 
 private:
     void worker_loop(int thread_index);
-    void drain(int thread_index);
+    void drain(uint32_t region, int thread_index);
 
     int n_threads_;
     std::vector<std::thread> workers_;
     const Task* task_ = nullptr;
-    int n_tasks_ = 0;
-    std::atomic<int> next_task_{0};
-    std::atomic<int> pending_workers_{0};
-    std::atomic<uint64_t> generation_{0};
+    std::atomic<int> n_tasks_{0};
+    // (region number << 32) | next task index: a task is claimed by a compare-exchange that also
+    // checks the region, so a worker still holding an earlier region's number claims nothing.
+    std::atomic<uint64_t> work_{0};
+    std::atomic<int> done_{0};              // tasks finished in the current region
+    uint32_t region_ = 0;                   // written by the calling thread only
+    std::atomic<uint64_t> generation_{0};   // bumped per region: what sleeping workers wait on
     std::atomic<bool> stop_{false};
 };
 

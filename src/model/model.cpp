@@ -38,7 +38,7 @@ kv::KvLayout Model::kv_layout(int32_t block_size, std::optional<kv::KvDtype> dty
     l.n_kv_heads = int32_t(config_.n_kv_heads);
     l.head_dim = int32_t(config_.head_dim);
     l.block_size = block_size;
-    l.dtype = dtype ? *dtype : weights_.layers[0].wq.type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
+    l.dtype = dtype ? *dtype : weights_.layers[0].wq.source().type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
     l.validate();
     return l;
 }
@@ -125,6 +125,7 @@ std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
         const LayerWeights& w = weights_.layers[size_t(l)];
         for (int64_t t = 0; t < n; ++t)
             kernels::rms_norm(x + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps, h + t * c.dim);
+        observe(l, MatmulInput::attention, h, n, c.dim);
         kernels::matmul(w.wq, h, n, q_.data(), *pool_);
         kernels::matmul(w.wk, h, n, k_.data(), *pool_);
         kernels::matmul(w.wv, h, n, v_.data(), *pool_);
@@ -135,14 +136,17 @@ std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
         rope_rows(k_.data(), c.n_kv_heads, batch);
         pool.write(int32_t(l), batch.slots.data(), n, k_.data(), v_.data());
         kernels::paged_attention(attention, pool, int32_t(l), attn_.data(), *pool_);
+        observe(l, MatmulInput::attention_output, attn_.data(), n, c.q_dim());
         kernels::matmul(w.wo, attn_.data(), n, h, *pool_);
         kernels::add_inplace(x, h, n * c.dim);
 
         for (int64_t t = 0; t < n; ++t)
             kernels::rms_norm(x + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps, h + t * c.dim);
+        observe(l, MatmulInput::ffn, h, n, c.dim);
         kernels::matmul(w.w_gate, h, n, gate_.data(), *pool_);
         kernels::matmul(w.w_up, h, n, up_.data(), *pool_);
         kernels::silu_mul(gate_.data(), up_.data(), n * c.ffn_dim, gate_.data());
+        observe(l, MatmulInput::ffn_down, gate_.data(), n, c.ffn_dim);
         kernels::matmul(w.w_down, gate_.data(), n, h, *pool_);
         kernels::add_inplace(x, h, n * c.dim);
     }
@@ -156,6 +160,7 @@ std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
         ++r;
     }
     std::vector<float> logits(static_cast<size_t>(rows * c.vocab_size));
+    observe(-1, MatmulInput::output, normed.data(), rows, c.dim);
     kernels::matmul(weights_.output, normed.data(), rows, logits.data(), *pool_);
     return logits;
 }

@@ -6,6 +6,7 @@
 // The K/V of the batch's tokens are written into their paged-KV slots before attention reads them
 // through each sequence's block table.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,13 @@ class File;
 }
 
 namespace pagoda::model {
+
+// The activations entering each group of matrix multiplications, for calibration (`quantize --calib`):
+// attention feeds attn_q/k/v, attention_output feeds attn_output, ffn feeds ffn_gate/up, ffn_down
+// feeds ffn_down, output (layer -1) feeds the output head.
+enum class MatmulInput { attention, attention_output, ffn, ffn_down, output };
+using ActivationObserver =
+    std::function<void(int64_t layer, MatmulInput input, const float* x, int64_t n_tokens, int64_t cols)>;
 
 struct ModelOptions {
     int n_threads = 0;  // 0: physical cores
@@ -46,6 +54,9 @@ public:
     // invalid tokens, positions, slots or sequence indices (before anything is written).
     std::vector<float> forward(const Batch& batch, kv::KvPool& pool);
 
+    // Called with every matmul input during forward() while set (null: off, no cost).
+    void set_activation_observer(ActivationObserver observer) { observer_ = std::move(observer); }
+
 private:
     Model() = default;
     void validate(const Batch& batch, const kv::KvPool& pool) const;
@@ -55,7 +66,12 @@ private:
     ModelConfig config_;
     ModelWeights weights_;
     std::vector<double> rope_inv_freq_;
+    void observe(int64_t layer, MatmulInput input, const float* x, int64_t n, int64_t cols) const {
+        if (observer_) observer_(layer, input, x, n, cols);
+    }
+
     std::unique_ptr<ThreadPool> pool_;
+    ActivationObserver observer_;
     // Scratch, grown to the largest batch seen.
     std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_;
 };

@@ -56,9 +56,9 @@ ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
     w.token_embd = b.matrix("token_embd.weight", c.dim, c.vocab_size);
     w.output_norm = b.vector("output_norm.weight", c.dim);
     if (b.find("output.weight")) {
-        w.output = b.matrix("output.weight", c.dim, c.vocab_size);
+        w.output = kernels::pack_weight(b.matrix("output.weight", c.dim, c.vocab_size));
     } else {
-        w.output = w.token_embd;
+        w.output = kernels::pack_weight(w.token_embd);
         w.tied_output = true;
     }
     if (const auto* t = b.find("rope_freqs.weight")) {
@@ -73,19 +73,19 @@ ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
         const std::string p = fmt::format("blk.{}.", i);
         LayerWeights l;
         l.attn_norm = b.vector(p + "attn_norm.weight", c.dim);
-        l.wq = b.matrix(p + "attn_q.weight", c.dim, c.q_dim());
-        l.wk = b.matrix(p + "attn_k.weight", c.dim, c.kv_dim());
-        l.wv = b.matrix(p + "attn_v.weight", c.dim, c.kv_dim());
-        l.wo = b.matrix(p + "attn_output.weight", c.q_dim(), c.dim);
+        l.wq = kernels::pack_weight(b.matrix(p + "attn_q.weight", c.dim, c.q_dim()));
+        l.wk = kernels::pack_weight(b.matrix(p + "attn_k.weight", c.dim, c.kv_dim()));
+        l.wv = kernels::pack_weight(b.matrix(p + "attn_v.weight", c.dim, c.kv_dim()));
+        l.wo = kernels::pack_weight(b.matrix(p + "attn_output.weight", c.q_dim(), c.dim));
         if (c.qkv_bias) {
             l.bq = b.vector(p + "attn_q.bias", c.q_dim());
             l.bk = b.vector(p + "attn_k.bias", c.kv_dim());
             l.bv = b.vector(p + "attn_v.bias", c.kv_dim());
         }
         l.ffn_norm = b.vector(p + "ffn_norm.weight", c.dim);
-        l.w_gate = b.matrix(p + "ffn_gate.weight", c.dim, c.ffn_dim);
-        l.w_up = b.matrix(p + "ffn_up.weight", c.dim, c.ffn_dim);
-        l.w_down = b.matrix(p + "ffn_down.weight", c.ffn_dim, c.dim);
+        l.w_gate = kernels::pack_weight(b.matrix(p + "ffn_gate.weight", c.dim, c.ffn_dim));
+        l.w_up = kernels::pack_weight(b.matrix(p + "ffn_up.weight", c.dim, c.ffn_dim));
+        l.w_down = kernels::pack_weight(b.matrix(p + "ffn_down.weight", c.ffn_dim, c.dim));
         w.layers.push_back(std::move(l));
     }
     return w;

@@ -1,6 +1,7 @@
 // The model's tensors bound by name from a GGUF file and checked against the configuration.
-// Matrices stay in the file mapping (zero copy) as kernel weight views; small vectors (norms,
-// biases, RoPE frequency factors) are converted to f32 once at load.
+// Matrices stay in the file mapping (zero copy) as kernel weight views, except that the matmul
+// weights of types with a repacked kernel on this CPU (kernels::pack_weight) also get a packed copy;
+// small vectors (norms, biases, RoPE frequency factors) are converted to f32 once at load.
 #pragma once
 #include <vector>
 
@@ -11,15 +12,15 @@ namespace pagoda::model {
 
 struct LayerWeights {
     std::vector<float> attn_norm, ffn_norm;
-    kernels::WeightView wq, wk, wv, wo;
+    kernels::PackedWeight wq, wk, wv, wo;
     std::vector<float> bq, bk, bv;  // empty unless the architecture has QKV biases
-    kernels::WeightView w_gate, w_up, w_down;
+    kernels::PackedWeight w_gate, w_up, w_down;
 };
 
 struct ModelWeights {
     kernels::WeightView token_embd;  // rows = vocab, cols = dim
     std::vector<float> output_norm;
-    kernels::WeightView output;      // the embedding itself when the head is tied
+    kernels::PackedWeight output;    // the embedding itself when the head is tied
     bool tied_output = false;
     std::vector<float> rope_freq_factors;  // llama3-style per-frequency divisors; empty if absent
     std::vector<LayerWeights> layers;

@@ -31,10 +31,11 @@ struct BigramOrder {  // std::priority_queue pops the "largest": highest score, 
 
 }  // namespace
 
-void spm_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
-    if (text.empty()) return;
-    std::vector<Symbol> symbols;
-    symbols.reserve(text.size());
+namespace {
+
+void encode_segment(const Vocab& vocab, std::string_view text, std::vector<Symbol>& symbols,
+                    std::vector<int32_t>& out) {
+    symbols.clear();
     for (size_t pos = 0; pos < text.size();) {
         size_t len = utf8_sequence_length(text, pos);
         int index = static_cast<int>(symbols.size());
@@ -83,6 +84,26 @@ void spm_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>&
             fail("text contains '{}' which this vocabulary can neither encode nor mark unknown", piece);
         }
     }
+}
+
+}  // namespace
+
+void spm_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
+    if (text.empty()) return;
+    std::vector<Symbol> symbols;
+    if (!vocab.spm_words_independent()) {
+        encode_segment(vocab, text, symbols, out);
+        return;
+    }
+    // Cut before every U+2581 that follows another character: no merge can cross such a cut.
+    constexpr std::string_view space = "\xE2\x96\x81";
+    size_t start = 0;
+    for (size_t at = text.find(space, 1); at != std::string_view::npos; at = text.find(space, at + space.size())) {
+        if (at >= space.size() && text.compare(at - space.size(), space.size(), space) == 0) continue;
+        encode_segment(vocab, text.substr(start, at - start), symbols, out);
+        start = at;
+    }
+    encode_segment(vocab, text.substr(start), symbols, out);
 }
 
 }  // namespace pagoda::tokenizer

@@ -212,6 +212,20 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
     std::stable_sort(v.literal_tokens_.begin(), v.literal_tokens_.end(),
                      [&](int32_t a, int32_t b) { return v.texts_[a].size() > v.texts_[b].size(); });
 
+    if (v.type_ == VocabType::spm) {
+        constexpr std::string_view space = "\xE2\x96\x81";
+        v.spm_words_independent_ = true;
+        for (const std::string& t : v.texts_) {
+            for (size_t at = t.find(space, 1); at != std::string::npos; at = t.find(space, at + 1)) {
+                if (at < space.size() || t.compare(at - space.size(), space.size(), space) != 0) {
+                    v.spm_words_independent_ = false;
+                    break;
+                }
+            }
+            if (!v.spm_words_independent_) break;
+        }
+    }
+
     // Phi-3 eats the whitespace after its special tokens (llama.cpp applies this by model name).
     if (contains_any(spec.name, {"phi-3", "phi3"})) {
         for (int32_t id : v.literal_tokens_) v.rstrip_.insert(id);

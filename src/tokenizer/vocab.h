@@ -80,6 +80,9 @@ public:
     bool add_eos() const { return add_eos_; }
     bool add_space_prefix() const { return add_space_prefix_; }
     bool ignore_merges() const { return ignore_merges_; }  // BPE: a whole word in the vocab skips merging
+    // SPM: no token has a U+2581 right after another character, so no merge can cross the start of a
+    // space-led word and words can be encoded independently (same result, much smaller merge queues).
+    bool spm_words_independent() const { return spm_words_independent_; }
     bool is_eog(int32_t id) const { return eog_.count(id) != 0; }
     const std::unordered_set<int32_t>& eog_ids() const { return eog_; }
 
@@ -103,6 +106,7 @@ private:
     int32_t bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, eom_ = kNoToken;
     int32_t unk_ = kNoToken, pad_ = kNoToken, sep_ = kNoToken;
     bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;
+    bool spm_words_independent_ = false;
     std::unordered_set<int32_t> eog_;
     std::vector<int32_t> literal_tokens_;
     std::unordered_set<int32_t> rstrip_, lstrip_;

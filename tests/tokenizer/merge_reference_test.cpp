@@ -109,6 +109,14 @@ TEST(SpmMerge, MatchesReferenceOnRandomVocabularies) {
         std::set<std::string> seen(spec.tokens.begin(), spec.tokens.end());
         for (int i = 0; i < 60; ++i) {
             std::string t = random_word(rng, kAlphabet, 5);
+            if (trial % 3 == 0) {
+                // Only leading U+2581 (like real SentencePiece vocabularies): exercises the word-split path.
+                std::string leading = t.starts_with(kAlphabet[3]) ? kAlphabet[3] : "";
+                std::string rest;
+                for (const auto& c : utf8_chars(t.substr(leading.size())))
+                    if (c != kAlphabet[3]) rest += c;
+                t = leading + rest;
+            }
             if (utf8_chars(t).size() < 2 || !seen.insert(t).second) continue;
             spec.tokens.push_back(t);
             spec.token_types.push_back(1);
@@ -117,6 +125,9 @@ TEST(SpmMerge, MatchesReferenceOnRandomVocabularies) {
         for (size_t i = 3 + 256; i < spec.scores.size(); ++i)
             spec.scores[i] = static_cast<float>(rng() % 5);  // few distinct scores: many ties
         Vocab v = Vocab::from_spec(spec);
+        if (trial % 3 == 0) {
+            EXPECT_TRUE(v.spm_words_independent());
+        }
         for (int i = 0; i < 200; ++i) {
             std::string text = random_word(rng, kAlphabet, 30);
             std::vector<int32_t> got;

@@ -194,6 +194,10 @@ TEST(Tokenizer, FixtureVocabularyFacts) {
     EXPECT_TRUE(phi3->is_eog(32000));  // <|endoftext|>
     EXPECT_FALSE(phi3->is_eog(32010)); // <|user|>
     EXPECT_EQ(phi3->encode("<|user|>\nHi<|end|>", EncodeOptions{.add_bos = true, .parse_special = true}).front(), 1);
+    // Phi-3's special tokens eat the whitespace after them (rstrip), then the dummy prefix applies:
+    // "<|user|> Hi" -> <|user|> "▁Hi" (6324), not "▁▁Hi".
+    EXPECT_EQ(phi3->encode("<|user|> Hi", EncodeOptions{.add_bos = false, .parse_special = true}),
+              (std::vector<int32_t>{32010, 6324}));
     const Tokenizer* gpt2 = fixture_tokenizer("gpt-2");
     ASSERT_NE(gpt2, nullptr);
     EXPECT_FALSE(gpt2->vocab().add_bos());

@@ -1,21 +1,43 @@
 #include "kernels/cpu/matmul.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/log.h"
+#include "kernels/cpu/matmul_paths.h"
+#include "quant/dequantize.h"
 
 namespace pagoda::kernels {
 
 using gguf::GgmlType;
 
+namespace {
+
+std::mutex g_config_mutex;
+GemmTiles g_tiles;
+std::atomic<int> g_quant_method{-1};
+
+}  // namespace
+
 bool matmul_supports(GgmlType type) {
-    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
+    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 ||
+           quant::is_supported_block_type(type);
 }
 
 void require_matmul_support(GgmlType type, const std::string& what) {
     if (!matmul_supports(type))
         fail("{}: weight type {} is not supported yet", what, gguf::type_name(uint32_t(type)));
+}
+
+int64_t detail::row_bytes(const WeightView& w) {
+    auto size = gguf::row_size(w.type, w.cols);
+    if (!size) fail("matmul: {} columns is not a valid row of {}", w.cols, gguf::type_name(uint32_t(w.type)));
+    return int64_t(*size);
 }
 
 void dequantize_row(const WeightView& w, int64_t r, float* out) {
@@ -38,6 +60,7 @@ void dequantize_row(const WeightView& w, int64_t r, float* out) {
         }
         default:
             require_matmul_support(w.type, "dequantize_row");
+            quant::dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + r * detail::row_bytes(w), out, n);
     }
 }
 
@@ -54,43 +77,80 @@ void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, flo
     }
 }
 
-namespace {
-
-// Portable path: 8 independent partial sums (fixed order) so the compiler can vectorise.
-template <class Load>
-float dot_row(const Load& load, const float* x, int64_t n) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t c = 0;
-    for (; c + 8 <= n; c += 8)
-        for (int k = 0; k < 8; ++k) acc[k] += load(c + k) * x[c + k];
-    for (; c < n; ++c) acc[0] += load(c) * x[c];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+GemmTiles gemm_tiles() {
+    std::lock_guard<std::mutex> lock(g_config_mutex);
+    return g_tiles;
 }
 
-}  // namespace
+void set_gemm_tiles(const GemmTiles& tiles) {
+    if (tiles.kc <= 0 || tiles.mc <= 0 || tiles.nc <= 0)
+        fail("GEMM tiles must be positive (kc={}, mc={}, nc={})", tiles.kc, tiles.mc, tiles.nc);
+    std::lock_guard<std::mutex> lock(g_config_mutex);
+    g_tiles = tiles;
+    g_tiles.kc = (tiles.kc + 255) / 256 * 256;
+}
+
+const char* quant_method_name(QuantMethod m) { return m == QuantMethod::int8_dot ? "int8_dot" : "dequant_fma"; }
+
+QuantMethod quant_method() {
+    int v = g_quant_method.load();
+    if (v >= 0) return QuantMethod(v);
+    QuantMethod m = QuantMethod::int8_dot;
+    if (const char* env = std::getenv("PAGODA_QUANT_METHOD"); env && *env) {
+        std::string s = env;
+        if (s == "dequant_fma") m = QuantMethod::dequant_fma;
+        else if (s != "int8_dot") fail("PAGODA_QUANT_METHOD={} is not one of int8_dot, dequant_fma", s);
+    }
+    g_quant_method.store(int(m));
+    return m;
+}
+
+void set_quant_method(QuantMethod m) { g_quant_method.store(int(m)); }
+
+std::string describe_kernel_paths() {
+    const Isa isa = active_isa();
+    const auto& f = cpu_features();
+    std::string isa_detail = isa == Isa::avx512 ? "AVX-512 f32 FMA, 16 lanes"
+                             : isa == Isa::avx2 ? "AVX2 f32 FMA + F16C, 8 lanes"
+                                                : "portable scalar, 8 lanes";
+    std::string quant_detail;
+    if (quant_method() == QuantMethod::dequant_fma) {
+        quant_detail = "dequantise to f32 tiles + FMA";
+    } else {
+        quant_detail = isa == Isa::avx512 ? (f.avx512vnni ? "int8 dot, vpdpbusd (AVX-512 VNNI)" : "int8 dot, AVX2 16-bit madd (no VNNI)")
+                       : isa == Isa::avx2 ? "int8 dot, AVX2 16-bit madd"
+                                          : "int8 dot, scalar";
+    }
+    return fmt::format("kernels: {} path ({}); quantised weights: {}; cpu: {}", isa_name(isa), isa_detail,
+                       quant_detail, f.summary());
+}
+
+void log_kernel_paths() {
+    static std::once_flag once;
+    std::call_once(once, [] { log_info("{}", describe_kernel_paths()); });
+}
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
     require_matmul_support(w.type, "matmul");
-    const int64_t n = w.cols;
-    pool.parallel_for(w.rows, 16, [&](int64_t begin, int64_t end, int) {
-        for (int64_t r = begin; r < end; ++r) {
-            for (int64_t t = 0; t < n_tokens; ++t) {
-                const float* xt = x + t * n;
-                float v = 0;
-                if (w.type == GgmlType::F32) {
-                    const float* row = static_cast<const float*>(w.data) + r * n;
-                    v = dot_row([&](int64_t c) { return row[c]; }, xt, n);
-                } else if (w.type == GgmlType::F16) {
-                    const uint16_t* row = static_cast<const uint16_t*>(w.data) + r * n;
-                    v = dot_row([&](int64_t c) { return f16_to_f32(row[c]); }, xt, n);
-                } else {
-                    const uint16_t* row = static_cast<const uint16_t*>(w.data) + r * n;
-                    v = dot_row([&](int64_t c) { return bf16_to_f32(row[c]); }, xt, n);
-                }
-                y[t * w.rows + r] = v;
-            }
-        }
-    });
+    if (w.rows < 0 || w.cols < 0 || n_tokens < 0) fail("matmul: negative shape");
+    if (w.rows == 0 || n_tokens == 0) return;
+    (void)detail::row_bytes(w);  // validates cols against the block size
+    const GemmTiles tiles = gemm_tiles();
+    const bool is_float = w.type == GgmlType::F32 || w.type == GgmlType::F16 || w.type == GgmlType::BF16;
+    const bool int8 = !is_float && quant_method() == QuantMethod::int8_dot;
+    switch (active_isa()) {
+        case Isa::avx512:
+            // Our avx512 kernels use VNNI for int8; without it fall back to the AVX2 int8 kernel.
+            if (int8 && !cpu_features().avx512vnni) return detail::matmul_int8_avx2(w, x, n_tokens, y, pool, tiles);
+            return int8 ? detail::matmul_int8_avx512(w, x, n_tokens, y, pool, tiles)
+                        : detail::matmul_float_avx512(w, x, n_tokens, y, pool, tiles);
+        case Isa::avx2:
+            return int8 ? detail::matmul_int8_avx2(w, x, n_tokens, y, pool, tiles)
+                        : detail::matmul_float_avx2(w, x, n_tokens, y, pool, tiles);
+        case Isa::scalar:
+            return int8 ? detail::matmul_int8_scalar(w, x, n_tokens, y, pool, tiles)
+                        : detail::matmul_float_scalar(w, x, n_tokens, y, pool, tiles);
+    }
 }
 
 }  // namespace pagoda::kernels

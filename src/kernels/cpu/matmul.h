@@ -2,10 +2,21 @@
 //   y[t][r] = sum_c W[r][c] * x[t][c]   for t < n_tokens, r < rows
 // W is row-major: `rows` rows of `cols` values, each row gguf::row_size(type, cols) bytes, exactly as
 // GGUF stores a 2-D tensor of shape [cols, rows]. x is [n_tokens][cols] f32, y is [n_tokens][rows] f32.
-// The result for a token never depends on n_tokens or the thread count (batch invariance): every
-// path reduces each output in one fixed order.
+// The result for a token never depends on n_tokens, the thread count or the tile sizes (batch
+// invariance): every path reduces each output in one fixed order (see matmul_paths.h). Different ISA
+// paths (scalar / avx2 / avx512, chosen by pagoda::active_isa()) and the two quantised methods may
+// differ from each other in the last bits; each is tested against matmul_reference.
+//
+// Weight types: F32, F16, BF16 (dequantised in registers, f32 FMA), and Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
+// Q6_K. Quantised weights use, by default, the int8 method: activations are quantised per 32 values
+// to int8 (scale = max|x|/127, round to nearest even) and multiplied with exact integer dot products
+// (vpdpbusd on AVX-512 VNNI, vpmaddubsw + vpmaddwd on AVX2) on weight blocks unpacked in registers,
+// scaled per block in f32. The alternative dequant_fma method dequantises weight tiles to f32 and
+// runs the f32 GEMM (exact activations). For the fastest quantised path see PackedWeight below.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
@@ -25,10 +36,66 @@ void require_matmul_support(gguf::GgmlType type, const std::string& what);
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
+// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q8_0,
+// Q4_K, Q5_K and Q6_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code
+// groups interleave, so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in
+// one int32 lane (no horizontal reduction); the row scales sit next to the codes (about as many bytes
+// as in GGUF). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed
+// kernel when the active path allows it (avx512 with VNNI, int8_dot method), otherwise the source view.
+// Per output, the packed kernel accumulates one f32 over the 32-value blocks in order, with w the
+// block's signed integer weights and sc its scale (Q4_K / Q5_K: f32(6-bit scale) * d):
+//   acc = fma(f32(sum w q), sc * d_x, acc)
+// plus for Q4_K / Q5_K  macc = fma(-(f32(6-bit min) * dmin), s, macc),  output acc + macc, where
+// s = d_x * sum(first 16 q) + d_x * sum(last 16 q); Q6_K does one such FMA per 16-value half with its
+// scale f32(int8 scale) * d;
+// for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
+// The source data must outlive the PackedWeight (it is the fallback).
+// The packed bytes live in 2 MiB-aligned memory advised for transparent huge pages (decode streams
+// them; 4 KiB pages would cost a TLB miss per page); copies share them (immutable).
+class PackedWeight {
+public:
+    PackedWeight() = default;
+    const WeightView& source() const { return source_; }
+    bool is_packed() const { return bytes_ > 0; }
+    const uint8_t* data() const { return data_.get(); }
+    size_t packed_bytes() const { return bytes_; }
+
+private:
+    friend PackedWeight pack_weight(const WeightView& w);
+    WeightView source_;
+    std::shared_ptr<uint8_t> data_;
+    size_t bytes_ = 0;
+};
+
+// Throws pagoda::Error for an unsupported type or a bad shape (as matmul would).
+PackedWeight pack_weight(const WeightView& w);
+void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
 // Plain reference (one row at a time, double accumulation) that every optimised path is tested against.
 void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y);
 
 // Dequantises row r of W into out[cols].
 void dequantize_row(const WeightView& w, int64_t r, float* out);
+
+// Cache tiling of the f32 GEMM (values are elements). Results do not depend on them, so a tuner may
+// set them per machine. kc is rounded up to a multiple of 256; mc to a multiple of the row block.
+struct GemmTiles {
+    int64_t kc = 512;  // K extent of a weight tile kept in L1/L2 while it meets every token block
+    int64_t mc = 32;   // rows per parallel task
+    int64_t nc = 64;   // tokens per pass over a row task's weights (bounds the partial-sum scratch)
+};
+GemmTiles gemm_tiles();
+void set_gemm_tiles(const GemmTiles& tiles);  // throws on non-positive values
+
+enum class QuantMethod { int8_dot, dequant_fma };
+// Initially int8_dot unless PAGODA_QUANT_METHOD=dequant_fma (or int8_dot) says otherwise.
+QuantMethod quant_method();
+void set_quant_method(QuantMethod m);
+const char* quant_method_name(QuantMethod m);
+
+// One line naming the ISA path and quantised method in use, e.g. "matmul: avx512 (...), quantised
+// weights: int8 dot (vpdpbusd)"; log_kernel_paths() logs it once at info level.
+std::string describe_kernel_paths();
+void log_kernel_paths();
 
 }  // namespace pagoda::kernels

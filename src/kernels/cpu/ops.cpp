@@ -2,9 +2,12 @@
 
 #include <cmath>
 
+#include "core/cpu_features.h"
+#include "kernels/cpu/ops_paths.h"
+
 namespace pagoda::kernels {
 
-void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+void rms_norm_reference(const float* x, const float* weight, int64_t n, float eps, float* out) {
     // Double accumulation: the sum of squares over a 4096-wide row loses bits in f32.
     double ss = 0;
     for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
@@ -12,18 +15,18 @@ void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* 
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+void silu_mul_reference(const float* gate, const float* up, int64_t n, float* out) {
     for (int64_t i = 0; i < n; ++i) {
         float g = gate[i];
         out[i] = g / (1.0f + std::exp(-g)) * up[i];
     }
 }
 
-void add_inplace(float* y, const float* x, int64_t n) {
+void add_inplace_reference(float* y, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void softmax(float* x, int64_t n) {
+void softmax_reference(float* x, int64_t n) {
     if (n <= 0) return;
     float m = x[0];
     for (int64_t i = 1; i < n; ++i) m = std::fmax(m, x[i]);
@@ -36,7 +39,7 @@ void softmax(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos, const float* sin,
+void rope_reference(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos, const float* sin,
           bool neox) {
     const int64_t half = n_rot / 2;
     for (int64_t h = 0; h < n_heads; ++h) {
@@ -50,5 +53,29 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const floa
         }
     }
 }
+
+#define PAGODA_DISPATCH(fn, ...)                                     \
+    switch (active_isa()) {                                          \
+        case Isa::avx512: return detail::fn##_avx512(__VA_ARGS__);   \
+        case Isa::avx2: return detail::fn##_avx2(__VA_ARGS__);       \
+        case Isa::scalar: return fn##_reference(__VA_ARGS__);        \
+    }
+
+void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+    PAGODA_DISPATCH(rms_norm, x, weight, n, eps, out)
+}
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) { PAGODA_DISPATCH(silu_mul, gate, up, n, out) }
+void add_inplace(float* y, const float* x, int64_t n) { PAGODA_DISPATCH(add_inplace, y, x, n) }
+void softmax(float* x, int64_t n) { PAGODA_DISPATCH(softmax, x, n) }
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos, const float* sin, bool neox) {
+    PAGODA_DISPATCH(rope, x, n_heads, head_dim, n_rot, cos, sin, neox)
+}
+
+void exp_f32_reference(const float* x, int64_t n, float* out) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
+}
+void exp_f32(const float* x, int64_t n, float* out) { PAGODA_DISPATCH(exp_f32, x, n, out) }
+
+#undef PAGODA_DISPATCH
 
 }  // namespace pagoda::kernels

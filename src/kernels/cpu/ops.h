@@ -1,5 +1,9 @@
-// Element-wise and row-wise operators of the transformer, on f32 rows. Each has a plain definition
-// here; optimised variants live beside it and are tested against these.
+// Element-wise and row-wise operators of the transformer, on f32 rows. Each operator dispatches on
+// pagoda::active_isa() to an AVX-512 / AVX2 version (ops_avx512.cpp, ops_avx2.cpp) or the plain
+// definition, which stays available as *_reference and is what the SIMD versions are tested against.
+// SIMD results differ from the reference only by rounding: sums are accumulated in f32 lanes, and
+// exp is a vectorised polynomial (relative error below 4 ulp; inputs below -87.3 give 0 and above
+// 88.3 are clamped there). Tolerances are stated in tests/kernels/ops_test.cpp.
 #pragma once
 #include <cstdint>
 
@@ -23,5 +27,16 @@ void softmax(float* x, int64_t n);
 // otherwise adjacent dimensions (2i, 2i+1) pair up (original Llama / GGML "normal").
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos, const float* sin,
           bool neox);
+
+void rms_norm_reference(const float* x, const float* weight, int64_t n, float eps, float* out);
+void silu_mul_reference(const float* gate, const float* up, int64_t n, float* out);
+void add_inplace_reference(float* y, const float* x, int64_t n);
+void softmax_reference(float* x, int64_t n);
+void rope_reference(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos, const float* sin,
+                    bool neox);
+
+// exp of n values (out may alias x), with the accuracy stated above on SIMD paths; exposed for tests
+// and for attention kernels.
+void exp_f32(const float* x, int64_t n, float* out);
 
 }  // namespace pagoda::kernels

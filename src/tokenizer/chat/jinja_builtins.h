@@ -2,6 +2,7 @@
 // methods on str / dict / list values (`s.strip()`, `d.items()`), and the global functions chat
 // templates use (range, namespace, dict, raise_exception, strftime_now). Behaviour follows Jinja
 // 3.1 and Python; `tojson` is Hugging Face's (json.dumps with ensure_ascii=False, key order kept).
+// Implemented in jinja_filters.cpp, jinja_test_predicates.cpp and jinja_methods.cpp.
 #pragma once
 #include <ctime>
 #include <string>

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "tokenizer/chat/jinja_ast.h"
+#include "tokenizer/chat/jinja_ops.h"
 
 namespace pagoda::tokenizer::jinja {
 
@@ -81,13 +82,5 @@ std::string render_program(const Program& program, std::shared_ptr<Frame> global
 // namespace() objects are the only values that can reference themselves (`set ns.me = ns`); each
 // render remembers the ones it created and empties them when it ends so such cycles cannot leak.
 void register_namespace(const std::shared_ptr<Dict>& ns);
-
-// Shared helpers used by the evaluator and the builtins.
-Value get_attribute(const Value& object, const std::string& name);
-Value get_item(const Value& object, const Value& key);
-List iterate(const Value& value);  // Python iteration: list items, dict keys, string characters
-bool contains(const Value& container, const Value& item);
-Value call_value(const Value& callee, CallArgs& args);
-[[noreturn]] void fail_undefined(const Value& undefined);
 
 }  // namespace pagoda::tokenizer::jinja

@@ -154,6 +154,38 @@ def chat_cases():
                 a("Paris is sunny, Rome is rainy.")]
     cases.append({"template": "deepseek-r1", "case": "tools", "messages": r1_tools, "add_generation_prompt": True,
                   **TOKENS, "tools": None, "extra": {}})
+    # Hermes 3 (NousResearch) tool-use template: recursive macros, dict literals, loop.previtem/nextitem.
+    rich_tool = {"type": "function", "function": {
+        "name": "search", "description": "Search the web.",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": " what to look for "},
+            "limit": {"type": "integer", "description": "max results"},
+            "tags": {"type": "array", "items": {"type": "string"}, "description": "filters"},
+            "opts": {"type": "object", "additionalProperties": {"type": "number"}, "description": "weights"},
+            "mode": {"type": ["string", "integer"], "description": "either"}},
+            "required": ["query"]},
+        "return": {"type": "boolean", "description": "whether anything was found"}}}
+    hermes_messages = [SYS, u("Find pagodas"),
+                       {"role": "assistant", "tool_calls": [
+                           {"type": "function", "function": {"name": "search", "arguments": {"query": "pagoda", "limit": 3}}},
+                           {"type": "function", "function": {"name": "search", "arguments": "{\"query\": \"tower\"}"}}]},
+                       {"role": "tool", "content": "r1"}, {"role": "tool", "content": "r2"},
+                       a("Found two."), u("thanks")]
+    for agp in (True, False):
+        cases.append({"template": "hermes3-tool-use", "case": f"tools/agp={int(agp)}", "messages": hermes_messages,
+                      "add_generation_prompt": agp, **TOKENS, "tools": [rich_tool, WEATHER_TOOL], "extra": {}})
+    # IBM Granite 3.3: strftime_now, documents, controls, `in` on an undefined variable.
+    for agp in (True, False):
+        cases.append({"template": "granite3.3", "case": f"no_system/agp={int(agp)}", "messages": CONVERSATIONS["no_system_multi_turn"],
+                      "add_generation_prompt": agp, **TOKENS, "tools": None, "extra": {}})
+    cases.append({"template": "granite3.3", "case": "system", "messages": CONVERSATIONS["system_multi_turn"],
+                  "add_generation_prompt": True, **TOKENS, "tools": None, "extra": {}})
+    cases.append({"template": "granite3.3", "case": "tools_documents_controls", "messages": CONVERSATIONS["single_user"],
+                  "add_generation_prompt": True, **TOKENS, "tools": [WEATHER_TOOL],
+                  "extra": {"documents": [{"doc_id": 1, "text": "Pagodas are towers."}, {"doc_id": "b", "text": "Second doc."}],
+                            "controls": {"citations": True, "hallucinations": True, "length": "short"}}})
+    cases.append({"template": "granite3.3", "case": "thinking", "messages": CONVERSATIONS["single_user"],
+                  "add_generation_prompt": True, **TOKENS, "tools": None, "extra": {"thinking": True}})
     cases.append({"template": "chatml", "case": "content_parts_passthrough", "add_generation_prompt": True, **TOKENS,
                   "tools": None, "messages": [{"role": "user", "content": "plain"}], "extra": {}})
     return cases

@@ -1,0 +1,208 @@
+// `pagoda bench`: prompt-processing (ppN) and generation (tgN) speed of a model, with the machine's
+// limits measured in the same run: generation against memory bandwidth (bytes read per token),
+// prompt processing against the arithmetic peak of the path the weights use.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "apps/command.h"
+#include "apps/kv_flags.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/machine_limits.h"
+#include "gguf/gguf.h"
+#include "model/sequence_runner.h"
+
+namespace pagoda::app {
+namespace {
+
+struct BenchOptions {
+    std::string model;
+    int prompt = 512, gen = 128, reps = 5, threads = 0, chunk = 512;
+    bool json = false, no_limits = false;
+    double shared_prefix = 0;  // > 0: also time prompts whose leading fraction is a cached prefix
+    KvFlags kv;
+};
+
+using Clock = std::chrono::steady_clock;
+
+struct Stat {
+    double mean = 0, stddev = 0;
+};
+Stat stats(const std::vector<double>& v) {
+    Stat s;
+    for (double x : v) s.mean += x;
+    s.mean /= double(v.size());
+    for (double x : v) s.stddev += (x - s.mean) * (x - s.mean);
+    s.stddev = v.size() > 1 ? std::sqrt(s.stddev / double(v.size() - 1)) : 0.0;
+    return s;
+}
+
+struct ModelFootprint {
+    uint64_t total_bytes = 0;      // every tensor
+    uint64_t per_token_bytes = 0;  // weights a decode step reads (all but the embedding table unless tied)
+    double matmul_params = 0;      // multiply-adds per token in the projections and the head
+    std::string weight_type;       // of the first attention projection
+};
+
+ModelFootprint footprint(const model::Model& m) {
+    ModelFootprint f;
+    const auto& file = m.file();
+    bool tied = file.find_tensor("output.weight") == nullptr;
+    for (const auto& t : file.tensors()) {
+        f.total_bytes += t.n_bytes;
+        bool embedding = t.name == "token_embd.weight";
+        if (!embedding || tied) f.per_token_bytes += t.n_bytes;
+        if (t.shape.size() == 2 && (!embedding || tied)) f.matmul_params += double(t.n_elements());
+    }
+    if (const auto* q = file.find_tensor("blk.0.attn_q.weight")) f.weight_type = gguf::type_name(uint32_t(q->type));
+    return f;
+}
+
+// Times prompts whose first `shared_prefix` fraction was computed by an earlier request (prefix
+// cache hit) against the same prompts computed from scratch, and reports the time saved.
+void report_prefix_reuse(const BenchOptions& o, model::Model& model, double cold_rate) {
+    auto opts = o.kv.options();
+    opts.prefix_caching = true;
+    model::SequenceRunner runner(model, opts, 2 * (int64_t(o.prompt) + 1));
+    std::mt19937 rng(4321);
+    std::uniform_int_distribution<int32_t> token(0, int32_t(model.config().vocab_size - 1));
+    const int64_t shared = int64_t(double(o.prompt) * o.shared_prefix);
+    std::vector<double> seconds;
+    int64_t cached = 0;
+    kv::SeqId seq = 1000000;
+    for (int r = 0; r < o.reps + 1; ++r) {
+        std::vector<int32_t> first(size_t(o.prompt)), second;
+        for (auto& t : first) t = token(rng);
+        runner.prefill(seq, first, o.chunk);
+        runner.release(seq++);
+        second.assign(first.begin(), first.begin() + shared);
+        while (int64_t(second.size()) < o.prompt) second.push_back(token(rng));
+        auto start = Clock::now();
+        runner.prefill(seq, second, o.chunk);
+        double s = std::chrono::duration<double>(Clock::now() - start).count();
+        cached = runner.last_cached_tokens();
+        runner.release(seq++);
+        runner.blocks().clear_prefix_cache();
+        if (r > 0) seconds.push_back(s);
+    }
+    Stat s = stats(seconds);
+    const double cold = cold_rate > 0 ? o.prompt / cold_rate : 0;
+    if (o.json) {
+        nlohmann::json j = {{"test", fmt::format("pp{}-prefix{:.0f}", o.prompt, 100 * o.shared_prefix)},
+                            {"seconds", s.mean}, {"stddev", s.stddev}, {"cached_tokens", cached},
+                            {"cold_seconds", cold}, {"threads", model.pool().size()}};
+        std::printf("%s\n", j.dump().c_str());
+    } else {
+        std::printf("\nprompt of %d tokens, %.0f %% shared with an earlier prompt: %lld tokens from the prefix cache, "
+                    "%.3f ± %.3f s vs %.3f s computed cold (%.0f %% of the prefill time saved)\n",
+                    o.prompt, 100 * o.shared_prefix, (long long)cached, s.mean, s.stddev, cold,
+                    cold > 0 ? 100 * (1 - s.mean / cold) : 0.0);
+    }
+}
+
+int run_bench(const BenchOptions& o) {
+    auto model = model::Model::load(o.model, {.n_threads = o.threads});
+    const auto& cfg = model->config();
+    const ModelFootprint fp = footprint(*model);
+    const bool quantised = fp.weight_type != "f32" && fp.weight_type != "f16" && fp.weight_type != "bf16";
+
+    MachineLimits limits;
+    if (!o.no_limits) limits = measure_machine_limits(model->pool());
+
+    auto opts = o.kv.options();
+    opts.prefix_caching = false;  // every repetition must compute its prompt
+    model::SequenceRunner runner(*model, opts, int64_t(o.prompt) + o.gen + 1);
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int32_t> token(0, int32_t(cfg.vocab_size - 1));
+
+    std::vector<double> pp_rates, tg_rates;
+    kv::SeqId seq = 0;
+    for (int r = 0; r < o.reps + 1; ++r) {  // the first round warms caches and page tables up
+        if (o.prompt > 0) {
+            std::vector<int32_t> prompt(size_t(o.prompt));
+            for (auto& t : prompt) t = token(rng);
+            auto start = Clock::now();
+            runner.prefill(seq, prompt, o.chunk);
+            double s = std::chrono::duration<double>(Clock::now() - start).count();
+            if (r > 0) pp_rates.push_back(o.prompt / s);
+            runner.release(seq++);
+        }
+        if (o.gen > 0) {
+            std::vector<int32_t> first = {token(rng)};
+            runner.prefill(seq, first);
+            auto start = Clock::now();
+            for (int i = 0; i < o.gen; ++i) runner.decode(seq, token(rng));
+            double s = std::chrono::duration<double>(Clock::now() - start).count();
+            if (r > 0) tg_rates.push_back(o.gen / s);
+            runner.release(seq++);
+        }
+    }
+
+    const double kv_bytes_per_pos = double(runner.pool().layout().bytes_per_block()) / runner.pool().block_size();
+    auto report = [&](const std::string& test, const std::vector<double>& rates, int n) {
+        if (rates.empty()) return;
+        Stat s = stats(rates);
+        double ratio = 0;
+        std::string limit;
+        if (test[0] == 't' && limits.read_gbps > 0) {
+            // Bytes per generated token: weights plus the KV read at the average context length.
+            double bytes = double(fp.per_token_bytes) + kv_bytes_per_pos * (1 + n / 2.0);
+            double bound = limits.read_gbps * 1e9 / bytes;
+            ratio = s.mean / bound;
+            limit = fmt::format("{:.0f} tok/s bound at {:.1f} GB/s", bound, limits.read_gbps);
+        } else if (test[0] == 'p') {
+            double peak = quantised && limits.int8_gops > 0 ? limits.int8_gops : limits.fp32_gflops;
+            double flops = 2 * fp.matmul_params + 4.0 * double(cfg.n_layers) * (n / 2.0) * double(cfg.q_dim());
+            if (peak > 0) {
+                ratio = s.mean * flops / (peak * 1e9);
+                limit = fmt::format("{:.0f} {} peak", peak, quantised && limits.int8_gops > 0 ? "GOP/s int8" : "GFLOP/s fp32");
+            }
+        }
+        if (o.json) {
+            nlohmann::json j = {{"test", test}, {"tokens_per_s", s.mean}, {"stddev", s.stddev},
+                                {"threads", model->pool().size()}, {"model_bytes", fp.total_bytes},
+                                {"model", cfg.name}, {"weight_type", fp.weight_type}, {"isa", isa_name(active_isa())},
+                                {"reps", rates.size()}, {"ratio_to_limit", ratio}, {"bandwidth_gbps", limits.read_gbps},
+                                {"fp32_gflops", limits.fp32_gflops}, {"int8_gops", limits.int8_gops}};
+            std::printf("%s\n", j.dump().c_str());
+        } else {
+            std::printf("| %-10s | %6s | %8.1f MiB | %2d | %-6s | %8.2f ± %6.2f | %5.1f %% | %s |\n", test.c_str(),
+                        fp.weight_type.c_str(), double(fp.total_bytes) / 1048576.0, model->pool().size(),
+                        isa_name(active_isa()), s.mean, s.stddev, 100 * ratio, limit.c_str());
+        }
+    };
+    if (!o.json) {
+        std::printf("model: %s\n", cfg.describe().c_str());
+        std::printf("machine: %s; read %.1f GB/s, fp32 FMA %.0f GFLOP/s, int8 dot %.0f GOP/s (measured now)\n\n",
+                    cpu_features().summary().c_str(), limits.read_gbps, limits.fp32_gflops, limits.int8_gops);
+        std::printf("| test       | type   |         size | th | path   |         tokens/s | of limit | limit |\n");
+        std::printf("| ---------- | ------ | -----------: | -: | ------ | ---------------: | -------: | ----- |\n");
+    }
+    report("pp" + std::to_string(o.prompt), pp_rates, o.prompt);
+    report("tg" + std::to_string(o.gen), tg_rates, o.gen);
+    if (o.shared_prefix > 0 && o.prompt > 1) report_prefix_reuse(o, *model, pp_rates.empty() ? 0 : stats(pp_rates).mean);
+    return 0;
+}
+
+CommandRegistration reg("bench", "Measure prompt-processing and generation speed of a model", [](CLI::App& sub) {
+    auto o = std::make_shared<BenchOptions>();
+    sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+    sub.add_option("-p,--n-prompt", o->prompt, "Prompt tokens (0 skips the pp test)")->check(CLI::Range(0, 1 << 20));
+    sub.add_option("-n,--n-gen", o->gen, "Generated tokens (0 skips the tg test)")->check(CLI::Range(0, 1 << 20));
+    sub.add_option("-r,--reps", o->reps, "Repetitions (after one warm-up)")->check(CLI::Range(1, 1000));
+    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(CLI::Range(1, 1 << 20));
+    sub.add_flag("--json", o->json, "One JSON object per test instead of a table");
+    sub.add_flag("--no-limits", o->no_limits, "Skip measuring bandwidth and peaks");
+    sub.add_option("--shared-prefix", o->shared_prefix,
+                   "Also time a prompt whose leading fraction (e.g. 0.9) is served from the prefix cache")
+        ->check(CLI::Range(0.0, 1.0));
+    o->kv.add_to(sub);
+    return [o] { return run_bench(*o); };
+});
+
+}  // namespace
+}  // namespace pagoda::app

@@ -1,0 +1,136 @@
+// `pagoda perplexity`: perplexity of a model on a text file and, with --kl-base, how far a quantised
+// model's next-token distributions are from its unquantised base on the same text (mean KL
+// divergence and top-1 agreement). The text is cut into windows of --ctx tokens, each starting with
+// BOS; as in llama.cpp's perplexity tool, only the second half of each window is scored so every
+// scored token has at least ctx/2 tokens of context.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "apps/command.h"
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "model/sequence_runner.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::app {
+namespace {
+
+struct PerplexityOptions {
+    std::string model, text_file, kl_base;
+    int ctx = 256, threads = 0, max_windows = 0;
+};
+
+struct Mean {
+    double sum = 0, sum_sq = 0;
+    int64_t n = 0;
+    void add(double v) { sum += v; sum_sq += v * v; ++n; }
+    double mean() const { return n ? sum / double(n) : 0; }
+    double stderr_of_mean() const {
+        if (n < 2) return 0;
+        double m = mean();
+        return std::sqrt(std::max(0.0, sum_sq / double(n) - m * m) / double(n - 1));
+    }
+};
+
+// log-softmax of one row, in double.
+std::vector<double> log_softmax(const float* logits, int64_t n) {
+    double mx = logits[0];
+    for (int64_t i = 1; i < n; ++i) mx = std::max(mx, double(logits[i]));
+    double z = 0;
+    for (int64_t i = 0; i < n; ++i) z += std::exp(double(logits[i]) - mx);
+    double lz = mx + std::log(z);
+    std::vector<double> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = double(logits[i]) - lz;
+    return out;
+}
+
+int run_perplexity(const PerplexityOptions& o) {
+    std::ifstream in(o.text_file, std::ios::binary);
+    if (!in) fail("cannot read the text file '{}'", o.text_file);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+
+    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    auto tok = tokenizer::Tokenizer::from_gguf(*file);
+    auto model = model::Model::from_file(file, {.n_threads = o.threads});
+    std::unique_ptr<model::Model> base;
+    if (!o.kl_base.empty()) {
+        base = model::Model::load(o.kl_base, {.n_threads = o.threads});
+        if (base->config().vocab_size != model->config().vocab_size)
+            fail("--kl-base has a vocabulary of {} tokens, the model {}", base->config().vocab_size,
+                 model->config().vocab_size);
+    }
+    const int64_t vocab = model->config().vocab_size;
+    std::vector<int32_t> text = tok->encode(buffer.str(), {.add_bos = false, .add_eos = false});
+    const int64_t body = o.ctx - 1;  // text tokens per window after BOS
+    int64_t windows = int64_t(text.size()) / body;
+    if (o.max_windows > 0) windows = std::min<int64_t>(windows, o.max_windows);
+    if (windows < 1)
+        fail("the text has {} tokens: too short for one window of --ctx {} (need at least {})", text.size(), o.ctx, body);
+
+    model::SequenceRunner runner(*model, {.prefix_caching = false}, o.ctx);
+    std::unique_ptr<model::SequenceRunner> base_runner;
+    if (base) base_runner = std::make_unique<model::SequenceRunner>(*base, model::KvOptions{.prefix_caching = false}, o.ctx);
+
+    Mean nll, base_nll, kl;
+    int64_t agree = 0;
+    for (int64_t w = 0; w < windows; ++w) {
+        std::vector<int32_t> ids = {tok->bos() >= 0 ? tok->bos() : text[size_t(w * body)]};
+        ids.insert(ids.end(), text.begin() + w * body, text.begin() + (w + 1) * body);
+        std::vector<float> logits = runner.prefill(w, ids, 512, true);
+        runner.release(w);
+        std::vector<float> base_logits;
+        if (base_runner) {
+            base_logits = base_runner->prefill(w, ids, 512, true);
+            base_runner->release(w);
+        }
+        for (int64_t p = int64_t(ids.size()) / 2; p + 1 < int64_t(ids.size()); ++p) {
+            const int32_t next = ids[size_t(p + 1)];
+            auto lq = log_softmax(logits.data() + p * vocab, vocab);
+            nll.add(-lq[size_t(next)]);
+            if (base_runner) {
+                auto lp = log_softmax(base_logits.data() + p * vocab, vocab);
+                base_nll.add(-lp[size_t(next)]);
+                double d = 0;
+                for (int64_t i = 0; i < vocab; ++i) d += std::exp(lp[size_t(i)]) * (lp[size_t(i)] - lq[size_t(i)]);
+                kl.add(d);
+                agree += std::max_element(lp.begin(), lp.end()) - lp.begin() ==
+                         std::max_element(lq.begin(), lq.end()) - lq.begin();
+            }
+        }
+        if (!o.kl_base.empty() || windows > 1)
+            std::fprintf(stderr, "\rwindow %lld/%lld: running perplexity %.4f", (long long)(w + 1), (long long)windows,
+                         std::exp(nll.mean()));
+    }
+    std::fprintf(stderr, "\n");
+    // Perplexity's error bar: exp(mean NLL) with the NLL mean's standard error carried through.
+    const double ppl = std::exp(nll.mean());
+    std::printf("model: %s\n", o.model.c_str());
+    std::printf("text: %s, %zu tokens, %lld windows of %d, %lld scored\n", o.text_file.c_str(), text.size(),
+                (long long)windows, o.ctx, (long long)nll.n);
+    std::printf("perplexity: %.4f ± %.4f\n", ppl, ppl * nll.stderr_of_mean());
+    if (base) {
+        const double base_ppl = std::exp(base_nll.mean());
+        std::printf("base: %s, perplexity %.4f ± %.4f\n", o.kl_base.c_str(), base_ppl, base_ppl * base_nll.stderr_of_mean());
+        std::printf("mean KL divergence (base || model): %.6f ± %.6f\n", kl.mean(), kl.stderr_of_mean());
+        std::printf("top-1 agreement: %.2f %%\n", 100.0 * double(agree) / double(kl.n));
+    }
+    return 0;
+}
+
+CommandRegistration reg("perplexity", "Perplexity on a text file; KL divergence against a base model",
+                        [](CLI::App& sub) {
+    auto o = std::make_shared<PerplexityOptions>();
+    sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+    sub.add_option("-f,--file", o->text_file, "UTF-8 text to score")->required();
+    sub.add_option("--ctx", o->ctx, "Tokens per window (BOS included)")->check(CLI::Range(4, 1 << 20));
+    sub.add_option("--kl-base", o->kl_base, "Unquantised base model for KL divergence and top-1 agreement");
+    sub.add_option("--max-windows", o->max_windows, "Score at most this many windows (0 = all)")->check(CLI::Range(0, 1 << 30));
+    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    return [o] { return run_perplexity(*o); };
+});
+
+}  // namespace
+}  // namespace pagoda::app

@@ -1,0 +1,109 @@
+// `pagoda quantize IN.gguf OUT.gguf TYPE [--calib TEXT]`: post-training weight quantisation.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+#include "apps/command.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "gguf/gguf.h"
+#include "model/calibration.h"
+#include "quant/quantize_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::app {
+namespace {
+
+struct QuantizeOptions {
+    std::string input, output, type, calib;
+    int64_t calib_tokens = 8192, calib_ctx = 512;
+    int threads = 0;
+    bool plain = false;
+};
+
+void draw_progress(size_t done, size_t total) {
+    const int width = 40;
+    int filled = int(double(done) / double(total) * width);
+    std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu tensors", filled, "========================================", width - filled, "",
+                 done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+}
+
+int run_quantize(const QuantizeOptions& o) {
+    quant::QuantizeRequest req;
+    req.input = o.input;
+    req.output = o.output;
+    req.target = o.type;
+    req.plain = o.plain;
+    if (o.plain && !o.calib.empty()) fail("--plain-minmax and --calib exclude each other");
+    const auto start = std::chrono::steady_clock::now();
+    const int threads = o.threads > 0 ? o.threads : default_thread_count();
+
+    if (!o.calib.empty()) {
+        std::ifstream in(o.calib, std::ios::binary);
+        if (!in) fail("cannot read the calibration text '{}'", o.calib);
+        std::stringstream text;
+        text << in.rdbuf();
+        std::shared_ptr<const gguf::File> file = gguf::File::open(o.input);
+        auto tok = tokenizer::Tokenizer::from_gguf(*file);
+        auto model = model::Model::from_file(file, {.n_threads = threads});
+        auto ids = tok->encode(text.str(), {.add_bos = false, .add_eos = false});
+        std::fprintf(stderr, "pagoda quantize: calibrating on %lld of %zu tokens of %s\n",
+                     (long long)std::min<int64_t>(int64_t(ids.size()), o.calib_tokens), ids.size(), o.calib.c_str());
+        req.importance = model::collect_activation_importance(*model, ids, tok->bos(), o.calib_ctx, o.calib_tokens);
+        // A small floor keeps columns the calibration text never exercised from being ignored entirely.
+        for (auto& [name, w] : req.importance) {
+            double mean = 0;
+            for (float v : w) mean += v;
+            mean /= double(std::max<size_t>(1, w.size()));
+            for (float& v : w) v += float(0.01 * mean);
+        }
+    }
+    if (isatty(STDERR_FILENO)) req.progress = draw_progress;
+
+    ThreadPool pool(threads);
+    quant::QuantizeReport report = quant::quantize_model(req, pool);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    struct Group { int count = 0; uint64_t in = 0, out = 0; double err = 0; int quantised = 0; };
+    std::map<std::string, Group> groups;  // "from -> to (rule)"
+    for (const auto& t : report.tensors) {
+        Group& g = groups[fmt::format("{:>5} -> {:<9} {}", t.from_type, t.to_type, t.rule)];
+        ++g.count;
+        g.in += t.bytes_in;
+        g.out += t.bytes_out;
+        if (t.from_type != t.to_type) { g.err += t.relative_error; ++g.quantised; }
+    }
+    std::printf("pagoda quantize: %s -> %s (%s%s) in %.1f s\n", o.input.c_str(), o.output.c_str(), o.type.c_str(),
+                o.calib.empty() ? "" : ", calibrated", seconds);
+    std::printf("%-52s %7s %12s %12s %10s\n", "tensors (from -> to, rule)", "count", "MiB in", "MiB out", "rel. error");
+    for (const auto& [label, g] : groups) {
+        std::string err = g.quantised ? fmt::format("{:.5f}", g.err / g.quantised) : "-";
+        std::printf("%-52s %7d %12.2f %12.2f %10s\n", label.c_str(), g.count, double(g.in) / 1048576.0,
+                    double(g.out) / 1048576.0, err.c_str());
+    }
+    std::printf("total: %.2f MiB -> %.2f MiB (%.1f %%)\n", double(report.bytes_in) / 1048576.0,
+                double(report.bytes_out) / 1048576.0, 100.0 * double(report.bytes_out) / double(report.bytes_in));
+    return 0;
+}
+
+CommandRegistration reg("quantize", "Quantise a model's weights (post-training, optionally calibrated)", [](CLI::App& sub) {
+    auto o = std::make_shared<QuantizeOptions>();
+    sub.add_option("input", o->input, "Input GGUF (F32, F16, BF16 or quantised)")->required();
+    sub.add_option("output", o->output, "Output GGUF")->required();
+    sub.add_option("type", o->type, "q8_0, q4_0, q4_k, q4_k_m, q6_k, int8, int4-g32, int4-g128")
+        ->required()
+        ->check(CLI::IsMember(quant::quantize_target_names()));
+    sub.add_option("--calib", o->calib, "Calibration text: weight the scale search by activation statistics");
+    sub.add_option("--calib-tokens", o->calib_tokens, "Calibration tokens to use at most")->check(CLI::Range(1, 1 << 24));
+    sub.add_option("--calib-ctx", o->calib_ctx, "Calibration window length")->check(CLI::Range(2, 1 << 16));
+    sub.add_flag("--plain-minmax", o->plain, "No clipping search: plain min/max scales (for comparison)");
+    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    return [o] { return run_quantize(*o); };
+});
+
+}  // namespace
+}  // namespace pagoda::app

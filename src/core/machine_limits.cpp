@@ -1,0 +1,87 @@
+#include "core/machine_limits.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/cpu_features.h"
+
+namespace pagoda {
+
+// Defined in machine_limits_avx2.cpp / machine_limits_avx512.cpp (compiled with those ISAs).
+uint64_t read_sum_avx2(const uint8_t* data, size_t bytes);
+double fma_chain_avx2(int64_t iterations);
+double fma_chain_avx512(int64_t iterations);
+int64_t vnni_chain_avx512(int64_t iterations);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t read_sum_portable(const uint8_t* data, size_t bytes) {
+    const uint64_t* p = reinterpret_cast<const uint64_t*>(data);
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = 0; i + 4 <= bytes / 8; i += 4) { a += p[i]; b += p[i + 1]; c += p[i + 2]; d += p[i + 3]; }
+    return a + b + c + d;
+}
+
+// Runs fn on every thread at once `reps` times and returns the best wall time of one round.
+template <class Fn>
+double best_parallel_seconds(ThreadPool& pool, int reps, Fn fn) {
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        auto start = Clock::now();
+        pool.run(pool.size(), [&](int task, int) { fn(task); });
+        best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    return best;
+}
+
+}  // namespace
+
+double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes) {
+    AlignedBuffer<uint8_t> buffer(buffer_bytes);
+    for (size_t i = 0; i < buffer_bytes; i += 4096) buffer[i] = uint8_t(i >> 12);  // fault every page in
+    const bool avx2 = active_isa() >= Isa::avx2;
+    const int n = pool.size();
+    const size_t per = buffer_bytes / size_t(n) / 64 * 64;
+    std::vector<uint64_t> sink(static_cast<size_t>(n));
+    double seconds = best_parallel_seconds(pool, 3, [&](int task) {
+        const uint8_t* p = buffer.data() + size_t(task) * per;
+        sink[size_t(task)] += avx2 ? read_sum_avx2(p, per) : read_sum_portable(p, per);
+    });
+    return double(per) * n / seconds / 1e9;
+}
+
+double measure_fp32_fma_peak(ThreadPool& pool) {
+    const Isa isa = active_isa();
+    if (isa == Isa::scalar) return 0;
+    const int64_t iterations = 2'000'000;
+    std::vector<double> sink(static_cast<size_t>(pool.size()));
+    double seconds = best_parallel_seconds(pool, 3, [&](int task) {
+        sink[size_t(task)] = isa == Isa::avx512 ? fma_chain_avx512(iterations) : fma_chain_avx2(iterations);
+    });
+    // Each iteration: 12 independent FMA vectors of 16 (AVX-512) or 8 (AVX2) lanes, 2 flops per lane.
+    const double lanes = isa == Isa::avx512 ? 16 : 8;
+    return double(iterations) * 12 * lanes * 2 * pool.size() / seconds / 1e9;
+}
+
+double measure_int8_dot_peak(ThreadPool& pool) {
+    if (active_isa() != Isa::avx512 || !cpu_features().avx512vnni) return 0;
+    const int64_t iterations = 2'000'000;
+    std::vector<int64_t> sink(static_cast<size_t>(pool.size()));
+    double seconds = best_parallel_seconds(pool, 3, [&](int task) { sink[size_t(task)] = vnni_chain_avx512(iterations); });
+    // Each iteration: 12 vpdpbusd of 64 int8 products, each product a multiply and an add.
+    return double(iterations) * 12 * 64 * 2 * pool.size() / seconds / 1e9;
+}
+
+MachineLimits measure_machine_limits(ThreadPool& pool) {
+    MachineLimits m;
+    m.read_gbps = measure_read_bandwidth(pool);
+    m.fp32_gflops = measure_fp32_fma_peak(pool);
+    m.int8_gops = measure_int8_dot_peak(pool);
+    return m;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,22 @@
+// Measures this machine's physical limits in the same run as a benchmark (the host drifts):
+// streaming-read memory bandwidth with every thread of the pool, and the arithmetic peaks of the
+// paths pagoda uses (fp32 FMA; int8 dot products where the CPU has AVX-512 VNNI). Benchmarks quote
+// their figures as a fraction of these.
+#pragma once
+#include "core/thread_pool.h"
+
+namespace pagoda {
+
+struct MachineLimits {
+    double read_gbps = 0;          // GB/s (1e9 bytes/s), streaming read, all threads
+    double fp32_gflops = 0;        // GFLOP/s, fused multiply-add (2 flops each), all threads
+    double int8_gops = 0;          // GOP/s, int8 multiply-adds counted as 2 ops; 0 without VNNI
+};
+
+// Each measurement takes a fraction of a second; `buffer_bytes` should exceed the last-level cache.
+double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes = size_t(1) << 30);
+double measure_fp32_fma_peak(ThreadPool& pool);
+double measure_int8_dot_peak(ThreadPool& pool);
+MachineLimits measure_machine_limits(ThreadPool& pool);
+
+}  // namespace pagoda

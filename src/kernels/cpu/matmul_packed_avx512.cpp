@@ -1,0 +1,196 @@
+// AVX-512 VNNI kernel for PackedWeight panels (layout: matmul_paths.h). One ymm lane per row of a
+// panel: vpdpbusd multiplies the 4-byte code group k of 8 rows with the broadcast activation group k,
+// so after the 8 groups of a block each lane holds that row's exact int32 block sum (split over two
+// partial sums only to shorten the dependency chain; integer addition is exact, so the split never
+// changes a result). Then per block: acc = fma(f32(isum + corr), sc * d_x, acc), in block order, for
+// every (row, token): batch invariant. Q4_K / Q5_K: sc = f32(scale byte) * d, and a second accumulator
+// macc = fma(-(f32(min byte) * dmin), s, macc) with s as quantize_fused makes it (d_x * sum of each
+// half's q, added);
+// output acc + macc. Q6_K: two exact sums per block (one per 16-value half, each with its corr) and
+// two FMAs with their scales f32(int8 scale) * d. Decode runs 2 panels x 1 token, prefill 1 x 8.
+// GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "core/error.h"
+#include "kernels/cpu/int8_fused.h"
+
+namespace pagoda::kernels::detail {
+namespace {
+
+inline __m256i bcast32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+enum class Fmt { q4_0, q8_0, q4_k, q5_k, q6_k };
+
+template <Fmt F, int P, int T>
+void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, __m256* out) {
+    constexpr bool nibbles = F != Fmt::q8_0, q5 = F == Fmt::q5_k, kq = F == Fmt::q4_k || q5, q6 = F == Fmt::q6_k;
+    constexpr int64_t code_bytes = nibbles ? 128 : 256, pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : code_bytes + 16;
+    constexpr int64_t sb_head = kq ? 32 : 16;  // super-block header (K-quants)
+    __m256 acc[T][P], macc[T][P];
+    for (int t = 0; t < T; ++t)
+        for (int p = 0; p < P; ++p) acc[t][p] = macc[t][p] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < a.nb; ++b) {
+        __m256i c[P][8];
+        __m256 sc[P], mn[P];  // Q6_K: scales of the first and of the last 16 values
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+            const uint8_t* sbp = panels[p] + b / 8 * (sb_head + 8 * pbb);  // K-quant super-block
+            const uint8_t* pb = kq || q6 ? sbp + sb_head + b % 8 * pbb : panels[p] + b * pbb;
+            if constexpr (T == 1) {
+                // Decode is memory bound: keep requests ahead of the stream (across page boundaries,
+                // which the hardware prefetchers do not cross).
+#pragma GCC unroll 8
+                for (int64_t l = 0; l < pbb; l += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + l), _MM_HINT_T0);
+            }
+            if constexpr (nibbles) {
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i v = load256(pb + 32 * k);
+                    c[p][k] = _mm256_and_si256(v, low4);
+                    c[p][k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                }
+            } else {
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; ++k) c[p][k] = load256(pb + 32 * k);
+            }
+            if constexpr (q6) {
+                const __m256i h0 = load256(pb + 128), h1 = load256(pb + 160), m30 = _mm256_set1_epi8(0x30);
+                // High bits of group k: field k % 4 of vector k / 4, moved to bits 4-5.
+                c[p][0] = _mm256_or_si256(c[p][0], _mm256_and_si256(_mm256_slli_epi16(h0, 4), m30));
+                c[p][1] = _mm256_or_si256(c[p][1], _mm256_and_si256(_mm256_slli_epi16(h0, 2), m30));
+                c[p][2] = _mm256_or_si256(c[p][2], _mm256_and_si256(h0, m30));
+                c[p][3] = _mm256_or_si256(c[p][3], _mm256_and_si256(_mm256_srli_epi16(h0, 2), m30));
+                c[p][4] = _mm256_or_si256(c[p][4], _mm256_and_si256(_mm256_slli_epi16(h1, 4), m30));
+                c[p][5] = _mm256_or_si256(c[p][5], _mm256_and_si256(_mm256_slli_epi16(h1, 2), m30));
+                c[p][6] = _mm256_or_si256(c[p][6], _mm256_and_si256(h1, m30));
+                c[p][7] = _mm256_or_si256(c[p][7], _mm256_and_si256(_mm256_srli_epi16(h1, 2), m30));
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
+                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 192)))), d);
+                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 200)))), d);
+            } else if constexpr (kq) {
+                if constexpr (q5) {
+                    // Fifth bit of group k: bit k of the bit vector, moved to bit 4.
+                    const __m256i hb = load256(pb + 128), one = _mm256_set1_epi8(1);
+#pragma GCC unroll 8
+                    for (int k = 0; k < 8; ++k)
+                        c[p][k] = _mm256_or_si256(c[p][k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, k), one), 4));
+                }
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
+                const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp + 16)));
+                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 16)))), d);
+                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 8)))), dmin);
+            } else {
+                sc[p] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes)));
+                mn[p] = _mm256_setzero_ps();
+            }
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            const int8_t* q = a.q + (t0 + t) * a.cols + b * 32;
+            const int64_t tb = (t0 + t) * a.nbp + b;
+            const int32_t* cp = kq ? nullptr : a.corr + (t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8;
+            const int32_t corr = kq ? 0 : cp[0], corr1 = q6 ? cp[8] : 0;
+            const __m256 dx = _mm256_set1_ps(a.d[tb]);
+            __m256i x[8];
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) x[k] = bcast32(q + 4 * k);
+#pragma GCC unroll 4
+            for (int p = 0; p < P; ++p) {
+                if constexpr (q6) {
+                    // One exact sum per 16-value half (its own scale): groups 0-3 and 4-7.
+                    __m256i i0 = _mm256_set1_epi32(corr), i1 = _mm256_set1_epi32(corr1);
+#pragma GCC unroll 4
+                    for (int k = 0; k < 4; ++k) {
+                        i0 = _mm256_dpbusd_epi32(i0, c[p][k], x[k]);
+                        i1 = _mm256_dpbusd_epi32(i1, c[p][k + 4], x[k + 4]);
+                    }
+                    acc[t][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(sc[p], dx), acc[t][p]);
+                    acc[t][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(mn[p], dx), acc[t][p]);
+                    continue;
+                }
+                __m256i i0 = _mm256_set1_epi32(corr), i1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                for (int k = 0; k < 8; k += 2) {
+                    i0 = _mm256_dpbusd_epi32(i0, c[p][k], x[k]);
+                    i1 = _mm256_dpbusd_epi32(i1, c[p][k + 1], x[k + 1]);
+                }
+                const __m256 f = _mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1));
+                acc[t][p] = _mm256_fmadd_ps(f, _mm256_mul_ps(sc[p], dx), acc[t][p]);
+                if constexpr (kq) macc[t][p] = _mm256_fnmadd_ps(mn[p], _mm256_set1_ps(a.s[tb]), macc[t][p]);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int p = 0; p < P; ++p) out[t * P + p] = kq ? _mm256_add_ps(acc[t][p], macc[t][p]) : acc[t][p];
+}
+
+template <Fmt F, int P, int T>
+void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& a, int64_t t0, __m256* out) {
+    if constexpr (T > 1) {
+        if (tokens < T) return packed_dispatch<F, P, T - 1>(tokens, panels, a, t0, out);
+    }
+    packed_kernel<F, P, T>(panels, a, t0, out);
+}
+
+template <Fmt F, int P, int T>
+void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
+    const WeightView& v = w.source();
+    const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
+    const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
+    const int64_t per_task = std::max<int64_t>(P, 4 / P * P);  // 32 rows per task
+    const int64_t n_tasks = (n_panels + per_task - 1) / per_task;
+    pool.run(int(n_tasks), [&](int task, int) {
+        const int64_t p0 = task * per_task, p1 = std::min(n_panels, p0 + per_task);
+        for (int64_t pbase = p0; pbase < p1; pbase += P) {
+            const int pp = int(std::min<int64_t>(P, p1 - pbase));
+            const uint8_t* panels[P];
+            // Missing panels of a partial group repeat the first; their results are discarded.
+            for (int p = 0; p < P; ++p) panels[p] = w.data() + (pbase + (p < pp ? p : 0)) * panel_bytes;
+            __m256 out[T * P];
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
+                const int tt = int(std::min<int64_t>(T, n_tokens - t0));
+                packed_dispatch<F, P, T>(tt, panels, acts, t0, out);
+                for (int t = 0; t < tt; ++t)
+                    for (int p = 0; p < pp; ++p) {
+                        const int64_t row0 = (pbase + p) * kPanelRows;
+                        const int valid = int(std::min<int64_t>(kPanelRows, v.rows - row0));
+                        _mm256_mask_storeu_ps(y + (t0 + t) * v.rows + row0, __mmask8((1u << valid) - 1), out[t * P + p]);
+                    }
+            }
+        }
+    });
+}
+
+template <Fmt F>
+void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
+    if (n_tokens == 1) packed_rows<F, 2, 1>(w, acts, n_tokens, y, pool);
+    else packed_rows<F, 1, 8>(w, acts, n_tokens, y, pool);
+}
+
+}  // namespace
+
+void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+    const gguf::GgmlType type = w.source().type;
+    const int offset = type == gguf::GgmlType::Q4_0 ? 8 : type == gguf::GgmlType::Q8_0 ? 128
+                       : type == gguf::GgmlType::Q6_K ? 32 : 0;
+    thread_local FusedBuffers buf;
+    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, offset, type == gguf::GgmlType::Q6_K, buf, pool);
+    switch (type) {
+        case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k>(w, acts, n_tokens, y, pool);
+        default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(type)));
+    }
+}
+
+}  // namespace pagoda::kernels::detail

@@ -1,0 +1,36 @@
+// Quantisation with scale calibration: instead of taking each block's or group's scale from its
+// plain min/max, search a grid of clipping ranges and keep the one with the smallest reconstruction
+// error, weighted per column by an importance vector (mean squared activation of that input column,
+// gathered by running the model on calibration text — activation-aware, in the spirit of AWQ; all
+// ones without calibration). The output is the standard block format, so any GGUF reader computes
+// the same values. Types: Q8_0, Q4_0 and pagoda's int8 / int4-g32 / int4-g128 schemes; Q4_K and Q6_K
+// use the reference quantiser's own scale search (their super-block scales are searched there).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "gguf/ggml_types.h"
+#include "quant/weight_schemes.h"
+
+namespace pagoda::quant {
+
+// What a weight tensor is quantised to: a GGML type, or one of pagoda's schemes (stored as Q8_0 / Q4_1).
+struct QuantTarget {
+    gguf::GgmlType type = gguf::GgmlType::Q8_0;
+    bool scheme = false;
+    WeightScheme weight_scheme = WeightScheme::int8_per_channel;
+
+    gguf::GgmlType storage_type() const { return scheme ? scheme_storage_type(weight_scheme) : type; }
+    int64_t row_multiple() const;  // the row length must be a multiple of this
+    std::string name() const;
+};
+
+// `importance` has n entries (nullptr: uniform). Throws pagoda::Error when n is not a multiple of
+// target.row_multiple().
+void quantize_row_calibrated(const QuantTarget& target, const float* x, const float* importance, void* out,
+                             int64_t n);
+
+// Importance-weighted relative RMS error of a quantised row against the original.
+double weighted_relative_error(const float* original, const float* reconstructed, const float* importance, int64_t n);
+
+}  // namespace pagoda::quant

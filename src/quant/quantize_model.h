@@ -1,0 +1,52 @@
+// The post-training quantisation driver behind `pagoda quantize`: reads a GGUF model, quantises its
+// weight matrices to a target type, and writes a standard GGUF that other readers load.
+// Rules (printed in the summary): 1-D tensors (norms, biases) and the token embedding keep their
+// type; the output head gets Q6_K for 4-bit targets (as llama.cpp does) and Q8_0 for 8-bit ones;
+// "q4_k_m" also gives attn_v and ffn_down of the first and last eighth of the layers (and every
+// third between) Q6_K. A matrix whose row length does not fit the target's block falls back to the
+// next type that fits (int4-g128 -> int4-g32 -> q8_0, q4_k -> q4_0, q6_k -> q8_0), else stays.
+// With importance statistics (calibration), weights are also scaled activation-aware first
+// (quant/activation_scaling.h), the norms absorbing the inverse scales.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "quant/calibrated_quantize.h"
+
+namespace pagoda {
+class ThreadPool;
+}
+
+namespace pagoda::quant {
+
+struct QuantizeRequest {
+    std::string input, output;
+    std::string target;  // q8_0 q4_0 q4_k q4_k_m q6_k int8 int4-g32 int4-g128
+    // Per tensor name: column importance (mean squared input activation); missing: uniform.
+    std::map<std::string, std::vector<float>> importance;
+    std::function<void(size_t done, size_t total)> progress;  // tensors done
+    bool plain = false;  // no clipping search: plain min/max scales (ggml's reference quantisers), for comparison
+};
+
+struct TensorReport {
+    std::string name, from_type, to_type;
+    uint64_t bytes_in = 0, bytes_out = 0;
+    double relative_error = 0;  // importance-weighted relative RMS reconstruction error
+    std::string rule;           // why it got this type
+};
+
+struct QuantizeReport {
+    std::vector<TensorReport> tensors;
+    std::map<std::string, float> scaling_alpha;  // activation-aware scaling: group -> alpha chosen
+    uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+// Throws pagoda::Error for an unknown target, unreadable input or unwritable output.
+QuantizeReport quantize_model(const QuantizeRequest& request, ThreadPool& pool);
+
+// The valid --type names, for help texts and errors.
+const std::vector<std::string>& quantize_target_names();
+
+}  // namespace pagoda::quant
