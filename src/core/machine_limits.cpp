@@ -26,13 +26,18 @@ uint64_t read_sum_portable(const uint8_t* data, size_t bytes) {
     return a + b + c + d;
 }
 
-// Runs fn on every thread at once `reps` times and returns the best wall time of one round.
+// The pool hands tasks to whichever thread is free, so a late-waking worker could leave the
+// caller running two shares in a row and halve the measured rate. The work is therefore cut into
+// many small tasks (kTasksPerThread per thread) so every thread stays busy until the end.
+constexpr int kTasksPerThread = 16;
+
+// Runs fn(task) for every task of a round, `reps` rounds, and returns the best wall time of one round.
 template <class Fn>
-double best_parallel_seconds(ThreadPool& pool, int reps, Fn fn) {
+double best_parallel_seconds(ThreadPool& pool, int n_tasks, int reps, Fn fn) {
     double best = 1e30;
     for (int r = 0; r < reps; ++r) {
         auto start = Clock::now();
-        pool.run(pool.size(), [&](int task, int) { fn(task); });
+        pool.run(n_tasks, [&](int task, int) { fn(task); });
         best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
     }
     return best;
@@ -44,10 +49,10 @@ double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes) {
     AlignedBuffer<uint8_t> buffer(buffer_bytes);
     for (size_t i = 0; i < buffer_bytes; i += 4096) buffer[i] = uint8_t(i >> 12);  // fault every page in
     const bool avx2 = active_isa() >= Isa::avx2;
-    const int n = pool.size();
+    const int n = pool.size() * kTasksPerThread;
     const size_t per = buffer_bytes / size_t(n) / 64 * 64;
     std::vector<uint64_t> sink(static_cast<size_t>(n));
-    double seconds = best_parallel_seconds(pool, 3, [&](int task) {
+    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) {
         const uint8_t* p = buffer.data() + size_t(task) * per;
         sink[size_t(task)] += avx2 ? read_sum_avx2(p, per) : read_sum_portable(p, per);
     });
@@ -57,23 +62,25 @@ double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes) {
 double measure_fp32_fma_peak(ThreadPool& pool) {
     const Isa isa = active_isa();
     if (isa == Isa::scalar) return 0;
-    const int64_t iterations = 2'000'000;
-    std::vector<double> sink(static_cast<size_t>(pool.size()));
-    double seconds = best_parallel_seconds(pool, 3, [&](int task) {
+    const int64_t iterations = 250'000;
+    const int n = pool.size() * kTasksPerThread;
+    std::vector<double> sink(static_cast<size_t>(n));
+    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) {
         sink[size_t(task)] = isa == Isa::avx512 ? fma_chain_avx512(iterations) : fma_chain_avx2(iterations);
     });
     // Each iteration: 12 independent FMA vectors of 16 (AVX-512) or 8 (AVX2) lanes, 2 flops per lane.
     const double lanes = isa == Isa::avx512 ? 16 : 8;
-    return double(iterations) * 12 * lanes * 2 * pool.size() / seconds / 1e9;
+    return double(iterations) * 12 * lanes * 2 * n / seconds / 1e9;
 }
 
 double measure_int8_dot_peak(ThreadPool& pool) {
     if (active_isa() != Isa::avx512 || !cpu_features().avx512vnni) return 0;
-    const int64_t iterations = 2'000'000;
-    std::vector<int64_t> sink(static_cast<size_t>(pool.size()));
-    double seconds = best_parallel_seconds(pool, 3, [&](int task) { sink[size_t(task)] = vnni_chain_avx512(iterations); });
+    const int64_t iterations = 250'000;
+    const int n = pool.size() * kTasksPerThread;
+    std::vector<int64_t> sink(static_cast<size_t>(n));
+    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = vnni_chain_avx512(iterations); });
     // Each iteration: 12 vpdpbusd of 64 int8 products, each product a multiply and an add.
-    return double(iterations) * 12 * 64 * 2 * pool.size() / seconds / 1e9;
+    return double(iterations) * 12 * 64 * 2 * n / seconds / 1e9;
 }
 
 MachineLimits measure_machine_limits(ThreadPool& pool) {

@@ -24,6 +24,7 @@ double fma_chain_avx2(int64_t iterations) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(float(i) * 1e-3f);
     const __m256 m = _mm256_set1_ps(0.999999f), k = _mm256_set1_ps(1e-7f);
     for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
         for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, k);
     __m256 s = acc[0];
     for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);

@@ -12,6 +12,7 @@ double fma_chain_avx512(int64_t iterations) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i) * 1e-3f);
     const __m512 m = _mm512_set1_ps(0.999999f), k = _mm512_set1_ps(1e-7f);
     for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
         for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, k);
     __m512 s = acc[0];
     for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
@@ -23,6 +24,7 @@ int64_t vnni_chain_avx512(int64_t iterations) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(i);
     const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
     for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
         for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
     __m512i s = acc[0];
     for (int i = 1; i < 12; ++i) s = _mm512_add_epi32(s, acc[i]);
