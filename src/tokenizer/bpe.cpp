@@ -1,34 +1,9 @@
 #include "tokenizer/bpe.h"
 
-#include <queue>
-
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/utf8.h"
 
 namespace pagoda::tokenizer {
-
-namespace {
-
-struct Symbol {
-    int prev;
-    int next;
-    size_t start;
-    size_t length;  // 0 once merged into its left neighbour
-};
-
-struct Bigram {
-    int left;
-    int right;
-    int32_t rank;
-    size_t length;  // merged length when queued; a mismatch later means the entry is stale
-};
-
-struct BigramOrder {  // std::priority_queue pops the "largest": lowest rank, then leftmost
-    bool operator()(const Bigram& a, const Bigram& b) const {
-        return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-    }
-};
-
-}  // namespace
 
 void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) const {
     if (word.empty()) return;
@@ -56,40 +31,15 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) c
 }
 
 void BpeEncoder::merge_word(std::string_view word, std::vector<int32_t>& out) const {
-    std::vector<Symbol> symbols;
+    std::vector<MergeSymbol> symbols;
     symbols.reserve(word.size());
-    for (size_t pos = 0; pos < word.size();) {
-        size_t len = utf8_sequence_length(word, pos);
-        int index = static_cast<int>(symbols.size());
-        symbols.push_back({index - 1, index + 1, pos, len});
-        pos += len;
-    }
-    symbols.back().next = -1;
-
-    std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
-    auto try_add = [&](int left, int right) {
-        if (left < 0 || right < 0) return;
-        const Symbol& l = symbols[left];
-        const Symbol& r = symbols[right];
+    split_into_symbols(word, symbols);
+    // Lower merge ranks merge first: the priority is the negated rank.
+    merge_symbols(symbols, [&](const MergeSymbol& l, const MergeSymbol& r) -> std::optional<double> {
         int32_t rank = vocab_.merge_rank(word.substr(l.start, l.length), word.substr(r.start, r.length));
-        if (rank < 0) return;
-        queue.push({left, right, rank, l.length + r.length});
-    };
-    for (size_t i = 1; i < symbols.size(); ++i) try_add(static_cast<int>(i - 1), static_cast<int>(i));
-
-    while (!queue.empty()) {
-        Bigram b = queue.top();
-        queue.pop();
-        Symbol& left = symbols[b.left];
-        Symbol& right = symbols[b.right];
-        if (left.length == 0 || right.length == 0 || left.length + right.length != b.length) continue;
-        left.length += right.length;
-        right.length = 0;
-        left.next = right.next;
-        if (right.next >= 0) symbols[right.next].prev = b.left;
-        try_add(left.prev, b.left);
-        try_add(b.left, left.next);
-    }
+        if (rank < 0) return std::nullopt;
+        return -double(rank);
+    });
 
     for (int i = 0; i >= 0; i = symbols[i].next) {
         std::string_view piece = word.substr(symbols[i].start, symbols[i].length);
