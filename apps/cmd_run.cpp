@@ -45,7 +45,7 @@ int run(const RunOptions& o) {
     const double load_s = seconds_since(load_start);
     const auto& cfg = model->config();
     log_info("model: {}", cfg.describe());
-    log_info("kernels: {} path ({}), {} threads", isa_name(active_isa()), cpu_features().summary(), model->pool().size());
+    log_info("threads: {}", model->pool().size());
 
     std::vector<int32_t> prompt = tokenizer->encode(o.prompt);
     if (prompt.empty()) fail("the prompt encodes to no tokens and the vocabulary adds no BOS: give a prompt with -p");

@@ -28,6 +28,7 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file, 
         if (!m->weights_.rope_freq_factors.empty()) inv /= m->weights_.rope_freq_factors[size_t(i)];
         m->rope_inv_freq_.push_back(inv / c.rope_linear_scale);
     }
+    kernels::log_kernel_paths();  // once per process: which ISA and quantised path the matmuls use
     m->pool_ = std::make_unique<ThreadPool>(options.n_threads > 0 ? options.n_threads : default_thread_count());
     return m;
 }
