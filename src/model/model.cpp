@@ -73,21 +73,28 @@ void Model::validate(const Batch& batch, const kv::KvPool& pool) const {
             fail("block copy {} -> {} is outside the pool", c.src, c.dst);
 }
 
-void Model::rope_rows(float* rows, int64_t n_heads, const Batch& batch) {
+void Model::compute_rope_tables(const Batch& batch) {
+    // Positions are the same in every layer: the angles are computed once per forward step.
+    const int64_t half = config_.rope_dims / 2;
+    rope_cos_.resize(size_t(batch.size() * half));
+    rope_sin_.resize(size_t(batch.size() * half));
+    for (int64_t t = 0; t < batch.size(); ++t) {
+        for (int64_t i = 0; i < half; ++i) {
+            double angle = double(batch.positions[t]) * rope_inv_freq_[size_t(i)];
+            rope_cos_[size_t(t * half + i)] = float(std::cos(angle));
+            rope_sin_[size_t(t * half + i)] = float(std::sin(angle));
+        }
+    }
+}
+
+void Model::rope_rows(float* rows, int64_t n_heads, int64_t n_tokens) {
     const auto& c = config_;
     const int64_t half = c.rope_dims / 2;
     const int64_t width = n_heads * c.head_dim;
-    pool_->parallel_for(batch.size(), 1, [&](int64_t begin, int64_t end, int) {
-        std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
-        for (int64_t t = begin; t < end; ++t) {
-            for (int64_t i = 0; i < half; ++i) {
-                double angle = double(batch.positions[t]) * rope_inv_freq_[size_t(i)];
-                cs[size_t(i)] = float(std::cos(angle));
-                sn[size_t(i)] = float(std::sin(angle));
-            }
-            kernels::rope(rows + t * width, n_heads, c.head_dim, c.rope_dims, cs.data(), sn.data(),
-                          c.rope_style == RopeStyle::neox);
-        }
+    pool_->parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end, int) {
+        for (int64_t t = begin; t < end; ++t)
+            kernels::rope(rows + t * width, n_heads, c.head_dim, c.rope_dims, rope_cos_.data() + t * half,
+                          rope_sin_.data() + t * half, c.rope_style == RopeStyle::neox);
     });
 }
 
@@ -102,6 +109,7 @@ std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
     grow(v_, n * c.kv_dim()); grow(attn_, n * c.q_dim()); grow(gate_, n * c.ffn_dim); grow(up_, n * c.ffn_dim);
     float* x = x_.data();
     float* h = h_.data();
+    compute_rope_tables(batch);
 
     std::vector<kernels::AttentionSeq> seqs;
     for (const auto& table : batch.block_tables) seqs.push_back({table.data(), int32_t(table.size())});
@@ -133,8 +141,8 @@ std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
         add_bias(q_.data(), w.bq, c.q_dim());
         add_bias(k_.data(), w.bk, c.kv_dim());
         add_bias(v_.data(), w.bv, c.kv_dim());
-        rope_rows(q_.data(), c.n_heads, batch);
-        rope_rows(k_.data(), c.n_kv_heads, batch);
+        rope_rows(q_.data(), c.n_heads, n);
+        rope_rows(k_.data(), c.n_kv_heads, n);
         pool.write(int32_t(l), batch.slots.data(), n, k_.data(), v_.data());
         kernels::paged_attention(attention, pool, int32_t(l), attn_.data(), *pool_);
         observe(l, MatmulInput::attention_output, attn_.data(), n, c.q_dim());

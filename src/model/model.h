@@ -60,12 +60,14 @@ public:
 private:
     Model() = default;
     void validate(const Batch& batch, const kv::KvPool& pool) const;
-    void rope_rows(float* rows, int64_t n_heads, const Batch& batch);
+    void compute_rope_tables(const Batch& batch);
+    void rope_rows(float* rows, int64_t n_heads, int64_t n_tokens);
 
     std::shared_ptr<const gguf::File> file_;
     ModelConfig config_;
     ModelWeights weights_;
     std::vector<double> rope_inv_freq_;
+    std::vector<float> rope_cos_, rope_sin_;  // [token][rope_dims / 2] of the current step
     void observe(int64_t layer, MatmulInput input, const float* x, int64_t n, int64_t cols) const {
         if (observer_) observer_(layer, input, x, n, cols);
     }
