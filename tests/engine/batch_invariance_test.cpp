@@ -3,14 +3,13 @@
 // size (preemption and recomputation). Plus the stories260K goldens (llama2.c run.c) through the
 // engine, all at once, in small chunks.
 #include <filesystem>
-#include <fstream>
 #include <gtest/gtest.h>
-#include <sstream>
 
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"
 #include "engine/model_step.h"
 #include "fixtures.h"
+#include "model/golden_file.h"
 #include "model/random_model.h"
 
 namespace pagoda::engine {
@@ -103,34 +102,15 @@ TEST(BatchInvariance, RandomModelAloneVersusBatched) {
     }
 }
 
-struct Golden {
-    std::vector<int32_t> prompt, tokens;
-};
+using Golden = pagoda::test::GoldenIds;
 
-Golden read_golden(const std::string& path) {
-    Golden g;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream s(line);
-        std::string head, count;
-        s >> head;
-        if (head != "prompt_tokens" && head != "tokens") continue;
-        s >> count;
-        std::vector<int32_t> ids;
-        int32_t v;
-        while (s >> v) ids.push_back(v);
-        (head == "tokens" ? g.tokens : g.prompt) = ids;
-    }
-    return g;
-}
 
 TEST(BatchInvariance, Stories260KGoldensTogetherInSmallChunks) {
     const std::string model_path = pagoda::test::fixture("models/stories260K.gguf");
     PAGODA_REQUIRE_FIXTURE(model_path);
     std::vector<Golden> goldens;
     for (const auto& e : std::filesystem::directory_iterator(pagoda::test::fixture("models/golden")))
-        if (e.path().string().ends_with(".ids.txt")) goldens.push_back(read_golden(e.path().string()));
+        if (e.path().string().ends_with(".ids.txt")) goldens.push_back(pagoda::test::read_golden_ids(e.path().string()));
     ASSERT_GE(goldens.size(), 3u);
     std::shared_ptr<model::Model> m(model::Model::load(model_path, {.n_threads = 1}));
     for (const Scenario& sc : {Scenario{4096, 8, 4096, 16}, Scenario{5, 4, 640, 4}}) {

@@ -1,51 +1,17 @@
 // stories260K against the outputs of its original reference implementation (llama2.c run.c):
 // greedy continuations token for token, and logits at the first positions within tolerance.
 #include <algorithm>
-#include <fstream>
 #include <gtest/gtest.h>
-#include <sstream>
 
 #include "fixtures.h"
+#include "model/golden_file.h"
 #include "model/sequence_runner.h"
 
 namespace pagoda::model {
 namespace {
 
-struct Golden {
-    std::vector<int32_t> prompt, tokens;
-    std::vector<std::pair<int, std::vector<float>>> logits;  // (position, values)
-};
+using Golden = test::GoldenIds;
 
-std::vector<int32_t> read_ids(std::istringstream& in) {
-    std::vector<int32_t> ids;
-    int32_t v;
-    while (in >> v) ids.push_back(v);
-    return ids;
-}
-
-Golden read_golden(const std::string& path) {
-    Golden g;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream s(line);
-        std::string head, count;
-        s >> head;
-        if (head == "prompt_tokens" || head == "tokens") {
-            s >> count;  // "N:"
-            (head == "tokens" ? g.tokens : g.prompt) = read_ids(s);
-        } else if (head == "logits") {
-            std::string pos, input;
-            s >> pos >> input;  // pos=P input_token=T:
-            int p = std::stoi(pos.substr(4));
-            std::vector<float> values;
-            float v;
-            while (s >> v) values.push_back(v);
-            g.logits.push_back({p, values});
-        }
-    }
-    return g;
-}
 
 int32_t argmax(const float* v, int64_t n) { return int32_t(std::max_element(v, v + n) - v); }
 
@@ -63,7 +29,7 @@ TEST_P(Stories260K, GreedyDecodeReproducesReference) {
     const std::string golden_path = test::fixture("models/golden/" + GetParam().file);
     PAGODA_REQUIRE_FIXTURE(model_path);
     PAGODA_REQUIRE_FIXTURE(golden_path);
-    Golden g = read_golden(golden_path);
+    Golden g = test::read_golden_ids(golden_path);
     ASSERT_FALSE(g.prompt.empty());
     ASSERT_GT(g.tokens.size(), g.prompt.size());
     auto model = Model::load(model_path, {.n_threads = 2});
@@ -90,7 +56,7 @@ TEST_P(Stories260K, LogitsMatchReferenceWithinTolerance) {
     const std::string golden_path = test::fixture("models/golden/" + GetParam().file);
     PAGODA_REQUIRE_FIXTURE(model_path);
     PAGODA_REQUIRE_FIXTURE(golden_path);
-    Golden g = read_golden(golden_path);
+    Golden g = test::read_golden_ids(golden_path);
     auto model = Model::load(model_path, {.n_threads = 2});
     const int64_t vocab = model->config().vocab_size;
     SequenceRunner runner(*model, {.block_size = GetParam().block_size}, 513);
