@@ -5,10 +5,9 @@
 // scored token has at least ctx/2 tokens of context.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "apps/command.h"
+#include "apps/text_file.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "model/sequence_runner.h"
@@ -47,10 +46,7 @@ std::vector<double> log_softmax(const float* logits, int64_t n) {
 }
 
 int run_perplexity(const PerplexityOptions& o) {
-    std::ifstream in(o.text_file, std::ios::binary);
-    if (!in) fail("cannot read the text file '{}'", o.text_file);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
+    const std::string text_content = read_text_file(o.text_file, "text file");
 
     std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
     auto tok = tokenizer::Tokenizer::from_gguf(*file);
@@ -63,7 +59,7 @@ int run_perplexity(const PerplexityOptions& o) {
                  model->config().vocab_size);
     }
     const int64_t vocab = model->config().vocab_size;
-    std::vector<int32_t> text = tok->encode(buffer.str(), {.add_bos = false, .add_eos = false});
+    std::vector<int32_t> text = tok->encode(text_content, {.add_bos = false, .add_eos = false});
     const int64_t body = o.ctx - 1;  // text tokens per window after BOS
     int64_t windows = int64_t(text.size()) / body;
     if (o.max_windows > 0) windows = std::min<int64_t>(windows, o.max_windows);

@@ -1,12 +1,11 @@
 // `pagoda quantize IN.gguf OUT.gguf TYPE [--calib TEXT]`: post-training weight quantisation.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <unistd.h>
 
 #include "apps/command.h"
+#include "apps/text_file.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
@@ -43,14 +42,11 @@ int run_quantize(const QuantizeOptions& o) {
     const int threads = o.threads > 0 ? o.threads : default_thread_count();
 
     if (!o.calib.empty()) {
-        std::ifstream in(o.calib, std::ios::binary);
-        if (!in) fail("cannot read the calibration text '{}'", o.calib);
-        std::stringstream text;
-        text << in.rdbuf();
+        const std::string text = read_text_file(o.calib, "calibration text");
         std::shared_ptr<const gguf::File> file = gguf::File::open(o.input);
         auto tok = tokenizer::Tokenizer::from_gguf(*file);
         auto model = model::Model::from_file(file, {.n_threads = threads});
-        auto ids = tok->encode(text.str(), {.add_bos = false, .add_eos = false});
+        auto ids = tok->encode(text, {.add_bos = false, .add_eos = false});
         std::fprintf(stderr, "pagoda quantize: calibrating on %lld of %zu tokens of %s\n",
                      (long long)std::min<int64_t>(int64_t(ids.size()), o.calib_tokens), ids.size(), o.calib.c_str());
         req.importance = model::collect_activation_importance(*model, ids, tok->bos(), o.calib_ctx, o.calib_tokens);
