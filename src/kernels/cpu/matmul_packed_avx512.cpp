@@ -7,7 +7,7 @@
 // macc = fma(-(f32(min byte) * dmin), s, macc) with s as quantize_fused makes it (d_x * sum of each
 // half's q, added);
 // output acc + macc. Q6_K: two exact sums per block (one per 16-value half, each with its corr) and
-// two FMAs with their scales f32(int8 scale) * d. Decode runs 2 panels x 1 token, prefill 1 x 8.
+// two FMAs with their scales f32(int8 scale) * d. Decode runs 1 panel x 1 token, prefill 1 x 8.
 // GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -43,13 +43,6 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
         for (int p = 0; p < P; ++p) {
             const uint8_t* sbp = panels[p] + b / 8 * (sb_head + 8 * pbb);  // K-quant super-block
             const uint8_t* pb = kq || q6 ? sbp + sb_head + b % 8 * pbb : panels[p] + b * pbb;
-            if constexpr (T == 1) {
-                // Decode is memory bound: keep requests ahead of the stream (across page boundaries,
-                // which the hardware prefetchers do not cross).
-#pragma GCC unroll 8
-                for (int64_t l = 0; l < pbb; l += 64)
-                    _mm_prefetch(reinterpret_cast<const char*>(pb + 2048 + l), _MM_HINT_T0);
-            }
             if constexpr (nibbles) {
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) {
@@ -145,10 +138,21 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     const WeightView& v = w.source();
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
-    const int64_t per_task = std::max<int64_t>(P, 4 / P * P);  // 32 rows per task
-    const int64_t n_tasks = (n_panels + per_task - 1) / per_task;
+    // Decode streams the weights from memory: one contiguous range of panels per thread keeps each
+    // core on a single sequential stream that the hardware prefetchers follow (interleaved small
+    // tasks measured at half the bandwidth). Prefill is compute bound: small tasks balance better.
+    const bool streaming = T == 1;
+    const int64_t n_tasks = streaming ? std::min<int64_t>(pool.size(), (n_panels + P - 1) / P)
+                                      : (n_panels + 4 / P * P - 1) / (4 / P * P);
     pool.run(int(n_tasks), [&](int task, int) {
-        const int64_t p0 = task * per_task, p1 = std::min(n_panels, p0 + per_task);
+        int64_t p0, p1;
+        if (streaming) {
+            p0 = n_panels * task / n_tasks / P * P;
+            p1 = task + 1 == n_tasks ? n_panels : n_panels * (task + 1) / n_tasks / P * P;
+        } else {
+            p0 = task * (4 / P * P);
+            p1 = std::min(n_panels, p0 + 4 / P * P);
+        }
         for (int64_t pbase = p0; pbase < p1; pbase += P) {
             const int pp = int(std::min<int64_t>(P, p1 - pbase));
             const uint8_t* panels[P];
@@ -171,7 +175,7 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
 
 template <Fmt F>
 void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
-    if (n_tokens == 1) packed_rows<F, 2, 1>(w, acts, n_tokens, y, pool);
+    if (n_tokens == 1) packed_rows<F, 1, 1>(w, acts, n_tokens, y, pool);
     else packed_rows<F, 1, 8>(w, acts, n_tokens, y, pool);
 }
 
