@@ -39,7 +39,7 @@ kv::KvLayout Model::kv_layout(int32_t block_size, std::optional<kv::KvDtype> dty
     l.n_kv_heads = int32_t(config_.n_kv_heads);
     l.head_dim = int32_t(config_.head_dim);
     l.block_size = block_size;
-    l.dtype = dtype ? *dtype : weights_.layers[0].wq.source().type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
+    l.dtype = dtype ? *dtype : weights_.layers[0].qkv[0].source().type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
     l.validate();
     return l;
 }
@@ -135,9 +135,22 @@ std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
         for (int64_t t = 0; t < n; ++t)
             kernels::rms_norm(x + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps, h + t * c.dim);
         observe(l, MatmulInput::attention, h, n, c.dim);
-        kernels::matmul(w.wq, h, n, q_.data(), *pool_);
-        kernels::matmul(w.wk, h, n, k_.data(), *pool_);
-        kernels::matmul(w.wv, h, n, v_.data(), *pool_);
+        if (w.qkv.size() == 1) {
+            // Stacked: each token's row holds [q | k | v]; split into the per-projection buffers.
+            const int64_t width = c.q_dim() + 2 * c.kv_dim();
+            grow(fused_, n * width);
+            kernels::matmul(w.qkv[0], h, n, fused_.data(), *pool_);
+            for (int64_t t = 0; t < n; ++t) {
+                const float* row = fused_.data() + t * width;
+                std::copy(row, row + c.q_dim(), q_.data() + t * c.q_dim());
+                std::copy(row + c.q_dim(), row + c.q_dim() + c.kv_dim(), k_.data() + t * c.kv_dim());
+                std::copy(row + c.q_dim() + c.kv_dim(), row + width, v_.data() + t * c.kv_dim());
+            }
+        } else {
+            kernels::matmul(w.qkv[0], h, n, q_.data(), *pool_);
+            kernels::matmul(w.qkv[1], h, n, k_.data(), *pool_);
+            kernels::matmul(w.qkv[2], h, n, v_.data(), *pool_);
+        }
         add_bias(q_.data(), w.bq, c.q_dim());
         add_bias(k_.data(), w.bk, c.kv_dim());
         add_bias(v_.data(), w.bv, c.kv_dim());
@@ -152,9 +165,19 @@ std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
         for (int64_t t = 0; t < n; ++t)
             kernels::rms_norm(x + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps, h + t * c.dim);
         observe(l, MatmulInput::ffn, h, n, c.dim);
-        kernels::matmul(w.w_gate, h, n, gate_.data(), *pool_);
-        kernels::matmul(w.w_up, h, n, up_.data(), *pool_);
-        kernels::silu_mul(gate_.data(), up_.data(), n * c.ffn_dim, gate_.data());
+        if (w.gate_up.size() == 1) {
+            // Stacked: each token's row holds [gate | up].
+            grow(fused_, n * 2 * c.ffn_dim);
+            kernels::matmul(w.gate_up[0], h, n, fused_.data(), *pool_);
+            for (int64_t t = 0; t < n; ++t) {
+                const float* row = fused_.data() + t * 2 * c.ffn_dim;
+                kernels::silu_mul(row, row + c.ffn_dim, c.ffn_dim, gate_.data() + t * c.ffn_dim);
+            }
+        } else {
+            kernels::matmul(w.gate_up[0], h, n, gate_.data(), *pool_);
+            kernels::matmul(w.gate_up[1], h, n, up_.data(), *pool_);
+            kernels::silu_mul(gate_.data(), up_.data(), n * c.ffn_dim, gate_.data());
+        }
         observe(l, MatmulInput::ffn_down, gate_.data(), n, c.ffn_dim);
         kernels::matmul(w.w_down, gate_.data(), n, h, *pool_);
         kernels::add_inplace(x, h, n * c.dim);

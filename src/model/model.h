@@ -76,6 +76,7 @@ private:
     ActivationObserver observer_;
     // Scratch, grown to the largest batch seen.
     std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_;
+    std::vector<float> fused_;  // output of a stacked matmul ([q | k | v] or [gate | up] per token)
 };
 
 }  // namespace pagoda::model

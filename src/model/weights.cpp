@@ -48,6 +48,21 @@ private:
     const gguf::File& f_;
 };
 
+// Matrices that read the same input are stacked into one packed weight when they share a type and
+// a packed kernel takes it: one pass, the input quantised once, one parallel region instead of
+// several. Otherwise (types differ, e.g. Q4_K_M's Q6_K attn_v, or no packed kernel) one per matrix.
+std::vector<kernels::PackedWeight> stack_if_packed(const std::vector<kernels::WeightView>& parts) {
+    bool same = true;
+    for (const auto& v : parts) same = same && v.type == parts[0].type;
+    if (same) {
+        kernels::PackedWeight stacked = kernels::pack_weights(parts);
+        if (stacked.is_packed()) return {std::move(stacked)};
+    }
+    std::vector<kernels::PackedWeight> out;
+    for (const auto& v : parts) out.push_back(kernels::pack_weight(v));
+    return out;
+}
+
 }  // namespace
 
 ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
@@ -73,9 +88,9 @@ ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
         const std::string p = fmt::format("blk.{}.", i);
         LayerWeights l;
         l.attn_norm = b.vector(p + "attn_norm.weight", c.dim);
-        l.wq = kernels::pack_weight(b.matrix(p + "attn_q.weight", c.dim, c.q_dim()));
-        l.wk = kernels::pack_weight(b.matrix(p + "attn_k.weight", c.dim, c.kv_dim()));
-        l.wv = kernels::pack_weight(b.matrix(p + "attn_v.weight", c.dim, c.kv_dim()));
+        l.qkv = stack_if_packed({b.matrix(p + "attn_q.weight", c.dim, c.q_dim()),
+                                 b.matrix(p + "attn_k.weight", c.dim, c.kv_dim()),
+                                 b.matrix(p + "attn_v.weight", c.dim, c.kv_dim())});
         l.wo = kernels::pack_weight(b.matrix(p + "attn_output.weight", c.q_dim(), c.dim));
         if (c.qkv_bias) {
             l.bq = b.vector(p + "attn_q.bias", c.q_dim());
@@ -83,8 +98,8 @@ ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
             l.bv = b.vector(p + "attn_v.bias", c.kv_dim());
         }
         l.ffn_norm = b.vector(p + "ffn_norm.weight", c.dim);
-        l.w_gate = kernels::pack_weight(b.matrix(p + "ffn_gate.weight", c.dim, c.ffn_dim));
-        l.w_up = kernels::pack_weight(b.matrix(p + "ffn_up.weight", c.dim, c.ffn_dim));
+        l.gate_up = stack_if_packed({b.matrix(p + "ffn_gate.weight", c.dim, c.ffn_dim),
+                                     b.matrix(p + "ffn_up.weight", c.dim, c.ffn_dim)});
         l.w_down = kernels::pack_weight(b.matrix(p + "ffn_down.weight", c.ffn_dim, c.dim));
         w.layers.push_back(std::move(l));
     }

@@ -12,9 +12,13 @@ namespace pagoda::model {
 
 struct LayerWeights {
     std::vector<float> attn_norm, ffn_norm;
-    kernels::PackedWeight wq, wk, wv, wo;
+    // Q, K, V: one weight stacked [Q | K | V] by rows, or three (see stack_if_packed in weights.cpp).
+    std::vector<kernels::PackedWeight> qkv;
+    kernels::PackedWeight wo;
     std::vector<float> bq, bk, bv;  // empty unless the architecture has QKV biases
-    kernels::PackedWeight w_gate, w_up, w_down;
+    // gate, up: one weight stacked [gate | up], or two.
+    std::vector<kernels::PackedWeight> gate_up;
+    kernels::PackedWeight w_down;
 };
 
 struct ModelWeights {

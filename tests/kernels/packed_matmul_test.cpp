@@ -179,5 +179,46 @@ TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
     EXPECT_THROW(pack_weight(WeightView{GgmlType::Q4_0, q4.bytes.data(), 1, 40}), Error);
 }
 
+// Stacked weights (Q|K|V, gate|up) give, per token, each part's outputs one after the other, bit for
+// bit what the parts give one by one — on the packed kernel and on every fallback path.
+TEST(PackedMatmul, StackedPartsEqualTheirSeparateProducts) {
+    KernelConfigGuard guard;
+    ThreadPool pool(2);
+    std::mt19937 rng(24);
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
+        const int64_t cols = block_of_256(type) ? 512 : 96;
+        const int64_t part_rows[] = {13, 5, 24};  // panels straddle the parts
+        std::vector<RandomWeights> parts;
+        std::vector<WeightView> views;
+        for (int64_t r : part_rows) parts.push_back(make_weights(type, r, cols, rng));
+        for (auto& p : parts) views.push_back(p.view());
+        const PackedWeight stacked = pack_weights(views);
+        EXPECT_EQ(stacked.source().rows, 42);
+        for (Isa isa : available_isas()) {
+            set_isa(isa);
+            for (int64_t n : {1, 9}) {
+                auto x = random_activations(n * cols, rng);
+                std::vector<float> y(size_t(n * 42));
+                matmul(stacked, x.data(), n, y.data(), pool);
+                int64_t offset = 0;
+                for (const auto& v : views) {
+                    std::vector<float> want(size_t(n * v.rows));
+                    matmul(pack_weight(v), x.data(), n, want.data(), pool);
+                    for (int64_t t = 0; t < n; ++t)
+                        ASSERT_EQ(std::memcmp(y.data() + t * 42 + offset, want.data() + t * v.rows, size_t(v.rows) * 4), 0)
+                            << gguf::type_name(uint32_t(type)) << " " << isa_name(isa) << " n " << n << " offset " << offset;
+                    offset += v.rows;
+                }
+            }
+        }
+    }
+    auto a = make_weights(GgmlType::Q4_0, 8, 64, rng);
+    auto b = make_weights(GgmlType::Q8_0, 8, 64, rng);
+    auto c = make_weights(GgmlType::Q4_0, 8, 96, rng);
+    EXPECT_THROW(pack_weights(std::vector<WeightView>{a.view(), b.view()}), Error);
+    EXPECT_THROW(pack_weights(std::vector<WeightView>{a.view(), c.view()}), Error);
+    EXPECT_THROW(pack_weights(std::vector<WeightView>{}), Error);
+}
+
 }  // namespace
 }  // namespace pagoda::kernels

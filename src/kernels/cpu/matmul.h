@@ -16,7 +16,9 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
@@ -50,25 +52,36 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 // scale f32(int8 scale) * d;
 // for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
 // The source data must outlive the PackedWeight (it is the fallback).
+// Stacking (pack_weights) works on every path: without a packed kernel the parts are multiplied one
+// by one and their outputs interleaved per token.
 // The packed bytes live in 2 MiB-aligned memory advised for transparent huge pages (decode streams
 // them; 4 KiB pages would cost a TLB miss per page); copies share them (immutable).
 class PackedWeight {
 public:
     PackedWeight() = default;
+    // The whole matrix: for a stacked weight (pack_weights) rows is the sum of the parts' rows and
+    // data is null (the parts hold the bytes).
     const WeightView& source() const { return source_; }
+    const std::vector<WeightView>& parts() const { return parts_; }
     bool is_packed() const { return bytes_ > 0; }
     const uint8_t* data() const { return data_.get(); }
     size_t packed_bytes() const { return bytes_; }
 
 private:
-    friend PackedWeight pack_weight(const WeightView& w);
+    friend PackedWeight pack_weights(std::span<const WeightView> parts);
     WeightView source_;
+    std::vector<WeightView> parts_;
     std::shared_ptr<uint8_t> data_;
     size_t bytes_ = 0;
 };
 
 // Throws pagoda::Error for an unsupported type or a bad shape (as matmul would).
 PackedWeight pack_weight(const WeightView& w);
+// Several matrices of one type and width stacked by rows into one weight: matmul then writes, per
+// token, part 0's outputs, then part 1's, ... (e.g. Q, K and V from one pass over the input, which is
+// quantised once). Same results, bit for bit, as the parts multiplied one by one. Throws when the
+// parts differ in type or columns.
+PackedWeight pack_weights(std::span<const WeightView> parts);
 void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // Plain reference (one row at a time, double accumulation) that every optimised path is tested against.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -115,23 +116,40 @@ void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* pan
 
 }  // namespace
 
-PackedWeight pack_weight(const WeightView& w) {
-    require_matmul_support(w.type, "pack_weight");
-    if (w.rows < 0 || w.cols < 0) fail("pack_weight: negative shape");
-    const int64_t rb = detail::row_bytes(w);
+PackedWeight pack_weight(const WeightView& w) { return pack_weights(std::span<const WeightView>(&w, 1)); }
+
+PackedWeight pack_weights(std::span<const WeightView> parts) {
+    if (parts.empty()) fail("pack_weights: no matrices to pack");
     PackedWeight p;
-    p.source_ = w;
+    p.source_ = parts[0];
+    p.source_.rows = 0;
+    for (const WeightView& w : parts) {
+        require_matmul_support(w.type, "pack_weight");
+        if (w.rows < 0 || w.cols < 0) fail("pack_weight: negative shape");
+        if (w.type != parts[0].type || w.cols != parts[0].cols)
+            fail("pack_weights: stacked matrices must share type and width ({} x {} vs {} x {})",
+                 gguf::type_name(uint32_t(w.type)), w.cols, gguf::type_name(uint32_t(parts[0].type)), parts[0].cols);
+        (void)detail::row_bytes(w);
+        p.source_.rows += w.rows;
+    }
+    p.parts_.assign(parts.begin(), parts.end());
+    if (parts.size() > 1) p.source_.data = nullptr;
+    const WeightView& w = p.source_;
     const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
                           w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
     if (!packable || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
+    const int64_t rb = detail::row_bytes(w);
     const int64_t nb = w.cols / 32, n_panels = (w.rows + detail::kPanelRows - 1) / detail::kPanelRows;
     const int64_t panel_bytes = detail::packed_panel_bytes(w.type, nb);
     p.bytes_ = size_t(n_panels * panel_bytes);
     p.data_ = alloc_huge(p.bytes_);  // zeroed: padding rows have zero codes and scales
-    const auto* src = static_cast<const uint8_t*>(w.data);
-    for (int64_t row = 0; row < w.rows; ++row)
-        pack_row(w.type, src + row * rb, nb, int(row % detail::kPanelRows),
-                 p.data_.get() + row / detail::kPanelRows * panel_bytes);
+    int64_t row = 0;
+    for (const WeightView& part : parts) {
+        const auto* src = static_cast<const uint8_t*>(part.data);
+        for (int64_t r = 0; r < part.rows; ++r, ++row)
+            pack_row(w.type, src + r * rb, nb, int(row % detail::kPanelRows),
+                     p.data_.get() + row / detail::kPanelRows * panel_bytes);
+    }
     return p;
 }
 
@@ -141,7 +159,19 @@ void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, T
         if (n_tokens == 0 || w.source().rows == 0) return;
         return detail::matmul_packed_avx512(w, x, n_tokens, y, pool);
     }
-    matmul(w.source(), x, n_tokens, y, pool);
+    if (w.parts().size() <= 1) return matmul(w.source(), x, n_tokens, y, pool);
+    // Stacked without a packed kernel: each part on its own, its outputs moved into their columns.
+    if (n_tokens < 0) fail("matmul: negative shape");
+    thread_local std::vector<float> part_out;
+    const int64_t total = w.source().rows;
+    int64_t offset = 0;
+    for (const WeightView& part : w.parts()) {
+        part_out.resize(size_t(n_tokens * part.rows));
+        matmul(part, x, n_tokens, part_out.data(), pool);
+        for (int64_t t = 0; t < n_tokens; ++t)
+            std::memcpy(y + t * total + offset, part_out.data() + t * part.rows, size_t(part.rows) * sizeof(float));
+        offset += part.rows;
+    }
 }
 
 }  // namespace pagoda::kernels
