@@ -1,4 +1,4 @@
-// PackedWeight: panels of Q4_0 / Q8_0 for the AVX-512 VNNI kernel, and the fallback to the view path.
+// PackedWeight: panels of Q4_0 / Q4_1 / Q8_0 / K-quants for the AVX-512 VNNI kernel, and the fallback to the view path.
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
@@ -72,6 +72,16 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
             for (int i = 0; i < 32; ++i)
                 w[i] = ((sb[(q5 ? 48 : 16) + 32 * (j / 2) + i] >> (4 * (j % 2))) & 15) |
                        (q5 ? ((sb[16 + i] >> j) & 1) << 4 : 0);
+        } else if (type == GgmlType::Q4_1) {
+            // GGML's Q4_1 block: f16 d, f16 m, then 16 bytes: value i < 16 low nibble of byte i,
+            // value 16 + i its high nibble; value = d * code + m.
+            const uint8_t* blk = row + b * 20;
+            uint16_t dh, mh;
+            std::memcpy(&dh, blk, 2);
+            std::memcpy(&mh, blk + 2, 2);
+            sc = f16_to_f32(dh);
+            mn = f16_to_f32(mh);
+            for (int i = 0; i < 32; ++i) w[i] = i < 16 ? blk[4 + i] & 15 : blk[4 + i - 16] >> 4;
         } else {
             const uint8_t* blk = row + b * (type == GgmlType::Q4_0 ? 18 : 34);
             uint16_t dh;
@@ -85,8 +95,9 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
         for (int i = 0; i < 32; ++i) isum += w[i] * q[i];
         acc = std::fma(float(isum), sc * dx, acc);
         if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) macc = std::fma(-mn, dx * float(half[0]) + dx * float(half[1]), macc);
+        if (type == GgmlType::Q4_1) macc = std::fma(mn, dx * float(half[0]) + dx * float(half[1]), macc);
     }
-    return type == GgmlType::Q4_K || type == GgmlType::Q5_K ? acc + macc : acc;
+    return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 ? acc + macc : acc;
 }
 
 TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
@@ -96,7 +107,7 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
     set_quant_method(QuantMethod::int8_dot);
     ThreadPool pool(2);
     std::mt19937 rng(21);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         for (int64_t rows : {1, 7, 37}) {
             const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
             auto w = make_weights(type, rows, cols, rng);
@@ -131,7 +142,7 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
     ThreadPool pool1(1), pool2(2);
     std::mt19937 rng(22);
     const int64_t rows = 83, cols = 32 * 24, n = 19;
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         auto w = make_weights(type, rows, cols, rng);
         const PackedWeight pw = pack_weight(w.view());
         auto x = random_activations(n * cols, rng);
@@ -185,7 +196,7 @@ TEST(PackedMatmul, StackedPartsEqualTheirSeparateProducts) {
     KernelConfigGuard guard;
     ThreadPool pool(2);
     std::mt19937 rng(24);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
         const int64_t cols = block_of_256(type) ? 512 : 96;
         const int64_t part_rows[] = {13, 5, 24};  // panels straddle the parts
         std::vector<RandomWeights> parts;

@@ -38,8 +38,8 @@ void require_matmul_support(gguf::GgmlType type, const std::string& what);
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
-// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q8_0,
-// Q4_K, Q5_K and Q6_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code
+// Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q4_1,
+// Q8_0, Q4_K, Q5_K and Q6_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code
 // groups interleave, so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in
 // one int32 lane (no horizontal reduction); the row scales sit next to the codes (about as many bytes
 // as in GGUF). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed
@@ -49,7 +49,7 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 //   acc = fma(f32(sum w q), sc * d_x, acc)
 // plus for Q4_K / Q5_K  macc = fma(-(f32(6-bit min) * dmin), s, macc),  output acc + macc, where
 // s = d_x * sum(first 16 q) + d_x * sum(last 16 q); Q6_K does one such FMA per 16-value half with its
-// scale f32(int8 scale) * d;
+// scale f32(int8 scale) * d; Q4_1 (unsigned codes, sc = d) adds macc = fma(m, s, macc) with its minimum m;
 // for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
 // The source data must outlive the PackedWeight (it is the fallback).
 // Stacking (pack_weights) works on every path: without a packed kernel the parts are multiplied one

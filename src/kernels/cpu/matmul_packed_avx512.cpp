@@ -7,7 +7,8 @@
 // macc = fma(-(f32(min byte) * dmin), s, macc) with s as quantize_fused makes it (d_x * sum of each
 // half's q, added);
 // output acc + macc. Q6_K: two exact sums per block (one per 16-value half, each with its corr) and
-// two FMAs with their scales f32(int8 scale) * d. Decode runs 1 panel x 1 token, prefill 1 x 8.
+// two FMAs with their scales f32(int8 scale) * d. Q4_1: unsigned codes, sc = d, and
+// macc = fma(m, s, macc) with its minimum m (added, not subtracted). Decode runs 1 panel x 1 token, prefill 1 x 8.
 // GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -25,12 +26,14 @@ inline __m256i bcast32(const int8_t* p) {
     return _mm256_set1_epi32(v);
 }
 
-enum class Fmt { q4_0, q8_0, q4_k, q5_k, q6_k };
+enum class Fmt { q4_0, q4_1, q8_0, q4_k, q5_k, q6_k };
 
 template <Fmt F, int P, int T>
 void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, __m256* out) {
     constexpr bool nibbles = F != Fmt::q8_0, q5 = F == Fmt::q5_k, kq = F == Fmt::q4_k || q5, q6 = F == Fmt::q6_k;
-    constexpr int64_t code_bytes = nibbles ? 128 : 256, pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : code_bytes + 16;
+    constexpr bool q41 = F == Fmt::q4_1, has_min = kq || q41;
+    constexpr int64_t code_bytes = nibbles ? 128 : 256;
+    constexpr int64_t pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : q41 ? 160 : code_bytes + 16;
     constexpr int64_t sb_head = kq ? 32 : 16;  // super-block header (K-quants)
     __m256 acc[T][P], macc[T][P];
     for (int t = 0; t < T; ++t)
@@ -82,15 +85,16 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                 mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 8)))), dmin);
             } else {
                 sc[p] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes)));
-                mn[p] = _mm256_setzero_ps();
+                mn[p] = q41 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes + 16)))
+                            : _mm256_setzero_ps();
             }
         }
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
             const int8_t* q = a.q + (t0 + t) * a.cols + b * 32;
             const int64_t tb = (t0 + t) * a.nbp + b;
-            const int32_t* cp = kq ? nullptr : a.corr + (t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8;
-            const int32_t corr = kq ? 0 : cp[0], corr1 = q6 ? cp[8] : 0;
+            const int32_t* cp = has_min ? nullptr : a.corr + (t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8;
+            const int32_t corr = has_min ? 0 : cp[0], corr1 = q6 ? cp[8] : 0;
             const __m256 dx = _mm256_set1_ps(a.d[tb]);
             __m256i x[8];
 #pragma GCC unroll 8
@@ -118,11 +122,12 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                 const __m256 f = _mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1));
                 acc[t][p] = _mm256_fmadd_ps(f, _mm256_mul_ps(sc[p], dx), acc[t][p]);
                 if constexpr (kq) macc[t][p] = _mm256_fnmadd_ps(mn[p], _mm256_set1_ps(a.s[tb]), macc[t][p]);
+                if constexpr (q41) macc[t][p] = _mm256_fmadd_ps(mn[p], _mm256_set1_ps(a.s[tb]), macc[t][p]);
             }
         }
     }
     for (int t = 0; t < T; ++t)
-        for (int p = 0; p < P; ++p) out[t * P + p] = kq ? _mm256_add_ps(acc[t][p], macc[t][p]) : acc[t][p];
+        for (int p = 0; p < P; ++p) out[t * P + p] = has_min ? _mm256_add_ps(acc[t][p], macc[t][p]) : acc[t][p];
 }
 
 template <Fmt F, int P, int T>
@@ -189,6 +194,7 @@ void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_token
     const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, offset, type == gguf::GgmlType::Q6_K, buf, pool);
     switch (type) {
         case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1>(w, acts, n_tokens, y, pool);
         case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0>(w, acts, n_tokens, y, pool);
         case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k>(w, acts, n_tokens, y, pool);
         case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k>(w, acts, n_tokens, y, pool);

@@ -35,7 +35,8 @@ int64_t row_bytes(const WeightView& w);
 // Packed panels (see PackedWeight): panel p (rows 8p..8p+7, zero rows past the end) is contiguous.
 // Codes of a 32-value block are 32-byte vectors, vector k = the 4-byte code groups k of the 8 rows:
 // Q4_0 / Q4_K: 4 vectors of nibble bytes (low nibbles = group k, high nibbles = group k + 4);
-// Q8_0: 8 vectors of codes + 128. Q4_0 / Q8_0 blocks: codes, then the 8 rows' f16 scales. Q4_K
+// Q8_0: 8 vectors of codes + 128. Q4_0 / Q8_0 blocks: codes, then the 8 rows' f16 scales. Q4_1
+// blocks: Q4_0's nibble vectors, the 8 rows' f16 scales d, then their f16 minimums m. Q4_K
 // super-blocks: the 8 rows' f16 d and f16 dmin, then per 32-block: codes, 8 scale bytes, 8 min bytes;
 // Q5_K the same with, after the codes, one vector of fifth bits (group k at bit k).
 // Q6_K super-blocks: the 8 rows' f16 d, then per 32-block: the low 4 bits as Q4_K's nibble vectors,
@@ -46,6 +47,7 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     if (t == gguf::GgmlType::Q4_K) return nb / 8 * (32 + 8 * (128 + 16));
     if (t == gguf::GgmlType::Q5_K) return nb / 8 * (32 + 8 * (128 + 32 + 16));
     if (t == gguf::GgmlType::Q6_K) return nb / 8 * (16 + 8 * (128 + 64 + 16));
+    if (t == gguf::GgmlType::Q4_1) return nb * (128 + 32);
     return nb * (t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16);
 }
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);

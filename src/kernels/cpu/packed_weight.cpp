@@ -96,6 +96,16 @@ void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* pan
         }
         return;
     }
+    if (type == GgmlType::Q4_1) {
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = row + b * 20;
+            uint8_t* out = panel + b * 160;
+            for (int k = 0; k < 4; ++k) std::memcpy(out + 32 * k + 4 * r, blk + 4 + 4 * k, 4);  // as Q4_0
+            std::memcpy(out + 128 + 2 * r, blk, 2);
+            std::memcpy(out + 144 + 2 * r, blk + 2, 2);
+        }
+        return;
+    }
     const bool q4 = type == GgmlType::Q4_0;
     const int64_t src_bytes = q4 ? 18 : 34, pbb = q4 ? 144 : 272;
     for (int64_t b = 0; b < nb; ++b) {
@@ -135,7 +145,7 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
     p.parts_.assign(parts.begin(), parts.end());
     if (parts.size() > 1) p.source_.data = nullptr;
     const WeightView& w = p.source_;
-    const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
+    const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
                           w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
     if (!packable || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
     const int64_t rb = detail::row_bytes(w);
