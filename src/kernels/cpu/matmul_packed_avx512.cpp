@@ -8,7 +8,7 @@
 // half's q, added);
 // output acc + macc. Q6_K: two exact sums per block (one per 16-value half, each with its corr) and
 // two FMAs with their scales f32(int8 scale) * d. Q4_1: unsigned codes, sc = d, and
-// macc = fma(m, s, macc) with its minimum m (added, not subtracted). Decode runs 1 panel x 1 token, prefill 1 x 8.
+// macc = fma(m, s, macc) with its minimum m (added, not subtracted). Decode runs 1 panel x 1 token on ymm; prefill joins 2 panels per zmm x 8 tokens.
 // GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -28,16 +28,67 @@ inline __m256i bcast32(const int8_t* p) {
 
 enum class Fmt { q4_0, q4_1, q8_0, q4_k, q5_k, q6_k };
 
-template <Fmt F, int P, int T>
-void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, __m256* out) {
+// The per-token arithmetic on one panel (ymm: 8 rows) or on two panels joined in one zmm (16 rows:
+// half the instructions per output for prefill, where the unpacked codes serve many tokens). Each
+// lane does the same operations in the same order either way, so results are bitwise equal.
+struct Ymm {
+    using F = __m256;
+    using I = __m256i;
+    static constexpr int kPanels = 1;
+    static I join(const __m256i* parts) { return parts[0]; }
+    static F join(const __m256* parts) { return parts[0]; }
+    static I bcast(const int8_t* p) { return bcast32(p); }
+    static I set1(int32_t v) { return _mm256_set1_epi32(v); }
+    static I zero_i() { return _mm256_setzero_si256(); }
+    static F zero() { return _mm256_setzero_ps(); }
+    static F set1(float v) { return _mm256_set1_ps(v); }
+    static I dpbusd(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
+    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+    static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static F add(F a, F b) { return _mm256_add_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+    static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+};
+struct Zmm {
+    using F = __m512;
+    using I = __m512i;
+    static constexpr int kPanels = 2;
+    static I join(const __m256i* parts) { return _mm512_inserti64x4(_mm512_castsi256_si512(parts[0]), parts[1], 1); }
+    static F join(const __m256* parts) { return _mm512_insertf32x8(_mm512_castps256_ps512(parts[0]), parts[1], 1); }
+    static I bcast(const int8_t* p) {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return _mm512_set1_epi32(v);
+    }
+    static I set1(int32_t v) { return _mm512_set1_epi32(v); }
+    static I zero_i() { return _mm512_setzero_si512(); }
+    static F zero() { return _mm512_setzero_ps(); }
+    static F set1(float v) { return _mm512_set1_ps(v); }
+    static I dpbusd(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+    static I add(I a, I b) { return _mm512_add_epi32(a, b); }
+    static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+    static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+    static F add(F a, F b) { return _mm512_add_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+    static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+    static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+};
+
+// out: [T][P][8] floats (token t, panel p, row of the panel).
+template <Fmt F, int P, int T, class V>
+void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out) {
     constexpr bool nibbles = F != Fmt::q8_0, q5 = F == Fmt::q5_k, kq = F == Fmt::q4_k || q5, q6 = F == Fmt::q6_k;
     constexpr bool q41 = F == Fmt::q4_1, has_min = kq || q41;
     constexpr int64_t code_bytes = nibbles ? 128 : 256;
     constexpr int64_t pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : q41 ? 160 : code_bytes + 16;
     constexpr int64_t sb_head = kq ? 32 : 16;  // super-block header (K-quants)
-    __m256 acc[T][P], macc[T][P];
+    static_assert(P % V::kPanels == 0);
+    constexpr int W = P / V::kPanels;  // wide registers per token
+    typename V::F acc[T][W], macc[T][W];
     for (int t = 0; t < T; ++t)
-        for (int p = 0; p < P; ++p) acc[t][p] = macc[t][p] = _mm256_setzero_ps();
+        for (int p = 0; p < W; ++p) acc[t][p] = macc[t][p] = V::zero();
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < a.nb; ++b) {
         __m256i c[P][8];
@@ -89,56 +140,72 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                             : _mm256_setzero_ps();
             }
         }
+        typename V::I cw[W][8];
+        typename V::F scw[W], mnw[W];
+#pragma GCC unroll 4
+        for (int p = 0; p < W; ++p) {
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+                __m256i parts[V::kPanels];
+                for (int j = 0; j < V::kPanels; ++j) parts[j] = c[p * V::kPanels + j][k];
+                cw[p][k] = V::join(parts);
+            }
+            __m256 sp[V::kPanels], mp[V::kPanels];
+            for (int j = 0; j < V::kPanels; ++j) sp[j] = sc[p * V::kPanels + j], mp[j] = mn[p * V::kPanels + j];
+            scw[p] = V::join(sp);
+            mnw[p] = V::join(mp);
+        }
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
             const int8_t* q = a.q + (t0 + t) * a.cols + b * 32;
             const int64_t tb = (t0 + t) * a.nbp + b;
             const int32_t* cp = has_min ? nullptr : a.corr + (t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8;
             const int32_t corr = has_min ? 0 : cp[0], corr1 = q6 ? cp[8] : 0;
-            const __m256 dx = _mm256_set1_ps(a.d[tb]);
-            __m256i x[8];
+            const typename V::F dx = V::set1(a.d[tb]);
+            typename V::I x[8];
 #pragma GCC unroll 8
-            for (int k = 0; k < 8; ++k) x[k] = bcast32(q + 4 * k);
+            for (int k = 0; k < 8; ++k) x[k] = V::bcast(q + 4 * k);
 #pragma GCC unroll 4
-            for (int p = 0; p < P; ++p) {
+            for (int p = 0; p < W; ++p) {
                 if constexpr (q6) {
                     // One exact sum per 16-value half (its own scale): groups 0-3 and 4-7.
-                    __m256i i0 = _mm256_set1_epi32(corr), i1 = _mm256_set1_epi32(corr1);
+                    typename V::I i0 = V::set1(corr), i1 = V::set1(corr1);
 #pragma GCC unroll 4
                     for (int k = 0; k < 4; ++k) {
-                        i0 = _mm256_dpbusd_epi32(i0, c[p][k], x[k]);
-                        i1 = _mm256_dpbusd_epi32(i1, c[p][k + 4], x[k + 4]);
+                        i0 = V::dpbusd(i0, cw[p][k], x[k]);
+                        i1 = V::dpbusd(i1, cw[p][k + 4], x[k + 4]);
                     }
-                    acc[t][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(sc[p], dx), acc[t][p]);
-                    acc[t][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(mn[p], dx), acc[t][p]);
+                    acc[t][p] = V::fmadd(V::cvt(i0), V::mul(scw[p], dx), acc[t][p]);
+                    acc[t][p] = V::fmadd(V::cvt(i1), V::mul(mnw[p], dx), acc[t][p]);
                     continue;
                 }
-                __m256i i0 = _mm256_set1_epi32(corr), i1 = _mm256_setzero_si256();
+                typename V::I i0 = V::set1(corr), i1 = V::zero_i();
 #pragma GCC unroll 4
                 for (int k = 0; k < 8; k += 2) {
-                    i0 = _mm256_dpbusd_epi32(i0, c[p][k], x[k]);
-                    i1 = _mm256_dpbusd_epi32(i1, c[p][k + 1], x[k + 1]);
+                    i0 = V::dpbusd(i0, cw[p][k], x[k]);
+                    i1 = V::dpbusd(i1, cw[p][k + 1], x[k + 1]);
                 }
-                const __m256 f = _mm256_cvtepi32_ps(_mm256_add_epi32(i0, i1));
-                acc[t][p] = _mm256_fmadd_ps(f, _mm256_mul_ps(sc[p], dx), acc[t][p]);
-                if constexpr (kq) macc[t][p] = _mm256_fnmadd_ps(mn[p], _mm256_set1_ps(a.s[tb]), macc[t][p]);
-                if constexpr (q41) macc[t][p] = _mm256_fmadd_ps(mn[p], _mm256_set1_ps(a.s[tb]), macc[t][p]);
+                const typename V::F f = V::cvt(V::add(i0, i1));
+                acc[t][p] = V::fmadd(f, V::mul(scw[p], dx), acc[t][p]);
+                if constexpr (kq) macc[t][p] = V::fnmadd(mnw[p], V::set1(a.s[tb]), macc[t][p]);
+                if constexpr (q41) macc[t][p] = V::fmadd(mnw[p], V::set1(a.s[tb]), macc[t][p]);
             }
         }
     }
     for (int t = 0; t < T; ++t)
-        for (int p = 0; p < P; ++p) out[t * P + p] = has_min ? _mm256_add_ps(acc[t][p], macc[t][p]) : acc[t][p];
+        for (int p = 0; p < W; ++p)
+            V::store(out + (t * W + p) * 8 * V::kPanels, has_min ? V::add(acc[t][p], macc[t][p]) : acc[t][p]);
 }
 
-template <Fmt F, int P, int T>
-void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& a, int64_t t0, __m256* out) {
+template <Fmt F, int P, int T, class V>
+void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out) {
     if constexpr (T > 1) {
-        if (tokens < T) return packed_dispatch<F, P, T - 1>(tokens, panels, a, t0, out);
+        if (tokens < T) return packed_dispatch<F, P, T - 1, V>(tokens, panels, a, t0, out);
     }
-    packed_kernel<F, P, T>(panels, a, t0, out);
+    packed_kernel<F, P, T, V>(panels, a, t0, out);
 }
 
-template <Fmt F, int P, int T>
+template <Fmt F, int P, int T, class V>
 void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
     const WeightView& v = w.source();
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
@@ -163,15 +230,16 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
             const uint8_t* panels[P];
             // Missing panels of a partial group repeat the first; their results are discarded.
             for (int p = 0; p < P; ++p) panels[p] = w.data() + (pbase + (p < pp ? p : 0)) * panel_bytes;
-            __m256 out[T * P];
+            alignas(64) float out[T * P * 8];
             for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
                 const int tt = int(std::min<int64_t>(T, n_tokens - t0));
-                packed_dispatch<F, P, T>(tt, panels, acts, t0, out);
+                packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out);
                 for (int t = 0; t < tt; ++t)
                     for (int p = 0; p < pp; ++p) {
                         const int64_t row0 = (pbase + p) * kPanelRows;
                         const int valid = int(std::min<int64_t>(kPanelRows, v.rows - row0));
-                        _mm256_mask_storeu_ps(y + (t0 + t) * v.rows + row0, __mmask8((1u << valid) - 1), out[t * P + p]);
+                        _mm256_mask_storeu_ps(y + (t0 + t) * v.rows + row0, __mmask8((1u << valid) - 1),
+                                              _mm256_load_ps(out + (t * P + p) * 8));
                     }
             }
         }
@@ -180,8 +248,8 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
 
 template <Fmt F>
 void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
-    if (n_tokens == 1) packed_rows<F, 1, 1>(w, acts, n_tokens, y, pool);
-    else packed_rows<F, 1, 8>(w, acts, n_tokens, y, pool);
+    if (n_tokens == 1) packed_rows<F, 1, 1, Ymm>(w, acts, n_tokens, y, pool);
+    else packed_rows<F, 2, 8, Zmm>(w, acts, n_tokens, y, pool);
 }
 
 }  // namespace
