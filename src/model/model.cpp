@@ -87,17 +87,6 @@ void Model::compute_rope_tables(const Batch& batch) {
     }
 }
 
-void Model::rope_rows(float* rows, int64_t n_heads, int64_t n_tokens) {
-    const auto& c = config_;
-    const int64_t half = c.rope_dims / 2;
-    const int64_t width = n_heads * c.head_dim;
-    pool_->parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end, int) {
-        for (int64_t t = begin; t < end; ++t)
-            kernels::rope(rows + t * width, n_heads, c.head_dim, c.rope_dims, rope_cos_.data() + t * half,
-                          rope_sin_.data() + t * half, c.rope_style == RopeStyle::neox);
-    });
-}
-
 std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
     validate(batch, pool);
     for (const auto& c : batch.block_copies) pool.copy_block(c.src, c.dst);
@@ -125,63 +114,88 @@ std::vector<float> Model::forward(const Batch& batch, kv::KvPool& pool) {
 
     for (int64_t t = 0; t < n; ++t) kernels::dequantize_row(weights_.token_embd, batch.tokens[t], x + t * c.dim);
 
-    auto add_bias = [&](float* rows, const std::vector<float>& bias, int64_t width) {
-        if (bias.empty()) return;
-        for (int64_t t = 0; t < n; ++t) kernels::add_inplace(rows + t * width, bias.data(), width);
+    // Per-token elementwise work (norms, residuals, RoPE, SwiGLU) between the matmuls: spread over the
+    // pool for prefill, inline for a decode step (one parallel region per step is worth it only when
+    // there are enough tokens). Each token's arithmetic is the same either way.
+    auto per_token = [&](const auto& fn) {
+        if (n < 8) {
+            for (int64_t t = 0; t < n; ++t) fn(t);
+            return;
+        }
+        pool_->parallel_for(n, 4, [&](int64_t begin, int64_t end, int) {
+            for (int64_t t = begin; t < end; ++t) fn(t);
+        });
     };
+    const int64_t half = c.rope_dims / 2;
+    const bool neox = c.rope_style == RopeStyle::neox;
+    const int64_t qkv_width = c.q_dim() + 2 * c.kv_dim();
 
     for (int64_t l = 0; l < c.n_layers; ++l) {
         const LayerWeights& w = weights_.layers[size_t(l)];
-        for (int64_t t = 0; t < n; ++t)
+        per_token([&](int64_t t) {
+            if (l > 0) kernels::add_inplace(x + t * c.dim, h + t * c.dim, c.dim);  // previous FFN's residual
             kernels::rms_norm(x + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps, h + t * c.dim);
+        });
         observe(l, MatmulInput::attention, h, n, c.dim);
-        if (w.qkv.size() == 1) {
-            // Stacked: each token's row holds [q | k | v]; split into the per-projection buffers.
-            const int64_t width = c.q_dim() + 2 * c.kv_dim();
-            grow(fused_, n * width);
+        const bool stacked_qkv = w.qkv.size() == 1;
+        if (stacked_qkv) {
+            grow(fused_, n * qkv_width);
             kernels::matmul(w.qkv[0], h, n, fused_.data(), *pool_);
-            for (int64_t t = 0; t < n; ++t) {
-                const float* row = fused_.data() + t * width;
-                std::copy(row, row + c.q_dim(), q_.data() + t * c.q_dim());
-                std::copy(row + c.q_dim(), row + c.q_dim() + c.kv_dim(), k_.data() + t * c.kv_dim());
-                std::copy(row + c.q_dim() + c.kv_dim(), row + width, v_.data() + t * c.kv_dim());
-            }
         } else {
             kernels::matmul(w.qkv[0], h, n, q_.data(), *pool_);
             kernels::matmul(w.qkv[1], h, n, k_.data(), *pool_);
             kernels::matmul(w.qkv[2], h, n, v_.data(), *pool_);
         }
-        add_bias(q_.data(), w.bq, c.q_dim());
-        add_bias(k_.data(), w.bk, c.kv_dim());
-        add_bias(v_.data(), w.bv, c.kv_dim());
-        rope_rows(q_.data(), c.n_heads, n);
-        rope_rows(k_.data(), c.n_kv_heads, n);
+        per_token([&](int64_t t) {
+            float* q = q_.data() + t * c.q_dim();
+            float* k = k_.data() + t * c.kv_dim();
+            float* v = v_.data() + t * c.kv_dim();
+            if (stacked_qkv) {
+                // Each token's row holds [q | k | v]: split into the per-projection buffers.
+                const float* row = fused_.data() + t * qkv_width;
+                std::copy(row, row + c.q_dim(), q);
+                std::copy(row + c.q_dim(), row + c.q_dim() + c.kv_dim(), k);
+                std::copy(row + c.q_dim() + c.kv_dim(), row + qkv_width, v);
+            }
+            if (!w.bq.empty()) {
+                kernels::add_inplace(q, w.bq.data(), c.q_dim());
+                kernels::add_inplace(k, w.bk.data(), c.kv_dim());
+                kernels::add_inplace(v, w.bv.data(), c.kv_dim());
+            }
+            const float* cos = rope_cos_.data() + t * half;
+            const float* sin = rope_sin_.data() + t * half;
+            kernels::rope(q, c.n_heads, c.head_dim, c.rope_dims, cos, sin, neox);
+            kernels::rope(k, c.n_kv_heads, c.head_dim, c.rope_dims, cos, sin, neox);
+        });
         pool.write(int32_t(l), batch.slots.data(), n, k_.data(), v_.data());
         kernels::paged_attention(attention, pool, int32_t(l), attn_.data(), *pool_);
         observe(l, MatmulInput::attention_output, attn_.data(), n, c.q_dim());
         kernels::matmul(w.wo, attn_.data(), n, h, *pool_);
-        kernels::add_inplace(x, h, n * c.dim);
-
-        for (int64_t t = 0; t < n; ++t)
+        per_token([&](int64_t t) {
+            kernels::add_inplace(x + t * c.dim, h + t * c.dim, c.dim);
             kernels::rms_norm(x + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps, h + t * c.dim);
+        });
         observe(l, MatmulInput::ffn, h, n, c.dim);
         if (w.gate_up.size() == 1) {
-            // Stacked: each token's row holds [gate | up].
             grow(fused_, n * 2 * c.ffn_dim);
             kernels::matmul(w.gate_up[0], h, n, fused_.data(), *pool_);
-            for (int64_t t = 0; t < n; ++t) {
+            per_token([&](int64_t t) {
+                // Each token's row holds [gate | up].
                 const float* row = fused_.data() + t * 2 * c.ffn_dim;
                 kernels::silu_mul(row, row + c.ffn_dim, c.ffn_dim, gate_.data() + t * c.ffn_dim);
-            }
+            });
         } else {
             kernels::matmul(w.gate_up[0], h, n, gate_.data(), *pool_);
             kernels::matmul(w.gate_up[1], h, n, up_.data(), *pool_);
-            kernels::silu_mul(gate_.data(), up_.data(), n * c.ffn_dim, gate_.data());
+            per_token([&](int64_t t) {
+                const int64_t o = t * c.ffn_dim;
+                kernels::silu_mul(gate_.data() + o, up_.data() + o, c.ffn_dim, gate_.data() + o);
+            });
         }
         observe(l, MatmulInput::ffn_down, gate_.data(), n, c.ffn_dim);
         kernels::matmul(w.w_down, gate_.data(), n, h, *pool_);
-        kernels::add_inplace(x, h, n * c.dim);
     }
+    per_token([&](int64_t t) { kernels::add_inplace(x + t * c.dim, h + t * c.dim, c.dim); });  // last FFN's residual
 
     const int64_t rows = batch.n_logit_rows();
     std::vector<float> normed(static_cast<size_t>(rows * c.dim));

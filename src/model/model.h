@@ -61,7 +61,6 @@ private:
     Model() = default;
     void validate(const Batch& batch, const kv::KvPool& pool) const;
     void compute_rope_tables(const Batch& batch);
-    void rope_rows(float* rows, int64_t n_heads, int64_t n_tokens);
 
     std::shared_ptr<const gguf::File> file_;
     ModelConfig config_;
