@@ -17,7 +17,7 @@ namespace pagoda::app {
 namespace {
 
 struct QuantizeOptions {
-    std::string input, output, type, calib;
+    std::string input, output, type, calib, token_embedding_type, output_tensor_type;
     int64_t calib_tokens = 8192, calib_ctx = 512;
     int threads = 0;
     bool plain = false;
@@ -37,6 +37,8 @@ int run_quantize(const QuantizeOptions& o) {
     req.output = o.output;
     req.target = o.type;
     req.plain = o.plain;
+    req.token_embedding_type = o.token_embedding_type;
+    req.output_tensor_type = o.output_tensor_type;
     if (o.plain && !o.calib.empty()) fail("--plain-minmax and --calib exclude each other");
     const auto start = std::chrono::steady_clock::now();
     const int threads = o.threads > 0 ? o.threads : default_thread_count();
@@ -96,6 +98,11 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
     sub.add_option("--calib", o->calib, "Calibration text: weight the scale search by activation statistics");
     sub.add_option("--calib-tokens", o->calib_tokens, "Calibration tokens to use at most")->check(CLI::Range(1, 1 << 24));
     sub.add_option("--calib-ctx", o->calib_ctx, "Calibration window length")->check(CLI::Range(2, 1 << 16));
+    sub.add_option("--token-embedding-type", o->token_embedding_type,
+                   "Quantise the token embedding to this type too (default: kept; q4_0 gives llama-quantize's Q4_0 layout)")
+        ->check(CLI::IsMember(quant::quantize_target_names()));
+    sub.add_option("--output-tensor-type", o->output_tensor_type, "Type of the output head (default: q6_k for 4-bit, q8_0 for 8-bit)")
+        ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_flag("--plain-minmax", o->plain, "No clipping search: plain min/max scales (for comparison)");
     sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
     return [o] { return run_quantize(*o); };

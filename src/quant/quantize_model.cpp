@@ -82,6 +82,9 @@ void row_to_f32(const gguf::TensorInfo& t, int64_t r, int64_t cols, float* out) 
 
 QuantizeReport quantize_model(const QuantizeRequest& req, ThreadPool& pool) {
     const QuantTarget base_target = parse_target(req.target);
+    std::optional<QuantTarget> embedding_target, output_target;
+    if (!req.token_embedding_type.empty()) embedding_target = parse_target(req.token_embedding_type);
+    if (!req.output_tensor_type.empty()) output_target = parse_target(req.output_tensor_type);
     auto in = gguf::File::open(req.input);
     const std::string arch = in->get_string_or("general.architecture", "");
     const int64_t n_layers = arch.empty() ? 0 : in->get_int_or(arch + ".block_count", 0);
@@ -100,10 +103,15 @@ QuantizeReport quantize_model(const QuantizeRequest& req, ThreadPool& pool) {
         if (t.shape.size() != 2) {
             rule = "1-D: kept";
         } else if (t.name == "token_embd.weight") {
-            rule = "embedding: kept";
+            target = embedding_target;
+            rule = target ? "embedding: --token-embedding-type" : "embedding: kept";
         } else if (t.name == "output.weight") {
             target = is_four_bit(req.target) || req.target == "q6_k" ? ggml(GgmlType::Q6_K) : ggml(GgmlType::Q8_0);
             rule = "output head";
+            if (output_target) {
+                target = output_target;
+                rule = "output head: --output-tensor-type";
+            }
         } else {
             target = base_target;
             rule = "matrix";

@@ -1,7 +1,7 @@
 // The post-training quantisation driver behind `pagoda quantize`: reads a GGUF model, quantises its
 // weight matrices to a target type, and writes a standard GGUF that other readers load.
 // Rules (printed in the summary): 1-D tensors (norms, biases) and the token embedding keep their
-// type; the output head gets Q6_K for 4-bit targets (as llama.cpp does) and Q8_0 for 8-bit ones;
+// type (unless token_embedding_type says otherwise); the output head gets Q6_K for 4-bit targets (as llama.cpp does) and Q8_0 for 8-bit ones;
 // "q4_k_m" also gives attn_v and ffn_down of the first and last eighth of the layers (and every
 // third between) Q6_K. A matrix whose row length does not fit the target's block falls back to the
 // next type that fits (int4-g128 -> int4-g32 -> q8_0, q4_k -> q4_0, q6_k -> q8_0), else stays.
@@ -28,6 +28,10 @@ struct QuantizeRequest {
     std::map<std::string, std::vector<float>> importance;
     std::function<void(size_t done, size_t total)> progress;  // tensors done
     bool plain = false;  // no clipping search: plain min/max scales (ggml's reference quantisers), for comparison
+    // Overrides of the rules for two tensors (a type name as for `target`, empty: the rule), like
+    // llama-quantize's flags of the same names: e.g. token_embedding_type "q4_0" gives the layout
+    // llama-quantize writes for a Q4_0 file (embedding Q4_0, output head Q6_K).
+    std::string token_embedding_type, output_tensor_type;
 };
 
 struct TensorReport {

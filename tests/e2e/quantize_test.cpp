@@ -52,6 +52,37 @@ TEST(Quantize, WritesStandardTypesByRule) {
     }
 }
 
+// llama-quantize's own layout (embedding quantised to the base type, output head Q6_K): the files
+// people download. They load, run, and stay close to their base; the flags reach the right tensors.
+TEST(Quantize, LlamaQuantizeLayoutLoadsAndStaysClose) {
+    const std::string base = fixture("models/stories260K.gguf");
+    PAGODA_REQUIRE_FIXTURE(base);
+    const std::string q4 = temp_path("s-q4-embd.gguf"), q8 = temp_path("s-q8-embd.gguf");
+    auto r = run_pagoda({"quantize", base, q4, "q4_0", "--token-embedding-type", "q4_0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("--token-embedding-type"), std::string::npos) << r.out;
+    ASSERT_EQ(run_pagoda({"quantize", base, q8, "q8_0", "--token-embedding-type", "q8_0"}).exit_code, 0);
+    EXPECT_EQ(gguf::type_name(uint32_t(gguf::File::open(q4)->find_tensor("token_embd.weight")->type)), "q4_0");
+    EXPECT_EQ(gguf::type_name(uint32_t(gguf::File::open(q8)->find_tensor("token_embd.weight")->type)), "q8_0");
+    const double kl8 = kl_against(q8, base), kl4 = kl_against(q4, base);
+    EXPECT_GE(kl8, 0.0);
+    EXPECT_LT(kl8, 0.01);
+    EXPECT_GT(kl4, kl8);
+    EXPECT_LT(kl4, 0.25);
+
+    const std::string f16 = temp_path("q-embd-base.gguf"), km = temp_path("q-embd-km.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "--dim", "256", "--heads", "4", "--kv-heads", "2", "--ffn", "512",
+                          "--type", "f16", "-o", f16}).exit_code, 0);
+    r = run_pagoda({"quantize", f16, km, "q4_k_m", "--token-embedding-type", "q4_k", "--output-tensor-type", "q8_0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto file = gguf::File::open(km);
+    EXPECT_EQ(gguf::type_name(uint32_t(file->find_tensor("token_embd.weight")->type)), "q4_K");
+    EXPECT_EQ(gguf::type_name(uint32_t(file->find_tensor("output.weight")->type)), "q8_0");
+    auto run = run_pagoda({"run", "-m", km, "-p", "abc", "-n", "8", "--temp", "0", "--ids"});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_NE(run_pagoda({"quantize", f16, km, "q4_0", "--token-embedding-type", "q3_k"}).exit_code, 0);
+}
+
 TEST(Quantize, StoriesModelStaysCloseToItsBase) {
     const std::string base = fixture("models/stories260K.gguf");
     PAGODA_REQUIRE_FIXTURE(base);
