@@ -150,6 +150,13 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
         matmul(pw, x.data(), n, a.data(), pool1);
         matmul(pw, x.data(), n, b.data(), pool2);
         EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+        for (int64_t mc : {8, 48, 1000}) {  // rows per prefill task: never changes a result
+            set_gemm_tiles({.kc = 512, .mc = mc, .nc = 64});
+            std::fill(b.begin(), b.end(), 0.f);
+            matmul(pw, x.data(), n, b.data(), pool2);
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "mc " << mc;
+        }
+        set_gemm_tiles({});
         matmul_reference(w.view(), x.data(), n, ref.data());
         for (int64_t r = 0; r < rows; ++r) {
             dequantize_row(w.view(), r, row.data());

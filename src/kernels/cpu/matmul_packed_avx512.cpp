@@ -206,7 +206,8 @@ void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& 
 }
 
 template <Fmt F, int P, int T, class V>
-void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
+void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                 int64_t mc) {
     const WeightView& v = w.source();
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
@@ -214,16 +215,17 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     // core on a single sequential stream that the hardware prefetchers follow (interleaved small
     // tasks measured at half the bandwidth). Prefill is compute bound: small tasks balance better.
     const bool streaming = T == 1;
+    const int64_t per_task = std::max<int64_t>(1, mc / kPanelRows / P) * P;  // panels per prefill task
     const int64_t n_tasks = streaming ? std::min<int64_t>(pool.size(), (n_panels + P - 1) / P)
-                                      : (n_panels + 4 / P * P - 1) / (4 / P * P);
+                                      : (n_panels + per_task - 1) / per_task;
     pool.run(int(n_tasks), [&](int task, int) {
         int64_t p0, p1;
         if (streaming) {
             p0 = n_panels * task / n_tasks / P * P;
             p1 = task + 1 == n_tasks ? n_panels : n_panels * (task + 1) / n_tasks / P * P;
         } else {
-            p0 = task * (4 / P * P);
-            p1 = std::min(n_panels, p0 + 4 / P * P);
+            p0 = task * per_task;
+            p1 = std::min(n_panels, p0 + per_task);
         }
         for (int64_t pbase = p0; pbase < p1; pbase += P) {
             const int pp = int(std::min<int64_t>(P, p1 - pbase));
@@ -247,26 +249,28 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
 }
 
 template <Fmt F>
-void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool) {
-    if (n_tokens == 1) packed_rows<F, 1, 1, Ymm>(w, acts, n_tokens, y, pool);
-    else packed_rows<F, 2, 8, Zmm>(w, acts, n_tokens, y, pool);
+void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                   int64_t mc) {
+    if (n_tokens == 1) packed_rows<F, 1, 1, Ymm>(w, acts, n_tokens, y, pool, mc);
+    else packed_rows<F, 2, 8, Zmm>(w, acts, n_tokens, y, pool, mc);
 }
 
 }  // namespace
 
-void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                          const GemmTiles& tiles) {
     const gguf::GgmlType type = w.source().type;
     const int offset = type == gguf::GgmlType::Q4_0 ? 8 : type == gguf::GgmlType::Q8_0 ? 128
                        : type == gguf::GgmlType::Q6_K ? 32 : 0;
     thread_local FusedBuffers buf;
     const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, offset, type == gguf::GgmlType::Q6_K, buf, pool);
     switch (type) {
-        case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool);
-        case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1>(w, acts, n_tokens, y, pool);
-        case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0>(w, acts, n_tokens, y, pool);
-        case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k>(w, acts, n_tokens, y, pool);
-        case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k>(w, acts, n_tokens, y, pool);
-        case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k>(w, acts, n_tokens, y, pool);
+        case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k>(w, acts, n_tokens, y, pool, tiles.mc);
         default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(type)));
     }
 }

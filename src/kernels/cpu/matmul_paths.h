@@ -50,6 +50,8 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     if (t == gguf::GgmlType::Q4_1) return nb * (128 + 32);
     return nb * (t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16);
 }
-void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+// Prefill tasks take tiles.mc rows (whole panel pairs); decode splits rows evenly over the threads.
+void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                          const GemmTiles& tiles);
 
 }  // namespace pagoda::kernels::detail

@@ -167,7 +167,7 @@ void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, T
     if (w.is_packed() && packed_kernel_available() && quant_method() == QuantMethod::int8_dot) {
         if (n_tokens < 0) fail("matmul: negative shape");
         if (n_tokens == 0 || w.source().rows == 0) return;
-        return detail::matmul_packed_avx512(w, x, n_tokens, y, pool);
+        return detail::matmul_packed_avx512(w, x, n_tokens, y, pool, gemm_tiles());
     }
     if (w.parts().size() <= 1) return matmul(w.source(), x, n_tokens, y, pool);
     // Stacked without a packed kernel: each part on its own, its outputs moved into their columns.
