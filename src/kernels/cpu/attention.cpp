@@ -111,7 +111,11 @@ void paged_attention(const PagedAttentionBatch& b, const kv::KvPool& pool, int32
     int32_t longest = 1;
     for (const QueryRun& r : runs) longest = std::max(longest, r.count);
     const size_t scratch_stride = (attention_detail::scratch_floats(longest, group, d) + 15) / 16 * 16;
-    AlignedBuffer<float> scratch(scratch_stride * size_t(threads.size()));
+    // Kept per calling thread across calls (the kernel runs once per layer and step; allocating
+    // and zeroing the K/V tiles each time would cost decode a measurable share).
+    thread_local AlignedBuffer<float> scratch;
+    if (scratch.size() < scratch_stride * size_t(threads.size())) scratch.resize(scratch_stride * size_t(threads.size()));
+    float* const scratch_base = scratch.data();  // the workers' own thread_local is another buffer
     const uint8_t* k_layer = pool.k_data(layer);
     const uint8_t* v_layer = pool.v_data(layer);
     const size_t token_stride = size_t(b.n_heads) * size_t(d);
@@ -138,7 +142,7 @@ void paged_attention(const PagedAttentionBatch& b, const kv::KvPool& pool, int32
         t.row_bytes = L.row_bytes();
         t.dtype = L.dtype;
         t.scale = b.scale;
-        t.scratch = scratch.data() + size_t(thread) * scratch_stride;
+        t.scratch = scratch_base + size_t(thread) * scratch_stride;
         attend(t);
     });
 }

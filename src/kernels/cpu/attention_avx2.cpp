@@ -76,8 +76,10 @@ inline __m256 exp_nonpositive(__m256 x) {
 // paired the same way (lanes 4 apart, then 2, 1), whichever key a vector holds.
 inline __m256 reduce8(const __m256* a) {
     __m256 b[4], c[2];
+    #pragma GCC unroll 16
     for (int k = 0; k < 4; ++k)  // lanes 4 apart; 128-bit halves: [a_k | a_k+4]
         b[k] = _mm256_add_ps(_mm256_permute2f128_ps(a[k], a[k + 4], 0x20), _mm256_permute2f128_ps(a[k], a[k + 4], 0x31));
+    #pragma GCC unroll 16
     for (int k = 0; k < 2; ++k) {  // lanes 2 apart
         __m256d x = _mm256_unpacklo_pd(_mm256_castps_pd(b[k]), _mm256_castps_pd(b[k + 2]));
         __m256d y = _mm256_unpackhi_pd(_mm256_castps_pd(b[k]), _mm256_castps_pd(b[k + 2]));
@@ -89,37 +91,57 @@ inline __m256 reduce8(const __m256* a) {
     return _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 2, 1, 3, 4, 6, 5, 7));
 }
 
-// Scores of 8 consecutive f32 key rows: one FMA chain per key over the 8-float chunks of the row in
-// order, then reduce8. NV = ld / 8 when known at compile time (0: read from nv).
-template <int NV>
-inline __m256 scores8(const float* q, const float* k, int nv, int ld) {
+// Elements i..i+7 of a row of d widened to f32, zero past d.
+template <kv::KvDtype DT>
+inline __m256 load8_part(const uint8_t* row, int i, int d) {
+    if (i + 8 <= d) return load8<DT>(row, i);
+    alignas(32) float part[8] = {};
+    for (int k = 0; i + k < d; ++k) part[k] = load1<DT>(row, i + k);
+    return _mm256_load_ps(part);
+}
+
+// Scores of 8 key rows: one FMA chain per key over the row's 8-element chunks in order (lanes past d
+// read as zero; ld / 8 chunks, ld = padded_dim(d)), then reduce8. FULL: d is NV whole chunks.
+template <kv::KvDtype DT, int NV, bool FULL>
+inline __m256 scores8(const float* q, const uint8_t* const* rows, int nv, int d) {
     if constexpr (NV > 0) nv = NV;
     __m256 a[8];
+    #pragma GCC unroll 16
     for (int r = 0; r < 8; ++r) a[r] = _mm256_setzero_ps();
+    #pragma GCC unroll 16
     for (int v = 0; v < nv; ++v) {
         const __m256 qv = _mm256_load_ps(q + 8 * v);
-        for (int r = 0; r < 8; ++r) a[r] = _mm256_fmadd_ps(qv, _mm256_load_ps(k + size_t(r) * ld + 8 * v), a[r]);
+        #pragma GCC unroll 16
+        for (int r = 0; r < 8; ++r)
+            a[r] = _mm256_fmadd_ps(qv, FULL ? load8<DT>(rows[r], 8 * v) : load8_part<DT>(rows[r], 8 * v, d), a[r]);
     }
     return reduce8(a);
 }
 
-// acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads and 2 8-float chunks from chunk c0.
-template <int H>
-inline void accumulate_heads(float* const* acc, const float* const* p, const float* v, int n, int ld) {
+// acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads, two 8-float chunks at a time.
+template <kv::KvDtype DT, int H>
+inline void accumulate_heads(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d) {
+    const int ld = padded_dim(d);
     for (int c0 = 0; c0 < ld / 8; c0 += 2) {  // ld is a multiple of 16
         __m256 a[H][2];
+        #pragma GCC unroll 16
         for (int h = 0; h < H; ++h)
+            #pragma GCC unroll 16
             for (int c = 0; c < 2; ++c) a[h][c] = _mm256_load_ps(acc[h] + 8 * (c0 + c));
+        const bool full = 8 * c0 + 16 <= d;
         for (int j = 0; j < n; ++j) {
-            const __m256 v0 = _mm256_load_ps(v + size_t(j) * ld + 8 * c0);
-            const __m256 v1 = _mm256_load_ps(v + size_t(j) * ld + 8 * c0 + 8);
+            const __m256 v0 = full ? load8<DT>(rows[j], 8 * c0) : load8_part<DT>(rows[j], 8 * c0, d);
+            const __m256 v1 = full ? load8<DT>(rows[j], 8 * c0 + 8) : load8_part<DT>(rows[j], 8 * c0 + 8, d);
+            #pragma GCC unroll 16
             for (int h = 0; h < H; ++h) {
                 const __m256 pv = _mm256_set1_ps(p[h][j]);
                 a[h][0] = _mm256_fmadd_ps(pv, v0, a[h][0]);
                 a[h][1] = _mm256_fmadd_ps(pv, v1, a[h][1]);
             }
         }
+        #pragma GCC unroll 16
         for (int h = 0; h < H; ++h)
+            #pragma GCC unroll 16
             for (int c = 0; c < 2; ++c) _mm256_store_ps(acc[h] + 8 * (c0 + c), a[h][c]);
     }
 }
@@ -135,23 +157,25 @@ struct Avx2Ops {
             for (; i < ld; ++i) o[i] = 0.0f;
         }
     }
-    static void scores(const float* q, const float* k, int n, int ld, float scale, float* s) {
+    template <kv::KvDtype DT>
+    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
         const __m256 sv = _mm256_set1_ps(scale);
         for (int j = 0; j < n; j += 8) {
-            const float* kj = k + size_t(j) * ld;
             __m256 r;
-            if (ld == 64) r = scores8<8>(q, kj, 8, ld);
-            else if (ld == 128) r = scores8<16>(q, kj, 16, ld);
-            else r = scores8<0>(q, kj, ld / 8, ld);
+            if (d == 64) r = scores8<DT, 8, true>(q, rows + j, 8, d);
+            else if (d == 128) r = scores8<DT, 16, true>(q, rows + j, 16, d);
+            else r = scores8<DT, 0, false>(q, rows + j, padded_dim(d) / 8, d);
             _mm256_storeu_ps(s + j, _mm256_mul_ps(r, sv));
         }
     }
-    static void accumulate(float* const* acc, const float* const* p, int heads, const float* v, int n, int ld) {
+    template <kv::KvDtype DT>
+    static void accumulate(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
+                           int d) {
         switch (heads) {
-            case 4: accumulate_heads<4>(acc, p, v, n, ld); break;
-            case 3: accumulate_heads<3>(acc, p, v, n, ld); break;
-            case 2: accumulate_heads<2>(acc, p, v, n, ld); break;
-            default: accumulate_heads<1>(acc, p, v, n, ld); break;
+            case 4: accumulate_heads<DT, 4>(acc, p, rows, n, d); break;
+            case 3: accumulate_heads<DT, 3>(acc, p, rows, n, d); break;
+            case 2: accumulate_heads<DT, 2>(acc, p, rows, n, d); break;
+            default: accumulate_heads<DT, 1>(acc, p, rows, n, d); break;
         }
     }
     static void scale(float* acc, float c, int d) {  // d is a multiple of 16 (padded accumulator)

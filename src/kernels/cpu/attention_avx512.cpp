@@ -53,16 +53,19 @@ inline __m512 exp_nonpositive(__m512 x) {
 // paired the same way (lanes 8 apart, then 4, 2, 1), whichever key a vector holds.
 inline __m512 reduce16(const __m512* a) {
     __m512 b[8], c[4], e[2];
+    #pragma GCC unroll 16
     for (int k = 0; k < 8; ++k) {  // lanes 8 apart; 256-bit halves: [a_k | a_k+8]
         __m512 lo = _mm512_shuffle_f32x4(a[k], a[k + 8], _MM_SHUFFLE(1, 0, 1, 0));
         __m512 hi = _mm512_shuffle_f32x4(a[k], a[k + 8], _MM_SHUFFLE(3, 2, 3, 2));
         b[k] = _mm512_add_ps(lo, hi);
     }
+    #pragma GCC unroll 16
     for (int k = 0; k < 4; ++k) {  // lanes 4 apart; 128-bit quarters: [a_k, a_k+8, a_k+4, a_k+12]
         __m512 x = _mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(2, 0, 2, 0));
         __m512 y = _mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(3, 1, 3, 1));
         c[k] = _mm512_add_ps(x, y);
     }
+    #pragma GCC unroll 16
     for (int k = 0; k < 2; ++k) {  // lanes 2 apart
         __m512d x = _mm512_unpacklo_pd(_mm512_castps_pd(c[k]), _mm512_castps_pd(c[k + 2]));
         __m512d y = _mm512_unpackhi_pd(_mm512_castps_pd(c[k]), _mm512_castps_pd(c[k + 2]));
@@ -75,47 +78,69 @@ inline __m512 reduce16(const __m512* a) {
     return _mm512_permutexvar_ps(order, f);
 }
 
-// Scores of 16 consecutive f32 key rows: one FMA chain per key over the 16-float chunks of the row
-// in order, then reduce16. NV = ld / 16 when known at compile time (0: read from nv).
-template <int NV>
-inline __m512 scores16(const float* q, const float* k, int nv, int ld) {
+// Mask of the elements of 16-float chunk v that lie inside a row of d.
+inline __mmask16 chunk_mask(int v, int d) {
+    const int left = d - 16 * v;
+    return left >= 16 ? __mmask16(0xffff) : tail_mask(left);
+}
+
+// Scores of 16 key rows: one FMA chain per key over the row's 16-element chunks in order (lanes
+// past d read as zero), then reduce16. FULL: d is NV whole chunks.
+template <kv::KvDtype DT, int NV, bool FULL>
+inline __m512 scores16(const float* q, const uint8_t* const* rows, int nv, int d) {
     if constexpr (NV > 0) nv = NV;
     __m512 a[16];
+    #pragma GCC unroll 16
     for (int r = 0; r < 16; ++r) a[r] = _mm512_setzero_ps();
+    #pragma GCC unroll 16
     for (int v = 0; v < nv; ++v) {
         const __m512 qv = _mm512_load_ps(q + 16 * v);
-        for (int r = 0; r < 16; ++r) a[r] = _mm512_fmadd_ps(qv, _mm512_load_ps(k + size_t(r) * ld + 16 * v), a[r]);
+        const __mmask16 m = FULL ? __mmask16(0xffff) : chunk_mask(v, d);
+        #pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) a[r] = _mm512_fmadd_ps(qv, load16<DT>(rows[r], 16 * v, m), a[r]);
     }
     return reduce16(a);
 }
 
 // acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads and CW 16-float chunks from chunk c0.
-template <int H, int CW>
-inline void accumulate_block(float* const* acc, const float* const* p, const float* v, int n, int ld, int c0) {
+template <kv::KvDtype DT, int H, int CW>
+inline void accumulate_block(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d,
+                             int c0) {
     __m512 a[H][CW];
+    __mmask16 m[CW];
+    #pragma GCC unroll 16
+    for (int c = 0; c < CW; ++c) m[c] = chunk_mask(c0 + c, d);
+    #pragma GCC unroll 16
     for (int h = 0; h < H; ++h)
+        #pragma GCC unroll 16
         for (int c = 0; c < CW; ++c) a[h][c] = _mm512_load_ps(acc[h] + 16 * (c0 + c));
     for (int j = 0; j < n; ++j) {
         __m512 vv[CW];
-        for (int c = 0; c < CW; ++c) vv[c] = _mm512_load_ps(v + size_t(j) * ld + 16 * (c0 + c));
+        #pragma GCC unroll 16
+        for (int c = 0; c < CW; ++c) vv[c] = load16<DT>(rows[j], 16 * (c0 + c), m[c]);
+        #pragma GCC unroll 16
         for (int h = 0; h < H; ++h) {
             const __m512 pv = _mm512_set1_ps(p[h][j]);
+            #pragma GCC unroll 16
             for (int c = 0; c < CW; ++c) a[h][c] = _mm512_fmadd_ps(pv, vv[c], a[h][c]);
         }
     }
+    #pragma GCC unroll 16
     for (int h = 0; h < H; ++h)
+        #pragma GCC unroll 16
         for (int c = 0; c < CW; ++c) _mm512_store_ps(acc[h] + 16 * (c0 + c), a[h][c]);
 }
 
-template <int H>
-inline void accumulate_heads(float* const* acc, const float* const* p, const float* v, int n, int ld) {
-    const int nv = ld / 16;
+template <kv::KvDtype DT, int H>
+inline void accumulate_heads(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d) {
+    const int nv = (d + 15) / 16;
     int c0 = 0;
-    for (; c0 + 4 <= nv; c0 += 4) accumulate_block<H, 4>(acc, p, v, n, ld, c0);
+    #pragma GCC unroll 16
+    for (; c0 + 4 <= nv; c0 += 4) accumulate_block<DT, H, 4>(acc, p, rows, n, d, c0);
     switch (nv - c0) {
-        case 3: accumulate_block<H, 3>(acc, p, v, n, ld, c0); break;
-        case 2: accumulate_block<H, 2>(acc, p, v, n, ld, c0); break;
-        case 1: accumulate_block<H, 1>(acc, p, v, n, ld, c0); break;
+        case 3: accumulate_block<DT, H, 3>(acc, p, rows, n, d, c0); break;
+        case 2: accumulate_block<DT, H, 2>(acc, p, rows, n, d, c0); break;
+        case 1: accumulate_block<DT, H, 1>(acc, p, rows, n, d, c0); break;
         default: break;
     }
 }
@@ -131,23 +156,25 @@ struct Avx512Ops {
             }
         }
     }
-    static void scores(const float* q, const float* k, int n, int ld, float scale, float* s) {
+    template <kv::KvDtype DT>
+    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
         const __m512 sv = _mm512_set1_ps(scale);
         for (int j = 0; j < n; j += 16) {
-            const float* kj = k + size_t(j) * ld;
             __m512 r;
-            if (ld == 64) r = scores16<4>(q, kj, 4, ld);
-            else if (ld == 128) r = scores16<8>(q, kj, 8, ld);
-            else r = scores16<0>(q, kj, ld / 16, ld);
+            if (d == 64) r = scores16<DT, 4, true>(q, rows + j, 4, d);
+            else if (d == 128) r = scores16<DT, 8, true>(q, rows + j, 8, d);
+            else r = scores16<DT, 0, false>(q, rows + j, (d + 15) / 16, d);
             _mm512_storeu_ps(s + j, _mm512_mul_ps(r, sv));
         }
     }
-    static void accumulate(float* const* acc, const float* const* p, int heads, const float* v, int n, int ld) {
+    template <kv::KvDtype DT>
+    static void accumulate(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
+                           int d) {
         switch (heads) {
-            case 4: accumulate_heads<4>(acc, p, v, n, ld); break;
-            case 3: accumulate_heads<3>(acc, p, v, n, ld); break;
-            case 2: accumulate_heads<2>(acc, p, v, n, ld); break;
-            default: accumulate_heads<1>(acc, p, v, n, ld); break;
+            case 4: accumulate_heads<DT, 4>(acc, p, rows, n, d); break;
+            case 3: accumulate_heads<DT, 3>(acc, p, rows, n, d); break;
+            case 2: accumulate_heads<DT, 2>(acc, p, rows, n, d); break;
+            default: accumulate_heads<DT, 1>(acc, p, rows, n, d); break;
         }
     }
     static void scale(float* acc, float c, int d) {  // d is a multiple of 16 (padded accumulator)

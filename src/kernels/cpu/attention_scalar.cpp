@@ -32,18 +32,20 @@ struct ScalarOps {
             for (int i = d; i < ld; ++i) o[i] = 0.0f;
         }
     }
-    static void scores(const float* q, const float* k, int n, int ld, float scale, float* s) {
+    template <kv::KvDtype DT>
+    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
         for (int j = 0; j < n; ++j) {
-            const float* kr = k + size_t(j) * ld;
             float sum = 0.0f;
-            for (int i = 0; i < ld; ++i) sum += q[i] * kr[i];
+            for (int i = 0; i < d; ++i) sum += q[i] * load<DT>(rows[j], i);
             s[j] = sum * scale;
         }
     }
-    static void accumulate(float* const* acc, const float* const* p, int heads, const float* v, int n, int ld) {
+    template <kv::KvDtype DT>
+    static void accumulate(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
+                           int d) {
         for (int h = 0; h < heads; ++h)
             for (int j = 0; j < n; ++j)
-                for (int i = 0; i < ld; ++i) acc[h][i] += p[h][j] * v[size_t(j) * ld + i];
+                for (int i = 0; i < d; ++i) acc[h][i] += p[h][j] * load<DT>(rows[j], i);
     }
     static void scale(float* acc, float c, int d) {
         for (int i = 0; i < d; ++i) acc[i] *= c;
