@@ -3,6 +3,7 @@
 // all 8 at once), P.V with up to 4 heads sharing each V row, a vectorised exp for the softmax tile.
 #include <cstring>
 #include <immintrin.h>
+#include <limits>
 
 #include "kernels/cpu/attention_walk.h"
 
@@ -181,6 +182,16 @@ struct Avx2Ops {
     static void scale(float* acc, float c, int d) {  // d is a multiple of 16 (padded accumulator)
         const __m256 cv = _mm256_set1_ps(c);
         for (int i = 0; i < d; i += 8) _mm256_store_ps(acc + i, _mm256_mul_ps(_mm256_load_ps(acc + i), cv));
+    }
+    static float max(const float* s, int n) {
+        __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+        int j = 0;
+        for (; j + 8 <= n; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        float best = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+        for (; j < n; ++j) best = s[j] > best ? s[j] : best;
+        return best;
     }
     static float exp_sum(float* s, int n, float m) {
         const __m256 mv = _mm256_set1_ps(m);

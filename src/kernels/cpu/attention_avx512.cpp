@@ -2,6 +2,7 @@
 // (any head_dim), scores 16 keys at a time (one FMA chain per key, a shuffle tree to sum the lanes of
 // all 16 at once), P.V with up to 4 heads sharing each V row, a vectorised exp for the softmax tile.
 #include <immintrin.h>
+#include <limits>
 
 // GCC 12's AVX-512 headers implement several unmasked intrinsics on top of _mm512_undefined_*(),
 // which trips a false -Wmaybe-uninitialized when inlined (GCC bug 105593, fixed in GCC 13).
@@ -180,6 +181,14 @@ struct Avx512Ops {
     static void scale(float* acc, float c, int d) {  // d is a multiple of 16 (padded accumulator)
         const __m512 cv = _mm512_set1_ps(c);
         for (int i = 0; i < d; i += 16) _mm512_store_ps(acc + i, _mm512_mul_ps(_mm512_load_ps(acc + i), cv));
+    }
+    static float max(const float* s, int n) {
+        __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+        for (int j = 0; j < n; j += 16) {
+            const __mmask16 mk = n - j >= 16 ? __mmask16(0xffff) : tail_mask(n - j);
+            mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, s + j));
+        }
+        return _mm512_reduce_max_ps(mx);
     }
     static float exp_sum(float* s, int n, float m) {
         const __m512 mv = _mm512_set1_ps(m);

@@ -50,6 +50,11 @@ struct ScalarOps {
     static void scale(float* acc, float c, int d) {
         for (int i = 0; i < d; ++i) acc[i] *= c;
     }
+    static float max(const float* s, int n) {
+        float best = s[0];
+        for (int j = 1; j < n; ++j) best = s[j] > best ? s[j] : best;
+        return best;
+    }
     static float exp_sum(float* s, int n, float m) {
         float sum = 0.0f;
         for (int j = 0; j < n; ++j) {

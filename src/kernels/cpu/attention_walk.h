@@ -22,6 +22,7 @@
 //   void scores<DT>(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s)
 //       s[j] = scale * (q . row j) for j < n; may read rows[] and write s up to n rounded up to
 //       16 (never past kAttentionTile); each dot reduced in an order fixed by d alone
+//   float max(const float* s, int n)          the largest of s[0..n), n >= 1 (order-free: exact)
 //   float exp_sum(float* s, int n, float m)   s[j] = exp(s[j] - m) for j < n, returns their sum
 //   void scale(float* acc, float c, int ld)   acc *= c
 //   void accumulate<DT>(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows,
@@ -112,8 +113,7 @@ void walk_tiles(const Task& t) {
                 float* s = scores + size_t(h) * kTile;
                 scores_of(queries + size_t(h) * ld, k_rows, ni, s);
                 // Online softmax: new running max, rescale what was accumulated under the old one.
-                float tile_max = s[0];
-                for (int j = 1; j < ni; ++j) tile_max = s[j] > tile_max ? s[j] : tile_max;
+                const float tile_max = Ops::max(s, ni);
                 const float new_max = tile_max > run_max[h] ? tile_max : run_max[h];
                 const float correction = std::exp(run_max[h] - new_max);  // 0 on the first tile
                 const float tile_sum = Ops::exp_sum(s, ni, new_max);
