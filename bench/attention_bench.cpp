@@ -1,9 +1,13 @@
-// Paged flash attention vs a naive attention, per decoded token, at growing context; plus a KV
-// memory utilisation simulation (paged blocks vs contiguous max-length reservation).
+// Paged flash attention vs a naive attention, per decoded token, at growing context; paged
+// attention over a whole prefill (every token of a 512-token prompt attends to its prefix); plus a
+// KV memory utilisation simulation (paged blocks vs contiguous max-length reservation).
 //
 //   build/bench/attention_bench [--benchmark_filter=...]
 //
-// Shapes follow a Llama-3-8B layer: 32 query heads, 8 KV heads, head_dim 128, F16 KV, block 16.
+// Decode shapes follow a Llama-3-8B layer: 32 query heads, 8 KV heads, head_dim 128, F16 KV, block
+// 16. Prefill: 512 tokens, head_dim 64, F16 KV, block 16, 2 threads, with 12 heads / 12 KV heads
+// (the small test model) and 32 heads / 4 KV heads (GQA); FLOPs counted as 4 * head_dim per
+// (query head, visible key): the QK^T and PV products.
 #include <algorithm>
 #include <benchmark/benchmark.h>
 #include <cmath>
@@ -119,6 +123,60 @@ void BM_PagedAttentionDecodeF32(benchmark::State& state) { run_paged(state, kv::
 BENCHMARK(BM_NaiveAttentionDecode)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeF32)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeF16)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
+
+// One sequence's whole prompt in one batch: token t at position t attends to keys 0..t.
+void BM_PagedAttentionPrefillF16(benchmark::State& state) {
+    const int n_tokens = int(state.range(0)), n_heads = int(state.range(1)), n_kv = int(state.range(2));
+    const int head_dim = 64, block_size = 16;
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = n_kv;
+    L.head_dim = head_dim;
+    L.block_size = block_size;
+    L.dtype = kv::KvDtype::f16;
+    const int n_blocks = (n_tokens + block_size - 1) / block_size;
+    kv::KvPool pool(L, n_blocks);
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+    std::iota(table.begin(), table.end(), 0);
+    std::mt19937 rng(2);
+    std::shuffle(table.begin(), table.end(), rng);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    std::vector<float> k(size_t(n_kv) * head_dim), v(k.size());
+    for (int p = 0; p < n_tokens; ++p) {
+        for (auto& x : k) x = dist(rng);
+        for (auto& x : v) x = dist(rng);
+        int64_t slot = int64_t(table[size_t(p / block_size)]) * block_size + p % block_size;
+        pool.write(0, &slot, 1, k.data(), v.data());
+    }
+    std::vector<float> q(size_t(n_tokens) * n_heads * head_dim), out(q.size());
+    for (auto& x : q) x = dist(rng);
+    std::vector<int32_t> token_seq(size_t(n_tokens), 0), token_pos(static_cast<size_t>(n_tokens));
+    std::iota(token_pos.begin(), token_pos.end(), 0);
+    kernels::AttentionSeq seq{table.data(), int32_t(table.size())};
+    kernels::PagedAttentionBatch b;
+    b.q = q.data();
+    b.n_tokens = n_tokens;
+    b.n_heads = n_heads;
+    b.token_seq = token_seq.data();
+    b.token_pos = token_pos.data();
+    b.seqs = &seq;
+    b.n_seqs = 1;
+    b.scale = 1.0f / std::sqrt(float(head_dim));
+    ThreadPool threads(2);
+    for (auto _ : state) {
+        kernels::paged_attention(b, pool, 0, out.data(), threads);
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.SetLabel(isa_name(active_isa()));
+    const double keys = double(n_tokens) * (n_tokens + 1) / 2;  // visible keys summed over the queries
+    state.counters["GFLOP/s"] = benchmark::Counter(4.0 * head_dim * keys * n_heads * double(state.iterations()) / 1e9,
+                                                   benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PagedAttentionPrefillF16)
+    ->Args({512, 12, 12})
+    ->Args({512, 32, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // KV utilisation: requests with prompt and output lengths uniform in [16, 1024] and a 2048-token
 // context limit, each observed at a uniformly random point of its generation. Paged: a request

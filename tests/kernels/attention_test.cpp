@@ -2,7 +2,10 @@
 // from contiguous K/V arrays (no blocks, no tiles). Covers shuffled block tables, block sizes 1..256,
 // GQA ratios 1..8, several sequences of different lengths, chunked prefill (consecutive query
 // positions of one sequence), contexts that are not a multiple of the block size, each KV dtype
-// and each ISA path the CPU has.
+// and each ISA path the CPU has; prefill batches (runs of consecutive positions of one sequence,
+// several sequences, cached prefixes, gaps and restarts in the positions) against the same
+// reference, and bitwise batch invariance: each token alone vs inside a prefill batch, chunked
+// differently, reordered, with 1 or 2 threads.
 //
 // Tolerance: max |out - ref| <= 5e-6 (outputs are convex combinations of V rows in [-1, 1], so this
 // is 5e-6 relative to the value range; the worst seen is ~1e-6). For F16/BF16 the reference uses
@@ -261,6 +264,124 @@ TEST(PagedAttention, BatchInvariantBitwise) {
                 full.pool = std::move(alone.pool);
                 EXPECT_EQ(std::memcmp(single.data(), together.data() + t * row, row * sizeof(float)), 0)
                     << "token " << t << " isa " << isa_name(isa) << " threads " << n_threads;
+            }
+        }
+    }
+}
+
+// Prefill-shaped batches: for sequence s, the queries are runs of increasing positions; the kernel
+// groups consecutive tokens of one sequence into tasks, which must not change any result.
+std::vector<std::pair<int32_t, int32_t>> prefill_queries(const std::vector<int32_t>& lens, int config) {
+    std::vector<std::pair<int32_t, int32_t>> q;
+    // Sequence 0: a whole prompt from position 0, 40 tokens (several tasks, crosses a tile).
+    for (int32_t p = 0; p < 40; ++p) q.push_back({0, p});
+    // Sequence 1: chunked prefill after a cached prefix, starting mid-tile, odd length.
+    const int32_t chunk = 1 + (config * 7) % 37;
+    for (int32_t p = lens[1] - chunk; p < lens[1]; ++p) q.push_back({1, p});
+    // Sequence 2: increasing but not contiguous positions, then a restart (a new run), then a
+    // decode-style single token of sequence 0 between runs.
+    for (int32_t p : {3, 9, 63, 64, 65, 127, 128, 200}) q.push_back({2, std::min(p, lens[2] - 1)});
+    q.push_back({0, lens[0] - 1});
+    for (int32_t p = lens[2] - 20; p < lens[2]; p += 3) q.push_back({2, p});
+    q.push_back({2, 0});
+    return q;
+}
+
+TEST(PagedAttention, PrefillBatchesMatchNaiveReference) {
+    IsaGuard guard;
+    ThreadPool threads(2);
+    const int32_t head_dims[] = {64, 20, 3, 128, 16};
+    int config = 0;
+    for (int32_t bs : {1, 16, 256}) {
+        for (int32_t group : {1, 2, 3, 8}) {
+            kv::KvLayout L;
+            L.n_layers = 1;
+            L.n_kv_heads = group == 8 ? 1 : 2;
+            L.head_dim = head_dims[config % 5];
+            L.block_size = bs;
+            std::vector<int32_t> lens = {45 + config, 100 + 5 * config, 230 + 11 * config};
+            for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16}) {
+                L.dtype = dtype;
+                Scenario s = make_scenario(L, group, lens, prefill_queries(lens, config), uint32_t(500 + config),
+                                           config % 2 == 0 ? 5.0f : 1.0f);
+                std::vector<double> want = reference(s);
+                for (Isa isa : available_isas()) {
+                    set_isa(isa);
+                    double err = max_abs_diff(run_kernel(s, threads), want);
+                    EXPECT_LE(err, 5e-6) << "block " << bs << " group " << group << " head_dim " << L.head_dim
+                                         << " dtype " << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa);
+                }
+            }
+            ++config;
+        }
+    }
+}
+
+// The kernel on a subset of `full`'s tokens (same pool, same queries), in the given order.
+std::vector<float> run_subset(Scenario& full, const std::vector<int64_t>& tokens, ThreadPool& threads) {
+    const size_t row = size_t(full.n_heads) * full.layout.head_dim;
+    Scenario part;
+    part.layout = full.layout;
+    part.n_heads = full.n_heads;
+    part.tables = full.tables;
+    for (int64_t t : tokens) {
+        part.token_seq.push_back(full.token_seq[size_t(t)]);
+        part.token_pos.push_back(full.token_pos[size_t(t)]);
+        part.q.insert(part.q.end(), full.q.begin() + t * int64_t(row), full.q.begin() + (t + 1) * int64_t(row));
+    }
+    part.pool = std::move(full.pool);
+    std::vector<float> out = run_kernel(part, threads);
+    full.pool = std::move(part.pool);
+    return out;
+}
+
+// Every token of a long two-sequence prefill batch gets the same bits decoded alone, in chunks of
+// 7 tokens, with the sequences in the other order, and with 1 or 2 threads.
+TEST(PagedAttention, PrefillBatchInvariantBitwise) {
+    IsaGuard guard;
+    struct Shape {
+        int32_t head_dim, group, block_size;
+        KvDtype dtype;
+    };
+    for (Shape shape : {Shape{64, 1, 16, KvDtype::f16}, Shape{20, 4, 1, KvDtype::f32}, Shape{128, 2, 256, KvDtype::bf16}}) {
+        kv::KvLayout L;
+        L.n_layers = 1;
+        L.n_kv_heads = 2;
+        L.head_dim = shape.head_dim;
+        L.block_size = shape.block_size;
+        L.dtype = shape.dtype;
+        std::vector<int32_t> lens = {300, 150};
+        std::vector<std::pair<int32_t, int32_t>> batch;
+        for (int32_t p = 210; p < 300; ++p) batch.push_back({0, p});  // chunked prefill, cached prefix
+        for (int32_t p = 0; p < 150; ++p) batch.push_back({1, p});    // whole prompt
+        Scenario full = make_scenario(L, shape.group, lens, batch, 21, 4.0f);
+        const int64_t n = full.n_tokens();
+        const size_t row = size_t(full.n_heads) * L.head_dim;
+        std::vector<int64_t> all(static_cast<size_t>(n)), swapped;
+        std::iota(all.begin(), all.end(), 0);
+        for (int64_t t = 90; t < n; ++t) swapped.push_back(t);
+        for (int64_t t = 0; t < 90; ++t) swapped.push_back(t);
+        for (Isa isa : available_isas()) {
+            set_isa(isa);
+            ThreadPool two(2), one(1);
+            const std::vector<float> together = run_kernel(full, two);
+            auto same = [&](const float* got, int64_t t, const char* how) {
+                EXPECT_EQ(std::memcmp(got, together.data() + t * int64_t(row), row * sizeof(float)), 0)
+                    << how << ": token " << t << " isa " << isa_name(isa) << " head_dim " << L.head_dim;
+            };
+            std::vector<float> single_thread = run_kernel(full, one);
+            for (int64_t t = 0; t < n; ++t) same(single_thread.data() + t * int64_t(row), t, "1 thread");
+            for (int64_t t = 0; t < n; t += 7) {
+                std::vector<int64_t> chunk;
+                for (int64_t u = t; u < std::min(n, t + 7); ++u) chunk.push_back(u);
+                std::vector<float> got = run_subset(full, chunk, two);
+                for (size_t i = 0; i < chunk.size(); ++i) same(got.data() + i * row, chunk[i], "chunk of 7");
+            }
+            std::vector<float> got = run_subset(full, swapped, two);
+            for (size_t i = 0; i < swapped.size(); ++i) same(got.data() + i * row, swapped[i], "reordered");
+            for (int64_t t = 0; t < n; t += 3) {  // every third token decoded alone (each position class)
+                std::vector<float> alone = run_subset(full, {t}, one);
+                same(alone.data(), t, "alone");
             }
         }
     }

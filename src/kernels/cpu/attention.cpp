@@ -1,6 +1,7 @@
-// Paged attention: argument checks, ISA dispatch and the (token, KV head) task split.
+// Paged attention: argument checks, ISA dispatch and the (query run, KV head) task split.
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -60,7 +61,38 @@ void validate(const PagedAttentionBatch& b, const kv::KvPool& pool, int32_t laye
     }
 }
 
+// A task's queries: `count` consecutive batch tokens from `first`, of one sequence, with strictly
+// increasing positions.
+struct QueryRun {
+    int64_t first;
+    int32_t count;
+};
+
+// Splits the batch into runs of consecutive tokens of one sequence with increasing positions (the
+// prefill / chunked-prefill case), each at most `max_len` long; decode tokens become runs of one.
+// Heaviest first (the furthest last position: causal work grows with it) so the pool's dynamic
+// claiming ends with the small tasks.
+std::vector<QueryRun> split_runs(const PagedAttentionBatch& b, int32_t max_len) {
+    std::vector<QueryRun> runs;
+    for (int64_t t = 0; t < b.n_tokens;) {
+        int32_t len = 1;
+        while (len < max_len && t + len < b.n_tokens && b.token_seq[t + len] == b.token_seq[t] &&
+               b.token_pos[t + len] > b.token_pos[t + len - 1])
+            ++len;
+        runs.push_back({t, len});
+        t += len;
+    }
+    std::stable_sort(runs.begin(), runs.end(), [&](const QueryRun& x, const QueryRun& y) {
+        return b.token_pos[x.first + x.count - 1] > b.token_pos[y.first + y.count - 1];
+    });
+    return runs;
+}
+
 }  // namespace
+
+int32_t attention_query_tile(int32_t group) {
+    return std::clamp<int32_t>(kAttentionQueryHeads / std::max<int32_t>(group, 1), 1, kAttentionMaxQueryTile);
+}
 
 void paged_attention(const PagedAttentionBatch& b, const kv::KvPool& pool, int32_t layer, float* out,
                      ThreadPool& threads) {
@@ -74,23 +106,34 @@ void paged_attention(const PagedAttentionBatch& b, const kv::KvPool& pool, int32
     while ((int32_t(1) << shift) < L.block_size) ++shift;
 
     const AttendFn attend = pick_path();
-    const size_t scratch_stride = (attention_detail::scratch_floats(group, d) + 15) / 16 * 16;
-    AlignedBuffer<float> scratch(scratch_stride * size_t(threads.size()));
+    const int32_t query_tile = attention_query_tile(group);
+    const std::vector<QueryRun> runs = split_runs(b, query_tile);
+    int32_t longest = 1;
+    for (const QueryRun& r : runs) longest = std::max(longest, r.count);
+    const size_t scratch_stride = (attention_detail::scratch_floats(longest, group, d) + 15) / 16 * 16;
+    // Kept per calling thread across calls (the kernel runs once per layer and step; allocating
+    // and zeroing the K/V tiles each time would cost decode a measurable share).
+    thread_local AlignedBuffer<float> scratch;
+    if (scratch.size() < scratch_stride * size_t(threads.size())) scratch.resize(scratch_stride * size_t(threads.size()));
+    float* const scratch_base = scratch.data();  // the workers' own thread_local is another buffer
     const uint8_t* k_layer = pool.k_data(layer);
     const uint8_t* v_layer = pool.v_data(layer);
+    const size_t token_stride = size_t(b.n_heads) * size_t(d);
 
-    const int n_tasks = int(b.n_tokens * n_kv);
+    const int n_tasks = int(int64_t(runs.size()) * n_kv);
     threads.run(n_tasks, [&](int task, int thread) {
-        const int64_t token = task / n_kv;
+        const QueryRun& run = runs[size_t(task / n_kv)];
         const int32_t kv_head = task % n_kv;
-        const AttentionSeq& seq = b.seqs[b.token_seq[token]];
-        const size_t head_offset = size_t(token) * size_t(b.n_heads) * size_t(d) + size_t(kv_head) * size_t(group) * d;
+        const AttentionSeq& seq = b.seqs[b.token_seq[run.first]];
+        const size_t head_offset = size_t(run.first) * token_stride + size_t(kv_head) * size_t(group) * d;
         Task t;
         t.q = b.q + head_offset;
         t.out = out + head_offset;
+        t.token_stride = token_stride;
+        t.pos = b.token_pos + run.first;
+        t.n_queries = run.count;
         t.group = group;
         t.head_dim = d;
-        t.pos = b.token_pos[token];
         t.block_table = seq.block_table;
         t.block_shift = shift;
         t.k_head = k_layer + size_t(kv_head) * L.head_block_bytes();
@@ -99,7 +142,7 @@ void paged_attention(const PagedAttentionBatch& b, const kv::KvPool& pool, int32
         t.row_bytes = L.row_bytes();
         t.dtype = L.dtype;
         t.scale = b.scale;
-        t.scratch = scratch.data() + size_t(thread) * scratch_stride;
+        t.scratch = scratch_base + size_t(thread) * scratch_stride;
         attend(t);
     });
 }

@@ -6,14 +6,25 @@
 // from the pool's blocks through the token's sequence block table (position j lives in block
 // table[j / block_size], slot j % block_size).
 //
-// The keys are walked in tiles of kAttentionTile positions with an online softmax (running max
-// and sum, accumulator rescaled when the max grows), F32 accumulation, so no score row longer
-// than a tile is ever materialised. Work is split over (token, KV head) pairs on the ThreadPool;
-// each pair is computed start to end by one thread in an order that depends only on that token's
-// position and the pool's block size — so a token's output is bitwise identical whatever else is
-// in the batch and however many threads run (batch invariance), for a given ISA path.
+// Work is split into tasks of (query run, KV head): a query run is up to attention_query_tile()
+// consecutive batch tokens of one sequence with increasing positions (a prefill or chunked-prefill
+// chunk; positions need not be contiguous, the batch may mix sequences; a decode token is a run of
+// one). A task walks the keys 0..(its last position) in tiles of kAttentionTile absolute positions,
+// converts each tile's K and V rows to f32 once and uses them for all its query heads: the scores
+// are a small queries x keys product, then an online softmax per query head (running max and sum,
+// accumulator rescaled when the max grows, F32 accumulation), then P.V; each query only sees keys
+// <= its own position. No score row longer than a tile is ever materialised. Tasks are claimed
+// dynamically from the ThreadPool, longest runs first.
 //
-// The SIMD path (scalar / AVX2 / AVX-512) follows pagoda::active_isa().
+// Batch invariance: the arithmetic of one (token, head) — which tiles, how many keys of each, the
+// order every dot product and every accumulator element is reduced in — depends only on that
+// token's position, the head size, the block table contents and the ISA path, never on the other
+// tokens of its run or batch nor on the thread count. So a token's output is bitwise identical
+// decoded alone, inside any prefill batch, or chunked differently, for a given ISA path.
+//
+// The SIMD path (scalar / AVX2 / AVX-512) follows pagoda::active_isa(); any head_dim >= 1, any
+// block size the KV layout allows, KV stored as f32, f16 or bf16, GQA (n_heads a multiple of
+// n_kv_heads).
 // The KV of every position 0..pos[t] must already be written (KvPool::write) for the layer,
 // including the tokens of this very batch.
 #pragma once
@@ -24,7 +35,14 @@
 
 namespace pagoda::kernels {
 
-constexpr int32_t kAttentionTile = 64;  // key positions per online-softmax tile
+constexpr int32_t kAttentionTile = 64;          // key positions per online-softmax tile
+constexpr int32_t kAttentionMaxQueryTile = 16;  // most tokens per task
+constexpr int32_t kAttentionQueryHeads = 32;    // query heads per task aimed for (tokens x group)
+
+// Tokens per task for `group` query heads per KV head: kAttentionQueryHeads / group, in
+// 1..kAttentionMaxQueryTile (more query heads per task reuse each converted K/V tile more, but
+// need more scratch and leave fewer tasks to share out).
+int32_t attention_query_tile(int32_t group);
 
 // A sequence's block table as the kernel sees it (e.g. BlockManager::block_table(seq).data()).
 struct AttentionSeq {

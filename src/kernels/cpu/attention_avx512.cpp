@@ -1,6 +1,8 @@
-// AVX-512 (F/BW/VL) path of the paged attention kernel: 16-lane dot products and V accumulation with
-// masked tails (any head_dim without scalar loops), and a vectorised exp for the softmax tile.
+// AVX-512 (F/BW/VL) path of the paged attention kernel: K/V tiles widened to f32 with masked loads
+// (any head_dim), scores 16 keys at a time (one FMA chain per key, a shuffle tree to sum the lanes of
+// all 16 at once), P.V with up to 4 heads sharing each V row, a vectorised exp for the softmax tile.
 #include <immintrin.h>
+#include <limits>
 
 // GCC 12's AVX-512 headers implement several unmasked intrinsics on top of _mm512_undefined_*(),
 // which trips a false -Wmaybe-uninitialized when inlined (GCC bug 105593, fixed in GCC 13).
@@ -48,87 +50,145 @@ inline __m512 exp_nonpositive(__m512 x) {
     return _mm512_maskz_mul_ps(ok, p, _mm512_castsi512_ps(e));
 }
 
-// Tile-wide versions for the common head sizes (NV = head_dim / 16 vectors): q and the accumulator
-// live in registers across the tile's rows. Per element they perform exactly the operations of
-// Avx512Ops::dot / ::axpy in the same order, so results are bit-identical to the generic path.
-template <kv::KvDtype DT, int NV>
-inline void dots_regs(const float* q, const uint8_t* const* rows, int n, float scale, float* s) {
-    __m512 qv[NV];
-    for (int v = 0; v < NV; ++v) qv[v] = _mm512_loadu_ps(q + 16 * v);
-    int j = 0;
-    for (; j + 2 <= n; j += 2) {  // two rows at once: four independent FMA chains
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-        for (int v = 0; v < NV; v += 2) {
-            a0 = _mm512_fmadd_ps(qv[v], load16<DT>(rows[j], 16 * v, 0xffff), a0);
-            a1 = _mm512_fmadd_ps(qv[v + 1], load16<DT>(rows[j], 16 * v + 16, 0xffff), a1);
-            b0 = _mm512_fmadd_ps(qv[v], load16<DT>(rows[j + 1], 16 * v, 0xffff), b0);
-            b1 = _mm512_fmadd_ps(qv[v + 1], load16<DT>(rows[j + 1], 16 * v + 16, 0xffff), b1);
-        }
-        s[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * scale;
-        s[j + 1] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1)) * scale;
+// Sums each of 16 vectors across its lanes: lane j of the result is the sum of a[j]'s lanes, always
+// paired the same way (lanes 8 apart, then 4, 2, 1), whichever key a vector holds.
+inline __m512 reduce16(const __m512* a) {
+    __m512 b[8], c[4], e[2];
+    #pragma GCC unroll 16
+    for (int k = 0; k < 8; ++k) {  // lanes 8 apart; 256-bit halves: [a_k | a_k+8]
+        __m512 lo = _mm512_shuffle_f32x4(a[k], a[k + 8], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 hi = _mm512_shuffle_f32x4(a[k], a[k + 8], _MM_SHUFFLE(3, 2, 3, 2));
+        b[k] = _mm512_add_ps(lo, hi);
     }
-    for (; j < n; ++j) {
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-        for (int v = 0; v < NV; v += 2) {
-            a0 = _mm512_fmadd_ps(qv[v], load16<DT>(rows[j], 16 * v, 0xffff), a0);
-            a1 = _mm512_fmadd_ps(qv[v + 1], load16<DT>(rows[j], 16 * v + 16, 0xffff), a1);
-        }
-        s[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * scale;
+    #pragma GCC unroll 16
+    for (int k = 0; k < 4; ++k) {  // lanes 4 apart; 128-bit quarters: [a_k, a_k+8, a_k+4, a_k+12]
+        __m512 x = _mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(2, 0, 2, 0));
+        __m512 y = _mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(3, 1, 3, 1));
+        c[k] = _mm512_add_ps(x, y);
     }
+    #pragma GCC unroll 16
+    for (int k = 0; k < 2; ++k) {  // lanes 2 apart
+        __m512d x = _mm512_unpacklo_pd(_mm512_castps_pd(c[k]), _mm512_castps_pd(c[k + 2]));
+        __m512d y = _mm512_unpackhi_pd(_mm512_castps_pd(c[k]), _mm512_castps_pd(c[k + 2]));
+        e[k] = _mm512_add_ps(_mm512_castpd_ps(x), _mm512_castpd_ps(y));
+    }
+    // lanes 1 apart; lane 4L + {0,1,2,3} of the sum holds vector [0,2,1,3][.] + {0,8,4,12}[L]
+    __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
+    return _mm512_permutexvar_ps(order, f);
 }
 
-template <kv::KvDtype DT, int NV>
-inline void accumulate_regs(float* acc, const float* p, const uint8_t* const* rows, int n) {
-    __m512 a[NV];
-    for (int v = 0; v < NV; ++v) a[v] = _mm512_loadu_ps(acc + 16 * v);
-    for (int j = 0; j < n; ++j) {
-        const __m512 pv = _mm512_set1_ps(p[j]);
-        for (int v = 0; v < NV; ++v) a[v] = _mm512_fmadd_ps(pv, load16<DT>(rows[j], 16 * v, 0xffff), a[v]);
+// Mask of the elements of 16-float chunk v that lie inside a row of d.
+inline __mmask16 chunk_mask(int v, int d) {
+    const int left = d - 16 * v;
+    return left >= 16 ? __mmask16(0xffff) : tail_mask(left);
+}
+
+// Scores of 16 key rows: one FMA chain per key over the row's 16-element chunks in order (lanes
+// past d read as zero), then reduce16. FULL: d is NV whole chunks.
+template <kv::KvDtype DT, int NV, bool FULL>
+inline __m512 scores16(const float* q, const uint8_t* const* rows, int nv, int d) {
+    if constexpr (NV > 0) nv = NV;
+    __m512 a[16];
+    #pragma GCC unroll 16
+    for (int r = 0; r < 16; ++r) a[r] = _mm512_setzero_ps();
+    #pragma GCC unroll 16
+    for (int v = 0; v < nv; ++v) {
+        const __m512 qv = _mm512_load_ps(q + 16 * v);
+        const __mmask16 m = FULL ? __mmask16(0xffff) : chunk_mask(v, d);
+        #pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) a[r] = _mm512_fmadd_ps(qv, load16<DT>(rows[r], 16 * v, m), a[r]);
     }
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + 16 * v, a[v]);
+    return reduce16(a);
+}
+
+// acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads and CW 16-float chunks from chunk c0.
+template <kv::KvDtype DT, int H, int CW>
+inline void accumulate_block(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d,
+                             int c0) {
+    __m512 a[H][CW];
+    __mmask16 m[CW];
+    #pragma GCC unroll 16
+    for (int c = 0; c < CW; ++c) m[c] = chunk_mask(c0 + c, d);
+    #pragma GCC unroll 16
+    for (int h = 0; h < H; ++h)
+        #pragma GCC unroll 16
+        for (int c = 0; c < CW; ++c) a[h][c] = _mm512_load_ps(acc[h] + 16 * (c0 + c));
+    for (int j = 0; j < n; ++j) {
+        __m512 vv[CW];
+        #pragma GCC unroll 16
+        for (int c = 0; c < CW; ++c) vv[c] = load16<DT>(rows[j], 16 * (c0 + c), m[c]);
+        #pragma GCC unroll 16
+        for (int h = 0; h < H; ++h) {
+            const __m512 pv = _mm512_set1_ps(p[h][j]);
+            #pragma GCC unroll 16
+            for (int c = 0; c < CW; ++c) a[h][c] = _mm512_fmadd_ps(pv, vv[c], a[h][c]);
+        }
+    }
+    #pragma GCC unroll 16
+    for (int h = 0; h < H; ++h)
+        #pragma GCC unroll 16
+        for (int c = 0; c < CW; ++c) _mm512_store_ps(acc[h] + 16 * (c0 + c), a[h][c]);
+}
+
+template <kv::KvDtype DT, int H>
+inline void accumulate_heads(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d) {
+    const int nv = (d + 15) / 16;
+    int c0 = 0;
+    #pragma GCC unroll 16
+    for (; c0 + 4 <= nv; c0 += 4) accumulate_block<DT, H, 4>(acc, p, rows, n, d, c0);
+    switch (nv - c0) {
+        case 3: accumulate_block<DT, H, 3>(acc, p, rows, n, d, c0); break;
+        case 2: accumulate_block<DT, H, 2>(acc, p, rows, n, d, c0); break;
+        case 1: accumulate_block<DT, H, 1>(acc, p, rows, n, d, c0); break;
+        default: break;
+    }
 }
 
 struct Avx512Ops {
     template <kv::KvDtype DT>
-    static void dots(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
-        if (d == 128) return dots_regs<DT, 8>(q, rows, n, scale, s);
-        if (d == 64) return dots_regs<DT, 4>(q, rows, n, scale, s);
-        for (int j = 0; j < n; ++j) s[j] = dot<DT>(q, rows[j], d) * scale;
-    }
-    template <kv::KvDtype DT>
-    static void accumulate(float* acc, const float* p, const uint8_t* const* rows, int n, int d) {
-        if (d == 128) return accumulate_regs<DT, 8>(acc, p, rows, n);
-        if (d == 64) return accumulate_regs<DT, 4>(acc, p, rows, n);
-        for (int j = 0; j < n; ++j) axpy<DT>(acc, p[j], rows[j], d);
-    }
-    template <kv::KvDtype DT>
-    static float dot(const float* q, const uint8_t* k, int d) {
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-        int i = 0;
-        for (; i + 32 <= d; i += 32) {
-            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), load16<DT>(k, i, 0xffff), a0);
-            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16), load16<DT>(k, i + 16, 0xffff), a1);
+    static void convert(const uint8_t* const* rows, int n, int d, int ld, float* dst) {
+        for (int r = 0; r < n; ++r) {
+            float* o = dst + size_t(r) * ld;
+            for (int i = 0; i < ld; i += 16) {  // zero-masked loads past d give the zero padding
+                const __mmask16 m = d - i >= 16 ? __mmask16(0xffff) : d > i ? tail_mask(d - i) : __mmask16(0);
+                _mm512_store_ps(o + i, load16<DT>(rows[r], i, m));
+            }
         }
-        for (; i < d; i += 16) {
-            __mmask16 m = d - i >= 16 ? __mmask16(0xffff) : tail_mask(d - i);
-            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), load16<DT>(k, i, m), a0);
-        }
-        return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
     }
     template <kv::KvDtype DT>
-    static void axpy(float* acc, float p, const uint8_t* v, int d) {
-        // acc is padded to a multiple of 16 floats, so full-width accumulator access is safe; only
-        // the V row read needs the mask.
-        const __m512 pv = _mm512_set1_ps(p);
-        for (int i = 0; i < d; i += 16) {
-            __mmask16 m = d - i >= 16 ? __mmask16(0xffff) : tail_mask(d - i);
-            _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(pv, load16<DT>(v, i, m), _mm512_loadu_ps(acc + i)));
+    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
+        const __m512 sv = _mm512_set1_ps(scale);
+        for (int j = 0; j < n; j += 16) {
+            __m512 r;
+            if (d == 64) r = scores16<DT, 4, true>(q, rows + j, 4, d);
+            else if (d == 128) r = scores16<DT, 8, true>(q, rows + j, 8, d);
+            else r = scores16<DT, 0, false>(q, rows + j, (d + 15) / 16, d);
+            _mm512_storeu_ps(s + j, _mm512_mul_ps(r, sv));
+        }
+    }
+    template <kv::KvDtype DT>
+    static void accumulate(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
+                           int d) {
+        switch (heads) {
+            case 4: accumulate_heads<DT, 4>(acc, p, rows, n, d); break;
+            case 3: accumulate_heads<DT, 3>(acc, p, rows, n, d); break;
+            case 2: accumulate_heads<DT, 2>(acc, p, rows, n, d); break;
+            default: accumulate_heads<DT, 1>(acc, p, rows, n, d); break;
         }
     }
     static void scale(float* acc, float c, int d) {  // d is a multiple of 16 (padded accumulator)
         const __m512 cv = _mm512_set1_ps(c);
-        for (int i = 0; i < d; i += 16) _mm512_storeu_ps(acc + i, _mm512_mul_ps(_mm512_loadu_ps(acc + i), cv));
+        for (int i = 0; i < d; i += 16) _mm512_store_ps(acc + i, _mm512_mul_ps(_mm512_load_ps(acc + i), cv));
+    }
+    static float max(const float* s, int n) {
+        __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+        for (int j = 0; j < n; j += 16) {
+            const __mmask16 mk = n - j >= 16 ? __mmask16(0xffff) : tail_mask(n - j);
+            mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, s + j));
+        }
+        return _mm512_reduce_max_ps(mx);
     }
     static float exp_sum(float* s, int n, float m) {
         const __m512 mv = _mm512_set1_ps(m);

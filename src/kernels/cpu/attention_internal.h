@@ -1,20 +1,29 @@
 // Internal to the paged attention kernel: the per-task contract shared by the ISA-specific files
 // (attention_scalar.cpp, attention_avx2.cpp, attention_avx512.cpp) and the dispatcher
-// (attention.cpp). One task = one query token x one KV head = `group` consecutive query heads.
+// (attention.cpp). One task = a run of 1..kQueryTile consecutive batch tokens of one sequence (with
+// increasing positions) x one KV head = `group` consecutive query heads of each of those tokens.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/attention.h"
 #include "kv/kv_layout.h"
 
 namespace pagoda::kernels::attention_detail {
 
+// Rows of the f32 K/V tiles, query and accumulator vectors are padded to this many floats (zeros),
+// so every SIMD path works on whole vectors whatever head_dim is.
+constexpr int kPad = 16;
+inline int padded_dim(int head_dim) { return (head_dim + kPad - 1) / kPad * kPad; }
+
 struct Task {
-    const float* q;          // [group][head_dim] the query heads served by this KV head
-    float* out;              // [group][head_dim]
+    const float* q;          // query i of the task: q + i * token_stride, [group][head_dim]
+    float* out;              // same layout as q
+    size_t token_stride;     // floats between consecutive tokens (n_heads * head_dim)
+    const int32_t* pos;      // [n_queries] strictly increasing positions; query i attends to 0..pos[i]
+    int32_t n_queries;       // 1..kQueryTile
     int32_t group;           // query heads per KV head
     int32_t head_dim;
-    int32_t pos;             // attends to keys 0..pos
     const int32_t* block_table;
     int32_t block_shift;     // log2(block_size)
     const uint8_t* k_head;   // layer K base + kv_head * head_block_bytes
@@ -23,13 +32,15 @@ struct Task {
     size_t row_bytes;        // bytes of one head_dim row
     kv::KvDtype dtype;
     float scale;
-    float* scratch;          // scratch_floats(group, head_dim) floats, 64-byte aligned
+    float* scratch;          // scratch_floats(n_queries, group, head_dim) floats, 64-byte aligned
 };
 
-// Scratch layout: scores [group][kAttentionTile] | acc [group][head_dim] | max [group] | sum [group].
-inline size_t scratch_floats(int32_t group, int32_t head_dim) {
-    size_t acc = (size_t(head_dim) + 15) / 16 * 16;
-    return size_t(group) * (64 + acc + 32);
+// Scratch layout (ld = padded_dim(head_dim), qh = n_queries * group query heads):
+//   K tile [kAttentionTile][ld] | V tile [kAttentionTile][ld] | queries [qh][ld] | acc [qh][ld]
+//   | scores [qh][kAttentionTile] | running max [qh] | running sum [qh]
+inline size_t scratch_floats(int32_t n_queries, int32_t group, int32_t head_dim) {
+    const size_t ld = size_t(padded_dim(head_dim)), qh = size_t(n_queries) * size_t(group);
+    return 2 * size_t(kAttentionTile) * ld + 2 * qh * ld + qh * size_t(kAttentionTile) + 2 * qh;
 }
 
 void attend_scalar(const Task& t);

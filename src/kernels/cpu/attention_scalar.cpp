@@ -1,4 +1,5 @@
-// Portable reference path of the paged attention kernel (any x86-64, any head_dim).
+// Portable reference path of the paged attention kernel (any x86-64, any head_dim): plain loops,
+// each score summed element by element in index order.
 #include <cmath>
 #include <cstring>
 
@@ -24,17 +25,35 @@ inline float load(const uint8_t* row, int i) {
 
 struct ScalarOps {
     template <kv::KvDtype DT>
-    static float dot(const float* q, const uint8_t* k, int d) {
-        float sum = 0.0f;
-        for (int i = 0; i < d; ++i) sum += q[i] * load<DT>(k, i);
-        return sum;
+    static void convert(const uint8_t* const* rows, int n, int d, int ld, float* dst) {
+        for (int r = 0; r < n; ++r) {
+            float* o = dst + size_t(r) * ld;
+            for (int i = 0; i < d; ++i) o[i] = load<DT>(rows[r], i);
+            for (int i = d; i < ld; ++i) o[i] = 0.0f;
+        }
     }
     template <kv::KvDtype DT>
-    static void axpy(float* acc, float p, const uint8_t* v, int d) {
-        for (int i = 0; i < d; ++i) acc[i] += p * load<DT>(v, i);
+    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
+        for (int j = 0; j < n; ++j) {
+            float sum = 0.0f;
+            for (int i = 0; i < d; ++i) sum += q[i] * load<DT>(rows[j], i);
+            s[j] = sum * scale;
+        }
+    }
+    template <kv::KvDtype DT>
+    static void accumulate(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
+                           int d) {
+        for (int h = 0; h < heads; ++h)
+            for (int j = 0; j < n; ++j)
+                for (int i = 0; i < d; ++i) acc[h][i] += p[h][j] * load<DT>(rows[j], i);
     }
     static void scale(float* acc, float c, int d) {
         for (int i = 0; i < d; ++i) acc[i] *= c;
+    }
+    static float max(const float* s, int n) {
+        float best = s[0];
+        for (int j = 1; j < n; ++j) best = s[j] > best ? s[j] : best;
+        return best;
     }
     static float exp_sum(float* s, int n, float m) {
         float sum = 0.0f;
