@@ -11,6 +11,8 @@
 // int32 and accumulate 8 f32 lanes over groups (int8_fused.h).
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <span>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
@@ -49,5 +51,18 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     return nb * (t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16);
 }
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// 2 MiB-aligned zeroed memory advised for transparent huge pages (packed weights; see PackedWeight).
+std::shared_ptr<uint8_t> alloc_huge(size_t bytes);
+
+// BF16 panels of F16 / BF16 weights (layout: PackedWeight in matmul.h): 16 rows, one 64-byte vector
+// per column pair. Only call where bf16_kernel_available() (the AVX-512 BF16 instructions run).
+constexpr int64_t kBf16PanelRows = 16;
+inline int64_t bf16_panel_bytes(int64_t cols) { return (cols + 1) / 2 * 64; }
+// Writes the panels of the parts stacked by rows (rows of part 1 follow part 0's, across panels)
+// into out (zeroed, n_panels * bf16_panel_bytes bytes).
+void pack_bf16_panels(std::span<const WeightView> parts, uint8_t* out);
+void matmul_bf16_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                        const GemmTiles& tiles);
 
 }  // namespace pagoda::kernels::detail
