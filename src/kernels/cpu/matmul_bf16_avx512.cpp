@@ -23,7 +23,7 @@
 namespace pagoda::kernels::detail {
 namespace {
 
-constexpr int kPrefillPanels = 2, kPrefillTokens = 12;
+constexpr int kPrefillPanels = 4, kPrefillTokens = 6;
 
 // The activations as bf16 pairs: token t's pair j is the dword at x + t * stride + j (zero pairs
 // past the columns, so the odd-width zero column multiplies a zero).
