@@ -8,7 +8,8 @@
 // the lane vectors (exact), so the order is independent of tiles, n_tokens and threads. The int8
 // method: the scalar kernel keeps one f32 accumulator over 32-value blocks plus one over the per-16
 // offset terms (int8_operands.h); the AVX2 / AVX-512 kernels reduce each group of 8 blocks exactly in
-// int32 and accumulate 8 f32 lanes over groups (int8_fused.h).
+// int32 and accumulate 8 f32 lanes over groups (int8_fused.h). The bf16 panels (matmul_bf16_avx512.cpp)
+// keep one f32 lane per row and add the column pairs in order (contract: PackedWeight in matmul.h).
 #pragma once
 #include <cstdint>
 #include <memory>
