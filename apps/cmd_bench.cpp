@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/machine_limits.h"
 #include "gguf/gguf.h"
+#include "kernels/cpu/matmul.h"
 #include "model/sequence_runner.h"
 
 namespace pagoda::app {
@@ -107,7 +108,8 @@ int run_bench(const BenchOptions& o) {
     auto model = model::Model::load(o.model, {.n_threads = o.threads});
     const auto& cfg = model->config();
     const ModelFootprint fp = footprint(*model);
-    const bool quantised = fp.weight_type != "f32" && fp.weight_type != "f16" && fp.weight_type != "bf16";
+    const bool half_weights = fp.weight_type == "f16" || fp.weight_type == "bf16";
+    const bool quantised = fp.weight_type != "f32" && !half_weights;
 
     MachineLimits limits;
     if (!o.no_limits) limits = measure_machine_limits(model->pool());
@@ -154,11 +156,14 @@ int run_bench(const BenchOptions& o) {
             ratio = s.mean / bound;
             limit = fmt::format("{:.0f} tok/s bound at {:.1f} GB/s", bound, limits.read_gbps);
         } else if (test[0] == 'p') {
-            double peak = quantised && limits.int8_gops > 0 ? limits.int8_gops : limits.fp32_gflops;
+            // The peak of the path the weights take: int8 dot, bf16 dot (packed F16 / BF16), else fp32 FMA.
+            const bool int8 = quantised && limits.int8_gops > 0;
+            const bool bf16 = half_weights && kernels::bf16_kernel_available() && limits.bf16_gflops > 0;
+            double peak = int8 ? limits.int8_gops : bf16 ? limits.bf16_gflops : limits.fp32_gflops;
             double flops = 2 * fp.matmul_params + 4.0 * double(cfg.n_layers) * (n / 2.0) * double(cfg.q_dim());
             if (peak > 0) {
                 ratio = s.mean * flops / (peak * 1e9);
-                limit = fmt::format("{:.0f} {} peak", peak, quantised && limits.int8_gops > 0 ? "GOP/s int8" : "GFLOP/s fp32");
+                limit = fmt::format("{:.0f} {} peak", peak, int8 ? "GOP/s int8" : bf16 ? "GFLOP/s bf16" : "GFLOP/s fp32");
             }
         }
         if (o.json) {
@@ -166,7 +171,8 @@ int run_bench(const BenchOptions& o) {
                                 {"threads", model->pool().size()}, {"model_bytes", fp.total_bytes},
                                 {"model", cfg.name}, {"weight_type", fp.weight_type}, {"isa", isa_name(active_isa())},
                                 {"reps", rates.size()}, {"ratio_to_limit", ratio}, {"bandwidth_gbps", limits.read_gbps},
-                                {"fp32_gflops", limits.fp32_gflops}, {"int8_gops", limits.int8_gops}};
+                                {"fp32_gflops", limits.fp32_gflops}, {"int8_gops", limits.int8_gops},
+                                {"bf16_gflops", limits.bf16_gflops}};
             std::printf("%s\n", j.dump().c_str());
         } else {
             std::printf("| %-10s | %6s | %8.1f MiB | %2d | %-6s | %8.2f ± %6.2f | %5.1f %% | %s |\n", test.c_str(),
@@ -176,8 +182,10 @@ int run_bench(const BenchOptions& o) {
     };
     if (!o.json) {
         std::printf("model: %s\n", cfg.describe().c_str());
-        std::printf("machine: %s; read %.1f GB/s, fp32 FMA %.0f GFLOP/s, int8 dot %.0f GOP/s (measured now)\n\n",
-                    cpu_features().summary().c_str(), limits.read_gbps, limits.fp32_gflops, limits.int8_gops);
+        std::printf("machine: %s; read %.1f GB/s, fp32 FMA %.0f GFLOP/s, int8 dot %.0f GOP/s, bf16 dot %.0f GFLOP/s "
+                    "(measured now)\n\n",
+                    cpu_features().summary().c_str(), limits.read_gbps, limits.fp32_gflops, limits.int8_gops,
+                    limits.bf16_gflops);
         std::printf("| test       | type   |         size | th | path   |         tokens/s | of limit | limit |\n");
         std::printf("| ---------- | ------ | -----------: | -: | ------ | ---------------: | -------: | ----- |\n");
     }

@@ -14,6 +14,7 @@ uint64_t read_sum_avx2(const uint8_t* data, size_t bytes);
 double fma_chain_avx2(int64_t iterations);
 double fma_chain_avx512(int64_t iterations);
 int64_t vnni_chain_avx512(int64_t iterations);
+double bf16_dot_chain_avx512(int64_t iterations);
 
 namespace {
 
@@ -83,11 +84,22 @@ double measure_int8_dot_peak(ThreadPool& pool) {
     return double(iterations) * 12 * 64 * 2 * n / seconds / 1e9;
 }
 
+double measure_bf16_dot_peak(ThreadPool& pool) {
+    if (active_isa() != Isa::avx512 || !cpu_features().avx512bf16) return 0;
+    const int64_t iterations = 250'000;
+    const int n = pool.size() * kTasksPerThread;
+    std::vector<double> sink(static_cast<size_t>(n));
+    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = bf16_dot_chain_avx512(iterations); });
+    // Each iteration: 12 vdpbf16ps of 32 bf16 products, each product a multiply and an add.
+    return double(iterations) * 12 * 32 * 2 * n / seconds / 1e9;
+}
+
 MachineLimits measure_machine_limits(ThreadPool& pool) {
     MachineLimits m;
     m.read_gbps = measure_read_bandwidth(pool);
     m.fp32_gflops = measure_fp32_fma_peak(pool);
     m.int8_gops = measure_int8_dot_peak(pool);
+    m.bf16_gflops = measure_bf16_dot_peak(pool);
     return m;
 }
 

@@ -1,6 +1,7 @@
 // Measures this machine's physical limits in the same run as a benchmark (the host drifts):
 // streaming-read memory bandwidth with every thread of the pool, and the arithmetic peaks of the
-// paths pagoda uses (fp32 FMA; int8 dot products where the CPU has AVX-512 VNNI). Benchmarks quote
+// paths pagoda uses (fp32 FMA; int8 dot products where the CPU has AVX-512 VNNI; bf16 dot products
+// where it has AVX-512 BF16). Benchmarks quote
 // their figures as a fraction of these.
 #pragma once
 #include "core/thread_pool.h"
@@ -11,12 +12,14 @@ struct MachineLimits {
     double read_gbps = 0;          // GB/s (1e9 bytes/s), streaming read, all threads
     double fp32_gflops = 0;        // GFLOP/s, fused multiply-add (2 flops each), all threads
     double int8_gops = 0;          // GOP/s, int8 multiply-adds counted as 2 ops; 0 without VNNI
+    double bf16_gflops = 0;        // GFLOP/s, vdpbf16ps products counted as 2 flops; 0 without AVX-512 BF16
 };
 
 // Each measurement takes a fraction of a second; `buffer_bytes` should exceed the last-level cache.
 double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes = size_t(1) << 30);
 double measure_fp32_fma_peak(ThreadPool& pool);
 double measure_int8_dot_peak(ThreadPool& pool);
+double measure_bf16_dot_peak(ThreadPool& pool);
 MachineLimits measure_machine_limits(ThreadPool& pool);
 
 }  // namespace pagoda

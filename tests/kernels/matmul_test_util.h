@@ -69,14 +69,16 @@ inline std::vector<Isa> available_isas() {
     return out;
 }
 
-// Restores the active ISA, quantised method and tiles when a test ends.
+// Restores the active ISA, quantised and float methods and tiles when a test ends.
 struct KernelConfigGuard {
     Isa isa = active_isa();
     QuantMethod method = quant_method();
+    FloatMethod fmethod = float_method();
     GemmTiles tiles = gemm_tiles();
     ~KernelConfigGuard() {
         set_isa(isa);
         set_quant_method(method);
+        set_float_method(fmethod);
         set_gemm_tiles(tiles);
     }
 };

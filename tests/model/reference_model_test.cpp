@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "fixtures.h"
+#include "kernels/matmul_test_util.h"
 #include "gguf/gguf.h"
 #include "model/sequence_runner.h"
 #include "model/random_model.h"
@@ -18,6 +19,9 @@ struct Case {
     std::string name;
     RandomModelSpec spec;
     double tolerance;  // max |engine - reference| relative to the largest |reference logit|
+    // F16 / BF16 weights: f32_fma is exact up to f32 sums; bf16_dot (where the CPU has it) rounds the
+    // activations (and F16 weights) to bf16, 8 significant bits, so its cases get a looser tolerance.
+    kernels::FloatMethod method = kernels::FloatMethod::f32_fma;
 };
 
 std::vector<Case> cases() {
@@ -48,6 +52,20 @@ std::vector<Case> cases() {
         c.spec.arch = "qwen2"; c.spec.type = gguf::GgmlType::BF16; c.spec.head_dim = 16; c.spec.seed = 5;
         out.push_back(c);
     }
+    // The bf16 path: every product carries up to ~2^-8 relative rounding (activation and F16 weight
+    // each rounded once to bf16), i.e. ~4e-3 of sum |w x| per matmul before cancellation; through two
+    // layers the logits stay within 2e-2 of the largest logit (measured: 3.6e-3 F16, 3.4e-3 BF16).
+    {
+        Case c{"llama_f16_bf16dot", base, 2e-2};
+        c.spec.type = gguf::GgmlType::F16; c.spec.seed = 4; c.method = kernels::FloatMethod::bf16_dot;
+        out.push_back(c);
+    }
+    {
+        Case c{"qwen2_bf16_headdim16_bf16dot", base, 2e-2};
+        c.spec.arch = "qwen2"; c.spec.type = gguf::GgmlType::BF16; c.spec.head_dim = 16; c.spec.seed = 5;
+        c.method = kernels::FloatMethod::bf16_dot;
+        out.push_back(c);
+    }
     return out;
 }
 
@@ -57,6 +75,8 @@ class ReferenceModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
     const Case& c = GetParam();
+    kernels::testing::KernelConfigGuard guard;  // packing (at load) follows the float method
+    kernels::set_float_method(c.method);
     const std::string path = test::temp_path(c.name + ".gguf");
     write_random_model(c.spec, nullptr, path);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));

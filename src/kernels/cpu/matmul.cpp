@@ -21,6 +21,7 @@ namespace {
 std::mutex g_config_mutex;
 GemmTiles g_tiles;
 std::atomic<int> g_quant_method{-1};
+std::atomic<int> g_float_method{-1};
 
 }  // namespace
 
@@ -107,6 +108,29 @@ QuantMethod quant_method() {
 
 void set_quant_method(QuantMethod m) { g_quant_method.store(int(m)); }
 
+const char* float_method_name(FloatMethod m) { return m == FloatMethod::bf16_dot ? "bf16_dot" : "f32_fma"; }
+
+FloatMethod float_method() {
+    int v = g_float_method.load();
+    if (v >= 0) return FloatMethod(v);
+    const bool bf16_cpu = cpu_features().avx512bf16 && best_supported_isa() == Isa::avx512;
+    FloatMethod m = bf16_cpu ? FloatMethod::bf16_dot : FloatMethod::f32_fma;
+    if (const char* env = std::getenv("PAGODA_FLOAT_METHOD"); env && *env) {
+        std::string s = env;
+        if (s == "f32_fma") m = FloatMethod::f32_fma;
+        else if (s == "bf16_dot") m = FloatMethod::bf16_dot;
+        else fail("PAGODA_FLOAT_METHOD={} is not one of f32_fma, bf16_dot", s);
+    }
+    g_float_method.store(int(m));
+    return m;
+}
+
+void set_float_method(FloatMethod m) { g_float_method.store(int(m)); }
+
+bool bf16_kernel_available() {
+    return float_method() == FloatMethod::bf16_dot && active_isa() == Isa::avx512 && cpu_features().avx512bf16;
+}
+
 std::string describe_kernel_paths() {
     const Isa isa = active_isa();
     const auto& f = cpu_features();
@@ -121,8 +145,11 @@ std::string describe_kernel_paths() {
                        : isa == Isa::avx2 ? "int8 dot, AVX2 16-bit madd"
                                           : "int8 dot, scalar";
     }
-    return fmt::format("kernels: {} path ({}); quantised weights: {}; cpu: {}", isa_name(isa), isa_detail,
-                       quant_detail, f.summary());
+    const std::string float_detail = bf16_kernel_available() ? "bf16 dot, vdpbf16ps panels (AVX-512 BF16)"
+                                     : float_method() == FloatMethod::bf16_dot ? "f32 FMA (bf16 dot unavailable on this path)"
+                                                                               : "f32 FMA";
+    return fmt::format("kernels: {} path ({}); quantised weights: {}; f16/bf16 weights: {}; cpu: {}", isa_name(isa),
+                       isa_detail, quant_detail, float_detail, f.summary());
 }
 
 void log_kernel_paths() {

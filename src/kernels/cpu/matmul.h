@@ -7,7 +7,8 @@
 // paths (scalar / avx2 / avx512, chosen by pagoda::active_isa()) and the two quantised methods may
 // differ from each other in the last bits; each is tested against matmul_reference.
 //
-// Weight types: F32, F16, BF16 (dequantised in registers, f32 FMA), and Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
+// Weight types: F32, F16, BF16 (converted to f32 in registers, f32 FMA; packed F16 / BF16 weights may
+// instead use the bf16 dot method, see FloatMethod and PackedWeight), and Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
 // Q6_K. Quantised weights use, by default, the int8 method: activations are quantised per 32 values
 // to int8 (scale = max|x|/127, round to nearest even) and multiplied with exact integer dot products
 // (vpdpbusd on AVX-512 VNNI, vpmaddubsw + vpmaddwd on AVX2) on weight blocks unpacked in registers,
@@ -51,6 +52,16 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 // s = d_x * sum(first 16 q) + d_x * sum(last 16 q); Q6_K does one such FMA per 16-value half with its
 // scale f32(int8 scale) * d; Q4_1 (unsigned codes, sc = d) adds macc = fma(m, s, macc) with its minimum m;
 // for every n_tokens, so it is batch invariant like matmul (its last bits differ from the view path).
+// F16 and BF16 weights, when float_method() is bf16_dot at packing time (which needs AVX-512 BF16 and
+// the avx512 path), are packed into panels of 16 rows: for each pair of columns (2j, 2j+1) one 64-byte
+// vector holds, in dword i, row i's bf16 values (low half: column 2j, high half: column 2j+1); an odd
+// width gets one zero column. F16 values are rounded to bf16 (nearest even), BF16 values are copied.
+// The kernel rounds each activation to bf16 (nearest even; f32 denormals become signed zeros) and,
+// per output, runs one f32 accumulator from +0 through the column pairs in order, with vdpbf16ps
+// semantics: acc = (acc + w[2j+1]*x[2j+1]) + w[2j]*x[2j], each product exact, each addition rounded
+// to nearest even, bf16 denormal inputs read as zero and denormal sums flushed to zero. That order
+// depends only on (row, token): decode and prefill agree bit for bit. When the method or the ISA no
+// longer allows the kernel, matmul uses the source view (f32 FMA).
 // The source data must outlive the PackedWeight (it is the fallback).
 // Stacking (pack_weights) works on every path: without a packed kernel the parts are multiplied one
 // by one and their outputs interleaved per token.
@@ -105,6 +116,23 @@ enum class QuantMethod { int8_dot, dequant_fma };
 QuantMethod quant_method();
 void set_quant_method(QuantMethod m);
 const char* quant_method_name(QuantMethod m);
+
+// How F16 / BF16 weights are multiplied once packed (pack_weights; unpacked views always use f32 FMA).
+// bf16_dot (vdpbf16ps, twice the f32 FMA throughput on AVX-512 BF16 CPUs) rounds the activations to
+// bf16, and F16 weights too (bf16 keeps 8 significant bits against f16's 11; unit roundoff 2^-8):
+// each product then has a relative error up to about 2^-7 (F16) or 2^-8 (BF16 weights, which lose
+// nothing), so a dot product's error is bounded by that times sum |w x| plus the f32 accumulation
+// error ((cols + 1) * 2^-24 * sum |w x|), where f32_fma has only the accumulation error. f32_fma
+// stays selectable for accuracy.
+// Initially bf16_dot when the CPU has AVX-512 BF16 and the best ISA is avx512, otherwise f32_fma;
+// PAGODA_FLOAT_METHOD=f32_fma|bf16_dot overrides (any other value throws). Setting bf16_dot where the
+// CPU cannot run it is allowed: packing then keeps the plain view (f32 FMA).
+enum class FloatMethod { f32_fma, bf16_dot };
+FloatMethod float_method();
+void set_float_method(FloatMethod m);
+const char* float_method_name(FloatMethod m);
+// True when packing F16 / BF16 weights now would produce bf16 panels (method, CPU and active ISA).
+bool bf16_kernel_available();
 
 // One line naming the ISA path and quantised method in use, e.g. "matmul: avx512 (...), quantised
 // weights: int8 dot (vpdpbusd)"; log_kernel_paths() logs it once at info level.

@@ -8,9 +8,12 @@
 // the lane vectors (exact), so the order is independent of tiles, n_tokens and threads. The int8
 // method: the scalar kernel keeps one f32 accumulator over 32-value blocks plus one over the per-16
 // offset terms (int8_operands.h); the AVX2 / AVX-512 kernels reduce each group of 8 blocks exactly in
-// int32 and accumulate 8 f32 lanes over groups (int8_fused.h).
+// int32 and accumulate 8 f32 lanes over groups (int8_fused.h). The bf16 panels (matmul_bf16_avx512.cpp)
+// keep one f32 lane per row and add the column pairs in order (contract: PackedWeight in matmul.h).
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <span>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
@@ -53,5 +56,18 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
 // Prefill tasks take tiles.mc rows (whole panel pairs); decode splits rows evenly over the threads.
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                           const GemmTiles& tiles);
+
+// 2 MiB-aligned zeroed memory advised for transparent huge pages (packed weights; see PackedWeight).
+std::shared_ptr<uint8_t> alloc_huge(size_t bytes);
+
+// BF16 panels of F16 / BF16 weights (layout: PackedWeight in matmul.h): 16 rows, one 64-byte vector
+// per column pair. Only call where bf16_kernel_available() (the AVX-512 BF16 instructions run).
+constexpr int64_t kBf16PanelRows = 16;
+inline int64_t bf16_panel_bytes(int64_t cols) { return (cols + 1) / 2 * 64; }
+// Writes the panels of the parts stacked by rows (rows of part 1 follow part 0's, across panels)
+// into out (zeroed, n_panels * bf16_panel_bytes bytes).
+void pack_bf16_panels(std::span<const WeightView> parts, uint8_t* out);
+void matmul_bf16_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                        const GemmTiles& tiles);
 
 }  // namespace pagoda::kernels::detail

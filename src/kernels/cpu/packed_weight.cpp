@@ -1,5 +1,6 @@
 // pack_weight and matmul(PackedWeight): the repacking is plain byte shuffling done once per tensor;
-// the kernel is matmul_packed_avx512.cpp.
+// the kernels are matmul_packed_avx512.cpp (int8 panels) and matmul_bf16_avx512.cpp (bf16 panels,
+// packed by packed_bf16_avx512.cpp).
 #include <sys/mman.h>
 
 #include <cstdint>
@@ -20,24 +21,10 @@ using gguf::GgmlType;
 
 namespace {
 
+bool is_bf16_packable(GgmlType t) { return t == GgmlType::F16 || t == GgmlType::BF16; }
+
 bool packed_kernel_available() { return active_isa() == Isa::avx512 && cpu_features().avx512vnni; }
 
-// Zeroed (fresh anonymous pages: nothing is written until packing), 2 MiB-aligned, advised for huge
-// pages (advice only: failure leaves 4 KiB pages). The alignment slack is address space only.
-std::shared_ptr<uint8_t> alloc_huge(size_t bytes) {
-    constexpr size_t kHuge = size_t(2) << 20;
-    const size_t map_bytes = bytes + kHuge;
-    void* m = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    auto* base = static_cast<uint8_t*>(m);
-    uint8_t* p = base + (kHuge - reinterpret_cast<uintptr_t>(base) % kHuge) % kHuge;
-    (void)madvise(p, bytes, MADV_HUGEPAGE);
-    return std::shared_ptr<uint8_t>(p, [base, map_bytes](uint8_t*) { munmap(base, map_bytes); });
-}
-
-}  // namespace
-
-namespace {
 
 // Codes of a Q4_0 / Q4_K block (code(v), v < 32) as the 4 interleaved nibble vectors of row r.
 template <class Code>
@@ -126,6 +113,19 @@ void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* pan
 
 }  // namespace
 
+// Zeroed (fresh anonymous pages: nothing is written until packing), 2 MiB-aligned, advised for huge
+// pages (advice only: failure leaves 4 KiB pages). The alignment slack is address space only.
+std::shared_ptr<uint8_t> detail::alloc_huge(size_t bytes) {
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t map_bytes = bytes + kHuge;
+    void* m = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    auto* base = static_cast<uint8_t*>(m);
+    uint8_t* p = base + (kHuge - reinterpret_cast<uintptr_t>(base) % kHuge) % kHuge;
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+    return std::shared_ptr<uint8_t>(p, [base, map_bytes](uint8_t*) { munmap(base, map_bytes); });
+}
+
 PackedWeight pack_weight(const WeightView& w) { return pack_weights(std::span<const WeightView>(&w, 1)); }
 
 PackedWeight pack_weights(std::span<const WeightView> parts) {
@@ -145,6 +145,13 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
     p.parts_.assign(parts.begin(), parts.end());
     if (parts.size() > 1) p.source_.data = nullptr;
     const WeightView& w = p.source_;
+    if (is_bf16_packable(w.type)) {
+        if (!bf16_kernel_available() || w.rows == 0 || w.cols == 0) return p;
+        p.bytes_ = size_t((w.rows + detail::kBf16PanelRows - 1) / detail::kBf16PanelRows * detail::bf16_panel_bytes(w.cols));
+        p.data_ = detail::alloc_huge(p.bytes_);  // zeroed: padding rows and the odd column stay zero
+        detail::pack_bf16_panels(parts, p.data_.get());
+        return p;
+    }
     const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
                           w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
     if (!packable || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
@@ -152,7 +159,7 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
     const int64_t nb = w.cols / 32, n_panels = (w.rows + detail::kPanelRows - 1) / detail::kPanelRows;
     const int64_t panel_bytes = detail::packed_panel_bytes(w.type, nb);
     p.bytes_ = size_t(n_panels * panel_bytes);
-    p.data_ = alloc_huge(p.bytes_);  // zeroed: padding rows have zero codes and scales
+    p.data_ = detail::alloc_huge(p.bytes_);  // zeroed: padding rows have zero codes and scales
     int64_t row = 0;
     for (const WeightView& part : parts) {
         const auto* src = static_cast<const uint8_t*>(part.data);
@@ -164,7 +171,12 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
 }
 
 void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-    if (w.is_packed() && packed_kernel_available() && quant_method() == QuantMethod::int8_dot) {
+    if (w.is_packed() && is_bf16_packable(w.source().type) && bf16_kernel_available()) {
+        if (n_tokens < 0) fail("matmul: negative shape");
+        if (n_tokens == 0 || w.source().rows == 0) return;
+        return detail::matmul_bf16_avx512(w, x, n_tokens, y, pool, gemm_tiles());
+    }
+    if (w.is_packed() && !is_bf16_packable(w.source().type) && packed_kernel_available() && quant_method() == QuantMethod::int8_dot) {
         if (n_tokens < 0) fail("matmul: negative shape");
         if (n_tokens == 0 || w.source().rows == 0) return;
         return detail::matmul_packed_avx512(w, x, n_tokens, y, pool, gemm_tiles());

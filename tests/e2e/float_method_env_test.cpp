@@ -1,0 +1,45 @@
+// PAGODA_FLOAT_METHOD end to end: both methods run an F16 model; any other value is a clear error.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "e2e/process.h"
+#include "fixtures.h"
+
+namespace pagoda::test {
+namespace {
+
+// Sets an environment variable for the child processes of one test and restores it after.
+struct EnvGuard {
+    std::string name;
+    std::string old;
+    bool had = false;
+    EnvGuard(const std::string& n, const std::string& value) : name(n) {
+        if (const char* v = std::getenv(n.c_str())) { had = true; old = v; }
+        setenv(n.c_str(), value.c_str(), 1);
+    }
+    ~EnvGuard() {
+        if (had) setenv(name.c_str(), old.c_str(), 1);
+        else unsetenv(name.c_str());
+    }
+};
+
+TEST(FloatMethodEnv, BothMethodsRunAndOtherValuesAreRejected) {
+    const std::string path = temp_path("float-method-f16.gguf");
+    auto gen = run_pagoda({"gen-model", "--preset", "tiny", "--type", "f16", "-o", path});
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    const std::vector<std::string> args = {"run", "-m", path, "-p", "abc", "-n", "8", "--temp", "0", "--ids"};
+    for (const char* method : {"f32_fma", "bf16_dot"}) {
+        EnvGuard env("PAGODA_FLOAT_METHOD", method);
+        auto r = run_pagoda(args);
+        EXPECT_EQ(r.exit_code, 0) << method << ": " << r.err;
+        EXPECT_FALSE(r.out.empty()) << method;
+    }
+    EnvGuard env("PAGODA_FLOAT_METHOD", "fp8");
+    auto bad = run_pagoda(args);
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("PAGODA_FLOAT_METHOD=fp8"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace pagoda::test
