@@ -1,5 +1,8 @@
 #include "model/weights.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -48,6 +51,27 @@ private:
     const gguf::File& f_;
 };
 
+// A packed weight never reads its source again (unless the kernel method changes at run time, when
+// the pages fault back in from the page cache): drop the file pages it touched while packing from
+// this process, so a model does not count twice in resident memory. Whole pages inside each part
+// only; the file mapping is read-only.
+void release_source_pages(const kernels::PackedWeight& w) {
+    if (!w.is_packed()) return;
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    for (const auto& part : w.parts()) {
+        const auto begin = reinterpret_cast<uintptr_t>(part.data);
+        const auto bytes = uintptr_t(gguf::row_size(part.type, part.cols).value_or(0)) * uintptr_t(part.rows);
+        const uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes) / page * page;
+        if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    }
+}
+
+kernels::PackedWeight pack_and_release(const kernels::WeightView& v) {
+    kernels::PackedWeight w = kernels::pack_weight(v);
+    release_source_pages(w);
+    return w;
+}
+
 // Matrices that read the same input are stacked into one packed weight when they share a type and
 // a packed kernel takes it: one pass, the input quantised once, one parallel region instead of
 // several. Otherwise (types differ, e.g. Q4_K_M's Q6_K attn_v, or no packed kernel) one per matrix.
@@ -56,10 +80,13 @@ std::vector<kernels::PackedWeight> stack_if_packed(const std::vector<kernels::We
     for (const auto& v : parts) same = same && v.type == parts[0].type;
     if (same) {
         kernels::PackedWeight stacked = kernels::pack_weights(parts);
-        if (stacked.is_packed()) return {std::move(stacked)};
+        if (stacked.is_packed()) {
+            release_source_pages(stacked);
+            return {std::move(stacked)};
+        }
     }
     std::vector<kernels::PackedWeight> out;
-    for (const auto& v : parts) out.push_back(kernels::pack_weight(v));
+    for (const auto& v : parts) out.push_back(pack_and_release(v));
     return out;
 }
 
@@ -71,9 +98,9 @@ ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
     w.token_embd = b.matrix("token_embd.weight", c.dim, c.vocab_size);
     w.output_norm = b.vector("output_norm.weight", c.dim);
     if (b.find("output.weight")) {
-        w.output = kernels::pack_weight(b.matrix("output.weight", c.dim, c.vocab_size));
+        w.output = pack_and_release(b.matrix("output.weight", c.dim, c.vocab_size));
     } else {
-        w.output = kernels::pack_weight(w.token_embd);
+        w.output = pack_and_release(w.token_embd);
         w.tied_output = true;
     }
     if (const auto* t = b.find("rope_freqs.weight")) {
@@ -91,7 +118,7 @@ ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
         l.qkv = stack_if_packed({b.matrix(p + "attn_q.weight", c.dim, c.q_dim()),
                                  b.matrix(p + "attn_k.weight", c.dim, c.kv_dim()),
                                  b.matrix(p + "attn_v.weight", c.dim, c.kv_dim())});
-        l.wo = kernels::pack_weight(b.matrix(p + "attn_output.weight", c.q_dim(), c.dim));
+        l.wo = pack_and_release(b.matrix(p + "attn_output.weight", c.q_dim(), c.dim));
         if (c.qkv_bias) {
             l.bq = b.vector(p + "attn_q.bias", c.q_dim());
             l.bk = b.vector(p + "attn_k.bias", c.kv_dim());
@@ -100,7 +127,7 @@ ModelWeights bind_weights(const gguf::File& file, const ModelConfig& c) {
         l.ffn_norm = b.vector(p + "ffn_norm.weight", c.dim);
         l.gate_up = stack_if_packed({b.matrix(p + "ffn_gate.weight", c.dim, c.ffn_dim),
                                      b.matrix(p + "ffn_up.weight", c.dim, c.ffn_dim)});
-        l.w_down = kernels::pack_weight(b.matrix(p + "ffn_down.weight", c.ffn_dim, c.dim));
+        l.w_down = pack_and_release(b.matrix(p + "ffn_down.weight", c.ffn_dim, c.dim));
         w.layers.push_back(std::move(l));
     }
     return w;
