@@ -29,7 +29,8 @@ void write_pair(const std::string& f32_path, GgmlType type, const std::string& q
         wd.set(key, value);
     }
     for (const auto& t : in->tensors()) {
-        const bool matrix = t.shape.size() == 2 && t.type == GgmlType::F32 && t.name != "token_embd.weight";
+        // Every matrix, the token embedding (rows read by dequantisation) included.
+        const bool matrix = t.shape.size() == 2 && t.type == GgmlType::F32;
         if (!matrix) {
             wq.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
             wd.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
@@ -75,6 +76,7 @@ TEST(QuantizedModel, NewBlockTypesRunAndMatchTheirDequantisedModel) {
         {
             auto file = gguf::File::open(qpath);
             EXPECT_EQ(file->find_tensor("blk.0.attn_q.weight")->type, type);
+            EXPECT_EQ(file->find_tensor("token_embd.weight")->type, type);
         }
         kernels::set_quant_method(kernels::QuantMethod::dequant_fma);
         const auto expected = run_logits(dpath, ids);
