@@ -92,7 +92,7 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
     auto o = std::make_shared<QuantizeOptions>();
     sub.add_option("input", o->input, "Input GGUF (F32, F16, BF16 or quantised)")->required();
     sub.add_option("output", o->output, "Output GGUF")->required();
-    sub.add_option("type", o->type, "q8_0, q4_0, q4_k, q4_k_m, q6_k, int8, int4-g32, int4-g128")
+    sub.add_option("type", o->type, "q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k, q4_k_m, q6_k, int8, int4-g32, int4-g128")
         ->required()
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_option("--calib", o->calib, "Calibration text: weight the scale search by activation statistics");

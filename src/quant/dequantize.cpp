@@ -38,6 +38,67 @@ void dequantize_row_q4_1(const void* blocks, float* out, int64_t n) {
     }
 }
 
+void dequantize_row_q5_0(const void* blocks, float* out, int64_t n) {
+    const auto* b = static_cast<const BlockQ5_0*>(blocks);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const float d = f16_to_f32(b[i].d);
+        const uint32_t qh = uint32_t(b[i].qh[0]) | uint32_t(b[i].qh[1]) << 8 | uint32_t(b[i].qh[2]) << 16 |
+                            uint32_t(b[i].qh[3]) << 24;
+        for (int j = 0; j < 16; ++j) {
+            const int lo = (b[i].qs[j] & 0x0f) | int((qh >> j) & 1) << 4;
+            const int hi = (b[i].qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
+            out[i * 32 + j] = d * float(lo - 16);
+            out[i * 32 + j + 16] = d * float(hi - 16);
+        }
+    }
+}
+
+void dequantize_row_q5_1(const void* blocks, float* out, int64_t n) {
+    const auto* b = static_cast<const BlockQ5_1*>(blocks);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+        const uint32_t qh = uint32_t(b[i].qh[0]) | uint32_t(b[i].qh[1]) << 8 | uint32_t(b[i].qh[2]) << 16 |
+                            uint32_t(b[i].qh[3]) << 24;
+        for (int j = 0; j < 16; ++j) {
+            const int lo = (b[i].qs[j] & 0x0f) | int((qh >> j) & 1) << 4;
+            const int hi = (b[i].qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
+            out[i * 32 + j] = d * float(lo) + m;
+            out[i * 32 + j + 16] = d * float(hi) + m;
+        }
+    }
+}
+
+void dequantize_row_q2_K(const void* blocks, float* out, int64_t n) {
+    const auto* b = static_cast<const BlockQ2_K*>(blocks);
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+        float* y = out + i * kQK_K;
+        for (int e = 0; e < kQK_K; ++e) {
+            const int h = e / 128, s = (e / 32) % 4, l = e % 32;
+            const int q = (b[i].qs[32 * h + l] >> (2 * s)) & 3;
+            const uint8_t sc = b[i].scales[e / 16];
+            y[e] = d * float(sc & 0x0f) * float(q) - dmin * float(sc >> 4);
+        }
+    }
+}
+
+void dequantize_row_q3_K(const void* blocks, float* out, int64_t n) {
+    const auto* b = static_cast<const BlockQ3_K*>(blocks);
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        const float d = f16_to_f32(b[i].d);
+        float* y = out + i * kQK_K;
+        for (int k = 0; k < 16; ++k) {
+            const float dl = d * float(int(q3_k_scale(k, b[i].scales)) - 32);
+            for (int e = 16 * k; e < 16 * k + 16; ++e) {
+                const int h = e / 128, s = (e / 32) % 4, l = e % 32;
+                const int low = (b[i].qs[32 * h + l] >> (2 * s)) & 3;
+                const int high = (b[i].hmask[l] >> (4 * h + s)) & 1;
+                y[e] = dl * float((low | high << 2) - 4);
+            }
+        }
+    }
+}
+
 void dequantize_row_q4_K(const void* blocks, float* out, int64_t n) {
     const auto* b = static_cast<const BlockQ4_K*>(blocks);
     for (int64_t i = 0; i < n / kQK_K; ++i) {
@@ -110,6 +171,7 @@ void dequantize_row_q6_K(const void* blocks, float* out, int64_t n) {
 bool is_supported_block_type(GgmlType type) {
     switch (type) {
         case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1:
+        case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q2_K: case GgmlType::Q3_K:
         case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K: return true;
         default: return false;
     }
@@ -125,6 +187,10 @@ void dequantize_row(GgmlType type, const void* blocks, float* out, int64_t n) {
         case GgmlType::Q8_0: return dequantize_row_q8_0(blocks, out, n);
         case GgmlType::Q4_0: return dequantize_row_q4_0(blocks, out, n);
         case GgmlType::Q4_1: return dequantize_row_q4_1(blocks, out, n);
+        case GgmlType::Q5_0: return dequantize_row_q5_0(blocks, out, n);
+        case GgmlType::Q5_1: return dequantize_row_q5_1(blocks, out, n);
+        case GgmlType::Q2_K: return dequantize_row_q2_K(blocks, out, n);
+        case GgmlType::Q3_K: return dequantize_row_q3_K(blocks, out, n);
         case GgmlType::Q4_K: return dequantize_row_q4_K(blocks, out, n);
         case GgmlType::Q5_K: return dequantize_row_q5_K(blocks, out, n);
         case GgmlType::Q6_K: return dequantize_row_q6_K(blocks, out, n);

@@ -11,6 +11,10 @@ namespace pagoda::quant {
 void dequantize_row_q8_0(const void* blocks, float* out, int64_t n);
 void dequantize_row_q4_0(const void* blocks, float* out, int64_t n);
 void dequantize_row_q4_1(const void* blocks, float* out, int64_t n);
+void dequantize_row_q5_0(const void* blocks, float* out, int64_t n);
+void dequantize_row_q5_1(const void* blocks, float* out, int64_t n);
+void dequantize_row_q2_K(const void* blocks, float* out, int64_t n);
+void dequantize_row_q3_K(const void* blocks, float* out, int64_t n);
 void dequantize_row_q4_K(const void* blocks, float* out, int64_t n);
 void dequantize_row_q5_K(const void* blocks, float* out, int64_t n);
 void dequantize_row_q6_K(const void* blocks, float* out, int64_t n);

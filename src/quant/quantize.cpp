@@ -24,7 +24,9 @@ constexpr float kGroupMaxEps = 1e-15f;
 // starts from the min/max grid, then tries nstep+1 slightly different grids and keeps the one with
 // the lowest weighted squared error. Returns the scale; *neg_min receives -min (min <= 0).
 float fit_scale_min(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
-                    uint8_t* Laux, float rmin, float rdelta, int nstep) {
+                    uint8_t* Laux, float rmin, float rdelta, int nstep, bool abs_error = false) {
+    // The error measure: weighted squared error, or (abs_error, Q2_K's) weighted absolute error.
+    auto cost = [abs_error](float diff) { return abs_error ? std::fabs(diff) : diff * diff; };
     float min = x[0], max = x[0];
     float sum_w = weights[0];
     float sum_x = sum_w * x[0];
@@ -48,7 +50,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* weights, uint8
         int l = nearest_int(iscale * (x[i] - min));
         L[i] = uint8_t(std::max(0, std::min(nmax, l)));
         float diff = scale * float(L[i]) + min - x[i];
-        best_error += weights[i] * (diff * diff);
+        best_error += weights[i] * cost(diff);
     }
     for (int is = 0; is <= nstep; ++is) {
         iscale = (rmin + rdelta * float(is) + float(nmax)) / (max - min);
@@ -72,7 +74,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* weights, uint8
             float cur_error = 0;
             for (int i = 0; i < n; ++i) {
                 float diff = this_scale * float(Laux[i]) + this_min - x[i];
-                cur_error += weights[i] * (diff * diff);
+                cur_error += weights[i] * cost(diff);
             }
             if (cur_error < best_error) {
                 std::memcpy(L, Laux, size_t(n));
@@ -131,6 +133,63 @@ float fit_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
     return scale;
 }
 
+// Symmetric quantisation of n values to -nmax..nmax-1 (stored +nmax), starting from the max-abs grid,
+// then up to 5 passes of coordinate descent that move single codes while the x^2-weighted
+// least-squares fit improves. Returns the scale (ggml's make_q3_quants with rmse).
+float fit_symmetric_scale_descent(int n, int nmax, const float* x, int8_t* L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; ++i) {
+        float ax = std::fabs(x[i]);
+        if (ax > amax) { amax = ax; max = x[i]; }
+    }
+    if (amax < kGroupMaxEps) {
+        for (int i = 0; i < n; ++i) L[i] = 0;
+        return 0.f;
+    }
+    const float iscale = -float(nmax) / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        int l = std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+        L[i] = int8_t(l);
+        float w = x[i] * x[i];
+        sumlx += w * x[i] * float(l);
+        suml2 += w * float(l) * float(l);
+    }
+    for (int pass = 0; pass < 5; ++pass) {
+        int changed = 0;
+        for (int i = 0; i < n; ++i) {
+            float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * float(L[i]);
+            if (slx > 0) {
+                float sl2 = suml2 - w * float(L[i]) * float(L[i]);
+                int new_l = std::max(-nmax, std::min(nmax - 1, nearest_int(x[i] * sl2 / slx)));
+                if (new_l != L[i]) {
+                    slx += w * x[i] * float(new_l);
+                    sl2 += w * float(new_l) * float(new_l);
+                    if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = int8_t(new_l);
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++changed;
+                    }
+                }
+            }
+        }
+        if (!changed) break;
+    }
+    for (int i = 0; i < n; ++i) L[i] = int8_t(L[i] + nmax);
+    return sumlx / suml2;
+}
+
+// The 2-bit codes of a Q2_K / Q3_K super-block into qs: element 128 h + 32 s + l at bits 2 s of
+// byte 32 h + l.
+void pack_two_bit_codes(const uint8_t* L, uint8_t* qs) {
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l)
+            qs[32 * h + l] = uint8_t((L[128 * h + l] & 3) | (L[128 * h + l + 32] & 3) << 2 |
+                                     (L[128 * h + l + 64] & 3) << 4 | (L[128 * h + l + 96] & 3) << 6);
+}
+
 void check_length(GgmlType type, int64_t n) {
     const int64_t block = gguf::type_traits(type).block_size;
     if (n < 0 || n % block != 0)
@@ -181,6 +240,134 @@ void quantize_row_q4_1(const float* x, void* out, int64_t n) {
             auto q = [&](float v) { return uint8_t(std::min(15, int(int8_t((v - min) * id + 0.5f)))); };
             b[i].qs[j] = uint8_t(q(x[j]) | (q(x[j + 16]) << 4));
         }
+    }
+}
+
+namespace {
+
+// Q5_0 / Q5_1: the 5-bit codes of a block into nibbles (element j low, j + 16 high) and qh bits.
+void pack_q5_codes(const uint8_t q[32], uint8_t qs[16], uint8_t qh[4]) {
+    uint32_t bits = 0;
+    for (int j = 0; j < 16; ++j) {
+        qs[j] = uint8_t((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
+        bits |= uint32_t(q[j] >> 4) << j;
+        bits |= uint32_t(q[j + 16] >> 4) << (j + 16);
+    }
+    for (int k = 0; k < 4; ++k) qh[k] = uint8_t(bits >> (8 * k));
+}
+
+}  // namespace
+
+void quantize_row_q5_0(const float* x, void* out, int64_t n) {
+    auto* b = static_cast<BlockQ5_0*>(out);
+    for (int64_t i = 0; i < n / kQK; ++i, x += kQK) {
+        float amax = 0, max = 0;  // as Q4_0: the extreme value maps to -16 exactly
+        for (int j = 0; j < kQK; ++j)
+            if (amax < std::fabs(x[j])) { amax = std::fabs(x[j]); max = x[j]; }
+        const float d = max / -16.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = f32_to_f16(d);
+        uint8_t q[32];
+        // Truncation of v + 16.5 rounds half up; 32 can only arise at the clipped end.
+        for (int j = 0; j < kQK; ++j) q[j] = uint8_t(std::min(31, int(int8_t(x[j] * id + 16.5f))));
+        pack_q5_codes(q, b[i].qs, b[i].qh);
+    }
+}
+
+void quantize_row_q5_1(const float* x, void* out, int64_t n) {
+    auto* b = static_cast<BlockQ5_1*>(out);
+    for (int64_t i = 0; i < n / kQK; ++i, x += kQK) {
+        float min = FLT_MAX, max = -FLT_MAX;
+        for (int j = 0; j < kQK; ++j) { min = std::min(min, x[j]); max = std::max(max, x[j]); }
+        const float d = (max - min) / 31.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = f32_to_f16(d);
+        b[i].m = f32_to_f16(min);
+        uint8_t q[32];
+        for (int j = 0; j < kQK; ++j) q[j] = uint8_t(std::min(31, int(uint8_t((x[j] - min) * id + 0.5f))));
+        pack_q5_codes(q, b[i].qs, b[i].qh);
+    }
+}
+
+void quantize_row_q2_K(const float* x, void* out, int64_t n) {
+    auto* b = static_cast<BlockQ2_K*>(out);
+    for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
+        uint8_t L[kQK_K], Laux[16];
+        float weights[16], mins[16], scales[16];
+        float max_scale = 0, max_min = 0;
+        for (int k = 0; k < 16; ++k) {
+            for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * k + l]);
+            scales[k] = fit_scale_min(16, 3, x + 16 * k, weights, L + 16 * k, &mins[k], Laux, -0.5f, 0.1f, 15, true);
+            max_scale = std::max(max_scale, scales[k]);
+            max_min = std::max(max_min, mins[k]);
+        }
+        // 4-bit sub-block scales and mins against the super-block's d and dmin.
+        for (int k = 0; k < 16; ++k) b[i].scales[k] = 0;
+        if (max_scale > 0) {
+            const float iscale = 15.f / max_scale;
+            for (int k = 0; k < 16; ++k) b[i].scales[k] = uint8_t(nearest_int(iscale * scales[k]));
+            b[i].d = f32_to_f16(max_scale / 15.f);
+        } else {
+            b[i].d = f32_to_f16(0.f);
+        }
+        if (max_min > 0) {
+            const float iscale = 15.f / max_min;
+            for (int k = 0; k < 16; ++k) b[i].scales[k] = uint8_t(b[i].scales[k] | nearest_int(iscale * mins[k]) << 4);
+            b[i].dmin = f32_to_f16(max_min / 15.f);
+        } else {
+            b[i].dmin = f32_to_f16(0.f);
+        }
+        // Re-quantise every value against the scales as actually stored.
+        for (int k = 0; k < 16; ++k) {
+            const float d = f16_to_f32(b[i].d) * float(b[i].scales[k] & 0x0f);
+            if (!d) continue;
+            const float dm = f16_to_f32(b[i].dmin) * float(b[i].scales[k] >> 4);
+            for (int l = 0; l < 16; ++l)
+                L[16 * k + l] = uint8_t(std::max(0, std::min(3, nearest_int((x[16 * k + l] + dm) / d))));
+        }
+        pack_two_bit_codes(L, b[i].qs);
+    }
+}
+
+void quantize_row_q3_K(const float* x, void* out, int64_t n) {
+    auto* b = static_cast<BlockQ3_K*>(out);
+    for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
+        int8_t L[kQK_K];
+        float scales[16];
+        float max_scale = 0, amax = 0;
+        for (int k = 0; k < 16; ++k) {
+            scales[k] = fit_symmetric_scale_descent(16, 4, x + 16 * k, L + 16 * k);
+            if (std::fabs(scales[k]) > amax) {
+                amax = std::fabs(scales[k]);
+                max_scale = scales[k];
+            }
+        }
+        // 6-bit signed sub-block scales (stored + 32) against d; max_scale maps to -32.
+        uint8_t stored[16] = {};
+        if (max_scale != 0) {
+            const float iscale = -32.f / max_scale;
+            for (int k = 0; k < 16; ++k)
+                stored[k] = uint8_t(std::max(-32, std::min(31, nearest_int(iscale * scales[k]))) + 32);
+            b[i].d = f32_to_f16(1 / iscale);
+        } else {
+            // Every sub-block is zero: stored scale 0 reads as -32, times d = 0.
+            b[i].d = f32_to_f16(0.f);
+        }
+        pack_q3_k_scales(stored, b[i].scales);
+        for (int k = 0; k < 16; ++k) {
+            const float d = f16_to_f32(b[i].d) * float(int(q3_k_scale(k, b[i].scales)) - 32);
+            if (!d) continue;
+            for (int l = 0; l < 16; ++l)
+                L[16 * k + l] = int8_t(std::max(-4, std::min(3, nearest_int(x[16 * k + l] / d))) + 4);
+        }
+        // Codes 4..7 keep their third bit in hmask: element e at bit e / 32 of byte e % 32.
+        uint8_t low[kQK_K];
+        std::memset(b[i].hmask, 0, sizeof(b[i].hmask));
+        for (int e = 0; e < kQK_K; ++e) {
+            if (L[e] > 3) b[i].hmask[e % 32] |= uint8_t(1u << (e / 32));
+            low[e] = uint8_t(L[e] & 3);
+        }
+        pack_two_bit_codes(low, b[i].qs);
     }
 }
 
@@ -268,7 +455,8 @@ void quantize_row_q6_K(const float* x, void* out, int64_t n) {
 
 bool can_quantize(GgmlType type) {
     switch (type) {
-        case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q4_K: case GgmlType::Q6_K:
+        case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
+        case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q6_K:
             return true;
         default: return false;
     }
@@ -281,6 +469,10 @@ void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {
         case GgmlType::Q8_0: return quantize_row_q8_0(x, out, n);
         case GgmlType::Q4_0: return quantize_row_q4_0(x, out, n);
         case GgmlType::Q4_1: return quantize_row_q4_1(x, out, n);
+        case GgmlType::Q5_0: return quantize_row_q5_0(x, out, n);
+        case GgmlType::Q5_1: return quantize_row_q5_1(x, out, n);
+        case GgmlType::Q2_K: return quantize_row_q2_K(x, out, n);
+        case GgmlType::Q3_K: return quantize_row_q3_K(x, out, n);
         case GgmlType::Q4_K: return quantize_row_q4_K(x, out, n);
         case GgmlType::Q6_K: return quantize_row_q6_K(x, out, n);
         default: return;

@@ -13,6 +13,10 @@ namespace pagoda::quant {
 void quantize_row_q8_0(const float* x, void* out, int64_t n);
 void quantize_row_q4_0(const float* x, void* out, int64_t n);
 void quantize_row_q4_1(const float* x, void* out, int64_t n);
+void quantize_row_q5_0(const float* x, void* out, int64_t n);
+void quantize_row_q5_1(const float* x, void* out, int64_t n);
+void quantize_row_q2_K(const float* x, void* out, int64_t n);
+void quantize_row_q3_K(const float* x, void* out, int64_t n);
 void quantize_row_q4_K(const float* x, void* out, int64_t n);
 void quantize_row_q6_K(const float* x, void* out, int64_t n);
 

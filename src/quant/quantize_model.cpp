@@ -19,7 +19,8 @@ namespace pagoda::quant {
 using gguf::GgmlType;
 
 const std::vector<std::string>& quantize_target_names() {
-    static const std::vector<std::string> names = {"q8_0", "q4_0", "q4_k", "q4_k_m", "q6_k", "int8", "int4-g32", "int4-g128"};
+    static const std::vector<std::string> names = {"q8_0", "q4_0", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k",
+                                                   "q4_k_m", "q6_k", "int8", "int4-g32", "int4-g128"};
     return names;
 }
 
@@ -31,6 +32,10 @@ QuantTarget scheme(WeightScheme s) { return QuantTarget{GgmlType::Q8_0, true, s}
 QuantTarget parse_target(const std::string& name) {
     if (name == "q8_0") return ggml(GgmlType::Q8_0);
     if (name == "q4_0") return ggml(GgmlType::Q4_0);
+    if (name == "q5_0") return ggml(GgmlType::Q5_0);
+    if (name == "q5_1") return ggml(GgmlType::Q5_1);
+    if (name == "q2_k") return ggml(GgmlType::Q2_K);
+    if (name == "q3_k") return ggml(GgmlType::Q3_K);
     if (name == "q4_k" || name == "q4_k_m") return ggml(GgmlType::Q4_K);
     if (name == "q6_k") return ggml(GgmlType::Q6_K);
     if (auto s = scheme_from_name(name)) return scheme(*s);
@@ -41,6 +46,10 @@ QuantTarget parse_target(const std::string& name) {
 uint32_t file_type_of(const std::string& target) {
     if (target == "q8_0" || target == "int8") return 7;
     if (target == "q4_0") return 2;
+    if (target == "q5_0") return 8;
+    if (target == "q5_1") return 9;
+    if (target == "q2_k") return 10;
+    if (target == "q3_k") return 11;  // Q3_K_S
     if (target == "int4-g32" || target == "int4-g128") return 3;  // mostly Q4_1
     if (target == "q4_k") return 14;                               // Q4_K_S
     if (target == "q4_k_m") return 15;
@@ -52,6 +61,8 @@ std::optional<QuantTarget> fallback(const QuantTarget& t) {
     if (t.scheme && t.weight_scheme == WeightScheme::int4_g128) return scheme(WeightScheme::int4_g32);
     if (t.scheme && t.weight_scheme == WeightScheme::int4_g32) return ggml(GgmlType::Q8_0);
     if (!t.scheme && t.type == GgmlType::Q4_K) return ggml(GgmlType::Q4_0);
+    // As llama-quantize: 2- and 3-bit K-quants fall back to Q4_0 for rows not a multiple of 256.
+    if (!t.scheme && (t.type == GgmlType::Q2_K || t.type == GgmlType::Q3_K)) return ggml(GgmlType::Q4_0);
     if (!t.scheme && t.type == GgmlType::Q6_K) return ggml(GgmlType::Q8_0);
     return std::nullopt;
 }

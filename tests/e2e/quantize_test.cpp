@@ -32,6 +32,10 @@ TEST(Quantize, WritesStandardTypesByRule) {
         {"q8_0", {{"blk.0.attn_q.weight", "q8_0"}, {"output.weight", "q8_0"}}},
         {"q4_0", {{"blk.0.attn_q.weight", "q4_0"}, {"output.weight", "q6_K"}}},
         {"q4_k", {{"blk.0.attn_q.weight", "q4_K"}, {"output.weight", "q6_K"}}},
+        {"q5_0", {{"blk.0.attn_q.weight", "q5_0"}, {"output.weight", "q6_K"}}},
+        {"q5_1", {{"blk.1.ffn_down.weight", "q5_1"}}},
+        {"q2_k", {{"blk.0.attn_q.weight", "q2_K"}, {"output.weight", "q6_K"}}},
+        {"q3_k", {{"blk.1.ffn_up.weight", "q3_K"}}},
         {"q4_k_m", {{"blk.1.attn_v.weight", "q6_K"}, {"blk.0.attn_v.weight", "q4_K"}, {"blk.0.attn_q.weight", "q4_K"}}},
         {"int8", {{"blk.1.ffn_down.weight", "q8_0"}}},
         {"int4-g128", {{"blk.1.ffn_up.weight", "q4_1"}}},
@@ -80,7 +84,7 @@ TEST(Quantize, LlamaQuantizeLayoutLoadsAndStaysClose) {
     EXPECT_EQ(gguf::type_name(uint32_t(file->find_tensor("output.weight")->type)), "q8_0");
     auto run = run_pagoda({"run", "-m", km, "-p", "abc", "-n", "8", "--temp", "0", "--ids"});
     EXPECT_EQ(run.exit_code, 0) << run.err;
-    EXPECT_NE(run_pagoda({"quantize", f16, km, "q4_0", "--token-embedding-type", "q3_k"}).exit_code, 0);
+    EXPECT_NE(run_pagoda({"quantize", f16, km, "q4_0", "--token-embedding-type", "q1_k"}).exit_code, 0);
 }
 
 TEST(Quantize, StoriesModelStaysCloseToItsBase) {
@@ -115,7 +119,7 @@ TEST(Quantize, ClippingSearchAndCalibrationLowerInt4Error) {
 }
 
 TEST(Quantize, ClearErrors) {
-    auto unknown = run_pagoda({"quantize", "a.gguf", "b.gguf", "q3_k"});
+    auto unknown = run_pagoda({"quantize", "a.gguf", "b.gguf", "q1_k"});
     EXPECT_NE(unknown.exit_code, 0);
     EXPECT_NE(unknown.err.find("type"), std::string::npos) << unknown.err;
     auto missing = run_pagoda({"quantize", "/nonexistent.gguf", temp_path("x.gguf"), "q8_0"});

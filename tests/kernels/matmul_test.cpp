@@ -12,8 +12,9 @@ namespace {
 using gguf::GgmlType;
 using namespace testing;
 
-const GgmlType kAllTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                              GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                              GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K,
+                              GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 int64_t block_of(GgmlType t) { return gguf::type_traits(t).block_size; }
 
@@ -209,24 +210,27 @@ TEST(Matmul, DequantFmaEqualsF32MatmulOfDequantisedWeights) {
     std::mt19937 rng(13);
     set_quant_method(QuantMethod::dequant_fma);
     const int64_t rows = 10, cols = 512, n = 9;
-    auto w = make_weights(GgmlType::Q4_K, rows, cols, rng);
-    std::vector<float> deq(size_t(rows * cols));
-    for (int64_t r = 0; r < rows; ++r) dequantize_row(w.view(), r, deq.data() + r * cols);
-    auto x = random_activations(n * cols, rng);
-    std::vector<float> a(size_t(n * rows)), b(size_t(n * rows));
-    matmul(w.view(), x.data(), n, a.data(), pool);
-    matmul(WeightView{GgmlType::F32, deq.data(), rows, cols}, x.data(), n, b.data(), pool);
-    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K}) {
+        auto w = make_weights(type, rows, cols, rng);
+        std::vector<float> deq(size_t(rows * cols));
+        for (int64_t r = 0; r < rows; ++r) dequantize_row(w.view(), r, deq.data() + r * cols);
+        auto x = random_activations(n * cols, rng);
+        std::vector<float> a(size_t(n * rows)), b(size_t(n * rows));
+        matmul(w.view(), x.data(), n, a.data(), pool);
+        matmul(WeightView{GgmlType::F32, deq.data(), rows, cols}, x.data(), n, b.data(), pool);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << gguf::type_name(uint32_t(type));
+    }
 }
 
 TEST(Matmul, RejectsUnsupportedTypesAndBadShapes) {
     ThreadPool pool(1);
     float x[64] = {}, y[4] = {};
     uint8_t data[256] = {};
-    EXPECT_THROW(matmul(WeightView{GgmlType::Q2_K, data, 1, 256}, x, 1, y, pool), Error);
+    EXPECT_THROW(matmul(WeightView{GgmlType::Q8_1, data, 1, 256}, x, 1, y, pool), Error);
     EXPECT_THROW(matmul(WeightView{GgmlType::Q4_0, data, 1, 40}, x, 1, y, pool), Error);
     EXPECT_FALSE(matmul_supports(GgmlType::IQ2_XXS));
     EXPECT_TRUE(matmul_supports(GgmlType::Q6_K));
+    for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K}) EXPECT_TRUE(matmul_supports(t));
     EXPECT_THROW(set_gemm_tiles(GemmTiles{0, 1, 1}), Error);
 }
 

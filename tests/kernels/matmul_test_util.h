@@ -49,6 +49,21 @@ inline RandomWeights make_weights(gguf::GgmlType type, int64_t rows, int64_t col
                 }
                 break;
             }
+            case gguf::GgmlType::Q2_K:
+            case gguf::GgmlType::Q3_K: {
+                // No quantiser: random codes and scales with sane f16 super-block scales.
+                const bool q3 = type == gguf::GgmlType::Q3_K;
+                const uint64_t bb = q3 ? 110 : 84;
+                std::uniform_int_distribution<int> byte(0, 255);
+                for (uint64_t i = 0; i < rb; ++i) out[i] = uint8_t(byte(rng));
+                for (uint64_t sb = 0; sb < rb / bb; ++sb) {
+                    uint16_t d = f32_to_f16((q3 ? 0.003f : 0.01f) + 0.001f * float(byte(rng) % 7));
+                    uint16_t dmin = f32_to_f16(0.006f);
+                    std::memcpy(out + sb * bb + (q3 ? 108 : 80), &d, 2);
+                    if (!q3) std::memcpy(out + sb * bb + 82, &dmin, 2);
+                }
+                break;
+            }
             default: quant::quantize_row(type, row.data(), out, cols);
         }
     }

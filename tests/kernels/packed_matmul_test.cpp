@@ -194,7 +194,7 @@ TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
         matmul(q4.view(), x.data(), 3, b.data(), pool);
         EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << isa_name(isa);
     }
-    EXPECT_THROW(pack_weight(WeightView{GgmlType::Q2_K, q4.bytes.data(), 1, 256}), Error);
+    EXPECT_THROW(pack_weight(WeightView{GgmlType::Q8_1, q4.bytes.data(), 1, 256}), Error);
     EXPECT_THROW(pack_weight(WeightView{GgmlType::Q4_0, q4.bytes.data(), 1, 40}), Error);
 }
 

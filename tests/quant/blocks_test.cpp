@@ -105,6 +105,160 @@ TEST(QuantBlocks, Q5_KHighBitsAndQ6_KKnownBlock) {
     for (int e = 0; e < 256; ++e) EXPECT_EQ(out[size_t(e)], 0.5f * float(e / 16 - 8)) << e;
 }
 
+TEST(QuantBlocks, Q5_0AndQ5_1KnownBlocks) {
+    // qh bytes 55 55 aa aa: bits 0, 2, .., 14 and 17, 19, .., 31 set, i.e. the fifth bit of even
+    // elements 0..14 and of odd elements 17..31.
+    const uint8_t qh[4] = {0x55, 0x55, 0xaa, 0xaa};
+    BlockQ5_0 b{};
+    b.d = f32_to_f16(0.5f);
+    std::memcpy(b.qh, qh, 4);
+    for (int j = 0; j < 16; ++j) b.qs[j] = uint8_t(j | ((15 - j) << 4));
+    float out[32];
+    dequantize_row_q5_0(&b, out, 32);
+    for (int j = 0; j < 16; ++j) {
+        EXPECT_EQ(out[j], 0.5f * float(j + (j % 2 == 0 ? 16 : 0) - 16)) << j;
+        EXPECT_EQ(out[j + 16], 0.5f * float(15 - j + (j % 2 == 1 ? 16 : 0) - 16)) << j;
+    }
+    EXPECT_EQ(out[0], 0.0f);     // q = 0 | 16
+    EXPECT_EQ(out[1], -7.5f);    // q = 1
+    EXPECT_EQ(out[17], 7.0f);    // q = 14 | 16
+    EXPECT_EQ(out[16], -0.5f);   // q = 15
+    BlockQ5_1 c{};
+    c.d = f32_to_f16(2.0f);
+    c.m = f32_to_f16(-3.0f);
+    std::memcpy(c.qh, qh, 4);
+    for (int j = 0; j < 16; ++j) c.qs[j] = uint8_t(j | ((15 - j) << 4));
+    dequantize_row_q5_1(&c, out, 32);
+    for (int j = 0; j < 16; ++j) {
+        EXPECT_EQ(out[j], 2.0f * float(j + (j % 2 == 0 ? 16 : 0)) - 3.0f) << j;
+        EXPECT_EQ(out[j + 16], 2.0f * float(15 - j + (j % 2 == 1 ? 16 : 0)) - 3.0f) << j;
+    }
+    EXPECT_EQ(out[31], 2.0f * 16 - 3.0f);  // element 31: nibble 0, bit 31 set
+}
+
+TEST(QuantBlocks, Q2_KKnownBlock) {
+    BlockQ2_K b{};
+    b.d = f32_to_f16(0.5f);
+    b.dmin = f32_to_f16(0.25f);
+    // Sub-block k (16 values): scale k + 1 (mod 16), min k % 5.
+    for (int k = 0; k < 16; ++k) b.scales[k] = uint8_t(((k + 1) % 16) | ((k % 5) << 4));
+    // Byte 0 holds the codes of elements 0, 32, 64, 96 (bits 0-1, 2-3, 4-5, 6-7): 1, 2, 3, 0.
+    b.qs[0] = 0b00111001;
+    // Byte 32 + 20 holds elements 128 + 20, 160 + 20, 192 + 20, 224 + 20: 3, 3, 0, 1.
+    b.qs[52] = 0b01001111;
+    std::vector<float> out(256);
+    dequantize_row_q2_K(&b, out.data(), 256);
+    auto value = [](int k, int q) { return 0.5f * float((k + 1) % 16) * float(q) - 0.25f * float(k % 5); };
+    EXPECT_EQ(out[0], 0.5f * 1 * 1 - 0.f);          // sub-block 0
+    EXPECT_EQ(out[32], 0.5f * 3 * 2 - 0.25f * 2);    // sub-block 2
+    EXPECT_EQ(out[64], 0.5f * 5 * 3 - 0.25f * 4);    // sub-block 4
+    EXPECT_EQ(out[96], 0.f - 0.25f * 1);             // sub-block 6, code 0
+    EXPECT_EQ(out[148], 0.5f * 10 * 3 - 0.25f * 4);  // sub-block 9
+    EXPECT_EQ(out[180], 0.5f * 12 * 3 - 0.25f * 1);  // sub-block 11
+    EXPECT_EQ(out[212], 0.f - 0.25f * 3);            // sub-block 13, code 0
+    EXPECT_EQ(out[244], 0.5f * 0 * 1 - 0.25f * 0);   // sub-block 15 (scale 16 % 16 = 0)
+    for (int e = 0; e < 256; ++e) {
+        if (e == 0 || e == 32 || e == 64 || e == 96 || e == 148 || e == 180 || e == 212 || e == 244) continue;
+        EXPECT_EQ(out[size_t(e)], value(e / 16, 0)) << e;
+    }
+}
+
+TEST(QuantBlocks, Q3_KScalePackingMatchesLayout) {
+    uint8_t sc[16], packed[12];
+    for (int k = 0; k < 16; ++k) sc[k] = uint8_t((k * 23 + 5) % 64);
+    sc[13] = 0b101101;
+    sc[2] = 0b011010;
+    pack_q3_k_scales(sc, packed);
+    for (int k = 0; k < 16; ++k) EXPECT_EQ(q3_k_scale(k, packed), sc[k]) << k;
+    // Scale 13: low nibble 1101 in the high nibble of byte 5, top bits 10 in bits 6-7 of byte 9.
+    EXPECT_EQ(packed[5] >> 4, 0b1101);
+    EXPECT_EQ(packed[9] >> 6, 0b10);
+    // Scale 2: low nibble 1010 in the low nibble of byte 2, top bits 01 in bits 0-1 of byte 10.
+    EXPECT_EQ(packed[2] & 15, 0b1010);
+    EXPECT_EQ(packed[10] & 3, 0b01);
+}
+
+TEST(QuantBlocks, Q3_KKnownBlock) {
+    BlockQ3_K b{};
+    b.d = f32_to_f16(0.25f);
+    uint8_t sc[16];
+    for (int k = 0; k < 16; ++k) sc[k] = uint8_t(32 + k - 8);  // signed scale k - 8
+    pack_q3_k_scales(sc, b.scales);
+    // Without any hmask bit every code is low - 4. Element 0: low bits 3 (qs[0] bits 0-1), high bit
+    // set (hmask[0] bit 0): q = 7 - 4 = 3. Element 32: low 0 (qs[0] bits 2-3), no high bit: -4.
+    // Element 128 + 32 * 3 + 5 = 229: low bits from qs[32 + 5] bits 6-7 = 2, high bit hmask[5] bit 7.
+    // Element 133: qs[37] bits 0-1 = 1, hmask[5] bit 4 clear: 1 - 4 = -3.
+    b.qs[0] = 0b00000011;
+    b.hmask[0] = 0b00000001;
+    b.qs[37] = 0b10000001;
+    b.hmask[5] = 0b10000000;
+    std::vector<float> out(256);
+    dequantize_row_q3_K(&b, out.data(), 256);
+    EXPECT_EQ(out[0], 0.25f * float(0 - 8) * 3.f);
+    EXPECT_EQ(out[32], 0.25f * float(2 - 8) * -4.f);
+    EXPECT_EQ(out[229], 0.25f * float(14 - 8) * 2.f);
+    EXPECT_EQ(out[133], 0.25f * float(8 - 8) * -3.f);
+    for (int e = 0; e < 256; ++e) {
+        if (e == 0 || e == 229 || e == 133) continue;
+        EXPECT_EQ(out[size_t(e)], 0.25f * float(e / 16 - 8) * -4.f) << e;
+    }
+}
+
+TEST(QuantBlocks, Q5_0QuantiseGolden) {
+    // x = -16..15: the extreme -16 sets d = -16 / -16 = 1, so q = x + 16 exactly.
+    float x[32];
+    for (int i = 0; i < 32; ++i) x[i] = float(i - 16);
+    BlockQ5_0 b;
+    quantize_row_q5_0(x, &b, 32);
+    EXPECT_EQ(b.d, f32_to_f16(1.0f));
+    for (int j = 0; j < 16; ++j) EXPECT_EQ(b.qs[j], uint8_t(j | (j << 4))) << j;  // codes j and j + 16
+    const uint8_t qh[4] = {0, 0, 0xff, 0xff};  // elements 16..31 have codes >= 16
+    EXPECT_EQ(std::memcmp(b.qh, qh, 4), 0);
+    // Q5_1: min 1, max 32 gives d = 1 and m = 1, so q = x - 1.
+    for (int i = 0; i < 32; ++i) x[i] = float(32 - i);
+    BlockQ5_1 c;
+    quantize_row_q5_1(x, &c, 32);
+    EXPECT_EQ(c.d, f32_to_f16(1.0f));
+    EXPECT_EQ(c.m, f32_to_f16(1.0f));
+    for (int j = 0; j < 16; ++j) EXPECT_EQ(c.qs[j], uint8_t(((31 - j) & 15) | ((15 - j) << 4))) << j;
+    const uint8_t qh1[4] = {0xff, 0xff, 0, 0};
+    EXPECT_EQ(std::memcmp(c.qh, qh1, 4), 0);
+}
+
+TEST(QuantBlocks, Q5QuantiseElementBounds) {
+    // Every element within half a step of its block's (f16) scale; Q5_0's one clipped end (the
+    // opposite extreme of the max-magnitude value, code 32 -> 31) within a whole step.
+    std::mt19937 rng(4);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    const int64_t n = 2048;
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (auto& v : x) v = normal(rng);
+    std::vector<uint8_t> q5(*gguf::row_size(GgmlType::Q5_0, n));
+    quantize_row_q5_0(x.data(), q5.data(), n);
+    dequantize_row_q5_0(q5.data(), y.data(), n);
+    for (int64_t b = 0; b < n / 32; ++b) {
+        const float d = std::fabs(f16_to_f32(reinterpret_cast<const BlockQ5_0*>(q5.data())[b].d));
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(b * 32 + i)]));
+        for (int i = 0; i < 32; ++i) {
+            const float v = x[size_t(b * 32 + i)], err = std::fabs(v - y[size_t(b * 32 + i)]);
+            const bool clipped = std::fabs(v) / amax * 16.f > 15.5f;
+            EXPECT_LE(err, (clipped ? 1.0f : 0.5f) * d + 2e-3f * amax) << b << " " << i;
+        }
+    }
+    std::vector<uint8_t> q51(*gguf::row_size(GgmlType::Q5_1, n));
+    quantize_row_q5_1(x.data(), q51.data(), n);
+    dequantize_row_q5_1(q51.data(), y.data(), n);
+    for (int64_t b = 0; b < n / 32; ++b) {
+        const float d = f16_to_f32(reinterpret_cast<const BlockQ5_1*>(q51.data())[b].d);
+        float mn = x[size_t(b * 32)], mx = mn;
+        for (int i = 0; i < 32; ++i) { mn = std::min(mn, x[size_t(b * 32 + i)]); mx = std::max(mx, x[size_t(b * 32 + i)]); }
+        for (int i = 0; i < 32; ++i)
+            EXPECT_LE(std::fabs(x[size_t(b * 32 + i)] - y[size_t(b * 32 + i)]), 0.5f * d + 2e-3f * (std::fabs(mn) + mx - mn))
+                << b << " " << i;
+    }
+}
+
 TEST(QuantBlocks, Q4_0QuantiseGolden) {
     // x = -8..7 (twice): the extreme -8 sets d = -8 / -8 = 1, so q = x + 8 exactly.
     float x[32];
@@ -133,8 +287,11 @@ TEST(QuantBlocks, RoundTripErrorBounds) {
     const int64_t n = 1024;
     std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
     for (auto& v : x) v = normal(rng);
-    // Relative RMS error for Gaussian data: 8-bit ~0.4%, 6-bit ~2%, 4-bit ~10%.
+    // Relative RMS error for Gaussian data: 8-bit ~0.4%, 6-bit ~2%, 5-bit ~4%, 4-bit ~8%, 3-bit ~15%,
+    // 2-bit ~30%.
     for (RoundTrip rt : {RoundTrip{GgmlType::Q8_0, 0.006}, RoundTrip{GgmlType::Q6_K, 0.03},
+                         RoundTrip{GgmlType::Q5_1, 0.045}, RoundTrip{GgmlType::Q5_0, 0.05},
+                         RoundTrip{GgmlType::Q3_K, 0.17}, RoundTrip{GgmlType::Q2_K, 0.33},
                          RoundTrip{GgmlType::Q4_K, 0.11}, RoundTrip{GgmlType::Q4_1, 0.12},
                          RoundTrip{GgmlType::Q4_0, 0.13}}) {
         std::vector<uint8_t> buf(*gguf::row_size(rt.type, n));
@@ -157,7 +314,8 @@ TEST(QuantBlocks, RoundTripErrorBounds) {
 
 TEST(QuantBlocks, ZeroRowsQuantiseToZero) {
     std::vector<float> x(256, 0.f), y(256, 1.f);
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                       GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
         std::vector<uint8_t> buf(*gguf::row_size(t, 256));
         quantize_row(t, x.data(), buf.data(), 256);
         dequantize_row(t, buf.data(), y.data(), 256);
@@ -169,7 +327,7 @@ TEST(QuantBlocks, RejectsBadLengthsAndTypes) {
     float x[64] = {};
     uint8_t out[512];
     EXPECT_THROW(quantize_row(GgmlType::Q4_K, x, out, 64), Error);
-    EXPECT_THROW(quantize_row(GgmlType::Q2_K, x, out, 256), Error);
+    EXPECT_THROW(quantize_row(GgmlType::Q5_K, x, out, 256), Error);
     EXPECT_THROW(dequantize_row(GgmlType::Q8_0, out, x, 33), Error);
     EXPECT_THROW(dequantize_row(GgmlType::IQ2_XS, out, x, 256), Error);
 }

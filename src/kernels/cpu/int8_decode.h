@@ -46,6 +46,63 @@ inline void decode_row_local(gguf::GgmlType type, const uint8_t* row, int64_t co
             }
             return;
         }
+        case gguf::GgmlType::Q5_0:
+        case gguf::GgmlType::Q5_1: {
+            const bool q51 = type == gguf::GgmlType::Q5_1;
+            for (int64_t i = 0; i < nb; ++i) {
+                const uint8_t* blk = row + i * (q51 ? 24 : 22);
+                uint16_t dh, mh16 = 0;
+                uint32_t qh;
+                std::memcpy(&dh, blk, 2);
+                if (q51) std::memcpy(&mh16, blk + 2, 2);
+                std::memcpy(&qh, blk + (q51 ? 4 : 2), 4);  // little-endian, as the file stores it
+                const uint8_t* qs = blk + (q51 ? 8 : 6);
+                for (int j = 0; j < 16; ++j) {
+                    u[i * 32 + j] = uint8_t((qs[j] & 0x0f) | (((qh >> j) & 1) << 4));
+                    u[i * 32 + 16 + j] = uint8_t((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+                }
+                const float d = f16_to_f32(dh);
+                const float m = q51 ? f16_to_f32(mh16) : -16.f * d;
+                set_half(sw, mh, i, d, m, d, m);
+            }
+            return;
+        }
+        case gguf::GgmlType::Q2_K:
+        case gguf::GgmlType::Q3_K: {
+            // 32-block j of a super-block covers the 16-value sub-blocks 2j and 2j+1; its values
+            // 32 (j % 4) .. + 31 of half j / 4 take bits 2 (j % 4) of the half's 32 qs bytes.
+            const bool q3 = type == gguf::GgmlType::Q3_K;
+            for (int64_t sb = 0; sb < nb / 8; ++sb) {
+                const uint8_t* blk = row + sb * (q3 ? 110 : 84);
+                const uint8_t* qs = blk + (q3 ? 32 : 16);
+                uint8_t* ub = u + sb * 256;
+                for (int e = 0; e < 256; ++e) {
+                    const int h = e / 128, s = (e / 32) % 4, l = e % 32;
+                    int q = (qs[32 * h + l] >> (2 * s)) & 3;
+                    if (q3) q |= ((blk[l] >> (4 * h + s)) & 1) << 2;  // hmask
+                    ub[e] = uint8_t(q);
+                }
+                uint16_t dh, dminh = 0;
+                std::memcpy(&dh, blk + (q3 ? 108 : 80), 2);
+                if (!q3) std::memcpy(&dminh, blk + 82, 2);
+                const float d = f16_to_f32(dh), dmin = f16_to_f32(dminh);
+                for (int j = 0; j < 8; ++j) {
+                    float s[2], m[2];
+                    for (int k = 0; k < 2; ++k) {
+                        if (q3) {
+                            s[k] = d * float(int(quant::q3_k_scale(2 * j + k, blk + 96)) - 32);
+                            m[k] = -4.f * s[k];
+                        } else {
+                            const uint8_t sc = blk[2 * j + k];
+                            s[k] = d * float(sc & 0x0f);
+                            m[k] = -(dmin * float(sc >> 4));
+                        }
+                    }
+                    set_half(sw, mh, sb * 8 + j, s[0], m[0], s[1], m[1]);
+                }
+            }
+            return;
+        }
         case gguf::GgmlType::Q4_K:
         case gguf::GgmlType::Q5_K: {
             const bool q5 = type == gguf::GgmlType::Q5_K;

@@ -9,6 +9,9 @@
 // so that over half h:  sum_i w_i x_i  ~=  sw_h * d_b * sum_i u_i q_i  +  mh_h * s_h.
 // Q8_0: u = q + 128, sw = d, mh = -128 d.   Q4_0: u = nibble, sw = d, mh = -8 d.
 // Q4_1: sw = d, mh = m.   Q4_K/Q5_K: sw = d*scale_j, mh = -dmin*min_j.   Q6_K: sw = d*sc, mh = -32 d*sc.
+// Q5_0: u = 5-bit code, sw = d, mh = -16 d.   Q5_1: sw = d, mh = m.
+// Q2_K (16-value sub-blocks = halves): u = 2-bit code, sw = d*sc_k, mh = -dmin*m_k.
+// Q3_K: u = 3-bit code (low bits | hmask bit << 2), sw = d*(sc_k - 32), mh = -4 sw.
 #pragma once
 #include <cstdint>
 #include <vector>
