@@ -1,6 +1,8 @@
 // `pagoda batch`: offline completions. Each line of the input is an OpenAI /v1/completions request
-// body (plus an optional custom_id); every line's response object (or an error object for a line
-// that is malformed or fails) is written to the output in input order. All requests run through
+// body (plus an optional string custom_id), parsed, tokenised and limited exactly as the HTTP server
+// does (server::parse_completion_request, tokenize_prompts, make_engine_requests); every line's
+// response object, or the server's error object for a line that is malformed or fails, is written to
+// the output in input order with the line's number ("line") and custom_id. All requests run through
 // one continuous-batching engine.
 #include <unistd.h>
 
@@ -12,15 +14,19 @@
 
 #include "apps/command.h"
 #include "core/error.h"
-#include "engine/completion_request.h"
 #include "engine/engine.h"
 #include "engine/model_step.h"
+#include "server/api_error.h"
+#include "server/openai_engine_request.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
 namespace {
 
 using json = nlohmann::json;
+using server::ApiError;
 
 struct BatchOptions {
     std::string model, input, output, kv_memory;
@@ -31,13 +37,32 @@ struct BatchOptions {
 };
 
 struct Line {
-    std::optional<engine::CompletionRequest> request;
-    json custom_id = nullptr;
-    std::string error;
-    std::unique_ptr<engine::CompletionAccumulator> result;
+    json custom_id = nullptr;  // echoed as given
+    std::optional<ApiError> error;
+    std::optional<server::CompletionParams> params;
+    server::TokenizedPrompts prompts;
+    std::unique_ptr<server::ResponseAssembler> result;
 };
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+// Reads one input line into `line` (params and tokenised prompts), or records why it cannot run.
+void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_t vocab_size, Line& line) {
+    try {
+        if (text.find_first_not_of(" \t\r") == std::string::npos)
+            throw ApiError::invalid("the line is empty; expected a JSON request object", {}, "invalid_json");
+        json body = server::parse_json_body(text);
+        if (body.is_object() && body.contains("custom_id")) {
+            line.custom_id = body["custom_id"];
+            if (!line.custom_id.is_null() && !line.custom_id.is_string())
+                throw ApiError::invalid("'custom_id' must be a string", "custom_id", "invalid_type");
+        }
+        line.params = server::parse_completion_request(body, server::Endpoint::completions);
+        line.prompts = server::tokenize_prompts(*line.params, tok, nullptr, vocab_size);
+    } catch (const ApiError& e) {
+        line.error = e;
+    } catch (const Error& e) {
+        line.error = ApiError::invalid(e.what());
+    }
+}
 
 void progress(size_t done, size_t total) {
     const int width = 40;
@@ -53,28 +78,16 @@ int run_batch(const BatchOptions& o) {
     std::shared_ptr<model::Model> m(model::Model::load(o.model, {.n_threads = o.threads}));
     std::shared_ptr<const tokenizer::Tokenizer> tok(tokenizer::Tokenizer::from_gguf(m->file()));
     const std::string model_name = std::filesystem::path(o.model).stem().string();
+    const int64_t vocab_size = m->config().vocab_size;
 
     std::vector<Line> lines;
-    std::string text;
     int64_t tokens_wanted = 0;
-    while (std::getline(in, text)) {
-        Line line;
-        if (text.find_first_not_of(" \t\r") == std::string::npos) {
-            line.error = "empty line";
-        } else {
-            try {
-                json body = json::parse(text);
-                if (body.is_object() && body.contains("custom_id")) line.custom_id = body["custom_id"];
-                line.request = engine::parse_completion_request(body, tok.get());
-                const auto& r = line.request->request;
-                tokens_wanted += (int64_t(r.prompt.size()) + r.stop.max_tokens) * r.n;
-            } catch (const json::exception& e) {
-                line.error = fmt::format("malformed JSON: {}", e.what());
-            } catch (const Error& e) {
-                line.error = e.what();
-            }
-        }
-        lines.push_back(std::move(line));
+    for (std::string text; std::getline(in, text);) {
+        Line& line = lines.emplace_back();
+        parse_line(text, *tok, vocab_size, line);
+        if (line.error) continue;
+        const int64_t max_tokens = line.params->max_tokens.value_or(16);
+        for (const auto& ids : line.prompts.prompts) tokens_wanted += (int64_t(ids.size()) + max_tokens) * line.params->n;
     }
     const int64_t ctx = o.ctx > 0 ? o.ctx : m->config().context_length;
     tokens_wanted = std::clamp<int64_t>(tokens_wanted, ctx, ctx * o.max_seqs);
@@ -85,28 +98,49 @@ int run_batch(const BatchOptions& o) {
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = !o.no_prefix_cache;
     engine::Engine eng(std::make_unique<engine::ModelStep>(m, kv, tokens_wanted, o.ctx), tok, options);
+    const server::EngineLimits limits{.context = eng.context_limit(), .vocab_size = vocab_size};
 
     std::mutex mutex;
     std::condition_variable cv;
-    size_t done = 0, submitted = 0;
-    for (auto& line : lines) {
-        if (!line.request) continue;
-        line.result = std::make_unique<engine::CompletionAccumulator>(line.request->request.n);
+    size_t done = 0, submitted = 0;  // engine requests (one per prompt of a line)
+    const int64_t created = int64_t(std::time(nullptr));
+    for (size_t i = 0; i < lines.size(); ++i) {
+        Line& line = lines[i];
+        if (line.error) continue;
+        const server::CompletionParams& p = *line.params;
+        std::vector<engine::RequestId> ids;
         try {
-            engine::CompletionAccumulator* acc = line.result.get();
-            eng.submit(line.request->request, [&, acc](const engine::Delta& d) {
-                std::lock_guard lock(mutex);
-                acc->add(d);
-                if (d.request_done) {
-                    ++done;
-                    cv.notify_all();
-                }
-            });
-            ++submitted;
+            server::EngineRequests requests = server::make_engine_requests(p, std::move(line.prompts), limits);
+            server::ResponseContext rc;
+            rc.endpoint = server::Endpoint::completions;
+            rc.id = line.custom_id.is_string() ? "cmpl-" + line.custom_id.get<std::string>() : fmt::format("cmpl-{}", i + 1);
+            rc.created = created;
+            rc.model = p.model.empty() ? model_name : p.model;
+            rc.n = p.n;
+            rc.logprobs = p.logprobs;
+            rc.echo_text = std::move(requests.echo_text);
+            rc.tokenizer = tok.get();
+            line.result = std::make_unique<server::ResponseAssembler>(std::move(rc), requests.subs.size());
+            for (size_t sub = 0; sub < requests.subs.size(); ++sub) {
+                server::ResponseAssembler* result = line.result.get();
+                auto handle = eng.submit(std::move(requests.subs[sub]), [&, result, sub](const engine::Delta& d) {
+                    std::lock_guard lock(mutex);
+                    result->add(sub, d);
+                    if (d.request_done) {
+                        ++done;
+                        cv.notify_all();
+                    }
+                });
+                ids.push_back(handle.id());
+                ++submitted;
+            }
+        } catch (const ApiError& e) {
+            line.error = e;
         } catch (const Error& e) {
-            line.error = e.what();
-            line.result.reset();
+            line.error = ApiError::invalid(e.what());
         }
+        if (line.error)
+            for (engine::RequestId id : ids) eng.cancel(id);  // the line failed as a whole; their last deltas still count
     }
     const bool tty = isatty(STDERR_FILENO);
     {
@@ -124,24 +158,16 @@ int run_batch(const BatchOptions& o) {
 
     std::ofstream out(o.output);
     if (!out) fail("cannot create the output file '{}'", o.output);
-    const int64_t created = int64_t(std::time(nullptr));
     size_t failures = 0;
     for (size_t i = 0; i < lines.size(); ++i) {
         const Line& line = lines[i];
-        json j;
-        std::string error = line.error;
-        if (error.empty() && line.result) error = line.result->error();
-        if (!error.empty()) {
-            j = engine::completion_error(error);
-            ++failures;
-        } else {
-            std::string id = line.request->custom_id ? "cmpl-" + *line.request->custom_id : fmt::format("cmpl-{}", i + 1);
-            j = engine::completion_response(id, created, line.request->model.empty() ? model_name : line.request->model,
-                                            *line.result, line.request->request.logprobs, tok.get());
-        }
+        std::optional<ApiError> error = line.error;
+        if (!error && line.result->error()) error = ApiError::internal(*line.result->error());
+        json j = error ? error->body() : line.result->response();
+        failures += error.has_value();
         j["line"] = i + 1;
         if (!line.custom_id.is_null()) j["custom_id"] = line.custom_id;
-        out << dump(j) << '\n';
+        out << server::dump_json(j) << '\n';
     }
     if (!out) fail("writing '{}' failed", o.output);
     auto s = eng.stats();

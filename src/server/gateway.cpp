@@ -10,6 +10,7 @@
 #include "engine/model_step.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "server/openai_engine_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -167,42 +168,6 @@ SimpleResponse Gateway::metrics() {
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(ready ? &stats : nullptr, ready)};
 }
 
-std::vector<int32_t> Gateway::tokenize_prompt(const PromptInput& prompt) const {
-    if (const auto* ids = std::get_if<std::vector<int32_t>>(&prompt)) {
-        const int64_t vocab = engine_->model_info().vocab_size;
-        for (size_t i = 0; i < ids->size(); ++i)
-            if ((*ids)[i] >= vocab)
-                throw ApiError::invalid(fmt::format("prompt token {} is out of range (vocabulary has {} tokens)", (*ids)[i], vocab),
-                                        "prompt", "invalid_value");
-        return *ids;
-    }
-    // Text prompts never parse special-token text: a user string cannot forge control tokens.
-    return tokenizer_->encode(std::get<std::string>(prompt));
-}
-
-std::vector<int32_t> Gateway::render_chat(const CompletionParams& p) const {
-    tokenizer::ChatRenderOptions ro;
-    ro.add_generation_prompt = true;
-    const auto& vocab = tokenizer_->vocab();
-    if (tokenizer_->bos() >= 0) ro.bos_token = tokenizer_->token_to_piece(tokenizer_->bos(), true);
-    if (tokenizer_->eos() >= 0) ro.eos_token = tokenizer_->token_to_piece(tokenizer_->eos(), true);
-    if (!p.tools.is_null()) ro.tools = p.tools;
-    std::string text;
-    try {
-        text = template_->render(p.messages, ro);
-    } catch (const Error& e) {
-        // raise_exception() in a template is how it rejects a conversation (e.g. roles out of order).
-        throw ApiError::invalid(fmt::format("the chat template rejected the messages: {}", e.what()), "messages",
-                                "invalid_messages");
-    }
-    // The template writes special tokens as text (<|im_start|>, the BOS text): parse them; add BOS
-    // only when the vocabulary wants one and the template did not already write it.
-    std::vector<int32_t> ids = tokenizer_->encode(text, {.add_bos = false, .add_eos = false, .parse_special = true});
-    if (vocab.add_bos() && tokenizer_->bos() >= 0 && (ids.empty() || ids.front() != tokenizer_->bos()))
-        ids.insert(ids.begin(), tokenizer_->bos());
-    return ids;
-}
-
 std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const ApiKey* key,
                                     const std::string& request_id, DeltaSink sink) {
     const std::string key_name = key ? key->name : "anonymous";
@@ -231,73 +196,18 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
                                                           model_name_),
                                          "invalid_request_error", "model", "model_not_found"));
 
-    // Prompts -> token ids.
-    std::vector<std::vector<int32_t>> prompts;
-    std::vector<std::string> echo;
+    // Prompts -> token ids -> engine requests (limits against the context and vocabulary).
+    EngineRequests requests;
     try {
-        if (endpoint == Endpoint::chat_completions) {
-            prompts.push_back(render_chat(p));
-        } else {
-            for (const auto& prompt : p.prompts) {
-                prompts.push_back(tokenize_prompt(prompt));
-                if (p.echo)
-                    echo.push_back(std::holds_alternative<std::string>(prompt) ? std::get<std::string>(prompt)
-                                                                               : tokenizer_->decode(prompts.back()));
-            }
-        }
+        const int64_t vocab = engine_->model_info().vocab_size;
+        requests = make_engine_requests(p, tokenize_prompts(p, *tokenizer_, template_ ? &*template_ : nullptr, vocab),
+                                        {.context = engine_->context_limit(),
+                                         .vocab_size = vocab,
+                                         .max_prompt_tokens = options_.max_prompt_tokens,
+                                         .max_tokens_limit = options_.max_tokens_limit});
     } catch (const ApiError&) {
         metrics_.on_rejection(key_name, "invalid");
         throw;
-    }
-    const int64_t context = engine_->context_limit();
-    const int64_t prompt_cap = options_.max_prompt_tokens > 0 ? std::min(options_.max_prompt_tokens, context) : context;
-    const int64_t vocab = engine_->model_info().vocab_size;
-    for (const auto& [id, bias] : p.logit_bias)
-        if (id >= vocab)
-            throw reject("invalid", ApiError::invalid(fmt::format("logit_bias token {} is out of range (vocabulary has {} tokens)",
-                                                                  id, vocab),
-                                                      "logit_bias", "invalid_value"));
-    for (int32_t id : p.stop_token_ids)
-        if (id >= vocab)
-            throw reject("invalid", ApiError::invalid(fmt::format("stop_token_ids: token {} is out of range", id),
-                                                      "stop_token_ids", "invalid_value"));
-    int64_t longest = 0, total_prompt = 0;
-    for (const auto& ids : prompts) {
-        if (ids.empty())
-            throw reject("invalid", ApiError::invalid("the prompt encodes to no tokens", "prompt", "invalid_value"));
-        if (int64_t(ids.size()) > prompt_cap)
-            throw reject("invalid", ApiError::invalid(fmt::format("the prompt has {} tokens; the limit is {}", ids.size(),
-                                                                  prompt_cap),
-                                                      endpoint == Endpoint::chat_completions ? "messages" : "prompt",
-                                                      "context_length_exceeded"));
-        longest = std::max<int64_t>(longest, int64_t(ids.size()));
-        total_prompt += int64_t(ids.size());
-    }
-    int64_t max_tokens;
-    if (p.max_tokens) {
-        max_tokens = *p.max_tokens;
-        const char* param = body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-        if (max_tokens > options_.max_tokens_limit)
-            throw reject("invalid", ApiError::invalid(fmt::format("'{}' is {}; this server allows at most {}", param,
-                                                                  max_tokens, options_.max_tokens_limit),
-                                                      param, "invalid_value"));
-        if (longest + max_tokens > context)
-            throw reject("invalid",
-                         ApiError::invalid(fmt::format("This model's maximum context length is {} tokens. However, you "
-                                                       "requested {} tokens ({} in the prompt, {} for the completion). "
-                                                       "Please reduce the prompt or the completion length.",
-                                                       context, longest + max_tokens, longest, max_tokens),
-                                           param, "context_length_exceeded"));
-    } else {
-        // OpenAI defaults: 16 for completions, "as much as fits" for chat; both within our limit.
-        const int64_t room = context - longest;
-        max_tokens = endpoint == Endpoint::completions ? std::min<int64_t>(16, room)
-                                                       : std::min<int64_t>(options_.max_tokens_limit, room);
-        if (max_tokens < 1)
-            throw reject("invalid", ApiError::invalid(fmt::format("the prompt ({} tokens) leaves no room in the model's "
-                                                                  "context of {} tokens",
-                                                                  longest, context),
-                                                      "messages", "context_length_exceeded"));
     }
 
     // Admission: a long queue means new work would only wait; refuse at once instead.
@@ -310,7 +220,7 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
         throw reject("queue_full", e);
     }
 
-    const int64_t reserved = total_prompt + int64_t(prompts.size()) * p.n * max_tokens;
+    const int64_t reserved = requests.reserved_tokens;
     if (key) {
         if (auto r = limiter_.admit(key->name, key->limits, reserved, now_seconds())) {
             metrics_.on_rejection(key_name, reject_reason_name(r->reason));
@@ -328,31 +238,16 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
     ctx.n = p.n;
     ctx.logprobs = p.logprobs;
     ctx.include_usage = p.stream && p.include_usage;
-    ctx.echo_text = echo;
+    ctx.echo_text = std::move(requests.echo_text);
     ctx.tokenizer = tokenizer_.get();
-    std::shared_ptr<Job> job(new Job(*this, request_id, p, std::move(ctx), prompts.size()));
+    const size_t n_subs = requests.subs.size();
+    std::shared_ptr<Job> job(new Job(*this, request_id, p, std::move(ctx), n_subs));
     job->key_name_ = key_name;
     job->limited_ = key != nullptr;
     job->reserved_tokens_ = reserved;
 
-    for (size_t sub = 0; sub < prompts.size(); ++sub) {
-        engine::Request r;
-        r.prompt = std::move(prompts[sub]);
-        r.n = p.n;
-        r.logprobs = p.logprobs;
-        r.sampling.temperature = p.temperature;
-        r.sampling.top_p = p.top_p;
-        r.sampling.top_k = p.top_k;
-        r.sampling.min_p = p.min_p;
-        r.sampling.repetition_penalty = p.repetition_penalty;
-        r.sampling.presence_penalty = p.presence_penalty;
-        r.sampling.frequency_penalty = p.frequency_penalty;
-        r.sampling.logit_bias = p.logit_bias;
-        if (p.seed) r.sampling.seed = *p.seed + uint64_t(sub) * uint64_t(p.n);
-        r.stop.max_tokens = max_tokens;
-        r.stop.ignore_eos = p.ignore_eos;
-        r.stop.stop = p.stop;
-        r.stop.stop_token_ids = p.stop_token_ids;
+    for (size_t sub = 0; sub < n_subs; ++sub) {
+        engine::Request& r = requests.subs[sub];
         try {
             auto handle = engine_->submit(std::move(r), [sink, sub](const engine::Delta& d) { sink(sub, d); });
             job->engine_ids_.push_back(handle.id());

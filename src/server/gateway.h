@@ -131,8 +131,6 @@ public:
 
 private:
     friend class Job;
-    std::vector<int32_t> tokenize_prompt(const PromptInput& prompt) const;
-    std::vector<int32_t> render_chat(const CompletionParams& p) const;
 
     GatewayOptions options_;
     ApiKeyTable keys_;

@@ -183,8 +183,10 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
     }
     // max_completion_tokens is the newer name (chat); it wins over max_tokens.
     if (const json* v = field(body, "max_tokens")) p.max_tokens = get_integer(*v, "max_tokens", 1, int64_t(1) << 40);
-    if (const json* v = field(body, "max_completion_tokens"))
+    if (const json* v = field(body, "max_completion_tokens")) {
         p.max_tokens = get_integer(*v, "max_completion_tokens", 1, int64_t(1) << 40);
+        p.max_tokens_param = "max_completion_tokens";
+    }
     parse_stop(body, p);
     if (const json* v = field(body, "stop_token_ids")) {
         if (!v->is_array()) wrong_type("stop_token_ids", "an array of token ids", *v);

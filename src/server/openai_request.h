@@ -31,6 +31,7 @@ struct CompletionParams {
     nlohmann::json tools;                    // chat: tools array or null (handed to the template)
     int32_t n = 1;
     std::optional<int64_t> max_tokens;       // max_tokens / max_completion_tokens; unset: default
+    std::string max_tokens_param = "max_tokens";  // the field max_tokens came from (for errors)
     std::vector<std::string> stop;
     std::vector<int32_t> stop_token_ids;
     float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f, repetition_penalty = 1.0f;

@@ -52,6 +52,41 @@ TEST(OpenAiRequest, PromptShapes) {
     EXPECT_EQ(whole.max_tokens, 3);  // JavaScript numbers
 }
 
+TEST(OpenAiRequest, VllmExtensionsAndStopLists) {
+    auto p = parse_completion_request(json::parse(R"({"prompt":[1],"top_k":40,"min_p":0.05,"repetition_penalty":1.1,
+        "ignore_eos":true,"stop_token_ids":[9,2],"stop":["a","bc"]})"),
+                                      Endpoint::completions);
+    EXPECT_EQ(p.top_k, 40);
+    EXPECT_FLOAT_EQ(p.min_p, 0.05f);
+    EXPECT_FLOAT_EQ(p.repetition_penalty, 1.1f);
+    EXPECT_TRUE(p.ignore_eos);
+    EXPECT_EQ(p.stop_token_ids, (std::vector<int32_t>{9, 2}));
+    EXPECT_EQ(p.stop, (std::vector<std::string>{"a", "bc"}));
+    EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt":[1],"top_k":-1})"), Endpoint::completions).top_k, 0)
+        << "vLLM: -1 means off";
+}
+
+TEST(OpenAiRequest, DefaultsAndNulls) {
+    // null reads as "not given"; a one-element array of token arrays is one prompt.
+    auto p = parse_completion_request(json::parse(R"({"prompt":[[4,5]],"logprobs":null,"temperature":null})"),
+                                      Endpoint::completions);
+    ASSERT_EQ(p.prompts.size(), 1u);
+    EXPECT_EQ(std::get<std::vector<int32_t>>(p.prompts[0]), (std::vector<int32_t>{4, 5}));
+    EXPECT_FALSE(p.max_tokens.has_value());
+    EXPECT_EQ(p.max_tokens_param, "max_tokens");
+    EXPECT_EQ(p.temperature, 1.0f);
+    EXPECT_EQ(p.top_p, 1.0f);
+    EXPECT_EQ(p.n, 1);
+    EXPECT_EQ(p.logprobs, -1);
+    EXPECT_FALSE(p.seed.has_value());
+    EXPECT_FALSE(p.echo);
+    EXPECT_FALSE(p.stream);
+    EXPECT_TRUE(p.stop.empty());
+    // A negative seed is a valid 64-bit seed (two's complement).
+    EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt":[1],"seed":-1})"), Endpoint::completions).seed,
+              ~uint64_t(0));
+}
+
 TEST(OpenAiRequest, ChatFields) {
     auto p = parse_completion_request(json::parse(R"({"messages":[{"role":"system","content":"s"},
         {"role":"user","content":[{"type":"text","text":"hi"}]}],"max_completion_tokens":9,"max_tokens":3,
@@ -59,6 +94,7 @@ TEST(OpenAiRequest, ChatFields) {
                                       Endpoint::chat_completions);
     EXPECT_EQ(p.messages.size(), 2u);
     EXPECT_EQ(p.max_tokens, 9);  // max_completion_tokens wins
+    EXPECT_EQ(p.max_tokens_param, "max_completion_tokens");
     EXPECT_EQ(p.logprobs, 2);
     auto no_lp = parse_completion_request(json::parse(R"({"messages":[{"role":"user","content":"x"}]})"),
                                           Endpoint::chat_completions);
@@ -90,6 +126,13 @@ TEST(OpenAiRequest, ErrorsAreOpenAiShaped) {
               "stop");
     EXPECT_EQ(error_of(R"({"prompt":"x","stop":[""]})").param, "stop");
     EXPECT_EQ(error_of(R"({"prompt":["a","b"],"n":100})").param, "n");
+    EXPECT_EQ(error_of(R"({"prompt":"x","logprobs":21})").param, "logprobs");
+    EXPECT_EQ(error_of(R"({"prompt":"x","presence_penalty":3})").param, "presence_penalty");
+    EXPECT_EQ(error_of(R"({"prompt":"x","repetition_penalty":0})").param, "repetition_penalty");
+    EXPECT_EQ(error_of(R"({"prompt":"x","seed":"s"})").param, "seed");
+    EXPECT_EQ(error_of(R"({"prompt":"x","echo":true,"logprobs":1})").code, "unsupported_parameter");
+    EXPECT_EQ(error_of(R"({"prompt":[1,"a"]})").param, "prompt[1]");
+    EXPECT_EQ(error_of(R"({"prompt":[1],"stop_token_ids":[-1]})").param, "stop_token_ids[0]");
 }
 
 TEST(OpenAiRequest, ChatErrors) {

@@ -66,6 +66,10 @@ TEST(OpenAiResponse, CompletionsWithSeveralPromptsAndChoices) {
     EXPECT_EQ(r["choices"][3]["text"], "B:z");
     EXPECT_EQ(r["choices"][3]["index"], 3);
     EXPECT_EQ(r["choices"][3]["finish_reason"], "length");
+    EXPECT_TRUE(r["choices"][0]["logprobs"].is_null()) << "logprobs were not requested";
+    EXPECT_EQ(r["object"], "text_completion");
+    EXPECT_EQ(r["id"], "cmpl-y");
+    EXPECT_EQ(r["created"], 1);
     EXPECT_EQ(r["usage"]["prompt_tokens"], 10);  // summed over both prompts
     EXPECT_EQ(r["usage"]["total_tokens"], 16);
 }

@@ -1,0 +1,158 @@
+#include "server/openai_engine_request.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "server/api_error.h"
+#include "tokenizer/chat/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+namespace {
+
+std::vector<int32_t> tokenize_prompt(const PromptInput& prompt, const tokenizer::Tokenizer& tok, int64_t vocab) {
+    if (const auto* ids = std::get_if<std::vector<int32_t>>(&prompt)) {
+        for (int32_t id : *ids)
+            if (id >= vocab)
+                throw ApiError::invalid(fmt::format("prompt token {} is out of range (vocabulary has {} tokens)", id, vocab),
+                                        "prompt", "invalid_value");
+        return *ids;
+    }
+    // Text prompts never parse special-token text: a user string cannot forge control tokens.
+    return tok.encode(std::get<std::string>(prompt));
+}
+
+std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tokenizer& tok,
+                                 const tokenizer::ChatTemplate* chat_template) {
+    if (!chat_template)
+        throw ApiError::invalid("chat requests are not available here (no chat template)", "messages",
+                                "unsupported_parameter");
+    tokenizer::ChatRenderOptions ro;
+    ro.add_generation_prompt = true;
+    if (tok.bos() >= 0) ro.bos_token = tok.token_to_piece(tok.bos(), true);
+    if (tok.eos() >= 0) ro.eos_token = tok.token_to_piece(tok.eos(), true);
+    if (!p.tools.is_null()) ro.tools = p.tools;
+    std::string text;
+    try {
+        text = chat_template->render(p.messages, ro);
+    } catch (const Error& e) {
+        // raise_exception() in a template is how it rejects a conversation (e.g. roles out of order).
+        throw ApiError::invalid(fmt::format("the chat template rejected the messages: {}", e.what()), "messages",
+                                "invalid_messages");
+    }
+    // The template writes special tokens as text (<|im_start|>, the BOS text): parse them; add BOS
+    // only when the vocabulary wants one and the template did not already write it.
+    std::vector<int32_t> ids = tok.encode(text, {.add_bos = false, .add_eos = false, .parse_special = true});
+    if (tok.vocab().add_bos() && tok.bos() >= 0 && (ids.empty() || ids.front() != tok.bos()))
+        ids.insert(ids.begin(), tok.bos());
+    return ids;
+}
+
+}  // namespace
+
+int64_t TokenizedPrompts::longest() const {
+    int64_t n = 0;
+    for (const auto& ids : prompts) n = std::max<int64_t>(n, int64_t(ids.size()));
+    return n;
+}
+
+int64_t TokenizedPrompts::total() const {
+    int64_t n = 0;
+    for (const auto& ids : prompts) n += int64_t(ids.size());
+    return n;
+}
+
+TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tok,
+                                  const tokenizer::ChatTemplate* chat_template, int64_t vocab_size) {
+    TokenizedPrompts out;
+    if (p.endpoint == Endpoint::chat_completions) {
+        out.prompts.push_back(render_chat(p, tok, chat_template));
+    } else {
+        for (const auto& prompt : p.prompts) {
+            out.prompts.push_back(tokenize_prompt(prompt, tok, vocab_size));
+            if (p.echo)
+                out.echo_text.push_back(std::holds_alternative<std::string>(prompt) ? std::get<std::string>(prompt)
+                                                                                    : tok.decode(out.prompts.back()));
+        }
+    }
+    return out;
+}
+
+EngineRequests make_engine_requests(const CompletionParams& p, TokenizedPrompts prompts, const EngineLimits& limits) {
+    const bool chat = p.endpoint == Endpoint::chat_completions;
+    const char* prompt_param = chat ? "messages" : "prompt";
+    for (const auto& [id, bias] : p.logit_bias)
+        if (id >= limits.vocab_size)
+            throw ApiError::invalid(fmt::format("logit_bias token {} is out of range (vocabulary has {} tokens)", id,
+                                                limits.vocab_size),
+                                    "logit_bias", "invalid_value");
+    for (int32_t id : p.stop_token_ids)
+        if (id >= limits.vocab_size)
+            throw ApiError::invalid(fmt::format("stop_token_ids: token {} is out of range", id), "stop_token_ids",
+                                    "invalid_value");
+
+    const int64_t context = limits.context;
+    const int64_t prompt_cap =
+        limits.max_prompt_tokens > 0 ? std::min(limits.max_prompt_tokens, context) : context;
+    for (const auto& ids : prompts.prompts) {
+        if (ids.empty()) throw ApiError::invalid("the prompt encodes to no tokens", prompt_param, "invalid_value");
+        if (int64_t(ids.size()) > prompt_cap)
+            throw ApiError::invalid(fmt::format("the prompt has {} tokens; the limit is {}", ids.size(), prompt_cap),
+                                    prompt_param, "context_length_exceeded");
+    }
+    const int64_t longest = prompts.longest();
+    int64_t max_tokens;
+    if (p.max_tokens) {
+        max_tokens = *p.max_tokens;
+        const std::string& param = p.max_tokens_param;
+        if (limits.max_tokens_limit > 0 && max_tokens > limits.max_tokens_limit)
+            throw ApiError::invalid(fmt::format("'{}' is {}; this server allows at most {}", param, max_tokens,
+                                                limits.max_tokens_limit),
+                                    param, "invalid_value");
+        if (longest + max_tokens > context)
+            throw ApiError::invalid(fmt::format("This model's maximum context length is {} tokens. However, you "
+                                                "requested {} tokens ({} in the prompt, {} for the completion). "
+                                                "Please reduce the prompt or the completion length.",
+                                                context, longest + max_tokens, longest, max_tokens),
+                                    param, "context_length_exceeded");
+    } else {
+        // OpenAI defaults: 16 for completions, "as much as fits" for chat; both within the limit.
+        const int64_t room = context - longest;
+        const int64_t chat_cap = limits.max_tokens_limit > 0 ? limits.max_tokens_limit : room;
+        max_tokens = chat ? std::min(chat_cap, room) : std::min<int64_t>(16, room);
+        if (max_tokens < 1)
+            throw ApiError::invalid(fmt::format("the prompt ({} tokens) leaves no room in the model's context of {} "
+                                                "tokens",
+                                                longest, context),
+                                    prompt_param, "context_length_exceeded");
+    }
+
+    EngineRequests out;
+    out.max_tokens = max_tokens;
+    out.echo_text = std::move(prompts.echo_text);
+    out.reserved_tokens = prompts.total() + int64_t(prompts.prompts.size()) * p.n * max_tokens;
+    for (size_t sub = 0; sub < prompts.prompts.size(); ++sub) {
+        engine::Request r;
+        r.prompt = std::move(prompts.prompts[sub]);
+        r.n = p.n;
+        r.logprobs = p.logprobs;
+        r.sampling.temperature = p.temperature;
+        r.sampling.top_p = p.top_p;
+        r.sampling.top_k = p.top_k;
+        r.sampling.min_p = p.min_p;
+        r.sampling.repetition_penalty = p.repetition_penalty;
+        r.sampling.presence_penalty = p.presence_penalty;
+        r.sampling.frequency_penalty = p.frequency_penalty;
+        r.sampling.logit_bias = p.logit_bias;
+        if (p.seed) r.sampling.seed = *p.seed + uint64_t(sub) * uint64_t(p.n);
+        r.stop.max_tokens = max_tokens;
+        r.stop.ignore_eos = p.ignore_eos;
+        r.stop.stop = p.stop;
+        r.stop.stop_token_ids = p.stop_token_ids;
+        out.subs.push_back(std::move(r));
+    }
+    return out;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,53 @@
+// A validated OpenAI request (CompletionParams) -> engine requests for one loaded model, in two
+// steps shared by the HTTP gateway and `pagoda batch`:
+//   tokenize_prompts(): each completions prompt to token ids (text is encoded WITHOUT parsing
+//     special-token text, so a user string cannot forge control tokens; token ids are range-checked
+//     against the vocabulary), or the chat messages rendered through the chat template;
+//   make_engine_requests(): vocabulary checks of logit_bias / stop_token_ids, prompt and max_tokens
+//     limits against the context, OpenAI's max_tokens defaults, and one engine::Request per prompt
+//     ("sub"; sub k's seed is seed + k*n so its choices differ from the other prompts').
+// Every refusal is an ApiError (400) naming the offending field.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/openai_request.h"
+
+namespace pagoda::tokenizer {
+class Tokenizer;
+class ChatTemplate;
+}  // namespace pagoda::tokenizer
+
+namespace pagoda::server {
+
+struct TokenizedPrompts {
+    std::vector<std::vector<int32_t>> prompts;  // one per sub-request (make_engine_requests refuses empty ones)
+    std::vector<std::string> echo_text;         // completions with echo: per prompt, the text to prepend
+    int64_t longest() const;
+    int64_t total() const;
+};
+
+// `chat_template` may be null where chat requests cannot occur (they are then refused);
+// `vocab_size` is the model's (token-id prompts must lie below it).
+TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tokenizer,
+                                  const tokenizer::ChatTemplate* chat_template, int64_t vocab_size);
+
+struct EngineLimits {
+    int64_t context = 0;            // the engine's context limit (prompt + completion)
+    int64_t vocab_size = 0;         // the model's vocabulary
+    int64_t max_prompt_tokens = 0;  // 0: the context
+    int64_t max_tokens_limit = 0;   // largest max_tokens accepted; 0: only the context bounds it
+};
+
+struct EngineRequests {
+    std::vector<engine::Request> subs;  // one per prompt
+    std::vector<std::string> echo_text; // from TokenizedPrompts (ResponseContext::echo_text)
+    int64_t max_tokens = 0;             // per choice, after defaults
+    int64_t reserved_tokens = 0;        // prompt tokens + every choice's max_tokens (rate limits)
+};
+
+EngineRequests make_engine_requests(const CompletionParams& p, TokenizedPrompts prompts, const EngineLimits& limits);
+
+}  // namespace pagoda::server
