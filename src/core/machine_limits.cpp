@@ -60,6 +60,33 @@ double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes) {
     return double(per) * n / seconds / 1e9;
 }
 
+double measure_read_bandwidth(ThreadPool& pool, std::span<const std::span<const uint8_t>> regions) {
+    // Chunks of at most 1 MiB, 64-byte aligned inside their region, handed out as tasks.
+    std::vector<std::span<const uint8_t>> chunks;
+    size_t total = 0;
+    for (const auto& r : regions) {
+        const auto begin = reinterpret_cast<uintptr_t>(r.data());
+        const size_t skip = std::min(r.size(), size_t((64 - begin % 64) % 64));
+        const uint8_t* p = r.data() + skip;
+        size_t left = (r.size() - skip) / 128 * 128;
+        for (; left > 0;) {
+            const size_t n = std::min(left, size_t(1) << 20);
+            chunks.emplace_back(p, n);
+            total += n;
+            p += n;
+            left -= n;
+        }
+    }
+    if (chunks.empty()) return 0;
+    const bool avx2 = active_isa() >= Isa::avx2;
+    std::vector<uint64_t> sink(chunks.size());
+    double seconds = best_parallel_seconds(pool, int(chunks.size()), 3, [&](int task) {
+        const auto& c = chunks[size_t(task)];
+        sink[size_t(task)] += avx2 ? read_sum_avx2(c.data(), c.size()) : read_sum_portable(c.data(), c.size());
+    });
+    return double(total) / seconds / 1e9;
+}
+
 double measure_fp32_fma_peak(ThreadPool& pool) {
     const Isa isa = active_isa();
     if (isa == Isa::scalar) return 0;

@@ -4,6 +4,9 @@
 // where it has AVX-512 BF16). Benchmarks quote
 // their figures as a fraction of these.
 #pragma once
+#include <cstdint>
+#include <span>
+
 #include "core/thread_pool.h"
 
 namespace pagoda {
@@ -17,6 +20,10 @@ struct MachineLimits {
 
 // Each measurement takes a fraction of a second; `buffer_bytes` should exceed the last-level cache.
 double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes = size_t(1) << 30);
+// The same over memory that already exists (e.g. a model's weights, which is what a decode step
+// streams: its pages, their placement and their page size are the ones that matter; a fresh buffer
+// measured here varied 2x between allocations on a shared host). Regions must be readable.
+double measure_read_bandwidth(ThreadPool& pool, std::span<const std::span<const uint8_t>> regions);
 double measure_fp32_fma_peak(ThreadPool& pool);
 double measure_int8_dot_peak(ThreadPool& pool);
 double measure_bf16_dot_peak(ThreadPool& pool);

@@ -44,6 +44,27 @@ kv::KvLayout Model::kv_layout(int32_t block_size, std::optional<kv::KvDtype> dty
     return l;
 }
 
+std::vector<std::span<const uint8_t>> Model::weight_memory() const {
+    std::vector<std::span<const uint8_t>> out;
+    auto add = [&](const kernels::PackedWeight& w) {
+        if (w.is_packed()) {
+            out.emplace_back(w.data(), w.packed_bytes());
+            return;
+        }
+        for (const auto& part : w.parts())
+            out.emplace_back(static_cast<const uint8_t*>(part.data),
+                             size_t(gguf::row_size(part.type, part.cols).value_or(0)) * size_t(part.rows));
+    };
+    for (const auto& l : weights_.layers) {
+        for (const auto& w : l.qkv) add(w);
+        add(l.wo);
+        for (const auto& w : l.gate_up) add(w);
+        add(l.w_down);
+    }
+    add(weights_.output);
+    return out;
+}
+
 void Model::validate(const Batch& batch, const kv::KvPool& pool) const {
     const int64_t n = batch.size();
     if (int64_t(batch.positions.size()) != n || int64_t(batch.seq_index.size()) != n ||

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ public:
     // Returns logits [batch.n_logit_rows()][vocab], rows in batch order. Throws pagoda::Error on
     // invalid tokens, positions, slots or sequence indices (before anything is written).
     std::vector<float> forward(const Batch& batch, kv::KvPool& pool);
+
+    // The memory a decode step streams: every matmul weight as the kernels read it (packed copy, or
+    // the file's bytes), the output head included, the token embedding table excluded unless tied.
+    std::vector<std::span<const uint8_t>> weight_memory() const;
 
     // Called with every matmul input during forward() while set (null: off, no cost).
     void set_activation_observer(ActivationObserver observer) { observer_ = std::move(observer); }
