@@ -329,19 +329,29 @@ void quantize_row_q2_K(const float* x, void* out, int64_t n) {
     }
 }
 
+namespace {
+
+// The entry of largest magnitude, sign kept (the first on ties): Q3_K and Q6_K scale their
+// sub-block scales against it, so it maps to the most negative stored value.
+float largest_magnitude(const float* v, int n) {
+    float best = 0, best_abs = 0;
+    for (int i = 0; i < n; ++i)
+        if (std::fabs(v[i]) > best_abs) {
+            best_abs = std::fabs(v[i]);
+            best = v[i];
+        }
+    return best;
+}
+
+}  // namespace
+
 void quantize_row_q3_K(const float* x, void* out, int64_t n) {
     auto* b = static_cast<BlockQ3_K*>(out);
     for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
         int8_t L[kQK_K];
         float scales[16];
-        float max_scale = 0, amax = 0;
-        for (int k = 0; k < 16; ++k) {
-            scales[k] = fit_symmetric_scale_descent(16, 4, x + 16 * k, L + 16 * k);
-            if (std::fabs(scales[k]) > amax) {
-                amax = std::fabs(scales[k]);
-                max_scale = scales[k];
-            }
-        }
+        for (int k = 0; k < 16; ++k) scales[k] = fit_symmetric_scale_descent(16, 4, x + 16 * k, L + 16 * k);
+        const float max_scale = largest_magnitude(scales, 16);
         // 6-bit signed sub-block scales (stored + 32) against d; max_scale maps to -32.
         uint8_t stored[16] = {};
         if (max_scale != 0) {
@@ -418,15 +428,9 @@ void quantize_row_q6_K(const float* x, void* out, int64_t n) {
     for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
         int8_t L[kQK_K];
         float scales[16];
-        float max_scale = 0, max_abs_scale = 0;
-        for (int ib = 0; ib < 16; ++ib) {
-            scales[ib] = fit_symmetric_scale(16, 32, x + 16 * ib, L + 16 * ib);
-            if (std::fabs(scales[ib]) > max_abs_scale) {
-                max_abs_scale = std::fabs(scales[ib]);
-                max_scale = scales[ib];
-            }
-        }
-        if (max_abs_scale < kGroupMaxEps) {
+        for (int ib = 0; ib < 16; ++ib) scales[ib] = fit_symmetric_scale(16, 32, x + 16 * ib, L + 16 * ib);
+        const float max_scale = largest_magnitude(scales, 16);
+        if (std::fabs(max_scale) < kGroupMaxEps) {
             std::memset(&b[i], 0, sizeof(BlockQ6_K));
             continue;
         }
