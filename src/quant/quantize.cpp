@@ -88,15 +88,24 @@ float fit_scale_min(int n, int nmax, const float* x, const float* weights, uint8
     return scale;
 }
 
+// The entry of largest magnitude, sign kept (the first on ties): the symmetric fits put it on the most
+// negative code, and Q3_K / Q6_K scale their sub-block scales against it the same way.
+float largest_magnitude(const float* v, int n) {
+    float best = 0, best_abs = 0;
+    for (int i = 0; i < n; ++i)
+        if (std::fabs(v[i]) > best_abs) {
+            best_abs = std::fabs(v[i]);
+            best = v[i];
+        }
+    return best;
+}
+
+
 // Symmetric quantisation of n values to -nmax..nmax-1 (stored +nmax) weighted by x^2, trying 19 grids
 // around the max-abs grid and keeping the best least-squares scale.
 float fit_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = std::fabs(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < kGroupMaxEps) {
+    const float max = largest_magnitude(x, n);
+    if (std::fabs(max) < kGroupMaxEps) {
         for (int i = 0; i < n; ++i) L[i] = 0;
         return 0.f;
     }
@@ -137,12 +146,8 @@ float fit_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
 // then up to 5 passes of coordinate descent that move single codes while the x^2-weighted
 // least-squares fit improves. Returns the scale (ggml's make_q3_quants with rmse).
 float fit_symmetric_scale_descent(int n, int nmax, const float* x, int8_t* L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = std::fabs(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < kGroupMaxEps) {
+    const float max = largest_magnitude(x, n);
+    if (std::fabs(max) < kGroupMaxEps) {
         for (int i = 0; i < n; ++i) L[i] = 0;
         return 0.f;
     }
@@ -328,22 +333,6 @@ void quantize_row_q2_K(const float* x, void* out, int64_t n) {
         pack_two_bit_codes(L, b[i].qs);
     }
 }
-
-namespace {
-
-// The entry of largest magnitude, sign kept (the first on ties): Q3_K and Q6_K scale their
-// sub-block scales against it, so it maps to the most negative stored value.
-float largest_magnitude(const float* v, int n) {
-    float best = 0, best_abs = 0;
-    for (int i = 0; i < n; ++i)
-        if (std::fabs(v[i]) > best_abs) {
-            best_abs = std::fabs(v[i]);
-            best = v[i];
-        }
-    return best;
-}
-
-}  // namespace
 
 void quantize_row_q3_K(const float* x, void* out, int64_t n) {
     auto* b = static_cast<BlockQ3_K*>(out);
