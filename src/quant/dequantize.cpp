@@ -1,5 +1,7 @@
 #include "quant/dequantize.h"
 
+#include <type_traits>
+
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/block_formats.h"
@@ -99,31 +101,18 @@ void dequantize_row_q3_K(const void* blocks, float* out, int64_t n) {
     }
 }
 
-void dequantize_row_q4_K(const void* blocks, float* out, int64_t n) {
-    const auto* b = static_cast<const BlockQ4_K*>(blocks);
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-        float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
-        float* y = out + i * kQK_K;
-        // Sub-blocks 2p and 2p+1 share 32 bytes: low nibbles are 2p, high nibbles 2p+1.
-        for (int p = 0; p < 4; ++p) {
-            const uint8_t* q = b[i].qs + 32 * p;
-            uint8_t sc, m;
-            k_scale_min(2 * p, b[i].scales, sc, m);
-            float d1 = d * float(sc), m1 = dmin * float(m);
-            k_scale_min(2 * p + 1, b[i].scales, sc, m);
-            float d2 = d * float(sc), m2 = dmin * float(m);
-            for (int l = 0; l < 32; ++l) y[64 * p + l] = d1 * float(q[l] & 0x0f) - m1;
-            for (int l = 0; l < 32; ++l) y[64 * p + 32 + l] = d2 * float(q[l] >> 4) - m2;
-        }
-    }
-}
+namespace {
 
-void dequantize_row_q5_K(const void* blocks, float* out, int64_t n) {
-    const auto* b = static_cast<const BlockQ5_K*>(blocks);
+// Q4_K and Q5_K share their super-block: sub-blocks 2p and 2p+1 share 32 bytes of qs (low nibbles
+// are 2p, high nibbles 2p+1); Q5_K adds a fifth bit per value, bit 2p (2p+1) of qh[l] for element l
+// of sub-block 2p (2p+1). value = d * scale_j * q - dmin * min_j.
+template <class Block>
+void dequantize_row_k4_or_k5(const void* blocks, float* out, int64_t n) {
+    constexpr bool q5 = std::is_same_v<Block, BlockQ5_K>;
+    const auto* b = static_cast<const Block*>(blocks);
     for (int64_t i = 0; i < n / kQK_K; ++i) {
         float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
         float* y = out + i * kQK_K;
-        // Bit 2p of qh[l] is the fifth bit of element l of sub-block 2p; bit 2p+1 of sub-block 2p+1.
         for (int p = 0; p < 4; ++p) {
             const uint8_t* q = b[i].qs + 32 * p;
             uint8_t sc, m;
@@ -132,14 +121,23 @@ void dequantize_row_q5_K(const void* blocks, float* out, int64_t n) {
             k_scale_min(2 * p + 1, b[i].scales, sc, m);
             float d2 = d * float(sc), m2 = dmin * float(m);
             for (int l = 0; l < 32; ++l) {
-                int lo = (q[l] & 0x0f) | (((b[i].qh[l] >> (2 * p)) & 1) << 4);
-                int hi = (q[l] >> 4) | (((b[i].qh[l] >> (2 * p + 1)) & 1) << 4);
+                int lo = q[l] & 0x0f, hi = q[l] >> 4;
+                if constexpr (q5) {
+                    lo |= ((b[i].qh[l] >> (2 * p)) & 1) << 4;
+                    hi |= ((b[i].qh[l] >> (2 * p + 1)) & 1) << 4;
+                }
                 y[64 * p + l] = d1 * float(lo) - m1;
                 y[64 * p + 32 + l] = d2 * float(hi) - m2;
             }
         }
     }
 }
+
+}  // namespace
+
+void dequantize_row_q4_K(const void* blocks, float* out, int64_t n) { dequantize_row_k4_or_k5<BlockQ4_K>(blocks, out, n); }
+
+void dequantize_row_q5_K(const void* blocks, float* out, int64_t n) { dequantize_row_k4_or_k5<BlockQ5_K>(blocks, out, n); }
 
 void dequantize_row_q6_K(const void* blocks, float* out, int64_t n) {
     const auto* b = static_cast<const BlockQ6_K*>(blocks);
