@@ -184,6 +184,24 @@ std::vector<std::pair<int32_t, int32_t>> mixed_queries(const std::vector<int32_t
     return q;
 }
 
+// The scenario in every KV dtype on every ISA path this CPU has, against the double-precision naive
+// reference (within 5e-6).
+void expect_every_dtype_and_isa_matches_reference(kv::KvLayout L, int32_t group, const std::vector<int32_t>& lens,
+                                                  const std::vector<std::pair<int32_t, int32_t>>& queries, uint32_t seed, float q_gain,
+                                                  ThreadPool& threads) {
+    for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16}) {
+        L.dtype = dtype;
+        Scenario s = make_scenario(L, group, lens, queries, seed, q_gain);
+        std::vector<double> want = reference(s);
+        for (Isa isa : available_isas()) {
+            set_isa(isa);
+            double err = max_abs_diff(run_kernel(s, threads), want);
+            EXPECT_LE(err, 5e-6) << "block " << L.block_size << " group " << group << " head_dim " << L.head_dim
+                                 << " dtype " << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa);
+        }
+    }
+}
+
 TEST(PagedAttention, MatchesNaiveReferenceAcrossBlockSizesGqaDtypesAndIsas) {
     IsaGuard guard;
     ThreadPool threads(2);
@@ -197,18 +215,8 @@ TEST(PagedAttention, MatchesNaiveReferenceAcrossBlockSizesGqaDtypesAndIsas) {
             L.head_dim = head_dims[config % 5];
             L.block_size = bs;
             std::vector<int32_t> lens = {37 + config, 70, 300 + 7 * config};  // not block multiples
-            for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16}) {
-                L.dtype = dtype;
-                Scenario s = make_scenario(L, group, lens, mixed_queries(lens), uint32_t(100 + config),
-                                           config % 3 == 0 ? 6.0f : 1.0f);
-                std::vector<double> want = reference(s);
-                for (Isa isa : available_isas()) {
-                    set_isa(isa);
-                    double err = max_abs_diff(run_kernel(s, threads), want);
-                    EXPECT_LE(err, 5e-6) << "block " << bs << " group " << group << " head_dim " << L.head_dim
-                                         << " dtype " << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa);
-                }
-            }
+            expect_every_dtype_and_isa_matches_reference(L, group, lens, mixed_queries(lens), uint32_t(100 + config),
+                                                         config % 3 == 0 ? 6.0f : 1.0f, threads);
             ++config;
         }
     }
@@ -300,18 +308,8 @@ TEST(PagedAttention, PrefillBatchesMatchNaiveReference) {
             L.head_dim = head_dims[config % 5];
             L.block_size = bs;
             std::vector<int32_t> lens = {45 + config, 100 + 5 * config, 230 + 11 * config};
-            for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16}) {
-                L.dtype = dtype;
-                Scenario s = make_scenario(L, group, lens, prefill_queries(lens, config), uint32_t(500 + config),
-                                           config % 2 == 0 ? 5.0f : 1.0f);
-                std::vector<double> want = reference(s);
-                for (Isa isa : available_isas()) {
-                    set_isa(isa);
-                    double err = max_abs_diff(run_kernel(s, threads), want);
-                    EXPECT_LE(err, 5e-6) << "block " << bs << " group " << group << " head_dim " << L.head_dim
-                                         << " dtype " << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa);
-                }
-            }
+            expect_every_dtype_and_isa_matches_reference(L, group, lens, prefill_queries(lens, config),
+                                                         uint32_t(500 + config), config % 2 == 0 ? 5.0f : 1.0f, threads);
             ++config;
         }
     }
