@@ -51,9 +51,7 @@ std::vector<std::span<const uint8_t>> Model::weight_memory() const {
             out.emplace_back(w.data(), w.packed_bytes());
             return;
         }
-        for (const auto& part : w.parts())
-            out.emplace_back(static_cast<const uint8_t*>(part.data),
-                             size_t(gguf::row_size(part.type, part.cols).value_or(0)) * size_t(part.rows));
+        for (const auto& part : w.parts()) out.emplace_back(static_cast<const uint8_t*>(part.data), part.bytes());
     };
     for (const auto& l : weights_.layers) {
         for (const auto& w : l.qkv) add(w);

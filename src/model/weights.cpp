@@ -60,7 +60,7 @@ void release_source_pages(const kernels::PackedWeight& w) {
     const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     for (const auto& part : w.parts()) {
         const auto begin = reinterpret_cast<uintptr_t>(part.data);
-        const auto bytes = uintptr_t(gguf::row_size(part.type, part.cols).value_or(0)) * uintptr_t(part.rows);
+        const uintptr_t bytes = part.bytes();
         const uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes) / page * page;
         if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
     }

@@ -31,6 +31,8 @@ struct WeightView {
     const void* data = nullptr;
     int64_t rows = 0;
     int64_t cols = 0;
+    // The bytes data spans (0 when cols is not a valid row length of the type).
+    size_t bytes() const { return size_t(gguf::row_size(type, cols).value_or(0)) * size_t(rows); }
 };
 
 bool matmul_supports(gguf::GgmlType type);
