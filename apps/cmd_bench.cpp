@@ -165,25 +165,26 @@ int run_bench(const BenchOptions& o) {
     auto report = [&](const std::string& test, const std::vector<double>& rates, int n) {
         if (rates.empty()) return;
         Stat s = stats(rates);
-        double ratio = 0;
+        double ratio = 0, gbps = limits.read_gbps;  // tg: the mean of the runs' own measurements
         std::string limit;
         if (test[0] == 't' && limits.read_gbps > 0) {
             // Bytes per generated token: weights plus the KV read at the average context length. Each
             // run's rate against the bound at the bandwidth measured just before it; the mean ratio.
-            double bytes = double(fp.per_token_bytes) + kv_bytes_per_pos * (1 + n / 2.0);
-            if (tg_bandwidths.size() == rates.size()) {
+            const double bytes = double(fp.per_token_bytes) + kv_bytes_per_pos * (1 + n / 2.0);
+            const bool per_run = tg_bandwidths.size() == rates.size();
+            if (per_run) {
                 double sum_ratio = 0, sum_bw = 0;
                 for (size_t i = 0; i < rates.size(); ++i) {
                     sum_ratio += rates[i] / (tg_bandwidths[i] * 1e9 / bytes);
                     sum_bw += tg_bandwidths[i];
                 }
                 ratio = sum_ratio / double(rates.size());
-                limits.read_gbps = sum_bw / double(rates.size());
+                gbps = sum_bw / double(rates.size());
             } else {
-                ratio = s.mean / (limits.read_gbps * 1e9 / bytes);
+                ratio = s.mean / (gbps * 1e9 / bytes);
             }
-            limit = fmt::format("{:.0f} tok/s bound at {:.1f} GB/s (mean of the runs)", limits.read_gbps * 1e9 / bytes,
-                                limits.read_gbps);
+            limit = fmt::format("{:.0f} tok/s bound at {:.1f} GB/s{}", gbps * 1e9 / bytes, gbps,
+                                per_run ? " (mean of the runs)" : "");
         } else if (test[0] == 'p') {
             // The peak of the path the weights take: int8 dot, bf16 dot (packed F16 / BF16), else fp32 FMA.
             const bool int8 = quantised && limits.int8_gops > 0;
@@ -199,7 +200,7 @@ int run_bench(const BenchOptions& o) {
             nlohmann::json j = {{"test", test}, {"tokens_per_s", s.mean}, {"stddev", s.stddev},
                                 {"threads", model->pool().size()}, {"model_bytes", fp.total_bytes},
                                 {"model", cfg.name}, {"weight_type", fp.weight_type}, {"isa", isa_name(active_isa())},
-                                {"reps", rates.size()}, {"ratio_to_limit", ratio}, {"bandwidth_gbps", limits.read_gbps},
+                                {"reps", rates.size()}, {"ratio_to_limit", ratio}, {"bandwidth_gbps", gbps},
                                 {"buffer_bandwidth_gbps", buffer_read_gbps},
                                 {"fp32_gflops", limits.fp32_gflops}, {"int8_gops", limits.int8_gops},
                                 {"bf16_gflops", limits.bf16_gflops}};
