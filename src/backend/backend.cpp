@@ -1,0 +1,33 @@
+#include "backend/backend.h"
+
+#include "core/error.h"
+
+namespace pagoda::backend {
+
+int64_t Weight::rows() const {
+    int64_t n = 0;
+    for (const auto& p : parts_) n += p.rows;
+    return n;
+}
+
+const char* fused_op_name(FusedOp op) {
+    switch (op) {
+        case FusedOp::add_rms_norm: return "add_rms_norm";
+        case FusedOp::qkv_rope_kv_write: return "qkv_rope_kv_write";
+        case FusedOp::matmul_silu_mul: return "matmul_silu_mul";
+    }
+    return "?";
+}
+
+// The fusion pass only emits what a backend declares, so reaching these is a bug in the caller.
+void Backend::add_rms_norm(const Tensor&, const Tensor&, const Vector&, float, const Tensor&) {
+    fail("backend {} has no fused add_rms_norm", name());
+}
+void Backend::qkv_rope_kv_write(KvCache&, const QkvOp&, const Tensor&, const Tensor&) {
+    fail("backend {} has no fused qkv_rope_kv_write", name());
+}
+void Backend::matmul_silu_mul(const Weight&, const Tensor&, const Tensor&) {
+    fail("backend {} has no fused matmul_silu_mul", name());
+}
+
+}  // namespace pagoda::backend

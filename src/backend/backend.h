@@ -1,0 +1,240 @@
+// The compute backend: where a model's weights, activations and paged KV cache live, and the ops a
+// transformer step runs on them. The model layer (src/model) builds a graph of these ops per
+// architecture and executes it on one Backend; nothing above src/model names a backend.
+//
+// Memory. Weights are uploaded once at load (upload_weight / upload_vector): the backend repacks
+// them into whatever layout its kernels read. Activations live in one arena the backend allocates
+// at reserve_activations(); the graph executor places every tensor of a step at a fixed offset in it,
+// so a step allocates nothing. The paged KV cache is backend memory too (create_kv_cache); which
+// block belongs to which sequence stays host-side bookkeeping (kv::BlockManager).
+//
+// A step. begin_step() hands the backend the step's inputs (tokens, positions, KV slots, block
+// tables, which rows want logits); then the ops run in graph order, each on Tensors of the arena.
+// Activations are rows of the backend's activation element type (f32 for cpu, f64 for reference):
+// a Tensor is `rows` contiguous rows of `cols` elements. read() converts a tensor to host floats.
+//
+// Contracts every backend keeps (checked by tests/backend/conformance_test.cpp): each op computes
+// what its comment says up to the backend's stated rounding; a token's results never depend on the
+// other tokens of the step (batch invariance); fused ops compute what their unfused sequence
+// computes (bitwise where the backend says so, see Backend::fused_bitwise).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gguf/ggml_types.h"
+#include "kv/kv_layout.h"
+
+namespace pagoda::backend {
+
+// A view of a weight matrix as stored in the model file: `rows` rows of `cols` values of `type`,
+// each row gguf::row_size(type, cols) bytes (a GGUF tensor of shape [cols, rows]).
+struct MatrixSource {
+    gguf::GgmlType type = gguf::GgmlType::F32;
+    const void* data = nullptr;
+    int64_t rows = 0;
+    int64_t cols = 0;
+    std::string name;  // the tensor's name, for errors and `pagoda graph`
+};
+
+// How a weight is used: a matmul operand, an embedding table read by rows, or both (a tied head).
+enum class WeightUse { matmul, embedding, both };
+
+// An uploaded weight. A weight of several parts stacked by rows (Q|K|V, gate|up) is one operand:
+// matmul writes each part's outputs to its own tensor, in one pass over the input where the backend
+// can. Immutable after upload; shared between graphs.
+class Weight {
+public:
+    virtual ~Weight() = default;
+    const std::vector<MatrixSource>& parts() const { return parts_; }
+    int64_t cols() const { return parts_.empty() ? 0 : parts_[0].cols; }
+    int64_t rows() const;  // all parts
+    // Host memory a decode step streams for this weight (empty for device memory), for the
+    // bandwidth bound of `pagoda bench`.
+    virtual std::vector<std::span<const uint8_t>> host_memory() const { return {}; }
+
+protected:
+    explicit Weight(std::vector<MatrixSource> parts) : parts_(std::move(parts)) {}
+
+private:
+    std::vector<MatrixSource> parts_;
+};
+
+// A small f32 vector (norm weights, biases) uploaded once.
+class Vector {
+public:
+    virtual ~Vector() = default;
+    int64_t size() const { return size_; }
+
+protected:
+    explicit Vector(int64_t size) : size_(size) {}
+
+private:
+    int64_t size_;
+};
+
+// Rotary embedding of the first `dims` dimensions of each head: pair i (i < dims/2) of a token at
+// position p rotates by angle p * inv_freq[i]. `neox` pairs dimension i with i + dims/2 (GPT-NeoX,
+// Qwen2); otherwise dimensions 2i and 2i+1 pair up (GGML "normal", Llama). inv_freq already holds any
+// scaling (linear, llama3 frequency factors), in double so large positions keep their fraction.
+struct RopeSpec {
+    int64_t dims = 0;
+    bool neox = false;
+    std::vector<double> inv_freq;  // dims / 2 entries
+};
+class Rope {
+public:
+    virtual ~Rope() = default;
+    const RopeSpec& spec() const { return spec_; }
+
+protected:
+    explicit Rope(RopeSpec spec) : spec_(std::move(spec)) {}
+
+private:
+    RopeSpec spec_;
+};
+
+// The paged KV cache of one model in backend memory: for every layer, K and V of n_blocks blocks of
+// layout.block_size token slots (slot = block * block_size + offset), stored in layout.dtype.
+class KvCache {
+public:
+    virtual ~KvCache() = default;
+    const kv::KvLayout& layout() const { return layout_; }
+    int32_t n_blocks() const { return n_blocks_; }
+    int64_t n_slots() const { return int64_t(n_blocks_) * layout_.block_size; }
+    size_t total_bytes() const { return size_t(n_blocks_) * layout_.bytes_per_block(); }
+    // Copies block src to dst in every layer, K and V (a copy-on-write). Throws on bad ids.
+    virtual void copy_block(int32_t src, int32_t dst) = 0;
+    // One stored row read back as floats (tests, debugging).
+    virtual void read_k(int32_t layer, int64_t slot, int32_t kv_head, float* out) const = 0;
+    virtual void read_v(int32_t layer, int64_t slot, int32_t kv_head, float* out) const = 0;
+
+protected:
+    KvCache(const kv::KvLayout& layout, int32_t n_blocks) : layout_(layout), n_blocks_(n_blocks) {}
+
+private:
+    kv::KvLayout layout_;
+    int32_t n_blocks_;
+};
+
+// rows x cols contiguous activation elements in the backend's arena.
+struct Tensor {
+    void* data = nullptr;
+    int64_t rows = 0;
+    int64_t cols = 0;
+};
+
+// One step's inputs, valid until the next begin_step (the caller keeps the storage alive).
+// Validated by the model layer before begin_step: tokens are in the vocabulary, positions inside
+// their block tables, slots and block ids inside the cache.
+struct StepInputs {
+    std::span<const int32_t> tokens;      // per token
+    std::span<const int32_t> positions;   // per token
+    std::span<const int32_t> seq_index;   // per token: which block table
+    std::span<const int64_t> slots;       // per token: the KV slot it writes
+    std::span<const int32_t> logit_rows;  // the token rows that want logits, increasing
+    std::span<const std::vector<int32_t>> block_tables;  // per sequence
+};
+
+struct AttentionParams {
+    int32_t n_heads = 0;         // query heads; a multiple of the cache's KV heads (GQA)
+    float scale = 0.0f;          // usually 1 / sqrt(head_dim)
+    int32_t sliding_window = 0;  // > 0: a token at p attends to keys p - window + 1 .. p only
+    float softcap = 0.0f;        // > 0: scores become softcap * tanh(score / softcap)
+};
+
+// The Q|K|V projection, its optional biases, RoPE of Q and K, and the K/V write, as one op.
+struct QkvOp {
+    const Weight* qkv = nullptr;  // parts Q, K, V
+    const Vector* bias[3] = {nullptr, nullptr, nullptr};
+    const Rope* rope = nullptr;
+    int32_t layer = 0;
+    int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+};
+
+// Fused ops a backend may declare; the fusion pass uses only those it declares.
+enum class FusedOp {
+    add_rms_norm,       // x += r; out = rms_norm(x)
+    qkv_rope_kv_write,  // QkvOp
+    matmul_silu_mul,    // out = silu(x Wg^T) * (x Wu^T) for a weight of parts gate, up
+};
+const char* fused_op_name(FusedOp op);
+
+struct BackendOptions {
+    int n_threads = 0;  // 0: the backend's default (cpu: physical cores)
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0;
+    // One line: the kernel paths and the device, logged at load.
+    virtual std::string describe() const = 0;
+    virtual size_t activation_size() const = 0;  // bytes per activation element
+
+    // --- memory ---
+    // Throws pagoda::Error naming the tensor when the backend cannot compute its type.
+    virtual std::shared_ptr<Weight> upload_weight(std::vector<MatrixSource> parts, WeightUse use) = 0;
+    virtual std::shared_ptr<Vector> upload_vector(std::span<const float> values) = 0;
+    virtual std::shared_ptr<Rope> upload_rope(RopeSpec spec) = 0;
+    virtual std::unique_ptr<KvCache> create_kv_cache(const kv::KvLayout& layout, int64_t n_blocks) = 0;
+    // Makes the arena at least `bytes` long; invalidates Tensors into the old arena.
+    virtual void reserve_activations(size_t bytes) = 0;
+    virtual void* activations() = 0;
+    // Copies a tensor to host floats (rows * cols values).
+    virtual void read(const Tensor& t, float* out) const = 0;
+    // Copies host floats into a tensor (tests).
+    virtual void write(const Tensor& t, const float* in) = 0;
+
+    // --- a step ---
+    virtual void begin_step(const StepInputs& inputs) = 0;
+
+    // --- ops (shapes: T = tokens of the step, L = logit rows) ---
+    // out[t] = row tokens[t] of the table, dequantised.            out: T x cols
+    virtual void embed(const Weight& table, const Tensor& out) = 0;
+    // outs[p][t][r] = sum_c part_p[r][c] * x[t][c]; one output per part. The backend picks its
+    // path (GEMV for few rows, GEMM for many) by x.rows.
+    virtual void matmul(const Weight& w, const Tensor& x, std::span<const Tensor> outs) = 0;
+    // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w; out may be x.
+    virtual void rms_norm(const Tensor& x, const Vector& w, float eps, const Tensor& out) = 0;
+    virtual void add(const Tensor& y, const Tensor& x) = 0;        // y += x
+    virtual void add_bias(const Tensor& y, const Vector& b) = 0;   // y[t] += b
+    // In place, positions from the step, over n_heads heads of head_dim values per row.
+    virtual void rope(const Tensor& x, const Rope& rope, int32_t n_heads, int32_t head_dim) = 0;
+    // out = silu(gate) * up, silu(g) = g / (1 + e^-g); out may be gate.
+    virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+    // out = gelu(gate) * up with the tanh approximation of GELU; out may be gate.
+    virtual void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+    virtual void softmax(const Tensor& x) = 0;  // each row, in place
+    // Stores each token's K and V rows ([T][n_kv_heads * head_dim]) in its slot of `layer`.
+    virtual void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) = 0;
+    // Causal paged attention of each token over its sequence's keys 0..position (block tables
+    // from the step); q and out are T x (n_heads * head_dim). K/V of this step must be written.
+    virtual void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out,
+                           const AttentionParams& params) = 0;
+    // out[i] = x[logit_rows[i]].                                     out: L x cols
+    virtual void gather_logit_rows(const Tensor& x, const Tensor& out) = 0;
+    // Copy-on-write block copies are KvCache::copy_block.
+
+    // --- fused ops (only called when supports() says so) ---
+    virtual bool supports(FusedOp) const { return false; }
+    // True when each fused op gives bitwise the results of its unfused sequence on this backend.
+    virtual bool fused_bitwise() const { return true; }
+    virtual void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out);
+    virtual void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out);
+    virtual void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out);
+
+    // The kernel a matmul of `w` over n_tokens rows runs, for `pagoda graph` (e.g. "q8_0 packed
+    // vnni avx512, gemv").
+    virtual std::string describe_matmul(const Weight& w, int64_t n_tokens) const = 0;
+};
+
+// The backends this build has: "cpu", "reference" (and "cuda" when built with it).
+std::vector<std::string> backend_names();
+// Throws pagoda::Error naming the backend and the choices when `name` is unknown or unusable here.
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options = {});
+
+}  // namespace pagoda::backend
