@@ -15,7 +15,9 @@
 #include "apps/command.h"
 #include "core/error.h"
 #include "engine/engine.h"
-#include "engine/model_step.h"
+#include "apps/model_flags.h"
+#include "gguf/gguf.h"
+#include "model/config.h"
 #include "server/api_error.h"
 #include "server/openai_engine_request.h"
 #include "server/openai_request.h"
@@ -34,6 +36,7 @@ struct BatchOptions {
     int64_t max_batched_tokens = 2048, ctx = 0;
     int32_t max_seqs = 64;
     bool no_prefix_cache = false;
+    ModelFlags compute;
 };
 
 struct Line {
@@ -75,10 +78,11 @@ void progress(size_t done, size_t total) {
 int run_batch(const BatchOptions& o) {
     std::ifstream in(o.input);
     if (!in) fail("cannot open the input file '{}'", o.input);
-    std::shared_ptr<model::Model> m(model::Model::load(o.model, {.n_threads = o.threads}));
-    std::shared_ptr<const tokenizer::Tokenizer> tok(tokenizer::Tokenizer::from_gguf(m->file()));
+    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    const model::ModelConfig config = model::read_config(*file);
+    std::shared_ptr<const tokenizer::Tokenizer> tok(tokenizer::Tokenizer::from_gguf(*file));
     const std::string model_name = std::filesystem::path(o.model).stem().string();
-    const int64_t vocab_size = m->config().vocab_size;
+    const int64_t vocab_size = config.vocab_size;
 
     std::vector<Line> lines;
     int64_t tokens_wanted = 0;
@@ -89,7 +93,7 @@ int run_batch(const BatchOptions& o) {
         const int64_t max_tokens = line.params->max_tokens.value_or(16);
         for (const auto& ids : line.prompts.prompts) tokens_wanted += (int64_t(ids.size()) + max_tokens) * line.params->n;
     }
-    const int64_t ctx = o.ctx > 0 ? o.ctx : m->config().context_length;
+    const int64_t ctx = o.ctx > 0 ? o.ctx : config.context_length;
     tokens_wanted = std::clamp<int64_t>(tokens_wanted, ctx, ctx * o.max_seqs);
 
     model::KvOptions kv{.block_size = o.block_size, .memory = o.kv_memory, .prefix_caching = !o.no_prefix_cache};
@@ -97,7 +101,9 @@ int run_batch(const BatchOptions& o) {
     options.scheduler.max_batched_tokens = o.max_batched_tokens;
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = !o.no_prefix_cache;
-    engine::Engine eng(std::make_unique<engine::ModelStep>(m, kv, tokens_wanted, o.ctx), tok, options);
+    engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, kv, tokens_wanted, o.ctx,
+                                                                      o.max_batched_tokens)),
+                       tok, options);
     const server::EngineLimits limits{.context = eng.context_limit(), .vocab_size = vocab_size};
 
     std::mutex mutex;
@@ -183,6 +189,7 @@ CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests
     sub.add_option("-i,--input", o->input, "Requests, one JSON object per line")->required();
     sub.add_option("-o,--output", o->output, "Responses, one JSON object per line, in input order")->required();
     sub.add_option("-t,--threads", o->threads, "Compute threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    o->compute.add_to(sub);
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(CLI::Range(1, 1 << 20));
     sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
     sub.add_option("--kv-memory", o->kv_memory, "KV cache budget: bytes (512MiB, 2G) or a fraction of free memory");

@@ -10,11 +10,13 @@
 
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/model_flags.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/machine_limits.h"
 #include "gguf/gguf.h"
-#include "kernels/cpu/matmul.h"
+#include "core/thread_pool.h"
+#include "model/open_step_model.h"
 #include "model/sequence_runner.h"
 
 namespace pagoda::app {
@@ -26,6 +28,7 @@ struct BenchOptions {
     bool json = false, no_limits = false;
     double shared_prefix = 0;  // > 0: also time prompts whose leading fraction is a cached prefix
     KvFlags kv;
+    ModelFlags compute;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -49,9 +52,8 @@ struct ModelFootprint {
     std::string weight_type;       // of the first attention projection
 };
 
-ModelFootprint footprint(const model::Model& m) {
+ModelFootprint footprint(const gguf::File& file) {
     ModelFootprint f;
-    const auto& file = m.file();
     bool tied = file.find_tensor("output.weight") == nullptr;
     for (const auto& t : file.tensors()) {
         f.total_bytes += t.n_bytes;
@@ -65,12 +67,10 @@ ModelFootprint footprint(const model::Model& m) {
 
 // Times prompts whose first `shared_prefix` fraction was computed by an earlier request (prefix
 // cache hit) against the same prompts computed from scratch, and reports the time saved.
-void report_prefix_reuse(const BenchOptions& o, model::Model& model, double cold_rate) {
-    auto opts = o.kv.options();
-    opts.prefix_caching = true;
-    model::SequenceRunner runner(model, opts, 2 * (int64_t(o.prompt) + 1));
+void report_prefix_reuse(const BenchOptions& o, model::StepModel& model, double cold_rate) {
+    model::SequenceRunner runner(model, true);
     std::mt19937 rng(4321);
-    std::uniform_int_distribution<int32_t> token(0, int32_t(model.config().vocab_size - 1));
+    std::uniform_int_distribution<int32_t> token(0, int32_t(model.info().vocab_size - 1));
     const int64_t shared = int64_t(double(o.prompt) * o.shared_prefix);
     std::vector<double> seconds;
     int64_t cached = 0;
@@ -95,7 +95,7 @@ void report_prefix_reuse(const BenchOptions& o, model::Model& model, double cold
     if (o.json) {
         nlohmann::json j = {{"test", fmt::format("pp{}-prefix{:.0f}", o.prompt, 100 * o.shared_prefix)},
                             {"seconds", s.mean}, {"stddev", s.stddev}, {"cached_tokens", cached},
-                            {"cold_seconds", cold}, {"threads", model.pool().size()}};
+                            {"cold_seconds", cold}, {"threads", model.info().threads}};
         std::printf("%s\n", j.dump().c_str());
     } else {
         std::printf("\nprompt of %d tokens, %.0f %% shared with an earlier prompt: %lld tokens from the prefix cache, "
@@ -106,9 +106,15 @@ void report_prefix_reuse(const BenchOptions& o, model::Model& model, double cold
 }
 
 int run_bench(const BenchOptions& o) {
-    auto model = model::Model::load(o.model, {.n_threads = o.threads});
-    const auto& cfg = model->config();
-    const ModelFootprint fp = footprint(*model);
+    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    // The KV cache holds one prompt and its generation, or two prompts for the prefix-reuse test.
+    const int64_t kv_tokens = std::max<int64_t>(int64_t(o.prompt) + o.gen + 1, 2 * (int64_t(o.prompt) + 1));
+    auto kv = o.kv.options();
+    auto model = model::open_step_model(file, o.compute.options(o.threads, kv, kv_tokens, 0, o.chunk));
+    const auto& info = model->info();
+    const auto& cfg = info.config;
+    const ModelFootprint fp = footprint(*file);
+    ThreadPool limit_threads(std::max(1, info.threads));  // the limits are measured with the model's thread count
     const bool half_weights = fp.weight_type == "f16" || fp.weight_type == "bf16";
     const bool quantised = fp.weight_type != "f32" && !half_weights;
 
@@ -116,24 +122,23 @@ int run_bench(const BenchOptions& o) {
     double buffer_read_gbps = 0;
     std::vector<std::span<const uint8_t>> weight_regions;
     if (!o.no_limits) {
-        limits = measure_machine_limits(model->pool());
+        limits = measure_machine_limits(limit_threads);
         // The bound for generation is how fast this model's own weight memory streams: a fresh
         // buffer's figure (kept for reference) varied 2x between allocations on the shared host.
         buffer_read_gbps = limits.read_gbps;
         weight_regions = model->weight_memory();
-        if (const double w = measure_read_bandwidth(model->pool(), weight_regions); w > 0) limits.read_gbps = w;
+        if (const double w = measure_read_bandwidth(limit_threads, weight_regions); w > 0) limits.read_gbps = w;
     }
     // The host's bandwidth drifts within seconds (measured here: 36 then 62 GB/s a minute apart): it
     // is measured again right before every generation run, and each run is compared with its own.
     std::vector<double> tg_bandwidths;
     auto remeasure_bandwidth = [&] {
         if (o.no_limits || weight_regions.empty()) return;
-        tg_bandwidths.push_back(measure_read_bandwidth(model->pool(), weight_regions));
+        tg_bandwidths.push_back(measure_read_bandwidth(limit_threads, weight_regions));
     };
 
-    auto opts = o.kv.options();
-    opts.prefix_caching = false;  // every repetition must compute its prompt
-    model::SequenceRunner runner(*model, opts, int64_t(o.prompt) + o.gen + 1);
+    auto runner_owner = std::make_unique<model::SequenceRunner>(*model, false);  // every repetition computes its prompt
+    model::SequenceRunner& runner = *runner_owner;
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> token(0, int32_t(cfg.vocab_size - 1));
 
@@ -161,7 +166,8 @@ int run_bench(const BenchOptions& o) {
         }
     }
 
-    const double kv_bytes_per_pos = double(runner.pool().layout().bytes_per_block()) / runner.pool().block_size();
+    runner_owner.reset();  // the prefix-reuse test takes the KV cache over
+    const double kv_bytes_per_pos = double(info.kv_bytes_per_block) / info.block_size;
     auto report = [&](const std::string& test, const std::vector<double>& rates, int n) {
         if (rates.empty()) return;
         Stat s = stats(rates);
@@ -188,7 +194,7 @@ int run_bench(const BenchOptions& o) {
         } else if (test[0] == 'p') {
             // The peak of the path the weights take: int8 dot, bf16 dot (packed F16 / BF16), else fp32 FMA.
             const bool int8 = quantised && limits.int8_gops > 0;
-            const bool bf16 = half_weights && kernels::bf16_kernel_available() && limits.bf16_gflops > 0;
+            const bool bf16 = half_weights && model->matmul_arithmetic() == "bf16" && limits.bf16_gflops > 0;
             double peak = int8 ? limits.int8_gops : bf16 ? limits.bf16_gflops : limits.fp32_gflops;
             double flops = 2 * fp.matmul_params + 4.0 * double(cfg.n_layers) * (n / 2.0) * double(cfg.q_dim());
             if (peak > 0) {
@@ -198,7 +204,7 @@ int run_bench(const BenchOptions& o) {
         }
         if (o.json) {
             nlohmann::json j = {{"test", test}, {"tokens_per_s", s.mean}, {"stddev", s.stddev},
-                                {"threads", model->pool().size()}, {"model_bytes", fp.total_bytes},
+                                {"threads", info.threads}, {"model_bytes", fp.total_bytes}, {"backend", info.backend},
                                 {"model", cfg.name}, {"weight_type", fp.weight_type}, {"isa", isa_name(active_isa())},
                                 {"reps", rates.size()}, {"ratio_to_limit", ratio}, {"bandwidth_gbps", gbps},
                                 {"buffer_bandwidth_gbps", buffer_read_gbps},
@@ -207,7 +213,7 @@ int run_bench(const BenchOptions& o) {
             std::printf("%s\n", j.dump().c_str());
         } else {
             std::printf("| %-10s | %6s | %8.1f MiB | %2d | %-6s | %8.2f ± %6.2f | %5.1f %% | %s |\n", test.c_str(),
-                        fp.weight_type.c_str(), double(fp.total_bytes) / 1048576.0, model->pool().size(),
+                        fp.weight_type.c_str(), double(fp.total_bytes) / 1048576.0, info.threads,
                         isa_name(active_isa()), s.mean, s.stddev, 100 * ratio, limit.c_str());
         }
     };
@@ -240,6 +246,7 @@ CommandRegistration reg("bench", "Measure prompt-processing and generation speed
                    "Also time a prompt whose leading fraction (e.g. 0.9) is served from the prefix cache")
         ->check(CLI::Range(0.0, 1.0));
     o->kv.add_to(sub);
+    o->compute.add_to(sub);
     return [o] { return run_bench(*o); };
 });
 

@@ -12,7 +12,9 @@
 #include "apps/command.h"
 #include "core/error.h"
 #include "engine/engine.h"
-#include "engine/model_step.h"
+#include "apps/model_flags.h"
+#include "gguf/gguf.h"
+#include "model/config.h"
 
 namespace pagoda::app {
 namespace {
@@ -25,6 +27,7 @@ struct BenchOptions {
     int32_t max_seqs = 64;
     bool static_batching = false;
     uint64_t seed = 1;
+    ModelFlags compute;
 };
 
 std::pair<int64_t, int64_t> parse_range(const std::string& text, const char* flag) {
@@ -76,8 +79,8 @@ int run_bench(const BenchOptions& o) {
         fail("--static-batching runs batches of --concurrency ({}) requests; raise --max-seqs ({}) to match",
              concurrency, o.max_seqs);
 
-    std::shared_ptr<model::Model> m(model::Model::load(o.model, {.n_threads = o.threads}));
-    const int64_t vocab = m->config().vocab_size;
+    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    const int64_t vocab = model::read_config(*file).vocab_size;
     std::mt19937_64 rng(o.seed);
     std::vector<int32_t> shared(static_cast<size_t>(p_hi));
     for (auto& t : shared) t = int32_t(3 + rng() % uint64_t(vocab - 3));
@@ -102,7 +105,9 @@ int run_bench(const BenchOptions& o) {
     std::mutex mutex;
     std::condition_variable cv;
     double peak_kv = 0;
-    engine::Engine eng(std::make_unique<engine::ModelStep>(m, kv, std::max<int64_t>(tokens_wanted, p_hi + g_hi)),
+    engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, kv,
+                                                                      std::max<int64_t>(tokens_wanted, p_hi + g_hi), 0,
+                                                                      o.max_batched_tokens)),
                        nullptr, options);
 
     std::vector<double> ttft, tpot, itl, e2e, queue;
@@ -193,6 +198,7 @@ CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the 
     sub.add_flag("--static-batching", o->static_batching, "Baseline: submit whole batches and drain each");
     sub.add_option("--seed", o->seed, "Workload seed");
     sub.add_option("-t,--threads", o->threads, "Compute threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    o->compute.add_to(sub);
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(CLI::Range(1, 1 << 20));
     sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
     sub.add_option("--kv-memory", o->kv_memory, "KV cache budget (default: enough for the whole workload)");

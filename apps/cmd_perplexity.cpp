@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "apps/command.h"
+#include "apps/model_flags.h"
 #include "apps/text_file.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
@@ -19,6 +20,7 @@ namespace {
 struct PerplexityOptions {
     std::string model, text_file, kl_base;
     int ctx = 256, threads = 0, max_windows = 0;
+    ModelFlags compute;
 };
 
 struct Mean {
@@ -50,15 +52,17 @@ int run_perplexity(const PerplexityOptions& o) {
 
     std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
     auto tok = tokenizer::Tokenizer::from_gguf(*file);
-    auto model = model::Model::from_file(file, {.n_threads = o.threads});
-    std::unique_ptr<model::Model> base;
+    const model::KvOptions kv{.prefix_caching = false};
+    const auto options = o.compute.options(o.threads, kv, o.ctx, 0, 512);
+    auto model = model::open_step_model(file, options);
+    std::unique_ptr<model::StepModel> base;
     if (!o.kl_base.empty()) {
-        base = model::Model::load(o.kl_base, {.n_threads = o.threads});
-        if (base->config().vocab_size != model->config().vocab_size)
-            fail("--kl-base has a vocabulary of {} tokens, the model {}", base->config().vocab_size,
-                 model->config().vocab_size);
+        base = model::open_step_model(o.kl_base, options);
+        if (base->info().vocab_size != model->info().vocab_size)
+            fail("--kl-base has a vocabulary of {} tokens, the model {}", base->info().vocab_size,
+                 model->info().vocab_size);
     }
-    const int64_t vocab = model->config().vocab_size;
+    const int64_t vocab = model->info().vocab_size;
     std::vector<int32_t> text = tok->encode(text_content, {.add_bos = false, .add_eos = false});
     const int64_t body = o.ctx - 1;  // text tokens per window after BOS
     int64_t windows = int64_t(text.size()) / body;
@@ -66,9 +70,9 @@ int run_perplexity(const PerplexityOptions& o) {
     if (windows < 1)
         fail("the text has {} tokens: too short for one window of --ctx {} (need at least {})", text.size(), o.ctx, body);
 
-    model::SequenceRunner runner(*model, {.prefix_caching = false}, o.ctx);
+    model::SequenceRunner runner(*model, false);
     std::unique_ptr<model::SequenceRunner> base_runner;
-    if (base) base_runner = std::make_unique<model::SequenceRunner>(*base, model::KvOptions{.prefix_caching = false}, o.ctx);
+    if (base) base_runner = std::make_unique<model::SequenceRunner>(*base, false);
 
     Mean nll, base_nll, kl;
     int64_t agree = 0;
@@ -125,6 +129,7 @@ CommandRegistration reg("perplexity", "Perplexity on a text file; KL divergence 
     sub.add_option("--kl-base", o->kl_base, "Unquantised base model for KL divergence and top-1 agreement");
     sub.add_option("--max-windows", o->max_windows, "Score at most this many windows (0 = all)")->check(CLI::Range(0, 1 << 30));
     sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    o->compute.add_to(sub);
     return [o] { return run_perplexity(*o); };
 });
 

@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
 #include "model/calibration.h"
+#include "model/open_step_model.h"
 #include "quant/quantize_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,7 +48,8 @@ int run_quantize(const QuantizeOptions& o) {
         const std::string text = read_text_file(o.calib, "calibration text");
         std::shared_ptr<const gguf::File> file = gguf::File::open(o.input);
         auto tok = tokenizer::Tokenizer::from_gguf(*file);
-        auto model = model::Model::from_file(file, {.n_threads = threads});
+        auto model = model::open_step_model(file, {.threads = threads, .kv = {.prefix_caching = false},
+                                                   .tokens_wanted = o.calib_ctx + 1, .max_step_tokens = 512});
         auto ids = tok->encode(text, {.add_bos = false, .add_eos = false});
         std::fprintf(stderr, "pagoda quantize: calibrating on %lld of %zu tokens of %s\n",
                      (long long)std::min<int64_t>(int64_t(ids.size()), o.calib_tokens), ids.size(), o.calib.c_str());

@@ -5,11 +5,13 @@
 
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/model_flags.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/sampler.h"
 #include "gguf/gguf.h"
+#include "model/open_step_model.h"
 #include "model/sequence_runner.h"
 #include "tokenizer/stream_decoder.h"
 
@@ -23,6 +25,7 @@ struct RunOptions {
     int64_t seed = -1;
     bool ids = false, ignore_eos = false;
     KvFlags kv;
+    ModelFlags compute;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -41,19 +44,17 @@ int run(const RunOptions& o) {
     const auto load_start = Clock::now();
     std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
     auto tokenizer = tokenizer::Tokenizer::from_gguf(*file);
-    auto model = model::Model::from_file(file, {.n_threads = o.threads});
-    const double load_s = seconds_since(load_start);
-    const auto& cfg = model->config();
-    log_info("model: {}", cfg.describe());
-    log_info("threads: {}", model->pool().size());
-
     std::vector<int32_t> prompt = tokenizer->encode(o.prompt);
     if (prompt.empty()) fail("the prompt encodes to no tokens and the vocabulary adds no BOS: give a prompt with -p");
     const int64_t total = int64_t(prompt.size()) + o.n_predict;
+    auto model = model::open_step_model(file, o.compute.options(o.threads, o.kv.options(), total, 0, o.chunk));
+    const double load_s = seconds_since(load_start);
+    const auto& cfg = model->info().config;
+    log_info("model: {}", cfg.describe());
     if (total > cfg.context_length)
         log_warn("prompt ({} tokens) + {} new tokens exceed the model's trained context of {} tokens", prompt.size(),
                  o.n_predict, cfg.context_length);
-    model::SequenceRunner runner(*model, o.kv.options(), total);
+    model::SequenceRunner runner(*model, o.kv.options().prefix_caching);
 
     tokenizer::StreamDecoder stream(*tokenizer);
     for (int32_t id : prompt) stream.feed(id);  // the continuation is decoded in context (leading spaces)
@@ -115,6 +116,7 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     sub.add_flag("--ids", o->ids, "Print generated token ids instead of text");
     sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence tokens (benchmarks)");
     o->kv.add_to(sub);
+    o->compute.add_to(sub);
     return [o] { return run(*o); };
 });
 

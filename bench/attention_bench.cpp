@@ -17,8 +17,8 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/attention.h"
-#include "kv/kv_pool.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/kv_pool.h"
 
 namespace {
 
@@ -27,7 +27,7 @@ using namespace pagoda;
 constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128;
 
 struct DecodeSetup {
-    std::unique_ptr<kv::KvPool> pool;
+    std::unique_ptr<kernels::KvPool> pool;
     std::vector<int32_t> table;
     std::vector<float> q, out, k_contig, v_contig;  // contiguous F32 copies for the naive version
 
@@ -39,7 +39,7 @@ struct DecodeSetup {
         L.block_size = block_size;
         L.dtype = dtype;
         int n_blocks = (ctx + block_size - 1) / block_size;
-        pool = std::make_unique<kv::KvPool>(L, n_blocks);
+        pool = std::make_unique<kernels::KvPool>(L, n_blocks);
         table.resize(size_t(n_blocks));
         std::iota(table.begin(), table.end(), 0);
         std::mt19937 rng(1);
@@ -135,7 +135,7 @@ void BM_PagedAttentionPrefillF16(benchmark::State& state) {
     L.block_size = block_size;
     L.dtype = kv::KvDtype::f16;
     const int n_blocks = (n_tokens + block_size - 1) / block_size;
-    kv::KvPool pool(L, n_blocks);
+    kernels::KvPool pool(L, n_blocks);
     std::vector<int32_t> table(static_cast<size_t>(n_blocks));
     std::iota(table.begin(), table.end(), 0);
     std::mt19937 rng(2);

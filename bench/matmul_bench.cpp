@@ -13,7 +13,7 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
-#include "kernels/cpu/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "quant/quantize.h"
 
 namespace {

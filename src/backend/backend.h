@@ -174,6 +174,7 @@ public:
     // One line: the kernel paths and the device, logged at load.
     virtual std::string describe() const = 0;
     virtual size_t activation_size() const = 0;  // bytes per activation element
+    virtual int n_threads() const { return 1; }
 
     // --- memory ---
     // Throws pagoda::Error naming the tensor when the backend cannot compute its type.
@@ -181,8 +182,10 @@ public:
     virtual std::shared_ptr<Vector> upload_vector(std::span<const float> values) = 0;
     virtual std::shared_ptr<Rope> upload_rope(RopeSpec spec) = 0;
     virtual std::unique_ptr<KvCache> create_kv_cache(const kv::KvLayout& layout, int64_t n_blocks) = 0;
-    // Makes the arena at least `bytes` long; invalidates Tensors into the old arena.
-    virtual void reserve_activations(size_t bytes) = 0;
+    // Makes the arena at least `bytes` long and sizes the backend's own scratch for steps of up to
+    // `max_tokens` tokens; invalidates Tensors into the old arena. A larger step later must call it
+    // again first (the graph executor does), so no op allocates.
+    virtual void reserve_activations(size_t bytes, int64_t max_tokens) = 0;
     virtual void* activations() = 0;
     // Copies a tensor to host floats (rows * cols values).
     virtual void read(const Tensor& t, float* out) const = 0;

@@ -17,6 +17,7 @@ std::vector<std::string> tensors_fed_by(int64_t layer, MatmulInput input) {
         case MatmulInput::ffn: return {p + "ffn_gate.weight", p + "ffn_up.weight"};
         case MatmulInput::ffn_down: return {p + "ffn_down.weight"};
         case MatmulInput::output: return {"output.weight"};
+        case MatmulInput::none: return {};
     }
     return {};
 }
@@ -28,7 +29,7 @@ struct Accumulator {
 
 }  // namespace
 
-ActivationImportance collect_activation_importance(Model& model, const std::vector<int32_t>& tokens, int32_t bos,
+ActivationImportance collect_activation_importance(StepModel& model, const std::vector<int32_t>& tokens, int32_t bos,
                                                    int64_t window, int64_t max_tokens) {
     if (tokens.empty()) fail("the calibration text encodes to no tokens");
     if (window < 2) fail("calibration windows need at least 2 tokens");
@@ -41,7 +42,7 @@ ActivationImportance collect_activation_importance(Model& model, const std::vect
         a.rows += n;
     });
     try {
-        SequenceRunner runner(model, {.prefix_caching = false}, window + 1);
+        SequenceRunner runner(model, false);
         const int64_t body = bos >= 0 ? window - 1 : window;
         const int64_t total = std::min<int64_t>(int64_t(tokens.size()), max_tokens);
         kv::SeqId seq = 0;

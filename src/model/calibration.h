@@ -8,14 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include "model/step_model.h"
 
 namespace pagoda::model {
 
 using ActivationImportance = std::map<std::string, std::vector<float>>;
 
 // Windows of `window` tokens (each prefixed with `bos` when bos >= 0); at most max_tokens in total.
-ActivationImportance collect_activation_importance(Model& model, const std::vector<int32_t>& tokens, int32_t bos,
+// The model's KV cache must hold window + 1 tokens.
+ActivationImportance collect_activation_importance(StepModel& model, const std::vector<int32_t>& tokens, int32_t bos,
                                                    int64_t window, int64_t max_tokens);
 
 }  // namespace pagoda::model

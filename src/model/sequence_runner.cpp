@@ -5,18 +5,9 @@
 #include "core/error.h"
 
 namespace pagoda::model {
-namespace {
 
-kv::KvLayout layout_for(Model& model, const KvOptions& options) {
-    return model.kv_layout(options.block_size, options.dtype);
-}
-
-}  // namespace
-
-SequenceRunner::SequenceRunner(Model& model, const KvOptions& options, int64_t tokens_wanted)
-    : model_(model),
-      pool_(layout_for(model, options), kv_block_count(options, layout_for(model, options), tokens_wanted)),
-      blocks_(pool_.n_blocks(), options.block_size, options.prefix_caching) {}
+SequenceRunner::SequenceRunner(StepModel& model, bool prefix_caching)
+    : model_(model), blocks_(model.info().n_kv_blocks, model.info().block_size, prefix_caching) {}
 
 std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t end, bool all_logits) {
     batch_.clear();
@@ -26,7 +17,7 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
     const auto& tokens = blocks_.tokens(seq);
     for (int64_t p = begin; p < end; ++p)
         batch_.add(tokens[size_t(p)], int32_t(p), s, blocks_.slot(seq, p), all_logits || p + 1 == end);
-    std::vector<float> logits = model_.forward(batch_, pool_);
+    std::vector<float> logits = model_.forward(batch_);
     blocks_.mark_computed(seq, end);
     return logits;
 }

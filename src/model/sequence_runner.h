@@ -1,24 +1,21 @@
-// Drives a Model directly over its paged KV cache, one or a few sequences at a time, without the
-// engine's scheduler: `pagoda run`, the forward-pass tests and the kernel benchmarks use it.
-// It owns the KvPool and BlockManager; prompts reuse cached prefix blocks (prefix caching), prompt
-// tokens are computed in chunks, and running out of KV blocks is a clear error here (the engine
-// preempts instead).
+// Drives a StepModel directly, one or a few sequences at a time, without the engine's scheduler:
+// `pagoda run`, bench, perplexity, calibration and the forward-pass tests use it. It owns the
+// BlockManager for the model's KV cache (StepModelInfo::n_kv_blocks); prompts reuse cached prefix
+// blocks (prefix caching), prompt tokens are computed in chunks, and running out of KV blocks is a
+// clear error here (the engine preempts instead).
 #pragma once
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "kv/block_manager.h"
-#include "kv/kv_pool.h"
-#include "model/kv_options.h"
-#include "model/model.h"
+#include "model/step_model.h"
 
 namespace pagoda::model {
 
 class SequenceRunner {
 public:
-    // `tokens_wanted` sizes the pool when options.memory is empty.
-    SequenceRunner(Model& model, const KvOptions& options, int64_t tokens_wanted);
+    explicit SequenceRunner(StepModel& model, bool prefix_caching = true);
 
     // Registers `seq` with its prompt and computes the prompt tokens not served by the prefix cache,
     // `chunk` tokens per forward step. Returns the last prompt token's logits, or with all_logits the
@@ -31,14 +28,12 @@ public:
 
     int64_t last_cached_tokens() const { return last_cached_tokens_; }  // prefix hit of the last prefill
     kv::BlockManager& blocks() { return blocks_; }
-    kv::KvPool& pool() { return pool_; }
-    Model& model() { return model_; }
+    StepModel& model() { return model_; }
 
 private:
     std::vector<float> compute(kv::SeqId seq, int64_t begin, int64_t end, bool all_logits);
 
-    Model& model_;
-    kv::KvPool pool_;
+    StepModel& model_;
     kv::BlockManager blocks_;
     Batch batch_;
     std::vector<kv::BlockCopy> copies_;

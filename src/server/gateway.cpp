@@ -7,9 +7,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "engine/model_step.h"
 #include "gguf/gguf.h"
-#include "model/model.h"
+#include "model/open_step_model.h"
 #include "server/openai_engine_request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -78,8 +77,7 @@ void Gateway::load() {
         const auto t0 = SteadyClock::now();
         std::shared_ptr<const gguf::File> file = gguf::File::open(options_.model_path);
         std::shared_ptr<const tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(*file);
-        std::shared_ptr<model::Model> model = model::Model::from_file(file, {.n_threads = options_.threads});
-        const auto& cfg = model->config();
+        const model::ModelConfig cfg = model::read_config(*file);
         if (!options_.chat_template.empty()) {
             template_ = tokenizer::ChatTemplate::from_name_or_file(options_.chat_template);
         } else if (auto src = file->get_string_or("tokenizer.chat_template", ""); !src.empty()) {
@@ -93,7 +91,9 @@ void Gateway::load() {
         // whichever is more (production deployments size it with --kv-memory).
         const int64_t tokens_wanted =
             std::max<int64_t>(cfg.context_length, int64_t(options_.scheduler.max_seqs) * 256);
-        auto step = std::make_unique<engine::ModelStep>(model, options_.kv, tokens_wanted);
+        auto step = model::open_step_model(file, {.threads = options_.threads, .kv = options_.kv,
+                                                  .tokens_wanted = tokens_wanted,
+                                                  .max_step_tokens = options_.scheduler.max_batched_tokens});
         const auto info = step->info();
         engine::EngineOptions eo;
         eo.scheduler = options_.scheduler;

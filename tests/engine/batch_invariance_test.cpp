@@ -7,9 +7,9 @@
 
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"
-#include "engine/model_step.h"
 #include "fixtures.h"
 #include "model/golden_file.h"
+#include "model/open_step_model.h"
 #include "model/random_model.h"
 
 namespace pagoda::engine {
@@ -17,16 +17,16 @@ namespace {
 
 using test::Driver;
 
-std::shared_ptr<model::Model> random_model() {
-    static std::shared_ptr<model::Model> m = [] {
+std::string random_model() {
+    static const std::string path = [] {
         model::RandomModelSpec spec;  // 2 layers, dim 64, 4 heads, 2 KV heads
         spec.vocab_size = 300;
         spec.seed = 7;
-        const std::string path = pagoda::test::temp_path("engine-random.gguf");
-        model::write_random_model(spec, nullptr, path);
-        return std::shared_ptr<model::Model>(model::Model::load(path, {.n_threads = 1}));
+        const std::string p = pagoda::test::temp_path("engine-random.gguf");
+        model::write_random_model(spec, nullptr, p);
+        return p;
     }();
-    return m;
+    return path;
 }
 
 struct Scenario {
@@ -37,11 +37,16 @@ struct Scenario {
 };
 
 // Runs `prompts` through one engine; request i arrives after `arrive_after[i]` steps.
-std::vector<std::vector<int32_t>> run_batch(std::shared_ptr<model::Model> m, const Scenario& sc,
+std::unique_ptr<StepModel> open(const std::string& path, const Scenario& sc) {
+    return model::open_step_model(path, {.threads = 1, .kv = {.block_size = sc.block_size},
+                                         .tokens_wanted = sc.pool_tokens, .max_step_tokens = sc.budget});
+}
+
+std::vector<std::vector<int32_t>> run_batch(const std::string& m, const Scenario& sc,
                                             const std::vector<std::vector<int32_t>>& prompts, int64_t max_tokens,
                                             const std::vector<int>& arrive_after, int64_t* preemptions = nullptr) {
-    ModelStep step(m, {.block_size = sc.block_size}, sc.pool_tokens);
-    EngineCore core(step, nullptr, {.scheduler = {.max_batched_tokens = sc.budget, .max_seqs = sc.max_seqs}});
+    auto step = open(m, sc);
+    EngineCore core(*step, nullptr, {.scheduler = {.max_batched_tokens = sc.budget, .max_seqs = sc.max_seqs}});
     Driver driver(core);
     std::vector<RequestId> ids(prompts.size());
     size_t next = 0;
@@ -66,7 +71,7 @@ std::vector<std::vector<int32_t>> run_batch(std::shared_ptr<model::Model> m, con
 
 TEST(BatchInvariance, RandomModelAloneVersusBatched) {
     auto m = random_model();
-    const int64_t vocab = m->config().vocab_size;
+    const int64_t vocab = 300;  // random_model()'s vocabulary
     const int64_t max_tokens = 8;
     std::vector<std::vector<int32_t>> prompts;
     for (uint32_t i = 0; i < 64; ++i) prompts.push_back(test::make_prompt(1 + (i * 13) % 29, i + 1, vocab));
@@ -112,10 +117,9 @@ TEST(BatchInvariance, Stories260KGoldensTogetherInSmallChunks) {
     for (const auto& e : std::filesystem::directory_iterator(pagoda::test::fixture("models/golden")))
         if (e.path().string().ends_with(".ids.txt")) goldens.push_back(pagoda::test::read_golden_ids(e.path().string()));
     ASSERT_GE(goldens.size(), 3u);
-    std::shared_ptr<model::Model> m(model::Model::load(model_path, {.n_threads = 1}));
     for (const Scenario& sc : {Scenario{4096, 8, 4096, 16}, Scenario{5, 4, 640, 4}}) {
-        ModelStep step(m, {.block_size = sc.block_size}, sc.pool_tokens);
-        EngineCore core(step, nullptr, {.scheduler = {.max_batched_tokens = sc.budget, .max_seqs = sc.max_seqs}});
+        auto step = open(model_path, sc);
+        EngineCore core(*step, nullptr, {.scheduler = {.max_batched_tokens = sc.budget, .max_seqs = sc.max_seqs}});
         Driver driver(core);
         std::vector<RequestId> ids;
         for (const auto& g : goldens) {

@@ -5,6 +5,7 @@
 
 #include "fixtures.h"
 #include "model/golden_file.h"
+#include "model/open_step_model.h"
 #include "model/sequence_runner.h"
 
 namespace pagoda::model {
@@ -18,8 +19,17 @@ int32_t argmax(const float* v, int64_t n) { return int32_t(std::max_element(v, v
 struct GoldenCase {
     std::string file;
     int32_t block_size;
+    std::string backend = "cpu";
+    bool fusion = true;
 };
-void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.file << " block " << c.block_size; }
+void PrintTo(const GoldenCase& c, std::ostream* os) {
+    *os << c.file << " block " << c.block_size << " " << c.backend << (c.fusion ? "" : " unfused");
+}
+
+std::unique_ptr<StepModel> open(const std::string& path, const GoldenCase& c) {
+    return open_step_model(path, {.backend = c.backend, .threads = 2, .kv = {.block_size = c.block_size},
+                                  .tokens_wanted = 513, .fusion = c.fusion});
+}
 
 class Stories260K : public ::testing::TestWithParam<GoldenCase> {};
 
@@ -32,9 +42,9 @@ TEST_P(Stories260K, GreedyDecodeReproducesReference) {
     Golden g = test::read_golden_ids(golden_path);
     ASSERT_FALSE(g.prompt.empty());
     ASSERT_GT(g.tokens.size(), g.prompt.size());
-    auto model = Model::load(model_path, {.n_threads = 2});
-    const int64_t vocab = model->config().vocab_size;
-    SequenceRunner runner(*model, {.block_size = GetParam().block_size}, 513);
+    auto model = open(model_path, GetParam());
+    const int64_t vocab = model->info().vocab_size;
+    SequenceRunner runner(*model);
 
     std::vector<float> logits = runner.prefill(0, g.prompt);
     std::vector<int32_t> produced = g.prompt;
@@ -57,9 +67,9 @@ TEST_P(Stories260K, LogitsMatchReferenceWithinTolerance) {
     PAGODA_REQUIRE_FIXTURE(model_path);
     PAGODA_REQUIRE_FIXTURE(golden_path);
     Golden g = test::read_golden_ids(golden_path);
-    auto model = Model::load(model_path, {.n_threads = 2});
-    const int64_t vocab = model->config().vocab_size;
-    SequenceRunner runner(*model, {.block_size = GetParam().block_size}, 513);
+    auto model = open(model_path, GetParam());
+    const int64_t vocab = model->info().vocab_size;
+    SequenceRunner runner(*model);
     std::vector<float> logits = runner.prefill(0, g.tokens, /*chunk=*/37, /*all_logits=*/true);
     ASSERT_EQ(int64_t(logits.size()), int64_t(g.tokens.size()) * vocab);
     for (size_t p = g.prompt.size() - 1; p + 1 < g.tokens.size(); ++p)
@@ -74,18 +84,21 @@ TEST_P(Stories260K, LogitsMatchReferenceWithinTolerance) {
 
 std::vector<GoldenCase> golden_cases() {
     std::vector<GoldenCase> out;
-    for (int32_t bs : {1, 16, 256})
-        for (const char* f : {"stories260K_greedy_noprompt_n200.ids.txt", "stories260K_greedy_noprompt_n512.ids.txt",
-                              "stories260K_greedy_once_upon_a_time_n200.ids.txt",
-                              "stories260K_greedy_tom_dog_n200.ids.txt"})
-            out.push_back({f, bs});
+    for (const char* f : {"stories260K_greedy_noprompt_n200.ids.txt", "stories260K_greedy_noprompt_n512.ids.txt",
+                          "stories260K_greedy_once_upon_a_time_n200.ids.txt", "stories260K_greedy_tom_dog_n200.ids.txt"}) {
+        for (int32_t bs : {1, 16, 256}) out.push_back({f, bs});
+        out.push_back({f, 16, "cpu", false});   // the unfused graph
+        for (const auto& backend : available_backends())
+            if (backend != "cpu") out.push_back({f, 16, backend});  // every other backend, e.g. the reference
+    }
     return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, Stories260K, ::testing::ValuesIn(golden_cases()), [](const auto& info) {
     std::string n = info.param.file.substr(std::string("stories260K_greedy_").size());
     n = n.substr(0, n.find('.'));
-    return n + "_block" + std::to_string(info.param.block_size);
+    return n + "_block" + std::to_string(info.param.block_size) + "_" + info.param.backend +
+           (info.param.fusion ? "" : "_unfused");
 });
 
 }  // namespace

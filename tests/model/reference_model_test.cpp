@@ -6,8 +6,9 @@
 
 #include "core/error.h"
 #include "fixtures.h"
-#include "kernels/matmul_test_util.h"
+#include "backend/cpu/matmul_test_util.h"
 #include "gguf/gguf.h"
+#include "model/open_step_model.h"
 #include "model/sequence_runner.h"
 #include "model/random_model.h"
 #include "reference_forward.h"
@@ -22,6 +23,7 @@ struct Case {
     // F16 / BF16 weights: f32_fma is exact up to f32 sums; bf16_dot (where the CPU has it) rounds the
     // activations (and F16 weights) to bf16, 8 significant bits, so its cases get a looser tolerance.
     kernels::FloatMethod method = kernels::FloatMethod::f32_fma;
+    bool fusion = true;
 };
 
 std::vector<Case> cases() {
@@ -66,6 +68,14 @@ std::vector<Case> cases() {
         c.method = kernels::FloatMethod::bf16_dot;
         out.push_back(c);
     }
+    // The unfused graph of each case too.
+    const size_t fused = out.size();
+    for (size_t i = 0; i < fused; ++i) {
+        Case c = out[i];
+        c.name += "_unfused";
+        c.fusion = false;
+        out.push_back(c);
+    }
     return out;
 }
 
@@ -80,8 +90,11 @@ TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
     const std::string path = test::temp_path(c.name + ".gguf");
     write_random_model(c.spec, nullptr, path);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
-    auto model = Model::from_file(file, {.n_threads = 2});
-    const int64_t vocab = model->config().vocab_size;
+    // F32 KV: this test checks the forward pass; KV rounding is covered by the attention tests.
+    // Block size 4 so tables have several blocks.
+    auto model = open_step_model(file, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
+                                        .tokens_wanted = 64, .fusion = GetParam().fusion});
+    const int64_t vocab = model->info().vocab_size;
 
     std::vector<int> tokens;
     for (int i = 0; i < 19; ++i) tokens.push_back((i * 37 + 11) % int(vocab));
@@ -94,9 +107,8 @@ TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
             ASSERT_NEAR(row[i], expected[pos][size_t(i)], c.tolerance * scale) << "position " << pos << " logit " << i;
     };
 
-    // Whole sequence as one batch (prefill), block size 4 so tables have several blocks. F32 KV: this
-    // test checks the forward pass; KV rounding is covered by the attention tests.
-    SequenceRunner runner(*model, {.block_size = 4, .dtype = kv::KvDtype::f32, .prefix_caching = false}, 64);
+    // Whole sequence as one batch (prefill).
+    SequenceRunner runner(*model, false);
     std::vector<int32_t> ids(tokens.begin(), tokens.end());
     auto logits = runner.prefill(0, ids, 64, true);
     for (size_t p = 0; p < tokens.size(); ++p) check(logits.data() + p * vocab, p);
@@ -117,28 +129,27 @@ TEST(ModelErrors, RejectsOutOfRangeInput) {
     RandomModelSpec spec;
     const std::string path = test::temp_path("errors.gguf");
     write_random_model(spec, nullptr, path);
-    auto model = Model::load(path, {.n_threads = 1});
-    kv::KvPool pool(model->kv_layout(4), 2);
+    auto model = open_step_model(path, {.threads = 1, .kv = {.block_size = 4}, .tokens_wanted = 8});  // 2 blocks
     Batch batch;
     int32_t s = batch.add_sequence({0});
-    batch.add(int32_t(model->config().vocab_size), 0, s, 0, true);  // token outside the vocabulary
-    EXPECT_THROW(model->forward(batch, pool), Error);
+    batch.add(int32_t(model->info().vocab_size), 0, s, 0, true);  // token outside the vocabulary
+    EXPECT_THROW(model->forward(batch), Error);
     batch.clear();
     s = batch.add_sequence({0});
     batch.add(1, 4, s, 0, true);  // position beyond the block table
-    EXPECT_THROW(model->forward(batch, pool), Error);
+    EXPECT_THROW(model->forward(batch), Error);
     batch.clear();
     s = batch.add_sequence({0});
     batch.add(1, 0, s + 1, 0, true);  // no such sequence
-    EXPECT_THROW(model->forward(batch, pool), Error);
+    EXPECT_THROW(model->forward(batch), Error);
     batch.clear();
     s = batch.add_sequence({5});  // block outside the pool
     batch.add(1, 0, s, 0, true);
-    EXPECT_THROW(model->forward(batch, pool), Error);
+    EXPECT_THROW(model->forward(batch), Error);
     batch.clear();
     s = batch.add_sequence({1});
     batch.add(1, 0, s, 8, true);  // slot outside the pool
-    EXPECT_THROW(model->forward(batch, pool), Error);
+    EXPECT_THROW(model->forward(batch), Error);
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 
 #include "fixtures.h"
 #include "gguf/gguf.h"
-#include "kernels/cpu/matmul.h"
+#include "backend/cpu/matmul.h"
 #include "model/random_model.h"
+#include "model/open_step_model.h"
 #include "model/sequence_runner.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
@@ -53,8 +54,9 @@ void write_pair(const std::string& f32_path, GgmlType type, const std::string& q
 }
 
 std::vector<float> run_logits(const std::string& path, const std::vector<int32_t>& ids) {
-    auto model = model::Model::load(path, {.n_threads = 2});
-    model::SequenceRunner runner(*model, {.block_size = 4, .dtype = kv::KvDtype::f32, .prefix_caching = false}, 64);
+    auto model = model::open_step_model(path, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
+                                               .tokens_wanted = 64});
+    model::SequenceRunner runner(*model, false);
     auto logits = runner.prefill(0, ids, 64, true);
     auto last = runner.decode(0, 7);
     logits.insert(logits.end(), last.begin(), last.end());

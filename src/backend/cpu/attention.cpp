@@ -1,0 +1,150 @@
+// Paged attention: argument checks, ISA dispatch and the (query run, KV head) task split.
+#include "backend/cpu/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "backend/cpu/attention_internal.h"
+
+namespace pagoda::kernels {
+
+using attention_detail::Task;
+
+namespace {
+
+using AttendFn = void (*)(const Task&);
+
+AttendFn pick_path() {
+    switch (active_isa()) {
+        case Isa::avx512: return attention_detail::attend_avx512;
+        case Isa::avx2: return attention_detail::attend_avx2;
+        case Isa::scalar: break;
+    }
+    return attention_detail::attend_scalar;
+}
+
+void validate(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, const float* out) {
+    const kv::KvLayout& L = pool.layout();
+    if (layer < 0 || layer >= L.n_layers) fail("paged attention: layer {} out of range 0..{}", layer, L.n_layers - 1);
+    if (b.n_tokens < 0) fail("paged attention: negative token count {}", b.n_tokens);
+    if (b.n_heads <= 0 || b.n_heads % L.n_kv_heads != 0)
+        fail("paged attention: {} query heads is not a positive multiple of {} KV heads", b.n_heads, L.n_kv_heads);
+    if (!std::isfinite(b.scale)) fail("paged attention: scale {} is not finite", b.scale);
+    if (b.n_tokens == 0) return;
+    if (!b.q || !out || !b.token_seq || !b.token_pos || !b.seqs) fail("paged attention: missing input array");
+    if (b.n_tokens * L.n_kv_heads > std::numeric_limits<int>::max())
+        fail("paged attention: {} tokens x {} KV heads is too many tasks", b.n_tokens, L.n_kv_heads);
+    // The furthest position each sequence is read at; then every block it reads must be in the pool.
+    std::vector<int64_t> max_pos(size_t(std::max(b.n_seqs, 0)), -1);
+    for (int64_t t = 0; t < b.n_tokens; ++t) {
+        int32_t s = b.token_seq[t];
+        if (s < 0 || s >= b.n_seqs) fail("paged attention: token {} names sequence {} of {}", t, s, b.n_seqs);
+        int32_t p = b.token_pos[t];
+        if (p < 0 || int64_t(p) >= int64_t(b.seqs[s].n_blocks) * L.block_size)
+            fail("paged attention: token {} position {} outside sequence {} ({} blocks of {})", t, p, s,
+                 b.seqs[s].n_blocks, L.block_size);
+        max_pos[size_t(s)] = std::max<int64_t>(max_pos[size_t(s)], p);
+    }
+    for (int32_t s = 0; s < b.n_seqs; ++s) {
+        if (max_pos[size_t(s)] < 0) continue;
+        if (!b.seqs[s].block_table) fail("paged attention: sequence {} has no block table", s);
+        for (int64_t i = 0; i <= max_pos[size_t(s)] / L.block_size; ++i) {
+            int32_t blk = b.seqs[s].block_table[i];
+            if (blk < 0 || blk >= pool.n_blocks())
+                fail("paged attention: sequence {} block {} is {}, outside the pool of {}", s, i, blk, pool.n_blocks());
+        }
+    }
+}
+
+// A task's queries: `count` consecutive batch tokens from `first`, of one sequence, with strictly
+// increasing positions.
+struct QueryRun {
+    int64_t first;
+    int32_t count;
+};
+
+// Splits the batch into runs of consecutive tokens of one sequence with increasing positions (the
+// prefill / chunked-prefill case), each at most `max_len` long; decode tokens become runs of one.
+// Heaviest first (the furthest last position: causal work grows with it) so the pool's dynamic
+// claiming ends with the small tasks.
+std::vector<QueryRun> split_runs(const PagedAttentionBatch& b, int32_t max_len) {
+    std::vector<QueryRun> runs;
+    for (int64_t t = 0; t < b.n_tokens;) {
+        int32_t len = 1;
+        while (len < max_len && t + len < b.n_tokens && b.token_seq[t + len] == b.token_seq[t] &&
+               b.token_pos[t + len] > b.token_pos[t + len - 1])
+            ++len;
+        runs.push_back({t, len});
+        t += len;
+    }
+    std::stable_sort(runs.begin(), runs.end(), [&](const QueryRun& x, const QueryRun& y) {
+        return b.token_pos[x.first + x.count - 1] > b.token_pos[y.first + y.count - 1];
+    });
+    return runs;
+}
+
+}  // namespace
+
+int32_t attention_query_tile(int32_t group) {
+    return std::clamp<int32_t>(kAttentionQueryHeads / std::max<int32_t>(group, 1), 1, kAttentionMaxQueryTile);
+}
+
+void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, float* out,
+                     ThreadPool& threads) {
+    validate(b, pool, layer, out);
+    if (b.n_tokens == 0) return;
+    const kv::KvLayout& L = pool.layout();
+    const int32_t n_kv = L.n_kv_heads;
+    const int32_t group = b.n_heads / n_kv;
+    const int32_t d = L.head_dim;
+    int32_t shift = 0;
+    while ((int32_t(1) << shift) < L.block_size) ++shift;
+
+    const AttendFn attend = pick_path();
+    const int32_t query_tile = attention_query_tile(group);
+    const std::vector<QueryRun> runs = split_runs(b, query_tile);
+    int32_t longest = 1;
+    for (const QueryRun& r : runs) longest = std::max(longest, r.count);
+    const size_t scratch_stride = (attention_detail::scratch_floats(longest, group, d) + 15) / 16 * 16;
+    // Kept per calling thread across calls (the kernel runs once per layer and step; allocating
+    // and zeroing the K/V tiles each time would cost decode a measurable share).
+    thread_local AlignedBuffer<float> scratch;
+    if (scratch.size() < scratch_stride * size_t(threads.size())) scratch.resize(scratch_stride * size_t(threads.size()));
+    float* const scratch_base = scratch.data();  // the workers' own thread_local is another buffer
+    const uint8_t* k_layer = pool.k_data(layer);
+    const uint8_t* v_layer = pool.v_data(layer);
+    const size_t token_stride = size_t(b.n_heads) * size_t(d);
+
+    const int n_tasks = int(int64_t(runs.size()) * n_kv);
+    threads.run(n_tasks, [&](int task, int thread) {
+        const QueryRun& run = runs[size_t(task / n_kv)];
+        const int32_t kv_head = task % n_kv;
+        const AttentionSeq& seq = b.seqs[b.token_seq[run.first]];
+        const size_t head_offset = size_t(run.first) * token_stride + size_t(kv_head) * size_t(group) * d;
+        Task t;
+        t.q = b.q + head_offset;
+        t.out = out + head_offset;
+        t.token_stride = token_stride;
+        t.pos = b.token_pos + run.first;
+        t.n_queries = run.count;
+        t.group = group;
+        t.head_dim = d;
+        t.block_table = seq.block_table;
+        t.block_shift = shift;
+        t.k_head = k_layer + size_t(kv_head) * L.head_block_bytes();
+        t.v_head = v_layer + size_t(kv_head) * L.head_block_bytes();
+        t.block_stride = L.layer_block_bytes();
+        t.row_bytes = L.row_bytes();
+        t.dtype = L.dtype;
+        t.scale = b.scale;
+        t.scratch = scratch_base + size_t(thread) * scratch_stride;
+        attend(t);
+    });
+}
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,70 @@
+// Paged causal attention over the KV cache (FlashAttention-style, CPU).
+//
+// For each query token t (of any sequence in the batch) and each query head h:
+//     out[t][h] = sum_j softmax_j(scale * q[t][h] . K[j]) * V[j],  j = 0 .. pos[t]
+// where K/V rows are those of KV head h / (n_heads / n_kv_heads) (GQA: no K/V duplication), read
+// from the pool's blocks through the token's sequence block table (position j lives in block
+// table[j / block_size], slot j % block_size).
+//
+// Work is split into tasks of (query run, KV head): a query run is up to attention_query_tile()
+// consecutive batch tokens of one sequence with increasing positions (a prefill or chunked-prefill
+// chunk; positions need not be contiguous, the batch may mix sequences; a decode token is a run of
+// one). A task walks the keys 0..(its last position) in tiles of kAttentionTile absolute positions,
+// converts each tile's K and V rows to f32 once and uses them for all its query heads: the scores
+// are a small queries x keys product, then an online softmax per query head (running max and sum,
+// accumulator rescaled when the max grows, F32 accumulation), then P.V; each query only sees keys
+// <= its own position. No score row longer than a tile is ever materialised. Tasks are claimed
+// dynamically from the ThreadPool, longest runs first.
+//
+// Batch invariance: the arithmetic of one (token, head) — which tiles, how many keys of each, the
+// order every dot product and every accumulator element is reduced in — depends only on that
+// token's position, the head size, the block table contents and the ISA path, never on the other
+// tokens of its run or batch nor on the thread count. So a token's output is bitwise identical
+// decoded alone, inside any prefill batch, or chunked differently, for a given ISA path.
+//
+// The SIMD path (scalar / AVX2 / AVX-512) follows pagoda::active_isa(); any head_dim >= 1, any
+// block size the KV layout allows, KV stored as f32, f16 or bf16, GQA (n_heads a multiple of
+// n_kv_heads).
+// The KV of every position 0..pos[t] must already be written (KvPool::write) for the layer,
+// including the tokens of this very batch.
+#pragma once
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "backend/cpu/kv_pool.h"
+
+namespace pagoda::kernels {
+
+constexpr int32_t kAttentionTile = 64;          // key positions per online-softmax tile
+constexpr int32_t kAttentionMaxQueryTile = 16;  // most tokens per task
+constexpr int32_t kAttentionQueryHeads = 32;    // query heads per task aimed for (tokens x group)
+
+// Tokens per task for `group` query heads per KV head: kAttentionQueryHeads / group, in
+// 1..kAttentionMaxQueryTile (more query heads per task reuse each converted K/V tile more, but
+// need more scratch and leave fewer tasks to share out).
+int32_t attention_query_tile(int32_t group);
+
+// A sequence's block table as the kernel sees it (e.g. BlockManager::block_table(seq).data()).
+struct AttentionSeq {
+    const int32_t* block_table = nullptr;
+    int32_t n_blocks = 0;  // entries in block_table; positions < n_blocks * block_size are valid
+};
+
+struct PagedAttentionBatch {
+    const float* q = nullptr;           // [n_tokens][n_heads][head_dim]
+    int64_t n_tokens = 0;
+    int32_t n_heads = 0;                // multiple of the pool's n_kv_heads
+    const int32_t* token_seq = nullptr; // [n_tokens] index into seqs
+    const int32_t* token_pos = nullptr; // [n_tokens] position p: attends to keys 0..p
+    const AttentionSeq* seqs = nullptr; // [n_seqs]
+    int32_t n_seqs = 0;
+    float scale = 0.0f;                 // usually 1 / sqrt(head_dim)
+};
+
+// out: [n_tokens][n_heads][head_dim]. Throws pagoda::Error on inconsistent arguments (head count
+// not a multiple of the KV heads, a sequence index or position outside its block table, a block
+// id outside the pool, a bad layer).
+void paged_attention(const PagedAttentionBatch& batch, const kernels::KvPool& pool, int32_t layer, float* out,
+                     ThreadPool& threads);
+
+}  // namespace pagoda::kernels

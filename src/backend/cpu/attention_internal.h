@@ -1,0 +1,50 @@
+// Internal to the paged attention kernel: the per-task contract shared by the ISA-specific files
+// (attention_scalar.cpp, attention_avx2.cpp, attention_avx512.cpp) and the dispatcher
+// (attention.cpp). One task = a run of 1..kQueryTile consecutive batch tokens of one sequence (with
+// increasing positions) x one KV head = `group` consecutive query heads of each of those tokens.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/attention.h"
+#include "kv/kv_layout.h"
+
+namespace pagoda::kernels::attention_detail {
+
+// Rows of the f32 K/V tiles, query and accumulator vectors are padded to this many floats (zeros),
+// so every SIMD path works on whole vectors whatever head_dim is.
+constexpr int kPad = 16;
+inline int padded_dim(int head_dim) { return (head_dim + kPad - 1) / kPad * kPad; }
+
+struct Task {
+    const float* q;          // query i of the task: q + i * token_stride, [group][head_dim]
+    float* out;              // same layout as q
+    size_t token_stride;     // floats between consecutive tokens (n_heads * head_dim)
+    const int32_t* pos;      // [n_queries] strictly increasing positions; query i attends to 0..pos[i]
+    int32_t n_queries;       // 1..kQueryTile
+    int32_t group;           // query heads per KV head
+    int32_t head_dim;
+    const int32_t* block_table;
+    int32_t block_shift;     // log2(block_size)
+    const uint8_t* k_head;   // layer K base + kv_head * head_block_bytes
+    const uint8_t* v_head;
+    size_t block_stride;     // bytes between consecutive blocks (layer_block_bytes)
+    size_t row_bytes;        // bytes of one head_dim row
+    kv::KvDtype dtype;
+    float scale;
+    float* scratch;          // scratch_floats(n_queries, group, head_dim) floats, 64-byte aligned
+};
+
+// Scratch layout (ld = padded_dim(head_dim), qh = n_queries * group query heads):
+//   K tile [kAttentionTile][ld] | V tile [kAttentionTile][ld] | queries [qh][ld] | acc [qh][ld]
+//   | scores [qh][kAttentionTile] | running max [qh] | running sum [qh]
+inline size_t scratch_floats(int32_t n_queries, int32_t group, int32_t head_dim) {
+    const size_t ld = size_t(padded_dim(head_dim)), qh = size_t(n_queries) * size_t(group);
+    return 2 * size_t(kAttentionTile) * ld + 2 * qh * ld + qh * size_t(kAttentionTile) + 2 * qh;
+}
+
+void attend_scalar(const Task& t);
+void attend_avx2(const Task& t);
+void attend_avx512(const Task& t);
+
+}  // namespace pagoda::kernels::attention_detail

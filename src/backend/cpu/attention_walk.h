@@ -1,0 +1,161 @@
+// Internal to the paged attention kernel: the tiled online-softmax walk of one task (a run of
+// queries of one sequence x one KV head), written once and instantiated by each ISA file with its
+// own primitive operations `Ops` (a type local to that file, so each instantiation is private to
+// its translation unit and compiled with that file's ISA flags).
+//
+// Keys are walked in tiles of kAttentionTile absolute positions (0..63, 64..127, ...); query i
+// uses the first min(n, pos[i] - start + 1) rows of a tile of n (causal mask). When the task has
+// enough query heads to pay for it (and the cache is not already f32), each tile's K and V rows are
+// first widened to f32 once (exact for f16/bf16) into scratch and every query head reads those;
+// otherwise (decode) the heads read the cache rows directly. Both give the same bits: the Ops do
+// the same arithmetic on the same values either way. Per query head the sequence of operations —
+// which tiles, how many keys each, the score reduction, the softmax update, the order the
+// accumulator sums its rows — depends only on that query's position, head_dim and the Ops, never
+// on the other queries of the task: a token gets the same bits alone (decode) or inside any
+// prefill batch.
+//
+// Ops must provide, for row element types DT (f32 for widened rows, or the cache's type), with
+// ld = padded_dim(d), query and accumulator rows of ld floats (zero past d), row elements past d
+// read as zero:
+//   void convert<DT>(const uint8_t* const* rows, int n, int d, int ld, float* dst)
+//       dst[r][0..ld) = row r widened to f32, zero padded, for r < n
+//   void scores<DT>(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s)
+//       s[j] = scale * (q . row j) for j < n; may read rows[] and write s up to n rounded up to
+//       16 (never past kAttentionTile); each dot reduced in an order fixed by d alone
+//   float max(const float* s, int n)          the largest of s[0..n), n >= 1 (order-free: exact)
+//   float exp_sum(float* s, int n, float m)   s[j] = exp(s[j] - m) for j < n, returns their sum
+//   void scale(float* acc, float c, int ld)   acc *= c
+//   void accumulate<DT>(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows,
+//                       int n, int d)
+//       for each of heads <= kMaxAccumulateHeads: acc[h] += p[h][j] * row j for j = 0, 1, .., n-1
+//       in that order per element (so the result does not depend on how heads are grouped)
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/attention_internal.h"
+
+namespace pagoda::kernels::attention_detail {
+
+constexpr int kMaxAccumulateHeads = 4;
+// Query heads per task from which widening each K/V tile to f32 once beats converting it per head.
+constexpr int kWidenMinQueryHeads = 5;
+
+template <class Ops, kv::KvDtype DT>
+void walk_tiles(const Task& t) {
+    constexpr int kTile = kAttentionTile;
+    const int m = t.n_queries;
+    const int group = t.group;
+    const int qh = m * group;
+    const int d = t.head_dim;
+    const int ld = padded_dim(d);
+    float* k_tile = t.scratch;                            // [kTile][ld]
+    float* v_tile = k_tile + size_t(kTile) * ld;          // [kTile][ld]
+    float* queries = v_tile + size_t(kTile) * ld;         // [qh][ld]
+    float* acc = queries + size_t(qh) * ld;               // [qh][ld]
+    float* scores = acc + size_t(qh) * ld;                // [qh][kTile]
+    float* run_max = scores + size_t(qh) * kTile;         // [qh]
+    float* run_sum = run_max + qh;                        // [qh]
+    for (int i = 0; i < m; ++i) {
+        for (int g = 0; g < group; ++g) {
+            const int h = i * group + g;
+            float* qrow = queries + size_t(h) * ld;
+            std::memcpy(qrow, t.q + size_t(i) * t.token_stride + size_t(g) * d, size_t(d) * sizeof(float));
+            for (int c = d; c < ld; ++c) qrow[c] = 0.0f;
+            for (int c = 0; c < ld; ++c) acc[size_t(h) * ld + c] = 0.0f;
+            run_max[h] = -std::numeric_limits<float>::infinity();
+            run_sum[h] = 0.0f;
+        }
+    }
+    const int32_t mask = (int32_t(1) << t.block_shift) - 1;
+    auto row = [&](const uint8_t* base, int32_t p) {
+        return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
+    };
+    const bool widen = DT != kv::KvDtype::f32 && qh >= kWidenMinQueryHeads;
+    // Row pointers of the current tile; the Ops may read up to 16 past the tile's n, so every entry
+    // always points at a readable row.
+    const uint8_t* cache_rows[kTile];
+    const uint8_t* k_rows[kTile];
+    const uint8_t* v_rows[kTile];
+    for (int j = 0; j < kTile; ++j) {
+        k_rows[j] = reinterpret_cast<const uint8_t*>(k_tile + size_t(j) * ld);
+        v_rows[j] = reinterpret_cast<const uint8_t*>(v_tile + size_t(j) * ld);
+    }
+    auto load_tile = [&](const uint8_t* base, int32_t start, int n, float* f32_tile, const uint8_t** rows) {
+        for (int j = 0; j < n; ++j) cache_rows[j] = row(base, start + j);
+        if (widen) {
+            Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
+        } else {
+            for (int j = 0; j < kTile; ++j) rows[j] = cache_rows[j < n ? j : 0];
+        }
+    };
+    auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
+        if (widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
+        else Ops::template scores<DT>(q, rows, n, d, t.scale, s);
+    };
+    auto accumulate = [&](float* const* a, const float* const* p, int heads, const uint8_t* const* rows, int n) {
+        if (widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
+        else Ops::template accumulate<DT>(a, p, heads, rows, n, d);
+    };
+    const int32_t n_keys = t.pos[m - 1] + 1;
+    int first = 0;  // first query that still sees keys of the current tile (positions increase)
+    for (int32_t start = 0; start < n_keys; start += kTile) {
+        while (t.pos[first] < start) ++first;
+        const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
+        auto keys_of = [&](int i) { return t.pos[i] - start + 1 < n ? int(t.pos[i] - start + 1) : n; };
+        load_tile(t.k_head, start, n, k_tile, k_rows);
+        for (int i = first; i < m; ++i) {
+            const int ni = keys_of(i);
+            for (int g = 0; g < group; ++g) {
+                const int h = i * group + g;
+                float* s = scores + size_t(h) * kTile;
+                scores_of(queries + size_t(h) * ld, k_rows, ni, s);
+                // Online softmax: new running max, rescale what was accumulated under the old one.
+                const float tile_max = Ops::max(s, ni);
+                const float new_max = tile_max > run_max[h] ? tile_max : run_max[h];
+                const float correction = std::exp(run_max[h] - new_max);  // 0 on the first tile
+                const float tile_sum = Ops::exp_sum(s, ni, new_max);
+                run_sum[h] = run_sum[h] * correction + tile_sum;
+                if (correction != 1.0f) Ops::scale(acc + size_t(h) * ld, correction, ld);
+                run_max[h] = new_max;
+            }
+        }
+        load_tile(t.v_head, start, n, v_tile, v_rows);
+        // P.V: heads that see the same number of keys (a query's group, and all queries past the
+        // tile) share each loaded V row, up to kMaxAccumulateHeads at a time.
+        float* acc_ptrs[kMaxAccumulateHeads];
+        const float* p_ptrs[kMaxAccumulateHeads];
+        int batch = 0, batch_keys = 0;
+        for (int h = first * group; h < qh; ++h) {
+            const int nh = keys_of(h / group);
+            if (batch == kMaxAccumulateHeads || (batch > 0 && nh != batch_keys)) {
+                accumulate(acc_ptrs, p_ptrs, batch, v_rows, batch_keys);
+                batch = 0;
+            }
+            acc_ptrs[batch] = acc + size_t(h) * ld;
+            p_ptrs[batch] = scores + size_t(h) * kTile;
+            batch_keys = nh;
+            ++batch;
+        }
+        if (batch > 0) accumulate(acc_ptrs, p_ptrs, batch, v_rows, batch_keys);
+    }
+    for (int h = 0; h < qh; ++h) {
+        const int i = h / group, g = h % group;
+        float* o = t.out + size_t(i) * t.token_stride + size_t(g) * d;
+        const float inv = 1.0f / run_sum[h];  // run_sum >= 1: the max key contributes exp(0)
+        for (int c = 0; c < d; ++c) o[c] = acc[size_t(h) * ld + c] * inv;
+    }
+}
+
+template <class Ops>
+void walk(const Task& t) {
+    switch (t.dtype) {
+        case kv::KvDtype::f32: walk_tiles<Ops, kv::KvDtype::f32>(t); return;
+        case kv::KvDtype::f16: walk_tiles<Ops, kv::KvDtype::f16>(t); return;
+        case kv::KvDtype::bf16: walk_tiles<Ops, kv::KvDtype::bf16>(t); return;
+    }
+}
+
+}  // namespace pagoda::kernels::attention_detail

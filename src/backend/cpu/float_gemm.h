@@ -1,0 +1,191 @@
+// Internal: the f32 GEMM/GEMV written once over a SIMD traits type S and included by matmul_scalar.cpp,
+// matmul_avx2.cpp and matmul_avx512.cpp (each compiled with its own ISA flags; everything here has
+// internal linkage so the instantiations never mix). S provides:
+//   V, L (lanes), R x T (row x token register block), zero(), load(const float*), fma(a, b, c),
+//   load_f16(const uint16_t*), load_bf16(const uint16_t*), hsum(V) (a fixed tree).
+// Order of operations: see matmul_paths.h. A task owns mc rows; for each group of nc tokens it walks
+// K in kc tiles, runs the R x T micro-kernel over every (row block, token block) of the tile, and keeps
+// the lane vectors in a per-thread scratch between tiles; the lanes are summed once at the end.
+#pragma once
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/matmul_paths.h"
+#include "quant/dequantize.h"
+
+namespace pagoda::kernels::detail {
+namespace {
+
+enum class Elem { f32, f16, bf16 };
+
+template <class S, Elem E>
+inline typename S::V load_w(const void* p, int64_t k) {
+    if constexpr (E == Elem::f32) return S::load(static_cast<const float*>(p) + k);
+    else if constexpr (E == Elem::f16) return S::load_f16(static_cast<const uint16_t*>(p) + k);
+    else return S::load_bf16(static_cast<const uint16_t*>(p) + k);
+}
+
+// Final partial step: the missing elements read as zero on both sides.
+template <class S, Elem E>
+inline typename S::V load_w_tail(const void* p, int64_t k, int64_t count) {
+    if constexpr (E == Elem::f32) {
+        alignas(64) float buf[S::L] = {};
+        std::memcpy(buf, static_cast<const float*>(p) + k, size_t(count) * 4);
+        return S::load(buf);
+    } else {
+        alignas(64) uint16_t buf[S::L] = {};
+        std::memcpy(buf, static_cast<const uint16_t*>(p) + k, size_t(count) * 2);
+        return E == Elem::f16 ? S::load_f16(buf) : S::load_bf16(buf);
+    }
+}
+
+template <class S>
+inline typename S::V load_x_tail(const float* p, int64_t count) {
+    alignas(64) float buf[S::L] = {};
+    std::memcpy(buf, p, size_t(count) * 4);
+    return S::load(buf);
+}
+
+// acc[t * S::R + r] += lanes of w[r][0..len) * x[t][0..len), for R rows and T tokens.
+template <class S, Elem E, int T>
+void micro_kernel(const void* const* w, const float* const* x, int64_t len, typename S::V* acc) {
+    using V = typename S::V;
+    constexpr int R = S::R;
+    V a[T][R];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t)
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) a[t][r] = acc[t * R + r];
+    int64_t k = 0;
+    constexpr int64_t esize = E == Elem::f32 ? 4 : 2;
+    for (; k + S::L <= len; k += S::L) {
+        V wv[R];
+        if constexpr (T == 1 && S::L * esize >= 32) {
+            // Decode is memory bound: request each row well ahead, across the 4 KiB page boundaries
+            // that stop the hardware prefetchers (one request per 64-byte line).
+            if ((k * esize) % 64 == 0)
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) __builtin_prefetch(static_cast<const char*>(w[r]) + k * esize + 4096);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) wv[r] = load_w<S, E>(w[r], k);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) {
+            V xv = S::load(x[t] + k);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) a[t][r] = S::fma(wv[r], xv, a[t][r]);
+        }
+    }
+    if (k < len) {
+        V wv[R];
+        for (int r = 0; r < R; ++r) wv[r] = load_w_tail<S, E>(w[r], k, len - k);
+        for (int t = 0; t < T; ++t) {
+            V xv = load_x_tail<S>(x[t] + k, len - k);
+            for (int r = 0; r < R; ++r) a[t][r] = S::fma(wv[r], xv, a[t][r]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t)
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[t * R + r] = a[t][r];
+}
+
+template <class S, Elem E, int T>
+void micro_dispatch(int tokens, const void* const* w, const float* const* x, int64_t len, typename S::V* acc) {
+    if constexpr (T > 1) {
+        if (tokens < T) return micro_dispatch<S, E, T - 1>(tokens, w, x, len, acc);
+    }
+    micro_kernel<S, E, T>(w, x, len, acc);
+}
+
+struct FloatTask {
+    const uint8_t* wdata;
+    int64_t row_bytes;
+    gguf::GgmlType type;
+    int64_t rows, cols;
+    const float* x;
+    int64_t n_tokens;
+    float* y;
+    GemmTiles tiles;
+};
+
+// Rows [r0, r1) of the task, every token. E is the element type the micro-kernel reads: the weights
+// themselves for F32/F16/BF16, or f32 tiles dequantised from a block type (dequant = true).
+template <class S, Elem E, bool Dequant>
+void run_rows(const FloatTask& a, int64_t r0, int64_t r1) {
+    using V = typename S::V;
+    constexpr int R = S::R, T = S::T;
+    constexpr int64_t esize = E == Elem::f32 ? 4 : 2;
+    const int64_t K = a.cols;
+    // With a single token block the activations are tiny and K tiling buys no reuse: whole rows then
+    // stream contiguously (few long streams suit the hardware prefetcher; many 1-2 KiB pieces do not).
+    // Results do not depend on kc (matmul_paths.h).
+    const int64_t kc = !Dequant && a.n_tokens <= T ? K : Dequant ? std::max<int64_t>(a.tiles.kc, 256) : a.tiles.kc;
+    const int64_t n_rb = (r1 - r0 + R - 1) / R;
+    struct Lanes { V v; };  // wrapper keeps the vector type's alignment inside std::vector
+    thread_local std::vector<Lanes> scratch;
+    thread_local std::vector<float> tile;  // dequantised rows of one block: [R][kc]
+    if (Dequant && tile.size() < size_t(R * kc)) tile.resize(size_t(R * kc));
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += a.tiles.nc) {
+        const int64_t nt = std::min(a.tiles.nc, a.n_tokens - t0);
+        const size_t need = size_t(n_rb * nt * R);
+        if (scratch.size() < need) scratch.resize(need);
+        std::fill(scratch.begin(), scratch.begin() + std::ptrdiff_t(need), Lanes{S::zero()});
+        for (int64_t k0 = 0; k0 < K; k0 += kc) {
+            const int64_t len = std::min(kc, K - k0);
+            const float* xs[T];
+            for (int64_t rb = 0; rb < n_rb; ++rb) {
+                const int64_t rbase = r0 + rb * R;
+                const int rr = int(std::min<int64_t>(R, r1 - rbase));
+                const void* w[R];
+                for (int r = 0; r < R; ++r) {
+                    // Missing rows of a partial block repeat the first row; their sums are discarded.
+                    const int64_t row = rbase + (r < rr ? r : 0);
+                    if constexpr (Dequant) {
+                        if (r < rr) {
+                            const int64_t bs = gguf::type_traits(a.type).block_size;
+                            const int64_t bb = gguf::type_traits(a.type).type_size;
+                            quant::dequantize_row(a.type, a.wdata + row * a.row_bytes + k0 / bs * bb,
+                                                  tile.data() + r * kc, len);
+                        }
+                        w[r] = tile.data() + (r < rr ? r : 0) * kc;
+                    } else {
+                        w[r] = a.wdata + row * a.row_bytes + k0 * esize;
+                    }
+                }
+                for (int64_t tb = 0; tb < nt; tb += T) {
+                    const int tt = int(std::min<int64_t>(T, nt - tb));
+                    for (int t = 0; t < tt; ++t) xs[t] = a.x + (t0 + tb + t) * K + k0;
+                    micro_dispatch<S, E, T>(tt, w, xs, len, &scratch[size_t((rb * nt + tb) * R)].v);
+                }
+            }
+        }
+        for (int64_t rb = 0; rb < n_rb; ++rb)
+            for (int64_t t = 0; t < nt; ++t)
+                for (int r = 0; r < R && r0 + rb * R + r < r1; ++r)
+                    a.y[(t0 + t) * a.rows + r0 + rb * R + r] = S::hsum(scratch[size_t((rb * nt + t) * R + r)].v);
+    }
+}
+
+template <class S>
+void float_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                  const GemmTiles& tiles) {
+    FloatTask a{static_cast<const uint8_t*>(w.data), row_bytes(w), w.type, w.rows, w.cols, x, n_tokens, y, tiles};
+    a.tiles.kc = std::max<int64_t>(S::L, a.tiles.kc / S::L * S::L);
+    const int64_t mc = std::max<int64_t>(S::R, a.tiles.mc / S::R * S::R);
+    const int64_t n_tasks = (w.rows + mc - 1) / mc;
+    auto body = [&](int task, int) {
+        const int64_t r0 = task * mc, r1 = std::min(w.rows, r0 + mc);
+        switch (w.type) {
+            case gguf::GgmlType::F32: return run_rows<S, Elem::f32, false>(a, r0, r1);
+            case gguf::GgmlType::F16: return run_rows<S, Elem::f16, false>(a, r0, r1);
+            case gguf::GgmlType::BF16: return run_rows<S, Elem::bf16, false>(a, r0, r1);
+            default: return run_rows<S, Elem::f32, true>(a, r0, r1);
+        }
+    };
+    pool.run(int(n_tasks), body);
+}
+
+}  // namespace
+}  // namespace pagoda::kernels::detail

@@ -1,0 +1,278 @@
+// AVX-512 VNNI kernel for PackedWeight panels (layout: matmul_paths.h). One ymm lane per row of a
+// panel: vpdpbusd multiplies the 4-byte code group k of 8 rows with the broadcast activation group k,
+// so after the 8 groups of a block each lane holds that row's exact int32 block sum (split over two
+// partial sums only to shorten the dependency chain; integer addition is exact, so the split never
+// changes a result). Then per block: acc = fma(f32(isum + corr), sc * d_x, acc), in block order, for
+// every (row, token): batch invariant. Q4_K / Q5_K: sc = f32(scale byte) * d, and a second accumulator
+// macc = fma(-(f32(min byte) * dmin), s, macc) with s as quantize_fused makes it (d_x * sum of each
+// half's q, added);
+// output acc + macc. Q6_K: two exact sums per block (one per 16-value half, each with its corr) and
+// two FMAs with their scales f32(int8 scale) * d. Q4_1: unsigned codes, sc = d, and
+// macc = fma(m, s, macc) with its minimum m (added, not subtracted). Decode runs 1 panel x 1 token on ymm; prefill joins 2 panels per zmm x 8 tokens.
+// GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "core/error.h"
+#include "backend/cpu/int8_fused.h"
+
+namespace pagoda::kernels::detail {
+namespace {
+
+inline __m256i bcast32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+enum class Fmt { q4_0, q4_1, q8_0, q4_k, q5_k, q6_k };
+
+// The per-token arithmetic on one panel (ymm: 8 rows) or on two panels joined in one zmm (16 rows:
+// half the instructions per output for prefill, where the unpacked codes serve many tokens). Each
+// lane does the same operations in the same order either way, so results are bitwise equal.
+struct Ymm {
+    using F = __m256;
+    using I = __m256i;
+    static constexpr int kPanels = 1;
+    static I join(const __m256i* parts) { return parts[0]; }
+    static F join(const __m256* parts) { return parts[0]; }
+    static I bcast(const int8_t* p) { return bcast32(p); }
+    static I set1(int32_t v) { return _mm256_set1_epi32(v); }
+    static I zero_i() { return _mm256_setzero_si256(); }
+    static F zero() { return _mm256_setzero_ps(); }
+    static F set1(float v) { return _mm256_set1_ps(v); }
+    static I dpbusd(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
+    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+    static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static F add(F a, F b) { return _mm256_add_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+    static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+};
+struct Zmm {
+    using F = __m512;
+    using I = __m512i;
+    static constexpr int kPanels = 2;
+    static I join(const __m256i* parts) { return _mm512_inserti64x4(_mm512_castsi256_si512(parts[0]), parts[1], 1); }
+    static F join(const __m256* parts) { return _mm512_insertf32x8(_mm512_castps256_ps512(parts[0]), parts[1], 1); }
+    static I bcast(const int8_t* p) {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return _mm512_set1_epi32(v);
+    }
+    static I set1(int32_t v) { return _mm512_set1_epi32(v); }
+    static I zero_i() { return _mm512_setzero_si512(); }
+    static F zero() { return _mm512_setzero_ps(); }
+    static F set1(float v) { return _mm512_set1_ps(v); }
+    static I dpbusd(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+    static I add(I a, I b) { return _mm512_add_epi32(a, b); }
+    static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+    static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+    static F add(F a, F b) { return _mm512_add_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+    static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+    static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+};
+
+// out: [T][P][8] floats (token t, panel p, row of the panel).
+template <Fmt F, int P, int T, class V>
+void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out) {
+    constexpr bool nibbles = F != Fmt::q8_0, q5 = F == Fmt::q5_k, kq = F == Fmt::q4_k || q5, q6 = F == Fmt::q6_k;
+    constexpr bool q41 = F == Fmt::q4_1, has_min = kq || q41;
+    constexpr int64_t code_bytes = nibbles ? 128 : 256;
+    constexpr int64_t pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : q41 ? 160 : code_bytes + 16;
+    constexpr int64_t sb_head = kq ? 32 : 16;  // super-block header (K-quants)
+    static_assert(P % V::kPanels == 0);
+    constexpr int W = P / V::kPanels;  // wide registers per token
+    typename V::F acc[T][W], macc[T][W];
+    for (int t = 0; t < T; ++t)
+        for (int p = 0; p < W; ++p) acc[t][p] = macc[t][p] = V::zero();
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < a.nb; ++b) {
+        __m256i c[P][8];
+        __m256 sc[P], mn[P];  // Q6_K: scales of the first and of the last 16 values
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+            const uint8_t* sbp = panels[p] + b / 8 * (sb_head + 8 * pbb);  // K-quant super-block
+            const uint8_t* pb = kq || q6 ? sbp + sb_head + b % 8 * pbb : panels[p] + b * pbb;
+            if constexpr (nibbles) {
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i v = load256(pb + 32 * k);
+                    c[p][k] = _mm256_and_si256(v, low4);
+                    c[p][k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                }
+            } else {
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; ++k) c[p][k] = load256(pb + 32 * k);
+            }
+            if constexpr (q6) {
+                const __m256i h0 = load256(pb + 128), h1 = load256(pb + 160), m30 = _mm256_set1_epi8(0x30);
+                // High bits of group k: field k % 4 of vector k / 4, moved to bits 4-5.
+                c[p][0] = _mm256_or_si256(c[p][0], _mm256_and_si256(_mm256_slli_epi16(h0, 4), m30));
+                c[p][1] = _mm256_or_si256(c[p][1], _mm256_and_si256(_mm256_slli_epi16(h0, 2), m30));
+                c[p][2] = _mm256_or_si256(c[p][2], _mm256_and_si256(h0, m30));
+                c[p][3] = _mm256_or_si256(c[p][3], _mm256_and_si256(_mm256_srli_epi16(h0, 2), m30));
+                c[p][4] = _mm256_or_si256(c[p][4], _mm256_and_si256(_mm256_slli_epi16(h1, 4), m30));
+                c[p][5] = _mm256_or_si256(c[p][5], _mm256_and_si256(_mm256_slli_epi16(h1, 2), m30));
+                c[p][6] = _mm256_or_si256(c[p][6], _mm256_and_si256(h1, m30));
+                c[p][7] = _mm256_or_si256(c[p][7], _mm256_and_si256(_mm256_srli_epi16(h1, 2), m30));
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
+                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 192)))), d);
+                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 200)))), d);
+            } else if constexpr (kq) {
+                if constexpr (q5) {
+                    // Fifth bit of group k: bit k of the bit vector, moved to bit 4.
+                    const __m256i hb = load256(pb + 128), one = _mm256_set1_epi8(1);
+#pragma GCC unroll 8
+                    for (int k = 0; k < 8; ++k)
+                        c[p][k] = _mm256_or_si256(c[p][k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, k), one), 4));
+                }
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
+                const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp + 16)));
+                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 16)))), d);
+                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 8)))), dmin);
+            } else {
+                sc[p] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes)));
+                mn[p] = q41 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes + 16)))
+                            : _mm256_setzero_ps();
+            }
+        }
+        typename V::I cw[W][8];
+        typename V::F scw[W], mnw[W];
+#pragma GCC unroll 4
+        for (int p = 0; p < W; ++p) {
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+                __m256i parts[V::kPanels];
+                for (int j = 0; j < V::kPanels; ++j) parts[j] = c[p * V::kPanels + j][k];
+                cw[p][k] = V::join(parts);
+            }
+            __m256 sp[V::kPanels], mp[V::kPanels];
+            for (int j = 0; j < V::kPanels; ++j) sp[j] = sc[p * V::kPanels + j], mp[j] = mn[p * V::kPanels + j];
+            scw[p] = V::join(sp);
+            mnw[p] = V::join(mp);
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            const int8_t* q = a.q + (t0 + t) * a.cols + b * 32;
+            const int64_t tb = (t0 + t) * a.nbp + b;
+            const int32_t* cp = has_min ? nullptr : a.corr + (t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8;
+            const int32_t corr = has_min ? 0 : cp[0], corr1 = q6 ? cp[8] : 0;
+            const typename V::F dx = V::set1(a.d[tb]);
+            typename V::I x[8];
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) x[k] = V::bcast(q + 4 * k);
+#pragma GCC unroll 4
+            for (int p = 0; p < W; ++p) {
+                if constexpr (q6) {
+                    // One exact sum per 16-value half (its own scale): groups 0-3 and 4-7.
+                    typename V::I i0 = V::set1(corr), i1 = V::set1(corr1);
+#pragma GCC unroll 4
+                    for (int k = 0; k < 4; ++k) {
+                        i0 = V::dpbusd(i0, cw[p][k], x[k]);
+                        i1 = V::dpbusd(i1, cw[p][k + 4], x[k + 4]);
+                    }
+                    acc[t][p] = V::fmadd(V::cvt(i0), V::mul(scw[p], dx), acc[t][p]);
+                    acc[t][p] = V::fmadd(V::cvt(i1), V::mul(mnw[p], dx), acc[t][p]);
+                    continue;
+                }
+                typename V::I i0 = V::set1(corr), i1 = V::zero_i();
+#pragma GCC unroll 4
+                for (int k = 0; k < 8; k += 2) {
+                    i0 = V::dpbusd(i0, cw[p][k], x[k]);
+                    i1 = V::dpbusd(i1, cw[p][k + 1], x[k + 1]);
+                }
+                const typename V::F f = V::cvt(V::add(i0, i1));
+                acc[t][p] = V::fmadd(f, V::mul(scw[p], dx), acc[t][p]);
+                if constexpr (kq) macc[t][p] = V::fnmadd(mnw[p], V::set1(a.s[tb]), macc[t][p]);
+                if constexpr (q41) macc[t][p] = V::fmadd(mnw[p], V::set1(a.s[tb]), macc[t][p]);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int p = 0; p < W; ++p)
+            V::store(out + (t * W + p) * 8 * V::kPanels, has_min ? V::add(acc[t][p], macc[t][p]) : acc[t][p]);
+}
+
+template <Fmt F, int P, int T, class V>
+void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out) {
+    if constexpr (T > 1) {
+        if (tokens < T) return packed_dispatch<F, P, T - 1, V>(tokens, panels, a, t0, out);
+    }
+    packed_kernel<F, P, T, V>(panels, a, t0, out);
+}
+
+template <Fmt F, int P, int T, class V>
+void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                 int64_t mc) {
+    const WeightView& v = w.source();
+    const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
+    const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
+    // Decode streams the weights from memory: one contiguous range of panels per thread keeps each
+    // core on a single sequential stream that the hardware prefetchers follow (interleaved small
+    // tasks measured at half the bandwidth). Prefill is compute bound: small tasks balance better.
+    const bool streaming = T == 1;
+    const int64_t per_task = std::max<int64_t>(1, mc / kPanelRows / P) * P;  // panels per prefill task
+    const int64_t n_tasks = streaming ? std::min<int64_t>(pool.size(), (n_panels + P - 1) / P)
+                                      : (n_panels + per_task - 1) / per_task;
+    pool.run(int(n_tasks), [&](int task, int) {
+        int64_t p0, p1;
+        if (streaming) {
+            p0 = n_panels * task / n_tasks / P * P;
+            p1 = task + 1 == n_tasks ? n_panels : n_panels * (task + 1) / n_tasks / P * P;
+        } else {
+            p0 = task * per_task;
+            p1 = std::min(n_panels, p0 + per_task);
+        }
+        for (int64_t pbase = p0; pbase < p1; pbase += P) {
+            const int pp = int(std::min<int64_t>(P, p1 - pbase));
+            const uint8_t* panels[P];
+            // Missing panels of a partial group repeat the first; their results are discarded.
+            for (int p = 0; p < P; ++p) panels[p] = w.data() + (pbase + (p < pp ? p : 0)) * panel_bytes;
+            alignas(64) float out[T * P * 8];
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
+                const int tt = int(std::min<int64_t>(T, n_tokens - t0));
+                packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out);
+                for (int t = 0; t < tt; ++t)
+                    for (int p = 0; p < pp; ++p) {
+                        const int64_t row0 = (pbase + p) * kPanelRows;
+                        const int valid = int(std::min<int64_t>(kPanelRows, v.rows - row0));
+                        _mm256_mask_storeu_ps(y + (t0 + t) * v.rows + row0, __mmask8((1u << valid) - 1),
+                                              _mm256_load_ps(out + (t * P + p) * 8));
+                    }
+            }
+        }
+    });
+}
+
+template <Fmt F>
+void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                   int64_t mc) {
+    if (n_tokens == 1) packed_rows<F, 1, 1, Ymm>(w, acts, n_tokens, y, pool, mc);
+    else packed_rows<F, 2, 8, Zmm>(w, acts, n_tokens, y, pool, mc);
+}
+
+}  // namespace
+
+void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                          const GemmTiles& tiles) {
+    const gguf::GgmlType type = w.source().type;
+    const int offset = type == gguf::GgmlType::Q4_0 ? 8 : type == gguf::GgmlType::Q8_0 ? 128
+                       : type == gguf::GgmlType::Q6_K ? 32 : 0;
+    thread_local FusedBuffers buf;
+    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, offset, type == gguf::GgmlType::Q6_K, buf, pool);
+    switch (type) {
+        case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k>(w, acts, n_tokens, y, pool, tiles.mc);
+        default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(type)));
+    }
+}
+
+}  // namespace pagoda::kernels::detail

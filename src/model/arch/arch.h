@@ -1,0 +1,39 @@
+// Architecture builders: one file per architecture binds that architecture's tensors (by the names
+// GGUF files in the wild use) to backend weights and writes its forward step as a Graph. The
+// registry maps general.architecture to a builder; an architecture without one is a clear error.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "kv/kv_layout.h"
+#include "model/config.h"
+#include "model/graph.h"
+
+namespace pagoda::gguf {
+class File;
+}
+
+namespace pagoda::model {
+
+// A model made ready on a backend: its step graph (unfused) and the uploaded tensors it points to.
+struct BuiltModel {
+    Graph graph;
+    std::vector<std::shared_ptr<backend::Weight>> weights;
+    std::vector<std::shared_ptr<backend::Vector>> vectors;
+    std::vector<std::shared_ptr<backend::Rope>> ropes;
+    std::vector<const backend::Weight*> matmul_weights;  // what a decode step streams
+    kv::KvDtype kv_dtype = kv::KvDtype::f16;             // the natural cache type for these weights
+};
+
+using ArchBuilder = BuiltModel (*)(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+
+// Throws pagoda::Error naming the architecture and the supported ones when there is no builder.
+ArchBuilder find_arch_builder(const std::string& arch);
+std::vector<std::string> supported_architectures();
+
+BuiltModel build_llama(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_qwen2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+
+}  // namespace pagoda::model

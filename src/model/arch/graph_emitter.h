@@ -1,0 +1,65 @@
+// Appends ops to a Graph with their output tensors, for the architecture builders: each call is one
+// node, named after the model's own tensors so `pagoda graph` reads like the architecture.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/graph.h"
+
+namespace pagoda::model {
+
+class GraphEmitter {
+public:
+    explicit GraphEmitter(Graph& g) : g_(g) {}
+
+    int embed(const backend::Weight& table, const std::string& name) {
+        const int out = g_.add_tensor(name, Rows::tokens, table.cols());
+        push({.kind = OpKind::embed, .out = {out}, .weight = &table});
+        return out;
+    }
+    // One output per part of the weight, with the input's rows.
+    std::vector<int> matmul(const backend::Weight& w, int x, const std::vector<std::string>& names, int32_t layer,
+                            MatmulInput role) {
+        std::vector<int> outs;
+        for (size_t p = 0; p < w.parts().size(); ++p)
+            outs.push_back(g_.add_tensor(names.at(p), rows(x), w.parts()[p].rows));
+        push({.kind = OpKind::matmul, .in = {x}, .out = outs, .weight = &w, .layer = layer, .role = role});
+        return outs;
+    }
+    int rms_norm(int x, const backend::Vector& w, float eps, const std::string& name) {
+        const int out = g_.add_tensor(name, rows(x), cols(x));
+        push({.kind = OpKind::rms_norm, .in = {x}, .out = {out}, .vector = &w, .eps = eps});
+        return out;
+    }
+    void add(int y, int x) { push({.kind = OpKind::add, .in = {y, x}, .out = {y}}); }
+    void add_bias(int y, const backend::Vector& b) { push({.kind = OpKind::add_bias, .in = {y}, .out = {y}, .vector = &b}); }
+    void rope(int x, const backend::Rope& r, int32_t n_heads, int32_t head_dim) {
+        push({.kind = OpKind::rope, .in = {x}, .out = {x}, .rope = &r, .n_heads = n_heads, .head_dim = head_dim});
+    }
+    int silu_mul(int gate, int up, const std::string& name) {
+        const int out = g_.add_tensor(name, rows(gate), cols(gate));
+        push({.kind = OpKind::silu_mul, .in = {gate, up}, .out = {out}});
+        return out;
+    }
+    void kv_write(int32_t layer, int k, int v) { push({.kind = OpKind::kv_write, .in = {k, v}, .layer = layer}); }
+    int attention(int32_t layer, int q, const backend::AttentionParams& p, int32_t head_dim, const std::string& name) {
+        const int out = g_.add_tensor(name, rows(q), cols(q));
+        push({.kind = OpKind::attention, .in = {q}, .out = {out}, .layer = layer, .n_heads = p.n_heads,
+              .head_dim = head_dim, .attention = p});
+        return out;
+    }
+    int gather_logit_rows(int x, const std::string& name) {
+        const int out = g_.add_tensor(name, Rows::logits, cols(x));
+        push({.kind = OpKind::gather_logit_rows, .in = {x}, .out = {out}});
+        return out;
+    }
+
+private:
+    Rows rows(int id) const { return g_.tensors[size_t(id)].rows; }
+    int64_t cols(int id) const { return g_.tensors[size_t(id)].cols; }
+    void push(Node n) { g_.nodes.push_back(std::move(n)); }
+
+    Graph& g_;
+};
+
+}  // namespace pagoda::model

@@ -1,0 +1,102 @@
+// llama: Llama 1-3, Mistral, TinyLlama, the stories models; qwen2 is the same graph with Q/K/V
+// biases and NEOX RoPE (qwen2.cpp). Per layer:
+//   h = rms_norm(x) ; q, k, v = h W_qkv (+ b) ; rope(q, k) ; kv_write(k, v) ; a = attention(q)
+//   x += a W_o ; h = rms_norm(x) ; x += (silu(h W_gate) * (h W_up)) W_down
+// and the rows that want logits get the final norm and the output head (tied to the embedding
+// when output.weight is absent).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "model/arch/arch.h"
+#include "model/arch/graph_emitter.h"
+#include "model/arch/llama_family.h"
+#include "model/arch/tensor_binder.h"
+
+namespace pagoda::model {
+namespace {
+
+backend::RopeSpec rope_spec(const ModelConfig& c, const std::vector<float>& freq_factors) {
+    backend::RopeSpec spec;
+    spec.dims = c.rope_dims;
+    spec.neox = c.rope_style == RopeStyle::neox;
+    // Frequencies in double: positions up to 10^5 times a frequency must keep their fraction.
+    for (int64_t i = 0; i < c.rope_dims / 2; ++i) {
+        double inv = std::pow(double(c.rope_theta), -2.0 * double(i) / double(c.rope_dims));
+        if (!freq_factors.empty()) inv /= freq_factors[size_t(i)];
+        spec.inv_freq.push_back(inv / c.rope_linear_scale);
+    }
+    return spec;
+}
+
+}  // namespace
+
+BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, backend::Backend& b,
+                              const LlamaVariant& variant) {
+    BuiltModel m;
+    TensorBinder bind(file, b, m);
+    GraphEmitter e(m.graph);
+    const bool tied = !bind.has("output.weight");
+    const auto& embd = bind.matrix({{"token_embd.weight", c.dim, c.vocab_size}},
+                                   tied ? backend::WeightUse::both : backend::WeightUse::embedding);
+    const auto& output_norm = bind.vector("output_norm.weight", c.dim);
+    const auto& output = tied ? embd : bind.matrix({{"output.weight", c.dim, c.vocab_size}});
+    std::vector<float> freq_factors;
+    if (bind.has("rope_freqs.weight")) {  // llama3-style per-frequency divisors
+        freq_factors = bind.floats("rope_freqs.weight", c.rope_dims / 2);
+        for (float v : freq_factors)
+            if (!(v > 0)) fail("{}: rope_freqs.weight holds a non-positive factor {}", file.name(), v);
+    }
+    const auto& rope = bind.rope(rope_spec(c, freq_factors));
+    m.kv_dtype = file.find_tensor("blk.0.attn_q.weight") && file.find_tensor("blk.0.attn_q.weight")->type == gguf::GgmlType::F32
+                     ? kv::KvDtype::f32 : kv::KvDtype::f16;
+
+    const auto heads = int32_t(c.n_heads), kv_heads = int32_t(c.n_kv_heads), hd = int32_t(c.head_dim);
+    const backend::AttentionParams attention{.n_heads = heads, .scale = 1.0f / std::sqrt(float(c.head_dim))};
+    int x = e.embed(embd, "x");
+    int residual = -1;  // the previous FFN's output, added to x before the next norm
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+        const auto l = int32_t(i);
+        const std::string p = fmt::format("blk.{}.", i);
+        const auto& attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
+        const auto& qkv = bind.matrix({{p + "attn_q.weight", c.dim, c.q_dim()},
+                                       {p + "attn_k.weight", c.dim, c.kv_dim()},
+                                       {p + "attn_v.weight", c.dim, c.kv_dim()}});
+        const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
+        const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
+        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
+        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
+
+        if (residual >= 0) e.add(x, residual);
+        const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");
+        const auto q_k_v = e.matmul(qkv, h, {p + "q", p + "k", p + "v"}, l, MatmulInput::attention);
+        if (variant.qkv_bias) {
+            e.add_bias(q_k_v[0], bind.vector(p + "attn_q.bias", c.q_dim()));
+            e.add_bias(q_k_v[1], bind.vector(p + "attn_k.bias", c.kv_dim()));
+            e.add_bias(q_k_v[2], bind.vector(p + "attn_v.bias", c.kv_dim()));
+        }
+        e.rope(q_k_v[0], rope, heads, hd);
+        e.rope(q_k_v[1], rope, kv_heads, hd);
+        e.kv_write(l, q_k_v[1], q_k_v[2]);
+        const int a = e.attention(l, q_k_v[0], attention, hd, p + "attn");
+        const int o = e.matmul(wo, a, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
+        e.add(x, o);
+        const int f = e.rms_norm(x, ffn_norm, c.rms_eps, p + "ffn_in");
+        const auto g_u = e.matmul(gate_up, f, {p + "gate", p + "up"}, l, MatmulInput::ffn);
+        const int act = e.silu_mul(g_u[0], g_u[1], p + "ffn_act");
+        residual = e.matmul(down, act, {p + "ffn_out"}, l, MatmulInput::ffn_down)[0];
+    }
+    e.add(x, residual);
+    const int rows = e.gather_logit_rows(x, "x_out");
+    const int normed = e.rms_norm(rows, output_norm, c.rms_eps, "out_in");
+    m.graph.output = e.matmul(output, normed, {"logits"}, -1, MatmulInput::output)[0];
+    return m;
+}
+
+BuiltModel build_llama(const gguf::File& file, const ModelConfig& config, backend::Backend& backend) {
+    return build_llama_family(file, config, backend, {.qkv_bias = false});
+}
+
+}  // namespace pagoda::model

@@ -1,0 +1,15 @@
+// The llama graph with the switches of the architectures that reuse it (qwen2: Q/K/V biases; its
+// NEOX RoPE comes from the config).
+#pragma once
+#include "model/arch/arch.h"
+
+namespace pagoda::model {
+
+struct LlamaVariant {
+    bool qkv_bias = false;
+};
+
+BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& config, backend::Backend& backend,
+                              const LlamaVariant& variant);
+
+}  // namespace pagoda::model

@@ -1,0 +1,33 @@
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "model/arch/arch.h"
+
+namespace pagoda::model {
+namespace {
+
+struct Entry {
+    const char* arch;
+    ArchBuilder build;
+};
+// One line per architecture.
+constexpr Entry kBuilders[] = {
+    {"llama", build_llama},
+    {"qwen2", build_qwen2},
+};
+
+}  // namespace
+
+std::vector<std::string> supported_architectures() {
+    std::vector<std::string> out;
+    for (const auto& e : kBuilders) out.push_back(e.arch);
+    return out;
+}
+
+ArchBuilder find_arch_builder(const std::string& arch) {
+    for (const auto& e : kBuilders)
+        if (arch == e.arch) return e.build;
+    fail("architecture '{}' is not supported (supported: {})", arch, fmt::join(supported_architectures(), ", "));
+}
+
+}  // namespace pagoda::model

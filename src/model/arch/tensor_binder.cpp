@@ -1,0 +1,69 @@
+#include "model/arch/tensor_binder.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "gguf/gguf.h"
+#include "quant/dequantize.h"
+
+namespace pagoda::model {
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+const gguf::TensorInfo& require(const gguf::File& f, const std::string& name, const std::vector<int64_t>& shape) {
+    const auto* t = f.find_tensor(name);
+    if (!t) fail("{}: tensor {} is missing", f.name(), name);
+    if (t->shape != shape)
+        fail("{}: tensor {} has shape {}, expected {}", f.name(), name, shape_string(t->shape), shape_string(shape));
+    return *t;
+}
+
+}  // namespace
+
+bool TensorBinder::has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
+const backend::Weight& TensorBinder::matrix(const std::vector<MatrixName>& parts, backend::WeightUse use) {
+    std::vector<backend::MatrixSource> sources;
+    for (const auto& p : parts) {
+        const auto& t = require(file_, p.name, {p.cols, p.rows});
+        sources.push_back({t.type, t.data, p.rows, p.cols, p.name});
+    }
+    try {
+        out_.weights.push_back(backend_.upload_weight(std::move(sources), use));
+    } catch (const Error& e) {
+        fail("{}: {}", file_.name(), e.what());
+    }
+    if (use != backend::WeightUse::embedding) out_.matmul_weights.push_back(out_.weights.back().get());
+    return *out_.weights.back();
+}
+
+std::vector<float> TensorBinder::floats(const std::string& name, int64_t n) const {
+    const auto& t = require(file_, name, {n});
+    std::vector<float> out(static_cast<size_t>(n));
+    const auto* u16 = reinterpret_cast<const uint16_t*>(t.data);
+    switch (t.type) {
+        case gguf::GgmlType::F32: std::copy_n(reinterpret_cast<const float*>(t.data), n, out.begin()); break;
+        case gguf::GgmlType::F16: for (int64_t i = 0; i < n; ++i) out[size_t(i)] = f16_to_f32(u16[i]); break;
+        case gguf::GgmlType::BF16: for (int64_t i = 0; i < n; ++i) out[size_t(i)] = bf16_to_f32(u16[i]); break;
+        default:
+            if (!quant::is_supported_block_type(t.type))
+                fail("{}: tensor {}: type {} is not supported", file_.name(), name, gguf::type_name(uint32_t(t.type)));
+            quant::dequantize_row(t.type, t.data, out.data(), n);
+    }
+    return out;
+}
+
+const backend::Vector& TensorBinder::vector(const std::string& name, int64_t n) {
+    const std::vector<float> v = floats(name, n);
+    out_.vectors.push_back(backend_.upload_vector(v));
+    return *out_.vectors.back();
+}
+
+const backend::Rope& TensorBinder::rope(backend::RopeSpec spec) {
+    out_.ropes.push_back(backend_.upload_rope(std::move(spec)));
+    return *out_.ropes.back();
+}
+
+}  // namespace pagoda::model

@@ -1,0 +1,36 @@
+// Binds a GGUF file's tensors by name to backend uploads for an architecture builder, checking each
+// shape (GGUF order: [cols, rows] for a matrix) and naming the tensor in every error.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/arch/arch.h"
+
+namespace pagoda::model {
+
+struct MatrixName {
+    std::string name;
+    int64_t cols = 0, rows = 0;
+};
+
+class TensorBinder {
+public:
+    TensorBinder(const gguf::File& file, backend::Backend& backend, BuiltModel& out)
+        : file_(file), backend_(backend), out_(out) {}
+
+    bool has(const std::string& name) const;
+    // Several matrices of one width stacked by rows into one weight (a single one is a stack of one).
+    const backend::Weight& matrix(const std::vector<MatrixName>& parts,
+                                  backend::WeightUse use = backend::WeightUse::matmul);
+    const backend::Vector& vector(const std::string& name, int64_t n);
+    // A 1-D tensor as host floats.
+    std::vector<float> floats(const std::string& name, int64_t n) const;
+    const backend::Rope& rope(backend::RopeSpec spec);
+
+private:
+    const gguf::File& file_;
+    backend::Backend& backend_;
+    BuiltModel& out_;
+};
+
+}  // namespace pagoda::model

@@ -1,0 +1,140 @@
+#include "model/executor.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+
+namespace pagoda::model {
+namespace {
+
+// First-fit allocation of column intervals: a tensor of c columns takes c elements of every
+// token row of the arena's capacity.
+class IntervalAllocator {
+public:
+    int64_t take(int64_t cols) {
+        for (auto it = free_.begin(); it != free_.end(); ++it) {
+            if (it->second < cols) continue;
+            const int64_t begin = it->first, len = it->second;
+            free_.erase(it);
+            if (len > cols) free_[begin + cols] = len - cols;
+            return begin;
+        }
+        const int64_t begin = end_;
+        end_ += cols;
+        return begin;
+    }
+    void give(int64_t begin, int64_t cols) {
+        auto [it, ok] = free_.emplace(begin, cols);
+        auto next = std::next(it);
+        if (next != free_.end() && it->first + it->second == next->first) {
+            it->second += next->second;
+            free_.erase(next);
+        }
+        if (it != free_.begin()) {
+            auto prev = std::prev(it);
+            if (prev->first + prev->second == it->first) {
+                prev->second += it->second;
+                free_.erase(it);
+            }
+        }
+    }
+    int64_t end() const { return end_; }
+
+private:
+    std::map<int64_t, int64_t> free_;  // begin -> length
+    int64_t end_ = 0;
+};
+
+}  // namespace
+
+GraphExecutor::GraphExecutor(Graph graph, backend::Backend& backend) : graph_(std::move(graph)), backend_(backend) {
+    const size_t n = graph_.tensors.size();
+    if (graph_.output < 0 || size_t(graph_.output) >= n) fail("graph: no output tensor");
+    std::vector<int> last_use(n, -1);
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+        for (int id : graph_.nodes[i].in) last_use[size_t(id)] = int(i);
+        for (int id : graph_.nodes[i].out) last_use[size_t(id)] = std::max(last_use[size_t(id)], int(i));
+    }
+    last_use[size_t(graph_.output)] = int(graph_.nodes.size());  // read back after the last op
+    column_offset_.assign(n, -1);
+    IntervalAllocator columns;
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+        const Node& node = graph_.nodes[i];
+        for (int id : node.in)
+            if (column_offset_[size_t(id)] < 0) fail("graph: op {} ({}) reads tensor {} before it is written", i,
+                                                     op_name(node.kind), graph_.tensors[size_t(id)].name);
+        // Outputs are placed before the op's last-use inputs are freed: an op never writes over
+        // an input it is still reading (in-place ops name the input itself).
+        for (int id : node.out)
+            if (column_offset_[size_t(id)] < 0) column_offset_[size_t(id)] = columns.take(graph_.tensors[size_t(id)].cols);
+        std::vector<int> done;
+        for (int id : node.in) done.push_back(id);
+        for (int id : node.out) done.push_back(id);
+        std::sort(done.begin(), done.end());
+        done.erase(std::unique(done.begin(), done.end()), done.end());
+        for (int id : done)
+            if (last_use[size_t(id)] == int(i)) columns.give(column_offset_[size_t(id)], graph_.tensors[size_t(id)].cols);
+    }
+    row_elements_ = columns.end();
+}
+
+void GraphExecutor::reserve(int64_t max_tokens) {
+    if (max_tokens <= capacity_) return;
+    capacity_ = max_tokens;
+    backend_.reserve_activations(size_t(capacity_ * row_elements_) * backend_.activation_size(), capacity_);
+}
+
+backend::Tensor GraphExecutor::tensor(int id, int64_t n_tokens, int64_t n_logits) const {
+    const TensorSpec& spec = graph_.tensors[size_t(id)];
+    auto* base = static_cast<uint8_t*>(backend_.activations());
+    const size_t offset = size_t(column_offset_[size_t(id)] * capacity_) * backend_.activation_size();
+    return {base + offset, spec.rows == Rows::tokens ? n_tokens : n_logits, spec.cols};
+}
+
+void GraphExecutor::observe(const Node& node, const backend::Tensor& input, const ActivationObserver& observer) {
+    if (node.role == MatmulInput::none) return;
+    observed_.resize(size_t(input.rows * input.cols));
+    backend_.read(input, observed_.data());
+    observer(node.layer, node.role, observed_.data(), input.rows, input.cols);
+}
+
+void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_logits, std::vector<float>& logits,
+                        const ActivationObserver* observer) {
+    if (n_tokens > capacity_) reserve(n_tokens);  // between steps, never inside one
+    auto& b = backend_;
+    std::vector<backend::Tensor> outs;
+    for (const Node& node : graph_.nodes) {
+        auto in = [&](size_t i) { return tensor(node.in[i], n_tokens, n_logits); };
+        auto out = [&](size_t i) { return tensor(node.out[i], n_tokens, n_logits); };
+        const bool reads_matmul_input = node.kind == OpKind::matmul || node.kind == OpKind::qkv_rope_kv_write ||
+                                        node.kind == OpKind::matmul_silu_mul;
+        if (observer && reads_matmul_input) observe(node, in(0), *observer);
+        switch (node.kind) {
+            case OpKind::embed: b.embed(*node.weight, out(0)); break;
+            case OpKind::matmul:
+                outs.clear();
+                for (size_t i = 0; i < node.out.size(); ++i) outs.push_back(out(i));
+                b.matmul(*node.weight, in(0), outs);
+                break;
+            case OpKind::rms_norm: b.rms_norm(in(0), *node.vector, node.eps, out(0)); break;
+            case OpKind::add: b.add(in(0), in(1)); break;
+            case OpKind::add_bias: b.add_bias(in(0), *node.vector); break;
+            case OpKind::rope: b.rope(in(0), *node.rope, node.n_heads, node.head_dim); break;
+            case OpKind::silu_mul: b.silu_mul(in(0), in(1), out(0)); break;
+            case OpKind::gelu_mul: b.gelu_mul(in(0), in(1), out(0)); break;
+            case OpKind::softmax: b.softmax(in(0)); break;
+            case OpKind::kv_write: b.kv_write(cache, node.layer, in(0), in(1)); break;
+            case OpKind::attention: b.attention(cache, node.layer, in(0), out(0), node.attention); break;
+            case OpKind::gather_logit_rows: b.gather_logit_rows(in(0), out(0)); break;
+            case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;
+            case OpKind::qkv_rope_kv_write: b.qkv_rope_kv_write(cache, node.qkv, in(0), out(0)); break;
+            case OpKind::matmul_silu_mul: b.matmul_silu_mul(*node.weight, in(0), out(0)); break;
+        }
+    }
+    const backend::Tensor result = tensor(graph_.output, n_tokens, n_logits);
+    logits.resize(size_t(result.rows * result.cols));
+    if (!logits.empty()) b.read(result, logits.data());
+}
+
+}  // namespace pagoda::model

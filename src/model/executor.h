@@ -1,0 +1,40 @@
+// Runs a Graph on a Backend. At construction every tensor gets a fixed place in the backend's
+// activation arena, chosen by liveness (tensors whose lifetimes do not overlap share memory, so the
+// arena holds a handful of activations, not one per op); reserve(max_tokens) sizes the arena once
+// for steps of up to that many tokens, so running a step allocates nothing.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/graph.h"
+
+namespace pagoda::model {
+
+class GraphExecutor {
+public:
+    GraphExecutor(Graph graph, backend::Backend& backend);
+
+    const Graph& graph() const { return graph_; }
+    // Arena elements per token row of capacity: the sum of the columns live at once, at most.
+    int64_t arena_row_elements() const { return row_elements_; }
+    void reserve(int64_t max_tokens);
+
+    // Runs one step (backend.begin_step already called) and copies the logits (n_logits x vocab)
+    // to `logits`.
+    void run(backend::KvCache& cache, int64_t n_tokens, int64_t n_logits, std::vector<float>& logits,
+             const ActivationObserver* observer = nullptr);
+
+private:
+    backend::Tensor tensor(int id, int64_t n_tokens, int64_t n_logits) const;
+    void observe(const Node& node, const backend::Tensor& input, const ActivationObserver& observer);
+
+    Graph graph_;
+    backend::Backend& backend_;
+    std::vector<int64_t> column_offset_;  // per tensor, in the per-token row space
+    int64_t row_elements_ = 0;
+    int64_t capacity_ = 0;  // tokens the arena holds per tensor
+    std::vector<float> observed_;
+};
+
+}  // namespace pagoda::model

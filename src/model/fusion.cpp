@@ -1,0 +1,118 @@
+#include "model/fusion.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+namespace pagoda::model {
+namespace {
+
+class Fuser {
+public:
+    Fuser(const Graph& g, const backend::Backend& b) : g_(g), b_(b), reads_(g.tensors.size(), 0) {
+        for (const Node& n : g.nodes)
+            for (int id : n.in) ++reads_[size_t(id)];
+        reads_[size_t(g.output)] += 1;
+    }
+
+    Graph run() {
+        Graph out;
+        out.tensors = g_.tensors;
+        out.output = g_.output;
+        for (size_t i = 0; i < g_.nodes.size();) {
+            size_t used = 0;
+            Node fused;
+            if (!used && b_.supports(backend::FusedOp::add_rms_norm)) used = add_rms_norm(i, fused);
+            if (!used && b_.supports(backend::FusedOp::qkv_rope_kv_write)) used = qkv_rope_kv_write(i, fused);
+            if (!used && b_.supports(backend::FusedOp::matmul_silu_mul)) used = matmul_silu_mul(i, fused);
+            if (used) {
+                out.nodes.push_back(std::move(fused));
+                i += used;
+            } else {
+                out.nodes.push_back(g_.nodes[i++]);
+            }
+        }
+        return out;
+    }
+
+private:
+    const Node* at(size_t i) const { return i < g_.nodes.size() ? &g_.nodes[i] : nullptr; }
+    bool is(size_t i, OpKind kind) const { return at(i) && at(i)->kind == kind; }
+
+    size_t add_rms_norm(size_t i, Node& fused) const {
+        if (!is(i, OpKind::add) || !is(i + 1, OpKind::rms_norm)) return 0;
+        const Node& add = g_.nodes[i];
+        const Node& norm = g_.nodes[i + 1];
+        if (norm.in[0] != add.out[0]) return 0;
+        fused = norm;
+        fused.kind = OpKind::add_rms_norm;
+        fused.in = {add.in[0], add.in[1]};
+        fused.out = {add.out[0], norm.out[0]};
+        return 2;
+    }
+
+    size_t qkv_rope_kv_write(size_t i, Node& fused) const {
+        if (!is(i, OpKind::matmul) || at(i)->out.size() != 3) return 0;
+        const Node& mm = g_.nodes[i];
+        const int q = mm.out[0], k = mm.out[1], v = mm.out[2];
+        backend::QkvOp op;
+        op.qkv = mm.weight;
+        size_t j = i + 1;
+        for (int part = 0; part < 3 && is(j, OpKind::add_bias); ++part, ++j) {
+            if (at(j)->in[0] != mm.out[size_t(part)]) return 0;
+            op.bias[part] = at(j)->vector;
+        }
+        if (op.bias[0] && !(op.bias[1] && op.bias[2])) return 0;
+        if (!is(j, OpKind::rope) || !is(j + 1, OpKind::rope) || !is(j + 2, OpKind::kv_write)) return 0;
+        const Node& rq = g_.nodes[j];
+        const Node& rk = g_.nodes[j + 1];
+        const Node& write = g_.nodes[j + 2];
+        if (rq.in[0] != q || rk.in[0] != k || rq.rope != rk.rope || rq.head_dim != rk.head_dim) return 0;
+        if (write.in[0] != k || write.in[1] != v) return 0;
+        // k and v must not be read past the K/V write (q is the fused op's output).
+        const int k_reads = (op.bias[1] ? 1 : 0) + 2, v_reads = (op.bias[2] ? 1 : 0) + 1;
+        if (reads_[size_t(k)] != k_reads || reads_[size_t(v)] != v_reads) return 0;
+        op.rope = rq.rope;
+        op.layer = write.layer;
+        op.n_heads = rq.n_heads;
+        op.n_kv_heads = rk.n_heads;
+        op.head_dim = rq.head_dim;
+        fused = mm;
+        fused.kind = OpKind::qkv_rope_kv_write;
+        fused.out = {q};
+        fused.qkv = op;
+        return j + 3 - i;
+    }
+
+    size_t matmul_silu_mul(size_t i, Node& fused) const {
+        if (!is(i, OpKind::matmul) || at(i)->out.size() != 2 || !is(i + 1, OpKind::silu_mul)) return 0;
+        const Node& mm = g_.nodes[i];
+        const Node& act = g_.nodes[i + 1];
+        if (act.in[0] != mm.out[0] || act.in[1] != mm.out[1]) return 0;
+        if (reads_[size_t(mm.out[0])] != 1 || reads_[size_t(mm.out[1])] != 1) return 0;
+        fused = mm;
+        fused.kind = OpKind::matmul_silu_mul;
+        fused.out = {act.out[0]};
+        return 2;
+    }
+
+    const Graph& g_;
+    const backend::Backend& b_;
+    std::vector<int> reads_;
+};
+
+}  // namespace
+
+Graph fuse(const Graph& graph, const backend::Backend& backend) { return Fuser(graph, backend).run(); }
+
+bool fusion_enabled_by_env() {
+    const char* env = std::getenv("PAGODA_FUSION");
+    if (!env || !*env) return true;
+    const std::string v = env;
+    if (v == "1") return true;
+    if (v == "0") return false;
+    fail("PAGODA_FUSION={} is not 0 or 1", v);
+}
+
+}  // namespace pagoda::model

@@ -1,0 +1,69 @@
+#include "model/graph.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+namespace pagoda::model {
+
+const char* op_name(OpKind kind) {
+    switch (kind) {
+        case OpKind::embed: return "embed";
+        case OpKind::matmul: return "matmul";
+        case OpKind::rms_norm: return "rms_norm";
+        case OpKind::add: return "add";
+        case OpKind::add_bias: return "add_bias";
+        case OpKind::rope: return "rope";
+        case OpKind::silu_mul: return "silu_mul";
+        case OpKind::gelu_mul: return "gelu_mul";
+        case OpKind::softmax: return "softmax";
+        case OpKind::kv_write: return "kv_write";
+        case OpKind::attention: return "attention";
+        case OpKind::gather_logit_rows: return "gather_logit_rows";
+        case OpKind::add_rms_norm: return "add_rms_norm";
+        case OpKind::qkv_rope_kv_write: return "qkv_rope_kv_write";
+        case OpKind::matmul_silu_mul: return "matmul_silu_mul";
+    }
+    return "?";
+}
+
+std::string Graph::op_counts() const {
+    std::map<std::string, int> counts;
+    for (const auto& n : nodes) ++counts[op_name(n.kind)];
+    std::string out;
+    for (const auto& [name, count] : counts) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, count);
+    return out;
+}
+
+std::string format_graph(const Graph& g, const backend::Backend& backend, int64_t n_tokens, int64_t n_logits) {
+    auto shape = [&](int id) {
+        const TensorSpec& t = g.tensors[size_t(id)];
+        return fmt::format("{}[{}x{}]", t.name, t.rows == Rows::tokens ? n_tokens : n_logits, t.cols);
+    };
+    auto list = [&](const std::vector<int>& ids) {
+        std::string s;
+        for (int id : ids) s += (s.empty() ? "" : ", ") + shape(id);
+        return s;
+    };
+    std::string out;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const Node& n = g.nodes[i];
+        std::string line = fmt::format("{:4} {:<18} {}", i, op_name(n.kind), list(n.in));
+        if (!n.out.empty() && n.out != n.in) line += " -> " + list(n.out);
+        if (n.weight) {
+            std::string names;
+            for (const auto& p : n.weight->parts()) names += (names.empty() ? "" : "|") + p.name;
+            line += fmt::format("  W={}", names);
+            if (n.kind != OpKind::embed) {
+                const bool logit_rows = g.tensors[size_t(n.in[0])].rows == Rows::logits;
+                line += fmt::format("  [{}]", backend.describe_matmul(*n.weight, logit_rows ? n_logits : n_tokens));
+            }
+        }
+        if (n.layer >= 0 && (n.kind == OpKind::kv_write || n.kind == OpKind::attention || n.kind == OpKind::qkv_rope_kv_write))
+            line += fmt::format("  layer {}", n.layer);
+        out += line + "\n";
+    }
+    return out;
+}
+
+}  // namespace pagoda::model

@@ -1,0 +1,65 @@
+// One forward step as a small graph: ops over named tensors, in execution order. An architecture's
+// builder (model/arch/) writes it once at load; the fusion pass (fusion.h) rewrites it into the
+// fused ops the backend declares; the executor (executor.h) runs it for every step. Shapes are
+// symbolic in the step: a tensor has `T` rows (one per token of the step) or `L` rows (one per row
+// that wants logits) and a fixed number of columns, so one graph serves every batch.
+//
+// In-place ops (add, add_bias, rope, and add_rms_norm's first output) name the same tensor as input
+// and output. The graph's output tensor is the logits, L x vocab.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/step_model.h"
+
+namespace pagoda::model {
+
+enum class OpKind {
+    embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
+    // fused (fusion.h)
+    add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
+};
+const char* op_name(OpKind kind);
+
+enum class Rows { tokens, logits };  // T or L
+
+struct TensorSpec {
+    std::string name;
+    Rows rows = Rows::tokens;
+    int64_t cols = 0;
+};
+
+struct Node {
+    OpKind kind{};
+    std::vector<int> in, out;  // tensor ids
+    const backend::Weight* weight = nullptr;    // embed, matmul, fused matmuls
+    const backend::Vector* vector = nullptr;    // rms_norm / add_rms_norm weight, add_bias bias
+    const backend::Rope* rope = nullptr;        // rope
+    float eps = 0;                              // rms_norm
+    int32_t layer = -1;                         // kv_write, attention, qkv op; the matmul's layer
+    int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;  // rope, attention, qkv op
+    backend::AttentionParams attention;
+    backend::QkvOp qkv;                         // qkv_rope_kv_write (pointers into the weights)
+    MatmulInput role = MatmulInput::none;       // matmul: which activations it reads
+};
+
+struct Graph {
+    std::vector<TensorSpec> tensors;
+    std::vector<Node> nodes;
+    int output = -1;  // the logits
+
+    int add_tensor(std::string name, Rows rows, int64_t cols) {
+        tensors.push_back({std::move(name), rows, cols});
+        return int(tensors.size() - 1);
+    }
+    // Number of nodes of each kind, e.g. "matmul 155, rms_norm 45, ...".
+    std::string op_counts() const;
+};
+
+// The graph as text, one op a line with its tensors' shapes for a step of n_tokens tokens and
+// n_logits logit rows, and the backend kernel each matmul runs.
+std::string format_graph(const Graph& g, const backend::Backend& backend, int64_t n_tokens, int64_t n_logits);
+
+}  // namespace pagoda::model

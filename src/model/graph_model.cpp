@@ -1,0 +1,119 @@
+#include "model/graph_model.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "model/fusion.h"
+
+namespace pagoda::model {
+
+GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOptions& o) : file_(std::move(file)) {
+    if (o.max_context < 0) fail("--ctx must not be negative, got {}", o.max_context);
+    config_ = read_config(*file_);
+    backend_ = backend::make_backend(o.backend, {.n_threads = o.threads});
+    built_ = find_arch_builder(config_.arch)(*file_, config_, *backend_);
+    Graph graph = o.fusion && fusion_enabled_by_env() ? fuse(built_.graph, *backend_) : built_.graph;
+    executor_ = std::make_unique<GraphExecutor>(std::move(graph), *backend_);
+    executor_->reserve(std::max<int64_t>(1, o.max_step_tokens));
+
+    kv::KvLayout layout;
+    layout.n_layers = int32_t(config_.n_layers);
+    layout.n_kv_heads = int32_t(config_.n_kv_heads);
+    layout.head_dim = int32_t(config_.head_dim);
+    layout.block_size = o.kv.block_size;
+    layout.dtype = o.kv.dtype ? *o.kv.dtype : built_.kv_dtype;
+    layout.validate();
+    cache_ = backend_->create_kv_cache(layout, kv_block_count(o.kv, layout, o.tokens_wanted));
+
+    info_.vocab_size = config_.vocab_size;
+    info_.n_kv_blocks = cache_->n_blocks();
+    info_.block_size = layout.block_size;
+    info_.max_context = o.max_context > 0 ? o.max_context : config_.context_length;
+    // Distinguishes these weights in prefix-cache hashes (name and shape).
+    info_.model_key = std::hash<std::string>{}(config_.name + "|" + config_.describe());
+    info_.kv_bytes_per_block = layout.bytes_per_block();
+    info_.backend = backend_->name();
+    info_.threads = backend_->n_threads();
+    info_.config = config_;
+    log_debug("{}: {} ops per step ({})", file_->name(), executor_->graph().nodes.size(), executor_->graph().op_counts());
+}
+
+void GraphModel::validate(const Batch& batch) const {
+    const int64_t n = batch.size();
+    if (int64_t(batch.positions.size()) != n || int64_t(batch.seq_index.size()) != n ||
+        int64_t(batch.slots.size()) != n || int64_t(batch.want_logits.size()) != n)
+        fail("malformed batch: field lengths differ");
+    const int32_t block_size = cache_->layout().block_size;
+    for (int64_t t = 0; t < n; ++t) {
+        if (batch.tokens[t] < 0 || batch.tokens[t] >= config_.vocab_size)
+            fail("token id {} is outside the vocabulary of {} tokens", batch.tokens[t], config_.vocab_size);
+        if (batch.seq_index[t] < 0 || batch.seq_index[t] >= int64_t(batch.block_tables.size()))
+            fail("token {} names sequence {} but the batch has {} block tables", t, batch.seq_index[t],
+                 batch.block_tables.size());
+        const auto& table = batch.block_tables[size_t(batch.seq_index[t])];
+        const int64_t pos = batch.positions[t];
+        if (pos < 0 || pos >= int64_t(table.size()) * block_size)
+            fail("position {} is outside its sequence's {} KV blocks", pos, table.size());
+        if (batch.slots[t] < 0 || batch.slots[t] >= cache_->n_slots())
+            fail("KV slot {} is outside the pool of {} slots", batch.slots[t], cache_->n_slots());
+    }
+    for (const auto& table : batch.block_tables)
+        for (int32_t b : table)
+            if (b < 0 || b >= cache_->n_blocks()) fail("block id {} is outside the pool of {} blocks", b, cache_->n_blocks());
+    for (const auto& c : batch.block_copies)
+        if (c.src < 0 || c.src >= cache_->n_blocks() || c.dst < 0 || c.dst >= cache_->n_blocks())
+            fail("block copy {} -> {} is outside the pool", c.src, c.dst);
+}
+
+std::vector<float> GraphModel::forward(const Batch& batch) {
+    validate(batch);
+    for (const auto& c : batch.block_copies) cache_->copy_block(c.src, c.dst);
+    const int64_t n = batch.size();
+    if (n == 0) return {};
+    logit_rows_.clear();
+    for (int64_t t = 0; t < n; ++t)
+        if (batch.want_logits[t]) logit_rows_.push_back(int32_t(t));
+    executor_->reserve(n);
+    backend_->begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
+                          .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables});
+    std::vector<float> logits;
+    executor_->run(*cache_, n, int64_t(logit_rows_.size()), logits, observer_ ? &observer_ : nullptr);
+    return logits;
+}
+
+std::vector<std::span<const uint8_t>> GraphModel::weight_memory() const {
+    std::vector<std::span<const uint8_t>> out;
+    for (const auto* w : built_.matmul_weights)
+        for (auto span : w->host_memory()) out.push_back(span);
+    return out;
+}
+
+std::string GraphModel::matmul_arithmetic() const {
+    for (const auto* w : built_.matmul_weights) {
+        if (w->parts().size() != 3) continue;  // the first Q|K|V projection speaks for the model
+        const std::string path = backend_->describe_matmul(*w, 512);
+        if (path.find("vdpbf16ps") != std::string::npos) return "bf16";
+        if (path.find("int8") != std::string::npos) return "int8";
+        return "f32";
+    }
+    return "";
+}
+
+std::string GraphModel::describe_graph(int64_t n_tokens, int64_t n_logits, bool as_run) const {
+    const Graph& g = as_run ? executor_->graph() : built_.graph;
+    return fmt::format("{} ops ({})\n{}", g.nodes.size(), g.op_counts(), format_graph(g, *backend_, n_tokens, n_logits));
+}
+
+std::unique_ptr<StepModel> open_step_model(std::shared_ptr<const gguf::File> file, const StepModelOptions& options) {
+    if (!file) fail("open_step_model: no file");
+    return std::make_unique<GraphModel>(std::move(file), options);
+}
+
+std::unique_ptr<StepModel> open_step_model(const std::string& path, const StepModelOptions& options) {
+    return open_step_model(gguf::File::open(path), options);
+}
+
+std::vector<std::string> available_backends() { return backend::backend_names(); }
+
+}  // namespace pagoda::model

@@ -1,0 +1,42 @@
+// The StepModel over (architecture builder, backend): the model's fused step graph, its executor and
+// the paged KV cache in backend memory. forward() validates the batch (nothing is written for a bad
+// one), runs the copy-on-write block copies, hands the step to the backend and runs the graph.
+#pragma once
+#include <memory>
+
+#include "backend/backend.h"
+#include "gguf/gguf.h"
+#include "model/arch/arch.h"
+#include "model/executor.h"
+#include "model/open_step_model.h"
+
+namespace pagoda::model {
+
+class GraphModel final : public StepModel {
+public:
+    GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOptions& options);
+
+    const StepModelInfo& info() const override { return info_; }
+    std::vector<float> forward(const Batch& batch) override;
+
+    std::vector<std::span<const uint8_t>> weight_memory() const override;
+    std::string matmul_arithmetic() const override;
+    std::string describe_graph(int64_t n_tokens, int64_t n_logits, bool as_run) const override;
+    std::string op_counts() const override { return executor_->graph().op_counts(); }
+    void set_activation_observer(ActivationObserver observer) override { observer_ = std::move(observer); }
+
+private:
+    void validate(const Batch& batch) const;
+
+    std::shared_ptr<const gguf::File> file_;
+    ModelConfig config_;
+    std::unique_ptr<backend::Backend> backend_;
+    BuiltModel built_;
+    std::unique_ptr<GraphExecutor> executor_;
+    std::unique_ptr<backend::KvCache> cache_;
+    StepModelInfo info_;
+    ActivationObserver observer_;
+    std::vector<int32_t> logit_rows_;
+};
+
+}  // namespace pagoda::model

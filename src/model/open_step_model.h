@@ -1,0 +1,37 @@
+// The one way to get a runnable model: open_step_model(path, options) loads a GGUF file, builds its
+// architecture's graph on the chosen backend, fuses it (unless told not to) and sizes the paged KV
+// cache. serve, batch, bench, bench-throughput, run, perplexity and calibration all use it; nothing
+// above src/model names a backend, a kernel or the model's internals.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/kv_options.h"
+#include "model/step_model.h"
+
+namespace pagoda::gguf {
+class File;
+}
+
+namespace pagoda::model {
+
+struct StepModelOptions {
+    std::string backend = "cpu";  // "cpu" | "reference" (backend::backend_names())
+    int threads = 0;              // 0: the backend's default
+    KvOptions kv;
+    int64_t tokens_wanted = 0;    // KV pool size when kv.memory is empty
+    int64_t max_context = 0;      // 0: the model's trained context
+    int64_t max_step_tokens = 512;  // activations are reserved for steps of this many tokens
+    bool fusion = true;           // false: run the unfused graph (--no-fusion; PAGODA_FUSION=0 too)
+};
+
+// Throws pagoda::Error with a clear message for a bad file, an unknown backend or architecture, a
+// missing or misshapen tensor, or a KV budget that cannot hold one block.
+std::unique_ptr<StepModel> open_step_model(const std::string& path, const StepModelOptions& options);
+std::unique_ptr<StepModel> open_step_model(std::shared_ptr<const gguf::File> file, const StepModelOptions& options);
+
+// The backends this build has ("cpu", "reference", ...), for --backend.
+std::vector<std::string> available_backends();
+
+}  // namespace pagoda::model

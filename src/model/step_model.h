@@ -1,0 +1,58 @@
+// The seam between the engine and the compute layer: something that runs one forward step over a
+// Batch (tokens, positions, KV slots, block tables) and returns logits for the rows that want them.
+// The real implementation is a graph over a backend (open_step_model in model/open_step_model.h);
+// engine tests use scripted fakes. Everything above src/model sees compute only through this.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/config.h"
+
+namespace pagoda::model {
+
+struct StepModelInfo {
+    int64_t vocab_size = 0;
+    int32_t n_kv_blocks = 0;     // blocks in the KV pool (BlockManager must use the same count)
+    int32_t block_size = 16;     // tokens per block
+    int64_t max_context = 0;     // longest sequence (prompt + output) the model accepts
+    uint64_t model_key = 0;      // distinguishes weights in prefix-cache hashes
+    size_t kv_bytes_per_block = 0;  // K and V of every layer
+    std::string backend;         // "cpu", "reference", ...
+    int threads = 0;             // compute threads (cpu)
+    ModelConfig config;          // hyper-parameters from the file (empty for fakes)
+};
+
+// What feeds a matmul, for calibration statistics (`quantize --calib`): attention feeds attn_q/k/v,
+// attention_output feeds attn_output, ffn feeds ffn_gate/up, ffn_down feeds ffn_down, output
+// (layer -1) feeds the output head.
+enum class MatmulInput { none, attention, attention_output, ffn, ffn_down, output };
+// Called with the host copy of every matmul's input while set.
+using ActivationObserver =
+    std::function<void(int64_t layer, MatmulInput input, const float* x, int64_t n_tokens, int64_t cols)>;
+
+class StepModel {
+public:
+    virtual ~StepModel() = default;
+    virtual const StepModelInfo& info() const = 0;
+    // Runs batch.block_copies, writes the K/V of every token to its slot, and returns logits
+    // [batch.n_logit_rows()][vocab_size]. Throws pagoda::Error on invalid input (nothing written).
+    virtual std::vector<float> forward(const Batch& batch) = 0;
+
+    // --- for the tools (bench, graph, calibration); fakes need not provide them ---
+    // Host memory a decode step streams for the weights (the bandwidth bound of `pagoda bench`).
+    virtual std::vector<std::span<const uint8_t>> weight_memory() const { return {}; }
+    // The arithmetic the projections run on for a prefill: "int8", "bf16" or "f32" ("" unknown).
+    virtual std::string matmul_arithmetic() const { return ""; }
+    // One step's graph as text (`pagoda graph`): as the architecture wrote it, or as it runs
+    // (after the fusion pass, when fusion is on).
+    virtual std::string describe_graph(int64_t /*n_tokens*/, int64_t /*n_logits*/, bool /*as_run*/) const { return ""; }
+    // Ops per step, e.g. "add_rms_norm 44, attention 22, ...".
+    virtual std::string op_counts() const { return ""; }
+    virtual void set_activation_observer(ActivationObserver observer) { (void)observer; }
+};
+
+}  // namespace pagoda::model

@@ -1,0 +1,423 @@
+// Paged attention vs an independent naive reference: full score matrix in double, plain softmax,
+// from contiguous K/V arrays (no blocks, no tiles). Covers shuffled block tables, block sizes 1..256,
+// GQA ratios 1..8, several sequences of different lengths, chunked prefill (consecutive query
+// positions of one sequence), contexts that are not a multiple of the block size, each KV dtype
+// and each ISA path the CPU has; prefill batches (runs of consecutive positions of one sequence,
+// several sequences, cached prefixes, gaps and restarts in the positions) against the same
+// reference, and bitwise batch invariance: each token alone vs inside a prefill batch, chunked
+// differently, reordered, with 1 or 2 threads.
+//
+// Tolerance: max |out - ref| <= 5e-6 (outputs are convex combinations of V rows in [-1, 1], so this
+// is 5e-6 relative to the value range; the worst seen is ~1e-6). For F16/BF16 the reference uses
+// the K/V values rounded the way the cache stores them, so the only differences are F32 arithmetic
+// and the exp.
+#include "backend/cpu/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/half.h"
+
+namespace pagoda::kernels {
+namespace {
+
+using kv::KvDtype;
+
+std::vector<Isa> available_isas() {
+    std::vector<Isa> out = {Isa::scalar};
+    if (best_supported_isa() >= Isa::avx2) out.push_back(Isa::avx2);
+    if (best_supported_isa() >= Isa::avx512) out.push_back(Isa::avx512);
+    return out;
+}
+
+struct IsaGuard {
+    Isa saved = active_isa();
+    ~IsaGuard() { set_isa(saved); }
+};
+
+float stored(KvDtype dtype, float x) {
+    if (dtype == KvDtype::f16) return f16_to_f32(f32_to_f16(x));
+    if (dtype == KvDtype::bf16) return bf16_to_f32(f32_to_bf16(x));
+    return x;
+}
+
+// A batch: sequences with contiguous K/V (the reference's view) also written into a pool through
+// shuffled block tables (the kernel's view), and the query tokens.
+struct Scenario {
+    kv::KvLayout layout;
+    int32_t n_heads = 0;
+    std::vector<std::vector<float>> k, v;     // per sequence [len][n_kv][d], values as stored
+    std::vector<std::vector<int32_t>> tables; // per sequence
+    std::vector<int32_t> token_seq, token_pos;
+    std::vector<float> q;                     // [n_tokens][n_heads][d]
+    std::unique_ptr<kernels::KvPool> pool;
+
+    int64_t n_tokens() const { return int64_t(token_seq.size()); }
+    float scale() const { return 1.0f / std::sqrt(float(layout.head_dim)); }
+
+    std::vector<AttentionSeq> seq_views() const {
+        std::vector<AttentionSeq> out;
+        for (const auto& t : tables) out.push_back({t.data(), int32_t(t.size())});
+        return out;
+    }
+};
+
+// lens: context length of each sequence; queries: (seq, pos) pairs. q_gain > 1 makes the softmax
+// peaky so the online max jumps between tiles.
+Scenario make_scenario(kv::KvLayout layout, int32_t group, const std::vector<int32_t>& lens,
+                       const std::vector<std::pair<int32_t, int32_t>>& queries, uint32_t seed, float q_gain = 1.0f) {
+    Scenario s;
+    s.layout = layout;
+    s.n_heads = layout.n_kv_heads * group;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    const int32_t bs = layout.block_size, d = layout.head_dim, nkv = layout.n_kv_heads;
+    int32_t total_blocks = 0;
+    for (int32_t len : lens) total_blocks += (len + bs - 1) / bs;
+    total_blocks += 3;  // some blocks nobody uses
+    std::vector<int32_t> ids(static_cast<size_t>(total_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    s.pool = std::make_unique<kernels::KvPool>(layout, total_blocks);
+    // Garbage in every slot first, so a kernel reading a wrong slot or past pos cannot pass.
+    {
+        std::vector<float> junk(size_t(nkv) * d, 1e3f);
+        for (int64_t slot = 0; slot < s.pool->n_slots(); ++slot)
+            for (int32_t l = 0; l < layout.n_layers; ++l) s.pool->write(l, &slot, 1, junk.data(), junk.data());
+    }
+    size_t next = 0;
+    for (int32_t len : lens) {
+        std::vector<int32_t> table;
+        for (int32_t b = 0; b < (len + bs - 1) / bs; ++b) table.push_back(ids[next++]);
+        std::vector<float> k(size_t(len) * nkv * d), v(k.size());
+        for (auto& x : k) x = dist(rng);
+        for (auto& x : v) x = dist(rng);
+        for (int32_t p = 0; p < len; ++p) {
+            int64_t slot = int64_t(table[size_t(p / bs)]) * bs + p % bs;
+            s.pool->write(layout.n_layers - 1, &slot, 1, &k[size_t(p) * nkv * d], &v[size_t(p) * nkv * d]);
+        }
+        for (auto& x : k) x = stored(layout.dtype, x);
+        for (auto& x : v) x = stored(layout.dtype, x);
+        s.k.push_back(std::move(k));
+        s.v.push_back(std::move(v));
+        s.tables.push_back(std::move(table));
+    }
+    for (auto [seq, pos] : queries) {
+        s.token_seq.push_back(seq);
+        s.token_pos.push_back(pos);
+    }
+    s.q.resize(size_t(s.n_tokens()) * s.n_heads * d);
+    for (auto& x : s.q) x = dist(rng) * q_gain;
+    return s;
+}
+
+// Naive reference, straight from the definition.
+std::vector<double> reference(const Scenario& s) {
+    const int32_t d = s.layout.head_dim, nkv = s.layout.n_kv_heads, group = s.n_heads / nkv;
+    std::vector<double> out(size_t(s.n_tokens()) * s.n_heads * d);
+    for (int64_t t = 0; t < s.n_tokens(); ++t) {
+        const auto& k = s.k[size_t(s.token_seq[t])];
+        const auto& v = s.v[size_t(s.token_seq[t])];
+        const int32_t n = s.token_pos[t] + 1;
+        for (int32_t h = 0; h < s.n_heads; ++h) {
+            const int32_t kvh = h / group;
+            const float* q = &s.q[(size_t(t) * s.n_heads + h) * d];
+            std::vector<double> score(static_cast<size_t>(n));
+            for (int32_t j = 0; j < n; ++j) {
+                double dot = 0;
+                for (int32_t i = 0; i < d; ++i) dot += double(q[i]) * k[(size_t(j) * nkv + kvh) * d + i];
+                score[size_t(j)] = dot / std::sqrt(double(d));
+            }
+            double mx = *std::max_element(score.begin(), score.end()), sum = 0;
+            for (auto& x : score) sum += (x = std::exp(x - mx));
+            for (int32_t i = 0; i < d; ++i) {
+                double acc = 0;
+                for (int32_t j = 0; j < n; ++j) acc += score[size_t(j)] * v[(size_t(j) * nkv + kvh) * d + i];
+                out[(size_t(t) * s.n_heads + h) * d + i] = acc / sum;
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<float> run_kernel(const Scenario& s, ThreadPool& threads) {
+    std::vector<AttentionSeq> views = s.seq_views();
+    PagedAttentionBatch b;
+    b.q = s.q.data();
+    b.n_tokens = s.n_tokens();
+    b.n_heads = s.n_heads;
+    b.token_seq = s.token_seq.data();
+    b.token_pos = s.token_pos.data();
+    b.seqs = views.data();
+    b.n_seqs = int32_t(views.size());
+    b.scale = s.scale();
+    std::vector<float> out(s.q.size(), std::nanf(""));
+    paged_attention(b, *s.pool, s.layout.n_layers - 1, out.data(), threads);
+    return out;
+}
+
+double max_abs_diff(const std::vector<float>& got, const std::vector<double>& want) {
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        double e = std::fabs(double(got[i]) - want[i]);
+        if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+    }
+    return worst;
+}
+
+// Three sequences: a decode token, a chunk of consecutive prefill positions, and a long context;
+// queries interleaved across sequences.
+std::vector<std::pair<int32_t, int32_t>> mixed_queries(const std::vector<int32_t>& lens) {
+    std::vector<std::pair<int32_t, int32_t>> q;
+    q.push_back({0, lens[0] - 1});
+    for (int32_t p = lens[1] - 5; p < lens[1]; ++p) q.push_back({1, p});
+    q.push_back({2, lens[2] - 1});
+    q.push_back({0, 0});
+    q.push_back({2, lens[2] / 2});
+    return q;
+}
+
+// The scenario in every KV dtype on every ISA path this CPU has, against the double-precision naive
+// reference (within 5e-6).
+void expect_every_dtype_and_isa_matches_reference(kv::KvLayout L, int32_t group, const std::vector<int32_t>& lens,
+                                                  const std::vector<std::pair<int32_t, int32_t>>& queries, uint32_t seed, float q_gain,
+                                                  ThreadPool& threads) {
+    for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16}) {
+        L.dtype = dtype;
+        Scenario s = make_scenario(L, group, lens, queries, seed, q_gain);
+        std::vector<double> want = reference(s);
+        for (Isa isa : available_isas()) {
+            set_isa(isa);
+            double err = max_abs_diff(run_kernel(s, threads), want);
+            EXPECT_LE(err, 5e-6) << "block " << L.block_size << " group " << group << " head_dim " << L.head_dim
+                                 << " dtype " << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa);
+        }
+    }
+}
+
+TEST(PagedAttention, MatchesNaiveReferenceAcrossBlockSizesGqaDtypesAndIsas) {
+    IsaGuard guard;
+    ThreadPool threads(2);
+    const int32_t head_dims[] = {8, 64, 128, 20, 3};
+    int config = 0;
+    for (int32_t bs : {1, 2, 16, 256}) {
+        for (int32_t group : {1, 2, 4, 8}) {
+            kv::KvLayout L;
+            L.n_layers = 2;
+            L.n_kv_heads = group == 8 ? 1 : 2;
+            L.head_dim = head_dims[config % 5];
+            L.block_size = bs;
+            std::vector<int32_t> lens = {37 + config, 70, 300 + 7 * config};  // not block multiples
+            expect_every_dtype_and_isa_matches_reference(L, group, lens, mixed_queries(lens), uint32_t(100 + config),
+                                                         config % 3 == 0 ? 6.0f : 1.0f, threads);
+            ++config;
+        }
+    }
+}
+
+TEST(PagedAttention, LongContextWithPeakySoftmax) {
+    IsaGuard guard;
+    ThreadPool threads(2);
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = 1;
+    L.head_dim = 64;
+    L.block_size = 16;
+    L.dtype = KvDtype::f32;
+    std::vector<int32_t> lens = {1500};
+    Scenario s = make_scenario(L, 2, lens, {{0, 1499}, {0, 64}, {0, 63}, {0, 1000}}, 9, 12.0f);
+    std::vector<double> want = reference(s);
+    for (Isa isa : available_isas()) {
+        set_isa(isa);
+        EXPECT_LE(max_abs_diff(run_kernel(s, threads), want), 5e-6) << isa_name(isa);
+    }
+}
+
+// A token's output must be bitwise identical alone and inside any batch, with 1 or 2 threads.
+TEST(PagedAttention, BatchInvariantBitwise) {
+    IsaGuard guard;
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = 2;
+    L.head_dim = 64;
+    L.block_size = 16;
+    L.dtype = KvDtype::f16;
+    std::vector<int32_t> lens = {200, 90, 333};
+    std::vector<std::pair<int32_t, int32_t>> batch = {{1, 50}, {0, 150}, {2, 332}, {0, 151}, {0, 152}, {1, 89}};
+    Scenario full = make_scenario(L, 4, lens, batch, 11);
+    const size_t row = size_t(full.n_heads) * L.head_dim;
+    for (Isa isa : available_isas()) {
+        set_isa(isa);
+        for (int n_threads : {1, 2}) {
+            ThreadPool threads(n_threads);
+            std::vector<float> together = run_kernel(full, threads);
+            for (int64_t t = 0; t < full.n_tokens(); ++t) {
+                // Same pool and data, a batch of just this token.
+                Scenario alone;
+                alone.layout = full.layout;
+                alone.n_heads = full.n_heads;
+                alone.tables = full.tables;
+                alone.token_seq = {full.token_seq[t]};
+                alone.token_pos = {full.token_pos[t]};
+                alone.q.assign(full.q.begin() + t * row, full.q.begin() + (t + 1) * row);
+                alone.pool = std::move(full.pool);
+                std::vector<float> single = run_kernel(alone, threads);
+                full.pool = std::move(alone.pool);
+                EXPECT_EQ(std::memcmp(single.data(), together.data() + t * row, row * sizeof(float)), 0)
+                    << "token " << t << " isa " << isa_name(isa) << " threads " << n_threads;
+            }
+        }
+    }
+}
+
+// Prefill-shaped batches: for sequence s, the queries are runs of increasing positions; the kernel
+// groups consecutive tokens of one sequence into tasks, which must not change any result.
+std::vector<std::pair<int32_t, int32_t>> prefill_queries(const std::vector<int32_t>& lens, int config) {
+    std::vector<std::pair<int32_t, int32_t>> q;
+    // Sequence 0: a whole prompt from position 0, 40 tokens (several tasks, crosses a tile).
+    for (int32_t p = 0; p < 40; ++p) q.push_back({0, p});
+    // Sequence 1: chunked prefill after a cached prefix, starting mid-tile, odd length.
+    const int32_t chunk = 1 + (config * 7) % 37;
+    for (int32_t p = lens[1] - chunk; p < lens[1]; ++p) q.push_back({1, p});
+    // Sequence 2: increasing but not contiguous positions, then a restart (a new run), then a
+    // decode-style single token of sequence 0 between runs.
+    for (int32_t p : {3, 9, 63, 64, 65, 127, 128, 200}) q.push_back({2, std::min(p, lens[2] - 1)});
+    q.push_back({0, lens[0] - 1});
+    for (int32_t p = lens[2] - 20; p < lens[2]; p += 3) q.push_back({2, p});
+    q.push_back({2, 0});
+    return q;
+}
+
+TEST(PagedAttention, PrefillBatchesMatchNaiveReference) {
+    IsaGuard guard;
+    ThreadPool threads(2);
+    const int32_t head_dims[] = {64, 20, 3, 128, 16};
+    int config = 0;
+    for (int32_t bs : {1, 16, 256}) {
+        for (int32_t group : {1, 2, 3, 8}) {
+            kv::KvLayout L;
+            L.n_layers = 1;
+            L.n_kv_heads = group == 8 ? 1 : 2;
+            L.head_dim = head_dims[config % 5];
+            L.block_size = bs;
+            std::vector<int32_t> lens = {45 + config, 100 + 5 * config, 230 + 11 * config};
+            expect_every_dtype_and_isa_matches_reference(L, group, lens, prefill_queries(lens, config),
+                                                         uint32_t(500 + config), config % 2 == 0 ? 5.0f : 1.0f, threads);
+            ++config;
+        }
+    }
+}
+
+// The kernel on a subset of `full`'s tokens (same pool, same queries), in the given order.
+std::vector<float> run_subset(Scenario& full, const std::vector<int64_t>& tokens, ThreadPool& threads) {
+    const size_t row = size_t(full.n_heads) * full.layout.head_dim;
+    Scenario part;
+    part.layout = full.layout;
+    part.n_heads = full.n_heads;
+    part.tables = full.tables;
+    for (int64_t t : tokens) {
+        part.token_seq.push_back(full.token_seq[size_t(t)]);
+        part.token_pos.push_back(full.token_pos[size_t(t)]);
+        part.q.insert(part.q.end(), full.q.begin() + t * int64_t(row), full.q.begin() + (t + 1) * int64_t(row));
+    }
+    part.pool = std::move(full.pool);
+    std::vector<float> out = run_kernel(part, threads);
+    full.pool = std::move(part.pool);
+    return out;
+}
+
+// Every token of a long two-sequence prefill batch gets the same bits decoded alone, in chunks of
+// 7 tokens, with the sequences in the other order, and with 1 or 2 threads.
+TEST(PagedAttention, PrefillBatchInvariantBitwise) {
+    IsaGuard guard;
+    struct Shape {
+        int32_t head_dim, group, block_size;
+        KvDtype dtype;
+    };
+    for (Shape shape : {Shape{64, 1, 16, KvDtype::f16}, Shape{20, 4, 1, KvDtype::f32}, Shape{128, 2, 256, KvDtype::bf16}}) {
+        kv::KvLayout L;
+        L.n_layers = 1;
+        L.n_kv_heads = 2;
+        L.head_dim = shape.head_dim;
+        L.block_size = shape.block_size;
+        L.dtype = shape.dtype;
+        std::vector<int32_t> lens = {300, 150};
+        std::vector<std::pair<int32_t, int32_t>> batch;
+        for (int32_t p = 210; p < 300; ++p) batch.push_back({0, p});  // chunked prefill, cached prefix
+        for (int32_t p = 0; p < 150; ++p) batch.push_back({1, p});    // whole prompt
+        Scenario full = make_scenario(L, shape.group, lens, batch, 21, 4.0f);
+        const int64_t n = full.n_tokens();
+        const size_t row = size_t(full.n_heads) * L.head_dim;
+        std::vector<int64_t> all(static_cast<size_t>(n)), swapped;
+        std::iota(all.begin(), all.end(), 0);
+        for (int64_t t = 90; t < n; ++t) swapped.push_back(t);
+        for (int64_t t = 0; t < 90; ++t) swapped.push_back(t);
+        for (Isa isa : available_isas()) {
+            set_isa(isa);
+            ThreadPool two(2), one(1);
+            const std::vector<float> together = run_kernel(full, two);
+            auto same = [&](const float* got, int64_t t, const char* how) {
+                EXPECT_EQ(std::memcmp(got, together.data() + t * int64_t(row), row * sizeof(float)), 0)
+                    << how << ": token " << t << " isa " << isa_name(isa) << " head_dim " << L.head_dim;
+            };
+            std::vector<float> single_thread = run_kernel(full, one);
+            for (int64_t t = 0; t < n; ++t) same(single_thread.data() + t * int64_t(row), t, "1 thread");
+            for (int64_t t = 0; t < n; t += 7) {
+                std::vector<int64_t> chunk;
+                for (int64_t u = t; u < std::min(n, t + 7); ++u) chunk.push_back(u);
+                std::vector<float> got = run_subset(full, chunk, two);
+                for (size_t i = 0; i < chunk.size(); ++i) same(got.data() + i * row, chunk[i], "chunk of 7");
+            }
+            std::vector<float> got = run_subset(full, swapped, two);
+            for (size_t i = 0; i < swapped.size(); ++i) same(got.data() + i * row, swapped[i], "reordered");
+            for (int64_t t = 0; t < n; t += 3) {  // every third token decoded alone (each position class)
+                std::vector<float> alone = run_subset(full, {t}, one);
+                same(alone.data(), t, "alone");
+            }
+        }
+    }
+}
+
+TEST(PagedAttention, RejectsInconsistentArguments) {
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = 2;
+    L.head_dim = 8;
+    L.block_size = 4;
+    L.dtype = KvDtype::f32;
+    Scenario s = make_scenario(L, 2, {6}, {{0, 5}}, 3);
+    ThreadPool threads(1);
+    std::vector<AttentionSeq> views = s.seq_views();
+    std::vector<float> out(s.q.size());
+    auto call = [&](int32_t n_heads, int32_t pos, int32_t seq, int32_t layer) {
+        PagedAttentionBatch b;
+        b.q = s.q.data();
+        b.n_tokens = 1;
+        b.n_heads = n_heads;
+        b.token_seq = &seq;
+        b.token_pos = &pos;
+        b.seqs = views.data();
+        b.n_seqs = 1;
+        b.scale = s.scale();
+        paged_attention(b, *s.pool, layer, out.data(), threads);
+    };
+    EXPECT_NO_THROW(call(4, 5, 0, 0));
+    EXPECT_THROW(call(3, 5, 0, 0), Error);   // 3 heads over 2 KV heads
+    EXPECT_THROW(call(4, 8, 0, 0), Error);   // beyond the 2-block table
+    EXPECT_THROW(call(4, -1, 0, 0), Error);
+    EXPECT_THROW(call(4, 5, 1, 0), Error);   // no sequence 1
+    EXPECT_THROW(call(4, 5, 0, 1), Error);   // no layer 1
+    std::vector<int32_t> bad_table = {0, 99};
+    views[0] = {bad_table.data(), 2};
+    EXPECT_THROW(call(4, 5, 0, 0), Error);   // block id outside the pool
+}
+
+}  // namespace
+}  // namespace pagoda::kernels

@@ -1,0 +1,243 @@
+// PackedWeight: panels of Q4_0 / Q4_1 / Q8_0 / K-quants for the AVX-512 VNNI kernel, and the fallback to the view path.
+#include <cmath>
+#include <cstring>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "backend/cpu/matmul_test_util.h"
+#include "quant/block_formats.h"
+
+namespace pagoda::kernels {
+namespace {
+
+using gguf::GgmlType;
+using namespace testing;
+
+bool block_of_256(GgmlType t) { return gguf::type_traits(t).block_size == 256; }
+
+bool packed_kernel_here() { return best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni; }
+
+// The packed kernel's contract, written from its documentation: activations quantised per 32 values
+// (d = max|x|/127, q = round-half-even(x * 127/max|x|)); per output, over blocks in order,
+// acc = fma(f32(sum_i w_i q_i), sc * d_x, acc), with w_i the block's signed integer weights and sc
+// its scale (Q4_K / Q5_K: f32(scale) * d, plus macc = fma(-(f32(min) * dmin), s, macc) with
+// s = d_x * sum(first 16 q) + d_x * sum(last 16 q); output acc + macc; Q6_K: one such FMA per
+// 16-value half with its scale f32(int8 scale) * d).
+float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t cols) {
+    float acc = 0, macc = 0;
+    for (int64_t b = 0; b < cols / 32; ++b) {
+        const float* xb = x + b * 32;
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
+        const float dx = amax / 127.f, inv = amax > 0 ? 127.f / amax : 0.f;
+        int q[32], half[2] = {0, 0};
+        for (int i = 0; i < 32; ++i) {
+            q[i] = std::clamp(int(std::nearbyint(xb[i] * inv)), -127, 127);
+            half[i / 16] += q[i];
+        }
+        int w[32];
+        float sc = 0, mn = 0;
+        if (type == GgmlType::Q6_K) {
+            // GGML's Q6_K layout: value 128h + 32k + l of a super-block takes 4 bits from
+            // ql[64h + l (+32 for odd k)] (low nibble for k < 2) and 2 bits from qh[32h + l] at bit 2k.
+            const uint8_t* sb = row + b / 8 * 210;
+            const int j = int(b % 8), h = j / 4, k = j % 4;
+            uint16_t dh;
+            std::memcpy(&dh, sb + 208, 2);
+            const float d = f16_to_f32(dh);
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t lo = sb[64 * h + l + (k % 2) * 32];
+                w[l] = int(((k < 2 ? lo : lo >> 4) & 15) | (((sb[128 + 32 * h + l] >> (2 * k)) & 3) << 4)) - 32;
+            }
+            for (int half = 0; half < 2; ++half) {
+                int32_t isum = 0;
+                for (int i = 16 * half; i < 16 * half + 16; ++i) isum += w[i] * q[i];
+                const float s16 = float(int8_t(sb[192 + 2 * j + half])) * d;
+                acc = std::fma(float(isum), s16 * dx, acc);
+            }
+            continue;
+        }
+        if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
+            const bool q5 = type == GgmlType::Q5_K;
+            const uint8_t* sb = row + b / 8 * (q5 ? 176 : 144);
+            const int j = int(b % 8);
+            uint8_t s6, m6;
+            quant::k_scale_min(j, sb + 4, s6, m6);
+            uint16_t dh, dminh;
+            std::memcpy(&dh, sb, 2);
+            std::memcpy(&dminh, sb + 2, 2);
+            sc = float(s6) * f16_to_f32(dh);
+            mn = float(m6) * f16_to_f32(dminh);
+            // Value i of sub-block j: nibble j%2 of qs[32 (j/2) + i]; Q5_K: bit j of qh[i] above it.
+            for (int i = 0; i < 32; ++i)
+                w[i] = ((sb[(q5 ? 48 : 16) + 32 * (j / 2) + i] >> (4 * (j % 2))) & 15) |
+                       (q5 ? ((sb[16 + i] >> j) & 1) << 4 : 0);
+        } else if (type == GgmlType::Q4_1) {
+            // GGML's Q4_1 block: f16 d, f16 m, then 16 bytes: value i < 16 low nibble of byte i,
+            // value 16 + i its high nibble; value = d * code + m.
+            const uint8_t* blk = row + b * 20;
+            uint16_t dh, mh;
+            std::memcpy(&dh, blk, 2);
+            std::memcpy(&mh, blk + 2, 2);
+            sc = f16_to_f32(dh);
+            mn = f16_to_f32(mh);
+            for (int i = 0; i < 32; ++i) w[i] = i < 16 ? blk[4 + i] & 15 : blk[4 + i - 16] >> 4;
+        } else {
+            const uint8_t* blk = row + b * (type == GgmlType::Q4_0 ? 18 : 34);
+            uint16_t dh;
+            std::memcpy(&dh, blk, 2);
+            sc = f16_to_f32(dh);
+            for (int i = 0; i < 32; ++i)
+                w[i] = type == GgmlType::Q4_0 ? int(i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4) - 8
+                                              : int(int8_t(blk[2 + i]));
+        }
+        int32_t isum = 0;
+        for (int i = 0; i < 32; ++i) isum += w[i] * q[i];
+        acc = std::fma(float(isum), sc * dx, acc);
+        if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) macc = std::fma(-mn, dx * float(half[0]) + dx * float(half[1]), macc);
+        if (type == GgmlType::Q4_1) macc = std::fma(mn, dx * float(half[0]) + dx * float(half[1]), macc);
+    }
+    return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 ? acc + macc : acc;
+}
+
+TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
+    if (!packed_kernel_here()) GTEST_SKIP() << "no AVX-512 VNNI";
+    KernelConfigGuard guard;
+    set_isa(Isa::avx512);
+    set_quant_method(QuantMethod::int8_dot);
+    ThreadPool pool(2);
+    std::mt19937 rng(21);
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        for (int64_t rows : {1, 7, 37}) {
+            const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
+            auto w = make_weights(type, rows, cols, rng);
+            const PackedWeight pw = pack_weight(w.view());
+            ASSERT_TRUE(pw.is_packed());
+            const int64_t max_n = 70;
+            auto x = random_activations(max_n * cols, rng);
+            x[5] = 0;  // a zero and an all-zero block
+            std::fill(x.begin() + 32, x.begin() + 64, 0.f);
+            const int64_t rb = int64_t(*gguf::row_size(type, cols));
+            for (int64_t n : {1, 2, 8, 9, 70}) {
+                std::vector<float> y(size_t(n * rows));
+                matmul(pw, x.data(), n, y.data(), pool);
+                for (int64_t t = 0; t < n; ++t)
+                    for (int64_t r = 0; r < rows; ++r) {
+                        const float want = contract_output(type, w.bytes.data() + r * rb, x.data() + t * cols, cols);
+                        const float got = y[size_t(t * rows + r)];
+                        ASSERT_EQ(std::memcmp(&got, &want, 4), 0)
+                            << gguf::type_name(uint32_t(type)) << " rows " << rows << " n " << n << " t " << t
+                            << " r " << r << ": " << got << " vs " << want;
+                    }
+            }
+        }
+    }
+}
+
+TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
+    if (!packed_kernel_here()) GTEST_SKIP() << "no AVX-512 VNNI";
+    KernelConfigGuard guard;
+    set_isa(Isa::avx512);
+    set_quant_method(QuantMethod::int8_dot);
+    ThreadPool pool1(1), pool2(2);
+    std::mt19937 rng(22);
+    const int64_t rows = 83, cols = 32 * 24, n = 19;
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        auto w = make_weights(type, rows, cols, rng);
+        const PackedWeight pw = pack_weight(w.view());
+        auto x = random_activations(n * cols, rng);
+        std::vector<float> a(size_t(n * rows)), b(size_t(n * rows)), ref(size_t(n * rows)), row(static_cast<size_t>(cols));
+        matmul(pw, x.data(), n, a.data(), pool1);
+        matmul(pw, x.data(), n, b.data(), pool2);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+        for (int64_t mc : {8, 48, 1000}) {  // rows per prefill task: never changes a result
+            set_gemm_tiles({.kc = 512, .mc = mc, .nc = 64});
+            std::fill(b.begin(), b.end(), 0.f);
+            matmul(pw, x.data(), n, b.data(), pool2);
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "mc " << mc;
+        }
+        set_gemm_tiles({});
+        matmul_reference(w.view(), x.data(), n, ref.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            dequantize_row(w.view(), r, row.data());
+            for (int64_t t = 0; t < n; ++t) {
+                double bound = 0;  // activation rounding: half a quantisation step per value
+                for (int64_t c0 = 0; c0 < cols; c0 += 32) {
+                    float amax = 0;
+                    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(t * cols + c0 + i)]));
+                    for (int i = 0; i < 32; ++i) bound += std::fabs(row[size_t(c0 + i)]) * amax / 254.0;
+                }
+                ASSERT_NEAR(a[size_t(t * rows + r)], ref[size_t(t * rows + r)], bound * 1.001 + 1e-4)
+                    << gguf::type_name(uint32_t(type));
+            }
+        }
+    }
+}
+
+TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
+    KernelConfigGuard guard;
+    ThreadPool pool(2);
+    std::mt19937 rng(23);
+    set_float_method(FloatMethod::f32_fma);  // F16 panels (bf16_dot) are tested in bf16_matmul_test.cpp
+    auto f16 = make_weights(GgmlType::F16, 9, 64, rng);
+    EXPECT_FALSE(pack_weight(f16.view()).is_packed());
+    auto q4 = make_weights(GgmlType::Q4_0, 9, 64, rng);
+    const PackedWeight pw = pack_weight(q4.view());
+    EXPECT_EQ(pw.is_packed(), packed_kernel_here());
+    // On another path the packed weight computes exactly what the view does.
+    auto x = random_activations(3 * 64, rng);
+    for (Isa isa : available_isas()) {
+        if (isa == Isa::avx512) continue;
+        set_isa(isa);
+        std::vector<float> a(27), b(27);
+        matmul(pw, x.data(), 3, a.data(), pool);
+        matmul(q4.view(), x.data(), 3, b.data(), pool);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << isa_name(isa);
+    }
+    EXPECT_THROW(pack_weight(WeightView{GgmlType::Q8_1, q4.bytes.data(), 1, 256}), Error);
+    EXPECT_THROW(pack_weight(WeightView{GgmlType::Q4_0, q4.bytes.data(), 1, 40}), Error);
+}
+
+// Stacked weights (Q|K|V, gate|up) give, per token, each part's outputs one after the other, bit for
+// bit what the parts give one by one — on the packed kernel and on every fallback path.
+TEST(PackedMatmul, StackedPartsEqualTheirSeparateProducts) {
+    KernelConfigGuard guard;
+    ThreadPool pool(2);
+    std::mt19937 rng(24);
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
+        const int64_t cols = block_of_256(type) ? 512 : 96;
+        const int64_t part_rows[] = {13, 5, 24};  // panels straddle the parts
+        std::vector<RandomWeights> parts;
+        std::vector<WeightView> views;
+        for (int64_t r : part_rows) parts.push_back(make_weights(type, r, cols, rng));
+        for (auto& p : parts) views.push_back(p.view());
+        const PackedWeight stacked = pack_weights(views);
+        EXPECT_EQ(stacked.source().rows, 42);
+        for (Isa isa : available_isas()) {
+            set_isa(isa);
+            for (int64_t n : {1, 9}) {
+                auto x = random_activations(n * cols, rng);
+                std::vector<float> y(size_t(n * 42));
+                matmul(stacked, x.data(), n, y.data(), pool);
+                int64_t offset = 0;
+                for (const auto& v : views) {
+                    std::vector<float> want(size_t(n * v.rows));
+                    matmul(pack_weight(v), x.data(), n, want.data(), pool);
+                    for (int64_t t = 0; t < n; ++t)
+                        ASSERT_EQ(std::memcmp(y.data() + t * 42 + offset, want.data() + t * v.rows, size_t(v.rows) * 4), 0)
+                            << gguf::type_name(uint32_t(type)) << " " << isa_name(isa) << " n " << n << " offset " << offset;
+                    offset += v.rows;
+                }
+            }
+        }
+    }
+    auto a = make_weights(GgmlType::Q4_0, 8, 64, rng);
+    auto b = make_weights(GgmlType::Q8_0, 8, 64, rng);
+    auto c = make_weights(GgmlType::Q4_0, 8, 96, rng);
+    EXPECT_THROW(pack_weights(std::vector<WeightView>{a.view(), b.view()}), Error);
+    EXPECT_THROW(pack_weights(std::vector<WeightView>{a.view(), c.view()}), Error);
+    EXPECT_THROW(pack_weights(std::vector<WeightView>{}), Error);
+}
+
+}  // namespace
+}  // namespace pagoda::kernels
