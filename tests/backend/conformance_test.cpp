@@ -422,8 +422,9 @@ AttentionCase random_attention_case(int trial, std::mt19937& rng) {
 }
 
 // Writes every sequence's context in one step, then runs a step of the fresh tokens (each
-// sequence's next 1..5 positions: decode and chunked prefill) that writes its K/V and attends.
-std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed) {
+// sequence's next 1..5 positions: decode and chunked prefill) that writes its K/V and attends:
+// all tokens in one call, or (one_by_one) each token alone in a step of its own.
+std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed, bool one_by_one = false) {
     std::mt19937 rng(seed);
     std::vector<int32_t> lengths;
     for (size_t i = 0; i < c.context.size(); ++i) lengths.push_back(c.context[i] + c.fresh[i]);
@@ -445,10 +446,23 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed)
     }
     // Large queries so that softcaps bite and the softmax is peaky.
     const int64_t q_width = int64_t(c.params.n_heads) * c.layout.head_dim;
-    const Tensor q = s.input(step.n_tokens(), q_width, random_values(step.n_tokens() * q_width, rng, 3.0f));
-    const Tensor out = s.tensor(step.n_tokens(), q_width);
-    s->attention(*cache, layer, q, out, c.params);
-    return s.read(out);
+    const std::vector<float> q = random_values(step.n_tokens() * q_width, rng, 3.0f);
+    if (!one_by_one) {
+        const Tensor out = s.tensor(step.n_tokens(), q_width);
+        s->attention(*cache, layer, s.input(step.n_tokens(), q_width, q), out, c.params);
+        return s.read(out);
+    }
+    std::vector<float> rows;
+    for (int64_t t = 0; t < step.n_tokens(); ++t) {
+        Step alone = tables;
+        alone.add_tokens(step.seq_index[size_t(t)], step.positions[size_t(t)], step.positions[size_t(t)] + 1);
+        s->begin_step(alone.inputs());
+        const Tensor out = s.tensor(1, q_width);
+        s->attention(*cache, layer, s.input(1, q_width, {q.begin() + t * q_width, q.begin() + (t + 1) * q_width}), out, c.params);
+        const std::vector<float> row = s.read(out);
+        rows.insert(rows.end(), row.begin(), row.end());
+    }
+    return rows;
 }
 
 TEST_P(Conformance, PagedAttention) {
@@ -457,6 +471,18 @@ TEST_P(Conformance, PagedAttention) {
         const AttentionCase c = random_attention_case(trial, rng);
         auto [got, want] = both([&](Side& s) { return run_attention(s, c, uint32_t(100 + trial)); });
         EXPECT_TRUE(close(got, want, kAttentionTolerance)) << c.label();
+    }
+}
+
+// Each token attends the same alone as inside the step (batch invariance), bitwise.
+TEST_P(Conformance, AttentionIsBatchInvariant) {
+    std::mt19937 rng(16);
+    for (int trial = 0; trial < 12; ++trial) {
+        const AttentionCase c = random_attention_case(trial * 5 + 1, rng);
+        test.reset();
+        const std::vector<float> batch = run_attention(test, c, uint32_t(200 + trial));
+        test.reset();
+        EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(200 + trial), true), batch)) << c.label();
     }
 }
 
