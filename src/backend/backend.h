@@ -38,6 +38,10 @@ struct MatrixSource {
     int64_t rows = 0;
     int64_t cols = 0;
     std::string name;  // the tensor's name, for errors and `pagoda graph`
+    // The bytes are a read-only file mapping: a backend that keeps its own copy may drop these
+    // pages from the process (they fault back from the page cache if read again). Never set it for
+    // heap memory, whose pages would read back as zeros.
+    bool file_mapped = false;
 };
 
 // How a weight is used: a matmul operand, an embedding table read by rows, or both (a tied head).
@@ -216,11 +220,15 @@ public:
     virtual void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) = 0;
     // Causal paged attention of each token over its sequence's keys 0..position (block tables
     // from the step); q and out are T x (n_heads * head_dim). K/V of this step must be written.
+    // Throws when the backend cannot run the params (supports_attention false).
     virtual void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out,
                            const AttentionParams& params) = 0;
     // out[i] = x[logit_rows[i]].                                     out: L x cols
     virtual void gather_logit_rows(const Tensor& x, const Tensor& out) = 0;
     // Copy-on-write block copies are KvCache::copy_block.
+
+    // Whether attention() runs these params (a sliding window, a soft cap).
+    virtual bool supports_attention(const AttentionParams&) const { return true; }
 
     // --- fused ops (only called when supports() says so) ---
     virtual bool supports(FusedOp) const { return false; }

@@ -1,7 +1,11 @@
+// The backends this build has, by name. A backend is one line of kBackends; a factory that cannot
+// run here (no device) throws its own pagoda::Error.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/reference/reference_backend.h"
 #include "core/error.h"
 
 namespace pagoda::backend {
@@ -11,21 +15,22 @@ struct Entry {
     const char* name;
     std::unique_ptr<Backend> (*make)(const BackendOptions&);
 };
-// One line per backend.
-constexpr Entry kBackends[] = {
+
+const Entry kBackends[] = {
     {"cpu", make_cpu_backend},
+    {"reference", make_reference_backend},
 };
 
 }  // namespace
 
 std::vector<std::string> backend_names() {
-    std::vector<std::string> out;
-    for (const auto& e : kBackends) out.push_back(e.name);
-    return out;
+    std::vector<std::string> names;
+    for (const Entry& e : kBackends) names.emplace_back(e.name);
+    return names;
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
-    for (const auto& e : kBackends)
+    for (const Entry& e : kBackends)
         if (name == e.name) return e.make(options);
     fail("unknown backend '{}' (choices: {})", name, fmt::join(backend_names(), ", "));
 }

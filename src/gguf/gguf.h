@@ -93,6 +93,8 @@ public:
     ~File();
 
     const std::string& name() const { return name_; }
+    // True for open(): tensor data is a read-only file mapping (parse() data is the caller's).
+    bool is_mapped() const { return mapping_ != nullptr; }
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
     uint64_t data_offset() const { return data_offset_; }  // file offset of the tensor data section

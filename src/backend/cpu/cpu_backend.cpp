@@ -43,6 +43,8 @@ public:
     CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(std::move(parts)) {
         for (const auto& p : this->parts()) views_.push_back(view_of(p));
         if (use == WeightUse::embedding) return;  // read by rows only: stays in the file mapping
+        bool file_mapped = true;
+        for (const auto& p : this->parts()) file_mapped = file_mapped && p.file_mapped;
         // Parts of one type are stacked into one packed weight when a packed kernel takes it: one
         // pass, the input quantised once, one parallel region. Otherwise (types differ, e.g. Q4_K_M's
         // Q6_K attn_v, or no packed kernel) one packed weight per part.
@@ -51,14 +53,14 @@ public:
         if (views_.size() > 1 && same) {
             kernels::PackedWeight stacked = kernels::pack_weights(views_);
             if (stacked.is_packed()) {
-                release_source_pages(stacked);
+                if (file_mapped) release_source_pages(stacked);
                 packed_.push_back(std::move(stacked));
                 return;
             }
         }
         for (const auto& v : views_) {
             packed_.push_back(kernels::pack_weight(v));
-            release_source_pages(packed_.back());
+            if (file_mapped) release_source_pages(packed_.back());
         }
     }
 
@@ -141,6 +143,7 @@ public:
         auto w = std::make_shared<CpuWeight>(std::move(parts), use);
         if (w->parts().size() > 1) stacked_width_ = std::max(stacked_width_, w->rows());
         if (w->parts().size() == 3) kv_width_ = std::max(kv_width_, w->parts()[1].rows + w->parts()[2].rows);
+        size_scratch();  // a weight uploaded after reserve_activations widens the scratch now, not in a step
         return w;
     }
     std::shared_ptr<Vector> upload_vector(std::span<const float> v) override { return std::make_shared<CpuVector>(v); }
@@ -155,10 +158,8 @@ public:
 
     void reserve_activations(size_t bytes, int64_t max_tokens) override {
         if (arena_.size() < bytes) arena_.resize(bytes);
-        const size_t scratch = size_t(std::max<int64_t>(max_tokens, 1) * std::max<int64_t>(stacked_width_, 1));
-        if (scratch_.size() < scratch) scratch_.resize(scratch);
-        const size_t kv = size_t(std::max<int64_t>(max_tokens, 1) * kv_width_);
-        if (kv_scratch_.size() < kv) kv_scratch_.resize(kv);
+        reserved_tokens_ = std::max(reserved_tokens_, max_tokens);
+        size_scratch();
     }
     void* activations() override { return arena_.data(); }
     void read(const Tensor& t, float* out) const override {
@@ -254,7 +255,7 @@ public:
     }
     void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out,
                    const AttentionParams& p) override {
-        if (p.sliding_window > 0 || p.softcap > 0)
+        if (!supports_attention(p))
             fail("cpu backend: sliding-window and soft-capped attention are not implemented yet");
         check_cols(q, int64_t(p.n_heads) * cache.layout().head_dim, "attention", "queries");
         kernels::PagedAttentionBatch a;
@@ -275,6 +276,7 @@ public:
                         size_t(x.cols) * sizeof(float));
     }
 
+    bool supports_attention(const AttentionParams& p) const override { return p.sliding_window == 0 && p.softcap == 0; }
     bool supports(FusedOp) const override { return true; }
 
     void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out) override {
@@ -380,6 +382,13 @@ private:
         });
     }
 
+    void size_scratch() {
+        const int64_t tokens = std::max<int64_t>(reserved_tokens_, 1);
+        if (scratch_.size() < size_t(tokens * std::max<int64_t>(stacked_width_, 1)))
+            scratch_.resize(size_t(tokens * std::max<int64_t>(stacked_width_, 1)));
+        if (kv_scratch_.size() < size_t(tokens * kv_width_)) kv_scratch_.resize(size_t(tokens * kv_width_));
+    }
+
     float* scratch_for(int64_t floats) {
         if (int64_t(scratch_.size()) < floats)
             fail("cpu backend: a step needs {} scratch floats, {} reserved (reserve_activations first)", floats,
@@ -416,6 +425,7 @@ private:
     std::vector<float> scratch_;     // the stacked output of a multi-part matmul
     std::vector<float> kv_scratch_;  // K and V of a fused QKV op
     int64_t stacked_width_ = 0, kv_width_ = 0;  // widest stacked weight; widest K + V
+    int64_t reserved_tokens_ = 0;
     StepInputs step_;
     uint64_t step_id_ = 0;
     std::vector<kernels::AttentionSeq> seqs_;

@@ -28,7 +28,7 @@ const backend::Weight& TensorBinder::matrix(const std::vector<MatrixName>& parts
     std::vector<backend::MatrixSource> sources;
     for (const auto& p : parts) {
         const auto& t = require(file_, p.name, {p.cols, p.rows});
-        sources.push_back({t.type, t.data, p.rows, p.cols, p.name});
+        sources.push_back({t.type, t.data, p.rows, p.cols, p.name, file_.is_mapped()});
     }
     try {
         out_.weights.push_back(backend_.upload_weight(std::move(sources), use));

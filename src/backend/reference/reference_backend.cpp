@@ -1,0 +1,493 @@
+#include "backend/reference/reference_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <limits>
+#include <numbers>
+#include <utility>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "quant/dequantize.h"
+
+namespace pagoda::backend {
+namespace {
+
+using gguf::GgmlType;
+using kv::KvDtype;
+
+// --- weights: views of the file, dequantised one row at a time ---
+
+bool computable(GgmlType type) {
+    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 ||
+           quant::is_supported_block_type(type);
+}
+
+uint64_t row_bytes(const MatrixSource& m) { return *gguf::row_size(m.type, m.cols); }
+
+// Row r of m as doubles: exactly the values the file stores.
+void dequantize_row(const MatrixSource& m, int64_t r, double* out) {
+    const uint8_t* row = static_cast<const uint8_t*>(m.data) + uint64_t(r) * row_bytes(m);
+    switch (m.type) {
+        case GgmlType::F32:
+            for (int64_t c = 0; c < m.cols; ++c) {
+                float v;
+                std::memcpy(&v, row + 4 * c, 4);
+                out[c] = v;
+            }
+            return;
+        case GgmlType::F16:
+        case GgmlType::BF16:
+            for (int64_t c = 0; c < m.cols; ++c) {
+                uint16_t h;
+                std::memcpy(&h, row + 2 * c, 2);
+                out[c] = m.type == GgmlType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+            }
+            return;
+        default: {
+            std::vector<float> values(size_t(m.cols));
+            quant::dequantize_row(m.type, row, values.data(), m.cols);
+            std::copy(values.begin(), values.end(), out);
+        }
+    }
+}
+
+void validate_part(const MatrixSource& m, int64_t cols) {
+    if (!m.data || m.rows <= 0 || m.cols <= 0)
+        fail("reference backend: weight {} is empty ({} x {})", m.name, m.rows, m.cols);
+    if (m.cols != cols)
+        fail("reference backend: weight {} has {} columns, the first part has {}", m.name, m.cols, cols);
+    if (!computable(m.type))
+        fail("reference backend: weight {} has type {}, which it cannot compute", m.name,
+             gguf::type_name(uint32_t(m.type)));
+    if (!gguf::row_size(m.type, m.cols))
+        fail("reference backend: weight {} has {} columns, not a multiple of the {} block size", m.name,
+             m.cols, gguf::type_name(uint32_t(m.type)));
+}
+
+class ReferenceWeight final : public Weight {
+public:
+    ReferenceWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(std::move(parts)), use(use) {}
+    std::vector<std::span<const uint8_t>> host_memory() const override {
+        std::vector<std::span<const uint8_t>> out;
+        for (const auto& m : parts())
+            out.emplace_back(static_cast<const uint8_t*>(m.data), size_t(row_bytes(m) * uint64_t(m.rows)));
+        return out;
+    }
+    const std::string& name() const { return parts()[0].name; }
+    const WeightUse use;
+};
+
+class ReferenceVector final : public Vector {
+public:
+    explicit ReferenceVector(std::span<const float> v) : Vector(int64_t(v.size())), values(v.begin(), v.end()) {}
+    const std::vector<double> values;
+};
+
+class ReferenceRope final : public Rope {
+public:
+    explicit ReferenceRope(RopeSpec spec) : Rope(std::move(spec)) {}
+};
+
+// --- the KV cache: doubles, [layer][slot][kv_head][head_dim] ---
+
+// What a cache of `dtype` holds after storing x: rounded through float (what a backend with f32
+// activations stores) and then to the dtype.
+double stored_value(KvDtype dtype, double x) {
+    const float f = float(x);
+    switch (dtype) {
+        case KvDtype::f16: return f16_to_f32(f32_to_f16(f));
+        case KvDtype::bf16: return bf16_to_f32(f32_to_bf16(f));
+        case KvDtype::f32: break;
+    }
+    return f;
+}
+
+class ReferenceKvCache final : public KvCache {
+public:
+    ReferenceKvCache(const kv::KvLayout& layout, int32_t n_blocks)
+        : KvCache(layout, n_blocks),
+          k_(size_t(layout.n_layers) * size_t(n_slots()) * row_stride()),
+          v_(k_.size()) {}
+
+    void copy_block(int32_t src, int32_t dst) override {
+        check_block(src);
+        check_block(dst);
+        const size_t block = size_t(layout().block_size) * row_stride();
+        for (int32_t layer = 0; layer < layout().n_layers; ++layer) {
+            const size_t base = size_t(layer) * size_t(n_slots()) * row_stride();
+            std::copy_n(k_.begin() + base + size_t(src) * block, block, k_.begin() + base + size_t(dst) * block);
+            std::copy_n(v_.begin() + base + size_t(src) * block, block, v_.begin() + base + size_t(dst) * block);
+        }
+    }
+    void read_k(int32_t layer, int64_t slot, int32_t kv_head, float* out) const override {
+        const double* row = k_row(layer, slot, kv_head);
+        for (int32_t i = 0; i < layout().head_dim; ++i) out[i] = float(row[i]);
+    }
+    void read_v(int32_t layer, int64_t slot, int32_t kv_head, float* out) const override {
+        const double* row = v_row(layer, slot, kv_head);
+        for (int32_t i = 0; i < layout().head_dim; ++i) out[i] = float(row[i]);
+    }
+
+    const double* k_row(int32_t layer, int64_t slot, int32_t kv_head) const { return &k_[index(layer, slot, kv_head)]; }
+    const double* v_row(int32_t layer, int64_t slot, int32_t kv_head) const { return &v_[index(layer, slot, kv_head)]; }
+    // Stores one head's K and V rows, rounded as the dtype stores them.
+    void store(int32_t layer, int64_t slot, int32_t kv_head, const double* k, const double* v) {
+        const size_t at = index(layer, slot, kv_head);
+        for (int32_t i = 0; i < layout().head_dim; ++i) {
+            k_[at + size_t(i)] = stored_value(layout().dtype, k[i]);
+            v_[at + size_t(i)] = stored_value(layout().dtype, v[i]);
+        }
+    }
+    void check_layer(int32_t layer, const char* op) const {
+        if (layer < 0 || layer >= layout().n_layers)
+            fail("reference {}: layer {} is outside the cache's {} layers", op, layer, layout().n_layers);
+    }
+
+private:
+    size_t row_stride() const { return size_t(layout().n_kv_heads) * size_t(layout().head_dim); }
+    size_t index(int32_t layer, int64_t slot, int32_t kv_head) const {
+        check_layer(layer, "KV cache");
+        if (slot < 0 || slot >= n_slots()) fail("reference KV cache: slot {} is outside its {} slots", slot, n_slots());
+        if (kv_head < 0 || kv_head >= layout().n_kv_heads)
+            fail("reference KV cache: KV head {} is outside its {} heads", kv_head, layout().n_kv_heads);
+        return (size_t(layer) * size_t(n_slots()) + size_t(slot)) * row_stride() + size_t(kv_head) * size_t(layout().head_dim);
+    }
+    void check_block(int32_t block) const {
+        if (block < 0 || block >= n_blocks())
+            fail("reference KV cache: block {} is outside its {} blocks", block, n_blocks());
+    }
+
+    std::vector<double> k_, v_;
+};
+
+// --- row helpers shared by ops ---
+
+void softmax_row(double* x, int64_t n) {
+    const double max = *std::max_element(x, x + n);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += x[i] = std::exp(x[i] - max);
+    for (int64_t i = 0; i < n; ++i) x[i] /= sum;
+}
+
+double silu(double g) { return g / (1 + std::exp(-g)); }
+
+double gelu_tanh(double g) {
+    const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
+    return 0.5 * g * (1 + std::tanh(sqrt_2_over_pi * (g + 0.044715 * g * g * g)));
+}
+
+void expect_shape(const Tensor& t, int64_t rows, int64_t cols, const char* op, const char* what) {
+    if (t.rows != rows || t.cols != cols)
+        fail("reference {}: {} is {}x{}, expected {}x{}", op, what, t.rows, t.cols, rows, cols);
+}
+
+// Ops that do not allow in-place use check their output against their inputs.
+void expect_disjoint(const Tensor& a, const Tensor& b, const char* op) {
+    const auto* a0 = static_cast<const double*>(a.data);
+    const auto* b0 = static_cast<const double*>(b.data);
+    if (a0 < b0 + b.rows * b.cols && b0 < a0 + a.rows * a.cols)
+        fail("reference {}: the output overlaps an input", op);
+}
+
+class ReferenceBackend final : public Backend {
+public:
+    std::string name() const override { return "reference"; }
+    std::string describe() const override { return "reference: double-precision loops"; }
+    size_t activation_size() const override { return sizeof(double); }
+
+    // --- memory ---
+
+    std::shared_ptr<Weight> upload_weight(std::vector<MatrixSource> parts, WeightUse use) override {
+        if (parts.empty()) fail("reference backend: a weight needs at least one part");
+        for (const auto& m : parts) validate_part(m, parts[0].cols);
+        if (use != WeightUse::matmul && parts.size() != 1)
+            fail("reference backend: embedding {} must have one part, not {}", parts[0].name, parts.size());
+        return std::make_shared<ReferenceWeight>(std::move(parts), use);
+    }
+    std::shared_ptr<Vector> upload_vector(std::span<const float> values) override {
+        return std::make_shared<ReferenceVector>(values);
+    }
+    std::shared_ptr<Rope> upload_rope(RopeSpec spec) override {
+        if (spec.dims <= 0 || spec.dims % 2 != 0)
+            fail("reference backend: RoPE dimensions must be positive and even, got {}", spec.dims);
+        if (int64_t(spec.inv_freq.size()) != spec.dims / 2)
+            fail("reference backend: RoPE of {} dimensions needs {} frequencies, got {}", spec.dims, spec.dims / 2,
+                 spec.inv_freq.size());
+        return std::make_shared<ReferenceRope>(std::move(spec));
+    }
+    std::unique_ptr<KvCache> create_kv_cache(const kv::KvLayout& layout, int64_t n_blocks) override {
+        layout.validate();
+        if (n_blocks <= 0 || n_blocks > std::numeric_limits<int32_t>::max())
+            fail("reference backend: a KV cache of {} blocks is out of range", n_blocks);
+        return std::make_unique<ReferenceKvCache>(layout, int32_t(n_blocks));
+    }
+    void reserve_activations(size_t bytes, int64_t /*max_tokens*/) override {
+        const size_t n = (bytes + sizeof(double) - 1) / sizeof(double);
+        if (n > arena_.size()) arena_.assign(n, 0.0);
+    }
+    void* activations() override { return arena_.data(); }
+    void read(const Tensor& t, float* out) const override {
+        const double* x = elements(t, "read");
+        for (int64_t i = 0; i < t.rows * t.cols; ++i) out[i] = float(x[i]);
+    }
+    void write(const Tensor& t, const float* in) override {
+        double* x = elements(t, "write");
+        for (int64_t i = 0; i < t.rows * t.cols; ++i) x[i] = in[i];
+    }
+
+    // --- a step ---
+
+    void begin_step(const StepInputs& in) override {
+        const size_t n = in.tokens.size();
+        if (in.positions.size() != n || in.seq_index.size() != n || in.slots.size() != n)
+            fail("reference begin_step: {} tokens but {} positions, {} sequence indices and {} slots", n,
+                 in.positions.size(), in.seq_index.size(), in.slots.size());
+        for (size_t t = 0; t < n; ++t)
+            if (in.seq_index[t] < 0 || size_t(in.seq_index[t]) >= in.block_tables.size())
+                fail("reference begin_step: token {} names sequence {} of {}", t, in.seq_index[t], in.block_tables.size());
+        for (size_t i = 0; i < in.logit_rows.size(); ++i)
+            if (in.logit_rows[i] < 0 || size_t(in.logit_rows[i]) >= n || (i > 0 && in.logit_rows[i] <= in.logit_rows[i - 1]))
+                fail("reference begin_step: logit rows must be increasing token rows below {}", n);
+        step_ = in;
+    }
+
+    // --- ops ---
+
+    void embed(const Weight& table, const Tensor& out) override {
+        const ReferenceWeight& w = ours(table);
+        if (w.use == WeightUse::matmul) fail("reference embed: {} was uploaded for matmul only", w.name());
+        const MatrixSource& m = w.parts()[0];
+        expect_shape(out, n_tokens(), m.cols, "embed", "out");
+        double* y = elements(out, "embed");
+        for (int64_t t = 0; t < n_tokens(); ++t) {
+            const int32_t token = step_.tokens[size_t(t)];
+            if (token < 0 || token >= m.rows) fail("reference embed: token {} is outside the {} rows of {}", token, m.rows, m.name);
+            dequantize_row(m, token, y + t * m.cols);
+        }
+    }
+
+    void matmul(const Weight& weight, const Tensor& x, std::span<const Tensor> outs) override {
+        const ReferenceWeight& w = ours(weight);
+        if (w.use == WeightUse::embedding) fail("reference matmul: {} was uploaded as an embedding only", w.name());
+        if (outs.size() != w.parts().size())
+            fail("reference matmul: {} has {} parts but {} outputs were given", w.name(), w.parts().size(), outs.size());
+        if (x.cols != w.cols()) fail("reference matmul: input has {} columns, {} has {}", x.cols, w.name(), w.cols());
+        const double* xs = elements(x, "matmul");
+        std::vector<double> row(size_t(w.cols()));
+        for (size_t p = 0; p < outs.size(); ++p) {
+            const MatrixSource& m = w.parts()[p];
+            expect_shape(outs[p], x.rows, m.rows, "matmul", "an output");
+            expect_disjoint(outs[p], x, "matmul");
+            double* y = elements(outs[p], "matmul");
+            for (int64_t r = 0; r < m.rows; ++r) {
+                dequantize_row(m, r, row.data());
+                for (int64_t t = 0; t < x.rows; ++t) {
+                    double acc = 0;
+                    for (int64_t c = 0; c < m.cols; ++c) acc += row[size_t(c)] * xs[t * m.cols + c];
+                    y[t * m.rows + r] = acc;
+                }
+            }
+        }
+    }
+
+    void rms_norm(const Tensor& x, const Vector& weight, float eps, const Tensor& out) override {
+        const auto& w = ours(weight).values;
+        expect_shape(x, x.rows, int64_t(w.size()), "rms_norm", "x");
+        expect_shape(out, x.rows, x.cols, "rms_norm", "out");
+        const double* xs = elements(x, "rms_norm");
+        double* ys = elements(out, "rms_norm");
+        for (int64_t t = 0; t < x.rows; ++t) {
+            const double* xt = xs + t * x.cols;
+            double sum_sq = 0;
+            for (int64_t c = 0; c < x.cols; ++c) sum_sq += xt[c] * xt[c];
+            const double inv_rms = 1 / std::sqrt(sum_sq / double(x.cols) + double(eps));
+            for (int64_t c = 0; c < x.cols; ++c) ys[t * x.cols + c] = xt[c] * inv_rms * w[size_t(c)];
+        }
+    }
+
+    void add(const Tensor& y, const Tensor& x) override {
+        expect_shape(x, y.rows, y.cols, "add", "x");
+        double* ys = elements(y, "add");
+        const double* xs = elements(x, "add");
+        for (int64_t i = 0; i < y.rows * y.cols; ++i) ys[i] += xs[i];
+    }
+
+    void add_bias(const Tensor& y, const Vector& bias) override {
+        const auto& b = ours(bias).values;
+        expect_shape(y, y.rows, int64_t(b.size()), "add_bias", "y");
+        double* ys = elements(y, "add_bias");
+        for (int64_t t = 0; t < y.rows; ++t)
+            for (int64_t c = 0; c < y.cols; ++c) ys[t * y.cols + c] += b[size_t(c)];
+    }
+
+    void rope(const Tensor& x, const Rope& rope, int32_t n_heads, int32_t head_dim) override {
+        const RopeSpec& spec = rope.spec();
+        expect_shape(x, n_tokens(), int64_t(n_heads) * head_dim, "rope", "x");
+        if (spec.dims > head_dim) fail("reference rope: {} rotary dimensions exceed the head size {}", spec.dims, head_dim);
+        const int64_t half = spec.dims / 2;
+        double* xs = elements(x, "rope");
+        for (int64_t t = 0; t < n_tokens(); ++t) {
+            const double position = step_.positions[size_t(t)];
+            for (int32_t h = 0; h < n_heads; ++h) {
+                double* v = xs + t * x.cols + int64_t(h) * head_dim;
+                for (int64_t i = 0; i < half; ++i) {
+                    const double angle = position * spec.inv_freq[size_t(i)];
+                    const double c = std::cos(angle), s = std::sin(angle);
+                    const int64_t a = spec.neox ? i : 2 * i, b = spec.neox ? i + half : 2 * i + 1;
+                    const double x0 = v[a], x1 = v[b];
+                    v[a] = x0 * c - x1 * s;
+                    v[b] = x0 * s + x1 * c;
+                }
+            }
+        }
+    }
+
+    void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        gated(gate, up, out, silu, "silu_mul");
+    }
+    void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        gated(gate, up, out, gelu_tanh, "gelu_mul");
+    }
+
+    void softmax(const Tensor& x) override {
+        double* xs = elements(x, "softmax");
+        for (int64_t t = 0; t < x.rows; ++t) softmax_row(xs + t * x.cols, x.cols);
+    }
+
+    void kv_write(KvCache& kv_cache, int32_t layer, const Tensor& k, const Tensor& v) override {
+        ReferenceKvCache& cache = ours(kv_cache);
+        cache.check_layer(layer, "kv_write");
+        const kv::KvLayout& layout = cache.layout();
+        const int64_t width = int64_t(layout.n_kv_heads) * layout.head_dim;
+        expect_shape(k, n_tokens(), width, "kv_write", "k");
+        expect_shape(v, n_tokens(), width, "kv_write", "v");
+        const double* ks = elements(k, "kv_write");
+        const double* vs = elements(v, "kv_write");
+        for (int64_t t = 0; t < n_tokens(); ++t)
+            for (int32_t h = 0; h < layout.n_kv_heads; ++h) {
+                const int64_t at = t * width + int64_t(h) * layout.head_dim;
+                cache.store(layer, step_.slots[size_t(t)], h, ks + at, vs + at);
+            }
+    }
+
+    void attention(const KvCache& kv_cache, int32_t layer, const Tensor& q, const Tensor& out,
+                   const AttentionParams& params) override {
+        const ReferenceKvCache& cache = ours(kv_cache);
+        cache.check_layer(layer, "attention");
+        const kv::KvLayout& layout = cache.layout();
+        if (params.n_heads <= 0 || params.n_heads % layout.n_kv_heads != 0)
+            fail("reference attention: {} query heads is not a multiple of the cache's {} KV heads", params.n_heads,
+                 layout.n_kv_heads);
+        const int64_t d = layout.head_dim, width = int64_t(params.n_heads) * d;
+        expect_shape(q, n_tokens(), width, "attention", "q");
+        expect_shape(out, n_tokens(), width, "attention", "out");
+        expect_disjoint(out, q, "attention");
+        const double* qs = elements(q, "attention");
+        double* ys = elements(out, "attention");
+        const int32_t group = params.n_heads / layout.n_kv_heads;
+        for (int64_t t = 0; t < n_tokens(); ++t) {
+            const int32_t pos = step_.positions[size_t(t)];
+            const int32_t first = params.sliding_window > 0 ? std::max(0, pos - params.sliding_window + 1) : 0;
+            std::vector<int64_t> slots;
+            for (int32_t j = first; j <= pos; ++j) slots.push_back(key_slot(t, j, layout.block_size));
+            for (int32_t h = 0; h < params.n_heads; ++h)
+                attend_head(cache, layer, h / group, slots, qs + t * width + h * d, params, ys + t * width + h * d);
+        }
+    }
+
+    void gather_logit_rows(const Tensor& x, const Tensor& out) override {
+        expect_shape(out, int64_t(step_.logit_rows.size()), x.cols, "gather_logit_rows", "out");
+        expect_disjoint(out, x, "gather_logit_rows");
+        const double* xs = elements(x, "gather_logit_rows");
+        double* ys = elements(out, "gather_logit_rows");
+        for (int64_t i = 0; i < out.rows; ++i) {
+            const int32_t row = step_.logit_rows[size_t(i)];
+            if (row >= x.rows) fail("reference gather_logit_rows: logit row {} is outside the {} rows of x", row, x.rows);
+            std::copy_n(xs + int64_t(row) * x.cols, x.cols, ys + i * x.cols);
+        }
+    }
+
+    std::string describe_matmul(const Weight& weight, int64_t) const override {
+        std::string types;
+        for (const auto& m : weight.parts()) types += (types.empty() ? "" : "|") + gguf::type_name(uint32_t(m.type));
+        return types + " rows dequantised to double, scalar loop";
+    }
+
+private:
+    int64_t n_tokens() const { return int64_t(step_.tokens.size()); }
+
+    // The tensor's elements, after checking that it lies inside the arena.
+    double* elements(const Tensor& t, const char* op) const {
+        const auto* begin = static_cast<const double*>(t.data);
+        if (t.rows * t.cols == 0 && t.rows >= 0 && t.cols >= 0) return const_cast<double*>(begin);
+        const double* arena = arena_.data();
+        const bool inside = t.rows >= 0 && t.cols >= 0 && begin >= arena && begin <= arena + arena_.size() &&
+                            t.rows * t.cols <= arena + arena_.size() - begin;
+        if (!inside || reinterpret_cast<uintptr_t>(t.data) % alignof(double) != 0)
+            fail("reference {}: a {}x{} tensor is not inside the activation arena", op, t.rows, t.cols);
+        return const_cast<double*>(begin);
+    }
+
+    // The slot holding key position j of token t's sequence.
+    int64_t key_slot(int64_t t, int32_t j, int32_t block_size) const {
+        const int32_t seq = step_.seq_index[size_t(t)];
+        const std::vector<int32_t>& table = step_.block_tables[size_t(seq)];
+        if (size_t(j / block_size) >= table.size())
+            fail("reference attention: position {} is past the {} blocks of sequence {}", j, table.size(), seq);
+        return int64_t(table[size_t(j / block_size)]) * block_size + j % block_size;
+    }
+
+    // One query head over the given key slots: scaled (and capped) scores, softmax, sum of V rows.
+    static void attend_head(const ReferenceKvCache& cache, int32_t layer, int32_t kv_head,
+                            const std::vector<int64_t>& slots, const double* q, const AttentionParams& params,
+                            double* out) {
+        const int32_t d = cache.layout().head_dim;
+        const double cap = params.softcap;
+        std::vector<double> p(slots.size());
+        for (size_t j = 0; j < slots.size(); ++j) {
+            const double* k = cache.k_row(layer, slots[j], kv_head);
+            double dot = 0;
+            for (int32_t i = 0; i < d; ++i) dot += q[i] * k[i];
+            const double score = double(params.scale) * dot;
+            p[j] = cap > 0 ? cap * std::tanh(score / cap) : score;
+        }
+        softmax_row(p.data(), int64_t(p.size()));
+        std::fill_n(out, d, 0.0);
+        for (size_t j = 0; j < slots.size(); ++j) {
+            const double* v = cache.v_row(layer, slots[j], kv_head);
+            for (int32_t i = 0; i < d; ++i) out[i] += p[j] * v[i];
+        }
+    }
+
+    void gated(const Tensor& gate, const Tensor& up, const Tensor& out, double (*act)(double), const char* op) {
+        expect_shape(up, gate.rows, gate.cols, op, "up");
+        expect_shape(out, gate.rows, gate.cols, op, "out");
+        const double* g = elements(gate, op);
+        const double* u = elements(up, op);
+        double* y = elements(out, op);
+        for (int64_t i = 0; i < gate.rows * gate.cols; ++i) y[i] = act(g[i]) * u[i];
+    }
+
+    static const ReferenceWeight& ours(const Weight& w) { return downcast<ReferenceWeight>(w, "weight"); }
+    static const ReferenceVector& ours(const Vector& v) { return downcast<ReferenceVector>(v, "vector"); }
+    static const ReferenceKvCache& ours(const KvCache& c) { return downcast<ReferenceKvCache>(c, "KV cache"); }
+    static ReferenceKvCache& ours(KvCache& c) { return const_cast<ReferenceKvCache&>(ours(std::as_const(c))); }
+    template <class Ours, class Base>
+    static const Ours& downcast(const Base& object, const char* what) {
+        const auto* p = dynamic_cast<const Ours*>(&object);
+        if (!p) fail("reference backend: a {} made by another backend was passed to it", what);
+        return *p;
+    }
+
+    std::vector<double> arena_;
+    StepInputs step_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_reference_backend(const BackendOptions&) { return std::make_unique<ReferenceBackend>(); }
+
+}  // namespace pagoda::backend
