@@ -1,0 +1,77 @@
+// The compute seam, checked on the source tree: nothing in src/server, src/engine or apps/ includes a
+// backend, a kernel or the model's internals — only the model's public headers (the StepModel seam,
+// its factory, the Batch, and the tools' entry points) — and every folder includes only folders
+// below it in the layer order. A new include that breaks the seam fails here, not in review.
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pagoda::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What the layers above compute may include from src/model.
+const std::set<std::string> kModelPublic = {
+    "model/batch.h",          "model/step_model.h",  "model/open_step_model.h", "model/kv_options.h",
+    "model/sequence_runner.h", "model/calibration.h", "model/random_model.h",    "model/config.h",
+};
+
+// Folder -> folders of src/ it must not include (those above it, and compute's insides).
+struct Rule {
+    std::string folder;
+    std::vector<std::string> forbidden;
+};
+const std::vector<Rule> kRules = {
+    {"src/core", {"gguf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/"}},
+    {"src/gguf", {"quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/"}},
+    {"src/kv", {"backend/", "model/", "engine/", "server/"}},
+    {"src/backend", {"model/", "engine/", "server/", "tokenizer/"}},
+    {"src/model", {"engine/", "server/"}},
+    {"src/engine", {"server/", "backend/"}},
+    {"src/server", {"backend/"}},
+    {"apps", {"backend/"}},
+};
+
+std::vector<std::pair<std::string, std::string>> includes_under(const std::string& folder) {
+    std::vector<std::pair<std::string, std::string>> out;  // file, included path
+    const fs::path root = fs::path(PAGODA_SOURCE_DIR) / folder;
+    if (!fs::exists(root)) return out;
+    const std::regex include(R"re(^\s*#\s*include\s*"([^"]+)")re");
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+        if (!e.is_regular_file()) continue;
+        const auto ext = e.path().extension();
+        if (ext != ".h" && ext != ".cpp") continue;
+        std::ifstream in(e.path());
+        std::smatch m;
+        for (std::string line; std::getline(in, line);)
+            if (std::regex_search(line, m, include)) out.emplace_back(fs::relative(e.path(), PAGODA_SOURCE_DIR).string(), m[1]);
+    }
+    return out;
+}
+
+TEST(IncludeRules, LayersIncludeOnlyWhatIsBelowThem) {
+    for (const auto& rule : kRules)
+        for (const auto& [file, path] : includes_under(rule.folder))
+            for (const auto& bad : rule.forbidden) EXPECT_NE(path.rfind(bad, 0), 0u) << file << " includes " << path;
+}
+
+TEST(IncludeRules, AboveTheSeamOnlyThePublicModelHeaders) {
+    size_t checked = 0;
+    for (const std::string folder : {"src/server", "src/engine", "apps"})
+        for (const auto& [file, path] : includes_under(folder)) {
+            EXPECT_NE(path.rfind("kernels/", 0), 0u) << file << " includes " << path;
+            if (path.rfind("model/", 0) == 0) {
+                EXPECT_TRUE(kModelPublic.count(path)) << file << " includes the model internal " << path;
+                ++checked;
+            }
+        }
+    EXPECT_GT(checked, 0u) << "no model include found above the seam: the scan found no sources";
+}
+
+}  // namespace
+}  // namespace pagoda::test
