@@ -35,7 +35,7 @@ int serve(ServeOptions& o) {
     o.gateway.open_health = keys.empty() || o.open_health;
     o.gateway.open_metrics = keys.empty() || o.open_metrics;
     if (!o.gateway.chat_template.empty())  // parse now: a bad template is a start-up error
-        (void)tokenizer::ChatTemplate::from_name_or_file(o.gateway.chat_template);
+        (void)chat::ChatTemplate::from_name_or_file(o.gateway.chat_template);
     server::Gateway gateway(o.gateway, std::move(keys));
     return server::run_http_server(gateway, o.http);
 }

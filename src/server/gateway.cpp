@@ -81,13 +81,13 @@ void Gateway::load() {
         std::shared_ptr<model::Model> model = model::Model::from_file(file, {.n_threads = options_.threads});
         const auto& cfg = model->config();
         if (!options_.chat_template.empty()) {
-            template_ = tokenizer::ChatTemplate::from_name_or_file(options_.chat_template);
+            template_ = chat::ChatTemplate::from_name_or_file(options_.chat_template);
         } else if (auto src = file->get_string_or("tokenizer.chat_template", ""); !src.empty()) {
-            template_ = tokenizer::ChatTemplate::from_source(src, "gguf");
+            template_ = chat::ChatTemplate::from_source(src, "gguf");
         } else {
             log_warn("the model has no tokenizer.chat_template; chat requests use the builtin 'chatml' "
                      "(choose another with --chat-template)");
-            template_ = tokenizer::ChatTemplate::builtin("chatml");
+            template_ = chat::ChatTemplate::builtin("chatml");
         }
         // Without --kv-memory: one full context, or 256 tokens for each sequence that may run,
         // whichever is more (production deployments size it with --kv-memory).

@@ -23,7 +23,7 @@
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
 #include "server/server_metrics.h"
-#include "tokenizer/chat/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace pagoda::server {
 
@@ -138,7 +138,7 @@ private:
     std::atomic<State> state_{State::loading};
     std::string load_error_;
     std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
-    std::optional<tokenizer::ChatTemplate> template_;
+    std::optional<chat::ChatTemplate> template_;
     std::unique_ptr<engine::Engine> engine_;
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
     RateLimiter limiter_;

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 enum class TokenType { text, variable_begin, variable_end, block_begin, block_end, name, string, integer, floating, op, eof };
 
@@ -30,4 +30,4 @@ LexedTemplate lex_template(std::string_view source);
 // "line L, column C" for an offset into `source`.
 std::string describe_position(std::string_view source, std::size_t offset);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

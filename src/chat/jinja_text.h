@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 std::u32string utf8_decode(std::string_view text);
 std::string utf8_encode(std::u32string_view text);
@@ -41,4 +41,4 @@ std::string py_repr_string(std::string_view s);
 // Python repr() of a float (shortest round trip, '1.0', '1e+20', 'inf', 'nan').
 std::string py_repr_float(double value);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

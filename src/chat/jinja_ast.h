@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/chat/jinja_value.h"
+#include "chat/jinja_value.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 class Context;
 
@@ -210,4 +210,4 @@ struct Program {
     Body body;
 };
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

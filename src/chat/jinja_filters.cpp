@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "tokenizer/chat/jinja_builtins.h"
-#include "tokenizer/chat/jinja_text.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 namespace {
 
@@ -482,4 +482,4 @@ Value apply_filter(const std::string& name, const Value& value, CallArgs& args) 
     return it->second(value, args);
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

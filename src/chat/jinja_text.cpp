@@ -1,4 +1,4 @@
-#include "tokenizer/chat/jinja_text.h"
+#include "chat/jinja_text.h"
 
 #include <charconv>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 namespace {
 constexpr char32_t kEscapeBase = 0xDC80;  // invalid byte b decodes to kEscapeBase + (b - 0x80)
@@ -404,4 +404,4 @@ std::string py_repr_float(double value) {
     return sign + out + ebuf;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

@@ -7,14 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "oracle_cases.h"
-#include "tokenizer/chat/chat_template.h"
-#include "tokenizer/chat/jinja_value.h"
+#include "chat/chat_template.h"
+#include "chat/jinja_value.h"
 
 namespace pagoda::test {
 namespace {
 
-using pagoda::tokenizer::jinja::JsonDumpOptions;
-using pagoda::tokenizer::jinja::Value;
+using pagoda::chat::jinja::JsonDumpOptions;
+using pagoda::chat::jinja::Value;
 
 std::string random_text(std::mt19937& rng, std::size_t max_len) {
     static const std::vector<std::string> pieces = {"a", "Z", " ", "\n", "\t", "\"", "'", "\\", "{{", "}}", "{%", "%}",
@@ -58,7 +58,7 @@ TEST(JinjaRandomized, TojsonRoundTrips) {
             JsonDumpOptions options;
             options.indent = indent;
             options.ensure_ascii = (i % 2) == 0;
-            const std::string text = pagoda::tokenizer::jinja::json_dumps(Value::from_json(original), options);
+            const std::string text = pagoda::chat::jinja::json_dumps(Value::from_json(original), options);
             nlohmann::ordered_json parsed;
             ASSERT_NO_THROW(parsed = nlohmann::ordered_json::parse(text)) << text;
             EXPECT_EQ(parsed, original) << text;
@@ -70,14 +70,14 @@ TEST(JinjaRandomized, TojsonRoundTrips) {
 }
 
 TEST(JinjaRandomized, ChatmlIsTheConcatenationItDefines) {
-    const auto tmpl = pagoda::tokenizer::ChatTemplate::builtin("chatml");
+    const auto tmpl = pagoda::chat::ChatTemplate::builtin("chatml");
     std::mt19937 rng(99);
     const std::vector<std::string> roles = {"system", "user", "assistant", "tool"};
     for (int i = 0; i < 300; ++i) {
-        std::vector<pagoda::tokenizer::ChatMessage> messages;
+        std::vector<pagoda::chat::ChatMessage> messages;
         std::string expected;
         for (std::size_t n = rng() % 6; n > 0; --n) {
-            pagoda::tokenizer::ChatMessage m{roles[rng() % roles.size()], random_text(rng, 12)};
+            pagoda::chat::ChatMessage m{roles[rng() % roles.size()], random_text(rng, 12)};
             expected += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
             messages.push_back(std::move(m));
         }
@@ -102,7 +102,7 @@ TEST(JinjaRandomized, TokenSoupNeverCrashes) {
         std::string source;
         for (std::size_t n = 1 + rng() % 24; n > 0; --n) source += tokens[rng() % tokens.size()] + (rng() % 3 ? " " : "");
         try {
-            const auto tmpl = pagoda::tokenizer::ChatTemplate::from_source(source);
+            const auto tmpl = pagoda::chat::ChatTemplate::from_source(source);
             ++parsed;
             tmpl.render({{"user", "hi"}, {"assistant", "yo"}}, true, "<s>", "</s>");
             ++rendered;
@@ -120,8 +120,8 @@ TEST(JinjaRandomized, RealTemplatesSurviveRandomConversations) {
     // pagoda::Error (raise_exception or a type error) — never crashes.
     std::mt19937 rng(7);
     const std::vector<std::string> roles = {"system", "user", "assistant", "tool", "ipython", "developer"};
-    for (const auto& name : pagoda::tokenizer::ChatTemplate::builtin_names()) {
-        const auto tmpl = pagoda::tokenizer::ChatTemplate::builtin(name);
+    for (const auto& name : pagoda::chat::ChatTemplate::builtin_names()) {
+        const auto tmpl = pagoda::chat::ChatTemplate::builtin(name);
         for (int i = 0; i < 60; ++i) {
             auto messages = nlohmann::ordered_json::array();
             for (std::size_t n = rng() % 6; n > 0; --n) {
@@ -135,7 +135,7 @@ TEST(JinjaRandomized, RealTemplatesSurviveRandomConversations) {
                 if (rng() % 5 == 0) m["tool_calls"] = random_json(rng, 2);
                 messages.push_back(std::move(m));
             }
-            pagoda::tokenizer::ChatRenderOptions options;
+            pagoda::chat::ChatRenderOptions options;
             options.add_generation_prompt = (rng() % 2) == 0;
             if (rng() % 3 == 0) options.tools = random_json(rng, 2);
             try {

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tokenizer/chat/jinja_ast.h"
-#include "tokenizer/chat/jinja_ops.h"
+#include "chat/jinja_ast.h"
+#include "chat/jinja_ops.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 // raise_exception() from a template: the message is the template author's, unchanged.
 class TemplateRaised : public pagoda::Error {
@@ -83,4 +83,4 @@ std::string render_program(const Program& program, std::shared_ptr<Frame> global
 // render remembers the ones it created and empties them when it ends so such cycles cannot leak.
 void register_namespace(const std::shared_ptr<Dict>& ns);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

@@ -7,9 +7,9 @@
 #include <ctime>
 #include <string>
 
-#include "tokenizer/chat/jinja_eval.h"
+#include "chat/jinja_eval.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 Value apply_filter(const std::string& name, const Value& value, CallArgs& args);
 bool apply_test(const std::string& name, const Value& value, CallArgs& args);
@@ -38,4 +38,4 @@ private:
     std::vector<bool> present_;
 };
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace pagoda::tokenizer {
+namespace pagoda::chat {
 
 namespace jinja {
 struct Program;
@@ -68,4 +68,4 @@ private:
     std::shared_ptr<const jinja::Program> program_;
 };
 
-}  // namespace pagoda::tokenizer
+}  // namespace pagoda::chat

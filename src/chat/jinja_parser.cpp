@@ -1,14 +1,14 @@
-#include "tokenizer/chat/jinja_parser.h"
+#include "chat/jinja_parser.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <set>
 
 #include "core/error.h"
-#include "tokenizer/chat/jinja_builtins.h"
-#include "tokenizer/chat/jinja_lexer.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_lexer.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 namespace {
 
@@ -619,4 +619,4 @@ private:
 
 std::shared_ptr<const Program> parse_template(std::string_view source) { return Parser(lex_template(source)).run(); }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

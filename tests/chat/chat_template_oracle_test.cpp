@@ -8,14 +8,14 @@
 #include <gtest/gtest.h>
 
 #include "oracle_cases.h"
-#include "tokenizer/chat/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace pagoda::test {
 namespace {
 
-using pagoda::tokenizer::ChatRenderOptions;
-using pagoda::tokenizer::ChatTemplate;
-using pagoda::tokenizer::jinja::TemplateRaised;
+using pagoda::chat::ChatRenderOptions;
+using pagoda::chat::ChatTemplate;
+using pagoda::chat::jinja::TemplateRaised;
 
 std::string case_label(const nlohmann::ordered_json& c) {
     if (c.contains("template") && c.contains("case")) return c["template"].get<std::string>() + " / " + c["case"].get<std::string>();

@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pagoda::tokenizer {
+namespace pagoda::chat {
 
 struct BuiltinTemplate {
     std::string_view name;         // what --chat-template accepts
@@ -15,4 +15,4 @@ struct BuiltinTemplate {
 
 const std::vector<BuiltinTemplate>& builtin_chat_templates();
 
-}  // namespace pagoda::tokenizer
+}  // namespace pagoda::chat

@@ -1,11 +1,11 @@
-#include "tokenizer/chat/jinja_lexer.h"
+#include "chat/jinja_lexer.h"
 
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "tokenizer/chat/jinja_text.h"
+#include "chat/jinja_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 std::string describe_position(std::string_view source, std::size_t offset) {
     std::size_t line = 1, col = 1;
@@ -350,4 +350,4 @@ std::string normalise_newlines(std::string_view source) {
 
 LexedTemplate lex_template(std::string_view source) { return Lexer(normalise_newlines(source)).run(); }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

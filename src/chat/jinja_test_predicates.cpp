@@ -2,10 +2,10 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "tokenizer/chat/jinja_builtins.h"
-#include "tokenizer/chat/jinja_text.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 namespace {
 
@@ -117,4 +117,4 @@ bool apply_test(const std::string& name, const Value& value, CallArgs& args) {
     return it->second(value, args);
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

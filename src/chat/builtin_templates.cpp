@@ -1,8 +1,8 @@
 // Generated from tests/data/chat_templates/*.jinja (the real chat_template strings of each model
 // family). Tests check that each entry still equals its file byte for byte.
-#include "tokenizer/chat/builtin_templates.h"
+#include "chat/builtin_templates.h"
 
-namespace pagoda::tokenizer {
+namespace pagoda::chat {
 
 const std::vector<BuiltinTemplate>& builtin_chat_templates() {
     static const std::vector<BuiltinTemplate> templates = {
@@ -475,4 +475,4 @@ const std::vector<BuiltinTemplate>& builtin_chat_templates() {
     return templates;
 }
 
-}  // namespace pagoda::tokenizer
+}  // namespace pagoda::chat

@@ -7,10 +7,10 @@
 #pragma once
 #include <string_view>
 
-#include "tokenizer/chat/jinja_ast.h"
+#include "chat/jinja_ast.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 std::shared_ptr<const Program> parse_template(std::string_view source);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

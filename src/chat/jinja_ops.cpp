@@ -1,13 +1,13 @@
 // Python semantics of Jinja's operators and of attribute / item / slice access on Values.
-#include "tokenizer/chat/jinja_ops.h"
+#include "chat/jinja_ops.h"
 
 #include <cmath>
 #include <limits>
 
-#include "tokenizer/chat/jinja_builtins.h"
-#include "tokenizer/chat/jinja_text.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 void fail_undefined(const Value& undefined) {
     const std::string& hint = undefined.undefined_hint();
@@ -345,4 +345,4 @@ Value binary_operation(const std::string& op, const Value& a, const Value& b) {
     return arithmetic(op, a, b);
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

@@ -1,16 +1,16 @@
-#include "tokenizer/chat/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "core/error.h"
-#include "tokenizer/chat/builtin_templates.h"
-#include "tokenizer/chat/jinja_builtins.h"
-#include "tokenizer/chat/jinja_eval.h"
-#include "tokenizer/chat/jinja_parser.h"
+#include "chat/builtin_templates.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_eval.h"
+#include "chat/jinja_parser.h"
 
-namespace pagoda::tokenizer {
+namespace pagoda::chat {
 
 namespace {
 constexpr std::uintmax_t kMaxTemplateFileBytes = 4u << 20;
@@ -99,4 +99,4 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const C
     return render_program(*program_, std::move(globals));
 }
 
-}  // namespace pagoda::tokenizer
+}  // namespace pagoda::chat

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <ctime>
 
-#include "tokenizer/chat/jinja_builtins.h"
-#include "tokenizer/chat/jinja_text.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 ArgReader::ArgReader(std::string function, CallArgs& args, std::vector<std::string> names)
     : function_(std::move(function)), bound_(names.size()), present_(names.size(), false) {
@@ -318,4 +318,4 @@ std::shared_ptr<Frame> new_globals(std::time_t now) {
     return globals;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

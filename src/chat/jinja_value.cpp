@@ -1,13 +1,13 @@
-#include "tokenizer/chat/jinja_value.h"
+#include "chat/jinja_value.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "core/error.h"
-#include "tokenizer/chat/jinja_text.h"
+#include "chat/jinja_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 const Value* Dict::find(std::string_view key) const {
     for (const auto& [k, v] : items)
@@ -360,4 +360,4 @@ std::string json_dumps(const Value& value, const JsonDumpOptions& options) {
     return out;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

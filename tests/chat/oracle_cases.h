@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
-#include "tokenizer/chat/jinja_builtins.h"
-#include "tokenizer/chat/jinja_eval.h"
-#include "tokenizer/chat/jinja_parser.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_eval.h"
+#include "chat/jinja_parser.h"
 
 namespace pagoda::test {
 
@@ -43,7 +43,7 @@ inline std::time_t oracle_now() {
 }
 
 inline std::string render_jinja(const std::string& source, const nlohmann::ordered_json& variables = nlohmann::ordered_json::object()) {
-    using namespace pagoda::tokenizer::jinja;
+    using namespace pagoda::chat::jinja;
     auto program = parse_template(source);
     auto globals = new_globals(oracle_now());
     for (auto it = variables.begin(); it != variables.end(); ++it) globals->set(it.key(), Value::from_json(it.value()));

@@ -7,18 +7,18 @@
 #include <gtest/gtest.h>
 
 #include "oracle_cases.h"
-#include "tokenizer/chat/builtin_templates.h"
-#include "tokenizer/chat/chat_template.h"
+#include "chat/builtin_templates.h"
+#include "chat/chat_template.h"
 
 namespace pagoda::test {
 namespace {
 
-using pagoda::tokenizer::ChatMessage;
-using pagoda::tokenizer::ChatRenderOptions;
-using pagoda::tokenizer::ChatTemplate;
+using pagoda::chat::ChatMessage;
+using pagoda::chat::ChatRenderOptions;
+using pagoda::chat::ChatTemplate;
 
 TEST(ChatTemplateApi, BuiltinsAreTheCommittedTemplateFiles) {
-    const auto& builtins = pagoda::tokenizer::builtin_chat_templates();
+    const auto& builtins = pagoda::chat::builtin_chat_templates();
     ASSERT_GE(builtins.size(), 10u);
     for (const auto& t : builtins) {
         SCOPED_TRACE(std::string(t.name));

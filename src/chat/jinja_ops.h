@@ -6,9 +6,9 @@
 #pragma once
 #include <string>
 
-#include "tokenizer/chat/jinja_value.h"
+#include "chat/jinja_value.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 Value get_attribute(const Value& object, const std::string& name);
 Value get_item(const Value& object, const Value& key);
@@ -20,4 +20,4 @@ Value unary_operation(const std::string& op, const Value& operand);             
 Value binary_operation(const std::string& op, const Value& a, const Value& b);  // all but and/or
 [[noreturn]] void fail_undefined(const Value& undefined);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 class Value;
 using List = std::vector<Value>;
@@ -137,4 +137,4 @@ struct JsonDumpOptions {
 };
 std::string json_dumps(const Value& value, const JsonDumpOptions& options);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

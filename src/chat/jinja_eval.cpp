@@ -1,9 +1,9 @@
-#include "tokenizer/chat/jinja_eval.h"
+#include "chat/jinja_eval.h"
 
-#include "tokenizer/chat/jinja_builtins.h"
-#include "tokenizer/chat/jinja_lexer.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_lexer.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::chat::jinja {
 
 // ---- scopes and context ------------------------------------------------------------------------
 
@@ -397,4 +397,4 @@ std::string render_program(const Program& program, std::shared_ptr<Frame> global
     return out;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::chat::jinja

@@ -9,7 +9,7 @@
 namespace pagoda::test {
 namespace {
 
-using pagoda::tokenizer::jinja::TemplateRaised;
+using pagoda::chat::jinja::TemplateRaised;
 
 std::string error_of(const std::string& source, const nlohmann::ordered_json& vars = nlohmann::ordered_json::object()) {
     try {
@@ -88,7 +88,7 @@ TEST(JinjaInterpreter, NestingDepthIsBounded) {
     // Request JSON nested absurdly deep is refused before the interpreter recurses into it.
     std::string deep = std::string(100000, '[') + std::string(100000, ']');
     const auto parsed = nlohmann::ordered_json::parse(deep);
-    EXPECT_THROW(pagoda::tokenizer::jinja::Value::from_json(parsed), pagoda::Error);
+    EXPECT_THROW(pagoda::chat::jinja::Value::from_json(parsed), pagoda::Error);
 }
 
 TEST(JinjaInterpreter, RaiseExceptionKeepsTheTemplateMessage) {
@@ -105,7 +105,7 @@ TEST(JinjaInterpreter, WorkIsBounded) {
     EXPECT_NE(error_of("{{ range(10000000)|length }}").find("range too big"), std::string::npos);
     EXPECT_NE(error_of("{{ 'x' * 1000000000000 }}").find("string repetition too large"), std::string::npos);
     {
-        using namespace pagoda::tokenizer::jinja;
+        using namespace pagoda::chat::jinja;
         auto program = parse_template("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}");
         auto globals = new_globals(0);
         Limits limits;
