@@ -1,6 +1,6 @@
 // The gateway: everything between a parsed HTTP/WebSocket request and the engine, without sockets.
 // It owns the model (loaded on a background thread: load()), the engine, the chat template, API
-// keys, rate limits and metrics. The transport (http_server.cpp) calls authenticate(), the simple
+// keys, rate limits and metrics. The transport (http_session.cpp, websocket_session.cpp) calls authenticate(), the simple
 // endpoints, and start() for completions; a started Job delivers the engine's deltas through the
 // transport's callback (engine thread), and the transport feeds them back into the Job on its own
 // strand to get response chunks. Policy order for a completion: draining/loading (503) -> body ->
