@@ -3,6 +3,9 @@
 
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/model_flags.h"
+#include "apps/serve_loader.h"
+#include "chat/chat_template.h"
 #include "core/error.h"
 #include "server/api_keys.h"
 #include "server/gateway.h"
@@ -12,6 +15,7 @@ namespace pagoda::app {
 namespace {
 
 struct ServeOptions {
+    ServeModelOptions model;
     server::GatewayOptions gateway;
     server::HttpServerOptions http;
     std::string api_key_file;
@@ -19,38 +23,44 @@ struct ServeOptions {
     int64_t max_batched_tokens = 2048;
     int32_t max_seqs = 64;
     KvFlags kv;
+    ModelFlags compute;
 };
 
 int serve(ServeOptions& o) {
     // Cheap checks before listening, so a typo fails at once rather than after the port is up.
-    if (!std::filesystem::is_regular_file(o.gateway.model_path))
-        fail("the model file '{}' does not exist or is not a regular file", o.gateway.model_path);
+    if (!std::filesystem::is_regular_file(o.model.path))
+        fail("the model file '{}' does not exist or is not a regular file", o.model.path);
     server::ApiKeyTable keys;
     if (!o.api_key_file.empty()) keys = server::ApiKeyTable::load(o.api_key_file);
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;
     o.gateway.scheduler.validate();
-    o.gateway.kv = o.kv.options();
+    o.model.kv = o.kv.options();
+    o.model.backend = o.compute.backend;
+    o.model.fusion = !o.compute.no_fusion;
+    if (o.gateway.model_name.empty()) o.gateway.model_name = std::filesystem::path(o.model.path).stem().string();
     // Without keys the server is open anyway; with keys, /health and /metrics need one unless opened.
     o.gateway.open_health = keys.empty() || o.open_health;
     o.gateway.open_metrics = keys.empty() || o.open_metrics;
     if (!o.gateway.chat_template.empty())  // parse now: a bad template is a start-up error
-        (void)tokenizer::ChatTemplate::from_name_or_file(o.gateway.chat_template);
-    server::Gateway gateway(o.gateway, std::move(keys));
+        (void)chat::ChatTemplate::from_name_or_file(o.gateway.chat_template);
+    server::Gateway gateway(o.gateway, std::move(keys),
+                            [model = o.model](engine::EngineOptions eo) { return load_serve_model(model, std::move(eo)); });
     return server::run_http_server(gateway, o.http);
 }
 
 CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSocket streaming)", [](CLI::App& sub) {
     auto o = std::make_shared<ServeOptions>();
-    sub.add_option("-m,--model", o->gateway.model_path, "GGUF model file")->required();
+    sub.add_option("-m,--model", o->model.path, "GGUF model file")->required();
     sub.add_option("--host", o->http.host, "Address to listen on (default 127.0.0.1)");
     sub.add_option("--port", o->http.port, "Port (0: any free port, printed at start)")->check(CLI::Range(0, 65535));
-    sub.add_option("-t,--threads", o->gateway.threads, "Model threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    sub.add_option("-t,--threads", o->model.threads, "Model threads (default: physical cores)")->check(CLI::Range(1, 1024));
     sub.add_option("--io-threads", o->http.io_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Token budget of one engine step")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
     sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
     o->kv.add_to(sub);
+    o->compute.add_to(sub);
     sub.add_option("--api-key-file", o->api_key_file,
                    "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without: open server)");
     sub.add_flag("--open-health", o->open_health, "With keys: serve /health without a key");

@@ -1,14 +1,11 @@
 #include "server/gateway.h"
 
 #include <chrono>
-#include <filesystem>
 #include <fmt/format.h>
 #include <random>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "gguf/gguf.h"
-#include "model/open_step_model.h"
 #include "server/openai_engine_request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -50,9 +47,8 @@ void Job::finish(int status) {
 
 // ---- Gateway ----
 
-Gateway::Gateway(GatewayOptions options, ApiKeyTable keys) : options_(std::move(options)), keys_(std::move(keys)) {
-    model_name_ = options_.model_name.empty() ? std::filesystem::path(options_.model_path).stem().string()
-                                              : options_.model_name;
+Gateway::Gateway(GatewayOptions options, ApiKeyTable keys, ModelLoader loader)
+    : options_(std::move(options)), keys_(std::move(keys)), loader_(std::move(loader)) {
     std::random_device rd;
     id_salt_ = (uint64_t(rd()) << 32) ^ rd();
 }
@@ -75,42 +71,31 @@ std::string Gateway::new_request_id() {
 void Gateway::load() {
     try {
         const auto t0 = SteadyClock::now();
-        std::shared_ptr<const gguf::File> file = gguf::File::open(options_.model_path);
-        std::shared_ptr<const tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(*file);
-        const model::ModelConfig cfg = model::read_config(*file);
-        if (!options_.chat_template.empty()) {
-            template_ = tokenizer::ChatTemplate::from_name_or_file(options_.chat_template);
-        } else if (auto src = file->get_string_or("tokenizer.chat_template", ""); !src.empty()) {
-            template_ = tokenizer::ChatTemplate::from_source(src, "gguf");
-        } else {
-            log_warn("the model has no tokenizer.chat_template; chat requests use the builtin 'chatml' "
-                     "(choose another with --chat-template)");
-            template_ = tokenizer::ChatTemplate::builtin("chatml");
-        }
-        // Without --kv-memory: one full context, or 256 tokens for each sequence that may run,
-        // whichever is more (production deployments size it with --kv-memory).
-        const int64_t tokens_wanted =
-            std::max<int64_t>(cfg.context_length, int64_t(options_.scheduler.max_seqs) * 256);
-        auto step = model::open_step_model(file, {.threads = options_.threads, .kv = options_.kv,
-                                                  .tokens_wanted = tokens_wanted,
-                                                  .max_step_tokens = options_.scheduler.max_batched_tokens});
-        const auto info = step->info();
         engine::EngineOptions eo;
         eo.scheduler = options_.scheduler;
-        eo.prefix_caching = options_.kv.prefix_caching;
         const int64_t budget = options_.scheduler.max_batched_tokens;
         eo.on_step = [this, budget](const engine::StepInfo& s) { metrics_.on_step(s, budget); };
         eo.on_request_finished = [this](const engine::FinishedRequest& f) { metrics_.on_request_finished(f); };
-        auto engine = std::make_unique<engine::Engine>(std::move(step), tok, std::move(eo));
+        LoadedModel loaded = loader_(std::move(eo));
+        if (!loaded.engine || !loaded.engine->tokenizer()) fail("the model loader returned no engine with a tokenizer");
+        if (!options_.chat_template.empty()) {
+            template_ = chat::ChatTemplate::from_name_or_file(options_.chat_template);
+        } else if (!loaded.chat_template.empty()) {
+            template_ = chat::ChatTemplate::from_source(loaded.chat_template, "gguf");
+        } else {
+            log_warn("the model has no tokenizer.chat_template; chat requests use the builtin 'chatml' "
+                     "(choose another with --chat-template)");
+            template_ = chat::ChatTemplate::builtin("chatml");
+        }
         {
             std::lock_guard lock(engine_mutex_);
-            tokenizer_ = tok;
-            engine_ = std::move(engine);
+            engine_ = std::move(loaded.engine);
         }
         state_ = State::ready;
-        log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens; context limit {}", model_name_,
-                 std::chrono::duration<double>(SteadyClock::now() - t0).count(), cfg.describe(), info.n_kv_blocks,
-                 info.block_size, engine_->context_limit());
+        const auto& info = engine_->model_info();
+        log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens; context limit {}",
+                 options_.model_name, std::chrono::duration<double>(SteadyClock::now() - t0).count(),
+                 loaded.description, info.n_kv_blocks, info.block_size, engine_->context_limit());
     } catch (const std::exception& e) {
         load_error_ = e.what();
         state_ = State::failed;
@@ -153,7 +138,7 @@ SimpleResponse Gateway::health() const {
 }
 
 SimpleResponse Gateway::models() const {
-    json card = {{"id", model_name_}, {"object", "model"}, {"created", 0}, {"owned_by", "pagoda"}};
+    json card = {{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "pagoda"}};
     if (state() == State::ready) {
         card["max_model_len"] = engine_->context_limit();
         card["vocab_size"] = engine_->model_info().vocab_size;
@@ -191,16 +176,17 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
         metrics_.on_rejection(key_name, "invalid");
         throw;
     }
-    if (!p.model.empty() && p.model != model_name_)
+    if (!p.model.empty() && p.model != options_.model_name)
         throw reject("invalid", ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
-                                                          model_name_),
+                                                          options_.model_name),
                                          "invalid_request_error", "model", "model_not_found"));
 
     // Prompts -> token ids -> engine requests (limits against the context and vocabulary).
     EngineRequests requests;
     try {
         const int64_t vocab = engine_->model_info().vocab_size;
-        requests = make_engine_requests(p, tokenize_prompts(p, *tokenizer_, template_ ? &*template_ : nullptr, vocab),
+        TokenizedPrompts prompts = tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr, vocab);
+        requests = make_engine_requests(p, std::move(prompts),
                                         {.context = engine_->context_limit(),
                                          .vocab_size = vocab,
                                          .max_prompt_tokens = options_.max_prompt_tokens,
@@ -234,12 +220,12 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
     ctx.endpoint = endpoint;
     ctx.id = (endpoint == Endpoint::chat_completions ? "chatcmpl-" : "cmpl-") + request_id;
     ctx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    ctx.model = model_name_;
+    ctx.model = options_.model_name;
     ctx.n = p.n;
     ctx.logprobs = p.logprobs;
     ctx.include_usage = p.stream && p.include_usage;
     ctx.echo_text = std::move(requests.echo_text);
-    ctx.tokenizer = tokenizer_.get();
+    ctx.tokenizer = engine_->tokenizer();
     const size_t n_subs = requests.subs.size();
     std::shared_ptr<Job> job(new Job(*this, request_id, p, std::move(ctx), n_subs));
     job->key_name_ = key_name;

@@ -1,10 +1,11 @@
 // The gateway: everything between a parsed HTTP/WebSocket request and the engine, without sockets.
-// It owns the model (loaded on a background thread: load()), the engine, the chat template, API
-// keys, rate limits and metrics. The transport (http_server.cpp) calls authenticate(), the simple
-// endpoints, and start() for completions; a started Job delivers the engine's deltas through the
-// transport's callback (engine thread), and the transport feeds them back into the Job on its own
-// strand to get response chunks. Policy order for a completion: draining/loading (503) -> body ->
-// validation (400) -> prompt and max_tokens limits (400) -> admission queue (503) -> key limits (429).
+// It owns the engine once its ModelLoader has built it (load(), on a background thread), the chat
+// template, API keys, rate limits and metrics; it never sees model files or compute. The transport
+// (http_session.cpp, websocket_session.cpp) calls authenticate(), the simple endpoints, and start()
+// for completions; a started Job delivers the engine's deltas through the transport's callback
+// (engine thread), and the transport feeds them back into the Job on its own strand to get response
+// chunks. Policy order for a completion: draining/loading (503) -> body -> validation (400) ->
+// prompt and max_tokens limits (400) -> admission queue (503) -> key limits (429).
 #pragma once
 #include <atomic>
 #include <functional>
@@ -16,31 +17,40 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
-#include "model/kv_options.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
 #include "server/server_metrics.h"
-#include "tokenizer/chat/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace pagoda::server {
 
 struct GatewayOptions {
-    std::string model_path;
-    int threads = 0;
+    std::string model_name;             // the model id in the API
     engine::SchedulerConfig scheduler;
-    model::KvOptions kv;
     int64_t max_queue = 256;            // new requests get 503 while more than this many wait
     int64_t max_prompt_tokens = 0;      // 0: the context limit
     int64_t max_tokens_limit = 4096;    // largest max_tokens accepted
     std::string chat_template;          // name or file; empty: the model's, else chatml
-    std::string model_name;             // empty: the file's stem
     bool open_health = true, open_metrics = true;
 };
 
 using SteadyClock = std::chrono::steady_clock;
+
+// What the gateway takes from a loaded model.
+struct LoadedModel {
+    std::unique_ptr<engine::Engine> engine;  // running, with a tokenizer (prompts and logprob strings use it)
+    std::string chat_template;  // the model's own Jinja template (GGUF tokenizer.chat_template); empty: none
+    std::string description;    // one line for the start-up log, e.g. the architecture and size
+};
+
+// Opens the model and starts its engine; runs on the thread that calls Gateway::load(). `options`
+// carries the scheduler settings and the gateway's metric hooks (on_step, on_request_finished):
+// the Engine must be built with them, plus whatever the loader owns (prefix caching, context cap).
+// Throws pagoda::Error when the model cannot be loaded.
+using ModelLoader = std::function<LoadedModel(engine::EngineOptions options)>;
 
 class Gateway;
 
@@ -93,11 +103,11 @@ struct SimpleResponse {
 
 class Gateway {
 public:
-    Gateway(GatewayOptions options, ApiKeyTable keys);
+    Gateway(GatewayOptions options, ApiKeyTable keys, ModelLoader loader);
     ~Gateway();
 
-    // Loads model, tokenizer, template and starts the engine. Blocking: run it on its own thread.
-    // Throws pagoda::Error on failure (state becomes failed).
+    // Runs the loader and chooses the chat template; until it returns, state() is loading (so
+    // /health says so). Blocking: run it on its own thread. Throws on failure (state becomes failed).
     void load();
     enum class State { loading, ready, failed };
     State state() const { return state_.load(); }
@@ -124,7 +134,7 @@ public:
     void stop_engine();
 
     ServerMetrics& server_metrics() { return metrics_; }
-    const std::string& model_name() const { return model_name_; }
+    const std::string& model_name() const { return options_.model_name; }
     void record_rejection(const ApiKey* key, const std::string& reason);
     double now_seconds() const;
     std::string new_request_id();
@@ -134,11 +144,10 @@ private:
 
     GatewayOptions options_;
     ApiKeyTable keys_;
-    std::string model_name_;
+    ModelLoader loader_;
     std::atomic<State> state_{State::loading};
     std::string load_error_;
-    std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
-    std::optional<tokenizer::ChatTemplate> template_;
+    std::optional<chat::ChatTemplate> template_;
     std::unique_ptr<engine::Engine> engine_;
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
     RateLimiter limiter_;

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
-#include "tokenizer/chat/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -24,11 +24,11 @@ std::vector<int32_t> tokenize_prompt(const PromptInput& prompt, const tokenizer:
 }
 
 std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tokenizer& tok,
-                                 const tokenizer::ChatTemplate* chat_template) {
+                                 const chat::ChatTemplate* chat_template) {
     if (!chat_template)
         throw ApiError::invalid("chat requests are not available here (no chat template)", "messages",
                                 "unsupported_parameter");
-    tokenizer::ChatRenderOptions ro;
+    chat::ChatRenderOptions ro;
     ro.add_generation_prompt = true;
     if (tok.bos() >= 0) ro.bos_token = tok.token_to_piece(tok.bos(), true);
     if (tok.eos() >= 0) ro.eos_token = tok.token_to_piece(tok.eos(), true);
@@ -64,7 +64,7 @@ int64_t TokenizedPrompts::total() const {
 }
 
 TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tok,
-                                  const tokenizer::ChatTemplate* chat_template, int64_t vocab_size) {
+                                  const chat::ChatTemplate* chat_template, int64_t vocab_size) {
     TokenizedPrompts out;
     if (p.endpoint == Endpoint::chat_completions) {
         out.prompts.push_back(render_chat(p, tok, chat_template));

@@ -17,8 +17,10 @@
 
 namespace pagoda::tokenizer {
 class Tokenizer;
+}
+namespace pagoda::chat {
 class ChatTemplate;
-}  // namespace pagoda::tokenizer
+}
 
 namespace pagoda::server {
 
@@ -32,7 +34,7 @@ struct TokenizedPrompts {
 // `chat_template` may be null where chat requests cannot occur (they are then refused);
 // `vocab_size` is the model's (token-id prompts must lie below it).
 TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tokenizer,
-                                  const tokenizer::ChatTemplate* chat_template, int64_t vocab_size);
+                                  const chat::ChatTemplate* chat_template, int64_t vocab_size);
 
 struct EngineLimits {
     int64_t context = 0;            // the engine's context limit (prompt + completion)

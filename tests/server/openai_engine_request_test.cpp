@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "server/api_error.h"
-#include "tokenizer/chat/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer_fixtures.h"
 
 using namespace pagoda::server;
@@ -149,7 +149,7 @@ TEST(OpenAiEngineRequest, ChatRendersThroughTheTemplate) {
     if (!tok) GTEST_SKIP() << "fixture not found: stories260K";
     auto chat = parse_completion_request(json::parse(R"({"messages":[{"role":"user","content":"hi"}]})"),
                                          Endpoint::chat_completions);
-    auto tmpl = pagoda::tokenizer::ChatTemplate::builtin("chatml");
+    auto tmpl = pagoda::chat::ChatTemplate::builtin("chatml");
     auto t = tokenize_prompts(chat, *tok, &tmpl, tok->n_vocab());
     ASSERT_EQ(t.prompts.size(), 1u);
     const auto& got = t.prompts[0];

@@ -17,7 +17,7 @@ names=[('chatml','chatml','ChatML (teknium/OpenHermes-2.5-Mistral-7B)'),
        ('zephyr','zephyr','HuggingFaceH4/zephyr-7b-beta')]
 out=['// Generated from tests/data/chat_templates/*.jinja (the real chat_template strings of each model',
      '// family). Tests check that each entry still equals its file byte for byte.',
-     '#include "tokenizer/chat/builtin_templates.h"','','namespace pagoda::tokenizer {','',
+     '#include "chat/builtin_templates.h"','','namespace pagoda::chat {','',
      'const std::vector<BuiltinTemplate>& builtin_chat_templates() {',
      '    static const std::vector<BuiltinTemplate> templates = {']
 for name,f,desc in names:
@@ -25,5 +25,5 @@ for name,f,desc in names:
     assert ')PAGODA_TPL"' not in src
     out.append(f'        {{"{name}", "{f}.jinja", "{desc}",')
     out.append(f'         R"PAGODA_TPL({src})PAGODA_TPL"}},')
-out+=['    };','    return templates;','}','','}  // namespace pagoda::tokenizer','']
-open(os.path.join(D, '..', '..', '..', 'src', 'tokenizer', 'chat', 'builtin_templates.cpp'),'w',encoding='utf-8').write('\n'.join(out))
+out+=['    };','    return templates;','}','','}  // namespace pagoda::chat','']
+open(os.path.join(D, '..', '..', '..', 'src', 'chat', 'builtin_templates.cpp'),'w',encoding='utf-8').write('\n'.join(out))

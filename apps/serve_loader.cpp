@@ -1,0 +1,32 @@
+#include "apps/serve_loader.h"
+
+#include <algorithm>
+
+#include "gguf/gguf.h"
+#include "model/config.h"
+#include "model/open_step_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::app {
+
+server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::EngineOptions engine_options) {
+    std::shared_ptr<const gguf::File> file = gguf::File::open(options.path);
+    std::shared_ptr<const tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(*file);
+    const model::ModelConfig cfg = model::read_config(*file);
+    // Without --kv-memory: one full context, or 256 tokens for each sequence that may run,
+    // whichever is more (production deployments size it with --kv-memory).
+    const int64_t tokens_wanted =
+        std::max<int64_t>(cfg.context_length, int64_t(engine_options.scheduler.max_seqs) * 256);
+    auto step = model::open_step_model(file, {.backend = options.backend, .threads = options.threads, .kv = options.kv,
+                                              .tokens_wanted = tokens_wanted,
+                                              .max_step_tokens = engine_options.scheduler.max_batched_tokens,
+                                              .fusion = options.fusion});
+    engine_options.prefix_caching = options.kv.prefix_caching;
+    server::LoadedModel loaded;
+    loaded.engine = std::make_unique<engine::Engine>(std::move(step), tok, std::move(engine_options));
+    loaded.chat_template = file->get_string_or("tokenizer.chat_template", "");
+    loaded.description = cfg.describe();
+    return loaded;
+}
+
+}  // namespace pagoda::app

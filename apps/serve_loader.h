@@ -1,0 +1,24 @@
+// How `pagoda serve` builds its engine: the GGUF file -> model::open_step_model (the model's graph on
+// a backend over its paged KV cache) -> engine::Engine, plus what the gateway reads from the file
+// (the tokenizer, the chat template). The server itself never names a model or compute type.
+#pragma once
+#include <string>
+
+#include "model/kv_options.h"
+#include "server/gateway.h"
+
+namespace pagoda::app {
+
+struct ServeModelOptions {
+    std::string path;  // GGUF file
+    int threads = 0;   // model threads; 0: physical cores
+    model::KvOptions kv;
+    std::string backend = "cpu";
+    bool fusion = true;
+};
+
+// A server::ModelLoader for these options: builds the Engine with `engine_options` (the gateway's
+// scheduler settings and hooks) plus prefix caching from the KV options. Throws pagoda::Error.
+server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::EngineOptions engine_options);
+
+}  // namespace pagoda::app

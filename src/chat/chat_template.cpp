@@ -1,0 +1,102 @@
+#include "chat/chat_template.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "chat/builtin_templates.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_eval.h"
+#include "chat/jinja_parser.h"
+
+namespace pagoda::chat {
+
+namespace {
+constexpr std::uintmax_t kMaxTemplateFileBytes = 4u << 20;
+
+std::string known_names() {
+    std::string names;
+    for (const auto& t : builtin_chat_templates()) {
+        if (!names.empty()) names += ", ";
+        names += t.name;
+    }
+    return names;
+}
+}  // namespace
+
+ChatTemplate::ChatTemplate(std::string name, std::string source, std::shared_ptr<const jinja::Program> program)
+    : name_(std::move(name)), source_(std::move(source)), program_(std::move(program)) {}
+
+ChatTemplate ChatTemplate::from_source(std::string source, std::string name) {
+    auto program = jinja::parse_template(source);
+    return ChatTemplate(std::move(name), std::move(source), std::move(program));
+}
+
+ChatTemplate ChatTemplate::builtin(const std::string& name) {
+    for (const auto& t : builtin_chat_templates())
+        if (t.name == name) return from_source(std::string(t.source), std::string(t.name));
+    fail("unknown chat template '{}' (known: {})", name, known_names());
+}
+
+std::vector<std::string> ChatTemplate::builtin_names() {
+    std::vector<std::string> names;
+    for (const auto& t : builtin_chat_templates()) names.emplace_back(t.name);
+    return names;
+}
+
+ChatTemplate ChatTemplate::from_name_or_file(const std::string& name_or_path) {
+    for (const auto& t : builtin_chat_templates())
+        if (t.name == name_or_path) return builtin(name_or_path);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(name_or_path, ec))
+        fail("--chat-template '{}' is neither a known template name ({}) nor a readable file", name_or_path, known_names());
+    const auto size = std::filesystem::file_size(name_or_path, ec);
+    if (ec) fail("cannot read chat template file '{}': {}", name_or_path, ec.message());
+    if (size > kMaxTemplateFileBytes)
+        fail("chat template file '{}' is {} bytes; the limit is {}", name_or_path, size, kMaxTemplateFileBytes);
+    std::ifstream in(name_or_path, std::ios::binary);
+    if (!in) fail("cannot open chat template file '{}'", name_or_path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    try {
+        return from_source(text.str(), name_or_path);
+    } catch (const Error& e) {
+        fail("chat template file '{}': {}", name_or_path, e.what());
+    }
+}
+
+std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                 const std::string& bos_token, const std::string& eos_token) const {
+    auto list = nlohmann::ordered_json::array();
+    for (const auto& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
+    ChatRenderOptions options;
+    options.add_generation_prompt = add_generation_prompt;
+    options.bos_token = bos_token;
+    options.eos_token = eos_token;
+    return render(list, options);
+}
+
+std::string ChatTemplate::render(const nlohmann::json& messages, const ChatRenderOptions& options) const {
+    return render(nlohmann::ordered_json::parse(messages.dump()), options);
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const ChatRenderOptions& options) const {
+    using namespace jinja;
+    if (!messages.is_array()) fail("chat messages must be a JSON array, got {}", messages.type_name());
+    for (std::size_t i = 0; i < messages.size(); ++i)
+        if (!messages[i].is_object()) fail("chat message {} must be a JSON object, got {}", i, messages[i].type_name());
+    if (!options.extra.is_object()) fail("chat template variables must be a JSON object");
+
+    auto globals = new_globals(options.now ? *options.now : std::time(nullptr));
+    globals->set("messages", Value::from_json(messages));
+    globals->set("add_generation_prompt", Value(options.add_generation_prompt));
+    globals->set("bos_token", Value(options.bos_token));
+    globals->set("eos_token", Value(options.eos_token));
+    globals->set("tools", Value::from_json(options.tools));
+    globals->set("documents", Value::none());
+    for (auto it = options.extra.begin(); it != options.extra.end(); ++it) globals->set(it.key(), Value::from_json(it.value()));
+    return render_program(*program_, std::move(globals));
+}
+
+}  // namespace pagoda::chat

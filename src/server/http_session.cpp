@@ -1,0 +1,421 @@
+#include "server/http_session.h"
+
+#include <array>
+#include <cmath>
+#include <deque>
+#include <fmt/format.h>
+#include <optional>
+
+#include "core/log.h"
+#include "server/sse.h"
+#include "server/websocket_session.h"
+
+namespace pagoda::server::transport {
+namespace {
+
+namespace websocket = beast::websocket;
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+public:
+    HttpSession(tcp::socket socket, ServerShared& shared)
+        : stream_(std::move(socket)), shared_(shared), heartbeat_(stream_.get_executor()), idle_(stream_.get_executor()) {}
+
+    void start() {
+        net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
+    }
+
+private:
+    Gateway& gw() { return shared_.gateway; }
+    const HttpServerOptions& opt() const { return shared_.options; }
+
+    void do_read() {
+        parser_.emplace();
+        parser_->body_limit(opt().max_body_bytes);
+        parser_->header_limit(64 * 1024);
+        stream_.expires_after(millis(opt().request_timeout));
+        http::async_read_header(stream_, buffer_, *parser_,
+                                beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+    }
+
+    void on_header(beast::error_code ec, size_t) {
+        if (ec) return on_read(ec, 0);
+        auto& req = parser_->get();
+        if (beast::iequals(req[http::field::expect], "100-continue")) {
+            // curl and others wait for this before sending a body.
+            continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+            net::async_write(stream_, net::buffer(*continue_), [self = shared_from_this()](beast::error_code ec, size_t) {
+                if (ec) return self->close();
+                http::async_read(self->stream_, self->buffer_, *self->parser_,
+                                 beast::bind_front_handler(&HttpSession::on_read, self));
+            });
+            return;
+        }
+        http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
+    }
+
+    void on_read(beast::error_code ec, size_t) {
+        if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) return close();
+        started_ = Clock::now();
+        request_id_ = gw().new_request_id();
+        method_ = "-";
+        path_ = "-";
+        key_name_ = "-";
+        if (ec == beast::error::timeout) {
+            if (buffer_.size() > 0 || parser_->got_some())
+                log_info("{} connection timed out while sending its request", request_id_);
+            return close();
+        }
+        if (ec == http::error::body_limit || ec == http::error::header_limit) {
+            keep_alive_ = false;
+            if (parser_->is_header_done()) {
+                method_ = std::string(parser_->get().method_string());
+                path_ = std::string(parser_->get().target().substr(0, parser_->get().target().find('?')));
+            }
+            return send_error(ec == http::error::body_limit
+                                  ? ApiError::too_large(fmt::format("the request body exceeds {} bytes", opt().max_body_bytes))
+                                  : ApiError(431, "the request headers are too large", "invalid_request_error", {},
+                                             "headers_too_large"));
+        }
+        if (ec) {
+            if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
+                keep_alive_ = false;
+                return send_error(ApiError::invalid(fmt::format("malformed HTTP request: {}", ec.message())));
+            }
+            return close();
+        }
+        handle(parser_->release());
+    }
+
+    void handle(http::request<http::string_body> req) {
+        keep_alive_ = req.keep_alive();
+        method_ = std::string(req.method_string());
+        std::string_view target = req.target();
+        path_ = std::string(target.substr(0, target.find('?')));
+        if (auto rid = req["x-request-id"]; valid_request_id(rid)) request_id_ = std::string(rid);
+        const std::string auth(req[http::field::authorization]);
+        try {
+            route(req, auth);
+        } catch (const ApiError& e) {
+            send_error(e);
+        } catch (const std::exception& e) {
+            log_error("{} {} {}: internal error: {}", request_id_, method_, path_, e.what());
+            send_error(ApiError::internal(e.what()));
+        }
+    }
+
+    void require_method(const http::request<http::string_body>& req, http::verb verb, const char* allowed) {
+        if (req.method() == verb) return;
+        allow_ = allowed;
+        throw ApiError::method_not_allowed(fmt::format("{} {} is not allowed; use {}", method_, path_, allowed));
+    }
+
+    void route(http::request<http::string_body>& req, const std::string& auth) {
+        if (path_ == "/health") {
+            require_method(req, http::verb::get, "GET");
+            if (!opt_open_health()) authenticate(auth);
+            return send_simple(gw().health());
+        }
+        if (path_ == "/metrics") {
+            require_method(req, http::verb::get, "GET");
+            if (!opt_open_metrics()) authenticate(auth);
+            return send_simple(gw().metrics());
+        }
+        if (path_ == "/v1/models") {
+            require_method(req, http::verb::get, "GET");
+            authenticate(auth);
+            return send_simple(gw().models());
+        }
+        if (path_ == "/v1/ws") {
+            require_method(req, http::verb::get, "GET");
+            if (!websocket::is_upgrade(req))
+                throw ApiError(426, "GET /v1/ws needs a WebSocket upgrade", "invalid_request_error", {}, "upgrade_required");
+            const ApiKey* key = authenticate(auth);
+            log_info("{} GET /v1/ws 101 key={}", request_id_, key_name_);
+            stream_.expires_never();
+            start_websocket_session(stream_.release_socket(), shared_, key, request_id_, std::move(req));
+            return;
+        }
+        Endpoint endpoint;
+        if (path_ == "/v1/completions") endpoint = Endpoint::completions;
+        else if (path_ == "/v1/chat/completions") endpoint = Endpoint::chat_completions;
+        else throw ApiError::not_found(fmt::format("no route for {} {}", method_, path_));
+        require_method(req, http::verb::post, "POST");
+        const ApiKey* key = authenticate(auth);
+        json body;
+        try {
+            body = parse_json_body(req.body());
+        } catch (const ApiError&) {
+            gw().record_rejection(key, "invalid");
+            throw;
+        }
+        start_completion(endpoint, body, key);
+    }
+
+    bool opt_open_health() { return gw().open_health(); }
+    bool opt_open_metrics() { return gw().open_metrics(); }
+
+    const ApiKey* authenticate(const std::string& auth) {
+        const ApiKey* key = gw().authenticate(auth);
+        key_name_ = key ? key->name : "anonymous";
+        return key;
+    }
+
+    // ---- completions ----
+
+    void start_completion(Endpoint endpoint, const json& body, const ApiKey* key) {
+        // A generation may run far longer than the request timeout. This must happen before any
+        // write starts: Beast applies a new expiry only to operations not yet pending, and later
+        // writes would inherit the old deadline.
+        stream_.expires_never();
+        // The sink keeps the connection alive until the engine's last delta (it always comes:
+        // finished, cancelled or failed), so a request is never dropped unanswered.
+        auto self = shared_from_this();
+        auto executor = stream_.get_executor();
+        auto sink = [self, executor](size_t sub, const engine::Delta& d) {
+            net::post(executor, [self, sub, d] { self->on_delta(sub, d); });
+        };
+        job_ = gw().start(endpoint, body, key, request_id_, sink);
+        client_gone_ = false;
+        response_done_ = false;
+        if (job_->stream()) {
+            streaming_ = true;
+            enqueue(format_head(200, {{"Content-Type", "text/event-stream; charset=utf-8"},
+                                      {"Cache-Control", "no-cache"},
+                                      {"Transfer-Encoding", "chunked"},
+                                      {"X-Request-Id", request_id_},
+                                      {"Connection", keep_alive_ ? "keep-alive" : "close"}}));
+            for (const auto& chunk : job_->opening_chunks()) enqueue(http_chunk(sse_data(dump_json(chunk))));
+            arm_heartbeat();
+        }
+        // Watch the socket while the engine works: EOF or a reset means the client left. With
+        // pipelined bytes already buffered, the next request would be mistaken for that, so skip.
+        if (buffer_.size() == 0) start_watch();
+    }
+
+    void on_delta(size_t sub, const engine::Delta& d) {
+        if (!job_ || response_done_) return;
+        auto chunks = job_->add(sub, d);
+        if (client_gone_) {
+            if (job_->done()) {
+                finish_job(499);
+                close();
+            }
+            return;
+        }
+        if (streaming_)
+            for (const auto& chunk : chunks) enqueue(http_chunk(sse_data(dump_json(chunk))));
+        if (!job_->done()) return;
+        const auto& a = job_->assembler();
+        if (streaming_) {
+            if (a.error()) {
+                ApiError e = ApiError::internal(*a.error());
+                enqueue(http_chunk(sse_data(dump_json(e.body()))));
+            } else if (a.context().include_usage) {
+                enqueue(http_chunk(sse_data(dump_json(a.usage_chunk()))));
+            }
+            enqueue(http_chunk(sse_done()));
+            enqueue("0\r\n\r\n");
+            heartbeat_.cancel();
+            finish_job(a.error() ? 500 : 200);
+            return;
+        }
+        if (a.error()) {
+            ApiError e = ApiError::internal(*a.error());
+            finish_job(500);  // releases the job (and `a`)
+            return send_error(e);
+        }
+        std::string body = dump_json(a.response());
+        finish_job(200);
+        send_body(200, "application/json", body, {});
+    }
+
+    void finish_job(int status) {
+        response_done_ = true;
+        status_ = status;
+        if (job_) job_->finish(status);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
+        log_info("{} {} {} {} {:.1f} ms key={}{}", request_id_, method_, path_, status, ms, key_name_,
+                 client_gone_ ? " (client disconnected: cancelled)" : "");
+        job_.reset();
+    }
+
+    void arm_heartbeat() {
+        heartbeat_.expires_after(millis(opt().heartbeat_seconds));
+        heartbeat_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+            auto self = weak.lock();
+            if (ec || !self || !self->job_ || self->response_done_ || self->client_gone_) return;
+            if (Clock::now() - self->last_write_ >= millis(self->opt().heartbeat_seconds) - std::chrono::milliseconds(50))
+                self->enqueue(http_chunk(sse_comment("ping")));
+            self->arm_heartbeat();
+        });
+    }
+
+    void start_watch() {
+        watching_ = true;
+        stream_.socket().async_read_some(buffer_.prepare(4096), beast::bind_front_handler(&HttpSession::on_watch, shared_from_this()));
+    }
+
+    void on_watch(beast::error_code ec, size_t n) {
+        watching_ = false;
+        if (ec) {
+            if (job_ && !response_done_) {  // the client left mid-request: stop generating for it
+                client_gone_ = true;
+                heartbeat_.cancel();
+                job_->cancel();
+            }
+            idle_.cancel();
+            if (!job_) close();
+            return;
+        }
+        buffer_.commit(n);
+        if (job_ && !response_done_) {  // pipelined bytes: keep them for the next request
+            if (buffer_.size() < 64 * 1024) start_watch();
+            return;
+        }
+        idle_.cancel();
+        if (!writing_) do_read();  // else the write completion continues
+    }
+
+    // ---- writing ----
+
+    void enqueue(std::string data) {
+        outbox_.push_back(std::move(data));
+        if (!writing_) write_next();
+    }
+
+    void write_next() {
+        if (outbox_.empty()) {
+            writing_ = false;
+            return after_write();
+        }
+        writing_ = true;
+        net::async_write(stream_, net::buffer(outbox_.front()), beast::bind_front_handler(&HttpSession::on_write, shared_from_this()));
+    }
+
+    void on_write(beast::error_code ec, size_t) {
+        outbox_.pop_front();
+        last_write_ = Clock::now();
+        if (ec) {
+            writing_ = false;
+            outbox_.clear();
+            if (job_ && !response_done_) {
+                client_gone_ = true;
+                job_->cancel();
+            }
+            heartbeat_.cancel();
+            return close();
+        }
+        write_next();
+    }
+
+    // The outbox drained: if the response is complete, go on to the next request (or close).
+    void after_write() {
+        if (!response_done_) return;
+        if (!keep_alive_) return close_after_send();
+        if (job_) return;
+        response_done_ = false;
+        streaming_ = false;
+        if (watching_) {
+            // The watch read doubles as the wait for the next request; bound it.
+            idle_.expires_after(millis(opt().idle_timeout));
+            idle_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+                if (auto self = weak.lock(); self && !ec) self->close();
+            });
+            return;
+        }
+        do_read();
+    }
+
+    void send_simple(const SimpleResponse& r) {
+        std::vector<Header> extra;
+        if (r.retry_after) extra.push_back({"Retry-After", std::to_string(int64_t(std::ceil(*r.retry_after)))});
+        log_request(r.status);
+        send_body(r.status, r.content_type, r.body, extra);
+    }
+
+    void send_error(const ApiError& e) {
+        std::vector<Header> extra;
+        if (e.retry_after) {
+            const double s = std::isfinite(*e.retry_after) ? std::max(1.0, std::ceil(*e.retry_after)) : 60.0;
+            extra.push_back({"Retry-After", std::to_string(int64_t(s))});
+        }
+        if (e.status == 401) extra.push_back({"WWW-Authenticate", "Bearer"});
+        if (e.status == 405 && !allow_.empty()) extra.push_back({"Allow", allow_});
+        allow_.clear();
+        if (e.status >= 500 || e.status == 413 || e.status == 429 || e.status == 401)
+            log_info("{} {} {} {} key={}: {}", request_id_, method_, path_, e.status, key_name_, e.what());
+        else
+            log_request(e.status);
+        if (e.status == 413 || e.status == 431) keep_alive_ = false;
+        send_body(e.status, "application/json", dump_json(e.body()), extra);
+    }
+
+    void log_request(int status) {
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
+        log_info("{} {} {} {} {:.1f} ms key={}", request_id_, method_, path_, status, ms, key_name_);
+    }
+
+    void send_body(int status, const std::string& content_type, const std::string& body, std::vector<Header> extra) {
+        std::vector<Header> headers = {{"Content-Type", content_type},
+                                       {"Content-Length", std::to_string(body.size())},
+                                       {"X-Request-Id", request_id_},
+                                       {"Server", "pagoda"},
+                                       {"Connection", keep_alive_ ? "keep-alive" : "close"}};
+        for (auto& h : extra) headers.push_back(std::move(h));
+        response_done_ = true;
+        enqueue(format_head(status, headers) + body);
+    }
+
+    // After the last byte: half-close, then discard what the client still sends (a body we refused)
+    // for a moment, so it reads our answer instead of a reset.
+    void close_after_send() {
+        beast::error_code ec;
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+        if (watching_) {  // the watch read sees the client's EOF and closes; bound the wait
+            idle_.expires_after(std::chrono::seconds(2));
+            idle_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+                if (auto self = weak.lock(); self && !ec) self->close();
+            });
+            return;
+        }
+        drain_ = std::make_shared<std::array<char, 8192>>();
+        stream_.expires_after(std::chrono::seconds(2));
+        drain();
+    }
+
+    void drain() {
+        stream_.async_read_some(net::buffer(*drain_), [self = shared_from_this()](beast::error_code ec, size_t) {
+            if (ec) return self->close();
+            self->drain();
+        });
+    }
+
+    void close() {
+        beast::error_code ec;
+        stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+        stream_.socket().close(ec);
+    }
+
+    beast::tcp_stream stream_;
+    ServerShared& shared_;
+    beast::flat_buffer buffer_;
+    std::optional<http::request_parser<http::string_body>> parser_;
+    std::shared_ptr<std::string> continue_;
+    std::shared_ptr<std::array<char, 8192>> drain_;
+    net::steady_timer heartbeat_, idle_;
+    std::deque<std::string> outbox_;
+    bool writing_ = false, watching_ = false, keep_alive_ = true;
+    bool streaming_ = false, response_done_ = false, client_gone_ = false;
+    std::shared_ptr<Job> job_;
+    int status_ = 0;
+    std::string request_id_, method_ = "-", path_ = "-", key_name_ = "-", allow_;
+    Clock::time_point started_ = Clock::now(), last_write_ = Clock::now();
+};
+
+}  // namespace
+
+void start_http_session(tcp::socket socket, ServerShared& shared) {
+    std::make_shared<HttpSession>(std::move(socket), shared)->start();
+}
+
+}  // namespace pagoda::server::transport

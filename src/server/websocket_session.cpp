@@ -1,0 +1,178 @@
+#include "server/websocket_session.h"
+
+#include <cmath>
+#include <deque>
+#include <fmt/format.h>
+#include <map>
+
+#include "core/log.h"
+
+namespace pagoda::server::transport {
+namespace {
+
+namespace websocket = beast::websocket;
+
+class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
+public:
+    WebSocketSession(tcp::socket socket, ServerShared& shared, const ApiKey* key, std::string conn_id)
+        : ws_(std::move(socket)), shared_(shared), key_(key), conn_id_(std::move(conn_id)) {}
+
+    void run(http::request<http::string_body> req) {
+        ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+        ws_.set_option(websocket::stream_base::decorator(
+            [](websocket::response_type& res) { res.set(http::field::server, "pagoda"); }));
+        ws_.read_message_max(shared_.options.max_body_bytes);
+        ws_.async_accept(req, beast::bind_front_handler(&WebSocketSession::on_accept, shared_from_this()));
+    }
+
+private:
+    struct Entry {
+        std::shared_ptr<Job> job;
+        json client_id;
+        uint64_t serial = 0;
+    };
+
+    void on_accept(beast::error_code ec) {
+        if (ec) return;
+        log_info("{} websocket open", conn_id_);
+        do_read();
+    }
+
+    void do_read() { ws_.async_read(buffer_, beast::bind_front_handler(&WebSocketSession::on_read, shared_from_this())); }
+
+    void on_read(beast::error_code ec, size_t) {
+        if (ec) {
+            closed_ = true;
+            // Closing the socket cancels everything it started.
+            for (auto& [k, e] : jobs_) {
+                e.job->cancel();
+                e.job->finish(499);
+            }
+            if (!jobs_.empty()) log_info("{} websocket closed: cancelled {} requests", conn_id_, jobs_.size());
+            jobs_.clear();
+            return;
+        }
+        std::string message = beast::buffers_to_string(buffer_.data());
+        buffer_.consume(buffer_.size());
+        handle(message, ws_.got_text());
+        do_read();
+    }
+
+    void send_error(const json& id, const ApiError& e) {
+        json out = {{"id", id}, {"error", e.error_object()}};
+        out["error"]["status"] = e.status;
+        if (e.retry_after && std::isfinite(*e.retry_after)) out["error"]["retry_after"] = std::ceil(*e.retry_after);
+        send(out);
+    }
+
+    void handle(const std::string& message, bool text) {
+        json id = nullptr;
+        try {
+            if (!text) throw ApiError::invalid("binary messages are not supported; send JSON text");
+            json msg = parse_json_body(message);
+            if (!msg.is_object()) throw ApiError::invalid("a message must be a JSON object");
+            if (msg.contains("id")) id = msg["id"];
+            if (!id.is_string() && !id.is_number_integer())
+                throw ApiError::invalid("'id' must be a string or an integer", "id");
+            const std::string key = id.dump();
+            if (msg.contains("type") && msg["type"] != "request") {
+                if (msg["type"] != "cancel")
+                    throw ApiError::invalid("'type' must be \"cancel\" or absent", "type");
+                auto it = jobs_.find(key);
+                if (it == jobs_.end())
+                    throw ApiError(404, "no request with this id is in flight", "invalid_request_error", "id", "not_found");
+                it->second.job->cancel();  // its last deltas (finish_reason "abort") and done follow
+                return;
+            }
+            if (jobs_.count(key)) throw ApiError::invalid("a request with this id is already in flight", "id", "duplicate_id");
+            if (int64_t(jobs_.size()) >= shared_.options.max_ws_requests)
+                throw ApiError(429, fmt::format("at most {} requests may be in flight on one WebSocket", shared_.options.max_ws_requests),
+                               "rate_limit_error", {}, "too_many_requests");
+            auto ep = msg.find("endpoint");
+            if (ep == msg.end() || !ep->is_string()) throw ApiError::invalid("'endpoint' must be a string", "endpoint");
+            Endpoint endpoint;
+            if (*ep == "completions") endpoint = Endpoint::completions;
+            else if (*ep == "chat.completions") endpoint = Endpoint::chat_completions;
+            else throw ApiError::invalid("'endpoint' must be \"completions\" or \"chat.completions\"", "endpoint");
+            auto body = msg.find("body");
+            if (body == msg.end() || !body->is_object()) throw ApiError::invalid("'body' must be a JSON object", "body");
+
+            const uint64_t serial = ++serial_;
+            auto self = shared_from_this();  // alive until the engine's last delta
+            auto executor = ws_.get_executor();
+            auto sink = [self, executor, key, serial](size_t sub, const engine::Delta& d) {
+                net::post(executor, [self, key, serial, sub, d] { self->on_delta(key, serial, sub, d); });
+            };
+            const std::string request_id = shared_.gateway.new_request_id();
+            auto job = shared_.gateway.start(endpoint, *body, key_, request_id, sink);
+            jobs_[key] = Entry{job, id, serial};
+            for (auto& chunk : job->opening_chunks()) send(json{{"id", id}, {"chunk", std::move(chunk)}});
+        } catch (const ApiError& e) {
+            send_error(id, e);
+        } catch (const std::exception& e) {
+            send_error(id, ApiError::internal(e.what()));
+        }
+    }
+
+    void on_delta(const std::string& key, uint64_t serial, size_t sub, const engine::Delta& d) {
+        auto it = jobs_.find(key);
+        if (it == jobs_.end() || it->second.serial != serial || closed_) return;
+        Entry& e = it->second;
+        for (auto& chunk : e.job->add(sub, d)) send(json{{"id", e.client_id}, {"chunk", std::move(chunk)}});
+        if (!e.job->done()) return;
+        const auto& assembler = e.job->assembler();
+        if (assembler.error()) {
+            send_error(e.client_id, ApiError::internal(*assembler.error()));
+            e.job->finish(500);
+        } else {
+            send(json{{"id", e.client_id}, {"done", true}, {"usage", assembler.usage()}});
+            e.job->finish(200);
+        }
+        jobs_.erase(it);
+    }
+
+    void send(const json& message) {
+        if (closed_) return;
+        outbox_.push_back(dump_json(message));
+        if (!writing_) write_next();
+    }
+
+    void write_next() {
+        if (outbox_.empty() || closed_) {
+            writing_ = false;
+            return;
+        }
+        writing_ = true;
+        ws_.text(true);
+        ws_.async_write(net::buffer(outbox_.front()), beast::bind_front_handler(&WebSocketSession::on_write, shared_from_this()));
+    }
+
+    void on_write(beast::error_code ec, size_t) {
+        outbox_.pop_front();
+        if (ec) {
+            closed_ = true;  // the read side sees the failure too and cancels the requests
+            writing_ = false;
+            return;
+        }
+        write_next();
+    }
+
+    websocket::stream<beast::tcp_stream> ws_;
+    beast::flat_buffer buffer_;
+    ServerShared& shared_;
+    const ApiKey* key_;
+    std::string conn_id_;
+    std::map<std::string, Entry> jobs_;
+    std::deque<std::string> outbox_;
+    bool writing_ = false, closed_ = false;
+    uint64_t serial_ = 0;
+};
+
+}  // namespace
+
+void start_websocket_session(tcp::socket socket, ServerShared& shared, const ApiKey* key, std::string conn_id,
+                             http::request<http::string_body> request) {
+    std::make_shared<WebSocketSession>(std::move(socket), shared, key, std::move(conn_id))->run(std::move(request));
+}
+
+}  // namespace pagoda::server::transport

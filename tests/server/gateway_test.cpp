@@ -1,0 +1,165 @@
+// The gateway over an injected ModelLoader: the loading / ready / failed states it reports while
+// the loader runs or after it fails, the engine options it hands the loader (scheduler settings
+// and metric hooks), and a completion end to end through a scripted fake model.
+#include "server/gateway.h"
+
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <gtest/gtest.h>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/fake_step_model.h"
+#include "server/serve_harness.h"
+#include "tokenizer/tokenizer_fixtures.h"
+
+using namespace pagoda;
+using namespace pagoda::server;
+using json = nlohmann::json;
+
+namespace {
+
+std::shared_ptr<const tokenizer::Tokenizer> load_tokenizer() {
+    const std::string path = test::vocab_path("stories260K");
+    if (!std::filesystem::exists(path)) return nullptr;
+    return tokenizer::Tokenizer::from_gguf(*gguf::File::open(path));
+}
+
+// A loader that builds an Engine over a FakeStepModel with the tokenizer's vocabulary.
+LoadedModel fake_model(std::shared_ptr<const tokenizer::Tokenizer> tok, engine::EngineOptions options,
+                       std::string chat_template = {}) {
+    auto step = std::make_unique<engine::test::FakeStepModel>(tok->n_vocab(), 64, 16, 1024);
+    LoadedModel m;
+    m.engine = std::make_unique<engine::Engine>(std::move(step), std::move(tok), std::move(options));
+    m.chat_template = std::move(chat_template);
+    m.description = "fake";
+    return m;
+}
+
+GatewayOptions options() {
+    GatewayOptions o;
+    o.model_name = "fake-model";
+    o.scheduler.max_seqs = 3;
+    o.scheduler.max_batched_tokens = 128;
+    return o;
+}
+
+ApiError start_error(Gateway& gw, const json& body) {
+    try {
+        gw.start(Endpoint::completions, body, nullptr, gw.new_request_id(), [](size_t, const engine::Delta&) {});
+    } catch (const ApiError& e) {
+        return e;
+    }
+    ADD_FAILURE() << "start() did not refuse";
+    return ApiError::internal("not refused");
+}
+
+// Collects deltas from the engine thread; the test thread replays them into the Job.
+struct Collector {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<std::pair<size_t, engine::Delta>> deltas;
+    bool done = false;
+
+    DeltaSink sink() {
+        return [this](size_t sub, const engine::Delta& d) {
+            std::lock_guard lock(mutex);
+            deltas.emplace_back(sub, d);
+            if (d.request_done) done = true;
+            cv.notify_all();
+        };
+    }
+    bool wait(std::chrono::seconds timeout) {
+        std::unique_lock lock(mutex);
+        return cv.wait_for(lock, timeout, [&] { return done; });
+    }
+};
+
+}  // namespace
+
+TEST(Gateway, ReportsLoadingUntilTheLoaderReturns) {
+    auto tok = load_tokenizer();
+    if (!tok) GTEST_SKIP() << "fixture models/stories260K.gguf is absent";
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    engine::EngineOptions seen;
+    Gateway gw(options(), {}, [&](engine::EngineOptions o) {
+        released.wait();
+        seen = o;
+        return fake_model(tok, std::move(o));
+    });
+    std::thread loader([&] { gw.load(); });
+
+    EXPECT_EQ(gw.state(), Gateway::State::loading);
+    const SimpleResponse h = gw.health();
+    EXPECT_EQ(h.status, 503);
+    EXPECT_EQ(json::parse(h.body)["status"], "loading");
+    EXPECT_TRUE(h.retry_after.has_value());
+    const ApiError e = start_error(gw, {{"prompt", "Hi"}});
+    EXPECT_EQ(e.status, 503);
+    EXPECT_EQ(e.code, "model_loading");
+    EXPECT_FALSE(json::parse(gw.models().body)["data"][0].contains("max_model_len"));
+
+    release.set_value();
+    loader.join();
+    ASSERT_EQ(gw.state(), Gateway::State::ready);
+    EXPECT_EQ(gw.health().status, 200);
+    EXPECT_EQ(seen.scheduler.max_seqs, 3);
+    EXPECT_EQ(seen.scheduler.max_batched_tokens, 128);
+    EXPECT_TRUE(seen.on_step && seen.on_request_finished);
+    const json card = json::parse(gw.models().body)["data"][0];
+    EXPECT_EQ(card["id"], "fake-model");
+    EXPECT_EQ(card["max_model_len"], 1024);
+    EXPECT_EQ(card["vocab_size"], tok->n_vocab());
+}
+
+TEST(Gateway, ALoaderFailureIsReportedAndRefusesRequests) {
+    Gateway gw(options(), {}, [](engine::EngineOptions) -> LoadedModel { fail("cannot open 'missing.gguf'"); });
+    EXPECT_THROW(gw.load(), Error);
+    EXPECT_EQ(gw.state(), Gateway::State::failed);
+    const SimpleResponse h = gw.health();
+    EXPECT_EQ(h.status, 503);
+    EXPECT_EQ(json::parse(h.body)["status"], "failed");
+    EXPECT_NE(json::parse(h.body)["error"].get<std::string>().find("missing.gguf"), std::string::npos);
+    const ApiError e = start_error(gw, {{"prompt", "Hi"}});
+    EXPECT_EQ(e.status, 503);
+    EXPECT_EQ(e.code, "model_failed");
+}
+
+TEST(Gateway, ALoaderWithoutAnEngineFailsTheLoad) {
+    Gateway gw(options(), {}, [](engine::EngineOptions) { return LoadedModel{}; });
+    EXPECT_THROW(gw.load(), Error);
+    EXPECT_EQ(gw.state(), Gateway::State::failed);
+}
+
+TEST(Gateway, ServesACompletionThroughTheLoadedEngineAndItsHooks) {
+    auto tok = load_tokenizer();
+    if (!tok) GTEST_SKIP() << "fixture models/stories260K.gguf is absent";
+    // The model's own template is used when no --chat-template is given.
+    const std::string tmpl = "{% for m in messages %}<{{ m.content }}>{% endfor %}";
+    Gateway gw(options(), {}, [&](engine::EngineOptions o) { return fake_model(tok, std::move(o), tmpl); });
+    gw.load();
+
+    Collector c;
+    const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Once upon"}}})},
+                       {"max_tokens", 4},
+                       {"temperature", 0}};
+    auto job = gw.start(Endpoint::chat_completions, body, nullptr, gw.new_request_id(), c.sink());
+    ASSERT_TRUE(c.wait(std::chrono::seconds(20)));
+    for (auto& [sub, d] : c.deltas) job->add(sub, d);
+    ASSERT_TRUE(job->done());
+    const json r = job->assembler().response();
+    job->finish(200);
+    EXPECT_EQ(r["model"], "fake-model");
+    EXPECT_GE(r["usage"]["completion_tokens"], 1);  // the fake model may pick EOS early
+    EXPECT_LE(r["usage"]["completion_tokens"], 4);
+    const auto prompt = tok->encode("<Once upon>", {.add_eos = false});
+    EXPECT_EQ(r["usage"]["prompt_tokens"], int64_t(prompt.size()));
+
+    const std::string metrics = gw.metrics().body;
+    EXPECT_GE(test::metric_value(metrics, "pagoda:engine_step_duration_seconds_count"), 1);  // on_step
+    EXPECT_EQ(test::metric_value(metrics, "pagoda:e2e_request_latency_seconds_count"), 1);   // on_request_finished
+    EXPECT_EQ(test::metric_value(metrics, "pagoda:model_ready"), 1);
+}
