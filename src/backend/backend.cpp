@@ -15,6 +15,7 @@ const char* fused_op_name(FusedOp op) {
         case FusedOp::add_rms_norm: return "add_rms_norm";
         case FusedOp::qkv_rope_kv_write: return "qkv_rope_kv_write";
         case FusedOp::matmul_silu_mul: return "matmul_silu_mul";
+        case FusedOp::norm_quantize: return "norm_quantize";
     }
     return "?";
 }
@@ -23,11 +24,14 @@ const char* fused_op_name(FusedOp op) {
 void Backend::add_rms_norm(const Tensor&, const Tensor&, const Vector&, float, const Tensor&) {
     fail("backend {} has no fused add_rms_norm", name());
 }
-void Backend::qkv_rope_kv_write(KvCache&, const QkvOp&, const Tensor&, const Tensor&) {
+void Backend::qkv_rope_kv_write(KvCache&, const QkvOp&, const Tensor&, const Tensor&, const Tensor*) {
     fail("backend {} has no fused qkv_rope_kv_write", name());
 }
-void Backend::matmul_silu_mul(const Weight&, const Tensor&, const Tensor&) {
+void Backend::matmul_silu_mul(const Weight&, const Tensor&, const Tensor&, const Tensor*) {
     fail("backend {} has no fused matmul_silu_mul", name());
+}
+void Backend::rms_norm_quantize(const Tensor&, const Tensor*, const Vector&, float, const Tensor&, const Tensor&) {
+    fail("backend {} has no fused rms_norm_quantize", name());
 }
 
 }  // namespace pagoda::backend

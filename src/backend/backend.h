@@ -164,6 +164,8 @@ enum class FusedOp {
     add_rms_norm,       // x += r; out = rms_norm(x)
     qkv_rope_kv_write,  // QkvOp
     matmul_silu_mul,    // out = silu(x Wg^T) * (x Wu^T) for a weight of parts gate, up
+    norm_quantize,      // rms_norm (or add_rms_norm) that also writes its output's quantised form for
+                        // the matmuls that read it (takes_quantized_input), so it is quantised once
 };
 const char* fused_op_name(FusedOp op);
 
@@ -203,8 +205,10 @@ public:
     // out[t] = row tokens[t] of the table, dequantised.            out: T x cols
     virtual void embed(const Weight& table, const Tensor& out) = 0;
     // outs[p][t][r] = sum_c part_p[r][c] * x[t][c]; one output per part. The backend picks its
-    // path (GEMV for few rows, GEMM for many) by x.rows.
-    virtual void matmul(const Weight& w, const Tensor& x, std::span<const Tensor> outs) = 0;
+    // path (GEMV for few rows, GEMM for many) by x.rows. `quantized`, when given, is x's quantised
+    // form from rms_norm_quantize (only for a weight that takes_quantized_input).
+    virtual void matmul(const Weight& w, const Tensor& x, std::span<const Tensor> outs,
+                        const Tensor* quantized = nullptr) = 0;
     // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w; out may be x.
     virtual void rms_norm(const Tensor& x, const Vector& w, float eps, const Tensor& out) = 0;
     virtual void add(const Tensor& y, const Tensor& x) = 0;        // y += x
@@ -235,8 +239,18 @@ public:
     // True when each fused op gives bitwise the results of its unfused sequence on this backend.
     virtual bool fused_bitwise() const { return true; }
     virtual void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out);
-    virtual void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out);
-    virtual void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out);
+    virtual void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out,
+                                   const Tensor* quantized = nullptr);
+    virtual void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out,
+                                 const Tensor* quantized = nullptr);
+    // norm_quantize: out = rms_norm(x) (after x += *r when r is given), and its quantised form into
+    // `quantized`, a tensor of quantized_row_elements(x.cols) columns.
+    virtual void rms_norm_quantize(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
+                                   const Tensor& quantized);
+    // Columns of the quantised form of a cols-wide activation (0: the backend has none).
+    virtual int64_t quantized_row_elements(int64_t /*cols*/) const { return 0; }
+    // Whether matmuls of `w` read the quantised form instead of quantising x themselves.
+    virtual bool takes_quantized_input(const Weight& /*w*/) const { return false; }
 
     // The kernel a matmul of `w` over n_tokens rows runs, for `pagoda graph` (e.g. "q8_0 packed
     // vnni avx512, gemv").

@@ -107,6 +107,13 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
     for (const Node& node : graph_.nodes) {
         auto in = [&](size_t i) { return tensor(node.in[i], n_tokens, n_logits); };
         auto out = [&](size_t i) { return tensor(node.out[i], n_tokens, n_logits); };
+        backend::Tensor quantized;  // a matmul-type op's second input: the first one's quantised form
+        const backend::Tensor* q = nullptr;
+        if (node.in.size() == 2 && (node.kind == OpKind::matmul || node.kind == OpKind::qkv_rope_kv_write ||
+                                    node.kind == OpKind::matmul_silu_mul)) {
+            quantized = in(1);
+            q = &quantized;
+        }
         const bool reads_matmul_input = node.kind == OpKind::matmul || node.kind == OpKind::qkv_rope_kv_write ||
                                         node.kind == OpKind::matmul_silu_mul;
         if (observer && reads_matmul_input) observe(node, in(0), *observer);
@@ -115,7 +122,7 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
             case OpKind::matmul:
                 outs.clear();
                 for (size_t i = 0; i < node.out.size(); ++i) outs.push_back(out(i));
-                b.matmul(*node.weight, in(0), outs);
+                b.matmul(*node.weight, in(0), outs, q);
                 break;
             case OpKind::rms_norm: b.rms_norm(in(0), *node.vector, node.eps, out(0)); break;
             case OpKind::add: b.add(in(0), in(1)); break;
@@ -128,8 +135,16 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
             case OpKind::attention: b.attention(cache, node.layer, in(0), out(0), node.attention); break;
             case OpKind::gather_logit_rows: b.gather_logit_rows(in(0), out(0)); break;
             case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;
-            case OpKind::qkv_rope_kv_write: b.qkv_rope_kv_write(cache, node.qkv, in(0), out(0)); break;
-            case OpKind::matmul_silu_mul: b.matmul_silu_mul(*node.weight, in(0), out(0)); break;
+            case OpKind::qkv_rope_kv_write: b.qkv_rope_kv_write(cache, node.qkv, in(0), out(0), q); break;
+            case OpKind::matmul_silu_mul: b.matmul_silu_mul(*node.weight, in(0), out(0), q); break;
+            case OpKind::rms_norm_quantize:
+                b.rms_norm_quantize(in(0), nullptr, *node.vector, node.eps, out(0), out(1));
+                break;
+            case OpKind::add_rms_norm_quantize: {
+                const backend::Tensor r = in(1);
+                b.rms_norm_quantize(in(0), &r, *node.vector, node.eps, out(1), out(2));
+                break;
+            }
         }
     }
     const backend::Tensor result = tensor(graph_.output, n_tokens, n_logits);

@@ -1,5 +1,6 @@
 #include "model/fusion.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -33,6 +34,7 @@ public:
                 out.nodes.push_back(g_.nodes[i++]);
             }
         }
+        if (b_.supports(backend::FusedOp::norm_quantize)) quantize_in_norms(out);
         return out;
     }
 
@@ -95,6 +97,38 @@ private:
         fused.kind = OpKind::matmul_silu_mul;
         fused.out = {act.out[0]};
         return 2;
+    }
+
+    // A norm whose output only matmuls read, at least one of which takes a quantised input, also
+    // writes that quantised form, and the matmuls read it: the activations are quantised once, in the
+    // norm's pass, instead of once per matmul.
+    void quantize_in_norms(Graph& g) const {
+        static auto reads_as_matmul_input = [](const Node& n, int h) {
+            return (n.kind == OpKind::matmul || n.kind == OpKind::qkv_rope_kv_write || n.kind == OpKind::matmul_silu_mul) &&
+                   n.in.size() == 1 && n.in[0] == h;
+        };
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+            Node& norm = g.nodes[i];
+            if (norm.kind != OpKind::rms_norm && norm.kind != OpKind::add_rms_norm) continue;
+            const int h = norm.out.back();
+            std::vector<size_t> consumers;
+            bool only_matmuls = true, any_takes = false;
+            for (size_t j = i + 1; j < g.nodes.size(); ++j) {
+                const Node& n = g.nodes[j];
+                if (std::find(n.in.begin(), n.in.end(), h) == n.in.end()) continue;
+                only_matmuls = only_matmuls && reads_as_matmul_input(n, h);
+                any_takes = any_takes || (n.weight && b_.takes_quantized_input(*n.weight));
+                consumers.push_back(j);
+            }
+            if (h == g.output) only_matmuls = false;
+            const int64_t cols = b_.quantized_row_elements(g.tensors[size_t(h)].cols);
+            if (!only_matmuls || !any_takes || consumers.empty() || cols <= 0) continue;
+            const TensorSpec spec = g.tensors[size_t(h)];
+            const int q = g.add_tensor(spec.name + ".q8", spec.rows, cols);
+            norm.kind = norm.kind == OpKind::rms_norm ? OpKind::rms_norm_quantize : OpKind::add_rms_norm_quantize;
+            norm.out.push_back(q);
+            for (size_t j : consumers) g.nodes[j].in.push_back(q);
+        }
     }
 
     const Graph& g_;

@@ -4,6 +4,9 @@
 //   matmul(W_qkv, h) -> q, k, v ; [add_bias q, k, v] ; rope q ; rope k ; kv_write(k, v)
 //                                                                  => qkv_rope_kv_write(h) -> q
 //   matmul(W_gate_up, h) -> g, u ; silu_mul(g, u) -> a             => matmul_silu_mul(h) -> a
+//   [add_]rms_norm -> h read only by matmuls taking a quantised input
+//                                        => [add_]rms_norm_quantize -> h, h.q8 ; matmul(h, h.q8) ...
+//      (RMSNorm + activation quantisation + matmul: the input is quantised once, in the norm's pass)
 // A chain is fused only when its intermediates are read nowhere else. The unfused graph stays
 // runnable (--no-fusion, PAGODA_FUSION=0), and tests check that both give the same logits.
 #pragma once

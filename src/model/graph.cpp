@@ -23,6 +23,8 @@ const char* op_name(OpKind kind) {
         case OpKind::add_rms_norm: return "add_rms_norm";
         case OpKind::qkv_rope_kv_write: return "qkv_rope_kv_write";
         case OpKind::matmul_silu_mul: return "matmul_silu_mul";
+        case OpKind::rms_norm_quantize: return "rms_norm_quantize";
+        case OpKind::add_rms_norm_quantize: return "add_rms_norm_quantize";
     }
     return "?";
 }

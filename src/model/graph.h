@@ -5,7 +5,8 @@
 // that wants logits) and a fixed number of columns, so one graph serves every batch.
 //
 // In-place ops (add, add_bias, rope, and add_rms_norm's first output) name the same tensor as input
-// and output. The graph's output tensor is the logits, L x vocab.
+// and output. The graph's output tensor is the logits, L x vocab. A matmul-type op with a second
+// input reads it as its first input's quantised form (from a *_quantize norm).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,6 +21,7 @@ enum class OpKind {
     embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
+    rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
 };
 const char* op_name(OpKind kind);
 

@@ -80,7 +80,9 @@ public:
     void write(const Tensor& t, const float* in) override { ref_->write(t, in); }
     void begin_step(const StepInputs& inputs) override { ref_->begin_step(inputs); }
     void embed(const Weight& table, const Tensor& out) override { ref_->embed(table, out); }
-    void matmul(const Weight& w, const Tensor& x, std::span<const Tensor> outs) override { ref_->matmul(w, x, outs); }
+    void matmul(const Weight& w, const Tensor& x, std::span<const Tensor> outs, const Tensor* = nullptr) override {
+        ref_->matmul(w, x, outs);
+    }
     void rms_norm(const Tensor& x, const Vector& w, float eps, const Tensor& out) override { ref_->rms_norm(x, w, eps, out); }
     void add(const Tensor& y, const Tensor& x) override { ref_->add(y, x); }
     void add_bias(const Tensor& y, const Vector& b) override { ref_->add_bias(y, b); }
@@ -95,17 +97,17 @@ public:
     void gather_logit_rows(const Tensor& x, const Tensor& out) override { ref_->gather_logit_rows(x, out); }
     std::string describe_matmul(const Weight& w, int64_t n_tokens) const override { return ref_->describe_matmul(w, n_tokens); }
 
-    bool supports(FusedOp) const override { return true; }
+    bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize; }  // has no quantised form
     void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out) override {
         add(x, r);
         rms_norm(x, w, eps, out);
     }
-    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out) override {
+    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out, const Tensor* = nullptr) override {
         const Tensor outs[] = {out, scratch(0, out.rows, out.cols)};
         matmul(gate_up, x, outs);
         silu_mul(out, outs[1], out);
     }
-    void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out) override {
+    void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out, const Tensor* = nullptr) override {
         const int64_t width = int64_t(op.n_kv_heads) * op.head_dim;
         const Tensor qkv[] = {q_out, scratch(0, x.rows, width), scratch(x.rows * width, x.rows, width)};
         matmul(*op.qkv, x, qkv);
@@ -493,6 +495,42 @@ TEST_P(Conformance, AttentionIsBatchInvariant) {
 }
 
 // --- fused ops, each against its unfused sequence on the backend under test ---
+
+// rms_norm_quantize (with and without the residual add) then matmuls reading the quantised form
+// equal rms_norm then matmuls from f32, for one-part, stacked and unstacked (mixed-type) weights.
+TEST_P(Conformance, FusedNormQuantize) {
+    if (!test->supports(FusedOp::norm_quantize)) GTEST_SKIP() << GetParam() << " declares no norm_quantize";
+    std::mt19937 rng(17);
+    const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+    for (int trial = 0; trial < 8; ++trial) {
+        const GgmlType type = types[trial % 4];
+        const int64_t n = trial % 3 == 0 ? 1 : uniform(2, 37, rng), cols = 256 * uniform(1, 3, rng);
+        const bool with_add = trial % 2 == 1;
+        const std::vector<float> x = random_values(n * cols, rng), r = random_values(n * cols, rng), w = random_values(cols, rng);
+        const HostMatrix a = random_matrix(type, uniform(1, 40, rng), cols, rng, "a");
+        const HostMatrix b = random_matrix(trial % 4 == 3 ? GgmlType::Q8_0 : type, uniform(1, 40, rng), cols, rng, "b");
+        test.reset();
+        auto norm = test->upload_vector(w);
+        auto weight = test->upload_weight({a.source(), b.source()}, WeightUse::matmul);
+        if (!test->takes_quantized_input(*weight)) continue;
+        const Tensor residual = test.input(n, cols, r);
+        const Tensor x_fused = test.input(n, cols, x), h_fused = test.tensor(n, cols);
+        const Tensor q = test.tensor(n, test->quantized_row_elements(cols));
+        test->rms_norm_quantize(x_fused, with_add ? &residual : nullptr, *norm, 1e-5f, h_fused, q);
+        const Tensor fused[] = {test.tensor(n, a.rows), test.tensor(n, b.rows)};
+        test->matmul(*weight, h_fused, fused, &q);
+
+        const Tensor x_plain = test.input(n, cols, x), h_plain = test.tensor(n, cols);
+        if (with_add) test->add(x_plain, residual);
+        test->rms_norm(x_plain, *norm, 1e-5f, h_plain);
+        const Tensor plain[] = {test.tensor(n, a.rows), test.tensor(n, b.rows)};
+        test->matmul(*weight, h_plain, plain);
+        const std::string label = fmt::format("{}, {} tokens, add {}", type_name(type), n, with_add);
+        EXPECT_TRUE(bitwise(test.read(h_fused), test.read(h_plain))) << "norm, " << label;
+        EXPECT_TRUE(bitwise(test.read(x_fused), test.read(x_plain))) << "residual, " << label;
+        for (size_t p = 0; p < 2; ++p) EXPECT_TRUE(bitwise(test.read(fused[p]), test.read(plain[p]))) << "part " << p << ", " << label;
+    }
+}
 
 TEST_P(Conformance, FusedAddRmsNorm) {
     if (!test->supports(FusedOp::add_rms_norm)) GTEST_SKIP() << GetParam() << " declares no add_rms_norm";

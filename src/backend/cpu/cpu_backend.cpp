@@ -183,7 +183,7 @@ public:
             kernels::dequantize_row(w.view(0), step_.tokens[size_t(t)], f32w(out) + t * out.cols);
     }
 
-    void matmul(const Weight& weight, const Tensor& x, std::span<const Tensor> outs) override {
+    void matmul(const Weight& weight, const Tensor& x, std::span<const Tensor> outs, const Tensor* xq = nullptr) override {
         const CpuWeight& w = cpu(weight);
         check_cols(x, w.cols(), "matmul", "an input");
         if (outs.size() != w.parts().size())
@@ -191,11 +191,11 @@ public:
         for (size_t p = 0; p < outs.size(); ++p) check_cols(outs[p], w.parts()[p].rows, "matmul", "an output");
         const int64_t n = x.rows;
         if (!w.stacked()) {
-            for (size_t p = 0; p < outs.size(); ++p) kernels::matmul(w.packed()[p], f32(x), n, f32w(outs[p]), threads_);
+            for (size_t p = 0; p < outs.size(); ++p) multiply(w.packed()[p], x, xq, f32w(outs[p]));
             return;
         }
         // One pass over the stacked weight; each token's row holds the parts side by side.
-        const float* y = stacked_output(w, x);
+        const float* y = stacked_output(w, x, xq);
         const int64_t width = w.rows();
         per_token(n, [&](int64_t t) {
             int64_t offset = 0;
@@ -277,7 +277,34 @@ public:
     }
 
     bool supports_attention(const AttentionParams& p) const override { return p.sliding_window == 0 && p.softcap == 0; }
-    bool supports(FusedOp) const override { return true; }
+    bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize || quantized_row_elements(64) > 0; }
+
+    int64_t quantized_row_elements(int64_t cols) const override {
+        if (!kernels::packed_int8_path_active()) return 0;
+        // One row's codes, scales and sums, plus room for the 64-byte alignment of the scales.
+        return int64_t((kernels::prequantized_bytes(1, cols) + 3) / 4) + 16;
+    }
+    bool takes_quantized_input(const Weight& weight) const override {
+        const CpuWeight& w = cpu(weight);
+        if (w.packed().empty()) return false;
+        for (const auto& p : w.packed())
+            if (!kernels::takes_prequantized(p)) return false;
+        return true;
+    }
+    void rms_norm_quantize(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
+                           const Tensor& q) override {
+        check_cols(x, w.size(), "rms_norm_quantize", "an input");
+        if (q.cols < quantized_row_elements(x.cols))
+            fail("cpu backend: rms_norm_quantize needs {} columns for the quantised rows, got {}",
+                 quantized_row_elements(x.cols), q.cols);
+        // Each row is quantised in the norm's pass, while it is still in cache.
+        per_token(x.rows, [&](int64_t t) {
+            float* xt = f32w(x) + t * x.cols;
+            if (r) kernels::add_inplace(xt, f32(*r) + t * x.cols, x.cols);
+            kernels::rms_norm(xt, cpu(w), x.cols, eps, f32w(out) + t * x.cols);
+            kernels::prequantize_row(f32w(out) + t * x.cols, t, x.rows, x.cols, q.data);
+        });
+    }
 
     void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out) override {
         check_cols(r, x.cols, "add_rms_norm", "a residual");
@@ -289,7 +316,8 @@ public:
         });
     }
 
-    void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out) override {
+    void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out,
+                           const Tensor* xq = nullptr) override {
         const CpuWeight& w = cpu(*op.qkv);
         if (w.parts().size() != 3) fail("cpu backend: qkv_rope_kv_write needs a weight of parts Q, K, V");
         check_cols(x, w.cols(), "qkv_rope_kv_write", "an input");
@@ -301,11 +329,11 @@ public:
         float* v = k + kv_dim * n;
         const float* stacked = nullptr;
         if (w.stacked()) {
-            stacked = stacked_output(w, x);
+            stacked = stacked_output(w, x, xq);
         } else {
-            kernels::matmul(w.packed()[0], f32(x), n, f32w(q_out), threads_);
-            kernels::matmul(w.packed()[1], f32(x), n, k, threads_);
-            kernels::matmul(w.packed()[2], f32(x), n, v, threads_);
+            multiply(w.packed()[0], x, xq, f32w(q_out));
+            multiply(w.packed()[1], x, xq, k);
+            multiply(w.packed()[2], x, xq, v);
         }
         const CpuRope& tables = rope_tables(*op.rope, n);
         const int64_t half = op.rope->spec().dims / 2, width = q_dim + 2 * kv_dim;
@@ -330,14 +358,14 @@ public:
         cpu(cache).write(op.layer, step_.slots.data(), n, k, v);
     }
 
-    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out) override {
+    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out, const Tensor* xq = nullptr) override {
         const CpuWeight& w = cpu(gate_up);
         if (w.parts().size() != 2) fail("cpu backend: matmul_silu_mul needs a weight of parts gate, up");
         check_cols(x, w.cols(), "matmul_silu_mul", "an input");
         const int64_t n = x.rows, f = w.parts()[0].rows;
         check_cols(out, f, "matmul_silu_mul", "an output");
         if (w.stacked()) {
-            const float* y = stacked_output(w, x);
+            const float* y = stacked_output(w, x, xq);
             // Each token's row holds [gate | up].
             per_token(n, [&](int64_t t) {
                 const float* row = y + t * 2 * f;
@@ -346,8 +374,8 @@ public:
             return;
         }
         float* up = scratch_for(n * f);
-        kernels::matmul(w.packed()[0], f32(x), n, f32w(out), threads_);
-        kernels::matmul(w.packed()[1], f32(x), n, up, threads_);
+        multiply(w.packed()[0], x, xq, f32w(out));
+        multiply(w.packed()[1], x, xq, up);
         per_token(n, [&](int64_t t) { kernels::silu_mul(f32w(out) + t * f, up + t * f, f, f32w(out) + t * f); });
     }
 
@@ -396,10 +424,15 @@ private:
         return scratch_.data();
     }
     // One pass over a stacked weight into the scratch: each token's row holds the parts side by side.
-    const float* stacked_output(const CpuWeight& w, const Tensor& x) {
+    const float* stacked_output(const CpuWeight& w, const Tensor& x, const Tensor* xq) {
         float* y = scratch_for(x.rows * w.rows());
-        kernels::matmul(w.packed()[0], f32(x), x.rows, y, threads_);
+        multiply(w.packed()[0], x, xq, y);
         return y;
+    }
+    // From the quantised form of x when the norm made one and this weight reads it, else from x.
+    void multiply(const kernels::PackedWeight& w, const Tensor& x, const Tensor* xq, float* y) {
+        if (xq && kernels::takes_prequantized(w)) return kernels::matmul_prequantized(w, xq->data, x.rows, y, threads_);
+        kernels::matmul(w, f32(x), x.rows, y, threads_);
     }
 
     const CpuRope& rope_tables(const Rope& r, int64_t n) {

@@ -394,9 +394,11 @@ struct FusedBuffers {
 // quantize_activations: the same f32 max, scale, product and round-to-nearest-even conversion), with
 // the per-block operands of the fused kernels written in the same pass: d, s = d*sum(first half) +
 // d*sum(second half), sh = the two terms apart (when not null), and corr = -offset * sum(q) per block
-// (per half when per_half).
+// (per half when per_half); and, when `sums` is not null, the exact int32 sums of q over each block's
+// two halves (sums[2b], sums[2b+1]: what s, sh and corr are made of, for activations quantised ahead
+// of their matmuls).
 inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int offset, bool per_half, int8_t* q,
-                                 float* d, float* s, float* sh, int32_t* corr) {
+                                 float* d, float* s, float* sh, int32_t* corr, int32_t* sums = nullptr) {
     const __m256 sign = _mm256_set1_ps(-0.f);
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t b = 0; b < nb; ++b) {
@@ -425,6 +427,10 @@ inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int of
             return _mm_cvtsi128_si32(h);
         };
         const int32_t h0 = hsum_i(_mm256_add_epi32(iv[0], iv[1])), h1 = hsum_i(_mm256_add_epi32(iv[2], iv[3]));
+        if (sums) {
+            sums[2 * b] = h0;
+            sums[2 * b + 1] = h1;
+        }
         d[b] = scale;
         s[b] = scale * float(h0) + scale * float(h1);
         if (sh) {
@@ -443,6 +449,7 @@ inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int of
     }
     for (int64_t b = nb; b < nbp; ++b) {
         d[b] = s[b] = 0.f;
+        if (sums) sums[2 * b] = sums[2 * b + 1] = 0;
         if (sh) sh[b / 8 * 16 + b % 8] = sh[b / 8 * 16 + 8 + b % 8] = 0.f;
         if (offset) corr[b / 8 * 16 + b % 8] = corr[b / 8 * 16 + 8 + b % 8] = 0;
     }

@@ -97,6 +97,30 @@ PackedWeight pack_weight(const WeightView& w);
 PackedWeight pack_weights(std::span<const WeightView> parts);
 void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
+// Activations quantised once for every packed int8 matmul that reads them (the norm + quantise
+// fusion: the norm's pass quantises each row while it is in cache). The storage of n_tokens rows of
+// `cols` values is prequantized_bytes() long: all rows' int8 codes, then their per-32 scales, then the
+// int32 sums of the codes over each 16-value half. Only where takes_prequantized() is true (the packed
+// VNNI path): matmul() from it gives bitwise the results of matmul() from the f32 rows.
+struct PrequantizedLayout {
+    PrequantizedLayout(void* storage, int64_t n_tokens, int64_t cols)
+        : nbp((cols / 32 + 7) / 8 * 8),
+          q(static_cast<int8_t*>(storage)),
+          d(reinterpret_cast<float*>(static_cast<uint8_t*>(storage) + (n_tokens * cols + 63) / 64 * 64)),
+          sums(reinterpret_cast<int32_t*>(d + n_tokens * nbp)) {}
+    int64_t nbp;   // blocks per row, padded to a multiple of 8
+    int8_t* q;     // [n_tokens][cols]
+    float* d;      // [n_tokens][nbp]
+    int32_t* sums; // [n_tokens][nbp][2]
+};
+size_t prequantized_bytes(int64_t n_tokens, int64_t cols);
+// The packed VNNI path is the active one (avx512 with VNNI, int8_dot method).
+bool packed_int8_path_active();
+bool takes_prequantized(const PackedWeight& w);
+// Quantises row t of n_tokens rows into the storage (rows are independent: any thread, any order).
+void prequantize_row(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage);
+void matmul_prequantized(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y, ThreadPool& pool);
+
 // Plain reference (one row at a time, double accumulation) that every optimised path is tested against.
 void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y);
 

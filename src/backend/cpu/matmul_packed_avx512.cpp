@@ -255,24 +255,76 @@ void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_token
     else packed_rows<F, 2, 8, Zmm>(w, acts, n_tokens, y, pool, mc);
 }
 
+int packed_offset(gguf::GgmlType type) {
+    return type == gguf::GgmlType::Q4_0 ? 8 : type == gguf::GgmlType::Q8_0 ? 128 : type == gguf::GgmlType::Q6_K ? 32 : 0;
+}
+
+void run_packed(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                const GemmTiles& tiles);
+
 }  // namespace
 
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                           const GemmTiles& tiles) {
     const gguf::GgmlType type = w.source().type;
-    const int offset = type == gguf::GgmlType::Q4_0 ? 8 : type == gguf::GgmlType::Q8_0 ? 128
-                       : type == gguf::GgmlType::Q6_K ? 32 : 0;
     thread_local FusedBuffers buf;
-    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, offset, type == gguf::GgmlType::Q6_K, buf, pool);
-    switch (type) {
+    const FusedActs acts =
+        quantize_fused(x, n_tokens, w.source().cols, packed_offset(type), type == gguf::GgmlType::Q6_K, buf, pool);
+    run_packed(w, acts, n_tokens, y, pool, tiles);
+}
+
+void prequantize_token_avx512(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
+    const PrequantizedLayout l(storage, n_tokens, cols);
+    thread_local std::vector<float> s;  // quantize_token_fused's s: rebuilt from the sums per weight
+    s.resize(size_t(l.nbp));
+    quantize_token_fused(x, cols / 32, l.nbp, 0, false, l.q + t * cols, l.d + t * l.nbp, s.data(), nullptr, nullptr,
+                         l.sums + t * 2 * l.nbp);
+}
+
+void matmul_packed_prequantized_avx512(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y,
+                                       ThreadPool& pool, const GemmTiles& tiles) {
+    const gguf::GgmlType type = w.source().type;
+    const int64_t cols = w.source().cols;
+    const PrequantizedLayout l(const_cast<void*>(storage), n_tokens, cols);
+    const int offset = packed_offset(type);
+    const bool per_half = type == gguf::GgmlType::Q6_K;
+    // The weight-dependent operands, from the exact half sums with quantize_token_fused's arithmetic.
+    thread_local FusedBuffers buf;
+    buf.s.resize(size_t(n_tokens * l.nbp));
+    if (offset) buf.corr.assign(size_t(n_tokens * l.nbp * 2), 0);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t b = 0; b < l.nbp; ++b) {
+            const float scale = l.d[t * l.nbp + b];
+            const int32_t h0 = l.sums[(t * l.nbp + b) * 2], h1 = l.sums[(t * l.nbp + b) * 2 + 1];
+            buf.s[size_t(t * l.nbp + b)] = scale * float(h0) + scale * float(h1);
+            if (!offset) continue;
+            int32_t* c = buf.corr.data() + t * l.nbp * 2 + b / 8 * 16 + b % 8;
+            if (per_half) {
+                c[0] = -offset * h0;
+                c[8] = -offset * h1;
+            } else {
+                c[0] = -offset * (h0 + h1);
+            }
+        }
+    }
+    const FusedActs acts{l.q, l.d, buf.s.data(), nullptr, offset ? buf.corr.data() : nullptr, cols, cols / 32, l.nbp};
+    run_packed(w, acts, n_tokens, y, pool, tiles);
+}
+
+namespace {
+
+void run_packed(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                const GemmTiles& tiles) {
+    switch (w.source().type) {
         case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k>(w, acts, n_tokens, y, pool, tiles.mc);
-        default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(type)));
+        default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(w.source().type)));
     }
 }
 
+}  // namespace
 }  // namespace pagoda::kernels::detail

@@ -57,6 +57,13 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                           const GemmTiles& tiles);
 
+// Activations quantised ahead of their packed matmuls (PrequantizedLayout in matmul.h's storage):
+// the same q and d as matmul_packed_avx512 computes, and per block the exact sums of q over each half,
+// from which each weight type's operands are rebuilt with the same arithmetic — bitwise the same results.
+void prequantize_token_avx512(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage);
+void matmul_packed_prequantized_avx512(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y,
+                                       ThreadPool& pool, const GemmTiles& tiles);
+
 // 2 MiB-aligned zeroed memory advised for transparent huge pages (packed weights; see PackedWeight).
 std::shared_ptr<uint8_t> alloc_huge(size_t bytes);
 

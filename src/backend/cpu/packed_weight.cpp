@@ -170,6 +170,29 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
     return p;
 }
 
+size_t prequantized_bytes(int64_t n_tokens, int64_t cols) {
+    const int64_t nbp = (cols / 32 + 7) / 8 * 8;
+    return size_t((n_tokens * cols + 63) / 64 * 64 + n_tokens * nbp * 12);
+}
+
+bool packed_int8_path_active() { return packed_kernel_available() && quant_method() == QuantMethod::int8_dot; }
+
+bool takes_prequantized(const PackedWeight& w) {
+    return w.is_packed() && !is_bf16_packable(w.source().type) && packed_int8_path_active();
+}
+
+void prequantize_row(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
+    if (!packed_kernel_available()) fail("prequantize_row: the packed int8 kernel is not available on this path");
+    detail::prequantize_token_avx512(x, t, n_tokens, cols, storage);
+}
+
+void matmul_prequantized(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y, ThreadPool& pool) {
+    if (!takes_prequantized(w)) fail("matmul: this weight does not take prequantised activations on this path");
+    if (n_tokens < 0) fail("matmul: negative shape");
+    if (n_tokens == 0 || w.source().rows == 0) return;
+    detail::matmul_packed_prequantized_avx512(w, storage, n_tokens, y, pool, gemm_tiles());
+}
+
 void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
     if (w.is_packed() && is_bf16_packable(w.source().type) && bf16_kernel_available()) {
         if (n_tokens < 0) fail("matmul: negative shape");
