@@ -103,7 +103,7 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
                         const ActivationObserver* observer) {
     if (n_tokens > capacity_) reserve(n_tokens);  // between steps, never inside one
     auto& b = backend_;
-    std::vector<backend::Tensor> outs;
+    std::vector<backend::Tensor>& outs = outs_;  // kept across steps: nothing is allocated in a step
     for (const Node& node : graph_.nodes) {
         auto in = [&](size_t i) { return tensor(node.in[i], n_tokens, n_logits); };
         auto out = [&](size_t i) { return tensor(node.out[i], n_tokens, n_logits); };

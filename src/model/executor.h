@@ -35,6 +35,7 @@ private:
     int64_t row_elements_ = 0;
     int64_t capacity_ = 0;  // tokens the arena holds per tensor
     std::vector<float> observed_;
+    std::vector<backend::Tensor> outs_;
 };
 
 }  // namespace pagoda::model

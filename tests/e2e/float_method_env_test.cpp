@@ -9,21 +9,6 @@
 namespace pagoda::test {
 namespace {
 
-// Sets an environment variable for the child processes of one test and restores it after.
-struct EnvGuard {
-    std::string name;
-    std::string old;
-    bool had = false;
-    EnvGuard(const std::string& n, const std::string& value) : name(n) {
-        if (const char* v = std::getenv(n.c_str())) { had = true; old = v; }
-        setenv(n.c_str(), value.c_str(), 1);
-    }
-    ~EnvGuard() {
-        if (had) setenv(name.c_str(), old.c_str(), 1);
-        else unsetenv(name.c_str());
-    }
-};
-
 TEST(FloatMethodEnv, BothMethodsRunAndOtherValuesAreRejected) {
     const std::string path = temp_path("float-method-f16.gguf");
     auto gen = run_pagoda({"gen-model", "--preset", "tiny", "--type", "f16", "-o", path});
