@@ -1,0 +1,52 @@
+// Which tokens a grammar allows next. A mask walks the vocabulary's TokenTrie depth-first, carrying
+// the matcher state one byte further per edge, and skips the whole subtree of a prefix the grammar
+// rejects; a token is allowed when the state after its last byte is alive. The end tokens (end of
+// generation, stop token ids) are allowed exactly when the grammar can end there. Masks are cached
+// by matcher state (a JSON string's body, say, is the same state token after token), so repeated
+// states cost a lookup. One TokenMasker serves one request's choices on one thread.
+#pragma once
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/matcher.h"
+#include "grammar/token_trie.h"
+
+namespace pagoda::grammar {
+
+class TokenMasker {
+public:
+    TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
+                std::vector<int32_t> end_tokens, size_t cache_entries = 256);
+
+    // Bit i set: token i may come next (bits for ids beyond the trie's vocabulary are clear).
+    const std::vector<uint64_t>& allowed(const MatchState& state);
+    // Sets the logits of tokens not allowed to -infinity; returns how many remain.
+    int64_t apply(const MatchState& state, float* logits, int64_t vocab_size);
+    bool is_end_token(int32_t id) const;
+
+    const TokenTrie& trie() const { return *trie_; }
+    const Grammar& grammar() const { return *grammar_; }
+    uint64_t cache_hits() const { return hits_; }
+    uint64_t cache_misses() const { return misses_; }
+
+private:
+    void compute(const MatchState& state, std::vector<uint64_t>& bits);
+
+    struct Entry {
+        MatchState state;
+        std::vector<uint64_t> bits;
+    };
+    std::shared_ptr<const Grammar> grammar_;
+    std::shared_ptr<const TokenTrie> trie_;
+    std::vector<int32_t> end_tokens_;
+    size_t capacity_;
+    std::list<Entry> lru_;  // most recent first
+    std::unordered_map<size_t, std::vector<std::list<Entry>::iterator>> index_;
+    std::vector<MatchState> walk_;  // one state per trie depth
+    uint64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace pagoda::grammar
