@@ -15,6 +15,7 @@
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/step_model.h"
+#include "grammar/token_mask.h"
 #include "kv/block_manager.h"
 
 namespace pagoda::tokenizer {
@@ -54,6 +55,7 @@ struct RequestState {
     bool scheduled = false, any_token = false;
     Usage usage;
     RequestTimings timings;
+    std::shared_ptr<grammar::TokenMasker> masker;  // with a grammar: shared by the choices
 };
 
 class EngineCore {
@@ -95,6 +97,8 @@ private:
     void emit(RequestState& r, Delta delta);
     void retire(RequestState& r);
     void record_timings_done(RequestState& r);
+    // The vocabulary's token trie, built on the first request with a grammar.
+    const std::shared_ptr<const grammar::TokenTrie>& token_trie();
 
     StepModel& model_;
     StepModelInfo info_;
@@ -106,6 +110,7 @@ private:
     std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
     kv::SeqId next_seq_id_ = 1;
     uint64_t next_arrival_ = 1;
+    std::shared_ptr<const grammar::TokenTrie> trie_;
     model::Batch batch_;
     EngineStats counters_;
 };
