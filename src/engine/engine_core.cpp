@@ -206,7 +206,9 @@ void EngineCore::sample(Sequence& seq, float* row) {
         int64_t allowed = 1;
         if (seq.matcher) {
             const auto mask_start = Clock::now();
-            allowed = r.masker->apply(seq.matcher->state(), row, vocab);
+            // Tokens this choice may still produce: the grammar keeps its output completable in them.
+            const int64_t budget = std::min(req.stop.max_tokens - seq.n_generated, context_limit_ - int64_t(seq.tokens.size()));
+            allowed = r.masker->apply(seq.matcher->state(), row, vocab, budget);
             ++counters_.grammar_masks;
             counters_.grammar_mask_seconds += seconds_between(mask_start, Clock::now());
         }

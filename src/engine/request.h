@@ -37,6 +37,8 @@ struct Request {
     // Constrains every choice's output to the grammar's language (needs a tokenizer): tokens that
     // cannot continue it are masked before sampling, end-of-generation and stop_token_ids are allowed
     // only where the grammar may end, and a choice whose grammar admits nothing more finishes (stop).
+    // Tokens are also held to what max_tokens and the context leave: an output that can be completed
+    // in them always is (it may then end on max_tokens, but as a whole sentence).
     std::shared_ptr<const grammar::Grammar> grammar;
 };
 

@@ -200,6 +200,7 @@ private:
                 g->elements_.push_back({Element::Kind::end, 0});
             }
         }
+        g->compute_completion();
         return g;
     }
 
@@ -220,6 +221,49 @@ void append_class_char(std::string& out, uint32_t c) {
     else out += fmt::format("\\U{:08X}", c);
 }
 }  // namespace
+
+namespace {
+uint32_t utf8_bytes(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+
+// UTF-8 length of the smallest code point in the class (kNever when it is empty).
+uint32_t min_bytes(const CharClass& c) {
+    if (!c.negated) {
+        uint32_t best = Grammar::kNever;
+        for (const CharRange& r : c.ranges) best = std::min(best, utf8_bytes(r.lo));
+        return best;
+    }
+    for (uint32_t lo : {0u, 0x80u, 0x800u, 0x10000u})
+        if (c.intersects(lo, lo == 0 ? 0x7F : lo == 0x80 ? 0x7FF : lo == 0x800 ? 0xFFFF : 0x10FFFF)) return utf8_bytes(lo);
+    return Grammar::kNever;
+}
+}  // namespace
+
+// Shortest completions by fixpoint: a rule's is its cheapest alternative's, an alternative's the sum
+// of its elements' (saturating at kNever, the mark of a rule that never finishes).
+void Grammar::compute_completion() {
+    class_min_.resize(classes_.size());
+    for (size_t i = 0; i < classes_.size(); ++i) class_min_[i] = min_bytes(classes_[i]);
+    std::vector<uint32_t> rule_min(rules_.size(), kNever);
+    auto alt_cost = [&](uint32_t pos) {
+        uint64_t sum = 0;
+        for (; elements_[pos].kind != Element::Kind::end && sum < kNever; ++pos)
+            sum += elements_[pos].kind == Element::Kind::chars ? class_min_[elements_[pos].value] : rule_min[elements_[pos].value];
+        return uint32_t(std::min<uint64_t>(sum, kNever));
+    };
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t r = 0; r < rules_.size(); ++r)
+            for (uint32_t alt : rules_[r])
+                if (uint32_t c = alt_cost(alt); c < rule_min[r]) rule_min[r] = c, changed = true;
+    }
+    completion_.assign(elements_.size(), 0);
+    for (size_t p = elements_.size(); p-- > 0;) {
+        const Element& e = elements_[p];
+        if (e.kind == Element::Kind::end) continue;
+        const uint64_t own = e.kind == Element::Kind::chars ? class_min_[e.value] : rule_min[e.value];
+        completion_[p] = uint32_t(std::min<uint64_t>(own + completion_[p + 1], kNever));
+    }
+}
 
 std::string Grammar::to_gbnf() const {
     std::string out;

@@ -78,6 +78,10 @@ public:
     const std::string& rule_name(uint32_t rule) const { return names_[rule]; }
     uint32_t n_rules() const { return uint32_t(rules_.size()); }
     uint32_t root() const { return root_; }
+    // The fewest bytes that complete the alternative from `pos` on (kNever: no finite completion).
+    uint32_t completion_bytes(uint32_t pos) const { return completion_[pos]; }
+    uint32_t class_min_bytes(uint32_t class_id) const { return class_min_[class_id]; }
+    static constexpr uint32_t kNever = 1u << 30;
     // Every rule in GBNF, one a line, each element a class `[...]` or a rule name (for tests and
     // debugging: parsing the text again gives the same language).
     std::string to_gbnf() const;
@@ -88,7 +92,10 @@ private:
     std::vector<CharClass> classes_;
     std::vector<std::vector<uint32_t>> rules_;
     std::vector<std::string> names_;
+    std::vector<uint32_t> completion_, class_min_;
     uint32_t root_ = 0;
+
+    void compute_completion();
 };
 
 }  // namespace pagoda::grammar

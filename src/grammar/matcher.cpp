@@ -80,10 +80,32 @@ void advance_codepoint(const Grammar& g, const MatchState& in, uint32_t cp, Matc
     }
 }
 
-bool some_top_intersects(const Grammar& g, const MatchState& s, uint32_t lo, uint32_t hi) {
-    for (uint32_t end : s.ends)
-        if (g.char_class(g.element(s.cells[end - 1]).value).intersects(lo, hi)) return true;
-    return false;
+// The stacks of `in` that can take a character begun with `bits`, `need` continuation bytes still to
+// come (of `length` bytes in all), copied into `out`; false when there are none. The code points it
+// can become are an interval, clipped to what that length may encode (no overlong forms, nothing
+// past U+10FFFF); one made only of surrogates can become none.
+bool keep_stacks_for_partial(const Grammar& g, const MatchState& in, uint32_t bits, uint8_t need, uint8_t length,
+                             MatchState& out) {
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    uint32_t lo = bits << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
+    lo = std::max(lo, kMin[length]);
+    hi = std::min<uint32_t>(hi, 0x10FFFF);
+    if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return false;
+    out.cells.clear();
+    out.ends.clear();
+    uint32_t begin = 0;
+    for (uint32_t end : in.ends) {
+        if (g.char_class(g.element(in.cells[end - 1]).value).intersects(lo, hi)) {
+            out.cells.insert(out.cells.end(), in.cells.begin() + begin, in.cells.begin() + end);
+            out.ends.push_back(uint32_t(out.cells.size()));
+        }
+        begin = end;
+    }
+    out.complete = false;
+    out.partial = bits;
+    out.need = need;
+    out.length = length;
+    return !out.ends.empty();
 }
 
 }  // namespace
@@ -119,29 +141,13 @@ bool advance_byte(const Grammar& g, const MatchState& in, uint8_t b, MatchState&
         else if (b >= 0xE0 && b <= 0xEF) need = 2, bits = b & 0x0Fu;
         else if (b >= 0xF0 && b <= 0xF4) need = 3, bits = b & 0x07u;
         else return false;
-        const uint32_t lo = bits << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
-        if (!some_top_intersects(g, in, lo, hi)) return false;
-        out.cells = in.cells;
-        out.ends = in.ends;
-        out.complete = false;
-        out.partial = bits;
-        out.need = need;
-        out.length = uint8_t(need + 1);
-        return true;
+        return keep_stacks_for_partial(g, in, bits, need, uint8_t(need + 1), out);
     }
     if ((b & 0xC0) != 0x80) return false;
     const uint32_t bits = (in.partial << 6) | (b & 0x3Fu);
     const uint8_t need = uint8_t(in.need - 1);
     if (need > 0) {
-        const uint32_t lo = bits << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
-        if (!some_top_intersects(g, in, lo, hi)) return false;
-        out.cells = in.cells;
-        out.ends = in.ends;
-        out.complete = false;
-        out.partial = bits;
-        out.need = need;
-        out.length = in.length;
-        return true;
+        return keep_stacks_for_partial(g, in, bits, need, in.length, out);
     }
     // Overlong forms, surrogates and values beyond U+10FFFF are not characters.
     if ((in.length == 3 && bits < 0x800) || (in.length == 4 && (bits < 0x10000 || bits > 0x10FFFF)) ||
@@ -149,6 +155,24 @@ bool advance_byte(const Grammar& g, const MatchState& in, uint8_t b, MatchState&
         return false;
     advance_codepoint(g, in, bits, out);
     return out.complete || !out.ends.empty();
+}
+
+uint32_t completion_bytes(const Grammar& g, const MatchState& s) {
+    if (s.can_end()) return 0;
+    uint64_t best = Grammar::kNever;
+    uint32_t begin = 0;
+    for (uint32_t end : s.ends) {
+        uint64_t sum = 0;
+        for (uint32_t i = begin; i < end; ++i) sum += g.completion_bytes(s.cells[i]);
+        if (s.need > 0) {
+            // Inside a character: its remaining bytes instead of the class's shortest character.
+            const Element& top = g.element(s.cells[end - 1]);
+            sum = sum - g.class_min_bytes(top.value) + s.need;
+        }
+        best = std::min(best, sum);
+        begin = end;
+    }
+    return uint32_t(std::min<uint64_t>(best, Grammar::kNever));
 }
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {

@@ -3,7 +3,7 @@
 // must match next, the entries below are where to continue when the current rule ends), deduplicated
 // after each step, plus the bits of a UTF-8 character still being read. A byte that no stack can
 // take (or invalid UTF-8) is rejected and leaves the state as it was; a character half read is
-// alive only while some stack's class intersects the code points it can still become.
+// kept with only the stacks whose class intersects the code points it can still become (none: rejected).
 // Bounds: a stack deeper than kMaxStackDepth is dropped (nesting beyond it cannot be produced) and
 // more than kMaxStacks live stacks is a pagoda::Error (a grammar too ambiguous to follow).
 #pragma once
@@ -38,6 +38,10 @@ bool advance_byte(const Grammar& grammar, const MatchState& in, uint8_t byte, Ma
 
 // The state before any input.
 MatchState initial_state(const Grammar& grammar);
+
+// The fewest bytes that complete a sentence from `state` (0 when it can end; Grammar::kNever when
+// no completion exists).
+uint32_t completion_bytes(const Grammar& grammar, const MatchState& state);
 
 class Matcher {
 public:

@@ -21,16 +21,20 @@ bool TokenMasker::is_end_token(int32_t id) const {
     return std::binary_search(end_tokens_.begin(), end_tokens_.end(), id);
 }
 
-void TokenMasker::compute(const MatchState& state, std::vector<uint64_t>& bits) {
+void TokenMasker::compute(Entry& e) {
     const int32_t n = trie_->n_tokens();
-    bits.assign(size_t(n + 63) / 64, 0);
-    auto set = [&](int32_t id) { bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63); };
-    if (state.can_end())
+    const size_t words = size_t(n + 63) / 64;
+    e.bits.assign(words, 0);
+    e.level.assign(words, 0);
+    e.rising.clear();
+    e.base = completion_bytes(*grammar_, e.state);
+    auto set = [&](std::vector<uint64_t>& bits, int32_t id) { bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63); };
+    if (e.state.can_end())
         for (int32_t id : end_tokens_)
-            if (id >= 0 && id < n) set(id);
+            if (id >= 0 && id < n) set(e.bits, id);
     const auto& nodes = trie_->nodes();
     if (walk_.empty()) walk_.resize(1);
-    walk_[0] = state;
+    walk_[0] = e.state;
     for (uint32_t i = 1; i < nodes.size();) {
         const TokenTrie::Node& node = nodes[i];
         if (walk_.size() <= node.depth) walk_.resize(size_t(node.depth) + 1);
@@ -38,36 +42,61 @@ void TokenMasker::compute(const MatchState& state, std::vector<uint64_t>& bits) 
             i = node.skip;
             continue;
         }
-        for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set(trie_->token(t));
+        if (node.tokens_begin != node.tokens_end) {
+            const uint32_t after = completion_bytes(*grammar_, walk_[node.depth]);
+            for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) {
+                const int32_t id = trie_->token(t);
+                set(e.bits, id);
+                if (after == e.base) set(e.level, id);
+                else if (after > e.base) e.rising.push_back({after, id});
+            }
+        }
         ++i;
     }
+    std::sort(e.rising.begin(), e.rising.end(), std::greater<>());
 }
 
-const std::vector<uint64_t>& TokenMasker::allowed(const MatchState& state) {
+const TokenMasker::Entry& TokenMasker::entry(const MatchState& state) {
     const size_t h = state.hash();
-    auto& bucket = index_[h];
-    for (auto it : bucket)
+    for (auto it : index_[h])
         if (it->state == state) {
             lru_.splice(lru_.begin(), lru_, it);
             ++hits_;
-            return it->bits;
+            return *it;
         }
     ++misses_;
     if (lru_.size() >= capacity_) {
         auto last = std::prev(lru_.end());
-        auto& old = index_[last->state.hash()];
+        const size_t old_hash = last->state.hash();
+        auto& old = index_[old_hash];
         old.erase(std::find(old.begin(), old.end(), last));
-        if (old.empty()) index_.erase(last->state.hash());
+        if (old.empty()) index_.erase(old_hash);
         lru_.pop_back();
     }
-    lru_.push_front({state, {}});
-    compute(state, lru_.front().bits);
+    lru_.push_front({state, {}, 0, {}, {}});
+    compute(lru_.front());
     index_[h].push_back(lru_.begin());
-    return lru_.front().bits;
+    return lru_.front();
 }
 
-int64_t TokenMasker::apply(const MatchState& state, float* logits, int64_t vocab) {
-    const std::vector<uint64_t>& bits = allowed(state);
+const std::vector<uint64_t>& TokenMasker::allowed(const MatchState& state, int64_t budget) {
+    const Entry& e = entry(state);
+    const int64_t left = budget - 1;  // tokens after this one
+    const bool fits_all = e.rising.empty() ? left >= int64_t(e.base) : left >= int64_t(e.rising.front().first);
+    // Out of budget already (the output started with too little): nothing can save it, no limit.
+    if (fits_all || left + 1 < int64_t(e.base)) return e.bits;
+    tight_ = e.bits;
+    if (left < int64_t(e.base))
+        for (size_t w = 0; w < tight_.size(); ++w) tight_[w] &= ~e.level[w];
+    for (const auto& [after, id] : e.rising) {
+        if (int64_t(after) <= left) break;
+        tight_[size_t(id) >> 6] &= ~(uint64_t(1) << (id & 63));
+    }
+    return tight_;
+}
+
+int64_t TokenMasker::apply(const MatchState& state, float* logits, int64_t vocab, int64_t budget) {
+    const std::vector<uint64_t>& bits = allowed(state, budget);
     int64_t kept = 0;
     const int64_t n = std::min<int64_t>(vocab, trie_->n_tokens());
     for (int64_t i = 0; i < n; ++i) {

@@ -154,6 +154,32 @@ TEST(GrammarEngine, PreemptedSequencesKeepTheirGrammarState) {
     EXPECT_EQ(tight, alone);
 }
 
+// JSON mode with small max_tokens: the budget-aware mask closes every object in time, so each
+// output parses even when it ends on max_tokens.
+TEST(GrammarEngine, JsonModeAlwaysParsesWithinMaxTokens) {
+    auto tok = json_tokenizer();
+    FakeStepModel model(tok->n_vocab(), 512, 16);
+    EngineCore core(model, tok, {});
+    Driver driver(core);
+    for (uint32_t i = 0; i < 40; ++i) {
+        Request r;
+        r.prompt = test::make_prompt(4, i, 60);
+        r.sampling.temperature = 1.0f;
+        r.sampling.seed = i;
+        r.stop.max_tokens = 2 + i;
+        r.grammar = grammar::json_object_grammar();
+        driver.add(r);
+    }
+    driver.run();
+    for (const auto& [id, r] : driver.results) {
+        const auto& c = r.choices.at(0);
+        EXPECT_LE(int64_t(c.tokens.size()), int64_t(id) + 1);
+        json v;
+        EXPECT_NO_THROW(v = json::parse(c.text)) << c.text;
+        EXPECT_TRUE(v.is_object()) << c.text;
+    }
+}
+
 TEST(GrammarEngine, EndTokensOnlyWhereTheGrammarMayEndAndLogprobsAreMasked) {
     auto tok = json_tokenizer();
     FakeStepModel model(tok->n_vocab(), 64, 16);

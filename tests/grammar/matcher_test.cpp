@@ -72,6 +72,11 @@ TEST(Matcher, Utf8ByteByByte) {
     // A lead byte is refused at once when no character it could start is allowed.
     Matcher ascii(parse_gbnf("root ::= [a-z]"));
     EXPECT_FALSE(ascii.accept("\xC3"));
+    EXPECT_FALSE(ascii.accept("\xE0"));  // could only start overlong forms of what the class holds
+    EXPECT_FALSE(ascii.accept("\xF0"));
+    Matcher any(parse_gbnf("root ::= [^a]"));
+    EXPECT_FALSE(any.accept("\xED\xA0"));  // only surrogates can follow
+    EXPECT_TRUE(any.accept("\xED\x9F"));
 }
 
 TEST(Matcher, AmbiguityIsBoundedAndDeduplicated) {
@@ -121,7 +126,7 @@ std::set<std::string> language(const Grammar& g, uint32_t rule, int depth = 0) {
 
 std::vector<std::string> synthetic_pieces() {
     return {"", "a", "b", "ab", "ba", "abc", "c", "0", "1", "2", "a0", "0a", "x", "xa", "ax", "\xC3", "\xA9", "\xC3\xA9",
-            "a\xC3", "\xA9x", "aaaa", "b1x", "bb", "1b", "12", "", "cab", "é0", " ", "a b"};
+            "a\xC3", "\xA9x", "\xE0", "\xF0", "\xE0\xA0", "aaaa", "b1x", "bb", "1b", "12", "", "cab", "é0", " ", "a b"};
 }
 
 TEST(TokenMask, MatchesBruteForceOverEveryTokenOfAFiniteGrammar) {
@@ -200,6 +205,52 @@ TEST(TokenMask, ApplySetsMinusInfinityAndCountsWhatRemains) {
     std::vector<float> end(5, 0.0f);
     EXPECT_EQ(masker.apply(m.state(), end.data(), 5), 1);  // only the end token
     EXPECT_EQ(end[3], 0.0f);
+}
+
+TEST(Matcher, CompletionBytesIsTheShortestWayToEnd) {
+    auto g = parse_gbnf("root ::= \"{\" item* \"}\" | \"é\" \"xyz\"\nitem ::= [a-z] \",\"");
+    Matcher m(g);
+    EXPECT_EQ(completion_bytes(*g, m.state()), 2u);  // "{}"
+    ASSERT_TRUE(m.accept("{a"));
+    EXPECT_EQ(completion_bytes(*g, m.state()), 2u);  // ",}"
+    Matcher u(g);
+    ASSERT_TRUE(u.accept("\xC3"));
+    EXPECT_EQ(completion_bytes(*g, u.state()), 4u);  // one byte of é, then "xyz"
+    ASSERT_TRUE(u.accept("\xA9xyz"));
+    EXPECT_EQ(completion_bytes(*g, u.state()), 0u);
+    EXPECT_EQ(completion_bytes(*parse_gbnf("root ::= \"a\" root"), Matcher(parse_gbnf("root ::= \"a\" root")).state()),
+              Grammar::kNever);
+}
+
+// With a budget, every allowed token leaves a completion that fits: walking with the tightest
+// budget that still fits always ends in a sentence, exactly at the budget.
+TEST(TokenMask, ABudgetKeepsTheOutputCompletable) {
+    auto g = parse_gbnf(R"(root ::= "[" (v ("," v)*)? "]"
+        v ::= root | [0-9]+ | "a" [b-c]* "x")");
+    auto pieces = synthetic_pieces();
+    const int32_t eos = int32_t(pieces.size());
+    pieces.push_back("");
+    for (const char* p : {"[", "]", ",", "[[", "[1", "],[", "[[[[", "x]", ",a", "bx"}) pieces.push_back(p);
+    auto trie = std::make_shared<TokenTrie>(pieces);
+    TokenMasker masker(g, trie, {eos});
+    std::mt19937 rng(11);
+    for (int walk = 0; walk < 200; ++walk) {
+        const int64_t budget = 2 + int64_t(rng() % 12);
+        Matcher m(g);
+        bool ended = false;
+        for (int64_t used = 0; used < budget && !ended; ++used) {
+            const auto& bits = masker.allowed(m.state(), budget - used);
+            std::vector<int32_t> allowed;
+            for (int32_t id = 0; id < int32_t(pieces.size()); ++id)
+                if (bits[size_t(id) >> 6] >> (id & 63) & 1) allowed.push_back(id);
+            ASSERT_FALSE(allowed.empty());
+            const int32_t pick = allowed[rng() % allowed.size()];
+            if (pick == eos) ended = true;
+            else ASSERT_TRUE(m.accept(pieces[size_t(pick)]));
+            EXPECT_LE(completion_bytes(*g, m.state()), uint32_t(budget - used - 1));
+        }
+        EXPECT_TRUE(m.can_end()) << "budget " << budget;
+    }
 }
 
 }  // namespace
