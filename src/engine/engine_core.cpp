@@ -95,12 +95,7 @@ void EngineCore::add(RequestId id, Request request, std::shared_ptr<DeltaQueue> 
     r->choice_done.assign(size_t(r->request.n), 0);
     r->arrival = arrival;
     r->usage.prompt_tokens = int64_t(r->request.prompt.size());
-    if (r->request.grammar) {
-        // Tokens that end the output are allowed only where the grammar may end.
-        std::vector<int32_t> ends = r->request.stop.stop_token_ids;
-        if (!r->request.stop.ignore_eos) ends.insert(ends.end(), tokenizer_->vocab().eog_ids().begin(), tokenizer_->vocab().eog_ids().end());
-        r->masker = std::make_shared<grammar::TokenMasker>(r->request.grammar, token_trie(), std::move(ends));
-    }
+    if (r->request.grammar) r->masker = masker_for(r->request);
     Sequence& first = new_sequence(*r, 0, r->request.prompt);
     first.seats = r->request.n;
     counters_.prompt_tokens += r->usage.prompt_tokens;
@@ -195,6 +190,23 @@ void EngineCore::abort_all(const std::string& message) {
 const std::shared_ptr<const grammar::TokenTrie>& EngineCore::token_trie() {
     if (!trie_) trie_ = std::make_shared<const grammar::TokenTrie>(*tokenizer_);
     return trie_;
+}
+
+std::shared_ptr<grammar::TokenMasker> EngineCore::masker_for(const Request& req) {
+    // Tokens that end the output are allowed only where the grammar may end.
+    std::vector<int32_t> ends = req.stop.stop_token_ids;
+    if (!req.stop.ignore_eos) ends.insert(ends.end(), tokenizer_->vocab().eog_ids().begin(), tokenizer_->vocab().eog_ids().end());
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    for (auto it = maskers_.begin(); it != maskers_.end(); ++it)
+        if (&(*it)->grammar() == req.grammar.get() && (*it)->end_tokens() == ends) {
+            maskers_.splice(maskers_.begin(), maskers_, it);
+            return maskers_.front();
+        }
+    constexpr size_t kKeep = 8;
+    if (maskers_.size() >= kKeep) maskers_.pop_back();
+    maskers_.push_front(std::make_shared<grammar::TokenMasker>(req.grammar, token_trie(), std::move(ends)));
+    return maskers_.front();
 }
 
 void EngineCore::sample(Sequence& seq, float* row) {

@@ -6,6 +6,7 @@
 // batch (their blocks freed) and the next step goes on with the rest.
 #pragma once
 #include <functional>
+#include <list>
 #include <memory>
 #include <unordered_map>
 
@@ -99,6 +100,10 @@ private:
     void record_timings_done(RequestState& r);
     // The vocabulary's token trie, built on the first request with a grammar.
     const std::shared_ptr<const grammar::TokenTrie>& token_trie();
+    // The masker for a request's grammar and end tokens: shared with earlier requests that had the
+    // same (the server hands out one compiled grammar per distinct schema), so its mask cache and
+    // state table stay warm across requests.
+    std::shared_ptr<grammar::TokenMasker> masker_for(const Request& request);
 
     StepModel& model_;
     StepModelInfo info_;
@@ -111,6 +116,7 @@ private:
     kv::SeqId next_seq_id_ = 1;
     uint64_t next_arrival_ = 1;
     std::shared_ptr<const grammar::TokenTrie> trie_;
+    std::list<std::shared_ptr<grammar::TokenMasker>> maskers_;  // most recently used first
     model::Batch batch_;
     EngineStats counters_;
 };

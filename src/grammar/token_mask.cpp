@@ -9,9 +9,9 @@
 namespace pagoda::grammar {
 
 TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
-                         std::vector<int32_t> end_tokens, size_t cache_entries)
+                         std::vector<int32_t> end_tokens, size_t cache_entries, size_t table_states)
     : grammar_(std::move(grammar)), trie_(std::move(trie)), end_tokens_(std::move(end_tokens)),
-      capacity_(std::max<size_t>(1, cache_entries)) {
+      capacity_(std::max<size_t>(1, cache_entries)), table_(grammar_, table_states) {
     if (!grammar_ || !trie_) fail("token masker: needs a grammar and a token trie");
     std::sort(end_tokens_.begin(), end_tokens_.end());
     end_tokens_.erase(std::unique(end_tokens_.begin(), end_tokens_.end()), end_tokens_.end());
@@ -21,19 +21,37 @@ bool TokenMasker::is_end_token(int32_t id) const {
     return std::binary_search(end_tokens_.begin(), end_tokens_.end(), id);
 }
 
-void TokenMasker::compute(Entry& e) {
-    const int32_t n = trie_->n_tokens();
-    const size_t words = size_t(n + 63) / 64;
-    e.bits.assign(words, 0);
-    e.level.assign(words, 0);
-    e.rising.clear();
-    e.base = completion_bytes(*grammar_, e.state);
-    auto set = [&](std::vector<uint64_t>& bits, int32_t id) { bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63); };
-    if (e.state.can_end())
-        for (int32_t id : end_tokens_)
-            if (id >= 0 && id < n) set(e.bits, id);
+void TokenMasker::add_token(Entry& e, int32_t id, uint32_t after) {
+    const uint64_t bit = uint64_t(1) << (id & 63);
+    e.bits[size_t(id) >> 6] |= bit;
+    if (after == e.base) e.level[size_t(id) >> 6] |= bit;
+    else if (after > e.base) e.rising.push_back({after, id});
+}
+
+bool TokenMasker::walk_table(Entry& e) {
     const auto& nodes = trie_->nodes();
-    if (walk_.empty()) walk_.resize(1);
+    const uint32_t root = table_.intern(e.state);
+    if (root == StateTable::kFull) return false;
+    walk_ids_.assign(1, root);
+    for (uint32_t i = 1; i < nodes.size();) {
+        const TokenTrie::Node& node = nodes[i];
+        if (walk_ids_.size() <= node.depth) walk_ids_.resize(size_t(node.depth) + 1);
+        const uint32_t id = table_.next(walk_ids_[node.depth - 1], node.byte);
+        if (id == StateTable::kFull) return false;
+        if (id == StateTable::kDead) {
+            i = node.skip;
+            continue;
+        }
+        walk_ids_[node.depth] = id;
+        for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) add_token(e, trie_->token(t), table_.completion(id));
+        ++i;
+    }
+    return true;
+}
+
+void TokenMasker::walk_direct(Entry& e) {
+    const auto& nodes = trie_->nodes();
+    walk_.resize(1);
     walk_[0] = e.state;
     for (uint32_t i = 1; i < nodes.size();) {
         const TokenTrie::Node& node = nodes[i];
@@ -44,15 +62,35 @@ void TokenMasker::compute(Entry& e) {
         }
         if (node.tokens_begin != node.tokens_end) {
             const uint32_t after = completion_bytes(*grammar_, walk_[node.depth]);
-            for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) {
-                const int32_t id = trie_->token(t);
-                set(e.bits, id);
-                if (after == e.base) set(e.level, id);
-                else if (after > e.base) e.rising.push_back({after, id});
-            }
+            for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) add_token(e, trie_->token(t), after);
         }
         ++i;
     }
+}
+
+void TokenMasker::compute(Entry& e) {
+    const int32_t n = trie_->n_tokens();
+    const size_t words = size_t(n + 63) / 64;
+    auto reset = [&] {
+        e.bits.assign(words, 0);
+        e.level.assign(words, 0);
+        e.rising.clear();
+    };
+    reset();
+    e.base = completion_bytes(*grammar_, e.state);
+    if (!walk_table(e)) {
+        // The table filled up: start it afresh; a walk that alone overflows it goes direct.
+        table_.clear();
+        reset();
+        if (!walk_table(e)) {
+            table_.clear();
+            reset();
+            walk_direct(e);
+        }
+    }
+    if (e.state.can_end())
+        for (int32_t id : end_tokens_)
+            if (id >= 0 && id < n) add_token(e, id, 0);
     std::sort(e.rising.begin(), e.rising.end(), std::greater<>());
 }
 

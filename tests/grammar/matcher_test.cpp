@@ -191,6 +191,18 @@ TEST(TokenMask, MatchesPerTokenAcceptOnARecursiveGrammar) {
     EXPECT_GT(masker.cache_hits(), 0u);
 }
 
+// A state table too small for one walk falls back to stepping the matcher directly: same masks.
+TEST(TokenMask, AFullStateTableGivesTheSameMasks) {
+    auto g = parse_gbnf("root ::= [a-c0-2]{0,6} \"x\"");
+    auto trie = std::make_shared<TokenTrie>(synthetic_pieces());
+    TokenMasker roomy(g, trie, {}), tiny(g, trie, {}, 1, 2);
+    Matcher m(g);
+    for (const char* step : {"", "a", "b0", "12", "c"}) {
+        ASSERT_TRUE(m.accept(step));
+        EXPECT_EQ(roomy.allowed(m.state()), tiny.allowed(m.state())) << step;
+    }
+}
+
 TEST(TokenMask, ApplySetsMinusInfinityAndCountsWhatRemains) {
     auto g = parse_gbnf("root ::= \"ab\"");
     auto trie = std::make_shared<TokenTrie>(std::vector<std::string>{"a", "b", "ab", "", "x"});
