@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "grammar/gbnf_parser.h"
+#include "grammar/grammar_cache.h"
 #include "grammar/json_schema.h"
 #include "server/api_error.h"
 
@@ -157,7 +158,9 @@ void parse_structured_output(const json& body, CompletionParams& p) {
             if (schema && !schema->is_object() && !schema->is_boolean()) wrong_type(param, "an object", *schema);
             try {
                 // No schema: any JSON value. strict or not, the schema is always enforced.
-                p.grammar = grammar::compile_json_schema(schema ? *schema : json::object());
+                const json source = schema ? *schema : json::object();
+                p.grammar = grammar::GrammarCache::shared().get("schema:" + source.dump(),
+                                                                [&] { return grammar::compile_json_schema(source); });
             } catch (const grammar::SchemaError& e) {
                 throw ApiError::invalid(fmt::format("'{}' cannot be enforced: {}", param, e.what()), param,
                                         "unsupported_parameter");
@@ -175,7 +178,8 @@ void parse_structured_output(const json& body, CompletionParams& p) {
             throw ApiError::invalid("give either 'grammar' or a JSON 'response_format', not both", "grammar",
                                     "invalid_value");
         try {
-            p.grammar = grammar::parse_gbnf(gbnf->get<std::string>());
+            const std::string text = gbnf->get<std::string>();
+            p.grammar = grammar::GrammarCache::shared().get("gbnf:" + text, [&] { return grammar::parse_gbnf(text); });
         } catch (const Error& e) {
             throw ApiError::invalid(fmt::format("'grammar' is not a usable GBNF grammar: {}", e.what()), "grammar",
                                     "invalid_value");

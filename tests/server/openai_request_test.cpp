@@ -168,6 +168,14 @@ TEST(OpenAiRequest, StructuredOutputBecomesAGrammar) {
               nullptr);
 }
 
+TEST(OpenAiRequest, TheSameSchemaGivesTheSameCompiledGrammar) {
+    const std::string body = R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":
+        {"type":"object","properties":{"q":{"type":"integer"}}}}}})";
+    auto a = parse_completion_request(json::parse(body), Endpoint::completions).grammar;
+    auto b = parse_completion_request(json::parse(body), Endpoint::completions).grammar;
+    EXPECT_EQ(a.get(), b.get());  // so the engine's mask cache for it stays warm
+}
+
 TEST(OpenAiRequest, StructuredOutputErrorsNameTheFieldAndKeyword) {
     const auto chat = Endpoint::chat_completions;
     const std::string msg = R"({"messages":[{"role":"user","content":"x"}],)";
