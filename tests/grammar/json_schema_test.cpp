@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "grammar/matcher.h"
@@ -160,6 +161,44 @@ TEST(JsonSchema, RefusesWhatItCannotEnforceNamingTheKeyword) {
     EXPECT_EQ(refusal(R"(false)"), "false @");
     EXPECT_EQ(refusal(R"({"type":"string","$schema":"https://json-schema.org/draft/2020-12/schema","examples":["x"],
         "default":"y","title":"t"})"), "");
+}
+
+// Random schemas built from every keyword (known, unknown, malformed values) and random patterns:
+// each compiles or is a SchemaError; nothing else escapes and nothing crashes.
+TEST(JsonSchema, FuzzedSchemasCompileOrAreRefused) {
+    std::mt19937 rng(17);
+    const std::vector<std::string> keys = {"type", "properties", "required", "additionalProperties", "items", "minItems",
+                                           "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "pattern",
+                                           "minLength", "maxLength", "$defs", "title", "format", "not", "minimum"};
+    const std::vector<ojson> atoms = {"string", "object", "array", "integer", "number", "null", "boolean", "#/$defs/a",
+                                      "#", 0, 3, -1, 1e9, true, false, nullptr, "^[a-z]+$", "(a|b)*c{2,3}", "[^\\d]\\w+",
+                                      "a(?:b|", ojson::array(), ojson::object()};
+    std::function<ojson(int)> gen = [&](int depth) -> ojson {
+        if (depth > 3 || rng() % 4 == 0) return atoms[rng() % atoms.size()];
+        if (rng() % 5 == 0) {
+            ojson a = ojson::array();
+            for (int i = int(rng() % 3); i >= 0; --i) a.push_back(gen(depth + 1));
+            return a;
+        }
+        ojson o = ojson::object();
+        for (int i = int(rng() % 4); i >= 0; --i) o[keys[rng() % keys.size()]] = gen(depth + 1);
+        if (rng() % 3 == 0) o["$defs"] = {{"a", gen(depth + 1)}};
+        return o;
+    };
+    int compiled = 0;
+    for (int i = 0; i < 3000; ++i) {
+        const ojson schema = gen(0);
+        try {
+            auto g = compile_json_schema(schema);
+            Matcher m(g);
+            m.accept("{\"a\": [1, \"x\"]}");
+            ++compiled;
+        } catch (const SchemaError&) {
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "not a SchemaError: " << e.what() << " for " << schema.dump();
+        }
+    }
+    EXPECT_GT(compiled, 100);
 }
 
 }  // namespace
