@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tokenizer/utf8.h"
+#include "grammar/text_cursor.h"
 
 namespace pagoda::grammar {
 namespace {
@@ -14,19 +14,9 @@ bool is_name_char(uint32_t c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
-class Parser {
+class Parser : TextCursor {
 public:
-    explicit Parser(std::string_view text) {
-        for (size_t i = 0; i < text.size();) {
-            auto d = tokenizer::utf8_decode(text, i);
-            if (d.codepoint == tokenizer::kInvalidCodepoint) {
-                cps_.push_back(0);
-                error_at(cps_.size() - 1, "invalid UTF-8");
-            }
-            cps_.push_back(uint32_t(d.codepoint));
-            i += d.length;
-        }
-    }
+    explicit Parser(std::string_view text) { load(text); }
 
     GrammarSpec run() {
         GrammarSpec spec;
@@ -48,7 +38,7 @@ public:
     }
 
 private:
-    [[noreturn]] void error_at(size_t at, const std::string& what) const {
+    [[noreturn]] void error_at(size_t at, const std::string& what) const override {
         size_t line = 1, col = 1;
         for (size_t i = 0; i < at && i < cps_.size(); ++i) {
             if (cps_[i] == '\n') ++line, col = 1;
@@ -56,14 +46,7 @@ private:
         }
         fail("grammar: line {}, column {}: {}", line, col, what);
     }
-    [[noreturn]] void error(const std::string& what) const { error_at(pos_, what); }
 
-    bool at_end() const { return pos_ >= cps_.size(); }
-    uint32_t peek(size_t ahead = 0) const { return pos_ + ahead < cps_.size() ? cps_[pos_ + ahead] : 0; }
-    uint32_t next() {
-        if (at_end()) error("unexpected end of the grammar");
-        return cps_[pos_++];
-    }
     bool consume(std::string_view s) {
         for (size_t i = 0; i < s.size(); ++i)
             if (peek(i) != uint32_t(s[i])) return false;
@@ -193,21 +176,6 @@ private:
         return cls;
     }
 
-    uint32_t hex(int digits) {
-        uint32_t v = 0;
-        for (int i = 0; i < digits; ++i) {
-            const uint32_t c = next();
-            uint32_t d;
-            if (c >= '0' && c <= '9') d = c - '0';
-            else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-            else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-            else error_at(pos_ - 1, "expected a hexadecimal digit");
-            v = v * 16 + d;
-        }
-        if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) error_at(pos_ - 1, "escape is not a Unicode scalar value");
-        return v;
-    }
-
     uint32_t literal_char() {
         const uint32_t c = next();
         if (c != '\\') return c;
@@ -224,16 +192,6 @@ private:
         }
     }
 
-    uint32_t number() {
-        if (!(peek() >= '0' && peek() <= '9')) error("expected a number");
-        uint64_t v = 0;
-        while (peek() >= '0' && peek() <= '9') {
-            v = v * 10 + (next() - '0');
-            if (v > kMaxRepetition) error(fmt::format("repetition count is above the limit of {}", kMaxRepetition));
-        }
-        return uint32_t(v);
-    }
-
     void repetition(SpecItem& item) {
         const uint32_t c = peek();
         if (c != '*' && c != '+' && c != '?' && c != '{') return;
@@ -243,12 +201,12 @@ private:
         else if (c == '?') max = 1;
         else if (c == '{') {
             skip_space();
-            min = max = number();
+            min = max = decimal(kMaxRepetition);
             skip_space();
             if (peek() == ',') {
                 ++pos_;
                 skip_space();
-                max = peek() == '}' ? kUnbounded : number();
+                max = peek() == '}' ? kUnbounded : decimal(kMaxRepetition);
                 skip_space();
             }
             if (peek() != '}') error("expected '}' to close the repetition");
@@ -263,8 +221,6 @@ private:
         item.max = max;
     }
 
-    std::vector<uint32_t> cps_;
-    size_t pos_ = 0;
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "grammar/grammar.h"
-#include "tokenizer/utf8.h"
+#include "grammar/text_cursor.h"
 
 namespace pagoda::grammar {
 namespace {
@@ -66,16 +66,9 @@ std::string json_chars(const Set& s) {
     return out + ")";
 }
 
-class RegexTranslator {
+class RegexTranslator : TextCursor {
 public:
-    RegexTranslator(std::string_view pattern, const std::string& any_char) : any_(any_char) {
-        for (size_t i = 0; i < pattern.size();) {
-            auto d = tokenizer::utf8_decode(pattern, i);
-            if (d.codepoint == tokenizer::kInvalidCodepoint) fail("pattern: invalid UTF-8");
-            cps_.push_back(uint32_t(d.codepoint));
-            i += d.length;
-        }
-    }
+    RegexTranslator(std::string_view pattern, const std::string& any_char) : any_(any_char) { load(pattern); }
 
     std::string run() {
         bool anchored_start = false, anchored_end = false;
@@ -91,15 +84,10 @@ public:
     }
 
 private:
-    [[noreturn]] void unsupported(const std::string& what) const {
-        fail("pattern: {} (at character {}) is not supported", what, pos_ + 1);
+    [[noreturn]] void error_at(size_t at, const std::string& what) const override {
+        fail("pattern: {} (at character {})", what, at + 1);
     }
-    uint32_t peek(size_t ahead = 0) const { return pos_ + ahead < cps_.size() ? cps_[pos_ + ahead] : 0; }
-    bool done() const { return pos_ >= cps_.size(); }
-    uint32_t next() {
-        if (done()) unsupported("an unexpected end");
-        return cps_[pos_++];
-    }
+    [[noreturn]] void unsupported(const std::string& what) const { error(what + " is not supported"); }
 
     std::string alternation(int depth) {
         if (depth > kMaxNesting) unsupported("nesting this deep");
@@ -116,22 +104,12 @@ private:
 
     std::string concatenation(int depth) {
         std::string out;
-        while (!done() && peek() != '|' && peek() != ')' && !(peek() == '$' && pos_ + 1 == cps_.size())) {
+        while (!at_end() && peek() != '|' && peek() != ')' && !(peek() == '$' && pos_ + 1 == cps_.size())) {
             std::string atom_text = atom(depth);
             atom_text += quantifier();
             out += (out.empty() ? "" : " ") + atom_text;
         }
         return out.empty() ? "\"\"" : "(" + out + ")";
-    }
-
-    uint32_t number() {
-        if (!(peek() >= '0' && peek() <= '9')) unsupported("a malformed {m,n} quantifier");
-        uint64_t v = 0;
-        while (peek() >= '0' && peek() <= '9') {
-            v = v * 10 + (next() - '0');
-            if (v > kMaxRepetition) unsupported(fmt::format("a repetition count above {}", kMaxRepetition));
-        }
-        return uint32_t(v);
     }
 
     std::string quantifier() {
@@ -142,13 +120,13 @@ private:
             q = std::string(1, char(c));
         } else if (c == '{') {
             ++pos_;
-            const uint32_t lo = number();
+            const uint32_t lo = decimal(kMaxRepetition);
             q = fmt::format("{{{}", lo);
             if (peek() == ',') {
                 ++pos_;
                 if (peek() == '}') q += ",";
                 else {
-                    const uint32_t hi = number();
+                    const uint32_t hi = decimal(kMaxRepetition);
                     if (hi < lo) unsupported("a {m,n} quantifier with m > n");
                     q += fmt::format(",{}", hi);
                 }
@@ -180,17 +158,6 @@ private:
         s.ranges.insert(s.ranges.end(), r->begin(), r->end());
         s.negated = negated;
         return true;
-    }
-
-    uint32_t hex(int digits) {
-        uint32_t v = 0;
-        for (int i = 0; i < digits; ++i) {
-            const uint32_t c = next();
-            if (c >= '0' && c <= '9') v = v * 16 + (c - '0');
-            else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') v = v * 16 + ((c | 0x20) - 'a' + 10);
-            else unsupported("a malformed hexadecimal escape");
-        }
-        return v;
     }
 
     // A single-character escape (after the backslash has been read).
@@ -248,8 +215,8 @@ private:
     Set char_class() {
         Set s;
         if (peek() == '^') s.negated = true, ++pos_;
-        while (peek() != ']' || done()) {  // "[]" is the empty class, as in ECMAScript
-            if (done()) unsupported("an unterminated class");
+        while (peek() != ']' || at_end()) {  // "[]" is the empty class, as in ECMAScript
+            if (at_end()) unsupported("an unterminated class");
             uint32_t lo = next();
             if (lo == '[' && (peek() == ':' || peek() == '=' || peek() == '.')) unsupported("POSIX classes");
             if (lo == '\\') {
@@ -274,8 +241,6 @@ private:
         return s;
     }
 
-    std::vector<uint32_t> cps_;
-    size_t pos_ = 0;
     std::string any_;
 };
 
