@@ -88,6 +88,14 @@ void TokenMasker::compute(Entry& e) {
             walk_direct(e);
         }
     }
+    // An end token (a stop token id may spell text) ends the output: allowed only where it may end.
+    for (int32_t id : end_tokens_) {
+        if (id < 0 || id >= n) continue;
+        const uint64_t bit = uint64_t(1) << (id & 63);
+        e.bits[size_t(id) >> 6] &= ~bit;
+        e.level[size_t(id) >> 6] &= ~bit;
+    }
+    std::erase_if(e.rising, [&](const auto& r) { return is_end_token(r.second); });
     if (e.state.can_end())
         for (int32_t id : end_tokens_)
             if (id >= 0 && id < n) add_token(e, id, 0);

@@ -203,6 +203,16 @@ TEST(TokenMask, AFullStateTableGivesTheSameMasks) {
     }
 }
 
+TEST(TokenMask, AnEndTokenThatSpellsTextIsOnlyAnEnd) {
+    auto g = parse_gbnf("root ::= \"a\" \"b\"?");
+    auto trie = std::make_shared<TokenTrie>(std::vector<std::string>{"a", "b", "ab"});
+    TokenMasker masker(g, trie, {0});  // "a" doubles as a stop token
+    Matcher m(g);
+    EXPECT_EQ(masker.allowed(m.state())[0], 0b100u);  // only "ab": "a" would end before the grammar can
+    ASSERT_TRUE(m.accept("a"));
+    EXPECT_EQ(masker.allowed(m.state())[0], 0b011u);  // now it may end; "b" continues
+}
+
 TEST(TokenMask, ApplySetsMinusInfinityAndCountsWhatRemains) {
     auto g = parse_gbnf("root ::= \"ab\"");
     auto trie = std::make_shared<TokenTrie>(std::vector<std::string>{"a", "b", "ab", "", "x"});
