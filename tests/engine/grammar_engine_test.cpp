@@ -112,6 +112,29 @@ TEST(GrammarEngine, EveryOutputValidatesWhileBatched) {
     EXPECT_EQ(core.blocks().num_used_blocks(), 0);
 }
 
+// The mask comes before every sampling step: biases, penalties and truncations only ever choose
+// among allowed tokens (a +50 bias on a token the grammar forbids does not bring it back).
+TEST(GrammarEngine, SamplingParametersPickOnlyAllowedTokens) {
+    auto tok = json_tokenizer();
+    FakeStepModel model(tok->n_vocab(), 512, 16);
+    EngineCore core(model, tok, {});
+    Driver driver(core);
+    for (uint32_t i = 0; i < 12; ++i) {
+        Request r = schema_request(300 + i);
+        r.sampling.top_k = int32_t(1 + i % 6);
+        r.sampling.top_p = 0.5f + 0.04f * float(i);
+        r.sampling.min_p = i % 3 == 0 ? 0.05f : 0.0f;
+        r.sampling.presence_penalty = 1.5f;
+        r.sampling.frequency_penalty = 0.5f;
+        r.sampling.repetition_penalty = 1.2f;
+        r.sampling.logit_bias = {{tok->vocab().find("x"), 50.0f}, {tok->vocab().find("}"), -5.0f}};
+        r.logprobs = 2;
+        driver.add(r);
+    }
+    driver.run();
+    expect_all_valid(driver, 12, 1);
+}
+
 TEST(GrammarEngine, ForkedChoicesEachFollowTheGrammar) {
     auto tok = json_tokenizer();
     FakeStepModel model(tok->n_vocab(), 512, 16);
