@@ -60,6 +60,7 @@ void EngineCore::validate(const Request& req) const {
     for (const auto& s : req.stop.stop)
         if (s.empty()) fail("stop strings must not be empty");
     if (!req.stop.stop.empty() && !tokenizer_) fail("stop strings need a tokenizer, and this engine has none");
+    if (req.grammar && !tokenizer_) fail("a grammar needs a tokenizer, and this engine has none");
     req.sampling.validate();
 }
 
@@ -77,6 +78,7 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->sampler = std::make_unique<Sampler>(std::move(params));
     seq->text = TextStream(tokenizer_.get());
     seq->stop = StopMatcher(r.request.stop.stop);
+    if (r.request.grammar) seq->matcher.emplace(r.request.grammar);
     r.seqs.push_back(std::move(seq));
     return *r.seqs.back();
 }
@@ -93,6 +95,7 @@ void EngineCore::add(RequestId id, Request request, std::shared_ptr<DeltaQueue> 
     r->choice_done.assign(size_t(r->request.n), 0);
     r->arrival = arrival;
     r->usage.prompt_tokens = int64_t(r->request.prompt.size());
+    if (r->request.grammar) r->masker = masker_for(r->request);
     Sequence& first = new_sequence(*r, 0, r->request.prompt);
     first.seats = r->request.n;
     counters_.prompt_tokens += r->usage.prompt_tokens;
@@ -184,11 +187,50 @@ void EngineCore::abort_all(const std::string& message) {
     }
 }
 
+const std::shared_ptr<const grammar::TokenTrie>& EngineCore::token_trie() {
+    if (!trie_) trie_ = std::make_shared<const grammar::TokenTrie>(*tokenizer_);
+    return trie_;
+}
+
+std::shared_ptr<grammar::TokenMasker> EngineCore::masker_for(const Request& req) {
+    // Tokens that end the output are allowed only where the grammar may end.
+    std::vector<int32_t> ends = req.stop.stop_token_ids;
+    if (!req.stop.ignore_eos) ends.insert(ends.end(), tokenizer_->vocab().eog_ids().begin(), tokenizer_->vocab().eog_ids().end());
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    for (auto it = maskers_.begin(); it != maskers_.end(); ++it)
+        if (&(*it)->grammar() == req.grammar.get() && (*it)->end_tokens() == ends) {
+            maskers_.splice(maskers_.begin(), maskers_, it);
+            return maskers_.front();
+        }
+    constexpr size_t kKeep = 8;
+    if (maskers_.size() >= kKeep) maskers_.pop_back();
+    maskers_.push_front(std::make_shared<grammar::TokenMasker>(req.grammar, token_trie(), std::move(ends)));
+    return maskers_.front();
+}
+
 void EngineCore::sample(Sequence& seq, float* row) {
     RequestState& r = *seq.request;
     try {
         const Request& req = r.request;
         const int64_t vocab = info_.vocab_size;
+        // The grammar mask comes first: penalties, sampling and logprobs all see only allowed tokens.
+        int64_t allowed = 1;
+        if (seq.matcher) {
+            const auto mask_start = Clock::now();
+            // Tokens this choice may still produce: the grammar keeps its output completable in them.
+            const int64_t budget = std::min(req.stop.max_tokens - seq.n_generated, context_limit_ - int64_t(seq.tokens.size()));
+            allowed = r.masker->apply(seq.matcher->state(), row, vocab, budget);
+            ++counters_.grammar_masks;
+            counters_.grammar_mask_seconds += seconds_between(mask_start, Clock::now());
+        }
+        if (allowed == 0) {
+            Delta d;
+            d.index = seq.index;
+            d.error = "the grammar allows no token of the vocabulary here (it needs a character no token spells)";
+            finish_sequence(seq, FinishReason::error, d);
+            return;
+        }
         std::optional<TokenLogprob> lp;
         double raw_logit = 0;
         LogSoftmax norm;
@@ -204,6 +246,8 @@ void EngineCore::sample(Sequence& seq, float* row) {
             lp->token = token;
             lp->logprob = float(raw_logit - norm.max - norm.log_sum);
         }
+        if (seq.matcher && !r.masker->is_end_token(token) && !seq.matcher->accept(r.masker->trie().piece(token)))
+            fail("token {} was sampled but the grammar does not allow it", token);
         seq.tokens.push_back(token);
         ++seq.n_generated;
         ++r.usage.completion_tokens;
@@ -231,7 +275,7 @@ void EngineCore::sample(Sequence& seq, float* row) {
         }
         auto shown = seq.stop.feed(seq.text.feed(token));
         d.text = std::move(shown.text);
-        if (shown.stopped) finish_sequence(seq, FinishReason::stop, d);
+        if (shown.stopped || (seq.matcher && !seq.matcher->can_continue())) finish_sequence(seq, FinishReason::stop, d);
         else if (seq.n_generated >= req.stop.max_tokens || int64_t(seq.tokens.size()) >= context_limit_)
             finish_sequence(seq, FinishReason::length, d);
         else emit(r, std::move(d));
@@ -314,9 +358,11 @@ bool EngineCore::step() {
     }
     for (RequestState* r : done) retire(*r);
 
+    const double step_seconds = seconds_between(start, Clock::now());
+    counters_.step_seconds += step_seconds;
     if (options_.on_step) {
         StepInfo info{plan.n_tokens, plan.n_decode_tokens, plan.n_prefill_tokens, int64_t(plan.chunks.size()),
-                      seconds_between(start, Clock::now())};
+                      step_seconds};
         options_.on_step(info);
     }
     return true;

@@ -6,6 +6,7 @@
 // batch (their blocks freed) and the next step goes on with the rest.
 #pragma once
 #include <functional>
+#include <list>
 #include <memory>
 #include <unordered_map>
 
@@ -15,6 +16,7 @@
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/step_model.h"
+#include "grammar/token_mask.h"
 #include "kv/block_manager.h"
 
 namespace pagoda::tokenizer {
@@ -54,6 +56,7 @@ struct RequestState {
     bool scheduled = false, any_token = false;
     Usage usage;
     RequestTimings timings;
+    std::shared_ptr<grammar::TokenMasker> masker;  // with a grammar: shared by the choices
 };
 
 class EngineCore {
@@ -95,6 +98,12 @@ private:
     void emit(RequestState& r, Delta delta);
     void retire(RequestState& r);
     void record_timings_done(RequestState& r);
+    // The vocabulary's token trie, built on the first request with a grammar.
+    const std::shared_ptr<const grammar::TokenTrie>& token_trie();
+    // The masker for a request's grammar and end tokens: shared with earlier requests that had the
+    // same (the server hands out one compiled grammar per distinct schema), so its mask cache and
+    // state table stay warm across requests.
+    std::shared_ptr<grammar::TokenMasker> masker_for(const Request& request);
 
     StepModel& model_;
     StepModelInfo info_;
@@ -106,6 +115,8 @@ private:
     std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
     kv::SeqId next_seq_id_ = 1;
     uint64_t next_arrival_ = 1;
+    std::shared_ptr<const grammar::TokenTrie> trie_;
+    std::list<std::shared_ptr<grammar::TokenMasker>> maskers_;  // most recently used first
     model::Batch batch_;
     EngineStats counters_;
 };

@@ -20,6 +20,9 @@ struct EngineStats {
     int64_t preemptions = 0;
     int64_t steps = 0, step_tokens = 0, max_step_tokens = 0;
     int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0, requests_rejected = 0;
+    int64_t grammar_masks = 0;          // grammar masks applied (one per constrained sampled token)
+    double grammar_mask_seconds = 0;    // time spent computing and applying them
+    double step_seconds = 0;            // time of all steps (forward + sampling), for the mask's share
     double prefix_hit_rate() const {
         return prefix_queried_tokens ? double(prefix_hit_tokens) / double(prefix_queried_tokens) : 0.0;
     }

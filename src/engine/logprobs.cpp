@@ -26,8 +26,10 @@ TokenLogprob top_logprobs(const float* logits, int64_t vocab, const LogSoftmax& 
         return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
     });
     out.top.reserve(k);
-    for (size_t i = 0; i < k; ++i)
+    for (size_t i = 0; i < k; ++i) {
+        if (std::isinf(logits[ids[i]]) && logits[ids[i]] < 0) break;  // masked out: not an alternative
         out.top.push_back({ids[i], float(double(logits[ids[i]]) - norm.max - norm.log_sum)});
+    }
     return out;
 }
 

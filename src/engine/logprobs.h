@@ -1,5 +1,6 @@
 // Log-probabilities of a row of raw logits (log-softmax, computed in double): the chosen token's
-// value and the `top` most likely tokens (ties broken by lower id), for OpenAI-style `logprobs`.
+// value and the `top` most likely tokens (ties broken by lower id; tokens at -inf, masked out by a
+// grammar, are never alternatives), for OpenAI-style `logprobs`.
 #pragma once
 #include <cstdint>
 

@@ -6,12 +6,14 @@
 // string and anything after it never appear in the output.
 #pragma once
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/sampler.h"
+#include "grammar/grammar.h"
 
 namespace pagoda::engine {
 
@@ -32,6 +34,12 @@ struct Request {
     int32_t priority = 0;         // with the priority policy: lower runs sooner, ties first-come
     int32_t n = 1;                // choices sharing the prompt's KV
     int32_t logprobs = -1;        // -1: none; 0..20: the sampled token's logprob and this many alternatives
+    // Constrains every choice's output to the grammar's language (needs a tokenizer): tokens that
+    // cannot continue it are masked before sampling, end-of-generation and stop_token_ids are allowed
+    // only where the grammar may end, and a choice whose grammar admits nothing more finishes (stop).
+    // Tokens are also held to what max_tokens and the context leave: an output that can be completed
+    // in them always is (it may then end on max_tokens, but as a whole sentence).
+    std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 enum class FinishReason { stop, length, cancelled, error };
@@ -39,7 +47,7 @@ const char* finish_reason_name(FinishReason reason);  // "stop", "length", "canc
 
 struct TokenLogprob {
     int32_t token = 0;
-    float logprob = 0;                                // log-softmax of the model's raw logits
+    float logprob = 0;  // log-softmax of the model's logits (after the grammar mask, if any)
     std::vector<std::pair<int32_t, float>> top;       // most likely alternatives, best first
 };
 

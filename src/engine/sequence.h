@@ -5,11 +5,13 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_stream.h"
+#include "grammar/matcher.h"
 #include "kv/block_manager.h"
 
 namespace pagoda::engine {
@@ -40,7 +42,9 @@ struct Sequence {
     TextStream text;
     StopMatcher stop;
     int64_t n_generated = 0;
-
+    // With a grammar: the state after every generated token. It lives with `tokens`, so preemption
+    // (which recomputes the KV of the same tokens) leaves it consistent.
+    std::optional<grammar::Matcher> matcher;
 };
 
 }  // namespace pagoda::engine

@@ -150,6 +150,7 @@ EngineRequests make_engine_requests(const CompletionParams& p, TokenizedPrompts 
         r.stop.ignore_eos = p.ignore_eos;
         r.stop.stop = p.stop;
         r.stop.stop_token_ids = p.stop_token_ids;
+        r.grammar = p.grammar;
         out.subs.push_back(std::move(r));
     }
     return out;

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <limits>
 
+#include "grammar/gbnf_parser.h"
+#include "grammar/grammar_cache.h"
+#include "grammar/json_schema.h"
 #include "server/api_error.h"
 
 namespace pagoda::server {
@@ -131,6 +134,59 @@ void parse_messages(const json& body, CompletionParams& p) {
     p.messages = *messages;
 }
 
+// response_format (text, json_object, json_schema) or a GBNF `grammar` -> p.grammar.
+void parse_structured_output(const json& body, CompletionParams& p) {
+    const json* format = field(body, "response_format");
+    const json* gbnf = field(body, "grammar");
+    if (format) {
+        if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
+            wrong_type("response_format", "an object with a string 'type'", *format);
+        const std::string type = (*format)["type"].get<std::string>();
+        if (type == "json_object") {
+            p.grammar = grammar::json_object_grammar();
+        } else if (type == "json_schema") {
+            const json* spec = field(*format, "json_schema");
+            if (!spec) throw ApiError::invalid("'response_format.json_schema' is required for type 'json_schema'",
+                                               "response_format.json_schema", "missing_required_parameter");
+            if (!spec->is_object()) wrong_type("response_format.json_schema", "an object", *spec);
+            if (const json* name = field(*spec, "name"); name && !name->is_string())
+                wrong_type("response_format.json_schema.name", "a string", *name);
+            if (const json* strict = field(*spec, "strict"); strict && !strict->is_boolean())
+                wrong_type("response_format.json_schema.strict", "a boolean", *strict);
+            const json* schema = field(*spec, "schema");
+            const std::string param = "response_format.json_schema.schema";
+            if (schema && !schema->is_object() && !schema->is_boolean()) wrong_type(param, "an object", *schema);
+            try {
+                // No schema: any JSON value. strict or not, the schema is always enforced.
+                const json source = schema ? *schema : json::object();
+                p.grammar = grammar::GrammarCache::shared().get("schema:" + source.dump(),
+                                                                [&] { return grammar::compile_json_schema(source); });
+            } catch (const grammar::SchemaError& e) {
+                throw ApiError::invalid(fmt::format("'{}' cannot be enforced: {}", param, e.what()), param,
+                                        "unsupported_parameter");
+            }
+        } else if (type != "text") {
+            throw ApiError::invalid(fmt::format("'response_format.type' must be 'text', 'json_object' or 'json_schema', "
+                                                "got '{}'",
+                                                type),
+                                    "response_format.type", "invalid_value");
+        }
+    }
+    if (gbnf) {
+        if (!gbnf->is_string()) wrong_type("grammar", "a string (GBNF)", *gbnf);
+        if (p.grammar)
+            throw ApiError::invalid("give either 'grammar' or a JSON 'response_format', not both", "grammar",
+                                    "invalid_value");
+        try {
+            const std::string text = gbnf->get<std::string>();
+            p.grammar = grammar::GrammarCache::shared().get("gbnf:" + text, [&] { return grammar::parse_gbnf(text); });
+        } catch (const Error& e) {
+            throw ApiError::invalid(fmt::format("'grammar' is not a usable GBNF grammar: {}", e.what()), "grammar",
+                                    "invalid_value");
+        }
+    }
+}
+
 void parse_stop(const json& body, CompletionParams& p) {
     const json* stop = field(body, "stop");
     if (!stop) return;
@@ -244,13 +300,6 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
             if (!v->is_array()) wrong_type("tools", "an array", *v);
             p.tools = *v;
         }
-        if (const json* v = field(body, "response_format")) {
-            if (!v->is_object() || !v->contains("type") || !(*v)["type"].is_string())
-                wrong_type("response_format", "an object with a string 'type'", *v);
-            if ((*v)["type"] != "text")
-                throw ApiError::invalid("only response_format type 'text' is supported", "response_format",
-                                        "unsupported_parameter");
-        }
     } else {
         if (const json* v = field(body, "logprobs")) p.logprobs = int32_t(get_integer(*v, "logprobs", 0, 20));
         if (const json* v = field(body, "echo")) p.echo = get_bool(*v, "echo");
@@ -262,6 +311,7 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
                 throw ApiError::invalid("'suffix' (insertion) is not supported", "suffix", "unsupported_parameter");
         }
     }
+    parse_structured_output(body, p);
     if (const json* v = field(body, "ignore_eos")) p.ignore_eos = get_bool(*v, "ignore_eos");
     if (const json* v = field(body, "stream")) p.stream = get_bool(*v, "stream");
     if (const json* v = field(body, "stream_options")) {

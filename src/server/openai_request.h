@@ -2,9 +2,11 @@
 // CompletionParams, without a model: types and ranges are checked here and every problem becomes an
 // ApiError (400, naming the field in `param`). Fields OpenAI defines that change nothing here
 // (user, metadata, store, service_tier, parallel_tool_calls, ...) and unknown fields are ignored;
-// fields whose meaning we cannot honour (suffix, best_of != n, non-text response_format, echo with
-// logprobs) are refused rather than silently dropped. vLLM's extensions top_k, min_p,
-// repetition_penalty, ignore_eos and min_tokens-free stop_token_ids are accepted.
+// fields whose meaning we cannot honour (suffix, best_of != n, echo with logprobs, a JSON schema
+// keyword the grammar compiler cannot enforce) are refused rather than silently dropped. vLLM's
+// extensions top_k, min_p, repetition_penalty, ignore_eos and min_tokens-free stop_token_ids are
+// accepted. Structured output — response_format json_object / json_schema, or llama.cpp's `grammar`
+// (GBNF) — is compiled here into a grammar every choice's output is constrained to.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -13,7 +15,10 @@
 #include <variant>
 #include <vector>
 
+#include <memory>
 #include <nlohmann/json.hpp>
+
+#include "grammar/grammar.h"
 
 namespace pagoda::server {
 
@@ -43,6 +48,7 @@ struct CompletionParams {
     bool echo = false;                       // completions: prepend the prompt text
     bool ignore_eos = false;
     bool stream = false, include_usage = false;
+    std::shared_ptr<const grammar::Grammar> grammar;  // from response_format or grammar; null: free text
 };
 
 // Maximum `n` and stop strings a request may carry (bounded work per request).

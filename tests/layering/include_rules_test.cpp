@@ -30,6 +30,7 @@ const std::vector<Rule> kRules = {
     {"src/core", {"gguf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/"}},
     {"src/gguf", {"quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/"}},
     {"src/kv", {"backend/", "model/", "engine/", "server/"}},
+    {"src/grammar", {"chat/", "kv/", "backend/", "model/", "engine/", "server/"}},
     {"src/backend", {"model/", "engine/", "server/", "tokenizer/"}},
     {"src/model", {"engine/", "server/"}},
     {"src/engine", {"server/", "backend/"}},

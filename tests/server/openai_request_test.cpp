@@ -146,8 +146,57 @@ TEST(OpenAiRequest, ChatErrors) {
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", chat).param, "top_logprobs");
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", chat).param,
               "top_logprobs");
-    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})", chat).param,
-              "response_format");
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})", chat).param,
+              "response_format.type");
+}
+
+TEST(OpenAiRequest, StructuredOutputBecomesAGrammar) {
+    const auto chat = Endpoint::chat_completions;
+    const std::string msg = R"("messages":[{"role":"user","content":"x"}])";
+    EXPECT_EQ(parse_completion_request(json::parse("{" + msg + R"(,"response_format":{"type":"text"}})"), chat).grammar,
+              nullptr);
+    EXPECT_NE(parse_completion_request(json::parse("{" + msg + R"(,"response_format":{"type":"json_object"}})"), chat).grammar,
+              nullptr);
+    EXPECT_NE(parse_completion_request(json::parse(R"({"prompt":"x","response_format":{"type":"json_schema",
+        "json_schema":{"name":"n","strict":true,"schema":{"type":"object","properties":{"a":{"type":"string"}}}}}})"),
+                                       Endpoint::completions)
+                  .grammar,
+              nullptr);
+    EXPECT_NE(parse_completion_request(json::parse(R"({"prompt":"x","grammar":"root ::= \"yes\" | \"no\""})"),
+                                       Endpoint::completions)
+                  .grammar,
+              nullptr);
+}
+
+TEST(OpenAiRequest, TheSameSchemaGivesTheSameCompiledGrammar) {
+    const std::string body = R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":
+        {"type":"object","properties":{"q":{"type":"integer"}}}}}})";
+    auto a = parse_completion_request(json::parse(body), Endpoint::completions).grammar;
+    auto b = parse_completion_request(json::parse(body), Endpoint::completions).grammar;
+    EXPECT_EQ(a.get(), b.get());  // so the engine's mask cache for it stays warm
+}
+
+TEST(OpenAiRequest, StructuredOutputErrorsNameTheFieldAndKeyword) {
+    const auto chat = Endpoint::chat_completions;
+    const std::string msg = R"({"messages":[{"role":"user","content":"x"}],)";
+    auto e = error_of(msg + R"("response_format":{"type":"json_schema","json_schema":{"name":"n","schema":
+        {"type":"object","properties":{"age":{"type":"integer","minimum":0}}}}}})", chat);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "response_format.json_schema.schema");
+    EXPECT_EQ(e.code, "unsupported_parameter");
+    EXPECT_NE(std::string(e.what()).find("'minimum'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("#/properties/age"), std::string::npos) << e.what();
+    EXPECT_EQ(error_of(msg + R"("response_format":{"type":"json_schema"}})", chat).param, "response_format.json_schema");
+    EXPECT_EQ(error_of(msg + R"("response_format":{"type":"json_schema","json_schema":{"schema":3}}})", chat).param,
+              "response_format.json_schema.schema");
+    EXPECT_EQ(error_of(msg + R"("response_format":{"type":"json_schema","json_schema":{"strict":"yes"}}})", chat).param,
+              "response_format.json_schema.strict");
+    auto g = error_of(R"({"prompt":"x","grammar":"root ::= (\"a\""})");
+    EXPECT_EQ(g.param, "grammar");
+    EXPECT_NE(std::string(g.what()).find("line 1, column 10"), std::string::npos) << g.what();
+    EXPECT_EQ(error_of(R"({"prompt":"x","grammar":7})").param, "grammar");
+    EXPECT_EQ(error_of(R"({"prompt":"x","grammar":"root ::= \"a\"","response_format":{"type":"json_object"}})").param,
+              "grammar");
 }
 
 TEST(OpenAiRequest, MalformedBodies) {

@@ -2,9 +2,10 @@
 // gen-model`, start `pagoda serve` on a free loopback port (--port 0, port read from its log),
 // wait for /health, and stop it. PAGODA_BINARY names the built binary (run.sh sets it).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const BINARY = process.env.PAGODA_BINARY;
 if (!BINARY) throw new Error('set PAGODA_BINARY to the built pagoda binary');
@@ -14,8 +15,15 @@ process.on('exit', () => rmSync(workDir, { recursive: true, force: true }));
 
 const models = new Map();
 // tiny: fast; slow: ~11 M parameters, a few ms per token, for cancellation tests.
+// stories: the trained fixture ../shared/models/stories260K.gguf (null when absent).
+export const FIXTURES = process.env.PAGODA_FIXTURES_DIR || join(dirname(fileURLToPath(import.meta.url)), '../../../../../shared');
 export function testModel(kind = 'tiny') {
   if (models.has(kind)) return models.get(kind);
+  if (kind === 'stories') {
+    const path = join(FIXTURES, 'models', 'stories260K.gguf');
+    models.set(kind, existsSync(path) ? path : null);
+    return models.get(kind);
+  }
   const path = join(workDir, `${kind}.gguf`);
   const args = ['gen-model', '--preset', 'tiny', '-o', path, '--seed', '11'];
   if (kind === 'slow') args.push('--layers', '4', '--dim', '512', '--heads', '8', '--kv-heads', '8', '--ffn', '1024', '--ctx', '8192');
