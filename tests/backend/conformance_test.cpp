@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <iterator>
 
+#include "core/cpu_features.h"
 #include "backend/backend_test_util.h"
 #include "core/error.h"
 
@@ -128,13 +129,39 @@ private:
 
 std::unique_ptr<Backend> make_under_test(const std::string& name) {
     if (name == "reference_fused") return std::make_unique<ComposedFusion>();
-    return make_backend(name);
+    return make_backend(name.substr(0, name.find('_')));
 }
+
+// "cpu_avx2" / "cpu_scalar": the CPU backend on a lower ISA path, for the test's lifetime (weights
+// are packed for the path active at upload). Paths the machine lacks are skipped.
+class IsaForTest {
+public:
+    explicit IsaForTest(const std::string& name) : saved_(active_isa()) {
+        const size_t sep = name.find('_');
+        if (name.rfind("cpu_", 0) != 0 || sep == std::string::npos) return;
+        const Isa isa = parse_isa(name.substr(sep + 1));
+        if (int(isa) > int(best_supported_isa())) {
+            unavailable_ = true;
+            return;
+        }
+        set_isa(isa);
+    }
+    ~IsaForTest() { set_isa(saved_); }
+    bool unavailable() const { return unavailable_; }
+
+private:
+    Isa saved_;
+    bool unavailable_ = false;
+};
 
 // Runs `op` on the backend under test and on the reference (each with a fresh arena) and returns
 // both results: {test, reference}.
 class Conformance : public ::testing::TestWithParam<std::string> {
 protected:
+    void SetUp() override {
+        if (isa_.unavailable()) GTEST_SKIP() << GetParam() << ": this CPU lacks the path";
+    }
+    IsaForTest isa_{GetParam()};  // before the backends: they pack for the active path
     Side test{make_under_test(GetParam())};
     Side ref{make_backend("reference")};
 
@@ -630,7 +657,7 @@ TEST_P(Conformance, UnsupportedWeightTypeNamesTheTensor) {
 }
 
 // A new backend is tested by adding its name here ("reference_fused" is the test double above).
-const std::vector<std::string> kBackends = {"reference", "reference_fused", "cpu"};
+const std::vector<std::string> kBackends = {"reference", "reference_fused", "cpu", "cpu_avx2", "cpu_scalar"};
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(kBackends),
                          [](const auto& info) { return info.param; });
 

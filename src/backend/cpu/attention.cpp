@@ -35,6 +35,8 @@ void validate(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t
     if (b.n_heads <= 0 || b.n_heads % L.n_kv_heads != 0)
         fail("paged attention: {} query heads is not a positive multiple of {} KV heads", b.n_heads, L.n_kv_heads);
     if (!std::isfinite(b.scale)) fail("paged attention: scale {} is not finite", b.scale);
+    if (b.sliding_window < 0) fail("paged attention: sliding window {} is negative", b.sliding_window);
+    if (!(b.softcap >= 0) || !std::isfinite(b.softcap)) fail("paged attention: soft cap {} is not >= 0", b.softcap);
     if (b.n_tokens == 0) return;
     if (!b.q || !out || !b.token_seq || !b.token_pos || !b.seqs) fail("paged attention: missing input array");
     if (b.n_tokens * L.n_kv_heads > std::numeric_limits<int>::max())
@@ -142,6 +144,8 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
         t.row_bytes = L.row_bytes();
         t.dtype = L.dtype;
         t.scale = b.scale;
+        t.window = b.sliding_window;
+        t.softcap = b.softcap;
         t.scratch = scratch_base + size_t(thread) * scratch_stride;
         attend(t);
     });

@@ -22,6 +22,10 @@
 // tokens of its run or batch nor on the thread count. So a token's output is bitwise identical
 // decoded alone, inside any prefill batch, or chunked differently, for a given ISA path.
 //
+// Sliding window (Mistral, Gemma): each query walks only the tiles that hold its window and starts
+// inside the first at its window's first key; soft cap (Gemma 2): each score is capped with tanh
+// before the softmax. Both keep the batch invariance above (they depend on the token's position).
+//
 // The SIMD path (scalar / AVX2 / AVX-512) follows pagoda::active_isa(); any head_dim >= 1, any
 // block size the KV layout allows, KV stored as f32, f16 or bf16, GQA (n_heads a multiple of
 // n_kv_heads).
@@ -59,6 +63,8 @@ struct PagedAttentionBatch {
     const AttentionSeq* seqs = nullptr; // [n_seqs]
     int32_t n_seqs = 0;
     float scale = 0.0f;                 // usually 1 / sqrt(head_dim)
+    int32_t sliding_window = 0;         // > 0: token at p attends to keys p - window + 1 .. p only
+    float softcap = 0.0f;               // > 0: scores become softcap * tanh(score / softcap)
 };
 
 // out: [n_tokens][n_heads][head_dim]. Throws pagoda::Error on inconsistent arguments (head count

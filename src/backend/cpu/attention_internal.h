@@ -32,15 +32,21 @@ struct Task {
     size_t row_bytes;        // bytes of one head_dim row
     kv::KvDtype dtype;
     float scale;
+    int32_t window;          // > 0: query i attends to keys pos[i] - window + 1 .. pos[i] only
+    float softcap;           // > 0: each score s becomes softcap * tanh(s / softcap)
     float* scratch;          // scratch_floats(n_queries, group, head_dim) floats, 64-byte aligned
 };
 
+// Floats between two query heads' score rows: a tile, plus the 16 a SIMD score pass may write past
+// a window that starts inside the tile.
+constexpr int kScoreStride = kAttentionTile + 16;
+
 // Scratch layout (ld = padded_dim(head_dim), qh = n_queries * group query heads):
 //   K tile [kAttentionTile][ld] | V tile [kAttentionTile][ld] | queries [qh][ld] | acc [qh][ld]
-//   | scores [qh][kAttentionTile] | running max [qh] | running sum [qh]
+//   | scores [qh][kScoreStride] | running max [qh] | running sum [qh]
 inline size_t scratch_floats(int32_t n_queries, int32_t group, int32_t head_dim) {
     const size_t ld = size_t(padded_dim(head_dim)), qh = size_t(n_queries) * size_t(group);
-    return 2 * size_t(kAttentionTile) * ld + 2 * qh * ld + qh * size_t(kAttentionTile) + 2 * qh;
+    return 2 * size_t(kAttentionTile) * ld + 2 * qh * ld + qh * size_t(kScoreStride) + 2 * qh;
 }
 
 void attend_scalar(const Task& t);

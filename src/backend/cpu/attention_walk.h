@@ -4,7 +4,10 @@
 // its translation unit and compiled with that file's ISA flags).
 //
 // Keys are walked in tiles of kAttentionTile absolute positions (0..63, 64..127, ...); query i
-// uses the first min(n, pos[i] - start + 1) rows of a tile of n (causal mask). When the task has
+// uses the first min(n, pos[i] - start + 1) rows of a tile of n (causal mask). With a sliding window
+// W, query i sees keys lo_i = pos[i] - W + 1 .. pos[i]: tiles wholly below lo_i are skipped for it and
+// its scores start at row lo_i - start of the tile that holds lo_i (nothing is computed and masked).
+// A soft cap c turns each score s into c * tanh(s / c) before the softmax. When the task has
 // enough query heads to pay for it (and the cache is not already f32), each tile's K and V rows are
 // first widened to f32 once (exact for f16/bf16) into scratch and every query head reads those;
 // otherwise (decode) the heads read the cache rows directly. Both give the same bits: the Ops do
@@ -55,8 +58,8 @@ void walk_tiles(const Task& t) {
     float* v_tile = k_tile + size_t(kTile) * ld;          // [kTile][ld]
     float* queries = v_tile + size_t(kTile) * ld;         // [qh][ld]
     float* acc = queries + size_t(qh) * ld;               // [qh][ld]
-    float* scores = acc + size_t(qh) * ld;                // [qh][kTile]
-    float* run_max = scores + size_t(qh) * kTile;         // [qh]
+    float* scores = acc + size_t(qh) * ld;                // [qh][kScoreStride]
+    float* run_max = scores + size_t(qh) * kScoreStride;  // [qh]
     float* run_sum = run_max + qh;                        // [qh]
     for (int i = 0; i < m; ++i) {
         for (int g = 0; g < group; ++g) {
@@ -74,21 +77,22 @@ void walk_tiles(const Task& t) {
         return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
     };
     const bool widen = DT != kv::KvDtype::f32 && qh >= kWidenMinQueryHeads;
-    // Row pointers of the current tile; the Ops may read up to 16 past the tile's n, so every entry
-    // always points at a readable row.
-    const uint8_t* cache_rows[kTile];
-    const uint8_t* k_rows[kTile];
-    const uint8_t* v_rows[kTile];
-    for (int j = 0; j < kTile; ++j) {
-        k_rows[j] = reinterpret_cast<const uint8_t*>(k_tile + size_t(j) * ld);
-        v_rows[j] = reinterpret_cast<const uint8_t*>(v_tile + size_t(j) * ld);
+    // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
+    // (which start inside the tile under a window), so every entry always points at a readable row.
+    constexpr int kRows = kTile + 16;
+    const uint8_t* cache_rows[kRows];
+    const uint8_t* k_rows[kRows];
+    const uint8_t* v_rows[kRows];
+    for (int j = 0; j < kRows; ++j) {
+        k_rows[j] = reinterpret_cast<const uint8_t*>(k_tile + size_t(j < kTile ? j : 0) * ld);
+        v_rows[j] = reinterpret_cast<const uint8_t*>(v_tile + size_t(j < kTile ? j : 0) * ld);
     }
     auto load_tile = [&](const uint8_t* base, int32_t start, int n, float* f32_tile, const uint8_t** rows) {
         for (int j = 0; j < n; ++j) cache_rows[j] = row(base, start + j);
         if (widen) {
             Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
         } else {
-            for (int j = 0; j < kTile; ++j) rows[j] = cache_rows[j < n ? j : 0];
+            for (int j = 0; j < kRows; ++j) rows[j] = cache_rows[j < n ? j : 0];
         }
     };
     auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
@@ -100,18 +104,27 @@ void walk_tiles(const Task& t) {
         else Ops::template accumulate<DT>(a, p, heads, rows, n, d);
     };
     const int32_t n_keys = t.pos[m - 1] + 1;
-    int first = 0;  // first query that still sees keys of the current tile (positions increase)
-    for (int32_t start = 0; start < n_keys; start += kTile) {
+    // The first key query i sees (positions increase, so these do too).
+    auto lowest = [&](int i) { return t.window > 0 && t.pos[i] - t.window + 1 > 0 ? t.pos[i] - t.window + 1 : 0; };
+    int first = 0;  // first query that still sees keys of the current tile
+    for (int32_t start = lowest(0) / kTile * kTile; start < n_keys; start += kTile) {
         while (t.pos[first] < start) ++first;
         const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
         auto keys_of = [&](int i) { return t.pos[i] - start + 1 < n ? int(t.pos[i] - start + 1) : n; };
+        // Under a window: the tile row query i starts at; queries from `last` on start past this tile.
+        auto skip_of = [&](int i) { return lowest(i) > start ? int(lowest(i) - start) : 0; };
+        int last = first;
+        while (last < m && skip_of(last) < keys_of(last)) ++last;
+        if (last == first) continue;
         load_tile(t.k_head, start, n, k_tile, k_rows);
-        for (int i = first; i < m; ++i) {
-            const int ni = keys_of(i);
+        for (int i = first; i < last; ++i) {
+            const int off = skip_of(i), ni = keys_of(i) - off;
             for (int g = 0; g < group; ++g) {
                 const int h = i * group + g;
-                float* s = scores + size_t(h) * kTile;
-                scores_of(queries + size_t(h) * ld, k_rows, ni, s);
+                float* s = scores + size_t(h) * kScoreStride + off;
+                scores_of(queries + size_t(h) * ld, k_rows + off, ni, s);
+                if (t.softcap > 0)
+                    for (int j = 0; j < ni; ++j) s[j] = t.softcap * std::tanh(s[j] / t.softcap);
                 // Online softmax: new running max, rescale what was accumulated under the old one.
                 const float tile_max = Ops::max(s, ni);
                 const float new_max = tile_max > run_max[h] ? tile_max : run_max[h];
@@ -127,19 +140,20 @@ void walk_tiles(const Task& t) {
         // tile) share each loaded V row, up to kMaxAccumulateHeads at a time.
         float* acc_ptrs[kMaxAccumulateHeads];
         const float* p_ptrs[kMaxAccumulateHeads];
-        int batch = 0, batch_keys = 0;
-        for (int h = first * group; h < qh; ++h) {
-            const int nh = keys_of(h / group);
-            if (batch == kMaxAccumulateHeads || (batch > 0 && nh != batch_keys)) {
-                accumulate(acc_ptrs, p_ptrs, batch, v_rows, batch_keys);
+        int batch = 0, batch_keys = 0, batch_off = 0;
+        for (int h = first * group; h < last * group; ++h) {
+            const int off = skip_of(h / group), nh = keys_of(h / group) - off;
+            if (batch == kMaxAccumulateHeads || (batch > 0 && (nh != batch_keys || off != batch_off))) {
+                accumulate(acc_ptrs, p_ptrs, batch, v_rows + batch_off, batch_keys);
                 batch = 0;
             }
             acc_ptrs[batch] = acc + size_t(h) * ld;
-            p_ptrs[batch] = scores + size_t(h) * kTile;
+            p_ptrs[batch] = scores + size_t(h) * kScoreStride + off;
             batch_keys = nh;
+            batch_off = off;
             ++batch;
         }
-        if (batch > 0) accumulate(acc_ptrs, p_ptrs, batch, v_rows, batch_keys);
+        if (batch > 0) accumulate(acc_ptrs, p_ptrs, batch, v_rows + batch_off, batch_keys);
     }
     for (int h = 0; h < qh; ++h) {
         const int i = h / group, g = h % group;

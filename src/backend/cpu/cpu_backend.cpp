@@ -255,8 +255,8 @@ public:
     }
     void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out,
                    const AttentionParams& p) override {
-        if (!supports_attention(p))
-            fail("cpu backend: sliding-window and soft-capped attention are not implemented yet");
+        if (p.sliding_window < 0 || !(p.softcap >= 0))
+            fail("cpu backend: attention needs a sliding window >= 0 and a soft cap >= 0");
         check_cols(q, int64_t(p.n_heads) * cache.layout().head_dim, "attention", "queries");
         kernels::PagedAttentionBatch a;
         a.q = f32(q);
@@ -267,6 +267,8 @@ public:
         a.seqs = seqs_.data();
         a.n_seqs = int32_t(seqs_.size());
         a.scale = p.scale;
+        a.sliding_window = p.sliding_window;
+        a.softcap = p.softcap;
         kernels::paged_attention(a, cpu(cache), layer, f32w(out), threads_);
     }
     void gather_logit_rows(const Tensor& x, const Tensor& out) override {
@@ -276,7 +278,6 @@ public:
                         size_t(x.cols) * sizeof(float));
     }
 
-    bool supports_attention(const AttentionParams& p) const override { return p.sliding_window == 0 && p.softcap == 0; }
     bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize || quantized_row_elements(64) > 0; }
 
     int64_t quantized_row_elements(int64_t cols) const override {
