@@ -168,6 +168,8 @@ int run_bench(const BenchOptions& o) {
 
     runner_owner.reset();  // the prefix-reuse test takes the KV cache over
     const double kv_bytes_per_pos = double(info.kv_bytes_per_block) / info.block_size;
+    // The kernel path column: the ISA for the cpu backend, else the backend's name.
+    const std::string path = info.backend == "cpu" ? isa_name(active_isa()) : info.backend;
     auto report = [&](const std::string& test, const std::vector<double>& rates, int n) {
         if (rates.empty()) return;
         Stat s = stats(rates);
@@ -214,7 +216,7 @@ int run_bench(const BenchOptions& o) {
         } else {
             std::printf("| %-10s | %6s | %8.1f MiB | %2d | %-6s | %8.2f ± %6.2f | %5.1f %% | %s |\n", test.c_str(),
                         fp.weight_type.c_str(), double(fp.total_bytes) / 1048576.0, info.threads,
-                        isa_name(active_isa()), s.mean, s.stddev, 100 * ratio, limit.c_str());
+                        path.c_str(), s.mean, s.stddev, 100 * ratio, limit.c_str());
         }
     };
     if (!o.json) {

@@ -19,8 +19,8 @@ ModelConfig read_config(const gguf::File& f) {
     ModelConfig c;
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
-    if (c.arch != "llama" && c.arch != "qwen2")
-        fail("{}: architecture '{}' is not supported (supported: llama, qwen2)", f.name(), c.arch);
+    if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3")
+        fail("{}: architecture '{}' is not supported (supported: llama, qwen2, qwen3)", f.name(), c.arch);
     c.name = f.get_string_or("general.name", "");
     const std::string a = c.arch + ".";
     auto positive = [&](const std::string& key) {
@@ -67,7 +67,7 @@ ModelConfig read_config(const gguf::File& f) {
         fail("{}: RoPE scaling type '{}' is not supported yet (supported: none, linear, llama3 frequency "
              "factors)", f.name(), scaling);
     }
-    c.rope_style = c.arch == "qwen2" ? RopeStyle::neox : RopeStyle::normal;
+    c.rope_style = c.arch == "qwen2" || c.arch == "qwen3" ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2";
     const auto* embd = f.find_tensor("token_embd.weight");
     if (!embd) fail("{}: tensor token_embd.weight is missing", f.name());

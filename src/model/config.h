@@ -1,6 +1,7 @@
 // Hyper-parameters of a llama-family model, read from GGUF metadata ("{arch}.*" keys).
 // Supported architectures: `llama` (Llama 2/3, Mistral, TinyLlama, the stories models; adjacent-pair
-// RoPE) and `qwen2` (Q/K/V biases, NEOX RoPE). Anything else is refused with a clear error.
+// RoPE), `qwen2` (Q/K/V biases, NEOX RoPE) and `qwen3` (per-head Q/K RMSNorm, NEOX RoPE). Anything
+// else is refused with a clear error.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -124,7 +124,16 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
                 for (size_t i = 0; i < node.out.size(); ++i) outs.push_back(out(i));
                 b.matmul(*node.weight, in(0), outs, q);
                 break;
-            case OpKind::rms_norm: b.rms_norm(in(0), *node.vector, node.eps, out(0)); break;
+            case OpKind::rms_norm:
+                if (node.n_heads > 0) {  // each head a row of its own (in place)
+                    backend::Tensor heads = in(0);
+                    heads.rows *= node.n_heads;
+                    heads.cols /= node.n_heads;
+                    b.rms_norm(heads, *node.vector, node.eps, heads);
+                } else {
+                    b.rms_norm(in(0), *node.vector, node.eps, out(0));
+                }
+                break;
             case OpKind::add: b.add(in(0), in(1)); break;
             case OpKind::add_bias: b.add_bias(in(0), *node.vector); break;
             case OpKind::rope: b.rope(in(0), *node.rope, node.n_heads, node.head_dim); break;

@@ -46,7 +46,7 @@ private:
         if (!is(i, OpKind::add) || !is(i + 1, OpKind::rms_norm)) return 0;
         const Node& add = g_.nodes[i];
         const Node& norm = g_.nodes[i + 1];
-        if (norm.in[0] != add.out[0]) return 0;
+        if (norm.in[0] != add.out[0] || norm.n_heads > 0) return 0;
         fused = norm;
         fused.kind = OpKind::add_rms_norm;
         fused.in = {add.in[0], add.in[1]};
@@ -109,7 +109,7 @@ private:
         };
         for (size_t i = 0; i < g.nodes.size(); ++i) {
             Node& norm = g.nodes[i];
-            if (norm.kind != OpKind::rms_norm && norm.kind != OpKind::add_rms_norm) continue;
+            if ((norm.kind != OpKind::rms_norm && norm.kind != OpKind::add_rms_norm) || norm.n_heads > 0) continue;
             const int h = norm.out.back();
             std::vector<size_t> consumers;
             bool only_matmuls = true, any_takes = false;

@@ -61,6 +61,7 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
                 line += fmt::format("  [{}]", backend.describe_matmul(*n.weight, logit_rows ? n_logits : n_tokens));
             }
         }
+        if (n.kind == OpKind::rms_norm && n.n_heads > 0) line += fmt::format("  per head ({} heads)", n.n_heads);
         if (n.layer >= 0 && (n.kind == OpKind::kv_write || n.kind == OpKind::attention || n.kind == OpKind::qkv_rope_kv_write))
             line += fmt::format("  layer {}", n.layer);
         out += line + "\n";

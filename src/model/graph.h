@@ -41,7 +41,7 @@ struct Node {
     const backend::Rope* rope = nullptr;        // rope
     float eps = 0;                              // rms_norm
     int32_t layer = -1;                         // kv_write, attention, qkv op; the matmul's layer
-    int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;  // rope, attention, qkv op
+    int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;  // rope, attention, qkv op; rms_norm: per head
     backend::AttentionParams attention;
     backend::QkvOp qkv;                         // qkv_rope_kv_write (pointers into the weights)
     MatmulInput role = MatmulInput::none;       // matmul: which activations it reads

@@ -122,7 +122,8 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size) {
 }  // namespace
 
 int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, const std::string& path) {
-    if (s.arch != "llama" && s.arch != "qwen2") fail("gen-model: architecture '{}' is not supported", s.arch);
+    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3")
+        fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3)", s.arch);
     if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
         fail("gen-model: every size must be positive");
     if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
@@ -183,6 +184,15 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
             vec(p + "attn_q.bias", q_dim, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_k.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_v.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        }
+        if (s.arch == "qwen3") {  // per-head RMSNorm weights of Q and K, around 1
+            auto around_one = [&](int64_t n) {
+                std::vector<uint8_t> bytes = random_tensor(rng, n, 0.2f, GgmlType::F32);
+                for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(bytes.data())[i] += 1.0f;
+                return bytes;
+            };
+            vec(p + "attn_q_norm.weight", head_dim, around_one(head_dim));
+            vec(p + "attn_k_norm.weight", head_dim, around_one(head_dim));
         }
         matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
         vec(p + "ffn_norm.weight", s.dim, constant_f32(s.dim, 1.0f));

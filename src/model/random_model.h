@@ -16,7 +16,7 @@ class File;
 namespace pagoda::model {
 
 struct RandomModelSpec {
-    std::string arch = "llama";  // llama or qwen2 (QKV bias, NEOX RoPE)
+    std::string arch = "llama";  // llama, qwen2 (QKV bias, NEOX RoPE) or qwen3 (Q/K norms, NEOX RoPE)
     std::string name = "random";
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
     int64_t vocab_size = 512;    // used only for the synthetic vocabulary

@@ -61,7 +61,8 @@ TEST_P(FusedGraph, GivesBitwiseTheLogitsOfTheUnfusedGraph) {
 INSTANTIATE_TEST_SUITE_P(Types, FusedGraph,
                          ::testing::Values(std::pair{"llama", "f32"}, std::pair{"qwen2", "f32"}, std::pair{"llama", "q8_0"},
                                            std::pair{"qwen2", "q4_0"}, std::pair{"llama", "q4_k_m"},
-                                           std::pair{"llama", "q6_k"}),
+                                           std::pair{"llama", "q6_k"}, std::pair{"qwen3", "f32"},
+                                           std::pair{"qwen3", "q8_0"}),
                          [](const auto& info) { return info.param.first + "_" + info.param.second; });
 
 // The llama graph of a 2-layer model: 2 + 13 per layer ops as built (the first norm has no add

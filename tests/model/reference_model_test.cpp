@@ -1,5 +1,5 @@
 // The CPU backend's forward pass against the reference backend (double-precision loops, the oracle)
-// end to end, on random-weight models of every architecture the builders cover (llama, qwen2) with
+// end to end, on random-weight models of every architecture the builders cover (llama, qwen2, qwen3) with
 // GQA, both RoPE styles, QKV bias, tied and untied heads and each float weight type, fused and
 // unfused; prompt processed as one batch and then token by token must both match.
 #include <cmath>
@@ -42,6 +42,11 @@ std::vector<Case> cases() {
     {
         Case c{"qwen2_bias_neox_f32", base, 1e-5};
         c.spec.arch = "qwen2"; c.spec.seed = 3; c.spec.rope_theta = 1e6f;
+        out.push_back(c);
+    }
+    {
+        Case c{"qwen3_qknorm_neox_f32", base, 1e-5};
+        c.spec.arch = "qwen3"; c.spec.seed = 6; c.spec.head_dim = 16; c.spec.rope_theta = 1e6f;
         out.push_back(c);
     }
     {

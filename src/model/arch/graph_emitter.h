@@ -31,6 +31,10 @@ public:
         push({.kind = OpKind::rms_norm, .in = {x}, .out = {out}, .vector = &w, .eps = eps});
         return out;
     }
+    // In place, each of the rows' n_heads heads normalised on its own (Q/K norms).
+    void rms_norm_heads(int x, const backend::Vector& w, float eps, int32_t n_heads) {
+        push({.kind = OpKind::rms_norm, .in = {x}, .out = {x}, .vector = &w, .eps = eps, .n_heads = n_heads});
+    }
     void add(int y, int x) { push({.kind = OpKind::add, .in = {y, x}, .out = {y}}); }
     void add_bias(int y, const backend::Vector& b) { push({.kind = OpKind::add_bias, .in = {y}, .out = {y}, .vector = &b}); }
     void rope(int x, const backend::Rope& r, int32_t n_heads, int32_t head_dim) {

@@ -77,6 +77,10 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
             e.add_bias(q_k_v[1], bind.vector(p + "attn_k.bias", c.kv_dim()));
             e.add_bias(q_k_v[2], bind.vector(p + "attn_v.bias", c.kv_dim()));
         }
+        if (variant.qk_norm) {
+            e.rms_norm_heads(q_k_v[0], bind.vector(p + "attn_q_norm.weight", c.head_dim), c.rms_eps, heads);
+            e.rms_norm_heads(q_k_v[1], bind.vector(p + "attn_k_norm.weight", c.head_dim), c.rms_eps, kv_heads);
+        }
         e.rope(q_k_v[0], rope, heads, hd);
         e.rope(q_k_v[1], rope, kv_heads, hd);
         e.kv_write(l, q_k_v[1], q_k_v[2]);

@@ -1,5 +1,5 @@
-// The llama graph with the switches of the architectures that reuse it (qwen2: Q/K/V biases; its
-// NEOX RoPE comes from the config).
+// The llama graph with the switches of the architectures that reuse it (qwen2: Q/K/V biases; qwen3:
+// RMSNorm of each Q and K head before RoPE; their NEOX RoPE comes from the config).
 #pragma once
 #include "model/arch/arch.h"
 
@@ -7,6 +7,7 @@ namespace pagoda::model {
 
 struct LlamaVariant {
     bool qkv_bias = false;
+    bool qk_norm = false;  // blk.N.attn_q_norm / attn_k_norm, [head_dim] each
 };
 
 BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& config, backend::Backend& backend,

@@ -14,6 +14,7 @@ struct Entry {
 constexpr Entry kBuilders[] = {
     {"llama", build_llama},
     {"qwen2", build_qwen2},
+    {"qwen3", build_qwen3},
 };
 
 }  // namespace
