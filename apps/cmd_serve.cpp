@@ -58,7 +58,7 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     o->kv.add_to(sub);
     sub.add_option("--api-key-file", o->api_key_file,
                    "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without: open server)");
-    sub.add_flag("--open-health", o->open_health, "With keys: serve /health without a key");
+    sub.add_flag("--open-health", o->open_health, "With keys: serve /health, /livez and /readyz without a key");
     sub.add_flag("--open-metrics", o->open_metrics, "With keys: serve /metrics without a key");
     sub.add_option("--max-queue", o->gateway.max_queue, "New requests get 503 while more than this many requests wait")
         ->check(CLI::Range(int64_t(0), int64_t(1) << 30));

@@ -137,6 +137,16 @@ SimpleResponse Gateway::health() const {
     return {500, "application/json", "{}"};
 }
 
+SimpleResponse Gateway::liveness() const { return {200, "application/json", R"({"status":"alive"})"}; }
+
+SimpleResponse Gateway::readiness() const {
+    if (state() != State::ready || draining_) return health();
+    const int64_t waiting = engine_->stats().waiting_requests;
+    if (waiting > options_.max_queue)  // the admission rule of start(): new requests would get 503
+        return {503, "application/json", dump_json(json{{"status", "queue_full"}, {"waiting", waiting}}), 1.0};
+    return {200, "application/json", R"({"status":"ready"})"};
+}
+
 SimpleResponse Gateway::models() const {
     json card = {{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "pagoda"}};
     if (state() == State::ready) {

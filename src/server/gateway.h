@@ -119,7 +119,14 @@ public:
     bool open_health() const { return options_.open_health; }
     bool open_metrics() const { return options_.open_metrics; }
 
+    // /health: 200 once ready, 503 while loading, draining or failed (kept for existing clients).
     SimpleResponse health() const;
+    // /livez (liveness): 200 whenever the process answers, whatever the model's state; a probe
+    // that fails here means the process is wedged and should be restarted.
+    SimpleResponse liveness() const;
+    // /readyz (readiness): 200 when new work would be admitted: model loaded, not draining, the
+    // queue not over --max-queue; else 503 naming why (loading, failed, draining, queue_full).
+    SimpleResponse readiness() const;
     SimpleResponse models() const;
     SimpleResponse metrics();
 

@@ -115,6 +115,11 @@ private:
             if (!opt_open_health()) authenticate(auth);
             return send_simple(gw().health());
         }
+        if (path_ == "/livez" || path_ == "/readyz") {
+            require_method(req, http::verb::get, "GET");
+            if (!opt_open_health()) authenticate(auth);
+            return send_simple(path_ == "/livez" ? gw().liveness() : gw().readiness());
+        }
         if (path_ == "/metrics") {
             require_method(req, http::verb::get, "GET");
             if (!opt_open_metrics()) authenticate(auth);

@@ -97,6 +97,9 @@ TEST(Gateway, ReportsLoadingUntilTheLoaderReturns) {
     EXPECT_EQ(h.status, 503);
     EXPECT_EQ(json::parse(h.body)["status"], "loading");
     EXPECT_TRUE(h.retry_after.has_value());
+    EXPECT_EQ(gw.liveness().status, 200);  // the process serves while the model loads
+    EXPECT_EQ(gw.readiness().status, 503);
+    EXPECT_EQ(json::parse(gw.readiness().body)["status"], "loading");
     const ApiError e = start_error(gw, {{"prompt", "Hi"}});
     EXPECT_EQ(e.status, 503);
     EXPECT_EQ(e.code, "model_loading");
@@ -106,6 +109,10 @@ TEST(Gateway, ReportsLoadingUntilTheLoaderReturns) {
     loader.join();
     ASSERT_EQ(gw.state(), Gateway::State::ready);
     EXPECT_EQ(gw.health().status, 200);
+    EXPECT_EQ(gw.readiness().status, 200);
+    gw.begin_drain();
+    EXPECT_EQ(gw.liveness().status, 200);
+    EXPECT_EQ(json::parse(gw.readiness().body)["status"], "draining");
     EXPECT_EQ(seen.scheduler.max_seqs, 3);
     EXPECT_EQ(seen.scheduler.max_batched_tokens, 128);
     EXPECT_TRUE(seen.on_step && seen.on_request_finished);

@@ -236,6 +236,9 @@ TEST(ServeE2E, SlowLorisIsTimedOutWithoutBlockingOthers) {
 TEST(ServeE2E, AdmissionControlRefusesWhenTheQueueIsFull) {
     // One sequence runs at a time and no request may wait: a third request is refused at once.
     ServeProcess s({"--max-queue", "0", "--max-seqs", "1", "--max-batched-tokens", "64"}, server_test_model(true));
+    HttpResult ready = http_request(s.port(), "GET", "/readyz");
+    EXPECT_EQ(ready.status, 200);
+    EXPECT_EQ(json::parse(ready.body)["status"], "ready");
     RawClient running(s.port()), waiting(s.port());
     running.send(post_bytes("/v1/completions", R"({"prompt":"a","max_tokens":4000,"ignore_eos":true,"stream":true})"));
     ASSERT_FALSE(running.read_some(10000).empty());
@@ -246,6 +249,11 @@ TEST(ServeE2E, AdmissionControlRefusesWhenTheQueueIsFull) {
     EXPECT_EQ(r.status, 503);
     EXPECT_EQ(json::parse(r.body)["error"]["code"], "queue_full");
     EXPECT_EQ(r.headers["retry-after"], "1");
+    // Readiness follows the same rule (a balancer stops sending here); liveness does not.
+    HttpResult not_ready = http_request(s.port(), "GET", "/readyz");
+    EXPECT_EQ(not_ready.status, 503);
+    EXPECT_EQ(json::parse(not_ready.body)["status"], "queue_full");
+    EXPECT_EQ(http_request(s.port(), "GET", "/livez").status, 200);
     running.close();  // the waiting request now runs and is answered
     HttpResult w = parse_http_response(waiting.read_some(20000));
     EXPECT_EQ(w.status, 200);
