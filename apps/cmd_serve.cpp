@@ -71,7 +71,8 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     sub.add_option("--chat-template", o->gateway.chat_template,
                    "Chat template: a builtin name (chatml, llama2, llama3, ...) or a Jinja file (default: the model's)");
     sub.add_option("--model-name", o->gateway.model_name, "Model id in the API (default: the file name without .gguf)");
-    sub.add_option("--grace-seconds", o->http.grace_seconds, "On SIGTERM/SIGINT, time for requests in flight to finish")
+    sub.add_option("--shutdown-timeout,--grace-seconds", o->http.shutdown_timeout,
+                   "On SIGTERM/SIGINT, seconds requests in flight get to finish before they end with an error")
         ->check(CLI::Range(0.0, 3600.0));
     sub.add_option("--request-timeout", o->http.request_timeout, "Seconds a client has to send a whole request")
         ->check(CLI::Range(0.1, 3600.0));

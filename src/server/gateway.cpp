@@ -35,6 +35,14 @@ void Job::cancel() {
     for (engine::RequestId id : engine_ids_) gateway_.engine_->cancel(id);
 }
 
+std::optional<ApiError> Job::failure() const {
+    if (assembler_.error()) return ApiError::internal(*assembler_.error());
+    if (gateway_.cut_off_ && assembler_.cancelled())
+        return ApiError::unavailable("the server is shutting down and ended this request before it finished",
+                                     "shutting_down");
+    return std::nullopt;
+}
+
 void Job::finish(int status) {
     if (finished_.exchange(true)) return;
     if (limited_) {
@@ -101,6 +109,11 @@ void Gateway::load() {
         state_ = State::failed;
         throw;
     }
+}
+
+void Gateway::cut_off_remaining() {
+    cut_off_ = true;  // before the cancellations, so every job they end sees it
+    stop_engine();
 }
 
 void Gateway::stop_engine() {

@@ -69,6 +69,10 @@ public:
     std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta) { return assembler_.add(sub, delta); }
     bool done() const { return assembler_.done(); }
     const ResponseAssembler& assembler() const { return assembler_; }
+    // Once done(): why the request failed — an engine error (500), or the end of the shutdown
+    // timeout cutting it off (503 shutting_down) — or nullopt when it completed or its client
+    // cancelled it. Transports answer with this error instead of a normal ending.
+    std::optional<ApiError> failure() const;
 
     // Cancels the engine requests still running (any thread; idempotent).
     void cancel();
@@ -134,10 +138,13 @@ public:
     std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
                                const std::string& request_id, DeltaSink sink);
 
-    // Shutdown: stop admitting (503 for new requests), then cancel what is left and stop the engine.
+    // Shutdown: stop admitting (503 for new requests, /readyz 503), then, when the shutdown
+    // timeout is over, cut off what is left (those requests fail with 503 shutting_down), and
+    // stop the engine.
     void begin_drain() { draining_ = true; }
     bool draining() const { return draining_; }
     int64_t active_jobs() const { return active_jobs_.load(); }
+    void cut_off_remaining();
     void stop_engine();
 
     ServerMetrics& server_metrics() { return metrics_; }
@@ -160,6 +167,7 @@ private:
     RateLimiter limiter_;
     ServerMetrics metrics_;
     std::atomic<bool> draining_{false};
+    std::atomic<bool> cut_off_{false};  // cut_off_remaining() ran: cancellations are the server's
     std::atomic<int64_t> active_jobs_{0};
     std::atomic<uint64_t> next_id_{1};
     uint64_t id_salt_ = 0;

@@ -211,23 +211,23 @@ private:
             for (const auto& chunk : chunks) enqueue(http_chunk(sse_data(dump_json(chunk))));
         if (!job_->done()) return;
         const auto& a = job_->assembler();
+        const std::optional<ApiError> failure = job_->failure();
         if (streaming_) {
-            if (a.error()) {
-                ApiError e = ApiError::internal(*a.error());
-                enqueue(http_chunk(sse_data(dump_json(e.body()))));
+            // A failed stream still ends properly: an error event, [DONE], the last chunk.
+            if (failure) {
+                enqueue(http_chunk(sse_data(dump_json(failure->body()))));
             } else if (a.context().include_usage) {
                 enqueue(http_chunk(sse_data(dump_json(a.usage_chunk()))));
             }
             enqueue(http_chunk(sse_done()));
             enqueue("0\r\n\r\n");
             heartbeat_.cancel();
-            finish_job(a.error() ? 500 : 200);
+            finish_job(failure ? failure->status : 200);
             return;
         }
-        if (a.error()) {
-            ApiError e = ApiError::internal(*a.error());
-            finish_job(500);  // releases the job (and `a`)
-            return send_error(e);
+        if (failure) {
+            finish_job(failure->status);  // releases the job (and `a`)
+            return send_error(*failure);
         }
         std::string body = dump_json(a.response());
         finish_job(200);

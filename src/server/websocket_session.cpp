@@ -120,12 +120,11 @@ private:
         Entry& e = it->second;
         for (auto& chunk : e.job->add(sub, d)) send(json{{"id", e.client_id}, {"chunk", std::move(chunk)}});
         if (!e.job->done()) return;
-        const auto& assembler = e.job->assembler();
-        if (assembler.error()) {
-            send_error(e.client_id, ApiError::internal(*assembler.error()));
-            e.job->finish(500);
+        if (const std::optional<ApiError> failure = e.job->failure()) {
+            send_error(e.client_id, *failure);
+            e.job->finish(failure->status);
         } else {
-            send(json{{"id", e.client_id}, {"done", true}, {"usage", assembler.usage()}});
+            send(json{{"id", e.client_id}, {"done", true}, {"usage", e.job->assembler().usage()}});
             e.job->finish(200);
         }
         jobs_.erase(it);

@@ -292,26 +292,57 @@ TEST(ServeE2E, MetricsPassPromtool) {
     EXPECT_GT(findings, 0) << "promtool ran and saw the pagoda: metrics";
 }
 
-TEST(ServeE2E, GracefulShutdownFinishesThenCancels) {
-    ServeProcess s({"--grace-seconds", "3"}, server_test_model(true));
-    RawClient shortreq(s.port()), longreq(s.port());
-    shortreq.send(post_bytes("/v1/completions", R"({"prompt":"x","max_tokens":4,"ignore_eos":true,"stream":true})"));
+TEST(ServeE2E, ShutdownDrainsThenEndsTheRestWithAnError) {
+    ServeProcess s({"--shutdown-timeout", "3"}, server_test_model(true));
+    RawClient longjson(s.port()), longreq(s.port()), shortreq(s.port());
+    longjson.send(post_bytes("/v1/completions", R"({"prompt":"z","max_tokens":4000,"ignore_eos":true})"));
     longreq.send(post_bytes("/v1/completions", R"({"prompt":"y","max_tokens":4000,"ignore_eos":true,"stream":true})"));
     std::string first = longreq.read_some(10000);  // it is running
     ASSERT_FALSE(first.empty());
+    wait_metrics(s.port(), [](const std::string& t) { return metric_value(t, "pagoda:num_requests_running") >= 2; });
+    shortreq.send(post_bytes("/v1/completions", R"({"prompt":"x","max_tokens":4,"ignore_eos":true,"stream":true})"));
+    std::string short_first = shortreq.read_some(10000);  // admitted: the stream head is out
+    ASSERT_FALSE(short_first.empty());
     const auto t0 = Clock::now();
     EXPECT_EQ(kill(s.pid(), SIGTERM), 0);
-    std::string a = shortreq.read_all(10000), b = first + longreq.read_all(10000);
+
+    // Draining: still answering, but not ready and admitting nothing new.
+    HttpResult ready;  // the signal is handled within milliseconds
+    for (int i = 0; i < 200 && (ready = http_request(s.port(), "GET", "/readyz")).status != 503; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(ready.status, 503);
+    EXPECT_EQ(json::parse(ready.body)["status"], "draining");
+    EXPECT_EQ(http_request(s.port(), "GET", "/livez").status, 200);
+    HttpResult refused = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"w","max_tokens":1})");
+    EXPECT_EQ(refused.status, 503);
+    EXPECT_EQ(json::parse(refused.body)["error"]["code"], "shutting_down");
+
+    // In flight: the short request finishes normally; the long ones are ended after the timeout
+    // with a clear error, the stream as its last event before [DONE].
+    std::string a = short_first + shortreq.read_all(10000), b = first + longreq.read_all(10000);
+    const double cut_after = std::chrono::duration<double>(Clock::now() - t0).count();
     bool done_a = false, done_b = false;
     auto ea = sse_events(parse_http_response(a).body, &done_a);
     auto eb = sse_events(parse_http_response(b).body, &done_b);
     EXPECT_TRUE(done_a) << a;
     EXPECT_EQ(ea.back()["choices"][0]["finish_reason"], "length");
-    EXPECT_TRUE(done_b) << "the cancelled stream still ends properly";
-    EXPECT_EQ(eb.back()["choices"][0]["finish_reason"], "abort");
+    EXPECT_TRUE(done_b) << "the cut-off stream still ends properly";
+    EXPECT_EQ(eb.back()["error"]["code"], "shutting_down") << eb.back();
+    EXPECT_GE(cut_after, 2.5) << "in-flight requests get the whole shutdown timeout";
+    HttpResult j = parse_http_response(longjson.read_all(10000));
+    EXPECT_EQ(j.status, 503);
+    EXPECT_EQ(json::parse(j.body)["error"]["code"], "shutting_down") << j.body;
+
     EXPECT_EQ(s.wait_exit(10), 0);
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 10.0);
     EXPECT_EQ(http_request(s.port(), "GET", "/health", "", {}, 1000).status, 0) << "no longer listening";
+}
+
+TEST(ServeE2E, ShutdownWithNothingInFlightIsImmediate) {
+    ServeProcess s({"--shutdown-timeout", "30"});
+    const auto t0 = Clock::now();
+    EXPECT_EQ(s.terminate(10), 0);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
 }
 
 TEST(ServeE2E, BenchServeReportsEveryRequest) {
