@@ -33,7 +33,8 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
         drain_timer.expires_after(std::chrono::milliseconds(50));
         drain_timer.async_wait([&](beast::error_code) {
             const double waited = std::chrono::duration<double>(Clock::now() - drain_start).count();
-            if (gateway.active_jobs() == 0 || waited > options.shutdown_timeout + 5) {
+            const bool idle = gateway.active_jobs() == 0 && shared.writes_in_progress == 0;
+            if (idle || waited > options.shutdown_timeout + 5) {
                 beast::error_code ec;
                 acceptor.close(ec);
                 ioc.stop();

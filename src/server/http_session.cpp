@@ -18,7 +18,11 @@ namespace websocket = beast::websocket;
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
 public:
     HttpSession(tcp::socket socket, ServerShared& shared)
-        : stream_(std::move(socket)), shared_(shared), heartbeat_(stream_.get_executor()), idle_(stream_.get_executor()) {}
+        : stream_(std::move(socket)),
+          shared_(shared),
+          heartbeat_(stream_.get_executor()),
+          idle_(stream_.get_executor()),
+          writing_(shared.writes_in_progress) {}
 
     void start() {
         net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
@@ -290,10 +294,10 @@ private:
 
     void write_next() {
         if (outbox_.empty()) {
-            writing_ = false;
+            writing_.set(false);
             return after_write();
         }
-        writing_ = true;
+        writing_.set(true);
         net::async_write(stream_, net::buffer(outbox_.front()), beast::bind_front_handler(&HttpSession::on_write, shared_from_this()));
     }
 
@@ -301,7 +305,7 @@ private:
         outbox_.pop_front();
         last_write_ = Clock::now();
         if (ec) {
-            writing_ = false;
+            writing_.set(false);
             outbox_.clear();
             if (job_ && !response_done_) {
                 client_gone_ = true;
@@ -409,7 +413,8 @@ private:
     std::shared_ptr<std::array<char, 8192>> drain_;
     net::steady_timer heartbeat_, idle_;
     std::deque<std::string> outbox_;
-    bool writing_ = false, watching_ = false, keep_alive_ = true;
+    WriteFlag writing_;
+    bool watching_ = false, keep_alive_ = true;
     bool streaming_ = false, response_done_ = false, client_gone_ = false;
     std::shared_ptr<Job> job_;
     int status_ = 0;

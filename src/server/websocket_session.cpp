@@ -15,7 +15,7 @@ namespace websocket = beast::websocket;
 class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
 public:
     WebSocketSession(tcp::socket socket, ServerShared& shared, const ApiKey* key, std::string conn_id)
-        : ws_(std::move(socket)), shared_(shared), key_(key), conn_id_(std::move(conn_id)) {}
+        : ws_(std::move(socket)), shared_(shared), key_(key), conn_id_(std::move(conn_id)), writing_(shared.writes_in_progress) {}
 
     void run(http::request<http::string_body> req) {
         ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
@@ -138,10 +138,10 @@ private:
 
     void write_next() {
         if (outbox_.empty() || closed_) {
-            writing_ = false;
+            writing_.set(false);
             return;
         }
-        writing_ = true;
+        writing_.set(true);
         ws_.text(true);
         ws_.async_write(net::buffer(outbox_.front()), beast::bind_front_handler(&WebSocketSession::on_write, shared_from_this()));
     }
@@ -150,7 +150,7 @@ private:
         outbox_.pop_front();
         if (ec) {
             closed_ = true;  // the read side sees the failure too and cancels the requests
-            writing_ = false;
+            writing_.set(false);
             return;
         }
         write_next();
@@ -163,7 +163,8 @@ private:
     std::string conn_id_;
     std::map<std::string, Entry> jobs_;
     std::deque<std::string> outbox_;
-    bool writing_ = false, closed_ = false;
+    WriteFlag writing_;
+    bool closed_ = false;
     uint64_t serial_ = 0;
 };
 
