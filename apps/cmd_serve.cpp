@@ -22,6 +22,7 @@ struct ServeOptions {
     int64_t max_batched_tokens = 2048;
     int32_t max_seqs = 64;
     KvFlags kv;
+    std::string metrics_compat = "none";
 };
 
 int serve(ServeOptions& o) {
@@ -38,6 +39,7 @@ int serve(ServeOptions& o) {
     // Without keys the server is open anyway; with keys, /health and /metrics need one unless opened.
     o.gateway.open_health = keys.empty() || o.open_health;
     o.gateway.open_metrics = keys.empty() || o.open_metrics;
+    o.gateway.metrics_compat = o.metrics_compat == "vllm" ? server::MetricsCompat::vllm : server::MetricsCompat::none;
     if (!o.gateway.chat_template.empty())  // parse now: a bad template is a start-up error
         (void)chat::ChatTemplate::from_name_or_file(o.gateway.chat_template);
     server::Gateway gateway(o.gateway, std::move(keys),
@@ -60,6 +62,9 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without: open server)");
     sub.add_flag("--open-health", o->open_health, "With keys: serve /health, /livez and /readyz without a key");
     sub.add_flag("--open-metrics", o->open_metrics, "With keys: serve /metrics without a key");
+    sub.add_option("--metrics-compat", o->metrics_compat,
+                   "vllm: /metrics also serves the series under vLLM's names (vllm:num_requests_waiting, ...)")
+        ->check(CLI::IsMember({"none", "vllm"}));
     sub.add_option("--max-queue", o->gateway.max_queue, "New requests get 503 while more than this many requests wait")
         ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
     sub.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body (413 beyond)")

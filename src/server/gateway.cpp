@@ -56,7 +56,10 @@ void Job::finish(int status) {
 // ---- Gateway ----
 
 Gateway::Gateway(GatewayOptions options, ApiKeyTable keys, ModelLoader loader)
-    : options_(std::move(options)), keys_(std::move(keys)), loader_(std::move(loader)) {
+    : options_(std::move(options)),
+      keys_(std::move(keys)),
+      loader_(std::move(loader)),
+      metrics_(options_.metrics_compat, options_.model_name) {
     std::random_device rd;
     id_salt_ = (uint64_t(rd()) << 32) ^ rd();
 }
@@ -99,8 +102,9 @@ void Gateway::load() {
             std::lock_guard lock(engine_mutex_);
             engine_ = std::move(loaded.engine);
         }
-        state_ = State::ready;
         const auto& info = engine_->model_info();
+        metrics_.set_cache_config(info.block_size, info.n_kv_blocks);
+        state_ = State::ready;
         log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens; context limit {}",
                  options_.model_name, std::chrono::duration<double>(SteadyClock::now() - t0).count(),
                  loaded.description, info.n_kv_blocks, info.block_size, engine_->context_limit());

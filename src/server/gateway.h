@@ -34,6 +34,7 @@ struct GatewayOptions {
     int64_t max_prompt_tokens = 0;      // 0: the context limit
     int64_t max_tokens_limit = 4096;    // largest max_tokens accepted
     std::string chat_template;          // name or file; empty: the model's, else chatml
+    MetricsCompat metrics_compat = MetricsCompat::none;  // vllm: also serve vLLM's metric names
     bool open_health = true, open_metrics = true;
 };
 

@@ -260,7 +260,8 @@ TEST(ServeE2E, AdmissionControlRefusesWhenTheQueueIsFull) {
 }
 
 TEST(ServeE2E, MetricsPassPromtool) {
-    ServeProcess s({});
+    // With vLLM's names too, so promtool checks the whole exposition.
+    ServeProcess s({"--metrics-compat", "vllm"});
     ASSERT_EQ(http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"hello","max_tokens":3,"ignore_eos":true})").status,
               200);
     // Engine counters are a snapshot taken after each step: wait for the one after the last token.
@@ -271,6 +272,18 @@ TEST(ServeE2E, MetricsPassPromtool) {
     EXPECT_EQ(metric_value(m.body, "pagoda:generation_tokens_total"), 3);
     EXPECT_EQ(metric_value(m.body, "pagoda:time_to_first_token_seconds_count"), 1);
     EXPECT_EQ(metric_value(m.body, "pagoda:model_ready"), 1);
+    // The KV cache's shape as an info series, and the same series under vLLM's names.
+    const std::string blocks = std::to_string(int64_t(metric_value(m.body, "pagoda:kv_cache_blocks")));
+    const std::string config = "{block_size=\"16\",num_blocks=\"" + blocks + "\"}";
+    EXPECT_EQ(metric_value(m.body, "pagoda:cache_config_info" + config), 1) << m.body;
+    const std::string vllm_config = "{block_size=\"16\",num_gpu_blocks=\"" + blocks + "\"}";
+    EXPECT_EQ(metric_value(m.body, "vllm:cache_config_info" + vllm_config), 1) << m.body;
+    const std::string model = "{model_name=\"serve-tiny\"}";
+    EXPECT_EQ(metric_value(m.body, "vllm:generation_tokens_total" + model), 3);
+    EXPECT_EQ(metric_value(m.body, "vllm:num_requests_waiting" + model), 0);
+    EXPECT_EQ(metric_value(m.body, "vllm:kv_cache_usage_perc" + model), metric_value(m.body, "pagoda:kv_cache_usage_perc"));
+    EXPECT_EQ(metric_value(m.body, "vllm:gpu_cache_usage_perc" + model), metric_value(m.body, "pagoda:kv_cache_usage_perc"));
+    EXPECT_EQ(metric_value(m.body, "vllm:e2e_request_latency_seconds_count" + model), 1);
     if (std::system("command -v promtool >/dev/null 2>&1") != 0)
         GTEST_SKIP() << "promtool not found (Debian package 'prometheus'; scripts/install-deps.sh installs it)";
     const std::string path = temp_path("metrics.txt"), out = temp_path("promtool.out");
