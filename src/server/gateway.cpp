@@ -104,6 +104,7 @@ void Gateway::load() {
         }
         const auto& info = engine_->model_info();
         metrics_.set_cache_config(info.block_size, info.n_kv_blocks);
+        metrics_.set_time_to_ready(now_seconds());  // the gateway is built as the server starts
         state_ = State::ready;
         log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens; context limit {}",
                  options_.model_name, std::chrono::duration<double>(SteadyClock::now() - t0).count(),

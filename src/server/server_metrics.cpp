@@ -13,6 +13,7 @@ const std::vector<double> kFractionBuckets = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6
 ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name) : compat_(compat) {
     auto& r = registry_;
     r.add_gauge("pagoda:model_ready", "1 when the model is loaded and requests are served, 0 while loading");
+    r.add_gauge("pagoda:time_to_ready_seconds", "Seconds from the server's start to the model being ready (0 until then)");
     r.add_gauge("pagoda:num_requests_running", "Requests with sequences in the running batch");
     r.add_gauge("pagoda:num_requests_waiting", "Requests waiting to be scheduled");
     r.add_gauge("pagoda:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0 to 1)");
@@ -72,6 +73,8 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
     r.add_gauge("vllm:cache_config_info", "KV-cache configuration in the labels (value 1), vLLM's names",
                 {"block_size", "num_gpu_blocks"});
 }
+
+void ServerMetrics::set_time_to_ready(double seconds) { registry_.set("pagoda:time_to_ready_seconds", seconds); }
 
 void ServerMetrics::set_cache_config(int32_t block_size, int32_t n_blocks) {
     const std::string bs = std::to_string(block_size), n = std::to_string(n_blocks);

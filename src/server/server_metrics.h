@@ -23,6 +23,8 @@ public:
 
     // The KV cache's shape, once the engine is up: the cache_config_info series (value 1).
     void set_cache_config(int32_t block_size, int32_t n_blocks);
+    // Seconds from the server's start to the model being ready (how fast a new instance serves).
+    void set_time_to_ready(double seconds);
 
     void on_request_finished(const engine::FinishedRequest& r);
     void on_step(const engine::StepInfo& step, int64_t max_batched_tokens);

@@ -272,6 +272,8 @@ TEST(ServeE2E, MetricsPassPromtool) {
     EXPECT_EQ(metric_value(m.body, "pagoda:generation_tokens_total"), 3);
     EXPECT_EQ(metric_value(m.body, "pagoda:time_to_first_token_seconds_count"), 1);
     EXPECT_EQ(metric_value(m.body, "pagoda:model_ready"), 1);
+    EXPECT_GT(metric_value(m.body, "pagoda:time_to_ready_seconds"), 0);
+    EXPECT_LT(metric_value(m.body, "pagoda:time_to_ready_seconds"), 30);
     // The KV cache's shape as an info series, and the same series under vLLM's names.
     const std::string blocks = std::to_string(int64_t(metric_value(m.body, "pagoda:kv_cache_blocks")));
     const std::string config = "{block_size=\"16\",num_blocks=\"" + blocks + "\"}";
