@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
@@ -23,7 +24,6 @@
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
 #include "server/server_metrics.h"
-#include "chat/chat_template.h"
 
 namespace pagoda::server {
 
