@@ -24,6 +24,7 @@ struct ServeOptions {
     int32_t max_seqs = 64;
     KvFlags kv;
     ModelFlags compute;
+    std::string metrics_compat = "none";
 };
 
 int serve(ServeOptions& o) {
@@ -42,6 +43,7 @@ int serve(ServeOptions& o) {
     // Without keys the server is open anyway; with keys, /health and /metrics need one unless opened.
     o.gateway.open_health = keys.empty() || o.open_health;
     o.gateway.open_metrics = keys.empty() || o.open_metrics;
+    o.gateway.metrics_compat = o.metrics_compat == "vllm" ? server::MetricsCompat::vllm : server::MetricsCompat::none;
     if (!o.gateway.chat_template.empty())  // parse now: a bad template is a start-up error
         (void)chat::ChatTemplate::from_name_or_file(o.gateway.chat_template);
     server::Gateway gateway(o.gateway, std::move(keys),
@@ -63,8 +65,11 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     o->compute.add_to(sub);
     sub.add_option("--api-key-file", o->api_key_file,
                    "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without: open server)");
-    sub.add_flag("--open-health", o->open_health, "With keys: serve /health without a key");
+    sub.add_flag("--open-health", o->open_health, "With keys: serve /health, /livez and /readyz without a key");
     sub.add_flag("--open-metrics", o->open_metrics, "With keys: serve /metrics without a key");
+    sub.add_option("--metrics-compat", o->metrics_compat,
+                   "vllm: /metrics also serves the series under vLLM's names (vllm:num_requests_waiting, ...)")
+        ->check(CLI::IsMember({"none", "vllm"}));
     sub.add_option("--max-queue", o->gateway.max_queue, "New requests get 503 while more than this many requests wait")
         ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
     sub.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body (413 beyond)")
@@ -76,7 +81,8 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     sub.add_option("--chat-template", o->gateway.chat_template,
                    "Chat template: a builtin name (chatml, llama2, llama3, ...) or a Jinja file (default: the model's)");
     sub.add_option("--model-name", o->gateway.model_name, "Model id in the API (default: the file name without .gguf)");
-    sub.add_option("--grace-seconds", o->http.grace_seconds, "On SIGTERM/SIGINT, time for requests in flight to finish")
+    sub.add_option("--shutdown-timeout,--grace-seconds", o->http.shutdown_timeout,
+                   "On SIGTERM/SIGINT, seconds requests in flight get to finish before they end with an error")
         ->check(CLI::Range(0.0, 3600.0));
     sub.add_option("--request-timeout", o->http.request_timeout, "Seconds a client has to send a whole request")
         ->check(CLI::Range(0.1, 3600.0));

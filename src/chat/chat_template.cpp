@@ -4,11 +4,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
 #include "chat/builtin_templates.h"
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_eval.h"
 #include "chat/jinja_parser.h"
+#include "core/error.h"
 
 namespace pagoda::chat {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "chat/jinja_ast.h"
 #include "chat/jinja_ops.h"
+#include "core/error.h"
 
 namespace pagoda::chat::jinja {
 

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
 #include "chat/jinja_text.h"
+#include "core/error.h"
 
 namespace pagoda::chat::jinja {
 

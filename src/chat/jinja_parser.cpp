@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <set>
 
-#include "core/error.h"
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_lexer.h"
+#include "core/error.h"
 
 namespace pagoda::chat::jinja {
 

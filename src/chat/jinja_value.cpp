@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/error.h"
 #include "chat/jinja_text.h"
+#include "core/error.h"
 
 namespace pagoda::chat::jinja {
 

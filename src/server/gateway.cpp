@@ -35,6 +35,14 @@ void Job::cancel() {
     for (engine::RequestId id : engine_ids_) gateway_.engine_->cancel(id);
 }
 
+std::optional<ApiError> Job::failure() const {
+    if (assembler_.error()) return ApiError::internal(*assembler_.error());
+    if (gateway_.cut_off_ && assembler_.cancelled())
+        return ApiError::unavailable("the server is shutting down and ended this request before it finished",
+                                     "shutting_down");
+    return std::nullopt;
+}
+
 void Job::finish(int status) {
     if (finished_.exchange(true)) return;
     if (limited_) {
@@ -48,7 +56,10 @@ void Job::finish(int status) {
 // ---- Gateway ----
 
 Gateway::Gateway(GatewayOptions options, ApiKeyTable keys, ModelLoader loader)
-    : options_(std::move(options)), keys_(std::move(keys)), loader_(std::move(loader)) {
+    : options_(std::move(options)),
+      keys_(std::move(keys)),
+      loader_(std::move(loader)),
+      metrics_(options_.metrics_compat, options_.model_name) {
     std::random_device rd;
     id_salt_ = (uint64_t(rd()) << 32) ^ rd();
 }
@@ -91,8 +102,10 @@ void Gateway::load() {
             std::lock_guard lock(engine_mutex_);
             engine_ = std::move(loaded.engine);
         }
-        state_ = State::ready;
         const auto& info = engine_->model_info();
+        metrics_.set_cache_config(info.block_size, info.n_kv_blocks);
+        metrics_.set_time_to_ready(now_seconds());  // the gateway is built as the server starts
+        state_ = State::ready;
         log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens; context limit {}",
                  options_.model_name, std::chrono::duration<double>(SteadyClock::now() - t0).count(),
                  loaded.description, info.n_kv_blocks, info.block_size, engine_->context_limit());
@@ -101,6 +114,11 @@ void Gateway::load() {
         state_ = State::failed;
         throw;
     }
+}
+
+void Gateway::cut_off_remaining() {
+    cut_off_ = true;  // before the cancellations, so every job they end sees it
+    stop_engine();
 }
 
 void Gateway::stop_engine() {
@@ -135,6 +153,16 @@ SimpleResponse Gateway::health() const {
             return {503, "application/json", dump_json(json{{"status", "failed"}, {"error", load_error_}})};
     }
     return {500, "application/json", "{}"};
+}
+
+SimpleResponse Gateway::liveness() const { return {200, "application/json", R"({"status":"alive"})"}; }
+
+SimpleResponse Gateway::readiness() const {
+    if (state() != State::ready || draining_) return health();
+    const int64_t waiting = engine_->stats().waiting_requests;
+    if (waiting > options_.max_queue)  // the admission rule of start(): new requests would get 503
+        return {503, "application/json", dump_json(json{{"status", "queue_full"}, {"waiting", waiting}}), 1.0};
+    return {200, "application/json", R"({"status":"ready"})"};
 }
 
 SimpleResponse Gateway::models() const {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
@@ -23,7 +24,6 @@
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
 #include "server/server_metrics.h"
-#include "chat/chat_template.h"
 
 namespace pagoda::server {
 
@@ -34,6 +34,7 @@ struct GatewayOptions {
     int64_t max_prompt_tokens = 0;      // 0: the context limit
     int64_t max_tokens_limit = 4096;    // largest max_tokens accepted
     std::string chat_template;          // name or file; empty: the model's, else chatml
+    MetricsCompat metrics_compat = MetricsCompat::none;  // vllm: also serve vLLM's metric names
     bool open_health = true, open_metrics = true;
 };
 
@@ -69,6 +70,10 @@ public:
     std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta) { return assembler_.add(sub, delta); }
     bool done() const { return assembler_.done(); }
     const ResponseAssembler& assembler() const { return assembler_; }
+    // Once done(): why the request failed — an engine error (500), or the end of the shutdown
+    // timeout cutting it off (503 shutting_down) — or nullopt when it completed or its client
+    // cancelled it. Transports answer with this error instead of a normal ending.
+    std::optional<ApiError> failure() const;
 
     // Cancels the engine requests still running (any thread; idempotent).
     void cancel();
@@ -119,7 +124,14 @@ public:
     bool open_health() const { return options_.open_health; }
     bool open_metrics() const { return options_.open_metrics; }
 
+    // /health: 200 once ready, 503 while loading, draining or failed (kept for existing clients).
     SimpleResponse health() const;
+    // /livez (liveness): 200 whenever the process answers, whatever the model's state; a probe
+    // that fails here means the process is wedged and should be restarted.
+    SimpleResponse liveness() const;
+    // /readyz (readiness): 200 when new work would be admitted: model loaded, not draining, the
+    // queue not over --max-queue; else 503 naming why (loading, failed, draining, queue_full).
+    SimpleResponse readiness() const;
     SimpleResponse models() const;
     SimpleResponse metrics();
 
@@ -127,10 +139,13 @@ public:
     std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
                                const std::string& request_id, DeltaSink sink);
 
-    // Shutdown: stop admitting (503 for new requests), then cancel what is left and stop the engine.
+    // Shutdown: stop admitting (503 for new requests, /readyz 503), then, when the shutdown
+    // timeout is over, cut off what is left (those requests fail with 503 shutting_down), and
+    // stop the engine.
     void begin_drain() { draining_ = true; }
     bool draining() const { return draining_; }
     int64_t active_jobs() const { return active_jobs_.load(); }
+    void cut_off_remaining();
     void stop_engine();
 
     ServerMetrics& server_metrics() { return metrics_; }
@@ -153,6 +168,7 @@ private:
     RateLimiter limiter_;
     ServerMetrics metrics_;
     std::atomic<bool> draining_{false};
+    std::atomic<bool> cut_off_{false};  // cut_off_remaining() ran: cancellations are the server's
     std::atomic<int64_t> active_jobs_{0};
     std::atomic<uint64_t> next_id_{1};
     uint64_t id_salt_ = 0;

@@ -6,6 +6,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -27,6 +28,28 @@ using Clock = std::chrono::steady_clock;
 struct ServerShared {
     Gateway& gateway;
     HttpServerOptions options;
+    std::atomic<int64_t> writes_in_progress{0};  // connections with bytes on their way out
+};
+
+// A connection's "writing" state, counted in ServerShared::writes_in_progress: the shutdown waits
+// for the count to reach zero before it stops the I/O threads, so a response's last bytes (a
+// stream's final error event, say) are never cut off. Clears itself when the connection goes.
+class WriteFlag {
+public:
+    explicit WriteFlag(std::atomic<int64_t>& count) : count_(count) {}
+    WriteFlag(const WriteFlag&) = delete;
+    WriteFlag& operator=(const WriteFlag&) = delete;
+    ~WriteFlag() { set(false); }
+    void set(bool on) {
+        if (on == on_) return;
+        count_ += on ? 1 : -1;
+        on_ = on;
+    }
+    explicit operator bool() const { return on_; }
+
+private:
+    std::atomic<int64_t>& count_;
+    bool on_ = false;
 };
 
 struct Header {

@@ -26,30 +26,32 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
     net::steady_timer drain_timer(ioc);
     Clock::time_point drain_start;
     bool engine_stopped = false;
-    // Polls until the requests in flight are done (or the grace period ran out and they were
-    // cancelled), then stops the I/O threads.
+    // Polls until the requests in flight are done (or the shutdown timeout ran out and they were
+    // cut off), then stops listening and stops the I/O threads. The listener stays open until
+    // then so probes and late clients get a clear 503 instead of a refused connection.
     std::function<void()> poll_drain = [&] {
         drain_timer.expires_after(std::chrono::milliseconds(50));
         drain_timer.async_wait([&](beast::error_code) {
             const double waited = std::chrono::duration<double>(Clock::now() - drain_start).count();
-            if (gateway.active_jobs() == 0 || waited > options.grace_seconds + 5) {
+            const bool idle = gateway.active_jobs() == 0 && shared.writes_in_progress == 0;
+            if (idle || waited > options.shutdown_timeout + 5) {
+                beast::error_code ec;
+                acceptor.close(ec);
                 ioc.stop();
                 return;
             }
-            if (!engine_stopped && waited >= options.grace_seconds) {
-                log_info("serve: grace period over: cancelling {} requests", gateway.active_jobs());
+            if (!engine_stopped && waited >= options.shutdown_timeout) {
+                log_info("serve: shutdown timeout over: ending {} requests with an error", gateway.active_jobs());
                 engine_stopped = true;
-                gateway.stop_engine();  // cancels: the final deltas still reach the clients
+                gateway.cut_off_remaining();  // their final deltas still reach the clients, as errors
             }
             poll_drain();
         });
     };
     auto begin_shutdown = [&](const char* why) {
         if (shutting_down.exchange(true)) return;
-        log_info("serve: {}: no new connections; waiting up to {} s for {} requests", why, options.grace_seconds,
-                 gateway.active_jobs());
-        beast::error_code ec;
-        acceptor.close(ec);
+        log_info("serve: {}: draining (not ready, no new requests); waiting up to {} s for {} requests", why,
+                 options.shutdown_timeout, gateway.active_jobs());
         gateway.begin_drain();
         drain_start = Clock::now();
         poll_drain();

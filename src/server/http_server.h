@@ -4,8 +4,10 @@
 // model and hands deltas back by posting them to the connection's strand.
 //
 // run() listens, starts loading the model on a background thread (so /health answers 503 while it
-// loads), and serves until SIGINT/SIGTERM: then it stops accepting, lets requests in flight finish
-// for up to grace_seconds, cancels the rest, and returns 0 (1 if the model failed to load).
+// loads), and serves until SIGINT/SIGTERM. Then it drains: it keeps answering (/readyz 503
+// draining, new completions 503 shutting_down), lets requests in flight finish for up to
+// shutdown_timeout seconds, ends the rest with a 503 shutting_down error (streams get it as their
+// last event), stops listening and returns 0 (1 if the model failed to load).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,7 +24,7 @@ struct HttpServerOptions {
     double request_timeout = 30;      // seconds to receive a whole request (headers and body)
     double idle_timeout = 60;         // keep-alive wait for the next request
     double heartbeat_seconds = 2;     // SSE ": ping" after this long without output
-    double grace_seconds = 10;
+    double shutdown_timeout = 10;     // seconds requests in flight get to finish after SIGTERM
     int64_t max_ws_requests = 64;     // requests in flight per WebSocket
 };
 

@@ -18,7 +18,11 @@ namespace websocket = beast::websocket;
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
 public:
     HttpSession(tcp::socket socket, ServerShared& shared)
-        : stream_(std::move(socket)), shared_(shared), heartbeat_(stream_.get_executor()), idle_(stream_.get_executor()) {}
+        : stream_(std::move(socket)),
+          shared_(shared),
+          heartbeat_(stream_.get_executor()),
+          idle_(stream_.get_executor()),
+          writing_(shared.writes_in_progress) {}
 
     void start() {
         net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
@@ -115,6 +119,11 @@ private:
             if (!opt_open_health()) authenticate(auth);
             return send_simple(gw().health());
         }
+        if (path_ == "/livez" || path_ == "/readyz") {
+            require_method(req, http::verb::get, "GET");
+            if (!opt_open_health()) authenticate(auth);
+            return send_simple(path_ == "/livez" ? gw().liveness() : gw().readiness());
+        }
         if (path_ == "/metrics") {
             require_method(req, http::verb::get, "GET");
             if (!opt_open_metrics()) authenticate(auth);
@@ -206,23 +215,23 @@ private:
             for (const auto& chunk : chunks) enqueue(http_chunk(sse_data(dump_json(chunk))));
         if (!job_->done()) return;
         const auto& a = job_->assembler();
+        const std::optional<ApiError> failure = job_->failure();
         if (streaming_) {
-            if (a.error()) {
-                ApiError e = ApiError::internal(*a.error());
-                enqueue(http_chunk(sse_data(dump_json(e.body()))));
+            // A failed stream still ends properly: an error event, [DONE], the last chunk.
+            if (failure) {
+                enqueue(http_chunk(sse_data(dump_json(failure->body()))));
             } else if (a.context().include_usage) {
                 enqueue(http_chunk(sse_data(dump_json(a.usage_chunk()))));
             }
             enqueue(http_chunk(sse_done()));
             enqueue("0\r\n\r\n");
             heartbeat_.cancel();
-            finish_job(a.error() ? 500 : 200);
+            finish_job(failure ? failure->status : 200);
             return;
         }
-        if (a.error()) {
-            ApiError e = ApiError::internal(*a.error());
-            finish_job(500);  // releases the job (and `a`)
-            return send_error(e);
+        if (failure) {
+            finish_job(failure->status);  // releases the job (and `a`)
+            return send_error(*failure);
         }
         std::string body = dump_json(a.response());
         finish_job(200);
@@ -285,10 +294,10 @@ private:
 
     void write_next() {
         if (outbox_.empty()) {
-            writing_ = false;
+            writing_.set(false);
             return after_write();
         }
-        writing_ = true;
+        writing_.set(true);
         net::async_write(stream_, net::buffer(outbox_.front()), beast::bind_front_handler(&HttpSession::on_write, shared_from_this()));
     }
 
@@ -296,7 +305,7 @@ private:
         outbox_.pop_front();
         last_write_ = Clock::now();
         if (ec) {
-            writing_ = false;
+            writing_.set(false);
             outbox_.clear();
             if (job_ && !response_done_) {
                 client_gone_ = true;
@@ -404,7 +413,8 @@ private:
     std::shared_ptr<std::array<char, 8192>> drain_;
     net::steady_timer heartbeat_, idle_;
     std::deque<std::string> outbox_;
-    bool writing_ = false, watching_ = false, keep_alive_ = true;
+    WriteFlag writing_;
+    bool watching_ = false, keep_alive_ = true;
     bool streaming_ = false, response_done_ = false, client_gone_ = false;
     std::shared_ptr<Job> job_;
     int status_ = 0;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "chat/chat_template.h"
 #include "core/error.h"
 #include "server/api_error.h"
-#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {

@@ -107,6 +107,11 @@ void ResponseAssembler::append_logprobs(Choice& choice, const json& part) const 
         for (const auto& item : it.value()) choice.logprobs[it.key()].push_back(item);
 }
 
+bool ResponseAssembler::cancelled() const {
+    return std::any_of(choices_.begin(), choices_.end(),
+                       [](const Choice& c) { return c.finish == engine::FinishReason::cancelled; });
+}
+
 std::vector<json> ResponseAssembler::add(size_t sub, const engine::Delta& d) {
     std::vector<json> out;
     if (sub >= subs_.size() || d.index < 0 || d.index >= ctx_.n) return out;

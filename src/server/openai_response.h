@@ -46,6 +46,8 @@ public:
     bool done() const { return subs_done_ == subs_.size(); }
     // The first engine error reported (a choice finished with FinishReason::error), if any.
     const std::optional<std::string>& error() const { return error_; }
+    // Whether a choice finished because the request was cancelled.
+    bool cancelled() const;
 
     nlohmann::json usage() const;        // summed over subs
     nlohmann::json usage_chunk() const;  // streaming: choices [] and usage

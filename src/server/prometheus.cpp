@@ -129,39 +129,55 @@ std::string escape_help(const std::string& help) {
 
 }  // namespace
 
+void MetricRegistry::add_alias(const std::string& name, const std::string& alias,
+                               std::vector<std::pair<std::string, std::string>> constant_labels) {
+    std::lock_guard lock(mutex_);
+    const Family& f = family(name);
+    if (by_name_.count(alias) || std::any_of(aliases_.begin(), aliases_.end(), [&](const Alias& a) { return a.name == alias; }))
+        fail("metric '{}' is already registered", alias);
+    Alias a{&f, alias, {}, {}};
+    for (auto& [label, value] : constant_labels) {
+        a.label_names.push_back(std::move(label));
+        a.label_values.push_back(std::move(value));
+    }
+    aliases_.push_back(std::move(a));
+}
+
+void MetricRegistry::render_family(std::string& out, const Family& f, const std::string& name, const Alias* alias) const {
+    const char* type = f.type == MetricType::counter ? "counter" : f.type == MetricType::gauge ? "gauge" : "histogram";
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, escape_help(f.help), name, type);
+    std::vector<std::string> names = alias ? alias->label_names : std::vector<std::string>{};
+    names.insert(names.end(), f.label_names.begin(), f.label_names.end());
+    auto labels_of = [&](const Labels& own) {
+        Labels values = alias ? alias->label_values : Labels{};
+        values.insert(values.end(), own.begin(), own.end());
+        return values;
+    };
+    auto render_series = [&](const Labels& values, const Series& s) {
+        if (f.type != MetricType::histogram) {
+            out += fmt::format("{}{} {}\n", name, label_text(names, values), format_metric_value(s.value));
+            return;
+        }
+        uint64_t cumulative = 0;
+        for (size_t i = 0; i < f.bounds.size(); ++i) {
+            cumulative += s.buckets.empty() ? 0 : s.buckets[i];
+            out += fmt::format("{}_bucket{} {}\n", name, label_text(names, values, "le", format_metric_value(f.bounds[i])),
+                               cumulative);
+        }
+        out += fmt::format("{}_bucket{} {}\n", name, label_text(names, values, "le", "+Inf"), s.count);
+        out += fmt::format("{}_sum{} {}\n", name, label_text(names, values), format_metric_value(s.sum));
+        out += fmt::format("{}_count{} {}\n", name, label_text(names, values), s.count);
+    };
+    // A family without labels of its own always shows a sample (0 before the first event).
+    if (f.series.empty() && f.label_names.empty()) render_series(labels_of({}), Series{});
+    for (const auto& [labels, s] : f.series) render_series(labels_of(labels), s);
+}
+
 std::string MetricRegistry::render() const {
     std::lock_guard lock(mutex_);
     std::string out;
-    for (const auto& fp : families_) {
-        const Family& f = *fp;
-        const char* type = f.type == MetricType::counter ? "counter" : f.type == MetricType::gauge ? "gauge" : "histogram";
-        out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, escape_help(f.help), f.name, type);
-        // A family without labels always shows a sample (0 before the first event).
-        if (f.series.empty() && f.label_names.empty()) {
-            if (f.type == MetricType::histogram) {
-                for (double b : f.bounds) out += fmt::format("{}_bucket{{le=\"{}\"}} 0\n", f.name, format_metric_value(b));
-                out += fmt::format("{}_bucket{{le=\"+Inf\"}} 0\n{}_sum 0\n{}_count 0\n", f.name, f.name, f.name);
-            } else {
-                out += fmt::format("{} 0\n", f.name);
-            }
-            continue;
-        }
-        for (const auto& [labels, s] : f.series) {
-            if (f.type != MetricType::histogram) {
-                out += fmt::format("{}{} {}\n", f.name, label_text(f.label_names, labels), format_metric_value(s.value));
-                continue;
-            }
-            uint64_t cumulative = 0;
-            for (size_t i = 0; i < f.bounds.size(); ++i) {
-                cumulative += s.buckets.empty() ? 0 : s.buckets[i];
-                out += fmt::format("{}_bucket{} {}\n", f.name,
-                                   label_text(f.label_names, labels, "le", format_metric_value(f.bounds[i])), cumulative);
-            }
-            out += fmt::format("{}_bucket{} {}\n", f.name, label_text(f.label_names, labels, "le", "+Inf"), s.count);
-            out += fmt::format("{}_sum{} {}\n", f.name, label_text(f.label_names, labels), format_metric_value(s.sum));
-            out += fmt::format("{}_count{} {}\n", f.name, label_text(f.label_names, labels), s.count);
-        }
-    }
+    for (const auto& f : families_) render_family(out, *f, f->name, nullptr);
+    for (const auto& a : aliases_) render_family(out, *a.family, a.name, &a);
     return out;
 }
 

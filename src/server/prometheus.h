@@ -1,12 +1,15 @@
 // A small Prometheus registry and text exposition (format 0.0.4): counter, gauge and histogram
 // families with labels, rendered with # HELP / # TYPE lines, escaped label values, cumulative
 // histogram buckets ending in +Inf, _sum and _count. Thread-safe: series may be updated from the
-// engine thread while a scrape renders. Families render in registration order, series in label order.
+// engine thread while a scrape renders. Families render in registration order, series in label order;
+// a family's aliases (the same series under another name, with constant labels added in front)
+// render after all families.
 #pragma once
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pagoda::server {
@@ -22,6 +25,10 @@ public:
     void add_gauge(const std::string& name, const std::string& help, std::vector<std::string> label_names = {});
     void add_histogram(const std::string& name, const std::string& help, std::vector<double> buckets,
                        std::vector<std::string> label_names = {});
+    // Renders family `name` a second time as `alias` (a name not otherwise registered), each
+    // sample carrying `constant_labels` (name, value) before its own labels.
+    void add_alias(const std::string& name, const std::string& alias,
+                   std::vector<std::pair<std::string, std::string>> constant_labels = {});
 
     void inc(const std::string& name, const Labels& labels = {}, double by = 1);
     void set(const std::string& name, double value, const Labels& labels = {});  // gauges, or mirrored counters
@@ -46,13 +53,20 @@ private:
         std::vector<double> bounds;
         std::map<Labels, Series> series;
     };
+    struct Alias {
+        const Family* family;
+        std::string name;
+        std::vector<std::string> label_names, label_values;  // the constant labels
+    };
     Family& family(const std::string& name);
     const Family& family(const std::string& name) const;
     void add(Family f);
+    void render_family(std::string& out, const Family& f, const std::string& name, const Alias* alias) const;
 
     mutable std::mutex mutex_;
     std::vector<std::unique_ptr<Family>> families_;
     std::map<std::string, Family*> by_name_;
+    std::vector<Alias> aliases_;
 };
 
 std::string escape_label_value(const std::string& value);

@@ -10,14 +10,17 @@ const std::vector<double> kTokenGapBuckets = {0.001, 0.0025, 0.005, 0.01, 0.015,
 const std::vector<double> kFractionBuckets = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
 }  // namespace
 
-ServerMetrics::ServerMetrics() {
+ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name) : compat_(compat) {
     auto& r = registry_;
     r.add_gauge("pagoda:model_ready", "1 when the model is loaded and requests are served, 0 while loading");
+    r.add_gauge("pagoda:time_to_ready_seconds", "Seconds from the server's start to the model being ready (0 until then)");
     r.add_gauge("pagoda:num_requests_running", "Requests with sequences in the running batch");
     r.add_gauge("pagoda:num_requests_waiting", "Requests waiting to be scheduled");
     r.add_gauge("pagoda:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0 to 1)");
     r.add_gauge("pagoda:kv_cache_blocks", "KV-cache blocks in the pool");
     r.add_gauge("pagoda:kv_cache_blocks_cached", "Free KV-cache blocks still holding reusable prefix data");
+    r.add_gauge("pagoda:cache_config_info", "KV-cache configuration in the labels (value 1): tokens per block, blocks",
+                {"block_size", "num_blocks"});
     r.add_counter("pagoda:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache");
     r.add_counter("pagoda:prefix_cache_hits_total", "Prompt tokens found in the prefix cache");
     r.add_counter("pagoda:prompt_tokens_total", "Prompt tokens of admitted requests");
@@ -43,6 +46,40 @@ ServerMetrics::ServerMetrics() {
                   {"key", "endpoint", "status"});
     r.add_counter("pagoda:api_rejections_total", "API requests refused by the gateway, by key name and reason",
                   {"key", "reason"});
+    if (compat_ != MetricsCompat::vllm) return;
+    // vLLM's names for the same series (vllm/v1/metrics/loggers.py); gpu_cache_usage_perc and
+    // time_per_output_token_seconds are the older names some tools still read.
+    const std::pair<const char*, const char*> vllm_names[] = {
+        {"pagoda:num_requests_running", "vllm:num_requests_running"},
+        {"pagoda:num_requests_waiting", "vllm:num_requests_waiting"},
+        {"pagoda:kv_cache_usage_perc", "vllm:kv_cache_usage_perc"},
+        {"pagoda:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
+        {"pagoda:prefix_cache_queries_total", "vllm:prefix_cache_queries_total"},
+        {"pagoda:prefix_cache_hits_total", "vllm:prefix_cache_hits_total"},
+        {"pagoda:prompt_tokens_total", "vllm:prompt_tokens_total"},
+        {"pagoda:generation_tokens_total", "vllm:generation_tokens_total"},
+        {"pagoda:num_preemptions_total", "vllm:num_preemptions_total"},
+        {"pagoda:request_success_total", "vllm:request_success_total"},
+        {"pagoda:time_to_first_token_seconds", "vllm:time_to_first_token_seconds"},
+        {"pagoda:inter_token_latency_seconds", "vllm:inter_token_latency_seconds"},
+        {"pagoda:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
+        {"pagoda:e2e_request_latency_seconds", "vllm:e2e_request_latency_seconds"},
+        {"pagoda:request_queue_time_seconds", "vllm:request_queue_time_seconds"},
+        {"pagoda:request_prompt_tokens", "vllm:request_prompt_tokens"},
+        {"pagoda:request_generation_tokens", "vllm:request_generation_tokens"},
+    };
+    for (const auto& [name, alias] : vllm_names) r.add_alias(name, alias, {{"model_name", model_name}});
+    // vLLM's info gauge names the pool size num_gpu_blocks whatever the device.
+    r.add_gauge("vllm:cache_config_info", "KV-cache configuration in the labels (value 1), vLLM's names",
+                {"block_size", "num_gpu_blocks"});
+}
+
+void ServerMetrics::set_time_to_ready(double seconds) { registry_.set("pagoda:time_to_ready_seconds", seconds); }
+
+void ServerMetrics::set_cache_config(int32_t block_size, int32_t n_blocks) {
+    const std::string bs = std::to_string(block_size), n = std::to_string(n_blocks);
+    registry_.set("pagoda:cache_config_info", 1, {bs, n});
+    if (compat_ == MetricsCompat::vllm) registry_.set("vllm:cache_config_info", 1, {bs, n});
 }
 
 void ServerMetrics::on_request_finished(const engine::FinishedRequest& f) {

@@ -1,8 +1,12 @@
 // The metric families pagoda's server exposes at /metrics (see docs/metrics.md), named in the
 // style of vLLM's (`pagoda:` prefix) so the same dashboards work. Engine gauges and counters are
 // copied from EngineStats at scrape time; latency histograms are fed from the engine's
-// request-finished and step callbacks; per-key counters from the gateway.
+// request-finished and step callbacks; per-key counters from the gateway. With
+// MetricsCompat::vllm the series tools built for vLLM read (KEDA examples, dashboards, the Gateway
+// API Inference Extension's endpoint picker) are served under vLLM's names too, with its
+// `model_name` label.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "engine/engine_core.h"
@@ -11,9 +15,16 @@
 
 namespace pagoda::server {
 
+enum class MetricsCompat { none, vllm };
+
 class ServerMetrics {
 public:
-    ServerMetrics();
+    explicit ServerMetrics(MetricsCompat compat = MetricsCompat::none, const std::string& model_name = {});
+
+    // The KV cache's shape, once the engine is up: the cache_config_info series (value 1).
+    void set_cache_config(int32_t block_size, int32_t n_blocks);
+    // Seconds from the server's start to the model being ready (how fast a new instance serves).
+    void set_time_to_ready(double seconds);
 
     void on_request_finished(const engine::FinishedRequest& r);
     void on_step(const engine::StepInfo& step, int64_t max_batched_tokens);
@@ -28,6 +39,7 @@ public:
 
 private:
     MetricRegistry registry_;
+    MetricsCompat compat_;
 };
 
 }  // namespace pagoda::server

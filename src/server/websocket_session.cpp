@@ -15,7 +15,7 @@ namespace websocket = beast::websocket;
 class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
 public:
     WebSocketSession(tcp::socket socket, ServerShared& shared, const ApiKey* key, std::string conn_id)
-        : ws_(std::move(socket)), shared_(shared), key_(key), conn_id_(std::move(conn_id)) {}
+        : ws_(std::move(socket)), shared_(shared), key_(key), conn_id_(std::move(conn_id)), writing_(shared.writes_in_progress) {}
 
     void run(http::request<http::string_body> req) {
         ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
@@ -120,12 +120,11 @@ private:
         Entry& e = it->second;
         for (auto& chunk : e.job->add(sub, d)) send(json{{"id", e.client_id}, {"chunk", std::move(chunk)}});
         if (!e.job->done()) return;
-        const auto& assembler = e.job->assembler();
-        if (assembler.error()) {
-            send_error(e.client_id, ApiError::internal(*assembler.error()));
-            e.job->finish(500);
+        if (const std::optional<ApiError> failure = e.job->failure()) {
+            send_error(e.client_id, *failure);
+            e.job->finish(failure->status);
         } else {
-            send(json{{"id", e.client_id}, {"done", true}, {"usage", assembler.usage()}});
+            send(json{{"id", e.client_id}, {"done", true}, {"usage", e.job->assembler().usage()}});
             e.job->finish(200);
         }
         jobs_.erase(it);
@@ -139,10 +138,10 @@ private:
 
     void write_next() {
         if (outbox_.empty() || closed_) {
-            writing_ = false;
+            writing_.set(false);
             return;
         }
-        writing_ = true;
+        writing_.set(true);
         ws_.text(true);
         ws_.async_write(net::buffer(outbox_.front()), beast::bind_front_handler(&WebSocketSession::on_write, shared_from_this()));
     }
@@ -151,7 +150,7 @@ private:
         outbox_.pop_front();
         if (ec) {
             closed_ = true;  // the read side sees the failure too and cancels the requests
-            writing_ = false;
+            writing_.set(false);
             return;
         }
         write_next();
@@ -164,7 +163,8 @@ private:
     std::string conn_id_;
     std::map<std::string, Entry> jobs_;
     std::deque<std::string> outbox_;
-    bool writing_ = false, closed_ = false;
+    WriteFlag writing_;
+    bool closed_ = false;
     uint64_t serial_ = 0;
 };
 

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "oracle_cases.h"
 #include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
+#include "oracle_cases.h"
 
 namespace pagoda::test {
 namespace {

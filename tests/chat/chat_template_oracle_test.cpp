@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "oracle_cases.h"
 #include "chat/chat_template.h"
+#include "oracle_cases.h"
 
 namespace pagoda::test {
 namespace {

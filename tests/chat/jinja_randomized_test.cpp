@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "oracle_cases.h"
 #include "chat/chat_template.h"
 #include "chat/jinja_value.h"
+#include "oracle_cases.h"
 
 namespace pagoda::test {
 namespace {

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fixtures.h"
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_eval.h"
 #include "chat/jinja_parser.h"
+#include "fixtures.h"
 
 namespace pagoda::test {
 

@@ -29,8 +29,9 @@ std::shared_ptr<const tokenizer::Tokenizer> load_tokenizer() {
 
 // A loader that builds an Engine over a FakeStepModel with the tokenizer's vocabulary.
 LoadedModel fake_model(std::shared_ptr<const tokenizer::Tokenizer> tok, engine::EngineOptions options,
-                       std::string chat_template = {}) {
+                       std::string chat_template = {}, std::chrono::milliseconds step_delay = {}) {
     auto step = std::make_unique<engine::test::FakeStepModel>(tok->n_vocab(), 64, 16, 1024);
+    step->step_delay = step_delay;
     LoadedModel m;
     m.engine = std::make_unique<engine::Engine>(std::move(step), std::move(tok), std::move(options));
     m.chat_template = std::move(chat_template);
@@ -97,6 +98,9 @@ TEST(Gateway, ReportsLoadingUntilTheLoaderReturns) {
     EXPECT_EQ(h.status, 503);
     EXPECT_EQ(json::parse(h.body)["status"], "loading");
     EXPECT_TRUE(h.retry_after.has_value());
+    EXPECT_EQ(gw.liveness().status, 200);  // the process serves while the model loads
+    EXPECT_EQ(gw.readiness().status, 503);
+    EXPECT_EQ(json::parse(gw.readiness().body)["status"], "loading");
     const ApiError e = start_error(gw, {{"prompt", "Hi"}});
     EXPECT_EQ(e.status, 503);
     EXPECT_EQ(e.code, "model_loading");
@@ -106,6 +110,10 @@ TEST(Gateway, ReportsLoadingUntilTheLoaderReturns) {
     loader.join();
     ASSERT_EQ(gw.state(), Gateway::State::ready);
     EXPECT_EQ(gw.health().status, 200);
+    EXPECT_EQ(gw.readiness().status, 200);
+    gw.begin_drain();
+    EXPECT_EQ(gw.liveness().status, 200);
+    EXPECT_EQ(json::parse(gw.readiness().body)["status"], "draining");
     EXPECT_EQ(seen.scheduler.max_seqs, 3);
     EXPECT_EQ(seen.scheduler.max_batched_tokens, 128);
     EXPECT_TRUE(seen.on_step && seen.on_request_finished);
@@ -162,4 +170,38 @@ TEST(Gateway, ServesACompletionThroughTheLoadedEngineAndItsHooks) {
     EXPECT_GE(test::metric_value(metrics, "pagoda:engine_step_duration_seconds_count"), 1);  // on_step
     EXPECT_EQ(test::metric_value(metrics, "pagoda:e2e_request_latency_seconds_count"), 1);   // on_request_finished
     EXPECT_EQ(test::metric_value(metrics, "pagoda:model_ready"), 1);
+}
+
+TEST(Gateway, RequestsCutOffAtShutdownFailWithShuttingDownButClientCancelsDoNot) {
+    auto tok = load_tokenizer();
+    if (!tok) GTEST_SKIP() << "fixture models/stories260K.gguf is absent";
+    Gateway gw(options(), {}, [&](engine::EngineOptions o) {
+        return fake_model(tok, std::move(o), {}, std::chrono::milliseconds(5));
+    });
+    gw.load();
+    auto start = [&](Collector& c, int max_tokens) {
+        const json body = {{"prompt", "Once"}, {"max_tokens", max_tokens}, {"ignore_eos", true}};
+        return gw.start(Endpoint::completions, body, nullptr, gw.new_request_id(), c.sink());
+    };
+    auto finish = [](Collector& c, Job& job) {
+        EXPECT_TRUE(c.wait(std::chrono::seconds(20)));
+        for (auto& [sub, d] : c.deltas) job.add(sub, d);
+        EXPECT_TRUE(job.done());
+        return job.failure();
+    };
+
+    Collector cancelled;
+    auto job = start(cancelled, 900);
+    job->cancel();
+    EXPECT_FALSE(finish(cancelled, *job).has_value()) << "a client's cancel is no failure";
+
+    Collector short_c, long_c;
+    auto short_job = start(short_c, 3), long_job = start(long_c, 900);
+    gw.begin_drain();
+    EXPECT_FALSE(finish(short_c, *short_job).has_value()) << "draining lets requests in flight finish";
+    gw.cut_off_remaining();
+    const std::optional<ApiError> cut = finish(long_c, *long_job);
+    ASSERT_TRUE(cut.has_value());
+    EXPECT_EQ(cut->status, 503);
+    EXPECT_EQ(cut->code, "shutting_down");
 }

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "server/api_error.h"
 #include "chat/chat_template.h"
+#include "server/api_error.h"
 #include "tokenizer/tokenizer_fixtures.h"
 
 using namespace pagoda::server;

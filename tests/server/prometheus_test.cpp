@@ -49,6 +49,49 @@ TEST(Prometheus, EmptyUnlabelledFamiliesShowZero) {
               "# HELP labelled_total l\n# TYPE labelled_total counter\n");
 }
 
+TEST(Prometheus, AliasesRenderTheSameSeriesUnderAnotherNameWithConstantLabels) {
+    MetricRegistry r;
+    r.add_counter("app:done_total", "Done", {"reason"});
+    r.add_histogram("app:size", "Size", {1});
+    r.add_alias("app:done_total", "other:done_total", {{"model_name", "m"}});
+    r.add_alias("app:size", "other:size", {{"model_name", "m"}});
+    r.inc("app:done_total", {"stop"}, 2);
+    EXPECT_EQ(r.render(),
+              "# HELP app:done_total Done\n# TYPE app:done_total counter\napp:done_total{reason=\"stop\"} 2\n"
+              "# HELP app:size Size\n# TYPE app:size histogram\n"
+              "app:size_bucket{le=\"1\"} 0\napp:size_bucket{le=\"+Inf\"} 0\napp:size_sum 0\napp:size_count 0\n"
+              "# HELP other:done_total Done\n# TYPE other:done_total counter\n"
+              "other:done_total{model_name=\"m\",reason=\"stop\"} 2\n"
+              "# HELP other:size Size\n# TYPE other:size histogram\n"
+              "other:size_bucket{model_name=\"m\",le=\"1\"} 0\nother:size_bucket{model_name=\"m\",le=\"+Inf\"} 0\n"
+              "other:size_sum{model_name=\"m\"} 0\nother:size_count{model_name=\"m\"} 0\n");
+    EXPECT_THROW(r.add_alias("app:size", "app:done_total"), pagoda::Error);
+    EXPECT_THROW(r.add_alias("app:size", "other:size"), pagoda::Error);
+    EXPECT_THROW(r.add_alias("nope", "other:nope"), pagoda::Error);
+}
+
+TEST(Prometheus, VllmCompatServesVllmNamesWithTheModelName) {
+    pagoda::engine::EngineStats s;
+    s.waiting_requests = 3;
+    s.kv_usage = 0.25;
+    ServerMetrics plain;
+    plain.set_cache_config(16, 500);
+    const std::string plain_text = plain.render(&s, true);
+    EXPECT_NE(plain_text.find("pagoda:cache_config_info{block_size=\"16\",num_blocks=\"500\"} 1\n"), std::string::npos);
+    EXPECT_EQ(plain_text.find("vllm:"), std::string::npos) << "vLLM names only with MetricsCompat::vllm";
+
+    ServerMetrics compat(MetricsCompat::vllm, "tiny");
+    compat.set_cache_config(16, 500);
+    const std::string text = compat.render(&s, true);
+    for (const char* line : {"pagoda:num_requests_waiting 3\n", "vllm:num_requests_waiting{model_name=\"tiny\"} 3\n",
+                             "vllm:kv_cache_usage_perc{model_name=\"tiny\"} 0.25\n",
+                             "vllm:gpu_cache_usage_perc{model_name=\"tiny\"} 0.25\n",
+                             "vllm:num_requests_running{model_name=\"tiny\"} 0\n",
+                             "vllm:time_to_first_token_seconds_count{model_name=\"tiny\"} 0\n",
+                             "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"500\"} 1\n"})
+        EXPECT_NE(text.find(line), std::string::npos) << line;
+}
+
 TEST(Prometheus, MisuseIsAnError) {
     MetricRegistry r;
     r.add_counter("c_total", "c", {"a"});

@@ -236,6 +236,9 @@ TEST(ServeE2E, SlowLorisIsTimedOutWithoutBlockingOthers) {
 TEST(ServeE2E, AdmissionControlRefusesWhenTheQueueIsFull) {
     // One sequence runs at a time and no request may wait: a third request is refused at once.
     ServeProcess s({"--max-queue", "0", "--max-seqs", "1", "--max-batched-tokens", "64"}, server_test_model(true));
+    HttpResult ready = http_request(s.port(), "GET", "/readyz");
+    EXPECT_EQ(ready.status, 200);
+    EXPECT_EQ(json::parse(ready.body)["status"], "ready");
     RawClient running(s.port()), waiting(s.port());
     running.send(post_bytes("/v1/completions", R"({"prompt":"a","max_tokens":4000,"ignore_eos":true,"stream":true})"));
     ASSERT_FALSE(running.read_some(10000).empty());
@@ -246,13 +249,19 @@ TEST(ServeE2E, AdmissionControlRefusesWhenTheQueueIsFull) {
     EXPECT_EQ(r.status, 503);
     EXPECT_EQ(json::parse(r.body)["error"]["code"], "queue_full");
     EXPECT_EQ(r.headers["retry-after"], "1");
+    // Readiness follows the same rule (a balancer stops sending here); liveness does not.
+    HttpResult not_ready = http_request(s.port(), "GET", "/readyz");
+    EXPECT_EQ(not_ready.status, 503);
+    EXPECT_EQ(json::parse(not_ready.body)["status"], "queue_full");
+    EXPECT_EQ(http_request(s.port(), "GET", "/livez").status, 200);
     running.close();  // the waiting request now runs and is answered
     HttpResult w = parse_http_response(waiting.read_some(20000));
     EXPECT_EQ(w.status, 200);
 }
 
 TEST(ServeE2E, MetricsPassPromtool) {
-    ServeProcess s({});
+    // With vLLM's names too, so promtool checks the whole exposition.
+    ServeProcess s({"--metrics-compat", "vllm"});
     ASSERT_EQ(http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"hello","max_tokens":3,"ignore_eos":true})").status,
               200);
     // Engine counters are a snapshot taken after each step: wait for the one after the last token.
@@ -263,6 +272,20 @@ TEST(ServeE2E, MetricsPassPromtool) {
     EXPECT_EQ(metric_value(m.body, "pagoda:generation_tokens_total"), 3);
     EXPECT_EQ(metric_value(m.body, "pagoda:time_to_first_token_seconds_count"), 1);
     EXPECT_EQ(metric_value(m.body, "pagoda:model_ready"), 1);
+    EXPECT_GT(metric_value(m.body, "pagoda:time_to_ready_seconds"), 0);
+    EXPECT_LT(metric_value(m.body, "pagoda:time_to_ready_seconds"), 30);
+    // The KV cache's shape as an info series, and the same series under vLLM's names.
+    const std::string blocks = std::to_string(int64_t(metric_value(m.body, "pagoda:kv_cache_blocks")));
+    const std::string config = "{block_size=\"16\",num_blocks=\"" + blocks + "\"}";
+    EXPECT_EQ(metric_value(m.body, "pagoda:cache_config_info" + config), 1) << m.body;
+    const std::string vllm_config = "{block_size=\"16\",num_gpu_blocks=\"" + blocks + "\"}";
+    EXPECT_EQ(metric_value(m.body, "vllm:cache_config_info" + vllm_config), 1) << m.body;
+    const std::string model = "{model_name=\"serve-tiny\"}";
+    EXPECT_EQ(metric_value(m.body, "vllm:generation_tokens_total" + model), 3);
+    EXPECT_EQ(metric_value(m.body, "vllm:num_requests_waiting" + model), 0);
+    EXPECT_EQ(metric_value(m.body, "vllm:kv_cache_usage_perc" + model), metric_value(m.body, "pagoda:kv_cache_usage_perc"));
+    EXPECT_EQ(metric_value(m.body, "vllm:gpu_cache_usage_perc" + model), metric_value(m.body, "pagoda:kv_cache_usage_perc"));
+    EXPECT_EQ(metric_value(m.body, "vllm:e2e_request_latency_seconds_count" + model), 1);
     if (std::system("command -v promtool >/dev/null 2>&1") != 0)
         GTEST_SKIP() << "promtool not found (Debian package 'prometheus'; scripts/install-deps.sh installs it)";
     const std::string path = temp_path("metrics.txt"), out = temp_path("promtool.out");
@@ -284,26 +307,57 @@ TEST(ServeE2E, MetricsPassPromtool) {
     EXPECT_GT(findings, 0) << "promtool ran and saw the pagoda: metrics";
 }
 
-TEST(ServeE2E, GracefulShutdownFinishesThenCancels) {
-    ServeProcess s({"--grace-seconds", "3"}, server_test_model(true));
-    RawClient shortreq(s.port()), longreq(s.port());
-    shortreq.send(post_bytes("/v1/completions", R"({"prompt":"x","max_tokens":4,"ignore_eos":true,"stream":true})"));
+TEST(ServeE2E, ShutdownDrainsThenEndsTheRestWithAnError) {
+    ServeProcess s({"--shutdown-timeout", "3"}, server_test_model(true));
+    RawClient longjson(s.port()), longreq(s.port()), shortreq(s.port());
+    longjson.send(post_bytes("/v1/completions", R"({"prompt":"z","max_tokens":4000,"ignore_eos":true})"));
     longreq.send(post_bytes("/v1/completions", R"({"prompt":"y","max_tokens":4000,"ignore_eos":true,"stream":true})"));
     std::string first = longreq.read_some(10000);  // it is running
     ASSERT_FALSE(first.empty());
+    wait_metrics(s.port(), [](const std::string& t) { return metric_value(t, "pagoda:num_requests_running") >= 2; });
+    shortreq.send(post_bytes("/v1/completions", R"({"prompt":"x","max_tokens":4,"ignore_eos":true,"stream":true})"));
+    std::string short_first = shortreq.read_some(10000);  // admitted: the stream head is out
+    ASSERT_FALSE(short_first.empty());
     const auto t0 = Clock::now();
     EXPECT_EQ(kill(s.pid(), SIGTERM), 0);
-    std::string a = shortreq.read_all(10000), b = first + longreq.read_all(10000);
+
+    // Draining: still answering, but not ready and admitting nothing new.
+    HttpResult ready;  // the signal is handled within milliseconds
+    for (int i = 0; i < 200 && (ready = http_request(s.port(), "GET", "/readyz")).status != 503; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(ready.status, 503);
+    EXPECT_EQ(json::parse(ready.body)["status"], "draining");
+    EXPECT_EQ(http_request(s.port(), "GET", "/livez").status, 200);
+    HttpResult refused = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"w","max_tokens":1})");
+    EXPECT_EQ(refused.status, 503);
+    EXPECT_EQ(json::parse(refused.body)["error"]["code"], "shutting_down");
+
+    // In flight: the short request finishes normally; the long ones are ended after the timeout
+    // with a clear error, the stream as its last event before [DONE].
+    std::string a = short_first + shortreq.read_all(10000), b = first + longreq.read_all(10000);
+    const double cut_after = std::chrono::duration<double>(Clock::now() - t0).count();
     bool done_a = false, done_b = false;
     auto ea = sse_events(parse_http_response(a).body, &done_a);
     auto eb = sse_events(parse_http_response(b).body, &done_b);
     EXPECT_TRUE(done_a) << a;
     EXPECT_EQ(ea.back()["choices"][0]["finish_reason"], "length");
-    EXPECT_TRUE(done_b) << "the cancelled stream still ends properly";
-    EXPECT_EQ(eb.back()["choices"][0]["finish_reason"], "abort");
+    EXPECT_TRUE(done_b) << "the cut-off stream still ends properly";
+    EXPECT_EQ(eb.back()["error"]["code"], "shutting_down") << eb.back();
+    EXPECT_GE(cut_after, 2.5) << "in-flight requests get the whole shutdown timeout";
+    HttpResult j = parse_http_response(longjson.read_all(10000));
+    EXPECT_EQ(j.status, 503);
+    EXPECT_EQ(json::parse(j.body)["error"]["code"], "shutting_down") << j.body;
+
     EXPECT_EQ(s.wait_exit(10), 0);
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 10.0);
     EXPECT_EQ(http_request(s.port(), "GET", "/health", "", {}, 1000).status, 0) << "no longer listening";
+}
+
+TEST(ServeE2E, ShutdownWithNothingInFlightIsImmediate) {
+    ServeProcess s({"--shutdown-timeout", "30"});
+    const auto t0 = Clock::now();
+    EXPECT_EQ(s.terminate(10), 0);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
 }
 
 TEST(ServeE2E, BenchServeReportsEveryRequest) {
