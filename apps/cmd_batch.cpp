@@ -4,18 +4,21 @@
 // response object, or the server's error object for a line that is malformed or fails, is written to
 // the output in input order with the line's number ("line") and custom_id. All requests run through
 // one continuous-batching engine.
-#include <unistd.h>
-
 #include <condition_variable>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 
+#include "apps/cli.h"
 #include "apps/command.h"
+#include "apps/kv_flags.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "apps/model_flags.h"
+#include "apps/progress.h"
+#include "apps/text_file.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "server/api_error.h"
@@ -31,11 +34,11 @@ using json = nlohmann::json;
 using server::ApiError;
 
 struct BatchOptions {
-    std::string model, input, output, kv_memory;
-    int threads = 0, block_size = 16;
+    std::string model, input, output;
+    int threads = 0;
     int64_t max_batched_tokens = 2048, ctx = 0;
     int32_t max_seqs = 64;
-    bool no_prefix_cache = false;
+    KvFlags kv;
     ModelFlags compute;
 };
 
@@ -67,17 +70,8 @@ void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_
     }
 }
 
-void progress(size_t done, size_t total) {
-    const int width = 40;
-    const int filled = total ? int(double(done) / double(total) * width) : width;
-    std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(size_t(filled), '#').c_str(),
-                 std::string(size_t(width - filled), ' ').c_str(), done, total);
-    std::fflush(stderr);
-}
-
 int run_batch(const BatchOptions& o) {
-    std::ifstream in(o.input);
-    if (!in) fail("cannot open the input file '{}'", o.input);
+    std::istringstream in(read_text_file(o.input, "input file"));
     std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
     const model::ModelConfig config = model::read_config(*file);
     std::shared_ptr<const tokenizer::Tokenizer> tok(tokenizer::Tokenizer::from_gguf(*file));
@@ -96,11 +90,11 @@ int run_batch(const BatchOptions& o) {
     const int64_t ctx = o.ctx > 0 ? o.ctx : config.context_length;
     tokens_wanted = std::clamp<int64_t>(tokens_wanted, ctx, ctx * o.max_seqs);
 
-    model::KvOptions kv{.block_size = o.block_size, .memory = o.kv_memory, .prefix_caching = !o.no_prefix_cache};
+    const model::KvOptions kv = o.kv.options();
     engine::EngineOptions options;
     options.scheduler.max_batched_tokens = o.max_batched_tokens;
     options.scheduler.max_seqs = o.max_seqs;
-    options.prefix_caching = !o.no_prefix_cache;
+    options.prefix_caching = kv.prefix_caching;
     engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, kv, tokens_wanted, o.ctx,
                                                                       o.max_batched_tokens)),
                        tok, options);
@@ -148,17 +142,14 @@ int run_batch(const BatchOptions& o) {
         if (line.error)
             for (engine::RequestId id : ids) eng.cancel(id);  // the line failed as a whole; their last deltas still count
     }
-    const bool tty = isatty(STDERR_FILENO);
     {
+        Progress progress("requests", submitted);
         std::unique_lock lock(mutex);
         while (done < submitted) {
-            if (tty) progress(done, submitted);
+            progress.update(done);
             cv.wait_for(lock, std::chrono::milliseconds(200));
         }
-        if (tty) {
-            progress(done, submitted);
-            std::fputc('\n', stderr);
-        }
+        progress.update(done);
     }
     eng.shutdown(true);
 
@@ -185,17 +176,16 @@ int run_batch(const BatchOptions& o) {
 
 CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests through the engine", [](CLI::App& sub) {
     auto o = std::make_shared<BatchOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model")->required()->check(CLI::ExistingFile);
+    sub.add_option("-m,--model", o->model, "GGUF model")->required();
     sub.add_option("-i,--input", o->input, "Requests, one JSON object per line")->required();
     sub.add_option("-o,--output", o->output, "Responses, one JSON object per line, in input order")->required();
-    sub.add_option("-t,--threads", o->threads, "Compute threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    add_threads_option(sub, o->threads);
     o->compute.add_to(sub);
-    sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(CLI::Range(1, 1 << 20));
-    sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
-    sub.add_option("--kv-memory", o->kv_memory, "KV cache budget: bytes (512MiB, 2G) or a fraction of free memory");
-    sub.add_option("--block-size", o->block_size, "KV block size in tokens (power of two)")->check(CLI::Range(1, 256));
-    sub.add_option("--ctx", o->ctx, "Context length override (0: the model's)")->check(CLI::Range(0, 1 << 24));
-    sub.add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable prefix caching");
+    sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(in_range(1, 1 << 20));
+    sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
+        ->check(in_range(1, 4096));
+    o->kv.add_to(sub);
+    sub.add_option("-c,--ctx-size,--ctx", o->ctx, "Context per request: prompt + output tokens at most (0: the model's trained context)")->check(in_range(0, 1 << 24));
     return [o] { return run_batch(*o); };
 });
 

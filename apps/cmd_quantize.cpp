@@ -2,9 +2,11 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <unistd.h>
+#include <optional>
 
+#include "apps/cli.h"
 #include "apps/command.h"
+#include "apps/progress.h"
 #include "apps/text_file.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -23,14 +25,6 @@ struct QuantizeOptions {
     int threads = 0;
     bool plain = false;
 };
-
-void draw_progress(size_t done, size_t total) {
-    const int width = 40;
-    int filled = int(double(done) / double(total) * width);
-    std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu tensors", filled, "========================================", width - filled, "",
-                 done, total);
-    if (done == total) std::fprintf(stderr, "\n");
-}
 
 int run_quantize(const QuantizeOptions& o) {
     quant::QuantizeRequest req;
@@ -62,10 +56,15 @@ int run_quantize(const QuantizeOptions& o) {
             for (float& v : w) v += float(0.01 * mean);
         }
     }
-    if (isatty(STDERR_FILENO)) req.progress = draw_progress;
+    std::optional<Progress> progress;
+    req.progress = [&progress](size_t done, size_t total) {
+        if (!progress) progress.emplace("tensors", total);
+        progress->update(done);
+    };
 
     ThreadPool pool(threads);
     quant::QuantizeReport report = quant::quantize_model(req, pool);
+    if (progress) progress->finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     struct Group { int count = 0; uint64_t in = 0, out = 0; double err = 0; int quantised = 0; };
@@ -98,15 +97,15 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
         ->required()
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_option("--calib", o->calib, "Calibration text: weight the scale search by activation statistics");
-    sub.add_option("--calib-tokens", o->calib_tokens, "Calibration tokens to use at most")->check(CLI::Range(1, 1 << 24));
-    sub.add_option("--calib-ctx", o->calib_ctx, "Calibration window length")->check(CLI::Range(2, 1 << 16));
+    sub.add_option("--calib-tokens", o->calib_tokens, "Calibration tokens to use at most")->check(in_range(1, 1 << 24));
+    sub.add_option("--calib-ctx", o->calib_ctx, "Calibration window length")->check(in_range(2, 1 << 16));
     sub.add_option("--token-embedding-type", o->token_embedding_type,
                    "Quantise the token embedding to this type too (default: kept; q4_0 gives llama-quantize's Q4_0 layout)")
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_option("--output-tensor-type", o->output_tensor_type, "Type of the output head (default: q6_k for 4-bit, q8_0 for 8-bit)")
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_flag("--plain-minmax", o->plain, "No clipping search: plain min/max scales (for comparison)");
-    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    add_threads_option(sub, o->threads);
     return [o] { return run_quantize(*o); };
 });
 

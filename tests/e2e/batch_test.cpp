@@ -137,7 +137,7 @@ TEST(BatchCommand, MissingInputIsAClearError) {
     PAGODA_REQUIRE_FIXTURE(model);
     auto r = run_pagoda({"batch", "-m", model, "-i", temp_path("no-such-input.jsonl"), "-o", temp_path("o.jsonl")});
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.err.find("cannot open the input file"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot read the input file"), std::string::npos) << r.err;
 }
 
 }  // namespace
