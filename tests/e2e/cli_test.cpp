@@ -201,5 +201,27 @@ TEST(CommandLine, ProgressOffATerminalIsPlainLines) {
     EXPECT_NE(q.err.find(" tensors\n"), std::string::npos) << q.err;
 }
 
+TEST(CommandLine, QuantizeSpellingsRequantizeAndTable) {
+    const std::string q = temp_path("cli-q4km.gguf");
+    auto upper = run_pagoda({"quantize", tiny_model(), q, "Q4_K_M", "--output-tensor-type", "Q8_0"});
+    ASSERT_EQ(upper.exit_code, 0) << upper.err;
+    EXPECT_NE(upper.out.find("(q4_k_m)"), std::string::npos) << upper.out;
+    // The table's columns line up: every row ends its label column at the same place.
+    std::istringstream table(upper.out);
+    std::vector<std::string> rows;
+    for (std::string line; std::getline(table, line);)
+        if (line.find(" -> ") != std::string::npos && line.rfind("pagoda", 0) != 0 && line.rfind("total", 0) != 0)
+            rows.push_back(line);
+    ASSERT_GE(rows.size(), 2u) << upper.out;
+    for (const auto& row : rows) EXPECT_EQ(row.size(), rows.front().size()) << upper.out;
+
+    auto again = run_pagoda({"quantize", q, temp_path("cli-q4km-q8.gguf"), "q8_0"});
+    EXPECT_EQ(again.exit_code, 1);
+    EXPECT_NE(again.err.find("already quantised"), std::string::npos) << again.err;
+    EXPECT_NE(again.err.find("--allow-requantize"), std::string::npos) << again.err;
+    auto allowed = run_pagoda({"quantize", q, temp_path("cli-q4km-q8.gguf"), "q8_0", "--allow-requantize"});
+    EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+}
+
 }  // namespace
 }  // namespace pagoda::test
