@@ -146,7 +146,10 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
     sub.add_option("--calib-tokens", o->calib_tokens, "Calibration tokens to use at most")->check(in_range(1, 1 << 24));
     sub.add_option("--calib-ctx", o->calib_ctx, "Calibration window length")->check(in_range(2, 1 << 16));
     sub.add_option("--token-embedding-type", o->token_embedding_type,
-                   "Quantise the token embedding to this type too (default: kept; q4_0 gives llama-quantize's Q4_0 layout)")
+                   "Quantise the token embedding to this type too (empty: kept as it is, unlike llama-quantize: only "
+                   "one row per token is read, so quantising it gains no speed and costs accuracy; kept at F16 it is "
+                   "about 3.5 times its Q4_0 size, e.g. 125 MiB instead of 35 MiB for a 32000 x 2048 embedding; q4_0 "
+                   "gives llama-quantize's Q4_0 layout)")
         ->transform(canonical_type)
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_option("--output-tensor-type", o->output_tensor_type, "Type of the output head (default: q6_k for 4-bit, q8_0 for 8-bit)")

@@ -51,6 +51,11 @@ const CLI::App* parsed_command(const CLI::App& app) {
 // CLI11's messages made plain: which flag or argument is wrong, and why.
 std::string describe_parse_error(const CLI::ParseError& e, const CLI::App& app) {
     const CLI::App* command = parsed_command(app);
+    if (command == &app && dynamic_cast<const CLI::RequiredError*>(&e)) {  // no subcommand parsed
+        const std::vector<std::string> extra = app.remaining();
+        if (!extra.empty() && extra.front()[0] != '-') return fmt::format("unknown command '{}'", extra.front());
+        return "no command given";
+    }
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
         const std::vector<std::string> extra = command->remaining();
         if (!extra.empty()) {

@@ -99,6 +99,8 @@ TEST(CommandLine, ParseErrorsNameTheFlagInPlainWords) {
     expect_error({"gguf-info", m, "-c", "64"}, "unknown option '-c'");
     expect_error({"gguf-info", m, "extra"}, "unexpected argument 'extra'");
     expect_error({"run", "-p", "x"}, "--model is required");
+    expect_error({"frobnicate"}, "unknown command 'frobnicate' (pagoda --help lists the options)");
+    expect_error({}, "no command given");
     expect_error({"run", "-m", m, "--bogus"}, "pagoda run --help");
 }
 
