@@ -55,6 +55,49 @@ void check_not_quantised(const std::string& path, bool allowed) {
              path, quantised, example);
 }
 
+// Where quantisation is: on a terminal a bar naming the tensor just done; in a log one line per
+// tensor group (a layer "blk.N", or a tensor outside the layers) as each group completes.
+class QuantizeProgress {
+public:
+    void add(size_t done, size_t total, const quant::TensorReport& t) {
+        if (!bar_) bar_.emplace("tensors", total);
+        if (bar_->terminal()) {
+            bar_->update(done, t.name);
+            return;
+        }
+        const std::string group = group_of(t.name);
+        if (group != group_) {
+            if (count_ > 0) report(done - 1);
+            group_ = group;
+            count_ = 0;
+            in_ = out_ = 0;
+        }
+        ++count_;
+        in_ += t.bytes_in;
+        out_ += t.bytes_out;
+        if (done == total) report(done);
+    }
+    void finish() {
+        if (bar_) bar_->finish();
+    }
+
+private:
+    static std::string group_of(const std::string& name) {
+        if (name.rfind("blk.", 0) != 0) return name;
+        const size_t dot = name.find('.', 4);
+        return dot == std::string::npos ? name : name.substr(0, dot);
+    }
+    void report(size_t done) {
+        bar_->line(done, fmt::format("{} ({} tensor{}, {:.2f} MiB -> {:.2f} MiB)", group_, count_, count_ == 1 ? "" : "s",
+                                     double(in_) / 1048576.0, double(out_) / 1048576.0));
+    }
+
+    std::optional<Progress> bar_;
+    std::string group_;
+    int count_ = 0;
+    uint64_t in_ = 0, out_ = 0;
+};
+
 // One table row per group of tensors; the label column is as wide as the longest label.
 struct Group {
     int count = 0, quantised = 0;
@@ -105,15 +148,12 @@ int run_quantize(const QuantizeOptions& o) {
             for (float& v : w) v += float(0.01 * mean);
         }
     }
-    std::optional<Progress> progress;
-    req.progress = [&progress](size_t done, size_t total) {
-        if (!progress) progress.emplace("tensors", total);
-        progress->update(done);
-    };
+    QuantizeProgress progress;
+    req.progress = [&progress](size_t done, size_t total, const quant::TensorReport& t) { progress.add(done, total, t); };
 
     ThreadPool pool(threads);
     quant::QuantizeReport report = quant::quantize_model(req, pool);
-    if (progress) progress->finish();
+    progress.finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     std::map<std::string, Group> groups;  // "from -> to (rule)"

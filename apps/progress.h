@@ -33,6 +33,14 @@ public:
         drawn_ = true;
     }
 
+    // As update(), but off a terminal always a line: for callers that choose their own moments.
+    void line(size_t done, const std::string& detail) {
+        drawn_ = false;  // lifts the two-second limit for this one
+        update(done, detail);
+    }
+
+    bool terminal() const { return terminal_; }
+
     // Ends a terminal's redrawn line, so what is printed next starts on a line of its own.
     void finish() {
         if (drawn_ && terminal_ && !finished_) std::fputc('\n', stderr);
