@@ -9,6 +9,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "e2e/process.h"
 #include "fixtures.h"
 
@@ -30,6 +35,33 @@ size_t count_words(const std::string& text) {
     size_t n = 0;
     for (std::string w; in >> w;) ++n;
     return n;
+}
+
+// Runs the binary with stderr on a pseudo-terminal (stdout to /dev/null); returns what the
+// terminal received.
+std::string run_with_terminal_stderr(const std::vector<std::string>& args) {
+    const int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return "no pty";
+    const std::string slave_name = ptsname(master);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const int slave = open(slave_name.c_str(), O_RDWR);
+        const int null = open("/dev/null", O_RDWR);
+        if (slave < 0 || null < 0 || dup2(slave, STDERR_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0) _exit(127);
+        std::vector<std::string> copy = args;
+        std::string bin = pagoda_binary();
+        std::vector<char*> argv = {bin.data()};
+        for (auto& a : copy) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        execv(bin.c_str(), argv.data());
+        _exit(127);
+    }
+    std::string seen;
+    char buf[4096];
+    for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) seen.append(buf, size_t(n));  // EIO once the child exits
+    waitpid(pid, nullptr, 0);
+    close(master);
+    return seen;
 }
 
 size_t count_lines(const std::string& text) { return size_t(std::count(text.begin(), text.end(), '\n')); }
@@ -204,6 +236,14 @@ TEST(CommandLine, ProgressOffATerminalIsPlainLines) {
     EXPECT_NE(q.err.find(" tensors: blk.0 ("), std::string::npos) << q.err;
     EXPECT_NE(q.err.find(" tensors: blk.1 ("), std::string::npos) << q.err;
     EXPECT_NE(q.err.find("21/21 tensors: "), std::string::npos) << q.err;
+}
+
+TEST(CommandLine, ProgressOnATerminalIsABar) {
+    const std::string text = source_dir() + "/tests/data/eval/tinystories_eval.txt";
+    const std::string seen =
+        run_with_terminal_stderr({"perplexity", "-m", tiny_model(), "-f", text, "-c", "16", "--max-windows", "3"});
+    EXPECT_NE(seen.find("\r["), std::string::npos) << seen;
+    EXPECT_NE(seen.find("3/3 windows"), std::string::npos) << seen;
 }
 
 TEST(CommandLine, QuantizeSpellingsRequantizeAndTable) {
