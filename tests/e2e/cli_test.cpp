@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <fcntl.h>
@@ -236,6 +237,28 @@ TEST(CommandLine, ProgressOffATerminalIsPlainLines) {
     EXPECT_NE(q.err.find(" tensors: blk.0 ("), std::string::npos) << q.err;
     EXPECT_NE(q.err.find(" tensors: blk.1 ("), std::string::npos) << q.err;
     EXPECT_NE(q.err.find("21/21 tensors: "), std::string::npos) << q.err;
+}
+
+TEST(CommandLine, ReadmeCommandTableMatchesHelp) {
+    // Every flag in the first cell of a README command row is one `pagoda CMD --help` lists
+    // (llama.cpp's -np is listed under its long name --parallel).
+    std::ifstream readme(source_dir() + "/README.md");
+    ASSERT_TRUE(readme) << "README.md";
+    const std::regex row(R"(^\| `([a-z-]+) ([^|]|\\\|)*` \|)"), flag(R"((^|[ \[|])(--?[a-z][a-z0-9-]*))");
+    int rows = 0;
+    for (std::string line; std::getline(readme, line);) {
+        std::smatch m;
+        if (!std::regex_search(line, m, row)) continue;
+        ++rows;
+        const std::string command = m[1], cell = m[0];
+        const std::string help = run_pagoda({command, "--help"}).out;
+        for (auto it = std::sregex_iterator(cell.begin(), cell.end(), flag); it != std::sregex_iterator(); ++it) {
+            std::string name = (*it)[2];
+            if (name == "-np") name = "--parallel";
+            EXPECT_NE(help.find(name), std::string::npos) << command << " --help lacks " << name;
+        }
+    }
+    EXPECT_GE(rows, 10);
 }
 
 TEST(CommandLine, ProgressOnATerminalIsABar) {
