@@ -1,21 +1,29 @@
-// `pagoda batch`: offline completions. Each line of the input is an OpenAI /v1/completions request
-// body (plus an optional string custom_id), parsed, tokenised and limited exactly as the HTTP server
-// does (server::parse_completion_request, tokenize_prompts, make_engine_requests); every line's
-// response object, or the server's error object for a line that is malformed or fails, is written to
-// the output in input order with the line's number ("line") and custom_id. All requests run through
-// one continuous-batching engine.
-#include <unistd.h>
-
+// `pagoda batch`: offline completions. Each line of the input is either an OpenAI /v1/completions
+// request body (plus an optional string custom_id), or a line of OpenAI's Batch API
+// ({"custom_id", "method": "POST", "url": "/v1/completions" | "/v1/chat/completions", "body"}),
+// parsed, tokenised and limited exactly as the HTTP server does (server::parse_completion_request,
+// tokenize_prompts, make_engine_requests; chat through the chat template `serve` would use). Output,
+// one line per input line in input order: for a body line its response object, or the server's
+// error object, with the line's number ("line") and custom_id; for a Batch API line OpenAI's batch
+// output shape ({"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}).
+// All requests run through one continuous-batching engine.
 #include <condition_variable>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 
+#include "apps/cli.h"
 #include "apps/command.h"
+#include "apps/kv_flags.h"
+#include "chat/chat_template.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "engine/engine.h"
 #include "apps/model_flags.h"
+#include "apps/progress.h"
+#include "apps/text_file.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "server/api_error.h"
@@ -31,24 +39,67 @@ using json = nlohmann::json;
 using server::ApiError;
 
 struct BatchOptions {
-    std::string model, input, output, kv_memory;
-    int threads = 0, block_size = 16;
+    std::string model, input, output, chat_template;
+    int threads = 0;
     int64_t max_batched_tokens = 2048, ctx = 0;
     int32_t max_seqs = 64;
-    bool no_prefix_cache = false;
+    KvFlags kv;
     ModelFlags compute;
 };
 
 struct Line {
     json custom_id = nullptr;  // echoed as given
+    bool batch_api = false;    // an OpenAI Batch API line: answered in its output shape
+    server::Endpoint endpoint = server::Endpoint::completions;
     std::optional<ApiError> error;
     std::optional<server::CompletionParams> params;
     server::TokenizedPrompts prompts;
     std::unique_ptr<server::ResponseAssembler> result;
 };
 
+// The chat template for chat lines, chosen as `serve` chooses: --chat-template, else the model's,
+// else chatml. The model's is built on first use, so a batch without chat lines never parses it; a
+// --chat-template is parsed at once, so a bad one fails the command rather than every chat line.
+class ChatTemplateChoice {
+public:
+    ChatTemplateChoice(std::string flag, std::string from_model) : flag_(std::move(flag)), from_model_(std::move(from_model)) {
+        if (!flag_.empty()) get();
+    }
+    const chat::ChatTemplate& get() {
+        if (!template_) {
+            if (!flag_.empty()) {
+                template_ = chat::ChatTemplate::from_name_or_file(flag_);
+            } else if (!from_model_.empty()) {
+                template_ = chat::ChatTemplate::from_source(from_model_, "gguf");
+            } else {
+                log_warn("the model has no tokenizer.chat_template; chat lines use the builtin 'chatml' (--chat-template)");
+                template_ = chat::ChatTemplate::builtin("chatml");
+            }
+        }
+        return *template_;
+    }
+
+private:
+    std::string flag_, from_model_;
+    std::optional<chat::ChatTemplate> template_;
+};
+
+// The endpoint a Batch API line names; refuses other methods and URLs as the batch service does.
+server::Endpoint batch_api_endpoint(const json& line) {
+    if (line.contains("method") && line["method"] != "POST")
+        throw ApiError::invalid("'method' must be \"POST\"", "method", "invalid_value");
+    if (!line.contains("url") || !line["url"].is_string())
+        throw ApiError::invalid("a Batch API line needs 'url': /v1/completions or /v1/chat/completions", "url");
+    const std::string url = line["url"];
+    if (url == "/v1/completions") return server::Endpoint::completions;
+    if (url == "/v1/chat/completions") return server::Endpoint::chat_completions;
+    throw ApiError::invalid(fmt::format("'url' {} is not served here: use /v1/completions or /v1/chat/completions", url),
+                            "url", "invalid_value");
+}
+
 // Reads one input line into `line` (params and tokenised prompts), or records why it cannot run.
-void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_t vocab_size, Line& line) {
+void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_t vocab_size, ChatTemplateChoice& chat,
+                Line& line) {
     try {
         if (text.find_first_not_of(" \t\r") == std::string::npos)
             throw ApiError::invalid("the line is empty; expected a JSON request object", {}, "invalid_json");
@@ -58,8 +109,15 @@ void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_
             if (!line.custom_id.is_null() && !line.custom_id.is_string())
                 throw ApiError::invalid("'custom_id' must be a string", "custom_id", "invalid_type");
         }
-        line.params = server::parse_completion_request(body, server::Endpoint::completions);
-        line.prompts = server::tokenize_prompts(*line.params, tok, nullptr, vocab_size);
+        if (body.is_object() && body.contains("body")) {
+            line.batch_api = true;
+            line.endpoint = batch_api_endpoint(body);
+            body = body["body"];
+        }
+        line.params = server::parse_completion_request(body, line.endpoint);
+        const chat::ChatTemplate* chat_template =
+            line.endpoint == server::Endpoint::chat_completions ? &chat.get() : nullptr;
+        line.prompts = server::tokenize_prompts(*line.params, tok, chat_template, vocab_size);
     } catch (const ApiError& e) {
         line.error = e;
     } catch (const Error& e) {
@@ -67,28 +125,30 @@ void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_
     }
 }
 
-void progress(size_t done, size_t total) {
-    const int width = 40;
-    const int filled = total ? int(double(done) / double(total) * width) : width;
-    std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(size_t(filled), '#').c_str(),
-                 std::string(size_t(width - filled), ' ').c_str(), done, total);
-    std::fflush(stderr);
+// OpenAI's batch output line for line `i`: the response (or error) body with its HTTP status.
+json batch_api_output(size_t i, const Line& line, const std::optional<ApiError>& error, json body) {
+    return {{"id", fmt::format("batch_req_{}", i + 1)},
+            {"custom_id", line.custom_id},
+            {"response", {{"status_code", error ? error->status : 200},
+                          {"request_id", fmt::format("req_{}", i + 1)},
+                          {"body", std::move(body)}}},
+            {"error", nullptr}};
 }
 
 int run_batch(const BatchOptions& o) {
-    std::ifstream in(o.input);
-    if (!in) fail("cannot open the input file '{}'", o.input);
+    std::istringstream in(read_text_file(o.input, "input file"));
     std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
     const model::ModelConfig config = model::read_config(*file);
     std::shared_ptr<const tokenizer::Tokenizer> tok(tokenizer::Tokenizer::from_gguf(*file));
     const std::string model_name = std::filesystem::path(o.model).stem().string();
     const int64_t vocab_size = config.vocab_size;
 
+    ChatTemplateChoice chat(o.chat_template, file->get_string_or("tokenizer.chat_template", ""));
     std::vector<Line> lines;
     int64_t tokens_wanted = 0;
     for (std::string text; std::getline(in, text);) {
         Line& line = lines.emplace_back();
-        parse_line(text, *tok, vocab_size, line);
+        parse_line(text, *tok, vocab_size, chat, line);
         if (line.error) continue;
         const int64_t max_tokens = line.params->max_tokens.value_or(16);
         for (const auto& ids : line.prompts.prompts) tokens_wanted += (int64_t(ids.size()) + max_tokens) * line.params->n;
@@ -96,11 +156,11 @@ int run_batch(const BatchOptions& o) {
     const int64_t ctx = o.ctx > 0 ? o.ctx : config.context_length;
     tokens_wanted = std::clamp<int64_t>(tokens_wanted, ctx, ctx * o.max_seqs);
 
-    model::KvOptions kv{.block_size = o.block_size, .memory = o.kv_memory, .prefix_caching = !o.no_prefix_cache};
+    const model::KvOptions kv = o.kv.options();
     engine::EngineOptions options;
     options.scheduler.max_batched_tokens = o.max_batched_tokens;
     options.scheduler.max_seqs = o.max_seqs;
-    options.prefix_caching = !o.no_prefix_cache;
+    options.prefix_caching = kv.prefix_caching;
     engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, kv, tokens_wanted, o.ctx,
                                                                       o.max_batched_tokens)),
                        tok, options);
@@ -118,8 +178,9 @@ int run_batch(const BatchOptions& o) {
         try {
             server::EngineRequests requests = server::make_engine_requests(p, std::move(line.prompts), limits);
             server::ResponseContext rc;
-            rc.endpoint = server::Endpoint::completions;
-            rc.id = line.custom_id.is_string() ? "cmpl-" + line.custom_id.get<std::string>() : fmt::format("cmpl-{}", i + 1);
+            rc.endpoint = line.endpoint;
+            const char* prefix = line.endpoint == server::Endpoint::chat_completions ? "chatcmpl-" : "cmpl-";
+            rc.id = prefix + (line.custom_id.is_string() ? line.custom_id.get<std::string>() : std::to_string(i + 1));
             rc.created = created;
             rc.model = p.model.empty() ? model_name : p.model;
             rc.n = p.n;
@@ -148,17 +209,14 @@ int run_batch(const BatchOptions& o) {
         if (line.error)
             for (engine::RequestId id : ids) eng.cancel(id);  // the line failed as a whole; their last deltas still count
     }
-    const bool tty = isatty(STDERR_FILENO);
     {
+        Progress progress("requests", submitted);
         std::unique_lock lock(mutex);
         while (done < submitted) {
-            if (tty) progress(done, submitted);
+            progress.update(done);
             cv.wait_for(lock, std::chrono::milliseconds(200));
         }
-        if (tty) {
-            progress(done, submitted);
-            std::fputc('\n', stderr);
-        }
+        progress.update(done);
     }
     eng.shutdown(true);
 
@@ -171,8 +229,12 @@ int run_batch(const BatchOptions& o) {
         if (!error && line.result->error()) error = ApiError::internal(*line.result->error());
         json j = error ? error->body() : line.result->response();
         failures += error.has_value();
-        j["line"] = i + 1;
-        if (!line.custom_id.is_null()) j["custom_id"] = line.custom_id;
+        if (line.batch_api) {
+            j = batch_api_output(i, line, error, std::move(j));
+        } else {
+            j["line"] = i + 1;
+            if (!line.custom_id.is_null()) j["custom_id"] = line.custom_id;
+        }
         out << server::dump_json(j) << '\n';
     }
     if (!out) fail("writing '{}' failed", o.output);
@@ -183,19 +245,21 @@ int run_batch(const BatchOptions& o) {
     return 0;  // per-line failures are reported in the output
 }
 
-CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests through the engine", [](CLI::App& sub) {
+CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests (or Batch API lines) through the engine", [](CLI::App& sub) {
     auto o = std::make_shared<BatchOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model")->required()->check(CLI::ExistingFile);
+    sub.add_option("-m,--model", o->model, "GGUF model")->required();
     sub.add_option("-i,--input", o->input, "Requests, one JSON object per line")->required();
     sub.add_option("-o,--output", o->output, "Responses, one JSON object per line, in input order")->required();
-    sub.add_option("-t,--threads", o->threads, "Compute threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    add_threads_option(sub, o->threads);
     o->compute.add_to(sub);
-    sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(CLI::Range(1, 1 << 20));
-    sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
-    sub.add_option("--kv-memory", o->kv_memory, "KV cache budget: bytes (512MiB, 2G) or a fraction of free memory");
-    sub.add_option("--block-size", o->block_size, "KV block size in tokens (power of two)")->check(CLI::Range(1, 256));
-    sub.add_option("--ctx", o->ctx, "Context length override (0: the model's)")->check(CLI::Range(0, 1 << 24));
-    sub.add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable prefix caching");
+    sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(in_range(1, 1 << 20));
+    sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
+        ->check(in_range(1, 4096));
+    o->kv.add_to(sub);
+    sub.add_option("--chat-template", o->chat_template,
+                   "For /v1/chat/completions lines: a builtin name (chatml, llama2, llama3, ...) or a Jinja file "
+                   "(empty: the model's, else chatml)");
+    sub.add_option("-c,--ctx-size,--ctx", o->ctx, "Context per request: prompt + output tokens at most (0: the model's trained context)")->check(in_range(0, 1 << 24));
     return [o] { return run_batch(*o); };
 });
 

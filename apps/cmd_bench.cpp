@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
 #include "apps/model_flags.h"
@@ -237,16 +238,16 @@ int run_bench(const BenchOptions& o) {
 CommandRegistration reg("bench", "Measure prompt-processing and generation speed of a model", [](CLI::App& sub) {
     auto o = std::make_shared<BenchOptions>();
     sub.add_option("-m,--model", o->model, "GGUF model file")->required();
-    sub.add_option("-p,--n-prompt", o->prompt, "Prompt tokens (0 skips the pp test)")->check(CLI::Range(0, 1 << 20));
-    sub.add_option("-n,--n-gen", o->gen, "Generated tokens (0 skips the tg test)")->check(CLI::Range(0, 1 << 20));
-    sub.add_option("-r,--reps", o->reps, "Repetitions (after one warm-up)")->check(CLI::Range(1, 1000));
-    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
-    sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(CLI::Range(1, 1 << 20));
+    sub.add_option("-p,--n-prompt", o->prompt, "Prompt tokens (0 skips the pp test)")->check(in_range(0, 1 << 20));
+    sub.add_option("-n,--n-gen", o->gen, "Generated tokens (0 skips the tg test)")->check(in_range(0, 1 << 20));
+    sub.add_option("-r,--reps", o->reps, "Repetitions (after one warm-up)")->check(in_range(1, 1000));
+    add_threads_option(sub, o->threads);
+    sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(in_range(1, 1 << 20));
     sub.add_flag("--json", o->json, "One JSON object per test instead of a table");
     sub.add_flag("--no-limits", o->no_limits, "Skip measuring bandwidth and peaks");
     sub.add_option("--shared-prefix", o->shared_prefix,
                    "Also time a prompt whose leading fraction (e.g. 0.9) is served from the prefix cache")
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(in_range(0.0, 1.0));
     o->kv.add_to(sub);
     o->compute.add_to(sub);
     return [o] { return run_bench(*o); };

@@ -21,6 +21,7 @@
 #include <regex>
 #include <thread>
 
+#include "apps/cli.h"
 #include "apps/command.h"
 #include "core/error.h"
 #include "server/sse.h"
@@ -37,7 +38,8 @@ using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
     std::string url = "http://127.0.0.1:8080";
-    int requests = 32, concurrency = 8, prompt_len = 200, shared_prefix = 150, output_len = 64;
+    int requests = 32, concurrency = 8, prompt_len = 200, output_len = 64;
+    int shared_prefix = -1;  // -1: three quarters of prompt_len
     double rate = 0;  // requests per second (Poisson); 0: closed loop at --concurrency
     bool stream = false, json_out = false;
     std::string api_key, model;
@@ -82,7 +84,9 @@ public:
                 stream_.reset();
                 buffer_.consume(buffer_.size());
                 // A keep-alive connection the server had closed fails at once: retry once on a new one.
-                if (attempt > 0 || !reused_ || got_response_) throw;
+                // Otherwise the error in words (Boost's what() names its own source files).
+                if (attempt > 0 || !reused_ || got_response_)
+                    fail("{} http://{}:{}{}: {}", method, target_.host, target_.port, path, e.code().message());
             }
         }
     }
@@ -92,7 +96,13 @@ private:
         tcp::resolver resolver(ioc_);
         stream_.emplace(ioc_);
         stream_->expires_after(std::chrono::milliseconds(int64_t(timeout_ * 1000)));
-        stream_->connect(resolver.resolve(target_.host, target_.port));
+        beast::error_code ec;
+        const auto endpoints = resolver.resolve(target_.host, target_.port, ec);
+        if (!ec) stream_->connect(endpoints, ec);
+        if (ec) {
+            stream_.reset();
+            fail("cannot connect to http://{}:{}: {}", target_.host, target_.port, ec.message());
+        }
         stream_->socket().set_option(tcp::no_delay(true));
         reused_ = false;
     }
@@ -210,7 +220,8 @@ Sample run_one(Connection& conn, const BenchOptions& o, const std::string& model
     return s;
 }
 
-int bench(const BenchOptions& o) {
+int bench(BenchOptions o) {
+    if (o.shared_prefix < 0) o.shared_prefix = o.prompt_len * 3 / 4;
     if (o.shared_prefix > o.prompt_len) fail("--shared-prefix ({}) exceeds --prompt-len ({})", o.shared_prefix, o.prompt_len);
     const Target target = parse_url(o.url);
     net::io_context ioc;
@@ -335,19 +346,20 @@ CommandRegistration reg("bench-serve", "Load-test a running OpenAI-compatible se
                         [](CLI::App& sub) {
     auto o = std::make_shared<BenchOptions>();
     sub.add_option("--url", o->url, "Server base URL, http://HOST:PORT");
-    sub.add_option("--requests", o->requests, "Requests to send")->check(CLI::Range(1, 100000));
-    sub.add_option("--concurrency", o->concurrency, "Requests in flight (with --rate: the cap)")->check(CLI::Range(1, 1024));
-    sub.add_option("--rate", o->rate, "Poisson arrival rate, requests per second (default: closed loop)")
-        ->check(CLI::Range(0.0, 1e6));
-    sub.add_option("--prompt-len", o->prompt_len, "Prompt tokens")->check(CLI::Range(1, 1 << 20));
-    sub.add_option("--shared-prefix", o->shared_prefix, "Leading prompt tokens shared by all requests")
-        ->check(CLI::Range(0, 1 << 20));
-    sub.add_option("--output-len", o->output_len, "Tokens generated per request")->check(CLI::Range(1, 1 << 20));
+    sub.add_option("--requests", o->requests, "Requests to send")->check(in_range(1, 100000));
+    sub.add_option("--concurrency", o->concurrency, "Requests in flight (with --rate: the cap)")->check(in_range(1, 1024));
+    sub.add_option("--rate", o->rate, "Poisson arrival rate, requests per second (0: closed loop at --concurrency)")
+        ->check(in_range(0.0, 1e6));
+    sub.add_option("--prompt-len", o->prompt_len, "Prompt tokens")->check(in_range(1, 1 << 20));
+    sub.add_option("--shared-prefix", o->shared_prefix,
+                   "Leading prompt tokens shared by all requests (-1: three quarters of --prompt-len)")
+        ->check(in_range(-1, 1 << 20));
+    sub.add_option("--output-len", o->output_len, "Tokens generated per request")->check(in_range(1, 1 << 20));
     sub.add_flag("--stream", o->stream, "Stream responses (SSE) and measure TTFT/ITL");
     sub.add_option("--api-key", o->api_key, "Bearer key");
     sub.add_option("--model", o->model, "Model id (default: the first from /v1/models)");
     sub.add_option("--seed", o->seed, "Prompt generator seed");
-    sub.add_option("--timeout", o->timeout, "Seconds before one request is abandoned")->check(CLI::Range(0.1, 86400.0));
+    sub.add_option("--timeout", o->timeout, "Seconds before one request is abandoned")->check(in_range(0.1, 86400.0));
     sub.add_flag("--json", o->json_out, "Print the results as JSON");
     return [o] { return bench(*o); };
 });

@@ -11,7 +11,9 @@
 #include <random>
 #include <thread>
 
+#include "apps/cli.h"
 #include "apps/command.h"
+#include "apps/kv_flags.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "apps/model_flags.h"
@@ -27,13 +29,14 @@ namespace pagoda::app {
 namespace {
 
 struct BenchOptions {
-    std::string model, rate = "inf", prompt_len = "32:128", output_len = "16:64", kv_memory, json_schema;
-    int requests = 32, concurrency = 0, threads = 0, block_size = 16;
+    std::string model, rate = "inf", prompt_len = "32:128", output_len = "16:64", json_schema;
+    int requests = 32, concurrency = 0, threads = 0;
     double shared_prefix = 0;
     int64_t max_batched_tokens = 2048;
     int32_t max_seqs = 64;
     bool static_batching = false;
     uint64_t seed = 1;
+    KvFlags kv;
     ModelFlags compute;
 };
 
@@ -120,10 +123,11 @@ int run_bench(const BenchOptions& o) {
         tokens_wanted += plen + r.stop.max_tokens;
         reqs.push_back(std::move(r));
     }
-    model::KvOptions kv{.block_size = o.block_size, .memory = o.kv_memory};
+    const model::KvOptions kv = o.kv.options();
     engine::EngineOptions options;
     options.scheduler.max_batched_tokens = o.max_batched_tokens;
     options.scheduler.max_seqs = o.max_seqs;
+    options.prefix_caching = kv.prefix_caching;
     std::mutex mutex;
     std::condition_variable cv;
     double peak_kv = 0;
@@ -215,21 +219,20 @@ int run_bench(const BenchOptions& o) {
 CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the continuous-batching engine",
                         [](CLI::App& sub) {
     auto o = std::make_shared<BenchOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model")->required()->check(CLI::ExistingFile);
-    sub.add_option("--requests", o->requests, "Number of requests")->check(CLI::Range(1, 1000000));
+    sub.add_option("-m,--model", o->model, "GGUF model")->required();
+    sub.add_option("--requests", o->requests, "Number of requests")->check(in_range(1, 1000000));
     sub.add_option("--rate", o->rate, "Arrivals per second (Poisson), or inf: all at once");
     sub.add_option("--prompt-len", o->prompt_len, "Prompt length N or range A:B");
     sub.add_option("--output-len", o->output_len, "Output length N or range A:B");
     sub.add_option("--shared-prefix", o->shared_prefix, "Fraction of each prompt shared by all requests");
-    sub.add_option("--concurrency", o->concurrency, "Requests in flight at most (0: unlimited)")->check(CLI::Range(0, 100000));
+    sub.add_option("--concurrency", o->concurrency, "Requests in flight at most (0: unlimited)")->check(in_range(0, 100000));
     sub.add_flag("--static-batching", o->static_batching, "Baseline: submit whole batches and drain each");
     sub.add_option("--seed", o->seed, "Workload seed");
-    sub.add_option("-t,--threads", o->threads, "Compute threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    add_threads_option(sub, o->threads);
     o->compute.add_to(sub);
-    sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(CLI::Range(1, 1 << 20));
-    sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
-    sub.add_option("--kv-memory", o->kv_memory, "KV cache budget (default: enough for the whole workload)");
-    sub.add_option("--block-size", o->block_size, "KV block size in tokens")->check(CLI::Range(1, 256));
+    sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(in_range(1, 1 << 20));
+    sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(in_range(1, 4096));
+    o->kv.add_to(sub);  // without --kv-memory: enough for the whole workload
     sub.add_option("--json-schema", o->json_schema, "Constrain every request to this JSON schema (file)");
     return [o] { return run_bench(*o); };
 });

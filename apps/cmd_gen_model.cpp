@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "apps/cli.h"
 #include "apps/command.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
@@ -55,14 +56,14 @@ CommandRegistration reg("gen-model", "Write a random-weight llama-family GGUF mo
     sub.add_option("--vocab", o->vocab, "Copy the tokenizer from this GGUF (default: synthetic vocabulary)");
     sub.add_option("--type", o->type, "Weight type: f32, f16, bf16");
     sub.add_option("--arch", o->arch, "llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
-    sub.add_option("--layers", o->layers, "Override the layer count")->check(CLI::Range(1, 1024));
-    sub.add_option("--dim", o->dim, "Override the embedding width")->check(CLI::Range(2, 65536));
-    sub.add_option("--heads", o->heads, "Override the attention head count")->check(CLI::Range(1, 1024));
-    sub.add_option("--kv-heads", o->kv_heads, "Override the KV head count")->check(CLI::Range(1, 1024));
-    sub.add_option("--head-dim", o->head_dim, "Override the head size")->check(CLI::Range(2, 1024));
-    sub.add_option("--ffn", o->ffn, "Override the FFN width")->check(CLI::Range(1, 1 << 20));
-    sub.add_option("--vocab-size", o->vocab_size, "Synthetic vocabulary size")->check(CLI::Range(260, 1 << 20));
-    sub.add_option("--ctx", o->ctx, "Context length written to the metadata")->check(CLI::Range(1, 1 << 24));
+    sub.add_option("--layers", o->layers, "Override the layer count")->check(in_range(1, 1024));
+    sub.add_option("--dim", o->dim, "Override the embedding width")->check(in_range(2, 65536));
+    sub.add_option("--heads", o->heads, "Override the attention head count")->check(in_range(1, 1024));
+    sub.add_option("--kv-heads", o->kv_heads, "Override the KV head count")->check(in_range(1, 1024));
+    sub.add_option("--head-dim", o->head_dim, "Override the head size")->check(in_range(2, 1024));
+    sub.add_option("--ffn", o->ffn, "Override the FFN width")->check(in_range(1, 1 << 20));
+    sub.add_option("--vocab-size", o->vocab_size, "Synthetic vocabulary size")->check(in_range(260, 1 << 20));
+    sub.add_option("--ctx", o->ctx, "Context length written to the metadata")->check(in_range(1, 1 << 24));
     sub.add_flag("--tied", o->tied, "Tie the output head to the embedding");
     sub.add_option("--seed", o->seed, "Random seed");
     return [o] { return run_gen_model(*o); };

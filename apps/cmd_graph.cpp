@@ -3,6 +3,7 @@
 // sees what the model computes.
 #include <cstdio>
 
+#include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/model_flags.h"
 #include "model/open_step_model.h"
@@ -32,10 +33,10 @@ int run_graph(const GraphOptions& o) {
 CommandRegistration reg("graph", "Print one step's compute graph before and after fusion", [](CLI::App& sub) {
     auto o = std::make_shared<GraphOptions>();
     sub.add_option("-m,--model", o->model, "GGUF model file")->required();
-    sub.add_option("--tokens", o->tokens, "Tokens in the step (1: a decode step)")->check(CLI::Range(1, 1 << 20))
+    sub.add_option("--tokens", o->tokens, "Tokens in the step (1: a decode step)")->check(in_range(1, 1 << 20))
         ->default_val(o->tokens);
-    sub.add_option("--logits", o->logits, "Rows that want logits (default 1)")->check(CLI::Range(0, 1 << 20));
-    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    sub.add_option("--logits", o->logits, "Rows that want logits (default 1)")->check(in_range(0, 1 << 20));
+    add_threads_option(sub, o->threads);
     o->compute.add_to(sub);
     return [o] { return run_graph(*o); };
 });

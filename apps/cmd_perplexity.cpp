@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/model_flags.h"
+#include "apps/progress.h"
 #include "apps/text_file.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
@@ -74,6 +76,7 @@ int run_perplexity(const PerplexityOptions& o) {
     std::unique_ptr<model::SequenceRunner> base_runner;
     if (base) base_runner = std::make_unique<model::SequenceRunner>(*base, false);
 
+    Progress progress("windows", size_t(windows));
     Mean nll, base_nll, kl;
     int64_t agree = 0;
     for (int64_t w = 0; w < windows; ++w) {
@@ -100,11 +103,9 @@ int run_perplexity(const PerplexityOptions& o) {
                          std::max_element(lq.begin(), lq.end()) - lq.begin();
             }
         }
-        if (!o.kl_base.empty() || windows > 1)
-            std::fprintf(stderr, "\rwindow %lld/%lld: running perplexity %.4f", (long long)(w + 1), (long long)windows,
-                         std::exp(nll.mean()));
+        progress.update(size_t(w + 1), fmt::format("running perplexity {:.4f}", std::exp(nll.mean())));
     }
-    std::fprintf(stderr, "\n");
+    progress.finish();
     // Perplexity's error bar: exp(mean NLL) with the NLL mean's standard error carried through.
     const double ppl = std::exp(nll.mean());
     std::printf("model: %s\n", o.model.c_str());
@@ -125,10 +126,10 @@ CommandRegistration reg("perplexity", "Perplexity on a text file; KL divergence 
     auto o = std::make_shared<PerplexityOptions>();
     sub.add_option("-m,--model", o->model, "GGUF model file")->required();
     sub.add_option("-f,--file", o->text_file, "UTF-8 text to score")->required();
-    sub.add_option("--ctx", o->ctx, "Tokens per window (BOS included)")->check(CLI::Range(4, 1 << 20));
+    sub.add_option("-c,--ctx,--ctx-size", o->ctx, "Tokens per window (BOS included)")->check(in_range(4, 1 << 20));
     sub.add_option("--kl-base", o->kl_base, "Unquantised base model for KL divergence and top-1 agreement");
-    sub.add_option("--max-windows", o->max_windows, "Score at most this many windows (0 = all)")->check(CLI::Range(0, 1 << 30));
-    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
+    sub.add_option("--max-windows", o->max_windows, "Score at most this many windows (0 = all)")->check(in_range(0, 1 << 30));
+    add_threads_option(sub, o->threads);
     o->compute.add_to(sub);
     return [o] { return run_perplexity(*o); };
 });

@@ -1,16 +1,20 @@
 // `pagoda run`: generate text from a prompt with one model, streaming the continuation to stdout.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 
+#include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
 #include "apps/model_flags.h"
+#include "apps/text_file.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/sampler.h"
 #include "gguf/gguf.h"
+#include "model/config.h"
 #include "model/open_step_model.h"
 #include "model/sequence_runner.h"
 #include "tokenizer/stream_decoder.h"
@@ -19,7 +23,8 @@ namespace pagoda::app {
 namespace {
 
 struct RunOptions {
-    std::string model, prompt;
+    std::string model, prompt, prompt_file;
+    int64_t ctx = 0;
     int n_predict = 128, threads = 0, top_k = 40, chunk = 512;
     float temperature = 0.8f, top_p = 0.95f, min_p = 0.0f, repeat_penalty = 1.0f;
     int64_t seed = -1;
@@ -30,6 +35,24 @@ struct RunOptions {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// How many new tokens fit: the prompt and the output share the context, except that the last token
+// sampled is printed without being stored. -n -1 asks for all of them.
+struct GenerationBudget {
+    int64_t context = 0, tokens = 0;
+    bool capped = false;  // -n asked for more than the context holds
+};
+
+GenerationBudget generation_budget(int64_t prompt_tokens, int64_t n_predict, int64_t context) {
+    if (prompt_tokens > context)
+        fail("the prompt has {} tokens, more than the context of {} (raise -c/--ctx-size)", prompt_tokens, context);
+    const int64_t room = context - prompt_tokens + 1;
+    return {.context = context, .tokens = n_predict < 0 ? room : std::min(n_predict, room), .capped = n_predict > room};
+}
+
+std::string prompt_text(const RunOptions& o) {
+    return o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file, "prompt file (-f)");
+}
 
 int run(const RunOptions& o) {
     engine::SamplingParams sp;
@@ -42,18 +65,21 @@ int run(const RunOptions& o) {
     engine::Sampler sampler(sp);  // validates the sampling flags before the model loads
 
     const auto load_start = Clock::now();
+    const std::string text = prompt_text(o);
     std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
     auto tokenizer = tokenizer::Tokenizer::from_gguf(*file);
-    std::vector<int32_t> prompt = tokenizer->encode(o.prompt);
+    std::vector<int32_t> prompt = tokenizer->encode(text);
     if (prompt.empty()) fail("the prompt encodes to no tokens and the vocabulary adds no BOS: give a prompt with -p");
-    const int64_t total = int64_t(prompt.size()) + o.n_predict;
-    auto model = model::open_step_model(file, o.compute.options(o.threads, o.kv.options(), total, 0, o.chunk));
+    const int64_t trained = model::read_config(*file).context_length;
+    if (o.ctx > trained)
+        log_warn("-c/--ctx-size {} exceeds the model's trained context of {} tokens", o.ctx, trained);
+    const GenerationBudget budget = generation_budget(int64_t(prompt.size()), o.n_predict, o.ctx > 0 ? o.ctx : trained);
+    auto model = model::open_step_model(file, o.compute.options(o.threads, o.kv.options(),
+                                                                int64_t(prompt.size()) + budget.tokens, budget.context,
+                                                                o.chunk));
     const double load_s = seconds_since(load_start);
     const auto& cfg = model->info().config;
     log_info("model: {}", cfg.describe());
-    if (total > cfg.context_length)
-        log_warn("prompt ({} tokens) + {} new tokens exceed the model's trained context of {} tokens", prompt.size(),
-                 o.n_predict, cfg.context_length);
     model::SequenceRunner runner(*model, o.kv.options().prefix_caching);
 
     tokenizer::StreamDecoder stream(*tokenizer);
@@ -67,7 +93,7 @@ int run(const RunOptions& o) {
     const auto gen_start = Clock::now();
     int generated = 0;
     bool first = true;
-    while (generated < o.n_predict) {
+    while (generated < budget.tokens) {
         int32_t next = sampler.sample(logits.data(), cfg.vocab_size, history);
         if (!o.ignore_eos && (tokenizer->is_eog(next) || next == tokenizer->bos())) break;
         history.push_back(next);
@@ -80,7 +106,7 @@ int run(const RunOptions& o) {
         }
         std::fflush(stdout);
         first = false;
-        if (generated == o.n_predict) break;
+        if (generated == budget.tokens) break;
         logits = runner.decode(0, next);
     }
     if (!o.ids) {
@@ -90,6 +116,9 @@ int run(const RunOptions& o) {
     std::printf("\n");
     std::fflush(stdout);
     const double gen_s = seconds_since(gen_start);
+    if (budget.capped && generated == budget.tokens)
+        std::fprintf(stderr, "pagoda run: stopped after %d tokens: the context of %lld tokens is full\n", generated,
+                     (long long)budget.context);
     const int64_t computed = int64_t(prompt.size()) - runner.last_cached_tokens();
     std::fprintf(stderr,
                  "pagoda run: load %.2f s | prompt %zu tokens (%lld cached) %.2f s, %.1f tokens/s | "
@@ -103,16 +132,20 @@ int run(const RunOptions& o) {
 CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) {
     auto o = std::make_shared<RunOptions>();
     sub.add_option("-m,--model", o->model, "GGUF model file")->required();
-    sub.add_option("-p,--prompt", o->prompt, "Prompt text (default: empty, i.e. BOS only)");
-    sub.add_option("-n,--n-predict", o->n_predict, "Maximum number of new tokens")->check(CLI::Range(0, 1 << 24));
-    sub.add_option("--temp", o->temperature, "Sampling temperature; 0 = greedy")->check(CLI::Range(0.0, 100.0));
-    sub.add_option("--top-k", o->top_k, "Keep the k most likely tokens (0 = off)")->check(CLI::Range(0, 1 << 24));
-    sub.add_option("--top-p", o->top_p, "Nucleus sampling threshold (1 = off)")->check(CLI::Range(0.0, 1.0));
-    sub.add_option("--min-p", o->min_p, "Drop tokens below min-p times the top probability")->check(CLI::Range(0.0, 1.0));
-    sub.add_option("--repeat-penalty", o->repeat_penalty, "Repetition penalty (1 = off)")->check(CLI::Range(0.01, 10.0));
-    sub.add_option("--seed", o->seed, "Random seed (default: random)");
-    sub.add_option("-t,--threads", o->threads, "Threads (default: physical cores)")->check(CLI::Range(1, 1024));
-    sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(CLI::Range(1, 1 << 20));
+    auto* prompt = sub.add_option("-p,--prompt", o->prompt, "Prompt text (empty: BOS only)");
+    sub.add_option("-f,--file", o->prompt_file, "Read the prompt from this file")->excludes(prompt);
+    sub.add_option("-n,--n-predict", o->n_predict, "New tokens at most; -1: until end of sequence or the context is full")
+        ->check(in_range(-1, 1 << 24));
+    sub.add_option("-c,--ctx-size", o->ctx, "Context: prompt + new tokens at most (0: the model's trained context)")
+        ->check(in_range(int64_t(0), int64_t(1) << 24));
+    sub.add_option("--temp", o->temperature, "Sampling temperature; 0 = greedy")->check(in_range(0.0, 100.0));
+    sub.add_option("--top-k", o->top_k, "Keep the k most likely tokens (0 = off)")->check(in_range(0, 1 << 24));
+    sub.add_option("--top-p", o->top_p, "Nucleus sampling threshold (1 = off)")->check(in_range(0.0, 1.0));
+    sub.add_option("--min-p", o->min_p, "Drop tokens below min-p times the top probability")->check(in_range(0.0, 1.0));
+    sub.add_option("--repeat-penalty", o->repeat_penalty, "Repetition penalty (1 = off)")->check(in_range(0.01, 10.0));
+    sub.add_option("--seed", o->seed, "Random seed (-1: a random seed)");
+    add_threads_option(sub, o->threads);
+    sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(in_range(1, 1 << 20));
     sub.add_flag("--ids", o->ids, "Print generated token ids instead of text");
     sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence tokens (benchmarks)");
     o->kv.add_to(sub);

@@ -1,10 +1,12 @@
 // `pagoda serve`: the OpenAI-compatible HTTP/SSE/WebSocket server (src/server/) over one model.
 #include <filesystem>
 
+#include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
 #include "apps/model_flags.h"
 #include "apps/serve_loader.h"
+#include "apps/text_file.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "server/api_keys.h"
@@ -18,27 +20,38 @@ struct ServeOptions {
     ServeModelOptions model;
     server::GatewayOptions gateway;
     server::HttpServerOptions http;
-    std::string api_key_file;
+    std::string api_key_file, api_key;
     bool open_health = false, open_metrics = false;
     int64_t max_batched_tokens = 2048;
     int32_t max_seqs = 64;
+    int64_t ctx = 0;
     KvFlags kv;
     ModelFlags compute;
     std::string metrics_compat = "none";
 };
 
+// The keys of --api-key-file plus the one of --api-key (named "api-key" in logs and metrics).
+server::ApiKeyTable load_keys(const ServeOptions& o) {
+    if (o.api_key.empty()) return o.api_key_file.empty() ? server::ApiKeyTable{} : server::ApiKeyTable::load(o.api_key_file);
+    if (o.api_key.find_first_of(" \t\r\n#") != std::string::npos) fail("--api-key: a key must not contain spaces or '#'");
+    const std::string key_line = o.api_key + " name=api-key\n";
+    server::ApiKeyTable table = server::ApiKeyTable::parse(key_line, "--api-key");  // its errors name --api-key
+    if (o.api_key_file.empty()) return table;
+    return server::ApiKeyTable::parse(read_text_file(o.api_key_file, "API key file") + "\n" + key_line, o.api_key_file);
+}
+
 int serve(ServeOptions& o) {
     // Cheap checks before listening, so a typo fails at once rather than after the port is up.
     if (!std::filesystem::is_regular_file(o.model.path))
         fail("the model file '{}' does not exist or is not a regular file", o.model.path);
-    server::ApiKeyTable keys;
-    if (!o.api_key_file.empty()) keys = server::ApiKeyTable::load(o.api_key_file);
+    server::ApiKeyTable keys = load_keys(o);
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;
     o.gateway.scheduler.validate();
     o.model.kv = o.kv.options();
     o.model.backend = o.compute.backend;
     o.model.fusion = !o.compute.no_fusion;
+    o.model.max_context = o.ctx;
     if (o.gateway.model_name.empty()) o.gateway.model_name = std::filesystem::path(o.model.path).stem().string();
     // Without keys the server is open anyway; with keys, /health and /metrics need one unless opened.
     o.gateway.open_health = keys.empty() || o.open_health;
@@ -54,42 +67,49 @@ int serve(ServeOptions& o) {
 CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSocket streaming)", [](CLI::App& sub) {
     auto o = std::make_shared<ServeOptions>();
     sub.add_option("-m,--model", o->model.path, "GGUF model file")->required();
-    sub.add_option("--host", o->http.host, "Address to listen on (default 127.0.0.1)");
-    sub.add_option("--port", o->http.port, "Port (0: any free port, printed at start)")->check(CLI::Range(0, 65535));
-    sub.add_option("-t,--threads", o->model.threads, "Model threads (default: physical cores)")->check(CLI::Range(1, 1024));
-    sub.add_option("--io-threads", o->http.io_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
+    sub.add_option("--host", o->http.host, "Address or host name to listen on (a name binds its first IPv4 address, else its first IPv6)");
+    sub.add_option("--port", o->http.port, "Port (0: any free port, printed at start)")->check(in_range(0, 65535));
+    add_threads_option(sub, o->model.threads);
+    sub.add_option("--io-threads", o->http.io_threads, "HTTP I/O threads")->check(in_range(1, 64));
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Token budget of one engine step")
-        ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
-    sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
+        ->check(in_range(int64_t(1), int64_t(1) << 24));
+    sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
+        ->check(in_range(1, 4096));
+    sub.add_option("-c,--ctx-size", o->ctx,
+                   "Context per sequence: prompt + output tokens at most (0: the model's trained context); "
+                   "without --kv-memory the KV cache holds this, or 256 tokens per sequence, whichever is more")
+        ->check(in_range(int64_t(0), int64_t(1) << 24));
     o->kv.add_to(sub);
     o->compute.add_to(sub);
     sub.add_option("--api-key-file", o->api_key_file,
-                   "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without: open server)");
+                   "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without keys: open server)");
+    sub.add_option("--api-key", o->api_key, "One more key, without limits (as llama-server and vLLM)");
     sub.add_flag("--open-health", o->open_health, "With keys: serve /health, /livez and /readyz without a key");
     sub.add_flag("--open-metrics", o->open_metrics, "With keys: serve /metrics without a key");
     sub.add_option("--metrics-compat", o->metrics_compat,
                    "vllm: /metrics also serves the series under vLLM's names (vllm:num_requests_waiting, ...)")
         ->check(CLI::IsMember({"none", "vllm"}));
     sub.add_option("--max-queue", o->gateway.max_queue, "New requests get 503 while more than this many requests wait")
-        ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+        ->check(in_range(int64_t(0), int64_t(1) << 30));
     sub.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body (413 beyond)")
-        ->check(CLI::Range(uint64_t(1024), uint64_t(1) << 32));
-    sub.add_option("--max-prompt-tokens", o->gateway.max_prompt_tokens, "Longest prompt accepted (default: the context)")
-        ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+        ->check(in_range(uint64_t(1024), uint64_t(1) << 32));
+    sub.add_option("--max-prompt-tokens", o->gateway.max_prompt_tokens, "Longest prompt accepted (0: the context)")
+        ->check(in_range(int64_t(0), int64_t(1) << 30));
     sub.add_option("--max-tokens-limit", o->gateway.max_tokens_limit, "Largest max_tokens accepted")
-        ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+        ->check(in_range(int64_t(1), int64_t(1) << 30));
     sub.add_option("--chat-template", o->gateway.chat_template,
                    "Chat template: a builtin name (chatml, llama2, llama3, ...) or a Jinja file (default: the model's)");
-    sub.add_option("--model-name", o->gateway.model_name, "Model id in the API (default: the file name without .gguf)");
+    sub.add_option("--model-name,--alias,--served-model-name", o->gateway.model_name,
+                   "Model id in the API (empty: the file name without .gguf)");
     sub.add_option("--shutdown-timeout,--grace-seconds", o->http.shutdown_timeout,
                    "On SIGTERM/SIGINT, seconds requests in flight get to finish before they end with an error")
-        ->check(CLI::Range(0.0, 3600.0));
+        ->check(in_range(0.0, 3600.0));
     sub.add_option("--request-timeout", o->http.request_timeout, "Seconds a client has to send a whole request")
-        ->check(CLI::Range(0.1, 3600.0));
+        ->check(in_range(0.1, 3600.0));
     sub.add_option("--idle-timeout", o->http.idle_timeout, "Seconds a keep-alive connection may wait idle")
-        ->check(CLI::Range(0.1, 3600.0));
+        ->check(in_range(0.1, 3600.0));
     sub.add_option("--heartbeat-seconds", o->http.heartbeat_seconds, "SSE keep-alive comment after this long without output")
-        ->check(CLI::Range(0.05, 600.0));
+        ->check(in_range(0.05, 600.0));
     return [o] { return serve(*o); };
 });
 

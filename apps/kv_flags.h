@@ -1,10 +1,11 @@
-// The KV-cache flags shared by `run`, `serve` and the benchmarks: --block-size, --kv-memory,
+// The KV-cache flags shared by `run`, `serve`, `batch` and the benchmarks: --block-size, --kv-memory,
 // --kv-type, --no-prefix-cache.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
+#include "apps/cli.h"
 #include "model/kv_options.h"
 
 namespace pagoda::app {
@@ -17,10 +18,11 @@ struct KvFlags {
 
     void add_to(CLI::App& sub) {
         sub.add_option("--block-size", block_size, "KV block size in tokens (power of two, 1..256)")
-            ->check(CLI::Range(1, 256));
+            ->check(in_range(1, 256));
         sub.add_option("--kv-type", kv_type, "KV element type: f32, f16, bf16 (default: f32 for F32 models, else f16)")
             ->check(CLI::IsMember({"f32", "f16", "bf16"}));
-        sub.add_option("--kv-memory", memory, "KV cache budget: bytes (512MiB, 2G) or a fraction of free memory (0.25)");
+        sub.add_option("--kv-memory", memory, "KV cache budget: a size with a unit (512MiB, 8GiB, 2G, 4096B) or a fraction of free memory "
+                       "(0.9 or 90%); a bare whole number is refused (empty: sized for the command's tokens)");
         sub.add_flag("--no-prefix-cache", no_prefix_cache, "Disable automatic prefix caching");
     }
     model::KvOptions options() const {

@@ -1,9 +1,13 @@
 // The compute flags shared by every command that runs a model: --backend and --no-fusion, turned
-// with the command's own threads / KV choices into the options of model::open_step_model.
+// with the command's own threads / KV choices into the options of model::open_step_model; and
+// llama.cpp's -ngl/--n-gpu-layers and -fa/--flash-attn (main.cpp maps the short spellings), accepted so its users' command lines run,
+// with a one-line note saying what they do here.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <string>
 
+#include "apps/cli.h"
 #include "model/open_step_model.h"
 
 namespace pagoda::app {
@@ -11,14 +15,29 @@ namespace pagoda::app {
 struct ModelFlags {
     std::string backend = "cpu";
     bool no_fusion = false;
+    int n_gpu_layers = 0;
+    std::string flash_attn = "on";
+    CLI::Option* n_gpu_layers_option = nullptr;
+    CLI::Option* flash_attn_option = nullptr;
 
     void add_to(CLI::App& sub) {
         sub.add_option("--backend", backend,
                        "Compute backend: cpu, or reference (plain double-precision loops: the oracle, slow)")
-            ->check(CLI::IsMember(model::available_backends()))
-            ->default_val(backend);
+            ->check(CLI::IsMember(model::available_backends()));
         sub.add_flag("--no-fusion", no_fusion, "Run the unfused graph (also PAGODA_FUSION=0)");
+        n_gpu_layers_option =
+            sub.add_option("--n-gpu-layers", n_gpu_layers,
+                           "-ngl: layers to offload to a GPU (as llama.cpp); the cpu and reference backends run every layer "
+                           "on the CPU, so it has no effect there")
+                ->check(in_range(-1, 1 << 20));
+        flash_attn_option = sub.add_option("--flash-attn", flash_attn,
+                                           "-fa [on|off|auto], as llama.cpp; attention always runs tiled (flash attention), "
+                                           "so it has no effect")
+                                ->expected(0, 1)
+                                ->check(CLI::IsMember({"on", "off", "auto"}));
+        sub.parse_complete_callback([this] { note_llama_flags(); });
     }
+
     model::StepModelOptions options(int threads, const model::KvOptions& kv, int64_t tokens_wanted,
                                     int64_t max_context = 0, int64_t max_step_tokens = 512) const {
         model::StepModelOptions o;
@@ -30,6 +49,16 @@ struct ModelFlags {
         o.max_step_tokens = max_step_tokens;
         o.fusion = !no_fusion;
         return o;
+    }
+
+private:
+    // Says, once the command line is parsed, which llama.cpp flags were accepted without effect.
+    void note_llama_flags() const {
+        if (n_gpu_layers_option->count() > 0 && (backend == "cpu" || backend == "reference"))
+            std::fprintf(stderr, "pagoda: note: --n-gpu-layers has no effect: the %s backend runs every layer on the CPU\n",
+                         backend.c_str());
+        if (flash_attn_option->count() > 0)
+            std::fprintf(stderr, "pagoda: note: --flash-attn has no effect: attention always runs tiled (flash attention)\n");
     }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/log.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
@@ -13,12 +14,15 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     std::shared_ptr<const gguf::File> file = gguf::File::open(options.path);
     std::shared_ptr<const tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(*file);
     const model::ModelConfig cfg = model::read_config(*file);
-    // Without --kv-memory: one full context, or 256 tokens for each sequence that may run,
-    // whichever is more (production deployments size it with --kv-memory).
-    const int64_t tokens_wanted =
-        std::max<int64_t>(cfg.context_length, int64_t(engine_options.scheduler.max_seqs) * 256);
+    // Without --kv-memory: one full context (-c, else the trained one), or 256 tokens for each
+    // sequence that may run, whichever is more (production deployments size it with --kv-memory).
+    if (options.max_context > cfg.context_length)
+        log_warn("-c/--ctx-size {} exceeds the model's trained context of {} tokens", options.max_context,
+                 cfg.context_length);
+    const int64_t context = options.max_context > 0 ? options.max_context : cfg.context_length;
+    const int64_t tokens_wanted = std::max<int64_t>(context, int64_t(engine_options.scheduler.max_seqs) * 256);
     auto step = model::open_step_model(file, {.backend = options.backend, .threads = options.threads, .kv = options.kv,
-                                              .tokens_wanted = tokens_wanted,
+                                              .tokens_wanted = tokens_wanted, .max_context = options.max_context,
                                               .max_step_tokens = engine_options.scheduler.max_batched_tokens,
                                               .fusion = options.fusion});
     engine_options.prefix_caching = options.kv.prefix_caching;

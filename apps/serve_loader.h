@@ -12,6 +12,7 @@ namespace pagoda::app {
 struct ServeModelOptions {
     std::string path;  // GGUF file
     int threads = 0;   // model threads; 0: physical cores
+    int64_t max_context = 0;  // per sequence; 0: the model's trained context
     model::KvOptions kv;
     std::string backend = "cpu";
     bool fusion = true;

@@ -18,31 +18,47 @@ uint64_t available_memory_bytes() {
     fail("cannot read MemAvailable from /proc/meminfo to size a fractional --kv-memory");
 }
 
+const char* const kMemoryForms = "512MiB, 8GiB, 2G, 1073741824B, or a fraction of free memory: 0.9 or 90%";
+
+// Bytes per unit; binary multiples whichever spelling (K, KB, KiB are all 1024). 0: not a unit.
+double unit_scale(std::string unit) {
+    for (auto& ch : unit) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    if (unit == "b") return 1;
+    if (unit == "k" || unit == "kb" || unit == "kib") return 1024.0;
+    if (unit == "m" || unit == "mb" || unit == "mib") return 1024.0 * 1024;
+    if (unit == "g" || unit == "gb" || unit == "gib") return 1024.0 * 1024 * 1024;
+    if (unit == "t" || unit == "tb" || unit == "tib") return 1024.0 * 1024 * 1024 * 1024;
+    return 0;
+}
+
+uint64_t fraction_of_free_memory(const std::string& text, double fraction) {
+    if (!(fraction > 0) || fraction > 1)
+        fail("--kv-memory '{}': a fraction of free memory must be above 0 and at most 1 (100%)", text);
+    return uint64_t(fraction * double(available_memory_bytes()));
+}
+
 }  // namespace
 
 uint64_t parse_memory_budget(const std::string& text) {
     size_t i = 0;
     while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-    const std::string number = text.substr(0, i);
-    std::string unit = text.substr(i);
-    for (auto& ch : unit) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    const std::string number = text.substr(0, i), unit = text.substr(i);
     double value = 0;
     try {
         size_t used = 0;
         value = std::stod(number, &used);
         if (used != number.size()) throw std::invalid_argument(number);
     } catch (const std::exception&) {
-        fail("--kv-memory '{}' is not a size (e.g. 512MiB, 2G, 0.25 for a fraction of free memory)", text);
+        fail("--kv-memory '{}' is not a size (use {})", text, kMemoryForms);
     }
-    if (unit.empty() && value > 0 && value <= 1 && number.find('.') != std::string::npos)
-        return uint64_t(value * double(available_memory_bytes()));
-    double scale = 0;
-    if (unit.empty() || unit == "b") scale = 1;
-    else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;
-    else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0 * 1024;
-    else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0 * 1024 * 1024;
-    else fail("--kv-memory '{}': unknown unit '{}' (use B, KiB, MiB or GiB)", text, unit);
-    double bytes = value * scale;
+    if (unit == "%") return fraction_of_free_memory(text, value / 100);
+    if (unit.empty()) {
+        if (number.find('.') != std::string::npos) return fraction_of_free_memory(text, value);
+        fail("--kv-memory '{}' has no unit: bytes or a fraction? (use {})", text, kMemoryForms);
+    }
+    const double scale = unit_scale(unit);
+    if (scale == 0) fail("--kv-memory '{}': unknown unit '{}' (use B, KiB, MiB, GiB or TiB, or %)", text, unit);
+    const double bytes = value * scale;
     if (!(bytes >= 1) || bytes > 1e15) fail("--kv-memory '{}' is out of range", text);
     return uint64_t(bytes);
 }

@@ -1,5 +1,7 @@
-// How a user sizes the paged KV cache: block size, element type and a memory budget given as bytes
-// ("512MiB", "2G", "1073741824") or as a fraction of the machine's available memory ("0.25").
+// How a user sizes the paged KV cache: block size, element type and a memory budget given as a size
+// with a unit ("512MiB", "8GiB", "2G", "1073741824B"; K, M, G, T are powers of 1024 however
+// spelled) or as a fraction of the machine's available memory ("0.9", "90%"). A bare whole number
+// ("1") is refused: it would be one byte to some readers and all of memory to others.
 // The same flags appear on `run`, `serve` and the benchmarks.
 #pragma once
 #include <cstdint>
@@ -17,7 +19,8 @@ struct KvOptions {
     bool prefix_caching = true;
 };
 
-// Parses a --kv-memory value into bytes. Throws pagoda::Error on malformed or zero values.
+// Parses a --kv-memory value into bytes. Throws pagoda::Error, saying which forms are accepted, on
+// a malformed, unit-less, zero or out-of-range value.
 uint64_t parse_memory_budget(const std::string& text);
 
 // Blocks for the options: from the memory budget if given, else enough for `tokens_wanted` tokens.

@@ -234,7 +234,7 @@ QuantizeReport quantize_model(const QuantizeRequest& req, ThreadPool& pool) {
         report.bytes_in += r.bytes_in;
         report.bytes_out += r.bytes_out;
         report.tensors.push_back(std::move(r));
-        if (req.progress) req.progress(++done, in->tensors().size());
+        if (req.progress) req.progress(++done, in->tensors().size(), report.tensors.back());
     }
     writer.write(req.output);
     return report;

@@ -21,24 +21,25 @@ class ThreadPool;
 
 namespace pagoda::quant {
 
-struct QuantizeRequest {
-    std::string input, output;
-    std::string target;  // q8_0 q4_0 q5_0 q5_1 q2_k q3_k q4_k q4_k_m q6_k int8 int4-g32 int4-g128
-    // Per tensor name: column importance (mean squared input activation); missing: uniform.
-    std::map<std::string, std::vector<float>> importance;
-    std::function<void(size_t done, size_t total)> progress;  // tensors done
-    bool plain = false;  // no clipping search: plain min/max scales (ggml's reference quantisers), for comparison
-    // Overrides of the rules for two tensors (a type name as for `target`, empty: the rule), like
-    // llama-quantize's flags of the same names: e.g. token_embedding_type "q4_0" gives the layout
-    // llama-quantize writes for a Q4_0 file (embedding Q4_0, output head Q6_K).
-    std::string token_embedding_type, output_tensor_type;
-};
-
 struct TensorReport {
     std::string name, from_type, to_type;
     uint64_t bytes_in = 0, bytes_out = 0;
     double relative_error = 0;  // importance-weighted relative RMS reconstruction error
     std::string rule;           // why it got this type
+};
+
+struct QuantizeRequest {
+    std::string input, output;
+    std::string target;  // q8_0 q4_0 q5_0 q5_1 q2_k q3_k q4_k q4_k_m q6_k int8 int4-g32 int4-g128
+    // Per tensor name: column importance (mean squared input activation); missing: uniform.
+    std::map<std::string, std::vector<float>> importance;
+    // Called after each tensor, in file order: tensors done, of total, and the one just done.
+    std::function<void(size_t done, size_t total, const TensorReport& tensor)> progress;
+    bool plain = false;  // no clipping search: plain min/max scales (ggml's reference quantisers), for comparison
+    // Overrides of the rules for two tensors (a type name as for `target`, empty: the rule), like
+    // llama-quantize's flags of the same names: e.g. token_embedding_type "q4_0" gives the layout
+    // llama-quantize writes for a Q4_0 file (embedding Q4_0, output head Q6_K).
+    std::string token_embedding_type, output_tensor_type;
 };
 
 struct QuantizeReport {

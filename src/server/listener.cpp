@@ -31,14 +31,26 @@ private:
     ServerShared& shared_;
 };
 
+// An IP address as given, else the host name's first IPv4 address, else its first IPv6 one (IPv4
+// first so that "localhost" answers clients of 127.0.0.1, whichever order the resolver prefers).
+net::ip::address resolve_host(net::io_context& ioc, const std::string& host) {
+    beast::error_code ec;
+    auto address = net::ip::make_address(host, ec);
+    if (!ec) return address;
+    tcp::resolver resolver(ioc);
+    const auto results = resolver.resolve(host, "", tcp::resolver::passive, ec);
+    if (ec || results.empty()) fail("--host '{}' is neither an IP address nor a host name that resolves: {}", host, ec.message());
+    for (const auto& entry : results)
+        if (entry.endpoint().address().is_v4()) return entry.endpoint().address();
+    return results.begin()->endpoint().address();
+}
+
 }  // namespace
 
 tcp::acceptor listen_on(net::io_context& ioc, const std::string& host, uint16_t port) {
     tcp::acceptor acceptor(ioc);
+    tcp::endpoint endpoint(resolve_host(ioc, host), port);
     beast::error_code ec;
-    auto address = net::ip::make_address(host, ec);
-    if (ec) fail("--host '{}' is not an IP address", host);
-    tcp::endpoint endpoint(address, port);
     acceptor.open(endpoint.protocol(), ec);
     if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
     if (!ec) acceptor.bind(endpoint, ec);

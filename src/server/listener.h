@@ -8,8 +8,8 @@
 
 namespace pagoda::server::transport {
 
-// Binds and listens on host:port (port 0: any free port). Throws pagoda::Error naming the address
-// and the reason when it cannot.
+// Binds and listens on host:port (port 0: any free port); a host name binds its first IPv4 address,
+// else its first IPv6 one. Throws pagoda::Error naming the address and the reason when it cannot.
 tcp::acceptor listen_on(net::io_context& ioc, const std::string& host, uint16_t port);
 // Accepts connections until `acceptor` is closed (shutdown); both must outlive the io_context's run.
 void start_accepting(net::io_context& ioc, tcp::acceptor& acceptor, ServerShared& shared);

@@ -132,12 +132,48 @@ TEST(BatchCommand, ServerPromptRules) {
     EXPECT_EQ(lp["text_offset"][0], 0);
 }
 
+TEST(BatchCommand, OpenAiBatchApiLines) {
+    const std::string model = fixture("models/stories260K.gguf");
+    PAGODA_REQUIRE_FIXTURE(model);
+    auto lines = run_batch(model, {
+        R"({"custom_id": "a", "method": "POST", "url": "/v1/completions", )"
+        R"("body": {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}})",
+        R"({"custom_id": "b", "method": "POST", "url": "/v1/chat/completions", )"
+        R"("body": {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}})",
+        R"({"custom_id": "c", "method": "POST", "url": "/v1/embeddings", "body": {"input": "x"}})",
+        R"({"custom_id": "d", "method": "GET", "url": "/v1/completions", "body": {"prompt": "x"}})",
+        R"({"prompt": "Once upon a time", "max_tokens": 2, "custom_id": "e"})",
+    });
+    ASSERT_EQ(lines.size(), 5u);
+    EXPECT_EQ(lines[0]["id"], "batch_req_1");
+    EXPECT_EQ(lines[0]["custom_id"], "a");
+    EXPECT_TRUE(lines[0]["error"].is_null());
+    EXPECT_EQ(lines[0]["response"]["status_code"], 200);
+    EXPECT_EQ(lines[0]["response"]["request_id"], "req_1");
+    const json& completion = lines[0]["response"]["body"];
+    EXPECT_EQ(completion["object"], "text_completion");
+    EXPECT_EQ(kOnceUponATime.rfind(completion["choices"][0]["text"].get<std::string>(), 0), 0u) << completion;
+
+    EXPECT_EQ(lines[1]["response"]["status_code"], 200) << lines[1];
+    EXPECT_EQ(lines[1]["response"]["body"]["object"], "chat.completion");
+    EXPECT_EQ(lines[1]["response"]["body"]["choices"][0]["message"]["role"], "assistant");
+
+    EXPECT_EQ(lines[2]["response"]["status_code"], 400);
+    EXPECT_EQ(lines[2]["response"]["body"]["error"]["param"], "url");
+    EXPECT_EQ(lines[3]["response"]["body"]["error"]["param"], "method");
+
+    // A plain body line keeps its own shape beside them.
+    EXPECT_EQ(lines[4]["object"], "text_completion");
+    EXPECT_EQ(lines[4]["line"], 5);
+    EXPECT_EQ(lines[4]["custom_id"], "e");
+}
+
 TEST(BatchCommand, MissingInputIsAClearError) {
     const std::string model = fixture("models/stories260K.gguf");
     PAGODA_REQUIRE_FIXTURE(model);
     auto r = run_pagoda({"batch", "-m", model, "-i", temp_path("no-such-input.jsonl"), "-o", temp_path("o.jsonl")});
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.err.find("cannot open the input file"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot read the input file"), std::string::npos) << r.err;
 }
 
 }  // namespace
