@@ -1,5 +1,6 @@
 #include "chat/reasoning.h"
 
+#include "chat/text_scan.h"
 #include "core/error.h"
 
 namespace pagoda::chat {
@@ -7,20 +8,6 @@ namespace {
 
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-size_t skip_space(std::string_view s, size_t i = 0) {
-    while (i < s.size() && is_space(s[i])) ++i;
-    return i;
-}
-
-// Length of the longest suffix of `s` that is a proper prefix of `tag`.
-size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
-    for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-        if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-    return 0;
-}
 
 }  // namespace
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/text_scan.h"
+
 namespace pagoda::chat {
 namespace {
 
@@ -12,22 +14,6 @@ constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr int kMaxDepth = 128;  // deeper JSON is not taken as a call (bounded parse work)
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-size_t skip_space(std::string_view s, size_t i = 0) {
-    while (i < s.size() && is_space(s[i])) ++i;
-    return i;
-}
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-// Length of the longest suffix of `s` that is a proper prefix of `tag`.
-size_t partial_suffix(std::string_view s, std::string_view tag) {
-    for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-        if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-    return 0;
-}
 
 // Where the JSON object or array starting at s[0] ends (one past its closing bracket), by bracket
 // depth outside strings; npos while it is still open, 0 when it cannot be JSON (too deep).
@@ -166,7 +152,7 @@ void ToolCallParser::run(ToolCallParts& out, bool final) {
                     state_ = format_ == ToolCallFormat::hermes ? State::tag_body : State::json;
                     continue;
                 }
-                const size_t hold = final || marker.empty() ? 0 : partial_suffix(pending_, marker);
+                const size_t hold = final || marker.empty() ? 0 : partial_tag_suffix(pending_, marker);
                 emit_text(out, std::string_view(pending_).substr(0, pending_.size() - hold));
                 pending_.erase(0, pending_.size() - hold);
                 return;

@@ -39,6 +39,14 @@ void expect_same(const ToolCallParts& a, const ToolCallParts& b, const std::stri
     }
 }
 
+// The output is exactly one call and no content.
+void expect_only_call(const ToolCallParts& r, const std::string& name, const std::string& arguments) {
+    EXPECT_EQ(r.content, "");
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].name, name);
+    EXPECT_EQ(r.calls[0].arguments, arguments);
+}
+
 struct Case {
     ToolCallFormat format;
     std::string text;
@@ -72,13 +80,8 @@ const std::vector<Case>& cases() {
 }  // namespace
 
 TEST(ToolCalls, Hermes) {
-    auto r = parse_tool_calls(cases()[0].text, ToolCallFormat::hermes);
-    EXPECT_EQ(r.content, "");
-    ASSERT_EQ(r.calls.size(), 1u);
-    EXPECT_EQ(r.calls[0].name, "get_weather");
-    EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris"})");
-
-    r = parse_tool_calls(cases()[1].text, ToolCallFormat::hermes);
+    expect_only_call(parse_tool_calls(cases()[0].text, ToolCallFormat::hermes), "get_weather", R"({"city":"Paris"})");
+    auto r = parse_tool_calls(cases()[1].text, ToolCallFormat::hermes);
     EXPECT_EQ(r.content, "Let me check.");
     ASSERT_EQ(r.calls.size(), 2u) << "the second call's JSON holds the close tag inside a string";
     EXPECT_EQ(r.calls[1].arguments, R"({"x":"</tool_call>"})");
@@ -131,12 +134,8 @@ TEST(ToolCalls, Mistral) {
 }
 
 TEST(ToolCalls, Llama3Json) {
-    auto r = parse_tool_calls(cases()[11].text, ToolCallFormat::llama3_json);
-    EXPECT_EQ(r.content, "");
-    ASSERT_EQ(r.calls.size(), 1u);
-    EXPECT_EQ(r.calls[0].name, "get_weather");
-    EXPECT_EQ(r.calls[0].arguments, R"({"city":"Oslo"})");
-    r = parse_tool_calls(cases()[12].text, ToolCallFormat::llama3_json);
+    expect_only_call(parse_tool_calls(cases()[11].text, ToolCallFormat::llama3_json), "get_weather", R"({"city":"Oslo"})");
+    auto r = parse_tool_calls(cases()[12].text, ToolCallFormat::llama3_json);
     ASSERT_EQ(r.calls.size(), 2u);
     EXPECT_EQ(r.calls[1].arguments, R"({"n":2})");
     for (size_t i : {13, 14, 16}) {
