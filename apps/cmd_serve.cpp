@@ -99,6 +99,10 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
         ->check(in_range(int64_t(1), int64_t(1) << 30));
     sub.add_option("--chat-template", o->gateway.chat_template,
                    "Chat template: a builtin name (chatml, llama2, llama3, ...) or a Jinja file (default: the model's)");
+    sub.add_option("--reasoning-format", o->gateway.reasoning_format,
+                   "Chat <think> reasoning: deepseek (to reasoning_content) or none (left in content); default: "
+                   "deepseek when the chat template mentions <think>")
+        ->check(CLI::IsMember({"none", "deepseek"}));
     sub.add_option("--model-name,--alias,--served-model-name", o->gateway.model_name,
                    "Model id in the API (empty: the file name without .gguf)");
     sub.add_option("--shutdown-timeout,--grace-seconds", o->http.shutdown_timeout,

@@ -6,7 +6,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "chat/reasoning.h"
 #include "server/openai_engine_request.h"
+#include "server/tool_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -98,6 +100,9 @@ void Gateway::load() {
                      "(choose another with --chat-template)");
             template_ = chat::ChatTemplate::builtin("chatml");
         }
+        split_reasoning_ = options_.reasoning_format.empty()
+                               ? chat::template_thinks(template_->source())
+                               : chat::parse_reasoning_format(options_.reasoning_format) == chat::ReasoningFormat::deepseek;
         {
             std::lock_guard lock(engine_mutex_);
             engine_ = std::move(loaded.engine);
@@ -198,8 +203,10 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
         throw reject("failed", ApiError::unavailable("the model failed to load: " + load_error_, "model_failed"));
 
     CompletionParams p;
+    std::optional<chat::ToolCallFormat> tool_format;
     try {
         p = parse_completion_request(body, endpoint);
+        tool_format = apply_tools(p, template_ ? &*template_ : nullptr);
     } catch (const ApiError&) {
         metrics_.on_rejection(key_name, "invalid");
         throw;
@@ -211,9 +218,11 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
 
     // Prompts -> token ids -> engine requests (limits against the context and vocabulary).
     EngineRequests requests;
+    bool prompts_open_thinking = false;
     try {
         const int64_t vocab = engine_->model_info().vocab_size;
         TokenizedPrompts prompts = tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr, vocab);
+        prompts_open_thinking = prompts.opens_thinking;
         requests = make_engine_requests(p, std::move(prompts),
                                         {.context = engine_->context_limit(),
                                          .vocab_size = vocab,
@@ -254,6 +263,10 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
     ctx.include_usage = p.stream && p.include_usage;
     ctx.echo_text = std::move(requests.echo_text);
     ctx.tokenizer = engine_->tokenizer();
+    ctx.split_reasoning = split_reasoning_;
+    ctx.reasoning_open = split_reasoning_ && prompts_open_thinking;
+    ctx.tool_format = tool_format;
+    ctx.parallel_tool_calls = p.parallel_tool_calls;
     const size_t n_subs = requests.subs.size();
     std::shared_ptr<Job> job(new Job(*this, request_id, p, std::move(ctx), n_subs));
     job->key_name_ = key_name;

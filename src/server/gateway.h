@@ -36,6 +36,9 @@ struct GatewayOptions {
     std::string chat_template;          // name or file; empty: the model's, else chatml
     MetricsCompat metrics_compat = MetricsCompat::none;  // vllm: also serve vLLM's metric names
     bool open_health = true, open_metrics = true;
+    // Chat reasoning split (chat/reasoning.h): "none", "deepseek", or "" for deepseek when the chat
+    // template thinks (mentions <think>).
+    std::string reasoning_format;
 };
 
 using SteadyClock = std::chrono::steady_clock;
@@ -134,6 +137,10 @@ public:
     SimpleResponse readiness() const;
     SimpleResponse models() const;
     SimpleResponse metrics();
+    // POST /tokenize and /detokenize (tokenize_request.h; defined in gateway_tokenize.cpp): 503 until
+    // the model is ready, ApiError 400 for a bad body.
+    SimpleResponse tokenize(const nlohmann::json& body) const;
+    SimpleResponse detokenize(const nlohmann::json& body) const;
 
     // Starts a completion. Throws ApiError for every refusal.
     std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
@@ -163,6 +170,7 @@ private:
     std::atomic<State> state_{State::loading};
     std::string load_error_;
     std::optional<chat::ChatTemplate> template_;
+    bool split_reasoning_ = false;  // from options_.reasoning_format and the template, at load
     std::unique_ptr<engine::Engine> engine_;
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
     RateLimiter limiter_;

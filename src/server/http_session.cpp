@@ -134,6 +134,12 @@ private:
             authenticate(auth);
             return send_simple(gw().models());
         }
+        if (path_ == "/tokenize" || path_ == "/detokenize") {
+            require_method(req, http::verb::post, "POST");
+            authenticate(auth);
+            const json body = parse_json_body(req.body());
+            return send_simple(path_ == "/tokenize" ? gw().tokenize(body) : gw().detokenize(body));
+        }
         if (path_ == "/v1/ws") {
             require_method(req, http::verb::get, "GET");
             if (!websocket::is_upgrade(req))

@@ -6,6 +6,8 @@
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "server/api_error.h"
+#include "chat/chat_template.h"
+#include "chat/reasoning.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -23,8 +25,27 @@ std::vector<int32_t> tokenize_prompt(const PromptInput& prompt, const tokenizer:
     return tok.encode(std::get<std::string>(prompt));
 }
 
+// OpenAI sends a call's arguments as JSON text; templates (as Hugging Face's) expect the object, to
+// write it with tojson. Arguments that are not a JSON object stay text.
+nlohmann::json template_messages(const nlohmann::json& messages) {
+    nlohmann::json out = messages;
+    for (auto& m : out) {
+        auto calls = m.find("tool_calls");
+        if (calls == m.end() || !calls->is_array()) continue;
+        for (auto& c : *calls) {
+            auto fn = c.find("function");
+            if (fn == c.end() || !fn->is_object()) continue;
+            auto args = fn->find("arguments");
+            if (args == fn->end() || !args->is_string()) continue;
+            nlohmann::json parsed = nlohmann::json::parse(args->get<std::string>(), nullptr, false);
+            if (!parsed.is_discarded() && parsed.is_object()) *args = std::move(parsed);
+        }
+    }
+    return out;
+}
+
 std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tokenizer& tok,
-                                 const chat::ChatTemplate* chat_template) {
+                                 const chat::ChatTemplate* chat_template, bool& opens_thinking) {
     if (!chat_template)
         throw ApiError::invalid("chat requests are not available here (no chat template)", "messages",
                                 "unsupported_parameter");
@@ -33,14 +54,16 @@ std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tok
     if (tok.bos() >= 0) ro.bos_token = tok.token_to_piece(tok.bos(), true);
     if (tok.eos() >= 0) ro.eos_token = tok.token_to_piece(tok.eos(), true);
     if (!p.tools.is_null()) ro.tools = p.tools;
+    ro.extra = p.chat_template_kwargs;
     std::string text;
     try {
-        text = chat_template->render(p.messages, ro);
+        text = chat_template->render(template_messages(p.messages), ro);
     } catch (const Error& e) {
         // raise_exception() in a template is how it rejects a conversation (e.g. roles out of order).
         throw ApiError::invalid(fmt::format("the chat template rejected the messages: {}", e.what()), "messages",
                                 "invalid_messages");
     }
+    opens_thinking = chat::prompt_opens_thinking(text);
     // The template writes special tokens as text (<|im_start|>, the BOS text): parse them; add BOS
     // only when the vocabulary wants one and the template did not already write it.
     std::vector<int32_t> ids = tok.encode(text, {.add_bos = false, .add_eos = false, .parse_special = true});
@@ -67,7 +90,7 @@ TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::To
                                   const chat::ChatTemplate* chat_template, int64_t vocab_size) {
     TokenizedPrompts out;
     if (p.endpoint == Endpoint::chat_completions) {
-        out.prompts.push_back(render_chat(p, tok, chat_template));
+        out.prompts.push_back(render_chat(p, tok, chat_template, out.opens_thinking));
     } else {
         for (const auto& prompt : p.prompts) {
             out.prompts.push_back(tokenize_prompt(prompt, tok, vocab_size));

@@ -27,6 +27,7 @@ namespace pagoda::server {
 struct TokenizedPrompts {
     std::vector<std::vector<int32_t>> prompts;  // one per sub-request (make_engine_requests refuses empty ones)
     std::vector<std::string> echo_text;         // completions with echo: per prompt, the text to prepend
+    bool opens_thinking = false;                // chat: the rendered prompt ends inside <think>
     int64_t longest() const;
     int64_t total() const;
 };

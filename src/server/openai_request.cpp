@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <cctype>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -103,6 +104,8 @@ void parse_prompt(const json& body, CompletionParams& p) {
     }
 }
 
+void check_tool_messages(const json& m, const std::string& name);
+
 void parse_messages(const json& body, CompletionParams& p) {
     const json* messages = field(body, "messages");
     if (!messages) throw ApiError::invalid("'messages' is required", "messages", "missing_required_parameter");
@@ -115,6 +118,7 @@ void parse_messages(const json& body, CompletionParams& p) {
         auto role = m.find("role");
         if (role == m.end() || !role->is_string())
             throw ApiError::invalid(fmt::format("'{}.role' must be a string", name), name + ".role", "invalid_type");
+        check_tool_messages(m, name);
         auto content = m.find("content");
         if (content != m.end() && !content->is_null() && !content->is_string()) {
             if (!content->is_array()) wrong_type(name + ".content", "a string, an array of parts or null", *content);
@@ -184,6 +188,112 @@ void parse_structured_output(const json& body, CompletionParams& p) {
             throw ApiError::invalid(fmt::format("'grammar' is not a usable GBNF grammar: {}", e.what()), "grammar",
                                     "invalid_value");
         }
+    }
+}
+
+bool valid_function_name(const std::string& name) {
+    if (name.empty() || name.size() > 64) return false;
+    for (char c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+    return true;
+}
+
+// tools, tool_choice, parallel_tool_calls (chat).
+void parse_tools(const json& body, CompletionParams& p) {
+    if (const json* v = field(body, "tools")) {
+        if (!v->is_array()) wrong_type("tools", "an array", *v);
+        for (size_t i = 0; i < v->size(); ++i) {
+            const json& t = (*v)[i];
+            const std::string name = fmt::format("tools[{}]", i);
+            if (!t.is_object()) wrong_type(name, "an object", t);
+            const json* type = field(t, "type");
+            if (!type || !type->is_string() || *type != "function")
+                throw ApiError::invalid(fmt::format("'{}.type' must be 'function' (the only tool type supported)", name),
+                                        name + ".type", "unsupported_parameter");
+            const json* fn = field(t, "function");
+            if (!fn || !fn->is_object()) wrong_type(name + ".function", "an object", fn ? *fn : json());
+            const json* fname = field(*fn, "name");
+            if (!fname || !fname->is_string() || !valid_function_name(fname->get<std::string>()))
+                throw ApiError::invalid(fmt::format("'{}.function.name' must be 1-64 characters of a-z, A-Z, 0-9, _ "
+                                                    "and -",
+                                                    name),
+                                        name + ".function.name", "invalid_value");
+            for (size_t j = 0; j < i; ++j)
+                if ((*v)[j]["function"]["name"] == *fname)
+                    throw ApiError::invalid(fmt::format("'{}.function.name' repeats the name of tools[{}]", name, j),
+                                            name + ".function.name", "invalid_value");
+            if (const json* params = field(*fn, "parameters"); params && !params->is_object())
+                wrong_type(name + ".function.parameters", "an object (a JSON schema)", *params);
+            if (const json* d = field(*fn, "description"); d && !d->is_string())
+                wrong_type(name + ".function.description", "a string", *d);
+            if (const json* st = field(*fn, "strict"); st && !st->is_boolean())
+                wrong_type(name + ".function.strict", "a boolean", *st);
+        }
+        p.tools = *v;
+    }
+    const bool have_tools = p.tools.is_array() && !p.tools.empty();
+    if (const json* v = field(body, "tool_choice")) {
+        if (v->is_string()) {
+            const std::string c = v->get<std::string>();
+            if (c == "auto") p.tool_choice = ToolChoice::automatic;
+            else if (c == "none") p.tool_choice = ToolChoice::none;
+            else if (c == "required") p.tool_choice = ToolChoice::required;
+            else
+                throw ApiError::invalid(fmt::format("'tool_choice' must be 'auto', 'none', 'required' or a function, got "
+                                                    "'{}'",
+                                                    c),
+                                        "tool_choice", "invalid_value");
+        } else if (v->is_object()) {
+            const json* type = field(*v, "type");
+            const json* fn = field(*v, "function");
+            const json* fname = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+            if (!type || *type != "function" || !fname || !fname->is_string())
+                throw ApiError::invalid("'tool_choice' as an object must be {\"type\": \"function\", \"function\": "
+                                        "{\"name\": ...}}",
+                                        "tool_choice", "invalid_value");
+            p.tool_choice = ToolChoice::function;
+            p.tool_choice_function = fname->get<std::string>();
+            bool found = false;
+            if (have_tools)
+                for (const auto& t : p.tools) found = found || t["function"]["name"] == *fname;
+            if (!found)
+                throw ApiError::invalid(fmt::format("'tool_choice' names function '{}', which is not in 'tools'",
+                                                    p.tool_choice_function),
+                                        "tool_choice", "invalid_value");
+        } else {
+            wrong_type("tool_choice", "a string or an object", *v);
+        }
+        if (p.tool_choice == ToolChoice::required && !have_tools)
+            throw ApiError::invalid("'tool_choice' is 'required' but no 'tools' are given", "tool_choice", "invalid_value");
+    }
+    if (const json* v = field(body, "parallel_tool_calls")) p.parallel_tool_calls = get_bool(*v, "parallel_tool_calls");
+}
+
+// Assistant tool_calls and tool messages, which the template renders.
+void check_tool_messages(const json& m, const std::string& name) {
+    const std::string role = m["role"].get<std::string>();
+    if (role == "tool") {
+        auto id = m.find("tool_call_id");
+        if (id == m.end() || !id->is_string())
+            throw ApiError::invalid(fmt::format("'{}.tool_call_id' must be a string (the id of the call answered)", name),
+                                    name + ".tool_call_id", "invalid_type");
+    }
+    auto calls = m.find("tool_calls");
+    if (calls == m.end() || calls->is_null()) return;
+    if (role != "assistant")
+        throw ApiError::invalid(fmt::format("'{}.tool_calls' is only for assistant messages", name), name + ".tool_calls",
+                                "invalid_value");
+    if (!calls->is_array()) wrong_type(name + ".tool_calls", "an array", *calls);
+    for (size_t k = 0; k < calls->size(); ++k) {
+        const json& c = (*calls)[k];
+        const std::string cname = fmt::format("{}.tool_calls[{}]", name, k);
+        if (!c.is_object()) wrong_type(cname, "an object", c);
+        const json* fn = field(c, "function");
+        if (!fn || !fn->is_object()) wrong_type(cname + ".function", "an object", fn ? *fn : json());
+        const json* fname = field(*fn, "name");
+        if (!fname || !fname->is_string()) wrong_type(cname + ".function.name", "a string", fname ? *fname : json());
+        const json* args = field(*fn, "arguments");
+        if (args && !args->is_string()) wrong_type(cname + ".function.arguments", "a string (JSON text)", *args);
     }
 }
 
@@ -296,9 +406,17 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
             if (!want) throw ApiError::invalid("'top_logprobs' needs 'logprobs' set to true", "top_logprobs", "invalid_value");
         }
         if (want) p.logprobs = top;
-        if (const json* v = field(body, "tools")) {
-            if (!v->is_array()) wrong_type("tools", "an array", *v);
-            p.tools = *v;
+        parse_tools(body, p);
+        if (const json* v = field(body, "chat_template_kwargs")) {
+            if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
+            // The variables the server itself sets are not the client's to replace.
+            for (const char* reserved : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"})
+                if (v->contains(reserved))
+                    throw ApiError::invalid(fmt::format("'chat_template_kwargs.{}' is set by the server and cannot be "
+                                                        "overridden",
+                                                        reserved),
+                                            fmt::format("chat_template_kwargs.{}", reserved), "invalid_value");
+            p.chat_template_kwargs = *v;
         }
     } else {
         if (const json* v = field(body, "logprobs")) p.logprobs = int32_t(get_integer(*v, "logprobs", 0, 20));
@@ -312,6 +430,10 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
         }
     }
     parse_structured_output(body, p);
+    if (p.grammar && (p.tool_choice == ToolChoice::required || p.tool_choice == ToolChoice::function))
+        throw ApiError::invalid("'tool_choice' that forces a call constrains the output itself: not together with "
+                                "'response_format' or 'grammar'",
+                                "tool_choice", "invalid_value");
     if (const json* v = field(body, "ignore_eos")) p.ignore_eos = get_bool(*v, "ignore_eos");
     if (const json* v = field(body, "stream")) p.stream = get_bool(*v, "stream");
     if (const json* v = field(body, "stream_options")) {

@@ -1,7 +1,7 @@
 // Parses and validates the JSON body of POST /v1/completions and /v1/chat/completions into a
 // CompletionParams, without a model: types and ranges are checked here and every problem becomes an
 // ApiError (400, naming the field in `param`). Fields OpenAI defines that change nothing here
-// (user, metadata, store, service_tier, parallel_tool_calls, ...) and unknown fields are ignored;
+// (user, metadata, store, service_tier, ...) and unknown fields are ignored;
 // fields whose meaning we cannot honour (suffix, best_of != n, echo with logprobs, a JSON schema
 // keyword the grammar compiler cannot enforce) are refused rather than silently dropped. vLLM's
 // extensions top_k, min_p, repetition_penalty, ignore_eos and min_tokens-free stop_token_ids are
@@ -28,12 +28,19 @@ const char* endpoint_name(Endpoint e);  // "completions", "chat.completions"
 // One prompt of a completions request: text, or token ids given directly.
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;
 
+// tool_choice: "auto" (default), "none", "required", or {"type": "function", "function": {"name"}}.
+enum class ToolChoice { automatic, none, required, function };
+
 struct CompletionParams {
     Endpoint endpoint = Endpoint::completions;
     std::string model;                       // as sent (may be empty)
     std::vector<PromptInput> prompts;        // completions: one or more prompts
     nlohmann::json messages;                 // chat: the messages array as sent
     nlohmann::json tools;                    // chat: tools array or null (handed to the template)
+    ToolChoice tool_choice = ToolChoice::automatic;
+    std::string tool_choice_function;        // with ToolChoice::function
+    bool parallel_tool_calls = true;
+    nlohmann::json chat_template_kwargs = nlohmann::json::object();  // chat: extra template variables
     int32_t n = 1;
     std::optional<int64_t> max_tokens;       // max_tokens / max_completion_tokens; unset: default
     std::string max_tokens_param = "max_tokens";  // the field max_tokens came from (for errors)

@@ -1,5 +1,7 @@
 #include "server/openai_response.h"
 
+#include <fmt/format.h>
+
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -30,6 +32,8 @@ ResponseAssembler::ResponseAssembler(ResponseContext context, size_t n_subs)
                                         {"text_offset", json::array()}};
             }
             if (sub < ctx_.echo_text.size()) c.text = ctx_.echo_text[sub];
+            if (ctx_.endpoint == Endpoint::chat_completions && ctx_.split_reasoning) c.splitter.emplace(ctx_.reasoning_open);
+            if (ctx_.endpoint == Endpoint::chat_completions && ctx_.tool_format) c.tool_parser.emplace(*ctx_.tool_format);
         }
 }
 
@@ -102,6 +106,12 @@ json ResponseAssembler::logprobs_json(const Choice& choice, const std::vector<en
     return json{{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
+// A choice that ended by itself after calling tools finishes with "tool_calls", as OpenAI's do.
+std::string ResponseAssembler::finish_reason(const Choice& c) const {
+    if (c.finish == engine::FinishReason::stop && !c.tool_calls.empty()) return "tool_calls";
+    return c.finish ? openai_finish_reason(*c.finish) : "stop";
+}
+
 void ResponseAssembler::append_logprobs(Choice& choice, const json& part) const {
     for (auto it = part.begin(); it != part.end(); ++it)
         for (const auto& item : it.value()) choice.logprobs[it.key()].push_back(item);
@@ -127,20 +137,57 @@ std::vector<json> ResponseAssembler::add(size_t sub, const engine::Delta& d) {
         lp = logprobs_json(c, d.logprobs, c.text.size());
         append_logprobs(c, lp);
     }
-    c.text += d.text;
+    chat::ReasoningParts parts;
+    if (c.splitter && !c.finish) {
+        parts = c.splitter->feed(d.text);
+        if (d.finish_reason) {
+            chat::ReasoningParts rest = c.splitter->finish();
+            parts.reasoning += rest.reasoning;
+            parts.content += rest.content;
+        }
+    } else {
+        parts.content = d.text;
+    }
+    json new_calls = json::array();
+    if (c.tool_parser && !c.finish) {
+        chat::ToolCallParts tp = c.tool_parser->feed(parts.content);
+        if (d.finish_reason) {
+            chat::ToolCallParts rest = c.tool_parser->finish();
+            tp.content += rest.content;
+            for (auto& call : rest.calls) tp.calls.push_back(std::move(call));
+        }
+        parts.content = std::move(tp.content);
+        for (auto& call : tp.calls) {
+            if (!ctx_.parallel_tool_calls && !c.tool_calls.empty()) break;
+            const size_t k = c.tool_calls.size();
+            json tc = {{"index", k},
+                       {"id", fmt::format("call_{}_{}_{}", ctx_.id, index, k)},
+                       {"type", "function"},
+                       {"function", {{"name", std::move(call.name)}, {"arguments", std::move(call.arguments)}}}};
+            c.tool_calls.push_back(tc);
+            new_calls.push_back(std::move(tc));
+        }
+    }
+    c.text += parts.content;
+    c.reasoning += parts.reasoning;
     if (d.finish_reason && !c.finish) c.finish = d.finish_reason;
 
-    const bool worth_sending = !d.text.empty() || !lp.is_null() || d.finish_reason.has_value();
+    const bool worth_sending = !parts.content.empty() || !parts.reasoning.empty() || !new_calls.empty() ||
+                               !lp.is_null() || d.finish_reason.has_value();
     if (worth_sending) {
         json choice;
         choice["index"] = index;
         if (ctx_.endpoint == Endpoint::chat_completions) {
-            choice["delta"] = d.text.empty() ? json::object() : json{{"content", d.text}};
+            json delta = json::object();
+            if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
+            if (!parts.content.empty()) delta["content"] = parts.content;
+            if (!new_calls.empty()) delta["tool_calls"] = std::move(new_calls);
+            choice["delta"] = std::move(delta);
         } else {
             choice["text"] = d.text;
         }
         choice["logprobs"] = lp;
-        choice["finish_reason"] = d.finish_reason ? json(openai_finish_reason(*d.finish_reason)) : json(nullptr);
+        choice["finish_reason"] = d.finish_reason ? json(finish_reason(c)) : json(nullptr);
         json chunk = chunk_base();
         chunk["choices"] = json::array({choice});
         if (ctx_.include_usage) chunk["usage"] = nullptr;
@@ -194,12 +241,17 @@ json ResponseAssembler::response() const {
         const Choice& c = choices_[index];
         json choice;
         choice["index"] = index;
-        if (ctx_.endpoint == Endpoint::chat_completions)
-            choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
-        else
+        if (ctx_.endpoint == Endpoint::chat_completions) {
+            const bool calls = !c.tool_calls.empty();
+            choice["message"] = {{"role", "assistant"},
+                                 {"content", calls && c.text.empty() ? json(nullptr) : json(c.text)},
+                                 {"refusal", nullptr}};
+            if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+            if (calls) choice["message"]["tool_calls"] = c.tool_calls;
+        } else
             choice["text"] = c.text;
         choice["logprobs"] = c.logprobs;
-        choice["finish_reason"] = c.finish ? json(openai_finish_reason(*c.finish)) : json(nullptr);
+        choice["finish_reason"] = c.finish ? json(finish_reason(c)) : json(nullptr);
         choices.push_back(std::move(choice));
     }
     r["choices"] = std::move(choices);

@@ -1,6 +1,8 @@
 // Turns the engine's deltas for one API request into OpenAI response objects: streaming chunks
 // (text_completion / chat.completion.chunk) as deltas arrive, and the whole response object
-// (text_completion / chat.completion) at the end. A request with several prompts runs as several
+// (text_completion / chat.completion) at the end. Chat output may be split into reasoning_content
+// and content (ResponseContext::split_reasoning); the chunks' pieces concatenate exactly to the
+// final message's fields. A request with several prompts runs as several
 // engine requests ("subs"); sub k's choice i is choice k*n + i. Not thread-safe: one owner feeds it.
 #pragma once
 #include <cstdint>
@@ -10,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/reasoning.h"
+#include "chat/tool_calls.h"
 #include "engine/request.h"
 #include "server/openai_request.h"
 
@@ -29,6 +33,15 @@ struct ResponseContext {
     bool include_usage = false;          // streaming: usage: null on chunks, a usage chunk at the end
     std::vector<std::string> echo_text;  // completions with echo: per prompt, the text to prepend
     const tokenizer::Tokenizer* tokenizer = nullptr;  // token strings for logprobs
+    // Chat: <think>…</think> goes to reasoning_content (chat/reasoning.h), starting inside the
+    // reasoning when the rendered prompt already opened it.
+    bool split_reasoning = false;
+    bool reasoning_open = false;
+    // Chat with tools: the content (after reasoning) is parsed for tool calls in this format; each
+    // complete call is sent as one tool_calls delta (id, name and the whole arguments) and the
+    // choice finishes with "tool_calls". Without parallel_tool_calls only the first call is kept.
+    std::optional<chat::ToolCallFormat> tool_format;
+    bool parallel_tool_calls = true;
 };
 
 // "stop", "length", "abort" (cancelled), "error".
@@ -59,6 +72,10 @@ public:
 private:
     struct Choice {
         std::string text;
+        std::string reasoning;                          // chat with split_reasoning
+        std::optional<chat::ReasoningSplitter> splitter;
+        std::optional<chat::ToolCallParser> tool_parser;
+        nlohmann::json tool_calls = nlohmann::json::array();  // OpenAI tool_calls objects
         nlohmann::json logprobs;  // accumulated (null when not requested)
         std::optional<engine::FinishReason> finish;
     };
@@ -70,6 +87,7 @@ private:
     nlohmann::json logprobs_json(const Choice& choice, const std::vector<engine::TokenLogprob>& lps,
                                  size_t text_offset) const;
     void append_logprobs(Choice& choice, const nlohmann::json& part) const;
+    std::string finish_reason(const Choice& choice) const;
 
     ResponseContext ctx_;
     std::vector<Sub> subs_;

@@ -1,7 +1,7 @@
 # Generator (run with /usr/bin/python3 after editing a .jinja file): embeds the chat templates of tests/data/chat_templates into builtin_templates.cpp.
 import os
 D=os.path.dirname(os.path.abspath(__file__))
-names=[('chatml','chatml','ChatML (teknium/OpenHermes-2.5-Mistral-7B)'),
+names=[('chatml','chatml','ChatML (teknium/OpenHermes-2.5-Mistral-7B); pagoda adds Hermes-style tools and tool calls'),
        ('llama2','llama2','meta-llama/Llama-2-7b-chat-hf'),
        ('llama3','llama3','meta-llama/Meta-Llama-3-8B-Instruct'),
        ('llama3.1','llama3.1','meta-llama/Llama-3.1-8B-Instruct (also 3.3): tools, date_string'),

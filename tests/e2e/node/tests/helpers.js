@@ -40,7 +40,8 @@ export function writeTemp(name, text) {
 
 // Starts a server; resolves to { port, baseURL, url, log(), stop() }.
 export async function startServer(extraArgs = [], kind = 'tiny') {
-  const args = ['serve', '-m', testModel(kind), '--port', '0', '--chat-template', 'chatml', '-t', '1', ...extraArgs];
+  const template = extraArgs.includes('--chat-template') ? [] : ['--chat-template', 'chatml'];
+  const args = ['serve', '-m', testModel(kind), '--port', '0', ...template, '-t', '1', ...extraArgs];
   const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr.on('data', (d) => { log += d.toString(); });

@@ -1,0 +1,52 @@
+// Reasoning separation for models that think in <think>…</think> (Qwen3, DeepSeek-R1 distills):
+// the text between the tags is reasoning, the rest is content. ReasoningSplitter is streaming: feed
+// it the output as it arrives, in pieces cut anywhere (even inside a tag; a piece that ends on a whole UTF-8 character
+// gives outputs that do too, as the tags are ASCII), and
+// it returns the new reasoning and content; text that could still be the start of a tag is held back
+// until the next piece decides it (finish() releases it). Whatever the cut, the concatenated
+// results equal split_reasoning() of the whole text.
+//   - <think> opens reasoning only at the start of the output (after white space); later it is content.
+//   - Without an opening tag the splitter can start inside reasoning (start_in_reasoning): a template
+//     whose generation prompt already ends with <think> (DeepSeek-R1) makes the model's output start
+//     with the thinking itself.
+//   - </think> closes reasoning (once); white space right after it is dropped from the content.
+//   - Output that ends inside the reasoning (no </think>, e.g. cut by max_tokens) is all reasoning.
+// Never throws; every input is valid.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace pagoda::chat {
+
+enum class ReasoningFormat { none, deepseek };
+// "none" | "deepseek"; throws pagoda::Error naming the choices otherwise.
+ReasoningFormat parse_reasoning_format(std::string_view name);
+
+// A template "thinks" when its source mentions <think>.
+bool template_thinks(std::string_view template_source);
+// True when a rendered prompt ends (ignoring trailing white space) with an opening <think>.
+bool prompt_opens_thinking(std::string_view prompt);
+
+struct ReasoningParts {
+    std::string reasoning;
+    std::string content;
+};
+
+class ReasoningSplitter {
+public:
+    explicit ReasoningSplitter(bool start_in_reasoning = false);
+    ReasoningParts feed(std::string_view text);
+    ReasoningParts finish();  // releases what is held back
+    bool in_reasoning() const { return state_ == State::reasoning; }
+
+private:
+    enum class State { start, reasoning, after_close, content };
+    void step(ReasoningParts& out, bool final);
+
+    State state_;
+    std::string pending_;  // undecided text
+};
+
+ReasoningParts split_reasoning(std::string_view text, bool start_in_reasoning = false);
+
+}  // namespace pagoda::chat
