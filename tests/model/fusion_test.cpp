@@ -65,9 +65,9 @@ INSTANTIATE_TEST_SUITE_P(Types, FusedGraph,
                                            std::pair{"qwen3", "q8_0"}),
                          [](const auto& info) { return info.param.first + "_" + info.param.second; });
 
-// The llama graph of a 2-layer model: 2 + 13 per layer ops as built (the first norm has no add
-// before it), and after fusion per layer one QKV op, attention, output matmul, add+norm, gate|up op
-// and down matmul.
+// The llama graph of a 2-layer model: as built the embedding, 13 ops a layer (12 in the first: no
+// residual add before its norm) and 4 at the end; fused, per layer a norm (with the add after the
+// first), one QKV op, attention, output matmul, add+norm, gate|up op and down matmul.
 TEST(FusionPass, FormsTheFusedOpsOfTheLlamaGraph) {
     const std::string path = random_model_path("llama", "f32");
     auto model = open_step_model(path, {.threads = 1, .tokens_wanted = 16});
