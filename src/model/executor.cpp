@@ -109,14 +109,11 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
         auto out = [&](size_t i) { return tensor(node.out[i], n_tokens, n_logits); };
         backend::Tensor quantized;  // a matmul-type op's second input: the first one's quantised form
         const backend::Tensor* q = nullptr;
-        if (node.in.size() == 2 && (node.kind == OpKind::matmul || node.kind == OpKind::qkv_rope_kv_write ||
-                                    node.kind == OpKind::matmul_silu_mul)) {
+        if (node.in.size() == 2 && multiplies_input(node.kind)) {
             quantized = in(1);
             q = &quantized;
         }
-        const bool reads_matmul_input = node.kind == OpKind::matmul || node.kind == OpKind::qkv_rope_kv_write ||
-                                        node.kind == OpKind::matmul_silu_mul;
-        if (observer && reads_matmul_input) observe(node, in(0), *observer);
+        if (observer && multiplies_input(node.kind)) observe(node, in(0), *observer);
         switch (node.kind) {
             case OpKind::embed: b.embed(*node.weight, out(0)); break;
             case OpKind::matmul:

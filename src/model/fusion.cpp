@@ -104,8 +104,7 @@ private:
     // norm's pass, instead of once per matmul.
     void quantize_in_norms(Graph& g) const {
         static auto reads_as_matmul_input = [](const Node& n, int h) {
-            return (n.kind == OpKind::matmul || n.kind == OpKind::qkv_rope_kv_write || n.kind == OpKind::matmul_silu_mul) &&
-                   n.in.size() == 1 && n.in[0] == h;
+            return multiplies_input(n.kind) && n.in.size() == 1 && n.in[0] == h;
         };
         for (size_t i = 0; i < g.nodes.size(); ++i) {
             Node& norm = g.nodes[i];

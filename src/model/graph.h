@@ -24,6 +24,11 @@ enum class OpKind {
     rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
 };
 const char* op_name(OpKind kind);
+// The ops that multiply their first input by a weight (plain or fused): the calibration observer
+// watches their inputs, and a second input is that one's quantised form.
+inline bool multiplies_input(OpKind k) {
+    return k == OpKind::matmul || k == OpKind::qkv_rope_kv_write || k == OpKind::matmul_silu_mul;
+}
 
 enum class Rows { tokens, logits };  // T or L
 

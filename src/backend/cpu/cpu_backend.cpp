@@ -387,9 +387,7 @@ public:
         const bool packed = !w.packed().empty() && w.packed()[0].is_packed();
         const bool is_float = type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16 || type == gguf::GgmlType::BF16;
         if (packed && is_float && kernels::bf16_kernel_available()) path = "bf16 panels, vdpbf16ps";
-        else if (packed && !is_float && kernels::quant_method() == kernels::QuantMethod::int8_dot &&
-                 active_isa() == Isa::avx512 && cpu_features().avx512vnni)
-            path = "packed int8 panels, vpdpbusd";
+        else if (packed && !is_float && kernels::packed_int8_path_active()) path = "packed int8 panels, vpdpbusd";
         else if (!is_float && kernels::quant_method() == kernels::QuantMethod::int8_dot) path = "int8 dot";
         else path = "f32 fma";
         return fmt::format("{} {}{}, {} {}", gguf::type_name(uint32_t(type)), path, w.stacked() ? " (stacked)" : "",
