@@ -394,7 +394,7 @@ struct FusedBuffers {
 // quantize_activations: the same f32 max, scale, product and round-to-nearest-even conversion), with
 // the per-block operands of the fused kernels written in the same pass: d, s = d*sum(first half) +
 // d*sum(second half), sh = the two terms apart (when not null), and corr = -offset * sum(q) per block
-// (per half when per_half); and, when `sums` is not null, the exact int32 sums of q over each block's
+// (per half when per_half); s may be null (not wanted); and, when `sums` is not null, the exact int32 sums of q over each block's
 // two halves (sums[2b], sums[2b+1]: what s, sh and corr are made of, for activations quantised ahead
 // of their matmuls).
 inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int offset, bool per_half, int8_t* q,
@@ -432,7 +432,7 @@ inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int of
             sums[2 * b + 1] = h1;
         }
         d[b] = scale;
-        s[b] = scale * float(h0) + scale * float(h1);
+        if (s) s[b] = scale * float(h0) + scale * float(h1);
         if (sh) {
             sh[b / 8 * 16 + b % 8] = scale * float(h0);
             sh[b / 8 * 16 + 8 + b % 8] = scale * float(h1);
@@ -448,7 +448,8 @@ inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int of
         }
     }
     for (int64_t b = nb; b < nbp; ++b) {
-        d[b] = s[b] = 0.f;
+        d[b] = 0.f;
+        if (s) s[b] = 0.f;
         if (sums) sums[2 * b] = sums[2 * b + 1] = 0;
         if (sh) sh[b / 8 * 16 + b % 8] = sh[b / 8 * 16 + 8 + b % 8] = 0.f;
         if (offset) corr[b / 8 * 16 + b % 8] = corr[b / 8 * 16 + 8 + b % 8] = 0;

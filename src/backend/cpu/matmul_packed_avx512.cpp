@@ -275,9 +275,8 @@ void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_token
 
 void prequantize_token_avx512(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
     const PrequantizedLayout l(storage, n_tokens, cols);
-    thread_local std::vector<float> s;  // quantize_token_fused's s: rebuilt from the sums per weight
-    s.resize(size_t(l.nbp));
-    quantize_token_fused(x, cols / 32, l.nbp, 0, false, l.q + t * cols, l.d + t * l.nbp, s.data(), nullptr, nullptr,
+    // s (and each weight type's corrections) are rebuilt from the sums per weight.
+    quantize_token_fused(x, cols / 32, l.nbp, 0, false, l.q + t * cols, l.d + t * l.nbp, nullptr, nullptr, nullptr,
                          l.sums + t * 2 * l.nbp);
 }
 
