@@ -141,6 +141,7 @@ struct StepInputs {
     std::span<const int64_t> slots;       // per token: the KV slot it writes
     std::span<const int32_t> logit_rows;  // the token rows that want logits, increasing
     std::span<const std::vector<int32_t>> block_tables;  // per sequence
+    std::span<const int32_t> hidden_rows;  // the token rows whose final hidden state is wanted, increasing
 };
 
 struct AttentionParams {
@@ -229,6 +230,8 @@ public:
                            const AttentionParams& params) = 0;
     // out[i] = x[logit_rows[i]].                                     out: L x cols
     virtual void gather_logit_rows(const Tensor& x, const Tensor& out) = 0;
+    // out[i] = x[hidden_rows[i]] (embeddings read these rows).        out: H x cols
+    virtual void gather_hidden_rows(const Tensor& x, const Tensor& out) = 0;
     // Copy-on-write block copies are KvCache::copy_block.
 
     // Whether attention() runs these params (a sliding window, a soft cap).

@@ -46,6 +46,16 @@ void EngineCore::validate(const Request& req) const {
         if (req.prompt[i] < 0 || req.prompt[i] >= info_.vocab_size)
             fail("prompt token {} at position {} is out of range (vocabulary has {} tokens)", req.prompt[i], i,
                  info_.vocab_size);
+    if (req.embedding) {
+        if (info_.hidden_size < 1) fail("this model gives no hidden states, so it cannot embed");
+        if (int64_t(req.prompt.size()) > context_limit_)
+            fail("the input has {} tokens, more than the {} that fit (model context {}, KV cache {} blocks of {} tokens)",
+                 req.prompt.size(), context_limit_, info_.max_context, info_.n_kv_blocks, info_.block_size);
+        if (req.n != 1) fail("an embedding request has one result; n must be 1, got {}", req.n);
+        if (req.grammar) fail("an embedding request generates nothing, so it takes no grammar");
+        if (req.logprobs != -1) fail("an embedding request generates nothing, so it has no logprobs");
+        return;
+    }
     if (int64_t(req.prompt.size()) + 1 > context_limit_)
         fail("the prompt has {} tokens, which leaves no room to generate: at most {} tokens fit (model context {}, "
              "KV cache {} blocks of {} tokens)",
@@ -79,6 +89,10 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->text = TextStream(tokenizer_.get());
     seq->stop = StopMatcher(r.request.stop.stop);
     if (r.request.grammar) seq->matcher.emplace(r.request.grammar);
+    if (const auto& e = r.request.embedding) {
+        seq->reuse_prefix = e->pooling == Pooling::last;  // the last token is always computed
+        seq->pooled.emplace(*e, seq->n_prompt, info_.hidden_size);
+    }
     r.seqs.push_back(std::move(seq));
     return *r.seqs.back();
 }
@@ -304,8 +318,10 @@ bool EngineCore::step() {
     for (const ScheduledChunk& c : plan.chunks) {
         Sequence& s = *c.seq;
         const int32_t index = batch_.add_sequence(blocks_.block_table(s.id));
+        const bool embeds = s.pooled.has_value();
         for (int64_t p = c.begin; p < c.end; ++p)
-            batch_.add(s.tokens[size_t(p)], int32_t(p), index, blocks_.slot(s.id, p), c.logits && p + 1 == c.end);
+            batch_.add(s.tokens[size_t(p)], int32_t(p), index, blocks_.slot(s.id, p), !embeds && c.logits && p + 1 == c.end,
+                       embeds && pools_position(s.request->request.embedding->pooling, p, s.n_prompt));
         if (s.request && !s.request->scheduled) {
             s.request->scheduled = true;
             s.request->timings.queue = seconds_between(s.request->arrival, start);
@@ -321,6 +337,10 @@ bool EngineCore::step() {
         if (logits.size() != want)
             fail("the model returned {} logits, expected {} ({} rows of {})", logits.size(), want,
                  batch_.n_logit_rows(), info_.vocab_size);
+        const size_t want_hidden = size_t(batch_.n_hidden_rows()) * size_t(info_.hidden_size);
+        if (want_hidden && model_.hidden_rows().size() != want_hidden)
+            fail("the model returned {} hidden-state values, expected {} ({} rows of {})", model_.hidden_rows().size(),
+                 want_hidden, batch_.n_hidden_rows(), info_.hidden_size);
     } catch (const std::exception& e) {
         log_error("engine: forward step over {} tokens failed: {}", batch_.size(), e.what());
         std::vector<RequestState*> failed;
@@ -339,9 +359,10 @@ bool EngineCore::step() {
     counters_.computed_prompt_tokens += plan.n_prefill_tokens;
     counters_.max_step_tokens = std::max(counters_.max_step_tokens, plan.n_tokens);
 
+    pool_hidden_rows(plan, done);
     size_t row = 0;
     for (const ScheduledChunk& c : plan.chunks) {
-        if (!c.logits) continue;
+        if (!c.logits || c.seq->pooled) continue;
         float* p = logits.data() + row++ * size_t(info_.vocab_size);
         Sequence& s = *c.seq;
         if (s.status != SeqStatus::running || !s.request) continue;  // failed earlier in this loop
@@ -366,6 +387,34 @@ bool EngineCore::step() {
         options_.on_step(info);
     }
     return true;
+}
+
+void EngineCore::pool_hidden_rows(const StepPlan& plan, std::vector<RequestState*>& done) {
+    const std::vector<float>& hidden = model_.hidden_rows();
+    size_t row = 0;  // hidden rows come in batch order: chunk by chunk, position by position
+    for (const ScheduledChunk& c : plan.chunks) {
+        Sequence& s = *c.seq;
+        if (!s.pooled) continue;
+        RequestState& r = *s.request;
+        const Pooling pooling = r.request.embedding->pooling;
+        for (int64_t p = c.begin; p < c.end; ++p) {
+            if (!pools_position(pooling, p, s.n_prompt)) continue;
+            const float* values = hidden.data() + row++ * size_t(info_.hidden_size);
+            if (s.status == SeqStatus::running) s.pooled->add(p, values);
+        }
+        if (s.status != SeqStatus::running || c.end != s.n_prompt) continue;
+        Delta d;
+        d.index = 0;
+        try {
+            d.embedding = s.pooled->result();
+        } catch (const std::exception& e) {
+            fail_request(r, FinishReason::error, fmt::format("pooling failed: {}", e.what()));
+            done.push_back(&r);
+            continue;
+        }
+        finish_sequence(s, FinishReason::stop, d);
+        done.push_back(&r);
+    }
 }
 
 EngineStats EngineCore::stats() const {

@@ -93,6 +93,9 @@ private:
     void fork_request(RequestState& r, Sequence& parent);
     // Samples one token for seq from `row` (modified) and emits its delta.
     void sample(Sequence& seq, float* row);
+    // Feeds the step's hidden rows to the embedding requests in it and finishes those whose
+    // prompt is complete (appended to `done`).
+    void pool_hidden_rows(const StepPlan& plan, std::vector<RequestState*>& done);
     void finish_sequence(Sequence& seq, FinishReason reason, Delta& delta);
     void fail_request(RequestState& r, FinishReason reason, const std::string& error);
     void emit(RequestState& r, Delta delta);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 
@@ -40,6 +41,10 @@ struct Request {
     // Tokens are also held to what max_tokens and the context leave: an output that can be completed
     // in them always is (it may then end on max_tokens, but as a whole sentence).
     std::shared_ptr<const grammar::Grammar> grammar;
+    // An embedding instead of a generation: the prompt is computed (every token, for mean and CLS
+    // pooling: no prefix-cache reuse) and the request finishes with one delta carrying the pooled,
+    // by default L2-normalised, final hidden state. n must be 1; sampling, stop and grammar unused.
+    std::optional<EmbeddingSpec> embedding;
 };
 
 enum class FinishReason { stop, length, cancelled, error };
@@ -73,6 +78,7 @@ struct Delta {
     std::vector<TokenLogprob> logprobs;  // one per new token when logprobs >= 0
     std::optional<FinishReason> finish_reason;  // set on the choice's last delta
     std::string error;                   // with FinishReason::error
+    std::vector<float> embedding;        // an embedding request's result, on its last delta
     bool request_done = false;           // the request's last delta: every choice finished
     Usage usage;                         // counts so far
     RequestTimings timings;              // with request_done

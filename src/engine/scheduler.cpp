@@ -107,8 +107,8 @@ StepPlan Scheduler::schedule() {
         Sequence* s = waiting_.front();
         if (seats + s->seats > config_.max_seqs) break;
         const int32_t reserve = running_.empty() ? 0 : watermark;
-        if (int64_t(blocks_.blocks_needed(s->tokens)) + reserve > blocks_.num_available_blocks()) break;
-        kv::AllocateResult r = blocks_.allocate(s->id, s->tokens);
+        if (int64_t(blocks_.blocks_needed(s->tokens, 0, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
+        kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, 0, s->reuse_prefix);
         if (r.status != kv::KvStatus::ok) break;
         waiting_.pop_front();
         s->n_computed = r.n_cached_tokens;

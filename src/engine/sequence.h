@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_stream.h"
@@ -36,6 +37,7 @@ struct Sequence {
     int32_t seats = 1;            // max_seqs places it holds (n for a request not yet forked)
     int32_t n_preemptions = 0;
     int64_t first_cached_tokens = -1;  // prefix-cache hit at its first admission
+    bool reuse_prefix = true;          // false: compute every prompt token (mean / CLS pooling)
 
     // ---- output ----
     std::unique_ptr<Sampler> sampler;
@@ -45,6 +47,8 @@ struct Sequence {
     // With a grammar: the state after every generated token. It lives with `tokens`, so preemption
     // (which recomputes the KV of the same tokens) leaves it consistent.
     std::optional<grammar::Matcher> matcher;
+    // An embedding request's pooled hidden states so far.
+    std::optional<PooledEmbedding> pooled;
 };
 
 }  // namespace pagoda::engine

@@ -165,10 +165,10 @@ void BlockManager::clear_prefix_cache() {
 
 // ---- capacity ----
 
-int32_t BlockManager::blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key) const {
+int32_t BlockManager::blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key, bool reuse_prefix) const {
     std::vector<int32_t> hit;
     std::vector<uint64_t> hashes;
-    match_prefix(prompt, extra_key, hit, hashes);
+    if (reuse_prefix) match_prefix(prompt, extra_key, hit, hashes);
     int64_t total = (int64_t(prompt.size()) + block_size_ - 1) / block_size_;
     int64_t need = total - int64_t(hit.size());
     for (int32_t b : hit)
@@ -191,12 +191,12 @@ bool BlockManager::can_append(SeqId seq, int64_t n_new_tokens) const {
 
 // ---- lifecycle ----
 
-AllocateResult BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key) {
+AllocateResult BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key, bool reuse_prefix) {
     if (seqs_.count(seq)) fail("block manager: sequence {} already exists", seq);
     if (prompt.empty()) fail("block manager: sequence {} has an empty prompt", seq);
     std::vector<int32_t> hit;
     std::vector<uint64_t> hashes;
-    match_prefix(prompt, extra_key, hit, hashes);
+    if (reuse_prefix) match_prefix(prompt, extra_key, hit, hashes);
     int64_t total = (int64_t(prompt.size()) + block_size_ - 1) / block_size_;
     int64_t need = total - int64_t(hit.size());
     for (int32_t b : hit)
@@ -214,7 +214,7 @@ AllocateResult BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt
     while (int64_t(s.table.size()) < total) s.table.push_back(take_block());
     s.block_hashes = std::move(hashes);
     s.n_computed = int64_t(hit.size()) * block_size_;
-    if (prefix_caching_) {
+    if (prefix_caching_ && reuse_prefix) {
         stats_.queried_tokens += int64_t(prompt.size());
         stats_.hit_tokens += s.n_computed;
     }

@@ -72,15 +72,17 @@ public:
     // How many of the available (free + evictable) blocks allocate() would consume for this prompt
     // now: blocks for the tokens not served by the cache, plus cached hits that are currently
     // evictable (re-referencing them takes them off the evictable list).
-    int32_t blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key = 0) const;
+    int32_t blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key = 0, bool reuse_prefix = true) const;
     // Whether append(seq, n_new_tokens tokens) would succeed now (counts copy-on-write).
     bool can_append(SeqId seq, int64_t n_new_tokens) const;
 
     // ---- sequence lifecycle ----
     // Registers a new sequence holding `prompt` and gives it blocks for every prompt token, reusing
     // cached full blocks of its prefix. At least the last prompt token is always left to compute
-    // (so the model produces logits), and a reused prefix is a whole number of blocks.
-    AllocateResult allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key = 0);
+    // (so the model produces logits), and a reused prefix is a whole number of blocks. With
+    // reuse_prefix false nothing is reused (every token is computed: an embedding pools them all),
+    // though the blocks are still published once computed.
+    AllocateResult allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key = 0, bool reuse_prefix = true);
     // Adds tokens to the end of a sequence, taking new blocks as the last fills up. If the last
     // block is shared (after fork) it is first replaced by a private copy, reported in `copies`
     // (appended to, not cleared).

@@ -1,8 +1,9 @@
 // One forward step's input, as the scheduler hands it to the model: the flattened tokens of every
 // sequence scheduled in this step, each with its position, its sequence (an index into
 // block_tables), the paged-KV slot its K/V goes to, and whether its logits are wanted (usually only
-// a sequence's last token in the step). Copy-on-write block copies run before anything is written.
-// Logits come back for the rows that want them, in batch order.
+// a sequence's last token in the step), and whether its final hidden state is wanted (the rows an
+// embedding pools). Copy-on-write block copies run before anything is written. Logits and hidden
+// states come back for the rows that want them, in batch order.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -17,6 +18,7 @@ struct Batch {
     std::vector<int32_t> seq_index;    // per token: which entry of block_tables
     std::vector<int64_t> slots;        // per token: KV slot (block_id * block_size + offset)
     std::vector<uint8_t> want_logits;  // 1 where the caller wants this row's logits
+    std::vector<uint8_t> want_hidden;  // 1 where the caller wants this row's final hidden state
     std::vector<std::vector<int32_t>> block_tables;  // per sequence: physical block ids in order
     std::vector<kv::BlockCopy> block_copies;         // copy-on-write, executed before the step
 
@@ -25,21 +27,27 @@ struct Batch {
         block_tables.push_back(std::move(block_table));
         return int32_t(block_tables.size() - 1);
     }
-    void add(int32_t token, int32_t position, int32_t seq, int64_t slot, bool logits) {
+    void add(int32_t token, int32_t position, int32_t seq, int64_t slot, bool logits, bool hidden = false) {
         tokens.push_back(token);
         positions.push_back(position);
         seq_index.push_back(seq);
         slots.push_back(slot);
         want_logits.push_back(logits ? 1 : 0);
+        want_hidden.push_back(hidden ? 1 : 0);
     }
     void clear() {
         tokens.clear(); positions.clear(); seq_index.clear(); slots.clear(); want_logits.clear();
-        block_tables.clear(); block_copies.clear();
+        want_hidden.clear(); block_tables.clear(); block_copies.clear();
     }
     int64_t size() const { return int64_t(tokens.size()); }
     int64_t n_logit_rows() const {
         int64_t n = 0;
         for (auto w : want_logits) n += w;
+        return n;
+    }
+    int64_t n_hidden_rows() const {
+        int64_t n = 0;
+        for (auto w : want_hidden) n += w;
         return n;
     }
 };

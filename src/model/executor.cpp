@@ -57,6 +57,10 @@ GraphExecutor::GraphExecutor(Graph graph, backend::Backend& backend) : graph_(st
         for (int id : graph_.nodes[i].out) last_use[size_t(id)] = std::max(last_use[size_t(id)], int(i));
     }
     last_use[size_t(graph_.output)] = int(graph_.nodes.size());  // read back after the last op
+    if (graph_.hidden >= 0) {
+        if (size_t(graph_.hidden) >= n) fail("graph: the hidden output is not a tensor");
+        last_use[size_t(graph_.hidden)] = int(graph_.nodes.size());
+    }
     column_offset_.assign(n, -1);
     IntervalAllocator columns;
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
@@ -85,11 +89,11 @@ void GraphExecutor::reserve(int64_t max_tokens) {
     backend_.reserve_activations(size_t(capacity_ * row_elements_) * backend_.activation_size(), capacity_);
 }
 
-backend::Tensor GraphExecutor::tensor(int id, int64_t n_tokens, int64_t n_logits) const {
+backend::Tensor GraphExecutor::tensor(int id, StepRows rows) const {
     const TensorSpec& spec = graph_.tensors[size_t(id)];
     auto* base = static_cast<uint8_t*>(backend_.activations());
     const size_t offset = size_t(column_offset_[size_t(id)] * capacity_) * backend_.activation_size();
-    return {base + offset, spec.rows == Rows::tokens ? n_tokens : n_logits, spec.cols};
+    return {base + offset, rows.of(spec.rows), spec.cols};
 }
 
 void GraphExecutor::observe(const Node& node, const backend::Tensor& input, const ActivationObserver& observer) {
@@ -99,14 +103,14 @@ void GraphExecutor::observe(const Node& node, const backend::Tensor& input, cons
     observer(node.layer, node.role, observed_.data(), input.rows, input.cols);
 }
 
-void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_logits, std::vector<float>& logits,
+void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<float>& logits, std::vector<float>& hidden,
                         const ActivationObserver* observer) {
-    if (n_tokens > capacity_) reserve(n_tokens);  // between steps, never inside one
+    if (rows.tokens > capacity_) reserve(rows.tokens);  // between steps, never inside one
     auto& b = backend_;
     std::vector<backend::Tensor>& outs = outs_;  // kept across steps: nothing is allocated in a step
     for (const Node& node : graph_.nodes) {
-        auto in = [&](size_t i) { return tensor(node.in[i], n_tokens, n_logits); };
-        auto out = [&](size_t i) { return tensor(node.out[i], n_tokens, n_logits); };
+        auto in = [&](size_t i) { return tensor(node.in[i], rows); };
+        auto out = [&](size_t i) { return tensor(node.out[i], rows); };
         backend::Tensor quantized;  // a matmul-type op's second input: the first one's quantised form
         const backend::Tensor* q = nullptr;
         if (node.in.size() == 2 && multiplies_input(node.kind)) {
@@ -140,6 +144,7 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
             case OpKind::kv_write: b.kv_write(cache, node.layer, in(0), in(1)); break;
             case OpKind::attention: b.attention(cache, node.layer, in(0), out(0), node.attention); break;
             case OpKind::gather_logit_rows: b.gather_logit_rows(in(0), out(0)); break;
+            case OpKind::gather_hidden_rows: b.gather_hidden_rows(in(0), out(0)); break;
             case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;
             case OpKind::qkv_rope_kv_write: b.qkv_rope_kv_write(cache, node.qkv, in(0), out(0), q); break;
             case OpKind::matmul_silu_mul: b.matmul_silu_mul(*node.weight, in(0), out(0), q); break;
@@ -153,9 +158,15 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
             }
         }
     }
-    const backend::Tensor result = tensor(graph_.output, n_tokens, n_logits);
+    const backend::Tensor result = tensor(graph_.output, rows);
     logits.resize(size_t(result.rows * result.cols));
     if (!logits.empty()) b.read(result, logits.data());
+    hidden.clear();
+    if (graph_.hidden >= 0 && rows.hidden > 0) {
+        const backend::Tensor h = tensor(graph_.hidden, rows);
+        hidden.resize(size_t(h.rows * h.cols));
+        b.read(h, hidden.data());
+    }
 }
 
 }  // namespace pagoda::model

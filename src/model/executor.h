@@ -20,13 +20,13 @@ public:
     int64_t arena_row_elements() const { return row_elements_; }
     void reserve(int64_t max_tokens);
 
-    // Runs one step (backend.begin_step already called) and copies the logits (n_logits x vocab)
-    // to `logits`.
-    void run(backend::KvCache& cache, int64_t n_tokens, int64_t n_logits, std::vector<float>& logits,
+    // Runs one step (backend.begin_step already called) and copies the logits (rows.logits x vocab)
+    // to `logits` and, when the graph has one, the hidden state (rows.hidden x dim) to `hidden`.
+    void run(backend::KvCache& cache, StepRows rows, std::vector<float>& logits, std::vector<float>& hidden,
              const ActivationObserver* observer = nullptr);
 
 private:
-    backend::Tensor tensor(int id, int64_t n_tokens, int64_t n_logits) const;
+    backend::Tensor tensor(int id, StepRows rows) const;
     void observe(const Node& node, const backend::Tensor& input, const ActivationObserver& observer);
 
     Graph graph_;

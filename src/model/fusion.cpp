@@ -15,12 +15,14 @@ public:
         for (const Node& n : g.nodes)
             for (int id : n.in) ++reads_[size_t(id)];
         reads_[size_t(g.output)] += 1;
+        if (g.hidden >= 0) reads_[size_t(g.hidden)] += 1;
     }
 
     Graph run() {
         Graph out;
         out.tensors = g_.tensors;
         out.output = g_.output;
+        out.hidden = g_.hidden;
         for (size_t i = 0; i < g_.nodes.size();) {
             size_t used = 0;
             Node fused;
@@ -119,7 +121,7 @@ private:
                 any_takes = any_takes || (n.weight && b_.takes_quantized_input(*n.weight));
                 consumers.push_back(j);
             }
-            if (h == g.output) only_matmuls = false;
+            if (h == g.output || h == g.hidden) only_matmuls = false;
             const int64_t cols = b_.quantized_row_elements(g.tensors[size_t(h)].cols);
             if (!only_matmuls || !any_takes || consumers.empty() || cols <= 0) continue;
             const TensorSpec spec = g.tensors[size_t(h)];

@@ -20,6 +20,7 @@ const char* op_name(OpKind kind) {
         case OpKind::kv_write: return "kv_write";
         case OpKind::attention: return "attention";
         case OpKind::gather_logit_rows: return "gather_logit_rows";
+        case OpKind::gather_hidden_rows: return "gather_hidden_rows";
         case OpKind::add_rms_norm: return "add_rms_norm";
         case OpKind::qkv_rope_kv_write: return "qkv_rope_kv_write";
         case OpKind::matmul_silu_mul: return "matmul_silu_mul";
@@ -38,9 +39,10 @@ std::string Graph::op_counts() const {
 }
 
 std::string format_graph(const Graph& g, const backend::Backend& backend, int64_t n_tokens, int64_t n_logits) {
+    const StepRows rows{n_tokens, n_logits, n_logits};
     auto shape = [&](int id) {
         const TensorSpec& t = g.tensors[size_t(id)];
-        return fmt::format("{}[{}x{}]", t.name, t.rows == Rows::tokens ? n_tokens : n_logits, t.cols);
+        return fmt::format("{}[{}x{}]", t.name, rows.of(t.rows), t.cols);
     };
     auto list = [&](const std::vector<int>& ids) {
         std::string s;
@@ -57,8 +59,7 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
             for (const auto& p : n.weight->parts()) names += (names.empty() ? "" : "|") + p.name;
             line += fmt::format("  W={}", names);
             if (n.kind != OpKind::embed) {
-                const bool logit_rows = g.tensors[size_t(n.in[0])].rows == Rows::logits;
-                line += fmt::format("  [{}]", backend.describe_matmul(*n.weight, logit_rows ? n_logits : n_tokens));
+                line += fmt::format("  [{}]", backend.describe_matmul(*n.weight, rows.of(g.tensors[size_t(n.in[0])].rows)));
             }
         }
         if (n.kind == OpKind::rms_norm && n.n_heads > 0) line += fmt::format("  per head ({} heads)", n.n_heads);

@@ -1,11 +1,13 @@
 // One forward step as a small graph: ops over named tensors, in execution order. An architecture's
 // builder (model/arch/) writes it once at load; the fusion pass (fusion.h) rewrites it into the
 // fused ops the backend declares; the executor (executor.h) runs it for every step. Shapes are
-// symbolic in the step: a tensor has `T` rows (one per token of the step) or `L` rows (one per row
-// that wants logits) and a fixed number of columns, so one graph serves every batch.
+// symbolic in the step: a tensor has `T` rows (one per token of the step), `L` rows (one per row
+// that wants logits) or `H` rows (one per row whose final hidden state is wanted, for embeddings)
+// and a fixed number of columns, so one graph serves every batch.
 //
 // In-place ops (add, add_bias, rope, and add_rms_norm's first output) name the same tensor as input
-// and output. The graph's output tensor is the logits, L x vocab. A matmul-type op with a second
+// and output. The graph's output tensor is the logits, L x vocab; its optional `hidden` tensor is
+// the final hidden state after the output norm, H x dim. A matmul-type op with a second
 // input reads it as its first input's quantised form (from a *_quantize norm).
 #pragma once
 #include <cstdint>
@@ -19,6 +21,7 @@ namespace pagoda::model {
 
 enum class OpKind {
     embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
+    gather_hidden_rows,
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
     rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
@@ -30,7 +33,13 @@ inline bool multiplies_input(OpKind k) {
     return k == OpKind::matmul || k == OpKind::qkv_rope_kv_write || k == OpKind::matmul_silu_mul;
 }
 
-enum class Rows { tokens, logits };  // T or L
+enum class Rows { tokens, logits, hidden };  // T, L or H
+
+// The row counts of one step.
+struct StepRows {
+    int64_t tokens = 0, logits = 0, hidden = 0;
+    int64_t of(Rows r) const { return r == Rows::tokens ? tokens : r == Rows::logits ? logits : hidden; }
+};
 
 struct TensorSpec {
     std::string name;
@@ -56,6 +65,7 @@ struct Graph {
     std::vector<TensorSpec> tensors;
     std::vector<Node> nodes;
     int output = -1;  // the logits
+    int hidden = -1;  // the final hidden state (optional)
 
     int add_tensor(std::string name, Rows rows, int64_t cols) {
         tensors.push_back({std::move(name), rows, cols});
@@ -66,7 +76,7 @@ struct Graph {
 };
 
 // The graph as text, one op a line with its tensors' shapes for a step of n_tokens tokens and
-// n_logits logit rows, and the backend kernel each matmul runs.
+// n_logits logit rows (and as many hidden rows), and the backend kernel each matmul runs.
 std::string format_graph(const Graph& g, const backend::Backend& backend, int64_t n_tokens, int64_t n_logits);
 
 }  // namespace pagoda::model

@@ -33,6 +33,7 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     // Distinguishes these weights in prefix-cache hashes (name and shape).
     info_.model_key = std::hash<std::string>{}(config_.name + "|" + config_.describe());
     info_.kv_bytes_per_block = layout.bytes_per_block();
+    info_.hidden_size = executor_->graph().hidden >= 0 ? executor_->graph().tensors[size_t(executor_->graph().hidden)].cols : 0;
     info_.backend = backend_->name();
     info_.threads = backend_->n_threads();
     info_.config = config_;
@@ -42,7 +43,8 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
 void GraphModel::validate(const Batch& batch) const {
     const int64_t n = batch.size();
     if (int64_t(batch.positions.size()) != n || int64_t(batch.seq_index.size()) != n ||
-        int64_t(batch.slots.size()) != n || int64_t(batch.want_logits.size()) != n)
+        int64_t(batch.slots.size()) != n || int64_t(batch.want_logits.size()) != n ||
+        (!batch.want_hidden.empty() && int64_t(batch.want_hidden.size()) != n))
         fail("malformed batch: field lengths differ");
     const int32_t block_size = cache_->layout().block_size;
     for (int64_t t = 0; t < n; ++t) {
@@ -70,15 +72,22 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     validate(batch);
     for (const auto& c : batch.block_copies) cache_->copy_block(c.src, c.dst);
     const int64_t n = batch.size();
+    hidden_.clear();
     if (n == 0) return {};
     logit_rows_.clear();
-    for (int64_t t = 0; t < n; ++t)
+    hidden_rows_.clear();
+    for (int64_t t = 0; t < n; ++t) {
         if (batch.want_logits[t]) logit_rows_.push_back(int32_t(t));
+        if (!batch.want_hidden.empty() && batch.want_hidden[t]) hidden_rows_.push_back(int32_t(t));
+    }
+    if (!hidden_rows_.empty() && info_.hidden_size == 0) fail("this model's graph gives no hidden states");
     executor_->reserve(n);
     backend_->begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
-                          .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables});
+                          .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,
+                          .hidden_rows = hidden_rows_});
     std::vector<float> logits;
-    executor_->run(*cache_, n, int64_t(logit_rows_.size()), logits, observer_ ? &observer_ : nullptr);
+    executor_->run(*cache_, {n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,
+                   observer_ ? &observer_ : nullptr);
     return logits;
 }
 

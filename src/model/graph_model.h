@@ -18,6 +18,7 @@ public:
 
     const StepModelInfo& info() const override { return info_; }
     std::vector<float> forward(const Batch& batch) override;
+    const std::vector<float>& hidden_rows() const override { return hidden_; }
 
     std::vector<std::span<const uint8_t>> weight_memory() const override;
     std::string matmul_arithmetic() const override;
@@ -36,7 +37,8 @@ private:
     std::unique_ptr<backend::KvCache> cache_;
     StepModelInfo info_;
     ActivationObserver observer_;
-    std::vector<int32_t> logit_rows_;
+    std::vector<int32_t> logit_rows_, hidden_rows_;
+    std::vector<float> hidden_;
 };
 
 }  // namespace pagoda::model

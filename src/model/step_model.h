@@ -21,6 +21,7 @@ struct StepModelInfo {
     int64_t max_context = 0;     // longest sequence (prompt + output) the model accepts
     uint64_t model_key = 0;      // distinguishes weights in prefix-cache hashes
     size_t kv_bytes_per_block = 0;  // K and V of every layer
+    int64_t hidden_size = 0;     // floats per hidden-state row (0: the model gives none)
     std::string backend;         // "cpu", "reference", ...
     int threads = 0;             // compute threads (cpu)
     ModelConfig config;          // hyper-parameters from the file (empty for fakes)
@@ -40,7 +41,13 @@ public:
     virtual const StepModelInfo& info() const = 0;
     // Runs batch.block_copies, writes the K/V of every token to its slot, and returns logits
     // [batch.n_logit_rows()][vocab_size]. Throws pagoda::Error on invalid input (nothing written).
+    // Rows with want_hidden set get their final hidden state (after the output norm, before the
+    // head): hidden_rows() holds them, [batch.n_hidden_rows()][hidden_size], until the next forward.
     virtual std::vector<float> forward(const Batch& batch) = 0;
+    virtual const std::vector<float>& hidden_rows() const {
+        static const std::vector<float> none;
+        return none;
+    }
 
     // --- for the tools (bench, graph, calibration); fakes need not provide them ---
     // Host memory a decode step streams for the weights (the bandwidth bound of `pagoda bench`).

@@ -94,13 +94,13 @@ private:
 // tokens out of shuffled block ids (so tables are scattered, and some blocks nobody owns);
 // add_tokens() puts positions [from, to) of a sequence into the step, the last one wanting logits.
 struct Step {
-    std::vector<int32_t> tokens, positions, seq_index, logit_rows;
+    std::vector<int32_t> tokens, positions, seq_index, logit_rows, hidden_rows;
     std::vector<int64_t> slots;
     std::vector<std::vector<int32_t>> block_tables;
     std::vector<int32_t> spare_blocks;  // in the cache, in no table
     int32_t block_size = 1, n_blocks = 0;
 
-    StepInputs inputs() const { return {tokens, positions, seq_index, slots, logit_rows, block_tables}; }
+    StepInputs inputs() const { return {tokens, positions, seq_index, slots, logit_rows, block_tables, hidden_rows}; }
     int64_t n_tokens() const { return int64_t(tokens.size()); }
 
     void add_tokens(int32_t seq, int32_t from, int32_t to) {

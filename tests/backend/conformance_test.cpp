@@ -96,6 +96,7 @@ public:
         ref_->attention(cache, layer, q, out, params);
     }
     void gather_logit_rows(const Tensor& x, const Tensor& out) override { ref_->gather_logit_rows(x, out); }
+    void gather_hidden_rows(const Tensor& x, const Tensor& out) override { ref_->gather_hidden_rows(x, out); }
     std::string describe_matmul(const Weight& w, int64_t n_tokens) const override { return ref_->describe_matmul(w, n_tokens); }
 
     bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize; }  // has no quantised form
@@ -371,6 +372,27 @@ TEST_P(Conformance, GatherLogitRows) {
         return s.read(out);
     });
     EXPECT_TRUE(bitwise(got, want));
+}
+
+// Every row of one sequence and the first of another: the rows an embedding's pooling reads.
+TEST_P(Conformance, GatherHiddenRows) {
+    std::mt19937 rng(12);
+    Step step = make_tables({20, 9}, 4, rng);
+    step.add_tokens(0, 0, 20);
+    step.add_tokens(1, 0, 9);
+    for (int32_t t = 0; t < 20; ++t) step.hidden_rows.push_back(t);
+    step.hidden_rows.push_back(20);
+    const int64_t cols = 53;
+    const std::vector<float> x = random_values(step.n_tokens() * cols, rng);
+    auto [got, want] = both([&](Side& s) {
+        s->begin_step(step.inputs());
+        const Tensor out = s.tensor(int64_t(step.hidden_rows.size()), cols);
+        s->gather_hidden_rows(s.input(step.n_tokens(), cols, x), out);
+        return s.read(out);
+    });
+    ASSERT_EQ(got.size(), size_t(21 * cols));
+    EXPECT_TRUE(bitwise(got, want));
+    EXPECT_TRUE(std::equal(got.begin() + 20 * cols, got.end(), x.begin() + 20 * cols));  // token 20 = seq 1, pos 0
 }
 
 // K and V rows of every token of `step` in `layer`, [token][kv_head][head_dim].

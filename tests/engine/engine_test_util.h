@@ -17,6 +17,7 @@ struct ChoiceResult {
     std::vector<TokenLogprob> logprobs;
     std::optional<FinishReason> finish;
     std::string error;
+    std::vector<float> embedding;
     int deltas = 0;
 };
 
@@ -51,6 +52,7 @@ public:
                 c.text += d->text;
                 c.logprobs.insert(c.logprobs.end(), d->logprobs.begin(), d->logprobs.end());
                 if (d->finish_reason) c.finish = d->finish_reason, c.error = d->error;
+                if (!d->embedding.empty()) c.embedding = d->embedding;
                 ++c.deltas;
                 res.usage = d->usage;
                 if (d->request_done) res.done = true, res.timings = d->timings;

@@ -2,7 +2,8 @@
 // fake KV cache (the token and position written to every slot), runs block copies, and for each
 // row that wants logits reads the sequence's whole context back through its block table, failing
 // the test if any slot holds the wrong position. The logits are then a pure function of that
-// context, so a reference can compute the expected tokens without any KV at all.
+// context, so a reference can compute the expected tokens without any KV at all. Rows that want
+// their hidden state get hashed_logits of their context too, hidden_size (8) values of it.
 #pragma once
 #include <cstdint>
 #include <chrono>
@@ -66,7 +67,10 @@ public:
         info_.n_kv_blocks = n_blocks;
         info_.block_size = block_size;
         info_.max_context = max_context;
+        info_.hidden_size = kHiddenSize;
     }
+    static constexpr int64_t kHiddenSize = 8;
+    const std::vector<float>& hidden_rows() const override { return hidden_; }
     const StepModelInfo& info() const override { return info_; }
 
     std::vector<float> forward(const model::Batch& b) override {
@@ -81,8 +85,10 @@ public:
             for (int64_t i = 0; i < bs; ++i) kv_[size_t(c.dst * bs + i)] = kv_[size_t(c.src * bs + i)];
         for (int64_t i = 0; i < b.size(); ++i) kv_[size_t(b.slots[size_t(i)])] = {b.tokens[size_t(i)], b.positions[size_t(i)]};
         std::vector<float> out;
+        hidden_.clear();
         for (int64_t i = 0; i < b.size(); ++i) {
-            if (!b.want_logits[size_t(i)]) continue;
+            const bool hidden = !b.want_hidden.empty() && b.want_hidden[size_t(i)];
+            if (!b.want_logits[size_t(i)] && !hidden) continue;
             const auto& table = b.block_tables[size_t(b.seq_index[size_t(i)])];
             const int32_t pos = b.positions[size_t(i)];
             std::vector<int32_t> context;
@@ -91,6 +97,11 @@ public:
                 EXPECT_EQ(e.pos, p) << "slot of position " << p << " holds position " << e.pos;
                 context.push_back(e.token);
             }
+            if (hidden) {
+                hidden_.resize(hidden_.size() + size_t(kHiddenSize));
+                hashed_logits(context, hidden_.data() + hidden_.size() - size_t(kHiddenSize), kHiddenSize);
+            }
+            if (!b.want_logits[size_t(i)]) continue;
             contexts.push_back(context);
             out.resize(out.size() + size_t(info_.vocab_size));
             fn_(context, out.data() + out.size() - size_t(info_.vocab_size), info_.vocab_size);
@@ -112,6 +123,7 @@ private:
     StepModelInfo info_;
     LogitsFn fn_;
     std::vector<Entry> kv_;
+    std::vector<float> hidden_;
 };
 
 }  // namespace pagoda::engine::test

@@ -72,11 +72,12 @@ TEST(FusionPass, FormsTheFusedOpsOfTheLlamaGraph) {
     const std::string path = random_model_path("llama", "f32");
     auto model = open_step_model(path, {.threads = 1, .tokens_wanted = 16});
     EXPECT_EQ(model->op_counts(),
-              "add 1, add_rms_norm 3, attention 2, embed 1, gather_logit_rows 1, matmul 5, matmul_silu_mul 2, "
-              "qkv_rope_kv_write 2, rms_norm 2");
+              "add 1, add_rms_norm 3, attention 2, embed 1, gather_hidden_rows 1, gather_logit_rows 1, matmul 5, "
+              "matmul_silu_mul 2, qkv_rope_kv_write 2, rms_norm 3");
     auto unfused = open_step_model(path, {.threads = 1, .tokens_wanted = 16, .fusion = false});
     EXPECT_EQ(unfused->op_counts(),
-              "add 4, attention 2, embed 1, gather_logit_rows 1, kv_write 2, matmul 9, rms_norm 5, rope 4, silu_mul 2");
+              "add 4, attention 2, embed 1, gather_hidden_rows 1, gather_logit_rows 1, kv_write 2, matmul 9, rms_norm 6, rope 4, "
+              "silu_mul 2");
 }
 
 }  // namespace

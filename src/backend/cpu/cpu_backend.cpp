@@ -273,9 +273,11 @@ public:
     }
     void gather_logit_rows(const Tensor& x, const Tensor& out) override {
         check_cols(out, x.cols, "gather_logit_rows", "an output");
-        for (size_t i = 0; i < step_.logit_rows.size(); ++i)
-            std::memcpy(f32w(out) + int64_t(i) * x.cols, f32(x) + int64_t(step_.logit_rows[i]) * x.cols,
-                        size_t(x.cols) * sizeof(float));
+        gather_rows(x, step_.logit_rows, out);
+    }
+    void gather_hidden_rows(const Tensor& x, const Tensor& out) override {
+        check_cols(out, x.cols, "gather_hidden_rows", "an output");
+        gather_rows(x, step_.hidden_rows, out);
     }
 
     bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize || quantized_row_elements(64) > 0; }
@@ -458,6 +460,11 @@ private:
     std::vector<float> kv_scratch_;  // K and V of a fused QKV op
     int64_t stacked_width_ = 0, kv_width_ = 0;  // widest stacked weight; widest K + V
     int64_t reserved_tokens_ = 0;
+    void gather_rows(const Tensor& x, std::span<const int32_t> rows, const Tensor& out) {
+        for (size_t i = 0; i < rows.size(); ++i)
+            std::memcpy(f32w(out) + int64_t(i) * x.cols, f32(x) + int64_t(rows[i]) * x.cols, size_t(x.cols) * sizeof(float));
+    }
+
     StepInputs step_;
     uint64_t step_id_ = 0;
     std::vector<kernels::AttentionSeq> seqs_;

@@ -251,6 +251,9 @@ public:
         for (size_t i = 0; i < in.logit_rows.size(); ++i)
             if (in.logit_rows[i] < 0 || size_t(in.logit_rows[i]) >= n || (i > 0 && in.logit_rows[i] <= in.logit_rows[i - 1]))
                 fail("reference begin_step: logit rows must be increasing token rows below {}", n);
+        for (size_t i = 0; i < in.hidden_rows.size(); ++i)
+            if (in.hidden_rows[i] < 0 || size_t(in.hidden_rows[i]) >= n || (i > 0 && in.hidden_rows[i] <= in.hidden_rows[i - 1]))
+                fail("reference begin_step: hidden rows must be increasing token rows below {}", n);
         step_ = in;
     }
 
@@ -399,13 +402,19 @@ public:
     }
 
     void gather_logit_rows(const Tensor& x, const Tensor& out) override {
-        expect_shape(out, int64_t(step_.logit_rows.size()), x.cols, "gather_logit_rows", "out");
-        expect_disjoint(out, x, "gather_logit_rows");
-        const double* xs = elements(x, "gather_logit_rows");
-        double* ys = elements(out, "gather_logit_rows");
+        gather_rows(x, step_.logit_rows, out, "gather_logit_rows");
+    }
+    void gather_hidden_rows(const Tensor& x, const Tensor& out) override {
+        gather_rows(x, step_.hidden_rows, out, "gather_hidden_rows");
+    }
+    void gather_rows(const Tensor& x, std::span<const int32_t> rows, const Tensor& out, const char* op) {
+        expect_shape(out, int64_t(rows.size()), x.cols, op, "out");
+        expect_disjoint(out, x, op);
+        const double* xs = elements(x, op);
+        double* ys = elements(out, op);
         for (int64_t i = 0; i < out.rows; ++i) {
-            const int32_t row = step_.logit_rows[size_t(i)];
-            if (row >= x.rows) fail("reference gather_logit_rows: logit row {} is outside the {} rows of x", row, x.rows);
+            const int32_t row = rows[size_t(i)];
+            if (row >= x.rows) fail("reference {}: row {} is outside the {} rows of x", op, row, x.rows);
             std::copy_n(xs + int64_t(row) * x.cols, x.cols, ys + i * x.cols);
         }
     }

@@ -57,6 +57,11 @@ public:
         push({.kind = OpKind::gather_logit_rows, .in = {x}, .out = {out}});
         return out;
     }
+    int gather_hidden_rows(int x, const std::string& name) {
+        const int out = g_.add_tensor(name, Rows::hidden, cols(x));
+        push({.kind = OpKind::gather_hidden_rows, .in = {x}, .out = {out}});
+        return out;
+    }
 
 private:
     Rows rows(int id) const { return g_.tensors[size_t(id)].rows; }

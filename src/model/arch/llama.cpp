@@ -3,7 +3,8 @@
 //   h = rms_norm(x) ; q, k, v = h W_qkv (+ b) ; rope(q, k) ; kv_write(k, v) ; a = attention(q)
 //   x += a W_o ; h = rms_norm(x) ; x += (silu(h W_gate) * (h W_up)) W_down
 // and the rows that want logits get the final norm and the output head (tied to the embedding
-// when output.weight is absent).
+// when output.weight is absent); the rows that want their hidden state (embeddings) get the final
+// norm only.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -96,6 +97,8 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
     const int rows = e.gather_logit_rows(x, "x_out");
     const int normed = e.rms_norm(rows, output_norm, c.rms_eps, "out_in");
     m.graph.output = e.matmul(output, normed, {"logits"}, -1, MatmulInput::output)[0];
+    const int hidden_rows = e.gather_hidden_rows(x, "x_hidden");
+    m.graph.hidden = e.rms_norm(hidden_rows, output_norm, c.rms_eps, "hidden");
     return m;
 }
 
