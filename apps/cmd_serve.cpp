@@ -103,6 +103,10 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "Chat <think> reasoning: deepseek (to reasoning_content) or none (left in content); default: "
                    "deepseek when the chat template mentions <think>")
         ->check(CLI::IsMember({"none", "deepseek"}));
+    sub.add_option("--pooling", o->gateway.pooling,
+                   "/v1/embeddings pooling of the final hidden states: mean, last or cls (first token); default: the "
+                   "model's {arch}.pooling_type, else last")
+        ->check(CLI::IsMember({"mean", "last", "cls"}));
     sub.add_option("--model-name,--alias,--served-model-name", o->gateway.model_name,
                    "Model id in the API (empty: the file name without .gguf)");
     sub.add_option("--shutdown-timeout,--grace-seconds", o->http.shutdown_timeout,

@@ -37,9 +37,19 @@ void Job::cancel() {
     for (engine::RequestId id : engine_ids_) gateway_.engine_->cancel(id);
 }
 
+std::vector<json> Job::add(size_t sub, const engine::Delta& delta) {
+    if (embeddings_) {
+        embeddings_->add(sub, delta);
+        return {};
+    }
+    return assembler_.add(sub, delta);
+}
+
 std::optional<ApiError> Job::failure() const {
-    if (assembler_.error()) return ApiError::internal(*assembler_.error());
-    if (gateway_.cut_off_ && assembler_.cancelled())
+    const std::optional<std::string>& error = embeddings_ ? embeddings_->error() : assembler_.error();
+    const bool cancelled = embeddings_ ? embeddings_->cancelled() : assembler_.cancelled();
+    if (error) return ApiError::internal(*error);
+    if (gateway_.cut_off_ && cancelled)
         return ApiError::unavailable("the server is shutting down and ended this request before it finished",
                                      "shutting_down");
     return std::nullopt;
@@ -48,7 +58,8 @@ std::optional<ApiError> Job::failure() const {
 void Job::finish(int status) {
     if (finished_.exchange(true)) return;
     if (limited_) {
-        const int64_t used = assembler_.prompt_tokens() + assembler_.completion_tokens();
+        const int64_t used = embeddings_ ? embeddings_->prompt_tokens()
+                                         : assembler_.prompt_tokens() + assembler_.completion_tokens();
         gateway_.limiter_.finish(key_name_, reserved_tokens_, used, gateway_.now_seconds());
     }
     gateway_.metrics_.on_api_request(key_name_, endpoint_name(params_.endpoint), status);
@@ -56,6 +67,21 @@ void Job::finish(int status) {
 }
 
 // ---- Gateway ----
+
+void Gateway::admit_or_throw(const std::string& key_name) {
+    auto reject = [&](const std::string& reason, ApiError e) -> ApiError {
+        metrics_.on_rejection(key_name, reason);
+        return e;
+    };
+    if (draining_) throw reject("draining", ApiError::unavailable("the server is shutting down", "shutting_down"));
+    if (state() == State::loading) {
+        ApiError e = ApiError::unavailable("the model is still loading; retry shortly", "model_loading");
+        e.retry_after = 1;
+        throw reject("loading", e);
+    }
+    if (state() == State::failed)
+        throw reject("failed", ApiError::unavailable("the model failed to load: " + load_error_, "model_failed"));
+}
 
 Gateway::Gateway(GatewayOptions options, ApiKeyTable keys, ModelLoader loader)
     : options_(std::move(options)),
@@ -103,6 +129,13 @@ void Gateway::load() {
         split_reasoning_ = options_.reasoning_format.empty()
                                ? chat::template_thinks(template_->source())
                                : chat::parse_reasoning_format(options_.reasoning_format) == chat::ReasoningFormat::deepseek;
+        if (!options_.pooling.empty()) {
+            const auto p = engine::parse_pooling(options_.pooling);
+            if (!p) fail("--pooling {} is not one of mean, last, cls", options_.pooling);
+            pooling_ = *p;
+        } else {
+            pooling_ = loaded.pooling.value_or(engine::Pooling::last);
+        }
         {
             std::lock_guard lock(engine_mutex_);
             engine_ = std::move(loaded.engine);
@@ -111,9 +144,11 @@ void Gateway::load() {
         metrics_.set_cache_config(info.block_size, info.n_kv_blocks);
         metrics_.set_time_to_ready(now_seconds());  // the gateway is built as the server starts
         state_ = State::ready;
-        log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens; context limit {}",
+        log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens; context limit {}; embeddings: {} "
+                 "pooling, {} dimensions",
                  options_.model_name, std::chrono::duration<double>(SteadyClock::now() - t0).count(),
-                 loaded.description, info.n_kv_blocks, info.block_size, engine_->context_limit());
+                 loaded.description, info.n_kv_blocks, info.block_size, engine_->context_limit(),
+                 engine::pooling_name(pooling_), info.hidden_size);
     } catch (const std::exception& e) {
         load_error_ = e.what();
         state_ = State::failed;
@@ -188,19 +223,13 @@ SimpleResponse Gateway::metrics() {
 
 std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const ApiKey* key,
                                     const std::string& request_id, DeltaSink sink) {
+    if (endpoint == Endpoint::embeddings) return start_embeddings(body, key, request_id, std::move(sink));
     const std::string key_name = key ? key->name : "anonymous";
     auto reject = [&](const std::string& reason, ApiError e) -> ApiError {
         metrics_.on_rejection(key_name, reason);
         return e;
     };
-    if (draining_) throw reject("draining", ApiError::unavailable("the server is shutting down", "shutting_down"));
-    if (state() == State::loading) {
-        ApiError e = ApiError::unavailable("the model is still loading; retry shortly", "model_loading");
-        e.retry_after = 1;
-        throw reject("loading", e);
-    }
-    if (state() == State::failed)
-        throw reject("failed", ApiError::unavailable("the model failed to load: " + load_error_, "model_failed"));
+    admit_or_throw(key_name);
 
     CompletionParams p;
     std::optional<chat::ToolCallFormat> tool_format;

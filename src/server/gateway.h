@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
+#include "server/embedding_response.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
@@ -39,6 +40,9 @@ struct GatewayOptions {
     // Chat reasoning split (chat/reasoning.h): "none", "deepseek", or "" for deepseek when the chat
     // template thinks (mentions <think>).
     std::string reasoning_format;
+    // /v1/embeddings pooling: "mean", "last", "cls", or "" for the model's (GGUF pooling_type),
+    // else last (the token that has seen the whole input under causal attention).
+    std::string pooling;
 };
 
 using SteadyClock = std::chrono::steady_clock;
@@ -48,6 +52,7 @@ struct LoadedModel {
     std::unique_ptr<engine::Engine> engine;  // running, with a tokenizer (prompts and logprob strings use it)
     std::string chat_template;  // the model's own Jinja template (GGUF tokenizer.chat_template); empty: none
     std::string description;    // one line for the start-up log, e.g. the architecture and size
+    std::optional<engine::Pooling> pooling;  // the model's own embedding pooling, if its file names one
 };
 
 // Opens the model and starts its engine; runs on the thread that calls Gateway::load(). `options`
@@ -70,9 +75,11 @@ public:
     const std::string& key_name() const { return key_name_; }
 
     std::vector<nlohmann::json> opening_chunks() const { return assembler_.opening_chunks(); }
-    std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta) { return assembler_.add(sub, delta); }
-    bool done() const { return assembler_.done(); }
+    std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta);
+    bool done() const { return embeddings_ ? embeddings_->done() : assembler_.done(); }
     const ResponseAssembler& assembler() const { return assembler_; }
+    // Once done(): the whole (non-streaming) response body.
+    nlohmann::json response() const { return embeddings_ ? embeddings_->response() : assembler_.response(); }
     // Once done(): why the request failed — an engine error (500), or the end of the shutdown
     // timeout cutting it off (503 shutting_down) — or nullopt when it completed or its client
     // cancelled it. Transports answer with this error instead of a normal ending.
@@ -92,6 +99,7 @@ private:
     std::string request_id_;
     CompletionParams params_;
     ResponseAssembler assembler_;
+    std::unique_ptr<EmbeddingAssembler> embeddings_;  // set for /v1/embeddings (then assembler_ is unused)
     std::string key_name_ = "anonymous";
     std::vector<engine::RequestId> engine_ids_;
     int64_t reserved_tokens_ = 0;
@@ -142,9 +150,11 @@ public:
     SimpleResponse tokenize(const nlohmann::json& body) const;
     SimpleResponse detokenize(const nlohmann::json& body) const;
 
-    // Starts a completion. Throws ApiError for every refusal.
+    // Starts a completion, or an embedding for Endpoint::embeddings (gateway_embeddings.cpp).
+    // Throws ApiError for every refusal.
     std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
                                const std::string& request_id, DeltaSink sink);
+    engine::Pooling pooling() const { return pooling_; }
 
     // Shutdown: stop admitting (503 for new requests, /readyz 503), then, when the shutdown
     // timeout is over, cut off what is left (those requests fail with 503 shutting_down), and
@@ -163,6 +173,10 @@ public:
 
 private:
     friend class Job;
+    std::shared_ptr<Job> start_embeddings(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
+                                          DeltaSink sink);
+    // The admission checks every request passes (draining, loading, failed); throws ApiError.
+    void admit_or_throw(const std::string& key_name);
 
     GatewayOptions options_;
     ApiKeyTable keys_;
@@ -171,6 +185,7 @@ private:
     std::string load_error_;
     std::optional<chat::ChatTemplate> template_;
     bool split_reasoning_ = false;  // from options_.reasoning_format and the template, at load
+    engine::Pooling pooling_ = engine::Pooling::last;  // from options_.pooling and the model, at load
     std::unique_ptr<engine::Engine> engine_;
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
     RateLimiter limiter_;

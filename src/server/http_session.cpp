@@ -153,6 +153,7 @@ private:
         Endpoint endpoint;
         if (path_ == "/v1/completions") endpoint = Endpoint::completions;
         else if (path_ == "/v1/chat/completions") endpoint = Endpoint::chat_completions;
+        else if (path_ == "/v1/embeddings") endpoint = Endpoint::embeddings;
         else throw ApiError::not_found(fmt::format("no route for {} {}", method_, path_));
         require_method(req, http::verb::post, "POST");
         const ApiKey* key = authenticate(auth);
@@ -239,7 +240,7 @@ private:
             finish_job(failure->status);  // releases the job (and `a`)
             return send_error(*failure);
         }
-        std::string body = dump_json(a.response());
+        std::string body = dump_json(job_->response());
         finish_job(200);
         send_body(200, "application/json", body, {});
     }

@@ -317,7 +317,14 @@ void parse_stop(const json& body, CompletionParams& p) {
 
 }  // namespace
 
-const char* endpoint_name(Endpoint e) { return e == Endpoint::completions ? "completions" : "chat.completions"; }
+const char* endpoint_name(Endpoint e) {
+    switch (e) {
+        case Endpoint::completions: return "completions";
+        case Endpoint::chat_completions: return "chat.completions";
+        case Endpoint::embeddings: return "embeddings";
+    }
+    return "?";
+}
 
 json parse_json_body(std::string_view bytes) {
     if (bytes.empty()) throw ApiError::invalid("the request body is empty; send a JSON object", {}, "invalid_json");

@@ -22,8 +22,8 @@
 
 namespace pagoda::server {
 
-enum class Endpoint { completions, chat_completions };
-const char* endpoint_name(Endpoint e);  // "completions", "chat.completions"
+enum class Endpoint { completions, chat_completions, embeddings };
+const char* endpoint_name(Endpoint e);  // "completions", "chat.completions", "embeddings"
 
 // One prompt of a completions request: text, or token ids given directly.
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;
