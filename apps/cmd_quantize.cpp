@@ -196,7 +196,7 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
                    "gives llama-quantize's Q4_0 layout)")
         ->transform(canonical_type)
         ->check(CLI::IsMember(quant::quantize_target_names()));
-    sub.add_option("--output-tensor-type", o->output_tensor_type, "Type of the output head (default: q6_k for 4-bit, q8_0 for 8-bit)")
+    sub.add_option("--output-tensor-type", o->output_tensor_type, "Type of the output head (default: q8_0 for q8_0 and int8, else q6_k)")
         ->transform(canonical_type)
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_flag("--allow-requantize", o->allow_requantize, "Quantise an input that is already quantised");
