@@ -34,6 +34,7 @@ std::string canonical_type(std::string name) {
     for (auto& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
     if (name == "q4_k_s") return "q4_k";
     if (name == "q3_k_s") return "q3_k";
+    if (name == "q5_k_s") return "q5_k";
     return name;
 }
 
@@ -177,8 +178,11 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
     sub.add_option("input", o->input, "Input GGUF (F32, F16 or BF16; a quantised one with --allow-requantize)")->required();
     sub.add_option("output", o->output, "Output GGUF")->required();
     sub.add_option("type", o->type,
-                   "q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k, q4_k_m, q6_k, int8, int4-g32, int4-g128; any case, and "
-                   "llama-quantize's Q3_K_S / Q4_K_S for q3_k / q4_k")
+                   "q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q3_k_m, q4_k, q4_k_m, q5_k, q5_k_m, q6_k, int8, int4-g32, "
+                   "int4-g128; any case, and llama-quantize's Q3_K_S / Q4_K_S / Q5_K_S for q3_k / q4_k / q5_k. The "
+                   "_m mixes give some layer tensors more bits, as llama-quantize does: q4_k_m and q5_k_m attn_v and "
+                   "ffn_down of the first and last eighth of the layers and every third between Q6_K; q3_k_m attn_v "
+                   "Q5_K in layers 0-1 else Q4_K, ffn_down Q5_K in the first sixteenth else Q4_K, attn_output Q4_K")
         ->required()
         ->transform(canonical_type)
         ->check(CLI::IsMember(quant::quantize_target_names()));
@@ -192,7 +196,7 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
                    "gives llama-quantize's Q4_0 layout)")
         ->transform(canonical_type)
         ->check(CLI::IsMember(quant::quantize_target_names()));
-    sub.add_option("--output-tensor-type", o->output_tensor_type, "Type of the output head (default: q6_k for 4-bit, q8_0 for 8-bit)")
+    sub.add_option("--output-tensor-type", o->output_tensor_type, "Type of the output head (default: q8_0 for q8_0 and int8, else q6_k)")
         ->transform(canonical_type)
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_flag("--allow-requantize", o->allow_requantize, "Quantise an input that is already quantised");

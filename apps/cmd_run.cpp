@@ -8,6 +8,7 @@
 #include "apps/command.h"
 #include "apps/kv_flags.h"
 #include "apps/model_flags.h"
+#include "apps/sampling_flags.h"
 #include "apps/text_file.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -25,10 +26,9 @@ namespace {
 struct RunOptions {
     std::string model, prompt, prompt_file;
     int64_t ctx = 0;
-    int n_predict = 128, threads = 0, top_k = 40, chunk = 512;
-    float temperature = 0.8f, top_p = 0.95f, min_p = 0.0f, repeat_penalty = 1.0f;
-    int64_t seed = -1;
+    int n_predict = 128, threads = 0, chunk = 512;
     bool ids = false, ignore_eos = false;
+    SamplingFlags sampling;
     KvFlags kv;
     ModelFlags compute;
 };
@@ -55,14 +55,7 @@ std::string prompt_text(const RunOptions& o) {
 }
 
 int run(const RunOptions& o) {
-    engine::SamplingParams sp;
-    sp.temperature = o.temperature;
-    sp.top_k = o.top_k;
-    sp.top_p = o.top_p;
-    sp.min_p = o.min_p;
-    sp.repetition_penalty = o.repeat_penalty;
-    if (o.seed >= 0) sp.seed = uint64_t(o.seed);
-    engine::Sampler sampler(sp);  // validates the sampling flags before the model loads
+    engine::Sampler sampler(o.sampling.params());  // validates the sampling flags before the model loads
 
     const auto load_start = Clock::now();
     const std::string text = prompt_text(o);
@@ -138,12 +131,7 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
         ->check(in_range(-1, 1 << 24));
     sub.add_option("-c,--ctx-size", o->ctx, "Context: prompt + new tokens at most (0: the model's trained context)")
         ->check(in_range(int64_t(0), int64_t(1) << 24));
-    sub.add_option("--temp", o->temperature, "Sampling temperature; 0 = greedy")->check(in_range(0.0, 100.0));
-    sub.add_option("--top-k", o->top_k, "Keep the k most likely tokens (0 = off)")->check(in_range(0, 1 << 24));
-    sub.add_option("--top-p", o->top_p, "Nucleus sampling threshold (1 = off)")->check(in_range(0.0, 1.0));
-    sub.add_option("--min-p", o->min_p, "Drop tokens below min-p times the top probability")->check(in_range(0.0, 1.0));
-    sub.add_option("--repeat-penalty", o->repeat_penalty, "Repetition penalty (1 = off)")->check(in_range(0.01, 10.0));
-    sub.add_option("--seed", o->seed, "Random seed (-1: a random seed)");
+    o->sampling.add_to(sub);
     add_threads_option(sub, o->threads);
     sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(in_range(1, 1 << 20));
     sub.add_flag("--ids", o->ids, "Print generated token ids instead of text");

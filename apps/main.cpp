@@ -30,6 +30,7 @@ const std::map<std::string, std::string> kLlamaShortFlags = {
     {"-ngl", "--n-gpu-layers"},
     {"-fa", "--flash-attn"},
     {"-np", "--parallel"},
+    {"-sys", "--system-prompt"},
 };
 
 std::vector<std::string> rewrite_llama_short_flags(int argc, char** argv) {

@@ -412,6 +412,56 @@ void quantize_row_q4_K(const float* x, void* out, int64_t n) {
     }
 }
 
+// Q5_K: Q4_K's super-block with 5-bit codes; the sub-block fits search a narrower set of grids than
+// Q4_K's (ggml: rmin -0.5, 16 steps), as 31 levels leave less to gain from moving the grid.
+void quantize_row_q5_K(const float* x, void* out, int64_t n) {
+    auto* b = static_cast<BlockQ5_K*>(out);
+    for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
+        uint8_t L[kQK_K], Laux[32];
+        float weights[32], mins[8], scales[8];
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < 8; ++j) {
+            const float* xs = x + 32 * j;
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+            const float av_x = std::sqrt(sum_x2 / 32);
+            for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+            scales[j] = fit_scale_min(32, 31, xs, weights, L + 32 * j, &mins[j], Laux, -0.5f, 0.1f, 15);
+            max_scale = std::max(max_scale, scales[j]);
+            max_min = std::max(max_min, mins[j]);
+        }
+        const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+        const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+        uint8_t ls[8], lm[8];
+        for (int j = 0; j < 8; ++j) {
+            ls[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
+            lm[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
+        }
+        pack_k_scales(ls, lm, b[i].scales);
+        b[i].d = f32_to_f16(max_scale / 63.f);
+        b[i].dmin = f32_to_f16(max_min / 63.f);
+        // Re-quantise every value against the scales as actually stored.
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            k_scale_min(j, b[i].scales, sc, m);
+            const float d = f16_to_f32(b[i].d) * float(sc);
+            if (!d) continue;
+            const float dm = f16_to_f32(b[i].dmin) * float(m);
+            for (int l = 0; l < 32; ++l)
+                L[32 * j + l] = uint8_t(std::max(0, std::min(31, nearest_int((x[32 * j + l] + dm) / d))));
+        }
+        // Sub-blocks 2p and 2p+1 share qs[32 p ..]: low nibbles 2p, high nibbles 2p+1; their fifth bits
+        // are bits 2p and 2p+1 of qh[l].
+        std::memset(b[i].qh, 0, sizeof(b[i].qh));
+        for (int p = 0; p < 4; ++p)
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t lo = L[64 * p + l], hi = L[64 * p + 32 + l];
+                b[i].qs[32 * p + l] = uint8_t((lo & 0x0f) | ((hi & 0x0f) << 4));
+                b[i].qh[l] |= uint8_t(((lo >> 4) << (2 * p)) | ((hi >> 4) << (2 * p + 1)));
+            }
+    }
+}
+
 void quantize_row_q6_K(const float* x, void* out, int64_t n) {
     auto* b = static_cast<BlockQ6_K*>(out);
     for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
@@ -449,7 +499,7 @@ void quantize_row_q6_K(const float* x, void* out, int64_t n) {
 bool can_quantize(GgmlType type) {
     switch (type) {
         case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
-        case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q6_K:
+        case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
             return true;
         default: return false;
     }
@@ -467,6 +517,7 @@ void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {
         case GgmlType::Q2_K: return quantize_row_q2_K(x, out, n);
         case GgmlType::Q3_K: return quantize_row_q3_K(x, out, n);
         case GgmlType::Q4_K: return quantize_row_q4_K(x, out, n);
+        case GgmlType::Q5_K: return quantize_row_q5_K(x, out, n);
         case GgmlType::Q6_K: return quantize_row_q6_K(x, out, n);
         default: return;
     }

@@ -18,6 +18,7 @@ void quantize_row_q5_1(const float* x, void* out, int64_t n);
 void quantize_row_q2_K(const float* x, void* out, int64_t n);
 void quantize_row_q3_K(const float* x, void* out, int64_t n);
 void quantize_row_q4_K(const float* x, void* out, int64_t n);
+void quantize_row_q5_K(const float* x, void* out, int64_t n);
 void quantize_row_q6_K(const float* x, void* out, int64_t n);
 
 bool can_quantize(gguf::GgmlType type);

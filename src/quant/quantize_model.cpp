@@ -12,6 +12,7 @@
 #include "gguf/gguf.h"
 #include "quant/activation_scaling.h"
 #include "quant/dequantize.h"
+#include "quant/mix_rules.h"
 #include "quant/quantize.h"
 
 namespace pagoda::quant {
@@ -19,8 +20,9 @@ namespace pagoda::quant {
 using gguf::GgmlType;
 
 const std::vector<std::string>& quantize_target_names() {
-    static const std::vector<std::string> names = {"q8_0", "q4_0", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k",
-                                                   "q4_k_m", "q6_k", "int8", "int4-g32", "int4-g128"};
+    static const std::vector<std::string> names = {"q8_0", "q4_0", "q5_0", "q5_1", "q2_k", "q3_k", "q3_k_m",
+                                                   "q4_k", "q4_k_m", "q5_k", "q5_k_m", "q6_k", "int8", "int4-g32",
+                                                   "int4-g128"};
     return names;
 }
 
@@ -35,8 +37,9 @@ QuantTarget parse_target(const std::string& name) {
     if (name == "q5_0") return ggml(GgmlType::Q5_0);
     if (name == "q5_1") return ggml(GgmlType::Q5_1);
     if (name == "q2_k") return ggml(GgmlType::Q2_K);
-    if (name == "q3_k") return ggml(GgmlType::Q3_K);
+    if (name == "q3_k" || name == "q3_k_m") return ggml(GgmlType::Q3_K);
     if (name == "q4_k" || name == "q4_k_m") return ggml(GgmlType::Q4_K);
+    if (name == "q5_k" || name == "q5_k_m") return ggml(GgmlType::Q5_K);
     if (name == "q6_k") return ggml(GgmlType::Q6_K);
     if (auto s = scheme_from_name(name)) return scheme(*s);
     fail("unknown quantisation type '{}' (expected one of: {})", name, fmt::join(quantize_target_names(), ", "));
@@ -50,9 +53,12 @@ uint32_t file_type_of(const std::string& target) {
     if (target == "q5_1") return 9;
     if (target == "q2_k") return 10;
     if (target == "q3_k") return 11;  // Q3_K_S
+    if (target == "q3_k_m") return 12;
     if (target == "int4-g32" || target == "int4-g128") return 3;  // mostly Q4_1
     if (target == "q4_k") return 14;                               // Q4_K_S
     if (target == "q4_k_m") return 15;
+    if (target == "q5_k") return 16;  // Q5_K_S
+    if (target == "q5_k_m") return 17;
     if (target == "q6_k") return 18;
     return 0;
 }
@@ -61,6 +67,7 @@ std::optional<QuantTarget> fallback(const QuantTarget& t) {
     if (t.scheme && t.weight_scheme == WeightScheme::int4_g128) return scheme(WeightScheme::int4_g32);
     if (t.scheme && t.weight_scheme == WeightScheme::int4_g32) return ggml(GgmlType::Q8_0);
     if (!t.scheme && t.type == GgmlType::Q4_K) return ggml(GgmlType::Q4_0);
+    if (!t.scheme && t.type == GgmlType::Q5_K) return ggml(GgmlType::Q5_1);  // as llama-quantize
     // As llama-quantize: 2- and 3-bit K-quants fall back to Q4_0 for rows not a multiple of 256.
     if (!t.scheme && (t.type == GgmlType::Q2_K || t.type == GgmlType::Q3_K)) return ggml(GgmlType::Q4_0);
     if (!t.scheme && t.type == GgmlType::Q6_K) return ggml(GgmlType::Q8_0);
@@ -68,11 +75,6 @@ std::optional<QuantTarget> fallback(const QuantTarget& t) {
 }
 
 bool is_four_bit(const std::string& target) { return target != "q8_0" && target != "int8" && target != "q6_k"; }
-
-// llama.cpp's "use more bits" layer pattern for Q4_K_M.
-bool more_bits_layer(int64_t layer, int64_t n_layers) {
-    return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
-}
 
 void row_to_f32(const gguf::TensorInfo& t, int64_t r, int64_t cols, float* out) {
     const uint64_t row_bytes = *gguf::row_size(t.type, cols);
@@ -127,11 +129,11 @@ QuantizeReport quantize_model(const QuantizeRequest& req, ThreadPool& pool) {
             target = base_target;
             rule = "matrix";
             std::smatch m;
-            if (req.target == "q4_k_m" && std::regex_match(t.name, m, layer_re) &&
-                (m[2] == "attn_v.weight" || m[2] == "ffn_down.weight") && more_bits_layer(std::stoll(m[1]), n_layers)) {
-                target = ggml(GgmlType::Q6_K);
-                rule = "q4_k_m: more bits";
-            }
+            if (std::regex_match(t.name, m, layer_re))
+                if (auto mix = mix_layer_type(req.target, m[2], std::stoll(m[1]), n_layers)) {
+                    target = ggml(mix->type);
+                    rule = mix->rule;
+                }
         }
         const int64_t cols = t.shape.empty() ? 0 : t.shape[0];
         bool fell_back = false;

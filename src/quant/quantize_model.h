@@ -1,10 +1,10 @@
 // The post-training quantisation driver behind `pagoda quantize`: reads a GGUF model, quantises its
 // weight matrices to a target type, and writes a standard GGUF that other readers load.
 // Rules (printed in the summary): 1-D tensors (norms, biases) and the token embedding keep their
-// type (unless token_embedding_type says otherwise); the output head gets Q6_K for 4-bit targets (as llama.cpp does) and Q8_0 for 8-bit ones;
-// "q4_k_m" also gives attn_v and ffn_down of the first and last eighth of the layers (and every
-// third between) Q6_K. A matrix whose row length does not fit the target's block falls back to the
-// next type that fits (int4-g128 -> int4-g32 -> q8_0, q4_k / q3_k / q2_k -> q4_0, q6_k -> q8_0), else stays.
+// type (unless token_embedding_type says otherwise); the output head gets Q8_0 for 8-bit targets and Q6_K for all others (as llama.cpp does);
+// the mixes q3_k_m, q4_k_m, q5_k_m give some layer tensors more bits (quant/mix_rules.h). A matrix
+// whose row length does not fit the target's block falls back to the next type that fits
+// (int4-g128 -> int4-g32 -> q8_0, q4_k / q3_k / q2_k -> q4_0, q5_k -> q5_1, q6_k -> q8_0), else stays.
 // With importance statistics (calibration), weights are also scaled activation-aware first
 // (quant/activation_scaling.h), the norms absorbing the inverse scales.
 #pragma once
@@ -30,7 +30,7 @@ struct TensorReport {
 
 struct QuantizeRequest {
     std::string input, output;
-    std::string target;  // q8_0 q4_0 q5_0 q5_1 q2_k q3_k q4_k q4_k_m q6_k int8 int4-g32 int4-g128
+    std::string target;  // q8_0 q4_0 q5_0 q5_1 q2_k q3_k q3_k_m q4_k q4_k_m q5_k q5_k_m q6_k int8 int4-g32 int4-g128
     // Per tensor name: column importance (mean squared input activation); missing: uniform.
     std::map<std::string, std::vector<float>> importance;
     // Called after each tensor, in file order: tensors done, of total, and the one just done.

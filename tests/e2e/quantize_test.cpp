@@ -2,6 +2,7 @@
 // run and stay close to their base (KL divergence), and calibration that lowers the INT4 error.
 #include <gtest/gtest.h>
 #include <map>
+#include <sstream>
 
 #include "e2e/process.h"
 #include "fixtures.h"
@@ -85,6 +86,105 @@ TEST(Quantize, LlamaQuantizeLayoutLoadsAndStaysClose) {
     auto run = run_pagoda({"run", "-m", km, "-p", "abc", "-n", "8", "--temp", "0", "--ids"});
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_NE(run_pagoda({"quantize", f16, km, "q4_0", "--token-embedding-type", "q1_k"}).exit_code, 0);
+}
+
+// Tensor name -> type name, read from `pagoda gguf-info`'s tensor table.
+std::map<std::string, std::string> tensor_types(const std::string& path) {
+    auto r = run_pagoda({"gguf-info", path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::map<std::string, std::string> types;
+    std::istringstream in(r.out.substr(r.out.find("\ntensors:")));
+    std::string line;
+    std::getline(in, line);  // blank
+    std::getline(in, line);  // "tensors: N"
+    std::getline(in, line);  // column titles
+    while (std::getline(in, line) && !line.empty()) {  // the table ends at a blank line
+        std::istringstream fields(line);
+        std::string name, type;
+        if (fields >> name >> type) types[name] = type;
+    }
+    return types;
+}
+
+// What llama-quantize's published rules give each tensor of a dense 16-layer model, written out per
+// layer (use_more_bits for 16 layers: 0, 1, 4, 7, 10, 13, 14, 15).
+std::string expected_mix_type(const std::string& mix, const std::string& name) {
+    if (name == "token_embd.weight") return "f16";  // pagoda keeps it (see quantize --help)
+    if (name == "output.weight") return "q6_K";
+    if (name.find("norm") != std::string::npos) return "f32";
+    const int layer = std::stoi(name.substr(4));
+    const std::string role = name.substr(name.find('.', 4) + 1);
+    const bool more_bits = layer == 0 || layer == 1 || layer == 4 || layer == 7 || layer == 10 || layer >= 13;
+    if (mix == "q5_k_s") return "q5_K";
+    if (mix == "q5_k_m") return (role == "attn_v.weight" || role == "ffn_down.weight") && more_bits ? "q6_K" : "q5_K";
+    if (mix == "q4_k_m") return (role == "attn_v.weight" || role == "ffn_down.weight") && more_bits ? "q6_K" : "q4_K";
+    // q3_k_m
+    if (role == "attn_v.weight") return layer < 2 ? "q5_K" : "q4_K";
+    if (role == "ffn_down.weight") return layer < 1 ? "q5_K" : "q4_K";  // the first 16th of 16 layers
+    if (role == "attn_output.weight") return "q4_K";
+    return "q3_K";
+}
+
+TEST(Quantize, LlamaQuantizeMixesGiveTheDocumentedTypes) {
+    const std::string base = temp_path("mix-base.gguf"), out = temp_path("mix-out.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "--dim", "256", "--heads", "4", "--kv-heads", "2", "--ffn", "256",
+                          "--layers", "16", "--type", "f16", "-o", base}).exit_code, 0);
+    // llama-quantize's spellings, any case; general.file_type as llama.cpp numbers them.
+    const std::map<std::string, std::pair<std::string, int>> mixes = {
+        {"Q5_K_S", {"q5_k_s", 16}}, {"q5_k_m", {"q5_k_m", 17}}, {"Q3_K_M", {"q3_k_m", 12}}, {"Q4_K_M", {"q4_k_m", 15}}};
+    for (const auto& [spelling, want] : mixes) {
+        const auto& [mix, file_type] = want;
+        auto r = run_pagoda({"quantize", base, out, spelling});
+        ASSERT_EQ(r.exit_code, 0) << spelling << ": " << r.err;
+        const auto types = tensor_types(out);
+        ASSERT_EQ(types.size(), 3u + 16u * 9u) << spelling;
+        for (const auto& [name, type] : types) EXPECT_EQ(type, expected_mix_type(mix, name)) << spelling << " " << name;
+        EXPECT_EQ(gguf::File::open(out)->get_int_or("general.file_type", -1), file_type) << spelling;
+    }
+    // A row that does not fit Q5_K's 256 falls back to Q5_1, as llama-quantize does.
+    const std::string narrow = temp_path("mix-narrow.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "--dim", "128", "--heads", "2", "--kv-heads", "2", "--ffn", "256",
+                          "--layers", "2", "--type", "f16", "-o", narrow}).exit_code, 0);
+    auto r = run_pagoda({"quantize", narrow, out, "q5_k_s"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("row length fallback"), std::string::npos) << r.out;
+    const auto types = tensor_types(out);
+    EXPECT_EQ(types.at("blk.0.attn_q.weight"), "q5_1");
+    EXPECT_EQ(types.at("blk.0.ffn_down.weight"), "q5_K");  // 256 wide: fits
+}
+
+// The new mixes run, and stay as close to the F16 model as their bits promise: perplexity within 1 %
+// (this random model's distributions are nearly flat, so perplexity moves little), and the KL
+// divergence from the F16 model ordered by bits.
+TEST(Quantize, KMixesRunAndStayCloseToF16) {
+    const std::string stories = fixture("models/stories260K.gguf");
+    PAGODA_REQUIRE_FIXTURE(stories);
+    const std::string base = temp_path("kmix-f16.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "--dim", "256", "--heads", "4", "--kv-heads", "2", "--ffn", "512",
+                          "--layers", "4", "--type", "f16", "--vocab", stories, "-o", base}).exit_code, 0);
+    const std::string text = source_dir() + "/tests/data/eval/tinystories_eval.txt";
+    auto perplexity = [&](const std::string& model) {
+        auto r = run_pagoda({"perplexity", "-m", model, "-f", text, "--ctx", "128"});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return field_after(r.out, "perplexity: ");
+    };
+    const double ppl_f16 = perplexity(base);
+    ASSERT_GT(ppl_f16, 1.0);
+    std::map<std::string, double> kl;
+    for (const std::string mix : {"q5_k_m", "q5_k_s", "q4_k_m", "q3_k_m"}) {
+        const std::string out = temp_path("kmix-" + mix + ".gguf");
+        ASSERT_EQ(run_pagoda({"quantize", base, out, mix}).exit_code, 0) << mix;
+        auto run = run_pagoda({"run", "-m", out, "-p", "Once upon a time", "-n", "8", "--temp", "0", "--ids"});
+        EXPECT_EQ(run.exit_code, 0) << mix << ": " << run.err;
+        EXPECT_FALSE(run.out.empty()) << mix;
+        EXPECT_NEAR(perplexity(out) / ppl_f16, 1.0, 0.01) << mix;
+        kl[mix] = kl_against(out, base);
+        EXPECT_GT(kl[mix], 0.0) << mix;
+    }
+    EXPECT_LT(kl["q5_k_m"], kl["q5_k_s"]);
+    EXPECT_LT(kl["q5_k_s"], kl["q4_k_m"]);
+    EXPECT_LT(kl["q4_k_m"], kl["q3_k_m"]);
+    EXPECT_LT(kl["q3_k_m"], 0.01);
 }
 
 TEST(Quantize, StoriesModelStaysCloseToItsBase) {

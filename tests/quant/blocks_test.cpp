@@ -293,6 +293,7 @@ TEST(QuantBlocks, RoundTripErrorBounds) {
                          RoundTrip{GgmlType::Q5_1, 0.045}, RoundTrip{GgmlType::Q5_0, 0.05},
                          RoundTrip{GgmlType::Q3_K, 0.17}, RoundTrip{GgmlType::Q2_K, 0.33},
                          RoundTrip{GgmlType::Q4_K, 0.11}, RoundTrip{GgmlType::Q4_1, 0.12},
+                         RoundTrip{GgmlType::Q5_K, 0.04},
                          RoundTrip{GgmlType::Q4_0, 0.13}}) {
         std::vector<uint8_t> buf(*gguf::row_size(rt.type, n));
         quantize_row(rt.type, x.data(), buf.data(), n);
@@ -312,10 +313,82 @@ TEST(QuantBlocks, RoundTripErrorBounds) {
     }
 }
 
+// Q5_K's layout written by the quantiser, checked byte by byte against the format (block_formats.h)
+// and through the dequantiser: each sub-block holds a different permutation of the codes 0..31
+// shifted by -5, a grid the fit reproduces exactly (scale 1, min -5), so every code is known.
+TEST(QuantBlocks, Q5_KQuantiseWritesTheDequantisersLayout) {
+    float x[256];
+    uint8_t code[256];
+    for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 32; ++l) {
+            code[32 * j + l] = uint8_t((l * (2 * j + 3) + 5 * j) % 32);  // odd multiplier: a permutation
+            x[32 * j + l] = float(code[32 * j + l]) - 5.f;
+        }
+    BlockQ5_K b;
+    quantize_row_q5_K(x, &b, 256);
+    EXPECT_EQ(b.d, f32_to_f16(1.f / 63.f));
+    EXPECT_EQ(b.dmin, f32_to_f16(5.f / 63.f));
+    for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        k_scale_min(j, b.scales, sc, m);
+        EXPECT_EQ(sc, 63) << j;
+        EXPECT_EQ(m, 63) << j;
+    }
+    for (int p = 0; p < 4; ++p)
+        for (int l = 0; l < 32; ++l) {
+            const uint8_t lo = code[64 * p + l], hi = code[64 * p + 32 + l];
+            EXPECT_EQ(b.qs[32 * p + l], uint8_t((lo & 15) | (hi & 15) << 4)) << p << " " << l;
+            EXPECT_EQ((b.qh[l] >> (2 * p)) & 1, lo >> 4) << p << " " << l;
+            EXPECT_EQ((b.qh[l] >> (2 * p + 1)) & 1, hi >> 4) << p << " " << l;
+        }
+    float y[256];
+    dequantize_row_q5_K(&b, y, 256);
+    const float d = f16_to_f32(b.d) * 63.f, m = f16_to_f32(b.dmin) * 63.f;
+    for (int e = 0; e < 256; ++e) {
+        EXPECT_EQ(y[e], d * float(code[e]) - m) << e;  // the very codes written
+        EXPECT_NEAR(y[e], x[e], 0.02f) << e;           // f16 rounding of d and dmin only
+    }
+}
+
+// On Gaussian rows Q5_K sits between Q4_K and Q6_K, and every element is within a step of its
+// sub-block's scale (the fit may clip the extremes, never by more than one step).
+TEST(QuantBlocks, Q5_KErrorBetweenQ4_KAndQ6_K) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    const int64_t n = 4096;
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (auto& v : x) v = normal(rng);
+    auto rel_rms = [&](GgmlType type) {
+        std::vector<uint8_t> buf(*gguf::row_size(type, n));
+        quantize_row(type, x.data(), buf.data(), n);
+        dequantize_row(type, buf.data(), y.data(), n);
+        double se = 0, ss = 0;
+        for (int64_t i = 0; i < n; ++i) { se += double(x[size_t(i)] - y[size_t(i)]) * (x[size_t(i)] - y[size_t(i)]); ss += double(x[size_t(i)]) * x[size_t(i)]; }
+        return std::sqrt(se / ss);
+    };
+    const double q4 = rel_rms(GgmlType::Q4_K), q6 = rel_rms(GgmlType::Q6_K), q5 = rel_rms(GgmlType::Q5_K);
+    EXPECT_LT(q5, 0.6 * q4);
+    EXPECT_GT(q5, q6);
+    std::vector<uint8_t> buf(*gguf::row_size(GgmlType::Q5_K, n));
+    quantize_row_q5_K(x.data(), buf.data(), n);
+    dequantize_row_q5_K(buf.data(), y.data(), n);
+    const auto* blocks = reinterpret_cast<const BlockQ5_K*>(buf.data());
+    for (int64_t i = 0; i < n / 256; ++i)
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            k_scale_min(j, blocks[i].scales, sc, m);
+            const float step = f16_to_f32(blocks[i].d) * float(sc);
+            for (int l = 0; l < 32; ++l) {
+                const size_t e = size_t(256 * i + 32 * j + l);
+                EXPECT_LE(std::fabs(x[e] - y[e]), step * 1.001f) << i << " " << j << " " << l;
+            }
+        }
+}
+
 TEST(QuantBlocks, ZeroRowsQuantiseToZero) {
     std::vector<float> x(256, 0.f), y(256, 1.f);
     for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
-                       GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
+                       GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         std::vector<uint8_t> buf(*gguf::row_size(t, 256));
         quantize_row(t, x.data(), buf.data(), 256);
         dequantize_row(t, buf.data(), y.data(), 256);
@@ -327,7 +400,8 @@ TEST(QuantBlocks, RejectsBadLengthsAndTypes) {
     float x[64] = {};
     uint8_t out[512];
     EXPECT_THROW(quantize_row(GgmlType::Q4_K, x, out, 64), Error);
-    EXPECT_THROW(quantize_row(GgmlType::Q5_K, x, out, 256), Error);
+    EXPECT_THROW(quantize_row(GgmlType::Q5_K, x, out, 64), Error);
+    EXPECT_THROW(quantize_row(GgmlType::Q8_K, x, out, 256), Error);
     EXPECT_THROW(dequantize_row(GgmlType::Q8_0, out, x, 33), Error);
     EXPECT_THROW(dequantize_row(GgmlType::IQ2_XS, out, x, 256), Error);
 }
