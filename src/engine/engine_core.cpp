@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/draft_ngram.h"
 #include "engine/logprobs.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,6 +24,13 @@ int64_t limit_for(const StepModelInfo& info, const EngineOptions& options) {
 
 }  // namespace
 
+void SpeculativeOptions::validate() const {
+    if (ngram_max < 0 || ngram_max > 64) fail("the draft n-gram size must be in 0..64, got {}", ngram_max);
+    if (ngram_min < 1 || (ngram_max > 0 && ngram_min > ngram_max))
+        fail("the smallest draft n-gram must be in 1..{}, got {}", std::max(1, ngram_max), ngram_min);
+    if (max_draft < 1 || max_draft > 64) fail("the draft length must be in 1..64, got {}", max_draft);
+}
+
 EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options)
     : model_(model),
       info_(model.info()),
@@ -33,6 +41,7 @@ EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokeni
       scheduler_(options_.scheduler, blocks_) {
     if (info_.vocab_size < 1) fail("engine: the model reports an empty vocabulary");
     if (options_.max_context < 0) fail("engine: max_context must not be negative, got {}", options_.max_context);
+    options_.speculative.validate();
     if (tokenizer_ && tokenizer_->n_vocab() > info_.vocab_size)
         fail("engine: the tokenizer has {} tokens but the model's vocabulary only {}", tokenizer_->n_vocab(),
              info_.vocab_size);
@@ -223,7 +232,7 @@ std::shared_ptr<grammar::TokenMasker> EngineCore::masker_for(const Request& req)
     return maskers_.front();
 }
 
-void EngineCore::sample(Sequence& seq, float* row) {
+bool EngineCore::sample(Sequence& seq, float* row, std::optional<int32_t> draft) {
     RequestState& r = *seq.request;
     try {
         const Request& req = r.request;
@@ -243,7 +252,7 @@ void EngineCore::sample(Sequence& seq, float* row) {
             d.index = seq.index;
             d.error = "the grammar allows no token of the vocabulary here (it needs a character no token spells)";
             finish_sequence(seq, FinishReason::error, d);
-            return;
+            return false;
         }
         std::optional<TokenLogprob> lp;
         double raw_logit = 0;
@@ -254,7 +263,9 @@ void EngineCore::sample(Sequence& seq, float* row) {
             lp = top_logprobs(row, vocab, norm, req.logprobs);
             raw.assign(row, row + vocab);  // the sampler rewrites `row`
         }
-        const int32_t token = seq.sampler->sample(row, vocab, seq.tokens);
+        const int32_t token = draft ? seq.sampler->sample_or_accept(row, vocab, seq.tokens, *draft)
+                                    : seq.sampler->sample(row, vocab, seq.tokens);
+        const bool accepted = draft && token == *draft;
         if (lp) {
             raw_logit = raw[size_t(token)];
             lp->token = token;
@@ -285,7 +296,7 @@ void EngineCore::sample(Sequence& seq, float* row) {
         const bool eog = !req.stop.ignore_eos && tokenizer_ && tokenizer_->is_eog(token);
         if (eog || std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
             finish_sequence(seq, FinishReason::stop, d);
-            return;
+            return accepted;
         }
         auto shown = seq.stop.feed(seq.text.feed(token));
         d.text = std::move(shown.text);
@@ -293,8 +304,49 @@ void EngineCore::sample(Sequence& seq, float* row) {
         else if (seq.n_generated >= req.stop.max_tokens || int64_t(seq.tokens.size()) >= context_limit_)
             finish_sequence(seq, FinishReason::length, d);
         else emit(r, std::move(d));
+        return accepted;
     } catch (const std::exception& e) {
         fail_request(r, FinishReason::error, fmt::format("sampling failed: {}", e.what()));
+    }
+    return false;
+}
+
+void EngineCore::propose_drafts() {
+    const SpeculativeOptions& o = options_.speculative;
+    for (Sequence* s : scheduler_.running()) {
+        s->draft.clear();
+        if (!s->request || s->pooled || s->n_computed + 1 != int64_t(s->tokens.size())) continue;  // not decoding
+        if (s->draft_pause > 0) {
+            --s->draft_pause;
+            continue;
+        }
+        if (s->draft_limit == 0) s->draft_limit = o.max_draft;
+        // Room: the context, and max_tokens less the token the verification always yields.
+        const int64_t room = std::min(context_limit_ - int64_t(s->tokens.size()),
+                                      s->request->request.stop.max_tokens - s->n_generated - 1);
+        const int64_t k = std::min<int64_t>(s->draft_limit, room);
+        if (k < 1) continue;
+        s->draft = propose_ngram_draft(s->tokens, o.ngram_min, o.ngram_max, int32_t(k));
+    }
+}
+
+void EngineCore::adapt_draft(Sequence& s, int64_t drafted, int64_t accepted) {
+    const int32_t max_draft = options_.speculative.max_draft;
+    if (accepted == drafted) {
+        s.draft_limit = std::min(max_draft, s.draft_limit * 2);  // all taken: try longer
+        s.draft_misses = 0;
+        return;
+    }
+    s.draft_limit = std::max<int32_t>(1, int32_t(accepted) + 1);  // as far as it went right, and one more
+    if (accepted > 0) {
+        s.draft_misses = 0;
+        return;
+    }
+    // Three refusals in a row: pause, longer each time (capped), so a workload that does not copy
+    // pays at most a few wasted rows now and then.
+    if (++s.draft_misses >= 3) {
+        s.draft_pause = std::min(64, 4 << std::min(4, s.draft_misses - 3));
+        s.draft_limit = 1;
     }
 }
 
@@ -309,6 +361,7 @@ void EngineCore::fork_request(RequestState& r, Sequence& parent) {
 
 bool EngineCore::step() {
     const auto start = Clock::now();
+    if (options_.speculative.enabled()) propose_drafts();
     StepPlan plan = scheduler_.schedule();
     counters_.preemptions = scheduler_.preemptions();
     if (plan.empty()) return false;
@@ -319,9 +372,14 @@ bool EngineCore::step() {
         Sequence& s = *c.seq;
         const int32_t index = batch_.add_sequence(blocks_.block_table(s.id));
         const bool embeds = s.pooled.has_value();
-        for (int64_t p = c.begin; p < c.end; ++p)
-            batch_.add(s.tokens[size_t(p)], int32_t(p), index, blocks_.slot(s.id, p), !embeds && c.logits && p + 1 == c.end,
+        const int64_t n_real = int64_t(s.tokens.size());
+        for (int64_t p = c.begin; p < c.end; ++p) {
+            const int32_t token = p < n_real ? s.tokens[size_t(p)] : s.draft[size_t(p - n_real)];
+            // A draft's rows all want logits: row j verifies draft token j, the last one gives the next.
+            const bool logits = !embeds && c.logits && p + 1 + c.n_draft >= c.end;
+            batch_.add(token, int32_t(p), index, blocks_.slot(s.id, p), logits,
                        embeds && pools_position(s.request->request.embedding->pooling, p, s.n_prompt));
+        }
         if (s.request && !s.request->scheduled) {
             s.request->scheduled = true;
             s.request->timings.queue = seconds_between(s.request->arrival, start);
@@ -361,12 +419,38 @@ bool EngineCore::step() {
 
     pool_hidden_rows(plan, done);
     size_t row = 0;
+    int64_t drafted = 0, accepted_total = 0;
     for (const ScheduledChunk& c : plan.chunks) {
         if (!c.logits || c.seq->pooled) continue;
-        float* p = logits.data() + row++ * size_t(info_.vocab_size);
+        float* p = logits.data() + row * size_t(info_.vocab_size);
+        row += size_t(1 + c.n_draft);
         Sequence& s = *c.seq;
         if (s.status != SeqStatus::running || !s.request) continue;  // failed earlier in this loop
         RequestState& r = *s.request;
+        if (c.n_draft > 0) {
+            // Verify the draft row by row; the first refusal's replacement (or, all accepted, the
+            // last row's sample) is the token this step adds beyond the accepted ones.
+            const std::vector<int32_t> draft = s.draft;
+            int64_t accepted = 0;
+            for (int64_t j = 0; j <= c.n_draft && s.status == SeqStatus::running; ++j) {
+                float* rj = p + size_t(j) * size_t(info_.vocab_size);
+                if (j == c.n_draft) {
+                    sample(s, rj);
+                    break;
+                }
+                if (!sample(s, rj, draft[size_t(j)])) break;
+                ++accepted;
+            }
+            scheduler_.accept_draft(c, accepted);
+            s.draft.clear();
+            drafted += c.n_draft;
+            accepted_total += accepted;
+            counters_.draft_tokens += c.n_draft;
+            counters_.accepted_draft_tokens += accepted;
+            if (s.status == SeqStatus::running) adapt_draft(s, c.n_draft, accepted);
+            if (r.n_done == r.request.n && std::find(done.begin(), done.end(), &r) == done.end()) done.push_back(&r);
+            continue;
+        }
         if (!r.forked && r.request.n > 1) {
             fork_request(r, s);
             for (int32_t i = 1; i < r.request.n; ++i) {
@@ -383,7 +467,7 @@ bool EngineCore::step() {
     counters_.step_seconds += step_seconds;
     if (options_.on_step) {
         StepInfo info{plan.n_tokens, plan.n_decode_tokens, plan.n_prefill_tokens, int64_t(plan.chunks.size()),
-                      step_seconds};
+                      drafted, accepted_total, step_seconds};
         options_.on_step(info);
     }
     return true;

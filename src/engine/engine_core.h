@@ -32,8 +32,21 @@ struct FinishedRequest {
     FinishReason reason = FinishReason::stop;  // of choice 0
 };
 
+// Speculative decoding by prompt lookup (draft_ngram.h): every decoding sequence proposes up to
+// max_draft tokens from an earlier occurrence of its last ngram_max..ngram_min tokens, and the step
+// verifies them beside everything else. Greedy output is unchanged token for token; sampled output
+// keeps its distribution (Sampler::sample_or_accept).
+struct SpeculativeOptions {
+    int32_t ngram_max = 0;   // 0: off
+    int32_t ngram_min = 1;
+    int32_t max_draft = 8;   // tokens per sequence and step, at most
+    void validate() const;   // throws pagoda::Error
+    bool enabled() const { return ngram_max > 0; }
+};
+
 struct EngineOptions {
     SchedulerConfig scheduler;
+    SpeculativeOptions speculative;
     bool prefix_caching = true;
     int64_t max_context = 0;  // 0: the model's; else the smaller of the two
     // Called on the engine thread (keep them short).
@@ -92,7 +105,12 @@ private:
     Sequence& new_sequence(RequestState& r, int32_t index, std::vector<int32_t> tokens);
     void fork_request(RequestState& r, Sequence& parent);
     // Samples one token for seq from `row` (modified) and emits its delta.
-    void sample(Sequence& seq, float* row);
+    // With a draft token: verifies it (Sampler::sample_or_accept) and returns whether it was accepted.
+    bool sample(Sequence& seq, float* row, std::optional<int32_t> draft = std::nullopt);
+    // Proposes the drafts of the decoding sequences for the coming step.
+    void propose_drafts();
+    // After a verification that drafted n and accepted a: the sequence's next draft size or pause.
+    void adapt_draft(Sequence& seq, int64_t drafted, int64_t accepted);
     // Feeds the step's hidden rows to the embedding requests in it and finishes those whose
     // prompt is complete (appended to `done`).
     void pool_hidden_rows(const StepPlan& plan, std::vector<RequestState*>& done);

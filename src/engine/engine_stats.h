@@ -23,6 +23,8 @@ struct EngineStats {
     int64_t grammar_masks = 0;          // grammar masks applied (one per constrained sampled token)
     double grammar_mask_seconds = 0;    // time spent computing and applying them
     double step_seconds = 0;            // time of all steps (forward + sampling), for the mask's share
+    int64_t draft_tokens = 0;           // speculative tokens verified
+    int64_t accepted_draft_tokens = 0;  // of those, accepted (each one a step saved)
     double prefix_hit_rate() const {
         return prefix_queried_tokens ? double(prefix_hit_tokens) / double(prefix_queried_tokens) : 0.0;
     }
@@ -30,6 +32,7 @@ struct EngineStats {
 
 struct StepInfo {
     int64_t n_tokens = 0, n_decode_tokens = 0, n_prefill_tokens = 0, n_sequences = 0;
+    int64_t n_draft_tokens = 0, n_accepted_draft_tokens = 0;
     double seconds = 0;  // forward + sampling
 };
 

@@ -43,18 +43,17 @@ void Sampler::apply_penalties(float* logits, int64_t vocab, const std::vector<in
     }
 }
 
-int32_t Sampler::sample(float* logits, int64_t vocab, const std::vector<int32_t>& history) {
+bool Sampler::distribution(float* logits, int64_t vocab, const std::vector<int32_t>& history) {
     for (const auto& [id, bias] : params_.logit_bias)
         if (id >= 0 && id < vocab) logits[id] += bias;
     apply_penalties(logits, vocab, history);
-
-    if (params_.temperature == 0.0f) return int32_t(std::max_element(logits, logits + vocab) - logits);
+    if (params_.temperature == 0.0f) return false;
 
     candidates_.clear();
     candidates_.reserve(size_t(vocab));
     for (int64_t i = 0; i < vocab; ++i)
         if (logits[i] > -std::numeric_limits<float>::infinity()) candidates_.push_back({logits[i] / params_.temperature, int32_t(i)});
-    if (candidates_.empty()) return int32_t(std::max_element(logits, logits + vocab) - logits);
+    if (candidates_.empty()) return false;
     auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
 
     size_t keep = candidates_.size();
@@ -64,34 +63,60 @@ int32_t Sampler::sample(float* logits, int64_t vocab, const std::vector<int32_t>
     candidates_.resize(keep);
 
     const float max_logit = candidates_[0].first;
-    std::vector<double> probs(keep);
+    probs_.resize(keep);
     double sum = 0;
-    for (size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(double(candidates_[i].first - max_logit));
-    for (auto& p : probs) p /= sum;
+    for (size_t i = 0; i < keep; ++i) sum += probs_[i] = std::exp(double(candidates_[i].first - max_logit));
+    for (auto& p : probs_) p /= sum;
 
     if (params_.top_p < 1.0f) {
         double cumulative = 0;
         size_t n = 0;
         while (n < keep) {
-            cumulative += probs[n++];
+            cumulative += probs_[n++];
             if (cumulative >= params_.top_p) break;
         }
         keep = n;
     }
     if (params_.min_p > 0.0f) {
-        const double threshold = params_.min_p * probs[0];
+        const double threshold = params_.min_p * probs_[0];
         size_t n = 1;
-        while (n < keep && probs[n] >= threshold) ++n;
+        while (n < keep && probs_[n] >= threshold) ++n;
         keep = n;
     }
-    double total = 0;
-    for (size_t i = 0; i < keep; ++i) total += probs[i];
+    candidates_.resize(keep);
+    probs_.resize(keep);
+    kept_mass_ = 0;
+    for (double p : probs_) kept_mass_ += p;
+    return true;
+}
+
+// A draw from probs_ (masses summing to kept_mass_) without `excluded` (-1: none); `total` is
+// the mass that remains.
+int32_t Sampler::draw(double total, int32_t excluded) {
     double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
-    for (size_t i = 0; i < keep; ++i) {
-        r -= probs[i];
-        if (r < 0) return candidates_[i].second;
+    int32_t last = -1;
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+        if (candidates_[i].second == excluded) continue;
+        last = candidates_[i].second;
+        r -= probs_[i];
+        if (r < 0) return last;
     }
-    return candidates_[keep - 1].second;
+    return last;
+}
+
+int32_t Sampler::sample(float* logits, int64_t vocab, const std::vector<int32_t>& history) {
+    if (!distribution(logits, vocab, history)) return int32_t(std::max_element(logits, logits + vocab) - logits);
+    return draw(kept_mass_, -1);
+}
+
+int32_t Sampler::sample_or_accept(float* logits, int64_t vocab, const std::vector<int32_t>& history, int32_t draft) {
+    if (!distribution(logits, vocab, history)) return int32_t(std::max_element(logits, logits + vocab) - logits);
+    double mass = 0;  // of the draft, within kept_mass_
+    for (size_t i = 0; i < candidates_.size(); ++i)
+        if (candidates_[i].second == draft) mass = probs_[i];
+    if (mass > 0 && std::uniform_real_distribution<double>(0.0, kept_mass_)(rng_) < mass) return draft;
+    if (candidates_.size() == 1 && mass > 0) return draft;  // nothing else is possible
+    return draw(kept_mass_ - mass, draft);
 }
 
 }  // namespace pagoda::engine

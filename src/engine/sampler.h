@@ -2,6 +2,12 @@
 // presence penalties over the tokens seen so far, then greedy (temperature 0) or temperature →
 // top-k → top-p (nucleus) → min-p → a draw from the renormalised distribution with the sampler's
 // own seeded generator, so a given seed always reproduces the same choices.
+//
+// Speculative verification (sample_or_accept) draws from the same distribution while checking a
+// drafted token d: greedy accepts d when it is the argmax; otherwise d is accepted with probability
+// p(d) and, when refused, the token is drawn from p with d removed (renormalised). For a draft that is
+// a fixed proposal this leaves every token's probability exactly p(x), so speculation never changes
+// what is sampled in distribution, and at temperature 0 never changes it at all.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -32,15 +38,25 @@ public:
     // `logits` is modified (bias, penalties, temperature). `history` is every token of the sequence so
     // far (prompt and generated), used by the penalties.
     int32_t sample(float* logits, int64_t vocab_size, const std::vector<int32_t>& history);
+    // As sample(), verifying the drafted token `draft`: returns draft when accepted, else the
+    // replacement (never draft).
+    int32_t sample_or_accept(float* logits, int64_t vocab_size, const std::vector<int32_t>& history, int32_t draft);
 
     const SamplingParams& params() const { return params_; }
 
 private:
     void apply_penalties(float* logits, int64_t vocab_size, const std::vector<int32_t>& history) const;
+    // Bias, penalties; then (temperature > 0) the kept candidates_, best first, with their masses
+    // probs_ (softmax over all candidates, so they sum to kept_mass_ <= 1). Returns false for greedy
+    // (or no finite logit): use the argmax.
+    bool distribution(float* logits, int64_t vocab_size, const std::vector<int32_t>& history);
+    int32_t draw(double total, int32_t excluded);
 
     SamplingParams params_;
     std::mt19937_64 rng_;
     std::vector<std::pair<float, int32_t>> candidates_;
+    std::vector<double> probs_;
+    double kept_mass_ = 0;
 };
 
 }  // namespace pagoda::engine

@@ -49,6 +49,7 @@ Sequence* Scheduler::newest_running() const { return running_.empty() ? nullptr 
 
 void Scheduler::preempt(Sequence* seq, StepPlan& plan) {
     blocks_.free(seq->id);
+    seq->draft.clear();
     seq->n_computed = 0;
     running_.erase(std::find(running_.begin(), running_.end(), seq));
     enqueue(seq);  // ahead of everything that arrived after it: the front under FCFS
@@ -67,12 +68,23 @@ StepPlan Scheduler::schedule() {
         if (blocks_.num_tokens(s->id) == int64_t(s->tokens.size()) && s->n_computed < int64_t(s->tokens.size()))
             prefilling.push_back(s);
 
-    // 1. Decodes, oldest first; preempt the newest when the pool is full.
+    // 1. Decodes, oldest first; preempt the newest when the pool is full. Drafts come out of what
+    // the budget leaves after one token for every decode, and are dropped before anyone is preempted.
+    int64_t decodes_left = 0;
+    for (Sequence* s : running_) decodes_left += int64_t(s->tokens.size()) > blocks_.num_tokens(s->id) ? 1 : 0;
     for (size_t i = 0; i < running_.size(); ++i) {
         Sequence* s = running_[i];
         const int64_t in_kv = blocks_.num_tokens(s->id);
-        const int64_t n_new = int64_t(s->tokens.size()) - in_kv;
-        if (n_new <= 0) continue;
+        const int64_t n_real = int64_t(s->tokens.size()) - in_kv;
+        if (n_real <= 0) {
+            s->draft.clear();
+            continue;
+        }
+        --decodes_left;
+        const int64_t spare = budget - n_real - decodes_left;
+        if (int64_t(s->draft.size()) > spare) s->draft.resize(size_t(std::max<int64_t>(0, spare)));
+        if (!s->draft.empty() && !blocks_.can_append(s->id, n_real + int64_t(s->draft.size()))) s->draft.clear();
+        const int64_t n_new = n_real + int64_t(s->draft.size());
         bool self_preempted = false;
         while (!blocks_.can_append(s->id, n_new)) {
             Sequence* victim = newest_running();
@@ -84,9 +96,12 @@ StepPlan Scheduler::schedule() {
         }
         if (self_preempted) break;  // it was the newest: nothing after it is running
         blocks_.append(s->id, std::span<const int32_t>(s->tokens).subspan(size_t(in_kv)), plan.copies);
-        plan.chunks.push_back({s, s->n_computed, int64_t(s->tokens.size()), true});
-        plan.n_decode_tokens += int64_t(s->tokens.size()) - s->n_computed;
-        budget -= int64_t(s->tokens.size()) - s->n_computed;
+        if (!s->draft.empty()) blocks_.append(s->id, s->draft, plan.copies);
+        const int64_t end = int64_t(s->tokens.size() + s->draft.size());
+        plan.chunks.push_back({s, s->n_computed, end, true, int64_t(s->draft.size())});
+        plan.n_decode_tokens += end - s->n_computed;
+        plan.n_draft_tokens += int64_t(s->draft.size());
+        budget -= end - s->n_computed;
     }
 
     // 2. Continue partly computed prompts, oldest first.
@@ -130,9 +145,19 @@ StepPlan Scheduler::schedule() {
 void Scheduler::complete(const StepPlan& plan) {
     for (const ScheduledChunk& c : plan.chunks) {
         if (c.seq->status != SeqStatus::running || !blocks_.has_sequence(c.seq->id)) continue;
-        blocks_.mark_computed(c.seq->id, c.end);
-        c.seq->n_computed = c.end;
+        blocks_.mark_computed(c.seq->id, c.end - c.n_draft);
+        c.seq->n_computed = c.end - c.n_draft;
     }
+}
+
+void Scheduler::accept_draft(const ScheduledChunk& c, int64_t accepted) {
+    Sequence* s = c.seq;
+    if (c.n_draft == 0 || s->status != SeqStatus::running || !blocks_.has_sequence(s->id)) return;
+    if (accepted < 0 || accepted > c.n_draft) fail("scheduler: {} of {} drafted tokens accepted", accepted, c.n_draft);
+    const int64_t computed = c.end - c.n_draft + accepted;
+    blocks_.mark_computed(s->id, computed);
+    blocks_.truncate(s->id, computed);
+    s->n_computed = computed;
 }
 
 void Scheduler::fork(Sequence* parent, Sequence* child) {

@@ -1,6 +1,7 @@
 // Iteration-level (continuous) batching. Each call to schedule() plans one forward step:
 //   1. decode: every running sequence that has a sampled token not yet in the KV cache gets one
-//      token, oldest admission first. When the KV pool cannot take it, the most recently admitted
+//      token (plus its speculative draft, shortened or dropped to fit the budget and the pool),
+//      oldest admission first. When the KV pool cannot take it, the most recently admitted
 //      running sequence is preempted (its blocks freed; it goes back to the waiting queue with
 //      prompt + generated tokens as its new prompt, recomputed later, mostly from the prefix cache)
 //      until the append fits or the sequence itself was the one preempted.
@@ -36,6 +37,7 @@ struct ScheduledChunk {
     Sequence* seq = nullptr;
     int64_t begin = 0, end = 0;  // token positions computed this step
     bool logits = false;         // end reaches the sequence's last token: sample from it
+    int64_t n_draft = 0;         // the last n_draft positions are speculative (seq->draft), with logits
 };
 
 struct StepPlan {
@@ -45,6 +47,7 @@ struct StepPlan {
     int64_t n_tokens = 0;
     int64_t n_decode_tokens = 0;
     int64_t n_prefill_tokens = 0;
+    int64_t n_draft_tokens = 0;   // of n_decode_tokens, speculative
     bool empty() const { return chunks.empty(); }
 };
 
@@ -55,8 +58,12 @@ public:
     const SchedulerConfig& config() const { return config_; }
     void add(Sequence* seq);  // joins the waiting queue
     StepPlan schedule();
-    // After the step's forward ran: the chunks' tokens now have KV.
+    // After the step's forward ran: the chunks' tokens now have KV (a chunk's draft positions are
+    // not counted: the engine marks the accepted ones and truncates the rest, see accept_draft).
     void complete(const StepPlan& plan);
+    // After verification: `accepted` leading draft tokens of the chunk joined seq->tokens; their KV
+    // counts as computed and the refused ones are dropped from the sequence's blocks.
+    void accept_draft(const ScheduledChunk& chunk, int64_t accepted);
     // A fully computed running sequence `parent` gets a sibling sharing its blocks.
     void fork(Sequence* parent, Sequence* child);
     // Ends a sequence wherever it is (running or waiting) and frees its blocks.

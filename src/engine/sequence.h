@@ -38,6 +38,9 @@ struct Sequence {
     int32_t n_preemptions = 0;
     int64_t first_cached_tokens = -1;  // prefix-cache hit at its first admission
     bool reuse_prefix = true;          // false: compute every prompt token (mean / CLS pooling)
+    // Speculative tokens proposed after `tokens` for the next step to verify; never part of `tokens`
+    // (a preemption drops them). The scheduler may shorten it to fit the step.
+    std::vector<int32_t> draft;
 
     // ---- output ----
     std::unique_ptr<Sampler> sampler;
@@ -49,6 +52,10 @@ struct Sequence {
     std::optional<grammar::Matcher> matcher;
     // An embedding request's pooled hidden states so far.
     std::optional<PooledEmbedding> pooled;
+    // Speculation control: drafts of up to draft_limit tokens; after repeated refusals it pauses
+    // for draft_pause steps (the cost of wrong drafts is bounded where they do not pay).
+    int32_t draft_limit = 0;
+    int32_t draft_misses = 0, draft_pause = 0;
 };
 
 }  // namespace pagoda::engine

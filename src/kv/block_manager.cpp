@@ -223,6 +223,20 @@ AllocateResult BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt
     return {KvStatus::ok, cached};
 }
 
+void BlockManager::truncate(SeqId seq, int64_t n_tokens) {
+    Sequence& s = seq_ref(seq);
+    if (n_tokens < s.n_computed || n_tokens > int64_t(s.tokens.size()))
+        fail("block manager: cannot truncate sequence {} to {} tokens ({} computed, {} held)", seq, n_tokens,
+             s.n_computed, s.tokens.size());
+    if (n_tokens == 0) fail("block manager: cannot truncate sequence {} to no tokens", seq);
+    s.tokens.resize(size_t(n_tokens));
+    const size_t keep = size_t((n_tokens + block_size_ - 1) / block_size_);
+    while (s.table.size() > keep) {
+        release(s.table.back());
+        s.table.pop_back();
+    }
+}
+
 KvStatus BlockManager::append(SeqId seq, std::span<const int32_t> tokens, std::vector<BlockCopy>& copies) {
     Sequence& s = seq_ref(seq);
     if (tokens.empty()) return KvStatus::ok;

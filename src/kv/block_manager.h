@@ -94,6 +94,9 @@ public:
     void fork(SeqId parent, SeqId child);
     // Releases a sequence's blocks (cached full blocks stay evictable).
     void free(SeqId seq);
+    // Drops the sequence's tokens from n_tokens on (speculative drafts the model refused) and the
+    // blocks that then hold none. Only uncomputed tokens may go: n_tokens >= num_computed(seq).
+    void truncate(SeqId seq, int64_t n_tokens);
 
     // ---- step inputs ----
     bool has_sequence(SeqId seq) const { return seqs_.count(seq) != 0; }
