@@ -17,6 +17,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/speculative_flags.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -39,6 +40,7 @@ using json = nlohmann::json;
 using server::ApiError;
 
 struct BatchOptions {
+    SpeculativeFlags spec;
     std::string model, input, output, chat_template;
     int threads = 0;
     int64_t max_batched_tokens = 2048, ctx = 0;
@@ -161,6 +163,7 @@ int run_batch(const BatchOptions& o) {
     options.scheduler.max_batched_tokens = o.max_batched_tokens;
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = kv.prefix_caching;
+    options.speculative = o.spec.options;
     engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, kv, tokens_wanted, o.ctx,
                                                                       o.max_batched_tokens)),
                        tok, options);
@@ -256,6 +259,7 @@ CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests
     sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
         ->check(in_range(1, 4096));
     o->kv.add_to(sub);
+    o->spec.add_to(sub);
     sub.add_option("--chat-template", o->chat_template,
                    "For /v1/chat/completions lines: a builtin name (chatml, llama2, llama3, ...) or a Jinja file "
                    "(empty: the model's, else chatml)");

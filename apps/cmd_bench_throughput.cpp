@@ -14,6 +14,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/speculative_flags.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "apps/model_flags.h"
@@ -29,6 +30,7 @@ namespace pagoda::app {
 namespace {
 
 struct BenchOptions {
+    SpeculativeFlags spec;
     std::string model, rate = "inf", prompt_len = "32:128", output_len = "16:64", json_schema;
     int requests = 32, concurrency = 0, threads = 0;
     double shared_prefix = 0;
@@ -128,6 +130,7 @@ int run_bench(const BenchOptions& o) {
     options.scheduler.max_batched_tokens = o.max_batched_tokens;
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = kv.prefix_caching;
+    options.speculative = o.spec.options;
     std::mutex mutex;
     std::condition_variable cv;
     double peak_kv = 0;
@@ -208,6 +211,11 @@ int run_bench(const BenchOptions& o) {
                 "mean %.1f tokens/step\n",
                 100.0 * s.prefix_hit_rate(), 100.0 * peak_kv, s.kv_blocks_total, (long long)s.preemptions,
                 (long long)s.steps, s.steps ? double(s.step_tokens) / double(s.steps) : 0.0);
+    if (o.spec.options.enabled())
+        std::printf("speculation: %lld drafted, %lld accepted (%.1f%%), %.2f output tokens per sequence-step\n",
+                    (long long)s.draft_tokens, (long long)s.accepted_draft_tokens,
+                    s.draft_tokens ? 100.0 * double(s.accepted_draft_tokens) / double(s.draft_tokens) : 0.0,
+                    s.generation_tokens > 0 ? double(s.generation_tokens) / double(s.generation_tokens - s.accepted_draft_tokens) : 0.0);
     if (grammar)
         std::printf("grammar mask: %lld masks, mean %.1f us each, %.3f ms per step = %.1f%% of the step time\n",
                     (long long)s.grammar_masks, s.grammar_masks ? 1e6 * s.grammar_mask_seconds / double(s.grammar_masks) : 0.0,
@@ -232,7 +240,8 @@ CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the 
     o->compute.add_to(sub);
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(in_range(1, 1 << 20));
     sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(in_range(1, 4096));
-    o->kv.add_to(sub);  // without --kv-memory: enough for the whole workload
+    o->kv.add_to(sub);
+    o->spec.add_to(sub);  // without --kv-memory: enough for the whole workload
     sub.add_option("--json-schema", o->json_schema, "Constrain every request to this JSON schema (file)");
     return [o] { return run_bench(*o); };
 });

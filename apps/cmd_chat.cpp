@@ -22,6 +22,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/speculative_flags.h"
 #include "apps/model_flags.h"
 #include "apps/reply_printer.h"
 #include "apps/sampling_flags.h"
@@ -41,6 +42,7 @@ namespace {
 constexpr int64_t kDefaultContext = 4096;
 
 struct ChatOptions {
+    SpeculativeFlags spec;
     std::string model, chat_template, system, reasoning = "show";
     int64_t ctx = kDefaultContext;
     CLI::Option* ctx_option = nullptr;
@@ -135,6 +137,7 @@ int chat(ChatOptions& o) {
     eo.scheduler.max_batched_tokens = o.chunk;
     eo.prefix_caching = o.kv.options().prefix_caching;
     eo.max_context = context;
+    eo.speculative = o.spec.options;
     engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, o.kv.options(), context, context, o.chunk)),
                        tok, eo);
     const int64_t limit = eng.context_limit();
@@ -273,6 +276,7 @@ CommandRegistration reg("chat", "Chat with a model in the terminal (its chat tem
     add_threads_option(sub, o->threads);
     sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(in_range(1, 1 << 20));
     o->kv.add_to(sub);
+    o->spec.add_to(sub);
     o->compute.add_to(sub);
     return [o] { return chat(*o); };
 });

@@ -4,6 +4,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/speculative_flags.h"
 #include "apps/model_flags.h"
 #include "apps/serve_loader.h"
 #include "apps/text_file.h"
@@ -17,6 +18,7 @@ namespace pagoda::app {
 namespace {
 
 struct ServeOptions {
+    SpeculativeFlags spec;
     ServeModelOptions model;
     server::GatewayOptions gateway;
     server::HttpServerOptions http;
@@ -48,6 +50,8 @@ int serve(ServeOptions& o) {
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;
     o.gateway.scheduler.validate();
+    o.spec.options.validate();
+    o.gateway.speculative = o.spec.options;
     o.model.kv = o.kv.options();
     o.model.backend = o.compute.backend;
     o.model.fusion = !o.compute.no_fusion;
@@ -80,6 +84,7 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "without --kv-memory the KV cache holds this, or 256 tokens per sequence, whichever is more")
         ->check(in_range(int64_t(0), int64_t(1) << 24));
     o->kv.add_to(sub);
+    o->spec.add_to(sub);
     o->compute.add_to(sub);
     sub.add_option("--api-key-file", o->api_key_file,
                    "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without keys: open server)");

@@ -112,6 +112,7 @@ void Gateway::load() {
         const auto t0 = SteadyClock::now();
         engine::EngineOptions eo;
         eo.scheduler = options_.scheduler;
+        eo.speculative = options_.speculative;
         const int64_t budget = options_.scheduler.max_batched_tokens;
         eo.on_step = [this, budget](const engine::StepInfo& s) { metrics_.on_step(s, budget); };
         eo.on_request_finished = [this](const engine::FinishedRequest& f) { metrics_.on_request_finished(f); };

@@ -31,6 +31,7 @@ namespace pagoda::server {
 struct GatewayOptions {
     std::string model_name;             // the model id in the API
     engine::SchedulerConfig scheduler;
+    engine::SpeculativeOptions speculative;  // prompt-lookup drafting (off by default)
     int64_t max_queue = 256;            // new requests get 503 while more than this many wait
     int64_t max_prompt_tokens = 0;      // 0: the context limit
     int64_t max_tokens_limit = 4096;    // largest max_tokens accepted

@@ -26,6 +26,8 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
     r.add_counter("pagoda:prompt_tokens_total", "Prompt tokens of admitted requests");
     r.add_counter("pagoda:prompt_tokens_computed_total", "Prompt tokens actually run through the model (misses, recomputation)");
     r.add_counter("pagoda:generation_tokens_total", "Tokens generated");
+    r.add_counter("pagoda:spec_decode_num_draft_tokens_total", "Speculative (prompt-lookup) tokens verified");
+    r.add_counter("pagoda:spec_decode_num_accepted_tokens_total", "Speculative tokens accepted (each one a step saved)");
     r.add_counter("pagoda:num_preemptions_total", "Sequences preempted for lack of KV-cache space");
     r.add_counter("pagoda:engine_steps_total", "Engine forward steps run");
     r.add_counter("pagoda:engine_busy_seconds_total", "Seconds the engine spent in forward steps and sampling");
@@ -58,6 +60,8 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
         {"pagoda:prefix_cache_hits_total", "vllm:prefix_cache_hits_total"},
         {"pagoda:prompt_tokens_total", "vllm:prompt_tokens_total"},
         {"pagoda:generation_tokens_total", "vllm:generation_tokens_total"},
+        {"pagoda:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_draft_tokens_total"},
+        {"pagoda:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_accepted_tokens_total"},
         {"pagoda:num_preemptions_total", "vllm:num_preemptions_total"},
         {"pagoda:request_success_total", "vllm:request_success_total"},
         {"pagoda:time_to_first_token_seconds", "vllm:time_to_first_token_seconds"},
@@ -122,6 +126,8 @@ std::string ServerMetrics::render(const engine::EngineStats* s, bool ready) {
         r.set("pagoda:prompt_tokens_total", double(s->prompt_tokens));
         r.set("pagoda:prompt_tokens_computed_total", double(s->computed_prompt_tokens));
         r.set("pagoda:generation_tokens_total", double(s->generation_tokens));
+        r.set("pagoda:spec_decode_num_draft_tokens_total", double(s->draft_tokens));
+        r.set("pagoda:spec_decode_num_accepted_tokens_total", double(s->accepted_draft_tokens));
         r.set("pagoda:num_preemptions_total", double(s->preemptions));
         r.set("pagoda:engine_steps_total", double(s->steps));
     }
