@@ -94,6 +94,9 @@ test('names, ports, labels and selectors agree across the manifests', () => {
     for (const [k, v] of Object.entries(selector)) assert.equal(podLabels[k], v, `${what} selects ${k}=${v}, which the pods do not carry`);
   };
   matches(deployment.spec.selector.matchLabels, 'the Deployment');
+  // One compute thread per CPU of the limit, and requests = limits (no CPU borrowed, none throttled).
+  assert.equal(args.get('--threads'), String(container.resources.limits.cpu));
+  assert.deepEqual(container.resources.requests, container.resources.limits);
   const http = container.ports.find((p) => p.name === 'http');
   assert.equal(String(http.containerPort), args.get('--port'), 'containerPort http = --port');
   for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) assert.equal(container[probe].httpGet.port, 'http', `${probe} port`);
