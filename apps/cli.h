@@ -2,7 +2,8 @@
 // across the binary, and a bad value is refused in plain words naming the flag:
 //   in_range(lo, hi)     a numeric check whose failure reads "'abc' is not a number" or
 //                        "7 is out of range: use 0 to 1" (CLI11 prefixes the flag's name);
-//   add_threads_option   -t/--threads, where 0 (the default) means one thread per physical core.
+//   add_threads_option   -t/--threads, where 0 (the default) means one thread per physical core
+//                        (capped by a container CPU limit or affinity mask).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -25,7 +26,7 @@ CLI::Validator in_range(T lo, T hi) {
 }
 
 inline CLI::Option* add_threads_option(CLI::App& sub, int& threads) {
-    return sub.add_option("-t,--threads", threads, "Compute threads (0: one per physical core)")
+    return sub.add_option("-t,--threads", threads, "Compute threads (0: one per physical core, at most the CPUs a container limit or affinity mask allows)")
         ->check(in_range(0, 1024));
 }
 

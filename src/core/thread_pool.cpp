@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+#include "core/cpu_limit.h"
+
 namespace pagoda {
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
@@ -112,8 +114,12 @@ int default_thread_count() {
         else if (line.rfind("core id", 0) == 0) cores.insert({phys, value()});
     }
     int logical = int(std::max(1u, std::thread::hardware_concurrency()));
-    if (cores.empty()) return logical;
-    return std::clamp(int(cores.size()), 1, logical);
+    int n = cores.empty() ? logical : std::clamp(int(cores.size()), 1, logical);
+    // Inside a container the machine's cores are not ours: cap by the affinity mask and the
+    // cgroup's CPU limit (core/cpu_limit.h).
+    if (int affinity = affinity_cpu_count(); affinity > 0) n = std::min(n, affinity);
+    if (int limit = cgroup_cpu_limit(); limit > 0) n = std::min(n, limit);
+    return std::max(1, n);
 }
 
 }  // namespace pagoda

@@ -47,6 +47,8 @@ private:
     std::atomic<bool> stop_{false};
 };
 
-int default_thread_count();  // physical cores (logical / SMT width), at least 1
+// Physical cores (logical / SMT width), at most the CPUs of the affinity mask and of the cgroup's
+// CPU limit (core/cpu_limit.h), at least 1.
+int default_thread_count();
 
 }  // namespace pagoda

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs one of the deploy/ tests against a built pagoda: run.sh manifests|kustomize|fleet PATH/TO/pagoda
+#   manifests  deploy/ against the Kubernetes, KEDA, Prometheus Operator and Gateway API schemas and
+#              against the binary (seconds)
+#   kustomize  `kubectl kustomize` renders the base and the overlays offline (seconds)
+#   fleet      three `pagoda serve` behind HAProxy, scraped by Prometheus, under load, with a
+#              SIGTERM and a kill -9 (about a minute)
+# Exits 77 (CTest: skipped) with the reason when a tool it needs is missing; scripts/install-deps.sh
+# installs node, the npm packages, HAProxy and Prometheus.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+mode="${1:?usage: run.sh manifests|kustomize|fleet PATH/TO/pagoda}"
+binary="${2:?usage: run.sh manifests|kustomize|fleet PATH/TO/pagoda}"
+skip() { echo "SKIP: $*"; exit 77; }
+command -v node >/dev/null 2>&1 || skip "node is not installed (scripts/install-deps.sh installs it)"
+for p in yaml kubernetes-models @kubernetes-models/keda @kubernetes-models/prometheus-operator @kubernetes-models/gateway-api ajv; do
+  [ -d "$here/../node_modules/$p" ] || skip "npm package $p missing; run: (cd tests/e2e/node && npm ci)"
+done
+case "$mode" in
+  manifests) tests=(manifests.test.js); timeout=120000 ;;
+  kustomize)
+    command -v kubectl >/dev/null 2>&1 || skip "kubectl is not installed (Debian 12's kubernetes-client is too old: its kustomize is v2)"
+    kv=$(kubectl version --client 2>/dev/null | sed -n 's/^Kustomize Version: v\([0-9]*\).*/\1/p')
+    [ -n "$kv" ] && [ "$kv" -ge 4 ] || skip "kubectl's embedded kustomize is older than v4 ($(kubectl version --client 2>&1 | head -1)); deploy/kubernetes needs kubectl >= 1.21"
+    tests=(kustomize.test.js); timeout=60000 ;;
+  fleet)
+    command -v haproxy >/dev/null 2>&1 || skip "haproxy is not installed (scripts/install-deps.sh installs Debian's haproxy)"
+    command -v prometheus >/dev/null 2>&1 || skip "prometheus is not installed (scripts/install-deps.sh installs Debian's prometheus)"
+    tests=(fleet.test.js); timeout=240000 ;;
+  *) echo "run.sh: unknown test '$mode' (manifests, kustomize or fleet)" >&2; exit 2 ;;
+esac
+export PAGODA_BINARY="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
+cd "$here"
+exec node --test --test-concurrency=1 --test-timeout="$timeout" "${tests[@]}"
