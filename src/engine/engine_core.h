@@ -93,6 +93,8 @@ private:
     void fork_request(RequestState& r, Sequence& parent);
     // Samples one token for seq from `row` (modified) and emits its delta.
     void sample(Sequence& seq, float* row);
+    // min_tokens not reached: end-of-generation tokens and stop_token_ids get -inf in `row`.
+    void suppress_end_tokens(const Request& request, float* row, int64_t vocab) const;
     void finish_sequence(Sequence& seq, FinishReason reason, Delta& delta);
     void fail_request(RequestState& r, FinishReason reason, const std::string& error);
     void emit(RequestState& r, Delta delta);

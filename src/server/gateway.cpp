@@ -227,7 +227,8 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
                                         {.context = engine_->context_limit(),
                                          .vocab_size = vocab,
                                          .max_prompt_tokens = options_.max_prompt_tokens,
-                                         .max_tokens_limit = options_.max_tokens_limit});
+                                         .max_tokens_limit = options_.max_tokens_limit,
+                                         .max_seqs = options_.scheduler.max_seqs});
     } catch (const ApiError&) {
         metrics_.on_rejection(key_name, "invalid");
         throw;

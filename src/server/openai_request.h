@@ -54,6 +54,7 @@ struct CompletionParams {
     int32_t logprobs = -1;                   // -1: none; else alternatives per token (0..20)
     bool echo = false;                       // completions: prepend the prompt text
     bool ignore_eos = false;
+    int64_t min_tokens = 0;                  // vLLM: no end of sequence or stop string before this many tokens
     bool stream = false, include_usage = false;
     std::shared_ptr<const grammar::Grammar> grammar;  // from response_format or grammar; null: free text
 };
@@ -65,7 +66,10 @@ inline constexpr size_t kMaxStopStrings = 16;
 // Throws ApiError (400) on the first problem.
 CompletionParams parse_completion_request(const nlohmann::json& body, Endpoint endpoint);
 
-// Parses request bytes as JSON; malformed JSON (including invalid UTF-8) is ApiError 400.
+// Parses request bytes as JSON.
+// Malformed JSON (including invalid UTF-8) and numbers no double holds (1e400) are ApiError 400.
 nlohmann::json parse_json_body(std::string_view bytes);
+// A JSON library's error message without its internal tag ("[json.exception.parse_error.101]").
+std::string json_problem(std::string_view message);
 
 }  // namespace pagoda::server
