@@ -293,7 +293,7 @@ TEST(ServeE2E, MetricsPassPromtool) {
     int rc = std::system(("promtool check metrics < " + path + " > " + out + " 2>&1").c_str());
     std::ifstream in(out);
     std::string report((std::istreambuf_iterator<char>(in)), {});
-    // The `pagoda:` prefix follows vLLM's metric names on purpose (dashboards carry over); promtool's
+    // The `pagoda:` prefix is shaped after vLLM's `vllm:` names on purpose; promtool's
     // linter flags every ':' as a style issue (exit 3). Anything else — a parse error (exit 1) or
     // another lint finding — fails the test.
     EXPECT_TRUE(WIFEXITED(rc) && (WEXITSTATUS(rc) == 0 || WEXITSTATUS(rc) == 3)) << report;
