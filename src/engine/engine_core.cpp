@@ -332,6 +332,8 @@ bool EngineCore::step() {
         }
     }
 
+    if (on_planned_) on_planned_();  // stats now show this step's sequences as running
+
     std::vector<float> logits;
     std::vector<RequestState*> done;
     try {
@@ -340,6 +342,18 @@ bool EngineCore::step() {
         if (logits.size() != want)
             fail("the model returned {} logits, expected {} ({} rows of {})", logits.size(), want,
                  batch_.n_logit_rows(), info_.vocab_size);
+    } catch (const model::StepInterrupted&) {
+        // The engine is being stopped: the batch's requests end as cancelled, not failed, and their
+        // half-written KV goes with their blocks.
+        std::vector<RequestState*> hit;
+        for (const ScheduledChunk& c : plan.chunks)
+            if (c.seq->request && std::find(hit.begin(), hit.end(), c.seq->request) == hit.end())
+                hit.push_back(c.seq->request);
+        for (RequestState* r : hit) {
+            fail_request(*r, FinishReason::cancelled, "cancelled");
+            retire(*r);
+        }
+        return false;
     } catch (const std::exception& e) {
         log_error("engine: forward step over {} tokens failed: {}", batch_.size(), e.what());
         std::vector<RequestState*> failed;

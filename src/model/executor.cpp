@@ -105,6 +105,7 @@ void GraphExecutor::run(backend::KvCache& cache, int64_t n_tokens, int64_t n_log
     auto& b = backend_;
     std::vector<backend::Tensor>& outs = outs_;  // kept across steps: nothing is allocated in a step
     for (const Node& node : graph_.nodes) {
+        if (interrupt_ && interrupt_->load(std::memory_order_relaxed)) throw StepInterrupted();
         auto in = [&](size_t i) { return tensor(node.in[i], n_tokens, n_logits); };
         auto out = [&](size_t i) { return tensor(node.out[i], n_tokens, n_logits); };
         backend::Tensor quantized;  // a matmul-type op's second input: the first one's quantised form
