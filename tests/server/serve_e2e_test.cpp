@@ -169,8 +169,10 @@ TEST(ServeE2E, KeysRateLimitsAndConcurrency) {
 
     const std::string bob = "Authorization: Bearer sk-bob-0000002";
     HttpResult big = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":500})", {bob});
-    EXPECT_EQ(big.status, 429) << "reserves more than the key's tokens per minute";
+    EXPECT_EQ(big.status, 400) << "reserves more than the key's tokens per minute: waiting cannot help";
     EXPECT_EQ(json::parse(big.body)["error"]["code"], "request_too_large");
+    EXPECT_EQ(json::parse(big.body)["error"]["param"], "max_tokens");
+    EXPECT_FALSE(big.headers.count("retry-after")) << "no Retry-After for a request that can never succeed";
     EXPECT_EQ(http_request(s.port(), "POST", "/v1/completions", body, {bob}).status, 200);
 
     std::string m = http_request(s.port(), "GET", "/metrics", "", {"Authorization: Bearer sk-carol-00003"}).body;

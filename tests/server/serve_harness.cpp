@@ -137,6 +137,10 @@ RawClient::RawClient(int port) {
 
 RawClient::~RawClient() { close(); }
 
+void RawClient::shutdown_write() {
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+}
+
 void RawClient::close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;

@@ -50,6 +50,7 @@ public:
     // Reads until the peer closes (or timeout); returns everything.
     std::string read_all(int timeout_ms);
     bool eof() const { return eof_; }
+    void shutdown_write();  // half-close: no more bytes from us, still reading
     void close();
 
 private:
