@@ -108,13 +108,14 @@ TEST(ServeHostile, AClientRequestIdIsEchoedButNeverTheResponseId) {
     EXPECT_EQ(json::parse(plain.body)["id"], "cmpl-" + plain.headers["x-request-id"]);
 }
 
-// One long prefill step (a 3000-token prompt in a single step on the slow model, seconds long):
+// One long prefill step (a 3000-token prompt in a single step on the slow model: ~4 s on one core):
 // /metrics counts it as running while it runs, new requests during the drain get 503 with
 // Retry-After and Connection: close, and the shutdown timeout is not overrun by the rest of it.
 TEST(ServeHostile, ShutdownDuringALongStep) {
     ServeProcess s({"--shutdown-timeout", "1", "--max-batched-tokens", "4096"}, server_test_model(true));
     RawClient longreq(s.port());
     longreq.send(post(json{{"prompt", std::vector<int>(3000, 5)}, {"max_tokens", 8}}.dump()));
+    const auto sent = Clock::now();
     double running = 0;
     const auto until = Clock::now() + std::chrono::seconds(10);
     while (running < 1 && Clock::now() < until) {
@@ -122,6 +123,8 @@ TEST(ServeHostile, ShutdownDuringALongStep) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     EXPECT_EQ(running, 1) << "the gauge shows the request inside its step";
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - sent).count(), 2.0)
+        << "seen while the prefill step runs, not after it";
     const auto t0 = Clock::now();
     ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
     HttpResult refused;
