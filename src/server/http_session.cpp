@@ -347,11 +347,11 @@ private:
 
     void on_watch(beast::error_code ec, size_t n) {
         watching_ = false;
-        if (ec == net::error::eof && job_ && !response_done_) {
+        if (ec == net::error::eof && ((job_ && !response_done_) || writing_)) {
             // A FIN after a complete request is a half-close (`nc -N`, shutdown(SHUT_WR)): the client
-            // still reads, so answer, then close. A client that closed entirely looks the same from
-            // here; a stream finds out at its next write (the peer answers it with a reset), a plain
-            // response when it is written.
+            // still reads, so answer (or finish writing the answer), then close. A client that closed
+            // entirely looks the same from here; a stream finds out at its next write (the peer
+            // answers it with a reset), a plain response when it is written.
             keep_alive_ = false;
             return;
         }
