@@ -115,6 +115,8 @@ void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_
             line.batch_api = true;
             line.endpoint = batch_api_endpoint(body);
             body = body["body"];
+        } else if (body.is_object()) {
+            body.erase("custom_id");  // the line's, not a request field (which would be refused)
         }
         line.params = server::parse_completion_request(body, line.endpoint);
         const chat::ChatTemplate* chat_template =

@@ -26,7 +26,35 @@ std::string known_names() {
 }  // namespace
 
 ChatTemplate::ChatTemplate(std::string name, std::string source, std::shared_ptr<const jinja::Program> program)
-    : name_(std::move(name)), source_(std::move(source)), program_(std::move(program)) {}
+    : name_(std::move(name)), source_(std::move(source)), program_(std::move(program)) {
+    takes_content_parts_ = probe_content_parts();
+}
+
+bool ChatTemplate::probe_content_parts() const {
+    // Render one user turn twice, its content as a string and as one text part. A template that
+    // handles parts shows the text from the parts (and from the string alike, or not at all if it
+    // iterates the content); one that wants a string fails on the list or prints it as a list.
+    const std::string text = "pagoda content probe";
+    ChatRenderOptions o;
+    o.now = 0;
+    auto as_parts = nlohmann::ordered_json::array(
+        {{{"role", "user"}, {"content", nlohmann::ordered_json::array({{{"type", "text"}, {"text", text}}})}}});
+    auto as_string = nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}});
+    std::string parts_out, string_out;
+    try {
+        parts_out = render(as_parts, o);
+    } catch (const std::exception&) {
+        return false;
+    }
+    if (parts_out.find(text) == std::string::npos) return false;
+    try {
+        string_out = render(as_string, o);
+    } catch (const std::exception&) {
+        return true;
+    }
+    // Both show the text: the template takes either, unless the parts form printed the list itself.
+    return string_out.find(text) == std::string::npos || parts_out == string_out;
+}
 
 ChatTemplate ChatTemplate::from_source(std::string source, std::string name) {
     auto program = jinja::parse_template(source);

@@ -57,15 +57,22 @@ public:
     std::string render(const nlohmann::ordered_json& messages, const ChatRenderOptions& options) const;
     std::string render(const nlohmann::json& messages, const ChatRenderOptions& options) const;
 
+    // Whether the template renders OpenAI content arrays ([{"type":"text","text":…}]) itself;
+    // found by rendering a probe at construction. When false, callers flatten text parts into a
+    // string first, as the template expects one.
+    bool takes_content_parts() const { return takes_content_parts_; }
+
     const std::string& name() const { return name_; }
     const std::string& source() const { return source_; }
 
 private:
     ChatTemplate(std::string name, std::string source, std::shared_ptr<const jinja::Program> program);
+    bool probe_content_parts() const;
 
     std::string name_;
     std::string source_;
     std::shared_ptr<const jinja::Program> program_;
+    bool takes_content_parts_ = false;
 };
 
 }  // namespace pagoda::chat

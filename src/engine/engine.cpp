@@ -13,10 +13,19 @@ Engine::Engine(std::unique_ptr<StepModel> model, std::shared_ptr<const tokenizer
     core_ = std::make_unique<EngineCore>(*model_, tokenizer_, std::move(options));
     context_limit_ = core_->context_limit();
     snapshot_ = core_->stats();
+    core_->set_on_planned([this] {
+        EngineStats s = core_->stats();
+        std::lock_guard lock(mutex_);
+        snapshot_ = std::move(s);
+    });
+    model_->set_interrupt_flag(&interrupt_);
     thread_ = std::thread([this] { run(); });
 }
 
-Engine::~Engine() { shutdown(false); }
+Engine::~Engine() {
+    shutdown(false);
+    model_->set_interrupt_flag(nullptr);  // the flag is a member: leave the model no dangling pointer
+}
 
 RequestHandle Engine::submit(Request request, DeltaCallback on_delta) {
     try {
@@ -53,6 +62,8 @@ void Engine::shutdown(bool drain) {
         stop_ = true;
         drain_ = drain;
     }
+    // Cancelling everything: a step in flight need not finish (it stops at its next op).
+    if (!drain) interrupt_ = true;
     wake_.notify_one();
     if (thread_.joinable()) thread_.join();
 }

@@ -4,7 +4,9 @@
 // pagoda::Error for a request that is malformed or can never fit (prompt longer than the model
 // context or the whole KV cache); otherwise deltas arrive on the handle's queue, or through
 // `on_delta` on the engine thread when given (a server can forward them without a polling thread).
-// shutdown() stops accepting; it either drains (finishes what was submitted) or cancels everything.
+// shutdown() stops accepting; it either drains (finishes what was submitted) or cancels everything,
+// interrupting a forward step in flight at its next op (those requests end cancelled). stats() is
+// refreshed after every step and when a step is planned, so a long step's sequences show as running.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -63,6 +65,7 @@ private:
     std::vector<Pending> inbox_;
     std::vector<RequestId> cancels_;
     bool accepting_ = true, stop_ = false, drain_ = false;
+    std::atomic<bool> interrupt_{false};  // read by the model between ops
     RequestId next_id_ = 1;
     EngineStats snapshot_;
     int64_t rejected_ = 0;

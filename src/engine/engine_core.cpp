@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -70,6 +71,8 @@ void EngineCore::validate(const Request& req) const {
              "KV cache {} blocks of {} tokens)",
              req.prompt.size(), context_limit_ - 1, info_.max_context, info_.n_kv_blocks, info_.block_size);
     if (req.stop.max_tokens < 1) fail("max_tokens must be at least 1, got {}", req.stop.max_tokens);
+    if (req.stop.min_tokens < 0 || req.stop.min_tokens > req.stop.max_tokens)
+        fail("min_tokens must be between 0 and max_tokens ({}), got {}", req.stop.max_tokens, req.stop.min_tokens);
     if (req.n < 1 || req.n > scheduler_.config().max_seqs)
         fail("n must be in 1..{} (the engine's max_seqs), got {}", scheduler_.config().max_seqs, req.n);
     if (req.logprobs < -1 || req.logprobs > 20) fail("logprobs must be in 0..20, got {}", req.logprobs);
@@ -232,6 +235,21 @@ std::shared_ptr<grammar::TokenMasker> EngineCore::masker_for(const Request& req)
     return maskers_.front();
 }
 
+void EngineCore::suppress_end_tokens(const Request& req, float* row, int64_t vocab) const {
+    std::vector<int32_t> ends = req.stop.stop_token_ids;
+    if (!req.stop.ignore_eos && tokenizer_)
+        ends.insert(ends.end(), tokenizer_->vocab().eog_ids().begin(), tokenizer_->vocab().eog_ids().end());
+    std::vector<std::pair<int32_t, float>> saved;
+    for (int32_t id : ends)
+        if (id >= 0 && id < vocab) {
+            saved.push_back({id, row[id]});
+            row[id] = -std::numeric_limits<float>::infinity();
+        }
+    // A grammar that admits only an ending here wins over min_tokens: put the ends back.
+    if (*std::max_element(row, row + vocab) == -std::numeric_limits<float>::infinity())
+        for (const auto& [id, v] : saved) row[id] = v;
+}
+
 bool EngineCore::sample(Sequence& seq, float* row, std::optional<int32_t> draft) {
     RequestState& r = *seq.request;
     try {
@@ -254,6 +272,7 @@ bool EngineCore::sample(Sequence& seq, float* row, std::optional<int32_t> draft)
             finish_sequence(seq, FinishReason::error, d);
             return false;
         }
+        if (seq.n_generated < req.stop.min_tokens) suppress_end_tokens(req, row, vocab);
         std::optional<TokenLogprob> lp;
         double raw_logit = 0;
         LogSoftmax norm;
@@ -298,7 +317,7 @@ bool EngineCore::sample(Sequence& seq, float* row, std::optional<int32_t> draft)
             finish_sequence(seq, FinishReason::stop, d);
             return accepted;
         }
-        auto shown = seq.stop.feed(seq.text.feed(token));
+        auto shown = seq.stop.feed(seq.text.feed(token), seq.n_generated >= req.stop.min_tokens);
         d.text = std::move(shown.text);
         if (shown.stopped || (seq.matcher && !seq.matcher->can_continue())) finish_sequence(seq, FinishReason::stop, d);
         else if (seq.n_generated >= req.stop.max_tokens || int64_t(seq.tokens.size()) >= context_limit_)
@@ -387,6 +406,8 @@ bool EngineCore::step() {
         }
     }
 
+    if (on_planned_) on_planned_();  // stats now show this step's sequences as running
+
     std::vector<float> logits;
     std::vector<RequestState*> done;
     try {
@@ -399,6 +420,18 @@ bool EngineCore::step() {
         if (want_hidden && model_.hidden_rows().size() != want_hidden)
             fail("the model returned {} hidden-state values, expected {} ({} rows of {})", model_.hidden_rows().size(),
                  want_hidden, batch_.n_hidden_rows(), info_.hidden_size);
+    } catch (const model::StepInterrupted&) {
+        // The engine is being stopped: the batch's requests end as cancelled, not failed, and their
+        // half-written KV goes with their blocks.
+        std::vector<RequestState*> hit;
+        for (const ScheduledChunk& c : plan.chunks)
+            if (c.seq->request && std::find(hit.begin(), hit.end(), c.seq->request) == hit.end())
+                hit.push_back(c.seq->request);
+        for (RequestState* r : hit) {
+            fail_request(*r, FinishReason::cancelled, "cancelled");
+            retire(*r);
+        }
+        return false;
     } catch (const std::exception& e) {
         log_error("engine: forward step over {} tokens failed: {}", batch_.size(), e.what());
         std::vector<RequestState*> failed;

@@ -92,8 +92,12 @@ public:
     // Finishes every request (cancelled, or error with `message` when given).
     void abort_all(const std::string& message = {});
 
-    // One iteration; false when nothing could be scheduled (or the forward step failed).
+    // One iteration; false when nothing could be scheduled (or the forward step failed). A forward
+    // step that throws model::StepInterrupted ends its batch's requests as cancelled.
     bool step();
+    // Called in step() once the step is planned, before the forward pass: a long step's sequences
+    // already count as running in stats() (the Engine refreshes its snapshot here).
+    void set_on_planned(std::function<void()> hook) { on_planned_ = std::move(hook); }
     bool has_work() const { return scheduler_.has_work(); }
     size_t num_requests() const { return requests_.size(); }
 
@@ -114,6 +118,8 @@ private:
     // Feeds the step's hidden rows to the embedding requests in it and finishes those whose
     // prompt is complete (appended to `done`).
     void pool_hidden_rows(const StepPlan& plan, std::vector<RequestState*>& done);
+    // min_tokens not reached: end-of-generation tokens and stop_token_ids get -inf in `row`.
+    void suppress_end_tokens(const Request& request, float* row, int64_t vocab) const;
     void finish_sequence(Sequence& seq, FinishReason reason, Delta& delta);
     void fail_request(RequestState& r, FinishReason reason, const std::string& error);
     void emit(RequestState& r, Delta delta);
@@ -140,6 +146,7 @@ private:
     std::list<std::shared_ptr<grammar::TokenMasker>> maskers_;  // most recently used first
     model::Batch batch_;
     EngineStats counters_;
+    std::function<void()> on_planned_;
 };
 
 }  // namespace pagoda::engine

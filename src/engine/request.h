@@ -24,6 +24,9 @@ using Clock = std::chrono::steady_clock;
 struct StopConditions {
     int64_t max_tokens = 16;              // generated tokens per choice (>= 1)
     bool ignore_eos = false;              // keep going past end-of-generation tokens
+    // Until this many tokens are generated, end-of-generation tokens and stop_token_ids get
+    // probability zero (unless a grammar allows nothing else) and stop strings do not stop.
+    int64_t min_tokens = 0;
     std::vector<int32_t> stop_token_ids;  // finish (reason stop) when one is sampled; not in the text
     std::vector<std::string> stop;        // stop strings (need a tokenizer); excluded from the text
 };

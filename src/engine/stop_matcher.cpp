@@ -11,7 +11,7 @@ StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stop
         if (s.empty()) fail("stop strings must not be empty");
 }
 
-StopMatcher::Result StopMatcher::feed(const std::string& piece) {
+StopMatcher::Result StopMatcher::feed(const std::string& piece, bool may_stop) {
     if (stopped_) return {{}, true};
     held_ += piece;
     if (stops_.empty()) {
@@ -20,8 +20,11 @@ StopMatcher::Result StopMatcher::feed(const std::string& piece) {
         return r;
     }
     // Earliest occurrence of any stop string wins.
+    // While stopping is suppressed, a stop string wholly inside the text is passed over; one whose
+    // beginning is still held can complete (and stop) once stopping is allowed.
     size_t first = std::string::npos;
-    for (const auto& s : stops_) first = std::min(first, held_.find(s));
+    if (may_stop)
+        for (const auto& s : stops_) first = std::min(first, held_.find(s));
     if (first != std::string::npos) {
         stopped_ = true;
         Result r{held_.substr(0, first), true};

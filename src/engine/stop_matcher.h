@@ -2,7 +2,8 @@
 // be shown now: text up to (not including) the first stop string once one appears, and otherwise
 // everything except the longest tail that is still the beginning of some stop string (held back
 // until the following text decides it). finish() releases the held tail when generation ends for
-// another reason. Stop strings are UTF-8, so a held tail always starts on a character boundary.
+// another reason. With may_stop false (min_tokens not reached) no stop string ends the text: one
+// complete within it is shown, while a possible beginning is still held back. Stop strings are UTF-8, so a held tail always starts on a character boundary.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,7 +19,7 @@ public:
         std::string text;      // safe to emit
         bool stopped = false;  // a stop string was found (text ends right before it)
     };
-    Result feed(const std::string& piece);
+    Result feed(const std::string& piece, bool may_stop = true);
     std::string finish();  // the held-back tail
     bool stopped() const { return stopped_; }
     const std::string& held() const { return held_; }

@@ -109,6 +109,7 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
     auto& b = backend_;
     std::vector<backend::Tensor>& outs = outs_;  // kept across steps: nothing is allocated in a step
     for (const Node& node : graph_.nodes) {
+        if (interrupt_ && interrupt_->load(std::memory_order_relaxed)) throw StepInterrupted();
         auto in = [&](size_t i) { return tensor(node.in[i], rows); };
         auto out = [&](size_t i) { return tensor(node.out[i], rows); };
         backend::Tensor quantized;  // a matmul-type op's second input: the first one's quantised form

@@ -3,11 +3,13 @@
 // arena holds a handful of activations, not one per op); reserve(max_tokens) sizes the arena once
 // for steps of up to that many tokens, so running a step allocates nothing.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <vector>
 
 #include "backend/backend.h"
 #include "model/graph.h"
+#include "model/step_model.h"
 
 namespace pagoda::model {
 
@@ -24,6 +26,8 @@ public:
     // to `logits` and, when the graph has one, the hidden state (rows.hidden x dim) to `hidden`.
     void run(backend::KvCache& cache, StepRows rows, std::vector<float>& logits, std::vector<float>& hidden,
              const ActivationObserver* observer = nullptr);
+    // run() checks the flag before each op and throws StepInterrupted once it is true.
+    void set_interrupt_flag(const std::atomic<bool>* flag) { interrupt_ = flag; }
 
 private:
     backend::Tensor tensor(int id, StepRows rows) const;
@@ -36,6 +40,7 @@ private:
     int64_t capacity_ = 0;  // tokens the arena holds per tensor
     std::vector<float> observed_;
     std::vector<backend::Tensor> outs_;
+    const std::atomic<bool>* interrupt_ = nullptr;
 };
 
 }  // namespace pagoda::model

@@ -25,6 +25,7 @@ public:
     std::string describe_graph(int64_t n_tokens, int64_t n_logits, bool as_run) const override;
     std::string op_counts() const override { return executor_->graph().op_counts(); }
     void set_activation_observer(ActivationObserver observer) override { observer_ = std::move(observer); }
+    void set_interrupt_flag(const std::atomic<bool>* flag) override { executor_->set_interrupt_flag(flag); }
 
 private:
     void validate(const Batch& batch) const;

@@ -3,12 +3,14 @@
 // The real implementation is a graph over a backend (open_step_model in model/open_step_model.h);
 // engine tests use scripted fakes. Everything above src/model sees compute only through this.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "model/batch.h"
 #include "model/config.h"
 
@@ -35,6 +37,11 @@ enum class MatmulInput { none, attention, attention_output, ffn, ffn_down, outpu
 using ActivationObserver =
     std::function<void(int64_t layer, MatmulInput input, const float* x, int64_t n_tokens, int64_t cols)>;
 
+// forward() stopped early because its interrupt flag was raised (see set_interrupt_flag).
+struct StepInterrupted : Error {
+    StepInterrupted() : Error("the step was interrupted") {}
+};
+
 class StepModel {
 public:
     virtual ~StepModel() = default;
@@ -48,6 +55,11 @@ public:
         static const std::vector<float> none;
         return none;
     }
+    // While `*flag` is true (it may turn true from another thread during a step), forward() may
+    // stop between two ops and throw StepInterrupted; the K/V it wrote for that batch is then
+    // undefined and its sequences must be dropped. The engine raises it to end a shutdown without
+    // finishing a long step. Null: never interrupted. Fakes may ignore it.
+    virtual void set_interrupt_flag(const std::atomic<bool>* flag) { (void)flag; }
 
     // --- for the tools (bench, graph, calibration); fakes need not provide them ---
     // Host memory a decode step streams for the weights (the bandwidth bound of `pagoda bench`).

@@ -50,8 +50,12 @@ std::optional<ApiError> Job::failure() const {
     const bool cancelled = embeddings_ ? embeddings_->cancelled() : assembler_.cancelled();
     if (error) return ApiError::internal(*error);
     if (gateway_.cut_off_ && cancelled)
-        return ApiError::unavailable("the server is shutting down and ended this request before it finished",
-                                     "shutting_down");
+    {
+        ApiError e = ApiError::unavailable("the server is shutting down and ended this request before it finished",
+                                           "shutting_down");
+        e.retry_after = 1;
+        return e;
+    }
     return std::nullopt;
 }
 
@@ -73,7 +77,13 @@ void Gateway::admit_or_throw(const std::string& key_name) {
         metrics_.on_rejection(key_name, reason);
         return e;
     };
-    if (draining_) throw reject("draining", ApiError::unavailable("the server is shutting down", "shutting_down"));
+    if (draining_) {
+        // Retry-After: another instance (or this one, restarted) can take it at once.
+        ApiError e = ApiError::unavailable("the server is shutting down; retry (another instance will answer)",
+                                           "shutting_down");
+        e.retry_after = 1;
+        throw reject("draining", e);
+    }
     if (state() == State::loading) {
         ApiError e = ApiError::unavailable("the model is still loading; retry shortly", "model_loading");
         e.retry_after = 1;
@@ -90,6 +100,8 @@ Gateway::Gateway(GatewayOptions options, ApiKeyTable keys, ModelLoader loader)
       metrics_(options_.metrics_compat, options_.model_name) {
     std::random_device rd;
     id_salt_ = (uint64_t(rd()) << 32) ^ rd();
+    started_unix_ =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 Gateway::~Gateway() { stop_engine(); }
@@ -206,13 +218,24 @@ SimpleResponse Gateway::readiness() const {
     return {200, "application/json", R"({"status":"ready"})"};
 }
 
-SimpleResponse Gateway::models() const {
-    json card = {{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "pagoda"}};
+json Gateway::model_card() const {
+    json card = {{"id", options_.model_name}, {"object", "model"}, {"created", started_unix_}, {"owned_by", "pagoda"}};
     if (state() == State::ready) {
         card["max_model_len"] = engine_->context_limit();
         card["vocab_size"] = engine_->model_info().vocab_size;
     }
-    return {200, "application/json", dump_json(json{{"object", "list"}, {"data", json::array({card})}})};
+    return card;
+}
+
+SimpleResponse Gateway::models() const {
+    return {200, "application/json", dump_json(json{{"object", "list"}, {"data", json::array({model_card()})}})};
+}
+
+SimpleResponse Gateway::model(const std::string& id) const {
+    if (id != options_.model_name)
+        throw ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", id, options_.model_name),
+                       "invalid_request_error", "model", "model_not_found");
+    return {200, "application/json", dump_json(model_card())};
 }
 
 SimpleResponse Gateway::metrics() {
@@ -223,8 +246,9 @@ SimpleResponse Gateway::metrics() {
 }
 
 std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const ApiKey* key,
-                                    const std::string& request_id, DeltaSink sink) {
+                                    const std::string& request_id, DeltaSink sink, std::string response_id) {
     if (endpoint == Endpoint::embeddings) return start_embeddings(body, key, request_id, std::move(sink));
+    if (response_id.empty()) response_id = new_request_id();
     const std::string key_name = key ? key->name : "anonymous";
     auto reject = [&](const std::string& reason, ApiError e) -> ApiError {
         metrics_.on_rejection(key_name, reason);
@@ -257,7 +281,8 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
                                         {.context = engine_->context_limit(),
                                          .vocab_size = vocab,
                                          .max_prompt_tokens = options_.max_prompt_tokens,
-                                         .max_tokens_limit = options_.max_tokens_limit});
+                                         .max_tokens_limit = options_.max_tokens_limit,
+                                         .max_seqs = options_.scheduler.max_seqs});
     } catch (const ApiError&) {
         metrics_.on_rejection(key_name, "invalid");
         throw;
@@ -277,15 +302,19 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
     if (key) {
         if (auto r = limiter_.admit(key->name, key->limits, reserved, now_seconds())) {
             metrics_.on_rejection(key_name, reject_reason_name(r->reason));
-            throw ApiError::rate_limited(r->message, r->retry_after,
-                                         r->reason == RejectReason::too_large ? "request_too_large"
-                                                                              : "rate_limit_exceeded");
+            // Larger than a whole minute of the key's tokens: no wait would help, so this is not a
+            // 429 (clients retry those) but the request's own fault.
+            if (r->reason == RejectReason::too_large)
+                throw ApiError::invalid(r->message + "; retrying cannot succeed", p.max_tokens_param,
+                                        "request_too_large");
+            throw ApiError::rate_limited(r->message, r->retry_after, "rate_limit_exceeded");
         }
     }
 
     ResponseContext ctx;
     ctx.endpoint = endpoint;
-    ctx.id = (endpoint == Endpoint::chat_completions ? "chatcmpl-" : "cmpl-") + request_id;
+    // The response id is the server's, unique, whatever X-Request-Id the client sent.
+    ctx.id = (endpoint == Endpoint::chat_completions ? "chatcmpl-" : "cmpl-") + response_id;
     ctx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     ctx.model = options_.model_name;
     ctx.n = p.n;

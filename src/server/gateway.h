@@ -144,7 +144,10 @@ public:
     // /readyz (readiness): 200 when new work would be admitted: model loaded, not draining, the
     // queue not over --max-queue; else 503 naming why (loading, failed, draining, queue_full).
     SimpleResponse readiness() const;
+    // /v1/models, and /v1/models/{id} (404 model_not_found for another id). `created` is the Unix
+    // time this server started.
     SimpleResponse models() const;
+    SimpleResponse model(const std::string& id) const;
     SimpleResponse metrics();
     // POST /tokenize and /detokenize (tokenize_request.h; defined in gateway_tokenize.cpp): 503 until
     // the model is ready, ApiError 400 for a bad body.
@@ -152,9 +155,11 @@ public:
     SimpleResponse detokenize(const nlohmann::json& body) const;
 
     // Starts a completion, or an embedding for Endpoint::embeddings (gateway_embeddings.cpp).
-    // Throws ApiError for every refusal.
+    // Throws ApiError for every refusal. `request_id` names it in logs (the client's X-Request-Id,
+    // echoed); the response `id` is built from `response_id`, a fresh server id when empty — never
+    // from what a client sent, so response ids stay unique.
     std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
-                               const std::string& request_id, DeltaSink sink);
+                               const std::string& request_id, DeltaSink sink, std::string response_id = {});
     engine::Pooling pooling() const { return pooling_; }
 
     // Shutdown: stop admitting (503 for new requests, /readyz 503), then, when the shutdown
@@ -178,6 +183,7 @@ private:
                                           DeltaSink sink);
     // The admission checks every request passes (draining, loading, failed); throws ApiError.
     void admit_or_throw(const std::string& key_name);
+    nlohmann::json model_card() const;
 
     GatewayOptions options_;
     ApiKeyTable keys_;
@@ -196,6 +202,7 @@ private:
     std::atomic<int64_t> active_jobs_{0};
     std::atomic<uint64_t> next_id_{1};
     uint64_t id_salt_ = 0;
+    int64_t started_unix_ = 0;  // /v1/models `created`
     SteadyClock::time_point epoch_ = SteadyClock::now();
 };
 

@@ -17,6 +17,31 @@ bool valid_request_id(std::string_view id) {
     return true;
 }
 
+bool has_obs_fold(std::string_view block) {
+    for (size_t at = block.find("\r\n"); at != std::string_view::npos; at = block.find("\r\n", at + 2))
+        if (at + 2 < block.size() && (block[at + 2] == ' ' || block[at + 2] == '\t')) return true;
+    return false;
+}
+
+std::string percent_decode(std::string_view s) {
+    auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+            out += char(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
 std::string format_head(int status, const std::vector<Header>& headers) {
     std::string out = fmt::format("HTTP/1.1 {} {}\r\n", status,
                                   std::string_view(http::obsolete_reason(http::int_to_status(unsigned(status)))));

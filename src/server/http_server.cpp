@@ -25,7 +25,8 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
     std::atomic<bool> shutting_down{false};
     net::steady_timer drain_timer(ioc);
     Clock::time_point drain_start;
-    bool engine_stopped = false;
+    bool engine_stopped = false, websockets_told = false;
+    Clock::time_point websockets_deadline;
     // Polls until the requests in flight are done (or the shutdown timeout ran out and they were
     // cut off), then stops listening and stops the I/O threads. The listener stays open until
     // then so probes and late clients get a clear 503 instead of a refused connection.
@@ -34,7 +35,15 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
         drain_timer.async_wait([&](beast::error_code) {
             const double waited = std::chrono::duration<double>(Clock::now() - drain_start).count();
             const bool idle = gateway.active_jobs() == 0 && shared.writes_in_progress == 0;
-            if (idle || waited > options.shutdown_timeout + 5) {
+            if (idle && !websockets_told) {
+                // WebSockets get a Close frame rather than a vanished connection; wait for their
+                // close handshakes a moment.
+                websockets_told = true;
+                websockets_deadline = Clock::now() + std::chrono::seconds(1);
+                shared.close_websockets();
+            }
+            const bool websockets_done = shared.open_websockets == 0 || Clock::now() > websockets_deadline;
+            if ((idle && websockets_done) || waited > options.shutdown_timeout + 5) {
                 beast::error_code ec;
                 acceptor.close(ec);
                 ioc.stop();

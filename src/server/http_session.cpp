@@ -32,18 +32,87 @@ private:
     Gateway& gw() { return shared_.gateway; }
     const HttpServerOptions& opt() const { return shared_.options; }
 
+    static constexpr size_t kHeaderLimit = 64 * 1024;
+
+    // A request's header block is first read whole into buffer_ (so its raw bytes can be checked
+    // for what Beast's parser silently accepts: obsolete line folding), then parsed from there.
     void do_read() {
         parser_.emplace();
         parser_->body_limit(opt().max_body_bytes);
-        parser_->header_limit(64 * 1024);
+        parser_->header_limit(kHeaderLimit);
         stream_.expires_after(millis(opt().request_timeout));
-        http::async_read_header(stream_, buffer_, *parser_,
-                                beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+        read_header_block();
+    }
+
+    void read_header_block() {
+        const std::string_view have(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+        const size_t end = have.find("\r\n\r\n");
+        if (end != std::string_view::npos || have.size() > kHeaderLimit) {
+            if (end != std::string_view::npos && has_obs_fold(have.substr(0, end + 2))) {
+                begin_request();
+                keep_alive_ = false;
+                return send_error(ApiError::invalid("a header line is folded onto the next line (obsolete line "
+                                                    "folding, RFC 9112 section 5.2); send each header on one line",
+                                                    {}, "invalid_header"));
+            }
+            // Complete (or over the limit, which the parser reports): parse from the buffer.
+            http::async_read_header(stream_, buffer_, *parser_,
+                                    beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+            return;
+        }
+        stream_.async_read_some(buffer_.prepare(8192), [self = shared_from_this()](beast::error_code ec, size_t n) {
+            self->buffer_.commit(n);
+            if (ec) return self->on_read(ec, 0);
+            self->read_header_block();
+        });
+    }
+
+    void begin_request() {
+        started_ = Clock::now();
+        request_id_ = gw().new_request_id();
+        client_request_id_ = false;
+        method_ = "-";
+        path_ = "-";
+        key_name_ = "-";
+    }
+
+    // Header checks that must come before the body is read: a refusal here closes the connection,
+    // since the body's extent is unknown or untrusted.
+    std::optional<ApiError> refuse_header(const http::request<http::string_body>& req) {
+        int codings = 0;
+        const auto [first, last] = req.equal_range(http::field::transfer_encoding);
+        for (auto f = first; f != last; ++f) {
+            ++codings;
+            if (codings > 1 || !beast::iequals(trim(f->value()), "chunked"))
+                // Anything but one plain "chunked" would leave the body's end to guesswork (RFC 9112
+                // section 6.1: answer 400 and close), which is how requests get smuggled.
+                return ApiError::invalid(fmt::format("Transfer-Encoding '{}' is not supported; send the body with "
+                                                     "Content-Length or 'Transfer-Encoding: chunked'",
+                                                     std::string(f->value())),
+                                         {}, "invalid_header");
+        }
+        if (req.count(http::field::authorization) > 1)
+            return ApiError::invalid("the request has more than one Authorization header; send one", {},
+                                     "invalid_header");
+        return std::nullopt;
+    }
+
+    static std::string_view trim(std::string_view v) {
+        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+        while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+        return v;
     }
 
     void on_header(beast::error_code ec, size_t) {
         if (ec) return on_read(ec, 0);
         auto& req = parser_->get();
+        if (auto refusal = refuse_header(req)) {
+            begin_request();
+            method_ = std::string(req.method_string());
+            path_ = std::string(req.target().substr(0, req.target().find('?')));
+            keep_alive_ = false;
+            return send_error(*refusal);
+        }
         if (beast::iequals(req[http::field::expect], "100-continue")) {
             // curl and others wait for this before sending a body.
             continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
@@ -59,11 +128,7 @@ private:
 
     void on_read(beast::error_code ec, size_t) {
         if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) return close();
-        started_ = Clock::now();
-        request_id_ = gw().new_request_id();
-        method_ = "-";
-        path_ = "-";
-        key_name_ = "-";
+        begin_request();
         if (ec == beast::error::timeout) {
             if (buffer_.size() > 0 || parser_->got_some())
                 log_info("{} connection timed out while sending its request", request_id_);
@@ -95,7 +160,10 @@ private:
         method_ = std::string(req.method_string());
         std::string_view target = req.target();
         path_ = std::string(target.substr(0, target.find('?')));
-        if (auto rid = req["x-request-id"]; valid_request_id(rid)) request_id_ = std::string(rid);
+        if (auto rid = req["x-request-id"]; valid_request_id(rid)) {
+            request_id_ = std::string(rid);
+            client_request_id_ = true;
+        }
         const std::string auth(req[http::field::authorization]);
         try {
             route(req, auth);
@@ -133,6 +201,11 @@ private:
             require_method(req, http::verb::get, "GET");
             authenticate(auth);
             return send_simple(gw().models());
+        }
+        if (path_.starts_with("/v1/models/")) {  // the official clients' models.retrieve(id)
+            require_method(req, http::verb::get, "GET");
+            authenticate(auth);
+            return send_simple(gw().model(percent_decode(path_.substr(11))));
         }
         if (path_ == "/tokenize" || path_ == "/detokenize") {
             require_method(req, http::verb::post, "POST");
@@ -190,7 +263,9 @@ private:
         auto sink = [self, executor](size_t sub, const engine::Delta& d) {
             net::post(executor, [self, sub, d] { self->on_delta(sub, d); });
         };
-        job_ = gw().start(endpoint, body, key, request_id_, sink);
+        // Without the client's X-Request-Id the response id is the one in our header; with it, a
+        // fresh one (a client's id is echoed, never trusted to be unique).
+        job_ = gw().start(endpoint, body, key, request_id_, sink, client_request_id_ ? std::string() : request_id_);
         client_gone_ = false;
         response_done_ = false;
         if (job_->stream()) {
@@ -273,6 +348,14 @@ private:
 
     void on_watch(beast::error_code ec, size_t n) {
         watching_ = false;
+        if (ec == net::error::eof && ((job_ && !response_done_) || writing_)) {
+            // A FIN after a complete request is a half-close (`nc -N`, shutdown(SHUT_WR)): the client
+            // still reads, so answer (or finish writing the answer), then close. A client that closed
+            // entirely looks the same from here; a stream finds out at its next write (the peer
+            // answers it with a reset), a plain response when it is written.
+            keep_alive_ = false;
+            return;
+        }
         if (ec) {
             if (job_ && !response_done_) {  // the client left mid-request: stop generating for it
                 client_gone_ = true;
@@ -362,7 +445,8 @@ private:
             log_info("{} {} {} {} key={}: {}", request_id_, method_, path_, e.status, key_name_, e.what());
         else
             log_request(e.status);
-        if (e.status == 413 || e.status == 431) keep_alive_ = false;
+        // A draining server sends clients elsewhere: no keep-alive on its 503s.
+        if (e.status == 413 || e.status == 431 || e.code == "shutting_down") keep_alive_ = false;
         send_body(e.status, "application/json", dump_json(e.body()), extra);
     }
 
@@ -421,7 +505,7 @@ private:
     net::steady_timer heartbeat_, idle_;
     std::deque<std::string> outbox_;
     WriteFlag writing_;
-    bool watching_ = false, keep_alive_ = true;
+    bool watching_ = false, keep_alive_ = true, client_request_id_ = false;
     bool streaming_ = false, response_done_ = false, client_gone_ = false;
     std::shared_ptr<Job> job_;
     int status_ = 0;

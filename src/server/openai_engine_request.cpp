@@ -25,11 +25,24 @@ std::vector<int32_t> tokenize_prompt(const PromptInput& prompt, const tokenizer:
     return tok.encode(std::get<std::string>(prompt));
 }
 
-// OpenAI sends a call's arguments as JSON text; templates (as Hugging Face's) expect the object, to
-// write it with tojson. Arguments that are not a JSON object stay text.
-nlohmann::json template_messages(const nlohmann::json& messages) {
+// The messages as the template wants them:
+// - OpenAI sends a call's arguments as JSON text; templates (as Hugging Face's) expect the object,
+//   to write it with tojson. Arguments that are not a JSON object stay text.
+// - "developer" is OpenAI's newer name for the system role; templates know "system".
+// - Content arrays of text parts become one string (parts joined by a newline, as vLLM does) for a
+//   template that concatenates content as a string.
+nlohmann::json template_messages(const nlohmann::json& messages, bool takes_parts) {
     nlohmann::json out = messages;
     for (auto& m : out) {
+        if (m.value("role", "") == "developer") m["role"] = "system";
+        if (auto content = m.find("content"); !takes_parts && content != m.end() && content->is_array()) {
+            std::string text;
+            for (size_t i = 0; i < content->size(); ++i) {
+                if (i) text += '\n';
+                text += (*content)[i].value("text", "");
+            }
+            *content = std::move(text);
+        }
         auto calls = m.find("tool_calls");
         if (calls == m.end() || !calls->is_array()) continue;
         for (auto& c : *calls) {
@@ -57,7 +70,7 @@ std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tok
     ro.extra = p.chat_template_kwargs;
     std::string text;
     try {
-        text = chat_template->render(template_messages(p.messages), ro);
+        text = chat_template->render(template_messages(p.messages, chat_template->takes_content_parts()), ro);
     } catch (const Error& e) {
         // raise_exception() in a template is how it rejects a conversation (e.g. roles out of order).
         throw ApiError::invalid(fmt::format("the chat template rejected the messages: {}", e.what()), "messages",
@@ -115,6 +128,11 @@ EngineRequests make_engine_requests(const CompletionParams& p, TokenizedPrompts 
             throw ApiError::invalid(fmt::format("stop_token_ids: token {} is out of range", id), "stop_token_ids",
                                     "invalid_value");
 
+    if (limits.max_seqs > 0 && p.n > limits.max_seqs)
+        throw ApiError::invalid(fmt::format("'n' is {}; this server runs at most {} sequences at once (--max-seqs), so "
+                                            "'n' must be between 1 and {}",
+                                            p.n, limits.max_seqs, std::min(limits.max_seqs, kMaxChoices)),
+                                "n", "invalid_value");
     const int64_t context = limits.context;
     const int64_t prompt_cap =
         limits.max_prompt_tokens > 0 ? std::min(limits.max_prompt_tokens, context) : context;
@@ -151,6 +169,11 @@ EngineRequests make_engine_requests(const CompletionParams& p, TokenizedPrompts 
                                     prompt_param, "context_length_exceeded");
     }
 
+    if (p.min_tokens > max_tokens)
+        throw ApiError::invalid(fmt::format("'min_tokens' ({}) is more than the {} tokens this request may generate",
+                                            p.min_tokens, max_tokens),
+                                "min_tokens", "invalid_value");
+
     EngineRequests out;
     out.max_tokens = max_tokens;
     out.echo_text = std::move(prompts.echo_text);
@@ -171,6 +194,7 @@ EngineRequests make_engine_requests(const CompletionParams& p, TokenizedPrompts 
         if (p.seed) r.sampling.seed = *p.seed + uint64_t(sub) * uint64_t(p.n);
         r.stop.max_tokens = max_tokens;
         r.stop.ignore_eos = p.ignore_eos;
+        r.stop.min_tokens = p.min_tokens;
         r.stop.stop = p.stop;
         r.stop.stop_token_ids = p.stop_token_ids;
         r.grammar = p.grammar;

@@ -3,7 +3,7 @@
 //   tokenize_prompts(): each completions prompt to token ids (text is encoded WITHOUT parsing
 //     special-token text, so a user string cannot forge control tokens; token ids are range-checked
 //     against the vocabulary), or the chat messages rendered through the chat template;
-//   make_engine_requests(): vocabulary checks of logit_bias / stop_token_ids, prompt and max_tokens
+//   make_engine_requests(): n against the engine's sequences, vocabulary checks of logit_bias / stop_token_ids, prompt and max_tokens
 //     limits against the context, OpenAI's max_tokens defaults, and one engine::Request per prompt
 //     ("sub"; sub k's seed is seed + k*n so its choices differ from the other prompts').
 // Every refusal is an ApiError (400) naming the offending field.
@@ -42,6 +42,7 @@ struct EngineLimits {
     int64_t vocab_size = 0;         // the model's vocabulary
     int64_t max_prompt_tokens = 0;  // 0: the context
     int64_t max_tokens_limit = 0;   // largest max_tokens accepted; 0: only the context bounds it
+    int32_t max_seqs = 0;           // the engine's max_seqs: n may not exceed it; 0: only kMaxChoices
 };
 
 struct EngineRequests {

@@ -9,6 +9,7 @@
 #include "grammar/grammar_cache.h"
 #include "grammar/json_schema.h"
 #include "server/api_error.h"
+#include "server/request_fields.h"
 
 namespace pagoda::server {
 namespace {
@@ -56,12 +57,23 @@ double get_number(const json& v, const std::string& name, double lo, double hi) 
     return x;
 }
 
+// The rule an integer broke, in words: a bound nobody could mean (the type's or the 2^40 cap on
+// token counts) is left out rather than printed as a huge number.
+std::string integer_rule(int64_t lo, int64_t hi) {
+    const bool no_lo = lo == std::numeric_limits<int64_t>::min();
+    const bool no_hi = hi >= (int64_t(1) << 40);
+    if (no_lo && no_hi) return "must fit in a signed 64-bit integer";
+    if (no_hi) return fmt::format("must be at least {}", lo);
+    if (no_lo) return fmt::format("must be at most {}", hi);
+    return fmt::format("must be between {} and {}", lo, hi);
+}
+
 // Integers may arrive as 3 or 3.0 (JavaScript clients); 3.5 is refused.
 int64_t get_integer(const json& v, const std::string& name, int64_t lo, int64_t hi) {
     int64_t x = 0;
     if (v.is_number_integer()) {
         if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-            out_of_range(name, fmt::format("must be between {} and {}", lo, hi));
+            out_of_range(name, integer_rule(lo, hi));
         x = v.get<int64_t>();
     } else if (v.is_number_float()) {
         double d = v.get<double>();
@@ -70,7 +82,7 @@ int64_t get_integer(const json& v, const std::string& name, int64_t lo, int64_t 
     } else {
         wrong_type(name, "an integer", v);
     }
-    if (x < lo || x > hi) out_of_range(name, fmt::format("must be between {} and {}", lo, hi));
+    if (x < lo || x > hi) out_of_range(name, integer_rule(lo, hi));
     return x;
 }
 
@@ -118,6 +130,17 @@ void parse_messages(const json& body, CompletionParams& p) {
         auto role = m.find("role");
         if (role == m.end() || !role->is_string())
             throw ApiError::invalid(fmt::format("'{}.role' must be a string", name), name + ".role", "invalid_type");
+        const std::string r = role->get<std::string>();
+        if (r == "function")
+            throw ApiError::invalid(fmt::format("'{}.role' \"function\" (deprecated by OpenAI) is not supported; send "
+                                                "tool results as role \"tool\" with tool_call_id",
+                                                name),
+                                    name + ".role", "unsupported_parameter");
+        if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool")
+            throw ApiError::invalid(fmt::format("'{}.role' must be \"system\", \"developer\", \"user\", "
+                                                "\"assistant\" or \"tool\", got \"{}\"",
+                                                name, r),
+                                    name + ".role", "invalid_value");
         check_tool_messages(m, name);
         auto content = m.find("content");
         if (content != m.end() && !content->is_null() && !content->is_string()) {
@@ -138,7 +161,18 @@ void parse_messages(const json& body, CompletionParams& p) {
     p.messages = *messages;
 }
 
-// response_format (text, json_object, json_schema) or a GBNF `grammar` -> p.grammar.
+std::shared_ptr<const grammar::Grammar> schema_grammar(const json& schema, const std::string& param) {
+    try {
+        return grammar::GrammarCache::shared().get("schema:" + schema.dump(),
+                                                   [&] { return grammar::compile_json_schema(schema); });
+    } catch (const grammar::SchemaError& e) {
+        throw ApiError::invalid(fmt::format("'{}' cannot be enforced: {}", param, e.what()), param,
+                                "unsupported_parameter");
+    }
+}
+
+// response_format (text, json_object, json_schema), json_schema / guided_json, or a GBNF `grammar`
+// -> p.grammar.
 void parse_structured_output(const json& body, CompletionParams& p) {
     const json* format = field(body, "response_format");
     const json* gbnf = field(body, "grammar");
@@ -160,15 +194,8 @@ void parse_structured_output(const json& body, CompletionParams& p) {
             const json* schema = field(*spec, "schema");
             const std::string param = "response_format.json_schema.schema";
             if (schema && !schema->is_object() && !schema->is_boolean()) wrong_type(param, "an object", *schema);
-            try {
-                // No schema: any JSON value. strict or not, the schema is always enforced.
-                const json source = schema ? *schema : json::object();
-                p.grammar = grammar::GrammarCache::shared().get("schema:" + source.dump(),
-                                                                [&] { return grammar::compile_json_schema(source); });
-            } catch (const grammar::SchemaError& e) {
-                throw ApiError::invalid(fmt::format("'{}' cannot be enforced: {}", param, e.what()), param,
-                                        "unsupported_parameter");
-            }
+            // No schema: any JSON value. strict or not, the schema is always enforced.
+            p.grammar = schema_grammar(schema ? *schema : json::object(), param);
         } else if (type != "text") {
             throw ApiError::invalid(fmt::format("'response_format.type' must be 'text', 'json_object' or 'json_schema', "
                                                 "got '{}'",
@@ -176,10 +203,32 @@ void parse_structured_output(const json& body, CompletionParams& p) {
                                     "response_format.type", "invalid_value");
         }
     }
+    // llama-server's `json_schema` (an object) and vLLM's `guided_json` (an object or its JSON text)
+    // are the schema of response_format json_schema under other names.
+    for (const char* name : {"json_schema", "guided_json"}) {
+        const json* v = field(body, name);
+        if (!v) continue;
+        json schema = *v;
+        if (v->is_string()) {
+            schema = json::parse(v->get<std::string>(), nullptr, false);
+            if (schema.is_discarded())
+                throw ApiError::invalid(fmt::format("'{}' is a string but not JSON text of a schema", name), name,
+                                        "invalid_value");
+        }
+        if (!schema.is_object() && !schema.is_boolean()) wrong_type(name, "a JSON schema object", *v);
+        if (p.grammar)
+            throw ApiError::invalid(fmt::format("give one of 'response_format', 'json_schema' and 'guided_json', not "
+                                                "several",
+                                                name),
+                                    name, "invalid_value");
+        p.grammar = schema_grammar(schema, name);
+    }
     if (gbnf) {
         if (!gbnf->is_string()) wrong_type("grammar", "a string (GBNF)", *gbnf);
         if (p.grammar)
-            throw ApiError::invalid("give either 'grammar' or a JSON 'response_format', not both", "grammar",
+            throw ApiError::invalid("give either 'grammar' or a JSON schema ('response_format', 'json_schema', "
+                                    "'guided_json'), not both",
+                                    "grammar",
                                     "invalid_value");
         try {
             const std::string text = gbnf->get<std::string>();
@@ -297,6 +346,37 @@ void check_tool_messages(const json& m, const std::string& name) {
     }
 }
 
+// The no-ops of request_fields.h whose every value is a no-op only within limits: those values
+// are checked here, the rest refused (store: true would ask for storage nobody provides).
+void check_no_op_values(const json& body) {
+    for (const char* name : {"user", "safety_identifier", "prompt_cache_key"})
+        if (const json* v = field(body, name); v && !v->is_string()) wrong_type(name, "a string", *v);
+    if (const json* v = field(body, "metadata"); v && !v->is_object()) wrong_type("metadata", "an object", *v);
+    if (const json* v = field(body, "store"); v && get_bool(*v, "store"))
+        throw ApiError::invalid("'store' true is not supported: this server stores no completions", "store",
+                                "unsupported_parameter");
+    if (const json* v = field(body, "service_tier")) {
+        if (!v->is_string()) wrong_type("service_tier", "a string", *v);
+        if (*v != "auto" && *v != "default")
+            throw ApiError::invalid(fmt::format("'service_tier' '{}' is not offered: there is one tier ('auto' or "
+                                                "'default')",
+                                                v->get<std::string>()),
+                                    "service_tier", "unsupported_parameter");
+    }
+    if (const json* v = field(body, "modalities")) {
+        if (!v->is_array()) wrong_type("modalities", "an array", *v);
+        for (size_t i = 0; i < v->size(); ++i)
+            if ((*v)[i] != "text")
+                throw ApiError::invalid("'modalities' may only hold \"text\": text is the only output", "modalities",
+                                        "unsupported_parameter");
+    }
+    if (const json* v = field(body, "skip_special_tokens"); v && !get_bool(*v, "skip_special_tokens"))
+        throw ApiError::invalid("'skip_special_tokens' false is not supported: control tokens are never written as "
+                                "text",
+                                "skip_special_tokens", "unsupported_parameter");
+    if (const json* v = field(body, "cache_prompt")) get_bool(*v, "cache_prompt");
+}
+
 void parse_stop(const json& body, CompletionParams& p) {
     const json* stop = field(body, "stop");
     if (!stop) return;
@@ -317,6 +397,17 @@ void parse_stop(const json& body, CompletionParams& p) {
 
 }  // namespace
 
+std::string json_problem(std::string_view message) {
+    // nlohmann writes "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
+    // error ..."; the bracketed tag and the repeated "parse error" are the library's, not the user's.
+    if (message.starts_with("[json.exception.")) {
+        const size_t end = message.find("] ");
+        if (end != std::string_view::npos) message.remove_prefix(end + 2);
+    }
+    if (message.starts_with("parse error ")) message.remove_prefix(12);
+    return std::string(message);
+}
+
 const char* endpoint_name(Endpoint e) {
     switch (e) {
         case Endpoint::completions: return "completions";
@@ -331,16 +422,22 @@ json parse_json_body(std::string_view bytes) {
     try {
         return json::parse(bytes.begin(), bytes.end());
     } catch (const json::parse_error& e) {
-        // nlohmann's message names the byte offset and the problem (syntax, invalid UTF-8, ...).
-        throw ApiError::invalid(fmt::format("the request body is not valid JSON: {}", e.what()), {}, "invalid_json");
+        throw ApiError::invalid(fmt::format("the request body is not valid JSON: {}", json_problem(e.what())), {},
+                                "invalid_json");
+    } catch (const json::exception& e) {
+        // Syntactically JSON but not representable, e.g. 1e400 (a number beyond a double's range).
+        throw ApiError::invalid(fmt::format("the request body holds a value out of range: {}", json_problem(e.what())),
+                                {}, "invalid_json");
     }
 }
 
 CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
     if (!body.is_object()) wrong_type("body", "a JSON object", body);
+    check_request_fields(body, endpoint);
     CompletionParams p;
     p.endpoint = endpoint;
     const bool chat = endpoint == Endpoint::chat_completions;
+    check_no_op_values(body);
 
     if (const json* v = field(body, "model")) {
         if (!v->is_string()) wrong_type("model", "a string", *v);
@@ -361,6 +458,13 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
         p.max_tokens_param = "max_completion_tokens";
     }
     parse_stop(body, p);
+    if (const json* v = field(body, "min_tokens")) {
+        p.min_tokens = get_integer(*v, "min_tokens", 0, int64_t(1) << 40);
+        if (p.max_tokens && p.min_tokens > *p.max_tokens)
+            throw ApiError::invalid(fmt::format("'min_tokens' ({}) must not exceed '{}' ({})", p.min_tokens,
+                                                p.max_tokens_param, *p.max_tokens),
+                                    "min_tokens", "invalid_value");
+    }
     if (const json* v = field(body, "stop_token_ids")) {
         if (!v->is_array()) wrong_type("stop_token_ids", "an array of token ids", *v);
         p.stop_token_ids = token_array(*v, "stop_token_ids");
@@ -445,8 +549,24 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
     if (const json* v = field(body, "stream")) p.stream = get_bool(*v, "stream");
     if (const json* v = field(body, "stream_options")) {
         if (!v->is_object()) wrong_type("stream_options", "an object", *v);
-        if (auto it = v->find("include_usage"); it != v->end() && !it->is_null())
-            p.include_usage = get_bool(*it, "stream_options.include_usage");
+        for (auto it = v->begin(); it != v->end(); ++it) {
+            const std::string name = "stream_options." + it.key();
+            if (it->is_null()) continue;
+            if (it.key() == "include_usage") {
+                p.include_usage = get_bool(*it, name);
+            } else if (it.key() == "include_obfuscation") {
+                // OpenAI pads stream chunks against length side channels; pagoda sends no padding.
+                if (get_bool(*it, name))
+                    throw ApiError::invalid("'stream_options.include_obfuscation' true is not supported: chunks carry "
+                                            "no padding",
+                                            name, "unsupported_parameter");
+            } else {
+                throw ApiError::invalid(fmt::format("'{}' is not a stream option here (include_usage, "
+                                                    "include_obfuscation)",
+                                                    name),
+                                        name, "unsupported_parameter");
+            }
+        }
     }
     if (int64_t(p.prompts.size()) * p.n > kMaxChoices)
         out_of_range("n", fmt::format("times the number of prompts must be at most {}", kMaxChoices));

@@ -1,12 +1,13 @@
 // Parses and validates the JSON body of POST /v1/completions and /v1/chat/completions into a
 // CompletionParams, without a model: types and ranges are checked here and every problem becomes an
-// ApiError (400, naming the field in `param`). Fields OpenAI defines that change nothing here
-// (user, metadata, store, service_tier, ...) and unknown fields are ignored;
-// fields whose meaning we cannot honour (suffix, best_of != n, echo with logprobs, a JSON schema
-// keyword the grammar compiler cannot enforce) are refused rather than silently dropped. vLLM's
-// extensions top_k, min_p, repetition_penalty, ignore_eos and min_tokens-free stop_token_ids are
-// accepted. Structured output — response_format json_object / json_schema, or llama.cpp's `grammar`
-// (GBNF) — is compiled here into a grammar every choice's output is constrained to.
+// ApiError (400, naming the field in `param`). Which top-level fields exist, and whether each is
+// honoured, a no-op by definition (user, metadata, store: false, ...) or refused, is the list in
+// request_fields.h; unknown fields are refused too. Values a field cannot honour (suffix, best_of
+// != n, echo with logprobs, a JSON schema keyword the grammar compiler cannot enforce) are refused
+// rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
+// min_tokens, stop_token_ids and guided_json are honoured. Structured output — response_format
+// json_object / json_schema, json_schema / guided_json, or llama.cpp's `grammar` (GBNF) — is
+// compiled here into a grammar every choice's output is constrained to.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -54,6 +55,7 @@ struct CompletionParams {
     int32_t logprobs = -1;                   // -1: none; else alternatives per token (0..20)
     bool echo = false;                       // completions: prepend the prompt text
     bool ignore_eos = false;
+    int64_t min_tokens = 0;                  // vLLM: no end of sequence or stop string before this many tokens
     bool stream = false, include_usage = false;
     std::shared_ptr<const grammar::Grammar> grammar;  // from response_format or grammar; null: free text
 };
@@ -65,7 +67,10 @@ inline constexpr size_t kMaxStopStrings = 16;
 // Throws ApiError (400) on the first problem.
 CompletionParams parse_completion_request(const nlohmann::json& body, Endpoint endpoint);
 
-// Parses request bytes as JSON; malformed JSON (including invalid UTF-8) is ApiError 400.
+// Parses request bytes as JSON.
+// Malformed JSON (including invalid UTF-8) and numbers no double holds (1e400) are ApiError 400.
 nlohmann::json parse_json_body(std::string_view bytes);
+// A JSON library's error message without its internal tag ("[json.exception.parse_error.101]").
+std::string json_problem(std::string_view message);
 
 }  // namespace pagoda::server

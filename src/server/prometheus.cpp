@@ -173,10 +173,27 @@ void MetricRegistry::render_family(std::string& out, const Family& f, const std:
     for (const auto& [labels, s] : f.series) render_series(labels_of(labels), s);
 }
 
+void MetricRegistry::set_constant_labels(std::vector<std::pair<std::string, std::string>> labels) {
+    std::lock_guard lock(mutex_);
+    constant_names_.clear();
+    constant_values_.clear();
+    for (auto& [name, value] : labels) {
+        constant_names_.push_back(std::move(name));
+        constant_values_.push_back(std::move(value));
+    }
+}
+
 std::string MetricRegistry::render() const {
     std::lock_guard lock(mutex_);
     std::string out;
-    for (const auto& f : families_) render_family(out, *f, f->name, nullptr);
+    for (const auto& f : families_) {
+        if (constant_names_.empty()) {
+            render_family(out, *f, f->name, nullptr);
+        } else {
+            const Alias self{f.get(), f->name, constant_names_, constant_values_};
+            render_family(out, *f, f->name, &self);
+        }
+    }
     for (const auto& a : aliases_) render_family(out, *a.family, a.name, &a);
     return out;
 }

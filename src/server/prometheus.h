@@ -30,6 +30,10 @@ public:
     void add_alias(const std::string& name, const std::string& alias,
                    std::vector<std::pair<std::string, std::string>> constant_labels = {});
 
+    // Labels (name, value) every family's samples carry first, e.g. model_name; aliases carry only
+    // their own constant labels.
+    void set_constant_labels(std::vector<std::pair<std::string, std::string>> labels);
+
     void inc(const std::string& name, const Labels& labels = {}, double by = 1);
     void set(const std::string& name, double value, const Labels& labels = {});  // gauges, or mirrored counters
     void observe(const std::string& name, double value, const Labels& labels = {});
@@ -67,6 +71,7 @@ private:
     std::vector<std::unique_ptr<Family>> families_;
     std::map<std::string, Family*> by_name_;
     std::vector<Alias> aliases_;
+    std::vector<std::string> constant_names_, constant_values_;
 };
 
 std::string escape_label_value(const std::string& value);

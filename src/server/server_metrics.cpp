@@ -12,6 +12,8 @@ const std::vector<double> kFractionBuckets = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6
 
 ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name) : compat_(compat) {
     auto& r = registry_;
+    // As vLLM's series: the served model's name on every sample, so one dashboard tells models apart.
+    if (!model_name.empty()) r.set_constant_labels({{"model_name", model_name}});
     r.add_gauge("pagoda:model_ready", "1 when the model is loaded and requests are served, 0 while loading");
     r.add_gauge("pagoda:time_to_ready_seconds", "Seconds from the server's start to the model being ready (0 until then)");
     r.add_gauge("pagoda:num_requests_running", "Requests with sequences in the running batch");

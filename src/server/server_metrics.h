@@ -1,5 +1,5 @@
 // The metric families pagoda's server exposes at /metrics (see docs/metrics.md), named in the
-// style of vLLM's (`pagoda:` prefix) so the same dashboards work. Engine gauges and counters are
+// style of vLLM's (`pagoda:` prefix), every sample labelled with `model_name`. Engine gauges and counters are
 // copied from EngineStats at scrape time; latency histograms are fed from the engine's
 // request-finished and step callbacks; per-key counters from the gateway. With
 // MetricsCompat::vllm the series tools built for vLLM read (KEDA examples, dashboards, the Gateway

@@ -1,5 +1,6 @@
 #include "server/tokenize_request.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <limits>
 
@@ -20,6 +21,16 @@ bool optional_bool(const json& body, const char* name) {
     return it->get<bool>();
 }
 
+// Refuses any field but `known` (null counts as absent), as the completion endpoints do.
+void only_fields(const json& body, std::initializer_list<std::string_view> known, const char* path) {
+    for (auto it = body.begin(); it != body.end(); ++it) {
+        if (it->is_null() || std::find(known.begin(), known.end(), it.key()) != known.end()) continue;
+        throw ApiError::invalid(fmt::format("'{}' is not a parameter of {}; it is refused rather than ignored",
+                                            it.key(), path),
+                                it.key(), "unsupported_parameter");
+    }
+}
+
 void require_object(const json& body) {
     if (!body.is_object()) throw ApiError::invalid("the body must be a JSON object", {}, "invalid_type");
 }
@@ -28,6 +39,7 @@ void require_object(const json& body) {
 
 json tokenize_response(const json& body, const tokenizer::Tokenizer& tok) {
     require_object(body);
+    only_fields(body, {"content", "add_special", "parse_special", "with_pieces"}, "/tokenize");
     auto content = body.find("content");
     if (content == body.end() || content->is_null())
         throw ApiError::invalid("'content' is required", "content", "missing_required_parameter");
@@ -60,6 +72,7 @@ json tokenize_response(const json& body, const tokenizer::Tokenizer& tok) {
 
 json detokenize_response(const json& body, const tokenizer::Tokenizer& tok) {
     require_object(body);
+    only_fields(body, {"tokens"}, "/detokenize");
     auto tokens = body.find("tokens");
     if (tokens == body.end() || tokens->is_null())
         throw ApiError::invalid("'tokens' is required", "tokens", "missing_required_parameter");

@@ -4,8 +4,8 @@
 //       (a piece that is not valid UTF-8 on its own is given as its byte values)
 //   {"tokens": [ids]} -> {"content": "text"}
 // add_special adds the vocabulary's BOS/EOS as encode() would; parse_special matches control-token
-// text (off by default, as for prompts). Every problem is an ApiError 400 naming the field; unknown
-// fields are ignored like on the completion endpoints.
+// text (off by default, as for prompts). Every problem is an ApiError 400 naming the field; any
+// other field is refused (400 unsupported_parameter), as on the completion endpoints.
 #pragma once
 #include <nlohmann/json.hpp>
 

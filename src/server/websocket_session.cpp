@@ -12,10 +12,22 @@ namespace {
 
 namespace websocket = beast::websocket;
 
-class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
+class WebSocketSession : public GoingAway, public std::enable_shared_from_this<WebSocketSession> {
 public:
     WebSocketSession(tcp::socket socket, ServerShared& shared, const ApiKey* key, std::string conn_id)
         : ws_(std::move(socket)), shared_(shared), key_(key), conn_id_(std::move(conn_id)), writing_(shared.writes_in_progress) {}
+    ~WebSocketSession() override {
+        if (accepted_) --shared_.open_websockets;
+    }
+
+    // Server shutdown: once what is queued is written, a Close frame (1001 going away).
+    void going_away() override {
+        net::post(ws_.get_executor(), [self = shared_from_this()] {
+            if (self->closed_ || self->closing_) return;
+            self->closing_ = true;
+            if (!self->writing_) self->send_close();
+        });
+    }
 
     void run(http::request<http::string_body> req) {
         ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
@@ -34,6 +46,12 @@ private:
 
     void on_accept(beast::error_code ec) {
         if (ec) return;
+        accepted_ = true;
+        ++shared_.open_websockets;
+        {
+            std::lock_guard lock(shared_.websockets_mutex);
+            shared_.websockets.push_back(weak_from_this());
+        }
         log_info("{} websocket open", conn_id_);
         do_read();
     }
@@ -139,6 +157,7 @@ private:
     void write_next() {
         if (outbox_.empty() || closed_) {
             writing_.set(false);
+            if (closing_ && !closed_) send_close();
             return;
         }
         writing_.set(true);
@@ -156,6 +175,12 @@ private:
         write_next();
     }
 
+    void send_close() {
+        closed_ = true;  // nothing more is written; the pending read ends when the peer answers
+        ws_.async_close(websocket::close_reason(websocket::close_code::going_away, "server shutting down"),
+                        [self = shared_from_this()](beast::error_code) {});
+    }
+
     websocket::stream<beast::tcp_stream> ws_;
     beast::flat_buffer buffer_;
     ServerShared& shared_;
@@ -164,7 +189,7 @@ private:
     std::map<std::string, Entry> jobs_;
     std::deque<std::string> outbox_;
     WriteFlag writing_;
-    bool closed_ = false;
+    bool closed_ = false, closing_ = false, accepted_ = false;
     uint64_t serial_ = 0;
 };
 

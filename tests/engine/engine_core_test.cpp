@@ -348,6 +348,61 @@ TEST(EngineCoreText, DetokenizerFailureFailsOnlyThatRequest) {
     EXPECT_EQ(core.blocks().num_used_blocks(), 0);
 }
 
+// min_tokens: the script's token wins (logit 10) unless masked; "lo" (11) is the runner-up (5).
+TextRun run_min_tokens(std::vector<int32_t> script, int64_t min_tokens, std::vector<std::string> stops = {},
+                       std::vector<int32_t> stop_ids = {}, int64_t max_tokens = 6) {
+    FakeStepModel model(kVocab, 64, 4, 1 << 20, [script](const std::vector<int32_t>& context, float* logits, int64_t vocab) {
+        for (int64_t i = 0; i < vocab; ++i) logits[i] = 0;
+        const size_t k = context.size() - 2;
+        logits[11] = 5;
+        logits[k < script.size() ? script[k] : 12] = 10;
+    });
+    EngineCore core(model, text_tokenizer(), {});
+    auto q = std::make_shared<DeltaQueue>();
+    Request r = greedy_request({1, 12}, max_tokens);
+    r.stop.min_tokens = min_tokens;
+    r.stop.stop = std::move(stops);
+    r.stop.stop_token_ids = std::move(stop_ids);
+    core.add(1, r, q);
+    TextRun out;
+    while (core.has_work()) core.step();
+    while (auto d = q->try_pop()) {
+        out.choice.text += d->text;
+        out.choice.tokens.insert(out.choice.tokens.end(), d->token_ids.begin(), d->token_ids.end());
+        if (d->finish_reason) out.choice.finish = d->finish_reason;
+    }
+    return out;
+}
+
+TEST(EngineCoreText, MinTokensSuppressesEndOfSequenceStopTokensAndStopStrings) {
+    // End of sequence (2) is the model's choice from the second token on.
+    EXPECT_EQ(run_min_tokens({6, 2, 2, 2}, 0).choice.tokens, (std::vector<int32_t>{6, 2}));
+    auto eos = run_min_tokens({6, 2, 2, 2}, 3);
+    EXPECT_EQ(eos.choice.tokens, (std::vector<int32_t>{6, 11, 11, 2})) << "EOS allowed once 3 tokens exist";
+    EXPECT_EQ(eos.choice.text, "helolo");
+    EXPECT_EQ(eos.choice.finish, FinishReason::stop);
+    // stop_token_ids likewise.
+    auto ids = run_min_tokens({6, 9, 9}, 2, {}, {9});
+    EXPECT_EQ(ids.choice.tokens, (std::vector<int32_t>{6, 11, 9}));
+    EXPECT_EQ(ids.choice.finish, FinishReason::stop);
+    // A stop string complete before min_tokens is output; the next one after it stops.
+    EXPECT_EQ(run_min_tokens({6, 11, 11, 11}, 0, {"lo"}).choice.text, "he");
+    auto str = run_min_tokens({6, 11, 11, 11}, 3, {"lo"});
+    EXPECT_EQ(str.choice.text, "helo");
+    EXPECT_EQ(str.choice.tokens.size(), 3u);
+    EXPECT_EQ(str.choice.finish, FinishReason::stop);
+    // One that starts before min_tokens and ends after it stops there.
+    auto across = run_min_tokens({6, 11, 11, 11}, 3, {"ol"});
+    EXPECT_EQ(across.choice.text, "hel");
+    EXPECT_EQ(across.choice.finish, FinishReason::stop);
+    // min_tokens above max_tokens could never be met: validate() refuses it.
+    FakeStepModel model(kVocab, 64, 4, 1 << 20, scripted({6}, 2));
+    EngineCore core(model, text_tokenizer(), {});
+    Request bad = greedy_request({1, 12}, 2);
+    bad.stop.min_tokens = 3;
+    EXPECT_THROW(core.validate(bad), Error);
+}
+
 TEST(EngineCoreText, LeadingSpaceOfTheFirstGeneratedPieceIsKept) {
     auto r = run_text({8, 9}, {}, 2);
     EXPECT_EQ(r.choice.text, " world");

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <gtest/gtest.h>
+#include <optional>
+#include <mutex>
 #include <thread>
 
 #include "core/error.h"
@@ -45,6 +47,32 @@ TEST(Engine, ConcurrentSubmittersGetReferenceOutputs) {
     auto s = engine.stats();
     EXPECT_EQ(s.requests_finished, 24);
     EXPECT_EQ(s.running_requests + s.waiting_requests, 0);
+}
+
+TEST(Engine, ALongStepShowsAsRunningAndShutdownInterruptsIt) {
+    auto model = std::make_unique<test::FakeStepModel>(kVocab, 64, 4, 64);
+    model->step_delay = std::chrono::milliseconds(20000);  // one very long prefill
+    Engine engine(std::move(model), nullptr, {});
+    std::mutex m;
+    std::optional<FinishReason> finish;
+    engine.submit(test::greedy_request({1, 2, 3}, 4), [&](const Delta& d) {
+        std::lock_guard lock(m);
+        if (d.request_done) finish = d.finish_reason;
+    });
+    // The gauges reflect the step in flight, not the state before it.
+    int64_t running = 0;
+    for (int i = 0; i < 400 && running == 0; ++i) {
+        running = engine.stats().running_requests;
+        std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_EQ(running, 1) << "a request inside a long step counts as running";
+    EXPECT_EQ(engine.stats().waiting_requests, 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    engine.shutdown(false);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(took, 2.0) << "shutdown stops the step in flight instead of waiting it out";
+    std::lock_guard lock(m);
+    EXPECT_EQ(finish, FinishReason::cancelled);
 }
 
 TEST(Engine, CallbackDeliveryCancelAndRejection) {

@@ -72,10 +72,15 @@ public:
     static constexpr int64_t kHiddenSize = 8;
     const std::vector<float>& hidden_rows() const override { return hidden_; }
     const StepModelInfo& info() const override { return info_; }
+    void set_interrupt_flag(const std::atomic<bool>* flag) override { interrupt_ = flag; }
 
     std::vector<float> forward(const model::Batch& b) override {
         ++steps;
-        if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
+        // The delay passes in slices so a raised interrupt flag ends the step, as the contract allows.
+        for (auto left = step_delay; left.count() > 0; left -= std::chrono::milliseconds(1)) {
+            if (interrupt_ && interrupt_->load()) throw model::StepInterrupted();
+            std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(1)));
+        }
         step_sizes.push_back(b.size());
         step_batches.push_back(b);
         for (int32_t t : b.tokens)
@@ -121,6 +126,7 @@ private:
         int32_t token, pos;
     };
     StepModelInfo info_;
+    const std::atomic<bool>* interrupt_ = nullptr;
     LogitsFn fn_;
     std::vector<Entry> kv_;
     std::vector<float> hidden_;

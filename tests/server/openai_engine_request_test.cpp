@@ -164,3 +164,46 @@ TEST(OpenAiEngineRequest, ChatRendersThroughTheTemplate) {
         EXPECT_EQ(e.param, "messages");
     }
 }
+
+TEST(OpenAiEngineRequest, ContentPartsAndDeveloperReachEveryTemplateAsItWants) {
+    const pagoda::tokenizer::Tokenizer* tok = pagoda::test::fixture_tokenizer("stories260K");
+    if (!tok) GTEST_SKIP() << "fixture not found: stories260K";
+    auto chat = [](const std::string& messages) {
+        return parse_completion_request(json::parse(R"({"messages":)" + messages + "}"), Endpoint::chat_completions);
+    };
+    const std::string parts = R"([{"role":"developer","content":[{"type":"text","text":"be brief"}]},
+        {"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"there"}]}])";
+    const std::string strings = R"([{"role":"system","content":"be brief"},{"role":"user","content":"hi\nthere"}])";
+    for (const char* name : {"chatml", "llama2", "llama3", "mistral-v3"}) {
+        auto tmpl = pagoda::chat::ChatTemplate::builtin(name);
+        EXPECT_FALSE(tmpl.takes_content_parts()) << name << " concatenates content as a string";
+        auto a = tokenize_prompts(chat(parts), *tok, &tmpl, tok->n_vocab());
+        auto b = tokenize_prompts(chat(strings), *tok, &tmpl, tok->n_vocab());
+        EXPECT_EQ(a.prompts, b.prompts) << name << ": text parts flatten to the joined string, developer is system";
+    }
+    // A template that iterates the parts gets them as sent.
+    auto iterating = pagoda::chat::ChatTemplate::from_source(
+        "{% for m in messages %}[{{ m.role }}]{% for p in m.content %}<{{ p.text }}>{% endfor %}{% endfor %}");
+    EXPECT_TRUE(iterating.takes_content_parts());
+    auto t = tokenize_prompts(chat(R"([{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}])"),
+                              *tok, &iterating, tok->n_vocab());
+    EXPECT_EQ(tok->decode(t.prompts[0]), "[user]<a><b>");
+}
+
+TEST(OpenAiEngineRequest, NBeyondTheEnginesSequencesNamesN) {
+    EngineLimits limits = kLimits;
+    limits.max_seqs = 4;
+    EXPECT_EQ(error_of(completions(R"({"prompt":[1],"n":4})"), ids({{1}}), limits).status, 0);
+    ApiError e = error_of(completions(R"({"prompt":[1],"n":5})"), ids({{1}}), limits);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "n");
+    EXPECT_EQ(e.code, "invalid_value");
+    EXPECT_NE(std::string(e.what()).find("between 1 and 4"), std::string::npos) << e.what();
+}
+
+TEST(OpenAiEngineRequest, MinTokensIsCarriedAndBoundedByTheDefaultMaxTokens) {
+    auto r = make_engine_requests(completions(R"({"prompt":[1],"min_tokens":5,"max_tokens":9})"), ids({{1}}), kLimits);
+    EXPECT_EQ(r.subs[0].stop.min_tokens, 5);
+    // Completions default to 16 tokens: min_tokens 20 could never be met.
+    EXPECT_EQ(error_of(completions(R"({"prompt":[1],"min_tokens":20})"), ids({{1}})).param, "min_tokens");
+}

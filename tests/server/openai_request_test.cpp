@@ -22,7 +22,7 @@ TEST(OpenAiRequest, CompletionFields) {
     auto p = parse_completion_request(json::parse(R"({"model":"m","prompt":"hi","n":2,"max_tokens":7,"stop":"\n",
         "temperature":0,"top_p":0.5,"seed":42,"logprobs":3,"presence_penalty":1.5,"frequency_penalty":-1,
         "logit_bias":{"17":-100,"3":5.5},"stream":true,"stream_options":{"include_usage":true},"user":"x",
-        "echo":false,"some_future_field":{"a":1}})"),
+        "echo":false})"),
                                       Endpoint::completions);
     EXPECT_EQ(p.model, "m");
     ASSERT_EQ(p.prompts.size(), 1u);

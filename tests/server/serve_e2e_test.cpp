@@ -81,9 +81,11 @@ TEST(ServeE2E, StreamingFramingMatchesNonStreaming) {
     EXPECT_TRUE(done);
     std::string text;
     std::string finish;
+    const json id = events.front()["id"];  // the server's own, whatever X-Request-Id said
+    EXPECT_NE(id, "cmpl-my-req-1");
     for (size_t i = 0; i + 1 < events.size(); ++i) {
         EXPECT_EQ(events[i]["object"], "text_completion");
-        EXPECT_EQ(events[i]["id"], "cmpl-my-req-1");
+        EXPECT_EQ(events[i]["id"], id);
         EXPECT_TRUE(events[i]["usage"].is_null());
         text += events[i]["choices"][0]["text"].get<std::string>();
         if (!events[i]["choices"][0]["finish_reason"].is_null()) finish = events[i]["choices"][0]["finish_reason"];
@@ -169,8 +171,10 @@ TEST(ServeE2E, KeysRateLimitsAndConcurrency) {
 
     const std::string bob = "Authorization: Bearer sk-bob-0000002";
     HttpResult big = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":500})", {bob});
-    EXPECT_EQ(big.status, 429) << "reserves more than the key's tokens per minute";
+    EXPECT_EQ(big.status, 400) << "reserves more than the key's tokens per minute: waiting cannot help";
     EXPECT_EQ(json::parse(big.body)["error"]["code"], "request_too_large");
+    EXPECT_EQ(json::parse(big.body)["error"]["param"], "max_tokens");
+    EXPECT_FALSE(big.headers.count("retry-after")) << "no Retry-After for a request that can never succeed";
     EXPECT_EQ(http_request(s.port(), "POST", "/v1/completions", body, {bob}).status, 200);
 
     std::string m = http_request(s.port(), "GET", "/metrics", "", {"Authorization: Bearer sk-carol-00003"}).body;
@@ -293,7 +297,7 @@ TEST(ServeE2E, MetricsPassPromtool) {
     int rc = std::system(("promtool check metrics < " + path + " > " + out + " 2>&1").c_str());
     std::ifstream in(out);
     std::string report((std::istreambuf_iterator<char>(in)), {});
-    // The `pagoda:` prefix follows vLLM's metric names on purpose (dashboards carry over); promtool's
+    // The `pagoda:` prefix is shaped after vLLM's `vllm:` names on purpose; promtool's
     // linter flags every ':' as a style issue (exit 3). Anything else — a parse error (exit 1) or
     // another lint finding — fails the test.
     EXPECT_TRUE(WIFEXITED(rc) && (WEXITSTATUS(rc) == 0 || WEXITSTATUS(rc) == 3)) << report;

@@ -137,6 +137,10 @@ RawClient::RawClient(int port) {
 
 RawClient::~RawClient() { close(); }
 
+void RawClient::shutdown_write() {
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+}
+
 void RawClient::close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -225,11 +229,25 @@ HttpResult http_request(int port, const std::string& method, const std::string& 
     }
 }
 
+std::string without_model_name(std::string line) {
+    const size_t at = line.find("model_name=\"");
+    if (at == std::string::npos || (line[at - 1] != '{' && line[at - 1] != ',')) return line;
+    size_t end = line.find('"', at + 12);
+    if (end == std::string::npos) return line;
+    ++end;
+    if (line[end] == ',') ++end;                                        // more labels follow
+    else if (line[end] == '}' && line[at - 1] == '{') return line.erase(at - 1, end + 1 - (at - 1));  // the only one
+    else if (line[at - 1] == ',') return line.erase(at - 1, end - (at - 1));  // the last one
+    return line.erase(at, end - at);
+}
+
 double metric_value(const std::string& text, const std::string& series) {
     std::istringstream in(text);
     std::string line;
-    while (std::getline(in, line))
+    while (std::getline(in, line)) {
+        if (series.find("model_name=") == std::string::npos) line = without_model_name(line);
         if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    }
     return std::nan("");
 }
 

@@ -50,6 +50,7 @@ public:
     // Reads until the peer closes (or timeout); returns everything.
     std::string read_all(int timeout_ms);
     bool eof() const { return eof_; }
+    void shutdown_write();  // half-close: no more bytes from us, still reading
     void close();
 
 private:
@@ -62,6 +63,8 @@ HttpResult http_request(int port, const std::string& method, const std::string& 
                         const std::vector<std::string>& headers = {}, int timeout_ms = 30000);
 HttpResult parse_http_response(const std::string& raw);
 // The value of an unlabelled (or exactly labelled) sample in Prometheus text; NaN when absent.
+// The model_name label every series carries is ignored unless `series` names it.
+std::string without_model_name(std::string line);
 double metric_value(const std::string& metrics_text, const std::string& series);
 
 }  // namespace pagoda::test

@@ -109,3 +109,19 @@ TEST(TokenizeRequest, BadBodiesAre400sNamingTheField) {
         EXPECT_EQ(e.code, c.code) << c.body.dump();
     }
 }
+
+TEST(TokenizeRequest, OtherFieldsAreRefusedNamingThem) {
+    const pagoda::tokenizer::Tokenizer* tok = pagoda::test::fixture_tokenizer("stories260K");
+    if (!tok) GTEST_SKIP() << "fixture not found: stories260K";
+    for (const auto& [body, detok] : std::vector<std::pair<std::string, bool>>{
+             {R"({"content":"a","add_bos":true})", false}, {R"({"tokens":[1],"skip_special":true})", true}}) {
+        try {
+            detok ? detokenize_response(json::parse(body), *tok) : tokenize_response(json::parse(body), *tok);
+            FAIL() << body;
+        } catch (const ApiError& e) {
+            EXPECT_EQ(e.code, "unsupported_parameter");
+            EXPECT_EQ(e.param, detok ? "skip_special" : "add_bos");
+        }
+    }
+    EXPECT_NO_THROW(tokenize_response(json::parse(R"({"content":"a","with_pieces":null})"), *tok));
+}

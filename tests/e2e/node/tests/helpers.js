@@ -82,9 +82,14 @@ export async function startServer(extraArgs = [], kind = 'tiny') {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Reads one sample of Prometheus text ("name" or "name{labels}"); NaN when absent.
+// Reads one sample of Prometheus text ("name" or "name{labels}"); NaN when absent. The model_name
+// label every series carries is ignored unless `series` names it.
 export function metricValue(text, series) {
-  for (const line of text.split('\n')) if (line.startsWith(series + ' ')) return Number(line.slice(series.length + 1));
+  const keep = series.includes('model_name=');
+  for (let line of text.split('\n')) {
+    if (!keep) line = line.replace(/\{model_name="[^"]*"\}/, '').replace(/\{model_name="[^"]*",/, '{').replace(/,model_name="[^"]*"/, '');
+    if (line.startsWith(series + ' ')) return Number(line.slice(series.length + 1));
+  }
   return NaN;
 }
 

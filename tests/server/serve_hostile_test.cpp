@@ -1,0 +1,145 @@
+// What a hostile or unusual client does over a raw socket to the real `pagoda serve`: transfer
+// codings that would smuggle a request, doubled or folded headers, a half-close, numbers beyond a
+// double, client request ids; and the shutdown seen from the wire (503 headers, a long step cut
+// short, gauges during that step).
+#include <chrono>
+#include <csignal>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "server/serve_harness.h"
+
+using namespace pagoda::test;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string post(const std::string& body, const std::string& extra_headers = "") {
+    return "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + extra_headers +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+int count_responses(const std::string& raw) {
+    int n = 0;
+    for (size_t at = raw.find("HTTP/1.1 "); at != std::string::npos; at = raw.find("HTTP/1.1 ", at + 1)) ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST(ServeHostile, OnlyChunkedTransferEncodingIsAcceptedAndARefusalCloses) {
+    ServeProcess s({});
+    // The gzip-coded body would otherwise be read as empty and the bytes after it run as a second,
+    // smuggled request.
+    RawClient c(s.port());
+    c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"
+           "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string raw = c.read_all(5000);
+    EXPECT_EQ(count_responses(raw), 1) << raw;
+    HttpResult r = parse_http_response(raw);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.headers["connection"], "close");
+    EXPECT_NE(json::parse(r.body)["error"]["message"].get<std::string>().find("Transfer-Encoding 'gzip'"),
+              std::string::npos);
+    EXPECT_TRUE(c.eof()) << "the connection is closed after the refusal";
+    // Chunked still works.
+    RawClient ok(s.port());
+    const std::string body = R"({"prompt":"a","max_tokens":1})";
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    ok.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+            std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n");
+    EXPECT_EQ(parse_http_response(ok.read_all(10000)).status, 200);
+}
+
+TEST(ServeHostile, DoubledAuthorizationAndFoldedHeadersAreRefused) {
+    ServeProcess s({});
+    HttpResult two = http_request(s.port(), "GET", "/v1/models", "", {"Authorization: Bearer a", "Authorization: Bearer b"});
+    EXPECT_EQ(two.status, 400);
+    EXPECT_NE(two.body.find("more than one Authorization"), std::string::npos) << two.body;
+    RawClient c(s.port());
+    c.send("GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Note: first\r\n  continued\r\n\r\n");
+    HttpResult folded = parse_http_response(c.read_all(5000));
+    EXPECT_EQ(folded.status, 400);
+    EXPECT_NE(folded.body.find("folded"), std::string::npos) << folded.body;
+    EXPECT_EQ(folded.headers["connection"], "close");
+}
+
+TEST(ServeHostile, AHalfClosedClientGetsItsAnswer) {
+    ServeProcess s({});
+    for (bool stream : {false, true}) {
+        RawClient c(s.port());
+        json body = {{"prompt", "a"}, {"max_tokens", 4}, {"ignore_eos", true}, {"stream", stream}};
+        c.send(post(body.dump()));
+        c.shutdown_write();  // as `nc -N` does once it has sent the request
+        HttpResult r = parse_http_response(c.read_all(10000));
+        EXPECT_EQ(r.status, 200) << "stream=" << stream;
+        if (stream) EXPECT_NE(r.body.find("[DONE]"), std::string::npos);
+        else EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 4);
+        EXPECT_TRUE(c.eof()) << "then the server closes";
+    }
+}
+
+TEST(ServeHostile, NumbersBeyondADoubleAreA400) {
+    ServeProcess s({});
+    HttpResult r = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"a","foo":1e400})");
+    EXPECT_EQ(r.status, 400);
+    const json e = json::parse(r.body)["error"];
+    EXPECT_EQ(e["code"], "invalid_json");
+    EXPECT_EQ(e["message"].get<std::string>().find("json.exception"), std::string::npos) << e;
+}
+
+TEST(ServeHostile, AClientRequestIdIsEchoedButNeverTheResponseId) {
+    ServeProcess s({});
+    std::vector<std::string> ids;
+    for (int i = 0; i < 2; ++i) {
+        HttpResult r = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"a","max_tokens":1})",
+                                    {"X-Request-Id: same-id"});
+        ASSERT_EQ(r.status, 200);
+        EXPECT_EQ(r.headers["x-request-id"], "same-id");
+        ids.push_back(json::parse(r.body)["id"]);
+        EXPECT_EQ(ids.back().find("same-id"), std::string::npos) << ids.back();
+    }
+    EXPECT_NE(ids[0], ids[1]) << "response ids are unique";
+    // Without one, the header and the response id agree.
+    HttpResult plain = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"a","max_tokens":1})");
+    EXPECT_EQ(json::parse(plain.body)["id"], "cmpl-" + plain.headers["x-request-id"]);
+}
+
+// One long prefill step (a 3000-token prompt in a single step on the slow model: ~4 s on one core):
+// /metrics counts it as running while it runs, new requests during the drain get 503 with
+// Retry-After and Connection: close, and the shutdown timeout is not overrun by the rest of it.
+TEST(ServeHostile, ShutdownDuringALongStep) {
+    ServeProcess s({"--shutdown-timeout", "1", "--max-batched-tokens", "4096"}, server_test_model(true));
+    RawClient longreq(s.port());
+    longreq.send(post(json{{"prompt", std::vector<int>(3000, 5)}, {"max_tokens", 8}}.dump()));
+    const auto sent = Clock::now();
+    double running = 0;
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (running < 1 && Clock::now() < until) {
+        running = metric_value(http_request(s.port(), "GET", "/metrics").body, "pagoda:num_requests_running");
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(running, 1) << "the gauge shows the request inside its step";
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - sent).count(), 2.0)
+        << "seen while the prefill step runs, not after it";
+    const auto t0 = Clock::now();
+    ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+    HttpResult refused;
+    for (int i = 0; i < 100 && refused.status != 503; ++i) {
+        refused = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"a","max_tokens":1})");
+        if (refused.status != 503) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(refused.status, 503);
+    EXPECT_EQ(json::parse(refused.body)["error"]["code"], "shutting_down");
+    EXPECT_EQ(refused.headers["retry-after"], "1");
+    EXPECT_EQ(refused.headers["connection"], "close");
+    HttpResult cut = parse_http_response(longreq.read_all(15000));
+    EXPECT_EQ(cut.status, 503) << cut.body;
+    EXPECT_EQ(cut.headers["retry-after"], "1");
+    EXPECT_EQ(s.wait_exit(15), 0);
+    const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    EXPECT_LT(took, 3.0) << "a 1 s shutdown timeout, not the rest of a long step";
+}
