@@ -156,7 +156,7 @@ test('a fleet of three: scaling signals rise and fall, SIGTERM loses nothing, ki
   const timeToReady = [];
   for (const s of servers) {
     const text = await (await fetch(s.url + metricsPath)).text();
-    timeToReady.push(Number(/^pagoda:time_to_ready_seconds (\S+)$/m.exec(text)[1]));
+    timeToReady.push(Number(/^pagoda:time_to_ready_seconds(?:\{[^}]*\})? (\S+)$/m.exec(text)[1]));
   }
   assert.ok(timeToReady.every((v) => v > 0 && v < 30), `time to ready ${timeToReady}`);
   const byName = Object.fromEntries(servers.map((s) => [s.name, s]));
