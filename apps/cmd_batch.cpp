@@ -247,6 +247,11 @@ int run_batch(const BatchOptions& o) {
     std::fprintf(stderr, "pagoda batch: %zu requests, %zu failed; %lld prompt + %lld generated tokens, %.0f%% prefix-cache hits, %lld preemptions\n",
                  lines.size(), failures, (long long)s.prompt_tokens, (long long)s.generation_tokens,
                  100.0 * s.prefix_hit_rate(), (long long)s.preemptions);
+    if (o.spec.options.enabled())
+        std::fprintf(stderr, "pagoda batch: speculation: %lld drafted, %lld accepted (%.0f%%), %lld steps\n",
+                     (long long)s.draft_tokens, (long long)s.accepted_draft_tokens,
+                     s.draft_tokens ? 100.0 * double(s.accepted_draft_tokens) / double(s.draft_tokens) : 0.0,
+                     (long long)s.steps);
     return 0;  // per-line failures are reported in the output
 }
 
