@@ -1,0 +1,40 @@
+// --draft-ngram through the live server: greedy completions are the same text with and without
+// speculation, and /metrics counts what was drafted and accepted.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startServer } from './helpers.js';
+
+const prompts = ['a b c d a b c d a b c d a b', 'one two three one two three one', 'x y z', 'hello hello hello hello'];
+
+async function completions(server) {
+  const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
+  return Promise.all(prompts.map(async (prompt) => (await client.completions.create({ prompt, max_tokens: 48, temperature: 0 })).choices[0].text));
+}
+
+function counter(text, name) {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : null;
+}
+
+test('speculation by prompt lookup leaves greedy text unchanged and is counted', async () => {
+  const plain = await startServer();
+  let want;
+  try { want = await completions(plain); } finally { await plain.stop(); }
+  const spec = await startServer(['--draft-ngram', '3', '--draft-max', '4']);
+  try {
+    const got = await completions(spec);
+    assert.deepEqual(got, want);
+    const metrics = await (await fetch(`${spec.url}/metrics`)).text();
+    const drafted = counter(metrics, 'pagoda:spec_decode_num_draft_tokens_total');
+    const accepted = counter(metrics, 'pagoda:spec_decode_num_accepted_tokens_total');
+    assert.ok(drafted > 0, `drafted ${drafted}`);
+    assert.ok(accepted >= 0 && accepted <= drafted, `accepted ${accepted} of ${drafted}`);
+  } finally {
+    await spec.stop();
+  }
+});
+
+test('bad speculation flags stop serve at start-up with a plain message', async () => {
+  await assert.rejects(startServer(['--draft-ngram', '2', '--draft-ngram-min', '3']), /draft n-gram/);
+});
