@@ -72,6 +72,29 @@ void Job::finish(int status) {
 
 // ---- Gateway ----
 
+void Gateway::admit_load(const ApiKey* key, const std::string& key_name, int64_t reserved_tokens,
+                         const std::string& size_param) {
+    // A long queue means new work would only wait; refuse at once instead.
+    const engine::EngineStats stats = engine_->stats();
+    if (stats.waiting_requests > options_.max_queue) {
+        ApiError e = ApiError::unavailable(fmt::format("the server is overloaded ({} requests waiting); retry later",
+                                                       stats.waiting_requests),
+                                           "queue_full");
+        e.retry_after = 1;
+        metrics_.on_rejection(key_name, "queue_full");
+        throw e;
+    }
+    if (!key) return;
+    if (auto r = limiter_.admit(key->name, key->limits, reserved_tokens, now_seconds())) {
+        metrics_.on_rejection(key_name, reject_reason_name(r->reason));
+        // Larger than a whole minute of the key's tokens: no wait would help, so this is not a
+        // 429 (clients retry those) but the request's own fault.
+        if (r->reason == RejectReason::too_large)
+            throw ApiError::invalid(r->message + "; retrying cannot succeed", size_param, "request_too_large");
+        throw ApiError::rate_limited(r->message, r->retry_after, "rate_limit_exceeded");
+    }
+}
+
 void Gateway::admit_or_throw(const std::string& key_name) {
     auto reject = [&](const std::string& reason, ApiError e) -> ApiError {
         metrics_.on_rejection(key_name, reason);
@@ -288,28 +311,8 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
         throw;
     }
 
-    // Admission: a long queue means new work would only wait; refuse at once instead.
-    const engine::EngineStats stats = engine_->stats();
-    if (stats.waiting_requests > options_.max_queue) {
-        ApiError e = ApiError::unavailable(fmt::format("the server is overloaded ({} requests waiting); retry later",
-                                                       stats.waiting_requests),
-                                           "queue_full");
-        e.retry_after = 1;
-        throw reject("queue_full", e);
-    }
-
     const int64_t reserved = requests.reserved_tokens;
-    if (key) {
-        if (auto r = limiter_.admit(key->name, key->limits, reserved, now_seconds())) {
-            metrics_.on_rejection(key_name, reject_reason_name(r->reason));
-            // Larger than a whole minute of the key's tokens: no wait would help, so this is not a
-            // 429 (clients retry those) but the request's own fault.
-            if (r->reason == RejectReason::too_large)
-                throw ApiError::invalid(r->message + "; retrying cannot succeed", p.max_tokens_param,
-                                        "request_too_large");
-            throw ApiError::rate_limited(r->message, r->retry_after, "rate_limit_exceeded");
-        }
-    }
+    admit_load(key, key_name, reserved, p.max_tokens_param);
 
     ResponseContext ctx;
     ctx.endpoint = endpoint;

@@ -183,6 +183,10 @@ private:
                                           DeltaSink sink);
     // The admission checks every request passes (draining, loading, failed); throws ApiError.
     void admit_or_throw(const std::string& key_name);
+    // The admission checks of work about to be submitted: the queue cap (503) and the key's limits
+    // (429, or 400 naming size_param for a request no wait would let through).
+    void admit_load(const ApiKey* key, const std::string& key_name, int64_t reserved_tokens,
+                    const std::string& size_param);
     nlohmann::json model_card() const;
 
     GatewayOptions options_;

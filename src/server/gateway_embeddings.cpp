@@ -73,22 +73,7 @@ std::shared_ptr<Job> Gateway::start_embeddings(const json& body, const ApiKey* k
         requests.push_back(std::move(r));
     }
 
-    const engine::EngineStats stats = engine_->stats();
-    if (stats.waiting_requests > options_.max_queue) {
-        ApiError e = ApiError::unavailable(fmt::format("the server is overloaded ({} requests waiting); retry later",
-                                                       stats.waiting_requests),
-                                           "queue_full");
-        e.retry_after = 1;
-        metrics_.on_rejection(key_name, "queue_full");
-        throw e;
-    }
-    if (key) {
-        if (auto r = limiter_.admit(key->name, key->limits, total_tokens, now_seconds())) {
-            metrics_.on_rejection(key_name, reject_reason_name(r->reason));
-            throw ApiError::rate_limited(r->message, r->retry_after,
-                                         r->reason == RejectReason::too_large ? "request_too_large" : "rate_limit_exceeded");
-        }
-    }
+    admit_load(key, key_name, total_tokens, "input");
 
     CompletionParams params;
     params.endpoint = Endpoint::embeddings;
