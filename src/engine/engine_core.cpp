@@ -309,6 +309,7 @@ void EngineCore::fork_request(RequestState& r, Sequence& parent) {
 
 bool EngineCore::step() {
     const auto start = Clock::now();
+    const int64_t generated_before = counters_.generation_tokens;
     StepPlan plan = scheduler_.schedule();
     counters_.preemptions = scheduler_.preemptions();
     if (plan.empty()) return false;
@@ -383,7 +384,7 @@ bool EngineCore::step() {
     counters_.step_seconds += step_seconds;
     if (options_.on_step) {
         StepInfo info{plan.n_tokens, plan.n_decode_tokens, plan.n_prefill_tokens, int64_t(plan.chunks.size()),
-                      step_seconds};
+                      step_seconds, counters_.generation_tokens - generated_before};
         options_.on_step(info);
     }
     return true;

@@ -31,6 +31,7 @@ struct EngineStats {
 struct StepInfo {
     int64_t n_tokens = 0, n_decode_tokens = 0, n_prefill_tokens = 0, n_sequences = 0;
     double seconds = 0;  // forward + sampling
+    int64_t n_sampled = 0;  // tokens generated in this step (first tokens of finished prompts included)
 };
 
 }  // namespace pagoda::engine
