@@ -9,6 +9,7 @@ PACKAGES=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libomp-dev
   python3 python3-jinja2
   libboost1.81-dev prometheus
+  chromium  # the dashboard's browser test (tests/e2e/node/tests/dashboard.test.js, via playwright-core)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -28,10 +29,11 @@ if ! command -v node >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
 fi
-# npm packages of the Node end-to-end tests (openai, ws), pinned by package-lock.json.
+# npm packages of the Node end-to-end tests (openai, ws, playwright-core), pinned by package-lock.json.
 node_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/e2e/node"
 if [ -f "$node_tests/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
   if [ ! -d "$node_tests/node_modules/openai" ] || [ ! -d "$node_tests/node_modules/ws" ] ||
+     [ ! -d "$node_tests/node_modules/playwright-core" ] ||
      [ "$node_tests/package-lock.json" -nt "$node_tests/node_modules" ]; then
     echo "pagoda: installing the Node test packages (npm ci in tests/e2e/node)" >&2
     (cd "$node_tests" && npm ci --no-audit --no-fund --loglevel=error) || echo "pagoda: npm ci failed; the Node e2e tests will be skipped" >&2

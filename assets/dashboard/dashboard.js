@@ -45,7 +45,7 @@
   function fmtDuration(s) {
     s = Math.floor(s);
     const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
-    return h ? `${h}h ${m}m` : m ? `${m}m ${sec}s` : `${sec}s`;
+    return h ? `${h}h ${m}m` : m ? (sec ? `${m}m ${sec}s` : `${m} min`) : `${sec}s`;
   }
   const seqColour = (seq, light = 52) => `hsl(${(seq * 137.508) % 360}, 62%, ${light}%)`;
   function setText(id, text) { const el = $(id); if (el.textContent !== text) el.textContent = text; }
