@@ -2,8 +2,8 @@
 // In headless Chromium (Debian's chromium driven by playwright-core; skipped with a message when
 // either is missing): the page renders with no console errors and no request leaving the server,
 // its numbers change under a bounded load, and a playground stream stopped mid-way frees its KV
-// blocks. A screenshot is kept as an artifact (PAGODA_ARTIFACT_DIR, else a temp folder; the path
-// is printed).
+// blocks. A screenshot is kept as an artifact (PAGODA_ARTIFACT_DIR — run.sh sets it to
+// BUILD/test-artifacts — else a temp folder; the path is printed).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
@@ -17,11 +17,11 @@ let browserSkip = false;
 try {
   ({ chromium } = await import('playwright-core'));
 } catch {
-  browserSkip = 'SKIP: the npm package playwright-core is missing (run npm ci in tests/e2e/node)';
+  browserSkip = 'the npm package playwright-core is missing (run npm ci in tests/e2e/node)';
 }
 if (!browserSkip && !existsSync(CHROMIUM))
-  browserSkip = `SKIP: no Chromium at ${CHROMIUM} (scripts/install-deps.sh installs Debian's chromium)`;
-if (browserSkip) console.log(`# ${browserSkip}`);
+  browserSkip = `no Chromium at ${CHROMIUM} (scripts/install-deps.sh installs Debian's chromium)`;
+if (browserSkip) console.log(`# SKIP the browser test: ${browserSkip}`);
 
 async function getState(url, headers = {}) {
   const r = await fetch(`${url}/v1/state`, { headers });
