@@ -32,16 +32,24 @@ void LiveStats::on_step(const engine::StepInfo& s, int64_t max_batched_tokens, d
 
 void LiveStats::on_api_request(const std::string& key, int status, double now) {
     std::lock_guard lock(mutex_);
-    KeyWindow& k = keys_.try_emplace(key, KeyWindow{RollingSums(shape_, n_key_channels), {}}).first->second;
+    KeyWindow& k = key_window(key);
     k.counts.add(requests, 1, now);
     if (status >= 400) k.counts.add(errors, 1, now);
 }
 
 void LiveStats::on_rejection(const std::string& key, const std::string& reason, double now) {
     std::lock_guard lock(mutex_);
-    KeyWindow& k = keys_.try_emplace(key, KeyWindow{RollingSums(shape_, n_key_channels), {}}).first->second;
+    KeyWindow& k = key_window(key);
     k.counts.add(rejections, 1, now);
-    k.reasons.try_emplace(reason, RollingSums(shape_, 1)).first->second.add(0, 1, now);
+    auto it = k.reasons.find(reason);
+    if (it == k.reasons.end()) it = k.reasons.emplace(reason, RollingSums(shape_, 1)).first;
+    it->second.add(0, 1, now);
+}
+
+LiveStats::KeyWindow& LiveStats::key_window(const std::string& key) {
+    auto it = keys_.find(key);
+    if (it == keys_.end()) it = keys_.emplace(key, KeyWindow{RollingSums(shape_, n_key_channels), {}}).first;
+    return it->second;
 }
 
 double LiveStats::span(double from, double to) const { return std::max(0.0, to - std::max(from, start_)); }

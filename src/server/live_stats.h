@@ -38,6 +38,7 @@ private:
         RollingSums counts;
         std::map<std::string, RollingSums> reasons;
     };
+    KeyWindow& key_window(const std::string& key);  // made on first use; keys are few (the key table)
     // Seconds of [from, to] after the start: what a rate over that span divides by.
     double span(double from, double to) const;
     nlohmann::json latency_json(const RollingQuantiles& q, double now) const;
