@@ -68,7 +68,7 @@ int serve(ServeOptions& o) {
     return server::run_http_server(gateway, o.http);
 }
 
-CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSocket streaming)", [](CLI::App& sub) {
+CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSocket streaming, live /dashboard)", [](CLI::App& sub) {
     auto o = std::make_shared<ServeOptions>();
     sub.add_option("-m,--model", o->model.path, "GGUF model file")->required();
     sub.add_option("--host", o->http.host, "Address or host name to listen on (a name binds its first IPv4 address, else its first IPv6)");
@@ -90,7 +90,7 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without keys: open server)");
     sub.add_option("--api-key", o->api_key, "One more key, without limits (as llama-server and vLLM)");
     sub.add_flag("--open-health", o->open_health, "With keys: serve /health, /livez and /readyz without a key");
-    sub.add_flag("--open-metrics", o->open_metrics, "With keys: serve /metrics without a key");
+    sub.add_flag("--open-metrics", o->open_metrics, "With keys: serve /metrics and /v1/state (the dashboard's data) without a key");
     sub.add_option("--metrics-compat", o->metrics_compat,
                    "vllm: /metrics also serves the series under vLLM's names (vllm:num_requests_waiting, ...)")
         ->check(CLI::IsMember({"none", "vllm"}));

@@ -20,7 +20,8 @@ PACKAGES=(
 # The test suite's real servers: Prometheus and HAProxy for the fleet test (tests/e2e/node/deploy).
 # kubectl is not among them: Debian 12's (kubernetes-client 1.20) embeds a kustomize too old for
 # deploy/kubernetes; the kustomize test uses a newer kubectl where the machine has one.
-if [ "$DEPS" = all ]; then PACKAGES+=(prometheus haproxy); fi
+# Chromium for the dashboard's browser test (tests/e2e/node/tests/dashboard.test.js, via playwright-core).
+if [ "$DEPS" = all ]; then PACKAGES+=(prometheus haproxy chromium); fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,12 +41,13 @@ if ! command -v node >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
 fi
-# npm packages of the Node end-to-end tests (openai, ws, the Kubernetes schema validators, yaml),
+# npm packages of the Node end-to-end tests (openai, ws, the Kubernetes schema validators, yaml,
+# playwright-core),
 # pinned by package-lock.json.
 node_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/e2e/node"
 if [ -f "$node_tests/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
   if [ ! -d "$node_tests/node_modules/openai" ] || [ ! -d "$node_tests/node_modules/ws" ] ||
-     [ ! -d "$node_tests/node_modules/kubernetes-models" ] ||
+     [ ! -d "$node_tests/node_modules/kubernetes-models" ] || [ ! -d "$node_tests/node_modules/playwright-core" ] ||
      [ "$node_tests/package-lock.json" -nt "$node_tests/node_modules" ]; then
     echo "pagoda: installing the Node test packages (npm ci in tests/e2e/node)" >&2
     (cd "$node_tests" && npm ci --no-audit --no-fund --loglevel=error) || echo "pagoda: npm ci failed; the Node e2e tests will be skipped" >&2

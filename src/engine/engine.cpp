@@ -75,6 +75,18 @@ EngineStats Engine::stats() const {
     return s;
 }
 
+KvSnapshot Engine::kv_snapshot(std::chrono::milliseconds max_age, std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    if (kv_generation_ > 0 && Clock::now() - kv_snapshot_.taken <= max_age) return kv_snapshot_;
+    if (!thread_done_) {
+        const uint64_t seen = kv_generation_;
+        kv_wanted_ = true;
+        wake_.notify_one();
+        kv_taken_.wait_for(lock, wait, [&] { return kv_generation_ != seen || thread_done_; });
+    }
+    return kv_snapshot_;
+}
+
 void Engine::run() {
     for (;;) {
         std::vector<Pending> arrivals;
@@ -82,7 +94,9 @@ void Engine::run() {
         bool stop = false, drain = false;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || core_->has_work(); });
+            wake_.wait(lock, [&] {
+                return stop_ || kv_wanted_ || !inbox_.empty() || !cancels_.empty() || core_->has_work();
+            });
             arrivals.swap(inbox_);
             cancels.swap(cancels_);
             stop = stop_;
@@ -117,15 +131,32 @@ void Engine::run() {
                 core_->abort_all(fmt::format("engine failure: {}", e.what()));
             }
         }
+        bool want_kv = false;
         {
             std::lock_guard lock(mutex_);
             snapshot_ = core_->stats();
+            want_kv = kv_wanted_;
+        }
+        if (want_kv) {  // between steps, outside the lock: submitters never wait for it
+            KvSnapshot k = core_->kv_snapshot();
+            {
+                std::lock_guard lock(mutex_);
+                kv_snapshot_ = std::move(k);
+                kv_wanted_ = false;
+                ++kv_generation_;
+            }
+            kv_taken_.notify_all();
         }
         if (stop && !core_->has_work()) {
             std::lock_guard lock(mutex_);
             if (inbox_.empty()) break;
         }
     }
+    {
+        std::lock_guard lock(mutex_);
+        thread_done_ = true;
+    }
+    kv_taken_.notify_all();
 }
 
 }  // namespace pagoda::engine

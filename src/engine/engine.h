@@ -1,6 +1,6 @@
 // The serving engine: one thread owns the StepModel, the block manager and the scheduler
 // (EngineCore) and runs steps while there is work, sleeping on a condition variable when idle.
-// Any thread may submit(), cancel() and read stats(). submit() validates at once and throws
+// Any thread may submit(), cancel() and read stats() and kv_snapshot(). submit() validates at once and throws
 // pagoda::Error for a request that is malformed or can never fit (prompt longer than the model
 // context or the whole KV cache); otherwise deltas arrive on the handle's queue, or through
 // `on_delta` on the engine thread when given (a server can forward them without a polling thread).
@@ -40,6 +40,12 @@ public:
     void shutdown(bool drain = false);
 
     EngineStats stats() const;
+    // The KV pool's blocks and owners, taken by the engine thread between steps. A snapshot at most
+    // `max_age` old is returned as it is; otherwise the engine thread is asked for a new one (it
+    // wakes if idle, else takes it after the current step) and this waits up to `wait` for it,
+    // returning the older one (see KvSnapshot::taken) if the step runs longer.
+    KvSnapshot kv_snapshot(std::chrono::milliseconds max_age = std::chrono::milliseconds(200),
+                           std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
     const StepModelInfo& model_info() const { return info_; }
     int64_t context_limit() const { return context_limit_; }
     const tokenizer::Tokenizer* tokenizer() const { return tokenizer_.get(); }
@@ -69,6 +75,12 @@ private:
     RequestId next_id_ = 1;
     EngineStats snapshot_;
     int64_t rejected_ = 0;
+    // kv_snapshot(): requested by readers, taken by the engine thread (guarded by mutex_).
+    std::condition_variable kv_taken_;
+    bool kv_wanted_ = false;
+    KvSnapshot kv_snapshot_;
+    uint64_t kv_generation_ = 0;  // snapshots taken so far
+    bool thread_done_ = false;
     std::thread thread_;
 };
 

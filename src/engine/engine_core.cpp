@@ -381,6 +381,7 @@ void EngineCore::fork_request(RequestState& r, Sequence& parent) {
 bool EngineCore::step() {
     const auto start = Clock::now();
     if (options_.speculative.enabled()) propose_drafts();
+    const int64_t generated_before = counters_.generation_tokens;
     StepPlan plan = scheduler_.schedule();
     counters_.preemptions = scheduler_.preemptions();
     if (plan.empty()) return false;
@@ -500,7 +501,7 @@ bool EngineCore::step() {
     counters_.step_seconds += step_seconds;
     if (options_.on_step) {
         StepInfo info{plan.n_tokens, plan.n_decode_tokens, plan.n_prefill_tokens, int64_t(plan.chunks.size()),
-                      drafted, accepted_total, step_seconds};
+                      drafted, accepted_total, step_seconds, counters_.generation_tokens - generated_before};
         options_.on_step(info);
     }
     return true;

@@ -12,6 +12,7 @@
 
 #include "engine/delta_queue.h"
 #include "engine/engine_stats.h"
+#include "engine/kv_snapshot.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -102,6 +103,8 @@ public:
     size_t num_requests() const { return requests_.size(); }
 
     EngineStats stats() const;
+    // The pool's blocks and the sequences owning them now (kv_snapshot.cpp; O(blocks)).
+    KvSnapshot kv_snapshot() const;
     Scheduler& scheduler() { return scheduler_; }
     kv::BlockManager& blocks() { return blocks_; }
 

@@ -34,6 +34,7 @@ struct StepInfo {
     int64_t n_tokens = 0, n_decode_tokens = 0, n_prefill_tokens = 0, n_sequences = 0;
     int64_t n_draft_tokens = 0, n_accepted_draft_tokens = 0;
     double seconds = 0;  // forward + sampling
+    int64_t n_sampled = 0;  // tokens generated in this step (first tokens of finished prompts included)
 };
 
 }  // namespace pagoda::engine

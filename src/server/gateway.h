@@ -149,6 +149,8 @@ public:
     SimpleResponse models() const;
     SimpleResponse model(const std::string& id) const;
     SimpleResponse metrics();
+    // GET /v1/state: the dashboard's JSON (dashboard_state.h; defined in gateway_dashboard.cpp).
+    SimpleResponse live_state();
     // POST /tokenize and /detokenize (tokenize_request.h; defined in gateway_tokenize.cpp): 503 until
     // the model is ready, ApiError 400 for a bad body.
     SimpleResponse tokenize(const nlohmann::json& body) const;

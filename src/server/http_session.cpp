@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/log.h"
+#include "server/dashboard.h"
 #include "server/sse.h"
 #include "server/websocket_session.h"
 
@@ -196,6 +197,12 @@ private:
             require_method(req, http::verb::get, "GET");
             if (!opt_open_metrics()) authenticate(auth);
             return send_simple(gw().metrics());
+        }
+        if (path_ == "/v1/state" || is_dashboard_path(path_)) {  // the page is open; its data is /metrics's
+            require_method(req, http::verb::get, "GET");
+            if (path_ != "/v1/state") return send_simple(dashboard_file(path_));
+            if (!opt_open_metrics()) authenticate(auth);
+            return send_simple(gw().live_state());
         }
         if (path_ == "/v1/models") {
             require_method(req, http::verb::get, "GET");

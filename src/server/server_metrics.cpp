@@ -89,6 +89,7 @@ void ServerMetrics::set_cache_config(int32_t block_size, int32_t n_blocks) {
 }
 
 void ServerMetrics::on_request_finished(const engine::FinishedRequest& f) {
+    live_.on_request_finished(f, now());
     auto& r = registry_;
     r.inc("pagoda:request_success_total", {engine::finish_reason_name(f.reason)});
     if (f.timings.ttft >= 0) r.observe("pagoda:time_to_first_token_seconds", f.timings.ttft);
@@ -100,6 +101,7 @@ void ServerMetrics::on_request_finished(const engine::FinishedRequest& f) {
 }
 
 void ServerMetrics::on_step(const engine::StepInfo& step, int64_t max_batched_tokens) {
+    live_.on_step(step, max_batched_tokens, now());
     if (max_batched_tokens > 0)
         registry_.observe("pagoda:engine_step_utilisation", double(step.n_tokens) / double(max_batched_tokens));
     registry_.observe("pagoda:engine_step_duration_seconds", step.seconds);
@@ -107,10 +109,12 @@ void ServerMetrics::on_step(const engine::StepInfo& step, int64_t max_batched_to
 }
 
 void ServerMetrics::on_api_request(const std::string& key, const std::string& endpoint, int status) {
+    live_.on_api_request(key, status, now());
     registry_.inc("pagoda:api_requests_total", {key, endpoint, std::to_string(status)});
 }
 
 void ServerMetrics::on_rejection(const std::string& key, const std::string& reason) {
+    live_.on_rejection(key, reason, now());
     registry_.inc("pagoda:api_rejections_total", {key, reason});
 }
 

@@ -4,13 +4,15 @@
 // request-finished and step callbacks; per-key counters from the gateway. With
 // MetricsCompat::vllm the series tools built for vLLM read (KEDA examples, dashboards, the Gateway
 // API Inference Extension's endpoint picker) are served under vLLM's names too, with its
-// `model_name` label.
+// `model_name` label. The same hooks feed LiveStats, the dashboard's windows over the last minutes.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "engine/engine_core.h"
 #include "engine/engine_stats.h"
+#include "server/live_stats.h"
 #include "server/prometheus.h"
 
 namespace pagoda::server {
@@ -36,10 +38,16 @@ public:
     std::string render(const engine::EngineStats* stats, bool ready);
 
     MetricRegistry& registry() { return registry_; }
+    // The dashboard's windowed figures now (LiveStats::to_json).
+    nlohmann::json live_json() const { return live_.to_json(now()); }
+    // Seconds since this object was built (the clock LiveStats runs on).
+    double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count(); }
 
 private:
     MetricRegistry registry_;
     MetricsCompat compat_;
+    std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+    LiveStats live_;
 };
 
 }  // namespace pagoda::server

@@ -12,5 +12,7 @@ if [ ! -d "$here/node_modules/openai" ] || [ ! -d "$here/node_modules/ws" ]; the
   echo "SKIP: npm packages missing; run: (cd tests/e2e/node && npm ci)"; exit 77
 fi
 export PAGODA_BINARY="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
+# Files the tests keep for people to look at (the dashboard's screenshot), beside the binary.
+export PAGODA_ARTIFACT_DIR="${PAGODA_ARTIFACT_DIR:-$(dirname "$PAGODA_BINARY")/test-artifacts}"
 cd "$here"
 exec node --test --test-concurrency=1 --test-timeout=120000 tests/
