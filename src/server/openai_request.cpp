@@ -333,6 +333,9 @@ json parse_json_body(std::string_view bytes) {
     } catch (const json::parse_error& e) {
         // nlohmann's message names the byte offset and the problem (syntax, invalid UTF-8, ...).
         throw ApiError::invalid(fmt::format("the request body is not valid JSON: {}", e.what()), {}, "invalid_json");
+    } catch (const json::out_of_range& e) {
+        // A number beyond double's range (1e400): found by fuzz/http_request_fuzz; was a 500.
+        throw ApiError::invalid(fmt::format("the request body has a number out of range: {}", e.what()), {}, "invalid_json");
     }
 }
 
