@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer targets (clang, ASan + UBSan) built in build-fuzz/; docs/reliability.md lists what each covers.
 #   scripts/fuzz.sh --smoke           replays every kept regression input, then runs every target
-#                                     briefly (~8 s each); what scripts/test.sh runs
+#                                     briefly (~8 s each, from the seeds); what scripts/test.sh runs
 #   scripts/fuzz.sh TARGET SECONDS    runs one target for SECONDS (e.g. `scripts/fuzz.sh gbnf 600`)
 #   scripts/fuzz.sh --seconds N       runs every target for N seconds, one after another
 #   scripts/fuzz.sh --list            prints the target names
@@ -10,7 +10,7 @@
 # under tests/fuzz/regressions/TARGET/ and are replayed (not fuzzed) before every run.
 # A crash, leak, timeout (-timeout, s) or memory blow-up fails the run; the reproducer is saved in
 # build-fuzz/artifacts/TARGET/ (replay: build-fuzz/fuzz/TARGET_fuzz FILE). Each run appends
-# "target seconds executions corpus_files result" to build-fuzz/fuzz-stats.tsv.
+# "target mode seconds executions corpus_files result" to build-fuzz/fuzz-stats.tsv.
 # Environment: PAGODA_FIXTURES (default ../shared: vocabularies and models the targets load),
 # PAGODA_JOBS (build parallelism, default 2), PAGODA_FUZZ_TIMEOUT (per-input seconds, default 25).
 set -euo pipefail
@@ -131,6 +131,9 @@ replay_regressions() {
 run_target() {
   local t="$1" fuzzer="$build/fuzz/${1}_fuzz"
   local corpus="$build/corpus-work/$t" seeds="tests/fuzz/corpus/$t" artifacts="$build/artifacts/$t" log="$build/fuzz-$t.log"
+  # The smoke run starts from the committed seeds only, so its length does not grow with the
+  # working corpus that long runs leave behind.
+  if [ "$mode" = smoke ]; then corpus="$build/smoke-corpus/$t"; log="$build/smoke-$t.log"; rm -rf "$corpus"; fi
   mkdir -p "$corpus" "$artifacts"
   replay_regressions "$t" "$fuzzer" || return 0
   local dirs=("$corpus")
@@ -150,7 +153,7 @@ run_target() {
   files=$(find "$corpus" -type f | wc -l)
   local result=ok
   [ $status -eq 0 ] || result="FAILED(exit $status)"
-  printf '%s\t%s\t%s\t%s\t%s\n' "$t" "$((SECONDS - started))" "$execs" "$files" "$result" >>"$build/fuzz-stats.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$mode" "$((SECONDS - started))" "$execs" "$files" "$result" >>"$build/fuzz-stats.tsv"
   if [ $status -ne 0 ]; then
     echo "fuzz: $t FAILED (exit $status); reproducer in $artifacts/ (log: $log)" >&2
     tail -n 60 "$log" >&2

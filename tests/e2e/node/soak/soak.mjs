@@ -11,6 +11,7 @@
 // below --rss-slope-mib-per-hour). Writes a JSON report (--report) and prints the counts.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import OpenAI from 'openai';
 import WebSocket from 'ws';
 
@@ -430,6 +431,25 @@ async function checkpoint(label) {
   return ok;
 }
 
+const exitResets = {};
+// A POST on its own connection (no keep-alive pool), for the drain window.
+function freshPost(path, body) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(`${server.url}${path}`);
+    const data = JSON.stringify(body);
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false,
+      headers: { ...headers(), 'Content-Length': Buffer.byteLength(data), Connection: 'close' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+      res.on('error', (e) => { e.gotResponse = true; reject(e); });
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
 // SIGTERM with a long stream in flight: requests sent while draining are refused (503), the stream
 // completes (or is cut off with an error event), the process exits 0; then a fresh server.
 async function restartCycle() {
@@ -447,21 +467,22 @@ async function restartCycle() {
   await Promise.race([started, sleep(10000)]);
   const stopping = stopServer();
   await sleep(50);
-  // New work while draining: refused with 503 shutting_down, or turned away at connect once the
-  // listener has closed (both are clean refusals: nothing was accepted).
+  // New work while draining, each on a fresh connection: refused with 503 shutting_down, or turned
+  // away at the TCP level once the process is exiting — refused at connect, or reset before a
+  // single response byte (the listener closed with the connection still in its backlog, or the
+  // request's bytes arrived just as the I/O stopped). Those two count as refused and are reported
+  // apart (exit_resets); a reset after response bytes, or on any request sent before SIGTERM, is lost.
   const during = [];
   for (let i = 0; i < 3; ++i) {
-    during.push(track('during_drain', async () => {
-      try {
-        const res = await fetch(`${server.url}/v1/completions`, { method: 'POST', headers: headers(), body: JSON.stringify({ prompt: 'x', max_tokens: 2 }) });
-        const text = await res.text();
-        if (res.status === 200) return 'completed';
-        return classifyError('during_drain', res.status, text, [503]);
-      } catch (e) {
-        if (e?.cause?.code === 'ECONNREFUSED') return 'refused';
+    during.push(track('during_drain', () => freshPost('/v1/completions', { prompt: 'x', max_tokens: 2 })
+      .then(({ status, text }) => (status === 200 ? 'completed' : classifyError('during_drain', status, text, [503])))
+      .catch((e) => {
+        if (e.code === 'ECONNREFUSED' || (e.code === 'ECONNRESET' && !e.gotResponse)) {
+          exitResets[e.code] = (exitResets[e.code] ?? 0) + 1;
+          return 'refused';
+        }
         throw e;
-      }
-    }));
+      })));
     await sleep(20);
   }
   const r = await stopping;
@@ -547,7 +568,7 @@ async function main() {
     lifetimes: server.epoch, sigterm_exits: server.exits.filter((e) => e.planned).map((e) => e.code),
     crashes: server.crashes, checkpoints, rss_slope_mib_per_hour: slope.slope, rss_slope_samples: slope.samples,
     rss_slope_threshold: opts.rssSlope, rss_samples: rss.filter((_, i) => i % 12 === 0).map((s) => ({ t: Math.round(s.t), lifetime: s.epoch, mib: +(s.kb / 1024).toFixed(1) })),
-    problems, final_exit: final,
+    exit_resets: exitResets, problems, final_exit: final,
   };
   const failures = [];
   if (server.crashes.length) failures.push(`${server.crashes.length} crash(es) / unclean exits`);
@@ -568,6 +589,7 @@ async function main() {
   for (const [name, c] of Object.entries(byScenario))
     console.log(`  ${name.padEnd(16)} sent ${String(c.sent).padStart(6)}  completed ${c.completed}  cancelled ${c.cancelled}  refused ${c.refused}  failed ${c.failed}  lost ${c.lost}`);
   console.log(`  server lifetimes ${server.epoch}, SIGTERM exits ${summary.sigterm_exits.join(',')}, crashes ${server.crashes.length}`);
+  console.log(`  requests sent while the server exited and turned away at the TCP level: ${JSON.stringify(exitResets)}`);
   console.log(`  idle checkpoints ${checkpoints.length}, all idle: ${checkpoints.every((c) => c.ok)}`);
   if (summary.rss_judged) console.log(`  RSS slope ${slope.slope.toFixed(2)} MiB/h over ${slope.samples} samples after ${opts.warmup} s warm-up per lifetime (threshold ${opts.rssSlope})`);
   else console.log(`  RSS trend not judged: only ${slope.samples} samples after the ${opts.warmup} s warm-up (run longer)`);
