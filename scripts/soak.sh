@@ -9,7 +9,7 @@
 # Fails (exit 1) on a crash or unclean exit, any lost request (no answer within 60 s, a broken
 # connection, a malformed answer), an answer with a status the scenario does not allow, a busy
 # engine at an idle checkpoint (/metrics: running, waiting, KV blocks in use), or an RSS growth
-# trend above the threshold (default 10 MiB/h, about 50 bytes per request at the ~55 requests/s the
+# trend above the threshold (default 10 MiB/h, about 10 bytes per request at the ~290 requests/s the
 # soak sends; fitted within each server lifetime after 60 s of warm-up; runs too short to have
 # samples past the warm-up say the trend was not judged). SIGTERM cycles: every 450 s by default.
 # Writes the report to build/soak/report.json and the summary to stdout. Exits 77 (CTest: skipped)
