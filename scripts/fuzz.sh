@@ -1,22 +1,40 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader with libFuzzer (clang, ASan + UBSan) in build-fuzz/.
-#   scripts/fuzz.sh --smoke        bounded run (~40 s of fuzzing) used by scripts/test.sh
-#   scripts/fuzz.sh [--seconds N]  long run (default 3600 s); the corpus persists between runs
-# Seeds: every ../shared/**/*.gguf fixture (when present) plus small hand-made files written here.
-# Exits non-zero when the fuzzer finds a crash, leak, timeout or memory blow-up; the reproducer is
-# saved under build-fuzz/artifacts/ (replay: build-fuzz/fuzz/gguf_reader_fuzz FILE).
+# libFuzzer targets (clang, ASan + UBSan) built in build-fuzz/; docs/reliability.md lists what each covers.
+#   scripts/fuzz.sh --smoke           replays every kept regression input, then runs every target
+#                                     briefly (~8 s each, from the seeds); what scripts/test.sh runs
+#   scripts/fuzz.sh TARGET SECONDS    runs one target for SECONDS (e.g. `scripts/fuzz.sh gbnf 600`)
+#   scripts/fuzz.sh --seconds N       runs every target for N seconds, one after another
+#   scripts/fuzz.sh --list            prints the target names
+# Corpora: seeds committed under tests/fuzz/corpus/TARGET/ (read-only); what a run discovers is
+# kept in build-fuzz/corpus-work/TARGET/ and reused by the next run. Inputs that once crashed live
+# under tests/fuzz/regressions/TARGET/ and are replayed (not fuzzed) before every run.
+# A crash, leak, timeout (-timeout, s) or memory blow-up fails the run; the reproducer is saved in
+# build-fuzz/artifacts/TARGET/ (replay: build-fuzz/fuzz/TARGET_fuzz FILE). Each run appends
+# "target mode seconds executions corpus_files result" to build-fuzz/fuzz-stats.tsv.
+# Environment: PAGODA_FIXTURES (default ../shared: vocabularies and models the targets load),
+# PAGODA_JOBS (build parallelism, default 2), PAGODA_FUZZ_TIMEOUT (per-input seconds, default 25).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=3600
-smoke=0
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --smoke) smoke=1; seconds=40; shift ;;
-    --seconds) seconds="${2:?--seconds needs a value}"; shift 2 ;;
-    *) echo "usage: $0 [--smoke | --seconds N]" >&2; exit 2 ;;
-  esac
-done
+targets=(gguf_reader http_request openai_request websocket chat_template tokenizer gbnf json_schema)
+usage() { echo "usage: $0 --smoke | --list | --seconds N | TARGET SECONDS   (targets: ${targets[*]})" >&2; exit 2; }
+
+mode=""
+seconds=0
+run_targets=()
+case "${1:-}" in
+  --smoke) mode=smoke; seconds=8; run_targets=("${targets[@]}") ;;
+  --list) printf '%s\n' "${targets[@]}"; exit 0 ;;
+  --seconds) [ $# -eq 2 ] || usage; mode=long; seconds="$2"; run_targets=("${targets[@]}") ;;
+  "") usage ;;
+  *)
+    [ $# -eq 2 ] || usage
+    found=0
+    for t in "${targets[@]}"; do [ "$t" = "$1" ] && found=1; done
+    [ $found = 1 ] || { echo "fuzz: unknown target '$1' (targets: ${targets[*]})" >&2; exit 2; }
+    mode=long; seconds="$2"; run_targets=("$1") ;;
+esac
+[[ "$seconds" =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || { echo "fuzz: SECONDS must be a positive integer, got '$seconds'" >&2; exit 2; }
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not found (scripts/install-deps.sh installs it)" >&2
@@ -24,33 +42,28 @@ if ! command -v clang++ >/dev/null; then
 fi
 
 build=build-fuzz
-echo "fuzz: building gguf_reader_fuzz in $build/"
+export PAGODA_FIXTURES="${PAGODA_FIXTURES:-$(realpath -m ../shared)}"
+echo "fuzz: building ${run_targets[*]} in $build/"
 mkdir -p "$build"
+# Two runs may start together (one target each): the lock keeps their builds from overlapping.
+exec 9>"$build/.build.lock"
+flock 9
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DPAGODA_FUZZ=ON -DPAGODA_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
-cmake --build "$build" --target gguf_reader_fuzz -- -j"${PAGODA_JOBS:-2}" >"$build/build.log" 2>&1 \
+cmake --build "$build" --target "${run_targets[@]/%/_fuzz}" -- -j"${PAGODA_JOBS:-2}" >"$build/build.log" 2>&1 \
   || { tail -n 40 "$build/build.log" >&2; exit 1; }
-fuzzer="$build/fuzz/gguf_reader_fuzz"
+flock -u 9
 
-corpus="$build/corpus-work/gguf"
-seeds="$build/seeds/gguf"
-artifacts="$build/artifacts"
-mkdir -p "$corpus" "$seeds" "$artifacts"
-
-fixtures="${PAGODA_FIXTURES:-../shared}"
-if [ -d "$fixtures" ]; then
-  n=0
-  while IFS= read -r -d '' f; do
-    ln -sf "$(realpath "$f")" "$seeds/fixture-$(basename "$f")"
-    n=$((n + 1))
-  done < <(find "$fixtures/" -name '*.gguf' -type f -print0)
-  echo "fuzz: $n fixture seeds from $fixtures"
-else
-  echo "fuzz: no fixtures folder at $fixtures; using only the hand-made seeds"
-fi
-
-# Small hand-made seeds covering every value type, nested arrays, alignment and quantised tensors.
-python3 - "$seeds" <<'PY'
+# The GGUF reader's seeds: every fixture file plus hand-made files covering every value type,
+# nested arrays, alignment and quantised tensors (written here: *.gguf is not committed).
+gguf_seeds() {
+  local seeds="$1"
+  if [ -d "$PAGODA_FIXTURES" ]; then
+    while IFS= read -r -d '' f; do
+      ln -sf "$(realpath "$f")" "$seeds/fixture-$(basename "$f")"
+    done < <(find "$PAGODA_FIXTURES/" -name '*.gguf' -type f -size -4M -print0)
+  fi
+  python3 - "$seeds" <<'PY'
 import struct, sys, os
 out = sys.argv[1]
 def s(x): b = x.encode(); return struct.pack('<Q', len(b)) + b
@@ -82,18 +95,73 @@ files = {
 for name, data in files.items():
     with open(os.path.join(out, name), 'wb') as f: f.write(data)
 PY
+}
 
-log="$build/fuzz.log"
-echo "fuzz: running for ${seconds}s (log: $log)"
-set +e
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-"$fuzzer" "$corpus" "$seeds" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-  -max_len=1048576 -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
-status=$?
-set -e
-if [ $status -ne 0 ]; then
-  echo "fuzz: FAILED (exit $status); reproducer in $artifacts/" >&2
-  tail -n 60 "$log" >&2
-  exit 1
-fi
-echo "fuzz: ok — $(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo '?') inputs, corpus $(ls "$corpus" | wc -l) files"
+max_len() {
+  case "$1" in
+    gguf_reader) echo 1048576 ;;
+    http_request|websocket) echo 65536 ;;
+    tokenizer) echo 4096 ;;
+    gbnf) echo 8192 ;;
+    *) echo 16384 ;;
+  esac
+}
+
+fuzz_env=(ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+timeout_s="${PAGODA_FUZZ_TIMEOUT:-25}"
+common=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout="$timeout_s" -print_final_stats=1)
+failed=0
+
+# Replays the kept reproducers of past crashes: each must now run clean.
+replay_regressions() {
+  local t="$1" fuzzer="$2" dir="tests/fuzz/regressions/$1"
+  [ -d "$dir" ] || return 0
+  local files=("$dir"/*)
+  [ -e "${files[0]}" ] || return 0
+  if env "${fuzz_env[@]}" "$fuzzer" "${common[@]}" "${files[@]}" >"$build/replay-$t.log" 2>&1; then
+    echo "fuzz: $t: ${#files[@]} regression inputs replayed clean"
+  else
+    echo "fuzz: $t: a regression input fails again (log: $build/replay-$t.log)" >&2
+    tail -n 40 "$build/replay-$t.log" >&2
+    failed=1
+    return 1
+  fi
+}
+
+run_target() {
+  local t="$1" fuzzer="$build/fuzz/${1}_fuzz"
+  local corpus="$build/corpus-work/$t" seeds="tests/fuzz/corpus/$t" artifacts="$build/artifacts/$t" log="$build/fuzz-$t.log"
+  # The smoke run starts from the committed seeds only, so its length does not grow with the
+  # working corpus that long runs leave behind.
+  if [ "$mode" = smoke ]; then corpus="$build/smoke-corpus/$t"; log="$build/smoke-$t.log"; rm -rf "$corpus"; fi
+  mkdir -p "$corpus" "$artifacts"
+  replay_regressions "$t" "$fuzzer" || return 0
+  local dirs=("$corpus")
+  if [ "$t" = gguf_reader ]; then
+    mkdir -p "$build/seeds/gguf_reader"
+    gguf_seeds "$build/seeds/gguf_reader"
+    dirs+=("$build/seeds/gguf_reader")
+  fi
+  [ -d "$seeds" ] && dirs+=("$seeds")
+  local dict=()
+  [ -f "fuzz/dicts/$t.dict" ] && dict=(-dict="fuzz/dicts/$t.dict")
+  local started=$SECONDS status=0
+  env "${fuzz_env[@]}" "$fuzzer" "${dirs[@]}" "${common[@]}" "${dict[@]}" -max_len="$(max_len "$t")" \
+    -max_total_time="$seconds" -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
+  local execs files
+  execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo '?')
+  files=$(find "$corpus" -type f | wc -l)
+  local result=ok
+  [ $status -eq 0 ] || result="FAILED(exit $status)"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$mode" "$((SECONDS - started))" "$execs" "$files" "$result" >>"$build/fuzz-stats.tsv"
+  if [ $status -ne 0 ]; then
+    echo "fuzz: $t FAILED (exit $status); reproducer in $artifacts/ (log: $log)" >&2
+    tail -n 60 "$log" >&2
+    failed=1
+    return 0
+  fi
+  echo "fuzz: $t ok — $((SECONDS - started)) s, $execs inputs, corpus $files files"
+}
+
+for t in "${run_targets[@]}"; do run_target "$t"; done
+exit $failed

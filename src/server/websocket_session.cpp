@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "server/ws_message.h"
 
 namespace pagoda::server::transport {
 namespace {
@@ -84,18 +85,11 @@ private:
     }
 
     void handle(const std::string& message, bool text) {
-        json id = nullptr;
+        WsMessage msg;
         try {
-            if (!text) throw ApiError::invalid("binary messages are not supported; send JSON text");
-            json msg = parse_json_body(message);
-            if (!msg.is_object()) throw ApiError::invalid("a message must be a JSON object");
-            if (msg.contains("id")) id = msg["id"];
-            if (!id.is_string() && !id.is_number_integer())
-                throw ApiError::invalid("'id' must be a string or an integer", "id");
-            const std::string key = id.dump();
-            if (msg.contains("type") && msg["type"] != "request") {
-                if (msg["type"] != "cancel")
-                    throw ApiError::invalid("'type' must be \"cancel\" or absent", "type");
+            decode_ws_envelope(message, text, msg);
+            const std::string& key = msg.key;
+            if (msg.cancel) {
                 auto it = jobs_.find(key);
                 if (it == jobs_.end())
                     throw ApiError(404, "no request with this id is in flight", "invalid_request_error", "id", "not_found");
@@ -106,14 +100,8 @@ private:
             if (int64_t(jobs_.size()) >= shared_.options.max_ws_requests)
                 throw ApiError(429, fmt::format("at most {} requests may be in flight on one WebSocket", shared_.options.max_ws_requests),
                                "rate_limit_error", {}, "too_many_requests");
-            auto ep = msg.find("endpoint");
-            if (ep == msg.end() || !ep->is_string()) throw ApiError::invalid("'endpoint' must be a string", "endpoint");
-            Endpoint endpoint;
-            if (*ep == "completions") endpoint = Endpoint::completions;
-            else if (*ep == "chat.completions") endpoint = Endpoint::chat_completions;
-            else throw ApiError::invalid("'endpoint' must be \"completions\" or \"chat.completions\"", "endpoint");
-            auto body = msg.find("body");
-            if (body == msg.end() || !body->is_object()) throw ApiError::invalid("'body' must be a JSON object", "body");
+            const WsRequestTarget target = ws_request_target(msg);
+            const json& id = msg.id;
 
             const uint64_t serial = ++serial_;
             auto self = shared_from_this();  // alive until the engine's last delta
@@ -122,13 +110,13 @@ private:
                 net::post(executor, [self, key, serial, sub, d] { self->on_delta(key, serial, sub, d); });
             };
             const std::string request_id = shared_.gateway.new_request_id();
-            auto job = shared_.gateway.start(endpoint, *body, key_, request_id, sink);
+            auto job = shared_.gateway.start(target.endpoint, *target.body, key_, request_id, sink);
             jobs_[key] = Entry{job, id, serial};
             for (auto& chunk : job->opening_chunks()) send(json{{"id", id}, {"chunk", std::move(chunk)}});
         } catch (const ApiError& e) {
-            send_error(id, e);
+            send_error(msg.id, e);
         } catch (const std::exception& e) {
-            send_error(id, ApiError::internal(e.what()));
+            send_error(msg.id, ApiError::internal(e.what()));
         }
     }
 

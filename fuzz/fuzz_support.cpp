@@ -1,0 +1,339 @@
+#include "fuzz/fuzz_support.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "chat/builtin_templates.h"
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "server/api_error.h"
+#include "server/embedding_request.h"
+#include "server/openai_engine_request.h"
+#include "server/tool_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::fuzz {
+
+using json = nlohmann::json;
+
+std::string fixtures_dir() {
+    if (const char* env = std::getenv("PAGODA_FIXTURES"); env && *env) return env;
+    return PAGODA_FIXTURES_DIR;
+}
+
+const std::vector<NamedTokenizer>& all_tokenizers() {
+    static const std::vector<NamedTokenizer> tokenizers = [] {
+        std::vector<NamedTokenizer> out;
+        std::vector<std::filesystem::path> paths;
+        const std::filesystem::path root = fixtures_dir();
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(root / "vocab", ec))
+            if (entry.path().extension() == ".gguf") paths.push_back(entry.path());
+        std::sort(paths.begin(), paths.end());
+        if (std::filesystem::exists(root / "models" / "stories260K.gguf"))
+            paths.insert(paths.begin(), root / "models" / "stories260K.gguf");
+        for (const auto& path : paths) {
+            auto file = gguf::File::open(path.string());
+            out.push_back({path.stem().string(), tokenizer::Tokenizer::from_gguf(*file)});
+        }
+        if (out.empty())
+            std::fprintf(stderr, "fuzz: no vocabularies under %s (set PAGODA_FIXTURES); tokenizer work is skipped\n",
+                         root.c_str());
+        return out;
+    }();
+    return tokenizers;
+}
+
+const tokenizer::Tokenizer* small_tokenizer() {
+    const auto& all = all_tokenizers();
+    for (const auto& t : all)
+        if (t.name == "stories260K") return t.tokenizer.get();
+    return all.empty() ? nullptr : all.front().tokenizer.get();
+}
+
+const std::vector<chat::ChatTemplate>& builtin_templates() {
+    static const std::vector<chat::ChatTemplate> templates = [] {
+        std::vector<chat::ChatTemplate> out;
+        for (const std::string& name : chat::ChatTemplate::builtin_names()) out.push_back(chat::ChatTemplate::builtin(name));
+        return out;
+    }();
+    return templates;
+}
+
+void unexpected(const char* where, const std::exception& e) {
+    std::fprintf(stderr, "fuzz: %s: unexpected exception (not a refusal): %s\n", where, e.what());
+    std::abort();
+}
+
+// ---- JSON generation ----
+
+namespace {
+
+// Field names and values of the API, JSON Schema keywords and chat roles: what a generated string
+// is drawn from most of the time.
+const std::vector<std::string>& words() {
+    static const std::vector<std::string> w = {
+        "model", "prompt", "messages", "role", "content", "system", "user", "assistant", "tool", "developer",
+        "name", "tool_calls", "tool_call_id", "function", "arguments", "type", "text", "image_url", "n",
+        "max_tokens", "max_completion_tokens", "stop", "stop_token_ids", "temperature", "top_p", "top_k",
+        "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias", "seed",
+        "logprobs", "top_logprobs", "echo", "ignore_eos", "stream", "stream_options", "include_usage",
+        "response_format", "json_object", "json_schema", "schema", "strict", "grammar", "tools",
+        "tool_choice", "auto", "none", "required", "parallel_tool_calls", "chat_template_kwargs",
+        "enable_thinking", "suffix", "best_of", "user", "reasoning_content", "parameters", "description",
+        "object", "array", "string", "integer", "number", "boolean", "null", "properties",
+        "additionalProperties", "items", "minItems", "maxItems", "enum", "const", "anyOf", "oneOf", "allOf",
+        "$ref", "$defs", "definitions", "#/$defs/a", "#", "#/properties/x", "pattern", "minLength",
+        "maxLength", "minimum", "maximum", "format", "title", "default", "input", "encoding_format",
+        "float", "base64", "dimensions", "tokens", "add_special", "parse_special", "with_pieces", "id",
+        "endpoint", "body", "cancel", "request", "completions", "chat.completions", "fuzz-model", "",
+        "<|im_start|>", "<|im_end|>", "<s>", "</s>", "<think>", "</think>", "<tool_call>", "\xff\xfe",
+        "\xc3", "\xe2\x82\xac", "{{", "}}", "{%", "%}", "^[a-z]+$", "a|b", "(ab)*", "[0-9]{2,4}", "\\d+",
+    };
+    return w;
+}
+
+}  // namespace
+
+const std::string& JsonGen::pick(const std::vector<std::string>& options) {
+    return options[p_.ConsumeIntegralInRange<size_t>(0, options.size() - 1)];
+}
+
+std::string JsonGen::string() {
+    if (p_.ConsumeBool()) return pick(words());
+    return p_.ConsumeRandomLengthString(64);
+}
+
+json JsonGen::number() {
+    switch (p_.ConsumeIntegralInRange<int>(0, 5)) {
+        case 0: return p_.ConsumeIntegralInRange<int64_t>(-2, 8);
+        case 1: return p_.ConsumeIntegral<int64_t>();
+        case 2: return p_.ConsumeIntegral<uint64_t>();
+        case 3: return p_.ConsumeFloatingPoint<double>();
+        case 4: return p_.ConsumeProbability<double>() * 4 - 1;
+        default: return p_.ConsumeIntegralInRange<int64_t>(0, 600);
+    }
+}
+
+json JsonGen::value(int depth) {
+    const int kind = p_.ConsumeIntegralInRange<int>(0, depth > 0 ? 6 : 4);
+    switch (kind) {
+        case 0: return nullptr;
+        case 1: return p_.ConsumeBool();
+        case 2: return number();
+        case 3:
+        case 4: return string();
+        case 5: {
+            json a = json::array();
+            const int n = p_.ConsumeIntegralInRange<int>(0, 4);
+            for (int i = 0; i < n && p_.remaining_bytes(); ++i) a.push_back(value(depth - 1));
+            return a;
+        }
+        default: {
+            json o = json::object();
+            const int n = p_.ConsumeIntegralInRange<int>(0, 4);
+            for (int i = 0; i < n && p_.remaining_bytes(); ++i) o[string()] = value(depth - 1);
+            return o;
+        }
+    }
+}
+
+json JsonGen::schema(int depth) {
+    if (depth <= 0 || p_.ConsumeIntegralInRange<int>(0, 5) == 0) {
+        static const std::vector<std::string> types = {"string", "integer", "number", "boolean", "null", "object", "array"};
+        if (p_.ConsumeBool()) return json{{"type", pick(types)}};
+        return p_.ConsumeBool() ? json(true) : json(json::object());
+    }
+    json s = json::object();
+    const int n = p_.ConsumeIntegralInRange<int>(1, 4);
+    for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
+        switch (p_.ConsumeIntegralInRange<int>(0, 15)) {
+            case 0: {
+                static const std::vector<std::string> types = {"string", "integer", "number", "boolean", "null", "object", "array"};
+                if (p_.ConsumeBool()) s["type"] = pick(types);
+                else s["type"] = json::array({pick(types), pick(types)});
+                break;
+            }
+            case 1: {
+                json props = json::object();
+                json required = json::array();
+                const int k = p_.ConsumeIntegralInRange<int>(0, 3);
+                for (int j = 0; j < k; ++j) {
+                    std::string name = string();
+                    props[name] = schema(depth - 1);
+                    if (p_.ConsumeBool()) required.push_back(name);
+                }
+                s["type"] = "object";
+                s["properties"] = props;
+                if (!required.empty()) s["required"] = required;
+                break;
+            }
+            case 2: s["additionalProperties"] = p_.ConsumeBool() ? json(p_.ConsumeBool()) : schema(depth - 1); break;
+            case 3: s["items"] = schema(depth - 1); break;
+            case 4: s["minItems"] = number(); break;
+            case 5: s["maxItems"] = number(); break;
+            case 6: {
+                json e = json::array();
+                const int k = p_.ConsumeIntegralInRange<int>(0, 3);
+                for (int j = 0; j < k; ++j) e.push_back(value(1));
+                s["enum"] = e;
+                break;
+            }
+            case 7: s["const"] = value(2); break;
+            case 8:
+            case 9: {
+                static const std::vector<std::string> combiners = {"anyOf", "oneOf", "allOf"};
+                json branches = json::array();
+                const int k = p_.ConsumeIntegralInRange<int>(0, 3);
+                for (int j = 0; j < k; ++j) branches.push_back(schema(depth - 1));
+                s[pick(combiners)] = branches;
+                break;
+            }
+            case 10: s["$defs"] = json{{"a", schema(depth - 1)}}; break;
+            case 11: s["$ref"] = p_.ConsumeBool() ? std::string("#/$defs/a") : string(); break;
+            case 12: s["minLength"] = number(); break;
+            case 13: s["maxLength"] = number(); break;
+            case 14: s["pattern"] = string(); break;
+            default: s[string()] = value(1); break;
+        }
+    }
+    return s;
+}
+
+std::string JsonGen::gbnf() {
+    static const std::vector<std::string> pieces = {
+        "\"a\"", "\"yes\" | \"no\"", "[a-z]", "[^\"\\\\]", ".", "x*", "x+", "x?", "x{2,5}", "(x y)*", "( \"a\" | x )",
+        "[\\u00e9-\\u00ff]", "\"\\x41\"", "\"\\n\"", "x{3}", "x{1,}", "root", "# comment\n", "\"\" ", "[]", "[^]",
+    };
+    std::string out = "root ::= ";
+    const int rules = p_.ConsumeIntegralInRange<int>(1, 4);
+    for (int r = 0; r < rules; ++r) {
+        if (r > 0) out += r == 1 ? "\nx ::= " : "\ny ::= ";
+        const int n = p_.ConsumeIntegralInRange<int>(1, 5);
+        for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
+            out += p_.ConsumeBool() ? pick(pieces) : p_.ConsumeRandomLengthString(12);
+            out += ' ';
+        }
+    }
+    return out;
+}
+
+json JsonGen::messages() {
+    static const std::vector<std::string> roles = {"system", "user", "assistant", "tool", "developer"};
+    json msgs = json::array();
+    const int n = p_.ConsumeIntegralInRange<int>(0, 6);
+    for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
+        json m = json::object();
+        m["role"] = p_.ConsumeIntegralInRange<int>(0, 9) == 0 ? value(1) : json(pick(roles));
+        switch (p_.ConsumeIntegralInRange<int>(0, 4)) {
+            case 0: m["content"] = nullptr; break;
+            case 1: m["content"] = json::array({{{"type", "text"}, {"text", string()}}, {{"type", string()}, {"text", value(1)}}}); break;
+            case 2: m["content"] = value(2); break;
+            case 3: break;
+            default: m["content"] = string(); break;
+        }
+        if (p_.ConsumeIntegralInRange<int>(0, 3) == 0) {
+            json args = p_.ConsumeBool() ? json(string()) : value(2);
+            m["tool_calls"] = json::array({{{"id", string()}, {"type", "function"},
+                                            {"function", {{"name", string()}, {"arguments", args}}}}});
+        }
+        if (p_.ConsumeIntegralInRange<int>(0, 4) == 0) m["tool_call_id"] = string();
+        if (p_.ConsumeIntegralInRange<int>(0, 4) == 0) m["name"] = string();
+        if (p_.ConsumeIntegralInRange<int>(0, 4) == 0) m["reasoning_content"] = string();
+        if (p_.ConsumeIntegralInRange<int>(0, 6) == 0) m[string()] = value(1);
+        msgs.push_back(m);
+    }
+    return msgs;
+}
+
+json JsonGen::tools() {
+    json t = json::array();
+    const int n = p_.ConsumeIntegralInRange<int>(0, 3);
+    for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
+        if (p_.ConsumeIntegralInRange<int>(0, 7) == 0) {
+            t.push_back(value(2));
+            continue;
+        }
+        json f = {{"name", string()}};
+        if (p_.ConsumeBool()) f["description"] = string();
+        if (p_.ConsumeIntegralInRange<int>(0, 4) != 0) f["parameters"] = schema(3);
+        if (p_.ConsumeIntegralInRange<int>(0, 5) == 0) f["strict"] = value(0);
+        t.push_back({{"type", p_.ConsumeIntegralInRange<int>(0, 7) == 0 ? json(string()) : json("function")}, {"function", f}});
+    }
+    return t;
+}
+
+json JsonGen::request_body(server::Endpoint endpoint) {
+    json body = json::object();
+    if (endpoint == server::Endpoint::chat_completions) body["messages"] = messages();
+    else if (endpoint == server::Endpoint::completions) {
+        switch (p_.ConsumeIntegralInRange<int>(0, 3)) {
+            case 0: body["prompt"] = string(); break;
+            case 1: body["prompt"] = json::array({string(), string()}); break;
+            case 2: body["prompt"] = json::array({p_.ConsumeIntegralInRange<int>(-1, 600), p_.ConsumeIntegralInRange<int>(0, 600)}); break;
+            default: body["prompt"] = value(2); break;
+        }
+    } else {
+        body["input"] = p_.ConsumeBool() ? json(string()) : value(2);
+    }
+    const int n = p_.ConsumeIntegralInRange<int>(0, 8);
+    for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
+        switch (p_.ConsumeIntegralInRange<int>(0, 12)) {
+            case 0:
+                body["response_format"] = {{"type", "json_schema"},
+                                           {"json_schema", {{"name", string()}, {"schema", schema(4)}, {"strict", p_.ConsumeBool()}}}};
+                break;
+            case 1: body["response_format"] = p_.ConsumeBool() ? json{{"type", "json_object"}} : value(2); break;
+            case 2: body["grammar"] = p_.ConsumeBool() ? json(gbnf()) : value(1); break;
+            case 3: body["tools"] = tools(); break;
+            case 4: {
+                switch (p_.ConsumeIntegralInRange<int>(0, 3)) {
+                    case 0: body["tool_choice"] = p_.PickValueInArray({"auto", "none", "required"}); break;
+                    case 1: body["tool_choice"] = {{"type", "function"}, {"function", {{"name", string()}}}}; break;
+                    default: body["tool_choice"] = value(2); break;
+                }
+                break;
+            }
+            case 5: body["stop"] = p_.ConsumeBool() ? json(string()) : value(2); break;
+            case 6: body["logit_bias"] = json{{std::to_string(p_.ConsumeIntegralInRange<int>(-1, 600)), number()}}; break;
+            case 7: body["stream_options"] = {{"include_usage", value(0)}}; break;
+            case 8: body["chat_template_kwargs"] = p_.ConsumeBool() ? json{{"enable_thinking", value(0)}} : value(2); break;
+            case 9: body["model"] = p_.ConsumeBool() ? json("fuzz-model") : value(0); break;
+            default: body[string()] = p_.ConsumeBool() ? number() : value(2); break;
+        }
+    }
+    return body;
+}
+
+// ---- the gateway pipeline ----
+
+void run_completion_pipeline(const json& body, server::Endpoint endpoint, const chat::ChatTemplate* tmpl,
+                             const tokenizer::Tokenizer* tok) {
+    server::CompletionParams p = server::parse_completion_request(body, endpoint);
+    server::apply_tools(p, tmpl);
+    if (!p.model.empty() && p.model != "fuzz-model")
+        throw server::ApiError(404, "the model does not exist", "invalid_request_error", "model", "model_not_found");
+    if (!tok) return;
+    const int64_t vocab = tok->n_vocab();
+    server::TokenizedPrompts prompts = server::tokenize_prompts(p, *tok, tmpl, vocab);
+    server::EngineRequests requests = server::make_engine_requests(
+        p, std::move(prompts), {.context = 2048, .vocab_size = vocab, .max_prompt_tokens = 0, .max_tokens_limit = 4096});
+    for (const auto& r : requests.subs)
+        if (r.prompt.empty() || int64_t(r.prompt.size()) > 2048) std::abort();  // make_engine_requests' contract
+}
+
+void run_embedding_pipeline(const json& body, const tokenizer::Tokenizer* tok) {
+    server::EmbeddingParams p = server::parse_embedding_request(body);
+    if (!tok) return;
+    for (const auto& input : p.inputs) {
+        if (const auto* text = std::get_if<std::string>(&input)) {
+            (void)tok->encode(*text);
+        } else {
+            for (int32_t id : std::get<std::vector<int32_t>>(input))
+                if (id < 0 || id >= tok->n_vocab())
+                    throw server::ApiError::invalid(fmt::format("token id {} is out of range", id), "input");
+        }
+    }
+}
+
+}  // namespace pagoda::fuzz
