@@ -401,7 +401,8 @@ async function waitIdle(maxMs) {
 }
 
 function metricValue(text, name) {
-  const m = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} ([0-9.eE+-]+)$`, 'm').exec(text);
+  // Labels (model_name) may follow the name.
+  const m = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'm').exec(text);
   return m ? Number(m[1]) : NaN;
 }
 
