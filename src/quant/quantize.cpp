@@ -370,42 +370,51 @@ void quantize_row_q3_K(const float* x, void* out, int64_t n) {
     }
 }
 
+// The part Q4_K and Q5_K share: per 32-value sub-block a scale and a min fitted to codes
+// 0..max_level (weighted by magnitude; the grid search from rmin in nstep steps), the eight
+// scales and mins quantised to 6 bits against the super-block's d and dmin, and every code
+// re-quantised against the scales as actually stored, into L.
+template <typename Block>
+void fit_k_super_block(const float* x, int max_level, float rmin, int nstep, Block& blk, uint8_t* L) {
+    uint8_t Laux[32];
+    float weights[32], mins[8], scales[8];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+        const float* xs = x + 32 * j;
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+        const float av_x = std::sqrt(sum_x2 / 32);
+        for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+        scales[j] = fit_scale_min(32, max_level, xs, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep);
+        max_scale = std::max(max_scale, scales[j]);
+        max_min = std::max(max_min, mins[j]);
+    }
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    uint8_t ls[8], lm[8];
+    for (int j = 0; j < 8; ++j) {
+        ls[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
+        lm[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
+    }
+    pack_k_scales(ls, lm, blk.scales);
+    blk.d = f32_to_f16(max_scale / 63.f);
+    blk.dmin = f32_to_f16(max_min / 63.f);
+    for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        k_scale_min(j, blk.scales, sc, m);
+        const float d = f16_to_f32(blk.d) * float(sc);
+        if (!d) continue;
+        const float dm = f16_to_f32(blk.dmin) * float(m);
+        for (int l = 0; l < 32; ++l)
+            L[32 * j + l] = uint8_t(std::max(0, std::min(max_level, nearest_int((x[32 * j + l] + dm) / d))));
+    }
+}
+
 void quantize_row_q4_K(const float* x, void* out, int64_t n) {
     auto* b = static_cast<BlockQ4_K*>(out);
     for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
-        uint8_t L[kQK_K], Laux[32];
-        float weights[32], mins[8], scales[8];
-        float max_scale = 0, max_min = 0;
-        for (int j = 0; j < 8; ++j) {
-            const float* xs = x + 32 * j;
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
-            float av_x = std::sqrt(sum_x2 / 32);
-            for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
-            scales[j] = fit_scale_min(32, 15, xs, weights, L + 32 * j, &mins[j], Laux, -1.f, 0.1f, 20);
-            max_scale = std::max(max_scale, scales[j]);
-            max_min = std::max(max_min, mins[j]);
-        }
-        float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-        float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-        uint8_t ls[8], lm[8];
-        for (int j = 0; j < 8; ++j) {
-            ls[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
-            lm[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
-        }
-        pack_k_scales(ls, lm, b[i].scales);
-        b[i].d = f32_to_f16(max_scale / 63.f);
-        b[i].dmin = f32_to_f16(max_min / 63.f);
-        // Re-quantise every value against the scales as actually stored.
-        for (int j = 0; j < 8; ++j) {
-            uint8_t sc, m;
-            k_scale_min(j, b[i].scales, sc, m);
-            float d = f16_to_f32(b[i].d) * float(sc);
-            if (!d) continue;
-            float dm = f16_to_f32(b[i].dmin) * float(m);
-            for (int l = 0; l < 32; ++l)
-                L[32 * j + l] = uint8_t(std::max(0, std::min(15, nearest_int((x[32 * j + l] + dm) / d))));
-        }
+        uint8_t L[kQK_K];
+        fit_k_super_block(x, 15, -1.f, 20, b[i], L);
         for (int p = 0; p < 4; ++p)
             for (int l = 0; l < 32; ++l)
                 b[i].qs[32 * p + l] = uint8_t(L[64 * p + l] | (L[64 * p + 32 + l] << 4));
@@ -417,39 +426,8 @@ void quantize_row_q4_K(const float* x, void* out, int64_t n) {
 void quantize_row_q5_K(const float* x, void* out, int64_t n) {
     auto* b = static_cast<BlockQ5_K*>(out);
     for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
-        uint8_t L[kQK_K], Laux[32];
-        float weights[32], mins[8], scales[8];
-        float max_scale = 0, max_min = 0;
-        for (int j = 0; j < 8; ++j) {
-            const float* xs = x + 32 * j;
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
-            const float av_x = std::sqrt(sum_x2 / 32);
-            for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
-            scales[j] = fit_scale_min(32, 31, xs, weights, L + 32 * j, &mins[j], Laux, -0.5f, 0.1f, 15);
-            max_scale = std::max(max_scale, scales[j]);
-            max_min = std::max(max_min, mins[j]);
-        }
-        const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-        const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-        uint8_t ls[8], lm[8];
-        for (int j = 0; j < 8; ++j) {
-            ls[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
-            lm[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
-        }
-        pack_k_scales(ls, lm, b[i].scales);
-        b[i].d = f32_to_f16(max_scale / 63.f);
-        b[i].dmin = f32_to_f16(max_min / 63.f);
-        // Re-quantise every value against the scales as actually stored.
-        for (int j = 0; j < 8; ++j) {
-            uint8_t sc, m;
-            k_scale_min(j, b[i].scales, sc, m);
-            const float d = f16_to_f32(b[i].d) * float(sc);
-            if (!d) continue;
-            const float dm = f16_to_f32(b[i].dmin) * float(m);
-            for (int l = 0; l < 32; ++l)
-                L[32 * j + l] = uint8_t(std::max(0, std::min(31, nearest_int((x[32 * j + l] + dm) / d))));
-        }
+        uint8_t L[kQK_K];
+        fit_k_super_block(x, 31, -0.5f, 15, b[i], L);
         // Sub-blocks 2p and 2p+1 share qs[32 p ..]: low nibbles 2p, high nibbles 2p+1; their fifth bits
         // are bits 2p and 2p+1 of qh[l].
         std::memset(b[i].qh, 0, sizeof(b[i].qh));
