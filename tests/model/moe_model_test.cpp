@@ -50,6 +50,11 @@ std::vector<Case> cases() {
     // reference multiplies the same stored weights in doubles.
     out.push_back({"llama_moe_q8_0", moe_spec("llama", 64, 33), "q8_0", 3e-2});
     out.push_back({"qwen2moe_f32", moe_spec("qwen2moe", 64, 34), "", 1e-5});
+    {
+        Case c{"qwen2moe_f16", moe_spec("qwen2moe", 64, 39), "", 1e-4};
+        c.spec.type = gguf::GgmlType::F16;
+        out.push_back(c);
+    }
     out.push_back({"qwen2moe_q4_0", moe_spec("qwen2moe", 64, 35), "q4_0", 3e-2});
     out.push_back({"qwen3moe_f32", moe_spec("qwen3moe", 64, 36), "", 1e-5});
     {
