@@ -163,7 +163,9 @@ struct Case {
     std::string backend;
     GgmlType type;
     int64_t d, f, fs;
-    double tolerance;  // relative to max |expected|; int8 activations on the cpu's packed paths
+    // Relative to max |expected|: f32 sums for F32; two chained matmuls with activations rounded to
+    // bf16 (F16 where the CPU has AVX512_BF16) or quantised to int8 (block types) on the cpu.
+    double tolerance;
 };
 
 class MoeFfn : public ::testing::TestWithParam<Case> {};
@@ -224,7 +226,7 @@ TEST_P(MoeFfn, RowsAreBatchInvariant) {
 
 const Case kCases[] = {
     {"cpu", GgmlType::F32, 24, 16, 20, 1e-5},       {"reference", GgmlType::F32, 24, 16, 20, 1e-6},
-    {"cpu", GgmlType::F16, 40, 24, 8, 1e-2},        {"cpu", GgmlType::Q8_0, 64, 32, 64, 2e-2},
+    {"cpu", GgmlType::F16, 40, 24, 8, 3e-2},        {"cpu", GgmlType::Q8_0, 64, 32, 64, 2e-2},
     {"cpu", GgmlType::Q4_0, 64, 64, 32, 2e-2},      {"cpu", GgmlType::Q4_K, 256, 256, 256, 2e-2},
     {"reference", GgmlType::Q4_K, 256, 256, 256, 1e-6},
 };
