@@ -1,9 +1,12 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "model/arch/arch.h"
 
 namespace pagoda::model {
 
@@ -19,8 +22,9 @@ ModelConfig read_config(const gguf::File& f) {
     ModelConfig c;
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
-    if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3")
-        fail("{}: architecture '{}' is not supported (supported: llama, qwen2, qwen3)", f.name(), c.arch);
+    const auto& supported = supported_architectures();
+    if (std::find(supported.begin(), supported.end(), c.arch) == supported.end())
+        fail("{}: architecture '{}' is not supported (supported: {})", f.name(), c.arch, fmt::join(supported, ", "));
     c.name = f.get_string_or("general.name", "");
     const std::string a = c.arch + ".";
     auto positive = [&](const std::string& key) {
@@ -63,11 +67,16 @@ ModelConfig read_config(const gguf::File& f) {
     if (scaling == "linear") {
         if (!(factor > 0)) fail("{}: linear RoPE scaling factor {} is out of range", f.name(), factor);
         c.rope_linear_scale = float(factor);
+    } else if (scaling == "llama3" && c.arch == "llama") {
+        c.rope_scaling = scaling;  // the builder computes the frequency factors (rope_frequencies.h)
+    } else if (scaling == "longrope" && c.arch == "phi3") {
+        c.rope_scaling = scaling;  // the factors are tensors (phi3_rope.h)
     } else if (scaling != "none") {
-        fail("{}: RoPE scaling type '{}' is not supported yet (supported: none, linear, llama3 frequency "
-             "factors)", f.name(), scaling);
+        fail("{}: RoPE scaling type '{}' is not supported for {} (supported: none, linear{})", f.name(), scaling,
+             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : "");
     }
-    c.rope_style = c.arch == "qwen2" || c.arch == "qwen3" ? RopeStyle::neox : RopeStyle::normal;
+    const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3";
+    c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2";
     const auto* embd = f.find_tensor("token_embd.weight");
     if (!embd) fail("{}: tensor token_embd.weight is missing", f.name());

@@ -1,7 +1,8 @@
-// Hyper-parameters of a llama-family model, read from GGUF metadata ("{arch}.*" keys).
-// Supported architectures: `llama` (Llama 2/3, Mistral, TinyLlama, the stories models; adjacent-pair
-// RoPE), `qwen2` (Q/K/V biases, NEOX RoPE) and `qwen3` (per-head Q/K RMSNorm, NEOX RoPE). Anything
-// else is refused with a clear error.
+// Hyper-parameters of a decoder-only model, read from GGUF metadata ("{arch}.*" keys): those every
+// architecture shares; an architecture's own keys (soft caps, windows, LongRoPE) are read by its
+// builder (model/arch/). Supported architectures: `llama` (Llama 2/3, Mistral, TinyLlama, the stories
+// models; adjacent-pair RoPE), `qwen2` (Q/K/V biases, NEOX RoPE), `qwen3` (per-head Q/K RMSNorm, NEOX
+// RoPE), `gemma2`, `gemma3` and `phi3` (NEOX RoPE). Anything else is refused with a clear error.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,6 +31,8 @@ struct ModelConfig {
     int64_t rope_dims = 0;       // leading dimensions of each head that rotate
     float rope_linear_scale = 1.0f;  // positions are divided by this (linear "position interpolation")
     RopeStyle rope_style = RopeStyle::normal;
+    std::string rope_scaling = "none";  // "llama3", "longrope": applied by the builder
+    int64_t max_context = 0;     // the context this load runs at (0: context_length); set by the loader
     bool qkv_bias = false;
 
     int64_t q_dim() const { return n_heads * head_dim; }

@@ -21,6 +21,8 @@ const char* op_name(OpKind kind) {
         case OpKind::attention: return "attention";
         case OpKind::gather_logit_rows: return "gather_logit_rows";
         case OpKind::gather_hidden_rows: return "gather_hidden_rows";
+        case OpKind::scale: return "scale";
+        case OpKind::softcap: return "softcap";
         case OpKind::add_rms_norm: return "add_rms_norm";
         case OpKind::qkv_rope_kv_write: return "qkv_rope_kv_write";
         case OpKind::matmul_silu_mul: return "matmul_silu_mul";
@@ -62,6 +64,9 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
                 line += fmt::format("  [{}]", backend.describe_matmul(*n.weight, rows.of(g.tensors[size_t(n.in[0])].rows)));
             }
         }
+        if (n.kind == OpKind::scale || n.kind == OpKind::softcap) line += fmt::format("  {}", n.value);
+        if (n.attention.sliding_window > 0) line += fmt::format("  window {}", n.attention.sliding_window);
+        if (n.attention.softcap > 0) line += fmt::format("  softcap {}", n.attention.softcap);
         if (n.kind == OpKind::rms_norm && n.n_heads > 0) line += fmt::format("  per head ({} heads)", n.n_heads);
         if (n.layer >= 0 && (n.kind == OpKind::kv_write || n.kind == OpKind::attention || n.kind == OpKind::qkv_rope_kv_write))
             line += fmt::format("  layer {}", n.layer);

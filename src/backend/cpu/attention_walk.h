@@ -87,8 +87,11 @@ void walk_tiles(const Task& t) {
         k_rows[j] = reinterpret_cast<const uint8_t*>(k_tile + size_t(j < kTile ? j : 0) * ld);
         v_rows[j] = reinterpret_cast<const uint8_t*>(v_tile + size_t(j < kTile ? j : 0) * ld);
     }
-    auto load_tile = [&](const uint8_t* base, int32_t start, int n, float* f32_tile, const uint8_t** rows) {
-        for (int j = 0; j < n; ++j) cache_rows[j] = row(base, start + j);
+    // Rows below `floor` (the first key any query of the tile still sees) are never used; they point
+    // at the floor row instead, so a block wholly outside every window is never read (the block
+    // manager may have freed it: its table entry is no block at all).
+    auto load_tile = [&](const uint8_t* base, int32_t start, int n, int32_t floor, float* f32_tile, const uint8_t** rows) {
+        for (int j = 0; j < n; ++j) cache_rows[j] = row(base, start + j < floor ? floor : start + j);
         if (widen) {
             Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
         } else {
@@ -116,7 +119,8 @@ void walk_tiles(const Task& t) {
         int last = first;
         while (last < m && skip_of(last) < keys_of(last)) ++last;
         if (last == first) continue;
-        load_tile(t.k_head, start, n, k_tile, k_rows);
+        const int32_t floor = lowest(first);  // positions increase: the first query's start is the lowest
+        load_tile(t.k_head, start, n, floor, k_tile, k_rows);
         for (int i = first; i < last; ++i) {
             const int off = skip_of(i), ni = keys_of(i) - off;
             for (int g = 0; g < group; ++g) {
@@ -135,7 +139,7 @@ void walk_tiles(const Task& t) {
                 run_max[h] = new_max;
             }
         }
-        load_tile(t.v_head, start, n, v_tile, v_rows);
+        load_tile(t.v_head, start, n, floor, v_tile, v_rows);
         // P.V: heads that see the same number of keys (a query's group, and all queries past the
         // tile) share each loaded V row, up to kMaxAccumulateHeads at a time.
         float* acc_ptrs[kMaxAccumulateHeads];

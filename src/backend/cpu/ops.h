@@ -20,6 +20,11 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 // (no architecture that uses it is served by the CPU backend's fast paths yet).
 void gelu_mul(const float* gate, const float* up, int64_t n, float* out);
 
+// x[i] *= s (Gemma's embedding scale); x[i] = cap * tanh(x[i] / cap) (Gemma 2's logit soft cap).
+// Scalar on every path: they run once per token on one row, far from the matmuls' cost.
+void scale_inplace(float* x, float s, int64_t n);
+void softcap_inplace(float* x, float cap, int64_t n);
+
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
 

@@ -15,6 +15,9 @@ constexpr Entry kBuilders[] = {
     {"llama", build_llama},
     {"qwen2", build_qwen2},
     {"qwen3", build_qwen3},
+    {"gemma2", build_gemma2},
+    {"gemma3", build_gemma3},
+    {"phi3", build_phi3},
 };
 
 }  // namespace
