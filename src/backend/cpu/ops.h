@@ -16,8 +16,8 @@ void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 
 // out[i] = gelu(gate[i]) * up[i] with the tanh approximation
-// gelu(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))); out may alias gate. Scalar on every path
-// (no architecture that uses it is served by the CPU backend's fast paths yet).
+// gelu(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))); out may alias gate. Computed as
+// g / (1 + exp(-2 sqrt(2/pi) (g + 0.044715 g^3))) with exp_f32 (so with its accuracy on SIMD paths).
 void gelu_mul(const float* gate, const float* up, int64_t n, float* out);
 
 // x[i] *= s (Gemma's embedding scale); x[i] = cap * tanh(x[i] / cap) (Gemma 2's logit soft cap).
