@@ -68,7 +68,9 @@ ModelFootprint footprint(const gguf::File& file) {
         if (!embedding || tied) f.per_token_bytes += uint64_t(double(t.n_bytes) * share);
         if (t.shape.size() >= 2 && (!embedding || tied)) f.matmul_params += double(t.n_elements()) * share;
     }
-    if (const auto* q = file.find_tensor("blk.0.attn_q.weight")) f.weight_type = gguf::type_name(uint32_t(q->type));
+    const auto* q = file.find_tensor("blk.0.attn_q.weight");
+    if (!q) q = file.find_tensor("blk.0.attn_qkv.weight");  // Phi-3's fused projection
+    if (q) f.weight_type = gguf::type_name(uint32_t(q->type));
     return f;
 }
 

@@ -241,6 +241,10 @@ public:
     // out = gelu(gate) * up with the tanh approximation of GELU; out may be gate.
     virtual void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
     virtual void softmax(const Tensor& x) = 0;  // each row, in place
+    // x *= s, in place (Gemma's sqrt(dim) embedding scale).
+    virtual void scale(const Tensor& x, float s) = 0;
+    // x = cap * tanh(x / cap), in place, cap > 0 (Gemma 2's final logit soft cap).
+    virtual void softcap(const Tensor& x, float cap) = 0;
     // Stores each token's K and V rows ([T][n_kv_heads * head_dim]) in its slot of `layer`.
     virtual void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) = 0;
     // Causal paged attention of each token over its sequence's keys 0..position (block tables

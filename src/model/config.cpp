@@ -1,9 +1,12 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "model/arch/arch.h"
 
 namespace pagoda::model {
 
@@ -70,9 +73,9 @@ ModelConfig read_config(const gguf::File& f) {
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
     const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe";
-    if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3" && !moe_arch)
-        fail("{}: architecture '{}' is not supported (supported: llama, qwen2, qwen3, qwen2moe, qwen3moe)", f.name(),
-             c.arch);
+    const auto& supported = supported_architectures();
+    if (std::find(supported.begin(), supported.end(), c.arch) == supported.end())
+        fail("{}: architecture '{}' is not supported (supported: {})", f.name(), c.arch, fmt::join(supported, ", "));
     c.name = f.get_string_or("general.name", "");
     const std::string a = c.arch + ".";
     auto positive = [&](const std::string& key) {
@@ -117,11 +120,17 @@ ModelConfig read_config(const gguf::File& f) {
     if (scaling == "linear") {
         if (!(factor > 0)) fail("{}: linear RoPE scaling factor {} is out of range", f.name(), factor);
         c.rope_linear_scale = float(factor);
+    } else if (scaling == "llama3" && c.arch == "llama") {
+        c.rope_scaling = scaling;  // the builder computes the frequency factors (rope_frequencies.h)
+    } else if (scaling == "longrope" && c.arch == "phi3") {
+        c.rope_scaling = scaling;  // the factors are tensors (phi3_rope.h)
     } else if (scaling != "none") {
-        fail("{}: RoPE scaling type '{}' is not supported yet (supported: none, linear, llama3 frequency "
-             "factors)", f.name(), scaling);
+        fail("{}: RoPE scaling type '{}' is not supported for {} (supported: none, linear{})", f.name(), scaling,
+             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : "");
     }
-    c.rope_style = c.arch == "llama" ? RopeStyle::normal : RopeStyle::neox;
+    const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
+                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3";
+    c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";
     const auto* embd = f.find_tensor("token_embd.weight");
     if (!embd) fail("{}: tensor token_embd.weight is missing", f.name());

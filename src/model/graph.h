@@ -21,7 +21,7 @@ namespace pagoda::model {
 
 enum class OpKind {
     embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
-    gather_hidden_rows,
+    gather_hidden_rows, scale, softcap,
     moe_ffn,  // in: x, router logits; out: the FFN output, the backend's workspace (backend::MoeOp)
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
@@ -55,6 +55,7 @@ struct Node {
     const backend::Vector* vector = nullptr;    // rms_norm / add_rms_norm weight, add_bias bias
     const backend::Rope* rope = nullptr;        // rope
     float eps = 0;                              // rms_norm
+    float value = 0;                            // scale: the factor; softcap: the cap
     int32_t layer = -1;                         // kv_write, attention, qkv op; the matmul's layer
     int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;  // rope, attention, qkv op; rms_norm: per head
     backend::AttentionParams attention;

@@ -248,6 +248,13 @@ public:
     void softmax(const Tensor& x) override {
         per_token(x.rows, [&](int64_t t) { kernels::softmax(f32w(x) + t * x.cols, x.cols); });
     }
+    void scale(const Tensor& x, float s) override {
+        per_token(x.rows, [&](int64_t t) { kernels::scale_inplace(f32w(x) + t * x.cols, s, x.cols); });
+    }
+    void softcap(const Tensor& x, float cap) override {
+        if (!(cap > 0) || !std::isfinite(cap)) fail("cpu backend: the soft cap {} must be positive", cap);
+        per_token(x.rows, [&](int64_t t) { kernels::softcap_inplace(f32w(x) + t * x.cols, cap, x.cols); });
+    }
     void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) override {
         const int64_t width = int64_t(cache.layout().n_kv_heads) * cache.layout().head_dim;
         check_cols(k, width, "kv_write", "keys");

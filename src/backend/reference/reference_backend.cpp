@@ -360,6 +360,16 @@ public:
         for (int64_t t = 0; t < x.rows; ++t) softmax_row(xs + t * x.cols, x.cols);
     }
 
+    void scale(const Tensor& x, float s) override {
+        double* xs = elements(x, "scale");
+        for (int64_t i = 0; i < x.rows * x.cols; ++i) xs[i] *= double(s);
+    }
+    void softcap(const Tensor& x, float cap) override {
+        if (!(cap > 0) || !std::isfinite(cap)) fail("reference softcap: the cap {} must be positive", cap);
+        double* xs = elements(x, "softcap");
+        for (int64_t i = 0; i < x.rows * x.cols; ++i) xs[i] = double(cap) * std::tanh(xs[i] / double(cap));
+    }
+
     void kv_write(KvCache& kv_cache, int32_t layer, const Tensor& k, const Tensor& v) override {
         ReferenceKvCache& cache = ours(kv_cache);
         cache.check_layer(layer, "kv_write");
@@ -495,6 +505,8 @@ private:
         const std::vector<int32_t>& table = step_.block_tables[size_t(seq)];
         if (size_t(j / block_size) >= table.size())
             fail("reference attention: position {} is past the {} blocks of sequence {}", j, table.size(), seq);
+        if (table[size_t(j / block_size)] < 0)
+            fail("reference attention: position {} of sequence {} is in a freed block", j, seq);
         return int64_t(table[size_t(j / block_size)]) * block_size + j % block_size;
     }
 

@@ -17,6 +17,9 @@ constexpr Entry kBuilders[] = {
     {"qwen3", build_qwen3},
     {"qwen2moe", build_qwen2moe},
     {"qwen3moe", build_qwen3moe},
+    {"gemma2", build_gemma2},
+    {"gemma3", build_gemma3},
+    {"phi3", build_phi3},
 };
 
 }  // namespace
