@@ -1,6 +1,8 @@
 // AVX2 + FMA + F16C path of the paged attention kernel: K/V tiles widened to f32 (scalar lanes for a
 // head_dim tail), scores 8 keys at a time (one FMA chain per key, a shuffle tree to sum the lanes of
 // all 8 at once), P.V with up to 4 heads sharing each V row, a vectorised exp for the softmax tile.
+// q8 rows are widened in registers (sign-extend, convert) and scaled per row: the 8 scores by their
+// rows' scales, each V row's weight p by its scale.
 #include <cstring>
 #include <immintrin.h>
 #include <limits>

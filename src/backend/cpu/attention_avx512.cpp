@@ -1,6 +1,8 @@
 // AVX-512 (F/BW/VL) path of the paged attention kernel: K/V tiles widened to f32 with masked loads
 // (any head_dim), scores 16 keys at a time (one FMA chain per key, a shuffle tree to sum the lanes of
 // all 16 at once), P.V with up to 4 heads sharing each V row, a vectorised exp for the softmax tile.
+// q8 rows are widened in registers (masked byte load, sign-extend, convert) and scaled per row: the
+// 16 scores by their rows' scales, each V row's weight p by its scale.
 #include <immintrin.h>
 #include <limits>
 

@@ -1,5 +1,6 @@
 // Portable reference path of the paged attention kernel (any x86-64, any head_dim): plain loops,
-// each score summed element by element in index order.
+// each score summed element by element in index order; a q8 row's dot (or V weight) is scaled by
+// the row's scale.
 #include <cmath>
 #include <cstring>
 
