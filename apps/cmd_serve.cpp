@@ -52,6 +52,7 @@ int serve(ServeOptions& o) {
     o.gateway.scheduler.validate();
     o.spec.options.validate();
     o.gateway.speculative = o.spec.options;
+    o.model.draft_model = o.spec.draft_model;
     o.model.kv = o.kv.options();
     o.model.backend = o.compute.backend;
     o.model.fusion = !o.compute.no_fusion;

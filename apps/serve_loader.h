@@ -16,6 +16,7 @@ struct ServeModelOptions {
     model::KvOptions kv;
     std::string backend = "cpu";
     bool fusion = true;
+    std::string draft_model;  // --draft-model: a GGUF of the same vocabulary (empty: none)
 };
 
 // A server::ModelLoader for these options: builds the Engine with `engine_options` (the gateway's

@@ -22,6 +22,7 @@ namespace pagoda::model {
 enum class OpKind {
     embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
     gather_hidden_rows,
+    moe_ffn,  // in: x, router logits; out: the FFN output, the backend's workspace (backend::MoeOp)
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
     rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
@@ -59,6 +60,7 @@ struct Node {
     backend::AttentionParams attention;
     backend::QkvOp qkv;                         // qkv_rope_kv_write (pointers into the weights)
     MatmulInput role = MatmulInput::none;       // matmul: which activations it reads
+    backend::MoeOp moe;                         // moe_ffn (pointers into the weights)
 };
 
 struct Graph {

@@ -122,8 +122,16 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size) {
 }  // namespace
 
 int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, const std::string& path) {
-    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3")
-        fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3)", s.arch);
+    const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
+    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !moe_arch)
+        fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe)", s.arch);
+    if (moe_arch && s.n_experts <= 0) fail("gen-model: {} needs experts (--experts N)", s.arch);
+    if (s.n_experts > 0 && s.arch != "llama" && !moe_arch)
+        fail("gen-model: experts are written for llama, qwen2moe and qwen3moe, not {}", s.arch);
+    if (s.n_experts > 0 && (s.n_experts_used < 1 || s.n_experts_used > s.n_experts))
+        fail("gen-model: {} experts used of {} is out of range", s.n_experts_used, s.n_experts);
+    const int64_t expert_ffn = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
+    const int64_t shared_ffn = s.shared_expert_ffn_dim > 0 ? s.shared_expert_ffn_dim : 2 * expert_ffn;
     if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
         fail("gen-model: every size must be positive");
     if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
@@ -138,7 +146,13 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
     w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
     w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
     w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
-    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.n_experts > 0 && !moe_arch ? expert_ffn : s.ffn_dim)));
+    if (s.n_experts > 0) {  // the keys llama.cpp's converters write (Mixtral: feed_forward_length only)
+        w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
+        w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
+        if (moe_arch) w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(expert_ffn)));
+        if (s.arch == "qwen2moe") w.set(a + "expert_shared_feed_forward_length", Value::u32(uint32_t(shared_ffn)));
+    }
     w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
     w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
     if (s.head_dim > 0) {
@@ -167,6 +181,10 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
         w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
         params += cols * rows;
     };
+    auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        w.add_tensor(name, s.type, {cols, rows, s.n_experts}, random_tensor(rng, cols * rows * s.n_experts, stddev, s.type));
+        params += cols * rows * s.n_experts;
+    };
     auto vec = [&](const std::string& name, int64_t n, std::vector<uint8_t> bytes) {
         w.add_tensor(name, GgmlType::F32, {n}, std::move(bytes));
         params += n;
@@ -180,12 +198,12 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
         matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
         matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
         matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        if (s.arch == "qwen2") {
+        if (s.arch == "qwen2" || s.arch == "qwen2moe") {
             vec(p + "attn_q.bias", q_dim, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_k.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_v.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
         }
-        if (s.arch == "qwen3") {  // per-head RMSNorm weights of Q and K, around 1
+        if (s.arch == "qwen3" || s.arch == "qwen3moe") {  // per-head RMSNorm weights of Q and K, around 1
             auto around_one = [&](int64_t n) {
                 std::vector<uint8_t> bytes = random_tensor(rng, n, 0.2f, GgmlType::F32);
                 for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(bytes.data())[i] += 1.0f;
@@ -196,6 +214,22 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
         }
         matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
         vec(p + "ffn_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
+        if (s.n_experts > 0) {
+            // The router stays F32 whatever the matrices' type, as llama.cpp's converters keep it.
+            w.add_tensor(p + "ffn_gate_inp.weight", GgmlType::F32, {s.dim, s.n_experts},
+                         random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+            params += s.dim * s.n_experts;
+            experts(p + "ffn_gate_exps.weight", s.dim, expert_ffn, 1.0f / std::sqrt(float(s.dim)));
+            experts(p + "ffn_up_exps.weight", s.dim, expert_ffn, 1.0f / std::sqrt(float(s.dim)));
+            experts(p + "ffn_down_exps.weight", expert_ffn, s.dim, out_scale / std::sqrt(float(expert_ffn)));
+            if (s.arch == "qwen2moe") {
+                vec(p + "ffn_gate_inp_shexp.weight", s.dim, random_tensor(rng, s.dim, 1.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+                matrix(p + "ffn_gate_shexp.weight", s.dim, shared_ffn, 1.0f / std::sqrt(float(s.dim)));
+                matrix(p + "ffn_up_shexp.weight", s.dim, shared_ffn, 1.0f / std::sqrt(float(s.dim)));
+                matrix(p + "ffn_down_shexp.weight", shared_ffn, s.dim, out_scale / std::sqrt(float(shared_ffn)));
+            }
+            continue;
+        }
         matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
         matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
         matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));

@@ -16,7 +16,8 @@ class File;
 namespace pagoda::model {
 
 struct RandomModelSpec {
-    std::string arch = "llama";  // llama, qwen2 (QKV bias, NEOX RoPE) or qwen3 (Q/K norms, NEOX RoPE)
+    // llama, qwen2 (QKV bias, NEOX RoPE), qwen3 (Q/K norms, NEOX RoPE), qwen2moe or qwen3moe
+    std::string arch = "llama";
     std::string name = "random";
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
     int64_t vocab_size = 512;    // used only for the synthetic vocabulary
@@ -26,6 +27,13 @@ struct RandomModelSpec {
     bool tied_output = false;
     gguf::GgmlType type = gguf::GgmlType::F32;  // matrices; norms and biases stay F32
     uint64_t seed = 1;
+    // Mixture of experts: n_experts > 0 replaces every FFN by a router and stacked experts
+    // (ffn_*_exps, [cols, rows, n_experts]); required for qwen2moe / qwen3moe, optional for llama
+    // (Mixtral). The router's weights are scaled up (std 2/sqrt(dim)) so each token's top-k is decided
+    // by clear margins.
+    int64_t n_experts = 0, n_experts_used = 2;
+    int64_t expert_ffn_dim = 0;         // 0: ffn_dim
+    int64_t shared_expert_ffn_dim = 0;  // qwen2moe's shared expert; 0: 2 * the expert FFN width
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.

@@ -14,6 +14,7 @@
 #include "model/arch/arch.h"
 #include "model/arch/graph_emitter.h"
 #include "model/arch/llama_family.h"
+#include "model/arch/moe_ffn.h"
 #include "model/arch/tensor_binder.h"
 
 namespace pagoda::model {
@@ -67,8 +68,6 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
                                        {p + "attn_v.weight", c.dim, c.kv_dim()}});
         const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
         const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
-        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
-        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
 
         if (residual >= 0) e.add(x, residual);
         const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");
@@ -89,6 +88,12 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
         const int o = e.matmul(wo, a, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
         e.add(x, o);
         const int f = e.rms_norm(x, ffn_norm, c.rms_eps, p + "ffn_in");
+        if (c.n_experts > 0) {
+            residual = emit_moe_ffn(e, bind, file, c, b, m, i, f, variant.shared_expert);
+            continue;
+        }
+        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
+        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
         const auto g_u = e.matmul(gate_up, f, {p + "gate", p + "up"}, l, MatmulInput::ffn);
         const int act = e.silu_mul(g_u[0], g_u[1], p + "ffn_act");
         residual = e.matmul(down, act, {p + "ffn_out"}, l, MatmulInput::ffn_down)[0];
