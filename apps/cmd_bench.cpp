@@ -2,6 +2,7 @@
 // limits measured in the same run: generation against memory bandwidth (bytes read per token; the
 // bandwidth is that of streaming the model's own weight memory),
 // prompt processing against the arithmetic peak of the path the weights use.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +27,7 @@ namespace {
 struct BenchOptions {
     std::string model;
     int prompt = 512, gen = 128, reps = 5, threads = 0, chunk = 512;
+    int depth = 0;  // tokens already in the KV cache when the tg test starts
     bool json = false, no_limits = false;
     double shared_prefix = 0;  // > 0: also time prompts whose leading fraction is a cached prefix
     KvFlags kv;
@@ -117,7 +119,8 @@ void report_prefix_reuse(const BenchOptions& o, model::StepModel& model, double 
 int run_bench(const BenchOptions& o) {
     std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
     // The KV cache holds one prompt and its generation, or two prompts for the prefix-reuse test.
-    const int64_t kv_tokens = std::max<int64_t>(int64_t(o.prompt) + o.gen + 1, 2 * (int64_t(o.prompt) + 1));
+    const int64_t kv_tokens =
+        std::max<int64_t>({int64_t(o.prompt) + o.gen + 1, 2 * (int64_t(o.prompt) + 1), int64_t(o.depth) + o.gen + 1});
     auto kv = o.kv.options();
     auto model = model::open_step_model(file, o.compute.options(o.threads, kv, kv_tokens, 0, o.chunk));
     const auto& info = model->info();
@@ -164,8 +167,10 @@ int run_bench(const BenchOptions& o) {
             runner.release(seq++);
         }
         if (o.gen > 0) {
-            std::vector<int32_t> first = {token(rng)};
-            runner.prefill(seq, first);
+            // The context the generation starts from: --depth tokens, then one more.
+            std::vector<int32_t> first(size_t(o.depth) + 1);
+            for (auto& t : first) t = token(rng);
+            runner.prefill(seq, first, o.chunk);
             if (r > 0) remeasure_bandwidth();
             auto start = Clock::now();
             for (int i = 0; i < o.gen; ++i) runner.decode(seq, token(rng));
@@ -187,7 +192,7 @@ int run_bench(const BenchOptions& o) {
         if (test[0] == 't' && limits.read_gbps > 0) {
             // Bytes per generated token: weights plus the KV read at the average context length. Each
             // run's rate against the bound at the bandwidth measured just before it; the mean ratio.
-            const double bytes = double(fp.per_token_bytes) + kv_bytes_per_pos * (1 + n / 2.0);
+            const double bytes = double(fp.per_token_bytes) + kv_bytes_per_pos * (o.depth + 1 + n / 2.0);
             const bool per_run = tg_bandwidths.size() == rates.size();
             if (per_run) {
                 double sum_ratio = 0, sum_bw = 0;
@@ -241,7 +246,7 @@ int run_bench(const BenchOptions& o) {
         std::printf("| ---------- | ------ | -----------: | -: | ------ | ---------------: | -------: | ----- |\n");
     }
     report("pp" + std::to_string(o.prompt), pp_rates, o.prompt);
-    report("tg" + std::to_string(o.gen), tg_rates, o.gen);
+    report("tg" + std::to_string(o.gen) + (o.depth > 0 ? " @ d" + std::to_string(o.depth) : ""), tg_rates, o.gen);
     if (o.shared_prefix > 0 && o.prompt > 1) report_prefix_reuse(o, *model, pp_rates.empty() ? 0 : stats(pp_rates).mean);
     return 0;
 }
@@ -251,6 +256,8 @@ CommandRegistration reg("bench", "Measure prompt-processing and generation speed
     sub.add_option("-m,--model", o->model, "GGUF model file")->required();
     sub.add_option("-p,--n-prompt", o->prompt, "Prompt tokens (0 skips the pp test)")->check(in_range(0, 1 << 20));
     sub.add_option("-n,--n-gen", o->gen, "Generated tokens (0 skips the tg test)")->check(in_range(0, 1 << 20));
+    sub.add_option("-d,--depth", o->depth, "Tokens already in the KV cache when the tg test starts (its context)")
+        ->check(in_range(0, 1 << 20));
     sub.add_option("-r,--reps", o->reps, "Repetitions (after one warm-up)")->check(in_range(1, 1000));
     add_threads_option(sub, o->threads);
     sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(in_range(1, 1 << 20));

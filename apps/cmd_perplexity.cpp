@@ -1,6 +1,7 @@
 // `pagoda perplexity`: perplexity of a model on a text file and, with --kl-base, how far a quantised
 // model's next-token distributions are from its unquantised base on the same text (mean KL
-// divergence and top-1 agreement). The text is cut into windows of --ctx tokens, each starting with
+// divergence and top-1 agreement). The base may be the same file with another KV cache type
+// (--kv-type q8 --kl-base SAME --kl-base-kv-type f16 measures what an int8 cache costs). The text is cut into windows of --ctx tokens, each starting with
 // BOS; as in llama.cpp's perplexity tool, only the second half of each window is scored so every
 // scored token has at least ctx/2 tokens of context.
 #include <cmath>
@@ -21,6 +22,7 @@ namespace {
 
 struct PerplexityOptions {
     std::string model, text_file, kl_base;
+    std::string kv_type, kl_base_kv_type;  // empty: by model
     int ctx = 256, threads = 0, max_windows = 0;
     ModelFlags compute;
 };
@@ -54,12 +56,15 @@ int run_perplexity(const PerplexityOptions& o) {
 
     std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
     auto tok = tokenizer::Tokenizer::from_gguf(*file);
-    const model::KvOptions kv{.prefix_caching = false};
-    const auto options = o.compute.options(o.threads, kv, o.ctx, 0, 512);
-    auto model = model::open_step_model(file, options);
+    model::KvOptions kv{.prefix_caching = false};
+    if (!o.kv_type.empty()) kv.dtype = kv::parse_kv_dtype(o.kv_type.c_str());
+    auto model = model::open_step_model(file, o.compute.options(o.threads, kv, o.ctx, 0, 512));
     std::unique_ptr<model::StepModel> base;
+    if (!o.kl_base_kv_type.empty() && o.kl_base.empty()) fail("--kl-base-kv-type needs --kl-base");
     if (!o.kl_base.empty()) {
-        base = model::open_step_model(o.kl_base, options);
+        model::KvOptions base_kv{.prefix_caching = false};
+        if (!o.kl_base_kv_type.empty()) base_kv.dtype = kv::parse_kv_dtype(o.kl_base_kv_type.c_str());
+        base = model::open_step_model(o.kl_base, o.compute.options(o.threads, base_kv, o.ctx, 0, 512));
         if (base->info().vocab_size != model->info().vocab_size)
             fail("--kl-base has a vocabulary of {} tokens, the model {}", base->info().vocab_size,
                  model->info().vocab_size);
@@ -108,13 +113,14 @@ int run_perplexity(const PerplexityOptions& o) {
     progress.finish();
     // Perplexity's error bar: exp(mean NLL) with the NLL mean's standard error carried through.
     const double ppl = std::exp(nll.mean());
-    std::printf("model: %s\n", o.model.c_str());
+    std::printf("model: %s, KV cache %s\n", o.model.c_str(), kv::kv_dtype_name(model->info().kv_dtype));
     std::printf("text: %s, %zu tokens, %lld windows of %d, %lld scored\n", o.text_file.c_str(), text.size(),
                 (long long)windows, o.ctx, (long long)nll.n);
     std::printf("perplexity: %.4f ± %.4f\n", ppl, ppl * nll.stderr_of_mean());
     if (base) {
         const double base_ppl = std::exp(base_nll.mean());
-        std::printf("base: %s, perplexity %.4f ± %.4f\n", o.kl_base.c_str(), base_ppl, base_ppl * base_nll.stderr_of_mean());
+        std::printf("base: %s, KV cache %s, perplexity %.4f ± %.4f\n", o.kl_base.c_str(),
+                    kv::kv_dtype_name(base->info().kv_dtype), base_ppl, base_ppl * base_nll.stderr_of_mean());
         std::printf("mean KL divergence (base || model): %.6f ± %.6f\n", kl.mean(), kl.stderr_of_mean());
         std::printf("top-1 agreement: %.2f %%\n", 100.0 * double(agree) / double(kl.n));
     }
@@ -127,7 +133,12 @@ CommandRegistration reg("perplexity", "Perplexity on a text file; KL divergence 
     sub.add_option("-m,--model", o->model, "GGUF model file")->required();
     sub.add_option("-f,--file", o->text_file, "UTF-8 text to score")->required();
     sub.add_option("-c,--ctx,--ctx-size", o->ctx, "Tokens per window (BOS included)")->check(in_range(4, 1 << 20));
-    sub.add_option("--kl-base", o->kl_base, "Unquantised base model for KL divergence and top-1 agreement");
+    sub.add_option("--kl-base", o->kl_base, "Unquantised base model for KL divergence and top-1 agreement (may be the model itself "
+                   "with another --kl-base-kv-type)");
+    sub.add_option("--kv-type", o->kv_type, "KV element type of the model: f32, f16, bf16 or q8 (default: f32 for F32 models, else f16)")
+        ->check(CLI::IsMember({"f32", "f16", "bf16", "q8"}));
+    sub.add_option("--kl-base-kv-type", o->kl_base_kv_type, "KV element type of the --kl-base model (default: by that model)")
+        ->check(CLI::IsMember({"f32", "f16", "bf16", "q8"}));
     sub.add_option("--max-windows", o->max_windows, "Score at most this many windows (0 = all)")->check(in_range(0, 1 << 30));
     add_threads_option(sub, o->threads);
     o->compute.add_to(sub);

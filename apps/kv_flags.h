@@ -19,8 +19,9 @@ struct KvFlags {
     void add_to(CLI::App& sub) {
         sub.add_option("--block-size", block_size, "KV block size in tokens (power of two, 1..256)")
             ->check(in_range(1, 256));
-        sub.add_option("--kv-type", kv_type, "KV element type: f32, f16, bf16 (default: f32 for F32 models, else f16)")
-            ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+        sub.add_option("--kv-type", kv_type, "KV element type: f32, f16, bf16, or q8 (int8 with an fp32 scale per "
+                       "token row of each head; about half f16's memory at head sizes 64-128) (default: f32 for F32 models, else f16)")
+            ->check(CLI::IsMember({"f32", "f16", "bf16", "q8"}));
         sub.add_option("--kv-memory", memory, "KV cache budget: a size with a unit (512MiB, 8GiB, 2G, 4096B) or a fraction of free memory "
                        "(0.9 or 90%); a bare whole number is refused (empty: sized for the command's tokens)");
         sub.add_flag("--no-prefix-cache", no_prefix_cache, "Disable automatic prefix caching");

@@ -81,7 +81,7 @@ void run_paged(benchmark::State& state, kv::KvDtype dtype) {
     }
     state.SetLabel(isa_name(active_isa()));
     // K and V bytes read per token: the roofline for decode attention.
-    state.SetBytesProcessed(int64_t(state.iterations()) * 2 * ctx * kKvHeads * kHeadDim * int64_t(kv::kv_dtype_size(dtype)));
+    state.SetBytesProcessed(int64_t(state.iterations()) * 2 * ctx * kKvHeads * int64_t(kv::kv_row_bytes(dtype, kHeadDim)));
 }
 
 // The textbook version: full score row per head, softmax, weighted sum; contiguous F32 K/V, and
@@ -119,10 +119,12 @@ void BM_NaiveAttentionDecode(benchmark::State& state) {
 
 void BM_PagedAttentionDecodeF16(benchmark::State& state) { run_paged(state, kv::KvDtype::f16); }
 void BM_PagedAttentionDecodeF32(benchmark::State& state) { run_paged(state, kv::KvDtype::f32); }
+void BM_PagedAttentionDecodeQ8(benchmark::State& state) { run_paged(state, kv::KvDtype::q8); }
 
 BENCHMARK(BM_NaiveAttentionDecode)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeF32)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeF16)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PagedAttentionDecodeQ8)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 
 // One sequence's whole prompt in one batch: token t at position t attends to keys 0..t.
 void BM_PagedAttentionPrefillF16(benchmark::State& state) {

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "model/batch.h"
+#include "kv/kv_layout.h"
 #include "model/config.h"
 
 namespace pagoda::model {
@@ -26,6 +27,7 @@ struct StepModelInfo {
     int64_t max_context = 0;     // longest sequence (prompt + output) the model accepts
     uint64_t model_key = 0;      // distinguishes weights in prefix-cache hashes
     size_t kv_bytes_per_block = 0;  // K and V of every layer
+    kv::KvDtype kv_dtype = kv::KvDtype::f16;  // what the KV cache stores
     int64_t hidden_size = 0;     // floats per hidden-state row (0: the model gives none)
     std::string backend;         // "cpu", "reference", ...
     int threads = 0;             // compute threads (cpu)

@@ -21,8 +21,9 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
     r.add_gauge("pagoda:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0 to 1)");
     r.add_gauge("pagoda:kv_cache_blocks", "KV-cache blocks in the pool");
     r.add_gauge("pagoda:kv_cache_blocks_cached", "Free KV-cache blocks still holding reusable prefix data");
-    r.add_gauge("pagoda:cache_config_info", "KV-cache configuration in the labels (value 1): tokens per block, blocks",
-                {"block_size", "num_blocks"});
+    r.add_gauge("pagoda:cache_config_info",
+                "KV-cache configuration in the labels (value 1): tokens per block, blocks, element type",
+                {"block_size", "num_blocks", "cache_dtype"});
     r.add_counter("pagoda:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache");
     r.add_counter("pagoda:prefix_cache_hits_total", "Prompt tokens found in the prefix cache");
     r.add_counter("pagoda:prompt_tokens_total", "Prompt tokens of admitted requests");
@@ -77,15 +78,15 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
     for (const auto& [name, alias] : vllm_names) r.add_alias(name, alias, {{"model_name", model_name}});
     // vLLM's info gauge names the pool size num_gpu_blocks whatever the device.
     r.add_gauge("vllm:cache_config_info", "KV-cache configuration in the labels (value 1), vLLM's names",
-                {"block_size", "num_gpu_blocks"});
+                {"block_size", "num_gpu_blocks", "cache_dtype"});
 }
 
 void ServerMetrics::set_time_to_ready(double seconds) { registry_.set("pagoda:time_to_ready_seconds", seconds); }
 
-void ServerMetrics::set_cache_config(int32_t block_size, int32_t n_blocks) {
+void ServerMetrics::set_cache_config(int32_t block_size, int32_t n_blocks, const std::string& cache_dtype) {
     const std::string bs = std::to_string(block_size), n = std::to_string(n_blocks);
-    registry_.set("pagoda:cache_config_info", 1, {bs, n});
-    if (compat_ == MetricsCompat::vllm) registry_.set("vllm:cache_config_info", 1, {bs, n});
+    registry_.set("pagoda:cache_config_info", 1, {bs, n, cache_dtype});
+    if (compat_ == MetricsCompat::vllm) registry_.set("vllm:cache_config_info", 1, {bs, n, cache_dtype});
 }
 
 void ServerMetrics::on_request_finished(const engine::FinishedRequest& f) {

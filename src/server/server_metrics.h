@@ -24,7 +24,8 @@ public:
     explicit ServerMetrics(MetricsCompat compat = MetricsCompat::none, const std::string& model_name = {});
 
     // The KV cache's shape, once the engine is up: the cache_config_info series (value 1).
-    void set_cache_config(int32_t block_size, int32_t n_blocks);
+    // cache_dtype is the KV element type's name (f32, f16, bf16, q8).
+    void set_cache_config(int32_t block_size, int32_t n_blocks, const std::string& cache_dtype);
     // Seconds from the server's start to the model being ready (how fast a new instance serves).
     void set_time_to_ready(double seconds);
 

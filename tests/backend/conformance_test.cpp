@@ -12,11 +12,18 @@
 //                                    (up to max|x| / 254 per element)
 //   embed                      1e-6  both dequantise the same stored values
 //   row ops, RoPE              1e-5  f32 arithmetic
-//   attention                  3e-5  f32 dot products, exp and sums over up to ~50 keys
-//   kv_write, gather           exact the same floats stored or copied (K/V rounded the same way)
+//   attention                  3e-5  f32 dot products, exp and sums over up to ~50 keys (q8 too:
+//                                    both read the same stored codes x scales)
+//   attention, q8 vs f16       5e-2  each q8 value moves by up to max|row| / 254 (~1 % of a normal
+//                                    row's spread), and these queries are large (sd 3) so the
+//                                    softmax is peaky and a score shift moves weight between
+//                                    near-tied keys; the worst seen is 2.1e-2
+//   kv_write, gather           exact the same floats stored or copied (K/V rounded the same way;
+//                                    q8 rows quantised by the format's float rule)
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <iterator>
+#include <optional>
 
 #include "core/cpu_features.h"
 #include "backend/backend_test_util.h"
@@ -32,12 +39,14 @@ using namespace testing;
 const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                  GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
 const KvDtype kKvDtypes[] = {KvDtype::f32, KvDtype::f16, KvDtype::bf16};
+const KvDtype kAllKvDtypes[] = {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8};
 const int32_t kBlockSizes[] = {1, 4, 16};
 const int32_t kHeadDims[] = {8, 24, 40, 64, 80};
 
 constexpr double kEmbedTolerance = 1e-6;
 constexpr double kOpTolerance = 1e-5;
 constexpr double kAttentionTolerance = 3e-5;
+constexpr double kQ8VersusF16Tolerance = 5e-2;
 
 double matmul_tolerance(GgmlType type) {
     if (type == GgmlType::F32) return 1e-4;
@@ -415,7 +424,7 @@ kv::KvLayout random_layout(KvDtype dtype, int32_t block_size, std::mt19937& rng)
 // kv_write stores what the reference stores, bitwise; copy_block copies every layer's K and V.
 TEST_P(Conformance, KvWriteAndCopyBlock) {
     std::mt19937 rng(11);
-    for (KvDtype dtype : kKvDtypes)
+    for (KvDtype dtype : kAllKvDtypes)
         for (int32_t block_size : kBlockSizes) {
             const kv::KvLayout layout = random_layout(dtype, block_size, rng);
             Step step = make_tables({uniform(1, 37, rng), uniform(1, 37, rng)}, block_size, rng);
@@ -460,9 +469,10 @@ struct AttentionCase {
     }
 };
 
-AttentionCase random_attention_case(int trial, std::mt19937& rng) {
+// dtype: the cycle of f32, f16, bf16 by trial unless given.
+AttentionCase random_attention_case(int trial, std::mt19937& rng, std::optional<KvDtype> dtype = std::nullopt) {
     AttentionCase c;
-    c.layout = random_layout(kKvDtypes[trial % 3], kBlockSizes[(trial / 3) % 3], rng);
+    c.layout = random_layout(dtype ? *dtype : kKvDtypes[trial % 3], kBlockSizes[(trial / 3) % 3], rng);
     const int32_t group = 1 << ((trial / 9) % 3);
     c.params = {c.layout.n_kv_heads * group, 1.0f / std::sqrt(float(c.layout.head_dim)),
                 trial % 4 == 1 ? uniform(1, 8, rng) : 0, trial % 4 == 2 ? 1.5f : 0.0f};
@@ -532,11 +542,28 @@ TEST_P(Conformance, PagedAttention) {
     }
 }
 
+// Over a q8 cache: against the reference's q8 within the f32 tolerance (both read the same stored
+// values), and against the same case over an f16 cache within the q8 one.
+TEST_P(Conformance, PagedAttentionQ8) {
+    std::mt19937 rng(17);
+    for (int trial = 0; trial < 18; ++trial) {
+        AttentionCase c = random_attention_case(trial * 2 + trial / 9, rng, KvDtype::q8);
+        if (!test->supports_attention(c.params)) continue;  // PagedAttention checks the refusal
+        auto [got, want] = both([&](Side& s) { return run_attention(s, c, uint32_t(300 + trial)); });
+        EXPECT_TRUE(close(got, want, kAttentionTolerance)) << c.label();
+        c.layout.dtype = KvDtype::f16;
+        test.reset();
+        const std::vector<float> f16 = run_attention(test, c, uint32_t(300 + trial));
+        EXPECT_TRUE(close(got, f16, kQ8VersusF16Tolerance)) << c.label() << " vs f16";
+        EXPECT_FALSE(bitwise(got, f16)) << c.label() << ": q8 gave f16's bits";
+    }
+}
+
 // Each token attends the same alone as inside the step (batch invariance), bitwise.
 TEST_P(Conformance, AttentionIsBatchInvariant) {
     std::mt19937 rng(16);
-    for (int trial = 0; trial < 12; ++trial) {
-        const AttentionCase c = random_attention_case(trial * 5 + 1, rng);
+    for (int trial = 0; trial < 16; ++trial) {
+        const AttentionCase c = random_attention_case(trial * 5 + 1, rng, trial >= 12 ? std::optional(KvDtype::q8) : std::nullopt);
         if (!test->supports_attention(c.params)) continue;  // PagedAttention checks the refusal
         test.reset();
         const std::vector<float> batch = run_attention(test, c, uint32_t(200 + trial));
@@ -623,9 +650,9 @@ TEST_P(Conformance, FusedMatmulSiluMul) {
 TEST_P(Conformance, FusedQkvRopeKvWrite) {
     if (!test->supports(FusedOp::qkv_rope_kv_write)) GTEST_SKIP() << GetParam() << " declares no qkv_rope_kv_write";
     std::mt19937 rng(15);
-    for (int trial = 0; trial < 6; ++trial) {
+    for (int trial = 0; trial < 8; ++trial) {
         const GgmlType type = kWeightTypes[size_t(trial) % std::size(kWeightTypes)];
-        const kv::KvLayout layout = random_layout(kKvDtypes[trial % 3], kBlockSizes[(trial / 2) % 3], rng);
+        const kv::KvLayout layout = random_layout(trial >= 6 ? KvDtype::q8 : kKvDtypes[trial % 3], kBlockSizes[(trial / 2) % 3], rng);
         const int32_t n_heads = layout.n_kv_heads << (trial % 3), d = layout.head_dim;
         const int64_t cols = random_cols(type, rng);
         const HostMatrix wq = random_matrix(type, int64_t(n_heads) * d, cols, rng, "attn_q");

@@ -30,6 +30,19 @@ TEST(BenchCommand, JsonLinesCarryTheFields) {
     EXPECT_EQ(tests, (std::vector<std::string>{"pp16", "tg8"}));
 }
 
+// --depth: the generation test starts after that many tokens of context, and says so in its name;
+// with a q8 cache too.
+TEST(BenchCommand, DepthNamesTheTestAndRunsWithAQ8Cache) {
+    const std::string path = temp_path("bench-depth.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "-o", path}).exit_code, 0);
+    auto r = run_pagoda({"bench", "-m", path, "-p", "0", "-n", "4", "-d", "40", "-r", "1", "--json", "--no-limits",
+                         "--kv-type", "q8"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+    EXPECT_EQ(j.at("test"), "tg4 @ d40");
+    EXPECT_GT(j.at("tokens_per_s").get<double>(), 0);
+}
+
 TEST(PerplexityCommand, StoriesModelOnOurEvaluationText) {
     const std::string model = fixture("models/stories260K.gguf");
     PAGODA_REQUIRE_FIXTURE(model);
@@ -50,6 +63,24 @@ TEST(PerplexityCommand, StoriesModelOnOurEvaluationText) {
     EXPECT_NE(self.out.find("top-1 agreement: 100.00 %"), std::string::npos) << self.out;
 }
 
+// The same model with a q8 KV cache against its f16 cache: a small, nonzero divergence, and each
+// side's cache type named in the report.
+TEST(PerplexityCommand, Q8CacheAgainstTheF16CacheOfTheSameModel) {
+    const std::string model = fixture("models/stories260K.gguf");
+    PAGODA_REQUIRE_FIXTURE(model);
+    const std::string text = source_dir() + "/tests/data/eval/tinystories_eval.txt";
+    auto r = run_pagoda({"perplexity", "-m", model, "-f", text, "--ctx", "64", "--max-windows", "2", "--kv-type", "q8",
+                         "--kl-base", model, "--kl-base-kv-type", "f16"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("KV cache q8"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("KV cache f16, perplexity"), std::string::npos) << r.out;
+    const auto pos = r.out.find("mean KL divergence (base || model): ");
+    ASSERT_NE(pos, std::string::npos) << r.out;
+    const double kl = std::stod(r.out.substr(pos + 36));
+    EXPECT_GT(kl, 0.0) << r.out;   // the cache really is quantised
+    EXPECT_LT(kl, 0.01) << r.out;  // measured 0.0019 at ctx 128 (docs/benchmarks.md)
+}
+
 TEST(PerplexityCommand, ClearErrors) {
     const std::string path = temp_path("ppl.gguf");
     ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "-o", path}).exit_code, 0);
@@ -61,6 +92,12 @@ TEST(PerplexityCommand, ClearErrors) {
     auto too_short = run_pagoda({"perplexity", "-m", path, "-f", small_text, "--ctx", "64"});
     EXPECT_EQ(too_short.exit_code, 1);
     EXPECT_NE(too_short.err.find("too short"), std::string::npos) << too_short.err;
+    auto no_base = run_pagoda({"perplexity", "-m", path, "-f", small_text, "--kl-base-kv-type", "f16"});
+    EXPECT_EQ(no_base.exit_code, 1);
+    EXPECT_NE(no_base.err.find("--kl-base-kv-type needs --kl-base"), std::string::npos) << no_base.err;
+    auto bad_type = run_pagoda({"perplexity", "-m", path, "-f", small_text, "--kv-type", "q4"});
+    EXPECT_EQ(bad_type.exit_code, 1);
+    EXPECT_NE(bad_type.err.find("--kv-type"), std::string::npos) << bad_type.err;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // size (preemption and recomputation). Plus the stories260K goldens (llama2.c run.c) through the
 // engine, all at once, in small chunks.
 #include <filesystem>
+#include <optional>
 #include <gtest/gtest.h>
 
 #include "engine/engine_core.h"
@@ -34,11 +35,12 @@ struct Scenario {
     int32_t max_seqs;
     int64_t pool_tokens;
     int32_t block_size;
+    std::optional<kv::KvDtype> kv_dtype = std::nullopt;  // empty: the model's natural type
 };
 
 // Runs `prompts` through one engine; request i arrives after `arrive_after[i]` steps.
 std::unique_ptr<StepModel> open(const std::string& path, const Scenario& sc) {
-    return model::open_step_model(path, {.threads = 1, .kv = {.block_size = sc.block_size},
+    return model::open_step_model(path, {.threads = 1, .kv = {.block_size = sc.block_size, .dtype = sc.kv_dtype},
                                          .tokens_wanted = sc.pool_tokens, .max_step_tokens = sc.budget});
 }
 
@@ -105,6 +107,45 @@ TEST(BatchInvariance, RandomModelAloneVersusBatched) {
             }
         }
     }
+}
+
+// The same with an int8 (q8) KV cache: every request's greedy tokens are the same alone or
+// batched, at block sizes 16, 4 and 1, chunked, and under preemption. (q8 changes the numbers, so
+// the reference is q8 alone, not f16.)
+TEST(BatchInvariance, RandomModelQ8CacheAloneVersusBatched) {
+    auto m = random_model();
+    const int64_t vocab = 300;
+    const int64_t max_tokens = 8;
+    std::vector<std::vector<int32_t>> prompts;
+    for (uint32_t i = 0; i < 24; ++i) prompts.push_back(test::make_prompt(1 + (i * 13) % 29, i + 101, vocab));
+    for (size_t i = 2; i < prompts.size(); i += 3) {
+        auto p = prompts[i - 1];
+        p.push_back(int32_t(i % vocab));
+        prompts[i] = p;
+    }
+    const auto q8 = kv::KvDtype::q8;
+    std::vector<std::vector<int32_t>> alone;
+    for (const auto& p : prompts) alone.push_back(run_batch(m, {512, 1, 4096, 16, q8}, {p}, max_tokens, {0})[0]);
+    const std::vector<Scenario> scenarios = {
+        {512, 24, 8192, 16, q8},  // everything at once
+        {7, 4, 4096, 4, q8},      // tiny budget: chunked prefill beside decodes, block size 4
+        {16, 16, 112, 4, q8},     // tiny pool: preemption
+        {33, 8, 256, 1, q8},      // block size 1
+    };
+    bool differs_from_f16 = false;
+    for (size_t si = 0; si < scenarios.size(); ++si) {
+        std::vector<int> arrive(prompts.size());
+        for (size_t i = 0; i < prompts.size(); ++i) arrive[i] = int((i * 7 + si) % 11);
+        int64_t preemptions = 0;
+        auto got = run_batch(m, scenarios[si], prompts, max_tokens, arrive, &preemptions);
+        for (size_t i = 0; i < prompts.size(); ++i)
+            ASSERT_EQ(got[i], alone[i]) << "q8 scenario " << si << ", request " << i;
+        if (si == 2) EXPECT_GT(preemptions, 0);
+    }
+    // The q8 cache is really in use: some request's tokens differ from the f16 cache's.
+    for (size_t i = 0; i < prompts.size() && !differs_from_f16; ++i)
+        differs_from_f16 = run_batch(m, {512, 1, 4096, 16, kv::KvDtype::f16}, {prompts[i]}, max_tokens, {0})[0] != alone[i];
+    EXPECT_TRUE(differs_from_f16);
 }
 
 using Golden = pagoda::test::GoldenIds;

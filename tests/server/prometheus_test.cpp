@@ -75,26 +75,26 @@ TEST(Prometheus, VllmCompatServesVllmNamesWithTheModelName) {
     s.waiting_requests = 3;
     s.kv_usage = 0.25;
     ServerMetrics plain;
-    plain.set_cache_config(16, 500);
+    plain.set_cache_config(16, 500, "q8");
     const std::string plain_text = plain.render(&s, true);
-    EXPECT_NE(plain_text.find("pagoda:cache_config_info{block_size=\"16\",num_blocks=\"500\"} 1\n"), std::string::npos);
+    EXPECT_NE(plain_text.find("pagoda:cache_config_info{block_size=\"16\",num_blocks=\"500\",cache_dtype=\"q8\"} 1\n"), std::string::npos);
     EXPECT_EQ(plain_text.find("vllm:"), std::string::npos) << "vLLM names only with MetricsCompat::vllm";
 
     // Every series carries the served model's name (as vLLM's do), and once only.
     ServerMetrics named(MetricsCompat::none, "tiny");
     EXPECT_NE(named.render(&s, true).find("pagoda:num_requests_waiting{model_name=\"tiny\"} 3\n"), std::string::npos);
     ServerMetrics compat(MetricsCompat::vllm, "tiny");
-    compat.set_cache_config(16, 500);
+    compat.set_cache_config(16, 500, "q8");
     const std::string text = compat.render(&s, true);
     for (const char* line : {"pagoda:num_requests_waiting{model_name=\"tiny\"} 3\n",
                              "pagoda:kv_cache_usage_perc{model_name=\"tiny\"} 0.25\n",
-                             "pagoda:cache_config_info{model_name=\"tiny\",block_size=\"16\",num_blocks=\"500\"} 1\n",
+                             "pagoda:cache_config_info{model_name=\"tiny\",block_size=\"16\",num_blocks=\"500\",cache_dtype=\"q8\"} 1\n",
                              "vllm:num_requests_waiting{model_name=\"tiny\"} 3\n",
                              "vllm:kv_cache_usage_perc{model_name=\"tiny\"} 0.25\n",
                              "vllm:gpu_cache_usage_perc{model_name=\"tiny\"} 0.25\n",
                              "vllm:num_requests_running{model_name=\"tiny\"} 0\n",
                              "vllm:time_to_first_token_seconds_count{model_name=\"tiny\"} 0\n",
-                             "vllm:cache_config_info{model_name=\"tiny\",block_size=\"16\",num_gpu_blocks=\"500\"} 1\n"})
+                             "vllm:cache_config_info{model_name=\"tiny\",block_size=\"16\",num_gpu_blocks=\"500\",cache_dtype=\"q8\"} 1\n"})
         EXPECT_NE(text.find(line), std::string::npos) << line;
 }
 

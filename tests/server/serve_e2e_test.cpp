@@ -264,8 +264,9 @@ TEST(ServeE2E, AdmissionControlRefusesWhenTheQueueIsFull) {
 }
 
 TEST(ServeE2E, MetricsPassPromtool) {
-    // With vLLM's names too, so promtool checks the whole exposition.
-    ServeProcess s({"--metrics-compat", "vllm"});
+    // With vLLM's names too, so promtool checks the whole exposition; with the int8 KV cache, so a
+    // q8 server is driven end to end (the completion and the token count) and says so in its labels.
+    ServeProcess s({"--metrics-compat", "vllm", "--kv-type", "q8"});
     ASSERT_EQ(http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"hello","max_tokens":3,"ignore_eos":true})").status,
               200);
     // Engine counters are a snapshot taken after each step: wait for the one after the last token.
@@ -280,9 +281,9 @@ TEST(ServeE2E, MetricsPassPromtool) {
     EXPECT_LT(metric_value(m.body, "pagoda:time_to_ready_seconds"), 30);
     // The KV cache's shape as an info series, and the same series under vLLM's names.
     const std::string blocks = std::to_string(int64_t(metric_value(m.body, "pagoda:kv_cache_blocks")));
-    const std::string config = "{block_size=\"16\",num_blocks=\"" + blocks + "\"}";
+    const std::string config = "{block_size=\"16\",num_blocks=\"" + blocks + "\",cache_dtype=\"q8\"}";
     EXPECT_EQ(metric_value(m.body, "pagoda:cache_config_info" + config), 1) << m.body;
-    const std::string vllm_config = "{block_size=\"16\",num_gpu_blocks=\"" + blocks + "\"}";
+    const std::string vllm_config = "{block_size=\"16\",num_gpu_blocks=\"" + blocks + "\",cache_dtype=\"q8\"}";
     EXPECT_EQ(metric_value(m.body, "vllm:cache_config_info" + vllm_config), 1) << m.body;
     const std::string model = "{model_name=\"serve-tiny\"}";
     EXPECT_EQ(metric_value(m.body, "vllm:generation_tokens_total" + model), 3);

@@ -27,8 +27,8 @@
 // before the softmax. Both keep the batch invariance above (they depend on the token's position).
 //
 // The SIMD path (scalar / AVX2 / AVX-512) follows pagoda::active_isa(); any head_dim >= 1, any
-// block size the KV layout allows, KV stored as f32, f16 or bf16, GQA (n_heads a multiple of
-// n_kv_heads).
+// block size the KV layout allows, KV stored as f32, f16, bf16 or q8 (int8 rows read in place,
+// each scaled by its own row scale; see attention_walk.h), GQA (n_heads a multiple of n_kv_heads).
 // The KV of every position 0..pos[t] must already be written (KvPool::write) for the layer,
 // including the tokens of this very batch.
 #pragma once

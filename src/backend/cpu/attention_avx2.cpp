@@ -1,6 +1,8 @@
 // AVX2 + FMA + F16C path of the paged attention kernel: K/V tiles widened to f32 (scalar lanes for a
 // head_dim tail), scores 8 keys at a time (one FMA chain per key, a shuffle tree to sum the lanes of
 // all 8 at once), P.V with up to 4 heads sharing each V row, a vectorised exp for the softmax tile.
+// q8 rows are widened in registers (sign-extend, convert) and scaled per row: the 8 scores by their
+// rows' scales, each V row's weight p by its scale.
 #include <cstring>
 #include <immintrin.h>
 #include <limits>
@@ -14,6 +16,8 @@ template <kv::KvDtype DT>
 inline __m256 load8(const uint8_t* row, int i) {
     if constexpr (DT == kv::KvDtype::f32) {
         return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+    } else if constexpr (DT == kv::KvDtype::q8) {
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + i))));
     } else if constexpr (DT == kv::KvDtype::f16) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
     } else {
@@ -30,6 +34,8 @@ inline float load1(const uint8_t* row, int i) {
         float f;
         std::memcpy(&f, row + 4 * i, 4);
         return f;
+    } else if constexpr (DT == kv::KvDtype::q8) {
+        return float(int8_t(row[i]));
     } else {
         uint16_t h;
         std::memcpy(&h, row + 2 * i, 2);
@@ -42,6 +48,14 @@ inline float load1(const uint8_t* row, int i) {
             return f;
         }
     }
+}
+
+// A q8 row's scale, after its d codes padded to 4 bytes: kv::q8_scale_offset, restated here because
+// a shared inline function must not be compiled with this file's ISA flags.
+inline float q8_scale(const uint8_t* row, int d) {
+    float f;
+    std::memcpy(&f, row + (size_t(d) + 3) / 4 * 4, 4);
+    return f;
 }
 
 inline float hsum(__m256 v) {  // exp_sum's total
@@ -133,9 +147,10 @@ inline void accumulate_heads(float* const* acc, const float* const* p, const uin
         for (int j = 0; j < n; ++j) {
             const __m256 v0 = full ? load8<DT>(rows[j], 8 * c0) : load8_part<DT>(rows[j], 8 * c0, d);
             const __m256 v1 = full ? load8<DT>(rows[j], 8 * c0 + 8) : load8_part<DT>(rows[j], 8 * c0 + 8, d);
+            const float rs = DT == kv::KvDtype::q8 ? q8_scale(rows[j], d) : 1.0f;
             #pragma GCC unroll 16
             for (int h = 0; h < H; ++h) {
-                const __m256 pv = _mm256_set1_ps(p[h][j]);
+                const __m256 pv = _mm256_set1_ps(DT == kv::KvDtype::q8 ? p[h][j] * rs : p[h][j]);
                 a[h][0] = _mm256_fmadd_ps(pv, v0, a[h][0]);
                 a[h][1] = _mm256_fmadd_ps(pv, v1, a[h][1]);
             }
@@ -166,6 +181,12 @@ struct Avx2Ops {
             if (d == 64) r = scores8<DT, 8, true>(q, rows + j, 8, d);
             else if (d == 128) r = scores8<DT, 16, true>(q, rows + j, 16, d);
             else r = scores8<DT, 0, false>(q, rows + j, padded_dim(d) / 8, d);
+            if constexpr (DT == kv::KvDtype::q8) {
+                const uint8_t* const* rj = rows + j;
+                r = _mm256_mul_ps(r, _mm256_setr_ps(q8_scale(rj[0], d), q8_scale(rj[1], d), q8_scale(rj[2], d),
+                                                    q8_scale(rj[3], d), q8_scale(rj[4], d), q8_scale(rj[5], d),
+                                                    q8_scale(rj[6], d), q8_scale(rj[7], d)));
+            }
             _mm256_storeu_ps(s + j, _mm256_mul_ps(r, sv));
         }
     }

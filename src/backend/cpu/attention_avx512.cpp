@@ -1,6 +1,8 @@
 // AVX-512 (F/BW/VL) path of the paged attention kernel: K/V tiles widened to f32 with masked loads
 // (any head_dim), scores 16 keys at a time (one FMA chain per key, a shuffle tree to sum the lanes of
 // all 16 at once), P.V with up to 4 heads sharing each V row, a vectorised exp for the softmax tile.
+// q8 rows are widened in registers (masked byte load, sign-extend, convert) and scaled per row: the
+// 16 scores by their rows' scales, each V row's weight p by its scale.
 #include <immintrin.h>
 #include <limits>
 
@@ -22,12 +24,22 @@ template <kv::KvDtype DT>
 inline __m512 load16(const uint8_t* row, int i, __mmask16 m) {
     if constexpr (DT == kv::KvDtype::f32) {
         return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
+    } else if constexpr (DT == kv::KvDtype::q8) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, row + i)));
     } else if constexpr (DT == kv::KvDtype::f16) {
         return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
     } else {
         __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i));
         return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
     }
+}
+
+// A q8 row's scale, after its d codes padded to 4 bytes: kv::q8_scale_offset, restated here because
+// a shared inline function must not be compiled with this file's ISA flags.
+inline float q8_scale(const uint8_t* row, int d) {
+    float f;
+    __builtin_memcpy(&f, row + (size_t(d) + 3) / 4 * 4, 4);
+    return f;
 }
 
 // exp(x) for x <= 0; same construction and accuracy as the AVX2 path (see attention_avx2.cpp).
@@ -119,9 +131,10 @@ inline void accumulate_block(float* const* acc, const float* const* p, const uin
         __m512 vv[CW];
         #pragma GCC unroll 16
         for (int c = 0; c < CW; ++c) vv[c] = load16<DT>(rows[j], 16 * (c0 + c), m[c]);
+        const float rs = DT == kv::KvDtype::q8 ? q8_scale(rows[j], d) : 1.0f;
         #pragma GCC unroll 16
         for (int h = 0; h < H; ++h) {
-            const __m512 pv = _mm512_set1_ps(p[h][j]);
+            const __m512 pv = _mm512_set1_ps(DT == kv::KvDtype::q8 ? p[h][j] * rs : p[h][j]);
             #pragma GCC unroll 16
             for (int c = 0; c < CW; ++c) a[h][c] = _mm512_fmadd_ps(pv, vv[c], a[h][c]);
         }
@@ -165,6 +178,11 @@ struct Avx512Ops {
             if (d == 64) r = scores16<DT, 4, true>(q, rows + j, 4, d);
             else if (d == 128) r = scores16<DT, 8, true>(q, rows + j, 8, d);
             else r = scores16<DT, 0, false>(q, rows + j, (d + 15) / 16, d);
+            if constexpr (DT == kv::KvDtype::q8) {
+                alignas(64) float rs[16];
+                for (int k = 0; k < 16; ++k) rs[k] = q8_scale(rows[j + k], d);
+                r = _mm512_mul_ps(r, _mm512_load_ps(rs));
+            }
             _mm512_storeu_ps(s + j, _mm512_mul_ps(r, sv));
         }
     }

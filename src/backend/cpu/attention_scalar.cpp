@@ -1,5 +1,6 @@
 // Portable reference path of the paged attention kernel (any x86-64, any head_dim): plain loops,
-// each score summed element by element in index order.
+// each score summed element by element in index order; a q8 row's dot (or V weight) is scaled by
+// the row's scale.
 #include <cmath>
 #include <cstring>
 
@@ -15,11 +16,25 @@ inline float load(const uint8_t* row, int i) {
         float f;
         std::memcpy(&f, row + 4 * i, 4);
         return f;
+    } else if constexpr (DT == kv::KvDtype::q8) {
+        return float(int8_t(row[i]));
     } else {
         uint16_t h;
         std::memcpy(&h, row + 2 * i, 2);
         if constexpr (DT == kv::KvDtype::f16) return f16_to_f32(h);
         else return bf16_to_f32(h);
+    }
+}
+
+// A row's q8 scale (1 for the float types, whose rows need none).
+template <kv::KvDtype DT>
+inline float row_scale(const uint8_t* row, int d) {
+    if constexpr (DT == kv::KvDtype::q8) {
+        float f;
+        std::memcpy(&f, row + kv::q8_scale_offset(d), 4);
+        return f;
+    } else {
+        return 1.0f;
     }
 }
 
@@ -37,6 +52,7 @@ struct ScalarOps {
         for (int j = 0; j < n; ++j) {
             float sum = 0.0f;
             for (int i = 0; i < d; ++i) sum += q[i] * load<DT>(rows[j], i);
+            if constexpr (DT == kv::KvDtype::q8) sum *= row_scale<DT>(rows[j], d);
             s[j] = sum * scale;
         }
     }
@@ -44,8 +60,10 @@ struct ScalarOps {
     static void accumulate(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
                            int d) {
         for (int h = 0; h < heads; ++h)
-            for (int j = 0; j < n; ++j)
-                for (int i = 0; i < d; ++i) acc[h][i] += p[h][j] * load<DT>(rows[j], i);
+            for (int j = 0; j < n; ++j) {
+                const float pj = DT == kv::KvDtype::q8 ? p[h][j] * row_scale<DT>(rows[j], d) : p[h][j];
+                for (int i = 0; i < d; ++i) acc[h][i] += pj * load<DT>(rows[j], i);
+            }
     }
     static void scale(float* acc, float c, int d) {
         for (int i = 0; i < d; ++i) acc[i] *= c;

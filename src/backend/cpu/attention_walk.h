@@ -7,11 +7,14 @@
 // uses the first min(n, pos[i] - start + 1) rows of a tile of n (causal mask). With a sliding window
 // W, query i sees keys lo_i = pos[i] - W + 1 .. pos[i]: tiles wholly below lo_i are skipped for it and
 // its scores start at row lo_i - start of the tile that holds lo_i (nothing is computed and masked).
-// A soft cap c turns each score s into c * tanh(s / c) before the softmax (through exp_f32).
-// When the task has enough query heads to pay for it (and the cache is not already f32), each
-// tile's K and V rows are first widened to f32 once (exact for f16/bf16) into scratch and every
-// query head reads those;
-// otherwise (decode) the heads read the cache rows directly. Both give the same bits: the Ops do
+// A soft cap c turns each score s into c * tanh(s / c) before the softmax (through exp_f32). When the task has
+// enough query heads to pay for it (and the cache is f16 or bf16), each tile's K and V rows are
+// first widened to f32 once (exact for f16/bf16) into scratch and every query head reads those;
+// otherwise (decode) the heads read the cache rows directly. A q8 cache is always read directly:
+// its rows are converted on the fly, the score of a row is (q . codes) * row scale and a V row adds
+// (p * row scale) * codes, an order the widened path would not keep (it would round codes * scale
+// first), so reading q8 the same way at every batch shape is what keeps its bits batch invariant.
+// Both give the same bits: the Ops do
 // the same arithmetic on the same values either way. Per query head the sequence of operations —
 // which tiles, how many keys each, the score reduction, the softmax update, the order the
 // accumulator sums its rows — depends only on that query's position, head_dim and the Ops, never
@@ -20,7 +23,8 @@
 //
 // Ops must provide, for row element types DT (f32 for widened rows, or the cache's type), with
 // ld = padded_dim(d), query and accumulator rows of ld floats (zero past d), row elements past d
-// read as zero:
+// read as zero (for q8, "row j" below means its codes times its scale, applied as said above; the
+// scale sits at row + kv::q8_scale_offset(d)):
 //   void convert<DT>(const uint8_t* const* rows, int n, int d, int ld, float* dst)
 //       dst[r][0..ld) = row r widened to f32, zero padded, for r < n
 //   void scores<DT>(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s)
@@ -78,7 +82,8 @@ void walk_tiles(const Task& t) {
     auto row = [&](const uint8_t* base, int32_t p) {
         return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
     };
-    const bool widen = DT != kv::KvDtype::f32 && qh >= kWidenMinQueryHeads;
+    constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16;
+    const bool widen = kCanWiden && qh >= kWidenMinQueryHeads;
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
     // (which start inside the tile under a window), so every entry always points at a readable row.
     constexpr int kRows = kTile + 16;
@@ -94,18 +99,21 @@ void walk_tiles(const Task& t) {
     // manager may have freed it: its table entry is no block at all).
     auto load_tile = [&](const uint8_t* base, int32_t start, int n, int32_t floor, float* f32_tile, const uint8_t** rows) {
         for (int j = 0; j < n; ++j) cache_rows[j] = row(base, start + j < floor ? floor : start + j);
-        if (widen) {
-            Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
-        } else {
-            for (int j = 0; j < kRows; ++j) rows[j] = cache_rows[j < n ? j : 0];
+        if constexpr (kCanWiden) {
+            if (widen) {
+                Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
+                return;
+            }
         }
+        (void)f32_tile;
+        for (int j = 0; j < kRows; ++j) rows[j] = cache_rows[j < n ? j : 0];
     };
     auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
-        if (widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
+        if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
         else Ops::template scores<DT>(q, rows, n, d, t.scale, s);
     };
     auto accumulate = [&](float* const* a, const float* const* p, int heads, const uint8_t* const* rows, int n) {
-        if (widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
+        if (kCanWiden && widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
         else Ops::template accumulate<DT>(a, p, heads, rows, n, d);
     };
     const int32_t n_keys = t.pos[m - 1] + 1;
@@ -179,6 +187,7 @@ void walk(const Task& t) {
         case kv::KvDtype::f32: walk_tiles<Ops, kv::KvDtype::f32>(t); return;
         case kv::KvDtype::f16: walk_tiles<Ops, kv::KvDtype::f16>(t); return;
         case kv::KvDtype::bf16: walk_tiles<Ops, kv::KvDtype::bf16>(t); return;
+        case kv::KvDtype::q8: walk_tiles<Ops, kv::KvDtype::q8>(t); return;
     }
 }
 

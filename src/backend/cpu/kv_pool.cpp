@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "kv/kv_q8.h"
 
 namespace pagoda::kernels {
 
@@ -21,6 +22,14 @@ void kv_store_row(KvDtype dtype, const float* src, void* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
             return;
         }
+        case KvDtype::q8: {
+            auto* d = static_cast<uint8_t*>(dst);
+            const size_t at = kv::q8_scale_offset(int32_t(n));
+            const float scale = kv::quantize_row_q8(src, reinterpret_cast<int8_t*>(d), n);
+            std::memset(d + n, 0, at - size_t(n));  // the padding: rows compare and copy as whole bytes
+            std::memcpy(d + at, &scale, 4);
+            return;
+        }
     }
 }
 
@@ -35,6 +44,13 @@ void kv_load_row(KvDtype dtype, const void* src, float* dst, int64_t n) {
         case KvDtype::bf16: {
             auto* s = static_cast<const bf16_bits*>(src);
             for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+            return;
+        }
+        case KvDtype::q8: {
+            auto* s = static_cast<const uint8_t*>(src);
+            float scale;
+            std::memcpy(&scale, s + kv::q8_scale_offset(int32_t(n)), 4);
+            kv::dequantize_row_q8(reinterpret_cast<const int8_t*>(s), scale, dst, n);
             return;
         }
     }

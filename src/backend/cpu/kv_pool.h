@@ -6,7 +6,8 @@
 // so the keys (or values) of one KV head within one block are a contiguous block_size x head_dim
 // tile: the attention kernel walks a sequence's blocks and reads each head's tile with unit stride,
 // and copy_block() is one memcpy per layer and K/V. Elements are F32, F16 or BF16 (round to
-// nearest even on write). The pool knows nothing about sequences: BlockManager hands out block
+// nearest even on write), or q8: int8 with the row's fp32 scale at the row's end (kv_layout.h), so
+// a copied block carries its scales. The pool knows nothing about sequences: BlockManager hands out block
 // ids and slot indices (slot = block_id * block_size + offset); the caller writes with write().
 #pragma once
 #include <cstdint>
@@ -59,7 +60,8 @@ private:
     std::vector<AlignedBuffer<uint8_t>> k_, v_;
 };
 
-// Converts n floats into the KV element type at dst, and back.
+// Converts n floats into one stored row of the KV element type at dst (q8: quantised, with its
+// scale; kv_row_bytes(dtype, n) bytes), and back.
 void kv_store_row(KvDtype dtype, const float* src, void* dst, int64_t n);
 void kv_load_row(KvDtype dtype, const void* src, float* dst, int64_t n);
 

@@ -101,8 +101,33 @@ double stored_value(KvDtype dtype, double x) {
         case KvDtype::f16: return f16_to_f32(f32_to_f16(f));
         case KvDtype::bf16: return bf16_to_f32(f32_to_bf16(f));
         case KvDtype::f32: break;
+        case KvDtype::q8: fail("reference KV cache: q8 values are stored a row at a time");
     }
     return f;
+}
+
+// What a q8 cache holds after storing a row, by the format's definition (kv/kv_layout.h): each
+// value rounded through float, the row's scale the fp32 max|x| / 127, each value's code the float
+// quotient x / scale rounded to the nearest integer (ties to even) and held in -127..127; the row
+// holds code * scale. A row with inf or NaN holds NaN.
+void store_q8_row(const double* x, int32_t n, double* out) {
+    float amax = 0.0f;
+    bool finite = true;
+    for (int32_t i = 0; i < n; ++i) {
+        const float f = float(x[i]);
+        finite = finite && std::isfinite(f);
+        if (std::abs(f) > amax) amax = std::abs(f);
+    }
+    const float scale = amax / 127.0f;
+    for (int32_t i = 0; i < n; ++i) {
+        if (!finite) {
+            out[i] = std::numeric_limits<double>::quiet_NaN();
+            continue;
+        }
+        // An integer code (never -0), as the int8 the format stores.
+        const int code = scale > 0.0f ? int(std::clamp(std::nearbyint(float(x[i]) / scale), -127.0f, 127.0f)) : 0;
+        out[i] = double(code) * double(scale);
+    }
 }
 
 class ReferenceKvCache final : public KvCache {
@@ -136,6 +161,11 @@ public:
     // Stores one head's K and V rows, rounded as the dtype stores them.
     void store(int32_t layer, int64_t slot, int32_t kv_head, const double* k, const double* v) {
         const size_t at = index(layer, slot, kv_head);
+        if (layout().dtype == KvDtype::q8) {
+            store_q8_row(k, layout().head_dim, &k_[at]);
+            store_q8_row(v, layout().head_dim, &v_[at]);
+            return;
+        }
         for (int32_t i = 0; i < layout().head_dim; ++i) {
             k_[at + size_t(i)] = stored_value(layout().dtype, k[i]);
             v_[at + size_t(i)] = stored_value(layout().dtype, v[i]);

@@ -10,7 +10,9 @@
 // Tolerance: max |out - ref| <= 5e-6 (outputs are convex combinations of V rows in [-1, 1], so this
 // is 5e-6 relative to the value range; the worst seen is ~1e-6). For F16/BF16 the reference uses
 // the K/V values rounded the way the cache stores them, so the only differences are F32 arithmetic
-// and the exp.
+// and the exp; for q8 it uses the rows as stored (codes x scale, read back from the pool), and the
+// kernel's (q . codes) x scale differs from q . (codes x scale) by float rounding only. q8 against
+// the exact (unquantised) K/V is checked separately, within 1e-2.
 #include "backend/cpu/attention.h"
 
 #include <algorithm>
@@ -103,8 +105,20 @@ Scenario make_scenario(kv::KvLayout layout, int32_t group, const std::vector<int
             int64_t slot = int64_t(table[size_t(p / bs)]) * bs + p % bs;
             s.pool->write(layout.n_layers - 1, &slot, 1, &k[size_t(p) * nkv * d], &v[size_t(p) * nkv * d]);
         }
-        for (auto& x : k) x = stored(layout.dtype, x);
-        for (auto& x : v) x = stored(layout.dtype, x);
+        if (layout.dtype == KvDtype::q8) {
+            // A q8 row's stored values depend on the whole row (its scale): take them from the
+            // pool's read-back (codes x scale, tested on its own in kv_pool_test).
+            for (int32_t p = 0; p < len; ++p) {
+                const int64_t slot = int64_t(table[size_t(p / bs)]) * bs + p % bs;
+                for (int32_t h = 0; h < nkv; ++h) {
+                    s.pool->read_k(layout.n_layers - 1, slot, h, &k[(size_t(p) * nkv + h) * d]);
+                    s.pool->read_v(layout.n_layers - 1, slot, h, &v[(size_t(p) * nkv + h) * d]);
+                }
+            }
+        } else {
+            for (auto& x : k) x = stored(layout.dtype, x);
+            for (auto& x : v) x = stored(layout.dtype, x);
+        }
         s.k.push_back(std::move(k));
         s.v.push_back(std::move(v));
         s.tables.push_back(std::move(table));
@@ -195,7 +209,7 @@ std::vector<std::pair<int32_t, int32_t>> mixed_queries(const std::vector<int32_t
 void expect_every_dtype_and_isa_matches_reference(kv::KvLayout L, int32_t group, const std::vector<int32_t>& lens,
                                                   const std::vector<std::pair<int32_t, int32_t>>& queries, uint32_t seed, float q_gain,
                                                   ThreadPool& threads) {
-    for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16}) {
+    for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8}) {
         L.dtype = dtype;
         Scenario s = make_scenario(L, group, lens, queries, seed, q_gain);
         std::vector<double> want = reference(s);
@@ -293,6 +307,44 @@ TEST(PagedAttention, LongContextWithPeakySoftmax) {
     }
 }
 
+// q8 K/V against the unquantised values: on every ISA path, the kernel over a q8 cache stays
+// within 1e-2 (absolute; outputs lie in [-1, 1]) of the exact double reference on f32 K/V, and of
+// the kernel over an f16 cache, for diffuse and peaky softmaxes over contexts up to 1000 keys. The
+// bound comes from the format: each stored value moves by up to max|row| / 254 (<= 0.0039 here),
+// which shifts the output by about that much plus the scores' shift times the spread of V. The
+// worst seen is 0.0039 (a query at position 0 returns its one V row) against exact, 0.0041 against f16.
+TEST(PagedAttention, Q8StaysCloseToF16AndExact) {
+    IsaGuard guard;
+    ThreadPool threads(2);
+    for (int32_t d : {64, 128, 20}) {
+        for (float q_gain : {1.0f, 4.0f}) {
+            kv::KvLayout L;
+            L.n_layers = 1;
+            L.n_kv_heads = 2;
+            L.head_dim = d;
+            L.block_size = 16;
+            const std::vector<int32_t> lens = {1000, 77, 300};
+            const auto queries = mixed_queries(lens);
+            L.dtype = KvDtype::f32;
+            const Scenario exact = make_scenario(L, 2, lens, queries, 41, q_gain);
+            const std::vector<double> want = reference(exact);
+            L.dtype = KvDtype::f16;
+            const Scenario half = make_scenario(L, 2, lens, queries, 41, q_gain);
+            L.dtype = KvDtype::q8;
+            const Scenario q8 = make_scenario(L, 2, lens, queries, 41, q_gain);
+            for (Isa isa : available_isas()) {
+                set_isa(isa);
+                const std::vector<float> got = run_kernel(q8, threads), f16 = run_kernel(half, threads);
+                const std::vector<double> f16d(f16.begin(), f16.end());
+                const double vs_exact = max_abs_diff(got, want), vs_f16 = max_abs_diff(got, f16d);
+                EXPECT_LE(vs_exact, 1e-2) << "head_dim " << d << " gain " << q_gain << " isa " << isa_name(isa);
+                EXPECT_LE(vs_f16, 1e-2) << "head_dim " << d << " gain " << q_gain << " isa " << isa_name(isa);
+                EXPECT_GT(vs_exact, 1e-4);  // it is quantised: not the f32 result by accident
+            }
+        }
+    }
+}
+
 // A token's output must be bitwise identical alone and inside any batch, with 1 or 2 threads.
 TEST(PagedAttention, BatchInvariantBitwise) {
     IsaGuard guard;
@@ -301,30 +353,33 @@ TEST(PagedAttention, BatchInvariantBitwise) {
     L.n_kv_heads = 2;
     L.head_dim = 64;
     L.block_size = 16;
-    L.dtype = KvDtype::f16;
-    std::vector<int32_t> lens = {200, 90, 333};
-    std::vector<std::pair<int32_t, int32_t>> batch = {{1, 50}, {0, 150}, {2, 332}, {0, 151}, {0, 152}, {1, 89}};
-    Scenario full = make_scenario(L, 4, lens, batch, 11);
-    const size_t row = size_t(full.n_heads) * L.head_dim;
-    for (Isa isa : available_isas()) {
-        set_isa(isa);
-        for (int n_threads : {1, 2}) {
-            ThreadPool threads(n_threads);
-            std::vector<float> together = run_kernel(full, threads);
-            for (int64_t t = 0; t < full.n_tokens(); ++t) {
-                // Same pool and data, a batch of just this token.
-                Scenario alone;
-                alone.layout = full.layout;
-                alone.n_heads = full.n_heads;
-                alone.tables = full.tables;
-                alone.token_seq = {full.token_seq[t]};
-                alone.token_pos = {full.token_pos[t]};
-                alone.q.assign(full.q.begin() + t * row, full.q.begin() + (t + 1) * row);
-                alone.pool = std::move(full.pool);
-                std::vector<float> single = run_kernel(alone, threads);
-                full.pool = std::move(alone.pool);
-                EXPECT_EQ(std::memcmp(single.data(), together.data() + t * row, row * sizeof(float)), 0)
-                    << "token " << t << " isa " << isa_name(isa) << " threads " << n_threads;
+    for (KvDtype dtype : {KvDtype::f16, KvDtype::q8}) {
+        L.dtype = dtype;
+        std::vector<int32_t> lens = {200, 90, 333};
+        std::vector<std::pair<int32_t, int32_t>> batch = {{1, 50}, {0, 150}, {2, 332}, {0, 151}, {0, 152}, {1, 89}};
+        Scenario full = make_scenario(L, 4, lens, batch, 11);
+        const size_t row = size_t(full.n_heads) * L.head_dim;
+        for (Isa isa : available_isas()) {
+            set_isa(isa);
+            for (int n_threads : {1, 2}) {
+                ThreadPool threads(n_threads);
+                std::vector<float> together = run_kernel(full, threads);
+                for (int64_t t = 0; t < full.n_tokens(); ++t) {
+                    // Same pool and data, a batch of just this token.
+                    Scenario alone;
+                    alone.layout = full.layout;
+                    alone.n_heads = full.n_heads;
+                    alone.tables = full.tables;
+                    alone.token_seq = {full.token_seq[t]};
+                    alone.token_pos = {full.token_pos[t]};
+                    alone.q.assign(full.q.begin() + t * row, full.q.begin() + (t + 1) * row);
+                    alone.pool = std::move(full.pool);
+                    std::vector<float> single = run_kernel(alone, threads);
+                    full.pool = std::move(alone.pool);
+                    EXPECT_EQ(std::memcmp(single.data(), together.data() + t * row, row * sizeof(float)), 0)
+                        << "token " << t << " isa " << isa_name(isa) << " threads " << n_threads << " "
+                        << kv::kv_dtype_name(dtype);
+                }
             }
         }
     }
@@ -394,7 +449,8 @@ TEST(PagedAttention, PrefillBatchInvariantBitwise) {
         int32_t head_dim, group, block_size;
         KvDtype dtype;
     };
-    for (Shape shape : {Shape{64, 1, 16, KvDtype::f16}, Shape{20, 4, 1, KvDtype::f32}, Shape{128, 2, 256, KvDtype::bf16}}) {
+    for (Shape shape : {Shape{64, 1, 16, KvDtype::f16}, Shape{20, 4, 1, KvDtype::f32}, Shape{128, 2, 256, KvDtype::bf16},
+                        Shape{64, 4, 16, KvDtype::q8}, Shape{20, 1, 4, KvDtype::q8}}) {
         kv::KvLayout L;
         L.n_layers = 1;
         L.n_kv_heads = 2;

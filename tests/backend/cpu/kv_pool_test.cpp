@@ -1,12 +1,15 @@
 #include "backend/cpu/kv_pool.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <gtest/gtest.h>
 #include <random>
 #include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "kv/kv_q8.h"
 
 namespace pagoda::kv {
 namespace {
@@ -115,8 +118,11 @@ TEST(KvPool, RejectsBadLayoutsSlotsAndBlocks) {
     slot = 0;
     EXPECT_THROW(pool.write(2, &slot, 1, k.data(), v.data()), Error);
     EXPECT_THROW(pool.copy_block(0, 2), Error);
-    EXPECT_THROW(parse_kv_dtype("q8"), Error);
+    EXPECT_THROW(parse_kv_dtype("q4"), Error);
+    EXPECT_THROW(parse_kv_dtype("Q8"), Error);
     EXPECT_EQ(parse_kv_dtype("bf16"), KvDtype::bf16);
+    EXPECT_EQ(parse_kv_dtype("q8"), KvDtype::q8);
+    EXPECT_STREQ(kv_dtype_name(KvDtype::q8), "q8");
 }
 
 TEST(KvPool, BlocksForBudgetCountsKAndVOfAllLayers) {
@@ -133,6 +139,137 @@ TEST(KvPool, BlocksForBudgetCountsKAndVOfAllLayers) {
     L.dtype = KvDtype::f32;
     EXPECT_EQ(blocks_for_budget(uint64_t(1) << 30, L), 256);
     EXPECT_EQ(blocks_for_budget(~uint64_t(0), L), int64_t(INT32_MAX));
+    // q8: a row is 128 codes + a 4-byte scale = 132 bytes, so a block is 2 x 32 x 8 x 16 x 132.
+    L.dtype = KvDtype::q8;
+    EXPECT_EQ(L.row_bytes(), 132u);
+    EXPECT_EQ(L.bytes_per_block(), size_t(2) * 32 * 8 * 16 * 132);
+    EXPECT_EQ(blocks_for_budget(uint64_t(1) << 30, L), int64_t((uint64_t(1) << 30) / (size_t(2) * 32 * 8 * 16 * 132)));
+    EXPECT_EQ(blocks_for_budget(uint64_t(1) << 30, L), 992);
+    // Codes padded to 4 bytes before the scale: head_dim 5 -> 8 + 4, head_dim 8 -> 8 + 4.
+    L.head_dim = 5;
+    EXPECT_EQ(L.row_bytes(), 12u);
+    L.head_dim = 8;
+    EXPECT_EQ(L.row_bytes(), 12u);
+    EXPECT_EQ(L.head_block_bytes(), 12u * 16);
+}
+
+// --- q8 ---
+
+// Every element of a quantised row is within half a step of the input: |x - q * scale| <= scale / 2,
+// scale = max|x| / 127, and the largest element maps to +-127.
+TEST(KvQ8, QuantiseDequantiseRoundTripWithinHalfAStep) {
+    std::mt19937 rng(3);
+    for (int trial = 0; trial < 200; ++trial) {
+        const int n = 1 + trial % 130;
+        const float range = std::ldexp(1.0f, trial % 40 - 20);  // 2^-20 .. 2^19
+        std::uniform_real_distribution<float> dist(-range, range);
+        std::vector<float> x(static_cast<size_t>(n)), back(static_cast<size_t>(n));
+        for (auto& e : x) e = dist(rng);
+        if (trial % 7 == 0) x[size_t(trial % n)] = 0.0f;
+        std::vector<int8_t> q(static_cast<size_t>(n));
+        const float scale = quantize_row_q8(x.data(), q.data(), n);
+        float amax = 0;
+        for (float e : x) amax = std::max(amax, std::fabs(e));
+        EXPECT_EQ(scale, amax / 127.0f);
+        dequantize_row_q8(q.data(), scale, back.data(), n);
+        int at_max = 0;
+        for (int i = 0; i < n; ++i) {
+            ASSERT_GE(q[size_t(i)], -127);
+            // Half a step, plus the float rounding of x / scale and of q * scale.
+            EXPECT_LE(std::fabs(double(x[size_t(i)]) - double(back[size_t(i)])), double(scale) * (0.5 + 1e-5))
+                << "trial " << trial << " element " << i;
+            at_max += std::abs(q[size_t(i)]) == 127;
+        }
+        if (amax > 0) EXPECT_GE(at_max, 1) << "trial " << trial;
+        else EXPECT_EQ(scale, 0.0f);
+    }
+}
+
+TEST(KvQ8, ZeroRowsAndNonFiniteRows) {
+    std::vector<float> x(9, 0.0f), back(9);
+    std::vector<int8_t> q(9, 5);
+    EXPECT_EQ(quantize_row_q8(x.data(), q.data(), 9), 0.0f);
+    for (int8_t c : q) EXPECT_EQ(c, 0);
+    x[3] = std::numeric_limits<float>::infinity();
+    const float scale = quantize_row_q8(x.data(), q.data(), 9);
+    dequantize_row_q8(q.data(), scale, back.data(), 9);
+    for (float b : back) EXPECT_TRUE(std::isnan(b));  // poisoned, never plausible numbers
+}
+
+// The pool stores a q8 row as documented: codes, zero padding to 4 bytes, the fp32 scale; read_k
+// and read_v give codes x scale.
+TEST(KvQ8, PoolRowLayoutAndReadBack) {
+    KvLayout L = small_layout(KvDtype::q8);  // head_dim 5: row = 5 codes + 3 pad + 4 scale
+    KvPool pool(L, 3);
+    ASSERT_EQ(L.row_bytes(), 12u);
+    const int width = L.n_kv_heads * L.head_dim;
+    std::vector<float> k(static_cast<size_t>(width)), v(static_cast<size_t>(width));
+    for (int i = 0; i < width; ++i) k[size_t(i)] = float(i % 5) - 1.5f, v[size_t(i)] = 0.25f * float(i);
+    int64_t slot = 1 * 4 + 2;  // block 1, offset 2
+    pool.write(1, &slot, 1, k.data(), v.data());
+    for (int h = 0; h < L.n_kv_heads; ++h) {
+        const uint8_t* row = pool.k_data(1) + L.layer_block_bytes() + size_t(h) * L.head_block_bytes() + 2 * L.row_bytes();
+        float scale;
+        std::memcpy(&scale, row + 8, 4);
+        EXPECT_EQ(scale, 2.5f / 127.0f);  // max |k| of every head's row is 2.5
+        for (int pad = 5; pad < 8; ++pad) EXPECT_EQ(row[pad], 0);
+        const int8_t want[5] = {-76, -25, 25, 76, 127};  // round(k / scale) for k = -1.5, -0.5, 0.5, 1.5, 2.5
+        std::vector<float> got(5);
+        pool.read_k(1, slot, h, got.data());
+        for (int i = 0; i < 5; ++i) {
+            EXPECT_EQ(int8_t(row[i]), want[i]) << i;
+            EXPECT_EQ(got[size_t(i)], float(want[i]) * scale) << i;
+        }
+        pool.read_v(1, slot, h, got.data());
+        const float v_scale = 0.25f * float(h * 5 + 4) / 127.0f;
+        for (int i = 0; i < 5; ++i) EXPECT_NEAR(got[size_t(i)], 0.25f * float(h * 5 + i), v_scale / 2) << i;
+    }
+}
+
+// Copy-on-write of a q8 block copies the scales with the codes: after a fork the copy reads back
+// exactly as the original; writing a diverging token into the copy leaves the original untouched.
+TEST(KvQ8, CopyBlockCopiesScalesForkThenDiverge) {
+    KvLayout L = small_layout(KvDtype::q8, 4);
+    KvPool pool(L, 4);
+    const int width = L.n_kv_heads * L.head_dim;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-4.f, 4.f);
+    std::vector<float> k(static_cast<size_t>(4 * width)), v(k.size());
+    for (auto& x : k) x = dist(rng);
+    for (auto& x : v) x = dist(rng);
+    for (size_t i = 0; i < v.size(); ++i) v[i] *= float(1 + i / size_t(width));  // a different scale per token
+    int64_t slots[4] = {8, 9, 10, 11};  // block 2
+    for (int layer = 0; layer < 2; ++layer) pool.write(layer, slots, 4, k.data(), v.data());
+    pool.copy_block(2, 0);
+    std::vector<float> a(static_cast<size_t>(L.head_dim)), b(static_cast<size_t>(L.head_dim));
+    auto expect_same = [&](int layer, int64_t s1, int64_t s2, bool same) {
+        for (int h = 0; h < L.n_kv_heads; ++h) {
+            pool.read_k(layer, s1, h, a.data());
+            pool.read_k(layer, s2, h, b.data());
+            EXPECT_EQ(a == b, same) << "k layer " << layer << " slots " << s1 << ", " << s2 << " head " << h;
+            pool.read_v(layer, s1, h, a.data());
+            pool.read_v(layer, s2, h, b.data());
+            EXPECT_EQ(a == b, same) << "v layer " << layer << " slots " << s1 << ", " << s2 << " head " << h;
+        }
+    };
+    for (int layer = 0; layer < 2; ++layer)
+        for (int off = 0; off < 4; ++off) expect_same(layer, 8 + off, off, true);
+    // The raw bytes (codes and scales) of every layer's K and V tile agree too.
+    for (int layer = 0; layer < 2; ++layer) {
+        EXPECT_EQ(std::memcmp(pool.k_data(layer), pool.k_data(layer) + 2 * L.layer_block_bytes(), L.layer_block_bytes()), 0);
+        EXPECT_EQ(std::memcmp(pool.v_data(layer), pool.v_data(layer) + 2 * L.layer_block_bytes(), L.layer_block_bytes()), 0);
+    }
+    // Diverge: the copy's slot 3 gets another token (scaled 10x, so its scale differs).
+    std::vector<float> k2(static_cast<size_t>(width)), v2(static_cast<size_t>(width));
+    for (int i = 0; i < width; ++i) k2[size_t(i)] = 10.0f * k[size_t(i)], v2[size_t(i)] = -10.0f * v[size_t(i)];
+    int64_t fork_slot = 3;
+    pool.write(1, &fork_slot, 1, k2.data(), v2.data());
+    expect_same(1, 11, 3, false);
+    for (int off = 0; off < 3; ++off) expect_same(1, 8 + off, off, true);
+    pool.read_k(1, 11, 0, a.data());  // the original still reads back its own token
+    for (int i = 0; i < L.head_dim; ++i) EXPECT_NEAR(a[size_t(i)], k[size_t(3 * width + i)], 4.0f / 127.0f);
+    pool.read_k(1, 3, 0, a.data());
+    for (int i = 0; i < L.head_dim; ++i) EXPECT_NEAR(a[size_t(i)], k2[size_t(i)], 40.0f / 127.0f);
 }
 
 }  // namespace
