@@ -63,6 +63,10 @@ for r in $(seq 1 "$reps"); do
   ttft $b >/dev/null  # and again, so the restart finds a's blocks only in the files
 done
 host_hits=$(metric 'pagoda:prefix_cache_tier_hits_total' 'tier="host"')
+spilled=$(metric 'pagoda:prefix_cache_tier_spilled_blocks_total' '')
+spilled_mib=$(metric 'pagoda:prefix_cache_tier_spilled_bytes_total' '' | awk '{ printf "%.0f", $1 / 1048576 }')
+spill_ms=$(metric 'pagoda:prefix_cache_tier_spill_seconds_total' '' | awk '{ printf "%.1f", $1 * 1000 }')
+dropped=$(metric 'pagoda:prefix_cache_tier_file_dropped_total' '')
 stop_server
 start_server
 for r in $(seq 1 "$reps"); do file+=("$(ttft $((100 + r)))"); done
@@ -72,6 +76,7 @@ stop_server
 m() { printf '%s\n' "$@" | median; }
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $threads threads; $(date -u +%Y-%m-%d)"
 echo "model: $model ($len-token prompts, median of $reps; tier block hits: host $host_hits, file $file_hits)"
+echo "spilling: $spilled blocks ($spilled_mib MiB) took $spill_ms ms of engine-thread time in all; $dropped file writes dropped"
 echo
 echo "| prompt served from | TTFT (s) |"
 echo "| --- | --- |"
