@@ -168,10 +168,10 @@ int run_batch(const BatchOptions& o) {
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = kv.prefix_caching;
     options.prefix_tier = o.tier.options(kv.prefix_caching);
-    options.speculative = o.spec.options;
-    engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, kv, tokens_wanted, o.ctx,
-                                                                      o.max_batched_tokens)),
-                       tok, options);
+    const model::StepModelOptions model_options = o.compute.options(o.threads, kv, tokens_wanted, o.ctx, o.max_batched_tokens);
+    auto target = model::open_step_model(file, model_options);
+    options.speculative = o.spec.resolve(*tok, *target, model_options);
+    engine::Engine eng(std::move(target), tok, options);
     const server::EngineLimits limits{.context = eng.context_limit(), .vocab_size = vocab_size};
 
     std::mutex mutex;
@@ -250,7 +250,7 @@ int run_batch(const BatchOptions& o) {
     std::fprintf(stderr, "pagoda batch: %zu requests, %zu failed; %lld prompt + %lld generated tokens, %.0f%% prefix-cache hits, %lld preemptions\n",
                  lines.size(), failures, (long long)s.prompt_tokens, (long long)s.generation_tokens,
                  100.0 * s.prefix_hit_rate(), (long long)s.preemptions);
-    if (o.spec.options.enabled())
+    if (o.spec.enabled())
         std::fprintf(stderr, "pagoda batch: speculation: %lld drafted, %lld accepted (%.0f%%), %lld steps\n",
                      (long long)s.draft_tokens, (long long)s.accepted_draft_tokens,
                      s.draft_tokens ? 100.0 * double(s.accepted_draft_tokens) / double(s.draft_tokens) : 0.0,

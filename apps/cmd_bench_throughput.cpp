@@ -133,14 +133,14 @@ int run_bench(const BenchOptions& o) {
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = kv.prefix_caching;
     options.prefix_tier = o.tier.options(kv.prefix_caching);
-    options.speculative = o.spec.options;
     std::mutex mutex;
     std::condition_variable cv;
     double peak_kv = 0;
-    engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, kv,
-                                                                      std::max<int64_t>(tokens_wanted, p_hi + g_hi), 0,
-                                                                      o.max_batched_tokens)),
-                       tok, options);
+    const model::StepModelOptions model_options =
+        o.compute.options(o.threads, kv, std::max<int64_t>(tokens_wanted, p_hi + g_hi), 0, o.max_batched_tokens);
+    auto target = model::open_step_model(file, model_options);
+    options.speculative = o.spec.resolve(*tok, *target, model_options);
+    engine::Engine eng(std::move(target), tok, options);
 
     std::vector<double> ttft, tpot, itl, e2e, queue;
     int64_t output_tokens = 0, prompt_tokens = 0;
@@ -214,7 +214,7 @@ int run_bench(const BenchOptions& o) {
                 "mean %.1f tokens/step\n",
                 100.0 * s.prefix_hit_rate(), 100.0 * peak_kv, s.kv_blocks_total, (long long)s.preemptions,
                 (long long)s.steps, s.steps ? double(s.step_tokens) / double(s.steps) : 0.0);
-    if (o.spec.options.enabled())
+    if (o.spec.enabled())
         std::printf("speculation: %lld drafted, %lld accepted (%.1f%%), %.2f output tokens per sequence-step\n",
                     (long long)s.draft_tokens, (long long)s.accepted_draft_tokens,
                     s.draft_tokens ? 100.0 * double(s.accepted_draft_tokens) / double(s.draft_tokens) : 0.0,

@@ -140,9 +140,10 @@ int chat(ChatOptions& o) {
     eo.prefix_caching = o.kv.options().prefix_caching;
     eo.prefix_tier = o.tier.options(eo.prefix_caching);
     eo.max_context = context;
-    eo.speculative = o.spec.options;
-    engine::Engine eng(model::open_step_model(file, o.compute.options(o.threads, o.kv.options(), context, context, o.chunk)),
-                       tok, eo);
+    const model::StepModelOptions model_options = o.compute.options(o.threads, o.kv.options(), context, context, o.chunk);
+    auto target = model::open_step_model(file, model_options);
+    eo.speculative = o.spec.resolve(*tok, *target, model_options);
+    engine::Engine eng(std::move(target), tok, eo);
     const int64_t limit = eng.context_limit();
 
     const bool interactive = isatty(STDIN_FILENO) == 1, terminal_out = isatty(STDOUT_FILENO) == 1;

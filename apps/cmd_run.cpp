@@ -1,4 +1,6 @@
 // `pagoda run`: generate text from a prompt with one model, streaming the continuation to stdout.
+// Plain decoding runs the model directly (model::SequenceRunner); with speculative decoding
+// (--draft-ngram / --draft-model) the one request goes through the engine, which drafts and verifies.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,10 +11,12 @@
 #include "apps/kv_flags.h"
 #include "apps/model_flags.h"
 #include "apps/sampling_flags.h"
+#include "apps/speculative_flags.h"
 #include "apps/text_file.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/engine_core.h"
 #include "engine/sampler.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
@@ -29,6 +33,7 @@ struct RunOptions {
     int n_predict = 128, threads = 0, chunk = 512;
     bool ids = false, ignore_eos = false;
     SamplingFlags sampling;
+    SpeculativeFlags spec;
     KvFlags kv;
     ModelFlags compute;
 };
@@ -54,6 +59,73 @@ std::string prompt_text(const RunOptions& o) {
     return o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file, "prompt file (-f)");
 }
 
+void print_tokens(const RunOptions& o, const std::vector<int32_t>& ids, const std::string& text, bool& first) {
+    if (o.ids) {
+        for (int32_t id : ids) {
+            std::printf(first ? "%d" : " %d", id);
+            first = false;
+        }
+    } else {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        first = first && ids.empty();
+    }
+    std::fflush(stdout);
+}
+
+// The speculative path: one request through EngineCore on this thread. The engine stores every
+// token it samples, so it stops one token short of the plain path's budget when the context fills.
+int run_speculative(const RunOptions& o, const std::vector<int32_t>& prompt, std::unique_ptr<model::StepModel> model,
+                    const model::StepModelOptions& model_options, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                    const GenerationBudget& budget, double load_s) {
+    engine::EngineOptions eo;
+    eo.scheduler.max_seqs = 1;
+    eo.scheduler.max_batched_tokens = o.chunk;
+    eo.prefix_caching = o.kv.options().prefix_caching;
+    eo.max_context = budget.context;
+    eo.speculative = o.spec.resolve(*tokenizer, *model, model_options);
+    engine::EngineCore core(*model, tokenizer, eo);
+    engine::Request request;
+    request.prompt = prompt;
+    request.sampling = o.sampling.params();
+    request.stop.ignore_eos = o.ignore_eos;
+    request.stop.max_tokens = std::max<int64_t>(1, std::min(budget.tokens, core.context_limit() - int64_t(prompt.size())));
+    if (int64_t(prompt.size()) >= core.context_limit())
+        fail("the prompt has {} tokens: no room is left in the context of {} to generate", prompt.size(),
+             core.context_limit());
+    core.validate(request);
+    bool first = true, done = false;
+    engine::Delta last;
+    core.add(1, std::move(request), nullptr, [&](const engine::Delta& d) {
+        print_tokens(o, d.token_ids, d.text, first);
+        if (d.request_done) {
+            done = true;
+            last = d;
+        }
+    });
+    const auto start = Clock::now();
+    while (!done && core.step()) {
+    }
+    if (!done) fail("the engine stopped before the request finished");
+    if (!last.error.empty()) fail("generation failed: {}", last.error);
+    std::printf("\n");
+    std::fflush(stdout);
+    const double total_s = seconds_since(start);
+    const double prompt_s = std::max(0.0, last.timings.ttft), gen_s = std::max(0.0, total_s - prompt_s);
+    const int64_t generated = last.usage.completion_tokens, cached = last.usage.cached_prompt_tokens;
+    const int64_t computed = int64_t(prompt.size()) - cached;
+    const engine::EngineStats stats = core.stats();
+    std::fprintf(stderr,
+                 "pagoda run: load %.2f s | prompt %zu tokens (%lld cached) %.2f s, %.1f tokens/s | "
+                 "generation %lld tokens %.2f s, %.1f tokens/s | speculation: %lld drafted, %lld accepted (%.0f%%), "
+                 "%.2f tokens per step\n",
+                 load_s, prompt.size(), (long long)cached, prompt_s, computed > 0 && prompt_s > 0 ? double(computed) / prompt_s : 0.0,
+                 (long long)generated, gen_s, generated > 1 && gen_s > 0 ? double(generated - 1) / gen_s : 0.0,
+                 (long long)stats.draft_tokens, (long long)stats.accepted_draft_tokens,
+                 stats.draft_tokens ? 100.0 * double(stats.accepted_draft_tokens) / double(stats.draft_tokens) : 0.0,
+                 stats.steps > 1 ? double(generated - 1) / double(stats.steps - 1) : 0.0);
+    return 0;
+}
+
 int run(const RunOptions& o) {
     engine::Sampler sampler(o.sampling.params());  // validates the sampling flags before the model loads
 
@@ -67,12 +139,14 @@ int run(const RunOptions& o) {
     if (o.ctx > trained)
         log_warn("-c/--ctx-size {} exceeds the model's trained context of {} tokens", o.ctx, trained);
     const GenerationBudget budget = generation_budget(int64_t(prompt.size()), o.n_predict, o.ctx > 0 ? o.ctx : trained);
-    auto model = model::open_step_model(file, o.compute.options(o.threads, o.kv.options(),
-                                                                int64_t(prompt.size()) + budget.tokens, budget.context,
-                                                                o.chunk));
+    const model::StepModelOptions model_options = o.compute.options(
+        o.threads, o.kv.options(), int64_t(prompt.size()) + budget.tokens, budget.context, o.chunk);
+    auto model = model::open_step_model(file, model_options);
     const double load_s = seconds_since(load_start);
     const auto& cfg = model->info().config;
     log_info("model: {}", cfg.describe());
+    if (o.spec.enabled())
+        return run_speculative(o, prompt, std::move(model), model_options, std::move(tokenizer), budget, load_s);
     model::SequenceRunner runner(*model, o.kv.options().prefix_caching);
 
     tokenizer::StreamDecoder stream(*tokenizer);
@@ -136,6 +210,7 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(in_range(1, 1 << 20));
     sub.add_flag("--ids", o->ids, "Print generated token ids instead of text");
     sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence tokens (benchmarks)");
+    o->spec.add_to(sub);
     o->kv.add_to(sub);
     o->compute.add_to(sub);
     return [o] { return run(*o); };

@@ -54,6 +54,7 @@ int serve(ServeOptions& o) {
     o.gateway.scheduler.validate();
     o.spec.options.validate();
     o.gateway.speculative = o.spec.options;
+    o.model.draft_model = o.spec.draft_model;
     o.model.kv = o.kv.options();
     o.model.prefix_tier = o.tier.options(o.model.kv.prefix_caching);
     o.model.backend = o.compute.backend;

@@ -31,6 +31,7 @@ const std::map<std::string, std::string> kLlamaShortFlags = {
     {"-fa", "--flash-attn"},
     {"-np", "--parallel"},
     {"-sys", "--system-prompt"},
+    {"-md", "--draft-model"},
 };
 
 std::vector<std::string> rewrite_llama_short_flags(int argc, char** argv) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "apps/draft_model_loader.h"
 #include "core/log.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
@@ -21,10 +22,15 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
                  cfg.context_length);
     const int64_t context = options.max_context > 0 ? options.max_context : cfg.context_length;
     const int64_t tokens_wanted = std::max<int64_t>(context, int64_t(engine_options.scheduler.max_seqs) * 256);
-    auto step = model::open_step_model(file, {.backend = options.backend, .threads = options.threads, .kv = options.kv,
-                                              .tokens_wanted = tokens_wanted, .max_context = options.max_context,
-                                              .max_step_tokens = engine_options.scheduler.max_batched_tokens,
-                                              .fusion = options.fusion});
+    const model::StepModelOptions model_options{.backend = options.backend, .threads = options.threads, .kv = options.kv,
+                                                .tokens_wanted = tokens_wanted, .max_context = options.max_context,
+                                                .max_step_tokens = engine_options.scheduler.max_batched_tokens,
+                                                .fusion = options.fusion};
+    auto step = model::open_step_model(file, model_options);
+    if (!options.draft_model.empty()) {
+        engine_options.speculative.draft_model = open_draft_model(options.draft_model, *tok, *step, model_options);
+        engine_options.speculative.draft_max_step_tokens = model_options.max_step_tokens;
+    }
     engine_options.prefix_caching = options.kv.prefix_caching;
     engine_options.prefix_tier = options.prefix_tier;
     server::LoadedModel loaded;

@@ -18,6 +18,7 @@ struct ServeModelOptions {
     kv::PrefixTierOptions prefix_tier;  // the prefix cache's second tier (off by default)
     std::string backend = "cpu";
     bool fusion = true;
+    std::string draft_model;  // --draft-model: a GGUF of the same vocabulary (empty: none)
 };
 
 // A server::ModelLoader for these options: builds the Engine with `engine_options` (the gateway's

@@ -30,6 +30,9 @@ void SpeculativeOptions::validate() const {
     if (ngram_min < 1 || (ngram_max > 0 && ngram_min > ngram_max))
         fail("the smallest draft n-gram must be in 1..{}, got {}", std::max(1, ngram_max), ngram_min);
     if (max_draft < 1 || max_draft > 64) fail("the draft length must be in 1..64, got {}", max_draft);
+    if (draft_model && ngram_max > 0)
+        fail("speculative decoding takes one drafter: a draft model or prompt lookup (--draft-ngram), not both");
+    if (draft_max_step_tokens < 1) fail("the draft model's step size must be positive, got {}", draft_max_step_tokens);
 }
 
 EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options)
@@ -49,6 +52,14 @@ EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokeni
     if (options_.prefix_tier.enabled()) {
         tier_ = std::make_unique<PrefixTierLink>(model_, blocks_, options_.prefix_tier);
         scheduler_.set_prefix_source(tier_.get());
+    }
+    if (const auto& draft = options_.speculative.draft_model) {
+        if (draft.get() == &model_) fail("engine: the draft model must be a model of its own (its own KV pool)");
+        if (tokenizer_ && draft->info().vocab_size < tokenizer_->n_vocab())
+            fail("engine: the draft model's vocabulary has {} tokens, fewer than the tokenizer's {}",
+                 draft->info().vocab_size, tokenizer_->n_vocab());
+        drafter_ = std::make_unique<DraftModelProposer>(*draft, info_.vocab_size,
+                                                        options_.speculative.draft_max_step_tokens);
     }
 }
 
@@ -177,6 +188,7 @@ void EngineCore::finish_sequence(Sequence& seq, FinishReason reason, Delta& d) {
         else d.text += seq.stop.finish();
     }
     scheduler_.remove(&seq);
+    if (drafter_) drafter_->forget(seq.id);
     r.choice_done[size_t(seq.index)] = 1;
     ++r.n_done;
     d.finish_reason = reason;
@@ -347,6 +359,8 @@ bool EngineCore::sample(Sequence& seq, float* row, std::optional<int32_t> draft)
 
 void EngineCore::propose_drafts() {
     const SpeculativeOptions& o = options_.speculative;
+    std::vector<DraftWant> wants;
+    std::vector<Sequence*> wanting;
     for (Sequence* s : scheduler_.running()) {
         s->draft.clear();
         if (!s->request || s->pooled || s->n_computed + 1 != int64_t(s->tokens.size())) continue;  // not decoding
@@ -360,7 +374,24 @@ void EngineCore::propose_drafts() {
                                       s->request->request.stop.max_tokens - s->n_generated - 1);
         const int64_t k = std::min<int64_t>(s->draft_limit, room);
         if (k < 1) continue;
-        s->draft = propose_ngram_draft(s->tokens, o.ngram_min, o.ngram_max, int32_t(k));
+        if (!drafter_) {
+            s->draft = propose_ngram_draft(s->tokens, o.ngram_min, o.ngram_max, int32_t(k));
+            continue;
+        }
+        wants.push_back({.seq = s->id, .tokens = s->tokens, .k = int32_t(k)});
+        wanting.push_back(s);
+    }
+    if (!drafter_) return;
+    std::vector<kv::SeqId> live;
+    for (const Sequence* s : scheduler_.running()) live.push_back(s->id);
+    drafter_->retain(live);  // sequences that finished or were preempted give their draft KV back
+    if (wants.empty()) return;
+    try {
+        std::vector<std::vector<int32_t>> drafts = drafter_->propose(wants);
+        for (size_t i = 0; i < wanting.size(); ++i) wanting[i]->draft = std::move(drafts[i]);
+    } catch (const std::exception& e) {
+        // A failing draft model costs speed, never output: this step goes without drafts.
+        log_warn("speculative decoding: the draft model failed, this step goes without drafts: {}", e.what());
     }
 }
 

@@ -11,9 +11,10 @@
 #include <unordered_map>
 
 #include "engine/delta_queue.h"
-#include "engine/prefix_tier_link.h"
+#include "engine/draft_model.h"
 #include "engine/engine_stats.h"
 #include "engine/kv_snapshot.h"
+#include "engine/prefix_tier_link.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -34,16 +35,19 @@ struct FinishedRequest {
     FinishReason reason = FinishReason::stop;  // of choice 0
 };
 
-// Speculative decoding by prompt lookup (draft_ngram.h): every decoding sequence proposes up to
-// max_draft tokens from an earlier occurrence of its last ngram_max..ngram_min tokens, and the step
-// verifies them beside everything else. Greedy output is unchanged token for token; sampled output
-// keeps its distribution (Sampler::sample_or_accept).
+// Speculative decoding: every decoding sequence proposes up to max_draft tokens — by prompt lookup
+// (draft_ngram.h: an earlier occurrence of its last ngram_max..ngram_min tokens) or by a draft
+// model (draft_model.h: a smaller model of the same vocabulary, greedy) — and the step verifies
+// them beside everything else. Greedy output is unchanged token for token; sampled output keeps
+// its distribution (Sampler::sample_or_accept).
 struct SpeculativeOptions {
-    int32_t ngram_max = 0;   // 0: off
+    int32_t ngram_max = 0;   // 0: no prompt lookup
     int32_t ngram_min = 1;
     int32_t max_draft = 8;   // tokens per sequence and step, at most
+    std::shared_ptr<StepModel> draft_model;  // null: no draft model (exclusive with ngram_max)
+    int64_t draft_max_step_tokens = 512;     // tokens per draft-model forward
     void validate() const;   // throws pagoda::Error
-    bool enabled() const { return ngram_max > 0; }
+    bool enabled() const { return ngram_max > 0 || draft_model != nullptr; }
 };
 
 struct EngineOptions {
@@ -113,6 +117,7 @@ public:
     kv::BlockManager& blocks() { return blocks_; }
     // The second prefix-cache tier, or null.
     PrefixTierLink* prefix_tier() { return tier_.get(); }
+    const DraftModelProposer* drafter() const { return drafter_.get(); }
 
 private:
     Sequence& new_sequence(RequestState& r, int32_t index, std::vector<int32_t> tokens);
@@ -157,6 +162,7 @@ private:
     model::Batch batch_;
     EngineStats counters_;
     std::function<void()> on_planned_;
+    std::unique_ptr<DraftModelProposer> drafter_;  // with a draft model
 };
 
 }  // namespace pagoda::engine

@@ -32,37 +32,70 @@ struct GoingAway {
     virtual void going_away() = 0;  // any thread; the connection closes on its own strand
 };
 
+// Weak references to open connections, for the shutdown to reach them. Dead entries are pruned
+// as it grows, so a long-lived server holds one entry per open connection, not per one ever seen.
+class ConnectionList {
+public:
+    void add(std::weak_ptr<GoingAway> connection) {
+        std::lock_guard lock(mutex_);
+        if (list_.size() >= 2 * live_after_prune_ + 64) {
+            std::erase_if(list_, [](const auto& w) { return w.expired(); });
+            live_after_prune_ = list_.size();
+        }
+        list_.push_back(std::move(connection));
+    }
+    // Calls going_away() on every live connection (outside the lock) and forgets them all.
+    void tell_all() {
+        std::vector<std::shared_ptr<GoingAway>> open;
+        {
+            std::lock_guard lock(mutex_);
+            for (auto& w : list_)
+                if (auto s = w.lock()) open.push_back(std::move(s));
+            list_.clear();
+            live_after_prune_ = 0;
+        }
+        for (auto& s : open) s->going_away();
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::weak_ptr<GoingAway>> list_;
+    size_t live_after_prune_ = 0;
+};
+
 // State shared by the listener and every connection; lives as long as run_http_server().
 struct ServerShared {
     Gateway& gateway;
     HttpServerOptions options;
     std::atomic<int64_t> writes_in_progress{0};  // connections with bytes on their way out
+    // Connections with a request on its way in: bytes of it received but no answer started, or a
+    // new connection that has not sent its first request yet (it is about to).
+    std::atomic<int64_t> reads_in_progress{0};
     std::atomic<int64_t> open_websockets{0};     // accepted and not yet destroyed
-    std::mutex websockets_mutex;
-    std::vector<std::weak_ptr<GoingAway>> websockets;
+    std::atomic<bool> draining{false};           // set once by the shutdown, never cleared
+    ConnectionList websockets;
+    ConnectionList http_connections;
 
     // Tells every open WebSocket to send Close (1001 going away) and close.
-    void close_websockets() {
-        std::vector<std::shared_ptr<GoingAway>> open;
-        {
-            std::lock_guard lock(websockets_mutex);
-            for (auto& w : websockets)
-                if (auto s = w.lock()) open.push_back(std::move(s));
-            websockets.clear();
-        }
-        for (auto& s : open) s->going_away();
+    void close_websockets() { websockets.tell_all(); }
+    // The drain began: every HTTP connection stops keep-alive; idle keep-alive ones close now, so
+    // clients' pools drop them while the server still answers on fresh connections.
+    void begin_drain() {
+        draining = true;
+        http_connections.tell_all();
     }
 };
 
-// A connection's "writing" state, counted in ServerShared::writes_in_progress: the shutdown waits
-// for the count to reach zero before it stops the I/O threads, so a response's last bytes (a
-// stream's final error event, say) are never cut off. Clears itself when the connection goes.
-class WriteFlag {
+// A connection's "writing" (or "reading a request") state, counted in ServerShared's
+// writes_in_progress (reads_in_progress): the shutdown waits for both counts to reach zero before
+// it stops the I/O threads, so a response's last bytes (a stream's final error event, say) are
+// never cut off and a request half received is answered. Clears itself when the connection goes.
+class CountedFlag {
 public:
-    explicit WriteFlag(std::atomic<int64_t>& count) : count_(count) {}
-    WriteFlag(const WriteFlag&) = delete;
-    WriteFlag& operator=(const WriteFlag&) = delete;
-    ~WriteFlag() { set(false); }
+    explicit CountedFlag(std::atomic<int64_t>& count) : count_(count) {}
+    CountedFlag(const CountedFlag&) = delete;
+    CountedFlag& operator=(const CountedFlag&) = delete;
+    ~CountedFlag() { set(false); }
     void set(bool on) {
         if (on == on_) return;
         count_ += on ? 1 : -1;

@@ -28,13 +28,16 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
     bool engine_stopped = false, websockets_told = false;
     Clock::time_point websockets_deadline;
     // Polls until the requests in flight are done (or the shutdown timeout ran out and they were
-    // cut off), then stops listening and stops the I/O threads. The listener stays open until
-    // then so probes and late clients get a clear 503 instead of a refused connection.
+    // cut off), then stops listening and, after one more poll finds nothing in flight (a
+    // connection accepted just before the listener closed sends its request), stops the I/O
+    // threads. The listener stays open until then so probes and late clients get a clear 503
+    // instead of a refused connection.
+    bool listener_closed = false;
     std::function<void()> poll_drain = [&] {
         drain_timer.expires_after(std::chrono::milliseconds(50));
         drain_timer.async_wait([&](beast::error_code) {
             const double waited = std::chrono::duration<double>(Clock::now() - drain_start).count();
-            const bool idle = gateway.active_jobs() == 0 && shared.writes_in_progress == 0;
+            const bool idle = gateway.active_jobs() == 0 && shared.writes_in_progress == 0 && shared.reads_in_progress == 0;
             if (idle && !websockets_told) {
                 // WebSockets get a Close frame rather than a vanished connection; wait for their
                 // close handshakes a moment.
@@ -43,11 +46,15 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
                 shared.close_websockets();
             }
             const bool websockets_done = shared.open_websockets == 0 || Clock::now() > websockets_deadline;
-            if ((idle && websockets_done) || waited > options.shutdown_timeout + 5) {
+            const bool overdue = waited > options.shutdown_timeout + 5;
+            if ((idle && websockets_done) || overdue) {
+                if (listener_closed || overdue) {
+                    ioc.stop();
+                    return;
+                }
                 beast::error_code ec;
                 acceptor.close(ec);
-                ioc.stop();
-                return;
+                listener_closed = true;
             }
             if (!engine_stopped && waited >= options.shutdown_timeout) {
                 log_info("serve: shutdown timeout over: ending {} requests with an error", gateway.active_jobs());
@@ -62,6 +69,7 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
         log_info("serve: {}: draining (not ready, no new requests); waiting up to {} s for {} requests", why,
                  options.shutdown_timeout, gateway.active_jobs());
         gateway.begin_drain();
+        shared.begin_drain();
         drain_start = Clock::now();
         poll_drain();
     };

@@ -16,17 +16,39 @@ namespace {
 
 namespace websocket = beast::websocket;
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+class HttpSession : public GoingAway, public std::enable_shared_from_this<HttpSession> {
 public:
     HttpSession(tcp::socket socket, ServerShared& shared)
         : stream_(std::move(socket)),
           shared_(shared),
           heartbeat_(stream_.get_executor()),
           idle_(stream_.get_executor()),
-          writing_(shared.writes_in_progress) {}
+          writing_(shared.writes_in_progress),
+          reading_(shared.reads_in_progress) {}
 
     void start() {
+        // A new connection counts as a request on its way in until it sends one or goes: the
+        // client connected to send something, and a drain must not end under it.
+        reading_.set(true);
+        shared_.http_connections.add(weak_from_this());
         net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
+    }
+
+    // The server began to drain: no more keep-alive; a connection idle between requests closes
+    // now (its client's pool drops it and reconnects to a server that is not going away).
+    void going_away() override {
+        net::post(stream_.get_executor(), [self = shared_from_this()] {
+            self->keep_alive_ = false;
+            if (self->waiting_idle_) return self->close();
+            if (!self->served_any_ && self->buffer_.size() == 0) {
+                // Connected but silent: a few seconds to send, not the whole request timeout.
+                self->idle_.expires_after(std::chrono::seconds(5));
+                self->idle_.async_wait([weak = self->weak_from_this()](beast::error_code ec) {
+                    auto s = weak.lock();
+                    if (s && !ec && !s->served_any_ && s->buffer_.size() == 0) s->close();
+                });
+            }
+        });
     }
 
 private:
@@ -41,12 +63,17 @@ private:
         parser_.emplace();
         parser_->body_limit(opt().max_body_bytes);
         parser_->header_limit(kHeaderLimit);
-        stream_.expires_after(millis(opt().request_timeout));
+        // While draining, a connection gets a few seconds, not the full request timeout, to send.
+        stream_.expires_after(millis(shared_.draining ? std::min(opt().request_timeout, 5.0) : opt().request_timeout));
         read_header_block();
     }
 
     void read_header_block() {
         const std::string_view have(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+        if (!have.empty()) reading_.set(true);
+        // Between two requests with nothing buffered: the drain may close this connection.
+        waiting_idle_ = have.empty() && served_any_;
+        if (waiting_idle_ && shared_.draining) return close();
         const size_t end = have.find("\r\n\r\n");
         if (end != std::string_view::npos || have.size() > kHeaderLimit) {
             if (end != std::string_view::npos && has_obs_fold(have.substr(0, end + 2))) {
@@ -63,6 +90,7 @@ private:
         }
         stream_.async_read_some(buffer_.prepare(8192), [self = shared_from_this()](beast::error_code ec, size_t n) {
             self->buffer_.commit(n);
+            self->waiting_idle_ = false;
             if (ec) return self->on_read(ec, 0);
             self->read_header_block();
         });
@@ -157,7 +185,8 @@ private:
     }
 
     void handle(http::request<http::string_body> req) {
-        keep_alive_ = req.keep_alive();
+        served_any_ = true;
+        keep_alive_ = req.keep_alive() && !shared_.draining;
         method_ = std::string(req.method_string());
         std::string_view target = req.target();
         path_ = std::string(target.substr(0, target.find('?')));
@@ -227,6 +256,7 @@ private:
             const ApiKey* key = authenticate(auth);
             log_info("{} GET /v1/ws 101 key={}", request_id_, key_name_);
             stream_.expires_never();
+            reading_.set(false);  // counted as an open WebSocket from here
             start_websocket_session(stream_.release_socket(), shared_, key, request_id_, std::move(req));
             return;
         }
@@ -273,6 +303,7 @@ private:
         // Without the client's X-Request-Id the response id is the one in our header; with it, a
         // fresh one (a client's id is echoed, never trusted to be unique).
         job_ = gw().start(endpoint, body, key, request_id_, sink, client_request_id_ ? std::string() : request_id_);
+        reading_.set(false);  // an active job from here
         client_gone_ = false;
         response_done_ = false;
         if (job_->stream()) {
@@ -355,6 +386,7 @@ private:
 
     void on_watch(beast::error_code ec, size_t n) {
         watching_ = false;
+        waiting_idle_ = false;
         if (ec == net::error::eof && ((job_ && !response_done_) || writing_)) {
             // A FIN after a complete request is a half-close (`nc -N`, shutdown(SHUT_WR)): the client
             // still reads, so answer (or finish writing the answer), then close. A client that closed
@@ -395,6 +427,7 @@ private:
             return after_write();
         }
         writing_.set(true);
+        reading_.set(false);  // the answer is on its way out
         net::async_write(stream_, net::buffer(outbox_.front()), beast::bind_front_handler(&HttpSession::on_write, shared_from_this()));
     }
 
@@ -423,6 +456,8 @@ private:
         streaming_ = false;
         if (watching_) {
             // The watch read doubles as the wait for the next request; bound it.
+            waiting_idle_ = true;
+            if (shared_.draining) return close();
             idle_.expires_after(millis(opt().idle_timeout));
             idle_.async_wait([weak = weak_from_this()](beast::error_code ec) {
                 if (auto self = weak.lock(); self && !ec) self->close();
@@ -498,6 +533,8 @@ private:
     }
 
     void close() {
+        reading_.set(false);
+        waiting_idle_ = false;
         beast::error_code ec;
         stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
         stream_.socket().close(ec);
@@ -511,7 +548,9 @@ private:
     std::shared_ptr<std::array<char, 8192>> drain_;
     net::steady_timer heartbeat_, idle_;
     std::deque<std::string> outbox_;
-    WriteFlag writing_;
+    CountedFlag writing_;
+    CountedFlag reading_;
+    bool waiting_idle_ = false, served_any_ = false;
     bool watching_ = false, keep_alive_ = true, client_request_id_ = false;
     bool streaming_ = false, response_done_ = false, client_gone_ = false;
     std::shared_ptr<Job> job_;

@@ -49,10 +49,7 @@ private:
         if (ec) return;
         accepted_ = true;
         ++shared_.open_websockets;
-        {
-            std::lock_guard lock(shared_.websockets_mutex);
-            shared_.websockets.push_back(weak_from_this());
-        }
+        shared_.websockets.add(weak_from_this());
         log_info("{} websocket open", conn_id_);
         do_read();
     }
@@ -176,7 +173,7 @@ private:
     std::string conn_id_;
     std::map<std::string, Entry> jobs_;
     std::deque<std::string> outbox_;
-    WriteFlag writing_;
+    CountedFlag writing_;
     bool closed_ = false, closing_ = false, accepted_ = false;
     uint64_t serial_ = 0;
 };

@@ -48,6 +48,38 @@ INSTANTIATE_TEST_SUITE_P(
         return n.substr(0, n.find('.'));
     });
 
+// Speculative decoding leaves greedy text unchanged: prompt lookup, and a Q8_0 copy of the model
+// drafting for it; both report their drafts.
+TEST(Run, SpeculationKeepsTheGoldenText) {
+    const std::string model = fixture("models/stories260K.gguf");
+    const std::string golden = fixture("models/golden/stories260K_greedy_once_upon_a_time_n200.txt");
+    PAGODA_REQUIRE_FIXTURE(model);
+    PAGODA_REQUIRE_FIXTURE(golden);
+    const std::string draft = temp_path("run-draft-q8.gguf");
+    auto q = run_pagoda({"quantize", model, draft, "q8_0"});
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    for (const std::vector<std::string>& flags :
+         {std::vector<std::string>{"--draft-ngram", "3"}, std::vector<std::string>{"--draft-model", draft},
+          std::vector<std::string>{"-md", draft, "--draft-max", "3"}}) {
+        std::vector<std::string> args = {"run", "-m", model, "-p", "Once upon a time", "-n", "196", "--temp", "0"};
+        args.insert(args.end(), flags.begin(), flags.end());
+        auto r = run_pagoda(args);
+        ASSERT_EQ(r.exit_code, 0) << flags[0] << ": " << r.err;
+        EXPECT_EQ("Once upon a time" + r.out, read_file(golden)) << flags[0];
+        EXPECT_NE(r.err.find("speculation: "), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("speculation: 0 drafted"), std::string::npos) << r.err;
+    }
+    auto both = run_pagoda({"run", "-m", model, "--draft-ngram", "3", "--draft-model", draft});
+    EXPECT_NE(both.exit_code, 0);
+    EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+    // A draft of another tokenizer (a synthetic vocabulary of the same size) is refused by name.
+    const std::string foreign = temp_path("run-draft-foreign.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "--vocab-size", "512", "-o", foreign}).exit_code, 0);
+    auto refused = run_pagoda({"run", "-m", model, "-n", "4", "--draft-model", foreign});
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.err.find("a draft model must share the model's tokenizer"), std::string::npos) << refused.err;
+}
+
 TEST(Run, IdsModePrintsGeneratedIds) {
     const std::string model = fixture("models/stories260K.gguf");
     PAGODA_REQUIRE_FIXTURE(model);

@@ -357,6 +357,47 @@ TEST(ServeE2E, ShutdownDrainsThenEndsTheRestWithAnError) {
     EXPECT_EQ(http_request(s.port(), "GET", "/health", "", {}, 1000).status, 0) << "no longer listening";
 }
 
+// The exit race of keep-alive: at SIGTERM an idle keep-alive connection is closed at once (its
+// client reconnects to a server that still answers), a request half received is answered before
+// the I/O stops, and so is one from a connection opened during the drain; every answer during the
+// drain says Connection: close.
+TEST(ServeE2E, ShutdownClosesIdleKeepAliveAndAnswersRequestsBeingRead) {
+    ServeProcess s({"--shutdown-timeout", "5"});
+    const std::string health = "GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
+    RawClient idle(s.port()), half(s.port());
+    for (RawClient* c : {&idle, &half}) {  // each has served one request and stays open
+        c->send(health);
+        std::string raw;
+        for (int i = 0; i < 50 && raw.find("\r\n\r\n") == std::string::npos; ++i) raw += c->read_some(200);
+        ASSERT_EQ(parse_http_response(raw).status, 200) << raw;
+        ASSERT_FALSE(c->eof());
+    }
+    const std::string request = post_bytes("/v1/completions", R"({"prompt":"x","max_tokens":2})");
+    half.send(request.substr(0, 20));  // the request line, partly
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto t0 = Clock::now();
+    ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+    RawClient late(s.port());  // connected during the drain, sends a moment later
+
+    // The idle connection is closed by the server, promptly and without a byte.
+    std::string from_idle = idle.read_all(3000);
+    EXPECT_TRUE(idle.eof());
+    EXPECT_EQ(from_idle, "");
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 2.5);
+
+    // The half-sent request and the late one are answered (503, the drain), then closed.
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    half.send(request.substr(20));
+    late.send(request);
+    for (RawClient* c : {&half, &late}) {
+        HttpResult r = parse_http_response(c->read_all(5000));
+        EXPECT_EQ(r.status, 503);
+        EXPECT_EQ(r.headers["connection"], "close");
+        EXPECT_TRUE(c->eof());
+    }
+    EXPECT_EQ(s.wait_exit(10), 0);
+}
+
 TEST(ServeE2E, ShutdownWithNothingInFlightIsImmediate) {
     ServeProcess s({"--shutdown-timeout", "30"});
     const auto t0 = Clock::now();

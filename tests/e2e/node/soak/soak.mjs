@@ -433,23 +433,25 @@ async function checkpoint(label) {
 }
 
 const exitResets = {};
-// A POST on its own connection (no keep-alive pool), for the drain window.
-function freshPost(path, body) {
+// A request on its own connection (agent false: no keep-alive pool), or through `agent`'s pool.
+function rawRequest(method, path, body, agent = false) {
   return new Promise((resolve, reject) => {
     const u = new URL(`${server.url}${path}`);
-    const data = JSON.stringify(body);
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false,
-      headers: { ...headers(), 'Content-Length': Buffer.byteLength(data), Connection: 'close' } }, (res) => {
+    const data = body === undefined ? '' : JSON.stringify(body);
+    const extra = agent ? {} : { Connection: 'close' };
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method, agent,
+      headers: { ...headers(), 'Content-Length': Buffer.byteLength(data), ...extra } }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d) => { text += d; });
-      res.on('end', () => resolve({ status: res.statusCode, text }));
+      res.on('end', () => resolve({ status: res.statusCode, text, connection: res.headers.connection }));
       res.on('error', (e) => { e.gotResponse = true; reject(e); });
     });
     req.on('error', reject);
     req.end(data);
   });
 }
+const freshPost = (path, body) => rawRequest('POST', path, body);
 
 // SIGTERM with a long stream in flight: requests sent while draining are refused (503), the stream
 // completes (or is cut off with an error event), the process exits 0; then a fresh server.
@@ -466,6 +468,9 @@ async function restartCycle() {
     return readSse(res, () => { if (first) { first = false; streamStarted(); } });
   });
   await Promise.race([started, sleep(10000)]);
+  // A keep-alive pool with idle connections, as a busy client has when the pod is told to stop.
+  const pool = new http.Agent({ keepAlive: true, maxSockets: 3 });
+  await Promise.all([0, 1, 2].map(() => rawRequest('GET', '/health', undefined, pool)));
   const stopping = stopServer();
   await sleep(50);
   // New work while draining, each on a fresh connection: refused with 503 shutting_down, or turned
@@ -486,8 +491,29 @@ async function restartCycle() {
       })));
     await sleep(20);
   }
+  // And through the pool: the server closes its idle connections as the drain begins, so these go
+  // out on new ones and are refused with 503 + Connection: close. A reset before any response byte
+  // is the one race HTTP/1.1 leaves (the request crossed the server's close on the wire); it is
+  // counted apart as keepalive_race, never silently.
+  for (let i = 0; i < 3; ++i) {
+    during.push(track('drain_keepalive', () => rawRequest('POST', '/v1/completions', { prompt: 'x', max_tokens: 2 }, pool)
+      .then(({ status, text, connection }) => {
+        if (status === 503 && connection !== 'close') throw new Error(`a 503 while draining said Connection: ${connection}`);
+        return status === 200 ? 'completed' : classifyError('drain_keepalive', status, text, [503]);
+      })
+      .catch((e) => {
+        if (e.code === 'ECONNREFUSED' || (e.code === 'ECONNRESET' && !e.gotResponse)) {
+          const k = `keepalive_race_${e.code}`;
+          exitResets[k] = (exitResets[k] ?? 0) + 1;
+          return 'refused';
+        }
+        throw e;
+      })));
+    await sleep(20);
+  }
   const r = await stopping;
   await Promise.all([long, ...during]);
+  pool.destroy();
   log(`SIGTERM: exit code ${r.code}${r.signal ? ` signal ${r.signal}` : ''}`);
   await startServer();
   paused = false;
