@@ -48,7 +48,8 @@ Stat stats(const std::vector<double>& v) {
 
 struct ModelFootprint {
     uint64_t total_bytes = 0;      // every tensor
-    uint64_t per_token_bytes = 0;  // weights a decode step reads (all but the embedding table unless tied)
+    uint64_t per_token_bytes = 0;  // weights a decode step reads (all but the embedding table unless tied;
+                                   // of a MoE layer's experts, the used share)
     double matmul_params = 0;      // multiply-adds per token in the projections and the head
     std::string weight_type;       // of the first attention projection
 };
@@ -56,13 +57,20 @@ struct ModelFootprint {
 ModelFootprint footprint(const gguf::File& file) {
     ModelFootprint f;
     bool tied = file.find_tensor("output.weight") == nullptr;
+    // A decode step reads k of a layer's E stacked experts (ffn_*_exps): k/E of those tensors.
+    const std::string arch = file.get_string_or("general.architecture", "");
+    const int64_t experts = file.get_int_or(arch + ".expert_count", 0);
+    const double active = experts > 0 ? double(file.get_int_or(arch + ".expert_used_count", experts)) / double(experts) : 1.0;
     for (const auto& t : file.tensors()) {
         f.total_bytes += t.n_bytes;
         bool embedding = t.name == "token_embd.weight";
-        if (!embedding || tied) f.per_token_bytes += t.n_bytes;
-        if (t.shape.size() == 2 && (!embedding || tied)) f.matmul_params += double(t.n_elements());
+        const double share = t.shape.size() == 3 && t.name.ends_with("_exps.weight") ? active : 1.0;
+        if (!embedding || tied) f.per_token_bytes += uint64_t(double(t.n_bytes) * share);
+        if (t.shape.size() >= 2 && (!embedding || tied)) f.matmul_params += double(t.n_elements()) * share;
     }
-    if (const auto* q = file.find_tensor("blk.0.attn_q.weight")) f.weight_type = gguf::type_name(uint32_t(q->type));
+    const auto* q = file.find_tensor("blk.0.attn_q.weight");
+    if (!q) q = file.find_tensor("blk.0.attn_qkv.weight");  // Phi-3's fused projection
+    if (q) f.weight_type = gguf::type_name(uint32_t(q->type));
     return f;
 }
 
@@ -210,6 +218,7 @@ int run_bench(const BenchOptions& o) {
                                 {"threads", info.threads}, {"model_bytes", fp.total_bytes}, {"backend", info.backend},
                                 {"model", cfg.name}, {"weight_type", fp.weight_type}, {"isa", isa_name(active_isa())},
                                 {"reps", rates.size()}, {"ratio_to_limit", ratio}, {"bandwidth_gbps", gbps},
+                                {"weight_bytes_per_token", fp.per_token_bytes},
                                 {"buffer_bandwidth_gbps", buffer_read_gbps},
                                 {"fp32_gflops", limits.fp32_gflops}, {"int8_gops", limits.int8_gops},
                                 {"bf16_gflops", limits.bf16_gflops}};
@@ -222,6 +231,8 @@ int run_bench(const BenchOptions& o) {
     };
     if (!o.json) {
         std::printf("model: %s\n", cfg.describe().c_str());
+        std::printf("weights a decode step reads: %.2f MiB%s\n", double(fp.per_token_bytes) / 1048576.0,
+                    cfg.n_experts > 0 ? " (the selected experts only)" : "");
         std::printf("machine: %s; read %.1f GB/s (the model's weights; a fresh buffer: %.1f), fp32 FMA %.0f GFLOP/s, "
                     "int8 dot %.0f GOP/s, bf16 dot %.0f GFLOP/s (measured now)\n\n",
                     cpu_features().summary().c_str(), limits.read_gbps, buffer_read_gbps, limits.fp32_gflops,

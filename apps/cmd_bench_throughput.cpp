@@ -139,7 +139,12 @@ int run_bench(const BenchOptions& o) {
     const model::StepModelOptions model_options =
         o.compute.options(o.threads, kv, std::max<int64_t>(tokens_wanted, p_hi + g_hi), 0, o.max_batched_tokens);
     auto target = model::open_step_model(file, model_options);
-    options.speculative = o.spec.resolve(*tok, *target, model_options);
+    if (!o.spec.draft_model.empty()) {  // the draft's vocabulary is checked against the model's
+        std::shared_ptr<const tokenizer::Tokenizer> vocab = tok ? tok : tokenizer::Tokenizer::from_gguf(*file);
+        options.speculative = o.spec.resolve(*vocab, *target, model_options);
+    } else {
+        options.speculative = o.spec.options;
+    }
     engine::Engine eng(std::move(target), tok, options);
 
     std::vector<double> ttft, tpot, itl, e2e, queue;

@@ -1,9 +1,11 @@
-// `pagoda gen-model`: writes a random-weight llama-family GGUF for tests and benchmarks.
+// `pagoda gen-model`: writes a random-weight GGUF (any supported architecture) for tests and benchmarks.
 #include <chrono>
 #include <cstdio>
 
 #include "apps/cli.h"
 #include "apps/command.h"
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "model/random_model.h"
@@ -12,8 +14,10 @@ namespace pagoda::app {
 namespace {
 
 struct GenModelOptions {
-    std::string preset = "tiny", output, vocab, type = "f32", arch;
+    std::string preset = "tiny", output, vocab, type = "f32", arch, rope_scaling;
     int64_t layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab_size = 0, head_dim = 0, ctx = 0;
+    int64_t experts = 0, experts_used = 0, expert_ffn = 0, shared_expert_ffn = 0;
+    int64_t sliding_window = 0, swa_period = 0;
     bool tied = false;
     uint64_t seed = 1;
 };
@@ -30,6 +34,16 @@ int run_gen_model(const GenModelOptions& o) {
     if (o.head_dim) spec.head_dim = o.head_dim;
     if (o.ctx) spec.context_length = o.ctx;
     spec.tied_output = spec.tied_output || o.tied;
+    spec.n_experts = o.experts;
+    if (o.experts_used) spec.n_experts_used = o.experts_used;
+    spec.expert_ffn_dim = o.expert_ffn;
+    spec.shared_expert_ffn_dim = o.shared_expert_ffn;
+    if (!o.experts && (o.experts_used || o.expert_ffn || o.shared_expert_ffn))
+        fail("--experts-used, --expert-ffn-dim and --shared-expert-ffn-dim need --experts");
+    if (o.shared_expert_ffn && spec.arch != "qwen2moe") fail("--shared-expert-ffn-dim is for --arch qwen2moe only");
+    spec.sliding_window = o.sliding_window;
+    spec.swa_period = o.swa_period;
+    spec.rope_scaling = o.rope_scaling;
     spec.seed = o.seed;
     if (o.type == "f32") spec.type = gguf::GgmlType::F32;
     else if (o.type == "f16") spec.type = gguf::GgmlType::F16;
@@ -41,13 +55,15 @@ int run_gen_model(const GenModelOptions& o) {
     auto start = std::chrono::steady_clock::now();
     int64_t params = model::write_random_model(spec, vocab.get(), o.output);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "pagoda gen-model: wrote %s (%s, %lld layers, dim %lld, %.1f M parameters, %s) in %.1f s\n",
-                 o.output.c_str(), spec.arch.c_str(), (long long)spec.n_layers, (long long)spec.dim,
+    const std::string experts =
+        spec.n_experts > 0 ? fmt::format(", {} experts, top {}", spec.n_experts, spec.n_experts_used) : "";
+    std::fprintf(stderr, "pagoda gen-model: wrote %s (%s%s, %lld layers, dim %lld, %.1f M parameters, %s) in %.1f s\n",
+                 o.output.c_str(), spec.arch.c_str(), experts.c_str(), (long long)spec.n_layers, (long long)spec.dim,
                  double(params) / 1e6, o.type.c_str(), seconds);
     return 0;
 }
 
-CommandRegistration reg("gen-model", "Write a random-weight llama-family GGUF model (tests, benchmarks)",
+CommandRegistration reg("gen-model", "Write a random-weight GGUF model of a supported architecture (tests, benchmarks)",
                         [](CLI::App& sub) {
     auto o = std::make_shared<GenModelOptions>();
     sub.add_option("-o,--output", o->output, "Output GGUF path")->required();
@@ -55,7 +71,24 @@ CommandRegistration reg("gen-model", "Write a random-weight llama-family GGUF mo
         ->check(CLI::IsMember({"tiny", "small", "tinyllama"}));
     sub.add_option("--vocab", o->vocab, "Copy the tokenizer from this GGUF (default: synthetic vocabulary)");
     sub.add_option("--type", o->type, "Weight type: f32, f16, bf16");
-    sub.add_option("--arch", o->arch, "llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
+    sub.add_option("--arch", o->arch, "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3 or phi3")
+        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3"}));
+    sub.add_option("--experts", o->experts, "Mixture of experts: experts per layer (llama: Mixtral style)")
+        ->check(in_range(1, 4096));
+    sub.add_option("--experts-used", o->experts_used, "Experts each token uses (top-k; default 2)")->check(in_range(1, 4096));
+    sub.add_option("--expert-ffn-dim", o->expert_ffn, "FFN width of each expert (default: the FFN width)")
+        ->check(in_range(1, 1 << 20));
+    sub.add_option("--shared-expert-ffn-dim", o->shared_expert_ffn,
+                   "qwen2moe: the shared expert's FFN width (default: twice the expert width)")
+        ->check(in_range(1, 1 << 20));
+    sub.add_option("--sliding-window", o->sliding_window,
+                   "Sliding-window size (gemma2 default 4096, gemma3 512; phi3: every layer slides)")
+        ->check(in_range(1, 1 << 24));
+    sub.add_option("--swa-period", o->swa_period,
+                   "Write {arch}.attention.sliding_window_pattern: layer i slides unless i % N == N - 1")
+        ->check(in_range(1, 1024));
+    sub.add_option("--rope-scaling", o->rope_scaling, "llama: llama3 (writes rope_freqs.weight from Llama 3.1's formula)")
+        ->check(CLI::IsMember({"llama3"}));
     sub.add_option("--layers", o->layers, "Override the layer count")->check(in_range(1, 1024));
     sub.add_option("--dim", o->dim, "Override the embedding width")->check(in_range(2, 65536));
     sub.add_option("--heads", o->heads, "Override the attention head count")->check(in_range(1, 1024));

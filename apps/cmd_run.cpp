@@ -94,9 +94,17 @@ int run_speculative(const RunOptions& o, const std::vector<int32_t>& prompt, std
              core.context_limit());
     core.validate(request);
     bool first = true, done = false;
+    // The engine decodes a continuation, keeping its first space; after a prompt with no text (BOS
+    // only) the output starts the document, where SentencePiece drops it — as the plain path does.
+    bool strip_space = tokenizer->strips_leading_space() && tokenizer->decode(prompt).empty();
     engine::Delta last;
     core.add(1, std::move(request), nullptr, [&](const engine::Delta& d) {
-        print_tokens(o, d.token_ids, d.text, first);
+        std::string_view text = d.text;
+        if (strip_space && !text.empty()) {
+            if (text.front() == ' ') text.remove_prefix(1);
+            strip_space = false;
+        }
+        print_tokens(o, d.token_ids, std::string(text), first);
         if (d.request_done) {
             done = true;
             last = d;

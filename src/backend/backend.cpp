@@ -30,6 +30,9 @@ void Backend::qkv_rope_kv_write(KvCache&, const QkvOp&, const Tensor&, const Ten
 void Backend::matmul_silu_mul(const Weight&, const Tensor&, const Tensor&, const Tensor*) {
     fail("backend {} has no fused matmul_silu_mul", name());
 }
+void Backend::moe_ffn(const MoeOp&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+    fail("backend {} cannot run mixture-of-experts layers", name());
+}
 void Backend::rms_norm_quantize(const Tensor&, const Tensor*, const Vector&, float, const Tensor&, const Tensor&) {
     fail("backend {} has no fused rms_norm_quantize", name());
 }

@@ -164,6 +164,26 @@ struct QkvOp {
     int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
 };
 
+// A mixture-of-experts FFN (Mixtral, Qwen MoE): per token, the router logits (a matmul by the router
+// weight, computed before the op) pick the k experts with the largest logits, ties going to the lower
+// expert index; their weights are the softmax over all experts' logits at those k, divided by the k
+// weights' sum when `normalize`. out[t] = sum_j w_j * expert_{e_j}(x[t]) in rank order j = 0..k-1,
+// expert(h) = (silu(h Wg^T) * (h Wu^T)) Wd^T; plus, with a shared expert, s(x[t]) * shared(x[t]),
+// s = sigmoid(shared_gate . x[t]) when shared_gate is given, else 1. Only the selected experts'
+// weights are read (decode touches k of them); prefill runs one GEMM per active expert over its
+// tokens. Each token's sum has a fixed order, so its output never depends on the other tokens.
+struct MoeOp {
+    std::vector<const Weight*> gate_up;  // per expert: parts gate, up (ffn rows each, dim columns)
+    std::vector<const Weight*> down;     // per expert: dim rows, ffn columns
+    int32_t n_used = 0;                  // k
+    bool normalize = true;               // renormalise the k weights to sum 1
+    const Weight* shared_gate_up = nullptr;  // optional shared expert
+    const Weight* shared_down = nullptr;
+    const Vector* shared_gate = nullptr;     // optional: the shared expert's sigmoid gate, dim values
+    int64_t ffn() const { return gate_up.empty() ? 0 : gate_up[0]->parts()[0].rows; }
+    int64_t shared_ffn() const { return shared_gate_up ? shared_gate_up->parts()[0].rows : 0; }
+};
+
 // Fused ops a backend may declare; the fusion pass uses only those it declares.
 enum class FusedOp {
     add_rms_norm,       // x += r; out = rms_norm(x)
@@ -225,6 +245,10 @@ public:
     // out = gelu(gate) * up with the tanh approximation of GELU; out may be gate.
     virtual void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
     virtual void softmax(const Tensor& x) = 0;  // each row, in place
+    // x *= s, in place (Gemma's sqrt(dim) embedding scale).
+    virtual void scale(const Tensor& x, float s) = 0;
+    // x = cap * tanh(x / cap), in place, cap > 0 (Gemma 2's final logit soft cap).
+    virtual void softcap(const Tensor& x, float cap) = 0;
     // Stores each token's K and V rows ([T][n_kv_heads * head_dim]) in its slot of `layer`.
     virtual void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) = 0;
     // Causal paged attention of each token over its sequence's keys 0..position (block tables
@@ -240,6 +264,12 @@ public:
 
     // Whether attention() runs these params (a sliding window, a soft cap).
     virtual bool supports_attention(const AttentionParams&) const { return true; }
+
+    // The MoE FFN (MoeOp): x and out are T x dim, logits T x n_experts (the router's output).
+    // `workspace` is a T x moe_workspace_cols(op) tensor of the arena the backend may use freely.
+    virtual void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out,
+                         const Tensor& workspace);
+    virtual int64_t moe_workspace_cols(const MoeOp& /*op*/) const { return 1; }
 
     // --- fused ops (only called when supports() says so) ---
     virtual bool supports(FusedOp) const { return false; }

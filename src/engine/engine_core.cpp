@@ -44,6 +44,7 @@ EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokeni
       blocks_(info_.n_kv_blocks, info_.block_size, options_.prefix_caching),
       scheduler_(options_.scheduler, blocks_) {
     if (info_.vocab_size < 1) fail("engine: the model reports an empty vocabulary");
+    blocks_.set_sliding_window(info_.sliding_window);  // frees blocks outside every layer's window
     if (options_.max_context < 0) fail("engine: max_context must not be negative, got {}", options_.max_context);
     options_.speculative.validate();
     if (tokenizer_ && tokenizer_->n_vocab() > info_.vocab_size)

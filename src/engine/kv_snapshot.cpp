@@ -14,7 +14,8 @@ KvSnapshot EngineCore::kv_snapshot() const {
             if (s->status == SeqStatus::finished) continue;
             SequenceView v{.seq = s->id, .request = id, .choice = s->index, .status = s->status,
                            .tokens = int64_t(s->tokens.size()), .computed = s->n_computed};
-            if (blocks_.has_sequence(s->id)) v.blocks = int32_t(blocks_.block_table(s->id).size());
+            if (blocks_.has_sequence(s->id))  // blocks held: freed sliding-window entries do not count
+                v.blocks = int32_t(int64_t(blocks_.block_table(s->id).size()) - blocks_.num_freed_blocks(s->id));
             k.sequences.push_back(v);
         }
     }

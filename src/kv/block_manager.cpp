@@ -24,6 +24,13 @@ BlockManager::BlockManager(int32_t n_blocks, int32_t block_size, bool prefix_cac
     }
 }
 
+void BlockManager::set_sliding_window(int32_t window) {
+    if (window < 0) fail("block manager: the sliding window must not be negative, got {}", window);
+    window_ = window;
+}
+
+int64_t BlockManager::num_freed_blocks(SeqId seq) const { return int64_t(seq_ref(seq).n_freed); }
+
 BlockManager::Sequence& BlockManager::seq_ref(SeqId seq) {
     auto it = seqs_.find(seq);
     if (it == seqs_.end()) fail("block manager: unknown sequence {}", seq);
@@ -267,7 +274,8 @@ void BlockManager::truncate(SeqId seq, int64_t n_tokens) {
     s.tokens.resize(size_t(n_tokens));
     const size_t keep = size_t((n_tokens + block_size_ - 1) / block_size_);
     while (s.table.size() > keep) {
-        release(s.table.back());
+        if (s.table.back() != kFreedBlock) release(s.table.back());
+        else --s.n_freed;
         s.table.pop_back();
     }
 }
@@ -302,6 +310,13 @@ void BlockManager::mark_computed(SeqId seq, int64_t n_computed) {
         s.block_hashes.push_back(hash_block(parent, s.tokens.data() + i * size_t(block_size_), block_size_, s.extra_key));
         if (prefix_caching_) publish(s, i);
     }
+    if (window_ > 0) {  // the next token (position n_computed) reads keys from n_computed - window + 1 on
+        const int64_t first_needed = n_computed - window_ + 1;
+        while (s.n_freed < s.table.size() && int64_t(s.n_freed + 1) * block_size_ <= first_needed) {
+            release(s.table[s.n_freed]);
+            s.table[s.n_freed++] = kFreedBlock;
+        }
+    }
 }
 
 void BlockManager::fork(SeqId parent, SeqId child) {
@@ -310,7 +325,8 @@ void BlockManager::fork(SeqId parent, SeqId child) {
     if (p.n_computed != int64_t(p.tokens.size()))
         fail("block manager: cannot fork sequence {} before its {} tokens are computed", parent, p.tokens.size());
     Sequence c = p;
-    for (int32_t b : c.table) acquire(b);
+    for (int32_t b : c.table)
+        if (b != kFreedBlock) acquire(b);
     seqs_.emplace(child, std::move(c));
 }
 
@@ -320,7 +336,8 @@ void BlockManager::free(SeqId seq) {
     // Release the tail first: deeper blocks of a prefix become the least recently used, so
     // eviction drops a prefix from its end and keeps its (more shareable) beginning longest.
     const auto& table = it->second.table;
-    for (auto b = table.rbegin(); b != table.rend(); ++b) release(*b);
+    for (auto b = table.rbegin(); b != table.rend(); ++b)
+        if (*b != kFreedBlock) release(*b);
     seqs_.erase(it);
 }
 
@@ -335,6 +352,8 @@ int64_t BlockManager::slot(SeqId seq, int64_t pos) const {
     const Sequence& s = seq_ref(seq);
     if (pos < 0 || pos >= int64_t(s.tokens.size()))
         fail("block manager: position {} out of range for sequence {} of {} tokens", pos, seq, s.tokens.size());
+    if (size_t(pos / block_size_) < s.n_freed)
+        fail("block manager: position {} of sequence {} is in a block freed under the sliding window", pos, seq);
     return int64_t(s.table[size_t(pos / block_size_)]) * block_size_ + pos % block_size_;
 }
 
@@ -343,6 +362,8 @@ void BlockManager::slots(SeqId seq, int64_t begin, int64_t end, int64_t* out) co
     if (begin < 0 || end < begin || end > int64_t(s.tokens.size()))
         fail("block manager: positions [{}, {}) out of range for sequence {} of {} tokens", begin, end, seq,
              s.tokens.size());
+    if (begin < end && size_t(begin / block_size_) < s.n_freed)
+        fail("block manager: position {} of sequence {} is in a block freed under the sliding window", begin, seq);
     for (int64_t p = begin; p < end; ++p)
         out[p - begin] = int64_t(s.table[size_t(p / block_size_)]) * block_size_ + p % block_size_;
 }

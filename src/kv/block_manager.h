@@ -23,6 +23,11 @@
 //               still intact in the pool until the next forward step), and allocate(...,
 //               n_tier_blocks) takes blocks whose KV the caller loads from that tier: they count
 //               as computed and are published at once (prefix_tier.h, engine/prefix_tier_link.h).
+// Sliding windows: when every layer of the model attends only to the last W positions
+// (set_sliding_window(W)), mark_computed also releases the blocks wholly below the window of the
+// next token (positions < n_computed - W + 1): no later token reads them. Their table entries become
+// kFreedBlock (the table keeps its length, so positions still index it). A model with any global
+// layer keeps window 0 and every block. Published blocks released this way stay in the prefix cache.
 // Running out of blocks is never an exception: can_* queries and KvStatus::out_of_blocks leave
 // the state untouched so the scheduler can preempt or wait. Misuse (unknown or duplicate sequence
 // id, an empty prompt, marking more tokens computed than exist) throws pagoda::Error.
@@ -71,12 +76,17 @@ struct PrefixCacheStats {
 
 class BlockManager {
 public:
+    static constexpr int32_t kFreedBlock = -1;  // a table entry whose block was released (sliding window)
+
     // n_blocks >= 1; block_size a power of two in 1..256 (same as the pool's).
     BlockManager(int32_t n_blocks, int32_t block_size, bool prefix_caching = true);
 
     int32_t n_blocks() const { return n_blocks_; }
     int32_t block_size() const { return block_size_; }
     bool prefix_caching() const { return prefix_caching_; }
+    // 0 (default): keep every block. window >= 1: free blocks outside it (see above). Throws if negative.
+    void set_sliding_window(int32_t window);
+    int32_t sliding_window() const { return window_; }
 
     // ---- capacity (no state change) ----
     int32_t num_free_blocks() const { return int32_t(free_list_.size()); }
@@ -135,7 +145,9 @@ public:
     const std::vector<int32_t>& tokens(SeqId seq) const;
     int64_t num_tokens(SeqId seq) const;
     int64_t num_computed(SeqId seq) const;
-    // Slot of token position pos (0 <= pos < num_tokens).
+    // Leading table entries of seq freed under the sliding window.
+    int64_t num_freed_blocks(SeqId seq) const;
+    // Slot of token position pos (0 <= pos < num_tokens; throws for a position in a freed block).
     int64_t slot(SeqId seq, int64_t pos) const;
     // Slots of positions [begin, end) into out[0 .. end-begin).
     void slots(SeqId seq, int64_t begin, int64_t end, int64_t* out) const;
@@ -165,6 +177,7 @@ private:
         std::vector<uint64_t> block_hashes;  // chain hashes of the leading full, computed blocks
         int64_t n_computed = 0;
         uint64_t extra_key = 0;
+        size_t n_freed = 0;  // table[0 .. n_freed) are kFreedBlock
     };
 
     Sequence& seq_ref(SeqId seq);
@@ -185,6 +198,7 @@ private:
     int32_t n_blocks_;
     int32_t block_size_;
     bool prefix_caching_;
+    int32_t window_ = 0;
     std::vector<Block> blocks_;
     std::vector<int32_t> block_tokens_;  // tokens of each cached block (n_blocks x block_size)
     std::vector<int32_t> free_list_;     // stack; top = back

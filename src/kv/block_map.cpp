@@ -15,6 +15,7 @@ BlockMap snapshot_block_map(const BlockManager& blocks) {
     }
     for (SeqId seq : blocks.sequences()) {
         for (int32_t b : blocks.block_table(seq)) {
+            if (b == BlockManager::kFreedBlock) continue;  // released under the sliding window
             SeqId& o = m.owner[size_t(b)];
             if (m.holders[size_t(b)]++ == 0 || seq < o) o = seq;
         }

@@ -12,7 +12,8 @@ namespace {
 std::vector<std::string> tensors_fed_by(int64_t layer, MatmulInput input) {
     const std::string p = fmt::format("blk.{}.", layer);
     switch (input) {
-        case MatmulInput::attention: return {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"};
+        case MatmulInput::attention:  // separate Q, K, V or Phi-3's fused attn_qkv (absent names are unused)
+            return {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight", p + "attn_qkv.weight"};
         case MatmulInput::attention_output: return {p + "attn_output.weight"};
         case MatmulInput::ffn: return {p + "ffn_gate.weight", p + "ffn_up.weight"};
         case MatmulInput::ffn_down: return {p + "ffn_down.weight"};

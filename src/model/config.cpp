@@ -1,9 +1,12 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "model/arch/arch.h"
 
 namespace pagoda::model {
 
@@ -12,15 +15,67 @@ std::string ModelConfig::describe() const {
                        "context {}, RoPE {} theta {} dims {}{}", arch, name, n_layers, dim, n_heads,
                        n_kv_heads, head_dim, ffn_dim, vocab_size, context_length,
                        rope_style == RopeStyle::neox ? "neox" : "normal", rope_theta, rope_dims,
-                       qkv_bias ? ", QKV bias" : "");
+                       qkv_bias ? ", QKV bias" : "") +
+           (n_experts > 0 ? fmt::format(", {} experts (top {}{}, FFN {}){}", n_experts, n_experts_used,
+                                        expert_weights_norm ? ", renormalised" : "", expert_ffn_dim,
+                                        shared_expert_ffn_dim > 0 ? fmt::format(", shared expert FFN {}", shared_expert_ffn_dim) : "")
+                          : "");
 }
+
+namespace {
+
+// The expert keys as llama.cpp's converters write them. A qwen2moe file without the shared expert's
+// width key takes it from blk.0.ffn_gate_shexp.weight, as the tensor is what gets computed.
+void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
+    const std::string a = c.arch + ".";
+    auto count = [&](const std::string& key) {
+        const int64_t v = f.get_int(key);
+        if (v < 0 || v > 4096) fail("{}: {} = {} is out of range", f.name(), key, v);
+        return v;
+    };
+    c.n_experts = f.has(a + "expert_count") ? count(a + "expert_count") : 0;
+    if (moe_arch && c.n_experts == 0) fail("{}: {} needs the key {}expert_count (> 0)", f.name(), c.arch, a);
+    if (c.n_experts == 0) return;
+    if (!f.has(a + "expert_used_count")) fail("{}: key {}expert_used_count is missing", f.name(), a);
+    c.n_experts_used = count(a + "expert_used_count");
+    if (c.n_experts_used < 1 || c.n_experts_used > c.n_experts)
+        fail("{}: {}expert_used_count = {} must be 1..{} (the expert count)", f.name(), a, c.n_experts_used, c.n_experts);
+    const std::string ffn_key = f.has(a + "expert_feed_forward_length") ? a + "expert_feed_forward_length"
+                                                                          : a + "feed_forward_length";
+    if (!f.has(ffn_key)) fail("{}: key {}expert_feed_forward_length is missing", f.name(), a);
+    c.expert_ffn_dim = f.get_int(ffn_key);
+    if (c.expert_ffn_dim <= 0 || c.expert_ffn_dim > (int64_t(1) << 24))
+        fail("{}: {} = {} is out of range", f.name(), ffn_key, c.expert_ffn_dim);
+    if (c.arch == "qwen2moe") {
+        if (f.has(a + "expert_shared_feed_forward_length")) {
+            c.shared_expert_ffn_dim = f.get_int(a + "expert_shared_feed_forward_length");
+        } else if (const auto* t = f.find_tensor("blk.0.ffn_gate_shexp.weight"); t && t->shape.size() == 2) {
+            c.shared_expert_ffn_dim = t->shape[1];
+        } else {
+            fail("{}: key {}expert_shared_feed_forward_length and tensor blk.0.ffn_gate_shexp.weight are missing",
+                 f.name(), a);
+        }
+        if (c.shared_expert_ffn_dim <= 0 || c.shared_expert_ffn_dim > (int64_t(1) << 24))
+            fail("{}: the shared expert's FFN width {} is out of range", f.name(), c.shared_expert_ffn_dim);
+    }
+    c.expert_weights_norm = c.arch != "qwen2moe";
+    c.expert_weights_norm = f.get_bool_or(a + "expert_weights_norm", c.expert_weights_norm);
+    // 1 = softmax (the default); 2 = sigmoid (DeepSeek V3 style), which these builders do not compute.
+    if (f.has(a + "expert_gating_func") && f.get_int(a + "expert_gating_func") != 1)
+        fail("{}: {}expert_gating_func = {} is not supported (only 1, softmax)", f.name(), a,
+             f.get_int(a + "expert_gating_func"));
+}
+
+}  // namespace
 
 ModelConfig read_config(const gguf::File& f) {
     ModelConfig c;
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
-    if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3")
-        fail("{}: architecture '{}' is not supported (supported: llama, qwen2, qwen3)", f.name(), c.arch);
+    const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe";
+    const auto& supported = supported_architectures();
+    if (std::find(supported.begin(), supported.end(), c.arch) == supported.end())
+        fail("{}: architecture '{}' is not supported (supported: {})", f.name(), c.arch, fmt::join(supported, ", "));
     c.name = f.get_string_or("general.name", "");
     const std::string a = c.arch + ".";
     auto positive = [&](const std::string& key) {
@@ -32,7 +87,9 @@ ModelConfig read_config(const gguf::File& f) {
     c.dim = positive(a + "embedding_length");
     c.n_heads = positive(a + "attention.head_count");
     c.n_kv_heads = f.has(a + "attention.head_count_kv") ? positive(a + "attention.head_count_kv") : c.n_heads;
-    c.ffn_dim = positive(a + "feed_forward_length");
+    read_experts(f, c, moe_arch);
+    c.ffn_dim = f.has(a + "feed_forward_length") || c.n_experts == 0 ? positive(a + "feed_forward_length")
+                                                                     : c.expert_ffn_dim;
     c.context_length = f.has(a + "context_length") ? positive(a + "context_length") : 2048;
     if (c.n_heads % c.n_kv_heads != 0)
         fail("{}: {} attention heads are not a multiple of {} KV heads", f.name(), c.n_heads, c.n_kv_heads);
@@ -63,12 +120,18 @@ ModelConfig read_config(const gguf::File& f) {
     if (scaling == "linear") {
         if (!(factor > 0)) fail("{}: linear RoPE scaling factor {} is out of range", f.name(), factor);
         c.rope_linear_scale = float(factor);
+    } else if (scaling == "llama3" && c.arch == "llama") {
+        c.rope_scaling = scaling;  // the builder computes the frequency factors (rope_frequencies.h)
+    } else if (scaling == "longrope" && c.arch == "phi3") {
+        c.rope_scaling = scaling;  // the factors are tensors (phi3_rope.h)
     } else if (scaling != "none") {
-        fail("{}: RoPE scaling type '{}' is not supported yet (supported: none, linear, llama3 frequency "
-             "factors)", f.name(), scaling);
+        fail("{}: RoPE scaling type '{}' is not supported for {} (supported: none, linear{})", f.name(), scaling,
+             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : "");
     }
-    c.rope_style = c.arch == "qwen2" || c.arch == "qwen3" ? RopeStyle::neox : RopeStyle::normal;
-    c.qkv_bias = c.arch == "qwen2";
+    const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
+                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3";
+    c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
+    c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";
     const auto* embd = f.find_tensor("token_embd.weight");
     if (!embd) fail("{}: tensor token_embd.weight is missing", f.name());
     if (embd->shape.size() != 2) fail("{}: token_embd.weight must be 2-D", f.name());

@@ -1,7 +1,10 @@
-// Hyper-parameters of a llama-family model, read from GGUF metadata ("{arch}.*" keys).
-// Supported architectures: `llama` (Llama 2/3, Mistral, TinyLlama, the stories models; adjacent-pair
-// RoPE), `qwen2` (Q/K/V biases, NEOX RoPE) and `qwen3` (per-head Q/K RMSNorm, NEOX RoPE). Anything
-// else is refused with a clear error.
+// Hyper-parameters of a decoder-only model, read from GGUF metadata ("{arch}.*" keys): those every
+// architecture shares; an architecture's own keys (soft caps, windows, LongRoPE) are read by its
+// builder (model/arch/). Supported architectures: `llama` (Llama 2/3, Mistral, TinyLlama, the stories
+// models; adjacent-pair RoPE), `qwen2` (Q/K/V biases, NEOX RoPE), `qwen3` (per-head Q/K RMSNorm, NEOX
+// RoPE), `gemma2`, `gemma3` and `phi3` (NEOX RoPE), and the mixture-of-experts ones: `llama` with
+// {arch}.expert_count > 0 (Mixtral), `qwen2moe` (qwen2 with routed experts and a gated shared
+// expert) and `qwen3moe` (qwen3 with routed experts). Anything else is refused with a clear error.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,7 +33,17 @@ struct ModelConfig {
     int64_t rope_dims = 0;       // leading dimensions of each head that rotate
     float rope_linear_scale = 1.0f;  // positions are divided by this (linear "position interpolation")
     RopeStyle rope_style = RopeStyle::normal;
+    std::string rope_scaling = "none";  // "llama3", "longrope": applied by the builder
+    int64_t max_context = 0;     // the context this load runs at (0: context_length); set by the loader
     bool qkv_bias = false;
+    // Mixture of experts (0 experts: a dense FFN of ffn_dim).
+    int64_t n_experts = 0;          // {arch}.expert_count
+    int64_t n_experts_used = 0;     // {arch}.expert_used_count (top-k)
+    int64_t expert_ffn_dim = 0;     // {arch}.expert_feed_forward_length, else feed_forward_length
+    int64_t shared_expert_ffn_dim = 0;  // qwen2moe: {arch}.expert_shared_feed_forward_length
+    // Renormalise the top-k weights to sum 1: {arch}.expert_weights_norm where present, else what
+    // llama.cpp does for the architecture (llama, qwen3moe: yes; qwen2moe: no).
+    bool expert_weights_norm = true;
 
     int64_t q_dim() const { return n_heads * head_dim; }
     int64_t kv_dim() const { return n_kv_heads * head_dim; }

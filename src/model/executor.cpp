@@ -146,6 +146,9 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             case OpKind::attention: b.attention(cache, node.layer, in(0), out(0), node.attention); break;
             case OpKind::gather_logit_rows: b.gather_logit_rows(in(0), out(0)); break;
             case OpKind::gather_hidden_rows: b.gather_hidden_rows(in(0), out(0)); break;
+            case OpKind::moe_ffn: b.moe_ffn(node.moe, in(0), in(1), out(0), out(1)); break;
+            case OpKind::scale: b.scale(in(0), node.value); break;
+            case OpKind::softcap: b.softcap(in(0), node.value); break;
             case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;
             case OpKind::qkv_rope_kv_write: b.qkv_rope_kv_write(cache, node.qkv, in(0), out(0), q); break;
             case OpKind::matmul_silu_mul: b.matmul_silu_mul(*node.weight, in(0), out(0), q); break;

@@ -1,5 +1,6 @@
 #include "model/graph.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -21,6 +22,9 @@ const char* op_name(OpKind kind) {
         case OpKind::attention: return "attention";
         case OpKind::gather_logit_rows: return "gather_logit_rows";
         case OpKind::gather_hidden_rows: return "gather_hidden_rows";
+        case OpKind::moe_ffn: return "moe_ffn";
+        case OpKind::scale: return "scale";
+        case OpKind::softcap: return "softcap";
         case OpKind::add_rms_norm: return "add_rms_norm";
         case OpKind::qkv_rope_kv_write: return "qkv_rope_kv_write";
         case OpKind::matmul_silu_mul: return "matmul_silu_mul";
@@ -62,6 +66,19 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
                 line += fmt::format("  [{}]", backend.describe_matmul(*n.weight, rows.of(g.tensors[size_t(n.in[0])].rows)));
             }
         }
+        if (n.kind == OpKind::moe_ffn && !n.moe.gate_up.empty()) {
+            const auto& gu = *n.moe.gate_up[0];
+            // Each expert's GEMM has the rows of the tokens that chose it: about T k / E of them.
+            const int64_t t = rows.of(g.tensors[size_t(n.in[0])].rows);
+            const int64_t per_expert = std::max<int64_t>(1, t * n.moe.n_used / int64_t(n.moe.gate_up.size()));
+            line += fmt::format("  {} experts, top {}{}{}  W={}|{}... [{} per expert]", n.moe.gate_up.size(),
+                                n.moe.n_used, n.moe.normalize ? " renormalised" : "",
+                                n.moe.shared_gate_up ? ", shared expert" : "", gu.parts()[0].name, gu.parts()[1].name,
+                                backend.describe_matmul(gu, per_expert));
+        }
+        if (n.kind == OpKind::scale || n.kind == OpKind::softcap) line += fmt::format("  {}", n.value);
+        if (n.attention.sliding_window > 0) line += fmt::format("  window {}", n.attention.sliding_window);
+        if (n.attention.softcap > 0) line += fmt::format("  softcap {}", n.attention.softcap);
         if (n.kind == OpKind::rms_norm && n.n_heads > 0) line += fmt::format("  per head ({} heads)", n.n_heads);
         if (n.layer >= 0 && (n.kind == OpKind::kv_write || n.kind == OpKind::attention || n.kind == OpKind::qkv_rope_kv_write))
             line += fmt::format("  layer {}", n.layer);

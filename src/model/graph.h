@@ -21,7 +21,8 @@ namespace pagoda::model {
 
 enum class OpKind {
     embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
-    gather_hidden_rows,
+    gather_hidden_rows, scale, softcap,
+    moe_ffn,  // in: x, router logits; out: the FFN output, the backend's workspace (backend::MoeOp)
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
     rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
@@ -54,11 +55,13 @@ struct Node {
     const backend::Vector* vector = nullptr;    // rms_norm / add_rms_norm weight, add_bias bias
     const backend::Rope* rope = nullptr;        // rope
     float eps = 0;                              // rms_norm
+    float value = 0;                            // scale: the factor; softcap: the cap
     int32_t layer = -1;                         // kv_write, attention, qkv op; the matmul's layer
     int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;  // rope, attention, qkv op; rms_norm: per head
     backend::AttentionParams attention;
     backend::QkvOp qkv;                         // qkv_rope_kv_write (pointers into the weights)
     MatmulInput role = MatmulInput::none;       // matmul: which activations it reads
+    backend::MoeOp moe;                         // moe_ffn (pointers into the weights)
 };
 
 struct Graph {

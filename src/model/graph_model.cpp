@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "kv/block_manager.h"
 #include "model/fusion.h"
 #include "model/model_identity.h"
 
@@ -12,6 +13,7 @@ namespace pagoda::model {
 GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOptions& o) : file_(std::move(file)) {
     if (o.max_context < 0) fail("--ctx must not be negative, got {}", o.max_context);
     config_ = read_config(*file_);
+    config_.max_context = o.max_context;
     // Before the weights are packed and their file pages dropped: it samples the tensor bytes.
     const uint64_t identity = model_identity(*file_);
     backend_ = backend::make_backend(o.backend, {.n_threads = o.threads});
@@ -32,6 +34,15 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     info_.vocab_size = config_.vocab_size;
     info_.n_kv_blocks = cache_->n_blocks();
     info_.block_size = layout.block_size;
+    for (const Node& n : built_.graph.nodes) {  // the widest window when every layer has one, else 0
+        if (n.kind != OpKind::attention) continue;
+        if (n.attention.sliding_window <= 0) {
+            window_ = 0;
+            break;
+        }
+        window_ = std::max(window_, n.attention.sliding_window);
+    }
+    info_.sliding_window = window_;
     info_.max_context = o.max_context > 0 ? o.max_context : config_.context_length;
     // Distinguishes these weights (the prefix tier keys its blocks by it): stable across processes.
     info_.model_key = identity;
@@ -65,8 +76,18 @@ void GraphModel::validate(const Batch& batch) const {
             fail("KV slot {} is outside the pool of {} slots", batch.slots[t], cache_->n_slots());
     }
     for (const auto& table : batch.block_tables)
-        for (int32_t b : table)
+        for (int32_t b : table) {
+            if (b == kv::BlockManager::kFreedBlock && window_ > 0) continue;  // checked per token below
             if (b < 0 || b >= cache_->n_blocks()) fail("block id {} is outside the pool of {} blocks", b, cache_->n_blocks());
+        }
+    if (window_ > 0)  // a freed block must lie wholly below the window of every token that reads the table
+        for (int64_t t = 0; t < n; ++t) {
+            const auto& table = batch.block_tables[size_t(batch.seq_index[t])];
+            const int64_t lo = std::max<int64_t>(0, int64_t(batch.positions[t]) - window_ + 1);
+            for (int64_t i = lo / block_size; i <= batch.positions[t] / block_size; ++i)
+                if (table[size_t(i)] == kv::BlockManager::kFreedBlock)
+                    fail("position {} reads block {} of its table, which was freed", batch.positions[t], i);
+        }
     for (const auto& c : batch.block_copies)
         if (c.src < 0 || c.src >= cache_->n_blocks() || c.dst < 0 || c.dst >= cache_->n_blocks())
             fail("block copy {} -> {} is outside the pool", c.src, c.dst);

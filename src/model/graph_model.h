@@ -43,6 +43,7 @@ private:
     ActivationObserver observer_;
     std::vector<int32_t> logit_rows_, hidden_rows_;
     std::vector<float> hidden_;
+    int32_t window_ = 0;  // info_.sliding_window
 };
 
 }  // namespace pagoda::model

@@ -1,5 +1,6 @@
 #include "model/random_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "gguf/gguf.h"
+#include "model/arch/rope_frequencies.h"
 
 namespace pagoda::model {
 
@@ -121,9 +123,25 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size) {
 
 }  // namespace
 
+constexpr float kGemmaPostNorm = 8.0f;
+
 int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, const std::string& path) {
-    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3")
-        fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3)", s.arch);
+    const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
+    const bool gemma = s.arch == "gemma2" || s.arch == "gemma3", phi3 = s.arch == "phi3";
+    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !moe_arch && !gemma && !phi3)
+        fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, "
+             "phi3)",
+             s.arch);
+    if (moe_arch && s.n_experts <= 0) fail("gen-model: {} needs experts (--experts N)", s.arch);
+    if (s.n_experts > 0 && s.arch != "llama" && !moe_arch)
+        fail("gen-model: experts are written for llama, qwen2moe and qwen3moe, not {}", s.arch);
+    if (s.n_experts > 0 && (s.n_experts_used < 1 || s.n_experts_used > s.n_experts))
+        fail("gen-model: {} experts used of {} is out of range", s.n_experts_used, s.n_experts);
+    const int64_t expert_ffn = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
+    const int64_t shared_ffn = s.shared_expert_ffn_dim > 0 ? s.shared_expert_ffn_dim : 2 * expert_ffn;
+    if (!s.rope_scaling.empty() && (s.arch != "llama" || (s.rope_scaling != "llama3" && s.rope_scaling != "llama3_keys")))
+        fail("gen-model: RoPE scaling '{}' is not available for {} (llama: llama3)", s.rope_scaling, s.arch);
+    if (s.sliding_window < 0 || s.swa_period < 0) fail("gen-model: the sliding window and its period must not be negative");
     if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
         fail("gen-model: every size must be positive");
     if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
@@ -138,7 +156,13 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
     w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
     w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
     w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
-    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.n_experts > 0 && !moe_arch ? expert_ffn : s.ffn_dim)));
+    if (s.n_experts > 0) {  // the keys llama.cpp's converters write (Mixtral: feed_forward_length only)
+        w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
+        w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
+        if (moe_arch) w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(expert_ffn)));
+        if (s.arch == "qwen2moe") w.set(a + "expert_shared_feed_forward_length", Value::u32(uint32_t(shared_ffn)));
+    }
     w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
     w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
     if (s.head_dim > 0) {
@@ -148,6 +172,32 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
     w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
     w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
     w.set(a + "rope.dimension_count", Value::u32(uint32_t(head_dim)));
+    const int64_t original_context = s.original_context > 0 ? s.original_context : std::max<int64_t>(1, s.context_length / 4);
+    if (gemma || (phi3 && s.sliding_window > 0))
+        w.set(a + "attention.sliding_window",
+              Value::u32(uint32_t(s.sliding_window > 0 ? s.sliding_window : s.arch == "gemma2" ? 4096 : 512)));
+    if (s.swa_period > 0) w.set(a + "attention.sliding_window_pattern", Value::u32(uint32_t(s.swa_period)));
+    if (s.arch == "gemma2") {
+        w.set(a + "attn_logit_softcapping", Value::f32(s.attn_softcap));
+        w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
+    }
+    if (s.arch == "gemma3") w.set(a + "rope.freq_base_swa", Value::f32(10000.0f));
+    Llama3RopeScaling llama3;
+    llama3.original_context = original_context;
+    if (s.rope_scaling == "llama3_keys") {
+        w.set(a + "rope.scaling.type", Value::string("llama3"));
+        w.set(a + "rope.scaling.factor", Value::f32(float(llama3.factor)));
+        w.set(a + "rope.scaling.low_freq_factor", Value::f32(float(llama3.low_freq_factor)));
+        w.set(a + "rope.scaling.high_freq_factor", Value::f32(float(llama3.high_freq_factor)));
+        w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(original_context)));
+    }
+    if (phi3) {  // LongRoPE as llama.cpp's converter writes it
+        w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(original_context)));
+        const double scale = double(s.context_length) / double(original_context);
+        const double attn_factor = scale > 1 && original_context > 1
+                                       ? std::sqrt(1 + std::log(scale) / std::log(double(original_context))) : 1.0;
+        w.set(a + "rope.scaling.attn_factor", Value::f32(float(attn_factor)));
+    }
     w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
 
     int64_t vocab_size = s.vocab_size;
@@ -167,38 +217,91 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
         w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
         params += cols * rows;
     };
+    auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        w.add_tensor(name, s.type, {cols, rows, s.n_experts}, random_tensor(rng, cols * rows * s.n_experts, stddev, s.type));
+        params += cols * rows * s.n_experts;
+    };
     auto vec = [&](const std::string& name, int64_t n, std::vector<uint8_t> bytes) {
         w.add_tensor(name, GgmlType::F32, {n}, std::move(bytes));
         params += n;
     };
-    matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
+    auto around_one = [&](int64_t n) {  // norm weights (Gemma's as stored: 1 + w already folded in)
+        std::vector<uint8_t> bytes = random_tensor(rng, n, 0.2f, GgmlType::F32);
+        for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(bytes.data())[i] += 1.0f;
+        return bytes;
+    };
+    // Gemma scales the embedding by sqrt(dim) and ties the head: rows of std 1 / sqrt(dim) give a
+    // unit-scale residual stream and logits of std ~1 before the cap.
+    matrix("token_embd.weight", s.dim, vocab_size, gemma ? 1.0f / std::sqrt(float(s.dim)) : 1.0f);
     vec("output_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
-    if (!s.tied_output) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    if (!s.tied_output && !gemma) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    if (s.rope_scaling == "llama3") {
+        const std::vector<float> f = llama3_rope_factors(llama3, s.rope_theta, head_dim);
+        w.add_tensor("rope_freqs.weight", GgmlType::F32, {int64_t(f.size())},
+                     std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(f.data()),
+                                          reinterpret_cast<const uint8_t*>(f.data() + f.size())));
+    }
+    if (phi3) {  // per-frequency divisors: short ones near 1, long ones growing with the wavelength
+        std::vector<float> short_f, long_f;
+        for (int64_t i = 0; i < head_dim / 2; ++i) {
+            const float t = float(i) / float(std::max<int64_t>(1, head_dim / 2 - 1));
+            short_f.push_back(1.0f + 0.1f * t);
+            long_f.push_back(1.0f + 7.0f * t * t);
+        }
+        for (auto& [name, f] : {std::pair{"rope_factors_short.weight", &short_f}, std::pair{"rope_factors_long.weight", &long_f}})
+            w.add_tensor(name, GgmlType::F32, {int64_t(f->size())},
+                         std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(f->data()),
+                                              reinterpret_cast<const uint8_t*>(f->data() + f->size())));
+    }
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
-        vec(p + "attn_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
-        matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
-        matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        if (s.arch == "qwen2") {
+        vec(p + "attn_norm.weight", s.dim, gemma ? around_one(s.dim) : constant_f32(s.dim, 1.0f));
+        if (phi3) {
+            matrix(p + "attn_qkv.weight", s.dim, q_dim + 2 * kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        } else {
+            matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        }
+        if (s.arch == "qwen2" || s.arch == "qwen2moe") {
             vec(p + "attn_q.bias", q_dim, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_k.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_v.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
         }
-        if (s.arch == "qwen3") {  // per-head RMSNorm weights of Q and K, around 1
-            auto around_one = [&](int64_t n) {
-                std::vector<uint8_t> bytes = random_tensor(rng, n, 0.2f, GgmlType::F32);
-                for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(bytes.data())[i] += 1.0f;
-                return bytes;
-            };
+        if (s.arch == "qwen3" || s.arch == "qwen3moe" || s.arch == "gemma3") {  // per-head RMSNorm weights of Q and K, around 1
             vec(p + "attn_q_norm.weight", head_dim, around_one(head_dim));
             vec(p + "attn_k_norm.weight", head_dim, around_one(head_dim));
         }
         matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
-        vec(p + "ffn_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
-        matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-        matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+        // Gemma's post-norms rescale each block's output to unit RMS, times these weights. The
+        // head is the embedding itself (tied), so a residual stream led by the token's own embedding
+        // would make greedy steps repeat their input: weights of 8 let the blocks lead it.
+        if (gemma) vec(p + "post_attention_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
+        vec(p + "ffn_norm.weight", s.dim, gemma ? around_one(s.dim) : constant_f32(s.dim, 1.0f));
+        if (s.n_experts > 0) {
+            // The router stays F32 whatever the matrices' type, as llama.cpp's converters keep it.
+            w.add_tensor(p + "ffn_gate_inp.weight", GgmlType::F32, {s.dim, s.n_experts},
+                         random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+            params += s.dim * s.n_experts;
+            experts(p + "ffn_gate_exps.weight", s.dim, expert_ffn, 1.0f / std::sqrt(float(s.dim)));
+            experts(p + "ffn_up_exps.weight", s.dim, expert_ffn, 1.0f / std::sqrt(float(s.dim)));
+            experts(p + "ffn_down_exps.weight", expert_ffn, s.dim, out_scale / std::sqrt(float(expert_ffn)));
+            if (s.arch == "qwen2moe") {
+                vec(p + "ffn_gate_inp_shexp.weight", s.dim, random_tensor(rng, s.dim, 1.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+                matrix(p + "ffn_gate_shexp.weight", s.dim, shared_ffn, 1.0f / std::sqrt(float(s.dim)));
+                matrix(p + "ffn_up_shexp.weight", s.dim, shared_ffn, 1.0f / std::sqrt(float(s.dim)));
+                matrix(p + "ffn_down_shexp.weight", shared_ffn, s.dim, out_scale / std::sqrt(float(shared_ffn)));
+            }
+            continue;
+        }
+        if (phi3) {
+            matrix(p + "ffn_up.weight", s.dim, 2 * s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+        } else {
+            matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+        }
         matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+        if (gemma) vec(p + "post_ffw_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
     }
     w.write(path);
     return params;

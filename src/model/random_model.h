@@ -1,4 +1,4 @@
-// Random-weight llama-family GGUF models for tests and benchmarks (`pagoda gen-model`).
+// Random-weight GGUF models of every supported architecture for tests and benchmarks (`pagoda gen-model`).
 // Shapes come from a preset or explicit sizes. The vocabulary is copied from a vocabulary GGUF when
 // one is given (so generated ids decode to real pieces), else a synthetic SentencePiece vocabulary
 // (byte fallback + letter n-grams) is written. Weights are scaled (std 1/sqrt(fan-in), output
@@ -16,7 +16,11 @@ class File;
 namespace pagoda::model {
 
 struct RandomModelSpec {
-    std::string arch = "llama";  // llama, qwen2 (QKV bias, NEOX RoPE) or qwen3 (Q/K norms, NEOX RoPE)
+    // llama, qwen2 (QKV bias, NEOX RoPE), qwen3 (Q/K norms, NEOX RoPE), qwen2moe, qwen3moe, gemma2
+    // (post-norms, soft caps, alternating sliding layers; tied head), gemma3 (gemma2 without caps,
+    // with Q/K norms and 5 sliding layers per global one) or phi3 (fused attn_qkv and gate|up
+    // ffn_up, LongRoPE factors)
+    std::string arch = "llama";
     std::string name = "random";
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
     int64_t vocab_size = 512;    // used only for the synthetic vocabulary
@@ -26,6 +30,22 @@ struct RandomModelSpec {
     bool tied_output = false;
     gguf::GgmlType type = gguf::GgmlType::F32;  // matrices; norms and biases stay F32
     uint64_t seed = 1;
+    // Mixture of experts: n_experts > 0 replaces every FFN by a router and stacked experts
+    // (ffn_*_exps, [cols, rows, n_experts]); required for qwen2moe / qwen3moe, optional for llama
+    // (Mixtral). The router's weights are scaled up (std 2/sqrt(dim)) so each token's top-k is decided
+    // by clear margins.
+    int64_t n_experts = 0, n_experts_used = 2;
+    int64_t expert_ffn_dim = 0;         // 0: ffn_dim
+    int64_t shared_expert_ffn_dim = 0;  // qwen2moe's shared expert; 0: 2 * the expert FFN width
+    // {arch}.attention.sliding_window: 0 gives gemma2 4096, gemma3 512, phi3 none (ignored by llama-
+    // family archs); swa_period > 0 writes {arch}.attention.sliding_window_pattern as that period.
+    int64_t sliding_window = 0, swa_period = 0;
+    float attn_softcap = 50.0f, final_softcap = 30.0f;  // gemma2
+    // llama: "llama3" writes rope_freqs.weight from Llama 3.1's formula (factor 8, low 1, high 4,
+    // original context = context_length / 4) as llama.cpp's converter does; "llama3_keys" writes
+    // those parameters as llama.rope.scaling.* keys instead of the tensor.
+    std::string rope_scaling;
+    int64_t original_context = 0;  // phi3 LongRoPE / llama3: 0 gives context_length / 4
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.

@@ -21,6 +21,9 @@ struct StepModelInfo {
     int64_t vocab_size = 0;
     int32_t n_kv_blocks = 0;     // blocks in the KV pool (BlockManager must use the same count)
     int32_t block_size = 16;     // tokens per block
+    // > 0: every layer attends to at most this many last positions, so the block manager may free
+    // blocks below it (BlockManager::set_sliding_window); 0 when any layer is global.
+    int32_t sliding_window = 0;
     int64_t max_context = 0;     // longest sequence (prompt + output) the model accepts
     uint64_t model_key = 0;      // distinguishes weights in prefix-cache hashes
     size_t kv_bytes_per_block = 0;  // K and V of every layer

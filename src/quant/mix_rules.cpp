@@ -10,7 +10,9 @@ bool more_bits_layer(int64_t layer, int64_t n_layers) {
 
 std::optional<MixChoice> mix_layer_type(const std::string& target, const std::string& role, int64_t layer,
                                         int64_t n_layers) {
-    const bool attn_v = role == "attn_v.weight", ffn_down = role == "ffn_down.weight";
+    const bool attn_v = role == "attn_v.weight";
+    // The experts' and the shared expert's down projections count as ffn_down, as llama-quantize.
+    const bool ffn_down = role == "ffn_down.weight" || role == "ffn_down_exps.weight" || role == "ffn_down_shexp.weight";
     if (target == "q4_k_m" || target == "q5_k_m") {
         if ((attn_v || ffn_down) && more_bits_layer(layer, n_layers)) return MixChoice{GgmlType::Q6_K, target + ": more bits"};
         return std::nullopt;

@@ -6,9 +6,10 @@
 //   q5_k_m  base Q5_K; attn_v and ffn_down of the more-bits layers Q6_K
 //   q3_k_m  base Q3_K; attn_v Q5_K in layers 0 and 1, else Q4_K; ffn_down Q5_K in the first
 //           sixteenth of the layers, else Q4_K; attn_output Q4_K
-// Not carried over: llama.cpp's extra bumps for 70B-sized models (attn_v Q5_K) and 8-expert MoE
-// models, neither of which pagoda loads. The output head and token embedding are quantize_model's
-// rules, the same for every target.
+// The experts' stacked down projections (ffn_down_exps) and qwen2moe's shared one (ffn_down_shexp)
+// count as ffn_down, as in llama.cpp. Not carried over: llama.cpp's extra bumps for 70B-sized models
+// (attn_v Q5_K) and for 8-expert models (their attention projections get more bits there). The
+// output head and token embedding are quantize_model's rules, the same for every target.
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -113,8 +113,10 @@ QuantizeReport quantize_model(const QuantizeRequest& req, ThreadPool& pool) {
     // The type a tensor gets and why (see the rules in quantize_model.h).
     auto decide = [&](const gguf::TensorInfo& t, std::string& rule) -> std::optional<QuantTarget> {
         std::optional<QuantTarget> target;
-        if (t.shape.size() != 2) {
+        if (t.shape.size() < 2 || t.shape.size() > 3) {
             rule = "1-D: kept";
+        } else if (t.name.ends_with(".ffn_gate_inp.weight")) {
+            rule = "expert router: kept";  // as llama-quantize: top-k choices must not move
         } else if (t.name == "token_embd.weight") {
             target = embedding_target;
             rule = target ? "embedding: --token-embedding-type" : "embedding: kept";

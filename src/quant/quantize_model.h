@@ -3,6 +3,8 @@
 // Rules (printed in the summary): 1-D tensors (norms, biases) and the token embedding keep their
 // type (unless token_embedding_type says otherwise); the output head gets Q8_0 for 8-bit targets and Q6_K for all others (as llama.cpp does);
 // the mixes q3_k_m, q4_k_m, q5_k_m give some layer tensors more bits (quant/mix_rules.h). A matrix
+// 3-D expert tensors (ffn_*_exps, experts stacked) are quantised row by row like any matrix; the
+// expert router (ffn_gate_inp) keeps its type, as llama-quantize does. A matrix
 // whose row length does not fit the target's block falls back to the next type that fits
 // (int4-g128 -> int4-g32 -> q8_0, q4_k / q3_k / q2_k -> q4_0, q5_k -> q5_1, q6_k -> q8_0), else stays.
 // With importance statistics (calibration), weights are also scaled activation-aware first

@@ -91,6 +91,8 @@ public:
     void silu_mul(const Tensor& g, const Tensor& u, const Tensor& out) override { ref_->silu_mul(g, u, out); }
     void gelu_mul(const Tensor& g, const Tensor& u, const Tensor& out) override { ref_->gelu_mul(g, u, out); }
     void softmax(const Tensor& x) override { ref_->softmax(x); }
+    void scale(const Tensor& x, float f) override { ref_->scale(x, f); }
+    void softcap(const Tensor& x, float cap) override { ref_->softcap(x, cap); }
     void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) override { ref_->kv_write(cache, layer, k, v); }
     void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out, const AttentionParams& params) override {
         ref_->attention(cache, layer, q, out, params);

@@ -41,8 +41,10 @@ void validate(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t
     if (!b.q || !out || !b.token_seq || !b.token_pos || !b.seqs) fail("paged attention: missing input array");
     if (b.n_tokens * L.n_kv_heads > std::numeric_limits<int>::max())
         fail("paged attention: {} tokens x {} KV heads is too many tasks", b.n_tokens, L.n_kv_heads);
-    // The furthest position each sequence is read at; then every block it reads must be in the pool.
+    // The furthest and (under a window) the nearest position each sequence is read at; every block
+    // between must be in the pool (blocks wholly below every window may have been freed).
     std::vector<int64_t> max_pos(size_t(std::max(b.n_seqs, 0)), -1);
+    std::vector<int64_t> min_key(size_t(std::max(b.n_seqs, 0)), std::numeric_limits<int64_t>::max());
     for (int64_t t = 0; t < b.n_tokens; ++t) {
         int32_t s = b.token_seq[t];
         if (s < 0 || s >= b.n_seqs) fail("paged attention: token {} names sequence {} of {}", t, s, b.n_seqs);
@@ -51,11 +53,13 @@ void validate(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t
             fail("paged attention: token {} position {} outside sequence {} ({} blocks of {})", t, p, s,
                  b.seqs[s].n_blocks, L.block_size);
         max_pos[size_t(s)] = std::max<int64_t>(max_pos[size_t(s)], p);
+        const int64_t lo = b.sliding_window > 0 ? std::max<int64_t>(0, int64_t(p) - b.sliding_window + 1) : 0;
+        min_key[size_t(s)] = std::min(min_key[size_t(s)], lo);
     }
     for (int32_t s = 0; s < b.n_seqs; ++s) {
         if (max_pos[size_t(s)] < 0) continue;
         if (!b.seqs[s].block_table) fail("paged attention: sequence {} has no block table", s);
-        for (int64_t i = 0; i <= max_pos[size_t(s)] / L.block_size; ++i) {
+        for (int64_t i = min_key[size_t(s)] / L.block_size; i <= max_pos[size_t(s)] / L.block_size; ++i) {
             int32_t blk = b.seqs[s].block_table[i];
             if (blk < 0 || blk >= pool.n_blocks())
                 fail("paged attention: sequence {} block {} is {}, outside the pool of {}", s, i, blk, pool.n_blocks());

@@ -7,9 +7,10 @@
 // uses the first min(n, pos[i] - start + 1) rows of a tile of n (causal mask). With a sliding window
 // W, query i sees keys lo_i = pos[i] - W + 1 .. pos[i]: tiles wholly below lo_i are skipped for it and
 // its scores start at row lo_i - start of the tile that holds lo_i (nothing is computed and masked).
-// A soft cap c turns each score s into c * tanh(s / c) before the softmax. When the task has
-// enough query heads to pay for it (and the cache is not already f32), each tile's K and V rows are
-// first widened to f32 once (exact for f16/bf16) into scratch and every query head reads those;
+// A soft cap c turns each score s into c * tanh(s / c) before the softmax (through exp_f32).
+// When the task has enough query heads to pay for it (and the cache is not already f32), each
+// tile's K and V rows are first widened to f32 once (exact for f16/bf16) into scratch and every
+// query head reads those;
 // otherwise (decode) the heads read the cache rows directly. Both give the same bits: the Ops do
 // the same arithmetic on the same values either way. Per query head the sequence of operations —
 // which tiles, how many keys each, the score reduction, the softmax update, the order the
@@ -39,6 +40,7 @@
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/attention_internal.h"
+#include "backend/cpu/ops.h"
 
 namespace pagoda::kernels::attention_detail {
 
@@ -87,8 +89,11 @@ void walk_tiles(const Task& t) {
         k_rows[j] = reinterpret_cast<const uint8_t*>(k_tile + size_t(j < kTile ? j : 0) * ld);
         v_rows[j] = reinterpret_cast<const uint8_t*>(v_tile + size_t(j < kTile ? j : 0) * ld);
     }
-    auto load_tile = [&](const uint8_t* base, int32_t start, int n, float* f32_tile, const uint8_t** rows) {
-        for (int j = 0; j < n; ++j) cache_rows[j] = row(base, start + j);
+    // Rows below `floor` (the first key any query of the tile still sees) are never used; they point
+    // at the floor row instead, so a block wholly outside every window is never read (the block
+    // manager may have freed it: its table entry is no block at all).
+    auto load_tile = [&](const uint8_t* base, int32_t start, int n, int32_t floor, float* f32_tile, const uint8_t** rows) {
+        for (int j = 0; j < n; ++j) cache_rows[j] = row(base, start + j < floor ? floor : start + j);
         if (widen) {
             Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
         } else {
@@ -116,15 +121,20 @@ void walk_tiles(const Task& t) {
         int last = first;
         while (last < m && skip_of(last) < keys_of(last)) ++last;
         if (last == first) continue;
-        load_tile(t.k_head, start, n, k_tile, k_rows);
+        const int32_t floor = lowest(first);  // positions increase: the first query's start is the lowest
+        load_tile(t.k_head, start, n, floor, k_tile, k_rows);
         for (int i = first; i < last; ++i) {
             const int off = skip_of(i), ni = keys_of(i) - off;
             for (int g = 0; g < group; ++g) {
                 const int h = i * group + g;
                 float* s = scores + size_t(h) * kScoreStride + off;
                 scores_of(queries + size_t(h) * ld, k_rows + off, ni, s);
-                if (t.softcap > 0)
-                    for (int j = 0; j < ni; ++j) s[j] = t.softcap * std::tanh(s[j] / t.softcap);
+                if (t.softcap > 0) {  // c tanh(s / c) = c (2 / (1 + e^(-2s/c)) - 1), on the ISA's exp
+                    const float k = -2.0f / t.softcap;
+                    for (int j = 0; j < ni; ++j) s[j] *= k;
+                    exp_f32(s, ni, s);
+                    for (int j = 0; j < ni; ++j) s[j] = t.softcap * (2.0f / (1.0f + s[j]) - 1.0f);
+                }
                 // Online softmax: new running max, rescale what was accumulated under the old one.
                 const float tile_max = Ops::max(s, ni);
                 const float new_max = tile_max > run_max[h] ? tile_max : run_max[h];
@@ -135,7 +145,7 @@ void walk_tiles(const Task& t) {
                 run_max[h] = new_max;
             }
         }
-        load_tile(t.v_head, start, n, v_tile, v_rows);
+        load_tile(t.v_head, start, n, floor, v_tile, v_rows);
         // P.V: heads that see the same number of keys (a query's group, and all queries past the
         // tile) share each loaded V row, up to kMaxAccumulateHeads at a time.
         float* acc_ptrs[kMaxAccumulateHeads];

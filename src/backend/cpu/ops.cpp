@@ -23,10 +23,16 @@ void silu_mul_reference(const float* gate, const float* up, int64_t n, float* ou
 }
 
 void gelu_mul(const float* gate, const float* up, int64_t n, float* out) {
-    constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    for (int64_t i = 0; i < n; ++i) {
-        const float g = gate[i];
-        out[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+    // 0.5 g (1 + tanh(u)) = g / (1 + e^(-2u)): one exp per value, on the ISA's exp_f32, in chunks.
+    constexpr float kTwoSqrt2OverPi = 2.0f * 0.7978845608028654f;
+    constexpr int64_t kChunk = 256;
+    float e[kChunk];
+    for (int64_t at = 0; at < n; at += kChunk) {
+        const int64_t m = n - at < kChunk ? n - at : kChunk;
+        const float* g = gate + at;
+        for (int64_t i = 0; i < m; ++i) e[i] = -kTwoSqrt2OverPi * (g[i] + 0.044715f * g[i] * g[i] * g[i]);
+        exp_f32(e, m, e);
+        for (int64_t i = 0; i < m; ++i) out[at + i] = g[i] / (1.0f + e[i]) * up[at + i];
     }
 }
 

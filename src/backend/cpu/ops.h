@@ -16,9 +16,14 @@ void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 
 // out[i] = gelu(gate[i]) * up[i] with the tanh approximation
-// gelu(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))); out may alias gate. Scalar on every path
-// (no architecture that uses it is served by the CPU backend's fast paths yet).
+// gelu(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))); out may alias gate. Computed as
+// g / (1 + exp(-2 sqrt(2/pi) (g + 0.044715 g^3))) with exp_f32 (so with its accuracy on SIMD paths).
 void gelu_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// x[i] *= s (Gemma's embedding scale); x[i] = cap * tanh(x[i] / cap) (Gemma 2's logit soft cap).
+// Scalar on every path: they run once per token on one row, far from the matmuls' cost.
+void scale_inplace(float* x, float s, int64_t n);
+void softcap_inplace(float* x, float cap, int64_t n);
 
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);

@@ -406,6 +406,16 @@ public:
         for (int64_t t = 0; t < x.rows; ++t) softmax_row(xs + t * x.cols, x.cols);
     }
 
+    void scale(const Tensor& x, float s) override {
+        double* xs = elements(x, "scale");
+        for (int64_t i = 0; i < x.rows * x.cols; ++i) xs[i] *= double(s);
+    }
+    void softcap(const Tensor& x, float cap) override {
+        if (!(cap > 0) || !std::isfinite(cap)) fail("reference softcap: the cap {} must be positive", cap);
+        double* xs = elements(x, "softcap");
+        for (int64_t i = 0; i < x.rows * x.cols; ++i) xs[i] = double(cap) * std::tanh(xs[i] / double(cap));
+    }
+
     void kv_write(KvCache& kv_cache, int32_t layer, const Tensor& k, const Tensor& v) override {
         ReferenceKvCache& cache = ours(kv_cache);
         cache.check_layer(layer, "kv_write");
@@ -465,6 +475,55 @@ public:
         }
     }
 
+    // Token by token in doubles: its own top-k (largest logit first, the lower index on a tie), the
+    // selected experts' FFNs from rows dequantised on the spot, summed in rank order.
+    void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor&) override {
+        const auto n_experts = int64_t(op.gate_up.size());
+        if (n_experts == 0 || int64_t(op.down.size()) != n_experts) fail("reference moe_ffn: gate|up and down per expert");
+        if (op.n_used < 1 || op.n_used > n_experts) fail("reference moe_ffn: {} of {} experts used", op.n_used, n_experts);
+        const int64_t d = op.gate_up[0]->cols();
+        expect_shape(x, x.rows, d, "moe_ffn", "x");
+        expect_shape(logits, x.rows, n_experts, "moe_ffn", "logits");
+        expect_shape(out, x.rows, d, "moe_ffn", "out");
+        expect_disjoint(out, x, "moe_ffn");
+        const double* xs = elements(x, "moe_ffn");
+        const double* ls = elements(logits, "moe_ffn");
+        double* ys = elements(out, "moe_ffn");
+        std::vector<double> y(static_cast<size_t>(d));
+        for (int64_t t = 0; t < x.rows; ++t) {
+            const double* xt = xs + t * d;
+            const double* lt = ls + t * n_experts;
+            std::vector<int64_t> chosen;
+            for (int32_t j = 0; j < op.n_used; ++j) {
+                int64_t best = -1;
+                for (int64_t e = 0; e < n_experts; ++e)
+                    if (std::find(chosen.begin(), chosen.end(), e) == chosen.end() && (best < 0 || lt[e] > lt[best])) best = e;
+                chosen.push_back(best);
+            }
+            double all = 0, picked = 0;
+            for (int64_t e = 0; e < n_experts; ++e) all += std::exp(lt[e] - lt[chosen[0]]);
+            for (int64_t e : chosen) picked += std::exp(lt[e] - lt[chosen[0]]);
+            double* yt = ys + t * d;
+            std::fill_n(yt, d, 0.0);
+            for (int64_t e : chosen) {
+                const double w = std::exp(lt[e] - lt[chosen[0]]) / (op.normalize ? picked : all);
+                swiglu(ours(*op.gate_up[size_t(e)]), ours(*op.down[size_t(e)]), xt, y.data());
+                for (int64_t c = 0; c < d; ++c) yt[c] += w * y[size_t(c)];
+            }
+            if (op.shared_gate_up) {
+                double s = 1;
+                if (op.shared_gate) {
+                    const auto& g = ours(*op.shared_gate).values;
+                    double dot = 0;
+                    for (int64_t c = 0; c < d; ++c) dot += g[size_t(c)] * xt[c];
+                    s = 1 / (1 + std::exp(-dot));
+                }
+                swiglu(ours(*op.shared_gate_up), ours(*op.shared_down), xt, y.data());
+                for (int64_t c = 0; c < d; ++c) yt[c] += s * y[size_t(c)];
+            }
+        }
+    }
+
     std::string describe_matmul(const Weight& weight, int64_t) const override {
         std::string types;
         for (const auto& m : weight.parts()) types += (types.empty() ? "" : "|") + gguf::type_name(uint32_t(m.type));
@@ -492,6 +551,8 @@ private:
         const std::vector<int32_t>& table = step_.block_tables[size_t(seq)];
         if (size_t(j / block_size) >= table.size())
             fail("reference attention: position {} is past the {} blocks of sequence {}", j, table.size(), seq);
+        if (table[size_t(j / block_size)] < 0)
+            fail("reference attention: position {} of sequence {} is in a freed block", j, seq);
         return int64_t(table[size_t(j / block_size)]) * block_size + j % block_size;
     }
 
@@ -514,6 +575,29 @@ private:
         for (size_t j = 0; j < slots.size(); ++j) {
             const double* v = cache.v_row(layer, slots[j], kv_head);
             for (int32_t i = 0; i < d; ++i) out[i] += p[j] * v[i];
+        }
+    }
+
+    // y = (silu(x Wg^T) * (x Wu^T)) Wd^T for one row x.
+    static void swiglu(const ReferenceWeight& gate_up, const ReferenceWeight& down, const double* x, double* y) {
+        if (gate_up.parts().size() != 2) fail("reference moe_ffn: {} is not a gate|up weight", gate_up.name());
+        const MatrixSource& g = gate_up.parts()[0];
+        const MatrixSource& u = gate_up.parts()[1];
+        const MatrixSource& dn = down.parts()[0];
+        std::vector<double> row(size_t(std::max(g.cols, dn.cols))), h(size_t(g.rows));
+        for (int64_t r = 0; r < g.rows; ++r) {
+            double a = 0, b = 0;
+            dequantize_row(g, r, row.data());
+            for (int64_t c = 0; c < g.cols; ++c) a += row[size_t(c)] * x[c];
+            dequantize_row(u, r, row.data());
+            for (int64_t c = 0; c < u.cols; ++c) b += row[size_t(c)] * x[c];
+            h[size_t(r)] = silu(a) * b;
+        }
+        for (int64_t r = 0; r < dn.rows; ++r) {
+            dequantize_row(dn, r, row.data());
+            double acc = 0;
+            for (int64_t c = 0; c < dn.cols; ++c) acc += row[size_t(c)] * h[size_t(c)];
+            y[r] = acc;
         }
     }
 

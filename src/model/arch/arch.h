@@ -36,5 +36,10 @@ std::vector<std::string> supported_architectures();
 BuiltModel build_llama(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_qwen2moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_qwen3moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_gemma2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_gemma3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_phi3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 
 }  // namespace pagoda::model

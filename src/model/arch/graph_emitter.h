@@ -52,6 +52,14 @@ public:
               .head_dim = head_dim, .attention = p});
         return out;
     }
+    // In place: x *= s; x = cap * tanh(x / cap).
+    void scale(int x, float s) { push({.kind = OpKind::scale, .in = {x}, .out = {x}, .value = s}); }
+    void softcap(int x, float cap) { push({.kind = OpKind::softcap, .in = {x}, .out = {x}, .value = cap}); }
+    int gelu_mul(int gate, int up, const std::string& name) {
+        const int out = g_.add_tensor(name, rows(gate), cols(gate));
+        push({.kind = OpKind::gelu_mul, .in = {gate, up}, .out = {out}});
+        return out;
+    }
     int gather_logit_rows(int x, const std::string& name) {
         const int out = g_.add_tensor(name, Rows::logits, cols(x));
         push({.kind = OpKind::gather_logit_rows, .in = {x}, .out = {out}});

@@ -4,7 +4,8 @@
 //   x += a W_o ; h = rms_norm(x) ; x += (silu(h W_gate) * (h W_up)) W_down
 // and the rows that want logits get the final norm and the output head (tied to the embedding
 // when output.weight is absent); the rows that want their hidden state (embeddings) get the final
-// norm only.
+// norm only. RoPE frequencies carry llama 3's factors: rope_freqs.weight, or computed from
+// llama.rope.scaling.* when the type is "llama3" and the tensor is absent.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -14,26 +15,11 @@
 #include "model/arch/arch.h"
 #include "model/arch/graph_emitter.h"
 #include "model/arch/llama_family.h"
+#include "model/arch/moe_ffn.h"
+#include "model/arch/rope_frequencies.h"
 #include "model/arch/tensor_binder.h"
 
 namespace pagoda::model {
-namespace {
-
-backend::RopeSpec rope_spec(const ModelConfig& c, const std::vector<float>& freq_factors) {
-    backend::RopeSpec spec;
-    spec.dims = c.rope_dims;
-    spec.neox = c.rope_style == RopeStyle::neox;
-    // Frequencies in double: positions up to 10^5 times a frequency must keep their fraction.
-    for (int64_t i = 0; i < c.rope_dims / 2; ++i) {
-        double inv = std::pow(double(c.rope_theta), -2.0 * double(i) / double(c.rope_dims));
-        if (!freq_factors.empty()) inv /= freq_factors[size_t(i)];
-        spec.inv_freq.push_back(inv / c.rope_linear_scale);
-    }
-    return spec;
-}
-
-}  // namespace
-
 BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, backend::Backend& b,
                               const LlamaVariant& variant) {
     BuiltModel m;
@@ -50,7 +36,10 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
         for (float v : freq_factors)
             if (!(v > 0)) fail("{}: rope_freqs.weight holds a non-positive factor {}", file.name(), v);
     }
-    const auto& rope = bind.rope(rope_spec(c, freq_factors));
+    if (freq_factors.empty() && c.rope_scaling == "llama3")  // the parameters instead of the tensor
+        freq_factors = llama3_rope_factors(read_llama3_rope_scaling(file, c.arch), c.rope_theta, c.rope_dims);
+    const auto& rope = bind.rope(make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta,
+                                                c.rope_linear_scale, freq_factors));
     m.kv_dtype = file.find_tensor("blk.0.attn_q.weight") && file.find_tensor("blk.0.attn_q.weight")->type == gguf::GgmlType::F32
                      ? kv::KvDtype::f32 : kv::KvDtype::f16;
 
@@ -67,8 +56,6 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
                                        {p + "attn_v.weight", c.dim, c.kv_dim()}});
         const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
         const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
-        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
-        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
 
         if (residual >= 0) e.add(x, residual);
         const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");
@@ -89,6 +76,12 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
         const int o = e.matmul(wo, a, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
         e.add(x, o);
         const int f = e.rms_norm(x, ffn_norm, c.rms_eps, p + "ffn_in");
+        if (c.n_experts > 0) {
+            residual = emit_moe_ffn(e, bind, file, c, b, m, i, f, variant.shared_expert);
+            continue;
+        }
+        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
+        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
         const auto g_u = e.matmul(gate_up, f, {p + "gate", p + "up"}, l, MatmulInput::ffn);
         const int act = e.silu_mul(g_u[0], g_u[1], p + "ffn_act");
         residual = e.matmul(down, act, {p + "ffn_out"}, l, MatmulInput::ffn_down)[0];

@@ -15,6 +15,11 @@ constexpr Entry kBuilders[] = {
     {"llama", build_llama},
     {"qwen2", build_qwen2},
     {"qwen3", build_qwen3},
+    {"qwen2moe", build_qwen2moe},
+    {"qwen3moe", build_qwen3moe},
+    {"gemma2", build_gemma2},
+    {"gemma3", build_gemma3},
+    {"phi3", build_phi3},
 };
 
 }  // namespace

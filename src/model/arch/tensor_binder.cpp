@@ -39,6 +39,31 @@ const backend::Weight& TensorBinder::matrix(const std::vector<MatrixName>& parts
     return *out_.weights.back();
 }
 
+const backend::Weight& TensorBinder::split_matrix(const std::string& name, int64_t cols,
+                                                  const std::vector<std::pair<std::string, int64_t>>& parts) {
+    int64_t total = 0;
+    for (const auto& [part, rows] : parts) total += rows;
+    const auto& t = require(file_, name, {cols, total});
+    const auto row_bytes_or = gguf::row_size(t.type, cols);
+    if (!row_bytes_or) fail("{}: tensor {}: {} columns are not whole blocks of {}", file_.name(), name, cols,
+                            gguf::type_name(uint32_t(t.type)));
+    const size_t row_bytes = size_t(*row_bytes_or);
+    std::vector<backend::MatrixSource> sources;
+    int64_t row = 0;
+    for (const auto& [part, rows] : parts) {
+        sources.push_back({t.type, t.data + size_t(row) * row_bytes, rows, cols, fmt::format("{}[{}]", name, part),
+                           file_.is_mapped()});
+        row += rows;
+    }
+    try {
+        out_.weights.push_back(backend_.upload_weight(std::move(sources), backend::WeightUse::matmul));
+    } catch (const Error& e) {
+        fail("{}: {}", file_.name(), e.what());
+    }
+    out_.matmul_weights.push_back(out_.weights.back().get());
+    return *out_.weights.back();
+}
+
 std::vector<float> TensorBinder::floats(const std::string& name, int64_t n) const {
     const auto& t = require(file_, name, {n});
     std::vector<float> out(static_cast<size_t>(n));

@@ -22,6 +22,10 @@ public:
     // Several matrices of one width stacked by rows into one weight (a single one is a stack of one).
     const backend::Weight& matrix(const std::vector<MatrixName>& parts,
                                   backend::WeightUse use = backend::WeightUse::matmul);
+    // One stored matrix [cols, sum of rows] whose row ranges are separate operands (Phi-3's fused
+    // attn_qkv and gate|up ffn_up), uploaded as one weight of those parts, named "name[part]".
+    const backend::Weight& split_matrix(const std::string& name, int64_t cols,
+                                        const std::vector<std::pair<std::string, int64_t>>& parts);
     const backend::Vector& vector(const std::string& name, int64_t n);
     // A 1-D tensor as host floats.
     std::vector<float> floats(const std::string& name, int64_t n) const;

@@ -118,28 +118,32 @@ Scenario make_scenario(kv::KvLayout layout, int32_t group, const std::vector<int
     return s;
 }
 
-// Naive reference, straight from the definition.
-std::vector<double> reference(const Scenario& s) {
+// Naive reference, straight from the definition: token t at p sees keys max(0, p - window + 1) .. p
+// (window 0: all), each score s capped to softcap * tanh(s / softcap) when softcap > 0.
+std::vector<double> reference(const Scenario& s, int32_t window = 0, double softcap = 0) {
     const int32_t d = s.layout.head_dim, nkv = s.layout.n_kv_heads, group = s.n_heads / nkv;
     std::vector<double> out(size_t(s.n_tokens()) * s.n_heads * d);
     for (int64_t t = 0; t < s.n_tokens(); ++t) {
         const auto& k = s.k[size_t(s.token_seq[t])];
         const auto& v = s.v[size_t(s.token_seq[t])];
         const int32_t n = s.token_pos[t] + 1;
+        const int32_t lo = window > 0 ? std::max(0, n - window) : 0;
         for (int32_t h = 0; h < s.n_heads; ++h) {
             const int32_t kvh = h / group;
             const float* q = &s.q[(size_t(t) * s.n_heads + h) * d];
-            std::vector<double> score(static_cast<size_t>(n));
-            for (int32_t j = 0; j < n; ++j) {
+            std::vector<double> score(static_cast<size_t>(n - lo));
+            for (int32_t j = lo; j < n; ++j) {
                 double dot = 0;
                 for (int32_t i = 0; i < d; ++i) dot += double(q[i]) * k[(size_t(j) * nkv + kvh) * d + i];
-                score[size_t(j)] = dot / std::sqrt(double(d));
+                double x = dot / std::sqrt(double(d));
+                if (softcap > 0) x = softcap * std::tanh(x / softcap);
+                score[size_t(j - lo)] = x;
             }
             double mx = *std::max_element(score.begin(), score.end()), sum = 0;
             for (auto& x : score) sum += (x = std::exp(x - mx));
             for (int32_t i = 0; i < d; ++i) {
                 double acc = 0;
-                for (int32_t j = 0; j < n; ++j) acc += score[size_t(j)] * v[(size_t(j) * nkv + kvh) * d + i];
+                for (int32_t j = lo; j < n; ++j) acc += score[size_t(j - lo)] * v[(size_t(j) * nkv + kvh) * d + i];
                 out[(size_t(t) * s.n_heads + h) * d + i] = acc / sum;
             }
         }
@@ -147,7 +151,7 @@ std::vector<double> reference(const Scenario& s) {
     return out;
 }
 
-std::vector<float> run_kernel(const Scenario& s, ThreadPool& threads) {
+std::vector<float> run_kernel(const Scenario& s, ThreadPool& threads, int32_t window = 0, float softcap = 0) {
     std::vector<AttentionSeq> views = s.seq_views();
     PagedAttentionBatch b;
     b.q = s.q.data();
@@ -158,6 +162,8 @@ std::vector<float> run_kernel(const Scenario& s, ThreadPool& threads) {
     b.seqs = views.data();
     b.n_seqs = int32_t(views.size());
     b.scale = s.scale();
+    b.sliding_window = window;
+    b.softcap = softcap;
     std::vector<float> out(s.q.size(), std::nanf(""));
     paged_attention(b, *s.pool, s.layout.n_layers - 1, out.data(), threads);
     return out;
@@ -217,6 +223,53 @@ TEST(PagedAttention, MatchesNaiveReferenceAcrossBlockSizesGqaDtypesAndIsas) {
             std::vector<int32_t> lens = {37 + config, 70, 300 + 7 * config};  // not block multiples
             expect_every_dtype_and_isa_matches_reference(L, group, lens, mixed_queries(lens), uint32_t(100 + config),
                                                          config % 3 == 0 ? 6.0f : 1.0f, threads);
+            ++config;
+        }
+    }
+}
+
+// Sliding windows at their edges (1 key, a tile boundary 64 either side, wider than the context)
+// and soft caps, for decode tokens and prefill runs whose windows start in different tiles, every
+// block size, KV dtype and ISA path, against the naive reference; the blocks wholly below every
+// query's window hold junk the kernel must never read (they may have been freed and reused).
+TEST(PagedAttention, SlidingWindowEdgesAndSoftCapOnEveryIsa) {
+    IsaGuard guard;
+    ThreadPool threads(2);
+    int config = 0;
+    for (int32_t window : {1, 2, 63, 64, 65, 129, 1000}) {
+        for (int32_t bs : {1, 16, 64}) {
+            kv::KvLayout L;
+            L.n_layers = 2;
+            L.n_kv_heads = 2;
+            L.head_dim = config % 2 ? 20 : 64;
+            L.block_size = bs;
+            const int32_t group = 1 << (config % 3);
+            const std::vector<int32_t> lens = {200, 130, 65};
+            std::vector<std::pair<int32_t, int32_t>> queries = {{0, 199}, {0, 0}, {2, 64}, {1, 63}};
+            for (int32_t p = 120; p < 130; ++p) queries.push_back({1, p});  // a prefill run across a tile edge
+            const float softcap = config % 2 ? 1.5f : 0.0f;
+            for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16}) {
+                L.dtype = dtype;
+                Scenario s = make_scenario(L, group, lens, queries, uint32_t(500 + config), 4.0f);
+                // Junk (1e3) in every position below the lowest window start of each sequence.
+                std::vector<int32_t> lowest = {lens[0], lens[1], lens[2]};
+                for (size_t t = 0; t < queries.size(); ++t)
+                    lowest[size_t(queries[t].first)] = std::min(lowest[size_t(queries[t].first)],
+                                                                std::max(0, queries[t].second - window + 1));
+                std::vector<float> junk(size_t(L.n_kv_heads) * L.head_dim, 1e3f);
+                for (size_t q = 0; q < lens.size(); ++q)
+                    for (int32_t p = 0; p < lowest[q] / bs * bs; ++p) {
+                        const int64_t slot = int64_t(s.tables[q][size_t(p / bs)]) * bs + p % bs;
+                        s.pool->write(L.n_layers - 1, &slot, 1, junk.data(), junk.data());
+                    }
+                const std::vector<double> want = reference(s, window, softcap);
+                for (Isa isa : available_isas()) {
+                    set_isa(isa);
+                    EXPECT_LE(max_abs_diff(run_kernel(s, threads, window, softcap), want), 5e-6)
+                        << "window " << window << " block " << bs << " softcap " << softcap << " dtype "
+                        << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa);
+                }
+            }
             ++config;
         }
     }

@@ -128,6 +128,30 @@ TEST(Ops, RopeMatchesReferenceBitwise) {
     }
 }
 
+// gelu_mul (tanh GELU through exp_f32) on the scalar path and every SIMD path against the tanh
+// formula in double, over values up to the extremes where the exp clamps (|g| up to 40), long rows
+// crossing its chunks, and in place.
+TEST(Ops, GeluMulMatchesTheTanhFormulaOnEveryPath) {
+    IsaGuard guard;
+    std::mt19937 rng(9);
+    std::vector<float> g = randv(1000, rng, 3.f), up = randv(1000, rng);
+    for (float v : {0.f, -0.f, 40.f, -40.f, 10.f, -10.f, 1e-20f, -1e-20f}) g.push_back(v), up.push_back(1.5f);
+    std::vector<Isa> isas = {Isa::scalar};
+    for (Isa isa : simd_isas()) isas.push_back(isa);
+    for (Isa isa : isas) {
+        set_isa(isa);
+        std::vector<float> out(g.size()), inplace = g;
+        gelu_mul(g.data(), up.data(), int64_t(g.size()), out.data());
+        gelu_mul(inplace.data(), up.data(), int64_t(g.size()), inplace.data());
+        for (size_t i = 0; i < g.size(); ++i) {
+            const double x = g[i];
+            const double want = 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * up[i];
+            ASSERT_NEAR(out[i], want, 2e-6 * std::fabs(x * up[i]) + 1e-30) << isa_name(isa) << " g=" << x;
+            EXPECT_EQ(inplace[i], out[i]);
+        }
+    }
+}
+
 TEST(Ops, ReferenceRmsNormGolden) {
     // x = (3, 4): mean square 12.5, scale 1/sqrt(12.5).
     float x[2] = {3.f, 4.f}, w[2] = {1.f, 2.f}, out[2];

@@ -9,6 +9,7 @@ names=[('chatml','chatml','ChatML (teknium/OpenHermes-2.5-Mistral-7B); pagoda ad
        ('mistral-v3','mistral-v3','mistralai v3 (Mistral-7B-Instruct-v0.3, Mistral-Large-2407): tools'),
        ('phi3','phi3','microsoft/Phi-3.5-mini-instruct'),
        ('gemma','gemma','google/gemma-2-2b-it'),
+       ('gemma3','gemma3','google/gemma-3-4b-it (text turns; the system message joins the first user turn)'),
        ('deepseek','deepseek','deepseek-ai/deepseek-llm-7b-chat, DeepSeek-V2 chat'),
        ('deepseek-coder','deepseek-coder','deepseek-ai/deepseek-coder-33b-instruct'),
        ('deepseek-r1','deepseek-r1','deepseek-ai/DeepSeek-R1-Distill-Qwen-32B'),

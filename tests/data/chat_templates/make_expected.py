@@ -105,7 +105,7 @@ TOOL_CONVERSATION = [
 ]
 
 TEMPLATES = [
-    "chatml", "llama2", "llama3", "llama3.1", "mistral-v1", "mistral-v3", "phi3", "gemma", "gemma1",
+    "chatml", "llama2", "llama3", "llama3.1", "mistral-v1", "mistral-v3", "phi3", "gemma", "gemma1", "gemma3",
     "deepseek", "deepseek-coder", "deepseek-r1", "qwen2.5", "qwen3", "zephyr",
 ]
 

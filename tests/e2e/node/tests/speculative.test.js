@@ -1,9 +1,12 @@
-// --draft-ngram through the live server: greedy completions are the same text with and without
-// speculation, and /metrics counts what was drafted and accepted.
+// --draft-ngram and --draft-model through the live server: greedy completions are the same text
+// with and without speculation, and /metrics counts what was drafted and accepted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer } from './helpers.js';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { BINARY, startServer, testModel } from './helpers.js';
 
 const prompts = ['a b c d a b c d a b c d a b', 'one two three one two three one', 'x y z', 'hello hello hello hello'];
 
@@ -35,6 +38,27 @@ test('speculation by prompt lookup leaves greedy text unchanged and is counted',
   }
 });
 
+test('a draft model (a Q8_0 copy of the model) leaves greedy text unchanged and is counted', async () => {
+  const plain = await startServer();
+  let want;
+  try { want = await completions(plain); } finally { await plain.stop(); }
+  const draft = join(tmpdir(), `pagoda-draft-${process.pid}.gguf`);
+  execFileSync(BINARY, ['quantize', testModel(), draft, 'q8_0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const spec = await startServer(['--draft-model', draft, '--draft-max', '4']);
+  try {
+    const got = await completions(spec);
+    assert.deepEqual(got, want);
+    const metrics = await (await fetch(`${spec.url}/metrics`)).text();
+    const drafted = counter(metrics, 'pagoda:spec_decode_num_draft_tokens_total');
+    const accepted = counter(metrics, 'pagoda:spec_decode_num_accepted_tokens_total');
+    assert.ok(drafted > 0, `drafted ${drafted}`);
+    assert.ok(accepted > drafted / 2, `a Q8_0 copy mostly agrees: accepted ${accepted} of ${drafted}`);
+  } finally {
+    await spec.stop();
+  }
+});
+
 test('bad speculation flags stop serve at start-up with a plain message', async () => {
   await assert.rejects(startServer(['--draft-ngram', '2', '--draft-ngram-min', '3']), /draft n-gram/);
+  await assert.rejects(startServer(['--draft-model', '/nonexistent/draft.gguf']), /draft-model/);
 });

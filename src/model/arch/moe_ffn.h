@@ -1,0 +1,21 @@
+// The mixture-of-experts FFN of a layer, for the llama-family builders: binds blk.N's router
+// (ffn_gate_inp, [dim, n_experts]), the stacked experts (ffn_gate_exps / ffn_up_exps [dim, ffn, E],
+// ffn_down_exps [ffn, dim, E]; each expert's slice becomes its own backend weight, quantised like
+// any matrix) and, for qwen2moe, the shared expert (ffn_gate_shexp / ffn_up_shexp / ffn_down_shexp
+// and its sigmoid gate ffn_gate_inp_shexp [dim]); emits the router matmul and the moe_ffn op.
+// Older Mixtral files with one 2-D tensor per expert (blk.N.ffn_gate.E.weight) load too.
+// A missing or misshapen tensor is an error naming it.
+#pragma once
+#include <cstdint>
+
+#include "model/arch/arch.h"
+#include "model/arch/graph_emitter.h"
+#include "model/arch/tensor_binder.h"
+
+namespace pagoda::model {
+
+// Returns the FFN output tensor (T x dim) of layer `layer` for the normed input h.
+int emit_moe_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, const ModelConfig& c,
+                 backend::Backend& backend, BuiltModel& m, int64_t layer, int h, bool shared_expert);
+
+}  // namespace pagoda::model

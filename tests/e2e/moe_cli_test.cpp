@@ -1,0 +1,61 @@
+// Mixture-of-experts models through the binary: gen-model's expert flags and their errors, `run` on
+// each MoE architecture, and `bench` counting only the used experts in the bytes a decode step reads.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "e2e/process.h"
+#include "fixtures.h"
+
+namespace pagoda::test {
+namespace {
+
+uint64_t decode_bytes(const std::string& model) {
+    auto r = run_pagoda({"bench", "-m", model, "-p", "4", "-n", "4", "-r", "1", "--json", "--no-limits"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+        auto j = nlohmann::json::parse(line);
+        if (j.at("test") == "tg4") return j.at("weight_bytes_per_token").get<uint64_t>();
+    }
+    ADD_FAILURE() << "no tg4 line in " << r.out;
+    return 0;
+}
+
+TEST(MoeCommands, GenModelRunAndBench) {
+    for (const std::string arch : {"llama", "qwen2moe", "qwen3moe"}) {
+        const std::string path = temp_path("cli-moe-" + arch + ".gguf");
+        auto g = run_pagoda({"gen-model", "-o", path, "--arch", arch, "--experts", "8", "--experts-used", "2",
+                             "--expert-ffn-dim", "64"});
+        ASSERT_EQ(g.exit_code, 0) << g.err;
+        EXPECT_NE(g.err.find(arch + ", 8 experts, top 2"), std::string::npos) << g.err;
+        auto r = run_pagoda({"run", "-m", path, "-p", "once upon", "-n", "6", "--temp", "0", "--ids"});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_FALSE(r.out.empty());
+    }
+    // 2 of 8 experts of FFN 64 read what a dense FFN of 128 reads: the MoE's decode step reads the
+    // dense one's bytes plus its F32 routers (2 layers x 8 x 64 floats), though its file is larger.
+    const std::string moe = temp_path("cli-moe-llama.gguf"), dense = temp_path("cli-moe-dense.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "-o", dense, "--ffn", "128"}).exit_code, 0);
+    EXPECT_EQ(decode_bytes(moe), decode_bytes(dense) + 2 * 8 * 64 * 4);
+}
+
+TEST(MoeCommands, GenModelRefusesInconsistentExpertFlags) {
+    const std::string path = temp_path("cli-moe-bad.gguf");
+    auto r = run_pagoda({"gen-model", "-o", path, "--experts-used", "2"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("need --experts"), std::string::npos) << r.err;
+    r = run_pagoda({"gen-model", "-o", path, "--arch", "qwen3moe"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("qwen3moe needs experts (--experts N)"), std::string::npos) << r.err;
+    r = run_pagoda({"gen-model", "-o", path, "--experts", "4", "--experts-used", "5"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("5 experts used of 4 is out of range"), std::string::npos) << r.err;
+    r = run_pagoda({"gen-model", "-o", path, "--experts", "4", "--shared-expert-ffn-dim", "8"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--shared-expert-ffn-dim is for --arch qwen2moe only"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pagoda::test
