@@ -17,6 +17,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
@@ -46,6 +47,7 @@ struct BatchOptions {
     int64_t max_batched_tokens = 2048, ctx = 0;
     int32_t max_seqs = 64;
     KvFlags kv;
+    PrefixTierFlags tier;
     ModelFlags compute;
 };
 
@@ -165,6 +167,7 @@ int run_batch(const BatchOptions& o) {
     options.scheduler.max_batched_tokens = o.max_batched_tokens;
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = kv.prefix_caching;
+    options.prefix_tier = o.tier.options(kv.prefix_caching);
     const model::StepModelOptions model_options = o.compute.options(o.threads, kv, tokens_wanted, o.ctx, o.max_batched_tokens);
     auto target = model::open_step_model(file, model_options);
     options.speculative = o.spec.resolve(*tok, *target, model_options);
@@ -266,6 +269,7 @@ CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests
     sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
         ->check(in_range(1, 4096));
     o->kv.add_to(sub);
+    o->tier.add_to(sub);
     o->spec.add_to(sub);
     sub.add_option("--chat-template", o->chat_template,
                    "For /v1/chat/completions lines: a builtin name (chatml, llama2, llama3, ...) or a Jinja file "

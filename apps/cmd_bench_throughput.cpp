@@ -14,6 +14,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -39,6 +40,7 @@ struct BenchOptions {
     bool static_batching = false;
     uint64_t seed = 1;
     KvFlags kv;
+    PrefixTierFlags tier;
     ModelFlags compute;
 };
 
@@ -130,6 +132,7 @@ int run_bench(const BenchOptions& o) {
     options.scheduler.max_batched_tokens = o.max_batched_tokens;
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = kv.prefix_caching;
+    options.prefix_tier = o.tier.options(kv.prefix_caching);
     std::mutex mutex;
     std::condition_variable cv;
     double peak_kv = 0;
@@ -246,6 +249,7 @@ CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the 
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(in_range(1, 1 << 20));
     sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(in_range(1, 4096));
     o->kv.add_to(sub);
+    o->tier.add_to(sub);
     o->spec.add_to(sub);  // without --kv-memory: enough for the whole workload
     sub.add_option("--json-schema", o->json_schema, "Constrain every request to this JSON schema (file)");
     return [o] { return run_bench(*o); };

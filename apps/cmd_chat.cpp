@@ -22,6 +22,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
 #include "apps/model_flags.h"
 #include "apps/reply_printer.h"
@@ -50,6 +51,7 @@ struct ChatOptions {
     bool verbose = false;
     SamplingFlags sampling;
     KvFlags kv;
+    PrefixTierFlags tier;
     ModelFlags compute;
 };
 
@@ -136,6 +138,7 @@ int chat(ChatOptions& o) {
     eo.scheduler.max_seqs = 1;
     eo.scheduler.max_batched_tokens = o.chunk;
     eo.prefix_caching = o.kv.options().prefix_caching;
+    eo.prefix_tier = o.tier.options(eo.prefix_caching);
     eo.max_context = context;
     const model::StepModelOptions model_options = o.compute.options(o.threads, o.kv.options(), context, context, o.chunk);
     auto target = model::open_step_model(file, model_options);
@@ -277,6 +280,7 @@ CommandRegistration reg("chat", "Chat with a model in the terminal (its chat tem
     add_threads_option(sub, o->threads);
     sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(in_range(1, 1 << 20));
     o->kv.add_to(sub);
+    o->tier.add_to(sub);
     o->spec.add_to(sub);
     o->compute.add_to(sub);
     return [o] { return chat(*o); };

@@ -4,6 +4,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
 #include "apps/model_flags.h"
 #include "apps/serve_loader.h"
@@ -28,6 +29,7 @@ struct ServeOptions {
     int32_t max_seqs = 64;
     int64_t ctx = 0;
     KvFlags kv;
+    PrefixTierFlags tier;
     ModelFlags compute;
     std::string metrics_compat = "none";
 };
@@ -54,6 +56,7 @@ int serve(ServeOptions& o) {
     o.gateway.speculative = o.spec.options;
     o.model.draft_model = o.spec.draft_model;
     o.model.kv = o.kv.options();
+    o.model.prefix_tier = o.tier.options(o.model.kv.prefix_caching);
     o.model.backend = o.compute.backend;
     o.model.fusion = !o.compute.no_fusion;
     o.model.max_context = o.ctx;
@@ -85,6 +88,7 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "without --kv-memory the KV cache holds this, or 256 tokens per sequence, whichever is more")
         ->check(in_range(int64_t(0), int64_t(1) << 24));
     o->kv.add_to(sub);
+    o->tier.add_to(sub);
     o->spec.add_to(sub);
     o->compute.add_to(sub);
     sub.add_option("--api-key-file", o->api_key_file,

@@ -32,6 +32,7 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
         engine_options.speculative.draft_max_step_tokens = model_options.max_step_tokens;
     }
     engine_options.prefix_caching = options.kv.prefix_caching;
+    engine_options.prefix_tier = options.prefix_tier;
     server::LoadedModel loaded;
     loaded.engine = std::make_unique<engine::Engine>(std::move(step), tok, std::move(engine_options));
     loaded.chat_template = file->get_string_or("tokenizer.chat_template", "");

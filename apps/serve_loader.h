@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "kv/prefix_tier.h"
 #include "model/kv_options.h"
 #include "server/gateway.h"
 
@@ -14,6 +15,7 @@ struct ServeModelOptions {
     int threads = 0;   // model threads; 0: physical cores
     int64_t max_context = 0;  // per sequence; 0: the model's trained context
     model::KvOptions kv;
+    kv::PrefixTierOptions prefix_tier;  // the prefix cache's second tier (off by default)
     std::string backend = "cpu";
     bool fusion = true;
     std::string draft_model;  // --draft-model: a GGUF of the same vocabulary (empty: none)

@@ -112,6 +112,10 @@ public:
     size_t total_bytes() const { return size_t(n_blocks_) * layout_.bytes_per_block(); }
     // Copies block src to dst in every layer, K and V (a copy-on-write). Throws on bad ids.
     virtual void copy_block(int32_t src, int32_t dst) = 0;
+    // Block `block` of every layer, K then V per layer, each [kv_head][slot][head_dim] in the
+    // layout's element encoding: layout().bytes_per_block() bytes. Throws on a bad id or size.
+    virtual void export_block(int32_t block, std::span<uint8_t> out) const = 0;
+    virtual void import_block(int32_t block, std::span<const uint8_t> in) = 0;
     // One stored row read back as floats (tests, debugging).
     virtual void read_k(int32_t layer, int64_t slot, int32_t kv_head, float* out) const = 0;
     virtual void read_v(int32_t layer, int64_t slot, int32_t kv_head, float* out) const = 0;

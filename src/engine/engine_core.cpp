@@ -50,6 +50,10 @@ EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokeni
     if (tokenizer_ && tokenizer_->n_vocab() > info_.vocab_size)
         fail("engine: the tokenizer has {} tokens but the model's vocabulary only {}", tokenizer_->n_vocab(),
              info_.vocab_size);
+    if (options_.prefix_tier.enabled()) {
+        tier_ = std::make_unique<PrefixTierLink>(model_, blocks_, options_.prefix_tier);
+        scheduler_.set_prefix_source(tier_.get());
+    }
     if (const auto& draft = options_.speculative.draft_model) {
         if (draft.get() == &model_) fail("engine: the draft model must be a model of its own (its own KV pool)");
         if (tokenizer_ && draft->info().vocab_size < tokenizer_->n_vocab())
@@ -60,7 +64,18 @@ EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokeni
     }
 }
 
-EngineCore::~EngineCore() = default;
+EngineCore::~EngineCore() {
+    if (!tier_ || !tier_->stats().has_file) return;
+    try {
+        // What is still cached in the pool would be lost with the process: keep it for the next one.
+        const auto start = Clock::now();
+        if (const int64_t n = tier_->persist_pool(); n > 0)
+            log_info("prefix cache dir: wrote {} cached blocks from the pool in {:.2f} s", n,
+                     seconds_between(start, Clock::now()));
+    } catch (const std::exception& e) {
+        log_warn("prefix cache dir: could not write the pool's cached blocks: {}", e.what());
+    }
+}
 
 void EngineCore::validate(const Request& req) const {
     if (req.prompt.empty()) fail("the prompt is empty: give at least one token");
@@ -583,6 +598,29 @@ EngineStats EngineCore::stats() const {
     s.kv_usage = double(s.kv_blocks_used) / double(s.kv_blocks_total);
     s.prefix_queried_tokens = blocks_.stats().queried_tokens;
     s.prefix_hit_tokens = blocks_.stats().hit_tokens;
+    if (tier_) {
+        const kv::PrefixTierStats t = tier_->stats();
+        s.tier_host = t.has_host;
+        s.tier_file = t.has_file;
+        s.tier_hit_tokens = blocks_.stats().tier_hit_tokens;
+        s.tier_host_hit_blocks = t.host_hits;
+        s.tier_file_hit_blocks = t.file_hits;
+        s.tier_miss_blocks = t.misses;
+        s.tier_hit_bytes = t.hit_bytes;
+        s.tier_spilled_blocks = t.spilled_blocks;
+        s.tier_spilled_bytes = t.spilled_bytes;
+        s.tier_spill_seconds = t.spill_seconds;
+        s.tier_host_blocks = t.host_blocks;
+        s.tier_host_bytes = t.host_bytes;
+        s.tier_host_capacity_bytes = t.host_capacity;
+        s.tier_file_blocks = t.file.files;
+        s.tier_file_bytes = t.file.bytes;
+        s.tier_file_capacity_bytes = int64_t(options_.prefix_tier.dir_bytes);
+        s.tier_file_written = t.file.written;
+        s.tier_file_rejected = t.file.rejected;
+        s.tier_file_dropped = t.file.dropped;
+        s.tier_file_write_failures = t.file.write_failures;
+    }
     return s;
 }
 

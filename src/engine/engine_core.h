@@ -14,6 +14,7 @@
 #include "engine/draft_model.h"
 #include "engine/engine_stats.h"
 #include "engine/kv_snapshot.h"
+#include "engine/prefix_tier_link.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -53,6 +54,8 @@ struct EngineOptions {
     SchedulerConfig scheduler;
     SpeculativeOptions speculative;
     bool prefix_caching = true;
+    // The prefix cache's second tier (host memory and/or files) behind the pool; off by default.
+    kv::PrefixTierOptions prefix_tier;
     int64_t max_context = 0;  // 0: the model's; else the smaller of the two
     // Called on the engine thread (keep them short).
     std::function<void(const StepInfo&)> on_step;
@@ -81,6 +84,7 @@ class EngineCore {
 public:
     // The tokenizer may be null (token ids only: no text, no stop strings, no EOG detection).
     EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options);
+    // With a file tier, first writes the pool's cached blocks to it (persist_pool).
     ~EngineCore();
 
     const StepModelInfo& model_info() const { return info_; }
@@ -111,6 +115,8 @@ public:
     KvSnapshot kv_snapshot() const;
     Scheduler& scheduler() { return scheduler_; }
     kv::BlockManager& blocks() { return blocks_; }
+    // The second prefix-cache tier, or null.
+    PrefixTierLink* prefix_tier() { return tier_.get(); }
     const DraftModelProposer* drafter() const { return drafter_.get(); }
 
 private:
@@ -147,6 +153,7 @@ private:
     int64_t context_limit_ = 0;
     kv::BlockManager blocks_;
     Scheduler scheduler_;
+    std::unique_ptr<PrefixTierLink> tier_;  // after blocks_: its eviction hook goes first
     std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
     kv::SeqId next_seq_id_ = 1;
     uint64_t next_arrival_ = 1;

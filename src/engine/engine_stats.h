@@ -25,6 +25,16 @@ struct EngineStats {
     double step_seconds = 0;            // time of all steps (forward + sampling), for the mask's share
     int64_t draft_tokens = 0;           // speculative tokens verified
     int64_t accepted_draft_tokens = 0;  // of those, accepted (each one a step saved)
+    // The prefix cache's second tier (prefix_tier_link.h); all zero without one.
+    bool tier_host = false, tier_file = false;  // which levels exist
+    int64_t tier_hit_tokens = 0;                // prompt tokens loaded from the tier, not computed
+    int64_t tier_host_hit_blocks = 0, tier_file_hit_blocks = 0, tier_miss_blocks = 0;
+    int64_t tier_hit_bytes = 0;                 // KV bytes loaded back into the pool
+    int64_t tier_spilled_blocks = 0, tier_spilled_bytes = 0;  // evicted blocks handed to the tier
+    double tier_spill_seconds = 0;              // engine-thread time spent spilling
+    int64_t tier_host_blocks = 0, tier_host_bytes = 0, tier_host_capacity_bytes = 0;
+    int64_t tier_file_blocks = 0, tier_file_bytes = 0, tier_file_capacity_bytes = 0;
+    int64_t tier_file_written = 0, tier_file_rejected = 0, tier_file_dropped = 0, tier_file_write_failures = 0;
     double prefix_hit_rate() const {
         return prefix_queried_tokens ? double(prefix_hit_tokens) / double(prefix_queried_tokens) : 0.0;
     }

@@ -123,8 +123,15 @@ StepPlan Scheduler::schedule() {
         if (seats + s->seats > config_.max_seqs) break;
         const int32_t reserve = running_.empty() ? 0 : watermark;
         if (int64_t(blocks_.blocks_needed(s->tokens, 0, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
-        kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, 0, s->reuse_prefix);
+        int64_t n_tier = 0;
+        if (source_ && s->reuse_prefix && blocks_.prefix_caching()) {
+            const int64_t first = blocks_.cached_prefix_blocks(s->tokens, 0);
+            const int64_t max = blocks_.max_reusable_blocks(s->tokens);
+            if (first < max) n_tier = source_->stage(s->tokens, first, max);
+        }
+        kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, 0, s->reuse_prefix, n_tier);
         if (r.status != kv::KvStatus::ok) break;
+        if (n_tier > 0) source_->load(r.tier_blocks);
         waiting_.pop_front();
         s->n_computed = r.n_cached_tokens;
         if (s->first_cached_tokens < 0) s->first_cached_tokens = r.n_cached_tokens;

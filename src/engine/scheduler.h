@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "engine/sequence.h"
@@ -31,6 +32,20 @@ struct SchedulerConfig {
     double kv_watermark = 0.01;         // fraction of blocks kept free when admitting beside running work
 
     void validate() const;  // throws pagoda::Error
+};
+
+// A second prefix-cache tier behind the pool (engine/prefix_tier_link.h implements it). At
+// admission the scheduler asks it for the prompt's blocks after those the pool serves; it reads and
+// stages them, the scheduler allocates that many fresh blocks (counted as computed) and has the
+// staged blocks loaded into them before the step runs, so they are never recomputed.
+class PrefixSource {
+public:
+    virtual ~PrefixSource() = default;
+    // How many blocks [first_block, first_block + n) of `tokens` it holds (n <= max_blocks -
+    // first_block), staged for load().
+    virtual int64_t stage(std::span<const int32_t> tokens, int64_t first_block, int64_t max_blocks) = 0;
+    // Writes the staged blocks into these pool blocks, in order, and clears the stage.
+    virtual void load(std::span<const int32_t> pool_blocks) = 0;
 };
 
 struct ScheduledChunk {
@@ -57,6 +72,8 @@ public:
 
     const SchedulerConfig& config() const { return config_; }
     void add(Sequence* seq);  // joins the waiting queue
+    // Admissions also look up prefix blocks in `source` (null: the pool only).
+    void set_prefix_source(PrefixSource* source) { source_ = source; }
     StepPlan schedule();
     // After the step's forward ran: the chunks' tokens now have KV (a chunk's draft positions are
     // not counted: the engine marks the accepted ones and truncates the rest, see accept_draft).
@@ -87,6 +104,7 @@ private:
     kv::BlockManager& blocks_;
     std::deque<Sequence*> waiting_;
     std::vector<Sequence*> running_;  // in admission order
+    PrefixSource* source_ = nullptr;
     uint64_t admissions_ = 0;
     int64_t preemptions_ = 0;
 };

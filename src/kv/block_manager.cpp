@@ -85,11 +85,23 @@ int32_t BlockManager::take_block() {
         // Callers checked availability, so an evictable block exists.
         b = lru_head_;
         lru_remove(b);
+        if (on_evict_) on_evict_(evicted(b));
         uncache(b);
         ++stats_.evicted_blocks;
     }
     blocks_[size_t(b)].ref = 1;
     return b;
+}
+
+EvictedBlock BlockManager::evicted(int32_t b) const {
+    const Block& blk = blocks_[size_t(b)];
+    return {b, blk.hash, blk.parent_hash, blk.extra_key,
+            std::span<const int32_t>(&block_tokens_[size_t(b) * size_t(block_size_)], size_t(block_size_))};
+}
+
+void BlockManager::for_each_evictable(const std::function<void(const EvictedBlock&)>& fn) const {
+    for (int32_t b = lru_head_; b >= 0; b = blocks_[size_t(b)].lru_next)
+        if (blocks_[size_t(b)].cached) fn(evicted(b));
 }
 
 void BlockManager::acquire(int32_t b) {
@@ -198,12 +210,24 @@ bool BlockManager::can_append(SeqId seq, int64_t n_new_tokens) const {
 
 // ---- lifecycle ----
 
-AllocateResult BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key, bool reuse_prefix) {
+int64_t BlockManager::cached_prefix_blocks(std::span<const int32_t> prompt, uint64_t extra_key) const {
+    std::vector<int32_t> hit;
+    std::vector<uint64_t> hashes;
+    match_prefix(prompt, extra_key, hit, hashes);
+    return int64_t(hit.size());
+}
+
+AllocateResult BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key, bool reuse_prefix,
+                                      int64_t n_tier) {
     if (seqs_.count(seq)) fail("block manager: sequence {} already exists", seq);
     if (prompt.empty()) fail("block manager: sequence {} has an empty prompt", seq);
     std::vector<int32_t> hit;
     std::vector<uint64_t> hashes;
     if (reuse_prefix) match_prefix(prompt, extra_key, hit, hashes);
+    if (n_tier < 0 || (n_tier > 0 && (!prefix_caching_ || !reuse_prefix ||
+                                      int64_t(hit.size()) + n_tier > max_reusable_blocks(prompt))))
+        fail("block manager: sequence {} cannot take {} tier blocks after {} cached ones (at most {} reusable)", seq,
+             n_tier, hit.size(), max_reusable_blocks(prompt));
     int64_t total = (int64_t(prompt.size()) + block_size_ - 1) / block_size_;
     int64_t need = total - int64_t(hit.size());
     for (int32_t b : hit)
@@ -218,16 +242,27 @@ AllocateResult BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt
         acquire(b);
         s.table.push_back(b);
     }
+    const size_t n_hit = hit.size();
     while (int64_t(s.table.size()) < total) s.table.push_back(take_block());
     s.block_hashes = std::move(hashes);
-    s.n_computed = int64_t(hit.size()) * block_size_;
+    AllocateResult result;
+    // The tier's blocks are the next ones after the hits: their KV arrives before the next step,
+    // so they are computed and shareable from now on.
+    for (size_t i = n_hit; i < n_hit + size_t(n_tier); ++i) {
+        const uint64_t parent = i ? s.block_hashes[i - 1] : kRootBlockHash;
+        s.block_hashes.push_back(hash_block(parent, s.tokens.data() + i * size_t(block_size_), block_size_, extra_key));
+        result.tier_blocks.push_back(s.table[i]);
+        publish(s, i);
+    }
+    s.n_computed = int64_t(n_hit + size_t(n_tier)) * block_size_;
     if (prefix_caching_ && reuse_prefix) {
         stats_.queried_tokens += int64_t(prompt.size());
-        stats_.hit_tokens += s.n_computed;
+        stats_.hit_tokens += int64_t(n_hit) * block_size_;
+        stats_.tier_hit_tokens += n_tier * block_size_;
     }
-    int64_t cached = s.n_computed;
+    result.n_cached_tokens = s.n_computed;
     seqs_.emplace(seq, std::move(s));
-    return {KvStatus::ok, cached};
+    return result;
 }
 
 void BlockManager::truncate(SeqId seq, int64_t n_tokens) {

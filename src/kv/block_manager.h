@@ -19,6 +19,10 @@
 //   after step: mark_computed(seq, n) — the first n tokens now have KV in the pool; full blocks
 //               among them become shareable through the prefix cache.
 //   fork      : fork(parent, child) shares every block (copy-on-write later); free(seq) at the end.
+//   second tier: set_on_evict() sees every cached block just before eviction drops it (its KV is
+//               still intact in the pool until the next forward step), and allocate(...,
+//               n_tier_blocks) takes blocks whose KV the caller loads from that tier: they count
+//               as computed and are published at once (prefix_tier.h, engine/prefix_tier_link.h).
 // Sliding windows: when every layer of the model attends only to the last W positions
 // (set_sliding_window(W)), mark_computed also releases the blocks wholly below the window of the
 // next token (positions < n_computed - W + 1): no later token reads them. Their table entries become
@@ -29,6 +33,7 @@
 // id, an empty prompt, marking more tokens computed than exist) throws pagoda::Error.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -48,12 +53,24 @@ struct BlockCopy {
 struct AllocateResult {
     KvStatus status = KvStatus::ok;
     int64_t n_cached_tokens = 0;  // prompt tokens whose KV is already in the pool (multiple of block size)
+                                  // or comes from the second tier (tier_blocks)
+    // The blocks allocate(..., n_tier_blocks) took for the tier's blocks, in prompt order: the
+    // caller must fill them before the next forward step.
+    std::vector<int32_t> tier_blocks;
+};
+
+// A cached block about to be evicted (set_on_evict).
+struct EvictedBlock {
+    int32_t block = -1;
+    uint64_t hash = 0, parent_hash = 0, extra_key = 0;
+    std::span<const int32_t> tokens;  // block_size of them
 };
 
 struct PrefixCacheStats {
     int64_t queried_tokens = 0;  // prompt tokens offered to the cache by allocate()
     int64_t hit_tokens = 0;      // of those, tokens served from cached blocks
     int64_t evicted_blocks = 0;  // cached blocks dropped to make room
+    int64_t tier_hit_tokens = 0; // prompt tokens whose KV came from the second tier
     double hit_rate() const { return queried_tokens ? double(hit_tokens) / double(queried_tokens) : 0.0; }
 };
 
@@ -92,7 +109,21 @@ public:
     // (so the model produces logits), and a reused prefix is a whole number of blocks. With
     // reuse_prefix false nothing is reused (every token is computed: an embedding pools them all),
     // though the blocks are still published once computed.
-    AllocateResult allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key = 0, bool reuse_prefix = true);
+    // n_tier_blocks more blocks after the pool's hits are supplied by the second tier (at most
+    // what the last-token rule leaves; throws otherwise): they take fresh blocks, count as
+    // computed and are published; result.tier_blocks names them.
+    AllocateResult allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key = 0, bool reuse_prefix = true,
+                            int64_t n_tier_blocks = 0);
+    // How many leading blocks of the prompt the pool would serve (the tier is asked for the next).
+    int64_t cached_prefix_blocks(std::span<const int32_t> prompt, uint64_t extra_key = 0) const;
+    // The most blocks of a prompt that may be reused (all whole blocks before its last token).
+    int64_t max_reusable_blocks(std::span<const int32_t> prompt) const {
+        return prompt.empty() ? 0 : int64_t((prompt.size() - 1) / size_t(block_size_));
+    }
+    // Called with each cached block just before eviction reuses it (null: none).
+    void set_on_evict(std::function<void(const EvictedBlock&)> hook) { on_evict_ = std::move(hook); }
+    // Calls fn for every cached block not in use (evictable), least recently used first.
+    void for_each_evictable(const std::function<void(const EvictedBlock&)>& fn) const;
     // Adds tokens to the end of a sequence, taking new blocks as the last fills up. If the last
     // block is shared (after fork) it is first replaced by a private copy, reported in `copies`
     // (appended to, not cleared).
@@ -155,6 +186,7 @@ private:
     void match_prefix(std::span<const int32_t> prompt, uint64_t extra_key, std::vector<int32_t>& blocks,
                       std::vector<uint64_t>& hashes) const;
     int32_t lookup(uint64_t hash, uint64_t parent, const int32_t* tokens, uint64_t extra_key) const;
+    EvictedBlock evicted(int32_t block) const;
     int32_t take_block();  // from the free list, else evict the least recently used cached block
     void acquire(int32_t block);
     void release(int32_t block);
@@ -174,6 +206,7 @@ private:
     std::unordered_map<uint64_t, int32_t> cache_;
     std::unordered_map<SeqId, Sequence> seqs_;
     PrefixCacheStats stats_;
+    std::function<void(const EvictedBlock&)> on_evict_;
 };
 
 }  // namespace pagoda::kv

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "kv/block_manager.h"
 #include "model/fusion.h"
+#include "model/model_identity.h"
 
 namespace pagoda::model {
 
@@ -13,6 +14,8 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     if (o.max_context < 0) fail("--ctx must not be negative, got {}", o.max_context);
     config_ = read_config(*file_);
     config_.max_context = o.max_context;
+    // Before the weights are packed and their file pages dropped: it samples the tensor bytes.
+    const uint64_t identity = model_identity(*file_);
     backend_ = backend::make_backend(o.backend, {.n_threads = o.threads});
     built_ = find_arch_builder(config_.arch)(*file_, config_, *backend_);
     Graph graph = o.fusion && fusion_enabled_by_env() ? fuse(built_.graph, *backend_) : built_.graph;
@@ -41,8 +44,9 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     }
     info_.sliding_window = window_;
     info_.max_context = o.max_context > 0 ? o.max_context : config_.context_length;
-    // Distinguishes these weights in prefix-cache hashes (name and shape).
-    info_.model_key = std::hash<std::string>{}(config_.name + "|" + config_.describe());
+    // Distinguishes these weights (the prefix tier keys its blocks by it): stable across processes.
+    info_.model_key = identity;
+    info_.kv_layout = layout;
     info_.kv_bytes_per_block = layout.bytes_per_block();
     info_.kv_dtype = layout.dtype;
     info_.hidden_size = executor_->graph().hidden >= 0 ? executor_->graph().tensors[size_t(executor_->graph().hidden)].cols : 0;

@@ -26,6 +26,9 @@ public:
     std::string op_counts() const override { return executor_->graph().op_counts(); }
     void set_activation_observer(ActivationObserver observer) override { observer_ = std::move(observer); }
     void set_interrupt_flag(const std::atomic<bool>* flag) override { executor_->set_interrupt_flag(flag); }
+    bool can_transfer_kv() const override { return true; }
+    void export_kv_block(int32_t block, std::span<uint8_t> out) const override { cache_->export_block(block, out); }
+    void import_kv_block(int32_t block, std::span<const uint8_t> in) override { cache_->import_block(block, in); }
 
 private:
     void validate(const Batch& batch) const;

@@ -31,15 +31,15 @@ double unit_scale(std::string unit) {
     return 0;
 }
 
-uint64_t fraction_of_free_memory(const std::string& text, double fraction) {
+uint64_t fraction_of_free_memory(const std::string& text, double fraction, const char* flag) {
     if (!(fraction > 0) || fraction > 1)
-        fail("--kv-memory '{}': a fraction of free memory must be above 0 and at most 1 (100%)", text);
+        fail("{} '{}': a fraction of free memory must be above 0 and at most 1 (100%)", flag, text);
     return uint64_t(fraction * double(available_memory_bytes()));
 }
 
 }  // namespace
 
-uint64_t parse_memory_budget(const std::string& text) {
+uint64_t parse_memory_budget(const std::string& text, const char* flag) {
     size_t i = 0;
     while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
     const std::string number = text.substr(0, i), unit = text.substr(i);
@@ -49,17 +49,17 @@ uint64_t parse_memory_budget(const std::string& text) {
         value = std::stod(number, &used);
         if (used != number.size()) throw std::invalid_argument(number);
     } catch (const std::exception&) {
-        fail("--kv-memory '{}' is not a size (use {})", text, kMemoryForms);
+        fail("{} '{}' is not a size (use {})", flag, text, kMemoryForms);
     }
-    if (unit == "%") return fraction_of_free_memory(text, value / 100);
+    if (unit == "%") return fraction_of_free_memory(text, value / 100, flag);
     if (unit.empty()) {
-        if (number.find('.') != std::string::npos) return fraction_of_free_memory(text, value);
-        fail("--kv-memory '{}' has no unit: bytes or a fraction? (use {})", text, kMemoryForms);
+        if (number.find('.') != std::string::npos) return fraction_of_free_memory(text, value, flag);
+        fail("{} '{}' has no unit: bytes or a fraction? (use {})", flag, text, kMemoryForms);
     }
     const double scale = unit_scale(unit);
-    if (scale == 0) fail("--kv-memory '{}': unknown unit '{}' (use B, KiB, MiB, GiB or TiB, or %)", text, unit);
+    if (scale == 0) fail("{} '{}': unknown unit '{}' (use B, KiB, MiB, GiB or TiB, or %)", flag, text, unit);
     const double bytes = value * scale;
-    if (!(bytes >= 1) || bytes > 1e15) fail("--kv-memory '{}' is out of range", text);
+    if (!(bytes >= 1) || bytes > 1e15) fail("{} '{}' is out of range", flag, text);
     return uint64_t(bytes);
 }
 

@@ -19,9 +19,9 @@ struct KvOptions {
     bool prefix_caching = true;
 };
 
-// Parses a --kv-memory value into bytes. Throws pagoda::Error, saying which forms are accepted, on
-// a malformed, unit-less, zero or out-of-range value.
-uint64_t parse_memory_budget(const std::string& text);
+// Parses a --kv-memory value (or another flag's, named in errors) into bytes. Throws pagoda::Error,
+// saying which forms are accepted, on a malformed, unit-less, zero or out-of-range value.
+uint64_t parse_memory_budget(const std::string& text, const char* flag = "--kv-memory");
 
 // Blocks for the options: from the memory budget if given, else enough for `tokens_wanted` tokens.
 // Throws when the budget cannot hold a single block.

@@ -28,6 +28,7 @@ struct StepModelInfo {
     uint64_t model_key = 0;      // distinguishes weights in prefix-cache hashes
     size_t kv_bytes_per_block = 0;  // K and V of every layer
     kv::KvDtype kv_dtype = kv::KvDtype::f16;  // what the KV cache stores
+    kv::KvLayout kv_layout;         // the pool's shape and element type (zeros for fakes)
     int64_t hidden_size = 0;     // floats per hidden-state row (0: the model gives none)
     std::string backend;         // "cpu", "reference", ...
     int threads = 0;             // compute threads (cpu)
@@ -65,6 +66,25 @@ public:
     // undefined and its sequences must be dropped. The engine raises it to end a shutdown without
     // finishing a long step. Null: never interrupted. Fakes may ignore it.
     virtual void set_interrupt_flag(const std::atomic<bool>* flag) { (void)flag; }
+
+    // --- the prefix cache's second tier (kv/prefix_tier.h) ---
+    // Whether export_kv_block / import_kv_block work (fakes: no).
+    virtual bool can_transfer_kv() const { return false; }
+    // Copies pool block `block` out of / into the KV cache: K and V of every layer,
+    // info().kv_bytes_per_block bytes — for each layer its K block then its V block, each
+    // [kv_head][slot][head_dim] in the layout's element encoding (what a backend stores; opaque
+    // to the caller). Throws pagoda::Error on a bad block id or a span of another size. An
+    // import must happen between steps, never while forward() runs.
+    virtual void export_kv_block(int32_t block, std::span<uint8_t> out) const {
+        (void)block;
+        (void)out;
+        fail("this model cannot export KV blocks");
+    }
+    virtual void import_kv_block(int32_t block, std::span<const uint8_t> in) {
+        (void)block;
+        (void)in;
+        fail("this model cannot import KV blocks");
+    }
 
     // --- for the tools (bench, graph, calibration); fakes need not provide them ---
     // Host memory a decode step streams for the weights (the bandwidth bound of `pagoda bench`).

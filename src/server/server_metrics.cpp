@@ -26,6 +26,22 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
                 {"block_size", "num_blocks", "cache_dtype"});
     r.add_counter("pagoda:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache");
     r.add_counter("pagoda:prefix_cache_hits_total", "Prompt tokens found in the prefix cache");
+    r.add_counter("pagoda:prefix_cache_tier_hits_total",
+                  "KV blocks a prompt missed in the pool and found in the second prefix-cache tier, by tier",
+                  {"tier"});
+    r.add_counter("pagoda:prefix_cache_tier_misses_total", "Second-tier lookups that found no valid block");
+    r.add_counter("pagoda:prefix_cache_tier_hit_tokens_total", "Prompt tokens loaded from the second tier instead of computed");
+    r.add_counter("pagoda:prefix_cache_tier_loaded_bytes_total", "KV bytes loaded from the second tier into the pool");
+    r.add_counter("pagoda:prefix_cache_tier_spilled_blocks_total", "Cached KV blocks evicted from the pool into the second tier");
+    r.add_counter("pagoda:prefix_cache_tier_spilled_bytes_total", "KV bytes of those blocks");
+    r.add_counter("pagoda:prefix_cache_tier_spill_seconds_total", "Engine-thread seconds spent spilling blocks");
+    r.add_gauge("pagoda:prefix_cache_tier_blocks", "Blocks held by the second tier, by tier", {"tier"});
+    r.add_gauge("pagoda:prefix_cache_tier_bytes", "Bytes held by the second tier, by tier", {"tier"});
+    r.add_gauge("pagoda:prefix_cache_tier_capacity_bytes", "The second tier's limit, by tier", {"tier"});
+    r.add_counter("pagoda:prefix_cache_tier_file_writes_total", "Block files written");
+    r.add_counter("pagoda:prefix_cache_tier_file_rejected_total", "Block files found corrupt, truncated or foreign and removed");
+    r.add_counter("pagoda:prefix_cache_tier_file_dropped_total", "Blocks not written because the writer queue was full");
+    r.add_counter("pagoda:prefix_cache_tier_file_write_failures_total", "Block files that could not be written");
     r.add_counter("pagoda:prompt_tokens_total", "Prompt tokens of admitted requests");
     r.add_counter("pagoda:prompt_tokens_computed_total", "Prompt tokens actually run through the model (misses, recomputation)");
     r.add_counter("pagoda:generation_tokens_total", "Tokens generated");
@@ -137,6 +153,30 @@ std::string ServerMetrics::render(const engine::EngineStats* s, bool ready) {
         r.set("pagoda:spec_decode_num_accepted_tokens_total", double(s->accepted_draft_tokens));
         r.set("pagoda:num_preemptions_total", double(s->preemptions));
         r.set("pagoda:engine_steps_total", double(s->steps));
+        if (s->tier_host || s->tier_file) {
+            r.set("pagoda:prefix_cache_tier_misses_total", double(s->tier_miss_blocks));
+            r.set("pagoda:prefix_cache_tier_hit_tokens_total", double(s->tier_hit_tokens));
+            r.set("pagoda:prefix_cache_tier_loaded_bytes_total", double(s->tier_hit_bytes));
+            r.set("pagoda:prefix_cache_tier_spilled_blocks_total", double(s->tier_spilled_blocks));
+            r.set("pagoda:prefix_cache_tier_spilled_bytes_total", double(s->tier_spilled_bytes));
+            r.set("pagoda:prefix_cache_tier_spill_seconds_total", s->tier_spill_seconds);
+        }
+        if (s->tier_host) {
+            r.set("pagoda:prefix_cache_tier_hits_total", double(s->tier_host_hit_blocks), {"host"});
+            r.set("pagoda:prefix_cache_tier_blocks", double(s->tier_host_blocks), {"host"});
+            r.set("pagoda:prefix_cache_tier_bytes", double(s->tier_host_bytes), {"host"});
+            r.set("pagoda:prefix_cache_tier_capacity_bytes", double(s->tier_host_capacity_bytes), {"host"});
+        }
+        if (s->tier_file) {
+            r.set("pagoda:prefix_cache_tier_hits_total", double(s->tier_file_hit_blocks), {"file"});
+            r.set("pagoda:prefix_cache_tier_blocks", double(s->tier_file_blocks), {"file"});
+            r.set("pagoda:prefix_cache_tier_bytes", double(s->tier_file_bytes), {"file"});
+            r.set("pagoda:prefix_cache_tier_capacity_bytes", double(s->tier_file_capacity_bytes), {"file"});
+            r.set("pagoda:prefix_cache_tier_file_writes_total", double(s->tier_file_written));
+            r.set("pagoda:prefix_cache_tier_file_rejected_total", double(s->tier_file_rejected));
+            r.set("pagoda:prefix_cache_tier_file_dropped_total", double(s->tier_file_dropped));
+            r.set("pagoda:prefix_cache_tier_file_write_failures_total", double(s->tier_file_write_failures));
+        }
     }
     return r.render();
 }

@@ -458,6 +458,48 @@ TEST_P(Conformance, KvWriteAndCopyBlock) {
         }
 }
 
+// export_block gives the same bytes on every backend (per layer K then V, [kv_head][slot][head_dim]
+// in the element encoding: the prefix tier's payload), and import_block puts a block back exactly.
+TEST_P(Conformance, KvBlockExportAndImport) {
+    std::mt19937 rng(12);
+    for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8})
+        for (int32_t block_size : kBlockSizes) {
+            const kv::KvLayout layout = random_layout(dtype, block_size, rng);
+            Step step = make_tables({uniform(1, 37, rng), uniform(1, 37, rng)}, block_size, rng);
+            for (int32_t seq = 0; seq < 2; ++seq) step.add_tokens(seq, 0, 1 + uniform(0, block_size * int32_t(step.block_tables[size_t(seq)].size()) - 1, rng));
+            const int64_t width = int64_t(layout.n_kv_heads) * layout.head_dim;
+            const std::vector<float> k = random_values(step.n_tokens() * width, rng), v = random_values(step.n_tokens() * width, rng);
+            const int32_t src = step.block_tables[0][0], dst = step.spare_blocks[0];
+            Step moved = step;
+            for (auto& slot : moved.slots) slot = slot / block_size == src ? int64_t(dst) * block_size + slot % block_size : slot;
+            auto [got, want] = both([&](Side& s) {
+                auto cache = s->create_kv_cache(layout, step.n_blocks);
+                s->begin_step(step.inputs());
+                s->kv_write(*cache, 0, s.input(step.n_tokens(), width, k), s.input(step.n_tokens(), width, v));
+                s->kv_write(*cache, 1, s.input(step.n_tokens(), width, v), s.input(step.n_tokens(), width, k));
+                std::vector<uint8_t> bytes(layout.bytes_per_block());
+                cache->export_block(src, bytes);
+                cache->import_block(dst, bytes);
+                std::vector<float> out(bytes.begin(), bytes.end());  // the payload, byte by byte
+                for (const Step* st : {&step, &moved})
+                    for (int32_t layer : {0, 1})
+                        for (bool is_v : {false, true}) {
+                            auto rows = read_kv(*cache, *st, layer, is_v);
+                            out.insert(out.end(), rows.begin(), rows.end());
+                        }
+                EXPECT_THROW(cache->export_block(step.n_blocks, bytes), Error);
+                std::vector<uint8_t> short_bytes(bytes.size() - 1);
+                EXPECT_THROW(cache->import_block(0, short_bytes), Error);
+                return out;
+            });
+            EXPECT_TRUE(bitwise(got, want)) << kv::kv_dtype_name(dtype) << ", block size " << block_size;
+            // The imported block reads back as the exported one.
+            const size_t payload = layout.bytes_per_block(), half = (got.size() - payload) / 2;
+            EXPECT_TRUE(bitwise({got.begin() + long(payload + half), got.end()},
+                                {got.begin() + long(payload), got.begin() + long(payload + half)}));
+        }
+}
+
 struct AttentionCase {
     kv::KvLayout layout;
     AttentionParams params;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kv/block_hash.h"
 
 namespace pagoda::kv {
 namespace {
@@ -189,6 +190,56 @@ TEST(BlockManager, ClearPrefixCacheDropsEverything) {
     EXPECT_EQ(bm.num_free_blocks(), 4);
     EXPECT_EQ(bm.allocate(3, iota_tokens(5)).n_cached_tokens, 0);
     EXPECT_EQ(bm.allocate(4, iota_tokens(7, 50)).n_cached_tokens, 0);
+}
+
+}  // namespace
+}  // namespace pagoda::kv
+
+namespace pagoda::kv {
+namespace {
+
+// The second tier's hooks: eviction reports the block with its hash inputs before dropping it,
+// and tier blocks given to allocate() count as computed and are published at once.
+TEST(BlockManagerTier, EvictionHookSeesTheBlockAndTierBlocksArePublished) {
+    BlockManager bm(4, 4);
+    const auto prompt = iota_tokens(13);  // 3 reusable blocks
+    ASSERT_EQ(bm.allocate(1, prompt).status, KvStatus::ok);
+    bm.mark_computed(1, 13);
+    const auto table = bm.block_table(1);
+    bm.free(1);  // 3 cached, evictable
+    std::vector<EvictedBlock> seen;
+    std::vector<std::vector<int32_t>> seen_tokens;
+    bm.set_on_evict([&](const EvictedBlock& e) {
+        seen.push_back(e);
+        seen_tokens.emplace_back(e.tokens.begin(), e.tokens.end());
+        EXPECT_TRUE(bm.is_cached(e.block));  // still published while the hook runs
+    });
+    ASSERT_EQ(bm.allocate(2, iota_tokens(16, 100)).status, KvStatus::ok);  // 4 blocks: evicts all 3
+    ASSERT_EQ(seen.size(), 3u);
+    // Deepest first (the tail of a prefix is released first, so it is the least recently used).
+    EXPECT_EQ(seen[0].block, table[2]);
+    EXPECT_EQ(seen_tokens[0], std::vector<int32_t>(prompt.begin() + 8, prompt.begin() + 12));
+    EXPECT_EQ(seen[2].parent_hash, kRootBlockHash);
+    bm.free(2);
+    bm.set_on_evict({});
+
+    // The prompt comes back with its 3 blocks from the tier: nothing of it is in the pool.
+    EXPECT_EQ(bm.cached_prefix_blocks(prompt), 0);
+    EXPECT_EQ(bm.max_reusable_blocks(prompt), 3);
+    EXPECT_THROW(bm.allocate(3, prompt, 0, true, 4), Error);  // more than may be reused
+    auto r = bm.allocate(3, prompt, 0, true, 3);
+    ASSERT_EQ(r.status, KvStatus::ok);
+    EXPECT_EQ(r.n_cached_tokens, 12);
+    ASSERT_EQ(r.tier_blocks.size(), 3u);
+    EXPECT_EQ(r.tier_blocks, std::vector<int32_t>(bm.block_table(3).begin(), bm.block_table(3).begin() + 3));
+    EXPECT_EQ(bm.num_computed(3), 12);
+    EXPECT_EQ(bm.stats().tier_hit_tokens, 12);
+    // Published at once: another sequence with the prompt shares them from the pool.
+    EXPECT_EQ(bm.cached_prefix_blocks(prompt), 3);
+    bm.free(3);
+    std::vector<EvictedBlock> listed;
+    bm.for_each_evictable([&](const EvictedBlock& e) { listed.push_back(e); });
+    EXPECT_EQ(listed.size(), 3u);
 }
 
 }  // namespace

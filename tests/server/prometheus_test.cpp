@@ -135,3 +135,23 @@ TEST(Prometheus, ServerMetricsCarryEngineStatsAndKeyNames) {
                              "pagoda:inter_token_latency_seconds_count 2\n", "pagoda:model_ready 1\n"})
         EXPECT_NE(text.find(line), std::string::npos) << line;
 }
+
+// The prefix tier's series: per-tier hits and sizes appear only for the tiers that are on.
+TEST(Prometheus, PrefixTierSeriesFollowTheTiersThatAreOn) {
+    pagoda::engine::EngineStats s;
+    ServerMetrics off;
+    EXPECT_EQ(off.render(&s, true).find("pagoda:prefix_cache_tier_hits_total{"), std::string::npos);
+    s.tier_host = true;
+    s.tier_host_hit_blocks = 6;
+    s.tier_host_bytes = 1024;
+    s.tier_miss_blocks = 2;
+    s.tier_hit_tokens = 96;
+    ServerMetrics host;
+    const std::string text = host.render(&s, true);
+    for (const char* line : {"pagoda:prefix_cache_tier_hits_total{tier=\"host\"} 6\n",
+                             "pagoda:prefix_cache_tier_bytes{tier=\"host\"} 1024\n",
+                             "pagoda:prefix_cache_tier_misses_total 2\n",
+                             "pagoda:prefix_cache_tier_hit_tokens_total 96\n"})
+        EXPECT_NE(text.find(line), std::string::npos) << line;
+    EXPECT_EQ(text.find("tier=\"file\""), std::string::npos);
+}

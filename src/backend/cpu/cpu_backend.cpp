@@ -105,6 +105,8 @@ public:
     CpuKvCache(const kv::KvLayout& layout, int64_t n_blocks)
         : KvCache(layout, int32_t(n_blocks)), pool(layout, n_blocks) {}
     void copy_block(int32_t src, int32_t dst) override { pool.copy_block(src, dst); }
+    void export_block(int32_t block, std::span<uint8_t> out) const override { pool.export_block(block, out); }
+    void import_block(int32_t block, std::span<const uint8_t> in) override { pool.import_block(block, in); }
     void read_k(int32_t layer, int64_t slot, int32_t head, float* out) const override { pool.read_k(layer, slot, head, out); }
     void read_v(int32_t layer, int64_t slot, int32_t head, float* out) const override { pool.read_v(layer, slot, head, out); }
     kernels::KvPool pool;

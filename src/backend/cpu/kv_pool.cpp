@@ -115,6 +115,32 @@ void KvPool::copy_block(int32_t src, int32_t dst) {
     }
 }
 
+void KvPool::export_block(int32_t block, std::span<uint8_t> out) const {
+    if (block < 0 || block >= n_blocks_) fail("KV pool: block {} out of range 0..{}", block, n_blocks_ - 1);
+    if (out.size() != layout_.bytes_per_block())
+        fail("KV pool: a block export needs {} bytes, got {}", layout_.bytes_per_block(), out.size());
+    const size_t bytes = layout_.layer_block_bytes();
+    uint8_t* dst = out.data();
+    for (int32_t l = 0; l < layout_.n_layers; ++l) {
+        std::memcpy(dst, k_[size_t(l)].data() + size_t(block) * bytes, bytes);
+        std::memcpy(dst + bytes, v_[size_t(l)].data() + size_t(block) * bytes, bytes);
+        dst += 2 * bytes;
+    }
+}
+
+void KvPool::import_block(int32_t block, std::span<const uint8_t> in) {
+    if (block < 0 || block >= n_blocks_) fail("KV pool: block {} out of range 0..{}", block, n_blocks_ - 1);
+    if (in.size() != layout_.bytes_per_block())
+        fail("KV pool: a block import needs {} bytes, got {}", layout_.bytes_per_block(), in.size());
+    const size_t bytes = layout_.layer_block_bytes();
+    const uint8_t* src = in.data();
+    for (int32_t l = 0; l < layout_.n_layers; ++l) {
+        std::memcpy(k_[size_t(l)].data() + size_t(block) * bytes, src, bytes);
+        std::memcpy(v_[size_t(l)].data() + size_t(block) * bytes, src + bytes, bytes);
+        src += 2 * bytes;
+    }
+}
+
 void KvPool::read_k(int32_t layer, int64_t slot, int32_t kv_head, float* out) const {
     check_layer(layer);
     check_slot(slot);

@@ -11,6 +11,7 @@
 // ids and slot indices (slot = block_id * block_size + offset); the caller writes with write().
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -40,6 +41,11 @@ public:
 
     // Copies block src to block dst in every layer, K and V (executes a BlockManager copy-on-write).
     void copy_block(int32_t src, int32_t dst);
+
+    // Block `block` of every layer, K then V per layer (layout().bytes_per_block() bytes), out of
+    // and into the pool: one memcpy per layer and K/V, like copy_block. Throws on a bad id or size.
+    void export_block(int32_t block, std::span<uint8_t> out) const;
+    void import_block(int32_t block, std::span<const uint8_t> in);
 
     // Raw storage of one layer (for the attention kernel). Byte offset of (block, head, slot) is
     // block * layer_block_bytes + head * head_block_bytes + slot * row_bytes.

@@ -147,6 +147,35 @@ public:
             std::copy_n(v_.begin() + base + size_t(src) * block, block, v_.begin() + base + size_t(dst) * block);
         }
     }
+    // The payload layout of backend.h (what the CPU pool holds): per layer K then V, each
+    // [kv_head][slot][head_dim] in the element encoding. The stored doubles are already rounded to
+    // the element type, so encoding and decoding them is exact.
+    void export_block(int32_t block, std::span<uint8_t> out) const override {
+        check_block(block);
+        if (out.size() != layout().bytes_per_block())
+            fail("reference KV cache: a block export needs {} bytes, got {}", layout().bytes_per_block(), out.size());
+        uint8_t* at = out.data();
+        for (int32_t layer = 0; layer < layout().n_layers; ++layer)
+            for (const std::vector<double>* side : {&k_, &v_})
+                for (int32_t h = 0; h < layout().n_kv_heads; ++h)
+                    for (int32_t t = 0; t < layout().block_size; ++t) {
+                        const double* row = &(*side)[index(layer, int64_t(block) * layout().block_size + t, h)];
+                        at = encode_row(row, at);
+                    }
+    }
+    void import_block(int32_t block, std::span<const uint8_t> in) override {
+        check_block(block);
+        if (in.size() != layout().bytes_per_block())
+            fail("reference KV cache: a block import needs {} bytes, got {}", layout().bytes_per_block(), in.size());
+        const uint8_t* at = in.data();
+        for (int32_t layer = 0; layer < layout().n_layers; ++layer)
+            for (std::vector<double>* side : {&k_, &v_})
+                for (int32_t h = 0; h < layout().n_kv_heads; ++h)
+                    for (int32_t t = 0; t < layout().block_size; ++t) {
+                        double* row = &(*side)[index(layer, int64_t(block) * layout().block_size + t, h)];
+                        at = decode_row(at, row);
+                    }
+    }
     void read_k(int32_t layer, int64_t slot, int32_t kv_head, float* out) const override {
         const double* row = k_row(layer, slot, kv_head);
         for (int32_t i = 0; i < layout().head_dim; ++i) out[i] = float(row[i]);
@@ -177,6 +206,63 @@ public:
     }
 
 private:
+    // One stored row in the element encoding. A q8 row's doubles are code * scale with the largest
+    // |code| 127 (or all zero), so the scale is max|value| / 127 and every code value / scale,
+    // recovered exactly; the layout is kv_layout.h's: int8 codes, zero padding, the fp32 scale.
+    uint8_t* encode_row(const double* row, uint8_t* at) const {
+        const int32_t n = layout().head_dim;
+        if (layout().dtype != KvDtype::q8) {
+            for (int32_t i = 0; i < n; ++i) at = encode(row[i], at);
+            return at;
+        }
+        double amax = 0;
+        bool finite = true;
+        for (int32_t i = 0; i < n; ++i) {
+            finite = finite && std::isfinite(row[i]);
+            amax = std::max(amax, std::abs(row[i]));
+        }
+        const float scale = finite ? float(amax / 127.0) : std::numeric_limits<float>::quiet_NaN();
+        const size_t scale_at = kv::q8_scale_offset(n);
+        std::memset(at, 0, scale_at);
+        for (int32_t i = 0; i < n && finite && scale > 0.0f; ++i)
+            at[i] = uint8_t(int8_t(std::lround(row[i] / double(scale))));
+        std::memcpy(at + scale_at, &scale, 4);
+        return at + scale_at + 4;
+    }
+    const uint8_t* decode_row(const uint8_t* at, double* row) const {
+        const int32_t n = layout().head_dim;
+        if (layout().dtype != KvDtype::q8) {
+            for (int32_t i = 0; i < n; ++i) at = decode(at, row[i]);
+            return at;
+        }
+        const size_t scale_at = kv::q8_scale_offset(n);
+        float scale;
+        std::memcpy(&scale, at + scale_at, 4);
+        for (int32_t i = 0; i < n; ++i) {
+            const int8_t code = int8_t(at[i]);
+            row[i] = std::isfinite(scale) ? double(code) * double(scale) : std::numeric_limits<double>::quiet_NaN();
+        }
+        return at + scale_at + 4;
+    }
+    uint8_t* encode(double x, uint8_t* at) const {
+        const float f = float(x);
+        switch (layout().dtype) {
+            case KvDtype::f32: std::memcpy(at, &f, 4); return at + 4;
+            case KvDtype::f16: { const uint16_t h = f32_to_f16(f); std::memcpy(at, &h, 2); return at + 2; }
+            case KvDtype::bf16: { const uint16_t h = f32_to_bf16(f); std::memcpy(at, &h, 2); return at + 2; }
+            case KvDtype::q8: break;  // a row at a time: encode_row
+        }
+        fail("reference KV cache: cannot encode element type {}", kv::kv_dtype_name(layout().dtype));
+    }
+    const uint8_t* decode(const uint8_t* at, double& x) const {
+        switch (layout().dtype) {
+            case KvDtype::f32: { float f; std::memcpy(&f, at, 4); x = f; return at + 4; }
+            case KvDtype::f16: { uint16_t h; std::memcpy(&h, at, 2); x = f16_to_f32(h); return at + 2; }
+            case KvDtype::bf16: { uint16_t h; std::memcpy(&h, at, 2); x = bf16_to_f32(h); return at + 2; }
+            case KvDtype::q8: break;  // a row at a time: decode_row
+        }
+        fail("reference KV cache: cannot decode element type {}", kv::kv_dtype_name(layout().dtype));
+    }
     size_t row_stride() const { return size_t(layout().n_kv_heads) * size_t(layout().head_dim); }
     size_t index(int32_t layer, int64_t slot, int32_t kv_head) const {
         check_layer(layer, "KV cache");
