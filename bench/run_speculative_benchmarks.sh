@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/pagoda-spec-bench}
 mkdir -p "$out"
-bin=build/pagoda
+bin=${PAGODA_BIN:-build/pagoda}
 preset=${PRESET:-tinyllama} olen=${OUTPUT_LEN:-64} rounds=${ROUNDS:-1} threads=${THREADS:-2} dmax=${DRAFT_MAX:-8}
 target=$out/$preset-f16.gguf
 [ -f "$target" ] || $bin gen-model --preset "$preset" --type f16 -o "$target" >/dev/null

@@ -362,6 +362,7 @@ void EngineCore::propose_drafts() {
     const SpeculativeOptions& o = options_.speculative;
     std::vector<DraftWant> wants;
     std::vector<Sequence*> wanting;
+    const int64_t n_running = int64_t(scheduler_.running().size());
     for (Sequence* s : scheduler_.running()) {
         s->draft.clear();
         if (!s->request || s->pooled || s->n_computed + 1 != int64_t(s->tokens.size())) continue;  // not decoding
@@ -370,6 +371,18 @@ void EngineCore::propose_drafts() {
             continue;
         }
         if (s->draft_limit == 0) s->draft_limit = o.max_draft;
+        if (drafter_ && o.draft_length_by_cost) {
+            // The draft model's length is the measured best (draft_length.h); where none pays, the
+            // sequence pauses and then probes with one token, so a change is noticed.
+            int32_t best = draft_cost_.best_length(s->acceptance.alpha(), o.max_draft, n_running);
+            if (best == 0 && !s->draft_probe) {
+                s->draft_pause = 16;
+                s->draft_probe = true;
+                continue;
+            }
+            s->draft_probe = false;
+            s->draft_limit = std::max(1, best);
+        }
         // Room: the context, and max_tokens less the token the verification always yields.
         const int64_t room = std::min(context_limit_ - int64_t(s->tokens.size()),
                                       s->request->request.stop.max_tokens - s->n_generated - 1);
@@ -388,7 +401,10 @@ void EngineCore::propose_drafts() {
     drafter_->retain(live);  // sequences that finished or were preempted give their draft KV back
     if (wants.empty()) return;
     try {
+        const auto start = Clock::now();
+        const int64_t forwards_before = drafter_->stats().forwards;
         std::vector<std::vector<int32_t>> drafts = drafter_->propose(wants);
+        draft_cost_.observe_draft(seconds_between(start, Clock::now()), drafter_->stats().forwards - forwards_before);
         for (size_t i = 0; i < wanting.size(); ++i) wanting[i]->draft = std::move(drafts[i]);
     } catch (const std::exception& e) {
         // A failing draft model costs speed, never output: this step goes without drafts.
@@ -459,7 +475,11 @@ bool EngineCore::step() {
     std::vector<float> logits;
     std::vector<RequestState*> done;
     try {
+        const auto forward_start = Clock::now();
         logits = model_.forward(batch_);
+        if (drafter_ && plan.n_prefill_tokens == 0)  // decode steps teach the draft-length cost model
+            draft_cost_.observe_step(seconds_between(forward_start, Clock::now()), plan.n_tokens,
+                                     int64_t(plan.chunks.size()));
         const size_t want = size_t(batch_.n_logit_rows()) * size_t(info_.vocab_size);
         if (logits.size() != want)
             fail("the model returned {} logits, expected {} ({} rows of {})", logits.size(), want,
@@ -528,7 +548,10 @@ bool EngineCore::step() {
             accepted_total += accepted;
             counters_.draft_tokens += c.n_draft;
             counters_.accepted_draft_tokens += accepted;
-            if (s.status == SeqStatus::running) adapt_draft(s, c.n_draft, accepted);
+            if (s.status == SeqStatus::running) {
+                if (drafter_ && options_.speculative.draft_length_by_cost) s.acceptance.observe(c.n_draft, accepted);
+                else adapt_draft(s, c.n_draft, accepted);
+            }
             if (r.n_done == r.request.n && std::find(done.begin(), done.end(), &r) == done.end()) done.push_back(&r);
             continue;
         }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "engine/delta_queue.h"
+#include "engine/draft_length.h"
 #include "engine/draft_model.h"
 #include "engine/engine_stats.h"
 #include "engine/kv_snapshot.h"
@@ -46,6 +47,9 @@ struct SpeculativeOptions {
     int32_t max_draft = 8;   // tokens per sequence and step, at most
     std::shared_ptr<StepModel> draft_model;  // null: no draft model (exclusive with ngram_max)
     int64_t draft_max_step_tokens = 512;     // tokens per draft-model forward
+    // Draft-model lengths from measured costs (draft_length.h); false: the prompt-lookup rule
+    // (grow on success, shrink and pause on failure), for tests whose fakes cost nothing.
+    bool draft_length_by_cost = true;
     void validate() const;   // throws pagoda::Error
     bool enabled() const { return ngram_max > 0 || draft_model != nullptr; }
 };
@@ -118,6 +122,7 @@ public:
     // The second prefix-cache tier, or null.
     PrefixTierLink* prefix_tier() { return tier_.get(); }
     const DraftModelProposer* drafter() const { return drafter_.get(); }
+    const DraftCostModel& draft_cost() const { return draft_cost_; }
 
 private:
     Sequence& new_sequence(RequestState& r, int32_t index, std::vector<int32_t> tokens);
@@ -163,6 +168,7 @@ private:
     EngineStats counters_;
     std::function<void()> on_planned_;
     std::unique_ptr<DraftModelProposer> drafter_;  // with a draft model
+    DraftCostModel draft_cost_;                    // its draft lengths, from measured costs
 };
 
 }  // namespace pagoda::engine

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/draft_length.h"
 #include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
@@ -56,6 +57,10 @@ struct Sequence {
     // for draft_pause steps (the cost of wrong drafts is bounded where they do not pay).
     int32_t draft_limit = 0;
     int32_t draft_misses = 0, draft_pause = 0;
+    // With a draft model the length comes from the cost model and this acceptance estimate; a
+    // sequence paused because no length paid probes with one token when the pause ends.
+    AcceptanceEstimate acceptance;
+    bool draft_probe = false;
 };
 
 }  // namespace pagoda::engine

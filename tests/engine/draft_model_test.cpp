@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "engine/draft_length.h"
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"
 #include "engine/fake_step_model.h"
@@ -65,6 +66,7 @@ Outcome run(const Scenario& s) {
         options.speculative.draft_model = std::make_shared<FakeStepModel>(kVocab, s.draft_blocks, 4, 1 << 20, s.draft);
         options.speculative.max_draft = s.max_draft;
         options.speculative.draft_max_step_tokens = 32;
+        options.speculative.draft_length_by_cost = false;  // fakes cost nothing to time
     }
     EngineCore core(target, nullptr, options);
     Driver driver(core);
@@ -174,6 +176,7 @@ TEST(DraftModelEngine, AFailingDraftModelCostsSpeedNotOutput) {
     draft->fail_on_token = 3;  // every draft forward that sees token 3 throws
     EngineOptions options;
     options.speculative.draft_model = draft;
+    options.speculative.draft_length_by_cost = false;
     EngineCore core(target, nullptr, options);
     Driver driver(core);
     std::vector<int32_t> prompt = make_prompt(9, 7, kVocab);
@@ -189,6 +192,59 @@ TEST(DraftModelEngine, AFailingDraftModelCostsSpeedNotOutput) {
     EXPECT_EQ(driver.results.at(1).choices.at(0).tokens, plain_driver.results.at(1).choices.at(0).tokens);
     EXPECT_EQ(core.stats().draft_tokens, 0);
     EXPECT_EQ(core.drafter()->num_sequences(), 0);
+}
+
+// The draft-length cost model: with a cheap draft and high acceptance drafts are long; as the draft
+// gets dearer or acceptance falls they shorten, and where nothing pays the length is 0.
+TEST(DraftCostModel, LengthFollowsCostAndAcceptance) {
+    DraftCostModel m;
+    EXPECT_EQ(m.best_length(0.8, 8, 1), 8) << "unmeasured costs count as zero";
+    for (int i = 0; i < 50; ++i) {  // plain decode steps: 10 ms + 0.5 ms a row, one sequence
+        m.observe_step(0.010 + 0.0005 * 1, 1, 1);
+        m.observe_step(0.010 + 0.0005 * 5, 5, 1);
+    }
+    EXPECT_NEAR(m.row_cost(1), 0.0005 / 0.0105, 1e-6);
+    for (int i = 0; i < 50; ++i) m.observe_draft(0.001, 1);  // a draft forward: a tenth of a step
+    EXPECT_NEAR(m.draft_cost(1), 0.001 / 0.0105, 1e-6);
+    const int32_t cheap_good = m.best_length(0.9, 8, 1), cheap_poor = m.best_length(0.4, 8, 1);
+    EXPECT_GE(cheap_good, 5);
+    EXPECT_LT(cheap_poor, cheap_good);
+    EXPECT_GE(cheap_poor, 1);
+    DraftCostModel dear = m;
+    for (int i = 0; i < 200; ++i) dear.observe_draft(0.008, 1);  // nearly a whole step each
+    EXPECT_EQ(dear.best_length(0.5, 8, 1), 0) << "a dear draft that is often wrong does not pay";
+    EXPECT_LT(dear.best_length(0.95, 8, 1), cheap_good);
+    AcceptanceEstimate a;
+    EXPECT_NEAR(a.alpha(), 0.8, 1e-9);
+    for (int i = 0; i < 30; ++i) a.observe(4, 0);  // every draft refused at its first token
+    EXPECT_LT(a.alpha(), 0.05);
+    for (int i = 0; i < 30; ++i) a.observe(4, 4);  // then every one accepted
+    EXPECT_GT(a.alpha(), 0.9);
+}
+
+// In the engine: a draft model as slow as the target backs off (speculation would cost time), one
+// that costs nothing drafts fully; greedy output is the same in both.
+TEST(DraftModelEngine, CostModelBacksOffADearDraft) {
+    auto go = [](std::chrono::milliseconds draft_delay) {
+        FakeStepModel target(kVocab, 512, 4, 1 << 20, periodic_logits);
+        target.step_delay = std::chrono::milliseconds(4);
+        auto draft = std::make_shared<FakeStepModel>(kVocab, 512, 4, 1 << 20, other_logits);
+        draft->step_delay = draft_delay;
+        EngineOptions options;
+        options.speculative.draft_model = draft;
+        options.speculative.max_draft = 6;
+        EngineCore core(target, nullptr, options);
+        Driver driver(core);
+        driver.add(greedy_request(make_prompt(9, 5, kVocab), 60));
+        driver.run();
+        return std::pair{driver.results.at(1).choices.at(0).tokens, core.stats()};
+    };
+    const auto [dear_tokens, dear] = go(std::chrono::milliseconds(4));
+    const auto [free_tokens, free] = go(std::chrono::milliseconds(0));
+    EXPECT_EQ(dear_tokens, free_tokens);
+    // A wrong draft as dear as the target: after the first verifications it pauses and probes.
+    EXPECT_LT(dear.draft_tokens, 25);
+    EXPECT_GT(free.draft_tokens, dear.draft_tokens);
 }
 
 TEST(DraftModelEngine, RejectsBadOptions) {
@@ -219,6 +275,7 @@ TEST(DraftModelEngine, SampledDistributionIsTheTargets) {
     options.scheduler = {.max_batched_tokens = 256, .max_seqs = 64};
     options.speculative.draft_model = std::make_shared<FakeStepModel>(vocab, 4096, 4, 1 << 20, draft_fn);
     options.speculative.max_draft = 3;
+    options.speculative.draft_length_by_cost = false;
     EngineCore core(target, nullptr, options);
     Driver driver(core);
     constexpr int n = 800;

@@ -1,0 +1,75 @@
+#include "engine/draft_length.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pagoda::engine {
+namespace {
+constexpr double kKeep = 0.95;  // weight of the past in the decayed sums and averages
+}
+
+void DraftCostModel::observe_step(double seconds, int64_t rows, int64_t seqs) {
+    if (!(seconds > 0) || rows < 1 || seqs < 1) return;
+    const double x = double(rows);
+    n_ = kKeep * n_ + 1;
+    sx_ = kKeep * sx_ + x;
+    sy_ = kKeep * sy_ + seconds;
+    sxx_ = kKeep * sxx_ + x * x;
+    sxy_ = kKeep * sxy_ + x * seconds;
+}
+
+void DraftCostModel::observe_draft(double seconds, int64_t forwards) {
+    if (forwards < 1 || !(seconds > 0)) return;
+    const double per = seconds / double(forwards);
+    draft_ = have_draft_ ? kKeep * draft_ + (1 - kKeep) * per : per;
+    have_draft_ = true;
+}
+
+double DraftCostModel::slope() const {
+    const double var = sxx_ * n_ - sx_ * sx_;
+    if (n_ < 2 || var <= 1e-9 * n_ * n_) return 0.0;  // all steps the same size: no slope to fit
+    return std::max(0.0, (sxy_ * n_ - sx_ * sy_) / var);
+}
+
+double DraftCostModel::plain_seconds(int64_t seqs) const {
+    if (n_ <= 0) return 0.0;
+    const double b = slope(), a = (sy_ - b * sx_) / n_;
+    return std::max(a + b * double(seqs), 1e-3 * sy_ / n_);  // never below a sliver of the mean step
+}
+
+double DraftCostModel::draft_cost(int64_t seqs) const {
+    const double plain = plain_seconds(seqs);
+    return plain > 0 && have_draft_ ? draft_ / plain : 0.0;
+}
+
+double DraftCostModel::row_cost(int64_t seqs) const {
+    const double plain = plain_seconds(seqs);
+    return plain > 0 ? slope() / plain : 0.0;
+}
+
+int32_t DraftCostModel::best_length(double alpha, int32_t max_k, int64_t seqs) const {
+    alpha = std::clamp(alpha, 0.0, 0.999);
+    // The step's sequences draft about alike: k draft forwards, each serving all of them, and k
+    // verified rows for each of them.
+    const double per_token = draft_cost(seqs) + double(std::max<int64_t>(1, seqs)) * row_cost(seqs);
+    int32_t best = 0;
+    double best_rate = 1.0, expected = 1.0, power = 1.0;  // k = 0: one token per plain step
+    for (int32_t k = 1; k <= max_k; ++k) {
+        power *= alpha;
+        expected += power;
+        const double rate = expected / (1.0 + double(k) * per_token);
+        if (rate > best_rate * 1.01) {  // a longer draft must pay clearly, not by noise
+            best = k;
+            best_rate = rate;
+        }
+    }
+    return best;
+}
+
+void AcceptanceEstimate::observe(int64_t drafted, int64_t accepted_now) {
+    constexpr double kDecay = 0.9;
+    accepted = kDecay * accepted + double(accepted_now);
+    refused = kDecay * refused + (accepted_now < drafted ? 1.0 : 0.0);
+}
+
+}  // namespace pagoda::engine
