@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "model/arch/graph_emitter.h"
+#include "model/arch/model_head.h"
 #include "model/arch/rope_frequencies.h"
 #include "model/arch/tensor_binder.h"
 
@@ -23,11 +24,7 @@ BuiltModel build_gemma_family(const gguf::File& file, const ModelConfig& c, back
     BuiltModel m;
     TensorBinder bind(file, b, m);
     GraphEmitter e(m.graph);
-    const bool tied = !bind.has("output.weight");
-    const auto& embd = bind.matrix({{"token_embd.weight", c.dim, c.vocab_size}},
-                                   tied ? backend::WeightUse::both : backend::WeightUse::embedding);
-    const auto& output_norm = bind.vector("output_norm.weight", c.dim);
-    const auto& output = tied ? embd : bind.matrix({{"output.weight", c.dim, c.vocab_size}});
+    const ModelHead head = bind_model_head(bind, c);
     const auto& global_rope = bind.rope(make_rope_spec(c.rope_dims, true, c.rope_theta, c.rope_linear_scale, {}));
     const bool own_local = variant.local_rope_theta > 0 && (variant.local_rope_theta != c.rope_theta ||
                                                             (variant.local_rope_unscaled && c.rope_linear_scale != 1.0f));
@@ -38,7 +35,7 @@ BuiltModel build_gemma_family(const gguf::File& file, const ModelConfig& c, back
                      ? kv::KvDtype::f32 : kv::KvDtype::f16;
 
     const auto heads = int32_t(c.n_heads), kv_heads = int32_t(c.n_kv_heads), hd = int32_t(c.head_dim);
-    int x = e.embed(embd, "x");
+    int x = e.embed(head.embedding, "x");
     // Gemma multiplies the embedding by sqrt(dim) computed in the activation type.
     e.scale(x, std::sqrt(float(c.dim)));
     for (int64_t i = 0; i < c.n_layers; ++i) {
@@ -82,12 +79,7 @@ BuiltModel build_gemma_family(const gguf::File& file, const ModelConfig& c, back
         const int d_normed = e.rms_norm(d, post_ffw_norm, c.rms_eps, p + "ffn_post");
         e.add(x, d_normed);
     }
-    const int rows = e.gather_logit_rows(x, "x_out");
-    const int normed = e.rms_norm(rows, output_norm, c.rms_eps, "out_in");
-    m.graph.output = e.matmul(output, normed, {"logits"}, -1, MatmulInput::output)[0];
-    if (variant.final_softcap > 0) e.softcap(m.graph.output, variant.final_softcap);
-    const int hidden_rows = e.gather_hidden_rows(x, "x_hidden");
-    m.graph.hidden = e.rms_norm(hidden_rows, output_norm, c.rms_eps, "hidden");
+    emit_model_head(e, m, head, x, c.rms_eps, variant.final_softcap);
     return m;
 }
 

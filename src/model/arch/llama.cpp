@@ -14,6 +14,7 @@
 #include "gguf/gguf.h"
 #include "model/arch/arch.h"
 #include "model/arch/graph_emitter.h"
+#include "model/arch/model_head.h"
 #include "model/arch/llama_family.h"
 #include "model/arch/moe_ffn.h"
 #include "model/arch/rope_frequencies.h"
@@ -25,11 +26,7 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
     BuiltModel m;
     TensorBinder bind(file, b, m);
     GraphEmitter e(m.graph);
-    const bool tied = !bind.has("output.weight");
-    const auto& embd = bind.matrix({{"token_embd.weight", c.dim, c.vocab_size}},
-                                   tied ? backend::WeightUse::both : backend::WeightUse::embedding);
-    const auto& output_norm = bind.vector("output_norm.weight", c.dim);
-    const auto& output = tied ? embd : bind.matrix({{"output.weight", c.dim, c.vocab_size}});
+    const ModelHead head = bind_model_head(bind, c);
     std::vector<float> freq_factors;
     if (bind.has("rope_freqs.weight")) {  // llama3-style per-frequency divisors
         freq_factors = bind.floats("rope_freqs.weight", c.rope_dims / 2);
@@ -45,7 +42,7 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
 
     const auto heads = int32_t(c.n_heads), kv_heads = int32_t(c.n_kv_heads), hd = int32_t(c.head_dim);
     const backend::AttentionParams attention{.n_heads = heads, .scale = 1.0f / std::sqrt(float(c.head_dim))};
-    int x = e.embed(embd, "x");
+    int x = e.embed(head.embedding, "x");
     int residual = -1;  // the previous FFN's output, added to x before the next norm
     for (int64_t i = 0; i < c.n_layers; ++i) {
         const auto l = int32_t(i);
@@ -87,11 +84,7 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
         residual = e.matmul(down, act, {p + "ffn_out"}, l, MatmulInput::ffn_down)[0];
     }
     e.add(x, residual);
-    const int rows = e.gather_logit_rows(x, "x_out");
-    const int normed = e.rms_norm(rows, output_norm, c.rms_eps, "out_in");
-    m.graph.output = e.matmul(output, normed, {"logits"}, -1, MatmulInput::output)[0];
-    const int hidden_rows = e.gather_hidden_rows(x, "x_hidden");
-    m.graph.hidden = e.rms_norm(hidden_rows, output_norm, c.rms_eps, "hidden");
+    emit_model_head(e, m, head, x, c.rms_eps);
     return m;
 }
 

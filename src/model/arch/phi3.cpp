@@ -15,6 +15,7 @@
 #include "gguf/gguf.h"
 #include "model/arch/arch.h"
 #include "model/arch/graph_emitter.h"
+#include "model/arch/model_head.h"
 #include "model/arch/phi3_rope.h"
 #include "model/arch/rope_frequencies.h"
 #include "model/arch/sliding_window.h"
@@ -26,11 +27,7 @@ BuiltModel build_phi3(const gguf::File& file, const ModelConfig& c, backend::Bac
     BuiltModel m;
     TensorBinder bind(file, b, m);
     GraphEmitter e(m.graph);
-    const bool tied = !bind.has("output.weight");
-    const auto& embd = bind.matrix({{"token_embd.weight", c.dim, c.vocab_size}},
-                                   tied ? backend::WeightUse::both : backend::WeightUse::embedding);
-    const auto& output_norm = bind.vector("output_norm.weight", c.dim);
-    const auto& output = tied ? embd : bind.matrix({{"output.weight", c.dim, c.vocab_size}});
+    const ModelHead head = bind_model_head(bind, c);
 
     const LongRope long_rope = read_long_rope(file, c);
     std::vector<float> factors;
@@ -51,7 +48,7 @@ BuiltModel build_phi3(const gguf::File& file, const ModelConfig& c, backend::Bac
         layer_windows(file, "phi3", c.n_layers, file.get_int_or("phi3.attention.sliding_window", 0), 0);
     const auto heads = int32_t(c.n_heads), kv_heads = int32_t(c.n_kv_heads), hd = int32_t(c.head_dim);
     const float scale = float(long_rope.attn_factor * long_rope.attn_factor / std::sqrt(double(c.head_dim)));
-    int x = e.embed(embd, "x");
+    int x = e.embed(head.embedding, "x");
     int residual = -1;
     for (int64_t i = 0; i < c.n_layers; ++i) {
         const auto l = int32_t(i);
@@ -83,11 +80,7 @@ BuiltModel build_phi3(const gguf::File& file, const ModelConfig& c, backend::Bac
         residual = e.matmul(down, act, {p + "ffn_out"}, l, MatmulInput::ffn_down)[0];
     }
     e.add(x, residual);
-    const int rows = e.gather_logit_rows(x, "x_out");
-    const int normed = e.rms_norm(rows, output_norm, c.rms_eps, "out_in");
-    m.graph.output = e.matmul(output, normed, {"logits"}, -1, MatmulInput::output)[0];
-    const int hidden_rows = e.gather_hidden_rows(x, "x_hidden");
-    m.graph.hidden = e.rms_norm(hidden_rows, output_norm, c.rms_eps, "hidden");
+    emit_model_head(e, m, head, x, c.rms_eps);
     return m;
 }
 

@@ -15,6 +15,15 @@ async function completions(server) {
   return Promise.all(prompts.map(async (prompt) => (await client.completions.create({ prompt, max_tokens: 48, temperature: 0 })).choices[0].text));
 }
 
+// What /metrics says was drafted and accepted.
+async function draftCounts(server) {
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  return {
+    drafted: counter(metrics, 'pagoda:spec_decode_num_draft_tokens_total'),
+    accepted: counter(metrics, 'pagoda:spec_decode_num_accepted_tokens_total'),
+  };
+}
+
 function counter(text, name) {
   const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : null;
@@ -28,9 +37,7 @@ test('speculation by prompt lookup leaves greedy text unchanged and is counted',
   try {
     const got = await completions(spec);
     assert.deepEqual(got, want);
-    const metrics = await (await fetch(`${spec.url}/metrics`)).text();
-    const drafted = counter(metrics, 'pagoda:spec_decode_num_draft_tokens_total');
-    const accepted = counter(metrics, 'pagoda:spec_decode_num_accepted_tokens_total');
+    const { drafted, accepted } = await draftCounts(spec);
     assert.ok(drafted > 0, `drafted ${drafted}`);
     assert.ok(accepted >= 0 && accepted <= drafted, `accepted ${accepted} of ${drafted}`);
   } finally {
@@ -48,9 +55,7 @@ test('a draft model (a Q8_0 copy of the model) leaves greedy text unchanged and 
   try {
     const got = await completions(spec);
     assert.deepEqual(got, want);
-    const metrics = await (await fetch(`${spec.url}/metrics`)).text();
-    const drafted = counter(metrics, 'pagoda:spec_decode_num_draft_tokens_total');
-    const accepted = counter(metrics, 'pagoda:spec_decode_num_accepted_tokens_total');
+    const { drafted, accepted } = await draftCounts(spec);
     assert.ok(drafted > 0, `drafted ${drafted}`);
     assert.ok(accepted > drafted / 2, `a Q8_0 copy mostly agrees: accepted ${accepted} of ${drafted}`);
   } finally {
