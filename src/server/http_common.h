@@ -78,8 +78,8 @@ struct ServerShared {
 
     // Tells every open WebSocket to send Close (1001 going away) and close.
     void close_websockets() { websockets.tell_all(); }
-    // The drain began: every HTTP connection stops keep-alive; idle keep-alive ones close now, so
-    // clients' pools drop them while the server still answers on fresh connections.
+    // The drain began: every HTTP connection stops keep-alive (its next answer says
+    // Connection: close, then it closes), and one connected but silent gets a few seconds to send.
     void begin_drain() {
         draining = true;
         http_connections.tell_all();

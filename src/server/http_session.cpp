@@ -34,12 +34,12 @@ public:
         net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
     }
 
-    // The server began to drain: no more keep-alive; a connection idle between requests closes
-    // now (its client's pool drops it and reconnects to a server that is not going away).
+    // The server began to drain: no more keep-alive. A connection idle between requests stays open
+    // and its next request is answered with Connection: close — closing it now would race with a
+    // request its client's pool may be sending on it this instant (that request would be lost).
     void going_away() override {
         net::post(stream_.get_executor(), [self = shared_from_this()] {
             self->keep_alive_ = false;
-            if (self->waiting_idle_) return self->close();
             if (!self->served_any_ && self->buffer_.size() == 0) {
                 // Connected but silent: a few seconds to send, not the whole request timeout.
                 self->idle_.expires_after(std::chrono::seconds(5));
@@ -71,9 +71,6 @@ private:
     void read_header_block() {
         const std::string_view have(static_cast<const char*>(buffer_.data().data()), buffer_.size());
         if (!have.empty()) reading_.set(true);
-        // Between two requests with nothing buffered: the drain may close this connection.
-        waiting_idle_ = have.empty() && served_any_;
-        if (waiting_idle_ && shared_.draining) return close();
         const size_t end = have.find("\r\n\r\n");
         if (end != std::string_view::npos || have.size() > kHeaderLimit) {
             if (end != std::string_view::npos && has_obs_fold(have.substr(0, end + 2))) {
@@ -90,7 +87,6 @@ private:
         }
         stream_.async_read_some(buffer_.prepare(8192), [self = shared_from_this()](beast::error_code ec, size_t n) {
             self->buffer_.commit(n);
-            self->waiting_idle_ = false;
             if (ec) return self->on_read(ec, 0);
             self->read_header_block();
         });
@@ -386,7 +382,6 @@ private:
 
     void on_watch(beast::error_code ec, size_t n) {
         watching_ = false;
-        waiting_idle_ = false;
         if (ec == net::error::eof && ((job_ && !response_done_) || writing_)) {
             // A FIN after a complete request is a half-close (`nc -N`, shutdown(SHUT_WR)): the client
             // still reads, so answer (or finish writing the answer), then close. A client that closed
@@ -456,8 +451,6 @@ private:
         streaming_ = false;
         if (watching_) {
             // The watch read doubles as the wait for the next request; bound it.
-            waiting_idle_ = true;
-            if (shared_.draining) return close();
             idle_.expires_after(millis(opt().idle_timeout));
             idle_.async_wait([weak = weak_from_this()](beast::error_code ec) {
                 if (auto self = weak.lock(); self && !ec) self->close();
@@ -534,7 +527,6 @@ private:
 
     void close() {
         reading_.set(false);
-        waiting_idle_ = false;
         beast::error_code ec;
         stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
         stream_.socket().close(ec);
@@ -550,7 +542,7 @@ private:
     std::deque<std::string> outbox_;
     CountedFlag writing_;
     CountedFlag reading_;
-    bool waiting_idle_ = false, served_any_ = false;
+    bool served_any_ = false;
     bool watching_ = false, keep_alive_ = true, client_request_id_ = false;
     bool streaming_ = false, response_done_ = false, client_gone_ = false;
     std::shared_ptr<Job> job_;

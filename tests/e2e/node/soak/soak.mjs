@@ -491,10 +491,10 @@ async function restartCycle() {
       })));
     await sleep(20);
   }
-  // And through the pool: the server closes its idle connections as the drain begins, so these go
-  // out on new ones and are refused with 503 + Connection: close. A reset before any response byte
-  // is the one race HTTP/1.1 leaves (the request crossed the server's close on the wire); it is
-  // counted apart as keepalive_race, never silently.
+  // And through the pool, on connections idle at SIGTERM: the server keeps them open and answers
+  // 503 + Connection: close, so each is dropped after its answer. A reset before any response byte
+  // would be the one race HTTP/1.1 leaves (a request crossing the server's close at exit on the
+  // wire); it is counted apart as keepalive_race, never silently.
   for (let i = 0; i < 3; ++i) {
     during.push(track('drain_keepalive', () => rawRequest('POST', '/v1/completions', { prompt: 'x', max_tokens: 2 }, pool)
       .then(({ status, text, connection }) => {
