@@ -113,14 +113,14 @@ int run_perplexity(const PerplexityOptions& o) {
     progress.finish();
     // Perplexity's error bar: exp(mean NLL) with the NLL mean's standard error carried through.
     const double ppl = std::exp(nll.mean());
-    std::printf("model: %s, KV cache %s\n", o.model.c_str(), kv::kv_dtype_name(model->info().kv_dtype));
+    std::printf("model: %s, KV cache %s\n", o.model.c_str(), kv::kv_dtype_name(model->info().kv_layout.dtype));
     std::printf("text: %s, %zu tokens, %lld windows of %d, %lld scored\n", o.text_file.c_str(), text.size(),
                 (long long)windows, o.ctx, (long long)nll.n);
     std::printf("perplexity: %.4f ± %.4f\n", ppl, ppl * nll.stderr_of_mean());
     if (base) {
         const double base_ppl = std::exp(base_nll.mean());
         std::printf("base: %s, KV cache %s, perplexity %.4f ± %.4f\n", o.kl_base.c_str(),
-                    kv::kv_dtype_name(base->info().kv_dtype), base_ppl, base_ppl * base_nll.stderr_of_mean());
+                    kv::kv_dtype_name(base->info().kv_layout.dtype), base_ppl, base_ppl * base_nll.stderr_of_mean());
         std::printf("mean KL divergence (base || model): %.6f ± %.6f\n", kl.mean(), kl.stderr_of_mean());
         std::printf("top-1 agreement: %.2f %%\n", 100.0 * double(agree) / double(kl.n));
     }

@@ -40,9 +40,7 @@ PrefixTierLink::PrefixTierLink(StepModel& model, kv::BlockManager& blocks, const
 
 PrefixTierLink::~PrefixTierLink() { blocks_.set_on_evict({}); }
 
-void PrefixTierLink::spill(const kv::EvictedBlock& e) {
-    if (tier_.holds(e.hash)) return;  // loaded from the tier earlier, or spilled already
-    const auto start = std::chrono::steady_clock::now();
+std::shared_ptr<kv::TierBlock> PrefixTierLink::export_block(const kv::EvictedBlock& e) {
     auto block = std::make_shared<kv::TierBlock>();
     block->hash = e.hash;
     block->parent_hash = e.parent_hash;
@@ -50,7 +48,13 @@ void PrefixTierLink::spill(const kv::EvictedBlock& e) {
     block->tokens.assign(e.tokens.begin(), e.tokens.end());
     block->payload.resize(tier_.identity().bytes_per_block);
     model_.export_kv_block(e.block, block->payload);
-    tier_.spill(std::move(block));
+    return block;
+}
+
+void PrefixTierLink::spill(const kv::EvictedBlock& e) {
+    if (tier_.holds(e.hash)) return;  // loaded from the tier earlier, or spilled already
+    const auto start = std::chrono::steady_clock::now();
+    tier_.spill(export_block(e));
     tier_.add_spill_time(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
@@ -97,14 +101,7 @@ int64_t PrefixTierLink::persist_pool() {
     int64_t queued = 0;
     for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
         const kv::EvictedBlock& e = **it;
-        auto block = std::make_shared<kv::TierBlock>();
-        block->hash = e.hash;
-        block->parent_hash = e.parent_hash;
-        block->extra_key = e.extra_key;
-        block->tokens.assign(e.tokens.begin(), e.tokens.end());
-        block->payload.resize(tier_.identity().bytes_per_block);
-        model_.export_kv_block(e.block, block->payload);
-        files->store(std::move(block), /*wait=*/true);
+        files->store(export_block(e), /*wait=*/true);
         ++queued;
     }
     files->flush();

@@ -33,6 +33,8 @@ public:
 
 private:
     void spill(const kv::EvictedBlock& evicted);
+    // The evicted block as a tier entry: its keys, tokens and K/V bytes copied out of the pool.
+    std::shared_ptr<kv::TierBlock> export_block(const kv::EvictedBlock& evicted);
 
     StepModel& model_;
     kv::BlockManager& blocks_;

@@ -48,7 +48,6 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     info_.model_key = identity;
     info_.kv_layout = layout;
     info_.kv_bytes_per_block = layout.bytes_per_block();
-    info_.kv_dtype = layout.dtype;
     info_.hidden_size = executor_->graph().hidden >= 0 ? executor_->graph().tensors[size_t(executor_->graph().hidden)].cols : 0;
     info_.backend = backend_->name();
     info_.threads = backend_->n_threads();

@@ -27,7 +27,6 @@ struct StepModelInfo {
     int64_t max_context = 0;     // longest sequence (prompt + output) the model accepts
     uint64_t model_key = 0;      // distinguishes weights in prefix-cache hashes
     size_t kv_bytes_per_block = 0;  // K and V of every layer
-    kv::KvDtype kv_dtype = kv::KvDtype::f16;  // what the KV cache stores
     kv::KvLayout kv_layout;         // the pool's shape and element type (zeros for fakes)
     int64_t hidden_size = 0;     // floats per hidden-state row (0: the model gives none)
     std::string backend;         // "cpu", "reference", ...

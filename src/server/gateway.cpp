@@ -177,13 +177,13 @@ void Gateway::load() {
             engine_ = std::move(loaded.engine);
         }
         const auto& info = engine_->model_info();
-        metrics_.set_cache_config(info.block_size, info.n_kv_blocks, kv::kv_dtype_name(info.kv_dtype));
+        metrics_.set_cache_config(info.block_size, info.n_kv_blocks, kv::kv_dtype_name(info.kv_layout.dtype));
         metrics_.set_time_to_ready(now_seconds());  // the gateway is built as the server starts
         state_ = State::ready;
         log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens ({}); context limit {}; embeddings: {} "
                  "pooling, {} dimensions",
                  options_.model_name, std::chrono::duration<double>(SteadyClock::now() - t0).count(),
-                 loaded.description, info.n_kv_blocks, info.block_size, kv::kv_dtype_name(info.kv_dtype), engine_->context_limit(),
+                 loaded.description, info.n_kv_blocks, info.block_size, kv::kv_dtype_name(info.kv_layout.dtype), engine_->context_limit(),
                  engine::pooling_name(pooling_), info.hidden_size);
     } catch (const std::exception& e) {
         load_error_ = e.what();
