@@ -5,46 +5,49 @@
 
 namespace pagoda::engine {
 namespace {
-constexpr double kKeep = 0.95;  // weight of the past in the decayed sums and averages
+constexpr double kKeep = 0.95;  // weight of the past in the decayed sums
+}
+
+void DecayedLinearFit::observe(double x, double y) {
+    n_ = kKeep * n_ + 1;
+    sx_ = kKeep * sx_ + x;
+    sy_ = kKeep * sy_ + y;
+    sxx_ = kKeep * sxx_ + x * x;
+    sxy_ = kKeep * sxy_ + x * y;
+}
+
+double DecayedLinearFit::slope() const {
+    const double var = sxx_ * n_ - sx_ * sx_;
+    if (n_ < 2 || var <= 1e-9 * n_ * n_) return 0.0;  // all points at one x: no slope to fit
+    return std::max(0.0, (sxy_ * n_ - sx_ * sy_) / var);
+}
+
+double DecayedLinearFit::at(double x) const {
+    if (n_ <= 0) return 0.0;
+    const double b = slope(), a = (sy_ - b * sx_) / n_;
+    return std::max(a + b * x, 1e-3 * sy_ / n_);
 }
 
 void DraftCostModel::observe_step(double seconds, int64_t rows, int64_t seqs) {
     if (!(seconds > 0) || rows < 1 || seqs < 1) return;
-    const double x = double(rows);
-    n_ = kKeep * n_ + 1;
-    sx_ = kKeep * sx_ + x;
-    sy_ = kKeep * sy_ + seconds;
-    sxx_ = kKeep * sxx_ + x * x;
-    sxy_ = kKeep * sxy_ + x * seconds;
+    step_.observe(double(rows), seconds);
 }
 
-void DraftCostModel::observe_draft(double seconds, int64_t forwards) {
-    if (forwards < 1 || !(seconds > 0)) return;
-    const double per = seconds / double(forwards);
-    draft_ = have_draft_ ? kKeep * draft_ + (1 - kKeep) * per : per;
-    have_draft_ = true;
+void DraftCostModel::observe_draft(double seconds, int64_t rows) {
+    if (rows < 1 || !(seconds > 0)) return;
+    draft_.observe(double(rows), seconds);
 }
 
-double DraftCostModel::slope() const {
-    const double var = sxx_ * n_ - sx_ * sx_;
-    if (n_ < 2 || var <= 1e-9 * n_ * n_) return 0.0;  // all steps the same size: no slope to fit
-    return std::max(0.0, (sxy_ * n_ - sx_ * sy_) / var);
-}
-
-double DraftCostModel::plain_seconds(int64_t seqs) const {
-    if (n_ <= 0) return 0.0;
-    const double b = slope(), a = (sy_ - b * sx_) / n_;
-    return std::max(a + b * double(seqs), 1e-3 * sy_ / n_);  // never below a sliver of the mean step
-}
+double DraftCostModel::plain_seconds(int64_t seqs) const { return step_.at(double(seqs)); }
 
 double DraftCostModel::draft_cost(int64_t seqs) const {
     const double plain = plain_seconds(seqs);
-    return plain > 0 && have_draft_ ? draft_ / plain : 0.0;
+    return plain > 0 && !draft_.empty() ? draft_.at(double(std::max<int64_t>(1, seqs))) / plain : 0.0;
 }
 
 double DraftCostModel::row_cost(int64_t seqs) const {
     const double plain = plain_seconds(seqs);
-    return plain > 0 ? slope() / plain : 0.0;
+    return plain > 0 ? step_.slope() / plain : 0.0;
 }
 
 int32_t DraftCostModel::best_length(double alpha, int32_t max_k, int64_t seqs) const {

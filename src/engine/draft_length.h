@@ -2,11 +2,15 @@
 // with probability alpha (independently, the usual model), yields E(k) = (1 - alpha^(k+1)) / (1 -
 // alpha) tokens per verification step and costs T(k) = 1 + k (c + S v) plain target steps, where c
 // is a draft forward's time and v a verified row's extra time, each over a plain step's (the step
-// of the same S sequences without drafts; they all draft about alike). All three are measured as the engine runs: a decode step's
-// time is fitted as a + b * rows over recent steps (so the plain step is a + b * sequences and v is
-// b), the draft forwards are timed per proposal. best_length() returns the k in 0..max_k that
-// maximises E(k) / T(k); 0 means drafting does not pay (the caller pauses and probes later). Until
-// the costs are measured they count as zero (drafts start long and shrink as the figures come in).
+// of the same S sequences without drafts; they all draft about alike). All three are measured as
+// the engine runs: a decode step's time is fitted as a + b * rows over recent steps (so the plain
+// step is a + b * sequences and v is b), and a draft forward's time as a' + b' * rows (so c is
+// the draft's forward of S rows over the plain step; catch-up forwards with long backlogs feed the
+// same fit instead of inflating the cost of a draft token). best_length() returns the k in
+// 0..max_k that maximises E(k) / T(k); 0 means drafting does not pay (the caller pauses and probes
+// later). Until the costs are measured they count as zero (drafts start long and shrink as the
+// figures come in). any_length_pays() asks the same at the highest acceptance worth considering: when
+// even that does not pay, costs alone forbid drafting and probing acceptance is pointless.
 // A sequence's alpha is estimated from its own verifications — accepted tokens against refusals,
 // decayed so it follows a change of topic — from a prior of 0.8.
 #pragma once
@@ -14,24 +18,36 @@
 
 namespace pagoda::engine {
 
+// y ≈ a + b x over recent points, older points decaying by a fixed factor per observation.
+class DecayedLinearFit {
+public:
+    void observe(double x, double y);
+    bool empty() const { return n_ <= 0; }
+    double slope() const;         // b (>= 0; 0 while every x was the same)
+    double at(double x) const;    // a + b x, never below a sliver of the mean y; 0 while empty
+
+private:
+    double n_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
+};
+
 class DraftCostModel {
 public:
     // A decode-only target step: `seconds` for `rows` token rows of `seqs` sequences.
     void observe_step(double seconds, int64_t rows, int64_t seqs);
-    // One proposal's draft-model forwards: `forwards` of them took `seconds`.
-    void observe_draft(double seconds, int64_t forwards);
+    // One draft-model forward of `rows` token rows took `seconds`.
+    void observe_draft(double seconds, int64_t rows);
     // c and v for a step of `seqs` sequences (0 while unmeasured).
     double draft_cost(int64_t seqs) const;
     double row_cost(int64_t seqs) const;
     int32_t best_length(double alpha, int32_t max_k, int64_t seqs) const;
+    bool any_length_pays(double best_alpha, int32_t max_k, int64_t seqs) const {
+        return best_length(best_alpha, max_k, seqs) > 0;
+    }
 
 private:
     double plain_seconds(int64_t seqs) const;  // a + b * seqs, 0 while unmeasured
-    double slope() const;                      // b
-    // Decayed sums of the fit's points (x = rows, y = seconds).
-    double n_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
-    double draft_ = 0;  // seconds per draft forward (moving average)
-    bool have_draft_ = false;
+    DecayedLinearFit step_;                    // target decode steps: seconds against rows
+    DecayedLinearFit draft_;                   // draft forwards: seconds against rows
 };
 
 struct AcceptanceEstimate {

@@ -1,6 +1,7 @@
 #include "engine/draft_model.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 
@@ -75,7 +76,10 @@ void DraftModelProposer::add_rows(Active& a, int64_t end, bool logits,
 }
 
 std::vector<int32_t> DraftModelProposer::run_batch() {
+    const auto start = std::chrono::steady_clock::now();
     const std::vector<float> logits = model_.forward(batch_);
+    last_forwards_.push_back(
+        {batch_.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
     ++stats_.forwards;
     stats_.fed_tokens += batch_.size();
     const int64_t stride = model_.info().vocab_size;
@@ -92,6 +96,7 @@ std::vector<int32_t> DraftModelProposer::run_batch() {
 
 std::vector<std::vector<int32_t>> DraftModelProposer::propose(std::span<const DraftWant> wants) {
     std::vector<std::vector<int32_t>> drafts(wants.size());
+    last_forwards_.clear();
     std::vector<Active> active;
     active.reserve(wants.size());
     for (size_t i = 0; i < wants.size(); ++i) {

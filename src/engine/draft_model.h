@@ -39,6 +39,12 @@ struct DraftModelStats {
     int64_t dropped = 0;         // sequences dropped for lack of draft KV space
 };
 
+// One draft-model forward of the last propose() call: its rows and wall time (the cost model's input).
+struct DraftForward {
+    int64_t rows = 0;
+    double seconds = 0;
+};
+
 class DraftModelProposer {
 public:
     // `max_step_tokens` bounds the tokens of one draft forward (the draft model's activation size).
@@ -53,6 +59,7 @@ public:
     void retain(std::span<const kv::SeqId> live);
     int64_t num_sequences() const { return int64_t(blocks_.sequences().size()); }
     const DraftModelStats& stats() const { return stats_; }
+    const std::vector<DraftForward>& last_forwards() const { return last_forwards_; }
     const kv::BlockManager& blocks() const { return blocks_; }
 
 private:
@@ -80,6 +87,7 @@ private:
     kv::BlockManager blocks_;
     model::Batch batch_;
     DraftModelStats stats_;
+    std::vector<DraftForward> last_forwards_;
 };
 
 }  // namespace pagoda::engine

@@ -363,25 +363,50 @@ void EngineCore::propose_drafts() {
     std::vector<DraftWant> wants;
     std::vector<Sequence*> wanting;
     const int64_t n_running = int64_t(scheduler_.running().size());
+    auto decoding = [](const Sequence* s) {
+        return s->request && !s->pooled && s->n_computed + 1 == int64_t(s->tokens.size());
+    };
+    const bool by_cost = drafter_ && o.draft_length_by_cost;
+    bool costs_allow = true;
+    if (by_cost) {
+        // When even the best acceptance in sight (at least 0.95) would not pay for the draft's
+        // forwards at this batch size, nobody drafts or probes: probing only teaches acceptance,
+        // and its catch-up forwards are what made speculation lose at larger batches.
+        double best_alpha = 0.95;
+        for (const Sequence* s : scheduler_.running())
+            if (decoding(s)) best_alpha = std::max(best_alpha, s->acceptance.alpha());
+        costs_allow = draft_cost_.any_length_pays(best_alpha, o.max_draft, n_running);
+    }
     for (Sequence* s : scheduler_.running()) {
         s->draft.clear();
-        if (!s->request || s->pooled || s->n_computed + 1 != int64_t(s->tokens.size())) continue;  // not decoding
+        if (!decoding(s) || !costs_allow) continue;
         if (s->draft_pause > 0) {
             --s->draft_pause;
             continue;
         }
         if (s->draft_limit == 0) s->draft_limit = o.max_draft;
-        if (drafter_ && o.draft_length_by_cost) {
-            // The draft model's length is the measured best (draft_length.h); where none pays, the
-            // sequence pauses and then probes with one token, so a change is noticed.
-            int32_t best = draft_cost_.best_length(s->acceptance.alpha(), o.max_draft, n_running);
-            if (best == 0 && !s->draft_probe) {
-                s->draft_pause = 16;
+        if (by_cost) {
+            // The draft model's length is the measured best (draft_length.h). Where none pays the
+            // sequence pauses, then probes with one token so a change of acceptance is noticed;
+            // a probe that changes nothing doubles the pause (16 up to 256 steps), and pauses end
+            // on multiples of their length so paused sequences probe together, in one forward.
+            const int32_t best = draft_cost_.best_length(s->acceptance.alpha(), o.max_draft, n_running);
+            if (best > 0) {
+                s->draft_probe = s->draft_probed = false;
+                s->draft_probe_misses = 0;
+                s->draft_limit = best;
+            } else if (s->draft_probe) {
+                s->draft_probe = false;
+                s->draft_probed = true;
+                s->draft_limit = 1;
+            } else {
+                if (s->draft_probed) s->draft_probe_misses = std::min(4, s->draft_probe_misses + 1);
+                s->draft_probed = false;
+                const int64_t period = int64_t(16) << s->draft_probe_misses;
+                s->draft_pause = int32_t(period - counters_.steps % period);
                 s->draft_probe = true;
                 continue;
             }
-            s->draft_probe = false;
-            s->draft_limit = std::max(1, best);
         }
         // Room: the context, and max_tokens less the token the verification always yields.
         const int64_t room = std::min(context_limit_ - int64_t(s->tokens.size()),
@@ -401,10 +426,8 @@ void EngineCore::propose_drafts() {
     drafter_->retain(live);  // sequences that finished or were preempted give their draft KV back
     if (wants.empty()) return;
     try {
-        const auto start = Clock::now();
-        const int64_t forwards_before = drafter_->stats().forwards;
         std::vector<std::vector<int32_t>> drafts = drafter_->propose(wants);
-        draft_cost_.observe_draft(seconds_between(start, Clock::now()), drafter_->stats().forwards - forwards_before);
+        for (const DraftForward& f : drafter_->last_forwards()) draft_cost_.observe_draft(f.seconds, f.rows);
         for (size_t i = 0; i < wanting.size(); ++i) wanting[i]->draft = std::move(drafts[i]);
     } catch (const std::exception& e) {
         // A failing draft model costs speed, never output: this step goes without drafts.

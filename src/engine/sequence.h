@@ -58,9 +58,12 @@ struct Sequence {
     int32_t draft_limit = 0;
     int32_t draft_misses = 0, draft_pause = 0;
     // With a draft model the length comes from the cost model and this acceptance estimate; a
-    // sequence paused because no length paid probes with one token when the pause ends.
+    // sequence paused because no length paid probes with one token when the pause ends
+    // (draft_probe: the next draft is a probe; draft_probed: the last one was; each probe that
+    // leaves no length paying doubles the next pause).
     AcceptanceEstimate acceptance;
-    bool draft_probe = false;
+    bool draft_probe = false, draft_probed = false;
+    int32_t draft_probe_misses = 0;
 };
 
 }  // namespace pagoda::engine

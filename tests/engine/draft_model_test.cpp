@@ -247,6 +247,77 @@ TEST(DraftModelEngine, CostModelBacksOffADearDraft) {
     EXPECT_GT(free.draft_tokens, dear.draft_tokens);
 }
 
+// The fit behind both costs: exact on points of a line, decaying old points away.
+TEST(DraftCostModel, LinearFitFollowsTheLatestLine) {
+    DecayedLinearFit f;
+    EXPECT_EQ(f.at(3), 0.0);
+    for (int i = 0; i < 40; ++i) f.observe(double(1 + i % 5), 0.002 + 0.0003 * double(1 + i % 5));
+    EXPECT_NEAR(f.slope(), 0.0003, 1e-12);
+    EXPECT_NEAR(f.at(8), 0.002 + 0.0024, 1e-12);
+    for (int i = 0; i < 400; ++i) f.observe(double(1 + i % 5), 0.004 + 0.0001 * double(1 + i % 5));
+    EXPECT_NEAR(f.slope(), 0.0001, 1e-6);
+    EXPECT_NEAR(f.at(2), 0.0042, 1e-6);
+}
+
+// A catch-up forward feeds a sequence's backlog (a whole prompt, or the steps it sat out) and is
+// slow for its rows, not for the draft tokens it yields: it must not make drafting look dear.
+TEST(DraftCostModel, CatchUpForwardsDoNotInflateTheDraftCost) {
+    DraftCostModel m;
+    for (int i = 0; i < 50; ++i) {
+        m.observe_step(0.010 + 0.0005 * 1, 1, 1);
+        m.observe_step(0.010 + 0.0005 * 5, 5, 1);
+    }
+    for (int i = 0; i < 20; ++i) {
+        m.observe_draft(0.001 + 0.0002 * 300, 300);  // a 300-token catch-up: 61 ms
+        for (int j = 0; j < 4; ++j) m.observe_draft(0.001 + 0.0002, 1);  // then four draft rounds
+    }
+    EXPECT_NEAR(m.draft_cost(1), 0.0012 / 0.0105, 1e-6);
+    EXPECT_GE(m.best_length(0.9, 8, 1), 5);
+}
+
+// Whether any length pays at the best acceptance in sight: a draft forward as dear as the plain
+// step never pays (T(k) = 1 + k >= E(k)), however good the drafts; a cheap one does.
+TEST(DraftCostModel, CostsAloneCanForbidDrafting) {
+    DraftCostModel m;
+    EXPECT_TRUE(m.any_length_pays(0.95, 8, 8)) << "unmeasured costs count as zero";
+    for (int i = 0; i < 50; ++i) {
+        m.observe_step(0.008 + 0.0001 * 8, 8, 8);
+        m.observe_step(0.008 + 0.0001 * 24, 24, 8);
+        m.observe_draft(0.0088, 8);
+    }
+    EXPECT_FALSE(m.any_length_pays(0.999, 8, 8));
+    for (int i = 0; i < 400; ++i) m.observe_draft(0.0004, 8);
+    EXPECT_TRUE(m.any_length_pays(0.95, 8, 8));
+}
+
+// In the engine, eight sequences with a draft twice as dear as the target: after the first proposal
+// measured it, nobody drafts or probes again (each probe would cost a draft forward and its
+// catch-up, which is what made concurrency 8 lose a quarter of its speed); output is unchanged.
+TEST(DraftModelEngine, NoProbesWhereCostsAloneForbidDrafting) {
+    auto go = [](bool with_draft) {
+        FakeStepModel target(kVocab, 1024, 4, 1 << 20, periodic_logits);
+        target.step_delay = std::chrono::milliseconds(3);
+        auto draft = std::make_shared<FakeStepModel>(kVocab, 1024, 4, 1 << 20, periodic_logits);
+        draft->step_delay = std::chrono::milliseconds(6);
+        EngineOptions options;
+        if (with_draft) options.speculative.draft_model = draft;
+        options.speculative.max_draft = 4;
+        EngineCore core(target, nullptr, options);
+        Driver driver(core);
+        for (int i = 0; i < 8; ++i) driver.add(greedy_request(make_prompt(9 + i, 6, kVocab), 80));
+        driver.run();
+        std::vector<std::vector<int32_t>> out;
+        for (const auto& [id, res] : driver.results) out.push_back(res.choices.at(0).tokens);
+        return std::pair{out, with_draft ? core.drafter()->stats().forwards : 0};
+    };
+    const auto [plain, unused] = go(false);
+    const auto [drafted, forwards] = go(true);
+    EXPECT_EQ(drafted, plain);
+    // The first proposal: one catch-up forward and three draft rounds, all eight sequences in each.
+    // Two more forwards are allowed for timing noise; probing every 16 steps would add at least four.
+    EXPECT_LE(forwards, 6);
+}
+
 TEST(DraftModelEngine, RejectsBadOptions) {
     FakeStepModel target(kVocab, 16, 4);
     auto draft = std::make_shared<FakeStepModel>(kVocab, 16, 4);
