@@ -6,8 +6,10 @@
 
 namespace pagoda::model {
 
-SequenceRunner::SequenceRunner(StepModel& model, bool prefix_caching)
-    : model_(model), blocks_(model.info().n_kv_blocks, model.info().block_size, prefix_caching) {}
+SequenceRunner::SequenceRunner(StepModel& model, bool prefix_caching, bool free_outside_window)
+    : model_(model), blocks_(model.info().n_kv_blocks, model.info().block_size, prefix_caching) {
+    if (free_outside_window) blocks_.set_sliding_window(model.info().sliding_window);
+}
 
 std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t end, bool all_logits) {
     batch_.clear();

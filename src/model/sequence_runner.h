@@ -2,7 +2,10 @@
 // `pagoda run`, bench, perplexity, calibration and the forward-pass tests use it. It owns the
 // BlockManager for the model's KV cache (StepModelInfo::n_kv_blocks); prompts reuse cached prefix
 // blocks (prefix caching), prompt tokens are computed in chunks, and running out of KV blocks is a
-// clear error here (the engine preempts instead).
+// clear error here (the engine preempts instead). For a model whose every layer slides
+// (StepModelInfo::sliding_window) the blocks wholly below the window are freed as it goes, as in
+// the engine, so a long generation needs only the window's blocks (free_outside_window = false keeps
+// them all: the tests' unfreed twin).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -15,7 +18,7 @@ namespace pagoda::model {
 
 class SequenceRunner {
 public:
-    explicit SequenceRunner(StepModel& model, bool prefix_caching = true);
+    explicit SequenceRunner(StepModel& model, bool prefix_caching = true, bool free_outside_window = true);
 
     // Registers `seq` with its prompt and computes the prompt tokens not served by the prefix cache,
     // `chunk` tokens per forward step. Returns the last prompt token's logits, or with all_logits the

@@ -25,16 +25,18 @@ std::string model_path(const std::string& arch) {
     return path;
 }
 
-// Greedy tokens without the engine (SequenceRunner's block manager frees nothing).
-std::vector<int32_t> plain_greedy(const std::string& path, const std::vector<int32_t>& prompt, int n) {
-    auto model = model::open_step_model(path, {.threads = 1, .kv = {.block_size = 4}, .tokens_wanted = 1024});
-    model::SequenceRunner runner(*model);
+// Greedy tokens without the engine; `free` false: a runner that keeps every block (the unfreed twin).
+std::vector<int32_t> plain_greedy(const std::string& path, const std::vector<int32_t>& prompt, int n,
+                                  bool free = false, int64_t pool_tokens = 1024, int32_t* max_used = nullptr) {
+    auto model = model::open_step_model(path, {.threads = 1, .kv = {.block_size = 4}, .tokens_wanted = pool_tokens});
+    model::SequenceRunner runner(*model, true, free);
     auto logits = runner.prefill(0, prompt);
     std::vector<int32_t> out;
     for (int i = 0; i < n; ++i) {
         const int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
         out.push_back(next);
         if (i + 1 < n) logits = runner.decode(0, next);
+        if (max_used) *max_used = std::max(*max_used, runner.blocks().num_used_blocks());
     }
     return out;
 }
@@ -78,6 +80,18 @@ TEST(SlidingWindowMemory, PureSlidingModelHoldsBoundedBlocks) {
     EXPECT_EQ(eight.preemptions, 0);
     EXPECT_LE(eight.max_used_blocks, 32);
     EXPECT_EQ(eight.tokens[0], one.tokens[0]);
+}
+
+// run / bench / perplexity (SequenceRunner) free the same way: a 246-token generation in a pool of
+// 16 blocks of 4, the unfreed twin's tokens exactly.
+TEST(SlidingWindowMemory, SequenceRunnerFreesBelowTheWindow) {
+    const std::string path = model_path("phi3");
+    const std::vector<int32_t> prompt = test::make_prompt(6, 3, 300);
+    int32_t max_used = 0;
+    const std::vector<int32_t> freed = plain_greedy(path, prompt, 240, true, 64, &max_used);
+    EXPECT_LE(max_used, 4);
+    EXPECT_EQ(freed, plain_greedy(path, prompt, 240));
+    EXPECT_THROW(plain_greedy(path, prompt, 240, false, 64), Error) << "unfreed, 246 tokens do not fit 64";
 }
 
 TEST(SlidingWindowMemory, ModelWithAGlobalLayerKeepsEveryBlock) {
