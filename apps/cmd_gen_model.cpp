@@ -20,6 +20,7 @@ struct GenModelOptions {
     int64_t sliding_window = 0, swa_period = 0;
     bool tied = false;
     uint64_t seed = 1;
+    float embed_scale = 1.0f;
 };
 
 int run_gen_model(const GenModelOptions& o) {
@@ -45,6 +46,7 @@ int run_gen_model(const GenModelOptions& o) {
     spec.swa_period = o.swa_period;
     spec.rope_scaling = o.rope_scaling;
     spec.seed = o.seed;
+    spec.embed_scale = o.embed_scale;
     if (o.type == "f32") spec.type = gguf::GgmlType::F32;
     else if (o.type == "f16") spec.type = gguf::GgmlType::F16;
     else if (o.type == "bf16") spec.type = gguf::GgmlType::BF16;
@@ -99,6 +101,10 @@ CommandRegistration reg("gen-model", "Write a random-weight GGUF model of a supp
     sub.add_option("--ctx", o->ctx, "Context length written to the metadata")->check(in_range(1, 1 << 24));
     sub.add_flag("--tied", o->tied, "Tie the output head to the embedding");
     sub.add_option("--seed", o->seed, "Random seed");
+    sub.add_option("--embed-scale", o->embed_scale,
+                   "Multiply the token embedding's scale (above 1 the current token dominates, so greedy "
+                   "output soon repeats its context: a copy-heavy benchmark stand-in)")
+        ->check(CLI::Range(1e-3f, 1e3f));
     return [o] { return run_gen_model(*o); };
 });
 

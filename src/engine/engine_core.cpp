@@ -366,7 +366,7 @@ void EngineCore::propose_drafts() {
     auto decoding = [](const Sequence* s) {
         return s->request && !s->pooled && s->n_computed + 1 == int64_t(s->tokens.size());
     };
-    const bool by_cost = drafter_ && o.draft_length_by_cost;
+    const bool by_cost = o.draft_length_by_cost;
     bool costs_allow = true;
     if (by_cost) {
         // When even the best acceptance in sight (at least 0.95) would not pay for the draft's
@@ -500,7 +500,7 @@ bool EngineCore::step() {
     try {
         const auto forward_start = Clock::now();
         logits = model_.forward(batch_);
-        if (drafter_ && plan.n_prefill_tokens == 0)  // decode steps teach the draft-length cost model
+        if (options_.speculative.enabled() && plan.n_prefill_tokens == 0)  // decode steps teach the cost model
             draft_cost_.observe_step(seconds_between(forward_start, Clock::now()), plan.n_tokens,
                                      int64_t(plan.chunks.size()));
         const size_t want = size_t(batch_.n_logit_rows()) * size_t(info_.vocab_size);
@@ -572,7 +572,7 @@ bool EngineCore::step() {
             counters_.draft_tokens += c.n_draft;
             counters_.accepted_draft_tokens += accepted;
             if (s.status == SeqStatus::running) {
-                if (drafter_ && options_.speculative.draft_length_by_cost) s.acceptance.observe(c.n_draft, accepted);
+                if (options_.speculative.draft_length_by_cost) s.acceptance.observe(c.n_draft, accepted);
                 else adapt_draft(s, c.n_draft, accepted);
             }
             if (r.n_done == r.request.n && std::find(done.begin(), done.end(), &r) == done.end()) done.push_back(&r);

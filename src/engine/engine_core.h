@@ -47,8 +47,9 @@ struct SpeculativeOptions {
     int32_t max_draft = 8;   // tokens per sequence and step, at most
     std::shared_ptr<StepModel> draft_model;  // null: no draft model (exclusive with ngram_max)
     int64_t draft_max_step_tokens = 512;     // tokens per draft-model forward
-    // Draft-model lengths from measured costs (draft_length.h); false: the prompt-lookup rule
-    // (grow on success, shrink and pause on failure), for tests whose fakes cost nothing.
+    // Draft lengths from measured costs (draft_length.h; prompt lookup's drafts cost no forward,
+    // only their verified rows); false: grow on success, shrink and pause on failure, for tests
+    // whose fakes cost nothing.
     bool draft_length_by_cost = true;
     void validate() const;   // throws pagoda::Error
     bool enabled() const { return ngram_max > 0 || draft_model != nullptr; }

@@ -232,7 +232,9 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
     };
     // Gemma scales the embedding by sqrt(dim) and ties the head: rows of std 1 / sqrt(dim) give a
     // unit-scale residual stream and logits of std ~1 before the cap.
-    matrix("token_embd.weight", s.dim, vocab_size, gemma ? 1.0f / std::sqrt(float(s.dim)) : 1.0f);
+    if (!(s.embed_scale > 0) || !std::isfinite(s.embed_scale))
+        fail("the embedding scale must be a positive number, got {}", s.embed_scale);
+    matrix("token_embd.weight", s.dim, vocab_size, (gemma ? 1.0f / std::sqrt(float(s.dim)) : 1.0f) * s.embed_scale);
     vec("output_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
     if (!s.tied_output && !gemma) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
     if (s.rope_scaling == "llama3") {

@@ -46,6 +46,11 @@ struct RandomModelSpec {
     // those parameters as llama.rope.scaling.* keys instead of the tensor.
     std::string rope_scaling;
     int64_t original_context = 0;  // phi3 LongRoPE / llama3: 0 gives context_length / 4
+    // Multiplies the token embedding's std. Above 1 the current token dominates the residual stream,
+    // so greedy decoding follows a near-fixed next-token map and soon repeats what its context
+    // holds: the copy-heavy stand-in the speculative-decoding benchmarks use (no trained model of a
+    // memory-bound size is among the fixtures).
+    float embed_scale = 1.0f;
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.
