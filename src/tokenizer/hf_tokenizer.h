@@ -33,7 +33,8 @@ struct HfTokenizer {
 };
 
 // Reads DIR/tokenizer.json and, when present, DIR/tokenizer_config.json; the chat template comes from
-// tokenizer_config.json, else DIR/chat_template.jinja (newer transformers save it there).
+// tokenizer_config.json, else DIR/chat_template.jinja (newer transformers save it there), else
+// DIR/chat_template.json.
 HfTokenizer read_hf_tokenizer(const std::string& dir);
 // The same from the files' texts; `tokenizer_config_json` may be empty. Errors start with
 // `name_for_errors`. The returned spec is accepted by Vocab::from_spec (checked before returning).

@@ -306,8 +306,15 @@ HfTokenizer read_hf_tokenizer(const std::string& dir) {
     std::string config;
     if (fs::exists(base / "tokenizer_config.json")) config = read_text_file((base / "tokenizer_config.json").string());
     HfTokenizer out = parse_hf_tokenizer(tokenizer_json, config, dir);
-    if (out.chat_template.empty() && fs::exists(base / "chat_template.jinja"))
+    if (out.chat_template.empty() && fs::exists(base / "chat_template.jinja")) {
         out.chat_template = read_text_file((base / "chat_template.jinja").string());
+    } else if (out.chat_template.empty() && fs::exists(base / "chat_template.json")) {
+        // The processor-era form: {"chat_template": "…"}.
+        const std::string file = (base / "chat_template.json").string();
+        const hf::JsonPath root{file, ""};
+        const hf::Json j = hf::parse_json(read_text_file(file), file);
+        out.chat_template = hf::as_string(hf::required(j, "chat_template", root), root / "chat_template");
+    }
     return out;
 }
 

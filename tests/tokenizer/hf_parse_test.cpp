@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "fixtures.h"
 #include "tokenizer/hf_tokenizer.h"
@@ -18,6 +20,7 @@ using tokenizer::TokenType;
 
 std::string data_dir(const std::string& folder) { return source_dir() + "/tests/data/hf_tokenizer/" + folder; }
 HfTokenizer read(const std::string& folder) { return tokenizer::read_hf_tokenizer(data_dir(folder)); }
+HfTokenizer read_dir(const std::string& dir) { return tokenizer::read_hf_tokenizer(dir); }
 TokenType type_of(const HfTokenizer& hf, int64_t id) { return TokenType(hf.spec.token_types.at(size_t(id))); }
 
 TEST(HfTokenizerParse, Llama31ByteLevel) {
@@ -125,6 +128,34 @@ TEST(HfTokenizerParse, WriterIsStable) {
     EXPECT_EQ(twice.tokenizer_config_json, files.tokenizer_config_json);
     EXPECT_NE(files.tokenizer_json.find("\"byte_fallback\": true"), std::string::npos);
     EXPECT_NE(files.tokenizer_json.find("\"type\": \"Prepend\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pagoda::test
+
+namespace pagoda::test {
+namespace {
+
+// Newer transformers save the template beside the config: chat_template.jinja, or chat_template.json.
+TEST(HfTokenizerParse, ChatTemplateFilesBesideTheConfig) {
+    const std::string dir = temp_path("hf_template_files");
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(data_dir("qwen3") + "/tokenizer.json", dir + "/tokenizer.json");
+    EXPECT_EQ(read_dir(dir).chat_template, "") << "no config, no template";
+    {
+        std::ofstream(dir + "/chat_template.json") << R"({"chat_template": "{{ messages[0].content }}"})";
+    }
+    EXPECT_EQ(read_dir(dir).chat_template, "{{ messages[0].content }}");
+    {
+        std::ofstream(dir + "/chat_template.jinja") << "{{ bos_token }}";
+    }
+    EXPECT_EQ(read_dir(dir).chat_template, "{{ bos_token }}") << "the .jinja file comes first";
+    {
+        std::ofstream(dir + "/tokenizer_config.json") << R"({"chat_template": "config"})";
+    }
+    EXPECT_EQ(read_dir(dir).chat_template, "config") << "tokenizer_config.json's own template wins";
+    std::filesystem::remove_all(dir);
 }
 
 }  // namespace

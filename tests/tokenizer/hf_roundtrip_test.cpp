@@ -77,6 +77,7 @@ void check(const std::string& name) {
         const EncodeOptions special{.parse_special = true};
         ASSERT_EQ(r.from_hf->encode(text, special), r.original->encode(text, special)) << name << ": '" << text << "'";
         ASSERT_EQ(r.from_hf->encode(text, plain), r.original->encode(text, plain)) << name << ": '" << text << "'";
+        ASSERT_EQ(r.from_keys->encode(text, special), r.original->encode(text, special)) << name << " (GGUF keys)";
     }
 }
 
