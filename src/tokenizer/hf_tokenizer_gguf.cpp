@@ -17,7 +17,8 @@ std::vector<std::pair<std::string, gguf::Value>> vocab_spec_gguf_keys(const Voca
     add("tokenizer.ggml.tokens", gguf::Value::strings(spec.tokens));
     if (!spec.scores.empty()) add("tokenizer.ggml.scores", gguf::Value::f32s(spec.scores));
     if (!spec.token_types.empty()) add("tokenizer.ggml.token_type", i32s(spec.token_types));
-    if (!spec.merges.empty()) add("tokenizer.ggml.merges", gguf::Value::strings(spec.merges));
+    if (!spec.merges.empty() || spec.model == "gpt2")  // from_gguf requires the key for BPE, even empty
+        add("tokenizer.ggml.merges", gguf::Value::strings(spec.merges));
     for (const auto& [key, id] : {std::pair{"bos_token_id", spec.bos}, std::pair{"eos_token_id", spec.eos},
                                   std::pair{"unknown_token_id", spec.unk}, std::pair{"padding_token_id", spec.pad},
                                   std::pair{"seperator_token_id", spec.sep}, std::pair{"eot_token_id", spec.eot},

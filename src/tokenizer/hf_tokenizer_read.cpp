@@ -275,6 +275,10 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
     spec.add_eos = config.add_eos.value_or(around.after.has_value());
     if (*spec.add_bos && !spec.bos) cfg_root.fail("add_bos_token is true but no BOS token is named (bos_token)");
     if (*spec.add_eos && !spec.eos) cfg_root.fail("add_eos_token is true but no EOS token is named (eos_token)");
+    // A token the files do not name does not exist: llama.cpp's per-kind default ids (BPE's 11,
+    // SentencePiece's 1/2/0) describe GGUF conversions, not these files.
+    for (std::optional<int64_t>* id : {&spec.bos, &spec.eos, &spec.unk})
+        if (!*id) *id = -1;
 
     // What Vocab and the pre-tokenizer would refuse, refused here with the file's name.
     try {

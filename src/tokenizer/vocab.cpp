@@ -24,13 +24,14 @@ constexpr std::string_view kEogTexts[] = {
     "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
 };
 
-// GGUF writers store "no such token" as -1, often as the u32 0xFFFFFFFF.
+// GGUF writers store "no such token" as -1, often as the u32 0xFFFFFFFF; llama.cpp reads that as
+// "none" (not as "the default"), and so does VocabSpec.
 std::optional<int64_t> optional_id(const gguf::File& file, std::string_view key) {
     const gguf::Value* v = file.find(key);
     if (!v) return std::nullopt;
     auto id = v->as_int();
     if (!v->is_integer() || !id) fail("{}: {} must be an integer token id", file.name(), key);
-    if (*id == -1 || *id == 0xFFFFFFFFll) return std::nullopt;
+    if (*id == -1 || *id == 0xFFFFFFFFll) return -1;
     return *id;
 }
 
@@ -179,6 +180,10 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
 
     auto set_id = [&](int32_t& slot, const std::optional<int64_t>& value, const char* what) {
         if (!value) return;
+        if (*value == -1) {
+            slot = kNoToken;
+            return;
+        }
         if (!v.valid_id(*value)) fail("{} token id {} is out of range (vocabulary has {} tokens)", what, *value, n);
         slot = static_cast<int32_t>(*value);
     };

@@ -34,6 +34,7 @@ struct VocabSpec {
     std::vector<float> scores;          // empty: all 0
     std::vector<int64_t> token_types;   // empty: all normal
     std::vector<std::string> merges;    // BPE only: "left right", highest priority first
+    // Unset: the model kind's default (llama.cpp's); -1: the vocabulary has no such token.
     std::optional<int64_t> bos, eos, unk, pad, sep, eot, eom;
     std::optional<bool> add_bos, add_eos, add_space_prefix;
     std::string name;  // general.name; only used for a few model-specific quirks

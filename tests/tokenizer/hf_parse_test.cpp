@@ -160,3 +160,32 @@ TEST(HfTokenizerParse, ChatTemplateFilesBesideTheConfig) {
 
 }  // namespace
 }  // namespace pagoda::test
+
+namespace pagoda::test {
+namespace {
+
+// Without tokenizer_config.json or a post-processor nothing names BOS/EOS: there are none (not
+// llama.cpp's GGUF defaults, which would make BPE id 11 — here "," — end every generation).
+TEST(HfTokenizerParse, UnnamedSpecialTokensDoNotExist) {
+    std::string vocab = R"("Ġ": 0)";
+    for (int i = 1; i < 20; ++i) vocab += ", \"" + std::string(1, char('a' + i)) + "\": " + std::to_string(i);
+    const std::string json = R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false},
+        "model": {"type": "BPE", "vocab": {)" + vocab + R"(}, "merges": []}})";
+    const HfTokenizer hf = tokenizer::parse_hf_tokenizer(json, "", "inline");
+    EXPECT_EQ(hf.spec.eos, std::optional<int64_t>(-1));
+    auto tok = tokenizer::Tokenizer::from_vocab(tokenizer::Vocab::from_spec(hf.spec));
+    EXPECT_EQ(tok->eos(), tokenizer::kNoToken);
+    EXPECT_EQ(tok->bos(), tokenizer::kNoToken);
+    EXPECT_FALSE(tok->is_eog(11));
+    // The same through GGUF keys: -1 is written as "none" and read back as none.
+    gguf::Writer writer;
+    for (const auto& [k, v] : tokenizer::vocab_spec_gguf_keys(hf.spec, "")) writer.set(k, v);
+    writer.write(temp_path("hf_unnamed.gguf"));
+    auto from_gguf = tokenizer::Tokenizer::from_gguf(*gguf::File::open(temp_path("hf_unnamed.gguf")));
+    std::filesystem::remove(temp_path("hf_unnamed.gguf"));
+    EXPECT_EQ(from_gguf->eos(), tokenizer::kNoToken);
+    EXPECT_FALSE(from_gguf->is_eog(11));
+}
+
+}  // namespace
+}  // namespace pagoda::test
