@@ -94,6 +94,8 @@ const PreTokenizerDef* find_pre_tokenizer(std::string_view name) {
     return nullptr;
 }
 
+const std::vector<PreTokenizerDef>& known_pre_tokenizers() { return registry(); }
+
 std::vector<std::string> known_pre_tokenizer_names() {
     std::vector<std::string> names;
     for (const auto& def : registry())

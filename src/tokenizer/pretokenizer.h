@@ -26,6 +26,8 @@ struct PreTokenizerDef {
 
 // The definition for `name` ("" means "default"), or nullptr when pagoda does not know it.
 const PreTokenizerDef* find_pre_tokenizer(std::string_view name);
+// Every definition, in registry order (for mapping a regex list back to its name).
+const std::vector<PreTokenizerDef>& known_pre_tokenizers();
 // Every supported name, for error messages and tests.
 std::vector<std::string> known_pre_tokenizer_names();
 

@@ -17,7 +17,7 @@ constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581, SentencePiece
 
 Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
     if (vocab_.type() == VocabType::bpe) {
-        pre_ = std::make_unique<PreTokenizer>(vocab_.pre());
+        pre_ = std::make_unique<PreTokenizer>(vocab_.pre(), vocab_.pre_patterns());
         bpe_ = std::make_unique<BpeEncoder>(vocab_);
     }
     specials_ = std::make_unique<SpecialTokenMatcher>(vocab_);

@@ -1,6 +1,7 @@
 #include "tokenizer/vocab.h"
 
 #include <algorithm>
+#include <tuple>
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -23,13 +24,14 @@ constexpr std::string_view kEogTexts[] = {
     "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
 };
 
-// GGUF writers store "no such token" as -1, often as the u32 0xFFFFFFFF.
+// GGUF writers store "no such token" as -1, often as the u32 0xFFFFFFFF; llama.cpp reads that as
+// "none" (not as "the default"), and so does VocabSpec.
 std::optional<int64_t> optional_id(const gguf::File& file, std::string_view key) {
     const gguf::Value* v = file.find(key);
     if (!v) return std::nullopt;
     auto id = v->as_int();
     if (!v->is_integer() || !id) fail("{}: {} must be an integer token id", file.name(), key);
-    if (*id == -1 || *id == 0xFFFFFFFFll) return std::nullopt;
+    if (*id == -1 || *id == 0xFFFFFFFFll) return -1;
     return *id;
 }
 
@@ -50,7 +52,7 @@ bool contains_any(const std::string& haystack, std::initializer_list<std::string
 
 }  // namespace
 
-Vocab Vocab::from_gguf(const gguf::File& file) {
+VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
     VocabSpec spec;
     if (!file.has("tokenizer.ggml.model")) fail("{}: no tokenizer (tokenizer.ggml.model is missing)", file.name());
     spec.model = file.get_string("tokenizer.ggml.model");
@@ -80,6 +82,17 @@ Vocab Vocab::from_gguf(const gguf::File& file) {
     spec.add_eos = optional_bool(file, "tokenizer.ggml.add_eos_token");
     spec.add_space_prefix = optional_bool(file, "tokenizer.ggml.add_space_prefix");
     spec.name = file.get_string_or("general.name", "");
+    // pagoda's own keys for what llama.cpp's GGUF has no key for (written for Hugging Face folders
+    // presented as GGUF, see hf_tokenizer.h).
+    if (file.has("tokenizer.pagoda.pre_patterns")) spec.pre_patterns = file.get_strings("tokenizer.pagoda.pre_patterns");
+    spec.ignore_merges = optional_bool(file, "tokenizer.pagoda.ignore_merges");
+    if (file.has("tokenizer.pagoda.lstrip_ids")) spec.lstrip_ids = file.get_ints("tokenizer.pagoda.lstrip_ids");
+    if (file.has("tokenizer.pagoda.rstrip_ids")) spec.rstrip_ids = file.get_ints("tokenizer.pagoda.rstrip_ids");
+    return spec;
+}
+
+Vocab Vocab::from_gguf(const gguf::File& file) {
+    const VocabSpec spec = vocab_spec_from_gguf(file);
     try {
         return from_spec(spec);
     } catch (const Error& e) {
@@ -127,22 +140,30 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
     // Per-model defaults (llama.cpp's), then the file's explicit values.
     PreTokenizerTraits traits;
     if (v.type_ == VocabType::spm) {
+        if (!spec.pre_patterns.empty()) fail("pre-tokenizer patterns are given for a SentencePiece vocabulary (BPE only)");
         v.bos_ = 1;
         v.eos_ = 2;
         v.unk_ = 0;
         v.add_bos_ = true;
         v.add_space_prefix_ = true;
     } else {
-        const PreTokenizerDef* def = find_pre_tokenizer(spec.pre);
-        if (!def)
-            fail("BPE pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported; known: {}", spec.pre,
-                 fmt::join(known_pre_tokenizer_names(), ", "));
-        v.pre_ = spec.pre.empty() ? "default" : spec.pre;
-        traits = def->traits;
+        if (!spec.pre_patterns.empty()) {
+            v.pre_ = spec.pre.empty() ? "custom" : spec.pre;
+            v.pre_patterns_ = spec.pre_patterns;
+            v.custom_pre_patterns_ = true;
+        } else {
+            const PreTokenizerDef* def = find_pre_tokenizer(spec.pre);
+            if (!def)
+                fail("BPE pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported; known: {}", spec.pre,
+                     fmt::join(known_pre_tokenizer_names(), ", "));
+            v.pre_ = spec.pre.empty() ? "default" : spec.pre;
+            v.pre_patterns_ = def->patterns;
+            traits = def->traits;
+        }
         v.bos_ = traits.no_bos ? kNoToken : 11;
         v.eos_ = 11;
         v.add_bos_ = traits.add_bos;
-        v.ignore_merges_ = traits.ignore_merges;
+        v.ignore_merges_ = spec.ignore_merges.value_or(traits.ignore_merges);
         v.merge_ranks_.reserve(spec.merges.size());
         for (size_t i = 0; i < spec.merges.size(); ++i) {
             const std::string& m = spec.merges[i];
@@ -159,6 +180,10 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
 
     auto set_id = [&](int32_t& slot, const std::optional<int64_t>& value, const char* what) {
         if (!value) return;
+        if (*value == -1) {
+            slot = kNoToken;
+            return;
+        }
         if (!v.valid_id(*value)) fail("{} token id {} is out of range (vocabulary has {} tokens)", what, *value, n);
         slot = static_cast<int32_t>(*value);
     };
@@ -232,6 +257,13 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
         if (int32_t id = v.find("</s>"); id != kNoToken) v.rstrip_.insert(id);
         for (auto text : {"<unk>", "<s>", "<|endoftext|>"})
             if (int32_t id = v.find(text); id != kNoToken) v.rstrip_.erase(id);
+    }
+    // Explicit strip flags (from a tokenizer.json's added tokens) on top of the name-based quirk.
+    for (auto [ids, set, what] : {std::tuple{&spec.lstrip_ids, &v.lstrip_, "lstrip"}, std::tuple{&spec.rstrip_ids, &v.rstrip_, "rstrip"}}) {
+        for (int64_t id : *ids) {
+            if (!v.valid_id(id)) fail("{} token id {} is out of range (vocabulary has {} tokens)", what, id, n);
+            set->insert(static_cast<int32_t>(id));
+        }
     }
     return v;
 }

@@ -34,9 +34,16 @@ struct VocabSpec {
     std::vector<float> scores;          // empty: all 0
     std::vector<int64_t> token_types;   // empty: all normal
     std::vector<std::string> merges;    // BPE only: "left right", highest priority first
+    // Unset: the model kind's default (llama.cpp's); -1: the vocabulary has no such token.
     std::optional<int64_t> bos, eos, unk, pad, sep, eot, eom;
     std::optional<bool> add_bos, add_eos, add_space_prefix;
     std::string name;  // general.name; only used for a few model-specific quirks
+    // Set by files that describe their pre-tokenizer by its regexes (Hugging Face tokenizer.json)
+    // rather than by a GGUF name: BPE only; non-empty replaces the patterns `pre` would select
+    // (`pre` then only names them in messages). Each must compile as a PCRE2 pattern.
+    std::vector<std::string> pre_patterns;
+    std::optional<bool> ignore_merges;              // BPE: overrides the pre-tokenizer name's default
+    std::vector<int64_t> lstrip_ids, rstrip_ids;    // special tokens that eat the whitespace before / after them
 };
 
 // Hash that lets unordered maps keyed by std::string be searched with a string_view.
@@ -46,6 +53,9 @@ struct StringHash {
 };
 using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
+// The spec a GGUF file's tokenizer.ggml.* keys describe (throws naming the key when one is bad).
+VocabSpec vocab_spec_from_gguf(const gguf::File& file);
+
 class Vocab {
 public:
     static Vocab from_gguf(const gguf::File& file);
@@ -53,6 +63,9 @@ public:
 
     VocabType type() const { return type_; }
     const std::string& pre() const { return pre_; }
+    // BPE: the pre-tokenizer's regexes (the named ones, or the spec's own); empty for SentencePiece.
+    const std::vector<std::string>& pre_patterns() const { return pre_patterns_; }
+    bool custom_pre_patterns() const { return custom_pre_patterns_; }
     int32_t n_tokens() const { return static_cast<int32_t>(texts_.size()); }
     bool valid_id(int64_t id) const { return id >= 0 && id < n_tokens(); }
 
@@ -97,6 +110,8 @@ public:
 private:
     VocabType type_ = VocabType::spm;
     std::string pre_ = "default";
+    std::vector<std::string> pre_patterns_;
+    bool custom_pre_patterns_ = false;
     std::vector<std::string> texts_;
     std::vector<float> scores_;
     std::vector<TokenType> types_;

@@ -107,6 +107,23 @@ for v in range(6):
         b = t.encode('utf-8', 'surrogateescape') if '\xff' not in t else b'\xff\xfe invalid'
         write('tokenizer', f'v{v}-{i}', bytes([v | (0x10 if i % 3 == 0 else 0) | (0x80 if i % 4 == 1 else 0)]) + b)
 
+# ---- hf_tokenizer: tokenizer.json, NUL, tokenizer_config.json ----
+hf_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data', 'hf_tokenizer')
+for family in ('llama3.1', 'qwen3', 'mistral', 'phi3', 'gemma3'):
+    with open(os.path.join(hf_dir, family, 'tokenizer.json'), 'rb') as f:
+        tok = f.read()
+    with open(os.path.join(hf_dir, family, 'tokenizer_config.json'), 'rb') as f:
+        cfg = f.read()
+    write('hf_tokenizer', family, tok + b'\0' + cfg)
+write('hf_tokenizer', 'small_byte_level', json.dumps({
+    'added_tokens': [{'id': 3, 'content': '<|end|>', 'special': True}],
+    'pre_tokenizer': {'type': 'ByteLevel', 'add_prefix_space': False, 'use_regex': True},
+    'model': {'type': 'BPE', 'vocab': {'a': 0, 'b': 1, 'ab': 2}, 'merges': [['a', 'b']]}}))
+write('hf_tokenizer', 'small_sentencepiece', json.dumps({
+    'normalizer': {'type': 'Replace', 'pattern': {'String': ' '}, 'content': '\u2581'},
+    'model': {'type': 'BPE', 'byte_fallback': True, 'unk_token': '<unk>',
+              'vocab': {'<unk>': 0, 'a': 1, 'b': 2, 'ab': 3, '<0x20>': 4}, 'merges': ['a b']}}))
+
 # ---- gbnf: grammar, NUL, input ----
 grammars = {
     'yesno': ('root ::= "yes" | "no"', 'yes'),
