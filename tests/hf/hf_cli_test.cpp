@@ -1,5 +1,5 @@
 // Hugging Face folders through the binary: gen-model --format hf (single file and sharded),
-// gguf-info and bench on `-m DIR` (the same tensor table as the GGUF), --quantize at load giving
+// gguf-info, bench and quantize on a folder (the same tensor tables as the GGUF), --quantize at load giving
 // `run` the same tokens as a file quantised by `pagoda quantize`, and a folder without a tokenizer
 // refused by `run` with a message naming tokenizer.json.
 #include <filesystem>
@@ -68,6 +68,13 @@ TEST(HfCli, GenModelFolderLoadsEverywhereAGgufDoes) {
     auto b8 = run_pagoda({"bench", "-m", dir, "-p", "4", "-n", "2", "-r", "1", "--no-limits", "--quantize", "Q8_0", "--json"});
     EXPECT_EQ(b8.exit_code, 0) << b8.err;
     EXPECT_NE(b8.out.find("q8_0"), std::string::npos) << b8.out;
+
+    // quantize reads a folder too (a conversion): the same tensors as quantising the GGUF.
+    const std::string q_dir = temp_path("hfcli-dir-q8.gguf"), q_gguf = temp_path("hfcli-gguf-q8.gguf");
+    auto qd = run_pagoda({"quantize", dir, q_dir, "q8_0"});
+    ASSERT_EQ(qd.exit_code, 0) << qd.err;
+    ASSERT_EQ(run_pagoda({"quantize", gguf, q_gguf, "q8_0"}).exit_code, 0);
+    EXPECT_EQ(tensor_table(run_pagoda({"gguf-info", q_dir}).out), tensor_table(run_pagoda({"gguf-info", q_gguf}).out));
 
     auto r = run_pagoda({"run", "-m", dir, "-p", "hello", "-n", "2"});
     EXPECT_NE(r.exit_code, 0);
