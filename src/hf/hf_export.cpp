@@ -85,6 +85,13 @@ void write_hf_folder(const gguf::File& f, const std::string& dir, int shards) {
     if (shards < 1 || size_t(shards) > entries.size())
         fail("--shards {} is out of range (1 to the {} tensors of the model)", shards, entries.size());
     fs::create_directories(dir);
+    // Weight files of an earlier write would be read instead of (index) or beside (shards) these.
+    for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string n = e.path().filename().string();
+        if (n == "model.safetensors" || n == "model.safetensors.index.json" ||
+            (n.starts_with("model-") && n.ends_with(".safetensors") && n.find("-of-") != std::string::npos))
+            fs::remove(e.path());
+    }
     write_text_file((fs::path(dir) / "config.json").string(), config);
     auto as_st = [](const Entry& e) {
         return SafetensorsEntry{e.name, e.type, e.shape, std::span<const uint8_t>(e.data, size_t(e.n_bytes))};

@@ -20,7 +20,8 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir);
 // Writes `model` (F32/F16/BF16 tensors of a supported architecture) as a folder: config.json and
 // model.safetensors, or with shards > 1 model-0000K-of-0000N.safetensors + the index. The inverse
 // transforms are applied, so open_hf_folder(dir) gives back the same tensors. Tokenizer files are
-// not written here (the caller adds them). Creates `dir` if needed.
+// not written here (the caller adds them). Creates `dir` if needed; weight files of an earlier
+// write there (model.safetensors, its index, model-*-of-*.safetensors) are replaced.
 void write_hf_folder(const gguf::File& model, const std::string& dir, int shards = 1);
 
 }  // namespace pagoda::hf

@@ -184,6 +184,17 @@ TEST(HfFolder, ShardAndIndexDefectsAreNamed) {
     }
 }
 
+// Rewriting a folder unsharded after a sharded write must not leave the old index to be read.
+TEST(HfFolder, ARewriteReplacesEarlierWeightFiles) {
+    const std::string dir = fresh_folder("hf-rewrite", 3);
+    model::RandomModelSpec s;
+    s.n_layers = 2; s.dim = 32; s.n_heads = 4; s.n_kv_heads = 2; s.ffn_dim = 48; s.vocab_size = 300;
+    model::write_random_model_hf(s, dir, 1);
+    EXPECT_FALSE(fs::exists(fs::path(dir) / "model.safetensors.index.json"));
+    EXPECT_FALSE(fs::exists(fs::path(dir) / "model-00001-of-00003.safetensors"));
+    EXPECT_EQ(open_hf_folder(dir)->find_tensor("blk.0.attn_q.weight")->shape, (std::vector<int64_t>{32, 32}));
+}
+
 TEST(HfFolder, ATokenizerKeyOnAFolderNamesTokenizerJson) {
     const std::string dir = fresh_folder("hf-no-tokenizer", 1);
     auto f = open_hf_folder(dir);
