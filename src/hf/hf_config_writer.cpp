@@ -61,7 +61,7 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     j["num_attention_heads"] = heads;
     j["num_key_value_heads"] = f.get_int_or(a + "attention.head_count_kv", heads);
     const int64_t head_dim = f.get_int_or(a + "attention.key_length", dim / heads);
-    if (f.has(a + "attention.key_length")) j["head_dim"] = head_dim;
+    j["head_dim"] = head_dim;  // always: Gemma 3's config defaults it to 256 when absent
     j["max_position_embeddings"] = f.get_int_or(a + "context_length", 2048);
     j["rms_norm_eps"] = f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5);
     j["rope_theta"] = f.get_float_or(a + "rope.freq_base", 10000.0);

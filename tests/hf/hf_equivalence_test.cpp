@@ -53,6 +53,11 @@ std::vector<Case> cases() {
     Case phi3_window{"phi3-window", base("phi3")};
     phi3_window.spec.sliding_window = 3;
     out.push_back(phi3_window);
+    for (const char* arch : {"gemma3", "gemma2", "llama"}) {  // head size from dim / heads, no key_length
+        Case c{std::string(arch) + "-implied-head", base(arch)};
+        c.spec.head_dim = 0;
+        out.push_back(c);
+    }
     Case gemma3_period{"gemma3-period", base("gemma3")};
     gemma3_period.spec.swa_period = 2; gemma3_period.spec.sliding_window = 4;
     out.push_back(gemma3_period);
