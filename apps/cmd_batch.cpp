@@ -28,6 +28,7 @@
 #include "apps/text_file.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
+#include "model/model_file.h"
 #include "server/api_error.h"
 #include "server/openai_engine_request.h"
 #include "server/openai_request.h"
@@ -143,7 +144,7 @@ json batch_api_output(size_t i, const Line& line, const std::optional<ApiError>&
 
 int run_batch(const BatchOptions& o) {
     std::istringstream in(read_text_file(o.input, "input file"));
-    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(o.model, o.compute.file_options(o.threads));
     const model::ModelConfig config = model::read_config(*file);
     std::shared_ptr<const tokenizer::Tokenizer> tok(tokenizer::Tokenizer::from_gguf(*file));
     const std::string model_name = std::filesystem::path(o.model).stem().string();
@@ -260,7 +261,7 @@ int run_batch(const BatchOptions& o) {
 
 CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests (or Batch API lines) through the engine", [](CLI::App& sub) {
     auto o = std::make_shared<BatchOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model")->required();
+    sub.add_option("-m,--model", o->model, model::kModelPathHelp)->required();
     sub.add_option("-i,--input", o->input, "Requests, one JSON object per line")->required();
     sub.add_option("-o,--output", o->output, "Responses, one JSON object per line, in input order")->required();
     add_threads_option(sub, o->threads);

@@ -20,6 +20,7 @@
 #include "core/thread_pool.h"
 #include "model/open_step_model.h"
 #include "model/sequence_runner.h"
+#include "model/model_file.h"
 
 namespace pagoda::app {
 namespace {
@@ -117,7 +118,7 @@ void report_prefix_reuse(const BenchOptions& o, model::StepModel& model, double 
 }
 
 int run_bench(const BenchOptions& o) {
-    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(o.model, o.compute.file_options(o.threads, false));
     // The KV cache holds one prompt and its generation, or two prompts for the prefix-reuse test.
     const int64_t kv_tokens =
         std::max<int64_t>({int64_t(o.prompt) + o.gen + 1, 2 * (int64_t(o.prompt) + 1), int64_t(o.depth) + o.gen + 1});
@@ -253,7 +254,7 @@ int run_bench(const BenchOptions& o) {
 
 CommandRegistration reg("bench", "Measure prompt-processing and generation speed of a model", [](CLI::App& sub) {
     auto o = std::make_shared<BenchOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+    sub.add_option("-m,--model", o->model, model::kModelPathHelp)->required();
     sub.add_option("-p,--n-prompt", o->prompt, "Prompt tokens (0 skips the pp test)")->check(in_range(0, 1 << 20));
     sub.add_option("-n,--n-gen", o->gen, "Generated tokens (0 skips the tg test)")->check(in_range(0, 1 << 20));
     sub.add_option("-d,--depth", o->depth, "Tokens already in the KV cache when the tg test starts (its context)")

@@ -22,6 +22,7 @@
 #include "gguf/gguf.h"
 #include "grammar/json_schema.h"
 #include "model/config.h"
+#include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 
 #include <fstream>
@@ -93,7 +94,7 @@ int run_bench(const BenchOptions& o) {
         fail("--static-batching runs batches of --concurrency ({}) requests; raise --max-seqs ({}) to match",
              concurrency, o.max_seqs);
 
-    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(o.model, o.compute.file_options(o.threads));
     const int64_t vocab = model::read_config(*file).vocab_size;
     std::shared_ptr<const grammar::Grammar> grammar;
     std::shared_ptr<const tokenizer::Tokenizer> tok;
@@ -235,7 +236,7 @@ int run_bench(const BenchOptions& o) {
 CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the continuous-batching engine",
                         [](CLI::App& sub) {
     auto o = std::make_shared<BenchOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model")->required();
+    sub.add_option("-m,--model", o->model, model::kModelPathHelp)->required();
     sub.add_option("--requests", o->requests, "Number of requests")->check(in_range(1, 1000000));
     sub.add_option("--rate", o->rate, "Arrivals per second (Poisson), or inf: all at once");
     sub.add_option("--prompt-len", o->prompt_len, "Prompt length N or range A:B");

@@ -35,6 +35,7 @@
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
+#include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -123,7 +124,7 @@ int chat(ChatOptions& o) {
     std::optional<chat::ChatTemplate> early;  // a bad template fails before the model loads
     if (!o.chat_template.empty()) early = chat::ChatTemplate::from_name_or_file(o.chat_template);
 
-    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(o.model, o.compute.file_options(o.threads));
     std::shared_ptr<const tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(*file);
     const chat::ChatTemplate tmpl = early ? *early : choose_template(o, *file);
     const bool split_reasoning = o.reasoning != "raw" && chat::template_thinks(tmpl.source());
@@ -257,7 +258,7 @@ CommandRegistration reg("chat", "Chat with a model in the terminal (its chat tem
     sub.footer(std::string("In the chat: ") + kCommandsHelp +
                "; Ctrl-C stops a reply. With stdin not a terminal, each line is one turn and only the replies are "
                "printed.");
-    sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+    sub.add_option("-m,--model", o->model, model::kModelPathHelp)->required();
     sub.add_option("--chat-template", o->chat_template,
                    "Chat template: a builtin name (" + fmt::format("{}", fmt::join(chat::ChatTemplate::builtin_names(), ", ")) +
                        ") or a Jinja file (default: the model's, else chatml)");

@@ -21,6 +21,8 @@ struct GenModelOptions {
     bool tied = false;
     uint64_t seed = 1;
     float embed_scale = 1.0f;
+    std::string format = "gguf";
+    int shards = 1;
 };
 
 int run_gen_model(const GenModelOptions& o) {
@@ -52,10 +54,14 @@ int run_gen_model(const GenModelOptions& o) {
     else if (o.type == "bf16") spec.type = gguf::GgmlType::BF16;
     else fail("--type must be f32, f16 or bf16 (got '{}'); quantise afterwards with `pagoda quantize`", o.type);
 
+    if (o.format == "gguf" && o.shards != 1) fail("--shards is for --format hf");
+    if (o.format == "hf" && !o.vocab.empty())
+        fail("--vocab is for --format gguf: a Hugging Face folder's tokenizer.json is not written by gen-model yet");
     std::unique_ptr<gguf::File> vocab;
     if (!o.vocab.empty()) vocab = gguf::File::open(o.vocab);
     auto start = std::chrono::steady_clock::now();
-    int64_t params = model::write_random_model(spec, vocab.get(), o.output);
+    int64_t params = o.format == "hf" ? model::write_random_model_hf(spec, o.output, o.shards)
+                                      : model::write_random_model(spec, vocab.get(), o.output);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string experts =
         spec.n_experts > 0 ? fmt::format(", {} experts, top {}", spec.n_experts, spec.n_experts_used) : "";
@@ -65,10 +71,16 @@ int run_gen_model(const GenModelOptions& o) {
     return 0;
 }
 
-CommandRegistration reg("gen-model", "Write a random-weight GGUF model of a supported architecture (tests, benchmarks)",
+CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Hugging Face folder) of a supported architecture (tests, benchmarks)",
                         [](CLI::App& sub) {
     auto o = std::make_shared<GenModelOptions>();
-    sub.add_option("-o,--output", o->output, "Output GGUF path")->required();
+    sub.add_option("-o,--output", o->output, "Output GGUF path (--format hf: the folder to write)")->required();
+    sub.add_option("--format", o->format,
+                   "gguf (one file), or hf: a Hugging Face folder (config.json + model.safetensors, no tokenizer files); "
+                   "the same --seed gives the same weights in both")
+        ->check(CLI::IsMember({"gguf", "hf"}));
+    sub.add_option("--shards", o->shards, "--format hf: split the weights over N safetensors files with an index")
+        ->check(in_range(1, 1000));
     sub.add_option("--preset", o->preset, "Shape preset: tiny, small (~134M), tinyllama (~1.1B)")
         ->check(CLI::IsMember({"tiny", "small", "tinyllama"}));
     sub.add_option("--vocab", o->vocab, "Copy the tokenizer from this GGUF (default: synthetic vocabulary)");

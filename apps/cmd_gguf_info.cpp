@@ -8,6 +8,7 @@
 
 #include "apps/command.h"
 #include "gguf/gguf.h"
+#include "model/model_file.h"
 
 namespace pagoda::app {
 namespace {
@@ -25,9 +26,12 @@ std::string shape_label(const std::vector<int64_t>& shape) {
 }
 
 int run(const std::string& path, bool all) {
-    auto file = gguf::File::open(path);
+    auto file = model::open_model_file(path);
     const size_t max_items = all ? std::numeric_limits<size_t>::max() : 8;
-    std::printf("file: %s (%ju bytes)\n", path.c_str(), uintmax_t(std::filesystem::file_size(path)));
+    if (std::filesystem::is_directory(path))
+        std::printf("folder: %s (Hugging Face model, shown as the GGUF view pagoda loads)\n", path.c_str());
+    else
+        std::printf("file: %s (%ju bytes)\n", path.c_str(), uintmax_t(std::filesystem::file_size(path)));
     std::printf("version: %u\n", file->version());
     std::printf("alignment: %ju\n", uintmax_t(file->alignment()));
     std::printf("data offset: %ju\n", uintmax_t(file->data_offset()));
@@ -61,10 +65,10 @@ int run(const std::string& path, bool all) {
     return 0;
 }
 
-CommandRegistration reg("gguf-info", "Show a GGUF file's header, metadata and tensors", [](CLI::App& sub) {
+CommandRegistration reg("gguf-info", "Show a GGUF file's header, metadata and tensors (a Hugging Face folder: its GGUF view)", [](CLI::App& sub) {
     auto path = std::make_shared<std::string>();
     auto all = std::make_shared<bool>(false);
-    sub.add_option("file", *path, "GGUF file")->required();
+    sub.add_option("file", *path, "GGUF file or Hugging Face model folder")->required();
     sub.add_flag("--all", *all, "Print arrays and strings in full");
     return [path, all] { return run(*path, *all); };
 });

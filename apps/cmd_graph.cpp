@@ -7,6 +7,7 @@
 #include "apps/command.h"
 #include "apps/model_flags.h"
 #include "model/open_step_model.h"
+#include "model/model_file.h"
 
 namespace pagoda::app {
 namespace {
@@ -20,7 +21,7 @@ struct GraphOptions {
 
 int run_graph(const GraphOptions& o) {
     const int64_t logit_rows = o.logits > 0 ? std::min(o.logits, o.tokens) : 1;
-    auto model = model::open_step_model(o.model, o.compute.options(o.threads, {.prefix_caching = false}, o.tokens, 0, o.tokens));
+    auto model = model::open_step_model(model::open_model_file(o.model, o.compute.file_options(o.threads, false)), o.compute.options(o.threads, {.prefix_caching = false}, o.tokens, 0, o.tokens));
     const auto& info = model->info();
     std::printf("model: %s\nbackend: %s, a step of %lld tokens, %lld logit rows\n\n", info.config.describe().c_str(),
                 info.backend.c_str(), (long long)o.tokens, (long long)logit_rows);
@@ -32,7 +33,7 @@ int run_graph(const GraphOptions& o) {
 
 CommandRegistration reg("graph", "Print one step's compute graph before and after fusion", [](CLI::App& sub) {
     auto o = std::make_shared<GraphOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+    sub.add_option("-m,--model", o->model, model::kModelPathHelp)->required();
     sub.add_option("--tokens", o->tokens, "Tokens in the step (1: a decode step)")->check(in_range(1, 1 << 20))
         ->default_val(o->tokens);
     sub.add_option("--logits", o->logits, "Rows that want logits (default 1)")->check(in_range(0, 1 << 20));

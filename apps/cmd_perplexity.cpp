@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "model/sequence_runner.h"
+#include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -54,7 +55,7 @@ std::vector<double> log_softmax(const float* logits, int64_t n) {
 int run_perplexity(const PerplexityOptions& o) {
     const std::string text_content = read_text_file(o.text_file, "text file");
 
-    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(o.model, o.compute.file_options(o.threads));
     auto tok = tokenizer::Tokenizer::from_gguf(*file);
     model::KvOptions kv{.prefix_caching = false};
     if (!o.kv_type.empty()) kv.dtype = kv::parse_kv_dtype(o.kv_type.c_str());
@@ -130,7 +131,7 @@ int run_perplexity(const PerplexityOptions& o) {
 CommandRegistration reg("perplexity", "Perplexity on a text file; KL divergence against a base model",
                         [](CLI::App& sub) {
     auto o = std::make_shared<PerplexityOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+    sub.add_option("-m,--model", o->model, model::kModelPathHelp)->required();
     sub.add_option("-f,--file", o->text_file, "UTF-8 text to score")->required();
     sub.add_option("-c,--ctx,--ctx-size", o->ctx, "Tokens per window (BOS included)")->check(in_range(4, 1 << 20));
     sub.add_option("--kl-base", o->kl_base, "Unquantised base model for KL divergence and top-1 agreement (may be the model itself "

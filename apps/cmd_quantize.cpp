@@ -16,6 +16,7 @@
 #include "gguf/gguf.h"
 #include "model/calibration.h"
 #include "model/open_step_model.h"
+#include "model/model_file.h"
 #include "quant/quantize_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -42,7 +43,7 @@ std::string canonical_type(std::string name) {
 // llama-quantize does.
 void check_not_quantised(const std::string& path, bool allowed) {
     if (allowed) return;
-    std::shared_ptr<const gguf::File> file = gguf::File::open(path);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(path);
     int quantised = 0;
     std::string example;
     for (const auto& t : file->tensors()) {
@@ -133,7 +134,7 @@ int run_quantize(const QuantizeOptions& o) {
 
     if (!o.calib.empty()) {
         const std::string text = read_text_file(o.calib, "calibration text");
-        std::shared_ptr<const gguf::File> file = gguf::File::open(o.input);
+        std::shared_ptr<const gguf::File> file = model::open_model_file(o.input, {.quantize = {}, .threads = 0, .tokenizer = true});
         auto tok = tokenizer::Tokenizer::from_gguf(*file);
         auto model = model::open_step_model(file, {.threads = threads, .kv = {.prefix_caching = false},
                                                    .tokens_wanted = o.calib_ctx + 1, .max_step_tokens = 512});
@@ -175,7 +176,7 @@ int run_quantize(const QuantizeOptions& o) {
 
 CommandRegistration reg("quantize", "Quantise a model's weights (post-training, optionally calibrated)", [](CLI::App& sub) {
     auto o = std::make_shared<QuantizeOptions>();
-    sub.add_option("input", o->input, "Input GGUF (F32, F16 or BF16; a quantised one with --allow-requantize)")->required();
+    sub.add_option("input", o->input, "Input GGUF or Hugging Face model folder (F32, F16 or BF16; a quantised one with --allow-requantize)")->required();
     sub.add_option("output", o->output, "Output GGUF")->required();
     sub.add_option("type", o->type,
                    "q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q3_k_m, q4_k, q4_k_m, q5_k, q5_k_m, q6_k, int8, int4-g32, "

@@ -22,6 +22,7 @@
 #include "model/config.h"
 #include "model/open_step_model.h"
 #include "model/sequence_runner.h"
+#include "model/model_file.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace pagoda::app {
@@ -139,7 +140,7 @@ int run(const RunOptions& o) {
 
     const auto load_start = Clock::now();
     const std::string text = prompt_text(o);
-    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(o.model, o.compute.file_options(o.threads));
     auto tokenizer = tokenizer::Tokenizer::from_gguf(*file);
     std::vector<int32_t> prompt = tokenizer->encode(text);
     if (prompt.empty()) fail("the prompt encodes to no tokens and the vocabulary adds no BOS: give a prompt with -p");
@@ -206,7 +207,7 @@ int run(const RunOptions& o) {
 
 CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) {
     auto o = std::make_shared<RunOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+    sub.add_option("-m,--model", o->model, model::kModelPathHelp)->required();
     auto* prompt = sub.add_option("-p,--prompt", o->prompt, "Prompt text (empty: BOS only)");
     sub.add_option("-f,--file", o->prompt_file, "Read the prompt from this file")->excludes(prompt);
     sub.add_option("-n,--n-predict", o->n_predict, "New tokens at most; -1: until end of sequence or the context is full")

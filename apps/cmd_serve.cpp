@@ -59,6 +59,7 @@ int serve(ServeOptions& o) {
     o.model.prefix_tier = o.tier.options(o.model.kv.prefix_caching);
     o.model.backend = o.compute.backend;
     o.model.fusion = !o.compute.no_fusion;
+    o.model.quantize = o.compute.quantize;
     o.model.max_context = o.ctx;
     if (o.gateway.model_name.empty()) o.gateway.model_name = std::filesystem::path(o.model.path).stem().string();
     // Without keys the server is open anyway; with keys, /health and /metrics need one unless opened.
@@ -74,7 +75,7 @@ int serve(ServeOptions& o) {
 
 CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSocket streaming, live /dashboard)", [](CLI::App& sub) {
     auto o = std::make_shared<ServeOptions>();
-    sub.add_option("-m,--model", o->model.path, "GGUF model file")->required();
+    sub.add_option("-m,--model", o->model.path, model::kModelPathHelp)->required();
     sub.add_option("--host", o->http.host, "Address or host name to listen on (a name binds its first IPv4 address, else its first IPv6)");
     sub.add_option("--port", o->http.port, "Port (0: any free port, printed at start)")->check(in_range(0, 65535));
     add_threads_option(sub, o->model.threads);

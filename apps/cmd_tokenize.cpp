@@ -10,6 +10,7 @@
 #include "apps/command.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vector_file.h"
 
@@ -46,7 +47,7 @@ std::vector<int32_t> read_ids(std::istream& in) {
 }
 
 int run_tokenize(const TokenizeOptions& o) {
-    auto file = gguf::File::open(o.model);
+    auto file = model::open_model_file(o.model, {.quantize = {}, .threads = 0, .tokenizer = true});
     auto tok = tokenizer::Tokenizer::from_gguf(*file);
     if (!o.inp.empty()) {
         std::string content = tokenizer::read_text_file(o.inp);
@@ -76,7 +77,7 @@ int run_tokenize(const TokenizeOptions& o) {
 
 CommandRegistration reg("tokenize", "Tokenize stdin with a model's vocabulary (or detokenize ids)", [](CLI::App& sub) {
     auto o = std::make_shared<TokenizeOptions>();
-    sub.add_option("-m,--model", o->model, "GGUF model or vocabulary file")->required();
+    sub.add_option("-m,--model", o->model, "GGUF model or vocabulary file, or a Hugging Face model folder")->required();
     sub.add_option("--inp", o->inp, "encode each case of a llama.cpp .inp test-vector file, one .out line each");
     auto* bos = sub.add_flag("--bos", o->bos, "add BOS (default: the vocabulary's setting)");
     sub.add_flag("--no-bos", o->no_bos, "do not add BOS")->excludes(bos);

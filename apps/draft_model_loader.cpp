@@ -4,6 +4,7 @@
 #include "core/log.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
+#include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
@@ -11,7 +12,7 @@ namespace pagoda::app {
 std::shared_ptr<model::StepModel> open_draft_model(const std::string& path, const tokenizer::Tokenizer& target_vocab,
                                                    const model::StepModel& target,
                                                    const model::StepModelOptions& target_options) {
-    std::shared_ptr<const gguf::File> file = gguf::File::open(path);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(path, {.quantize = {}, .threads = 0, .tokenizer = true});
     const auto draft_vocab = tokenizer::Tokenizer::from_gguf(*file);
     if (draft_vocab->n_vocab() != target_vocab.n_vocab())
         fail("--draft-model {}: its vocabulary has {} tokens, the model's {}: a draft model must share the model's "

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "apps/cli.h"
+#include "model/model_file.h"
 #include "model/open_step_model.h"
 
 namespace pagoda::app {
@@ -17,6 +18,7 @@ struct ModelFlags {
     bool no_fusion = false;
     int n_gpu_layers = 0;
     std::string flash_attn = "on";
+    std::string quantize;  // --quantize TYPE: pagoda's PTQ at load
     CLI::Option* n_gpu_layers_option = nullptr;
     CLI::Option* flash_attn_option = nullptr;
 
@@ -25,6 +27,9 @@ struct ModelFlags {
                        "Compute backend: cpu, or reference (plain double-precision loops: the oracle, slow)")
             ->check(CLI::IsMember(model::available_backends()));
         sub.add_flag("--no-fusion", no_fusion, "Run the unfused graph (also PAGODA_FUSION=0)");
+        sub.add_option("--quantize", quantize,
+                       "Quantise an F32/F16/BF16 model at load, in memory (a `pagoda quantize --type` name: q8_0, q4_0, "
+                       "q4_k_m, ...; same weights as that command writes)");
         n_gpu_layers_option =
             sub.add_option("--n-gpu-layers", n_gpu_layers,
                            "-ngl: layers to offload to a GPU (as llama.cpp); the cpu and reference backends run every layer "
@@ -36,6 +41,11 @@ struct ModelFlags {
                                 ->expected(0, 1)
                                 ->check(CLI::IsMember({"on", "off", "auto"}));
         sub.parse_complete_callback([this] { note_llama_flags(); });
+    }
+
+    // How to open -m: the model file or folder, quantised at load with --quantize.
+    model::ModelFileOptions file_options(int threads, bool tokenizer = true) const {
+        return {.quantize = quantize, .threads = threads, .tokenizer = tokenizer};
     }
 
     model::StepModelOptions options(int threads, const model::KvOptions& kv, int64_t tokens_wanted,

@@ -7,12 +7,13 @@
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
+#include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
 
 server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::EngineOptions engine_options) {
-    std::shared_ptr<const gguf::File> file = gguf::File::open(options.path);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(options.path, {.quantize = options.quantize, .threads = options.threads, .tokenizer = true});
     std::shared_ptr<const tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(*file);
     const model::ModelConfig cfg = model::read_config(*file);
     // Without --kv-memory: one full context (-c, else the trained one), or 256 tokens for each

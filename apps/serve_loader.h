@@ -11,7 +11,8 @@
 namespace pagoda::app {
 
 struct ServeModelOptions {
-    std::string path;  // GGUF file
+    std::string path;  // GGUF file or Hugging Face folder
+    std::string quantize;  // --quantize TYPE at load (empty: as stored)
     int threads = 0;   // model threads; 0: physical cores
     int64_t max_context = 0;  // per sequence; 0: the model's trained context
     model::KvOptions kv;

@@ -25,7 +25,10 @@ namespace {
 
 const Value& require(const File& f, std::string_view key) {
     const Value* v = f.find(key);
-    if (!v) fail("{}: missing metadata key '{}'", f.name(), key);
+    if (!v) {
+        const std::string note = f.missing_key_note(key);
+        fail("{}: missing metadata key '{}'{}{}", f.name(), key, note.empty() ? "" : " (", note.empty() ? "" : note + ")");
+    }
     return *v;
 }
 

@@ -90,11 +90,21 @@ public:
     static std::unique_ptr<File> open(const std::string& path);
     // Parses a buffer the caller keeps alive (used by the fuzzer and tests). `name` is used in errors.
     static std::unique_ptr<File> parse(const uint8_t* data, size_t size, const std::string& name);
+    // A File over metadata and tensors held elsewhere (a Hugging Face folder's view, an in-memory
+    // quantisation): each tensor's data points at n_bytes the File keeps alive through `keep_alive`.
+    // Validated as a parsed file is: unique names and keys, known types, shapes whose first dimension
+    // is whole blocks, n_bytes equal to the size the type and shape imply, non-null data. `mapped`:
+    // every tensor's bytes lie in a read-only file mapping (is_mapped(); never for heap memory).
+    // `missing_key_notes`: for a missing key starting with a prefix, the getters' error adds the note.
+    static std::unique_ptr<File> assemble(std::string name, std::vector<std::pair<std::string, Value>> metadata,
+                                          std::vector<TensorInfo> tensors, std::shared_ptr<const void> keep_alive,
+                                          bool mapped,
+                                          std::vector<std::pair<std::string, std::string>> missing_key_notes = {});
     ~File();
 
     const std::string& name() const { return name_; }
     // True for open(): tensor data is a read-only file mapping (parse() data is the caller's).
-    bool is_mapped() const { return mapping_ != nullptr; }
+    bool is_mapped() const { return mapping_ != nullptr || assembled_mapped_; }
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
     uint64_t data_offset() const { return data_offset_; }  // file offset of the tensor data section
@@ -119,6 +129,9 @@ public:
     double get_float_or(std::string_view key, double fallback) const;
     bool get_bool_or(std::string_view key, bool fallback) const;
 
+    // The assemble() note for a missing key (empty when none applies), added to getters' errors.
+    std::string missing_key_note(std::string_view key) const;
+
     const std::vector<TensorInfo>& tensors() const { return tensors_; }
     const TensorInfo* find_tensor(std::string_view name) const;  // nullptr when absent
 
@@ -128,6 +141,9 @@ private:
 
     std::string name_;
     std::unique_ptr<MappedFile> mapping_;
+    std::shared_ptr<const void> keep_alive_;  // assemble(): what the tensor data lives in
+    bool assembled_mapped_ = false;
+    std::vector<std::pair<std::string, std::string>> missing_key_notes_;
     uint32_t version_ = 0;
     uint64_t alignment_ = 32;
     uint64_t data_offset_ = 0;
@@ -148,6 +164,10 @@ public:
     // Same, but the writer keeps the bytes.
     void add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
     void write(const std::string& path) const;  // throws on I/O errors; writes to path.tmp then renames
+    // The pending model as a File, without writing it (offsets as write() would lay them out). The
+    // view shares the writer's owned bytes; borrowed `data` must outlive it as it must outlive write().
+    // `keep_alive` is held by the view too (e.g. the File that borrowed tensors point into).
+    std::unique_ptr<File> view(const std::string& name, std::shared_ptr<const void> keep_alive = {}) const;
 
 private:
     struct PendingTensor {

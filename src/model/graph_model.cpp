@@ -1,4 +1,5 @@
 #include "model/graph_model.h"
+#include "model/model_file.h"
 
 #include <fmt/format.h>
 
@@ -145,7 +146,7 @@ std::unique_ptr<StepModel> open_step_model(std::shared_ptr<const gguf::File> fil
 }
 
 std::unique_ptr<StepModel> open_step_model(const std::string& path, const StepModelOptions& options) {
-    return open_step_model(gguf::File::open(path), options);
+    return open_step_model(open_model_file(path), options);
 }
 
 std::vector<std::string> available_backends() { return backend::backend_names(); }

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "gguf/gguf.h"
+#include "hf/hf_folder.h"
 #include "model/arch/rope_frequencies.h"
 
 namespace pagoda::model {
@@ -125,7 +126,24 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size) {
 
 constexpr float kGemmaPostNorm = 8.0f;
 
-int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, const std::string& path) {
+int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab, const std::string& path) {
+    gguf::Writer w;
+    const int64_t params = build_random_model(spec, vocab, w);
+    w.write(path);
+    return params;
+}
+
+int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards) {
+    RandomModelSpec s = spec;
+    // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
+    if (s.rope_scaling == "llama3") s.rope_scaling = "llama3_keys";
+    gguf::Writer w;
+    const int64_t params = build_random_model(s, nullptr, w);
+    hf::write_hf_folder(*w.view(dir), dir, shards);
+    return params;
+}
+
+int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
     const bool gemma = s.arch == "gemma2" || s.arch == "gemma3", phi3 = s.arch == "phi3";
     if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !moe_arch && !gemma && !phi3)
@@ -149,7 +167,6 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
     if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
     if (head_dim % 2) fail("gen-model: the head size {} must be even for RoPE", head_dim);
 
-    gguf::Writer w;
     const std::string a = s.arch + ".";
     w.set("general.architecture", Value::string(s.arch));
     w.set("general.name", Value::string(s.name));
@@ -305,7 +322,6 @@ int64_t write_random_model(const RandomModelSpec& s, const gguf::File* vocab, co
         matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
         if (gemma) vec(p + "post_ffw_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
     }
-    w.write(path);
     return params;
 }
 

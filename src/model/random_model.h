@@ -11,6 +11,7 @@
 
 namespace pagoda::gguf {
 class File;
+class Writer;
 }
 
 namespace pagoda::model {
@@ -58,5 +59,11 @@ RandomModelSpec random_model_preset(const std::string& name);
 
 // Writes the model; `vocab` may be null (synthetic vocabulary). Returns the parameter count.
 int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab, const std::string& path);
+// The same model (same seed: same weights) as a Hugging Face folder: config.json + safetensors
+// (`shards` > 1: sharded with model.safetensors.index.json). Llama 3 scaling goes into config.json's
+// rope_scaling. No tokenizer files are written (the synthetic vocabulary has no tokenizer.json form here).
+int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards = 1);
+// The model into `w` (metadata and tensors), for either form.
+int64_t build_random_model(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 
 }  // namespace pagoda::model

@@ -1,8 +1,10 @@
 #include "quant/quantize_model.h"
 
+#include <cctype>
 #include <cmath>
 #include <fmt/format.h>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <regex>
 
@@ -10,6 +12,7 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
+#include "hf/hf_folder.h"
 #include "quant/activation_scaling.h"
 #include "quant/dequantize.h"
 #include "quant/mix_rules.h"
@@ -94,15 +97,45 @@ void row_to_f32(const gguf::TensorInfo& t, int64_t r, int64_t cols, float* out) 
 }  // namespace
 
 QuantizeReport quantize_model(const QuantizeRequest& req, ThreadPool& pool) {
+    // A Hugging Face folder is read through its GGUF view, so `pagoda quantize DIR out.gguf` converts too.
+    std::error_code ec;
+    std::shared_ptr<const gguf::File> in = std::filesystem::is_directory(req.input, ec)
+                                               ? hf::open_hf_folder(req.input)
+                                               : std::shared_ptr<const gguf::File>(gguf::File::open(req.input));
+    gguf::Writer writer;
+    QuantizeReport report = quantize_into(*in, req, pool, writer);
+    writer.write(req.output);
+    return report;
+}
+
+std::shared_ptr<const gguf::File> quantize_loaded(std::shared_ptr<const gguf::File> in, const std::string& target,
+                                                  ThreadPool& pool) {
+    std::string lower = target;
+    for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == "q4_k_s" || lower == "q3_k_s" || lower == "q5_k_s") lower.resize(4);  // llama-quantize's names
+    parse_target(lower);  // an unknown name fails here, before the model is read
+    for (const auto& t : in->tensors())
+        if (t.shape.size() >= 2 && t.type != GgmlType::F32 && t.type != GgmlType::F16 && t.type != GgmlType::BF16)
+            fail("--quantize {}: {} is already quantised (tensor {} is {}); quantise an F32, F16 or BF16 model", target,
+                 in->name(), t.name, gguf::type_name(uint32_t(t.type)));
+    QuantizeRequest req;
+    req.target = lower;
+    gguf::Writer writer;
+    quantize_into(*in, req, pool, writer);
+    // Unchanged tensors (norms, the embedding) stay views of `in`, which the result keeps alive.
+    return writer.view(in->name(), in);
+}
+
+QuantizeReport quantize_into(const gguf::File& in_file, const QuantizeRequest& req, ThreadPool& pool,
+                             gguf::Writer& writer) {
+    const gguf::File* in = &in_file;
     const QuantTarget base_target = parse_target(req.target);
     std::optional<QuantTarget> embedding_target, output_target;
     if (!req.token_embedding_type.empty()) embedding_target = parse_target(req.token_embedding_type);
     if (!req.output_tensor_type.empty()) output_target = parse_target(req.output_tensor_type);
-    auto in = gguf::File::open(req.input);
     const std::string arch = in->get_string_or("general.architecture", "");
     const int64_t n_layers = arch.empty() ? 0 : in->get_int_or(arch + ".block_count", 0);
 
-    gguf::Writer writer;
     for (const auto& [key, value] : in->metadata())
         if (key != "general.file_type" && key != "general.quantization_version") writer.set(key, value);
     writer.set("general.file_type", gguf::Value::u32(file_type_of(req.target)));
@@ -240,7 +273,6 @@ QuantizeReport quantize_model(const QuantizeRequest& req, ThreadPool& pool) {
         report.tensors.push_back(std::move(r));
         if (req.progress) req.progress(++done, in->tensors().size(), report.tensors.back());
     }
-    writer.write(req.output);
     return report;
 }
 

@@ -1,4 +1,5 @@
-// The post-training quantisation driver behind `pagoda quantize`: reads a GGUF model, quantises its
+// The post-training quantisation driver behind `pagoda quantize`: reads a GGUF model (or a Hugging
+// Face folder's GGUF view), quantises its
 // weight matrices to a target type, and writes a standard GGUF that other readers load.
 // Rules (printed in the summary): 1-D tensors (norms, biases) and the token embedding keep their
 // type (unless token_embedding_type says otherwise); the output head gets Q8_0 for 8-bit targets and Q6_K for all others (as llama.cpp does);
@@ -11,6 +12,7 @@
 // (quant/activation_scaling.h), the norms absorbing the inverse scales.
 #pragma once
 #include <functional>
+#include <memory>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +21,10 @@
 
 namespace pagoda {
 class ThreadPool;
+}
+namespace pagoda::gguf {
+class File;
+class Writer;
 }
 
 namespace pagoda::quant {
@@ -52,6 +58,14 @@ struct QuantizeReport {
 
 // Throws pagoda::Error for an unknown target, unreadable input or unwritable output.
 QuantizeReport quantize_model(const QuantizeRequest& request, ThreadPool& pool);
+// The same rules from a File into a Writer (request.input / output unused): the one per-tensor
+// path behind both the file output above and quantize_loaded below.
+QuantizeReport quantize_into(const gguf::File& in, const QuantizeRequest& request, ThreadPool& pool, gguf::Writer& out);
+// `--quantize TYPE` at load: `in` quantised in memory (no file written) exactly as `pagoda quantize
+// --type TYPE` would write it (type names case-insensitive). Refuses an unknown type and a model
+// that already has quantised tensors.
+std::shared_ptr<const gguf::File> quantize_loaded(std::shared_ptr<const gguf::File> in, const std::string& type,
+                                                  ThreadPool& pool);
 
 // The valid --type names, for help texts and errors.
 const std::vector<std::string>& quantize_target_names();

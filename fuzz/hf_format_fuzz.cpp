@@ -1,0 +1,43 @@
+// libFuzzer entry for the Hugging Face formats: the first byte picks the parser — even: a
+// safetensors file (header length, JSON header, data section), odd: a config.json, whose model is
+// then asked for the GGUF names of typical tensors. Any input must parse or throw pagoda::Error;
+// a parsed safetensors file's views must lie inside the input.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/error.h"
+#include "hf/hf_config.h"
+#include "hf/hf_tensor_names.h"
+#include "hf/safetensors.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size == 0) return 0;
+    const uint8_t* body = data + 1;
+    const size_t n = size - 1;
+    volatile uint64_t sink = 0;
+    try {
+        if ((data[0] & 1) == 0) {
+            auto f = pagoda::hf::SafetensorsFile::parse(body, n, "fuzz.safetensors");
+            for (const auto& t : f->tensors()) {
+                if (t.data < body || t.data + t.n_bytes > body + n) __builtin_trap();
+                if (f->find(t.name) != &t) __builtin_trap();
+                for (uint64_t i = 0; i < t.n_bytes; ++i) sink = sink + t.data[i];
+            }
+        } else {
+            const pagoda::hf::HfModel m =
+                pagoda::hf::read_hf_config(std::string_view(reinterpret_cast<const char*>(body), n), "config.json");
+            sink = sink + m.metadata.size();
+            for (const char* name : {"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight",
+                                     "model.layers.0.mlp.experts.3.down_proj.weight", "lm_head.weight",
+                                     "model.layers.1.block_sparse_moe.experts.0.w1.weight", "model.norm.weight"}) {
+                try {
+                    if (auto t = pagoda::hf::gguf_target(m, name)) sink = sink + t->gguf_name.size();
+                } catch (const pagoda::Error&) {
+                }
+            }
+        }
+    } catch (const pagoda::Error&) {
+    }
+    return 0;
+}

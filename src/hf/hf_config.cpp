@@ -1,0 +1,319 @@
+#include "hf/hf_config.h"
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace pagoda::hf {
+namespace {
+
+using gguf::Value;
+using Json = nlohmann::json;
+
+struct ArchInfo {
+    const char* hf;
+    const char* gguf;
+    const char* model_type;
+};
+constexpr ArchInfo kArchs[] = {
+    {"LlamaForCausalLM", "llama", "llama"},       {"MistralForCausalLM", "llama", "mistral"},
+    {"MixtralForCausalLM", "llama", "mixtral"},   {"Qwen2ForCausalLM", "qwen2", "qwen2"},
+    {"Qwen2MoeForCausalLM", "qwen2moe", "qwen2_moe"}, {"Qwen3ForCausalLM", "qwen3", "qwen3"},
+    {"Qwen3MoeForCausalLM", "qwen3moe", "qwen3_moe"}, {"Gemma2ForCausalLM", "gemma2", "gemma2"},
+    {"Gemma3ForCausalLM", "gemma3", "gemma3_text"}, {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
+    {"Phi3ForCausalLM", "phi3", "phi3"},
+};
+
+std::string supported_list() {
+    std::string s;
+    for (const ArchInfo& a : kArchs) s += (s.empty() ? "" : ", ") + std::string(a.hf);
+    return s;
+}
+
+// Typed reads of config.json keys; JSON null counts as absent (HF writes "sliding_window": null).
+class Config {
+public:
+    Config(const Json& j, std::string name, std::string scope) : j_(j), name_(std::move(name)), scope_(std::move(scope)) {}
+
+    bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+    const Json& at(const char* key) const {
+        if (!has(key)) fail("{}: key '{}{}' is missing", name_, scope_, key);
+        return j_[key];
+    }
+    int64_t integer(const char* key) const {
+        const Json& v = at(key);
+        if (!v.is_number_integer()) fail("{}: key '{}{}' is {}, expected an integer", name_, scope_, key, v.type_name());
+        return v.get<int64_t>();
+    }
+    int64_t positive(const char* key) const {
+        const int64_t v = integer(key);
+        if (v <= 0 || v > (int64_t(1) << 31)) fail("{}: key '{}{}' = {} is out of range", name_, scope_, key, v);
+        return v;
+    }
+    int64_t positive_or(const char* key, int64_t fallback) const { return has(key) ? positive(key) : fallback; }
+    double number(const char* key) const {
+        const Json& v = at(key);
+        if (!v.is_number()) fail("{}: key '{}{}' is {}, expected a number", name_, scope_, key, v.type_name());
+        const double d = v.get<double>();
+        if (!std::isfinite(d)) fail("{}: key '{}{}' is not finite", name_, scope_, key);
+        return d;
+    }
+    double number_or(const char* key, double fallback) const { return has(key) ? number(key) : fallback; }
+    bool boolean_or(const char* key, bool fallback) const {
+        if (!has(key)) return fallback;
+        const Json& v = j_[key];
+        if (!v.is_boolean()) fail("{}: key '{}{}' is {}, expected true or false", name_, scope_, key, v.type_name());
+        return v.get<bool>();
+    }
+    std::string string_or(const char* key, const std::string& fallback) const {
+        if (!has(key)) return fallback;
+        const Json& v = j_[key];
+        if (!v.is_string()) fail("{}: key '{}{}' is {}, expected a string", name_, scope_, key, v.type_name());
+        return v.get<std::string>();
+    }
+    std::vector<float> floats(const char* key) const {
+        const Json& v = at(key);
+        if (!v.is_array()) fail("{}: key '{}{}' is {}, expected a list of numbers", name_, scope_, key, v.type_name());
+        std::vector<float> out;
+        for (const Json& x : v) {
+            if (!x.is_number()) fail("{}: key '{}{}' holds {}, expected numbers", name_, scope_, key, x.type_name());
+            out.push_back(float(x.get<double>()));
+        }
+        return out;
+    }
+    Config object(const char* key) const {
+        const Json& v = at(key);
+        if (!v.is_object()) fail("{}: key '{}{}' is {}, expected an object", name_, scope_, key, v.type_name());
+        return Config(v, name_, scope_ + key + ".");
+    }
+    [[noreturn]] void refuse(const char* key, const std::string& why) const {
+        fail("{}: key '{}{}' {}", name_, scope_, key, why);
+    }
+    const std::string& name() const { return name_; }
+
+private:
+    const Json& j_;
+    std::string name_, scope_;
+};
+
+class Meta {
+public:
+    explicit Meta(std::vector<std::pair<std::string, Value>>& out, std::string arch) : out_(out), a_(std::move(arch) + ".") {}
+    void set(const std::string& key, Value v) { out_.emplace_back(key, std::move(v)); }
+    void u32(const std::string& key, int64_t v) { set(a_ + key, Value::u32(uint32_t(v))); }
+    void f32(const std::string& key, double v) { set(a_ + key, Value::f32(float(v))); }
+
+private:
+    std::vector<std::pair<std::string, Value>>& out_;
+    std::string a_;
+};
+
+// Gemma3TextConfig's defaults: the text_config of a Gemma3ForConditionalGeneration config.json
+// leaves out the keys that keep them.
+const Json& gemma3_defaults() {
+    static const Json d = {{"num_attention_heads", 8},     {"num_key_value_heads", 4},   {"head_dim", 256},
+                           {"rms_norm_eps", 1e-6},          {"rope_theta", 1000000.0},    {"rope_local_base_freq", 10000.0},
+                           {"max_position_embeddings", 131072}, {"query_pre_attn_scalar", 256}, {"sliding_window", 4096},
+                           {"sliding_window_pattern", 6}};
+    return d;
+}
+
+void rope_scaling(const Config& c, const HfModel& m, Meta& meta) {
+    if (!c.has("rope_scaling")) return;
+    const Config rs = c.object("rope_scaling");
+    const std::string type = rs.has("rope_type") ? rs.string_or("rope_type", "") : rs.string_or("type", "default");
+    if (type == "default") return;
+    if (type == "linear") {
+        meta.set(m.arch + ".rope.scaling.type", Value::string("linear"));
+        meta.f32("rope.scaling.factor", rs.number("factor"));
+        return;
+    }
+    if (type == "llama3" && m.arch == "llama") {
+        meta.set(m.arch + ".rope.scaling.type", Value::string("llama3"));
+        meta.f32("rope.scaling.factor", rs.number("factor"));
+        meta.f32("rope.scaling.low_freq_factor", rs.number("low_freq_factor"));
+        meta.f32("rope.scaling.high_freq_factor", rs.number("high_freq_factor"));
+        meta.u32("rope.scaling.original_context_length", rs.positive("original_max_position_embeddings"));
+        return;
+    }
+    if ((type == "longrope" || type == "su") && m.arch == "phi3") return;  // read by the phi3 branch
+    c.refuse("rope_scaling", "has type '" + type + "', which pagoda does not implement for " + m.hf_arch);
+}
+
+}  // namespace
+
+HfModel read_hf_config(std::string_view json_text, const std::string& name) {
+    Json root;
+    try {
+        root = Json::parse(json_text);
+    } catch (const Json::exception& e) {
+        fail("{}: not valid JSON ({})", name, e.what());
+    }
+    if (!root.is_object()) fail("{}: not a JSON object", name);
+    const Config top(root, name, "");
+    HfModel m;
+    if (top.has("architectures")) {
+        const Json& a = top.at("architectures");
+        if (!a.is_array() || a.empty() || !a[0].is_string()) top.refuse("architectures", "is not a list of names");
+        m.hf_arch = a[0].get<std::string>();
+    } else {
+        top.refuse("architectures", "is missing (it names the model class, e.g. LlamaForCausalLM)");
+    }
+    const ArchInfo* info = nullptr;
+    for (const ArchInfo& a : kArchs)
+        if (m.hf_arch == a.hf) info = &a;
+    if (!info)
+        fail("{}: architectures[0] '{}' is not supported (supported: {})", name, m.hf_arch, supported_list());
+    m.arch = info->gguf;
+
+    // Gemma3ForConditionalGeneration: the decoder's config is text_config, with Gemma3's defaults.
+    Json text = root;
+    std::string scope;
+    if (m.hf_arch == "Gemma3ForConditionalGeneration") {
+        if (!root.contains("text_config") || !root["text_config"].is_object())
+            top.refuse("text_config", "is missing (Gemma3ForConditionalGeneration keeps the decoder's config there)");
+        text = root["text_config"];
+        scope = "text_config.";
+    }
+    if (m.arch == "gemma3")
+        for (const auto& [k, v] : gemma3_defaults().items())
+            if (!text.contains(k)) text[k] = v;
+    const Config c(text, name, scope);
+
+    const std::string a = m.arch;
+    Meta meta(m.metadata, a);
+    meta.set("general.architecture", Value::string(a));
+    meta.set("general.name", Value::string(root.value("_name_or_path", std::string())));
+    m.n_layers = c.positive("num_hidden_layers");
+    const int64_t dim = c.positive("hidden_size");
+    m.n_heads = c.positive("num_attention_heads");
+    m.n_kv_heads = c.positive_or("num_key_value_heads", m.n_heads);
+    m.head_dim = c.has("head_dim") ? c.positive("head_dim") : dim / m.n_heads;
+    if (!c.has("head_dim") && dim % m.n_heads) c.refuse("hidden_size", "is not a multiple of num_attention_heads");
+    meta.u32("context_length", c.positive("max_position_embeddings"));
+    meta.u32("embedding_length", dim);
+    meta.u32("block_count", m.n_layers);
+    meta.u32("attention.head_count", m.n_heads);
+    meta.u32("attention.head_count_kv", m.n_kv_heads);
+    if (c.has("head_dim")) {
+        meta.u32("attention.key_length", m.head_dim);
+        meta.u32("attention.value_length", m.head_dim);
+    }
+    meta.f32("attention.layer_norm_rms_epsilon", c.number("rms_norm_eps"));
+    meta.f32("rope.freq_base", c.number_or("rope_theta", 10000.0));
+    int64_t rope_dims = m.head_dim;
+    if (m.arch == "phi3" && c.has("partial_rotary_factor")) {
+        const double f = c.number("partial_rotary_factor");
+        if (!(f > 0 && f <= 1)) c.refuse("partial_rotary_factor", "must be in (0, 1]");
+        rope_dims = int64_t(double(m.head_dim) * f);
+    }
+    meta.u32("rope.dimension_count", rope_dims);
+    m.tied = top.boolean_or("tie_word_embeddings", m.arch == "gemma2" || m.arch == "gemma3") ||
+             c.boolean_or("tie_word_embeddings", false);
+    m.prefixes = {"model."};
+    m.head_names = {"lm_head.weight"};
+    if (m.hf_arch == "Gemma3ForConditionalGeneration") {
+        m.prefixes = {"language_model.model.", "model.language_model."};
+        m.head_names = {"language_model.lm_head.weight", "lm_head.weight"};
+        m.skipped_prefixes = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."};
+    }
+    // Biases the builders do not read would be silently dropped: refuse them instead.
+    for (const char* key : {"attention_bias", "mlp_bias"})
+        if (c.boolean_or(key, false) && m.arch != "qwen2" && m.arch != "qwen2moe")
+            c.refuse(key, "is true, but pagoda's " + m.arch + " builder has no such biases");
+
+    const bool llama = m.arch == "llama", gemma = m.arch == "gemma2" || m.arch == "gemma3";
+    m.permute_qk = llama;  // llama.cpp's converter permutes these rows; NEOX-RoPE families keep them
+    m.norm_plus_one = gemma;
+    if (!c.has("intermediate_size") && m.arch != "qwen3moe") c.at("intermediate_size");
+    if (m.hf_arch == "MixtralForCausalLM") {
+        m.mixtral_names = true;
+        m.n_experts = c.positive("num_local_experts");
+        meta.u32("feed_forward_length", c.positive("intermediate_size"));
+        meta.u32("expert_count", m.n_experts);
+        meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
+    } else if (m.arch == "qwen2moe" || m.arch == "qwen3moe") {
+        m.n_experts = c.positive("num_experts");
+        meta.u32("feed_forward_length", c.positive_or("intermediate_size", c.positive("moe_intermediate_size")));
+        meta.u32("expert_count", m.n_experts);
+        meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
+        meta.u32("expert_feed_forward_length", c.positive("moe_intermediate_size"));
+        if (m.arch == "qwen2moe") meta.u32("expert_shared_feed_forward_length", c.positive("shared_expert_intermediate_size"));
+        if (c.has("norm_topk_prob")) meta.set(a + ".expert_weights_norm", Value::boolean(c.boolean_or("norm_topk_prob", false)));
+        if (c.positive_or("decoder_sparse_step", 1) != 1) c.refuse("decoder_sparse_step", "is not 1: pagoda's MoE builders expect every layer sparse");
+        if (c.has("mlp_only_layers") && !c.at("mlp_only_layers").empty())
+            c.refuse("mlp_only_layers", "lists dense layers: pagoda's MoE builders expect every layer sparse");
+    } else {
+        meta.u32("feed_forward_length", c.positive("intermediate_size"));
+    }
+    if (m.n_experts > 0 && c.positive("num_experts_per_tok") > m.n_experts)
+        c.refuse("num_experts_per_tok", "is larger than the expert count");
+
+    rope_scaling(c, m, meta);
+    if ((m.arch == "qwen2" || m.arch == "qwen2moe" || m.arch == "qwen3" || m.arch == "qwen3moe") &&
+        c.boolean_or("use_sliding_window", false))
+        c.refuse("use_sliding_window", "is true, but pagoda's " + m.arch + " builder has no sliding window");
+
+    if (gemma) {
+        // pagoda scales queries as llama.cpp does: 1/sqrt(head_dim), or 1/sqrt(dim/heads) for the 27B
+        // models (46 layers for gemma2, 62 for gemma3); any other query_pre_attn_scalar would be ignored.
+        const int64_t layers_27b = m.arch == "gemma2" ? 46 : 62;
+        const int64_t expected = m.n_layers == layers_27b ? dim / m.n_heads : m.head_dim;
+        if (c.has("query_pre_attn_scalar") && c.number("query_pre_attn_scalar") != double(expected))
+            c.refuse("query_pre_attn_scalar", "is " + std::to_string(c.number("query_pre_attn_scalar")) +
+                                                  ", pagoda scales queries by 1/sqrt(" + std::to_string(expected) + ") here");
+        if (c.has("sliding_window")) meta.u32("attention.sliding_window", c.positive("sliding_window"));
+        if (m.arch == "gemma2") {
+            if (c.has("attn_logit_softcapping")) meta.f32("attn_logit_softcapping", c.number("attn_logit_softcapping"));
+            if (c.has("final_logit_softcapping")) meta.f32("final_logit_softcapping", c.number("final_logit_softcapping"));
+        } else {
+            for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"})
+                if (c.has(cap)) c.refuse(cap, "is set, but pagoda's gemma3 builder has no soft caps");
+            meta.f32("rope.freq_base_swa", c.number_or("rope_local_base_freq", 10000.0));
+        }
+    }
+    if (m.arch == "phi3" && c.has("sliding_window")) meta.u32("attention.sliding_window", c.positive("sliding_window"));
+    // Which layers slide: layer_types (newer configs) else gemma3's sliding_window_pattern period.
+    if (c.has("layer_types")) {
+        const Json& lt = c.at("layer_types");
+        if (!lt.is_array() || int64_t(lt.size()) != m.n_layers) c.refuse("layer_types", "is not one entry per layer");
+        std::vector<Value> sliding;
+        for (const Json& t : lt) {
+            const std::string s = t.is_string() ? t.get<std::string>() : "";
+            if (s != "sliding_attention" && s != "full_attention")
+                c.refuse("layer_types", "holds '" + t.dump() + "' (expected sliding_attention or full_attention)");
+            sliding.push_back(Value::boolean(s == "sliding_attention"));
+        }
+        if (m.arch != "gemma2" && m.arch != "gemma3" && m.arch != "phi3")
+            c.refuse("layer_types", "is given, but pagoda's " + m.arch + " builder has no sliding window");
+        meta.set(a + ".attention.sliding_window_pattern", Value::array(gguf::ValueType::boolean, std::move(sliding)));
+    } else if (m.arch == "gemma3" && c.has("sliding_window_pattern")) {
+        meta.u32("attention.sliding_window_pattern", c.positive("sliding_window_pattern"));
+    }
+
+    if (m.arch == "phi3") {
+        const int64_t context = c.positive("max_position_embeddings");
+        const int64_t original = c.positive_or("original_max_position_embeddings", context);
+        meta.u32("rope.scaling.original_context_length", original);
+        // The attention factor LongRoPE scales by, as llama.cpp's converter writes it (as f32).
+        const double scale = double(context) / double(original);
+        meta.f32("rope.scaling.attn_factor",
+                 scale > 1 && original > 1 ? std::sqrt(1 + std::log(scale) / std::log(double(original))) : 1.0);
+        if (c.has("rope_scaling")) {
+            const Config rs = c.object("rope_scaling");
+            for (const char* unsupported : {"short_mscale", "long_mscale"})
+                if (rs.has(unsupported)) rs.refuse(unsupported, "is not implemented by pagoda's phi3 LongRoPE");
+            m.rope_factors_short = rs.floats("short_factor");
+            m.rope_factors_long = rs.floats("long_factor");
+            for (const auto* f : {&m.rope_factors_short, &m.rope_factors_long})
+                if (int64_t(f->size()) != rope_dims / 2)
+                    rs.refuse(f == &m.rope_factors_short ? "short_factor" : "long_factor",
+                              "has " + std::to_string(f->size()) + " entries, expected " + std::to_string(rope_dims / 2));
+        }
+    }
+    return m;
+}
+
+}  // namespace pagoda::hf

@@ -1,0 +1,44 @@
+// config.json of a Hugging Face causal LM -> the GGUF metadata llama.cpp's converter would write for
+// it (`general.architecture`, `{arch}.block_count`, `{arch}.attention.head_count_kv`, rope scaling,
+// windows, soft caps, expert counts, ...), plus what the tensor mapping needs (head counts, which
+// transforms apply, the tensor name prefix). Architectures (`architectures[0]`): Llama, Mistral and
+// Mixtral (-> llama), Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Gemma2, Gemma3 (text-only, and
+// Gemma3ForConditionalGeneration's `text_config`) and Phi3. A missing key, a value of the wrong type
+// or a setting pagoda's builders do not implement is a pagoda::Error naming the file and the key.
+// tokenizer.ggml.* keys are not written here (config.json's token ids are not a tokenizer).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gguf/gguf.h"
+
+namespace pagoda::hf {
+
+struct HfModel {
+    std::string hf_arch;  // architectures[0], e.g. "MistralForCausalLM"
+    std::string arch;     // the GGUF architecture, e.g. "llama"
+    std::vector<std::pair<std::string, gguf::Value>> metadata;
+    int64_t n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_experts = 0;
+    bool mixtral_names = false;  // block_sparse_moe.experts.E.w1/w2/w3 rather than mlp.experts.E.*_proj
+    bool permute_qk = false;     // llama family: Q/K rows go from rotate-half order to adjacent pairs
+    bool norm_plus_one = false;  // gemma: RMSNorm weights are stored as w for x·(1+w)
+    bool tied = false;           // tie_word_embeddings
+    std::vector<std::string> prefixes;  // where the decoder's tensors live ("model.", ...)
+    std::vector<std::string> head_names;  // the untied output head's possible names
+    std::vector<std::string> skipped_prefixes;  // tensors of other towers (vision) that are not loaded
+    std::vector<float> rope_factors_short, rope_factors_long;  // phi3 LongRoPE
+};
+
+// `name` (the config.json path) is used in errors.
+HfModel read_hf_config(std::string_view json_text, const std::string& name);
+
+// The inverse, for writing a folder: config.json for a GGUF model of a supported architecture, with
+// `rope_factors_short/long` the LongRoPE factor tensors' values when the model has them. Throws for
+// metadata config.json cannot express (e.g. rope_freqs.weight without the llama3 scaling keys).
+std::string hf_config_json(const gguf::File& model, const std::string& torch_dtype,
+                           const std::vector<float>& rope_factors_short, const std::vector<float>& rope_factors_long);
+
+}  // namespace pagoda::hf

@@ -1,0 +1,169 @@
+#include "hf/hf_folder.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "gguf/gguf.h"
+#include "hf/hf_config.h"
+#include "hf/hf_tensor_names.h"
+#include "hf/safetensors_index.h"
+
+namespace pagoda::hf {
+namespace {
+
+namespace fs = std::filesystem;
+using gguf::GgmlType;
+
+struct Owned {
+    std::unique_ptr<SafetensorsSet> set;
+    std::vector<std::vector<uint8_t>> buffers;
+};
+
+float element_f32(GgmlType t, const uint8_t* p, int64_t i) {
+    if (t == GgmlType::F32) {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    return t == GgmlType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+uint64_t element_size(GgmlType t) { return t == GgmlType::F32 ? 4 : 2; }
+
+struct Pending {
+    TensorTarget target;
+    std::vector<const SafetensorsTensor*> parts;  // one, or one per expert
+};
+
+}  // namespace
+
+std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
+    const fs::path config_path = fs::path(dir) / "config.json";
+    if (!fs::exists(config_path)) fail("{}: no config.json in the folder (a Hugging Face model folder needs one)", dir);
+    std::ifstream in(config_path, std::ios::binary);
+    if (!in) fail("cannot read {}", config_path.string());
+    std::stringstream text;
+    text << in.rdbuf();
+    const HfModel m = read_hf_config(text.str(), config_path.string());
+
+    auto owned = std::make_shared<Owned>();
+    owned->set = SafetensorsSet::open(dir);
+    std::vector<std::string> order;
+    std::map<std::string, Pending> pending;
+    for (const SafetensorsTensor* t : owned->set->tensors()) {
+        std::optional<TensorTarget> target;
+        try {
+            target = gguf_target(m, t->name);
+        } catch (const Error& e) {
+            fail("{}: {}", dir, e.what());
+        }
+        if (!target) continue;
+        auto [it, fresh] = pending.try_emplace(target->gguf_name);
+        if (fresh) {
+            order.push_back(target->gguf_name);
+            it->second.target = *target;
+            it->second.parts.assign(size_t(target->expert >= 0 ? m.n_experts : 1), nullptr);
+        }
+        const size_t slot = size_t(std::max<int64_t>(target->expert, 0));
+        if (it->second.parts[slot]) fail("{}: tensor '{}' is given twice", dir, t->name);
+        it->second.parts[slot] = t;
+    }
+    if (!m.tied && !pending.count("output.weight"))
+        fail("{}: tensor {} is missing (tie_word_embeddings is false)", dir, m.head_names.front());
+
+    std::vector<gguf::TensorInfo> tensors;
+    bool all_mapped = true;
+    uint64_t offset = 0;
+    for (const std::string& name : order) {
+        const Pending& p = pending[name];
+        const SafetensorsTensor* first = p.parts[0];
+        for (size_t e = 0; e < p.parts.size(); ++e) {
+            if (!p.parts[e]) fail("{}: expert {} of {} is missing", dir, e, name);
+            if (p.parts[e]->type != first->type || p.parts[e]->shape != first->shape)
+                fail("{}: tensor '{}' differs in dtype or shape from '{}' (experts of {} must match)", dir,
+                     p.parts[e]->name, first->name, name);
+        }
+        if (first->shape.empty() || first->shape.size() > 3 || first->n_elements() == 0)
+            fail("{}: tensor '{}' has shape [{}], which is not a weight pagoda loads", dir, first->name,
+                 fmt::join(first->shape, ", "));
+        gguf::TensorInfo t;
+        t.name = name;
+        t.shape.assign(first->shape.rbegin(), first->shape.rend());  // GGUF lists the contiguous dimension first
+        if (p.target.flatten) {
+            if (t.shape.size() != 2 || t.shape[1] != 1) fail("{}: tensor '{}' should be [1, n]", dir, first->name);
+            t.shape.pop_back();
+        }
+        if (p.parts.size() > 1) t.shape.push_back(int64_t(p.parts.size()));
+        const bool to_f32 = p.target.force_f32 || t.shape.size() == 1 || p.target.transform == Transform::plus_one;
+        t.type = to_f32 ? GgmlType::F32 : first->type;
+        t.n_bytes = uint64_t(first->n_elements()) * p.parts.size() * element_size(t.type);
+        const bool zero_copy = p.parts.size() == 1 && t.type == first->type && p.target.transform == Transform::none;
+        if (zero_copy) {
+            t.data = first->data;
+        } else {
+            std::vector<uint8_t>& buf = owned->buffers.emplace_back(size_t(t.n_bytes));
+            uint8_t* out = buf.data();
+            for (const SafetensorsTensor* part : p.parts) {
+                const int64_t n = part->n_elements();
+                if (t.type == GgmlType::F32 && part->type != GgmlType::F32) {
+                    for (int64_t i = 0; i < n; ++i) {
+                        const float v = element_f32(part->type, part->data, i);
+                        std::memcpy(out + 4 * i, &v, 4);
+                    }
+                } else {
+                    std::memcpy(out, part->data, part->n_bytes);
+                }
+                out += uint64_t(n) * element_size(t.type);
+            }
+            if (p.target.transform == Transform::plus_one) {
+                // Gemma's norms compute x·(1 + w); GGUF files store 1 + w (added in f32, as the converter does).
+                float* f = reinterpret_cast<float*>(buf.data());
+                for (uint64_t i = 0; i < t.n_bytes / 4; ++i) f[i] += 1.0f;
+            } else if (p.target.transform == Transform::permute_q || p.target.transform == Transform::permute_k) {
+                const int64_t heads = p.target.transform == Transform::permute_q ? m.n_heads : m.n_kv_heads;
+                const int64_t rows = first->shape[0];
+                if (first->shape.size() != 2 || rows % (2 * heads) != 0)
+                    fail("{}: tensor '{}' has {} rows, not whole heads of {} heads", dir, first->name, rows, heads);
+                std::vector<uint8_t> permuted(buf.size());
+                permute_rows_to_pairs(buf.data(), permuted.data(), heads, rows, t.n_bytes / uint64_t(rows));
+                buf = std::move(permuted);
+            }
+            t.data = buf.data();
+            all_mapped = false;
+        }
+        t.offset = offset;
+        offset += t.n_bytes;
+        tensors.push_back(std::move(t));
+    }
+    for (const auto& [name, factors] : {std::pair{"rope_factors_short.weight", &m.rope_factors_short},
+                                        std::pair{"rope_factors_long.weight", &m.rope_factors_long}}) {
+        if (factors->empty()) continue;
+        std::vector<uint8_t>& buf = owned->buffers.emplace_back(factors->size() * 4);
+        std::memcpy(buf.data(), factors->data(), buf.size());
+        gguf::TensorInfo t;
+        t.name = name;
+        t.shape = {int64_t(factors->size())};
+        t.n_bytes = buf.size();
+        t.data = buf.data();
+        t.offset = offset;
+        offset += t.n_bytes;
+        tensors.push_back(std::move(t));
+        all_mapped = false;
+    }
+    const std::string note = fs::exists(fs::path(dir) / "tokenizer.json")
+                                 ? "reading the folder's tokenizer.json is not connected yet"
+                                 : "the folder has no tokenizer.json";
+    // The mappings count as "mapped" only when no tensor lives in a heap buffer (backends may drop
+    // mapped pages after packing, which heap memory would not survive).
+    return gguf::File::assemble(dir, m.metadata, std::move(tensors), owned, all_mapped && owned->set->shards().front()->is_mapped(),
+                                {{"tokenizer.", note}});
+}
+
+}  // namespace pagoda::hf

@@ -1,0 +1,176 @@
+#include "hf/hf_tensor_names.h"
+
+#include <charconv>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace pagoda::hf {
+namespace {
+
+// One layer tensor: HF name after "layers.N." (with "{e}" for the expert index) and GGUF name after "blk.N.".
+struct Rule {
+    std::string hf, gguf;
+    Transform transform = Transform::none;
+    bool force_f32 = false;
+    bool flatten = false;
+};
+
+std::vector<Rule> layer_rules(const HfModel& m) {
+    const bool gemma = m.norm_plus_one, phi3 = m.arch == "phi3";
+    const Transform norm = gemma ? Transform::plus_one : Transform::none;
+    std::vector<Rule> r = {{"input_layernorm.weight", "attn_norm.weight", norm, true},
+                           {"self_attn.o_proj.weight", "attn_output.weight"}};
+    if (phi3) {
+        r.push_back({"self_attn.qkv_proj.weight", "attn_qkv.weight"});
+    } else {
+        r.push_back({"self_attn.q_proj.weight", "attn_q.weight", m.permute_qk ? Transform::permute_q : Transform::none});
+        r.push_back({"self_attn.k_proj.weight", "attn_k.weight", m.permute_qk ? Transform::permute_k : Transform::none});
+        r.push_back({"self_attn.v_proj.weight", "attn_v.weight"});
+    }
+    if (m.arch == "qwen2" || m.arch == "qwen2moe")
+        for (const char* x : {"q", "k", "v"})
+            r.push_back({fmt::format("self_attn.{}_proj.bias", x), fmt::format("attn_{}.bias", x), Transform::none, true});
+    if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3") {
+        r.push_back({"self_attn.q_norm.weight", "attn_q_norm.weight", norm, true});
+        r.push_back({"self_attn.k_norm.weight", "attn_k_norm.weight", norm, true});
+    }
+    if (gemma) {
+        r.push_back({"post_attention_layernorm.weight", "post_attention_norm.weight", norm, true});
+        r.push_back({"pre_feedforward_layernorm.weight", "ffn_norm.weight", norm, true});
+        r.push_back({"post_feedforward_layernorm.weight", "post_ffw_norm.weight", norm, true});
+    } else {
+        r.push_back({"post_attention_layernorm.weight", "ffn_norm.weight", Transform::none, true});
+    }
+    if (m.mixtral_names) {
+        r.push_back({"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", Transform::none, true});
+        r.push_back({"block_sparse_moe.experts.{e}.w1.weight", "ffn_gate_exps.weight"});
+        r.push_back({"block_sparse_moe.experts.{e}.w3.weight", "ffn_up_exps.weight"});
+        r.push_back({"block_sparse_moe.experts.{e}.w2.weight", "ffn_down_exps.weight"});
+    } else if (m.n_experts > 0) {
+        r.push_back({"mlp.gate.weight", "ffn_gate_inp.weight", Transform::none, true});
+        r.push_back({"mlp.experts.{e}.gate_proj.weight", "ffn_gate_exps.weight"});
+        r.push_back({"mlp.experts.{e}.up_proj.weight", "ffn_up_exps.weight"});
+        r.push_back({"mlp.experts.{e}.down_proj.weight", "ffn_down_exps.weight"});
+        if (m.arch == "qwen2moe") {
+            r.push_back({"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"});
+            r.push_back({"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"});
+            r.push_back({"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"});
+            r.push_back({"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", Transform::none, true, true});
+        }
+    } else if (phi3) {
+        r.push_back({"mlp.gate_up_proj.weight", "ffn_up.weight"});
+        r.push_back({"mlp.down_proj.weight", "ffn_down.weight"});
+    } else {
+        r.push_back({"mlp.gate_proj.weight", "ffn_gate.weight"});
+        r.push_back({"mlp.up_proj.weight", "ffn_up.weight"});
+        r.push_back({"mlp.down_proj.weight", "ffn_down.weight"});
+    }
+    return r;
+}
+
+// Parses a decimal index at the start of `s`; returns the digits' length (0: none).
+size_t parse_index(std::string_view s, int64_t& out) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    if (ec != std::errc() || out < 0) return 0;
+    const size_t n = size_t(end - s.data());
+    if (n > 1 && s[0] == '0') return 0;  // "01" is not a layer index any writer produces
+    return n;
+}
+
+}  // namespace
+
+std::optional<TensorTarget> gguf_target(const HfModel& m, std::string_view name) {
+    for (const std::string& p : m.skipped_prefixes)
+        if (name.starts_with(p)) return std::nullopt;
+    if (name.ends_with(".rotary_emb.inv_freq")) return std::nullopt;  // a buffer older checkpoints saved
+    for (const std::string& h : m.head_names)
+        if (name == h) {
+            if (m.tied) return std::nullopt;  // tied: the head is the embedding, as llama.cpp converts it
+            return TensorTarget{"output.weight"};
+        }
+    for (const std::string& prefix : m.prefixes) {
+        if (!name.starts_with(prefix)) continue;
+        const std::string_view rest = name.substr(prefix.size());
+        if (rest == "embed_tokens.weight") return TensorTarget{"token_embd.weight"};
+        if (rest == "norm.weight")
+            return TensorTarget{"output_norm.weight", m.norm_plus_one ? Transform::plus_one : Transform::none, -1, true};
+        if (!rest.starts_with("layers.")) break;
+        int64_t layer = 0;
+        const std::string_view after = rest.substr(7);
+        const size_t digits = parse_index(after, layer);
+        if (!digits || digits >= after.size() || after[digits] != '.' || layer >= m.n_layers) break;
+        const std::string_view tail = after.substr(digits + 1);
+        for (const Rule& r : layer_rules(m)) {
+            const size_t brace = r.hf.find("{e}");
+            TensorTarget t{fmt::format("blk.{}.{}", layer, r.gguf), r.transform, -1, r.force_f32, r.flatten};
+            if (brace == std::string::npos) {
+                if (tail == r.hf) return t;
+                continue;
+            }
+            const std::string_view head = std::string_view(r.hf).substr(0, brace), back = std::string_view(r.hf).substr(brace + 3);
+            if (!tail.starts_with(head) || !tail.ends_with(back) || tail.size() <= head.size() + back.size()) continue;
+            const std::string_view index = tail.substr(head.size(), tail.size() - head.size() - back.size());
+            int64_t e = 0;
+            if (parse_index(index, e) != index.size() || e >= m.n_experts) continue;
+            t.expert = e;
+            return t;
+        }
+        break;
+    }
+    fail("tensor '{}' is not a tensor pagoda knows for {}", name, m.hf_arch);
+}
+
+HfSource hf_source(const HfModel& m, const std::string& name) {
+    const std::string& prefix = m.prefixes.front();
+    if (name == "token_embd.weight") return {{prefix + "embed_tokens.weight"}};
+    if (name == "output_norm.weight") return {{prefix + "norm.weight"}, m.norm_plus_one ? Transform::plus_one : Transform::none};
+    if (name == "output.weight") return {{m.head_names.front()}};
+    int64_t layer = 0;
+    if (name.starts_with("blk.")) {
+        const std::string_view after = std::string_view(name).substr(4);
+        const size_t digits = parse_index(after, layer);
+        if (digits && digits < after.size() && after[digits] == '.') {
+            const std::string tail(after.substr(digits + 1));
+            for (const Rule& r : layer_rules(m)) {
+                if (tail != r.gguf) continue;
+                HfSource s;
+                s.transform = r.transform;
+                s.flatten_to_row = r.flatten;
+                const std::string base = fmt::format("{}layers.{}.", prefix, layer);
+                const size_t brace = r.hf.find("{e}");
+                if (brace == std::string::npos) {
+                    s.hf_names.push_back(base + r.hf);
+                } else {
+                    for (int64_t e = 0; e < m.n_experts; ++e)
+                        s.hf_names.push_back(base + r.hf.substr(0, brace) + std::to_string(e) + r.hf.substr(brace + 3));
+                }
+                return s;
+            }
+        }
+    }
+    fail("tensor '{}' has no Hugging Face name for {}", name, m.hf_arch);
+}
+
+// Head h's HF row (half, i) — half in {0, 1}, i < rows/2 — is GGUF row (i, half): llama.cpp's
+// converter reshapes each head's rows [2, d/2] to [d/2, 2] so RoPE rotates adjacent pairs.
+void permute_rows_to_pairs(const uint8_t* in, uint8_t* out, int64_t n_heads, int64_t rows, uint64_t row_bytes) {
+    const int64_t per_head = rows / n_heads, half = per_head / 2;
+    for (int64_t h = 0; h < n_heads; ++h)
+        for (int64_t s = 0; s < 2; ++s)
+            for (int64_t i = 0; i < half; ++i)
+                std::memcpy(out + uint64_t(h * per_head + 2 * i + s) * row_bytes, in + uint64_t(h * per_head + s * half + i) * row_bytes,
+                            row_bytes);
+}
+
+void permute_rows_to_halves(const uint8_t* in, uint8_t* out, int64_t n_heads, int64_t rows, uint64_t row_bytes) {
+    const int64_t per_head = rows / n_heads, half = per_head / 2;
+    for (int64_t h = 0; h < n_heads; ++h)
+        for (int64_t s = 0; s < 2; ++s)
+            for (int64_t i = 0; i < half; ++i)
+                std::memcpy(out + uint64_t(h * per_head + s * half + i) * row_bytes, in + uint64_t(h * per_head + 2 * i + s) * row_bytes,
+                            row_bytes);
+}
+
+}  // namespace pagoda::hf

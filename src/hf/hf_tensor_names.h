@@ -1,0 +1,43 @@
+// Hugging Face tensor names <-> GGUF tensor names (llama.cpp's), with the transform each needs:
+// llama-family Q/K rows permuted from rotate-half order to adjacent pairs, Gemma's RMSNorm weights
+// stored as w (GGUF: 1 + w), per-expert matrices stacked into ffn_*_exps, 1-D tensors and the
+// expert router in F32, qwen2moe's [1, dim] shared-expert gate flattened.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hf/hf_config.h"
+
+namespace pagoda::hf {
+
+enum class Transform { none, permute_q, permute_k, plus_one };
+
+struct TensorTarget {
+    std::string gguf_name;
+    Transform transform = Transform::none;
+    int64_t expert = -1;   // >= 0: this HF tensor is expert `expert` of the stacked GGUF tensor
+    bool force_f32 = false;  // the GGUF tensor is F32 whatever the HF dtype (1-D tensors, the router)
+    bool flatten = false;    // HF [1, n] -> GGUF [n] (qwen2moe's shared-expert gate)
+};
+
+// The GGUF tensor an HF tensor becomes; nullopt for tensors that are not loaded (other towers,
+// rotary inv_freq buffers, a tied model's redundant lm_head). Throws naming an unknown tensor.
+std::optional<TensorTarget> gguf_target(const HfModel& model, std::string_view hf_name);
+
+// The inverse, for writing a folder: the HF names of a GGUF tensor (n_experts names for a stacked
+// expert tensor, in expert order) and its transform. Throws naming a tensor with no HF form.
+struct HfSource {
+    std::vector<std::string> hf_names;
+    Transform transform = Transform::none;
+    bool flatten_to_row = false;  // qwen2moe's shared-expert gate: GGUF [dim] is HF [1, dim]
+};
+HfSource hf_source(const HfModel& model, const std::string& gguf_name);
+
+// Q/K rows: rotate-half (HF) -> adjacent pairs (GGUF) and back, for `n_heads` heads of `row_bytes` rows.
+void permute_rows_to_pairs(const uint8_t* in, uint8_t* out, int64_t n_heads, int64_t rows, uint64_t row_bytes);
+void permute_rows_to_halves(const uint8_t* in, uint8_t* out, int64_t n_heads, int64_t rows, uint64_t row_bytes);
+
+}  // namespace pagoda::hf

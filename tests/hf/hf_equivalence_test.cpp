@@ -1,0 +1,193 @@
+// The GGUF and the Hugging Face form of the same random model (gen-model, same seed) are the same
+// model: the folder's view holds the GGUF's tensors byte for byte (so the Q/K permutation, Gemma's
+// +1 norms, expert stacking and the fused Phi-3 tensors are exactly inverted), and the CPU backend
+// gives bitwise-equal logits for a prefill and decode steps. Bitwise, not within a tolerance: equal
+// tensor bytes and equal metadata values feed the same kernels in the same order, so any difference
+// at all is a bug in the mapping.
+#include <cstring>
+#include <filesystem>
+#include <gtest/gtest.h>
+
+#include "fixtures.h"
+#include "gguf/gguf.h"
+#include "hf/hf_folder.h"
+#include "hf/hf_tensor_names.h"
+#include "hf/safetensors.h"
+#include "model/model_file.h"
+#include "model/open_step_model.h"
+#include "model/random_model.h"
+#include "model/sequence_runner.h"
+
+namespace pagoda::model {
+namespace {
+
+struct Case {
+    std::string label;
+    RandomModelSpec spec;
+};
+
+RandomModelSpec base(const std::string& arch) {
+    RandomModelSpec s;
+    s.arch = arch; s.n_layers = 2; s.dim = 48; s.n_heads = 6; s.n_kv_heads = 2; s.ffn_dim = 72; s.vocab_size = 300;
+    s.head_dim = 16; s.seed = 7; s.context_length = 256;
+    return s;
+}
+
+std::vector<Case> cases() {
+    std::vector<Case> out;
+    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) out.push_back({arch, base(arch)});
+    Case mixtral{"mixtral", base("llama")};
+    mixtral.spec.n_experts = 4; mixtral.spec.n_experts_used = 2;
+    out.push_back(mixtral);
+    for (const char* arch : {"qwen2moe", "qwen3moe"}) {
+        Case c{arch, base(arch)};
+        c.spec.n_experts = 4; c.spec.n_experts_used = 2; c.spec.expert_ffn_dim = 32;
+        out.push_back(c);
+    }
+    Case llama3{"llama3-rope", base("llama")};
+    llama3.spec.rope_scaling = "llama3";
+    out.push_back(llama3);
+    Case tied{"llama-tied", base("llama")};
+    tied.spec.tied_output = true;
+    out.push_back(tied);
+    Case phi3_window{"phi3-window", base("phi3")};
+    phi3_window.spec.sliding_window = 3;
+    out.push_back(phi3_window);
+    for (const char* arch : {"gemma3", "gemma2", "llama"}) {  // head size from dim / heads, no key_length
+        Case c{std::string(arch) + "-implied-head", base(arch)};
+        c.spec.head_dim = 0;
+        out.push_back(c);
+    }
+    Case gemma3_period{"gemma3-period", base("gemma3")};
+    gemma3_period.spec.swa_period = 2; gemma3_period.spec.sliding_window = 4;
+    out.push_back(gemma3_period);
+    return out;
+}
+
+std::vector<std::vector<float>> logits(std::shared_ptr<const gguf::File> file) {
+    auto model = open_step_model(file, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
+                                        .tokens_wanted = 64});
+    SequenceRunner runner(*model, false);
+    const std::vector<int32_t> prompt = {5, 17, 200, 3, 99, 42, 7};
+    std::vector<std::vector<float>> out = {runner.prefill(0, prompt, 64, true)};
+    for (int32_t t : {11, 250, 64}) out.push_back(runner.decode(0, t));
+    return out;
+}
+
+void expect_same_tensors(const gguf::File& gguf_file, const gguf::File& hf) {
+    for (const auto& t : gguf_file.tensors()) {
+        if (t.name == "rope_freqs.weight") continue;  // the HF form states llama3 scaling as keys
+        const gguf::TensorInfo* v = hf.find_tensor(t.name);
+        ASSERT_NE(v, nullptr) << t.name;
+        EXPECT_EQ(v->type, t.type) << t.name;
+        EXPECT_EQ(v->shape, t.shape) << t.name;
+        ASSERT_EQ(v->n_bytes, t.n_bytes) << t.name;
+        EXPECT_EQ(std::memcmp(v->data, t.data, t.n_bytes), 0) << t.name << " differs";
+    }
+    EXPECT_EQ(hf.tensors().size(), gguf_file.tensors().size() - (gguf_file.find_tensor("rope_freqs.weight") ? 1 : 0));
+}
+
+void expect_bitwise(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b, const std::string& label) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_EQ(a[i].size(), b[i].size()) << label;
+        ASSERT_FALSE(a[i].empty());
+        EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4), 0) << label << ": step " << i << " differs";
+    }
+}
+
+TEST(HfEquivalence, EveryArchitectureGivesTheGgufTensorsAndLogits) {
+    for (const Case& c : cases()) {
+        SCOPED_TRACE(c.label);
+        const std::string gguf_path = test::temp_path("hf-eq-" + c.label + ".gguf");
+        const std::string dir = test::temp_path("hf-eq-" + c.label);
+        write_random_model(c.spec, nullptr, gguf_path);
+        write_random_model_hf(c.spec, dir, c.label == "qwen2moe" ? 3 : 1);
+        auto g = open_model_file(gguf_path);
+        auto h = open_model_file(dir);
+        expect_same_tensors(*g, *h);
+        expect_bitwise(logits(g), logits(h), c.label);
+    }
+}
+
+TEST(HfEquivalence, F16AndBf16FoldersLoadAsTheirGguf) {
+    for (const auto type : {gguf::GgmlType::F16, gguf::GgmlType::BF16}) {
+        for (const char* arch : {"llama", "gemma3"}) {
+            RandomModelSpec s = base(arch);
+            s.type = type;
+            const std::string label = std::string(arch) + "-" + gguf::type_name(uint32_t(type));
+            SCOPED_TRACE(label);
+            const std::string gguf_path = test::temp_path("hf-eq-" + label + ".gguf"), dir = test::temp_path("hf-eq-" + label);
+            write_random_model(s, nullptr, gguf_path);
+            write_random_model_hf(s, dir);
+            auto g = open_model_file(gguf_path);
+            auto h = open_model_file(dir);
+            expect_same_tensors(*g, *h);
+            EXPECT_EQ(h->find_tensor("blk.0.attn_q.weight")->type, type);
+            EXPECT_EQ(h->find_tensor("blk.0.attn_norm.weight")->type, gguf::GgmlType::F32);
+            expect_bitwise(logits(g), logits(h), label);
+        }
+    }
+}
+
+// Zero copy where no transform is needed: a qwen2 folder's matrices are the mapping's own bytes.
+TEST(HfEquivalence, UntransformedTensorsAreViewsOfTheMapping) {
+    const std::string dir = test::temp_path("hf-zero-copy");
+    write_random_model_hf(base("qwen2"), dir);
+    auto h = hf::open_hf_folder(dir);
+    EXPECT_TRUE(h->is_mapped());  // every tensor is F32 in the file and needs no transform
+    auto l = hf::open_hf_folder((write_random_model_hf(base("llama"), test::temp_path("hf-permuted")), test::temp_path("hf-permuted")));
+    EXPECT_FALSE(l->is_mapped());  // permuted Q/K live in owned buffers: never report those as a mapping
+}
+
+// The layout facts checked against their sources rather than against the inverse written here (a
+// mistake made the same way in both directions would pass the round trip above).
+// llama.cpp's permute(w, n_head): w.reshape(n_head, 2, d/2, cols).swapaxes(1, 2) — for head size 4
+// HF rows [0 1 2 3] become GGUF rows [0 2 1 3].
+TEST(HfLayout, QkPermutationIsTheConvertersReshape) {
+    std::vector<uint8_t> hf_rows = {0, 1, 2, 3, 4, 5, 6, 7}, gguf_rows(8), back(8);
+    hf::permute_rows_to_pairs(hf_rows.data(), gguf_rows.data(), 2, 8, 1);
+    EXPECT_EQ(gguf_rows, (std::vector<uint8_t>{0, 2, 1, 3, 4, 6, 5, 7}));
+    hf::permute_rows_to_halves(gguf_rows.data(), back.data(), 2, 8, 1);
+    EXPECT_EQ(back, hf_rows);
+}
+
+float first_f32(const hf::SafetensorsTensor& t) {
+    float f;
+    std::memcpy(&f, t.data, 4);
+    return f;
+}
+
+// In the folder, Gemma's norms are stored as w (around 0; the model computes x·(1 + w)), experts
+// as one [rows, cols] matrix each: expert e of the GGUF's stacked tensor, bytes equal.
+TEST(HfLayout, FolderHoldsGemmaNormsAsWAndExpertsApart) {
+    RandomModelSpec g = base("gemma2");
+    const std::string gdir = test::temp_path("hf-layout-gemma"), gpath = test::temp_path("hf-layout-gemma.gguf");
+    write_random_model(g, nullptr, gpath);
+    write_random_model_hf(g, gdir);
+    auto st = hf::SafetensorsFile::open(gdir + "/model.safetensors");
+    auto gguf_file = gguf::File::open(gpath);
+    float stored = 0, gguf_value = 0;
+    std::memcpy(&gguf_value, gguf_file->find_tensor("blk.0.post_attention_norm.weight")->data, 4);
+    stored = first_f32(*st->find("model.layers.0.post_attention_layernorm.weight"));
+    EXPECT_EQ(gguf_value, 8.0f);  // gen-model's post-norm weight, as GGUF stores it (1 + w)
+    EXPECT_EQ(stored, 7.0f);
+
+    RandomModelSpec q = base("qwen3moe");
+    q.n_experts = 4; q.expert_ffn_dim = 32;
+    const std::string qdir = test::temp_path("hf-layout-moe"), qpath = test::temp_path("hf-layout-moe.gguf");
+    write_random_model(q, nullptr, qpath);
+    write_random_model_hf(q, qdir);
+    auto qst = hf::SafetensorsFile::open(qdir + "/model.safetensors");
+    auto qg = gguf::File::open(qpath);
+    const gguf::TensorInfo* stacked = qg->find_tensor("blk.1.ffn_down_exps.weight");
+    ASSERT_NE(stacked, nullptr);
+    const auto* e2 = qst->find("model.layers.1.mlp.experts.2.down_proj.weight");
+    ASSERT_NE(e2, nullptr);
+    EXPECT_EQ(e2->shape, (std::vector<int64_t>{48, 32}));  // [hidden, expert FFN]: down_proj maps FFN -> hidden
+    EXPECT_EQ(std::memcmp(e2->data, stacked->data + 2 * e2->n_bytes, e2->n_bytes), 0);
+    EXPECT_EQ(qst->find("model.layers.0.mlp.gate.weight")->shape, (std::vector<int64_t>{4, 48}));
+}
+
+}  // namespace
+}  // namespace pagoda::model
