@@ -55,12 +55,10 @@ int run_gen_model(const GenModelOptions& o) {
     else fail("--type must be f32, f16 or bf16 (got '{}'); quantise afterwards with `pagoda quantize`", o.type);
 
     if (o.format == "gguf" && o.shards != 1) fail("--shards is for --format hf");
-    if (o.format == "hf" && !o.vocab.empty())
-        fail("--vocab is for --format gguf: a Hugging Face folder's tokenizer.json is not written by gen-model yet");
     std::unique_ptr<gguf::File> vocab;
     if (!o.vocab.empty()) vocab = gguf::File::open(o.vocab);
     auto start = std::chrono::steady_clock::now();
-    int64_t params = o.format == "hf" ? model::write_random_model_hf(spec, o.output, o.shards)
+    int64_t params = o.format == "hf" ? model::write_random_model_hf(spec, o.output, o.shards, vocab.get())
                                       : model::write_random_model(spec, vocab.get(), o.output);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string experts =
@@ -76,7 +74,7 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     auto o = std::make_shared<GenModelOptions>();
     sub.add_option("-o,--output", o->output, "Output GGUF path (--format hf: the folder to write)")->required();
     sub.add_option("--format", o->format,
-                   "gguf (one file), or hf: a Hugging Face folder (config.json + model.safetensors, no tokenizer files); "
+                   "gguf (one file), or hf: a Hugging Face folder (config.json, model.safetensors, tokenizer.json, tokenizer_config.json); "
                    "the same --seed gives the same weights in both")
         ->check(CLI::IsMember({"gguf", "hf"}));
     sub.add_option("--shards", o->shards, "--format hf: split the weights over N safetensors files with an index")

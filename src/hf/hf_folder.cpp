@@ -157,9 +157,8 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
         tensors.push_back(std::move(t));
         all_mapped = false;
     }
-    const std::string note = fs::exists(fs::path(dir) / "tokenizer.json")
-                                 ? "reading the folder's tokenizer.json is not connected yet"
-                                 : "the folder has no tokenizer.json";
+    // model::open_model_file adds the keys of a tokenizer.json that is there.
+    const std::string note = "the folder has no tokenizer.json";
     // The mappings count as "mapped" only when no tensor lives in a heap buffer (backends may drop
     // mapped pages after packing, which heap memory would not survive).
     return gguf::File::assemble(dir, m.metadata, std::move(tensors), owned, all_mapped && owned->set->shards().front()->is_mapped(),

@@ -3,7 +3,8 @@
 // under llama.cpp's keys (hf_config.h), tensors under GGUF names (hf_tensor_names.h). Tensors that
 // need no transform point into the safetensors mappings (zero copy); permuted, stacked, +1 or
 // F32-converted ones live in buffers the File owns. Nothing downstream can tell it from a GGUF.
-// tokenizer.ggml.* keys are absent; a missing tokenizer key's error names tokenizer.json.
+// tokenizer.ggml.* keys are absent here (model::open_model_file adds those of the folder's
+// tokenizer.json); a missing tokenizer key's error names tokenizer.json.
 #pragma once
 #include <memory>
 #include <string>

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "gguf/gguf.h"
+#include "tokenizer/hf_tokenizer.h"
 #include "hf/hf_folder.h"
 #include "model/arch/rope_frequencies.h"
 
@@ -133,13 +134,17 @@ int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab,
     return params;
 }
 
-int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards) {
+int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards,
+                              const gguf::File* vocab) {
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
     if (s.rope_scaling == "llama3") s.rope_scaling = "llama3_keys";
     gguf::Writer w;
-    const int64_t params = build_random_model(s, nullptr, w);
-    hf::write_hf_folder(*w.view(dir), dir, shards);
+    const int64_t params = build_random_model(s, vocab, w);
+    const auto view = w.view(dir);
+    hf::write_hf_folder(*view, dir, shards);
+    tokenizer::write_hf_tokenizer(dir, tokenizer::vocab_spec_from_gguf(*view),
+                                  view->get_string_or("tokenizer.chat_template", ""));
     return params;
 }
 

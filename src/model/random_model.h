@@ -61,8 +61,10 @@ RandomModelSpec random_model_preset(const std::string& name);
 int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab, const std::string& path);
 // The same model (same seed: same weights) as a Hugging Face folder: config.json + safetensors
 // (`shards` > 1: sharded with model.safetensors.index.json). Llama 3 scaling goes into config.json's
-// rope_scaling. No tokenizer files are written (the synthetic vocabulary has no tokenizer.json form here).
-int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards = 1);
+// rope_scaling. The vocabulary (`vocab`'s, or the synthetic one) is written as tokenizer.json +
+// tokenizer_config.json (with the vocabulary's chat template, if it has one).
+int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards = 1,
+                              const gguf::File* vocab = nullptr);
 // The model into `w` (metadata and tensors), for either form.
 int64_t build_random_model(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 

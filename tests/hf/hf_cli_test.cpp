@@ -1,7 +1,7 @@
 // Hugging Face folders through the binary: gen-model --format hf (single file and sharded),
 // gguf-info, bench and quantize on a folder (the same tensor tables as the GGUF), --quantize at load giving
-// `run` the same tokens as a file quantised by `pagoda quantize`, and a folder without a tokenizer
-// refused by `run` with a message naming tokenizer.json.
+// `run` the same tokens as a file quantised by `pagoda quantize`, `run` on the folder's tokenizer.json
+// printing the GGUF's text, and a folder without a tokenizer refused by `run` naming tokenizer.json.
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -76,7 +76,19 @@ TEST(HfCli, GenModelFolderLoadsEverywhereAGgufDoes) {
     ASSERT_EQ(run_pagoda({"quantize", gguf, q_gguf, "q8_0"}).exit_code, 0);
     EXPECT_EQ(tensor_table(run_pagoda({"gguf-info", q_dir}).out), tensor_table(run_pagoda({"gguf-info", q_gguf}).out));
 
-    auto r = run_pagoda({"run", "-m", dir, "-p", "hello", "-n", "2"});
+    // The folder's tokenizer.json serves run as the GGUF's vocabulary does: the same text.
+    const std::vector<std::string> greedy = {"-p", "hello world", "-n", "12", "--temp", "0", "-t", "1"};
+    auto run_on = [&](const std::string& m) {
+        std::vector<std::string> a = {"run", "-m", m};
+        a.insert(a.end(), greedy.begin(), greedy.end());
+        return run_pagoda(a);
+    };
+    auto r_gguf = run_on(gguf), r_dir = run_on(dir);
+    ASSERT_EQ(r_dir.exit_code, 0) << r_dir.err;
+    EXPECT_EQ(r_dir.out, r_gguf.out);
+    EXPECT_FALSE(r_gguf.out.empty());
+    fs::remove(fs::path(dir) / "tokenizer.json");
+    auto r = run_on(dir);
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("tokenizer.json"), std::string::npos) << r.err;
     auto bad = run_pagoda({"gen-model", "-o", gguf, "--shards", "2"});

@@ -197,6 +197,7 @@ TEST(HfFolder, ARewriteReplacesEarlierWeightFiles) {
 
 TEST(HfFolder, ATokenizerKeyOnAFolderNamesTokenizerJson) {
     const std::string dir = fresh_folder("hf-no-tokenizer", 1);
+    fs::remove(fs::path(dir) / "tokenizer.json");
     auto f = open_hf_folder(dir);
     try {
         f->get_string("tokenizer.ggml.model");
