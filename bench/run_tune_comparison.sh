@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tuned against default settings, for docs/benchmarks.md ("Tuned profiles"):
-#  1. `pagoda tune` on `small` at Q4_0 and F16 (the plan, threads, block size and scheduler knobs it
-#     chooses, and how long it takes);
+#  1. `pagoda tune` on `small` at Q4_0 and F16 for the workload below (mean prompt 80, output 68,
+#     16 clients): the plan, threads, block size and scheduler knobs it
+#     chooses, and how long it takes;
 #  2. `pagoda bench-throughput` with mixed output lengths (32 requests, concurrency 16, prompts
 #     32:128, outputs 8:128) under the default settings (--profile none) and under each tuned
 #     profile, interleaved, ROUNDS rounds (default 1), each run with the load average before it
@@ -25,9 +26,9 @@ base="$out/small-f16.gguf"
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 for type in q4_0 f16; do
   model="$out/small-$type.gguf"
-  echo "### tune $type (load $(load)): $bin tune -m $model -o $out/small-$type.profile.json --target-itl-ms $target"
+  echo "### tune $type (load $(load)): $bin tune -m $model -o $out/small-$type.profile.json --target-itl-ms $target --prompt-len 80 --output-len 68 --concurrency 16"
   start=$(date +%s)
-  "$bin" tune -m "$model" -o "$out/small-$type.profile.json" --target-itl-ms "$target" 2>/dev/null
+  "$bin" tune -m "$model" -o "$out/small-$type.profile.json" --target-itl-ms "$target" --prompt-len 80 --output-len 68 --concurrency 16 2>/dev/null
   echo "tune took $(( $(date +%s) - start )) s"
 done
 for round in $(seq 1 "$rounds"); do

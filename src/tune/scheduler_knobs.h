@@ -39,7 +39,7 @@ struct Workload {
 };
 
 struct KnobCandidates {
-    std::vector<int64_t> max_batched_tokens = {32, 64, 128, 256, 512, 1024, 2048};
+    std::vector<int64_t> max_batched_tokens = {8, 16, 32, 64, 128, 256, 512, 1024, 2048};
     std::vector<int32_t> max_seqs = {1, 2, 4, 8, 16, 32, 64};
 };
 
