@@ -2,7 +2,7 @@
 // int8_dot for Q8_0 makes each matmul take its planned path — seen in the dispatch counters, in
 // describe_matmul, and bit for bit in the results against the kernels called directly with that
 // method — and each agrees with matmul_reference within its path's tolerance. Tiles per token range
-// never change a result. PAGODA_QUANT_METHOD (an env override) wins over the plan.
+// never change a result, so a token's outputs do not depend on its step's range. PAGODA_QUANT_METHOD (an env override) wins over the plan.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -115,6 +115,19 @@ TEST(KernelPlan, TilesPerRangeNeverChangeAResult) {
             const KernelChoice c = kernel_choice(type, n);
             const int64_t want_kc = n == 1 ? 256 : n <= 8 ? 1024 : n <= 64 ? 256 : 768;
             EXPECT_EQ(c.tiles.kc, want_kc) << n;
+        }
+        // Batch invariance under the plan: a token's outputs are the same whether its step had 70
+        // tokens (65+ range, its tiles) or just it (range 1, other tiles).
+        const int64_t n = 70;
+        const auto x = random_activations(n * cols, rng);
+        set_kernel_plan({{plan_for(type, m, {{1, {256, 16, 5}}, {8, {1024, 64, 3}}, {64, {256, 8, 17}}, {INT64_MAX, {768, 128, 33}}})}});
+        auto be = backend::make_backend("cpu", {.n_threads = 2});
+        const auto all = backend_matmul(*be, w, x, n);
+        for (int64_t t : {0, 33, 69}) {
+            const std::vector<float> xt(x.begin() + t * cols, x.begin() + (t + 1) * cols);
+            const auto one = backend_matmul(*be, w, xt, 1);
+            EXPECT_EQ(one, std::vector<float>(all.begin() + t * rows, all.begin() + (t + 1) * rows))
+                << gguf::type_name(uint32_t(type)) << " token " << t;
         }
     }
 }
