@@ -28,6 +28,10 @@ double Curve::at_zero() const {
     return std::clamp(y, 0.0, y0);
 }
 
+void Curve::make_monotone() {
+    for (size_t i = points.size(); i-- > 1;) points[i - 1].second = std::min(points[i - 1].second, points[i].second);
+}
+
 double modelled_step_seconds(const StepCurves& c, double decodes, double prompt_tokens) {
     const double d = decodes > 0 ? c.decode.at(decodes) : 0.0;
     if (prompt_tokens <= 0) return d;

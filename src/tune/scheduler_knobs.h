@@ -25,6 +25,10 @@ struct Curve {
     std::vector<std::pair<double, double>> points;  // (x, seconds), increasing x, at least one point
     double at(double x) const;
     double at_zero() const;  // the first segment extended to x = 0, within [0, first value]
+    // Lowers each point to the least value at it or any larger x. A step never gets cheaper with
+    // more tokens, and on a shared host interference only adds time, so a point above a later one
+    // was disturbed: the later measurement bounds it.
+    void make_monotone();
 };
 
 struct StepCurves {

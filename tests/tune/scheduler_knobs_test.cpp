@@ -69,6 +69,14 @@ TEST(SchedulerKnobs, SmallChunksCostMoreSoTheBudgetGrowsWithTheTarget) {
     EXPECT_NEAR(k60.tokens_per_s, 422.21246139650174, 1e-9);
 }
 
+TEST(SchedulerKnobs, DisturbedPointsAreBoundedByLaterOnes) {
+    Curve c;
+    c.points = {{1, 0.036}, {2, 0.035}, {4, 0.055}, {8, 0.042}, {16, 0.092}};
+    c.make_monotone();
+    const std::vector<std::pair<double, double>> want = {{1, 0.035}, {2, 0.035}, {4, 0.042}, {8, 0.042}, {16, 0.092}};
+    EXPECT_EQ(c.points, want);
+}
+
 TEST(SchedulerKnobs, NoMeasurementsIsAnError) {
     EXPECT_THROW(choose_scheduler_knobs(StepCurves{}, 0.05, {}), Error);
 }
