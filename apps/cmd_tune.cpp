@@ -53,7 +53,7 @@ CommandRegistration reg("tune", "Measure this machine with a model and write a p
         ->check(in_range(0.1, 1e6));
     sub.add_option("-t,--threads", o->tune.max_threads, "Most threads to try (0: one per physical core, as the other commands)")
         ->check(in_range(0, 1024));
-    sub.add_flag("--quick", o->tune.quick, "Fewer points and repetitions (seconds on a small model; for tests)");
+    sub.add_flag("--quick", o->tune.quick, "Fewer points and repetitions (seconds on a tiny model; for tests)");
     sub.add_option("--prompt-len", o->tune.workload.prompt_tokens,
                    "Mean prompt tokens of the workload the knobs are chosen for")
         ->check(in_range(1.0, 1e7));
