@@ -17,6 +17,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/profile_flags.h"
 #include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
 #include "chat/chat_template.h"
@@ -48,6 +49,7 @@ struct BatchOptions {
     int64_t max_batched_tokens = 2048, ctx = 0;
     int32_t max_seqs = 64;
     KvFlags kv;
+    ProfileFlags profile;
     PrefixTierFlags tier;
     ModelFlags compute;
 };
@@ -270,13 +272,17 @@ CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests
     sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
         ->check(in_range(1, 4096));
     o->kv.add_to(sub);
+    o->profile.add_to(sub);
     o->tier.add_to(sub);
     o->spec.add_to(sub);
     sub.add_option("--chat-template", o->chat_template,
                    "For /v1/chat/completions lines: a builtin name (chatml, llama2, llama3, ...) or a Jinja file "
                    "(empty: the model's, else chatml)");
     sub.add_option("-c,--ctx-size,--ctx", o->ctx, "Context per request: prompt + output tokens at most (0: the model's trained context)")->check(in_range(0, 1 << 24));
-    return [o] { return run_batch(*o); };
+    return [o] {
+        o->profile.apply(o->model, &o->threads, &o->kv.block_size, &o->max_batched_tokens, &o->max_seqs);
+        return run_batch(*o);
+    };
 });
 
 }  // namespace

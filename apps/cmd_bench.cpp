@@ -12,6 +12,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/profile_flags.h"
 #include "apps/model_flags.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -32,6 +33,7 @@ struct BenchOptions {
     bool json = false, no_limits = false;
     double shared_prefix = 0;  // > 0: also time prompts whose leading fraction is a cached prefix
     KvFlags kv;
+    ProfileFlags profile;
     ModelFlags compute;
 };
 
@@ -268,8 +270,12 @@ CommandRegistration reg("bench", "Measure prompt-processing and generation speed
                    "Also time a prompt whose leading fraction (e.g. 0.9) is served from the prefix cache")
         ->check(in_range(0.0, 1.0));
     o->kv.add_to(sub);
+    o->profile.add_to(sub);
     o->compute.add_to(sub);
-    return [o] { return run_bench(*o); };
+    return [o] {
+        o->profile.apply(o->model, &o->threads, &o->kv.block_size);
+        return run_bench(*o);
+    };
 });
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/profile_flags.h"
 #include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
 #include "core/error.h"
@@ -41,6 +42,7 @@ struct BenchOptions {
     bool static_batching = false;
     uint64_t seed = 1;
     KvFlags kv;
+    ProfileFlags profile;
     PrefixTierFlags tier;
     ModelFlags compute;
 };
@@ -250,10 +252,14 @@ CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the 
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(in_range(1, 1 << 20));
     sub.add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(in_range(1, 4096));
     o->kv.add_to(sub);
+    o->profile.add_to(sub);
     o->tier.add_to(sub);
     o->spec.add_to(sub);  // without --kv-memory: enough for the whole workload
     sub.add_option("--json-schema", o->json_schema, "Constrain every request to this JSON schema (file)");
-    return [o] { return run_bench(*o); };
+    return [o] {
+        o->profile.apply(o->model, &o->threads, &o->kv.block_size, &o->max_batched_tokens, &o->max_seqs);
+        return run_bench(*o);
+    };
 });
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/profile_flags.h"
 #include "apps/model_flags.h"
 #include "apps/sampling_flags.h"
 #include "apps/speculative_flags.h"
@@ -36,6 +37,7 @@ struct RunOptions {
     SamplingFlags sampling;
     SpeculativeFlags spec;
     KvFlags kv;
+    ProfileFlags profile;
     ModelFlags compute;
 };
 
@@ -221,8 +223,12 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence tokens (benchmarks)");
     o->spec.add_to(sub);
     o->kv.add_to(sub);
+    o->profile.add_to(sub);
     o->compute.add_to(sub);
-    return [o] { return run(*o); };
+    return [o] {
+        o->profile.apply(o->model, &o->threads, &o->kv.block_size);
+        return run(*o);
+    };
 });
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/profile_flags.h"
 #include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
 #include "apps/model_flags.h"
@@ -29,6 +30,7 @@ struct ServeOptions {
     int32_t max_seqs = 64;
     int64_t ctx = 0;
     KvFlags kv;
+    ProfileFlags profile;
     PrefixTierFlags tier;
     ModelFlags compute;
     std::string metrics_compat = "none";
@@ -48,6 +50,8 @@ int serve(ServeOptions& o) {
     // Cheap checks before listening, so a typo fails at once rather than after the port is up.
     if (!std::filesystem::is_regular_file(o.model.path))
         fail("the model file '{}' does not exist or is not a regular file", o.model.path);
+    // Before the loader thread uploads any weight: the profile's kernel plan decides the packing.
+    o.profile.apply(o.model.path, &o.model.threads, &o.kv.block_size, &o.max_batched_tokens, &o.max_seqs);
     server::ApiKeyTable keys = load_keys(o);
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;
@@ -89,6 +93,7 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "without --kv-memory the KV cache holds this, or 256 tokens per sequence, whichever is more")
         ->check(in_range(int64_t(0), int64_t(1) << 24));
     o->kv.add_to(sub);
+    o->profile.add_to(sub);
     o->tier.add_to(sub);
     o->spec.add_to(sub);
     o->compute.add_to(sub);

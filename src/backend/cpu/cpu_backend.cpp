@@ -11,6 +11,7 @@
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/kv_pool.h"
+#include "backend/cpu/kernel_plan.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "backend/moe_routing.h"
@@ -51,7 +52,16 @@ public:
         // Q6_K attn_v, or no packed kernel) one packed weight per part.
         bool same = true;
         for (const auto& v : views_) same = same && v.type == views_[0].type;
+        // The plan's method decides the layout (kernel_plan.h): a quantised type planned for
+        // dequant_fma keeps the file's view rather than panels it would never read; F16/BF16 pack
+        // bf16 panels only under bf16_dot (the scope makes packing see the planned float method).
         if (views_.size() > 1 && same) {
+            const kernels::KernelChoice choice = kernels::kernel_choice(views_[0].type, 1);
+            const kernels::ScopedKernelChoice scope(choice);
+            if (choice.method == kernels::PathMethod::dequant_fma) {
+                packed_.push_back(kernels::keep_views(views_));
+                return;
+            }
             kernels::PackedWeight stacked = kernels::pack_weights(views_);
             if (stacked.is_packed()) {
                 if (file_mapped) release_source_pages(stacked);
@@ -60,6 +70,12 @@ public:
             }
         }
         for (const auto& v : views_) {
+            const kernels::KernelChoice choice = kernels::kernel_choice(v.type, 1);
+            const kernels::ScopedKernelChoice scope(choice);
+            if (choice.method == kernels::PathMethod::dequant_fma) {
+                packed_.push_back(kernels::keep_views(std::span(&v, 1)));
+                continue;
+            }
             packed_.push_back(kernels::pack_weight(v));
             if (file_mapped) release_source_pages(packed_.back());
         }
@@ -127,6 +143,7 @@ class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(const BackendOptions& o) : threads_(o.n_threads > 0 ? o.n_threads : default_thread_count()) {
         kernels::log_kernel_paths();  // once per process: which ISA and quantised path the matmuls use
+        kernels::log_kernel_plan();   // and which method and tiles each weight type takes (profile or CPUID)
     }
 
     std::string name() const override { return "cpu"; }
@@ -293,6 +310,10 @@ public:
     bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize || quantized_row_elements(64) > 0; }
 
     int64_t quantized_row_elements(int64_t cols) const override {
+        // Some weight type may take prequantised rows when the plan runs int8_dot for one (each
+        // weight then says for itself, takes_quantized_input).
+        if (!kernels::plan_uses_int8_dot()) return 0;
+        const kernels::ScopedKernelChoice scope({kernels::PathMethod::int8_dot, kernels::gemm_tiles()});
         if (!kernels::packed_int8_path_active()) return 0;
         // One row's codes, scales and sums, plus room for the 64-byte alignment of the scales.
         return int64_t((kernels::prequantized_bytes(1, cols) + 3) / 4) + 16;
@@ -300,6 +321,7 @@ public:
     bool takes_quantized_input(const Weight& weight) const override {
         const CpuWeight& w = cpu(weight);
         if (w.packed().empty()) return false;
+        const kernels::ScopedKernelChoice scope(kernels::kernel_choice(w.parts()[0].type, 1));
         for (const auto& p : w.packed())
             if (!kernels::takes_prequantized(p)) return false;
         return true;
@@ -464,6 +486,7 @@ public:
     std::string describe_matmul(const Weight& weight, int64_t n_tokens) const override {
         const CpuWeight& w = cpu(weight);
         const auto type = w.parts()[0].type;
+        const kernels::ScopedKernelChoice scope(kernels::kernel_choice(type, n_tokens));
         std::string path;
         const bool packed = !w.packed().empty() && w.packed()[0].is_packed();
         const bool is_float = type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16 || type == gguf::GgmlType::BF16;
@@ -510,7 +533,11 @@ private:
         return y;
     }
     // From the quantised form of x when the norm made one and this weight reads it, else from x.
+    // The plan's method and tiles for (type, tokens) hold on this thread for the call.
     void multiply(const kernels::PackedWeight& w, const Tensor& x, const Tensor* xq, float* y) {
+        const kernels::KernelChoice choice = kernels::kernel_choice(w.source().type, x.rows);
+        const kernels::ScopedKernelChoice scope(choice);
+        kernels::count_dispatch(choice.method);
         if (xq && kernels::takes_prequantized(w)) return kernels::matmul_prequantized(w, xq->data, x.rows, y, threads_);
         kernels::matmul(w, f32(x), x.rows, y, threads_);
     }

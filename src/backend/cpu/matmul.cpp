@@ -22,6 +22,7 @@ std::mutex g_config_mutex;
 GemmTiles g_tiles;
 std::atomic<int> g_quant_method{-1};
 std::atomic<int> g_float_method{-1};
+thread_local CallPaths t_call_paths;
 
 }  // namespace
 
@@ -78,7 +79,28 @@ void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, flo
     }
 }
 
+CallPaths call_paths() { return t_call_paths; }
+void set_call_paths(const CallPaths& paths) { t_call_paths = paths; }
+
+PackedWeight keep_views(std::span<const WeightView> parts) {
+    if (parts.empty()) fail("keep_views: no matrices");
+    PackedWeight p;
+    p.source_ = parts[0];
+    p.source_.rows = 0;
+    for (const WeightView& w : parts) {
+        require_matmul_support(w.type, "keep_views");
+        if (w.type != parts[0].type || w.cols != parts[0].cols)
+            fail("keep_views: stacked matrices must share type and width");
+        (void)detail::row_bytes(w);
+        p.source_.rows += w.rows;
+    }
+    p.parts_.assign(parts.begin(), parts.end());
+    if (parts.size() > 1) p.source_.data = nullptr;
+    return p;
+}
+
 GemmTiles gemm_tiles() {
+    if (t_call_paths.tiles) return *t_call_paths.tiles;
     std::lock_guard<std::mutex> lock(g_config_mutex);
     return g_tiles;
 }
@@ -94,6 +116,7 @@ void set_gemm_tiles(const GemmTiles& tiles) {
 const char* quant_method_name(QuantMethod m) { return m == QuantMethod::int8_dot ? "int8_dot" : "dequant_fma"; }
 
 QuantMethod quant_method() {
+    if (t_call_paths.quant) return *t_call_paths.quant;
     int v = g_quant_method.load();
     if (v >= 0) return QuantMethod(v);
     QuantMethod m = QuantMethod::int8_dot;
@@ -111,6 +134,7 @@ void set_quant_method(QuantMethod m) { g_quant_method.store(int(m)); }
 const char* float_method_name(FloatMethod m) { return m == FloatMethod::bf16_dot ? "bf16_dot" : "f32_fma"; }
 
 FloatMethod float_method() {
+    if (t_call_paths.fl) return *t_call_paths.fl;
     int v = g_float_method.load();
     if (v >= 0) return FloatMethod(v);
     const bool bf16_cpu = cpu_features().avx512bf16 && best_supported_isa() == Isa::avx512;

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -82,6 +83,7 @@ public:
 
 private:
     friend PackedWeight pack_weights(std::span<const WeightView> parts);
+    friend PackedWeight keep_views(std::span<const WeightView> parts);
     WeightView source_;
     std::vector<WeightView> parts_;
     std::shared_ptr<uint8_t> data_;
@@ -96,6 +98,9 @@ PackedWeight pack_weight(const WeightView& w);
 // parts differ in type or columns.
 PackedWeight pack_weights(std::span<const WeightView> parts);
 void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+// The parts stacked as pack_weights does but never repacked (is_packed() is false): for a weight whose
+// planned method reads the file's view (dequant_fma, f32_fma), so no panels take memory unused.
+PackedWeight keep_views(std::span<const WeightView> parts);
 
 // Activations quantised once for every packed int8 matmul that reads them (the norm + quantise
 // fusion: the norm's pass quantises each row while it is in cache). The storage of n_tokens rows of
@@ -159,6 +164,17 @@ void set_float_method(FloatMethod m);
 const char* float_method_name(FloatMethod m);
 // True when packing F16 / BF16 weights now would produce bf16 panels (method, CPU and active ISA).
 bool bf16_kernel_available();
+
+// Path selection for the calling thread: while set (kernel_plan.h's ScopedKernelChoice does it around
+// each matmul of the CPU backend), quant_method(), float_method() and gemm_tiles() return these on
+// this thread instead of the process-wide values. Empty members leave the process-wide value.
+struct CallPaths {
+    std::optional<QuantMethod> quant;
+    std::optional<FloatMethod> fl;
+    std::optional<GemmTiles> tiles;
+};
+CallPaths call_paths();
+void set_call_paths(const CallPaths& paths);
 
 // One line naming the ISA path and quantised method in use, e.g. "matmul: avx512 (...), quantised
 // weights: int8 dot (vpdpbusd)"; log_kernel_paths() logs it once at info level.

@@ -1,0 +1,156 @@
+#include "backend/cpu/kernel_plan.h"
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace pagoda::kernels {
+
+using gguf::GgmlType;
+
+namespace {
+
+std::mutex g_plan_mutex;
+// Read on every matmul: a shared_ptr swapped under the mutex, copied out by readers.
+std::shared_ptr<const KernelPlan> g_plan;
+std::array<std::atomic<uint64_t>, 4> g_dispatch{};
+
+bool is_float_type(GgmlType t) { return is_float_weight(t); }
+bool env_set(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+}
+
+std::shared_ptr<const KernelPlan> current_plan() {
+    std::lock_guard<std::mutex> lock(g_plan_mutex);
+    return g_plan;
+}
+
+PathMethod default_method(GgmlType type) {
+    if (is_float_type(type)) return float_method() == FloatMethod::bf16_dot ? PathMethod::bf16_dot : PathMethod::f32_fma;
+    return quant_method() == QuantMethod::int8_dot ? PathMethod::int8_dot : PathMethod::dequant_fma;
+}
+
+}  // namespace
+
+bool method_runs_here(PathMethod m) {
+    if (m == PathMethod::bf16_dot) return cpu_features().avx512bf16 && active_isa() == Isa::avx512;
+    return true;
+}
+
+void validate_kernel_plan(const KernelPlan& plan) {
+    for (size_t i = 0; i < plan.types.size(); ++i) {
+        const TypePlan& t = plan.types[i];
+        const std::string name = gguf::type_name(uint32_t(t.type));
+        if (!matmul_supports(t.type)) fail("kernel plan: weight type {} cannot be multiplied", name);
+        for (size_t j = 0; j < i; ++j)
+            if (plan.types[j].type == t.type) fail("kernel plan: weight type {} is listed twice", name);
+        if (!method_applies(t.method, t.type))
+            fail("kernel plan: method {} cannot multiply {} weights", path_method_name(t.method), name);
+        if (!method_runs_here(t.method))
+            fail("kernel plan: method {} for {} needs AVX-512 BF16, which this CPU (or PAGODA_ISA) does not offer",
+                 path_method_name(t.method), name);
+        int64_t prev = 0;
+        for (const auto& r : t.ranges) {
+            if (r.max_tokens <= prev)
+                fail("kernel plan: the token ranges of {} must increase (max_tokens {} after {})", name, r.max_tokens, prev);
+            if (r.tiles.kc <= 0 || r.tiles.mc <= 0 || r.tiles.nc <= 0)
+                fail("kernel plan: the tiles of {} up to {} tokens must be positive (kc={}, mc={}, nc={})", name,
+                     r.max_tokens, r.tiles.kc, r.tiles.mc, r.tiles.nc);
+            prev = r.max_tokens;
+        }
+        if (!t.ranges.empty() && t.ranges.back().max_tokens != INT64_MAX)
+            fail("kernel plan: the last token range of {} must be open-ended", name);
+    }
+}
+
+void set_kernel_plan(const KernelPlan& plan) {
+    validate_kernel_plan(plan);
+    auto p = std::make_shared<KernelPlan>(plan);
+    for (auto& t : p->types)
+        for (auto& r : t.ranges) r.tiles.kc = (r.tiles.kc + 255) / 256 * 256;  // as set_gemm_tiles rounds
+    std::lock_guard<std::mutex> lock(g_plan_mutex);
+    g_plan = std::move(p);
+}
+
+void clear_kernel_plan() {
+    std::lock_guard<std::mutex> lock(g_plan_mutex);
+    g_plan.reset();
+}
+
+bool has_kernel_plan() { return current_plan() != nullptr; }
+
+KernelChoice kernel_choice(GgmlType type, int64_t n_tokens) {
+    KernelChoice c{default_method(type), gemm_tiles()};
+    const auto plan = current_plan();
+    const TypePlan* t = plan ? plan->find(type) : nullptr;
+    if (!t) return c;
+    // The env overrides pin a method for every type of their kind, plan or not.
+    const bool pinned = is_float_type(type) ? env_set("PAGODA_FLOAT_METHOD") : env_set("PAGODA_QUANT_METHOD");
+    if (!pinned) c.method = t->method;
+    for (const auto& r : t->ranges)
+        if (n_tokens <= r.max_tokens) {
+            c.tiles = r.tiles;
+            break;
+        }
+    return c;
+}
+
+bool plan_uses_int8_dot() {
+    const auto plan = current_plan();
+    if (!plan || env_set("PAGODA_QUANT_METHOD")) return quant_method() == QuantMethod::int8_dot;
+    for (const auto& t : plan->types)
+        if (!is_float_type(t.type) && t.method == PathMethod::int8_dot) return true;
+    // Quantised types the plan does not list take the default.
+    return quant_method() == QuantMethod::int8_dot;
+}
+
+ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c) : saved_(call_paths()) {
+    CallPaths p;
+    if (c.method == PathMethod::int8_dot) p.quant = QuantMethod::int8_dot;
+    if (c.method == PathMethod::dequant_fma) p.quant = QuantMethod::dequant_fma;
+    if (c.method == PathMethod::f32_fma) p.fl = FloatMethod::f32_fma;
+    if (c.method == PathMethod::bf16_dot) p.fl = FloatMethod::bf16_dot;
+    p.tiles = c.tiles;
+    set_call_paths(p);
+}
+
+ScopedKernelChoice::~ScopedKernelChoice() { set_call_paths(saved_); }
+
+std::string describe_kernel_plan() {
+    const auto plan = current_plan();
+    if (!plan) return "kernel plan: default (CPUID and PAGODA_* overrides; no profile)";
+    std::string out = "kernel plan (from a profile):";
+    for (const auto& t : plan->types) {
+        const KernelChoice c = kernel_choice(t.type, 1);
+        out += fmt::format(" {}: {}", gguf::type_name(uint32_t(t.type)), path_method_name(c.method));
+        if (c.method != t.method) out += fmt::format(" (env override of {})", path_method_name(t.method));
+        int64_t lo = 1;
+        for (const auto& r : t.ranges) {
+            const std::string range = r.max_tokens == INT64_MAX ? fmt::format("{}+", lo)
+                                      : r.max_tokens == lo     ? fmt::format("{}", lo)
+                                                               : fmt::format("{}-{}", lo, r.max_tokens);
+            out += fmt::format(", {} tok tiles {}/{}/{}", range, r.tiles.kc, r.tiles.mc, r.tiles.nc);
+            lo = r.max_tokens == INT64_MAX ? lo : r.max_tokens + 1;
+        }
+        out += ";";
+    }
+    if (out.back() == ';') out.pop_back();
+    return out;
+}
+
+void log_kernel_plan() {
+    static std::once_flag once;
+    std::call_once(once, [] { log_info("{}", describe_kernel_plan()); });
+}
+
+uint64_t dispatch_count(PathMethod m) { return g_dispatch[size_t(m)].load(std::memory_order_relaxed); }
+void count_dispatch(PathMethod m) { g_dispatch[size_t(m)].fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace pagoda::kernels

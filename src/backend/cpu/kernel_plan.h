@@ -1,0 +1,96 @@
+// Which matmul path the CPU backend takes for a weight, chosen per (storage type, tokens in the step)
+// by `pagoda tune`'s measurements (a profile) or, without one, by CPUID as before.
+//
+// Contract:
+//  - Per weight type the plan names ONE method for every token count. The methods of one type are not
+//    bitwise equal (int8_dot vs dequant_fma, bf16_dot vs f32_fma differ in the last bits), so a method
+//    that changed with the step's token count would make a token's result depend on what shared its
+//    step: batch invariance (tests/engine/batch_invariance_test.cpp) forbids it. What varies per token
+//    range is only what never changes results: the GEMM tiles (matmul.h: "results do not depend on
+//    them"). Threads are one count for the whole process (the pool is sized once; kernels split work
+//    by pool size), so the plan carries one thread count, applied as the default of -t.
+//  - Packing follows the method, and a type has one method, so one layout is built per weight:
+//    int8_dot packs quantised types into VNNI panels, dequant_fma keeps the file's view (no panels),
+//    bf16_dot packs F16/BF16 into bf16 panels, f32_fma keeps the view. The plan must therefore be
+//    installed before weights are uploaded (set_kernel_plan, then open the model).
+//  - PAGODA_QUANT_METHOD / PAGODA_FLOAT_METHOD, when set, win over the plan (tests pin paths with them).
+//  - Types the plan does not list, or no plan at all, take today's defaults: quant_method(),
+//    float_method() and gemm_tiles() (CPUID, env, set_*).
+// The method enum (path_method.h) stays open: AMX tile paths become two more names there.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/path_method.h"
+#include "gguf/ggml_types.h"
+
+namespace pagoda::kernels {
+
+// Whether this CPU and the active ISA can run the method's fast kernel (bf16_dot needs AVX-512 BF16;
+// the others always run, int8_dot on whatever int8 kernel the ISA has).
+bool method_runs_here(PathMethod m);
+
+// Tiles for steps of at most max_tokens tokens (the last range of a type has max_tokens = INT64_MAX).
+struct RangeTiles {
+    int64_t max_tokens = INT64_MAX;
+    GemmTiles tiles;
+};
+
+struct TypePlan {
+    gguf::GgmlType type = gguf::GgmlType::F32;
+    PathMethod method = PathMethod::f32_fma;
+    std::vector<RangeTiles> ranges;  // increasing max_tokens; empty: gemm_tiles() for every count
+};
+
+struct KernelPlan {
+    std::vector<TypePlan> types;
+    const TypePlan* find(gguf::GgmlType type) const {
+        for (const auto& t : types)
+            if (t.type == type) return &t;
+        return nullptr;
+    }
+};
+
+// Throws pagoda::Error naming the problem (a method for a type it cannot multiply, a method this
+// machine cannot run, ranges out of order, non-positive tiles, a type listed twice).
+void validate_kernel_plan(const KernelPlan& plan);
+void set_kernel_plan(const KernelPlan& plan);  // validates; replaces any earlier plan
+void clear_kernel_plan();                      // back to the CPUID / env defaults
+bool has_kernel_plan();
+
+// What a matmul of this type over n_tokens tokens uses now (plan, env overrides and defaults applied).
+struct KernelChoice {
+    PathMethod method = PathMethod::f32_fma;
+    GemmTiles tiles;
+};
+KernelChoice kernel_choice(gguf::GgmlType type, int64_t n_tokens);
+// True when some quantised type the plan (or the default) names runs int8_dot: the norm may then
+// prequantise activations for those weights.
+bool plan_uses_int8_dot();
+
+// Sets the choice as the calling thread's quant_method() / float_method() / gemm_tiles() for its
+// lifetime (the dispatchers read those on the calling thread before they split the work).
+class ScopedKernelChoice {
+public:
+    explicit ScopedKernelChoice(const KernelChoice& c);
+    ~ScopedKernelChoice();
+    ScopedKernelChoice(const ScopedKernelChoice&) = delete;
+    ScopedKernelChoice& operator=(const ScopedKernelChoice&) = delete;
+
+private:
+    CallPaths saved_;
+};
+
+// One line per planned type, e.g. "q4_0: int8_dot, tiles 1: 512/32/64, 2-64: ..., 65+: ...";
+// "default (CPUID)" when no plan is set. log_kernel_plan() logs it once per process at info level.
+std::string describe_kernel_plan();
+void log_kernel_plan();
+
+// How many matmul calls the CPU backend dispatched with each method since start (for tests).
+uint64_t dispatch_count(PathMethod m);
+void count_dispatch(PathMethod m);
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,45 @@
+// The names of the CPU matmul methods a kernel plan (kernel_plan.h) chooses between, and which weight
+// types each can multiply. Header-only and free of kernels, so a profile can be parsed (and fuzzed)
+// without linking them. New paths (AMX int8 / bf16 tiles) become new enumerators here.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "gguf/ggml_types.h"
+#include "quant/dequantize.h"
+
+namespace pagoda::kernels {
+
+enum class PathMethod { f32_fma, bf16_dot, int8_dot, dequant_fma };
+inline constexpr PathMethod kPathMethods[] = {PathMethod::f32_fma, PathMethod::bf16_dot, PathMethod::int8_dot,
+                                              PathMethod::dequant_fma};
+
+inline const char* path_method_name(PathMethod m) {
+    switch (m) {
+        case PathMethod::f32_fma: return "f32_fma";
+        case PathMethod::bf16_dot: return "bf16_dot";
+        case PathMethod::int8_dot: return "int8_dot";
+        case PathMethod::dequant_fma: return "dequant_fma";
+    }
+    return "?";
+}
+
+inline std::optional<PathMethod> parse_path_method(const std::string& name) {
+    for (PathMethod m : kPathMethods)
+        if (name == path_method_name(m)) return m;
+    return std::nullopt;
+}
+
+inline bool is_float_weight(gguf::GgmlType t) {
+    return t == gguf::GgmlType::F32 || t == gguf::GgmlType::F16 || t == gguf::GgmlType::BF16;
+}
+
+// A type the CPU matmul multiplies (matmul_supports) and a method that applies to it: float methods
+// for F32/F16/BF16 (bf16_dot not for F32, which has no bf16 panels), quantised methods for block types.
+inline bool method_applies(PathMethod m, gguf::GgmlType type) {
+    if (is_float_weight(type)) return m == PathMethod::f32_fma || (m == PathMethod::bf16_dot && type != gguf::GgmlType::F32);
+    if (!quant::is_supported_block_type(type)) return false;
+    return m == PathMethod::int8_dot || m == PathMethod::dequant_fma;
+}
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,61 @@
+// A tuning profile: what `pagoda tune` measured on one machine for one model, and what it chose.
+// JSON (nlohmann), format version 1:
+//   {"format": "pagoda-profile", "version": 1,
+//    "machine": {"cpu_model", "vendor", "family", "model", "stepping", "isa_flags": [...], "cores"},
+//    "model": {"path", "identity": 16 hex digits (model/model_identity.h)},
+//    "kernel_plan": [{"type": "q4_0", "method": "int8_dot",
+//                     "ranges": [{"max_tokens": 1, "kc", "mc", "nc"}, ..., {"kc", "mc", "nc"}]}],
+//                     (the last range has no max_tokens: every larger step)
+//    "threads", "kv_block_size",
+//    "scheduler": {"max_batched_tokens", "max_seqs", "target_itl_ms", "modelled_p99_itl_ms",
+//                  "modelled_output_tokens_per_s", "target_met"},
+//    "measurements": {...}}   (raw timings, free-form, kept for the record)
+// parse_profile() is strict: a missing or unknown key, a wrong type, an unknown type or method name,
+// a non-positive tile or count, or another version throws pagoda::Error naming the key. The plan's
+// meaning (one method per type, tiles per token range) is backend/cpu/kernel_plan.h's.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "backend/cpu/kernel_plan.h"  // the plan's types; parsing needs only path_method.h's inline names
+#include "tune/machine_identity.h"
+
+namespace pagoda::tune {
+
+constexpr int kProfileVersion = 1;
+
+struct SchedulerKnobs {
+    int64_t max_batched_tokens = 2048;
+    int32_t max_seqs = 64;
+    double target_itl_ms = 50;
+    double modelled_p99_itl_ms = 0;
+    double modelled_tokens_per_s = 0;
+    bool target_met = false;
+};
+
+struct Profile {
+    MachineIdentity machine;
+    std::string model_path;
+    uint64_t model_identity = 0;
+    kernels::KernelPlan plan;
+    int threads = 1;
+    int32_t kv_block_size = 16;
+    SchedulerKnobs scheduler;
+    nlohmann::json measurements = nlohmann::json::object();
+};
+
+nlohmann::json profile_to_json(const Profile& p);
+// `where` prefixes every message (a file name, or "profile").
+Profile parse_profile(const std::string& text, const std::string& where = "profile");
+Profile read_profile_file(const std::string& path);
+void write_profile_file(const Profile& p, const std::string& path);  // atomically (temp file + rename)
+
+// A few lines for people: the machine, each type's method and tiles per range, threads, block size,
+// the scheduler knobs with their modelled p99 inter-token latency and throughput.
+std::string describe_profile(const Profile& p);
+
+// Throws when the profile was measured on another machine, naming each field that differs.
+void require_same_machine(const Profile& p, const MachineIdentity& here, const std::string& where);
+
+}  // namespace pagoda::tune

@@ -1,0 +1,77 @@
+#include "tune/scheduler_knobs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+
+namespace pagoda::tune {
+
+double Curve::at(double x) const {
+    if (points.empty()) fail("step-time curve: no measurements");
+    if (points.size() == 1) return points[0].second * (points[0].first > 0 ? std::max(1.0, x / points[0].first) : 1.0);
+    size_t i = 1;
+    while (i + 1 < points.size() && x > points[i].first) ++i;
+    const auto [x0, y0] = points[i - 1];
+    const auto [x1, y1] = points[i];
+    const double y = x1 == x0 ? y1 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    return std::max(0.0, y);
+}
+
+double Curve::at_zero() const {
+    if (points.empty()) fail("step-time curve: no measurements");
+    if (points.size() == 1) return points[0].second;
+    const auto [x0, y0] = points[0];
+    const auto [x1, y1] = points[1];
+    const double y = x1 == x0 ? y0 : y0 - (y1 - y0) * x0 / (x1 - x0);
+    return std::clamp(y, 0.0, y0);
+}
+
+void Curve::make_monotone() {
+    for (size_t i = points.size(); i-- > 1;) points[i - 1].second = std::min(points[i - 1].second, points[i].second);
+}
+
+double modelled_step_seconds(const StepCurves& c, double decodes, double prompt_tokens) {
+    const double d = decodes > 0 ? c.decode.at(decodes) : 0.0;
+    if (prompt_tokens <= 0) return d;
+    const double chunk = c.prefill.at(prompt_tokens);
+    if (decodes <= 0) return chunk;
+    return d + std::max(0.0, chunk - c.prefill.at_zero());
+}
+
+double modelled_p99_itl(const StepCurves& c, int64_t max_batched_tokens, int32_t max_seqs) {
+    return modelled_step_seconds(c, max_seqs, double(std::max<int64_t>(0, max_batched_tokens - max_seqs)));
+}
+
+double modelled_tokens_per_s(const StepCurves& c, const Workload& w, int64_t max_batched_tokens, int32_t max_seqs) {
+    const double s = w.concurrency > 0 ? std::min<double>(max_seqs, w.concurrency) : double(max_seqs);
+    const double room = double(max_batched_tokens) - s;
+    if (room < 1 || w.output_tokens <= 0 || w.prompt_tokens <= 0) return 0;
+    const double chunk = std::min(room, w.prompt_tokens);
+    const double k = std::ceil(w.prompt_tokens / chunk);
+    const double per_chunk = std::max(0.0, c.prefill.at(w.prompt_tokens / k) - c.prefill.at_zero());
+    const double cycle = w.output_tokens * c.decode.at(s) + s * k * per_chunk;
+    return cycle > 0 ? s * w.output_tokens / cycle : 0;
+}
+
+KnobChoice choose_scheduler_knobs(const StepCurves& c, double target_itl_s, const Workload& w,
+                                  const KnobCandidates& candidates) {
+    if (c.decode.points.empty() || c.prefill.points.empty()) fail("scheduler knobs: no step-time measurements");
+    KnobChoice best, lowest;
+    lowest.p99_itl_s = std::numeric_limits<double>::infinity();
+    bool any = false;
+    for (int64_t m : candidates.max_batched_tokens)
+        for (int32_t s : candidates.max_seqs) {
+            if (m <= s) continue;  // a prompt chunk needs room beside the decodes
+            const double itl = modelled_p99_itl(c, m, s), tps = modelled_tokens_per_s(c, w, m, s);
+            if (tps <= 0) continue;
+            any = true;
+            if (itl < lowest.p99_itl_s) lowest = {m, s, itl, tps, false};
+            if (itl <= target_itl_s && (!best.target_met || tps > best.tokens_per_s)) best = {m, s, itl, tps, true};
+        }
+    if (!any) fail("scheduler knobs: no candidate leaves room for a prompt chunk beside its decodes");
+    return best.target_met ? best : lowest;
+}
+
+}  // namespace pagoda::tune

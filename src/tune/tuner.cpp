@@ -1,0 +1,355 @@
+#include "tune/tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
+#include <fmt/format.h>
+
+#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/matmul.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/machine_limits.h"
+#include "core/thread_pool.h"
+#include "gguf/gguf.h"
+#include "model/model_identity.h"
+#include "model/open_step_model.h"
+#include "tune/machine_identity.h"
+#include "tune/step_timer.h"
+
+namespace pagoda::tune {
+
+using gguf::GgmlType;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Shape {
+    kernels::WeightView view;
+    int count = 0;  // layers with this shape
+};
+
+// The matmuls a step runs for every token: the layers' 2-D weights, one instance per distinct
+// (type, rows, cols), weighted by how many there are. The output head multiplies only the rows that
+// want logits, so it is left out (its type, if no layer has it, keeps the default).
+std::map<GgmlType, std::vector<Shape>> layer_shapes(const gguf::File& file) {
+    std::map<GgmlType, std::vector<Shape>> out;
+    for (const auto& t : file.tensors()) {
+        if (t.shape.size() != 2 || t.name.rfind("blk.", 0) != 0 || !kernels::matmul_supports(t.type)) continue;
+        if (t.shape[1] < 2) continue;  // vectors stored as [n, 1]
+        auto& shapes = out[t.type];
+        auto it = std::find_if(shapes.begin(), shapes.end(), [&](const Shape& s) {
+            return s.view.rows == t.shape[1] && s.view.cols == t.shape[0];
+        });
+        if (it != shapes.end()) {
+            ++it->count;
+            continue;
+        }
+        shapes.push_back({kernels::WeightView{t.type, t.data, t.shape[1], t.shape[0]}, 1});
+    }
+    return out;
+}
+
+bool reads_view(kernels::PathMethod m) { return m == kernels::PathMethod::dequant_fma || m == kernels::PathMethod::f32_fma; }
+
+// Seconds per call: the minimum over repetitions (after a warm-up) lasting at least min_seconds.
+double time_matmul(const kernels::PackedWeight& w, const std::vector<float>& x, int64_t n, std::vector<float>& y,
+                   ThreadPool& pool, double min_seconds) {
+    y.resize(size_t(n * w.source().rows));
+    kernels::matmul(w, x.data(), n, y.data(), pool);
+    double best = 1e300, total = 0;
+    for (int r = 0; r < 200 && (r < 2 || total < min_seconds); ++r) {
+        const auto start = Clock::now();
+        kernels::matmul(w, x.data(), n, y.data(), pool);
+        const double s = std::chrono::duration<double>(Clock::now() - start).count();
+        best = std::min(best, s);
+        total += s;
+    }
+    return best;
+}
+
+struct TypeBench {
+    std::vector<kernels::PackedWeight> weights;  // one per shape, packed for the method
+    std::vector<int> counts;
+};
+
+TypeBench prepare(const std::vector<Shape>& shapes, kernels::PathMethod method) {
+    TypeBench b;
+    const kernels::ScopedKernelChoice scope({method, kernels::gemm_tiles()});
+    for (const auto& s : shapes) {
+        b.weights.push_back(reads_view(method) ? kernels::keep_views(std::span(&s.view, 1)) : kernels::pack_weight(s.view));
+        b.counts.push_back(s.count);
+    }
+    return b;
+}
+
+// One step's matmuls of this type at n tokens, in seconds.
+double time_type(const TypeBench& b, kernels::PathMethod method, const kernels::GemmTiles& tiles, int64_t n,
+                 ThreadPool& pool, double min_seconds) {
+    const kernels::ScopedKernelChoice scope({method, tiles});
+    std::mt19937 rng(1234);
+    std::normal_distribution<float> dist(0.f, 1.f);
+    std::vector<float> x, y;
+    double total = 0;
+    for (size_t i = 0; i < b.weights.size(); ++i) {
+        const int64_t cols = b.weights[i].source().cols;
+        x.resize(size_t(n * cols));
+        for (auto& v : x) v = dist(rng);
+        total += b.counts[i] * time_matmul(b.weights[i], x, n, y, pool, min_seconds);
+    }
+    return total;
+}
+
+json tiles_json(const kernels::GemmTiles& t) { return {{"kc", t.kc}, {"mc", t.mc}, {"nc", t.nc}}; }
+
+struct RangeSpec {
+    int64_t max_tokens;
+    std::vector<int64_t> counts;  // measured token counts standing for the range
+    std::string name;
+};
+
+}  // namespace
+
+Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
+    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    Profile p;
+    p.machine = current_machine();
+    p.model_path = o.model;
+    p.model_identity = model::model_identity(*file);
+    p.scheduler.target_itl_ms = o.target_itl_ms;
+    const int cores = o.max_threads > 0 ? o.max_threads : default_thread_count();
+    const double min_s = o.quick ? 0.002 : 0.03;
+    const int step_reps = o.quick ? 2 : 6;
+    const std::vector<int64_t> counts = o.quick ? std::vector<int64_t>{1, 4, 64} : std::vector<int64_t>{1, 4, 16, 64, 512};
+    const std::vector<RangeSpec> ranges =
+        o.quick ? std::vector<RangeSpec>{{1, {1}, "1"}, {8, {4}, "2-8"}, {INT64_MAX, {64}, "9+"}}
+                : std::vector<RangeSpec>{{1, {1}, "1"}, {8, {4}, "2-8"}, {64, {16, 64}, "9-64"}, {INT64_MAX, {512}, "65+"}};
+
+    const auto shapes = layer_shapes(*file);
+    if (shapes.empty()) fail("tune: {} has no layer weights to measure (blk.N.* matrices)", o.model);
+    std::map<GgmlType, std::vector<kernels::PathMethod>> candidates;
+    size_t total_steps = 1 + size_t(cores) + 2;
+    for (const auto& [type, s] : shapes) {
+        for (auto m : {kernels::PathMethod::f32_fma, kernels::PathMethod::bf16_dot, kernels::PathMethod::int8_dot,
+                       kernels::PathMethod::dequant_fma})
+            if (kernels::method_applies(m, type) && kernels::method_runs_here(m)) candidates[type].push_back(m);
+        total_steps += candidates[type].size() + 1;
+    }
+    std::vector<int32_t> decode_points = o.quick ? std::vector<int32_t>{1, 4, 16} : std::vector<int32_t>{1, 2, 4, 8, 16, 32, 64};
+    std::vector<int64_t> prefill_points =
+        o.quick ? std::vector<int64_t>{1, 16, 64, 128} : std::vector<int64_t>{1, 16, 64, 128, 256, 512, 1024, 2048};
+    total_steps += decode_points.size() + prefill_points.size() + (o.quick ? 0 : 3);
+    size_t done = 0;
+    auto step = [&](const std::string& what) { progress(done++, total_steps, what); };
+
+    // 1. The machine.
+    ThreadPool pool(cores);
+    step("machine limits (bandwidth, fp32 / int8 / bf16 peaks)");
+    MachineLimits limits;
+    if (o.quick) {
+        // A 256 MiB buffer still exceeds the last-level caches; faulting in 1 GiB is most of a quick run.
+        limits.read_gbps = measure_read_bandwidth(pool, size_t(256) << 20);
+        limits.fp32_gflops = measure_fp32_fma_peak(pool);
+        limits.int8_gops = measure_int8_dot_peak(pool);
+        limits.bf16_gflops = measure_bf16_dot_peak(pool);
+    } else {
+        limits = measure_machine_limits(pool);
+    }
+    p.measurements["machine_limits"] = {{"read_gbps", limits.read_gbps},
+                                        {"fp32_gflops", limits.fp32_gflops},
+                                        {"int8_gops", limits.int8_gops},
+                                        {"bf16_gflops", limits.bf16_gflops},
+                                        {"threads", cores},
+                                        {"isa", isa_name(active_isa())}};
+
+    // 2. Methods and tiles per weight type.
+    json matmul_j = json::object(), tiles_j = json::object();
+    for (const auto& [type, type_shapes] : shapes) {
+        const std::string tname = gguf::type_name(uint32_t(type));
+        json shapes_j = json::array();
+        for (const auto& s : type_shapes) shapes_j.push_back({{"rows", s.view.rows}, {"cols", s.view.cols}, {"count", s.count}});
+        std::map<kernels::PathMethod, std::map<int64_t, double>> seconds;
+        std::map<kernels::PathMethod, TypeBench> benches;
+        for (auto m : candidates[type]) {
+            step(fmt::format("{} matmuls, {}", tname, kernels::path_method_name(m)));
+            benches[m] = prepare(type_shapes, m);
+            for (int64_t n : counts) seconds[m][n] = time_type(benches[m], m, kernels::GemmTiles{}, n, pool, min_s);
+        }
+        // One method for every token count: the lowest sum of time relative to the best at each count.
+        kernels::PathMethod best = candidates[type].front();
+        double best_score = 1e300;
+        json methods_j = json::object();
+        for (auto m : candidates[type]) {
+            double score = 0;
+            json per_n = json::object();
+            for (int64_t n : counts) {
+                double fastest = 1e300;
+                for (auto& [m2, s2] : seconds) fastest = std::min(fastest, s2[n]);
+                score += seconds[m][n] / fastest;
+                per_n[std::to_string(n)] = seconds[m][n];
+            }
+            methods_j[kernels::path_method_name(m)] = {{"seconds_per_step", per_n}, {"relative_score", score}};
+            if (score < best_score) best_score = score, best = m;
+        }
+        matmul_j[tname] = {{"shapes", shapes_j}, {"methods", methods_j}, {"chosen", kernels::path_method_name(best)}};
+        for (auto& [m, b] : benches)
+            if (m != best) b = TypeBench{};  // free the other layouts before the tile search
+
+        // Tiles per range, coordinate search from the defaults.
+        step(fmt::format("{} GEMM tiles per token range", tname));
+        kernels::TypePlan plan{type, best, {}};
+        json ranges_j = json::array();
+        const std::vector<int64_t> kcs = o.quick ? std::vector<int64_t>{256, 1024} : std::vector<int64_t>{256, 1024, 2048};
+        const std::vector<int64_t> mcs = o.quick ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{16, 64, 128};
+        const std::vector<int64_t> ncs = o.quick ? std::vector<int64_t>{32, 128} : std::vector<int64_t>{16, 32, 128, 256};
+        for (const auto& r : ranges) {
+            auto cost = [&](const kernels::GemmTiles& t) {
+                double c = 0;
+                for (int64_t n : r.counts) c += time_type(benches[best], best, t, n, pool, min_s);
+                return c;
+            };
+            const kernels::GemmTiles defaults{};
+            const double base = cost(defaults);
+            kernels::GemmTiles cur = defaults;
+            double cur_cost = base;
+            for (int dim = 0; dim < 3; ++dim) {
+                for (int64_t v : dim == 0 ? kcs : dim == 1 ? mcs : ncs) {
+                    kernels::GemmTiles t = cur;
+                    (dim == 0 ? t.kc : dim == 1 ? t.mc : t.nc) = v;
+                    const double c = cost(t);
+                    if (c < cur_cost) cur_cost = c, cur = t;
+                }
+            }
+            const bool kept = cur_cost < 0.97 * base;
+            plan.ranges.push_back({r.max_tokens, kept ? cur : defaults});
+            ranges_j.push_back({{"range", r.name},
+                                {"tokens", r.counts},
+                                {"default_seconds", base},
+                                {"best", tiles_json(cur)},
+                                {"best_seconds", cur_cost},
+                                {"kept", kept}});
+        }
+        tiles_j[tname] = ranges_j;
+        p.plan.types.push_back(std::move(plan));
+    }
+    p.measurements["matmul"] = matmul_j;
+    p.measurements["tiles"] = tiles_j;
+    kernels::set_kernel_plan(p.plan);  // what the steps below run with
+
+    // 3. Threads, through the real step model.
+    auto open = [&](int threads, int64_t max_step, int64_t tokens_wanted, int32_t block_size) {
+        model::StepModelOptions so;
+        so.threads = threads;
+        so.kv.block_size = block_size;
+        so.kv.prefix_caching = false;
+        so.tokens_wanted = tokens_wanted;
+        so.max_step_tokens = max_step;
+        return model::open_step_model(file, so);
+    };
+    json threads_j = json::array();
+    std::vector<std::pair<double, double>> per_thread;
+    for (int t = 1; t <= cores; ++t) {
+        step(fmt::format("threads: {} of {}", t, cores));
+        auto m = open(t, 64, 64 + 64 + 64 + step_reps + 32, kv::kDefaultBlockSize);
+        const int64_t ctx = std::min<int64_t>(64, m->info().max_context / 2);
+        const int64_t chunk = std::min<int64_t>(64, m->info().max_context);
+        const double d = time_step(*m, {1, ctx, 0}, step_reps + 2), pf = time_step(*m, {0, 0, chunk}, step_reps);
+        per_thread.emplace_back(d, pf);
+        threads_j.push_back({{"threads", t}, {"decode_step_s", d}, {"prompt64_step_s", pf}});
+    }
+    double best_d = 1e300, best_p = 1e300;
+    for (auto [d, pf] : per_thread) best_d = std::min(best_d, d), best_p = std::min(best_p, pf);
+    double best_score = 1e300;
+    for (int t = 1; t <= cores; ++t) {
+        const double score = per_thread[size_t(t - 1)].first / best_d + per_thread[size_t(t - 1)].second / best_p;
+        if (score < best_score - 1e-9) best_score = score, p.threads = t;
+    }
+    p.measurements["threads"] = threads_j;
+
+    // 4. Step time against decode batch size and prompt tokens per step.
+    const int64_t decode_ctx = o.quick ? 32 : 128;
+    const int32_t max_b = decode_points.back();
+    const int64_t max_c = prefill_points.back();
+    const int32_t bs = kv::kDefaultBlockSize;
+    const int64_t wanted = int64_t(max_b) * (decode_ctx + step_reps + 2 + bs) + max_c + 2 * bs;
+    auto m = open(p.threads, std::max<int64_t>(max_c, max_b + max_c / 2), wanted, bs);
+    const int64_t ctx_limit = m->info().max_context;
+    StepCurves curves;
+    json decode_j = json::array(), prefill_j = json::array();
+    for (int32_t b : decode_points) {
+        step(fmt::format("decode step, {} sequences", b));
+        const double s = time_step(*m, {b, std::min(decode_ctx, ctx_limit - step_reps - 2), 0}, step_reps + 2);
+        curves.decode.points.emplace_back(double(b), s);
+        decode_j.push_back({b, s});
+    }
+    for (int64_t c : prefill_points) {
+        step(fmt::format("prompt step, {} tokens", c));
+        if (c > ctx_limit) continue;  // the model's context is shorter than this chunk
+        const double s = time_step(*m, {0, 0, c}, c >= 1024 ? std::max(1, step_reps / 2) : step_reps);
+        curves.prefill.points.emplace_back(double(c), s);
+        prefill_j.push_back({c, s});
+    }
+    p.measurements["decode_step_s"] = decode_j;  // as measured; the model uses the monotone curves
+    p.measurements["prompt_step_s"] = prefill_j;
+    curves.decode.make_monotone();
+    curves.prefill.make_monotone();
+    {
+        const int32_t b = o.quick ? 4 : 16;
+        const int64_t c = std::min<int64_t>(o.quick ? 64 : 256, ctx_limit);
+        const double measured = time_step(*m, {b, std::min(decode_ctx, ctx_limit - step_reps - 2), c}, step_reps);
+        p.measurements["mixed_step"] = {{"decodes", b}, {"prompt_tokens", c}, {"measured_s", measured},
+                                        {"modelled_s", modelled_step_seconds(curves, b, double(c))}};
+    }
+    m.reset();
+
+    // 5. KV block size.
+    p.kv_block_size = kv::kDefaultBlockSize;
+    if (o.quick) {
+        p.measurements["kv_block_size"] = {{"skipped", "--quick: the default block size (16) stands"}};
+    } else {
+        json blocks_j = json::array();
+        std::map<int32_t, double> by_size;
+        const int64_t ctx = std::min<int64_t>(256, ctx_limit - step_reps - 2);
+        // The three models stay open and are timed in turn, three rounds: drift on a shared host
+        // then touches every size alike, and each keeps its best.
+        std::map<int32_t, std::unique_ptr<model::StepModel>> models;
+        for (int32_t size : {16, 32, 64}) {
+            step(fmt::format("KV block size {}", size));
+            models[size] = open(p.threads, 64, 16 * (ctx + 3 * (step_reps + 2) + size) + 2 * size, size);
+            by_size[size] = 1e300;
+        }
+        for (int round = 0; round < 3; ++round)
+            for (auto& [size, mb] : models) by_size[size] = std::min(by_size[size], time_step(*mb, {16, ctx, 0}, step_reps));
+        for (auto& [size, s] : by_size) blocks_j.push_back({{"block_size", size}, {"decode16_step_s", s}});
+        models.clear();
+        // Another block size only when it is clearly faster: a larger block wastes more KV memory
+        // (half a block per sequence on average) and shares prefixes at a coarser grain.
+        for (int32_t size : {32, 64})
+            if (by_size[size] < 0.97 * by_size[p.kv_block_size]) p.kv_block_size = size;
+        p.measurements["kv_block_size"] = {{"decode_steps", blocks_j},
+                                           {"rule", "the default 16 unless a size is at least 3 % faster"}};
+    }
+
+    // 6. Scheduler knobs.
+    step("scheduler knobs");
+    KnobCandidates cand;
+    cand.max_batched_tokens.erase(std::remove_if(cand.max_batched_tokens.begin(), cand.max_batched_tokens.end(),
+                                                 [&](int64_t v) { return v > std::max<int64_t>(max_c, 64); }),
+                                  cand.max_batched_tokens.end());
+    const KnobChoice k = choose_scheduler_knobs(curves, o.target_itl_ms / 1000.0, o.workload, cand);
+    p.scheduler.max_batched_tokens = k.max_batched_tokens;
+    p.scheduler.max_seqs = k.max_seqs;
+    p.scheduler.modelled_p99_itl_ms = k.p99_itl_s * 1000.0;
+    p.scheduler.modelled_tokens_per_s = k.tokens_per_s;
+    p.scheduler.target_met = k.target_met;
+    p.measurements["workload"] = {{"prompt_tokens", o.workload.prompt_tokens},
+                                  {"output_tokens", o.workload.output_tokens},
+                                  {"concurrency", o.workload.concurrency}};
+    progress(total_steps, total_steps, "done");
+    return p;
+}
+
+}  // namespace pagoda::tune

@@ -1,0 +1,172 @@
+// The kernel plan steers the CPU backend per weight type: a plan with dequant_fma for Q4_0 and
+// int8_dot for Q8_0 makes each matmul take its planned path — seen in the dispatch counters, in
+// describe_matmul, and bit for bit in the results against the kernels called directly with that
+// method — and each agrees with matmul_reference within its path's tolerance. Tiles per token range
+// never change a result, so a token's outputs do not depend on its step's range. PAGODA_QUANT_METHOD (an env override) wins over the plan.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "backend/backend.h"
+#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/matmul_test_util.h"
+#include "core/error.h"
+
+namespace pagoda::kernels {
+namespace {
+
+using gguf::GgmlType;
+using testing::make_weights;
+using testing::random_activations;
+
+struct PlanGuard {
+    testing::KernelConfigGuard config;
+    ~PlanGuard() { clear_kernel_plan(); }
+};
+
+TypePlan plan_for(GgmlType type, PathMethod m, std::vector<RangeTiles> ranges = {}) { return {type, m, std::move(ranges)}; }
+
+// y = W x through the CPU backend's Backend interface (upload + matmul op).
+std::vector<float> backend_matmul(backend::Backend& be, const testing::RandomWeights& w, std::vector<float> x, int64_t n,
+                                  std::string* described = nullptr) {
+    auto weight = be.upload_weight({backend::MatrixSource{w.type, w.bytes.data(), w.rows, w.cols}}, backend::WeightUse::matmul);
+    std::vector<float> y(size_t(n * w.rows));
+    const backend::Tensor out{y.data(), n, w.rows};
+    be.matmul(*weight, backend::Tensor{x.data(), n, w.cols}, std::span(&out, 1));
+    if (described) *described = be.describe_matmul(*weight, n);
+    return y;
+}
+
+std::vector<float> direct(const testing::RandomWeights& w, const std::vector<float>& x, int64_t n, QuantMethod m, ThreadPool& pool) {
+    set_quant_method(m);
+    const PackedWeight p = pack_weight(w.view());
+    std::vector<float> y(size_t(n * w.rows));
+    matmul(p, x.data(), n, y.data(), pool);
+    return y;
+}
+
+double worst_relative(const std::vector<float>& got, const std::vector<float>& want) {
+    double scale = 0, worst = 0;
+    for (float v : want) scale = std::max(scale, double(std::fabs(v)));
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / scale);
+    return worst;
+}
+
+TEST(KernelPlan, EachTypeTakesItsPlannedMethod) {
+    if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method (it wins over the plan)";
+    PlanGuard guard;
+    std::mt19937 rng(7);
+    const int64_t rows = 48, cols = 256, n = 5;
+    const auto q4 = make_weights(GgmlType::Q4_0, rows, cols, rng);
+    const auto q8 = make_weights(GgmlType::Q8_0, rows, cols, rng);
+    const auto x = random_activations(n * cols, rng);
+    ThreadPool pool(2);
+    const auto q4_fma = direct(q4, x, n, QuantMethod::dequant_fma, pool), q4_int8 = direct(q4, x, n, QuantMethod::int8_dot, pool);
+    const auto q8_fma = direct(q8, x, n, QuantMethod::dequant_fma, pool), q8_int8 = direct(q8, x, n, QuantMethod::int8_dot, pool);
+    ASSERT_NE(q4_fma, q4_int8) << "the two methods must be told apart by their bits";
+    ASSERT_NE(q8_fma, q8_int8);
+
+    // The process default is int8_dot for both; the plan moves Q4_0 to dequant_fma only.
+    set_quant_method(QuantMethod::int8_dot);
+    set_kernel_plan({{plan_for(GgmlType::Q4_0, PathMethod::dequant_fma), plan_for(GgmlType::Q8_0, PathMethod::int8_dot)}});
+    auto be = backend::make_backend("cpu", {.n_threads = 2});
+    const uint64_t fma0 = dispatch_count(PathMethod::dequant_fma), int80 = dispatch_count(PathMethod::int8_dot);
+    std::string d4, d8;
+    const auto y4 = backend_matmul(*be, q4, x, n, &d4);
+    EXPECT_EQ(dispatch_count(PathMethod::dequant_fma), fma0 + 1);
+    const auto y8 = backend_matmul(*be, q8, x, n, &d8);
+    EXPECT_EQ(dispatch_count(PathMethod::int8_dot), int80 + 1);
+    EXPECT_EQ(y4, q4_fma);
+    EXPECT_EQ(y8, q8_int8);
+    EXPECT_NE(d4.find("f32 fma"), std::string::npos) << d4;
+    EXPECT_EQ(d8.find("f32 fma"), std::string::npos) << d8;
+
+    // And against the reference: dequant_fma only reorders f32 sums; int8 rounds the activations.
+    std::vector<float> r4(y4.size()), r8(y8.size());
+    matmul_reference(q4.view(), x.data(), n, r4.data());
+    matmul_reference(q8.view(), x.data(), n, r8.data());
+    EXPECT_LT(worst_relative(y4, r4), 1e-5);
+    EXPECT_LT(worst_relative(y8, r8), 2e-2);
+
+    // The plan the other way round swaps the bits.
+    set_kernel_plan({{plan_for(GgmlType::Q4_0, PathMethod::int8_dot), plan_for(GgmlType::Q8_0, PathMethod::dequant_fma)}});
+    auto be2 = backend::make_backend("cpu", {.n_threads = 2});
+    EXPECT_EQ(backend_matmul(*be2, q4, x, n), q4_int8);
+    EXPECT_EQ(backend_matmul(*be2, q8, x, n), q8_fma);
+}
+
+TEST(KernelPlan, TilesPerRangeNeverChangeAResult) {
+    PlanGuard guard;
+    std::mt19937 rng(11);
+    for (GgmlType type : {GgmlType::F16, GgmlType::Q4_K}) {
+        const int64_t rows = 40, cols = 512;
+        const auto w = make_weights(type, rows, cols, rng);
+        const PathMethod m = type == GgmlType::F16 ? PathMethod::f32_fma : PathMethod::int8_dot;
+        for (int64_t n : {1, 3, 9, 70}) {
+            const auto x = random_activations(n * cols, rng);
+            set_kernel_plan({{plan_for(type, m)}});
+            auto be = backend::make_backend("cpu", {.n_threads = 2});
+            const auto plain = backend_matmul(*be, w, x, n);
+            set_kernel_plan({{plan_for(type, m, {{1, {256, 16, 5}}, {8, {1024, 64, 3}}, {64, {256, 8, 17}}, {INT64_MAX, {768, 128, 33}}})}});
+            auto tiled = backend::make_backend("cpu", {.n_threads = 2});
+            EXPECT_EQ(backend_matmul(*tiled, w, x, n), plain) << gguf::type_name(uint32_t(type)) << " n=" << n;
+            const KernelChoice c = kernel_choice(type, n);
+            const int64_t want_kc = n == 1 ? 256 : n <= 8 ? 1024 : n <= 64 ? 256 : 768;
+            EXPECT_EQ(c.tiles.kc, want_kc) << n;
+        }
+        // Batch invariance under the plan: a token's outputs are the same whether its step had 70
+        // tokens (65+ range, its tiles) or just it (range 1, other tiles).
+        const int64_t n = 70;
+        const auto x = random_activations(n * cols, rng);
+        set_kernel_plan({{plan_for(type, m, {{1, {256, 16, 5}}, {8, {1024, 64, 3}}, {64, {256, 8, 17}}, {INT64_MAX, {768, 128, 33}}})}});
+        auto be = backend::make_backend("cpu", {.n_threads = 2});
+        const auto all = backend_matmul(*be, w, x, n);
+        for (int64_t t : {0, 33, 69}) {
+            const std::vector<float> xt(x.begin() + t * cols, x.begin() + (t + 1) * cols);
+            const auto one = backend_matmul(*be, w, xt, 1);
+            EXPECT_EQ(one, std::vector<float>(all.begin() + t * rows, all.begin() + (t + 1) * rows))
+                << gguf::type_name(uint32_t(type)) << " token " << t;
+        }
+    }
+}
+
+TEST(KernelPlan, EnvOverrideWinsOverThePlan) {
+    PlanGuard guard;
+    const char* old = std::getenv("PAGODA_QUANT_METHOD");
+    const std::string saved = old ? old : "";
+    setenv("PAGODA_QUANT_METHOD", "int8_dot", 1);
+    set_quant_method(QuantMethod::int8_dot);
+    set_kernel_plan({{plan_for(GgmlType::Q4_0, PathMethod::dequant_fma)}});
+    EXPECT_EQ(kernel_choice(GgmlType::Q4_0, 1).method, PathMethod::int8_dot);
+    EXPECT_NE(describe_kernel_plan().find("env override of dequant_fma"), std::string::npos) << describe_kernel_plan();
+    if (old) setenv("PAGODA_QUANT_METHOD", saved.c_str(), 1);
+    else unsetenv("PAGODA_QUANT_METHOD");
+    EXPECT_EQ(kernel_choice(GgmlType::Q4_0, 1).method, PathMethod::dequant_fma);
+}
+
+TEST(KernelPlan, RefusesPlansItCannotRun) {
+    PlanGuard guard;
+    auto refuses = [](const KernelPlan& p, const std::string& words) {
+        try {
+            set_kernel_plan(p);
+            ADD_FAILURE() << "accepted; expected: " << words;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+        }
+    };
+    refuses({{plan_for(GgmlType::F16, PathMethod::int8_dot)}}, "cannot multiply f16");
+    refuses({{plan_for(GgmlType::Q4_0, PathMethod::f32_fma)}}, "cannot multiply q4_0");
+    refuses({{plan_for(GgmlType::Q4_0, PathMethod::int8_dot), plan_for(GgmlType::Q4_0, PathMethod::int8_dot)}}, "listed twice");
+    refuses({{plan_for(GgmlType::Q8_0, PathMethod::int8_dot, {{8, {}}, {4, {}}, {INT64_MAX, {}}})}}, "must increase");
+    refuses({{plan_for(GgmlType::Q8_0, PathMethod::int8_dot, {{8, {}}})}}, "open-ended");
+    refuses({{plan_for(GgmlType::Q8_0, PathMethod::int8_dot, {{INT64_MAX, {0, 32, 64}}})}}, "must be positive");
+    if (!method_runs_here(PathMethod::bf16_dot))
+        refuses({{plan_for(GgmlType::F16, PathMethod::bf16_dot)}}, "needs AVX-512 BF16");
+    EXPECT_FALSE(has_kernel_plan());
+    EXPECT_NE(describe_kernel_plan().find("default"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pagoda::kernels

@@ -1,0 +1,207 @@
+// Profiles: the JSON round trip, the machine check (a profile from another CPU is refused naming the
+// field that differs), strict parsing (each malformed profile refused naming its key), and where
+// commands find one (use_profile: explicit file, default location, "none").
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <algorithm>
+
+#include "backend/cpu/kernel_plan.h"
+#include "core/error.h"
+#include "fixtures.h"
+#include "model/random_model.h"
+#include "tune/profile.h"
+#include "tune/profile_use.h"
+
+namespace pagoda::tune {
+namespace {
+
+using gguf::GgmlType;
+using nlohmann::json;
+
+Profile sample() {
+    Profile p;
+    p.machine = current_machine();
+    p.model_path = "/models/small-q4_0.gguf";
+    p.model_identity = 0x0123456789abcdefULL;
+    p.plan.types = {{GgmlType::Q4_0, kernels::PathMethod::int8_dot, {{1, {512, 32, 64}}, {8, {256, 16, 64}}, {INT64_MAX, {1024, 64, 128}}}},
+                    {GgmlType::F16, kernels::PathMethod::f32_fma, {{INT64_MAX, {512, 32, 64}}}}};
+    p.threads = 2;
+    p.kv_block_size = 32;
+    p.scheduler = {256, 16, 50, 41.5, 321.25, true};
+    p.measurements = {{"decode_step_s", {{1, 0.004}, {16, 0.02}}}};
+    return p;
+}
+
+std::string error_of(const std::string& text) {
+    try {
+        (void)parse_profile(text, "profile test.json");
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(accepted)";
+}
+
+std::string mutated(const std::function<void(json&)>& f) {
+    json j = profile_to_json(sample());
+    f(j);
+    return j.dump();
+}
+
+TEST(Profile, RoundTripsThroughJsonAndAFile) {
+    const Profile p = sample();
+    const std::string path = test::temp_path("profile-roundtrip.json");
+    write_profile_file(p, path);
+    const Profile q = read_profile_file(path);
+    EXPECT_EQ(q.machine.cpu_model, p.machine.cpu_model);
+    EXPECT_EQ(q.machine.isa_flags, p.machine.isa_flags);
+    EXPECT_EQ(q.machine.cores, p.machine.cores);
+    EXPECT_EQ(q.machine.family, p.machine.family);
+    EXPECT_EQ(q.model_path, p.model_path);
+    EXPECT_EQ(q.model_identity, p.model_identity);
+    ASSERT_EQ(q.plan.types.size(), 2u);
+    EXPECT_EQ(q.plan.types[0].type, GgmlType::Q4_0);
+    EXPECT_EQ(q.plan.types[0].method, kernels::PathMethod::int8_dot);
+    ASSERT_EQ(q.plan.types[0].ranges.size(), 3u);
+    EXPECT_EQ(q.plan.types[0].ranges[1].max_tokens, 8);
+    EXPECT_EQ(q.plan.types[0].ranges[1].tiles.mc, 16);
+    EXPECT_EQ(q.plan.types[0].ranges[2].max_tokens, INT64_MAX);
+    EXPECT_EQ(q.plan.types[0].ranges[2].tiles.nc, 128);
+    EXPECT_EQ(q.threads, 2);
+    EXPECT_EQ(q.kv_block_size, 32);
+    EXPECT_EQ(q.scheduler.max_batched_tokens, 256);
+    EXPECT_EQ(q.scheduler.max_seqs, 16);
+    EXPECT_DOUBLE_EQ(q.scheduler.modelled_p99_itl_ms, 41.5);
+    EXPECT_EQ(q.measurements, p.measurements);
+    EXPECT_EQ(profile_to_json(q), profile_to_json(p));
+}
+
+TEST(Profile, AnotherMachineIsRefusedNamingWhatDiffers) {
+    const MachineIdentity here = current_machine();
+    Profile p = sample();
+    EXPECT_NO_THROW(require_same_machine(p, here, "--profile x"));
+    p.machine.cpu_model = "AMD Ryzen 9 7950X 16-Core Processor";
+    try {
+        require_same_machine(p, here, "--profile x");
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("cpu_model: 'AMD Ryzen 9 7950X 16-Core Processor' in the profile"), std::string::npos) << m;
+        EXPECT_NE(m.find("another machine"), std::string::npos) << m;
+    }
+    p = sample();
+    p.machine.isa_flags.push_back("amx_zz");
+    std::sort(p.machine.isa_flags.begin(), p.machine.isa_flags.end());
+    try {
+        require_same_machine(p, here, "--profile x");
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("isa_flags: the profile's CPU has [amx_zz]"), std::string::npos) << e.what();
+    }
+    p = sample();
+    p.machine.cores = here.cores + 6;
+    EXPECT_EQ(differences(p.machine, here).size(), 1u);
+    EXPECT_NE(differences(p.machine, here)[0].find("cores"), std::string::npos);
+}
+
+TEST(Profile, MalformedProfilesAreRefusedNamingTheKey) {
+    EXPECT_NE(error_of("{\"format\": ").find("profile test.json: not valid JSON"), std::string::npos);
+    EXPECT_NE(error_of("[1, 2]").find("must be an object"), std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["version"] = 2; })).find("key 'version' is 2"), std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["format"] = "other"; })).find("key 'format'"), std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["method"] = "amx_magic"; }))
+                  .find("key 'kernel_plan[0].method' is 'amx_magic', not one of"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][1]["method"] = "int8_dot"; }))
+                  .find("key 'kernel_plan[1].method': int8_dot cannot multiply f16 weights"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["ranges"][0]["kc"] = -256; }))
+                  .find("key 'kernel_plan[0].ranges[0].kc' is -256: use 1 to"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["ranges"][1]["max_tokens"] = 1; }))
+                  .find("key 'kernel_plan[0].ranges[1].max_tokens' is 1: the ranges' max_tokens must increase"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["ranges"][2]["max_tokens"] = 99; }))
+                  .find("'kernel_plan[0].ranges[2].max_tokens' must be absent"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["type"] = "q9_9"; })).find("key 'kernel_plan[0].type' is 'q9_9'"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["threads"] = "two"; })).find("key 'threads' must be a whole number"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["threads"] = 0; })).find("key 'threads' is 0"), std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kv_block_size"] = 24; })).find("key 'kv_block_size' is 24: use a power of two"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["scheduler"].erase("max_seqs"); })).find("key 'scheduler.max_seqs' is missing"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["scheduler"]["max_sequences"] = 4; }))
+                  .find("key 'scheduler.max_sequences' is not a profile key"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["model"]["identity"] = "xyz"; })).find("key 'model.identity'"), std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["machine"]["isa_flags"][0] = 3; })).find("key 'machine.isa_flags[0]'"),
+              std::string::npos);
+}
+
+// Sets an environment variable for one test.
+struct Env {
+    std::string name, old;
+    bool had;
+    Env(std::string n, const std::string& v) : name(std::move(n)) {
+        const char* o = std::getenv(name.c_str());
+        had = o != nullptr;
+        if (had) old = o;
+        setenv(name.c_str(), v.c_str(), 1);
+    }
+    ~Env() {
+        if (had) setenv(name.c_str(), old.c_str(), 1);
+        else unsetenv(name.c_str());
+    }
+};
+
+TEST(ProfileUse, ExplicitDefaultLocationAndNone) {
+    struct Clear {
+        ~Clear() { kernels::clear_kernel_plan(); }
+    } clear;
+    const std::string dir = test::temp_path("profile-xdg");
+    std::filesystem::create_directories(dir + "/pagoda");
+    Env xdg("XDG_CONFIG_HOME", dir);
+    EXPECT_EQ(default_profile_path(), dir + "/pagoda/profile.json");
+    EXPECT_FALSE(use_profile("", ""));  // nothing at the default location
+    EXPECT_FALSE(kernels::has_kernel_plan());
+
+    Profile p = sample();
+    write_profile_file(p, dir + "/pagoda/profile.json");
+    auto s = use_profile("", "");
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->max_batched_tokens, 256);
+    EXPECT_EQ(s->max_seqs, 16);
+    EXPECT_EQ(s->kv_block_size, 32);
+    EXPECT_TRUE(kernels::has_kernel_plan());
+    EXPECT_EQ(kernels::kernel_choice(GgmlType::Q4_0, 4).tiles.mc, 16);
+    kernels::clear_kernel_plan();
+    EXPECT_FALSE(use_profile("none", ""));
+    EXPECT_FALSE(kernels::has_kernel_plan());
+
+    // From another machine: skipped at the default location, refused when named.
+    p.machine.model += 1;
+    write_profile_file(p, dir + "/pagoda/profile.json");
+    EXPECT_FALSE(use_profile("", ""));
+    EXPECT_FALSE(kernels::has_kernel_plan());
+    try {
+        (void)use_profile(dir + "/pagoda/profile.json", "");
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("model: '"), std::string::npos) << e.what();
+    }
+    try {
+        (void)use_profile(dir + "/missing.json", "");
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace pagoda::tune

@@ -1,0 +1,85 @@
+// Choosing --max-batched-tokens / --max-seqs from step-time curves: synthetic curves with choices
+// worked out by hand (and by an independent script) — exact settings, modelled latency and rate.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "tune/scheduler_knobs.h"
+
+namespace pagoda::tune {
+namespace {
+
+// D(B) = 9 ms + 1 ms per sequence; P(C) = 10 ms + 0.1 ms per token (P0 = 10 ms).
+StepCurves linear() {
+    StepCurves c;
+    c.decode.points = {{1, 0.010}, {64, 0.073}};
+    c.prefill.points = {{1, 0.0101}, {2048, 0.2148}};
+    return c;
+}
+
+TEST(SchedulerKnobs, CurvesInterpolateAndExtendTheirEnds) {
+    const StepCurves c = linear();
+    EXPECT_NEAR(c.decode.at(16), 0.025, 1e-12);
+    EXPECT_NEAR(c.decode.at(128), 0.137, 1e-12);  // past the last point: the last segment continued
+    EXPECT_NEAR(c.prefill.at_zero(), 0.010, 1e-12);
+    // A step of 16 decodes and a 16-token chunk: D(16) + P(16) - P0.
+    EXPECT_NEAR(modelled_step_seconds(c, 16, 16), 0.025 + 0.0016, 1e-12);
+    EXPECT_NEAR(modelled_p99_itl(c, 32, 16), 0.0266, 1e-12);
+}
+
+TEST(SchedulerKnobs, LargestBatchWhoseWorstStepMeetsTheTarget) {
+    // Throughput grows with S; the worst step 9.9 ms + 0.9 ms S + 0.1 ms M must stay <= 30 ms:
+    // S = 16 leaves M <= 56, so M = 32; S = 32 does not fit at any M.
+    const KnobChoice k = choose_scheduler_knobs(linear(), 0.030, {100, 100, 0});
+    EXPECT_EQ(k.max_batched_tokens, 32);
+    EXPECT_EQ(k.max_seqs, 16);
+    EXPECT_TRUE(k.target_met);
+    EXPECT_NEAR(k.p99_itl_s, 0.0266, 1e-12);
+    EXPECT_NEAR(k.tokens_per_s, 601.5037593984962, 1e-9);
+}
+
+TEST(SchedulerKnobs, ConcurrencyCapsTheUsefulSequences) {
+    // Four clients: more than 4 sequences add latency and no throughput; the first best is kept.
+    const KnobChoice k = choose_scheduler_knobs(linear(), 0.030, {100, 100, 4});
+    EXPECT_EQ(k.max_batched_tokens, 8);  // 4 decodes + 4-token chunks: the budget costs no throughput here
+    EXPECT_EQ(k.max_seqs, 4);
+    EXPECT_NEAR(k.tokens_per_s, 298.5074626865671, 1e-9);
+}
+
+TEST(SchedulerKnobs, UnreachableTargetGivesTheLowestLatency) {
+    const KnobChoice k = choose_scheduler_knobs(linear(), 0.001, {100, 100, 0});
+    EXPECT_FALSE(k.target_met);
+    EXPECT_EQ(k.max_batched_tokens, 8);
+    EXPECT_EQ(k.max_seqs, 1);
+    EXPECT_NEAR(k.p99_itl_s, 0.0107, 1e-12);  // D(1) + P(7) - P0
+}
+
+TEST(SchedulerKnobs, SmallChunksCostMoreSoTheBudgetGrowsWithTheTarget) {
+    // Prompt steps cost 0.29 ms a token up to 32 tokens, then 0.1 ms: bigger chunks are cheaper per
+    // token, so a looser target buys a larger budget as well as more sequences.
+    StepCurves c = linear();
+    c.prefill.points = {{1, 0.011}, {32, 0.020}, {2048, 0.2216}};
+    const KnobChoice k40 = choose_scheduler_knobs(c, 0.040, {100, 100, 0});
+    EXPECT_EQ(k40.max_batched_tokens, 64);
+    EXPECT_EQ(k40.max_seqs, 16);
+    EXPECT_NEAR(k40.p99_itl_s, 0.035890322580645166, 1e-12);
+    EXPECT_NEAR(k40.tokens_per_s, 541.9438301443143, 1e-9);
+    const KnobChoice k60 = choose_scheduler_knobs(c, 0.060, {300, 50, 0});
+    EXPECT_EQ(k60.max_batched_tokens, 128);
+    EXPECT_EQ(k60.max_seqs, 32);
+    EXPECT_NEAR(k60.tokens_per_s, 422.21246139650174, 1e-9);
+}
+
+TEST(SchedulerKnobs, DisturbedPointsAreBoundedByLaterOnes) {
+    Curve c;
+    c.points = {{1, 0.036}, {2, 0.035}, {4, 0.055}, {8, 0.042}, {16, 0.092}};
+    c.make_monotone();
+    const std::vector<std::pair<double, double>> want = {{1, 0.035}, {2, 0.035}, {4, 0.042}, {8, 0.042}, {16, 0.092}};
+    EXPECT_EQ(c.points, want);
+}
+
+TEST(SchedulerKnobs, NoMeasurementsIsAnError) {
+    EXPECT_THROW(choose_scheduler_knobs(StepCurves{}, 0.05, {}), Error);
+}
+
+}  // namespace
+}  // namespace pagoda::tune
