@@ -188,6 +188,7 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
 
 TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
     KernelConfigGuard guard;
+    set_isa(best_supported_isa());  // packing follows the active path, which PAGODA_ISA may lower
     ThreadPool pool(2);
     std::mt19937 rng(23);
     set_float_method(FloatMethod::f32_fma);  // F16 panels (bf16_dot) are tested in bf16_matmul_test.cpp
@@ -214,6 +215,7 @@ TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
 // bit what the parts give one by one — on the packed kernel and on every fallback path.
 TEST(PackedMatmul, StackedPartsEqualTheirSeparateProducts) {
     KernelConfigGuard guard;
+    set_isa(best_supported_isa());  // both sides packed on the best path, whatever PAGODA_ISA says
     ThreadPool pool(2);
     std::mt19937 rng(24);
     for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
