@@ -8,7 +8,9 @@
 // half's q, added);
 // output acc + macc. Q6_K: two exact sums per block (one per 16-value half, each with its corr) and
 // two FMAs with their scales f32(int8 scale) * d. Q4_1: unsigned codes, sc = d, and
-// macc = fma(m, s, macc) with its minimum m (added, not subtracted). Decode runs 1 panel x 1 token on ymm; prefill joins 2 panels per zmm x 8 tokens.
+// macc = fma(m, s, macc) with its minimum m (added, not subtracted). One token runs 2 panels on ymm (sharing each activation
+// broadcast); more tokens join 2 panels per zmm x up to 8 tokens a pass. Q4_0 / Q4_1 / Q4_K at few
+// tokens a pass multiply the high nibbles in place (16 x code) and shift the exact sum right by 4.
 // GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
