@@ -174,9 +174,19 @@ void float_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* 
     FloatTask a{static_cast<const uint8_t*>(w.data), row_bytes(w), w.type, w.rows, w.cols, x, n_tokens, y, tiles};
     a.tiles.kc = std::max<int64_t>(S::L, a.tiles.kc / S::L * S::L);
     const int64_t mc = std::max<int64_t>(S::R, a.tiles.mc / S::R * S::R);
-    const int64_t n_tasks = (w.rows + mc - 1) / mc;
+    // Decode (one token block, weights read straight from memory): one contiguous range of rows per
+    // thread, so each core follows a single sequential stream (small tasks handed out in turn make
+    // both cores jump between ranges, which the prefetchers follow badly). Prefill balances with
+    // small tasks. Each output's order does not depend on the split (matmul_paths.h).
+    const bool streaming = n_tokens <= S::T;
+    const int64_t n_blocks = (w.rows + S::R - 1) / S::R;
+    const int64_t n_tasks = streaming ? std::min<int64_t>(pool.size(), n_blocks) : (w.rows + mc - 1) / mc;
     auto body = [&](int task, int) {
-        const int64_t r0 = task * mc, r1 = std::min(w.rows, r0 + mc);
+        int64_t r0 = task * mc, r1 = std::min(w.rows, r0 + mc);
+        if (streaming) {
+            r0 = n_blocks * task / n_tasks * S::R;
+            r1 = std::min(w.rows, n_blocks * (task + 1) / n_tasks * S::R);
+        }
         switch (w.type) {
             case gguf::GgmlType::F32: return run_rows<S, Elem::f32, false>(a, r0, r1);
             case gguf::GgmlType::F16: return run_rows<S, Elem::f16, false>(a, r0, r1);

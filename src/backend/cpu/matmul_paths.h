@@ -53,7 +53,8 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     if (t == gguf::GgmlType::Q4_1) return nb * (128 + 32);
     return nb * (t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16);
 }
-// Prefill tasks take tiles.mc rows (whole panel pairs); decode splits rows evenly over the threads.
+// Prefill tasks take tiles.mc rows (whole panel pairs); steps of at most 16 tokens (decode, decode
+// batches) split the panels evenly over the threads, one contiguous range each.
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                           const GemmTiles& tiles);
 

@@ -108,7 +108,7 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
     ThreadPool pool(2);
     std::mt19937 rng(21);
     for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
-        for (int64_t rows : {1, 7, 37}) {
+        for (int64_t rows : {1, 7, 37, 83}) {
             const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
             auto w = make_weights(type, rows, cols, rng);
             const PackedWeight pw = pack_weight(w.view());
@@ -118,7 +118,8 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
             x[5] = 0;  // a zero and an all-zero block
             std::fill(x.begin() + 32, x.begin() + 64, 0.f);
             const int64_t rb = int64_t(*gguf::row_size(type, cols));
-            for (int64_t n : {1, 2, 8, 9, 70}) {
+            // Every decode loop (1..16 tokens stream one contiguous range per thread) and prefill.
+            for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17, 70}) {
                 std::vector<float> y(size_t(n * rows));
                 matmul(pw, x.data(), n, y.data(), pool);
                 for (int64_t t = 0; t < n; ++t)
@@ -139,7 +140,7 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
     KernelConfigGuard guard;
     set_isa(Isa::avx512);
     set_quant_method(QuantMethod::int8_dot);
-    ThreadPool pool1(1), pool2(2);
+    ThreadPool pool1(1), pool2(2), pool3(3);
     std::mt19937 rng(22);
     const int64_t rows = 83, cols = 32 * 24, n = 19;
     for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
@@ -147,6 +148,17 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
         const PackedWeight pw = pack_weight(w.view());
         auto x = random_activations(n * cols, rng);
         std::vector<float> a(size_t(n * rows)), b(size_t(n * rows)), ref(size_t(n * rows)), row(static_cast<size_t>(cols));
+        // Decode-sized steps split the panels into one range per thread: any thread count agrees.
+        for (int64_t m : {int64_t(1), int64_t(3), int64_t(16), n}) {
+            std::vector<float> one(size_t(m * rows)), many(size_t(m * rows));
+            matmul(pw, x.data(), m, one.data(), pool1);
+            for (ThreadPool* p : {&pool2, &pool3}) {
+                std::fill(many.begin(), many.end(), 0.f);
+                matmul(pw, x.data(), m, many.data(), *p);
+                EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
+                    << gguf::type_name(uint32_t(type)) << " n " << m << " threads " << p->size();
+            }
+        }
         matmul(pw, x.data(), n, a.data(), pool1);
         matmul(pw, x.data(), n, b.data(), pool2);
         EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
@@ -176,6 +188,7 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
 
 TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
     KernelConfigGuard guard;
+    set_isa(best_supported_isa());  // packing follows the active path, which PAGODA_ISA may lower
     ThreadPool pool(2);
     std::mt19937 rng(23);
     set_float_method(FloatMethod::f32_fma);  // F16 panels (bf16_dot) are tested in bf16_matmul_test.cpp
@@ -202,6 +215,7 @@ TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
 // bit what the parts give one by one — on the packed kernel and on every fallback path.
 TEST(PackedMatmul, StackedPartsEqualTheirSeparateProducts) {
     KernelConfigGuard guard;
+    set_isa(best_supported_isa());  // both sides packed on the best path, whatever PAGODA_ISA says
     ThreadPool pool(2);
     std::mt19937 rng(24);
     for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
