@@ -7,6 +7,7 @@
 // error object, with the line's number ("line") and custom_id; for a Batch API line OpenAI's batch
 // output shape ({"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}).
 // All requests run through one continuous-batching engine.
+#include <chrono>
 #include <condition_variable>
 #include <ctime>
 #include <filesystem>
@@ -181,6 +182,7 @@ int run_batch(const BatchOptions& o) {
     std::condition_variable cv;
     size_t done = 0, submitted = 0;  // engine requests (one per prompt of a line)
     const int64_t created = int64_t(std::time(nullptr));
+    const auto run_start = std::chrono::steady_clock::now();  // the model is loaded: time the requests alone
     for (size_t i = 0; i < lines.size(); ++i) {
         Line& line = lines[i];
         if (line.error) continue;
@@ -229,6 +231,7 @@ int run_batch(const BatchOptions& o) {
         }
         progress.update(done);
     }
+    const double run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
     eng.shutdown(true);
 
     std::ofstream out(o.output);
@@ -253,6 +256,8 @@ int run_batch(const BatchOptions& o) {
     std::fprintf(stderr, "pagoda batch: %zu requests, %zu failed; %lld prompt + %lld generated tokens, %.0f%% prefix-cache hits, %lld preemptions\n",
                  lines.size(), failures, (long long)s.prompt_tokens, (long long)s.generation_tokens,
                  100.0 * s.prefix_hit_rate(), (long long)s.preemptions);
+    std::fprintf(stderr, "pagoda batch: requests ran %.2f s after the model loaded (%.1f generated tokens/s)\n", run_seconds,
+                 run_seconds > 0 ? double(s.generation_tokens) / run_seconds : 0.0);
     if (o.spec.enabled())
         std::fprintf(stderr, "pagoda batch: speculation: %lld drafted, %lld accepted (%.0f%%), %lld steps\n",
                      (long long)s.draft_tokens, (long long)s.accepted_draft_tokens,
