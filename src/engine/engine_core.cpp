@@ -376,6 +376,13 @@ void EngineCore::propose_drafts() {
         for (const Sequence* s : scheduler_.running())
             if (decoding(s)) best_alpha = std::max(best_alpha, s->acceptance.alpha());
         costs_allow = draft_cost_.any_length_pays(best_alpha, o.max_draft, n_running);
+        // Every kPlainStepPeriod-th drafting step goes without drafts: the step-time fit needs plain
+        // steps beside the drafted ones, or it would take a long step's time for a plain one (all
+        // points at one width give no slope) and judge drafting cheap at any batch size.
+        if (!costs_allow || ++steps_since_plain_ >= kPlainStepPeriod) {
+            steps_since_plain_ = 0;
+            costs_allow = false;
+        }
     }
     for (Sequence* s : scheduler_.running()) {
         s->draft.clear();

@@ -170,6 +170,8 @@ private:
     std::function<void()> on_planned_;
     std::unique_ptr<DraftModelProposer> drafter_;  // with a draft model
     DraftCostModel draft_cost_;                    // its draft lengths, from measured costs
+    static constexpr int32_t kPlainStepPeriod = 16;  // one plain step in this many, to measure it
+    int32_t steps_since_plain_ = kPlainStepPeriod - 1;  // the first decode step is plain
 };
 
 }  // namespace pagoda::engine
