@@ -26,15 +26,6 @@ using namespace pagoda::tokenizer;
 
 namespace {
 
-bool valid_utf8(std::string_view s) {
-    for (size_t i = 0; i < s.size();) {
-        const DecodedChar c = utf8_decode(s, i);
-        if (c.codepoint == kInvalidCodepoint) return false;
-        i += c.length;
-    }
-    return true;
-}
-
 [[noreturn]] void fail(const char* what, const std::string& vocab) {
     std::fprintf(stderr, "fuzz: tokenizer %s: %s\n", vocab.c_str(), what);
     std::abort();
@@ -83,11 +74,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         literal |= tok.vocab().token_type(id) == TokenType::user_defined || tok.vocab().token_type(id) == TokenType::control;
     }
     const std::string back = tok.decode(ids, dopt);
-    if (!valid_utf8(back)) fail("decode returned invalid UTF-8", named.name);
+    if (!utf8_valid(back)) fail("decode returned invalid UTF-8", named.name);
     bool every_byte = true;
     for (unsigned char c : text) every_byte &= tok.vocab().byte_token(c) != kNoToken;
     const bool spm_space = tok.vocab().type() == VocabType::spm && text.find("\xe2\x96\x81") != std::string_view::npos;
-    if (!eo.parse_special && !dopt.render_special && !unknown && !literal && every_byte && !spm_space && valid_utf8(text) && back != text)
+    if (!eo.parse_special && !dopt.render_special && !unknown && !literal && every_byte && !spm_space && utf8_valid(text) && back != text)
         fail("decode(encode(text)) != text for valid UTF-8", named.name);
 
     // The bytes as token ids (mostly in range; some beyond it).
@@ -99,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     try {
         const std::string whole = tok.decode(raw, dopt);
-        if (!valid_utf8(whole)) fail("decode of ids returned invalid UTF-8", named.name);
+        if (!utf8_valid(whole)) fail("decode of ids returned invalid UTF-8", named.name);
         StreamDecoder stream(tok, dopt);
         std::string pieces;
         for (int32_t id : raw) pieces += stream.feed(id);

@@ -14,15 +14,6 @@ namespace {
 
 using OJson = nlohmann::ordered_json;
 
-bool valid_utf8(std::string_view s) {
-    for (size_t i = 0; i < s.size();) {
-        const DecodedChar c = utf8_decode(s, i);
-        if (c.codepoint == kInvalidCodepoint) return false;
-        i += c.length;
-    }
-    return true;
-}
-
 bool is_added(TokenType t) {
     return t == TokenType::control || t == TokenType::unknown || t == TokenType::user_defined || t == TokenType::unused;
 }
@@ -73,9 +64,9 @@ HfTokenizerFiles render_hf_tokenizer(const VocabSpec& spec, const std::string& c
     const Vocab v = Vocab::from_spec(spec);
     const bool spm = v.type() == VocabType::spm;
     for (int32_t id = 0; id < v.n_tokens(); ++id)
-        if (!valid_utf8(v.text(id)))
+        if (!utf8_valid(v.text(id)))
             fail("token {} is not valid UTF-8, which tokenizer.json (a JSON file) cannot hold", id);
-    if (!valid_utf8(chat_template)) fail("the chat template is not valid UTF-8");
+    if (!utf8_valid(chat_template)) fail("the chat template is not valid UTF-8");
 
     // The vocab maps each text to one id, in id order. An added token whose text is already there
     // stays in added_tokens alone (tokenizers matches those first, as pagoda's literal tokens are);

@@ -94,4 +94,13 @@ std::string utf8_sanitize(std::string_view text) {
     return out;
 }
 
+bool utf8_valid(std::string_view text) {
+    for (size_t i = 0; i < text.size();) {
+        const DecodedChar c = utf8_decode(text, i);
+        if (c.codepoint == kInvalidCodepoint) return false;
+        i += c.length;
+    }
+    return true;
+}
+
 }  // namespace pagoda::tokenizer

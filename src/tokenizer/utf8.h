@@ -28,6 +28,8 @@ void utf8_append(std::string& out, char32_t codepoint);
 // (0 when the text ends on a character boundary or with bytes that can never become valid).
 size_t utf8_incomplete_tail(std::string_view text);
 
+// True when every unit of `text` decodes to a valid character.
+bool utf8_valid(std::string_view text);
 // Replaces every invalid unit with one U+FFFD.
 std::string utf8_sanitize(std::string_view text);
 
