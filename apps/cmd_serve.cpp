@@ -48,8 +48,8 @@ server::ApiKeyTable load_keys(const ServeOptions& o) {
 
 int serve(ServeOptions& o) {
     // Cheap checks before listening, so a typo fails at once rather than after the port is up.
-    if (!std::filesystem::is_regular_file(o.model.path))
-        fail("the model file '{}' does not exist or is not a regular file", o.model.path);
+    if (!std::filesystem::is_regular_file(o.model.path) && !std::filesystem::is_directory(o.model.path))
+        fail("the model '{}' is neither a GGUF file nor a Hugging Face model folder", o.model.path);
     // Before the loader thread uploads any weight: the profile's kernel plan decides the packing.
     o.profile.apply(o.model.path, &o.model.threads, &o.kv.block_size, &o.max_batched_tokens, &o.max_seqs);
     server::ApiKeyTable keys = load_keys(o);

@@ -8,6 +8,7 @@
 #include "apps/command.h"
 #include "apps/progress.h"
 #include "core/error.h"
+#include "model/model_file.h"
 #include "tune/profile_use.h"
 #include "tune/tuner.h"
 
@@ -20,8 +21,8 @@ struct TuneCommandOptions {
 };
 
 int run_tune(TuneCommandOptions& o) {
-    if (!std::filesystem::is_regular_file(o.tune.model))
-        fail("the model file '{}' does not exist or is not a regular file", o.tune.model);
+    if (!std::filesystem::is_regular_file(o.tune.model) && !std::filesystem::is_directory(o.tune.model))
+        fail("the model '{}' is neither a GGUF file nor a Hugging Face model folder", o.tune.model);
     if (o.output.empty()) {
         o.output = tune::default_profile_path();
         if (o.output.empty()) fail("-o/--output: no default location (neither XDG_CONFIG_HOME nor HOME is set): give a file");
@@ -44,7 +45,7 @@ int run_tune(TuneCommandOptions& o) {
 CommandRegistration reg("tune", "Measure this machine with a model and write a profile (kernel paths, threads, scheduler knobs)",
                         [](CLI::App& sub) {
     auto o = std::make_shared<TuneCommandOptions>();
-    sub.add_option("-m,--model", o->tune.model, "GGUF model file to measure with")->required();
+    sub.add_option("-m,--model", o->tune.model, model::kModelPathHelp)->required();
     sub.add_option("-o,--output", o->output,
                    "Profile to write (default: $XDG_CONFIG_HOME/pagoda/profile.json or ~/.config/pagoda/profile.json, "
                    "which the other commands read when present)");

@@ -252,9 +252,7 @@ std::string describe_profile(const Profile& p) {
         std::string ranges;
         int64_t lo = 1;
         for (const auto& r : t.ranges) {
-            const std::string span = r.max_tokens == INT64_MAX ? fmt::format("{}+", lo)
-                                     : r.max_tokens == lo     ? fmt::format("{}", lo)
-                                                              : fmt::format("{}-{}", lo, r.max_tokens);
+            const std::string span = kernels::token_range_label(lo, r.max_tokens);
             ranges += fmt::format(" [{} tokens: kc {} mc {} nc {}]", span, r.tiles.kc, r.tiles.mc, r.tiles.nc);
             if (r.max_tokens != INT64_MAX) lo = r.max_tokens + 1;
         }

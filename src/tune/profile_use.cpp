@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf.h"
+#include "model/model_file.h"
 #include "model/model_identity.h"
 #include "tune/profile.h"
 
@@ -41,7 +42,7 @@ std::optional<ProfileSettings> use_profile(const std::string& flag, const std::s
         require_same_machine(p, current_machine(), "--profile " + path);
     }
     if (!model_path.empty()) {
-        const auto file = gguf::File::open(model_path);
+        const auto file = model::open_model_file(model_path);
         if (model::model_identity(*file) != p.model_identity)
             log_warn("{} was measured with another model ({}); its kernel plan applies by weight type, but its scheduler "
                      "knobs were chosen for that model's step times", where, p.model_path);

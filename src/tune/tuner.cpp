@@ -14,6 +14,7 @@
 #include "core/machine_limits.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
+#include "model/model_file.h"
 #include "model/model_identity.h"
 #include "model/open_step_model.h"
 #include "tune/machine_identity.h"
@@ -114,7 +115,7 @@ struct RangeSpec {
 }  // namespace
 
 Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
-    std::shared_ptr<const gguf::File> file = gguf::File::open(o.model);
+    std::shared_ptr<const gguf::File> file = model::open_model_file(o.model);
     Profile p;
     p.machine = current_machine();
     p.model_path = o.model;

@@ -87,6 +87,12 @@ TEST(HfCli, GenModelFolderLoadsEverywhereAGgufDoes) {
     ASSERT_EQ(r_dir.exit_code, 0) << r_dir.err;
     EXPECT_EQ(r_dir.out, r_gguf.out);
     EXPECT_FALSE(r_gguf.out.empty());
+    // tune measures a folder as it does a GGUF (its -m check once took only regular files).
+    const std::string profile = temp_path("hfcli-profile.json");
+    auto t = run_pagoda({"tune", "-m", dir, "--quick", "-o", profile, "-t", "1"});
+    EXPECT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_TRUE(fs::exists(profile));
+
     fs::remove(fs::path(dir) / "tokenizer.json");
     auto r = run_on(dir);
     EXPECT_NE(r.exit_code, 0);

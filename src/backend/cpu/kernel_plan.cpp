@@ -123,6 +123,11 @@ ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c) : saved_(call_path
 
 ScopedKernelChoice::~ScopedKernelChoice() { set_call_paths(saved_); }
 
+std::string token_range_label(int64_t lo, int64_t max_tokens) {
+    if (max_tokens == INT64_MAX) return fmt::format("{}+", lo);
+    return max_tokens == lo ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, max_tokens);
+}
+
 std::string describe_kernel_plan() {
     const auto plan = current_plan();
     if (!plan) return "kernel plan: default (CPUID and PAGODA_* overrides; no profile)";
@@ -133,9 +138,7 @@ std::string describe_kernel_plan() {
         if (c.method != t.method) out += fmt::format(" (env override of {})", path_method_name(t.method));
         int64_t lo = 1;
         for (const auto& r : t.ranges) {
-            const std::string range = r.max_tokens == INT64_MAX ? fmt::format("{}+", lo)
-                                      : r.max_tokens == lo     ? fmt::format("{}", lo)
-                                                               : fmt::format("{}-{}", lo, r.max_tokens);
+            const std::string range = token_range_label(lo, r.max_tokens);
             out += fmt::format(", {} tok tiles {}/{}/{}", range, r.tiles.kc, r.tiles.mc, r.tiles.nc);
             lo = r.max_tokens == INT64_MAX ? lo : r.max_tokens + 1;
         }
