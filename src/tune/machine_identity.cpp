@@ -28,7 +28,7 @@ std::string trim(std::string s) {
 
 std::string brand_string() {
     unsigned a, b, c, d;
-    if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000004u) return "unknown";
+    if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000004u) return "unknown";
     char text[49] = {};
     for (unsigned leaf = 0; leaf < 3; ++leaf) {
         __cpuid(0x80000002u + leaf, a, b, c, d);

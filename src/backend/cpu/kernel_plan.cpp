@@ -123,11 +123,6 @@ ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c) : saved_(call_path
 
 ScopedKernelChoice::~ScopedKernelChoice() { set_call_paths(saved_); }
 
-std::string token_range_label(int64_t lo, int64_t max_tokens) {
-    if (max_tokens == INT64_MAX) return fmt::format("{}+", lo);
-    return max_tokens == lo ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, max_tokens);
-}
-
 std::string describe_kernel_plan() {
     const auto plan = current_plan();
     if (!plan) return "kernel plan: default (CPUID and PAGODA_* overrides; no profile)";

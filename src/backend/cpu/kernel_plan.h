@@ -87,8 +87,6 @@ private:
 // One line per planned type, e.g. "q4_0: int8_dot, tiles 1: 512/32/64, 2-64: ..., 65+: ...";
 // "default (CPUID)" when no plan is set. log_kernel_plan() logs it once per process at info level.
 std::string describe_kernel_plan();
-// "1", "2-8" or "65+": the token range from `lo` to `max_tokens` (INT64_MAX: no upper end).
-std::string token_range_label(int64_t lo, int64_t max_tokens);
 void log_kernel_plan();
 
 // How many matmul calls the CPU backend dispatched with each method since start (for tests).

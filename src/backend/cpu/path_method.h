@@ -2,6 +2,7 @@
 // types each can multiply. Header-only and free of kernels, so a profile can be parsed (and fuzzed)
 // without linking them. New paths (AMX int8 / bf16 tiles) become new enumerators here.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,14 @@ inline const char* path_method_name(PathMethod m) {
         case PathMethod::dequant_fma: return "dequant_fma";
     }
     return "?";
+}
+
+// "1", "2-8" or "65+": the token range from `lo` to `max_tokens` (INT64_MAX: no upper end). Shared by
+// the plan's log line and the profile's description, so both name a range the same way.
+inline std::string token_range_label(int64_t lo, int64_t max_tokens) {
+    if (max_tokens == INT64_MAX) return std::to_string(lo) + "+";
+    if (max_tokens == lo) return std::to_string(lo);
+    return std::to_string(lo) + "-" + std::to_string(max_tokens);
 }
 
 inline std::optional<PathMethod> parse_path_method(const std::string& name) {
