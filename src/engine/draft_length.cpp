@@ -50,23 +50,40 @@ double DraftCostModel::row_cost(int64_t seqs) const {
     return plain > 0 ? step_.slope() / plain : 0.0;
 }
 
-int32_t DraftCostModel::best_length(double alpha, int32_t max_k, int64_t seqs) const {
+DraftCostModel::Best DraftCostModel::best(double alpha, int32_t max_k, int64_t seqs) const {
     alpha = std::clamp(alpha, 0.0, 0.999);
     // The step's sequences draft about alike: k draft forwards, each serving all of them, and k
     // verified rows for each of them.
     const double per_token = draft_cost(seqs) + double(std::max<int64_t>(1, seqs)) * row_cost(seqs);
-    int32_t best = 0;
-    double best_rate = 1.0, expected = 1.0, power = 1.0;  // k = 0: one token per plain step
+    Best b;
+    double expected = 1.0, power = 1.0;  // k = 0: one token per plain step
     for (int32_t k = 1; k <= max_k; ++k) {
         power *= alpha;
         expected += power;
         const double rate = expected / (1.0 + double(k) * per_token);
-        if (rate > best_rate * 1.01) {  // a longer draft must pay clearly, not by noise
-            best = k;
-            best_rate = rate;
+        if (rate > b.rate * 1.01) {  // a longer draft must pay clearly, not by noise
+            b.k = k;
+            b.rate = rate;
         }
     }
-    return best;
+    return b;
+}
+
+bool DraftCostModel::measured() const {
+    // Three forwards give the draft fit a catch-up point and draft rounds; two steps a plain time.
+    return draft_.weight() >= 2.5 && step_.weight() >= 1.5;
+}
+
+bool DraftCostModel::catch_up_pays(double alpha, int32_t max_k, int64_t seqs, int64_t backlog,
+                                   int64_t tokens_left) const {
+    if (!measured()) return true;
+    if (backlog <= 0) return true;
+    const double rate = best_rate(alpha, max_k, seqs);
+    if (rate <= 1.0 || tokens_left <= 0) return false;
+    // The sequence's share of a plain step is what one of its tokens costs without drafts.
+    const double per_token = plain_seconds(seqs) / double(std::max<int64_t>(1, seqs));
+    const double saved = double(tokens_left) * per_token * (1.0 - 1.0 / rate);
+    return draft_.at(double(backlog)) < saved;
 }
 
 void AcceptanceEstimate::observe(int64_t drafted, int64_t accepted_now) {

@@ -11,6 +11,11 @@
 // later). Until the costs are measured they count as zero (drafts start long and shrink as the
 // figures come in). any_length_pays() asks the same at the highest acceptance worth considering: when
 // even that does not pay, costs alone forbid drafting and probing acceptance is pointless.
+// Catching a sequence up (feeding the draft model its prompt, or the steps it sat out) is a cost paid
+// once, not per token: catch_up_pays() weighs it against the time the best length saves over the
+// tokens the sequence may still generate (its share of the batch's plain step, times 1 - 1/rate).
+// Until measured() (a few draft forwards and target steps timed), the engine lets one sequence
+// draft alone — a scout — so an unmeasured draft never costs every sequence its catch-up.
 // A sequence's alpha is estimated from its own verifications — accepted tokens against refusals,
 // decayed so it follows a change of topic — from a prior of 0.8.
 #pragma once
@@ -23,6 +28,7 @@ class DecayedLinearFit {
 public:
     void observe(double x, double y);
     bool empty() const { return n_ <= 0; }
+    double weight() const { return n_; }  // the decayed number of observations
     double slope() const;         // b (>= 0; 0 while every x was the same)
     double at(double x) const;    // a + b x, never below a sliver of the mean y; 0 while empty
 
@@ -39,12 +45,23 @@ public:
     // c and v for a step of `seqs` sequences (0 while unmeasured).
     double draft_cost(int64_t seqs) const;
     double row_cost(int64_t seqs) const;
-    int32_t best_length(double alpha, int32_t max_k, int64_t seqs) const;
+    int32_t best_length(double alpha, int32_t max_k, int64_t seqs) const { return best(alpha, max_k, seqs).k; }
+    // Expected tokens per plain step's time at the best length (1 at k = 0).
+    double best_rate(double alpha, int32_t max_k, int64_t seqs) const { return best(alpha, max_k, seqs).rate; }
+    bool measured() const;
+    // Whether feeding `backlog` tokens to the draft model pays back over `tokens_left` tokens (always
+    // true while unmeasured: the caller then lets a single sequence measure).
+    bool catch_up_pays(double alpha, int32_t max_k, int64_t seqs, int64_t backlog, int64_t tokens_left) const;
     bool any_length_pays(double best_alpha, int32_t max_k, int64_t seqs) const {
         return best_length(best_alpha, max_k, seqs) > 0;
     }
 
 private:
+    struct Best {
+        int32_t k = 0;
+        double rate = 1.0;
+    };
+    Best best(double alpha, int32_t max_k, int64_t seqs) const;
     double plain_seconds(int64_t seqs) const;  // a + b * seqs, 0 while unmeasured
     DecayedLinearFit step_;                    // target decode steps: seconds against rows
     DecayedLinearFit draft_;                   // draft forwards: seconds against rows

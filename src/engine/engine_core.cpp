@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -383,10 +384,33 @@ void EngineCore::propose_drafts() {
             steps_since_plain_ = 0;
             costs_allow = false;
         }
+        if (log_level() >= LogLevel::debug)
+            log_debug("speculation: step {}, {} sequences: draft forward {:.3f} and verified row {:.3f} of a plain "
+                      "step; best length {} at acceptance {:.2f}{}",
+                      counters_.steps, n_running, draft_cost_.draft_cost(n_running), draft_cost_.row_cost(n_running),
+                      draft_cost_.best_length(best_alpha, o.max_draft, n_running), best_alpha,
+                      costs_allow ? "" : " (a plain step)");
+    }
+    // Until the draft model's costs are measured, one sequence drafts alone (the scout): the one
+    // already drafting, else the one with the least to catch up. Letting every sequence start at
+    // once fed the draft all their prompts before anything said whether drafting pays.
+    std::optional<kv::SeqId> scout;
+    if (drafter_ && by_cost && !draft_cost_.measured()) {
+        const Sequence* pick = nullptr;
+        for (const Sequence* s : scheduler_.running()) {
+            if (!decoding(s)) continue;
+            if (drafter_->blocks().has_sequence(s->id)) {
+                pick = s;
+                break;
+            }
+            if (!pick || s->tokens.size() < pick->tokens.size()) pick = s;
+        }
+        if (pick) scout = pick->id;
     }
     for (Sequence* s : scheduler_.running()) {
         s->draft.clear();
         if (!decoding(s) || !costs_allow) continue;
+        if (scout && s->id != *scout) continue;
         if (s->draft_pause > 0) {
             --s->draft_pause;
             continue;
@@ -420,6 +444,15 @@ void EngineCore::propose_drafts() {
                                       s->request->request.stop.max_tokens - s->n_generated - 1);
         const int64_t k = std::min<int64_t>(s->draft_limit, room);
         if (k < 1) continue;
+        if (drafter_ && by_cost) {
+            // What the draft must be fed first (its prompt, or the steps it sat out) is paid once:
+            // start only where the time the drafts should save over the tokens left pays for it.
+            const kv::BlockManager& draft_blocks = drafter_->blocks();
+            const int64_t fed = draft_blocks.has_sequence(s->id) ? draft_blocks.num_computed(s->id) : 0;
+            if (!draft_cost_.catch_up_pays(s->acceptance.alpha(), o.max_draft, n_running,
+                                           int64_t(s->tokens.size()) - fed, room))
+                continue;
+        }
         if (!drafter_) {
             s->draft = propose_ngram_draft(s->tokens, o.ngram_min, o.ngram_max, int32_t(k));
             continue;

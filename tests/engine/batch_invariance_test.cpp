@@ -140,7 +140,9 @@ TEST(BatchInvariance, RandomModelQ8CacheAloneVersusBatched) {
         auto got = run_batch(m, scenarios[si], prompts, max_tokens, arrive, &preemptions);
         for (size_t i = 0; i < prompts.size(); ++i)
             ASSERT_EQ(got[i], alone[i]) << "q8 scenario " << si << ", request " << i;
-        if (si == 2) EXPECT_GT(preemptions, 0);
+        if (si == 2) {
+            EXPECT_GT(preemptions, 0);
+        }
     }
     // The q8 cache is really in use: some request's tokens differ from the f16 cache's.
     for (size_t i = 0; i < prompts.size() && !differs_from_f16; ++i)

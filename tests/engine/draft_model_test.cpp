@@ -7,6 +7,7 @@
 // target's; and real random-weight models (an F16 draft of an F32 target) agree token for token.
 #include <array>
 #include <cmath>
+#include <set>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -316,6 +317,64 @@ TEST(DraftModelEngine, NoProbesWhereCostsAloneForbidDrafting) {
     // The first proposal: one catch-up forward and three draft rounds, all eight sequences in each.
     // Two more forwards are allowed for timing noise; probing every 16 steps would add at least four.
     EXPECT_LE(forwards, 6);
+}
+
+// A catch-up is paid once: it pays only where the tokens a sequence may still generate save more
+// than it costs, and always while nothing is measured (the engine then sends one scout).
+TEST(DraftCostModel, CatchUpPaysOnlyOverEnoughTokens) {
+    DraftCostModel m;
+    EXPECT_FALSE(m.measured());
+    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 500, 1)) << "unmeasured: the scout goes";
+    for (int i = 0; i < 50; ++i) {  // a plain step of 8 sequences: 8.8 ms; a verified row 0.1 ms
+        m.observe_step(0.008 + 0.0001 * 8, 8, 8);
+        m.observe_step(0.008 + 0.0001 * 24, 24, 8);
+        m.observe_draft(0.0005 + 0.00002 * 1, 1);    // a draft round of one row: 0.52 ms
+        m.observe_draft(0.0005 + 0.00002 * 64, 64);  // a 64-token catch-up: 1.78 ms
+    }
+    ASSERT_TRUE(m.measured());
+    const double rate = m.best_rate(0.9, 8, 8);
+    ASSERT_GT(rate, 1.0);
+    // Per sequence a plain token costs 8.8 ms / 8 = 1.1 ms and drafting saves 1 - 1/rate of it.
+    const double saved_per_token = 0.0011 * (1.0 - 1.0 / rate);
+    const auto needed = int64_t(std::ceil((0.0005 + 0.00002 * 64) / saved_per_token));
+    EXPECT_FALSE(m.catch_up_pays(0.9, 8, 8, 64, needed - 2));
+    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 64, needed + 2));
+    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 1, 20)) << "a sequence already drafting has one token to feed";
+    EXPECT_FALSE(m.catch_up_pays(0.05, 8, 8, 64, 1000)) << "a length that does not pay saves nothing";
+}
+
+// Before the draft's costs are measured, one sequence drafts alone: the draft model's first forward
+// feeds a single sequence's prompt, not all eight. Once measured, a cheap, always-right draft is
+// worth its catch-up for the others too, and output never changes.
+TEST(DraftModelEngine, OneScoutMeasuresBeforeTheOthersCatchUp) {
+    FakeStepModel target(kVocab, 1024, 4, 1 << 20, periodic_logits);
+    target.step_delay = std::chrono::milliseconds(3);
+    auto draft = std::make_shared<FakeStepModel>(kVocab, 1024, 4, 1 << 20, periodic_logits);
+    EngineOptions options;
+    options.speculative.draft_model = draft;
+    options.speculative.max_draft = 4;
+    EngineCore core(target, nullptr, options);
+    Driver driver(core);
+    std::vector<std::vector<int32_t>> expected;
+    for (int i = 0; i < 8; ++i) {
+        std::vector<int32_t> prompt = make_prompt(9 + i, uint32_t(40 + i), kVocab);
+        driver.add(greedy_request(prompt, 120));
+        for (int t = 0; t < 120; ++t) {  // what the target alone generates: periodic_logits' argmax
+            std::vector<float> logits(kVocab);
+            periodic_logits(prompt, logits.data(), kVocab);
+            prompt.push_back(int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+        }
+        expected.emplace_back(prompt.end() - 120, prompt.end());
+    }
+    driver.run();
+    ASSERT_FALSE(draft->step_batches.empty());
+    const model::Batch& first = draft->step_batches.front();
+    EXPECT_EQ(first.block_tables.size(), 1u) << "the first draft forward catches up one sequence";
+    EXPECT_EQ(first.size(), 10) << "the scout: the shortest prompt (9 tokens) and its first generated token";
+    std::set<size_t> widths;
+    for (const model::Batch& b : draft->step_batches) widths.insert(b.block_tables.size());
+    EXPECT_GT(*widths.rbegin(), 1u) << "once measured, the others draft too";
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(driver.results.at(RequestId(i + 1)).choices.at(0).tokens, expected[size_t(i)]);
 }
 
 TEST(DraftModelEngine, RejectsBadOptions) {
