@@ -445,30 +445,34 @@ TEST(DraftModelEngine, RandomModelWithAnF16Draft) {
     model::write_random_model(spec, nullptr, target_path);
     spec.type = gguf::GgmlType::F16;
     model::write_random_model(spec, nullptr, draft_path);
-    auto go = [&](bool speculate, int32_t max_seqs) {
-        auto m = model::open_step_model(target_path, {.threads = 2, .kv = {.block_size = 4}, .tokens_wanted = 2048});
+    // Lengths by the acceptance rule (by_cost false) make every batch draft, whatever this host's
+    // timings; one run by measured cost checks the cost model's choices change nothing either.
+    auto go = [&](bool speculate, int32_t max_seqs, bool by_cost = false) {
+        auto m = model::open_step_model(target_path, {.threads = 2, .kv = {.block_size = 4}, .tokens_wanted = 4096});
         EngineOptions options;
         options.scheduler = {.max_batched_tokens = 128, .max_seqs = max_seqs};
         if (speculate) {
             options.speculative.draft_model =
-                model::open_step_model(draft_path, {.threads = 2, .kv = {.block_size = 8}, .tokens_wanted = 2048});
+                model::open_step_model(draft_path, {.threads = 2, .kv = {.block_size = 8}, .tokens_wanted = 4096});
             options.speculative.max_draft = 4;
+            options.speculative.draft_length_by_cost = by_cost;
         }
         EngineCore core(*m, nullptr, options);
         Driver driver(core);
-        for (int i = 0; i < 16; ++i) driver.add(greedy_request(make_prompt(4 + i % 5, uint32_t(i), 300), 24));
+        for (int i = 0; i < 32; ++i) driver.add(greedy_request(make_prompt(4 + i % 5, uint32_t(i), 300), 24));
         driver.run();
         std::map<RequestId, std::vector<int32_t>> out;
         for (const auto& [id, r] : driver.results) out[id] = r.choices.at(0).tokens;
         return std::pair{out, core.stats()};
     };
-    const auto [plain, plain_stats] = go(false, 16);
-    for (int32_t batch : {1, 16}) {
+    const auto [plain, plain_stats] = go(false, 32);
+    for (int32_t batch : {1, 8, 32}) {
         const auto [tokens, stats] = go(true, batch);
         EXPECT_EQ(tokens, plain) << "batch " << batch;
         EXPECT_GT(stats.draft_tokens, 0);
         EXPECT_GT(stats.accepted_draft_tokens * 2, stats.draft_tokens) << "an F16 copy mostly agrees";
     }
+    EXPECT_EQ(go(true, 32, /*by_cost=*/true).first, plain) << "lengths by measured cost";
 }
 
 }  // namespace

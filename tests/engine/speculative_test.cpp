@@ -176,14 +176,14 @@ TEST(SpeculativeEngine, RandomModelGreedyIdentical) {
     spec.n_layers = 2; spec.dim = 64; spec.n_heads = 4; spec.n_kv_heads = 2; spec.ffn_dim = 96; spec.vocab_size = 300;
     const std::string path = pagoda::test::temp_path("speculative.gguf");
     model::write_random_model(spec, nullptr, path);
-    auto run = [&](SpeculativeOptions so) {
-        auto m = model::open_step_model(path, {.threads = 2, .kv = {.block_size = 4}, .tokens_wanted = 2048});
+    auto run = [&](SpeculativeOptions so, int32_t max_seqs) {
+        auto m = model::open_step_model(path, {.threads = 2, .kv = {.block_size = 4}, .tokens_wanted = 4096});
         EngineOptions options;
-        options.scheduler = {.max_batched_tokens = 128, .max_seqs = 8};
+        options.scheduler = {.max_batched_tokens = 256, .max_seqs = max_seqs};
         options.speculative = so;
         EngineCore core(*m, nullptr, options);
         Driver driver(core);
-        for (int i = 0; i < 8; ++i) {
+        for (int i = 0; i < 32; ++i) {
             // Prompts that repeat a phrase, so lookups find something to propose.
             std::vector<int32_t> p = make_prompt(6, uint32_t(i), 300);
             const auto phrase = p;
@@ -195,10 +195,15 @@ TEST(SpeculativeEngine, RandomModelGreedyIdentical) {
         for (const auto& [id, r] : driver.results) out[id] = r.choices.at(0).tokens;
         return std::pair{out, core.stats()};
     };
-    const auto [plain, plain_stats] = run({});
-    const auto [spec_tokens, spec_stats] = run({.ngram_max = 3, .ngram_min = 1, .max_draft = 4});
-    EXPECT_EQ(spec_tokens, plain);
-    EXPECT_GT(spec_stats.draft_tokens, 0);
+    const auto [plain, plain_stats] = run({}, 32);
+    // Lengths by the acceptance rule, so every batch size drafts whatever this host's timings.
+    SpeculativeOptions lookup{.ngram_max = 3, .ngram_min = 1, .max_draft = 4};
+    lookup.draft_length_by_cost = false;
+    for (int32_t batch : {1, 8, 32}) {
+        const auto [spec_tokens, spec_stats] = run(lookup, batch);
+        EXPECT_EQ(spec_tokens, plain) << "batch " << batch;
+        EXPECT_GT(spec_stats.draft_tokens, 0);
+    }
 }
 
 }  // namespace
