@@ -40,9 +40,10 @@ void DraftCostModel::observe_draft(double seconds, int64_t rows) {
 
 double DraftCostModel::plain_seconds(int64_t seqs) const { return step_.at(double(seqs)); }
 
-double DraftCostModel::draft_cost(int64_t seqs) const {
+double DraftCostModel::draft_cost(int64_t seqs, int64_t drafting) const {
     const double plain = plain_seconds(seqs);
-    return plain > 0 && !draft_.empty() ? draft_.at(double(std::max<int64_t>(1, seqs))) / plain : 0.0;
+    const int64_t rows = drafting > 0 ? drafting : std::max<int64_t>(1, seqs);
+    return plain > 0 && !draft_.empty() ? draft_.at(double(rows)) / plain : 0.0;
 }
 
 double DraftCostModel::row_cost(int64_t seqs) const {
@@ -50,17 +51,18 @@ double DraftCostModel::row_cost(int64_t seqs) const {
     return plain > 0 ? step_.slope() / plain : 0.0;
 }
 
-DraftCostModel::Best DraftCostModel::best(double alpha, int32_t max_k, int64_t seqs) const {
+DraftCostModel::Best DraftCostModel::best(double alpha, int32_t max_k, int64_t seqs, int64_t drafting) const {
     alpha = std::clamp(alpha, 0.0, 0.999);
-    // The step's sequences draft about alike: k draft forwards, each serving all of them, and k
-    // verified rows for each of them.
-    const double per_token = draft_cost(seqs) + double(std::max<int64_t>(1, seqs)) * row_cost(seqs);
+    const double s = double(std::max<int64_t>(1, seqs));
+    const double d = drafting > 0 && double(drafting) < s ? double(drafting) : s;
+    // k draft forwards, each serving the d drafting sequences, and k verified rows for each of them.
+    const double per_token = draft_cost(seqs, int64_t(d)) + d * row_cost(seqs);
     Best b;
-    double expected = 1.0, power = 1.0;  // k = 0: one token per plain step
+    double expected = 1.0, power = 1.0;  // E(0) = 1: one token per sequence and plain step
     for (int32_t k = 1; k <= max_k; ++k) {
         power *= alpha;
         expected += power;
-        const double rate = expected / (1.0 + double(k) * per_token);
+        const double rate = ((s - d) + d * expected) / (s * (1.0 + double(k) * per_token));
         if (rate > b.rate * 1.01) {  // a longer draft must pay clearly, not by noise
             b.k = k;
             b.rate = rate;
@@ -74,15 +76,16 @@ bool DraftCostModel::measured() const {
     return draft_.weight() >= 2.5 && step_.weight() >= 1.5;
 }
 
-bool DraftCostModel::catch_up_pays(double alpha, int32_t max_k, int64_t seqs, int64_t backlog,
+bool DraftCostModel::catch_up_pays(double alpha, int32_t max_k, int64_t seqs, int64_t drafting, int64_t backlog,
                                    int64_t tokens_left) const {
     if (!measured()) return true;
     if (backlog <= 0) return true;
-    const double rate = best_rate(alpha, max_k, seqs);
+    const double rate = best_rate(alpha, max_k, seqs, drafting);
     if (rate <= 1.0 || tokens_left <= 0) return false;
-    // The sequence's share of a plain step is what one of its tokens costs without drafts.
-    const double per_token = plain_seconds(seqs) / double(std::max<int64_t>(1, seqs));
-    const double saved = double(tokens_left) * per_token * (1.0 - 1.0 / rate);
+    // The rate is the batch's: over the tokens this sequence has left, the batch saves 1 - 1/rate of
+    // its plain steps, and this sequence's share of that is one in `drafting`.
+    const double d = double(drafting > 0 ? std::min(drafting, seqs) : seqs);
+    const double saved = double(tokens_left) * plain_seconds(seqs) * (1.0 - 1.0 / rate) / std::max(1.0, d);
     return draft_.at(double(backlog)) < saved;
 }
 

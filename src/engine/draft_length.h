@@ -1,8 +1,11 @@
 // How long a draft-model draft should be, from measured costs. A draft of k tokens, each accepted
 // with probability alpha (independently, the usual model), yields E(k) = (1 - alpha^(k+1)) / (1 -
-// alpha) tokens per verification step and costs T(k) = 1 + k (c + S v) plain target steps, where c
-// is a draft forward's time and v a verified row's extra time, each over a plain step's (the step
-// of the same S sequences without drafts; they all draft about alike). All three are measured as
+// alpha) tokens per verification step. When D of the step's S sequences draft k tokens each (alike),
+// the step costs T(k) = 1 + k (c + D v) plain target steps, where c is a draft forward of D rows and
+// v a verified row's extra time, each over a plain step's (the step of the same S sequences without
+// drafts), and yields (S - D) + D E(k) tokens: the rate over plain decoding is that over S T(k). A
+// lone drafter in a large batch pays the whole forward for one sequence's gain, and makes the other
+// S - 1 wait for it — so the length is chosen for the D that actually draft. All three are measured as
 // the engine runs: a decode step's time is fitted as a + b * rows over recent steps (so the plain
 // step is a + b * sequences and v is b), and a draft forward's time as a' + b' * rows (so c is
 // the draft's forward of S rows over the plain step; catch-up forwards with long backlogs feed the
@@ -42,16 +45,25 @@ public:
     void observe_step(double seconds, int64_t rows, int64_t seqs);
     // One draft-model forward of `rows` token rows took `seconds`.
     void observe_draft(double seconds, int64_t rows);
-    // c and v for a step of `seqs` sequences (0 while unmeasured).
-    double draft_cost(int64_t seqs) const;
+    // c (a draft forward of `drafting` rows; all `seqs` by default) and v for a step of `seqs`
+    // sequences, over its plain step (0 while unmeasured).
+    double draft_cost(int64_t seqs, int64_t drafting = 0) const;
     double row_cost(int64_t seqs) const;
-    int32_t best_length(double alpha, int32_t max_k, int64_t seqs) const { return best(alpha, max_k, seqs).k; }
-    // Expected tokens per plain step's time at the best length (1 at k = 0).
-    double best_rate(double alpha, int32_t max_k, int64_t seqs) const { return best(alpha, max_k, seqs).rate; }
+    // The best k for `drafting` of the step's `seqs` sequences (0 or more than seqs: all of them).
+    int32_t best_length(double alpha, int32_t max_k, int64_t seqs, int64_t drafting = 0) const {
+        return best(alpha, max_k, seqs, drafting).k;
+    }
+    // Expected tokens per plain step's time at the best length, over plain decoding's (1 at k = 0).
+    double best_rate(double alpha, int32_t max_k, int64_t seqs, int64_t drafting = 0) const {
+        return best(alpha, max_k, seqs, drafting).rate;
+    }
     bool measured() const;
-    // Whether feeding `backlog` tokens to the draft model pays back over `tokens_left` tokens (always
-    // true while unmeasured: the caller then lets a single sequence measure).
-    bool catch_up_pays(double alpha, int32_t max_k, int64_t seqs, int64_t backlog, int64_t tokens_left) const;
+    // Whether feeding `backlog` tokens to the draft model pays back over `tokens_left` tokens, with
+    // `drafting` sequences sharing the draft's forwards (always true while unmeasured: the caller
+    // then lets a single sequence measure).
+    bool catch_up_pays(double alpha, int32_t max_k, int64_t seqs, int64_t drafting, int64_t backlog,
+                       int64_t tokens_left) const;
+    // At the best sharing (every sequence drafts).
     bool any_length_pays(double best_alpha, int32_t max_k, int64_t seqs) const {
         return best_length(best_alpha, max_k, seqs) > 0;
     }
@@ -61,7 +73,7 @@ private:
         int32_t k = 0;
         double rate = 1.0;
     };
-    Best best(double alpha, int32_t max_k, int64_t seqs) const;
+    Best best(double alpha, int32_t max_k, int64_t seqs, int64_t drafting) const;
     double plain_seconds(int64_t seqs) const;  // a + b * seqs, 0 while unmeasured
     DecayedLinearFit step_;                    // target decode steps: seconds against rows
     DecayedLinearFit draft_;                   // draft forwards: seconds against rows

@@ -407,6 +407,13 @@ void EngineCore::propose_drafts() {
         }
         if (pick) scout = pick->id;
     }
+    // The sequences that may draft this step, with their room: the context, and max_tokens less
+    // the token the verification always yields.
+    struct Candidate {
+        Sequence* s;
+        int64_t room;
+    };
+    std::vector<Candidate> candidates;
     for (Sequence* s : scheduler_.running()) {
         s->draft.clear();
         if (!decoding(s) || !costs_allow) continue;
@@ -415,13 +422,31 @@ void EngineCore::propose_drafts() {
             --s->draft_pause;
             continue;
         }
+        const int64_t room = std::min(context_limit_ - int64_t(s->tokens.size()),
+                                      s->request->request.stop.max_tokens - s->n_generated - 1);
+        if (room >= 1) candidates.push_back({s, room});
+    }
+    if (drafter_ && by_cost) {
+        // What the draft must be fed first (its prompt, or the steps it sat out) is paid once:
+        // a sequence starts only where its share of the time the drafts should save over its
+        // tokens left pays for that.
+        const int64_t sharing = int64_t(candidates.size());
+        std::erase_if(candidates, [&](const Candidate& c) {
+            const kv::BlockManager& draft_blocks = drafter_->blocks();
+            const int64_t fed = draft_blocks.has_sequence(c.s->id) ? draft_blocks.num_computed(c.s->id) : 0;
+            return !draft_cost_.catch_up_pays(c.s->acceptance.alpha(), o.max_draft, n_running, sharing,
+                                              int64_t(c.s->tokens.size()) - fed, c.room);
+        });
+    }
+    const int64_t n_drafting = int64_t(candidates.size());
+    for (const auto& [s, room] : candidates) {
         if (s->draft_limit == 0) s->draft_limit = o.max_draft;
         if (by_cost) {
-            // The draft model's length is the measured best (draft_length.h). Where none pays the
-            // sequence pauses, then probes with one token so a change of acceptance is noticed;
-            // a probe that changes nothing doubles the pause (16 up to 256 steps), and pauses end
-            // on multiples of their length so paused sequences probe together, in one forward.
-            const int32_t best = draft_cost_.best_length(s->acceptance.alpha(), o.max_draft, n_running);
+            // The length is the measured best for the sequences that draft (draft_length.h). Where
+            // none pays the sequence pauses, then probes with one token so a change of acceptance is
+            // noticed; a probe that changes nothing doubles the pause (16 up to 256 steps), and
+            // pauses end on multiples of their length so paused sequences probe together.
+            const int32_t best = draft_cost_.best_length(s->acceptance.alpha(), o.max_draft, n_running, n_drafting);
             if (best > 0) {
                 s->draft_probe = s->draft_probed = false;
                 s->draft_probe_misses = 0;
@@ -439,20 +464,7 @@ void EngineCore::propose_drafts() {
                 continue;
             }
         }
-        // Room: the context, and max_tokens less the token the verification always yields.
-        const int64_t room = std::min(context_limit_ - int64_t(s->tokens.size()),
-                                      s->request->request.stop.max_tokens - s->n_generated - 1);
         const int64_t k = std::min<int64_t>(s->draft_limit, room);
-        if (k < 1) continue;
-        if (drafter_ && by_cost) {
-            // What the draft must be fed first (its prompt, or the steps it sat out) is paid once:
-            // start only where the time the drafts should save over the tokens left pays for it.
-            const kv::BlockManager& draft_blocks = drafter_->blocks();
-            const int64_t fed = draft_blocks.has_sequence(s->id) ? draft_blocks.num_computed(s->id) : 0;
-            if (!draft_cost_.catch_up_pays(s->acceptance.alpha(), o.max_draft, n_running,
-                                           int64_t(s->tokens.size()) - fed, room))
-                continue;
-        }
         if (!drafter_) {
             s->draft = propose_ngram_draft(s->tokens, o.ngram_min, o.ngram_max, int32_t(k));
             continue;

@@ -324,7 +324,7 @@ TEST(DraftModelEngine, NoProbesWhereCostsAloneForbidDrafting) {
 TEST(DraftCostModel, CatchUpPaysOnlyOverEnoughTokens) {
     DraftCostModel m;
     EXPECT_FALSE(m.measured());
-    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 500, 1)) << "unmeasured: the scout goes";
+    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 8, 500, 1)) << "unmeasured: the scout goes";
     for (int i = 0; i < 50; ++i) {  // a plain step of 8 sequences: 8.8 ms; a verified row 0.1 ms
         m.observe_step(0.008 + 0.0001 * 8, 8, 8);
         m.observe_step(0.008 + 0.0001 * 24, 24, 8);
@@ -334,13 +334,32 @@ TEST(DraftCostModel, CatchUpPaysOnlyOverEnoughTokens) {
     ASSERT_TRUE(m.measured());
     const double rate = m.best_rate(0.9, 8, 8);
     ASSERT_GT(rate, 1.0);
-    // Per sequence a plain token costs 8.8 ms / 8 = 1.1 ms and drafting saves 1 - 1/rate of it.
+    // With all 8 drafting, a plain token costs each 8.8 ms / 8 = 1.1 ms and drafting saves 1 - 1/rate of it.
     const double saved_per_token = 0.0011 * (1.0 - 1.0 / rate);
     const auto needed = int64_t(std::ceil((0.0005 + 0.00002 * 64) / saved_per_token));
-    EXPECT_FALSE(m.catch_up_pays(0.9, 8, 8, 64, needed - 2));
-    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 64, needed + 2));
-    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 1, 20)) << "a sequence already drafting has one token to feed";
-    EXPECT_FALSE(m.catch_up_pays(0.05, 8, 8, 64, 1000)) << "a length that does not pay saves nothing";
+    EXPECT_FALSE(m.catch_up_pays(0.9, 8, 8, 8, 64, needed - 2));
+    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 8, 64, needed + 2));
+    EXPECT_TRUE(m.catch_up_pays(0.9, 8, 8, 8, 1, 20)) << "a sequence already drafting has one token to feed";
+    EXPECT_FALSE(m.catch_up_pays(0.05, 8, 8, 8, 64, 1000)) << "a length that does not pay saves nothing";
+}
+
+// The length is chosen for the sequences that draft: a draft forward that costs a third of the
+// batch's plain step pays when all eight share it, not when one sequence drafts alone and the
+// other seven wait through its forwards and verified rows.
+TEST(DraftCostModel, ALoneDrafterInALargeBatchPaysTheWholeForward) {
+    DraftCostModel m;
+    for (int i = 0; i < 50; ++i) {
+        m.observe_step(0.009 + 0.0001 * 8, 8, 8);   // plain: 9.8 ms for 8 sequences
+        m.observe_step(0.009 + 0.0001 * 40, 40, 8);  // v = 0.1 ms a verified row
+        m.observe_draft(0.0032 + 0.00001 * 1, 1);     // the draft reads its weights once a forward:
+        m.observe_draft(0.0032 + 0.00001 * 8, 8);     // about 3.2 ms whatever its rows
+    }
+    EXPECT_GE(m.best_length(0.95, 8, 8), 3) << "shared by eight, the forward pays";
+    EXPECT_GT(m.best_rate(0.95, 8, 8), 1.3);
+    EXPECT_EQ(m.best_length(0.95, 8, 8, 1), 0) << "one drafter among eight: the forward is all cost";
+    EXPECT_EQ(m.best_length(0.95, 8, 1), m.best_length(0.95, 8, 1, 1)) << "a lone sequence is all of its batch";
+    // The default (every sequence drafts) is the explicit count.
+    EXPECT_EQ(m.best_length(0.8, 8, 8), m.best_length(0.8, 8, 8, 8));
 }
 
 // Before the draft's costs are measured, one sequence drafts alone: the draft model's first forward
