@@ -227,6 +227,9 @@ int run_bench(const BenchOptions& o) {
                     (long long)s.draft_tokens, (long long)s.accepted_draft_tokens,
                     s.draft_tokens ? 100.0 * double(s.accepted_draft_tokens) / double(s.draft_tokens) : 0.0,
                     s.generation_tokens > 0 ? double(s.generation_tokens) / double(s.generation_tokens - s.accepted_draft_tokens) : 0.0);
+    if (o.spec.enabled())
+        std::printf("drafting: %.2f s of %.2f s in steps; %lld draft-model forwards of %lld token rows\n",
+                    s.draft_seconds, s.step_seconds, (long long)s.draft_forwards, (long long)s.draft_fed_tokens);
     if (grammar)
         std::printf("grammar mask: %lld masks, mean %.1f us each, %.3f ms per step = %.1f%% of the step time\n",
                     (long long)s.grammar_masks, s.grammar_masks ? 1e6 * s.grammar_mask_seconds / double(s.grammar_masks) : 0.0,

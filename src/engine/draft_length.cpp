@@ -16,9 +16,14 @@ void DecayedLinearFit::observe(double x, double y) {
     sxy_ = kKeep * sxy_ + x * y;
 }
 
-double DecayedLinearFit::slope() const {
+bool DecayedLinearFit::has_spread() const {
     const double var = sxx_ * n_ - sx_ * sx_;
-    if (n_ < 2 || var <= 1e-9 * n_ * n_) return 0.0;  // all points at one x: no slope to fit
+    return n_ >= 1.5 && var > 1e-9 * n_ * n_;
+}
+
+double DecayedLinearFit::slope() const {
+    if (!has_spread()) return 0.0;  // all points at one x: no slope to fit
+    const double var = sxx_ * n_ - sx_ * sx_;
     return std::max(0.0, (sxy_ * n_ - sx_ * sy_) / var);
 }
 
@@ -72,8 +77,9 @@ DraftCostModel::Best DraftCostModel::best(double alpha, int32_t max_k, int64_t s
 }
 
 bool DraftCostModel::measured() const {
-    // Three forwards give the draft fit a catch-up point and draft rounds; two steps a plain time.
-    return draft_.weight() >= 2.5 && step_.weight() >= 1.5;
+    // Three forwards give the draft fit a catch-up point and draft rounds; the steps need two widths
+    // and a few points, as one pair of steps misjudges a verified row's cost by half.
+    return draft_.weight() >= 2.5 && step_.has_spread() && step_.weight() >= 3.5;
 }
 
 bool DraftCostModel::catch_up_pays(double alpha, int32_t max_k, int64_t seqs, int64_t drafting, int64_t backlog,
@@ -86,7 +92,8 @@ bool DraftCostModel::catch_up_pays(double alpha, int32_t max_k, int64_t seqs, in
     // its plain steps, and this sequence's share of that is one in `drafting`.
     const double d = double(drafting > 0 ? std::min(drafting, seqs) : seqs);
     const double saved = double(tokens_left) * plain_seconds(seqs) * (1.0 - 1.0 / rate) / std::max(1.0, d);
-    return draft_.at(double(backlog)) < saved;
+    // Twice over: the estimates are young when sequences join, and a catch-up cannot be taken back.
+    return 2.0 * draft_.at(double(backlog)) < saved;
 }
 
 void AcceptanceEstimate::observe(int64_t drafted, int64_t accepted_now) {

@@ -16,7 +16,8 @@
 // even that does not pay, costs alone forbid drafting and probing acceptance is pointless.
 // Catching a sequence up (feeding the draft model its prompt, or the steps it sat out) is a cost paid
 // once, not per token: catch_up_pays() weighs it against the time the best length saves over the
-// tokens the sequence may still generate (its share of the batch's plain step, times 1 - 1/rate).
+// tokens the sequence may still generate (its share of the batch's saving, 1 - 1/rate of its plain
+// steps), with a margin of two because it cannot be taken back.
 // Until measured() (a few draft forwards and target steps timed), the engine lets one sequence
 // draft alone — a scout — so an unmeasured draft never costs every sequence its catch-up.
 // A sequence's alpha is estimated from its own verifications — accepted tokens against refusals,
@@ -32,6 +33,7 @@ public:
     void observe(double x, double y);
     bool empty() const { return n_ <= 0; }
     double weight() const { return n_; }  // the decayed number of observations
+    bool has_spread() const;               // points at more than one x: the slope is measured
     double slope() const;         // b (>= 0; 0 while every x was the same)
     double at(double x) const;    // a + b x, never below a sliver of the mean y; 0 while empty
 
@@ -57,7 +59,10 @@ public:
     double best_rate(double alpha, int32_t max_k, int64_t seqs, int64_t drafting = 0) const {
         return best(alpha, max_k, seqs, drafting).rate;
     }
+    // Enough to decide on: draft forwards timed, and target steps at more than one width (until
+    // then a verified row's cost reads as zero; the engine runs a plain step to get the spread).
     bool measured() const;
+    bool step_spread() const { return step_.has_spread(); }
     // Whether feeding `backlog` tokens to the draft model pays back over `tokens_left` tokens, with
     // `drafting` sequences sharing the draft's forwards (always true while unmeasured: the caller
     // then lets a single sequence measure).

@@ -380,7 +380,10 @@ void EngineCore::propose_drafts() {
         // Every kPlainStepPeriod-th drafting step goes without drafts: the step-time fit needs plain
         // steps beside the drafted ones, or it would take a long step's time for a plain one (all
         // points at one width give no slope) and judge drafting cheap at any batch size.
-        if (!costs_allow || ++steps_since_plain_ >= kPlainStepPeriod) {
+        // Until the step fit has seen two widths, a drafted step is followed by a plain one: the
+        // fit's slope (a verified row's cost) reads zero without it, and drafting would look free.
+        const bool spread_wanted = !draft_cost_.step_spread() && steps_since_plain_ >= 1;
+        if (!costs_allow || ++steps_since_plain_ >= kPlainStepPeriod || spread_wanted) {
             steps_since_plain_ = 0;
             costs_allow = false;
         }
@@ -430,12 +433,22 @@ void EngineCore::propose_drafts() {
         // What the draft must be fed first (its prompt, or the steps it sat out) is paid once:
         // a sequence starts only where its share of the time the drafts should save over its
         // tokens left pays for that.
+        // Newcomers join slowly — at most as many a step as already draft — so each width of
+        // drafting is measured before the next (a young fit misjudged wider steps as cheap).
         const int64_t sharing = int64_t(candidates.size());
+        const kv::BlockManager& draft_blocks = drafter_->blocks();
+        int64_t holders = 0;
+        for (const Candidate& c : candidates) holders += draft_blocks.has_sequence(c.s->id) ? 1 : 0;
+        int64_t joiners_left = std::max<int64_t>(1, holders);
         std::erase_if(candidates, [&](const Candidate& c) {
-            const kv::BlockManager& draft_blocks = drafter_->blocks();
-            const int64_t fed = draft_blocks.has_sequence(c.s->id) ? draft_blocks.num_computed(c.s->id) : 0;
-            return !draft_cost_.catch_up_pays(c.s->acceptance.alpha(), o.max_draft, n_running, sharing,
-                                              int64_t(c.s->tokens.size()) - fed, c.room);
+            const bool holds = draft_blocks.has_sequence(c.s->id);
+            if (!holds && joiners_left == 0) return true;
+            const int64_t fed = holds ? draft_blocks.num_computed(c.s->id) : 0;
+            if (!draft_cost_.catch_up_pays(c.s->acceptance.alpha(), o.max_draft, n_running, sharing,
+                                           int64_t(c.s->tokens.size()) - fed, c.room))
+                return true;
+            if (!holds) --joiners_left;
+            return false;
         });
     }
     const int64_t n_drafting = int64_t(candidates.size());
@@ -518,7 +531,15 @@ void EngineCore::fork_request(RequestState& r, Sequence& parent) {
 
 bool EngineCore::step() {
     const auto start = Clock::now();
-    if (options_.speculative.enabled()) propose_drafts();
+    if (options_.speculative.enabled()) {
+        const auto propose_start = Clock::now();
+        propose_drafts();
+        counters_.draft_seconds += seconds_between(propose_start, Clock::now());
+        if (drafter_) {
+            counters_.draft_forwards = drafter_->stats().forwards;
+            counters_.draft_fed_tokens = drafter_->stats().fed_tokens;
+        }
+    }
     const int64_t generated_before = counters_.generation_tokens;
     StepPlan plan = scheduler_.schedule();
     counters_.preemptions = scheduler_.preemptions();

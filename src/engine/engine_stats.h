@@ -25,6 +25,9 @@ struct EngineStats {
     double step_seconds = 0;            // time of all steps (forward + sampling), for the mask's share
     int64_t draft_tokens = 0;           // speculative tokens verified
     int64_t accepted_draft_tokens = 0;  // of those, accepted (each one a step saved)
+    int64_t draft_forwards = 0;         // draft-model forwards (catch-up and draft rounds)
+    int64_t draft_fed_tokens = 0;       // token rows they computed
+    double draft_seconds = 0;           // engine-thread time proposing drafts (both drafters)
     // The prefix cache's second tier (prefix_tier_link.h); all zero without one.
     bool tier_host = false, tier_file = false;  // which levels exist
     int64_t tier_hit_tokens = 0;                // prompt tokens loaded from the tier, not computed
