@@ -1,7 +1,8 @@
-// Internal: the AMX path of the packed int8 matmul (kernel: amx_kernel.h). The packed entry points
-// (matmul_packed_avx512.cpp) take it for a step of n tokens when amx_path_taken(n): AMX is enabled
-// (PAGODA_AMX), runs here (CPUID, XCR0, OS permission) or the emulation hook is on, and n reaches the
-// calling thread's amx_min_tokens() (matmul.h). Its results are bitwise the VNNI kernel's.
+// Internal: the AMX path of the packed int8 matmul (kernel: amx_kernel.h). Both packed entry points
+// (matmul_packed_avx512.cpp: from f32 rows and from prequantised rows, the same FusedActs) take it
+// for a step of n tokens when amx_path_taken(n): AMX is enabled (PAGODA_AMX), runs here (CPUID,
+// XCR0, OS permission) or the emulation hook is on, and n reaches the calling thread's
+// amx_min_tokens() (matmul.h). Its results are bitwise the VNNI kernel's.
 #pragma once
 #include <cstdint>
 

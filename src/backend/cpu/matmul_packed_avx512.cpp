@@ -11,6 +11,8 @@
 // macc = fma(m, s, macc) with its minimum m (added, not subtracted). One token runs 2 panels on ymm (sharing each activation
 // broadcast); more tokens join 2 panels per zmm x up to 8 tokens a pass. Q4_0 / Q4_1 / Q4_K at few
 // tokens a pass multiply the high nibbles in place (16 x code) and shift the exact sum right by 4.
+// Both entry points (f32 rows, prequantised rows) hand steps of amx_min_tokens() or more to the AMX
+// tile kernel where it runs (run_packed; matmul_amx.h): bitwise these results, from the same operands.
 // GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
