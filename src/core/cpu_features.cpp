@@ -1,10 +1,16 @@
 #include "core/cpu_features.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cpuid.h>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace pagoda {
 namespace {
@@ -47,8 +53,79 @@ CpuFeatures detect() {
 }
 
 std::atomic<int> g_isa{-1};
+std::atomic<int> g_amx_enabled{-1};
+
+// What the AMX probe found, once per process.
+struct AmxProbe {
+    bool usable = false;
+    std::string why_not;  // empty when usable
+};
+
+AmxProbe probe_amx() {
+    AmxProbe p;
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, nullptr) < 7 || !__get_cpuid(1, &a, &b, &c, &d)) {
+        p.why_not = "no CPUID leaf 7: no amx_int8";
+        return p;
+    }
+    const bool osxsave = c & (1u << 27);
+    __cpuid_count(7, 0, a, b, c, d);
+    if (const char* why = amx_missing(d, osxsave ? read_xcr0() : 0)) {
+        p.why_not = why;
+        return p;
+    }
+    // Linux keeps the 8 KiB tile data out of a process's signal frames until it asks for it.
+    constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) {
+        const int err = errno;
+        p.why_not = fmt::format("the OS refused the tile permission (arch_prctl ARCH_REQ_XCOMP_PERM: {})", std::strerror(err));
+        log_warn("AMX: {}; the packed int8 matmuls use AVX-512 VNNI", p.why_not);
+        return p;
+    }
+    p.usable = true;
+    return p;
+}
+
+const AmxProbe& amx_probe() {
+    static const AmxProbe p = probe_amx();
+    return p;
+}
 
 }  // namespace
+
+const char* amx_missing(uint32_t cpuid7_edx, uint64_t xcr0) {
+    if (!(cpuid7_edx & (1u << 24))) return "CPUID: no amx_tile";
+    if (!(cpuid7_edx & (1u << 25))) return "CPUID: no amx_int8";
+    if ((xcr0 & (uint64_t(3) << 17)) != (uint64_t(3) << 17)) return "the OS does not enable the tile state (XCR0 bits 17/18)";
+    return nullptr;
+}
+
+bool amx_hardware_available() { return amx_probe().usable; }
+
+bool amx_enabled() {
+    const int v = g_amx_enabled.load();
+    if (v >= 0) return v != 0;
+    bool on = true;
+    if (const char* env = std::getenv("PAGODA_AMX"); env && *env) {
+        const std::string s = env;
+        if (s == "0") on = false;
+        else if (s != "1") fail("PAGODA_AMX={} is not 0 (off) or 1 (on)", s);
+        else if (!amx_hardware_available())
+            fail("PAGODA_AMX=1 but AMX cannot run here ({}); unset it or use PAGODA_AMX=0", amx_probe().why_not);
+    }
+    g_amx_enabled.store(on ? 1 : 0);
+    return on;
+}
+
+void set_amx_enabled(bool on) { g_amx_enabled.store(on ? 1 : 0); }
+
+bool amx_available() { return amx_enabled() && amx_hardware_available(); }
+
+std::string amx_status() {
+    if (!amx_enabled()) return "disabled by PAGODA_AMX=0";
+    if (amx_hardware_available()) return "available";
+    return "absent (" + amx_probe().why_not + ")";
+}
 
 std::string CpuFeatures::summary() const {
     std::string s;

@@ -2,6 +2,7 @@
 // pagoda uses. The path is the best one the CPU supports unless PAGODA_ISA=scalar|avx2|avx512
 // (or set_isa) forces a lower one, so tests can exercise every path on one machine.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace pagoda {
@@ -21,5 +22,21 @@ Isa active_isa();              // honours PAGODA_ISA on first call
 void set_isa(Isa isa);         // throws if the CPU lacks it
 Isa parse_isa(const std::string& name);  // throws on an unknown name
 const char* isa_name(Isa isa);
+
+// AMX int8 tiles (Sapphire Rapids and later). Usable when CPUID leaf 7 says amx_tile and amx_int8
+// (EDX bits 24, 25), the OS enables the tile state (XCR0 bits 17 XTILECFG and 18 XTILEDATA), and
+// Linux grants this process the tile data (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18),
+// requested once per process on the first call and cached; a refusal is logged once).
+// amx_missing: the reason the CPUID / XCR0 bits rule AMX out, or nullptr when they allow it (pure,
+// so tests can feed it any CPU).
+const char* amx_missing(uint32_t cpuid7_edx, uint64_t xcr0);
+bool amx_hardware_available();  // CPUID + XCR0 + the OS permission (ignores PAGODA_AMX)
+// PAGODA_AMX=0 turns the AMX path off, =1 insists on it (an error where the hardware cannot run it;
+// any other value is an error too); unset: on where available. Read on the first call.
+bool amx_enabled();
+void set_amx_enabled(bool on);  // for tests: the switch only, the hardware still decides amx_available
+bool amx_available();           // amx_enabled() && amx_hardware_available()
+// "available", "disabled by PAGODA_AMX=0", or "absent (...)" with the reason.
+std::string amx_status();
 
 }  // namespace pagoda

@@ -116,6 +116,12 @@ kernels::KernelPlan read_plan(const json& arr, const std::string& where) {
             rr.done();
             t.ranges.push_back(range);
         }
+        if (r.has("amx_min_tokens")) {
+            t.amx_min_tokens = r.integer("amx_min_tokens", 1, int64_t(1) << 30);
+            if (!kernels::amx_applies(t.method, t.type))
+                fail("{}: key '{}': AMX tiles run only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})", where,
+                     r.name("amx_min_tokens"), type, method);
+        }
         r.done();
         if (plan.find(t.type)) fail("{}: key '{}': weight type {} is listed twice", where, r.name("type"), type);
         plan.types.push_back(std::move(t));
@@ -134,9 +140,11 @@ json profile_to_json(const Profile& p) {
             if (r.max_tokens != INT64_MAX) jr["max_tokens"] = r.max_tokens;
             ranges.push_back(jr);
         }
-        plan.push_back({{"type", gguf::type_name(uint32_t(t.type))},
-                        {"method", kernels::path_method_name(t.method)},
-                        {"ranges", ranges}});
+        json jt = {{"type", gguf::type_name(uint32_t(t.type))},
+                   {"method", kernels::path_method_name(t.method)},
+                   {"ranges", ranges}};
+        if (t.amx_min_tokens) jt["amx_min_tokens"] = *t.amx_min_tokens;
+        plan.push_back(jt);
     }
     return {
         {"format", "pagoda-profile"},
@@ -256,6 +264,7 @@ std::string describe_profile(const Profile& p) {
             ranges += fmt::format(" [{} tokens: kc {} mc {} nc {}]", span, r.tiles.kc, r.tiles.mc, r.tiles.nc);
             if (r.max_tokens != INT64_MAX) lo = r.max_tokens + 1;
         }
+        if (t.amx_min_tokens) ranges += fmt::format(" [AMX tiles from {} tokens]", *t.amx_min_tokens);
         out += fmt::format("  {:<6} {:<11}{}\n", gguf::type_name(uint32_t(t.type)), kernels::path_method_name(t.method), ranges);
     }
     out += fmt::format("threads {}, KV block size {}, --max-batched-tokens {} --max-seqs {}: modelled p99 inter-token latency "

@@ -4,8 +4,11 @@
 //    "machine": {"cpu_model", "vendor", "family", "model", "stepping", "isa_flags": [...], "cores"},
 //    "model": {"path", "identity": 16 hex digits (model/model_identity.h)},
 //    "kernel_plan": [{"type": "q4_0", "method": "int8_dot",
-//                     "ranges": [{"max_tokens": 1, "kc", "mc", "nc"}, ..., {"kc", "mc", "nc"}]}],
-//                     (the last range has no max_tokens: every larger step)
+//                     "ranges": [{"max_tokens": 1, "kc", "mc", "nc"}, ..., {"kc", "mc", "nc"}],
+//                     "amx_min_tokens": 32}],
+//                     (the last range has no max_tokens: every larger step; amx_min_tokens, optional
+//                     and only for int8_dot on a packed type: the smallest step that takes AMX tiles,
+//                     present where `pagoda tune` could measure them)
 //    "threads", "kv_block_size",
 //    "scheduler": {"max_batched_tokens", "max_seqs", "target_itl_ms", "modelled_p99_itl_ms",
 //                  "modelled_output_tokens_per_s", "target_met"},

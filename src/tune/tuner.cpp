@@ -17,6 +17,7 @@
 #include "model/model_file.h"
 #include "model/model_identity.h"
 #include "model/open_step_model.h"
+#include "tune/amx_threshold.h"
 #include "tune/machine_identity.h"
 #include "tune/step_timer.h"
 
@@ -89,8 +90,8 @@ TypeBench prepare(const std::vector<Shape>& shapes, kernels::PathMethod method) 
 
 // One step's matmuls of this type at n tokens, in seconds.
 double time_type(const TypeBench& b, kernels::PathMethod method, const kernels::GemmTiles& tiles, int64_t n,
-                 ThreadPool& pool, double min_seconds) {
-    const kernels::ScopedKernelChoice scope({method, tiles});
+                 ThreadPool& pool, double min_seconds, int64_t amx_min_tokens = kernels::kDefaultAmxMinTokens) {
+    const kernels::ScopedKernelChoice scope({method, tiles, amx_min_tokens});
     std::mt19937 rng(1234);
     std::normal_distribution<float> dist(0.f, 1.f);
     std::vector<float> x, y;
@@ -133,11 +134,17 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     if (shapes.empty()) fail("tune: {} has no layer weights to measure (blk.N.* matrices)", o.model);
     std::map<GgmlType, std::vector<kernels::PathMethod>> candidates;
     size_t total_steps = 1 + size_t(cores) + 2;
+    // AMX tiles are measured only where they run (and only for types that end up on int8_dot).
+    const bool amx_here = [] {
+        const kernels::ScopedKernelChoice scope({kernels::PathMethod::int8_dot, kernels::gemm_tiles()});
+        return kernels::amx_path_available();
+    }();
+    const std::vector<int64_t> amx_counts = o.quick ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{16, 32, 64, 128, 512};
     for (const auto& [type, s] : shapes) {
         for (auto m : {kernels::PathMethod::f32_fma, kernels::PathMethod::bf16_dot, kernels::PathMethod::int8_dot,
                        kernels::PathMethod::dequant_fma})
             if (kernels::method_applies(m, type) && kernels::method_runs_here(m)) candidates[type].push_back(m);
-        total_steps += candidates[type].size() + 1;
+        total_steps += candidates[type].size() + 1 + (amx_here && kernels::amx_applies(kernels::PathMethod::int8_dot, type));
     }
     std::vector<int32_t> decode_points = o.quick ? std::vector<int32_t>{1, 4, 16} : std::vector<int32_t>{1, 2, 4, 8, 16, 32, 64};
     std::vector<int64_t> prefill_points =
@@ -167,7 +174,7 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
                                         {"isa", isa_name(active_isa())}};
 
     // 2. Methods and tiles per weight type.
-    json matmul_j = json::object(), tiles_j = json::object();
+    json matmul_j = json::object(), tiles_j = json::object(), amx_j = json::object();
     for (const auto& [type, type_shapes] : shapes) {
         const std::string tname = gguf::type_name(uint32_t(type));
         json shapes_j = json::array();
@@ -234,10 +241,39 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
                                 {"kept", kept}});
         }
         tiles_j[tname] = ranges_j;
+
+        // The AMX threshold: the type's matmuls with the VNNI panels against AMX tiles (the same
+        // bits), each count with its range's tiles.
+        if (amx_here && kernels::amx_applies(best, type)) {
+            step(fmt::format("{} matmuls, AMX int8 tiles against VNNI", tname));
+            std::vector<AmxTiming> timings;
+            json amx_t = json::array();
+            for (int64_t n : amx_counts) {
+                kernels::GemmTiles t = kernels::GemmTiles{};
+                for (const auto& r : plan.ranges)
+                    if (n <= r.max_tokens) {
+                        t = r.tiles;
+                        break;
+                    }
+                AmxTiming timing{n, time_type(benches[best], best, t, n, pool, min_s, kAmxNever),
+                                 time_type(benches[best], best, t, n, pool, min_s, 1)};
+                timings.push_back(timing);
+                amx_t.push_back({{"tokens", n}, {"vnni_seconds", timing.vnni_seconds}, {"amx_seconds", timing.amx_seconds}});
+            }
+            plan.amx_min_tokens = choose_amx_min_tokens(timings);
+            amx_j[tname] = {{"timings", amx_t}, {"amx_min_tokens", *plan.amx_min_tokens}};
+        }
         p.plan.types.push_back(std::move(plan));
     }
     p.measurements["matmul"] = matmul_j;
     p.measurements["tiles"] = tiles_j;
+    if (amx_here) {
+        amx_j["rule"] = "the smallest count from which AMX tiles are faster at every larger count measured";
+        p.measurements["amx"] = amx_j;
+    } else {
+        const std::string why = amx_available() ? "the packed int8 path is not active (PAGODA_ISA)" : amx_status();
+        p.measurements["amx"] = {{"measured", false}, {"why", "AMX int8 tiles do not run here: " + why}};
+    }
     kernels::set_kernel_plan(p.plan);  // what the steps below run with
 
     // 3. Threads, through the real step model.

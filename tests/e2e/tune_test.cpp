@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/cpu_features.h"
 #include "e2e/process.h"
 #include "fixtures.h"
 
@@ -54,6 +55,11 @@ TEST_F(TuneCommand, QuickProfileIsWrittenAndBenchUsesIt) {
     EXPECT_GE(j.at("scheduler").at("max_seqs").get<int>(), 1);
     EXPECT_TRUE(j.at("measurements").contains("decode_step_s"));
     EXPECT_TRUE(j.at("measurements").contains("machine_limits"));
+    if (!amx_hardware_available()) {  // elsewhere the record says AMX could not be measured, and why
+        EXPECT_EQ(j.at("measurements").at("amx").at("measured"), false);
+        EXPECT_NE(j.at("measurements").at("amx").at("why").get<std::string>().find("AMX int8 tiles do not run here: "),
+                  std::string::npos);
+    }
 
     auto b = run_pagoda({"bench", "-m", model_, "--profile", profile_, "-p", "16", "-n", "4", "-r", "1", "--json", "--no-limits"});
     ASSERT_EQ(b.exit_code, 0) << b.err;

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/amx_test_util.h"
 #include "backend/cpu/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
@@ -164,8 +165,52 @@ TEST(KernelPlan, RefusesPlansItCannotRun) {
     refuses({{plan_for(GgmlType::Q8_0, PathMethod::int8_dot, {{INT64_MAX, {0, 32, 64}}})}}, "must be positive");
     if (!method_runs_here(PathMethod::bf16_dot))
         refuses({{plan_for(GgmlType::F16, PathMethod::bf16_dot)}}, "needs AVX-512 BF16");
+    refuses({{{GgmlType::F16, PathMethod::f32_fma, {}, 32}}}, "an AMX threshold applies only to int8_dot on q4_0");
+    refuses({{{GgmlType::Q4_0, PathMethod::dequant_fma, {}, 32}}}, "(not q4_0 dequant_fma)");
+    refuses({{{GgmlType::Q5_0, PathMethod::int8_dot, {}, 32}}}, "(not q5_0 int8_dot)");
+    refuses({{{GgmlType::Q4_0, PathMethod::int8_dot, {}, 0}}}, "the AMX threshold of q4_0 must be at least 1 token");
     EXPECT_FALSE(has_kernel_plan());
     EXPECT_NE(describe_kernel_plan().find("default"), std::string::npos);
+}
+
+// The plan's AMX threshold reaches the packed matmul through the backend: below it the VNNI panels,
+// from it the (here emulated) tiles, the same bytes for every token either way, and the log line
+// says so. Without AMX (PAGODA_AMX=0) the same step stays on the panels.
+TEST(KernelPlan, TheAmxThresholdSwitchesPathsNotBits) {
+    if (!(best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
+    if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
+    PlanGuard guard;
+    testing::AmxGuard amx;
+    set_isa(Isa::avx512);
+    set_quant_method(QuantMethod::int8_dot);
+    set_amx_enabled(true);
+    set_amx_emulation(true);
+    std::mt19937 rng(12);
+    const int64_t rows = 40, cols = 512;
+    const auto w = make_weights(GgmlType::Q4_K, rows, cols, rng);
+    const auto x = random_activations(40 * cols, rng);
+    set_kernel_plan({{{GgmlType::Q4_K, PathMethod::int8_dot, {}, 20}}});
+    EXPECT_EQ(kernel_choice(GgmlType::Q4_K, 3).amx_min_tokens, 20);
+    EXPECT_EQ(kernel_choice(GgmlType::Q8_0, 3).amx_min_tokens, kDefaultAmxMinTokens) << "a type the plan does not list";
+    EXPECT_NE(describe_kernel_plan().find("AMX int8 tiles (emulated): packed int8 matmuls of 32+ tokens, q4_K: 20+"),
+              std::string::npos)
+        << describe_kernel_plan();
+    auto be = backend::make_backend("cpu", {.n_threads = 2});
+    uint64_t count = amx_dispatch_count();
+    std::string d19, d20;
+    const auto y19 = backend_matmul(*be, w, std::vector<float>(x.begin(), x.begin() + 19 * cols), 19, &d19);
+    EXPECT_EQ(amx_dispatch_count(), count);
+    const auto y40 = backend_matmul(*be, w, x, 40, &d20);
+    EXPECT_EQ(amx_dispatch_count(), count + 1);
+    EXPECT_NE(d19.find("vpdpbusd"), std::string::npos) << d19;
+    EXPECT_NE(d20.find("AMX tiles (emulated)"), std::string::npos) << d20;
+    EXPECT_EQ(y19, std::vector<float>(y40.begin(), y40.begin() + 19 * rows));
+    set_amx_enabled(false);
+    EXPECT_NE(describe_kernel_plan().find("AMX int8 tiles: not used, disabled by PAGODA_AMX=0"), std::string::npos)
+        << describe_kernel_plan();
+    count = amx_dispatch_count();
+    EXPECT_EQ(backend_matmul(*be, w, x, 40), y40);
+    EXPECT_EQ(amx_dispatch_count(), count);
 }
 
 }  // namespace

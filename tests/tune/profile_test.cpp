@@ -27,7 +27,7 @@ Profile sample() {
     p.machine = current_machine();
     p.model_path = "/models/small-q4_0.gguf";
     p.model_identity = 0x0123456789abcdefULL;
-    p.plan.types = {{GgmlType::Q4_0, kernels::PathMethod::int8_dot, {{1, {512, 32, 64}}, {8, {256, 16, 64}}, {INT64_MAX, {1024, 64, 128}}}},
+    p.plan.types = {{GgmlType::Q4_0, kernels::PathMethod::int8_dot, {{1, {512, 32, 64}}, {8, {256, 16, 64}}, {INT64_MAX, {1024, 64, 128}}}, 48},
                     {GgmlType::F16, kernels::PathMethod::f32_fma, {{INT64_MAX, {512, 32, 64}}}}};
     p.threads = 2;
     p.kv_block_size = 32;
@@ -70,6 +70,11 @@ TEST(Profile, RoundTripsThroughJsonAndAFile) {
     EXPECT_EQ(q.plan.types[0].ranges[1].tiles.mc, 16);
     EXPECT_EQ(q.plan.types[0].ranges[2].max_tokens, INT64_MAX);
     EXPECT_EQ(q.plan.types[0].ranges[2].tiles.nc, 128);
+    EXPECT_EQ(q.plan.types[0].amx_min_tokens, 48);
+    EXPECT_FALSE(q.plan.types[1].amx_min_tokens.has_value()) << "absent stays absent (the default applies)";
+    EXPECT_EQ(profile_to_json(p)["kernel_plan"][0]["amx_min_tokens"], 48);
+    EXPECT_FALSE(profile_to_json(p)["kernel_plan"][1].contains("amx_min_tokens"));
+    EXPECT_NE(describe_profile(q).find("[AMX tiles from 48 tokens]"), std::string::npos) << describe_profile(q);
     EXPECT_EQ(q.threads, 2);
     EXPECT_EQ(q.kv_block_size, 32);
     EXPECT_EQ(q.scheduler.max_batched_tokens, 256);
@@ -128,6 +133,18 @@ TEST(Profile, MalformedProfilesAreRefusedNamingTheKey) {
                   .find("'kernel_plan[0].ranges[2].max_tokens' must be absent"),
               std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["type"] = "q9_9"; })).find("key 'kernel_plan[0].type' is 'q9_9'"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["amx_min_tokens"] = 0; }))
+                  .find("key 'kernel_plan[0].amx_min_tokens' is 0: use 1 to"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["amx_min_tokens"] = "32"; }))
+                  .find("key 'kernel_plan[0].amx_min_tokens' must be a whole number"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][1]["amx_min_tokens"] = 32; }))
+                  .find("key 'kernel_plan[1].amx_min_tokens': AMX tiles run only int8_dot on q4_0"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["method"] = "dequant_fma"; }))
+                  .find("(not q4_0 dequant_fma)"),
               std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["threads"] = "two"; })).find("key 'threads' must be a whole number"),
               std::string::npos);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "backend/cpu/fused_acts.h"
 #include "backend/cpu/matmul_paths.h"
 #include "quant/block_formats.h"
 
@@ -279,19 +280,6 @@ inline float hsum256(__m256 v) {
     q = _mm_add_ss(q, _mm_movehdup_ps(q));
     return _mm_cvtss_f32(q);
 }
-
-// Activation operands laid out for the fused kernels (built once per matmul call). Per-block arrays
-// have nbp = nb rounded up to 8 entries per token, zero-padded, so a group loads 8 lanes.
-struct FusedActs {
-    const int8_t* q;       // [n_tokens][cols]
-    const float* d;        // [n_tokens][nbp]
-    const float* s;        // [n_tokens][nbp]   d * sum(q) of the block (min formats)
-    const float* sh;       // [n_tokens][nbp/8][16]: per group, d * sum(q) of each block's first half
-                           // (lanes [0,8)) and second half ([8,16)); only for per-half mins (Q2_K)
-    const int32_t* corr;   // [n_tokens][nbp/8][16]: per group, lane j of [0,8) = first half (or whole
-                           // block) of block j, [8,16) = second half; null when the offset is 0
-    int64_t cols, nb, nbp;
-};
 
 // Exact int32 reduction steps (unpack + add: single-uop instructions, unlike vphaddd). Per 128-bit
 // half: level1(a, b) = [a0+a2, b0+b2, a1+a3, b1+b3]; level2 of two such results for blocks (i, j) and

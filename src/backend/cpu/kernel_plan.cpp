@@ -67,6 +67,12 @@ void validate_kernel_plan(const KernelPlan& plan) {
         }
         if (!t.ranges.empty() && t.ranges.back().max_tokens != INT64_MAX)
             fail("kernel plan: the last token range of {} must be open-ended", name);
+        if (t.amx_min_tokens) {
+            if (!amx_applies(t.method, t.type))
+                fail("kernel plan: an AMX threshold applies only to int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                     name, path_method_name(t.method));
+            if (*t.amx_min_tokens < 1) fail("kernel plan: the AMX threshold of {} must be at least 1 token", name);
+        }
     }
 }
 
@@ -94,6 +100,7 @@ KernelChoice kernel_choice(GgmlType type, int64_t n_tokens) {
     // The env overrides pin a method for every type of their kind, plan or not.
     const bool pinned = is_float_type(type) ? env_set("PAGODA_FLOAT_METHOD") : env_set("PAGODA_QUANT_METHOD");
     if (!pinned) c.method = t->method;
+    if (t->amx_min_tokens) c.amx_min_tokens = *t->amx_min_tokens;
     for (const auto& r : t->ranges)
         if (n_tokens <= r.max_tokens) {
             c.tiles = r.tiles;
@@ -118,14 +125,36 @@ ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c) : saved_(call_path
     if (c.method == PathMethod::f32_fma) p.fl = FloatMethod::f32_fma;
     if (c.method == PathMethod::bf16_dot) p.fl = FloatMethod::bf16_dot;
     p.tiles = c.tiles;
+    p.amx_min_tokens = c.amx_min_tokens;
     set_call_paths(p);
 }
 
 ScopedKernelChoice::~ScopedKernelChoice() { set_call_paths(saved_); }
 
+namespace {
+
+// Whether the packed int8 matmuls take AMX tiles, and from how many tokens (per planned type where
+// the plan says otherwise than the default).
+std::string describe_amx(const KernelPlan* plan) {
+    (void)amx_enabled();  // first: a bad PAGODA_AMX is an error at start-up on every machine
+    if (!amx_path_available()) {
+        if (!packed_int8_path_active()) return "AMX int8 tiles: not used (the packed int8 path is not active)";
+        return "AMX int8 tiles: not used, " + amx_status();
+    }
+    std::string out = fmt::format("AMX int8 tiles{}: packed int8 matmuls of {}+ tokens", amx_emulation() ? " (emulated)" : "",
+                                  kDefaultAmxMinTokens);
+    if (plan)
+        for (const auto& t : plan->types)
+            if (t.amx_min_tokens && amx_applies(kernel_choice(t.type, 1).method, t.type))
+                out += fmt::format(", {}: {}+", gguf::type_name(uint32_t(t.type)), *t.amx_min_tokens);
+    return out;
+}
+
+}  // namespace
+
 std::string describe_kernel_plan() {
     const auto plan = current_plan();
-    if (!plan) return "kernel plan: default (CPUID and PAGODA_* overrides; no profile)";
+    if (!plan) return "kernel plan: default (CPUID and PAGODA_* overrides; no profile); " + describe_amx(nullptr);
     std::string out = "kernel plan (from a profile):";
     for (const auto& t : plan->types) {
         const KernelChoice c = kernel_choice(t.type, 1);
@@ -140,7 +169,7 @@ std::string describe_kernel_plan() {
         out += ";";
     }
     if (out.back() == ';') out.pop_back();
-    return out;
+    return out + "; " + describe_amx(plan.get());
 }
 
 void log_kernel_plan() {

@@ -16,7 +16,10 @@
 //  - PAGODA_QUANT_METHOD / PAGODA_FLOAT_METHOD, when set, win over the plan (tests pin paths with them).
 //  - Types the plan does not list, or no plan at all, take today's defaults: quant_method(),
 //    float_method() and gemm_tiles() (CPUID, env, set_*).
-// The method enum (path_method.h) stays open: AMX tile paths become two more names there.
+//  - AMX int8 tiles are not a method: on the packed int8 path they give bitwise the VNNI panels'
+//    results (matmul.h, amx_kernel.h), so like the tiles they may change with the token count. Per
+//    quantised type the plan may carry amx_min_tokens, the smallest step that takes them (measured by
+//    `pagoda tune` where AMX runs); absent, kDefaultAmxMinTokens. Where AMX cannot run it is unused.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -43,7 +46,9 @@ struct TypePlan {
     gguf::GgmlType type = gguf::GgmlType::F32;
     PathMethod method = PathMethod::f32_fma;
     std::vector<RangeTiles> ranges;  // increasing max_tokens; empty: gemm_tiles() for every count
+    std::optional<int64_t> amx_min_tokens;  // only for int8_dot on a packed type (amx_applies)
 };
+
 
 struct KernelPlan {
     std::vector<TypePlan> types;
@@ -65,6 +70,7 @@ bool has_kernel_plan();
 struct KernelChoice {
     PathMethod method = PathMethod::f32_fma;
     GemmTiles tiles;
+    int64_t amx_min_tokens = kDefaultAmxMinTokens;
 };
 KernelChoice kernel_choice(gguf::GgmlType type, int64_t n_tokens);
 // True when some quantised type the plan (or the default) names runs int8_dot: the norm may then
@@ -85,7 +91,8 @@ private:
 };
 
 // One line per planned type, e.g. "q4_0: int8_dot, tiles 1: 512/32/64, 2-64: ..., 65+: ...";
-// "default (CPUID)" when no plan is set. log_kernel_plan() logs it once per process at info level.
+// "default (CPUID)" when no plan is set; then whether AMX tiles are used, from how many tokens, or why
+// not. log_kernel_plan() logs it once per process at info level.
 std::string describe_kernel_plan();
 void log_kernel_plan();
 

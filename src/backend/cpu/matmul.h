@@ -172,9 +172,25 @@ struct CallPaths {
     std::optional<QuantMethod> quant;
     std::optional<FloatMethod> fl;
     std::optional<GemmTiles> tiles;
+    std::optional<int64_t> amx_min_tokens;
 };
 CallPaths call_paths();
 void set_call_paths(const CallPaths& paths);
+
+// AMX int8 tiles on the packed int8 path (detail: matmul_amx.h, amx_kernel.h): bitwise the results of
+// the VNNI panels, so the packed matmul takes them for steps of at least amx_min_tokens() tokens
+// without breaking batch invariance, where amx_available() (core/cpu_features.h: CPUID, OS
+// permission, PAGODA_AMX). Below the threshold (decode) the VNNI kernel streams the weights.
+constexpr int64_t kDefaultAmxMinTokens = 32;
+int64_t amx_min_tokens();  // the calling thread's CallPaths value (the kernel plan's), else the default
+// Test hook: the AMX path runs on the emulated tiles (amx_tiles.h), also on CPUs without AMX; still
+// only where amx_enabled() (PAGODA_AMX=0 keeps it off).
+void set_amx_emulation(bool on);
+bool amx_emulation();
+// AMX would be taken for large enough steps now: the packed int8 path is active, amx_enabled(), and
+// the hardware runs it (or the emulation hook is on).
+bool amx_path_available();
+uint64_t amx_dispatch_count();  // packed matmuls that took the AMX path since start (for tests)
 
 // One line naming the ISA path and quantised method in use, e.g. "matmul: avx512 (...), quantised
 // weights: int8 dot (vpdpbusd)"; log_kernel_paths() logs it once at info level.

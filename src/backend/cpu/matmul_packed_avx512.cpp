@@ -11,6 +11,8 @@
 // macc = fma(m, s, macc) with its minimum m (added, not subtracted). One token runs 2 panels on ymm (sharing each activation
 // broadcast); more tokens join 2 panels per zmm x up to 8 tokens a pass. Q4_0 / Q4_1 / Q4_K at few
 // tokens a pass multiply the high nibbles in place (16 x code) and shift the exact sum right by 4.
+// Both entry points (f32 rows, prequantised rows) hand steps of amx_min_tokens() or more to the AMX
+// tile kernel where it runs (run_packed; matmul_amx.h): bitwise these results, from the same operands.
 // GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -18,6 +20,8 @@
 
 #include "core/error.h"
 #include "backend/cpu/int8_fused.h"
+#include "backend/cpu/matmul_amx.h"
+#include "backend/cpu/packed_panel.h"
 
 namespace pagoda::kernels::detail {
 namespace {
@@ -37,8 +41,6 @@ constexpr int64_t kStreamTokens = 16;
 // ~10-13 GB/s, latency-bound): +10-15 % per core from memory at 2 KiB (4 and 8 KiB gained less);
 // Zen 4 measured no change at any distance, so one setting serves both.
 constexpr int64_t kPrefetchBytes = 2048;
-
-enum class Fmt { q4_0, q4_1, q8_0, q4_k, q5_k, q6_k };
 
 // The per-token arithmetic on one panel (ymm: 8 rows) or on two panels joined in one zmm (16 rows:
 // half the instructions per output for prefill, where the unpacked codes serve many tokens). Each
@@ -93,75 +95,31 @@ struct Zmm {
 // out: [T][P][8] floats (token t, panel p, row of the panel).
 template <Fmt F, int P, int T, class V>
 void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out) {
-    constexpr bool nibbles = F != Fmt::q8_0, q5 = F == Fmt::q5_k, kq = F == Fmt::q4_k || q5, q6 = F == Fmt::q6_k;
-    constexpr bool q41 = F == Fmt::q4_1, has_min = kq || q41;
-    constexpr int64_t code_bytes = nibbles ? 128 : 256;
-    constexpr int64_t pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : q41 ? 160 : code_bytes + 16;
-    constexpr int64_t sb_head = kq ? 32 : 16;  // super-block header (K-quants)
+    using PF = PanelFormat<F>;
+    constexpr bool kq = PF::kq, q6 = PF::q6, q41 = PF::q41, has_min = PF::has_min;
+    constexpr int64_t pbb = PF::pbb;
     static_assert(P % V::kPanels == 0);
     constexpr int W = P / V::kPanels;  // wide registers per token
     // 4-bit codes without extra bits: the high nibbles can stay in place (16 x code, a byte <= 240)
     // and their exact dot products be divided by 16 once per block (an arithmetic shift of an exact
     // multiple of 16: the same integer sum). Saves a shift per code vector and costs one per token
     // and register, so it pays where few tokens share the unpacked codes (decode).
-    constexpr bool high_in_place = (F == Fmt::q4_0 || F == Fmt::q4_1 || F == Fmt::q4_k) && T * W < 4 * P;
+    constexpr bool high_in_place = PF::may_keep_high_in_place && T * W < 4 * P;
     typename V::F acc[T][W], macc[T][W];
     for (int t = 0; t < T; ++t)
         for (int p = 0; p < W; ++p) acc[t][p] = macc[t][p] = V::zero();
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < a.nb; ++b) {
         __m256i c[P][8];
         __m256 sc[P], mn[P];  // Q6_K: scales of the first and of the last 16 values
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
-            const uint8_t* sbp = panels[p] + b / 8 * (sb_head + 8 * pbb);  // K-quant super-block
-            const uint8_t* pb = kq || q6 ? sbp + sb_head + b % 8 * pbb : panels[p] + b * pbb;
+            const uint8_t* sbp;
+            const uint8_t* pb = panel_block<F>(panels[p], b, sbp);
             if constexpr (T <= 4) {  // decode and small batches stream; prefill (8 tokens a pass) computes
 #pragma GCC unroll 4
                 for (int64_t l = 0; l < pbb; l += 64) _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + l), _MM_HINT_T0);
             }
-            if constexpr (nibbles) {
-#pragma GCC unroll 4
-                for (int k = 0; k < 4; ++k) {
-                    const __m256i v = load256(pb + 32 * k);
-                    c[p][k] = _mm256_and_si256(v, low4);
-                    c[p][k + 4] = high_in_place ? _mm256_andnot_si256(low4, v) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-                }
-            } else {
-#pragma GCC unroll 8
-                for (int k = 0; k < 8; ++k) c[p][k] = load256(pb + 32 * k);
-            }
-            if constexpr (q6) {
-                const __m256i h0 = load256(pb + 128), h1 = load256(pb + 160), m30 = _mm256_set1_epi8(0x30);
-                // High bits of group k: field k % 4 of vector k / 4, moved to bits 4-5.
-                c[p][0] = _mm256_or_si256(c[p][0], _mm256_and_si256(_mm256_slli_epi16(h0, 4), m30));
-                c[p][1] = _mm256_or_si256(c[p][1], _mm256_and_si256(_mm256_slli_epi16(h0, 2), m30));
-                c[p][2] = _mm256_or_si256(c[p][2], _mm256_and_si256(h0, m30));
-                c[p][3] = _mm256_or_si256(c[p][3], _mm256_and_si256(_mm256_srli_epi16(h0, 2), m30));
-                c[p][4] = _mm256_or_si256(c[p][4], _mm256_and_si256(_mm256_slli_epi16(h1, 4), m30));
-                c[p][5] = _mm256_or_si256(c[p][5], _mm256_and_si256(_mm256_slli_epi16(h1, 2), m30));
-                c[p][6] = _mm256_or_si256(c[p][6], _mm256_and_si256(h1, m30));
-                c[p][7] = _mm256_or_si256(c[p][7], _mm256_and_si256(_mm256_srli_epi16(h1, 2), m30));
-                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
-                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 192)))), d);
-                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 200)))), d);
-            } else if constexpr (kq) {
-                if constexpr (q5) {
-                    // Fifth bit of group k: bit k of the bit vector, moved to bit 4.
-                    const __m256i hb = load256(pb + 128), one = _mm256_set1_epi8(1);
-#pragma GCC unroll 8
-                    for (int k = 0; k < 8; ++k)
-                        c[p][k] = _mm256_or_si256(c[p][k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, k), one), 4));
-                }
-                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
-                const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp + 16)));
-                sc[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 16)))), d);
-                mn[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + pbb - 8)))), dmin);
-            } else {
-                sc[p] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes)));
-                mn[p] = q41 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + code_bytes + 16)))
-                            : _mm256_setzero_ps();
-            }
+            decode_panel_block<F, high_in_place>(pb, sbp, c[p], sc[p], mn[p]);
         }
         typename V::I cw[W][8];
         typename V::F scw[W], mnw[W];
@@ -348,6 +306,8 @@ namespace {
 
 void run_packed(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                 const GemmTiles& tiles) {
+    // Bitwise the same results (amx_kernel.h), so the choice by token count keeps batch invariance.
+    if (amx_path_taken(n_tokens)) return matmul_packed_amx(w, acts, n_tokens, y, pool, tiles);
     switch (w.source().type) {
         case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1>(w, acts, n_tokens, y, pool, tiles.mc);

@@ -1,6 +1,7 @@
 // The names of the CPU matmul methods a kernel plan (kernel_plan.h) chooses between, and which weight
 // types each can multiply. Header-only and free of kernels, so a profile can be parsed (and fuzzed)
-// without linking them. New paths (AMX int8 / bf16 tiles) become new enumerators here.
+// without linking them. New paths that change results become new enumerators here (AMX int8 tiles
+// do not: they are bitwise the int8_dot panels', a threshold of the plan, see kernel_plan.h).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -49,6 +50,14 @@ inline bool method_applies(PathMethod m, gguf::GgmlType type) {
     if (is_float_weight(type)) return m == PathMethod::f32_fma || (m == PathMethod::bf16_dot && type != gguf::GgmlType::F32);
     if (!quant::is_supported_block_type(type)) return false;
     return m == PathMethod::int8_dot || m == PathMethod::dequant_fma;
+}
+
+// Where an AMX threshold (kernel_plan.h) means something: int8_dot on the types with packed int8
+// panels (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K), which have the AMX tile kernel.
+inline bool amx_applies(PathMethod m, gguf::GgmlType type) {
+    using gguf::GgmlType;
+    return m == PathMethod::int8_dot && (type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q8_0 ||
+                                         type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K);
 }
 
 }  // namespace pagoda::kernels

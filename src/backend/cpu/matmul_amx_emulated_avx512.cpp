@@ -1,0 +1,15 @@
+// The AMX kernel on the emulated tiles (amx_tiles.h): what the tests compare bit for bit with the
+// VNNI kernel on hosts without AMX, and what set_amx_emulation(true) routes the packed path to.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "backend/cpu/amx_kernel.h"
+#include "backend/cpu/matmul_amx.h"
+
+namespace pagoda::kernels::detail {
+
+void matmul_packed_amx_emulated(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                                const GemmTiles& tiles) {
+    amx_packed_matmul<AmxEmulated>(w, acts, n_tokens, y, pool, tiles);
+}
+
+}  // namespace pagoda::kernels::detail

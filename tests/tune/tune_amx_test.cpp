@@ -1,0 +1,59 @@
+// `pagoda tune` measures the AMX threshold where AMX runs — here on the emulated tiles (the test
+// hook), the only AMX this host has — and writes it into the plan of each packed int8 type.
+#include <gtest/gtest.h>
+
+#include "backend/cpu/amx_test_util.h"
+#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/matmul_test_util.h"
+#include "fixtures.h"
+#include "model/random_model.h"
+#include "quant/quantize_model.h"
+#include "tune/amx_threshold.h"
+#include "tune/tuner.h"
+
+namespace pagoda::tune {
+namespace {
+
+TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
+    if (!(best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
+    if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
+    kernels::testing::AmxGuard amx;
+    kernels::testing::KernelConfigGuard config;
+    struct ClearPlan {
+        ~ClearPlan() { kernels::clear_kernel_plan(); }
+    } clear;
+    set_isa(Isa::avx512);
+    kernels::set_quant_method(kernels::QuantMethod::int8_dot);
+    set_amx_enabled(true);
+    kernels::set_amx_emulation(true);
+    model::RandomModelSpec spec;
+    spec.n_layers = 1;
+    spec.context_length = 256;
+    const std::string f32 = test::temp_path("tune-amx.gguf"), path = test::temp_path("tune-amx-q8.gguf");
+    model::write_random_model(spec, nullptr, f32);
+    {
+        ThreadPool pool(1);
+        quant::quantize_model({.input = f32, .output = path, .target = "q8_0"}, pool);
+    }
+    TuneOptions o;
+    o.model = path;
+    o.quick = true;
+    o.max_threads = 1;
+    const Profile p = tune_model(o, [](size_t, size_t, const std::string&) {});
+    const kernels::TypePlan* q8 = p.plan.find(gguf::GgmlType::Q8_0);
+    ASSERT_NE(q8, nullptr);
+    ASSERT_EQ(q8->method, kernels::PathMethod::int8_dot);
+    ASSERT_TRUE(q8->amx_min_tokens.has_value());
+    const auto& m = p.measurements.at("amx").at("q8_0");
+    ASSERT_EQ(m.at("timings").size(), 2u);  // --quick: 16 and 64 tokens
+    EXPECT_EQ(m.at("amx_min_tokens"), *q8->amx_min_tokens);
+    std::vector<AmxTiming> timings;
+    for (const auto& t : m.at("timings"))
+        timings.push_back({t.at("tokens"), t.at("vnni_seconds"), t.at("amx_seconds")});
+    EXPECT_EQ(choose_amx_min_tokens(timings), *q8->amx_min_tokens);
+    for (const auto& t : p.plan.types)
+        if (t.type != gguf::GgmlType::Q8_0) EXPECT_FALSE(t.amx_min_tokens.has_value()) << gguf::type_name(uint32_t(t.type));
+}
+
+}  // namespace
+}  // namespace pagoda::tune
