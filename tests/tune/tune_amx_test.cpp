@@ -51,8 +51,11 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
     for (const auto& t : m.at("timings"))
         timings.push_back({t.at("tokens"), t.at("vnni_seconds"), t.at("amx_seconds")});
     EXPECT_EQ(choose_amx_min_tokens(timings), *q8->amx_min_tokens);
-    for (const auto& t : p.plan.types)
-        if (t.type != gguf::GgmlType::Q8_0) EXPECT_FALSE(t.amx_min_tokens.has_value()) << gguf::type_name(uint32_t(t.type));
+    for (const auto& t : p.plan.types) {
+        if (t.type != gguf::GgmlType::Q8_0) {
+            EXPECT_FALSE(t.amx_min_tokens.has_value()) << gguf::type_name(uint32_t(t.type));
+        }
+    }
 }
 
 }  // namespace
