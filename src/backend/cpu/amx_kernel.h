@@ -74,32 +74,27 @@ inline AmxConfig config(bool halves, int tail_rows) {
     return c;
 }
 
+// One token tile on the given tile registers (full tiles and the tail have their own shapes, so
+// their own registers): C = A x B, and with Halves also C1 = A' x B1 for the second 16 codes.
+template <class Tiles, bool Halves, int C, int C1, int A>
+inline void multiply_on(const int8_t* q, int64_t stride, int32_t (*c0)[16], int32_t (*c1)[16]) {
+    Tiles::template zero<C>();
+    Tiles::template load<A>(q, stride);
+    Tiles::template dpbsud<C, A, kB>();
+    Tiles::template store<C>(c0, 64);
+    if constexpr (Halves) {
+        Tiles::template zero<C1>();
+        Tiles::template load<A>(q + 16, stride);
+        Tiles::template dpbsud<C1, A, kB1>();
+        Tiles::template store<C1>(c1, 64);
+    }
+}
+
 // One token tile: rows m0.. of the chunk (mt of them; full tiles have 16) against the loaded B tiles.
 template <class Tiles, bool Halves>
 inline void multiply_tile(const int8_t* q, int64_t stride, int mt, int32_t (*c0)[16], int32_t (*c1)[16]) {
-    if (mt == 16) {
-        Tiles::template zero<kC>();
-        Tiles::template load<kA>(q, stride);
-        Tiles::template dpbsud<kC, kA, kB>();
-        Tiles::template store<kC>(c0, 64);
-        if constexpr (Halves) {
-            Tiles::template zero<kC1>();
-            Tiles::template load<kA>(q + 16, stride);
-            Tiles::template dpbsud<kC1, kA, kB1>();
-            Tiles::template store<kC1>(c1, 64);
-        }
-    } else {
-        Tiles::template zero<kCTail>();
-        Tiles::template load<kATail>(q, stride);
-        Tiles::template dpbsud<kCTail, kATail, kB>();
-        Tiles::template store<kCTail>(c0, 64);
-        if constexpr (Halves) {
-            Tiles::template zero<kC1Tail>();
-            Tiles::template load<kATail>(q + 16, stride);
-            Tiles::template dpbsud<kC1Tail, kATail, kB1>();
-            Tiles::template store<kC1Tail>(c1, 64);
-        }
-    }
+    if (mt == 16) multiply_on<Tiles, Halves, kC, kC1, kA>(q, stride, c0, c1);
+    else multiply_on<Tiles, Halves, kCTail, kC1Tail, kATail>(q, stride, c0, c1);
 }
 
 // Rows pbase*8 .. +16 (two panels; a missing second panel repeats the first, its lanes discarded)
