@@ -131,7 +131,9 @@ RunResult run_all(FakeStepModel::LogitsFn fn, const SpeculativeOptions& spec, in
 }
 
 TEST(SpeculativeEngine, GreedyOutputsAreIdenticalWithAndWithoutSpeculation) {
-    const SpeculativeOptions off{}, on{.ngram_max = 3, .ngram_min = 1, .max_draft = 6};
+    const SpeculativeOptions off{};
+    SpeculativeOptions on{.ngram_max = 3, .ngram_min = 1, .max_draft = 6};
+    on.draft_length_by_cost = false;  // the fakes' steps take microseconds: timings would be noise
     for (auto [fn, name] : {std::pair{FakeStepModel::LogitsFn(copy_logits), "copying"},
                             std::pair{FakeStepModel::LogitsFn(test::hashed_logits), "hashed"}})
         for (int32_t batch : {1, 4, 32}) {
@@ -149,7 +151,9 @@ TEST(SpeculativeEngine, GreedyOutputsAreIdenticalWithAndWithoutSpeculation) {
 }
 
 TEST(SpeculativeEngine, IdenticalUnderPreemptionAndWithChoices) {
-    const SpeculativeOptions off{}, on{.ngram_max = 2, .ngram_min = 1, .max_draft = 5};
+    const SpeculativeOptions off{};
+    SpeculativeOptions on{.ngram_max = 2, .ngram_min = 1, .max_draft = 5};
+    on.draft_length_by_cost = false;  // lengths by rule: the fakes' timings would be noise
     // 14 blocks of 4: far too few for 10 requests of up to 45 tokens: preemption with drafts in flight.
     const RunResult plain = run_all(copy_logits, off, 10, 14, 4, 2);
     const RunResult spec = run_all(copy_logits, on, 10, 14, 4, 2);
