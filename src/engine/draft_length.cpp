@@ -16,14 +16,13 @@ void DecayedLinearFit::observe(double x, double y) {
     sxy_ = kKeep * sxy_ + x * y;
 }
 
-bool DecayedLinearFit::has_spread() const {
-    const double var = sxx_ * n_ - sx_ * sx_;
-    return n_ >= 1.5 && var > 1e-9 * n_ * n_;
-}
+double DecayedLinearFit::spread() const { return sxx_ * n_ - sx_ * sx_; }  // n² times the variance of x
+
+bool DecayedLinearFit::has_spread() const { return n_ >= 1.5 && spread() > 1e-9 * n_ * n_; }
 
 double DecayedLinearFit::slope() const {
     if (!has_spread()) return 0.0;  // all points at one x: no slope to fit
-    const double var = sxx_ * n_ - sx_ * sx_;
+    const double var = spread();
     return std::max(0.0, (sxy_ * n_ - sx_ * sy_) / var);
 }
 

@@ -38,6 +38,7 @@ public:
     double at(double x) const;    // a + b x, never below a sliver of the mean y; 0 while empty
 
 private:
+    double spread() const;
     double n_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
 };
 

@@ -24,6 +24,11 @@ int64_t limit_for(const StepModelInfo& info, const EngineOptions& options) {
     return limit;
 }
 
+// A generating sequence whose every token but the last is computed: one that can draft this step.
+bool decoding(const Sequence* s) {
+    return s->request && !s->pooled && s->n_computed + 1 == int64_t(s->tokens.size());
+}
+
 }  // namespace
 
 void SpeculativeOptions::validate() const {
@@ -364,9 +369,6 @@ void EngineCore::propose_drafts() {
     std::vector<DraftWant> wants;
     std::vector<Sequence*> wanting;
     const int64_t n_running = int64_t(scheduler_.running().size());
-    auto decoding = [](const Sequence* s) {
-        return s->request && !s->pooled && s->n_computed + 1 == int64_t(s->tokens.size());
-    };
     const bool by_cost = o.draft_length_by_cost;
     bool costs_allow = true;
     if (by_cost) {
@@ -379,11 +381,10 @@ void EngineCore::propose_drafts() {
         costs_allow = draft_cost_.any_length_pays(best_alpha, o.max_draft, n_running);
         // Every kPlainStepPeriod-th drafting step goes without drafts: the step-time fit needs plain
         // steps beside the drafted ones, or it would take a long step's time for a plain one (all
-        // points at one width give no slope) and judge drafting cheap at any batch size.
-        // With a draft model, until the step fit has seen two widths, a drafted step is followed by
-        // a plain one: the fit's slope (a verified row's cost) reads zero without it, and drafting
-        // would look free when the scout's measurement lets the others catch up. Prompt lookup has
-        // no catch-up to guard, and its steps only widen when a lookup finds a draft.
+        // points at one width give no slope) and judge drafting cheap at any batch size. With a
+        // draft model, until the fit has seen two widths, a plain step follows each drafted one:
+        // otherwise a verified row reads as free just when the scout's figures let the others catch
+        // up. Prompt lookup has no catch-up to guard, and its steps widen only when a lookup hits.
         const bool spread_wanted = drafter_ && !draft_cost_.step_spread() && steps_since_plain_ >= 1;
         if (!costs_allow || ++steps_since_plain_ >= kPlainStepPeriod || spread_wanted) {
             steps_since_plain_ = 0;
@@ -396,29 +397,8 @@ void EngineCore::propose_drafts() {
                       draft_cost_.best_length(best_alpha, o.max_draft, n_running), best_alpha,
                       costs_allow ? "" : " (a plain step)");
     }
-    // Until the draft model's costs are measured, one sequence drafts alone (the scout): the one
-    // already drafting, else the one with the least to catch up. Letting every sequence start at
-    // once fed the draft all their prompts before anything said whether drafting pays.
-    std::optional<kv::SeqId> scout;
-    if (drafter_ && by_cost && !draft_cost_.measured()) {
-        const Sequence* pick = nullptr;
-        for (const Sequence* s : scheduler_.running()) {
-            if (!decoding(s)) continue;
-            if (drafter_->blocks().has_sequence(s->id)) {
-                pick = s;
-                break;
-            }
-            if (!pick || s->tokens.size() < pick->tokens.size()) pick = s;
-        }
-        if (pick) scout = pick->id;
-    }
-    // The sequences that may draft this step, with their room: the context, and max_tokens less
-    // the token the verification always yields.
-    struct Candidate {
-        Sequence* s;
-        int64_t room;
-    };
-    std::vector<Candidate> candidates;
+    const std::optional<kv::SeqId> scout = drafter_ && by_cost ? draft_scout() : std::nullopt;
+    std::vector<DraftCandidate> candidates;
     for (Sequence* s : scheduler_.running()) {
         s->draft.clear();
         if (!decoding(s) || !costs_allow) continue;
@@ -431,54 +411,11 @@ void EngineCore::propose_drafts() {
                                       s->request->request.stop.max_tokens - s->n_generated - 1);
         if (room >= 1) candidates.push_back({s, room});
     }
-    if (drafter_ && by_cost) {
-        // What the draft must be fed first (its prompt, or the steps it sat out) is paid once:
-        // a sequence starts only where its share of the time the drafts should save over its
-        // tokens left pays for that.
-        // Newcomers join slowly — at most as many a step as already draft — so each width of
-        // drafting is measured before the next (a young fit misjudged wider steps as cheap).
-        const int64_t sharing = int64_t(candidates.size());
-        const kv::BlockManager& draft_blocks = drafter_->blocks();
-        int64_t holders = 0;
-        for (const Candidate& c : candidates) holders += draft_blocks.has_sequence(c.s->id) ? 1 : 0;
-        int64_t joiners_left = std::max<int64_t>(1, holders);
-        std::erase_if(candidates, [&](const Candidate& c) {
-            const bool holds = draft_blocks.has_sequence(c.s->id);
-            if (!holds && joiners_left == 0) return true;
-            const int64_t fed = holds ? draft_blocks.num_computed(c.s->id) : 0;
-            if (!draft_cost_.catch_up_pays(c.s->acceptance.alpha(), o.max_draft, n_running, sharing,
-                                           int64_t(c.s->tokens.size()) - fed, c.room))
-                return true;
-            if (!holds) --joiners_left;
-            return false;
-        });
-    }
+    if (drafter_ && by_cost) keep_catch_ups_that_pay(candidates, n_running);
     const int64_t n_drafting = int64_t(candidates.size());
     for (const auto& [s, room] : candidates) {
         if (s->draft_limit == 0) s->draft_limit = o.max_draft;
-        if (by_cost) {
-            // The length is the measured best for the sequences that draft (draft_length.h). Where
-            // none pays the sequence pauses, then probes with one token so a change of acceptance is
-            // noticed; a probe that changes nothing doubles the pause (16 up to 256 steps), and
-            // pauses end on multiples of their length so paused sequences probe together.
-            const int32_t best = draft_cost_.best_length(s->acceptance.alpha(), o.max_draft, n_running, n_drafting);
-            if (best > 0) {
-                s->draft_probe = s->draft_probed = false;
-                s->draft_probe_misses = 0;
-                s->draft_limit = best;
-            } else if (s->draft_probe) {
-                s->draft_probe = false;
-                s->draft_probed = true;
-                s->draft_limit = 1;
-            } else {
-                if (s->draft_probed) s->draft_probe_misses = std::min(4, s->draft_probe_misses + 1);
-                s->draft_probed = false;
-                const int64_t period = int64_t(16) << s->draft_probe_misses;
-                s->draft_pause = int32_t(period - counters_.steps % period);
-                s->draft_probe = true;
-                continue;
-            }
-        }
+        if (by_cost && !draft_length_by_cost(*s, n_running, n_drafting)) continue;
         const int64_t k = std::min<int64_t>(s->draft_limit, room);
         if (!drafter_) {
             s->draft = propose_ngram_draft(s->tokens, o.ngram_min, o.ngram_max, int32_t(k));
@@ -500,6 +437,70 @@ void EngineCore::propose_drafts() {
         // A failing draft model costs speed, never output: this step goes without drafts.
         log_warn("speculative decoding: the draft model failed, this step goes without drafts: {}", e.what());
     }
+}
+
+// The scout: the sequence already drafting, else the decoding one with the least to catch up.
+// Letting every sequence start at once fed the draft all their prompts before anything said
+// whether drafting pays. None once the costs are measured.
+std::optional<kv::SeqId> EngineCore::draft_scout() const {
+    if (draft_cost_.measured()) return std::nullopt;
+    const Sequence* pick = nullptr;
+    for (const Sequence* s : scheduler_.running()) {
+        if (!decoding(s)) continue;
+        if (drafter_->blocks().has_sequence(s->id)) return s->id;
+        if (!pick || s->tokens.size() < pick->tokens.size()) pick = s;
+    }
+    return pick ? std::optional(pick->id) : std::nullopt;
+}
+
+// What the draft must be fed first (its prompt, or the steps it sat out) is paid once: a sequence
+// starts only where its share of the time the drafts should save over its tokens left pays for
+// that. Newcomers join slowly — at most as many a step as already draft — so each width of
+// drafting is measured before the next (a young fit misjudged wider steps as cheap).
+void EngineCore::keep_catch_ups_that_pay(std::vector<DraftCandidate>& candidates, int64_t n_running) const {
+    const int32_t max_draft = options_.speculative.max_draft;
+    const int64_t sharing = int64_t(candidates.size());
+    const kv::BlockManager& draft_blocks = drafter_->blocks();
+    int64_t holders = 0;
+    for (const DraftCandidate& c : candidates) holders += draft_blocks.has_sequence(c.seq->id) ? 1 : 0;
+    int64_t joiners_left = std::max<int64_t>(1, holders);
+    std::erase_if(candidates, [&](const DraftCandidate& c) {
+        const bool holds = draft_blocks.has_sequence(c.seq->id);
+        if (!holds && joiners_left == 0) return true;
+        const int64_t fed = holds ? draft_blocks.num_computed(c.seq->id) : 0;
+        if (!draft_cost_.catch_up_pays(c.seq->acceptance.alpha(), max_draft, n_running, sharing,
+                                       int64_t(c.seq->tokens.size()) - fed, c.room))
+            return true;
+        if (!holds) --joiners_left;
+        return false;
+    });
+}
+
+// The length is the measured best for the sequences that draft (draft_length.h). Where none pays
+// the sequence pauses, then probes with one token so a change of acceptance is noticed; a probe
+// that changes nothing doubles the pause (16 up to 256 steps), and pauses end on multiples of
+// their length so paused sequences probe together.
+bool EngineCore::draft_length_by_cost(Sequence& s, int64_t n_running, int64_t n_drafting) {
+    const int32_t best =
+        draft_cost_.best_length(s.acceptance.alpha(), options_.speculative.max_draft, n_running, n_drafting);
+    if (best > 0) {
+        s.draft_probe = s.draft_probed = false;
+        s.draft_probe_misses = 0;
+        s.draft_limit = best;
+        return true;
+    }
+    if (s.draft_probe) {
+        s.draft_probe = false;
+        s.draft_probed = true;
+        s.draft_limit = 1;
+        return true;
+    }
+    if (s.draft_probed) s.draft_probe_misses = std::min(4, s.draft_probe_misses + 1);
+    s.draft_probed = false;
+    const int64_t period = int64_t(16) << s.draft_probe_misses;
+    s.draft_pause = int32_t(period - counters_.steps % period);
+    s.draft_probe = true;
+    return false;
 }
 
 void EngineCore::adapt_draft(Sequence& s, int64_t drafted, int64_t accepted) {

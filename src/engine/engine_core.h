@@ -133,6 +133,20 @@ private:
     bool sample(Sequence& seq, float* row, std::optional<int32_t> draft = std::nullopt);
     // Proposes the drafts of the decoding sequences for the coming step.
     void propose_drafts();
+    // A sequence that may draft this step, with its room (context, and max_tokens less the token
+    // the verification always yields).
+    struct DraftCandidate {
+        Sequence* seq;
+        int64_t room;
+    };
+    // Until the draft model's costs are measured, the one sequence that drafts alone (see .cpp).
+    std::optional<kv::SeqId> draft_scout() const;
+    // Drops the candidates whose catch-up with the draft model would not pay, or that would join
+    // faster than the drafting group may grow.
+    void keep_catch_ups_that_pay(std::vector<DraftCandidate>& candidates, int64_t n_running) const;
+    // Sets seq's draft limit to the measured best length for n_drafting of n_running sequences;
+    // false when none pays and the sequence pauses (and later probes) instead.
+    bool draft_length_by_cost(Sequence& seq, int64_t n_running, int64_t n_drafting);
     // After a verification that drafted n and accepted a: the sequence's next draft size or pause.
     void adapt_draft(Sequence& seq, int64_t drafted, int64_t accepted);
     // Feeds the step's hidden rows to the embedding requests in it and finishes those whose
