@@ -55,10 +55,13 @@ CpuFeatures detect() {
 std::atomic<int> g_isa{-1};
 std::atomic<int> g_amx_enabled{-1};
 
-// What the AMX probe found, once per process.
+// What the AMX probe found, once per process: the tile state is shared (one OS permission for
+// both), the int8 and bf16 multipliers are separate CPUID bits.
 struct AmxProbe {
-    bool usable = false;
-    std::string why_not;  // empty when usable
+    bool usable = false;       // int8 tiles
+    bool bf16_usable = false;  // bf16 tiles
+    std::string why_not;       // empty when usable
+    std::string bf16_why_not;  // empty when bf16_usable
 };
 
 AmxProbe probe_amx() {
@@ -66,23 +69,30 @@ AmxProbe probe_amx() {
     unsigned a, b, c, d;
     if (__get_cpuid_max(0, nullptr) < 7 || !__get_cpuid(1, &a, &b, &c, &d)) {
         p.why_not = "no CPUID leaf 7: no amx_int8";
+        p.bf16_why_not = "no CPUID leaf 7: no amx_bf16";
         return p;
     }
     const bool osxsave = c & (1u << 27);
     __cpuid_count(7, 0, a, b, c, d);
-    if (const char* why = amx_missing(d, osxsave ? read_xcr0() : 0)) {
-        p.why_not = why;
-        return p;
-    }
+    const uint64_t xcr0 = osxsave ? read_xcr0() : 0;
+    const char* int8_why = amx_missing(d, xcr0);
+    const char* bf16_why = amx_bf16_missing(d, xcr0);
+    if (int8_why) p.why_not = int8_why;
+    if (bf16_why) p.bf16_why_not = bf16_why;
+    if (int8_why && bf16_why) return p;
     // Linux keeps the 8 KiB tile data out of a process's signal frames until it asks for it.
     constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
     if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) {
         const int err = errno;
-        p.why_not = fmt::format("the OS refused the tile permission (arch_prctl ARCH_REQ_XCOMP_PERM: {})", std::strerror(err));
-        log_warn("AMX: {}; the packed int8 matmuls use AVX-512 VNNI", p.why_not);
+        const std::string why =
+            fmt::format("the OS refused the tile permission (arch_prctl ARCH_REQ_XCOMP_PERM: {})", std::strerror(err));
+        if (!int8_why) p.why_not = why;
+        if (!bf16_why) p.bf16_why_not = why;
+        log_warn("AMX: {}; the packed int8 matmuls use AVX-512 VNNI, no bf16 tiles", why);
         return p;
     }
-    p.usable = true;
+    p.usable = !int8_why;
+    p.bf16_usable = !bf16_why;
     return p;
 }
 
@@ -91,16 +101,38 @@ const AmxProbe& amx_probe() {
     return p;
 }
 
-}  // namespace
-
-const char* amx_missing(uint32_t cpuid7_edx, uint64_t xcr0) {
+const char* tile_state_missing(uint32_t cpuid7_edx) {
     if (!(cpuid7_edx & (1u << 24))) return "CPUID: no amx_tile";
-    if (!(cpuid7_edx & (1u << 25))) return "CPUID: no amx_int8";
+    return nullptr;
+}
+
+const char* xcr0_missing(uint64_t xcr0) {
     if ((xcr0 & (uint64_t(3) << 17)) != (uint64_t(3) << 17)) return "the OS does not enable the tile state (XCR0 bits 17/18)";
     return nullptr;
 }
 
+}  // namespace
+
+const char* amx_missing(uint32_t cpuid7_edx, uint64_t xcr0) {
+    if (const char* why = tile_state_missing(cpuid7_edx)) return why;
+    if (!(cpuid7_edx & (1u << 25))) return "CPUID: no amx_int8";
+    return xcr0_missing(xcr0);
+}
+
+const char* amx_bf16_missing(uint32_t cpuid7_edx, uint64_t xcr0) {
+    if (const char* why = tile_state_missing(cpuid7_edx)) return why;
+    if (!(cpuid7_edx & (1u << 22))) return "CPUID: no amx_bf16";
+    return xcr0_missing(xcr0);
+}
+
 bool amx_hardware_available() { return amx_probe().usable; }
+bool amx_bf16_hardware_available() { return amx_probe().bf16_usable; }
+
+std::string amx_bf16_status() {
+    if (!amx_enabled()) return "disabled by PAGODA_AMX=0";
+    if (amx_bf16_hardware_available()) return "available";
+    return "absent (" + amx_probe().bf16_why_not + ")";
+}
 
 bool amx_enabled() {
     const int v = g_amx_enabled.load();

@@ -38,5 +38,10 @@ void set_amx_enabled(bool on);  // for tests: the switch only, the hardware stil
 bool amx_available();           // amx_enabled() && amx_hardware_available()
 // "available", "disabled by PAGODA_AMX=0", or "absent (...)" with the reason.
 std::string amx_status();
+// AMX bf16 tiles (TDPBF16PS): CPUID leaf 7 EDX bit 22 (amx_bf16) with amx_tile, the same tile state
+// and the same OS permission as the int8 tiles. PAGODA_AMX switches both.
+const char* amx_bf16_missing(uint32_t cpuid7_edx, uint64_t xcr0);
+bool amx_bf16_hardware_available();
+std::string amx_bf16_status();
 
 }  // namespace pagoda

@@ -141,8 +141,7 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     }();
     const std::vector<int64_t> amx_counts = o.quick ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{16, 32, 64, 128, 512};
     for (const auto& [type, s] : shapes) {
-        for (auto m : {kernels::PathMethod::f32_fma, kernels::PathMethod::bf16_dot, kernels::PathMethod::int8_dot,
-                       kernels::PathMethod::dequant_fma})
+        for (auto m : kernels::kPathMethods)
             if (kernels::method_applies(m, type) && kernels::method_runs_here(m)) candidates[type].push_back(m);
         total_steps += candidates[type].size() + 1 + (amx_here && kernels::amx_applies(kernels::PathMethod::int8_dot, type));
     }

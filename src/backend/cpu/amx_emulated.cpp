@@ -1,5 +1,7 @@
 // The AMX emulation (contract: amx_tiles.h). Plain C++, no ISA flags: the semantics are those of the
-// Intel SDM's LDTILECFG, TILELOADD, TILEZERO, TDPBSUD, TILESTORED and TILERELEASE for palette 1.
+// Intel SDM's LDTILECFG, TILELOADD, TILEZERO, TDPBSUD, TDPBF16PS, TILESTORED and TILERELEASE for
+// palette 1.
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/amx_tiles.h"
@@ -27,6 +29,39 @@ int32_t dword(const uint8_t* row, int i) {
     int32_t v;
     std::memcpy(&v, row + 4 * i, 4);
     return v;
+}
+
+// The checks both dot-product instructions share: three distinct configured tiles whose shapes agree.
+const AmxConfig& dot_shapes(int c, int a, int b, const char* op) {
+    RegisterFile& r = configured_regs(c, op);
+    (void)configured_regs(a, op);
+    (void)configured_regs(b, op);
+    const AmxConfig& cfg = r.cfg;
+    if (c == a || c == b || a == b) fail("AMX emulation: {} needs three different tiles ({}, {}, {})", op, c, a, b);
+    if (cfg.colsb[c] % 4 || cfg.colsb[a] % 4 || cfg.rows[a] != cfg.rows[c] || cfg.colsb[a] / 4 != cfg.rows[b] ||
+        cfg.colsb[b] != cfg.colsb[c])
+        fail("AMX emulation: {} shapes do not agree (C {}x{}, A {}x{}, B {}x{} rows x bytes)", op, cfg.rows[c], cfg.colsb[c],
+             cfg.rows[a], cfg.colsb[a], cfg.rows[b], cfg.colsb[b]);
+    return cfg;
+}
+
+// The instruction zeroes the bytes past colsb of each written row and the rows past rows(C).
+void clear_outside(uint8_t* tile, const AmxConfig& cfg, int c) {
+    for (int m = 0; m < cfg.rows[c]; ++m)
+        std::memset(tile + m * kAmxMaxColsb + cfg.colsb[c], 0, size_t(kAmxMaxColsb - cfg.colsb[c]));
+    std::memset(tile + cfg.rows[c] * kAmxMaxColsb, 0, size_t((kAmxMaxRows - cfg.rows[c]) * kAmxMaxColsb));
+}
+
+// TDPBF16PS arithmetic: denormal inputs read as signed zero, denormal results become signed zero.
+float daz(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.f, v) : v; }
+float ftz(float v) { return daz(v); }
+float bf16_operand(const uint8_t* row, int i) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * i, 2);
+    const uint32_t bits = uint32_t(h) << 16;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return daz(v);
 }
 
 }  // namespace
@@ -69,15 +104,8 @@ void amx_emu_zero(int tile) {
 }
 
 void amx_emu_dpbsud(int c, int a, int b) {
-    RegisterFile& r = configured_regs(c, "TDPBSUD");
-    (void)configured_regs(a, "TDPBSUD");
-    (void)configured_regs(b, "TDPBSUD");
-    const AmxConfig& cfg = r.cfg;
-    if (c == a || c == b || a == b) fail("AMX emulation: TDPBSUD needs three different tiles ({}, {}, {})", c, a, b);
-    if (cfg.colsb[c] % 4 || cfg.colsb[a] % 4 || cfg.rows[a] != cfg.rows[c] || cfg.colsb[a] / 4 != cfg.rows[b] ||
-        cfg.colsb[b] != cfg.colsb[c])
-        fail("AMX emulation: TDPBSUD shapes do not agree (C {}x{}, A {}x{}, B {}x{} rows x bytes)", cfg.rows[c], cfg.colsb[c],
-             cfg.rows[a], cfg.colsb[a], cfg.rows[b], cfg.colsb[b]);
+    const AmxConfig& cfg = dot_shapes(c, a, b, "TDPBSUD");
+    RegisterFile& r = t_regs;
     const int k_groups = cfg.colsb[a] / 4, n_cols = cfg.colsb[c] / 4;
     for (int m = 0; m < cfg.rows[c]; ++m) {
         uint8_t* crow = r.tile[c] + m * kAmxMaxColsb;
@@ -92,10 +120,31 @@ void amx_emu_dpbsud(int c, int a, int b) {
             }
             std::memcpy(crow + 4 * n, &acc, 4);
         }
-        // Bytes past colsb of each row are zeroed by the instruction.
-        std::memset(crow + cfg.colsb[c], 0, size_t(kAmxMaxColsb - cfg.colsb[c]));
     }
-    std::memset(r.tile[c] + cfg.rows[c] * kAmxMaxColsb, 0, size_t((kAmxMaxRows - cfg.rows[c]) * kAmxMaxColsb));
+    clear_outside(r.tile[c], cfg, c);
+}
+
+void amx_emu_dpbf16ps(int c, int a, int b) {
+    const AmxConfig& cfg = dot_shapes(c, a, b, "TDPBF16PS");
+    RegisterFile& r = t_regs;
+    const int k_pairs = cfg.colsb[a] / 4, n_cols = cfg.colsb[c] / 4;
+    for (int m = 0; m < cfg.rows[c]; ++m) {
+        uint8_t* crow = r.tile[c] + m * kAmxMaxColsb;
+        const uint8_t* arow = r.tile[a] + m * kAmxMaxColsb;
+        for (int n = 0; n < n_cols; ++n) {
+            float even = 0.f, odd = 0.f;
+            for (int k = 0; k < k_pairs; ++k) {
+                const uint8_t* brow = r.tile[b] + k * kAmxMaxColsb;
+                even = ftz(std::fma(bf16_operand(arow, 2 * k), bf16_operand(brow, 2 * n), even));
+                odd = ftz(std::fma(bf16_operand(arow, 2 * k + 1), bf16_operand(brow, 2 * n + 1), odd));
+            }
+            float acc;
+            std::memcpy(&acc, crow + 4 * n, 4);
+            acc = ftz(daz(acc) + ftz(even + odd));
+            std::memcpy(crow + 4 * n, &acc, 4);
+        }
+    }
+    clear_outside(r.tile[c], cfg, c);
 }
 
 void amx_emu_store(int tile, void* base, int64_t stride) {

@@ -15,6 +15,13 @@
 //                                          s8(A[m][4k + i]) * u8(B[k][4n + i])   (int32, wrapping)
 //                               shapes must agree: rows(A) = rows(C), colsb(A) / 4 = rows(B),
 //                               colsb(B) = colsb(C)
+//   dpbf16ps<C, A, B>()         TDPBF16PS (AMX-BF16), as the current Intel SDM describes it: for
+//                               m < rows(C), n < colsb(C) / 4, two f32 chains from +0,
+//                                 even = fma(A[m].bf16[2k],   B[k].bf16[2n],   even)
+//                                 odd  = fma(A[m].bf16[2k+1], B[k].bf16[2n+1], odd)   for k < colsb(A) / 4
+//                               then C[m][n] = C[m][n] + (even + odd); every operation rounds to
+//                               nearest even, reads denormal inputs as zero and flushes denormal
+//                               results to zero (MXCSR is ignored). Same shape rules as dpbsud.
 //   store<Tile>(base, stride)   TILESTORED: rows x colsb bytes
 //   release()                   TILERELEASE: back to the init state
 // The emulation refuses (pagoda::Error) what the hardware faults on: an unconfigured tile, a bad
@@ -41,6 +48,7 @@ void amx_emu_load_config(const AmxConfig& cfg);
 void amx_emu_load(int tile, const void* base, int64_t stride);
 void amx_emu_zero(int tile);
 void amx_emu_dpbsud(int c, int a, int b);
+void amx_emu_dpbf16ps(int c, int a, int b);
 void amx_emu_store(int tile, void* base, int64_t stride);
 void amx_emu_release();
 
@@ -52,6 +60,8 @@ struct AmxEmulated {
     static void zero() { amx_emu_zero(Tile); }
     template <int C, int A, int B>
     static void dpbsud() { amx_emu_dpbsud(C, A, B); }
+    template <int C, int A, int B>
+    static void dpbf16ps() { amx_emu_dpbf16ps(C, A, B); }
     template <int Tile>
     static void store(void* base, int64_t stride) { amx_emu_store(Tile, base, stride); }
     static void release() { amx_emu_release(); }

@@ -490,7 +490,10 @@ public:
         std::string path;
         const bool packed = !w.packed().empty() && w.packed()[0].is_packed();
         const bool is_float = type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16 || type == gguf::GgmlType::BF16;
-        if (packed && is_float && kernels::bf16_kernel_available()) path = "bf16 panels, vdpbf16ps";
+        const auto layout = packed ? w.packed()[0].layout() : kernels::PackedWeight::Layout::view;
+        if (layout == kernels::PackedWeight::Layout::bf16_panels && kernels::bf16_kernel_available()) path = "bf16 panels, vdpbf16ps";
+        else if (layout == kernels::PackedWeight::Layout::bf16_tiles && kernels::bf16_tiles_available())
+            path = kernels::amx_emulation() ? "bf16 tiles, AMX (emulated)" : "bf16 tiles, AMX (tdpbf16ps)";
         else if (packed && !is_float && kernels::amx_path_available() && n_tokens >= kernels::amx_min_tokens())
             path = kernels::amx_emulation() ? "packed int8 panels, AMX tiles (emulated)" : "packed int8 panels, AMX tiles (tdpbsud)";
         else if (packed && !is_float && kernels::packed_int8_path_active()) path = "packed int8 panels, vpdpbusd";

@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <mutex>
 
@@ -19,7 +20,7 @@ namespace {
 std::mutex g_plan_mutex;
 // Read on every matmul: a shared_ptr swapped under the mutex, copied out by readers.
 std::shared_ptr<const KernelPlan> g_plan;
-std::array<std::atomic<uint64_t>, 4> g_dispatch{};
+std::array<std::atomic<uint64_t>, std::size(kPathMethods)> g_dispatch{};
 
 bool is_float_type(GgmlType t) { return is_float_weight(t); }
 bool env_set(const char* name) {
@@ -33,7 +34,11 @@ std::shared_ptr<const KernelPlan> current_plan() {
 }
 
 PathMethod default_method(GgmlType type) {
-    if (is_float_type(type)) return float_method() == FloatMethod::bf16_dot ? PathMethod::bf16_dot : PathMethod::f32_fma;
+    if (is_float_type(type)) {
+        const FloatMethod m = float_method();
+        if (m == FloatMethod::amx_bf16 && type != GgmlType::F32) return PathMethod::amx_bf16;
+        return m == FloatMethod::bf16_dot ? PathMethod::bf16_dot : PathMethod::f32_fma;
+    }
     return quant_method() == QuantMethod::int8_dot ? PathMethod::int8_dot : PathMethod::dequant_fma;
 }
 
@@ -41,8 +46,16 @@ PathMethod default_method(GgmlType type) {
 
 bool method_runs_here(PathMethod m) {
     if (m == PathMethod::bf16_dot) return cpu_features().avx512bf16 && active_isa() == Isa::avx512;
+    if (m == PathMethod::amx_bf16) return amx_bf16_tiles_run_here();
     return true;
 }
+
+namespace {
+const char* what_method_needs(PathMethod m) {
+    if (m == PathMethod::amx_bf16) return "AMX-BF16 tiles with the OS tile permission (and PAGODA_AMX not 0)";
+    return "AVX-512 BF16";
+}
+}  // namespace
 
 void validate_kernel_plan(const KernelPlan& plan) {
     for (size_t i = 0; i < plan.types.size(); ++i) {
@@ -54,8 +67,8 @@ void validate_kernel_plan(const KernelPlan& plan) {
         if (!method_applies(t.method, t.type))
             fail("kernel plan: method {} cannot multiply {} weights", path_method_name(t.method), name);
         if (!method_runs_here(t.method))
-            fail("kernel plan: method {} for {} needs AVX-512 BF16, which this CPU (or PAGODA_ISA) does not offer",
-                 path_method_name(t.method), name);
+            fail("kernel plan: method {} for {} needs {}, which this CPU (or PAGODA_ISA) does not offer",
+                 path_method_name(t.method), name, what_method_needs(t.method));
         int64_t prev = 0;
         for (const auto& r : t.ranges) {
             if (r.max_tokens <= prev)
@@ -124,6 +137,7 @@ ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c) : saved_(call_path
     if (c.method == PathMethod::dequant_fma) p.quant = QuantMethod::dequant_fma;
     if (c.method == PathMethod::f32_fma) p.fl = FloatMethod::f32_fma;
     if (c.method == PathMethod::bf16_dot) p.fl = FloatMethod::bf16_dot;
+    if (c.method == PathMethod::amx_bf16) p.fl = FloatMethod::amx_bf16;
     p.tiles = c.tiles;
     p.amx_min_tokens = c.amx_min_tokens;
     set_call_paths(p);

@@ -3,7 +3,7 @@
 //
 // Contract:
 //  - Per weight type the plan names ONE method for every token count. The methods of one type are not
-//    bitwise equal (int8_dot vs dequant_fma, bf16_dot vs f32_fma differ in the last bits), so a method
+//    bitwise equal (int8_dot vs dequant_fma, bf16_dot vs amx_bf16 vs f32_fma differ in the last bits), so a method
 //    that changed with the step's token count would make a token's result depend on what shared its
 //    step: batch invariance (tests/engine/batch_invariance_test.cpp) forbids it. What varies per token
 //    range is only what never changes results: the GEMM tiles (matmul.h: "results do not depend on
@@ -11,7 +11,8 @@
 //    by pool size), so the plan carries one thread count, applied as the default of -t.
 //  - Packing follows the method, and a type has one method, so one layout is built per weight:
 //    int8_dot packs quantised types into VNNI panels, dequant_fma keeps the file's view (no panels),
-//    bf16_dot packs F16/BF16 into bf16 panels, f32_fma keeps the view. The plan must therefore be
+//    bf16_dot packs F16/BF16 into bf16 panels, amx_bf16 into the same panels padded to K tiles,
+//    f32_fma keeps the view. The plan must therefore be
 //    installed before weights are uploaded (set_kernel_plan, then open the model).
 //  - PAGODA_QUANT_METHOD / PAGODA_FLOAT_METHOD, when set, win over the plan (tests pin paths with them).
 //  - Types the plan does not list, or no plan at all, take today's defaults: quant_method(),
@@ -32,7 +33,8 @@
 
 namespace pagoda::kernels {
 
-// Whether this CPU and the active ISA can run the method's fast kernel (bf16_dot needs AVX-512 BF16;
+// Whether this CPU and the active ISA can run the method's fast kernel (bf16_dot needs AVX-512 BF16,
+// amx_bf16 the AMX bf16 tiles or the emulation hook;
 // the others always run, int8_dot on whatever int8 kernel the ISA has).
 bool method_runs_here(PathMethod m);
 

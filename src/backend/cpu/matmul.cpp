@@ -131,7 +131,14 @@ QuantMethod quant_method() {
 
 void set_quant_method(QuantMethod m) { g_quant_method.store(int(m)); }
 
-const char* float_method_name(FloatMethod m) { return m == FloatMethod::bf16_dot ? "bf16_dot" : "f32_fma"; }
+const char* float_method_name(FloatMethod m) {
+    switch (m) {
+        case FloatMethod::f32_fma: return "f32_fma";
+        case FloatMethod::bf16_dot: return "bf16_dot";
+        case FloatMethod::amx_bf16: return "amx_bf16";
+    }
+    return "?";
+}
 
 FloatMethod float_method() {
     if (t_call_paths.fl) return *t_call_paths.fl;
@@ -143,7 +150,8 @@ FloatMethod float_method() {
         std::string s = env;
         if (s == "f32_fma") m = FloatMethod::f32_fma;
         else if (s == "bf16_dot") m = FloatMethod::bf16_dot;
-        else fail("PAGODA_FLOAT_METHOD={} is not one of f32_fma, bf16_dot", s);
+        else if (s == "amx_bf16") m = FloatMethod::amx_bf16;
+        else fail("PAGODA_FLOAT_METHOD={} is not one of f32_fma, bf16_dot, amx_bf16", s);
     }
     g_float_method.store(int(m));
     return m;
@@ -154,6 +162,8 @@ void set_float_method(FloatMethod m) { g_float_method.store(int(m)); }
 bool bf16_kernel_available() {
     return float_method() == FloatMethod::bf16_dot && active_isa() == Isa::avx512 && cpu_features().avx512bf16;
 }
+
+bool bf16_tiles_available() { return float_method() == FloatMethod::amx_bf16 && amx_bf16_tiles_run_here(); }
 
 std::string describe_kernel_paths() {
     const Isa isa = active_isa();
@@ -169,9 +179,12 @@ std::string describe_kernel_paths() {
                        : isa == Isa::avx2 ? "int8 dot, AVX2 16-bit madd"
                                           : "int8 dot, scalar";
     }
-    const std::string float_detail = bf16_kernel_available() ? "bf16 dot, vdpbf16ps panels (AVX-512 BF16)"
-                                     : float_method() == FloatMethod::bf16_dot ? "f32 FMA (bf16 dot unavailable on this path)"
-                                                                               : "f32 FMA";
+    const std::string float_detail =
+        bf16_kernel_available()   ? "bf16 dot, vdpbf16ps panels (AVX-512 BF16)"
+        : bf16_tiles_available()  ? (amx_emulation() ? "AMX bf16 tiles (emulated)" : "AMX bf16 tiles, tdpbf16ps")
+        : float_method() != FloatMethod::f32_fma
+            ? fmt::format("f32 FMA ({} unavailable on this path)", float_method_name(float_method()))
+            : "f32 FMA";
     return fmt::format("kernels: {} path ({}); quantised weights: {}; f16/bf16 weights: {}; cpu: {}", isa_name(isa),
                        isa_detail, quant_detail, float_detail, f.summary());
 }

@@ -64,7 +64,8 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 // semantics: acc = (acc + w[2j+1]*x[2j+1]) + w[2j]*x[2j], each product exact, each addition rounded
 // to nearest even, bf16 denormal inputs read as zero and denormal sums flushed to zero. That order
 // depends only on (row, token): decode and prefill agree bit for bit. When the method or the ISA no
-// longer allows the kernel, matmul uses the source view (f32 FMA).
+// longer allows the kernel, matmul uses the source view (f32 FMA). Under amx_bf16 (where it runs) the
+// same panels are padded to whole K tiles of 16 column pairs (bf16_tiles layout, amx_bf16_kernel.h).
 // The source data must outlive the PackedWeight (it is the fallback).
 // Stacking (pack_weights) works on every path: without a packed kernel the parts are multiplied one
 // by one and their outputs interleaved per token.
@@ -78,6 +79,9 @@ public:
     const WeightView& source() const { return source_; }
     const std::vector<WeightView>& parts() const { return parts_; }
     bool is_packed() const { return bytes_ > 0; }
+    // Which kernel's layout data() holds (view: nothing packed, the source is read).
+    enum class Layout { view, int8_panels, bf16_panels, bf16_tiles };
+    Layout layout() const { return layout_; }
     const uint8_t* data() const { return data_.get(); }
     size_t packed_bytes() const { return bytes_; }
 
@@ -88,6 +92,7 @@ private:
     std::vector<WeightView> parts_;
     std::shared_ptr<uint8_t> data_;
     size_t bytes_ = 0;
+    Layout layout_ = Layout::view;
 };
 
 // Throws pagoda::Error for an unsupported type or a bad shape (as matmul would).
@@ -154,16 +159,26 @@ const char* quant_method_name(QuantMethod m);
 // each product then has a relative error up to about 2^-7 (F16) or 2^-8 (BF16 weights, which lose
 // nothing), so a dot product's error is bounded by that times sum |w x| plus the f32 accumulation
 // error ((cols + 1) * 2^-24 * sum |w x|), where f32_fma has only the accumulation error. f32_fma
-// stays selectable for accuracy.
-// Initially bf16_dot when the CPU has AVX-512 BF16 and the best ISA is avx512, otherwise f32_fma;
-// PAGODA_FLOAT_METHOD=f32_fma|bf16_dot overrides (any other value throws). Setting bf16_dot where the
-// CPU cannot run it is allowed: packing then keeps the plain view (f32 FMA).
-enum class FloatMethod { f32_fma, bf16_dot };
+// stays selectable for accuracy. amx_bf16 rounds the same operands the same way and multiplies them
+// on AMX bf16 tiles (TDPBF16PS, amx_bf16_kernel.h) at every token count; its sums run in another
+// order than bf16_dot's (per 16-pair K tile two chains, then added), so the two differ in the last
+// bits and are separate methods. It runs where amx_bf16_tiles_run_here() (AMX-BF16 and the OS tile
+// permission, PAGODA_AMX not 0, the avx512 path; or the emulation hook, for tests).
+// Initially bf16_dot when the CPU has AVX-512 BF16 and the best ISA is avx512, otherwise f32_fma (a
+// profile from `pagoda tune` chooses amx_bf16 where it measured it faster);
+// PAGODA_FLOAT_METHOD=f32_fma|bf16_dot|amx_bf16 overrides (any other value throws). Setting a method
+// the CPU cannot run is allowed: packing then keeps the plain view (f32 FMA).
+enum class FloatMethod { f32_fma, bf16_dot, amx_bf16 };
 FloatMethod float_method();
 void set_float_method(FloatMethod m);
 const char* float_method_name(FloatMethod m);
 // True when packing F16 / BF16 weights now would produce bf16 panels (method, CPU and active ISA).
 bool bf16_kernel_available();
+// True when packing F16 / BF16 weights now would produce AMX bf16 tile panels: float_method() is
+// amx_bf16 and amx_bf16_tiles_run_here().
+bool bf16_tiles_available();
+bool amx_bf16_tiles_run_here();
+uint64_t amx_bf16_dispatch_count();  // matmuls that took the AMX bf16 tiles since start (for tests)
 
 // Path selection for the calling thread: while set (kernel_plan.h's ScopedKernelChoice does it around
 // each matmul of the CPU backend), quant_method(), float_method() and gemm_tiles() return these on

@@ -24,4 +24,13 @@ void matmul_packed_amx_emulated(const PackedWeight& w, const FusedActs& acts, in
 void matmul_packed_amx(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                        const GemmTiles& tiles);
 
+// The AMX bf16 tile kernel (amx_bf16_kernel.h) for PackedLayout::bf16_tiles weights, on each trait,
+// and the choice between them (the emulation hook wins, as above), counted (amx_bf16_dispatch_count).
+void matmul_bf16_tiles_hardware(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                                const GemmTiles& tiles);
+void matmul_bf16_tiles_emulated(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                                const GemmTiles& tiles);
+void matmul_bf16_tiles(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                       const GemmTiles& tiles);
+
 }  // namespace pagoda::kernels::detail

@@ -1,7 +1,9 @@
-// The AMX kernel on the emulated tiles (amx_tiles.h): what the tests compare bit for bit with the
-// VNNI kernel on hosts without AMX, and what set_amx_emulation(true) routes the packed path to.
+// The AMX kernels on the emulated tiles (amx_tiles.h): what the tests compare bit for bit with the
+// VNNI kernel (int8) and with the instruction's documented arithmetic (bf16) on hosts without AMX,
+// and what set_amx_emulation(true) routes the AMX paths to.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#include "backend/cpu/amx_bf16_kernel.h"
 #include "backend/cpu/amx_kernel.h"
 #include "backend/cpu/matmul_amx.h"
 
@@ -10,6 +12,11 @@ namespace pagoda::kernels::detail {
 void matmul_packed_amx_emulated(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                                 const GemmTiles& tiles) {
     amx_packed_matmul<AmxEmulated>(w, acts, n_tokens, y, pool, tiles);
+}
+
+void matmul_bf16_tiles_emulated(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                                const GemmTiles& tiles) {
+    amx_bf16_matmul<AmxEmulated>(w, x, n_tokens, y, pool, tiles);
 }
 
 }  // namespace pagoda::kernels::detail

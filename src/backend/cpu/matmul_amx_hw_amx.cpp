@@ -1,9 +1,10 @@
-// The AMX kernel on the AMX instructions. Compiled with -mamx-tile -mamx-int8 and the AVX-512 flags
+// The AMX kernels (int8: amx_kernel.h, bf16: amx_bf16_kernel.h) on the AMX instructions. Compiled with -mamx-tile -mamx-int8 and the AVX-512 flags
 // (CMakeLists.txt: *_amx.cpp); call only where amx_hardware_available() (the OS granted the tiles).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include "backend/cpu/amx_bf16_kernel.h"
 #include "backend/cpu/amx_kernel.h"
 #include "backend/cpu/matmul_amx.h"
 
@@ -32,6 +33,10 @@ struct AmxHardware {
     static void dpbsud() {
         __asm__ volatile("{tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0|tdpbsud %%tmm%c0, %%tmm%c1, %%tmm%c2}" : : "i"(C), "i"(A), "i"(B));
     }
+    template <int C, int A, int B>
+    static void dpbf16ps() {
+        __asm__ volatile("{tdpbf16ps %%tmm%c2, %%tmm%c1, %%tmm%c0|tdpbf16ps %%tmm%c0, %%tmm%c1, %%tmm%c2}" : : "i"(C), "i"(A), "i"(B));
+    }
     template <int Tile>
     static void store(void* base, int64_t stride) {
         __asm__ volatile("{tilestored %%tmm%c2, (%0,%1,1)|tilestored [%0+%1*1], %%tmm%c2}" : : "r"(base), "r"(stride), "i"(Tile) : "memory");
@@ -44,6 +49,11 @@ struct AmxHardware {
 void matmul_packed_amx_hardware(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                                 const GemmTiles& tiles) {
     amx_packed_matmul<AmxHardware>(w, acts, n_tokens, y, pool, tiles);
+}
+
+void matmul_bf16_tiles_hardware(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                                const GemmTiles& tiles) {
+    amx_bf16_matmul<AmxHardware>(w, x, n_tokens, y, pool, tiles);
 }
 
 }  // namespace pagoda::kernels::detail

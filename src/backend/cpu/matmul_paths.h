@@ -73,9 +73,15 @@ std::shared_ptr<uint8_t> alloc_huge(size_t bytes);
 constexpr int64_t kBf16PanelRows = 16;
 inline int64_t bf16_panel_bytes(int64_t cols) { return (cols + 1) / 2 * 64; }
 // Writes the panels of the parts stacked by rows (rows of part 1 follow part 0's, across panels)
-// into out (zeroed, n_panels * bf16_panel_bytes bytes).
-void pack_bf16_panels(std::span<const WeightView> parts, uint8_t* out);
+// into out (zeroed, n_panels * panel_bytes bytes; panel_bytes >= bf16_panel_bytes(cols), the rest
+// of each panel stays zero). Runs on any AVX-512 CPU.
+void pack_bf16_panels(std::span<const WeightView> parts, uint8_t* out, int64_t panel_bytes);
 void matmul_bf16_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                         const GemmTiles& tiles);
+
+// The same panels padded to whole K tiles of 16 column pairs (zero pairs past the columns): the B
+// tiles of the AMX bf16 kernel (amx_bf16_kernel.h), K tile k of a panel being its 1 KiB at k * 1024.
+constexpr int64_t kBf16TilePairs = 16;
+inline int64_t bf16_tile_panel_bytes(int64_t cols) { return ((cols + 1) / 2 + kBf16TilePairs - 1) / kBf16TilePairs * 1024; }
 
 }  // namespace pagoda::kernels::detail

@@ -1,7 +1,9 @@
-// Packing of F16 / BF16 weights into the bf16 panels of the vdpbf16ps kernel (layout: PackedWeight in
-// matmul.h). Runs once per tensor at model load; vectorised because a 1B-parameter model is a few
-// gigabytes of it. F16 -> f32 is exact and f32 -> bf16 (vcvtne2ps2bf16) rounds to nearest even; f16
-// values are never f32 denormals, so that instruction's flush of denormals never applies here.
+// Packing of F16 / BF16 weights into bf16 panels (layout: PackedWeight in matmul.h), for the vdpbf16ps
+// kernel and, padded to whole 16-pair K tiles, for the AMX bf16 tiles. Runs once per tensor at model
+// load; vectorised because a 1B-parameter model is a few gigabytes of it. F16 -> f32 is exact and
+// f32 -> bf16 rounds to nearest even (bf16_round.h: the bytes of vcvtne2ps2bf16, in AVX-512F
+// instructions, so hosts without AVX-512 BF16 pack the AMX layout too); f16 values are never f32
+// denormals, so the flush of denormals never applies here.
 // GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/bf16_round.h"
 #include "backend/cpu/matmul_paths.h"
 
 namespace pagoda::kernels::detail {
@@ -23,13 +26,13 @@ __m512i load_pairs(gguf::GgmlType type, const uint16_t* row, int64_t cols, int64
     if (type == gguf::GgmlType::BF16) return raw;
     const __m512 lo = _mm512_cvtph_ps(_mm512_castsi512_si256(raw));
     const __m512 hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(raw, 1));
-    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+    return bf16_round_pairs(lo, hi);
 }
 
 }  // namespace
 
-void pack_bf16_panels(std::span<const WeightView> parts, uint8_t* out) {
-    const int64_t cols = parts[0].cols, n_pairs = (cols + 1) / 2, panel_bytes = bf16_panel_bytes(cols);
+void pack_bf16_panels(std::span<const WeightView> parts, uint8_t* out, int64_t panel_bytes) {
+    const int64_t cols = parts[0].cols, n_pairs = (cols + 1) / 2;
     const gguf::GgmlType type = parts[0].type;
     int64_t row = 0;
     for (const WeightView& part : parts) {

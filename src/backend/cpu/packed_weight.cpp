@@ -1,6 +1,6 @@
 // pack_weight and matmul(PackedWeight): the repacking is plain byte shuffling done once per tensor;
-// the kernels are matmul_packed_avx512.cpp (int8 panels) and matmul_bf16_avx512.cpp (bf16 panels,
-// packed by packed_bf16_avx512.cpp).
+// the kernels are matmul_packed_avx512.cpp (int8 panels), matmul_bf16_avx512.cpp (bf16 panels, packed
+// by packed_bf16_avx512.cpp) and amx_bf16_kernel.h (the same panels padded to K tiles).
 #include <sys/mman.h>
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_amx.h"
 #include "backend/cpu/matmul_paths.h"
 #include "quant/block_formats.h"
 
@@ -146,10 +147,13 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
     if (parts.size() > 1) p.source_.data = nullptr;
     const WeightView& w = p.source_;
     if (is_bf16_packable(w.type)) {
-        if (!bf16_kernel_available() || w.rows == 0 || w.cols == 0) return p;
-        p.bytes_ = size_t((w.rows + detail::kBf16PanelRows - 1) / detail::kBf16PanelRows * detail::bf16_panel_bytes(w.cols));
-        p.data_ = detail::alloc_huge(p.bytes_);  // zeroed: padding rows and the odd column stay zero
-        detail::pack_bf16_panels(parts, p.data_.get());
+        const bool tiles = bf16_tiles_available();
+        if ((!tiles && !bf16_kernel_available()) || w.rows == 0 || w.cols == 0) return p;
+        const int64_t panel_bytes = tiles ? detail::bf16_tile_panel_bytes(w.cols) : detail::bf16_panel_bytes(w.cols);
+        p.bytes_ = size_t((w.rows + detail::kBf16PanelRows - 1) / detail::kBf16PanelRows * panel_bytes);
+        p.data_ = detail::alloc_huge(p.bytes_);  // zeroed: padding rows, the odd column and the K padding stay zero
+        detail::pack_bf16_panels(parts, p.data_.get(), panel_bytes);
+        p.layout_ = tiles ? PackedWeight::Layout::bf16_tiles : PackedWeight::Layout::bf16_panels;
         return p;
     }
     const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
@@ -160,6 +164,7 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
     const int64_t panel_bytes = detail::packed_panel_bytes(w.type, nb);
     p.bytes_ = size_t(n_panels * panel_bytes);
     p.data_ = detail::alloc_huge(p.bytes_);  // zeroed: padding rows have zero codes and scales
+    p.layout_ = PackedWeight::Layout::int8_panels;
     int64_t row = 0;
     for (const WeightView& part : parts) {
         const auto* src = static_cast<const uint8_t*>(part.data);
@@ -178,7 +183,7 @@ size_t prequantized_bytes(int64_t n_tokens, int64_t cols) {
 bool packed_int8_path_active() { return packed_kernel_available() && quant_method() == QuantMethod::int8_dot; }
 
 bool takes_prequantized(const PackedWeight& w) {
-    return w.is_packed() && !is_bf16_packable(w.source().type) && packed_int8_path_active();
+    return w.layout() == PackedWeight::Layout::int8_panels && packed_int8_path_active();
 }
 
 void prequantize_row(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
@@ -194,12 +199,18 @@ void matmul_prequantized(const PackedWeight& w, const void* storage, int64_t n_t
 }
 
 void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-    if (w.is_packed() && is_bf16_packable(w.source().type) && bf16_kernel_available()) {
+    using Layout = PackedWeight::Layout;
+    if (w.layout() == Layout::bf16_panels && bf16_kernel_available()) {
         if (n_tokens < 0) fail("matmul: negative shape");
         if (n_tokens == 0 || w.source().rows == 0) return;
         return detail::matmul_bf16_avx512(w, x, n_tokens, y, pool, gemm_tiles());
     }
-    if (w.is_packed() && !is_bf16_packable(w.source().type) && packed_kernel_available() && quant_method() == QuantMethod::int8_dot) {
+    if (w.layout() == Layout::bf16_tiles && bf16_tiles_available()) {
+        if (n_tokens < 0) fail("matmul: negative shape");
+        if (n_tokens == 0 || w.source().rows == 0) return;
+        return detail::matmul_bf16_tiles(w, x, n_tokens, y, pool, gemm_tiles());
+    }
+    if (w.layout() == Layout::int8_panels && packed_kernel_available() && quant_method() == QuantMethod::int8_dot) {
         if (n_tokens < 0) fail("matmul: negative shape");
         if (n_tokens == 0 || w.source().rows == 0) return;
         return detail::matmul_packed_avx512(w, x, n_tokens, y, pool, gemm_tiles());

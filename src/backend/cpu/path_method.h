@@ -1,7 +1,8 @@
 // The names of the CPU matmul methods a kernel plan (kernel_plan.h) chooses between, and which weight
 // types each can multiply. Header-only and free of kernels, so a profile can be parsed (and fuzzed)
 // without linking them. New paths that change results become new enumerators here (AMX int8 tiles
-// do not: they are bitwise the int8_dot panels', a threshold of the plan, see kernel_plan.h).
+// do not: they are bitwise the int8_dot panels', a threshold of the plan, see kernel_plan.h; AMX bf16
+// tiles do: amx_bf16 sums in another order than bf16_dot, see matmul.h).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -12,9 +13,9 @@
 
 namespace pagoda::kernels {
 
-enum class PathMethod { f32_fma, bf16_dot, int8_dot, dequant_fma };
+enum class PathMethod { f32_fma, bf16_dot, int8_dot, dequant_fma, amx_bf16 };
 inline constexpr PathMethod kPathMethods[] = {PathMethod::f32_fma, PathMethod::bf16_dot, PathMethod::int8_dot,
-                                              PathMethod::dequant_fma};
+                                              PathMethod::dequant_fma, PathMethod::amx_bf16};
 
 inline const char* path_method_name(PathMethod m) {
     switch (m) {
@@ -22,6 +23,7 @@ inline const char* path_method_name(PathMethod m) {
         case PathMethod::bf16_dot: return "bf16_dot";
         case PathMethod::int8_dot: return "int8_dot";
         case PathMethod::dequant_fma: return "dequant_fma";
+        case PathMethod::amx_bf16: return "amx_bf16";
     }
     return "?";
 }
@@ -45,9 +47,12 @@ inline bool is_float_weight(gguf::GgmlType t) {
 }
 
 // A type the CPU matmul multiplies (matmul_supports) and a method that applies to it: float methods
-// for F32/F16/BF16 (bf16_dot not for F32, which has no bf16 panels), quantised methods for block types.
+// for F32/F16/BF16 (bf16_dot and amx_bf16 not for F32, which has no bf16 panels), quantised methods for
+// block types.
 inline bool method_applies(PathMethod m, gguf::GgmlType type) {
-    if (is_float_weight(type)) return m == PathMethod::f32_fma || (m == PathMethod::bf16_dot && type != gguf::GgmlType::F32);
+    if (is_float_weight(type))
+        return m == PathMethod::f32_fma ||
+               ((m == PathMethod::bf16_dot || m == PathMethod::amx_bf16) && type != gguf::GgmlType::F32);
     if (!quant::is_supported_block_type(type)) return false;
     return m == PathMethod::int8_dot || m == PathMethod::dequant_fma;
 }
