@@ -211,14 +211,19 @@ int run_bench(const BenchOptions& o) {
             limit = fmt::format("{:.0f} tok/s bound at {:.1f} GB/s{}", gbps * 1e9 / bytes, gbps,
                                 per_run ? " (mean of the runs)" : "");
         } else if (test[0] == 'p') {
-            // The peak of the path the weights take: int8 dot, bf16 dot (packed F16 / BF16), else fp32 FMA.
-            const bool int8 = quantised && limits.int8_gops > 0;
-            const bool bf16 = half_weights && model->matmul_arithmetic() == "bf16" && limits.bf16_gflops > 0;
-            double peak = int8 ? limits.int8_gops : bf16 ? limits.bf16_gflops : limits.fp32_gflops;
+            // The peak of the path the weights take at this step size: AMX int8 / bf16 tiles, int8 dot,
+            // bf16 dot (packed F16 / BF16), else fp32 FMA.
+            const std::string arithmetic = model->matmul_arithmetic();
+            double peak = limits.fp32_gflops;
+            std::string unit = "GFLOP/s fp32";
+            if (arithmetic == "amx_int8" && limits.amx_int8_gops > 0) peak = limits.amx_int8_gops, unit = "GOP/s AMX int8";
+            else if (arithmetic == "amx_bf16" && limits.amx_bf16_gflops > 0) peak = limits.amx_bf16_gflops, unit = "GFLOP/s AMX bf16";
+            else if (quantised && limits.int8_gops > 0) peak = limits.int8_gops, unit = "GOP/s int8";
+            else if (half_weights && arithmetic == "bf16" && limits.bf16_gflops > 0) peak = limits.bf16_gflops, unit = "GFLOP/s bf16";
             double flops = 2 * fp.matmul_params + 4.0 * double(cfg.n_layers) * (n / 2.0) * double(cfg.q_dim());
             if (peak > 0) {
                 ratio = s.mean * flops / (peak * 1e9);
-                limit = fmt::format("{:.0f} {} peak", peak, int8 ? "GOP/s int8" : bf16 ? "GFLOP/s bf16" : "GFLOP/s fp32");
+                limit = fmt::format("{:.0f} {} peak", peak, unit);
             }
         }
         if (o.json) {
@@ -229,7 +234,8 @@ int run_bench(const BenchOptions& o) {
                                 {"weight_bytes_per_token", fp.per_token_bytes},
                                 {"buffer_bandwidth_gbps", buffer_read_gbps},
                                 {"fp32_gflops", limits.fp32_gflops}, {"int8_gops", limits.int8_gops},
-                                {"bf16_gflops", limits.bf16_gflops}};
+                                {"bf16_gflops", limits.bf16_gflops}, {"amx_int8_gops", limits.amx_int8_gops},
+                                {"amx_bf16_gflops", limits.amx_bf16_gflops}};
             std::printf("%s\n", j.dump().c_str());
         } else {
             std::printf("| %-10s | %6s | %8.1f MiB | %2d | %-6s | %8.2f ± %6.2f | %5.1f %% | %s |\n", test.c_str(),
@@ -242,9 +248,9 @@ int run_bench(const BenchOptions& o) {
         std::printf("weights a decode step reads: %.2f MiB%s\n", double(fp.per_token_bytes) / 1048576.0,
                     cfg.n_experts > 0 ? " (the selected experts only)" : "");
         std::printf("machine: %s; read %.1f GB/s (the model's weights; a fresh buffer: %.1f), fp32 FMA %.0f GFLOP/s, "
-                    "int8 dot %.0f GOP/s, bf16 dot %.0f GFLOP/s (measured now)\n\n",
+                    "int8 dot %.0f GOP/s, bf16 dot %.0f GFLOP/s, AMX int8 %.0f GOP/s, AMX bf16 %.0f GFLOP/s (measured now)\n\n",
                     cpu_features().summary().c_str(), limits.read_gbps, buffer_read_gbps, limits.fp32_gflops,
-                    limits.int8_gops, limits.bf16_gflops);
+                    limits.int8_gops, limits.bf16_gflops, limits.amx_int8_gops, limits.amx_bf16_gflops);
         std::printf("| test       | type   |         size | th | path   |         tokens/s | of limit | limit |\n");
         std::printf("| ---------- | ------ | -----------: | -: | ------ | ---------------: | -------: | ----- |\n");
     }

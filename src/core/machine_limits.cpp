@@ -15,6 +15,8 @@ double fma_chain_avx2(int64_t iterations);
 double fma_chain_avx512(int64_t iterations);
 int64_t vnni_chain_avx512(int64_t iterations);
 double bf16_dot_chain_avx512(int64_t iterations);
+double amx_int8_chain(int64_t iterations);  // machine_limits_amx.cpp
+double amx_bf16_chain(int64_t iterations);
 
 namespace {
 
@@ -121,12 +123,34 @@ double measure_bf16_dot_peak(ThreadPool& pool) {
     return double(iterations) * 12 * 32 * 2 * n / seconds / 1e9;
 }
 
+double measure_amx_int8_peak(ThreadPool& pool) {
+    if (!amx_hardware_available()) return 0;
+    const int64_t iterations = 20'000;
+    const int n = pool.size() * kTasksPerThread;
+    std::vector<double> sink(static_cast<size_t>(n));
+    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = amx_int8_chain(iterations); });
+    // Each iteration: 4 tile products of 16 x 16 x 64 int8 multiply-adds, 2 ops each.
+    return double(iterations) * 4 * 16 * 16 * 64 * 2 * n / seconds / 1e9;
+}
+
+double measure_amx_bf16_peak(ThreadPool& pool) {
+    if (!amx_bf16_hardware_available()) return 0;
+    const int64_t iterations = 20'000;
+    const int n = pool.size() * kTasksPerThread;
+    std::vector<double> sink(static_cast<size_t>(n));
+    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = amx_bf16_chain(iterations); });
+    // Each iteration: 4 tile products of 16 x 16 x 32 bf16 multiply-adds, 2 flops each.
+    return double(iterations) * 4 * 16 * 16 * 32 * 2 * n / seconds / 1e9;
+}
+
 MachineLimits measure_machine_limits(ThreadPool& pool) {
     MachineLimits m;
     m.read_gbps = measure_read_bandwidth(pool);
     m.fp32_gflops = measure_fp32_fma_peak(pool);
     m.int8_gops = measure_int8_dot_peak(pool);
     m.bf16_gflops = measure_bf16_dot_peak(pool);
+    m.amx_int8_gops = measure_amx_int8_peak(pool);
+    m.amx_bf16_gflops = measure_amx_bf16_peak(pool);
     return m;
 }
 

@@ -1,7 +1,7 @@
 // Measures this machine's physical limits in the same run as a benchmark (the host drifts):
 // streaming-read memory bandwidth with every thread of the pool, and the arithmetic peaks of the
 // paths pagoda uses (fp32 FMA; int8 dot products where the CPU has AVX-512 VNNI; bf16 dot products
-// where it has AVX-512 BF16). Benchmarks quote
+// where it has AVX-512 BF16; AMX int8 and bf16 tiles where they run). Benchmarks quote
 // their figures as a fraction of these.
 #pragma once
 #include <cstdint>
@@ -16,6 +16,8 @@ struct MachineLimits {
     double fp32_gflops = 0;        // GFLOP/s, fused multiply-add (2 flops each), all threads
     double int8_gops = 0;          // GOP/s, int8 multiply-adds counted as 2 ops; 0 without VNNI
     double bf16_gflops = 0;        // GFLOP/s, vdpbf16ps products counted as 2 flops; 0 without AVX-512 BF16
+    double amx_int8_gops = 0;      // GOP/s, tdpbssd multiply-adds counted as 2 ops; 0 where AMX int8 cannot run
+    double amx_bf16_gflops = 0;    // GFLOP/s, tdpbf16ps products counted as 2 flops; 0 where AMX bf16 cannot run
 };
 
 // Each measurement takes a fraction of a second; `buffer_bytes` should exceed the last-level cache.
@@ -27,6 +29,10 @@ double measure_read_bandwidth(ThreadPool& pool, std::span<const std::span<const 
 double measure_fp32_fma_peak(ThreadPool& pool);
 double measure_int8_dot_peak(ThreadPool& pool);
 double measure_bf16_dot_peak(ThreadPool& pool);
+// The AMX tile peaks (4 independent 16 x 16 x 64-byte products per iteration on every thread), where
+// the hardware and the OS allow the tiles (PAGODA_AMX is not consulted: a limit of the machine).
+double measure_amx_int8_peak(ThreadPool& pool);
+double measure_amx_bf16_peak(ThreadPool& pool);
 MachineLimits measure_machine_limits(ThreadPool& pool);
 
 }  // namespace pagoda

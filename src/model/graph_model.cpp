@@ -129,6 +129,8 @@ std::string GraphModel::matmul_arithmetic() const {
         if (w->parts().size() != 3) continue;  // the first Q|K|V projection speaks for the model
         const std::string path = backend_->describe_matmul(*w, 512);
         if (path.find("vdpbf16ps") != std::string::npos) return "bf16";
+        if (path.find("bf16 tiles") != std::string::npos) return "amx_bf16";
+        if (path.find("AMX tiles") != std::string::npos) return "amx_int8";
         if (path.find("int8") != std::string::npos) return "int8";
         return "f32";
     }

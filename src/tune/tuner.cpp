@@ -154,7 +154,7 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
 
     // 1. The machine.
     ThreadPool pool(cores);
-    step("machine limits (bandwidth, fp32 / int8 / bf16 peaks)");
+    step("machine limits (bandwidth, fp32 / int8 / bf16 / AMX peaks)");
     MachineLimits limits;
     if (o.quick) {
         // A 256 MiB buffer still exceeds the last-level caches; faulting in 1 GiB is most of a quick run.
@@ -162,6 +162,8 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
         limits.fp32_gflops = measure_fp32_fma_peak(pool);
         limits.int8_gops = measure_int8_dot_peak(pool);
         limits.bf16_gflops = measure_bf16_dot_peak(pool);
+        limits.amx_int8_gops = measure_amx_int8_peak(pool);
+        limits.amx_bf16_gflops = measure_amx_bf16_peak(pool);
     } else {
         limits = measure_machine_limits(pool);
     }
@@ -169,6 +171,8 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
                                         {"fp32_gflops", limits.fp32_gflops},
                                         {"int8_gops", limits.int8_gops},
                                         {"bf16_gflops", limits.bf16_gflops},
+                                        {"amx_int8_gops", limits.amx_int8_gops},
+                                        {"amx_bf16_gflops", limits.amx_bf16_gflops},
                                         {"threads", cores},
                                         {"isa", isa_name(active_isa())}};
 

@@ -6,6 +6,8 @@
 #include <optional>
 #include <gtest/gtest.h>
 
+#include "backend/cpu/amx_test_util.h"
+#include "backend/cpu/matmul_test_util.h"
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"
 #include "fixtures.h"
@@ -106,6 +108,41 @@ TEST(BatchInvariance, RandomModelAloneVersusBatched) {
                 EXPECT_GT(preemptions, 0);
             }
         }
+    }
+}
+
+// F16 weights on the AMX bf16 tiles (amx_bf16, emulated on hosts without AMX): every request's
+// greedy tokens are the same alone or batched, chunked, and under preemption — the tiles are used at
+// every token count, decode included, and each output depends on its own token only.
+TEST(BatchInvariance, RandomF16ModelOnAmxBf16TilesAloneVersusBatched) {
+    if (best_supported_isa() != Isa::avx512) GTEST_SKIP() << "the AMX bf16 kernel needs the avx512 path";
+    kernels::testing::AmxGuard amx;
+    kernels::testing::KernelConfigGuard config;
+    set_amx_enabled(true);
+    if (!amx_bf16_hardware_available()) kernels::set_amx_emulation(true);
+    kernels::set_float_method(kernels::FloatMethod::amx_bf16);
+    static const std::string m = [] {
+        model::RandomModelSpec spec;
+        spec.vocab_size = 300;
+        spec.seed = 8;
+        spec.type = gguf::GgmlType::F16;
+        const std::string p = pagoda::test::temp_path("engine-random-f16.gguf");
+        model::write_random_model(spec, nullptr, p);
+        return p;
+    }();
+    const int64_t vocab = 300, max_tokens = 6;
+    std::vector<std::vector<int32_t>> prompts;
+    for (uint32_t i = 0; i < 12; ++i) prompts.push_back(test::make_prompt(1 + (i * 13) % 29, i + 1, vocab));
+    const uint64_t before = kernels::amx_bf16_dispatch_count();
+    std::vector<std::vector<int32_t>> alone;
+    for (const auto& p : prompts) alone.push_back(run_batch(m, {512, 1, 4096, 16}, {p}, max_tokens, {0})[0]);
+    EXPECT_GT(kernels::amx_bf16_dispatch_count(), before) << "the AMX bf16 tiles were not used";
+    const std::vector<Scenario> scenarios = {{512, 12, 4096, 16}, {7, 4, 4096, 4}, {16, 12, 96, 4}};
+    for (size_t si = 0; si < scenarios.size(); ++si) {
+        std::vector<int> arrive(prompts.size());
+        for (size_t i = 0; i < prompts.size(); ++i) arrive[i] = int((i * 7 + si) % 5);
+        const auto got = run_batch(m, scenarios[si], prompts, max_tokens, arrive);
+        for (size_t i = 0; i < prompts.size(); ++i) ASSERT_EQ(got[i], alone[i]) << "scenario " << si << ", request " << i;
     }
 }
 

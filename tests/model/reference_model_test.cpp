@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "fixtures.h"
+#include "backend/cpu/amx_test_util.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "gguf/gguf.h"
 #include "model/open_step_model.h"
@@ -27,6 +28,7 @@ struct Case {
     // F16 / BF16 weights: f32_fma is exact up to f32 sums; bf16_dot (where the CPU has it) rounds the
     // activations (and F16 weights) to bf16, 8 significant bits, so its cases get a looser tolerance.
     kernels::FloatMethod method = kernels::FloatMethod::f32_fma;
+    bool amx_emulated = false;  // amx_bf16 on the emulated tiles (any AVX-512 host)
     bool fusion = true;
     std::string quantize;  // a `pagoda quantize` target applied to the written model ("" = none)
 };
@@ -76,6 +78,21 @@ std::vector<Case> cases() {
         Case c{"qwen2_bf16_headdim16_bf16dot", base, 2e-2};
         c.spec.arch = "qwen2"; c.spec.type = gguf::GgmlType::BF16; c.spec.head_dim = 16; c.spec.seed = 5;
         c.method = kernels::FloatMethod::bf16_dot;
+        out.push_back(c);
+    }
+    // The AMX bf16 tiles (emulated here; the same operands as bf16_dot, summed in another order):
+    // the same bound.
+    {
+        Case c{"llama_f16_amxbf16", base, 2e-2};
+        c.spec.type = gguf::GgmlType::F16; c.spec.seed = 4; c.method = kernels::FloatMethod::amx_bf16;
+        c.amx_emulated = true;
+        out.push_back(c);
+    }
+    {
+        Case c{"qwen2_bf16_headdim16_amxbf16", base, 2e-2};
+        c.spec.arch = "qwen2"; c.spec.type = gguf::GgmlType::BF16; c.spec.head_dim = 16; c.spec.seed = 5;
+        c.method = kernels::FloatMethod::amx_bf16;
+        c.amx_emulated = true;
         out.push_back(c);
     }
     // The dense architectures beyond the llama family, with windows small enough that 19 tokens
@@ -132,7 +149,14 @@ class ReferenceModel : public ::testing::TestWithParam<Case> {};
 TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
     const Case& c = GetParam();
     kernels::testing::KernelConfigGuard guard;  // packing (at load) follows the float method
+    kernels::testing::AmxGuard amx;
+    if (c.amx_emulated) {
+        if (best_supported_isa() != Isa::avx512) GTEST_SKIP() << "the AMX bf16 kernel needs the avx512 path";
+        set_amx_enabled(true);
+        kernels::set_amx_emulation(true);
+    }
     kernels::set_float_method(c.method);
+    const uint64_t tiles_before = kernels::amx_bf16_dispatch_count();
     const std::string path = test::temp_path(c.name + ".gguf");
     write_random_model(c.spec, nullptr, path);
     if (!c.quantize.empty()) {
@@ -179,6 +203,7 @@ TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
         logits = runner.decode(1, ids[p]);
         check(logits.data(), p);
     }
+    if (c.amx_emulated) EXPECT_GT(kernels::amx_bf16_dispatch_count(), tiles_before) << "the AMX bf16 tiles were not used";
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, ReferenceModel, ::testing::ValuesIn(cases()),

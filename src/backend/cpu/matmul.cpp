@@ -182,9 +182,10 @@ std::string describe_kernel_paths() {
     const std::string float_detail =
         bf16_kernel_available()   ? "bf16 dot, vdpbf16ps panels (AVX-512 BF16)"
         : bf16_tiles_available()  ? (amx_emulation() ? "AMX bf16 tiles (emulated)" : "AMX bf16 tiles, tdpbf16ps")
-        : float_method() != FloatMethod::f32_fma
-            ? fmt::format("f32 FMA ({} unavailable on this path)", float_method_name(float_method()))
-            : "f32 FMA";
+        : float_method() == FloatMethod::amx_bf16
+            ? fmt::format("f32 FMA (amx_bf16 unavailable here: AMX bf16 tiles {})", amx_bf16_status())
+        : float_method() == FloatMethod::bf16_dot ? "f32 FMA (bf16 dot unavailable on this path)"
+                                                  : "f32 FMA";
     return fmt::format("kernels: {} path ({}); quantised weights: {}; f16/bf16 weights: {}; cpu: {}", isa_name(isa),
                        isa_detail, quant_detail, float_detail, f.summary());
 }
