@@ -139,6 +139,12 @@ int run_bench(const BenchOptions& o) {
     std::mutex mutex;
     std::condition_variable cv;
     double peak_kv = 0;
+    // Step times by kind, to tell a slow step from a skipped one behind an inter-token tail.
+    std::vector<double> decode_steps, mixed_steps;
+    options.on_step = [&](const engine::StepInfo& i) {
+        std::lock_guard lock(mutex);
+        (i.n_prefill_tokens > 0 ? mixed_steps : decode_steps).push_back(i.seconds);
+    };
     const model::StepModelOptions model_options =
         o.compute.options(o.threads, kv, std::max<int64_t>(tokens_wanted, p_hi + g_hi), 0, o.max_batched_tokens);
     auto target = model::open_step_model(file, model_options);
@@ -218,6 +224,8 @@ int run_bench(const BenchOptions& o) {
     report("inter-token latency", itl);
     report("queue time", queue);
     report("end-to-end latency", e2e);
+    report("decode-only step", decode_steps);
+    report("step with prompt", mixed_steps);
     std::printf("prefix cache hit rate %.1f%% | peak KV use %.1f%% of %d blocks | preemptions %lld | steps %lld, "
                 "mean %.1f tokens/step\n",
                 100.0 * s.prefix_hit_rate(), 100.0 * peak_kv, s.kv_blocks_total, (long long)s.preemptions,

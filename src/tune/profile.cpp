@@ -89,8 +89,8 @@ kernels::KernelPlan read_plan(const json& arr, const std::string& where) {
         const std::string method = r.str("method");
         const auto m = kernels::parse_path_method(method);
         if (!m)
-            fail("{}: key '{}' is '{}', not one of f32_fma, bf16_dot, int8_dot, dequant_fma", where, r.name("method"),
-                 method);
+            fail("{}: key '{}' is '{}', not one of f32_fma, bf16_dot, int8_dot, dequant_fma, amx_bf16", where,
+                 r.name("method"), method);
         if (!kernels::method_applies(*m, t.type))
             fail("{}: key '{}': {} cannot multiply {} weights", where, r.name("method"), method, type);
         t.method = *m;

@@ -40,8 +40,20 @@ double modelled_step_seconds(const StepCurves& c, double decodes, double prompt_
     return d + std::max(0.0, chunk - c.prefill.at_zero());
 }
 
+double tail_ratio(const std::vector<double>& samples) {
+    if (samples.size() < 2) return 1.0;
+    std::vector<double> s = samples;
+    std::sort(s.begin(), s.end());
+    if (s.front() <= 0) return 1.0;
+    // The 95th percentile by nearest rank: with 40 samples the third largest, so one or two outliers
+    // (a page fault, a migration) does not set the margin alone.
+    const size_t rank = size_t(std::ceil(0.95 * double(s.size()))) - 1;
+    return std::max(1.0, s[std::min(rank, s.size() - 1)] / s.front());
+}
+
 double modelled_p99_itl(const StepCurves& c, int64_t max_batched_tokens, int32_t max_seqs) {
-    return modelled_step_seconds(c, max_seqs, double(std::max<int64_t>(0, max_batched_tokens - max_seqs)));
+    return std::max(1.0, c.tail) *
+           modelled_step_seconds(c, max_seqs, double(std::max<int64_t>(0, max_batched_tokens - max_seqs)));
 }
 
 double modelled_tokens_per_s(const StepCurves& c, const Workload& w, int64_t max_batched_tokens, int32_t max_seqs) {
@@ -56,7 +68,7 @@ double modelled_tokens_per_s(const StepCurves& c, const Workload& w, int64_t max
 }
 
 KnobChoice choose_scheduler_knobs(const StepCurves& c, double target_itl_s, const Workload& w,
-                                  const KnobCandidates& candidates) {
+                                  const KnobCandidates& candidates, const KnobMeasurements& measured) {
     if (c.decode.points.empty() || c.prefill.points.empty()) fail("scheduler knobs: no step-time measurements");
     KnobChoice best, lowest;
     lowest.p99_itl_s = std::numeric_limits<double>::infinity();
@@ -64,7 +76,11 @@ KnobChoice choose_scheduler_knobs(const StepCurves& c, double target_itl_s, cons
     for (int64_t m : candidates.max_batched_tokens)
         for (int32_t s : candidates.max_seqs) {
             if (m <= s) continue;  // a prompt chunk needs room beside the decodes
-            const double itl = modelled_p99_itl(c, m, s), tps = modelled_tokens_per_s(c, w, m, s);
+            const auto hit = measured.p99_itl_s.find({m, s});
+            const double itl = hit != measured.p99_itl_s.end()
+                                   ? hit->second
+                                   : std::max(1.0, measured.model_correction) * modelled_p99_itl(c, m, s);
+            const double tps = modelled_tokens_per_s(c, w, m, s);
             if (tps <= 0) continue;
             any = true;
             if (itl < lowest.p99_itl_s) lowest = {m, s, itl, tps, false};

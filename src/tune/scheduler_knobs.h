@@ -7,15 +7,23 @@
 // over the weights, the per-step overheads), paid once in a mixed step.
 // p99 inter-token latency of a setting: its worst step, S decodes plus a chunk filling the budget,
 //   itl(M, S) = T(S, M - S)
-// (in serving more than 1 % of steps admit a prompt, so the p99 is that step). Throughput under a
+// (in serving more than 1 % of steps admit a prompt, so the p99 is that step), times the measured
+// tail: the curves hold each shape's best time, while a served step's high percentiles are longer by
+// the host's own jitter (interrupts, other tenants), which the tuner measures as the ratio of a
+// repeated step's 95th-percentile time to its best (StepCurves::tail). Throughput under a
 // workload of prompts of Lp tokens and outputs of Lo tokens with S' = min(S, concurrency) sequences:
 // every Lo decode steps the S' sequences are replaced, and their prompts are computed in chunks of
 // c = min(M - S', Lp) tokens, k = ceil(Lp / c) chunks each:
 //   tokens/s(M, S) = S' Lo / (Lo D(S') + S' k (P(Lp / k) - P0))
 // The choice maximises tokens/s among settings with itl <= target (ties: the first in candidate
 // order, smaller M then smaller S); when none meets the target, the setting with the lowest itl.
+// Measured settings (KnobMeasurements: the tuner times a chosen setting's worst step and feeds its
+// high percentile back) use that value instead of the model's, and the model's value of every other
+// setting is scaled by the largest measured-over-modelled ratio seen (the model's error is mostly
+// systematic: a step of decodes and prompt tokens is not exactly the sum of the two curves).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -34,7 +42,12 @@ struct Curve {
 struct StepCurves {
     Curve decode;   // x: sequences decoding in the step
     Curve prefill;  // x: prompt tokens in the step
+    double tail = 1.0;  // a step's high-percentile time over its best (>= 1)
 };
+
+// The tail of repeated timings of one step: their 95th percentile over their minimum, at least 1
+// (1 for fewer than 2 samples).
+double tail_ratio(const std::vector<double>& samples);
 
 struct Workload {
     double prompt_tokens = 80;    // bench-throughput's default 32:128
@@ -55,11 +68,16 @@ struct KnobChoice {
     bool target_met = false;
 };
 
-double modelled_step_seconds(const StepCurves& c, double decodes, double prompt_tokens);
+struct KnobMeasurements {
+    std::map<std::pair<int64_t, int32_t>, double> p99_itl_s;  // (max_batched_tokens, max_seqs) -> measured
+    double model_correction = 1.0;                            // >= 1
+};
+
+double modelled_step_seconds(const StepCurves& c, double decodes, double prompt_tokens);  // best time
 double modelled_p99_itl(const StepCurves& c, int64_t max_batched_tokens, int32_t max_seqs);
 double modelled_tokens_per_s(const StepCurves& c, const Workload& w, int64_t max_batched_tokens, int32_t max_seqs);
 // Throws pagoda::Error when the curves are empty or the candidates leave nothing to choose.
 KnobChoice choose_scheduler_knobs(const StepCurves& c, double target_itl_s, const Workload& w,
-                                  const KnobCandidates& candidates = {});
+                                  const KnobCandidates& candidates = {}, const KnobMeasurements& measured = {});
 
 }  // namespace pagoda::tune

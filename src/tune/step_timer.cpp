@@ -11,6 +11,11 @@
 namespace pagoda::tune {
 
 double time_step(model::StepModel& model, const StepShape& shape, int reps) {
+    const std::vector<double> s = step_samples(model, shape, reps);
+    return s.empty() ? 0.0 : *std::min_element(s.begin(), s.end());
+}
+
+std::vector<double> step_samples(model::StepModel& model, const StepShape& shape, int reps) {
     const auto& info = model.info();
     kv::BlockManager blocks(info.n_kv_blocks, info.block_size, false);
     const int32_t vocab = int32_t(std::max<int64_t>(1, info.vocab_size));
@@ -30,7 +35,7 @@ double time_step(model::StepModel& model, const StepShape& shape, int reps) {
     const kv::SeqId chunk_seq = shape.decodes;
     std::vector<kv::BlockCopy> copies;
     model::Batch batch;
-    double best = 1e300;
+    std::vector<double> samples;
     for (int r = 0; r <= reps; ++r) {
         batch.clear();
         for (int32_t s = 0; s < shape.decodes; ++s) {
@@ -57,9 +62,9 @@ double time_step(model::StepModel& model, const StepShape& shape, int reps) {
         (void)model.forward(batch);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         for (int32_t q = 0; q < shape.decodes; ++q) blocks.mark_computed(q, blocks.num_tokens(q));
-        if (r > 0) best = std::min(best, s);
+        if (r > 0) samples.push_back(s);
     }
-    return best;
+    return samples;
 }
 
 }  // namespace pagoda::tune

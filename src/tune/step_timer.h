@@ -4,6 +4,7 @@
 // tables, slots and positions are real, so attention walks as many blocks as a served step would.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "model/step_model.h"
 
@@ -18,5 +19,8 @@ struct StepShape {
 // The minimum over `reps` timed steps (after one warm-up) in seconds: the minimum, because the
 // host is shared and interference only ever adds time. Throws when the KV pool cannot hold the shape.
 double time_step(model::StepModel& model, const StepShape& shape, int reps);
+// Every one of the `reps` timed steps (after one warm-up), in order, in seconds: the spread is what
+// the served steps will see (the minimum above is what the model's curves are made of).
+std::vector<double> step_samples(model::StepModel& model, const StepShape& shape, int reps);
 
 }  // namespace pagoda::tune

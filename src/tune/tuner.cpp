@@ -148,7 +148,7 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     std::vector<int32_t> decode_points = o.quick ? std::vector<int32_t>{1, 4, 16} : std::vector<int32_t>{1, 2, 4, 8, 16, 32, 64};
     std::vector<int64_t> prefill_points =
         o.quick ? std::vector<int64_t>{1, 16, 64, 128} : std::vector<int64_t>{1, 16, 64, 128, 256, 512, 1024, 2048};
-    total_steps += decode_points.size() + prefill_points.size() + (o.quick ? 0 : 3);
+    total_steps += decode_points.size() + prefill_points.size() + 1 + (o.quick ? 2 : 3 + 4);
     size_t done = 0;
     auto step = [&](const std::string& what) { progress(done++, total_steps, what); };
 
@@ -343,6 +343,21 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
         p.measurements["mixed_step"] = {{"decodes", b}, {"prompt_tokens", c}, {"measured_s", measured},
                                         {"modelled_s", modelled_step_seconds(curves, b, double(c))}};
     }
+    {
+        // The host's jitter on a served step: one small mixed step (the shape latency targets end up
+        // near) repeated, its 95th percentile over its best. The p99 inter-token latency of a
+        // setting is its modelled worst step times this.
+        step("step time jitter");
+        const int32_t b = o.quick ? 4 : 8;
+        const int64_t c = std::min<int64_t>(16, ctx_limit);
+        const int reps = o.quick ? 12 : 40;
+        const std::vector<double> samples =
+            step_samples(*m, {b, std::min(decode_ctx, ctx_limit - reps - 2), c}, reps);
+        curves.tail = tail_ratio(samples);
+        p.measurements["step_jitter"] = {{"decodes", b}, {"prompt_tokens", c}, {"samples_s", samples},
+                                         {"tail_p95_over_best", curves.tail},
+                                         {"rule", "modelled p99 inter-token latency = modelled worst step x this tail"}};
+    }
     m.reset();
 
     // 5. KV block size.
@@ -379,7 +394,55 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     cand.max_batched_tokens.erase(std::remove_if(cand.max_batched_tokens.begin(), cand.max_batched_tokens.end(),
                                                  [&](int64_t v) { return v > std::max<int64_t>(max_c, 64); }),
                                   cand.max_batched_tokens.end());
-    const KnobChoice k = choose_scheduler_knobs(curves, o.target_itl_ms / 1000.0, o.workload, cand);
+    // The model proposes, a measurement disposes: the chosen setting's worst step (S decodes and a
+    // chunk filling the budget) is timed on a model with the chosen threads and block size; when its
+    // high percentile misses the target, that setting takes its measured value, every other one the
+    // model's error, and the choice is made again (a few rounds at most).
+    const double target_s = o.target_itl_ms / 1000.0;
+    KnobMeasurements measured;
+    KnobChoice k = choose_scheduler_knobs(curves, target_s, o.workload, cand);
+    json verify_j = json::array();
+    const int verify_reps = o.quick ? 8 : 24;
+    for (int round = 0; round < (o.quick ? 2 : 4) && k.target_met; ++round) {
+        step(fmt::format("checking --max-batched-tokens {} --max-seqs {}", k.max_batched_tokens, k.max_seqs));
+        const int64_t chunk = k.max_batched_tokens - k.max_seqs;
+        if (chunk > ctx_limit) break;  // a chunk longer than the model's context: the model's value stands
+        auto vm = open(p.threads, k.max_batched_tokens,
+                       int64_t(k.max_seqs) * (decode_ctx + verify_reps + 2 + p.kv_block_size) + chunk + 2 * p.kv_block_size,
+                       p.kv_block_size);
+        const int64_t ctx = std::min(decode_ctx, vm->info().max_context - verify_reps - 2);
+        const StepShape shape{k.max_seqs, std::max<int64_t>(1, ctx), chunk};
+        auto p95 = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            return v[std::min(v.size() - 1, size_t(std::ceil(0.95 * double(v.size()))) - 1)];
+        };
+        std::vector<double> samples = step_samples(*vm, shape, verify_reps);
+        double high = p95(samples);
+        if (high > target_s) {
+            // A second look before a setting is ruled out: on a shared host a burst of interference
+            // can cover one series; a setting really over the target misses twice.
+            const std::vector<double> again = step_samples(*vm, shape, verify_reps);
+            if (p95(again) < high) high = p95(again), samples = again;
+        }
+        std::vector<double> sorted = samples;
+        std::sort(sorted.begin(), sorted.end());
+        const double modelled = modelled_p99_itl(curves, k.max_batched_tokens, k.max_seqs);
+        verify_j.push_back({{"max_batched_tokens", k.max_batched_tokens}, {"max_seqs", k.max_seqs},
+                            {"modelled_p99_itl_s", k.p99_itl_s}, {"measured_p95_step_s", high},
+                            {"best_step_s", sorted.front()}, {"samples_s", samples}});
+        measured.p99_itl_s[{k.max_batched_tokens, k.max_seqs}] = high;
+        measured.model_correction = std::max(measured.model_correction, modelled > 0 ? high / modelled : 1.0);
+        if (high <= target_s) {
+            k.p99_itl_s = high;
+            break;
+        }
+        k = choose_scheduler_knobs(curves, target_s, o.workload, cand, measured);
+    }
+    p.measurements["scheduler_check"] = {
+        {"rounds", verify_j},
+        {"model_correction", measured.model_correction},
+        {"rule", "the chosen setting's worst step timed; its 95th percentile replaces the model's value, the "
+                 "model's error scales the others, the choice is made again"}};
     p.scheduler.max_batched_tokens = k.max_batched_tokens;
     p.scheduler.max_seqs = k.max_seqs;
     p.scheduler.modelled_p99_itl_ms = k.p99_itl_s * 1000.0;

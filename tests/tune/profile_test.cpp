@@ -146,6 +146,9 @@ TEST(Profile, MalformedProfilesAreRefusedNamingTheKey) {
     EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["method"] = "dequant_fma"; }))
                   .find("(not q4_0 dequant_fma)"),
               std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["method"] = "amx_bf16"; }))
+                  .find("amx_bf16 cannot multiply q4_0 weights"),
+              std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["threads"] = "two"; })).find("key 'threads' must be a whole number"),
               std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["threads"] = 0; })).find("key 'threads' is 0"), std::string::npos);

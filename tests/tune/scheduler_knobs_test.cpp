@@ -37,6 +37,30 @@ TEST(SchedulerKnobs, LargestBatchWhoseWorstStepMeetsTheTarget) {
     EXPECT_NEAR(k.tokens_per_s, 601.5037593984962, 1e-9);
 }
 
+// With a measured tail of 1.5 the worst step must stay <= 20 ms for a 30 ms target:
+// 9.9 + 0.9 S + 0.1 M <= 20 leaves S = 8 with M = 16 (S = 16 does not fit), at 1.5 x 17.8 ms.
+TEST(SchedulerKnobs, TheMeasuredTailNarrowsWhatMeetsTheTarget) {
+    StepCurves c = linear();
+    c.tail = 1.5;
+    EXPECT_NEAR(modelled_p99_itl(c, 32, 16), 1.5 * 0.0266, 1e-12);
+    EXPECT_NEAR(modelled_step_seconds(c, 16, 16), 0.0266, 1e-12);  // the best time is unchanged
+    const KnobChoice k = choose_scheduler_knobs(c, 0.030, {100, 100, 0});
+    EXPECT_EQ(k.max_seqs, 8);
+    EXPECT_EQ(k.max_batched_tokens, 16);
+    EXPECT_TRUE(k.target_met);
+    EXPECT_NEAR(k.p99_itl_s, 1.5 * 0.0178, 1e-12);
+}
+
+TEST(SchedulerKnobs, TailIsThe95thPercentileOverTheBest) {
+    std::vector<double> s;
+    for (int i = 49; i >= 10; --i) s.push_back(i * 1e-3);  // 40 samples, any order
+    EXPECT_NEAR(tail_ratio(s), 47.0 / 10.0, 1e-12);      // nearest rank 38 of 40: the third largest
+    EXPECT_EQ(tail_ratio({0.005}), 1.0);
+    EXPECT_EQ(tail_ratio({}), 1.0);
+    EXPECT_NEAR(tail_ratio({0.002, 0.001}), 2.0, 1e-12);
+    EXPECT_EQ(tail_ratio({0.003, 0.003, 0.003}), 1.0);
+}
+
 TEST(SchedulerKnobs, ConcurrencyCapsTheUsefulSequences) {
     // Four clients: more than 4 sequences add latency and no throughput; the first best is kept.
     const KnobChoice k = choose_scheduler_knobs(linear(), 0.030, {100, 100, 4});
