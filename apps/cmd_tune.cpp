@@ -7,6 +7,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/progress.h"
+#include "apps/serving_probe.h"
 #include "core/error.h"
 #include "model/model_file.h"
 #include "tune/profile_use.h"
@@ -30,6 +31,8 @@ int run_tune(TuneCommandOptions& o) {
         std::filesystem::create_directories(std::filesystem::path(o.output).parent_path(), ec);
         if (ec) fail("-o/--output: cannot create {} ({})", std::filesystem::path(o.output).parent_path().string(), ec.message());
     }
+    // The chosen scheduler knobs are checked by serving the workload with the engine.
+    o.tune.serve_check = [&](const tune::ServingCheck& c) { return probe_serving(o.tune.model, c); };
     std::unique_ptr<Progress> bar;
     const tune::Profile p = tune::tune_model(o.tune, [&](size_t done, size_t total, const std::string& what) {
         if (!bar) bar = std::make_unique<Progress>("measurements", total);

@@ -12,7 +12,9 @@
 //     one mixed step to check the step model (scheduler_knobs.h) against a measurement;
 //  5. the KV block size: a 16-sequence decode step at 256 tokens of context with blocks of 16, 32, 64
 //     (not in --quick: the default 16 stands there);
-//  6. --max-batched-tokens / --max-seqs from the curves (scheduler_knobs.h).
+//  6. --max-batched-tokens / --max-seqs from the curves (scheduler_knobs.h), then checked: the chosen
+//     setting is served (TuneOptions::serve_check: the app runs the engine on the workload) or, without
+//     that hook, its worst step is timed; a miss feeds the measurement back and the choice is made again.
 #pragma once
 #include <functional>
 #include <string>
@@ -22,12 +24,30 @@
 
 namespace pagoda::tune {
 
+// A served check of one setting. tune stays below the engine (tests/layering), so the command
+// supplies the serving: the engine with these knobs, threads and KV block size (the kernel plan is
+// installed already) on a synthetic workload of these mean lengths, reporting what it saw.
+struct ServingCheck {
+    int64_t max_batched_tokens = 0;
+    int32_t max_seqs = 0;
+    int threads = 1;
+    int32_t kv_block_size = 16;
+    Workload workload;
+};
+struct ServedFigures {
+    double p99_itl_s = 0;            // p99 of the gaps between consecutive tokens of every request
+    double output_tokens_per_s = 0;
+    size_t itl_samples = 0;
+};
+using ServeCheck = std::function<ServedFigures(const ServingCheck&)>;
+
 struct TuneOptions {
     std::string model;
     int max_threads = 0;        // 0: every core pagoda would use (default_thread_count)
     double target_itl_ms = 50;
     bool quick = false;         // fewer points and repetitions: seconds on a tiny model, for tests
     Workload workload;
+    ServeCheck serve_check;     // empty: the chosen setting's worst step is timed instead of served
 };
 
 // Called between measurements: (step done, steps in all, what is being measured).
