@@ -69,19 +69,23 @@ tune::ServedFigures probe_serving(const std::string& model_path, const tune::Ser
         cv.notify_all();
     };
     const auto start = std::chrono::steady_clock::now();
+    const auto deadline =
+        start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(check.max_seconds));
+    int submitted = 0;
     for (auto& r : reqs) {
         std::unique_lock lock(mutex);
-        cv.wait(lock, [&] { return in_flight < concurrency; });
+        if (!cv.wait_until(lock, deadline, [&] { return in_flight < concurrency; })) break;
         ++in_flight;
+        ++submitted;
         lock.unlock();
         eng.submit(std::move(r), on_delta);
     }
     {
         std::unique_lock lock(mutex);
-        cv.wait(lock, [&] { return finished == n_requests; });
+        cv.wait_until(lock, deadline, [&] { return finished == submitted; });
     }
+    eng.shutdown(false);  // past the deadline: cancels what is still in flight (its deltas still arrive)
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    eng.shutdown(true);
 
     tune::ServedFigures f;
     f.itl_samples = gaps.size();

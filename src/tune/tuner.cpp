@@ -18,6 +18,7 @@
 #include "model/model_identity.h"
 #include "model/open_step_model.h"
 #include "tune/amx_threshold.h"
+#include "tune/knob_check.h"
 #include "tune/machine_identity.h"
 #include "tune/step_timer.h"
 
@@ -398,71 +399,11 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     cand.max_batched_tokens.erase(std::remove_if(cand.max_batched_tokens.begin(), cand.max_batched_tokens.end(),
                                                  [&](int64_t v) { return v > std::max<int64_t>(max_c, 64); }),
                                   cand.max_batched_tokens.end());
-    // The model proposes, a measurement disposes: the chosen setting's worst step (S decodes and a
-    // chunk filling the budget) is timed on a model with the chosen threads and block size; when its
-    // high percentile misses the target, that setting takes its measured value, every other one the
-    // model's error, and the choice is made again (a few rounds at most).
-    const double target_s = o.target_itl_ms / 1000.0;
-    KnobMeasurements measured;
-    KnobChoice k = choose_scheduler_knobs(curves, target_s, o.workload, cand);
-    json verify_j = json::array();
-    const int verify_reps = o.quick ? 8 : 24;
-    for (int round = 0; round < (o.quick ? 2 : 4) && k.target_met; ++round) {
-        step(fmt::format("checking --max-batched-tokens {} --max-seqs {}", k.max_batched_tokens, k.max_seqs));
-        json record = {{"max_batched_tokens", k.max_batched_tokens}, {"max_seqs", k.max_seqs},
-                       {"modelled_p99_itl_s", k.p99_itl_s}};
-        double high = 0;
-        if (o.serve_check) {
-            // Served: the p99 of the engine's inter-token gaps on the workload, what the target is about.
-            const ServingCheck check{k.max_batched_tokens, k.max_seqs, p.threads, p.kv_block_size, o.workload};
-            ServedFigures f = o.serve_check(check);
-            if (f.p99_itl_s > target_s) {
-                // A second look before a setting is ruled out: on a shared host a burst of
-                // interference can cover one run; a setting really over the target misses twice.
-                const ServedFigures again = o.serve_check(check);
-                if (again.p99_itl_s < f.p99_itl_s) f = again;
-            }
-            high = f.p99_itl_s;
-            record["how"] = "served: p99 inter-token latency";
-            record["served_output_tokens_per_s"] = f.output_tokens_per_s;
-            record["itl_samples"] = f.itl_samples;
-        } else {
-            const int64_t chunk = k.max_batched_tokens - k.max_seqs;
-            if (chunk > ctx_limit) break;  // a chunk longer than the model's context: the model's value stands
-            auto vm = open(p.threads, k.max_batched_tokens,
-                           int64_t(k.max_seqs) * (decode_ctx + verify_reps + 2 + p.kv_block_size) + chunk + 2 * p.kv_block_size,
-                           p.kv_block_size);
-            const int64_t ctx = std::min(decode_ctx, vm->info().max_context - verify_reps - 2);
-            const StepShape shape{k.max_seqs, std::max<int64_t>(1, ctx), chunk};
-            auto p95 = [](std::vector<double> v) {
-                std::sort(v.begin(), v.end());
-                return v[std::min(v.size() - 1, size_t(std::ceil(0.95 * double(v.size()))) - 1)];
-            };
-            std::vector<double> samples = step_samples(*vm, shape, verify_reps);
-            high = p95(samples);
-            if (high > target_s) {  // the second look, as above
-                const std::vector<double> again = step_samples(*vm, shape, verify_reps);
-                if (p95(again) < high) high = p95(again), samples = again;
-            }
-            record["how"] = "timed: the worst step's 95th percentile";
-            record["samples_s"] = samples;
-        }
-        record["measured_s"] = high;
-        verify_j.push_back(record);
-        const double modelled = modelled_p99_itl(curves, k.max_batched_tokens, k.max_seqs);
-        measured.p99_itl_s[{k.max_batched_tokens, k.max_seqs}] = high;
-        measured.model_correction = std::max(measured.model_correction, modelled > 0 ? high / modelled : 1.0);
-        if (high <= target_s) {
-            k.p99_itl_s = high;
-            break;
-        }
-        k = choose_scheduler_knobs(curves, target_s, o.workload, cand, measured);
-    }
-    p.measurements["scheduler_check"] = {
-        {"rounds", verify_j},
-        {"model_correction", measured.model_correction},
-        {"rule", "the chosen setting served (or its worst step timed); the measurement replaces the model's value, "
-                 "the model's error scales the others, the choice is made again"}};
+    KnobCheckSetup setup{o, curves, cand, p.threads, p.kv_block_size, decode_ctx, ctx_limit, open,
+                         [&](const std::string& what) { step(what); }};
+    json check_j;
+    const KnobChoice k = choose_and_check_knobs(setup, check_j);
+    p.measurements["scheduler_check"] = check_j;
     p.scheduler.max_batched_tokens = k.max_batched_tokens;
     p.scheduler.max_seqs = k.max_seqs;
     p.scheduler.modelled_p99_itl_ms = k.p99_itl_s * 1000.0;

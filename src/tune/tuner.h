@@ -33,6 +33,7 @@ struct ServingCheck {
     int threads = 1;
     int32_t kv_block_size = 16;
     Workload workload;
+    double max_seconds = 30;  // a long run stops here: the requests in flight are cancelled, their gaps kept
 };
 struct ServedFigures {
     double p99_itl_s = 0;            // p99 of the gaps between consecutive tokens of every request

@@ -51,6 +51,36 @@ TEST(SchedulerKnobs, TheMeasuredTailNarrowsWhatMeetsTheTarget) {
     EXPECT_NEAR(k.p99_itl_s, 1.5 * 0.0178, 1e-12);
 }
 
+// A measured setting takes its measurement; every other one the model's value times the correction.
+// Target 30 ms: the model alone picks 32 / 16 (26.6 ms). Measured at 40 ms it is out; with the
+// model's error (40 / 26.6) on the rest, a modelled step must stay <= 30 / 1.504 = 19.95 ms: 12
+// decodes alone take 21 ms, 8 decodes leave M = 16 or 32, equal in throughput (linear prompt cost),
+// so the first, 16 (17.8 ms modelled, 26.8 ms corrected).
+TEST(SchedulerKnobs, MeasuredSettingsAndTheModelsErrorDecideTheNextChoice) {
+    const StepCurves c = linear();
+    KnobCandidates cand;
+    cand.max_batched_tokens = {8, 16, 32, 64};
+    cand.max_seqs = {1, 2, 4, 8, 12, 16};
+    const KnobChoice first = choose_scheduler_knobs(c, 0.030, {100, 100, 0}, cand);
+    ASSERT_EQ(first.max_batched_tokens, 32);
+    ASSERT_EQ(first.max_seqs, 16);
+    KnobMeasurements m;
+    m.p99_itl_s[{32, 16}] = 0.040;
+    m.model_correction = 0.040 / 0.0266;
+    const KnobChoice next = choose_scheduler_knobs(c, 0.030, {100, 100, 0}, cand, m);
+    EXPECT_EQ(next.max_seqs, 8);
+    EXPECT_EQ(next.max_batched_tokens, 16);
+    EXPECT_TRUE(next.target_met);
+    EXPECT_NEAR(next.p99_itl_s, 0.0178 * 0.040 / 0.0266, 1e-12);
+    // A measurement under the target is taken as it is, even above the model's value.
+    KnobMeasurements ok;
+    ok.p99_itl_s[{32, 16}] = 0.029;
+    const KnobChoice kept = choose_scheduler_knobs(c, 0.030, {100, 100, 0}, cand, ok);
+    EXPECT_EQ(kept.max_batched_tokens, 32);
+    EXPECT_EQ(kept.max_seqs, 16);
+    EXPECT_NEAR(kept.p99_itl_s, 0.029, 1e-12);
+}
+
 TEST(SchedulerKnobs, TailIsThe95thPercentileOverTheBest) {
     std::vector<double> s;
     for (int i = 49; i >= 10; --i) s.push_back(i * 1e-3);  // 40 samples, any order

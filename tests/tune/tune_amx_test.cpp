@@ -51,6 +51,14 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
     for (const auto& t : m.at("timings"))
         timings.push_back({t.at("tokens"), t.at("vnni_seconds"), t.at("amx_seconds")});
     EXPECT_EQ(choose_amx_min_tokens(timings), *q8->amx_min_tokens);
+    // Without the command's serving hook the chosen setting's worst step is timed (a one-layer model's
+    // steps are far under 50 ms: the first check meets the target).
+    const auto& rounds = p.measurements.at("scheduler_check").at("rounds");
+    ASSERT_EQ(rounds.size(), 1u);
+    EXPECT_EQ(rounds[0].at("how"), "timed: the worst step's 95th percentile");
+    EXPECT_EQ(rounds[0].at("samples_s").size(), 8u);  // --quick
+    EXPECT_EQ(rounds[0].at("max_seqs"), p.scheduler.max_seqs);
+    EXPECT_NEAR(p.scheduler.modelled_p99_itl_ms, 1e3 * rounds[0].at("measured_s").get<double>(), 1e-9);
     for (const auto& t : p.plan.types) {
         if (t.type != gguf::GgmlType::Q8_0) {
             EXPECT_FALSE(t.amx_min_tokens.has_value()) << gguf::type_name(uint32_t(t.type));

@@ -1,0 +1,88 @@
+#include "tune/knob_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <vector>
+
+#include "tune/step_timer.h"
+
+namespace pagoda::tune {
+
+using nlohmann::json;
+
+KnobChoice choose_and_check_knobs(const KnobCheckSetup& s, json& record) {
+    const TuneOptions& o = s.options;
+    const double target_s = o.target_itl_ms / 1000.0;
+    KnobMeasurements measured;
+    KnobChoice k = choose_scheduler_knobs(s.curves, target_s, o.workload, s.candidates);
+    json verify_j = json::array();
+    const int verify_reps = o.quick ? 8 : 24;
+    constexpr size_t kMinServedGaps = 50;  // fewer, and a "p99" is one of the largest few gaps
+    for (int round = 0; round < (o.quick ? 2 : 4) && k.target_met; ++round) {
+        s.progress_step(fmt::format("checking --max-batched-tokens {} --max-seqs {}", k.max_batched_tokens, k.max_seqs));
+        json round_j = {{"max_batched_tokens", k.max_batched_tokens}, {"max_seqs", k.max_seqs},
+                       {"modelled_p99_itl_s", k.p99_itl_s}};
+        double high = 0;
+        bool served = false;
+        if (o.serve_check) {
+            // Served: the p99 of the engine's inter-token gaps on the workload, what the target is about.
+            const ServingCheck check{k.max_batched_tokens, k.max_seqs, s.threads, s.kv_block_size, o.workload,
+                                     o.quick ? 5.0 : 30.0};
+            ServedFigures f = o.serve_check(check);
+            if (f.p99_itl_s > target_s) {
+                // A second look before a setting is ruled out: on a shared host a burst of
+                // interference can cover one run; a setting really over the target misses twice.
+                const ServedFigures again = o.serve_check(check);
+                if (again.p99_itl_s < f.p99_itl_s) f = again;
+            }
+            high = f.p99_itl_s;
+            round_j["how"] = "served: p99 inter-token latency";
+            round_j["served_output_tokens_per_s"] = f.output_tokens_per_s;
+            round_j["itl_samples"] = f.itl_samples;
+            // A model too slow to give a p99 in the time allowed: its worst step is timed instead.
+            served = f.itl_samples >= kMinServedGaps;
+            if (!served) round_j["served_too_few_gaps"] = true;
+        }
+        if (!served) {
+            const int64_t chunk = k.max_batched_tokens - k.max_seqs;
+            if (chunk > s.context_limit) break;  // a chunk longer than the model's context: the model's value stands
+            auto vm = s.open(s.threads, k.max_batched_tokens,
+                           int64_t(k.max_seqs) * (s.decode_context + verify_reps + 2 + s.kv_block_size) + chunk + 2 * s.kv_block_size,
+                           s.kv_block_size);
+            const int64_t ctx = std::min(s.decode_context, vm->info().max_context - verify_reps - 2);
+            const StepShape shape{k.max_seqs, std::max<int64_t>(1, ctx), chunk};
+            auto p95 = [](std::vector<double> v) {
+                std::sort(v.begin(), v.end());
+                return v[std::min(v.size() - 1, size_t(std::ceil(0.95 * double(v.size()))) - 1)];
+            };
+            std::vector<double> samples = step_samples(*vm, shape, verify_reps);
+            high = p95(samples);
+            if (high > target_s) {  // the second look, as above
+                const std::vector<double> again = step_samples(*vm, shape, verify_reps);
+                if (p95(again) < high) high = p95(again), samples = again;
+            }
+            round_j["how"] = o.serve_check ? "timed (too few served gaps): the worst step's 95th percentile"
+                                           : "timed: the worst step's 95th percentile";
+            round_j["samples_s"] = samples;
+        }
+        round_j["measured_s"] = high;
+        verify_j.push_back(round_j);
+        const double modelled = modelled_p99_itl(s.curves, k.max_batched_tokens, k.max_seqs);
+        measured.p99_itl_s[{k.max_batched_tokens, k.max_seqs}] = high;
+        measured.model_correction = std::max(measured.model_correction, modelled > 0 ? high / modelled : 1.0);
+        if (high <= target_s) {
+            k.p99_itl_s = high;
+            break;
+        }
+        k = choose_scheduler_knobs(s.curves, target_s, o.workload, s.candidates, measured);
+    }
+    record = {
+        {"rounds", verify_j},
+        {"model_correction", measured.model_correction},
+        {"rule", "the chosen setting served (or its worst step timed); the measurement replaces the model's value, "
+                 "the model's error scales the others, the choice is made again"}};
+    return k;
+}
+
+}  // namespace pagoda::tune
