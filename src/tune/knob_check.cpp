@@ -29,12 +29,16 @@ KnobChoice choose_and_check_knobs(const KnobCheckSetup& s, json& record) {
             // Served: the p99 of the engine's inter-token gaps on the workload, what the target is about.
             const ServingCheck check{k.max_batched_tokens, k.max_seqs, s.threads, s.kv_block_size, o.workload,
                                      o.quick ? 5.0 : 30.0};
+            // A served p99 rests on its largest few dozen gaps and moves by a fifth between runs
+            // here, so a setting must meet the target twice: a second run follows a first that
+            // passes, and the worse of the two counts.
             ServedFigures f = o.serve_check(check);
-            if (f.p99_itl_s > target_s) {
-                // A second look before a setting is ruled out: on a shared host a burst of
-                // interference can cover one run; a setting really over the target misses twice.
+            if (f.p99_itl_s <= target_s) {
                 const ServedFigures again = o.serve_check(check);
-                if (again.p99_itl_s < f.p99_itl_s) f = again;
+                if (again.p99_itl_s > f.p99_itl_s) f = again;
+                round_j["runs"] = 2;
+            } else {
+                round_j["runs"] = 1;
             }
             high = f.p99_itl_s;
             round_j["how"] = "served: p99 inter-token latency";
