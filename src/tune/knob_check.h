@@ -2,8 +2,8 @@
 // (scheduler_knobs.h), then checked. The model proposes, a measurement disposes: the chosen setting
 // is served (TuneOptions::serve_check, the engine on the workload) or, without that hook or when the
 // served run gave too few gaps for a p99, its worst step (S decodes and a chunk filling the budget)
-// is timed on a model with the chosen threads and block size. A served setting must meet the target
-// in two runs (the worse counts); a timed miss gets a second look (a burst of interference can
+// is timed on a model with the chosen threads and block size. A served setting is served twice and
+// the mean of the two p99s counts; a timed miss gets a second look (a burst of interference can
 // cover one series). A miss replaces the model's value for that setting, the
 // measured-over-modelled ratio scales the rest, and the choice is made again, a few rounds at most.
 // Every round is recorded for the profile.
