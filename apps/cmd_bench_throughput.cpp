@@ -14,6 +14,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/kv_flags.h"
+#include "apps/percentile.h"
 #include "apps/profile_flags.h"
 #include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
@@ -58,15 +59,6 @@ std::pair<int64_t, int64_t> parse_range(const std::string& text, const char* fla
     } catch (const std::exception&) {
         fail("{} '{}' must be N or A:B with 1 <= A <= B", flag, text);
     }
-}
-
-double percentile(std::vector<double> v, double p) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    double pos = p * double(v.size() - 1);
-    size_t i = size_t(pos);
-    double f = pos - double(i);
-    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
 }
 
 void report(const char* name, const std::vector<double>& v) {

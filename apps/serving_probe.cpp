@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "apps/percentile.h"
 #include "engine/engine.h"
 #include "model/config.h"
 #include "model/model_file.h"
@@ -90,14 +91,7 @@ tune::ServedFigures probe_serving(const std::string& model_path, const tune::Ser
     tune::ServedFigures f;
     f.itl_samples = gaps.size();
     f.output_tokens_per_s = seconds > 0 ? double(output_tokens) / seconds : 0;
-    if (!gaps.empty()) {
-        // Linear between the ranks around 0.99 (n - 1), as bench-throughput reports its p99.
-        std::sort(gaps.begin(), gaps.end());
-        const double pos = 0.99 * double(gaps.size() - 1);
-        const size_t i = size_t(pos);
-        const double frac = pos - double(i);
-        f.p99_itl_s = i + 1 < gaps.size() ? gaps[i] * (1 - frac) + gaps[i + 1] * frac : gaps[i];
-    }
+    f.p99_itl_s = percentile(gaps, 0.99);  // as bench-throughput reports it
     return f;
 }
 

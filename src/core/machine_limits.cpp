@@ -89,58 +89,50 @@ double measure_read_bandwidth(ThreadPool& pool, std::span<const std::span<const 
     return double(total) / seconds / 1e9;
 }
 
+namespace {
+
+// Giga-operations per second of `chain(iterations)` run as many small tasks on every thread, each
+// iteration counting ops_per_iteration (a multiply-add as 2).
+template <class Chain>
+double chain_rate(ThreadPool& pool, int64_t iterations, double ops_per_iteration, Chain chain) {
+    const int n = pool.size() * kTasksPerThread;
+    std::vector<double> sink(static_cast<size_t>(n));
+    const double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = double(chain(iterations)); });
+    return double(iterations) * ops_per_iteration * n / seconds / 1e9;
+}
+
+}  // namespace
+
 double measure_fp32_fma_peak(ThreadPool& pool) {
     const Isa isa = active_isa();
     if (isa == Isa::scalar) return 0;
-    const int64_t iterations = 250'000;
-    const int n = pool.size() * kTasksPerThread;
-    std::vector<double> sink(static_cast<size_t>(n));
-    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) {
-        sink[size_t(task)] = isa == Isa::avx512 ? fma_chain_avx512(iterations) : fma_chain_avx2(iterations);
-    });
     // Each iteration: 12 independent FMA vectors of 16 (AVX-512) or 8 (AVX2) lanes, 2 flops per lane.
     const double lanes = isa == Isa::avx512 ? 16 : 8;
-    return double(iterations) * 12 * lanes * 2 * n / seconds / 1e9;
+    return chain_rate(pool, 250'000, 12 * lanes * 2, isa == Isa::avx512 ? fma_chain_avx512 : fma_chain_avx2);
 }
 
 double measure_int8_dot_peak(ThreadPool& pool) {
     if (active_isa() != Isa::avx512 || !cpu_features().avx512vnni) return 0;
-    const int64_t iterations = 250'000;
-    const int n = pool.size() * kTasksPerThread;
-    std::vector<int64_t> sink(static_cast<size_t>(n));
-    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = vnni_chain_avx512(iterations); });
     // Each iteration: 12 vpdpbusd of 64 int8 products, each product a multiply and an add.
-    return double(iterations) * 12 * 64 * 2 * n / seconds / 1e9;
+    return chain_rate(pool, 250'000, 12 * 64 * 2, vnni_chain_avx512);
 }
 
 double measure_bf16_dot_peak(ThreadPool& pool) {
     if (active_isa() != Isa::avx512 || !cpu_features().avx512bf16) return 0;
-    const int64_t iterations = 250'000;
-    const int n = pool.size() * kTasksPerThread;
-    std::vector<double> sink(static_cast<size_t>(n));
-    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = bf16_dot_chain_avx512(iterations); });
     // Each iteration: 12 vdpbf16ps of 32 bf16 products, each product a multiply and an add.
-    return double(iterations) * 12 * 32 * 2 * n / seconds / 1e9;
+    return chain_rate(pool, 250'000, 12 * 32 * 2, bf16_dot_chain_avx512);
 }
 
 double measure_amx_int8_peak(ThreadPool& pool) {
     if (!amx_hardware_available()) return 0;
-    const int64_t iterations = 20'000;
-    const int n = pool.size() * kTasksPerThread;
-    std::vector<double> sink(static_cast<size_t>(n));
-    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = amx_int8_chain(iterations); });
     // Each iteration: 4 tile products of 16 x 16 x 64 int8 multiply-adds, 2 ops each.
-    return double(iterations) * 4 * 16 * 16 * 64 * 2 * n / seconds / 1e9;
+    return chain_rate(pool, 20'000, 4 * 16 * 16 * 64 * 2, amx_int8_chain);
 }
 
 double measure_amx_bf16_peak(ThreadPool& pool) {
     if (!amx_bf16_hardware_available()) return 0;
-    const int64_t iterations = 20'000;
-    const int n = pool.size() * kTasksPerThread;
-    std::vector<double> sink(static_cast<size_t>(n));
-    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) { sink[size_t(task)] = amx_bf16_chain(iterations); });
     // Each iteration: 4 tile products of 16 x 16 x 32 bf16 multiply-adds, 2 flops each.
-    return double(iterations) * 4 * 16 * 16 * 32 * 2 * n / seconds / 1e9;
+    return chain_rate(pool, 20'000, 4 * 16 * 16 * 32 * 2, amx_bf16_chain);
 }
 
 MachineLimits measure_machine_limits(ThreadPool& pool) {

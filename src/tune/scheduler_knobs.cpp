@@ -40,15 +40,20 @@ double modelled_step_seconds(const StepCurves& c, double decodes, double prompt_
     return d + std::max(0.0, chunk - c.prefill.at_zero());
 }
 
+double nearest_rank(std::vector<double> samples, double q) {
+    if (samples.empty()) return 0;
+    std::sort(samples.begin(), samples.end());
+    const size_t rank = size_t(std::ceil(q * double(samples.size())));
+    return samples[std::min(samples.size(), std::max<size_t>(rank, 1)) - 1];
+}
+
 double tail_ratio(const std::vector<double>& samples) {
     if (samples.size() < 2) return 1.0;
-    std::vector<double> s = samples;
-    std::sort(s.begin(), s.end());
-    if (s.front() <= 0) return 1.0;
-    // The 95th percentile by nearest rank: with 40 samples the third largest, so one or two outliers
-    // (a page fault, a migration) does not set the margin alone.
-    const size_t rank = size_t(std::ceil(0.95 * double(s.size()))) - 1;
-    return std::max(1.0, s[std::min(rank, s.size() - 1)] / s.front());
+    const double best = *std::min_element(samples.begin(), samples.end());
+    if (best <= 0) return 1.0;
+    // With 40 samples the 95th percentile is the third largest, so one or two outliers (a page
+    // fault, a migration) do not set the margin alone.
+    return std::max(1.0, nearest_rank(samples, 0.95) / best);
 }
 
 double modelled_p99_itl(const StepCurves& c, int64_t max_batched_tokens, int32_t max_seqs) {

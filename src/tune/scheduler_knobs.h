@@ -45,8 +45,10 @@ struct StepCurves {
     double tail = 1.0;  // a step's high-percentile time over its best (>= 1)
 };
 
-// The tail of repeated timings of one step: their 95th percentile over their minimum, at least 1
-// (1 for fewer than 2 samples).
+// The q-quantile (0 < q <= 1) of samples by nearest rank (the ceil(q n)-th smallest); 0 when empty.
+double nearest_rank(std::vector<double> samples, double q);
+// The tail of repeated timings of one step: their 95th percentile (nearest rank) over their
+// minimum, at least 1 (1 for fewer than 2 samples).
 double tail_ratio(const std::vector<double>& samples);
 
 struct Workload {

@@ -5,8 +5,8 @@
 // Operands. B tiles are the weight panels as pack_bf16_panels writes them, padded to whole K tiles
 // (bf16_tile_panel_bytes): panel p holds rows 16p..16p+15, its K tile k is the 1 KiB at k * 1024, row
 // j of that tile = column pair 16k + j of the 16 rows (dword i = row i's pair). A tiles are the
-// activations rounded to bf16 (bf16_round.h, nearest even, denormals to signed zero), token t's pairs
-// a row of `stride` dwords, zero past the columns. C tiles are 16 tokens x 16 rows of f32.
+// activation rows of the bf16 dot kernel (bf16_rows.h: rounded to bf16, nearest even, denormals to
+// signed zero; a stride of whole K tiles, zero past the columns). C tiles are 16 tokens x 16 rows of f32.
 //
 // Arithmetic (what makes it batch invariant): each output (token, row) starts at +0 and takes one
 // TDPBF16PS per K tile in increasing k; within one, the instruction's own order (amx_tiles.h: two
@@ -30,7 +30,7 @@
 #include "core/aligned_buffer.h"
 #include "core/thread_pool.h"
 #include "backend/cpu/amx_tiles.h"
-#include "backend/cpu/bf16_round.h"
+#include "backend/cpu/bf16_rows.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_paths.h"
 
@@ -41,44 +41,6 @@ namespace amx_bf16 {
 constexpr int64_t kStreamTokens = 16;
 // Tile registers: C[token tile][panel], A per token tile, B per panel.
 enum : int { kC00 = 0, kC01 = 1, kC10 = 2, kC11 = 3, kA0 = 4, kA1 = 5, kB0 = 6, kB1 = 7 };
-
-// The activations as A-tile rows: token t's pair j is the dword at x[t * stride + j].
-struct Acts {
-    const uint32_t* x = nullptr;
-    int64_t stride = 0;    // dwords per token: the pairs rounded up to whole K tiles
-    int64_t k_tiles = 0;
-};
-
-inline void round_token(const float* src, int64_t cols, uint32_t* dst, int64_t stride) {
-    for (int64_t c = 0; c < 2 * stride; c += 32) {
-        const int64_t left = cols - c;
-        const __mmask16 m0 = left >= 16 ? __mmask16(0xffff) : left <= 0 ? 0 : __mmask16((1u << left) - 1);
-        const __mmask16 m1 = left >= 32 ? __mmask16(0xffff) : left <= 16 ? 0 : __mmask16((1u << (left - 16)) - 1);
-        const __m512 lo = _mm512_maskz_loadu_ps(m0, src + std::min(c, cols));
-        const __m512 hi = _mm512_maskz_loadu_ps(m1, src + std::min(c + 16, cols));
-        _mm512_store_si512(dst + c / 2, bf16_round_pairs(lo, hi));
-    }
-}
-
-inline Acts round_activations(const float* x, int64_t n_tokens, int64_t cols, AlignedBuffer<uint32_t>& buf, ThreadPool& pool) {
-    Acts a;
-    a.k_tiles = ((cols + 1) / 2 + kBf16TilePairs - 1) / kBf16TilePairs;
-    a.stride = a.k_tiles * kBf16TilePairs;
-    const size_t need = size_t(n_tokens * a.stride);
-    if (buf.size() < need) buf = AlignedBuffer<uint32_t>(need);
-    uint32_t* out = buf.data();
-    constexpr int64_t kTokensPerTask = 8;
-    if (n_tokens <= kTokensPerTask) {
-        for (int64_t t = 0; t < n_tokens; ++t) round_token(x + t * cols, cols, out + t * a.stride, a.stride);
-    } else {
-        pool.run(int((n_tokens + kTokensPerTask - 1) / kTokensPerTask), [&](int task, int) {
-            const int64_t t1 = std::min<int64_t>(n_tokens, (task + 1) * kTokensPerTask);
-            for (int64_t t = task * kTokensPerTask; t < t1; ++t) round_token(x + t * cols, cols, out + t * a.stride, a.stride);
-        });
-    }
-    a.x = out;
-    return a;
-}
 
 // Shapes for a block whose token tiles have m0 and m1 rows (m1 = 0: one token tile).
 inline AmxConfig config(int m0, int m1) {
@@ -111,16 +73,16 @@ inline void store_out(float* y, int64_t rows, int64_t t0, int mt, int64_t row0) 
 
 // One block: token tiles at t0 (m0 rows) and t0 + 16 (m1 rows, TwoM), panels pbase (and pbase + 1, TwoN).
 template <class Tiles, bool TwoM, bool TwoN>
-void block(const uint8_t* panel0, const uint8_t* panel1, const Acts& a, int64_t t0, int m0, int m1, int64_t rows,
+void block(const uint8_t* panel0, const uint8_t* panel1, const Bf16Rows& a, int64_t t0, int m0, int m1, int64_t rows,
            int64_t row0, float* y) {
     Tiles::template zero<kC00>();
     if constexpr (TwoN) Tiles::template zero<kC01>();
     if constexpr (TwoM) Tiles::template zero<kC10>();
     if constexpr (TwoM && TwoN) Tiles::template zero<kC11>();
-    const int64_t a_stride = a.stride * 4;
+    const int64_t a_stride = a.stride * 4, k_tiles = a.stride / kBf16TilePairs;
     const uint32_t* x0 = a.x + t0 * a.stride;
     const uint32_t* x1 = x0 + 16 * a.stride;
-    for (int64_t k = 0; k < a.k_tiles; ++k) {
+    for (int64_t k = 0; k < k_tiles; ++k) {
         Tiles::template load<kA0>(x0 + k * kBf16TilePairs, a_stride);
         Tiles::template load<kB0>(panel0 + k * 1024, 64);
         Tiles::template dpbf16ps<kC00, kA0, kB0>();
@@ -142,8 +104,8 @@ void block(const uint8_t* panel0, const uint8_t* panel1, const Acts& a, int64_t 
 
 // Panels [p0, p1) x tokens [t_begin, t_end) on the calling thread.
 template <class Tiles>
-void run_range(const PackedWeight& w, const Acts& a, int64_t p0, int64_t p1, int64_t t_begin, int64_t t_end, float* y) {
-    const int64_t rows = w.source().rows, panel_bytes = a.k_tiles * 1024;
+void run_range(const PackedWeight& w, const Bf16Rows& a, int64_t p0, int64_t p1, int64_t t_begin, int64_t t_end, float* y) {
+    const int64_t rows = w.source().rows, panel_bytes = bf16_tile_panel_bytes(w.source().cols);
     int cur_m0 = -1, cur_m1 = -1;
     for (int64_t t0 = t_begin; t0 < t_end; t0 += 32) {
         const int m0 = int(std::min<int64_t>(16, t_end - t0));
@@ -178,7 +140,7 @@ void amx_bf16_matmul(const PackedWeight& w, const float* x, int64_t n_tokens, fl
     using namespace amx_bf16;
     const WeightView& v = w.source();
     thread_local AlignedBuffer<uint32_t> buf;
-    const Acts acts = round_activations(x, n_tokens, v.cols, buf, pool);
+    const Bf16Rows acts = round_bf16_rows(x, n_tokens, v.cols, buf, pool);
     const int64_t n_panels = (v.rows + kBf16PanelRows - 1) / kBf16PanelRows;
     if (n_tokens <= kStreamTokens) {
         const int64_t pairs = (n_panels + 1) / 2;

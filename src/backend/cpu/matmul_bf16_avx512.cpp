@@ -2,7 +2,7 @@
 // zmm lane per row of a 16-row panel: vdpbf16ps multiplies a column pair of the 16 rows with the
 // broadcast bf16 pair of one token and adds both products into that row's f32 lane, so each output is
 // one accumulation chain over the column pairs in order and never needs a horizontal reduction.
-// The activations are rounded to bf16 once per call into a buffer all threads read.
+// The activations are rounded to bf16 once per call into a buffer all threads read (bf16_rows.h).
 // Prefill: P panels x T tokens of accumulators per micro-kernel (register blocking; the weight vector
 // is reused T times, the broadcast pair P times), tasks of GemmTiles::mc rows x nc tokens. Decode
 // streams the weights: one contiguous range of panels per thread, one panel at a time (a single
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "backend/cpu/bf16_rows.h"
 #include "backend/cpu/matmul_paths.h"
 
 namespace pagoda::kernels::detail {
@@ -25,50 +26,9 @@ namespace {
 
 constexpr int kPrefillPanels = 4, kPrefillTokens = 6;
 
-// The activations as bf16 pairs: token t's pair j is the dword at x + t * stride + j (zero pairs
-// past the columns, so the odd-width zero column multiplies a zero).
-struct Bf16Acts {
-    const uint32_t* x = nullptr;
-    int64_t stride = 0;  // dwords per token (n_pairs rounded up to 16: rows stay 64-byte aligned)
-    int64_t n_pairs = 0;
-};
-
-void convert_token(const float* src, int64_t cols, uint32_t* dst, int64_t stride) {
-    for (int64_t c = 0; c < 2 * stride; c += 32) {
-        const int64_t left = cols - c;
-        const __mmask16 m0 = left >= 16 ? __mmask16(0xffff) : left <= 0 ? 0 : __mmask16((1u << left) - 1);
-        const __mmask16 m1 = left >= 32 ? __mmask16(0xffff) : left <= 16 ? 0 : __mmask16((1u << (left - 16)) - 1);
-        const __m512 lo = _mm512_maskz_loadu_ps(m0, src + std::min(c, cols));
-        const __m512 hi = _mm512_maskz_loadu_ps(m1, src + std::min(c + 16, cols));
-        _mm512_store_si512(dst + c / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-    }
-}
-
-Bf16Acts convert_activations(const float* x, int64_t n_tokens, int64_t cols, AlignedBuffer<uint32_t>& buf,
-                             ThreadPool& pool) {
-    Bf16Acts a;
-    a.n_pairs = (cols + 1) / 2;
-    a.stride = (a.n_pairs + 15) / 16 * 16;
-    const size_t need = size_t(n_tokens * a.stride);
-    if (buf.size() < need) buf = AlignedBuffer<uint32_t>(need);
-    uint32_t* out = buf.data();
-    constexpr int64_t kTokensPerTask = 8;
-    if (n_tokens <= kTokensPerTask) {
-        for (int64_t t = 0; t < n_tokens; ++t) convert_token(x + t * cols, cols, out + t * a.stride, a.stride);
-    } else {
-        pool.run(int((n_tokens + kTokensPerTask - 1) / kTokensPerTask), [&](int task, int) {
-            const int64_t t1 = std::min<int64_t>(n_tokens, (task + 1) * kTokensPerTask);
-            for (int64_t t = task * kTokensPerTask; t < t1; ++t)
-                convert_token(x + t * cols, cols, out + t * a.stride, a.stride);
-        });
-    }
-    a.x = out;
-    return a;
-}
-
 // out[t * P + p] = the 16 rows of panel p dotted with token t0 + t, for T tokens.
 template <int P, int T>
-void bf16_kernel(const uint8_t* const* panels, const Bf16Acts& a, int64_t t0, __m512* out) {
+void bf16_kernel(const uint8_t* const* panels, const Bf16Rows& a, int64_t t0, __m512* out) {
     __m512 acc[T][P];
     for (int t = 0; t < T; ++t)
         for (int p = 0; p < P; ++p) acc[t][p] = _mm512_setzero_ps();
@@ -89,7 +49,7 @@ void bf16_kernel(const uint8_t* const* panels, const Bf16Acts& a, int64_t t0, __
 }
 
 template <int P, int T>
-void bf16_dispatch(int tokens, const uint8_t* const* panels, const Bf16Acts& a, int64_t t0, __m512* out) {
+void bf16_dispatch(int tokens, const uint8_t* const* panels, const Bf16Rows& a, int64_t t0, __m512* out) {
     if constexpr (T > 1) {
         if (tokens < T) return bf16_dispatch<P, T - 1>(tokens, panels, a, t0, out);
     }
@@ -98,7 +58,7 @@ void bf16_dispatch(int tokens, const uint8_t* const* panels, const Bf16Acts& a, 
 
 // Panels [p0, p1) x tokens [t_begin, t_end), P panels x T tokens at a time.
 template <int P, int T>
-void bf16_block(const PackedWeight& w, const Bf16Acts& a, int64_t p0, int64_t p1, int64_t t_begin, int64_t t_end,
+void bf16_block(const PackedWeight& w, const Bf16Rows& a, int64_t p0, int64_t p1, int64_t t_begin, int64_t t_end,
                 float* y) {
     const int64_t rows = w.source().rows, panel_bytes = bf16_panel_bytes(w.source().cols);
     for (int64_t pbase = p0; pbase < p1; pbase += P) {
@@ -126,7 +86,7 @@ void matmul_bf16_avx512(const PackedWeight& w, const float* x, int64_t n_tokens,
                         const GemmTiles& tiles) {
     const WeightView& v = w.source();
     thread_local AlignedBuffer<uint32_t> buf;
-    const Bf16Acts acts = convert_activations(x, n_tokens, v.cols, buf, pool);
+    const Bf16Rows acts = round_bf16_rows(x, n_tokens, v.cols, buf, pool);
     const int64_t n_panels = (v.rows + kBf16PanelRows - 1) / kBf16PanelRows;
     if (n_tokens == 1) {
         const int64_t n_tasks = std::min<int64_t>(pool.size(), n_panels);
