@@ -41,4 +41,17 @@ MappedFile::~MappedFile() {
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void populate_pages(const void* p, size_t n) {
+    if (!p || n == 0) return;
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t first = reinterpret_cast<uintptr_t>(p) / page * page;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(p) + n;
+#ifdef MADV_POPULATE_READ
+    if (::madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_READ) == 0) return;
+#endif
+    // Older kernels (before 5.14): read one byte of each page.
+    const volatile uint8_t* bytes = reinterpret_cast<const volatile uint8_t*>(first);
+    for (uintptr_t off = 0; first + off < end; off += page) (void)bytes[off];
+}
+
 }  // namespace pagoda

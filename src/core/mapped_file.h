@@ -23,4 +23,10 @@ private:
     size_t size_ = 0;
 };
 
+// Maps every page of [p, p + n) into this process's page tables now (MADV_POPULATE_READ, or a read
+// of each page where the kernel predates it), so later reads take no page fault. For weights read
+// a row at a time (the token embedding): a first touch of a file page costs a fault per step, tens
+// of microseconds in a VM and a disk read if the page was never loaded.
+void populate_pages(const void* p, size_t n);
+
 }  // namespace pagoda

@@ -38,6 +38,7 @@
 //       for each of heads <= kMaxAccumulateHeads: acc[h] += p[h][j] * row j for j = 0, 1, .., n-1
 //       in that order per element (so the result does not depend on how heads are grouped)
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -85,7 +86,7 @@ void walk_tiles(const Task& t) {
     constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16;
     const bool widen = kCanWiden && qh >= kWidenMinQueryHeads;
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
-    // (which start inside the tile under a window), so every entry always points at a readable row.
+    // (which start inside the tile under a window), so the 16 entries past n point at a readable row.
     constexpr int kRows = kTile + 16;
     const uint8_t* cache_rows[kRows];
     const uint8_t* k_rows[kRows];
@@ -94,19 +95,36 @@ void walk_tiles(const Task& t) {
         k_rows[j] = reinterpret_cast<const uint8_t*>(k_tile + size_t(j < kTile ? j : 0) * ld);
         v_rows[j] = reinterpret_cast<const uint8_t*>(v_tile + size_t(j < kTile ? j : 0) * ld);
     }
-    // Rows below `floor` (the first key any query of the tile still sees) are never used; they point
-    // at the floor row instead, so a block wholly outside every window is never read (the block
-    // manager may have freed it: its table entry is no block at all).
+    // out[j] = the row of position start + j for j < n, filled a block at a time (a block's rows are
+    // consecutive: one table lookup per block, not per row, which decode would otherwise pay for
+    // every key). Rows below `floor` (the first key any query of the tile still sees) are never
+    // used; they point at the floor row instead, so a block wholly outside every window is never
+    // read (the block manager may have freed it: its table entry is no block at all).
+    auto fill_rows = [&](const uint8_t* base, int32_t start, int n, int32_t floor, const uint8_t** out) {
+        int j = 0;
+        if (start < floor) {
+            const uint8_t* f = row(base, floor);
+            for (; j < n && start + j < floor; ++j) out[j] = f;
+        }
+        while (j < n) {
+            const int32_t p = start + j;
+            const int in_block = std::min(n - j, int(mask + 1 - (p & mask)));
+            const uint8_t* r = row(base, p);
+            for (int k = 0; k < in_block; ++k, r += t.row_bytes) out[j + k] = r;
+            j += in_block;
+        }
+    };
     auto load_tile = [&](const uint8_t* base, int32_t start, int n, int32_t floor, float* f32_tile, const uint8_t** rows) {
-        for (int j = 0; j < n; ++j) cache_rows[j] = row(base, start + j < floor ? floor : start + j);
         if constexpr (kCanWiden) {
             if (widen) {
+                fill_rows(base, start, n, floor, cache_rows);
                 Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
                 return;
             }
         }
         (void)f32_tile;
-        for (int j = 0; j < kRows; ++j) rows[j] = cache_rows[j < n ? j : 0];
+        fill_rows(base, start, n, floor, rows);
+        for (int j = n; j < n + 16; ++j) rows[j] = rows[0];
     };
     auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
         if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
@@ -115,6 +133,21 @@ void walk_tiles(const Task& t) {
     auto accumulate = [&](float* const* a, const float* const* p, int heads, const uint8_t* const* rows, int n) {
         if (kCanWiden && widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
         else Ops::template accumulate<DT>(a, p, heads, rows, n, d);
+    };
+    // Without widening (decode) the Ops read the cache rows in place. A block's rows are contiguous
+    // but the blocks are scattered, and in a decode step every layer's weights stream through the
+    // cache in between, so each block starts cold: ask for a tile's V rows while its scores are
+    // computed and for the next tile's K rows while its P.V runs, rather than stall on each block.
+    // Positions from lowest(0) on all lie in valid blocks (the caller checks them).
+    auto prefetch_tile = [&](const uint8_t* base, int32_t start, int n) {
+        if (widen) return;
+        for (int j = 0; j < n;) {
+            const int32_t p = start + j;
+            const int in_block = std::min(n - j, int(mask + 1 - (p & mask)));
+            const uint8_t* r = row(base, p);
+            for (size_t b = 0, bytes = size_t(in_block) * t.row_bytes; b < bytes; b += 64) __builtin_prefetch(r + b);
+            j += in_block;
+        }
     };
     const int32_t n_keys = t.pos[m - 1] + 1;
     // The first key query i sees (positions increase, so these do too).
@@ -130,6 +163,8 @@ void walk_tiles(const Task& t) {
         while (last < m && skip_of(last) < keys_of(last)) ++last;
         if (last == first) continue;
         const int32_t floor = lowest(first);  // positions increase: the first query's start is the lowest
+        if (start == lowest(0) / kTile * kTile) prefetch_tile(t.k_head, floor, start + n - floor);
+        prefetch_tile(t.v_head, floor > start ? floor : start, floor > start ? start + n - floor : n);
         load_tile(t.k_head, start, n, floor, k_tile, k_rows);
         for (int i = first; i < last; ++i) {
             const int off = skip_of(i), ni = keys_of(i) - off;
@@ -154,6 +189,8 @@ void walk_tiles(const Task& t) {
             }
         }
         load_tile(t.v_head, start, n, floor, v_tile, v_rows);
+        if (const int32_t next = start + kTile; next < n_keys)  // every block from lowest(0) on is valid
+            prefetch_tile(t.k_head, next, n_keys - next < kTile ? int(n_keys - next) : kTile);
         // P.V: heads that see the same number of keys (a query's group, and all queries past the
         // tile) share each loaded V row, up to kMaxAccumulateHeads at a time.
         float* acc_ptrs[kMaxAccumulateHeads];

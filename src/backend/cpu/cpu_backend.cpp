@@ -18,6 +18,7 @@
 #include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::backend {
@@ -44,7 +45,10 @@ class CpuWeight final : public Weight {
 public:
     CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(std::move(parts)) {
         for (const auto& p : this->parts()) views_.push_back(view_of(p));
-        if (use == WeightUse::embedding) return;  // read by rows only: stays in the file mapping
+        if (use == WeightUse::embedding) {  // read by rows only: stays in the file mapping,
+            for (const auto& v : views_) populate_pages(v.data, size_t(v.bytes()));  // faulted in once
+            return;
+        }
         bool file_mapped = true;
         for (const auto& p : this->parts()) file_mapped = file_mapped && p.file_mapped;
         // Parts of one type are stacked into one packed weight when a packed kernel takes it: one
