@@ -103,6 +103,53 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     });
 }
 
+namespace {
+
+// Claims up to `chunk` units from the front (owner) or the back (a thief) of a range; false when
+// it is empty.
+bool claim(std::atomic<uint64_t>& bounds, int64_t chunk, bool front, int64_t& begin, int64_t& end) {
+    uint64_t v = bounds.load(std::memory_order_acquire);
+    for (;;) {
+        const uint32_t lo = uint32_t(v), hi = uint32_t(v >> 32);
+        if (lo >= hi) return false;
+        const uint32_t take = uint32_t(std::min<int64_t>(chunk, int64_t(hi - lo)));
+        const uint64_t next = front ? (uint64_t(hi) << 32) | (lo + take) : (uint64_t(hi - take) << 32) | lo;
+        if (bounds.compare_exchange_weak(v, next, std::memory_order_acq_rel)) {
+            begin = front ? lo : hi - take;
+            end = front ? lo + take : hi;
+            return true;
+        }
+    }
+}
+
+}  // namespace
+
+void ThreadPool::run_streams(int64_t n_units, const std::function<void(int64_t, int64_t, int)>& fn, int64_t chunk) {
+    if (n_units <= 0) return;
+    const int n = int(std::min<int64_t>(n_threads_, n_units));
+    if (chunk <= 0) chunk = n_units / (int64_t(n) * 8);
+    chunk = std::max<int64_t>(1, chunk);
+    if (n == 1) {
+        for (int64_t b = 0; b < n_units; b += chunk) fn(b, std::min(n_units, b + chunk), 0);
+        return;
+    }
+    if (int(streams_.size()) < n) streams_ = std::vector<StreamRange>(size_t(n));
+    for (int i = 0; i < n; ++i) {
+        const uint64_t lo = uint64_t(n_units * i / n), hi = uint64_t(n_units * (i + 1) / n);
+        streams_[size_t(i)].bounds.store((hi << 32) | lo, std::memory_order_relaxed);
+    }
+    // Task i owns range i; tasks are claimed in turn, so each thread usually runs one. Stolen
+    // chunks come from the next ranges first (the nearest neighbour's tail).
+    run(n, [&](int task, int thread) {
+        int64_t b, e;
+        while (claim(streams_[size_t(task)].bounds, chunk, true, b, e)) fn(b, e, thread);
+        for (int k = 1; k < n; ++k) {
+            std::atomic<uint64_t>& victim = streams_[size_t((task + k) % n)].bounds;
+            while (claim(victim, chunk, false, b, e)) fn(b, e, thread);
+        }
+    });
+}
+
 int default_thread_count() {
     // Count distinct (physical id, core id) pairs; fall back to the logical count.
     std::ifstream in("/proc/cpuinfo");

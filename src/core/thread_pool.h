@@ -30,6 +30,17 @@ public:
     // Splits [0, n) into contiguous ranges, one or more per thread, aligned to `grain`.
     void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end, int thread)>& fn);
 
+    // For kernels that stream from memory (decode): [0, n_units) is split into one contiguous range
+    // per thread, which its owner visits front to back in chunks of `chunk` units (one sequential
+    // stream per core, what the hardware prefetchers follow; chunk <= 0: an eighth of a range, the
+    // fewest that still balance well); a thread that runs out takes chunks
+    // from the back of the others' ranges, so a core slowed for a moment does not hold the region
+    // up. fn(begin, end, thread) runs once per chunk; every unit is visited exactly once, by
+    // whichever thread, so a kernel whose units do not depend on each other gets the same result.
+    // n_units < 2^31.
+    void run_streams(int64_t n_units, const std::function<void(int64_t begin, int64_t end, int thread)>& fn,
+                     int64_t chunk = 0);
+
 private:
     void worker_loop(int thread_index);
     void drain(uint32_t region, int thread_index);
@@ -45,6 +56,11 @@ private:
     uint32_t region_ = 0;                   // written by the calling thread only
     std::atomic<uint64_t> generation_{0};   // bumped per region: what sleeping workers wait on
     std::atomic<bool> stop_{false};
+    // run_streams' ranges, one per thread: (back << 32) | front, each on its own cache line.
+    struct alignas(64) StreamRange {
+        std::atomic<uint64_t> bounds{0};
+    };
+    std::vector<StreamRange> streams_;
 };
 
 // Physical cores (logical / SMT width), at most the CPUs of the affinity mask and of the cgroup's

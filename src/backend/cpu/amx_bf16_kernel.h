@@ -144,10 +144,8 @@ void amx_bf16_matmul(const PackedWeight& w, const float* x, int64_t n_tokens, fl
     const int64_t n_panels = (v.rows + kBf16PanelRows - 1) / kBf16PanelRows;
     if (n_tokens <= kStreamTokens) {
         const int64_t pairs = (n_panels + 1) / 2;
-        const int64_t n_tasks = std::min<int64_t>(pool.size(), pairs);
-        pool.run(int(n_tasks), [&](int task, int) {
-            const int64_t p0 = pairs * task / n_tasks * 2, p1 = std::min(n_panels, pairs * (task + 1) / n_tasks * 2);
-            if (p0 < p1) run_range<Tiles>(w, acts, p0, p1, 0, n_tokens, y);
+        pool.run_streams(pairs, [&](int64_t q0, int64_t q1, int) {
+            run_range<Tiles>(w, acts, q0 * 2, std::min(n_panels, q1 * 2), 0, n_tokens, y);
         });
         return;
     }

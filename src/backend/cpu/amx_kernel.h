@@ -160,20 +160,9 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
     // The VNNI kernel's split (see its packed_rows): one contiguous range per thread for streaming
-    // steps, small tasks of mc rows for compute-bound ones.
-    const bool streaming = n_tokens <= kAmxStreamTokens;
-    const int64_t per_task = std::max<int64_t>(1, mc / kPanelRows / 2) * 2;
-    const int64_t n_tasks = streaming ? std::min<int64_t>(pool.size(), (n_panels + 1) / 2) : (n_panels + per_task - 1) / per_task;
+    // steps (run_streams), small tasks of mc rows for compute-bound ones.
     const AmxConfig cfg = config(PanelFormat<F>::q6, int(n_tokens % 16));
-    pool.run(int(n_tasks), [&](int task, int) {
-        int64_t p0, p1;
-        if (streaming) {
-            p0 = n_panels * task / n_tasks / 2 * 2;
-            p1 = task + 1 == n_tasks ? n_panels : n_panels * (task + 1) / n_tasks / 2 * 2;
-        } else {
-            p0 = task * per_task;
-            p1 = std::min(n_panels, p0 + per_task);
-        }
+    auto panels_from = [&](int64_t p0, int64_t p1) {
         if (p0 >= p1) return;
         Tiles::load_config(cfg);
         for (int64_t pbase = p0; pbase < p1; pbase += 2) {
@@ -184,6 +173,15 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
                                      pbase * kPanelRows, y);
         }
         Tiles::release();
+    };
+    if (n_tokens <= kAmxStreamTokens) {
+        const int64_t pairs = (n_panels + 1) / 2;
+        pool.run_streams(pairs, [&](int64_t q0, int64_t q1, int) { panels_from(q0 * 2, std::min(n_panels, q1 * 2)); });
+        return;
+    }
+    const int64_t per_task = std::max<int64_t>(1, mc / kPanelRows / 2) * 2;
+    pool.run(int((n_panels + per_task - 1) / per_task), [&](int task, int) {
+        panels_from(task * per_task, std::min(n_panels, (task + 1) * per_task));
     });
 }
 

@@ -176,17 +176,10 @@ void float_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* 
     const int64_t mc = std::max<int64_t>(S::R, a.tiles.mc / S::R * S::R);
     // Decode (one token block, weights read straight from memory): one contiguous range of rows per
     // thread, so each core follows a single sequential stream (small tasks handed out in turn make
-    // both cores jump between ranges, which the prefetchers follow badly). Prefill balances with
-    // small tasks. Each output's order does not depend on the split (matmul_paths.h).
-    const bool streaming = n_tokens <= S::T;
-    const int64_t n_blocks = (w.rows + S::R - 1) / S::R;
-    const int64_t n_tasks = streaming ? std::min<int64_t>(pool.size(), n_blocks) : (w.rows + mc - 1) / mc;
-    auto body = [&](int task, int) {
-        int64_t r0 = task * mc, r1 = std::min(w.rows, r0 + mc);
-        if (streaming) {
-            r0 = n_blocks * task / n_tasks * S::R;
-            r1 = std::min(w.rows, n_blocks * (task + 1) / n_tasks * S::R);
-        }
+    // both cores jump between ranges, which the prefetchers follow badly), with chunks stolen from
+    // the back when a core falls behind (ThreadPool::run_streams). Prefill balances with small
+    // tasks. Each output's order does not depend on the split (matmul_paths.h).
+    auto rows = [&](int64_t r0, int64_t r1) {
         switch (w.type) {
             case gguf::GgmlType::F32: return run_rows<S, Elem::f32, false>(a, r0, r1);
             case gguf::GgmlType::F16: return run_rows<S, Elem::f16, false>(a, r0, r1);
@@ -194,7 +187,12 @@ void float_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* 
             default: return run_rows<S, Elem::f32, true>(a, r0, r1);
         }
     };
-    pool.run(int(n_tasks), body);
+    if (n_tokens <= S::T) {
+        const int64_t n_blocks = (w.rows + S::R - 1) / S::R;
+        pool.run_streams(n_blocks, [&](int64_t b0, int64_t b1, int) { rows(b0 * S::R, std::min(w.rows, b1 * S::R)); });
+        return;
+    }
+    pool.run(int((w.rows + mc - 1) / mc), [&](int task, int) { rows(task * mc, std::min(w.rows, (task + 1) * mc)); });
 }
 
 }  // namespace

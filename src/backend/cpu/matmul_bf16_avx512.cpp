@@ -89,10 +89,7 @@ void matmul_bf16_avx512(const PackedWeight& w, const float* x, int64_t n_tokens,
     const Bf16Rows acts = round_bf16_rows(x, n_tokens, v.cols, buf, pool);
     const int64_t n_panels = (v.rows + kBf16PanelRows - 1) / kBf16PanelRows;
     if (n_tokens == 1) {
-        const int64_t n_tasks = std::min<int64_t>(pool.size(), n_panels);
-        pool.run(int(n_tasks), [&](int task, int) {
-            bf16_block<1, 1>(w, acts, n_panels * task / n_tasks, n_panels * (task + 1) / n_tasks, 0, 1, y);
-        });
+        pool.run_streams(n_panels, [&](int64_t p0, int64_t p1, int) { bf16_block<1, 1>(w, acts, p0, p1, 0, 1, y); });
         return;
     }
     constexpr int P = kPrefillPanels, T = kPrefillTokens;

@@ -203,20 +203,9 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
     // Decode streams the weights from memory: one contiguous range of panels per thread keeps each
     // core on a single sequential stream that the hardware prefetchers follow (interleaved small
-    // tasks measured at half the bandwidth). Prefill is compute bound: small tasks balance better.
-    const bool streaming = n_tokens <= kStreamTokens;
-    const int64_t per_task = std::max<int64_t>(1, mc / kPanelRows / P) * P;  // panels per prefill task
-    const int64_t n_tasks = streaming ? std::min<int64_t>(pool.size(), (n_panels + P - 1) / P)
-                                      : (n_panels + per_task - 1) / per_task;
-    pool.run(int(n_tasks), [&](int task, int) {
-        int64_t p0, p1;
-        if (streaming) {
-            p0 = n_panels * task / n_tasks / P * P;
-            p1 = task + 1 == n_tasks ? n_panels : n_panels * (task + 1) / n_tasks / P * P;
-        } else {
-            p0 = task * per_task;
-            p1 = std::min(n_panels, p0 + per_task);
-        }
+    // tasks measured at half the bandwidth), with chunks stolen from the back when a core falls
+    // behind (ThreadPool::run_streams). Prefill is compute bound: small tasks balance better.
+    auto panels_from = [&](int64_t p0, int64_t p1) {
         for (int64_t pbase = p0; pbase < p1; pbase += P) {
             const int pp = int(std::min<int64_t>(P, p1 - pbase));
             const uint8_t* panels[P];
@@ -235,6 +224,16 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
                     }
             }
         }
+    };
+    if (n_tokens <= kStreamTokens) {
+        const int64_t groups = (n_panels + P - 1) / P;  // the unit: P panels, one kernel call
+        pool.run_streams(groups, [&](int64_t g0, int64_t g1, int) { panels_from(g0 * P, std::min(n_panels, g1 * P)); });
+        return;
+    }
+    const int64_t per_task = std::max<int64_t>(1, mc / kPanelRows / P) * P;  // panels per prefill task
+    pool.run(int((n_panels + per_task - 1) / per_task), [&](int task, int) {
+        const int64_t p0 = task * per_task;
+        panels_from(p0, std::min(n_panels, p0 + per_task));
     });
 }
 
