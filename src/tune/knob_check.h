@@ -6,7 +6,10 @@
 // the mean of the two p99s counts; a timed miss gets a second look (a burst of interference can
 // cover one series). A miss replaces the model's value for that setting, the
 // measured-over-modelled ratio scales the rest, and the choice is made again, a few rounds at most.
-// Every round is recorded for the profile.
+// A pass with room to spare (under 3/4 of the target) means the model overstates the host: its
+// ratio (below 1) scales the rest and the fastest setting then predicted to pass is checked, and so
+// on up until a check misses; the fastest setting that passed is the choice. Every round is
+// recorded for the profile.
 #pragma once
 #include <functional>
 #include <memory>

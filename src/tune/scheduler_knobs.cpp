@@ -75,6 +75,7 @@ double modelled_tokens_per_s(const StepCurves& c, const Workload& w, int64_t max
 KnobChoice choose_scheduler_knobs(const StepCurves& c, double target_itl_s, const Workload& w,
                                   const KnobCandidates& candidates, const KnobMeasurements& measured) {
     if (c.decode.points.empty() || c.prefill.points.empty()) fail("scheduler knobs: no step-time measurements");
+    const double correction = measured.model_correction > 0 ? measured.model_correction : 1.0;
     KnobChoice best, lowest;
     lowest.p99_itl_s = std::numeric_limits<double>::infinity();
     bool any = false;
@@ -84,7 +85,7 @@ KnobChoice choose_scheduler_knobs(const StepCurves& c, double target_itl_s, cons
             const auto hit = measured.p99_itl_s.find({m, s});
             const double itl = hit != measured.p99_itl_s.end()
                                    ? hit->second
-                                   : std::max(1.0, measured.model_correction) * modelled_p99_itl(c, m, s);
+                                   : correction * modelled_p99_itl(c, m, s);
             const double tps = modelled_tokens_per_s(c, w, m, s);
             if (tps <= 0) continue;
             any = true;

@@ -19,8 +19,9 @@
 // order, smaller M then smaller S); when none meets the target, the setting with the lowest itl.
 // Measured settings (KnobMeasurements: the tuner times a chosen setting's worst step and feeds its
 // high percentile back) use that value instead of the model's, and the model's value of every other
-// setting is scaled by the largest measured-over-modelled ratio seen (the model's error is mostly
-// systematic: a step of decodes and prompt tokens is not exactly the sum of the two curves).
+// setting is scaled by the tuner's model correction, a measured-over-modelled ratio (the model's
+// error is mostly systematic: a step of decodes and prompt tokens is not exactly the sum of the two
+// curves); above 1 after a miss, below 1 when a pass with room lets the tuner look further up.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -72,7 +73,7 @@ struct KnobChoice {
 
 struct KnobMeasurements {
     std::map<std::pair<int64_t, int32_t>, double> p99_itl_s;  // (max_batched_tokens, max_seqs) -> measured
-    double model_correction = 1.0;                            // >= 1
+    double model_correction = 1.0;                            // > 0: scales unmeasured settings' p99
 };
 
 double modelled_step_seconds(const StepCurves& c, double decodes, double prompt_tokens);  // best time
