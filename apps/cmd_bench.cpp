@@ -31,6 +31,7 @@ struct BenchOptions {
     int prompt = 512, gen = 128, reps = 5, threads = 0, chunk = 512;
     int depth = 0;  // tokens already in the KV cache when the tg test starts
     bool json = false, no_limits = false;
+    bool op_times = false;  // time every op of the timed steps (model/op_times.h)
     double shared_prefix = 0;  // > 0: also time prompts whose leading fraction is a cached prefix
     KvFlags kv;
     ProfileFlags profile;
@@ -49,6 +50,36 @@ Stat stats(const std::vector<double>& v) {
     for (double x : v) s.stddev += (x - s.mean) * (x - s.mean);
     s.stddev = v.size() > 1 ? std::sqrt(s.stddev / double(v.size() - 1)) : 0.0;
     return s;
+}
+
+// --op-times: each op's share of the timed steps, the most expensive first. What is left of a
+// step's time outside its ops is the step's own work (validation, block copies, the logits copy).
+std::vector<std::pair<std::string, model::OpTimes::Entry>> ops_by_time(const model::OpTimes& t) {
+    std::vector<std::pair<std::string, model::OpTimes::Entry>> ops(t.by_op.begin(), t.by_op.end());
+    std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    return ops;
+}
+
+void print_op_times(const std::string& test, const model::OpTimes& t) {
+    if (t.steps == 0) return;
+    const double per_step_us = 1e6 / double(t.steps);
+    std::printf("\nops of %s: %lld steps, %.1f us per step\n\n", test.c_str(), (long long)t.steps, t.step_seconds * per_step_us);
+    std::printf("| op                     | calls per step | us per step | share |\n");
+    std::printf("| ---------------------- | -------------: | ----------: | ----: |\n");
+    for (const auto& [name, e] : ops_by_time(t))
+        std::printf("| %-22s | %14.1f | %11.1f | %4.1f %% |\n", name.c_str(), double(e.calls) / double(t.steps),
+                    e.seconds * per_step_us, 100 * e.seconds / t.step_seconds);
+    const double rest = std::max(0.0, t.step_seconds - t.op_seconds());
+    std::printf("| %-22s | %14s | %11.1f | %4.1f %% |\n", "(between ops)", "", rest * per_step_us,
+                100 * rest / t.step_seconds);
+}
+
+nlohmann::json op_times_json(const model::OpTimes& t) {
+    nlohmann::json ops = nlohmann::json::object();
+    const double steps = double(std::max<int64_t>(1, t.steps));
+    for (const auto& [name, e] : t.by_op)
+        ops[name] = {{"calls_per_step", double(e.calls) / steps}, {"us_per_step", 1e6 * e.seconds / steps}};
+    return {{"steps", t.steps}, {"us_per_step", 1e6 * t.step_seconds / steps}, {"ops", ops}};
 }
 
 struct ModelFootprint {
@@ -158,14 +189,18 @@ int run_bench(const BenchOptions& o) {
     std::uniform_int_distribution<int32_t> token(0, int32_t(cfg.vocab_size - 1));
 
     std::vector<double> pp_rates, tg_rates;
+    model::OpTimes pp_times, tg_times;  // the timed repetitions' steps, with --op-times
+    auto time_ops = [&](model::OpTimes* times) { model->set_op_times(o.op_times ? times : nullptr); };
     kv::SeqId seq = 0;
     for (int r = 0; r < o.reps + 1; ++r) {  // the first round warms caches and page tables up
         if (o.prompt > 0) {
             std::vector<int32_t> prompt(size_t(o.prompt));
             for (auto& t : prompt) t = token(rng);
+            if (r > 0) time_ops(&pp_times);
             auto start = Clock::now();
             runner.prefill(seq, prompt, o.chunk);
             double s = std::chrono::duration<double>(Clock::now() - start).count();
+            time_ops(nullptr);
             if (r > 0) pp_rates.push_back(o.prompt / s);
             runner.release(seq++);
         }
@@ -175,9 +210,11 @@ int run_bench(const BenchOptions& o) {
             for (auto& t : first) t = token(rng);
             runner.prefill(seq, first, o.chunk);
             if (r > 0) remeasure_bandwidth();
+            if (r > 0) time_ops(&tg_times);
             auto start = Clock::now();
             for (int i = 0; i < o.gen; ++i) runner.decode(seq, token(rng));
             double s = std::chrono::duration<double>(Clock::now() - start).count();
+            time_ops(nullptr);
             if (r > 0) tg_rates.push_back(o.gen / s);
             runner.release(seq++);
         }
@@ -187,7 +224,7 @@ int run_bench(const BenchOptions& o) {
     const double kv_bytes_per_pos = double(info.kv_bytes_per_block) / info.block_size;
     // The kernel path column: the ISA for the cpu backend, else the backend's name.
     const std::string path = info.backend == "cpu" ? isa_name(active_isa()) : info.backend;
-    auto report = [&](const std::string& test, const std::vector<double>& rates, int n) {
+    auto report = [&](const std::string& test, const std::vector<double>& rates, int n, const model::OpTimes& times) {
         if (rates.empty()) return;
         Stat s = stats(rates);
         double ratio = 0, gbps = limits.read_gbps;  // tg: the mean of the runs' own measurements
@@ -236,6 +273,7 @@ int run_bench(const BenchOptions& o) {
                                 {"fp32_gflops", limits.fp32_gflops}, {"int8_gops", limits.int8_gops},
                                 {"bf16_gflops", limits.bf16_gflops}, {"amx_int8_gops", limits.amx_int8_gops},
                                 {"amx_bf16_gflops", limits.amx_bf16_gflops}};
+            if (o.op_times) j["op_times"] = op_times_json(times);
             std::printf("%s\n", j.dump().c_str());
         } else {
             std::printf("| %-10s | %6s | %8.1f MiB | %2d | %-6s | %8.2f ± %6.2f | %5.1f %% | %s |\n", test.c_str(),
@@ -254,8 +292,14 @@ int run_bench(const BenchOptions& o) {
         std::printf("| test       | type   |         size | th | path   |         tokens/s | of limit | limit |\n");
         std::printf("| ---------- | ------ | -----------: | -: | ------ | ---------------: | -------: | ----- |\n");
     }
-    report("pp" + std::to_string(o.prompt), pp_rates, o.prompt);
-    report("tg" + std::to_string(o.gen) + (o.depth > 0 ? " @ d" + std::to_string(o.depth) : ""), tg_rates, o.gen);
+    const std::string pp_test = "pp" + std::to_string(o.prompt);
+    const std::string tg_test = "tg" + std::to_string(o.gen) + (o.depth > 0 ? " @ d" + std::to_string(o.depth) : "");
+    report(pp_test, pp_rates, o.prompt, pp_times);
+    report(tg_test, tg_rates, o.gen, tg_times);
+    if (o.op_times && !o.json) {
+        if (!pp_rates.empty()) print_op_times(pp_test, pp_times);
+        if (!tg_rates.empty()) print_op_times(tg_test, tg_times);
+    }
     if (o.shared_prefix > 0 && o.prompt > 1) report_prefix_reuse(o, *model, pp_rates.empty() ? 0 : stats(pp_rates).mean);
     return 0;
 }
@@ -272,6 +316,9 @@ CommandRegistration reg("bench", "Measure prompt-processing and generation speed
     sub.add_option("--chunk", o->chunk, "Prompt tokens per forward step")->check(in_range(1, 1 << 20));
     sub.add_flag("--json", o->json, "One JSON object per test instead of a table");
     sub.add_flag("--no-limits", o->no_limits, "Skip measuring bandwidth and peaks");
+    sub.add_flag("--op-times", o->op_times,
+                 "Also time every op of the timed steps: a table per test of each op's calls and microseconds per "
+                 "step and share of the step (with --json, an op_times object in each test's line)");
     sub.add_option("--shared-prefix", o->shared_prefix,
                    "Also time a prompt whose leading fraction (e.g. 0.9) is served from the prefix cache")
         ->check(in_range(0.0, 1.0));

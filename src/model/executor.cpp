@@ -1,6 +1,7 @@
 #include "model/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "core/error.h"
@@ -108,8 +109,22 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
     if (rows.tokens > capacity_) reserve(rows.tokens);  // between steps, never inside one
     auto& b = backend_;
     std::vector<backend::Tensor>& outs = outs_;  // kept across steps: nothing is allocated in a step
+    using Clock = std::chrono::steady_clock;
+    if (op_times_) step_op_times_.assign(step_op_times_.size(), {});
     for (const Node& node : graph_.nodes) {
         if (interrupt_ && interrupt_->load(std::memory_order_relaxed)) throw StepInterrupted();
+        // Timed when asked: the op's backend call, however it ends (an op that throws still counts).
+        struct OpTimer {
+            std::vector<OpTimes::Entry>* acc;
+            size_t kind;
+            Clock::time_point start;
+            ~OpTimer() {
+                if (!acc) return;
+                if (acc->size() <= kind) acc->resize(kind + 1);
+                (*acc)[kind].calls += 1;
+                (*acc)[kind].seconds += std::chrono::duration<double>(Clock::now() - start).count();
+            }
+        } op_timer{op_times_ ? &step_op_times_ : nullptr, size_t(node.kind), op_times_ ? Clock::now() : Clock::time_point{}};
         auto in = [&](size_t i) { return tensor(node.in[i], rows); };
         auto out = [&](size_t i) { return tensor(node.out[i], rows); };
         backend::Tensor quantized;  // a matmul-type op's second input: the first one's quantised form
@@ -162,6 +177,13 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             }
         }
     }
+    if (op_times_)
+        for (size_t k = 0; k < step_op_times_.size(); ++k) {
+            if (step_op_times_[k].calls == 0) continue;
+            OpTimes::Entry& e = op_times_->by_op[op_name(OpKind(k))];
+            e.calls += step_op_times_[k].calls;
+            e.seconds += step_op_times_[k].seconds;
+        }
     const backend::Tensor result = tensor(graph_.output, rows);
     logits.resize(size_t(result.rows * result.cols));
     if (!logits.empty()) b.read(result, logits.data());

@@ -28,6 +28,8 @@ public:
              const ActivationObserver* observer = nullptr);
     // run() checks the flag before each op and throws StepInterrupted once it is true.
     void set_interrupt_flag(const std::atomic<bool>* flag) { interrupt_ = flag; }
+    // While set, run() adds each op's wall-clock time to *times under its op_name.
+    void set_op_times(OpTimes* times) { op_times_ = times; }
 
 private:
     backend::Tensor tensor(int id, StepRows rows) const;
@@ -41,6 +43,8 @@ private:
     std::vector<float> observed_;
     std::vector<backend::Tensor> outs_;
     const std::atomic<bool>* interrupt_ = nullptr;
+    OpTimes* op_times_ = nullptr;
+    std::vector<OpTimes::Entry> step_op_times_;  // per OpKind, this step's (merged into op_times_ after it)
 };
 
 }  // namespace pagoda::model

@@ -1,4 +1,6 @@
 #include "model/graph_model.h"
+
+#include <chrono>
 #include "model/model_file.h"
 
 #include <fmt/format.h>
@@ -95,6 +97,16 @@ void GraphModel::validate(const Batch& batch) const {
 }
 
 std::vector<float> GraphModel::forward(const Batch& batch) {
+    const auto start = std::chrono::steady_clock::now();
+    struct StepTimer {  // adds the whole step, however it ends
+        OpTimes* times;
+        std::chrono::steady_clock::time_point start;
+        ~StepTimer() {
+            if (!times) return;
+            ++times->steps;
+            times->step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        }
+    } timer{op_times_, start};
     validate(batch);
     for (const auto& c : batch.block_copies) cache_->copy_block(c.src, c.dst);
     const int64_t n = batch.size();

@@ -26,6 +26,10 @@ public:
     std::string op_counts() const override { return executor_->graph().op_counts(); }
     void set_activation_observer(ActivationObserver observer) override { observer_ = std::move(observer); }
     void set_interrupt_flag(const std::atomic<bool>* flag) override { executor_->set_interrupt_flag(flag); }
+    void set_op_times(OpTimes* times) override {
+        op_times_ = times;
+        executor_->set_op_times(times);
+    }
     bool can_transfer_kv() const override { return true; }
     void export_kv_block(int32_t block, std::span<uint8_t> out) const override { cache_->export_block(block, out); }
     void import_kv_block(int32_t block, std::span<const uint8_t> in) override { cache_->import_block(block, in); }
@@ -44,6 +48,7 @@ private:
     std::vector<int32_t> logit_rows_, hidden_rows_;
     std::vector<float> hidden_;
     int32_t window_ = 0;  // info_.sliding_window
+    OpTimes* op_times_ = nullptr;
 };
 
 }  // namespace pagoda::model

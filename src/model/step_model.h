@@ -14,6 +14,7 @@
 #include "model/batch.h"
 #include "kv/kv_layout.h"
 #include "model/config.h"
+#include "model/op_times.h"
 
 namespace pagoda::model {
 
@@ -65,6 +66,9 @@ public:
     // undefined and its sequences must be dropped. The engine raises it to end a shutdown without
     // finishing a long step. Null: never interrupted. Fakes may ignore it.
     virtual void set_interrupt_flag(const std::atomic<bool>* flag) { (void)flag; }
+    // While `times` is set, forward() adds each op's wall-clock time and the step's to it
+    // (model/op_times.h); null stops timing. Fakes may ignore it.
+    virtual void set_op_times(OpTimes* times) { (void)times; }
 
     // --- the prefix cache's second tier (kv/prefix_tier.h) ---
     // Whether export_kv_block / import_kv_block work (fakes: no).

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "e2e/process.h"
@@ -41,6 +42,40 @@ TEST(BenchCommand, DepthNamesTheTestAndRunsWithAQ8Cache) {
     auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
     EXPECT_EQ(j.at("test"), "tg4 @ d40");
     EXPECT_GT(j.at("tokens_per_s").get<double>(), 0);
+}
+
+// --op-times: each test's steps split by op. With -r 2 the timed steps are the two repetitions'
+// (not the warm-up, not the --depth prefill): pp16 in one chunk is 1 step a repetition, tg8 is 8;
+// per step, the tiny llama graph's ops (2 layers: 2 attention ops, 1 embedding).
+TEST(BenchCommand, OpTimesSplitEachTestsStepsByOp) {
+    const std::string path = temp_path("bench-ops.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "-o", path}).exit_code, 0);
+    auto r = run_pagoda({"bench", "-m", path, "-p", "16", "-n", "8", "-d", "4", "-r", "2", "--json", "--no-limits",
+                         "--op-times"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    std::map<std::string, int64_t> steps;
+    while (std::getline(lines, line)) {
+        auto j = nlohmann::json::parse(line);
+        const auto& t = j.at("op_times");
+        steps[j.at("test")] = t.at("steps").get<int64_t>();
+        const auto& ops = t.at("ops");
+        EXPECT_EQ(ops.at("attention").at("calls_per_step").get<double>(), 2.0) << line;
+        EXPECT_EQ(ops.at("embed").at("calls_per_step").get<double>(), 1.0) << line;
+        double sum = 0;
+        for (const auto& [name, op] : ops.items()) sum += op.at("us_per_step").get<double>();
+        EXPECT_GT(sum, 0) << line;
+        EXPECT_LE(sum, t.at("us_per_step").get<double>()) << line;
+    }
+    EXPECT_EQ(steps, (std::map<std::string, int64_t>{{"pp16", 2}, {"tg8 @ d4", 16}}));
+    // The table form: one per test, ending with the time between ops.
+    auto table = run_pagoda({"bench", "-m", path, "-p", "16", "-n", "8", "-r", "1", "--no-limits", "--op-times"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("ops of pp16: 1 steps"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("ops of tg8: 8 steps"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("| attention "), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("| (between ops) "), std::string::npos) << table.out;
 }
 
 TEST(PerplexityCommand, StoriesModelOnOurEvaluationText) {
