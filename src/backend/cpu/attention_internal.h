@@ -35,7 +35,22 @@ struct Task {
     int32_t window;          // > 0: query i attends to keys pos[i] - window + 1 .. pos[i] only
     float softcap;           // > 0: each score s becomes softcap * tanh(s / softcap)
     float* scratch;          // scratch_floats(n_queries, group, head_dim) floats, 64-byte aligned
+    // > 0: a decode task (n_queries == 1) over this many consecutive KV heads from k_head / v_head,
+    // head_bytes apart (scratch for n_queries x group x kv_heads query heads), whose rows are read
+    // in place (reads_in_place); 0: one KV head (walk_tiles).
+    int32_t kv_heads = 0;
+    size_t head_bytes = 0;
 };
+
+// Query heads per KV head (of a task) from which widening each K/V tile to f32 once beats reading
+// the cache rows in place for every head (f16 and bf16 only; f32 rows need no widening and q8
+// rows are always read in place, see attention_walk.h).
+constexpr int kWidenMinQueryHeads = 5;
+inline bool reads_in_place(kv::KvDtype dtype, int query_heads) {
+    return !(dtype == kv::KvDtype::f16 || dtype == kv::KvDtype::bf16) || query_heads < kWidenMinQueryHeads;
+}
+// Most KV heads one decode task walks together.
+constexpr int kMaxDecodeHeads = 8;
 
 // Floats between two query heads' score rows: a tile, plus the 16 a SIMD score pass may write past
 // a window that starts inside the tile.

@@ -50,8 +50,6 @@
 namespace pagoda::kernels::attention_detail {
 
 constexpr int kMaxAccumulateHeads = 4;
-// Query heads per task from which widening each K/V tile to f32 once beats converting it per head.
-constexpr int kWidenMinQueryHeads = 5;
 
 template <class Ops, kv::KvDtype DT>
 void walk_tiles(const Task& t) {
@@ -84,7 +82,7 @@ void walk_tiles(const Task& t) {
         return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
     };
     constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16;
-    const bool widen = kCanWiden && qh >= kWidenMinQueryHeads;
+    const bool widen = !reads_in_place(DT, qh);
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
     // (which start inside the tile under a window), so the 16 entries past n point at a readable row.
     constexpr int kRows = kTile + 16;
@@ -218,8 +216,138 @@ void walk_tiles(const Task& t) {
     }
 }
 
+// A decode task over t.kv_heads consecutive KV heads: one query (t.n_queries == 1) whose heads read
+// the cache rows in place (reads_in_place). Per query head the arithmetic is walk_tiles' exactly —
+// the same tiles and keys of each, the scores in Ops calls of 16 keys from the tile's first key
+// (each score's dot product is fixed by d alone), the same softmax update on the whole tile, P.V
+// accumulated in key order (split into calls of 16 keys, which keeps every element's order) — so
+// its bits are the same. Only the order in which the heads take turns differs: 16 keys of every
+// head, then the next 16, so one block's K (then V) rows of all the task's heads, which lie side by
+// side in the pool, are read as one sequential run. One head alone is a run of 2 KiB per block (16
+// keys of head_dim 64 in f16), too short for the hardware prefetchers to follow.
+template <class Ops, kv::KvDtype DT>
+void walk_decode_heads(const Task& t) {
+    constexpr int kTile = kAttentionTile;
+    constexpr int kRows = kTile + 16;
+    const int group = t.group, heads = t.kv_heads, qh = heads * group;
+    const int d = t.head_dim, ld = padded_dim(d);
+    // walk_tiles' scratch layout (its f32 K/V tiles unused).
+    float* queries = t.scratch + 2 * size_t(kTile) * ld;
+    float* acc = queries + size_t(qh) * ld;
+    float* scores = acc + size_t(qh) * ld;
+    float* run_max = scores + size_t(qh) * kScoreStride;
+    float* run_sum = run_max + qh;
+    for (int h = 0; h < qh; ++h) {  // query head h = kv head h / group, its query head h % group
+        float* qrow = queries + size_t(h) * ld;
+        std::memcpy(qrow, t.q + size_t(h) * d, size_t(d) * sizeof(float));
+        for (int c = d; c < ld; ++c) qrow[c] = 0.0f;
+        for (int c = 0; c < ld; ++c) acc[size_t(h) * ld + c] = 0.0f;
+        run_max[h] = -std::numeric_limits<float>::infinity();
+        run_sum[h] = 0.0f;
+    }
+    const int32_t mask = (int32_t(1) << t.block_shift) - 1;
+    auto row = [&](int kh, const uint8_t* base, int32_t p) {
+        return base + size_t(kh) * t.head_bytes + size_t(t.block_table[p >> t.block_shift]) * t.block_stride +
+               size_t(p & mask) * t.row_bytes;
+    };
+    const uint8_t* rows[kMaxDecodeHeads][kRows];
+    // rows[kh][j] = head kh's row of position start + j (rows below floor: the floor row), the 16
+    // past n padded with the first; as walk_tiles' fill_rows, a block at a time.
+    auto fill = [&](const uint8_t* base, int32_t start, int n, int32_t floor) {
+        for (int kh = 0; kh < heads; ++kh) {
+            const uint8_t** out = rows[kh];
+            int j = 0;
+            if (start < floor) {
+                const uint8_t* f = row(kh, base, floor);
+                for (; j < n && start + j < floor; ++j) out[j] = f;
+            }
+            while (j < n) {
+                const int32_t p = start + j;
+                const int in_block = std::min(n - j, int(mask + 1 - (p & mask)));
+                const uint8_t* r = row(kh, base, p);
+                for (int k = 0; k < in_block; ++k, r += t.row_bytes) out[j + k] = r;
+                j += in_block;
+            }
+            for (int k = n; k < n + 16; ++k) out[k] = out[0];
+        }
+    };
+    // The rows of positions from..from+count-1 of every head, block by block in address order.
+    auto prefetch = [&](const uint8_t* base, int32_t from, int count) {
+        for (int j = 0; j < count;) {
+            const int32_t p = from + j;
+            const int in_block = std::min(count - j, int(mask + 1 - (p & mask)));
+            const size_t bytes = size_t(in_block) * t.row_bytes;
+            for (int kh = 0; kh < heads; ++kh) {
+                const uint8_t* r = row(kh, base, p);
+                for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b);
+            }
+            j += in_block;
+        }
+    };
+    const int32_t pos = t.pos[0], n_keys = pos + 1;
+    const int32_t lowest = t.window > 0 && pos - t.window + 1 > 0 ? pos - t.window + 1 : 0;
+    const int32_t first_start = lowest / kTile * kTile;
+    prefetch(t.k_head, lowest, std::min(n_keys, first_start + kTile) - lowest);  // the first tile's K
+    for (int32_t start = first_start; start < n_keys; start += kTile) {
+        const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
+        const int off = lowest > start ? int(lowest - start) : 0;  // < n: lowest <= pos
+        const int ni = n - off;
+        prefetch(t.v_head, start + off, ni);
+        fill(t.k_head, start, n, lowest);
+        for (int j0 = off; j0 < n; j0 += 16)
+            for (int h = 0; h < qh; ++h)
+                Ops::template scores<DT>(queries + size_t(h) * ld, rows[h / group] + j0, std::min(16, n - j0), d, t.scale,
+                                         scores + size_t(h) * kScoreStride + j0);
+        for (int h = 0; h < qh; ++h) {  // walk_tiles' softmax update, per query head
+            float* s = scores + size_t(h) * kScoreStride + off;
+            if (t.softcap > 0) {
+                const float k = -2.0f / t.softcap;
+                for (int j = 0; j < ni; ++j) s[j] *= k;
+                exp_f32(s, ni, s);
+                for (int j = 0; j < ni; ++j) s[j] = t.softcap * (2.0f / (1.0f + s[j]) - 1.0f);
+            }
+            const float tile_max = Ops::max(s, ni);
+            const float new_max = tile_max > run_max[h] ? tile_max : run_max[h];
+            const float correction = std::exp(run_max[h] - new_max);
+            const float tile_sum = Ops::exp_sum(s, ni, new_max);
+            run_sum[h] = run_sum[h] * correction + tile_sum;
+            if (correction != 1.0f) Ops::scale(acc + size_t(h) * ld, correction, ld);
+            run_max[h] = new_max;
+        }
+        fill(t.v_head, start, n, lowest);
+        if (const int32_t next = start + kTile; next < n_keys)
+            prefetch(t.k_head, next, n_keys - next < kTile ? int(n_keys - next) : kTile);
+        float* acc_ptrs[kMaxAccumulateHeads];
+        const float* p_ptrs[kMaxAccumulateHeads];
+        for (int j0 = off; j0 < n; j0 += 16)
+            for (int kh = 0; kh < heads; ++kh)
+                for (int g0 = 0; g0 < group; g0 += kMaxAccumulateHeads) {
+                    const int batch = std::min(kMaxAccumulateHeads, group - g0);
+                    for (int b = 0; b < batch; ++b) {
+                        const int h = kh * group + g0 + b;
+                        acc_ptrs[b] = acc + size_t(h) * ld;
+                        p_ptrs[b] = scores + size_t(h) * kScoreStride + j0;
+                    }
+                    Ops::template accumulate<DT>(acc_ptrs, p_ptrs, batch, rows[kh] + j0, std::min(16, n - j0), d);
+                }
+    }
+    for (int h = 0; h < qh; ++h) {
+        float* o = t.out + size_t(h) * d;
+        const float inv = 1.0f / run_sum[h];
+        for (int c = 0; c < d; ++c) o[c] = acc[size_t(h) * ld + c] * inv;
+    }
+}
+
 template <class Ops>
 void walk(const Task& t) {
+    if (t.kv_heads > 0) {
+        switch (t.dtype) {
+            case kv::KvDtype::f32: walk_decode_heads<Ops, kv::KvDtype::f32>(t); return;
+            case kv::KvDtype::f16: walk_decode_heads<Ops, kv::KvDtype::f16>(t); return;
+            case kv::KvDtype::bf16: walk_decode_heads<Ops, kv::KvDtype::bf16>(t); return;
+            case kv::KvDtype::q8: walk_decode_heads<Ops, kv::KvDtype::q8>(t); return;
+        }
+    }
     switch (t.dtype) {
         case kv::KvDtype::f32: walk_tiles<Ops, kv::KvDtype::f32>(t); return;
         case kv::KvDtype::f16: walk_tiles<Ops, kv::KvDtype::f16>(t); return;

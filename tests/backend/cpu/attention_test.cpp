@@ -385,6 +385,73 @@ TEST(PagedAttention, BatchInvariantBitwise) {
     }
 }
 
+// Decode tokens whose KV heads read the cache in place (f32 and q8 at any group, f16 and bf16 below
+// 5 query heads per KV head) are walked several KV heads per task (walk_decode_heads), how many
+// depending on the batch and the thread count. Each must give bitwise what the one-head tile walk
+// (walk_tiles) gives the same token inside a prefill run: here as the second token of a run of
+// two. 6 KV heads, so the tasks may split them unevenly (4 + 2 at 2 tokens on 3 threads); contexts
+// within one tile, across tiles and block edges; sliding windows and a soft cap.
+TEST(PagedAttention, DecodeTasksOverSeveralKvHeadsMatchTheTileWalkBitwise) {
+    IsaGuard guard;
+    struct Shape {
+        int32_t head_dim, block_size, group;
+    };
+    const Shape shapes[] = {{64, 16, 1}, {20, 1, 2}, {3, 64, 4}, {128, 16, 8}};
+    const std::vector<int32_t> lens = {2, 17, 64, 65, 130, 200, 31, 129, 96, 150};
+    for (const Shape& shape : shapes) {
+        kv::KvLayout L;
+        L.n_layers = 1;
+        L.n_kv_heads = 6;
+        L.head_dim = shape.head_dim;
+        L.block_size = shape.block_size;
+        for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8}) {
+            L.dtype = dtype;
+            for (size_t n_decode : {size_t(2), size_t(3), lens.size()}) {
+                std::vector<std::pair<int32_t, int32_t>> decode;
+                for (size_t i = 0; i < n_decode; ++i) decode.push_back({int32_t(i), lens[i] - 1});
+                Scenario full = make_scenario(L, shape.group, lens, decode, 17 + uint32_t(n_decode));
+                const size_t row = size_t(full.n_heads) * L.head_dim;
+                for (Isa isa : available_isas()) {
+                    set_isa(isa);
+                    for (auto [window, softcap] : {std::pair{0, 0.0f}, std::pair{1, 0.0f}, std::pair{63, 0.0f},
+                                                   std::pair{65, 0.0f}, std::pair{0, 30.0f}}) {
+                        for (int n_threads : {1, 2, 3}) {
+                            ThreadPool threads(n_threads);
+                            const std::vector<float> together = run_kernel(full, threads, window, softcap);
+                            for (size_t t = 0; t < n_decode; ++t) {
+                                // The same token after its predecessor position: one run of two tokens.
+                                Scenario run;
+                                run.layout = full.layout;
+                                run.n_heads = full.n_heads;
+                                run.tables = full.tables;
+                                run.token_seq = {full.token_seq[t], full.token_seq[t]};
+                                run.token_pos = {full.token_pos[t] - 1, full.token_pos[t]};
+                                run.q.assign(full.q.begin() + int64_t(t * row), full.q.begin() + int64_t((t + 1) * row));
+                                run.q.insert(run.q.begin(), run.q.rbegin(), run.q.rend());  // any first query
+                                run.pool = std::move(full.pool);
+                                const std::vector<float> tiles = run_kernel(run, threads, window, softcap);
+                                full.pool = std::move(run.pool);
+                                ASSERT_EQ(std::memcmp(tiles.data() + row, together.data() + t * row, row * sizeof(float)), 0)
+                                    << "token " << t << " of " << n_decode << ", head_dim " << shape.head_dim << " block "
+                                    << shape.block_size << " group " << shape.group << " " << kv::kv_dtype_name(dtype)
+                                    << " isa " << isa_name(isa) << " window " << window << " softcap " << softcap
+                                    << " threads " << n_threads;
+                            }
+                        }
+                    }
+                }
+                // And within the reference's bound.
+                ThreadPool threads(2);
+                for (Isa isa : available_isas()) {
+                    set_isa(isa);
+                    EXPECT_LE(max_abs_diff(run_kernel(full, threads), reference(full)), 5e-6)
+                        << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa) << " head_dim " << shape.head_dim;
+                }
+            }
+        }
+    }
+}
+
 // Prefill-shaped batches: for sequence s, the queries are runs of increasing positions; the kernel
 // groups consecutive tokens of one sequence into tasks, which must not change any result.
 std::vector<std::pair<int32_t, int32_t>> prefill_queries(const std::vector<int32_t>& lens, int config) {
