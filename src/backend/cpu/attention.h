@@ -14,7 +14,10 @@
 // are a small queries x keys product, then an online softmax per query head (running max and sum,
 // accumulator rescaled when the max grows, F32 accumulation), then P.V; each query only sees keys
 // <= its own position. No score row longer than a tile is ever materialised. Tasks are claimed
-// dynamically from the ThreadPool, longest runs first.
+// dynamically from the ThreadPool, longest runs first. A decode token whose heads read the cache
+// rows in place (no widening to f32) is one task per several KV heads instead, walked 16 keys of
+// every head in turn, which reads one block of all of them as a sequential run; per head the
+// arithmetic is the same (attention_walk.h).
 //
 // Batch invariance: the arithmetic of one (token, head) — which tiles, how many keys of each, the
 // order every dot product and every accumulator element is reduced in — depends only on that

@@ -1,7 +1,8 @@
 // Internal to the paged attention kernel: the per-task contract shared by the ISA-specific files
 // (attention_scalar.cpp, attention_avx2.cpp, attention_avx512.cpp) and the dispatcher
 // (attention.cpp). One task = a run of 1..kQueryTile consecutive batch tokens of one sequence (with
-// increasing positions) x one KV head = `group` consecutive query heads of each of those tokens.
+// increasing positions) x one KV head = `group` consecutive query heads of each of those tokens;
+// or, for a decode token read in place, one token x kv_heads consecutive KV heads.
 #pragma once
 #include <cstddef>
 #include <cstdint>
