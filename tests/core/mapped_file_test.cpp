@@ -45,14 +45,14 @@ TEST(MappedFile, MapsTheWholeFileReadOnly) {
 
 TEST(MappedFile, PopulatePagesMapsEveryPageOfTheRangeAndNoOther) {
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
-    // Far apart pages: the kernel's fault-around (which maps neighbours of a faulting page) must not
-    // be what makes the probed pages present.
-    const size_t pages = 256;
+    // The page outside the range lies over 2 MiB from it: neither the kernel's fault-around (which
+    // maps neighbours of a faulting page) nor a huge folio mapped whole can reach it.
+    const size_t pages = 2048;
     const std::string path = write_pattern_file("populate.bin", pages * page);
     MappedFile f(path);
     const uint8_t* base = f.data();
     const uint8_t* probe_in = base + 100 * page;
-    const uint8_t* probe_out = base + 200 * page;
+    const uint8_t* probe_out = base + 1900 * page;
     if (page_present(probe_in) < 0) GTEST_SKIP() << "/proc/self/pagemap is not readable here";
     ASSERT_EQ(page_present(probe_in), 0) << "a fresh mapping's page is already mapped";
     ASSERT_EQ(page_present(probe_out), 0);

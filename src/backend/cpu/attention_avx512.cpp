@@ -7,9 +7,11 @@
 #include <limits>
 
 // GCC 12's AVX-512 headers implement several unmasked intrinsics on top of _mm512_undefined_*(),
-// which trips a false -Wmaybe-uninitialized when inlined (GCC bug 105593, fixed in GCC 13).
+// which trips a false -Wmaybe-uninitialized (or, inlined deeper, -Wuninitialized) when inlined
+// (GCC bug 105593, fixed in GCC 13).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include "backend/cpu/attention_walk.h"

@@ -51,6 +51,72 @@ namespace pagoda::kernels::attention_detail {
 
 constexpr int kMaxAccumulateHeads = 4;
 
+// The helpers below are static: each ISA's file compiles its own copy with its own flags (one
+// shared inline definition could be the AVX-512 file's, run on a CPU without AVX-512).
+//
+// The row of position p of the KV head at `base` (its layer's K or V data plus head * head_bytes).
+static inline const uint8_t* cache_row(const Task& t, const uint8_t* base, int32_t p) {
+    const int32_t mask = (int32_t(1) << t.block_shift) - 1;
+    return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
+}
+
+// out[j] = the row of position start + j for j < n, filled a block at a time (a block's rows are
+// consecutive: one table lookup per block, not per row, which decode would otherwise pay for
+// every key). Rows below `floor` (the first key any query of the tile still sees) are never
+// used; they point at the floor row instead, so a block wholly outside every window is never
+// read (the block manager may have freed it: its table entry is no block at all).
+static inline void fill_rows(const Task& t, const uint8_t* base, int32_t start, int n, int32_t floor, const uint8_t** out) {
+    const int32_t block = int32_t(1) << t.block_shift;
+    int j = 0;
+    if (start < floor) {
+        const uint8_t* f = cache_row(t, base, floor);
+        for (; j < n && start + j < floor; ++j) out[j] = f;
+    }
+    while (j < n) {
+        const int32_t p = start + j;
+        const int in_block = std::min(n - j, int(block - (p & (block - 1))));
+        const uint8_t* r = cache_row(t, base, p);
+        for (int k = 0; k < in_block; ++k, r += t.row_bytes) out[j + k] = r;
+        j += in_block;
+    }
+}
+
+// Prefetches the rows of positions from .. from + count - 1 of `heads` KV heads (head_bytes apart
+// from `base`), block by block and, within a block, head by head: in address order.
+static inline void prefetch_rows(const Task& t, const uint8_t* base, int heads, int32_t from, int count) {
+    const int32_t block = int32_t(1) << t.block_shift;
+    for (int j = 0; j < count;) {
+        const int32_t p = from + j;
+        const int in_block = std::min(count - j, int(block - (p & (block - 1))));
+        const size_t bytes = size_t(in_block) * t.row_bytes;
+        for (int kh = 0; kh < heads; ++kh) {
+            const uint8_t* r = cache_row(t, base + size_t(kh) * t.head_bytes, p);
+            for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b);
+        }
+        j += in_block;
+    }
+}
+
+// One query head's online-softmax step over a tile's ni scores s (overwritten by their
+// exponentials): the soft cap first (c tanh(s / c) = c (2 / (1 + e^(-2s/c)) - 1), on the ISA's exp),
+// then the new running max, the sum, and the accumulator rescaled under the new max.
+template <class Ops>
+void softmax_update(const Task& t, float* s, int ni, float& run_max, float& run_sum, float* acc, int ld) {
+    if (t.softcap > 0) {
+        const float k = -2.0f / t.softcap;
+        for (int j = 0; j < ni; ++j) s[j] *= k;
+        exp_f32(s, ni, s);
+        for (int j = 0; j < ni; ++j) s[j] = t.softcap * (2.0f / (1.0f + s[j]) - 1.0f);
+    }
+    const float tile_max = Ops::max(s, ni);
+    const float new_max = tile_max > run_max ? tile_max : run_max;
+    const float correction = std::exp(run_max - new_max);  // 0 on the first tile
+    const float tile_sum = Ops::exp_sum(s, ni, new_max);
+    run_sum = run_sum * correction + tile_sum;
+    if (correction != 1.0f) Ops::scale(acc, correction, ld);
+    run_max = new_max;
+}
+
 template <class Ops, kv::KvDtype DT>
 void walk_tiles(const Task& t) {
     constexpr int kTile = kAttentionTile;
@@ -77,10 +143,6 @@ void walk_tiles(const Task& t) {
             run_sum[h] = 0.0f;
         }
     }
-    const int32_t mask = (int32_t(1) << t.block_shift) - 1;
-    auto row = [&](const uint8_t* base, int32_t p) {
-        return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
-    };
     constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16;
     const bool widen = !reads_in_place(DT, qh);
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
@@ -93,35 +155,16 @@ void walk_tiles(const Task& t) {
         k_rows[j] = reinterpret_cast<const uint8_t*>(k_tile + size_t(j < kTile ? j : 0) * ld);
         v_rows[j] = reinterpret_cast<const uint8_t*>(v_tile + size_t(j < kTile ? j : 0) * ld);
     }
-    // out[j] = the row of position start + j for j < n, filled a block at a time (a block's rows are
-    // consecutive: one table lookup per block, not per row, which decode would otherwise pay for
-    // every key). Rows below `floor` (the first key any query of the tile still sees) are never
-    // used; they point at the floor row instead, so a block wholly outside every window is never
-    // read (the block manager may have freed it: its table entry is no block at all).
-    auto fill_rows = [&](const uint8_t* base, int32_t start, int n, int32_t floor, const uint8_t** out) {
-        int j = 0;
-        if (start < floor) {
-            const uint8_t* f = row(base, floor);
-            for (; j < n && start + j < floor; ++j) out[j] = f;
-        }
-        while (j < n) {
-            const int32_t p = start + j;
-            const int in_block = std::min(n - j, int(mask + 1 - (p & mask)));
-            const uint8_t* r = row(base, p);
-            for (int k = 0; k < in_block; ++k, r += t.row_bytes) out[j + k] = r;
-            j += in_block;
-        }
-    };
     auto load_tile = [&](const uint8_t* base, int32_t start, int n, int32_t floor, float* f32_tile, const uint8_t** rows) {
         if constexpr (kCanWiden) {
             if (widen) {
-                fill_rows(base, start, n, floor, cache_rows);
+                fill_rows(t, base, start, n, floor, cache_rows);
                 Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
                 return;
             }
         }
         (void)f32_tile;
-        fill_rows(base, start, n, floor, rows);
+        fill_rows(t, base, start, n, floor, rows);
         for (int j = n; j < n + 16; ++j) rows[j] = rows[0];
     };
     auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
@@ -138,14 +181,7 @@ void walk_tiles(const Task& t) {
     // computed and for the next tile's K rows while its P.V runs, rather than stall on each block.
     // Positions from lowest(0) on all lie in valid blocks (the caller checks them).
     auto prefetch_tile = [&](const uint8_t* base, int32_t start, int n) {
-        if (widen) return;
-        for (int j = 0; j < n;) {
-            const int32_t p = start + j;
-            const int in_block = std::min(n - j, int(mask + 1 - (p & mask)));
-            const uint8_t* r = row(base, p);
-            for (size_t b = 0, bytes = size_t(in_block) * t.row_bytes; b < bytes; b += 64) __builtin_prefetch(r + b);
-            j += in_block;
-        }
+        if (!widen) prefetch_rows(t, base, 1, start, n);
     };
     const int32_t n_keys = t.pos[m - 1] + 1;
     // The first key query i sees (positions increase, so these do too).
@@ -170,20 +206,7 @@ void walk_tiles(const Task& t) {
                 const int h = i * group + g;
                 float* s = scores + size_t(h) * kScoreStride + off;
                 scores_of(queries + size_t(h) * ld, k_rows + off, ni, s);
-                if (t.softcap > 0) {  // c tanh(s / c) = c (2 / (1 + e^(-2s/c)) - 1), on the ISA's exp
-                    const float k = -2.0f / t.softcap;
-                    for (int j = 0; j < ni; ++j) s[j] *= k;
-                    exp_f32(s, ni, s);
-                    for (int j = 0; j < ni; ++j) s[j] = t.softcap * (2.0f / (1.0f + s[j]) - 1.0f);
-                }
-                // Online softmax: new running max, rescale what was accumulated under the old one.
-                const float tile_max = Ops::max(s, ni);
-                const float new_max = tile_max > run_max[h] ? tile_max : run_max[h];
-                const float correction = std::exp(run_max[h] - new_max);  // 0 on the first tile
-                const float tile_sum = Ops::exp_sum(s, ni, new_max);
-                run_sum[h] = run_sum[h] * correction + tile_sum;
-                if (correction != 1.0f) Ops::scale(acc + size_t(h) * ld, correction, ld);
-                run_max[h] = new_max;
+                softmax_update<Ops>(t, s, ni, run_max[h], run_sum[h], acc + size_t(h) * ld, ld);
             }
         }
         load_tile(t.v_head, start, n, floor, v_tile, v_rows);
@@ -245,45 +268,15 @@ void walk_decode_heads(const Task& t) {
         run_max[h] = -std::numeric_limits<float>::infinity();
         run_sum[h] = 0.0f;
     }
-    const int32_t mask = (int32_t(1) << t.block_shift) - 1;
-    auto row = [&](int kh, const uint8_t* base, int32_t p) {
-        return base + size_t(kh) * t.head_bytes + size_t(t.block_table[p >> t.block_shift]) * t.block_stride +
-               size_t(p & mask) * t.row_bytes;
-    };
     const uint8_t* rows[kMaxDecodeHeads][kRows];
-    // rows[kh][j] = head kh's row of position start + j (rows below floor: the floor row), the 16
-    // past n padded with the first; as walk_tiles' fill_rows, a block at a time.
+    // rows[kh] = head kh's rows of the tile (as walk_tiles' load_tile, 16 past n padded).
     auto fill = [&](const uint8_t* base, int32_t start, int n, int32_t floor) {
         for (int kh = 0; kh < heads; ++kh) {
-            const uint8_t** out = rows[kh];
-            int j = 0;
-            if (start < floor) {
-                const uint8_t* f = row(kh, base, floor);
-                for (; j < n && start + j < floor; ++j) out[j] = f;
-            }
-            while (j < n) {
-                const int32_t p = start + j;
-                const int in_block = std::min(n - j, int(mask + 1 - (p & mask)));
-                const uint8_t* r = row(kh, base, p);
-                for (int k = 0; k < in_block; ++k, r += t.row_bytes) out[j + k] = r;
-                j += in_block;
-            }
-            for (int k = n; k < n + 16; ++k) out[k] = out[0];
+            fill_rows(t, base + size_t(kh) * t.head_bytes, start, n, floor, rows[kh]);
+            for (int k = n; k < n + 16; ++k) rows[kh][k] = rows[kh][0];
         }
     };
-    // The rows of positions from..from+count-1 of every head, block by block in address order.
-    auto prefetch = [&](const uint8_t* base, int32_t from, int count) {
-        for (int j = 0; j < count;) {
-            const int32_t p = from + j;
-            const int in_block = std::min(count - j, int(mask + 1 - (p & mask)));
-            const size_t bytes = size_t(in_block) * t.row_bytes;
-            for (int kh = 0; kh < heads; ++kh) {
-                const uint8_t* r = row(kh, base, p);
-                for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b);
-            }
-            j += in_block;
-        }
-    };
+    auto prefetch = [&](const uint8_t* base, int32_t from, int count) { prefetch_rows(t, base, heads, from, count); };
     const int32_t pos = t.pos[0], n_keys = pos + 1;
     const int32_t lowest = t.window > 0 && pos - t.window + 1 > 0 ? pos - t.window + 1 : 0;
     const int32_t first_start = lowest / kTile * kTile;
@@ -298,22 +291,8 @@ void walk_decode_heads(const Task& t) {
             for (int h = 0; h < qh; ++h)
                 Ops::template scores<DT>(queries + size_t(h) * ld, rows[h / group] + j0, std::min(16, n - j0), d, t.scale,
                                          scores + size_t(h) * kScoreStride + j0);
-        for (int h = 0; h < qh; ++h) {  // walk_tiles' softmax update, per query head
-            float* s = scores + size_t(h) * kScoreStride + off;
-            if (t.softcap > 0) {
-                const float k = -2.0f / t.softcap;
-                for (int j = 0; j < ni; ++j) s[j] *= k;
-                exp_f32(s, ni, s);
-                for (int j = 0; j < ni; ++j) s[j] = t.softcap * (2.0f / (1.0f + s[j]) - 1.0f);
-            }
-            const float tile_max = Ops::max(s, ni);
-            const float new_max = tile_max > run_max[h] ? tile_max : run_max[h];
-            const float correction = std::exp(run_max[h] - new_max);
-            const float tile_sum = Ops::exp_sum(s, ni, new_max);
-            run_sum[h] = run_sum[h] * correction + tile_sum;
-            if (correction != 1.0f) Ops::scale(acc + size_t(h) * ld, correction, ld);
-            run_max[h] = new_max;
-        }
+        for (int h = 0; h < qh; ++h)
+            softmax_update<Ops>(t, scores + size_t(h) * kScoreStride + off, ni, run_max[h], run_sum[h], acc + size_t(h) * ld, ld);
         fill(t.v_head, start, n, lowest);
         if (const int32_t next = start + kTile; next < n_keys)
             prefetch(t.k_head, next, n_keys - next < kTile ? int(n_keys - next) : kTile);
