@@ -1,8 +1,7 @@
 #include "model/graph_model.h"
-
-#include <chrono>
 #include "model/model_file.h"
 
+#include <chrono>
 #include <fmt/format.h>
 
 #include "core/error.h"

@@ -97,6 +97,35 @@ static inline void prefetch_rows(const Task& t, const uint8_t* base, int heads, 
     }
 }
 
+// The per-query-head state in a task's scratch (attention_internal.h's layout, after the two f32
+// tiles): padded query rows, accumulators, score rows, running max and sum.
+struct HeadState {
+    float *queries, *acc, *scores, *run_max, *run_sum;
+};
+static inline HeadState head_state(float* scratch, int qh, int ld) {
+    HeadState s;
+    s.queries = scratch + 2 * size_t(kAttentionTile) * ld;  // [qh][ld]
+    s.acc = s.queries + size_t(qh) * ld;                     // [qh][ld]
+    s.scores = s.acc + size_t(qh) * ld;                      // [qh][kScoreStride]
+    s.run_max = s.scores + size_t(qh) * kScoreStride;        // [qh]
+    s.run_sum = s.run_max + qh;                              // [qh]
+    return s;
+}
+// Query head h starts from its query q (d floats): a zero-padded copy, a zero accumulator, no keys.
+static inline void start_head(const HeadState& s, int h, const float* q, int d, int ld) {
+    float* qrow = s.queries + size_t(h) * ld;
+    std::memcpy(qrow, q, size_t(d) * sizeof(float));
+    for (int c = d; c < ld; ++c) qrow[c] = 0.0f;
+    for (int c = 0; c < ld; ++c) s.acc[size_t(h) * ld + c] = 0.0f;
+    s.run_max[h] = -std::numeric_limits<float>::infinity();
+    s.run_sum[h] = 0.0f;
+}
+// Query head h's output: its accumulator over its sum (>= 1: the max key contributes exp(0)).
+static inline void finish_head(const HeadState& s, int h, float* out, int d, int ld) {
+    const float inv = 1.0f / s.run_sum[h];
+    for (int c = 0; c < d; ++c) out[c] = s.acc[size_t(h) * ld + c] * inv;
+}
+
 // One query head's online-softmax step over a tile's ni scores s (overwritten by their
 // exponentials): the soft cap first (c tanh(s / c) = c (2 / (1 + e^(-2s/c)) - 1), on the ISA's exp),
 // then the new running max, the sum, and the accumulator rescaled under the new max.
@@ -125,24 +154,12 @@ void walk_tiles(const Task& t) {
     const int qh = m * group;
     const int d = t.head_dim;
     const int ld = padded_dim(d);
-    float* k_tile = t.scratch;                            // [kTile][ld]
-    float* v_tile = k_tile + size_t(kTile) * ld;          // [kTile][ld]
-    float* queries = v_tile + size_t(kTile) * ld;         // [qh][ld]
-    float* acc = queries + size_t(qh) * ld;               // [qh][ld]
-    float* scores = acc + size_t(qh) * ld;                // [qh][kScoreStride]
-    float* run_max = scores + size_t(qh) * kScoreStride;  // [qh]
-    float* run_sum = run_max + qh;                        // [qh]
-    for (int i = 0; i < m; ++i) {
-        for (int g = 0; g < group; ++g) {
-            const int h = i * group + g;
-            float* qrow = queries + size_t(h) * ld;
-            std::memcpy(qrow, t.q + size_t(i) * t.token_stride + size_t(g) * d, size_t(d) * sizeof(float));
-            for (int c = d; c < ld; ++c) qrow[c] = 0.0f;
-            for (int c = 0; c < ld; ++c) acc[size_t(h) * ld + c] = 0.0f;
-            run_max[h] = -std::numeric_limits<float>::infinity();
-            run_sum[h] = 0.0f;
-        }
-    }
+    float* k_tile = t.scratch;                    // [kTile][ld]
+    float* v_tile = k_tile + size_t(kTile) * ld;  // [kTile][ld]
+    const HeadState hs = head_state(t.scratch, qh, ld);
+    float *queries = hs.queries, *acc = hs.acc, *scores = hs.scores, *run_max = hs.run_max, *run_sum = hs.run_sum;
+    for (int h = 0; h < qh; ++h)  // query head h: token h / group, its head h % group
+        start_head(hs, h, t.q + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
     constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16;
     const bool widen = !reads_in_place(DT, qh);
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
@@ -231,12 +248,8 @@ void walk_tiles(const Task& t) {
         }
         if (batch > 0) accumulate(acc_ptrs, p_ptrs, batch, v_rows + batch_off, batch_keys);
     }
-    for (int h = 0; h < qh; ++h) {
-        const int i = h / group, g = h % group;
-        float* o = t.out + size_t(i) * t.token_stride + size_t(g) * d;
-        const float inv = 1.0f / run_sum[h];  // run_sum >= 1: the max key contributes exp(0)
-        for (int c = 0; c < d; ++c) o[c] = acc[size_t(h) * ld + c] * inv;
-    }
+    for (int h = 0; h < qh; ++h)
+        finish_head(hs, h, t.out + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
 }
 
 // A decode task over t.kv_heads consecutive KV heads: one query (t.n_queries == 1) whose heads read
@@ -254,20 +267,9 @@ void walk_decode_heads(const Task& t) {
     constexpr int kRows = kTile + 16;
     const int group = t.group, heads = t.kv_heads, qh = heads * group;
     const int d = t.head_dim, ld = padded_dim(d);
-    // walk_tiles' scratch layout (its f32 K/V tiles unused).
-    float* queries = t.scratch + 2 * size_t(kTile) * ld;
-    float* acc = queries + size_t(qh) * ld;
-    float* scores = acc + size_t(qh) * ld;
-    float* run_max = scores + size_t(qh) * kScoreStride;
-    float* run_sum = run_max + qh;
-    for (int h = 0; h < qh; ++h) {  // query head h = kv head h / group, its query head h % group
-        float* qrow = queries + size_t(h) * ld;
-        std::memcpy(qrow, t.q + size_t(h) * d, size_t(d) * sizeof(float));
-        for (int c = d; c < ld; ++c) qrow[c] = 0.0f;
-        for (int c = 0; c < ld; ++c) acc[size_t(h) * ld + c] = 0.0f;
-        run_max[h] = -std::numeric_limits<float>::infinity();
-        run_sum[h] = 0.0f;
-    }
+    const HeadState hs = head_state(t.scratch, qh, ld);  // the f32 K/V tiles before it unused
+    float *queries = hs.queries, *acc = hs.acc, *scores = hs.scores, *run_max = hs.run_max, *run_sum = hs.run_sum;
+    for (int h = 0; h < qh; ++h) start_head(hs, h, t.q + size_t(h) * d, d, ld);  // kv head h / group
     const uint8_t* rows[kMaxDecodeHeads][kRows];
     // rows[kh] = head kh's rows of the tile (as walk_tiles' load_tile, 16 past n padded).
     auto fill = [&](const uint8_t* base, int32_t start, int n, int32_t floor) {
@@ -310,11 +312,7 @@ void walk_decode_heads(const Task& t) {
                     Ops::template accumulate<DT>(acc_ptrs, p_ptrs, batch, rows[kh] + j0, std::min(16, n - j0), d);
                 }
     }
-    for (int h = 0; h < qh; ++h) {
-        float* o = t.out + size_t(h) * d;
-        const float inv = 1.0f / run_sum[h];
-        for (int c = 0; c < d; ++c) o[c] = acc[size_t(h) * ld + c] * inv;
-    }
+    for (int h = 0; h < qh; ++h) finish_head(hs, h, t.out + size_t(h) * d, d, ld);
 }
 
 template <class Ops>
