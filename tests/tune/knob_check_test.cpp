@@ -1,6 +1,6 @@
 // `pagoda tune`'s check of its scheduler choice, with a stand-in for the served run: the served
 // p99 is a chosen multiple of the model's value per setting, so every round's choice is known.
-// Curves as in scheduler_knobs_test: the modelled worst step of M / S is 9 + 0.9 S + 0.1 M ms.
+// Curves from linear_curves.h: the modelled worst step of M / S is 9 + 0.9 S + 0.1 M ms.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -8,16 +8,10 @@
 #include <vector>
 
 #include "tune/knob_check.h"
+#include "tune/linear_curves.h"
 
 namespace pagoda::tune {
 namespace {
-
-StepCurves linear() {
-    StepCurves c;
-    c.decode.points = {{1, 0.010}, {64, 0.073}};
-    c.prefill.points = {{1, 0.0101}, {2048, 0.2148}};
-    return c;
-}
 
 struct CheckRun {
     KnobChoice choice;
@@ -27,7 +21,7 @@ struct CheckRun {
 
 // Serves every setting at factor(M, S) x the model's p99; a 30 ms target.
 CheckRun check(const std::function<double(int64_t, int32_t)>& factor) {
-    const StepCurves curves = linear();
+    const StepCurves curves = test::linear_curves();
     CheckRun run;
     TuneOptions o;
     o.target_itl_ms = 30;

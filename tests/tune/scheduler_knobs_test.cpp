@@ -3,21 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tune/linear_curves.h"
 #include "tune/scheduler_knobs.h"
 
 namespace pagoda::tune {
 namespace {
 
-// D(B) = 9 ms + 1 ms per sequence; P(C) = 10 ms + 0.1 ms per token (P0 = 10 ms).
-StepCurves linear() {
-    StepCurves c;
-    c.decode.points = {{1, 0.010}, {64, 0.073}};
-    c.prefill.points = {{1, 0.0101}, {2048, 0.2148}};
-    return c;
-}
-
 TEST(SchedulerKnobs, CurvesInterpolateAndExtendTheirEnds) {
-    const StepCurves c = linear();
+    const StepCurves c = test::linear_curves();
     EXPECT_NEAR(c.decode.at(16), 0.025, 1e-12);
     EXPECT_NEAR(c.decode.at(128), 0.137, 1e-12);  // past the last point: the last segment continued
     EXPECT_NEAR(c.prefill.at_zero(), 0.010, 1e-12);
@@ -29,7 +22,7 @@ TEST(SchedulerKnobs, CurvesInterpolateAndExtendTheirEnds) {
 TEST(SchedulerKnobs, LargestBatchWhoseWorstStepMeetsTheTarget) {
     // Throughput grows with S; the worst step 9.9 ms + 0.9 ms S + 0.1 ms M must stay <= 30 ms:
     // S = 16 leaves M <= 56, so M = 32; S = 32 does not fit at any M.
-    const KnobChoice k = choose_scheduler_knobs(linear(), 0.030, {100, 100, 0});
+    const KnobChoice k = choose_scheduler_knobs(test::linear_curves(), 0.030, {100, 100, 0});
     EXPECT_EQ(k.max_batched_tokens, 32);
     EXPECT_EQ(k.max_seqs, 16);
     EXPECT_TRUE(k.target_met);
@@ -40,7 +33,7 @@ TEST(SchedulerKnobs, LargestBatchWhoseWorstStepMeetsTheTarget) {
 // With a measured tail of 1.5 the worst step must stay <= 20 ms for a 30 ms target:
 // 9.9 + 0.9 S + 0.1 M <= 20 leaves S = 8 with M = 16 (S = 16 does not fit), at 1.5 x 17.8 ms.
 TEST(SchedulerKnobs, TheMeasuredTailNarrowsWhatMeetsTheTarget) {
-    StepCurves c = linear();
+    StepCurves c = test::linear_curves();
     c.tail = 1.5;
     EXPECT_NEAR(modelled_p99_itl(c, 32, 16), 1.5 * 0.0266, 1e-12);
     EXPECT_NEAR(modelled_step_seconds(c, 16, 16), 0.0266, 1e-12);  // the best time is unchanged
@@ -57,7 +50,7 @@ TEST(SchedulerKnobs, TheMeasuredTailNarrowsWhatMeetsTheTarget) {
 // decodes alone take 21 ms, 8 decodes leave M = 16 or 32, equal in throughput (linear prompt cost),
 // so the first, 16 (17.8 ms modelled, 26.8 ms corrected).
 TEST(SchedulerKnobs, MeasuredSettingsAndTheModelsErrorDecideTheNextChoice) {
-    const StepCurves c = linear();
+    const StepCurves c = test::linear_curves();
     KnobCandidates cand;
     cand.max_batched_tokens = {8, 16, 32, 64};
     cand.max_seqs = {1, 2, 4, 8, 12, 16};
@@ -93,14 +86,14 @@ TEST(SchedulerKnobs, TailIsThe95thPercentileOverTheBest) {
 
 TEST(SchedulerKnobs, ConcurrencyCapsTheUsefulSequences) {
     // Four clients: more than 4 sequences add latency and no throughput; the first best is kept.
-    const KnobChoice k = choose_scheduler_knobs(linear(), 0.030, {100, 100, 4});
+    const KnobChoice k = choose_scheduler_knobs(test::linear_curves(), 0.030, {100, 100, 4});
     EXPECT_EQ(k.max_batched_tokens, 8);  // 4 decodes + 4-token chunks: the budget costs no throughput here
     EXPECT_EQ(k.max_seqs, 4);
     EXPECT_NEAR(k.tokens_per_s, 298.5074626865671, 1e-9);
 }
 
 TEST(SchedulerKnobs, UnreachableTargetGivesTheLowestLatency) {
-    const KnobChoice k = choose_scheduler_knobs(linear(), 0.001, {100, 100, 0});
+    const KnobChoice k = choose_scheduler_knobs(test::linear_curves(), 0.001, {100, 100, 0});
     EXPECT_FALSE(k.target_met);
     EXPECT_EQ(k.max_batched_tokens, 8);
     EXPECT_EQ(k.max_seqs, 1);
@@ -110,7 +103,7 @@ TEST(SchedulerKnobs, UnreachableTargetGivesTheLowestLatency) {
 TEST(SchedulerKnobs, SmallChunksCostMoreSoTheBudgetGrowsWithTheTarget) {
     // Prompt steps cost 0.29 ms a token up to 32 tokens, then 0.1 ms: bigger chunks are cheaper per
     // token, so a looser target buys a larger budget as well as more sequences.
-    StepCurves c = linear();
+    StepCurves c = test::linear_curves();
     c.prefill.points = {{1, 0.011}, {32, 0.020}, {2048, 0.2216}};
     const KnobChoice k40 = choose_scheduler_knobs(c, 0.040, {100, 100, 0});
     EXPECT_EQ(k40.max_batched_tokens, 64);
