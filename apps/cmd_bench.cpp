@@ -15,6 +15,7 @@
 #include "apps/profile_flags.h"
 #include "apps/model_flags.h"
 #include "core/cpu_features.h"
+#include "core/cpu_steal.h"
 #include "core/error.h"
 #include "core/machine_limits.h"
 #include "gguf/gguf.h"
@@ -190,16 +191,18 @@ int run_bench(const BenchOptions& o) {
 
     std::vector<double> pp_rates, tg_rates;
     model::OpTimes pp_times, tg_times;  // the timed repetitions' steps, with --op-times
+    StealMeter pp_steal, tg_steal;      // CPU time the hypervisor took during the timed repetitions
     auto time_ops = [&](model::OpTimes* times) { model->set_op_times(o.op_times ? times : nullptr); };
     kv::SeqId seq = 0;
     for (int r = 0; r < o.reps + 1; ++r) {  // the first round warms caches and page tables up
         if (o.prompt > 0) {
             std::vector<int32_t> prompt(size_t(o.prompt));
             for (auto& t : prompt) t = token(rng);
-            if (r > 0) time_ops(&pp_times);
+            if (r > 0) time_ops(&pp_times), pp_steal.begin();
             auto start = Clock::now();
             runner.prefill(seq, prompt, o.chunk);
             double s = std::chrono::duration<double>(Clock::now() - start).count();
+            if (r > 0) pp_steal.end();
             time_ops(nullptr);
             if (r > 0) pp_rates.push_back(o.prompt / s);
             runner.release(seq++);
@@ -210,10 +213,11 @@ int run_bench(const BenchOptions& o) {
             for (auto& t : first) t = token(rng);
             runner.prefill(seq, first, o.chunk);
             if (r > 0) remeasure_bandwidth();
-            if (r > 0) time_ops(&tg_times);
+            if (r > 0) time_ops(&tg_times), tg_steal.begin();
             auto start = Clock::now();
             for (int i = 0; i < o.gen; ++i) runner.decode(seq, token(rng));
             double s = std::chrono::duration<double>(Clock::now() - start).count();
+            if (r > 0) tg_steal.end();
             time_ops(nullptr);
             if (r > 0) tg_rates.push_back(o.gen / s);
             runner.release(seq++);
@@ -224,7 +228,8 @@ int run_bench(const BenchOptions& o) {
     const double kv_bytes_per_pos = double(info.kv_bytes_per_block) / info.block_size;
     // The kernel path column: the ISA for the cpu backend, else the backend's name.
     const std::string path = info.backend == "cpu" ? isa_name(active_isa()) : info.backend;
-    auto report = [&](const std::string& test, const std::vector<double>& rates, int n, const model::OpTimes& times) {
+    auto report = [&](const std::string& test, const std::vector<double>& rates, int n, const model::OpTimes& times,
+                      const StealMeter& steal) {
         if (rates.empty()) return;
         Stat s = stats(rates);
         double ratio = 0, gbps = limits.read_gbps;  // tg: the mean of the runs' own measurements
@@ -274,6 +279,7 @@ int run_bench(const BenchOptions& o) {
                                 {"bf16_gflops", limits.bf16_gflops}, {"amx_int8_gops", limits.amx_int8_gops},
                                 {"amx_bf16_gflops", limits.amx_bf16_gflops}};
             if (o.op_times) j["op_times"] = op_times_json(times);
+            j["steal_share"] = steal.known() ? nlohmann::json(steal.share()) : nlohmann::json(nullptr);
             std::printf("%s\n", j.dump().c_str());
         } else {
             std::printf("| %-10s | %6s | %8.1f MiB | %2d | %-6s | %8.2f ± %6.2f | %5.1f %% | %s |\n", test.c_str(),
@@ -294,8 +300,22 @@ int run_bench(const BenchOptions& o) {
     }
     const std::string pp_test = "pp" + std::to_string(o.prompt);
     const std::string tg_test = "tg" + std::to_string(o.gen) + (o.depth > 0 ? " @ d" + std::to_string(o.depth) : "");
-    report(pp_test, pp_rates, o.prompt, pp_times);
-    report(tg_test, tg_rates, o.gen, tg_times);
+    report(pp_test, pp_rates, o.prompt, pp_times, pp_steal);
+    report(tg_test, tg_rates, o.gen, tg_times, tg_steal);
+    if (!o.json && (pp_steal.known() || tg_steal.known())) {
+        // On a virtual machine, the share of CPU time the host gave to other guests during the timed
+        // runs: figures taken while it is more than a few percent are slowed by the host, not the code.
+        std::string line;
+        auto add = [&](const std::string& test, const std::vector<double>& rates, const StealMeter& m) {
+            if (rates.empty() || !m.known()) return;
+            line += fmt::format("{}{} {:.1f} %", line.empty() ? "" : ", ", test, 100 * m.share());
+        };
+        add(pp_test, pp_rates, pp_steal);
+        add(tg_test, tg_rates, tg_steal);
+        if (!line.empty())
+            std::printf("\nCPU time stolen by the hypervisor during the timed runs (/proc/stat steal): %s\n",
+                        line.c_str());
+    }
     if (o.op_times && !o.json) {
         if (!pp_rates.empty()) print_op_times(pp_test, pp_times);
         if (!tg_rates.empty()) print_op_times(tg_test, tg_times);

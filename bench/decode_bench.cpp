@@ -10,8 +10,10 @@
 // Counters: GB/s = weight bytes per second (all threads) of the fastest call, as the read bound is
 // the fastest of its rounds (on a shared machine the mean, mean_GB/s, also counts other processes'
 // time slices); GB/s/core = GB/s / threads; of_bound = GB/s / read_GB/s.
-// Matrices are 2048 columns wide (tinyllama's width); weight values are copies of one quantised
-// random block of rows (content does not change the speed of these kernels).
+// Matrices are 2048 columns wide (tinyllama's width), and for one token from memory also 768 (the
+// `small` preset's: a kernel call then covers fewer bytes, so a fixed per-call cost shows); weight
+// values are copies of one quantised random block of rows (content does not change the speed of
+// these kernels). Names end in /cols:N.
 // Run: build with -DPAGODA_BENCH=ON, then
 //   build/bench/pagoda_bench --benchmark_filter=BM_decode_ --benchmark_min_time=0.3
 // or bench/run_decode_bench.sh, which prints the table of docs/benchmarks.md.
@@ -25,6 +27,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
@@ -37,7 +40,6 @@
 namespace {
 
 using pagoda::gguf::GgmlType;
-constexpr int64_t kCols = 2048;
 constexpr int kBigMatrices = 64;
 constexpr size_t kBigBytes = size_t(4) << 20;   // per matrix: a call lasts well under a time slice
 constexpr size_t kResidentBytes = size_t(1) << 20;
@@ -81,22 +83,22 @@ double best_call_read_gbps(pagoda::ThreadPool& p, const std::vector<std::span<co
 }
 
 // One row block of random values quantised to `type` (or stored as F32 / F16), `rows` rows.
-std::vector<uint8_t> seed_rows(GgmlType type, int64_t rows) {
-    const uint64_t rb = *pagoda::gguf::row_size(type, kCols);
+std::vector<uint8_t> seed_rows(GgmlType type, int64_t rows, int64_t cols) {
+    const uint64_t rb = *pagoda::gguf::row_size(type, cols);
     std::vector<uint8_t> out(rb * uint64_t(rows));
     std::mt19937 rng(7);
     std::normal_distribution<float> nd(0.f, 0.5f);
-    std::vector<float> row(static_cast<size_t>(kCols));
+    std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
         for (auto& v : row) v = nd(rng);
         uint8_t* p = out.data() + r * int64_t(rb);
         if (type == GgmlType::F32) std::memcpy(p, row.data(), rb);
         else if (type == GgmlType::F16)
-            for (int64_t c = 0; c < kCols; ++c) {
+            for (int64_t c = 0; c < cols; ++c) {
                 const uint16_t h = pagoda::f32_to_f16(row[size_t(c)]);
                 std::memcpy(p + 2 * c, &h, 2);
             }
-        else pagoda::quant::quantize_row(type, row.data(), p, kCols);
+        else pagoda::quant::quantize_row(type, row.data(), p, cols);
     }
     return out;
 }
@@ -111,22 +113,22 @@ struct Set {
     size_t weight_bytes = 0;  // of one matrix, as GGUF stores it
 };
 
-// Matrices of `type`, kept while consecutive benchmarks use the same (type, resident).
-Set& matrices(GgmlType type, bool resident) {
-    static std::map<std::pair<int, bool>, Set> cache;
-    const auto key = std::make_pair(int(type), resident);
+// Matrices of `type`, kept while consecutive benchmarks use the same (type, resident, cols).
+Set& matrices(GgmlType type, bool resident, int64_t cols) {
+    static std::map<std::tuple<int, bool, int64_t>, Set> cache;
+    const auto key = std::make_tuple(int(type), resident, cols);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     cache.clear();  // frees the previous type's 2 x 256 MiB before building the next
-    const uint64_t rb = *pagoda::gguf::row_size(type, kCols);
+    const uint64_t rb = *pagoda::gguf::row_size(type, cols);
     const int64_t rows = int64_t((resident ? kResidentBytes : kBigBytes) / rb) / 8 * 8;
-    const std::vector<uint8_t> seed = seed_rows(type, 64);
+    const std::vector<uint8_t> seed = seed_rows(type, 64, cols);
     Set& s = cache[key];
     for (int i = 0; i < (resident ? 1 : kBigMatrices); ++i) {
         auto m = std::make_unique<Matrix>();
         m->bytes.resize(rb * uint64_t(rows));
         for (size_t off = 0; off < m->bytes.size(); off += seed.size())
             std::memcpy(m->bytes.data() + off, seed.data(), std::min(seed.size(), m->bytes.size() - off));
-        m->packed = pagoda::kernels::pack_weight({type, m->bytes.data(), rows, kCols});
+        m->packed = pagoda::kernels::pack_weight({type, m->bytes.data(), rows, cols});
         s.m.push_back(std::move(m));
     }
     s.weight_bytes = rb * uint64_t(rows);
@@ -143,12 +145,13 @@ void run(benchmark::State& state, GgmlType type) {
     const int64_t n = state.range(0);
     const int threads = int(state.range(1));
     const bool resident = state.range(2) != 0;
-    Set& s = matrices(type, resident);
+    const int64_t cols = state.range(3);
+    Set& s = matrices(type, resident, cols);
     pagoda::ThreadPool& p = pool(threads);
     std::vector<std::span<const uint8_t>> regions;
     for (const auto& m : s.m) regions.push_back(read_region(*m));
     const double read_gbps = std::max(pagoda::measure_read_bandwidth(p, regions), best_call_read_gbps(p, regions));
-    std::vector<float> x(size_t(n * kCols)), y(size_t(n) * s.m[0]->packed.source().rows);
+    std::vector<float> x(size_t(n * cols)), y(size_t(n) * s.m[0]->packed.source().rows);
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> ud(-1.f, 1.f);
     for (auto& v : x) v = ud(rng);
@@ -181,8 +184,9 @@ void run(benchmark::State& state, GgmlType type) {
 void args(benchmark::internal::Benchmark* b) {
     for (int resident : {0, 1})
         for (int threads : {1, 2})
-            for (int tokens : {1, 2, 4, 8}) b->Args({tokens, threads, resident});
-    b->ArgNames({"tokens", "threads", "resident"})->UseRealTime();
+            for (int tokens : {1, 2, 4, 8}) b->Args({tokens, threads, resident, 2048});
+    for (int threads : {1, 2}) b->Args({1, threads, 0, 768});
+    b->ArgNames({"tokens", "threads", "resident", "cols"})->UseRealTime();
 }
 
 #define PAGODA_DECODE_BENCH(TYPE)                                                \

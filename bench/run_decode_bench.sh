@@ -23,16 +23,28 @@ for b in runs:
     name = b["name"].split("/")
     typ = name[0].removeprefix("BM_decode_")
     args = dict(p.split(":") for p in name[1:] if ":" in p)
-    cell[(typ, int(args["tokens"]), int(args["threads"]), int(args["resident"]))] = b
+    cell[(typ, int(args["tokens"]), int(args["threads"]), int(args["resident"]), int(args.get("cols", 2048)))] = b
 types = list(dict.fromkeys(k[0] for k in cell))
 print("| type | tokens | 1 core GB/s | of bound (read GB/s) | 2 cores GB/s | per core | of bound (read GB/s) | resident 1 core | resident 2 cores |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for t in types:
     for n in sorted({k[1] for k in cell if k[0] == t}):
         def g(th, res):
-            return cell.get((t, n, th, res))
+            return cell.get((t, n, th, res, 2048))
         m1, m2, r1, r2 = g(1, 0), g(2, 0), g(1, 1), g(2, 1)
         f = lambda b, k: f"{b[k]:.1f}" if b else "—"
         pct = lambda b: f"{100 * b['of_bound']:.0f} % ({b['read_GB/s']:.1f})" if b else "—"
         print(f"| {t} | {n} | {f(m1, 'GB/s')} | {pct(m1)} | {f(m2, 'GB/s')} | {f(m2, 'GB/s/core')} | {pct(m2)} | {f(r1, 'GB/s')} | {f(r2, 'GB/s')} |")
+narrow = [t for t in types if (t, 1, 1, 0, 768) in cell]
+if narrow:
+    print()
+    print("768 columns (the `small` preset's width), one token, from memory; mean = all calls, not the fastest:")
+    print()
+    print("| type | 1 core GB/s | mean | of bound (read GB/s) | 2 cores GB/s | mean | of bound (read GB/s) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for t in narrow:
+        m1, m2 = cell.get((t, 1, 1, 0, 768)), cell.get((t, 1, 2, 0, 768))
+        f = lambda b, k: f"{b[k]:.1f}" if b else "—"
+        pct = lambda b: f"{100 * b['of_bound']:.0f} % ({b['read_GB/s']:.1f})" if b else "—"
+        print(f"| {t} | {f(m1, 'GB/s')} | {f(m1, 'mean_GB/s')} | {pct(m1)} | {f(m2, 'GB/s')} | {f(m2, 'mean_GB/s')} | {pct(m2)} |")
 PY

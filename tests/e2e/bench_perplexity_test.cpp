@@ -27,8 +27,23 @@ TEST(BenchCommand, JsonLinesCarryTheFields) {
         EXPECT_GE(j.at("threads").get<int>(), 1);
         EXPECT_GT(j.at("model_bytes").get<int64_t>(), 0);
         EXPECT_EQ(j.at("reps").get<int>(), 2);
+        // The share of CPU time the hypervisor took during the timed runs: null only without /proc/stat.
+        const auto& steal = j.at("steal_share");
+        if (std::ifstream("/proc/stat")) {
+            ASSERT_TRUE(steal.is_number()) << line;
+            EXPECT_GE(steal.get<double>(), 0.0);
+            EXPECT_LE(steal.get<double>(), 1.0);
+        } else {
+            EXPECT_TRUE(steal.is_null()) << line;
+        }
     }
     EXPECT_EQ(tests, (std::vector<std::string>{"pp16", "tg8"}));
+    auto table = run_pagoda({"bench", "-m", path, "-p", "16", "-n", "8", "-r", "1", "--no-limits"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    if (std::ifstream("/proc/stat"))
+        EXPECT_NE(table.out.find("CPU time stolen by the hypervisor during the timed runs (/proc/stat steal): pp16 "),
+                  std::string::npos)
+            << table.out;
 }
 
 // --depth: the generation test starts after that many tokens of context, and says so in its name;
