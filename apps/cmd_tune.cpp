@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/progress.h"
 #include "apps/serving_probe.h"
+#include "core/cpu_steal.h"
 #include "core/error.h"
 #include "model/model_file.h"
 #include "tune/profile_use.h"
@@ -15,6 +17,10 @@
 
 namespace pagoda::app {
 namespace {
+
+// Above this share of stolen CPU time the timings tune compares are disturbed by more than the
+// differences between the settings it chooses among (a few percent).
+constexpr double kStealWarning = 0.05;
 
 struct TuneCommandOptions {
     tune::TuneOptions tune;
@@ -34,14 +40,27 @@ int run_tune(TuneCommandOptions& o) {
     // The chosen scheduler knobs are checked by serving the workload with the engine.
     o.tune.serve_check = [&](const tune::ServingCheck& c) { return probe_serving(o.tune.model, c); };
     std::unique_ptr<Progress> bar;
-    const tune::Profile p = tune::tune_model(o.tune, [&](size_t done, size_t total, const std::string& what) {
+    StealMeter steal;  // a host that takes CPU time from this guest skews every figure tune compares
+    steal.begin();
+    tune::Profile p = tune::tune_model(o.tune, [&](size_t done, size_t total, const std::string& what) {
         if (!bar) bar = std::make_unique<Progress>("measurements", total);
         bar->line(done, what);
     });
     if (bar) bar->finish();
+    steal.end();
+    p.measurements["steal_share"] = steal.known() ? nlohmann::json(steal.share()) : nlohmann::json(nullptr);
     tune::write_profile_file(p, o.output);
     std::printf("profile written to %s\n", o.output.c_str());
     std::printf("%s", tune::describe_profile(p).c_str());
+    if (steal.known()) {
+        std::printf("CPU time stolen by the hypervisor while measuring (/proc/stat steal): %.1f %%\n", 100 * steal.share());
+        if (steal.share() > kStealWarning)
+            std::fprintf(stderr,
+                         "pagoda tune: warning: the host took %.0f %% of this machine's CPU time while tune measured; "
+                         "the figures and the choices made from them may reflect its other guests: tune again when "
+                         "the host is quieter\n",
+                         100 * steal.share());
+    }
     return 0;
 }
 

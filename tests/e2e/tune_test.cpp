@@ -55,6 +55,15 @@ TEST_F(TuneCommand, QuickProfileIsWrittenAndBenchUsesIt) {
     EXPECT_GE(j.at("scheduler").at("max_seqs").get<int>(), 1);
     EXPECT_TRUE(j.at("measurements").contains("decode_step_s"));
     EXPECT_TRUE(j.at("measurements").contains("machine_limits"));
+    // The CPU time the hypervisor took while tune measured: recorded, and printed.
+    if (std::ifstream("/proc/stat")) {
+        const json& steal = j.at("measurements").at("steal_share");
+        ASSERT_TRUE(steal.is_number()) << steal.dump();
+        EXPECT_GE(steal.get<double>(), 0.0);
+        EXPECT_LE(steal.get<double>(), 1.0);
+        EXPECT_NE(t.out.find("CPU time stolen by the hypervisor while measuring (/proc/stat steal): "), std::string::npos)
+            << t.out;
+    }
     // The jitter margin and the served check of the chosen setting: a tiny model's steps take well
     // under a millisecond, so the first choice meets 50 ms when served, and the profile carries it.
     const json& m = j.at("measurements");
