@@ -73,6 +73,20 @@ void print_op_times(const std::string& test, const model::OpTimes& t) {
     const double rest = std::max(0.0, t.step_seconds - t.op_seconds());
     std::printf("| %-22s | %14s | %11.1f | %4.1f %% |\n", "(between ops)", "", rest * per_step_us,
                 100 * rest / t.step_seconds);
+    if (t.by_weight.empty()) return;
+    // The same ops by the weight they stream: each weight's rate beside the machine's read bound.
+    std::printf("\nweights of %s: the ops above that stream them\n\n", test.c_str());
+    std::printf("| weight                 | calls per step | MB per step | us per step | GB/s |\n");
+    std::printf("| ---------------------- | -------------: | ----------: | ----------: | ---: |\n");
+    double bytes = 0, seconds = 0;
+    for (const auto& [name, e] : t.by_weight) {
+        std::printf("| %-22s | %14.1f | %11.2f | %11.1f | %4.1f |\n", name.c_str(), double(e.calls) / double(t.steps),
+                    e.weight_bytes / 1e6 / double(t.steps), e.seconds * per_step_us,
+                    e.seconds > 0 ? e.weight_bytes / e.seconds / 1e9 : 0.0);
+        bytes += e.weight_bytes, seconds += e.seconds;
+    }
+    std::printf("| %-22s | %14s | %11.2f | %11.1f | %4.1f |\n", "all", "", bytes / 1e6 / double(t.steps),
+                seconds * per_step_us, seconds > 0 ? bytes / seconds / 1e9 : 0.0);
 }
 
 nlohmann::json op_times_json(const model::OpTimes& t) {
@@ -80,7 +94,12 @@ nlohmann::json op_times_json(const model::OpTimes& t) {
     const double steps = double(std::max<int64_t>(1, t.steps));
     for (const auto& [name, e] : t.by_op)
         ops[name] = {{"calls_per_step", double(e.calls) / steps}, {"us_per_step", 1e6 * e.seconds / steps}};
-    return {{"steps", t.steps}, {"us_per_step", 1e6 * t.step_seconds / steps}, {"ops", ops}};
+    nlohmann::json weights = nlohmann::json::object();
+    for (const auto& [name, e] : t.by_weight)
+        weights[name] = {{"calls_per_step", double(e.calls) / steps}, {"us_per_step", 1e6 * e.seconds / steps},
+                         {"bytes_per_step", e.weight_bytes / steps},
+                         {"gb_per_s", e.seconds > 0 ? e.weight_bytes / e.seconds / 1e9 : 0.0}};
+    return {{"steps", t.steps}, {"us_per_step", 1e6 * t.step_seconds / steps}, {"ops", ops}, {"weights", weights}};
 }
 
 struct ModelFootprint {

@@ -104,27 +104,79 @@ void GraphExecutor::observe(const Node& node, const backend::Tensor& input, cons
     observer(node.layer, node.role, observed_.data(), input.rows, input.cols);
 }
 
+namespace {
+
+constexpr size_t kRoles = size_t(MatmulInput::output) + 1;
+
+const char* weight_role_name(MatmulInput role) {
+    switch (role) {
+        case MatmulInput::attention: return "attention q|k|v";
+        case MatmulInput::attention_output: return "attention output";
+        case MatmulInput::ffn: return "ffn gate|up";
+        case MatmulInput::ffn_down: return "ffn down";
+        case MatmulInput::output: return "output head";
+        case MatmulInput::none: break;
+    }
+    return "other";
+}
+
+uint64_t host_bytes(const backend::Weight* w) {
+    uint64_t n = 0;
+    if (w)
+        for (const auto& span : w->host_memory()) n += span.size();
+    return n;
+}
+
+}  // namespace
+
+void GraphExecutor::set_op_times(OpTimes* times) {
+    op_times_ = times;
+    if (!times || !node_weight_bytes_.empty()) return;
+    // The weights are bound for the executor's life, so their sizes are taken once.
+    node_weight_bytes_.reserve(graph_.nodes.size());
+    for (const Node& node : graph_.nodes)
+        node_weight_bytes_.push_back(host_bytes(node.kind == OpKind::qkv_rope_kv_write ? node.qkv.qkv
+                                                : node.kind == OpKind::embed          ? nullptr
+                                                                                      : node.weight));
+}
+
 void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<float>& logits, std::vector<float>& hidden,
                         const ActivationObserver* observer) {
     if (rows.tokens > capacity_) reserve(rows.tokens);  // between steps, never inside one
     auto& b = backend_;
     std::vector<backend::Tensor>& outs = outs_;  // kept across steps: nothing is allocated in a step
     using Clock = std::chrono::steady_clock;
-    if (op_times_) step_op_times_.assign(step_op_times_.size(), {});
-    for (const Node& node : graph_.nodes) {
+    if (op_times_) {
+        step_op_times_.assign(step_op_times_.size(), {});
+        step_weight_times_.assign(kRoles, {});
+    }
+    for (size_t node_index = 0; node_index < graph_.nodes.size(); ++node_index) {
+        const Node& node = graph_.nodes[node_index];
         if (interrupt_ && interrupt_->load(std::memory_order_relaxed)) throw StepInterrupted();
-        // Timed when asked: the op's backend call, however it ends (an op that throws still counts).
+        // Timed when asked: the op's backend call, however it ends (an op that throws still counts);
+        // an op that streams a weight also under the weight's role.
         struct OpTimer {
             std::vector<OpTimes::Entry>* acc;
             size_t kind;
+            OpTimes::Entry* weight;  // null: the op streams no weight
+            double weight_bytes;
             Clock::time_point start;
             ~OpTimer() {
                 if (!acc) return;
+                const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
                 if (acc->size() <= kind) acc->resize(kind + 1);
                 (*acc)[kind].calls += 1;
-                (*acc)[kind].seconds += std::chrono::duration<double>(Clock::now() - start).count();
+                (*acc)[kind].seconds += seconds;
+                if (!weight) return;
+                weight->calls += 1;
+                weight->seconds += seconds;
+                weight->weight_bytes += weight_bytes;
             }
-        } op_timer{op_times_ ? &step_op_times_ : nullptr, size_t(node.kind), op_times_ ? Clock::now() : Clock::time_point{}};
+        };
+        const uint64_t streamed = op_times_ ? node_weight_bytes_[node_index] : 0;
+        OpTimer op_timer{op_times_ ? &step_op_times_ : nullptr, size_t(node.kind),
+                         streamed > 0 ? &step_weight_times_[size_t(node.role)] : nullptr, double(streamed),
+                         op_times_ ? Clock::now() : Clock::time_point{}};
         auto in = [&](size_t i) { return tensor(node.in[i], rows); };
         auto out = [&](size_t i) { return tensor(node.out[i], rows); };
         backend::Tensor quantized;  // a matmul-type op's second input: the first one's quantised form
@@ -183,6 +235,14 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             OpTimes::Entry& e = op_times_->by_op[op_name(OpKind(k))];
             e.calls += step_op_times_[k].calls;
             e.seconds += step_op_times_[k].seconds;
+        }
+    if (op_times_)
+        for (size_t r = 0; r < kRoles; ++r) {
+            if (step_weight_times_[r].calls == 0) continue;
+            OpTimes::Entry& e = op_times_->by_weight[weight_role_name(MatmulInput(r))];
+            e.calls += step_weight_times_[r].calls;
+            e.seconds += step_weight_times_[r].seconds;
+            e.weight_bytes += step_weight_times_[r].weight_bytes;
         }
     const backend::Tensor result = tensor(graph_.output, rows);
     logits.resize(size_t(result.rows * result.cols));

@@ -28,8 +28,9 @@ public:
              const ActivationObserver* observer = nullptr);
     // run() checks the flag before each op and throws StepInterrupted once it is true.
     void set_interrupt_flag(const std::atomic<bool>* flag) { interrupt_ = flag; }
-    // While set, run() adds each op's wall-clock time to *times under its op_name.
-    void set_op_times(OpTimes* times) { op_times_ = times; }
+    // While set, run() adds each op's wall-clock time to *times under its op_name, and that of each op
+    // that streams a weight also under the weight's role, with the weight's bytes (OpTimes::by_weight).
+    void set_op_times(OpTimes* times);
 
 private:
     backend::Tensor tensor(int id, StepRows rows) const;
@@ -45,6 +46,8 @@ private:
     const std::atomic<bool>* interrupt_ = nullptr;
     OpTimes* op_times_ = nullptr;
     std::vector<OpTimes::Entry> step_op_times_;  // per OpKind, this step's (merged into op_times_ after it)
+    std::vector<OpTimes::Entry> step_weight_times_;  // per MatmulInput role, the same
+    std::vector<uint64_t> node_weight_bytes_;        // per node: host weight memory it streams (0: none)
 };
 
 }  // namespace pagoda::model

@@ -82,6 +82,14 @@ TEST(BenchCommand, OpTimesSplitEachTestsStepsByOp) {
         for (const auto& [name, op] : ops.items()) sum += op.at("us_per_step").get<double>();
         EXPECT_GT(sum, 0) << line;
         EXPECT_LE(sum, t.at("us_per_step").get<double>()) << line;
+        // By weight: the tiny preset's 2 layers' projections and the output head, each with its bytes.
+        const auto& weights = t.at("weights");
+        EXPECT_EQ(weights.at("attention q|k|v").at("calls_per_step").get<double>(), 2.0) << line;
+        EXPECT_EQ(weights.at("output head").at("calls_per_step").get<double>(), 1.0) << line;
+        for (const auto& [name, w] : weights.items()) {
+            EXPECT_GT(w.at("bytes_per_step").get<double>(), 0) << name;
+            EXPECT_GE(w.at("gb_per_s").get<double>(), 0) << name;
+        }
     }
     EXPECT_EQ(steps, (std::map<std::string, int64_t>{{"pp16", 2}, {"tg8 @ d4", 16}}));
     // The table form: one per test, ending with the time between ops.
@@ -91,6 +99,8 @@ TEST(BenchCommand, OpTimesSplitEachTestsStepsByOp) {
     EXPECT_NE(table.out.find("ops of tg8: 8 steps"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("| attention "), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("| (between ops) "), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("weights of tg8: the ops above that stream them"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("| output head "), std::string::npos) << table.out;
 }
 
 TEST(PerplexityCommand, StoriesModelOnOurEvaluationText) {

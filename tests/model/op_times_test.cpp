@@ -65,6 +65,23 @@ TEST(OpTimes, EveryOpOfEveryTimedStepIsCountedAndTimingChangesNoLogit) {
     EXPECT_GT(times.op_seconds(), 0.0);
     EXPECT_LE(times.op_seconds(), times.step_seconds);
 
+    // The same ops by the weight they stream, each call with the weight's f32 bytes (dim 64; q 64,
+    // k and v 32; FFN 128; vocab 300): 2 layers' worth a step, one output head.
+    const std::map<std::string, std::pair<int64_t, double>> weights = {
+        {"attention q|k|v", {2, 128 * 64 * 4}}, {"attention output", {2, 64 * 64 * 4}},
+        {"ffn gate|up", {2, 256 * 64 * 4}},     {"ffn down", {2, 64 * 128 * 4}},
+        {"output head", {1, 300 * 64 * 4}}};
+    ASSERT_EQ(times.by_weight.size(), weights.size());
+    double weight_seconds = 0;
+    for (const auto& [name, expected] : weights) {
+        ASSERT_TRUE(times.by_weight.count(name)) << name;
+        const OpTimes::Entry& e = times.by_weight.at(name);
+        EXPECT_EQ(e.calls, 4 * expected.first) << name;
+        EXPECT_EQ(e.weight_bytes, double(e.calls) * expected.second) << name;
+        weight_seconds += e.seconds;
+    }
+    EXPECT_LE(weight_seconds, times.op_seconds());
+
     // Cleared: the same steps again add nothing, and give bitwise the same logits.
     const OpTimes before = times;
     auto again_model = open_step_model(path, {.threads = 2, .tokens_wanted = 64});
