@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Turns `pagoda bench --json` lines (stdin or files) into the markdown table of docs/benchmarks.md:
 tokens/s with their ratio to this machine's limits (measured in the same run) and to llama.cpp's
-figures on the same shapes (../shared/PERF-NOTES.md, Feb 2025 build, 2 threads)."""
+figures on the same shapes (../shared/PERF-NOTES.md, Feb 2025 build, 2 threads), and the share of
+CPU time the hypervisor stole during the timed runs (pp / tg; "—" where the line has no steal_share)."""
 import json
 import sys
 
@@ -22,8 +23,9 @@ def main():
     for r in lines:
         key = (r["model"], r["weight_type"], r.get("label", r["weight_type"]))
         rows.setdefault(key, {})[r["test"][:2]] = r
-    print("| model | type | size | pp tok/s | of limit | llama.cpp pp | ratio | tg tok/s | of bound (GB/s) | llama.cpp tg | ratio |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| model | type | size | pp tok/s | of limit | llama.cpp pp | ratio | tg tok/s | of bound (GB/s) | llama.cpp tg "
+          "| ratio | steal pp / tg |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for (model, wtype, label), tests in rows.items():
         ref = LLAMA_CPP.get((model, wtype))
         pp, tg = tests.get("pp"), tests.get("tg")
@@ -40,6 +42,9 @@ def main():
                       str(ref[1]) if ref else "—", f"{tg['tokens_per_s'] / ref[1]:.2f}" if ref else "—"]
         else:
             cells += ["—"] * 4
+        def steal(r):
+            return f"{100 * r['steal_share']:.0f} %" if r and r.get("steal_share") is not None else "—"
+        cells.append(f"{steal(pp)} / {steal(tg)}")
         print("| " + " | ".join(cells) + " |")
 
 

@@ -14,7 +14,19 @@ filter=${2:-BM_decode_}
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M') UTC; load $(cut -d' ' -f1-3 /proc/loadavg)"
+# The hypervisor's share of CPU time during the run (/proc/stat steal): above a few percent the
+# figures show the host's other guests as much as the kernels.
+stat_before=$(head -1 /proc/stat 2>/dev/null || true)
 "$bin" --benchmark_filter="$filter" --benchmark_min_time=0.3 --benchmark_format=json > "$json"
+stat_after=$(head -1 /proc/stat 2>/dev/null || true)
+if [ -n "$stat_before" ] && [ -n "$stat_after" ]; then
+    python3 - "$stat_before" "$stat_after" <<'PY'
+import sys
+a, b = ([int(x) for x in s.split()[1:9]] for s in sys.argv[1:3])
+d = [y - x for x, y in zip(a, b)]
+print(f"CPU time stolen by the hypervisor during the run (/proc/stat steal): {100 * d[7] / max(1, sum(d)):.1f} %")
+PY
+fi
 python3 - "$json" <<'PY'
 import json, sys
 runs = [b for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
