@@ -47,9 +47,12 @@ inline typename S::V load_x_tail(const float* p, int64_t count) {
     return S::load(buf);
 }
 
-// acc[t * S::R + r] += lanes of w[r][0..len) * x[t][0..len), for R rows and T tokens.
+// acc[t * S::R + r] += lanes of w[r][0..len) * x[t][0..len), for R rows and T tokens. One token
+// (decode, weights from memory): each line of w[r] + prefetch_ahead is requested as w[r]'s same line
+// is read (0: none). The caller passes the next row block's distance, R rows: one call ahead.
 template <class S, Elem E, int T>
-void micro_kernel(const void* const* w, const float* const* x, int64_t len, typename S::V* acc) {
+void micro_kernel(const void* const* w, const float* const* x, int64_t len, typename S::V* acc,
+                  int64_t prefetch_ahead) {
     using V = typename S::V;
     constexpr int R = S::R;
     V a[T][R];
@@ -62,11 +65,15 @@ void micro_kernel(const void* const* w, const float* const* x, int64_t len, type
     for (; k + S::L <= len; k += S::L) {
         V wv[R];
         if constexpr (T == 1 && S::L * esize >= 32) {
-            // Decode is memory bound: request each row well ahead, across the 4 KiB page boundaries
-            // that stop the hardware prefetchers (one request per 64-byte line).
-            if ((k * esize) % 64 == 0)
+            // Decode is memory bound: request each line one call ahead (the same line of the next row
+            // block), across the 4 KiB page boundaries that stop the hardware prefetchers; one request
+            // per 64-byte line. A fixed 4 KiB within the row (before) fell on rows this call reads at
+            // the same time whenever R rows span more than 4 KiB, and left part of the next block
+            // unrequested whenever they span less.
+            if (prefetch_ahead > 0 && (k * esize) % 64 == 0)
 #pragma GCC unroll 8
-                for (int r = 0; r < R; ++r) __builtin_prefetch(static_cast<const char*>(w[r]) + k * esize + 4096);
+                for (int r = 0; r < R; ++r)
+                    __builtin_prefetch(static_cast<const char*>(w[r]) + k * esize + prefetch_ahead);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) wv[r] = load_w<S, E>(w[r], k);
@@ -92,11 +99,12 @@ void micro_kernel(const void* const* w, const float* const* x, int64_t len, type
 }
 
 template <class S, Elem E, int T>
-void micro_dispatch(int tokens, const void* const* w, const float* const* x, int64_t len, typename S::V* acc) {
+void micro_dispatch(int tokens, const void* const* w, const float* const* x, int64_t len, typename S::V* acc,
+                    int64_t prefetch_ahead) {
     if constexpr (T > 1) {
-        if (tokens < T) return micro_dispatch<S, E, T - 1>(tokens, w, x, len, acc);
+        if (tokens < T) return micro_dispatch<S, E, T - 1>(tokens, w, x, len, acc, prefetch_ahead);
     }
-    micro_kernel<S, E, T>(w, x, len, acc);
+    micro_kernel<S, E, T>(w, x, len, acc, prefetch_ahead);
 }
 
 struct FloatTask {
@@ -123,6 +131,9 @@ void run_rows(const FloatTask& a, int64_t r0, int64_t r1) {
     // Results do not depend on kc (matmul_paths.h).
     const int64_t kc = !Dequant && a.n_tokens <= T ? K : Dequant ? std::max<int64_t>(a.tiles.kc, 256) : a.tiles.kc;
     const int64_t n_rb = (r1 - r0 + R - 1) / R;
+    // Weights read in place stream from memory: the next row block is R rows on. Dequantised tiles
+    // are in L1 already.
+    const int64_t prefetch_ahead = Dequant ? 0 : R * a.row_bytes;
     struct Lanes { V v; };  // wrapper keeps the vector type's alignment inside std::vector
     thread_local std::vector<Lanes> scratch;
     thread_local std::vector<float> tile;  // dequantised rows of one block: [R][kc]
@@ -157,7 +168,7 @@ void run_rows(const FloatTask& a, int64_t r0, int64_t r1) {
                 for (int64_t tb = 0; tb < nt; tb += T) {
                     const int tt = int(std::min<int64_t>(T, nt - tb));
                     for (int t = 0; t < tt; ++t) xs[t] = a.x + (t0 + tb + t) * K + k0;
-                    micro_dispatch<S, E, T>(tt, w, xs, len, &scratch[size_t((rb * nt + tb) * R)].v);
+                    micro_dispatch<S, E, T>(tt, w, xs, len, &scratch[size_t((rb * nt + tb) * R)].v, prefetch_ahead);
                 }
             }
         }
