@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Two pagoda binaries on one model, alternating run by run (A B, then B A, ...), so that a host whose
+speed drifts (other guests, bandwidth) disturbs both alike; prints each side's runs, their median
+and the share of CPU time the hypervisor stole during that side's runs (/proc/stat), and the ratio
+of the medians. Each run is `BINARY bench -m MODEL --profile none --no-limits --json ARGS...`.
+
+  bench/ab_bench.py OLD_BINARY NEW_BINARY MODEL ROUNDS [bench args, e.g. -p 0 -n 128 -r 2]
+"""
+import json
+import statistics
+import subprocess
+import sys
+
+
+def cpu_ticks():
+    """(all ticks, steal ticks) of /proc/stat's aggregate line; (0, 0) where it cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+        return sum(fields), (fields[7] if len(fields) > 7 else 0)
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def main():
+    if len(sys.argv) < 5:
+        sys.exit(__doc__)
+    binaries = {"old": sys.argv[1], "new": sys.argv[2]}
+    model, rounds, extra = sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+    rates = {"old": [], "new": []}
+    ticks = {"old": [0, 0], "new": [0, 0]}
+    for i in range(rounds):
+        for side in ("old", "new") if i % 2 == 0 else ("new", "old"):
+            total0, steal0 = cpu_ticks()
+            run = subprocess.run([binaries[side], "bench", "-m", model, "--profile", "none", "--no-limits", "--json"]
+                                 + extra, capture_output=True, text=True)
+            total1, steal1 = cpu_ticks()
+            if run.returncode != 0:
+                sys.exit(f"{binaries[side]} failed:\n{run.stderr}")
+            ticks[side][0] += total1 - total0
+            ticks[side][1] += steal1 - steal0
+            for line in run.stdout.splitlines():
+                if line.startswith("{"):
+                    rates[side].append(json.loads(line)["tokens_per_s"])
+    for side, values in rates.items():
+        steal = 100 * ticks[side][1] / max(1, ticks[side][0])
+        print(f"{side}: median {statistics.median(values):.1f} tok/s, steal {steal:.1f} %; runs "
+              + " ".join(f"{v:.1f}" for v in values))
+    print(f"new / old (medians): {statistics.median(rates['new']) / statistics.median(rates['old']):.3f}")
+
+
+if __name__ == "__main__":
+    main()
