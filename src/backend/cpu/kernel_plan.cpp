@@ -150,9 +150,10 @@ namespace {
 // Whether the packed int8 matmuls take AMX tiles, and from how many tokens (per planned type where
 // the plan says otherwise than the default).
 std::string describe_amx(const KernelPlan* plan) {
-    (void)amx_enabled();  // first: a bad PAGODA_AMX is an error at start-up on every machine
+    const bool enabled = amx_enabled();  // first: a bad PAGODA_AMX is an error at start-up on every machine
     if (!amx_path_available()) {
-        if (!packed_int8_path_active()) return "AMX int8 tiles: not used (the packed int8 path is not active)";
+        // The user's own switch is the reason to name where it is set, whatever else is missing.
+        if (enabled && !packed_int8_path_active()) return "AMX int8 tiles: not used (the packed int8 path is not active)";
         return "AMX int8 tiles: not used, " + amx_status();
     }
     std::string out = fmt::format("AMX int8 tiles{}: packed int8 matmuls of {}+ tokens", amx_emulation() ? " (emulated)" : "",
