@@ -500,7 +500,8 @@ public:
             path = kernels::amx_emulation() ? "bf16 tiles, AMX (emulated)" : "bf16 tiles, AMX (tdpbf16ps)";
         else if (packed && !is_float && kernels::amx_path_available() && n_tokens >= kernels::amx_min_tokens())
             path = kernels::amx_emulation() ? "packed int8 panels, AMX tiles (emulated)" : "packed int8 panels, AMX tiles (tdpbsud)";
-        else if (packed && !is_float && kernels::packed_int8_path_active()) path = "packed int8 panels, vpdpbusd";
+        else if (packed && !is_float && kernels::packed_int8_path_active())
+            path = kernels::vnni_panels_active() ? "packed int8 panels, vpdpbusd" : "packed int8 panels, vpmaddubsw";
         else if (!is_float && kernels::quant_method() == kernels::QuantMethod::int8_dot) path = "int8 dot";
         else path = "f32 fma";
         return fmt::format("{} {}{}, {} {}", gguf::type_name(uint32_t(type)), path, w.stacked() ? " (stacked)" : "",

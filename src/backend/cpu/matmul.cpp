@@ -175,9 +175,9 @@ std::string describe_kernel_paths() {
     if (quant_method() == QuantMethod::dequant_fma) {
         quant_detail = "dequantise to f32 tiles + FMA";
     } else {
-        quant_detail = isa == Isa::avx512 ? (f.avx512vnni ? "int8 dot, vpdpbusd (AVX-512 VNNI)" : "int8 dot, AVX2 16-bit madd (no VNNI)")
-                       : isa == Isa::avx2 ? "int8 dot, AVX2 16-bit madd"
-                                          : "int8 dot, scalar";
+        quant_detail = vnni_panels_active()    ? "int8 dot, vpdpbusd (AVX-512 VNNI), panels for the packed types"
+                       : isa != Isa::scalar ? "int8 dot, AVX2 vpmaddubsw + vpmaddwd, panels for the packed types"
+                                            : "int8 dot, scalar";
     }
     const std::string float_detail =
         bf16_kernel_available()   ? "bf16 dot, vdpbf16ps panels (AVX-512 BF16)"

@@ -124,8 +124,10 @@ struct PrequantizedLayout {
     int32_t* sums; // [n_tokens][nbp][2]
 };
 size_t prequantized_bytes(int64_t n_tokens, int64_t cols);
-// The packed VNNI path is the active one (avx512 with VNNI, int8_dot method).
+// The packed int8 panels are the active path (avx2 or avx512 ISA, int8_dot method): on the VNNI
+// kernel where vnni_panels_active() (avx512 with VNNI), else on the AVX2 kernel, bitwise the same.
 bool packed_int8_path_active();
+bool vnni_panels_active();
 bool takes_prequantized(const PackedWeight& w);
 // Quantises row t of n_tokens rows into the storage (rows are independent: any thread, any order).
 void prequantize_row(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage);

@@ -22,7 +22,8 @@ void set_amx_emulation(bool on) { g_amx_emulation.store(on); }
 bool amx_emulation() { return g_amx_emulation.load(); }
 
 bool amx_path_available() {
-    return packed_int8_path_active() && amx_enabled() && (amx_emulation() || amx_hardware_available());
+    // The tiles stand in for the VNNI panel kernel (its operands, its file): not for the AVX2 one.
+    return vnni_panels_active() && packed_int8_path_active() && amx_enabled() && (amx_emulation() || amx_hardware_available());
 }
 
 uint64_t amx_dispatch_count() { return g_amx_dispatch.load(std::memory_order_relaxed); }

@@ -54,9 +54,12 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     return nb * (t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16);
 }
 // Prefill tasks take tiles.mc rows (whole panel pairs); steps of at most 16 tokens (decode, decode
-// batches) split the panels evenly over the threads, one contiguous range each.
+// batches) split the panels evenly over the threads, one contiguous range each. The VNNI kernel
+// (AVX-512 VNNI) and the AVX2 kernel give bitwise the same results (packed_kernel.h).
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                           const GemmTiles& tiles);
+void matmul_packed_avx2(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                        const GemmTiles& tiles);
 
 // Activations quantised ahead of their packed matmuls (PrequantizedLayout in matmul.h's storage):
 // the same q and d as matmul_packed_avx512 computes, and per block the exact sums of q over each half,
@@ -64,6 +67,9 @@ void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_token
 void prequantize_token_avx512(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage);
 void matmul_packed_prequantized_avx512(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y,
                                        ThreadPool& pool, const GemmTiles& tiles);
+void prequantize_token_avx2(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage);
+void matmul_packed_prequantized_avx2(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y,
+                                     ThreadPool& pool, const GemmTiles& tiles);
 
 // 2 MiB-aligned zeroed memory advised for transparent huge pages (packed weights; see PackedWeight).
 std::shared_ptr<uint8_t> alloc_huge(size_t bytes);

@@ -1,14 +1,16 @@
 // Internal: reading one 32-value block of a packed panel (layout: matmul_paths.h) into registers.
 // Shared by the AVX-512 VNNI kernel (matmul_packed_avx512.cpp) and the AMX tile kernel (amx_kernel.h)
 // so both multiply the very same code bytes and scales: the first half of the bitwise agreement
-// between them (the second is the epilogue's float sequence, see amx_kernel.h). Include only from
-// TUs compiled with the AVX-512 flags (*_avx512.cpp, *_amx.cpp).
+// between them (the second is the epilogue's float sequence, see amx_kernel.h). AVX2 + F16C only, so the
+// AVX2 panel kernel (matmul_packed_avx2.cpp) reads the same bytes too. Internal linkage: each ISA
+// file compiles its own copy with its own flags (one shared copy could carry AVX-512 encodings).
 #pragma once
 #include <immintrin.h>
 
 #include <cstdint>
 
 namespace pagoda::kernels::detail {
+namespace {
 
 enum class Fmt { q4_0, q4_1, q8_0, q4_k, q5_k, q6_k };
 
@@ -87,4 +89,5 @@ inline void decode_panel_block(const uint8_t* pb, const uint8_t* sbp, __m256i* c
     }
 }
 
+}  // namespace
 }  // namespace pagoda::kernels::detail

@@ -1,5 +1,5 @@
 // pack_weight and matmul(PackedWeight): the repacking is plain byte shuffling done once per tensor;
-// the kernels are matmul_packed_avx512.cpp (int8 panels), matmul_bf16_avx512.cpp (bf16 panels, packed
+// the kernels are matmul_packed_avx512.cpp / matmul_packed_avx2.cpp (int8 panels), matmul_bf16_avx512.cpp (bf16 panels, packed
 // by packed_bf16_avx512.cpp) and amx_bf16_kernel.h (the same panels padded to K tiles).
 #include <sys/mman.h>
 
@@ -24,7 +24,8 @@ namespace {
 
 bool is_bf16_packable(GgmlType t) { return t == GgmlType::F16 || t == GgmlType::BF16; }
 
-bool packed_kernel_available() { return active_isa() == Isa::avx512 && cpu_features().avx512vnni; }
+// Int8 panels run on the VNNI kernel (AVX-512 VNNI) or else on the AVX2 kernel: the same results.
+bool packed_kernel_available() { return active_isa() >= Isa::avx2; }
 
 
 // Codes of a Q4_0 / Q4_K block (code(v), v < 32) as the 4 interleaved nibble vectors of row r.
@@ -180,6 +181,8 @@ size_t prequantized_bytes(int64_t n_tokens, int64_t cols) {
     return size_t((n_tokens * cols + 63) / 64 * 64 + n_tokens * nbp * 12);
 }
 
+bool vnni_panels_active() { return active_isa() == Isa::avx512 && cpu_features().avx512vnni; }
+
 bool packed_int8_path_active() { return packed_kernel_available() && quant_method() == QuantMethod::int8_dot; }
 
 bool takes_prequantized(const PackedWeight& w) {
@@ -188,14 +191,16 @@ bool takes_prequantized(const PackedWeight& w) {
 
 void prequantize_row(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
     if (!packed_kernel_available()) fail("prequantize_row: the packed int8 kernel is not available on this path");
-    detail::prequantize_token_avx512(x, t, n_tokens, cols, storage);
+    if (vnni_panels_active()) detail::prequantize_token_avx512(x, t, n_tokens, cols, storage);
+    else detail::prequantize_token_avx2(x, t, n_tokens, cols, storage);
 }
 
 void matmul_prequantized(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y, ThreadPool& pool) {
     if (!takes_prequantized(w)) fail("matmul: this weight does not take prequantised activations on this path");
     if (n_tokens < 0) fail("matmul: negative shape");
     if (n_tokens == 0 || w.source().rows == 0) return;
-    detail::matmul_packed_prequantized_avx512(w, storage, n_tokens, y, pool, gemm_tiles());
+    if (vnni_panels_active()) detail::matmul_packed_prequantized_avx512(w, storage, n_tokens, y, pool, gemm_tiles());
+    else detail::matmul_packed_prequantized_avx2(w, storage, n_tokens, y, pool, gemm_tiles());
 }
 
 void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
@@ -213,7 +218,8 @@ void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, T
     if (w.layout() == Layout::int8_panels && packed_kernel_available() && quant_method() == QuantMethod::int8_dot) {
         if (n_tokens < 0) fail("matmul: negative shape");
         if (n_tokens == 0 || w.source().rows == 0) return;
-        return detail::matmul_packed_avx512(w, x, n_tokens, y, pool, gemm_tiles());
+        if (vnni_panels_active()) return detail::matmul_packed_avx512(w, x, n_tokens, y, pool, gemm_tiles());
+        return detail::matmul_packed_avx2(w, x, n_tokens, y, pool, gemm_tiles());
     }
     if (w.parts().size() <= 1) return matmul(w.source(), x, n_tokens, y, pool);
     // Stacked without a packed kernel: each part on its own, its outputs moved into their columns.

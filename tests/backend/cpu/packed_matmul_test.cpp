@@ -1,4 +1,5 @@
-// PackedWeight: panels of Q4_0 / Q4_1 / Q8_0 / K-quants for the AVX-512 VNNI kernel, and the fallback to the view path.
+// PackedWeight: panels of Q4_0 / Q4_1 / Q8_0 / K-quants for the AVX-512 VNNI and the AVX2 kernels (one
+// contract, bitwise), and the fallback to the view path.
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
@@ -15,7 +16,14 @@ using namespace testing;
 
 bool block_of_256(GgmlType t) { return gguf::type_traits(t).block_size == 256; }
 
-bool packed_kernel_here() { return best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni; }
+// The paths with a panel kernel here: avx2 (vpmaddubsw) and, with VNNI, avx512 (vpdpbusd). An
+// AVX-512 host without VNNI runs the AVX2 kernel on its avx512 path too.
+std::vector<Isa> packed_isas() {
+    std::vector<Isa> out;
+    for (Isa isa : available_isas())
+        if (isa >= Isa::avx2) out.push_back(isa);
+    return out;
+}
 
 // The packed kernel's contract, written from its documentation: activations quantised per 32 values
 // (d = max|x|/127, q = round-half-even(x * 127/max|x|)); per output, over blocks in order,
@@ -101,86 +109,92 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
 }
 
 TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
-    if (!packed_kernel_here()) GTEST_SKIP() << "no AVX-512 VNNI";
+    if (packed_isas().empty()) GTEST_SKIP() << "no AVX2: no panel kernel runs here";
     KernelConfigGuard guard;
-    set_isa(Isa::avx512);
     set_quant_method(QuantMethod::int8_dot);
     ThreadPool pool(2);
-    std::mt19937 rng(21);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
-        for (int64_t rows : {1, 7, 37, 83}) {
-            const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
-            auto w = make_weights(type, rows, cols, rng);
-            const PackedWeight pw = pack_weight(w.view());
-            ASSERT_TRUE(pw.is_packed());
-            const int64_t max_n = 70;
-            auto x = random_activations(max_n * cols, rng);
-            x[5] = 0;  // a zero and an all-zero block
-            std::fill(x.begin() + 32, x.begin() + 64, 0.f);
-            const int64_t rb = int64_t(*gguf::row_size(type, cols));
-            // Every decode loop (1..16 tokens stream one contiguous range per thread) and prefill.
-            for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17, 70}) {
-                std::vector<float> y(size_t(n * rows));
-                matmul(pw, x.data(), n, y.data(), pool);
-                for (int64_t t = 0; t < n; ++t)
-                    for (int64_t r = 0; r < rows; ++r) {
-                        const float want = contract_output(type, w.bytes.data() + r * rb, x.data() + t * cols, cols);
-                        const float got = y[size_t(t * rows + r)];
-                        ASSERT_EQ(std::memcmp(&got, &want, 4), 0)
-                            << gguf::type_name(uint32_t(type)) << " rows " << rows << " n " << n << " t " << t
-                            << " r " << r << ": " << got << " vs " << want;
-                    }
+    for (Isa isa : packed_isas()) {
+        set_isa(isa);
+        SCOPED_TRACE(isa_name(isa));
+        std::mt19937 rng(21);
+        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+            for (int64_t rows : {1, 7, 37, 83}) {
+                const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
+                auto w = make_weights(type, rows, cols, rng);
+                const PackedWeight pw = pack_weight(w.view());
+                ASSERT_TRUE(pw.is_packed());
+                const int64_t max_n = 70;
+                auto x = random_activations(max_n * cols, rng);
+                x[5] = 0;  // a zero and an all-zero block
+                std::fill(x.begin() + 32, x.begin() + 64, 0.f);
+                const int64_t rb = int64_t(*gguf::row_size(type, cols));
+                // Every decode loop (1..16 tokens stream one contiguous range per thread) and prefill.
+                for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17, 70}) {
+                    std::vector<float> y(size_t(n * rows));
+                    matmul(pw, x.data(), n, y.data(), pool);
+                    for (int64_t t = 0; t < n; ++t)
+                        for (int64_t r = 0; r < rows; ++r) {
+                            const float want = contract_output(type, w.bytes.data() + r * rb, x.data() + t * cols, cols);
+                            const float got = y[size_t(t * rows + r)];
+                            ASSERT_EQ(std::memcmp(&got, &want, 4), 0)
+                                << gguf::type_name(uint32_t(type)) << " rows " << rows << " n " << n << " t " << t
+                                << " r " << r << ": " << got << " vs " << want;
+                        }
+                }
             }
         }
     }
 }
 
 TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
-    if (!packed_kernel_here()) GTEST_SKIP() << "no AVX-512 VNNI";
+    if (packed_isas().empty()) GTEST_SKIP() << "no AVX2: no panel kernel runs here";
     KernelConfigGuard guard;
-    set_isa(Isa::avx512);
     set_quant_method(QuantMethod::int8_dot);
     ThreadPool pool1(1), pool2(2), pool3(3);
-    std::mt19937 rng(22);
-    const int64_t rows = 83, cols = 32 * 24, n = 19;
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
-        auto w = make_weights(type, rows, cols, rng);
-        const PackedWeight pw = pack_weight(w.view());
-        auto x = random_activations(n * cols, rng);
-        std::vector<float> a(size_t(n * rows)), b(size_t(n * rows)), ref(size_t(n * rows)), row(static_cast<size_t>(cols));
-        // Decode-sized steps split the panels into one range per thread: any thread count agrees.
-        for (int64_t m : {int64_t(1), int64_t(3), int64_t(16), n}) {
-            std::vector<float> one(size_t(m * rows)), many(size_t(m * rows));
-            matmul(pw, x.data(), m, one.data(), pool1);
-            for (ThreadPool* p : {&pool2, &pool3}) {
-                std::fill(many.begin(), many.end(), 0.f);
-                matmul(pw, x.data(), m, many.data(), *p);
-                EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
-                    << gguf::type_name(uint32_t(type)) << " n " << m << " threads " << p->size();
-            }
-        }
-        matmul(pw, x.data(), n, a.data(), pool1);
-        matmul(pw, x.data(), n, b.data(), pool2);
-        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
-        for (int64_t mc : {8, 48, 1000}) {  // rows per prefill task: never changes a result
-            set_gemm_tiles({.kc = 512, .mc = mc, .nc = 64});
-            std::fill(b.begin(), b.end(), 0.f);
-            matmul(pw, x.data(), n, b.data(), pool2);
-            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "mc " << mc;
-        }
-        set_gemm_tiles({});
-        matmul_reference(w.view(), x.data(), n, ref.data());
-        for (int64_t r = 0; r < rows; ++r) {
-            dequantize_row(w.view(), r, row.data());
-            for (int64_t t = 0; t < n; ++t) {
-                double bound = 0;  // activation rounding: half a quantisation step per value
-                for (int64_t c0 = 0; c0 < cols; c0 += 32) {
-                    float amax = 0;
-                    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(t * cols + c0 + i)]));
-                    for (int i = 0; i < 32; ++i) bound += std::fabs(row[size_t(c0 + i)]) * amax / 254.0;
+    for (Isa isa : packed_isas()) {
+        set_isa(isa);
+        SCOPED_TRACE(isa_name(isa));
+        std::mt19937 rng(22);
+        const int64_t rows = 83, cols = 32 * 24, n = 19;
+        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+            auto w = make_weights(type, rows, cols, rng);
+            const PackedWeight pw = pack_weight(w.view());
+            auto x = random_activations(n * cols, rng);
+            std::vector<float> a(size_t(n * rows)), b(size_t(n * rows)), ref(size_t(n * rows)), row(static_cast<size_t>(cols));
+            // Decode-sized steps split the panels into one range per thread: any thread count agrees.
+            for (int64_t m : {int64_t(1), int64_t(3), int64_t(16), n}) {
+                std::vector<float> one(size_t(m * rows)), many(size_t(m * rows));
+                matmul(pw, x.data(), m, one.data(), pool1);
+                for (ThreadPool* p : {&pool2, &pool3}) {
+                    std::fill(many.begin(), many.end(), 0.f);
+                    matmul(pw, x.data(), m, many.data(), *p);
+                    EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
+                        << gguf::type_name(uint32_t(type)) << " n " << m << " threads " << p->size();
                 }
-                ASSERT_NEAR(a[size_t(t * rows + r)], ref[size_t(t * rows + r)], bound * 1.001 + 1e-4)
-                    << gguf::type_name(uint32_t(type));
+            }
+            matmul(pw, x.data(), n, a.data(), pool1);
+            matmul(pw, x.data(), n, b.data(), pool2);
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+            for (int64_t mc : {8, 48, 1000}) {  // rows per prefill task: never changes a result
+                set_gemm_tiles({.kc = 512, .mc = mc, .nc = 64});
+                std::fill(b.begin(), b.end(), 0.f);
+                matmul(pw, x.data(), n, b.data(), pool2);
+                EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "mc " << mc;
+            }
+            set_gemm_tiles({});
+            matmul_reference(w.view(), x.data(), n, ref.data());
+            for (int64_t r = 0; r < rows; ++r) {
+                dequantize_row(w.view(), r, row.data());
+                for (int64_t t = 0; t < n; ++t) {
+                    double bound = 0;  // activation rounding: half a quantisation step per value
+                    for (int64_t c0 = 0; c0 < cols; c0 += 32) {
+                        float amax = 0;
+                        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(t * cols + c0 + i)]));
+                        for (int i = 0; i < 32; ++i) bound += std::fabs(row[size_t(c0 + i)]) * amax / 254.0;
+                    }
+                    ASSERT_NEAR(a[size_t(t * rows + r)], ref[size_t(t * rows + r)], bound * 1.001 + 1e-4)
+                        << gguf::type_name(uint32_t(type));
+                }
             }
         }
     }
@@ -196,11 +210,11 @@ TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
     EXPECT_FALSE(pack_weight(f16.view()).is_packed());
     auto q4 = make_weights(GgmlType::Q4_0, 9, 64, rng);
     const PackedWeight pw = pack_weight(q4.view());
-    EXPECT_EQ(pw.is_packed(), packed_kernel_here());
-    // On another path the packed weight computes exactly what the view does.
+    EXPECT_EQ(pw.is_packed(), !packed_isas().empty());
+    // On a path without a panel kernel the packed weight computes exactly what the view does.
     auto x = random_activations(3 * 64, rng);
     for (Isa isa : available_isas()) {
-        if (isa == Isa::avx512) continue;
+        if (isa >= Isa::avx2) continue;
         set_isa(isa);
         std::vector<float> a(27), b(27);
         matmul(pw, x.data(), 3, a.data(), pool);

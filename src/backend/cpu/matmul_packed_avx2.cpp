@@ -1,0 +1,85 @@
+// AVX2 traits of the packed int8 panel kernel (packed_kernel.h: layout, per-output order), for CPUs
+// without AVX-512 VNNI (Zen 3, Haswell..Comet Lake; AVX-512 parts without VNNI). One ymm lane per row
+// of a panel, as the VNNI kernel: vpmaddubsw multiplies the 4-byte code group k of 8 rows (unsigned)
+// with the broadcast activation group k (signed) into int16 pairs and vpmaddwd adds each pair into the
+// row's int32 lane: the same exact block sums as vpdpbusd. No pair saturates int16: 4-bit codes <= 15,
+// Q5_K's <= 31, Q6_K's <= 63 (x 127 x 2 < 32767), and the high nibbles are never multiplied in place
+// (16 x 15 x 127 x 2 would). Q8_0's codes are stored + 128 (255 x 127 x 2 would saturate), so they are
+// turned back into signed bytes and multiplied as |c| x sign(q, c) (at most 128 x 127 x 2), with no
+// correction term: the activations are quantised with offset 0 for them (packed_offset).
+#include <immintrin.h>
+
+#include "core/error.h"
+#include "backend/cpu/packed_kernel.h"
+
+namespace pagoda::kernels::detail {
+namespace {
+
+struct Avx2Ymm {
+    using F = __m256;
+    using I = __m256i;
+    static constexpr int kPanels = 1;
+    static constexpr bool kQ8Signed = true, kHighInPlace = false;
+    template <bool Signed>
+    static I dot(I acc, I u, I q) {
+        I pairs;
+        if constexpr (Signed) {
+            const I c = _mm256_xor_si256(u, _mm256_set1_epi8(char(0x80)));
+            pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(q, c));
+        } else {
+            pairs = _mm256_maddubs_epi16(u, q);
+        }
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    }
+    static I join(const __m256i* parts) { return parts[0]; }
+    static F join(const __m256* parts) { return parts[0]; }
+    static I bcast(const int8_t* p) { return bcast32(p); }
+    static I set1(int32_t v) { return _mm256_set1_epi32(v); }
+    static I zero_i() { return _mm256_setzero_si256(); }
+    static F zero() { return _mm256_setzero_ps(); }
+    static F set1(float v) { return _mm256_set1_ps(v); }
+    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I srai4(I a) { return _mm256_srai_epi32(a, 4); }
+    static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static F add(F a, F b) { return _mm256_add_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+    static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+};
+
+// Prefill: 2 panels x 4 tokens a call (16 ymm registers: the codes of both panels stay loaded while
+// the tokens pass; more tokens only spill).
+void run_packed(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                const GemmTiles& tiles) {
+    packed_by_type<Avx2Ymm, Avx2Ymm, 2, 4>(w, acts, n_tokens, y, pool, tiles.mc);
+}
+
+}  // namespace
+
+void matmul_packed_avx2(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                        const GemmTiles& tiles) {
+    const gguf::GgmlType type = w.source().type;
+    thread_local FusedBuffers buf;
+    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, packed_offset<Avx2Ymm>(type),
+                                          type == gguf::GgmlType::Q6_K, buf, pool);
+    run_packed(w, acts, n_tokens, y, pool, tiles);
+}
+
+void prequantize_token_avx2(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
+    const PrequantizedLayout l(storage, n_tokens, cols);
+    quantize_token_fused(x, cols / 32, l.nbp, 0, false, l.q + t * cols, l.d + t * l.nbp, nullptr, nullptr, nullptr,
+                         l.sums + t * 2 * l.nbp);
+}
+
+void matmul_packed_prequantized_avx2(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y,
+                                     ThreadPool& pool, const GemmTiles& tiles) {
+    const gguf::GgmlType type = w.source().type;
+    const PrequantizedLayout l(const_cast<void*>(storage), n_tokens, w.source().cols);
+    thread_local FusedBuffers buf;
+    const FusedActs acts = prequantized_acts(l, n_tokens, w.source().cols, packed_offset<Avx2Ymm>(type),
+                                             type == gguf::GgmlType::Q6_K, buf);
+    run_packed(w, acts, n_tokens, y, pool, tiles);
+}
+
+}  // namespace pagoda::kernels::detail

@@ -1,0 +1,257 @@
+// Internal: the packed int8 panel kernel (layout: matmul_paths.h) written once over a register
+// traits type V, included by matmul_packed_avx512.cpp (vpdpbusd, ymm / zmm) and matmul_packed_avx2.cpp
+// (vpmaddubsw + vpmaddwd, ymm). Both compute each row's exact int32 block sum (so every V gives the
+// same integers) and then the same per-lane float sequence, in block order, for every (row, token):
+//   acc = fma(f32(isum + corr), sc * d_x, acc)
+// Q4_K / Q5_K: sc = f32(scale byte) * d, and a second accumulator macc = fma(-(f32(min byte) * dmin),
+// s, macc) with s as quantize_fused makes it (d_x * sum of each half's q, added); output acc + macc.
+// Q6_K: two exact sums per block (one per 16-value half, each with its corr) and two FMAs with their
+// scales f32(int8 scale) * d. Q4_1: unsigned codes, sc = d, and macc = fma(m, s, macc) with its
+// minimum m. The result therefore depends only on (row, token): not on V, P, T, the thread split or
+// the step's size (batch invariance), and the AVX2 and AVX-512 kernels agree bitwise.
+// V provides: F / I (float / int vectors), kPanels (panels per register), join, bcast, set1, zero,
+// zero_i, add, srai4, cvt, mul, fmadd, fnmadd, store; dot<Signed>(acc, u, x) += the exact 4-byte
+// products of u (unsigned) and x (signed) per int32 lane; kQ8Signed: Q8_0's codes (stored + 128) are
+// multiplied as signed bytes by dot<true> itself, with no correction term (quantise Q8_0 with offset
+// 0 then: packed_offset); kHighInPlace: 16 x a 4-bit code may enter dot (no 16-bit saturation).
+// Internal linkage: each ISA file compiles its own copy with its own flags.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/int8_fused.h"
+#include "backend/cpu/matmul_paths.h"
+#include "backend/cpu/packed_panel.h"
+
+namespace pagoda::kernels::detail {
+namespace {
+
+inline __m256i bcast32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// Steps of at most this many tokens (decode, batched decode) split the panels into one contiguous
+// range per thread: they stream the weights from memory, and one sequential stream per core is what
+// the hardware prefetchers follow (interleaved small tasks measured at half the bandwidth).
+constexpr int64_t kStreamTokens = 16;
+
+// Decode kernels request each line one kernel call ahead: block b of every panel of the group of P
+// panels after this one (the panels of a range are contiguous, so that is one group's bytes ahead).
+// A call reads its P panels side by side, so a fixed distance within a panel (it was 2 KiB) left the
+// first 2 KiB of each call's later panels to the hardware prefetchers: 30 % of a 768-column Q4_0
+// call. Ice Lake server, 2 cores, from memory: 768-column Q4_0 and Q6_K matrices +20-45 % (14-16 ->
+// 19-22 GB/s), 2048 columns +5-10 %; the 2 KiB distance had itself gained 10-15 % per core over
+// none; Zen 4 measured no change at any fixed distance.
+
+// out: [T][P][8] floats (token t, panel p, row of the panel).
+template <Fmt F, int P, int T, class V>
+void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out, int64_t prefetch_ahead) {
+    using PF = PanelFormat<F>;
+    constexpr bool kq = PF::kq, q6 = PF::q6, q41 = PF::q41, has_min = PF::has_min;
+    constexpr int64_t pbb = PF::pbb;
+    static_assert(P % V::kPanels == 0);
+    constexpr int W = P / V::kPanels;  // wide registers per token
+    // 4-bit codes without extra bits: the high nibbles can stay in place (16 x code, a byte <= 240)
+    // and their exact dot products be divided by 16 once per block (an arithmetic shift of an exact
+    // multiple of 16: the same integer sum). Saves a shift per code vector and costs one per token
+    // and register, so it pays where few tokens share the unpacked codes (decode).
+    constexpr bool high_in_place = PF::may_keep_high_in_place && V::kHighInPlace && T * W < 4 * P;
+    constexpr bool is_signed = F == Fmt::q8_0 && V::kQ8Signed;  // codes multiplied as signed bytes, no corr
+    typename V::F acc[T][W], macc[T][W];
+    for (int t = 0; t < T; ++t)
+        for (int p = 0; p < W; ++p) acc[t][p] = macc[t][p] = V::zero();
+    for (int64_t b = 0; b < a.nb; ++b) {
+        __m256i c[P][8];
+        __m256 sc[P], mn[P];  // Q6_K: scales of the first and of the last 16 values
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+            const uint8_t* sbp;
+            const uint8_t* pb = panel_block<F>(panels[p], b, sbp);
+            if constexpr (T <= 4) {  // decode and small batches stream; prefill (8 tokens a pass) computes
+#pragma GCC unroll 4
+                for (int64_t l = 0; l < pbb; l += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(pb + prefetch_ahead + l), _MM_HINT_T0);
+                if constexpr (kq || q6)  // the super-block's head (scales), before its first block
+                    if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(sbp + prefetch_ahead), _MM_HINT_T0);
+            }
+            decode_panel_block<F, high_in_place>(pb, sbp, c[p], sc[p], mn[p]);
+        }
+        typename V::I cw[W][8];
+        typename V::F scw[W], mnw[W];
+#pragma GCC unroll 4
+        for (int p = 0; p < W; ++p) {
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+                __m256i parts[V::kPanels];
+                for (int j = 0; j < V::kPanels; ++j) parts[j] = c[p * V::kPanels + j][k];
+                cw[p][k] = V::join(parts);
+            }
+            __m256 sp[V::kPanels], mp[V::kPanels];
+            for (int j = 0; j < V::kPanels; ++j) sp[j] = sc[p * V::kPanels + j], mp[j] = mn[p * V::kPanels + j];
+            scw[p] = V::join(sp);
+            mnw[p] = V::join(mp);
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            const int8_t* q = a.q + (t0 + t) * a.cols + b * 32;
+            const int64_t tb = (t0 + t) * a.nbp + b;
+            const int32_t* cp = has_min || is_signed ? nullptr : a.corr + (t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8;
+            const int32_t corr = cp ? cp[0] : 0, corr1 = q6 ? cp[8] : 0;
+            const typename V::F dx = V::set1(a.d[tb]);
+            typename V::I x[8];
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) x[k] = V::bcast(q + 4 * k);
+#pragma GCC unroll 4
+            for (int p = 0; p < W; ++p) {
+                if constexpr (q6) {
+                    // One exact sum per 16-value half (its own scale): groups 0-3 and 4-7.
+                    typename V::I i0 = V::set1(corr), i1 = V::set1(corr1);
+#pragma GCC unroll 4
+                    for (int k = 0; k < 4; ++k) {
+                        i0 = V::template dot<is_signed>(i0, cw[p][k], x[k]);
+                        i1 = V::template dot<is_signed>(i1, cw[p][k + 4], x[k + 4]);
+                    }
+                    acc[t][p] = V::fmadd(V::cvt(i0), V::mul(scw[p], dx), acc[t][p]);
+                    acc[t][p] = V::fmadd(V::cvt(i1), V::mul(mnw[p], dx), acc[t][p]);
+                    continue;
+                }
+                typename V::I i0 = V::set1(corr), i1 = V::zero_i();
+                if constexpr (high_in_place) {
+#pragma GCC unroll 4
+                    for (int k = 0; k < 4; ++k) {
+                        i0 = V::template dot<is_signed>(i0, cw[p][k], x[k]);
+                        i1 = V::template dot<is_signed>(i1, cw[p][k + 4], x[k + 4]);
+                    }
+                    i1 = V::srai4(i1);
+                } else {
+#pragma GCC unroll 4
+                    for (int k = 0; k < 8; k += 2) {
+                        i0 = V::template dot<is_signed>(i0, cw[p][k], x[k]);
+                        i1 = V::template dot<is_signed>(i1, cw[p][k + 1], x[k + 1]);
+                    }
+                }
+                const typename V::F f = V::cvt(V::add(i0, i1));
+                acc[t][p] = V::fmadd(f, V::mul(scw[p], dx), acc[t][p]);
+                if constexpr (kq) macc[t][p] = V::fnmadd(mnw[p], V::set1(a.s[tb]), macc[t][p]);
+                if constexpr (q41) macc[t][p] = V::fmadd(mnw[p], V::set1(a.s[tb]), macc[t][p]);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        for (int p = 0; p < W; ++p)
+            V::store(out + (t * W + p) * 8 * V::kPanels, has_min ? V::add(acc[t][p], macc[t][p]) : acc[t][p]);
+}
+
+template <Fmt F, int P, int T, class V>
+void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out,
+                     int64_t prefetch_ahead) {
+    if constexpr (T > 1) {
+        if (tokens < T) return packed_dispatch<F, P, T - 1, V>(tokens, panels, a, t0, out, prefetch_ahead);
+    }
+    packed_kernel<F, P, T, V>(panels, a, t0, out, prefetch_ahead);
+}
+
+template <Fmt F, int P, int T, class V>
+void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                 int64_t mc) {
+    const WeightView& v = w.source();
+    const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
+    const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
+    const int64_t prefetch_ahead = P * panel_bytes;  // the next group's panels (kernel comment)
+    // Decode streams the weights from memory: one contiguous range of panels per thread keeps each
+    // core on a single sequential stream that the hardware prefetchers follow (interleaved small
+    // tasks measured at half the bandwidth), with chunks stolen from the back when a core falls
+    // behind (ThreadPool::run_streams). Prefill is compute bound: small tasks balance better.
+    auto panels_from = [&](int64_t p0, int64_t p1) {
+        for (int64_t pbase = p0; pbase < p1; pbase += P) {
+            const int pp = int(std::min<int64_t>(P, p1 - pbase));
+            const uint8_t* panels[P];
+            // Missing panels of a partial group repeat the first; their results are discarded.
+            for (int p = 0; p < P; ++p) panels[p] = w.data() + (pbase + (p < pp ? p : 0)) * panel_bytes;
+            alignas(64) float out[T * P * 8];
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
+                const int tt = int(std::min<int64_t>(T, n_tokens - t0));
+                packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out, prefetch_ahead);
+                for (int t = 0; t < tt; ++t)
+                    for (int p = 0; p < pp; ++p) {
+                        const int64_t row0 = (pbase + p) * kPanelRows;
+                        const int valid = int(std::min<int64_t>(kPanelRows, v.rows - row0));
+                        std::memcpy(y + (t0 + t) * v.rows + row0, out + (t * P + p) * 8, size_t(valid) * sizeof(float));
+                    }
+            }
+        }
+    };
+    if (n_tokens <= kStreamTokens) {
+        const int64_t groups = (n_panels + P - 1) / P;  // the unit: P panels, one kernel call
+        pool.run_streams(groups, [&](int64_t g0, int64_t g1, int) { panels_from(g0 * P, std::min(n_panels, g1 * P)); });
+        return;
+    }
+    const int64_t per_task = std::max<int64_t>(1, mc / kPanelRows / P) * P;  // panels per prefill task
+    pool.run(int((n_panels + per_task - 1) / per_task), [&](int task, int) {
+        const int64_t p0 = task * per_task;
+        panels_from(p0, std::min(n_panels, p0 + per_task));
+    });
+}
+
+template <Fmt F, class Decode, class Prefill, int PrefillP, int PrefillT>
+void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                   int64_t mc) {
+    // One token: two panels on ymm share each broadcast activation group and the per-block scalars
+    // (measured +20-60 % per core over one panel on Ice Lake; 4 panels, or zmm joins, did no better).
+    if (n_tokens == 1) packed_rows<F, 2, 1, Decode>(w, acts, n_tokens, y, pool, mc);
+    else packed_rows<F, PrefillP, PrefillT, Prefill>(w, acts, n_tokens, y, pool, mc);
+}
+
+// The code offset the activations are quantised with for a packed type (folded in through corr).
+template <class V>
+int packed_offset(gguf::GgmlType type) {
+    if (type == gguf::GgmlType::Q8_0) return V::kQ8Signed ? 0 : 128;
+    return type == gguf::GgmlType::Q4_0 ? 8 : type == gguf::GgmlType::Q6_K ? 32 : 0;
+}
+
+// FusedActs of activations quantised ahead (PrequantizedLayout): q and d as they are, s and the type's
+// corrections rebuilt from the exact half sums with quantize_token_fused's arithmetic.
+inline FusedActs prequantized_acts(const PrequantizedLayout& l, int64_t n_tokens, int64_t cols, int offset,
+                                   bool per_half, FusedBuffers& buf) {
+    buf.s.resize(size_t(n_tokens * l.nbp));
+    if (offset) buf.corr.assign(size_t(n_tokens * l.nbp * 2), 0);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t b = 0; b < l.nbp; ++b) {
+            const float scale = l.d[t * l.nbp + b];
+            const int32_t h0 = l.sums[(t * l.nbp + b) * 2], h1 = l.sums[(t * l.nbp + b) * 2 + 1];
+            buf.s[size_t(t * l.nbp + b)] = scale * float(h0) + scale * float(h1);
+            if (!offset) continue;
+            int32_t* c = buf.corr.data() + t * l.nbp * 2 + b / 8 * 16 + b % 8;
+            if (per_half) {
+                c[0] = -offset * h0;
+                c[8] = -offset * h1;
+            } else {
+                c[0] = -offset * (h0 + h1);
+            }
+        }
+    }
+    return FusedActs{l.q, l.d, buf.s.data(), nullptr, offset ? buf.corr.data() : nullptr, cols, cols / 32, l.nbp};
+}
+
+// The packed matmul of every packed type: decode on Decode (2 panels a call), prefill on Prefill
+// (PrefillP panels x PrefillT tokens a call).
+template <class Decode, class Prefill, int PrefillP, int PrefillT>
+void packed_by_type(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
+                    int64_t mc) {
+    switch (w.source().type) {
+        case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
+        default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(w.source().type)));
+    }
+}
+
+}  // namespace
+}  // namespace pagoda::kernels::detail
