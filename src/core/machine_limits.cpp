@@ -12,6 +12,7 @@ namespace pagoda {
 // Defined in machine_limits_avx2.cpp / machine_limits_avx512.cpp (compiled with those ISAs).
 uint64_t read_sum_avx2(const uint8_t* data, size_t bytes);
 double fma_chain_avx2(int64_t iterations);
+int64_t maddubs_chain_avx2(int64_t iterations);
 double fma_chain_avx512(int64_t iterations);
 int64_t vnni_chain_avx512(int64_t iterations);
 double bf16_dot_chain_avx512(int64_t iterations);
@@ -112,9 +113,11 @@ double measure_fp32_fma_peak(ThreadPool& pool) {
 }
 
 double measure_int8_dot_peak(ThreadPool& pool) {
-    if (active_isa() != Isa::avx512 || !cpu_features().avx512vnni) return 0;
+    if (active_isa() == Isa::scalar) return 0;
     // Each iteration: 12 vpdpbusd of 64 int8 products, each product a multiply and an add.
-    return chain_rate(pool, 250'000, 12 * 64 * 2, vnni_chain_avx512);
+    if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) return chain_rate(pool, 250'000, 12 * 64 * 2, vnni_chain_avx512);
+    // Without VNNI, the AVX2 panel kernel's sequence: 12 vpmaddubsw of 32 products (+ adds, 3 vpmaddwd).
+    return chain_rate(pool, 250'000, 12 * 32 * 2, maddubs_chain_avx2);
 }
 
 double measure_bf16_dot_peak(ThreadPool& pool) {

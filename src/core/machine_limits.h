@@ -1,6 +1,7 @@
 // Measures this machine's physical limits in the same run as a benchmark (the host drifts):
 // streaming-read memory bandwidth with every thread of the pool, and the arithmetic peaks of the
-// paths pagoda uses (fp32 FMA; int8 dot products where the CPU has AVX-512 VNNI; bf16 dot products
+// paths pagoda uses (fp32 FMA; int8 dot products: vpdpbusd with AVX-512 VNNI, else the AVX2
+// vpmaddubsw sequence of the panel kernel; bf16 dot products
 // where it has AVX-512 BF16; AMX int8 and bf16 tiles where they run). Benchmarks quote
 // their figures as a fraction of these.
 #pragma once
@@ -14,7 +15,7 @@ namespace pagoda {
 struct MachineLimits {
     double read_gbps = 0;          // GB/s (1e9 bytes/s), streaming read, all threads
     double fp32_gflops = 0;        // GFLOP/s, fused multiply-add (2 flops each), all threads
-    double int8_gops = 0;          // GOP/s, int8 multiply-adds counted as 2 ops; 0 without VNNI
+    double int8_gops = 0;          // GOP/s, int8 multiply-adds counted as 2 ops (VNNI, else AVX2); 0 on scalar
     double bf16_gflops = 0;        // GFLOP/s, vdpbf16ps products counted as 2 flops; 0 without AVX-512 BF16
     double amx_int8_gops = 0;      // GOP/s, tdpbssd multiply-adds counted as 2 ops; 0 where AMX int8 cannot run
     double amx_bf16_gflops = 0;    // GFLOP/s, tdpbf16ps products counted as 2 flops; 0 where AMX bf16 cannot run

@@ -6,7 +6,8 @@
 // Q5_K's <= 31, Q6_K's <= 63 (x 127 x 2 < 32767), and the high nibbles are never multiplied in place
 // (16 x 15 x 127 x 2 would). Q8_0's codes are stored + 128 (255 x 127 x 2 would saturate), so they are
 // turned back into signed bytes and multiplied as |c| x sign(q, c) (at most 128 x 127 x 2), with no
-// correction term: the activations are quantised with offset 0 for them (packed_offset).
+// correction term: the activations are quantised with offset 0 for them (packed_offset). Unsigned
+// codes sum 4 (Q6_K: 2) pair vectors in int16 before widening (dot_pairs: exact, fewer vpmaddwd).
 #include <immintrin.h>
 
 #include "core/error.h"
@@ -19,7 +20,7 @@ struct Avx2Ymm {
     using F = __m256;
     using I = __m256i;
     static constexpr int kPanels = 1;
-    static constexpr bool kQ8Signed = true, kHighInPlace = false;
+    static constexpr bool kQ8Signed = true, kHighInPlace = false, kPairSums = true;
     template <bool Signed>
     static I dot(I acc, I u, I q) {
         I pairs;
@@ -29,6 +30,12 @@ struct Avx2Ymm {
         } else {
             pairs = _mm256_maddubs_epi16(u, q);
         }
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    }
+    // n (2 or 4) code vectors: their int16 pair products summed before one widening vpmaddwd.
+    static I dot_pairs(I acc, const I* u, const I* q, int n) {
+        I pairs = _mm256_maddubs_epi16(u[0], q[0]);
+        for (int k = 1; k < n; ++k) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u[k], q[k]));
         return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
     }
     static I join(const __m256i* parts) { return parts[0]; }

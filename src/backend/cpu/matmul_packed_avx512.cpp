@@ -26,7 +26,8 @@ struct Ymm {
     using F = __m256;
     using I = __m256i;
     static constexpr int kPanels = 1;
-    static constexpr bool kQ8Signed = false, kHighInPlace = true;
+    static constexpr bool kQ8Signed = false, kHighInPlace = true, kPairSums = false;
+    static I dot_pairs(I, const I*, const I*, int);  // unused: kPairSums is false
     template <bool Signed>
     static I dot(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
     static I join(const __m256i* parts) { return parts[0]; }
@@ -49,7 +50,8 @@ struct Zmm {
     using F = __m512;
     using I = __m512i;
     static constexpr int kPanels = 2;
-    static constexpr bool kQ8Signed = false, kHighInPlace = true;
+    static constexpr bool kQ8Signed = false, kHighInPlace = true, kPairSums = false;
+    static I dot_pairs(I, const I*, const I*, int);  // unused: kPairSums is false
     template <bool Signed>
     static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
     static I join(const __m256i* parts) { return _mm512_inserti64x4(_mm512_castsi256_si512(parts[0]), parts[1], 1); }

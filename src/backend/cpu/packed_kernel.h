@@ -13,7 +13,10 @@
 // zero_i, add, srai4, cvt, mul, fmadd, fnmadd, store; dot<Signed>(acc, u, x) += the exact 4-byte
 // products of u (unsigned) and x (signed) per int32 lane; kQ8Signed: Q8_0's codes (stored + 128) are
 // multiplied as signed bytes by dot<true> itself, with no correction term (quantise Q8_0 with offset
-// 0 then: packed_offset); kHighInPlace: 16 x a 4-bit code may enter dot (no 16-bit saturation).
+// 0 then: packed_offset); kHighInPlace: 16 x a 4-bit code may enter dot (no 16-bit saturation);
+// kPairSums: dot_pairs(acc, u, x, n) adds the products of n code vectors as 16-bit pair sums before
+// widening them once — exact where n x 2 x max code x 127 < 32768 (n = 4 for codes <= 31, 2 for
+// Q6_K's <= 63), so the integers are dot's.
 // Internal linkage: each ISA file compiles its own copy with its own flags.
 #pragma once
 #include <immintrin.h>
@@ -110,17 +113,25 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                 if constexpr (q6) {
                     // One exact sum per 16-value half (its own scale): groups 0-3 and 4-7.
                     typename V::I i0 = V::set1(corr), i1 = V::set1(corr1);
+                    if constexpr (V::kPairSums) {  // codes <= 63: two pair sums fit int16
+                        i0 = V::add(V::dot_pairs(i0, cw[p], x, 2), V::dot_pairs(V::zero_i(), cw[p] + 2, x + 2, 2));
+                        i1 = V::add(V::dot_pairs(i1, cw[p] + 4, x + 4, 2), V::dot_pairs(V::zero_i(), cw[p] + 6, x + 6, 2));
+                    } else {
 #pragma GCC unroll 4
-                    for (int k = 0; k < 4; ++k) {
-                        i0 = V::template dot<is_signed>(i0, cw[p][k], x[k]);
-                        i1 = V::template dot<is_signed>(i1, cw[p][k + 4], x[k + 4]);
+                        for (int k = 0; k < 4; ++k) {
+                            i0 = V::template dot<is_signed>(i0, cw[p][k], x[k]);
+                            i1 = V::template dot<is_signed>(i1, cw[p][k + 4], x[k + 4]);
+                        }
                     }
                     acc[t][p] = V::fmadd(V::cvt(i0), V::mul(scw[p], dx), acc[t][p]);
                     acc[t][p] = V::fmadd(V::cvt(i1), V::mul(mnw[p], dx), acc[t][p]);
                     continue;
                 }
                 typename V::I i0 = V::set1(corr), i1 = V::zero_i();
-                if constexpr (high_in_place) {
+                if constexpr (V::kPairSums && !is_signed) {  // codes <= 31: four pair sums fit int16
+                    i0 = V::dot_pairs(i0, cw[p], x, 4);
+                    i1 = V::dot_pairs(i1, cw[p] + 4, x + 4, 4);
+                } else if constexpr (high_in_place) {
 #pragma GCC unroll 4
                     for (int k = 0; k < 4; ++k) {
                         i0 = V::template dot<is_signed>(i0, cw[p][k], x[k]);
