@@ -2,7 +2,8 @@
 """Two pagoda binaries on one model, alternating run by run (A B, then B A, ...), so that a host whose
 speed drifts (other guests, bandwidth) disturbs both alike; prints each side's runs, their median
 and the share of CPU time the hypervisor stole during that side's runs (/proc/stat), and the ratio
-of the medians. Each run is `BINARY bench -m MODEL --profile none --no-limits --json ARGS...`.
+of the medians, per test of the run (pp512 and tg128 apart when ARGS ask for both). Each run is
+`BINARY bench -m MODEL --profile none --no-limits --json ARGS...`.
 
   bench/ab_bench.py OLD_BINARY NEW_BINARY MODEL ROUNDS [bench args, e.g. -p 0 -n 128 -r 2]
 """
@@ -27,7 +28,7 @@ def main():
         sys.exit(__doc__)
     binaries = {"old": sys.argv[1], "new": sys.argv[2]}
     model, rounds, extra = sys.argv[3], int(sys.argv[4]), sys.argv[5:]
-    rates = {"old": [], "new": []}
+    rates = {"old": {}, "new": {}}  # side -> test name -> tokens/s of each run
     ticks = {"old": [0, 0], "new": [0, 0]}
     for i in range(rounds):
         for side in ("old", "new") if i % 2 == 0 else ("new", "old"):
@@ -41,12 +42,15 @@ def main():
             ticks[side][1] += steal1 - steal0
             for line in run.stdout.splitlines():
                 if line.startswith("{"):
-                    rates[side].append(json.loads(line)["tokens_per_s"])
-    for side, values in rates.items():
-        steal = 100 * ticks[side][1] / max(1, ticks[side][0])
-        print(f"{side}: median {statistics.median(values):.1f} tok/s, steal {steal:.1f} %; runs "
-              + " ".join(f"{v:.1f}" for v in values))
-    print(f"new / old (medians): {statistics.median(rates['new']) / statistics.median(rates['old']):.3f}")
+                    result = json.loads(line)
+                    rates[side].setdefault(result["test"], []).append(result["tokens_per_s"])
+    for test in rates["old"]:
+        for side in ("old", "new"):
+            values = rates[side][test]
+            steal = 100 * ticks[side][1] / max(1, ticks[side][0])
+            print(f"{test} {side}: median {statistics.median(values):.1f} tok/s, steal {steal:.1f} %; runs "
+                  + " ".join(f"{v:.1f}" for v in values))
+        print(f"{test} new / old (medians): {statistics.median(rates['new'][test]) / statistics.median(rates['old'][test]):.3f}")
 
 
 if __name__ == "__main__":
