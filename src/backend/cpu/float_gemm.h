@@ -64,12 +64,13 @@ void micro_kernel(const void* const* w, const float* const* x, int64_t len, type
     constexpr int64_t esize = E == Elem::f32 ? 4 : 2;
     for (; k + S::L <= len; k += S::L) {
         V wv[R];
-        if constexpr (T == 1 && S::L * esize >= 32) {
+        if constexpr (T == 1 && S::L * esize >= 16) {
             // Decode is memory bound: request each line one call ahead (the same line of the next row
             // block), across the 4 KiB page boundaries that stop the hardware prefetchers; one request
             // per 64-byte line. A fixed 4 KiB within the row (before) fell on rows this call reads at
             // the same time whenever R rows span more than 4 KiB, and left part of the next block
-            // unrequested whenever they span less.
+            // unrequested whenever they span less. Steps of 16 bytes too (F16/BF16 on 8 lanes): they
+            // had none, and AVX2 F16 decode on Zen 3 gained 20 % from it (small F16 tg64 36 -> 44 tok/s).
             if (prefetch_ahead > 0 && (k * esize) % 64 == 0)
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r)
