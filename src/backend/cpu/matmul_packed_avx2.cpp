@@ -16,10 +16,7 @@
 namespace pagoda::kernels::detail {
 namespace {
 
-struct Avx2Ymm {
-    using F = __m256;
-    using I = __m256i;
-    static constexpr int kPanels = 1;
+struct Avx2Ymm : YmmOps {
     static constexpr bool kQ8Signed = true, kHighInPlace = false, kPairSums = true;
     template <bool Signed>
     static I dot(I acc, I u, I q) {
@@ -38,21 +35,6 @@ struct Avx2Ymm {
         for (int k = 1; k < n; ++k) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u[k], q[k]));
         return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
     }
-    static I join(const __m256i* parts) { return parts[0]; }
-    static F join(const __m256* parts) { return parts[0]; }
-    static I bcast(const int8_t* p) { return bcast32(p); }
-    static I set1(int32_t v) { return _mm256_set1_epi32(v); }
-    static I zero_i() { return _mm256_setzero_si256(); }
-    static F zero() { return _mm256_setzero_ps(); }
-    static F set1(float v) { return _mm256_set1_ps(v); }
-    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
-    static I srai4(I a) { return _mm256_srai_epi32(a, 4); }
-    static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
-    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-    static F add(F a, F b) { return _mm256_add_ps(a, b); }
-    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
-    static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
 };
 
 // Prefill: 2 panels x 4 tokens a call (16 ymm registers: the codes of both panels stay loaded while
@@ -66,27 +48,16 @@ void run_packed(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, 
 
 void matmul_packed_avx2(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                         const GemmTiles& tiles) {
-    const gguf::GgmlType type = w.source().type;
-    thread_local FusedBuffers buf;
-    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, packed_offset<Avx2Ymm>(type),
-                                          type == gguf::GgmlType::Q6_K, buf, pool);
-    run_packed(w, acts, n_tokens, y, pool, tiles);
+    packed_from_rows<Avx2Ymm>(w, x, n_tokens, y, pool, tiles, run_packed);
 }
 
 void prequantize_token_avx2(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
-    const PrequantizedLayout l(storage, n_tokens, cols);
-    quantize_token_fused(x, cols / 32, l.nbp, 0, false, l.q + t * cols, l.d + t * l.nbp, nullptr, nullptr, nullptr,
-                         l.sums + t * 2 * l.nbp);
+    prequantize_token(x, t, n_tokens, cols, storage);
 }
 
 void matmul_packed_prequantized_avx2(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y,
                                      ThreadPool& pool, const GemmTiles& tiles) {
-    const gguf::GgmlType type = w.source().type;
-    const PrequantizedLayout l(const_cast<void*>(storage), n_tokens, w.source().cols);
-    thread_local FusedBuffers buf;
-    const FusedActs acts = prequantized_acts(l, n_tokens, w.source().cols, packed_offset<Avx2Ymm>(type),
-                                             type == gguf::GgmlType::Q6_K, buf);
-    run_packed(w, acts, n_tokens, y, pool, tiles);
+    packed_from_prequantized<Avx2Ymm>(w, storage, n_tokens, y, pool, tiles, run_packed);
 }
 
 }  // namespace pagoda::kernels::detail

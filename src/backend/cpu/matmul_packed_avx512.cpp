@@ -22,29 +22,11 @@ namespace {
 // The per-token arithmetic on one panel (ymm: 8 rows) or on two panels joined in one zmm (16 rows:
 // half the instructions per output for prefill, where the unpacked codes serve many tokens). Each
 // lane does the same operations in the same order either way, so results are bitwise equal.
-struct Ymm {
-    using F = __m256;
-    using I = __m256i;
-    static constexpr int kPanels = 1;
+struct Ymm : YmmOps {
     static constexpr bool kQ8Signed = false, kHighInPlace = true, kPairSums = false;
     static I dot_pairs(I, const I*, const I*, int);  // unused: kPairSums is false
     template <bool Signed>
     static I dot(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
-    static I join(const __m256i* parts) { return parts[0]; }
-    static F join(const __m256* parts) { return parts[0]; }
-    static I bcast(const int8_t* p) { return bcast32(p); }
-    static I set1(int32_t v) { return _mm256_set1_epi32(v); }
-    static I zero_i() { return _mm256_setzero_si256(); }
-    static F zero() { return _mm256_setzero_ps(); }
-    static F set1(float v) { return _mm256_set1_ps(v); }
-    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
-    static I srai4(I a) { return _mm256_srai_epi32(a, 4); }
-    static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
-    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-    static F add(F a, F b) { return _mm256_add_ps(a, b); }
-    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
-    static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
 };
 struct Zmm {
     using F = __m512;
@@ -86,28 +68,16 @@ void run_packed(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, 
 
 void matmul_packed_avx512(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                           const GemmTiles& tiles) {
-    const gguf::GgmlType type = w.source().type;
-    thread_local FusedBuffers buf;
-    const FusedActs acts =
-        quantize_fused(x, n_tokens, w.source().cols, packed_offset<Ymm>(type), type == gguf::GgmlType::Q6_K, buf, pool);
-    run_packed(w, acts, n_tokens, y, pool, tiles);
+    packed_from_rows<Ymm>(w, x, n_tokens, y, pool, tiles, run_packed);
 }
 
 void prequantize_token_avx512(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
-    const PrequantizedLayout l(storage, n_tokens, cols);
-    // s (and each weight type's corrections) are rebuilt from the sums per weight.
-    quantize_token_fused(x, cols / 32, l.nbp, 0, false, l.q + t * cols, l.d + t * l.nbp, nullptr, nullptr, nullptr,
-                         l.sums + t * 2 * l.nbp);
+    prequantize_token(x, t, n_tokens, cols, storage);
 }
 
 void matmul_packed_prequantized_avx512(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y,
                                        ThreadPool& pool, const GemmTiles& tiles) {
-    const gguf::GgmlType type = w.source().type;
-    const PrequantizedLayout l(const_cast<void*>(storage), n_tokens, w.source().cols);
-    thread_local FusedBuffers buf;
-    const FusedActs acts = prequantized_acts(l, n_tokens, w.source().cols, packed_offset<Ymm>(type),
-                                             type == gguf::GgmlType::Q6_K, buf);
-    run_packed(w, acts, n_tokens, y, pool, tiles);
+    packed_from_prequantized<Ymm>(w, storage, n_tokens, y, pool, tiles, run_packed);
 }
 
 }  // namespace pagoda::kernels::detail

@@ -42,6 +42,29 @@ inline __m256i bcast32(const int8_t* p) {
 // the hardware prefetchers follow (interleaved small tasks measured at half the bandwidth).
 constexpr int64_t kStreamTokens = 16;
 
+// The 256-bit operations every ymm trait shares (one panel per register); a trait adds its flags
+// and its dot (and dot_pairs).
+struct YmmOps {
+    using F = __m256;
+    using I = __m256i;
+    static constexpr int kPanels = 1;
+    static I join(const __m256i* parts) { return parts[0]; }
+    static F join(const __m256* parts) { return parts[0]; }
+    static I bcast(const int8_t* p) { return bcast32(p); }
+    static I set1(int32_t v) { return _mm256_set1_epi32(v); }
+    static I zero_i() { return _mm256_setzero_si256(); }
+    static F zero() { return _mm256_setzero_ps(); }
+    static F set1(float v) { return _mm256_set1_ps(v); }
+    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I srai4(I a) { return _mm256_srai_epi32(a, 4); }
+    static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static F add(F a, F b) { return _mm256_add_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+    static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+};
+
 // Decode kernels request each line one kernel call ahead: block b of every panel of the group of P
 // panels after this one (the panels of a range are contiguous, so that is one group's bytes ahead).
 // A call reads its P panels side by side, so a fixed distance within a panel (it was 2 KiB) left the
@@ -262,6 +285,36 @@ void packed_by_type(const PackedWeight& w, const FusedActs& acts, int64_t n_toke
         case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
         default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(w.source().type)));
     }
+}
+
+// The three entry points of an ISA file, over its trait V and its run(w, acts, n_tokens, y, pool,
+// tiles): f32 rows quantised here, and rows quantised ahead (prequantize_token, then prequantized).
+template <class V, class Run>
+void packed_from_rows(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                      const GemmTiles& tiles, Run run) {
+    const gguf::GgmlType type = w.source().type;
+    thread_local FusedBuffers buf;
+    const FusedActs acts = quantize_fused(x, n_tokens, w.source().cols, packed_offset<V>(type),
+                                          type == gguf::GgmlType::Q6_K, buf, pool);
+    run(w, acts, n_tokens, y, pool, tiles);
+}
+
+inline void prequantize_token(const float* x, int64_t t, int64_t n_tokens, int64_t cols, void* storage) {
+    const PrequantizedLayout l(storage, n_tokens, cols);
+    // s (and each weight type's corrections) are rebuilt from the sums per weight.
+    quantize_token_fused(x, cols / 32, l.nbp, 0, false, l.q + t * cols, l.d + t * l.nbp, nullptr, nullptr, nullptr,
+                         l.sums + t * 2 * l.nbp);
+}
+
+template <class V, class Run>
+void packed_from_prequantized(const PackedWeight& w, const void* storage, int64_t n_tokens, float* y,
+                              ThreadPool& pool, const GemmTiles& tiles, Run run) {
+    const gguf::GgmlType type = w.source().type;
+    const PrequantizedLayout l(const_cast<void*>(storage), n_tokens, w.source().cols);
+    thread_local FusedBuffers buf;
+    const FusedActs acts = prequantized_acts(l, n_tokens, w.source().cols, packed_offset<V>(type),
+                                             type == gguf::GgmlType::Q6_K, buf);
+    run(w, acts, n_tokens, y, pool, tiles);
 }
 
 }  // namespace
