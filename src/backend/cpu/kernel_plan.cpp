@@ -154,6 +154,9 @@ std::string describe_amx(const KernelPlan* plan) {
     if (!amx_path_available()) {
         // The user's own switch is the reason to name where it is set, whatever else is missing.
         if (enabled && !packed_int8_path_active()) return "AMX int8 tiles: not used (the packed int8 path is not active)";
+        // The tiles stand in for the VNNI panel kernel only (an AVX2 path on an AMX host does not take them).
+        if (enabled && amx_hardware_available() && !vnni_panels_active())
+            return "AMX int8 tiles: not used (the AVX-512 VNNI panel path is not active)";
         return "AMX int8 tiles: not used, " + amx_status();
     }
     std::string out = fmt::format("AMX int8 tiles{}: packed int8 matmuls of {}+ tokens", amx_emulation() ? " (emulated)" : "",
