@@ -97,9 +97,9 @@ TEST(AmxEmulation, Bf16ShapesMustAgree) {
 struct Bf16TilesGuard {
     AmxGuard amx;
     KernelConfigGuard config;
-    // The avx512 path where the CPU has it (every test that needs it skips elsewhere), else the best.
+    // The best path: avx512 where the CPU has it (every test that needs it skips elsewhere).
     Bf16TilesGuard() {
-        set_isa(avx512_here() ? Isa::avx512 : best_supported_isa());
+        set_isa(best_supported_isa());
         set_amx_enabled(true);
         set_amx_emulation(true);
         set_float_method(FloatMethod::amx_bf16);
