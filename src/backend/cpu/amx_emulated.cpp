@@ -103,8 +103,11 @@ void amx_emu_zero(int tile) {
     std::memset(r.tile[tile], 0, sizeof r.tile[tile]);
 }
 
-void amx_emu_dpbsud(int c, int a, int b) {
-    const AmxConfig& cfg = dot_shapes(c, a, b, "TDPBSUD");
+namespace {
+// TDPBSUD (B unsigned) and TDPBSSD (B signed): A is signed in both.
+template <bool SignedB>
+void int8_dot(int c, int a, int b, const char* what) {
+    const AmxConfig& cfg = dot_shapes(c, a, b, what);
     RegisterFile& r = t_regs;
     const int k_groups = cfg.colsb[a] / 4, n_cols = cfg.colsb[c] / 4;
     for (int m = 0; m < cfg.rows[c]; ++m) {
@@ -115,14 +118,20 @@ void amx_emu_dpbsud(int c, int a, int b) {
             uint32_t acc = uint32_t(dword(crow, n));
             for (int k = 0; k < k_groups; ++k) {
                 const uint8_t* brow = r.tile[b] + k * kAmxMaxColsb;
-                for (int i = 0; i < 4; ++i)
-                    acc += uint32_t(int32_t(int8_t(arow[4 * k + i])) * int32_t(brow[4 * n + i]));
+                for (int i = 0; i < 4; ++i) {
+                    const int32_t bv = SignedB ? int32_t(int8_t(brow[4 * n + i])) : int32_t(brow[4 * n + i]);
+                    acc += uint32_t(int32_t(int8_t(arow[4 * k + i])) * bv);
+                }
             }
             std::memcpy(crow + 4 * n, &acc, 4);
         }
     }
     clear_outside(r.tile[c], cfg, c);
 }
+}  // namespace
+
+void amx_emu_dpbsud(int c, int a, int b) { int8_dot<false>(c, a, b, "TDPBSUD"); }
+void amx_emu_dpbssd(int c, int a, int b) { int8_dot<true>(c, a, b, "TDPBSSD"); }
 
 void amx_emu_dpbf16ps(int c, int a, int b) {
     const AmxConfig& cfg = dot_shapes(c, a, b, "TDPBF16PS");

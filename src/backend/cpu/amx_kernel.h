@@ -7,12 +7,12 @@
 // without breaking batch invariance. Why it holds:
 //  - Integer sums. A B tile holds one 32-value block of two panels (16 weight rows): row k = the
 //    4-byte code groups k of the 16 rows, which is the panel's vector k of each panel side by side
-//    (decode_panel_block, the VNNI kernel's own decoding). An A tile is 16 tokens x the block's 32
-//    int8 activations, read in place from [token][cols] with stride cols. TDPBSUD (A signed, B
-//    unsigned: the same operand signs as vpdpbusd) leaves each (token, row) the exact int32 sum of
-//    code x q over the block; Q6_K takes two products of 16 values (one per half, each with its own
-//    scale), as the VNNI kernel keeps two sums. Integer addition is exact, so these are the VNNI
-//    kernel's sums (which it splits over partial sums, or keeps 16 x the high nibbles and shifts back).
+//    (decode_panel_block, the VNNI kernel's own decoding), with the format's code offset (Q4_0 8,
+//    Q8_0 128, Q6_K 32, else 0) taken off, so the codes are the signed weights. An A tile is 16
+//    tokens x the block's 32 int8 activations, read in place from [token][cols] with stride cols.
+//    TDPBSSD leaves each (token, row) the exact int32 sum of (code - offset) x q over the block, which
+//    is the VNNI kernel's isum + corr (corr = -offset * sum(q), exact); Q6_K takes two products of 16
+//    values (one per half, each with its own scale), as the VNNI kernel keeps two sums.
 //  - Float epilogue. Per (row, token) and block, in block order: f = f32(isum + corr),
 //    acc = fma(f, sc * d_x, acc), plus macc = fma(-mn, s, macc) (Q4_K / Q5_K) or fma(mn, s, macc)
 //    (Q4_1); Q6_K two such FMAs with the two half scales; output acc + macc (formats with a min) or
@@ -20,18 +20,27 @@
 // Each block has its own scales, so each tile product covers one block (K = 32) and its C tile is
 // stored and folded into f32 accumulators right away.
 //
-// Weights are used as packed, with each block's codes unpacked into a 1 KiB scratch B tile that
-// serves every token tile of a chunk of up to kAmxChunkTokens tokens. A load-time repack into a
-// tile-ready layout would save that unpacking, but the panels must stay for the VNNI kernel (decode,
-// below the AMX threshold): a second copy would double the resident weights, and the unpacking (16
-// vector ops per block) is amortised over >= 2 token tiles at the default threshold of 32 tokens,
-// against 2 x 16 x 16 x 32 multiply-adds of tile work per block. (Not measured: no AMX host yet.)
+// Speed (measured on a Xeon with AMX, docs/benchmarks.md). The per-block epilogue (convert, scale,
+// FMA: 3 vector operations per token and 16 rows) is the bound, not the tiles, so the kernel keeps
+// the epilogue's accumulators in registers and the tile unit busy beside it:
+//  - per pair of panels, every block's B tile is decoded once into a per-thread scratch (nb KiB / 2,
+//    in L2) and then serves every token tile of the step;
+//  - a token tile (16 tokens) walks the blocks with its 16 accumulators (one zmm per token, lanes =
+//    rows) in registers;
+//  - the tile products run ahead of the epilogue: four C tiles rotate over the blocks (Q6_K: two
+//    pairs), so block b + 3's product runs while block b's result is stored and folded.
+// The first version (one C tile, accumulators in memory, a product waited for before the next) ran
+// at the VNNI kernel's speed: each block's product, store and epilogue were one dependent chain.
+// The weights stay in the VNNI layout (decode below the threshold still streams them) rather than
+// being repacked into a second, tile-ready copy: that would double the resident weights, while the
+// decode per pair is amortised over every token tile of the step.
 #pragma once
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 
+#include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "backend/cpu/amx_tiles.h"
@@ -42,137 +51,242 @@
 
 namespace pagoda::kernels::detail {
 
-// Tokens whose f32 accumulators one pass keeps (2 x 16 rows x 4 bytes each: 16 KiB, within L1).
-constexpr int64_t kAmxChunkTokens = 128;
 // Steps of at most this many tokens split the panels as the VNNI kernel's decode does.
 constexpr int64_t kAmxStreamTokens = 16;
 
 namespace amx {
 
-// Tile registers. Every format: C (full token tile), A, B, and a C / A pair shaped for the last,
-// partial token tile (configured once per task: LDTILECFG would zero the B tile mid-block).
-// Q6_K: A and the Bs are half blocks (16 values); C1 / B1 / C1 tail are the second half's.
-enum : int { kC = 0, kA = 1, kB = 2, kCTail = 3, kATail = 4, kC1 = 5, kB1 = 6, kC1Tail = 7 };
+template <Fmt F>
+constexpr int code_offset() {
+    return F == Fmt::q4_0 ? 8 : F == Fmt::q8_0 ? 128 : F == Fmt::q6_k ? 32 : 0;
+}
 
-inline AmxConfig config(bool halves, int tail_rows) {
+// Tile registers. One product per block (all but Q6_K): C tiles 0-3 rotate over the blocks, A and B
+// alternate between 4/5 and 6/7. Q6_K (two half-block products): C tiles 2s, 2s+1 for slot s of 2,
+// A 4 / 5 and B 6 / 7 for the two halves.
+constexpr int kA0 = 4, kB0 = 6;
+
+// Every C and A tile has `rows` rows (16, or the tail token tile's count).
+inline AmxConfig config(bool halves, int rows) {
     AmxConfig c;
-    const int a_bytes = halves ? 16 : 32;
-    auto set = [&](int tile, int rows, int colsb) {
-        c.rows[tile] = uint8_t(rows);
-        c.colsb[tile] = uint16_t(rows ? colsb : 0);
+    auto set = [&](int tile, int r, int colsb) {
+        c.rows[tile] = uint8_t(r);
+        c.colsb[tile] = uint16_t(colsb);
     };
-    set(kC, 16, 64);
-    set(kA, 16, a_bytes);
-    set(kB, a_bytes / 4, 64);
-    set(kCTail, tail_rows, 64);
-    set(kATail, tail_rows, a_bytes);
-    if (halves) {
-        set(kC1, 16, 64);
-        set(kB1, 4, 64);
-        set(kC1Tail, tail_rows, 64);
-    }
+    const int a_bytes = halves ? 16 : 32;
+    for (int t = 0; t < 4; ++t) set(t, rows, 64);
+    set(kA0, rows, a_bytes);
+    set(kA0 + 1, rows, a_bytes);
+    set(kB0, a_bytes / 4, 64);
+    set(kB0 + 1, a_bytes / 4, 64);
     return c;
 }
 
-// One token tile on the given tile registers (full tiles and the tail have their own shapes, so
-// their own registers): C = A x B, and with Halves also C1 = A' x B1 for the second 16 codes.
-template <class Tiles, bool Halves, int C, int C1, int A>
-inline void multiply_on(const int8_t* q, int64_t stride, int32_t (*c0)[16], int32_t (*c1)[16]) {
-    Tiles::template zero<C>();
-    Tiles::template load<A>(q, stride);
-    Tiles::template dpbsud<C, A, kB>();
-    Tiles::template store<C>(c0, 64);
-    if constexpr (Halves) {
-        Tiles::template zero<C1>();
-        Tiles::template load<A>(q + 16, stride);
-        Tiles::template dpbsud<C1, A, kB1>();
-        Tiles::template store<C1>(c1, 64);
+// One panel pair decoded: per block its B tile (8 rows of 64 signed code bytes; Q6_K's halves are
+// rows 0-3 and 4-7) and the 16 rows' sc and mn.
+struct PairScratch {
+    AlignedBuffer<uint8_t> b;
+    AlignedBuffer<float> sc, mn;
+    void reserve(int64_t nb) {
+        if (int64_t(b.size()) < nb * 512) b.resize(size_t(nb * 512));
+        if (int64_t(sc.size()) < nb * 16) {
+            sc.resize(size_t(nb * 16));
+            mn.resize(size_t(nb * 16));
+        }
+    }
+};
+
+// Rows pbase*8 .. +16 (a missing second panel repeats the first, its lanes discarded).
+template <Fmt F>
+void decode_pair(const uint8_t* const* panels, int64_t nb, PairScratch& s) {
+    const __m256i off = _mm256_set1_epi8(int8_t(code_offset<F>()));
+    for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* bt = s.b.data() + b * 512;
+        for (int p = 0; p < 2; ++p) {
+            __m256i c[8];
+            __m256 sc, mn;
+            const uint8_t* sbp;
+            const uint8_t* pb = panel_block<F>(panels[p], b, sbp);
+            decode_panel_block<F>(pb, sbp, c, sc, mn);
+            for (int k = 0; k < 8; ++k)
+                _mm256_store_si256(reinterpret_cast<__m256i*>(bt + 64 * k + 32 * p), _mm256_sub_epi8(c[k], off));
+            _mm256_store_ps(s.sc.data() + b * 16 + 8 * p, sc);
+            _mm256_store_ps(s.mn.data() + b * 16 + 8 * p, mn);
+        }
     }
 }
 
-// One token tile: rows m0.. of the chunk (mt of them; full tiles have 16) against the loaded B tiles.
-template <class Tiles, bool Halves>
-inline void multiply_tile(const int8_t* q, int64_t stride, int mt, int32_t (*c0)[16], int32_t (*c1)[16]) {
-    if (mt == 16) multiply_on<Tiles, Halves, kC, kC1, kA>(q, stride, c0, c1);
-    else multiply_on<Tiles, Halves, kCTail, kC1Tail, kATail>(q, stride, c0, c1);
-}
-
-// Rows pbase*8 .. +16 (two panels; a missing second panel repeats the first, its lanes discarded)
-// for tokens [t0, t0 + nt).
-template <class Tiles, Fmt F>
-void panel_pair(const uint8_t* const* panels, const FusedActs& a, int64_t t0, int64_t nt, int64_t rows, int64_t row0,
-                float* y) {
-    using PF = PanelFormat<F>;
-    constexpr bool q6 = PF::q6, kq = PF::kq, q41 = PF::q41, has_min = PF::has_min;
-    alignas(64) float acc[kAmxChunkTokens][16], macc[kAmxChunkTokens][16];
-    alignas(64) uint8_t btile[8][64];
-    alignas(64) int32_t c0[16][16], c1[16][16];
-    for (int64_t m = 0; m < nt; ++m)
-        for (int r = 0; r < 16; ++r) acc[m][r] = macc[m][r] = 0.f;
-    for (int64_t b = 0; b < a.nb; ++b) {
-        __m256 sc[2], mn[2];
-        for (int p = 0; p < 2; ++p) {
-            __m256i c[8];
-            const uint8_t* sbp;
-            const uint8_t* pb = panel_block<F>(panels[p], b, sbp);
-            decode_panel_block<F>(pb, sbp, c, sc[p], mn[p]);
-            for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(&btile[k][32 * p]), c[k]);
-        }
-        const __m512 sc16 = _mm512_insertf32x8(_mm512_castps256_ps512(sc[0]), sc[1], 1);
-        const __m512 mn16 = _mm512_insertf32x8(_mm512_castps256_ps512(mn[0]), mn[1], 1);
-        Tiles::template load<kB>(btile, 64);
-        if constexpr (q6) Tiles::template load<kB1>(btile[4], 64);
-        for (int64_t m0 = 0; m0 < nt; m0 += 16) {
-            const int mt = int(std::min<int64_t>(16, nt - m0));
-            multiply_tile<Tiles, q6>(a.q + (t0 + m0) * a.cols + b * 32, a.cols, mt, c0, c1);
-            for (int m = 0; m < mt; ++m) {
-                const int64_t t = t0 + m0 + m, tb = t * a.nbp + b;
-                const int32_t* cp = has_min ? nullptr : a.corr + t * a.nbp * 2 + b / 8 * 16 + b % 8;
-                const __m512 dx = _mm512_set1_ps(a.d[tb]);
-                float* ac = acc[m0 + m];
-                __m512 acc_v = _mm512_load_ps(ac);
-                const __m512i i0 = _mm512_add_epi32(_mm512_load_si512(c0[m]), _mm512_set1_epi32(has_min ? 0 : cp[0]));
-                acc_v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0), _mm512_mul_ps(sc16, dx), acc_v);
-                if constexpr (q6) {
-                    const __m512i i1 = _mm512_add_epi32(_mm512_load_si512(c1[m]), _mm512_set1_epi32(cp[8]));
-                    acc_v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i1), _mm512_mul_ps(mn16, dx), acc_v);
-                }
-                _mm512_store_ps(ac, acc_v);
-                if constexpr (kq || q41) {
-                    float* mc = macc[m0 + m];
-                    const __m512 s = _mm512_set1_ps(a.s[tb]), mv = _mm512_load_ps(mc);
-                    _mm512_store_ps(mc, kq ? _mm512_fnmadd_ps(mn16, s, mv) : _mm512_fmadd_ps(mn16, s, mv));
-                }
+// The activation scalars of a step regrouped per token tile: [tile][block][16 tokens] (tokens past
+// the step 0), so a token tile's 16 broadcasts of block b sit at fixed offsets of one line.
+struct TileScalars {
+    AlignedBuffer<float> d, s;
+    void build(const FusedActs& a, int64_t n_tokens, bool with_s) {
+        const int64_t tiles = (n_tokens + 15) / 16, n = tiles * a.nb * 16;
+        if (int64_t(d.size()) < n) d.resize(size_t(n));
+        if (with_s && int64_t(s.size()) < n) s.resize(size_t(n));
+        for (int64_t t = 0; t < tiles * 16; ++t) {
+            float* dt = d.data() + (t / 16) * a.nb * 16 + t % 16;
+            float* st = with_s ? s.data() + (t / 16) * a.nb * 16 + t % 16 : nullptr;
+            for (int64_t b = 0; b < a.nb; ++b) {
+                dt[b * 16] = t < n_tokens ? a.d[t * a.nbp + b] : 0.f;
+                if (st) st[b * 16] = t < n_tokens ? a.s[t * a.nbp + b] : 0.f;
             }
         }
     }
-    const int valid = int(std::min<int64_t>(16, rows - row0));
-    const __mmask16 mask = __mmask16((1u << valid) - 1);
-    for (int64_t m = 0; m < nt; ++m) {
-        const __m512 v = _mm512_load_ps(acc[m]);
-        _mm512_mask_storeu_ps(y + (t0 + m) * rows + row0, mask, has_min ? _mm512_add_ps(v, _mm512_load_ps(macc[m])) : v);
+};
+
+// One token tile (16 tokens, mt of them real: the tile shapes are configured for mt) against a
+// decoded panel pair. Every step is forced inline into token_tile so the 16 accumulators stay in
+// registers and the slot numbers (tile registers) are constants.
+struct TileCtx {
+    const uint8_t* bt;   // PairScratch::b
+    const float* sc;     // PairScratch::sc
+    const float* sc1;    // PairScratch::mn (Q6_K: the second half's scales)
+    const int8_t* q;     // the tile's first token's activations
+    int64_t cols;
+    const float* dt;     // TileScalars::d of this tile: [block][16]
+    int32_t (*cbuf)[16][16];
+};
+
+#define PAGODA_AMX_INLINE inline __attribute__((always_inline))
+
+template <class Tiles, Fmt F, int S>
+PAGODA_AMX_INLINE void issue(const TileCtx& c, int64_t b) {
+    const uint8_t* bt = c.bt + b * 512;
+    if constexpr (PanelFormat<F>::q6) {
+        constexpr int C = 2 * S;
+        Tiles::template zero<C>();
+        Tiles::template zero<C + 1>();
+        Tiles::template load<kA0>(c.q + b * 32, c.cols);
+        Tiles::template load<kB0>(bt, 64);
+        Tiles::template dpbssd<C, kA0, kB0>();
+        Tiles::template load<kA0 + 1>(c.q + b * 32 + 16, c.cols);
+        Tiles::template load<kB0 + 1>(bt + 256, 64);
+        Tiles::template dpbssd<C + 1, kA0 + 1, kB0 + 1>();
+    } else {
+        constexpr int A = kA0 + S % 2, B = kB0 + S % 2;
+        Tiles::template zero<S>();
+        Tiles::template load<A>(c.q + b * 32, c.cols);
+        Tiles::template load<B>(bt, 64);
+        Tiles::template dpbssd<S, A, B>();
     }
+}
+
+template <class Tiles, Fmt F, int S>
+PAGODA_AMX_INLINE void finish(const TileCtx& c, int64_t b, __m512 (&acc)[16]) {
+    constexpr bool q6 = PanelFormat<F>::q6;
+    constexpr int C = q6 ? 2 * S : S;
+    Tiles::template store<C>(c.cbuf[C], 64);
+    if constexpr (q6) Tiles::template store<C + 1>(c.cbuf[C + 1], 64);
+    const __m512 sc = _mm512_load_ps(c.sc + b * 16);
+    const __m512 sc1 = q6 ? _mm512_load_ps(c.sc1 + b * 16) : sc;
+    const float* d = c.dt + b * 16;
+#pragma GCC unroll 16
+    for (int m = 0; m < 16; ++m) {
+        const __m512 dx = _mm512_set1_ps(d[m]);
+        acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c.cbuf[C][m])), _mm512_mul_ps(sc, dx), acc[m]);
+        if constexpr (q6)
+            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c.cbuf[C + 1][m])), _mm512_mul_ps(sc1, dx), acc[m]);
+    }
+}
+
+// acc[m] = the (token m, 16 rows) sums over every block. The products run ahead of the epilogue:
+// block b's slot is b % slots (4 C tiles; Q6_K 2 pairs), issued slots - 1 blocks before it is finished.
+template <class Tiles, Fmt F>
+PAGODA_AMX_INLINE void token_tile(const TileCtx& c, int64_t nb, __m512 (&acc)[16]) {
+    for (auto& v : acc) v = _mm512_setzero_ps();
+    if constexpr (PanelFormat<F>::q6) {
+        issue<Tiles, F, 0>(c, 0);
+        for (int64_t b = 0; b < nb; b += 2) {
+            if (b + 1 < nb) issue<Tiles, F, 1>(c, b + 1);
+            finish<Tiles, F, 0>(c, b, acc);
+            if (b + 1 >= nb) break;
+            if (b + 2 < nb) issue<Tiles, F, 0>(c, b + 2);
+            finish<Tiles, F, 1>(c, b + 1, acc);
+        }
+    } else {
+        issue<Tiles, F, 0>(c, 0);
+        if (nb > 1) issue<Tiles, F, 1>(c, 1);
+        if (nb > 2) issue<Tiles, F, 2>(c, 2);
+        for (int64_t b = 0; b < nb; b += 4) {
+            if (b + 3 < nb) issue<Tiles, F, 3>(c, b + 3);
+            finish<Tiles, F, 0>(c, b, acc);
+            if (b + 1 >= nb) break;
+            if (b + 4 < nb) issue<Tiles, F, 0>(c, b + 4);
+            finish<Tiles, F, 1>(c, b + 1, acc);
+            if (b + 2 >= nb) break;
+            if (b + 5 < nb) issue<Tiles, F, 1>(c, b + 5);
+            finish<Tiles, F, 2>(c, b + 2, acc);
+            if (b + 3 >= nb) break;
+            if (b + 6 < nb) issue<Tiles, F, 2>(c, b + 6);
+            finish<Tiles, F, 3>(c, b + 3, acc);
+        }
+    }
+}
+
+#undef PAGODA_AMX_INLINE
+
+// The min term of formats with one (Q4_1: +mn * s, K-quants: -mn * s), per (token, row), block order.
+template <Fmt F>
+void min_terms(const PairScratch& s, const float* st, int64_t nb, float (*out)[16]) {
+    __m512 macc[16];
+    for (auto& v : macc) v = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const __m512 mn = _mm512_load_ps(s.mn.data() + b * 16);
+#pragma GCC unroll 16
+        for (int m = 0; m < 16; ++m) {
+            const __m512 sv = _mm512_set1_ps(st[b * 16 + m]);
+            macc[m] = PanelFormat<F>::kq ? _mm512_fnmadd_ps(mn, sv, macc[m]) : _mm512_fmadd_ps(mn, sv, macc[m]);
+        }
+    }
+    for (int m = 0; m < 16; ++m) _mm512_store_ps(out[m], macc[m]);
 }
 
 template <class Tiles, Fmt F>
 void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool, int64_t mc) {
+    using PF = PanelFormat<F>;
     const WeightView& v = w.source();
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
+    const int64_t full_tiles = n_tokens / 16, tail = n_tokens % 16;
+    thread_local TileScalars scalars;  // the calling thread's, read by every worker of this call
+    scalars.build(acts, n_tokens, PF::has_min);
+    const TileScalars& ts = scalars;
     // The VNNI kernel's split (see its packed_rows): one contiguous range per thread for streaming
     // steps (run_streams), small tasks of mc rows for compute-bound ones.
-    const AmxConfig cfg = config(PanelFormat<F>::q6, int(n_tokens % 16));
     auto panels_from = [&](int64_t p0, int64_t p1) {
         if (p0 >= p1) return;
-        Tiles::load_config(cfg);
+        thread_local PairScratch scratch;
+        scratch.reserve(acts.nb);
+        alignas(64) int32_t cbuf[4][16][16] = {};
+        alignas(64) float mterm[16][16];
+        TileCtx tile{scratch.b.data(), scratch.sc.data(), scratch.mn.data(), nullptr, acts.cols, nullptr, cbuf};
+        __m512 acc[16];
+        int configured = -1;  // the rows the tiles are configured for
         for (int64_t pbase = p0; pbase < p1; pbase += 2) {
             const uint8_t* panels[2] = {w.data() + pbase * panel_bytes,
                                         w.data() + (pbase + 1 < p1 ? pbase + 1 : pbase) * panel_bytes};
-            for (int64_t t0 = 0; t0 < n_tokens; t0 += kAmxChunkTokens)
-                panel_pair<Tiles, F>(panels, acts, t0, std::min(kAmxChunkTokens, n_tokens - t0), v.rows,
-                                     pbase * kPanelRows, y);
+            decode_pair<F>(panels, acts.nb, scratch);
+            const int64_t row0 = pbase * kPanelRows;
+            const int valid = int(std::min<int64_t>(16, v.rows - row0));
+            const __mmask16 mask = __mmask16((1u << valid) - 1);
+            for (int64_t tt = 0; tt < full_tiles + (tail ? 1 : 0); ++tt) {
+                const int mt = tt < full_tiles ? 16 : int(tail);
+                if (mt != configured) {  // LDTILECFG zeroes the tiles: only between token tiles
+                    Tiles::load_config(config(PF::q6, mt));
+                    configured = mt;
+                }
+                tile.q = acts.q + tt * 16 * acts.cols;
+                tile.dt = ts.d.data() + tt * acts.nb * 16;
+                token_tile<Tiles, F>(tile, acts.nb, acc);
+                if constexpr (PF::has_min) min_terms<F>(scratch, ts.s.data() + tt * acts.nb * 16, acts.nb, mterm);
+                for (int m = 0; m < mt; ++m) {
+                    const __m512 out = PF::has_min ? _mm512_add_ps(acc[m], _mm512_load_ps(mterm[m])) : acc[m];
+                    _mm512_mask_storeu_ps(y + (tt * 16 + m) * v.rows + row0, mask, out);
+                }
+            }
         }
-        Tiles::release();
+        if (configured >= 0) Tiles::release();
     };
     if (n_tokens <= kAmxStreamTokens) {
         const int64_t pairs = (n_panels + 1) / 2;

@@ -15,6 +15,7 @@
 //                                          s8(A[m][4k + i]) * u8(B[k][4n + i])   (int32, wrapping)
 //                               shapes must agree: rows(A) = rows(C), colsb(A) / 4 = rows(B),
 //                               colsb(B) = colsb(C)
+//   dpbssd<C, A, B>()           TDPBSSD: the same with B signed too: s8(A) * s8(B)
 //   dpbf16ps<C, A, B>()         TDPBF16PS (AMX-BF16), as the current Intel SDM describes it: for
 //                               m < rows(C), n < colsb(C) / 4, two f32 chains from +0,
 //                                 even = fma(A[m].bf16[2k],   B[k].bf16[2n],   even)
@@ -48,6 +49,7 @@ void amx_emu_load_config(const AmxConfig& cfg);
 void amx_emu_load(int tile, const void* base, int64_t stride);
 void amx_emu_zero(int tile);
 void amx_emu_dpbsud(int c, int a, int b);
+void amx_emu_dpbssd(int c, int a, int b);
 void amx_emu_dpbf16ps(int c, int a, int b);
 void amx_emu_store(int tile, void* base, int64_t stride);
 void amx_emu_release();
@@ -60,6 +62,8 @@ struct AmxEmulated {
     static void zero() { amx_emu_zero(Tile); }
     template <int C, int A, int B>
     static void dpbsud() { amx_emu_dpbsud(C, A, B); }
+    template <int C, int A, int B>
+    static void dpbssd() { amx_emu_dpbssd(C, A, B); }
     template <int C, int A, int B>
     static void dpbf16ps() { amx_emu_dpbf16ps(C, A, B); }
     template <int Tile>

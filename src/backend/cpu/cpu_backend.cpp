@@ -499,7 +499,7 @@ public:
         else if (layout == kernels::PackedWeight::Layout::bf16_tiles && kernels::bf16_tiles_available())
             path = kernels::amx_emulation() ? "bf16 tiles, AMX (emulated)" : "bf16 tiles, AMX (tdpbf16ps)";
         else if (packed && !is_float && kernels::amx_path_available() && n_tokens >= kernels::amx_min_tokens())
-            path = kernels::amx_emulation() ? "packed int8 panels, AMX tiles (emulated)" : "packed int8 panels, AMX tiles (tdpbsud)";
+            path = kernels::amx_emulation() ? "packed int8 panels, AMX tiles (emulated)" : "packed int8 panels, AMX tiles (tdpbssd)";
         else if (packed && !is_float && kernels::packed_int8_path_active())
             path = kernels::vnni_panels_active() ? "packed int8 panels, vpdpbusd" : "packed int8 panels, vpmaddubsw";
         else if (!is_float && kernels::quant_method() == kernels::QuantMethod::int8_dot) path = "int8 dot";

@@ -34,6 +34,10 @@ struct AmxHardware {
         __asm__ volatile("{tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0|tdpbsud %%tmm%c0, %%tmm%c1, %%tmm%c2}" : : "i"(C), "i"(A), "i"(B));
     }
     template <int C, int A, int B>
+    static void dpbssd() {
+        __asm__ volatile("{tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0|tdpbssd %%tmm%c0, %%tmm%c1, %%tmm%c2}" : : "i"(C), "i"(A), "i"(B));
+    }
+    template <int C, int A, int B>
     static void dpbf16ps() {
         __asm__ volatile("{tdpbf16ps %%tmm%c2, %%tmm%c1, %%tmm%c0|tdpbf16ps %%tmm%c0, %%tmm%c1, %%tmm%c2}" : : "i"(C), "i"(A), "i"(B));
     }
