@@ -24,9 +24,12 @@ AmxConfig shapes(int m, int k_bytes, int n) {
     return c;
 }
 
-TEST(AmxEmulation, DpbsudIsSignedTimesUnsignedPerFourByteGroup) {
+// Random A, B and C of several shapes through TDPBSUD (SignedB false: B unsigned) or TDPBSSD (the
+// int8 kernel's product, B signed), against the exact sums; A is signed in both.
+template <bool SignedB>
+void check_int8_products(uint32_t seed) {
     Released released;
-    std::mt19937 rng(41);
+    std::mt19937 rng(seed);
     std::uniform_int_distribution<int> byte(0, 255);
     for (auto [m, k_bytes, n] : {std::tuple{16, 64, 16}, {5, 32, 8}, {1, 4, 1}, {16, 16, 16}, {9, 12, 3}}) {
         AmxEmulated::load_config(shapes(m, k_bytes, n));
@@ -38,13 +41,17 @@ TEST(AmxEmulation, DpbsudIsSignedTimesUnsignedPerFourByteGroup) {
         AmxEmulated::load<0>(c0, 64);
         AmxEmulated::load<1>(a, 64);
         AmxEmulated::load<2>(b, 64);
-        AmxEmulated::dpbsud<0, 1, 2>();
+        if constexpr (SignedB) AmxEmulated::dpbssd<0, 1, 2>();
+        else AmxEmulated::dpbsud<0, 1, 2>();
         std::memset(c, 0x55, sizeof c);
         AmxEmulated::store<0>(c, 64);
         for (int i = 0; i < m; ++i)
             for (int j = 0; j < n; ++j) {
                 int64_t want = c0[i][j];
-                for (int kk = 0; kk < k_bytes; ++kk) want += int64_t(int8_t(a[i][kk])) * int64_t(b[kk / 4][4 * j + kk % 4]);
+                for (int kk = 0; kk < k_bytes; ++kk) {
+                    const uint8_t bv = b[kk / 4][4 * j + kk % 4];
+                    want += int64_t(int8_t(a[i][kk])) * (SignedB ? int64_t(int8_t(bv)) : int64_t(bv));
+                }
                 ASSERT_EQ(c[i][j], int32_t(want)) << m << "x" << k_bytes << "x" << n << " at " << i << "," << j;
             }
         // The store writes the configured shape only.
@@ -52,32 +59,9 @@ TEST(AmxEmulation, DpbsudIsSignedTimesUnsignedPerFourByteGroup) {
     }
 }
 
-// TDPBSSD (the int8 kernel's product: signed codes): both operands signed.
-TEST(AmxEmulation, DpbssdIsSignedTimesSignedPerFourByteGroup) {
-    Released released;
-    std::mt19937 rng(43);
-    std::uniform_int_distribution<int> byte(0, 255);
-    for (auto [m, k_bytes, n] : {std::tuple{16, 32, 16}, {7, 16, 16}, {3, 8, 5}}) {
-        AmxEmulated::load_config(shapes(m, k_bytes, n));
-        uint8_t a[16][64] = {}, b[16][64] = {};
-        int32_t c0[16][16], c[16][16];
-        for (auto& row : a) for (auto& v : row) v = uint8_t(byte(rng));
-        for (auto& row : b) for (auto& v : row) v = uint8_t(byte(rng));
-        for (auto& row : c0) for (auto& v : row) v = int32_t(byte(rng)) * 1000 - 128000;
-        AmxEmulated::load<0>(c0, 64);
-        AmxEmulated::load<1>(a, 64);
-        AmxEmulated::load<2>(b, 64);
-        AmxEmulated::dpbssd<0, 1, 2>();
-        AmxEmulated::store<0>(c, 64);
-        for (int i = 0; i < m; ++i)
-            for (int j = 0; j < n; ++j) {
-                int64_t want = c0[i][j];
-                for (int kk = 0; kk < k_bytes; ++kk)
-                    want += int64_t(int8_t(a[i][kk])) * int64_t(int8_t(b[kk / 4][4 * j + kk % 4]));
-                ASSERT_EQ(c[i][j], int32_t(want)) << m << "x" << k_bytes << "x" << n << " at " << i << "," << j;
-            }
-    }
-}
+TEST(AmxEmulation, DpbsudIsSignedTimesUnsignedPerFourByteGroup) { check_int8_products<false>(41); }
+
+TEST(AmxEmulation, DpbssdIsSignedTimesSignedPerFourByteGroup) { check_int8_products<true>(43); }
 
 TEST(AmxEmulation, SumsWrapAndTheShapeBoundsLoadsAndStores) {
     Released released;
