@@ -1,0 +1,86 @@
+// What the AMX int8 kernel's parts cost on this core, alone and together (docs/benchmarks.md, the
+// AMX host section): tdpbssd with K = 32, with its loads, with zero + store of 4 rotating C tiles, as
+// one dependent chain, the per-block f32 epilogue alone, and tiles + epilogue. One thread, AMX hosts only.
+//   g++ -O2 -march=native -mamx-tile -mamx-int8 bench/amx_instruction_bench.cpp -o /tmp/amx_instr && /tmp/amx_instr
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+
+namespace {
+struct alignas(64) TileConfig {
+    uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+};
+alignas(64) int8_t A[16][2048];
+alignas(64) int8_t B[64][512];
+alignas(64) int32_t C[4][16][16];
+alignas(64) float D[64][16], SC[64][16];
+
+double seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// The kernel's epilogue for one block of one token tile: convert, scale by sc * d, FMA.
+#define EPILOGUE(S, b)                                                                                         \
+    {                                                                                                          \
+        const __m512 sc = _mm512_load_ps(SC[b]);                                                               \
+        _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) acc[m] = _mm512_fmadd_ps(                        \
+            _mm512_cvtepi32_ps(_mm512_load_si512(C[S][m])), _mm512_mul_ps(sc, _mm512_set1_ps(D[b][m])), acc[m]); \
+    }
+#define PRODUCT(S, A_, B_, b) \
+    if (tiles) { _tile_zero(S); _tile_loadd(A_, &A[0][(b) * 32], 2048); _tile_loadd(B_, &B[b][0], 64); _tile_dpbssd(S, A_, B_); }
+}  // namespace
+
+int main() {
+    if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) != 0) {
+        std::fprintf(stderr, "the OS refused the AMX tile permission (or this CPU has no AMX)\n");
+        return 1;
+    }
+    TileConfig cfg;
+    for (int t = 0; t < 4; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;      // C
+    cfg.rows[4] = cfg.rows[5] = 16, cfg.colsb[4] = cfg.colsb[5] = 32;     // A: 16 tokens x 32 values
+    cfg.rows[6] = cfg.rows[7] = 8, cfg.colsb[6] = cfg.colsb[7] = 64;      // B: one block of 16 rows
+    _tile_loadconfig(&cfg);
+    const int n = 2000000;
+    double t0 = seconds();
+    for (int i = 0; i < n; i++) {
+        _tile_dpbssd(0, 4, 6); _tile_dpbssd(1, 5, 7); _tile_dpbssd(2, 4, 7); _tile_dpbssd(3, 5, 6);
+    }
+    std::printf("tdpbssd K=32 alone, 4 C tiles:            %.2f ns per product\n", (seconds() - t0) / n / 4 * 1e9);
+    t0 = seconds();
+    for (int i = 0; i < n / 64; i++)
+        for (int b = 0; b < 64; b++) {
+            _tile_zero(0); _tile_loadd(4, &A[0][b * 32], 2048); _tile_loadd(6, &B[b][0], 64); _tile_dpbssd(0, 4, 6);
+            _tile_stored(0, C[0], 64);
+            asm volatile("" ::"r"(C) : "memory");
+        }
+    std::printf("zero + loads + product + store, a chain: %.2f ns per product\n", (seconds() - t0) / n * 1e9);
+    // variant 0: products with zero + store (4 C tiles rotating); 1: + epilogue; 2: products + epilogue
+    // without the stores; 3: the epilogue alone.
+    const char* names[] = {"zero + loads + product + store, rotating", "... + the f32 epilogue",
+                           "products + epilogue, no stores", "the f32 epilogue alone"};
+    float sink = 0;
+    for (int variant = 0; variant < 4; variant++) {
+        const bool tiles = variant != 3, stores = variant < 2, epilogue = variant >= 1;
+        const int reps = 200000;
+        t0 = seconds();
+        for (int i = 0; i < reps; i++) {
+            __m512 acc[16];
+            for (auto& v : acc) v = _mm512_setzero_ps();
+            for (int b = 0; b < 64; b += 4) {
+                PRODUCT(0, 4, 6, b) if (stores) _tile_stored(1, C[1], 64); if (epilogue) EPILOGUE(1, b)
+                PRODUCT(1, 5, 7, b + 1) if (stores) _tile_stored(2, C[2], 64); if (epilogue) EPILOGUE(2, b + 1)
+                PRODUCT(2, 4, 6, b + 2) if (stores) _tile_stored(3, C[3], 64); if (epilogue) EPILOGUE(3, b + 2)
+                PRODUCT(3, 5, 7, b + 3) if (stores) _tile_stored(0, C[0], 64); if (epilogue) EPILOGUE(0, b + 3)
+                asm volatile("" ::"r"(C) : "memory");
+            }
+            for (auto& v : acc) sink += _mm512_reduce_add_ps(v);
+        }
+        std::printf("%-41s %.2f ns per 16 tokens x 16 rows x 32 values\n", names[variant], (seconds() - t0) / reps / 64 * 1e9);
+    }
+    _tile_release();
+    return sink == 12345.f;  // keeps the epilogue's results alive
+}
