@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
@@ -55,11 +56,6 @@ namespace pagoda::kernels::detail {
 constexpr int64_t kAmxStreamTokens = 16;
 
 namespace amx {
-
-template <Fmt F>
-constexpr int code_offset() {
-    return F == Fmt::q4_0 ? 8 : F == Fmt::q8_0 ? 128 : F == Fmt::q6_k ? 32 : 0;
-}
 
 // Tile registers. One product per block (all but Q6_K): C tiles 0-3 rotate over the blocks, A and B
 // alternate between 4/5 and 6/7. Q6_K (two half-block products): C tiles 2s, 2s+1 for slot s of 2,
@@ -99,7 +95,7 @@ struct PairScratch {
 // Rows pbase*8 .. +16 (a missing second panel repeats the first, its lanes discarded).
 template <Fmt F>
 void decode_pair(const uint8_t* const* panels, int64_t nb, PairScratch& s) {
-    const __m256i off = _mm256_set1_epi8(int8_t(code_offset<F>()));
+    const __m256i off = _mm256_set1_epi8(int8_t(PanelFormat<F>::code_offset));
     for (int64_t b = 0; b < nb; ++b) {
         uint8_t* bt = s.b.data() + b * 512;
         for (int p = 0; p < 2; ++p) {
@@ -190,38 +186,30 @@ PAGODA_AMX_INLINE void finish(const TileCtx& c, int64_t b, __m512 (&acc)[16]) {
     }
 }
 
+// Stage S of a round of Slots blocks from b: issue block b + S + Slots - 1 (into the slot block
+// b + S frees next round), then finish block b + S. False once the blocks run out.
+template <class Tiles, Fmt F, int Slots, int S>
+PAGODA_AMX_INLINE bool stage(const TileCtx& c, int64_t b, int64_t nb, __m512 (&acc)[16]) {
+    if (b + S >= nb) return false;
+    if (b + S + Slots - 1 < nb) issue<Tiles, F, (S + Slots - 1) % Slots>(c, b + S + Slots - 1);
+    finish<Tiles, F, S>(c, b + S, acc);
+    return true;
+}
+
+template <class Tiles, Fmt F, int... S>
+PAGODA_AMX_INLINE void rotate(const TileCtx& c, int64_t nb, __m512 (&acc)[16], std::integer_sequence<int, S...>) {
+    constexpr int slots = sizeof...(S);
+    ((S + 1 < slots && S < nb ? issue<Tiles, F, S>(c, S) : void()), ...);  // the first slots - 1 blocks
+    for (int64_t b = 0; b < nb; b += slots)
+        if (!(stage<Tiles, F, slots, S>(c, b, nb, acc) && ...)) break;
+}
+
 // acc[m] = the (token m, 16 rows) sums over every block. The products run ahead of the epilogue:
 // block b's slot is b % slots (4 C tiles; Q6_K 2 pairs), issued slots - 1 blocks before it is finished.
 template <class Tiles, Fmt F>
 PAGODA_AMX_INLINE void token_tile(const TileCtx& c, int64_t nb, __m512 (&acc)[16]) {
     for (auto& v : acc) v = _mm512_setzero_ps();
-    if constexpr (PanelFormat<F>::q6) {
-        issue<Tiles, F, 0>(c, 0);
-        for (int64_t b = 0; b < nb; b += 2) {
-            if (b + 1 < nb) issue<Tiles, F, 1>(c, b + 1);
-            finish<Tiles, F, 0>(c, b, acc);
-            if (b + 1 >= nb) break;
-            if (b + 2 < nb) issue<Tiles, F, 0>(c, b + 2);
-            finish<Tiles, F, 1>(c, b + 1, acc);
-        }
-    } else {
-        issue<Tiles, F, 0>(c, 0);
-        if (nb > 1) issue<Tiles, F, 1>(c, 1);
-        if (nb > 2) issue<Tiles, F, 2>(c, 2);
-        for (int64_t b = 0; b < nb; b += 4) {
-            if (b + 3 < nb) issue<Tiles, F, 3>(c, b + 3);
-            finish<Tiles, F, 0>(c, b, acc);
-            if (b + 1 >= nb) break;
-            if (b + 4 < nb) issue<Tiles, F, 0>(c, b + 4);
-            finish<Tiles, F, 1>(c, b + 1, acc);
-            if (b + 2 >= nb) break;
-            if (b + 5 < nb) issue<Tiles, F, 1>(c, b + 5);
-            finish<Tiles, F, 2>(c, b + 2, acc);
-            if (b + 3 >= nb) break;
-            if (b + 6 < nb) issue<Tiles, F, 2>(c, b + 6);
-            finish<Tiles, F, 3>(c, b + 3, acc);
-        }
-    }
+    rotate<Tiles, F>(c, nb, acc, std::make_integer_sequence<int, PanelFormat<F>::q6 ? 2 : 4>{});
 }
 
 #undef PAGODA_AMX_INLINE

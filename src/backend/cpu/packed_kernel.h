@@ -243,8 +243,9 @@ void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_token
 // The code offset the activations are quantised with for a packed type (folded in through corr).
 template <class V>
 int packed_offset(gguf::GgmlType type) {
-    if (type == gguf::GgmlType::Q8_0) return V::kQ8Signed ? 0 : 128;
-    return type == gguf::GgmlType::Q4_0 ? 8 : type == gguf::GgmlType::Q6_K ? 32 : 0;
+    using T = gguf::GgmlType;
+    if (type == T::Q8_0) return V::kQ8Signed ? 0 : PanelFormat<Fmt::q8_0>::code_offset;
+    return type == T::Q4_0 ? PanelFormat<Fmt::q4_0>::code_offset : type == T::Q6_K ? PanelFormat<Fmt::q6_k>::code_offset : 0;
 }
 
 // FusedActs of activations quantised ahead (PrequantizedLayout): q and d as they are, s and the type's

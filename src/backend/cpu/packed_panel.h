@@ -24,6 +24,9 @@ struct PanelFormat {
     static constexpr int64_t sb_head = kq ? 32 : 16;
     // 4-bit codes without extra bits may keep their high nibbles in place (16 x code): see the VNNI kernel.
     static constexpr bool may_keep_high_in_place = F == Fmt::q4_0 || F == Fmt::q4_1 || F == Fmt::q4_k;
+    // What a stored code carries above its signed weight (Q8_0: +128; the zero points of Q4_0 and
+    // Q6_K); formats with a min have none (the min is a separate term).
+    static constexpr int code_offset = F == Fmt::q4_0 ? 8 : F == Fmt::q8_0 ? 128 : F == Fmt::q6_k ? 32 : 0;
 };
 
 // Block b of a panel: its bytes (pb) and, for K-quants, its super-block's header (sbp; else the panel).
