@@ -456,9 +456,12 @@ TEST(ServeE2E, RealModelReproducesTheReferenceGreedyText) {
 }
 
 TEST(ServeE2E, HeartbeatCommentsWhileALongPromptPrefills) {
-    ServeProcess s({"--heartbeat-seconds", "0.05", "--max-batched-tokens", "4", "--max-seqs", "4"}, server_test_model(true));
+    // 1 000 prefill steps of 2 tokens: each step reads the whole model, so the prefill lasts ~10x the
+    // 50 ms heartbeat even on the fastest host met (a Xeon with the model in L3: ~0.2 ms a step; the
+    // 24 steps of 4 tokens this test used before finished there within 50 ms).
+    ServeProcess s({"--heartbeat-seconds", "0.05", "--max-batched-tokens", "2", "--max-seqs", "2"}, server_test_model(true));
     json prompt = json::array();
-    for (int i = 0; i < 96; ++i) prompt.push_back(3 + (i * 37) % 500);
+    for (int i = 0; i < 2000; ++i) prompt.push_back(3 + (i * 37) % 500);
     const json body = {{"prompt", prompt}, {"max_tokens", 2}, {"stream", true}};
     HttpResult r = http_request(s.port(), "POST", "/v1/completions", body.dump());
     ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
