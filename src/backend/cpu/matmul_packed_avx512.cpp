@@ -24,6 +24,7 @@ namespace {
 // lane does the same operations in the same order either way, so results are bitwise equal.
 struct Ymm : YmmOps {
     static constexpr bool kQ8Signed = false, kHighInPlace = true, kPairSums = false;
+    static constexpr int kRegisters = 32;
     template <bool Signed>
     static I dot(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
 };
@@ -32,6 +33,7 @@ struct Zmm {
     using I = __m512i;
     static constexpr int kPanels = 2;
     static constexpr bool kQ8Signed = false, kHighInPlace = true, kPairSums = false;
+    static constexpr int kRegisters = 32;
     template <bool Signed>
     static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
     static I join(const __m256i* parts) { return _mm512_inserti64x4(_mm512_castsi256_si512(parts[0]), parts[1], 1); }
