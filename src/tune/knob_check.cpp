@@ -55,7 +55,7 @@ KnobChoice choose_and_check_knobs(const KnobCheckSetup& s, json& record) {
             if (!served) round_j["served_too_few_gaps"] = true;
         }
         if (!served) {
-            const int64_t chunk = k.max_batched_tokens - k.max_seqs;
+            const int64_t chunk = worst_gap_step(k.max_batched_tokens, k.max_seqs).prompt_tokens;
             if (chunk > s.context_limit) break;  // a chunk longer than the model's context: the model's value stands
             auto vm = s.open(s.threads, k.max_batched_tokens,
                            int64_t(k.max_seqs) * (s.decode_context + verify_reps + 2 + s.kv_block_size) + chunk + 2 * s.kv_block_size,

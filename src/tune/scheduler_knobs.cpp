@@ -56,12 +56,16 @@ double tail_ratio(const std::vector<double>& samples) {
     return std::max(1.0, nearest_rank(samples, 0.95) / best);
 }
 
+WorstGapStep worst_gap_step(int64_t max_batched_tokens, int32_t max_seqs) {
+    // Without the lone-sequence case a host where no chunk beside a decode meets the target (Zen 1
+    // with F16 weights) was told that nothing did.
+    if (max_seqs <= 1) return {max_seqs, 0};
+    return {max_seqs, std::max<int64_t>(0, max_batched_tokens - max_seqs)};
+}
+
 double modelled_p99_itl(const StepCurves& c, int64_t max_batched_tokens, int32_t max_seqs) {
-    // One sequence at a time: its prompt's chunks all run before its first token, never between two
-    // of its tokens, so every gap is a decode step alone (a host where no chunk beside a decode meets
-    // the target, Zen 1 with F16 weights, was otherwise told that nothing did).
-    const double prompt = max_seqs <= 1 ? 0.0 : double(std::max<int64_t>(0, max_batched_tokens - max_seqs));
-    return std::max(1.0, c.tail) * modelled_step_seconds(c, max_seqs, prompt);
+    const WorstGapStep w = worst_gap_step(max_batched_tokens, max_seqs);
+    return std::max(1.0, c.tail) * modelled_step_seconds(c, w.decodes, double(w.prompt_tokens));
 }
 
 double modelled_tokens_per_s(const StepCurves& c, const Workload& w, int64_t max_batched_tokens, int32_t max_seqs) {

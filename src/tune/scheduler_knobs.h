@@ -76,8 +76,17 @@ struct KnobMeasurements {
     double model_correction = 1.0;                            // > 0: scales unmeasured settings' p99
 };
 
+// The step that sets a sequence's worst gap between two tokens under these knobs: every seat
+// decoding beside the largest prompt chunk the budget leaves; with one seat, a decode alone (a lone
+// sequence's prompt chunks all run before its first token, never between two of its tokens).
+struct WorstGapStep {
+    int32_t decodes = 0;
+    int64_t prompt_tokens = 0;
+};
+WorstGapStep worst_gap_step(int64_t max_batched_tokens, int32_t max_seqs);
+
 double modelled_step_seconds(const StepCurves& c, double decodes, double prompt_tokens);  // best time
-double modelled_p99_itl(const StepCurves& c, int64_t max_batched_tokens, int32_t max_seqs);
+double modelled_p99_itl(const StepCurves& c, int64_t max_batched_tokens, int32_t max_seqs);  // of worst_gap_step
 double modelled_tokens_per_s(const StepCurves& c, const Workload& w, int64_t max_batched_tokens, int32_t max_seqs);
 // Throws pagoda::Error when the curves are empty or the candidates leave nothing to choose.
 KnobChoice choose_scheduler_knobs(const StepCurves& c, double target_itl_s, const Workload& w,

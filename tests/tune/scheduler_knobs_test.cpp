@@ -21,6 +21,11 @@ TEST(SchedulerKnobs, CurvesInterpolateAndExtendTheirEnds) {
 
 TEST(SchedulerKnobs, OneSequenceAtATimeHasNoPromptChunkBetweenItsTokens) {
     const StepCurves c = test::linear_curves();
+    // The step both the model and the timed check use: a decode alone for one seat.
+    EXPECT_EQ(worst_gap_step(2048, 1).decodes, 1);
+    EXPECT_EQ(worst_gap_step(2048, 1).prompt_tokens, 0);
+    EXPECT_EQ(worst_gap_step(8, 2).decodes, 2);
+    EXPECT_EQ(worst_gap_step(8, 2).prompt_tokens, 6);
     // Its gaps are single decodes, whatever the budget (the chunks precede its first token)...
     EXPECT_NEAR(modelled_p99_itl(c, 2048, 1), c.decode.at(1), 1e-12);
     EXPECT_NEAR(modelled_p99_itl(c, 2, 1), c.decode.at(1), 1e-12);

@@ -9,12 +9,12 @@
 // scales f32(int8 scale) * d. Q4_1: unsigned codes, sc = d, and macc = fma(m, s, macc) with its
 // minimum m. The result therefore depends only on (row, token): not on V, P, T, the thread split or
 // the step's size (batch invariance), and the AVX2 and AVX-512 kernels agree bitwise.
-// V provides: F / I (float / int vectors), kPanels (panels per register), kRegisters (vector registers
-// of the ISA: 16 or 32), join, bcast, set1, zero,
-// zero_i, add, srai4, cvt, mul, fmadd, fnmadd, store; dot<Signed>(acc, u, x) += the exact 4-byte
-// products of u (unsigned) and x (signed) per int32 lane; kQ8Signed: Q8_0's codes (stored + 128) are
-// multiplied as signed bytes by dot<true> itself, with no correction term (quantise Q8_0 with offset
-// 0 then: packed_offset); kHighInPlace: 16 x a 4-bit code may enter dot (no 16-bit saturation);
+// V provides: F / I (float / int vectors), kPanels (panels per register), kRegisters (the ISA's vector
+// registers: 16 or 32), join, bcast, set1, zero, zero_i, add, srai4, cvt, mul, fmadd, fnmadd, store;
+// dot<Signed>(acc, u, x) += the exact 4-byte products of u (unsigned) and x (signed) per int32 lane;
+// kQ8Signed: Q8_0's codes (stored + 128) are multiplied as signed bytes by dot<true> itself, with no
+// correction term (quantise Q8_0 with offset 0 then: packed_offset); kHighInPlace: 16 x a 4-bit code
+// may enter dot (no 16-bit saturation);
 // kPairSums: dot_pairs<n>(acc, u, x) adds the products of n code vectors as 16-bit pair sums before
 // widening them once — exact where n x 2 x max code x 127 < 32768 (n = 8 for the 4-bit codes <= 15,
 // 4 for Q5_K's <= 31, 2 for Q6_K's <= 63), so the integers are dot's.
