@@ -9,7 +9,8 @@
 //    4-byte code groups k of the 16 rows, which is the panel's vector k of each panel side by side
 //    (decode_panel_block, the VNNI kernel's own decoding), with the format's code offset (Q4_0 8,
 //    Q8_0 128, Q6_K 32, else 0) taken off, so the codes are the signed weights. An A tile is 16
-//    tokens x the block's 32 int8 activations, read in place from [token][cols] with stride cols.
+//    tokens x the block's 32 int8 activations, copied per step into [tile][block][token][32] so
+//    that one tile is 512 contiguous bytes (TileOperands).
 //    TDPBSSD leaves each (token, row) the exact int32 sum of (code - offset) x q over the block, which
 //    is the VNNI kernel's isum + corr (corr = -offset * sum(q), exact); Q6_K takes two products of 16
 //    values (one per half, each with its own scale), as the VNNI kernel keeps two sums.
@@ -112,20 +113,35 @@ void decode_pair(const uint8_t* const* panels, int64_t nb, PairScratch& s) {
     }
 }
 
-// The activation scalars of a step regrouped per token tile: [tile][block][16 tokens] (tokens past
-// the step 0), so a token tile's 16 broadcasts of block b sit at fixed offsets of one line.
-struct TileScalars {
+// A step's activations regrouped per token tile (tokens past the step 0):
+//  q: [tile][block][16 tokens][32 int8], so each A tile is one contiguous 512-byte load. Read in
+//     place from [token][cols], a tile's 16 rows sat 'cols' bytes apart, each load touched 16 lines
+//     (half of each used) and waited on them: the A loads were the kernel's hottest instructions.
+//  d, s: [tile][block][16 tokens], a token tile's 16 broadcasts of block b at fixed offsets of one
+//     line.
+// Built once per step, token tiles in parallel, and read by every worker.
+struct TileOperands {
+    AlignedBuffer<int8_t> q;
     AlignedBuffer<float> d, s;
-    void build(const FusedActs& a, int64_t n_tokens, bool with_s) {
+    void reserve(const FusedActs& a, int64_t n_tokens, bool with_s) {
         const int64_t tiles = (n_tokens + 15) / 16, n = tiles * a.nb * 16;
+        if (int64_t(q.size()) < n * 32) q.resize(size_t(n * 32));
         if (int64_t(d.size()) < n) d.resize(size_t(n));
         if (with_s && int64_t(s.size()) < n) s.resize(size_t(n));
-        for (int64_t t = 0; t < tiles * 16; ++t) {
-            float* dt = d.data() + (t / 16) * a.nb * 16 + t % 16;
-            float* st = with_s ? s.data() + (t / 16) * a.nb * 16 + t % 16 : nullptr;
+    }
+    void build_tile(const FusedActs& a, int64_t n_tokens, bool with_s, int64_t tile) {
+        int8_t* qt = q.data() + tile * a.nb * 512;
+        float* dt = d.data() + tile * a.nb * 16;
+        float* st = with_s ? s.data() + tile * a.nb * 16 : nullptr;
+        for (int64_t m = 0; m < 16; ++m) {
+            const int64_t t = tile * 16 + m;
+            const bool real = t < n_tokens;
+            const int8_t* src = a.q + t * a.cols;
             for (int64_t b = 0; b < a.nb; ++b) {
-                dt[b * 16] = t < n_tokens ? a.d[t * a.nbp + b] : 0.f;
-                if (st) st[b * 16] = t < n_tokens ? a.s[t * a.nbp + b] : 0.f;
+                __m256i v = real ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * 32)) : _mm256_setzero_si256();
+                _mm256_store_si256(reinterpret_cast<__m256i*>(qt + b * 512 + m * 32), v);
+                dt[b * 16 + m] = real ? a.d[t * a.nbp + b] : 0.f;
+                if (st) st[b * 16 + m] = real ? a.s[t * a.nbp + b] : 0.f;
             }
         }
     }
@@ -138,13 +154,24 @@ struct TileCtx {
     const uint8_t* bt;   // PairScratch::b
     const float* sc;     // PairScratch::sc
     const float* sc1;    // PairScratch::mn (Q6_K: the second half's scales)
-    const int8_t* q;     // the tile's first token's activations
-    int64_t cols;
-    const float* dt;     // TileScalars::d of this tile: [block][16]
+    const int8_t* q;     // TileOperands::q of this tile: [block][16][32]
+    const float* dt;     // TileOperands::d of this tile: [block][16]
     int32_t (*cbuf)[16][16];
 };
 
 #define PAGODA_AMX_INLINE inline __attribute__((always_inline))
+#define PAGODA_AMX_ALWAYS __attribute__((always_inline))
+
+// f(std::integral_constant<int, m>) for m = 0 .. N-1, unrolled in the source. The 16 accumulators
+// stay in registers only if every index into them is a constant when GCC's scalar replacement runs,
+// which is before `#pragma GCC unroll` takes effect: with a loop index the array lives on the stack
+// and every FMA of the epilogue becomes a load, the FMA and a store (measured: half the speed).
+template <int N, class Fn>
+PAGODA_AMX_INLINE void each_index(Fn&& f) {
+    [&]<int... M>(std::integer_sequence<int, M...>) __attribute__((always_inline)) {
+        (f(std::integral_constant<int, M>{}), ...);
+    }(std::make_integer_sequence<int, N>{});
+}
 
 template <class Tiles, Fmt F, int S>
 PAGODA_AMX_INLINE void issue(const TileCtx& c, int64_t b) {
@@ -153,16 +180,16 @@ PAGODA_AMX_INLINE void issue(const TileCtx& c, int64_t b) {
         constexpr int C = 2 * S;
         Tiles::template zero<C>();
         Tiles::template zero<C + 1>();
-        Tiles::template load<kA0>(c.q + b * 32, c.cols);
+        Tiles::template load<kA0>(c.q + b * 512, 32);
         Tiles::template load<kB0>(bt, 64);
         Tiles::template dpbssd<C, kA0, kB0>();
-        Tiles::template load<kA0 + 1>(c.q + b * 32 + 16, c.cols);
+        Tiles::template load<kA0 + 1>(c.q + b * 512 + 16, 32);
         Tiles::template load<kB0 + 1>(bt + 256, 64);
         Tiles::template dpbssd<C + 1, kA0 + 1, kB0 + 1>();
     } else {
         constexpr int A = kA0 + S % 2, B = kB0 + S % 2;
         Tiles::template zero<S>();
-        Tiles::template load<A>(c.q + b * 32, c.cols);
+        Tiles::template load<A>(c.q + b * 512, 32);
         Tiles::template load<B>(bt, 64);
         Tiles::template dpbssd<S, A, B>();
     }
@@ -177,17 +204,18 @@ PAGODA_AMX_INLINE void finish(const TileCtx& c, int64_t b, __m512 (&acc)[16]) {
     const __m512 sc = _mm512_load_ps(c.sc + b * 16);
     const __m512 sc1 = q6 ? _mm512_load_ps(c.sc1 + b * 16) : sc;
     const float* d = c.dt + b * 16;
-#pragma GCC unroll 16
-    for (int m = 0; m < 16; ++m) {
+    each_index<16>([&](auto m) PAGODA_AMX_ALWAYS {
         const __m512 dx = _mm512_set1_ps(d[m]);
         acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c.cbuf[C][m])), _mm512_mul_ps(sc, dx), acc[m]);
         if constexpr (q6)
             acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c.cbuf[C + 1][m])), _mm512_mul_ps(sc1, dx), acc[m]);
-    }
+    });
 }
 
 // Stage S of a round of Slots blocks from b: issue block b + S + Slots - 1 (into the slot block
 // b + S frees next round), then finish block b + S. False once the blocks run out.
+// (Storing a block's C tile one or two blocks ahead of its epilogue, to hide the wait of the
+// epilogue's loads on the tile store, measured no faster: docs/benchmarks.md.)
 template <class Tiles, Fmt F, int Slots, int S>
 PAGODA_AMX_INLINE bool stage(const TileCtx& c, int64_t b, int64_t nb, __m512 (&acc)[16]) {
     if (b + S >= nb) return false;
@@ -208,26 +236,23 @@ PAGODA_AMX_INLINE void rotate(const TileCtx& c, int64_t nb, __m512 (&acc)[16], s
 // block b's slot is b % slots (4 C tiles; Q6_K 2 pairs), issued slots - 1 blocks before it is finished.
 template <class Tiles, Fmt F>
 PAGODA_AMX_INLINE void token_tile(const TileCtx& c, int64_t nb, __m512 (&acc)[16]) {
-    for (auto& v : acc) v = _mm512_setzero_ps();
+    each_index<16>([&](auto m) PAGODA_AMX_ALWAYS { acc[m] = _mm512_setzero_ps(); });
     rotate<Tiles, F>(c, nb, acc, std::make_integer_sequence<int, PanelFormat<F>::q6 ? 2 : 4>{});
 }
-
-#undef PAGODA_AMX_INLINE
 
 // The min term of formats with one (Q4_1: +mn * s, K-quants: -mn * s), per (token, row), block order.
 template <Fmt F>
 void min_terms(const PairScratch& s, const float* st, int64_t nb, float (*out)[16]) {
     __m512 macc[16];
-    for (auto& v : macc) v = _mm512_setzero_ps();
+    each_index<16>([&](auto m) PAGODA_AMX_ALWAYS { macc[m] = _mm512_setzero_ps(); });
     for (int64_t b = 0; b < nb; ++b) {
         const __m512 mn = _mm512_load_ps(s.mn.data() + b * 16);
-#pragma GCC unroll 16
-        for (int m = 0; m < 16; ++m) {
+        each_index<16>([&](auto m) PAGODA_AMX_ALWAYS {
             const __m512 sv = _mm512_set1_ps(st[b * 16 + m]);
             macc[m] = PanelFormat<F>::kq ? _mm512_fnmadd_ps(mn, sv, macc[m]) : _mm512_fmadd_ps(mn, sv, macc[m]);
-        }
+        });
     }
-    for (int m = 0; m < 16; ++m) _mm512_store_ps(out[m], macc[m]);
+    each_index<16>([&](auto m) PAGODA_AMX_ALWAYS { _mm512_store_ps(out[m], macc[m]); });
 }
 
 template <class Tiles, Fmt F>
@@ -237,9 +262,12 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
     const int64_t full_tiles = n_tokens / 16, tail = n_tokens % 16;
-    thread_local TileScalars scalars;  // the calling thread's, read by every worker of this call
-    scalars.build(acts, n_tokens, PF::has_min);
-    const TileScalars& ts = scalars;
+    thread_local TileOperands operands;
+    // The calling thread's instance, by reference: the name inside a worker's lambda is the worker's.
+    TileOperands& ts = operands;
+    ts.reserve(acts, n_tokens, PF::has_min);
+    const int64_t n_tiles = full_tiles + (tail ? 1 : 0);
+    pool.run(int(n_tiles), [&](int tile, int) { ts.build_tile(acts, n_tokens, PF::has_min, tile); });
     // The VNNI kernel's split (see its packed_rows): one contiguous range per thread for streaming
     // steps (run_streams), small tasks of mc rows for compute-bound ones.
     auto panels_from = [&](int64_t p0, int64_t p1) {
@@ -248,7 +276,7 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
         scratch.reserve(acts.nb);
         alignas(64) int32_t cbuf[4][16][16] = {};
         alignas(64) float mterm[16][16];
-        TileCtx tile{scratch.b.data(), scratch.sc.data(), scratch.mn.data(), nullptr, acts.cols, nullptr, cbuf};
+        TileCtx tile{scratch.b.data(), scratch.sc.data(), scratch.mn.data(), nullptr, nullptr, cbuf};
         __m512 acc[16];
         int configured = -1;  // the rows the tiles are configured for
         for (int64_t pbase = p0; pbase < p1; pbase += 2) {
@@ -264,14 +292,15 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
                     Tiles::load_config(config(PF::q6, mt));
                     configured = mt;
                 }
-                tile.q = acts.q + tt * 16 * acts.cols;
+                tile.q = ts.q.data() + tt * acts.nb * 512;
                 tile.dt = ts.d.data() + tt * acts.nb * 16;
                 token_tile<Tiles, F>(tile, acts.nb, acc);
                 if constexpr (PF::has_min) min_terms<F>(scratch, ts.s.data() + tt * acts.nb * 16, acts.nb, mterm);
-                for (int m = 0; m < mt; ++m) {
+                each_index<16>([&](auto m) PAGODA_AMX_ALWAYS {  // constant indices: see each_index
+                    if (m >= mt) return;
                     const __m512 out = PF::has_min ? _mm512_add_ps(acc[m], _mm512_load_ps(mterm[m])) : acc[m];
                     _mm512_mask_storeu_ps(y + (tt * 16 + m) * v.rows + row0, mask, out);
-                }
+                });
             }
         }
         if (configured >= 0) Tiles::release();
@@ -303,5 +332,8 @@ void amx_packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_t
         default: fail("matmul: no AMX kernel for {}", gguf::type_name(uint32_t(w.source().type)));
     }
 }
+
+#undef PAGODA_AMX_INLINE
+#undef PAGODA_AMX_ALWAYS
 
 }  // namespace pagoda::kernels::detail
