@@ -29,7 +29,11 @@
 //  - a token tile (16 tokens) walks the blocks with its 16 accumulators (one zmm per token, lanes =
 //    rows) in registers;
 //  - the tile products run ahead of the epilogue: four C tiles rotate over the blocks (Q6_K: two
-//    pairs), so block b + 3's product runs while block b's result is stored and folded.
+//    pairs), so block b + 3's product runs while block b's result is stored and folded;
+//  - the A tiles are read from a per-step copy of the activations in tile order (TileOperands).
+// Per core that reaches about half of what a micro-benchmark of the same instructions allows
+// (bench/amx_instruction_bench.cpp); storing C tiles earlier, prefetching A and one C buffer for
+// all slots were measured and did not help.
 // The first version (one C tile, accumulators in memory, a product waited for before the next) ran
 // at the VNNI kernel's speed: each block's product, store and epilogue were one dependent chain.
 // The weights stay in the VNNI layout (decode below the threshold still streams them) rather than
@@ -267,7 +271,8 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     TileOperands& ts = operands;
     ts.reserve(acts, n_tokens, PF::has_min);
     const int64_t n_tiles = full_tiles + (tail ? 1 : 0);
-    pool.run(int(n_tiles), [&](int tile, int) { ts.build_tile(acts, n_tokens, PF::has_min, tile); });
+    if (n_tiles == 1) ts.build_tile(acts, n_tokens, PF::has_min, 0);  // a small step: no pool round trip
+    else pool.run(int(n_tiles), [&](int tile, int) { ts.build_tile(acts, n_tokens, PF::has_min, tile); });
     // The VNNI kernel's split (see its packed_rows): one contiguous range per thread for streaming
     // steps (run_streams), small tasks of mc rows for compute-bound ones.
     auto panels_from = [&](int64_t p0, int64_t p1) {
@@ -286,7 +291,7 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
             const int64_t row0 = pbase * kPanelRows;
             const int valid = int(std::min<int64_t>(16, v.rows - row0));
             const __mmask16 mask = __mmask16((1u << valid) - 1);
-            for (int64_t tt = 0; tt < full_tiles + (tail ? 1 : 0); ++tt) {
+            for (int64_t tt = 0; tt < n_tiles; ++tt) {
                 const int mt = tt < full_tiles ? 16 : int(tail);
                 if (mt != configured) {  // LDTILECFG zeroes the tiles: only between token tiles
                     Tiles::load_config(config(PF::q6, mt));
