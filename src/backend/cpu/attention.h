@@ -43,12 +43,15 @@
 namespace pagoda::kernels {
 
 constexpr int32_t kAttentionTile = 64;          // key positions per online-softmax tile
-constexpr int32_t kAttentionMaxQueryTile = 16;  // most tokens per task
-constexpr int32_t kAttentionQueryHeads = 32;    // query heads per task aimed for (tokens x group)
+constexpr int32_t kAttentionMaxQueryTile = 64;  // most tokens per task
+constexpr int32_t kAttentionQueryHeads = 128;   // query heads per task aimed for (tokens x group)
 
 // Tokens per task for `group` query heads per KV head: kAttentionQueryHeads / group, in
 // 1..kAttentionMaxQueryTile (more query heads per task reuse each converted K/V tile more, but
-// need more scratch and leave fewer tasks to share out).
+// need more scratch and leave fewer tasks to share out). Measured on a 512-token prefill with an
+// f16 cache (docs/benchmarks.md): 64 / 128 widen a quarter as many tiles as the former 16 / 32
+// and run 1.06-1.2x faster; 128 / 256 is no faster again. Results do not depend on these: a
+// query's arithmetic is the same in any task.
 int32_t attention_query_tile(int32_t group);
 
 // A sequence's block table as the kernel sees it (e.g. BlockManager::block_table(seq).data()).
