@@ -125,7 +125,7 @@ void decode_pair(const uint8_t* const* panels, int64_t nb, PairScratch& s) {
 //     line.
 // Built once per step, token tiles in parallel, and read by every worker. It costs the step's int8
 // activations again (n_tokens x cols bytes, plus 4-8 bytes per token and block), kept by the calling
-// thread for the next step: with 8 192 tokens a step and 14 336 columns, 117 MiB.
+// thread for the next step: with 8 192 tokens a step and 14 336 columns, 112 MiB.
 struct TileOperands {
     AlignedBuffer<int8_t> q;
     AlignedBuffer<float> d, s;
