@@ -282,7 +282,7 @@ public:
         const int64_t width = int64_t(cache.layout().n_kv_heads) * cache.layout().head_dim;
         check_cols(k, width, "kv_write", "keys");
         check_cols(v, width, "kv_write", "values");
-        cpu(cache).write(layer, step_.slots.data(), k.rows, f32(k), f32(v));
+        cpu(cache).write(layer, step_.slots.data(), k.rows, f32(k), f32(v), &threads_);
     }
     void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out,
                    const AttentionParams& p) override {
@@ -394,7 +394,7 @@ public:
             kernels::rope(qt, op.n_heads, op.head_dim, op.rope->spec().dims, cos, sin, op.rope->spec().neox);
             kernels::rope(kt, op.n_kv_heads, op.head_dim, op.rope->spec().dims, cos, sin, op.rope->spec().neox);
         });
-        cpu(cache).write(op.layer, step_.slots.data(), n, k, v);
+        cpu(cache).write(op.layer, step_.slots.data(), n, k, v, &threads_);
     }
 
     void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out, const Tensor* xq = nullptr) override {

@@ -87,21 +87,30 @@ size_t KvPool::row_offset(int64_t slot, int32_t kv_head) const {
            size_t(offset) * layout_.row_bytes();
 }
 
-void KvPool::write(int32_t layer, const int64_t* slots, int64_t n_tokens, const float* k, const float* v) {
+void KvPool::write(int32_t layer, const int64_t* slots, int64_t n_tokens, const float* k, const float* v,
+                   ThreadPool* threads) {
     check_layer(layer);
+    for (int64_t i = 0; i < n_tokens; ++i)
+        if (slots[i] >= 0) check_slot(slots[i]);  // every slot first: a worker must not throw
     const int64_t width = int64_t(layout_.n_kv_heads) * layout_.head_dim;
     uint8_t* kd = k_[size_t(layer)].data();
     uint8_t* vd = v_[size_t(layer)].data();
-    for (int64_t i = 0; i < n_tokens; ++i) {
-        int64_t slot = slots[i];
-        if (slot < 0) continue;
-        check_slot(slot);
-        for (int32_t h = 0; h < layout_.n_kv_heads; ++h) {
-            size_t off = row_offset(slot, h);
-            kv_store_row(layout_.dtype, k + i * width + int64_t(h) * layout_.head_dim, kd + off, layout_.head_dim);
-            kv_store_row(layout_.dtype, v + i * width + int64_t(h) * layout_.head_dim, vd + off, layout_.head_dim);
+    auto store = [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const int64_t slot = slots[i];
+            if (slot < 0) continue;
+            for (int32_t h = 0; h < layout_.n_kv_heads; ++h) {
+                size_t off = row_offset(slot, h);
+                kv_store_row(layout_.dtype, k + i * width + int64_t(h) * layout_.head_dim, kd + off, layout_.head_dim);
+                kv_store_row(layout_.dtype, v + i * width + int64_t(h) * layout_.head_dim, vd + off, layout_.head_dim);
+            }
         }
-    }
+    };
+    // Below a few dozen tokens (decode) the pool's round trip costs more than the stores.
+    if (threads && threads->size() > 1 && n_tokens >= 32)
+        threads->parallel_for(n_tokens, 16, [&](int64_t begin, int64_t end, int) { store(begin, end); });
+    else
+        store(0, n_tokens);
 }
 
 void KvPool::copy_block(int32_t src, int32_t dst) {

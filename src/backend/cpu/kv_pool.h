@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "core/thread_pool.h"
 #include "kv/kv_layout.h"
 
 namespace pagoda::kernels {
@@ -36,8 +37,11 @@ public:
 
     // Stores the K and V rows of n_tokens tokens of one layer. k and v are
     // [n_tokens][n_kv_heads * head_dim] floats; token i goes to slots[i]. A negative slot means
-    // "padding, skip this token". Throws pagoda::Error for a bad layer or a slot >= n_slots().
-    void write(int32_t layer, const int64_t* slots, int64_t n_tokens, const float* k, const float* v);
+    // "padding, skip this token". Throws pagoda::Error for a bad layer or a slot >= n_slots(),
+    // before anything is written. With `threads`, a prefill's tokens are stored on all of them (the
+    // slots of one step are distinct, so the rows never overlap).
+    void write(int32_t layer, const int64_t* slots, int64_t n_tokens, const float* k, const float* v,
+               ThreadPool* threads = nullptr);
 
     // Copies block src to block dst in every layer, K and V (executes a BlockManager copy-on-write).
     void copy_block(int32_t src, int32_t dst);

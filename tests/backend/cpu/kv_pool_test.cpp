@@ -1,14 +1,17 @@
 #include "backend/cpu/kv_pool.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <gtest/gtest.h>
+#include <numeric>
 #include <random>
 #include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/thread_pool.h"
 #include "kv/kv_q8.h"
 
 namespace pagoda::kv {
@@ -123,6 +126,38 @@ TEST(KvPool, RejectsBadLayoutsSlotsAndBlocks) {
     EXPECT_EQ(parse_kv_dtype("bf16"), KvDtype::bf16);
     EXPECT_EQ(parse_kv_dtype("q8"), KvDtype::q8);
     EXPECT_STREQ(kv_dtype_name(KvDtype::q8), "q8");
+}
+
+// A prefill's rows stored on a thread pool: byte for byte what one thread stores, for every dtype
+// (q8 included, whose rows carry a scale); and a bad slot anywhere in the step throws before any
+// row is written (a worker must never throw).
+TEST(KvPool, ThreadedWriteEqualsSerialAndRejectsBeforeWriting) {
+    for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8}) {
+        KvLayout L = small_layout(dtype, 16);
+        const int32_t n_blocks = 12;
+        const int64_t n = 150, width = int64_t(L.n_kv_heads) * L.head_dim;
+        std::mt19937 rng(11);
+        std::uniform_real_distribution<float> dist(-2.f, 2.f);
+        std::vector<float> k(size_t(n * width)), v(k.size());
+        for (auto& x : k) x = dist(rng);
+        for (auto& x : v) x = dist(rng);
+        std::vector<int64_t> slots(static_cast<size_t>(n));
+        std::iota(slots.begin(), slots.end(), 20);
+        std::shuffle(slots.begin(), slots.end(), rng);
+        slots[7] = -1;  // padding stays unwritten
+        KvPool serial(L, n_blocks), threaded(L, n_blocks);
+        ThreadPool two(2);
+        serial.write(1, slots.data(), n, k.data(), v.data());
+        threaded.write(1, slots.data(), n, k.data(), v.data(), &two);
+        const size_t layer_bytes = size_t(n_blocks) * L.layer_block_bytes();
+        EXPECT_EQ(std::memcmp(serial.k_data(1), threaded.k_data(1), layer_bytes), 0) << kv_dtype_name(dtype);
+        EXPECT_EQ(std::memcmp(serial.v_data(1), threaded.v_data(1), layer_bytes), 0) << kv_dtype_name(dtype);
+
+        KvPool untouched(L, n_blocks), fresh(L, n_blocks);
+        slots[n - 1] = int64_t(n_blocks) * L.block_size;  // one past the last slot
+        EXPECT_THROW(untouched.write(1, slots.data(), n, k.data(), v.data(), &two), Error);
+        EXPECT_EQ(std::memcmp(untouched.k_data(1), fresh.k_data(1), layer_bytes), 0) << kv_dtype_name(dtype);
+    }
 }
 
 TEST(KvPool, BlocksForBudgetCountsKAndVOfAllLayers) {
