@@ -32,8 +32,8 @@
 //    pairs), so block b + 3's product runs while block b's result is stored and folded;
 //  - the A tiles are read from a per-step copy of the activations in tile order (TileOperands).
 // Per core that reaches about half of what a micro-benchmark of the same instructions allows
-// (bench/amx_instruction_bench.cpp); storing C tiles earlier, prefetching A and one C buffer for
-// all slots were measured and did not help.
+// (bench/amx_instruction_bench.cpp); storing each C tile one or two blocks ahead of its epilogue,
+// prefetching A and one C buffer for all slots were measured and did not help (docs/benchmarks.md).
 // The first version (one C tile, accumulators in memory, a product waited for before the next) ran
 // at the VNNI kernel's speed: each block's product, store and epilogue were one dependent chain.
 // The weights stay in the VNNI layout (decode below the threshold still streams them) rather than
@@ -174,7 +174,7 @@ struct TileCtx {
 // and every FMA of the epilogue becomes a load, the FMA and a store (measured: half the speed).
 template <int N, class Fn>
 PAGODA_AMX_INLINE void each_index(Fn&& f) {
-    [&]<int... M>(std::integer_sequence<int, M...>) __attribute__((always_inline)) {
+    [&]<int... M>(std::integer_sequence<int, M...>) PAGODA_AMX_ALWAYS {
         (f(std::integral_constant<int, M>{}), ...);
     }(std::make_integer_sequence<int, N>{});
 }
@@ -220,8 +220,6 @@ PAGODA_AMX_INLINE void finish(const TileCtx& c, int64_t b, __m512 (&acc)[16]) {
 
 // Stage S of a round of Slots blocks from b: issue block b + S + Slots - 1 (into the slot block
 // b + S frees next round), then finish block b + S. False once the blocks run out.
-// (Storing a block's C tile one or two blocks ahead of its epilogue, to hide the wait of the
-// epilogue's loads on the tile store, measured no faster: docs/benchmarks.md.)
 template <class Tiles, Fmt F, int Slots, int S>
 PAGODA_AMX_INLINE bool stage(const TileCtx& c, int64_t b, int64_t nb, __m512 (&acc)[16]) {
     if (b + S >= nb) return false;
