@@ -142,9 +142,9 @@ void dequantize_row(const WeightView& w, int64_t r, float* out);
 // Cache tiling of the f32 GEMM (values are elements). Results do not depend on them, so a tuner may
 // set them per machine. kc is rounded up to a multiple of 256; mc to a multiple of the row block.
 struct GemmTiles {
-    int64_t kc = 512;  // K extent of a weight tile kept in L1/L2 while it meets every token block
-    int64_t mc = 32;   // rows per parallel task
-    int64_t nc = 64;   // tokens per pass over a row task's weights (bounds the partial-sum scratch)
+    int64_t kc = 1024;  // K extent of a tile (f32 path only); lanes leave the registers only between tiles
+    int64_t mc = 32;    // rows per parallel task
+    int64_t nc = 64;    // tokens per pass over a row task's weights (bounds the partial-sum scratch)
 };
 GemmTiles gemm_tiles();
 void set_gemm_tiles(const GemmTiles& tiles);  // throws on non-positive values
