@@ -79,10 +79,11 @@ inline void store_row_sums(const typename S::V* v, float* out, int count) {
 }
 
 // Lanes of w[r][0..len) * x[t][0..len) for R rows and T tokens, added to the lanes the call starts
-// with (TileEnds). prefetch_ahead > 0: each line of w[r] + prefetch_ahead is requested as w[r]'s same
-// line is read; the caller passes the next row block's distance (R rows on), so every weight line is
-// requested one row block before it is used: in decode (weights from memory) on every call, in
-// prefill on the first token block of each row block.
+// with (TileEnds). One token (decode, weights from memory): each line of w[r] + prefetch_ahead is
+// requested as w[r]'s same line is read (0: none); the caller passes the next row block's distance,
+// R rows: one call ahead. Not with more tokens: at 4 tokens the requests cost 10-20 % of the kernel
+// from cache and gained nothing from memory, and in prefill (first token block of each row block
+// only) they were within the noise.
 // Not inlined: inlined into run_rows, GCC 12 kept the accumulators in memory as well as in registers
 // and stored all 24 of them every step (measured: the F16 GEMM at half speed).
 template <class S, Elem E, int T>
@@ -99,12 +100,13 @@ __attribute__((noinline)) void micro_kernel(const void* const* w, const float* c
     constexpr int64_t esize = E == Elem::f32 ? 4 : 2;
     for (; k + S::L <= len; k += S::L) {
         V wv[R];
-        if constexpr (S::L * esize >= 16) {
-            // Request each line one row block ahead, across the 4 KiB page boundaries that stop the
-            // hardware prefetchers; one request per 64-byte line. A fixed 4 KiB within the row
-            // (before) fell on rows this call reads at the same time whenever R rows span more than
-            // 4 KiB, and left part of the next block unrequested whenever they span less. Steps of 16
-            // bytes too (F16/BF16 on 8 lanes): AVX2 F16 decode on Zen 3 gained 20 % from it.
+        if constexpr (T == 1 && S::L * esize >= 16) {
+            // Decode is memory bound: request each line one call ahead (the same line of the next row
+            // block), across the 4 KiB page boundaries that stop the hardware prefetchers; one request
+            // per 64-byte line. A fixed 4 KiB within the row (before) fell on rows this call reads at
+            // the same time whenever R rows span more than 4 KiB, and left part of the next block
+            // unrequested whenever they span less. Steps of 16 bytes too (F16/BF16 on 8 lanes): AVX2
+            // F16 decode on Zen 3 gained 20 % from it.
             if (prefetch_ahead > 0 && (k * esize) % 64 == 0)
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r)
@@ -180,8 +182,8 @@ void run_rows(const FloatTask& a, int64_t r0, int64_t r1) {
     // Results do not depend on kc (matmul_paths.h).
     const int64_t kc = !Dequant && a.n_tokens <= T ? K : Dequant ? std::max<int64_t>(a.tiles.kc, 256) : a.tiles.kc;
     const int64_t n_rb = (r1 - r0 + R - 1) / R;
-    // Weights read in place: the next row block is R rows on (decode streams them from memory; a
-    // prefill row block's first touch comes from L3 or memory too). Dequantised tiles are in L1.
+    // Weights read in place stream from memory: the next row block is R rows on. Dequantised tiles
+    // are in L1 already.
     const int64_t prefetch_ahead = Dequant ? 0 : R * a.row_bytes;
     struct Lanes { V v; };  // wrapper keeps the vector type's alignment inside std::vector
     thread_local std::vector<Lanes> scratch;
@@ -220,7 +222,7 @@ void run_rows(const FloatTask& a, int64_t r0, int64_t r1) {
                 for (int t = 0; t < tt; ++t) xs[t] = a.x + (t0 + tb + t) * K + k0;
                 const TileEnds ends{k0 == 0, k0 + len >= K, a.y + (t0 + tb) * a.rows + r0 + rb * R, a.rows, rr};
                 micro_dispatch<S, E, T>(tt, w, xs, len, need ? &scratch[size_t((rb * nt + tb) * R)].v : nullptr,
-                                        tb == 0 ? prefetch_ahead : 0, ends);
+                                        prefetch_ahead, ends);
             };
             // The inner loop walks the operand with fewer vectors per step, so the other stays in L1
             // across it: with more tokens than rows per block (AVX-512: 4 x 6) the T activation rows
