@@ -110,7 +110,7 @@ PAGODA_PACKED_BENCH(Q6_K)
     void BM_matmul_small_vocab_##TYPE(benchmark::State& s) { run(s, GgmlType::TYPE, 32000, 768); }        \
     void BM_matmul_tinyllama_ffn_##TYPE(benchmark::State& s) { run(s, GgmlType::TYPE, 5632, 2048); }      \
     void BM_matmul_tinyllama_down_##TYPE(benchmark::State& s) { run(s, GgmlType::TYPE, 2048, 5632); }     \
-    BENCHMARK(BM_matmul_small_ffn_##TYPE)->Arg(1)->Arg(64)->UseRealTime();                                 \
+    BENCHMARK(BM_matmul_small_ffn_##TYPE)->Arg(1)->Arg(64)->Arg(512)->UseRealTime();                       \
     BENCHMARK(BM_matmul_small_vocab_##TYPE)->Arg(1)->UseRealTime();                                        \
     BENCHMARK(BM_matmul_tinyllama_ffn_##TYPE)->Arg(1)->Arg(64)->UseRealTime();                             \
     BENCHMARK(BM_matmul_tinyllama_down_##TYPE)->Arg(1)->UseRealTime();
