@@ -366,6 +366,7 @@ public:
             fail("cpu backend: a step of {} tokens exceeds the reserved activations (reserve_activations first)", n);
         float* k = kv_scratch_.data();
         float* v = k + kv_dim * n;
+        cpu(cache).prefetch_write(op.layer, step_.slots.data(), n);  // arrives during the matmul
         const float* stacked = nullptr;
         if (w.stacked()) {
             stacked = stacked_output(w, x, xq);

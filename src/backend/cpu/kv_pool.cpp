@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backend/cpu/half_rows.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "kv/kv_q8.h"
@@ -12,16 +13,8 @@ namespace pagoda::kernels {
 void kv_store_row(KvDtype dtype, const float* src, void* dst, int64_t n) {
     switch (dtype) {
         case KvDtype::f32: std::memcpy(dst, src, size_t(n) * 4); return;
-        case KvDtype::f16: {
-            auto* d = static_cast<f16_bits*>(dst);
-            for (int64_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
-            return;
-        }
-        case KvDtype::bf16: {
-            auto* d = static_cast<bf16_bits*>(dst);
-            for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
-            return;
-        }
+        case KvDtype::f16: f32_to_f16_row(src, n, static_cast<uint16_t*>(dst)); return;
+        case KvDtype::bf16: f32_to_bf16_row(src, n, static_cast<uint16_t*>(dst)); return;
         case KvDtype::q8: {
             auto* d = static_cast<uint8_t*>(dst);
             const size_t at = kv::q8_scale_offset(int32_t(n));
@@ -80,6 +73,10 @@ void KvPool::check_slot(int64_t slot) const {
     if (slot < 0 || slot >= n_slots()) fail("KV pool: slot {} out of range 0..{}", slot, n_slots() - 1);
 }
 
+namespace {
+constexpr int64_t kPrefetchWriteTokens = 16;  // decode and batched decode
+}  // namespace
+
 size_t KvPool::row_offset(int64_t slot, int32_t kv_head) const {
     int64_t block = slot / layout_.block_size;
     int64_t offset = slot % layout_.block_size;
@@ -111,6 +108,23 @@ void KvPool::write(int32_t layer, const int64_t* slots, int64_t n_tokens, const 
         threads->parallel_for(n_tokens, 16, [&](int64_t begin, int64_t end, int) { store(begin, end); });
     else
         store(0, n_tokens);
+}
+
+void KvPool::prefetch_write(int32_t layer, const int64_t* slots, int64_t n_tokens) const {
+    if (layer < 0 || layer >= layout_.n_layers || n_tokens > kPrefetchWriteTokens) return;
+    const uint8_t* kd = k_[size_t(layer)].data();
+    const uint8_t* vd = v_[size_t(layer)].data();
+    const size_t row = layout_.row_bytes();
+    for (int64_t i = 0; i < n_tokens; ++i) {
+        if (slots[i] < 0 || slots[i] >= n_slots()) continue;
+        for (int32_t h = 0; h < layout_.n_kv_heads; ++h) {
+            const size_t off = row_offset(slots[i], h);
+            for (size_t b = off & ~size_t(63); b < off + row; b += 64) {  // every line the row touches
+                __builtin_prefetch(kd + b, 1, 3);
+                __builtin_prefetch(vd + b, 1, 3);
+            }
+        }
+    }
 }
 
 void KvPool::copy_block(int32_t src, int32_t dst) {

@@ -43,6 +43,13 @@ public:
     void write(int32_t layer, const int64_t* slots, int64_t n_tokens, const float* k, const float* v,
                ThreadPool* threads = nullptr);
 
+    // Asks for the lines a write() of these slots will store to: a hint that changes no value (bad
+    // layers and slots are skipped; write() checks them). A decode step stores one row per KV head
+    // at scattered slots, each line cold: requested before the step's QKV matmul, they arrive while
+    // it streams its weights instead of stalling the stores after it. Small steps only (a
+    // prefill's many rows are written in parallel and stream on their own).
+    void prefetch_write(int32_t layer, const int64_t* slots, int64_t n_tokens) const;
+
     // Copies block src to block dst in every layer, K and V (executes a BlockManager copy-on-write).
     void copy_block(int32_t src, int32_t dst);
 

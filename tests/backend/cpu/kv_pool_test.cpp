@@ -103,6 +103,25 @@ TEST(KvPool, CopyBlockCopiesEveryLayerKAndV) {
             }
 }
 
+// prefetch_write is a hint: it changes no stored byte, and bad layers, slots and padding slots are
+// skipped rather than read or thrown on.
+TEST(KvPool, PrefetchWriteChangesNothingAndSkipsBadSlots) {
+    KvLayout L = small_layout(KvDtype::q8);
+    KvPool pool(L, 2);
+    std::vector<float> k(size_t(L.n_kv_heads * L.head_dim)), v(k.size());
+    for (size_t i = 0; i < k.size(); ++i) k[i] = float(i) - 3.5f, v[i] = 0.25f * float(i);
+    const int64_t slot = 5;
+    pool.write(1, &slot, 1, k.data(), v.data());
+    std::vector<uint8_t> before(L.bytes_per_block() * 2), after(before.size());
+    pool.export_block(0, std::span(before).first(L.bytes_per_block()));
+    pool.export_block(1, std::span(before).subspan(L.bytes_per_block()));
+    const int64_t slots[] = {5, -1, 8, 1 << 30, 0, 7};
+    for (int32_t layer : {-1, 0, 1, 2}) pool.prefetch_write(layer, slots, 6);
+    pool.export_block(0, std::span(after).first(L.bytes_per_block()));
+    pool.export_block(1, std::span(after).subspan(L.bytes_per_block()));
+    EXPECT_EQ(before, after);
+}
+
 TEST(KvPool, RejectsBadLayoutsSlotsAndBlocks) {
     KvLayout L = small_layout(KvDtype::f16);
     for (int bs : {0, 3, 12, 512, -4}) {
