@@ -13,6 +13,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -120,6 +121,39 @@ void BM_NaiveAttentionDecode(benchmark::State& state) {
 void BM_PagedAttentionDecodeF16(benchmark::State& state) { run_paged(state, kv::KvDtype::f16); }
 void BM_PagedAttentionDecodeF32(benchmark::State& state) { run_paged(state, kv::KvDtype::f32); }
 void BM_PagedAttentionDecodeQ8(benchmark::State& state) { run_paged(state, kv::KvDtype::q8); }
+
+// One decode token's KV store (KvPool::write: a K and a V row per KV head) at the `small` preset's
+// shape (12 KV heads of 64) into a cache-resident pool, f16 and bf16, through the scalar conversion
+// (PAGODA_ISA's scalar path: core/half.h element by element) and through the host's best path
+// (half_rows.h), side by side in one run: the conversion's own cost, without the cold lines a
+// decode step also pays for (KvPool::prefetch_write's job).
+//   build/bench/pagoda_bench --benchmark_filter=BM_KvStoreDecode
+void BM_KvStoreDecode(benchmark::State& state) {
+    const auto dtype = state.range(0) == 0 ? kv::KvDtype::f16 : kv::KvDtype::bf16;
+    const Isa isa = state.range(1) == 0 ? Isa::scalar : best_supported_isa();
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = 12;
+    L.head_dim = 64;
+    L.block_size = 16;
+    L.dtype = dtype;
+    kernels::KvPool pool(L, 4);
+    std::vector<float> k(size_t(L.n_kv_heads * L.head_dim)), v(k.size());
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    for (size_t i = 0; i < k.size(); ++i) k[i] = normal(rng), v[i] = normal(rng);
+    const Isa saved = active_isa();
+    set_isa(isa);
+    int64_t slot = 0;
+    for (auto _ : state) {
+        pool.write(0, &slot, 1, k.data(), v.data());
+        slot = (slot + 1) % pool.n_slots();
+        benchmark::ClobberMemory();
+    }
+    set_isa(saved);
+    state.SetLabel(std::string(dtype == kv::KvDtype::f16 ? "f16 " : "bf16 ") + isa_name(isa));
+}
+BENCHMARK(BM_KvStoreDecode)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kNanosecond);
 
 BENCHMARK(BM_NaiveAttentionDecode)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeF32)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
