@@ -10,6 +10,7 @@
 // (query head, visible key): the QK^T and PV products.
 #include <algorithm>
 #include <benchmark/benchmark.h>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -159,6 +160,75 @@ BENCHMARK(BM_NaiveAttentionDecode)->RangeMultiplier(2)->Range(128, 4096)->Unit(b
 BENCHMARK(BM_PagedAttentionDecodeF32)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeF16)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeQ8)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
+
+// One decode token at the `small` preset's attention shape (12 heads, 12 KV heads of 64, f16, blocks
+// of 16 in shuffled order) as a decode step meets it: with `cold` = 1, 64 MiB are read between calls
+// (a step streams its weights, more than any L3 seen, between a layer's attention calls), so the
+// K/V rows come from memory; cold = 0 leaves them in cache. Only the attention call is timed.
+// Counter GB/s: K and V bytes read per second.
+//   build/bench/pagoda_bench --benchmark_filter=BM_AttentionDecodeSmall
+void BM_AttentionDecodeSmall(benchmark::State& state) {
+    const int ctx = int(state.range(0)), n_threads = int(state.range(1));
+    const bool cold = state.range(2) != 0;
+    constexpr int kSmallHeads = 12, kDim = 64, kBlock = 16;
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = kSmallHeads;
+    L.head_dim = kDim;
+    L.block_size = kBlock;
+    L.dtype = kv::KvDtype::f16;
+    const int n_blocks = (ctx + kBlock - 1) / kBlock;
+    kernels::KvPool pool(L, 4 * n_blocks);  // a pool larger than the sequence: its blocks scattered
+    std::vector<int32_t> all(size_t(4 * n_blocks));
+    std::iota(all.begin(), all.end(), 0);
+    std::mt19937 rng(5);
+    std::shuffle(all.begin(), all.end(), rng);
+    std::vector<int32_t> table(all.begin(), all.begin() + n_blocks);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    std::vector<float> k(size_t(kSmallHeads) * kDim), v(k.size());
+    for (int p = 0; p < ctx; ++p) {
+        for (auto& x : k) x = dist(rng);
+        for (auto& x : v) x = dist(rng);
+        const int64_t slot = int64_t(table[size_t(p / kBlock)]) * kBlock + p % kBlock;
+        pool.write(0, &slot, 1, k.data(), v.data());
+    }
+    std::vector<float> q(size_t(kSmallHeads) * kDim), out(q.size());
+    for (auto& x : q) x = dist(rng);
+    kernels::AttentionSeq seq{table.data(), int32_t(table.size())};
+    int32_t token_seq = 0, token_pos = ctx - 1;
+    kernels::PagedAttentionBatch b;
+    b.q = q.data();
+    b.n_tokens = 1;
+    b.n_heads = kSmallHeads;
+    b.token_seq = &token_seq;
+    b.token_pos = &token_pos;
+    b.seqs = &seq;
+    b.n_seqs = 1;
+    b.scale = 1.0f / std::sqrt(float(kDim));
+    ThreadPool threads(n_threads);
+    std::vector<uint64_t> sweep(cold ? (size_t(64) << 20) / 8 : 0, 1);
+    std::vector<uint64_t> sinks(static_cast<size_t>(n_threads), 0);
+    for (auto _ : state) {
+        // The sweep on the pool's threads, as a step's matmuls: the workers are spinning, not
+        // asleep, when the attention call starts.
+        const size_t per = sweep.size() / size_t(n_threads);
+        threads.run(n_threads, [&](int task, int) {
+            uint64_t sum = 0;
+            for (size_t i = per * size_t(task); i < per * size_t(task + 1); i += 8) sum += sweep[i];
+            sinks[size_t(task)] += sum;
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        kernels::paged_attention(b, pool, 0, out.data(), threads);
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        benchmark::DoNotOptimize(out.data());
+    }
+    benchmark::DoNotOptimize(sinks.data());
+    state.SetLabel(isa_name(active_isa()));
+}
+BENCHMARK(BM_AttentionDecodeSmall)
+    ->ArgsProduct({{16, 64, 128, 1024}, {1, 2}, {1, 0}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // One sequence's whole prompt in one batch: token t at position t attends to keys 0..t.
 void BM_PagedAttentionPrefillF16(benchmark::State& state) {
