@@ -124,14 +124,14 @@ void BM_PagedAttentionDecodeF32(benchmark::State& state) { run_paged(state, kv::
 void BM_PagedAttentionDecodeQ8(benchmark::State& state) { run_paged(state, kv::KvDtype::q8); }
 
 // One decode token's KV store (KvPool::write: a K and a V row per KV head) at the `small` preset's
-// shape (12 KV heads of 64) into a cache-resident pool, f16 and bf16, through the scalar conversion
-// (PAGODA_ISA's scalar path: core/half.h element by element) and through the host's best path
-// (half_rows.h), side by side in one run: the conversion's own cost, without the cold lines a
-// decode step also pays for (KvPool::prefetch_write's job).
+// shape (12 KV heads of 64) into a cache-resident pool, f16, bf16 and q8, through the scalar
+// definitions (core/half.h, kv/kv_q8.h: element by element) and through kv_rows.h's active path
+// (the host's best, or PAGODA_ISA's), side by side in one run: the encoding's own cost, without the
+// cold lines a decode step also pays for (KvPool::prefetch_write's job).
 //   build/bench/pagoda_bench --benchmark_filter=BM_KvStoreDecode
 void BM_KvStoreDecode(benchmark::State& state) {
-    const auto dtype = state.range(0) == 0 ? kv::KvDtype::f16 : kv::KvDtype::bf16;
-    const Isa isa = state.range(1) == 0 ? Isa::scalar : best_supported_isa();
+    const auto dtype = state.range(0) == 0 ? kv::KvDtype::f16 : state.range(0) == 1 ? kv::KvDtype::bf16 : kv::KvDtype::q8;
+    const Isa isa = state.range(1) == 0 ? Isa::scalar : active_isa();  // PAGODA_ISA picks the other path
     kv::KvLayout L;
     L.n_layers = 1;
     L.n_kv_heads = 12;
@@ -152,9 +152,9 @@ void BM_KvStoreDecode(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
     set_isa(saved);
-    state.SetLabel(std::string(dtype == kv::KvDtype::f16 ? "f16 " : "bf16 ") + isa_name(isa));
+    state.SetLabel(std::string(kv::kv_dtype_name(dtype)) + " " + isa_name(isa));
 }
-BENCHMARK(BM_KvStoreDecode)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_KvStoreDecode)->ArgsProduct({{0, 1, 2}, {0, 1}})->Unit(benchmark::kNanosecond);
 
 BENCHMARK(BM_NaiveAttentionDecode)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeF32)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);

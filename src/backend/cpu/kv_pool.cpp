@@ -3,7 +3,7 @@
 #include <cstring>
 #include <limits>
 
-#include "backend/cpu/half_rows.h"
+#include "backend/cpu/kv_rows.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "kv/kv_q8.h"
@@ -18,7 +18,7 @@ void kv_store_row(KvDtype dtype, const float* src, void* dst, int64_t n) {
         case KvDtype::q8: {
             auto* d = static_cast<uint8_t*>(dst);
             const size_t at = kv::q8_scale_offset(int32_t(n));
-            const float scale = kv::quantize_row_q8(src, reinterpret_cast<int8_t*>(d), n);
+            const float scale = quantize_row_q8(src, reinterpret_cast<int8_t*>(d), n);
             std::memset(d + n, 0, at - size_t(n));  // the padding: rows compare and copy as whole bytes
             std::memcpy(d + at, &scale, 4);
             return;

@@ -1,8 +1,9 @@
-// The scalar half-precision row conversions (the contract) and the run-time dispatch.
-#include "backend/cpu/half_rows.h"
+// The scalar row encoders (the contract) and the run-time dispatch.
+#include "backend/cpu/kv_rows.h"
 
 #include "core/cpu_features.h"
 #include "core/half.h"
+#include "kv/kv_q8.h"
 
 namespace pagoda::kernels {
 
@@ -30,6 +31,15 @@ void f32_to_bf16_row(const float* x, int64_t n, uint16_t* out) {
         case Isa::scalar: break;
     }
     f32_to_bf16_row_reference(x, n, out);
+}
+
+float quantize_row_q8(const float* x, int8_t* q, int64_t n) {
+    switch (active_isa()) {
+        case Isa::avx512: return detail::quantize_row_q8_avx512(x, q, n);
+        case Isa::avx2: return detail::quantize_row_q8_avx2(x, q, n);
+        case Isa::scalar: break;
+    }
+    return kv::quantize_row_q8(x, q, n);
 }
 
 }  // namespace pagoda::kernels

@@ -1,8 +1,10 @@
-// The f16 / bf16 row conversions (half_rows.h) against core/half.h's scalar f32_to_f16 and
-// f32_to_bf16, bit for bit, on every ISA this host has: every f16 and bf16 value, the f32 values
-// around each rounding midpoint (exact ties, one ulp either side), the overflow and subnormal edges,
-// NaNs with payloads in any lane, infinities, and random bit patterns, at row lengths that leave
-// partial vectors.
+// The KV row encoders (kv_rows.h) against their scalar definitions, bit for bit, on every ISA this
+// host has. f16 / bf16 against core/half.h's f32_to_f16 and f32_to_bf16: every f16 and bf16 value,
+// the f32 values around each rounding midpoint (exact ties, one ulp either side), the overflow and
+// subnormal edges, NaNs with payloads in any lane, infinities, and random bit patterns, at row
+// lengths that leave partial vectors. q8 against kv::quantize_row_q8: random rows of every length
+// up to 200 at scales from subnormal to huge, rows of exact ties, all-zero rows and rows holding
+// inf or NaN in any lane.
 #include <bit>
 #include <cstring>
 #include <gtest/gtest.h>
@@ -10,9 +12,10 @@
 #include <random>
 #include <vector>
 
-#include "backend/cpu/half_rows.h"
+#include "backend/cpu/kv_rows.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/half.h"
+#include "kv/kv_q8.h"
 
 namespace pagoda::kernels {
 namespace {
@@ -86,7 +89,7 @@ void expect_rows_match(void (*convert)(const float*, int64_t, uint16_t*), uint16
 uint16_t to_f16(float f) { return f32_to_f16(f); }
 uint16_t to_bf16(float f) { return f32_to_bf16(f); }
 
-TEST(HalfRows, EveryIsaGivesTheScalarConversionsBits) {
+TEST(KvRows, EveryIsaGivesTheScalarConversionsBits) {
     KernelConfigGuard guard;
     for (Isa isa : available_isas()) {
         SCOPED_TRACE(isa_name(isa));
@@ -99,7 +102,7 @@ TEST(HalfRows, EveryIsaGivesTheScalarConversionsBits) {
 
 // A NaN in one lane of a vector: that lane takes the scalar's quiet NaN (sign kept), the others
 // their own conversions.
-TEST(HalfRows, NanLanesTakeTheQuietNanAndLeaveTheirNeighboursAlone) {
+TEST(KvRows, NanLanesTakeTheQuietNanAndLeaveTheirNeighboursAlone) {
     KernelConfigGuard guard;
     for (Isa isa : available_isas()) {
         set_isa(isa);
@@ -114,6 +117,48 @@ TEST(HalfRows, NanLanesTakeTheQuietNanAndLeaveTheirNeighboursAlone) {
                 EXPECT_EQ(f16[size_t(i)], i == lane ? 0xfe00 : f32_to_f16(x[size_t(i)])) << isa_name(isa) << " lane " << lane;
                 EXPECT_EQ(bf16[size_t(i)], i == lane ? 0xffc1 : f32_to_bf16(x[size_t(i)])) << isa_name(isa) << " lane " << lane;
             }
+        }
+    }
+}
+
+void expect_q8_matches(const std::vector<float>& x, const char* what) {
+    const int64_t n = int64_t(x.size());
+    std::vector<int8_t> want(x.size() + 1, 99), got(x.size() + 1, 99);
+    const float want_scale = kv::quantize_row_q8(x.data(), want.data(), n);
+    const float got_scale = quantize_row_q8(x.data(), got.data(), n);
+    EXPECT_EQ(std::bit_cast<uint32_t>(got_scale), std::bit_cast<uint32_t>(want_scale)) << what << " n " << n;
+    EXPECT_EQ(got, want) << what << " n " << n;  // the extra element: nothing written past the row
+}
+
+TEST(KvRows, Q8RowsGiveTheReferenceCodesAndScale) {
+    KernelConfigGuard guard;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    for (Isa isa : available_isas()) {
+        SCOPED_TRACE(isa_name(isa));
+        set_isa(isa);
+        for (int64_t n = 0; n <= 200; ++n)
+            for (float magnitude : {1e-42f, 1e-30f, 1e-3f, 1.0f, 300.0f, 1e30f}) {
+                std::vector<float> x(static_cast<size_t>(n));
+                for (auto& v : x) v = normal(rng) * magnitude;
+                expect_q8_matches(x, "random");
+            }
+        for (int64_t n : {1, 8, 15, 16, 17, 64, 100}) {
+            // Largest |x| = 127: scale exactly 1, so values k + 0.5 are exact ties (half to even).
+            std::vector<float> ties(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i) ties[size_t(i)] = float(i % 254 - 127) + (i ? 0.5f : 0.0f);
+            ties[0] = -127.0f;
+            expect_q8_matches(ties, "ties");
+            expect_q8_matches(std::vector<float>(static_cast<size_t>(n), 0.0f), "zeros");
+            expect_q8_matches(std::vector<float>(static_cast<size_t>(n), -0.0f), "negative zeros");
+            for (float special : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                                  std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max()})
+                for (int64_t at = 0; at < n; at += 7) {
+                    std::vector<float> x(static_cast<size_t>(n));
+                    for (auto& v : x) v = normal(rng);
+                    x[size_t(at)] = special;
+                    expect_q8_matches(x, "special");
+                }
         }
     }
 }
