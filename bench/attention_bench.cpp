@@ -28,18 +28,24 @@ using namespace pagoda;
 
 constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128;
 
+// A one-layer KV layout (the benchmarks below time one layer's attention or stores).
+kv::KvLayout one_layer(int32_t kv_heads, int32_t head_dim, int32_t block_size, kv::KvDtype dtype) {
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = kv_heads;
+    L.head_dim = head_dim;
+    L.block_size = block_size;
+    L.dtype = dtype;
+    return L;
+}
+
 struct DecodeSetup {
     std::unique_ptr<kernels::KvPool> pool;
     std::vector<int32_t> table;
     std::vector<float> q, out, k_contig, v_contig;  // contiguous F32 copies for the naive version
 
     DecodeSetup(int ctx, kv::KvDtype dtype, int block_size = 16) {
-        kv::KvLayout L;
-        L.n_layers = 1;
-        L.n_kv_heads = kKvHeads;
-        L.head_dim = kHeadDim;
-        L.block_size = block_size;
-        L.dtype = dtype;
+        const kv::KvLayout L = one_layer(kKvHeads, kHeadDim, block_size, dtype);
         int n_blocks = (ctx + block_size - 1) / block_size;
         pool = std::make_unique<kernels::KvPool>(L, n_blocks);
         table.resize(size_t(n_blocks));
@@ -62,21 +68,28 @@ struct DecodeSetup {
     }
 };
 
+// One decode token of sequence 0 (its position and index live in the caller's variables).
+kernels::PagedAttentionBatch decode_batch(const float* q, int n_heads, int head_dim, const kernels::AttentionSeq* seq,
+                                          const int32_t* token_seq, const int32_t* token_pos) {
+    kernels::PagedAttentionBatch b;
+    b.q = q;
+    b.n_tokens = 1;
+    b.n_heads = n_heads;
+    b.token_seq = token_seq;
+    b.token_pos = token_pos;
+    b.seqs = seq;
+    b.n_seqs = 1;
+    b.scale = 1.0f / std::sqrt(float(head_dim));
+    return b;
+}
+
 void run_paged(benchmark::State& state, kv::KvDtype dtype) {
     const int ctx = int(state.range(0));
     DecodeSetup s(ctx, dtype);
     ThreadPool threads(1);
     kernels::AttentionSeq seq{s.table.data(), int32_t(s.table.size())};
     int32_t token_seq = 0, token_pos = ctx - 1;
-    kernels::PagedAttentionBatch b;
-    b.q = s.q.data();
-    b.n_tokens = 1;
-    b.n_heads = kHeads;
-    b.token_seq = &token_seq;
-    b.token_pos = &token_pos;
-    b.seqs = &seq;
-    b.n_seqs = 1;
-    b.scale = 1.0f / std::sqrt(float(kHeadDim));
+    const kernels::PagedAttentionBatch b = decode_batch(s.q.data(), kHeads, kHeadDim, &seq, &token_seq, &token_pos);
     for (auto _ : state) {
         kernels::paged_attention(b, *s.pool, 0, s.out.data(), threads);
         benchmark::DoNotOptimize(s.out.data());
@@ -132,12 +145,7 @@ void BM_PagedAttentionDecodeQ8(benchmark::State& state) { run_paged(state, kv::K
 void BM_KvStoreDecode(benchmark::State& state) {
     const auto dtype = state.range(0) == 0 ? kv::KvDtype::f16 : state.range(0) == 1 ? kv::KvDtype::bf16 : kv::KvDtype::q8;
     const Isa isa = state.range(1) == 0 ? Isa::scalar : active_isa();  // PAGODA_ISA picks the other path
-    kv::KvLayout L;
-    L.n_layers = 1;
-    L.n_kv_heads = 12;
-    L.head_dim = 64;
-    L.block_size = 16;
-    L.dtype = dtype;
+    const kv::KvLayout L = one_layer(12, 64, 16, dtype);
     kernels::KvPool pool(L, 4);
     std::vector<float> k(size_t(L.n_kv_heads * L.head_dim)), v(k.size());
     std::mt19937 rng(3);
@@ -171,12 +179,7 @@ void BM_AttentionDecodeSmall(benchmark::State& state) {
     const int ctx = int(state.range(0)), n_threads = int(state.range(1));
     const bool cold = state.range(2) != 0;
     constexpr int kSmallHeads = 12, kDim = 64, kBlock = 16;
-    kv::KvLayout L;
-    L.n_layers = 1;
-    L.n_kv_heads = kSmallHeads;
-    L.head_dim = kDim;
-    L.block_size = kBlock;
-    L.dtype = kv::KvDtype::f16;
+    const kv::KvLayout L = one_layer(kSmallHeads, kDim, kBlock, kv::KvDtype::f16);
     const int n_blocks = (ctx + kBlock - 1) / kBlock;
     kernels::KvPool pool(L, 4 * n_blocks);  // a pool larger than the sequence: its blocks scattered
     std::vector<int32_t> all(size_t(4 * n_blocks));
@@ -196,15 +199,7 @@ void BM_AttentionDecodeSmall(benchmark::State& state) {
     for (auto& x : q) x = dist(rng);
     kernels::AttentionSeq seq{table.data(), int32_t(table.size())};
     int32_t token_seq = 0, token_pos = ctx - 1;
-    kernels::PagedAttentionBatch b;
-    b.q = q.data();
-    b.n_tokens = 1;
-    b.n_heads = kSmallHeads;
-    b.token_seq = &token_seq;
-    b.token_pos = &token_pos;
-    b.seqs = &seq;
-    b.n_seqs = 1;
-    b.scale = 1.0f / std::sqrt(float(kDim));
+    const kernels::PagedAttentionBatch b = decode_batch(q.data(), kSmallHeads, kDim, &seq, &token_seq, &token_pos);
     ThreadPool threads(n_threads);
     std::vector<uint64_t> sweep(cold ? (size_t(64) << 20) / 8 : 0, 1);
     std::vector<uint64_t> sinks(static_cast<size_t>(n_threads), 0);
@@ -234,12 +229,7 @@ BENCHMARK(BM_AttentionDecodeSmall)
 void BM_PagedAttentionPrefillF16(benchmark::State& state) {
     const int n_tokens = int(state.range(0)), n_heads = int(state.range(1)), n_kv = int(state.range(2));
     const int head_dim = 64, block_size = 16;
-    kv::KvLayout L;
-    L.n_layers = 1;
-    L.n_kv_heads = n_kv;
-    L.head_dim = head_dim;
-    L.block_size = block_size;
-    L.dtype = kv::KvDtype::f16;
+    const kv::KvLayout L = one_layer(n_kv, head_dim, block_size, kv::KvDtype::f16);
     const int n_blocks = (n_tokens + block_size - 1) / block_size;
     kernels::KvPool pool(L, n_blocks);
     std::vector<int32_t> table(static_cast<size_t>(n_blocks));
