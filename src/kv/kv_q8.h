@@ -10,6 +10,9 @@ namespace pagoda::kv {
 
 // Writes q[0..n) and returns the row's scale.
 float quantize_row_q8(const float* x, int8_t* q, int64_t n);
+// The codes of a row whose scale is known (finite, > 0): q[i] = x[i] / scale rounded half to even,
+// clamped to +-127 — quantize_row_q8's second half, also the SIMD encoders' tail.
+void quantize_codes_q8(const float* x, float scale, int8_t* q, int64_t n);
 // out[i] = q[i] * scale.
 void dequantize_row_q8(const int8_t* q, float scale, float* out, int64_t n);
 

@@ -51,10 +51,7 @@ float quantize_row_q8_t(const float* x, int8_t* q, int64_t n) {
     const float scale = m / 127.0f;
     if (!finite || scale == 0.0f) return kv::quantize_row_q8(x, q, n);
     for (i = 0; i + S::L <= n; i += S::L) S::to_q8(x + i, scale, q + i);
-    for (; i < n; ++i) {
-        const float r = std::nearbyint(x[i] / scale);
-        q[i] = int8_t(r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
-    }
+    kv::quantize_codes_q8(x + i, scale, q + i, n - i);
     return scale;
 }
 
