@@ -170,17 +170,18 @@ BENCHMARK(BM_PagedAttentionDecodeF16)->RangeMultiplier(2)->Range(128, 4096)->Uni
 BENCHMARK(BM_PagedAttentionDecodeQ8)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 
 // One decode token at the `small` preset's attention shape (12 heads, 12 KV heads of 64, f16, blocks
-// of 16 in shuffled order) as a decode step meets it: with `cold` = 1, 64 MiB are read between calls
-// (a step streams its weights, more than any L3 seen, between a layer's attention calls), so the
-// K/V rows come from memory; cold = 0 leaves them in cache. Only the attention call is timed.
-// Counter GB/s: K and V bytes read per second.
+// of `block` tokens in shuffled order; 16 is the default) as a decode step meets it: with `cold` = 1,
+// 64 MiB are read between calls (a step streams its weights, more than any L3 seen, between a
+// layer's attention calls), so the K/V rows come from memory; cold = 0 leaves them in cache. Only
+// the attention call is timed. Counter GB/s: K and V bytes read per second.
 //   build/bench/pagoda_bench --benchmark_filter=BM_AttentionDecodeSmall
 void BM_AttentionDecodeSmall(benchmark::State& state) {
     const int ctx = int(state.range(0)), n_threads = int(state.range(1));
     const bool cold = state.range(2) != 0;
-    constexpr int kSmallHeads = 12, kDim = 64, kBlock = 16;
-    const kv::KvLayout L = one_layer(kSmallHeads, kDim, kBlock, kv::KvDtype::f16);
-    const int n_blocks = (ctx + kBlock - 1) / kBlock;
+    const int block = int(state.range(3));
+    constexpr int kSmallHeads = 12, kDim = 64;
+    const kv::KvLayout L = one_layer(kSmallHeads, kDim, block, kv::KvDtype::f16);
+    const int n_blocks = (ctx + block - 1) / block;
     kernels::KvPool pool(L, 4 * n_blocks);  // a pool larger than the sequence: its blocks scattered
     std::vector<int32_t> all(size_t(4 * n_blocks));
     std::iota(all.begin(), all.end(), 0);
@@ -192,7 +193,7 @@ void BM_AttentionDecodeSmall(benchmark::State& state) {
     for (int p = 0; p < ctx; ++p) {
         for (auto& x : k) x = dist(rng);
         for (auto& x : v) x = dist(rng);
-        const int64_t slot = int64_t(table[size_t(p / kBlock)]) * kBlock + p % kBlock;
+        const int64_t slot = int64_t(table[size_t(p / block)]) * block + p % block;
         pool.write(0, &slot, 1, k.data(), v.data());
     }
     std::vector<float> q(size_t(kSmallHeads) * kDim), out(q.size());
@@ -219,10 +220,16 @@ void BM_AttentionDecodeSmall(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(sinks.data());
     state.SetLabel(isa_name(active_isa()));
+    const double kv_bytes = 2.0 * ctx * kSmallHeads * kDim * 2;  // K and V, f16
+    state.counters["GB/s"] = benchmark::Counter(kv_bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
+// The cold calls are short beside the 64 MiB sweep around each: the minimum time counts only the
+// timed calls, so it is kept low, or one cold row would take minutes of sweeping.
 BENCHMARK(BM_AttentionDecodeSmall)
-    ->ArgsProduct({{16, 64, 128, 1024}, {1, 2}, {1, 0}})
+    ->ArgsProduct({{16, 64, 128, 1024}, {1, 2}, {1, 0}, {16}})
+    ->ArgsProduct({{1024}, {1, 2}, {1, 0}, {32, 64}})
     ->UseManualTime()
+    ->MinTime(0.05)
     ->Unit(benchmark::kMicrosecond);
 
 // One sequence's whole prompt in one batch: token t at position t attends to keys 0..t.
