@@ -169,8 +169,9 @@ BENCHMARK(BM_PagedAttentionDecodeF32)->RangeMultiplier(2)->Range(128, 4096)->Uni
 BENCHMARK(BM_PagedAttentionDecodeF16)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeQ8)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 
-// One decode token at the `small` preset's attention shape (12 heads, 12 KV heads of 64, f16, blocks
-// of `block` tokens in shuffled order; 16 is the default) as a decode step meets it: with `cold` = 1,
+// One decode token at the `small` preset's attention shape (12 heads, 12 KV heads of 64, f16 or q8
+// (`--kv-type q8`: half the bytes), blocks of `block` tokens in shuffled order; 16 is the default) as
+// a decode step meets it: with `cold` = 1,
 // 64 MiB are read between calls (a step streams its weights, more than any L3 seen, between a
 // layer's attention calls), so the K/V rows come from memory; cold = 0 leaves them in cache. Only
 // the attention call is timed. Counter GB/s: K and V bytes read per second.
@@ -179,8 +180,9 @@ void BM_AttentionDecodeSmall(benchmark::State& state) {
     const int ctx = int(state.range(0)), n_threads = int(state.range(1));
     const bool cold = state.range(2) != 0;
     const int block = int(state.range(3));
+    const kv::KvDtype dtype = state.range(4) != 0 ? kv::KvDtype::q8 : kv::KvDtype::f16;
     constexpr int kSmallHeads = 12, kDim = 64;
-    const kv::KvLayout L = one_layer(kSmallHeads, kDim, block, kv::KvDtype::f16);
+    const kv::KvLayout L = one_layer(kSmallHeads, kDim, block, dtype);
     const int n_blocks = (ctx + block - 1) / block;
     kernels::KvPool pool(L, 4 * n_blocks);  // a pool larger than the sequence: its blocks scattered
     std::vector<int32_t> all(size_t(4 * n_blocks));
@@ -220,14 +222,15 @@ void BM_AttentionDecodeSmall(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(sinks.data());
     state.SetLabel(isa_name(active_isa()));
-    const double kv_bytes = 2.0 * ctx * kSmallHeads * kDim * 2;  // K and V, f16
+    const double kv_bytes = 2.0 * ctx * kSmallHeads * double(L.row_bytes());  // K and V
     state.counters["GB/s"] = benchmark::Counter(kv_bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 // The cold calls are short beside the 64 MiB sweep around each: the minimum time counts only the
 // timed calls, so it is kept low, or one cold row would take minutes of sweeping.
 BENCHMARK(BM_AttentionDecodeSmall)
-    ->ArgsProduct({{16, 64, 128, 1024}, {1, 2}, {1, 0}, {16}})
-    ->ArgsProduct({{1024}, {1, 2}, {1, 0}, {32, 64}})
+    ->ArgsProduct({{16, 64, 128, 1024}, {1, 2}, {1, 0}, {16}, {0}})
+    ->ArgsProduct({{1024}, {1, 2}, {1, 0}, {32, 64}, {0}})
+    ->ArgsProduct({{128, 1024}, {1, 2}, {1, 0}, {16}, {1}})
     ->UseManualTime()
     ->MinTime(0.05)
     ->Unit(benchmark::kMicrosecond);
