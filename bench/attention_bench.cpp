@@ -169,12 +169,12 @@ BENCHMARK(BM_PagedAttentionDecodeF32)->RangeMultiplier(2)->Range(128, 4096)->Uni
 BENCHMARK(BM_PagedAttentionDecodeF16)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeQ8)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 
-// One decode token at the `small` preset's attention shape (12 heads, 12 KV heads of 64, f16 or q8
-// (`--kv-type q8`: half the bytes), blocks of `block` tokens in shuffled order; 16 is the default) as
-// a decode step meets it: with `cold` = 1,
-// 64 MiB are read between calls (a step streams its weights, more than any L3 seen, between a
-// layer's attention calls), so the K/V rows come from memory; cold = 0 leaves them in cache. Only
-// the attention call is timed. Counter GB/s: K and V bytes read per second.
+// One decode token at the `small` preset's attention shape (12 heads, 12 KV heads of 64; f16, or q8
+// with `q8` = 1: about half the bytes; blocks of `block` tokens in shuffled order, 16 the default)
+// as a decode step meets it: with `cold` = 1, 64 MiB are read between calls (a step streams its
+// weights, more than any L3 seen, between a layer's attention calls), so the K/V rows come from
+// memory; cold = 0 leaves them in cache. Only the attention call is timed. Arguments: context,
+// threads, cold, block, q8. Counter GB/s: K and V bytes read per second.
 //   build/bench/pagoda_bench --benchmark_filter=BM_AttentionDecodeSmall
 void BM_AttentionDecodeSmall(benchmark::State& state) {
     const int ctx = int(state.range(0)), n_threads = int(state.range(1));
