@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "backend/cpu/matmul_amx.h"
 #include "backend/cpu/packed_kernel.h"
+#include "backend/cpu/packed_kernel_wide.h"
 
 namespace pagoda::kernels::detail {
 namespace {
@@ -61,7 +62,7 @@ void run_packed(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, 
                 const GemmTiles& tiles) {
     // Bitwise the same results (amx_kernel.h), so the choice by token count keeps batch invariance.
     if (amx_path_taken(n_tokens)) return matmul_packed_amx(w, acts, n_tokens, y, pool, tiles);
-    packed_by_type<Ymm, Zmm, 2, 8>(w, acts, n_tokens, y, pool, tiles.mc);
+    packed_by_type<Ymm, Zmm, 2, 8, WidePrefill>(w, acts, n_tokens, y, pool, tiles.mc);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/int8_fused.h"
 #include "backend/cpu/matmul_paths.h"
@@ -222,12 +223,22 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
             for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
                 const int tt = int(std::min<int64_t>(T, n_tokens - t0));
                 packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out, prefetch_ahead);
-                for (int t = 0; t < tt; ++t)
+                // The group's P panels are P * 8 consecutive rows of y: one fixed-size copy per token
+                // where they are all whole (a variable-length memcpy per panel was a libc call each,
+                // 10 % of a 512-token Q4_0 matmul on Ice Lake).
+                const bool whole = pp == P && (pbase + P) * kPanelRows <= v.rows;
+                for (int t = 0; t < tt; ++t) {
+                    float* yt = y + (t0 + t) * v.rows + pbase * kPanelRows;
+                    if (whole) {
+                        std::memcpy(yt, out + t * P * 8, size_t(P) * kPanelRows * sizeof(float));
+                        continue;
+                    }
                     for (int p = 0; p < pp; ++p) {
                         const int64_t row0 = (pbase + p) * kPanelRows;
                         const int valid = int(std::min<int64_t>(kPanelRows, v.rows - row0));
-                        std::memcpy(y + (t0 + t) * v.rows + row0, out + (t * P + p) * 8, size_t(valid) * sizeof(float));
+                        std::memcpy(yt + p * kPanelRows, out + (t * P + p) * 8, size_t(valid) * sizeof(float));
                     }
+                }
             }
         }
     };
@@ -243,13 +254,18 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     });
 }
 
-template <Fmt F, class Decode, class Prefill, int PrefillP, int PrefillT>
+// No kernel of its own for steps of more than kStreamTokens tokens (packed_by_type's Wide).
+struct NoWide {};
+
+template <Fmt F, class Decode, class Prefill, int PrefillP, int PrefillT, class Wide>
 void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                    int64_t mc) {
     // One token: two panels on ymm share each broadcast activation group and the per-block scalars
     // (measured +20-60 % per core over one panel on Ice Lake; 4 panels, or zmm joins, did no better).
-    if (n_tokens == 1) packed_rows<F, 2, 1, Decode>(w, acts, n_tokens, y, pool, mc);
-    else packed_rows<F, PrefillP, PrefillT, Prefill>(w, acts, n_tokens, y, pool, mc);
+    if (n_tokens == 1) return packed_rows<F, 2, 1, Decode>(w, acts, n_tokens, y, pool, mc);
+    if constexpr (!std::is_same_v<Wide, NoWide>)
+        if (n_tokens > kStreamTokens) return Wide::template matmul<F>(w, acts, n_tokens, y, pool, mc);
+    packed_rows<F, PrefillP, PrefillT, Prefill>(w, acts, n_tokens, y, pool, mc);
 }
 
 // The code offset the activations are quantised with for a packed type (folded in through corr).
@@ -284,18 +300,19 @@ inline FusedActs prequantized_acts(const PrequantizedLayout& l, int64_t n_tokens
     return FusedActs{l.q, l.d, buf.s.data(), nullptr, offset ? buf.corr.data() : nullptr, cols, cols / 32, l.nbp};
 }
 
-// The packed matmul of every packed type: decode on Decode (2 panels a call), prefill on Prefill
-// (PrefillP panels x PrefillT tokens a call).
-template <class Decode, class Prefill, int PrefillP, int PrefillT>
+// The packed matmul of every packed type: decode on Decode (2 panels a call), steps of a few tokens
+// on Prefill (PrefillP panels x PrefillT tokens a call), and steps of more than kStreamTokens tokens
+// on Wide::matmul<F> where the ISA file has one (same results: packed_kernel_wide.h).
+template <class Decode, class Prefill, int PrefillP, int PrefillT, class Wide = NoWide>
 void packed_by_type(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                     int64_t mc) {
     switch (w.source().type) {
-        case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
-        case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
-        case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
-        case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
-        case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
-        case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k, Decode, Prefill, PrefillP, PrefillT>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(w.source().type)));
     }
 }
