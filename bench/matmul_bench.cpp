@@ -1,6 +1,7 @@
 // matmul throughput per weight type and path at the shapes of the `small` (dim 768, ffn 2048,
 // vocab 32000) and `tinyllama` (dim 2048, ffn 5632) presets. Counters: GB/s = weight bytes streamed
-// per second (decode, n_tokens = 1), GFLOP/s = 2*rows*cols*n_tokens per second (prefill, 64 tokens).
+// per second (decode, n_tokens = 1), GFLOP/s = 2*rows*cols*n_tokens per second (prefill, 64 tokens;
+// the packed `small` ffn also at 17 and 32, the first step sizes of the AVX-512 wide prefill kernel).
 // Paths: set PAGODA_ISA / PAGODA_QUANT_METHOD in the environment to compare; PAGODA_BENCH_THREADS sets
 // the pool size; PAGODA_AMX=0/1 compares the VNNI panels with the AMX tiles (512 tokens: a prefill step).
 #include <benchmark/benchmark.h>
@@ -95,7 +96,7 @@ void run_packed(benchmark::State& state, GgmlType type, int64_t rows, int64_t co
     void BM_packed_small_ffn_##TYPE(benchmark::State& s) { run_packed(s, GgmlType::TYPE, 2048, 768); }        \
     void BM_packed_small_vocab_##TYPE(benchmark::State& s) { run_packed(s, GgmlType::TYPE, 32000, 768); }     \
     void BM_packed_tinyllama_ffn_##TYPE(benchmark::State& s) { run_packed(s, GgmlType::TYPE, 5632, 2048); }   \
-    BENCHMARK(BM_packed_small_ffn_##TYPE)->Arg(1)->Arg(64)->Arg(512)->UseRealTime();                           \
+    BENCHMARK(BM_packed_small_ffn_##TYPE)->Arg(1)->Arg(17)->Arg(32)->Arg(64)->Arg(512)->UseRealTime(); \
     BENCHMARK(BM_packed_small_vocab_##TYPE)->Arg(1)->UseRealTime();                                            \
     BENCHMARK(BM_packed_tinyllama_ffn_##TYPE)->Arg(1)->Arg(64)->UseRealTime();
 
