@@ -22,4 +22,8 @@ int64_t choose_amx_min_tokens(std::vector<AmxTiming> timings) {
     return threshold;
 }
 
+int64_t choose_wide_min_tokens(std::vector<AmxTiming> timings) {
+    return std::max(kernels::kDefaultWideMinTokens, choose_amx_min_tokens(std::move(timings)));
+}
+
 }  // namespace pagoda::tune

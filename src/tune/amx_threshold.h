@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/matmul.h"
+
 namespace pagoda::tune {
 
 struct AmxTiming {
@@ -18,5 +20,10 @@ constexpr int64_t kAmxNever = int64_t(1) << 30;  // the largest threshold a prof
 
 // Timings in any order; throws pagoda::Error on none, a repeated count or a non-positive count.
 int64_t choose_amx_min_tokens(std::vector<AmxTiming> timings);
+
+// The same rule for the AVX-512 VNNI wide prefill kernel (matmul.h: wide_min_tokens), also bitwise
+// its alternative's results: vnni_seconds are the narrow kernel's, amx_seconds the wide one's.
+// Returns at least kernels::kDefaultWideMinTokens (smaller steps stream through the narrow kernel).
+int64_t choose_wide_min_tokens(std::vector<AmxTiming> timings);
 
 }  // namespace pagoda::tune

@@ -122,6 +122,12 @@ kernels::KernelPlan read_plan(const json& arr, const std::string& where) {
                 fail("{}: key '{}': AMX tiles run only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})", where,
                      r.name("amx_min_tokens"), type, method);
         }
+        if (r.has("wide_min_tokens")) {
+            t.wide_min_tokens = r.integer("wide_min_tokens", kernels::kDefaultWideMinTokens, int64_t(1) << 30);
+            if (!kernels::amx_applies(t.method, t.type))
+                fail("{}: key '{}': the wide prefill kernel runs only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                     where, r.name("wide_min_tokens"), type, method);
+        }
         r.done();
         if (plan.find(t.type)) fail("{}: key '{}': weight type {} is listed twice", where, r.name("type"), type);
         plan.types.push_back(std::move(t));
@@ -144,6 +150,7 @@ json profile_to_json(const Profile& p) {
                    {"method", kernels::path_method_name(t.method)},
                    {"ranges", ranges}};
         if (t.amx_min_tokens) jt["amx_min_tokens"] = *t.amx_min_tokens;
+        if (t.wide_min_tokens) jt["wide_min_tokens"] = *t.wide_min_tokens;
         plan.push_back(jt);
     }
     return {
@@ -265,6 +272,10 @@ std::string describe_profile(const Profile& p) {
             if (r.max_tokens != INT64_MAX) lo = r.max_tokens + 1;
         }
         if (t.amx_min_tokens) ranges += fmt::format(" [AMX tiles from {} tokens]", *t.amx_min_tokens);
+        if (t.wide_min_tokens)
+            ranges += *t.wide_min_tokens >= (int64_t(1) << 30)
+                          ? std::string(" [wide prefill kernel: never]")
+                          : fmt::format(" [wide prefill kernel from {} tokens]", *t.wide_min_tokens);
         out += fmt::format("  {:<6} {:<11}{}\n", gguf::type_name(uint32_t(t.type)), kernels::path_method_name(t.method), ranges);
     }
     out += fmt::format("threads {}, KV block size {}, --max-batched-tokens {} --max-seqs {}: modelled p99 inter-token latency "

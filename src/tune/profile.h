@@ -5,10 +5,11 @@
 //    "model": {"path", "identity": 16 hex digits (model/model_identity.h)},
 //    "kernel_plan": [{"type": "q4_0", "method": "int8_dot",
 //                     "ranges": [{"max_tokens": 1, "kc", "mc", "nc"}, ..., {"kc", "mc", "nc"}],
-//                     "amx_min_tokens": 32}],
+//                     "amx_min_tokens": 32, "wide_min_tokens": 17}],
 //                     (the last range has no max_tokens: every larger step; amx_min_tokens, optional
 //                     and only for int8_dot on a packed type: the smallest step that takes AMX tiles,
-//                     present where `pagoda tune` could measure them)
+//                     present where `pagoda tune` could measure them; wide_min_tokens, the same for
+//                     the AVX-512 VNNI wide prefill kernel, at least 17)
 //    "threads", "kv_block_size",
 //    "scheduler": {"max_batched_tokens", "max_seqs", "target_itl_ms", "modelled_p99_itl_ms",
 //                  "modelled_output_tokens_per_s", "target_met"},

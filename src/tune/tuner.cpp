@@ -91,8 +91,9 @@ TypeBench prepare(const std::vector<Shape>& shapes, kernels::PathMethod method) 
 
 // One step's matmuls of this type at n tokens, in seconds.
 double time_type(const TypeBench& b, kernels::PathMethod method, const kernels::GemmTiles& tiles, int64_t n,
-                 ThreadPool& pool, double min_seconds, int64_t amx_min_tokens = kernels::kDefaultAmxMinTokens) {
-    const kernels::ScopedKernelChoice scope({method, tiles, amx_min_tokens});
+                 ThreadPool& pool, double min_seconds, int64_t amx_min_tokens = kernels::kDefaultAmxMinTokens,
+                 int64_t wide_min_tokens = kernels::kDefaultWideMinTokens) {
+    const kernels::ScopedKernelChoice scope({method, tiles, amx_min_tokens, wide_min_tokens});
     std::mt19937 rng(1234);
     std::normal_distribution<float> dist(0.f, 1.f);
     std::vector<float> x, y;
@@ -178,7 +179,7 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
                                         {"isa", isa_name(active_isa())}};
 
     // 2. Methods and tiles per weight type.
-    json matmul_j = json::object(), tiles_j = json::object(), amx_j = json::object();
+    json matmul_j = json::object(), tiles_j = json::object(), amx_j = json::object(), wide_j = json::object();
     for (const auto& [type, type_shapes] : shapes) {
         const std::string tname = gguf::type_name(uint32_t(type));
         json shapes_j = json::array();
@@ -267,10 +268,37 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
             plan.amx_min_tokens = choose_amx_min_tokens(timings);
             amx_j[tname] = {{"timings", amx_t}, {"amx_min_tokens", *plan.amx_min_tokens}};
         }
+        // The wide prefill kernel of the AVX-512 VNNI panels against the narrow one (the same bits),
+        // AMX tiles off for both, each count with its range's tiles.
+        if (kernels::vnni_panels_active() && kernels::amx_applies(best, type)) {
+            step(fmt::format("{} matmuls, wide prefill kernel against narrow", tname));
+            std::vector<AmxTiming> timings;
+            json wide_t = json::array();
+            for (int64_t n : {int64_t(17), int64_t(32), int64_t(64), int64_t(128)}) {
+                kernels::GemmTiles t = kernels::GemmTiles{};
+                for (const auto& r : plan.ranges)
+                    if (n <= r.max_tokens) {
+                        t = r.tiles;
+                        break;
+                    }
+                AmxTiming timing{n, time_type(benches[best], best, t, n, pool, min_s, kAmxNever, kAmxNever),
+                                 time_type(benches[best], best, t, n, pool, min_s, kAmxNever, kernels::kDefaultWideMinTokens)};
+                timings.push_back(timing);
+                wide_t.push_back({{"tokens", n}, {"narrow_seconds", timing.vnni_seconds}, {"wide_seconds", timing.amx_seconds}});
+            }
+            plan.wide_min_tokens = choose_wide_min_tokens(timings);
+            wide_j[tname] = {{"timings", wide_t}, {"wide_min_tokens", *plan.wide_min_tokens}};
+        }
         p.plan.types.push_back(std::move(plan));
     }
     p.measurements["matmul"] = matmul_j;
     p.measurements["tiles"] = tiles_j;
+    if (!wide_j.empty()) {
+        wide_j["rule"] = "the smallest count from which the wide kernel is faster at every larger count measured, at least 17";
+        p.measurements["wide_prefill"] = wide_j;
+    } else {
+        p.measurements["wide_prefill"] = {{"measured", false}, {"why", "no AVX-512 VNNI panel path, or no packed int8 type, here"}};
+    }
     if (amx_here) {
         amx_j["rule"] = "the smallest count from which AMX tiles are faster at every larger count measured";
         p.measurements["amx"] = amx_j;

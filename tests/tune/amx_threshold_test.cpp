@@ -17,10 +17,19 @@ TEST(AmxThreshold, SmallestCountFromWhichAmxKeepsWinning) {
     EXPECT_EQ(choose_amx_min_tokens({{16, 1.0, 0.5}, {64, 4.0, 4.5}}), kAmxNever);
 }
 
+// The wide prefill kernel's threshold takes the same rule, never below the first step it may take.
+TEST(AmxThreshold, TheWideKernelsThresholdFollowsTheSameRuleFrom17) {
+    EXPECT_EQ(choose_wide_min_tokens({{17, 1.0, 0.8}, {32, 2.0, 1.5}, {64, 4.0, 3.0}}), 17);
+    EXPECT_EQ(choose_wide_min_tokens({{17, 1.0, 1.2}, {32, 2.0, 1.5}, {64, 4.0, 3.0}}), 32);
+    EXPECT_EQ(choose_wide_min_tokens({{8, 1.0, 0.5}, {32, 2.0, 1.5}}), kernels::kDefaultWideMinTokens) << "clamped to 17";
+    EXPECT_EQ(choose_wide_min_tokens({{17, 1.0, 1.2}, {64, 4.0, 4.5}}), kAmxNever) << "the narrow kernel always";
+}
+
 TEST(AmxThreshold, RefusesTimingsItCannotUse) {
     EXPECT_THROW(choose_amx_min_tokens({}), Error);
     EXPECT_THROW(choose_amx_min_tokens({{16, 1, 1}, {16, 2, 1}}), Error);
     EXPECT_THROW(choose_amx_min_tokens({{0, 1, 1}}), Error);
+    EXPECT_THROW(choose_wide_min_tokens({}), Error);
 }
 
 }  // namespace

@@ -168,6 +168,8 @@ TEST(KernelPlan, RefusesPlansItCannotRun) {
     refuses({{{GgmlType::F16, PathMethod::f32_fma, {}, 32}}}, "an AMX threshold applies only to int8_dot on q4_0");
     refuses({{{GgmlType::Q4_0, PathMethod::dequant_fma, {}, 32}}}, "(not q4_0 dequant_fma)");
     refuses({{{GgmlType::Q5_0, PathMethod::int8_dot, {}, 32}}}, "(not q5_0 int8_dot)");
+    refuses({{{GgmlType::Q4_0, PathMethod::int8_dot, {}, std::nullopt, 16}}}, "the wide-kernel threshold of q4_0 must be at least 17");
+    refuses({{{GgmlType::F16, PathMethod::f32_fma, {}, std::nullopt, 32}}}, "a wide-kernel threshold applies only to int8_dot");
     refuses({{{GgmlType::Q4_0, PathMethod::int8_dot, {}, 0}}}, "the AMX threshold of q4_0 must be at least 1 token");
     EXPECT_FALSE(has_kernel_plan());
     EXPECT_NE(describe_kernel_plan().find("default"), std::string::npos);
@@ -211,6 +213,42 @@ TEST(KernelPlan, TheAmxThresholdSwitchesPathsNotBits) {
     count = amx_dispatch_count();
     EXPECT_EQ(backend_matmul(*be, w, x, 40), y40);
     EXPECT_EQ(amx_dispatch_count(), count);
+}
+
+// The plan's wide-kernel threshold reaches the packed matmul through the backend: below it the
+// narrow VNNI kernel, from it the wide one, the same bytes for every token either way.
+TEST(KernelPlan, TheWideThresholdSwitchesPathsNotBits) {
+    if (!(best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
+    if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
+    PlanGuard guard;
+    testing::AmxGuard amx;
+    set_isa(Isa::avx512);
+    set_quant_method(QuantMethod::int8_dot);
+    set_amx_enabled(false);  // steps this size would otherwise take the AMX tiles where they run
+    std::mt19937 rng(13);
+    const int64_t rows = 40, cols = 512;
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+        SCOPED_TRACE(gguf::type_name(uint32_t(type)));
+        const auto w = make_weights(type, rows, cols, rng);
+        const auto x = random_activations(40 * cols, rng);
+        set_kernel_plan({{{type, PathMethod::int8_dot, {}, std::nullopt, 24}}});
+        EXPECT_EQ(kernel_choice(type, 3).wide_min_tokens, 24);
+        auto be = backend::make_backend("cpu", {.n_threads = 2});
+        uint64_t count = wide_dispatch_count();
+        const auto y20 = backend_matmul(*be, w, std::vector<float>(x.begin(), x.begin() + 20 * cols), 20);
+        EXPECT_EQ(wide_dispatch_count(), count) << "20 tokens: below the plan's 24";
+        const auto y40 = backend_matmul(*be, w, x, 40);
+        EXPECT_EQ(wide_dispatch_count(), count + 1);
+        EXPECT_EQ(y20, std::vector<float>(y40.begin(), y40.begin() + 20 * rows));
+        set_kernel_plan({{{type, PathMethod::int8_dot, {}, std::nullopt, int64_t(1) << 30}}});
+        count = wide_dispatch_count();
+        EXPECT_EQ(backend_matmul(*be, w, x, 40), y40) << "the narrow kernel at 40 tokens";
+        EXPECT_EQ(wide_dispatch_count(), count);
+        clear_kernel_plan();
+        EXPECT_EQ(kernel_choice(type, 3).wide_min_tokens, kDefaultWideMinTokens);
+        EXPECT_EQ(backend_matmul(*be, w, x, 40), y40) << "the default: the wide kernel from 17 tokens";
+        EXPECT_EQ(wide_dispatch_count(), count + 1);
+    }
 }
 
 }  // namespace

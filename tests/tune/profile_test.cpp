@@ -27,7 +27,7 @@ Profile sample() {
     p.machine = current_machine();
     p.model_path = "/models/small-q4_0.gguf";
     p.model_identity = 0x0123456789abcdefULL;
-    p.plan.types = {{GgmlType::Q4_0, kernels::PathMethod::int8_dot, {{1, {512, 32, 64}}, {8, {256, 16, 64}}, {INT64_MAX, {1024, 64, 128}}}, 48},
+    p.plan.types = {{GgmlType::Q4_0, kernels::PathMethod::int8_dot, {{1, {512, 32, 64}}, {8, {256, 16, 64}}, {INT64_MAX, {1024, 64, 128}}}, 48, 24},
                     {GgmlType::F16, kernels::PathMethod::f32_fma, {{INT64_MAX, {512, 32, 64}}}}};
     p.threads = 2;
     p.kv_block_size = 32;
@@ -75,6 +75,11 @@ TEST(Profile, RoundTripsThroughJsonAndAFile) {
     EXPECT_EQ(profile_to_json(p)["kernel_plan"][0]["amx_min_tokens"], 48);
     EXPECT_FALSE(profile_to_json(p)["kernel_plan"][1].contains("amx_min_tokens"));
     EXPECT_NE(describe_profile(q).find("[AMX tiles from 48 tokens]"), std::string::npos) << describe_profile(q);
+    EXPECT_EQ(q.plan.types[0].wide_min_tokens, 24);
+    EXPECT_FALSE(q.plan.types[1].wide_min_tokens.has_value());
+    EXPECT_EQ(profile_to_json(p)["kernel_plan"][0]["wide_min_tokens"], 24);
+    EXPECT_FALSE(profile_to_json(p)["kernel_plan"][1].contains("wide_min_tokens"));
+    EXPECT_NE(describe_profile(q).find("[wide prefill kernel from 24 tokens]"), std::string::npos) << describe_profile(q);
     EXPECT_EQ(q.threads, 2);
     EXPECT_EQ(q.kv_block_size, 32);
     EXPECT_EQ(q.scheduler.max_batched_tokens, 256);
@@ -139,6 +144,12 @@ TEST(Profile, MalformedProfilesAreRefusedNamingTheKey) {
               std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["amx_min_tokens"] = "32"; }))
                   .find("key 'kernel_plan[0].amx_min_tokens' must be a whole number"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["wide_min_tokens"] = 16; }))
+                  .find("key 'kernel_plan[0].wide_min_tokens' is 16"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][1]["wide_min_tokens"] = 32; }))
+                  .find("key 'kernel_plan[1].wide_min_tokens': the wide prefill kernel runs only int8_dot on q4_0"),
               std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][1]["amx_min_tokens"] = 32; }))
                   .find("key 'kernel_plan[1].amx_min_tokens': AMX tiles run only int8_dot on q4_0"),

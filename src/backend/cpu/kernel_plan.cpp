@@ -86,6 +86,14 @@ void validate_kernel_plan(const KernelPlan& plan) {
                      name, path_method_name(t.method));
             if (*t.amx_min_tokens < 1) fail("kernel plan: the AMX threshold of {} must be at least 1 token", name);
         }
+        if (t.wide_min_tokens) {
+            if (!amx_applies(t.method, t.type))
+                fail("kernel plan: a wide-kernel threshold applies only to int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                     name, path_method_name(t.method));
+            if (*t.wide_min_tokens < kDefaultWideMinTokens)
+                fail("kernel plan: the wide-kernel threshold of {} must be at least {} tokens (smaller steps stream the weights)",
+                     name, kDefaultWideMinTokens);
+        }
     }
 }
 
@@ -114,6 +122,7 @@ KernelChoice kernel_choice(GgmlType type, int64_t n_tokens) {
     const bool pinned = is_float_type(type) ? env_set("PAGODA_FLOAT_METHOD") : env_set("PAGODA_QUANT_METHOD");
     if (!pinned) c.method = t->method;
     if (t->amx_min_tokens) c.amx_min_tokens = *t->amx_min_tokens;
+    if (t->wide_min_tokens) c.wide_min_tokens = *t->wide_min_tokens;
     for (const auto& r : t->ranges)
         if (n_tokens <= r.max_tokens) {
             c.tiles = r.tiles;
@@ -140,6 +149,7 @@ ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c) : saved_(call_path
     if (c.method == PathMethod::amx_bf16) p.fl = FloatMethod::amx_bf16;
     p.tiles = c.tiles;
     p.amx_min_tokens = c.amx_min_tokens;
+    p.wide_min_tokens = c.wide_min_tokens;
     set_call_paths(p);
 }
 
@@ -184,6 +194,9 @@ std::string describe_kernel_plan() {
             out += fmt::format(", {} tok tiles {}/{}/{}", range, r.tiles.kc, r.tiles.mc, r.tiles.nc);
             lo = r.max_tokens == INT64_MAX ? lo : r.max_tokens + 1;
         }
+        if (t.wide_min_tokens && c.method == PathMethod::int8_dot && vnni_panels_active())
+            out += *t.wide_min_tokens >= (int64_t(1) << 30) ? std::string(", wide prefill kernel never")
+                                                             : fmt::format(", wide prefill kernel {}+ tok", *t.wide_min_tokens);
         out += ";";
     }
     if (out.back() == ';') out.pop_back();

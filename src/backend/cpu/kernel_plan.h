@@ -21,6 +21,9 @@
 //    results (matmul.h, amx_kernel.h), so like the tiles they may change with the token count. Per
 //    quantised type the plan may carry amx_min_tokens, the smallest step that takes them (measured by
 //    `pagoda tune` where AMX runs); absent, kDefaultAmxMinTokens. Where AMX cannot run it is unused.
+//  - Likewise the AVX-512 VNNI panels' wide prefill kernel (matmul.h: wide_min_tokens): per quantised
+//    type the plan may carry wide_min_tokens (>= 17), measured by `pagoda tune` where the VNNI panels
+//    run; absent, kDefaultWideMinTokens.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -48,7 +51,8 @@ struct TypePlan {
     gguf::GgmlType type = gguf::GgmlType::F32;
     PathMethod method = PathMethod::f32_fma;
     std::vector<RangeTiles> ranges;  // increasing max_tokens; empty: gemm_tiles() for every count
-    std::optional<int64_t> amx_min_tokens;  // only for int8_dot on a packed type (amx_applies)
+    std::optional<int64_t> amx_min_tokens;   // only for int8_dot on a packed type (amx_applies)
+    std::optional<int64_t> wide_min_tokens;  // the same types; at least kDefaultWideMinTokens
 };
 
 
@@ -73,6 +77,7 @@ struct KernelChoice {
     PathMethod method = PathMethod::f32_fma;
     GemmTiles tiles;
     int64_t amx_min_tokens = kDefaultAmxMinTokens;
+    int64_t wide_min_tokens = kDefaultWideMinTokens;
 };
 KernelChoice kernel_choice(gguf::GgmlType type, int64_t n_tokens);
 // True when some quantised type the plan (or the default) names runs int8_dot: the norm may then

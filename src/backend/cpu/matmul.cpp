@@ -1,5 +1,6 @@
 #include "backend/cpu/matmul.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -81,6 +82,15 @@ void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, flo
 
 CallPaths call_paths() { return t_call_paths; }
 void set_call_paths(const CallPaths& paths) { t_call_paths = paths; }
+namespace {
+std::atomic<uint64_t> g_wide_dispatch{0};
+}  // namespace
+uint64_t wide_dispatch_count() { return g_wide_dispatch.load(std::memory_order_relaxed); }
+void detail::count_wide_dispatch() { g_wide_dispatch.fetch_add(1, std::memory_order_relaxed); }
+int64_t wide_min_tokens() {
+    const CallPaths p = call_paths();
+    return std::max(kDefaultWideMinTokens, p.wide_min_tokens ? *p.wide_min_tokens : kDefaultWideMinTokens);
+}
 
 PackedWeight keep_views(std::span<const WeightView> parts) {
     if (parts.empty()) fail("keep_views: no matrices");

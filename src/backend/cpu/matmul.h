@@ -190,6 +190,7 @@ struct CallPaths {
     std::optional<FloatMethod> fl;
     std::optional<GemmTiles> tiles;
     std::optional<int64_t> amx_min_tokens;
+    std::optional<int64_t> wide_min_tokens;
 };
 CallPaths call_paths();
 void set_call_paths(const CallPaths& paths);
@@ -200,6 +201,12 @@ void set_call_paths(const CallPaths& paths);
 // permission, PAGODA_AMX). Below the threshold (decode) the VNNI kernel streams the weights.
 constexpr int64_t kDefaultAmxMinTokens = 32;
 int64_t amx_min_tokens();  // the calling thread's CallPaths value (the kernel plan's), else the default
+// The AVX-512 VNNI panel path takes its wide prefill kernel (packed_kernel_wide.h; bitwise the narrow
+// kernel's results, so the choice by token count keeps batch invariance) for steps of at least
+// wide_min_tokens() tokens; steps of up to 16 tokens (decode, batched decode) always stream the
+// weights through the narrow kernel, so values below kDefaultWideMinTokens act as it.
+constexpr int64_t kDefaultWideMinTokens = 17;
+int64_t wide_min_tokens();  // the calling thread's CallPaths value (the kernel plan's), else the default
 // Test hook: the AMX path runs on the emulated tiles (amx_tiles.h), also on CPUs without AMX; still
 // only where amx_enabled() (PAGODA_AMX=0 keeps it off).
 void set_amx_emulation(bool on);
@@ -208,6 +215,7 @@ bool amx_emulation();
 // the hardware runs it (or the emulation hook is on).
 bool amx_path_available();
 uint64_t amx_dispatch_count();  // packed matmuls that took the AMX path since start (for tests)
+uint64_t wide_dispatch_count();  // packed matmuls that took the wide prefill kernel since start (for tests)
 
 // One line naming the ISA path and quantised method in use, e.g. "matmul: avx512 (...), quantised
 // weights: int8 dot (vpdpbusd)"; log_kernel_paths() logs it once at info level.

@@ -90,4 +90,7 @@ void matmul_bf16_avx512(const PackedWeight& w, const float* x, int64_t n_tokens,
 constexpr int64_t kBf16TilePairs = 16;
 inline int64_t bf16_tile_panel_bytes(int64_t cols) { return ((cols + 1) / 2 + kBf16TilePairs - 1) / kBf16TilePairs * 1024; }
 
+// Counts a packed matmul that took the AVX-512 wide prefill kernel (wide_dispatch_count, matmul.h).
+void count_wide_dispatch();
+
 }  // namespace pagoda::kernels::detail

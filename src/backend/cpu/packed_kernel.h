@@ -254,7 +254,8 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     });
 }
 
-// No kernel of its own for steps of more than kStreamTokens tokens (packed_by_type's Wide).
+// No kernel of its own for steps of more than kStreamTokens tokens (packed_by_type's Wide; where there
+// is one, it takes the steps of at least wide_min_tokens() tokens).
 struct NoWide {};
 
 template <Fmt F, class Decode, class Prefill, int PrefillP, int PrefillT, class Wide>
@@ -264,7 +265,8 @@ void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_token
     // (measured +20-60 % per core over one panel on Ice Lake; 4 panels, or zmm joins, did no better).
     if (n_tokens == 1) return packed_rows<F, 2, 1, Decode>(w, acts, n_tokens, y, pool, mc);
     if constexpr (!std::is_same_v<Wide, NoWide>)
-        if (n_tokens > kStreamTokens) return Wide::template matmul<F>(w, acts, n_tokens, y, pool, mc);
+        if (n_tokens > kStreamTokens && n_tokens >= wide_min_tokens())  // the plan's threshold (matmul.h)
+            return Wide::template matmul<F>(w, acts, n_tokens, y, pool, mc);
     packed_rows<F, PrefillP, PrefillT, Prefill>(w, acts, n_tokens, y, pool, mc);
 }
 

@@ -185,6 +185,7 @@ template <Fmt F>
 void packed_rows_wide(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                       int64_t mc) {
     constexpr int T = kWideTokens, P = kWidePanels;
+    count_wide_dispatch();
     const WeightView& v = w.source();
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
