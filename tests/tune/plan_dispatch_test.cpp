@@ -175,17 +175,27 @@ TEST(KernelPlan, RefusesPlansItCannotRun) {
     EXPECT_NE(describe_kernel_plan().find("default"), std::string::npos);
 }
 
+// Why the VNNI panel path cannot be tested here ("" where it can), and pinning it (AMX on or off;
+// the caller holds the PlanGuard and AmxGuard that restore both).
+std::string vnni_panels_skip() {
+    if (!(best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni)) return "no AVX-512 VNNI";
+    if (std::getenv("PAGODA_QUANT_METHOD")) return "PAGODA_QUANT_METHOD pins the quantised method";
+    return "";
+}
+void pin_vnni_panels(bool amx) {
+    set_isa(Isa::avx512);
+    set_quant_method(QuantMethod::int8_dot);
+    set_amx_enabled(amx);
+}
+
 // The plan's AMX threshold reaches the packed matmul through the backend: below it the VNNI panels,
 // from it the (here emulated) tiles, the same bytes for every token either way, and the log line
 // says so. Without AMX (PAGODA_AMX=0) the same step stays on the panels.
 TEST(KernelPlan, TheAmxThresholdSwitchesPathsNotBits) {
-    if (!(best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
-    if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
+    if (const std::string why = vnni_panels_skip(); !why.empty()) GTEST_SKIP() << why;
     PlanGuard guard;
     testing::AmxGuard amx;
-    set_isa(Isa::avx512);
-    set_quant_method(QuantMethod::int8_dot);
-    set_amx_enabled(true);
+    pin_vnni_panels(true);
     set_amx_emulation(true);
     std::mt19937 rng(12);
     const int64_t rows = 40, cols = 512;
@@ -218,13 +228,10 @@ TEST(KernelPlan, TheAmxThresholdSwitchesPathsNotBits) {
 // The plan's wide-kernel threshold reaches the packed matmul through the backend: below it the
 // narrow VNNI kernel, from it the wide one, the same bytes for every token either way.
 TEST(KernelPlan, TheWideThresholdSwitchesPathsNotBits) {
-    if (!(best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
-    if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
+    if (const std::string why = vnni_panels_skip(); !why.empty()) GTEST_SKIP() << why;
     PlanGuard guard;
     testing::AmxGuard amx;
-    set_isa(Isa::avx512);
-    set_quant_method(QuantMethod::int8_dot);
-    set_amx_enabled(false);  // steps this size would otherwise take the AMX tiles where they run
+    pin_vnni_panels(false);  // no AMX: steps this size would otherwise take the tiles where they run
     std::mt19937 rng(13);
     const int64_t rows = 40, cols = 512;
     for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
