@@ -1,13 +1,13 @@
 // Internal: the AVX-512 VNNI prefill kernel for packed int8 panels (layout: matmul_paths.h), used for
-// steps of more than kStreamTokens tokens. It computes what packed_kernel.h computes — each row's
+// steps of at least wide_min_tokens() tokens (matmul.h: 17 unless the kernel plan says more). It computes what packed_kernel.h computes — each row's
 // exact int32 block sum, then per (row, token) acc = fma(f32(isum + corr), sc * d_x, acc) in block
 // order, macc for the formats with a min, Q6_K's two halves in turn — so its results are bitwise the
 // narrow kernel's (and the AVX2 kernel's, and the AMX tiles'): only the loop shape differs.
 //
 // Why a second shape. The narrow kernel joins 2 panels per zmm and walks the tokens innermost, so
 // every broadcast activation group feeds one vpdpbusd; on Ice Lake server a zmm broadcast load
-// issues at ~1.3 a cycle against vpdpbusd's 2, and GCC spilled the 8 code vectors around the token
-// loop. Here:
+// issues at ~1.3 a cycle against vpdpbusd's 2 (that shape with four panels per pass left GCC 16
+// code vectors beside 2 x T accumulators, and it reloaded the codes for every vpdpbusd). Here:
 //   - a group of 4 panels (two zmm of 16 rows) is decoded once for all its blocks into a per-thread
 //     scratch (code vectors already joined, scales beside them), not once per token pass;
 //   - the activations are rearranged once per step into token groups of T, block by block, so a
