@@ -94,11 +94,12 @@ void decode_wide_group(const uint8_t* const* panels, int64_t nb, __m512i* out) {
     }
 }
 
-// sums[t][w] = init[t] + the exact products of code groups K0..K1-1 with token t's activation groups.
-template <int T, int K0, int K1>
+// sums[t][w] = init[t] (Init; else 0) + the exact products of code groups K0..K1-1 with token t's
+// activation groups.
+template <int T, int K0, int K1, bool Init>
 inline void wide_sums(__m512i (&sums)[T][2], const __m512i* codes, const int8_t* q, const int32_t* init) {
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) sums[t][0] = sums[t][1] = init ? _mm512_set1_epi32(init[t]) : _mm512_setzero_si512();
+    for (int t = 0; t < T; ++t) sums[t][0] = sums[t][1] = Init ? _mm512_set1_epi32(init[t]) : _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int k = K0; k < K1; ++k) {
         const __m512i c0 = _mm512_load_si512(codes + k), c1 = _mm512_load_si512(codes + 8 + k);
@@ -135,8 +136,10 @@ void wide_tile(const __m512i* dec, const WideActs& a, int64_t g, float* out) {
     const int8_t* q = a.q.data() + base * 32;
     const float* d = a.d.data() + base;
     const float* s = has_min ? a.s.data() + base : nullptr;
-    const int32_t* c0 = has_min ? nullptr : a.c0.data() + base;
-    const int32_t* c1 = q6 ? a.c1.data() + base : nullptr;
+    // Corrections as the narrow kernel reads them: present for the formats with a code offset (none
+    // where the activations carry no corr: then the sums start at zero).
+    const int32_t* c0 = !has_min && !a.c0.empty() ? a.c0.data() + base : nullptr;
+    const int32_t* c1 = q6 && !a.c1.empty() ? a.c1.data() + base : nullptr;
     __m512 acc[T][2];
     for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
     // The min terms accumulate in memory: their registers would not fit beside acc and the sums.
@@ -147,12 +150,15 @@ void wide_tile(const __m512i* dec, const WideActs& a, int64_t g, float* out) {
         const __m512i* codes = dec + b * kWideBlockVectors;
         __m512i sums[T][2];
         if constexpr (q6) {  // one exact sum per 16-value half, each with its scale, in turn
-            wide_sums<T, 0, 4>(sums, codes, q, c0 + b * T);
+            if (c0) wide_sums<T, 0, 4, true>(sums, codes, q, c0 + b * T);
+            else wide_sums<T, 0, 4, false>(sums, codes, q, nullptr);
             wide_scale_add<T>(acc, sums, codes + 16, d);
-            wide_sums<T, 4, 8>(sums, codes, q, c1 + b * T);
+            if (c1) wide_sums<T, 4, 8, true>(sums, codes, q, c1 + b * T);
+            else wide_sums<T, 4, 8, false>(sums, codes, q, nullptr);
             wide_scale_add<T>(acc, sums, codes + 18, d);
         } else {
-            wide_sums<T, 0, 8>(sums, codes, q, has_min ? nullptr : c0 + b * T);
+            if (c0) wide_sums<T, 0, 8, true>(sums, codes, q, c0 + b * T);
+            else wide_sums<T, 0, 8, false>(sums, codes, q, nullptr);
             wide_scale_add<T>(acc, sums, codes + 16, d);
         }
         if constexpr (has_min) {
