@@ -16,7 +16,7 @@ struct AmxTiming {
     double vnni_seconds = 0, amx_seconds = 0;
 };
 
-constexpr int64_t kAmxNever = int64_t(1) << 30;  // the largest threshold a profile holds
+constexpr int64_t kAmxNever = kernels::kNeverMinTokens;  // the largest threshold a profile holds
 
 // Timings in any order; throws pagoda::Error on none, a repeated count or a non-positive count.
 int64_t choose_amx_min_tokens(std::vector<AmxTiming> timings);

@@ -117,13 +117,13 @@ kernels::KernelPlan read_plan(const json& arr, const std::string& where) {
             t.ranges.push_back(range);
         }
         if (r.has("amx_min_tokens")) {
-            t.amx_min_tokens = r.integer("amx_min_tokens", 1, int64_t(1) << 30);
+            t.amx_min_tokens = r.integer("amx_min_tokens", 1, kernels::kNeverMinTokens);
             if (!kernels::amx_applies(t.method, t.type))
                 fail("{}: key '{}': AMX tiles run only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})", where,
                      r.name("amx_min_tokens"), type, method);
         }
         if (r.has("wide_min_tokens")) {
-            t.wide_min_tokens = r.integer("wide_min_tokens", kernels::kDefaultWideMinTokens, int64_t(1) << 30);
+            t.wide_min_tokens = r.integer("wide_min_tokens", kernels::kDefaultWideMinTokens, kernels::kNeverMinTokens);
             if (!kernels::amx_applies(t.method, t.type))
                 fail("{}: key '{}': the wide prefill kernel runs only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
                      where, r.name("wide_min_tokens"), type, method);
@@ -273,7 +273,7 @@ std::string describe_profile(const Profile& p) {
         }
         if (t.amx_min_tokens) ranges += fmt::format(" [AMX tiles from {} tokens]", *t.amx_min_tokens);
         if (t.wide_min_tokens)
-            ranges += *t.wide_min_tokens >= (int64_t(1) << 30)
+            ranges += *t.wide_min_tokens >= kernels::kNeverMinTokens
                           ? std::string(" [wide prefill kernel: never]")
                           : fmt::format(" [wide prefill kernel from {} tokens]", *t.wide_min_tokens);
         out += fmt::format("  {:<6} {:<11}{}\n", gguf::type_name(uint32_t(t.type)), kernels::path_method_name(t.method), ranges);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <utility>
 #include <fmt/format.h>
 
 #include "backend/cpu/kernel_plan.h"
@@ -247,24 +248,32 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
         }
         tiles_j[tname] = ranges_j;
 
-        // The AMX threshold: the type's matmuls with the VNNI panels against AMX tiles (the same
-        // bits), each count with its range's tiles.
-        if (amx_here && kernels::amx_applies(best, type)) {
-            step(fmt::format("{} matmuls, AMX int8 tiles against VNNI", tname));
+        // The type's step matmuls at each count under two (AMX, wide-kernel) thresholds, which give
+        // the same bits: each count with its range's tiles, each pair of timings recorded under its keys.
+        auto time_two_paths = [&](const std::vector<int64_t>& path_counts, std::pair<int64_t, int64_t> base,
+                                  std::pair<int64_t, int64_t> alt, const char* base_key, const char* alt_key, json& out) {
             std::vector<AmxTiming> timings;
-            json amx_t = json::array();
-            for (int64_t n : amx_counts) {
+            for (int64_t n : path_counts) {
                 kernels::GemmTiles t = kernels::GemmTiles{};
                 for (const auto& r : plan.ranges)
                     if (n <= r.max_tokens) {
                         t = r.tiles;
                         break;
                     }
-                AmxTiming timing{n, time_type(benches[best], best, t, n, pool, min_s, kAmxNever),
-                                 time_type(benches[best], best, t, n, pool, min_s, 1)};
+                const AmxTiming timing{n, time_type(benches[best], best, t, n, pool, min_s, base.first, base.second),
+                                       time_type(benches[best], best, t, n, pool, min_s, alt.first, alt.second)};
                 timings.push_back(timing);
-                amx_t.push_back({{"tokens", n}, {"vnni_seconds", timing.vnni_seconds}, {"amx_seconds", timing.amx_seconds}});
+                out.push_back({{"tokens", n}, {base_key, timing.vnni_seconds}, {alt_key, timing.amx_seconds}});
             }
+            return timings;
+        };
+        // The AMX threshold: the type's matmuls with the VNNI panels against AMX tiles (the same
+        // bits), each count with its range's tiles.
+        if (amx_here && kernels::amx_applies(best, type)) {
+            step(fmt::format("{} matmuls, AMX int8 tiles against VNNI", tname));
+            json amx_t = json::array();
+            const auto timings = time_two_paths(amx_counts, {kAmxNever, kernels::kDefaultWideMinTokens},
+                                                {1, kernels::kDefaultWideMinTokens}, "vnni_seconds", "amx_seconds", amx_t);
             plan.amx_min_tokens = choose_amx_min_tokens(timings);
             amx_j[tname] = {{"timings", amx_t}, {"amx_min_tokens", *plan.amx_min_tokens}};
         }
@@ -272,20 +281,9 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
         // AMX tiles off for both, each count with its range's tiles.
         if (kernels::vnni_panels_active() && kernels::amx_applies(best, type)) {
             step(fmt::format("{} matmuls, wide prefill kernel against narrow", tname));
-            std::vector<AmxTiming> timings;
             json wide_t = json::array();
-            for (int64_t n : {int64_t(17), int64_t(32), int64_t(64), int64_t(128)}) {
-                kernels::GemmTiles t = kernels::GemmTiles{};
-                for (const auto& r : plan.ranges)
-                    if (n <= r.max_tokens) {
-                        t = r.tiles;
-                        break;
-                    }
-                AmxTiming timing{n, time_type(benches[best], best, t, n, pool, min_s, kAmxNever, kAmxNever),
-                                 time_type(benches[best], best, t, n, pool, min_s, kAmxNever, kernels::kDefaultWideMinTokens)};
-                timings.push_back(timing);
-                wide_t.push_back({{"tokens", n}, {"narrow_seconds", timing.vnni_seconds}, {"wide_seconds", timing.amx_seconds}});
-            }
+            const auto timings = time_two_paths({17, 32, 64, 128}, {kAmxNever, kAmxNever},
+                                                {kAmxNever, kernels::kDefaultWideMinTokens}, "narrow_seconds", "wide_seconds", wide_t);
             plan.wide_min_tokens = choose_wide_min_tokens(timings);
             wide_j[tname] = {{"timings", wide_t}, {"wide_min_tokens", *plan.wide_min_tokens}};
         }

@@ -247,7 +247,7 @@ TEST(KernelPlan, TheWideThresholdSwitchesPathsNotBits) {
         const auto y40 = backend_matmul(*be, w, x, 40);
         EXPECT_EQ(wide_dispatch_count(), count + 1);
         EXPECT_EQ(y20, std::vector<float>(y40.begin(), y40.begin() + 20 * rows));
-        set_kernel_plan({{{type, PathMethod::int8_dot, {}, std::nullopt, int64_t(1) << 30}}});
+        set_kernel_plan({{{type, PathMethod::int8_dot, {}, std::nullopt, kNeverMinTokens}}});
         count = wide_dispatch_count();
         EXPECT_EQ(backend_matmul(*be, w, x, 40), y40) << "the narrow kernel at 40 tokens";
         EXPECT_EQ(wide_dispatch_count(), count);

@@ -195,7 +195,7 @@ std::string describe_kernel_plan() {
             lo = r.max_tokens == INT64_MAX ? lo : r.max_tokens + 1;
         }
         if (t.wide_min_tokens && c.method == PathMethod::int8_dot && vnni_panels_active())
-            out += *t.wide_min_tokens >= (int64_t(1) << 30) ? std::string(", wide prefill kernel never")
+            out += *t.wide_min_tokens >= kNeverMinTokens ? std::string(", wide prefill kernel never")
                                                              : fmt::format(", wide prefill kernel {}+ tok", *t.wide_min_tokens);
         out += ";";
     }

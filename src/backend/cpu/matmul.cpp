@@ -1,6 +1,5 @@
 #include "backend/cpu/matmul.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -89,7 +88,7 @@ uint64_t wide_dispatch_count() { return g_wide_dispatch.load(std::memory_order_r
 void detail::count_wide_dispatch() { g_wide_dispatch.fetch_add(1, std::memory_order_relaxed); }
 int64_t wide_min_tokens() {
     const CallPaths p = call_paths();
-    return std::max(kDefaultWideMinTokens, p.wide_min_tokens ? *p.wide_min_tokens : kDefaultWideMinTokens);
+    return p.wide_min_tokens ? *p.wide_min_tokens : kDefaultWideMinTokens;
 }
 
 PackedWeight keep_views(std::span<const WeightView> parts) {

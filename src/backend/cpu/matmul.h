@@ -207,6 +207,8 @@ int64_t amx_min_tokens();  // the calling thread's CallPaths value (the kernel p
 // weights through the narrow kernel, so values below kDefaultWideMinTokens act as it.
 constexpr int64_t kDefaultWideMinTokens = 17;
 int64_t wide_min_tokens();  // the calling thread's CallPaths value (the kernel plan's), else the default
+// The largest threshold a plan or profile holds (AMX, wide kernel): no step in practice reaches it.
+constexpr int64_t kNeverMinTokens = int64_t(1) << 30;
 // Test hook: the AMX path runs on the emulated tiles (amx_tiles.h), also on CPUs without AMX; still
 // only where amx_enabled() (PAGODA_AMX=0 keeps it off).
 void set_amx_emulation(bool on);

@@ -202,6 +202,26 @@ void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& 
     packed_kernel<F, P, T, V>(panels, a, t0, out, prefetch_ahead);
 }
 
+// Copies a call's output tile (out: [token][P panels][8 rows]) for tt tokens from first_token on into
+// y ([token][y_rows]): the pp panels from panel pbase. Where all P are whole they are P * 8 consecutive
+// rows: one fixed-size copy per token (a variable-length memcpy per panel was a libc call each, 10 %
+// of a 512-token Q4_0 matmul on Ice Lake).
+template <int P>
+inline void store_panel_rows(const float* out, int tt, float* y, int64_t y_rows, int64_t first_token, int64_t pbase, int pp) {
+    const bool whole = pp == P && (pbase + P) * kPanelRows <= y_rows;
+    for (int t = 0; t < tt; ++t) {
+        float* yt = y + (first_token + t) * y_rows + pbase * kPanelRows;
+        if (whole) {
+            std::memcpy(yt, out + t * P * kPanelRows, size_t(P) * kPanelRows * sizeof(float));
+            continue;
+        }
+        for (int p = 0; p < pp; ++p) {
+            const int valid = int(std::min<int64_t>(kPanelRows, y_rows - (pbase + p) * kPanelRows));
+            std::memcpy(yt + p * kPanelRows, out + (t * P + p) * kPanelRows, size_t(valid) * sizeof(float));
+        }
+    }
+}
+
 template <Fmt F, int P, int T, class V>
 void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                  int64_t mc) {
@@ -223,22 +243,7 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
             for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
                 const int tt = int(std::min<int64_t>(T, n_tokens - t0));
                 packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out, prefetch_ahead);
-                // The group's P panels are P * 8 consecutive rows of y: one fixed-size copy per token
-                // where they are all whole (a variable-length memcpy per panel was a libc call each,
-                // 10 % of a 512-token Q4_0 matmul on Ice Lake).
-                const bool whole = pp == P && (pbase + P) * kPanelRows <= v.rows;
-                for (int t = 0; t < tt; ++t) {
-                    float* yt = y + (t0 + t) * v.rows + pbase * kPanelRows;
-                    if (whole) {
-                        std::memcpy(yt, out + t * P * 8, size_t(P) * kPanelRows * sizeof(float));
-                        continue;
-                    }
-                    for (int p = 0; p < pp; ++p) {
-                        const int64_t row0 = (pbase + p) * kPanelRows;
-                        const int valid = int(std::min<int64_t>(kPanelRows, v.rows - row0));
-                        std::memcpy(yt + p * kPanelRows, out + (t * P + p) * 8, size_t(valid) * sizeof(float));
-                    }
-                }
+                store_panel_rows<P>(out, tt, y, v.rows, t0, pbase, pp);
             }
         }
     };

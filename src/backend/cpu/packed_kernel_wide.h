@@ -209,22 +209,10 @@ void packed_rows_wide(const PackedWeight& w, const FusedActs& acts, int64_t n_to
             const uint8_t* panels[P];
             for (int p = 0; p < P; ++p) panels[p] = w.data() + (pbase + (p < pp ? p : 0)) * panel_bytes;
             decode_wide_group<F>(panels, acts.nb, dec);
-            const bool whole = pp == P && (pbase + P) * kPanelRows <= v.rows;
             alignas(64) float out[T * P * kPanelRows];
             for (int64_t g = 0; g < wa.groups; ++g) {
                 wide_tile<F, T>(dec, wa, g, out);
-                const int tt = int(std::min<int64_t>(T, n_tokens - g * T));
-                for (int t = 0; t < tt; ++t) {
-                    float* yt = y + (g * T + t) * v.rows + pbase * kPanelRows;
-                    if (whole) {
-                        std::memcpy(yt, out + t * P * kPanelRows, sizeof(float) * P * kPanelRows);
-                        continue;
-                    }
-                    for (int p = 0; p < pp; ++p) {
-                        const int valid = int(std::min<int64_t>(kPanelRows, v.rows - (pbase + p) * kPanelRows));
-                        std::memcpy(yt + p * kPanelRows, out + (t * P + p) * kPanelRows, sizeof(float) * size_t(valid));
-                    }
-                }
+                store_panel_rows<P>(out, int(std::min<int64_t>(T, n_tokens - g * T)), y, v.rows, g * T, pbase, pp);
             }
         }
     });
