@@ -12,6 +12,7 @@
 #include <benchmark/benchmark.h>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <string>
@@ -268,7 +269,9 @@ void BM_PagedAttentionPrefillF16(benchmark::State& state) {
     b.seqs = &seq;
     b.n_seqs = 1;
     b.scale = 1.0f / std::sqrt(float(head_dim));
-    ThreadPool threads(2);
+    // PAGODA_BENCH_THREADS=1: one thread's figure (bench/paired_bench.py); 2 by default.
+    const char* env = std::getenv("PAGODA_BENCH_THREADS");
+    ThreadPool threads(env && std::atoi(env) > 0 ? std::atoi(env) : 2);
     for (auto _ : state) {
         kernels::paged_attention(b, pool, 0, out.data(), threads);
         benchmark::DoNotOptimize(out.data());
@@ -280,6 +283,7 @@ void BM_PagedAttentionPrefillF16(benchmark::State& state) {
 }
 BENCHMARK(BM_PagedAttentionPrefillF16)
     ->Args({512, 12, 12})
+    ->Args({2048, 12, 12})
     ->Args({512, 32, 4})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -50,6 +50,18 @@
 namespace pagoda::kernels::attention_detail {
 
 constexpr int kMaxAccumulateHeads = 4;
+// Query heads a tile is worked on at a time (walk_tiles).
+constexpr int kHeadChunk = 16;
+
+// Ops that score from a transposed f32 K tile declare kTransposedScores and provide
+//   void convert_transposed<DT>(const uint8_t* const* rows, int n, int d, int ld, float* kt)
+//       kt[c * kAttentionTile + j] = element c of row j widened to f32, for c < ld (zero past d) and
+//       j < n rounded up to 16 (zero past n)
+//   void scores_transposed(const float* q, const float* kt, int g0, int g1, int d, float scale, float* s)
+//       s[j] for j in 16 g0 .. 16 g1 - 1: the same bits scores<f32> gives row j of the untransposed tile
+// which the walk then uses for widened K tiles (the V tile stays row-major).
+template <class Ops>
+constexpr bool has_transposed_scores = requires { Ops::kTransposedScores; };
 
 // The helpers below are static: each ISA's file compiles its own copy with its own flags (one
 // shared inline definition could be the AVX-512 file's, run on a CPU without AVX-512).
@@ -120,30 +132,47 @@ static inline void start_head(const HeadState& s, int h, const float* q, int d, 
     s.run_max[h] = -std::numeric_limits<float>::infinity();
     s.run_sum[h] = 0.0f;
 }
-// Query head h's output: its accumulator over its sum (>= 1: the max key contributes exp(0)).
-static inline void finish_head(const HeadState& s, int h, float* out, int d, int ld) {
-    const float inv = 1.0f / s.run_sum[h];
-    for (int c = 0; c < d; ++c) out[c] = s.acc[size_t(h) * ld + c] * inv;
+// Query head h's output: its accumulator over its sum (>= 1: the max key contributes exp(0)),
+// scaled in place on the Ops' vectors, then copied out.
+template <class Ops>
+void finish_head(const HeadState& s, int h, float* out, int d, int ld) {
+    float* a = s.acc + size_t(h) * ld;
+    Ops::scale(a, 1.0f / s.run_sum[h], ld);
+    std::memcpy(out, a, size_t(d) * sizeof(float));
 }
 
-// One query head's online-softmax step over a tile's ni scores s (overwritten by their
-// exponentials): the soft cap first (c tanh(s / c) = c (2 / (1 + e^(-2s/c)) - 1), on the ISA's exp),
-// then the new running max, the sum, and the accumulator rescaled under the new max.
-template <class Ops>
-void softmax_update(const Task& t, float* s, int ni, float& run_max, float& run_sum, float* acc, int ld) {
+// Query heads h0 .. h1 - 1's online-softmax step, each over its tile scores s_of(h) (ni_of(h) of
+// them, overwritten by their exponentials): the soft cap first (c tanh(s / c) = c (2 / (1 +
+// e^(-2s/c)) - 1), on the ISA's exp), then the new running max, the sum, and the accumulator
+// rescaled under the new max. Each head's arithmetic is its own; the heads go phase by phase
+// (all maxima, all corrections, all sums), because one head's steps form a chain of dependent
+// reductions and calls that the core can only overlap with another head's.
+template <class Ops, class ScoresOf, class CountOf>
+void softmax_update_heads(const Task& t, int h0, int h1, ScoresOf s_of, CountOf ni_of, float* run_max, float* run_sum,
+                          float* acc, int ld) {
+    constexpr int kMaxHeads = kHeadChunk;
+    float new_max[kMaxHeads], correction[kMaxHeads];
     if (t.softcap > 0) {
         const float k = -2.0f / t.softcap;
-        for (int j = 0; j < ni; ++j) s[j] *= k;
-        exp_f32(s, ni, s);
-        for (int j = 0; j < ni; ++j) s[j] = t.softcap * (2.0f / (1.0f + s[j]) - 1.0f);
+        for (int h = h0; h < h1; ++h) {
+            float* s = s_of(h);
+            const int ni = ni_of(h);
+            for (int j = 0; j < ni; ++j) s[j] *= k;
+            exp_f32(s, ni, s);
+            for (int j = 0; j < ni; ++j) s[j] = t.softcap * (2.0f / (1.0f + s[j]) - 1.0f);
+        }
     }
-    const float tile_max = Ops::max(s, ni);
-    const float new_max = tile_max > run_max ? tile_max : run_max;
-    const float correction = std::exp(run_max - new_max);  // 0 on the first tile
-    const float tile_sum = Ops::exp_sum(s, ni, new_max);
-    run_sum = run_sum * correction + tile_sum;
-    if (correction != 1.0f) Ops::scale(acc, correction, ld);
-    run_max = new_max;
+    for (int h = h0; h < h1; ++h) {
+        const float tile_max = Ops::max(s_of(h), ni_of(h));
+        new_max[h - h0] = tile_max > run_max[h] ? tile_max : run_max[h];
+    }
+    for (int h = h0; h < h1; ++h) correction[h - h0] = std::exp(run_max[h] - new_max[h - h0]);  // 0 on the first tile
+    for (int h = h0; h < h1; ++h) {
+        const float tile_sum = Ops::exp_sum(s_of(h), ni_of(h), new_max[h - h0]);
+        run_sum[h] = run_sum[h] * correction[h - h0] + tile_sum;
+        if (correction[h - h0] != 1.0f) Ops::scale(acc + size_t(h) * ld, correction[h - h0], ld);
+        run_max[h] = new_max[h - h0];
+    }
 }
 
 template <class Ops, kv::KvDtype DT>
@@ -162,6 +191,8 @@ void walk_tiles(const Task& t) {
         start_head(hs, h, t.q + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
     constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16;
     const bool widen = !reads_in_place(DT, qh);
+    // Widened K tiles are stored transposed (kt[c][key]) where the Ops score from that layout.
+    constexpr bool kTransposed = kCanWiden && has_transposed_scores<Ops>;
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
     // (which start inside the tile under a window), so the 16 entries past n point at a readable row.
     constexpr int kRows = kTile + 16;
@@ -176,6 +207,12 @@ void walk_tiles(const Task& t) {
         if constexpr (kCanWiden) {
             if (widen) {
                 fill_rows(t, base, start, n, floor, cache_rows);
+                if constexpr (kTransposed) {
+                    if (f32_tile == k_tile) {
+                        Ops::template convert_transposed<DT>(cache_rows, n, d, ld, f32_tile);
+                        return;
+                    }
+                }
                 Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
                 return;
             }
@@ -184,9 +221,14 @@ void walk_tiles(const Task& t) {
         fill_rows(t, base, start, n, floor, rows);
         for (int j = n; j < n + 16; ++j) rows[j] = rows[0];
     };
-    auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
-        if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
-        else Ops::template scores<DT>(q, rows, n, d, t.scale, s);
+    // s: the score row at the tile's first key; the scores of keys off .. off + n - 1 are computed
+    // (and, transposed, the rest of their groups of 16).
+    auto scores_of = [&](const float* q, int off, int n, float* s) {
+        if constexpr (kTransposed) {
+            if (widen) return Ops::scores_transposed(q, k_tile, off / 16, (off + n + 15) / 16, d, t.scale, s);
+        }
+        if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, k_rows + off, n, d, t.scale, s + off);
+        else Ops::template scores<DT>(q, k_rows + off, n, d, t.scale, s + off);
     };
     auto accumulate = [&](float* const* a, const float* const* p, int heads, const uint8_t* const* rows, int n) {
         if (kCanWiden && widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
@@ -196,7 +238,8 @@ void walk_tiles(const Task& t) {
     // but the blocks are scattered, and in a decode step every layer's weights stream through the
     // cache in between, so each block starts cold: ask for a tile's V rows while its scores are
     // computed and for the next tile's K rows while its P.V runs, rather than stall on each block.
-    // Positions from lowest(0) on all lie in valid blocks (the caller checks them).
+    // Positions from lowest(0) on all lie in valid blocks (the caller checks them). (Widened tiles
+    // gained nothing from the same requests, into L1 or L2: measured, docs/benchmarks.md.)
     auto prefetch_tile = [&](const uint8_t* base, int32_t start, int n) {
         if (!widen) prefetch_rows(t, base, 1, start, n);
     };
@@ -217,39 +260,53 @@ void walk_tiles(const Task& t) {
         if (start == lowest(0) / kTile * kTile) prefetch_tile(t.k_head, floor, start + n - floor);
         prefetch_tile(t.v_head, floor > start ? floor : start, floor > start ? start + n - floor : n);
         load_tile(t.k_head, start, n, floor, k_tile, k_rows);
-        for (int i = first; i < last; ++i) {
-            const int off = skip_of(i), ni = keys_of(i) - off;
-            for (int g = 0; g < group; ++g) {
-                const int h = i * group + g;
-                float* s = scores + size_t(h) * kScoreStride + off;
-                scores_of(queries + size_t(h) * ld, k_rows + off, ni, s);
-                softmax_update<Ops>(t, s, ni, run_max[h], run_sum[h], acc + size_t(h) * ld, ld);
-            }
-        }
         load_tile(t.v_head, start, n, floor, v_tile, v_rows);
         if (const int32_t next = start + kTile; next < n_keys)  // every block from lowest(0) on is valid
             prefetch_tile(t.k_head, next, n_keys - next < kTile ? int(n_keys - next) : kTile);
-        // P.V: heads that see the same number of keys (a query's group, and all queries past the
-        // tile) share each loaded V row, up to kMaxAccumulateHeads at a time.
-        float* acc_ptrs[kMaxAccumulateHeads];
-        const float* p_ptrs[kMaxAccumulateHeads];
-        int batch = 0, batch_keys = 0, batch_off = 0;
-        for (int h = first * group; h < last * group; ++h) {
-            const int off = skip_of(h / group), nh = keys_of(h / group) - off;
-            if (batch == kMaxAccumulateHeads || (batch > 0 && (nh != batch_keys || off != batch_off))) {
-                accumulate(acc_ptrs, p_ptrs, batch, v_rows + batch_off, batch_keys);
-                batch = 0;
+        // The heads in chunks of kHeadChunk: each chunk's scores, then its softmax updates (independent
+        // chains the core can overlap), then its P.V, so that the two tiles and the chunk's query,
+        // score and accumulator rows stay in L1 together.
+        for (int h0 = first * group; h0 < last * group; h0 += kHeadChunk) {
+            const int h1 = std::min(last * group, h0 + kHeadChunk);
+            for (int h = h0; h < h1; ++h) {
+                const int i = h / group, off = skip_of(i);
+                scores_of(queries + size_t(h) * ld, off, keys_of(i) - off, scores + size_t(h) * kScoreStride);
             }
-            acc_ptrs[batch] = acc + size_t(h) * ld;
-            p_ptrs[batch] = scores + size_t(h) * kScoreStride + off;
-            batch_keys = nh;
-            batch_off = off;
-            ++batch;
+            softmax_update_heads<Ops>(
+                t, h0, h1, [&](int h) { return scores + size_t(h) * kScoreStride + skip_of(h / group); },
+                [&](int h) { return keys_of(h / group) - skip_of(h / group); }, run_max, run_sum, acc, ld);
+            // P.V: heads whose keys start at the same tile row share each loaded V row, up to
+            // kMaxAccumulateHeads at a time, over the keys all of them see; each head then adds the
+            // rest of its own keys alone (on the diagonal tile, queries see 1, 2, .. more keys).
+            // Splitting a head's keys between calls keeps every element's order (the Ops contract).
+            float* acc_ptrs[kMaxAccumulateHeads];
+            const float* p_ptrs[kMaxAccumulateHeads];
+            int keys[kMaxAccumulateHeads];
+            int batch = 0, batch_off = 0;
+            auto flush = [&] {
+                const int common = *std::min_element(keys, keys + batch);
+                accumulate(acc_ptrs, p_ptrs, batch, v_rows + batch_off, common);
+                for (int b = 0; b < batch; ++b)
+                    if (keys[b] > common) {
+                        const float* p_rest = p_ptrs[b] + common;
+                        accumulate(acc_ptrs + b, &p_rest, 1, v_rows + batch_off + common, keys[b] - common);
+                    }
+                batch = 0;
+            };
+            for (int h = h0; h < h1; ++h) {
+                const int off = skip_of(h / group), nh = keys_of(h / group) - off;
+                if (batch == kMaxAccumulateHeads || (batch > 0 && off != batch_off)) flush();
+                acc_ptrs[batch] = acc + size_t(h) * ld;
+                p_ptrs[batch] = scores + size_t(h) * kScoreStride + off;
+                keys[batch] = nh;
+                batch_off = off;
+                ++batch;
+            }
+            if (batch > 0) flush();
         }
-        if (batch > 0) accumulate(acc_ptrs, p_ptrs, batch, v_rows + batch_off, batch_keys);
     }
     for (int h = 0; h < qh; ++h)
-        finish_head(hs, h, t.out + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
+        finish_head<Ops>(hs, h, t.out + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
 }
 
 // A decode task over t.kv_heads consecutive KV heads: one query (t.n_queries == 1) whose heads read
@@ -293,8 +350,10 @@ void walk_decode_heads(const Task& t) {
             for (int h = 0; h < qh; ++h)
                 Ops::template scores<DT>(queries + size_t(h) * ld, rows[h / group] + j0, std::min(16, n - j0), d, t.scale,
                                          scores + size_t(h) * kScoreStride + j0);
-        for (int h = 0; h < qh; ++h)
-            softmax_update<Ops>(t, scores + size_t(h) * kScoreStride + off, ni, run_max[h], run_sum[h], acc + size_t(h) * ld, ld);
+        for (int h0 = 0; h0 < qh; h0 += kHeadChunk)
+            softmax_update_heads<Ops>(
+                t, h0, std::min(qh, h0 + kHeadChunk), [&](int h) { return scores + size_t(h) * kScoreStride + off; },
+                [&](int) { return ni; }, run_max, run_sum, acc, ld);
         fill(t.v_head, start, n, lowest);
         if (const int32_t next = start + kTile; next < n_keys)
             prefetch(t.k_head, next, n_keys - next < kTile ? int(n_keys - next) : kTile);
@@ -312,7 +371,7 @@ void walk_decode_heads(const Task& t) {
                     Ops::template accumulate<DT>(acc_ptrs, p_ptrs, batch, rows[kh] + j0, std::min(16, n - j0), d);
                 }
     }
-    for (int h = 0; h < qh; ++h) finish_head(hs, h, t.out + size_t(h) * d, d, ld);
+    for (int h = 0; h < qh; ++h) finish_head<Ops>(hs, h, t.out + size_t(h) * d, d, ld);
 }
 
 template <class Ops>
