@@ -4,8 +4,6 @@
 // q8 rows are widened in registers (masked byte load, sign-extend, convert) and scaled per row: the
 // 16 scores by their rows' scales, each V row's weight p by its scale.
 #include <immintrin.h>
-
-#include <algorithm>
 #include <limits>
 
 // GCC 12's AVX-512 headers implement several unmasked intrinsics on top of _mm512_undefined_*(),
@@ -163,121 +161,71 @@ inline void accumulate_heads(float* const* acc, const float* const* p, const uin
     }
 }
 
-// Transposes 16 vectors in place: r[c] lane k becomes (the old) r[k] lane c.
-inline void transpose16(__m512 (&r)[16]) {
-    __m512 t[16], u[16];
-    #pragma GCC unroll 16
-    for (int i = 0; i < 8; ++i) {  // per 128-bit lane: [a0 b0 a1 b1], [a2 b2 a3 b3]
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+// The scores of 8 keys from their lane vectors a[k] (what scores16 holds before reduce16), key k
+// in lane k of the result: the lanes of each are summed in reduce16's pairs (8 apart, then 4, 2,
+// 1), so each score is the same value, bit for bit; the vectors are only arranged differently.
+[[gnu::always_inline]] inline __m256 reduce8(const __m512 (&a)[8]) {
+    __m512 b[4], c[2];
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {  // 256-bit halves: [a_k | a_k+4], lanes 8 apart summed
+        const __m512 x = _mm512_shuffle_f32x4(a[k], a[k + 4], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512 y = _mm512_shuffle_f32x4(a[k], a[k + 4], _MM_SHUFFLE(3, 2, 3, 2));
+        b[k] = _mm512_add_ps(x, y);
     }
-    #pragma GCC unroll 16
-    for (int i = 0; i < 4; ++i) {  // per 128-bit lane L: u[4i + e] = rows 4i..4i+3 at column 4L + e
-        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
-        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), e = _mm512_castps_pd(t[4 * i + 3]);
-        u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, e));
-        u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, e));
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {  // 128-bit quarters: [a_k, a_k+4, a_k+2, a_k+6], lanes 4 apart summed
+        const __m512 x = _mm512_shuffle_f32x4(b[k], b[k + 2], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512 y = _mm512_shuffle_f32x4(b[k], b[k + 2], _MM_SHUFFLE(3, 1, 3, 1));
+        c[k] = _mm512_add_ps(x, y);
     }
-    #pragma GCC unroll 16
-    for (int e = 0; e < 4; ++e) {  // a 4 x 4 transpose of 128-bit quarters among u[e], u[4+e], u[8+e], u[12+e]
-        const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], _MM_SHUFFLE(1, 0, 1, 0));
-        const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], _MM_SHUFFLE(3, 2, 3, 2));
-        const __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(1, 0, 1, 0));
-        const __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(3, 2, 3, 2));
-        r[e] = _mm512_shuffle_f32x4(v0, v2, _MM_SHUFFLE(2, 0, 2, 0));
-        r[4 + e] = _mm512_shuffle_f32x4(v0, v2, _MM_SHUFFLE(3, 1, 3, 1));
-        r[8 + e] = _mm512_shuffle_f32x4(v1, v3, _MM_SHUFFLE(2, 0, 2, 0));
-        r[12 + e] = _mm512_shuffle_f32x4(v1, v3, _MM_SHUFFLE(3, 1, 3, 1));
-    }
+    // lanes 2 apart: quarter Q holds [c0's two, c1's two]; then lanes 1 apart: quarter Q lanes 0, 1
+    // hold the keys of c0 and c1 at quarter Q (0, 1 | 4, 5 | 2, 3 | 6, 7).
+    const __m512d x = _mm512_unpacklo_pd(_mm512_castps_pd(c[0]), _mm512_castps_pd(c[1]));
+    const __m512d y = _mm512_unpackhi_pd(_mm512_castps_pd(c[0]), _mm512_castps_pd(c[1]));
+    const __m512 e = _mm512_add_ps(_mm512_castpd_ps(x), _mm512_castpd_ps(y));
+    const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e, e, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(e, e, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 1, 8, 9, 4, 5, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castps512_ps256(_mm512_permutexvar_ps(order, f));
 }
 
-// Scores from a transposed K tile (kt[c][key], attention_walk.h): what scores16 computes for each
-// key, with the keys in the lanes. scores16 gives key k lane l's FMA chain over the chunks
-// (P_l = q[l] k[l] + q[16 + l] k[16 + l] + ..., from zero, in chunk order) and then sums the 16
-// lanes pairwise: lanes 8 apart, then 4, 2, 1. Here each P_l is a vector over 16 keys and the same
-// pairs are added vertically, so every score is the same value, bit for bit, without a shuffle.
-// P_l + P_{l+8} for KG groups of 16 keys (kt at the first group's column).
-template <int NV, int KG>
-[[gnu::always_inline]] inline void lane_pair(const float* q, const float* kt, int nv, int l, __m512 (&b)[KG]) {
-    if constexpr (NV > 0) nv = NV;
-    __m512 p[KG], r[KG];
-    #pragma GCC unroll 4
-    for (int g = 0; g < KG; ++g) p[g] = r[g] = _mm512_setzero_ps();
+// Two query heads' scores of the 8 f32 rows at k (ld = 16 NV floats apart): each loaded K chunk
+// feeds both heads, whose queries stay in registers; per key the arithmetic is scores16's.
+template <int NV>
+[[gnu::always_inline]] inline void scores_pair8(const __m512 (&qa)[NV], const __m512 (&qb)[NV], const float* k, __m256 sv,
+                                              float* s0, float* s1) {
+    __m512 a[8], b[8];
     #pragma GCC unroll 8
-    for (int v = 0; v < nv; ++v) {
-        const __m512 x = _mm512_set1_ps(q[16 * v + l]), y = _mm512_set1_ps(q[16 * v + l + 8]);
-        const float* k0 = kt + size_t(16 * v + l) * kAttentionTile;
-        const float* k1 = k0 + 8 * kAttentionTile;
-        #pragma GCC unroll 4
-        for (int g = 0; g < KG; ++g) {
-            p[g] = _mm512_fmadd_ps(x, _mm512_load_ps(k0 + 16 * g), p[g]);
-            r[g] = _mm512_fmadd_ps(y, _mm512_load_ps(k1 + 16 * g), r[g]);
+    for (int r = 0; r < 8; ++r) a[r] = b[r] = _mm512_setzero_ps();
+    #pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v)
+        #pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+            const __m512 kv = _mm512_load_ps(k + r * 16 * NV + 16 * v);
+            a[r] = _mm512_fmadd_ps(qa[v], kv, a[r]);
+            b[r] = _mm512_fmadd_ps(qb[v], kv, b[r]);
         }
-    }
-    #pragma GCC unroll 4
-    for (int g = 0; g < KG; ++g) b[g] = _mm512_add_ps(p[g], r[g]);
-}
-
-// The sum of lanes l, l+4 after the first level: (P_l + P_{l+8}) + (P_{l+4} + P_{l+12}).
-template <int NV, int KG>
-[[gnu::always_inline]] inline void lane_quad(const float* q, const float* kt, int nv, int l, __m512 (&c)[KG]) {
-    __m512 b[KG], b4[KG];
-    lane_pair<NV, KG>(q, kt, nv, l, b);
-    lane_pair<NV, KG>(q, kt, nv, l + 4, b4);
-    #pragma GCC unroll 4
-    for (int g = 0; g < KG; ++g) c[g] = _mm512_add_ps(b[g], b4[g]);
-}
-
-// s[16 g + j] for the KG groups from kt's column: scale * ((C0 + C2) + (C1 + C3)).
-template <int NV, int KG>
-[[gnu::always_inline]] inline void scores_transposed_groups(const float* q, const float* kt, int nv, float scale, float* s) {
-    __m512 c0[KG], c2[KG], e0[KG], c1[KG], c3[KG];
-    lane_quad<NV, KG>(q, kt, nv, 0, c0);
-    lane_quad<NV, KG>(q, kt, nv, 2, c2);
-    #pragma GCC unroll 4
-    for (int g = 0; g < KG; ++g) e0[g] = _mm512_add_ps(c0[g], c2[g]);
-    lane_quad<NV, KG>(q, kt, nv, 1, c1);
-    lane_quad<NV, KG>(q, kt, nv, 3, c3);
-    const __m512 sv = _mm512_set1_ps(scale);
-    #pragma GCC unroll 4
-    for (int g = 0; g < KG; ++g)
-        _mm512_storeu_ps(s + 16 * g, _mm512_mul_ps(_mm512_add_ps(e0[g], _mm512_add_ps(c1[g], c3[g])), sv));
+    _mm256_storeu_ps(s0, _mm256_mul_ps(reduce8(a), sv));
+    _mm256_storeu_ps(s1, _mm256_mul_ps(reduce8(b), sv));
 }
 
 template <int NV>
-inline void scores_transposed_nv(const float* q, const float* kt, int g0, int g1, int nv, float scale, float* s) {
-    for (int g = g0; g < g1; g += 4) {
-        const float* k = kt + 16 * g;
-        switch (std::min(4, g1 - g)) {
-            case 4: scores_transposed_groups<NV, 4>(q, k, nv, scale, s + 16 * g); break;
-            case 3: scores_transposed_groups<NV, 3>(q, k, nv, scale, s + 16 * g); break;
-            case 2: scores_transposed_groups<NV, 2>(q, k, nv, scale, s + 16 * g); break;
-            default: scores_transposed_groups<NV, 1>(q, k, nv, scale, s + 16 * g); break;
-        }
+void scores_pair_nv(const float* q0, const float* q1, const float* tile, int j0, int j1, float scale, float* s0, float* s1) {
+    __m512 qa[NV], qb[NV];
+    #pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+        qa[v] = _mm512_load_ps(q0 + 16 * v);
+        qb[v] = _mm512_load_ps(q1 + 16 * v);
     }
+    const __m256 sv = _mm256_set1_ps(scale);
+    for (int j = j0; j < j1; j += 8) scores_pair8<NV>(qa, qb, tile + size_t(j) * 16 * NV, sv, s0 + j, s1 + j);
 }
 
 struct Avx512Ops {
-    static constexpr bool kTransposedScores = true;
-    template <kv::KvDtype DT>
-    static void convert_transposed(const uint8_t* const* rows, int n, int d, int ld, float* kt) {
-        for (int g = 0; g < (n + 15) / 16; ++g)
-            for (int c0 = 0; c0 < ld; c0 += 16) {
-                const __mmask16 m = chunk_mask(c0 / 16, d);
-                __m512 r[16];
-                #pragma GCC unroll 16
-                for (int k = 0; k < 16; ++k) r[k] = 16 * g + k < n ? load16<DT>(rows[16 * g + k], c0, m) : _mm512_setzero_ps();
-                transpose16(r);
-                #pragma GCC unroll 16
-                for (int l = 0; l < 16; ++l) _mm512_store_ps(kt + size_t(c0 + l) * kAttentionTile + 16 * g, r[l]);
-            }
-    }
-    static void scores_transposed(const float* q, const float* kt, int g0, int g1, int d, float scale, float* s) {
-        if (d == 64) scores_transposed_nv<4>(q, kt, g0, g1, 4, scale, s);
-        else if (d == 128) scores_transposed_nv<8>(q, kt, g0, g1, 8, scale, s);
-        else scores_transposed_nv<0>(q, kt, g0, g1, (d + 15) / 16, scale, s);
+    static bool scores_pairs(int d) { return d == 64 || d == 128; }
+    static void scores_pair(const float* q0, const float* q1, const float* tile, int j0, int j1, int d, float scale, float* s0,
+                            float* s1) {
+        if (d == 64) scores_pair_nv<4>(q0, q1, tile, j0, j1, scale, s0, s1);
+        else scores_pair_nv<8>(q0, q1, tile, j0, j1, scale, s0, s1);
     }
     template <kv::KvDtype DT>
     static void convert(const uint8_t* const* rows, int n, int d, int ld, float* dst) {

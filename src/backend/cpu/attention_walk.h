@@ -53,15 +53,20 @@ constexpr int kMaxAccumulateHeads = 4;
 // Query heads a tile is worked on at a time (walk_tiles).
 constexpr int kHeadChunk = 16;
 
-// Ops that score from a transposed f32 K tile declare kTransposedScores and provide
-//   void convert_transposed<DT>(const uint8_t* const* rows, int n, int d, int ld, float* kt)
-//       kt[c * kAttentionTile + j] = element c of row j widened to f32, for c < ld (zero past d) and
-//       j < n rounded up to 16 (zero past n)
-//   void scores_transposed(const float* q, const float* kt, int g0, int g1, int d, float scale, float* s)
-//       s[j] for j in 16 g0 .. 16 g1 - 1: the same bits scores<f32> gives row j of the untransposed tile
-// which the walk then uses for widened K tiles (the V tile stays row-major).
+// Ops may also score two query heads at once from a widened K tile (rows ld = padded_dim(d) floats
+// apart), which shares each loaded K chunk between them:
+//   bool scores_pairs(int d)   whether scores_pair takes this d
+//   void scores_pair(const float* q0, const float* q1, const float* tile, int j0, int j1, int d, float scale,
+//                    float* s0, float* s1)
+//       s0[j], s1[j] for j0 <= j < j1 (multiples of 8, j1 <= kAttentionTile): the same bits
+//       scores<f32> gives each query and row j of the tile
 template <class Ops>
-constexpr bool has_transposed_scores = requires { Ops::kTransposedScores; };
+constexpr bool has_pair_scores = requires { Ops::scores_pairs(0); };
+template <class Ops>
+bool scores_pairs_for(int d) {
+    if constexpr (has_pair_scores<Ops>) return Ops::scores_pairs(d);
+    else return false;
+}
 
 // The helpers below are static: each ISA's file compiles its own copy with its own flags (one
 // shared inline definition could be the AVX-512 file's, run on a CPU without AVX-512).
@@ -191,8 +196,9 @@ void walk_tiles(const Task& t) {
         start_head(hs, h, t.q + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
     constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16;
     const bool widen = !reads_in_place(DT, qh);
-    // Widened K tiles are stored transposed (kt[c][key]) where the Ops score from that layout.
-    constexpr bool kTransposed = kCanWiden && has_transposed_scores<Ops>;
+    // Widened, two query heads at a time where the Ops can.
+    constexpr bool kPairs = kCanWiden && has_pair_scores<Ops>;
+    const bool pairs = kPairs && widen && scores_pairs_for<Ops>(d);
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
     // (which start inside the tile under a window), so the 16 entries past n point at a readable row.
     constexpr int kRows = kTile + 16;
@@ -207,13 +213,9 @@ void walk_tiles(const Task& t) {
         if constexpr (kCanWiden) {
             if (widen) {
                 fill_rows(t, base, start, n, floor, cache_rows);
-                if constexpr (kTransposed) {
-                    if (f32_tile == k_tile) {
-                        Ops::template convert_transposed<DT>(cache_rows, n, d, ld, f32_tile);
-                        return;
-                    }
-                }
                 Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
+                // Pairs score whole groups of 8 rows: the rows past n up to the next 8 read as zero.
+                if (pairs && n % 8 != 0) std::memset(f32_tile + size_t(n) * ld, 0, size_t(8 - n % 8) * ld * sizeof(float));
                 return;
             }
         }
@@ -221,14 +223,9 @@ void walk_tiles(const Task& t) {
         fill_rows(t, base, start, n, floor, rows);
         for (int j = n; j < n + 16; ++j) rows[j] = rows[0];
     };
-    // s: the score row at the tile's first key; the scores of keys off .. off + n - 1 are computed
-    // (and, transposed, the rest of their groups of 16).
-    auto scores_of = [&](const float* q, int off, int n, float* s) {
-        if constexpr (kTransposed) {
-            if (widen) return Ops::scores_transposed(q, k_tile, off / 16, (off + n + 15) / 16, d, t.scale, s);
-        }
-        if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, k_rows + off, n, d, t.scale, s + off);
-        else Ops::template scores<DT>(q, k_rows + off, n, d, t.scale, s + off);
+    auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
+        if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
+        else Ops::template scores<DT>(q, rows, n, d, t.scale, s);
     };
     auto accumulate = [&](float* const* a, const float* const* p, int heads, const uint8_t* const* rows, int n) {
         if (kCanWiden && widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
@@ -268,10 +265,22 @@ void walk_tiles(const Task& t) {
         // score and accumulator rows stay in L1 together.
         for (int h0 = first * group; h0 < last * group; h0 += kHeadChunk) {
             const int h1 = std::min(last * group, h0 + kHeadChunk);
-            for (int h = h0; h < h1; ++h) {
-                const int i = h / group, off = skip_of(i);
-                scores_of(queries + size_t(h) * ld, off, keys_of(i) - off, scores + size_t(h) * kScoreStride);
+            if constexpr (kPairs) {
+                if (pairs) {  // heads h and h + 1 (the last alone twice), each pair over both heads' keys
+                    for (int h = h0; h < h1; h += 2) {
+                        const int g = h + 1 < h1 ? h + 1 : h;
+                        const int j0 = std::min(skip_of(h / group), skip_of(g / group)) / 8 * 8;
+                        const int j1 = (std::max(keys_of(h / group), keys_of(g / group)) + 7) / 8 * 8;
+                        Ops::scores_pair(queries + size_t(h) * ld, queries + size_t(g) * ld, k_tile, j0, j1, d, t.scale,
+                                         scores + size_t(h) * kScoreStride, scores + size_t(g) * kScoreStride);
+                    }
+                }
             }
+            if (!pairs)
+                for (int h = h0; h < h1; ++h) {
+                    const int i = h / group, off = skip_of(i);
+                    scores_of(queries + size_t(h) * ld, k_rows + off, keys_of(i) - off, scores + size_t(h) * kScoreStride + off);
+                }
             softmax_update_heads<Ops>(
                 t, h0, h1, [&](int h) { return scores + size_t(h) * kScoreStride + skip_of(h / group); },
                 [&](int h) { return keys_of(h / group) - skip_of(h / group); }, run_max, run_sum, acc, ld);
