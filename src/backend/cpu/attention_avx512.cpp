@@ -229,6 +229,17 @@ struct Avx512Ops {
     }
     template <kv::KvDtype DT>
     static void convert(const uint8_t* const* rows, int n, int d, int ld, float* dst) {
+        if (d == 64 || d == 128) {  // whole chunks: the rows' loads issued together, four chunks at a time
+            for (int r = 0; r < n; ++r)
+                for (int i = 0; i < d; i += 64) {
+                    __m512 c[4];
+                    #pragma GCC unroll 4
+                    for (int k = 0; k < 4; ++k) c[k] = load16<DT>(rows[r], i + 16 * k, __mmask16(0xffff));
+                    #pragma GCC unroll 4
+                    for (int k = 0; k < 4; ++k) _mm512_store_ps(dst + size_t(r) * ld + i + 16 * k, c[k]);
+                }
+            return;
+        }
         for (int r = 0; r < n; ++r) {
             float* o = dst + size_t(r) * ld;
             for (int i = 0; i < ld; i += 16) {  // zero-masked loads past d give the zero padding

@@ -98,8 +98,11 @@ static inline void fill_rows(const Task& t, const uint8_t* base, int32_t start, 
     }
 }
 
-// Prefetches the rows of positions from .. from + count - 1 of `heads` KV heads (head_bytes apart
-// from `base`), block by block and, within a block, head by head: in address order.
+// Requests the rows of positions from .. from + count - 1 of `heads` KV heads (head_bytes apart
+// from `base`) into L2, block by block and, within a block, head by head: in address order.
+// Inline asm rather than __builtin_prefetch: GCC 12 counts a prefetch as no side effect and
+// deletes a loop nest doing nothing else at -O2 (C++ loops are assumed to finish), so the
+// requests this walk made before 2026-12-04 were never issued (docs/benchmarks.md).
 static inline void prefetch_rows(const Task& t, const uint8_t* base, int heads, int32_t from, int count) {
     const int32_t block = int32_t(1) << t.block_shift;
     for (int j = 0; j < count;) {
@@ -108,7 +111,7 @@ static inline void prefetch_rows(const Task& t, const uint8_t* base, int heads, 
         const size_t bytes = size_t(in_block) * t.row_bytes;
         for (int kh = 0; kh < heads; ++kh) {
             const uint8_t* r = cache_row(t, base + size_t(kh) * t.head_bytes, p);
-            for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b);
+            for (size_t b = 0; b < bytes; b += 64) asm volatile("prefetcht1 %0" : : "m"(r[b]));
         }
         j += in_block;
     }
@@ -231,14 +234,15 @@ void walk_tiles(const Task& t) {
         if (kCanWiden && widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
         else Ops::template accumulate<DT>(a, p, heads, rows, n, d);
     };
-    // Without widening (decode) the Ops read the cache rows in place. A block's rows are contiguous
-    // but the blocks are scattered, and in a decode step every layer's weights stream through the
-    // cache in between, so each block starts cold: ask for a tile's V rows while its scores are
-    // computed and for the next tile's K rows while its P.V runs, rather than stall on each block.
-    // Positions from lowest(0) on all lie in valid blocks (the caller checks them). (Widened tiles
-    // gained nothing from the same requests, into L1 or L2: measured, docs/benchmarks.md.)
-    auto prefetch_tile = [&](const uint8_t* base, int32_t start, int n) {
-        if (!widen) prefetch_rows(t, base, 1, start, n);
+    // Widened, a task reads each row once, converting it: the next tile's K and V rows are
+    // requested into L2 as a tile's work starts (a tile's worth of score and P.V work ahead; L1
+    // holds the tiles in use). Rows read in place (decode) are not requested: the walk reads a
+    // block's rows in order, which the hardware prefetchers follow, and requests into L1 there
+    // cost 5-37 % (measured, docs/benchmarks.md). Every block from lowest(0) on is valid.
+    auto prefetch_widened = [&](int32_t start, int n) {
+        if (!widen) return;
+        prefetch_rows(t, t.k_head, 1, start, n);
+        prefetch_rows(t, t.v_head, 1, start, n);
     };
     const int32_t n_keys = t.pos[m - 1] + 1;
     // The first key query i sees (positions increase, so these do too).
@@ -254,12 +258,10 @@ void walk_tiles(const Task& t) {
         while (last < m && skip_of(last) < keys_of(last)) ++last;
         if (last == first) continue;
         const int32_t floor = lowest(first);  // positions increase: the first query's start is the lowest
-        if (start == lowest(0) / kTile * kTile) prefetch_tile(t.k_head, floor, start + n - floor);
-        prefetch_tile(t.v_head, floor > start ? floor : start, floor > start ? start + n - floor : n);
         load_tile(t.k_head, start, n, floor, k_tile, k_rows);
         load_tile(t.v_head, start, n, floor, v_tile, v_rows);
-        if (const int32_t next = start + kTile; next < n_keys)  // every block from lowest(0) on is valid
-            prefetch_tile(t.k_head, next, n_keys - next < kTile ? int(n_keys - next) : kTile);
+        if (const int32_t next = start + kTile; next < n_keys)
+            prefetch_widened(next, n_keys - next < kTile ? int(n_keys - next) : kTile);
         // The heads in chunks of kHeadChunk: each chunk's scores, then its softmax updates (independent
         // chains the core can overlap), then its P.V, so that the two tiles and the chunk's query,
         // score and accumulator rows stay in L1 together.
@@ -344,16 +346,13 @@ void walk_decode_heads(const Task& t) {
             for (int k = n; k < n + 16; ++k) rows[kh][k] = rows[kh][0];
         }
     };
-    auto prefetch = [&](const uint8_t* base, int32_t from, int count) { prefetch_rows(t, base, heads, from, count); };
     const int32_t pos = t.pos[0], n_keys = pos + 1;
     const int32_t lowest = t.window > 0 && pos - t.window + 1 > 0 ? pos - t.window + 1 : 0;
     const int32_t first_start = lowest / kTile * kTile;
-    prefetch(t.k_head, lowest, std::min(n_keys, first_start + kTile) - lowest);  // the first tile's K
     for (int32_t start = first_start; start < n_keys; start += kTile) {
         const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
         const int off = lowest > start ? int(lowest - start) : 0;  // < n: lowest <= pos
         const int ni = n - off;
-        prefetch(t.v_head, start + off, ni);
         fill(t.k_head, start, n, lowest);
         for (int j0 = off; j0 < n; j0 += 16)
             for (int h = 0; h < qh; ++h)
@@ -364,8 +363,6 @@ void walk_decode_heads(const Task& t) {
                 t, h0, std::min(qh, h0 + kHeadChunk), [&](int h) { return scores + size_t(h) * kScoreStride + off; },
                 [&](int) { return ni; }, run_max, run_sum, acc, ld);
         fill(t.v_head, start, n, lowest);
-        if (const int32_t next = start + kTile; next < n_keys)
-            prefetch(t.k_head, next, n_keys - next < kTile ? int(n_keys - next) : kTile);
         float* acc_ptrs[kMaxAccumulateHeads];
         const float* p_ptrs[kMaxAccumulateHeads];
         for (int j0 = off; j0 < n; j0 += 16)
