@@ -238,7 +238,7 @@ void walk_tiles(const Task& t) {
     // requested into L2 as a tile's work starts (a tile's worth of score and P.V work ahead; L1
     // holds the tiles in use). Rows read in place (decode) are not requested: the walk reads a
     // block's rows in order, which the hardware prefetchers follow, and requests into L1 there
-    // cost 5-37 % (measured, docs/benchmarks.md). Every block from lowest(0) on is valid.
+    // cost 8-40 % (measured, docs/benchmarks.md). Every block from lowest(0) on is valid.
     auto prefetch_widened = [&](int32_t start, int n) {
         if (!widen) return;
         prefetch_rows(t, t.k_head, 1, start, n);
