@@ -191,8 +191,8 @@ inline void accumulate_heads(float* const* acc, const float* const* p, const uin
 // Two query heads' scores of the 8 f32 rows at k (ld = 16 NV floats apart): each loaded K chunk
 // feeds both heads, whose queries stay in registers; per key the arithmetic is scores16's.
 template <int NV>
-[[gnu::always_inline]] inline void scores_pair8(const __m512 (&qa)[NV], const __m512 (&qb)[NV], const float* k, __m256 sv,
-                                              float* s0, float* s1) {
+[[gnu::always_inline]] inline void scores_pair8(const __m512 (&qa)[NV], const __m512 (&qb)[NV], const float* k, const float* rs,
+                                              __m256 sv, float* s0, float* s1) {
     __m512 a[8], b[8];
     #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) a[r] = b[r] = _mm512_setzero_ps();
@@ -204,12 +204,19 @@ template <int NV>
             a[r] = _mm512_fmadd_ps(qa[v], kv, a[r]);
             b[r] = _mm512_fmadd_ps(qb[v], kv, b[r]);
         }
-    _mm256_storeu_ps(s0, _mm256_mul_ps(reduce8(a), sv));
-    _mm256_storeu_ps(s1, _mm256_mul_ps(reduce8(b), sv));
+    __m256 ra = reduce8(a), rb = reduce8(b);
+    if (rs) {  // q8 codes: each row's scale, then the softmax scale, as Avx512Ops::scores<q8>
+        const __m256 r = _mm256_loadu_ps(rs);
+        ra = _mm256_mul_ps(ra, r);
+        rb = _mm256_mul_ps(rb, r);
+    }
+    _mm256_storeu_ps(s0, _mm256_mul_ps(ra, sv));
+    _mm256_storeu_ps(s1, _mm256_mul_ps(rb, sv));
 }
 
 template <int NV>
-void scores_pair_nv(const float* q0, const float* q1, const float* tile, int j0, int j1, float scale, float* s0, float* s1) {
+void scores_pair_nv(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, float scale, float* s0,
+                    float* s1) {
     __m512 qa[NV], qb[NV];
     #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
@@ -217,15 +224,15 @@ void scores_pair_nv(const float* q0, const float* q1, const float* tile, int j0,
         qb[v] = _mm512_load_ps(q1 + 16 * v);
     }
     const __m256 sv = _mm256_set1_ps(scale);
-    for (int j = j0; j < j1; j += 8) scores_pair8<NV>(qa, qb, tile + size_t(j) * 16 * NV, sv, s0 + j, s1 + j);
+    for (int j = j0; j < j1; j += 8) scores_pair8<NV>(qa, qb, tile + size_t(j) * 16 * NV, rs ? rs + j : nullptr, sv, s0 + j, s1 + j);
 }
 
 struct Avx512Ops {
     static bool scores_pairs(int d) { return d == 64 || d == 128; }
-    static void scores_pair(const float* q0, const float* q1, const float* tile, int j0, int j1, int d, float scale, float* s0,
-                            float* s1) {
-        if (d == 64) scores_pair_nv<4>(q0, q1, tile, j0, j1, scale, s0, s1);
-        else scores_pair_nv<8>(q0, q1, tile, j0, j1, scale, s0, s1);
+    static void scores_pair(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, int d,
+                            float scale, float* s0, float* s1) {
+        if (d == 64) scores_pair_nv<4>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
+        else scores_pair_nv<8>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
     }
     template <kv::KvDtype DT>
     static void convert(const uint8_t* const* rows, int n, int d, int ld, float* dst) {

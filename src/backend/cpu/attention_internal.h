@@ -44,8 +44,9 @@ struct Task {
 };
 
 // Query heads per KV head (of a task) from which widening each K/V tile to f32 once beats reading
-// the cache rows in place for every head (f16 and bf16 only; f32 rows need no widening and q8
-// rows are always read in place, see attention_walk.h).
+// the cache rows in place for every head (f16 and bf16; f32 rows need no widening; q8 rows widen
+// to their codes from the same count only where the ISA scores two heads at a time, see
+// attention_walk.h, and are otherwise read in place).
 constexpr int kWidenMinQueryHeads = 5;
 inline bool reads_in_place(kv::KvDtype dtype, int query_heads) {
     return !(dtype == kv::KvDtype::f16 || dtype == kv::KvDtype::bf16) || query_heads < kWidenMinQueryHeads;

@@ -10,11 +10,11 @@
 // A soft cap c turns each score s into c * tanh(s / c) before the softmax (through exp_f32). When the task has
 // enough query heads to pay for it (and the cache is f16 or bf16), each tile's K and V rows are
 // first widened to f32 once (exact for f16/bf16) into scratch and every query head reads those;
-// otherwise (decode) the heads read the cache rows directly. A q8 cache is always read directly:
-// its rows are converted on the fly, the score of a row is (q . codes) * row scale and a V row adds
-// (p * row scale) * codes, an order the widened path would not keep (it would round codes * scale
-// first), so reading q8 the same way at every batch shape is what keeps its bits batch invariant.
-// Both give the same bits: the Ops do
+// otherwise (decode) the heads read the cache rows directly. A q8 row's score is (q . codes) * row
+// scale and a V row adds (p * row scale) * codes: never codes * scale rounded first. Read directly,
+// its codes are converted on the fly; widened (only where the Ops score two heads at a time), the
+// tile holds the codes (exact in f32) and the row scales are kept beside it and applied in the
+// same places. Both give the same bits: the Ops do
 // the same arithmetic on the same values either way. Per query head the sequence of operations —
 // which tiles, how many keys each, the score reduction, the softmax update, the order the
 // accumulator sums its rows — depends only on that query's position, head_dim and the Ops, never
@@ -56,10 +56,11 @@ constexpr int kHeadChunk = 16;
 // Ops may also score two query heads at once from a widened K tile (rows ld = padded_dim(d) floats
 // apart), which shares each loaded K chunk between them:
 //   bool scores_pairs(int d)   whether scores_pair takes this d
-//   void scores_pair(const float* q0, const float* q1, const float* tile, int j0, int j1, int d, float scale,
-//                    float* s0, float* s1)
+//   void scores_pair(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, int d,
+//                    float scale, float* s0, float* s1)
 //       s0[j], s1[j] for j0 <= j < j1 (multiples of 8, j1 <= kAttentionTile): the same bits
-//       scores<f32> gives each query and row j of the tile
+//       scores<f32> gives each query and row j of the tile; with row scales rs (a q8 tile of codes),
+//       the same bits scores<q8> gives the rows in place: the dot times rs[j], then times scale
 template <class Ops>
 constexpr bool has_pair_scores = requires { Ops::scores_pairs(0); };
 template <class Ops>
@@ -197,11 +198,16 @@ void walk_tiles(const Task& t) {
     float *queries = hs.queries, *acc = hs.acc, *scores = hs.scores, *run_max = hs.run_max, *run_sum = hs.run_sum;
     for (int h = 0; h < qh; ++h)  // query head h: token h / group, its head h % group
         start_head(hs, h, t.q + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
-    constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16;
-    const bool widen = !reads_in_place(DT, qh);
-    // Widened, two query heads at a time where the Ops can.
+    // q8 rows widen to their codes (exact in f32) with each row's scale kept beside the tile, where
+    // the Ops score two heads at a time: a score is then (q . codes) x row scale x scale and a V row
+    // adds (p x row scale) x codes, each value and its order as read in place, so the same bits.
+    constexpr bool kQ8 = DT == kv::KvDtype::q8;
+    constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16 || (kQ8 && has_pair_scores<Ops>);
+    const bool widen = kQ8 ? qh >= kWidenMinQueryHeads && scores_pairs_for<Ops>(d) : !reads_in_place(DT, qh);
+    // Widened, two query heads at a time where the Ops can (always, for q8).
     constexpr bool kPairs = kCanWiden && has_pair_scores<Ops>;
     const bool pairs = kPairs && widen && scores_pairs_for<Ops>(d);
+    float k_scales[kTile], v_scales[kTile];  // widened q8: the tile rows' scales (0 past n)
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
     // (which start inside the tile under a window), so the 16 entries past n point at a readable row.
     constexpr int kRows = kTile + 16;
@@ -219,6 +225,12 @@ void walk_tiles(const Task& t) {
                 Ops::template convert<DT>(cache_rows, n, d, ld, f32_tile);
                 // Pairs score whole groups of 8 rows: the rows past n up to the next 8 read as zero.
                 if (pairs && n % 8 != 0) std::memset(f32_tile + size_t(n) * ld, 0, size_t(8 - n % 8) * ld * sizeof(float));
+                if constexpr (kQ8) {  // the scale after the codes padded to 4 bytes (kv::q8_scale_offset)
+                    float* scales = f32_tile == k_tile ? k_scales : v_scales;
+                    const size_t at = (size_t(d) + 3) / 4 * 4;
+                    for (int j = 0; j < n; ++j) std::memcpy(scales + j, cache_rows[j] + at, sizeof(float));
+                    for (int j = n; j < kTile; ++j) scales[j] = 0.0f;
+                }
                 return;
             }
         }
@@ -226,7 +238,7 @@ void walk_tiles(const Task& t) {
         fill_rows(t, base, start, n, floor, rows);
         for (int j = n; j < n + 16; ++j) rows[j] = rows[0];
     };
-    auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
+    auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {  // widened q8 takes pairs
         if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
         else Ops::template scores<DT>(q, rows, n, d, t.scale, s);
     };
@@ -273,8 +285,8 @@ void walk_tiles(const Task& t) {
                         const int g = h + 1 < h1 ? h + 1 : h;
                         const int j0 = std::min(skip_of(h / group), skip_of(g / group)) / 8 * 8;
                         const int j1 = (std::max(keys_of(h / group), keys_of(g / group)) + 7) / 8 * 8;
-                        Ops::scores_pair(queries + size_t(h) * ld, queries + size_t(g) * ld, k_tile, j0, j1, d, t.scale,
-                                         scores + size_t(h) * kScoreStride, scores + size_t(g) * kScoreStride);
+                        Ops::scores_pair(queries + size_t(h) * ld, queries + size_t(g) * ld, k_tile, kQ8 ? k_scales : nullptr,
+                                         j0, j1, d, t.scale, scores + size_t(h) * kScoreStride, scores + size_t(g) * kScoreStride);
                     }
                 }
             }
@@ -286,6 +298,13 @@ void walk_tiles(const Task& t) {
             softmax_update_heads<Ops>(
                 t, h0, h1, [&](int h) { return scores + size_t(h) * kScoreStride + skip_of(h / group); },
                 [&](int h) { return keys_of(h / group) - skip_of(h / group); }, run_max, run_sum, acc, ld);
+            if constexpr (kQ8) {  // widened q8: each weight times its V row's scale, as read in place
+                if (widen)
+                    for (int h = h0; h < h1; ++h) {
+                        float* p = scores + size_t(h) * kScoreStride;
+                        for (int j = skip_of(h / group); j < keys_of(h / group); ++j) p[j] *= v_scales[j];
+                    }
+            }
             // P.V: heads whose keys start at the same tile row share each loaded V row, up to
             // kMaxAccumulateHeads at a time, over the keys all of them see; each head then adds the
             // rest of its own keys alone (on the diagonal tile, queries see 1, 2, .. more keys).
