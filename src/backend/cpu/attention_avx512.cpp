@@ -117,10 +117,11 @@ inline __m512 scores16(const float* q, const uint8_t* const* rows, int nv, int d
     return reduce16(a);
 }
 
-// acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads and CW 16-float chunks from chunk c0.
-template <kv::KvDtype DT, int H, int CW>
+// acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads and CW 16-float chunks from chunk c0;
+// with row scales rs (f32 rows holding q8 codes), the weight is p[h][j] * rs[j], as a q8 row's own.
+template <kv::KvDtype DT, int H, int CW, bool Scaled>
 inline void accumulate_block(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d,
-                             int c0) {
+                             int c0, const float* rs_of) {
     __m512 a[H][CW];
     __mmask16 m[CW];
     #pragma GCC unroll 16
@@ -133,10 +134,10 @@ inline void accumulate_block(float* const* acc, const float* const* p, const uin
         __m512 vv[CW];
         #pragma GCC unroll 16
         for (int c = 0; c < CW; ++c) vv[c] = load16<DT>(rows[j], 16 * (c0 + c), m[c]);
-        const float rs = DT == kv::KvDtype::q8 ? q8_scale(rows[j], d) : 1.0f;
+        const float rs = DT == kv::KvDtype::q8 ? q8_scale(rows[j], d) : Scaled ? rs_of[j] : 1.0f;
         #pragma GCC unroll 16
         for (int h = 0; h < H; ++h) {
-            const __m512 pv = _mm512_set1_ps(DT == kv::KvDtype::q8 ? p[h][j] * rs : p[h][j]);
+            const __m512 pv = _mm512_set1_ps(DT == kv::KvDtype::q8 || Scaled ? p[h][j] * rs : p[h][j]);
             #pragma GCC unroll 16
             for (int c = 0; c < CW; ++c) a[h][c] = _mm512_fmadd_ps(pv, vv[c], a[h][c]);
         }
@@ -147,16 +148,17 @@ inline void accumulate_block(float* const* acc, const float* const* p, const uin
         for (int c = 0; c < CW; ++c) _mm512_store_ps(acc[h] + 16 * (c0 + c), a[h][c]);
 }
 
-template <kv::KvDtype DT, int H>
-inline void accumulate_heads(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d) {
+template <kv::KvDtype DT, int H, bool Scaled = false>
+inline void accumulate_heads(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d,
+                             const float* rs_of = nullptr) {
     const int nv = (d + 15) / 16;
     int c0 = 0;
     #pragma GCC unroll 16
-    for (; c0 + 4 <= nv; c0 += 4) accumulate_block<DT, H, 4>(acc, p, rows, n, d, c0);
+    for (; c0 + 4 <= nv; c0 += 4) accumulate_block<DT, H, 4, Scaled>(acc, p, rows, n, d, c0, rs_of);
     switch (nv - c0) {
-        case 3: accumulate_block<DT, H, 3>(acc, p, rows, n, d, c0); break;
-        case 2: accumulate_block<DT, H, 2>(acc, p, rows, n, d, c0); break;
-        case 1: accumulate_block<DT, H, 1>(acc, p, rows, n, d, c0); break;
+        case 3: accumulate_block<DT, H, 3, Scaled>(acc, p, rows, n, d, c0, rs_of); break;
+        case 2: accumulate_block<DT, H, 2, Scaled>(acc, p, rows, n, d, c0, rs_of); break;
+        case 1: accumulate_block<DT, H, 1, Scaled>(acc, p, rows, n, d, c0, rs_of); break;
         default: break;
     }
 }
@@ -279,6 +281,16 @@ struct Avx512Ops {
             case 3: accumulate_heads<DT, 3>(acc, p, rows, n, d); break;
             case 2: accumulate_heads<DT, 2>(acc, p, rows, n, d); break;
             default: accumulate_heads<DT, 1>(acc, p, rows, n, d); break;
+        }
+    }
+    // accumulate<f32> with each weight p[h][j] * rs[j] (a widened q8 tile: codes and row scales).
+    static void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
+                                  int d, const float* rs) {
+        switch (heads) {
+            case 4: accumulate_heads<kv::KvDtype::f32, 4, true>(acc, p, rows, n, d, rs); break;
+            case 3: accumulate_heads<kv::KvDtype::f32, 3, true>(acc, p, rows, n, d, rs); break;
+            case 2: accumulate_heads<kv::KvDtype::f32, 2, true>(acc, p, rows, n, d, rs); break;
+            default: accumulate_heads<kv::KvDtype::f32, 1, true>(acc, p, rows, n, d, rs); break;
         }
     }
     static void scale(float* acc, float c, int d) {  // d is a multiple of 16 (padded accumulator)

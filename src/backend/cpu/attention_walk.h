@@ -61,6 +61,9 @@ constexpr int kHeadChunk = 16;
 //       s0[j], s1[j] for j0 <= j < j1 (multiples of 8, j1 <= kAttentionTile): the same bits
 //       scores<f32> gives each query and row j of the tile; with row scales rs (a q8 tile of codes),
 //       the same bits scores<q8> gives the rows in place: the dot times rs[j], then times scale
+//   void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows,
+//                          int n, int d, const float* rs)
+//       accumulate<f32> with each weight p[h][j] * rs[j]: what accumulate<q8> adds for a q8 row
 template <class Ops>
 constexpr bool has_pair_scores = requires { Ops::scores_pairs(0); };
 template <class Ops>
@@ -243,6 +246,9 @@ void walk_tiles(const Task& t) {
         else Ops::template scores<DT>(q, rows, n, d, t.scale, s);
     };
     auto accumulate = [&](float* const* a, const float* const* p, int heads, const uint8_t* const* rows, int n) {
+        if constexpr (kQ8 && kPairs) {  // widened q8: each weight times its V row's scale, as read in place
+            if (widen) return Ops::accumulate_scaled(a, p, heads, rows, n, d, v_scales + (rows - v_rows));
+        }
         if (kCanWiden && widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
         else Ops::template accumulate<DT>(a, p, heads, rows, n, d);
     };
@@ -298,13 +304,6 @@ void walk_tiles(const Task& t) {
             softmax_update_heads<Ops>(
                 t, h0, h1, [&](int h) { return scores + size_t(h) * kScoreStride + skip_of(h / group); },
                 [&](int h) { return keys_of(h / group) - skip_of(h / group); }, run_max, run_sum, acc, ld);
-            if constexpr (kQ8) {  // widened q8: each weight times its V row's scale, as read in place
-                if (widen)
-                    for (int h = h0; h < h1; ++h) {
-                        float* p = scores + size_t(h) * kScoreStride;
-                        for (int j = skip_of(h / group); j < keys_of(h / group); ++j) p[j] *= v_scales[j];
-                    }
-            }
             // P.V: heads whose keys start at the same tile row share each loaded V row, up to
             // kMaxAccumulateHeads at a time, over the keys all of them see; each head then adds the
             // rest of its own keys alone (on the diagonal tile, queries see 1, 2, .. more keys).
