@@ -239,7 +239,7 @@ BENCHMARK(BM_AttentionDecodeSmall)
 // One sequence's whole prompt in one batch: token t at position t attends to keys 0..t.
 void paged_attention_prefill(benchmark::State& state, kv::KvDtype dtype) {
     const int n_tokens = int(state.range(0)), n_heads = int(state.range(1)), n_kv = int(state.range(2));
-    const int head_dim = 64, block_size = 16;
+    const int head_dim = int(state.range(3)), block_size = 16;
     const kv::KvLayout L = one_layer(n_kv, head_dim, block_size, dtype);
     const int n_blocks = (n_tokens + block_size - 1) / block_size;
     kernels::KvPool pool(L, n_blocks);
@@ -283,13 +283,20 @@ void paged_attention_prefill(benchmark::State& state, kv::KvDtype dtype) {
 }
 void BM_PagedAttentionPrefillF16(benchmark::State& state) { paged_attention_prefill(state, kv::KvDtype::f16); }
 void BM_PagedAttentionPrefillQ8(benchmark::State& state) { paged_attention_prefill(state, kv::KvDtype::q8); }
+// Arguments: tokens, query heads, KV heads, head_dim: `small`, a GQA shape, and Llama 3 8B's.
 BENCHMARK(BM_PagedAttentionPrefillF16)
-    ->Args({512, 12, 12})
-    ->Args({2048, 12, 12})
-    ->Args({512, 32, 4})
+    ->Args({512, 12, 12, 64})
+    ->Args({2048, 12, 12, 64})
+    ->Args({512, 32, 4, 64})
+    ->Args({512, 32, 8, 128})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(BM_PagedAttentionPrefillQ8)->Args({512, 12, 12})->Args({2048, 12, 12})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PagedAttentionPrefillQ8)
+    ->Args({512, 12, 12, 64})
+    ->Args({2048, 12, 12, 64})
+    ->Args({512, 32, 8, 128})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // KV utilisation: requests with prompt and output lengths uniform in [16, 1024] and a 2048-token
 // context limit, each observed at a uniformly random point of its generation. Paged: a request
