@@ -216,6 +216,37 @@ template <int NV>
     _mm256_storeu_ps(s1, _mm256_mul_ps(rb, sv));
 }
 
+// scores_pair8 on 8 cache rows read in place (f16 or bf16; whole chunks: head_dim 16 NV).
+template <kv::KvDtype DT, int NV>
+[[gnu::always_inline]] inline void scores_pair8_rows(const __m512 (&qa)[NV], const __m512 (&qb)[NV], const uint8_t* const* rows,
+                                                   __m256 sv, float* s0, float* s1) {
+    __m512 a[8], b[8];
+    #pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) a[r] = b[r] = _mm512_setzero_ps();
+    #pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v)
+        #pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+            const __m512 kv = load16<DT>(rows[r], 16 * v, __mmask16(0xffff));
+            a[r] = _mm512_fmadd_ps(qa[v], kv, a[r]);
+            b[r] = _mm512_fmadd_ps(qb[v], kv, b[r]);
+        }
+    _mm256_storeu_ps(s0, _mm256_mul_ps(reduce8(a), sv));
+    _mm256_storeu_ps(s1, _mm256_mul_ps(reduce8(b), sv));
+}
+
+template <kv::KvDtype DT, int NV>
+void scores_pair_rows_nv(const float* q0, const float* q1, const uint8_t* const* rows, int n, float scale, float* s0, float* s1) {
+    __m512 qa[NV], qb[NV];
+    #pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+        qa[v] = _mm512_load_ps(q0 + 16 * v);
+        qb[v] = _mm512_load_ps(q1 + 16 * v);
+    }
+    const __m256 sv = _mm256_set1_ps(scale);
+    for (int j = 0; j < n; j += 8) scores_pair8_rows<DT, NV>(qa, qb, rows + j, sv, s0 + j, s1 + j);
+}
+
 template <int NV>
 void scores_pair_nv(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, float scale, float* s0,
                     float* s1) {
@@ -231,6 +262,14 @@ void scores_pair_nv(const float* q0, const float* q1, const float* tile, const f
 
 struct Avx512Ops {
     static bool scores_pairs(int d) { return d == 64 || d == 128; }
+    // Two query heads' scores of f16 or bf16 rows read in place: s[j] for j < n rounded up to 8
+    // (rows and s readable that far), each the bits scores<DT> gives.
+    template <kv::KvDtype DT>
+    static void scores_pair_rows(const float* q0, const float* q1, const uint8_t* const* rows, int n, int d, float scale,
+                                 float* s0, float* s1) {
+        if (d == 64) scores_pair_rows_nv<DT, 4>(q0, q1, rows, n, scale, s0, s1);
+        else scores_pair_rows_nv<DT, 8>(q0, q1, rows, n, scale, s0, s1);
+    }
     static void scores_pair(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, int d,
                             float scale, float* s0, float* s1) {
         if (d == 64) scores_pair_nv<4>(q0, q1, tile, rs, j0, j1, scale, s0, s1);

@@ -64,6 +64,9 @@ constexpr int kHeadChunk = 16;
 //   void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows,
 //                          int n, int d, const float* rs)
 //       accumulate<f32> with each weight p[h][j] * rs[j]: what accumulate<q8> adds for a q8 row
+//   void scores_pair_rows<DT>(const float* q0, const float* q1, const uint8_t* const* rows, int n, int d,
+//                             float scale, float* s0, float* s1)
+//       the two heads' scores<DT> of rows read in place (f16 or bf16), for j < n rounded up to 8
 template <class Ops>
 constexpr bool has_pair_scores = requires { Ops::scores_pairs(0); };
 template <class Ops>
@@ -357,6 +360,10 @@ void walk_decode_heads(const Task& t) {
     float *queries = hs.queries, *acc = hs.acc, *scores = hs.scores, *run_max = hs.run_max, *run_sum = hs.run_sum;
     for (int h = 0; h < qh; ++h) start_head(hs, h, t.q + size_t(h) * d, d, ld);  // kv head h / group
     const uint8_t* rows[kMaxDecodeHeads][kRows];
+    // f16 / bf16 rows: two query heads of a KV head share each row's conversion (f32 rows gained
+    // nothing measurable; q8 keeps its own scores).
+    constexpr bool kPairs = (DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16) && has_pair_scores<Ops>;
+    const bool pairs = kPairs && group > 1 && scores_pairs_for<Ops>(d);
     // rows[kh] = head kh's rows of the tile (as walk_tiles' load_tile, 16 past n padded).
     auto fill = [&](const uint8_t* base, int32_t start, int n, int32_t floor) {
         for (int kh = 0; kh < heads; ++kh) {
@@ -373,9 +380,19 @@ void walk_decode_heads(const Task& t) {
         const int ni = n - off;
         fill(t.k_head, start, n, lowest);
         for (int j0 = off; j0 < n; j0 += 16)
-            for (int h = 0; h < qh; ++h)
-                Ops::template scores<DT>(queries + size_t(h) * ld, rows[h / group] + j0, std::min(16, n - j0), d, t.scale,
-                                         scores + size_t(h) * kScoreStride + j0);
+            for (int h = 0; h < qh; ++h) {
+                float* s = scores + size_t(h) * kScoreStride + j0;
+                if constexpr (kPairs) {  // two query heads of one KV head: each loaded row scores both
+                    if (pairs && h % group + 1 < group) {
+                        Ops::template scores_pair_rows<DT>(queries + size_t(h) * ld, queries + size_t(h + 1) * ld,
+                                                           rows[h / group] + j0, std::min(16, n - j0), d, t.scale, s,
+                                                           s + kScoreStride);
+                        ++h;
+                        continue;
+                    }
+                }
+                Ops::template scores<DT>(queries + size_t(h) * ld, rows[h / group] + j0, std::min(16, n - j0), d, t.scale, s);
+            }
         for (int h0 = 0; h0 < qh; h0 += kHeadChunk)
             softmax_update_heads<Ops>(
                 t, h0, std::min(qh, h0 + kHeadChunk), [&](int h) { return scores + size_t(h) * kScoreStride + off; },
