@@ -45,11 +45,17 @@ struct Task {
 
 // Query heads per KV head (of a task) from which widening each K/V tile to f32 once beats reading
 // the cache rows in place for every head (f16 and bf16; f32 rows need no widening; q8 rows widen
-// to their codes from the same count only where the ISA scores two heads at a time, see
-// attention_walk.h, and are otherwise read in place).
+// to their codes from kWidenMinQueryHeads in a multi-token run only where the ISA scores two heads
+// at a time, see attention_walk.h, and are otherwise read in place). Where the ISA scores two query
+// heads per converted row (pair_scores: AVX-512, head_dim 64 or 128), reading in place converts
+// each row half as often, and widening pays only from kWidenMinQueryHeadsPaired (measured: decode
+// at 8 query heads per KV head, head_dim 64, one thread, 1.08-1.26x faster read in place;
+// docs/benchmarks.md).
 constexpr int kWidenMinQueryHeads = 5;
-inline bool reads_in_place(kv::KvDtype dtype, int query_heads) {
-    return !(dtype == kv::KvDtype::f16 || dtype == kv::KvDtype::bf16) || query_heads < kWidenMinQueryHeads;
+constexpr int kWidenMinQueryHeadsPaired = 9;
+inline bool reads_in_place(kv::KvDtype dtype, int query_heads, bool pair_scores) {
+    return !(dtype == kv::KvDtype::f16 || dtype == kv::KvDtype::bf16) ||
+           query_heads < (pair_scores ? kWidenMinQueryHeadsPaired : kWidenMinQueryHeads);
 }
 // Most KV heads one decode task walks together.
 constexpr int kMaxDecodeHeads = 8;

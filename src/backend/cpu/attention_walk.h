@@ -209,7 +209,7 @@ void walk_tiles(const Task& t) {
     // adds (p x row scale) x codes, each value and its order as read in place, so the same bits.
     constexpr bool kQ8 = DT == kv::KvDtype::q8;
     constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16 || (kQ8 && has_pair_scores<Ops>);
-    const bool widen = kQ8 ? qh >= kWidenMinQueryHeads && scores_pairs_for<Ops>(d) : !reads_in_place(DT, qh);
+    const bool widen = kQ8 ? qh >= kWidenMinQueryHeads && scores_pairs_for<Ops>(d) : !reads_in_place(DT, qh, scores_pairs_for<Ops>(d));
     // Widened, two query heads at a time where the Ops can (always, for q8).
     constexpr bool kPairs = kCanWiden && has_pair_scores<Ops>;
     const bool pairs = kPairs && widen && scores_pairs_for<Ops>(d);

@@ -386,7 +386,9 @@ TEST(PagedAttention, BatchInvariantBitwise) {
 }
 
 // Decode tokens whose KV heads read the cache in place (f32 and q8 at any group, f16 and bf16 below
-// 5 query heads per KV head) are walked several KV heads per task (walk_decode_heads), how many
+// 5 query heads per KV head, or below 9 where AVX-512 scores two heads per converted row, so the
+// group-8 shape is read in place there and widened on AVX2) are walked several KV heads per task
+// (walk_decode_heads), how many
 // depending on the batch and the thread count. Each must give bitwise what the one-head tile walk
 // (walk_tiles) gives the same token inside a prefill run: here as the second token of a run of
 // two. 6 KV heads, so the tasks may split them unevenly (4 + 2 at 2 tokens on 3 threads); contexts
