@@ -214,6 +214,10 @@ void walk_tiles(const Task& t) {
     constexpr bool kPairs = kCanWiden && has_pair_scores<Ops>;
     const bool pairs = kPairs && widen && scores_pairs_for<Ops>(d);
     float k_scales[kTile], v_scales[kTile];  // widened q8: the tile rows' scales (0 past n)
+    // Read in place (f16 / bf16 below the widening count), two query heads of a token still share
+    // each converted row where the Ops can, as in walk_decode_heads.
+    constexpr bool kRowPairs = (DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16) && has_pair_scores<Ops>;
+    const bool row_pairs = kRowPairs && !widen && group > 1 && scores_pairs_for<Ops>(d);
     // Row pointers of the current tile; the Ops may read up to 16 past the n rows they are given
     // (which start inside the tile under a window), so the 16 entries past n point at a readable row.
     constexpr int kRows = kTile + 16;
@@ -302,7 +306,16 @@ void walk_tiles(const Task& t) {
             if (!pairs)
                 for (int h = h0; h < h1; ++h) {
                     const int i = h / group, off = skip_of(i);
-                    scores_of(queries + size_t(h) * ld, k_rows + off, keys_of(i) - off, scores + size_t(h) * kScoreStride + off);
+                    float* s = scores + size_t(h) * kScoreStride + off;
+                    if constexpr (kRowPairs) {  // in place: two heads of one query share each converted row
+                        if (row_pairs && h % group + 1 < group && h + 1 < h1) {
+                            Ops::template scores_pair_rows<DT>(queries + size_t(h) * ld, queries + size_t(h + 1) * ld,
+                                                               k_rows + off, keys_of(i) - off, d, t.scale, s, s + kScoreStride);
+                            ++h;
+                            continue;
+                        }
+                    }
+                    scores_of(queries + size_t(h) * ld, k_rows + off, keys_of(i) - off, s);
                 }
             softmax_update_heads<Ops>(
                 t, h0, h1, [&](int h) { return scores + size_t(h) * kScoreStride + skip_of(h / group); },
