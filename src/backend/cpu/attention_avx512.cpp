@@ -190,10 +190,12 @@ inline void accumulate_heads(float* const* acc, const float* const* p, const uin
     return _mm512_castps512_ps256(_mm512_permutexvar_ps(order, f));
 }
 
-// Two query heads' scores of the 8 f32 rows at k (ld = 16 NV floats apart): each loaded K chunk
-// feeds both heads, whose queries stay in registers; per key the arithmetic is scores16's.
-template <int NV>
-[[gnu::always_inline]] inline void scores_pair8(const __m512 (&qa)[NV], const __m512 (&qb)[NV], const float* k, const float* rs,
+// Two query heads' scores of 8 keys: chunk(r, v) gives key r's v-th 16-float chunk, loaded once for
+// both heads, whose queries stay in registers; per key the arithmetic is scores16's. With row
+// scales rs (q8 codes), each score is multiplied by its row's scale before the softmax scale, as
+// Avx512Ops::scores<q8> does.
+template <int NV, class Chunk>
+[[gnu::always_inline]] inline void scores_pair8(const __m512 (&qa)[NV], const __m512 (&qb)[NV], Chunk chunk, const float* rs,
                                               __m256 sv, float* s0, float* s1) {
     __m512 a[8], b[8];
     #pragma GCC unroll 8
@@ -202,12 +204,12 @@ template <int NV>
     for (int v = 0; v < NV; ++v)
         #pragma GCC unroll 8
         for (int r = 0; r < 8; ++r) {
-            const __m512 kv = _mm512_load_ps(k + r * 16 * NV + 16 * v);
+            const __m512 kv = chunk(r, v);
             a[r] = _mm512_fmadd_ps(qa[v], kv, a[r]);
             b[r] = _mm512_fmadd_ps(qb[v], kv, b[r]);
         }
     __m256 ra = reduce8(a), rb = reduce8(b);
-    if (rs) {  // q8 codes: each row's scale, then the softmax scale, as Avx512Ops::scores<q8>
+    if (rs) {
         const __m256 r = _mm256_loadu_ps(rs);
         ra = _mm256_mul_ps(ra, r);
         rb = _mm256_mul_ps(rb, r);
@@ -216,27 +218,11 @@ template <int NV>
     _mm256_storeu_ps(s1, _mm256_mul_ps(rb, sv));
 }
 
-// scores_pair8 on 8 cache rows read in place (f16 or bf16; whole chunks: head_dim 16 NV).
-template <kv::KvDtype DT, int NV>
-[[gnu::always_inline]] inline void scores_pair8_rows(const __m512 (&qa)[NV], const __m512 (&qb)[NV], const uint8_t* const* rows,
-                                                   __m256 sv, float* s0, float* s1) {
-    __m512 a[8], b[8];
-    #pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r) a[r] = b[r] = _mm512_setzero_ps();
-    #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v)
-        #pragma GCC unroll 8
-        for (int r = 0; r < 8; ++r) {
-            const __m512 kv = load16<DT>(rows[r], 16 * v, __mmask16(0xffff));
-            a[r] = _mm512_fmadd_ps(qa[v], kv, a[r]);
-            b[r] = _mm512_fmadd_ps(qb[v], kv, b[r]);
-        }
-    _mm256_storeu_ps(s0, _mm256_mul_ps(reduce8(a), sv));
-    _mm256_storeu_ps(s1, _mm256_mul_ps(reduce8(b), sv));
-}
-
-template <kv::KvDtype DT, int NV>
-void scores_pair_rows_nv(const float* q0, const float* q1, const uint8_t* const* rows, int n, float scale, float* s0, float* s1) {
+// scores_pair8 for keys j0 .. j1 - 1 (j1 - j0 a multiple of 8); keys(j) gives the chunk reader of
+// the 8 keys from j.
+template <int NV, class Keys>
+void scores_pair_range(const float* q0, const float* q1, int j0, int j1, const float* rs, float scale, float* s0, float* s1,
+                       Keys keys) {
     __m512 qa[NV], qb[NV];
     #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
@@ -244,20 +230,25 @@ void scores_pair_rows_nv(const float* q0, const float* q1, const uint8_t* const*
         qb[v] = _mm512_load_ps(q1 + 16 * v);
     }
     const __m256 sv = _mm256_set1_ps(scale);
-    for (int j = 0; j < n; j += 8) scores_pair8_rows<DT, NV>(qa, qb, rows + j, sv, s0 + j, s1 + j);
+    for (int j = j0; j < j1; j += 8) scores_pair8<NV>(qa, qb, keys(j), rs ? rs + j : nullptr, sv, s0 + j, s1 + j);
 }
 
+// From a widened tile (rows 16 NV floats apart) or from cache rows read in place (f16 or bf16).
 template <int NV>
-void scores_pair_nv(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, float scale, float* s0,
-                    float* s1) {
-    __m512 qa[NV], qb[NV];
-    #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-        qa[v] = _mm512_load_ps(q0 + 16 * v);
-        qb[v] = _mm512_load_ps(q1 + 16 * v);
-    }
-    const __m256 sv = _mm256_set1_ps(scale);
-    for (int j = j0; j < j1; j += 8) scores_pair8<NV>(qa, qb, tile + size_t(j) * 16 * NV, rs ? rs + j : nullptr, sv, s0 + j, s1 + j);
+void scores_pair_tile(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, float scale,
+                      float* s0, float* s1) {
+    scores_pair_range<NV>(q0, q1, j0, j1, rs, scale, s0, s1, [tile](int j) {
+        const float* k = tile + size_t(j) * 16 * NV;
+        return [k](int r, int v) { return _mm512_load_ps(k + r * 16 * NV + 16 * v); };
+    });
+}
+template <kv::KvDtype DT, int NV>
+void scores_pair_rows_of(const float* q0, const float* q1, const uint8_t* const* rows, int n, float scale, float* s0,
+                         float* s1) {
+    scores_pair_range<NV>(q0, q1, 0, (n + 7) / 8 * 8, nullptr, scale, s0, s1, [rows](int j) {
+        const uint8_t* const* r8 = rows + j;
+        return [r8](int r, int v) { return load16<DT>(r8[r], 16 * v, __mmask16(0xffff)); };
+    });
 }
 
 struct Avx512Ops {
@@ -267,13 +258,13 @@ struct Avx512Ops {
     template <kv::KvDtype DT>
     static void scores_pair_rows(const float* q0, const float* q1, const uint8_t* const* rows, int n, int d, float scale,
                                  float* s0, float* s1) {
-        if (d == 64) scores_pair_rows_nv<DT, 4>(q0, q1, rows, n, scale, s0, s1);
-        else scores_pair_rows_nv<DT, 8>(q0, q1, rows, n, scale, s0, s1);
+        if (d == 64) scores_pair_rows_of<DT, 4>(q0, q1, rows, n, scale, s0, s1);
+        else scores_pair_rows_of<DT, 8>(q0, q1, rows, n, scale, s0, s1);
     }
     static void scores_pair(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, int d,
                             float scale, float* s0, float* s1) {
-        if (d == 64) scores_pair_nv<4>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
-        else scores_pair_nv<8>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
+        if (d == 64) scores_pair_tile<4>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
+        else scores_pair_tile<8>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
     }
     template <kv::KvDtype DT>
     static void convert(const uint8_t* const* rows, int n, int d, int ld, float* dst) {
