@@ -5,9 +5,10 @@
 //   build/bench/attention_bench [--benchmark_filter=...]
 //
 // Decode shapes follow a Llama-3-8B layer: 32 query heads, 8 KV heads, head_dim 128, F16 KV, block
-// 16. Prefill: 512 tokens, head_dim 64, F16 KV, block 16, 2 threads, with 12 heads / 12 KV heads
-// (the small test model) and 32 heads / 4 KV heads (GQA); FLOPs counted as 4 * head_dim per
-// (query head, visible key): the QK^T and PV products.
+// 16. Prefill: 512 or 2048 tokens, block 16, 2 threads (PAGODA_BENCH_THREADS sets another count),
+// f16 or q8 KV, with 12 heads / 12 KV heads of 64 (the small test model), 32 / 4 of 64 (GQA) and
+// 32 / 8 of 128 (Llama 3 8B); FLOPs counted as 4 * head_dim per (query head, visible key): the
+// QK^T and PV products.
 #include <algorithm>
 #include <benchmark/benchmark.h>
 #include <chrono>
