@@ -7,7 +7,7 @@
 // Decode shapes follow a Llama-3-8B layer: 32 query heads, 8 KV heads, head_dim 128, F16 KV, block
 // 16. Prefill: 512 or 2048 tokens, block 16, 2 threads (PAGODA_BENCH_THREADS sets another count),
 // f16 or q8 KV, with 12 heads / 12 KV heads of 64 (the small test model), 32 / 4 of 64 (GQA) and
-// 32 / 8 of 128 (Llama 3 8B); FLOPs counted as 4 * head_dim per (query head, visible key): the
+// 32 / 8 of 128 (Llama 3 8B) and 32 / 32 of 96 (Phi-3 mini); FLOPs counted as 4 * head_dim per (query head, visible key): the
 // QK^T and PV products.
 #include <algorithm>
 #include <benchmark/benchmark.h>
@@ -290,6 +290,7 @@ BENCHMARK(BM_PagedAttentionPrefillF16)
     ->Args({2048, 12, 12, 64})
     ->Args({512, 32, 4, 64})
     ->Args({512, 32, 8, 128})
+    ->Args({512, 32, 32, 96})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_PagedAttentionPrefillQ8)

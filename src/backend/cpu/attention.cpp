@@ -121,8 +121,9 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
     // sequential run), as many as still leave a task per thread (measured: 6 heads a task read a
     // 1024-token context 5-8 % faster than 3; the pool's workers are spinning between a decode
     // step's regions, so each claims its task at once).
-    // Whether the path scores two query heads at a time (what Avx512Ops::scores_pairs says).
-    const bool pair_scores = active_isa() == Isa::avx512 && (d == 64 || d == 128);
+    // Whether the path scores two query heads at a time (what Avx512Ops::scores_pairs says; restated
+    // here, as a shared inline function would be compiled with that file's ISA flags too).
+    const bool pair_scores = active_isa() == Isa::avx512 && (d == 64 || d == 96 || d == 128);
     const bool decode_in_place = attention_detail::reads_in_place(L.dtype, group, pair_scores);
     int64_t decode_runs = 0;
     for (const QueryRun& r : runs) decode_runs += decode_in_place && r.count == 1;

@@ -252,18 +252,20 @@ void scores_pair_rows_of(const float* q0, const float* q1, const uint8_t* const*
 }
 
 struct Avx512Ops {
-    static bool scores_pairs(int d) { return d == 64 || d == 128; }
+    static bool scores_pairs(int d) { return d == 64 || d == 96 || d == 128; }  // attention.cpp's pair_scores too
     // Two query heads' scores of f16 or bf16 rows read in place: s[j] for j < n rounded up to 8
     // (rows and s readable that far), each the bits scores<DT> gives.
     template <kv::KvDtype DT>
     static void scores_pair_rows(const float* q0, const float* q1, const uint8_t* const* rows, int n, int d, float scale,
                                  float* s0, float* s1) {
         if (d == 64) scores_pair_rows_of<DT, 4>(q0, q1, rows, n, scale, s0, s1);
+        else if (d == 96) scores_pair_rows_of<DT, 6>(q0, q1, rows, n, scale, s0, s1);
         else scores_pair_rows_of<DT, 8>(q0, q1, rows, n, scale, s0, s1);
     }
     static void scores_pair(const float* q0, const float* q1, const float* tile, const float* rs, int j0, int j1, int d,
                             float scale, float* s0, float* s1) {
         if (d == 64) scores_pair_tile<4>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
+        else if (d == 96) scores_pair_tile<6>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
         else scores_pair_tile<8>(q0, q1, tile, rs, j0, j1, scale, s0, s1);
     }
     template <kv::KvDtype DT>

@@ -47,7 +47,7 @@ struct Task {
 // the cache rows in place for every head (f16 and bf16; f32 rows need no widening; q8 rows widen
 // to their codes from kWidenMinQueryHeads in a multi-token run only where the ISA scores two heads
 // at a time, see attention_walk.h, and are otherwise read in place). Where the ISA scores two query
-// heads per converted row (pair_scores: AVX-512, head_dim 64 or 128), reading in place converts
+// heads per converted row (pair_scores: AVX-512, head_dim 64, 96 or 128), reading in place converts
 // each row half as often, and widening pays only from kWidenMinQueryHeadsPaired (measured: decode
 // at 8 query heads per KV head, head_dim 64, one thread, 1.08-1.26x faster read in place;
 // docs/benchmarks.md).

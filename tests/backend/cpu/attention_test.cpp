@@ -398,7 +398,7 @@ TEST(PagedAttention, DecodeTasksOverSeveralKvHeadsMatchTheTileWalkBitwise) {
     struct Shape {
         int32_t head_dim, block_size, group;
     };
-    const Shape shapes[] = {{64, 16, 1}, {20, 1, 2}, {3, 64, 4}, {128, 16, 8}};
+    const Shape shapes[] = {{64, 16, 1}, {20, 1, 2}, {3, 64, 4}, {128, 16, 8}, {96, 16, 4}};
     const std::vector<int32_t> lens = {2, 17, 64, 65, 130, 200, 31, 129, 96, 150};
     for (const Shape& shape : shapes) {
         kv::KvLayout L;
@@ -519,7 +519,7 @@ TEST(PagedAttention, PrefillBatchInvariantBitwise) {
         KvDtype dtype;
     };
     for (Shape shape : {Shape{64, 1, 16, KvDtype::f16}, Shape{20, 4, 1, KvDtype::f32}, Shape{128, 2, 256, KvDtype::bf16},
-                        Shape{64, 4, 16, KvDtype::q8}, Shape{20, 1, 4, KvDtype::q8}}) {
+                        Shape{64, 4, 16, KvDtype::q8}, Shape{20, 1, 4, KvDtype::q8}, Shape{96, 4, 16, KvDtype::f16}}) {
         kv::KvLayout L;
         L.n_layers = 1;
         L.n_kv_heads = 2;
