@@ -133,9 +133,12 @@ inline __m256 scores8(const float* q, const uint8_t* const* rows, int nv, int d)
     return reduce8(a);
 }
 
-// acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads, two 8-float chunks at a time.
-template <kv::KvDtype DT, int H>
-inline void accumulate_heads(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d) {
+// acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads, two 8-float chunks at a time; with
+// row scales rs_of (Scaled: f32 rows holding q8 codes), the weight is p[h][j] * rs_of[j], as a q8
+// row's own.
+template <kv::KvDtype DT, int H, bool Scaled = false>
+inline void accumulate_heads(float* const* acc, const float* const* p, const uint8_t* const* rows, int n, int d,
+                             const float* rs_of = nullptr) {
     const int ld = padded_dim(d);
     for (int c0 = 0; c0 < ld / 8; c0 += 2) {  // ld is a multiple of 16
         __m256 a[H][2];
@@ -147,10 +150,10 @@ inline void accumulate_heads(float* const* acc, const float* const* p, const uin
         for (int j = 0; j < n; ++j) {
             const __m256 v0 = full ? load8<DT>(rows[j], 8 * c0) : load8_part<DT>(rows[j], 8 * c0, d);
             const __m256 v1 = full ? load8<DT>(rows[j], 8 * c0 + 8) : load8_part<DT>(rows[j], 8 * c0 + 8, d);
-            const float rs = DT == kv::KvDtype::q8 ? q8_scale(rows[j], d) : 1.0f;
+            const float rs = DT == kv::KvDtype::q8 ? q8_scale(rows[j], d) : Scaled ? rs_of[j] : 1.0f;
             #pragma GCC unroll 16
             for (int h = 0; h < H; ++h) {
-                const __m256 pv = _mm256_set1_ps(DT == kv::KvDtype::q8 ? p[h][j] * rs : p[h][j]);
+                const __m256 pv = _mm256_set1_ps(DT == kv::KvDtype::q8 || Scaled ? p[h][j] * rs : p[h][j]);
                 a[h][0] = _mm256_fmadd_ps(pv, v0, a[h][0]);
                 a[h][1] = _mm256_fmadd_ps(pv, v1, a[h][1]);
             }
@@ -174,13 +177,15 @@ struct Avx2Ops {
         }
     }
     template <kv::KvDtype DT>
-    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
+    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s,
+                       const float* rs = nullptr) {
         const __m256 sv = _mm256_set1_ps(scale);
         for (int j = 0; j < n; j += 8) {
             __m256 r;
             if (d == 64) r = scores8<DT, 8, true>(q, rows + j, 8, d);
             else if (d == 128) r = scores8<DT, 16, true>(q, rows + j, 16, d);
             else r = scores8<DT, 0, false>(q, rows + j, padded_dim(d) / 8, d);
+            if (rs) r = _mm256_mul_ps(r, _mm256_loadu_ps(rs + j));  // widened q8 codes: as below
             if constexpr (DT == kv::KvDtype::q8) {
                 const uint8_t* const* rj = rows + j;
                 r = _mm256_mul_ps(r, _mm256_setr_ps(q8_scale(rj[0], d), q8_scale(rj[1], d), q8_scale(rj[2], d),
@@ -198,6 +203,21 @@ struct Avx2Ops {
             case 3: accumulate_heads<DT, 3>(acc, p, rows, n, d); break;
             case 2: accumulate_heads<DT, 2>(acc, p, rows, n, d); break;
             default: accumulate_heads<DT, 1>(acc, p, rows, n, d); break;
+        }
+    }
+    // Widened q8 tiles (codes as f32, row scales beside): scores<f32> times each row's scale, then
+    // the softmax scale, and accumulate<f32> with each weight p[h][j] * rs[j]: what the q8 versions
+    // compute on the rows in place.
+    static void scores_scaled(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s, const float* rs) {
+        scores<kv::KvDtype::f32>(q, rows, n, d, scale, s, rs);
+    }
+    static void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
+                                  int d, const float* rs) {
+        switch (heads) {
+            case 4: accumulate_heads<kv::KvDtype::f32, 4, true>(acc, p, rows, n, d, rs); break;
+            case 3: accumulate_heads<kv::KvDtype::f32, 3, true>(acc, p, rows, n, d, rs); break;
+            case 2: accumulate_heads<kv::KvDtype::f32, 2, true>(acc, p, rows, n, d, rs); break;
+            default: accumulate_heads<kv::KvDtype::f32, 1, true>(acc, p, rows, n, d, rs); break;
         }
     }
     static void scale(float* acc, float c, int d) {  // d is a multiple of 16 (padded accumulator)

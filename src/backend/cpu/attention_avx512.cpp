@@ -290,13 +290,15 @@ struct Avx512Ops {
         }
     }
     template <kv::KvDtype DT>
-    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s) {
+    static void scores(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s,
+                       const float* rs_of = nullptr) {
         const __m512 sv = _mm512_set1_ps(scale);
         for (int j = 0; j < n; j += 16) {
             __m512 r;
             if (d == 64) r = scores16<DT, 4, true>(q, rows + j, 4, d);
             else if (d == 128) r = scores16<DT, 8, true>(q, rows + j, 8, d);
             else r = scores16<DT, 0, false>(q, rows + j, (d + 15) / 16, d);
+            if (rs_of) r = _mm512_mul_ps(r, _mm512_loadu_ps(rs_of + j));  // widened q8 codes: as below
             if constexpr (DT == kv::KvDtype::q8) {
                 alignas(64) float rs[16];
                 for (int k = 0; k < 16; ++k) rs[k] = q8_scale(rows[j + k], d);
@@ -314,6 +316,11 @@ struct Avx512Ops {
             case 2: accumulate_heads<DT, 2>(acc, p, rows, n, d); break;
             default: accumulate_heads<DT, 1>(acc, p, rows, n, d); break;
         }
+    }
+    // Widened q8 tiles (codes as f32, row scales beside) where pairs do not apply: scores<f32> times
+    // each row's scale, then the softmax scale, as scores<q8> on the rows in place.
+    static void scores_scaled(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s, const float* rs) {
+        scores<kv::KvDtype::f32>(q, rows, n, d, scale, s, rs);
     }
     // accumulate<f32> with each weight p[h][j] * rs[j] (a widened q8 tile: codes and row scales).
     static void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,

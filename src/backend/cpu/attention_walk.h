@@ -69,6 +69,13 @@ constexpr int kHeadChunk = 16;
 //       the two heads' scores<DT> of rows read in place (f16 or bf16), for j < n rounded up to 8
 template <class Ops>
 constexpr bool has_pair_scores = requires { Ops::scores_pairs(0); };
+// Ops that can score a widened q8 tile (codes as f32, row scales beside) also provide
+//   void scores_scaled(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s,
+//                      const float* rs)
+//       scores<f32> with each score times rs[j] before the scale: what scores<q8> gives in place
+//   void accumulate_scaled(...)   as above
+template <class Ops>
+constexpr bool has_scaled_scores = requires { &Ops::scores_scaled; };
 template <class Ops>
 bool scores_pairs_for(int d) {
     if constexpr (has_pair_scores<Ops>) return Ops::scores_pairs(d);
@@ -205,15 +212,17 @@ void walk_tiles(const Task& t) {
     for (int h = 0; h < qh; ++h)  // query head h: token h / group, its head h % group
         start_head(hs, h, t.q + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
     // q8 rows widen to their codes (exact in f32) with each row's scale kept beside the tile, where
-    // the Ops score two heads at a time: a score is then (q . codes) x row scale x scale and a V row
-    // adds (p x row scale) x codes, each value and its order as read in place, so the same bits.
+    // the Ops can score such a tile (scores_scaled, or two heads at a time): a score is then (q .
+    // codes) x row scale x scale and a V row adds (p x row scale) x codes, each value and its order
+    // as read in place, so the same bits.
     constexpr bool kQ8 = DT == kv::KvDtype::q8;
-    constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16 || (kQ8 && has_pair_scores<Ops>);
-    const bool widen = kQ8 ? qh >= kWidenMinQueryHeads && scores_pairs_for<Ops>(d) : !reads_in_place(DT, qh, scores_pairs_for<Ops>(d));
-    // Widened, two query heads at a time where the Ops can (always, for q8).
+    constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16 || (kQ8 && has_scaled_scores<Ops>);
+    const bool widen = kQ8 ? kCanWiden && qh >= kWidenMinQueryHeads : !reads_in_place(DT, qh, scores_pairs_for<Ops>(d));
+    // Widened, two query heads at a time where the Ops can.
     constexpr bool kPairs = kCanWiden && has_pair_scores<Ops>;
     const bool pairs = kPairs && widen && scores_pairs_for<Ops>(d);
-    float k_scales[kTile], v_scales[kTile];  // widened q8: the tile rows' scales (0 past n)
+    // Widened q8: the tile rows' scales, 0 past n (the Ops read up to 16 past the rows they score).
+    float k_scales[kTile + 16], v_scales[kTile + 16];
     // Read in place (f16 / bf16 below the widening count), two query heads of a token still share
     // each converted row where the Ops can, as in walk_decode_heads.
     constexpr bool kRowPairs = (DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16) && has_pair_scores<Ops>;
@@ -239,7 +248,7 @@ void walk_tiles(const Task& t) {
                     float* scales = f32_tile == k_tile ? k_scales : v_scales;
                     const size_t at = (size_t(d) + 3) / 4 * 4;
                     for (int j = 0; j < n; ++j) std::memcpy(scales + j, cache_rows[j] + at, sizeof(float));
-                    for (int j = n; j < kTile; ++j) scales[j] = 0.0f;
+                    for (int j = n; j < kTile + 16; ++j) scales[j] = 0.0f;
                 }
                 return;
             }
@@ -248,12 +257,15 @@ void walk_tiles(const Task& t) {
         fill_rows(t, base, start, n, floor, rows);
         for (int j = n; j < n + 16; ++j) rows[j] = rows[0];
     };
-    auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {  // widened q8 takes pairs
+    auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
+        if constexpr (kQ8 && kCanWiden) {
+            if (widen) return Ops::scores_scaled(q, rows, n, d, t.scale, s, k_scales + (rows - k_rows));
+        }
         if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
         else Ops::template scores<DT>(q, rows, n, d, t.scale, s);
     };
     auto accumulate = [&](float* const* a, const float* const* p, int heads, const uint8_t* const* rows, int n) {
-        if constexpr (kQ8 && kPairs) {  // widened q8: each weight times its V row's scale, as read in place
+        if constexpr (kQ8 && kCanWiden) {  // widened q8: each weight times its V row's scale, as read in place
             if (widen) return Ops::accumulate_scaled(a, p, heads, rows, n, d, v_scales + (rows - v_rows));
         }
         if (kCanWiden && widen) Ops::template accumulate<kv::KvDtype::f32>(a, p, heads, rows, n, d);
