@@ -205,12 +205,8 @@ struct Avx2Ops {
             default: accumulate_heads<DT, 1>(acc, p, rows, n, d); break;
         }
     }
-    // Widened q8 tiles (codes as f32, row scales beside): scores<f32> times each row's scale, then
-    // the softmax scale, and accumulate<f32> with each weight p[h][j] * rs[j]: what the q8 versions
-    // compute on the rows in place.
-    static void scores_scaled(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s, const float* rs) {
-        scores<kv::KvDtype::f32>(q, rows, n, d, scale, s, rs);
-    }
+    // Widened q8 tiles (codes as f32, row scales beside; scores<f32> takes the scales too):
+    // accumulate<f32> with each weight p[h][j] * rs[j], as accumulate<q8> on the rows in place.
     static void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
                                   int d, const float* rs) {
         switch (heads) {

@@ -317,11 +317,6 @@ struct Avx512Ops {
             default: accumulate_heads<DT, 1>(acc, p, rows, n, d); break;
         }
     }
-    // Widened q8 tiles (codes as f32, row scales beside) where pairs do not apply: scores<f32> times
-    // each row's scale, then the softmax scale, as scores<q8> on the rows in place.
-    static void scores_scaled(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s, const float* rs) {
-        scores<kv::KvDtype::f32>(q, rows, n, d, scale, s, rs);
-    }
     // accumulate<f32> with each weight p[h][j] * rs[j] (a widened q8 tile: codes and row scales).
     static void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows, int n,
                                   int d, const float* rs) {

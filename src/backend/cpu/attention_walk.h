@@ -61,21 +61,19 @@ constexpr int kHeadChunk = 16;
 //       s0[j], s1[j] for j0 <= j < j1 (multiples of 8, j1 <= kAttentionTile): the same bits
 //       scores<f32> gives each query and row j of the tile; with row scales rs (a q8 tile of codes),
 //       the same bits scores<q8> gives the rows in place: the dot times rs[j], then times scale
-//   void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows,
-//                          int n, int d, const float* rs)
-//       accumulate<f32> with each weight p[h][j] * rs[j]: what accumulate<q8> adds for a q8 row
 //   void scores_pair_rows<DT>(const float* q0, const float* q1, const uint8_t* const* rows, int n, int d,
 //                             float scale, float* s0, float* s1)
 //       the two heads' scores<DT> of rows read in place (f16 or bf16), for j < n rounded up to 8
 template <class Ops>
 constexpr bool has_pair_scores = requires { Ops::scores_pairs(0); };
-// Ops that can score a widened q8 tile (codes as f32, row scales beside) also provide
-//   void scores_scaled(const float* q, const uint8_t* const* rows, int n, int d, float scale, float* s,
-//                      const float* rs)
-//       scores<f32> with each score times rs[j] before the scale: what scores<q8> gives in place
-//   void accumulate_scaled(...)   as above
+// Ops that can work a widened q8 tile (codes as f32, row scales rs beside) take rs as a last
+// argument of scores<f32> (each dot times rs[j] before the scale: what scores<q8> gives in place)
+// and provide
+//   void accumulate_scaled(float* const* acc, const float* const* p, int heads, const uint8_t* const* rows,
+//                          int n, int d, const float* rs)
+//       accumulate<f32> with each weight p[h][j] * rs[j]: what accumulate<q8> adds for a q8 row
 template <class Ops>
-constexpr bool has_scaled_scores = requires { &Ops::scores_scaled; };
+constexpr bool has_scaled_rows = requires { &Ops::accumulate_scaled; };
 template <class Ops>
 bool scores_pairs_for(int d) {
     if constexpr (has_pair_scores<Ops>) return Ops::scores_pairs(d);
@@ -112,21 +110,18 @@ static inline void fill_rows(const Task& t, const uint8_t* base, int32_t start, 
     }
 }
 
-// Requests the rows of positions from .. from + count - 1 of `heads` KV heads (head_bytes apart
-// from `base`) into L2, block by block and, within a block, head by head: in address order.
+// Requests the rows of positions from .. from + count - 1 of the KV head at `base` into L2, block
+// by block: in address order.
 // Inline asm rather than __builtin_prefetch: GCC 12 counts a prefetch as no side effect and
 // deletes a loop nest doing nothing else at -O2 (C++ loops are assumed to finish), so the
 // requests this walk made before 2026-12-04 were never issued (docs/benchmarks.md).
-static inline void prefetch_rows(const Task& t, const uint8_t* base, int heads, int32_t from, int count) {
+static inline void prefetch_rows(const Task& t, const uint8_t* base, int32_t from, int count) {
     const int32_t block = int32_t(1) << t.block_shift;
     for (int j = 0; j < count;) {
         const int32_t p = from + j;
         const int in_block = std::min(count - j, int(block - (p & (block - 1))));
-        const size_t bytes = size_t(in_block) * t.row_bytes;
-        for (int kh = 0; kh < heads; ++kh) {
-            const uint8_t* r = cache_row(t, base + size_t(kh) * t.head_bytes, p);
-            for (size_t b = 0; b < bytes; b += 64) asm volatile("prefetcht1 %0" : : "m"(r[b]));
-        }
+        const uint8_t* r = cache_row(t, base, p);
+        for (size_t b = 0, bytes = size_t(in_block) * t.row_bytes; b < bytes; b += 64) asm volatile("prefetcht1 %0" : : "m"(r[b]));
         j += in_block;
     }
 }
@@ -212,11 +207,11 @@ void walk_tiles(const Task& t) {
     for (int h = 0; h < qh; ++h)  // query head h: token h / group, its head h % group
         start_head(hs, h, t.q + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
     // q8 rows widen to their codes (exact in f32) with each row's scale kept beside the tile, where
-    // the Ops can score such a tile (scores_scaled, or two heads at a time): a score is then (q .
+    // the Ops can work such a tile (has_scaled_rows, scored one or two heads at a time): a score is then (q .
     // codes) x row scale x scale and a V row adds (p x row scale) x codes, each value and its order
     // as read in place, so the same bits.
     constexpr bool kQ8 = DT == kv::KvDtype::q8;
-    constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16 || (kQ8 && has_scaled_scores<Ops>);
+    constexpr bool kCanWiden = DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16 || (kQ8 && has_scaled_rows<Ops>);
     const bool widen = kQ8 ? kCanWiden && qh >= kWidenMinQueryHeads : !reads_in_place(DT, qh, scores_pairs_for<Ops>(d));
     // Widened, two query heads at a time where the Ops can.
     constexpr bool kPairs = kCanWiden && has_pair_scores<Ops>;
@@ -259,7 +254,7 @@ void walk_tiles(const Task& t) {
     };
     auto scores_of = [&](const float* q, const uint8_t* const* rows, int n, float* s) {
         if constexpr (kQ8 && kCanWiden) {
-            if (widen) return Ops::scores_scaled(q, rows, n, d, t.scale, s, k_scales + (rows - k_rows));
+            if (widen) return Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s, k_scales + (rows - k_rows));
         }
         if (kCanWiden && widen) Ops::template scores<kv::KvDtype::f32>(q, rows, n, d, t.scale, s);
         else Ops::template scores<DT>(q, rows, n, d, t.scale, s);
@@ -278,8 +273,8 @@ void walk_tiles(const Task& t) {
     // cost 8-40 % (measured, docs/benchmarks.md). Every block from lowest(0) on is valid.
     auto prefetch_widened = [&](int32_t start, int n) {
         if (!widen) return;
-        prefetch_rows(t, t.k_head, 1, start, n);
-        prefetch_rows(t, t.v_head, 1, start, n);
+        prefetch_rows(t, t.k_head, start, n);
+        prefetch_rows(t, t.v_head, start, n);
     };
     const int32_t n_keys = t.pos[m - 1] + 1;
     // The first key query i sees (positions increase, so these do too).
