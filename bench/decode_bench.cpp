@@ -1,4 +1,4 @@
-// Decode-shaped matmul (1, 2, 4, 8 tokens) through PackedWeight, per weight type and thread count,
+// Decode-shaped matmul (1, 2, 4, 8, 16 tokens) through PackedWeight, per weight type and thread count,
 // beside the streaming-read bound measured in the same run over the same memory:
 //   BM_decode_<TYPE>/<tokens>/<threads>/<resident>
 // resident = 0: round-robin over 64 matrices of 4 MiB each (256 MiB of weights, far beyond any L3 of
@@ -184,7 +184,7 @@ void run(benchmark::State& state, GgmlType type) {
 void args(benchmark::internal::Benchmark* b) {
     for (int resident : {0, 1})
         for (int threads : {1, 2})
-            for (int tokens : {1, 2, 4, 8}) b->Args({tokens, threads, resident, 2048});
+            for (int tokens : {1, 2, 4, 8, 16}) b->Args({tokens, threads, resident, 2048});
     for (int threads : {1, 2}) b->Args({1, threads, 0, 768});
     b->ArgNames({"tokens", "threads", "resident", "cols"})->UseRealTime();
 }

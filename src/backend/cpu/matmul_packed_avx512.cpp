@@ -16,6 +16,7 @@
 #include "backend/cpu/matmul_amx.h"
 #include "backend/cpu/packed_kernel.h"
 #include "backend/cpu/packed_kernel_wide.h"
+#include "backend/cpu/packed_panel_zmm.h"
 
 namespace pagoda::kernels::detail {
 namespace {
@@ -35,8 +36,13 @@ struct Zmm {
     static constexpr int kPanels = 2;
     static constexpr bool kQ8Signed = false, kHighInPlace = true, kPairSums = false;
     static constexpr int kRegisters = 32;
+    static constexpr bool kJoinedDecode = true;
     template <bool Signed>
     static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+    template <Fmt Format, bool HighInPlace>
+    [[gnu::always_inline]] static void decode_joined(const uint8_t* const* pb, const uint8_t* const* sbp, I* c, F& sc, F& mn) {
+        decode_joined_block<Format, HighInPlace>(pb, sbp, c, sc, mn);
+    }
     static I join(const __m256i* parts) { return _mm512_inserti64x4(_mm512_castsi256_si512(parts[0]), parts[1], 1); }
     static F join(const __m256* parts) { return _mm512_insertf32x8(_mm512_castps256_ps512(parts[0]), parts[1], 1); }
     static I bcast(const int8_t* p) {

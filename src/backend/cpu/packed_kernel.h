@@ -75,6 +75,11 @@ struct YmmOps {
 // 19-22 GB/s), 2048 columns +5-10 %; the 2 KiB distance had itself gained 10-15 % per core over
 // none; Zen 4 measured no change at any fixed distance.
 
+// Whether the trait V reads a block of its kPanels panels at once, joined (V::decode_joined, with
+// decode_panel_block's codes and scales for each panel); else each panel is decoded on ymm and joined.
+template <class V>
+constexpr bool kJoinedDecode = requires { V::kJoinedDecode; };
+
 // out: [T][P][8] floats (token t, panel p, row of the panel).
 template <Fmt F, int P, int T, class V>
 void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out, int64_t prefetch_ahead) {
@@ -89,6 +94,10 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
     // and register, so it pays where few tokens share the unpacked codes (decode).
     constexpr bool high_in_place = PF::may_keep_high_in_place && V::kHighInPlace && T * W < 4 * P;
     constexpr bool is_signed = F == Fmt::q8_0 && V::kQ8Signed;  // codes multiplied as signed bytes, no corr
+    // A block sum of dot products is split over two chains (added once) to shorten its dependency
+    // chain; from 8 sums a pass on there are enough independent chains without, and the add is saved
+    // (the plain dot path only: the pair sums and the high nibbles in place keep their two parts).
+    constexpr bool kOneChain = T * W >= 8 && !high_in_place && !V::kPairSums;
     typename V::F acc[T][W], macc[T][W];
     for (int t = 0; t < T; ++t)
         for (int p = 0; p < W; ++p) acc[t][p] = macc[t][p] = V::zero();
@@ -100,35 +109,43 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
     for (int64_t b = 0; b < a.nb; ++b) {
 #pragma GCC unroll 4
         for (int g = 0; g < P; g += G) {
-            __m256i c[G][8];
-            __m256 sc[G], mn[G];  // Q6_K: scales of the first and of the last 16 values
+            const uint8_t* pb[G];
+            const uint8_t* sbp[G];
 #pragma GCC unroll 4
             for (int p = 0; p < G; ++p) {
-                const uint8_t* sbp;
-                const uint8_t* pb = panel_block<F>(panels[g + p], b, sbp);
+                pb[p] = panel_block<F>(panels[g + p], b, sbp[p]);
                 if constexpr (T <= 4) {  // decode and small batches stream; prefill (8 tokens a pass) computes
 #pragma GCC unroll 4
                     for (int64_t l = 0; l < pbb; l += 64)
-                        _mm_prefetch(reinterpret_cast<const char*>(pb + prefetch_ahead + l), _MM_HINT_T0);
+                        _mm_prefetch(reinterpret_cast<const char*>(pb[p] + prefetch_ahead + l), _MM_HINT_T0);
                     if constexpr (kq || q6)  // the super-block's head (scales), before its first block
-                        if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(sbp + prefetch_ahead), _MM_HINT_T0);
+                        if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(sbp[p] + prefetch_ahead), _MM_HINT_T0);
                 }
-                decode_panel_block<F, high_in_place>(pb, sbp, c[p], sc[p], mn[p]);
             }
             typename V::I cw[WG][8];
-            typename V::F scw[WG], mnw[WG];
+            typename V::F scw[WG], mnw[WG];  // Q6_K: scales of the first and of the last 16 values
+            if constexpr (kJoinedDecode<V>) {  // the trait reads its panels' bytes joined (packed_panel_zmm.h)
 #pragma GCC unroll 4
-            for (int p = 0; p < WG; ++p) {
+                for (int p = 0; p < WG; ++p)
+                    V::template decode_joined<F, high_in_place>(pb + p * V::kPanels, sbp + p * V::kPanels, cw[p], scw[p], mnw[p]);
+            } else {
+                __m256i c[G][8];
+                __m256 sc[G], mn[G];
+#pragma GCC unroll 4
+                for (int p = 0; p < G; ++p) decode_panel_block<F, high_in_place>(pb[p], sbp[p], c[p], sc[p], mn[p]);
+#pragma GCC unroll 4
+                for (int p = 0; p < WG; ++p) {
 #pragma GCC unroll 8
-                for (int k = 0; k < 8; ++k) {
-                    __m256i parts[V::kPanels];
-                    for (int j = 0; j < V::kPanels; ++j) parts[j] = c[p * V::kPanels + j][k];
-                    cw[p][k] = V::join(parts);
+                    for (int k = 0; k < 8; ++k) {
+                        __m256i parts[V::kPanels];
+                        for (int j = 0; j < V::kPanels; ++j) parts[j] = c[p * V::kPanels + j][k];
+                        cw[p][k] = V::join(parts);
+                    }
+                    __m256 sp[V::kPanels], mp[V::kPanels];
+                    for (int j = 0; j < V::kPanels; ++j) sp[j] = sc[p * V::kPanels + j], mp[j] = mn[p * V::kPanels + j];
+                    scw[p] = V::join(sp);
+                    mnw[p] = V::join(mp);
                 }
-                __m256 sp[V::kPanels], mp[V::kPanels];
-                for (int j = 0; j < V::kPanels; ++j) sp[j] = sc[p * V::kPanels + j], mp[j] = mn[p * V::kPanels + j];
-                scw[p] = V::join(sp);
-                mnw[p] = V::join(mp);
             }
 #pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
@@ -173,6 +190,9 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                             i1 = V::template dot<is_signed>(i1, cw[p][k + 4], x[k + 4]);
                         }
                         i1 = V::srai4(i1);
+                    } else if constexpr (kOneChain) {
+#pragma GCC unroll 8
+                        for (int k = 0; k < 8; ++k) i0 = V::template dot<is_signed>(i0, cw[p][k], x[k]);
                     } else {
 #pragma GCC unroll 4
                         for (int k = 0; k < 8; k += 2) {
@@ -180,7 +200,7 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                             i1 = V::template dot<is_signed>(i1, cw[p][k + 1], x[k + 1]);
                         }
                     }
-                    const typename V::F f = V::cvt(V::add(i0, i1));
+                    const typename V::F f = V::cvt(kOneChain ? i0 : V::add(i0, i1));
                     acc[t][pw] = V::fmadd(f, V::mul(scw[p], dx), acc[t][pw]);
                     if constexpr (kq) macc[t][pw] = V::fnmadd(mnw[p], V::set1(a.s[tb]), macc[t][pw]);
                     if constexpr (q41) macc[t][pw] = V::fmadd(mnw[p], V::set1(a.s[tb]), macc[t][pw]);
