@@ -237,6 +237,86 @@ BENCHMARK(BM_AttentionDecodeSmall)
     ->MinTime(0.05)
     ->Unit(benchmark::kMicrosecond);
 
+// A decode step of `seqs` sequences at the `small` attention shape (f16, blocks of 16) whose first
+// `shared` positions are one prompt prefix, each with `own` positions of its own after it. With
+// sharing = 1 their tables name the same blocks for the prefix (what the prefix cache gives them:
+// the tokens walk those keys together, attention_internal.h: DecodeShare); with 0 each has a copy
+// in blocks of its own (the same values, so the same results: the walk of each token alone). cold
+// as BM_AttentionDecodeSmall (64 MiB read between calls). Arguments: seqs, shared, own, sharing,
+// threads, cold. Counter tok_GB/s: the K and V bytes the tokens attend to (each sequence's whole
+// context) per second.
+//   build/bench/pagoda_bench --benchmark_filter=BM_AttentionDecodeShared
+void BM_AttentionDecodeShared(benchmark::State& state) {
+    const int n_seqs = int(state.range(0)), shared = int(state.range(1)), own = int(state.range(2));
+    const bool sharing = state.range(3) != 0, cold = state.range(5) != 0;
+    const int n_threads = int(state.range(4));
+    constexpr int kSmallHeads = 12, kDim = 64, kBlock = 16;
+    const kv::KvLayout L = one_layer(kSmallHeads, kDim, kBlock, kv::KvDtype::f16);
+    const int shared_blocks = shared / kBlock, own_blocks = (own + kBlock - 1) / kBlock;
+    const int n_blocks = (shared_blocks + own_blocks) * n_seqs;
+    kernels::KvPool pool(L, 2 * n_blocks);
+    std::vector<int32_t> all(size_t(2 * n_blocks));
+    std::iota(all.begin(), all.end(), 0);
+    std::mt19937 rng(7);
+    std::shuffle(all.begin(), all.end(), rng);
+    size_t next = 0;
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    std::vector<float> k(size_t(kSmallHeads) * kDim), v(k.size());
+    std::vector<float> prefix_k(size_t(shared) * k.size()), prefix_v(prefix_k.size());
+    for (auto& x : prefix_k) x = dist(rng);
+    for (auto& x : prefix_v) x = dist(rng);
+    std::vector<std::vector<int32_t>> tables(static_cast<size_t>(n_seqs));
+    for (int s = 0; s < n_seqs; ++s) {
+        auto& t = tables[size_t(s)];
+        for (int i = 0; i < shared_blocks + own_blocks; ++i)
+            t.push_back(sharing && s > 0 && i < shared_blocks ? tables[0][size_t(i)] : all[next++]);
+        for (int p = 0; p < shared + own; ++p) {
+            if (sharing && s > 0 && p < shared) continue;  // already in sequence 0's blocks
+            const bool in_prefix = p < shared;
+            for (size_t i = 0; i < k.size(); ++i) {
+                k[i] = in_prefix ? prefix_k[size_t(p) * k.size() + i] : dist(rng);
+                v[i] = in_prefix ? prefix_v[size_t(p) * k.size() + i] : dist(rng);
+            }
+            const int64_t slot = int64_t(t[size_t(p / kBlock)]) * kBlock + p % kBlock;
+            pool.write(0, &slot, 1, k.data(), v.data());
+        }
+    }
+    std::vector<kernels::AttentionSeq> seqs;
+    for (const auto& t : tables) seqs.push_back({t.data(), int32_t(t.size())});
+    std::vector<int32_t> token_seq(static_cast<size_t>(n_seqs)), token_pos(static_cast<size_t>(n_seqs), shared + own - 1);
+    std::iota(token_seq.begin(), token_seq.end(), 0);
+    std::vector<float> q(size_t(n_seqs) * kSmallHeads * kDim), out(q.size());
+    for (auto& x : q) x = dist(rng);
+    kernels::PagedAttentionBatch b = decode_batch(q.data(), kSmallHeads, kDim, seqs.data(), token_seq.data(), token_pos.data());
+    b.n_tokens = n_seqs;
+    b.n_seqs = n_seqs;
+    ThreadPool threads(n_threads);
+    std::vector<uint64_t> sweep(cold ? (size_t(64) << 20) / 8 : 0, 1);
+    std::vector<uint64_t> sinks(static_cast<size_t>(n_threads), 0);
+    for (auto _ : state) {
+        const size_t per = sweep.size() / size_t(n_threads);
+        threads.run(n_threads, [&](int task, int) {
+            uint64_t sum = 0;
+            for (size_t i = per * size_t(task); i < per * size_t(task + 1); i += 8) sum += sweep[i];
+            sinks[size_t(task)] += sum;
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        kernels::paged_attention(b, pool, 0, out.data(), threads);
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        benchmark::DoNotOptimize(out.data());
+    }
+    benchmark::DoNotOptimize(sinks.data());
+    state.SetLabel(isa_name(active_isa()));
+    const double kv_bytes = 2.0 * n_seqs * (shared + own) * kSmallHeads * double(L.row_bytes());
+    state.counters["tok_GB/s"] = benchmark::Counter(kv_bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionDecodeShared)
+    ->ArgsProduct({{8}, {192, 1024}, {64}, {0, 1}, {1, 2}, {1, 0}})
+    ->ArgsProduct({{16}, {1024}, {64}, {0, 1}, {2}, {1}})
+    ->UseManualTime()
+    ->MinTime(0.05)
+    ->Unit(benchmark::kMicrosecond);
+
 // One sequence's whole prompt in one batch: token t at position t attends to keys 0..t.
 void paged_attention_prefill(benchmark::State& state, kv::KvDtype dtype) {
     const int n_tokens = int(state.range(0)), n_heads = int(state.range(1)), n_kv = int(state.range(2));

@@ -94,6 +94,53 @@ std::vector<QueryRun> split_runs(const PagedAttentionBatch& b, int32_t max_len) 
     return runs;
 }
 
+// Decode runs (listed in `decode`: indices into runs) whose sequences share leading blocks, in
+// groups of 2..kMaxShareSeqs that walk their shared keys together (attention_internal.h:
+// DecodeShare): the runs whose first block is the same, each group's shared keys the whole tiles
+// that all of its members' tables agree on and all of its tokens see. Runs that share less than a
+// tile with their group's first are left out of it.
+struct ShareGroup {
+    std::vector<int32_t> runs;
+    int32_t shared = 0;
+};
+std::vector<ShareGroup> share_groups(const PagedAttentionBatch& b, const std::vector<QueryRun>& runs,
+                                     std::vector<int32_t> decode, int32_t block_size) {
+    constexpr int32_t kTile = kAttentionTile;
+    auto table = [&](int32_t r) { return b.seqs[b.token_seq[runs[size_t(r)].first]].block_table; };
+    auto keys = [&](int32_t r) { return b.token_pos[runs[size_t(r)].first] + 1; };
+    // Keys of whole tiles that runs x and y read from the same blocks.
+    auto common = [&](int32_t x, int32_t y) {
+        const int32_t limit = std::min(keys(x), keys(y)) / kTile * kTile;
+        const int32_t* tx = table(x);
+        const int32_t* ty = table(y);
+        int32_t same = 0;
+        while (same < limit && tx[same / block_size] == ty[same / block_size]) same += block_size;
+        return std::min(same, limit) / kTile * kTile;
+    };
+    std::stable_sort(decode.begin(), decode.end(), [&](int32_t x, int32_t y) { return table(x)[0] < table(y)[0]; });
+    std::vector<ShareGroup> groups;
+    for (size_t i = 0; i < decode.size();) {
+        size_t j = i + 1;
+        while (j < decode.size() && table(decode[j])[0] == table(decode[i])[0]) ++j;
+        for (size_t lead = i; lead < j;) {  // groups of at most kMaxShareSeqs
+            ShareGroup g;
+            g.runs.push_back(decode[lead]);
+            g.shared = std::numeric_limits<int32_t>::max();
+            size_t k = lead + 1;
+            for (; k < j && int(g.runs.size()) < attention_detail::kMaxShareSeqs; ++k) {
+                const int32_t c = common(decode[lead], decode[k]);
+                if (c < kTile) continue;
+                g.runs.push_back(decode[k]);
+                g.shared = std::min(g.shared, c);
+            }
+            if (g.runs.size() > 1) groups.push_back(std::move(g));
+            lead = k;
+        }
+        i = j;
+    }
+    return groups;
+}
+
 }  // namespace
 
 int32_t attention_query_tile(int32_t group) {
@@ -125,22 +172,45 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
     // here, as a shared inline function would be compiled with that file's ISA flags too).
     const bool pair_scores = active_isa() == Isa::avx512 && (d == 64 || d == 96 || d == 128);
     const bool decode_in_place = attention_detail::reads_in_place(L.dtype, group, pair_scores);
-    int64_t decode_runs = 0;
-    for (const QueryRun& r : runs) decode_runs += decode_in_place && r.count == 1;
-    const int32_t decode_heads = int32_t(std::clamp<int64_t>(decode_runs * n_kv / int64_t(threads.size()), 1,
+    std::vector<int32_t> decode;  // the runs of one decode token read in place
+    for (size_t r = 0; r < runs.size(); ++r)
+        if (decode_in_place && runs[r].count == 1) decode.push_back(int32_t(r));
+    // Decode tokens of sequences that share leading blocks walk the shared keys together (without a
+    // window: each token's keys then start at 0).
+    std::vector<ShareGroup> groups;
+    if (b.sliding_window == 0 && decode.size() > 1) groups = share_groups(b, runs, decode, L.block_size);
+    std::vector<int32_t> share_of(runs.size(), -1);
+    for (size_t g = 0; g < groups.size(); ++g)
+        for (int32_t r : groups[g].runs) share_of[size_t(r)] = int32_t(g);
+    int64_t decode_units = int64_t(groups.size());  // a group's task walks like one token's, and more
+    for (int32_t r : decode) decode_units += share_of[size_t(r)] < 0;
+    const int32_t decode_heads = int32_t(std::clamp<int64_t>(decode_units * n_kv / int64_t(threads.size()), 1,
                                                              std::min(n_kv, attention_detail::kMaxDecodeHeads)));
     struct TaskSpec {
         int32_t run, kv_head, kv_heads;  // kv_heads 0: one head, walk_tiles
+        int32_t share = -1;              // >= 0: the group's KV heads (run: its first)
     };
     std::vector<TaskSpec> tasks;
+    // Scratch query heads a task needs at most: a run's tokens x group, or the decode heads of one
+    // token or of a group's tokens.
+    int32_t scratch_queries = std::max(longest, decode_heads);
+    for (size_t g = 0; g < groups.size(); ++g) {  // the groups first: the heaviest tasks
+        const int32_t m = int32_t(groups[g].runs.size());
+        // At most kMaxShareHeads query heads a task, so its heads' scores, sums and rows stay near L1.
+        const int32_t heads = std::clamp<int32_t>(attention_detail::kMaxShareHeads / (m * group), 1, decode_heads);
+        for (int32_t h = 0; h < n_kv; h += heads)
+            tasks.push_back({groups[g].runs[0], h, std::min(heads, n_kv - h), int32_t(g)});
+        scratch_queries = std::max(scratch_queries, m * heads);
+    }
     for (size_t r = 0; r < runs.size(); ++r) {
+        if (share_of[r] >= 0) continue;
         if (decode_in_place && runs[r].count == 1) {
             for (int32_t h = 0; h < n_kv; h += decode_heads) tasks.push_back({int32_t(r), h, std::min(decode_heads, n_kv - h)});
         } else {
             for (int32_t h = 0; h < n_kv; ++h) tasks.push_back({int32_t(r), h, 0});
         }
     }
-    const size_t scratch_stride = (attention_detail::scratch_floats(std::max(longest, decode_heads), group, d) + 15) / 16 * 16;
+    const size_t scratch_stride = (attention_detail::scratch_floats(scratch_queries, group, d) + 15) / 16 * 16;
     // Kept per calling thread across calls (the kernel runs once per layer and step; allocating
     // and zeroing the K/V tiles each time would cost decode a measurable share).
     thread_local AlignedBuffer<float> scratch;
@@ -150,9 +220,8 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
     const uint8_t* v_layer = pool.v_data(layer);
     const size_t token_stride = size_t(b.n_heads) * size_t(d);
 
-    threads.run(int(tasks.size()), [&](int task, int thread) {
-        const TaskSpec& spec = tasks[size_t(task)];
-        const QueryRun& run = runs[size_t(spec.run)];
+    auto task_of = [&](const TaskSpec& spec, int32_t run_index, int thread) {
+        const QueryRun& run = runs[size_t(run_index)];
         const int32_t kv_head = spec.kv_head;
         const AttentionSeq& seq = b.seqs[b.token_seq[run.first]];
         const size_t head_offset = size_t(run.first) * token_stride + size_t(kv_head) * size_t(group) * d;
@@ -177,7 +246,17 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
         t.scratch = scratch_base + size_t(thread) * scratch_stride;
         t.kv_heads = spec.kv_heads;
         t.head_bytes = L.head_block_bytes();
-        attend(t);
+        return t;
+    };
+    threads.run(int(tasks.size()), [&](int task, int thread) {
+        const TaskSpec& spec = tasks[size_t(task)];
+        if (spec.share < 0) return attend(task_of(spec, spec.run, thread));
+        const ShareGroup& g = groups[size_t(spec.share)];
+        Task members[attention_detail::kMaxShareSeqs];
+        for (size_t i = 0; i < g.runs.size(); ++i) members[i] = task_of(spec, g.runs[i], thread);
+        const attention_detail::DecodeShare share{members, int32_t(g.runs.size()), g.shared};
+        members[0].share = &share;
+        attend(members[0]);
     });
 }
 

@@ -17,6 +17,22 @@ namespace pagoda::kernels::attention_detail {
 constexpr int kPad = 16;
 inline int padded_dim(int head_dim) { return (head_dim + kPad - 1) / kPad * kPad; }
 
+struct Task;
+// Decode tokens of several sequences whose keys below `shared` (a multiple of kAttentionTile, no
+// sliding window) sit in the same blocks, e.g. a prompt prefix the prefix cache gives them all:
+// one task walks those keys once for all of them (each row is read from memory once, and where the
+// Ops score two heads at a time, converted once for two), then each sequence's own keys. tasks[i]
+// is sequence i's decode task (the same KV heads); a query head's arithmetic is the one its token
+// alone gets, so results do not depend on the sharing (attention.h: batch invariance).
+struct DecodeShare {
+    const Task* tasks;
+    int32_t n;       // 2..kMaxShareSeqs
+    int32_t shared;  // keys walked together
+};
+constexpr int kMaxShareSeqs = 8;
+// Most query heads (sequences x KV heads x group) a shared decode task walks at once.
+constexpr int kMaxShareHeads = 64;
+
 struct Task {
     const float* q;          // query i of the task: q + i * token_stride, [group][head_dim]
     float* out;              // same layout as q
@@ -41,6 +57,9 @@ struct Task {
     // in place (reads_in_place); 0: one KV head (walk_tiles).
     int32_t kv_heads = 0;
     size_t head_bytes = 0;
+    // A decode task (kv_heads > 0) walked together with other sequences' (scratch for all of their
+    // query heads); null: this token alone.
+    const DecodeShare* share = nullptr;
 };
 
 // Query heads per KV head (of a task) from which widening each K/V tile to f32 once beats reading

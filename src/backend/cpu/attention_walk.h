@@ -370,69 +370,93 @@ void walk_tiles(const Task& t) {
 // head, then the next 16, so one block's K (then V) rows of all the task's heads, which lie side by
 // side in the pool, are read as one sequential run. One head alone is a run of 2 KiB per block (16
 // keys of head_dim 64 in f16), too short for the hardware prefetchers to follow.
+// A decode task's walk: kv_heads KV heads of one token, or of each of several sequences' tokens
+// (t.share: the tokens whose keys below share->shared sit in the same blocks, see attention_internal.h).
+// Query head h of sequence s is head s * qh + h of the scratch (qh = kv_heads x group).
 template <class Ops, kv::KvDtype DT>
 void walk_decode_heads(const Task& t) {
     constexpr int kTile = kAttentionTile;
     constexpr int kRows = kTile + 16;
+    const Task* seqs = t.share ? t.share->tasks : &t;
+    const int m = t.share ? t.share->n : 1;
+    const int32_t shared = t.share ? t.share->shared : 0;
     const int group = t.group, heads = t.kv_heads, qh = heads * group;
     const int d = t.head_dim, ld = padded_dim(d);
-    const HeadState hs = head_state(t.scratch, qh, ld);  // the f32 K/V tiles before it unused
+    const HeadState hs = head_state(t.scratch, m * qh, ld);  // the f32 K/V tiles before it unused
     float *queries = hs.queries, *acc = hs.acc, *scores = hs.scores, *run_max = hs.run_max, *run_sum = hs.run_sum;
-    for (int h = 0; h < qh; ++h) start_head(hs, h, t.q + size_t(h) * d, d, ld);  // kv head h / group
+    for (int s = 0; s < m; ++s)
+        for (int h = 0; h < qh; ++h) start_head(hs, s * qh + h, seqs[s].q + size_t(h) * d, d, ld);  // kv head h / group
     const uint8_t* rows[kMaxDecodeHeads][kRows];
-    // f16 / bf16 rows: two query heads of a KV head share each row's conversion (f32 rows gained
-    // nothing measurable; q8 keeps its own scores).
+    // f16 / bf16 rows: two query heads of a KV head (of one token, or of two sequences sharing the
+    // rows) share each row's conversion (f32 rows gained nothing measurable; q8 keeps its own scores).
     constexpr bool kPairs = (DT == kv::KvDtype::f16 || DT == kv::KvDtype::bf16) && has_pair_scores<Ops>;
-    const bool pairs = kPairs && group > 1 && scores_pairs_for<Ops>(d);
-    // rows[kh] = head kh's rows of the tile (as walk_tiles' load_tile, 16 past n padded).
-    auto fill = [&](const uint8_t* base, int32_t start, int n, int32_t floor) {
+    const bool pairs = kPairs && scores_pairs_for<Ops>(d);
+    // rows[kh] = head kh's rows of the tile (as walk_tiles' load_tile, 16 past n padded), read through
+    // the block table of task r.
+    auto fill = [&](const Task& r, const uint8_t* base, int32_t start, int n, int32_t floor) {
         for (int kh = 0; kh < heads; ++kh) {
-            fill_rows(t, base + size_t(kh) * t.head_bytes, start, n, floor, rows[kh]);
+            fill_rows(r, base + size_t(kh) * r.head_bytes, start, n, floor, rows[kh]);
             for (int k = n; k < n + 16; ++k) rows[kh][k] = rows[kh][0];
         }
     };
-    const int32_t pos = t.pos[0], n_keys = pos + 1;
-    const int32_t lowest = t.window > 0 && pos - t.window + 1 > 0 ? pos - t.window + 1 : 0;
-    const int32_t first_start = lowest / kTile * kTile;
-    for (int32_t start = first_start; start < n_keys; start += kTile) {
-        const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
-        const int off = lowest > start ? int(lowest - start) : 0;  // < n: lowest <= pos
-        const int ni = n - off;
-        fill(t.k_head, start, n, lowest);
+    // The tile of n keys from start (from row off on, the window's first) for sequences s0 .. s1 - 1,
+    // whose block tables agree on it. Each query head's arithmetic is the one-sequence walk's: the
+    // same rows, chunks of 16 keys, score reductions, softmax update and P.V order.
+    auto tile = [&](int s0, int s1, int32_t start, int n, int off, int32_t lowest) {
+        const Task& r = seqs[s0];
+        const int ni = n - off, vg = (s1 - s0) * group;  // query heads per KV head in this tile
+        auto head = [&](int kh, int i) { return (s0 + i / group) * qh + kh * group + i % group; };
+        fill(r, r.k_head, start, n, lowest);
         for (int j0 = off; j0 < n; j0 += 16)
-            for (int h = 0; h < qh; ++h) {
-                float* s = scores + size_t(h) * kScoreStride + j0;
-                if constexpr (kPairs) {  // two query heads of one KV head: each loaded row scores both
-                    if (pairs && h % group + 1 < group) {
-                        Ops::template scores_pair_rows<DT>(queries + size_t(h) * ld, queries + size_t(h + 1) * ld,
-                                                           rows[h / group] + j0, std::min(16, n - j0), d, t.scale, s,
-                                                           s + kScoreStride);
-                        ++h;
-                        continue;
+            for (int kh = 0; kh < heads; ++kh)
+                for (int i = 0; i < vg; ++i) {
+                    const int h = head(kh, i);
+                    float* sc = scores + size_t(h) * kScoreStride + j0;
+                    if constexpr (kPairs) {  // two query heads of one KV head: each loaded row scores both
+                        if (pairs && i + 1 < vg) {
+                            const int h2 = head(kh, i + 1);
+                            Ops::template scores_pair_rows<DT>(queries + size_t(h) * ld, queries + size_t(h2) * ld,
+                                                               rows[kh] + j0, std::min(16, n - j0), d, r.scale, sc,
+                                                               scores + size_t(h2) * kScoreStride + j0);
+                            ++i;
+                            continue;
+                        }
                     }
+                    Ops::template scores<DT>(queries + size_t(h) * ld, rows[kh] + j0, std::min(16, n - j0), d, r.scale, sc);
                 }
-                Ops::template scores<DT>(queries + size_t(h) * ld, rows[h / group] + j0, std::min(16, n - j0), d, t.scale, s);
-            }
-        for (int h0 = 0; h0 < qh; h0 += kHeadChunk)
+        for (int h0 = s0 * qh; h0 < s1 * qh; h0 += kHeadChunk)
             softmax_update_heads<Ops>(
-                t, h0, std::min(qh, h0 + kHeadChunk), [&](int h) { return scores + size_t(h) * kScoreStride + off; },
+                r, h0, std::min(s1 * qh, h0 + kHeadChunk), [&](int h) { return scores + size_t(h) * kScoreStride + off; },
                 [&](int) { return ni; }, run_max, run_sum, acc, ld);
-        fill(t.v_head, start, n, lowest);
+        fill(r, r.v_head, start, n, lowest);
         float* acc_ptrs[kMaxAccumulateHeads];
         const float* p_ptrs[kMaxAccumulateHeads];
         for (int j0 = off; j0 < n; j0 += 16)
             for (int kh = 0; kh < heads; ++kh)
-                for (int g0 = 0; g0 < group; g0 += kMaxAccumulateHeads) {
-                    const int batch = std::min(kMaxAccumulateHeads, group - g0);
+                for (int i0 = 0; i0 < vg; i0 += kMaxAccumulateHeads) {
+                    const int batch = std::min(kMaxAccumulateHeads, vg - i0);
                     for (int b = 0; b < batch; ++b) {
-                        const int h = kh * group + g0 + b;
+                        const int h = head(kh, i0 + b);
                         acc_ptrs[b] = acc + size_t(h) * ld;
                         p_ptrs[b] = scores + size_t(h) * kScoreStride + j0;
                     }
                     Ops::template accumulate<DT>(acc_ptrs, p_ptrs, batch, rows[kh] + j0, std::min(16, n - j0), d);
                 }
+    };
+    // The shared keys (whole tiles, no window) once for every sequence, then each sequence's own.
+    for (int32_t start = 0; start < shared; start += kTile) tile(0, m, start, kTile, 0, 0);
+    for (int s = 0; s < m; ++s) {
+        const Task& r = seqs[s];
+        const int32_t pos = r.pos[0], n_keys = pos + 1;
+        const int32_t lowest = r.window > 0 && pos - r.window + 1 > 0 ? pos - r.window + 1 : 0;
+        for (int32_t start = std::max(shared, lowest / kTile * kTile); start < n_keys; start += kTile) {
+            const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
+            const int off = lowest > start ? int(lowest - start) : 0;  // < n: lowest <= pos
+            tile(s, s + 1, start, n, off, lowest);
+        }
     }
-    for (int h = 0; h < qh; ++h) finish_head<Ops>(hs, h, t.out + size_t(h) * d, d, ld);
+    for (int s = 0; s < m; ++s)
+        for (int h = 0; h < qh; ++h) finish_head<Ops>(hs, s * qh + h, seqs[s].out + size_t(h) * d, d, ld);
 }
 
 template <class Ops>

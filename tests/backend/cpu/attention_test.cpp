@@ -454,6 +454,79 @@ TEST(PagedAttention, DecodeTasksOverSeveralKvHeadsMatchTheTileWalkBitwise) {
     }
 }
 
+// Sequence i's first `tokens` positions (whole blocks) become sequence 0's: its table points at the
+// same blocks (what the prefix cache does for a shared prompt prefix), and the reference's K/V too.
+void share_prefix(Scenario& s, size_t i, int32_t tokens) {
+    ASSERT_LE(size_t(tokens), std::min(s.k[0].size(), s.k[i].size()) / size_t(s.layout.n_kv_heads * s.layout.head_dim));
+    const int32_t bs = s.layout.block_size, nkv = s.layout.n_kv_heads, d = s.layout.head_dim;
+    for (int32_t j = 0; j < tokens / bs; ++j) s.tables[i][size_t(j)] = s.tables[0][size_t(j)];
+    const size_t values = size_t(tokens) * nkv * d;
+    std::copy(s.k[0].begin(), s.k[0].begin() + int64_t(values), s.k[i].begin());
+    std::copy(s.v[0].begin(), s.v[0].begin() + int64_t(values), s.v[i].begin());
+}
+
+// Decode tokens of sequences whose leading blocks are the same walk the keys of those blocks
+// together (attention_internal.h: DecodeShare): each must get the bits it gets alone, and stay
+// within the reference. Shares of less than a tile, of one and of several tiles, blocks of 1 and
+// of 128 (larger than a tile), a sequence sharing nothing, more sharers than one task takes
+// (kMaxShareSeqs), tokens inside a shared tile; a soft cap, and a window (no sharing then).
+TEST(PagedAttention, DecodeTokensSharingPrefixBlocksGetTheirAloneBitsBitwise) {
+    IsaGuard guard;
+    struct Shape {
+        int32_t head_dim, block_size, group, n_kv;
+    };
+    const Shape shapes[] = {{64, 16, 1, 12}, {64, 16, 2, 3}, {20, 1, 2, 2}, {3, 64, 4, 2}, {128, 16, 8, 2}, {96, 128, 1, 4}};
+    const std::vector<int32_t> lens = {260, 150, 130, 64, 65, 300, 40, 129, 190, 200, 250, 70};
+    // Positions of sequence i taken from sequence 0 (rounded down to whole blocks).
+    const std::vector<int32_t> shares = {0, 128, 128, 64, 64, 192, 32, 128, 160, 192, 240, 0};
+    for (const Shape& shape : shapes) {
+        kv::KvLayout L;
+        L.n_layers = 1;
+        L.n_kv_heads = shape.n_kv;
+        L.head_dim = shape.head_dim;
+        L.block_size = shape.block_size;
+        for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8}) {
+            L.dtype = dtype;
+            std::vector<std::pair<int32_t, int32_t>> decode;
+            for (size_t i = 0; i < lens.size(); ++i) decode.push_back({int32_t(i), lens[i] - 1});
+            decode.push_back({0, 100});  // a second token of sequence 0, inside a shared tile
+            Scenario full = make_scenario(L, shape.group, lens, decode, 29 + uint32_t(shape.head_dim));
+            for (size_t i = 1; i < lens.size(); ++i) share_prefix(full, i, shares[i] / shape.block_size * shape.block_size);
+            const size_t row = size_t(full.n_heads) * L.head_dim;
+            for (Isa isa : available_isas()) {
+                set_isa(isa);
+                for (auto [window, softcap] : {std::pair{0, 0.0f}, std::pair{0, 30.0f}, std::pair{65, 0.0f}}) {
+                    for (int n_threads : {1, 2}) {
+                        ThreadPool threads(n_threads);
+                        const std::vector<float> together = run_kernel(full, threads, window, softcap);
+                        for (int64_t t = 0; t < full.n_tokens(); ++t) {
+                            Scenario alone;
+                            alone.layout = full.layout;
+                            alone.n_heads = full.n_heads;
+                            alone.tables = full.tables;
+                            alone.token_seq = {full.token_seq[size_t(t)]};
+                            alone.token_pos = {full.token_pos[size_t(t)]};
+                            alone.q.assign(full.q.begin() + t * int64_t(row), full.q.begin() + (t + 1) * int64_t(row));
+                            alone.pool = std::move(full.pool);
+                            const std::vector<float> single = run_kernel(alone, threads, window, softcap);
+                            full.pool = std::move(alone.pool);
+                            ASSERT_EQ(std::memcmp(single.data(), together.data() + t * int64_t(row), row * sizeof(float)), 0)
+                                << "token " << t << ", head_dim " << shape.head_dim << " block " << shape.block_size
+                                << " group " << shape.group << " " << kv::kv_dtype_name(dtype) << " isa "
+                                << isa_name(isa) << " window " << window << " softcap " << softcap << " threads "
+                                << n_threads;
+                        }
+                        if (window == 0 && softcap == 0) {
+                            EXPECT_LE(max_abs_diff(together, reference(full)), 5e-6)
+                                << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa) << " head_dim " << shape.head_dim;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 // Prefill-shaped batches: for sequence s, the queries are runs of increasing positions; the kernel
 // groups consecutive tokens of one sequence into tasks, which must not change any result.
 std::vector<std::pair<int32_t, int32_t>> prefill_queries(const std::vector<int32_t>& lens, int config) {
