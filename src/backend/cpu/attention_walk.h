@@ -402,46 +402,69 @@ void walk_decode_heads(const Task& t) {
     // The tile of n keys from start (from row off on, the window's first) for sequences s0 .. s1 - 1,
     // whose block tables agree on it. Each query head's arithmetic is the one-sequence walk's: the
     // same rows, chunks of 16 keys, score reductions, softmax update and P.V order.
-    auto tile = [&](int s0, int s1, int32_t start, int n, int off, int32_t lowest) {
+    auto tile = [&](int s0, int s1, int32_t start, int n, int off, int32_t lowest) __attribute__((always_inline)) {
         const Task& r = seqs[s0];
-        const int ni = n - off, vg = (s1 - s0) * group;  // query heads per KV head in this tile
-        auto head = [&](int kh, int i) { return (s0 + i / group) * qh + kh * group + i % group; };
+        const int ni = n - off;
+        const bool paired = pairs && (s1 - s0) * group > 1;
         fill(r, r.k_head, start, n, lowest);
-        for (int j0 = off; j0 < n; j0 += 16)
-            for (int kh = 0; kh < heads; ++kh)
-                for (int i = 0; i < vg; ++i) {
-                    const int h = head(kh, i);
-                    float* sc = scores + size_t(h) * kScoreStride + j0;
-                    if constexpr (kPairs) {  // two query heads of one KV head: each loaded row scores both
-                        if (pairs && i + 1 < vg) {
-                            const int h2 = head(kh, i + 1);
+        // KV head kh's query heads here: i = 0 .. vg - 1, head g of sequence s0 + i / group for g =
+        // i % group; two at a time where the Ops score pairs (one token's group as its walk alone
+        // pairs them, or two sequences' heads). One call site per operation, so that the compiler
+        // keeps them inline.
+        const int vg = (s1 - s0) * group;
+        auto head = [&](int kh, int sq, int g) { return sq * qh + kh * group + g; };
+        for (int j0 = off; j0 < n; j0 += 16) {
+            const int nj = std::min(16, n - j0);
+            for (int kh = 0; kh < heads; ++kh) {
+                int sq = s0, g = 0;  // head i's sequence and index in its group
+                auto next = [&] {
+                    const int h = head(kh, sq, g);
+                    if (++g == group) g = 0, ++sq;
+                    return h;
+                };
+                for (int i = 0; i < vg;) {
+                    const int h = next();
+                    if constexpr (kPairs) {
+                        if (paired && i + 1 < vg) {
+                            const int h2 = next();
                             Ops::template scores_pair_rows<DT>(queries + size_t(h) * ld, queries + size_t(h2) * ld,
-                                                               rows[kh] + j0, std::min(16, n - j0), d, r.scale, sc,
+                                                               rows[kh] + j0, nj, d, r.scale,
+                                                               scores + size_t(h) * kScoreStride + j0,
                                                                scores + size_t(h2) * kScoreStride + j0);
-                            ++i;
+                            i += 2;
                             continue;
                         }
                     }
-                    Ops::template scores<DT>(queries + size_t(h) * ld, rows[kh] + j0, std::min(16, n - j0), d, r.scale, sc);
+                    Ops::template scores<DT>(queries + size_t(h) * ld, rows[kh] + j0, nj, d, r.scale,
+                                             scores + size_t(h) * kScoreStride + j0);
+                    ++i;
                 }
+            }
+        }
         for (int h0 = s0 * qh; h0 < s1 * qh; h0 += kHeadChunk)
             softmax_update_heads<Ops>(
                 r, h0, std::min(s1 * qh, h0 + kHeadChunk), [&](int h) { return scores + size_t(h) * kScoreStride + off; },
                 [&](int) { return ni; }, run_max, run_sum, acc, ld);
         fill(r, r.v_head, start, n, lowest);
+        // P.V: each V row shared by up to kMaxAccumulateHeads of its query heads, in the order above.
         float* acc_ptrs[kMaxAccumulateHeads];
         const float* p_ptrs[kMaxAccumulateHeads];
-        for (int j0 = off; j0 < n; j0 += 16)
-            for (int kh = 0; kh < heads; ++kh)
+        for (int j0 = off; j0 < n; j0 += 16) {
+            const int nj = std::min(16, n - j0);
+            for (int kh = 0; kh < heads; ++kh) {
+                int sq = s0, g = 0;
                 for (int i0 = 0; i0 < vg; i0 += kMaxAccumulateHeads) {
                     const int batch = std::min(kMaxAccumulateHeads, vg - i0);
-                    for (int b = 0; b < batch; ++b) {
-                        const int h = head(kh, i0 + b);
-                        acc_ptrs[b] = acc + size_t(h) * ld;
-                        p_ptrs[b] = scores + size_t(h) * kScoreStride + j0;
+                    for (int k = 0; k < batch; ++k) {
+                        const int h = head(kh, sq, g);
+                        if (++g == group) g = 0, ++sq;
+                        acc_ptrs[k] = acc + size_t(h) * ld;
+                        p_ptrs[k] = scores + size_t(h) * kScoreStride + j0;
                     }
-                    Ops::template accumulate<DT>(acc_ptrs, p_ptrs, batch, rows[kh] + j0, std::min(16, n - j0), d);
+                    Ops::template accumulate<DT>(acc_ptrs, p_ptrs, batch, rows[kh] + j0, nj, d);
                 }
+            }
+        }
     };
     // The shared keys (whole tiles, no window) once for every sequence, then each sequence's own.
     for (int32_t start = 0; start < shared; start += kTile) tile(0, m, start, kTile, 0, 0);
