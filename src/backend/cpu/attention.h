@@ -17,7 +17,10 @@
 // dynamically from the ThreadPool, longest runs first. A decode token whose heads read the cache
 // rows in place (no widening to f32) is one task per several KV heads instead, walked 16 keys of
 // every head in turn, which reads one block of all of them as a sequential run; per head the
-// arithmetic is the same (attention_walk.h).
+// arithmetic is the same (attention_walk.h). Decode tokens (without a sliding window) of sequences
+// whose block tables name the same blocks for their first keys — a prompt prefix the prefix cache
+// shares — walk those keys' whole tiles together, up to 8 tokens a task, so each shared row is read
+// once a step rather than once a sequence; again each head's arithmetic is the one it gets alone.
 //
 // Batch invariance: the arithmetic of one (token, head) — which tiles, how many keys of each, the
 // order every dot product and every accumulator element is reduced in — depends only on that
