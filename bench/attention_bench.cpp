@@ -171,6 +171,30 @@ BENCHMARK(BM_PagedAttentionDecodeF32)->RangeMultiplier(2)->Range(128, 4096)->Uni
 BENCHMARK(BM_PagedAttentionDecodeF16)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionDecodeQ8)->RangeMultiplier(2)->Range(128, 4096)->Unit(benchmark::kMicrosecond);
 
+// Times paged_attention(b) on layer 0 of the pool, one call an iteration (manual time); cold: 64 MiB
+// read on the pool's threads before each call, as a step's matmuls (the workers are then spinning,
+// not asleep, when the attention call starts), so the K/V rows come from memory.
+void time_decode_calls(benchmark::State& state, const kernels::PagedAttentionBatch& b, const kernels::KvPool& pool,
+                       int n_threads, bool cold, float* out) {
+    ThreadPool threads(n_threads);
+    std::vector<uint64_t> sweep(cold ? (size_t(64) << 20) / 8 : 0, 1);
+    std::vector<uint64_t> sinks(static_cast<size_t>(n_threads), 0);
+    for (auto _ : state) {
+        const size_t per = sweep.size() / size_t(n_threads);
+        threads.run(n_threads, [&](int task, int) {
+            uint64_t sum = 0;
+            for (size_t i = per * size_t(task); i < per * size_t(task + 1); i += 8) sum += sweep[i];
+            sinks[size_t(task)] += sum;
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        kernels::paged_attention(b, pool, 0, out, threads);
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        benchmark::DoNotOptimize(out);
+    }
+    benchmark::DoNotOptimize(sinks.data());
+    state.SetLabel(isa_name(active_isa()));
+}
+
 // One decode token at the `small` preset's attention shape (12 heads, 12 KV heads of 64; f16, or q8
 // with `q8` = 1: about half the bytes; blocks of `block` tokens in shuffled order, 16 the default)
 // as a decode step meets it: with `cold` = 1, 64 MiB are read between calls (a step streams its
@@ -205,25 +229,7 @@ void BM_AttentionDecodeSmall(benchmark::State& state) {
     kernels::AttentionSeq seq{table.data(), int32_t(table.size())};
     int32_t token_seq = 0, token_pos = ctx - 1;
     const kernels::PagedAttentionBatch b = decode_batch(q.data(), kSmallHeads, kDim, &seq, &token_seq, &token_pos);
-    ThreadPool threads(n_threads);
-    std::vector<uint64_t> sweep(cold ? (size_t(64) << 20) / 8 : 0, 1);
-    std::vector<uint64_t> sinks(static_cast<size_t>(n_threads), 0);
-    for (auto _ : state) {
-        // The sweep on the pool's threads, as a step's matmuls: the workers are spinning, not
-        // asleep, when the attention call starts.
-        const size_t per = sweep.size() / size_t(n_threads);
-        threads.run(n_threads, [&](int task, int) {
-            uint64_t sum = 0;
-            for (size_t i = per * size_t(task); i < per * size_t(task + 1); i += 8) sum += sweep[i];
-            sinks[size_t(task)] += sum;
-        });
-        const auto t0 = std::chrono::steady_clock::now();
-        kernels::paged_attention(b, pool, 0, out.data(), threads);
-        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        benchmark::DoNotOptimize(out.data());
-    }
-    benchmark::DoNotOptimize(sinks.data());
-    state.SetLabel(isa_name(active_isa()));
+    time_decode_calls(state, b, pool, n_threads, cold, out.data());
     const double kv_bytes = 2.0 * ctx * kSmallHeads * double(L.row_bytes());  // K and V
     state.counters["GB/s"] = benchmark::Counter(kv_bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
@@ -290,23 +296,7 @@ void BM_AttentionDecodeShared(benchmark::State& state) {
     kernels::PagedAttentionBatch b = decode_batch(q.data(), kSmallHeads, kDim, seqs.data(), token_seq.data(), token_pos.data());
     b.n_tokens = n_seqs;
     b.n_seqs = n_seqs;
-    ThreadPool threads(n_threads);
-    std::vector<uint64_t> sweep(cold ? (size_t(64) << 20) / 8 : 0, 1);
-    std::vector<uint64_t> sinks(static_cast<size_t>(n_threads), 0);
-    for (auto _ : state) {
-        const size_t per = sweep.size() / size_t(n_threads);
-        threads.run(n_threads, [&](int task, int) {
-            uint64_t sum = 0;
-            for (size_t i = per * size_t(task); i < per * size_t(task + 1); i += 8) sum += sweep[i];
-            sinks[size_t(task)] += sum;
-        });
-        const auto t0 = std::chrono::steady_clock::now();
-        kernels::paged_attention(b, pool, 0, out.data(), threads);
-        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        benchmark::DoNotOptimize(out.data());
-    }
-    benchmark::DoNotOptimize(sinks.data());
-    state.SetLabel(isa_name(active_isa()));
+    time_decode_calls(state, b, pool, n_threads, cold, out.data());
     const double kv_bytes = 2.0 * n_seqs * (shared + own) * kSmallHeads * double(L.row_bytes());
     state.counters["tok_GB/s"] = benchmark::Counter(kv_bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
