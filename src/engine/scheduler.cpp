@@ -58,6 +58,23 @@ void Scheduler::preempt(Sequence* seq, StepPlan& plan) {
     plan.preempted.push_back(seq);
 }
 
+bool Scheduler::prefix_in_flight(const Sequence* seq) const {
+    if (!config_.defer_shared_prefix || !seq->reuse_prefix || !blocks_.prefix_caching()) return false;
+    const int64_t reusable = blocks_.max_reusable_blocks(seq->tokens);
+    const int64_t cached = blocks_.cached_prefix_blocks(seq->tokens, 0);
+    if (cached >= reusable) return false;
+    const int64_t bs = blocks_.block_size();
+    for (const Sequence* r : running_) {
+        if (r->n_computed >= reusable * bs) continue;  // whatever it shares is computed (and cached) already
+        const size_t n = std::min(r->tokens.size(), seq->tokens.size());
+        size_t same = 0;
+        while (same < n && r->tokens[same] == seq->tokens[same]) ++same;
+        const int64_t shared_blocks = std::min(int64_t(same) / bs, reusable);
+        if (shared_blocks > cached && r->n_computed < shared_blocks * bs) return true;
+    }
+    return false;
+}
+
 StepPlan Scheduler::schedule() {
     StepPlan plan;
     int64_t budget = config_.max_batched_tokens;
@@ -123,6 +140,7 @@ StepPlan Scheduler::schedule() {
         if (seats + s->seats > config_.max_seqs) break;
         const int32_t reserve = running_.empty() ? 0 : watermark;
         if (int64_t(blocks_.blocks_needed(s->tokens, 0, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
+        if (prefix_in_flight(s)) break;
         int64_t n_tier = 0;
         if (source_ && s->reuse_prefix && blocks_.prefix_caching()) {
             const int64_t first = blocks_.cached_prefix_blocks(s->tokens, 0);

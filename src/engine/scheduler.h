@@ -8,7 +8,11 @@
 //   2. chunked prefill: running sequences whose prompt is partly computed continue, then waiting
 //      sequences are admitted in queue order (FCFS, or priority then FCFS) while the step's token
 //      budget, the max_seqs cap and the KV pool allow; each gets a chunk of what the budget leaves.
-//      The queue head blocks those behind it (no starvation of long prompts).
+//      The queue head blocks those behind it (no starvation of long prompts). A head whose
+//      leading blocks a running sequence is computing right now (its prompt starts the same way,
+//      e.g. requests that arrived together with one system prompt) waits until they are computed:
+//      the next step finds them in the prefix cache and it computes only what follows, so the
+//      shared part is computed once instead of once per request (`defer_shared_prefix`).
 // Because decodes come first and max_batched_tokens >= max_seqs, a running sequence waits at most
 // one step behind a long prompt. complete() records what a step computed; finish() and remove()
 // release a sequence's blocks. The scheduler never touches tensors: it drives a BlockManager.
@@ -30,6 +34,7 @@ struct SchedulerConfig {
     int32_t max_seqs = 64;              // running sequences
     SchedulingPolicy policy = SchedulingPolicy::fcfs;
     double kv_watermark = 0.01;         // fraction of blocks kept free when admitting beside running work
+    bool defer_shared_prefix = true;    // a prompt waits for leading blocks a running sequence is computing
 
     void validate() const;  // throws pagoda::Error
 };
@@ -99,6 +104,9 @@ private:
     void enqueue(Sequence* seq);
     void preempt(Sequence* seq, StepPlan& plan);
     Sequence* newest_running() const;
+    // Whether a running sequence is computing leading full blocks of seq's prompt beyond what the
+    // prefix cache holds now (so that waiting a step makes them cache hits).
+    bool prefix_in_flight(const Sequence* seq) const;
 
     SchedulerConfig config_;
     kv::BlockManager& blocks_;

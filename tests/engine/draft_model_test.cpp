@@ -305,7 +305,9 @@ TEST(DraftModelEngine, NoProbesWhereCostsAloneForbidDrafting) {
         options.speculative.max_draft = 4;
         EngineCore core(target, nullptr, options);
         Driver driver(core);
-        for (int i = 0; i < 8; ++i) driver.add(greedy_request(make_prompt(9 + i, 6, kVocab), 80));
+        // Prompts that share no leading block: all eight are admitted in the first step (a shared
+        // prefix would hold the others back a step for it, scheduler.h).
+        for (int i = 0; i < 8; ++i) driver.add(greedy_request(make_prompt(9 + i, 6 + uint32_t(i), kVocab), 80));
         driver.run();
         std::vector<std::vector<int32_t>> out;
         for (const auto& [id, res] : driver.results) out.push_back(res.choices.at(0).tokens);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <gtest/gtest.h>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -22,12 +23,18 @@ struct Sim {
         : blocks(n_blocks, block_size), sched(config, blocks) {}
 
     Sequence* add(int64_t prompt_len, int32_t priority = 0) {
+        std::vector<int32_t> tokens;
+        const int64_t id = int64_t(seqs.size()) + 1;
+        for (int64_t i = 0; i < prompt_len; ++i) tokens.push_back(int32_t((id * 31 + i) % 97));
+        return add_tokens(std::move(tokens), priority);
+    }
+    Sequence* add_tokens(std::vector<int32_t> tokens, int32_t priority = 0) {
         auto s = std::make_unique<Sequence>();
         s->id = int64_t(seqs.size()) + 1;
         s->arrival = seqs.size() + 1;
         s->priority = priority;
-        for (int64_t i = 0; i < prompt_len; ++i) s->tokens.push_back(int32_t((s->id * 31 + i) % 97));
-        s->n_prompt = prompt_len;
+        s->tokens = std::move(tokens);
+        s->n_prompt = int64_t(s->tokens.size());
         sched.add(s.get());
         seqs.push_back(std::move(s));
         return seqs.back().get();
@@ -142,6 +149,69 @@ TEST(Scheduler, PreemptsNewestAndRequeuesAtFront) {
     EXPECT_EQ(sim.generated[b], 10);
     EXPECT_EQ(sim.generated[c], 10);
     EXPECT_EQ(sim.blocks.num_used_blocks(), 0);
+}
+
+// Requests that arrive together with one prompt prefix: the first computes it, the others wait a
+// step for it and then take it from the prefix cache (computing only their own tokens); a request
+// behind them waits too (the queue head blocks). Without defer_shared_prefix all are admitted at
+// once and each computes the prefix.
+TEST(Scheduler, SharedPromptPrefixIsComputedOnce) {
+    for (bool defer : {true, false}) {
+        SCOPED_TRACE(defer ? "defer" : "no defer");
+        SchedulerConfig config{.max_batched_tokens = 256, .max_seqs = 8};
+        config.defer_shared_prefix = defer;
+        Sim sim(64, 4, config);
+        std::vector<int32_t> prefix = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};  // 3 whole blocks and 2
+        auto prompt = [&](int32_t tail) {
+            std::vector<int32_t> t = prefix;
+            for (int i = 0; i < 5; ++i) t.push_back(tail + i);
+            return t;
+        };
+        Sequence* a = sim.add_tokens(prompt(40));
+        Sequence* b = sim.add_tokens(prompt(50));
+        Sequence* c = sim.add_tokens(prompt(60));
+        Sequence* d = sim.add_tokens({90, 91, 92, 93, 94, 95});  // shares nothing
+        StepPlan first = sim.sched.schedule();
+        if (defer) {
+            ASSERT_EQ(first.chunks.size(), 1u);
+            EXPECT_EQ(first.chunks[0].seq, a);
+            EXPECT_EQ(first.n_prefill_tokens, 19);
+        } else {
+            EXPECT_EQ(first.chunks.size(), 4u);
+            EXPECT_EQ(first.n_prefill_tokens, 3 * 19 + 6);
+        }
+        sim.sched.complete(first);
+        for (const auto& ch : first.chunks) ch.seq->tokens.push_back(1);  // each samples a token
+        if (!defer) continue;
+        StepPlan second = sim.sched.schedule();
+        // a decodes; b and c start after the 3 cached blocks (12 tokens); d from 0.
+        std::map<Sequence*, int64_t> begin;
+        for (const auto& ch : second.chunks) begin[ch.seq] = ch.begin;
+        ASSERT_EQ(begin.size(), 4u);
+        EXPECT_EQ(begin[a], 19);
+        EXPECT_EQ(begin[b], 12);
+        EXPECT_EQ(begin[c], 12);
+        EXPECT_EQ(begin[d], 0);
+        EXPECT_EQ(second.n_prefill_tokens, 7 + 7 + 6);
+        sim.sched.complete(second);
+    }
+}
+
+// A prompt whose shared blocks are computed already is admitted at once (nothing to wait for),
+// even while the sequence that computed them still decodes.
+TEST(Scheduler, SharedPrefixAlreadyCachedIsAdmittedAtOnce) {
+    Sim sim(64, 4, {.max_batched_tokens = 256, .max_seqs = 8});
+    std::vector<int32_t> p1 = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    Sequence* a = sim.add_tokens(p1);
+    sim.step(100);  // a computes its prompt (2 whole blocks published)
+    std::vector<int32_t> p2 = {1, 2, 3, 4, 5, 6, 7, 8, 20, 21};
+    Sequence* b = sim.add_tokens(p2);
+    StepPlan plan = sim.sched.schedule();
+    ASSERT_EQ(plan.chunks.size(), 2u);
+    EXPECT_EQ(plan.chunks[0].seq, a);
+    EXPECT_EQ(plan.chunks[1].seq, b);
+    EXPECT_EQ(plan.chunks[1].begin, 8);
+    sim.sched.complete(plan);
 }
 
 TEST(Scheduler, RejectsBudgetBelowMaxSeqs) {
