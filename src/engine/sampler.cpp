@@ -43,6 +43,34 @@ void Sampler::apply_penalties(float* logits, int64_t vocab, const std::vector<in
     }
 }
 
+namespace {
+
+// Best first: the higher logit, then the lower token id (a function object, so the sorts inline it).
+struct Before {
+    bool operator()(const Sampler::Candidate& a, const Sampler::Candidate& b) const {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    }
+};
+constexpr Before before;
+
+}  // namespace
+
+void Sampler::sort_first(size_t n, bool exact) {
+    n = std::min(n, candidates_.size());
+    if (n <= sorted_) return;
+    // A walk sorts whole chunks, doubling, so that one that goes deep sorts O(V log V) in all.
+    if (!exact) n = std::min(candidates_.size(), std::max({n, 2 * sorted_, size_t(64)}));
+    const auto first = candidates_.begin() + std::ptrdiff_t(sorted_), mid = candidates_.begin() + std::ptrdiff_t(n);
+    if (16 * (n - sorted_) < candidates_.size() - sorted_) {
+        // A heap of the chunk: most candidates fail one comparison with its top.
+        std::partial_sort(first, mid, candidates_.end(), before);
+    } else {
+        if (mid != candidates_.end()) std::nth_element(first, mid - 1, candidates_.end(), before);
+        std::sort(first, mid, before);
+    }
+    sorted_ = n;
+}
+
 bool Sampler::distribution(float* logits, int64_t vocab, const std::vector<int32_t>& history) {
     for (const auto& [id, bias] : params_.logit_bias)
         if (id >= 0 && id < vocab) logits[id] += bias;
@@ -52,53 +80,70 @@ bool Sampler::distribution(float* logits, int64_t vocab, const std::vector<int32
     candidates_.clear();
     candidates_.reserve(size_t(vocab));
     for (int64_t i = 0; i < vocab; ++i)
-        if (logits[i] > -std::numeric_limits<float>::infinity()) candidates_.push_back({logits[i] / params_.temperature, int32_t(i)});
+        if (logits[i] > -std::numeric_limits<float>::infinity())
+            candidates_.push_back({logits[i] / params_.temperature, int32_t(i)});
     if (candidates_.empty()) return false;
-    auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    // The largest scaled logit, over 8 running maxima (one chain of dependent compares would cost
+    // 4 cycles a token).
+    float lanes[8];
+    std::fill(std::begin(lanes), std::end(lanes), -std::numeric_limits<float>::infinity());
+    const size_t n_cand = candidates_.size();
+    for (size_t i = 0; i + 8 <= n_cand; i += 8)
+        for (int k = 0; k < 8; ++k) lanes[k] = std::max(lanes[k], candidates_[i + size_t(k)].logit);
+    for (size_t i = n_cand / 8 * 8; i < n_cand; ++i) lanes[0] = std::max(lanes[0], candidates_[i].logit);
+    const float max_logit = *std::max_element(std::begin(lanes), std::end(lanes));
+    sorted_ = 0;
+    // The cuts walk the candidates best first, sorting only as far as they go (a full sort of a
+    // 32k-128k vocabulary cost 4-20 ms a token, more than a decode step).
+    if (params_.top_k > 0 && size_t(params_.top_k) < candidates_.size()) {
+        sort_first(size_t(params_.top_k), true);
+        candidates_.resize(size_t(params_.top_k));
+    }
+    // Softmax over what top-k keeps, the weights summed in the candidates' order (kept by token id,
+    // so that the lazy sorts below move 8-byte candidates only).
+    weights_.resize(size_t(vocab));
+    double sum = 0;
+    for (const Candidate& c : candidates_) sum += weights_[size_t(c.id)] = std::exp(c.logit - max_logit);
+    inv_sum_ = 1.0 / sum;
 
     size_t keep = candidates_.size();
-    if (params_.top_k > 0 && size_t(params_.top_k) < keep) keep = size_t(params_.top_k);
-    // Sorting only what top-k keeps; top-p/min-p need the kept prefix in descending order.
-    std::partial_sort(candidates_.begin(), candidates_.begin() + std::ptrdiff_t(keep), candidates_.end(), by_logit);
-    candidates_.resize(keep);
-
-    const float max_logit = candidates_[0].first;
-    probs_.resize(keep);
-    double sum = 0;
-    for (size_t i = 0; i < keep; ++i) sum += probs_[i] = std::exp(double(candidates_[i].first - max_logit));
-    for (auto& p : probs_) p /= sum;
-
     if (params_.top_p < 1.0f) {
         double cumulative = 0;
         size_t n = 0;
         while (n < keep) {
-            cumulative += probs_[n++];
+            sort_first(n + 1);
+            cumulative += probability(n++);
             if (cumulative >= params_.top_p) break;
         }
         keep = n;
     }
     if (params_.min_p > 0.0f) {
-        const double threshold = params_.min_p * probs_[0];
+        sort_first(1);
+        const double threshold = params_.min_p * probability(0);
         size_t n = 1;
-        while (n < keep && probs_[n] >= threshold) ++n;
+        while (n < keep) {
+            sort_first(n + 1);
+            if (probability(n) < threshold) break;
+            ++n;
+        }
         keep = n;
     }
+    // What is kept: a sorted prefix after a cut, else every candidate in the order they are in.
     candidates_.resize(keep);
-    probs_.resize(keep);
     kept_mass_ = 0;
-    for (double p : probs_) kept_mass_ += p;
+    for (size_t i = 0; i < keep; ++i) kept_mass_ += probability(i);
     return true;
 }
 
-// A draw from probs_ (masses summing to kept_mass_) without `excluded` (-1: none); `total` is
-// the mass that remains.
+// A draw from the kept candidates (masses summing to kept_mass_) without `excluded` (-1: none);
+// `total` is the mass that remains. Any fixed order of the candidates gives each its own mass.
 int32_t Sampler::draw(double total, int32_t excluded) {
     double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
     int32_t last = -1;
     for (size_t i = 0; i < candidates_.size(); ++i) {
-        if (candidates_[i].second == excluded) continue;
-        last = candidates_[i].second;
-        r -= probs_[i];
+        if (candidates_[i].id == excluded) continue;
+        last = candidates_[i].id;
+        r -= probability(i);
         if (r < 0) return last;
     }
     return last;
@@ -113,7 +158,7 @@ int32_t Sampler::sample_or_accept(float* logits, int64_t vocab, const std::vecto
     if (!distribution(logits, vocab, history)) return int32_t(std::max_element(logits, logits + vocab) - logits);
     double mass = 0;  // of the draft, within kept_mass_
     for (size_t i = 0; i < candidates_.size(); ++i)
-        if (candidates_[i].second == draft) mass = probs_[i];
+        if (candidates_[i].id == draft) mass = probability(i);
     if (mass > 0 && std::uniform_real_distribution<double>(0.0, kept_mass_)(rng_) < mass) return draft;
     if (candidates_.size() == 1 && mass > 0) return draft;  // nothing else is possible
     return draw(kept_mass_ - mass, draft);

@@ -59,7 +59,11 @@ void expect_valid(const std::string& text) {
     }
     ASSERT_TRUE(v.is_object()) << text;
     ASSERT_TRUE(v.contains("name") && v["name"].is_string()) << text;
-    EXPECT_LE(v["name"].get<std::string>().size(), 6u) << text;
+    // maxLength counts characters (code points), not UTF-8 bytes: a \uXXXX escape is one.
+    const std::string name = v["name"].get<std::string>();
+    size_t chars = 0;
+    for (unsigned char c : name) chars += (c & 0xC0) != 0x80;
+    EXPECT_LE(chars, 6u) << text;
     ASSERT_TRUE(v.contains("id") && v["id"].is_number_integer()) << text;
     for (auto it = v.begin(); it != v.end(); ++it)
         EXPECT_TRUE(it.key() == "name" || it.key() == "id" || it.key() == "ok" || it.key() == "tags" || it.key() == "kind")
