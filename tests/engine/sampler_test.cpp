@@ -3,6 +3,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
+#include <random>
+#include <algorithm>
 
 #include "core/error.h"
 
@@ -67,6 +69,60 @@ TEST(Sampler, TopKAndMinP) {
     auto m = histogram({.temperature = 1.0f, .min_p = 0.6f, .seed = 3}, {0.1, 0.2, 0.3, 0.4}, 3000);
     EXPECT_EQ(m[0] + m[1], 0);
     EXPECT_GT(m[2], 0);
+}
+
+// A vocabulary large enough that the cuts walk many of the lazily sorted chunks (64, 128, ... 1024:
+// small ones from a heap, large ones by nth_element): token ranks shuffled over the ids, mass
+// falling by e^-0.003 a rank. Every draw must be a token the cut keeps by its definition (a full
+// sort here), and the kept set's last ranks must be drawn about as often as their mass says.
+TEST(Sampler, CutsOverManyChunksKeepWhatAFullSortKeeps) {
+    constexpr int kVocab = 5000;
+    std::vector<int32_t> id_of_rank(kVocab);
+    for (int i = 0; i < kVocab; ++i) id_of_rank[size_t(i)] = i;
+    std::shuffle(id_of_rank.begin(), id_of_rank.end(), std::mt19937(11));
+    std::vector<float> logits(kVocab);
+    std::vector<double> mass(kVocab);
+    double total = 0;
+    for (int r = 0; r < kVocab; ++r) {
+        logits[size_t(id_of_rank[size_t(r)])] = -0.003f * float(r);
+        total += mass[size_t(r)] = std::exp(double(-0.003f * float(r)));
+    }
+    struct Case {
+        SamplingParams params;
+        int kept;  // ranks 0 .. kept - 1, by each cut's definition
+    };
+    // top-p 0.9: the first rank where the cumulative mass reaches 0.9; min-p 0.2: mass >= 0.2 x the
+    // first's; top-k 300 exactly.
+    int nucleus = 0;
+    for (double c = 0; c < 0.9 * total;) c += mass[size_t(nucleus++)];
+    int min_p_kept = 0;
+    while (min_p_kept < kVocab && mass[size_t(min_p_kept)] >= 0.2 * mass[0]) ++min_p_kept;
+    const Case cases[] = {{{.temperature = 1.0f, .top_p = 0.9f, .seed = 5}, nucleus},
+                          {{.temperature = 1.0f, .min_p = 0.2f, .seed = 6}, min_p_kept},
+                          {{.temperature = 1.0f, .top_k = 300, .seed = 7}, 300},
+                          {{.temperature = 1.0f, .top_k = 2000, .top_p = 0.9f, .seed = 8}, nucleus}};
+    ASSERT_GT(nucleus, 600);  // several chunks deep
+    for (const Case& c : cases) {
+        Sampler s(c.params);
+        std::vector<int> rank_of_id(kVocab);
+        for (int r = 0; r < kVocab; ++r) rank_of_id[size_t(id_of_rank[size_t(r)])] = r;
+        const int draws = 4000;
+        int tail = 0;  // draws among the kept set's last tenth of ranks
+        double tail_mass = 0, kept_mass = 0;
+        for (int r = 0; r < c.kept; ++r) {
+            kept_mass += mass[size_t(r)];
+            if (r >= c.kept - c.kept / 10) tail_mass += mass[size_t(r)];
+        }
+        for (int i = 0; i < draws; ++i) {
+            std::vector<float> l = logits;
+            const int rank = rank_of_id[size_t(s.sample(l.data(), kVocab, {}))];
+            ASSERT_LT(rank, c.kept) << "top_k " << c.params.top_k << " top_p " << c.params.top_p << " min_p "
+                                    << c.params.min_p;
+            tail += rank >= c.kept - c.kept / 10;
+        }
+        const double want = draws * tail_mass / kept_mass, sigma = std::sqrt(want);
+        EXPECT_NEAR(tail, want, 5 * sigma) << "top_k " << c.params.top_k << " top_p " << c.params.top_p;
+    }
 }
 
 TEST(Sampler, PenaltiesAndBias) {
