@@ -362,7 +362,9 @@ void walk_tiles(const Task& t) {
 }
 
 // A decode task over t.kv_heads consecutive KV heads: one query (t.n_queries == 1) whose heads read
-// the cache rows in place (reads_in_place). Per query head the arithmetic is walk_tiles' exactly —
+// the cache rows in place (reads_in_place), or such a query of each of several sequences (t.share:
+// their keys below share->shared sit in the same blocks, attention_internal.h; query head h of
+// sequence s is head s * qh + h of the scratch, qh = kv_heads x group). Per query head the arithmetic is walk_tiles' exactly —
 // the same tiles and keys of each, the scores in Ops calls of 16 keys from the tile's first key
 // (each score's dot product is fixed by d alone), the same softmax update on the whole tile, P.V
 // accumulated in key order (split into calls of 16 keys, which keeps every element's order) — so
@@ -370,9 +372,6 @@ void walk_tiles(const Task& t) {
 // head, then the next 16, so one block's K (then V) rows of all the task's heads, which lie side by
 // side in the pool, are read as one sequential run. One head alone is a run of 2 KiB per block (16
 // keys of head_dim 64 in f16), too short for the hardware prefetchers to follow.
-// A decode task's walk: kv_heads KV heads of one token, or of each of several sequences' tokens
-// (t.share: the tokens whose keys below share->shared sit in the same blocks, see attention_internal.h).
-// Query head h of sequence s is head s * qh + h of the scratch (qh = kv_heads x group).
 template <class Ops, kv::KvDtype DT>
 void walk_decode_heads(const Task& t) {
     constexpr int kTile = kAttentionTile;
@@ -405,27 +404,28 @@ void walk_decode_heads(const Task& t) {
     auto tile = [&](int s0, int s1, int32_t start, int n, int off, int32_t lowest) __attribute__((always_inline)) {
         const Task& r = seqs[s0];
         const int ni = n - off;
-        const bool paired = pairs && (s1 - s0) * group > 1;
         fill(r, r.k_head, start, n, lowest);
         // KV head kh's query heads here: i = 0 .. vg - 1, head g of sequence s0 + i / group for g =
         // i % group; two at a time where the Ops score pairs (one token's group as its walk alone
         // pairs them, or two sequences' heads). One call site per operation, so that the compiler
         // keeps them inline.
         const int vg = (s1 - s0) * group;
-        auto head = [&](int kh, int sq, int g) { return sq * qh + kh * group + g; };
+        // The scratch index of KV head kh's query heads in that order, one a call.
+        auto heads_of = [&](int kh) {
+            return [&, kh, sq = s0, g = 0]() mutable {
+                const int h = sq * qh + kh * group + g;
+                if (++g == group) g = 0, ++sq;
+                return h;
+            };
+        };
         for (int j0 = off; j0 < n; j0 += 16) {
             const int nj = std::min(16, n - j0);
             for (int kh = 0; kh < heads; ++kh) {
-                int sq = s0, g = 0;  // head i's sequence and index in its group
-                auto next = [&] {
-                    const int h = head(kh, sq, g);
-                    if (++g == group) g = 0, ++sq;
-                    return h;
-                };
+                auto next = heads_of(kh);
                 for (int i = 0; i < vg;) {
                     const int h = next();
                     if constexpr (kPairs) {
-                        if (paired && i + 1 < vg) {
+                        if (pairs && i + 1 < vg) {
                             const int h2 = next();
                             Ops::template scores_pair_rows<DT>(queries + size_t(h) * ld, queries + size_t(h2) * ld,
                                                                rows[kh] + j0, nj, d, r.scale,
@@ -452,12 +452,11 @@ void walk_decode_heads(const Task& t) {
         for (int j0 = off; j0 < n; j0 += 16) {
             const int nj = std::min(16, n - j0);
             for (int kh = 0; kh < heads; ++kh) {
-                int sq = s0, g = 0;
+                auto next = heads_of(kh);
                 for (int i0 = 0; i0 < vg; i0 += kMaxAccumulateHeads) {
                     const int batch = std::min(kMaxAccumulateHeads, vg - i0);
                     for (int k = 0; k < batch; ++k) {
-                        const int h = head(kh, sq, g);
-                        if (++g == group) g = 0, ++sq;
+                        const int h = next();
                         acc_ptrs[k] = acc + size_t(h) * ld;
                         p_ptrs[k] = scores + size_t(h) * kScoreStride + j0;
                     }

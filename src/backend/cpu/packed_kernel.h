@@ -78,7 +78,7 @@ struct YmmOps {
 // Whether the trait V reads a block of its kPanels panels at once, joined (V::decode_joined, with
 // decode_panel_block's codes and scales for each panel); else each panel is decoded on ymm and joined.
 template <class V>
-constexpr bool kJoinedDecode = requires { V::kJoinedDecode; };
+constexpr bool kJoinedDecode = requires { requires V::kJoinedDecode; };
 
 // out: [T][P][8] floats (token t, panel p, row of the panel).
 template <Fmt F, int P, int T, class V>

@@ -37,6 +37,22 @@ inline const uint8_t* panel_block(const uint8_t* panel, int64_t b, const uint8_t
     return P::kq || P::q6 ? sbp + P::sb_head + b % 8 * P::pbb : panel + b * P::pbb;
 }
 
+// Q6_K: ors each code group's two high bits into bits 4-5 of its bytes (c: 8 code vectors of any
+// width; h0 / h1: the high-bit vectors of groups 0-3 / 4-7, group k in field k % 4 of each byte;
+// m30: 0x30 in every byte). GCC's vector operators shift 64-bit lanes; the mask keeps, in each
+// byte, only bits that came from that same byte, so the result is a per-byte shift's.
+template <class I>
+inline void merge_q6_high(I* c, I h0, I h1, I m30) {
+    c[0] |= (h0 << 4) & m30;
+    c[1] |= (h0 << 2) & m30;
+    c[2] |= h0 & m30;
+    c[3] |= (h0 >> 2) & m30;
+    c[4] |= (h1 << 4) & m30;
+    c[5] |= (h1 << 2) & m30;
+    c[6] |= h1 & m30;
+    c[7] |= (h1 >> 2) & m30;
+}
+
 // The block's codes as 8 vectors (vector k: the 4-byte code groups k of the 8 rows, values 4k..4k+3,
 // unsigned; Q8_0: code + 128) and per row its scale sc and min mn (Q6_K: the scales of the first and
 // of the last 16 values; formats without a min: mn = 0). HighInPlace: the high nibbles (groups 4-7)
@@ -60,16 +76,7 @@ inline void decode_panel_block(const uint8_t* pb, const uint8_t* sbp, __m256i* c
     if constexpr (P::q6) {
         const __m256i h0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 128));
         const __m256i h1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 160));
-        const __m256i m30 = _mm256_set1_epi8(0x30);
-        // High bits of group k: field k % 4 of vector k / 4, moved to bits 4-5.
-        c[0] = _mm256_or_si256(c[0], _mm256_and_si256(_mm256_slli_epi16(h0, 4), m30));
-        c[1] = _mm256_or_si256(c[1], _mm256_and_si256(_mm256_slli_epi16(h0, 2), m30));
-        c[2] = _mm256_or_si256(c[2], _mm256_and_si256(h0, m30));
-        c[3] = _mm256_or_si256(c[3], _mm256_and_si256(_mm256_srli_epi16(h0, 2), m30));
-        c[4] = _mm256_or_si256(c[4], _mm256_and_si256(_mm256_slli_epi16(h1, 4), m30));
-        c[5] = _mm256_or_si256(c[5], _mm256_and_si256(_mm256_slli_epi16(h1, 2), m30));
-        c[6] = _mm256_or_si256(c[6], _mm256_and_si256(h1, m30));
-        c[7] = _mm256_or_si256(c[7], _mm256_and_si256(_mm256_srli_epi16(h1, 2), m30));
+        merge_q6_high(c, h0, h1, _mm256_set1_epi8(0x30));
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
         sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 192)))), d);
         mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 200)))), d);

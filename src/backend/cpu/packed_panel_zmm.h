@@ -46,17 +46,7 @@ template <Fmt F, bool HighInPlace>
         for (int k = 0; k < 8; ++k) c[k] = join_rows(pb[0] + 32 * k, pb[1] + 32 * k);
     }
     if constexpr (P::q6) {
-        const __m512i h0 = join_rows(pb[0] + 128, pb[1] + 128), h1 = join_rows(pb[0] + 160, pb[1] + 160);
-        const __m512i m30 = _mm512_set1_epi8(0x30);
-        // High bits of group k: field k % 4 of vector k / 4, moved to bits 4-5 (as decode_panel_block).
-        c[0] = _mm512_or_si512(c[0], _mm512_and_si512(_mm512_slli_epi16(h0, 4), m30));
-        c[1] = _mm512_or_si512(c[1], _mm512_and_si512(_mm512_slli_epi16(h0, 2), m30));
-        c[2] = _mm512_or_si512(c[2], _mm512_and_si512(h0, m30));
-        c[3] = _mm512_or_si512(c[3], _mm512_and_si512(_mm512_srli_epi16(h0, 2), m30));
-        c[4] = _mm512_or_si512(c[4], _mm512_and_si512(_mm512_slli_epi16(h1, 4), m30));
-        c[5] = _mm512_or_si512(c[5], _mm512_and_si512(_mm512_slli_epi16(h1, 2), m30));
-        c[6] = _mm512_or_si512(c[6], _mm512_and_si512(h1, m30));
-        c[7] = _mm512_or_si512(c[7], _mm512_and_si512(_mm512_srli_epi16(h1, 2), m30));
+        merge_q6_high(c, join_rows(pb[0] + 128, pb[1] + 128), join_rows(pb[0] + 160, pb[1] + 160), _mm512_set1_epi8(0x30));
     } else if constexpr (P::q5) {
         // Fifth bit of group k: bit k of the bit vector, moved to bit 4.
         const __m512i hb = join_rows(pb[0] + 128, pb[1] + 128), one = _mm512_set1_epi8(1);
