@@ -94,6 +94,7 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
     // and register, so it pays where few tokens share the unpacked codes (decode).
     constexpr bool high_in_place = PF::may_keep_high_in_place && V::kHighInPlace && T * W < 4 * P;
     constexpr bool is_signed = F == Fmt::q8_0 && V::kQ8Signed;  // codes multiplied as signed bytes, no corr
+    constexpr bool uses_corr = PF::code_offset != 0 && !is_signed;
     // A block sum of dot products is split over two chains (added once) to shorten its dependency
     // chain; from 8 sums a pass on there are enough independent chains without, and the add is saved
     // (the plain dot path only: the pair sums and the high nibbles in place keep their two parts).
@@ -151,8 +152,13 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
             for (int t = 0; t < T; ++t) {
                 const int8_t* q = a.q + (t0 + t) * a.cols + b * 32;
                 const int64_t tb = (t0 + t) * a.nbp + b;
-                const int32_t* cp = has_min || is_signed ? nullptr : a.corr + (t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8;
-                const int32_t corr = cp ? cp[0] : 0, corr1 = q6 ? cp[8] : 0;
+                // A code offset is folded into corr, which quantize_fused then always makes (packed_offset).
+                const int32_t* cp = uses_corr ? a.corr + (t0 + t) * a.nbp * 2 + b / 8 * 16 + b % 8 : nullptr;
+                int32_t corr = uses_corr ? cp[0] : 0, corr1 = q6 ? cp[8] : 0;
+                // Passes of many tokens are bound by zmm loads (one broadcast per dot): their offsets
+                // enter through a general register (a broadcast on the shuffle port), not as one
+                // more broadcast load. Few tokens a pass: the load, which leaves the port to the dots.
+                if constexpr (T > 4) asm("" : "+r"(corr), "+r"(corr1));
                 const typename V::F dx = V::set1(a.d[tb]);
                 typename V::I x[8];
 #pragma GCC unroll 8
