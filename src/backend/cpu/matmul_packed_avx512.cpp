@@ -40,8 +40,9 @@ struct Zmm {
     template <bool Signed>
     static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
     template <Fmt Format, bool HighInPlace>
-    [[gnu::always_inline]] static void decode_joined(const uint8_t* const* pb, const uint8_t* const* sbp, I* c, F& sc, F& mn) {
-        decode_joined_block<Format, HighInPlace>(pb, sbp, c, sc, mn);
+    [[gnu::always_inline]] static void decode_joined(const uint8_t* const* pb, const uint8_t* const* sbp, I* c, F& sc, F& mn,
+                                                     const SuperScales* ss) {
+        decode_joined_block<Format, HighInPlace>(pb, sbp, c, sc, mn, ss);
     }
     static I join(const __m256i* parts) { return _mm512_inserti64x4(_mm512_castsi256_si512(parts[0]), parts[1], 1); }
     static F join(const __m256* parts) { return _mm512_insertf32x8(_mm512_castps256_ps512(parts[0]), parts[1], 1); }

@@ -107,6 +107,7 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
     // (measured on Zen 1, one core, from cache: Q4_0 6.4 -> 7.4 GB/s, Q4_K 5.8 -> 6.0, Q8_0 equal).
     constexpr int G = T == 1 && V::kRegisters < 32 ? V::kPanels : P;
     constexpr int WG = G / V::kPanels;  // wide registers per token and group
+    SuperScales super[P] = {};  // K-quants: each panel's current super-block d and dmin, converted once per 8 blocks
     for (int64_t b = 0; b < a.nb; ++b) {
 #pragma GCC unroll 4
         for (int g = 0; g < P; g += G) {
@@ -123,17 +124,22 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                         if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(sbp[p] + prefetch_ahead), _MM_HINT_T0);
                 }
             }
+            if constexpr (kq)
+                if (b % 8 == 0)
+#pragma GCC unroll 4
+                    for (int p = 0; p < G; ++p) super[g + p] = super_scales(sbp[p]);
             typename V::I cw[WG][8];
             typename V::F scw[WG], mnw[WG];  // Q6_K: scales of the first and of the last 16 values
             if constexpr (kJoinedDecode<V>) {  // the trait reads its panels' bytes joined (packed_panel_zmm.h)
 #pragma GCC unroll 4
                 for (int p = 0; p < WG; ++p)
-                    V::template decode_joined<F, high_in_place>(pb + p * V::kPanels, sbp + p * V::kPanels, cw[p], scw[p], mnw[p]);
+                    V::template decode_joined<F, high_in_place>(pb + p * V::kPanels, sbp + p * V::kPanels, cw[p], scw[p], mnw[p],
+                                                                  super + g + p * V::kPanels);
             } else {
                 __m256i c[G][8];
                 __m256 sc[G], mn[G];
 #pragma GCC unroll 4
-                for (int p = 0; p < G; ++p) decode_panel_block<F, high_in_place>(pb[p], sbp[p], c[p], sc[p], mn[p]);
+                for (int p = 0; p < G; ++p) decode_panel_block<F, high_in_place>(pb[p], sbp[p], c[p], sc[p], mn[p], super + g + p);
 #pragma GCC unroll 4
                 for (int p = 0; p < WG; ++p) {
 #pragma GCC unroll 8

@@ -53,12 +53,25 @@ inline void merge_q6_high(I* c, I h0, I h1, I m30) {
     c[7] |= (h1 >> 2) & m30;
 }
 
+// A K-quant super-block's d and dmin (f16 in its header) as f32 for 8 rows. decode_panel_block
+// converts them for every block unless it is handed them: kernels that walk a panel's blocks in
+// order convert them once per super-block (the same values, so the same scales).
+struct SuperScales {
+    __m256 d, dmin;
+};
+inline SuperScales super_scales(const uint8_t* sbp) {
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp))),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp + 16)))};
+}
+
 // The block's codes as 8 vectors (vector k: the 4-byte code groups k of the 8 rows, values 4k..4k+3,
 // unsigned; Q8_0: code + 128) and per row its scale sc and min mn (Q6_K: the scales of the first and
 // of the last 16 values; formats without a min: mn = 0). HighInPlace: the high nibbles (groups 4-7)
-// stay multiplied by 16 (only where may_keep_high_in_place).
+// stay multiplied by 16 (only where may_keep_high_in_place). ss, where given, is super_scales(sbp)
+// (read by the K-quants only).
 template <Fmt F, bool HighInPlace = false>
-inline void decode_panel_block(const uint8_t* pb, const uint8_t* sbp, __m256i* c, __m256& sc, __m256& mn) {
+inline void decode_panel_block(const uint8_t* pb, const uint8_t* sbp, __m256i* c, __m256& sc, __m256& mn,
+                               const SuperScales* ss = nullptr) {
     using P = PanelFormat<F>;
     static_assert(!HighInPlace || P::may_keep_high_in_place);
     const __m256i low4 = _mm256_set1_epi8(0x0f);
@@ -88,8 +101,8 @@ inline void decode_panel_block(const uint8_t* pb, const uint8_t* sbp, __m256i* c
             for (int k = 0; k < 8; ++k)
                 c[k] = _mm256_or_si256(c[k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, k), one), 4));
         }
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp)));
-        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sbp + 16)));
+        const SuperScales own = ss ? *ss : super_scales(sbp);
+        const __m256 d = own.d, dmin = own.dmin;
         sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + P::pbb - 16)))), d);
         mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + P::pbb - 8)))), dmin);
     } else {

@@ -22,14 +22,14 @@ inline __m512i join_rows(const uint8_t* lo, const uint8_t* hi) {
 // the panels' scales and mins, joined.
 template <Fmt F, bool HighInPlace>
 [[gnu::always_inline]] inline void decode_joined_block(const uint8_t* const* pb, const uint8_t* const* sbp, __m512i* c,
-                                                       __m512& sc, __m512& mn) {
+                                                       __m512& sc, __m512& mn, const SuperScales* ss = nullptr) {
     using P = PanelFormat<F>;
     static_assert(!HighInPlace || P::may_keep_high_in_place);
     __m256 s[2], m[2];
 #pragma GCC unroll 2
     for (int j = 0; j < 2; ++j) {
         __m256i unused[8];  // only the scales are taken from here: the compiler drops the code work
-        decode_panel_block<F, false>(pb[j], sbp[j], unused, s[j], m[j]);
+        decode_panel_block<F, false>(pb[j], sbp[j], unused, s[j], m[j], ss ? ss + j : nullptr);
     }
     sc = _mm512_insertf32x8(_mm512_castps256_ps512(s[0]), s[1], 1);
     mn = _mm512_insertf32x8(_mm512_castps256_ps512(m[0]), m[1], 1);
