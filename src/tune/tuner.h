@@ -18,7 +18,9 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "backend/cpu/path_method.h"
 #include "tune/profile.h"
 #include "tune/scheduler_knobs.h"
 
@@ -49,6 +51,9 @@ struct TuneOptions {
     bool quick = false;         // fewer points and repetitions: seconds on a tiny model, for tests
     Workload workload;
     ServeCheck serve_check;     // empty: the chosen setting's worst step is timed instead of served
+    // The methods measured for each weight type: those of this list that apply to it and run here,
+    // or, where none of them does (or the list is empty), every one that does.
+    std::vector<kernels::PathMethod> methods;
 };
 
 // Called between measurements: (step done, steps in all, what is being measured).
