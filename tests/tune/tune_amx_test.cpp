@@ -6,10 +6,9 @@
 #include "backend/cpu/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "fixtures.h"
-#include "model/random_model.h"
-#include "quant/quantize_model.h"
 #include "tune/amx_threshold.h"
 #include "tune/tuner.h"
+#include "tiny_q8_model.h"
 
 namespace pagoda::tune {
 namespace {
@@ -19,24 +18,13 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
     if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
     kernels::testing::AmxGuard amx;
     kernels::testing::KernelConfigGuard config;
-    struct ClearPlan {
-        ~ClearPlan() { kernels::clear_kernel_plan(); }
-    } clear;
+    test::PlanCleared clear;
     set_isa(Isa::avx512);
     kernels::set_quant_method(kernels::QuantMethod::int8_dot);
     set_amx_enabled(true);
     kernels::set_amx_emulation(true);
-    model::RandomModelSpec spec;
-    spec.n_layers = 1;
-    spec.context_length = 256;
-    const std::string f32 = test::temp_path("tune-amx.gguf"), path = test::temp_path("tune-amx-q8.gguf");
-    model::write_random_model(spec, nullptr, f32);
-    {
-        ThreadPool pool(1);
-        quant::quantize_model({.input = f32, .output = path, .target = "q8_0"}, pool);
-    }
     TuneOptions o;
-    o.model = path;
+    o.model = test::tiny_q8_model();
     o.quick = true;
     o.max_threads = 1;
     // Measured alone, so the AMX threshold is (tiles are timed only for types that end up on
