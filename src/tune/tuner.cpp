@@ -143,10 +143,10 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
         return kernels::amx_path_available();
     }();
     const std::vector<int64_t> amx_counts = o.quick ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{16, 32, 64, 128, 512};
+    auto listed = [&](kernels::PathMethod m) { return std::find(o.methods.begin(), o.methods.end(), m) != o.methods.end(); };
     for (const auto& [type, s] : shapes) {
         for (auto m : kernels::kPathMethods)
             if (kernels::method_applies(m, type) && kernels::method_runs_here(m)) candidates[type].push_back(m);
-        auto listed = [&](kernels::PathMethod m) { return std::find(o.methods.begin(), o.methods.end(), m) != o.methods.end(); };
         if (std::any_of(candidates[type].begin(), candidates[type].end(), listed))
             std::erase_if(candidates[type], [&](kernels::PathMethod m) { return !listed(m); });
         total_steps += candidates[type].size() + 1 + (amx_here && kernels::amx_applies(kernels::PathMethod::int8_dot, type));

@@ -5,7 +5,6 @@
 #include "backend/cpu/amx_test_util.h"
 #include "backend/cpu/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
-#include "fixtures.h"
 #include "tune/amx_threshold.h"
 #include "tune/tuner.h"
 #include "tiny_q8_model.h"
