@@ -1,7 +1,10 @@
 // What the AMX int8 kernel's parts cost on this core, alone and together (docs/benchmarks.md, the
 // AMX host section): tdpbssd with K = 32, with its loads, with zero + store of 4 rotating C tiles, as
 // one dependent chain, the per-block f32 epilogue alone, and tiles + epilogue. One thread, AMX hosts only.
-//   g++ -O2 -march=native -mamx-tile -mamx-int8 bench/amx_instruction_bench.cpp -o /tmp/amx_instr && /tmp/amx_instr
+//   g++ -O2 -march=native -mamx-tile -mamx-int8 bench/amx_instruction_bench.cpp -o /tmp/amx_instr && /tmp/amx_instr [zeros]
+// The operands are pseudo-random, as a model's are: with all-zero operands (`zeros`, what this
+// benchmark used before 2026-12-04) the tile sequences ran 1.5-1.6x faster on the same core, so
+// zeros flatter the tile unit and overstate what the kernel can reach.
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 namespace {
 struct alignas(64) TileConfig {
@@ -32,9 +36,20 @@ double seconds() { return std::chrono::duration<double>(std::chrono::steady_cloc
     }
 #define PRODUCT(S, A_, B_, b) \
     if (tiles) { _tile_zero(S); _tile_loadd(A_, &A[0][(b) * 32], 2048); _tile_loadd(B_, &B[b][0], 64); _tile_dpbssd(S, A_, B_); }
+// A fixed linear congruential sequence: the same operands every run.
+void fill_operands() {
+    uint32_t s = 1;
+    auto next = [&] { return s = s * 1103515245u + 12345u; };
+    for (auto& row : A) for (auto& v : row) v = int8_t(next() >> 24);
+    for (auto& row : B) for (auto& v : row) v = int8_t(next() >> 24);
+    for (auto& row : D) for (auto& v : row) v = float(next() >> 8) * 1e-9f;
+    for (auto& row : SC) for (auto& v : row) v = float(next() >> 8) * 1e-9f;
+}
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    const bool zeros = argc > 1 && std::strcmp(argv[1], "zeros") == 0;
+    if (!zeros) fill_operands();
     if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) != 0) {
         std::fprintf(stderr, "the OS refused the AMX tile permission (or this CPU has no AMX)\n");
         return 1;
@@ -45,6 +60,8 @@ int main() {
     cfg.rows[6] = cfg.rows[7] = 8, cfg.colsb[6] = cfg.colsb[7] = 64;      // B: one block of 16 rows
     _tile_loadconfig(&cfg);
     const int n = 2000000;
+    // The operands of the products below (tiles would otherwise hold the zeros LDTILECFG leaves).
+    _tile_loadd(4, &A[0][0], 2048); _tile_loadd(5, &A[0][32], 2048); _tile_loadd(6, &B[0][0], 64); _tile_loadd(7, &B[1][0], 64);
     double t0 = seconds();
     for (int i = 0; i < n; i++) {
         _tile_dpbssd(0, 4, 6); _tile_dpbssd(1, 5, 7); _tile_dpbssd(2, 4, 7); _tile_dpbssd(3, 5, 6);

@@ -105,6 +105,9 @@ PAGODA_PACKED_BENCH(Q4_0)
 PAGODA_PACKED_BENCH(Q4_K)
 PAGODA_PACKED_BENCH(Q5_K)
 PAGODA_PACKED_BENCH(Q6_K)
+// F16 packs as the float method at packing time says (PAGODA_FLOAT_METHOD: bf16_dot panels, amx_bf16
+// tiles; f32_fma keeps the view).
+PAGODA_PACKED_BENCH(F16)
 
 #define PAGODA_MATMUL_BENCH(TYPE)                                                                          \
     void BM_matmul_small_ffn_##TYPE(benchmark::State& s) { run(s, GgmlType::TYPE, 2048, 768); }           \

@@ -165,7 +165,9 @@ std::vector<float> product(const PackedWeight& w, const float* x, int64_t n, Thr
 }
 
 struct Shape { int64_t rows, cols; };
-const Shape kShapes[] = {{1, 1}, {15, 31}, {16, 32}, {17, 33}, {33, 70}, {50, 64}, {40, 257}};
+// 257 and 600 columns: 9 and 19 K tiles, so the prefill path's K chunks (8 tiles) end inside a
+// product, once and twice (C tiles stored and reloaded between chunks).
+const Shape kShapes[] = {{1, 1}, {15, 31}, {16, 32}, {17, 33}, {33, 70}, {50, 64}, {40, 257}, {24, 600}};
 
 void contract_at_every_count(bool hardware) {
     ThreadPool pool1(1), pool2(2);
@@ -193,6 +195,19 @@ void contract_at_every_count(bool hardware) {
                 }
             set_gemm_tiles({});
         }
+    // More tokens than one prefill task takes (at least 256): tasks that start past the first token
+    // tile, and a tail tile of 2 tokens.
+    const auto w = make_weights(GgmlType::F16, 33, 300, rng);
+    const PackedWeight pw = pack_weight(w.view());
+    const int64_t n = 290;
+    const auto x = activations(n * 300, rng);
+    const auto want = contract_reference(w, x, n);
+    for (int64_t nc : {1, 64, 256})
+        for (ThreadPool* pool : {&pool1, &pool2}) {
+            set_gemm_tiles({.kc = 512, .mc = 32, .nc = nc});
+            expect_bitwise(product(pw, x.data(), n, *pool), want, 33, fmt::format("F16 33x300 n {} nc {}{}", n, nc, hardware ? " (hardware)" : ""));
+        }
+    set_gemm_tiles({});
 }
 
 TEST(AmxBf16Matmul, EmulatedTilesMatchTheContractBitwiseAtEveryBatchSize) {
