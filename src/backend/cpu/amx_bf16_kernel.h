@@ -137,15 +137,7 @@ inline TiledActs round_bf16_tiles(const float* x, int64_t n_tokens, int64_t cols
                 for (int64_t k = 0; k < a.k_tiles; ++k) _mm512_store_si512(dst + k * 256, _mm512_setzero_si512());
                 continue;
             }
-            const float* src = x + t * cols;
-            for (int64_t k = 0; k < a.k_tiles; ++k) {
-                const int64_t c = k * 32, left = cols - c;
-                const __mmask16 m0 = left >= 16 ? __mmask16(0xffff) : left <= 0 ? 0 : __mmask16((1u << left) - 1);
-                const __mmask16 m1 = left >= 32 ? __mmask16(0xffff) : left <= 16 ? 0 : __mmask16((1u << (left - 16)) - 1);
-                const __m512 lo = _mm512_maskz_loadu_ps(m0, src + std::min(c, cols));
-                const __m512 hi = _mm512_maskz_loadu_ps(m1, src + std::min(c + 16, cols));
-                _mm512_store_si512(dst + k * 256, bf16_round_pairs(lo, hi));
-            }
+            for (int64_t k = 0; k < a.k_tiles; ++k) _mm512_store_si512(dst + k * 256, round_bf16_chunk(x + t * cols, cols, k * 32));
         }
     };
     if (n_tiles == 1) tile(0);

@@ -21,15 +21,18 @@ struct Bf16Rows {
     int64_t n_pairs = 0;  // (cols + 1) / 2
 };
 
+// Columns c .. c + 31 of a row of `cols` values as 16 dwords of bf16 pairs (zero past the columns).
+inline __m512i round_bf16_chunk(const float* src, int64_t cols, int64_t c) {
+    const int64_t left = cols - c;
+    const __mmask16 m0 = left >= 16 ? __mmask16(0xffff) : left <= 0 ? 0 : __mmask16((1u << left) - 1);
+    const __mmask16 m1 = left >= 32 ? __mmask16(0xffff) : left <= 16 ? 0 : __mmask16((1u << (left - 16)) - 1);
+    const __m512 lo = _mm512_maskz_loadu_ps(m0, src + std::min(c, cols));
+    const __m512 hi = _mm512_maskz_loadu_ps(m1, src + std::min(c + 16, cols));
+    return bf16_round_pairs(lo, hi);
+}
+
 inline void round_bf16_row(const float* src, int64_t cols, uint32_t* dst, int64_t stride) {
-    for (int64_t c = 0; c < 2 * stride; c += 32) {
-        const int64_t left = cols - c;
-        const __mmask16 m0 = left >= 16 ? __mmask16(0xffff) : left <= 0 ? 0 : __mmask16((1u << left) - 1);
-        const __mmask16 m1 = left >= 32 ? __mmask16(0xffff) : left <= 16 ? 0 : __mmask16((1u << (left - 16)) - 1);
-        const __m512 lo = _mm512_maskz_loadu_ps(m0, src + std::min(c, cols));
-        const __m512 hi = _mm512_maskz_loadu_ps(m1, src + std::min(c + 16, cols));
-        _mm512_store_si512(dst + c / 2, bf16_round_pairs(lo, hi));
-    }
+    for (int64_t c = 0; c < 2 * stride; c += 32) _mm512_store_si512(dst + c / 2, round_bf16_chunk(src, cols, c));
 }
 
 // Rows of n_tokens tokens in `buf` (grown as needed); large steps split the tokens over the pool.
