@@ -6,7 +6,11 @@
 #  2. pp512 / tg128 for `small` and `tinyllama` in Q4_0, Q8_0, Q4_K_M with the AMX int8 tiles
 #     (PAGODA_AMX=1) and without (PAGODA_AMX=0), and in F16 under amx_bf16, bf16_dot and f32_fma,
 #     interleaved, each with the ratio to the peak of the path it took (bench prints the AMX peaks);
-#  3. `pagoda tune` on small Q4_0 and F16 (the threshold, the float method, the knobs it picks).
+#  3. `pagoda tune` on small Q4_0 and F16 (the threshold, the float method, the knobs it picks);
+#  4. where build/bench/pagoda_bench is built (-DPAGODA_BENCH=ON), the kernels alone: one 2048 x 768
+#     matmul at 512 tokens on one thread pinned to one core, the AMX int8 tiles against the VNNI
+#     panels per quantised type and the F16 methods at 64 and 512 tokens, two turns each, so a
+#     kernel change shows without the rest of a model step.
 #   bench/run_amx_checks.sh [OUTDIR]   (default build/amx-checks; models as run_model_benchmarks.sh)
 # Needs build/pagoda and build/tests/pagoda_tests. Roughly 20-30 minutes on 2 cores.
 set -euo pipefail
@@ -67,4 +71,25 @@ for t, v in m.get("matmul", {}).items():
     print(f"{t}: chosen {v['chosen']};", {k: x["relative_score"] for k, x in v["methods"].items()})
 print("amx:", json.dumps(m.get("amx")))
 EOF
+done
+
+bench=build/bench/pagoda_bench
+if [ ! -x "$bench" ]; then
+  echo "### 4. skipped: $bench not built (configure with -DPAGODA_BENCH=ON)"
+  exit 0
+fi
+echo "### 4. kernels alone: GFLOP/s of one 2048 x 768 matmul, one thread on core 0"
+for turn in 1 2; do
+  for amx in 1 0; do
+    echo -n "turn $turn PAGODA_AMX=$amx, 512 tokens (Q8_0 Q4_0 Q4_K Q6_K):"
+    PAGODA_AMX=$amx PAGODA_BENCH_THREADS=1 taskset -c 0 "$bench" --benchmark_min_time=0.3 \
+      --benchmark_filter='BM_packed_small_ffn_(Q8_0|Q4_0|Q4_K|Q6_K)/512/' 2>/dev/null | grep -o 'GFLOP/s=[0-9.k]*' | tr '\n' ' '
+    echo
+  done
+  for method in amx_bf16 bf16_dot f32_fma; do
+    echo -n "turn $turn F16 $method, 64 and 512 tokens:"
+    PAGODA_FLOAT_METHOD=$method PAGODA_BENCH_THREADS=1 taskset -c 0 "$bench" --benchmark_min_time=0.3 \
+      --benchmark_filter='BM_packed_small_ffn_F16/(64|512)/' 2>/dev/null | grep -o 'GFLOP/s=[0-9.k]*' | tr '\n' ' '
+    echo
+  done
 done
