@@ -123,6 +123,9 @@ void attend(const Operands& o, int n, float scale, float* out) {
             _tile_stored(7, &s[0][16], 128);
             asm volatile("" ::: "memory");  // the stores above write s
             const bool diagonal = kb * 32 + 31 > qt * 16;
+            // Pass 1: each row's scaled, masked scores and its new running max; then the 16 rows'
+            // rescaling factors in one vector exp.
+            alignas(64) float mnew[16];
             for (int r = 0; r < 16; ++r) {
                 __m512 x0 = _mm512_mul_ps(_mm512_load_ps(&s[r][0]), _mm512_set1_ps(scale));
                 __m512 x1 = _mm512_mul_ps(_mm512_load_ps(&s[r][16]), _mm512_set1_ps(scale));
@@ -134,14 +137,26 @@ void attend(const Operands& o, int n, float scale, float* out) {
                     x0 = _mm512_mask_blend_ps(m0, _mm512_set1_ps(-INFINITY), x0);
                     x1 = _mm512_mask_blend_ps(m1, _mm512_set1_ps(-INFINITY), x1);
                 }
-                const float mx = std::max(m[r], _mm512_reduce_max_ps(_mm512_max_ps(x0, x1)));
-                alpha[r] = std::exp(m[r] - mx);
-                const __m512 p0 = exp_ps(_mm512_sub_ps(x0, _mm512_set1_ps(mx)));
-                const __m512 p1 = exp_ps(_mm512_sub_ps(x1, _mm512_set1_ps(mx)));
-                l[r] = l[r] * alpha[r] + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
-                m[r] = mx;
+                _mm512_store_ps(&s[r][0], x0);
+                _mm512_store_ps(&s[r][16], x1);
+                mnew[r] = std::max(m[r], _mm512_reduce_max_ps(_mm512_max_ps(x0, x1)));
+            }
+            const __m512 mv = _mm512_loadu_ps(m), mn = _mm512_load_ps(mnew);
+            // The first block: m = -inf, so alpha = 0 (nothing to rescale).
+            const __m512 av = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mv, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ),
+                                                   exp_ps(_mm512_sub_ps(mv, mn)), _mm512_setzero_ps());
+            _mm512_storeu_ps(alpha, av);
+            _mm512_storeu_ps(m, mn);
+            // Pass 2: probabilities, their sums, and the P rows in bf16.
+            alignas(64) float rowsum[16];
+            for (int r = 0; r < 16; ++r) {
+                const __m512 mx = _mm512_set1_ps(mnew[r]);
+                const __m512 p0 = exp_ps(_mm512_sub_ps(_mm512_load_ps(&s[r][0]), mx));
+                const __m512 p1 = exp_ps(_mm512_sub_ps(_mm512_load_ps(&s[r][16]), mx));
+                rowsum[r] = _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
                 _mm512_store_si512(ap[r], (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
             }
+            _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), av, _mm512_load_ps(rowsum)));
             asm volatile("" ::: "memory");  // ap is written before the tile load reads it
             _tile_loadd(4, &ap[0][0], 64);
             _tile_zero(0);
