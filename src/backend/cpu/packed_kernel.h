@@ -106,9 +106,9 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
     // a time: two panels' 16 code vectors beside the 8 activation groups spilled to the stack
     // (measured on Zen 1, one core, from cache: Q4_0 6.4 -> 7.4 GB/s, Q4_K 5.8 -> 6.0, Q8_0 equal).
     // The K-quants do so with 32 registers too: their scale and min unpacking beside two panels'
-    // codes spilled the converted scales (measured on a Xeon with AMX, one core, from cache: Q4_K
-    // 31.8 -> 36.4 GB/s, Q6_K 31.1 -> 33.8, Q5_K 21.3 -> 24.9; Q4_0 fell 43.8 -> 40.2 that way, so
-    // the formats without per-block scale unpacking keep both panels).
+    // codes spilled the converted scales (measured on a Xeon with AMX, one core: from cache Q4_K
+    // 31.8 -> 36.4 GB/s, Q6_K 31.1 -> 33.8; a 32000 x 768 Q5_K matrix from L3 21.3 -> 24.9; Q4_0
+    // fell 43.8 -> 40.2 that way, so the formats without per-block scale unpacking keep both panels).
     constexpr int G = T == 1 && (V::kRegisters < 32 || kq || q6) ? V::kPanels : P;
     constexpr int WG = G / V::kPanels;  // wide registers per token and group
     SuperScales super[P] = {};  // K-quants: each panel's current super-block d and dmin, converted once per 8 blocks
