@@ -85,6 +85,14 @@ kernels::PagedAttentionBatch decode_batch(const float* q, int n_heads, int head_
     return b;
 }
 
+// The ISA path and the attention method a call with this cache type takes (PAGODA_ISA,
+// PAGODA_ATTENTION choose them).
+std::string path_label(kv::KvDtype dtype) {
+    const bool amx = kernels::amx_attention_applies(dtype, 0, 0.0f);
+    return std::string(isa_name(active_isa())) + " " +
+           kernels::attention_method_name(amx ? kernels::AttentionMethod::amx_bf16 : kernels::AttentionMethod::simd);
+}
+
 void run_paged(benchmark::State& state, kv::KvDtype dtype) {
     const int ctx = int(state.range(0));
     DecodeSetup s(ctx, dtype);
@@ -96,7 +104,7 @@ void run_paged(benchmark::State& state, kv::KvDtype dtype) {
         kernels::paged_attention(b, *s.pool, 0, s.out.data(), threads);
         benchmark::DoNotOptimize(s.out.data());
     }
-    state.SetLabel(isa_name(active_isa()));
+    state.SetLabel(path_label(dtype));
     // K and V bytes read per token: the roofline for decode attention.
     state.SetBytesProcessed(int64_t(state.iterations()) * 2 * ctx * kKvHeads * int64_t(kv::kv_row_bytes(dtype, kHeadDim)));
 }
@@ -192,7 +200,7 @@ void time_decode_calls(benchmark::State& state, const kernels::PagedAttentionBat
         benchmark::DoNotOptimize(out);
     }
     benchmark::DoNotOptimize(sinks.data());
-    state.SetLabel(isa_name(active_isa()));
+    state.SetLabel(path_label(pool.layout().dtype));
 }
 
 // One decode token at the `small` preset's attention shape (12 heads, 12 KV heads of 64; f16, or q8
@@ -347,7 +355,7 @@ void paged_attention_prefill(benchmark::State& state, kv::KvDtype dtype) {
         kernels::paged_attention(b, pool, 0, out.data(), threads);
         benchmark::DoNotOptimize(out.data());
     }
-    state.SetLabel(isa_name(active_isa()));
+    state.SetLabel(path_label(dtype));
     const double keys = double(n_tokens) * (n_tokens + 1) / 2;  // visible keys summed over the queries
     state.counters["GFLOP/s"] = benchmark::Counter(4.0 * head_dim * keys * n_heads * double(state.iterations()) / 1e9,
                                                    benchmark::Counter::kIsRate);
@@ -359,6 +367,7 @@ BENCHMARK(BM_PagedAttentionPrefillF16)
     ->Args({512, 12, 12, 64})
     ->Args({2048, 12, 12, 64})
     ->Args({512, 32, 4, 64})
+    ->Args({2048, 32, 4, 64})
     ->Args({512, 32, 8, 128})
     ->Args({512, 32, 32, 96})
     ->Unit(benchmark::kMillisecond)

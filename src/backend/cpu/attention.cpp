@@ -2,14 +2,18 @@
 #include "backend/cpu/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "backend/cpu/attention_internal.h"
+#include "backend/cpu/matmul.h"
 
 namespace pagoda::kernels {
 
@@ -143,9 +147,93 @@ std::vector<ShareGroup> share_groups(const PagedAttentionBatch& b, const std::ve
 
 }  // namespace
 
+namespace {
+std::atomic<int> g_attention_method{int(AttentionMethod::simd)};
+std::atomic<uint64_t> g_amx_attention_dispatch{0};
+}  // namespace
+
+AttentionMethod attention_method() {
+    if (const char* env = std::getenv("PAGODA_ATTENTION"); env && *env) {
+        if (auto m = parse_attention_method(env)) return *m;
+        fail("PAGODA_ATTENTION={} is not one of simd, amx_bf16", env);
+    }
+    return AttentionMethod(g_attention_method.load());
+}
+
+void set_attention_method(AttentionMethod m) { g_attention_method.store(int(m)); }
+
+bool amx_attention_runs_here() { return amx_bf16_tiles_run_here(); }
+
+bool amx_attention_applies(kv::KvDtype dtype, int32_t sliding_window, float softcap) {
+    return attention_method() == AttentionMethod::amx_bf16 && amx_attention_runs_here() &&
+           (dtype == kv::KvDtype::f32 || dtype == kv::KvDtype::f16 || dtype == kv::KvDtype::bf16) &&
+           sliding_window == 0 && softcap == 0.0f;
+}
+
+uint64_t amx_attention_dispatch_count() { return g_amx_attention_dispatch.load(std::memory_order_relaxed); }
+
 int32_t attention_query_tile(int32_t group) {
     return std::clamp<int32_t>(kAttentionQueryHeads / std::max<int32_t>(group, 1), 1, kAttentionMaxQueryTile);
 }
+
+namespace {
+
+// Fills the fields of a task for run `run` x KV head `kv_head` that both methods share.
+Task make_task(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, float* out,
+               const QueryRun& run, int32_t kv_head, int32_t shift) {
+    const kv::KvLayout& L = pool.layout();
+    const int32_t group = b.n_heads / L.n_kv_heads;
+    const int32_t d = L.head_dim;
+    const size_t token_stride = size_t(b.n_heads) * size_t(d);
+    const AttentionSeq& seq = b.seqs[b.token_seq[run.first]];
+    const size_t head_offset = size_t(run.first) * token_stride + size_t(kv_head) * size_t(group) * d;
+    Task t;
+    t.q = b.q + head_offset;
+    t.out = out + head_offset;
+    t.token_stride = token_stride;
+    t.pos = b.token_pos + run.first;
+    t.n_queries = run.count;
+    t.group = group;
+    t.head_dim = d;
+    t.block_table = seq.block_table;
+    t.block_shift = shift;
+    t.k_head = pool.k_data(layer) + size_t(kv_head) * L.head_block_bytes();
+    t.v_head = pool.v_data(layer) + size_t(kv_head) * L.head_block_bytes();
+    t.block_stride = L.layer_block_bytes();
+    t.row_bytes = L.row_bytes();
+    t.dtype = L.dtype;
+    t.scale = b.scale;
+    t.window = b.sliding_window;
+    t.softcap = b.softcap;
+    t.head_bytes = L.head_block_bytes();
+    return t;
+}
+
+// The amx_bf16 method: a task per (query run, KV head), its query heads in 16-row A tiles
+// (amx_attention.h). Decode tokens are runs of one like any other.
+void paged_attention_amx(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, float* out,
+                         ThreadPool& threads, int32_t shift) {
+    g_amx_attention_dispatch.fetch_add(1, std::memory_order_relaxed);
+    const kv::KvLayout& L = pool.layout();
+    const int32_t group = b.n_heads / L.n_kv_heads;
+    const std::vector<QueryRun> runs = split_runs(b, attention_detail::amx_query_tile(group));
+    int32_t longest = 1;
+    for (const QueryRun& r : runs) longest = std::max(longest, r.count);
+    const size_t stride = (attention_detail::amx_scratch_layout(longest * group, L.head_dim).total + 15) / 16 * 16;
+    thread_local AlignedBuffer<float> scratch;
+    if (scratch.size() < stride * size_t(threads.size())) scratch.resize(stride * size_t(threads.size()));
+    float* const scratch_base = scratch.data();
+    // The hook wins where both could run: it exists to test the emulated trait.
+    const AttendFn attend = amx_emulation() ? attention_detail::attend_amx_emulated : attention_detail::attend_amx_hardware;
+    const int32_t n_kv = L.n_kv_heads;
+    threads.run(int(runs.size()) * n_kv, [&](int task, int thread) {
+        Task t = make_task(b, pool, layer, out, runs[size_t(task / n_kv)], task % n_kv, shift);
+        t.scratch = scratch_base + size_t(thread) * stride;
+        attend(t);
+    });
+}
+
+}  // namespace
 
 void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, float* out,
                      ThreadPool& threads) {
@@ -158,6 +246,7 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
     int32_t shift = 0;
     while ((int32_t(1) << shift) < L.block_size) ++shift;
 
+    if (amx_attention_applies(L.dtype, b.sliding_window, b.softcap)) return paged_attention_amx(b, pool, layer, out, threads, shift);
     const AttendFn attend = pick_path();
     const int32_t query_tile = attention_query_tile(group);
     const std::vector<QueryRun> runs = split_runs(b, query_tile);
@@ -216,36 +305,11 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
     thread_local AlignedBuffer<float> scratch;
     if (scratch.size() < scratch_stride * size_t(threads.size())) scratch.resize(scratch_stride * size_t(threads.size()));
     float* const scratch_base = scratch.data();  // the workers' own thread_local is another buffer
-    const uint8_t* k_layer = pool.k_data(layer);
-    const uint8_t* v_layer = pool.v_data(layer);
-    const size_t token_stride = size_t(b.n_heads) * size_t(d);
 
     auto task_of = [&](const TaskSpec& spec, int32_t run_index, int thread) {
-        const QueryRun& run = runs[size_t(run_index)];
-        const int32_t kv_head = spec.kv_head;
-        const AttentionSeq& seq = b.seqs[b.token_seq[run.first]];
-        const size_t head_offset = size_t(run.first) * token_stride + size_t(kv_head) * size_t(group) * d;
-        Task t;
-        t.q = b.q + head_offset;
-        t.out = out + head_offset;
-        t.token_stride = token_stride;
-        t.pos = b.token_pos + run.first;
-        t.n_queries = run.count;
-        t.group = group;
-        t.head_dim = d;
-        t.block_table = seq.block_table;
-        t.block_shift = shift;
-        t.k_head = k_layer + size_t(kv_head) * L.head_block_bytes();
-        t.v_head = v_layer + size_t(kv_head) * L.head_block_bytes();
-        t.block_stride = L.layer_block_bytes();
-        t.row_bytes = L.row_bytes();
-        t.dtype = L.dtype;
-        t.scale = b.scale;
-        t.window = b.sliding_window;
-        t.softcap = b.softcap;
+        Task t = make_task(b, pool, layer, out, runs[size_t(run_index)], spec.kv_head, shift);
         t.scratch = scratch_base + size_t(thread) * scratch_stride;
         t.kv_heads = spec.kv_heads;
-        t.head_bytes = L.head_block_bytes();
         return t;
     };
     threads.run(int(tasks.size()), [&](int task, int thread) {

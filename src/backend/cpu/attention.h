@@ -41,6 +41,7 @@
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "backend/cpu/attention_method.h"
 #include "backend/cpu/kv_pool.h"
 
 namespace pagoda::kernels {
@@ -75,6 +76,25 @@ struct PagedAttentionBatch {
     int32_t sliding_window = 0;         // > 0: token at p attends to keys p - window + 1 .. p only
     float softcap = 0.0f;               // > 0: scores become softcap * tanh(score / softcap)
 };
+
+// The method (attention_method.h). amx_bf16 walks the same (query run, KV head) tasks, 32 keys at a
+// time on AMX bf16 tiles (amx_attention.h): scores from Q and K rounded to bf16, the online softmax
+// in f32, P.V from P and V rounded to bf16. It keeps the batch invariance above (each query row's
+// arithmetic depends only on its own position), but its bits are not the simd walk's: its error
+// against exact attention is about bf16's (2^-8 relative per operand) where simd's is f32's. It
+// takes a call where amx_attention_applies(): the method is amx_bf16, AMX bf16 runs here (AMX-BF16
+// with the OS tile permission, PAGODA_AMX not 0, the avx512 path; or the AMX emulation hook of
+// matmul.h, for tests), the cache holds f32, f16 or bf16 rows and the model has no sliding window
+// and no soft cap. Otherwise the call takes the simd walk; every one of those conditions is fixed
+// for a process and model, so a model's tokens all take one method.
+// attention_method(): set_attention_method()'s value; before any, PAGODA_ATTENTION=simd|amx_bf16
+// (any other value throws); else simd. The environment variable wins over set_attention_method
+// (tests and users pin the method with it, over a profile's choice).
+AttentionMethod attention_method();
+void set_attention_method(AttentionMethod m);
+bool amx_attention_runs_here();  // AMX bf16 tiles (or the emulation hook) and the avx512 path
+bool amx_attention_applies(kv::KvDtype dtype, int32_t sliding_window, float softcap);
+uint64_t amx_attention_dispatch_count();  // paged_attention calls that took amx_bf16 since start (tests)
 
 // out: [n_tokens][n_heads][head_dim]. Throws pagoda::Error on inconsistent arguments (head count
 // not a multiple of the KV heads, a sequence index or position outside its block table, a block

@@ -15,6 +15,7 @@
 #endif
 
 #include "backend/cpu/attention_walk.h"
+#include "backend/cpu/exp_avx512.h"
 
 namespace pagoda::kernels::attention_detail {
 namespace {
@@ -42,26 +43,6 @@ inline float q8_scale(const uint8_t* row, int d) {
     float f;
     __builtin_memcpy(&f, row + (size_t(d) + 3) / 4 * 4, 4);
     return f;
-}
-
-// exp(x) for x <= 0; same construction and accuracy as the AVX2 path (see attention_avx2.cpp).
-inline __m512 exp_nonpositive(__m512 x) {
-    const __m512 lo = _mm512_set1_ps(-87.33654f);
-    __mmask16 ok = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
-    x = _mm512_max_ps(x, lo);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mul_ps(ok, p, _mm512_castsi512_ps(e));
 }
 
 // Sums each of 16 vectors across its lanes: lane j of the result is the sum of a[j]'s lanes, always

@@ -91,6 +91,50 @@ inline size_t scratch_floats(int32_t n_queries, int32_t group, int32_t head_dim)
     return 2 * size_t(kAttentionTile) * ld + 2 * qh * ld + qh * size_t(kScoreStride) + 2 * qh;
 }
 
+// The amx_bf16 method (amx_attention.h): a task is a run of queries x one KV head (kv_heads 0, no
+// share, no window, no soft cap), its query heads the rows of 16-row A tiles. Scratch per task, in
+// 64-byte units (a tile row), for `rows` = n_queries x group query heads:
+//   Q tiles [a_tiles][halves][16][16 dwords] | K tiles [2][halves][16][16] | V tiles [groups][16][16]
+//   | rows' running max, sum [a_tiles * 16] each | accumulators [a_tiles * 16][groups * 16]
+//   | scores [16][32] | P [16][16 dwords] | P.V [16][64] | positions [a_tiles * 16] (int32)
+// where halves = ceil(head_dim / 32) (K tiles of 16 dim pairs) and groups = ceil(head_dim / 16)
+// (P.V column tiles).
+constexpr int kAmxKeys = 32;          // keys per step: two 16-key score tiles
+constexpr int kAmxMaxTaskRows = 256;  // query heads per task aimed for (16 A tiles)
+struct AmxScratchLayout {
+    int halves, groups, a_tiles;
+    size_t q, k, v, run_max, run_sum, acc, scores, p, pv, pos, total;  // offsets and size in floats
+};
+inline AmxScratchLayout amx_scratch_layout(int32_t rows, int32_t head_dim) {
+    AmxScratchLayout s;
+    s.halves = (head_dim + 31) / 32;
+    s.groups = (head_dim + 15) / 16;
+    s.a_tiles = (rows + 15) / 16;
+    const size_t tile = 256, r16 = size_t(s.a_tiles) * 16;
+    size_t at = 0;
+    auto take = [&](size_t floats) { const size_t o = at; at += (floats + 15) / 16 * 16; return o; };
+    s.q = take(size_t(s.a_tiles) * s.halves * tile);
+    s.k = take(2 * size_t(s.halves) * tile);
+    s.v = take(size_t(s.groups) * tile);
+    s.run_max = take(r16);
+    s.run_sum = take(r16);
+    s.acc = take(r16 * size_t(s.groups) * 16);
+    s.scores = take(16 * size_t(kAmxKeys));
+    s.p = take(tile);
+    s.pv = take(16 * 64);
+    s.pos = take(r16);
+    s.total = at;
+    return s;
+}
+// Tokens per amx_bf16 task for `group` query heads per KV head.
+inline int32_t amx_query_tile(int32_t group) {
+    const int32_t t = kAmxMaxTaskRows / (group > 0 ? group : 1);
+    return t < 1 ? 1 : t > kAttentionMaxQueryTile ? kAttentionMaxQueryTile : t;
+}
+
+void attend_amx_hardware(const Task& t);  // matmul_amx_hw_amx.cpp: only where the OS granted the tiles
+void attend_amx_emulated(const Task& t);  // matmul_amx_emulated_avx512.cpp: any AVX-512 CPU
+
 void attend_scalar(const Task& t);
 void attend_avx2(const Task& t);
 void attend_avx512(const Task& t);

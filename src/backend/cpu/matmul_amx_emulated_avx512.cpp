@@ -1,8 +1,9 @@
-// The AMX kernels on the emulated tiles (amx_tiles.h): what the tests compare bit for bit with the
+// The AMX kernels (matmul and attention) on the emulated tiles (amx_tiles.h): what the tests compare bit for bit with the
 // VNNI kernel (int8) and with the instruction's documented arithmetic (bf16) on hosts without AMX,
 // and what set_amx_emulation(true) routes the AMX paths to.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#include "backend/cpu/amx_attention.h"
 #include "backend/cpu/amx_bf16_kernel.h"
 #include "backend/cpu/amx_kernel.h"
 #include "backend/cpu/matmul_amx.h"
@@ -20,3 +21,9 @@ void matmul_bf16_tiles_emulated(const PackedWeight& w, const float* x, int64_t n
 }
 
 }  // namespace pagoda::kernels::detail
+
+namespace pagoda::kernels::attention_detail {
+
+void attend_amx_emulated(const Task& t) { amx_attend<detail::AmxEmulated>(t); }
+
+}  // namespace pagoda::kernels::attention_detail

@@ -1,9 +1,10 @@
-// The AMX kernels (int8: amx_kernel.h, bf16: amx_bf16_kernel.h) on the AMX instructions. Compiled with -mamx-tile -mamx-int8 and the AVX-512 flags
-// (CMakeLists.txt: *_amx.cpp); call only where amx_hardware_available() (the OS granted the tiles).
+// The AMX kernels (int8: amx_kernel.h, bf16: amx_bf16_kernel.h, attention: amx_attention.h) on the
+// AMX instructions. Compiled with -mamx-tile -mamx-int8 and the AVX-512 flags (CMakeLists.txt: *_amx.cpp); call only where amx_hardware_available() (the OS granted the tiles).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include "backend/cpu/amx_attention.h"
 #include "backend/cpu/amx_bf16_kernel.h"
 #include "backend/cpu/amx_kernel.h"
 #include "backend/cpu/matmul_amx.h"
@@ -61,3 +62,9 @@ void matmul_bf16_tiles_hardware(const PackedWeight& w, const float* x, int64_t n
 }
 
 }  // namespace pagoda::kernels::detail
+
+namespace pagoda::kernels::attention_detail {
+
+void attend_amx_hardware(const Task& t) { amx_attend<detail::AmxHardware>(t); }
+
+}  // namespace pagoda::kernels::attention_detail

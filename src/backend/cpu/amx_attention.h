@@ -1,0 +1,217 @@
+// Internal: the amx_bf16 attention method (attention.h) on a tile trait (amx_tiles.h: the
+// instructions, or their emulation). One task = a run of queries of one sequence x one KV head; its
+// n_queries x group query heads are the rows of 16-row A tiles (row = token * group + head).
+//
+// Per task: the query rows are rounded to bf16 once (A tiles of 16 dim pairs). Keys are walked in
+// steps of kAmxKeys = 32 absolute positions (0..31, 32..63, ...) up to the task's last position; per
+// step the K rows are rounded to bf16 and transposed into two B tiles of 16 keys each, the V rows
+// rounded and interleaved by key pairs into B tiles of 16 dims. Then for every A tile that has a row
+// seeing these keys:
+//   scores  S = Q.K^T on TDPBF16PS (a C tile per 16 keys, one instruction per 32 dims, from zero);
+//   softmax in f32 per row: s = scale * S, keys after the row's position set to -inf, the running
+//           max m' = max(m, max s), alpha = e^(m - m'), p = e^(s - m') (exactly 0 for a masked key),
+//           the running sum l = fma(l, alpha, sum p) (the 32 p summed by one fixed lane tree);
+//   P.V     p rounded to bf16, P.V on TDPBF16PS into C tiles from zero, then acc = fma(acc, alpha, PV).
+// At the end out = acc / l per row. Keys past the task's last position are zero rows (masked).
+//
+// Batch invariance: a row's arithmetic — its steps, the values in its A row, its masks, every
+// reduction — depends only on its own query, its position and the cache rows up to it. A row sees
+// steps up to its own position's; a later step (when its tile holds later tokens) has every key
+// masked for it: alpha = e^0 = 1, p = 0, PV = +0, so acc, m and l keep their bits (acc is never -0:
+// it is c or fma(acc, alpha, c) with c from sums that start at +0). TDPBF16PS computes each C row
+// from its A row alone. So a token's output is the same bits decoded alone, in any prefill batch or
+// chunking, and on either trait (the emulation is bitwise the instruction).
+// Include only from TUs compiled with the AVX-512 flags.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/cpu/amx_tiles.h"
+#include "backend/cpu/attention_internal.h"
+#include "backend/cpu/bf16_rows.h"
+#include "backend/cpu/exp_avx512.h"
+
+namespace pagoda::kernels::attention_detail {
+
+// 16 values of the cache row from element i (n <= 16 of them, the rest zero), widened to f32.
+static inline __m512 amx_load16(const uint8_t* row, kv::KvDtype dtype, int i, int n) {
+    const __mmask16 m = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+    if (n <= 0) return _mm512_setzero_ps();
+    switch (dtype) {
+        case kv::KvDtype::f16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * size_t(i)));
+        case kv::KvDtype::bf16:
+            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * size_t(i))), 16));
+        default: return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
+    }
+}
+
+// The cache row of position p of the KV head at `base`.
+static inline const uint8_t* amx_cache_row(const Task& t, const uint8_t* base, int32_t p) {
+    const int32_t mask = (int32_t(1) << t.block_shift) - 1;
+    return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
+}
+
+// Keys key0 .. key0 + 31 (only the first n exist; the rest are zero) into the step's B tiles:
+// K: kt[col block][half][pair][key], V: vt[group][key pair][dim] (dword = bf16 pair, low half first).
+static inline void amx_prepare_keys(const Task& t, const AmxScratchLayout& L, int32_t key0, int n, uint32_t* kt,
+                                    uint32_t* vt) {
+    const int d = t.head_dim;
+    alignas(64) uint32_t krow[16];
+    for (int j = 0; j < kAmxKeys; ++j) {
+        const uint8_t* row = j < n ? amx_cache_row(t, t.k_head, key0 + j) : nullptr;
+        const int cb = j / 16, col = j % 16;
+        for (int h = 0; h < L.halves; ++h) {
+            const __m512i v = row ? detail::bf16_round_pairs(amx_load16(row, t.dtype, 32 * h, d - 32 * h),
+                                                             amx_load16(row, t.dtype, 32 * h + 16, d - 32 * h - 16))
+                                  : _mm512_setzero_si512();
+            _mm512_store_si512(krow, v);
+            uint32_t* dst = kt + (size_t(cb) * L.halves + h) * 256 + col;
+            for (int p = 0; p < 16; ++p) dst[p * 16] = krow[p];
+        }
+    }
+    for (int kp = 0; kp < kAmxKeys / 2; ++kp) {
+        const uint8_t* r0 = 2 * kp < n ? amx_cache_row(t, t.v_head, key0 + 2 * kp) : nullptr;
+        const uint8_t* r1 = 2 * kp + 1 < n ? amx_cache_row(t, t.v_head, key0 + 2 * kp + 1) : nullptr;
+        for (int g = 0; g < L.groups; ++g) {
+            const int left = d - 16 * g;
+            const __m512i lo = r0 ? detail::bf16_round_lanes(amx_load16(r0, t.dtype, 16 * g, left)) : _mm512_setzero_si512();
+            const __m512i hi = r1 ? detail::bf16_round_lanes(amx_load16(r1, t.dtype, 16 * g, left)) : _mm512_setzero_si512();
+            _mm512_store_si512(vt + (size_t(g) * 16 + kp) * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+    }
+}
+
+// Lanes 0..n-1 set (n clamped to 0..16).
+static inline __mmask16 amx_first_lanes(int n) {
+    return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+}
+
+template <class Tiles>
+void amx_attend(const Task& t) {
+    const int d = t.head_dim, group = t.group;
+    const int rows = t.n_queries * group;
+    const AmxScratchLayout L = amx_scratch_layout(rows, d);
+    float* const base = t.scratch;
+    uint32_t* const qt = reinterpret_cast<uint32_t*>(base + L.q);
+    uint32_t* const kt = reinterpret_cast<uint32_t*>(base + L.k);
+    uint32_t* const vt = reinterpret_cast<uint32_t*>(base + L.v);
+    float* const run_max = base + L.run_max;
+    float* const run_sum = base + L.run_sum;
+    float* const acc = base + L.acc;
+    float* const s = base + L.scores;  // [16][32]
+    uint32_t* const pt = reinterpret_cast<uint32_t*>(base + L.p);
+    float* const pv = base + L.pv;  // [16][64]
+    int32_t* const row_pos = reinterpret_cast<int32_t*>(base + L.pos);
+    const int acc_ld = L.groups * 16;
+
+    // Query rows in bf16 A tiles; rows past `rows` are zero (their results are never read).
+    for (int r = 0; r < L.a_tiles * 16; ++r) {
+        const int a = r / 16, rr = r % 16;
+        const float* q = r < rows ? t.q + size_t(r / group) * t.token_stride + size_t(r % group) * d : nullptr;
+        for (int h = 0; h < L.halves; ++h)
+            _mm512_store_si512(qt + (size_t(a) * L.halves + h) * 256 + rr * 16,
+                               q ? detail::round_bf16_chunk(q, d, 32 * h) : _mm512_setzero_si512());
+        row_pos[r] = r < rows ? t.pos[r / group] : -1;
+        run_max[r] = -std::numeric_limits<float>::infinity();
+        run_sum[r] = 0.0f;
+    }
+    std::memset(acc, 0, sizeof(float) * size_t(L.a_tiles) * 16 * acc_ld);
+
+    detail::AmxConfig cfg;
+    for (int i = 0; i < 8; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
+    Tiles::load_config(cfg);
+    const __m512 scale = _mm512_set1_ps(t.scale);
+    const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    const int32_t last = t.pos[t.n_queries - 1];
+    for (int32_t key0 = 0; key0 <= last; key0 += kAmxKeys) {
+        amx_prepare_keys(t, L, key0, std::min<int32_t>(kAmxKeys, last - key0 + 1), kt, vt);
+        for (int a = 0; a < L.a_tiles; ++a) {
+            const int valid = std::min(16, rows - 16 * a);
+            if (row_pos[16 * a + valid - 1] < key0) continue;  // positions grow with the row: none sees these keys
+            // Scores of 16 rows x 32 keys.
+            Tiles::template zero<6>();
+            Tiles::template zero<7>();
+            for (int h = 0; h < L.halves; ++h) {
+                Tiles::template load<4>(qt + (size_t(a) * L.halves + h) * 256, 64);
+                Tiles::template load<5>(kt + size_t(h) * 256, 64);
+                Tiles::template dpbf16ps<6, 4, 5>();
+                Tiles::template load<5>(kt + (size_t(L.halves) + h) * 256, 64);
+                Tiles::template dpbf16ps<7, 4, 5>();
+            }
+            Tiles::template store<6>(s, 128);
+            Tiles::template store<7>(s + 16, 128);
+            // The online softmax of each row; P rows in bf16 (rows past `valid` stay zero).
+            alignas(64) float alpha[16];
+            for (int r = 0; r < 16; ++r) {
+                if (r >= valid) {
+                    _mm512_store_si512(pt + r * 16, _mm512_setzero_si512());
+                    continue;
+                }
+                const int row = 16 * a + r;
+                const int allowed = row_pos[row] - key0 + 1;  // keys key0 .. its position
+                const __m512 x0 = _mm512_mask_blend_ps(amx_first_lanes(allowed), minus_inf,
+                                                       _mm512_mul_ps(_mm512_load_ps(s + r * 32), scale));
+                const __m512 x1 = _mm512_mask_blend_ps(amx_first_lanes(allowed - 16), minus_inf,
+                                                       _mm512_mul_ps(_mm512_load_ps(s + r * 32 + 16), scale));
+                const float m_old = run_max[row];
+                const float m_new = std::max(m_old, _mm512_reduce_max_ps(_mm512_max_ps(x0, x1)));
+                const __m512 mv = _mm512_set1_ps(m_new);
+                const __m512 p0 = exp_nonpositive(_mm512_sub_ps(x0, mv));
+                const __m512 p1 = exp_nonpositive(_mm512_sub_ps(x1, mv));
+                const float al = _mm_cvtss_f32(_mm512_castps512_ps128(exp_nonpositive(_mm512_set1_ps(m_old - m_new))));
+                alpha[r] = al;
+                run_max[row] = m_new;
+                run_sum[row] = std::fma(run_sum[row], al, _mm512_reduce_add_ps(_mm512_add_ps(p0, p1)));
+                _mm512_store_si512(pt + r * 16, detail::bf16_round_pairs(p0, p1));
+            }
+            // P.V, up to 4 column tiles of 16 dims at a time, then acc = fma(acc, alpha, PV).
+            Tiles::template load<4>(pt, 64);
+            for (int g0 = 0; g0 < L.groups; g0 += 4) {
+                const int ng = std::min(4, L.groups - g0);
+                Tiles::template zero<0>();
+                Tiles::template zero<1>();
+                Tiles::template zero<2>();
+                Tiles::template zero<3>();
+                Tiles::template load<5>(vt + size_t(g0) * 256, 64);
+                Tiles::template dpbf16ps<0, 4, 5>();
+                if (ng > 1) {
+                    Tiles::template load<5>(vt + size_t(g0 + 1) * 256, 64);
+                    Tiles::template dpbf16ps<1, 4, 5>();
+                }
+                if (ng > 2) {
+                    Tiles::template load<5>(vt + size_t(g0 + 2) * 256, 64);
+                    Tiles::template dpbf16ps<2, 4, 5>();
+                }
+                if (ng > 3) {
+                    Tiles::template load<5>(vt + size_t(g0 + 3) * 256, 64);
+                    Tiles::template dpbf16ps<3, 4, 5>();
+                }
+                Tiles::template store<0>(pv, 256);
+                if (ng > 1) Tiles::template store<1>(pv + 16, 256);
+                if (ng > 2) Tiles::template store<2>(pv + 32, 256);
+                if (ng > 3) Tiles::template store<3>(pv + 48, 256);
+                for (int r = 0; r < valid; ++r) {
+                    const __m512 al = _mm512_set1_ps(alpha[r]);
+                    float* arow = acc + size_t(16 * a + r) * acc_ld + 16 * g0;
+                    for (int g = 0; g < ng; ++g)
+                        _mm512_store_ps(arow + 16 * g, _mm512_fmadd_ps(_mm512_load_ps(arow + 16 * g), al,
+                                                                       _mm512_load_ps(pv + r * 64 + 16 * g)));
+                }
+            }
+        }
+    }
+    Tiles::release();
+    for (int r = 0; r < rows; ++r) {
+        float* out = t.out + size_t(r / group) * t.token_stride + size_t(r % group) * d;
+        const __m512 l = _mm512_set1_ps(run_sum[r]);
+        const float* arow = acc + size_t(r) * acc_ld;
+        for (int c = 0; c < d; c += 16)
+            _mm512_mask_storeu_ps(out + c, amx_first_lanes(d - c), _mm512_div_ps(_mm512_load_ps(arow + c), l));
+    }
+}
+
+}  // namespace pagoda::kernels::attention_detail
