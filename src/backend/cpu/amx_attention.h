@@ -55,42 +55,80 @@ static inline const uint8_t* amx_cache_row(const Task& t, const uint8_t* base, i
     return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
 }
 
+// Transposes 16 rows of 16 dwords in place: r[i][j] becomes r[j][i] (unpacks within 128-bit lanes,
+// then 128-bit lane shuffles).
+static inline void amx_transpose16(__m512i* r) {
+    __m512i a[16], b[16];
+    for (int i = 0; i < 8; ++i) {
+        a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {  // b[4i + c], lane L: rows 4i..4i+3 of column 4L + c
+        b[4 * i + 0] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+        b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+    }
+    for (int c = 0; c < 4; ++c) {
+        const __m512i lo01 = _mm512_shuffle_i32x4(b[c], b[4 + c], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i hi01 = _mm512_shuffle_i32x4(b[c], b[4 + c], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512i lo23 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i hi23 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(3, 2, 3, 2));
+        r[c] = _mm512_shuffle_i32x4(lo01, lo23, _MM_SHUFFLE(2, 0, 2, 0));
+        r[4 + c] = _mm512_shuffle_i32x4(lo01, lo23, _MM_SHUFFLE(3, 1, 3, 1));
+        r[8 + c] = _mm512_shuffle_i32x4(hi01, hi23, _MM_SHUFFLE(2, 0, 2, 0));
+        r[12 + c] = _mm512_shuffle_i32x4(hi01, hi23, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
 // Keys key0 .. key0 + 31 (only the first n exist; the rest are zero) into the step's B tiles:
 // K: kt[col block][half][pair][key], V: vt[group][key pair][dim] (dword = bf16 pair, low half first).
-static inline void amx_prepare_keys(const Task& t, const AmxScratchLayout& L, int32_t key0, int n, uint32_t* kt,
-                                    uint32_t* vt) {
+template <class Bf16>
+void amx_prepare_keys(const Task& t, const AmxScratchLayout& L, int32_t key0, int n, uint32_t* kt, uint32_t* vt) {
     const int d = t.head_dim;
-    alignas(64) uint32_t krow[16];
-    for (int j = 0; j < kAmxKeys; ++j) {
-        const uint8_t* row = j < n ? amx_cache_row(t, t.k_head, key0 + j) : nullptr;
-        const int cb = j / 16, col = j % 16;
+    for (int cb = 0; cb < 2; ++cb) {
+        const uint8_t* rows[16];
+        for (int j = 0; j < 16; ++j) rows[j] = 16 * cb + j < n ? amx_cache_row(t, t.k_head, key0 + 16 * cb + j) : nullptr;
         for (int h = 0; h < L.halves; ++h) {
-            const __m512i v = row ? detail::bf16_round_pairs(amx_load16(row, t.dtype, 32 * h, d - 32 * h),
-                                                             amx_load16(row, t.dtype, 32 * h + 16, d - 32 * h - 16))
-                                  : _mm512_setzero_si512();
-            _mm512_store_si512(krow, v);
-            uint32_t* dst = kt + (size_t(cb) * L.halves + h) * 256 + col;
-            for (int p = 0; p < 16; ++p) dst[p * 16] = krow[p];
+            __m512i r[16];
+            for (int j = 0; j < 16; ++j)
+                r[j] = rows[j] ? Bf16::pairs(amx_load16(rows[j], t.dtype, 32 * h, d - 32 * h),
+                                             amx_load16(rows[j], t.dtype, 32 * h + 16, d - 32 * h - 16))
+                               : _mm512_setzero_si512();
+            amx_transpose16(r);
+            uint32_t* dst = kt + (size_t(cb) * L.halves + h) * 256;
+            for (int p = 0; p < 16; ++p) _mm512_store_si512(dst + p * 16, r[p]);
         }
     }
+    // Word i of the rounded pair (v0 then v1) to word 2i, word 16 + i to 2i + 1: the two rows interleaved.
+    alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+                                                             8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i interleave = _mm512_load_si512(kInterleave);
     for (int kp = 0; kp < kAmxKeys / 2; ++kp) {
         const uint8_t* r0 = 2 * kp < n ? amx_cache_row(t, t.v_head, key0 + 2 * kp) : nullptr;
         const uint8_t* r1 = 2 * kp + 1 < n ? amx_cache_row(t, t.v_head, key0 + 2 * kp + 1) : nullptr;
         for (int g = 0; g < L.groups; ++g) {
             const int left = d - 16 * g;
-            const __m512i lo = r0 ? detail::bf16_round_lanes(amx_load16(r0, t.dtype, 16 * g, left)) : _mm512_setzero_si512();
-            const __m512i hi = r1 ? detail::bf16_round_lanes(amx_load16(r1, t.dtype, 16 * g, left)) : _mm512_setzero_si512();
-            _mm512_store_si512(vt + (size_t(g) * 16 + kp) * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+            const __m512 v0 = r0 ? amx_load16(r0, t.dtype, 16 * g, left) : _mm512_setzero_ps();
+            const __m512 v1 = r1 ? amx_load16(r1, t.dtype, 16 * g, left) : _mm512_setzero_ps();
+            _mm512_store_si512(vt + (size_t(g) * 16 + kp) * 16, _mm512_permutexvar_epi16(interleave, Bf16::pairs(v0, v1)));
         }
     }
 }
+
+// The f32 -> bf16 rounding of 32 values (lo: 0-15, hi: 16-31) into 32 consecutive words, on AVX-512F
+// integer operations: any AVX-512 host (the emulated trait's). The hardware trait's TU passes a type
+// with the same pairs() on VCVTNE2PS2BF16, which every AMX host has: the same bytes (bf16_round.h).
+struct IntegerBf16 {
+    static __m512i pairs(__m512 lo, __m512 hi) { return detail::bf16_round_pairs(lo, hi); }
+};
 
 // Lanes 0..n-1 set (n clamped to 0..16).
 static inline __mmask16 amx_first_lanes(int n) {
     return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
 }
 
-template <class Tiles>
+template <class Tiles, class Bf16 = IntegerBf16>
 void amx_attend(const Task& t) {
     const int d = t.head_dim, group = t.group;
     const int rows = t.n_queries * group;
@@ -128,7 +166,7 @@ void amx_attend(const Task& t) {
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     const int32_t last = t.pos[t.n_queries - 1];
     for (int32_t key0 = 0; key0 <= last; key0 += kAmxKeys) {
-        amx_prepare_keys(t, L, key0, std::min<int32_t>(kAmxKeys, last - key0 + 1), kt, vt);
+        amx_prepare_keys<Bf16>(t, L, key0, std::min<int32_t>(kAmxKeys, last - key0 + 1), kt, vt);
         for (int a = 0; a < L.a_tiles; ++a) {
             const int valid = std::min(16, rows - 16 * a);
             if (row_pos[16 * a + valid - 1] < key0) continue;  // positions grow with the row: none sees these keys
@@ -144,29 +182,38 @@ void amx_attend(const Task& t) {
             }
             Tiles::template store<6>(s, 128);
             Tiles::template store<7>(s + 16, 128);
-            // The online softmax of each row; P rows in bf16 (rows past `valid` stay zero).
-            alignas(64) float alpha[16];
+            // The online softmax of each row. Pass 1: scaled, masked scores (back into s) and each
+            // row's new running max; the 16 rows' rescaling factors in one vector exp.
+            alignas(64) float m_new[16], alpha[16];
+            for (int r = 0; r < 16; ++r) {
+                if (r >= valid) {
+                    m_new[r] = -std::numeric_limits<float>::infinity();
+                    continue;
+                }
+                const int allowed = row_pos[16 * a + r] - key0 + 1;  // keys key0 .. its position
+                const __m512 x0 = _mm512_mask_blend_ps(amx_first_lanes(allowed), minus_inf,
+                                                       _mm512_mul_ps(_mm512_load_ps(s + r * 32), scale));
+                const __m512 x1 = _mm512_mask_blend_ps(amx_first_lanes(allowed - 16), minus_inf,
+                                                       _mm512_mul_ps(_mm512_load_ps(s + r * 32 + 16), scale));
+                _mm512_store_ps(s + r * 32, x0);
+                _mm512_store_ps(s + r * 32 + 16, x1);
+                m_new[r] = std::max(run_max[16 * a + r], _mm512_reduce_max_ps(_mm512_max_ps(x0, x1)));
+            }
+            // A row with no key yet (m = -inf) gets alpha 0: e^(-inf) (its accumulator is zero anyway).
+            _mm512_store_ps(alpha, exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(run_max + 16 * a), _mm512_load_ps(m_new))));
+            // Pass 2: probabilities, their sums, the P rows in bf16 (rows past `valid` zero).
             for (int r = 0; r < 16; ++r) {
                 if (r >= valid) {
                     _mm512_store_si512(pt + r * 16, _mm512_setzero_si512());
                     continue;
                 }
+                const __m512 mv = _mm512_set1_ps(m_new[r]);
+                const __m512 p0 = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(s + r * 32), mv));
+                const __m512 p1 = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(s + r * 32 + 16), mv));
                 const int row = 16 * a + r;
-                const int allowed = row_pos[row] - key0 + 1;  // keys key0 .. its position
-                const __m512 x0 = _mm512_mask_blend_ps(amx_first_lanes(allowed), minus_inf,
-                                                       _mm512_mul_ps(_mm512_load_ps(s + r * 32), scale));
-                const __m512 x1 = _mm512_mask_blend_ps(amx_first_lanes(allowed - 16), minus_inf,
-                                                       _mm512_mul_ps(_mm512_load_ps(s + r * 32 + 16), scale));
-                const float m_old = run_max[row];
-                const float m_new = std::max(m_old, _mm512_reduce_max_ps(_mm512_max_ps(x0, x1)));
-                const __m512 mv = _mm512_set1_ps(m_new);
-                const __m512 p0 = exp_nonpositive(_mm512_sub_ps(x0, mv));
-                const __m512 p1 = exp_nonpositive(_mm512_sub_ps(x1, mv));
-                const float al = _mm_cvtss_f32(_mm512_castps512_ps128(exp_nonpositive(_mm512_set1_ps(m_old - m_new))));
-                alpha[r] = al;
-                run_max[row] = m_new;
-                run_sum[row] = std::fma(run_sum[row], al, _mm512_reduce_add_ps(_mm512_add_ps(p0, p1)));
-                _mm512_store_si512(pt + r * 16, detail::bf16_round_pairs(p0, p1));
+                run_max[row] = m_new[r];
+                run_sum[row] = std::fma(run_sum[row], alpha[r], _mm512_reduce_add_ps(_mm512_add_ps(p0, p1)));
+                _mm512_store_si512(pt + r * 16, Bf16::pairs(p0, p1));
             }
             // P.V, up to 4 column tiles of 16 dims at a time, then acc = fma(acc, alpha, PV).
             Tiles::template load<4>(pt, 64);

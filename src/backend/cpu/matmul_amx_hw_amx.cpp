@@ -65,6 +65,13 @@ void matmul_bf16_tiles_hardware(const PackedWeight& w, const float* x, int64_t n
 
 namespace pagoda::kernels::attention_detail {
 
-void attend_amx_hardware(const Task& t) { amx_attend<detail::AmxHardware>(t); }
+namespace {
+// VCVTNE2PS2BF16: every AMX host has AVX-512 BF16; bitwise the integer rounding (bf16_round.h).
+struct NativeBf16 {
+    static __m512i pairs(__m512 lo, __m512 hi) { return __m512i(_mm512_cvtne2ps_pbh(hi, lo)); }
+};
+}  // namespace
+
+void attend_amx_hardware(const Task& t) { amx_attend<detail::AmxHardware, NativeBf16>(t); }
 
 }  // namespace pagoda::kernels::attention_detail
