@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <vector>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -153,7 +154,7 @@ json profile_to_json(const Profile& p) {
         if (t.wide_min_tokens) jt["wide_min_tokens"] = *t.wide_min_tokens;
         plan.push_back(jt);
     }
-    return {
+    json j = {
         {"format", "pagoda-profile"},
         {"version", kProfileVersion},
         {"machine",
@@ -177,6 +178,8 @@ json profile_to_json(const Profile& p) {
           {"target_met", p.scheduler.target_met}}},
         {"measurements", p.measurements},
     };
+    if (p.plan.attention) j["attention"] = kernels::attention_method_name(*p.plan.attention);
+    return j;
 }
 
 Profile parse_profile(const std::string& text, const std::string& where) {
@@ -220,6 +223,15 @@ Profile parse_profile(const std::string& text, const std::string& where) {
         m.done();
     }
     p.plan = read_plan(top.array("kernel_plan"), where);
+    if (top.has("attention")) {
+        const std::string name = top.str("attention");
+        p.plan.attention = kernels::parse_attention_method(name);
+        if (!p.plan.attention) {
+            std::vector<std::string> names;
+            for (auto m : kernels::kAttentionMethods) names.push_back(kernels::attention_method_name(m));
+            fail("{}: key 'attention' is '{}', not one of {}", where, name, fmt::join(names, ", "));
+        }
+    }
     p.threads = int(top.integer("threads", 1, 1024));
     p.kv_block_size = int32_t(top.integer("kv_block_size", 1, 256));
     if ((p.kv_block_size & (p.kv_block_size - 1)) != 0)
@@ -278,6 +290,8 @@ std::string describe_profile(const Profile& p) {
                           : fmt::format(" [wide prefill kernel from {} tokens]", *t.wide_min_tokens);
         out += fmt::format("  {:<6} {:<11}{}\n", gguf::type_name(uint32_t(t.type)), kernels::path_method_name(t.method), ranges);
     }
+    out += p.plan.attention ? fmt::format("  attention {}\n", kernels::attention_method_name(*p.plan.attention))
+                            : std::string("  attention simd (not measured)\n");
     out += fmt::format("threads {}, KV block size {}, --max-batched-tokens {} --max-seqs {}: modelled p99 inter-token latency "
                        "{:.1f} ms (target {:.0f} ms, {}), {:.1f} output tokens/s\n",
                        p.threads, p.kv_block_size, p.scheduler.max_batched_tokens, p.scheduler.max_seqs,

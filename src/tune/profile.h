@@ -10,12 +10,16 @@
 //                     and only for int8_dot on a packed type: the smallest step that takes AMX tiles,
 //                     present where `pagoda tune` could measure them; wide_min_tokens, the same for
 //                     the AVX-512 VNNI wide prefill kernel, at least 17)
+//    "attention": "amx_bf16",  (optional: the attention method `pagoda tune` measured faster, simd or
+//                     amx_bf16 (backend/cpu/attention_method.h); absent where it was not measured —
+//                     no AMX bf16 here, or a model with a sliding window or soft cap — and then simd)
 //    "threads", "kv_block_size",
 //    "scheduler": {"max_batched_tokens", "max_seqs", "target_itl_ms", "modelled_p99_itl_ms",
 //                  "modelled_output_tokens_per_s", "target_met"},
 //    "measurements": {...}}   (raw timings, free-form, kept for the record)
 // parse_profile() is strict: a missing or unknown key, a wrong type, an unknown type or method name,
-// a non-positive tile or count, or another version throws pagoda::Error naming the key. The plan's
+// a non-positive tile or count, an unknown attention method, or another version throws
+// pagoda::Error naming the key. The plan's
 // meaning (one method per type, tiles per token range) is backend/cpu/kernel_plan.h's.
 #pragma once
 #include <cstdint>

@@ -175,6 +175,38 @@ TEST(Profile, MalformedProfilesAreRefusedNamingTheKey) {
               std::string::npos);
 }
 
+// The attention method: optional beside kernel_plan; written only where tune chose one, read back
+// as written, absent meaning not chosen (simd), and an unknown name refused naming the key.
+TEST(Profile, TheAttentionMethodIsOptional) {
+    Profile p = sample();
+    EXPECT_FALSE(profile_to_json(p).contains("attention")) << "not chosen: not written";
+    const Profile absent = parse_profile(profile_to_json(p).dump());
+    EXPECT_FALSE(absent.plan.attention.has_value());
+    EXPECT_NE(describe_profile(absent).find("attention simd (not measured)"), std::string::npos) << describe_profile(absent);
+
+    for (auto m : kernels::kAttentionMethods) {
+        p.plan.attention = m;
+        const json j = profile_to_json(p);
+        EXPECT_EQ(j.at("attention"), kernels::attention_method_name(m));
+        const Profile q = parse_profile(j.dump());
+        ASSERT_TRUE(q.plan.attention.has_value());
+        EXPECT_EQ(*q.plan.attention, m);
+        EXPECT_EQ(profile_to_json(q), j);
+        EXPECT_NE(describe_profile(q).find(std::string("attention ") + kernels::attention_method_name(m) + "\n"),
+                  std::string::npos)
+            << describe_profile(q);
+    }
+
+    const std::string bad = error_of(mutated([](json& j) { j["attention"] = "flash"; }));
+    EXPECT_NE(bad.find("key 'attention' is 'flash', not one of simd, amx_bf16"), std::string::npos) << bad;
+    EXPECT_NE(error_of(mutated([](json& j) { j["attention"] = 1; })).find("key 'attention' must be a string"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["attention"] = "simd"; }))
+                  .find("key 'kernel_plan[0].attention' is not a profile key"),
+              std::string::npos)
+        << "the method is the plan's, not a weight type's";
+}
+
 // Sets an environment variable for one test.
 struct Env {
     std::string name, old;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "backend/cpu/attention.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -95,6 +96,9 @@ void validate_kernel_plan(const KernelPlan& plan) {
                      name, kDefaultWideMinTokens);
         }
     }
+    if (plan.attention == AttentionMethod::amx_bf16 && !amx_attention_runs_here())
+        fail("kernel plan: attention method amx_bf16 needs AMX-BF16 tiles with the OS tile permission on the avx512 path "
+             "(and PAGODA_AMX not 0), which this CPU (or PAGODA_ISA / PAGODA_AMX) does not offer");
 }
 
 void set_kernel_plan(const KernelPlan& plan) {
@@ -103,11 +107,13 @@ void set_kernel_plan(const KernelPlan& plan) {
     for (auto& t : p->types)
         for (auto& r : t.ranges) r.tiles.kc = (r.tiles.kc + 255) / 256 * 256;  // as set_gemm_tiles rounds
     std::lock_guard<std::mutex> lock(g_plan_mutex);
+    set_attention_method(plan.attention.value_or(AttentionMethod::simd));
     g_plan = std::move(p);
 }
 
 void clear_kernel_plan() {
     std::lock_guard<std::mutex> lock(g_plan_mutex);
+    set_attention_method(AttentionMethod::simd);
     g_plan.reset();
 }
 
@@ -178,11 +184,30 @@ std::string describe_amx(const KernelPlan* plan) {
     return out;
 }
 
+// The attention method in use and where it comes from: PAGODA_ATTENTION wins over the plan.
+std::string describe_attention(const KernelPlan* plan) {
+    const AttentionMethod m = attention_method();  // first: a bad PAGODA_ATTENTION is an error at start-up
+    std::string out = fmt::format("attention: {}", attention_method_name(m));
+    const bool from_plan = plan && plan->attention;
+    if (env_set("PAGODA_ATTENTION"))
+        out += from_plan ? fmt::format(" (PAGODA_ATTENTION, over the profile's {})", attention_method_name(*plan->attention))
+                         : std::string(" (PAGODA_ATTENTION)");
+    else if (from_plan)
+        out += " (profile)";
+    if (m == AttentionMethod::amx_bf16 && !amx_attention_runs_here())
+        out += ", but AMX bf16 tiles do not run here: the simd walk";
+    else if (m == AttentionMethod::amx_bf16 && amx_emulation())
+        out += " (emulated tiles)";
+    return out;
+}
+
 }  // namespace
 
 std::string describe_kernel_plan() {
     const auto plan = current_plan();
-    if (!plan) return "kernel plan: default (CPUID and PAGODA_* overrides; no profile); " + describe_amx(nullptr);
+    if (!plan)
+        return "kernel plan: default (CPUID and PAGODA_* overrides; no profile); " + describe_amx(nullptr) + "; " +
+               describe_attention(nullptr);
     std::string out = "kernel plan (from a profile):";
     for (const auto& t : plan->types) {
         const KernelChoice c = kernel_choice(t.type, 1);
@@ -200,7 +225,7 @@ std::string describe_kernel_plan() {
         out += ";";
     }
     if (out.back() == ';') out.pop_back();
-    return out + "; " + describe_amx(plan.get());
+    return out + "; " + describe_amx(plan.get()) + "; " + describe_attention(plan.get());
 }
 
 void log_kernel_plan() {

@@ -24,12 +24,18 @@
 //  - Likewise the AVX-512 VNNI panels' wide prefill kernel (matmul.h: wide_min_tokens): per quantised
 //    type the plan may carry wide_min_tokens (>= 17), measured by `pagoda tune` where the VNNI panels
 //    run; absent, kDefaultWideMinTokens.
+//  - The plan may name the attention method (attention.h, attention_method.h): one per process, like
+//    a type's method (amx_bf16 and simd differ in their bits), measured by `pagoda tune` where AMX
+//    bf16 runs and the model's attention is plain. set_kernel_plan installs it (absent: simd) with
+//    set_attention_method; clear_kernel_plan puts simd back; PAGODA_ATTENTION, when set, wins.
+//    A plan naming amx_bf16 where amx_attention_runs_here() is false is refused.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/attention_method.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/path_method.h"
 #include "gguf/ggml_types.h"
@@ -58,6 +64,7 @@ struct TypePlan {
 
 struct KernelPlan {
     std::vector<TypePlan> types;
+    std::optional<AttentionMethod> attention;  // absent: not chosen, simd
     const TypePlan* find(gguf::GgmlType type) const {
         for (const auto& t : types)
             if (t.type == type) return &t;
@@ -66,10 +73,11 @@ struct KernelPlan {
 };
 
 // Throws pagoda::Error naming the problem (a method for a type it cannot multiply, a method this
-// machine cannot run, ranges out of order, non-positive tiles, a type listed twice).
+// machine cannot run, ranges out of order, non-positive tiles, a type listed twice, an attention
+// method this machine cannot run).
 void validate_kernel_plan(const KernelPlan& plan);
-void set_kernel_plan(const KernelPlan& plan);  // validates; replaces any earlier plan
-void clear_kernel_plan();                      // back to the CPUID / env defaults
+void set_kernel_plan(const KernelPlan& plan);  // validates; replaces any earlier plan and its attention method
+void clear_kernel_plan();                      // back to the CPUID / env defaults, attention simd
 bool has_kernel_plan();
 
 // What a matmul of this type over n_tokens tokens uses now (plan, env overrides and defaults applied).
@@ -99,7 +107,8 @@ private:
 
 // One line per planned type, e.g. "q4_0: int8_dot, tiles 1: 512/32/64, 2-64: ..., 65+: ...";
 // "default (CPUID)" when no plan is set; then whether AMX tiles are used, from how many tokens, or why
-// not. log_kernel_plan() logs it once per process at info level.
+// not; then the attention method and where it comes from (profile, PAGODA_ATTENTION, default).
+// log_kernel_plan() logs it once per process at info level.
 std::string describe_kernel_plan();
 void log_kernel_plan();
 
