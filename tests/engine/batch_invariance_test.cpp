@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cpu/amx_test_util.h"
+#include "backend/cpu/attention.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"
@@ -111,6 +112,19 @@ TEST(BatchInvariance, RandomModelAloneVersusBatched) {
     }
 }
 
+std::string random_f16_model() {
+    static const std::string path = [] {
+        model::RandomModelSpec spec;
+        spec.vocab_size = 300;
+        spec.seed = 8;
+        spec.type = gguf::GgmlType::F16;
+        const std::string p = pagoda::test::temp_path("engine-random-f16.gguf");
+        model::write_random_model(spec, nullptr, p);
+        return p;
+    }();
+    return path;
+}
+
 // F16 weights on the AMX bf16 tiles (amx_bf16, emulated on hosts without AMX): every request's
 // greedy tokens are the same alone or batched, chunked, and under preemption — the tiles are used at
 // every token count, decode included, and each output depends on its own token only.
@@ -121,15 +135,7 @@ TEST(BatchInvariance, RandomF16ModelOnAmxBf16TilesAloneVersusBatched) {
     set_amx_enabled(true);
     if (!amx_bf16_hardware_available()) kernels::set_amx_emulation(true);
     kernels::set_float_method(kernels::FloatMethod::amx_bf16);
-    static const std::string m = [] {
-        model::RandomModelSpec spec;
-        spec.vocab_size = 300;
-        spec.seed = 8;
-        spec.type = gguf::GgmlType::F16;
-        const std::string p = pagoda::test::temp_path("engine-random-f16.gguf");
-        model::write_random_model(spec, nullptr, p);
-        return p;
-    }();
+    const std::string m = random_f16_model();
     const int64_t vocab = 300, max_tokens = 6;
     std::vector<std::vector<int32_t>> prompts;
     for (uint32_t i = 0; i < 12; ++i) prompts.push_back(test::make_prompt(1 + (i * 13) % 29, i + 1, vocab));
@@ -138,6 +144,36 @@ TEST(BatchInvariance, RandomF16ModelOnAmxBf16TilesAloneVersusBatched) {
     for (const auto& p : prompts) alone.push_back(run_batch(m, {512, 1, 4096, 16}, {p}, max_tokens, {0})[0]);
     EXPECT_GT(kernels::amx_bf16_dispatch_count(), before) << "the AMX bf16 tiles were not used";
     const std::vector<Scenario> scenarios = {{512, 12, 4096, 16}, {7, 4, 4096, 4}, {16, 12, 96, 4}};
+    for (size_t si = 0; si < scenarios.size(); ++si) {
+        std::vector<int> arrive(prompts.size());
+        for (size_t i = 0; i < prompts.size(); ++i) arrive[i] = int((i * 7 + si) % 5);
+        const auto got = run_batch(m, scenarios[si], prompts, max_tokens, arrive);
+        for (size_t i = 0; i < prompts.size(); ++i) ASSERT_EQ(got[i], alone[i]) << "scenario " << si << ", request " << i;
+    }
+}
+
+// Attention on the AMX bf16 tiles (the amx_bf16 attention method, emulated on hosts without AMX)
+// over the F16 model's f16 cache: the same alone or batched, chunked and under preemption, at
+// block sizes 16, 4 and 1 — decode tokens and prefill chunks take the same walk per query row.
+TEST(BatchInvariance, RandomF16ModelWithAmxAttentionAloneVersusBatched) {
+    if (active_isa() != Isa::avx512) GTEST_SKIP() << "the AMX attention method needs the avx512 path (PAGODA_ISA or the CPU chose another)";
+    kernels::testing::AmxGuard amx;
+    struct MethodGuard {
+        kernels::AttentionMethod saved = kernels::attention_method();
+        ~MethodGuard() { kernels::set_attention_method(saved); }
+    } method_guard;
+    set_amx_enabled(true);
+    if (!amx_bf16_hardware_available()) kernels::set_amx_emulation(true);
+    kernels::set_attention_method(kernels::AttentionMethod::amx_bf16);
+    const std::string m = random_f16_model();
+    const int64_t vocab = 300, max_tokens = 6;
+    std::vector<std::vector<int32_t>> prompts;
+    for (uint32_t i = 0; i < 12; ++i) prompts.push_back(test::make_prompt(1 + (i * 17) % 41, i + 3, vocab));
+    const uint64_t before = kernels::amx_attention_dispatch_count();
+    std::vector<std::vector<int32_t>> alone;
+    for (const auto& p : prompts) alone.push_back(run_batch(m, {512, 1, 4096, 16}, {p}, max_tokens, {0})[0]);
+    EXPECT_GT(kernels::amx_attention_dispatch_count(), before) << "the AMX attention method was not used";
+    const std::vector<Scenario> scenarios = {{512, 12, 4096, 16}, {7, 4, 4096, 4}, {16, 12, 96, 4}, {33, 8, 512, 1}};
     for (size_t si = 0; si < scenarios.size(); ++si) {
         std::vector<int> arrive(prompts.size());
         for (size_t i = 0; i < prompts.size(); ++i) arrive[i] = int((i * 7 + si) % 5);

@@ -166,7 +166,7 @@ bool amx_attention_runs_here() { return amx_bf16_tiles_run_here(); }
 
 bool amx_attention_applies(kv::KvDtype dtype, int32_t sliding_window, float softcap) {
     return attention_method() == AttentionMethod::amx_bf16 && amx_attention_runs_here() &&
-           (dtype == kv::KvDtype::f32 || dtype == kv::KvDtype::f16 || dtype == kv::KvDtype::bf16) &&
+           (dtype == kv::KvDtype::f16 || dtype == kv::KvDtype::bf16) &&
            sliding_window == 0 && softcap == 0.0f;
 }
 

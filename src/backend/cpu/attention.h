@@ -84,9 +84,11 @@ struct PagedAttentionBatch {
 // against exact attention is about bf16's (2^-8 relative per operand) where simd's is f32's. It
 // takes a call where amx_attention_applies(): the method is amx_bf16, AMX bf16 runs here (AMX-BF16
 // with the OS tile permission, PAGODA_AMX not 0, the avx512 path; or the AMX emulation hook of
-// matmul.h, for tests), the cache holds f32, f16 or bf16 rows and the model has no sliding window
-// and no soft cap. Otherwise the call takes the simd walk; every one of those conditions is fixed
-// for a process and model, so a model's tokens all take one method.
+// matmul.h, for tests), the cache holds f16 or bf16 rows (an f32 cache, the default of F32 models,
+// asks for f32 accuracy, as F32 weights never take the bf16 matmul methods; q8 rows have their own
+// walk) and the model has no sliding window and no soft cap. Otherwise the call takes the simd walk;
+// every one of those conditions is fixed for a process and model, so a model's tokens all take one
+// method.
 // attention_method(): set_attention_method()'s value; before any, PAGODA_ATTENTION=simd|amx_bf16
 // (any other value throws); else simd. The environment variable wins over set_attention_method
 // (tests and users pin the method with it, over a profile's choice).
