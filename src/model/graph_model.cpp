@@ -1,6 +1,7 @@
 #include "model/graph_model.h"
 #include "model/model_file.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 
@@ -45,6 +46,9 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
         window_ = std::max(window_, n.attention.sliding_window);
     }
     info_.sliding_window = window_;
+    info_.plain_attention = std::none_of(built_.graph.nodes.begin(), built_.graph.nodes.end(), [](const Node& n) {
+        return n.kind == OpKind::attention && (n.attention.sliding_window > 0 || n.attention.softcap > 0);
+    });
     info_.max_context = o.max_context > 0 ? o.max_context : config_.context_length;
     // Distinguishes these weights (the prefix tier keys its blocks by it): stable across processes.
     info_.model_key = identity;

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
+#include <string>
 #include <utility>
+#include <vector>
 #include <fmt/format.h>
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/kernel_plan.h"
 #include "backend/cpu/matmul.h"
 #include "core/cpu_features.h"
@@ -15,10 +20,13 @@
 #include "core/machine_limits.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
+#include "kv/kv_layout.h"
 #include "model/model_file.h"
 #include "model/model_identity.h"
 #include "model/open_step_model.h"
 #include "tune/amx_threshold.h"
+#include "tune/attention_choice.h"
+#include "tune/attention_timer.h"
 #include "tune/knob_check.h"
 #include "tune/machine_identity.h"
 #include "tune/step_timer.h"
@@ -110,6 +118,59 @@ double time_type(const TypeBench& b, kernels::PathMethod method, const kernels::
 
 json tiles_json(const kernels::GemmTiles& t) { return {{"kc", t.kc}, {"mc", t.mc}, {"nc", t.nc}}; }
 
+// The attention shapes timed for the method choice: long prompts and decode steps deep into the
+// context, each capped by the model's context (shapes that become the same are timed once).
+std::vector<AttentionShape> attention_shapes(const model::StepModelInfo& info, bool quick) {
+    const int64_t ctx = std::max<int64_t>(1, info.max_context);
+    std::vector<AttentionShape> out;
+    auto add = [&](int32_t seqs, int64_t tokens, int64_t position, std::string what) {
+        for (const auto& s : out)
+            if (s.sequences == seqs && s.tokens == tokens && s.position == position) return;
+        AttentionShape s;
+        s.n_heads = int32_t(info.config.n_heads);
+        s.layout = info.kv_layout;
+        s.sequences = seqs;
+        s.tokens = tokens;
+        s.position = position;
+        s.what = std::move(what);
+        out.push_back(std::move(s));
+    };
+    for (int64_t n : quick ? std::vector<int64_t>{512} : std::vector<int64_t>{512, 2048}) {
+        const int64_t t = std::min(n, ctx);
+        add(1, t, t - 1, fmt::format("prefill {} tokens", t));
+    }
+    const int64_t pos = std::min<int64_t>(1024, ctx - 1);
+    add(1, 1, pos, fmt::format("decode 1 sequence at {}", pos));
+    add(16, 1, pos, fmt::format("decode 16 sequences at {}", pos));
+    return out;
+}
+
+// The attention method installed when it was made, put back when it goes (the timings switch it).
+struct AttentionMethodRestored {
+    kernels::AttentionMethod saved = kernels::attention_method();
+    ~AttentionMethodRestored() { kernels::set_attention_method(saved); }
+};
+
+// Why the attention method is not measured here ("" where it is): first the machine (info null),
+// then the model.
+std::string attention_not_measured(const model::StepModelInfo* info) {
+    if (!kernels::amx_attention_runs_here())
+        return active_isa() != Isa::avx512
+                   ? fmt::format("the active ISA is {}: AMX bf16 attention runs on the avx512 path", isa_name(active_isa()))
+                   : "AMX bf16 tiles do not run here: " + amx_bf16_status();
+    if (const char* env = std::getenv("PAGODA_ATTENTION"); env && *env)
+        return fmt::format("PAGODA_ATTENTION={} pins the method", env);
+    if (!info) return "";
+    if (!info->plain_attention) return "the model's attention has a sliding window or a soft cap, which amx_bf16 does not take";
+    // The kernel's own rule for the cache types it takes (attention.h), asked with amx_bf16 installed.
+    const AttentionMethodRestored restored;
+    kernels::set_attention_method(kernels::AttentionMethod::amx_bf16);
+    if (!kernels::amx_attention_applies(info->kv_layout.dtype, 0, 0.0f))
+        return fmt::format("amx_bf16 attention does not take the model's {} KV cache", kv::kv_dtype_name(info->kv_layout.dtype));
+    return "";
+}
+
+
 struct RangeSpec {
     int64_t max_tokens;
     std::vector<int64_t> counts;  // measured token counts standing for the range
@@ -155,6 +216,9 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     std::vector<int64_t> prefill_points =
         o.quick ? std::vector<int64_t>{1, 16, 64, 128} : std::vector<int64_t>{1, 16, 64, 128, 256, 512, 1024, 2048};
     total_steps += decode_points.size() + prefill_points.size() + 1 + (o.quick ? 2 : 3 + 4);
+    // The attention method: one step per shape timed where AMX bf16 attention runs, else one to say why not.
+    const size_t attention_steps = attention_not_measured(nullptr).empty() ? (o.quick ? 3 : 4) : 1;
+    total_steps += attention_steps;
     size_t done = 0;
     auto step = [&](const std::string& what) { progress(done++, total_steps, what); };
 
@@ -307,7 +371,67 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
         const std::string why = amx_available() ? "the packed int8 path is not active (PAGODA_ISA)" : amx_status();
         p.measurements["amx"] = {{"measured", false}, {"why", "AMX int8 tiles do not run here: " + why}};
     }
-    kernels::set_kernel_plan(p.plan);  // what the steps below run with
+
+    // 2b. The attention method, one per process like a type's matmul method: where amx_bf16 could
+    // serve this model, paged attention of its shape timed under each method on the same cache.
+    {
+        std::string why = attention_not_measured(nullptr);
+        std::optional<model::StepModelInfo> info;
+        if (why.empty()) {
+            // The model's heads, KV type, context and attention kinds, without packing its weights.
+            model::StepModelOptions so;
+            so.backend = "reference";
+            so.threads = 1;
+            so.kv.prefix_caching = false;
+            so.tokens_wanted = 16;
+            so.max_step_tokens = 1;
+            info = model::open_step_model(file, so)->info();
+            why = attention_not_measured(&*info);
+        }
+        if (!why.empty()) {
+            step("attention method: simd, not measured (" + why + ")");
+            done += attention_steps - 1;
+            p.measurements["attention"] = {{"measured", false}, {"why", why}};
+        } else {
+            const AttentionMethodRestored restored;
+            const auto shapes = attention_shapes(*info, o.quick);
+            std::vector<AttentionTiming> timings;
+            json cases_j = json::array();
+            bool amx_taken = true;
+            for (const auto& shape : shapes) {
+                step(fmt::format("attention, {}: simd against amx_bf16", shape.what));
+                AttentionBench bench(shape, pool);
+                kernels::set_attention_method(kernels::AttentionMethod::simd);
+                const double simd = bench.time(pool, min_s);
+                kernels::set_attention_method(kernels::AttentionMethod::amx_bf16);
+                const uint64_t before = kernels::amx_attention_dispatch_count();
+                const double amx = bench.time(pool, min_s);
+                amx_taken = amx_taken && kernels::amx_attention_dispatch_count() > before;
+                timings.push_back({shape.what, simd, amx});
+                cases_j.push_back({{"case", shape.what}, {"sequences", shape.sequences}, {"tokens", shape.tokens},
+                                   {"position", shape.position}, {"simd_seconds", simd}, {"amx_bf16_seconds", amx}});
+            }
+            done += attention_steps - shapes.size();
+            json attention_j = {{"kv_dtype", kv::kv_dtype_name(info->kv_layout.dtype)},
+                                {"n_heads", info->config.n_heads},
+                                {"n_kv_heads", info->kv_layout.n_kv_heads},
+                                {"head_dim", info->kv_layout.head_dim},
+                                {"cases", cases_j}};
+            if (!amx_taken) {
+                // Both timings were of the simd walk: nothing to choose from, so nothing is written.
+                attention_j["measured"] = false;
+                attention_j["why"] = "paged attention under amx_bf16 took the simd walk (amx_attention_applies was false)";
+            } else {
+                const AttentionChoice c = choose_attention_method(timings);
+                p.plan.attention = c.method;
+                attention_j["relative_score"] = {{"simd", c.simd_score}, {"amx_bf16", c.amx_score}};
+                attention_j["chosen"] = kernels::attention_method_name(c.method);
+                attention_j["rule"] = "the lowest sum of time relative to the faster method at each case; simd on a tie";
+            }
+            p.measurements["attention"] = attention_j;
+        }
+    }
+    kernels::set_kernel_plan(p.plan);  // what the steps below run with (matmul methods, tiles, attention method)
 
     // 3. Threads, through the real step model.
     auto open = [&](int threads, int64_t max_step, int64_t tokens_wanted, int32_t block_size) {

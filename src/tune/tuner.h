@@ -7,6 +7,12 @@
 //     time relative to the best at each count. Then GEMM tiles per token range (1, 2-8, 9-64, 65+;
 //     quick: 1, 2-8, 9+) by a coordinate search from the defaults; a tile set is kept only when it is
 //     at least 3 % faster (less is noise on a shared host);
+//  2b. the attention method (attention_choice.h), where AMX bf16 attention runs, PAGODA_ATTENTION is
+//     unset and the model's attention is plain (no sliding window, no soft cap, a KV cache type that
+//     amx_attention_applies takes): paged attention of the model's heads timed under simd and
+//     amx_bf16 on prompts of 512 and 2048 tokens (quick: 512) and decode steps of 1 and 16 sequences
+//     at position 1024, capped by the context; the plan carries the one kept, and the steps below
+//     run with it installed;
 //  3. threads 1..cores: a decode step and a 64-token prompt step through the real StepModel;
 //  4. step time against decode batch size and against prompt tokens per step (step_timer.h), and
 //     one mixed step to check the step model (scheduler_knobs.h) against a measurement;

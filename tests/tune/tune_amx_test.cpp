@@ -1,11 +1,19 @@
 // `pagoda tune` measures the AMX threshold where AMX runs — here on the emulated tiles (the test
-// hook), the only AMX this host has — and writes it into the plan of each packed int8 type.
+// hook), the only AMX this host has — and writes it into the plan of each packed int8 type. The
+// attention method is measured there too (the tiny model's attention is plain) and, where AMX is
+// off, not measured, with the reason in the progress and the measurements and no plan field.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "backend/cpu/amx_test_util.h"
 #include "backend/cpu/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "tune/amx_threshold.h"
+#include "tune/attention_choice.h"
 #include "tune/tuner.h"
 #include "tiny_q8_model.h"
 
@@ -29,7 +37,8 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
     // Measured alone, so the AMX threshold is (tiles are timed only for types that end up on
     // int8_dot, and on a loaded host dequant_fma could time faster on this tiny model).
     o.methods = {kernels::PathMethod::int8_dot};
-    const Profile p = tune_model(o, [](size_t, size_t, const std::string&) {});
+    std::vector<std::string> progress;
+    const Profile p = tune_model(o, [&](size_t, size_t, const std::string& what) { progress.push_back(what); });
     const kernels::TypePlan* q8 = p.plan.find(gguf::GgmlType::Q8_0);
     ASSERT_NE(q8, nullptr);
     ASSERT_EQ(q8->method, kernels::PathMethod::int8_dot);
@@ -54,6 +63,56 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
             EXPECT_FALSE(t.amx_min_tokens.has_value()) << gguf::type_name(uint32_t(t.type));
         }
     }
+
+    // The attention method: timed on the model's shapes (--quick: a prompt as long as the context,
+    // decode of 1 and 16 sequences at its end) and the choice written, or its absence explained.
+    if (std::getenv("PAGODA_ATTENTION")) return;  // pins the method: not measured
+    const auto& att = p.measurements.at("attention");
+    ASSERT_TRUE(att.contains("cases")) << att.dump();
+    ASSERT_EQ(att.at("cases").size(), 3u) << att.dump();
+    EXPECT_EQ(att.at("cases")[0].at("case"), "prefill 256 tokens");
+    EXPECT_EQ(att.at("cases")[2].at("case"), "decode 16 sequences at 255");
+    EXPECT_EQ(std::count_if(progress.begin(), progress.end(),
+                            [](const std::string& s) { return s.rfind("attention, ", 0) == 0; }),
+              3);
+    if (att.contains("chosen")) {
+        ASSERT_TRUE(p.plan.attention.has_value());
+        EXPECT_EQ(att.at("chosen"), kernels::attention_method_name(*p.plan.attention));
+        std::vector<AttentionTiming> timings;
+        for (const auto& c : att.at("cases")) timings.push_back({c.at("case"), c.at("simd_seconds"), c.at("amx_bf16_seconds")});
+        EXPECT_EQ(choose_attention_method(timings).method, *p.plan.attention);
+        EXPECT_EQ(profile_to_json(p).at("attention"), att.at("chosen"));
+    } else {
+        EXPECT_FALSE(p.plan.attention.has_value());
+        EXPECT_FALSE(profile_to_json(p).contains("attention"));
+        EXPECT_FALSE(att.value("why", "").empty()) << att.dump();
+    }
+}
+
+TEST(TuneAmx, TheAttentionMethodIsNotMeasuredWhereAmxIsOff) {
+    kernels::testing::AmxGuard amx;
+    kernels::testing::KernelConfigGuard config;
+    test::PlanCleared clear;
+    set_amx_enabled(false);
+    TuneOptions o;
+    o.model = test::tiny_q8_model();
+    o.quick = true;
+    o.max_threads = 1;
+    o.methods = {kernels::PathMethod::int8_dot};
+    std::vector<std::string> progress;
+    const Profile p = tune_model(o, [&](size_t done, size_t total, const std::string& what) {
+        EXPECT_LE(done, total) << what;
+        progress.push_back(what);
+    });
+    EXPECT_FALSE(p.plan.attention.has_value());
+    EXPECT_FALSE(profile_to_json(p).contains("attention"));
+    const auto& att = p.measurements.at("attention");
+    EXPECT_EQ(att.at("measured"), false);
+    const std::string why = att.at("why");
+    EXPECT_TRUE(why.find("disabled by PAGODA_AMX=0") != std::string::npos || why.find("the active ISA is") != std::string::npos ||
+                why.find("PAGODA_ATTENTION") != std::string::npos)
+        << why;
+    EXPECT_NE(std::find(progress.begin(), progress.end(), "attention method: simd, not measured (" + why + ")"), progress.end());
 }
 
 }  // namespace
