@@ -159,8 +159,11 @@ void amx_attend(const Task& t) {
     }
     std::memset(acc, 0, sizeof(float) * size_t(L.a_tiles) * 16 * acc_ld);
 
+    // A task of fewer than 16 query heads (a decode token) configures its A and C tiles with just
+    // those rows: the tile unit's time grows with the rows, and each row's result is its own.
+    const int tile_rows = L.a_tiles == 1 ? rows : 16;
     detail::AmxConfig cfg;
-    for (int i = 0; i < 8; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
+    for (int i = 0; i < 8; ++i) cfg.rows[i] = uint8_t(i == 5 ? 16 : tile_rows), cfg.colsb[i] = 64;
     Tiles::load_config(cfg);
     const __m512 scale = _mm512_set1_ps(t.scale);
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
