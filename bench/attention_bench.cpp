@@ -210,13 +210,13 @@ void time_decode_calls(benchmark::State& state, const kernels::PagedAttentionBat
 // memory; cold = 0 leaves them in cache. Only the attention call is timed. Arguments: context,
 // threads, cold, block, q8. Counter GB/s: K and V bytes read per second.
 //   build/bench/pagoda_bench --benchmark_filter=BM_AttentionDecodeSmall
-void BM_AttentionDecodeSmall(benchmark::State& state) {
+void time_one_decode_token(benchmark::State& state, int n_heads, int n_kv_heads) {
     const int ctx = int(state.range(0)), n_threads = int(state.range(1));
     const bool cold = state.range(2) != 0;
     const int block = int(state.range(3));
     const kv::KvDtype dtype = state.range(4) != 0 ? kv::KvDtype::q8 : kv::KvDtype::f16;
-    constexpr int kSmallHeads = 12, kDim = 64;
-    const kv::KvLayout L = one_layer(kSmallHeads, kDim, block, dtype);
+    constexpr int kDim = 64;
+    const kv::KvLayout L = one_layer(n_kv_heads, kDim, block, dtype);
     const int n_blocks = (ctx + block - 1) / block;
     kernels::KvPool pool(L, 4 * n_blocks);  // a pool larger than the sequence: its blocks scattered
     std::vector<int32_t> all(size_t(4 * n_blocks));
@@ -225,28 +225,38 @@ void BM_AttentionDecodeSmall(benchmark::State& state) {
     std::shuffle(all.begin(), all.end(), rng);
     std::vector<int32_t> table(all.begin(), all.begin() + n_blocks);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
-    std::vector<float> k(size_t(kSmallHeads) * kDim), v(k.size());
+    std::vector<float> k(size_t(n_kv_heads) * kDim), v(k.size());
     for (int p = 0; p < ctx; ++p) {
         for (auto& x : k) x = dist(rng);
         for (auto& x : v) x = dist(rng);
         const int64_t slot = int64_t(table[size_t(p / block)]) * block + p % block;
         pool.write(0, &slot, 1, k.data(), v.data());
     }
-    std::vector<float> q(size_t(kSmallHeads) * kDim), out(q.size());
+    std::vector<float> q(size_t(n_heads) * kDim), out(q.size());
     for (auto& x : q) x = dist(rng);
     kernels::AttentionSeq seq{table.data(), int32_t(table.size())};
     int32_t token_seq = 0, token_pos = ctx - 1;
-    const kernels::PagedAttentionBatch b = decode_batch(q.data(), kSmallHeads, kDim, &seq, &token_seq, &token_pos);
+    const kernels::PagedAttentionBatch b = decode_batch(q.data(), n_heads, kDim, &seq, &token_seq, &token_pos);
     time_decode_calls(state, b, pool, n_threads, cold, out.data());
-    const double kv_bytes = 2.0 * ctx * kSmallHeads * double(L.row_bytes());  // K and V
+    const double kv_bytes = 2.0 * ctx * n_kv_heads * double(L.row_bytes());  // K and V
     state.counters["GB/s"] = benchmark::Counter(kv_bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
+void BM_AttentionDecodeSmall(benchmark::State& state) { time_one_decode_token(state, 12, 12); }
+// The same at tinyllama's attention shape: 32 query heads on 4 KV heads of 64 (8 query heads share
+// each K/V row, so the walk does 8x the arithmetic per byte of the small shape).
+//   build/bench/pagoda_bench --benchmark_filter=BM_AttentionDecodeGqa
+void BM_AttentionDecodeGqa(benchmark::State& state) { time_one_decode_token(state, 32, 4); }
 // The cold calls are short beside the 64 MiB sweep around each: the minimum time counts only the
 // timed calls, so it is kept low, or one cold row would take minutes of sweeping.
 BENCHMARK(BM_AttentionDecodeSmall)
     ->ArgsProduct({{16, 64, 128, 1024}, {1, 2}, {1, 0}, {16}, {0}})
     ->ArgsProduct({{1024}, {1, 2}, {1, 0}, {32, 64}, {0}})
     ->ArgsProduct({{128, 1024}, {1, 2}, {1, 0}, {16}, {1}})
+    ->UseManualTime()
+    ->MinTime(0.05)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionDecodeGqa)
+    ->ArgsProduct({{1024, 4096}, {1, 2}, {1, 0}, {16}, {0, 1}})
     ->UseManualTime()
     ->MinTime(0.05)
     ->Unit(benchmark::kMicrosecond);

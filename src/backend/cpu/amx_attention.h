@@ -34,25 +34,46 @@
 #include "backend/cpu/attention_internal.h"
 #include "backend/cpu/bf16_rows.h"
 #include "backend/cpu/exp_avx512.h"
+#include "core/error.h"
 
 namespace pagoda::kernels::attention_detail {
 
-// 16 values of the cache row from element i (n <= 16 of them, the rest zero), widened to f32.
-static inline __m512 amx_load16(const uint8_t* row, kv::KvDtype dtype, int i, int n) {
-    const __mmask16 m = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
-    if (n <= 0) return _mm512_setzero_ps();
-    switch (dtype) {
-        case kv::KvDtype::f16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * size_t(i)));
-        case kv::KvDtype::bf16:
-            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * size_t(i))), 16));
-        default: return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
+// The longest cache row the walk reads (head_dim 1024 in f32; the zero row it reads past a task's
+// last position is this long).
+constexpr int kAmxMaxRowBytes = 4096;
+
+// 16 values of a cache row of type DT from element i, the lanes outside m zero, widened to f32.
+template <kv::KvDtype DT>
+inline __m512 amx_load16(const uint8_t* row, int i, __mmask16 m) {
+    if constexpr (DT == kv::KvDtype::f16) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * size_t(i)));
+    } else if constexpr (DT == kv::KvDtype::bf16) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * size_t(i))), 16));
+    } else {
+        return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
     }
 }
 
-// The cache row of position p of the KV head at `base`.
-static inline const uint8_t* amx_cache_row(const Task& t, const uint8_t* base, int32_t p) {
-    const int32_t mask = (int32_t(1) << t.block_shift) - 1;
-    return base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & mask) * t.row_bytes;
+// Lanes 0..n-1 set (n clamped to 0..16).
+static inline __mmask16 amx_first_lanes(int n) {
+    return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+}
+
+// rows[j] = the cache row of position key0 + j of the KV head at `base` for j < n, a zero row for
+// n <= j < kAmxKeys (keys past the task's last position: masked, read as zeros). One table lookup
+// per block, not per row.
+static inline void amx_step_rows(const Task& t, const uint8_t* base, int32_t key0, int n, const uint8_t* zero_row,
+                                 const uint8_t** rows) {
+    const int32_t block = int32_t(1) << t.block_shift;
+    int j = 0;
+    while (j < n) {
+        const int32_t p = key0 + j;
+        const int in_block = std::min(n - j, int(block - (p & (block - 1))));
+        const uint8_t* r = base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & (block - 1)) * t.row_bytes;
+        for (int k = 0; k < in_block; ++k, r += t.row_bytes) rows[j + k] = r;
+        j += in_block;
+    }
+    for (; j < kAmxKeys; ++j) rows[j] = zero_row;
 }
 
 // Transposes 16 rows of 16 dwords in place: r[i][j] becomes r[j][i] (unpacks within 128-bit lanes,
@@ -83,18 +104,19 @@ static inline void amx_transpose16(__m512i* r) {
 
 // Keys key0 .. key0 + 31 (only the first n exist; the rest are zero) into the step's B tiles:
 // K: kt[col block][half][pair][key], V: vt[group][key pair][dim] (dword = bf16 pair, low half first).
-template <class Bf16>
-void amx_prepare_keys(const Task& t, const AmxScratchLayout& L, int32_t key0, int n, uint32_t* kt, uint32_t* vt) {
+// zero_row: row_bytes of zeros.
+template <kv::KvDtype DT, class Bf16>
+void amx_prepare_keys(const Task& t, const AmxScratchLayout& L, int32_t key0, int n, const uint8_t* zero_row, uint32_t* kt,
+                      uint32_t* vt) {
     const int d = t.head_dim;
-    for (int cb = 0; cb < 2; ++cb) {
-        const uint8_t* rows[16];
-        for (int j = 0; j < 16; ++j) rows[j] = 16 * cb + j < n ? amx_cache_row(t, t.k_head, key0 + 16 * cb + j) : nullptr;
-        for (int h = 0; h < L.halves; ++h) {
+    const uint8_t* rows[kAmxKeys];
+    amx_step_rows(t, t.k_head, key0, n, zero_row, rows);
+    for (int h = 0; h < L.halves; ++h) {
+        const __mmask16 lo = amx_first_lanes(d - 32 * h), hi = amx_first_lanes(d - 32 * h - 16);
+        for (int cb = 0; cb < 2; ++cb) {
             __m512i r[16];
             for (int j = 0; j < 16; ++j)
-                r[j] = rows[j] ? Bf16::pairs(amx_load16(rows[j], t.dtype, 32 * h, d - 32 * h),
-                                             amx_load16(rows[j], t.dtype, 32 * h + 16, d - 32 * h - 16))
-                               : _mm512_setzero_si512();
+                r[j] = Bf16::pairs(amx_load16<DT>(rows[16 * cb + j], 32 * h, lo), amx_load16<DT>(rows[16 * cb + j], 32 * h + 16, hi));
             amx_transpose16(r);
             uint32_t* dst = kt + (size_t(cb) * L.halves + h) * 256;
             for (int p = 0; p < 16; ++p) _mm512_store_si512(dst + p * 16, r[p]);
@@ -104,13 +126,12 @@ void amx_prepare_keys(const Task& t, const AmxScratchLayout& L, int32_t key0, in
     alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
                                                              8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
     const __m512i interleave = _mm512_load_si512(kInterleave);
-    for (int kp = 0; kp < kAmxKeys / 2; ++kp) {
-        const uint8_t* r0 = 2 * kp < n ? amx_cache_row(t, t.v_head, key0 + 2 * kp) : nullptr;
-        const uint8_t* r1 = 2 * kp + 1 < n ? amx_cache_row(t, t.v_head, key0 + 2 * kp + 1) : nullptr;
-        for (int g = 0; g < L.groups; ++g) {
-            const int left = d - 16 * g;
-            const __m512 v0 = r0 ? amx_load16(r0, t.dtype, 16 * g, left) : _mm512_setzero_ps();
-            const __m512 v1 = r1 ? amx_load16(r1, t.dtype, 16 * g, left) : _mm512_setzero_ps();
+    amx_step_rows(t, t.v_head, key0, n, zero_row, rows);
+    for (int g = 0; g < L.groups; ++g) {
+        const __mmask16 m = amx_first_lanes(d - 16 * g);
+        for (int kp = 0; kp < kAmxKeys / 2; ++kp) {
+            const __m512 v0 = amx_load16<DT>(rows[2 * kp], 16 * g, m);
+            const __m512 v1 = amx_load16<DT>(rows[2 * kp + 1], 16 * g, m);
             _mm512_store_si512(vt + (size_t(g) * 16 + kp) * 16, _mm512_permutexvar_epi16(interleave, Bf16::pairs(v0, v1)));
         }
     }
@@ -123,13 +144,8 @@ struct IntegerBf16 {
     static __m512i pairs(__m512 lo, __m512 hi) { return detail::bf16_round_pairs(lo, hi); }
 };
 
-// Lanes 0..n-1 set (n clamped to 0..16).
-static inline __mmask16 amx_first_lanes(int n) {
-    return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
-}
-
-template <class Tiles, class Bf16 = IntegerBf16>
-void amx_attend(const Task& t) {
+template <class Tiles, class Bf16, kv::KvDtype DT>
+void amx_attend_dtype(const Task& t) {
     const int d = t.head_dim, group = t.group;
     const int rows = t.n_queries * group;
     const AmxScratchLayout L = amx_scratch_layout(rows, d);
@@ -145,6 +161,9 @@ void amx_attend(const Task& t) {
     float* const pv = base + L.pv;  // [16][64]
     int32_t* const row_pos = reinterpret_cast<int32_t*>(base + L.pos);
     const int acc_ld = L.groups * 16;
+    // Keys past the task's last position read this row: zeros (masked anyway; a finite value).
+    alignas(64) static const uint8_t kZeroRow[kAmxMaxRowBytes] = {};
+    const uint8_t* const zero_row = kZeroRow;
 
     // Query rows in bf16 A tiles; rows past `rows` are zero (their results are never read).
     for (int r = 0; r < L.a_tiles * 16; ++r) {
@@ -169,7 +188,7 @@ void amx_attend(const Task& t) {
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     const int32_t last = t.pos[t.n_queries - 1];
     for (int32_t key0 = 0; key0 <= last; key0 += kAmxKeys) {
-        amx_prepare_keys<Bf16>(t, L, key0, std::min<int32_t>(kAmxKeys, last - key0 + 1), kt, vt);
+        amx_prepare_keys<DT, Bf16>(t, L, key0, std::min<int32_t>(kAmxKeys, last - key0 + 1), zero_row, kt, vt);
         for (int a = 0; a < L.a_tiles; ++a) {
             const int valid = std::min(16, rows - 16 * a);
             if (row_pos[16 * a + valid - 1] < key0) continue;  // positions grow with the row: none sees these keys
@@ -261,6 +280,18 @@ void amx_attend(const Task& t) {
         const float* arow = acc + size_t(r) * acc_ld;
         for (int c = 0; c < d; c += 16)
             _mm512_mask_storeu_ps(out + c, amx_first_lanes(d - c), _mm512_div_ps(_mm512_load_ps(arow + c), l));
+    }
+}
+
+// The walk for the task's cache type (f16 and bf16 are what the method takes; f32 for completeness).
+template <class Tiles, class Bf16 = IntegerBf16>
+void amx_attend(const Task& t) {
+    if (t.row_bytes > size_t(kAmxMaxRowBytes)) fail("amx attention: rows of {} bytes (head_dim {}) exceed {}", t.row_bytes, t.head_dim, kAmxMaxRowBytes);
+    switch (t.dtype) {
+        case kv::KvDtype::f16: return amx_attend_dtype<Tiles, Bf16, kv::KvDtype::f16>(t);
+        case kv::KvDtype::bf16: return amx_attend_dtype<Tiles, Bf16, kv::KvDtype::bf16>(t);
+        case kv::KvDtype::f32: return amx_attend_dtype<Tiles, Bf16, kv::KvDtype::f32>(t);
+        default: fail("amx attention: KV cache type {} is not f32, f16 or bf16", kv::kv_dtype_name(t.dtype));
     }
 }
 
