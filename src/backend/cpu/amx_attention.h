@@ -102,10 +102,13 @@ static inline void amx_transpose16(__m512i* r) {
     }
 }
 
-// Keys key0 .. key0 + 31 (only the first n exist; the rest are zero) into the step's B tiles:
-// K: kt[col block][half][pair][key], V: vt[group][key pair][dim] (dword = bf16 pair, low half first).
+// Keys key0 .. key0 + 31 (only the first n exist; the rest are zero) into the step's tiles:
+// K: kt[col block][half][pair][key] (B tiles), V: vt[group][key pair][dim] (B tiles; dword = bf16
+// pair, low half first).
 // zero_row: row_bytes of zeros.
-template <kv::KvDtype DT, class Bf16>
+// With KeysAsRows (the decode form), K stays in row order instead: kt[col block][half][key][pair],
+// A tiles of 16 keys.
+template <kv::KvDtype DT, class Bf16, bool KeysAsRows>
 void amx_prepare_keys(const Task& t, const AmxScratchLayout& L, int32_t key0, int n, const uint8_t* zero_row, uint32_t* kt,
                       uint32_t* vt) {
     const int d = t.head_dim;
@@ -117,7 +120,7 @@ void amx_prepare_keys(const Task& t, const AmxScratchLayout& L, int32_t key0, in
             __m512i r[16];
             for (int j = 0; j < 16; ++j)
                 r[j] = Bf16::pairs(amx_load16<DT>(rows[16 * cb + j], 32 * h, lo), amx_load16<DT>(rows[16 * cb + j], 32 * h + 16, hi));
-            amx_transpose16(r);
+            if constexpr (!KeysAsRows) amx_transpose16(r);
             uint32_t* dst = kt + (size_t(cb) * L.halves + h) * 256;
             for (int p = 0; p < 16; ++p) _mm512_store_si512(dst + p * 16, r[p]);
         }
@@ -144,7 +147,55 @@ struct IntegerBf16 {
     static __m512i pairs(__m512 lo, __m512 hi) { return detail::bf16_round_pairs(lo, hi); }
 };
 
-template <class Tiles, class Bf16, kv::KvDtype DT>
+// P.V for the A tile `ATile` (P, bf16 pairs of keys) over the step's V tiles, Chunk (3 or 4) column
+// tiles of 16 dims at a time into C tiles 0..Chunk-1, each chunk stored into pv ([16][64] floats)
+// and added: acc = fma(acc, alpha, PV) for the first `valid` rows (acc rows acc_ld apart).
+template <class Tiles, int ATile, int Chunk>
+void amx_pv(const uint32_t* vt, int groups, int valid, const float* alpha, float* acc, int acc_ld, float* pv) {
+    static_assert(Chunk == 3 || Chunk == 4);
+    for (int g0 = 0; g0 < groups; g0 += Chunk) {
+        const int ng = std::min(Chunk, groups - g0);
+        Tiles::template zero<0>();
+        Tiles::template zero<1>();
+        Tiles::template zero<2>();
+        Tiles::template load<5>(vt + size_t(g0) * 256, 64);
+        Tiles::template dpbf16ps<0, ATile, 5>();
+        if (ng > 1) {
+            Tiles::template load<5>(vt + size_t(g0 + 1) * 256, 64);
+            Tiles::template dpbf16ps<1, ATile, 5>();
+        }
+        if (ng > 2) {
+            Tiles::template load<5>(vt + size_t(g0 + 2) * 256, 64);
+            Tiles::template dpbf16ps<2, ATile, 5>();
+        }
+        if constexpr (Chunk == 4) {
+            Tiles::template zero<3>();
+            if (ng > 3) {
+                Tiles::template load<5>(vt + size_t(g0 + 3) * 256, 64);
+                Tiles::template dpbf16ps<3, ATile, 5>();
+            }
+        }
+        Tiles::template store<0>(pv, 256);
+        if (ng > 1) Tiles::template store<1>(pv + 16, 256);
+        if (ng > 2) Tiles::template store<2>(pv + 32, 256);
+        if constexpr (Chunk == 4)
+            if (ng > 3) Tiles::template store<3>(pv + 48, 256);
+        for (int r = 0; r < valid; ++r) {
+            const __m512 al = _mm512_set1_ps(alpha[r]);
+            float* arow = acc + size_t(r) * acc_ld + 16 * g0;
+            for (int g = 0; g < ng; ++g)
+                _mm512_store_ps(arow + 16 * g, _mm512_fmadd_ps(_mm512_load_ps(arow + 16 * g), al, _mm512_load_ps(pv + r * 64 + 16 * g)));
+        }
+    }
+}
+
+// Decode is the task of at most 16 query heads (one A tile: a decode token, a short run). It takes the
+// decode form: scores as K.Q^T, K in row order as A tiles (no transposes of K for a single tile of
+// queries), Q^T as B tiles (transposed once a task), the 16-key x 16-row C tiles transposed back to
+// rows. Each score is the same bits: the tile's two chains per 32 dims multiply the same pairs in
+// the same order, and a product does not depend on which operand is which. Its A and C tiles of P.V
+// take just the task's rows (P in tile 3, P.V in tiles 0-2), the score tiles 16 keys.
+template <class Tiles, class Bf16, kv::KvDtype DT, bool Decode>
 void amx_attend_dtype(const Task& t) {
     const int d = t.head_dim, group = t.group;
     const int rows = t.n_queries * group;
@@ -178,32 +229,57 @@ void amx_attend_dtype(const Task& t) {
     }
     std::memset(acc, 0, sizeof(float) * size_t(L.a_tiles) * 16 * acc_ld);
 
-    // A task of fewer than 16 query heads (a decode token) configures its A and C tiles with just
-    // those rows: the tile unit's time grows with the rows, and each row's result is its own.
-    const int tile_rows = L.a_tiles == 1 ? rows : 16;
     detail::AmxConfig cfg;
-    for (int i = 0; i < 8; ++i) cfg.rows[i] = uint8_t(i == 5 ? 16 : tile_rows), cfg.colsb[i] = 64;
+    for (int i = 0; i < 8; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
+    if constexpr (Decode) {
+        // P.V's A and C tiles with just the task's rows: the tile unit's time grows with the rows.
+        for (int i = 0; i < 4; ++i) cfg.rows[i] = uint8_t(rows);
+        for (int h = 0; h < L.halves; ++h) {  // Q^T: B tiles of 16 pairs x 16 rows
+            __m512i q[16];
+            for (int r = 0; r < 16; ++r) q[r] = _mm512_load_si512(qt + size_t(h) * 256 + r * 16);
+            amx_transpose16(q);
+            for (int r = 0; r < 16; ++r) _mm512_store_si512(qt + size_t(h) * 256 + r * 16, q[r]);
+        }
+    }
     Tiles::load_config(cfg);
     const __m512 scale = _mm512_set1_ps(t.scale);
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     const int32_t last = t.pos[t.n_queries - 1];
     for (int32_t key0 = 0; key0 <= last; key0 += kAmxKeys) {
-        amx_prepare_keys<DT, Bf16>(t, L, key0, std::min<int32_t>(kAmxKeys, last - key0 + 1), zero_row, kt, vt);
+        amx_prepare_keys<DT, Bf16, Decode>(t, L, key0, std::min<int32_t>(kAmxKeys, last - key0 + 1), zero_row, kt, vt);
         for (int a = 0; a < L.a_tiles; ++a) {
             const int valid = std::min(16, rows - 16 * a);
             if (row_pos[16 * a + valid - 1] < key0) continue;  // positions grow with the row: none sees these keys
-            // Scores of 16 rows x 32 keys.
+            // Scores of 16 rows x 32 keys, into s[row][key].
             Tiles::template zero<6>();
             Tiles::template zero<7>();
-            for (int h = 0; h < L.halves; ++h) {
-                Tiles::template load<4>(qt + (size_t(a) * L.halves + h) * 256, 64);
-                Tiles::template load<5>(kt + size_t(h) * 256, 64);
-                Tiles::template dpbf16ps<6, 4, 5>();
-                Tiles::template load<5>(kt + (size_t(L.halves) + h) * 256, 64);
-                Tiles::template dpbf16ps<7, 4, 5>();
+            if constexpr (Decode) {
+                for (int h = 0; h < L.halves; ++h) {
+                    Tiles::template load<5>(qt + size_t(h) * 256, 64);
+                    Tiles::template load<4>(kt + size_t(h) * 256, 64);
+                    Tiles::template dpbf16ps<6, 4, 5>();
+                    Tiles::template load<4>(kt + (size_t(L.halves) + h) * 256, 64);
+                    Tiles::template dpbf16ps<7, 4, 5>();
+                }
+                Tiles::template store<6>(pv, 64);        // [key 0..15][row]
+                Tiles::template store<7>(pv + 256, 64);  // [key 16..31][row]
+                for (int half = 0; half < 2; ++half) {
+                    __m512i c[16];
+                    for (int k = 0; k < 16; ++k) c[k] = _mm512_load_si512(pv + half * 256 + k * 16);
+                    amx_transpose16(c);
+                    for (int r = 0; r < 16; ++r) _mm512_store_si512(s + r * 32 + half * 16, c[r]);
+                }
+            } else {
+                for (int h = 0; h < L.halves; ++h) {
+                    Tiles::template load<4>(qt + (size_t(a) * L.halves + h) * 256, 64);
+                    Tiles::template load<5>(kt + size_t(h) * 256, 64);
+                    Tiles::template dpbf16ps<6, 4, 5>();
+                    Tiles::template load<5>(kt + (size_t(L.halves) + h) * 256, 64);
+                    Tiles::template dpbf16ps<7, 4, 5>();
+                }
+                Tiles::template store<6>(s, 128);
+                Tiles::template store<7>(s + 16, 128);
             }
-            Tiles::template store<6>(s, 128);
-            Tiles::template store<7>(s + 16, 128);
             // The online softmax of each row. Pass 1: scaled, masked scores (back into s) and each
             // row's new running max; the 16 rows' rescaling factors in one vector exp.
             alignas(64) float m_new[16], alpha[16];
@@ -237,39 +313,13 @@ void amx_attend_dtype(const Task& t) {
                 run_sum[row] = std::fma(run_sum[row], alpha[r], _mm512_reduce_add_ps(_mm512_add_ps(p0, p1)));
                 _mm512_store_si512(pt + r * 16, Bf16::pairs(p0, p1));
             }
-            // P.V, up to 4 column tiles of 16 dims at a time, then acc = fma(acc, alpha, PV).
-            Tiles::template load<4>(pt, 64);
-            for (int g0 = 0; g0 < L.groups; g0 += 4) {
-                const int ng = std::min(4, L.groups - g0);
-                Tiles::template zero<0>();
-                Tiles::template zero<1>();
-                Tiles::template zero<2>();
-                Tiles::template zero<3>();
-                Tiles::template load<5>(vt + size_t(g0) * 256, 64);
-                Tiles::template dpbf16ps<0, 4, 5>();
-                if (ng > 1) {
-                    Tiles::template load<5>(vt + size_t(g0 + 1) * 256, 64);
-                    Tiles::template dpbf16ps<1, 4, 5>();
-                }
-                if (ng > 2) {
-                    Tiles::template load<5>(vt + size_t(g0 + 2) * 256, 64);
-                    Tiles::template dpbf16ps<2, 4, 5>();
-                }
-                if (ng > 3) {
-                    Tiles::template load<5>(vt + size_t(g0 + 3) * 256, 64);
-                    Tiles::template dpbf16ps<3, 4, 5>();
-                }
-                Tiles::template store<0>(pv, 256);
-                if (ng > 1) Tiles::template store<1>(pv + 16, 256);
-                if (ng > 2) Tiles::template store<2>(pv + 32, 256);
-                if (ng > 3) Tiles::template store<3>(pv + 48, 256);
-                for (int r = 0; r < valid; ++r) {
-                    const __m512 al = _mm512_set1_ps(alpha[r]);
-                    float* arow = acc + size_t(16 * a + r) * acc_ld + 16 * g0;
-                    for (int g = 0; g < ng; ++g)
-                        _mm512_store_ps(arow + 16 * g, _mm512_fmadd_ps(_mm512_load_ps(arow + 16 * g), al,
-                                                                       _mm512_load_ps(pv + r * 64 + 16 * g)));
-                }
+            // P.V, then acc = fma(acc, alpha, PV).
+            if constexpr (Decode) {
+                Tiles::template load<3>(pt, 64);
+                amx_pv<Tiles, 3, 3>(vt, L.groups, valid, alpha, acc, acc_ld, pv);
+            } else {
+                Tiles::template load<4>(pt, 64);
+                amx_pv<Tiles, 4, 4>(vt, L.groups, valid, alpha, acc + size_t(16 * a) * acc_ld, acc_ld, pv);
             }
         }
     }
@@ -283,14 +333,20 @@ void amx_attend_dtype(const Task& t) {
     }
 }
 
+template <class Tiles, class Bf16, kv::KvDtype DT>
+void amx_attend_form(const Task& t) {
+    if (t.n_queries * t.group <= 16) return amx_attend_dtype<Tiles, Bf16, DT, true>(t);
+    amx_attend_dtype<Tiles, Bf16, DT, false>(t);
+}
+
 // The walk for the task's cache type (f16 and bf16 are what the method takes; f32 for completeness).
 template <class Tiles, class Bf16 = IntegerBf16>
 void amx_attend(const Task& t) {
     if (t.row_bytes > size_t(kAmxMaxRowBytes)) fail("amx attention: rows of {} bytes (head_dim {}) exceed {}", t.row_bytes, t.head_dim, kAmxMaxRowBytes);
     switch (t.dtype) {
-        case kv::KvDtype::f16: return amx_attend_dtype<Tiles, Bf16, kv::KvDtype::f16>(t);
-        case kv::KvDtype::bf16: return amx_attend_dtype<Tiles, Bf16, kv::KvDtype::bf16>(t);
-        case kv::KvDtype::f32: return amx_attend_dtype<Tiles, Bf16, kv::KvDtype::f32>(t);
+        case kv::KvDtype::f16: return amx_attend_form<Tiles, Bf16, kv::KvDtype::f16>(t);
+        case kv::KvDtype::bf16: return amx_attend_form<Tiles, Bf16, kv::KvDtype::bf16>(t);
+        case kv::KvDtype::f32: return amx_attend_form<Tiles, Bf16, kv::KvDtype::f32>(t);
         default: fail("amx attention: KV cache type {} is not f32, f16 or bf16", kv::kv_dtype_name(t.dtype));
     }
 }
