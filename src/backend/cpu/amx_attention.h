@@ -78,7 +78,7 @@ static inline void amx_step_rows(const Task& t, const uint8_t* base, int32_t key
 
 // Transposes 16 rows of 16 dwords in place: r[i][j] becomes r[j][i] (unpacks within 128-bit lanes,
 // then 128-bit lane shuffles).
-static inline void amx_transpose16(__m512i* r) {
+__attribute__((always_inline)) inline void amx_transpose16(__m512i* r) {
     __m512i a[16], b[16];
     for (int i = 0; i < 8; ++i) {
         a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
@@ -151,7 +151,7 @@ struct IntegerBf16 {
 // tiles of 16 dims at a time into C tiles 0..Chunk-1, each chunk stored into pv ([16][64] floats)
 // and added: acc = fma(acc, alpha, PV) for the first `valid` rows (acc rows acc_ld apart).
 template <class Tiles, int ATile, int Chunk>
-void amx_pv(const uint32_t* vt, int groups, int valid, const float* alpha, float* acc, int acc_ld, float* pv) {
+__attribute__((always_inline)) inline void amx_pv(const uint32_t* vt, int groups, int valid, const float* alpha, float* acc, int acc_ld, float* pv) {
     static_assert(Chunk == 3 || Chunk == 4);
     for (int g0 = 0; g0 < groups; g0 += Chunk) {
         const int ng = std::min(Chunk, groups - g0);
