@@ -21,6 +21,7 @@
 //   kv_write, gather           exact the same floats stored or copied (K/V rounded the same way;
 //                                    q8 rows quantised by the format's float rule)
 #include <fmt/format.h>
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <iterator>
 #include <optional>
@@ -46,6 +47,16 @@ const int32_t kHeadDims[] = {8, 24, 40, 64, 80};
 constexpr double kEmbedTolerance = 1e-6;
 constexpr double kOpTolerance = 1e-5;
 constexpr double kAttentionTolerance = 3e-5;
+// PAGODA_ATTENTION=amx_bf16 in the environment makes the CPU backend round f16 and bf16 caches'
+// attention to bf16 on AMX tiles where they run (backend/cpu/attention.h): bf16's error, not f32's.
+// That method is held to its own references in tests/backend/cpu/amx_attention_test.cpp; here such a
+// run is compared at bf16's tolerance (the worst seen: 0.8 % of max |want|).
+constexpr double kBf16AttentionTolerance = 3e-2;
+double attention_tolerance(KvDtype dtype) {
+    const char* env = std::getenv("PAGODA_ATTENTION");
+    const bool bf16_method = env && std::string(env) == "amx_bf16";
+    return bf16_method && (dtype == KvDtype::f16 || dtype == KvDtype::bf16) ? kBf16AttentionTolerance : kAttentionTolerance;
+}
 constexpr double kQ8VersusF16Tolerance = 5e-2;
 
 double matmul_tolerance(GgmlType type) {
@@ -580,7 +591,7 @@ TEST_P(Conformance, PagedAttention) {
             continue;
         }
         auto [got, want] = both([&](Side& s) { return run_attention(s, c, uint32_t(100 + trial)); });
-        EXPECT_TRUE(close(got, want, kAttentionTolerance)) << c.label();
+        EXPECT_TRUE(close(got, want, attention_tolerance(c.layout.dtype))) << c.label();
     }
 }
 
