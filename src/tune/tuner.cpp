@@ -147,7 +147,7 @@ std::vector<AttentionShape> attention_shapes(const model::StepModelInfo& info, b
 
 // The attention method installed when it was made, put back when it goes (the timings switch it).
 struct AttentionMethodRestored {
-    kernels::AttentionMethod saved = kernels::attention_method();
+    std::optional<kernels::AttentionMethod> saved = kernels::installed_attention_method();
     ~AttentionMethodRestored() { kernels::set_attention_method(saved); }
 };
 

@@ -159,7 +159,7 @@ TEST(BatchInvariance, RandomF16ModelWithAmxAttentionAloneVersusBatched) {
     if (active_isa() != Isa::avx512) GTEST_SKIP() << "the AMX attention method needs the avx512 path (PAGODA_ISA or the CPU chose another)";
     kernels::testing::AmxGuard amx;
     struct MethodGuard {
-        kernels::AttentionMethod saved = kernels::attention_method();
+        std::optional<kernels::AttentionMethod> saved = kernels::installed_attention_method();
         ~MethodGuard() { kernels::set_attention_method(saved); }
     } method_guard;
     set_amx_enabled(true);

@@ -62,6 +62,7 @@ TEST(KernelPlanAttention, TheEnvironmentWinsOverThePlan) {
     set_isa(Isa::avx512);
     set_amx_enabled(true);
     set_amx_emulation(true);
+    set_attention_method(std::nullopt);  // nothing installed: the environment or a plan decides
     const char* old = std::getenv("PAGODA_ATTENTION");
     const std::string saved = old ? old : "";
     setenv("PAGODA_ATTENTION", "simd", 1);

@@ -148,19 +148,30 @@ std::vector<ShareGroup> share_groups(const PagedAttentionBatch& b, const std::ve
 }  // namespace
 
 namespace {
-std::atomic<int> g_attention_method{int(AttentionMethod::simd)};
+std::atomic<int> g_attention_method{-1};  // -1: nothing installed
 std::atomic<uint64_t> g_amx_attention_dispatch{0};
 }  // namespace
 
 AttentionMethod attention_method() {
+    if (const int v = g_attention_method.load(); v >= 0) return AttentionMethod(v);
     if (const char* env = std::getenv("PAGODA_ATTENTION"); env && *env) {
         if (auto m = parse_attention_method(env)) return *m;
         fail("PAGODA_ATTENTION={} is not one of simd, amx_bf16", env);
     }
-    return AttentionMethod(g_attention_method.load());
+    return AttentionMethod::simd;
 }
 
-void set_attention_method(AttentionMethod m) { g_attention_method.store(int(m)); }
+void set_attention_method(std::optional<AttentionMethod> m) { g_attention_method.store(m ? int(*m) : -1); }
+
+std::optional<AttentionMethod> installed_attention_method() {
+    const int v = g_attention_method.load();
+    return v >= 0 ? std::optional<AttentionMethod>(AttentionMethod(v)) : std::nullopt;
+}
+
+bool attention_method_in_environment() {
+    const char* env = std::getenv("PAGODA_ATTENTION");
+    return env && *env;
+}
 
 bool amx_attention_runs_here() { return amx_bf16_tiles_run_here(); }
 

@@ -39,6 +39,7 @@
 // including the tokens of this very batch.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "core/thread_pool.h"
 #include "backend/cpu/attention_method.h"
@@ -89,11 +90,15 @@ struct PagedAttentionBatch {
 // walk) and the model has no sliding window and no soft cap. Otherwise the call takes the simd walk;
 // every one of those conditions is fixed for a process and model, so a model's tokens all take one
 // method.
-// attention_method(): set_attention_method()'s value; before any, PAGODA_ATTENTION=simd|amx_bf16
-// (any other value throws); else simd. The environment variable wins over set_attention_method
-// (tests and users pin the method with it, over a profile's choice).
+// attention_method(): what set_attention_method() installed; while nothing is (or after
+// set_attention_method(std::nullopt)), PAGODA_ATTENTION=simd|amx_bf16 (any other value throws), else
+// simd. A kernel plan installs its choice only where PAGODA_ATTENTION is unset (kernel_plan.h), so
+// the environment wins over a profile; tests that exercise one method install it and so hold it
+// whatever the environment says.
 AttentionMethod attention_method();
-void set_attention_method(AttentionMethod m);
+void set_attention_method(std::optional<AttentionMethod> m);
+std::optional<AttentionMethod> installed_attention_method();  // what set_attention_method holds (for guards)
+bool attention_method_in_environment();                     // PAGODA_ATTENTION is set (non-empty)
 bool amx_attention_runs_here();  // AMX bf16 tiles (or the emulation hook) and the avx512 path
 bool amx_attention_applies(kv::KvDtype dtype, int32_t sliding_window, float softcap);
 uint64_t amx_attention_dispatch_count();  // paged_attention calls that took amx_bf16 since start (tests)

@@ -107,13 +107,14 @@ void set_kernel_plan(const KernelPlan& plan) {
     for (auto& t : p->types)
         for (auto& r : t.ranges) r.tiles.kc = (r.tiles.kc + 255) / 256 * 256;  // as set_gemm_tiles rounds
     std::lock_guard<std::mutex> lock(g_plan_mutex);
-    set_attention_method(plan.attention.value_or(AttentionMethod::simd));
+    // PAGODA_ATTENTION wins over a profile: then the plan installs nothing (attention.h).
+    if (!attention_method_in_environment()) set_attention_method(plan.attention.value_or(AttentionMethod::simd));
     g_plan = std::move(p);
 }
 
 void clear_kernel_plan() {
     std::lock_guard<std::mutex> lock(g_plan_mutex);
-    set_attention_method(AttentionMethod::simd);
+    set_attention_method(std::nullopt);  // back to PAGODA_ATTENTION, else simd
     g_plan.reset();
 }
 

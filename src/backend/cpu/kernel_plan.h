@@ -27,7 +27,8 @@
 //  - The plan may name the attention method (attention.h, attention_method.h): one per process, like
 //    a type's method (amx_bf16 and simd differ in their bits), measured by `pagoda tune` where AMX
 //    bf16 runs and the model's attention is plain. set_kernel_plan installs it (absent: simd) with
-//    set_attention_method; clear_kernel_plan puts simd back; PAGODA_ATTENTION, when set, wins.
+//    set_attention_method unless PAGODA_ATTENTION is set, which wins; clear_kernel_plan uninstalls
+//    it (back to PAGODA_ATTENTION, else simd).
 //    A plan naming amx_bf16 where amx_attention_runs_here() is false is refused.
 #pragma once
 #include <cstdint>

@@ -12,6 +12,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "backend/cpu/amx_test_util.h"
 #include "backend/cpu/attention.h"
@@ -32,7 +34,7 @@ float bf16_rounded(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 struct AmxAttentionMode {
     IsaGuard isa;
     AmxGuard amx;
-    AttentionMethod saved = attention_method();
+    std::optional<AttentionMethod> saved = installed_attention_method();
     explicit AmxAttentionMode(bool emulated) {
         set_isa(Isa::avx512);
         set_amx_enabled(true);
@@ -253,15 +255,24 @@ TEST(AmxAttention, WhatItDoesNotTakeRunsTheSimdWalk) {
     }
 }
 
+// PAGODA_ATTENTION chooses while no method is installed; an installed one (a test's) holds.
 TEST(AmxAttention, EnvironmentChoosesTheMethodAndRefusesOthers) {
-    const AttentionMethod saved = attention_method();
-    set_attention_method(AttentionMethod::simd);
+    const std::optional<AttentionMethod> saved = installed_attention_method();
+    const char* env = std::getenv("PAGODA_ATTENTION");
+    const std::string saved_env = env ? env : "";
+    set_attention_method(std::nullopt);
     ASSERT_EQ(setenv("PAGODA_ATTENTION", "amx_bf16", 1), 0);
+    EXPECT_TRUE(attention_method_in_environment());
     EXPECT_EQ(attention_method(), AttentionMethod::amx_bf16);
+    set_attention_method(AttentionMethod::simd);
+    EXPECT_EQ(attention_method(), AttentionMethod::simd);
+    set_attention_method(std::nullopt);
     ASSERT_EQ(setenv("PAGODA_ATTENTION", "flash", 1), 0);
     EXPECT_THROW(attention_method(), Error);
     ASSERT_EQ(unsetenv("PAGODA_ATTENTION"), 0);
+    EXPECT_FALSE(attention_method_in_environment());
     EXPECT_EQ(attention_method(), AttentionMethod::simd);
+    if (!saved_env.empty()) setenv("PAGODA_ATTENTION", saved_env.c_str(), 1);
     set_attention_method(saved);
 }
 

@@ -66,6 +66,7 @@ void expect_every_dtype_and_isa_matches_reference(kv::KvLayout L, int32_t group,
 
 TEST(PagedAttention, MatchesNaiveReferenceAcrossBlockSizesGqaDtypesAndIsas) {
     IsaGuard guard;
+    SimdAttention simd;
     ThreadPool threads(2);
     const int32_t head_dims[] = {8, 64, 128, 20, 3};
     int config = 0;
@@ -90,6 +91,7 @@ TEST(PagedAttention, MatchesNaiveReferenceAcrossBlockSizesGqaDtypesAndIsas) {
 // query's window hold junk the kernel must never read (they may have been freed and reused).
 TEST(PagedAttention, SlidingWindowEdgesAndSoftCapOnEveryIsa) {
     IsaGuard guard;
+    SimdAttention simd;
     ThreadPool threads(2);
     int config = 0;
     for (int32_t window : {1, 2, 63, 64, 65, 129, 1000}) {
@@ -133,6 +135,7 @@ TEST(PagedAttention, SlidingWindowEdgesAndSoftCapOnEveryIsa) {
 
 TEST(PagedAttention, LongContextWithPeakySoftmax) {
     IsaGuard guard;
+    SimdAttention simd;
     ThreadPool threads(2);
     kv::KvLayout L;
     L.n_layers = 1;
@@ -157,6 +160,7 @@ TEST(PagedAttention, LongContextWithPeakySoftmax) {
 // worst seen is 0.0039 (a query at position 0 returns its one V row) against exact, 0.0041 against f16.
 TEST(PagedAttention, Q8StaysCloseToF16AndExact) {
     IsaGuard guard;
+    SimdAttention simd;
     ThreadPool threads(2);
     for (int32_t d : {64, 128, 20}) {
         for (float q_gain : {1.0f, 4.0f}) {
@@ -190,6 +194,7 @@ TEST(PagedAttention, Q8StaysCloseToF16AndExact) {
 // A token's output must be bitwise identical alone and inside any batch, with 1 or 2 threads.
 TEST(PagedAttention, BatchInvariantBitwise) {
     IsaGuard guard;
+    SimdAttention simd;
     kv::KvLayout L;
     L.n_layers = 1;
     L.n_kv_heads = 2;
@@ -237,6 +242,7 @@ TEST(PagedAttention, BatchInvariantBitwise) {
 // within one tile, across tiles and block edges; sliding windows and a soft cap.
 TEST(PagedAttention, DecodeTasksOverSeveralKvHeadsMatchTheTileWalkBitwise) {
     IsaGuard guard;
+    SimdAttention simd;
     struct Shape {
         int32_t head_dim, block_size, group;
     };
@@ -314,6 +320,7 @@ void share_prefix(Scenario& s, size_t i, int32_t tokens) {
 // (kMaxShareSeqs), tokens inside a shared tile; a soft cap, and a window (no sharing then).
 TEST(PagedAttention, DecodeTokensSharingPrefixBlocksGetTheirAloneBitsBitwise) {
     IsaGuard guard;
+    SimdAttention simd;
     struct Shape {
         int32_t head_dim, block_size, group, n_kv;
     };
@@ -371,6 +378,7 @@ TEST(PagedAttention, DecodeTokensSharingPrefixBlocksGetTheirAloneBitsBitwise) {
 
 TEST(PagedAttention, PrefillBatchesMatchNaiveReference) {
     IsaGuard guard;
+    SimdAttention simd;
     ThreadPool threads(2);
     const int32_t head_dims[] = {64, 20, 3, 128, 16};
     int config = 0;
@@ -393,6 +401,7 @@ TEST(PagedAttention, PrefillBatchesMatchNaiveReference) {
 // 7 tokens, with the sequences in the other order, and with 1 or 2 threads.
 TEST(PagedAttention, PrefillBatchInvariantBitwise) {
     IsaGuard guard;
+    SimdAttention simd;
     struct Shape {
         int32_t head_dim, group, block_size;
         KvDtype dtype;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,13 @@ inline std::vector<Isa> available_isas() {
 struct IsaGuard {
     Isa saved = active_isa();
     ~IsaGuard() { set_isa(saved); }
+};
+
+// The simd walk for the guard's lifetime, whatever PAGODA_ATTENTION says (these tests are its own).
+struct SimdAttention {
+    std::optional<AttentionMethod> saved = installed_attention_method();
+    SimdAttention() { set_attention_method(AttentionMethod::simd); }
+    ~SimdAttention() { set_attention_method(saved); }
 };
 
 inline float stored(KvDtype dtype, float x) {
