@@ -13,6 +13,8 @@
 //           the running sum l = fma(l, alpha, sum p) (the 32 p summed by one fixed lane tree);
 //   P.V     p rounded to bf16, P.V on TDPBF16PS into C tiles from zero, then acc = fma(acc, alpha, PV).
 // At the end out = acc / l per row. Keys past the task's last position are zero rows (masked).
+// A task of at most 16 query heads (a decode token) takes the decode form, the same bits with less
+// data movement (amx_attend_dtype).
 //
 // Batch invariance: a row's arithmetic — its steps, the values in its A row, its masks, every
 // reduction — depends only on its own query, its position and the cache rows up to it. A row sees
@@ -151,7 +153,8 @@ struct IntegerBf16 {
 // tiles of 16 dims at a time into C tiles 0..Chunk-1, each chunk stored into pv ([16][64] floats)
 // and added: acc = fma(acc, alpha, PV) for the first `valid` rows (acc rows acc_ld apart).
 template <class Tiles, int ATile, int Chunk>
-__attribute__((always_inline)) inline void amx_pv(const uint32_t* vt, int groups, int valid, const float* alpha, float* acc, int acc_ld, float* pv) {
+__attribute__((always_inline)) inline void amx_pv(const uint32_t* vt, int groups, int valid, const float* alpha, float* acc,
+                                                  int acc_ld, float* pv) {
     static_assert(Chunk == 3 || Chunk == 4);
     for (int g0 = 0; g0 < groups; g0 += Chunk) {
         const int ng = std::min(Chunk, groups - g0);
@@ -342,7 +345,8 @@ void amx_attend_form(const Task& t) {
 // The walk for the task's cache type (f16 and bf16 are what the method takes; f32 for completeness).
 template <class Tiles, class Bf16 = IntegerBf16>
 void amx_attend(const Task& t) {
-    if (t.row_bytes > size_t(kAmxMaxRowBytes)) fail("amx attention: rows of {} bytes (head_dim {}) exceed {}", t.row_bytes, t.head_dim, kAmxMaxRowBytes);
+    if (t.row_bytes > size_t(kAmxMaxRowBytes))
+        fail("amx attention: rows of {} bytes (head_dim {}) exceed {}", t.row_bytes, t.head_dim, kAmxMaxRowBytes);
     switch (t.dtype) {
         case kv::KvDtype::f16: return amx_attend_form<Tiles, Bf16, kv::KvDtype::f16>(t);
         case kv::KvDtype::bf16: return amx_attend_form<Tiles, Bf16, kv::KvDtype::bf16>(t);

@@ -83,12 +83,7 @@ void expect_matches_references(bool emulated) {
     for (int32_t bs : {1, 16, 256}) {
         for (int32_t group : {1, 3, 8}) {
             for (KvDtype dtype : {KvDtype::f16, KvDtype::bf16}) {
-                kv::KvLayout L;
-                L.n_layers = 1;
-                L.n_kv_heads = group == 8 ? 1 : 2;
-                L.head_dim = head_dims[config % 6];
-                L.block_size = bs;
-                L.dtype = dtype;
+                const kv::KvLayout L = one_layer(group == 8 ? 1 : 2, head_dims[config % 6], bs, dtype);
                 std::vector<int32_t> lens = {45 + config, 100 + 5 * config, 230 + 11 * config};
                 Scenario s = make_scenario(L, group, lens, prefill_queries(lens, config), uint32_t(900 + config),
                                            config % 2 == 0 ? 3.0f : 1.0f);
@@ -119,12 +114,7 @@ TEST(AmxAttention, LongContextWithPeakySoftmax) {
     if (!avx512_here()) GTEST_SKIP() << kNoAvx512;
     AmxAttentionMode mode(!amx_bf16_hardware_here());
     ThreadPool threads(2);
-    kv::KvLayout L;
-    L.n_layers = 1;
-    L.n_kv_heads = 2;
-    L.head_dim = 64;
-    L.block_size = 16;
-    L.dtype = KvDtype::f16;
+    const kv::KvLayout L = one_layer(2, 64, 16, KvDtype::f16);
     std::vector<int32_t> lens = {1500};
     std::vector<std::pair<int32_t, int32_t>> q;
     for (int32_t p = 1400; p < 1500; p += 9) q.push_back({0, p});
@@ -145,42 +135,11 @@ void expect_batch_invariant(bool emulated) {
     };
     for (Shape shape : {Shape{64, 8, 16, KvDtype::f16}, Shape{20, 3, 1, KvDtype::bf16}, Shape{128, 2, 256, KvDtype::bf16},
                         Shape{96, 1, 16, KvDtype::f16}}) {
-        kv::KvLayout L;
-        L.n_layers = 1;
-        L.n_kv_heads = 2;
-        L.head_dim = shape.head_dim;
-        L.block_size = shape.block_size;
-        L.dtype = shape.dtype;
-        std::vector<int32_t> lens = {300, 150};
-        std::vector<std::pair<int32_t, int32_t>> batch;
-        for (int32_t p = 210; p < 300; ++p) batch.push_back({0, p});  // chunked prefill, cached prefix
-        for (int32_t p = 0; p < 150; ++p) batch.push_back({1, p});    // whole prompt
-        Scenario full = make_scenario(L, shape.group, lens, batch, 21, 4.0f);
-        const int64_t n = full.n_tokens();
-        const size_t row = size_t(full.n_heads) * L.head_dim;
-        ThreadPool two(2), one(1);
-        const std::vector<float> together = run_amx(full, two);
-        auto same = [&](const float* got, int64_t t, const char* how) {
-            EXPECT_EQ(std::memcmp(got, together.data() + t * int64_t(row), row * sizeof(float)), 0)
-                << how << ": token " << t << " head_dim " << L.head_dim << " group " << shape.group;
-        };
-        std::vector<float> single_thread = run_kernel(full, one);
-        for (int64_t t = 0; t < n; ++t) same(single_thread.data() + t * int64_t(row), t, "1 thread");
-        for (int64_t t = 0; t < n; t += 7) {
-            std::vector<int64_t> chunk;
-            for (int64_t u = t; u < std::min(n, t + 7); ++u) chunk.push_back(u);
-            std::vector<float> got = run_subset(full, chunk, two);
-            for (size_t i = 0; i < chunk.size(); ++i) same(got.data() + i * row, chunk[i], "chunk of 7");
-        }
-        std::vector<int64_t> swapped;
-        for (int64_t t = 90; t < n; ++t) swapped.push_back(t);
-        for (int64_t t = 0; t < 90; ++t) swapped.push_back(t);
-        std::vector<float> got = run_subset(full, swapped, two);
-        for (size_t i = 0; i < swapped.size(); ++i) same(got.data() + i * row, swapped[i], "reordered");
-        for (int64_t t = 0; t < n; t += 3) {
-            std::vector<float> alone = run_subset(full, {t}, one);
-            same(alone.data(), t, "alone");
-        }
+        const kv::KvLayout L = one_layer(2, shape.head_dim, shape.block_size, shape.dtype);
+        Scenario full = two_sequence_prefill(L, shape.group);
+        const uint64_t before = amx_attention_dispatch_count();
+        expect_batch_invariant_bits(full, "head_dim " + std::to_string(L.head_dim) + " group " + std::to_string(shape.group));
+        EXPECT_GT(amx_attention_dispatch_count(), before);
     }
 }
 
@@ -199,12 +158,7 @@ TEST(AmxAttention, HardwareGivesTheEmulationsBits) {
     if (!amx_bf16_hardware_here()) GTEST_SKIP() << kNoAmxBf16;
     ThreadPool threads(2);
     for (int32_t d : {64, 128, 20}) {
-        kv::KvLayout L;
-        L.n_layers = 1;
-        L.n_kv_heads = 2;
-        L.head_dim = d;
-        L.block_size = 16;
-        L.dtype = KvDtype::f16;
+        const kv::KvLayout L = one_layer(2, d, 16, KvDtype::f16);
         std::vector<int32_t> lens = {45, 180, 333};
         Scenario s = make_scenario(L, 4, lens, prefill_queries(lens, d), 5, 3.0f);
         std::vector<float> emulated, hardware;
@@ -230,12 +184,7 @@ TEST(AmxAttention, WhatItDoesNotTakeRunsTheSimdWalk) {
         float softcap;
     };
     for (Case c : {Case{KvDtype::q8, 0, 0.f}, Case{KvDtype::f32, 0, 0.f}, Case{KvDtype::f16, 40, 0.f}, Case{KvDtype::f16, 0, 30.f}}) {
-        kv::KvLayout L;
-        L.n_layers = 1;
-        L.n_kv_heads = 2;
-        L.head_dim = 64;
-        L.block_size = 16;
-        L.dtype = c.dtype;
+        const kv::KvLayout L = one_layer(2, 64, 16, c.dtype);
         std::vector<int32_t> lens = {45, 100, 230};
         Scenario s = make_scenario(L, 2, lens, prefill_queries(lens, 1), 8);
         std::vector<float> simd, amx;

@@ -414,39 +414,10 @@ TEST(PagedAttention, PrefillBatchInvariantBitwise) {
         L.head_dim = shape.head_dim;
         L.block_size = shape.block_size;
         L.dtype = shape.dtype;
-        std::vector<int32_t> lens = {300, 150};
-        std::vector<std::pair<int32_t, int32_t>> batch;
-        for (int32_t p = 210; p < 300; ++p) batch.push_back({0, p});  // chunked prefill, cached prefix
-        for (int32_t p = 0; p < 150; ++p) batch.push_back({1, p});    // whole prompt
-        Scenario full = make_scenario(L, shape.group, lens, batch, 21, 4.0f);
-        const int64_t n = full.n_tokens();
-        const size_t row = size_t(full.n_heads) * L.head_dim;
-        std::vector<int64_t> all(static_cast<size_t>(n)), swapped;
-        std::iota(all.begin(), all.end(), 0);
-        for (int64_t t = 90; t < n; ++t) swapped.push_back(t);
-        for (int64_t t = 0; t < 90; ++t) swapped.push_back(t);
+        Scenario full = two_sequence_prefill(L, shape.group);
         for (Isa isa : available_isas()) {
             set_isa(isa);
-            ThreadPool two(2), one(1);
-            const std::vector<float> together = run_kernel(full, two);
-            auto same = [&](const float* got, int64_t t, const char* how) {
-                EXPECT_EQ(std::memcmp(got, together.data() + t * int64_t(row), row * sizeof(float)), 0)
-                    << how << ": token " << t << " isa " << isa_name(isa) << " head_dim " << L.head_dim;
-            };
-            std::vector<float> single_thread = run_kernel(full, one);
-            for (int64_t t = 0; t < n; ++t) same(single_thread.data() + t * int64_t(row), t, "1 thread");
-            for (int64_t t = 0; t < n; t += 7) {
-                std::vector<int64_t> chunk;
-                for (int64_t u = t; u < std::min(n, t + 7); ++u) chunk.push_back(u);
-                std::vector<float> got = run_subset(full, chunk, two);
-                for (size_t i = 0; i < chunk.size(); ++i) same(got.data() + i * row, chunk[i], "chunk of 7");
-            }
-            std::vector<float> got = run_subset(full, swapped, two);
-            for (size_t i = 0; i < swapped.size(); ++i) same(got.data() + i * row, swapped[i], "reordered");
-            for (int64_t t = 0; t < n; t += 3) {  // every third token decoded alone (each position class)
-                std::vector<float> alone = run_subset(full, {t}, one);
-                same(alone.data(), t, "alone");
-            }
+            expect_batch_invariant_bits(full, std::string("isa ") + isa_name(isa) + " head_dim " + std::to_string(L.head_dim));
         }
     }
 }

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/attention.h"
@@ -222,6 +223,58 @@ inline std::vector<float> run_subset(Scenario& full, const std::vector<int64_t>&
     std::vector<float> out = run_kernel(part, threads);
     full.pool = std::move(part.pool);
     return out;
+}
+
+// A one-layer KV layout.
+inline kv::KvLayout one_layer(int32_t n_kv_heads, int32_t head_dim, int32_t block_size, KvDtype dtype) {
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = n_kv_heads;
+    L.head_dim = head_dim;
+    L.block_size = block_size;
+    L.dtype = dtype;
+    return L;
+}
+
+// A long two-sequence prefill batch: sequence 0 a chunk after a cached prefix (positions 210..299),
+// sequence 1 a whole prompt of 150, blocks of the layout's size.
+inline Scenario two_sequence_prefill(const kv::KvLayout& L, int32_t group) {
+    std::vector<std::pair<int32_t, int32_t>> batch;
+    for (int32_t p = 210; p < 300; ++p) batch.push_back({0, p});  // chunked prefill, cached prefix
+    for (int32_t p = 0; p < 150; ++p) batch.push_back({1, p});    // whole prompt
+    return make_scenario(L, group, {300, 150}, batch, 21, 4.0f);
+}
+
+// Every token of `full` gets the bits it gets inside the whole batch on 2 threads also on 1 thread,
+// in chunks of 7 tokens, with the sequences in the other order (the second's 90 tokens first: the
+// shape two_sequence_prefill makes) and decoded alone (every third token). `what` names the case in
+// failures. Runs whatever attention method and ISA path are installed.
+inline void expect_batch_invariant_bits(Scenario& full, const std::string& what) {
+    const int64_t n = full.n_tokens();
+    const size_t row = size_t(full.n_heads) * full.layout.head_dim;
+    ThreadPool two(2), one(1);
+    const std::vector<float> together = run_kernel(full, two);
+    auto same = [&](const float* got, int64_t t, const char* how) {
+        EXPECT_EQ(std::memcmp(got, together.data() + t * int64_t(row), row * sizeof(float)), 0)
+            << how << ": token " << t << " " << what;
+    };
+    std::vector<float> single_thread = run_kernel(full, one);
+    for (int64_t t = 0; t < n; ++t) same(single_thread.data() + t * int64_t(row), t, "1 thread");
+    for (int64_t t = 0; t < n; t += 7) {
+        std::vector<int64_t> chunk;
+        for (int64_t u = t; u < std::min(n, t + 7); ++u) chunk.push_back(u);
+        std::vector<float> got = run_subset(full, chunk, two);
+        for (size_t i = 0; i < chunk.size(); ++i) same(got.data() + i * row, chunk[i], "chunk of 7");
+    }
+    std::vector<int64_t> swapped;
+    for (int64_t t = 90; t < n; ++t) swapped.push_back(t);
+    for (int64_t t = 0; t < 90; ++t) swapped.push_back(t);
+    std::vector<float> got = run_subset(full, swapped, two);
+    for (size_t i = 0; i < swapped.size(); ++i) same(got.data() + i * row, swapped[i], "reordered");
+    for (int64_t t = 0; t < n; t += 3) {  // every third token decoded alone (each position class)
+        std::vector<float> alone = run_subset(full, {t}, one);
+        same(alone.data(), t, "alone");
+    }
 }
 
 }  // namespace pagoda::kernels::testing
