@@ -2,7 +2,8 @@
 # Everything issue 12 still needs from an AMX host (Sapphire Rapids or later), in one run:
 #  1. the hardware variants of the AMX tests (int8 tiles against the VNNI panels bit for bit, bf16
 #     tiles against the instruction's documented arithmetic bit for bit, PAGODA_AMX end to end, the
-#     tuned threshold) — they skip elsewhere, so this script fails if any of them skipped;
+#     tuned threshold, the amx_bf16 attention method against its references, batch invariant, and
+#     bit for bit its emulation's) — they skip elsewhere, so this script fails if any of them skipped;
 #  2. pp512 / tg128 for `small` and `tinyllama` in Q4_0, Q8_0, Q4_K_M with the AMX int8 tiles
 #     (PAGODA_AMX=1) and without (PAGODA_AMX=0), and in F16 under amx_bf16, bf16_dot and f32_fma,
 #     interleaved, each with the ratio to the peak of the path it took (bench prints the AMX peaks);
@@ -27,7 +28,7 @@ if [ -z "$flags" ]; then
 fi
 
 echo "### 1. hardware tests"
-filter='AmxMatmul.Hardware*:AmxBf16Matmul.Hardware*:AmxEnv.*:TuneAmx.*'
+filter='AmxMatmul.Hardware*:AmxBf16Matmul.Hardware*:AmxAttention.Hardware*:AmxEnv.*:TuneAmx.*'
 build/tests/pagoda_tests --gtest_filter="$filter" 2>&1 | tee "$out/hardware-tests.log" | grep -E '^\[ *(OK|FAILED|SKIPPED) *\]|PASSED|FAILED' || true
 if grep -q '^\[  SKIPPED \]' "$out/hardware-tests.log"; then
   echo "some hardware tests skipped: the OS refused the tiles, or a CPUID bit is missing" >&2
