@@ -10,7 +10,8 @@
 //   scores  S = Q.K^T on TDPBF16PS (a C tile per 16 keys, one instruction per 32 dims, from zero);
 //   softmax in f32 per row: s = scale * S, keys after the row's position set to -inf, the running
 //           max m' = max(m, max s), alpha = e^(m - m'), p = e^(s - m') (exactly 0 for a masked key),
-//           the running sum l = fma(l, alpha, sum p) (the 32 p summed by one fixed lane tree);
+//           the running sum l = fma(l, alpha, sum p) (the 32 p summed in one fixed order,
+//           amx_reduce_rows);
 //   P.V     p rounded to bf16, P.V on TDPBF16PS into C tiles from zero, then acc = fma(acc, alpha, PV).
 // At the end out = acc / l per row. Keys past the task's last position are zero rows (masked).
 // A task of at most 16 query heads (a decode token) takes the decode form, the same bits with less
@@ -76,6 +77,27 @@ static inline void amx_step_rows(const Task& t, const uint8_t* base, int32_t key
         j += in_block;
     }
     for (; j < kAmxKeys; ++j) rows[j] = zero_row;
+}
+
+// Lane r of the result = the sum (Add) or the maximum of the 16 lanes of v[r]: pairs of vectors
+// folded together four times (unpack within 128-bit lanes by floats, then by pairs of floats, then
+// 128-bit lane shuffles twice), each step halving the lanes a row holds. A row's sum is always
+// reduced in the same order, whichever row it is: (lanes i and i + 2 of each 128-bit lane), then
+// (i, i + 1), then 128-bit lanes (0 + 2, 1 + 3), then those two.
+template <bool Add>
+__attribute__((always_inline)) inline __m512 amx_reduce_rows(const __m512* v) {
+    auto op = [](__m512 x, __m512 y) { return Add ? _mm512_add_ps(x, y) : _mm512_max_ps(x, y); };
+    __m512 w[8], x[4], y[2];
+    for (int i = 0; i < 8; ++i)  // rows 2i, 2i+1 as [2i, 2i+1, 2i, 2i+1] in each 128-bit lane
+        w[i] = op(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 4; ++i) {  // rows 4i .. 4i+3, one each, in each 128-bit lane
+        const __m512d a = _mm512_castps_pd(w[2 * i]), b = _mm512_castps_pd(w[2 * i + 1]);
+        x[i] = op(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    }
+    for (int i = 0; i < 2; ++i)  // rows 8i .. 8i+3 in 128-bit lanes 0-1, 8i+4 .. 8i+7 in 2-3
+        y[i] = op(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                  _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    return op(_mm512_shuffle_f32x4(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_f32x4(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 // Transposes 16 rows of 16 dwords in place: r[i][j] becomes r[j][i] (unpacks within 128-bit lanes,
@@ -283,12 +305,13 @@ void amx_attend_dtype(const Task& t) {
                 Tiles::template store<6>(s, 128);
                 Tiles::template store<7>(s + 16, 128);
             }
-            // The online softmax of each row. Pass 1: scaled, masked scores (back into s) and each
-            // row's new running max; the 16 rows' rescaling factors in one vector exp.
-            alignas(64) float m_new[16], alpha[16];
+            // The online softmax of each row. Pass 1: scaled, masked scores (back into s); the rows'
+            // maxima in one transposing reduction; the new running maxima and the 16 rows' rescaling
+            // factors in one vector each. Rows past `valid` see no key (-inf, then alpha and p 0).
+            __m512 rows_v[16];
             for (int r = 0; r < 16; ++r) {
                 if (r >= valid) {
-                    m_new[r] = -std::numeric_limits<float>::infinity();
+                    rows_v[r] = minus_inf;
                     continue;
                 }
                 const int allowed = row_pos[16 * a + r] - key0 + 1;  // keys key0 .. its position
@@ -298,24 +321,31 @@ void amx_attend_dtype(const Task& t) {
                                                        _mm512_mul_ps(_mm512_load_ps(s + r * 32 + 16), scale));
                 _mm512_store_ps(s + r * 32, x0);
                 _mm512_store_ps(s + r * 32 + 16, x1);
-                m_new[r] = std::max(run_max[16 * a + r], _mm512_reduce_max_ps(_mm512_max_ps(x0, x1)));
+                rows_v[r] = _mm512_max_ps(x0, x1);
             }
-            // A row with no key yet (m = -inf) gets alpha 0: e^(-inf) (its accumulator is zero anyway).
-            _mm512_store_ps(alpha, exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(run_max + 16 * a), _mm512_load_ps(m_new))));
-            // Pass 2: probabilities, their sums, the P rows in bf16 (rows past `valid` zero).
+            alignas(64) float m_new[16], alpha[16];
+            const __m512 m_old = _mm512_loadu_ps(run_max + 16 * a);
+            const __m512 m_vec = _mm512_max_ps(m_old, amx_reduce_rows<false>(rows_v));
+            const __m512 alpha_vec = exp_nonpositive(_mm512_sub_ps(m_old, m_vec));
+            _mm512_store_ps(m_new, m_vec);
+            _mm512_store_ps(alpha, alpha_vec);
+            _mm512_storeu_ps(run_max + 16 * a, m_vec);
+            // Pass 2: probabilities, the P rows in bf16 (rows past `valid` zero), and the rows' sums
+            // (one transposing reduction, a fixed order per row) into the running sums.
             for (int r = 0; r < 16; ++r) {
                 if (r >= valid) {
                     _mm512_store_si512(pt + r * 16, _mm512_setzero_si512());
+                    rows_v[r] = _mm512_setzero_ps();
                     continue;
                 }
                 const __m512 mv = _mm512_set1_ps(m_new[r]);
                 const __m512 p0 = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(s + r * 32), mv));
                 const __m512 p1 = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(s + r * 32 + 16), mv));
-                const int row = 16 * a + r;
-                run_max[row] = m_new[r];
-                run_sum[row] = std::fma(run_sum[row], alpha[r], _mm512_reduce_add_ps(_mm512_add_ps(p0, p1)));
+                rows_v[r] = _mm512_add_ps(p0, p1);
                 _mm512_store_si512(pt + r * 16, Bf16::pairs(p0, p1));
             }
+            _mm512_storeu_ps(run_sum + 16 * a,
+                             _mm512_fmadd_ps(_mm512_loadu_ps(run_sum + 16 * a), alpha_vec, amx_reduce_rows<true>(rows_v)));
             // P.V, then acc = fma(acc, alpha, PV).
             if constexpr (Decode) {
                 Tiles::template load<3>(pt, 64);
