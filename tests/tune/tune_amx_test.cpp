@@ -20,6 +20,18 @@
 namespace pagoda::tune {
 namespace {
 
+// A quick tune of the tiny Q8_0 model on one thread with int8_dot measured alone, so the AMX
+// threshold is (tiles are timed only for types that end up on int8_dot, and on a loaded host
+// dequant_fma could time faster on this tiny model).
+TuneOptions quick_int8_options() {
+    TuneOptions o;
+    o.model = test::tiny_q8_model();
+    o.quick = true;
+    o.max_threads = 1;
+    o.methods = {kernels::PathMethod::int8_dot};
+    return o;
+}
+
 TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
     if (!(best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
     if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
@@ -30,13 +42,7 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
     kernels::set_quant_method(kernels::QuantMethod::int8_dot);
     set_amx_enabled(true);
     kernels::set_amx_emulation(true);
-    TuneOptions o;
-    o.model = test::tiny_q8_model();
-    o.quick = true;
-    o.max_threads = 1;
-    // Measured alone, so the AMX threshold is (tiles are timed only for types that end up on
-    // int8_dot, and on a loaded host dequant_fma could time faster on this tiny model).
-    o.methods = {kernels::PathMethod::int8_dot};
+    const TuneOptions o = quick_int8_options();
     std::vector<std::string> progress;
     const Profile p = tune_model(o, [&](size_t, size_t, const std::string& what) { progress.push_back(what); });
     const kernels::TypePlan* q8 = p.plan.find(gguf::GgmlType::Q8_0);
@@ -94,11 +100,7 @@ TEST(TuneAmx, TheAttentionMethodIsNotMeasuredWhereAmxIsOff) {
     kernels::testing::KernelConfigGuard config;
     test::PlanCleared clear;
     set_amx_enabled(false);
-    TuneOptions o;
-    o.model = test::tiny_q8_model();
-    o.quick = true;
-    o.max_threads = 1;
-    o.methods = {kernels::PathMethod::int8_dot};
+    const TuneOptions o = quick_int8_options();
     std::vector<std::string> progress;
     const Profile p = tune_model(o, [&](size_t done, size_t total, const std::string& what) {
         EXPECT_LE(done, total) << what;
