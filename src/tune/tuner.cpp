@@ -158,8 +158,8 @@ std::string attention_not_measured(const model::StepModelInfo* info) {
         return active_isa() != Isa::avx512
                    ? fmt::format("the active ISA is {}: AMX bf16 attention runs on the avx512 path", isa_name(active_isa()))
                    : "AMX bf16 tiles do not run here: " + amx_bf16_status();
-    if (const char* env = std::getenv("PAGODA_ATTENTION"); env && *env)
-        return fmt::format("PAGODA_ATTENTION={} pins the method", env);
+    if (kernels::attention_method_in_environment())
+        return fmt::format("PAGODA_ATTENTION={} pins the method", std::getenv("PAGODA_ATTENTION"));
     if (!info) return "";
     if (!info->plain_attention) return "the model's attention has a sliding window or a soft cap, which amx_bf16 does not take";
     // The kernel's own rule for the cache types it takes (attention.h), asked with amx_bf16 installed.

@@ -35,6 +35,7 @@
 
 #include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/attention_internal.h"
+#include "backend/cpu/attention_walk.h"
 #include "backend/cpu/bf16_rows.h"
 #include "backend/cpu/exp_avx512.h"
 #include "core/error.h"
@@ -62,21 +63,13 @@ static inline __mmask16 amx_first_lanes(int n) {
     return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
 }
 
-// rows[j] = the cache row of position key0 + j of the KV head at `base` for j < n, a zero row for
-// n <= j < kAmxKeys (keys past the task's last position: masked, read as zeros). One table lookup
-// per block, not per row.
+// rows[j] = the cache row of position key0 + j of the KV head at `base` for j < n (the walk's
+// fill_rows: one table lookup per block), a zero row for n <= j < kAmxKeys (keys past the task's
+// last position: masked, read as zeros).
 static inline void amx_step_rows(const Task& t, const uint8_t* base, int32_t key0, int n, const uint8_t* zero_row,
                                  const uint8_t** rows) {
-    const int32_t block = int32_t(1) << t.block_shift;
-    int j = 0;
-    while (j < n) {
-        const int32_t p = key0 + j;
-        const int in_block = std::min(n - j, int(block - (p & (block - 1))));
-        const uint8_t* r = base + size_t(t.block_table[p >> t.block_shift]) * t.block_stride + size_t(p & (block - 1)) * t.row_bytes;
-        for (int k = 0; k < in_block; ++k, r += t.row_bytes) rows[j + k] = r;
-        j += in_block;
-    }
-    for (; j < kAmxKeys; ++j) rows[j] = zero_row;
+    fill_rows(t, base, key0, n, /*floor=*/0, rows);
+    for (int j = n; j < kAmxKeys; ++j) rows[j] = zero_row;
 }
 
 // Lane r of the result = the sum (Add) or the maximum of the 16 lanes of v[r]: pairs of vectors

@@ -190,7 +190,7 @@ std::string describe_attention(const KernelPlan* plan) {
     const AttentionMethod m = attention_method();  // first: a bad PAGODA_ATTENTION is an error at start-up
     std::string out = fmt::format("attention: {}", attention_method_name(m));
     const bool from_plan = plan && plan->attention;
-    if (env_set("PAGODA_ATTENTION"))
+    if (attention_method_in_environment())
         out += from_plan ? fmt::format(" (PAGODA_ATTENTION, over the profile's {})", attention_method_name(*plan->attention))
                          : std::string(" (PAGODA_ATTENTION)");
     else if (from_plan)
