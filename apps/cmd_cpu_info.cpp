@@ -1,4 +1,5 @@
-// `pagoda cpu-info`: what the processor supports and which kernel path pagoda will use.
+// `pagoda cpu-info`: what the processor supports, which kernel path pagoda will use, and whether the
+// AMX tiles can run here.
 #include <cstdio>
 
 #include "apps/command.h"
@@ -12,6 +13,9 @@ CommandRegistration reg("cpu-info", "Show CPU features and the kernel path pagod
         std::printf("features: %s\n", cpu_features().summary().c_str());
         std::printf("best path: %s\n", isa_name(best_supported_isa()));
         std::printf("active path: %s\n", isa_name(active_isa()));
+        // The tiles need the CPU's bits and the OS's permission: "available" or "absent (why)".
+        std::printf("amx int8: %s\n", amx_status().c_str());
+        std::printf("amx bf16: %s\n", amx_bf16_status().c_str());
         std::printf("default threads: %d\n", default_thread_count());
         return 0;
     };
