@@ -27,6 +27,9 @@
 #include "backend/cpu/fused_acts.h"
 #include "backend/cpu/matmul_paths.h"
 #include "quant/block_formats.h"
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#include "backend/cpu/int8_quantize_avx512.h"
+#endif
 
 namespace pagoda::kernels::detail {
 namespace {
@@ -389,7 +392,14 @@ inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int of
                                  float* d, float* s, float* sh, int32_t* corr, int32_t* sums = nullptr) {
     const __m256 sign = _mm256_set1_ps(-0.f);
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    for (int64_t b = 0; b < nb; ++b) {
+    int64_t b = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+    // Whole groups of 16 blocks with the per-block scalars in vector lanes (int8_quantize_avx512.h);
+    // the same values as the loop below.
+    for (; b + 16 <= nb; b += 16)
+        quantize_blocks16_avx512(x + b * 32, b, offset, per_half, q + b * 32, d, s, sh, corr, sums);
+#endif
+    for (; b < nb; ++b) {
         const float* xb = x + b * 32;
         __m256 v[4];
         for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
@@ -435,7 +445,7 @@ inline void quantize_token_fused(const float* x, int64_t nb, int64_t nbp, int of
             }
         }
     }
-    for (int64_t b = nb; b < nbp; ++b) {
+    for (b = nb; b < nbp; ++b) {
         d[b] = 0.f;
         if (s) s[b] = 0.f;
         if (sums) sums[2 * b] = sums[2 * b + 1] = 0;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "backend/cpu/matmul_paths.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "quant/block_formats.h"
 
@@ -265,6 +266,33 @@ TEST(PackedMatmul, StackedPartsEqualTheirSeparateProducts) {
     EXPECT_THROW(pack_weights(std::vector<WeightView>{a.view(), b.view()}), Error);
     EXPECT_THROW(pack_weights(std::vector<WeightView>{a.view(), c.view()}), Error);
     EXPECT_THROW(pack_weights(std::vector<WeightView>{}), Error);
+}
+
+// Activations quantised ahead of their matmuls: the AVX-512 path (whole groups of 16 blocks with the
+// blocks' scalars in vector lanes, int8_quantize_avx512.h) writes the AVX2 loop's codes, scales and
+// half sums byte for byte, at widths with and without a remainder of blocks, over magnitudes from
+// denormal-adjacent to 1e30, with all-zero blocks and exact ties (x * 127 / max on a .5, rounded to even).
+TEST(PackedMatmul, QuantisedActivationsAreTheSameBytesOnBothPaths) {
+    if (best_supported_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512 here: only the AVX2 quantiser runs";
+    std::mt19937 rng(25);
+    for (int64_t cols : {32, 160, 512, 768, 2048, 5632}) {
+        for (float magnitude : {1e-30f, 1e-3f, 1.f, 1e30f}) {
+            const int64_t n = 3;
+            std::vector<float> x(size_t(n * cols));
+            std::normal_distribution<float> nd(0.f, magnitude);
+            for (auto& v : x) v = nd(rng);
+            std::fill(x.begin() + cols, x.begin() + cols + 32, 0.f);  // token 1: a zero block
+            x[size_t(2 * cols + 1)] = 127.f;  // token 2, block 0: max 127, so x * inv = x exactly: ties
+            x[size_t(2 * cols + 2)] = 2.5f;   // to even: 2
+            x[size_t(2 * cols + 3)] = -3.5f;  // -4
+            std::vector<uint8_t> a(prequantized_bytes(n, cols), 0xa5), b(a.size(), 0xa5);
+            for (int64_t t = 0; t < n; ++t) {
+                detail::prequantize_token_avx512(x.data() + t * cols, t, n, cols, a.data());
+                detail::prequantize_token_avx2(x.data() + t * cols, t, n, cols, b.data());
+            }
+            ASSERT_EQ(a, b) << "cols " << cols << " magnitude " << magnitude;
+        }
+    }
 }
 
 }  // namespace
