@@ -12,6 +12,9 @@ name=${setting%%=*} value=${setting#*=}
 info=$("$pagoda" cpu-info)
 field() { sed -n "s/^$1: //p" <<<"$info"; }
 features=" $(field features) " best=$(field 'best path')
+for f in features 'best path' 'amx int8' 'amx bf16'; do  # a renamed line must fail here, not skip
+  [ -n "$(field "$f")" ] || { echo "kernel_paths.sh: 'pagoda cpu-info' printed no '$f:' line" >&2; exit 2; }
+done
 skip() { echo "skipped: $setting needs $1; this host: $2"; exit 77; }
 needs_isa() {  # scalar < avx2 < avx512
   local rank=(scalar avx2 avx512) want=-1 have=-1 i

@@ -407,7 +407,11 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
                 const uint64_t before = kernels::amx_attention_dispatch_count();
                 const double amx = bench.time(pool, min_s);
                 amx_taken = amx_taken && kernels::amx_attention_dispatch_count() > before;
-                timings.push_back({shape.what, simd, amx});
+                // (query token, key) pairs: a prompt's token i sees i + 1 keys; a decode token its position + 1.
+                const bool decode = shape.tokens == 1;
+                const double pairs = decode ? double(shape.sequences) * double(shape.position + 1)
+                                            : double(shape.tokens) * double(shape.tokens + 1) / 2;
+                timings.push_back({shape.what, decode, pairs, simd, amx});
                 cases_j.push_back({{"case", shape.what}, {"sequences", shape.sequences}, {"tokens", shape.tokens},
                                    {"position", shape.position}, {"simd_seconds", simd}, {"amx_bf16_seconds", amx}});
             }
@@ -422,11 +426,14 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
                 attention_j["measured"] = false;
                 attention_j["why"] = "paged attention under amx_bf16 took the simd walk (amx_attention_applies was false)";
             } else {
-                const AttentionChoice c = choose_attention_method(timings);
+                const AttentionChoice c =
+                    choose_attention_method(timings, {o.workload.prompt_tokens, o.workload.output_tokens});
                 p.plan.attention = c.method;
-                attention_j["relative_score"] = {{"simd", c.simd_score}, {"amx_bf16", c.amx_score}};
+                attention_j["modelled_request_seconds"] = {{"simd", c.simd_seconds}, {"amx_bf16", c.amx_seconds}};
                 attention_j["chosen"] = kernels::attention_method_name(c.method);
-                attention_j["rule"] = "the lowest sum of time relative to the faster method at each case; simd on a tie";
+                attention_j["rule"] =
+                    "the lower modelled attention time of one request of the workload (its prompt and decode "
+                    "query-key pairs times each method's time per pair on the prompt and on the decode cases); simd on a tie";
             }
             p.measurements["attention"] = attention_j;
         }

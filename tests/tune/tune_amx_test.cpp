@@ -84,9 +84,18 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
     if (att.contains("chosen")) {
         ASSERT_TRUE(p.plan.attention.has_value());
         EXPECT_EQ(att.at("chosen"), kernels::attention_method_name(*p.plan.attention));
+        // The choice again from what the profile recorded: each case's query-key pairs, the workload.
         std::vector<AttentionTiming> timings;
-        for (const auto& c : att.at("cases")) timings.push_back({c.at("case"), c.at("simd_seconds"), c.at("amx_bf16_seconds")});
-        EXPECT_EQ(choose_attention_method(timings).method, *p.plan.attention);
+        for (const auto& c : att.at("cases")) {
+            const double tokens = c.at("tokens"), seqs = c.at("sequences"), pos = c.at("position");
+            const bool decode = tokens == 1;
+            timings.push_back({c.at("case"), decode, decode ? seqs * (pos + 1) : tokens * (tokens + 1) / 2,
+                               c.at("simd_seconds"), c.at("amx_bf16_seconds")});
+        }
+        const AttentionChoice again = choose_attention_method(timings, {o.workload.prompt_tokens, o.workload.output_tokens});
+        EXPECT_EQ(again.method, *p.plan.attention);
+        EXPECT_DOUBLE_EQ(att.at("modelled_request_seconds").at("simd").get<double>(), again.simd_seconds);
+        EXPECT_DOUBLE_EQ(att.at("modelled_request_seconds").at("amx_bf16").get<double>(), again.amx_seconds);
         EXPECT_EQ(profile_to_json(p).at("attention"), att.at("chosen"));
     } else {
         EXPECT_FALSE(p.plan.attention.has_value());
