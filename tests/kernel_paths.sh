@@ -41,4 +41,14 @@ suites='Goldens/*:ReferenceGolden.*:Stories260K/*:RandomModels/*:BatchInvariance
 suites+=':Types/*:QuantizedModel.*:Models/*'
 echo "running the model-level suites with $name=$value"
 export "$name=$value"
-exec "$tests" --gtest_filter="$suites" --gtest_brief=1
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+rc=0
+"$tests" --gtest_filter="$suites" --gtest_brief=1 | tee "$out" || rc=$?
+[ "$rc" = 0 ] || exit "$rc"
+# A renamed suite would leave the filter matching nothing, and gtest passes an empty run.
+ran=$(sed -n 's/^\[==========\] \([0-9]*\) tests\? from .* ran\..*/\1/p' "$out")
+if [ "${ran:-0}" -lt 100 ]; then
+  echo "kernel_paths.sh: only ${ran:-0} tests matched the model-level suites (expected over 100)" >&2
+  exit 1
+fi
