@@ -6,7 +6,7 @@
 
 namespace pagoda::tune {
 
-AttentionChoice choose_attention_method(const std::vector<AttentionTiming>& timings, const AttentionWorkload& workload) {
+AttentionChoice choose_attention_method(const std::vector<AttentionTiming>& timings, const Workload& workload) {
     if (timings.empty()) fail("tune: no attention timings to choose a method from");
     const double lp = workload.prompt_tokens, lo = workload.output_tokens;
     // Written to refuse NaN as well as negative lengths and non-positive times.

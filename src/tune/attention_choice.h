@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/attention_method.h"
+#include "tune/scheduler_knobs.h"
 
 namespace pagoda::tune {
 
@@ -26,11 +27,6 @@ struct AttentionTiming {
     double simd_seconds = 0, amx_seconds = 0;
 };
 
-// The mean request the profile is tuned for (tune's --prompt-len / --output-len).
-struct AttentionWorkload {
-    double prompt_tokens = 80, output_tokens = 68;
-};
-
 struct AttentionChoice {
     kernels::AttentionMethod method = kernels::AttentionMethod::simd;
     double simd_seconds = 0, amx_seconds = 0;  // modelled attention time of one request of the workload
@@ -38,6 +34,7 @@ struct AttentionChoice {
 
 // Throws pagoda::Error on no timings, a time or pair count that is not positive, or a workload
 // length that is negative or not finite.
-AttentionChoice choose_attention_method(const std::vector<AttentionTiming>& timings, const AttentionWorkload& workload);
+// workload: the mean request the profile is tuned for (its prompt and output lengths; concurrency is not read).
+AttentionChoice choose_attention_method(const std::vector<AttentionTiming>& timings, const Workload& workload);
 
 }  // namespace pagoda::tune

@@ -426,8 +426,7 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
                 attention_j["measured"] = false;
                 attention_j["why"] = "paged attention under amx_bf16 took the simd walk (amx_attention_applies was false)";
             } else {
-                const AttentionChoice c =
-                    choose_attention_method(timings, {o.workload.prompt_tokens, o.workload.output_tokens});
+                const AttentionChoice c = choose_attention_method(timings, o.workload);
                 p.plan.attention = c.method;
                 attention_j["modelled_request_seconds"] = {{"simd", c.simd_seconds}, {"amx_bf16", c.amx_seconds}};
                 attention_j["chosen"] = kernels::attention_method_name(c.method);

@@ -29,7 +29,7 @@ std::vector<AttentionTiming> timings(double prompt, double decode) {
 
 TEST(AttentionChoice, TheWorkloadsMixOfPromptAndDecodeDecides) {
     // Serving-like requests (80 prompt tokens, 68 out): 3 240 prompt pairs, 7 786 decode pairs.
-    const AttentionWorkload serving{80, 68};
+    const Workload serving{80, 68};
     const auto small = choose_attention_method(timings(1 / 3.0, 2.5), serving);
     EXPECT_EQ(small.method, AttentionMethod::simd);
     EXPECT_NEAR(small.simd_seconds, 2e-8 * (3240 + 7786), 1e-12);
@@ -56,7 +56,7 @@ TEST(AttentionChoice, ATieKeepsSimd) {
 }
 
 TEST(AttentionChoice, RefusesTimingsAndWorkloadsItCannotUse) {
-    const AttentionWorkload w;
+    const Workload w;
     EXPECT_THROW(choose_attention_method({}, w), Error);
     EXPECT_THROW(choose_attention_method({{"zero", false, 10, 0.0, 1.0}}, w), Error);
     EXPECT_THROW(choose_attention_method({{"negative", true, 10, 1.0, -1.0}}, w), Error);

@@ -92,7 +92,7 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
             timings.push_back({c.at("case"), decode, decode ? seqs * (pos + 1) : tokens * (tokens + 1) / 2,
                                c.at("simd_seconds"), c.at("amx_bf16_seconds")});
         }
-        const AttentionChoice again = choose_attention_method(timings, {o.workload.prompt_tokens, o.workload.output_tokens});
+        const AttentionChoice again = choose_attention_method(timings, o.workload);
         EXPECT_EQ(again.method, *p.plan.attention);
         EXPECT_DOUBLE_EQ(att.at("modelled_request_seconds").at("simd").get<double>(), again.simd_seconds);
         EXPECT_DOUBLE_EQ(att.at("modelled_request_seconds").at("amx_bf16").get<double>(), again.amx_seconds);

@@ -16,6 +16,7 @@
 
 #include "backend/cpu/attention_walk.h"
 #include "backend/cpu/exp_avx512.h"
+#include "backend/cpu/lanes16_avx512.h"
 
 namespace pagoda::kernels::attention_detail {
 namespace {
@@ -47,32 +48,7 @@ inline float q8_scale(const uint8_t* row, int d) {
 
 // Sums each of 16 vectors across its lanes: lane j of the result is the sum of a[j]'s lanes, always
 // paired the same way (lanes 8 apart, then 4, 2, 1), whichever key a vector holds.
-inline __m512 reduce16(const __m512* a) {
-    __m512 b[8], c[4], e[2];
-    #pragma GCC unroll 16
-    for (int k = 0; k < 8; ++k) {  // lanes 8 apart; 256-bit halves: [a_k | a_k+8]
-        __m512 lo = _mm512_shuffle_f32x4(a[k], a[k + 8], _MM_SHUFFLE(1, 0, 1, 0));
-        __m512 hi = _mm512_shuffle_f32x4(a[k], a[k + 8], _MM_SHUFFLE(3, 2, 3, 2));
-        b[k] = _mm512_add_ps(lo, hi);
-    }
-    #pragma GCC unroll 16
-    for (int k = 0; k < 4; ++k) {  // lanes 4 apart; 128-bit quarters: [a_k, a_k+8, a_k+4, a_k+12]
-        __m512 x = _mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(2, 0, 2, 0));
-        __m512 y = _mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(3, 1, 3, 1));
-        c[k] = _mm512_add_ps(x, y);
-    }
-    #pragma GCC unroll 16
-    for (int k = 0; k < 2; ++k) {  // lanes 2 apart
-        __m512d x = _mm512_unpacklo_pd(_mm512_castps_pd(c[k]), _mm512_castps_pd(c[k + 2]));
-        __m512d y = _mm512_unpackhi_pd(_mm512_castps_pd(c[k]), _mm512_castps_pd(c[k + 2]));
-        e[k] = _mm512_add_ps(_mm512_castpd_ps(x), _mm512_castpd_ps(y));
-    }
-    // lanes 1 apart; lane 4L + {0,1,2,3} of the sum holds vector [0,2,1,3][.] + {0,8,4,12}[L]
-    __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512i order = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
-    return _mm512_permutexvar_ps(order, f);
-}
+inline __m512 reduce16(const __m512* a) { return detail::lanes16<detail::AddPs>(a); }
 
 // Mask of the elements of 16-float chunk v that lie inside a row of d.
 inline __mmask16 chunk_mask(int v, int d) {

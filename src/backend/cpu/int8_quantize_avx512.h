@@ -14,36 +14,10 @@
 
 #include <cstdint>
 
+#include "backend/cpu/lanes16_avx512.h"
+
 namespace pagoda::kernels::detail {
 namespace {
-
-// Lane j of the result = Op over the 16 lanes of a[j] (a transposing reduction: lanes 8 apart, then
-// 4, 2, 1, each step combining two vectors' halves into one). Op: (__m512, __m512) -> __m512.
-template <class Op>
-inline __m512 lanes16(const __m512* a, Op op) {
-    __m512 b[8], c[4], e[2];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k)  // [a_k | a_k+8] by 256-bit halves
-        b[k] = op(_mm512_shuffle_f32x4(a[k], a[k + 8], _MM_SHUFFLE(1, 0, 1, 0)),
-                  _mm512_shuffle_f32x4(a[k], a[k + 8], _MM_SHUFFLE(3, 2, 3, 2)));
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)  // 128-bit quarters: [a_k, a_k+8, a_k+4, a_k+12]
-        c[k] = op(_mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(2, 0, 2, 0)),
-                  _mm512_shuffle_f32x4(b[k], b[k + 4], _MM_SHUFFLE(3, 1, 3, 1)));
-#pragma GCC unroll 2
-    for (int k = 0; k < 2; ++k)  // lanes 2 apart
-        e[k] = op(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(c[k]), _mm512_castps_pd(c[k + 2]))),
-                  _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(c[k]), _mm512_castps_pd(c[k + 2]))));
-    // Lanes 1 apart; lane 4Q + {0, 1, 2, 3} then holds vector [0, 2, 1, 3][.] + {0, 8, 4, 12}[Q].
-    const __m512 f = op(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512i order = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
-    return _mm512_permutexvar_ps(order, f);
-}
-
-inline __m512 max_ps(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
-inline __m512 add_epi32_as_ps(__m512 a, __m512 b) {
-    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
-}
 
 // Blocks b0 .. b0 + 15 of one token (x: their 512 values, q: their codes); d, s, sh, corr and sums are
 // the token's arrays as quantize_token_fused takes them (indexed by absolute block; b0 % 16 == 0).
@@ -53,7 +27,7 @@ inline void quantize_blocks16_avx512(const float* x, int64_t b0, int offset, boo
 #pragma GCC unroll 16
     for (int k = 0; k < 16; ++k)
         a[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 32 * k)), _mm512_abs_ps(_mm512_loadu_ps(x + 32 * k + 16)));
-    const __m512 amax = lanes16(a, max_ps);
+    const __m512 amax = lanes16<MaxPs>(a);
     const __m512 c127 = _mm512_set1_ps(127.f);
     const __m512 scale = _mm512_div_ps(amax, c127);
     alignas(64) float inv[16];
@@ -74,8 +48,8 @@ inline void quantize_blocks16_avx512(const float* x, int64_t b0, int offset, boo
         lo_i[k] = _mm512_castsi512_ps(l);
         hi_i[k] = _mm512_castsi512_ps(h);
     }
-    const __m512i h0 = _mm512_castps_si512(lanes16(lo_i, add_epi32_as_ps));
-    const __m512i h1 = _mm512_castps_si512(lanes16(hi_i, add_epi32_as_ps));
+    const __m512i h0 = _mm512_castps_si512(lanes16<AddEpi32>(lo_i));
+    const __m512i h1 = _mm512_castps_si512(lanes16<AddEpi32>(hi_i));
 
     if (sums) {
         alignas(64) int32_t s0[16], s1[16];
