@@ -179,6 +179,7 @@ json profile_to_json(const Profile& p) {
         {"measurements", p.measurements},
     };
     if (p.plan.attention) j["attention"] = kernels::attention_method_name(*p.plan.attention);
+    if (p.plan.decode_kv_prefetch) j["decode_kv_prefetch"] = *p.plan.decode_kv_prefetch;
     return j;
 }
 
@@ -232,6 +233,7 @@ Profile parse_profile(const std::string& text, const std::string& where) {
             fail("{}: key 'attention' is '{}', not one of {}", where, name, fmt::join(names, ", "));
         }
     }
+    if (top.has("decode_kv_prefetch")) p.plan.decode_kv_prefetch = top.boolean("decode_kv_prefetch");
     p.threads = int(top.integer("threads", 1, 1024));
     p.kv_block_size = int32_t(top.integer("kv_block_size", 1, 256));
     if ((p.kv_block_size & (p.kv_block_size - 1)) != 0)
@@ -292,6 +294,8 @@ std::string describe_profile(const Profile& p) {
     }
     out += p.plan.attention ? fmt::format("  attention {}\n", kernels::attention_method_name(*p.plan.attention))
                             : std::string("  attention simd (not measured)\n");
+    out += p.plan.decode_kv_prefetch ? fmt::format("  decode KV prefetch {}\n", *p.plan.decode_kv_prefetch ? "on" : "off")
+                                     : std::string("  decode KV prefetch off (not measured)\n");
     out += fmt::format("threads {}, KV block size {}, --max-batched-tokens {} --max-seqs {}: modelled p99 inter-token latency "
                        "{:.1f} ms (target {:.0f} ms, {}), {:.1f} output tokens/s\n",
                        p.threads, p.kv_block_size, p.scheduler.max_batched_tokens, p.scheduler.max_seqs,

@@ -13,6 +13,9 @@
 //    "attention": "amx_bf16",  (optional: the attention method `pagoda tune` measured faster, simd or
 //                     amx_bf16 (backend/cpu/attention_method.h); absent where it was not measured —
 //                     no AMX bf16 here, or a model with a sliding window or soft cap — and then simd)
+//    "decode_kv_prefetch": true,  (optional: whether decode attention requests its next K and V rows
+//                     ahead, as `pagoda tune` measured on whole decode steps (backend/cpu/attention.h);
+//                     absent where it was not measured, and then off)
 //    "threads", "kv_block_size",
 //    "scheduler": {"max_batched_tokens", "max_seqs", "target_itl_ms", "modelled_p99_itl_ms",
 //                  "modelled_output_tokens_per_s", "target_met"},

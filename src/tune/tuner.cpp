@@ -27,6 +27,7 @@
 #include "tune/amx_threshold.h"
 #include "tune/attention_choice.h"
 #include "tune/attention_timer.h"
+#include "tune/decode_prefetch_choice.h"
 #include "tune/knob_check.h"
 #include "tune/machine_identity.h"
 #include "tune/step_timer.h"
@@ -151,6 +152,12 @@ struct AttentionMethodRestored {
     ~AttentionMethodRestored() { kernels::set_attention_method(saved); }
 };
 
+// The decode KV prefetch installed when it was made, put back when it goes (the timings switch it).
+struct DecodePrefetchRestored {
+    bool saved = kernels::decode_kv_prefetch();
+    ~DecodePrefetchRestored() { kernels::set_decode_kv_prefetch(saved); }
+};
+
 // Why the attention method is not measured here ("" where it is): first the machine (info null),
 // then the model.
 std::string attention_not_measured(const model::StepModelInfo* info) {
@@ -219,6 +226,8 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     // The attention method: one step per shape timed where AMX bf16 attention runs, else one to say why not.
     const size_t attention_steps = attention_not_measured(nullptr).empty() ? (o.quick ? 3 : 4) : 1;
     total_steps += attention_steps;
+    const size_t decode_prefetch_steps = 4;  // 2 contexts x 2 batch sizes (one step to say why not)
+    total_steps += decode_prefetch_steps;
     size_t done = 0;
     auto step = [&](const std::string& what) { progress(done++, total_steps, what); };
 
@@ -468,6 +477,52 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
         if (score < best_score - 1e-9) best_score = score, p.threads = t;
     }
     p.measurements["threads"] = threads_j;
+
+    // 3b. Whether decode attention requests its next K and V rows ahead: whole decode steps at a
+    // long context and at the workload's, with and without, in alternating rounds (best of each).
+    if (kernels::decode_kv_prefetch_in_environment()) {
+        step("decode KV prefetch: not measured (PAGODA_DECODE_PREFETCH pins it)");
+        done += decode_prefetch_steps - 1;
+        p.measurements["decode_kv_prefetch"] = {{"measured", false}, {"why", "PAGODA_DECODE_PREFETCH pins it"}};
+    } else {
+        const DecodePrefetchRestored restored;
+        const int32_t bs = kv::kDefaultBlockSize;
+        const std::vector<int32_t> batches = {1, o.quick ? 4 : 8};
+        auto m = open(p.threads, 64, int64_t(batches.back()) * (1024 + step_reps + 2 + bs) + 2 * bs, bs);
+        const int64_t room = std::max<int64_t>(1, m->info().max_context - step_reps - 2);
+        const int64_t long_ctx = std::min<int64_t>(1024, room);
+        const int64_t work_ctx =
+            std::clamp<int64_t>(int64_t(o.workload.prompt_tokens + o.workload.output_tokens / 2), 1, room);
+        std::vector<DecodePrefetchTiming> timings;
+        json cases_j = json::array();
+        for (const int64_t ctx : {long_ctx, work_ctx})
+            for (const int32_t b : batches) {
+                const std::string what = fmt::format("{} sequence{} at {}", b, b == 1 ? "" : "s", ctx);
+                step("decode KV prefetch, " + what + ": off against on");
+                double off = 1e300, on = 1e300;
+                for (int round = 0; round < (o.quick ? 2 : 4); ++round)
+                    for (const bool ahead : {round % 2 == 1, round % 2 == 0}) {  // off first, then on first
+                        kernels::set_decode_kv_prefetch(ahead);
+                        double& best = ahead ? on : off;
+                        best = std::min(best, time_step(*m, {b, ctx, 0}, step_reps));
+                    }
+                timings.push_back({what, ctx == long_ctx, off, on});
+                cases_j.push_back({{"case", what}, {"sequences", b}, {"context", ctx}, {"long_context", ctx == long_ctx},
+                                   {"off_seconds", off}, {"on_seconds", on}});
+            }
+        const DecodePrefetchChoice c = choose_decode_prefetch(timings);
+        p.plan.decode_kv_prefetch = c.on;
+        p.measurements["decode_kv_prefetch"] = {
+            {"attention", kernels::attention_method_name(kernels::attention_method())},
+            {"cases", cases_j},
+            {"long_context_on_over_off", c.long_ratio},
+            {"workload_on_over_off", c.workload_ratio},
+            {"chosen", c.on},
+            {"rule", fmt::format("on where the long-context steps are at least {:.0f} % faster with it and the "
+                                 "workload's at most {:.0f} % slower (summed over the batch sizes)",
+                                 kDecodePrefetchMinGain * 100, kDecodePrefetchMaxLoss * 100)}};
+    }
+    kernels::set_kernel_plan(p.plan);  // the steps below run with the choice
 
     // 4. Step time against decode batch size and prompt tokens per step.
     const int64_t decode_ctx = o.quick ? 32 : 128;

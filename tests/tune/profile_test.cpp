@@ -207,6 +207,33 @@ TEST(Profile, TheAttentionMethodIsOptional) {
         << "the method is the plan's, not a weight type's";
 }
 
+// The decode KV prefetch: optional beside kernel_plan like the attention method; written only where
+// tune measured it, read back as written (on or off), absent meaning not measured (off).
+TEST(Profile, TheDecodeKvPrefetchIsOptional) {
+    Profile p = sample();
+    EXPECT_FALSE(profile_to_json(p).contains("decode_kv_prefetch")) << "not measured: not written";
+    const Profile absent = parse_profile(profile_to_json(p).dump());
+    EXPECT_FALSE(absent.plan.decode_kv_prefetch.has_value());
+    EXPECT_NE(describe_profile(absent).find("decode KV prefetch off (not measured)"), std::string::npos)
+        << describe_profile(absent);
+    for (bool on : {false, true}) {
+        p.plan.decode_kv_prefetch = on;
+        const json j = profile_to_json(p);
+        EXPECT_EQ(j.at("decode_kv_prefetch"), on);
+        const Profile q = parse_profile(j.dump());
+        ASSERT_TRUE(q.plan.decode_kv_prefetch.has_value());
+        EXPECT_EQ(*q.plan.decode_kv_prefetch, on);
+        EXPECT_EQ(profile_to_json(q), j);
+        EXPECT_NE(describe_profile(q).find(std::string("decode KV prefetch ") + (on ? "on" : "off") + "\n"), std::string::npos)
+            << describe_profile(q);
+    }
+    EXPECT_NE(error_of(mutated([](json& j) { j["decode_kv_prefetch"] = "yes"; }))
+                  .find("key 'decode_kv_prefetch' must be true or false"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["decode_kv_prefetch"] = 1; })).find("key 'decode_kv_prefetch' must be true or false"),
+              std::string::npos);
+}
+
 // Sets an environment variable for one test.
 struct Env {
     std::string name, old;

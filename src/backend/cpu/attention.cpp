@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -173,6 +174,26 @@ bool attention_method_in_environment() {
     return env && *env;
 }
 
+namespace {
+std::atomic<int> g_decode_kv_prefetch{-1};  // -1: nothing installed
+}  // namespace
+
+bool decode_kv_prefetch() {
+    if (const int v = g_decode_kv_prefetch.load(std::memory_order_relaxed); v >= 0) return v == 1;
+    const char* env = std::getenv("PAGODA_DECODE_PREFETCH");
+    if (!env || !*env) return false;
+    if (std::string_view(env) != "0" && std::string_view(env) != "1")
+        fail("PAGODA_DECODE_PREFETCH={} is not 0 or 1", env);
+    return env[0] == '1';
+}
+
+void set_decode_kv_prefetch(std::optional<bool> on) { g_decode_kv_prefetch.store(on ? int(*on) : -1); }
+
+bool decode_kv_prefetch_in_environment() {
+    const char* env = std::getenv("PAGODA_DECODE_PREFETCH");
+    return env && *env;
+}
+
 bool amx_attention_runs_here() { return amx_bf16_tiles_run_here(); }
 
 bool amx_attention_applies(kv::KvDtype dtype, int32_t sliding_window, float softcap) {
@@ -317,10 +338,12 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
     if (scratch.size() < scratch_stride * size_t(threads.size())) scratch.resize(scratch_stride * size_t(threads.size()));
     float* const scratch_base = scratch.data();  // the workers' own thread_local is another buffer
 
+    const bool kv_ahead = decode_kv_prefetch();
     auto task_of = [&](const TaskSpec& spec, int32_t run_index, int thread) {
         Task t = make_task(b, pool, layer, out, runs[size_t(run_index)], spec.kv_head, shift);
         t.scratch = scratch_base + size_t(thread) * scratch_stride;
         t.kv_heads = spec.kv_heads;
+        t.kv_ahead = kv_ahead;
         return t;
     };
     threads.run(int(tasks.size()), [&](int task, int thread) {

@@ -60,6 +60,9 @@ struct Task {
     // A decode task (kv_heads > 0) walked together with other sequences' (scratch for all of their
     // query heads); null: this token alone.
     const DecodeShare* share = nullptr;
+    // A decode task (kv_heads > 0): request each next tile's K and V rows into L2 before a tile's
+    // work (attention.h: decode_kv_prefetch, read once per call). Never changes a result.
+    bool kv_ahead = false;
 };
 
 // Query heads per KV head (of a task) from which widening each K/V tile to f32 once beats reading

@@ -268,9 +268,10 @@ void walk_tiles(const Task& t) {
     };
     // Widened, a task reads each row once, converting it: the next tile's K and V rows are
     // requested into L2 as a tile's work starts (a tile's worth of score and P.V work ahead; L1
-    // holds the tiles in use). Rows read in place (decode) are not requested: the walk reads a
-    // block's rows in order, which the hardware prefetchers follow, and requests into L1 there
-    // cost 8-40 % (measured, docs/benchmarks.md). Every block from lowest(0) on is valid.
+    // holds the tiles in use). Rows read in place here are not requested: the walk reads a block's
+    // rows in order, which the hardware prefetchers follow, and requests into L1 there cost 8-40 %
+    // (measured, docs/benchmarks.md); the decode walk's L2 requests are a measured choice
+    // (walk_decode_heads, Task::kv_ahead). Every block from lowest(0) on is valid.
     auto prefetch_widened = [&](int32_t start, int n) {
         if (!widen) return;
         prefetch_rows(t, t.k_head, start, n);
@@ -465,8 +466,23 @@ void walk_decode_heads(const Task& t) {
             }
         }
     };
+    // With t.kv_ahead (attention.h: decode_kv_prefetch): the next tile's K and V rows of every
+    // head of the task, requested into L2 before this tile's work (r's block table; up to n_keys).
+    // In address order per head; the hardware prefetchers alone leave a decode step at long
+    // contexts waiting on them (docs/benchmarks.md).
+    auto request_next = [&](const Task& r, int32_t next, int32_t n_keys) {
+        if (!t.kv_ahead || next >= n_keys) return;
+        const int n = n_keys - next < kTile ? int(n_keys - next) : kTile;
+        for (int kh = 0; kh < heads; ++kh) {
+            prefetch_rows(r, r.k_head + size_t(kh) * r.head_bytes, next, n);
+            prefetch_rows(r, r.v_head + size_t(kh) * r.head_bytes, next, n);
+        }
+    };
     // The shared keys (whole tiles, no window) once for every sequence, then each sequence's own.
-    for (int32_t start = 0; start < shared; start += kTile) tile(0, m, start, kTile, 0, 0);
+    for (int32_t start = 0; start < shared; start += kTile) {
+        request_next(seqs[0], start + kTile, shared);
+        tile(0, m, start, kTile, 0, 0);
+    }
     for (int s = 0; s < m; ++s) {
         const Task& r = seqs[s];
         const int32_t pos = r.pos[0], n_keys = pos + 1;
@@ -474,6 +490,7 @@ void walk_decode_heads(const Task& t) {
         for (int32_t start = std::max(shared, lowest / kTile * kTile); start < n_keys; start += kTile) {
             const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
             const int off = lowest > start ? int(lowest - start) : 0;  // < n: lowest <= pos
+            request_next(r, start + kTile, n_keys);
             tile(s, s + 1, start, n, off, lowest);
         }
     }

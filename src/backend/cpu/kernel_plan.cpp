@@ -109,12 +109,14 @@ void set_kernel_plan(const KernelPlan& plan) {
     std::lock_guard<std::mutex> lock(g_plan_mutex);
     // PAGODA_ATTENTION wins over a profile: then the plan installs nothing (attention.h).
     if (!attention_method_in_environment()) set_attention_method(plan.attention.value_or(AttentionMethod::simd));
+    if (!decode_kv_prefetch_in_environment()) set_decode_kv_prefetch(plan.decode_kv_prefetch.value_or(false));
     g_plan = std::move(p);
 }
 
 void clear_kernel_plan() {
     std::lock_guard<std::mutex> lock(g_plan_mutex);
     set_attention_method(std::nullopt);  // back to PAGODA_ATTENTION, else simd
+    set_decode_kv_prefetch(std::nullopt);  // back to PAGODA_DECODE_PREFETCH, else off
     g_plan.reset();
 }
 
@@ -199,6 +201,15 @@ std::string describe_attention(const KernelPlan* plan) {
         out += ", but AMX bf16 tiles do not run here: the simd walk";
     else if (m == AttentionMethod::amx_bf16 && amx_emulation())
         out += " (emulated tiles)";
+    // Whether the simd walk's decode tasks request their next K and V rows ahead, and why.
+    const bool ahead = decode_kv_prefetch();  // first: a bad PAGODA_DECODE_PREFETCH is an error at start-up
+    out += fmt::format("; decode KV prefetch: {}", ahead ? "on" : "off");
+    const bool ahead_from_plan = plan && plan->decode_kv_prefetch;
+    if (decode_kv_prefetch_in_environment())
+        out += ahead_from_plan ? fmt::format(" (PAGODA_DECODE_PREFETCH, over the profile's {})", *plan->decode_kv_prefetch ? "on" : "off")
+                               : std::string(" (PAGODA_DECODE_PREFETCH)");
+    else if (ahead_from_plan)
+        out += " (profile)";
     return out;
 }
 

@@ -30,6 +30,10 @@
 //    set_attention_method unless PAGODA_ATTENTION is set, which wins; clear_kernel_plan uninstalls
 //    it (back to PAGODA_ATTENTION, else simd).
 //    A plan naming amx_bf16 where amx_attention_runs_here() is false is refused.
+//  - The plan may say whether decode attention requests the next tile's K and V rows ahead
+//    (attention.h: decode_kv_prefetch, measured by `pagoda tune` on whole decode steps). It never
+//    changes a result. set_kernel_plan installs it (absent: off) unless PAGODA_DECODE_PREFETCH is
+//    set, which wins; clear_kernel_plan uninstalls it.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -66,6 +70,7 @@ struct TypePlan {
 struct KernelPlan {
     std::vector<TypePlan> types;
     std::optional<AttentionMethod> attention;  // absent: not chosen, simd
+    std::optional<bool> decode_kv_prefetch;     // absent: not measured, off
     const TypePlan* find(gguf::GgmlType type) const {
         for (const auto& t : types)
             if (t.type == type) return &t;
@@ -108,7 +113,8 @@ private:
 
 // One line per planned type, e.g. "q4_0: int8_dot, tiles 1: 512/32/64, 2-64: ..., 65+: ...";
 // "default (CPUID)" when no plan is set; then whether AMX tiles are used, from how many tokens, or why
-// not; then the attention method and where it comes from (profile, PAGODA_ATTENTION, default).
+// not; then the attention method and where it comes from (profile, PAGODA_ATTENTION, default), and
+// likewise whether decode attention requests its next K and V rows ahead.
 // log_kernel_plan() logs it once per process at info level.
 std::string describe_kernel_plan();
 void log_kernel_plan();

@@ -376,6 +376,54 @@ TEST(PagedAttention, DecodeTokensSharingPrefixBlocksGetTheirAloneBitsBitwise) {
     }
 }
 
+// The decode walk's requests of the next tile's K and V rows (attention.h: decode_kv_prefetch)
+// change no bit: decode tokens of several KV heads a task, sequences sharing prefix blocks, windows
+// and a soft cap, blocks of 1 to 128 rows, on every ISA, the same with the requests as without. (They
+// read block tables only up to each walk's last key: ASan runs this too.)
+TEST(PagedAttention, DecodeKvPrefetchChangesNoBit) {
+    IsaGuard guard;
+    SimdAttention simd;
+    struct PrefetchGuard {
+        bool saved = decode_kv_prefetch();
+        ~PrefetchGuard() { set_decode_kv_prefetch(saved); }
+    } prefetch_guard;
+    struct Shape {
+        int32_t head_dim, block_size, group, n_kv;
+    };
+    const Shape shapes[] = {{64, 16, 1, 12}, {64, 16, 4, 4}, {20, 1, 2, 2}, {96, 128, 1, 4}, {128, 32, 8, 2}};
+    const std::vector<int32_t> lens = {260, 150, 130, 64, 65, 300, 1, 129};
+    const std::vector<int32_t> shares = {0, 128, 128, 64, 64, 192, 0, 0};
+    for (const Shape& shape : shapes) {
+        kv::KvLayout L;
+        L.n_layers = 1;
+        L.n_kv_heads = shape.n_kv;
+        L.head_dim = shape.head_dim;
+        L.block_size = shape.block_size;
+        for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8}) {
+            L.dtype = dtype;
+            std::vector<std::pair<int32_t, int32_t>> decode;
+            for (size_t i = 0; i < lens.size(); ++i) decode.push_back({int32_t(i), lens[i] - 1});
+            Scenario full = make_scenario(L, shape.group, lens, decode, 41 + uint32_t(shape.head_dim));
+            for (size_t i = 1; i < lens.size(); ++i) share_prefix(full, i, shares[i] / shape.block_size * shape.block_size);
+            for (Isa isa : available_isas()) {
+                set_isa(isa);
+                for (auto [window, softcap] : {std::pair{0, 0.0f}, std::pair{0, 30.0f}, std::pair{65, 0.0f}}) {
+                    ThreadPool threads(2);
+                    set_decode_kv_prefetch(false);
+                    const std::vector<float> off = run_kernel(full, threads, window, softcap);
+                    set_decode_kv_prefetch(true);
+                    const std::vector<float> on = run_kernel(full, threads, window, softcap);
+                    ASSERT_EQ(on.size(), off.size());
+                    ASSERT_EQ(std::memcmp(on.data(), off.data(), on.size() * sizeof(float)), 0)
+                        << "head_dim " << shape.head_dim << " block " << shape.block_size << " group " << shape.group << " "
+                        << kv::kv_dtype_name(dtype) << " isa " << isa_name(isa) << " window " << window << " softcap "
+                        << softcap;
+                }
+            }
+        }
+    }
+}
+
 TEST(PagedAttention, PrefillBatchesMatchNaiveReference) {
     IsaGuard guard;
     SimdAttention simd;

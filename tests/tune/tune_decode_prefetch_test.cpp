@@ -1,0 +1,99 @@
+// `pagoda tune` measures the decode KV prefetch on whole decode steps of the model (tuner.cpp, 3b):
+// two contexts (a long one, capped by the model's, and the workload's) times two batch sizes, each
+// with and without; the profile's choice is choose_decode_prefetch of the recorded timings, and
+// the steps after it run with it. PAGODA_DECODE_PREFETCH pins it: then nothing is measured.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/matmul_test_util.h"
+#include "tiny_q8_model.h"
+#include "tune/decode_prefetch_choice.h"
+#include "tune/profile.h"
+#include "tune/tuner.h"
+
+namespace pagoda::tune {
+namespace {
+
+// PAGODA_DECODE_PREFETCH set (value) or unset (null) for one scope.
+struct Env {
+    const char* name = "PAGODA_DECODE_PREFETCH";
+    std::string old;
+    bool had;
+    explicit Env(const char* value) {
+        const char* o = std::getenv(name);
+        had = o != nullptr;
+        if (had) old = o;
+        if (value) setenv(name, value, 1);
+        else unsetenv(name);
+    }
+    ~Env() {
+        if (had) setenv(name, old.c_str(), 1);
+        else unsetenv(name);
+    }
+};
+
+TuneOptions quick_options() {
+    TuneOptions o;
+    o.model = test::tiny_q8_model();
+    o.quick = true;
+    o.max_threads = 1;
+    return o;
+}
+
+TEST(TuneDecodePrefetch, MeasuredOnWholeDecodeStepsAndChosenByTheRule) {
+    kernels::testing::KernelConfigGuard config;
+    test::PlanCleared clear;
+    Env env(nullptr);
+    const TuneOptions o = quick_options();
+    std::vector<std::string> progress;
+    size_t last_done = 0, last_total = 0;
+    const Profile p = tune_model(o, [&](size_t done, size_t total, const std::string& what) {
+        EXPECT_LE(done, total) << what;
+        progress.push_back(what);
+        last_done = done, last_total = total;
+    });
+    EXPECT_EQ(last_done, last_total) << "the step count covers the new steps";
+    const auto& m = p.measurements.at("decode_kv_prefetch");
+    const auto& cases = m.at("cases");
+    ASSERT_EQ(cases.size(), 4u) << m.dump();
+    std::vector<DecodePrefetchTiming> timings;
+    int long_cases = 0;
+    for (const auto& c : cases) {
+        EXPECT_GT(c.at("off_seconds").get<double>(), 0.0);
+        EXPECT_GT(c.at("on_seconds").get<double>(), 0.0);
+        EXPECT_LE(c.at("context").get<int64_t>(), 256) << "capped by the model's context";
+        long_cases += c.at("long_context").get<bool>();
+        timings.push_back({c.at("case"), c.at("long_context"), c.at("off_seconds"), c.at("on_seconds")});
+        EXPECT_NE(std::find(progress.begin(), progress.end(),
+                            "decode KV prefetch, " + c.at("case").get<std::string>() + ": off against on"),
+                  progress.end());
+    }
+    EXPECT_EQ(long_cases, 2);
+    ASSERT_TRUE(p.plan.decode_kv_prefetch.has_value());
+    EXPECT_EQ(*p.plan.decode_kv_prefetch, choose_decode_prefetch(timings).on);
+    EXPECT_EQ(m.at("chosen"), *p.plan.decode_kv_prefetch);
+    EXPECT_EQ(profile_to_json(p).at("decode_kv_prefetch"), *p.plan.decode_kv_prefetch);
+    EXPECT_EQ(kernels::decode_kv_prefetch(), *p.plan.decode_kv_prefetch) << "installed for the steps after it";
+}
+
+TEST(TuneDecodePrefetch, NotMeasuredWhereTheEnvironmentPinsIt) {
+    kernels::testing::KernelConfigGuard config;
+    test::PlanCleared clear;
+    Env env("1");
+    std::vector<std::string> progress;
+    const Profile p = tune_model(quick_options(), [&](size_t, size_t, const std::string& what) { progress.push_back(what); });
+    EXPECT_FALSE(p.plan.decode_kv_prefetch.has_value());
+    EXPECT_FALSE(profile_to_json(p).contains("decode_kv_prefetch"));
+    EXPECT_EQ(p.measurements.at("decode_kv_prefetch").at("measured"), false);
+    EXPECT_NE(std::find(progress.begin(), progress.end(), "decode KV prefetch: not measured (PAGODA_DECODE_PREFETCH pins it)"),
+              progress.end());
+    EXPECT_TRUE(kernels::decode_kv_prefetch());
+}
+
+}  // namespace
+}  // namespace pagoda::tune
