@@ -264,6 +264,16 @@ void amx_attend_dtype(const Task& t) {
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     const int32_t last = t.pos[t.n_queries - 1];
     for (int32_t key0 = 0; key0 <= last; key0 += kAmxKeys) {
+        if constexpr (Decode) {
+            // With t.kv_ahead (attention.h: decode_kv_prefetch): the K and V rows of the keys a
+            // simd tile (kAttentionTile) ahead, requested into L2 (one head's rows per block are a
+            // run too short for the hardware prefetchers).
+            if (t.kv_ahead && key0 % kAttentionTile == 0 && key0 + kAttentionTile <= last) {
+                const int n = std::min<int32_t>(kAttentionTile, last - (key0 + kAttentionTile) + 1);
+                prefetch_rows(t, t.k_head, key0 + kAttentionTile, n);
+                prefetch_rows(t, t.v_head, key0 + kAttentionTile, n);
+            }
+        }
         amx_prepare_keys<DT, Bf16, Decode>(t, L, key0, std::min<int32_t>(kAmxKeys, last - key0 + 1), zero_row, kt, vt);
         for (int a = 0; a < L.a_tiles; ++a) {
             const int valid = std::min(16, rows - 16 * a);

@@ -258,9 +258,11 @@ void paged_attention_amx(const PagedAttentionBatch& b, const kernels::KvPool& po
     // The hook wins where both could run: it exists to test the emulated trait.
     const AttendFn attend = amx_emulation() ? attention_detail::attend_amx_emulated : attention_detail::attend_amx_hardware;
     const int32_t n_kv = L.n_kv_heads;
+    const bool kv_ahead = decode_kv_prefetch();
     threads.run(int(runs.size()) * n_kv, [&](int task, int thread) {
         Task t = make_task(b, pool, layer, out, runs[size_t(task / n_kv)], task % n_kv, shift);
         t.scratch = scratch_base + size_t(thread) * stride;
+        t.kv_ahead = kv_ahead;
         attend(t);
     });
 }

@@ -60,8 +60,9 @@ struct Task {
     // A decode task (kv_heads > 0) walked together with other sequences' (scratch for all of their
     // query heads); null: this token alone.
     const DecodeShare* share = nullptr;
-    // A decode task (kv_heads > 0): request each next tile's K and V rows into L2 before a tile's
-    // work (attention.h: decode_kv_prefetch, read once per call). Never changes a result.
+    // Decode (the simd walk's tasks with kv_heads > 0; amx_bf16's decode form, at most 16 query
+    // rows): request the K and V rows a tile ahead into L2 before a tile's work (attention.h:
+    // decode_kv_prefetch, read once per call). Never changes a result.
     bool kv_ahead = false;
 };
 

@@ -174,6 +174,38 @@ TEST(AmxAttention, HardwareGivesTheEmulationsBits) {
     }
 }
 
+// The decode form's requests of the K and V rows a tile ahead (attention.h: decode_kv_prefetch)
+// change no bit: decode tokens of sequences at contexts within one tile, across tiles and block
+// edges, 4 and 8 query heads per KV head, on the emulated tiles and, where it runs, the hardware.
+TEST(AmxAttention, DecodeKvPrefetchChangesNoBit) {
+    if (!avx512_here()) GTEST_SKIP() << kNoAvx512;
+    struct PrefetchGuard {
+        bool saved = decode_kv_prefetch();
+        ~PrefetchGuard() { set_decode_kv_prefetch(saved); }
+    } prefetch_guard;
+    ThreadPool threads(2);
+    for (bool emulated : {true, false}) {
+        if (!emulated && !amx_bf16_hardware_here()) continue;
+        AmxAttentionMode mode(emulated);
+        for (int32_t group : {4, 8}) {
+            const kv::KvLayout L = one_layer(2, 64, 16, KvDtype::f16);
+            const std::vector<int32_t> lens = {1, 33, 64, 65, 129, 200, 333};
+            std::vector<std::pair<int32_t, int32_t>> decode;
+            for (size_t i = 0; i < lens.size(); ++i) decode.push_back({int32_t(i), lens[i] - 1});
+            Scenario s = make_scenario(L, group, lens, decode, 13 + uint32_t(group), 3.0f);
+            set_decode_kv_prefetch(false);
+            const uint64_t before = amx_attention_dispatch_count();
+            const std::vector<float> off = run_amx(s, threads);
+            set_decode_kv_prefetch(true);
+            const std::vector<float> on = run_amx(s, threads);
+            EXPECT_GT(amx_attention_dispatch_count(), before + 1);
+            ASSERT_EQ(on.size(), off.size());
+            EXPECT_EQ(std::memcmp(on.data(), off.data(), on.size() * sizeof(float)), 0)
+                << (emulated ? "emulated" : "hardware") << " group " << group;
+        }
+    }
+}
+
 // A q8 or f32 cache, a sliding window or a soft cap take the simd walk: the bits simd gives, not counted.
 TEST(AmxAttention, WhatItDoesNotTakeRunsTheSimdWalk) {
     if (!avx512_here()) GTEST_SKIP() << kNoAvx512;
