@@ -103,12 +103,12 @@ bool amx_attention_runs_here();  // AMX bf16 tiles (or the emulation hook) and t
 bool amx_attention_applies(kv::KvDtype dtype, int32_t sliding_window, float softcap);
 uint64_t amx_attention_dispatch_count();  // paged_attention calls that took amx_bf16 since start (tests)
 
-// Whether the simd walk's decode tasks (one query of each sequence against the cache read in place)
-// request the next tile's K and V rows into L2 before each tile's work. It never changes a result,
-// only the speed, and which way is faster depends on the machine and the model (measured: `small`
-// decode at 1-4 K keys 1.13-1.18x faster with, tinyllama level, and a cold micro-benchmark of one
-// call slower), so `pagoda tune` times whole decode steps both ways and a profile carries the
-// choice. decode_kv_prefetch(): what set_decode_kv_prefetch() installed; while nothing is,
+// Whether decode attention (the simd walk's decode tasks, amx_bf16's decode form) requests the K and
+// V rows a tile ahead into L2 before each tile's work. It never changes a result, only the speed,
+// and which way is faster depends on the machine, the model and the method (measured on a Xeon with
+// AMX at 2-4 K keys: `small` 1.13x faster with under simd, 1.38x under amx_bf16; tinyllama level
+// under simd, 1.12x under amx_bf16; a cold micro-benchmark of one call slower), so `pagoda tune`
+// times whole decode steps both ways and a profile carries the choice. decode_kv_prefetch(): what set_decode_kv_prefetch() installed; while nothing is,
 // PAGODA_DECODE_PREFETCH=0|1 (any other value throws), else off. As with the method, a kernel plan
 // installs its choice only where the variable is unset.
 bool decode_kv_prefetch();
