@@ -107,7 +107,7 @@ void decode_pair(const uint8_t* const* panels, int64_t nb, PairScratch& s) {
             __m256i c[8];
             __m256 sc, mn;
             const uint8_t* sbp;
-            const uint8_t* pb = panel_block<F>(panels[p], b, sbp);
+            const uint8_t* pb = panel_block<F>(panels[p], b, nb, sbp);
             decode_panel_block<F>(pb, sbp, c, sc, mn);
             for (int k = 0; k < 8; ++k)
                 _mm256_store_si256(reinterpret_cast<__m256i*>(bt + 64 * k + 32 * p), _mm256_sub_epi8(c[k], off));

@@ -39,12 +39,15 @@ int64_t row_bytes(const WeightView& w);
 // Codes of a 32-value block are 32-byte vectors, vector k = the 4-byte code groups k of the 8 rows:
 // Q4_0 / Q4_K: 4 vectors of nibble bytes (low nibbles = group k, high nibbles = group k + 4);
 // Q8_0: 8 vectors of codes + 128. Q4_0 / Q8_0 blocks: codes, then the 8 rows' f16 scales. Q4_1
-// blocks: Q4_0's nibble vectors, the 8 rows' f16 scales d, then their f16 minimums m. Q4_K
-// super-blocks: the 8 rows' f16 d and f16 dmin, then per 32-block: codes, 8 scale bytes, 8 min bytes;
-// Q5_K the same with, after the codes, one vector of fifth bits (group k at bit k).
-// Q6_K super-blocks: the 8 rows' f16 d, then per 32-block: the low 4 bits as Q4_K's nibble vectors,
-// two vectors of the high 2 bits (vector h: groups 4h..4h+3 at bits 0-1, 2-3, 4-5, 6-7), and the 8
-// rows' int8 scales of the first 16 values, then of the last 16.
+// blocks: Q4_0's nibble vectors, the 8 rows' f16 scales d, then their f16 minimums m. Q4_K panels:
+// first every super-block's header (the 8 rows' f16 d and f16 dmin, 32 bytes), then every 32-block:
+// codes, 8 scale bytes, 8 min bytes; Q5_K the same with, after the codes, one vector of fifth bits
+// (group k at bit k). Q6_K panels: first every super-block's header (the 8 rows' f16 d), then every
+// 32-block: the low 4 bits as Q4_K's nibble vectors, two vectors of the high 2 bits (vector h:
+// groups 4h..4h+3 at bits 0-1, 2-3, 4-5, 6-7), and the 8 rows' int8 scales of the first 16 values,
+// then of the last 16. (Headers first, the blocks are one run of equal strides, as Q4_0's: with the
+// headers between the super-blocks, decode from memory read Q4_K ~7 % slower per byte than Q4_0
+// even with the K-quant's extra work taken out; docs/benchmarks.md.)
 constexpr int64_t kPanelRows = 8;
 inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     if (t == gguf::GgmlType::Q4_K) return nb / 8 * (32 + 8 * (128 + 16));

@@ -119,7 +119,7 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
             const uint8_t* sbp[G];
 #pragma GCC unroll 4
             for (int p = 0; p < G; ++p) {
-                pb[p] = panel_block<F>(panels[g + p], b, sbp[p]);
+                pb[p] = panel_block<F>(panels[g + p], b, a.nb, sbp[p]);
                 if constexpr (T <= 4) {  // decode and small batches stream; prefill (8 tokens a pass) computes
 #pragma GCC unroll 4
                     for (int64_t l = 0; l < pbb; l += 64)

@@ -81,7 +81,7 @@ void decode_wide_group(const uint8_t* const* panels, int64_t nb, __m512i* out) {
         __m256 sc[kWidePanels], mn[kWidePanels];
         for (int p = 0; p < kWidePanels; ++p) {
             const uint8_t* sbp;
-            const uint8_t* pb = panel_block<F>(panels[p], b, sbp);
+            const uint8_t* pb = panel_block<F>(panels[p], b, nb, sbp);
             decode_panel_block<F, false>(pb, sbp, c[p], sc[p], mn[p]);
         }
         __m512i* o = out + b * kWideBlockVectors;

@@ -29,12 +29,18 @@ struct PanelFormat {
     static constexpr int code_offset = F == Fmt::q4_0 ? 8 : F == Fmt::q8_0 ? 128 : F == Fmt::q6_k ? 32 : 0;
 };
 
-// Block b of a panel: its bytes (pb) and, for K-quants, its super-block's header (sbp; else the panel).
+// Block b of a panel of nb blocks: its bytes (pb) and, for K-quants, its super-block's header (sbp;
+// else the panel). The K-quant panels hold their super-block headers first, then the blocks, so the
+// blocks are one run of equal strides as Q4_0's are (matmul_paths.h).
 template <Fmt F>
-inline const uint8_t* panel_block(const uint8_t* panel, int64_t b, const uint8_t*& sbp) {
+inline const uint8_t* panel_block(const uint8_t* panel, int64_t b, int64_t nb, const uint8_t*& sbp) {
     using P = PanelFormat<F>;
-    sbp = panel + b / 8 * (P::sb_head + 8 * P::pbb);
-    return P::kq || P::q6 ? sbp + P::sb_head + b % 8 * P::pbb : panel + b * P::pbb;
+    if constexpr (P::kq || P::q6) {
+        sbp = panel + b / 8 * P::sb_head;
+        return panel + nb / 8 * P::sb_head + b * P::pbb;
+    }
+    sbp = panel;
+    return panel + b * P::pbb;
 }
 
 // Q6_K: ors each code group's two high bits into bits 4-5 of its bytes (c: 8 code vectors of any

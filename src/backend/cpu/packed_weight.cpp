@@ -38,14 +38,14 @@ void put_nibbles(uint8_t* out, int r, Code code) {
 void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* panel) {
     if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
         const bool q5 = type == GgmlType::Q5_K;
-        const int64_t src_bytes = q5 ? 176 : 144, pbb = q5 ? 176 : 144, sb_bytes = 32 + 8 * pbb;
+        const int64_t src_bytes = q5 ? 176 : 144, pbb = q5 ? 176 : 144;
         for (int64_t sb = 0; sb < nb / 8; ++sb) {
             const uint8_t* blk = row + sb * src_bytes;
-            uint8_t* out = panel + sb * sb_bytes;
-            std::memcpy(out + 2 * r, blk, 2);
-            std::memcpy(out + 16 + 2 * r, blk + 2, 2);
+            uint8_t* head = panel + sb * 32;  // the headers first, then the blocks
+            std::memcpy(head + 2 * r, blk, 2);
+            std::memcpy(head + 16 + 2 * r, blk + 2, 2);
             for (int j = 0; j < 8; ++j) {
-                uint8_t* ob = out + 32 + j * pbb;
+                uint8_t* ob = panel + nb / 8 * 32 + (sb * 8 + j) * pbb;
                 const uint8_t* qs = blk + (q5 ? 48 : 16) + 32 * (j / 2);
                 const uint8_t* qh = blk + 16;
                 put_nibbles(ob, r, [&](int v) { return (qs[v] >> (4 * (j % 2))) & 15; });
@@ -61,13 +61,11 @@ void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* pan
         return;
     }
     if (type == GgmlType::Q6_K) {
-        constexpr int64_t sb_bytes = 16 + 8 * 208;
         for (int64_t sb = 0; sb < nb / 8; ++sb) {
             const uint8_t* blk = row + sb * 210;
-            uint8_t* out = panel + sb * sb_bytes;
-            std::memcpy(out + 2 * r, blk + 208, 2);
+            std::memcpy(panel + sb * 16 + 2 * r, blk + 208, 2);  // the headers first, then the blocks
             for (int j = 0; j < 8; ++j) {
-                uint8_t* ob = out + 16 + j * 208;
+                uint8_t* ob = panel + nb / 8 * 16 + (sb * 8 + j) * 208;
                 const int h = j / 4, k = j % 4;
                 const uint8_t* ql = blk + 64 * h + 32 * (k & 1);
                 const uint8_t* qh = blk + 128 + 32 * h;
