@@ -26,7 +26,7 @@ p = json.load(open(sys.argv[1]))
 plan = "; ".join(f"{e['type']}: {e.get('method', '?')}" + (f", AMX from {e['amx_min_tokens']}" if 'amx_min_tokens' in e else "")
                  for e in p.get("kernel_plan", []))
 knobs = p.get("scheduler", {})
-print(f"profile: {plan}; attention {p.get('attention', 'simd (not measured)')}; threads {p.get('threads', '?')}; "
+print(f"profile: {plan}; attention {p.get('attention', 'simd (not measured)')}; decode KV prefetch {p.get('decode_kv_prefetch', 'off (not measured)')}; threads {p.get('threads', '?')}; "
       f"KV blocks {p.get('kv_block_size', '?')}; scheduler {json.dumps(knobs, sort_keys=True)}")
 PY
   "$bin" bench -m "$model" --profile "$profile" -p 512 -n 128 -r 3 2>&1 | grep -E '^\| (pp|tg)|stolen'

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "env_guard.h"  // EnvGuard, for the child processes' environment
+
 namespace pagoda::test {
 
 struct ProcessResult {
@@ -14,22 +16,5 @@ struct ProcessResult {
 
 ProcessResult run_pagoda(const std::vector<std::string>& args, const std::string& stdin_text = "");
 
-// Sets an environment variable for the child processes of one test and restores it after.
-struct EnvGuard {
-    std::string name;
-    std::string old;
-    bool had = false;
-    EnvGuard(const std::string& n, const std::string& value) : name(n) {
-        if (const char* v = std::getenv(n.c_str())) {
-            had = true;
-            old = v;
-        }
-        setenv(n.c_str(), value.c_str(), 1);
-    }
-    ~EnvGuard() {
-        if (had) setenv(name.c_str(), old.c_str(), 1);
-        else unsetenv(name.c_str());
-    }
-};
 
 }  // namespace pagoda::test

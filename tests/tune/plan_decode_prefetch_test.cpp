@@ -6,31 +6,21 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/kernel_plan.h"
 #include "core/error.h"
+#include "env_guard.h"
 
 namespace pagoda::kernels {
 namespace {
 
-// PAGODA_DECODE_PREFETCH set (or unset, value null) for one scope; the plan cleared after.
+// PAGODA_DECODE_PREFETCH set (or unset: no value) for one scope; the plan cleared after.
 struct EnvAndPlan {
-    const char* name = "PAGODA_DECODE_PREFETCH";
-    std::string old;
-    bool had;
-    explicit EnvAndPlan(const char* value) {
-        const char* o = std::getenv(name);
-        had = o != nullptr;
-        if (had) old = o;
-        if (value) setenv(name, value, 1);
-        else unsetenv(name);
-    }
-    ~EnvAndPlan() {
-        clear_kernel_plan();
-        if (had) setenv(name, old.c_str(), 1);
-        else unsetenv(name);
-    }
+    test::EnvGuard env;
+    explicit EnvAndPlan(std::optional<std::string> value) : env("PAGODA_DECODE_PREFETCH", std::move(value)) {}
+    ~EnvAndPlan() { clear_kernel_plan(); }
 };
 
 KernelPlan prefetch_plan(std::optional<bool> on) {
@@ -42,7 +32,7 @@ KernelPlan prefetch_plan(std::optional<bool> on) {
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 TEST(KernelPlanDecodePrefetch, APlanInstallsItsChoice) {
-    EnvAndPlan env(nullptr);
+    EnvAndPlan env(std::nullopt);
     EXPECT_FALSE(decode_kv_prefetch()) << "the default is off";
     set_kernel_plan(prefetch_plan(true));
     EXPECT_TRUE(decode_kv_prefetch());

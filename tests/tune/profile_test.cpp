@@ -11,6 +11,7 @@
 
 #include "backend/cpu/kernel_plan.h"
 #include "core/error.h"
+#include "env_guard.h"
 #include "fixtures.h"
 #include "model/random_model.h"
 #include "tune/profile.h"
@@ -234,21 +235,6 @@ TEST(Profile, TheDecodeKvPrefetchIsOptional) {
               std::string::npos);
 }
 
-// Sets an environment variable for one test.
-struct Env {
-    std::string name, old;
-    bool had;
-    Env(std::string n, const std::string& v) : name(std::move(n)) {
-        const char* o = std::getenv(name.c_str());
-        had = o != nullptr;
-        if (had) old = o;
-        setenv(name.c_str(), v.c_str(), 1);
-    }
-    ~Env() {
-        if (had) setenv(name.c_str(), old.c_str(), 1);
-        else unsetenv(name.c_str());
-    }
-};
 
 TEST(ProfileUse, ExplicitDefaultLocationAndNone) {
     struct Clear {
@@ -256,7 +242,7 @@ TEST(ProfileUse, ExplicitDefaultLocationAndNone) {
     } clear;
     const std::string dir = test::temp_path("profile-xdg");
     std::filesystem::create_directories(dir + "/pagoda");
-    Env xdg("XDG_CONFIG_HOME", dir);
+    pagoda::test::EnvGuard xdg("XDG_CONFIG_HOME", dir);
     EXPECT_EQ(default_profile_path(), dir + "/pagoda/profile.json");
     EXPECT_FALSE(use_profile("", ""));  // nothing at the default location
     EXPECT_FALSE(kernels::has_kernel_plan());

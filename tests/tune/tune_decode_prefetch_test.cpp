@@ -11,6 +11,7 @@
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul_test_util.h"
+#include "env_guard.h"
 #include "tiny_q8_model.h"
 #include "tune/decode_prefetch_choice.h"
 #include "tune/profile.h"
@@ -19,23 +20,6 @@
 namespace pagoda::tune {
 namespace {
 
-// PAGODA_DECODE_PREFETCH set (value) or unset (null) for one scope.
-struct Env {
-    const char* name = "PAGODA_DECODE_PREFETCH";
-    std::string old;
-    bool had;
-    explicit Env(const char* value) {
-        const char* o = std::getenv(name);
-        had = o != nullptr;
-        if (had) old = o;
-        if (value) setenv(name, value, 1);
-        else unsetenv(name);
-    }
-    ~Env() {
-        if (had) setenv(name, old.c_str(), 1);
-        else unsetenv(name);
-    }
-};
 
 TuneOptions quick_options() {
     TuneOptions o;
@@ -48,7 +32,7 @@ TuneOptions quick_options() {
 TEST(TuneDecodePrefetch, MeasuredOnWholeDecodeStepsAndChosenByTheRule) {
     kernels::testing::KernelConfigGuard config;
     test::PlanCleared clear;
-    Env env(nullptr);
+    pagoda::test::EnvGuard env("PAGODA_DECODE_PREFETCH", std::nullopt);
     const TuneOptions o = quick_options();
     std::vector<std::string> progress;
     size_t last_done = 0, last_total = 0;
@@ -84,7 +68,7 @@ TEST(TuneDecodePrefetch, MeasuredOnWholeDecodeStepsAndChosenByTheRule) {
 TEST(TuneDecodePrefetch, NotMeasuredWhereTheEnvironmentPinsIt) {
     kernels::testing::KernelConfigGuard config;
     test::PlanCleared clear;
-    Env env("1");
+    pagoda::test::EnvGuard env("PAGODA_DECODE_PREFETCH", "1");
     std::vector<std::string> progress;
     const Profile p = tune_model(quick_options(), [&](size_t, size_t, const std::string& what) { progress.push_back(what); });
     EXPECT_FALSE(p.plan.decode_kv_prefetch.has_value());
