@@ -1,6 +1,6 @@
 // A one-layer random-weight model quantised to Q8_0 (made once per test binary), for tests that run
-// `pagoda tune` in its quick mode on something it measures in seconds; and a guard that drops the
-// kernel plan tune installs.
+// `pagoda tune` in its quick mode on something it measures in seconds, those options, and a guard
+// that drops the kernel plan tune installs.
 #pragma once
 #include <string>
 
@@ -9,6 +9,7 @@
 #include "fixtures.h"
 #include "model/random_model.h"
 #include "quant/quantize_model.h"
+#include "tune/tuner.h"
 
 namespace pagoda::tune::test {
 
@@ -24,6 +25,15 @@ inline const std::string& tiny_q8_model() {
         return q8;
     }();
     return path;
+}
+
+// `pagoda tune --quick` of that model on one thread (tests may narrow its methods).
+inline TuneOptions quick_tiny_options() {
+    TuneOptions o;
+    o.model = tiny_q8_model();
+    o.quick = true;
+    o.max_threads = 1;
+    return o;
 }
 
 struct PlanCleared {

@@ -24,10 +24,7 @@ namespace {
 // threshold is (tiles are timed only for types that end up on int8_dot, and on a loaded host
 // dequant_fma could time faster on this tiny model).
 TuneOptions quick_int8_options() {
-    TuneOptions o;
-    o.model = test::tiny_q8_model();
-    o.quick = true;
-    o.max_threads = 1;
+    TuneOptions o = test::quick_tiny_options();
     o.methods = {kernels::PathMethod::int8_dot};
     return o;
 }

@@ -21,19 +21,11 @@ namespace pagoda::tune {
 namespace {
 
 
-TuneOptions quick_options() {
-    TuneOptions o;
-    o.model = test::tiny_q8_model();
-    o.quick = true;
-    o.max_threads = 1;
-    return o;
-}
-
 TEST(TuneDecodePrefetch, MeasuredOnWholeDecodeStepsAndChosenByTheRule) {
     kernels::testing::KernelConfigGuard config;
     test::PlanCleared clear;
     pagoda::test::EnvGuard env("PAGODA_DECODE_PREFETCH", std::nullopt);
-    const TuneOptions o = quick_options();
+    const TuneOptions o = test::quick_tiny_options();
     std::vector<std::string> progress;
     size_t last_done = 0, last_total = 0;
     const Profile p = tune_model(o, [&](size_t done, size_t total, const std::string& what) {
@@ -70,7 +62,8 @@ TEST(TuneDecodePrefetch, NotMeasuredWhereTheEnvironmentPinsIt) {
     test::PlanCleared clear;
     pagoda::test::EnvGuard env("PAGODA_DECODE_PREFETCH", "1");
     std::vector<std::string> progress;
-    const Profile p = tune_model(quick_options(), [&](size_t, size_t, const std::string& what) { progress.push_back(what); });
+    const Profile p =
+        tune_model(test::quick_tiny_options(), [&](size_t, size_t, const std::string& what) { progress.push_back(what); });
     EXPECT_FALSE(p.plan.decode_kv_prefetch.has_value());
     EXPECT_FALSE(profile_to_json(p).contains("decode_kv_prefetch"));
     EXPECT_EQ(p.measurements.at("decode_kv_prefetch").at("measured"), false);

@@ -18,10 +18,7 @@ protected:
     }
     // The methods tune measured for the model's Q8_0 matrices, given this list.
     static nlohmann::json q8_methods_measured(std::vector<kernels::PathMethod> methods, kernels::PathMethod* chosen) {
-        TuneOptions o;
-        o.model = test::tiny_q8_model();
-        o.quick = true;
-        o.max_threads = 1;
+        TuneOptions o = test::quick_tiny_options();
         o.methods = std::move(methods);
         const Profile p = tune_model(o, [](size_t, size_t, const std::string&) {});
         const kernels::TypePlan* q8 = p.plan.find(gguf::GgmlType::Q8_0);

@@ -313,6 +313,30 @@ void share_prefix(Scenario& s, size_t i, int32_t tokens) {
     std::copy(s.v[0].begin(), s.v[0].begin() + int64_t(values), s.v[i].begin());
 }
 
+struct SharingShape {
+    int32_t head_dim, block_size, group, n_kv;
+};
+
+// A one-layer cache of the shape and type with one decode token at the end of each sequence (then
+// the `extra` tokens), sequence i's first shares[i] positions (rounded down to whole blocks) taken
+// from sequence 0.
+Scenario sharing_decode_scenario(const SharingShape& shape, KvDtype dtype, const std::vector<int32_t>& lens,
+                                 const std::vector<int32_t>& shares,
+                                 const std::vector<std::pair<int32_t, int32_t>>& extra, uint32_t seed) {
+    kv::KvLayout L;
+    L.n_layers = 1;
+    L.n_kv_heads = shape.n_kv;
+    L.head_dim = shape.head_dim;
+    L.block_size = shape.block_size;
+    L.dtype = dtype;
+    std::vector<std::pair<int32_t, int32_t>> decode;
+    for (size_t i = 0; i < lens.size(); ++i) decode.push_back({int32_t(i), lens[i] - 1});
+    decode.insert(decode.end(), extra.begin(), extra.end());
+    Scenario s = make_scenario(L, shape.group, lens, decode, seed);
+    for (size_t i = 1; i < lens.size(); ++i) share_prefix(s, i, shares[i] / shape.block_size * shape.block_size);
+    return s;
+}
+
 // Decode tokens of sequences whose leading blocks are the same walk the keys of those blocks
 // together (attention_internal.h: DecodeShare): each must get the bits it gets alone, and stay
 // within the reference. Shares of less than a tile, of one and of several tiles, blocks of 1 and
@@ -321,27 +345,16 @@ void share_prefix(Scenario& s, size_t i, int32_t tokens) {
 TEST(PagedAttention, DecodeTokensSharingPrefixBlocksGetTheirAloneBitsBitwise) {
     IsaGuard guard;
     SimdAttention simd;
-    struct Shape {
-        int32_t head_dim, block_size, group, n_kv;
-    };
-    const Shape shapes[] = {{64, 16, 1, 12}, {64, 16, 2, 3}, {20, 1, 2, 2}, {3, 64, 4, 2}, {128, 16, 8, 2}, {96, 128, 1, 4}};
+    const SharingShape shapes[] = {{64, 16, 1, 12}, {64, 16, 2, 3}, {20, 1, 2, 2},
+                                   {3, 64, 4, 2},   {128, 16, 8, 2}, {96, 128, 1, 4}};
     const std::vector<int32_t> lens = {260, 150, 130, 64, 65, 300, 40, 129, 190, 200, 250, 70};
     // Positions of sequence i taken from sequence 0 (rounded down to whole blocks).
     const std::vector<int32_t> shares = {0, 128, 128, 64, 64, 192, 32, 128, 160, 192, 240, 0};
-    for (const Shape& shape : shapes) {
-        kv::KvLayout L;
-        L.n_layers = 1;
-        L.n_kv_heads = shape.n_kv;
-        L.head_dim = shape.head_dim;
-        L.block_size = shape.block_size;
+    for (const SharingShape& shape : shapes) {
         for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8}) {
-            L.dtype = dtype;
-            std::vector<std::pair<int32_t, int32_t>> decode;
-            for (size_t i = 0; i < lens.size(); ++i) decode.push_back({int32_t(i), lens[i] - 1});
-            decode.push_back({0, 100});  // a second token of sequence 0, inside a shared tile
-            Scenario full = make_scenario(L, shape.group, lens, decode, 29 + uint32_t(shape.head_dim));
-            for (size_t i = 1; i < lens.size(); ++i) share_prefix(full, i, shares[i] / shape.block_size * shape.block_size);
-            const size_t row = size_t(full.n_heads) * L.head_dim;
+            // Plus a second token of sequence 0, inside a shared tile.
+            Scenario full = sharing_decode_scenario(shape, dtype, lens, shares, {{0, 100}}, 29 + uint32_t(shape.head_dim));
+            const size_t row = size_t(full.n_heads) * shape.head_dim;
             for (Isa isa : available_isas()) {
                 set_isa(isa);
                 for (auto [window, softcap] : {std::pair{0, 0.0f}, std::pair{0, 30.0f}, std::pair{65, 0.0f}}) {
@@ -387,24 +400,12 @@ TEST(PagedAttention, DecodeKvPrefetchChangesNoBit) {
         bool saved = decode_kv_prefetch();
         ~PrefetchGuard() { set_decode_kv_prefetch(saved); }
     } prefetch_guard;
-    struct Shape {
-        int32_t head_dim, block_size, group, n_kv;
-    };
-    const Shape shapes[] = {{64, 16, 1, 12}, {64, 16, 4, 4}, {20, 1, 2, 2}, {96, 128, 1, 4}, {128, 32, 8, 2}};
+    const SharingShape shapes[] = {{64, 16, 1, 12}, {64, 16, 4, 4}, {20, 1, 2, 2}, {96, 128, 1, 4}, {128, 32, 8, 2}};
     const std::vector<int32_t> lens = {260, 150, 130, 64, 65, 300, 1, 129};
     const std::vector<int32_t> shares = {0, 128, 128, 64, 64, 192, 0, 0};
-    for (const Shape& shape : shapes) {
-        kv::KvLayout L;
-        L.n_layers = 1;
-        L.n_kv_heads = shape.n_kv;
-        L.head_dim = shape.head_dim;
-        L.block_size = shape.block_size;
+    for (const SharingShape& shape : shapes) {
         for (KvDtype dtype : {KvDtype::f32, KvDtype::f16, KvDtype::bf16, KvDtype::q8}) {
-            L.dtype = dtype;
-            std::vector<std::pair<int32_t, int32_t>> decode;
-            for (size_t i = 0; i < lens.size(); ++i) decode.push_back({int32_t(i), lens[i] - 1});
-            Scenario full = make_scenario(L, shape.group, lens, decode, 41 + uint32_t(shape.head_dim));
-            for (size_t i = 1; i < lens.size(); ++i) share_prefix(full, i, shares[i] / shape.block_size * shape.block_size);
+            Scenario full = sharing_decode_scenario(shape, dtype, lens, shares, {}, 41 + uint32_t(shape.head_dim));
             for (Isa isa : available_isas()) {
                 set_isa(isa);
                 for (auto [window, softcap] : {std::pair{0, 0.0f}, std::pair{0, 30.0f}, std::pair{65, 0.0f}}) {
