@@ -1,5 +1,5 @@
 // tune's rule for the decode KV prefetch (tune/decode_prefetch_choice.h): on only where the
-// long-context steps gain at least 3 % and the workload's steps lose at most 1 %, summed over the
+// long-context steps gain at least 3 % and the workload's steps lose at most 3 %, summed over the
 // batch sizes; bad timings refused.
 #include <gtest/gtest.h>
 
@@ -33,10 +33,11 @@ TEST(DecodePrefetchChoice, OffWhereTheGainIsSmallOrTheWorkloadPays) {
     // A gain just short of 3 %, and exactly 3 % (on: the bound is inclusive).
     EXPECT_FALSE(choose_decode_prefetch({timing(true, 1.0, 0.971)}).on);
     EXPECT_TRUE(choose_decode_prefetch({timing(true, 1.0, 0.97)}).on);
-    // A long-context gain bought with the workload's steps 2 % slower.
-    EXPECT_FALSE(choose_decode_prefetch({timing(true, 1.0, 0.8), timing(false, 1.0, 1.02)}).on);
-    // Summed, not per shape: one workload shape 3 % slower inside a level sum passes.
-    EXPECT_TRUE(choose_decode_prefetch({timing(true, 1.0, 0.8), timing(false, 1.0, 1.03), timing(false, 9.0, 8.96)}).on);
+    // A long-context gain bought with the workload's steps 3.5 % slower; 3 % passes (within the spread).
+    EXPECT_FALSE(choose_decode_prefetch({timing(true, 1.0, 0.8), timing(false, 1.0, 1.035)}).on);
+    EXPECT_TRUE(choose_decode_prefetch({timing(true, 1.0, 0.8), timing(false, 1.0, 1.025)}).on);
+    // Summed, not per shape: one workload shape 6 % slower inside a level sum passes.
+    EXPECT_TRUE(choose_decode_prefetch({timing(true, 1.0, 0.8), timing(false, 1.0, 1.06), timing(false, 9.0, 8.96)}).on);
     // No workload shape: only the long contexts decide.
     const auto c = choose_decode_prefetch({timing(true, 2.0, 1.5)});
     EXPECT_TRUE(c.on);

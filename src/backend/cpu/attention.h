@@ -108,7 +108,8 @@ uint64_t amx_attention_dispatch_count();  // paged_attention calls that took amx
 // and which way is faster depends on the machine, the model and the method (measured on a Xeon with
 // AMX at 2-4 K keys: `small` 1.13x faster with under simd, 1.38x under amx_bf16; tinyllama level
 // under simd, 1.12x under amx_bf16; a cold micro-benchmark of one call slower), so `pagoda tune`
-// times whole decode steps both ways and a profile carries the choice. decode_kv_prefetch(): what set_decode_kv_prefetch() installed; while nothing is,
+// times whole decode steps both ways and a profile carries the choice.
+// decode_kv_prefetch(): what set_decode_kv_prefetch() installed; while nothing is,
 // PAGODA_DECODE_PREFETCH=0|1 (any other value throws), else off. As with the method, a kernel plan
 // installs its choice only where the variable is unset.
 bool decode_kv_prefetch();

@@ -201,7 +201,7 @@ std::string describe_attention(const KernelPlan* plan) {
         out += ", but AMX bf16 tiles do not run here: the simd walk";
     else if (m == AttentionMethod::amx_bf16 && amx_emulation())
         out += " (emulated tiles)";
-    // Whether the simd walk's decode tasks request their next K and V rows ahead, and why.
+    // Whether decode attention requests the K and V rows a tile ahead, and where that comes from.
     const bool ahead = decode_kv_prefetch();  // first: a bad PAGODA_DECODE_PREFETCH is an error at start-up
     out += fmt::format("; decode KV prefetch: {}", ahead ? "on" : "off");
     const bool ahead_from_plan = plan && plan->decode_kv_prefetch;
