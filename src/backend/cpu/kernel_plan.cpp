@@ -187,30 +187,35 @@ std::string describe_amx(const KernelPlan* plan) {
     return out;
 }
 
-// The attention method in use and where it comes from: PAGODA_ATTENTION wins over the plan.
+// Where a process-wide setting comes from: its environment variable, which wins over the plan
+// (naming what the plan chose, if it chose), else the plan, else nothing to say (the default).
+std::string setting_source(const char* env_name, bool in_environment, const std::optional<std::string>& planned) {
+    if (in_environment)
+        return planned ? fmt::format(" ({}, over the profile's {})", env_name, *planned) : fmt::format(" ({})", env_name);
+    return planned ? " (profile)" : "";
+}
+
+// The attention method in use and where it comes from.
 std::string describe_attention(const KernelPlan* plan) {
     const AttentionMethod m = attention_method();  // first: a bad PAGODA_ATTENTION is an error at start-up
     std::string out = fmt::format("attention: {}", attention_method_name(m));
-    const bool from_plan = plan && plan->attention;
-    if (attention_method_in_environment())
-        out += from_plan ? fmt::format(" (PAGODA_ATTENTION, over the profile's {})", attention_method_name(*plan->attention))
-                         : std::string(" (PAGODA_ATTENTION)");
-    else if (from_plan)
-        out += " (profile)";
+    std::optional<std::string> planned;
+    if (plan && plan->attention) planned = attention_method_name(*plan->attention);
+    out += setting_source("PAGODA_ATTENTION", attention_method_in_environment(), planned);
     if (m == AttentionMethod::amx_bf16 && !amx_attention_runs_here())
         out += ", but AMX bf16 tiles do not run here: the simd walk";
     else if (m == AttentionMethod::amx_bf16 && amx_emulation())
         out += " (emulated tiles)";
-    // Whether decode attention requests the K and V rows a tile ahead, and where that comes from.
-    const bool ahead = decode_kv_prefetch();  // first: a bad PAGODA_DECODE_PREFETCH is an error at start-up
-    out += fmt::format("; decode KV prefetch: {}", ahead ? "on" : "off");
-    const bool ahead_from_plan = plan && plan->decode_kv_prefetch;
-    if (decode_kv_prefetch_in_environment())
-        out += ahead_from_plan ? fmt::format(" (PAGODA_DECODE_PREFETCH, over the profile's {})", *plan->decode_kv_prefetch ? "on" : "off")
-                               : std::string(" (PAGODA_DECODE_PREFETCH)");
-    else if (ahead_from_plan)
-        out += " (profile)";
     return out;
+}
+
+// Whether decode attention requests the K and V rows a tile ahead, and where that comes from.
+std::string describe_decode_prefetch(const KernelPlan* plan) {
+    const bool ahead = decode_kv_prefetch();  // first: a bad PAGODA_DECODE_PREFETCH is an error at start-up
+    std::optional<std::string> planned;
+    if (plan && plan->decode_kv_prefetch) planned = *plan->decode_kv_prefetch ? "on" : "off";
+    return fmt::format("decode KV prefetch: {}", ahead ? "on" : "off") +
+           setting_source("PAGODA_DECODE_PREFETCH", decode_kv_prefetch_in_environment(), planned);
 }
 
 }  // namespace
@@ -219,7 +224,7 @@ std::string describe_kernel_plan() {
     const auto plan = current_plan();
     if (!plan)
         return "kernel plan: default (CPUID and PAGODA_* overrides; no profile); " + describe_amx(nullptr) + "; " +
-               describe_attention(nullptr);
+               describe_attention(nullptr) + "; " + describe_decode_prefetch(nullptr);
     std::string out = "kernel plan (from a profile):";
     for (const auto& t : plan->types) {
         const KernelChoice c = kernel_choice(t.type, 1);
@@ -237,7 +242,8 @@ std::string describe_kernel_plan() {
         out += ";";
     }
     if (out.back() == ';') out.pop_back();
-    return out + "; " + describe_amx(plan.get()) + "; " + describe_attention(plan.get());
+    return out + "; " + describe_amx(plan.get()) + "; " + describe_attention(plan.get()) + "; " +
+           describe_decode_prefetch(plan.get());
 }
 
 void log_kernel_plan() {
