@@ -28,20 +28,34 @@ namespace pagoda::test {
 
 using Clock = std::chrono::steady_clock;
 
-std::string server_test_model(bool slow) {
+namespace {
+
+// `gen-model --preset tiny` with `shape` flags into the per-process temp folder, once.
+std::string generated_model(const std::string& name, const std::vector<std::string>& shape) {
     static std::mutex mutex;
     std::lock_guard lock(mutex);
-    const std::string path = temp_path(slow ? "serve-slow.gguf" : "serve-tiny.gguf");
+    const std::string path = temp_path(name);
     if (!std::filesystem::exists(path)) {
         std::vector<std::string> args = {"gen-model", "--preset", "tiny", "-o", path, "--seed", "7"};
-        if (slow)  // ~10 M parameters: a few ms per token, so a long generation lasts seconds
-            for (const char* a : {"--layers", "4", "--dim", "512", "--heads", "8", "--kv-heads", "8", "--ffn", "1024",
-                                  "--ctx", "8192"})
-                args.push_back(a);
+        args.insert(args.end(), shape.begin(), shape.end());
         auto r = run_pagoda(args);
         if (r.exit_code != 0) throw std::runtime_error("gen-model failed: " + r.err);
     }
     return path;
+}
+
+}  // namespace
+
+std::string server_test_model(bool slow) {
+    if (!slow) return generated_model("serve-tiny.gguf", {});
+    // ~10 M parameters: a few ms per token, so a long generation lasts seconds
+    return generated_model("serve-slow.gguf", {"--layers", "4", "--dim", "512", "--heads", "8", "--kv-heads", "8",
+                                                "--ffn", "1024", "--ctx", "8192"});
+}
+
+std::string server_deep_test_model() {
+    return generated_model("serve-deep.gguf", {"--layers", "24", "--dim", "256", "--heads", "4", "--kv-heads", "4",
+                                                "--ffn", "512", "--ctx", "8192"});
 }
 
 ServeProcess::ServeProcess(const std::vector<std::string>& extra, const std::string& model, bool wait_ready) {

@@ -12,6 +12,11 @@ namespace pagoda::test {
 
 // A model for server tests, generated once per test binary run (tiny or a slower "medium" one).
 std::string server_test_model(bool slow = false);
+// 24 thin layers (16 M parameters, f32): for tests that need work to outlast a deadline on every host.
+// Run with PAGODA_ISA=scalar (and the harness's one thread) it decodes ~280 tokens/s and prefills
+// 2000 tokens in one ~14 s step on the AMX Xeon, yet no op of that step takes more than ~0.4 s: a
+// step cut off at shutdown stops soon.
+std::string server_deep_test_model();
 
 class ServeProcess {
 public:

@@ -88,10 +88,11 @@ export function loopbackServeArgv(args, model, overrides = {}) {
   return ['serve', ...[...map].map(([k, v]) => `${k}=${v}`)];
 }
 
-// Starts `pagoda serve ARGV`; resolves once it listens: { child, port, url, log(), exited, startedAt }.
-export async function startServe(argv, timeoutMs = 30000) {
+// Starts `pagoda serve ARGV` (`env`: variables added to its environment); resolves once it listens:
+// { child, port, url, log(), exited, startedAt }.
+export async function startServe(argv, { timeoutMs = 30000, env = {} } = {}) {
   const startedAt = Date.now();
-  const child = spawn(BINARY, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(BINARY, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   child.stderr.on('data', (d) => { log += d.toString(); });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() })));

@@ -251,16 +251,32 @@ test('a pagoda started with the manifest arguments answers the probes and serves
 test('on SIGTERM readiness fails, liveness holds, the stream in flight finishes and the exit is 0', async (t) => {
   const { container } = pagodaContainer();
   const args = serveArgs(container.args);
-  const server = await startServe(loopbackServeArgv(container.args, testModel('slow')));
+  // The stream must still run while the probes and the late request below are answered, on every
+  // host: 1000 tokens of the deep model with the scalar kernels last ~3.5 s on the fastest host met,
+  // and SIGTERM follows its first chunk (400 tokens of the slow model with AVX-512 lasted 0.7 s there).
+  const server = await startServe(loopbackServeArgv(container.args, testModel('deep')), { env: { PAGODA_ISA: 'scalar' } });
   t.after(() => server.child.kill('SIGKILL'));
   await waitFor200(server.url, container.readinessProbe.httpGet.path);
   const res = await fetch(`${server.url}/v1/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 400, stream: true, ignore_eos: true }),
+    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 1000, stream: true, ignore_eos: true }),
   });
   assert.equal(res.status, 200);
-  const body = res.text();
-  await sleep(200);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  while (!text.includes('"text"')) {  // the first token is out: the request runs
+    const { value, done } = await reader.read();
+    assert.ok(!done, `the stream ended before its first token: ${text}`);
+    text += decoder.decode(value, { stream: true });
+  }
+  const rest = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return text;
+      text += decoder.decode(value, { stream: true });
+    }
+  })();
   const t0 = Date.now();
   server.child.kill('SIGTERM');
   let ready, live;
@@ -280,7 +296,7 @@ test('on SIGTERM readiness fails, liveness holds, the stream in flight finishes 
   });
   assert.equal(late.status, 503);
   assert.equal((await late.json()).error.code, 'shutting_down');
-  const text = await body;
+  await rest;
   assert.match(text, /"finish_reason":"length"/);
   assert.ok(text.trimEnd().endsWith('data: [DONE]'));
   assert.ok(!text.includes('shutting_down'), 'the stream in flight was not cut');

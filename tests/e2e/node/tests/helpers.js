@@ -14,7 +14,10 @@ export const workDir = mkdtempSync(join(tmpdir(), 'pagoda-node-e2e-'));
 process.on('exit', () => rmSync(workDir, { recursive: true, force: true }));
 
 const models = new Map();
-// tiny: fast; slow: ~11 M parameters, a few ms per token, for cancellation tests.
+// tiny: fast; slow: ~11 M parameters, a few ms per token, for cancellation tests; deep: 24 thin
+// layers (16 M parameters), which with PAGODA_ISA=scalar in the server's environment decodes ~280
+// tokens/s with one thread on the fastest host met (an AMX Xeon; `slow` with its vector kernels
+// ~590): for tests whose work must outlast a window on every host.
 // stories: the trained fixture ../shared/models/stories260K.gguf (null when absent).
 export const FIXTURES = process.env.PAGODA_FIXTURES_DIR || join(dirname(fileURLToPath(import.meta.url)), '../../../../../shared');
 export function testModel(kind = 'tiny') {
@@ -27,6 +30,7 @@ export function testModel(kind = 'tiny') {
   const path = join(workDir, `${kind}.gguf`);
   const args = ['gen-model', '--preset', 'tiny', '-o', path, '--seed', '11'];
   if (kind === 'slow') args.push('--layers', '4', '--dim', '512', '--heads', '8', '--kv-heads', '8', '--ffn', '1024', '--ctx', '8192');
+  if (kind === 'deep') args.push('--layers', '24', '--dim', '256', '--heads', '4', '--kv-heads', '4', '--ffn', '512', '--ctx', '8192');
   execFileSync(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   models.set(kind, path);
   return path;
@@ -38,11 +42,12 @@ export function writeTemp(name, text) {
   return path;
 }
 
-// Starts a server; resolves to { port, baseURL, url, log(), stop() }.
-export async function startServer(extraArgs = [], kind = 'tiny') {
+// Starts a server (`env`: variables added to its environment); resolves to { port, baseURL, url,
+// log(), stop() }.
+export async function startServer(extraArgs = [], kind = 'tiny', env = {}) {
   const template = extraArgs.includes('--chat-template') ? [] : ['--chat-template', 'chatml'];
   const args = ['serve', '-m', testModel(kind), '--port', '0', ...template, '-t', '1', ...extraArgs];
-  const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   child.stderr.on('data', (d) => { log += d.toString(); });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
