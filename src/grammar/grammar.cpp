@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/error.h"
 
@@ -75,8 +76,16 @@ private:
         if (elements_ > kMaxElements) fail("grammar: too large (more than {} elements after expansion)", kMaxElements);
     }
 
+    // A helper is named after its rule and its index ("root-3"); the grammar may already define
+    // that name itself ("root-3 ::= ..."), so a taken name gets a further suffix: to_gbnf() must
+    // print a grammar whose names are unique. Helpers never enter ids_: a reference to an
+    // undefined rule must not resolve to one.
     uint32_t helper(uint32_t parent) {
-        names_.push_back(fmt::format("{}-{}", names_[parent], names_.size()));
+        std::string name = fmt::format("{}-{}", names_[parent], names_.size());
+        for (uint32_t k = 1; ids_.count(name) || helper_names_.count(name); ++k)
+            name = fmt::format("{}-{}-{}", names_[parent], names_.size(), k);
+        helper_names_.insert(name);
+        names_.push_back(std::move(name));
         rules_.emplace_back();
         return uint32_t(rules_.size() - 1);
     }
@@ -206,6 +215,7 @@ private:
 
     const GrammarSpec& spec_;
     std::unordered_map<std::string, uint32_t> ids_;
+    std::unordered_set<std::string> helper_names_;
     std::vector<std::string> names_;
     std::vector<std::vector<Sequence>> rules_;
     std::vector<CharClass> classes_;

@@ -30,6 +30,26 @@ TEST(GbnfParser, GoldenLowering) {
               "a-4 ::= [A] [\\xE9]\n");
 }
 
+// A helper rule's usual name ("root-2") may be one the grammar defines itself: found by the gbnf
+// fuzz target, whose to_gbnf() output then defined 'root-2' twice and did not parse.
+TEST(GbnfParser, HelperNamesNeverTakeTheGrammarsOwn) {
+    const std::string text = "root ::= ([a-c]{2,4} \" \") root-2\nroot-2 ::= \".\" | \"!#\"";
+    auto g = parse_gbnf(text);
+    const std::string printed = g->to_gbnf();
+    EXPECT_EQ(printed,
+              "root ::= root-2-1 root-2\nroot-2 ::= [.] | root-2-5\nroot-2-1 ::= [a-c] [a-c] root-4 [ ]\n"
+              "root-3 ::= [a-c] | ()\nroot-4 ::= [a-c] root-3 | ()\nroot-2-5 ::= [!] [#]\n");
+    auto again = parse_gbnf(printed);  // threw before: 'root-2' was defined twice
+    for (const auto& [input, ok] : std::vector<std::pair<std::string, bool>>{
+             {"ab .", true}, {"abca !#", true}, {"abcab .", false}, {"a .", false}}) {
+        Matcher m1(g), m2(again);
+        EXPECT_EQ(m1.accept(input) && m1.can_end(), ok) << input;
+        EXPECT_EQ(m2.accept(input) && m2.can_end(), ok) << input;
+    }
+    // A helper's name is not a rule the grammar can refer to.
+    EXPECT_NE(error_of("root ::= \"a\"* root-1").find("undefined rule 'root-1'"), std::string::npos);
+}
+
 TEST(GbnfParser, MultiLineRulesAndContinuation) {
     auto g = parse_gbnf("root ::= item\n  | item \",\" root\nitem ::=\n  \"x\"\n");
     Matcher m(g);
