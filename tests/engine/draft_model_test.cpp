@@ -371,8 +371,11 @@ TEST(DraftCostModel, ALoneDrafterInALargeBatchPaysTheWholeForward) {
 TEST(DraftModelEngine, OneScoutMeasuresBeforeTheOthersCatchUp) {
     FakeStepModel target(kVocab, 1024, 4, 1 << 20, periodic_logits);
     // A step long beside a loaded machine's sleep jitter: the fitted cost of a verified row is
-    // then near zero, as it is, and a free, always-right draft pays for every sequence.
-    target.step_delay = std::chrono::milliseconds(20);
+    // then near zero, as it is, and a free, always-right draft pays for every sequence. At 20 ms
+    // one late wake-up while the fit was young (a 12-row step timed 10 ms long reads as 2.5 ms a
+    // verified row, 1/8 of a plain step) priced the others' catch-up out for good: seen once in a
+    // full suite run on two busy cores. At 60 ms the same delay leaves drafting 2x ahead.
+    target.step_delay = std::chrono::milliseconds(60);
     auto draft = std::make_shared<FakeStepModel>(kVocab, 1024, 4, 1 << 20, periodic_logits);
     EngineOptions options;
     options.speculative.draft_model = draft;
