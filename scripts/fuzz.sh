@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # libFuzzer targets (clang, ASan + UBSan) built in build-fuzz/; docs/reliability.md lists what each covers.
 #   scripts/fuzz.sh --smoke           replays every kept regression input, then runs every target
-#                                     briefly (~8 s each, from the seeds); what scripts/test.sh runs
+#                                     briefly from the seeds; what scripts/test.sh runs. Deterministic:
+#                                     a fixed libFuzzer seed and a fixed count of inputs per target
+#                                     (~8 s each on the AMX host), so a commit's verdict is the same on
+#                                     every run and host; a slow host stops at a time cap, on a prefix
+#                                     of the same inputs. Exploring is the long runs' job.
 #   scripts/fuzz.sh TARGET SECONDS    runs one target for SECONDS (e.g. `scripts/fuzz.sh gbnf 600`)
 #   scripts/fuzz.sh --seconds N       runs every target for N seconds, one after another
 #   scripts/fuzz.sh --list            prints the target names
@@ -12,7 +16,8 @@
 # build-fuzz/artifacts/TARGET/ (replay: build-fuzz/fuzz/TARGET_fuzz FILE). Each run appends
 # "target mode seconds executions corpus_files result" to build-fuzz/fuzz-stats.tsv.
 # Environment: PAGODA_FIXTURES (default ../shared: vocabularies and models the targets load),
-# PAGODA_JOBS (build parallelism, default 2), PAGODA_FUZZ_TIMEOUT (per-input seconds, default 25).
+# PAGODA_JOBS (build parallelism, default 2), PAGODA_FUZZ_TIMEOUT (per-input seconds, default 25),
+# PAGODA_FUZZ_SEED (the smoke's libFuzzer seed, default 1: another value explores other inputs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +40,8 @@ case "${1:-}" in
     mode=long; seconds="$2"; run_targets=("$1") ;;
 esac
 [[ "$seconds" =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || { echo "fuzz: SECONDS must be a positive integer, got '$seconds'" >&2; exit 2; }
+[[ "${PAGODA_FUZZ_SEED:-1}" =~ ^[1-9][0-9]{0,8}$ ]] \
+  || { echo "fuzz: PAGODA_FUZZ_SEED must be a positive integer below 10^9, got '${PAGODA_FUZZ_SEED}'" >&2; exit 2; }
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not found (scripts/install-deps.sh installs it)" >&2
@@ -97,6 +104,19 @@ for name, data in files.items():
 PY
 }
 
+# The smoke's inputs per target: about 8 s of each on the AMX host (2026-12-05).
+smoke_runs() {
+  case "$1" in
+    gguf_reader|chat_template|json_schema) echo 4000 ;;
+    gbnf|openai_request) echo 12000 ;;
+    hf_tokenizer|websocket) echo 25000 ;;
+    profile) echo 70000 ;;
+    tokenizer) echo 100000 ;;
+    hf_format|http_request) echo 120000 ;;
+    *) echo 10000 ;;
+  esac
+}
+
 max_len() {
   case "$1" in
     gguf_reader) echo 1048576 ;;
@@ -107,6 +127,10 @@ max_len() {
   esac
 }
 
+# Address-space randomisation makes coverage differ between runs (hashes and orders of pointers),
+# and with it the inputs libFuzzer derives: the smoke runs without it where the kernel allows.
+no_aslr=()
+if [ "$mode" = smoke ] && setarch "$(uname -m)" -R true 2>/dev/null; then no_aslr=(setarch "$(uname -m)" -R); fi
 fuzz_env=(ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 timeout_s="${PAGODA_FUZZ_TIMEOUT:-25}"
 common=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout="$timeout_s" -print_final_stats=1)
@@ -145,9 +169,11 @@ run_target() {
   [ -d "$seeds" ] && dirs+=("$seeds")
   local dict=()
   [ -f "fuzz/dicts/$t.dict" ] && dict=(-dict="fuzz/dicts/$t.dict")
+  local limits=(-max_total_time="$seconds")
+  [ "$mode" = smoke ] && limits=(-seed="${PAGODA_FUZZ_SEED:-1}" -runs="$(smoke_runs "$t")" -reload=0 -max_total_time=30)
   local started=$SECONDS status=0
-  env "${fuzz_env[@]}" "$fuzzer" "${dirs[@]}" "${common[@]}" "${dict[@]}" -max_len="$(max_len "$t")" \
-    -max_total_time="$seconds" -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
+  "${no_aslr[@]}" env "${fuzz_env[@]}" "$fuzzer" "${dirs[@]}" "${common[@]}" "${dict[@]}" -max_len="$(max_len "$t")" \
+    "${limits[@]}" -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
   local execs files
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo '?')
   files=$(find "$corpus" -type f | wc -l)
