@@ -3,9 +3,10 @@
 #   scripts/fuzz.sh --smoke           replays every kept regression input, then runs every target
 #                                     briefly from the seeds; what scripts/test.sh runs. Deterministic:
 #                                     a fixed libFuzzer seed and a fixed count of inputs per target
-#                                     (~8 s each on the AMX host), so a commit's verdict is the same on
-#                                     every run and host; a slow host stops at a time cap, on a prefix
-#                                     of the same inputs. Exploring is the long runs' job.
+#                                     (~8 s each on the AMX host), so a build in one place gets the
+#                                     same verdict on every run (docs/reliability.md says what that
+#                                     took); a slow host stops at a time cap, on a prefix of the same
+#                                     inputs. Exploring is the long runs' job.
 #   scripts/fuzz.sh TARGET SECONDS    runs one target for SECONDS (e.g. `scripts/fuzz.sh gbnf 600`)
 #   scripts/fuzz.sh --seconds N       runs every target for N seconds, one after another
 #   scripts/fuzz.sh --list            prints the target names
@@ -49,6 +50,7 @@ if ! command -v clang++ >/dev/null; then
 fi
 
 build=build-fuzz
+fixtures_given="${PAGODA_FIXTURES:-}"
 export PAGODA_FIXTURES="${PAGODA_FIXTURES:-$(realpath -m ../shared)}"
 echo "fuzz: building ${run_targets[*]} in $build/"
 mkdir -p "$build"
@@ -127,11 +129,16 @@ max_len() {
   esac
 }
 
-# Address-space randomisation makes coverage differ between runs (hashes and orders of pointers),
-# and with it the inputs libFuzzer derives: the smoke runs without it where the kernel allows.
-no_aslr=()
-if [ "$mode" = smoke ] && setarch "$(uname -m)" -R true 2>/dev/null; then no_aslr=(setarch "$(uname -m)" -R); fi
 fuzz_env=(ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+# The smoke's inputs must not depend on where or by whom it runs. Addresses reach the coverage
+# libFuzzer steers by (hashes and orders of pointers), so the smoke runs without address-space
+# randomisation where the kernel allows it, and with an environment and arguments of fixed size:
+# those strings sit at the top of the stack, and one more byte of them moves every stack address.
+launch=(env)
+if [ "$mode" = smoke ]; then
+  launch=(env -i PATH=/usr/local/bin:/usr/bin:/bin PAGODA_FIXTURES="${fixtures_given:-../shared}")
+  if setarch "$(uname -m)" -R true 2>/dev/null; then launch=(setarch "$(uname -m)" -R "${launch[@]}"); fi
+fi
 timeout_s="${PAGODA_FUZZ_TIMEOUT:-25}"
 common=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout="$timeout_s" -print_final_stats=1)
 failed=0
@@ -172,7 +179,7 @@ run_target() {
   local limits=(-max_total_time="$seconds")
   [ "$mode" = smoke ] && limits=(-seed="${PAGODA_FUZZ_SEED:-1}" -runs="$(smoke_runs "$t")" -reload=0 -max_total_time=30)
   local started=$SECONDS status=0
-  "${no_aslr[@]}" env "${fuzz_env[@]}" "$fuzzer" "${dirs[@]}" "${common[@]}" "${dict[@]}" -max_len="$(max_len "$t")" \
+  "${launch[@]}" "${fuzz_env[@]}" "$fuzzer" "${dirs[@]}" "${common[@]}" "${dict[@]}" -max_len="$(max_len "$t")" \
     "${limits[@]}" -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
   local execs files
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo '?')
