@@ -130,10 +130,11 @@ max_len() {
 }
 
 fuzz_env=(ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
-# The smoke's inputs must not depend on where or by whom it runs. Addresses reach the coverage
-# libFuzzer steers by (hashes and orders of pointers), so the smoke runs without address-space
-# randomisation where the kernel allows it, and with an environment and arguments of fixed size:
-# those strings sit at the top of the stack, and one more byte of them moves every stack address.
+# The smoke's inputs must not depend on the run: not on timing, nor on the caller's shell (one
+# build in one place gives one sequence of inputs; another place is another binary). Addresses
+# reach the coverage libFuzzer steers by (hashes and orders of pointers), so the smoke runs without
+# address-space randomisation where the kernel allows it, and with an environment and arguments of
+# fixed size: those strings sit at the top of the stack, and one more byte moves every stack address.
 launch=(env)
 if [ "$mode" = smoke ]; then
   launch=(env -i PATH=/usr/local/bin:/usr/bin:/bin PAGODA_FIXTURES="${fixtures_given:-../shared}")
