@@ -123,6 +123,13 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "/v1/embeddings pooling of the final hidden states: mean, last or cls (first token); default: the "
                    "model's {arch}.pooling_type, else last")
         ->check(CLI::IsMember({"mean", "last", "cls"}));
+    sub.add_option("--responses-max", o->gateway.responses_max,
+                   "/v1/responses store: at most this many responses are kept for previous_response_id (the oldest "
+                   "go first; 0 stores none; in memory only, a restart loses them)")
+        ->check(in_range(size_t(0), size_t(1) << 24));
+    sub.add_option("--responses-ttl", o->gateway.responses_ttl,
+                   "/v1/responses store: seconds a stored response stays available for previous_response_id")
+        ->check(in_range(1.0, 30.0 * 86400));
     sub.add_option("--model-name,--alias,--served-model-name", o->gateway.model_name,
                    "Model id in the API (empty: the file name without .gguf)");
     sub.add_option("--shutdown-timeout,--grace-seconds", o->http.shutdown_timeout,

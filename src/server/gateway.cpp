@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "chat/reasoning.h"
 #include "server/openai_engine_request.h"
+#include "server/responses_events.h"
 #include "server/tool_request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -37,12 +38,36 @@ void Job::cancel() {
     for (engine::RequestId id : engine_ids_) gateway_.engine_->cancel(id);
 }
 
+std::vector<json> Job::opening_chunks() const {
+    return responses_ ? responses_->opening() : assembler_.opening_chunks();
+}
+
+json Job::response() const {
+    if (embeddings_) return embeddings_->response();
+    return responses_ ? responses_->response() : assembler_.response();
+}
+
 std::vector<json> Job::add(size_t sub, const engine::Delta& delta) {
     if (embeddings_) {
         embeddings_->add(sub, delta);
         return {};
     }
-    return assembler_.add(sub, delta);
+    std::vector<json> chunks = assembler_.add(sub, delta);
+    if (!responses_) return chunks;
+    // /v1/responses: the chat chunks become Responses events; the last delta closes the response
+    // and, unless it failed or its client left, stores it.
+    std::vector<json> events;
+    for (const json& chunk : chunks)
+        for (json& e : responses_->feed(chunk)) events.push_back(std::move(e));
+    if (assembler_.done() && !responses_->closed()) {
+        const std::optional<ApiError> failed = failure();
+        std::optional<std::string> error;
+        if (failed) error = failed->what();
+        for (json& e : responses_->close(assembler_.usage(), error)) events.push_back(std::move(e));
+        if (!failed && !assembler_.cancelled() && responses_->context().store)
+            gateway_.store_response(*responses_, responses_conversation_);
+    }
+    return events;
 }
 
 std::optional<ApiError> Job::failure() const {
@@ -120,6 +145,7 @@ Gateway::Gateway(GatewayOptions options, ApiKeyTable keys, ModelLoader loader)
     : options_(std::move(options)),
       keys_(std::move(keys)),
       loader_(std::move(loader)),
+      responses_store_(options_.responses_max, options_.responses_ttl),
       metrics_(options_.metrics_compat, options_.model_name) {
     std::random_device rd;
     id_salt_ = (uint64_t(rd()) << 32) ^ rd();
@@ -271,12 +297,9 @@ SimpleResponse Gateway::metrics() {
 std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const ApiKey* key,
                                     const std::string& request_id, DeltaSink sink, std::string response_id) {
     if (endpoint == Endpoint::embeddings) return start_embeddings(body, key, request_id, std::move(sink));
+    if (endpoint == Endpoint::responses) return start_responses(body, key, request_id, std::move(sink), std::move(response_id));
     if (response_id.empty()) response_id = new_request_id();
     const std::string key_name = key ? key->name : "anonymous";
-    auto reject = [&](const std::string& reason, ApiError e) -> ApiError {
-        metrics_.on_rejection(key_name, reason);
-        return e;
-    };
     admit_or_throw(key_name);
 
     CompletionParams p;
@@ -288,6 +311,19 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
         metrics_.on_rejection(key_name, "invalid");
         throw;
     }
+    // The response id is the server's, unique, whatever X-Request-Id the client sent.
+    std::string id = (endpoint == Endpoint::chat_completions ? "chatcmpl-" : "cmpl-") + response_id;
+    return launch(std::move(p), tool_format, key, request_id, std::move(sink), std::move(id), [](Job&) {});
+}
+
+std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::ToolCallFormat> tool_format,
+                                     const ApiKey* key, const std::string& request_id, DeltaSink sink, std::string id,
+                                     const std::function<void(Job&)>& prepare) {
+    const std::string key_name = key ? key->name : "anonymous";
+    auto reject = [&](const std::string& reason, ApiError e) -> ApiError {
+        metrics_.on_rejection(key_name, reason);
+        return e;
+    };
     if (!p.model.empty() && p.model != options_.model_name)
         throw reject("invalid", ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
                                                           options_.model_name),
@@ -315,9 +351,8 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
     admit_load(key, key_name, reserved, p.max_tokens_param);
 
     ResponseContext ctx;
-    ctx.endpoint = endpoint;
-    // The response id is the server's, unique, whatever X-Request-Id the client sent.
-    ctx.id = (endpoint == Endpoint::chat_completions ? "chatcmpl-" : "cmpl-") + response_id;
+    ctx.endpoint = p.endpoint;
+    ctx.id = std::move(id);
     ctx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     ctx.model = options_.model_name;
     ctx.n = p.n;
@@ -334,6 +369,7 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
     job->key_name_ = key_name;
     job->limited_ = key != nullptr;
     job->reserved_tokens_ = reserved;
+    prepare(*job);
 
     for (size_t sub = 0; sub < n_subs; ++sub) {
         engine::Request& r = requests.subs[sub];

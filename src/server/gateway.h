@@ -24,6 +24,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
+#include "server/response_store.h"
 #include "server/server_metrics.h"
 
 namespace pagoda::server {
@@ -44,6 +45,10 @@ struct GatewayOptions {
     // /v1/embeddings pooling: "mean", "last", "cls", or "" for the model's (GGUF pooling_type),
     // else last (the token that has seen the whole input under causal attention).
     std::string pooling;
+    // POST /v1/responses with store (the default): at most this many responses are kept, each for
+    // this many seconds, for previous_response_id and GET /v1/responses/{id} (response_store.h).
+    size_t responses_max = 1000;
+    double responses_ttl = 3600;
 };
 
 using SteadyClock = std::chrono::steady_clock;
@@ -63,6 +68,7 @@ struct LoadedModel {
 using ModelLoader = std::function<LoadedModel(engine::EngineOptions options)>;
 
 class Gateway;
+class ResponsesStream;
 
 // One API request in flight (one or more engine requests). Methods other than cancel() are called
 // from the owning transport strand only.
@@ -72,15 +78,18 @@ public:
     const std::string& request_id() const { return request_id_; }
     Endpoint endpoint() const { return params_.endpoint; }
     bool stream() const { return params_.stream; }
+    // POST /v1/responses: the chunks are Responses events (responses_events.h), each to be sent as
+    // an SSE event named by its `type`, the last of them ending the stream (no [DONE]).
+    bool responses() const { return responses_ != nullptr; }
     const CompletionParams& params() const { return params_; }
     const std::string& key_name() const { return key_name_; }
 
-    std::vector<nlohmann::json> opening_chunks() const { return assembler_.opening_chunks(); }
+    std::vector<nlohmann::json> opening_chunks() const;
     std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta);
     bool done() const { return embeddings_ ? embeddings_->done() : assembler_.done(); }
     const ResponseAssembler& assembler() const { return assembler_; }
     // Once done(): the whole (non-streaming) response body.
-    nlohmann::json response() const { return embeddings_ ? embeddings_->response() : assembler_.response(); }
+    nlohmann::json response() const;
     // Once done(): why the request failed — an engine error (500), or the end of the shutdown
     // timeout cutting it off (503 shutting_down) — or nullopt when it completed or its client
     // cancelled it. Transports answer with this error instead of a normal ending.
@@ -101,6 +110,8 @@ private:
     CompletionParams params_;
     ResponseAssembler assembler_;
     std::unique_ptr<EmbeddingAssembler> embeddings_;  // set for /v1/embeddings (then assembler_ is unused)
+    std::unique_ptr<ResponsesStream> responses_;      // set for /v1/responses (fed the assembler's chunks)
+    nlohmann::json responses_conversation_;           // /v1/responses: the input items, stored with the output
     std::string key_name_ = "anonymous";
     std::vector<engine::RequestId> engine_ids_;
     int64_t reserved_tokens_ = 0;
@@ -163,6 +174,9 @@ public:
     std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
                                const std::string& request_id, DeltaSink sink, std::string response_id = {});
     engine::Pooling pooling() const { return pooling_; }
+    // GET and DELETE /v1/responses/{id} (gateway_responses.cpp): a stored response, or 404.
+    SimpleResponse stored_response(const std::string& id);
+    SimpleResponse delete_response(const std::string& id);
 
     // Shutdown: stop admitting (503 for new requests, /readyz 503), then, when the shutdown
     // timeout is over, cut off what is left (those requests fail with 503 shutting_down), and
@@ -183,6 +197,17 @@ private:
     friend class Job;
     std::shared_ptr<Job> start_embeddings(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
                                           DeltaSink sink);
+    // POST /v1/responses (gateway_responses.cpp): the request as a chat request through launch().
+    std::shared_ptr<Job> start_responses(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
+                                         DeltaSink sink, std::string response_id);
+    // A parsed chat or completions request from the model check to its submission: tokenize, check
+    // against the model, admit, build the Job (response id `id`; `prepare` runs on it before the
+    // engine can deliver anything) and submit. Throws ApiError.
+    std::shared_ptr<Job> launch(CompletionParams p, std::optional<chat::ToolCallFormat> tool_format, const ApiKey* key,
+                                const std::string& request_id, DeltaSink sink, std::string id,
+                                const std::function<void(Job&)>& prepare);
+    // A finished /v1/responses job with store: its response and conversation into responses_store_.
+    void store_response(const ResponsesStream& stream, const nlohmann::json& conversation);
     // The admission checks every request passes (draining, loading, failed); throws ApiError.
     void admit_or_throw(const std::string& key_name);
     // The admission checks of work about to be submitted: the queue cap (503) and the key's limits
@@ -202,6 +227,7 @@ private:
     std::unique_ptr<engine::Engine> engine_;
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
     RateLimiter limiter_;
+    ResponseStore responses_store_;
     ServerMetrics metrics_;
     std::atomic<bool> draining_{false};
     std::atomic<bool> cut_off_{false};  // cut_off_remaining() ran: cancellations are the server's

@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "server/dashboard.h"
+#include "server/responses_events.h"
 #include "server/sse.h"
 #include "server/websocket_session.h"
 
@@ -256,8 +257,15 @@ private:
             start_websocket_session(stream_.release_socket(), shared_, key, request_id_, std::move(req));
             return;
         }
+        if (path_.starts_with("/v1/responses/")) {  // a stored response: retrieve or delete
+            if (req.method() != http::verb::delete_) require_method(req, http::verb::get, "GET, DELETE");
+            authenticate(auth);
+            const std::string id = percent_decode(path_.substr(14));
+            return send_simple(req.method() == http::verb::get ? gw().stored_response(id) : gw().delete_response(id));
+        }
         Endpoint endpoint;
         if (path_ == "/v1/completions") endpoint = Endpoint::completions;
+        else if (path_ == "/v1/responses") endpoint = Endpoint::responses;
         else if (path_ == "/v1/chat/completions") endpoint = Endpoint::chat_completions;
         else if (path_ == "/v1/embeddings") endpoint = Endpoint::embeddings;
         else throw ApiError::not_found(fmt::format("no route for {} {}", method_, path_));
@@ -309,7 +317,7 @@ private:
                                       {"Transfer-Encoding", "chunked"},
                                       {"X-Request-Id", request_id_},
                                       {"Connection", keep_alive_ ? "keep-alive" : "close"}}));
-            for (const auto& chunk : job_->opening_chunks()) enqueue(http_chunk(sse_data(dump_json(chunk))));
+            for (const auto& chunk : job_->opening_chunks()) enqueue(http_chunk(frame(chunk)));
             arm_heartbeat();
         }
         // Watch the socket while the engine works: EOF or a reset means the client left. With
@@ -328,18 +336,21 @@ private:
             return;
         }
         if (streaming_)
-            for (const auto& chunk : chunks) enqueue(http_chunk(sse_data(dump_json(chunk))));
+            for (const auto& chunk : chunks) enqueue(http_chunk(frame(chunk)));
         if (!job_->done()) return;
         const auto& a = job_->assembler();
         const std::optional<ApiError> failure = job_->failure();
         if (streaming_) {
-            // A failed stream still ends properly: an error event, [DONE], the last chunk.
-            if (failure) {
-                enqueue(http_chunk(sse_data(dump_json(failure->body()))));
-            } else if (a.context().include_usage) {
-                enqueue(http_chunk(sse_data(dump_json(a.usage_chunk()))));
+            // A failed stream still ends properly: an error event, [DONE], the last chunk. A
+            // Responses stream has already ended with its last event (response.completed, .failed).
+            if (!job_->responses()) {
+                if (failure) {
+                    enqueue(http_chunk(sse_data(dump_json(failure->body()))));
+                } else if (a.context().include_usage) {
+                    enqueue(http_chunk(sse_data(dump_json(a.usage_chunk()))));
+                }
+                enqueue(http_chunk(sse_done()));
             }
-            enqueue(http_chunk(sse_done()));
             enqueue("0\r\n\r\n");
             heartbeat_.cancel();
             finish_job(failure ? failure->status : 200);
@@ -352,6 +363,11 @@ private:
         std::string body = dump_json(job_->response());
         finish_job(200);
         send_body(200, "application/json", body, {});
+    }
+
+    // One chunk of a stream as SSE: Responses events are named; chat and completion chunks are data only.
+    std::string frame(const json& chunk) const {
+        return job_->responses() ? responses_sse(chunk) : sse_data(dump_json(chunk));
     }
 
     void finish_job(int status) {

@@ -413,6 +413,7 @@ const char* endpoint_name(Endpoint e) {
         case Endpoint::completions: return "completions";
         case Endpoint::chat_completions: return "chat.completions";
         case Endpoint::embeddings: return "embeddings";
+        case Endpoint::responses: return "responses";
     }
     return "?";
 }

@@ -23,8 +23,8 @@
 
 namespace pagoda::server {
 
-enum class Endpoint { completions, chat_completions, embeddings };
-const char* endpoint_name(Endpoint e);  // "completions", "chat.completions", "embeddings"
+enum class Endpoint { completions, chat_completions, embeddings, responses };
+const char* endpoint_name(Endpoint e);  // "completions", "chat.completions", "embeddings", "responses"
 
 // One prompt of a completions request: text, or token ids given directly.
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;

@@ -1,0 +1,141 @@
+// The Responses request as a /v1/chat/completions body (declared in responses_request.h): the
+// one place where Responses items become chat messages, so the chat template renders both APIs'
+// conversations the same way.
+#include <fmt/format.h>
+#include <regex>
+
+#include "server/responses_request.h"
+
+namespace pagoda::server {
+namespace {
+
+using json = nlohmann::json;
+
+// The text of a content value: a string, or its text parts joined (refusals count as text).
+std::string content_text(const json& content) {
+    if (content.is_string()) return content.get<std::string>();
+    std::string text;
+    for (const json& part : content) {
+        if (auto t = part.find("text"); t != part.end() && t->is_string()) text += t->get<std::string>();
+        else if (auto r = part.find("refusal"); r != part.end() && r->is_string()) text += r->get<std::string>();
+    }
+    return text;
+}
+
+std::string reasoning_text(const json& item) {
+    std::string text;
+    for (const char* key : {"content", "summary"}) {
+        auto parts = item.find(key);
+        if (parts == item.end() || !parts->is_array()) continue;
+        for (const json& p : *parts) text += p.value("text", "");
+        if (!text.empty()) break;  // the content is the thinking; a summary only stands in for it
+    }
+    return text;
+}
+
+}  // namespace
+
+json responses_items_to_messages(const json& items) {
+    json messages = json::array();
+    std::string reasoning;       // a reasoning item's text, for the assistant message that follows
+    bool assistant_open = false;  // the last message is assistant output this run of items may extend
+    auto assistant = [&]() -> json& {
+        if (!assistant_open) {
+            messages.push_back({{"role", "assistant"}, {"content", ""}});
+            assistant_open = true;
+        }
+        json& m = messages.back();
+        if (!reasoning.empty()) {
+            m["reasoning_content"] = m.value("reasoning_content", "") + reasoning;
+            reasoning.clear();
+        }
+        return m;
+    };
+    for (const json& item : items) {
+        const std::string type = item.value("type", "message");
+        if (type == "message") {
+            const std::string role = item["role"].get<std::string>();
+            if (role == "assistant") {
+                json& m = assistant();
+                m["content"] = m["content"].get<std::string>() + content_text(item["content"]);
+            } else {
+                messages.push_back({{"role", role}, {"content", content_text(item["content"])}});
+                assistant_open = false;
+            }
+        } else if (type == "function_call") {
+            json& m = assistant();
+            if (!m.contains("tool_calls")) m["tool_calls"] = json::array();
+            m["tool_calls"].push_back({{"id", item["call_id"]},
+                                       {"type", "function"},
+                                       {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}});
+        } else if (type == "function_call_output") {
+            json tool = {{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", content_text(item["output"])}};
+            // Templates that name the function a result came from (Llama 3.1, Mistral) read `name`.
+            for (const json& m : messages)
+                for (const json& call : m.value("tool_calls", json::array()))
+                    if (call["id"] == item["call_id"]) tool["name"] = call["function"]["name"];
+            messages.push_back(std::move(tool));
+            assistant_open = false;
+        } else if (type == "reasoning") {
+            reasoning += reasoning_text(item);
+        }
+    }
+    return messages;
+}
+
+json responses_chat_body(const ResponsesRequest& r, const json& conversation) {
+    json body = json::object();
+    if (!r.model.empty()) body["model"] = r.model;
+    json messages = json::array();
+    if (r.instructions) messages.push_back({{"role", "system"}, {"content", *r.instructions}});
+    for (json& m : responses_items_to_messages(conversation)) messages.push_back(std::move(m));
+    body["messages"] = std::move(messages);
+    if (!r.tools.empty()) {
+        json tools = json::array();
+        for (const json& t : r.tools) {
+            json fn = {{"name", t["name"]}};
+            for (const char* key : {"description", "parameters", "strict"})
+                if (auto it = t.find(key); it != t.end() && !it->is_null()) fn[key] = *it;
+            tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
+        }
+        body["tools"] = std::move(tools);
+        body["parallel_tool_calls"] = r.parallel_tool_calls;
+    }
+    if (r.tool_choice.is_object())
+        body["tool_choice"] = {{"type", "function"}, {"function", {{"name", r.tool_choice["name"]}}}};
+    else if (r.tool_choice != "auto")
+        body["tool_choice"] = r.tool_choice;
+    const std::string format = r.text_format["type"].get<std::string>();
+    if (format == "json_object") {
+        body["response_format"] = {{"type", "json_object"}};
+    } else if (format == "json_schema") {
+        json spec = json::object();
+        for (const char* key : {"name", "schema", "strict"})
+            if (auto it = r.text_format.find(key); it != r.text_format.end() && !it->is_null()) spec[key] = *it;
+        body["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(spec)}};
+    }
+    if (r.max_output_tokens) body["max_completion_tokens"] = *r.max_output_tokens;
+    if (r.temperature) body["temperature"] = *r.temperature;
+    if (r.top_p) body["top_p"] = *r.top_p;
+    body["stream"] = r.stream;
+    return body;
+}
+
+ApiError map_chat_error(ApiError e) {
+    static const std::vector<std::pair<std::regex, std::string>> renames = {
+        {std::regex(R"(\bmax_completion_tokens\b)"), "max_output_tokens"},
+        {std::regex(R"(\bresponse_format\.json_schema\b)"), "text.format"},
+        {std::regex(R"(\bresponse_format\b)"), "text.format"},
+        {std::regex(R"(\b(tools\[\d+\])\.function\b)"), "$1"},
+        {std::regex(R"(\bmessages\b(\[\d+\])?)"), "input"},
+    };
+    auto rename = [&](std::string s) {
+        for (const auto& [from, to] : renames) s = std::regex_replace(s, from, to);
+        return s;
+    };
+    ApiError mapped(e.status, rename(e.what()), e.type, rename(e.param), e.code);
+    mapped.retry_after = e.retry_after;
+    return mapped;
+}
+
+}  // namespace pagoda::server
