@@ -9,6 +9,7 @@
 #include "server/api_error.h"
 #include "server/embedding_request.h"
 #include "server/openai_engine_request.h"
+#include "server/responses_request.h"
 #include "server/tool_request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -305,6 +306,117 @@ json JsonGen::request_body(server::Endpoint endpoint) {
     return body;
 }
 
+json JsonGen::responses_body() {
+    static const std::vector<std::string> item_types = {"message", "function_call", "function_call_output", "reasoning",
+                                                        "item_reference", "web_search_call", "input_text", ""};
+    static const std::vector<std::string> part_types = {"input_text", "output_text", "refusal", "input_image",
+                                                        "input_file", "summary_text", "reasoning_text"};
+    static const std::vector<std::string> tool_types = {"function", "function", "function", "web_search", "file_search",
+                                                        "code_interpreter", "mcp", "custom", "computer_use_preview"};
+    static const std::vector<std::string> roles = {"user", "system", "developer", "assistant", "tool"};
+    auto parts = [&] {
+        json ps = json::array();
+        const int n = p_.ConsumeIntegralInRange<int>(0, 3);
+        for (int i = 0; i < n; ++i) {
+            json part = {{"type", pick(part_types)}, {"text", p_.ConsumeIntegralInRange<int>(0, 7) ? json(string()) : value(1)}};
+            if (p_.ConsumeIntegralInRange<int>(0, 5) == 0) part[string()] = value(1);
+            ps.push_back(std::move(part));
+        }
+        return ps;
+    };
+    json body = json::object();
+    if (p_.ConsumeIntegralInRange<int>(0, 3) == 0) {
+        body["input"] = p_.ConsumeBool() ? json(string()) : value(2);
+    } else {
+        json items = json::array();
+        const int n = p_.ConsumeIntegralInRange<int>(0, 6);
+        for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
+            json item = json::object();
+            const std::string type = pick(item_types);
+            if (!type.empty() || p_.ConsumeBool()) item["type"] = type;
+            item["role"] = pick(roles);
+            item["content"] = p_.ConsumeBool() ? json(string()) : parts();
+            item["call_id"] = p_.ConsumeIntegralInRange<int>(0, 7) ? json(pick({"c1", "c2"})) : value(0);
+            item["name"] = string();
+            item["arguments"] = p_.ConsumeBool() ? json("{\"a\": 1}") : json(string());
+            item["output"] = p_.ConsumeBool() ? json(string()) : parts();
+            if (type == "reasoning") item[p_.ConsumeBool() ? "summary" : "content"] = parts();
+            // Most items carry only their own keys: drop the others at random.
+            for (const char* key : {"role", "content", "call_id", "name", "arguments", "output"})
+                if (p_.ConsumeIntegralInRange<int>(0, 3) == 0 ||
+                    (type == "message" && key != std::string("role") && key != std::string("content")))
+                    item.erase(key);
+            if (p_.ConsumeIntegralInRange<int>(0, 5) == 0) item[p_.ConsumeBool() ? "id" : "status"] = string();
+            items.push_back(std::move(item));
+        }
+        body["input"] = std::move(items);
+    }
+    const int n = p_.ConsumeIntegralInRange<int>(0, 8);
+    for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
+        switch (p_.ConsumeIntegralInRange<int>(0, 13)) {
+            case 0: body["instructions"] = p_.ConsumeBool() ? json(string()) : value(1); break;
+            case 1: {
+                json tools = json::array();
+                for (const json& t : this->tools()) {
+                    if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) {
+                        tools.push_back(t);
+                        continue;
+                    }
+                    json flat = t["function"];
+                    flat["type"] = pick(tool_types);
+                    tools.push_back(std::move(flat));
+                }
+                body["tools"] = std::move(tools);
+                break;
+            }
+            case 2: {
+                switch (p_.ConsumeIntegralInRange<int>(0, 3)) {
+                    case 0: body["tool_choice"] = p_.PickValueInArray({"auto", "none", "required"}); break;
+                    case 1: body["tool_choice"] = {{"type", pick(tool_types)}, {"name", string()}}; break;
+                    default: body["tool_choice"] = value(2); break;
+                }
+                break;
+            }
+            case 3:
+                body["text"] = {{"format", {{"type", "json_schema"}, {"name", string()}, {"schema", schema(4)},
+                                            {"strict", p_.ConsumeBool()}}}};
+                break;
+            case 4: body["text"] = p_.ConsumeBool() ? json{{"format", {{"type", "json_object"}}}} : value(2); break;
+            case 5: body["reasoning"] = {{p_.ConsumeBool() ? "summary" : "effort", pick({"auto", "detailed", "concise", "low"})}}; break;
+            case 6: body["max_output_tokens"] = number(); break;
+            case 7: body["previous_response_id"] = p_.ConsumeBool() ? json("resp_1") : value(0); break;
+            case 8: body["store"] = value(0); break;
+            case 9: body["metadata"] = p_.ConsumeBool() ? json{{string(), string()}} : value(1); break;
+            case 10: body["parallel_tool_calls"] = value(0); break;
+            case 11: body["model"] = p_.ConsumeBool() ? json("fuzz-model") : value(0); break;
+            case 12: body[pick({"temperature", "top_p", "truncation", "include", "background", "stream"})] = value(1); break;
+            default: body[string()] = p_.ConsumeBool() ? number() : value(2); break;
+        }
+    }
+    return body;
+}
+
+json JsonGen::chat_chunk() {
+    if (p_.ConsumeIntegralInRange<int>(0, 9) == 0) return value(3);
+    json delta = json::object();
+    if (p_.ConsumeBool()) delta["reasoning_content"] = string();
+    if (p_.ConsumeBool()) delta["content"] = string();
+    if (p_.ConsumeIntegralInRange<int>(0, 2) == 0) {
+        json call = {{"index", p_.ConsumeIntegralInRange<int>(0, 2)}};
+        json fn = {{"arguments", string()}};
+        if (p_.ConsumeBool()) {
+            call["id"] = "call_" + string();
+            call["type"] = "function";
+            fn["name"] = string();
+        }
+        call["function"] = std::move(fn);
+        delta["tool_calls"] = json::array({std::move(call)});
+    }
+    json finish = p_.ConsumeIntegralInRange<int>(0, 4) == 0 ? json(pick({"stop", "length", "tool_calls"})) : json(nullptr);
+    return {{"object", "chat.completion.chunk"},
+            {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}}})}};
+}
+
 // ---- the gateway pipeline ----
 
 void run_completion_pipeline(const json& body, server::Endpoint endpoint, const chat::ChatTemplate* tmpl,
@@ -320,6 +432,18 @@ void run_completion_pipeline(const json& body, server::Endpoint endpoint, const 
         p, std::move(prompts), {.context = 2048, .vocab_size = vocab, .max_prompt_tokens = 0, .max_tokens_limit = 4096});
     for (const auto& r : requests.subs)
         if (r.prompt.empty() || int64_t(r.prompt.size()) > 2048) std::abort();  // make_engine_requests' contract
+}
+
+void run_responses_pipeline(const json& body, const chat::ChatTemplate* tmpl, const tokenizer::Tokenizer* tok) {
+    const server::ResponsesRequest r = server::parse_responses_request(body);
+    if (!r.previous_response_id.empty())
+        throw server::ApiError(404, "no stored response", "invalid_request_error", "previous_response_id",
+                               "previous_response_not_found");
+    try {
+        run_completion_pipeline(server::responses_chat_body(r, r.input_items), server::Endpoint::chat_completions, tmpl, tok);
+    } catch (const server::ApiError& e) {
+        throw server::map_chat_error(e);
+    }
 }
 
 void run_embedding_pipeline(const json& body, const tokenizer::Tokenizer* tok) {

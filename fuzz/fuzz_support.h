@@ -61,6 +61,13 @@ public:
     nlohmann::json tools();
     // A completion or chat request body with a random subset of the documented fields.
     nlohmann::json request_body(server::Endpoint endpoint);
+    // A /v1/responses body: input as a string or items (messages with text parts, function calls and
+    // their outputs, reasoning, and items of other types), Responses-shaped tools (hosted ones too),
+    // text.format, reasoning and the other fields.
+    nlohmann::json responses_body();
+    // A chat.completion.chunk as the ResponseAssembler writes them (reasoning, content, whole or
+    // partial tool calls, a finish reason), or sometimes any JSON.
+    nlohmann::json chat_chunk();
 
 private:
     const std::string& pick(const std::vector<std::string>& options);
@@ -72,6 +79,10 @@ private:
 // Throws ApiError for every refusal.
 void run_completion_pipeline(const nlohmann::json& body, server::Endpoint endpoint, const chat::ChatTemplate* tmpl,
                              const tokenizer::Tokenizer* tok);
+// The gateway's /v1/responses up to the engine: parse_responses_request, the chat body, then
+// run_completion_pipeline, its errors renamed by map_chat_error (no response is stored here, so a
+// previous_response_id is the store's 404).
+void run_responses_pipeline(const nlohmann::json& body, const chat::ChatTemplate* tmpl, const tokenizer::Tokenizer* tok);
 // The gateway's /v1/embeddings checks: parse, then tokenize text inputs and range-check id inputs.
 void run_embedding_pipeline(const nlohmann::json& body, const tokenizer::Tokenizer* tok);
 

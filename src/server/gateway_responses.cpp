@@ -16,13 +16,13 @@ namespace {
 
 using json = nlohmann::json;
 
-ApiError not_stored(const std::string& id, const char* param) {
+ApiError not_stored(const std::string& id, const char* param, const char* code) {
     return ApiError(404,
                     fmt::format("no stored response has the id '{}': it never existed here, was made with store false, "
                                 "or fell out of the in-memory store (its TTL passed, --responses-ttl, or newer responses "
                                 "pushed it out, --responses-max; a restart empties it)",
                                 id),
-                    "invalid_request_error", param, param[0] == 'p' ? "previous_response_not_found" : "not_found");
+                    "invalid_request_error", param, code);
 }
 
 }  // namespace
@@ -41,7 +41,7 @@ std::shared_ptr<Job> Gateway::start_responses(const json& body, const ApiKey* ke
         r = parse_responses_request(body);
         if (!r.previous_response_id.empty()) {
             auto previous = responses_store_.get(r.previous_response_id, now_seconds());
-            if (!previous) throw not_stored(r.previous_response_id, "previous_response_id");
+            if (!previous) throw not_stored(r.previous_response_id, "previous_response_id", "previous_response_not_found");
             conversation = previous->items;
         }
         for (const json& item : r.input_items) conversation.push_back(item);
@@ -93,12 +93,12 @@ void Gateway::store_response(const ResponsesStream& stream, const json& conversa
 
 SimpleResponse Gateway::stored_response(const std::string& id) {
     auto entry = responses_store_.get(id, now_seconds());
-    if (!entry) throw not_stored(id, "response_id");
+    if (!entry) throw not_stored(id, "response_id", "not_found");
     return {200, "application/json", dump_json(entry->response)};
 }
 
 SimpleResponse Gateway::delete_response(const std::string& id) {
-    if (!responses_store_.erase(id, now_seconds())) throw not_stored(id, "response_id");
+    if (!responses_store_.erase(id, now_seconds())) throw not_stored(id, "response_id", "not_found");
     return {200, "application/json", dump_json(json{{"id", id}, {"object", "response.deleted"}, {"deleted", true}})};
 }
 

@@ -117,34 +117,46 @@ void ResponsesStream::close_item(const char* status, std::vector<json>& out) {
     text_.clear();
 }
 
+// Reads the chunk defensively (any JSON is taken; what is not a chat chunk's shape is skipped), so
+// the translator never throws whatever it is fed.
 std::vector<json> ResponsesStream::feed(const json& chunk) {
     std::vector<json> out;
-    if (closed_) return out;
-    auto choices = chunk.find("choices");
-    if (choices == chunk.end() || !choices->is_array() || choices->empty()) return out;
-    const json& choice = (*choices)[0];
-    const json delta = choice.value("delta", json::object());
-    auto text_of = [&](const char* key) {
-        auto it = delta.find(key);
-        return it != delta.end() && it->is_string() ? it->get<std::string>() : std::string();
+    if (closed_ || !chunk.is_object()) return out;
+    auto member = [](const json& object, const char* key, json::value_t type) -> const json* {
+        if (!object.is_object()) return nullptr;
+        auto it = object.find(key);
+        return it != object.end() && it->type() == type ? &*it : nullptr;
     };
-    if (const std::string r = text_of("reasoning_content"); !r.empty()) text_delta(Kind::reasoning, r, out);
-    if (const std::string c = text_of("content"); !c.empty()) text_delta(Kind::message, c, out);
-    if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
+    auto text_of = [&](const json& object, const char* key) {
+        const json* v = member(object, key, json::value_t::string);
+        return v ? v->get<std::string>() : std::string();
+    };
+    const json* choices = member(chunk, "choices", json::value_t::array);
+    if (!choices || choices->empty()) return out;
+    const json& choice = (*choices)[0];
+    const json* delta = member(choice, "delta", json::value_t::object);
+    static const json empty = json::object();
+    const json& d = delta ? *delta : empty;
+    if (const std::string r = text_of(d, "reasoning_content"); !r.empty()) text_delta(Kind::reasoning, r, out);
+    if (const std::string c = text_of(d, "content"); !c.empty()) text_delta(Kind::message, c, out);
+    if (const json* calls = member(d, "tool_calls", json::value_t::array)) {
         for (const json& call : *calls) {
-            const int64_t index = call.value("index", int64_t(0));
-            const json fn = call.value("function", json::object());
-            if (call.contains("id")) {  // a new call: its id and name come first
+            const json* i = member(call, "index", json::value_t::number_unsigned);
+            if (!i) i = member(call, "index", json::value_t::number_integer);
+            const int64_t index = i ? i->get<int64_t>() : 0;
+            const json* fn = member(call, "function", json::value_t::object);
+            const json& f = fn ? *fn : empty;
+            if (const json* id = member(call, "id", json::value_t::string)) {  // a new call: id and name first
                 close_item("completed", out);
                 open_item(Kind::function_call,
                           {{"id", item_id("fc")}, {"type", "function_call"}, {"status", "in_progress"},
-                           {"call_id", call["id"]}, {"name", fn.value("name", "")}, {"arguments", ""}},
+                           {"call_id", *id}, {"name", text_of(f, "name")}, {"arguments", ""}},
                           out);
                 open_call_index_ = index;
             } else if (open_ != Kind::function_call || open_call_index_ != index) {
                 continue;  // a fragment of a call that is not open: nothing to attach it to
             }
-            const std::string args = fn.value("arguments", "");
+            const std::string args = text_of(f, "arguments");
             if (args.empty()) continue;
             text_ += args;
             const size_t out_index = output_.size() - 1;
@@ -152,7 +164,7 @@ std::vector<json> ResponsesStream::feed(const json& chunk) {
                                 {{"item_id", output_[out_index]["id"]}, {"output_index", out_index}, {"delta", args}}));
         }
     }
-    if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) finish_reason_ = f->get<std::string>();
+    if (const json* f = member(choice, "finish_reason", json::value_t::string)) finish_reason_ = f->get<std::string>();
     return out;
 }
 
