@@ -257,7 +257,7 @@ private:
             start_websocket_session(stream_.release_socket(), shared_, key, request_id_, std::move(req));
             return;
         }
-        if (path_.starts_with("/v1/responses/")) {  // a stored response: retrieve or delete
+        if (path_.starts_with("/v1/responses/") && path_.find('/', 14) == std::string::npos) {  // a stored response
             if (req.method() != http::verb::delete_) require_method(req, http::verb::get, "GET, DELETE");
             authenticate(auth);
             const std::string id = percent_decode(path_.substr(14));

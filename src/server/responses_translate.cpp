@@ -61,6 +61,7 @@ json responses_items_to_messages(const json& items) {
             } else {
                 messages.push_back({{"role", role}, {"content", content_text(item["content"])}});
                 assistant_open = false;
+                reasoning.clear();  // thinking that led to no answer (cut off) belongs to no message
             }
         } else if (type == "function_call") {
             json& m = assistant();
@@ -76,6 +77,7 @@ json responses_items_to_messages(const json& items) {
                     if (call["id"] == item["call_id"]) tool["name"] = call["function"]["name"];
             messages.push_back(std::move(tool));
             assistant_open = false;
+            reasoning.clear();
         } else if (type == "reasoning") {
             reasoning += reasoning_text(item);
         }

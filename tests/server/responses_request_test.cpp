@@ -115,6 +115,7 @@ TEST(ResponsesRequest, ItemsBecomeTheChatMessagesOfTheSameConversation) {
         {"type":"function_call","call_id":"c2","name":"log","arguments":"{}"},
         {"type":"function_call_output","call_id":"c1","output":"4"},
         {"type":"function_call_output","call_id":"c2","output":[{"type":"input_text","text":"ok"}]},
+        {"type":"reasoning","summary":[{"type":"summary_text","text":"cut off"}]},
         {"role":"user","content":"thanks"}])");
     EXPECT_EQ(responses_items_to_messages(items), json::parse(R"([
         {"role":"developer","content":"rules"},
