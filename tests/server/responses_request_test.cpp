@@ -141,8 +141,15 @@ TEST(ResponsesRequest, TheChatBodyCarriesEverySettingUnderItsChatName) {
         "parallel_tool_calls":false,"tool_choice":{"type":"function","function":{"name":"f"}},
         "response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true}},
         "max_completion_tokens":9,"temperature":0.0,"top_p":0.5,"stream":true})"));
-    // It is a body the chat parser takes as it is.
-    EXPECT_NO_THROW(parse_completion_request(chat, Endpoint::chat_completions));
+    // The chat parser's rules apply as they are: a forced call and a JSON schema do not go together;
+    // either alone is taken.
+    EXPECT_THROW(parse_completion_request(chat, Endpoint::chat_completions), ApiError);
+    json without_format = chat;
+    without_format.erase("response_format");
+    EXPECT_NO_THROW(parse_completion_request(without_format, Endpoint::chat_completions));
+    json without_choice = chat;
+    without_choice.erase("tool_choice");
+    EXPECT_NO_THROW(parse_completion_request(without_choice, Endpoint::chat_completions));
     const json object_format = responses_chat_body(
         parse_responses_request(json::parse(R"({"input":"a","text":{"format":{"type":"json_object"}}})")), json::array());
     EXPECT_EQ(object_format["response_format"], json::parse(R"({"type":"json_object"})"));
