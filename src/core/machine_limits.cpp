@@ -4,13 +4,11 @@
 #include <chrono>
 #include <vector>
 
-#include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
 
 namespace pagoda {
 
 // Defined in machine_limits_avx2.cpp / machine_limits_avx512.cpp (compiled with those ISAs).
-uint64_t read_sum_avx2(const uint8_t* data, size_t bytes);
 double fma_chain_avx2(int64_t iterations);
 int64_t maddubs_chain_avx2(int64_t iterations);
 double fma_chain_avx512(int64_t iterations);
@@ -22,13 +20,6 @@ double amx_bf16_chain(int64_t iterations);
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t read_sum_portable(const uint8_t* data, size_t bytes) {
-    const uint64_t* p = reinterpret_cast<const uint64_t*>(data);
-    uint64_t a = 0, b = 0, c = 0, d = 0;
-    for (size_t i = 0; i + 4 <= bytes / 8; i += 4) { a += p[i]; b += p[i + 1]; c += p[i + 2]; d += p[i + 3]; }
-    return a + b + c + d;
-}
 
 // The pool hands tasks to whichever thread is free, so a late-waking worker could leave the
 // caller running two shares in a row and halve the measured rate. The work is therefore cut into
@@ -50,44 +41,13 @@ double best_parallel_seconds(ThreadPool& pool, int n_tasks, int reps, Fn fn) {
 }  // namespace
 
 double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes) {
-    AlignedBuffer<uint8_t> buffer(buffer_bytes);
-    for (size_t i = 0; i < buffer_bytes; i += 4096) buffer[i] = uint8_t(i >> 12);  // fault every page in
-    const bool avx2 = active_isa() >= Isa::avx2;
-    const int n = pool.size() * kTasksPerThread;
-    const size_t per = buffer_bytes / size_t(n) / 64 * 64;
-    std::vector<uint64_t> sink(static_cast<size_t>(n));
-    double seconds = best_parallel_seconds(pool, n, 3, [&](int task) {
-        const uint8_t* p = buffer.data() + size_t(task) * per;
-        sink[size_t(task)] += avx2 ? read_sum_avx2(p, per) : read_sum_portable(p, per);
-    });
-    return double(per) * n / seconds / 1e9;
+    const ReadScratch scratch(buffer_bytes);
+    const std::span<const uint8_t> region = scratch.bytes();
+    return measure_best_read_bandwidth(pool, std::span(&region, 1)).gbps;
 }
 
 double measure_read_bandwidth(ThreadPool& pool, std::span<const std::span<const uint8_t>> regions) {
-    // Chunks of at most 1 MiB, 64-byte aligned inside their region, handed out as tasks.
-    std::vector<std::span<const uint8_t>> chunks;
-    size_t total = 0;
-    for (const auto& r : regions) {
-        const auto begin = reinterpret_cast<uintptr_t>(r.data());
-        const size_t skip = std::min(r.size(), size_t((64 - begin % 64) % 64));
-        const uint8_t* p = r.data() + skip;
-        size_t left = (r.size() - skip) / 128 * 128;
-        for (; left > 0;) {
-            const size_t n = std::min(left, size_t(1) << 20);
-            chunks.emplace_back(p, n);
-            total += n;
-            p += n;
-            left -= n;
-        }
-    }
-    if (chunks.empty()) return 0;
-    const bool avx2 = active_isa() >= Isa::avx2;
-    std::vector<uint64_t> sink(chunks.size());
-    double seconds = best_parallel_seconds(pool, int(chunks.size()), 3, [&](int task) {
-        const auto& c = chunks[size_t(task)];
-        sink[size_t(task)] += avx2 ? read_sum_avx2(c.data(), c.size()) : read_sum_portable(c.data(), c.size());
-    });
-    return double(total) / seconds / 1e9;
+    return measure_best_read_bandwidth(pool, regions).gbps;
 }
 
 namespace {

@@ -1,13 +1,14 @@
 // Measures this machine's physical limits in the same run as a benchmark (the host drifts):
-// streaming-read memory bandwidth with every thread of the pool, and the arithmetic peaks of the
-// paths pagoda uses (fp32 FMA; int8 dot products: vpdpbusd with AVX-512 VNNI, else the AVX2
-// vpmaddubsw sequence of the panel kernel; bf16 dot products
-// where it has AVX-512 BF16; AMX int8 and bf16 tiles where they run). Benchmarks quote
-// their figures as a fraction of these.
+// streaming-read memory bandwidth with every thread of the pool (the best of several access
+// patterns, read_bandwidth.h), and the arithmetic peaks of the paths pagoda uses (fp32 FMA; int8
+// dot products: vpdpbusd with AVX-512 VNNI, else the AVX2 vpmaddubsw sequence of the panel kernel;
+// bf16 dot products where it has AVX-512 BF16; AMX int8 and bf16 tiles where they run). Benchmarks
+// quote their figures as a fraction of these.
 #pragma once
 #include <cstdint>
 #include <span>
 
+#include "core/read_bandwidth.h"
 #include "core/thread_pool.h"
 
 namespace pagoda {
@@ -22,6 +23,8 @@ struct MachineLimits {
 };
 
 // Each measurement takes a fraction of a second; `buffer_bytes` should exceed the last-level cache.
+// Both read forms are the best of read_bandwidth.h's access patterns (measure_best_read_bandwidth
+// says which pattern won).
 double measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes = size_t(1) << 30);
 // The same over memory that already exists (e.g. a model's weights, which is what a decode step
 // streams: its pages, their placement and their page size are the ones that matter; a fresh buffer

@@ -5,20 +5,6 @@
 
 namespace pagoda {
 
-uint64_t read_sum_avx2(const uint8_t* data, size_t bytes) {
-    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-    for (size_t i = 0; i + 128 <= bytes; i += 128) {
-        a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(data + i)));
-        b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(data + i + 32)));
-        c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(data + i + 64)));
-        d = _mm256_add_epi64(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(data + i + 96)));
-    }
-    __m256i s = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
-    alignas(32) uint64_t out[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out), s);
-    return out[0] + out[1] + out[2] + out[3];
-}
-
 double fma_chain_avx2(int64_t iterations) {
     __m256 acc[12];
     for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(float(i) * 1e-3f);

@@ -235,18 +235,23 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     ThreadPool pool(cores);
     step("machine limits (bandwidth, fp32 / int8 / bf16 / AMX peaks)");
     MachineLimits limits;
-    if (o.quick) {
-        // A 256 MiB buffer still exceeds the last-level caches; faulting in 1 GiB is most of a quick run.
-        limits.read_gbps = measure_read_bandwidth(pool, size_t(256) << 20);
-        limits.fp32_gflops = measure_fp32_fma_peak(pool);
-        limits.int8_gops = measure_int8_dot_peak(pool);
-        limits.bf16_gflops = measure_bf16_dot_peak(pool);
-        limits.amx_int8_gops = measure_amx_int8_peak(pool);
-        limits.amx_bf16_gflops = measure_amx_bf16_peak(pool);
-    } else {
-        limits = measure_machine_limits(pool);
-    }
+    // A 256 MiB buffer still exceeds the last-level caches; faulting in 1 GiB is most of a quick run.
+    const ReadScratch scratch(size_t(o.quick ? 256 : 1024) << 20);
+    const std::span<const uint8_t> scratch_bytes = scratch.bytes();
+    const ReadBandwidth read = measure_best_read_bandwidth(pool, std::span(&scratch_bytes, 1));
+    limits.read_gbps = read.gbps;
+    limits.fp32_gflops = measure_fp32_fma_peak(pool);
+    limits.int8_gops = measure_int8_dot_peak(pool);
+    limits.bf16_gflops = measure_bf16_dot_peak(pool);
+    limits.amx_int8_gops = measure_amx_int8_peak(pool);
+    limits.amx_bf16_gflops = measure_amx_bf16_peak(pool);
+    json read_by_pattern = json::object();
+    const auto patterns = read_patterns();
+    for (size_t i = 0; i < patterns.size() && i < read.by_pattern.size(); ++i)
+        read_by_pattern[patterns[i].name()] = read.by_pattern[i];
     p.measurements["machine_limits"] = {{"read_gbps", limits.read_gbps},
+                                        {"read_pattern", read.pattern.name()},
+                                        {"read_gbps_by_pattern", read_by_pattern},
                                         {"fp32_gflops", limits.fp32_gflops},
                                         {"int8_gops", limits.int8_gops},
                                         {"bf16_gflops", limits.bf16_gflops},
