@@ -103,6 +103,18 @@ TEST(Run, SeededSamplingIsReproducible) {
     ASSERT_EQ(a.exit_code, 0) << a.err;
     EXPECT_EQ(a.out, b.out);
     EXPECT_FALSE(a.out.empty());
+    // Keyed sampling: the engine's speculative path (prompt lookup) draws the same tokens as the
+    // plain loop, and another seed draws others.
+    auto spec_args = args;
+    spec_args.insert(spec_args.end(), {"--draft-ngram", "2"});
+    auto spec = run_pagoda(spec_args);
+    ASSERT_EQ(spec.exit_code, 0) << spec.err;
+    EXPECT_EQ(spec.out, a.out);
+    auto other_args = args;
+    other_args[other_args.size() - 2] = "8";  // --seed 8
+    auto other = run_pagoda(other_args);
+    ASSERT_EQ(other.exit_code, 0) << other.err;
+    EXPECT_NE(other.out, a.out);
 }
 
 TEST(Run, EveryFloatTypeAndBlockSizeRuns) {
