@@ -31,6 +31,7 @@
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "model/model_file.h"
+#include "model/system_fingerprint.h"
 #include "server/api_error.h"
 #include "server/openai_engine_request.h"
 #include "server/openai_request.h"
@@ -176,6 +177,7 @@ int run_batch(const BatchOptions& o) {
     auto target = model::open_step_model(file, model_options);
     options.speculative = o.spec.resolve(*tok, *target, model_options);
     engine::Engine eng(std::move(target), tok, options);
+    const std::string fingerprint = model::system_fingerprint(model::fingerprint_parts(eng.model_info()));
     const server::EngineLimits limits{.context = eng.context_limit(), .vocab_size = vocab_size};
 
     std::mutex mutex;
@@ -196,6 +198,7 @@ int run_batch(const BatchOptions& o) {
             rc.id = prefix + (line.custom_id.is_string() ? line.custom_id.get<std::string>() : std::to_string(i + 1));
             rc.created = created;
             rc.model = p.model.empty() ? model_name : p.model;
+            rc.system_fingerprint = fingerprint;
             rc.n = p.n;
             rc.logprobs = p.logprobs;
             rc.echo_text = std::move(requests.echo_text);

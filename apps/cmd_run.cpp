@@ -172,7 +172,8 @@ int run(const RunOptions& o) {
     int generated = 0;
     bool first = true;
     while (generated < budget.tokens) {
-        int32_t next = sampler.sample(logits.data(), cfg.vocab_size, history);
+        // Keyed by position, as in the engine: `run` and `serve` draw the same tokens for a seed.
+        int32_t next = sampler.sample(logits.data(), cfg.vocab_size, history, int64_t(history.size()));
         if (!o.ignore_eos && (tokenizer->is_eog(next) || next == tokenizer->bos())) break;
         history.push_back(next);
         ++generated;

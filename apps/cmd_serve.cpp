@@ -132,8 +132,13 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
         ->check(in_range(1.0, 30.0 * 86400));
     sub.add_option("--model-name,--alias,--served-model-name", o->gateway.model_name,
                    "Model id in the API (empty: the file name without .gguf)");
+    sub.add_option("--drain-grace", o->http.drain_grace,
+                   "On SIGTERM/SIGINT, seconds of lame duck: /readyz fails at once but new requests are still "
+                   "served, so a balancer's health check can notice before anything is refused (0: refuse at once; "
+                   "a second signal ends it)")
+        ->check(in_range(0.0, 3600.0));
     sub.add_option("--shutdown-timeout,--grace-seconds", o->http.shutdown_timeout,
-                   "On SIGTERM/SIGINT, seconds requests in flight get to finish before they end with an error")
+                   "After the drain grace, seconds requests in flight get to finish before they end with an error")
         ->check(in_range(0.0, 3600.0));
     sub.add_option("--request-timeout", o->http.request_timeout, "Seconds a client has to send a whole request")
         ->check(in_range(0.1, 3600.0));

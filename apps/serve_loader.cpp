@@ -7,6 +7,7 @@
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
+#include "model/system_fingerprint.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 
@@ -38,6 +39,7 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     loaded.engine = std::make_unique<engine::Engine>(std::move(step), tok, std::move(engine_options));
     loaded.chat_template = file->get_string_or("tokenizer.chat_template", "");
     loaded.description = cfg.describe();
+    loaded.system_fingerprint = model::system_fingerprint(model::fingerprint_parts(loaded.engine->model_info()));
     // llama.cpp's convention for embedding models; 0 (none) and 4 (rank) leave the server's default.
     loaded.pooling = engine::pooling_from_gguf(file->get_int_or(cfg.arch + ".pooling_type", 0));
     return loaded;

@@ -31,11 +31,12 @@ void BM_Sample(benchmark::State& state) {
     std::vector<float> base(static_cast<size_t>(vocab)), logits;
     for (float& x : base) x = dist(rng);
     const std::vector<int32_t> history = {1, 2, 3};
+    int64_t position = int64_t(history.size());  // a fresh position each draw, as in a generation
     for (auto _ : state) {
         state.PauseTiming();
         logits = base;  // the sampler scales its row in place
         state.ResumeTiming();
-        benchmark::DoNotOptimize(sampler.sample(logits.data(), vocab, history));
+        benchmark::DoNotOptimize(sampler.sample(logits.data(), vocab, history, position++));
     }
 }
 BENCHMARK(BM_Sample)->ArgsProduct({{32000, 128256}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);

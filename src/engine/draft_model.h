@@ -10,9 +10,8 @@
 // target's last token, which is fed again each time for its logits (same token, same slot: the
 // KV written is the same).
 //
-// Greedy drafts are a deterministic proposal, so the target's verification by
-// Sampler::sample_or_accept keeps the target's distribution at any temperature, and greedy output
-// is unchanged token for token. A draft sequence that does not fit the draft's pool (or context)
+// The target accepts a draft iff it is the token its keyed sampler draws there (sampler.h), so
+// output, greedy or sampled, is unchanged token for token. A draft sequence that does not fit the draft's pool (or context)
 // is dropped and that sequence simply goes without a draft this step.
 #pragma once
 #include <cstdint>

@@ -128,9 +128,8 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->n_prompt = int64_t(r.request.prompt.size());
     seq->priority = r.request.priority;
     seq->arrival = r.seqs.empty() ? next_arrival_++ : r.seqs[0]->arrival;
-    SamplingParams params = r.request.sampling;
-    if (params.seed) params.seed = *params.seed + uint64_t(index);
-    seq->sampler = std::make_unique<Sampler>(std::move(params));
+    // Keyed by (seed, choice index, position): each choice its own stream (sampler.h).
+    seq->sampler = std::make_unique<Sampler>(r.request.sampling, uint64_t(index));
     seq->text = TextStream(tokenizer_.get());
     seq->stop = StopMatcher(r.request.stop.stop);
     if (r.request.grammar) seq->matcher.emplace(r.request.grammar);
@@ -316,8 +315,9 @@ bool EngineCore::sample(Sequence& seq, float* row, std::optional<int32_t> draft)
             lp = top_logprobs(row, vocab, norm, req.logprobs);
             raw.assign(row, row + vocab);  // the sampler rewrites `row`
         }
-        const int32_t token = draft ? seq.sampler->sample_or_accept(row, vocab, seq.tokens, *draft)
-                                    : seq.sampler->sample(row, vocab, seq.tokens);
+        // Keyed by the token's position, the draw is the one a step without the draft would make:
+        // the draft stands iff it is that token.
+        const int32_t token = seq.sampler->sample(row, vocab, seq.tokens, int64_t(seq.tokens.size()));
         const bool accepted = draft && token == *draft;
         if (lp) {
             raw_logit = raw[size_t(token)];

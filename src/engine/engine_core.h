@@ -39,8 +39,8 @@ struct FinishedRequest {
 // Speculative decoding: every decoding sequence proposes up to max_draft tokens — by prompt lookup
 // (draft_ngram.h: an earlier occurrence of its last ngram_max..ngram_min tokens) or by a draft
 // model (draft_model.h: a smaller model of the same vocabulary, greedy) — and the step verifies
-// them beside everything else. Greedy output is unchanged token for token; sampled output keeps
-// its distribution (Sampler::sample_or_accept).
+// them beside everything else. Output is unchanged token for token, greedy or sampled: a draft is
+// accepted iff it is the token the keyed sampler draws at its position (sampler.h).
 struct SpeculativeOptions {
     int32_t ngram_max = 0;   // 0: no prompt lookup
     int32_t ngram_min = 1;
@@ -129,7 +129,7 @@ private:
     Sequence& new_sequence(RequestState& r, int32_t index, std::vector<int32_t> tokens);
     void fork_request(RequestState& r, Sequence& parent);
     // Samples one token for seq from `row` (modified) and emits its delta.
-    // With a draft token: verifies it (Sampler::sample_or_accept) and returns whether it was accepted.
+    // With a draft token: returns whether the token drawn is the draft (it was accepted).
     bool sample(Sequence& seq, float* row, std::optional<int32_t> draft = std::nullopt);
     // Proposes the drafts of the decoding sequences for the coming step.
     void propose_drafts();

@@ -33,7 +33,7 @@ struct StopConditions {
 
 struct Request {
     std::vector<int32_t> prompt;  // token ids, non-empty
-    SamplingParams sampling;      // seed: choice i uses seed + i
+    SamplingParams sampling;      // seed: choice i draws from its own keyed stream (seed, i, position)
     StopConditions stop;
     int32_t priority = 0;         // with the priority policy: lower runs sooner, ties first-come
     int32_t n = 1;                // choices sharing the prompt's KV

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -25,9 +26,32 @@ void SamplingParams::validate() const {
             fail("logit bias for token {} must be a number or -inf (a ban)", id);
 }
 
-Sampler::Sampler(SamplingParams params) : params_(std::move(params)) {
+namespace {
+
+uint64_t splitmix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t random_seed() {
+    std::random_device device;
+    return (uint64_t(device()) << 32) ^ uint64_t(device());
+}
+
+}  // namespace
+
+double keyed_uniform(uint64_t seed, uint64_t choice, uint64_t position) {
+    // Each input goes through a full avalanche before the next is mixed in, so neighbouring seeds,
+    // choices and positions give unrelated draws (seed s choice 1 is not seed s+1 choice 0).
+    const uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ choice) ^ position);
+    return double(h >> 11) * 0x1.0p-53;
+}
+
+Sampler::Sampler(SamplingParams params, uint64_t choice) : params_(std::move(params)), choice_(choice) {
     params_.validate();
-    rng_.seed(params_.seed ? *params_.seed : std::random_device{}());
+    seed_ = params_.seed ? *params_.seed : random_seed();
 }
 
 void Sampler::apply_penalties(float* logits, int64_t vocab, const std::vector<int32_t>& history) const {
@@ -135,33 +159,20 @@ bool Sampler::distribution(float* logits, int64_t vocab, const std::vector<int32
     return true;
 }
 
-// A draw from the kept candidates (masses summing to kept_mass_) without `excluded` (-1: none);
-// `total` is the mass that remains. Any fixed order of the candidates gives each its own mass.
-int32_t Sampler::draw(double total, int32_t excluded) {
-    double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
-    int32_t last = -1;
+// Inverse CDF over the kept candidates in their order (a fixed function of the logits: id order
+// without a cut, best first after one), so the same distribution and uniform give the same token.
+int32_t Sampler::draw(double u) const {
+    double r = u * kept_mass_;
     for (size_t i = 0; i < candidates_.size(); ++i) {
-        if (candidates_[i].id == excluded) continue;
-        last = candidates_[i].id;
         r -= probability(i);
-        if (r < 0) return last;
+        if (r < 0) return candidates_[i].id;
     }
-    return last;
+    return candidates_.back().id;  // rounding left a sliver past the last
 }
 
-int32_t Sampler::sample(float* logits, int64_t vocab, const std::vector<int32_t>& history) {
+int32_t Sampler::sample(float* logits, int64_t vocab, const std::vector<int32_t>& history, int64_t position) {
     if (!distribution(logits, vocab, history)) return int32_t(std::max_element(logits, logits + vocab) - logits);
-    return draw(kept_mass_, -1);
-}
-
-int32_t Sampler::sample_or_accept(float* logits, int64_t vocab, const std::vector<int32_t>& history, int32_t draft) {
-    if (!distribution(logits, vocab, history)) return int32_t(std::max_element(logits, logits + vocab) - logits);
-    double mass = 0;  // of the draft, within kept_mass_
-    for (size_t i = 0; i < candidates_.size(); ++i)
-        if (candidates_[i].id == draft) mass = probability(i);
-    if (mass > 0 && std::uniform_real_distribution<double>(0.0, kept_mass_)(rng_) < mass) return draft;
-    if (candidates_.size() == 1 && mass > 0) return draft;  // nothing else is possible
-    return draw(kept_mass_ - mass, draft);
+    return draw(keyed_uniform(seed_, choice_, uint64_t(position)));
 }
 
 }  // namespace pagoda::engine

@@ -1,20 +1,22 @@
 // Picks the next token from a row of logits. Steps, in order: logit bias, repetition / frequency /
 // presence penalties over the tokens seen so far, then greedy (temperature 0) or temperature →
-// top-k → top-p (nucleus) → min-p → a draw from the renormalised distribution with the sampler's
-// own seeded generator, so a given seed always reproduces the same choices. Only the cuts need the
-// candidates in order, and only as far as they reach: they are sorted lazily (a full sort of a
+// top-k → top-p (nucleus) → min-p → a draw from the renormalised distribution. Only the cuts need
+// the candidates in order, and only as far as they reach: they are sorted lazily (a full sort of a
 // 128k vocabulary took 20 ms a token).
 //
-// Speculative verification (sample_or_accept) draws from the same distribution while checking a
-// drafted token d: greedy accepts d when it is the argmax; otherwise d is accepted with probability
-// p(d) and, when refused, the token is drawn from p with d removed (renormalised). For a draft that is
-// a fixed proposal this leaves every token's probability exactly p(x), so speculation never changes
-// what is sampled in distribution, and at temperature 0 never changes it at all.
+// The draw is keyed: an inverse-CDF draw whose uniform is a counter-based hash of (seed, choice,
+// position), the absolute index of the token in its sequence. So a sampled token is a function of
+// its distribution, the seed, the choice and the position alone: it does not depend on what else
+// was drawn before, which batch it was in, where a step ended, a preemption and recomputation,
+// prefix-cache hits, or speculation. The sampler keeps no state between draws.
+//
+// Speculative verification is then exact: a drafted token d is accepted iff it is the token sample()
+// draws at that position (at temperature 0: the argmax). A draft is accepted with probability p(d),
+// as with rejection sampling, and the sampled text is the text without speculation, token for token.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <random>
 #include <vector>
 
 namespace pagoda::engine {
@@ -28,21 +30,24 @@ struct SamplingParams {
     float frequency_penalty = 0.0f;   // subtracts count * penalty
     float presence_penalty = 0.0f;    // subtracts penalty once a token has appeared
     std::map<int32_t, float> logit_bias;
-    std::optional<uint64_t> seed;     // unset: seeded from the system's entropy
+    std::optional<uint64_t> seed;     // unset: a random seed from the system's entropy (still keyed)
 
     void validate() const;  // throws pagoda::Error naming the first out-of-range field
 };
 
+// The keyed uniform in [0, 1) for (seed, choice, position): SplitMix64's finaliser chained over
+// the three, 53 bits of the result.
+double keyed_uniform(uint64_t seed, uint64_t choice, uint64_t position);
+
 class Sampler {
 public:
-    explicit Sampler(SamplingParams params);
+    // `choice`: the index of this choice among a request's n (each choice its own stream).
+    explicit Sampler(SamplingParams params, uint64_t choice = 0);
 
     // `logits` is modified (bias, penalties, temperature). `history` is every token of the sequence so
-    // far (prompt and generated), used by the penalties.
-    int32_t sample(float* logits, int64_t vocab_size, const std::vector<int32_t>& history);
-    // As sample(), verifying the drafted token `draft`: returns draft when accepted, else the
-    // replacement (never draft).
-    int32_t sample_or_accept(float* logits, int64_t vocab_size, const std::vector<int32_t>& history, int32_t draft);
+    // far (prompt and generated), used by the penalties; `position` is the index in the sequence of
+    // the token being drawn (the engine passes history.size()).
+    int32_t sample(float* logits, int64_t vocab_size, const std::vector<int32_t>& history, int64_t position);
 
     const SamplingParams& params() const { return params_; }
 
@@ -63,10 +68,12 @@ private:
     // before sorted_ are already).
     void sort_first(size_t n, bool exact = false);
     double probability(size_t i) const { return double(weights_[size_t(candidates_[i].id)]) * inv_sum_; }
-    int32_t draw(double total, int32_t excluded);
+    // The kept candidate at cumulative mass u * kept_mass_ (u in [0, 1)), in the candidates' order.
+    int32_t draw(double u) const;
 
     SamplingParams params_;
-    std::mt19937_64 rng_;
+    uint64_t seed_ = 0;
+    uint64_t choice_ = 0;
     std::vector<Candidate> candidates_;
     std::vector<float> weights_;  // by token id: exp(logit - the largest), for the candidates
     size_t sorted_ = 0;     // candidates_[0 .. sorted_) are the best, in order

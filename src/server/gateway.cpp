@@ -198,6 +198,7 @@ void Gateway::load() {
         } else {
             pooling_ = loaded.pooling.value_or(engine::Pooling::last);
         }
+        system_fingerprint_ = loaded.system_fingerprint;  // before state_ turns ready: requests read it
         {
             std::lock_guard lock(engine_mutex_);
             engine_ = std::move(loaded.engine);
@@ -207,10 +208,11 @@ void Gateway::load() {
         metrics_.set_time_to_ready(now_seconds());  // the gateway is built as the server starts
         state_ = State::ready;
         log_info("serve: model '{}' ready in {:.2f} s: {}; KV {} blocks of {} tokens ({}); context limit {}; embeddings: {} "
-                 "pooling, {} dimensions",
+                 "pooling, {} dimensions; system_fingerprint {}",
                  options_.model_name, std::chrono::duration<double>(SteadyClock::now() - t0).count(),
                  loaded.description, info.n_kv_blocks, info.block_size, kv::kv_dtype_name(info.kv_layout.dtype), engine_->context_limit(),
-                 engine::pooling_name(pooling_), info.hidden_size);
+                 engine::pooling_name(pooling_), info.hidden_size,
+                 system_fingerprint_.empty() ? std::string("none") : system_fingerprint_);
     } catch (const std::exception& e) {
         load_error_ = e.what();
         state_ = State::failed;
@@ -248,7 +250,7 @@ void Gateway::record_rejection(const ApiKey* key, const std::string& reason) {
 SimpleResponse Gateway::health() const {
     switch (state()) {
         case State::ready:
-            if (draining_) return {503, "application/json", R"({"status":"draining"})"};
+            if (lame_duck_) return {503, "application/json", R"({"status":"draining"})"};
             return {200, "application/json", R"({"status":"ok"})"};
         case State::loading: return {503, "application/json", R"({"status":"loading"})", 1.0};
         case State::failed:
@@ -260,7 +262,7 @@ SimpleResponse Gateway::health() const {
 SimpleResponse Gateway::liveness() const { return {200, "application/json", R"({"status":"alive"})"}; }
 
 SimpleResponse Gateway::readiness() const {
-    if (state() != State::ready || draining_) return health();
+    if (state() != State::ready || lame_duck_) return health();
     const int64_t waiting = engine_->stats().waiting_requests;
     if (waiting > options_.max_queue)  // the admission rule of start(): new requests would get 503
         return {503, "application/json", dump_json(json{{"status", "queue_full"}, {"waiting", waiting}}), 1.0};
@@ -355,6 +357,7 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
     ctx.id = std::move(id);
     ctx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     ctx.model = options_.model_name;
+    ctx.system_fingerprint = system_fingerprint_;
     ctx.n = p.n;
     ctx.logprobs = p.logprobs;
     ctx.include_usage = p.stream && p.include_usage;

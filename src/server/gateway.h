@@ -59,6 +59,8 @@ struct LoadedModel {
     std::string chat_template;  // the model's own Jinja template (GGUF tokenizer.chat_template); empty: none
     std::string description;    // one line for the start-up log, e.g. the architecture and size
     std::optional<engine::Pooling> pooling;  // the model's own embedding pooling, if its file names one
+    // Responses' system_fingerprint (model/system_fingerprint.h); empty: null in responses.
+    std::string system_fingerprint;
 };
 
 // Opens the model and starts its engine; runs on the thread that calls Gateway::load(). `options`
@@ -178,10 +180,13 @@ public:
     SimpleResponse stored_response(const std::string& id);
     SimpleResponse delete_response(const std::string& id);
 
-    // Shutdown: stop admitting (503 for new requests, /readyz 503), then, when the shutdown
-    // timeout is over, cut off what is left (those requests fail with 503 shutting_down), and
-    // stop the engine.
-    void begin_drain() { draining_ = true; }
+    // Shutdown, in three stages. The lame duck: /readyz and /health fail (503 draining) so
+    // balancers stop sending, while new requests are still admitted and served (what a balancer
+    // sends before its health check notices). Then the drain: stop admitting (503 shutting_down),
+    // and when the shutdown timeout is over, cut off what is left (those requests fail with 503
+    // shutting_down), and stop the engine.
+    void begin_lame_duck() { lame_duck_ = true; }
+    void begin_drain() { lame_duck_ = true, draining_ = true; }
     bool draining() const { return draining_; }
     int64_t active_jobs() const { return active_jobs_.load(); }
     void cut_off_remaining();
@@ -224,12 +229,14 @@ private:
     std::optional<chat::ChatTemplate> template_;
     bool split_reasoning_ = false;  // from options_.reasoning_format and the template, at load
     engine::Pooling pooling_ = engine::Pooling::last;  // from options_.pooling and the model, at load
+    std::string system_fingerprint_;  // from the loader, at load
     std::unique_ptr<engine::Engine> engine_;
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
     RateLimiter limiter_;
     ResponseStore responses_store_;
     ServerMetrics metrics_;
-    std::atomic<bool> draining_{false};
+    std::atomic<bool> lame_duck_{false};  // not ready, still admitting
+    std::atomic<bool> draining_{false};   // not admitting
     std::atomic<bool> cut_off_{false};  // cut_off_remaining() ran: cancellations are the server's
     std::atomic<int64_t> active_jobs_{0};
     std::atomic<uint64_t> next_id_{1};

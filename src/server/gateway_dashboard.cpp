@@ -22,7 +22,7 @@ SimpleResponse Gateway::live_state() {
             in.error = load_error_;
             break;
         case State::ready: {
-            in.status = draining_ ? "draining" : "ready";
+            in.status = lame_duck_ ? "draining" : "ready";
             // engine_ is set once at load and outlives the gateway's use; after shutdown the
             // snapshot is the last one taken (kv_snapshot does not wait for a stopped engine).
             stats = engine_->stats();

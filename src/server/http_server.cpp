@@ -73,10 +73,30 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
         drain_start = Clock::now();
         poll_drain();
     };
+    // The lame duck: not ready, still serving, until the grace is over or another signal comes.
+    net::steady_timer grace_timer(ioc);
+    bool lame_duck = false;
     net::signal_set signals(ioc, SIGINT, SIGTERM);
-    signals.async_wait([&](beast::error_code ec, int sig) {
-        if (!ec) begin_shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
-    });
+    std::function<void()> wait_for_signal = [&] {
+        signals.async_wait([&](beast::error_code ec, int sig) {
+            if (ec) return;
+            const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+            if (lame_duck || options.drain_grace <= 0 || shutting_down) {
+                grace_timer.cancel();
+                begin_shutdown(name);
+                return;
+            }
+            lame_duck = true;
+            log_info("serve: {}: not ready; still serving new requests for {} s (the drain grace; another signal ends it)",
+                     name, options.drain_grace);
+            gateway.begin_lame_duck();
+            shared.begin_drain();  // no keep-alive: each answer closes its connection
+            grace_timer.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.drain_grace)));
+            grace_timer.async_wait([&, name](beast::error_code) { begin_shutdown(name); });
+            wait_for_signal();
+        });
+    };
+    wait_for_signal();
 
     std::thread loader([&] {
         try {

@@ -4,10 +4,13 @@
 // model and hands deltas back by posting them to the connection's strand.
 //
 // run() listens, starts loading the model on a background thread (so /health answers 503 while it
-// loads), and serves until SIGINT/SIGTERM. Then it drains: it keeps answering (/readyz 503
-// draining, new completions 503 shutting_down), lets requests in flight finish for up to
-// shutdown_timeout seconds, ends the rest with a 503 shutting_down error (streams get it as their
-// last event), stops listening and returns 0 (1 if the model failed to load).
+// loads), and serves until SIGINT/SIGTERM. Then, for drain_grace seconds, it is a lame duck:
+// /readyz answers 503 draining at once, so health-checking balancers stop sending, but new requests
+// are still served (those the balancers send before their check notices), without keep-alive. A
+// second signal ends the grace early. Then it drains: new requests get 503 shutting_down with
+// Retry-After and Connection: close, requests in flight finish for up to shutdown_timeout seconds,
+// the rest end with a 503 shutting_down error (streams get it as their last event), it stops
+// listening and returns 0 (1 if the model failed to load: that drain has no grace).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,7 +27,8 @@ struct HttpServerOptions {
     double request_timeout = 30;      // seconds to receive a whole request (headers and body)
     double idle_timeout = 60;         // keep-alive wait for the next request
     double heartbeat_seconds = 2;     // SSE ": ping" after this long without output
-    double shutdown_timeout = 10;     // seconds requests in flight get to finish after SIGTERM
+    double drain_grace = 5;           // seconds after SIGTERM of not-ready but still admitting
+    double shutdown_timeout = 10;     // seconds requests in flight get to finish after the grace
     int64_t max_ws_requests = 64;     // requests in flight per WebSocket
 };
 

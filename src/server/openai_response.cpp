@@ -43,7 +43,7 @@ json ResponseAssembler::chunk_base() const {
     j["object"] = ctx_.endpoint == Endpoint::chat_completions ? "chat.completion.chunk" : "text_completion";
     j["created"] = ctx_.created;
     j["model"] = ctx_.model;
-    j["system_fingerprint"] = nullptr;
+    j["system_fingerprint"] = ctx_.system_fingerprint.empty() ? json(nullptr) : json(ctx_.system_fingerprint);
     return j;
 }
 
@@ -235,7 +235,7 @@ json ResponseAssembler::response() const {
     r["object"] = ctx_.endpoint == Endpoint::chat_completions ? "chat.completion" : "text_completion";
     r["created"] = ctx_.created;
     r["model"] = ctx_.model;
-    r["system_fingerprint"] = nullptr;
+    r["system_fingerprint"] = ctx_.system_fingerprint.empty() ? json(nullptr) : json(ctx_.system_fingerprint);
     json choices = json::array();
     for (size_t index = 0; index < choices_.size(); ++index) {
         const Choice& c = choices_[index];

@@ -28,6 +28,7 @@ struct ResponseContext {
     std::string id;       // "cmpl-..." / "chatcmpl-..."
     int64_t created = 0;  // unix seconds
     std::string model;
+    std::string system_fingerprint;  // empty: null
     int32_t n = 1;
     int32_t logprobs = -1;
     bool include_usage = false;          // streaming: usage: null on chunks, a usage chunk at the end

@@ -103,6 +103,23 @@ TEST(Run, SeededSamplingIsReproducible) {
     ASSERT_EQ(a.exit_code, 0) << a.err;
     EXPECT_EQ(a.out, b.out);
     EXPECT_FALSE(a.out.empty());
+    // Keyed sampling: the engine's speculative path (prompt lookup) draws the same tokens as the
+    // plain loop, and another seed draws others. (--ignore-eos: the two paths end a generation on
+    // different tokens, the plain loop on BOS too.)
+    auto plain_args = args;
+    plain_args.push_back("--ignore-eos");
+    auto plain = run_pagoda(plain_args);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    auto spec_args = plain_args;
+    spec_args.insert(spec_args.end(), {"--draft-ngram", "2"});
+    auto spec = run_pagoda(spec_args);
+    ASSERT_EQ(spec.exit_code, 0) << spec.err;
+    EXPECT_EQ(spec.out, plain.out);
+    auto other_args = plain_args;
+    other_args[other_args.size() - 3] = "8";  // --seed 8
+    auto other = run_pagoda(other_args);
+    ASSERT_EQ(other.exit_code, 0) << other.err;
+    EXPECT_NE(other.out, plain.out);
 }
 
 TEST(Run, EveryFloatTypeAndBlockSizeRuns) {

@@ -18,6 +18,7 @@ using test::FakeStepModel;
 using test::greedy_request;
 using test::make_prompt;
 using test::reference_greedy;
+using test::reference_sampled;
 
 constexpr int64_t kVocab = 48;
 
@@ -160,15 +161,16 @@ TEST(EngineCore, ForkedChoicesShareThePromptAndFollowTheirSeeds) {
     for (int32_t b : t0) EXPECT_EQ(core.blocks().ref_count(b), 3);
     EXPECT_EQ(core.blocks().num_used_blocks(), 3);
     driver.run();
-    // Each choice i equals an n = 1 request seeded seed + i.
-    for (int32_t i = 0; i < 3; ++i) {
-        Request single = r;
-        single.n = 1;
-        single.sampling.seed = 100 + uint64_t(i);
-        RequestId id = driver.add(single);
-        driver.run();
-        EXPECT_EQ(driver.results[forked].choices[i].tokens, driver.results[id].choices[0].tokens) << "choice " << i;
-    }
+    // Choice i draws from the keyed stream (seed, i, position): the reference computes it from the
+    // prompt alone; choice 0 is also what an n = 1 request with the same seed gives.
+    for (int32_t i = 0; i < 3; ++i)
+        EXPECT_EQ(driver.results[forked].choices[i].tokens, reference_sampled(prompt, 12, r.sampling, uint64_t(i), kVocab))
+            << "choice " << i;
+    Request single = r;
+    single.n = 1;
+    RequestId id = driver.add(single);
+    driver.run();
+    EXPECT_EQ(driver.results[forked].choices[0].tokens, driver.results[id].choices[0].tokens);
     EXPECT_NE(driver.results[forked].choices[0].tokens, driver.results[forked].choices[1].tokens);
     EXPECT_EQ(driver.results[forked].usage.completion_tokens, 36);
     EXPECT_EQ(core.blocks().num_used_blocks(), 0);

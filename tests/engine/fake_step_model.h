@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "engine/sampler.h"
 #include "engine/step_model.h"
 
 namespace pagoda::engine::test {
@@ -51,6 +52,23 @@ inline std::vector<int32_t> reference_greedy(std::vector<int32_t> context, int64
     std::vector<int32_t> out;
     for (int64_t i = 0; i < n; ++i) {
         out.push_back(reference_next(context, vocab));
+        context.push_back(out.back());
+    }
+    return out;
+}
+
+// The sampled continuation of choice `choice` under `fn` (hashed_logits by default), computed
+// directly from the token list with the keyed sampler at each absolute position: what the engine
+// must produce for a request without stop conditions, whatever else it runs.
+inline std::vector<int32_t> reference_sampled(
+    std::vector<int32_t> context, int64_t n, const SamplingParams& params, uint64_t choice, int64_t vocab,
+    const std::function<void(const std::vector<int32_t>&, float*, int64_t)>& fn = hashed_logits) {
+    Sampler sampler(params, choice);
+    std::vector<int32_t> out;
+    std::vector<float> l(static_cast<size_t>(vocab));
+    for (int64_t i = 0; i < n; ++i) {
+        fn(context, l.data(), vocab);
+        out.push_back(sampler.sample(l.data(), vocab, context, int64_t(context.size())));
         context.push_back(out.back());
     }
     return out;

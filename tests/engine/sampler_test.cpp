@@ -22,7 +22,7 @@ std::vector<int> histogram(SamplingParams params, const std::vector<double>& pro
     std::vector<int> counts(probs.size());
     for (int i = 0; i < draws; ++i) {
         auto l = logits_for(probs);
-        ++counts[size_t(s.sample(l.data(), int64_t(l.size()), {}))];
+        ++counts[size_t(s.sample(l.data(), int64_t(l.size()), {}, i))];
     }
     return counts;
 }
@@ -30,7 +30,7 @@ std::vector<int> histogram(SamplingParams params, const std::vector<double>& pro
 TEST(Sampler, GreedyPicksTheMaximum) {
     Sampler s({.temperature = 0.0f});
     std::vector<float> l = {0.1f, 2.5f, -1.0f, 2.4f};
-    EXPECT_EQ(s.sample(l.data(), 4, {}), 1);
+    EXPECT_EQ(s.sample(l.data(), 4, {}, 0), 1);
 }
 
 TEST(Sampler, SameSeedSameChoices) {
@@ -39,8 +39,65 @@ TEST(Sampler, SameSeedSameChoices) {
     Sampler a(p), b(p);
     for (int i = 0; i < 200; ++i) {
         auto la = logits_for(probs), lb = logits_for(probs);
-        ASSERT_EQ(a.sample(la.data(), 4, {}), b.sample(lb.data(), 4, {}));
+        ASSERT_EQ(a.sample(la.data(), 4, {}, i), b.sample(lb.data(), 4, {}, i));
     }
+}
+
+// The draw at a position is a function of (distribution, seed, choice, position) alone: a fresh
+// sampler, one that drew elsewhere first (other positions, other logits), and positions visited in
+// any order all give the same token. Another choice or seed is another stream.
+TEST(Sampler, KeyedDrawsDependOnSeedChoiceAndPositionOnly) {
+    std::vector<double> probs = {0.05, 0.15, 0.2, 0.25, 0.35};
+    // top_p 0.999 keeps all five but walks them best first (the sorted path); the distribution stays p.
+    SamplingParams p{.temperature = 1.0f, .top_p = 0.999f, .seed = 1234};
+    auto draw = [&](Sampler& s, int64_t position) {
+        auto l = logits_for(probs);
+        return s.sample(l.data(), int64_t(l.size()), {}, position);
+    };
+    std::vector<int32_t> fresh;
+    for (int64_t pos = 0; pos < 300; ++pos) {
+        Sampler s(p);
+        fresh.push_back(draw(s, pos));
+    }
+    Sampler used(p);
+    for (int64_t pos = 299; pos >= 0; --pos) {
+        std::vector<float> other = {3.0f, -1.0f, 0.5f, 0.0f, 2.0f};  // an unrelated draw in between
+        used.sample(other.data(), 5, {}, pos + 1000);
+        ASSERT_EQ(draw(used, pos), fresh[size_t(pos)]) << "position " << pos;
+    }
+    Sampler choice1(p, 1);
+    SamplingParams q = p;
+    q.seed = 1235;
+    Sampler next_seed(q);
+    int same_choice = 0, same_seed = 0;
+    for (int64_t pos = 0; pos < 300; ++pos) {
+        same_choice += draw(choice1, pos) == fresh[size_t(pos)];
+        same_seed += draw(next_seed, pos) == fresh[size_t(pos)];
+    }
+    // Independent streams agree where two draws from p coincide: sum p^2 = 0.245 of the time.
+    EXPECT_NEAR(same_choice, 0.245 * 300, 5 * std::sqrt(300 * 0.245 * 0.755));
+    EXPECT_NEAR(same_seed, 0.245 * 300, 5 * std::sqrt(300 * 0.245 * 0.755));
+}
+
+// The keyed uniforms are uniform over positions, choices and seeds: a chi-square over 16 bins, and
+// neighbouring keys uncorrelated.
+TEST(Sampler, KeyedUniformsAreUniform) {
+    constexpr int kBins = 16, kN = 64000;
+    std::vector<int> bins(kBins);
+    double products = 0;
+    for (int i = 0; i < kN; ++i) {
+        const uint64_t seed = uint64_t(i % 4), choice = uint64_t(i / 4 % 4), position = uint64_t(i / 16);
+        const double u = keyed_uniform(seed, choice, position);
+        ASSERT_GE(u, 0.0);
+        ASSERT_LT(u, 1.0);
+        ++bins[size_t(u * kBins)];
+        products += (u - 0.5) * (keyed_uniform(seed, choice, position + 1) - 0.5);
+    }
+    double chi2 = 0;
+    for (int b : bins) chi2 += (b - kN / kBins) * double(b - kN / kBins) / (kN / kBins);
+    EXPECT_LT(chi2, 37.7);  // 15 degrees of freedom, p = 0.001
+    // Correlation of neighbouring positions: mean of (u-0.5)(v-0.5) is 0 with sd 1/12/sqrt(n).
+    EXPECT_NEAR(products / kN, 0.0, 5.0 / 12 / std::sqrt(double(kN)));
 }
 
 TEST(Sampler, DrawsFollowTheDistribution) {
@@ -115,7 +172,7 @@ TEST(Sampler, CutsOverManyChunksKeepWhatAFullSortKeeps) {
         }
         for (int i = 0; i < draws; ++i) {
             std::vector<float> l = logits;
-            const int rank = rank_of_id[size_t(s.sample(l.data(), kVocab, {}))];
+            const int rank = rank_of_id[size_t(s.sample(l.data(), kVocab, {}, i))];
             ASSERT_LT(rank, c.kept) << "top_k " << c.params.top_k << " top_p " << c.params.top_p << " min_p "
                                     << c.params.min_p;
             tail += rank >= c.kept - c.kept / 10;
@@ -132,7 +189,7 @@ TEST(Sampler, PenaltiesAndBias) {
     Sampler s(p);
     std::vector<float> l = {10.0f, 4.0f, -2.0f, 3.0f};
     // Token 1 seen twice: 4/2 - 2*0.5 - 0.25 = 0.75; token 2 once: -2*2 - 0.5 - 0.25 = -4.75.
-    int32_t chosen = s.sample(l.data(), 4, {1, 1, 2});
+    int32_t chosen = s.sample(l.data(), 4, {1, 1, 2}, 3);
     EXPECT_FLOAT_EQ(l[1], 0.75f);
     EXPECT_FLOAT_EQ(l[2], -4.75f);
     EXPECT_EQ(chosen, 3);

@@ -38,9 +38,11 @@ TEST(NgramDraft, ProposesWhatFollowedTheLatestLongestMatch) {
     EXPECT_TRUE(propose_ngram_draft(c, 4, 5, 4).empty());  // [8 1 2 3] and [7 8 1 2 3] occur only at the end
 }
 
-// Drawing with a draft must give the sampler's own distribution: chi-square over a small vocabulary,
-// for drafts that are likely, unlikely and excluded by top-k.
-TEST(SpeculativeSampler, VerificationKeepsTheDistribution) {
+// Keyed verification: a draft d at a position is accepted iff it is the token the keyed draw picks
+// there, so over many positions the accepted share of d is p(d) (what rejection sampling accepts)
+// and the tokens, with or without drafts, follow the sampler's distribution (chi-square over a small
+// vocabulary, drafts likely, unlikely and cut by top-k). Greedy: only the argmax is accepted.
+TEST(SpeculativeSampler, KeyedVerificationAcceptsWithTheDraftsProbability) {
     const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f, 0.0f};
     SamplingParams params;
     params.temperature = 1.0f;
@@ -61,7 +63,7 @@ TEST(SpeculativeSampler, VerificationKeepsTheDistribution) {
             int accepted = 0;
             for (int t = 0; t < n; ++t) {
                 std::vector<float> row = logits;
-                const int32_t tok = s.sample_or_accept(row.data(), int64_t(row.size()), {}, draft);
+                const int32_t tok = s.sample(row.data(), int64_t(row.size()), {}, t);
                 ASSERT_GE(tok, 0);
                 ++counts[size_t(tok)];
                 accepted += tok == draft;
@@ -79,13 +81,13 @@ TEST(SpeculativeSampler, VerificationKeepsTheDistribution) {
             EXPECT_LT(chi2, 18.5) << "top_k " << top_k << " draft " << draft;
             EXPECT_NEAR(double(accepted) / n, expect[size_t(draft)], 0.005);
         }
-    // Greedy: accepted exactly when the draft is the argmax.
+    // Greedy: the argmax whatever the position.
     params.temperature = 0;
     Sampler g(params);
-    std::vector<float> row = logits;
-    EXPECT_EQ(g.sample_or_accept(row.data(), 5, {}, 0), 0);
-    row = logits;
-    EXPECT_EQ(g.sample_or_accept(row.data(), 5, {}, 2), 0);
+    for (int64_t pos : {0, 5, 99}) {
+        std::vector<float> row = logits;
+        EXPECT_EQ(g.sample(row.data(), 5, {}, pos), 0);
+    }
 }
 
 // Next token = the token `period` positions back (once there are that many), else hashed: outputs

@@ -97,3 +97,17 @@ TEST(OpenAiResponse, EngineErrorIsReported) {
     ASSERT_TRUE(a.error());
     EXPECT_EQ(*a.error(), "boom");
 }
+
+// The server's system_fingerprint (model/system_fingerprint.h) is in every chunk and the response.
+TEST(OpenAiResponse, SystemFingerprintInChunksAndResponse) {
+    ResponseContext ctx{.endpoint = Endpoint::completions, .id = "cmpl-f", .created = 1, .model = "m",
+                        .system_fingerprint = "fp_0123456789abcdef", .n = 1, .include_usage = true};
+    ResponseAssembler a(ctx, 1);
+    auto chunks = a.add(0, delta(0, "x"));
+    auto last = a.add(0, delta(0, "y", FinishReason::stop, true));
+    chunks.insert(chunks.end(), last.begin(), last.end());
+    chunks.push_back(a.usage_chunk());
+    ASSERT_EQ(chunks.size(), 3u);
+    for (const json& c : chunks) EXPECT_EQ(c["system_fingerprint"], "fp_0123456789abcdef") << c;
+    EXPECT_EQ(a.response()["system_fingerprint"], "fp_0123456789abcdef");
+}

@@ -135,16 +135,19 @@ test('the container arguments are options of the built `pagoda serve`', () => {
   for (const name of serveArgs(cmd).keys()) assert.ok(names.has(name), `Dockerfile CMD: ${name} is not an option of pagoda serve`);
 });
 
-test('terminationGracePeriodSeconds >= preStop sleep + --shutdown-timeout + 10', () => {
+test('terminationGracePeriodSeconds >= preStop sleep + --drain-grace + --shutdown-timeout + 10', () => {
   const { deployment, container } = pagodaContainer();
   const cmd = container.lifecycle.preStop.exec.command;
   assert.equal(cmd.length, 2);
   assert.match(cmd[0], /(^|\/)sleep$/);
   const preStop = Number(cmd[1]);
   const shutdown = Number(serveArgs(container.args).get('--shutdown-timeout'));
+  const drainGrace = Number(serveArgs(container.args).get('--drain-grace'));
   const grace = deployment.spec.template.spec.terminationGracePeriodSeconds;
   assert.ok(preStop > 0 && shutdown > 0, 'a preStop delay and a shutdown timeout are set');
-  assert.ok(grace >= preStop + shutdown + 10, `grace ${grace} < preStop ${preStop} + shutdown ${shutdown} + 10`);
+  assert.ok(drainGrace >= 0, 'the drain grace is stated');
+  assert.ok(grace >= preStop + drainGrace + shutdown + 10,
+    `grace ${grace} < preStop ${preStop} + drain grace ${drainGrace} + shutdown ${shutdown} + 10`);
   // Readiness notices a drain (or a full queue) well within the shutdown timeout.
   const rp = container.readinessProbe;
   assert.ok(rp.periodSeconds * rp.failureThreshold < shutdown);
@@ -248,7 +251,7 @@ test('a pagoda started with the manifest arguments answers the probes and serves
   assert.match(line, /num_gpu_blocks="\d+"/);
 });
 
-test('on SIGTERM readiness fails, liveness holds, the stream in flight finishes and the exit is 0', async (t) => {
+test('on SIGTERM readiness fails, liveness holds, a late request is still served, the stream in flight finishes and the exit is 0', async (t) => {
   const { container } = pagodaContainer();
   const args = serveArgs(container.args);
   // The stream must still run while the probes and the late request below are answered, on every
@@ -291,16 +294,20 @@ test('on SIGTERM readiness fails, liveness holds, the stream in flight finishes 
   live = await fetch(server.url + container.livenessProbe.httpGet.path);
   assert.equal(live.status, 200, 'liveness holds while draining (a restart would cut the drain)');
   await live.arrayBuffer();
+  // Within --drain-grace a request is still served (a balancer may send it before its check notices).
   const late = await fetch(`${server.url}/v1/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 1 }),
   });
-  assert.equal(late.status, 503);
-  assert.equal((await late.json()).error.code, 'shutting_down');
+  assert.ok(Date.now() - t0 < Number(args.get('--drain-grace')) * 1000, 'the late request came within the grace');
+  assert.equal(late.status, 200, 'served within the drain grace');
+  assert.equal((await late.json()).choices.length, 1);
   await rest;
   assert.match(text, /"finish_reason":"length"/);
   assert.ok(text.trimEnd().endsWith('data: [DONE]'));
   assert.ok(!text.includes('shutting_down'), 'the stream in flight was not cut');
   const exit = await server.exited;
   assert.deepEqual([exit.code, exit.signal], [0, null]);
-  assert.ok(exit.at - t0 < Number(args.get('--shutdown-timeout')) * 1000, 'drained within --shutdown-timeout');
+  assert.ok(exit.at - t0 < (Number(args.get('--drain-grace')) + Number(args.get('--shutdown-timeout'))) * 1000,
+    'drained within --drain-grace + --shutdown-timeout');
+  assert.ok(exit.at - t0 >= Number(args.get('--drain-grace')) * 1000, 'the grace was kept before the exit');
 });

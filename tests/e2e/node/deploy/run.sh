@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Runs one of the deploy/ tests against a built pagoda: run.sh manifests|kustomize|fleet PATH/TO/pagoda
+# Runs one of the deploy/ tests against a built pagoda: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda
 #   manifests  deploy/ against the Kubernetes, KEDA, Prometheus Operator and Gateway API schemas and
 #              against the binary (seconds)
 #   kustomize  `kubectl kustomize` renders the base and the overlays offline (seconds)
 #   fleet      three `pagoda serve` behind HAProxy, scraped by Prometheus, under load, with a
 #              SIGTERM and a kill -9 (about a minute)
+#   lame_duck  two `pagoda serve` behind HAProxy (readiness checks, no preStop), SIGTERM mid-load,
+#              LAME_DUCK_ROUNDS rounds (default 3; about 10 s each): no request lost
 # Exits 77 (CTest: skipped) with the reason when a tool it needs is missing; scripts/install-deps.sh
 # installs node, the npm packages, HAProxy and Prometheus.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-mode="${1:?usage: run.sh manifests|kustomize|fleet PATH/TO/pagoda}"
-binary="${2:?usage: run.sh manifests|kustomize|fleet PATH/TO/pagoda}"
+mode="${1:?usage: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda}"
+binary="${2:?usage: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda}"
 skip() { echo "SKIP: $*"; exit 77; }
 command -v node >/dev/null 2>&1 || skip "node is not installed (scripts/install-deps.sh installs it)"
 for p in yaml kubernetes-models @kubernetes-models/keda @kubernetes-models/prometheus-operator @kubernetes-models/gateway-api ajv; do
@@ -27,7 +29,10 @@ case "$mode" in
     command -v haproxy >/dev/null 2>&1 || skip "haproxy is not installed (scripts/install-deps.sh installs Debian's haproxy)"
     command -v prometheus >/dev/null 2>&1 || skip "prometheus is not installed (scripts/install-deps.sh installs Debian's prometheus)"
     tests=(fleet.test.js); timeout=240000 ;;
-  *) echo "run.sh: unknown test '$mode' (manifests, kustomize or fleet)" >&2; exit 2 ;;
+  lame_duck)
+    command -v haproxy >/dev/null 2>&1 || skip "haproxy is not installed (scripts/install-deps.sh installs Debian's haproxy)"
+    tests=(lame_duck.test.js); timeout=$(( (${LAME_DUCK_ROUNDS:-3} * 30 + 60) * 1000 )) ;;
+  *) echo "run.sh: unknown test '$mode' (manifests, kustomize, fleet or lame_duck)" >&2; exit 2 ;;
 esac
 export PAGODA_BINARY="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
 cd "$here"

@@ -56,7 +56,7 @@ const server = { child: null, url: '', pid: 0, epoch: 0, stopping: false, log: '
 async function startServer() {
   const args = ['serve', '-m', opts.model, '--port', '0', '--chat-template', 'chatml', '-t', String(opts.threads),
     '--api-key-file', opts.keys, '--open-health', '--open-metrics', '--model-name', MODEL, '-c', '512', '--max-seqs', '16',
-    '--max-queue', '32', '--max-body-bytes', String(opts.maxBody), '--shutdown-timeout', String(SHUTDOWN_TIMEOUT),
+    '--max-queue', '32', '--max-body-bytes', String(opts.maxBody), '--shutdown-timeout', String(SHUTDOWN_TIMEOUT), '--drain-grace', '0',
     '--heartbeat-seconds', '1'];
   const child = spawn(opts.binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   server.child = child;

@@ -46,7 +46,9 @@ export function writeTemp(name, text) {
 // log(), stop() }.
 export async function startServer(extraArgs = [], kind = 'tiny', env = {}) {
   const template = extraArgs.includes('--chat-template') ? [] : ['--chat-template', 'chatml'];
-  const args = ['serve', '-m', testModel(kind), '--port', '0', ...template, '-t', '1', ...extraArgs];
+  // No lame-duck grace unless a test asks for one: stop() is then as quick as before it existed.
+  const grace = extraArgs.includes('--drain-grace') ? [] : ['--drain-grace', '0'];
+  const args = ['serve', '-m', testModel(kind), '--port', '0', ...template, '-t', '1', ...grace, ...extraArgs];
   const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   child.stderr.on('data', (d) => { log += d.toString(); });

@@ -1,5 +1,6 @@
-// --draft-ngram and --draft-model through the live server: greedy completions are the same text
-// with and without speculation, and /metrics counts what was drafted and accepted.
+// --draft-ngram and --draft-model through the live server: greedy completions, and seeded sampled
+// ones (keyed sampling), are the same text with and without speculation, and /metrics counts what
+// was drafted and accepted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -39,6 +40,35 @@ const storyPrompts = [
   'Once upon a time, there was a cat.',
   'The sun was shining and the birds were singing.',
 ];
+
+// Seeded sampled completions (several at once, n = 2, with the same system_fingerprint) give the
+// same text with and without prompt lookup: the keyed sampler accepts a draft iff it is the token
+// it draws there.
+test('speculation by prompt lookup leaves seeded sampled text unchanged', async (t) => {
+  const kind = testModel('stories') ? 'stories' : 'tiny';
+  const texts = kind === 'stories' ? storyPrompts : prompts;
+  const sampled = async (server) => {
+    const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
+    const rs = await Promise.all(texts.map((prompt, i) => client.completions.create({
+      prompt, max_tokens: 48, temperature: 0.7, top_p: 0.95, seed: 100 + i, n: 2,
+    })));
+    return { texts: rs.map((r) => r.choices.map((c) => c.text)), fingerprints: new Set(rs.map((r) => r.system_fingerprint)) };
+  };
+  const plain = await startServer([], kind);
+  let want;
+  try { want = await sampled(plain); } finally { await plain.stop(); }
+  const spec = await startServer(['--draft-ngram', '3', '--draft-max', '4'], kind);
+  try {
+    const got = await sampled(spec);
+    assert.deepEqual(got.texts, want.texts);
+    assert.equal(got.fingerprints.size, 1);
+    assert.match([...got.fingerprints][0], /^fp_[0-9a-f]{16}$/);
+    assert.deepEqual(got.fingerprints, want.fingerprints, 'the same build, model and kernels: the same fingerprint');
+    assert.ok(want.texts.some((c) => c[0] !== c[1]), 'the two choices of a request draw from their own streams');
+  } finally {
+    await spec.stop();
+  }
+});
 
 test('speculation by prompt lookup leaves greedy text unchanged and is counted', async (t) => {
   const kind = testModel('stories') ? 'stories' : 'tiny';
