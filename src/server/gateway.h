@@ -18,6 +18,7 @@
 
 #include "chat/chat_template.h"
 #include "engine/engine.h"
+#include "server/anthropic_response.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
 #include "server/embedding_response.h"
@@ -75,12 +76,18 @@ public:
     const CompletionParams& params() const { return params_; }
     const std::string& key_name() const { return key_name_; }
 
-    std::vector<nlohmann::json> opening_chunks() const { return assembler_.opening_chunks(); }
+    // /v1/messages (gateway_anthropic.cpp): chunks are Anthropic stream events, the response a message.
+    bool anthropic() const { return messages_ != nullptr; }
+    std::vector<nlohmann::json> opening_chunks() const {
+        return messages_ ? messages_->opening_events() : assembler_.opening_chunks();
+    }
     std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta);
     bool done() const { return embeddings_ ? embeddings_->done() : assembler_.done(); }
     const ResponseAssembler& assembler() const { return assembler_; }
     // Once done(): the whole (non-streaming) response body.
-    nlohmann::json response() const { return embeddings_ ? embeddings_->response() : assembler_.response(); }
+    nlohmann::json response() const {
+        return embeddings_ ? embeddings_->response() : messages_ ? messages_->message() : assembler_.response();
+    }
     // Once done(): why the request failed — an engine error (500), or the end of the shutdown
     // timeout cutting it off (503 shutting_down) — or nullopt when it completed or its client
     // cancelled it. Transports answer with this error instead of a normal ending.
@@ -101,6 +108,8 @@ private:
     CompletionParams params_;
     ResponseAssembler assembler_;
     std::unique_ptr<EmbeddingAssembler> embeddings_;  // set for /v1/embeddings (then assembler_ is unused)
+    std::unique_ptr<MessageBuilder> messages_;  // set for /v1/messages: fed assembler_'s chunks
+    std::vector<nlohmann::json> add_message(size_t sub, const engine::Delta& delta);
     std::string key_name_ = "anonymous";
     std::vector<engine::RequestId> engine_ids_;
     int64_t reserved_tokens_ = 0;
@@ -163,6 +172,11 @@ public:
     std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
                                const std::string& request_id, DeltaSink sink, std::string response_id = {});
     engine::Pooling pooling() const { return pooling_; }
+    // Anthropic's POST /v1/messages: translated to a chat request and started as one (gateway_anthropic.cpp).
+    std::shared_ptr<Job> start_messages(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
+                                        DeltaSink sink, std::string response_id = {});
+    // POST /v1/messages/count_tokens: {"input_tokens": N}, the prompt /v1/messages would run.
+    SimpleResponse count_message_tokens(const nlohmann::json& body, const ApiKey* key);
 
     // Shutdown: stop admitting (503 for new requests, /readyz 503), then, when the shutdown
     // timeout is over, cut off what is left (those requests fail with 503 shutting_down), and

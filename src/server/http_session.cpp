@@ -99,6 +99,7 @@ private:
         method_ = "-";
         path_ = "-";
         key_name_ = "-";
+        anthropic_ = false;
     }
 
     // Header checks that must come before the body is read: a refusal here closes the connection,
@@ -190,7 +191,10 @@ private:
             request_id_ = std::string(rid);
             client_request_id_ = true;
         }
-        const std::string auth(req[http::field::authorization]);
+        // Anthropic's clients send their key as x-api-key; it counts as a bearer token.
+        anthropic_ = path_ == "/v1/messages" || path_ == "/v1/messages/count_tokens";
+        std::string auth(req[http::field::authorization]);
+        if (auth.empty() && !req["x-api-key"].empty()) auth = "Bearer " + std::string(req["x-api-key"]);
         try {
             route(req, auth);
         } catch (const ApiError& e) {
@@ -256,10 +260,16 @@ private:
             start_websocket_session(stream_.release_socket(), shared_, key, request_id_, std::move(req));
             return;
         }
+        if (path_ == "/v1/messages/count_tokens") {
+            require_method(req, http::verb::post, "POST");
+            const ApiKey* key = authenticate(auth);
+            return send_simple(gw().count_message_tokens(parse_json_body(req.body()), key));
+        }
         Endpoint endpoint;
         if (path_ == "/v1/completions") endpoint = Endpoint::completions;
         else if (path_ == "/v1/chat/completions") endpoint = Endpoint::chat_completions;
         else if (path_ == "/v1/embeddings") endpoint = Endpoint::embeddings;
+        else if (path_ == "/v1/messages") endpoint = Endpoint::chat_completions;  // translated: start_messages()
         else throw ApiError::not_found(fmt::format("no route for {} {}", method_, path_));
         require_method(req, http::verb::post, "POST");
         const ApiKey* key = authenticate(auth);
@@ -298,7 +308,9 @@ private:
         };
         // Without the client's X-Request-Id the response id is the one in our header; with it, a
         // fresh one (a client's id is echoed, never trusted to be unique).
-        job_ = gw().start(endpoint, body, key, request_id_, sink, client_request_id_ ? std::string() : request_id_);
+        const std::string response_id = client_request_id_ ? std::string() : request_id_;
+        job_ = anthropic_ ? gw().start_messages(body, key, request_id_, sink, response_id)
+                          : gw().start(endpoint, body, key, request_id_, sink, response_id);
         reading_.set(false);  // an active job from here
         client_gone_ = false;
         response_done_ = false;
@@ -309,7 +321,7 @@ private:
                                       {"Transfer-Encoding", "chunked"},
                                       {"X-Request-Id", request_id_},
                                       {"Connection", keep_alive_ ? "keep-alive" : "close"}}));
-            for (const auto& chunk : job_->opening_chunks()) enqueue(http_chunk(sse_data(dump_json(chunk))));
+            for (const auto& chunk : job_->opening_chunks()) enqueue(http_chunk(sse_frame(chunk)));
             arm_heartbeat();
         }
         // Watch the socket while the engine works: EOF or a reset means the client left. With
@@ -328,18 +340,19 @@ private:
             return;
         }
         if (streaming_)
-            for (const auto& chunk : chunks) enqueue(http_chunk(sse_data(dump_json(chunk))));
+            for (const auto& chunk : chunks) enqueue(http_chunk(sse_frame(chunk)));
         if (!job_->done()) return;
         const auto& a = job_->assembler();
         const std::optional<ApiError> failure = job_->failure();
         if (streaming_) {
             // A failed stream still ends properly: an error event, [DONE], the last chunk.
             if (failure) {
-                enqueue(http_chunk(sse_data(dump_json(failure->body()))));
-            } else if (a.context().include_usage) {
+                enqueue(http_chunk(anthropic_ ? anthropic_sse(anthropic_error_body(*failure))
+                                              : sse_data(dump_json(failure->body()))));
+            } else if (a.context().include_usage && !anthropic_) {
                 enqueue(http_chunk(sse_data(dump_json(a.usage_chunk()))));
             }
-            enqueue(http_chunk(sse_done()));
+            if (!anthropic_) enqueue(http_chunk(sse_done()));  // Anthropic's stream ends with message_stop
             enqueue("0\r\n\r\n");
             heartbeat_.cancel();
             finish_job(failure ? failure->status : 200);
@@ -353,6 +366,9 @@ private:
         finish_job(200);
         send_body(200, "application/json", body, {});
     }
+
+    // OpenAI streams send bare data lines; Anthropic's name each event after its type.
+    std::string sse_frame(const json& chunk) const { return anthropic_ ? anthropic_sse(chunk) : sse_data(dump_json(chunk)); }
 
     void finish_job(int status) {
         response_done_ = true;
@@ -482,7 +498,7 @@ private:
             log_request(e.status);
         // A draining server sends clients elsewhere: no keep-alive on its 503s.
         if (e.status == 413 || e.status == 431 || e.code == "shutting_down") keep_alive_ = false;
-        send_body(e.status, "application/json", dump_json(e.body()), extra);
+        send_body(e.status, "application/json", dump_json(anthropic_ ? anthropic_error_body(e) : e.body()), extra);
     }
 
     void log_request(int status) {
@@ -545,6 +561,7 @@ private:
     bool served_any_ = false;
     bool watching_ = false, keep_alive_ = true, client_request_id_ = false;
     bool streaming_ = false, response_done_ = false, client_gone_ = false;
+    bool anthropic_ = false;  // this request is on an Anthropic route: its errors and events take that shape
     std::shared_ptr<Job> job_;
     int status_ = 0;
     std::string request_id_, method_ = "-", path_ = "-", key_name_ = "-", allow_;
