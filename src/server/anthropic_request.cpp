@@ -158,6 +158,7 @@ void translate_message(const json& m, size_t i, bool last, Translation& out) {
         } else if (type == "thinking") {
             if (role != "assistant") invalid(bpath + ".type", "thinking blocks belong to assistant messages");
             only_keys(b, bpath, {"type", "thinking", "signature", "cache_control"});
+            check_cache_control(b, bpath);
             reasoning += get_string(b, "thinking", bpath);
         } else if (type == "redacted_thinking") {
             unsupported(bpath, "redacted thinking is encrypted by Anthropic's servers and cannot be read here");

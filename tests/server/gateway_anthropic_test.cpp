@@ -278,6 +278,6 @@ TEST_F(GatewayAnthropic, RefusalsNameTheAnthropicField) {
     e = messages_error(with("max_tokens", 100000));
     EXPECT_EQ(e.status, 400);
     EXPECT_EQ(e.param, "max_tokens");
-    e = messages_error(with("top_k", -1));
+    e = messages_error(with("top_k", 1.5));
     EXPECT_EQ(e.param, "top_k");
 }
