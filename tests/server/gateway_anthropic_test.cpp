@@ -199,7 +199,7 @@ TEST_F(GatewayAnthropic, StopSequenceIsNamed) {
 TEST_F(GatewayAnthropic, AForcedToolIsAToolUseBlock) {
     start_gateway("chatml");
     if (!gw_) return;
-    const json body = json::parse(R"({"max_tokens": 60, "temperature": 0,
+    const json body = json::parse(R"({"max_tokens": 300, "temperature": 0,
         "messages": [{"role": "user", "content": "Weather?"}],
         "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]}},
                                                            "required": ["city"], "additionalProperties": false}}],

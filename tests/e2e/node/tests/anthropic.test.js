@@ -101,7 +101,7 @@ describe('Anthropic Messages through @anthropic-ai/sdk', () => {
   });
 
   test('a forced tool comes back as tool_use; its result goes back as tool_result', async () => {
-    const body = { model: 'test', max_tokens: 80, temperature: 0, messages, tools, tool_choice: { type: 'tool', name: 'get_weather' } };
+    const body = { model: 'test', max_tokens: 300, temperature: 0, messages, tools, tool_choice: { type: 'tool', name: 'get_weather' } };
     delete body.model;  // optional here, as on the OpenAI routes
     const m = await client.messages.create(body);
     assert.equal(m.stop_reason, 'tool_use');
