@@ -205,25 +205,38 @@ TEST_F(GatewayAnthropic, AForcedToolIsAToolUseBlock) {
                                                            "required": ["city"], "additionalProperties": false}}],
         "tool_choice": {"type": "tool", "name": "get_weather"}})");
     auto [events, m] = message(body);
-    ASSERT_EQ(m["content"].size(), 1u) << m.dump();
-    const json& block = m["content"][0];
-    EXPECT_EQ(block["type"], "tool_use");
-    EXPECT_EQ(block["name"], "get_weather");
-    EXPECT_TRUE(block["input"] == json({{"city", "Paris"}}) || block["input"] == json({{"city", "Rome"}})) << block;
+    // Parallel calls are allowed: one block per call, each valid for the schema.
+    ASSERT_GE(m["content"].size(), 1u) << m.dump();
+    for (const json& block : m["content"]) {
+        EXPECT_EQ(block["type"], "tool_use");
+        EXPECT_EQ(block["name"], "get_weather");
+        EXPECT_TRUE(block["input"] == json({{"city", "Paris"}}) || block["input"] == json({{"city", "Rome"}})) << block;
+    }
     EXPECT_EQ(m["stop_reason"], "tool_use");
     EXPECT_EQ(reassemble(events), m["content"]);
+    // disable_parallel_tool_use: exactly one.
+    json single = body;
+    single["tool_choice"]["disable_parallel_tool_use"] = true;
+    const json one = message(single).second;
+    ASSERT_EQ(one["content"].size(), 1u) << one.dump();
+    EXPECT_EQ(one["content"][0]["input"], m["content"][0]["input"]) << "the first call is the same generation";
+    const json& block = one["content"][0];
 
-    // The result goes back as a tool_result and renders through the template.
-    json next = body;
+    // The result goes back as a tool_result and renders through the template: count_tokens counts
+    // the longer prompt, and the message runs.
+    json first = body;
+    first.erase("max_tokens");
+    first.erase("temperature");
+    json next = first;
     next.erase("tool_choice");
-    next["messages"].push_back({{"role", "assistant"}, {"content", m["content"]}});
+    next["messages"].push_back({{"role", "assistant"}, {"content", one["content"]}});
     next["messages"].push_back(json::parse(R"({"role": "user", "content": [{"type": "tool_result", "tool_use_id": ")" +
                                            block["id"].get<std::string>() + R"(", "content": "18C"}]})"));
-    next.erase("max_tokens");
-    const json count = json::parse(gw_->count_message_tokens(next, nullptr).body);
-    EXPECT_GT(count["input_tokens"], json::parse(gw_->count_message_tokens(
-                                                     [&] { json b = body; b.erase("max_tokens"); b.erase("temperature");
-                                                           return b; }(), nullptr).body)["input_tokens"]);
+    const json before = json::parse(gw_->count_message_tokens(first, nullptr).body);
+    const json after = json::parse(gw_->count_message_tokens(next, nullptr).body);
+    EXPECT_GT(after["input_tokens"], before["input_tokens"]);
+    next["max_tokens"] = 4;
+    EXPECT_EQ(message(next).second["usage"]["input_tokens"], after["input_tokens"]);
 }
 
 TEST_F(GatewayAnthropic, ThinkingComesAsThinkingBlocks) {
