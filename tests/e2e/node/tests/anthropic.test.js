@@ -100,6 +100,17 @@ describe('Anthropic Messages through @anthropic-ai/sdk', () => {
     assert.equal(events[0].message.usage.input_tokens, m.usage.input_tokens);
     assert.deepEqual(withoutIds(final), withoutIds(m));
 
+    // On the wire: named events, each data line's type its event's name, and no [DONE].
+    const raw = await (await fetch(`${server.url}/v1/messages`, { method: 'POST', body: JSON.stringify({ ...body, stream: true }) })).text();
+    const frames = raw.split('\n\n').filter((f) => f && !f.startsWith(':'));
+    assert.ok(frames.length >= 3);
+    for (const f of frames) {
+      const m = /^event: ([a-z_]+)\ndata: (.*)$/s.exec(f);
+      assert.ok(m, f);
+      assert.equal(JSON.parse(m[2]).type, m[1]);
+    }
+    assert.ok(!raw.includes('[DONE]'));
+
     const { model, system } = body;
     const count = await client.messages.countTokens({ model, system, messages });
     assert.deepEqual(count, { input_tokens: m.usage.input_tokens });
