@@ -3,7 +3,10 @@
 // grammar compiler, GBNF `grammar`, tools / tool_choice, messages with tool calls...) for all three
 // endpoints, and /v1/responses bodies (items, Responses tools, text.format, reasoning) through their
 // translation into the chat pipeline, with a builtin chat template the bytes pick. Responses inputs
-// also drive the Responses event translator with generated chat chunks.
+// also drive the Responses event translator with generated chat chunks. One input in five is an
+// Anthropic Messages body instead (system, content blocks, tools, tool_choice, thinking,
+// stop_sequences...), translated by anthropic_request.h and run through the same chat pipeline, as
+// Gateway::start_messages() does.
 // Oracle: every refusal is an ApiError with a 4xx status; nothing else may escape. The translator
 // never throws, numbers its events 0, 1, 2, ..., and each item's deltas add up to the item's text.
 #include <cstddef>
@@ -12,11 +15,85 @@
 #include <optional>
 
 #include "fuzz/fuzz_support.h"
+#include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/responses_events.h"
 
 using namespace pagoda;
 using namespace pagoda::server;
+using json = nlohmann::json;
+
+namespace {
+
+json anthropic_block(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
+    switch (p.ConsumeIntegralInRange<int>(0, 6)) {
+        case 0: return {{"type", "text"}, {"text", gen.string()}};
+        case 1: return {{"type", "tool_use"}, {"id", gen.string()}, {"name", gen.string()}, {"input", p.ConsumeBool() ? gen.value(2) : json::object()}};
+        case 2: {
+            json b = {{"type", "tool_result"}, {"tool_use_id", gen.string()}};
+            b["content"] = p.ConsumeBool() ? json(gen.string()) : json::array({{{"type", "text"}, {"text", gen.string()}}});
+            if (p.ConsumeBool()) b["is_error"] = gen.value(0);
+            return b;
+        }
+        case 3: return {{"type", "thinking"}, {"thinking", gen.string()}, {"signature", ""}};
+        case 4: return {{"type", "text"}, {"text", gen.string()}, {"cache_control", gen.value(1)}};
+        case 5: return {{"type", gen.string()}, {gen.string(), gen.value(1)}};
+        default: return gen.value(2);
+    }
+}
+
+json anthropic_body(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
+    json body = json::object();
+    json messages = json::array();
+    const int n_messages = p.ConsumeIntegralInRange<int>(0, 4);
+    for (int i = 0; i < n_messages; ++i) {
+        json m = {{"role", p.PickValueInArray({"user", "assistant", "system"})}};
+        if (p.ConsumeBool()) m["content"] = gen.string();
+        else {
+            json blocks = json::array();
+            const int n_blocks = p.ConsumeIntegralInRange<int>(0, 3);
+            for (int j = 0; j < n_blocks; ++j) blocks.push_back(anthropic_block(gen, p));
+            m["content"] = std::move(blocks);
+        }
+        messages.push_back(std::move(m));
+    }
+    body["messages"] = p.ConsumeIntegralInRange<int>(0, 15) == 0 ? gen.value(2) : messages;
+    if (p.ConsumeBool()) body["max_tokens"] = p.ConsumeIntegralInRange<int>(-1, 3000);
+    const int n = p.ConsumeIntegralInRange<int>(0, 8);
+    for (int i = 0; i < n && p.remaining_bytes(); ++i) {
+        switch (p.ConsumeIntegralInRange<int>(0, 9)) {
+            case 0: body["system"] = p.ConsumeBool() ? json(gen.string()) : json::array({anthropic_block(gen, p)}); break;
+            case 1: {
+                json tools = json::array();
+                const int k = p.ConsumeIntegralInRange<int>(0, 3);
+                for (int j = 0; j < k; ++j)
+                    tools.push_back(p.ConsumeBool() ? json{{"name", gen.string()}, {"input_schema", gen.schema(3)}} : gen.value(2));
+                body["tools"] = std::move(tools);
+                break;
+            }
+            case 2: {
+                json choice = {{"type", p.PickValueInArray({"auto", "any", "tool", "none", "required"})}};
+                if (p.ConsumeBool()) choice["name"] = gen.string();
+                if (p.ConsumeBool()) choice["disable_parallel_tool_use"] = gen.value(0);
+                body["tool_choice"] = std::move(choice);
+                break;
+            }
+            case 3:
+                body["thinking"] = p.ConsumeBool() ? json{{"type", "enabled"}, {"budget_tokens", p.ConsumeIntegralInRange<int>(-1, 3000)}}
+                                                   : json{{"type", p.PickValueInArray({"disabled", "adaptive"})}};
+                break;
+            case 4: body["stop_sequences"] = p.ConsumeBool() ? json::array({gen.string()}) : gen.value(1); break;
+            case 5: body[p.PickValueInArray({"temperature", "top_p", "top_k"})] = gen.number(); break;
+            case 6: body["metadata"] = p.ConsumeBool() ? json{{"user_id", gen.string()}} : gen.value(1); break;
+            case 7: body["model"] = p.ConsumeBool() ? json("fuzz-model") : gen.value(0); break;
+            case 8: body["stream"] = gen.value(0); break;
+            default: body[gen.string()] = gen.value(2); break;
+        }
+    }
+    return body;
+}
+
+}  // namespace
 
 namespace {
 
@@ -58,10 +135,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const chat::ChatTemplate* tmpl = p.ConsumeIntegralInRange<int>(0, 15) == 0
                                          ? nullptr
                                          : &templates[p.ConsumeIntegralInRange<size_t>(0, templates.size() - 1)];
+    const bool anthropic = p.ConsumeIntegralInRange<int>(0, 4) == 0;
     const Endpoint endpoint =
-        p.PickValueInArray({Endpoint::completions, Endpoint::chat_completions, Endpoint::embeddings, Endpoint::responses});
-    const nlohmann::json body = endpoint == Endpoint::responses ? gen.responses_body() : gen.request_body(endpoint);
+        anthropic ? Endpoint::chat_completions
+                  : p.PickValueInArray({Endpoint::completions, Endpoint::chat_completions, Endpoint::embeddings,
+                                        Endpoint::responses});
+    const nlohmann::json body = anthropic                          ? anthropic_body(gen, p)
+                                : endpoint == Endpoint::responses ? gen.responses_body()
+                                                                  : gen.request_body(endpoint);
     try {
+        if (anthropic) {
+            const nlohmann::json parsed = parse_json_body(dump_json(body));
+            const MessagesRoute route = p.ConsumeBool() ? MessagesRoute::messages : MessagesRoute::count_tokens;
+            const AnthropicRequest request = translate_anthropic_request(parsed, route);
+            try {
+                fuzz::run_completion_pipeline(request.chat_body, Endpoint::chat_completions, tmpl, fuzz::small_tokenizer());
+            } catch (const ApiError& e) {
+                (void)request.param(e.param);  // as Gateway::start_messages names the field
+                throw;
+            }
+            return 0;
+        }
         // The server receives the body as bytes: round-trip it as http_session.cpp would parse it.
         const nlohmann::json parsed = parse_json_body(dump_json(body));
         if (endpoint == Endpoint::embeddings) fuzz::run_embedding_pipeline(parsed, fuzz::small_tokenizer());

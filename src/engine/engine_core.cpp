@@ -198,6 +198,7 @@ void EngineCore::finish_sequence(Sequence& seq, FinishReason reason, Delta& d) {
     r.choice_done[size_t(seq.index)] = 1;
     ++r.n_done;
     d.finish_reason = reason;
+    if (seq.stop.stopped()) d.stop_string = seq.stop.matched();
     if (r.n_done == r.request.n) {
         d.request_done = true;
         ++counters_.requests_finished;

@@ -81,6 +81,7 @@ struct Delta {
     std::vector<TokenLogprob> logprobs;  // one per new token when logprobs >= 0
     std::optional<FinishReason> finish_reason;  // set on the choice's last delta
     std::string error;                   // with FinishReason::error
+    std::string stop_string;             // with FinishReason::stop: the stop string that ended the choice, if one did
     std::vector<float> embedding;        // an embedding request's result, on its last delta
     bool request_done = false;           // the request's last delta: every choice finished
     Usage usage;                         // counts so far

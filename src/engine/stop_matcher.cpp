@@ -23,10 +23,16 @@ StopMatcher::Result StopMatcher::feed(const std::string& piece, bool may_stop) {
     // While stopping is suppressed, a stop string wholly inside the text is passed over; one whose
     // beginning is still held can complete (and stop) once stopping is allowed.
     size_t first = std::string::npos;
+    const std::string* found = nullptr;
     if (may_stop)
-        for (const auto& s : stops_) first = std::min(first, held_.find(s));
+        for (const auto& s : stops_)
+            if (size_t at = held_.find(s); at < first) {
+                first = at;
+                found = &s;
+            }
     if (first != std::string::npos) {
         stopped_ = true;
+        matched_ = *found;
         Result r{held_.substr(0, first), true};
         held_.clear();
         return r;

@@ -22,12 +22,14 @@ public:
     Result feed(const std::string& piece, bool may_stop = true);
     std::string finish();  // the held-back tail
     bool stopped() const { return stopped_; }
+    const std::string& matched() const { return matched_; }  // the stop string found (empty: none)
     const std::string& held() const { return held_; }
 
 private:
     std::vector<std::string> stops_;
     std::string held_;
     bool stopped_ = false;
+    std::string matched_;
 };
 
 }  // namespace pagoda::engine

@@ -39,11 +39,13 @@ void Job::cancel() {
 }
 
 std::vector<json> Job::opening_chunks() const {
+    if (messages_) return messages_->opening_events();
     return responses_ ? responses_->opening() : assembler_.opening_chunks();
 }
 
 json Job::response() const {
     if (embeddings_) return embeddings_->response();
+    if (messages_) return messages_->message();
     return responses_ ? responses_->response() : assembler_.response();
 }
 
@@ -52,6 +54,7 @@ std::vector<json> Job::add(size_t sub, const engine::Delta& delta) {
         embeddings_->add(sub, delta);
         return {};
     }
+    if (messages_) return add_message(sub, delta);
     std::vector<json> chunks = assembler_.add(sub, delta);
     if (!responses_) return chunks;
     // /v1/responses: the chat chunks become Responses events; the last delta closes the response
@@ -91,7 +94,7 @@ void Job::finish(int status) {
                                          : assembler_.prompt_tokens() + assembler_.completion_tokens();
         gateway_.limiter_.finish(key_name_, reserved_tokens_, used, gateway_.now_seconds());
     }
-    gateway_.metrics_.on_api_request(key_name_, endpoint_name(params_.endpoint), status);
+    gateway_.metrics_.on_api_request(key_name_, messages_ ? "messages" : endpoint_name(params_.endpoint), status);
     --gateway_.active_jobs_;
 }
 
@@ -237,7 +240,7 @@ const ApiKey* Gateway::authenticate(std::string_view header) {
     if (!key) {
         metrics_.on_rejection("unknown", "auth");
         if (header.empty())
-            throw ApiError::unauthorized("missing API key: send 'Authorization: Bearer YOUR_KEY'");
+            throw ApiError::unauthorized("missing API key: send 'Authorization: Bearer YOUR_KEY' (or 'x-api-key: YOUR_KEY')");
         throw ApiError::unauthorized("incorrect API key provided");
     }
     return key;

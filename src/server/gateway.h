@@ -18,6 +18,7 @@
 
 #include "chat/chat_template.h"
 #include "engine/engine.h"
+#include "server/anthropic_response.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
 #include "server/embedding_response.h"
@@ -86,6 +87,8 @@ public:
     const CompletionParams& params() const { return params_; }
     const std::string& key_name() const { return key_name_; }
 
+    // /v1/messages (gateway_anthropic.cpp): chunks are Anthropic stream events, the response a message.
+    bool anthropic() const { return messages_ != nullptr; }
     std::vector<nlohmann::json> opening_chunks() const;
     std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta);
     bool done() const { return embeddings_ ? embeddings_->done() : assembler_.done(); }
@@ -114,6 +117,8 @@ private:
     std::unique_ptr<EmbeddingAssembler> embeddings_;  // set for /v1/embeddings (then assembler_ is unused)
     std::unique_ptr<ResponsesStream> responses_;      // set for /v1/responses (fed the assembler's chunks)
     nlohmann::json responses_conversation_;           // /v1/responses: the input items, stored with the output
+    std::unique_ptr<MessageBuilder> messages_;  // set for /v1/messages: fed assembler_'s chunks
+    std::vector<nlohmann::json> add_message(size_t sub, const engine::Delta& delta);
     std::string key_name_ = "anonymous";
     std::vector<engine::RequestId> engine_ids_;
     int64_t reserved_tokens_ = 0;
@@ -179,6 +184,11 @@ public:
     // GET and DELETE /v1/responses/{id} (gateway_responses.cpp): a stored response, or 404.
     SimpleResponse stored_response(const std::string& id);
     SimpleResponse delete_response(const std::string& id);
+    // Anthropic's POST /v1/messages: translated to a chat request and started as one (gateway_anthropic.cpp).
+    std::shared_ptr<Job> start_messages(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
+                                        DeltaSink sink, std::string response_id = {});
+    // POST /v1/messages/count_tokens: {"input_tokens": N}, the prompt /v1/messages would run.
+    SimpleResponse count_message_tokens(const nlohmann::json& body, const ApiKey* key);
 
     // Shutdown, in three stages. The lame duck: /readyz and /health fail (503 draining) so
     // balancers stop sending, while new requests are still admitted and served (what a balancer

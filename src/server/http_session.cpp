@@ -100,6 +100,7 @@ private:
         method_ = "-";
         path_ = "-";
         key_name_ = "-";
+        anthropic_ = false;
     }
 
     // Header checks that must come before the body is read: a refusal here closes the connection,
@@ -191,7 +192,10 @@ private:
             request_id_ = std::string(rid);
             client_request_id_ = true;
         }
-        const std::string auth(req[http::field::authorization]);
+        // Anthropic's clients send their key as x-api-key; it counts as a bearer token.
+        anthropic_ = path_ == "/v1/messages" || path_ == "/v1/messages/count_tokens";
+        std::string auth(req[http::field::authorization]);
+        if (auth.empty() && !req["x-api-key"].empty()) auth = "Bearer " + std::string(req["x-api-key"]);
         try {
             route(req, auth);
         } catch (const ApiError& e) {
@@ -263,11 +267,17 @@ private:
             const std::string id = percent_decode(path_.substr(14));
             return send_simple(req.method() == http::verb::get ? gw().stored_response(id) : gw().delete_response(id));
         }
+        if (path_ == "/v1/messages/count_tokens") {
+            require_method(req, http::verb::post, "POST");
+            const ApiKey* key = authenticate(auth);
+            return send_simple(gw().count_message_tokens(parse_json_body(req.body()), key));
+        }
         Endpoint endpoint;
         if (path_ == "/v1/completions") endpoint = Endpoint::completions;
         else if (path_ == "/v1/responses") endpoint = Endpoint::responses;
         else if (path_ == "/v1/chat/completions") endpoint = Endpoint::chat_completions;
         else if (path_ == "/v1/embeddings") endpoint = Endpoint::embeddings;
+        else if (path_ == "/v1/messages") endpoint = Endpoint::chat_completions;  // translated: start_messages()
         else throw ApiError::not_found(fmt::format("no route for {} {}", method_, path_));
         require_method(req, http::verb::post, "POST");
         const ApiKey* key = authenticate(auth);
@@ -306,7 +316,9 @@ private:
         };
         // Without the client's X-Request-Id the response id is the one in our header; with it, a
         // fresh one (a client's id is echoed, never trusted to be unique).
-        job_ = gw().start(endpoint, body, key, request_id_, sink, client_request_id_ ? std::string() : request_id_);
+        const std::string response_id = client_request_id_ ? std::string() : request_id_;
+        job_ = anthropic_ ? gw().start_messages(body, key, request_id_, sink, response_id)
+                          : gw().start(endpoint, body, key, request_id_, sink, response_id);
         reading_.set(false);  // an active job from here
         client_gone_ = false;
         response_done_ = false;
@@ -342,8 +354,11 @@ private:
         const std::optional<ApiError> failure = job_->failure();
         if (streaming_) {
             // A failed stream still ends properly: an error event, [DONE], the last chunk. A
-            // Responses stream has already ended with its last event (response.completed, .failed).
-            if (!job_->responses()) {
+            // Responses stream has already ended with its last event (response.completed, .failed);
+            // Anthropic's ends with message_stop (or an error event).
+            if (anthropic_) {
+                if (failure) enqueue(http_chunk(anthropic_sse(anthropic_error_body(*failure))));
+            } else if (!job_->responses()) {
                 if (failure) {
                     enqueue(http_chunk(sse_data(dump_json(failure->body()))));
                 } else if (a.context().include_usage) {
@@ -365,8 +380,10 @@ private:
         send_body(200, "application/json", body, {});
     }
 
-    // One chunk of a stream as SSE: Responses events are named; chat and completion chunks are data only.
+    // One chunk of a stream as SSE: Responses and Anthropic events are named (each its own way);
+    // chat and completion chunks are data only.
     std::string frame(const json& chunk) const {
+        if (anthropic_) return anthropic_sse(chunk);
         return job_->responses() ? responses_sse(chunk) : sse_data(dump_json(chunk));
     }
 
@@ -498,7 +515,7 @@ private:
             log_request(e.status);
         // A draining server sends clients elsewhere: no keep-alive on its 503s.
         if (e.status == 413 || e.status == 431 || e.code == "shutting_down") keep_alive_ = false;
-        send_body(e.status, "application/json", dump_json(e.body()), extra);
+        send_body(e.status, "application/json", dump_json(anthropic_ ? anthropic_error_body(e) : e.body()), extra);
     }
 
     void log_request(int status) {
@@ -561,6 +578,7 @@ private:
     bool served_any_ = false;
     bool watching_ = false, keep_alive_ = true, client_request_id_ = false;
     bool streaming_ = false, response_done_ = false, client_gone_ = false;
+    bool anthropic_ = false;  // this request is on an Anthropic route: its errors and events take that shape
     std::shared_ptr<Job> job_;
     int status_ = 0;
     std::string request_id_, method_ = "-", path_ = "-", key_name_ = "-", allow_;

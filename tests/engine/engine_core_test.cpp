@@ -271,6 +271,7 @@ FakeStepModel::LogitsFn scripted(std::vector<int32_t> script, size_t prompt_len)
 struct TextRun {
     test::ChoiceResult choice;
     std::vector<std::string> pieces;
+    std::string stop_string;  // the finishing delta's
 };
 
 TextRun run_text(std::vector<int32_t> script, std::vector<std::string> stops, int64_t max_tokens = 10) {
@@ -286,7 +287,10 @@ TextRun run_text(std::vector<int32_t> script, std::vector<std::string> stops, in
         out.pieces.push_back(d->text);
         out.choice.text += d->text;
         out.choice.tokens.insert(out.choice.tokens.end(), d->token_ids.begin(), d->token_ids.end());
-        if (d->finish_reason) out.choice.finish = d->finish_reason;
+        if (d->finish_reason) {
+            out.choice.finish = d->finish_reason;
+            out.stop_string = d->stop_string;
+        }
     }
     return out;
 }
@@ -297,6 +301,11 @@ TEST(EngineCoreText, StopStringAcrossTokenBoundariesIsHeldBackAndExcluded) {
     EXPECT_EQ(r.choice.text, "hel");
     EXPECT_EQ(r.choice.finish, FinishReason::stop);
     EXPECT_EQ(r.choice.tokens, (std::vector<int32_t>{6, 7, 8}));
+    EXPECT_EQ(r.stop_string, "lo wo");  // the finishing delta names it (Anthropic's stop_sequence)
+    // Of several, the one found earliest in the text is named, whatever the list's order.
+    auto two = run_text({6, 7, 8, 9, 12}, {"wor", "llo"});
+    EXPECT_EQ(two.choice.text, "he");
+    EXPECT_EQ(two.stop_string, "llo");
     // Text that may be the start of a stop string waits for the next token to decide.
     auto held = run_text({6, 7, 8, 9, 12, 12}, {"llo!"}, 6);
     EXPECT_EQ(held.choice.text, "hello world!!");
@@ -311,6 +320,7 @@ TEST(EngineCoreText, EndOfGenerationAndStopTokens) {
     auto eos = run_text({6, 7, 2, 6}, {});
     EXPECT_EQ(eos.choice.text, "hello");
     EXPECT_EQ(eos.choice.finish, FinishReason::stop);
+    EXPECT_EQ(eos.stop_string, "");  // no stop string ended it
     EXPECT_EQ(eos.choice.tokens, (std::vector<int32_t>{6, 7, 2}));
 }
 

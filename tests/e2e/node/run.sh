@@ -8,7 +8,7 @@ binary="${1:?usage: run.sh PATH/TO/pagoda}"
 if ! command -v node >/dev/null 2>&1; then
   echo "SKIP: node is not installed (scripts/install-deps.sh installs it)"; exit 77
 fi
-if [ ! -d "$here/node_modules/openai" ] || [ ! -d "$here/node_modules/ws" ]; then
+if [ ! -d "$here/node_modules/openai" ] || [ ! -d "$here/node_modules/ws" ] || [ ! -d "$here/node_modules/@anthropic-ai/sdk" ]; then
   echo "SKIP: npm packages missing; run: (cd tests/e2e/node && npm ci)"; exit 77
 fi
 export PAGODA_BINARY="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
