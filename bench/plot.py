@@ -11,7 +11,7 @@ The two curves come from the JSON pagoda's own benchmarks write:
 Either give the JSON (--profile FILE, --bench-json FILE...), or --model MODEL and the script runs
 the benchmarks itself with --pagoda (default build/pagoda) and keeps their output with --save-dir.
 Needs matplotlib, which pagoda's install scripts do not install (the plot is made by hand):
-  apt-get install python3-matplotlib        (Debian)   or   pip install matplotlib
+  apt-get install python3-matplotlib, then run it with /usr/bin/python3 (Debian), or pip install matplotlib
 
   bench/plot.py --model small-q4_0.gguf --save-dir /tmp/plot -o docs/img/decode-curves.png
   bench/plot.py --profile /tmp/plot/profile.json --bench-json /tmp/plot/depth.jsonl -o out.png
@@ -72,10 +72,13 @@ def main():
     ap.add_argument("--quick-tune", action="store_true", help="pagoda tune --quick (three batch sizes, seconds)")
     ap.add_argument("--save-dir", help="keep the runs' JSON here (profile.json, depth.jsonl)")
     ap.add_argument("--title", default="", help="a line under the title: host, load, date")
+    ap.add_argument("--name", default="", help="the model's name in the title (default: from the JSON)")
     a = ap.parse_args()
 
     depth_lines = []
     profile_path = a.profile
+    if a.model and (a.profile or a.bench_json):
+        sys.exit("plot.py: give --model (run the benchmarks) or --profile / --bench-json (read them), not both")
     if a.model:
         save = a.save_dir or "."
         os.makedirs(save, exist_ok=True)
@@ -101,7 +104,7 @@ def main():
     panels = (1 if profile_path else 0) + (1 if depth_lines else 0)
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.0), squeeze=False)
     axes = list(axes[0])
-    name = os.path.basename(a.model) if a.model else ""
+    name = a.name or (os.path.basename(a.model) if a.model else "")
     if profile_path:
         pts, profile = batch_points(profile_path)
         ax = axes.pop(0)
