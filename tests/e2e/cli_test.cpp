@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -240,25 +241,33 @@ TEST(CommandLine, ProgressOffATerminalIsPlainLines) {
 }
 
 TEST(CommandLine, ReadmeCommandTableMatchesHelp) {
-    // Every flag in the first cell of a README command row is one `pagoda CMD --help` lists
-    // (llama.cpp's -np is listed under its long name --parallel).
-    std::ifstream readme(source_dir() + "/README.md");
-    ASSERT_TRUE(readme) << "README.md";
-    const std::regex row(R"(^\| `([a-z-]+) ([^|]|\\\|)*` \|)"), flag(R"((^|[ \[|])(--?[a-z][a-z0-9-]*))");
-    int rows = 0;
-    for (std::string line; std::getline(readme, line);) {
-        std::smatch m;
-        if (!std::regex_search(line, m, row)) continue;
-        ++rows;
-        const std::string command = m[1], cell = m[0];
-        const std::string help = run_pagoda({command, "--help"}).out;
-        for (auto it = std::sregex_iterator(cell.begin(), cell.end(), flag); it != std::sregex_iterator(); ++it) {
-            std::string name = (*it)[2];
-            if (name == "-np") name = "--parallel";
-            EXPECT_NE(help.find(name), std::string::npos) << command << " --help lacks " << name;
+    // Every flag in the first cell of a README command row, and in a usage line of docs/commands.md
+    // (`pagoda CMD ...` in a code block), is one `pagoda CMD --help` lists (llama.cpp's -np is
+    // listed under its long name --parallel).
+    const std::regex row(R"(^\| `([a-z-]+) ([^|]|\\\|)*` \|)"), usage(R"(^pagoda ([a-z-]+) .*$)"),
+        flag(R"((^|[ \[|])(--?[a-z][a-z0-9-]*))");
+    std::map<std::string, std::string> helps;
+    auto check = [&](const std::string& file, const std::regex& line_re) {
+        std::ifstream in(source_dir() + "/" + file);
+        EXPECT_TRUE(in) << file;
+        int lines = 0;
+        for (std::string line; std::getline(in, line);) {
+            std::smatch m;
+            if (!std::regex_search(line, m, line_re)) continue;
+            ++lines;
+            const std::string command = m[1], cell = m[0];
+            if (!helps.count(command)) helps[command] = run_pagoda({command, "--help"}).out;
+            const std::string& help = helps[command];
+            for (auto it = std::sregex_iterator(cell.begin(), cell.end(), flag); it != std::sregex_iterator(); ++it) {
+                std::string name = (*it)[2];
+                if (name == "-np") name = "--parallel";
+                EXPECT_NE(help.find(name), std::string::npos) << file << ": " << command << " --help lacks " << name;
+            }
         }
-    }
-    EXPECT_GE(rows, 10);
+        return lines;
+    };
+    EXPECT_GE(check("README.md", row), 10);
+    EXPECT_GE(check("docs/commands.md", usage), 14);
 }
 
 TEST(CommandLine, ProgressOnATerminalIsABar) {
