@@ -44,6 +44,9 @@ struct GatewayOptions {
     // /v1/embeddings pooling: "mean", "last", "cls", or "" for the model's (GGUF pooling_type),
     // else last (the token that has seen the whole input under causal attention).
     std::string pooling;
+    // Fill-in-the-middle order: suffix first (SPM) instead of prefix first (PSM), as llama-server's
+    // --spm-infill.
+    bool spm_infill = false;
 };
 
 using SteadyClock = std::chrono::steady_clock;

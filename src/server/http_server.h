@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "server/gateway.h"
 
@@ -26,6 +27,10 @@ struct HttpServerOptions {
     double heartbeat_seconds = 2;     // SSE ": ping" after this long without output
     double shutdown_timeout = 10;     // seconds requests in flight get to finish after SIGTERM
     int64_t max_ws_requests = 64;     // requests in flight per WebSocket
+    // CORS: origins whose pages may call the API ("*": any); empty: no CORS headers, OPTIONS is a 405.
+    std::vector<std::string> cors_origins;
+    // HTTPS/WSS: PEM certificate (chain) and private key files; both empty: plain HTTP.
+    std::string ssl_cert, ssl_key;
 };
 
 // Serves until a signal; returns the process exit status.

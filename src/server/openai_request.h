@@ -23,11 +23,27 @@
 
 namespace pagoda::server {
 
-enum class Endpoint { completions, chat_completions, embeddings };
-const char* endpoint_name(Endpoint e);  // "completions", "chat.completions", "embeddings"
+// infill: POST /infill (llama-server's fill-in-the-middle); it parses into a completions request.
+enum class Endpoint { completions, chat_completions, embeddings, infill };
+const char* endpoint_name(Endpoint e);  // "completions", "chat.completions", "embeddings", "infill"
 
 // One prompt of a completions request: text, or token ids given directly.
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;
+
+// One file of repository context for fill-in-the-middle (/infill's input_extra).
+struct FimChunk {
+    std::string filename, text;
+};
+
+// A fill-in-the-middle request: /v1/completions with a non-empty `suffix` (each prompt is the text
+// before the hole), or POST /infill (then `prefix` is input_prefix and the one prompt is the text the
+// user typed after it, llama-server's `prompt`). fim_prompt.h assembles the tokens.
+struct FimRequest {
+    bool infill = false;
+    std::string prefix;  // infill only
+    std::string suffix;
+    std::vector<FimChunk> extra;  // infill only
+};
 
 // tool_choice: "auto" (default), "none", "required", or {"type": "function", "function": {"name"}}.
 enum class ToolChoice { automatic, none, required, function };
@@ -58,14 +74,19 @@ struct CompletionParams {
     int64_t min_tokens = 0;                  // vLLM: no end of sequence or stop string before this many tokens
     bool stream = false, include_usage = false;
     std::shared_ptr<const grammar::Grammar> grammar;  // from response_format or grammar; null: free text
+    std::optional<FimRequest> fim;           // completions: fill in the middle (suffix, /infill)
 };
 
 // Maximum `n` and stop strings a request may carry (bounded work per request).
 inline constexpr int32_t kMaxChoices = 128;
 inline constexpr size_t kMaxStopStrings = 16;
 
-// Throws ApiError (400) on the first problem.
+// Throws ApiError (400) on the first problem. Endpoint::infill: see parse_infill_request.
 CompletionParams parse_completion_request(const nlohmann::json& body, Endpoint endpoint);
+// POST /infill (infill_request.cpp): input_prefix, input_suffix (strings), input_extra (an array of
+// {"filename", "text"}), prompt (a string), with every /v1/completions sampling field; the result
+// is a completions request whose `fim` is set.
+CompletionParams parse_infill_request(const nlohmann::json& body);
 
 // Parses request bytes as JSON.
 // Malformed JSON (including invalid UTF-8) and numbers no double holds (1e400) are ApiError 400.

@@ -11,9 +11,12 @@
 
 namespace pagoda::server::transport {
 
-// Completes the upgrade `request` on `socket` (an authenticated GET /v1/ws; `key` may be null on
+// Completes the upgrade `request` on `stream` (an authenticated GET /v1/ws; `key` may be null on
 // an open server) and serves the connection until it closes. `conn_id` prefixes its log lines.
-void start_websocket_session(tcp::socket socket, ServerShared& shared, const ApiKey* key, std::string conn_id,
+// One overload per transport (plain or TLS), both the same session code.
+void start_websocket_session(PlainStream stream, ServerShared& shared, const ApiKey* key, std::string conn_id,
+                             http::request<http::string_body> request);
+void start_websocket_session(TlsStream stream, ServerShared& shared, const ApiKey* key, std::string conn_id,
                              http::request<http::string_body> request);
 
 }  // namespace pagoda::server::transport
