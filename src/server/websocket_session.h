@@ -1,8 +1,9 @@
 // The WebSocket endpoint (GET /v1/ws): one connection carries many requests at once. A message
-// {"id", "endpoint": "completions" | "chat.completions", "body"} starts one, answered by
+// {"id", "endpoint": "completions" | "chat.completions" | "infill", "body"} starts one, answered by
 // {"id", "chunk"} messages and then {"id", "done": true, "usage"} or {"id", "error"};
 // {"id", "type": "cancel"} cancels it. Closing the socket cancels everything it started. Protocol
-// errors are {"id", "error"} messages, never a closed connection.
+// errors are {"id", "error"} messages, never a closed connection. Over TLS the same session runs
+// on the TLS stream (WSS).
 #pragma once
 #include <boost/beast/websocket.hpp>
 #include <string>

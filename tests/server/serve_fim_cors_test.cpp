@@ -106,7 +106,7 @@ TEST(ServeFim, ModelWithoutFimTokensGets400) {
 }
 
 TEST(ServeCors, PreflightAndHeadersForAllowedOriginsOnly) {
-    ServeProcess s({"--cors-origin", "http://app.example:3000,http://other.example", "--api-key", "k1"});
+    ServeProcess s({"--cors-origin", "http://app.example:3000,http://other.example", "--api-key", "cors-key-1", "--open-health"});
     const std::string allowed = "Origin: http://app.example:3000";
     HttpResult pre = http_request(s.port(), "OPTIONS", "/v1/completions", "",
                                   {allowed, "Access-Control-Request-Method: POST",
@@ -127,7 +127,7 @@ TEST(ServeCors, PreflightAndHeadersForAllowedOriginsOnly) {
     EXPECT_EQ(refused.headers["vary"], "Origin");
 
     const std::string body = R"({"prompt":"a","max_tokens":2})";
-    HttpResult ok = http_request(s.port(), "POST", "/v1/completions", body, {allowed, "Authorization: Bearer k1"});
+    HttpResult ok = http_request(s.port(), "POST", "/v1/completions", body, {allowed, "Authorization: Bearer cors-key-1"});
     EXPECT_EQ(ok.status, 200);
     EXPECT_EQ(ok.headers["access-control-allow-origin"], "http://app.example:3000");
     EXPECT_EQ(ok.headers["access-control-expose-headers"], "X-Request-Id, Retry-After");
@@ -135,11 +135,11 @@ TEST(ServeCors, PreflightAndHeadersForAllowedOriginsOnly) {
     EXPECT_EQ(denied.status, 401);
     EXPECT_EQ(denied.headers["access-control-allow-origin"], "http://app.example:3000") << "errors carry it too";
     HttpResult stream = http_request(s.port(), "POST", "/v1/completions", R"({"prompt":"a","max_tokens":2,"stream":true})",
-                                     {"Origin: http://other.example", "Authorization: Bearer k1"});
+                                     {"Origin: http://other.example", "Authorization: Bearer cors-key-1"});
     EXPECT_EQ(stream.status, 200);
     EXPECT_EQ(stream.headers["access-control-allow-origin"], "http://other.example");
     HttpResult foreign = http_request(s.port(), "POST", "/v1/completions", body,
-                                      {"Origin: http://evil.example", "Authorization: Bearer k1"});
+                                      {"Origin: http://evil.example", "Authorization: Bearer cors-key-1"});
     EXPECT_EQ(foreign.status, 200) << "the server answers; the browser withholds it";
     EXPECT_EQ(foreign.headers.count("access-control-allow-origin"), 0u);
     EXPECT_EQ(foreign.headers["vary"], "Origin");
