@@ -61,7 +61,8 @@ async function callFromPage(page, api) {
 test('a page on another origin calls the API when --cors-origin names it, and is refused otherwise', { skip }, async () => {
   const allowed = await pageServer();
   const other = await pageServer();
-  const server = await startServer(['--api-key', 'cors-key-1', '--cors-origin', `http://example.invalid,${allowed.origin}`]);
+  const server = await startServer(['--api-key', 'cors-key-1', '--open-health', '--cors-origin',
+    `http://example.invalid,${allowed.origin}`]);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,

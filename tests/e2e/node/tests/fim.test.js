@@ -11,12 +11,12 @@ test('suffix and /infill on a model with FIM tokens; 400 on one without', async 
   const plain = await startServer([]);
   try {
     const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'none', maxRetries: 0 });
-    const a = await client.completions.create({ model: 'tiny', prompt: 'def add(a, b):', suffix: '\nprint(add(1, 2))',
+    const a = await client.completions.create({ model: 'fim', prompt: 'def add(a, b):', suffix: '\nprint(add(1, 2))',
       max_tokens: 5, temperature: 0 });
     assert.equal(a.object, 'text_completion');
     assert.ok(a.usage.prompt_tokens > 8, 'the FIM tokens and both texts are in the prompt');
     let streamed = '';
-    for await (const c of await client.completions.create({ model: 'tiny', prompt: 'def add(a, b):',
+    for await (const c of await client.completions.create({ model: 'fim', prompt: 'def add(a, b):',
       suffix: '\nprint(add(1, 2))', max_tokens: 5, temperature: 0, stream: true })) streamed += c.choices[0]?.text ?? '';
     assert.equal(streamed, a.choices[0].text);
 

@@ -34,7 +34,7 @@ before(async () => {
   openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', otherKey]);
   ca = execFileSync('cat', [cert]);
   const keys = writeTemp('tls-keys.txt', 'tls-key-1 name=alice\ntls-key-2 name=bob rpm=2\n');
-  server = await startServer(['--ssl-cert', cert, '--ssl-key', key, '--api-key-file', keys], 'tiny', {}, { ca });
+  server = await startServer(['--ssl-cert', cert, '--ssl-key', key, '--api-key-file', keys, '--open-health'], 'tiny', {}, { ca });
 });
 
 after(async () => {
