@@ -2,9 +2,9 @@
 // CompletionParams, without a model: types and ranges are checked here and every problem becomes an
 // ApiError (400, naming the field in `param`). Which top-level fields exist, and whether each is
 // honoured, a no-op by definition (user, metadata, store: false, ...) or refused, is the list in
-// request_fields.h; unknown fields are refused too. Values a field cannot honour (best_of
-// != n, echo with logprobs or with a suffix, a JSON schema keyword the grammar compiler cannot enforce) are refused
-// rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
+// request_fields.h; unknown fields are refused too. Values a field cannot honour (best_of != n,
+// echo with logprobs or with a suffix, a JSON schema keyword the grammar compiler cannot enforce)
+// are refused rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
 // min_tokens, stop_token_ids and guided_json are honoured. Structured output — response_format
 // json_object / json_schema, json_schema / guided_json, or llama.cpp's `grammar` (GBNF) — is
 // compiled here into a grammar every choice's output is constrained to.
