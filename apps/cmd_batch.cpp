@@ -108,7 +108,7 @@ server::Endpoint batch_api_endpoint(const json& line) {
 
 // Reads one input line into `line` (params and tokenised prompts), or records why it cannot run.
 void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_t vocab_size, ChatTemplateChoice& chat,
-                Line& line) {
+                const server::FimSettings& fim, Line& line) {
     try {
         if (text.find_first_not_of(" \t\r") == std::string::npos)
             throw ApiError::invalid("the line is empty; expected a JSON request object", {}, "invalid_json");
@@ -128,7 +128,7 @@ void parse_line(const std::string& text, const tokenizer::Tokenizer& tok, int64_
         line.params = server::parse_completion_request(body, line.endpoint);
         const chat::ChatTemplate* chat_template =
             line.endpoint == server::Endpoint::chat_completions ? &chat.get() : nullptr;
-        line.prompts = server::tokenize_prompts(*line.params, tok, chat_template, vocab_size);
+        line.prompts = server::tokenize_prompts(*line.params, tok, chat_template, vocab_size, fim);
     } catch (const ApiError& e) {
         line.error = e;
     } catch (const Error& e) {
@@ -157,14 +157,15 @@ int run_batch(const BatchOptions& o) {
     ChatTemplateChoice chat(o.chat_template, file->get_string_or("tokenizer.chat_template", ""));
     std::vector<Line> lines;
     int64_t tokens_wanted = 0;
+    const int64_t ctx = o.ctx > 0 ? o.ctx : config.context_length;
+    const server::FimSettings fim{.n_batch = std::min<int64_t>(o.max_batched_tokens, ctx), .n_ctx = ctx};
     for (std::string text; std::getline(in, text);) {
         Line& line = lines.emplace_back();
-        parse_line(text, *tok, vocab_size, chat, line);
+        parse_line(text, *tok, vocab_size, chat, fim, line);
         if (line.error) continue;
         const int64_t max_tokens = line.params->max_tokens.value_or(16);
         for (const auto& ids : line.prompts.prompts) tokens_wanted += (int64_t(ids.size()) + max_tokens) * line.params->n;
     }
-    const int64_t ctx = o.ctx > 0 ? o.ctx : config.context_length;
     tokens_wanted = std::clamp<int64_t>(tokens_wanted, ctx, ctx * o.max_seqs);
 
     const model::KvOptions kv = o.kv.options();

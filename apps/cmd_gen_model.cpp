@@ -18,7 +18,7 @@ struct GenModelOptions {
     int64_t layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab_size = 0, head_dim = 0, ctx = 0;
     int64_t experts = 0, experts_used = 0, expert_ffn = 0, shared_expert_ffn = 0;
     int64_t sliding_window = 0, swa_period = 0;
-    bool tied = false;
+    bool tied = false, fim_tokens = false;
     uint64_t seed = 1;
     float embed_scale = 1.0f;
     std::string format = "gguf";
@@ -36,6 +36,8 @@ int run_gen_model(const GenModelOptions& o) {
     if (o.vocab_size) spec.vocab_size = o.vocab_size;
     if (o.head_dim) spec.head_dim = o.head_dim;
     if (o.ctx) spec.context_length = o.ctx;
+    if (o.fim_tokens && !o.vocab.empty()) fail("--fim-tokens is for the synthetic vocabulary (not with --vocab)");
+    spec.fim_tokens = o.fim_tokens;
     spec.tied_output = spec.tied_output || o.tied;
     spec.n_experts = o.experts;
     if (o.experts_used) spec.n_experts_used = o.experts_used;
@@ -109,6 +111,9 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_option("--ffn", o->ffn, "Override the FFN width")->check(in_range(1, 1 << 20));
     sub.add_option("--vocab-size", o->vocab_size, "Synthetic vocabulary size")->check(in_range(260, 1 << 20));
     sub.add_option("--ctx", o->ctx, "Context length written to the metadata")->check(in_range(1, 1 << 24));
+    sub.add_flag("--fim-tokens", o->fim_tokens,
+                 "Synthetic vocabulary: make its last six ids Qwen2.5-Coder's fill-in-the-middle tokens "
+                 "(<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, <|fim_pad|>, <|repo_name|>, <|file_sep|>)");
     sub.add_flag("--tied", o->tied, "Tie the output head to the embedding");
     sub.add_option("--seed", o->seed, "Random seed");
     sub.add_option("--embed-scale", o->embed_scale,

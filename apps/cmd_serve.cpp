@@ -119,6 +119,15 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "Chat <think> reasoning: deepseek (to reasoning_content) or none (left in content); default: "
                    "deepseek when the chat template mentions <think>")
         ->check(CLI::IsMember({"none", "deepseek"}));
+    sub.add_flag("--spm-infill", o->gateway.spm_infill,
+                 "Fill-in-the-middle prompts put the suffix first (SPM) instead of the prefix (PSM), as llama-server's "
+                 "flag, for models trained that way");
+    sub.add_option("--cors-origin", o->http.cors_origins,
+                   "Let browser pages from this origin call the API (CORS; repeat it or give a comma list; * allows any); "
+                   "off by default")
+        ->delimiter(',');
+    sub.add_option("--ssl-cert", o->http.ssl_cert, "Serve HTTPS and WSS with this PEM certificate (chain); needs --ssl-key");
+    sub.add_option("--ssl-key", o->http.ssl_key, "The PEM private key of --ssl-cert");
     sub.add_option("--pooling", o->gateway.pooling,
                    "/v1/embeddings pooling of the final hidden states: mean, last or cls (first token); default: the "
                    "model's {arch}.pooling_type, else last")

@@ -52,6 +52,12 @@ const tokenizer::Tokenizer* small_tokenizer() {
     return all.empty() ? nullptr : all.front().tokenizer.get();
 }
 
+const tokenizer::Tokenizer* fim_tokenizer() {
+    for (const auto& t : all_tokenizers())
+        if (t.tokenizer->vocab().fim().usable()) return t.tokenizer.get();
+    return small_tokenizer();
+}
+
 const std::vector<chat::ChatTemplate>& builtin_templates() {
     static const std::vector<chat::ChatTemplate> templates = [] {
         std::vector<chat::ChatTemplate> out;
@@ -274,9 +280,22 @@ json JsonGen::request_body(server::Endpoint endpoint) {
             case 2: body["prompt"] = json::array({p_.ConsumeIntegralInRange<int>(-1, 600), p_.ConsumeIntegralInRange<int>(0, 600)}); break;
             default: body["prompt"] = value(2); break;
         }
+    } else if (endpoint == server::Endpoint::infill) {
+        // llama-server's fields, each sometimes of the wrong type.
+        for (const char* name : {"input_prefix", "input_suffix", "prompt"})
+            if (p_.ConsumeBool()) body[name] = p_.ConsumeIntegralInRange<int>(0, 5) ? json(string()) : value(1);
+        if (p_.ConsumeBool()) {
+            json extra = json::array();
+            for (int i = p_.ConsumeIntegralInRange<int>(0, 3); i > 0; --i)
+                extra.push_back(p_.ConsumeIntegralInRange<int>(0, 5) ? json{{"filename", string()}, {"text", string()}}
+                                                                     : value(2));
+            body["input_extra"] = p_.ConsumeIntegralInRange<int>(0, 7) ? extra : value(1);
+        }
     } else {
         body["input"] = p_.ConsumeBool() ? json(string()) : value(2);
     }
+    if (endpoint == server::Endpoint::completions && p_.ConsumeIntegralInRange<int>(0, 3) == 0)
+        body["suffix"] = p_.ConsumeBool() ? json(string()) : value(0);
     const int n = p_.ConsumeIntegralInRange<int>(0, 8);
     for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
         switch (p_.ConsumeIntegralInRange<int>(0, 12)) {
@@ -427,7 +446,7 @@ void run_completion_pipeline(const json& body, server::Endpoint endpoint, const 
         throw server::ApiError(404, "the model does not exist", "invalid_request_error", "model", "model_not_found");
     if (!tok) return;
     const int64_t vocab = tok->n_vocab();
-    server::TokenizedPrompts prompts = server::tokenize_prompts(p, *tok, tmpl, vocab);
+    server::TokenizedPrompts prompts = server::tokenize_prompts(p, *tok, tmpl, vocab, {.n_batch = 512, .n_ctx = 2048});
     server::EngineRequests requests = server::make_engine_requests(
         p, std::move(prompts), {.context = 2048, .vocab_size = vocab, .max_prompt_tokens = 0, .max_tokens_limit = 4096});
     for (const auto& r : requests.subs)

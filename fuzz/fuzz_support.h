@@ -36,6 +36,8 @@ struct NamedTokenizer {
 const std::vector<NamedTokenizer>& all_tokenizers();
 // The small stories260K vocabulary (512 tokens): fast enough to tokenize every request with.
 const tokenizer::Tokenizer* small_tokenizer();
+// A fixture vocabulary with fill-in-the-middle tokens (deepseek-coder), else small_tokenizer().
+const tokenizer::Tokenizer* fim_tokenizer();
 
 // Every builtin chat template, parsed once.
 const std::vector<chat::ChatTemplate>& builtin_templates();

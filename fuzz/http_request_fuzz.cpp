@@ -1,8 +1,9 @@
 // libFuzzer entry for HTTP request handling: raw bytes (request line, headers, body) through
 // Boost.Beast's request_parser with the limits src/server/http_session.cpp sets, then routed as
 // its route() does: request id and bearer-key checks, and for each endpoint the gateway's parsing
-// (parse_json_body, the completion pipeline for both endpoints, /tokenize and /detokenize,
-// /v1/embeddings), ending in the response bytes (format_head + ApiError body) the session writes.
+// (parse_json_body, the completion pipeline for both endpoints and /infill, /tokenize and
+// /detokenize, /v1/embeddings), CORS (a preflight OPTIONS, and the Access-Control-* headers every
+// answer gets for its Origin), ending in the response bytes (format_head + ApiError body) the session writes.
 // Oracle: the parser may fail only with a Beast error; routing may refuse only with ApiError.
 #include <boost/beast/websocket.hpp>
 #include <cstddef>
@@ -29,8 +30,18 @@ const ApiKeyTable& keys() {
     return table;
 }
 
+const CorsPolicy& cors() {
+    static const CorsPolicy policy({"http://app.example:3000", "HTTPS://Other.Example/"});
+    return policy;
+}
+
 // route() of http_session.cpp without the socket: returns the status it would answer.
 int route(const http::request<http::string_body>& req) {
+    if (req.method() == http::verb::options) {  // the session's preflight()
+        const auto headers = cors().preflight_headers(req[http::field::origin], req[http::field::access_control_request_headers]);
+        (void)format_head(204, headers);
+        return cors().allows(req[http::field::origin]) ? 204 : 403;
+    }
     const std::string path(req.target().substr(0, req.target().find('?')));
     (void)valid_request_id(req["x-request-id"]);
     const ApiKey* key = keys().find(bearer_token(req[http::field::authorization]));
@@ -47,12 +58,14 @@ int route(const http::request<http::string_body>& req) {
     }
     Endpoint endpoint;
     if (path == "/v1/completions") endpoint = Endpoint::completions;
+    else if (path == "/infill") endpoint = Endpoint::infill;
     else if (path == "/v1/chat/completions") endpoint = Endpoint::chat_completions;
     else if (path == "/v1/embeddings") endpoint = Endpoint::embeddings;
     else throw ApiError::not_found("no route");
     if (req.method() != http::verb::post) throw ApiError::method_not_allowed("use POST");
     const nlohmann::json body = parse_json_body(req.body());
     if (endpoint == Endpoint::embeddings) fuzz::run_embedding_pipeline(body, tok);
+    else if (endpoint == Endpoint::infill) fuzz::run_completion_pipeline(body, endpoint, tmpl, fuzz::fim_tokenizer());
     else fuzz::run_completion_pipeline(body, endpoint, tmpl, tok);
     return authorised ? 200 : 401;
 }
@@ -97,7 +110,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const std::exception& e) {
         fuzz::unexpected("http route", e);
     }
-    const std::string head = format_head(status, {{"Content-Length", std::to_string(body.size())}, {"X-Request-Id", "fuzz"}});
+    const std::string head = format_head(status, {{"Content-Length", std::to_string(body.size())}, {"X-Request-Id", "fuzz"}},
+                                         cors().answer_headers(parser.get()[http::field::origin]));
     if (head.size() < 12 || head.compare(0, 9, "HTTP/1.1 ") != 0) __builtin_trap();
     return 0;
 }

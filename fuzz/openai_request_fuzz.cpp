@@ -1,7 +1,7 @@
 // libFuzzer entry for JSON -> OpenAI request parsing, structured: the bytes drive a generator of
 // request bodies with random subsets of the documented fields (response_format json_schema into the
 // grammar compiler, GBNF `grammar`, tools / tool_choice, messages with tool calls...) for all three
-// endpoints, and /v1/responses bodies (items, Responses tools, text.format, reasoning) through their
+// endpoints and /infill (with a vocabulary that has FIM tokens), and /v1/responses bodies (items, Responses tools, text.format, reasoning) through their
 // translation into the chat pipeline, with a builtin chat template the bytes pick. Responses inputs
 // also drive the Responses event translator with generated chat chunks. One input in five is an
 // Anthropic Messages body instead (system, content blocks, tools, tool_choice, thinking,
@@ -139,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Endpoint endpoint =
         anthropic ? Endpoint::chat_completions
                   : p.PickValueInArray({Endpoint::completions, Endpoint::chat_completions, Endpoint::embeddings,
-                                        Endpoint::responses});
+                                        Endpoint::responses, Endpoint::infill});
     const nlohmann::json body = anthropic                          ? anthropic_body(gen, p)
                                 : endpoint == Endpoint::responses ? gen.responses_body()
                                                                   : gen.request_body(endpoint);
@@ -160,6 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const nlohmann::json parsed = parse_json_body(dump_json(body));
         if (endpoint == Endpoint::embeddings) fuzz::run_embedding_pipeline(parsed, fuzz::small_tokenizer());
         else if (endpoint == Endpoint::responses) fuzz::run_responses_pipeline(parsed, tmpl, fuzz::small_tokenizer());
+        else if (endpoint == Endpoint::infill) fuzz::run_completion_pipeline(parsed, endpoint, tmpl, fuzz::fim_tokenizer());
         else fuzz::run_completion_pipeline(parsed, endpoint, tmpl, fuzz::small_tokenizer());
     } catch (const ApiError& e) {
         if (e.status < 400 || e.status >= 500) {

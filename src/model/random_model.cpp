@@ -89,8 +89,9 @@ std::vector<uint8_t> constant_f32(int64_t n, float value) {
 }
 
 // A SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte pieces, then "▁"-prefixed and bare
-// letter n-grams with descending scores, so any text encodes and every id decodes.
-void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size) {
+// letter n-grams with descending scores, so any text encodes and every id decodes. With fim, the
+// last six ids are Qwen2.5-Coder's fill-in-the-middle control tokens, named by the fim_* keys.
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim) {
     if (vocab_size < 3 + 256 + 1) fail("a synthetic vocabulary needs at least 260 tokens, got {}", vocab_size);
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
     std::vector<int32_t> types = {2, 3, 3};
@@ -114,6 +115,20 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size) {
     if (int64_t(tokens.size()) < vocab_size) fail("synthetic vocabulary is limited to {} tokens", tokens.size());
     std::vector<float> scores(tokens.size());
     for (size_t i = 0; i < tokens.size(); ++i) scores[i] = i < 259 ? 0.0f : -float(i - 259);
+    if (fim) {
+        if (vocab_size < 3 + 256 + 6 + 26) fail("a synthetic vocabulary with FIM tokens needs at least 291 tokens");
+        const std::pair<const char*, const char*> fim_tokens[] = {
+            {"<|fim_prefix|>", "fim_pre"}, {"<|fim_suffix|>", "fim_suf"}, {"<|fim_middle|>", "fim_mid"},
+            {"<|fim_pad|>", "fim_pad"},    {"<|repo_name|>", "fim_rep"},  {"<|file_sep|>", "fim_sep"}};
+        size_t id = tokens.size() - 6;
+        for (const auto& [text, key] : fim_tokens) {
+            tokens[id] = text;
+            types[id] = 3;
+            scores[id] = 0.0f;
+            w.set(fmt::format("tokenizer.ggml.{}_token_id", key), Value::u32(uint32_t(id)));
+            ++id;
+        }
+    }
     w.set("tokenizer.ggml.model", Value::string("llama"));
     w.set("tokenizer.ggml.tokens", Value::strings(tokens));
     w.set("tokenizer.ggml.scores", Value::f32s(scores));
@@ -228,7 +243,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
             if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
         vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
     } else {
-        write_synthetic_vocab(w, vocab_size);
+        write_synthetic_vocab(w, vocab_size, s.fim_tokens);
     }
 
     Rng rng(s.seed);

@@ -1,5 +1,6 @@
 #include "server/gateway.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 #include <random>
@@ -312,6 +313,7 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const A
     try {
         p = parse_completion_request(body, endpoint);
         tool_format = apply_tools(p, template_ ? &*template_ : nullptr);
+        endpoint = p.endpoint;  // /infill is answered as a completion
     } catch (const ApiError&) {
         metrics_.on_rejection(key_name, "invalid");
         throw;
@@ -339,7 +341,12 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
     bool prompts_open_thinking = false;
     try {
         const int64_t vocab = engine_->model_info().vocab_size;
-        TokenizedPrompts prompts = tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr, vocab);
+        const int64_t context = engine_->context_limit();
+        const FimSettings fim{.n_batch = std::min<int64_t>(options_.scheduler.max_batched_tokens, context),
+                              .n_ctx = context,
+                              .spm = options_.spm_infill};
+        TokenizedPrompts prompts =
+            tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr, vocab, fim);
         prompts_open_thinking = prompts.opens_thinking;
         requests = make_engine_requests(p, std::move(prompts),
                                         {.context = engine_->context_limit(),

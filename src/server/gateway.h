@@ -50,6 +50,9 @@ struct GatewayOptions {
     // this many seconds, for previous_response_id and GET /v1/responses/{id} (response_store.h).
     size_t responses_max = 1000;
     double responses_ttl = 3600;
+    // Fill-in-the-middle order: suffix first (SPM) instead of prefix first (PSM), as llama-server's
+    // --spm-infill.
+    bool spm_infill = false;
 };
 
 using SteadyClock = std::chrono::steady_clock;

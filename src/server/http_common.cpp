@@ -42,10 +42,11 @@ std::string percent_decode(std::string_view s) {
     return out;
 }
 
-std::string format_head(int status, const std::vector<Header>& headers) {
+std::string format_head(int status, const std::vector<Header>& headers, const std::vector<Header>& more) {
     std::string out = fmt::format("HTTP/1.1 {} {}\r\n", status,
                                   std::string_view(http::obsolete_reason(http::int_to_status(unsigned(status)))));
     for (const auto& h : headers) out += h.name + ": " + h.value + "\r\n";
+    for (const auto& h : more) out += h.name + ": " + h.value + "\r\n";
     out += "\r\n";
     return out;
 }

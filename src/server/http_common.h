@@ -6,6 +6,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/cors.h"
 #include "server/gateway.h"
 #include "server/http_server.h"
 
@@ -23,6 +25,10 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+namespace ssl = net::ssl;
+// The two transports a session runs over: plain TCP, or TLS on TCP (serve --ssl-cert).
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -75,6 +81,8 @@ struct ServerShared {
     std::atomic<bool> draining{false};           // set once by the shutdown, never cleared
     ConnectionList websockets;
     ConnectionList http_connections;
+    CorsPolicy cors;                        // from options.cors_origins
+    std::shared_ptr<ssl::context> tls;      // set: every connection speaks TLS
 
     // Tells every open WebSocket to send Close (1001 going away) and close.
     void close_websockets() { websockets.tell_all(); }
@@ -108,9 +116,7 @@ private:
     bool on_ = false;
 };
 
-struct Header {
-    std::string name, value;
-};
+using Header = CorsHeader;  // a response header: name, value
 
 // Seconds (negative: 0) as a timer duration.
 std::chrono::milliseconds millis(double seconds);
@@ -121,8 +127,8 @@ bool valid_request_id(std::string_view id);
 bool has_obs_fold(std::string_view header_block);
 // A URL path segment with its %XX escapes decoded (invalid escapes stay as they are).
 std::string percent_decode(std::string_view segment);
-// The status line and headers of a response, ending with the blank line.
-std::string format_head(int status, const std::vector<Header>& headers);
+// The status line and headers of a response (`headers`, then `more`), ending with the blank line.
+std::string format_head(int status, const std::vector<Header>& headers, const std::vector<Header>& more = {});
 // One chunk of a `Transfer-Encoding: chunked` body.
 std::string http_chunk(std::string_view data);
 

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "server/http_common.h"
 #include "server/listener.h"
+#include "server/tls_context.h"
 
 namespace pagoda::server {
 
@@ -15,10 +16,13 @@ using namespace transport;
 
 int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
     ServerShared shared{gateway, options};
+    // Flags that fail here fail before the port is taken: a bad origin, a bad certificate or key.
+    shared.cors = CorsPolicy(options.cors_origins);
+    if (!options.ssl_cert.empty() || !options.ssl_key.empty()) shared.tls = make_tls_context(options.ssl_cert, options.ssl_key);
     net::io_context ioc(options.io_threads);
     tcp::acceptor acceptor = listen_on(ioc, options.host, options.port);
     const auto bound = acceptor.local_endpoint();
-    log_info("serve: listening on {}:{}", bound.address().to_string(), bound.port());
+    log_info("serve: listening on {}:{}{}", bound.address().to_string(), bound.port(), shared.tls ? " (HTTPS)" : "");
     start_accepting(ioc, acceptor, shared);
 
     int exit_code = 0;

@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "server/gateway.h"
 
@@ -30,6 +31,10 @@ struct HttpServerOptions {
     double drain_grace = 5;           // seconds after SIGTERM of not-ready but still admitting
     double shutdown_timeout = 10;     // seconds requests in flight get to finish after the grace
     int64_t max_ws_requests = 64;     // requests in flight per WebSocket
+    // CORS: origins whose pages may call the API ("*": any); empty: no CORS headers, OPTIONS is a 405.
+    std::vector<std::string> cors_origins;
+    // HTTPS/WSS: PEM certificate (chain) and private key files; both empty: plain HTTP.
+    std::string ssl_cert, ssl_key;
 };
 
 // Serves until a signal; returns the process exit status.

@@ -17,10 +17,17 @@ namespace {
 
 namespace websocket = beast::websocket;
 
-class HttpSession : public GoingAway, public std::enable_shared_from_this<HttpSession> {
+// One session's code for both transports: Stream is PlainStream or TlsStream (http_common.h). What
+// differs is only the TLS handshake at the start and the TCP layer under the stream (timeouts,
+// shutdown), reached through tcp_layer().
+template <class Stream>
+class HttpSession : public GoingAway, public std::enable_shared_from_this<HttpSession<Stream>> {
 public:
-    HttpSession(tcp::socket socket, ServerShared& shared)
-        : stream_(std::move(socket)),
+    static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+    template <class... StreamArgs>
+    explicit HttpSession(ServerShared& shared, StreamArgs&&... stream_args)
+        : stream_(std::forward<StreamArgs>(stream_args)...),
           shared_(shared),
           heartbeat_(stream_.get_executor()),
           idle_(stream_.get_executor()),
@@ -31,15 +38,29 @@ public:
         // A new connection counts as a request on its way in until it sends one or goes: the
         // client connected to send something, and a drain must not end under it.
         reading_.set(true);
-        shared_.http_connections.add(weak_from_this());
-        net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
+        shared_.http_connections.add(this->weak_from_this());
+        net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+            if constexpr (kTls) {
+                // The handshake is bounded like a request: a client that connects and stalls goes.
+                self->tcp_layer().expires_after(millis(self->opt().request_timeout));
+                self->stream_.async_handshake(ssl::stream_base::server, [self](beast::error_code ec) {
+                    if (ec) {
+                        log_debug("TLS handshake failed: {}", ec.message());
+                        return self->close();
+                    }
+                    self->do_read();
+                });
+            } else {
+                self->do_read();
+            }
+        });
     }
 
     // The server began to drain: no more keep-alive. A connection idle between requests stays open
     // and its next request is answered with Connection: close — closing it now would race with a
     // request its client's pool may be sending on it this instant (that request would be lost).
     void going_away() override {
-        net::post(stream_.get_executor(), [self = shared_from_this()] {
+        net::post(stream_.get_executor(), [self = this->shared_from_this()] {
             self->keep_alive_ = false;
             if (!self->served_any_ && self->buffer_.size() == 0) {
                 // Connected but silent: a few seconds to send, not the whole request timeout.
@@ -54,6 +75,7 @@ public:
 
 private:
     Gateway& gw() { return shared_.gateway; }
+    beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(stream_); }
     const HttpServerOptions& opt() const { return shared_.options; }
 
     static constexpr size_t kHeaderLimit = 64 * 1024;
@@ -65,7 +87,7 @@ private:
         parser_->body_limit(opt().max_body_bytes);
         parser_->header_limit(kHeaderLimit);
         // While draining, a connection gets a few seconds, not the full request timeout, to send.
-        stream_.expires_after(millis(shared_.draining ? std::min(opt().request_timeout, 5.0) : opt().request_timeout));
+        tcp_layer().expires_after(millis(shared_.draining ? std::min(opt().request_timeout, 5.0) : opt().request_timeout));
         read_header_block();
     }
 
@@ -83,10 +105,10 @@ private:
             }
             // Complete (or over the limit, which the parser reports): parse from the buffer.
             http::async_read_header(stream_, buffer_, *parser_,
-                                    beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+                                    beast::bind_front_handler(&HttpSession::on_header, this->shared_from_this()));
             return;
         }
-        stream_.async_read_some(buffer_.prepare(8192), [self = shared_from_this()](beast::error_code ec, size_t n) {
+        stream_.async_read_some(buffer_.prepare(8192), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
             self->buffer_.commit(n);
             if (ec) return self->on_read(ec, 0);
             self->read_header_block();
@@ -97,6 +119,7 @@ private:
         started_ = Clock::now();
         request_id_ = gw().new_request_id();
         client_request_id_ = false;
+        cors_.clear();
         method_ = "-";
         path_ = "-";
         key_name_ = "-";
@@ -135,6 +158,7 @@ private:
         auto& req = parser_->get();
         if (auto refusal = refuse_header(req)) {
             begin_request();
+            set_cors(req);
             method_ = std::string(req.method_string());
             path_ = std::string(req.target().substr(0, req.target().find('?')));
             keep_alive_ = false;
@@ -143,14 +167,14 @@ private:
         if (beast::iequals(req[http::field::expect], "100-continue")) {
             // curl and others wait for this before sending a body.
             continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
-            net::async_write(stream_, net::buffer(*continue_), [self = shared_from_this()](beast::error_code ec, size_t) {
+            net::async_write(stream_, net::buffer(*continue_), [self = this->shared_from_this()](beast::error_code ec, size_t) {
                 if (ec) return self->close();
                 http::async_read(self->stream_, self->buffer_, *self->parser_,
                                  beast::bind_front_handler(&HttpSession::on_read, self));
             });
             return;
         }
-        http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
+        http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
     }
 
     void on_read(beast::error_code ec, size_t) {
@@ -164,6 +188,7 @@ private:
         if (ec == http::error::body_limit || ec == http::error::header_limit) {
             keep_alive_ = false;
             if (parser_->is_header_done()) {
+                set_cors(parser_->get());
                 method_ = std::string(parser_->get().method_string());
                 path_ = std::string(parser_->get().target().substr(0, parser_->get().target().find('?')));
             }
@@ -194,9 +219,11 @@ private:
         }
         // Anthropic's clients send their key as x-api-key; it counts as a bearer token.
         anthropic_ = path_ == "/v1/messages" || path_ == "/v1/messages/count_tokens";
+        set_cors(req);
         std::string auth(req[http::field::authorization]);
         if (auth.empty() && !req["x-api-key"].empty()) auth = "Bearer " + std::string(req["x-api-key"]);
         try {
+            if (req.method() == http::verb::options && shared_.cors.enabled()) return preflight(req);
             route(req, auth);
         } catch (const ApiError& e) {
             send_error(e);
@@ -204,6 +231,26 @@ private:
             log_error("{} {} {}: internal error: {}", request_id_, method_, path_, e.what());
             send_error(ApiError::internal(e.what()));
         }
+    }
+
+    // CORS (cors.h): the headers every answer to this request carries.
+    void set_cors(const http::request<http::string_body>& req) { cors_ = shared_.cors.answer_headers(req[http::field::origin]); }
+
+    // A browser's preflight OPTIONS: 204 with the Access-Control-* headers for an allowed origin
+    // (no key needed: browsers never send one here), 403 for any other.
+    void preflight(const http::request<http::string_body>& req) {
+        const std::string_view origin = req[http::field::origin];
+        if (!shared_.cors.allows(origin))
+            throw ApiError(403, fmt::format("cross-origin requests from '{}' are not allowed (serve --cors-origin)",
+                                            origin.empty() ? "(no Origin header)" : std::string(origin)),
+                           "invalid_request_error", {}, "origin_not_allowed");
+        std::vector<Header> headers = shared_.cors.preflight_headers(origin, req[http::field::access_control_request_headers]);
+        headers.push_back({"X-Request-Id", request_id_});
+        headers.push_back({"Server", "pagoda"});
+        headers.push_back({"Connection", keep_alive_ ? "keep-alive" : "close"});
+        log_request(204);
+        response_done_ = true;
+        enqueue(format_head(204, headers));  // 204: no body, so no Content-Length either
     }
 
     void require_method(const http::request<http::string_body>& req, http::verb verb, const char* allowed) {
@@ -256,9 +303,9 @@ private:
                 throw ApiError(426, "GET /v1/ws needs a WebSocket upgrade", "invalid_request_error", {}, "upgrade_required");
             const ApiKey* key = authenticate(auth);
             log_info("{} GET /v1/ws 101 key={}", request_id_, key_name_);
-            stream_.expires_never();
+            tcp_layer().expires_never();
             reading_.set(false);  // counted as an open WebSocket from here
-            start_websocket_session(stream_.release_socket(), shared_, key, request_id_, std::move(req));
+            start_websocket_session(std::move(stream_), shared_, key, request_id_, std::move(req));
             return;
         }
         if (path_.starts_with("/v1/responses/") && path_.find('/', 14) == std::string::npos) {  // a stored response
@@ -278,6 +325,7 @@ private:
         else if (path_ == "/v1/chat/completions") endpoint = Endpoint::chat_completions;
         else if (path_ == "/v1/embeddings") endpoint = Endpoint::embeddings;
         else if (path_ == "/v1/messages") endpoint = Endpoint::chat_completions;  // translated: start_messages()
+        else if (path_ == "/infill") endpoint = Endpoint::infill;
         else throw ApiError::not_found(fmt::format("no route for {} {}", method_, path_));
         require_method(req, http::verb::post, "POST");
         const ApiKey* key = authenticate(auth);
@@ -306,10 +354,10 @@ private:
         // A generation may run far longer than the request timeout. This must happen before any
         // write starts: Beast applies a new expiry only to operations not yet pending, and later
         // writes would inherit the old deadline.
-        stream_.expires_never();
+        tcp_layer().expires_never();
         // The sink keeps the connection alive until the engine's last delta (it always comes:
         // finished, cancelled or failed), so a request is never dropped unanswered.
-        auto self = shared_from_this();
+        auto self = this->shared_from_this();
         auto executor = stream_.get_executor();
         auto sink = [self, executor](size_t sub, const engine::Delta& d) {
             net::post(executor, [self, sub, d] { self->on_delta(sub, d); });
@@ -328,7 +376,8 @@ private:
                                       {"Cache-Control", "no-cache"},
                                       {"Transfer-Encoding", "chunked"},
                                       {"X-Request-Id", request_id_},
-                                      {"Connection", keep_alive_ ? "keep-alive" : "close"}}));
+                                      {"Connection", keep_alive_ ? "keep-alive" : "close"}},
+                                     cors_));
             for (const auto& chunk : job_->opening_chunks()) enqueue(http_chunk(frame(chunk)));
             arm_heartbeat();
         }
@@ -399,7 +448,7 @@ private:
 
     void arm_heartbeat() {
         heartbeat_.expires_after(millis(opt().heartbeat_seconds));
-        heartbeat_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+        heartbeat_.async_wait([weak = this->weak_from_this()](beast::error_code ec) {
             auto self = weak.lock();
             if (ec || !self || !self->job_ || self->response_done_ || self->client_gone_) return;
             if (Clock::now() - self->last_write_ >= millis(self->opt().heartbeat_seconds) - std::chrono::milliseconds(50))
@@ -410,7 +459,10 @@ private:
 
     void start_watch() {
         watching_ = true;
-        stream_.socket().async_read_some(buffer_.prepare(4096), beast::bind_front_handler(&HttpSession::on_watch, shared_from_this()));
+        auto done = beast::bind_front_handler(&HttpSession::on_watch, this->shared_from_this());
+        // Under TLS the watch reads through the TLS layer (bytes there are records, not requests).
+        if constexpr (kTls) stream_.async_read_some(buffer_.prepare(4096), std::move(done));
+        else tcp_layer().socket().async_read_some(buffer_.prepare(4096), std::move(done));
     }
 
     void on_watch(beast::error_code ec, size_t n) {
@@ -456,7 +508,7 @@ private:
         }
         writing_.set(true);
         reading_.set(false);  // the answer is on its way out
-        net::async_write(stream_, net::buffer(outbox_.front()), beast::bind_front_handler(&HttpSession::on_write, shared_from_this()));
+        net::async_write(stream_, net::buffer(outbox_.front()), beast::bind_front_handler(&HttpSession::on_write, this->shared_from_this()));
     }
 
     void on_write(beast::error_code ec, size_t) {
@@ -485,7 +537,7 @@ private:
         if (watching_) {
             // The watch read doubles as the wait for the next request; bound it.
             idle_.expires_after(millis(opt().idle_timeout));
-            idle_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+            idle_.async_wait([weak = this->weak_from_this()](beast::error_code ec) {
                 if (auto self = weak.lock(); self && !ec) self->close();
             });
             return;
@@ -530,6 +582,7 @@ private:
                                        {"Server", "pagoda"},
                                        {"Connection", keep_alive_ ? "keep-alive" : "close"}};
         for (auto& h : extra) headers.push_back(std::move(h));
+        for (const auto& h : cors_) headers.push_back(h);
         response_done_ = true;
         enqueue(format_head(status, headers) + body);
     }
@@ -538,21 +591,21 @@ private:
     // for a moment, so it reads our answer instead of a reset.
     void close_after_send() {
         beast::error_code ec;
-        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+        tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ec);
         if (watching_) {  // the watch read sees the client's EOF and closes; bound the wait
             idle_.expires_after(std::chrono::seconds(2));
-            idle_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+            idle_.async_wait([weak = this->weak_from_this()](beast::error_code ec) {
                 if (auto self = weak.lock(); self && !ec) self->close();
             });
             return;
         }
         drain_ = std::make_shared<std::array<char, 8192>>();
-        stream_.expires_after(std::chrono::seconds(2));
+        tcp_layer().expires_after(std::chrono::seconds(2));
         drain();
     }
 
     void drain() {
-        stream_.async_read_some(net::buffer(*drain_), [self = shared_from_this()](beast::error_code ec, size_t) {
+        stream_.async_read_some(net::buffer(*drain_), [self = this->shared_from_this()](beast::error_code ec, size_t) {
             if (ec) return self->close();
             self->drain();
         });
@@ -561,11 +614,11 @@ private:
     void close() {
         reading_.set(false);
         beast::error_code ec;
-        stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-        stream_.socket().close(ec);
+        tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ec);
+        tcp_layer().socket().close(ec);
     }
 
-    beast::tcp_stream stream_;
+    Stream stream_;
     ServerShared& shared_;
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
@@ -582,13 +635,15 @@ private:
     std::shared_ptr<Job> job_;
     int status_ = 0;
     std::string request_id_, method_ = "-", path_ = "-", key_name_ = "-", allow_;
+    std::vector<Header> cors_;  // this request's CORS headers (set_cors)
     Clock::time_point started_ = Clock::now(), last_write_ = Clock::now();
 };
 
 }  // namespace
 
 void start_http_session(tcp::socket socket, ServerShared& shared) {
-    std::make_shared<HttpSession>(std::move(socket), shared)->start();
+    if (shared.tls) std::make_shared<HttpSession<TlsStream>>(shared, std::move(socket), *shared.tls)->start();
+    else std::make_shared<HttpSession<PlainStream>>(shared, std::move(socket))->start();
 }
 
 }  // namespace pagoda::server::transport

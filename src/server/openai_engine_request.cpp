@@ -6,6 +6,7 @@
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/fim_prompt.h"
 #include "chat/chat_template.h"
 #include "chat/reasoning.h"
 #include "tokenizer/tokenizer.h"
@@ -13,16 +14,21 @@
 namespace pagoda::server {
 namespace {
 
+// Token ids as given (range-checked), or text encoded without BOS/EOS (FIM pieces).
+std::vector<int32_t> prompt_ids(const PromptInput& prompt, const tokenizer::Tokenizer& tok, int64_t vocab) {
+    if (const auto* text = std::get_if<std::string>(&prompt)) return tok.encode(*text, {.add_bos = false, .add_eos = false});
+    const auto& ids = std::get<std::vector<int32_t>>(prompt);
+    for (int32_t id : ids)
+        if (id >= vocab)
+            throw ApiError::invalid(fmt::format("prompt token {} is out of range (vocabulary has {} tokens)", id, vocab),
+                                    "prompt", "invalid_value");
+    return ids;
+}
+
+// Text prompts never parse special-token text: a user string cannot forge control tokens.
 std::vector<int32_t> tokenize_prompt(const PromptInput& prompt, const tokenizer::Tokenizer& tok, int64_t vocab) {
-    if (const auto* ids = std::get_if<std::vector<int32_t>>(&prompt)) {
-        for (int32_t id : *ids)
-            if (id >= vocab)
-                throw ApiError::invalid(fmt::format("prompt token {} is out of range (vocabulary has {} tokens)", id, vocab),
-                                        "prompt", "invalid_value");
-        return *ids;
-    }
-    // Text prompts never parse special-token text: a user string cannot forge control tokens.
-    return tok.encode(std::get<std::string>(prompt));
+    if (const auto* text = std::get_if<std::string>(&prompt)) return tok.encode(*text);
+    return prompt_ids(prompt, tok, vocab);
 }
 
 // The messages as the template wants them:
@@ -100,8 +106,26 @@ int64_t TokenizedPrompts::total() const {
 }
 
 TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tok,
-                                  const chat::ChatTemplate* chat_template, int64_t vocab_size) {
+                                  const chat::ChatTemplate* chat_template, int64_t vocab_size,
+                                  const FimSettings& fim) {
     TokenizedPrompts out;
+    if (p.fim) {
+        // llama-server encodes the pieces without BOS/EOS and without parsing special-token text.
+        const FimVocab vocab = require_fim(tok, p.fim->infill ? "input_suffix" : "suffix");
+        const TextEncoder encode = [&](std::string_view text) {
+            return tok.encode(text, {.add_bos = false, .add_eos = false});
+        };
+        const FimBudget budget{.n_batch = fim.n_batch, .n_ctx = fim.n_ctx, .n_predict = p.max_tokens.value_or(16)};
+        const std::vector<int32_t> suffix = encode(p.fim->suffix);
+        for (const auto& prompt : p.prompts) {
+            // /infill: the prompt is what the user typed after input_prefix; /v1/completions: the prefix.
+            std::vector<int32_t> typed = prompt_ids(prompt, tok, vocab_size);
+            std::vector<int32_t> prefix = p.fim->infill ? encode(p.fim->prefix) : std::move(typed);
+            if (!p.fim->infill) typed.clear();
+            out.prompts.push_back(assemble_infill(vocab, encode, std::move(prefix), suffix, p.fim->extra, typed, budget, fim.spm));
+        }
+        return out;
+    }
     if (p.endpoint == Endpoint::chat_completions) {
         out.prompts.push_back(render_chat(p, tok, chat_template, out.opens_thinking));
     } else {

@@ -32,10 +32,20 @@ struct TokenizedPrompts {
     int64_t total() const;
 };
 
+// How fill-in-the-middle prompts are cut and ordered (fim_prompt.h): llama-server's batch share of
+// the prefix and suffix, the context (extra context fills what is left), and the SPM order.
+struct FimSettings {
+    int64_t n_batch = 2048;
+    int64_t n_ctx = 4096;
+    bool spm = false;
+};
+
 // `chat_template` may be null where chat requests cannot occur (they are then refused);
-// `vocab_size` is the model's (token-id prompts must lie below it).
+// `vocab_size` is the model's (token-id prompts must lie below it). A request with `fim` set is
+// assembled by fim_prompt.h's rule (400 fim_not_supported for a vocabulary without FIM tokens).
 TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tokenizer,
-                                  const chat::ChatTemplate* chat_template, int64_t vocab_size);
+                                  const chat::ChatTemplate* chat_template, int64_t vocab_size,
+                                  const FimSettings& fim = {});
 
 struct EngineLimits {
     int64_t context = 0;            // the engine's context limit (prompt + completion)

@@ -414,6 +414,7 @@ const char* endpoint_name(Endpoint e) {
         case Endpoint::chat_completions: return "chat.completions";
         case Endpoint::embeddings: return "embeddings";
         case Endpoint::responses: return "responses";
+        case Endpoint::infill: return "infill";
     }
     return "?";
 }
@@ -433,6 +434,7 @@ json parse_json_body(std::string_view bytes) {
 }
 
 CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
+    if (endpoint == Endpoint::infill) return parse_infill_request(body);
     if (!body.is_object()) wrong_type("body", "a JSON object", body);
     check_request_fields(body, endpoint);
     CompletionParams p;
@@ -537,8 +539,13 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
             throw ApiError::invalid("'echo' together with 'logprobs' is not supported", "echo", "unsupported_parameter");
         if (const json* v = field(body, "suffix")) {
             if (!v->is_string()) wrong_type("suffix", "a string", *v);
-            if (!v->get<std::string>().empty())
-                throw ApiError::invalid("'suffix' (insertion) is not supported", "suffix", "unsupported_parameter");
+            // Fill in the middle: each prompt is the text before the hole (empty: plain completion).
+            if (!v->get<std::string>().empty()) {
+                if (p.echo)
+                    throw ApiError::invalid("'echo' together with a non-empty 'suffix' is not supported", "echo",
+                                            "unsupported_parameter");
+                p.fim = FimRequest{.suffix = v->get<std::string>()};
+            }
         }
     }
     parse_structured_output(body, p);

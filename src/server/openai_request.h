@@ -2,9 +2,9 @@
 // CompletionParams, without a model: types and ranges are checked here and every problem becomes an
 // ApiError (400, naming the field in `param`). Which top-level fields exist, and whether each is
 // honoured, a no-op by definition (user, metadata, store: false, ...) or refused, is the list in
-// request_fields.h; unknown fields are refused too. Values a field cannot honour (suffix, best_of
-// != n, echo with logprobs, a JSON schema keyword the grammar compiler cannot enforce) are refused
-// rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
+// request_fields.h; unknown fields are refused too. Values a field cannot honour (best_of != n,
+// echo with logprobs or with a suffix, a JSON schema keyword the grammar compiler cannot enforce)
+// are refused rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
 // min_tokens, stop_token_ids and guided_json are honoured. Structured output — response_format
 // json_object / json_schema, json_schema / guided_json, or llama.cpp's `grammar` (GBNF) — is
 // compiled here into a grammar every choice's output is constrained to.
@@ -23,11 +23,29 @@
 
 namespace pagoda::server {
 
-enum class Endpoint { completions, chat_completions, embeddings, responses };
-const char* endpoint_name(Endpoint e);  // "completions", "chat.completions", "embeddings", "responses"
+// infill: POST /infill (llama-server's fill-in-the-middle); it parses into a completions request.
+// responses: POST /v1/responses, translated into a chat request (responses_request.h).
+enum class Endpoint { completions, chat_completions, embeddings, responses, infill };
+// "completions", "chat.completions", "embeddings", "responses", "infill"
+const char* endpoint_name(Endpoint e);
 
 // One prompt of a completions request: text, or token ids given directly.
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;
+
+// One file of repository context for fill-in-the-middle (/infill's input_extra).
+struct FimChunk {
+    std::string filename, text;
+};
+
+// A fill-in-the-middle request: /v1/completions with a non-empty `suffix` (each prompt is the text
+// before the hole), or POST /infill (then `prefix` is input_prefix and the one prompt is the text the
+// user typed after it, llama-server's `prompt`). fim_prompt.h assembles the tokens.
+struct FimRequest {
+    bool infill = false;
+    std::string prefix;  // infill only
+    std::string suffix;
+    std::vector<FimChunk> extra;  // infill only
+};
 
 // tool_choice: "auto" (default), "none", "required", or {"type": "function", "function": {"name"}}.
 enum class ToolChoice { automatic, none, required, function };
@@ -58,14 +76,19 @@ struct CompletionParams {
     int64_t min_tokens = 0;                  // vLLM: no end of sequence or stop string before this many tokens
     bool stream = false, include_usage = false;
     std::shared_ptr<const grammar::Grammar> grammar;  // from response_format or grammar; null: free text
+    std::optional<FimRequest> fim;           // completions: fill in the middle (suffix, /infill)
 };
 
 // Maximum `n` and stop strings a request may carry (bounded work per request).
 inline constexpr int32_t kMaxChoices = 128;
 inline constexpr size_t kMaxStopStrings = 16;
 
-// Throws ApiError (400) on the first problem.
+// Throws ApiError (400) on the first problem. Endpoint::infill: see parse_infill_request.
 CompletionParams parse_completion_request(const nlohmann::json& body, Endpoint endpoint);
+// POST /infill (infill_request.cpp): input_prefix, input_suffix (strings), input_extra (an array of
+// {"filename", "text"}), prompt (a string), with every /v1/completions sampling field; the result
+// is a completions request whose `fim` is set.
+CompletionParams parse_infill_request(const nlohmann::json& body);
 
 // Parses request bytes as JSON.
 // Malformed JSON (including invalid UTF-8) and numbers no double holds (1e400) are ApiError 400.

@@ -36,7 +36,7 @@ const std::vector<RequestField>& request_fields() {
         {"logprobs", C, H, honoured, "completions: an integer 0-20; chat: a boolean"},
         {"top_logprobs", _, H, honoured, ""},
         {"echo", C, _, honoured, ""},
-        {"suffix", C, _, honoured, "only empty: insertion is not supported"},
+        {"suffix", C, _, honoured, "fill in the middle: the text after the hole (a model with FIM tokens)"},
         {"best_of", C, _, honoured, "only equal to n"},
         {"stream", C, H, honoured, ""},
         {"stream_options", C, H, honoured, "include_usage; include_obfuscation only false"},

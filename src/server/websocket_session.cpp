@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <map>
 
+#include <boost/beast/websocket/ssl.hpp>
+
 #include "core/log.h"
 #include "server/ws_message.h"
 
@@ -13,17 +15,19 @@ namespace {
 
 namespace websocket = beast::websocket;
 
-class WebSocketSession : public GoingAway, public std::enable_shared_from_this<WebSocketSession> {
+// Next: the stream under the WebSocket, PlainStream or TlsStream.
+template <class Next>
+class WebSocketSession : public GoingAway, public std::enable_shared_from_this<WebSocketSession<Next>> {
 public:
-    WebSocketSession(tcp::socket socket, ServerShared& shared, const ApiKey* key, std::string conn_id)
-        : ws_(std::move(socket)), shared_(shared), key_(key), conn_id_(std::move(conn_id)), writing_(shared.writes_in_progress) {}
+    WebSocketSession(Next stream, ServerShared& shared, const ApiKey* key, std::string conn_id)
+        : ws_(std::move(stream)), shared_(shared), key_(key), conn_id_(std::move(conn_id)), writing_(shared.writes_in_progress) {}
     ~WebSocketSession() override {
         if (accepted_) --shared_.open_websockets;
     }
 
     // Server shutdown: once what is queued is written, a Close frame (1001 going away).
     void going_away() override {
-        net::post(ws_.get_executor(), [self = shared_from_this()] {
+        net::post(ws_.get_executor(), [self = this->shared_from_this()] {
             if (self->closed_ || self->closing_) return;
             self->closing_ = true;
             if (!self->writing_) self->send_close();
@@ -35,7 +39,7 @@ public:
         ws_.set_option(websocket::stream_base::decorator(
             [](websocket::response_type& res) { res.set(http::field::server, "pagoda"); }));
         ws_.read_message_max(shared_.options.max_body_bytes);
-        ws_.async_accept(req, beast::bind_front_handler(&WebSocketSession::on_accept, shared_from_this()));
+        ws_.async_accept(req, beast::bind_front_handler(&WebSocketSession::on_accept, this->shared_from_this()));
     }
 
 private:
@@ -49,12 +53,12 @@ private:
         if (ec) return;
         accepted_ = true;
         ++shared_.open_websockets;
-        shared_.websockets.add(weak_from_this());
+        shared_.websockets.add(this->weak_from_this());
         log_info("{} websocket open", conn_id_);
         do_read();
     }
 
-    void do_read() { ws_.async_read(buffer_, beast::bind_front_handler(&WebSocketSession::on_read, shared_from_this())); }
+    void do_read() { ws_.async_read(buffer_, beast::bind_front_handler(&WebSocketSession::on_read, this->shared_from_this())); }
 
     void on_read(beast::error_code ec, size_t) {
         if (ec) {
@@ -101,7 +105,7 @@ private:
             const json& id = msg.id;
 
             const uint64_t serial = ++serial_;
-            auto self = shared_from_this();  // alive until the engine's last delta
+            auto self = this->shared_from_this();  // alive until the engine's last delta
             auto executor = ws_.get_executor();
             auto sink = [self, executor, key, serial](size_t sub, const engine::Delta& d) {
                 net::post(executor, [self, key, serial, sub, d] { self->on_delta(key, serial, sub, d); });
@@ -147,7 +151,7 @@ private:
         }
         writing_.set(true);
         ws_.text(true);
-        ws_.async_write(net::buffer(outbox_.front()), beast::bind_front_handler(&WebSocketSession::on_write, shared_from_this()));
+        ws_.async_write(net::buffer(outbox_.front()), beast::bind_front_handler(&WebSocketSession::on_write, this->shared_from_this()));
     }
 
     void on_write(beast::error_code ec, size_t) {
@@ -163,10 +167,10 @@ private:
     void send_close() {
         closed_ = true;  // nothing more is written; the pending read ends when the peer answers
         ws_.async_close(websocket::close_reason(websocket::close_code::going_away, "server shutting down"),
-                        [self = shared_from_this()](beast::error_code) {});
+                        [self = this->shared_from_this()](beast::error_code) {});
     }
 
-    websocket::stream<beast::tcp_stream> ws_;
+    websocket::stream<Next> ws_;
     beast::flat_buffer buffer_;
     ServerShared& shared_;
     const ApiKey* key_;
@@ -180,9 +184,14 @@ private:
 
 }  // namespace
 
-void start_websocket_session(tcp::socket socket, ServerShared& shared, const ApiKey* key, std::string conn_id,
+void start_websocket_session(PlainStream stream, ServerShared& shared, const ApiKey* key, std::string conn_id,
                              http::request<http::string_body> request) {
-    std::make_shared<WebSocketSession>(std::move(socket), shared, key, std::move(conn_id))->run(std::move(request));
+    std::make_shared<WebSocketSession<PlainStream>>(std::move(stream), shared, key, std::move(conn_id))->run(std::move(request));
+}
+
+void start_websocket_session(TlsStream stream, ServerShared& shared, const ApiKey* key, std::string conn_id,
+                             http::request<http::string_body> request) {
+    std::make_shared<WebSocketSession<TlsStream>>(std::move(stream), shared, key, std::move(conn_id))->run(std::move(request));
 }
 
 }  // namespace pagoda::server::transport

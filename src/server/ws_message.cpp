@@ -27,7 +27,8 @@ WsRequestTarget ws_request_target(const WsMessage& message) {
     Endpoint endpoint;
     if (*ep == "completions") endpoint = Endpoint::completions;
     else if (*ep == "chat.completions") endpoint = Endpoint::chat_completions;
-    else throw ApiError::invalid("'endpoint' must be \"completions\" or \"chat.completions\"", "endpoint");
+    else if (*ep == "infill") endpoint = Endpoint::infill;
+    else throw ApiError::invalid("'endpoint' must be \"completions\", \"chat.completions\" or \"infill\"", "endpoint");
     auto body = msg.find("body");
     if (body == msg.end() || !body->is_object()) throw ApiError::invalid("'body' must be a JSON object", "body");
     return {endpoint, &*body};

@@ -22,7 +22,10 @@ std::vector<std::pair<std::string, gguf::Value>> vocab_spec_gguf_keys(const Voca
     for (const auto& [key, id] : {std::pair{"bos_token_id", spec.bos}, std::pair{"eos_token_id", spec.eos},
                                   std::pair{"unknown_token_id", spec.unk}, std::pair{"padding_token_id", spec.pad},
                                   std::pair{"seperator_token_id", spec.sep}, std::pair{"eot_token_id", spec.eot},
-                                  std::pair{"eom_token_id", spec.eom}})
+                                  std::pair{"eom_token_id", spec.eom}, std::pair{"fim_pre_token_id", spec.fim_pre},
+                                  std::pair{"fim_suf_token_id", spec.fim_suf}, std::pair{"fim_mid_token_id", spec.fim_mid},
+                                  std::pair{"fim_pad_token_id", spec.fim_pad}, std::pair{"fim_rep_token_id", spec.fim_rep},
+                                  std::pair{"fim_sep_token_id", spec.fim_sep}})
         if (id) add(std::string("tokenizer.ggml.") + key, gguf::Value::u32(uint32_t(*id)));
     for (const auto& [key, flag] : {std::pair{"add_bos_token", spec.add_bos}, std::pair{"add_eos_token", spec.add_eos},
                                     std::pair{"add_space_prefix", spec.add_space_prefix}})

@@ -24,6 +24,21 @@ constexpr std::string_view kEogTexts[] = {
     "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
 };
 
+// Fill-in-the-middle token texts llama.cpp's loader recognises when the file names no id, in the
+// order tried (the first one in the vocabulary wins).
+constexpr std::string_view kFimPrefixTexts[] = {
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>",
+    "\xE2\x96\x81<PRE>", "<|code_prefix|>"};
+constexpr std::string_view kFimSuffixTexts[] = {
+    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>", "<SUF>",
+    "\xE2\x96\x81<SUF>", "<|code_suffix|>"};
+constexpr std::string_view kFimMiddleTexts[] = {
+    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>",
+    "\xE2\x96\x81<MID>", "<|code_middle|>"};
+constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"};
+constexpr std::string_view kFimRepoTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
+constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>"};
+
 // GGUF writers store "no such token" as -1, often as the u32 0xFFFFFFFF; llama.cpp reads that as
 // "none" (not as "the default"), and so does VocabSpec.
 std::optional<int64_t> optional_id(const gguf::File& file, std::string_view key) {
@@ -78,6 +93,16 @@ VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
     if (!spec.sep) spec.sep = optional_id(file, "tokenizer.ggml.separator_token_id");
     spec.eot = optional_id(file, "tokenizer.ggml.eot_token_id");
     spec.eom = optional_id(file, "tokenizer.ggml.eom_token_id");
+    spec.fim_pre = optional_id(file, "tokenizer.ggml.fim_pre_token_id");
+    spec.fim_suf = optional_id(file, "tokenizer.ggml.fim_suf_token_id");
+    spec.fim_mid = optional_id(file, "tokenizer.ggml.fim_mid_token_id");
+    // The older names of the first three (llama.cpp still reads them).
+    if (!spec.fim_pre) spec.fim_pre = optional_id(file, "tokenizer.ggml.prefix_token_id");
+    if (!spec.fim_suf) spec.fim_suf = optional_id(file, "tokenizer.ggml.suffix_token_id");
+    if (!spec.fim_mid) spec.fim_mid = optional_id(file, "tokenizer.ggml.middle_token_id");
+    spec.fim_pad = optional_id(file, "tokenizer.ggml.fim_pad_token_id");
+    spec.fim_rep = optional_id(file, "tokenizer.ggml.fim_rep_token_id");
+    spec.fim_sep = optional_id(file, "tokenizer.ggml.fim_sep_token_id");
     spec.add_bos = optional_bool(file, "tokenizer.ggml.add_bos_token");
     spec.add_eos = optional_bool(file, "tokenizer.ggml.add_eos_token");
     spec.add_space_prefix = optional_bool(file, "tokenizer.ggml.add_space_prefix");
@@ -219,6 +244,27 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
         }
     }
     if (v.eom_ == kNoToken) v.eom_ = v.find("<|eom_id|>");
+    // Fill-in-the-middle tokens: the file's ids, else found by text (then control tokens). Pad, repo
+    // and file separator end generation, as in llama.cpp: a completion reaching one has left the hole.
+    auto find_fim = [&](int32_t& slot, const std::optional<int64_t>& value, const char* what, auto& texts) {
+        set_id(slot, value, what);
+        if (value) return;
+        for (auto text : texts) {
+            if (int32_t id = v.find(text); id != kNoToken) {
+                slot = id;
+                make_control(id);
+                return;
+            }
+        }
+    };
+    find_fim(v.fim_.prefix, spec.fim_pre, "FIM prefix", kFimPrefixTexts);
+    find_fim(v.fim_.suffix, spec.fim_suf, "FIM suffix", kFimSuffixTexts);
+    find_fim(v.fim_.middle, spec.fim_mid, "FIM middle", kFimMiddleTexts);
+    find_fim(v.fim_.pad, spec.fim_pad, "FIM pad", kFimPadTexts);
+    find_fim(v.fim_.repo, spec.fim_rep, "FIM repo", kFimRepoTexts);
+    find_fim(v.fim_.file_sep, spec.fim_sep, "FIM file separator", kFimSepTexts);
+    for (int32_t id : {v.fim_.pad, v.fim_.repo, v.fim_.file_sep})
+        if (id != kNoToken) v.eog_.insert(id);
     for (auto text : kEogTexts) {
         if (int32_t id = v.find(text); id != kNoToken) {
             v.eog_.insert(id);

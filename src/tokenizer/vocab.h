@@ -36,6 +36,8 @@ struct VocabSpec {
     std::vector<std::string> merges;    // BPE only: "left right", highest priority first
     // Unset: the model kind's default (llama.cpp's); -1: the vocabulary has no such token.
     std::optional<int64_t> bos, eos, unk, pad, sep, eot, eom;
+    // Fill-in-the-middle tokens (tokenizer.ggml.fim_*_token_id); unset ones are found by their text.
+    std::optional<int64_t> fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
     std::optional<bool> add_bos, add_eos, add_space_prefix;
     std::string name;  // general.name; only used for a few model-specific quirks
     // Set by files that describe their pre-tokenizer by its regexes (Hugging Face tokenizer.json)
@@ -44,6 +46,14 @@ struct VocabSpec {
     std::vector<std::string> pre_patterns;
     std::optional<bool> ignore_merges;              // BPE: overrides the pre-tokenizer name's default
     std::vector<int64_t> lstrip_ids, rstrip_ids;    // special tokens that eat the whitespace before / after them
+};
+
+// Fill-in-the-middle token ids (kNoToken: absent). prefix/suffix/middle make infill possible;
+// repo and file_sep mark repository-level context (Qwen2.5-Coder's <|repo_name|>, <|file_sep|>).
+struct FimTokens {
+    int32_t prefix = kNoToken, suffix = kNoToken, middle = kNoToken;
+    int32_t pad = kNoToken, repo = kNoToken, file_sep = kNoToken;
+    bool usable() const { return prefix != kNoToken && suffix != kNoToken && middle != kNoToken; }
 };
 
 // Hash that lets unordered maps keyed by std::string be searched with a string_view.
@@ -89,6 +99,7 @@ public:
     int32_t unk() const { return unk_; }
     int32_t pad() const { return pad_; }
     int32_t sep() const { return sep_; }
+    const FimTokens& fim() const { return fim_; }
     bool add_bos() const { return add_bos_; }
     bool add_eos() const { return add_eos_; }
     bool add_space_prefix() const { return add_space_prefix_; }
@@ -120,6 +131,7 @@ private:
     int32_t byte_tokens_[256];
     int32_t bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, eom_ = kNoToken;
     int32_t unk_ = kNoToken, pad_ = kNoToken, sep_ = kNoToken;
+    FimTokens fim_;
     bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;
     bool spm_words_independent_ = false;
     std::unordered_set<int32_t> eog_;

@@ -116,7 +116,8 @@ TEST(OpenAiRequest, ErrorsAreOpenAiShaped) {
     EXPECT_EQ(error_of(R"({"prompt":"x","logit_bias":{"abc":1}})").param, "logit_bias");
     EXPECT_EQ(error_of(R"({"prompt":"x","logit_bias":{"5":101}})").param, "logit_bias.5");
     EXPECT_EQ(error_of(R"({"prompt":"x","stream":"yes"})").param, "stream");
-    EXPECT_EQ(error_of(R"({"prompt":"x","suffix":"s"})").code, "unsupported_parameter");
+    EXPECT_EQ(error_of(R"({"prompt":"x","suffix":3})").param, "suffix");
+    EXPECT_EQ(error_of(R"({"prompt":"x","suffix":"s","echo":true})").code, "unsupported_parameter");
     EXPECT_EQ(error_of(R"({"prompt":"x","n":2,"best_of":3})").param, "best_of");
     EXPECT_EQ(error_of(R"({"prompt":[1,-2]})").param, "prompt[1]");
     EXPECT_EQ(error_of(R"({"prompt":[]})").param, "prompt");

@@ -55,6 +55,8 @@ std::string server_test_model(bool slow) {
                                                 "--ffn", "1024", "--ctx", "8192"});
 }
 
+std::string server_fim_test_model() { return generated_model("serve-fim.gguf", {"--fim-tokens"}); }
+
 std::string server_deep_test_model() {
     return generated_model("serve-deep.gguf", {"--layers", "24", "--dim", "256", "--heads", "4", "--kv-heads", "4",
                                                 "--ffn", "512", "--ctx", "8192"});

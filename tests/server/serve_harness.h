@@ -17,6 +17,9 @@ std::string server_test_model(bool slow = false);
 // 2000 tokens in one ~14 s step on the AMX Xeon, yet no op of that step takes more than ~0.4 s: a
 // step cut off at shutdown stops soon.
 std::string server_deep_test_model();
+// The tiny model with fill-in-the-middle tokens (gen-model --fim-tokens): ids 506..511 are
+// <|fim_prefix|> <|fim_suffix|> <|fim_middle|> <|fim_pad|> <|repo_name|> <|file_sep|>.
+std::string server_fim_test_model();
 
 class ServeProcess {
 public:

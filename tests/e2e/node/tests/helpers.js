@@ -2,6 +2,7 @@
 // gen-model`, start `pagoda serve` on a free loopback port (--port 0, port read from its log),
 // wait for /health, and stop it. PAGODA_BINARY names the built binary (run.sh sets it).
 import { spawn, execFileSync } from 'node:child_process';
+import https from 'node:https';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -18,6 +19,7 @@ const models = new Map();
 // layers (16 M parameters), which with PAGODA_ISA=scalar in the server's environment decodes ~280
 // tokens/s with one thread on the fastest host met (an AMX Xeon; `slow` with its vector kernels
 // ~590): for tests whose work must outlast a window on every host.
+// fim: tiny with fill-in-the-middle tokens (gen-model --fim-tokens).
 // stories: the trained fixture ../shared/models/stories260K.gguf (null when absent).
 export const FIXTURES = process.env.PAGODA_FIXTURES_DIR || join(dirname(fileURLToPath(import.meta.url)), '../../../../../shared');
 export function testModel(kind = 'tiny') {
@@ -30,6 +32,7 @@ export function testModel(kind = 'tiny') {
   const path = join(workDir, `${kind}.gguf`);
   const args = ['gen-model', '--preset', 'tiny', '-o', path, '--seed', '11'];
   if (kind === 'slow') args.push('--layers', '4', '--dim', '512', '--heads', '8', '--kv-heads', '8', '--ffn', '1024', '--ctx', '8192');
+  if (kind === 'fim') args.push('--fim-tokens');  // ids 506..511: the FIM tokens
   if (kind === 'deep') args.push('--layers', '24', '--dim', '256', '--heads', '4', '--kv-heads', '4', '--ffn', '512', '--ctx', '8192');
   execFileSync(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   models.set(kind, path);
@@ -42,9 +45,10 @@ export function writeTemp(name, text) {
   return path;
 }
 
-// Starts a server (`env`: variables added to its environment); resolves to { port, baseURL, url,
+// Starts a server (`env`: variables added to its environment; `tls.ca`: the PEM CA of a server
+// started with --ssl-cert, which is then reached over https); resolves to { port, baseURL, url,
 // log(), stop() }.
-export async function startServer(extraArgs = [], kind = 'tiny', env = {}) {
+export async function startServer(extraArgs = [], kind = 'tiny', env = {}, tls = null) {
   const template = extraArgs.includes('--chat-template') ? [] : ['--chat-template', 'chatml'];
   // No lame-duck grace unless a test asks for one: stop() is then as quick as before it existed.
   const grace = extraArgs.includes('--drain-grace') ? [] : ['--drain-grace', '0'];
@@ -62,11 +66,11 @@ export async function startServer(extraArgs = [], kind = 'tiny', env = {}) {
     else if (Date.now() > deadline) throw new Error(`pagoda serve did not start: ${log}`);
     else await sleep(20);
   }
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   while (true) {
     try {
-      const r = await fetch(`${url}/health`);
-      if (r.status === 200) break;
+      const status = tls ? await httpsStatus(`${url}/health`, tls.ca) : (await fetch(`${url}/health`)).status;
+      if (status === 200) break;
     } catch { /* not yet */ }
     if (Date.now() > deadline) throw new Error(`pagoda serve not ready: ${log}`);
     await sleep(20);
@@ -85,6 +89,13 @@ export async function startServer(extraArgs = [], kind = 'tiny', env = {}) {
       return r;
     },
   };
+}
+
+// The status of a GET over https trusting `ca` (fetch cannot be given a CA).
+function httpsStatus(url, ca) {
+  return new Promise((resolve, reject) => {
+    https.get(url, { ca }, (res) => { res.resume(); resolve(res.statusCode); }).on('error', reject);
+  });
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
