@@ -42,8 +42,8 @@ TEST(VulkanRepack, EveryBlockTypeEqualsItsDequantisation) {
         const int64_t rows = 3, cols = 512;
         const HostMatrix m = random_matrix(type, rows, cols, rng);
         EXPECT_EQ(vulkan::weight_format(m.source()), vulkan::WeightFormat::q);
-        std::vector<int8_t> codes(size_t(cols));
-        std::vector<float> groups(size_t(cols / 16) * 2), want(size_t(cols));
+        std::vector<int8_t> codes(static_cast<size_t>(cols));
+        std::vector<float> groups(static_cast<size_t>(cols / 16) * 2), want(static_cast<size_t>(cols));
         for (int64_t r = 0; r < rows; ++r) {
             vulkan::repack_block_row(m.source(), r, codes.data(), groups.data());
             quant::dequantize_row(type, m.bytes.data() + size_t(r) * (m.bytes.size() / rows), want.data(), cols);
