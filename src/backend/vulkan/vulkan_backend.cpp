@@ -310,6 +310,12 @@ public:
         dispatch("attention", {kAttentionWorkgroup}, p, uint32_t(params.n_heads), uint32_t(n_tokens_));
     }
 
+    // The graph builder asks this when it adds a mixture-of-experts layer: refusing here refuses the
+    // model at load, naming what is missing, instead of at its first step.
+    int64_t moe_workspace_cols(const MoeOp&) const override {
+        fail("backend vulkan cannot run mixture-of-experts layers yet (moe_ffn has no Vulkan kernel): use --backend cpu");
+    }
+
     void gather_logit_rows(const Tensor& x, const Tensor& out) override { gather(x, out, logit_rows_, "gather_logit_rows"); }
     void gather_hidden_rows(const Tensor& x, const Tensor& out) override { gather(x, out, hidden_rows_, "gather_hidden_rows"); }
 

@@ -7,8 +7,8 @@
 // up to 8 tokens, a shared-memory tiled GEMM above, the same per-output sum in both), rms_norm, add,
 // add_bias, rope (both pairings), silu_mul, gelu_mul, softmax, scale, softcap, kv_write and paged
 // attention over f32/f16/bf16/q8 caches (causal, GQA, sliding window, soft cap), the row gathers.
-// Refuses, naming what is missing: mixture-of-experts layers, the fused ops (none declared), heads
-// wider than 256 or (f16/bf16 caches) of odd size.
+// Refuses, naming what is missing: mixture-of-experts layers (at load: moe_workspace_cols), the fused
+// ops (none declared), heads wider than 256 or (f16/bf16 caches) of odd size.
 #pragma once
 #include <memory>
 

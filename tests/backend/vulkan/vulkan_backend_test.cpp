@@ -86,6 +86,7 @@ TEST(VulkanBackend, RefusesMixtureOfExpertsNamingIt) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("vulkan cannot run mixture-of-experts"), std::string::npos) << e.what();
     }
+    EXPECT_THROW(s->moe_workspace_cols(MoeOp{}), Error) << "a model with MoE layers is refused at load";
     for (FusedOp op : {FusedOp::add_rms_norm, FusedOp::qkv_rope_kv_write, FusedOp::matmul_silu_mul, FusedOp::norm_quantize})
         EXPECT_FALSE(s->supports(op)) << fused_op_name(op);
 }

@@ -139,6 +139,21 @@ std::vector<float> step(StepModel& model, std::vector<Seq*> seqs) {
     return model.forward(b);
 }
 
+// A model the backend cannot run yet is refused when it loads, naming what is missing.
+TEST(VulkanModelRefusal, MixtureOfExpertsIsRefusedAtLoad) {
+    PAGODA_REQUIRE_VULKAN();
+    VulkanCase c{"qwen2moe_refused", small_spec(), "", 0};
+    c.spec.arch = "qwen2moe";
+    c.spec.n_experts = 4;
+    const std::string path = write_model(c);
+    try {
+        open_step_model(path, {.backend = "vulkan", .tokens_wanted = 64});
+        ADD_FAILURE() << "a mixture-of-experts model loaded on vulkan";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("vulkan cannot run mixture-of-experts"), std::string::npos) << e.what();
+    }
+}
+
 int32_t argmax(const float* v, int64_t n) { return int32_t(std::max_element(v, v + n) - v); }
 
 TEST(VulkanBatchInvariance, GreedyTokensAloneEqualInABatch) {
