@@ -24,7 +24,8 @@ struct ModelFlags {
 
     void add_to(CLI::App& sub) {
         sub.add_option("--backend", backend,
-                       "Compute backend: cpu, or reference (plain double-precision loops: the oracle, slow)")
+                       "Compute backend: cpu, reference (plain double-precision loops: the oracle, slow), or vulkan (a "
+                       "Vulkan compute device, where the build has it: `pagoda devices` lists them)")
             ->check(CLI::IsMember(model::available_backends()));
         sub.add_flag("--no-fusion", no_fusion, "Run the unfused graph (also PAGODA_FUSION=0)");
         sub.add_option("--quantize", quantize,

@@ -16,6 +16,7 @@ PACKAGES=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libomp-dev
   python3 python3-jinja2
   libboost1.81-dev libssl-dev
+  libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 # The test suite's real servers: Prometheus and HAProxy for the fleet test (tests/e2e/node/deploy).
 # kubectl is not among them: Debian 12's (kubernetes-client 1.20) embeds a kustomize too old for

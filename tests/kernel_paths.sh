@@ -39,6 +39,8 @@ esac
 
 suites='Goldens/*:ReferenceGolden.*:Stories260K/*:RandomModels/*:BatchInvariance.*:Backends/*:Fusion/*'
 suites+=':Types/*:QuantizedModel.*:Models/*'
+# Less the Vulkan backend's goldens: these settings steer CPU kernels, and lavapipe is slow.
+suites+='-*_vulkan'
 echo "running the model-level suites with $name=$value"
 export "$name=$value"
 out=$(mktemp)

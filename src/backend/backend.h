@@ -294,7 +294,7 @@ public:
     virtual std::string describe_matmul(const Weight& w, int64_t n_tokens) const = 0;
 };
 
-// The backends this build has: "cpu", "reference" (and "cuda" when built with it).
+// The backends this build has: "cpu", "reference" (and "vulkan" when built with it).
 std::vector<std::string> backend_names();
 // Throws pagoda::Error naming the backend and the choices when `name` is unknown or unusable here.
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options = {});

@@ -1,4 +1,5 @@
-// The backends this build has, by name. A backend is one line of kBackends; a factory that cannot
+// The backends this build has, by name ("vulkan" where the build found the Vulkan headers and glslc).
+// A backend is one line of kBackends; a factory that cannot
 // run here (no device) throws its own pagoda::Error.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,6 +7,9 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/reference/reference_backend.h"
+#ifdef PAGODA_HAVE_VULKAN
+#include "backend/vulkan/vulkan_backend.h"
+#endif
 #include "core/error.h"
 
 namespace pagoda::backend {
@@ -19,6 +23,9 @@ struct Entry {
 const Entry kBackends[] = {
     {"cpu", make_cpu_backend},
     {"reference", make_reference_backend},
+#ifdef PAGODA_HAVE_VULKAN
+    {"vulkan", make_vulkan_backend},  // built when CMake finds Vulkan (PAGODA_VULKAN); throws where no device is
+#endif
 };
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "core/cpu_features.h"
 #include "backend/backend_test_util.h"
 #include "core/error.h"
+#include "backend/vulkan/vulkan_test_env.h"
 
 namespace pagoda::backend {
 namespace {
@@ -763,6 +764,9 @@ TEST_P(Conformance, UnsupportedWeightTypeNamesTheTensor) {
 // A new backend is tested by adding its name here ("reference_fused" is the test double above).
 const std::vector<std::string> kBackends = {"reference", "reference_fused", "cpu", "cpu_avx2", "cpu_scalar"};
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(kBackends),
+                         [](const auto& info) { return info.param; });
+// Device backends ("vulkan"), where this build and machine have them (backend/vulkan/vulkan_test_env.h).
+INSTANTIATE_TEST_SUITE_P(Devices, Conformance, ::testing::ValuesIn(testing::device_backends_under_test()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

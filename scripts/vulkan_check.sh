@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The Vulkan backend on this machine's device (lavapipe in CI; a GPU where there is one), in one
+# short run: the device's limits, every Vulkan test (under the validation layer), then prefill and
+# decode speed (pp512 / tg128) of the fixture model and of random models written by gen-model.
+# Usage: scripts/vulkan_check.sh [build dir]   (default: build/)
+# Figures from lavapipe are not GPU figures: lavapipe runs the shaders on the CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+PAGODA="$BUILD/pagoda"
+echo "== devices"
+"$PAGODA" devices
+echo "== Vulkan tests"
+"$BUILD/tests/pagoda_tests" --gtest_filter='Devices/Conformance.*:Vulkan*:Goldens/Stories260K.*vulkan*:Architectures/VulkanModel.*'
+echo "== speed"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+models=(../shared/models/stories260K.gguf)
+if [ "${PAGODA_VULKAN_BIG:-0}" = 1 ]; then  # small (~134M) and tinyllama (~1.1B): a GPU's run, not lavapipe's
+  for preset in small tinyllama; do
+    "$PAGODA" gen-model --preset "$preset" --type f16 -o "$TMP/$preset-f16.gguf"
+    models+=("$TMP/$preset-f16.gguf")
+    for q in q8_0 q4_0; do
+      "$PAGODA" quantize "$TMP/$preset-f16.gguf" "$TMP/$preset-$q.gguf" "$q" && models+=("$TMP/$preset-$q.gguf")
+    done
+  done
+fi
+for m in "${models[@]}"; do
+  [ -f "$m" ] || { echo "skipping $m (missing)"; continue; }
+  for backend in vulkan cpu; do
+    echo "-- $m on $backend"
+    "$PAGODA" bench -m "$m" --backend "$backend" -p 512 -n 128 -r 2 --no-limits
+  done
+done

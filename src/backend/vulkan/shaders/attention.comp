@@ -1,0 +1,85 @@
+#version 450
+// Causal paged attention, one workgroup per (query head, token): keys of the token's sequence at
+// positions start..position (start > 0 under a sliding window), found through its block table, in
+// chunks of WG keys with an online softmax. Scores: q . k (in order over head_dim) * scale, then the
+// soft cap; chunk max and sum by fixed-order trees; each output element accumulates the chunk's keys
+// in order. Nothing depends on the other tokens of the step (batch invariance).
+#include "common.glsl"
+#include "kv.glsl"
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;  // a power of two, 64..256
+layout(push_constant) uniform Push {
+    uint64_t q, out_, cache, positions, seq_index, tables;
+    uint n_heads, n_kv_heads, layer_offset, table_stride, window;
+    float scale, softcap;
+    uint block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block;
+} pc;
+shared float qs[256];
+shared float ps[256];
+shared float red[256];
+
+int key_slot(int seq, int k) {
+    const int block = Ints(pc.tables).v[uint(seq) * pc.table_stride + uint(k) / pc.block_size];
+    return block * int(pc.block_size) + int(uint(k) % pc.block_size);
+}
+
+void main() {
+    const uint head = gl_WorkGroupID.x, t = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x;
+    const uint kvh = head / (pc.n_heads / pc.n_kv_heads);
+    KvGeometry g = KvGeometry(pc.block_size, pc.dtype, pc.head_dim, pc.row_bytes, pc.head_block_bytes,
+                              pc.layer_block_bytes, pc.bytes_per_block);
+    const int pos = Ints(pc.positions).v[t], seq = Ints(pc.seq_index).v[t];
+    const uint qbase = (t * pc.n_heads + head) * pc.head_dim;
+    for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = Floats(pc.q).v[qbase + d];
+    barrier();
+    const int start = pc.window > 0u ? max(0, pos - int(pc.window) + 1) : 0;
+    float m = -1.0 / 0.0, l = 0.0;
+    float acc[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int k0 = start; k0 <= pos; k0 += int(WG)) {
+        const int k = k0 + int(lid);
+        float s = -1.0 / 0.0;
+        if (k <= pos) {
+            const uint64_t row = kv_row_address(pc.cache, g, pc.layer_offset, key_slot(seq, k), kvh, false);
+            const float rs = kv_row_scale(row, pc.dtype, pc.head_dim);
+            float dot = 0.0;
+            for (uint d = 0; d < pc.head_dim; ++d) dot = fma(qs[d], kv_load(row, pc.dtype, d, rs), dot);
+            s = dot * pc.scale;
+            if (pc.softcap > 0.0) s = pc.softcap * safe_tanh(s / pc.softcap);
+        }
+        red[lid] = s;
+        barrier();
+        for (uint h = WG / 2u; h > 0u; h /= 2u) {
+            if (lid < h) red[lid] = max(red[lid], red[lid + h]);
+            barrier();
+        }
+        const float m_new = max(m, red[0]);
+        barrier();
+        const float p = k <= pos ? exp(s - m_new) : 0.0;
+        ps[lid] = p;
+        red[lid] = p;
+        barrier();
+        for (uint h = WG / 2u; h > 0u; h /= 2u) {
+            if (lid < h) red[lid] += red[lid + h];
+            barrier();
+        }
+        const float corr = exp(m - m_new);
+        l = l * corr + red[0];
+        const int len = min(int(WG), pos + 1 - k0);
+        for (uint i = 0; i < 4u; ++i) {
+            const uint d = lid + i * WG;
+            if (d >= pc.head_dim) break;
+            float a = acc[i] * corr;
+            for (int j = 0; j < len; ++j) {
+                const uint64_t row = kv_row_address(pc.cache, g, pc.layer_offset, key_slot(seq, k0 + j), kvh, true);
+                a = fma(ps[j], kv_load(row, pc.dtype, d, kv_row_scale(row, pc.dtype, pc.head_dim)), a);
+            }
+            acc[i] = a;
+        }
+        m = m_new;
+        barrier();
+    }
+    for (uint i = 0; i < 4u; ++i) {
+        const uint d = lid + i * WG;
+        if (d < pc.head_dim) Floats(pc.out_).v[qbase + d] = acc[i] / l;
+    }
+}

@@ -1,0 +1,44 @@
+#version 450
+// out[t][r] = sum_c w[row0 + r][c] * x[t][c] for many tokens: a 32 x 32 tile of (token, row)
+// outputs per workgroup of 16 x 16 invocations, each owning 2 x 2 outputs; x and the weight are
+// staged (the weight dequantised) in shared memory BK columns at a time. Each output is summed over
+// c in order, one fma per term, exactly as in matmul_gemv.comp (batch invariance).
+#include "common.glsl"
+#include "weight.glsl"
+layout(local_size_x = 16, local_size_y = 16) in;
+layout(constant_id = 0) const uint BK = 16;  // columns per stage; sized from the shared memory
+const uint BM = 32, BN = 32;
+layout(push_constant) uniform Push {
+    uint64_t w, groups, x, out_;
+    uint rows, row0, cols, n;
+} pc;
+shared float xs[BM * BK];
+shared float ws[BN * BK];
+
+void main() {
+    const uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y, lid = ly * 16u + lx;
+    const uint t0 = gl_WorkGroupID.y * BM, r0 = gl_WorkGroupID.x * BN;
+    float acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
+    Floats x = Floats(pc.x);
+    for (uint c0 = 0; c0 < pc.cols; c0 += BK) {
+        const uint len = min(BK, pc.cols - c0);
+        for (uint i = lid; i < BM * BK; i += 256u) {
+            const uint t = t0 + i / BK, c = c0 + i % BK;
+            xs[i] = (t < pc.n && c < pc.cols) ? x.v[t * pc.cols + c] : 0.0;
+            const uint r = r0 + i / BK;
+            ws[i] = (r < pc.rows && c < pc.cols) ? weight_at(pc.w, pc.groups, (pc.row0 + r) * pc.cols + c) : 0.0;
+        }
+        barrier();
+        for (uint k = 0; k < len; ++k)
+            for (uint i = 0; i < 2u; ++i)
+                for (uint j = 0; j < 2u; ++j)
+                    acc[i][j] = fma(ws[(lx + 16u * j) * BK + k], xs[(ly + 16u * i) * BK + k], acc[i][j]);
+        barrier();
+    }
+    Floats out_ = Floats(pc.out_);
+    for (uint i = 0; i < 2u; ++i)
+        for (uint j = 0; j < 2u; ++j) {
+            const uint t = t0 + ly + 16u * i, r = r0 + lx + 16u * j;
+            if (t < pc.n && r < pc.rows) out_.v[t * pc.rows + r] = acc[i][j];
+        }
+}

@@ -1,0 +1,27 @@
+#version 450
+// Element-wise ops over n elements (rows of `cols`), one invocation each, chosen by `op`:
+//   0 add:      a += b            1 add_bias: a[t][c] += b[c]
+//   2 silu_mul: out = silu(a) * b 3 gelu_mul: out = gelu_tanh(a) * b
+//   4 scale:    a *= f            5 softcap:  a = f * tanh(a / f)
+#include "common.glsl"
+layout(local_size_x = 256) in;
+layout(push_constant) uniform Push {
+    uint64_t a, b, out_;
+    uint n, cols, op;
+    float f;
+} pc;
+
+void main() {
+    const uint i = flat_invocation(256u);
+    if (i >= pc.n) return;
+    Floats a = Floats(pc.a), b = Floats(pc.b), out_ = Floats(pc.out_);
+    const float g = a.v[i];
+    if (pc.op == 0u) a.v[i] = g + b.v[i];
+    else if (pc.op == 1u) a.v[i] = g + b.v[i % pc.cols];
+    else if (pc.op == 2u) out_.v[i] = g / (1.0 + exp(-g)) * b.v[i];
+    else if (pc.op == 3u) {
+        const float inner = 0.7978845608028654 * (g + 0.044715 * g * g * g);
+        out_.v[i] = 0.5 * g * (1.0 + safe_tanh(inner)) * b.v[i];
+    } else if (pc.op == 4u) a.v[i] = g * pc.f;
+    else if (pc.op == 5u) a.v[i] = pc.f * safe_tanh(g / pc.f);
+}

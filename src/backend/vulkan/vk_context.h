@@ -1,0 +1,124 @@
+// One Vulkan device for the process: the instance (with the Khronos validation layer when
+// PAGODA_VULKAN_VALIDATION=1), the physical device pagoda computes on, its logical device and compute
+// queue, memory allocation (every buffer addressed by its device address, so shaders need no
+// descriptor sets and no tensor is bound by the per-binding size limit), and the compute pipelines,
+// built from the embedded SPIR-V with their specialisation constants and cached by name.
+//
+// Validation errors are recorded by a debug-utils messenger; Stream::flush() turns any recorded
+// error into a pagoda::Error, so a test that triggers one fails.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/vulkan/vk_api.h"
+
+namespace pagoda::backend::vulkan {
+
+// What `pagoda devices` prints and what the backend sizes its kernels by.
+struct DeviceInfo {
+    std::string name;
+    std::string type;  // "discrete GPU", "integrated GPU", "CPU", ...
+    std::string driver;
+    uint32_t api_version = 0;
+    uint32_t subgroup_size = 0;
+    uint32_t max_workgroup_size = 0;
+    uint32_t shared_memory = 0;            // bytes per workgroup
+    uint64_t max_storage_buffer_range = 0; // bytes one storage binding may cover
+    uint32_t max_push_constants = 0;
+    std::vector<uint64_t> device_local_heaps, other_heaps;  // bytes
+    bool fp16 = false, int8 = false, int64 = false, buffer_device_address = false;
+    bool storage_16bit = false, storage_8bit = false;
+    // Why pagoda cannot compute on this device ("" when it can).
+    std::string unusable;
+};
+
+std::string format_bytes(uint64_t bytes);
+// Every Vulkan device the loader reports. Throws pagoda::Error naming what is missing (the loader,
+// any device).
+std::vector<DeviceInfo> list_devices();
+
+struct Buffer {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    VkDeviceAddress address = 0;
+    void* mapped = nullptr;  // host-visible buffers only
+    size_t size = 0;
+};
+
+class Context {
+public:
+    // The process's context, created on first use. Throws pagoda::Error naming what is missing (no
+    // loader, no device, a device lacking a feature pagoda needs, the validation layer).
+    static std::shared_ptr<Context> get();
+    ~Context();
+
+    VkApi& api;
+    VkInstance instance = VK_NULL_HANDLE;
+    VkPhysicalDevice physical = VK_NULL_HANDLE;
+    VkDevice device = VK_NULL_HANDLE;
+    VkQueue queue = VK_NULL_HANDLE;
+    uint32_t queue_family = 0;
+    DeviceInfo info;
+    bool validation = false;
+    std::mutex queue_mutex;  // vkQueueSubmit needs the queue externally synchronised
+
+    // host_visible: mapped, coherent memory the host writes and reads; otherwise device-local memory.
+    // Throws naming `what` when the device cannot hold it.
+    Buffer create_buffer(size_t bytes, bool host_visible, const std::string& what);
+    void destroy(Buffer& b);
+
+    VkPipelineLayout pipeline_layout() const { return layout_; }
+    // The pipeline of module `name` with specialisation constants 0.. = `constants`.
+    VkPipeline pipeline(const std::string& name, const std::vector<uint32_t>& constants);
+
+    // Errors the validation layer reported since the last call.
+    std::vector<std::string> take_validation_errors();
+    void record_validation_error(std::string message);
+
+    static constexpr uint32_t kPushConstantBytes = 128;
+
+private:
+    Context();
+    void release();  // destroys what was created, in reverse order (the destructor and a failed constructor)
+    VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPhysicalDeviceMemoryProperties memory_{};
+    std::mutex mutex_;
+    std::map<std::pair<std::string, std::vector<uint32_t>>, VkPipeline> pipelines_;
+    std::vector<std::string> errors_;
+};
+
+// A command buffer that ops record into and that is submitted once, when its results are needed
+// (flush). Every command is followed by a full compute/transfer barrier: ops run in recorded order.
+class Stream {
+public:
+    explicit Stream(std::shared_ptr<Context> ctx);
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+
+    void dispatch(VkPipeline pipeline, const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    void copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset, size_t bytes);
+    void copy_regions(const Buffer& src, const Buffer& dst, const std::vector<VkBufferCopy>& regions);
+    void fill_zero(const Buffer& dst);  // the whole buffer (its size a multiple of 4)
+    // Submits what was recorded and waits; throws on a device error or a recorded validation error.
+    void flush();
+    bool pending() const { return recording_; }
+    uint64_t dispatches() const { return dispatches_; }
+
+private:
+    void begin();
+    void barrier();
+    std::shared_ptr<Context> ctx_;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    bool recording_ = false;
+    uint64_t dispatches_ = 0;
+};
+
+}  // namespace pagoda::backend::vulkan

@@ -1,0 +1,429 @@
+#include "backend/vulkan/vulkan_backend.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <map>
+
+#include "backend/vulkan/device_state.h"
+#include "backend/vulkan/vulkan_kv_cache.h"
+#include "backend/vulkan/weight_repack.h"
+#include "core/error.h"
+
+namespace pagoda::backend {
+namespace vulkan {
+namespace {
+
+constexpr int64_t kGemvMaxTokens = 8;  // matmul_gemv.comp's MAX_TOKENS
+constexpr uint32_t kGemvWorkgroup = 64;
+constexpr uint32_t kAttentionWorkgroup = 64;  // 4 output values per invocation: heads up to 256
+constexpr uint32_t kRowWorkgroup = 256;
+
+class VulkanWeight final : public Weight {
+public:
+    VulkanWeight(std::vector<MatrixSource> parts, std::shared_ptr<DeviceState> dev)
+        : Weight(std::move(parts)), dev_(std::move(dev)) {
+        const Repacked r = repack(this->parts());
+        format = r.format;
+        const std::string what = fmt::format("weight '{}'", this->parts()[0].name);
+        data = dev_->ctx->create_buffer(r.data.size(), false, what);
+        dev_->upload(r.data.data(), data, 0, r.data.size());
+        if (!r.groups.empty()) {
+            groups = dev_->ctx->create_buffer(r.groups.size() * 4, false, what + " scales");
+            dev_->upload(r.groups.data(), groups, 0, r.groups.size() * 4);
+        }
+    }
+    ~VulkanWeight() override {
+        try {
+            dev_->stream.flush();
+        } catch (...) {
+        }
+        dev_->ctx->destroy(data);
+        dev_->ctx->destroy(groups);
+    }
+    WeightFormat format = WeightFormat::f32;
+    Buffer data, groups;
+
+private:
+    std::shared_ptr<DeviceState> dev_;
+};
+
+class VulkanVector final : public Vector {
+public:
+    VulkanVector(std::span<const float> values, std::shared_ptr<DeviceState> dev) : Vector(int64_t(values.size())), dev_(std::move(dev)) {
+        buffer = dev_->ctx->create_buffer(values.size() * 4, false, "a vector");
+        dev_->upload(values.data(), buffer, 0, values.size() * 4);
+    }
+    ~VulkanVector() override {
+        try {
+            dev_->stream.flush();
+        } catch (...) {
+        }
+        dev_->ctx->destroy(buffer);
+    }
+    Buffer buffer;
+
+private:
+    std::shared_ptr<DeviceState> dev_;
+};
+
+class VulkanRope final : public Rope {
+public:
+    explicit VulkanRope(RopeSpec spec) : Rope(std::move(spec)) {}
+};
+
+// Push constants, laid out as the shaders' push_constant blocks (std430: 64-bit addresses first).
+struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols; };
+struct MatmulPush { uint64_t w, groups, x, out; uint32_t rows, row0, cols, n; };
+struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; };
+struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
+struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
+struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, neox; };
+struct KvGeometryPush { uint32_t block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block; };
+struct KvWritePush { uint64_t k, v, cache, slots; uint32_t n, n_kv_heads, layer_offset; KvGeometryPush g; };
+struct AttentionPush {
+    uint64_t q, out, cache, positions, seq_index, tables;
+    uint32_t n_heads, n_kv_heads, layer_offset, table_stride, window;
+    float scale, softcap;
+    KvGeometryPush g;
+};
+static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes);
+
+enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5 };
+
+KvGeometryPush geometry(const kv::KvLayout& l) {
+    return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),
+            uint32_t(l.head_block_bytes()), uint32_t(l.layer_block_bytes()), uint32_t(l.bytes_per_block())};
+}
+
+// A grid of `groups` workgroups as x (at most 65535) by y.
+std::pair<uint32_t, uint32_t> grid(uint64_t groups) {
+    const uint64_t x = std::min<uint64_t>(groups, 65535);
+    return {uint32_t(x), uint32_t(x == 0 ? 0 : (groups + x - 1) / x)};
+}
+
+class VulkanBackend final : public Backend {
+public:
+    VulkanBackend() : dev_(std::make_shared<DeviceState>()) {
+        const DeviceInfo& d = dev_->ctx->info;
+        // The GEMM's column stage: 32 columns of two 32-row tiles fit 16 KiB; 16 where less is free.
+        gemm_bk_ = d.shared_memory >= 16384 + 2048 ? 32 : 16;
+    }
+    ~VulkanBackend() override {
+        try {
+            dev_->stream.flush();
+        } catch (...) {
+        }
+        for (Buffer* b : {&arena_, &step_buf_, &rope_buf_}) dev_->ctx->destroy(*b);
+    }
+
+    std::string name() const override { return "vulkan"; }
+    std::string describe() const override {
+        const DeviceInfo& d = dev_->ctx->info;
+        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory{}", d.name, d.type, d.driver, d.subgroup_size,
+                           format_bytes(d.shared_memory), dev_->ctx->validation ? ", validation layer on" : "");
+    }
+    size_t activation_size() const override { return 4; }
+
+    std::shared_ptr<Weight> upload_weight(std::vector<MatrixSource> parts, WeightUse) override {
+        if (parts.empty()) fail("vulkan backend: a weight needs at least one part");
+        for (const MatrixSource& p : parts) {
+            weight_format(p);  // refuses a type it cannot compute, naming the tensor
+            if (p.cols != parts[0].cols) fail("vulkan backend: the parts of '{}' differ in width", parts[0].name);
+        }
+        int64_t elements = 0;
+        for (const MatrixSource& p : parts) elements += p.rows * p.cols;
+        if (elements > int64_t(std::numeric_limits<uint32_t>::max()))
+            fail("vulkan backend: weight '{}' has {} elements, more than the 2^32 its shaders index", parts[0].name, elements);
+        return std::make_shared<VulkanWeight>(std::move(parts), dev_);
+    }
+    std::shared_ptr<Vector> upload_vector(std::span<const float> values) override {
+        return std::make_shared<VulkanVector>(values, dev_);
+    }
+    std::shared_ptr<Rope> upload_rope(RopeSpec spec) override {
+        if (spec.dims % 2 != 0 || int64_t(spec.inv_freq.size()) != spec.dims / 2)
+            fail("vulkan backend: a rope of {} dimensions needs {} frequencies, has {}", spec.dims, spec.dims / 2, spec.inv_freq.size());
+        return std::make_shared<VulkanRope>(std::move(spec));
+    }
+    std::unique_ptr<KvCache> create_kv_cache(const kv::KvLayout& layout, int64_t n_blocks) override {
+        if (n_blocks > std::numeric_limits<int32_t>::max()) fail("vulkan backend: {} KV blocks exceed an int32 block id", n_blocks);
+        return std::make_unique<VulkanKvCache>(dev_, layout, int32_t(n_blocks));
+    }
+
+    void reserve_activations(size_t bytes, int64_t max_tokens) override {
+        max_tokens_ = std::max(max_tokens_, max_tokens);
+        if (bytes > arena_.size || !arena_.buffer) {
+            dev_->stream.flush();
+            dev_->ctx->destroy(arena_);
+            arena_ = dev_->ctx->create_buffer(std::max<size_t>(bytes, 256), false, "the activation arena");
+        }
+        dev_->staging_for(arena_.size);
+        ensure_step_capacity(size_t(max_tokens_) * 6 + 4096);
+    }
+    void* activations() override { return reinterpret_cast<void*>(uintptr_t(arena_.address)); }
+
+    void read(const Tensor& t, float* out) const override {
+        const size_t bytes = size_t(t.rows * t.cols) * 4;
+        if (bytes) dev_->download(arena_, arena_offset(t, "read"), out, bytes);
+    }
+    void write(const Tensor& t, const float* in) override {
+        const size_t bytes = size_t(t.rows * t.cols) * 4;
+        if (bytes) dev_->upload(in, arena_, arena_offset(t, "write"), bytes);
+    }
+
+    void begin_step(const StepInputs& in) override {
+        dev_->stream.flush();  // the previous step's commands read the step buffer
+        n_tokens_ = int64_t(in.tokens.size());
+        n_logits_ = int64_t(in.logit_rows.size());
+        logit_rows_.assign(in.logit_rows.begin(), in.logit_rows.end());
+        hidden_rows_.assign(in.hidden_rows.begin(), in.hidden_rows.end());
+        positions_.assign(in.positions.begin(), in.positions.end());
+        table_stride_ = 1;
+        for (const auto& table : in.block_tables) table_stride_ = std::max(table_stride_, uint32_t(table.size()));
+        const size_t n = size_t(n_tokens_);
+        const size_t ints = 4 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
+        ensure_step_capacity(ints);
+        auto* at = static_cast<int32_t*>(step_buf_.mapped);
+        size_t cursor = 0;
+        auto put = [&](std::span<const int32_t> values) {
+            const size_t start = cursor;
+            std::copy(values.begin(), values.end(), at + cursor);
+            cursor += values.size();
+            return step_buf_.address + start * 4;
+        };
+        tokens_addr_ = put(in.tokens);
+        positions_addr_ = put(in.positions);
+        seq_addr_ = put(in.seq_index);
+        slots_addr_ = step_buf_.address + cursor * 4;
+        for (int64_t slot : in.slots) {
+            if (slot < 0 || slot > std::numeric_limits<int32_t>::max()) fail("vulkan backend: KV slot {} is outside 0..2^31", slot);
+            at[cursor++] = int32_t(slot);
+        }
+        tables_addr_ = step_buf_.address + cursor * 4;
+        for (const auto& table : in.block_tables) {
+            std::copy(table.begin(), table.end(), at + cursor);
+            std::fill(at + cursor + table.size(), at + cursor + table_stride_, 0);
+            cursor += table_stride_;
+        }
+        rope_tables_.clear();
+        rope_used_ = 0;
+    }
+
+    void embed(const Weight& table, const Tensor& out) override {
+        const auto& w = weight(table);
+        expect(out, n_tokens_, table.cols(), "embed", "out");
+        EmbedPush p{w.data.address, w.groups.address, tokens_addr_, address(out), uint32_t(out.rows), uint32_t(out.cols)};
+        auto [gx, gy] = grid((uint64_t(out.rows * out.cols) + 255) / 256);
+        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+    }
+
+    void matmul(const Weight& wt, const Tensor& x, std::span<const Tensor> outs, const Tensor*) override {
+        const auto& w = weight(wt);
+        if (outs.size() != w.parts().size()) fail("vulkan matmul: {} outputs for a weight of {} parts", outs.size(), w.parts().size());
+        expect(x, x.rows, w.cols(), "matmul", "x");
+        const bool gemv = x.rows <= kGemvMaxTokens;
+        const std::string shader = std::string(gemv ? "matmul_gemv_" : "matmul_gemm_") + weight_format_name(w.format);
+        int64_t row0 = 0;
+        for (size_t p = 0; p < outs.size(); ++p) {
+            const int64_t rows = w.parts()[p].rows;
+            expect(outs[p], x.rows, rows, "matmul", "out");
+            MatmulPush push{w.data.address, w.groups.address, address(x), address(outs[p]), uint32_t(rows), uint32_t(row0),
+                            uint32_t(w.cols()), uint32_t(x.rows)};
+            if (gemv) dispatch(shader, {kGemvWorkgroup}, push, uint32_t((rows + kGemvWorkgroup - 1) / kGemvWorkgroup));
+            else dispatch(shader, {gemm_bk_}, push, uint32_t((rows + 31) / 32), uint32_t((x.rows + 31) / 32));
+            row0 += rows;
+        }
+    }
+
+    void rms_norm(const Tensor& x, const Vector& w, float eps, const Tensor& out) override {
+        expect(out, x.rows, x.cols, "rms_norm", "out");
+        if (w.size() != x.cols) fail("vulkan rms_norm: {} weights for rows of {}", w.size(), x.cols);
+        NormPush p{address(x), vec(w).buffer.address, address(out), uint32_t(x.cols), uint32_t(x.rows), eps};
+        auto [gx, gy] = grid(uint64_t(x.rows));
+        dispatch("rms_norm", {kRowWorkgroup}, p, gx, gy);
+    }
+    void add(const Tensor& y, const Tensor& x) override {
+        expect(x, y.rows, y.cols, "add", "x");
+        pointwise(Pointwise::add, y, address(x), 0, 0.0f);
+    }
+    void add_bias(const Tensor& y, const Vector& b) override {
+        if (b.size() != y.cols) fail("vulkan add_bias: {} biases for rows of {}", b.size(), y.cols);
+        pointwise(Pointwise::add_bias, y, vec(b).buffer.address, 0, 0.0f);
+    }
+    void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        expect(up, gate.rows, gate.cols, "silu_mul", "up");
+        expect(out, gate.rows, gate.cols, "silu_mul", "out");
+        pointwise(Pointwise::silu_mul, gate, address(up), address(out), 0.0f);
+    }
+    void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        expect(up, gate.rows, gate.cols, "gelu_mul", "up");
+        expect(out, gate.rows, gate.cols, "gelu_mul", "out");
+        pointwise(Pointwise::gelu_mul, gate, address(up), address(out), 0.0f);
+    }
+    void scale(const Tensor& x, float s) override { pointwise(Pointwise::scale, x, 0, 0, s); }
+    void softcap(const Tensor& x, float cap) override {
+        if (!(cap > 0) || !std::isfinite(cap)) fail("vulkan softcap: the cap {} must be positive", cap);
+        pointwise(Pointwise::softcap, x, 0, 0, cap);
+    }
+    void softmax(const Tensor& x) override {
+        SoftmaxPush p{address(x), uint32_t(x.cols), uint32_t(x.rows)};
+        auto [gx, gy] = grid(uint64_t(x.rows));
+        dispatch("softmax", {kRowWorkgroup}, p, gx, gy);
+    }
+
+    void rope(const Tensor& x, const Rope& r, int32_t n_heads, int32_t head_dim) override {
+        const RopeSpec& spec = r.spec();
+        expect(x, n_tokens_, int64_t(n_heads) * head_dim, "rope", "x");
+        if (spec.dims > head_dim) fail("vulkan rope: {} rotary dimensions exceed the head size {}", spec.dims, head_dim);
+        const int64_t half = spec.dims / 2;
+        if (half == 0 || n_tokens_ == 0) return;
+        RopePush p{address(x), rope_table(r), uint32_t(n_tokens_), uint32_t(n_heads), uint32_t(head_dim), uint32_t(half),
+                   uint32_t(x.cols), spec.neox ? 1u : 0u};
+        auto [gx, gy] = grid((uint64_t(n_tokens_ * n_heads * half) + 255) / 256);
+        dispatch("rope", {}, p, gx, gy);
+    }
+
+    void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) override {
+        auto& c = kv(cache);
+        const kv::KvLayout& l = c.layout();
+        check_layer(l, layer, "kv_write");
+        const int64_t width = int64_t(l.n_kv_heads) * l.head_dim;
+        expect(k, n_tokens_, width, "kv_write", "k");
+        expect(v, n_tokens_, width, "kv_write", "v");
+        KvWritePush p{address(k), address(v), c.buffer().address, slots_addr_, uint32_t(n_tokens_), uint32_t(l.n_kv_heads),
+                      uint32_t(size_t(layer) * 2 * l.layer_block_bytes()), geometry(l)};
+        dispatch("kv_write", {}, p, uint32_t((n_tokens_ * l.n_kv_heads * 2 + 63) / 64));
+    }
+
+    void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out, const AttentionParams& params) override {
+        const auto& c = kv(cache);
+        const kv::KvLayout& l = c.layout();
+        check_layer(l, layer, "attention");
+        if (params.n_heads <= 0 || params.n_heads % l.n_kv_heads != 0)
+            fail("vulkan attention: {} query heads are not a multiple of the cache's {} KV heads", params.n_heads, l.n_kv_heads);
+        const int64_t width = int64_t(params.n_heads) * l.head_dim;
+        expect(q, n_tokens_, width, "attention", "q");
+        expect(out, n_tokens_, width, "attention", "out");
+        AttentionPush p{address(q), address(out), c.buffer().address, positions_addr_, seq_addr_, tables_addr_,
+                        uint32_t(params.n_heads), uint32_t(l.n_kv_heads), uint32_t(size_t(layer) * 2 * l.layer_block_bytes()),
+                        table_stride_, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
+        dispatch("attention", {kAttentionWorkgroup}, p, uint32_t(params.n_heads), uint32_t(n_tokens_));
+    }
+
+    // The graph builder asks this when it adds a mixture-of-experts layer: refusing here refuses the
+    // model at load, naming what is missing, instead of at its first step.
+    int64_t moe_workspace_cols(const MoeOp&) const override {
+        fail("backend vulkan cannot run mixture-of-experts layers yet (moe_ffn has no Vulkan kernel): use --backend cpu");
+    }
+
+    void gather_logit_rows(const Tensor& x, const Tensor& out) override { gather(x, out, logit_rows_, "gather_logit_rows"); }
+    void gather_hidden_rows(const Tensor& x, const Tensor& out) override { gather(x, out, hidden_rows_, "gather_hidden_rows"); }
+
+    std::string describe_matmul(const Weight& w, int64_t n_tokens) const override {
+        return fmt::format("vulkan {} {}", weight_format_name(weight(w).format), n_tokens <= kGemvMaxTokens ? "gemv" : "gemm");
+    }
+
+private:
+    static const VulkanWeight& weight(const Weight& w) {
+        const auto* v = dynamic_cast<const VulkanWeight*>(&w);
+        if (!v) fail("vulkan backend: weight '{}' was uploaded to another backend", w.parts().empty() ? "" : w.parts()[0].name);
+        return *v;
+    }
+    static const VulkanVector& vec(const Vector& v) {
+        const auto* p = dynamic_cast<const VulkanVector*>(&v);
+        if (!p) fail("vulkan backend: a vector uploaded to another backend");
+        return *p;
+    }
+    static const VulkanKvCache& kv(const KvCache& c) {
+        const auto* p = dynamic_cast<const VulkanKvCache*>(&c);
+        if (!p) fail("vulkan backend: a KV cache created by another backend");
+        return *p;
+    }
+    static void check_layer(const kv::KvLayout& l, int32_t layer, const char* op) {
+        if (layer < 0 || layer >= l.n_layers) fail("vulkan {}: layer {} is outside the cache's {} layers", op, layer, l.n_layers);
+    }
+    size_t arena_offset(const Tensor& t, const char* op) const {
+        const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(t.data));
+        const uint64_t bytes = uint64_t(t.rows * t.cols) * 4;
+        if (a < arena_.address || a + bytes > arena_.address + arena_.size)
+            fail("vulkan {}: a tensor outside the activation arena", op);
+        return size_t(a - arena_.address);
+    }
+    uint64_t address(const Tensor& t) const {
+        arena_offset(t, "op");
+        return uint64_t(reinterpret_cast<uintptr_t>(t.data));
+    }
+    static void expect(const Tensor& t, int64_t rows, int64_t cols, const char* op, const char* what) {
+        if (t.rows != rows || t.cols != cols) fail("vulkan {}: {} is {}x{}, expected {}x{}", op, what, t.rows, t.cols, rows, cols);
+    }
+
+    template <class Push>
+    void dispatch(const std::string& shader, const std::vector<uint32_t>& constants, const Push& push, uint32_t gx, uint32_t gy = 1) {
+        dev_->stream.dispatch(dev_->ctx->pipeline(shader, constants), &push, sizeof(Push), gx, gy);
+    }
+    void pointwise(Pointwise op, const Tensor& a, uint64_t b, uint64_t out, float f) {
+        PointwisePush p{address(a), b, out, uint32_t(a.rows * a.cols), uint32_t(std::max<int64_t>(a.cols, 1)), uint32_t(op), f};
+        auto [gx, gy] = grid((uint64_t(a.rows * a.cols) + 255) / 256);
+        dispatch("pointwise", {}, p, gx, gy);
+    }
+    void gather(const Tensor& x, const Tensor& out, const std::vector<int32_t>& rows, const char* op) {
+        expect(out, int64_t(rows.size()), x.cols, op, "out");
+        const size_t row_bytes = size_t(x.cols) * 4, src = arena_offset(x, op), dst = arena_offset(out, op);
+        std::vector<VkBufferCopy>& regions = regions_;
+        regions.clear();
+        for (size_t i = 0; i < rows.size(); ++i) {
+            if (rows[i] < 0 || rows[i] >= x.rows) fail("vulkan {}: row {} of {}", op, rows[i], x.rows);
+            regions.push_back({src + size_t(rows[i]) * row_bytes, dst + i * row_bytes, row_bytes});
+        }
+        if (row_bytes) dev_->stream.copy_regions(arena_, arena_, regions);
+    }
+    void ensure_step_capacity(size_t ints) {
+        if (step_buf_.size >= ints * 4 && step_buf_.buffer) return;
+        dev_->stream.flush();
+        dev_->ctx->destroy(step_buf_);
+        step_buf_ = dev_->ctx->create_buffer(std::max<size_t>(ints * 4 * 2, 1 << 16), true, "the step inputs");
+    }
+    // The step's cosines then sines of every (token, pair) for rope `r`, computed in double on the
+    // host (a float angle at position 5000 would be off by ~3e-4), once per rope per step.
+    uint64_t rope_table(const Rope& r) {
+        if (auto it = rope_tables_.find(&r); it != rope_tables_.end()) return it->second;
+        const RopeSpec& spec = r.spec();
+        const size_t half = size_t(spec.dims / 2), n = size_t(n_tokens_), floats = 2 * n * half;
+        if ((rope_used_ + floats) * 4 > rope_buf_.size) {
+            dev_->stream.flush();  // recorded ropes read the old buffer
+            dev_->ctx->destroy(rope_buf_);
+            rope_buf_ = dev_->ctx->create_buffer(std::max<size_t>((rope_used_ + floats) * 4 * 2, 1 << 16), true, "the rope tables");
+            rope_tables_.clear();
+            rope_used_ = 0;
+        }
+        float* at = static_cast<float*>(rope_buf_.mapped) + rope_used_;
+        for (size_t t = 0; t < n; ++t)
+            for (size_t i = 0; i < half; ++i) {
+                const double angle = double(positions_[t]) * spec.inv_freq[i];
+                at[t * half + i] = float(std::cos(angle));
+                at[n * half + t * half + i] = float(std::sin(angle));
+            }
+        const uint64_t address = rope_buf_.address + rope_used_ * 4;
+        rope_used_ += floats;
+        rope_tables_[&r] = address;
+        return address;
+    }
+
+    std::shared_ptr<DeviceState> dev_;
+    Buffer arena_, step_buf_, rope_buf_;
+    uint32_t gemm_bk_ = 16;
+    int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;
+    uint32_t table_stride_ = 1;
+    uint64_t tokens_addr_ = 0, positions_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0;
+    std::vector<int32_t> logit_rows_, hidden_rows_, positions_;
+    std::map<const Rope*, uint64_t> rope_tables_;
+    size_t rope_used_ = 0;
+    std::vector<VkBufferCopy> regions_;
+};
+
+}  // namespace
+}  // namespace vulkan
+
+std::unique_ptr<Backend> make_vulkan_backend(const BackendOptions&) { return std::make_unique<vulkan::VulkanBackend>(); }
+
+}  // namespace pagoda::backend

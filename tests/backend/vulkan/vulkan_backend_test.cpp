@@ -1,0 +1,155 @@
+// The Vulkan backend's own contract beyond the conformance suite: the weight repacking equals the
+// file format's dequantisation bit for bit (host only, no device needed); what it refuses is named;
+// validation errors fail; `pagoda devices` lists the device with its limits.
+#include <array>
+#include <cstdio>
+#include <gtest/gtest.h>
+
+#include "backend/backend_test_util.h"
+#include "backend/vulkan/vulkan_test_env.h"
+#include "core/error.h"
+#include "fixtures.h"
+#include "model/devices.h"
+#include "quant/dequantize.h"
+#ifdef PAGODA_HAVE_VULKAN
+#include "backend/vulkan/vk_context.h"
+#include "backend/vulkan/weight_repack.h"
+#endif
+
+namespace pagoda::backend {
+namespace {
+
+using gguf::GgmlType;
+using namespace testing;
+
+// `env` + the pagoda binary + args; its output (stdout and stderr) and exit status.
+std::string run_binary(const std::string& args, int* status, const std::string& env = "") {
+    FILE* pipe = popen((env + PAGODA_BINARY + " " + args + " 2>&1").c_str(), "r");
+    std::string out;
+    if (!pipe) return "popen failed";
+    std::array<char, 4096> buf;
+    while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+    *status = pclose(pipe);
+    return out;
+}
+
+#ifdef PAGODA_HAVE_VULKAN
+// code * scale + offset per element, the value every shader reads, is dequantize_row's value.
+TEST(VulkanRepack, EveryBlockTypeEqualsItsDequantisation) {
+    std::mt19937 rng(1);
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                          GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        const int64_t rows = 3, cols = 512;
+        const HostMatrix m = random_matrix(type, rows, cols, rng);
+        EXPECT_EQ(vulkan::weight_format(m.source()), vulkan::WeightFormat::q);
+        std::vector<int8_t> codes(static_cast<size_t>(cols));
+        std::vector<float> groups(static_cast<size_t>(cols / 16) * 2), want(static_cast<size_t>(cols));
+        for (int64_t r = 0; r < rows; ++r) {
+            vulkan::repack_block_row(m.source(), r, codes.data(), groups.data());
+            quant::dequantize_row(type, m.bytes.data() + size_t(r) * (m.bytes.size() / rows), want.data(), cols);
+            for (int64_t c = 0; c < cols; ++c) {
+                const float scale = groups[size_t(c / 16) * 2], offset = groups[size_t(c / 16) * 2 + 1];
+                const float product = float(codes[size_t(c)]) * scale;
+                const float got = product + offset;
+                ASSERT_EQ(got, want[size_t(c)]) << gguf::type_name(uint32_t(type)) << " row " << r << " col " << c;
+            }
+        }
+    }
+}
+
+TEST(VulkanRepack, RefusesTypesItCannotComputeNamingThem) {
+    const std::vector<uint8_t> bytes(64);
+    const MatrixSource source{GgmlType::I32, bytes.data(), 2, 8, "blk.0.odd.weight"};
+    try {
+        vulkan::weight_format(source);
+        ADD_FAILURE() << "an I32 weight was accepted";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("blk.0.odd.weight"), std::string::npos) << what;
+        EXPECT_NE(what.find("vulkan backend"), std::string::npos) << what;
+        EXPECT_NE(what.find("i32"), std::string::npos) << what;
+    }
+}
+#endif
+
+TEST(VulkanBackend, RefusesMixtureOfExpertsNamingIt) {
+    PAGODA_REQUIRE_VULKAN();
+    Side s{make_backend("vulkan")};
+    std::mt19937 rng(2);
+    Step step = make_tables({2}, 16, rng);
+    step.add_tokens(0, 0, 2);
+    s->begin_step(step.inputs());
+    const Tensor x = s.tensor(2, 8), logits = s.tensor(2, 4), out = s.tensor(2, 8), work = s.tensor(2, 8);
+    try {
+        s->moe_ffn(MoeOp{}, x, logits, out, work);
+        ADD_FAILURE() << "moe_ffn ran";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("vulkan cannot run mixture-of-experts"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(s->moe_workspace_cols(MoeOp{}), Error) << "a model with MoE layers is refused at load";
+    for (FusedOp op : {FusedOp::add_rms_norm, FusedOp::qkv_rope_kv_write, FusedOp::matmul_silu_mul, FusedOp::norm_quantize})
+        EXPECT_FALSE(s->supports(op)) << fused_op_name(op);
+}
+
+TEST(VulkanBackend, RunsUnderTheValidationLayerAndItsErrorsFail) {
+    PAGODA_REQUIRE_VULKAN();
+    auto b = make_backend("vulkan");
+    EXPECT_NE(b->describe().find("validation layer on"), std::string::npos) << b->describe();
+#ifdef PAGODA_HAVE_VULKAN
+    // An error the layer reports surfaces at the next submission as a pagoda::Error.
+    Side s{std::move(b)};
+    const Tensor t = s.input(1, 4, {1, 2, 3, 4});
+    vulkan::Context::get()->record_validation_error("VUID-test: a recorded error");
+    EXPECT_NO_THROW(s->scale(t, 2.0f)) << "recording alone never submits";
+    try {
+        s.read(t);
+        ADD_FAILURE() << "the recorded validation error was not reported";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("VUID-test"), std::string::npos) << e.what();
+    }
+#endif
+}
+
+TEST(VulkanDevices, ListsTheDeviceWithItsLimits) {
+    PAGODA_REQUIRE_VULKAN();
+    const model::DeviceReport report = model::compute_devices();
+    ASSERT_FALSE(report.devices.empty());
+    const auto& props = report.devices[0].properties;
+    auto value = [&](const std::string& label) {
+        for (const auto& [l, v] : props)
+            if (l == label) return v;
+        return std::string();
+    };
+    EXPECT_NE(value("subgroup size"), "");
+    EXPECT_NE(value("subgroup size"), "0");
+    EXPECT_NE(value("shared memory").find("KiB"), std::string::npos) << value("shared memory");
+    EXPECT_EQ(value("usable by pagoda"), "yes");
+
+    int status = -1;
+    const std::string out = run_binary("devices", &status);
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_NE(out.find("vulkan device 0: " + report.devices[0].name), std::string::npos) << out;
+    EXPECT_NE(out.find("max storage buffer range:"), std::string::npos) << out;
+}
+
+#ifdef PAGODA_HAVE_VULKAN
+// Where the loader finds no driver, the binary still runs: `devices` says why there is none and
+// `--backend vulkan` fails naming what to install.
+TEST(VulkanDevices, NoDriverIsNamedNotACrash) {
+    const std::string model = test::fixture("models/stories260K.gguf");
+    PAGODA_REQUIRE_FIXTURE(model);
+    const std::string env = "env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json ";
+    int status = -1;
+    std::string out = run_binary("devices", &status, env);
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_NE(out.find("mesa-vulkan-drivers"), std::string::npos) << out;
+
+    out = run_binary("run -m " + model + " --backend vulkan -p hi -n 2", &status, env);
+    EXPECT_NE(status, 0) << out;
+    EXPECT_NE(out.find("vulkan backend"), std::string::npos) << out;
+    EXPECT_NE(out.find("mesa-vulkan-drivers"), std::string::npos) << out;
+}
+#endif
+
+}  // namespace
+}  // namespace pagoda::backend
