@@ -64,6 +64,18 @@ bool is_codebook_type(GgmlType type) {
     }
 }
 
+int codebook_max_code(GgmlType type) {
+    switch (type) {
+        case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: return 127;
+        case GgmlType::MXFP4: return 12;
+        case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ2_S: return 43;
+        case GgmlType::IQ3_XXS: return 62;
+        case GgmlType::IQ3_S: return 15;
+        case GgmlType::IQ1_S: case GgmlType::IQ1_M: return 9;
+        default: fail("codebook_max_code: {} is not a codebook type", gguf::type_name(uint32_t(type)));
+    }
+}
+
 void codebook_codes(GgmlType type, const uint8_t* blk, int j, int8_t c[32]) {
     const IqGrids& g = iq_grids();
     switch (type) {

@@ -47,6 +47,9 @@ inline float e8m0_half_to_f32(uint8_t e) {
 }
 
 bool is_codebook_type(gguf::GgmlType type);
+// The largest |code| the type's codes reach (IQ4: 127, MXFP4: 12, IQ2: 43, IQ3_XXS: 62, IQ3_S: 15,
+// IQ1: 9), so a kernel can offset them to unsigned values without wasting range.
+int codebook_max_code(gguf::GgmlType type);
 
 // Sub-block j (0 .. values_per_block / 32 - 1) of the block at blk.
 void codebook_codes(gguf::GgmlType type, const uint8_t* blk, int j, int8_t codes[32]);
