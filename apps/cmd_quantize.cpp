@@ -1,4 +1,4 @@
-// `pagoda quantize IN.gguf OUT.gguf TYPE [--calib TEXT]`: post-training weight quantisation.
+// `pagoda quantize IN.gguf OUT.gguf TYPE [--calib TEXT | --imatrix FILE]`: post-training weight quantisation.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -17,6 +17,7 @@
 #include "model/calibration.h"
 #include "model/open_step_model.h"
 #include "model/model_file.h"
+#include "quant/imatrix_file.h"
 #include "quant/quantize_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,7 +25,7 @@ namespace pagoda::app {
 namespace {
 
 struct QuantizeOptions {
-    std::string input, output, type, calib, token_embedding_type, output_tensor_type;
+    std::string input, output, type, calib, imatrix, token_embedding_type, output_tensor_type;
     int64_t calib_tokens = 8192, calib_ctx = 512;
     int threads = 0;
     bool plain = false, allow_requantize = false;
@@ -36,6 +37,11 @@ std::string canonical_type(std::string name) {
     if (name == "q4_k_s") return "q4_k";
     if (name == "q3_k_s") return "q3_k";
     if (name == "q5_k_s") return "q5_k";
+    if (name == "mxfp4_moe") return "mxfp4";
+    for (const char* grid : {"iq2_xxs", "iq2_xs", "iq2_s", "iq2_m", "iq3_xxs", "iq3_xs", "iq3_s", "iq3_m", "iq1_s", "iq1_m"})
+        if (name == grid)
+            throw CLI::ValidationError("type", "quantising to " + name + " is not supported (files holding the IQ1/IQ2/IQ3 "
+                                               "types load and run; pagoda quantises to iq4_nl, iq4_xs and mxfp4)");
     return name;
 }
 
@@ -128,6 +134,8 @@ int run_quantize(const QuantizeOptions& o) {
     req.token_embedding_type = o.token_embedding_type;
     req.output_tensor_type = o.output_tensor_type;
     if (o.plain && !o.calib.empty()) fail("--plain-minmax and --calib exclude each other");
+    if (o.plain && !o.imatrix.empty()) fail("--plain-minmax and --imatrix exclude each other");
+    if (!o.calib.empty() && !o.imatrix.empty()) fail("--calib and --imatrix exclude each other (both give the importance)");
     check_not_quantised(o.input, o.allow_requantize);
     const auto start = std::chrono::steady_clock::now();
     const int threads = o.threads > 0 ? o.threads : default_thread_count();
@@ -150,6 +158,21 @@ int run_quantize(const QuantizeOptions& o) {
             for (float& v : w) v += float(0.01 * mean);
         }
     }
+    if (!o.imatrix.empty()) {
+        req.importance = quant::read_imatrix_file(o.imatrix);
+        std::shared_ptr<const gguf::File> file = model::open_model_file(o.input);
+        size_t matched = 0;
+        for (const auto& [name, w] : req.importance) {
+            const gguf::TensorInfo* t = file->find_tensor(name);
+            if (!t) continue;
+            ++matched;
+            if (t->shape.empty() || t->shape[0] != int64_t(w.size()))
+                fail("imatrix {}: {} has {} columns, the model's tensor has {}", o.imatrix, name, w.size(),
+                     t->shape.empty() ? 0 : t->shape[0]);
+        }
+        if (matched == 0) fail("imatrix {}: none of its {} entries names a tensor of {}", o.imatrix, req.importance.size(), o.input);
+        std::fprintf(stderr, "pagoda quantize: importance of %zu tensors from %s\n", matched, o.imatrix.c_str());
+    }
     QuantizeProgress progress;
     req.progress = [&progress](size_t done, size_t total, const quant::TensorReport& t) { progress.add(done, total, t); };
 
@@ -167,7 +190,7 @@ int run_quantize(const QuantizeOptions& o) {
         if (t.from_type != t.to_type) { g.err += t.relative_error; ++g.quantised; }
     }
     std::printf("pagoda quantize: %s -> %s (%s%s) in %.1f s\n", o.input.c_str(), o.output.c_str(), o.type.c_str(),
-                o.calib.empty() ? "" : ", calibrated", seconds);
+                o.calib.empty() ? (o.imatrix.empty() ? "" : ", imatrix") : ", calibrated", seconds);
     print_groups(groups);
     std::printf("total: %.2f MiB -> %.2f MiB (%.1f %%)\n", double(report.bytes_in) / 1048576.0,
                 double(report.bytes_out) / 1048576.0, 100.0 * double(report.bytes_out) / double(report.bytes_in));
@@ -179,8 +202,12 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
     sub.add_option("input", o->input, "Input GGUF or Hugging Face model folder (F32, F16 or BF16; a quantised one with --allow-requantize)")->required();
     sub.add_option("output", o->output, "Output GGUF")->required();
     sub.add_option("type", o->type,
-                   "q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q3_k_m, q4_k, q4_k_m, q5_k, q5_k_m, q6_k, int8, int4-g32, "
-                   "int4-g128; any case, and llama-quantize's Q3_K_S / Q4_K_S / Q5_K_S for q3_k / q4_k / q5_k. The "
+                   "q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q3_k_m, q4_k, q4_k_m, q5_k, q5_k_m, q6_k, iq4_nl, iq4_xs, mxfp4, "
+                   "int8, int4-g32, int4-g128; any case, and llama-quantize's Q3_K_S / Q4_K_S / Q5_K_S for q3_k / "
+                   "q4_k / q5_k and MXFP4_MOE for mxfp4 (here every weight matrix, not only the experts). IQ4_NL, "
+                   "IQ4_XS and MXFP4 search their scales weighted by importance (--calib or --imatrix); IQ4_XS rows "
+                   "not a multiple of 256 fall back to IQ4_NL. Quantising to the grid types IQ1_*, IQ2_*, IQ3_* is "
+                   "refused (files holding them load and run). The "
                    "_m mixes give some layer tensors more bits, as llama-quantize does: q4_k_m and q5_k_m attn_v and "
                    "ffn_down of the first and last eighth of the layers and every third between Q6_K; q3_k_m attn_v "
                    "Q5_K in layers 0-1 else Q4_K, ffn_down Q5_K in the first sixteenth else Q4_K, attn_output Q4_K")
@@ -188,6 +215,9 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
         ->transform(canonical_type)
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_option("--calib", o->calib, "Calibration text: weight the scale search by activation statistics");
+    sub.add_option("--imatrix", o->imatrix,
+                   "llama.cpp importance matrix (GGUF from llama-imatrix: NAME.in_sum2 / NAME.counts per weight) "
+                   "weighting the scale search instead of --calib");
     sub.add_option("--calib-tokens", o->calib_tokens, "Calibration tokens to use at most")->check(in_range(1, 1 << 24));
     sub.add_option("--calib-ctx", o->calib_ctx, "Calibration window length")->check(in_range(2, 1 << 16));
     sub.add_option("--token-embedding-type", o->token_embedding_type,

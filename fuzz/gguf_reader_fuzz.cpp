@@ -1,10 +1,14 @@
 // libFuzzer entry for the GGUF reader: any input must either parse or throw pagoda::Error. When it
-// parses, every value, getter and tensor byte is touched so the sanitizers see any bad view.
+// parses, every value, getter and tensor byte is touched so the sanitizers see any bad view; the
+// file is also read as a llama.cpp imatrix (quant/imatrix_file.h), and every tensor of a codebook
+// type (IQ*, MXFP4) is dequantised, so arbitrary code bytes index the grids.
 #include <cstddef>
 #include <cstdint>
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "quant/codebook_blocks.h"
+#include "quant/imatrix_file.h"
 
 namespace {
 
@@ -60,6 +64,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         uint64_t sum = uint64_t(t.n_elements());
         for (uint64_t i = 0; i < t.n_bytes; ++i) sum += t.data[i];
         sink = sink + sum;
+        if (pagoda::quant::is_codebook_type(t.type) && !t.shape.empty()) {
+            float out[256];
+            const auto& traits = type_traits(t.type);
+            for (uint64_t b = 0; b + uint64_t(traits.type_size) <= t.n_bytes; b += uint64_t(traits.type_size)) {
+                pagoda::quant::dequantize_row_codebook(t.type, t.data + b, out, traits.block_size);
+                sink = sink + uint64_t(out[0] != out[0]);
+            }
+        }
     }
+    quietly([&] { sink = sink + pagoda::quant::read_imatrix(*f).size(); });
     return 0;
 }

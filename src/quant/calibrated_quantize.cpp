@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/block_formats.h"
+#include "quant/codebook_quantize.h"
 #include "quant/quantize.h"
 
 namespace pagoda::quant {
@@ -188,6 +189,8 @@ void quantize_row_calibrated(const QuantTarget& t, const float* x, const float* 
     switch (t.type) {
         case GgmlType::Q8_0: return quantize_q8_0(x, importance, out, n);
         case GgmlType::Q4_0: return quantize_q4_0(x, importance, out, n);
+        case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: case GgmlType::MXFP4:
+            return quantize_row_codebook(t.type, x, importance, out, n);
         default: return quantize_row(t.type, x, out, n);
     }
 }

@@ -5,7 +5,8 @@
 // ones without calibration). The output is the standard block format, so any GGUF reader computes
 // the same values. Types: Q8_0, Q4_0 and pagoda's int8 / int4-g32 / int4-g128 schemes; Q4_K, Q5_K,
 // Q6_K, Q2_K and Q3_K use the reference quantiser's own scale search (their super-block scales are searched
-// there), Q5_0 and Q5_1 the reference quantiser's plain min/max scales (no importance weighting).
+// there), Q5_0 and Q5_1 the reference quantiser's plain min/max scales (no importance weighting);
+// IQ4_NL, IQ4_XS and MXFP4 their own importance-weighted search (quant/codebook_quantize.h).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "quant/codebook_blocks.h"
 #include "core/half.h"
 #include "quant/block_formats.h"
 
@@ -171,7 +172,7 @@ bool is_supported_block_type(GgmlType type) {
         case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1:
         case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q2_K: case GgmlType::Q3_K:
         case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K: return true;
-        default: return false;
+        default: return is_codebook_type(type);
     }
 }
 
@@ -192,7 +193,7 @@ void dequantize_row(GgmlType type, const void* blocks, float* out, int64_t n) {
         case GgmlType::Q4_K: return dequantize_row_q4_K(blocks, out, n);
         case GgmlType::Q5_K: return dequantize_row_q5_K(blocks, out, n);
         case GgmlType::Q6_K: return dequantize_row_q6_K(blocks, out, n);
-        default: return;
+        default: return dequantize_row_codebook(type, blocks, out, n);
     }
 }
 

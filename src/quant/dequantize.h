@@ -19,7 +19,7 @@ void dequantize_row_q4_K(const void* blocks, float* out, int64_t n);
 void dequantize_row_q5_K(const void* blocks, float* out, int64_t n);
 void dequantize_row_q6_K(const void* blocks, float* out, int64_t n);
 
-// True for the block types above.
+// True for the block types above and the codebook types (IQ*, MXFP4; quant/codebook_blocks.h).
 bool is_supported_block_type(gguf::GgmlType type);
 // Dispatches on type; throws pagoda::Error for other types or when n is not a multiple of the block.
 void dequantize_row(gguf::GgmlType type, const void* blocks, float* out, int64_t n);

@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/block_formats.h"
+#include "quant/codebook_blocks.h"
+#include "quant/codebook_quantize.h"
 
 namespace pagoda::quant {
 
@@ -479,11 +481,12 @@ bool can_quantize(GgmlType type) {
         case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
         case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
             return true;
-        default: return false;
+        default: return is_codebook_quantisable(type);
     }
 }
 
 void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {
+    if (is_codebook_type(type)) return quantize_row_codebook(type, x, nullptr, out, n);  // refuses by name
     if (!can_quantize(type)) fail("quantize: no quantiser for type {}", gguf::type_name(uint32_t(type)));
     check_length(type, n);
     switch (type) {
@@ -497,7 +500,7 @@ void quantize_row(GgmlType type, const float* x, void* out, int64_t n) {
         case GgmlType::Q4_K: return quantize_row_q4_K(x, out, n);
         case GgmlType::Q5_K: return quantize_row_q5_K(x, out, n);
         case GgmlType::Q6_K: return quantize_row_q6_K(x, out, n);
-        default: return;
+        default: return quantize_row_codebook(type, x, nullptr, out, n);
     }
 }
 

@@ -21,6 +21,7 @@ void quantize_row_q4_K(const float* x, void* out, int64_t n);
 void quantize_row_q5_K(const float* x, void* out, int64_t n);
 void quantize_row_q6_K(const float* x, void* out, int64_t n);
 
+// Also IQ4_NL, IQ4_XS and MXFP4 (quant/codebook_quantize.h, uniform importance).
 bool can_quantize(gguf::GgmlType type);
 // Throws pagoda::Error for a type without a quantiser or n not a multiple of its block size.
 void quantize_row(gguf::GgmlType type, const float* x, void* out, int64_t n);

@@ -24,8 +24,8 @@ using gguf::GgmlType;
 
 const std::vector<std::string>& quantize_target_names() {
     static const std::vector<std::string> names = {"q8_0", "q4_0", "q5_0", "q5_1", "q2_k", "q3_k", "q3_k_m",
-                                                   "q4_k", "q4_k_m", "q5_k", "q5_k_m", "q6_k", "int8", "int4-g32",
-                                                   "int4-g128"};
+                                                   "q4_k", "q4_k_m", "q5_k", "q5_k_m", "q6_k", "iq4_nl", "iq4_xs",
+                                                   "mxfp4", "int8", "int4-g32", "int4-g128"};
     return names;
 }
 
@@ -44,6 +44,13 @@ QuantTarget parse_target(const std::string& name) {
     if (name == "q4_k" || name == "q4_k_m") return ggml(GgmlType::Q4_K);
     if (name == "q5_k" || name == "q5_k_m") return ggml(GgmlType::Q5_K);
     if (name == "q6_k") return ggml(GgmlType::Q6_K);
+    if (name == "iq4_nl") return ggml(GgmlType::IQ4_NL);
+    if (name == "iq4_xs") return ggml(GgmlType::IQ4_XS);
+    if (name == "mxfp4") return ggml(GgmlType::MXFP4);
+    for (const char* grid : {"iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m"})
+        if (name == grid)
+            fail("quantisation to {} is not supported (files holding it load and compute; pagoda quantises to "
+                 "iq4_nl, iq4_xs and mxfp4 of the IQ-era types)", name);
     if (auto s = scheme_from_name(name)) return scheme(*s);
     fail("unknown quantisation type '{}' (expected one of: {})", name, fmt::join(quantize_target_names(), ", "));
 }
@@ -63,6 +70,9 @@ uint32_t file_type_of(const std::string& target) {
     if (target == "q5_k") return 16;  // Q5_K_S
     if (target == "q5_k_m") return 17;
     if (target == "q6_k") return 18;
+    if (target == "iq4_nl") return 25;
+    if (target == "iq4_xs") return 30;
+    if (target == "mxfp4") return 38;  // llama.cpp's MXFP4_MOE
     return 0;
 }
 
@@ -74,6 +84,7 @@ std::optional<QuantTarget> fallback(const QuantTarget& t) {
     // As llama-quantize: 2- and 3-bit K-quants fall back to Q4_0 for rows not a multiple of 256.
     if (!t.scheme && (t.type == GgmlType::Q2_K || t.type == GgmlType::Q3_K)) return ggml(GgmlType::Q4_0);
     if (!t.scheme && t.type == GgmlType::Q6_K) return ggml(GgmlType::Q8_0);
+    if (!t.scheme && t.type == GgmlType::IQ4_XS) return ggml(GgmlType::IQ4_NL);  // as llama-quantize
     return std::nullopt;
 }
 
@@ -113,6 +124,7 @@ std::shared_ptr<const gguf::File> quantize_loaded(std::shared_ptr<const gguf::Fi
     std::string lower = target;
     for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
     if (lower == "q4_k_s" || lower == "q3_k_s" || lower == "q5_k_s") lower.resize(4);  // llama-quantize's names
+    if (lower == "mxfp4_moe") lower = "mxfp4";
     parse_target(lower);  // an unknown name fails here, before the model is read
     for (const auto& t : in->tensors())
         if (t.shape.size() >= 2 && t.type != GgmlType::F32 && t.type != GgmlType::F16 && t.type != GgmlType::BF16)

@@ -7,7 +7,8 @@
 // 3-D expert tensors (ffn_*_exps, experts stacked) are quantised row by row like any matrix; the
 // expert router (ffn_gate_inp) keeps its type, as llama-quantize does. A matrix
 // whose row length does not fit the target's block falls back to the next type that fits
-// (int4-g128 -> int4-g32 -> q8_0, q4_k / q3_k / q2_k -> q4_0, q5_k -> q5_1, q6_k -> q8_0), else stays.
+// (int4-g128 -> int4-g32 -> q8_0, q4_k / q3_k / q2_k -> q4_0, q5_k -> q5_1, q6_k -> q8_0, iq4_xs ->
+// iq4_nl), else stays.
 // With importance statistics (calibration), weights are also scaled activation-aware first
 // (quant/activation_scaling.h), the norms absorbing the inverse scales.
 #pragma once
@@ -38,7 +39,7 @@ struct TensorReport {
 
 struct QuantizeRequest {
     std::string input, output;
-    std::string target;  // q8_0 q4_0 q5_0 q5_1 q2_k q3_k q3_k_m q4_k q4_k_m q5_k q5_k_m q6_k int8 int4-g32 int4-g128
+    std::string target;  // q8_0 q4_0 q5_0 q5_1 q2_k q3_k q3_k_m q4_k q4_k_m q5_k q5_k_m q6_k iq4_nl iq4_xs mxfp4 int8 int4-g32 int4-g128
     // Per tensor name: column importance (mean squared input activation); missing: uniform.
     std::map<std::string, std::vector<float>> importance;
     // Called after each tensor, in file order: tensors done, of total, and the one just done.

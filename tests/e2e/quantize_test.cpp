@@ -1,5 +1,6 @@
 // `pagoda quantize` end to end: standard GGUF output with the expected types, quantised models that
 // run and stay close to their base (KL divergence), and calibration that lowers the INT4 error.
+#include <cstring>
 #include <gtest/gtest.h>
 #include <map>
 #include <sstream>
@@ -40,6 +41,9 @@ TEST(Quantize, WritesStandardTypesByRule) {
         {"q4_k_m", {{"blk.1.attn_v.weight", "q6_K"}, {"blk.0.attn_v.weight", "q4_K"}, {"blk.0.attn_q.weight", "q4_K"}}},
         {"int8", {{"blk.1.ffn_down.weight", "q8_0"}}},
         {"int4-g128", {{"blk.1.ffn_up.weight", "q4_1"}}},
+        {"iq4_nl", {{"blk.0.attn_q.weight", "iq4_nl"}, {"output.weight", "q6_K"}}},
+        {"IQ4_XS", {{"blk.1.ffn_down.weight", "iq4_xs"}, {"output.weight", "q6_K"}}},
+        {"MXFP4_MOE", {{"blk.0.attn_k.weight", "mxfp4"}}},
     };
     for (const auto& [type, tensors] : expected) {
         auto r = run_pagoda({"quantize", base, out, type});
@@ -216,6 +220,59 @@ TEST(Quantize, ClippingSearchAndCalibrationLowerInt4Error) {
                  kl_calib = kl_against(calibrated, base);
     EXPECT_LT(kl_search, kl_plain);
     EXPECT_LT(kl_calib, kl_search);
+}
+
+// A llama.cpp importance matrix (GGUF: NAME.in_sum2 / NAME.counts) steers the scale search: the
+// output differs from the unweighted one, and its mistakes are named errors.
+TEST(Quantize, ImatrixWeightsTheSearchAndIsChecked) {
+    const std::string base = temp_path("qi-base.gguf"), plain = temp_path("qi-plain.gguf"), weighted = temp_path("qi-w.gguf");
+    ASSERT_EQ(run_pagoda({"gen-model", "--preset", "tiny", "--dim", "256", "--heads", "4", "--kv-heads", "2", "--ffn", "512",
+                          "-o", base}).exit_code, 0);
+    auto write_imatrix = [&](const std::string& path, int64_t bad_cols) {
+        gguf::Writer w;
+        w.set("imatrix.datasets", gguf::Value::strings({"test"}));
+        w.set("imatrix.chunk_count", gguf::Value::u32(1));
+        w.set("imatrix.chunk_size", gguf::Value::u32(512));
+        auto file = gguf::File::open(base);
+        for (const auto& t : file->tensors()) {
+            if (t.shape.size() != 2 || t.name.rfind("blk.", 0) != 0) continue;
+            const int64_t cols = bad_cols ? bad_cols : t.shape[0];
+            std::vector<float> sums(static_cast<size_t>(cols));
+            for (int64_t c = 0; c < cols; ++c) sums[size_t(c)] = c % 5 == 0 ? 400.f : 1.f;
+            std::vector<uint8_t> bytes(sums.size() * 4), count(4);
+            std::memcpy(bytes.data(), sums.data(), bytes.size());
+            const float one = 4.f;
+            std::memcpy(count.data(), &one, 4);
+            w.add_tensor(t.name + ".in_sum2", gguf::GgmlType::F32, {cols}, std::move(bytes));
+            w.add_tensor(t.name + ".counts", gguf::GgmlType::F32, {1}, std::move(count));
+        }
+        w.write(path);
+    };
+    const std::string imatrix = temp_path("qi.imatrix.gguf"), bad = temp_path("qi-bad.imatrix.gguf");
+    write_imatrix(imatrix, 0);
+    write_imatrix(bad, 96);
+    for (const char* type : {"iq4_xs", "mxfp4"}) {
+        ASSERT_EQ(run_pagoda({"quantize", base, plain, type}).exit_code, 0) << type;
+        auto r = run_pagoda({"quantize", base, weighted, type, "--imatrix", imatrix});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.err.find("importance of"), std::string::npos) << r.err;
+        auto a = gguf::File::open(plain), b = gguf::File::open(weighted);
+        const auto* ta = a->find_tensor("blk.0.attn_q.weight");
+        const auto* tb = b->find_tensor("blk.0.attn_q.weight");
+        ASSERT_EQ(ta->n_bytes, tb->n_bytes);
+        EXPECT_NE(std::memcmp(ta->data, tb->data, ta->n_bytes), 0) << type << ": the imatrix changed nothing";
+        auto run = run_pagoda({"run", "-m", weighted, "-p", "abc", "-n", "4", "--temp", "0", "--ids"});
+        EXPECT_EQ(run.exit_code, 0) << run.err;
+    }
+    auto wrong = run_pagoda({"quantize", base, weighted, "iq4_nl", "--imatrix", bad});
+    EXPECT_EQ(wrong.exit_code, 1);
+    EXPECT_NE(wrong.err.find("96 columns"), std::string::npos) << wrong.err;
+    auto both = run_pagoda({"quantize", base, weighted, "iq4_nl", "--imatrix", imatrix, "--calib", imatrix});
+    EXPECT_NE(both.exit_code, 0);
+    EXPECT_NE(both.err.find("exclude each other"), std::string::npos) << both.err;
+    auto grid = run_pagoda({"quantize", base, weighted, "IQ2_XXS"});
+    EXPECT_NE(grid.exit_code, 0);
+    EXPECT_NE(grid.err.find("iq2_xxs is not supported"), std::string::npos) << grid.err;
 }
 
 TEST(Quantize, ClearErrors) {

@@ -55,6 +55,25 @@ TEST(GgufInfo, PrintsHeaderMetadataAndTensors) {
     EXPECT_TRUE(has(all.out, "\"tok19\"]")) << all.out;
 }
 
+TEST(GgufInfo, NamesTheCodebookTypes) {
+    // A mixed file (as llama.cpp's IQ / MXFP4 uploads are): every tensor's type printed by name.
+    Writer w;
+    w.set("general.architecture", Value::string("llama"));
+    const std::pair<GgmlType, const char*> types[] = {
+        {GgmlType::IQ4_NL, "iq4_nl"},   {GgmlType::IQ4_XS, "iq4_xs"}, {GgmlType::MXFP4, "mxfp4"},
+        {GgmlType::IQ2_XXS, "iq2_xxs"}, {GgmlType::IQ2_XS, "iq2_xs"}, {GgmlType::IQ2_S, "iq2_s"},
+        {GgmlType::IQ3_XXS, "iq3_xxs"}, {GgmlType::IQ3_S, "iq3_s"},   {GgmlType::IQ1_S, "iq1_s"},
+        {GgmlType::IQ1_M, "iq1_m"},     {GgmlType::Q4_K, "q4_K"},     {GgmlType::Q5_0, "q5_0"}};
+    int i = 0;
+    for (const auto& [type, name] : types)
+        w.add_tensor("blk.0.w" + std::to_string(i++), type, {256, 1}, std::vector<uint8_t>(size_t(*row_size(type, 256)), 0));
+    const std::string path = pagoda::test::temp_path("info_codebook.gguf");
+    w.write(path);
+    Result r = run_info(path);
+    ASSERT_EQ(r.status, 0) << r.out;
+    for (const auto& [type, name] : types) EXPECT_TRUE(has(r.out, std::string(" ") + name)) << name << "\n" << r.out;
+}
+
 TEST(GgufInfo, ReportsErrors) {
     std::string path = pagoda::test::temp_path("not-gguf.bin");
     FILE* f = fopen(path.c_str(), "wb");

@@ -1,7 +1,7 @@
 // The CPU backend's forward pass against the reference backend (double-precision loops, the oracle)
 // end to end, on random-weight models of every architecture the builders cover (llama, qwen2, qwen3,
 // gemma2, gemma3, phi3) with GQA, both RoPE styles, QKV bias, tied and untied heads, sliding windows,
-// soft caps, LongRoPE and llama3 RoPE scaling, each float weight type and Q8_0, fused and unfused; prompt processed as one batch and then token by token must both match.
+// soft caps, LongRoPE and llama3 RoPE scaling, each float weight type, Q8_0, IQ4_NL, IQ4_XS and MXFP4, fused and unfused; prompt processed as one batch and then token by token must both match.
 #include <cmath>
 #include <filesystem>
 #include <tuple>
@@ -129,6 +129,14 @@ std::vector<Case> cases() {
 
         if (q.spec.arch == "phi3") q.spec.sliding_window = 6;
         q.quantize = "q8_0";
+        out.push_back(q);
+    }
+    // The codebook types through `pagoda quantize`'s driver (dim 256: IQ4_XS's super-block fits the
+    // rows; the int8 path's activation rounding as for Q8_0).
+    for (const char* target : {"iq4_nl", "iq4_xs", "mxfp4"}) {
+        Case q{std::string("llama_") + target, base, 5e-2};
+        q.spec.dim = 256; q.spec.n_heads = 4; q.spec.n_kv_heads = 2; q.spec.ffn_dim = 512; q.spec.seed = 21;
+        q.quantize = target;
         out.push_back(q);
     }
     // The unfused graph of each case too.

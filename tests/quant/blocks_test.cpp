@@ -403,7 +403,7 @@ TEST(QuantBlocks, RejectsBadLengthsAndTypes) {
     EXPECT_THROW(quantize_row(GgmlType::Q5_K, x, out, 64), Error);
     EXPECT_THROW(quantize_row(GgmlType::Q8_K, x, out, 256), Error);
     EXPECT_THROW(dequantize_row(GgmlType::Q8_0, out, x, 33), Error);
-    EXPECT_THROW(dequantize_row(GgmlType::IQ2_XS, out, x, 256), Error);
+    EXPECT_THROW(dequantize_row(GgmlType::TQ1_0, out, x, 256), Error);  // ternary: not supported
 }
 
 TEST(WeightSchemes, StoredAsStandardTypesWithBoundedError) {

@@ -6,6 +6,7 @@
 #include "core/half.h"
 #include "gguf/ggml_types.h"
 #include "quant/block_formats.h"
+#include "quant/codebook_blocks.h"
 
 namespace pagoda::kernels::detail {
 namespace {
@@ -160,6 +161,25 @@ inline void decode_row_local(gguf::GgmlType type, const uint8_t* row, int64_t co
             return;
         }
         default:
+            if (quant::is_codebook_type(type)) {
+                // Signed int8 codes with a scale per 16 values (quant/codebook_blocks.h): u = c + o with
+                // o the type's largest |code|, not 128: the offset term mh * s cancels against o * sum(q)
+                // in f32, so a small o keeps small-code types (MXFP4, IQ1-3) accurate.
+                const gguf::TypeTraits& t = gguf::type_traits(type);
+                const int o = quant::codebook_max_code(type);
+                const int subs = int(t.block_size / 32);
+                int8_t c[32];
+                float s[2];
+                for (int64_t b = 0; b < cols / t.block_size; ++b)
+                    for (int j = 0; j < subs; ++j) {
+                        const uint8_t* blk = row + b * t.type_size;
+                        const int64_t i = b * subs + j;
+                        quant::codebook_codes(type, blk, j, c);
+                        quant::codebook_scales(type, blk, j, s);
+                        for (int k = 0; k < 32; ++k) u[i * 32 + k] = uint8_t(int(c[k]) + o);
+                        set_half(sw, mh, i, s[0], -float(o) * s[0], s[1], -float(o) * s[1]);
+                    }
+            }
             return;
     }
 }

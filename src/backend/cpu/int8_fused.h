@@ -27,6 +27,7 @@
 #include "backend/cpu/fused_acts.h"
 #include "backend/cpu/matmul_paths.h"
 #include "quant/block_formats.h"
+#include "quant/codebook_blocks.h"
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
 #include "backend/cpu/int8_quantize_avx512.h"
 #endif
@@ -274,6 +275,77 @@ struct FmtQ3_K {
         const uint8_t* blk = row + g * 110;
         const __m256i high = _mm256_and_si256(_mm256_srli_epi16(load256(blk), j), _mm256_set1_epi8(1));
         return _mm256_or_si256(two_bit_codes(blk + 32, j), _mm256_slli_epi16(high, 2));
+    }
+};
+
+// Codebook types (quant/codebook_blocks.h): signed int8 codes. IQ4_NL, MXFP4 and IQ4_XS look their
+// nibbles up in a register (16-byte table, vpshufb); the grid types (IQ1/IQ2/IQ3) decode each
+// 32-value sub-block with the scalar decoder and have a scale per 16-value half.
+inline __m256i lookup_nibbles16(const uint8_t* qs, const int8_t* table) {
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+    return _mm256_shuffle_epi8(t, unpack_nibbles16(qs));
+}
+
+struct FmtIQ4_NL {
+    static constexpr int block_bytes = 18, offset = 0;
+    static constexpr bool is_signed = true, has_min = false, per_half = false, super = false;
+    static void scales(const uint8_t* row, int64_t g, int n, __m256& sc0, __m256&, __m256&, __m256&) {
+        sc0 = f16x8(gather_f16<18>(row + g * 8 * 18, n));
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) {
+        return lookup_nibbles16(row + (g * 8 + j) * 18 + 2, quant::kValuesIq4nl);
+    }
+};
+
+struct FmtMXFP4 {
+    static constexpr int block_bytes = 17, offset = 0;
+    static constexpr bool is_signed = true, has_min = false, per_half = false, super = false;
+    static void scales(const uint8_t* row, int64_t g, int n, __m256& sc0, __m256&, __m256&, __m256&) {
+        float s[8];
+        for (int j = 0; j < 8; ++j) s[j] = j < n ? quant::e8m0_half_to_f32(row[(g * 8 + j) * 17]) : 0.f;
+        sc0 = _mm256_loadu_ps(s);
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) {
+        return lookup_nibbles16(row + (g * 8 + j) * 17 + 1, quant::kValuesMxfp4);
+    }
+};
+
+struct FmtIQ4_XS {
+    static constexpr int block_bytes = 136 / 8, offset = 0;
+    static constexpr bool is_signed = true, has_min = false, per_half = false, super = true;
+    // Sub-block j's scale d * (ls - 32), ls: nibble j % 2 of scales_l[j / 2] | 2 bits of scales_h << 4.
+    static void scales(const uint8_t* row, int64_t g, int, __m256& sc0, __m256&, __m256&, __m256&) {
+        const uint8_t* blk = row + g * 136;
+        uint16_t h;
+        std::memcpy(&h, blk + 2, 2);
+        int32_t ls[8];
+        for (int j = 0; j < 8; ++j) ls[j] = (((blk[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (((h >> (2 * j)) & 3) << 4)) - 32;
+        sc0 = _mm256_mul_ps(_mm256_set1_ps(h2f(blk)),
+                            _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ls))));
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) {
+        return lookup_nibbles16(row + g * 136 + 8 + 16 * j, quant::kValuesIq4nl);
+    }
+};
+
+template <gguf::GgmlType Type, int BlockBytes>
+struct FmtGrid {
+    static constexpr int block_bytes = BlockBytes / 8, offset = 0;
+    static constexpr bool is_signed = true, has_min = false, per_half = true, super = true;
+    static void scales(const uint8_t* row, int64_t g, int, __m256& sc0, __m256& sc1, __m256&, __m256&) {
+        float a[8], b[8], s[2];
+        for (int j = 0; j < 8; ++j) {
+            quant::codebook_scales(Type, row + g * BlockBytes, j, s);
+            a[j] = s[0];
+            b[j] = s[1];
+        }
+        sc0 = _mm256_loadu_ps(a);
+        sc1 = _mm256_loadu_ps(b);
+    }
+    static __m256i codes(const uint8_t* row, int64_t g, int j) {
+        int8_t c[32];
+        quant::codebook_codes(Type, row + g * BlockBytes, j, c);
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
     }
 };
 
@@ -525,6 +597,16 @@ void fused_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* 
         case gguf::GgmlType::Q4_K: return fused_matmul_fmt<Dot, FmtQ4_K>(w, x, n_tokens, y, pool, tiles);
         case gguf::GgmlType::Q5_K: return fused_matmul_fmt<Dot, FmtQ5_K>(w, x, n_tokens, y, pool, tiles);
         case gguf::GgmlType::Q6_K: return fused_matmul_fmt<Dot, FmtQ6_K>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ4_NL: return fused_matmul_fmt<Dot, FmtIQ4_NL>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ4_XS: return fused_matmul_fmt<Dot, FmtIQ4_XS>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::MXFP4: return fused_matmul_fmt<Dot, FmtMXFP4>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ2_XXS: return fused_matmul_fmt<Dot, FmtGrid<gguf::GgmlType::IQ2_XXS, 66>>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ2_XS: return fused_matmul_fmt<Dot, FmtGrid<gguf::GgmlType::IQ2_XS, 74>>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ2_S: return fused_matmul_fmt<Dot, FmtGrid<gguf::GgmlType::IQ2_S, 82>>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ3_XXS: return fused_matmul_fmt<Dot, FmtGrid<gguf::GgmlType::IQ3_XXS, 98>>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ3_S: return fused_matmul_fmt<Dot, FmtGrid<gguf::GgmlType::IQ3_S, 110>>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ1_S: return fused_matmul_fmt<Dot, FmtGrid<gguf::GgmlType::IQ1_S, 50>>(w, x, n_tokens, y, pool, tiles);
+        case gguf::GgmlType::IQ1_M: return fused_matmul_fmt<Dot, FmtGrid<gguf::GgmlType::IQ1_M, 56>>(w, x, n_tokens, y, pool, tiles);
         default: fail("matmul: no int8 kernel for {}", gguf::type_name(uint32_t(w.type)));
     }
 }

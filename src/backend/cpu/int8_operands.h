@@ -12,6 +12,8 @@
 // Q5_0: u = 5-bit code, sw = d, mh = -16 d.   Q5_1: sw = d, mh = m.
 // Q2_K (16-value sub-blocks = halves): u = 2-bit code, sw = d*sc_k, mh = -dmin*m_k.
 // Q3_K: u = 3-bit code (low bits | hmask bit << 2), sw = d*(sc_k - 32), mh = -4 sw.
+// Codebook types (IQ*, MXFP4; quant/codebook_blocks.h): u = int8 code + o (o: the type's largest |code|),
+// sw = its half's scale, mh = -o sw.
 #pragma once
 #include <cstdint>
 #include <vector>

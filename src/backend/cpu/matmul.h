@@ -9,7 +9,8 @@
 //
 // Weight types: F32, F16, BF16 (converted to f32 in registers, f32 FMA; packed F16 / BF16 weights may
 // instead use the bf16 dot method, see FloatMethod and PackedWeight), and Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. Quantised weights use, by default, the int8 method: activations are quantised per 32 values
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and the codebook types IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (signed int8 codes, quant/codebook_blocks.h). Quantised weights use, by default, the int8 method: activations are quantised per 32 values
 // to int8 (scale = max|x|/127, round to nearest even) and multiplied with exact integer dot products
 // (vpdpbusd on AVX-512 VNNI, vpmaddubsw + vpmaddwd on AVX2) on weight blocks unpacked in registers,
 // scaled per block in f32. The alternative dequant_fma method dequantises weight tiles to f32 and

@@ -14,7 +14,9 @@ using namespace testing;
 
 const GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                               GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K,
-                              GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                              GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+                              GgmlType::MXFP4, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS,
+                              GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M};
 
 int64_t block_of(GgmlType t) { return gguf::type_traits(t).block_size; }
 
@@ -210,7 +212,8 @@ TEST(Matmul, DequantFmaEqualsF32MatmulOfDequantisedWeights) {
     std::mt19937 rng(13);
     set_quant_method(QuantMethod::dequant_fma);
     const int64_t rows = 10, cols = 512, n = 9;
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K}) {
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K,
+                          GgmlType::IQ4_XS, GgmlType::MXFP4, GgmlType::IQ2_S, GgmlType::IQ1_M}) {
         auto w = make_weights(type, rows, cols, rng);
         std::vector<float> deq(size_t(rows * cols));
         for (int64_t r = 0; r < rows; ++r) dequantize_row(w.view(), r, deq.data() + r * cols);
@@ -228,7 +231,8 @@ TEST(Matmul, RejectsUnsupportedTypesAndBadShapes) {
     uint8_t data[256] = {};
     EXPECT_THROW(matmul(WeightView{GgmlType::Q8_1, data, 1, 256}, x, 1, y, pool), Error);
     EXPECT_THROW(matmul(WeightView{GgmlType::Q4_0, data, 1, 40}, x, 1, y, pool), Error);
-    EXPECT_FALSE(matmul_supports(GgmlType::IQ2_XXS));
+    EXPECT_FALSE(matmul_supports(GgmlType::TQ1_0));
+    EXPECT_TRUE(matmul_supports(GgmlType::IQ2_XXS));
     EXPECT_TRUE(matmul_supports(GgmlType::Q6_K));
     for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K}) EXPECT_TRUE(matmul_supports(t));
     EXPECT_THROW(set_gemm_tiles(GemmTiles{0, 1, 1}), Error);

@@ -9,7 +9,9 @@
 #include "core/half.h"
 #include "gguf/ggml_types.h"
 #include "backend/cpu/matmul.h"
+#include "quant/codebook_blocks.h"
 #include "quant/quantize.h"
+#include "quant/random_codebook_blocks.h"
 
 namespace pagoda::kernels::testing {
 
@@ -64,7 +66,12 @@ inline RandomWeights make_weights(gguf::GgmlType type, int64_t rows, int64_t col
                 }
                 break;
             }
-            default: quant::quantize_row(type, row.data(), out, cols);
+            default:
+                // The IQ1/IQ2/IQ3 grid types have no quantiser: random codes with sane scales.
+                if (quant::is_codebook_type(type) && !quant::can_quantize(type))
+                    quant::testing::random_codebook_row(type, cols, rng, out);
+                else
+                    quant::quantize_row(type, row.data(), out, cols);
         }
     }
     return w;
