@@ -2,8 +2,9 @@
 # Runs the timing-sensitive tests many times beside a CPU hog and reports every failure: what to run
 # before resolving an issue that touches the engine loop, the server or the draft cost model
 # (docs/reliability.md keeps the results).
-#   scripts/stress-tests.sh [--runs N] [--hogs N] [--build DIR] [--only NAME]
-# Defaults: 20 runs of each test, one busy-loop hog per CPU (nproc), build/. --only runs the one
+#   scripts/stress-tests.sh [--runs N] [--hogs N] [--build DIR] [--tests BIN] [--only NAME]
+# Defaults: 20 runs of each test, one busy-loop hog per CPU (nproc), build/ (and its
+# tests/pagoda_tests; --tests names another gtest binary of the suite). --only runs the one
 # test of that name (a gtest name, or a CTest name such as deploy_fleet). The hogs are plain shell
 # busy loops at normal priority, started here and ended here. Logs of failed runs go to
 # DIR/stress/NAME.RUN.log. Exit status: 0 when every run of every test passed, else 1.
@@ -19,20 +20,21 @@ GTESTS=(
 )
 CTESTS=(deploy_fleet)
 
-runs=20 hogs=$(nproc) build=build only=""
+runs=20 hogs=$(nproc) build=build only="" tests_bin=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="${2:?--runs needs a number}"; shift 2 ;;
     --hogs) hogs="${2:?--hogs needs a number}"; shift 2 ;;
     --build) build="${2:?--build needs a folder}"; shift 2 ;;
     --only) only="${2:?--only needs a test name}"; shift 2 ;;
+    --tests) tests_bin="${2:?--tests needs a binary}"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | cut -c3-; exit 0 ;;
     *) echo "stress-tests: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "stress-tests: --runs must be a positive integer, got '$runs'" >&2; exit 2; }
 [[ "$hogs" =~ ^[0-9]+$ ]] || { echo "stress-tests: --hogs must be a number, got '$hogs'" >&2; exit 2; }
-tests_bin="$build/tests/pagoda_tests"
+tests_bin="${tests_bin:-$build/tests/pagoda_tests}"
 [ -x "$tests_bin" ] || { echo "stress-tests: no $tests_bin (build with scripts/build.sh)" >&2; exit 1; }
 if [ -n "$only" ]; then
   found=0
