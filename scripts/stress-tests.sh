@@ -35,12 +35,14 @@ done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "stress-tests: --runs must be a positive integer, got '$runs'" >&2; exit 2; }
 [[ "$hogs" =~ ^[0-9]+$ ]] || { echo "stress-tests: --hogs must be a number, got '$hogs'" >&2; exit 2; }
 tests_bin="${tests_bin:-$build/tests/pagoda_tests}"
-[ -x "$tests_bin" ] || { echo "stress-tests: no $tests_bin (build with scripts/build.sh)" >&2; exit 1; }
+need_gtests=1
 if [ -n "$only" ]; then
-  found=0
-  for t in "${GTESTS[@]}" "${CTESTS[@]}"; do [ "$t" = "$only" ] && found=1; done
+  found=0 need_gtests=0
+  for t in "${GTESTS[@]}"; do [ "$t" = "$only" ] && found=1 need_gtests=1; done
+  for t in "${CTESTS[@]}"; do [ "$t" = "$only" ] && found=1; done
   [ $found = 1 ] || { echo "stress-tests: '$only' is not one of: ${GTESTS[*]} ${CTESTS[*]}" >&2; exit 2; }
 fi
+[ $need_gtests = 0 ] || [ -x "$tests_bin" ] || { echo "stress-tests: no $tests_bin (build with scripts/build.sh)" >&2; exit 1; }
 logs="$build/stress"
 mkdir -p "$logs"
 
