@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The README's first command: installs the Debian packages, builds pagoda, and generates text.
+# The README's first command: installs what building and running need (no test servers, browser or
+# Node.js: scripts/test.sh installs those), builds pagoda, and generates text.
 #   scripts/quickstart.sh [MODEL.gguf] [PROMPT]
 # Without a model it writes a small random-weight model with `pagoda gen-model` (its text is
 # gibberish, but every part of the engine runs) and generates from that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+PAGODA_DEPS=build bash scripts/install-deps.sh
 bash scripts/build.sh
 MODEL=${1:-}
 PROMPT=${2:-Once upon a time}

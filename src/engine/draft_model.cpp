@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "engine/clock.h"
 
 namespace pagoda::engine {
 
@@ -76,10 +77,9 @@ void DraftModelProposer::add_rows(Active& a, int64_t end, bool logits,
 }
 
 std::vector<int32_t> DraftModelProposer::run_batch() {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     const std::vector<float> logits = model_.forward(batch_);
-    last_forwards_.push_back(
-        {batch_.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+    last_forwards_.push_back({batch_.size(), std::chrono::duration<double>(Clock::now() - start).count()});
     ++stats_.forwards;
     stats_.fed_tokens += batch_.size();
     const int64_t stride = model_.info().vocab_size;

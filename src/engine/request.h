@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/clock.h"
 #include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
@@ -19,7 +20,6 @@
 namespace pagoda::engine {
 
 using RequestId = uint64_t;
-using Clock = std::chrono::steady_clock;
 
 struct StopConditions {
     int64_t max_tokens = 16;              // generated tokens per choice (>= 1)

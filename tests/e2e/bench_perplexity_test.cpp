@@ -1,4 +1,7 @@
-// `pagoda bench` and `pagoda perplexity` end to end.
+// `pagoda bench` and `pagoda perplexity` end to end; the perplexity against one computed here from
+// the reference backend's logits.
+#include <cmath>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <fstream>
@@ -7,6 +10,10 @@
 
 #include "e2e/process.h"
 #include "fixtures.h"
+#include "gguf/gguf.h"
+#include "model/open_step_model.h"
+#include "model/sequence_runner.h"
+#include "tokenizer/tokenizer.h"
 
 namespace pagoda::test {
 namespace {
@@ -103,6 +110,42 @@ TEST(BenchCommand, OpTimesSplitEachTestsStepsByOp) {
     EXPECT_NE(table.out.find("| output head "), std::string::npos) << table.out;
 }
 
+struct Oracle {
+    double perplexity = 0;
+    int64_t scored = 0;
+};
+
+// Perplexity as `pagoda perplexity` defines it (apps/cmd_perplexity.cpp): windows of BOS + ctx - 1
+// text tokens, the second half of each scored, exp of the mean negative log-likelihood.
+Oracle reference_perplexity(const std::string& model_path, const std::string& text_path, int ctx, int max_windows) {
+    auto file = std::shared_ptr<const gguf::File>(gguf::File::open(model_path));
+    auto tok = tokenizer::Tokenizer::from_gguf(*file);
+    std::ifstream in(text_path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<int32_t> ids = tok->encode(text, {.add_bos = false, .add_eos = false});
+    auto reference = model::open_step_model(file, {.backend = "reference", .kv = {.dtype = kv::KvDtype::f32}, .tokens_wanted = ctx});
+    model::SequenceRunner runner(*reference, false);
+    const int64_t vocab = reference->info().vocab_size, body = ctx - 1;
+    long double nll = 0;
+    Oracle o;
+    for (int64_t w = 0; w < std::min<int64_t>(max_windows, int64_t(ids.size()) / body); ++w) {
+        std::vector<int32_t> window = {tok->bos()};
+        window.insert(window.end(), ids.begin() + w * body, ids.begin() + (w + 1) * body);
+        const std::vector<float> logits = runner.prefill(w, window, ctx, true);
+        runner.release(w);
+        for (int64_t p = ctx / 2; p + 1 < ctx; ++p) {
+            const float* row = logits.data() + p * vocab;
+            long double top = row[0], z = 0;
+            for (int64_t i = 1; i < vocab; ++i) top = std::max<long double>(top, row[i]);
+            for (int64_t i = 0; i < vocab; ++i) z += std::exp((long double)row[i] - top);
+            nll += top + std::log(z) - row[window[size_t(p + 1)]];
+            ++o.scored;
+        }
+    }
+    o.perplexity = double(std::exp(nll / (long double)o.scored));
+    return o;
+}
+
 TEST(PerplexityCommand, StoriesModelOnOurEvaluationText) {
     const std::string model = fixture("models/stories260K.gguf");
     PAGODA_REQUIRE_FIXTURE(model);
@@ -112,9 +155,15 @@ TEST(PerplexityCommand, StoriesModelOnOurEvaluationText) {
     auto pos = r.out.find("perplexity: ");
     ASSERT_NE(pos, std::string::npos) << r.out;
     double ppl = std::stod(r.out.substr(pos + 12));
+    // The oracle: the same windows scored from the reference backend's logits (double-precision
+    // loops), with the log-softmax in long double here. The CLI runs the CPU backend in f32; on
+    // this F32 model its logits agree with the reference's to ~1e-5, so the perplexities to 1e-3.
+    const Oracle want = reference_perplexity(model, text, 128, 6);
+    EXPECT_EQ(want.scored, 6 * 63) << "ctx 128: BOS + 127 text tokens a window, positions 64..126 scored";
+    EXPECT_NE(r.out.find(fmt::format("6 windows of 128, {} scored", want.scored)), std::string::npos) << r.out;
+    EXPECT_NEAR(ppl, want.perplexity, 1e-3 * want.perplexity) << r.out;
     // A trained TinyStories model on TinyStories-style text: far below the uniform 512.
-    EXPECT_GT(ppl, 1.5);
-    EXPECT_LT(ppl, 20.0);
+    EXPECT_LT(want.perplexity, 20.0);
 
     // Against itself: zero divergence and full agreement.
     auto self = run_pagoda({"perplexity", "-m", model, "-f", text, "--ctx", "64", "--max-windows", "2", "--kl-base", model});

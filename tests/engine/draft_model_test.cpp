@@ -224,13 +224,14 @@ TEST(DraftCostModel, LengthFollowsCostAndAcceptance) {
 }
 
 // In the engine: a draft model as slow as the target backs off (speculation would cost time), one
-// that costs nothing drafts fully; greedy output is the same in both.
+// that costs nothing drafts fully; greedy output is the same in both. Step costs are on the
+// engine's clock (FakeStepModel::step_cost), so the machine's load cannot change them.
 TEST(DraftModelEngine, CostModelBacksOffADearDraft) {
-    auto go = [](std::chrono::milliseconds draft_delay) {
+    auto go = [](std::chrono::milliseconds draft_cost) {
         FakeStepModel target(kVocab, 512, 4, 1 << 20, periodic_logits);
-        target.step_delay = std::chrono::milliseconds(4);
+        target.step_cost = std::chrono::milliseconds(4);
         auto draft = std::make_shared<FakeStepModel>(kVocab, 512, 4, 1 << 20, other_logits);
-        draft->step_delay = draft_delay;
+        draft->step_cost = draft_cost;
         EngineOptions options;
         options.speculative.draft_model = draft;
         options.speculative.max_draft = 6;
@@ -297,9 +298,9 @@ TEST(DraftCostModel, CostsAloneCanForbidDrafting) {
 TEST(DraftModelEngine, NoProbesWhereCostsAloneForbidDrafting) {
     auto go = [](bool with_draft) {
         FakeStepModel target(kVocab, 1024, 4, 1 << 20, periodic_logits);
-        target.step_delay = std::chrono::milliseconds(3);
+        target.step_cost = std::chrono::milliseconds(3);
         auto draft = std::make_shared<FakeStepModel>(kVocab, 1024, 4, 1 << 20, periodic_logits);
-        draft->step_delay = std::chrono::milliseconds(6);
+        draft->step_cost = std::chrono::milliseconds(6);
         EngineOptions options;
         if (with_draft) options.speculative.draft_model = draft;
         options.speculative.max_draft = 4;
@@ -317,7 +318,8 @@ TEST(DraftModelEngine, NoProbesWhereCostsAloneForbidDrafting) {
     const auto [drafted, forwards] = go(true);
     EXPECT_EQ(drafted, plain);
     // The first proposal: one catch-up forward and three draft rounds, all eight sequences in each.
-    // Two more forwards are allowed for timing noise; probing every 16 steps would add at least four.
+    // Two more forwards are allowed (the real microseconds around each step); probing every 16
+    // steps would add at least four.
     EXPECT_LE(forwards, 6);
 }
 
@@ -370,12 +372,11 @@ TEST(DraftCostModel, ALoneDrafterInALargeBatchPaysTheWholeForward) {
 // worth its catch-up for the others too, and output never changes.
 TEST(DraftModelEngine, OneScoutMeasuresBeforeTheOthersCatchUp) {
     FakeStepModel target(kVocab, 1024, 4, 1 << 20, periodic_logits);
-    // A step long beside a loaded machine's sleep jitter: the fitted cost of a verified row is
-    // then near zero, as it is, and a free, always-right draft pays for every sequence. At 20 ms
-    // one late wake-up while the fit was young (a 12-row step timed 10 ms long reads as 2.5 ms a
-    // verified row, 1/8 of a plain step) priced the others' catch-up out for good: seen once in a
-    // full suite run on two busy cores. At 60 ms the same delay leaves drafting 2x ahead.
-    target.step_delay = std::chrono::milliseconds(60);
+    // 20 ms a step on the engine's clock, whatever its rows: a verified row costs nothing, as it
+    // nearly does, and a free, always-right draft pays for every sequence. With real sleeps one
+    // late wake-up while the fit was young (a 12-row step timed 10 ms long reads as 2.5 ms a
+    // verified row) priced the others' catch-up out for good on two busy cores.
+    target.step_cost = std::chrono::milliseconds(20);
     auto draft = std::make_shared<FakeStepModel>(kVocab, 1024, 4, 1 << 20, periodic_logits);
     EngineOptions options;
     options.speculative.draft_model = draft;

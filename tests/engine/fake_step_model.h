@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "engine/clock.h"
 #include "engine/sampler.h"
 #include "engine/step_model.h"
 
@@ -94,11 +95,14 @@ public:
 
     std::vector<float> forward(const model::Batch& b) override {
         ++steps;
-        // The delay passes in slices so a raised interrupt flag ends the step, as the contract allows.
-        for (auto left = step_delay; left.count() > 0; left -= std::chrono::milliseconds(1)) {
+        // The delay passes in slices so a raised interrupt flag ends the step, as the contract allows;
+        // each slice sleeps toward one deadline, so late wake-ups do not add up.
+        const auto deadline = std::chrono::steady_clock::now() + step_delay;
+        for (auto now = std::chrono::steady_clock::now(); now < deadline; now = std::chrono::steady_clock::now()) {
             if (interrupt_ && interrupt_->load()) throw model::StepInterrupted();
-            std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(1)));
+            std::this_thread::sleep_until(std::min(deadline, now + std::chrono::milliseconds(1)));
         }
+        if (step_cost.count() > 0) Clock::advance_for_tests(step_cost);
         step_sizes.push_back(b.size());
         step_batches.push_back(b);
         for (int32_t t : b.tokens)
@@ -138,6 +142,9 @@ public:
     std::vector<std::vector<int32_t>> contexts;  // context of every logits row, in order
     int32_t fail_on_token = -1;
     std::chrono::milliseconds step_delay{0};  // makes steps slow enough to interleave with a test thread
+    // What a step costs on the engine's clock (engine/clock.h), without sleeping: the draft cost
+    // model then measures exactly this, however loaded the machine.
+    std::chrono::microseconds step_cost{0};
 
 private:
     struct Entry {

@@ -1,6 +1,7 @@
 #include "grammar/gbnf_parser.h"
 
 #include <gtest/gtest.h>
+#include <iostream>
 
 #include <random>
 
@@ -96,6 +97,7 @@ TEST(GbnfParser, FuzzNeverCrashes) {
                              "[0-9]{1,3}\nws ::= [ \\t\\n]{0,4} # ws\n";
     const std::string alphabet = "()[]{}*+?|\"\\:=#^-.,0123456789ax \n";
     std::mt19937 rng(7);
+    int parsed = 0, matched = 0;
     for (int i = 0; i < 3000; ++i) {
         std::string text = base;
         const int edits = 1 + int(rng() % 4);
@@ -108,11 +110,18 @@ TEST(GbnfParser, FuzzNeverCrashes) {
         }
         try {
             auto g = parse_gbnf(text);
+            ++parsed;
             Matcher m(g);
-            m.accept("{ab: 12, c:3}");
+            matched += m.accept("{ab: 12, c:3}");
         } catch (const Error&) {
         }
     }
+    // Some grammars survive one to four edits, and some of those still match the sample: a parser
+    // that refused everything (or a matcher that accepted nothing) would pass the loop above.
+    // Measured with seed 7: 246 of 3000 parse (8 %), 157 match; the stated floors: 5 % and 3 %.
+    std::cout << "[ ACCEPTED ] " << parsed << " of 3000 grammars parse, " << matched << " match the sample\n";
+    EXPECT_GE(parsed, 3000 * 5 / 100);
+    EXPECT_GE(matched, 3000 * 3 / 100);
 }
 
 }  // namespace

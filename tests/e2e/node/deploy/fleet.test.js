@@ -91,6 +91,20 @@ async function haproxyStatus(statsUrl) {
 }
 const isDown = (s) => s === 'DOWN' || s?.startsWith('DOWN ');
 
+// HAProxy's count of failed health checks of one server (the stats' chkfail: checks failed while
+// the server was up, so the ones that brought it down).
+async function haproxyFailedChecks(statsUrl, name) {
+  const csv = await (await fetch(`${statsUrl}/stats;csv`)).text();
+  const lines = csv.trim().split('\n');
+  const header = lines[0].replace(/^# /, '').split(',');
+  const col = (n) => header.indexOf(n);
+  for (const l of lines.slice(1)) {
+    const f = l.split(',');
+    if (f[col('pxname')] === 'pagoda' && f[col('svname')] === name) return Number(f[col('chkfail')]);
+  }
+  return NaN;
+}
+
 function prometheusConfig(metricsPath, container, servers) {
   // The labels a PodMonitor target gets from the Prometheus Operator (namespace, pod, container),
   // which the autoscaler queries select on.
@@ -289,15 +303,27 @@ test('a fleet of three: scaling signals rise and fall, SIGTERM loses nothing, ki
   assert.ok(aDownMs !== null, 'HAProxy never marked the draining pagoda-a DOWN');
   await sleep(1000);
 
-  // 7. kill -9 pagoda-b: HAProxy marks it DOWN within its check's fall x inter (plus slack for
-  // a loaded machine); its requests in flight fail.
+  // 7. kill -9 pagoda-b: HAProxy's checks mark it DOWN after fall failed checks; its requests in
+  // flight fail. No wall-clock constant: the mechanism is read from HAProxy's failed-check count,
+  // and the time is bounded by what the same mechanism took for pagoda-a a moment ago on this
+  // machine (both are fall failed checks: a 503 or a refused connection), plus one check interval
+  // (where in its interval each signal fell) and our slowest look at the stats.
   const b = byName['pagoda-b'];
+  const bFailedBefore = await haproxyFailedChecks(statsUrl, 'pagoda-b');
   const tKill = Date.now();
   b.child.kill('SIGKILL');
-  let bDownMs = null;
-  for (const deadline = Date.now() + 10000; bDownMs === null && Date.now() < deadline; await sleep(25))
-    if (isDown((await haproxyStatus(statsUrl))['pagoda-b'])) bDownMs = Date.now() - tKill;
-  assert.ok(bDownMs !== null && bDownMs <= CHECK_FALL * CHECK_INTER_MS + 1500, `HAProxy marked pagoda-b DOWN after ${bDownMs} ms`);
+  let bDownMs = null, slowestPollMs = 0;
+  for (const deadline = Date.now() + 10000; bDownMs === null && Date.now() < deadline; await sleep(25)) {
+    const polled = Date.now();
+    const down = isDown((await haproxyStatus(statsUrl))['pagoda-b']);
+    slowestPollMs = Math.max(slowestPollMs, Date.now() - polled);
+    if (down) bDownMs = Date.now() - tKill;
+  }
+  assert.ok(bDownMs !== null, 'HAProxy never marked the killed pagoda-b DOWN');
+  assert.equal(await haproxyFailedChecks(statsUrl, 'pagoda-b') - bFailedBefore, CHECK_FALL,
+    'pagoda-b went DOWN after exactly fall failed checks');
+  const bDownBound = Math.max(aDownMs, CHECK_FALL * CHECK_INTER_MS) + CHECK_INTER_MS + slowestPollMs;
+  assert.ok(bDownMs <= bDownBound, `HAProxy marked pagoda-b DOWN after ${bDownMs} ms; pagoda-a took ${aDownMs} ms, bound ${bDownBound} ms`);
   await sleep(4000);
   stop = true;
   await Promise.all(workers);

@@ -2,35 +2,47 @@
 # Runs one of the deploy/ tests against a built pagoda: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda
 #   manifests  deploy/ against the Kubernetes, KEDA, Prometheus Operator and Gateway API schemas and
 #              against the binary (seconds)
-#   kustomize  `kubectl kustomize` renders the base and the overlays offline (seconds)
+#   kustomize  `kubectl kustomize` renders the base and the overlays offline (seconds; kubectl
+#              from the PATH if its kustomize is v4+, else tests/e2e/node/.kubectl/kubectl)
 #   fleet      three `pagoda serve` behind HAProxy, scraped by Prometheus, under load, with a
 #              SIGTERM and a kill -9 (about a minute)
 #   lame_duck  two `pagoda serve` behind HAProxy (readiness checks, no preStop), SIGTERM mid-load,
 #              LAME_DUCK_ROUNDS rounds (default 3; about 10 s each): no request lost
-# Exits 77 (CTest: skipped) with the reason when a tool it needs is missing; scripts/install-deps.sh
-# installs node, the npm packages, HAProxy and Prometheus.
+# Exits 77 (CTest: skipped) with the reason when a tool it needs is missing; in strict mode (CI set,
+# or PAGODA_STRICT=1) it fails instead. scripts/install-deps.sh installs node, the npm packages,
+# HAProxy, Prometheus and a kubectl.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mode="${1:?usage: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda}"
 binary="${2:?usage: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda}"
+strict=0
+if { [ -n "${CI:-}" ] && [ "${CI}" != false ] && [ "${CI}" != 0 ]; } || [ "${PAGODA_STRICT:-0}" = 1 ]; then strict=1; fi
 skip() { echo "SKIP: $*"; exit 77; }
-command -v node >/dev/null 2>&1 || skip "node is not installed (scripts/install-deps.sh installs it)"
+missing() {
+  if [ $strict = 1 ]; then echo "FAIL (strict mode): $*" >&2; exit 1; fi
+  skip "$@"
+}
+command -v node >/dev/null 2>&1 || missing "node is not installed (scripts/install-deps.sh installs it)"
 for p in yaml kubernetes-models @kubernetes-models/keda @kubernetes-models/prometheus-operator @kubernetes-models/gateway-api ajv; do
-  [ -d "$here/../node_modules/$p" ] || skip "npm package $p missing; run: (cd tests/e2e/node && npm ci)"
+  [ -d "$here/../node_modules/$p" ] || missing "npm package $p missing; run: (cd tests/e2e/node && npm ci)"
 done
 case "$mode" in
   manifests) tests=(manifests.test.js); timeout=120000 ;;
   kustomize)
-    command -v kubectl >/dev/null 2>&1 || skip "kubectl is not installed (Debian 12's kubernetes-client is too old: its kustomize is v2)"
-    kv=$(kubectl version --client 2>/dev/null | sed -n 's/^Kustomize Version: v\([0-9]*\).*/\1/p')
-    [ -n "$kv" ] && [ "$kv" -ge 4 ] || skip "kubectl's embedded kustomize is older than v4 ($(kubectl version --client 2>&1 | head -1)); deploy/kubernetes needs kubectl >= 1.21"
+    # A kubectl on the PATH whose embedded kustomize is v4 or later, else the one
+    # scripts/install-deps.sh unpacks (kubectl 1.22.0, kustomize v4.2.0).
+    kv=$(kubectl version --client 2>/dev/null | sed -n 's/^Kustomize Version: v\([0-9]*\).*/\1/p' || true)
+    if [ "${kv:-0}" -ge 4 ]; then export KUBECTL=kubectl
+    elif [ -x "$here/../.kubectl/kubectl" ]; then export KUBECTL="$here/../.kubectl/kubectl"
+    else missing "no kubectl >= 1.21 (Debian 12's is too old: its kustomize is v3); scripts/install-deps.sh unpacks one into tests/e2e/node/.kubectl/"
+    fi
     tests=(kustomize.test.js); timeout=60000 ;;
   fleet)
-    command -v haproxy >/dev/null 2>&1 || skip "haproxy is not installed (scripts/install-deps.sh installs Debian's haproxy)"
-    command -v prometheus >/dev/null 2>&1 || skip "prometheus is not installed (scripts/install-deps.sh installs Debian's prometheus)"
+    command -v haproxy >/dev/null 2>&1 || missing "haproxy is not installed (scripts/install-deps.sh installs Debian's haproxy)"
+    command -v prometheus >/dev/null 2>&1 || missing "prometheus is not installed (scripts/install-deps.sh installs Debian's prometheus)"
     tests=(fleet.test.js); timeout=240000 ;;
   lame_duck)
-    command -v haproxy >/dev/null 2>&1 || skip "haproxy is not installed (scripts/install-deps.sh installs Debian's haproxy)"
+    command -v haproxy >/dev/null 2>&1 || missing "haproxy is not installed (scripts/install-deps.sh installs Debian's haproxy)"
     tests=(lame_duck.test.js); timeout=$(( (${LAME_DUCK_ROUNDS:-3} * 30 + 60) * 1000 )) ;;
   *) echo "run.sh: unknown test '$mode' (manifests, kustomize, fleet or lame_duck)" >&2; exit 2 ;;
 esac
