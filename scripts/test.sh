@@ -21,7 +21,10 @@ fi
 
 if [ "${PAGODA_SANITIZE:-0}" = 1 ]; then
   export PAGODA_BUILD_DIR=build-asan
-  bash scripts/build.sh -DPAGODA_SANITIZE=ON
+  # Without the Vulkan backend: Mesa's lavapipe leaks 128 bytes per process inside its driver (a
+  # bare create/destroy of an instance and device reports it too), and LSan cannot suppress it by
+  # name because the loader unloads the driver first; it would fail every test, discovery included.
+  bash scripts/build.sh -DPAGODA_SANITIZE=ON -DPAGODA_VULKAN=OFF
 else
   export PAGODA_BUILD_DIR=build
   bash scripts/build.sh
