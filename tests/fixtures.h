@@ -11,13 +11,17 @@
 
 namespace pagoda::test {
 
+// The build's paths live in fixture_paths.cpp alone, so no other test object embeds an absolute
+// path and ccache can share test objects between checkouts.
+std::string configured_fixtures_dir();
+std::string source_dir();
+std::string pagoda_binary();
+
 inline std::string fixtures_dir() {
     if (const char* env = std::getenv("PAGODA_FIXTURES"); env && *env) return env;
-    return PAGODA_FIXTURES_DIR;
+    return configured_fixtures_dir();
 }
 inline std::string fixture(const std::string& rel) { return fixtures_dir() + "/" + rel; }
-inline std::string source_dir() { return PAGODA_SOURCE_DIR; }
-inline std::string pagoda_binary() { return PAGODA_BINARY; }
 inline std::string temp_path(const std::string& name) {
     auto dir = std::filesystem::temp_directory_path() / ("pagoda-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.h"
+
 namespace pagoda::test {
 namespace {
 
@@ -44,7 +46,7 @@ const std::vector<Rule> kRules = {
 
 std::vector<std::pair<std::string, std::string>> includes_under(const std::string& folder) {
     std::vector<std::pair<std::string, std::string>> out;  // file, included path
-    const fs::path root = fs::path(PAGODA_SOURCE_DIR) / folder;
+    const fs::path root = fs::path(pagoda::test::source_dir()) / folder;
     if (!fs::exists(root)) return out;
     const std::regex include(R"re(^\s*#\s*include\s*"([^"]+)")re");
     for (const auto& e : fs::recursive_directory_iterator(root)) {
@@ -54,7 +56,7 @@ std::vector<std::pair<std::string, std::string>> includes_under(const std::strin
         std::ifstream in(e.path());
         std::smatch m;
         for (std::string line; std::getline(in, line);)
-            if (std::regex_search(line, m, include)) out.emplace_back(fs::relative(e.path(), PAGODA_SOURCE_DIR).string(), m[1]);
+            if (std::regex_search(line, m, include)) out.emplace_back(fs::relative(e.path(), pagoda::test::source_dir()).string(), m[1]);
     }
     return out;
 }

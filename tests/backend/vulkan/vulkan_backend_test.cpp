@@ -24,7 +24,7 @@ using namespace testing;
 
 // `env` + the pagoda binary + args; its output (stdout and stderr) and exit status.
 std::string run_binary(const std::string& args, int* status, const std::string& env = "") {
-    FILE* pipe = popen((env + PAGODA_BINARY + " " + args + " 2>&1").c_str(), "r");
+    FILE* pipe = popen((env + pagoda::test::pagoda_binary() + " " + args + " 2>&1").c_str(), "r");
     std::string out;
     if (!pipe) return "popen failed";
     std::array<char, 4096> buf;
