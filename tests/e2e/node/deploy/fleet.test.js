@@ -23,6 +23,12 @@ import {
 import { testModel } from '../tests/helpers.js';
 
 const CLIENTS = 30;
+const MAX_SEQS = 2;
+const REQUEST_TOKENS = 32;
+const LOAD_SLOWDOWN = 4 * 2 * 1.5;  // margin x (cores shared by three instances) x (a batch of two)
+// The instances' --shutdown-timeout: a ceiling, not the manifest's 60 s (manifests.test.js holds the
+// manifest's own drain to it); the drained instance must exit within the measured patience.
+const DRAIN_CEILING_S = 600;
 const CHECK_INTER_MS = 500;
 const CHECK_FALL = 2;
 const NAMES = ['pagoda-a', 'pagoda-b', 'pagoda-c'];
@@ -44,14 +50,14 @@ function spawnLogged(cmd, args) {
   return { child, log: () => log };
 }
 
-function haproxyConfig(front, stats, readyPath, servers) {
+function haproxyConfig(front, stats, readyPath, servers, patienceS) {
   return `global
   maxconn 1024
 defaults
   mode http
   timeout connect 2s
-  timeout client 60s
-  timeout server 60s
+  timeout client ${patienceS}s
+  timeout server ${patienceS}s
   timeout check 2s
   timeout queue 10s
   retries 3
@@ -144,7 +150,7 @@ test('a fleet of three: scaling signals rise and fall, SIGTERM loses nothing, ki
   t.after(() => { killAll(); rmSync(work, { recursive: true, force: true }); });
   const { container } = pagodaContainer();
   const readyPath = container.readinessProbe.httpGet.path;
-  const shutdownTimeout = Number(serveArgs(container.args).get('--shutdown-timeout'));
+  const drainGrace = Number(serveArgs(container.args).get('--drain-grace'));
   const metricsPath = oneDoc(kubeFile('base', 'podmonitor.yaml')).spec.podMetricsEndpoints[0].path;
   const triggers = oneDoc(kubeFile('keda', 'scaledobject.yaml')).spec.triggers
     .map((tr) => ({ name: tr.name, query: tr.metadata.query, threshold: Number(tr.metadata.threshold) }));
@@ -164,11 +170,29 @@ test('a fleet of three: scaling signals rise and fall, SIGTERM loses nothing, ki
   const model = testModel('deep');
   const servers = [];
   for (const name of NAMES) {
-    const s = await startServe(loopbackServeArgv(container.args, model, { '--max-seqs': '2' }), { env: { PAGODA_ISA: 'scalar' } });
+    const s = await startServe(loopbackServeArgv(container.args, model, { '--max-seqs': String(MAX_SEQS), '--shutdown-timeout': String(DRAIN_CEILING_S) }), { env: { PAGODA_ISA: 'scalar' } });
     track(s.child);
     servers.push({ name, ...s });
   }
   for (const s of servers) { await waitFor200(s.url, readyPath); s.readyMs = Date.now() - s.startedAt; }
+
+  // The patience of every party (client, HAProxy, the drain), from this machine's measured speed
+  // rather than a wall-clock constant, so that "lost" means no answer at all and not "slower than
+  // a fast host" (beside CPU hogs a fixed 60 s was outrun by the queue alone). One request alone
+  // takes `aloneMs`; under the load each instance serves CLIENTS / 3 clients MAX_SEQS at a time, so
+  // a request waits about that many rounds, each slower than alone by the sharing of the cores
+  // (three instances, a batch of MAX_SEQS): LOAD_SLOWDOWN covers it with a 4x margin.
+  const aloneStart = Date.now();
+  const alone = await fetch(`${servers[2].url}/v1/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: REQUEST_TOKENS, ignore_eos: true }),
+  });
+  assert.equal(alone.status, 200, await alone.text());
+  await alone.arrayBuffer().catch(() => {});
+  const aloneMs = Date.now() - aloneStart;
+  const rounds = Math.ceil(CLIENTS / NAMES.length / MAX_SEQS);
+  const patienceS = Math.max(60, Math.ceil(aloneMs * rounds * LOAD_SLOWDOWN / 1000));
+  console.log(`fleet: one request alone ${aloneMs} ms; patience ${patienceS} s (client, HAProxy, drain)`);
   const timeToReady = [];
   for (const s of servers) {
     const text = await (await fetch(s.url + metricsPath)).text();
@@ -183,7 +207,7 @@ test('a fleet of three: scaling signals rise and fall, SIGTERM loses nothing, ki
   for (let attempt = 1; ; attempt++) {
     const [front, statsPort] = [await freePort(), await freePort()];
     const cfg = join(work, 'haproxy.cfg');
-    writeFileSync(cfg, haproxyConfig(front, statsPort, readyPath, servers));
+    writeFileSync(cfg, haproxyConfig(front, statsPort, readyPath, servers, patienceS));
     haproxy = spawnLogged('haproxy', ['-f', cfg, '-db']);
     [api, statsUrl] = [`http://127.0.0.1:${front}`, `http://127.0.0.1:${statsPort}`];
     let up = false;
@@ -232,8 +256,8 @@ test('a fleet of three: scaling signals rise and fall, SIGTERM loses nothing, ki
     records.push(rec);
     try {
       const res = await fetch(`${api}/v1/completions`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(60000),
-        body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 32, ignore_eos: true, stream: rec.stream }),
+        method: 'POST', headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(patienceS * 1000),
+        body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: REQUEST_TOKENS, ignore_eos: true, stream: rec.stream }),
       });
       rec.backend = res.headers.get('x-pagoda-backend');
       rec.status = res.status;
@@ -297,7 +321,7 @@ test('a fleet of three: scaling signals rise and fall, SIGTERM loses nothing, ki
     if (isDown((await haproxyStatus(statsUrl))['pagoda-a'])) aDownMs = Date.now() - tTerm;
   let drainTimer;
   const aExit = await Promise.race([a.exited,
-    new Promise((resolve) => { drainTimer = setTimeout(() => resolve({ code: 'timeout' }), (shutdownTimeout + 15) * 1000); })]);
+    new Promise((resolve) => { drainTimer = setTimeout(() => resolve({ code: 'timeout' }), (drainGrace + patienceS + 15) * 1000); })]);
   clearTimeout(drainTimer);
   assert.deepEqual([aExit.code, aExit.signal], [0, null], `pagoda-a after SIGTERM: ${a.log().slice(-500)}`);
   assert.ok(aDownMs !== null, 'HAProxy never marked the draining pagoda-a DOWN');

@@ -254,15 +254,27 @@ test('a pagoda started with the manifest arguments answers the probes and serves
 test('on SIGTERM readiness fails, liveness holds, a late request is still served, the stream in flight finishes and the exit is 0', async (t) => {
   const { container } = pagodaContainer();
   const args = serveArgs(container.args);
-  // The stream must still run while the probes and the late request below are answered, on every
-  // host: 1000 tokens of the deep model with the scalar kernels last ~3.5 s on the fastest host met,
-  // and SIGTERM follows its first chunk (400 tokens of the slow model with AVX-512 lasted 0.7 s there).
+  // The stream must still run while the probes and the late request below are answered, and end
+  // well within the drain's timeout, on every host and under any load. So its length comes from the
+  // speed measured here: about STREAM_MS of decoding (the deep model with the scalar kernels), at
+  // most a quarter of --shutdown-timeout (a fixed 1000 tokens outran the 65 s once at load 20).
   const server = await startServe(loopbackServeArgv(container.args, testModel('deep')), { env: { PAGODA_ISA: 'scalar' } });
   t.after(() => server.child.kill('SIGKILL'));
   await waitFor200(server.url, container.readinessProbe.httpGet.path);
+  const STREAM_MS = 4000, PROBE_TOKENS = 32;
+  const probeStart = Date.now();
+  const probe = await fetch(`${server.url}/v1/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: PROBE_TOKENS, ignore_eos: true }),
+  });
+  assert.equal(probe.status, 200);
+  await probe.arrayBuffer();
+  const msPerToken = Math.max(0.5, (Date.now() - probeStart) / PROBE_TOKENS);
+  const budgetMs = Math.min(STREAM_MS, Number(args.get('--shutdown-timeout')) * 1000 / 4);
+  const streamTokens = Math.max(64, Math.min(1000, Math.round(budgetMs / msPerToken)));
   const res = await fetch(`${server.url}/v1/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 1000, stream: true, ignore_eos: true }),
+    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: streamTokens, stream: true, ignore_eos: true }),
   });
   assert.equal(res.status, 200);
   const reader = res.body.getReader();
