@@ -18,7 +18,7 @@ GTESTS=(
   DraftModelEngine.OneScoutMeasuresBeforeTheOthersCatchUp
   ServeHostile.ShutdownDuringALongStep
 )
-CTESTS=(deploy_fleet)
+CTESTS=(deploy_fleet deploy_manifests)
 
 runs=20 hogs=$(nproc) build=build only="" tests_bin=""
 while [ $# -gt 0 ]; do
