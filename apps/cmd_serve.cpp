@@ -34,6 +34,7 @@ struct ServeOptions {
     PrefixTierFlags tier;
     ModelFlags compute;
     std::string metrics_compat = "none";
+    std::string scheduling_policy = "fair";
 };
 
 // The keys of --api-key-file plus the one of --api-key (named "api-key" in logs and metrics).
@@ -55,6 +56,7 @@ int serve(ServeOptions& o) {
     server::ApiKeyTable keys = load_keys(o);
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;
+    o.gateway.scheduler.policy = engine::parse_scheduling_policy(o.scheduling_policy);
     o.gateway.scheduler.validate();
     o.spec.options.validate();
     o.gateway.speculative = o.spec.options;
@@ -98,7 +100,12 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     o->spec.add_to(sub);
     o->compute.add_to(sub);
     sub.add_option("--api-key-file", o->api_key_file,
-                   "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] (without keys: open server)");
+                   "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] [weight=W] [priority=P] [timeout=S] "
+                   "(without keys: open server)");
+    sub.add_option("--scheduling-policy", o->scheduling_policy,
+                   "Which waiting request runs next: fair (default: request priority, then the API key furthest behind "
+                   "its weighted share of tokens, then arrival), priority (priority, then arrival) or fcfs (arrival)")
+        ->check(CLI::IsMember({"fcfs", "priority", "fair"}));
     sub.add_option("--api-key", o->api_key, "One more key, without limits (as llama-server and vLLM)");
     sub.add_flag("--open-health", o->open_health, "With keys: serve /health, /livez and /readyz without a key");
     sub.add_flag("--open-metrics", o->open_metrics, "With keys: serve /metrics and /v1/state (the dashboard's data) without a key");

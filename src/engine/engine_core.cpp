@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -109,6 +110,7 @@ void EngineCore::validate(const Request& req) const {
     if (req.n < 1 || req.n > scheduler_.config().max_seqs)
         fail("n must be in 1..{} (the engine's max_seqs), got {}", scheduler_.config().max_seqs, req.n);
     if (req.logprobs < -1 || req.logprobs > 20) fail("logprobs must be in 0..20, got {}", req.logprobs);
+    if (!(req.weight > 0) || !std::isfinite(req.weight)) fail("a tenant's weight must be positive, got {}", req.weight);
     for (int32_t id : req.stop.stop_token_ids)
         if (id < 0 || id >= info_.vocab_size)
             fail("stop token id {} is out of range (vocabulary has {} tokens)", id, info_.vocab_size);
@@ -127,6 +129,8 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->tokens = std::move(tokens);
     seq->n_prompt = int64_t(r.request.prompt.size());
     seq->priority = r.request.priority;
+    seq->tenant = r.request.tenant;
+    seq->weight = r.request.weight;
     seq->arrival = r.seqs.empty() ? next_arrival_++ : r.seqs[0]->arrival;
     // Keyed by (seed, choice index, position): each choice its own stream (sampler.h).
     seq->sampler = std::make_unique<Sampler>(r.request.sampling, uint64_t(index));
@@ -206,11 +210,12 @@ void EngineCore::finish_sequence(Sequence& seq, FinishReason reason, Delta& d) {
     emit(r, std::move(d));
 }
 
-void EngineCore::fail_request(RequestState& r, FinishReason reason, const std::string& error) {
+void EngineCore::fail_request(RequestState& r, FinishReason reason, const std::string& error, const std::string& code) {
     for (auto& s : r.seqs)
         if (s->status != SeqStatus::finished) scheduler_.remove(s.get());
     if (r.n_done == r.request.n) return;
     if (reason == FinishReason::cancelled) ++counters_.requests_cancelled;
+    else if (code == "deadline_exceeded") ++counters_.requests_expired;
     else ++counters_.requests_failed;
     for (int32_t i = 0; i < r.request.n; ++i) {
         if (r.choice_done[size_t(i)]) continue;
@@ -220,6 +225,7 @@ void EngineCore::fail_request(RequestState& r, FinishReason reason, const std::s
         d.index = i;
         d.finish_reason = reason;
         d.error = error;
+        d.error_code = code;
         d.request_done = r.n_done == r.request.n;
         emit(r, std::move(d));
     }
@@ -535,6 +541,9 @@ void EngineCore::fork_request(RequestState& r, Sequence& parent) {
 
 bool EngineCore::step() {
     const auto start = Clock::now();
+    expire_start_deadlines(start);
+    const bool backlogged = scheduler_.num_waiting() > 0;
+    int64_t started = 0;
     if (options_.speculative.enabled()) {
         const auto propose_start = Clock::now();
         propose_drafts();
@@ -565,6 +574,7 @@ bool EngineCore::step() {
         }
         if (s.request && !s.request->scheduled) {
             s.request->scheduled = true;
+            ++started;
             s.request->timings.queue = seconds_between(s.request->arrival, start);
             s.request->usage.cached_prompt_tokens = std::max<int64_t>(0, s.first_cached_tokens);
         }
@@ -669,6 +679,7 @@ bool EngineCore::step() {
 
     const double step_seconds = seconds_between(start, Clock::now());
     counters_.step_seconds += step_seconds;
+    start_rate_.observe(step_seconds, started, backlogged);
     if (options_.on_step) {
         StepInfo info{plan.n_tokens, plan.n_decode_tokens, plan.n_prefill_tokens, int64_t(plan.chunks.size()),
                       drafted, accepted_total, step_seconds, counters_.generation_tokens - generated_before};
@@ -710,6 +721,7 @@ EngineStats EngineCore::stats() const {
     s.preemptions = scheduler_.preemptions();
     s.running_sequences = int64_t(scheduler_.num_running());
     s.waiting_sequences = int64_t(scheduler_.num_waiting());
+    s.start_rate = start_rate_.rate().value_or(0.0);
     for (const auto& [id, r] : requests_) {
         bool running = false;
         for (const auto& seq : r->seqs) running = running || seq->status == SeqStatus::running;

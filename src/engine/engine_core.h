@@ -19,6 +19,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/start_rate.h"
 #include "engine/step_model.h"
 #include "grammar/token_mask.h"
 #include "kv/block_manager.h"
@@ -155,7 +156,9 @@ private:
     // min_tokens not reached: end-of-generation tokens and stop_token_ids get -inf in `row`.
     void suppress_end_tokens(const Request& request, float* row, int64_t vocab) const;
     void finish_sequence(Sequence& seq, FinishReason reason, Delta& delta);
-    void fail_request(RequestState& r, FinishReason reason, const std::string& error);
+    void fail_request(RequestState& r, FinishReason reason, const std::string& error, const std::string& code = {});
+    // Ends the waiting requests whose start deadline is before `now` (engine_deadlines.cpp).
+    void expire_start_deadlines(Clock::time_point now);
     void emit(RequestState& r, Delta delta);
     void retire(RequestState& r);
     void record_timings_done(RequestState& r);
@@ -181,6 +184,7 @@ private:
     std::list<std::shared_ptr<grammar::TokenMasker>> maskers_;  // most recently used first
     model::Batch batch_;
     EngineStats counters_;
+    StartRate start_rate_;  // how fast waiting requests start (for deadlines' early answers)
     std::function<void()> on_planned_;
     std::unique_ptr<DraftModelProposer> drafter_;  // with a draft model
     DraftCostModel draft_cost_;                    // its draft lengths, from measured costs

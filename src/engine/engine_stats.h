@@ -20,6 +20,8 @@ struct EngineStats {
     int64_t preemptions = 0;
     int64_t steps = 0, step_tokens = 0, max_step_tokens = 0;
     int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0, requests_rejected = 0;
+    int64_t requests_expired = 0;       // dropped unstarted at their start deadline (never run)
+    double start_rate = 0;              // requests started per second while requests waited (0: unknown)
     int64_t grammar_masks = 0;          // grammar masks applied (one per constrained sampled token)
     double grammar_mask_seconds = 0;    // time spent computing and applying them
     double step_seconds = 0;            // time of all steps (forward + sampling), for the mask's share

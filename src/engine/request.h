@@ -35,7 +35,11 @@ struct Request {
     std::vector<int32_t> prompt;  // token ids, non-empty
     SamplingParams sampling;      // seed: choice i draws from its own keyed stream (seed, i, position)
     StopConditions stop;
-    int32_t priority = 0;         // with the priority policy: lower runs sooner, ties first-come
+    int32_t priority = 0;         // with the priority and fair policies: lower runs sooner, ties first-come
+    // With the fair policy: whose share it counts against (an API key; 0: anonymous) and that
+    // tenant's weight (> 0): backlogged tenants get tokens in proportion to their weights.
+    uint32_t tenant = 0;
+    double weight = 1;
     int32_t n = 1;                // choices sharing the prompt's KV
     int32_t logprobs = -1;        // -1: none; 0..20: the sampled token's logprob and this many alternatives
     // Constrains every choice's output to the grammar's language (needs a tokenizer): tokens that
@@ -48,6 +52,9 @@ struct Request {
     // pooling: no prefix-cache reuse) and the request finishes with one delta carrying the pooled,
     // by default L2-normalised, final hidden state. n must be 1; sampling, stop and grammar unused.
     std::optional<EmbeddingSpec> embedding;
+    // The latest time the request may start (be first scheduled). A request still waiting then is
+    // never run: it finishes with FinishReason::error and error_code "deadline_exceeded".
+    std::optional<Clock::time_point> start_deadline;
 };
 
 enum class FinishReason { stop, length, cancelled, error };
@@ -81,6 +88,7 @@ struct Delta {
     std::vector<TokenLogprob> logprobs;  // one per new token when logprobs >= 0
     std::optional<FinishReason> finish_reason;  // set on the choice's last delta
     std::string error;                   // with FinishReason::error
+    std::string error_code;              // with FinishReason::error, when it has one: "deadline_exceeded"
     std::string stop_string;             // with FinishReason::stop: the stop string that ended the choice, if one did
     std::vector<float> embedding;        // an embedding request's result, on its last delta
     bool request_done = false;           // the request's last delta: every choice finished

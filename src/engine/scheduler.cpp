@@ -16,14 +16,105 @@ void SchedulerConfig::validate() const {
     if (!(kv_watermark >= 0 && kv_watermark < 1)) fail("kv_watermark {} is out of range [0, 1)", kv_watermark);
 }
 
+const char* scheduling_policy_name(SchedulingPolicy policy) {
+    switch (policy) {
+        case SchedulingPolicy::fcfs: return "fcfs";
+        case SchedulingPolicy::priority: return "priority";
+        case SchedulingPolicy::fair: return "fair";
+    }
+    return "?";
+}
+
+SchedulingPolicy parse_scheduling_policy(std::string_view name) {
+    for (SchedulingPolicy p : {SchedulingPolicy::fcfs, SchedulingPolicy::priority, SchedulingPolicy::fair})
+        if (name == scheduling_policy_name(p)) return p;
+    fail("unknown scheduling policy '{}' (choose fcfs, priority or fair)", name);
+}
+
 Scheduler::Scheduler(SchedulerConfig config, kv::BlockManager& blocks) : config_(config), blocks_(blocks) {
     config_.validate();
 }
 
+double Scheduler::virtual_time(const Sequence* s, double extra) const {
+    auto it = tenants_.find(s->tenant);
+    const double served = it == tenants_.end() ? 0 : it->second.served;
+    return (served + extra) / s->weight;
+}
+
 bool Scheduler::before(const Sequence* a, const Sequence* b) const {
-    if (config_.policy == SchedulingPolicy::priority && a->priority != b->priority) return a->priority < b->priority;
+    if (config_.policy != SchedulingPolicy::fcfs && a->priority != b->priority) return a->priority < b->priority;
+    if (config_.policy == SchedulingPolicy::fair && a->tenant != b->tenant) {
+        const double va = virtual_time(a), vb = virtual_time(b);
+        if (va != vb) return va < vb;
+    }
     if (a->arrival != b->arrival) return a->arrival < b->arrival;
     return a->index < b->index;
+}
+
+void Scheduler::activate(Sequence* seq) {
+    Tenant& t = tenants_[seq->tenant];
+    t.weight = seq->weight;
+    if (t.active++ > 0) return;
+    // No credit for idle time: start level with the least-served active tenant (0 when none).
+    double floor = -1;
+    for (const auto& [id, other] : tenants_)
+        if (id != seq->tenant && other.active > 0) {
+            const double v = other.served / other.weight;
+            if (floor < 0 || v < floor) floor = v;
+        }
+    t.served = floor < 0 ? 0 : floor * t.weight;
+}
+
+void Scheduler::deactivate(const Sequence* seq) {
+    if (auto it = tenants_.find(seq->tenant); it != tenants_.end() && it->second.active > 0) --it->second.active;
+}
+
+void Scheduler::charge(const Sequence* seq, int64_t tokens) {
+    Tenant& t = tenants_[seq->tenant];
+    t.served += double(tokens);
+    t.total += tokens;
+}
+
+int64_t Scheduler::served_tokens(uint32_t tenant) const {
+    auto it = tenants_.find(tenant);
+    return it == tenants_.end() ? 0 : it->second.total;
+}
+
+std::deque<Sequence*>::iterator Scheduler::next_to_admit(const std::unordered_map<uint32_t, int64_t>& pending) {
+    if (config_.policy != SchedulingPolicy::fair || waiting_.size() < 2) return waiting_.begin();
+    auto extra = [&](const Sequence* s) {
+        auto it = pending.find(s->tenant);
+        return it == pending.end() ? 0.0 : double(it->second);
+    };
+    auto best = waiting_.begin();
+    double best_vt = virtual_time(*best, extra(*best));
+    for (auto it = std::next(waiting_.begin()); it != waiting_.end(); ++it) {
+        const Sequence* s = *it;
+        if (s->priority != (*best)->priority) {
+            if (s->priority < (*best)->priority) best = it, best_vt = virtual_time(s, extra(s));
+            continue;
+        }
+        const double vt = virtual_time(s, extra(s));
+        if (vt < best_vt || (vt == best_vt && ((*it)->arrival < (*best)->arrival ||
+                                               ((*it)->arrival == (*best)->arrival && (*it)->index < (*best)->index))))
+            best = it, best_vt = vt;
+    }
+    return best;
+}
+
+Sequence* Scheduler::preemption_victim(size_t first) const {
+    if (first >= running_.size()) return nullptr;
+    if (config_.policy != SchedulingPolicy::fair) return running_.back();  // the newest
+    const Sequence* victim = running_.back();
+    for (size_t i = running_.size(); i-- > first;) {  // newest first, so ties keep the newest
+        const Sequence* s = running_[i];
+        if (s->priority != victim->priority) {
+            if (s->priority > victim->priority) victim = s;
+            continue;
+        }
+        if (virtual_time(s) > virtual_time(victim)) victim = s;
+    }
+    return const_cast<Sequence*>(victim);
 }
 
 void Scheduler::enqueue(Sequence* seq) {
@@ -35,7 +126,9 @@ void Scheduler::enqueue(Sequence* seq) {
 
 void Scheduler::add(Sequence* seq) {
     if (seq->tokens.empty()) fail("scheduler: sequence {} has no tokens", seq->id);
+    if (!(seq->weight > 0)) fail("scheduler: sequence {} has weight {}; it must be positive", seq->id, seq->weight);
     seq->n_computed = 0;
+    activate(seq);
     enqueue(seq);
 }
 
@@ -44,8 +137,6 @@ int32_t Scheduler::seats_in_use() const {
     for (const Sequence* s : running_) n += s->seats;
     return n;
 }
-
-Sequence* Scheduler::newest_running() const { return running_.empty() ? nullptr : running_.back(); }
 
 void Scheduler::preempt(Sequence* seq, StepPlan& plan) {
     blocks_.free(seq->id);
@@ -90,7 +181,7 @@ StepPlan Scheduler::schedule() {
     int64_t decodes_left = 0;
     for (Sequence* s : running_) decodes_left += int64_t(s->tokens.size()) > blocks_.num_tokens(s->id) ? 1 : 0;
     for (size_t i = 0; i < running_.size(); ++i) {
-        Sequence* s = running_[i];
+        Sequence* s = running_[i];  // running_[i..] are not in the plan yet: only they may be preempted
         const int64_t in_kv = blocks_.num_tokens(s->id);
         const int64_t n_real = int64_t(s->tokens.size()) - in_kv;
         if (n_real <= 0) {
@@ -104,14 +195,20 @@ StepPlan Scheduler::schedule() {
         const int64_t n_new = n_real + int64_t(s->draft.size());
         bool self_preempted = false;
         while (!blocks_.can_append(s->id, n_new)) {
-            Sequence* victim = newest_running();
+            Sequence* victim = preemption_victim(i);
             preempt(victim, plan);
             if (victim == s) {
                 self_preempted = true;
                 break;
             }
         }
-        if (self_preempted) break;  // it was the newest: nothing after it is running
+        if (self_preempted) {
+            // Under FCFS and priority it was the newest: nothing after it runs. Under fair, those
+            // after it (now from index i on) still decode.
+            if (config_.policy != SchedulingPolicy::fair) break;
+            --i;  // wraps for i == 0; the loop's ++i brings it back
+            continue;
+        }
         blocks_.append(s->id, std::span<const int32_t>(s->tokens).subspan(size_t(in_kv)), plan.copies);
         if (!s->draft.empty()) blocks_.append(s->id, s->draft, plan.copies);
         const int64_t end = int64_t(s->tokens.size() + s->draft.size());
@@ -135,8 +232,10 @@ StepPlan Scheduler::schedule() {
     // 3. Admit waiting sequences in queue order (none in a step that had to preempt).
     const int32_t watermark = int32_t(std::ceil(config_.kv_watermark * double(blocks_.n_blocks())));
     int32_t seats = seats_in_use();
+    std::unordered_map<uint32_t, int64_t> pending;  // fair: this step's admissions, charged at once
     while (plan.preempted.empty() && budget > 0 && !waiting_.empty()) {
-        Sequence* s = waiting_.front();
+        auto pick = next_to_admit(pending);
+        Sequence* s = *pick;
         if (seats + s->seats > config_.max_seqs) break;
         const int32_t reserve = running_.empty() ? 0 : watermark;
         if (int64_t(blocks_.blocks_needed(s->tokens, 0, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
@@ -150,7 +249,7 @@ StepPlan Scheduler::schedule() {
         kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, 0, s->reuse_prefix, n_tier);
         if (r.status != kv::KvStatus::ok) break;
         if (n_tier > 0) source_->load(r.tier_blocks);
-        waiting_.pop_front();
+        waiting_.erase(pick);
         s->n_computed = r.n_cached_tokens;
         if (s->first_cached_tokens < 0) s->first_cached_tokens = r.n_cached_tokens;
         s->status = SeqStatus::running;
@@ -162,6 +261,7 @@ StepPlan Scheduler::schedule() {
         plan.chunks.push_back({s, s->n_computed, s->n_computed + chunk, s->n_computed + chunk == size});
         plan.n_prefill_tokens += chunk;
         budget -= chunk;
+        pending[s->tenant] += chunk;
     }
     plan.n_tokens = plan.n_decode_tokens + plan.n_prefill_tokens;
     return plan;
@@ -172,6 +272,7 @@ void Scheduler::complete(const StepPlan& plan) {
         if (c.seq->status != SeqStatus::running || !blocks_.has_sequence(c.seq->id)) continue;
         blocks_.mark_computed(c.seq->id, c.end - c.n_draft);
         c.seq->n_computed = c.end - c.n_draft;
+        charge(c.seq, c.end - c.begin);  // drafts included: work done for the tenant either way
     }
 }
 
@@ -194,11 +295,14 @@ void Scheduler::fork(Sequence* parent, Sequence* child) {
     child->seats = 1;
     parent->seats = 1;
     running_.push_back(child);
+    activate(child);
 }
 
 void Scheduler::remove(Sequence* seq) {
-    if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
-    if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it);
+    bool held = false;
+    if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it), held = true;
+    if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it), held = true;
+    if (held) deactivate(seq);
     if (blocks_.has_sequence(seq->id)) blocks_.free(seq->id);
     seq->status = SeqStatus::finished;
 }

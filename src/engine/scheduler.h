@@ -6,13 +6,22 @@
 //      prompt + generated tokens as its new prompt, recomputed later, mostly from the prefix cache)
 //      until the append fits or the sequence itself was the one preempted.
 //   2. chunked prefill: running sequences whose prompt is partly computed continue, then waiting
-//      sequences are admitted in queue order (FCFS, or priority then FCFS) while the step's token
+//      sequences are admitted in queue order (FCFS; priority then FCFS; or fair: priority, then the
+//      tenant furthest behind its weighted share of served tokens, then FCFS) while the step's token
 //      budget, the max_seqs cap and the KV pool allow; each gets a chunk of what the budget leaves.
 //      The queue head blocks those behind it (no starvation of long prompts). A head whose
 //      leading blocks a running sequence is computing right now (its prompt starts the same way,
 //      e.g. requests that arrived together with one system prompt) waits until they are computed:
 //      the next step finds them in the prefix cache and it computes only what follows, so the
 //      shared part is computed once instead of once per request (`defer_shared_prefix`).
+// Fair share (SchedulingPolicy::fair): every sequence belongs to a tenant (an API key) with a
+// weight. Each tenant's served tokens (prefill and decode, drafts included: the work done for it)
+// are counted, and its virtual time is served / weight. Admission picks the waiting sequence of the
+// best priority class whose tenant has the smallest virtual time (FCFS within a tenant), charging
+// each admission's chunk at once so one step does not hand every seat to the same tenant. A tenant
+// that becomes active starts at the smallest virtual time of the active ones: idle time banks no
+// credit. Preemption takes the worst priority class, then the tenant furthest ahead, then the newest.
+// With one tenant and one priority this is exactly FCFS.
 // Because decodes come first and max_batched_tokens >= max_seqs, a running sequence waits at most
 // one step behind a long prompt. complete() records what a step computed; finish() and remove()
 // release a sequence's blocks. The scheduler never touches tensors: it drives a BlockManager.
@@ -20,6 +29,8 @@
 #include <cstdint>
 #include <deque>
 #include <span>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/sequence.h"
@@ -27,7 +38,10 @@
 
 namespace pagoda::engine {
 
-enum class SchedulingPolicy { fcfs, priority };
+enum class SchedulingPolicy { fcfs, priority, fair };
+const char* scheduling_policy_name(SchedulingPolicy policy);  // "fcfs", "priority", "fair"
+// "fcfs", "priority" or "fair"; throws pagoda::Error naming the choices otherwise.
+SchedulingPolicy parse_scheduling_policy(std::string_view name);
 
 struct SchedulerConfig {
     int64_t max_batched_tokens = 2048;  // tokens per step (>= max_seqs)
@@ -96,14 +110,31 @@ public:
     size_t num_running() const { return running_.size(); }
     int32_t seats_in_use() const;
     int64_t preemptions() const { return preemptions_; }
+    // Tokens computed for a tenant so far (every policy counts them; fair acts on them).
+    int64_t served_tokens(uint32_t tenant) const;
     const std::vector<Sequence*>& running() const { return running_; }
     const std::deque<Sequence*>& waiting() const { return waiting_; }
 
 private:
+    struct Tenant {
+        double served = 0;   // tokens computed for it (scaled: see activate)
+        double weight = 1;   // of its latest sequence
+        int32_t active = 0;  // its sequences waiting or running
+        int64_t total = 0;   // tokens computed for it, never rescaled (served_tokens)
+    };
     bool before(const Sequence* a, const Sequence* b) const;  // waiting-queue order
+    double virtual_time(const Sequence* s, double extra = 0) const;
+    void activate(Sequence* seq);
+    void deactivate(const Sequence* seq);
+    void charge(const Sequence* seq, int64_t tokens);
+    // The waiting sequence to admit next: the queue head, or under fair the best by class, tenant
+    // virtual time (with this step's admissions charged in `pending`) and arrival.
+    std::deque<Sequence*>::iterator next_to_admit(const std::unordered_map<uint32_t, int64_t>& pending);
+    // The running sequence to preempt among running_[first..]: the newest, or under fair the worst
+    // class, then the tenant furthest ahead, then the newest.
+    Sequence* preemption_victim(size_t first) const;
     void enqueue(Sequence* seq);
     void preempt(Sequence* seq, StepPlan& plan);
-    Sequence* newest_running() const;
     // Whether a running sequence is computing leading full blocks of seq's prompt beyond what the
     // prefix cache holds now (so that waiting a step makes them cache hits).
     bool prefix_in_flight(const Sequence* seq) const;
@@ -115,6 +146,7 @@ private:
     PrefixSource* source_ = nullptr;
     uint64_t admissions_ = 0;
     int64_t preemptions_ = 0;
+    std::unordered_map<uint32_t, Tenant> tenants_;
 };
 
 }  // namespace pagoda::engine

@@ -33,6 +33,8 @@ struct Sequence {
     int64_t n_computed = 0;       // leading tokens whose KV is in the pool
     SeqStatus status = SeqStatus::waiting;
     int32_t priority = 0;
+    uint32_t tenant = 0;          // fair share: the API key it is served for (0: anonymous)
+    double weight = 1;            // fair share: its tenant's weight (> 0)
     uint64_t arrival = 0;         // submission order (ties of priority, FCFS)
     uint64_t admitted = 0;        // order of the latest admission (preemption picks the newest)
     int32_t seats = 1;            // max_seqs places it holds (n for a request not yet forked)

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "server/openai_request.h"
 
 namespace pagoda::server {
 
@@ -49,6 +50,30 @@ int64_t parse_limit(std::string_view value, const std::string& where, std::strin
     return x;
 }
 
+double parse_weight(std::string_view value, const std::string& where) {
+    double x = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+    if (ec != std::errc() || end != value.data() + value.size() || !(x >= 0.001 && x <= 1000))
+        fail("{}: 'weight' must be a number from 0.001 to 1000, got '{}'", where, value);
+    return x;
+}
+
+double parse_timeout(std::string_view value, const std::string& where) {
+    double x = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+    if (ec != std::errc() || end != value.data() + value.size() || !(x > 0 && x <= kMaxStartTimeout))
+        fail("{}: 'timeout' must be a number of seconds above 0 and at most {}, got '{}'", where, kMaxStartTimeout, value);
+    return x;
+}
+
+int32_t parse_priority(std::string_view value, const std::string& where) {
+    int64_t x = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+    if (ec != std::errc() || end != value.data() + value.size() || x < -kMaxPriority || x > kMaxPriority)
+        fail("{}: 'priority' must be an integer from {} to {}, got '{}'", where, -kMaxPriority, kMaxPriority, value);
+    return int32_t(x);
+}
+
 bool name_ok(std::string_view name) {
     if (name.empty() || name.size() > 64) return false;
     for (char c : name)
@@ -83,7 +108,7 @@ ApiKeyTable ApiKeyTable::parse(std::string_view text, const std::string& source)
         while (words >> word) {
             auto eq = word.find('=');
             if (eq == std::string::npos || eq == 0)
-                fail("{}: expected setting=value (name, rpm, tpm, concurrency), got '{}'", where, word);
+                fail("{}: expected setting=value (name, rpm, tpm, concurrency, weight, priority, timeout), got '{}'", where, word);
             std::string setting = word.substr(0, eq), value = word.substr(eq + 1);
             if (setting == "name") {
                 if (!name_ok(value))
@@ -95,12 +120,19 @@ ApiKeyTable ApiKeyTable::parse(std::string_view text, const std::string& source)
                 key.limits.tpm = parse_limit(value, where, setting);
             } else if (setting == "concurrency") {
                 key.limits.concurrency = parse_limit(value, where, setting);
+            } else if (setting == "weight") {
+                key.weight = parse_weight(value, where);
+            } else if (setting == "timeout") {
+                key.start_timeout = parse_timeout(value, where);
+            } else if (setting == "priority") {
+                key.best_priority = parse_priority(value, where);
             } else {
-                fail("{}: unknown setting '{}' (known: name, rpm, tpm, concurrency)", where, setting);
+                fail("{}: unknown setting '{}' (known: name, rpm, tpm, concurrency, weight, priority, timeout)", where, setting);
             }
         }
         if (!keys.insert(key.key).second) fail("{}: this key already appears on an earlier line", where);
         if (!names.insert(key.name).second) fail("{}: the name '{}' is already used by another key", where, key.name);
+        key.tenant = uint32_t(table.keys_.size() + 1);
         table.keys_.push_back(std::move(key));
     }
     if (table.keys_.empty()) fail("{}: no keys found (one key per line; '#' starts a comment)", source);

@@ -3,7 +3,10 @@
 //     # comments start with '#' (whole line, or after the settings)
 // name: the label used in logs and metrics (never the key itself); default "key<N>" (N = line).
 // rpm / tpm: requests and tokens (prompt + max_tokens reserved) per minute; concurrency: requests
-// in flight. 0 or absent: unlimited. Errors name the file, line and problem. Lookup compares the
+// in flight. 0 or absent: unlimited. weight: the key's share under the fair scheduling policy
+// (a positive number, default 1); priority: the best (lowest) request `priority` the key may claim
+// (default 0, so only the key file can grant a class above normal); timeout: the default start
+// deadline of the key's requests in seconds (a request's own `timeout` overrides it). Errors name the file, line and problem. Lookup compares the
 // presented key against every key in constant time, so timing reveals nothing about near misses.
 #pragma once
 #include <cstdint>
@@ -21,6 +24,10 @@ struct ApiKey {
     std::string key;
     std::string name;
     KeyLimits limits;
+    uint32_t tenant = 0;        // the engine's fair-share tenant: 1 + the key's index in the file
+    double weight = 1;          // fair share weight (> 0)
+    int32_t best_priority = 0;  // requests may ask for priority >= this
+    double start_timeout = 0;   // default `timeout` of its requests, seconds (0: none)
 };
 
 class ApiKeyTable {

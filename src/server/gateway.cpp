@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <random>
 
@@ -51,6 +52,10 @@ json Job::response() const {
 }
 
 std::vector<json> Job::add(size_t sub, const engine::Delta& delta) {
+    if (delta.error_code == "deadline_exceeded" && !deadline_missed_) {
+        deadline_missed_ = delta.error;
+        gateway_.metrics_.on_deadline_miss(key_name_, "queue");
+    }
     if (embeddings_) {
         embeddings_->add(sub, delta);
         return {};
@@ -77,6 +82,11 @@ std::vector<json> Job::add(size_t sub, const engine::Delta& delta) {
 std::optional<ApiError> Job::failure() const {
     const std::optional<std::string>& error = embeddings_ ? embeddings_->error() : assembler_.error();
     const bool cancelled = embeddings_ ? embeddings_->cancelled() : assembler_.cancelled();
+    if (deadline_missed_) {
+        ApiError e = ApiError::unavailable(*deadline_missed_, "deadline_exceeded");
+        e.retry_after = 1;
+        return e;
+    }
     if (error) return ApiError::internal(*error);
     if (gateway_.cut_off_ && cancelled)
     {
@@ -336,6 +346,14 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
                                                           options_.model_name),
                                          "invalid_request_error", "model", "model_not_found"));
 
+    // A key claims no better priority class than its key file grants (without keys: any).
+    if (key && p.priority < key->best_priority)
+        throw reject("invalid", ApiError(400,
+                                         fmt::format("priority {} is better than this key may claim (its best is {}; "
+                                                     "lower is served sooner)",
+                                                     p.priority, key->best_priority),
+                                         "invalid_request_error", "priority", "invalid_value"));
+
     // Prompts -> token ids -> engine requests (limits against the context and vocabulary).
     EngineRequests requests;
     bool prompts_open_thinking = false;
@@ -357,6 +375,27 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
     } catch (const ApiError&) {
         metrics_.on_rejection(key_name, "invalid");
         throw;
+    }
+
+    // The start deadline: the request's `timeout`, else its key's. Refused at once when the queue
+    // ahead is expected to take longer to start than that (Retry-After: when it should have).
+    std::optional<double> timeout = p.timeout;
+    if (!timeout && key && key->start_timeout > 0) timeout = key->start_timeout;
+    if (timeout) {
+        const engine::EngineStats st = engine_->stats();
+        std::optional<double> wait;
+        if (st.waiting_requests == 0) wait = 0.0;
+        else if (st.start_rate > 0) wait = double(st.waiting_requests) / st.start_rate;
+        if (wait && *wait > *timeout) {
+            metrics_.on_deadline_miss(key_name, "admission");
+            ApiError e = ApiError::unavailable(
+                fmt::format("the {} requests waiting ahead are expected to take {:.1f} s to start, longer than this "
+                            "request's timeout of {} s; retry after Retry-After seconds",
+                            st.waiting_requests, *wait, *timeout),
+                "deadline_exceeded");
+            e.retry_after = std::max(1.0, std::ceil(*wait));
+            throw e;
+        }
     }
 
     const int64_t reserved = requests.reserved_tokens;
@@ -386,6 +425,12 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
 
     for (size_t sub = 0; sub < n_subs; ++sub) {
         engine::Request& r = requests.subs[sub];
+        r.priority = p.priority;
+        r.tenant = key ? key->tenant : 0;
+        r.weight = key ? key->weight : 1;
+        if (timeout)
+            r.start_deadline = engine::Clock::now() +
+                               std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double>(*timeout));
         try {
             auto handle = engine_->submit(std::move(r), [sink, sub](const engine::Delta& d) { sink(sub, d); });
             job->engine_ids_.push_back(handle.id());

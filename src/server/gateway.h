@@ -98,8 +98,9 @@ public:
     const ResponseAssembler& assembler() const { return assembler_; }
     // Once done(): the whole (non-streaming) response body.
     nlohmann::json response() const;
-    // Once done(): why the request failed — an engine error (500), or the end of the shutdown
-    // timeout cutting it off (503 shutting_down) — or nullopt when it completed or its client
+    // Once done(): why the request failed — an engine error (500), its start deadline passing in
+    // the queue (503 deadline_exceeded), or the end of the shutdown timeout cutting it off
+    // (503 shutting_down) — or nullopt when it completed or its client
     // cancelled it. Transports answer with this error instead of a normal ending.
     std::optional<ApiError> failure() const;
 
@@ -126,6 +127,7 @@ private:
     std::vector<engine::RequestId> engine_ids_;
     int64_t reserved_tokens_ = 0;
     bool limited_ = false;
+    std::optional<std::string> deadline_missed_;  // the engine dropped it unstarted at its deadline (why)
     std::atomic<bool> finished_{false};
 };
 

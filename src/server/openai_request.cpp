@@ -450,6 +450,11 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
     else parse_prompt(body, p);
 
     if (const json* v = field(body, "n")) p.n = int32_t(get_integer(*v, "n", 1, kMaxChoices));
+    if (const json* v = field(body, "timeout")) {
+        p.timeout = get_number(*v, "timeout", 0, kMaxStartTimeout);
+        if (!(*p.timeout > 0)) out_of_range("timeout", "must be a number of seconds above 0");
+    }
+    if (const json* v = field(body, "priority")) p.priority = int32_t(get_integer(*v, "priority", -kMaxPriority, kMaxPriority));
     if (const json* v = field(body, "best_of")) {
         if (get_integer(*v, "best_of", 1, kMaxChoices) != p.n)
             throw ApiError::invalid("'best_of' different from 'n' is not supported", "best_of", "unsupported_parameter");

@@ -70,6 +70,8 @@ struct CompletionParams {
     float presence_penalty = 0.0f, frequency_penalty = 0.0f;
     std::map<int32_t, float> logit_bias;
     std::optional<uint64_t> seed;
+    int32_t priority = 0;                    // vLLM: lower is served sooner (bounded per API key)
+    std::optional<double> timeout;           // seconds the request may wait to start (else its key's default)
     int32_t logprobs = -1;                   // -1: none; else alternatives per token (0..20)
     bool echo = false;                       // completions: prepend the prompt text
     bool ignore_eos = false;
@@ -82,6 +84,10 @@ struct CompletionParams {
 // Maximum `n` and stop strings a request may carry (bounded work per request).
 inline constexpr int32_t kMaxChoices = 128;
 inline constexpr size_t kMaxStopStrings = 16;
+// `priority` values a request (and a key file's `priority=` setting) may use: -kMaxPriority..kMaxPriority.
+inline constexpr int32_t kMaxPriority = 1000000;
+// The longest start deadline (`timeout`, a key file's `timeout=`), in seconds: one day.
+inline constexpr double kMaxStartTimeout = 86400;
 
 // Throws ApiError (400) on the first problem. Endpoint::infill: see parse_infill_request.
 CompletionParams parse_completion_request(const nlohmann::json& body, Endpoint endpoint);

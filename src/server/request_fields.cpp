@@ -82,7 +82,9 @@ const std::vector<RequestField>& request_fields() {
         {"truncate_prompt_tokens", C, H, refused, "prompts are never truncated; a prompt too long is a 400"},
         {"add_generation_prompt", _, H, refused, "the server always adds it"},
         {"continue_final_message", _, H, refused, "not supported"},
-        {"priority", C, H, refused, "requests are served first come, first served"},
+        {"timeout", C, H, honoured, "seconds the request may wait to start; past that, 503 `deadline_exceeded` "
+                                    "(see Guarantees)"},
+        {"priority", C, H, honoured, "lower is served sooner; a key may not claim better than its key file `priority`"},
         // llama.cpp's server
         {"grammar", C, H, honoured, "GBNF"},
         {"json_schema", C, H, honoured, "as response_format json_schema"},

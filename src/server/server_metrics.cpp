@@ -67,6 +67,10 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
                   {"key", "endpoint", "status"});
     r.add_counter("pagoda:api_rejections_total", "API requests refused by the gateway, by key name and reason",
                   {"key", "reason"});
+    r.add_counter("pagoda:deadline_misses_total",
+                  "Requests that could not start by their deadline, by key name and stage (admission: refused on "
+                  "arrival; queue: dropped unstarted)",
+                  {"key", "stage"});
     if (compat_ != MetricsCompat::vllm) return;
     // vLLM's names for the same series (vllm/v1/metrics/loggers.py); gpu_cache_usage_perc and
     // time_per_output_token_seconds are the older names some tools still read.
@@ -128,6 +132,10 @@ void ServerMetrics::on_step(const engine::StepInfo& step, int64_t max_batched_to
 void ServerMetrics::on_api_request(const std::string& key, const std::string& endpoint, int status) {
     live_.on_api_request(key, status, now());
     registry_.inc("pagoda:api_requests_total", {key, endpoint, std::to_string(status)});
+}
+
+void ServerMetrics::on_deadline_miss(const std::string& key, const std::string& stage) {
+    registry_.inc("pagoda:deadline_misses_total", {key, stage});
 }
 
 void ServerMetrics::on_rejection(const std::string& key, const std::string& reason) {

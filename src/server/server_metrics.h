@@ -34,6 +34,9 @@ public:
     // Counts an API request that got an answer (status: the HTTP status, or 200 for streams).
     void on_api_request(const std::string& key, const std::string& endpoint, int status);
     void on_rejection(const std::string& key, const std::string& reason);
+    // A request that could not start by its deadline: refused on arrival ("admission": the queue's
+    // expected wait was longer) or dropped unstarted from the queue ("queue").
+    void on_deadline_miss(const std::string& key, const std::string& stage);
 
     // Renders everything; `stats` is null while the model loads.
     std::string render(const engine::EngineStats* stats, bool ready);

@@ -16,7 +16,7 @@ struct ChoiceResult {
     std::string text;
     std::vector<TokenLogprob> logprobs;
     std::optional<FinishReason> finish;
-    std::string error;
+    std::string error, error_code;
     std::vector<float> embedding;
     int deltas = 0;
 };
@@ -51,7 +51,7 @@ public:
                 c.tokens.insert(c.tokens.end(), d->token_ids.begin(), d->token_ids.end());
                 c.text += d->text;
                 c.logprobs.insert(c.logprobs.end(), d->logprobs.begin(), d->logprobs.end());
-                if (d->finish_reason) c.finish = d->finish_reason, c.error = d->error;
+                if (d->finish_reason) c.finish = d->finish_reason, c.error = d->error, c.error_code = d->error_code;
                 if (!d->embedding.empty()) c.embedding = d->embedding;
                 ++c.deltas;
                 res.usage = d->usage;

@@ -42,9 +42,9 @@ TEST(ApiKeys, ParsesKeysSettingsAndComments) {
 TEST(ApiKeys, ErrorsNameLineAndProblem) {
     EXPECT_EQ(error_of("sk-key-0001 rpm=ten\n"), "keys.txt line 1: 'rpm' must be a non-negative integer, got 'ten'");
     EXPECT_EQ(error_of("# c\nsk-key-0001 colour=blue\n"),
-              "keys.txt line 2: unknown setting 'colour' (known: name, rpm, tpm, concurrency)");
+              "keys.txt line 2: unknown setting 'colour' (known: name, rpm, tpm, concurrency, weight, priority, timeout)");
     EXPECT_EQ(error_of("sk-key-0001 rpm\n"),
-              "keys.txt line 1: expected setting=value (name, rpm, tpm, concurrency), got 'rpm'");
+              "keys.txt line 1: expected setting=value (name, rpm, tpm, concurrency, weight, priority, timeout), got 'rpm'");
     EXPECT_EQ(error_of("short\n"), "keys.txt line 1: the key is 5 characters; use at least 8");
     EXPECT_EQ(error_of("sk-key-0001\nsk-key-0001\n"), "keys.txt line 2: this key already appears on an earlier line");
     EXPECT_EQ(error_of("sk-key-0001 name=a\nsk-key-0002 name=a\n"),
@@ -54,6 +54,31 @@ TEST(ApiKeys, ErrorsNameLineAndProblem) {
     EXPECT_EQ(error_of("# only comments\n\n"), "keys.txt: no keys found (one key per line; '#' starts a comment)");
     EXPECT_EQ(error_of("rpm=5 sk-key-0001\n"), "keys.txt line 1: the line must start with the key, got the setting 'rpm=5'");
     EXPECT_EQ(error_of("sk-key-0001 rpm=-1\n"), "keys.txt line 1: 'rpm' must be a non-negative integer, got '-1'");
+}
+
+TEST(ApiKeys, FairShareWeightPriorityClassAndTenant) {
+    auto t = ApiKeyTable::parse("sk-gold-0001 weight=3 priority=-10\nsk-free-0002 weight=0.5\nsk-norm-0003\n", "keys.txt");
+    ASSERT_EQ(t.size(), 3u);
+    EXPECT_EQ(t.keys()[0].weight, 3.0);
+    EXPECT_EQ(t.keys()[0].best_priority, -10);
+    EXPECT_EQ(t.keys()[1].weight, 0.5);
+    EXPECT_EQ(t.keys()[1].best_priority, 0);
+    EXPECT_EQ(t.keys()[2].weight, 1.0);
+    // Tenants are distinct and never 0 (the anonymous tenant of an open server).
+    EXPECT_EQ(t.keys()[0].tenant, 1u);
+    EXPECT_EQ(t.keys()[1].tenant, 2u);
+    EXPECT_EQ(t.keys()[2].tenant, 3u);
+    EXPECT_EQ(error_of("sk-key-0001 weight=0\n"), "keys.txt line 1: 'weight' must be a number from 0.001 to 1000, got '0'");
+    EXPECT_EQ(error_of("sk-key-0001 weight=nan\n"), "keys.txt line 1: 'weight' must be a number from 0.001 to 1000, got 'nan'");
+    EXPECT_EQ(error_of("sk-key-0001 weight=2x\n"), "keys.txt line 1: 'weight' must be a number from 0.001 to 1000, got '2x'");
+    EXPECT_EQ(ApiKeyTable::parse("sk-key-0001 timeout=2.5\n", "k").keys()[0].start_timeout, 2.5);
+    EXPECT_EQ(ApiKeyTable::parse("sk-key-0001\n", "k").keys()[0].start_timeout, 0);
+    EXPECT_EQ(error_of("sk-key-0001 timeout=0\n"),
+              "keys.txt line 1: 'timeout' must be a number of seconds above 0 and at most 86400, got '0'");
+    EXPECT_EQ(error_of("sk-key-0001 priority=1.5\n"),
+              "keys.txt line 1: 'priority' must be an integer from -1000000 to 1000000, got '1.5'");
+    EXPECT_EQ(error_of("sk-key-0001 priority=-9999999\n"),
+              "keys.txt line 1: 'priority' must be an integer from -1000000 to 1000000, got '-9999999'");
 }
 
 TEST(ApiKeys, MissingFileIsAClearError) {

@@ -205,3 +205,68 @@ TEST(Gateway, RequestsCutOffAtShutdownFailWithShuttingDownButClientCancelsDoNot)
     EXPECT_EQ(cut->status, 503);
     EXPECT_EQ(cut->code, "shutting_down");
 }
+
+// Fair share through the gateway: key `flood` queues ten requests on a one-seat engine, then key
+// `quiet` sends one. Under the fair policy the quiet request runs as soon as the seat frees (it
+// finishes second or third); under FCFS it finishes last. Keys claim no better priority than
+// their key file's.
+TEST(Gateway, FairPolicyServesAQuietKeyBesideAFloodAndBoundsPriorityPerKey) {
+    auto tok = load_tokenizer();
+    if (!tok) GTEST_SKIP() << "fixture models/stories260K.gguf is absent";
+    auto finish_order = [&](engine::SchedulingPolicy policy) {
+        GatewayOptions o = options();
+        o.scheduler.max_seqs = 1;
+        o.scheduler.policy = policy;
+        Gateway gw(o, ApiKeyTable::parse("sk-flood-0001 name=flood\nsk-quiet-0002 name=quiet priority=-1\n", "keys"),
+                   [&](engine::EngineOptions eo) { return fake_model(tok, std::move(eo), {}, std::chrono::milliseconds(2)); });
+        gw.load();
+        const ApiKey* flood = gw.authenticate("Bearer sk-flood-0001");
+        const ApiKey* quiet = gw.authenticate("Bearer sk-quiet-0002");
+        std::mutex mutex;
+        std::vector<std::string> order;  // key names in the order their requests finished
+        std::vector<std::shared_ptr<Job>> jobs;
+        auto send = [&](const ApiKey* key, json body) {
+            body["prompt"] = "Once";
+            body["max_tokens"] = 6;
+            body["ignore_eos"] = true;
+            jobs.push_back(gw.start(Endpoint::completions, body, key, gw.new_request_id(),
+                                    [&, name = key->name](size_t, const engine::Delta& d) {
+                                        if (!d.request_done) return;
+                                        std::lock_guard lock(mutex);
+                                        order.push_back(name);
+                                    }));
+        };
+        for (int i = 0; i < 10; ++i) send(flood, json::object());
+        send(quiet, json::object());
+        for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+             std::chrono::steady_clock::now() < deadline;) {
+            {
+                std::lock_guard lock(mutex);
+                if (order.size() == 11) break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        for (auto& j : jobs) j->cancel();
+        // The bound: flood may not ask for priority -1, quiet may (its key file grants -1) but not -2.
+        auto refused = [&](const ApiKey* key, int priority) {
+            try {
+                send(key, {{"priority", priority}});
+            } catch (const ApiError& e) {
+                EXPECT_EQ(e.param, "priority");
+                EXPECT_EQ(e.status, 400);
+                return true;
+            }
+            return false;
+        };
+        EXPECT_TRUE(refused(flood, -1));
+        EXPECT_FALSE(refused(quiet, -1));
+        EXPECT_TRUE(refused(quiet, -2));
+        EXPECT_FALSE(refused(flood, 5));
+        for (auto& j : jobs) j->cancel();
+        std::lock_guard lock(mutex);
+        EXPECT_EQ(order.size(), 11u);
+        return std::find(order.begin(), order.end(), "quiet") - order.begin();
+    };
+    EXPECT_LE(finish_order(engine::SchedulingPolicy::fair), 2);
+    EXPECT_EQ(finish_order(engine::SchedulingPolicy::fcfs), 10) << "FCFS serves the quiet key last";
+}
