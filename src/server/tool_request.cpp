@@ -81,8 +81,9 @@ std::string add_schema_rules(const json& schema, const std::string& prefix, cons
 
 // Qwen3-Coder's arguments: each property of the schema, in its order (the required ones always,
 // the others optionally), as <parameter=P>\nVALUE\n</parameter>\n. A string property's VALUE is
-// text without '<' (the parser takes it verbatim); any other's is its JSON under the property's
-// schema (with the schema's $defs). Returns the GBNF of the sequence and adds the rules it uses.
+// text without '<' (the parser takes it verbatim; an enum of strings is one of them, other string
+// keywords are not enforced); any other's is its JSON under the property's schema (with the
+// schema's $defs). Returns the GBNF of the sequence and adds the rules it uses.
 std::string xml_parameters(const json& schema, const std::string& prefix, const std::string& param,
                            std::string& extra_gbnf, std::vector<grammar::SpecRule>& rules) {
     const auto props = schema.find("properties");
@@ -98,7 +99,12 @@ std::string xml_parameters(const json& schema, const std::string& prefix, const 
         const auto type = prop.is_object() ? prop.find("type") : prop.end();
         const bool text = !prop.is_object() || type == prop.end() || *type == "string";
         std::string value;
-        if (text) {
+        const auto choices = prop.is_object() ? prop.find("enum") : prop.end();
+        if (text && choices != prop.end() && choices->is_array() && !choices->empty() &&
+            std::all_of(choices->begin(), choices->end(), [](const json& c) { return c.is_string(); })) {
+            for (const json& c : *choices) value += (value.empty() ? "(" : " | ") + gbnf_literal(c.get<std::string>());
+            value += ")";
+        } else if (text) {
             value = "xml-text";
         } else {
             json sub = prop;
