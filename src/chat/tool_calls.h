@@ -22,7 +22,7 @@
 // A JSON call object is {"name", "arguments"|"parameters": object | JSON text as a string | null}; a
 // call is decided once its name is known and its arguments object began: from then on it is a call
 // whatever follows (a cut-off call keeps the arguments it got). Arguments objects are passed on
-// with the white space outside strings dropped. Qwen3-Coder values become a JSON object in
+// with the white space outside strings dropped. Qwen3-Coder values become a compact JSON object in
 // parameter order: a parameter whose schema type (from `tools`, OpenAI's shape) is not "string"
 // is taken as JSON when it parses, everything else is a JSON string (one newline trimmed at each
 // end). What looks like a call but is not one is content, byte for byte. White space next to calls

@@ -53,9 +53,9 @@ std::string typed_value(const std::string& text) {
 }  // namespace
 
 void ToolCallParser::start_xml_value(ToolCallParts& out, std::string param) {
-    std::string head = xml_params_++ ? ", " : "{";
+    std::string head = xml_params_++ ? "," : "{";  // compact, as the JSON formats' arguments
     head += json_quote(param);
-    head += ": ";
+    head += ':';
     value_typed_ = typed_.count(param) > 0;
     if (!value_typed_) head += '"';
     add_arguments(out, head);

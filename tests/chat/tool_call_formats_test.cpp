@@ -35,17 +35,17 @@ const std::vector<Case>& cases() {
          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
          "<parameter=opts>\n{\"unit\": \"C\", \"a\": [1, 2]}\n</parameter>\n</function>\n</tool_call>",
          "",
-         {{"get_weather", R"({"city": "Paris", "days": 3, "opts": {"unit":"C","a":[1,2]}})"}}},
+         {{"get_weather", R"({"city":"Paris","days":3,"opts":{"unit":"C","a":[1,2]}})"}}},
         {F::qwen3_coder,
          "Let me look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\na < b\n\"quoted\"\n</parameter>\n"
          "<parameter=days>\nthree\n</parameter>\n<parameter=tags>\n[\"x\"]\n</parameter>\n<parameter=note>\n7\n</parameter>\n"
          "</function>\n</tool_call>\n<tool_call>\n<function=noop>\n</function>\n</tool_call>",
          "Let me look.",
-         {{"get_weather", R"({"city": "a < b\n\"quoted\"", "days": "three", "tags": ["x"], "note": "7"})"}, {"noop", "{}"}}},
+         {{"get_weather", R"({"city":"a < b\n\"quoted\"","days":"three","tags":["x"],"note":"7"})"}, {"noop", "{}"}}},
         // A parameter left open runs to the next one; a call cut off closes what it has.
         {F::qwen3_coder, "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n<parameter=days>\n2",
          "",
-         {{"get_weather", R"({"city": "Oslo", "days": 2})"}}},
+         {{"get_weather", R"({"city":"Oslo","days":2})"}}},
         {F::qwen3_coder, "<tool_call>\n{\"name\": \"noop\", \"arguments\": {\"a\": 1}}\n</tool_call>", "", {{"noop", R"({"a":1})"}}},
         {F::qwen3_coder, "<tool_call>\n<function=bad name\n>", "<tool_call>\n<function=bad name\n>", {}},
         {F::qwen3_coder, "x <tool_call>\n<func", "x <tool_call>\n<func", {}},
@@ -161,7 +161,7 @@ TEST(ToolCallFormats, ArgumentsFlowBeforeTheCallCloses) {
         {F::llama3_json, "{\"name\": \"get_weather\", \"parameters\": ", "{\"city\": \"Paris, France\"", "}}",
          R"({"city":"Paris, France")"},
         {F::qwen3_coder, "<tool_call>\n<function=get_weather>\n", "<parameter=city>\nParis, France and more",
-         "\n</parameter>\n</function>\n</tool_call>", R"({"city": "Paris, France and more)"},
+         "\n</parameter>\n</function>\n</tool_call>", R"({"city":"Paris, France and more)"},
         {F::deepseek_v3, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n",
          "{\"city\": \"Paris, France\"", "}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", R"({"city":"Paris, France")"},
         {F::harmony, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",

@@ -287,7 +287,7 @@ TEST(ToolRequest, ForcedGrammarsOfTheTaggedFormats) {
                   "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n"
                   "</parameter>\n<parameter=opts>\n{\"unit\": \"F\"}\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n"
                   "<function=noop>\n</function>\n</tool_call>",
-                  {{"get_weather", R"({"city": "Paris", "days": 3, "opts": {"unit":"F"}})"}, {"noop", "{}"}});
+                  {{"get_weather", R"({"city":"Paris","days":3,"opts":{"unit":"F"}})"}, {"noop", "{}"}});
     auto g = tool_call_grammar(F::qwen3_coder, kXmlTools, "get_weather", false);
     EXPECT_FALSE(accepts(g, "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"))
         << "city is required";
@@ -295,6 +295,12 @@ TEST(ToolRequest, ForcedGrammarsOfTheTaggedFormats) {
                             "three\n</parameter>\n</function>\n</tool_call>"))
         << "days is an integer";
     EXPECT_FALSE(accepts(g, "<tool_call>\n<function=noop>\n</function>\n</tool_call>"));
+    const json enum_tools = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+        "properties": {"unit": {"type": "string", "enum": ["C", "F"]}}, "required": ["unit"]}}}])");
+    g = tool_call_grammar(F::qwen3_coder, enum_tools, "", false);
+    EXPECT_TRUE(accepts(g, "<tool_call>\n<function=f>\n<parameter=unit>\nF\n</parameter>\n</function>\n</tool_call>"));
+    EXPECT_FALSE(accepts(g, "<tool_call>\n<function=f>\n<parameter=unit>\nK\n</parameter>\n</function>\n</tool_call>"))
+        << "a string enum is enforced";
 
     expect_forced(F::deepseek_v3, "", true,
                   "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\"}\n```"
