@@ -13,6 +13,7 @@ namespace {
 constexpr size_t kMaxName = 256;       // a longer function or parameter name is not one
 constexpr size_t kMaxHeader = 512;     // a harmony header longer than this is not a call's
 constexpr int kMaxValueDepth = 128;    // a deeper Qwen3-Coder value stays a string (bounded parse)
+constexpr size_t kMaxFenceLine = 16;   // DeepSeek's ```json line, newline included
 
 const std::vector<std::string_view> kValueEnds = {kParameterClose, kParameterOpen, kFunctionClose, kHermesClose};
 
@@ -139,11 +140,11 @@ bool ToolCallParser::step_xml(ToolCallParts& out, bool final) {
             return true;
         }
         case State::xml_param_name: {
+            // Decided on the first kMaxName + 1 bytes only, so that any cut decides the same.
             const size_t gt = pending_.find('>');
-            if (gt == std::string::npos) {
-                if (!final && pending_.size() <= kMaxName) return false;
-                consume(pending_.size());  // not a parameter: dropped
-                state_ = State::xml_params;
+            if (gt == std::string::npos || gt > kMaxName) {
+                if (gt == std::string::npos && !final && pending_.size() <= kMaxName) return false;
+                state_ = State::xml_params;  // not a parameter: what follows is dropped as junk
                 return true;
             }
             const std::string param = trimmed(std::string_view(pending_).substr(0, gt));
@@ -240,8 +241,8 @@ bool ToolCallParser::step_deepseek(ToolCallParts& out, bool final) {
         }
         case State::ds_header: {
             const size_t p = pending_.find(kDsSep);
-            if (p == std::string::npos) {
-                if (!final && pending_.size() <= kMaxName + kDsSep.size()) return false;
+            if (p == std::string::npos || p > kMaxName) {
+                if (p == std::string::npos && !final && pending_.size() <= kMaxName + kDsSep.size()) return false;
                 give_back(out);
                 return true;
             }
@@ -260,7 +261,8 @@ bool ToolCallParser::step_deepseek(ToolCallParts& out, bool final) {
                 begin_call(out, name_);
                 return start_object_args(out, final, State::ds_end);
             }
-            const size_t nl = pending_.find('\n');
+            size_t nl = pending_.find('\n');
+            if (nl > kMaxName) nl = std::string::npos;
             if (nl == std::string::npos && !final && pending_.size() <= kMaxName) return false;
             const std::string name = nl == std::string::npos ? std::string() : trimmed(std::string_view(pending_).substr(0, nl));
             if (!plain_name(name)) {
@@ -274,8 +276,9 @@ bool ToolCallParser::step_deepseek(ToolCallParts& out, bool final) {
         }
         case State::ds_fence: {
             if (starts_with(rest, kFence)) {  // ```json and its line
-                const size_t nl = rest.find('\n');
-                if (nl == std::string_view::npos && !final && rest.size() < 16) return false;
+                size_t nl = rest.find('\n');
+                if (nl >= kMaxFenceLine) nl = std::string_view::npos;  // a fence line is short: ```json
+                if (nl == std::string_view::npos && !final && rest.size() < kMaxFenceLine) return false;
                 consume(j + (nl == std::string_view::npos ? kFence.size() : nl + 1));
             } else if (match(rest, kFence, final) == Match::partial) {
                 return false;
@@ -305,21 +308,25 @@ bool ToolCallParser::step_deepseek(ToolCallParts& out, bool final) {
 bool ToolCallParser::step_harmony(ToolCallParts& out, bool final) {
     switch (state_) {
         case State::harmony_header: {
+            // Decided on the first kMaxHeader + <|message|> bytes only, so that any cut decides the same.
             const size_t p = pending_.find(kHarmonyMessage);
-            const std::string_view header = std::string_view(pending_).substr(0, std::min(p, pending_.size()));
-            if (header.find(kHarmonyStart) != std::string_view::npos || header.size() > kMaxHeader) {
-                give_back(out);  // a new message, or too long: not a call's header
+            const size_t start = pending_.find(kHarmonyStart);
+            if (start < p || (p != std::string::npos && p > kMaxHeader)) {
+                give_back(out);  // a new message first, or too long: not a call's header
                 return true;
             }
             if (p == std::string::npos) {
-                if (final) give_back(out);
-                return final;
+                if (!final && pending_.size() < kMaxHeader + kHarmonyMessage.size()) return false;
+                give_back(out);
+                return true;
             }
+            const std::string_view header = std::string_view(pending_).substr(0, p);
             const std::string full = raw_ + std::string(header);
             const size_t r = full.find(kHarmonyRecipient);
             size_t e = r == std::string::npos ? r : r + kHarmonyRecipient.size();
             while (e < full.size() && !is_space(full[e]) && full[e] != '<') ++e;
-            const std::string name = r == std::string::npos ? std::string() : full.substr(r + kHarmonyRecipient.size(), e - r - kHarmonyRecipient.size());
+            const size_t from = r + kHarmonyRecipient.size();
+            const std::string name = r == std::string::npos ? std::string() : full.substr(from, e - from);
             if (!plain_name(name)) {
                 give_back(out);
                 return true;

@@ -182,6 +182,7 @@ TEST(ToolCalls, RandomInputsNeverCrashAndStreamingAgrees) {
                                             "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>f\n",
                                             "```json\n", "<｜tool▁call▁end｜>", "<|start|>assistant", "<|channel|>",
                                             "commentary to=functions.f ", "<|message|>", "<|call|>", "final",
+                                            std::string(300, 'n'), "```json",
                                             "{\"name\": \"f\", \"arguments\": {}}", "{", "}", "[", "]", "\"",
                                             "\\", ";", " ", "\n", "x", "<tool", "{\"name\": \"g\", \"parameters\": {\"a\": ["};
     const ToolCallFormat formats[] = {ToolCallFormat::hermes,      ToolCallFormat::mistral,     ToolCallFormat::llama3_json,
