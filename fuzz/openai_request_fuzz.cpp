@@ -7,14 +7,22 @@
 // Anthropic Messages body instead (system, content blocks, tools, tool_choice, thinking,
 // stop_sequences...), translated by anthropic_request.h and run through the same chat pipeline, as
 // Gateway::start_messages() does.
+// Chat inputs also drive the tool-call parser (every format, the generated tools typing Qwen3-Coder
+// values) with a model output built from the formats' markers and the bytes, fed whole and in cuts.
 // Oracle: every refusal is an ApiError with a 4xx status; nothing else may escape. The translator
 // never throws, numbers its events 0, 1, 2, ..., and each item's deltas add up to the item's text.
+// The tool-call parser never throws, names each call once in index order before its argument
+// pieces, and gives the same content and calls whatever the cuts.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 
 #include "fuzz/fuzz_support.h"
+#include "chat/tool_calls.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/responses_events.h"
@@ -126,6 +134,60 @@ void check_events(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
     if (events.back()["response"] != stream.response()) std::abort();
 }
 
+// A model output made of the tool-call formats' markers, JSON pieces and generated text.
+std::string tool_output(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
+    static const char* const atoms[] = {
+        "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "{\"name\": \"f\", \"arguments\": ",
+        "{\"name\": \"g\"", "\"parameters\": ", "{", "}", "[", "]", "\"", "\\", ",", ";", ":", " ", "\n", "null",
+        "<function=f>", "<parameter=a>", "</parameter>", "</function>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>",
+        "function<｜tool▁sep｜>f\n", "```json\n", "\n```", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>",
+        "<|start|>assistant", "<|channel|>", "commentary to=functions.f ", " <|constrain|>json", "<|message|>",
+        "<|call|>", "<|end|>"};
+    std::string out;
+    const int n = p.ConsumeIntegralInRange<int>(0, 24);
+    for (int i = 0; i < n && p.remaining_bytes(); ++i) {
+        switch (p.ConsumeIntegralInRange<int>(0, 3)) {
+            case 0: out += gen.string(); break;
+            case 1: out += gen.value(2).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); break;
+            default: out += atoms[p.ConsumeIntegralInRange<size_t>(0, std::size(atoms) - 1)];
+        }
+    }
+    return out;
+}
+
+void check_tool_calls(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
+    const auto format = p.PickValueInArray({chat::ToolCallFormat::hermes, chat::ToolCallFormat::llama3_json,
+                                            chat::ToolCallFormat::mistral, chat::ToolCallFormat::qwen3_coder,
+                                            chat::ToolCallFormat::deepseek_v3, chat::ToolCallFormat::harmony});
+    const nlohmann::json tools = p.ConsumeBool() ? gen.tools() : nlohmann::json();
+    const std::string text = tool_output(gen, p);
+    const chat::ParsedToolCalls whole = chat::parse_tool_calls(text, format, tools);
+    chat::ToolCallParser parser(format, tools);
+    chat::ParsedToolCalls streamed;
+    auto add = [&](const chat::ToolCallParts& part) {
+        streamed.content += part.content;
+        for (const auto& d : part.calls) {
+            const bool starts = !d.name.empty();
+            if (d.index + (starts ? 0 : 1) != streamed.calls.size() || d.content_offset > part.content.size()) std::abort();
+            chat::collect_tool_calls(streamed.calls, {d});
+        }
+    };
+    for (size_t at = 0; at < text.size();) {
+        const size_t n = p.remaining_bytes() ? p.ConsumeIntegralInRange<size_t>(1, 8) : text.size() - at;
+        add(parser.feed(std::string_view(text).substr(at, n)));
+        at += std::min(n, text.size() - at);
+    }
+    add(parser.finish());
+    bool same = streamed.content == whole.content && streamed.calls.size() == whole.calls.size();
+    for (size_t i = 0; same && i < whole.calls.size(); ++i)
+        same = streamed.calls[i].name == whole.calls[i].name && streamed.calls[i].arguments == whole.calls[i].arguments;
+    if (!same) {
+        std::fprintf(stderr, "fuzz: streamed tool calls differ from the whole parse (%s): %s\n",
+                     chat::tool_call_format_name(format), text.c_str());
+        std::abort();
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -170,6 +232,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)dump_json(e.body());
     } catch (const std::exception& e) {
         fuzz::unexpected("openai request", e);
+    }
+    if (endpoint == Endpoint::chat_completions) {
+        try {
+            check_tool_calls(gen, p);
+        } catch (const std::exception& e) {
+            fuzz::unexpected("tool-call parser", e);
+        }
     }
     if (endpoint == Endpoint::responses) {
         try {

@@ -1,66 +1,49 @@
+// The parser's core and the JSON-object formats (hermes, mistral, llama3_json). Qwen3-Coder's XML,
+// DeepSeek's and harmony's states are in tool_calls_tagged.cpp.
 #include "chat/tool_calls.h"
 
 #include <nlohmann/json.hpp>
 
 #include "chat/text_scan.h"
+#include "chat/tool_calls_markers.h"
 
 namespace pagoda::chat {
-namespace {
 
-using ojson = nlohmann::ordered_json;
+void collect_tool_calls(std::vector<ToolCall>& calls, const std::vector<ToolCallDelta>& deltas) {
+    for (const auto& d : deltas) {
+        if (!d.name.empty() || calls.empty()) calls.push_back({d.name, ""});
+        calls.back().arguments += d.arguments;
+    }
+}
 
-constexpr std::string_view kHermesOpen = "<tool_call>";
-constexpr std::string_view kHermesClose = "</tool_call>";
-constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
-constexpr std::string_view kPythonTag = "<|python_tag|>";
-constexpr int kMaxDepth = 128;  // deeper JSON is not taken as a call (bounded parse work)
+ToolCallParser::ToolCallParser(ToolCallFormat format) : format_(format) {}
 
-// Where the JSON object or array starting at s[0] ends (one past its closing bracket), by bracket
-// depth outside strings; npos while it is still open, 0 when it cannot be JSON (too deep).
-size_t json_value_end(std::string_view s) {
-    int depth = 0;
-    bool in_string = false, escaped = false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-            continue;
-        }
-        if (c == '"') in_string = true;
-        else if (c == '{' || c == '[') {
-            if (++depth > kMaxDepth) return 0;
-        } else if (c == '}' || c == ']') {
-            if (--depth == 0) return i + 1;
+ToolCallParser::ToolCallParser(ToolCallFormat format, const nlohmann::json& tools) : format_(format) {
+    if (!tools.is_array()) return;
+    for (const auto& tool : tools) {
+        if (!tool.is_object()) continue;
+        const auto fn_it = tool.find("function");
+        const nlohmann::json& fn = fn_it != tool.end() && fn_it->is_object() ? *fn_it : tool;
+        const auto name = fn.find("name");
+        const auto params = fn.find("parameters");
+        if (name == fn.end() || !name->is_string() || params == fn.end() || !params->is_object()) continue;
+        const auto props = params->find("properties");
+        if (props == params->end() || !props->is_object()) continue;
+        for (auto it = props->begin(); it != props->end(); ++it) {
+            if (!it->is_object()) continue;
+            const auto type = it->find("type");
+            if (type == it->end()) continue;
+            bool typed = false;
+            if (type->is_string()) typed = type->get<std::string>() != "string";
+            else if (type->is_array()) {
+                typed = true;
+                for (const auto& t : *type)
+                    if (t == "string") typed = false;
+            }
+            if (typed) typed_params_[name->get<std::string>()].insert(it.key());
         }
     }
-    return std::string_view::npos;
 }
-
-bool parse_json(std::string_view text, ojson& out) {
-    const size_t end = text.empty() || (text[0] != '{' && text[0] != '[') ? 0 : json_value_end(text);
-    if (end == 0 || end == std::string_view::npos || skip_space(text, end) != text.size()) return false;
-    out = ojson::parse(text.begin(), text.end(), nullptr, false);
-    return !out.is_discarded();
-}
-
-// {"name": "f", "arguments"|"parameters": {...} | "json text"} -> a call.
-bool call_from(const ojson& v, ToolCall& call) {
-    if (!v.is_object()) return false;
-    auto name = v.find("name");
-    if (name == v.end() || !name->is_string() || name->get<std::string>().empty()) return false;
-    auto args = v.find("arguments");
-    if (args == v.end()) args = v.find("parameters");
-    call.name = name->get<std::string>();
-    if (args == v.end() || args->is_null()) call.arguments = "{}";
-    else if (args->is_object()) call.arguments = args->dump();
-    else if (args->is_string()) call.arguments = args->get<std::string>();
-    else return false;
-    return true;
-}
-
-}  // namespace
 
 void ToolCallParser::emit_text(ToolCallParts& out, std::string_view text) {
     if (after_call_) text = text.substr(skip_space(text));
@@ -77,163 +60,245 @@ void ToolCallParser::emit_text(ToolCallParts& out, std::string_view text) {
     after_call_ = false;
 }
 
-void ToolCallParser::add_call(ToolCallParts& out, ToolCall call) {
-    held_ws_.clear();
-    after_call_ = true;
-    ++calls_;
-    out.calls.push_back(std::move(call));
+void ToolCallParser::give_back(ToolCallParts& out) {
+    const std::string raw = std::move(raw_);
+    raw_.clear();
+    emit_text(out, raw);
+    state_ = State::text;
+    container_ = Container::none;
 }
 
-// A complete JSON value read after prefix_: the calls it holds, or false (then it is content).
-bool ToolCallParser::take_json(ToolCallParts& out, std::string_view value) {
-    ojson v;
-    if (!parse_json(value, v)) return false;
-    std::vector<ToolCall> calls;
-    if (v.is_array() && format_ == ToolCallFormat::mistral) {
-        if (v.empty()) return false;
-        for (const auto& item : v) {
-            ToolCall c;
-            if (!call_from(item, c)) return false;
-            calls.push_back(std::move(c));
-        }
-    } else {
-        ToolCall c;
-        if (!call_from(v, c)) return false;
-        calls.push_back(std::move(c));
-    }
-    for (auto& c : calls) add_call(out, std::move(c));
-    return true;
+void ToolCallParser::to_text() {
+    raw_.clear();
+    state_ = State::text;
+    container_ = Container::none;
+}
+
+void ToolCallParser::begin_call(ToolCallParts& out, std::string name) {
+    held_ws_.clear();
+    raw_.clear();
+    in_call_ = true;
+    out.calls.push_back({calls_, std::move(name), "", out.content.size()});
+}
+
+void ToolCallParser::add_arguments(ToolCallParts& out, std::string_view piece) {
+    if (piece.empty()) return;
+    if (!out.calls.empty() && out.calls.back().index == calls_) out.calls.back().arguments.append(piece);
+    else out.calls.push_back({calls_, "", std::string(piece), out.content.size()});
+}
+
+void ToolCallParser::end_call() {
+    in_call_ = false;
+    after_call_ = true;
+    ++calls_;
+}
+
+void ToolCallParser::consume(size_t n) {
+    if (!in_call_) raw_.append(pending_, 0, n);
+    pending_.erase(0, n);
+}
+
+void ToolCallParser::start_json() {
+    reader_ = JsonCallReader();
+    reader_sent_ = 0;
+    reader_begun_ = false;
+    state_ = State::json_call;
 }
 
 void ToolCallParser::run(ToolCallParts& out, bool final) {
     for (;;) {
+        bool more = false;
         switch (state_) {
-            case State::start: {
-                const size_t i = skip_space(pending_);
-                const std::string_view rest = std::string_view(pending_).substr(i);
-                if (rest.empty()) {
-                    if (!final) return;
-                    state_ = State::text;
-                    continue;
-                }
-                if (format_ == ToolCallFormat::llama3_json) {
-                    if (starts_with(rest, kPythonTag)) {
-                        prefix_ = pending_.substr(0, i + kPythonTag.size());
-                        pending_.erase(0, i + kPythonTag.size());
-                        state_ = State::json;
-                        continue;
-                    }
-                    if (rest[0] == '{') {
-                        prefix_ = pending_.substr(0, i);
-                        pending_.erase(0, i);
-                        state_ = State::json;
-                        continue;
-                    }
-                    if (!final && starts_with(kPythonTag, rest)) return;
-                } else if (format_ == ToolCallFormat::mistral && rest[0] == '[' && !starts_with(rest, kMistralMarker)) {
-                    if (!final && starts_with(kMistralMarker, rest)) return;  // maybe the marker still
-                    prefix_ = pending_.substr(0, i);
-                    pending_.erase(0, i);
-                    state_ = State::json;
-                    continue;
-                }
-                state_ = State::text;
-                continue;
-            }
-            case State::text: {
-                std::string_view marker;
-                if (format_ == ToolCallFormat::hermes) marker = kHermesOpen;
-                else if (format_ == ToolCallFormat::mistral) marker = kMistralMarker;
-                const size_t at = marker.empty() ? std::string::npos : pending_.find(marker);
-                if (at != std::string::npos) {
-                    emit_text(out, std::string_view(pending_).substr(0, at));
-                    prefix_ = std::string(marker);
-                    pending_.erase(0, at + marker.size());
-                    state_ = format_ == ToolCallFormat::hermes ? State::tag_body : State::json;
-                    continue;
-                }
-                const size_t hold = final || marker.empty() ? 0 : partial_tag_suffix(pending_, marker);
-                emit_text(out, std::string_view(pending_).substr(0, pending_.size() - hold));
-                pending_.erase(0, pending_.size() - hold);
-                return;
-            }
-            case State::tag_body: {
-                // The call's JSON is read by bracket depth first, so a close tag inside one of its
-                // strings does not end it; anything else is read up to the first close tag.
-                const size_t j = skip_space(pending_);
-                if (j < pending_.size() && pending_[j] == '{') {
-                    const size_t len = json_value_end(std::string_view(pending_).substr(j));
-                    if (len == std::string::npos && !final) return;
-                    if (len != std::string::npos && len != 0) {
-                        const size_t after = skip_space(pending_, j + len);
-                        const std::string_view rest = std::string_view(pending_).substr(after);
-                        if (!final && rest.size() < kHermesClose.size() && starts_with(kHermesClose, rest)) return;
-                        const bool closed = starts_with(rest, kHermesClose);
-                        if ((closed || rest.empty()) && take_json(out, std::string_view(pending_).substr(j, len))) {
-                            pending_.erase(0, closed ? after + kHermesClose.size() : pending_.size());
-                            prefix_.clear();
-                            state_ = State::text;
-                            continue;
-                        }
-                    }
-                }
-                const size_t at = pending_.find(kHermesClose);
-                if (at == std::string::npos && !final) return;
-                const std::string_view body = std::string_view(pending_).substr(0, at);
-                if (!take_json(out, body.substr(skip_space(body)))) {
-                    emit_text(out, prefix_);
-                    emit_text(out, body);
-                    if (at != std::string::npos) emit_text(out, kHermesClose);
-                }
-                pending_.erase(0, at == std::string::npos ? pending_.size() : at + kHermesClose.size());
-                prefix_.clear();
-                state_ = State::text;
-                continue;
-            }
-            case State::json: {
-                const size_t j = skip_space(pending_);
-                size_t end = std::string::npos;
-                bool ok = false;
-                if (j < pending_.size() && (pending_[j] == '{' || pending_[j] == '[')) {
-                    end = json_value_end(std::string_view(pending_).substr(j));
-                    if (end == std::string::npos && !final) return;  // still open
-                    if (end != std::string::npos && end != 0) {
-                        end += j;
-                        ok = take_json(out, std::string_view(pending_).substr(j, end - j));
-                    }
-                } else if (j == pending_.size() && !final) {
-                    return;
-                }
-                if (!ok) {  // not a call: what opened it is content, the rest is read as text again
-                    emit_text(out, prefix_);
-                    prefix_.clear();
-                    state_ = State::text;
-                    continue;
-                }
-                pending_.erase(0, end);
-                prefix_.clear();
-                state_ = format_ == ToolCallFormat::llama3_json ? State::between : State::text;
-                continue;
-            }
-            case State::between: {  // llama3_json: another ';'-separated call, or content
-                const size_t j = skip_space(pending_);
-                if (j == pending_.size()) {
-                    if (final) {
-                        state_ = State::text;
-                        continue;
-                    }
-                    return;
-                }
-                if (pending_[j] == ';') {
-                    prefix_ = pending_.substr(0, j + 1);
-                    pending_.erase(0, j + 1);
-                    state_ = State::json;
-                    continue;
-                }
-                state_ = State::text;
-                continue;
-            }
+            case State::start:
+            case State::text: more = step_text(out, final); break;
+            case State::json_call:
+            case State::hermes_open:
+            case State::hermes_close:
+            case State::llama3_between:
+            case State::mistral_list:
+            case State::mistral_next: more = step_json(out, final); break;
+            case State::xml_name:
+            case State::xml_params:
+            case State::xml_param_name:
+            case State::xml_value: more = step_xml(out, final); break;
+            case State::ds_calls:
+            case State::ds_header:
+            case State::ds_name:
+            case State::ds_fence:
+            case State::ds_args:
+            case State::ds_end: more = step_deepseek(out, final); break;
+            case State::harmony_header:
+            case State::harmony_args:
+            case State::harmony_end: more = step_harmony(out, final); break;
+            case State::object_args: more = step_object_args(out, final); break;
         }
+        if (!more) return;
+    }
+}
+
+bool ToolCallParser::step_text(ToolCallParts& out, bool final) {
+    if (state_ == State::start) {
+        const size_t i = skip_space(pending_);
+        const std::string_view rest = std::string_view(pending_).substr(i);
+        if (rest.empty()) {
+            if (!final) return false;
+            state_ = State::text;
+            return true;
+        }
+        if (format_ == ToolCallFormat::llama3_json) {
+            const bool tag = starts_with(rest, kPythonTag);
+            if (tag || rest[0] == '{') {
+                consume(i + (tag ? kPythonTag.size() : 0));
+                container_ = Container::llama3;
+                start_json();
+                return true;
+            }
+            if (!final && starts_with(kPythonTag, rest)) return false;
+        } else if (format_ == ToolCallFormat::mistral && rest[0] == '[' && !starts_with(rest, kMistralMarker)) {
+            if (!final && starts_with(kMistralMarker, rest)) return false;  // maybe the marker still
+            consume(i);
+            container_ = Container::none;
+            state_ = State::mistral_list;
+            return true;
+        }
+        state_ = State::text;
+        return true;
+    }
+    const std::vector<std::string_view>& markers = opening_markers(format_);
+    size_t at = std::string::npos;
+    std::string_view marker;
+    for (std::string_view m : markers)
+        if (const size_t p = pending_.find(m); p < at) at = p, marker = m;
+    if (at != std::string::npos) {
+        emit_text(out, std::string_view(pending_).substr(0, at));
+        pending_.erase(0, at);
+        raw_.clear();
+        consume(marker.size());
+        if (marker == kHermesOpen) state_ = State::hermes_open;
+        else if (marker == kMistralMarker) container_ = Container::none, state_ = State::mistral_list;
+        else if (marker == kDsCallsBegin) state_ = State::ds_calls;
+        else state_ = State::harmony_header;
+        return true;
+    }
+    size_t hold = 0;
+    if (!final)
+        for (std::string_view m : markers) hold = std::max(hold, partial_tag_suffix(pending_, m));
+    emit_text(out, std::string_view(pending_).substr(0, pending_.size() - hold));
+    pending_.erase(0, pending_.size() - hold);
+    return false;
+}
+
+bool ToolCallParser::step_json(ToolCallParts& out, bool final) {
+    const size_t j = skip_space(pending_);
+    const std::string_view rest = std::string_view(pending_).substr(j);
+    switch (state_) {
+        case State::json_call: {
+            size_t i = 0;
+            auto status = JsonCallReader::Status::reading;
+            while (i < pending_.size()) {
+                status = reader_.put(pending_[i]);
+                if (status == JsonCallReader::Status::invalid || status == JsonCallReader::Status::stopped) break;
+                ++i;
+                if (status == JsonCallReader::Status::complete) break;
+            }
+            consume(i);
+            if (!reader_begun_ && reader_.decided()) {
+                begin_call(out, reader_.name());
+                reader_begun_ = true;
+            }
+            if (reader_begun_) {
+                add_arguments(out, std::string_view(reader_.arguments()).substr(reader_sent_));
+                reader_sent_ = reader_.arguments().size();
+            }
+            if (status == JsonCallReader::Status::invalid) {
+                give_back(out);
+                return true;
+            }
+            const bool ended = status == JsonCallReader::Status::complete || status == JsonCallReader::Status::stopped;
+            if (!ended && !final) return false;
+            if (!reader_begun_) {  // the output ended before the call was decided
+                give_back(out);
+                return true;
+            }
+            end_call();
+            if (!ended || container_ == Container::none || container_ == Container::mistral_single) to_text();
+            else if (container_ == Container::hermes) state_ = State::hermes_close;
+            else if (container_ == Container::llama3) state_ = State::llama3_between;
+            else state_ = State::mistral_next;
+            return true;
+        }
+        case State::hermes_open: {
+            if (rest.empty()) {
+                if (!final) return false;
+                give_back(out);
+                return true;
+            }
+            if (rest[0] == '{') {
+                consume(j);
+                container_ = Container::hermes;
+                start_json();
+                return true;
+            }
+            const Match m = match(rest, kFunctionOpen, final);
+            if (m == Match::partial) return false;
+            if (m == Match::yes) {
+                consume(j + kFunctionOpen.size());
+                state_ = State::xml_name;
+                return true;
+            }
+            give_back(out);
+            return true;
+        }
+        case State::hermes_close: {
+            if (rest.empty() && !final) return false;
+            const Match m = match(rest, kHermesClose, final);
+            if (m == Match::partial) return false;
+            if (m == Match::yes) consume(j + kHermesClose.size());
+            to_text();
+            return true;
+        }
+        case State::llama3_between: {
+            if (rest.empty() && !final) return false;
+            if (!rest.empty() && rest[0] == ';') {
+                consume(j + 1);
+                start_json();
+                return true;
+            }
+            to_text();
+            return true;
+        }
+        case State::mistral_list: {
+            if (rest.empty()) {
+                if (!final) return false;
+                give_back(out);
+                return true;
+            }
+            if (container_ == Container::none && rest[0] == '[') {
+                consume(j + 1);
+                container_ = Container::mistral_list;
+                return true;
+            }
+            if (rest[0] != '{') {
+                give_back(out);
+                return true;
+            }
+            consume(j);
+            if (container_ == Container::none) container_ = Container::mistral_single;
+            start_json();
+            return true;
+        }
+        case State::mistral_next: {
+            if (rest.empty() && !final) return false;
+            if (!rest.empty() && rest[0] == ',') {
+                consume(j + 1);
+                state_ = State::mistral_list;
+                return true;
+            }
+            if (!rest.empty() && rest[0] == ']') consume(j + 1);
+            to_text();
+            return true;
+        }
+        default: return false;
     }
 }
 
@@ -252,13 +317,18 @@ ToolCallParts ToolCallParser::finish() {
     return out;
 }
 
-ToolCallParts parse_tool_calls(std::string_view text, ToolCallFormat format) {
-    ToolCallParser parser(format);
-    ToolCallParts a = parser.feed(text);
-    ToolCallParts b = parser.finish();
-    a.content += b.content;
-    for (auto& c : b.calls) a.calls.push_back(std::move(c));
-    return a;
+ParsedToolCalls parse_tool_calls(std::string_view text, ToolCallFormat format, const nlohmann::json& tools) {
+    ToolCallParser parser(format, tools);
+    ParsedToolCalls result;
+    for (ToolCallParts parts : {parser.feed(text), parser.finish()}) {
+        result.content += parts.content;
+        collect_tool_calls(result.calls, parts.calls);
+    }
+    return result;
+}
+
+ParsedToolCalls parse_tool_calls(std::string_view text, ToolCallFormat format) {
+    return parse_tool_calls(text, format, nlohmann::json());
 }
 
 }  // namespace pagoda::chat

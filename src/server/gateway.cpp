@@ -415,6 +415,7 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
     ctx.split_reasoning = split_reasoning_;
     ctx.reasoning_open = split_reasoning_ && prompts_open_thinking;
     ctx.tool_format = tool_format;
+    ctx.tools = p.tools;
     ctx.parallel_tool_calls = p.parallel_tool_calls;
     const size_t n_subs = requests.subs.size();
     std::shared_ptr<Job> job(new Job(*this, request_id, p, std::move(ctx), n_subs));

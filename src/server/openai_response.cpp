@@ -33,7 +33,7 @@ ResponseAssembler::ResponseAssembler(ResponseContext context, size_t n_subs)
             }
             if (sub < ctx_.echo_text.size()) c.text = ctx_.echo_text[sub];
             if (ctx_.endpoint == Endpoint::chat_completions && ctx_.split_reasoning) c.splitter.emplace(ctx_.reasoning_open);
-            if (ctx_.endpoint == Endpoint::chat_completions && ctx_.tool_format) c.tool_parser.emplace(*ctx_.tool_format);
+            if (ctx_.endpoint == Endpoint::chat_completions && ctx_.tool_format) c.tool_parser.emplace(*ctx_.tool_format, ctx_.tools);
         }
 }
 
@@ -148,46 +148,77 @@ std::vector<json> ResponseAssembler::add(size_t sub, const engine::Delta& d) {
     } else {
         parts.content = d.text;
     }
-    json new_calls = json::array();
+    // The chunk's pieces in output order: content, then the call deltas that followed it (a call's
+    // arguments never interleave with content, but content may sit between calls).
+    struct Segment {
+        std::string content;
+        json calls = json::array();
+    };
+    std::vector<Segment> segments(1);
     if (c.tool_parser && !c.finish) {
         chat::ToolCallParts tp = c.tool_parser->feed(parts.content);
         if (d.finish_reason) {
             chat::ToolCallParts rest = c.tool_parser->finish();
+            for (auto& call : rest.calls) {
+                call.content_offset += tp.content.size();
+                tp.calls.push_back(std::move(call));
+            }
             tp.content += rest.content;
-            for (auto& call : rest.calls) tp.calls.push_back(std::move(call));
+        }
+        size_t taken = 0;
+        for (auto& call : tp.calls) {
+            if (call.index >= c.tool_calls.size() + (call.name.empty() ? 0 : 1)) continue;  // a dropped call
+            if (!ctx_.parallel_tool_calls && call.index > 0) continue;
+            if (call.content_offset > taken) {
+                if (!segments.back().calls.empty()) segments.emplace_back();
+                segments.back().content += tp.content.substr(taken, call.content_offset - taken);
+                taken = call.content_offset;
+            }
+            json piece;
+            if (!call.name.empty()) {
+                piece = {{"index", call.index},
+                         {"id", fmt::format("call_{}_{}_{}", ctx_.id, index, call.index)},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+                c.tool_calls.push_back(piece);
+            } else {
+                json& whole = c.tool_calls[call.index]["function"]["arguments"];
+                whole = whole.get<std::string>() + call.arguments;
+                piece = {{"index", call.index}, {"function", {{"arguments", call.arguments}}}};
+            }
+            segments.back().calls.push_back(std::move(piece));
+        }
+        if (taken < tp.content.size()) {
+            if (!segments.back().calls.empty()) segments.emplace_back();
+            segments.back().content += tp.content.substr(taken);
         }
         parts.content = std::move(tp.content);
-        for (auto& call : tp.calls) {
-            if (!ctx_.parallel_tool_calls && !c.tool_calls.empty()) break;
-            const size_t k = c.tool_calls.size();
-            json tc = {{"index", k},
-                       {"id", fmt::format("call_{}_{}_{}", ctx_.id, index, k)},
-                       {"type", "function"},
-                       {"function", {{"name", std::move(call.name)}, {"arguments", std::move(call.arguments)}}}};
-            c.tool_calls.push_back(tc);
-            new_calls.push_back(std::move(tc));
-        }
+    } else {
+        segments.back().content = parts.content;
     }
     c.text += parts.content;
     c.reasoning += parts.reasoning;
     if (d.finish_reason && !c.finish) c.finish = d.finish_reason;
 
-    const bool worth_sending = !parts.content.empty() || !parts.reasoning.empty() || !new_calls.empty() ||
-                               !lp.is_null() || d.finish_reason.has_value();
-    if (worth_sending) {
+    for (size_t k = 0; k < segments.size(); ++k) {
+        const bool first = k == 0, last = k + 1 == segments.size();
+        Segment& seg = segments[k];
+        const bool worth_sending = !seg.content.empty() || !seg.calls.empty() || (first && !parts.reasoning.empty()) ||
+                                   (first && !lp.is_null()) || (last && d.finish_reason.has_value());
+        if (!worth_sending) continue;
         json choice;
         choice["index"] = index;
         if (ctx_.endpoint == Endpoint::chat_completions) {
             json delta = json::object();
-            if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
-            if (!parts.content.empty()) delta["content"] = parts.content;
-            if (!new_calls.empty()) delta["tool_calls"] = std::move(new_calls);
+            if (first && !parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
+            if (!seg.content.empty()) delta["content"] = std::move(seg.content);
+            if (!seg.calls.empty()) delta["tool_calls"] = std::move(seg.calls);
             choice["delta"] = std::move(delta);
         } else {
             choice["text"] = d.text;
         }
-        choice["logprobs"] = lp;
-        choice["finish_reason"] = d.finish_reason ? json(finish_reason(c)) : json(nullptr);
+        choice["logprobs"] = first ? lp : json(nullptr);
+        choice["finish_reason"] = last && d.finish_reason ? json(finish_reason(c)) : json(nullptr);
         json chunk = chunk_base();
         chunk["choices"] = json::array({choice});
         if (ctx_.include_usage) chunk["usage"] = nullptr;

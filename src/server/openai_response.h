@@ -38,10 +38,15 @@ struct ResponseContext {
     // reasoning when the rendered prompt already opened it.
     bool split_reasoning = false;
     bool reasoning_open = false;
-    // Chat with tools: the content (after reasoning) is parsed for tool calls in this format; each
-    // complete call is sent as one tool_calls delta (id, name and the whole arguments) and the
-    // choice finishes with "tool_calls". Without parallel_tool_calls only the first call is kept.
+    // Chat with tools: the content (after reasoning) is parsed for tool calls in this format
+    // (`tools`, the request's array, types Qwen3-Coder values). A call streams as OpenAI's do: a
+    // tool_calls delta {index, id, type, function {name, arguments: "" or the first piece}} once its
+    // name is known, then {index, function {arguments: piece}} as the arguments are generated; the
+    // pieces concatenate to the final message's arguments. Content that the output has between
+    // calls goes in its own chunk, in order. The choice finishes with "tool_calls". Without
+    // parallel_tool_calls only the first call is kept.
     std::optional<chat::ToolCallFormat> tool_format;
+    nlohmann::json tools;
     bool parallel_tool_calls = true;
 };
 

@@ -2,9 +2,11 @@
 // template teaches (chat/tool_call_format.h; a request with tools on a template that has none is a
 // 400 rather than tools silently missing from the prompt), and for tool_choice "required" or a named
 // function the grammar every choice is constrained to: the format's call syntax around each allowed
-// function's name and its `parameters` JSON schema (compiled by grammar/json_schema; a keyword it
-// cannot enforce is a 400 naming tools[i].function.parameters). With tool_choice "auto" the output is
-// free and parsed afterwards; "none" neither constrains nor parses.
+// function's name and its arguments — the `parameters` JSON schema (compiled by grammar/json_schema;
+// a keyword it cannot enforce is a 400 naming tools[i].function.parameters), or for Qwen3-Coder's
+// XML one <parameter=P> block per property (required ones always, string values as free text
+// without '<' or one of a string enum, others as JSON under the property's schema). With
+// tool_choice "auto" the output is free and parsed afterwards; "none" neither constrains nor parses.
 #pragma once
 #include <memory>
 #include <optional>

@@ -1,6 +1,7 @@
-// Tool-call parsing for each format: whole outputs, streaming split at every byte boundary equal to
-// the whole, look-alikes that stay content, template detection, and random inputs that never crash
-// and agree between streaming and whole.
+// Tool-call parsing for the JSON formats (hermes, mistral, llama3_json): whole outputs, streaming
+// split at every byte boundary equal to the whole, look-alikes that stay content, template
+// detection, and random inputs over every format that never crash and agree between streaming and
+// whole. The tagged formats (Qwen3-Coder, DeepSeek V3, harmony) are in tool_call_formats_test.cpp.
 #include "chat/tool_calls.h"
 
 #include <gtest/gtest.h>
@@ -13,12 +14,19 @@ using namespace pagoda::chat;
 
 namespace {
 
-ToolCallParts stream(std::string_view text, const std::vector<size_t>& cuts, ToolCallFormat format) {
+// Feeds `text` cut at `cuts`; the deltas are checked as they come (a call's first delta names it and
+// has the next index; later ones continue the open call) and collected into whole calls.
+ParsedToolCalls stream(std::string_view text, const std::vector<size_t>& cuts, ToolCallFormat format) {
     ToolCallParser p(format);
-    ToolCallParts all;
+    ParsedToolCalls all;
     auto add = [&](ToolCallParts part) {
         all.content += part.content;
-        for (auto& c : part.calls) all.calls.push_back(std::move(c));
+        for (const auto& d : part.calls) {
+            if (!d.name.empty()) EXPECT_EQ(d.index, all.calls.size()) << text;
+            else EXPECT_EQ(d.index + 1, all.calls.size()) << text;
+            EXPECT_LE(d.content_offset, part.content.size());
+            collect_tool_calls(all.calls, {d});
+        }
     };
     size_t prev = 0;
     for (size_t c : cuts) {
@@ -30,7 +38,7 @@ ToolCallParts stream(std::string_view text, const std::vector<size_t>& cuts, Too
     return all;
 }
 
-void expect_same(const ToolCallParts& a, const ToolCallParts& b, const std::string& what) {
+void expect_same(const ParsedToolCalls& a, const ParsedToolCalls& b, const std::string& what) {
     EXPECT_EQ(a.content, b.content) << what;
     ASSERT_EQ(a.calls.size(), b.calls.size()) << what;
     for (size_t i = 0; i < a.calls.size(); ++i) {
@@ -40,7 +48,7 @@ void expect_same(const ToolCallParts& a, const ToolCallParts& b, const std::stri
 }
 
 // The output is exactly one call and no content.
-void expect_only_call(const ToolCallParts& r, const std::string& name, const std::string& arguments) {
+void expect_only_call(const ParsedToolCalls& r, const std::string& name, const std::string& arguments) {
     EXPECT_EQ(r.content, "");
     ASSERT_EQ(r.calls.size(), 1u);
     EXPECT_EQ(r.calls[0].name, name);
@@ -149,7 +157,8 @@ TEST(ToolCalls, Llama3Json) {
 }
 
 TEST(ToolCalls, PlainContentIsUntouched) {
-    for (auto f : {ToolCallFormat::hermes, ToolCallFormat::mistral, ToolCallFormat::llama3_json})
+    for (auto f : {ToolCallFormat::hermes, ToolCallFormat::mistral, ToolCallFormat::llama3_json,
+                   ToolCallFormat::qwen3_coder, ToolCallFormat::deepseek_v3, ToolCallFormat::harmony})
         for (const char* text : {"", "  hello  ", "\n", "a < b [c] {d"}) {
             EXPECT_EQ(parse_tool_calls(text, f).content, text) << tool_call_format_name(f);
             EXPECT_TRUE(parse_tool_calls(text, f).calls.empty());
@@ -158,7 +167,7 @@ TEST(ToolCalls, PlainContentIsUntouched) {
 
 TEST(ToolCalls, EveryByteBoundaryEqualsTheWhole) {
     for (const auto& c : cases()) {
-        const ToolCallParts whole = parse_tool_calls(c.text, c.format);
+        const ParsedToolCalls whole = parse_tool_calls(c.text, c.format);
         for (size_t cut = 0; cut <= c.text.size(); ++cut) expect_same(stream(c.text, {cut}, c.format), whole, c.text);
         std::vector<size_t> every;
         for (size_t i = 1; i < c.text.size(); ++i) every.push_back(i);
@@ -169,16 +178,22 @@ TEST(ToolCalls, EveryByteBoundaryEqualsTheWhole) {
 TEST(ToolCalls, RandomInputsNeverCrashAndStreamingAgrees) {
     std::mt19937 rng(11);
     const std::vector<std::string> atoms = {"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>",
+                                            "<function=f>", "<parameter=a>", "</parameter>", "</function>",
+                                            "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>f\n",
+                                            "```json\n", "<｜tool▁call▁end｜>", "<|start|>assistant", "<|channel|>",
+                                            "commentary to=functions.f ", "<|message|>", "<|call|>", "final",
+                                            std::string(300, 'n'), "```json",
                                             "{\"name\": \"f\", \"arguments\": {}}", "{", "}", "[", "]", "\"",
                                             "\\", ";", " ", "\n", "x", "<tool", "{\"name\": \"g\", \"parameters\": {\"a\": ["};
-    const ToolCallFormat formats[] = {ToolCallFormat::hermes, ToolCallFormat::mistral, ToolCallFormat::llama3_json};
-    for (int iter = 0; iter < 3000; ++iter) {
+    const ToolCallFormat formats[] = {ToolCallFormat::hermes,      ToolCallFormat::mistral,     ToolCallFormat::llama3_json,
+                                      ToolCallFormat::qwen3_coder, ToolCallFormat::deepseek_v3, ToolCallFormat::harmony};
+    for (int iter = 0; iter < 6000; ++iter) {
         std::string t;
         const int n = int(rng() % 10);
         for (int i = 0; i < n; ++i) t += atoms[rng() % atoms.size()];
         if (rng() % 10 == 0) t += std::string(300, '[');  // deep nesting: refused, not recursed into
-        const ToolCallFormat f = formats[rng() % 3];
-        const ToolCallParts whole = parse_tool_calls(t, f);
+        const ToolCallFormat f = formats[rng() % 6];
+        const ParsedToolCalls whole = parse_tool_calls(t, f);
         std::vector<size_t> cuts;
         for (size_t i = 1; i < t.size(); ++i)
             if (rng() % 4 == 0) cuts.push_back(i);

@@ -11,7 +11,9 @@
 #include "chat/tool_calls.h"
 #include "grammar/matcher.h"
 #include "server/api_error.h"
+#include "server/anthropic_response.h"
 #include "server/openai_response.h"
+#include "server/responses_events.h"
 
 using namespace pagoda;
 using namespace pagoda::server;
@@ -187,7 +189,20 @@ std::pair<json, json> run(ResponseContext ctx, const std::vector<std::string>& p
             if (d.contains("reasoning_content"))
                 msg["reasoning_content"] = msg["reasoning_content"].get<std::string>() + d["reasoning_content"].get<std::string>();
             if (d.contains("tool_calls"))
-                for (const auto& tc : d["tool_calls"]) msg["tool_calls"].push_back(tc);
+                for (const auto& tc : d["tool_calls"]) {
+                    if (tc.contains("id")) {  // a call's first delta: OpenAI's whole header
+                        EXPECT_EQ(tc["type"], "function");
+                        EXPECT_TRUE(tc["function"]["name"].is_string());
+                        EXPECT_TRUE(tc["function"]["arguments"].is_string());
+                        EXPECT_EQ(tc["index"], msg["tool_calls"].size());
+                        msg["tool_calls"].push_back(tc);
+                        continue;
+                    }
+                    EXPECT_EQ(tc.size(), 2u) << tc.dump() << ": later deltas carry index and arguments only";
+                    json& call = msg["tool_calls"].at(tc["index"].get<size_t>());
+                    call["function"]["arguments"] =
+                        call["function"]["arguments"].get<std::string>() + tc["function"]["arguments"].get<std::string>();
+                }
             if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
         }
     msg["finish_reason"] = finish;
@@ -238,4 +253,149 @@ TEST(ToolResponse, CallsAndReasoningStreamToWhatTheResponseHolds) {
     auto [r2, s2] = run(ctx, {"<tool_call>{\"name\": \"noop\"}</tool_call>"});
     EXPECT_TRUE(r2["choices"][0]["message"]["content"].is_null());
     EXPECT_FALSE(r2["choices"][0]["message"].contains("reasoning_content"));
+}
+
+namespace {
+
+const json kXmlTools = json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+     "city": {"type": "string"}, "days": {"type": "integer"}, "opts": {"type": "object", "properties": {"unit": {"enum": ["C", "F"]}}}},
+     "required": ["city"]}}},
+  {"type": "function", "function": {"name": "noop"}}
+])");
+
+// A forced call: the grammar accepts it, and the parser reads back the name and arguments.
+void expect_forced(chat::ToolCallFormat format, const std::string& only, bool parallel, const std::string& text,
+                   const std::vector<std::pair<std::string, std::string>>& calls) {
+    const auto g = tool_call_grammar(format, kXmlTools, only, parallel);
+    EXPECT_TRUE(accepts(g, text)) << text;
+    const chat::ParsedToolCalls r = chat::parse_tool_calls(text, format, kXmlTools);
+    EXPECT_EQ(r.content, "") << text;
+    ASSERT_EQ(r.calls.size(), calls.size()) << text;
+    for (size_t i = 0; i < calls.size(); ++i) {
+        EXPECT_EQ(r.calls[i].name, calls[i].first);
+        EXPECT_EQ(r.calls[i].arguments, calls[i].second);
+    }
+}
+
+}  // namespace
+
+TEST(ToolRequest, ForcedGrammarsOfTheTaggedFormats) {
+    using F = chat::ToolCallFormat;
+    // Qwen3-Coder: XML parameters, typed by the schema (the required city always, the others optional).
+    expect_forced(F::qwen3_coder, "", true,
+                  "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n"
+                  "</parameter>\n<parameter=opts>\n{\"unit\": \"F\"}\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n"
+                  "<function=noop>\n</function>\n</tool_call>",
+                  {{"get_weather", R"({"city":"Paris","days":3,"opts":{"unit":"F"}})"}, {"noop", "{}"}});
+    auto g = tool_call_grammar(F::qwen3_coder, kXmlTools, "get_weather", false);
+    EXPECT_FALSE(accepts(g, "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"))
+        << "city is required";
+    EXPECT_FALSE(accepts(g, "<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>\n<parameter=days>\n"
+                            "three\n</parameter>\n</function>\n</tool_call>"))
+        << "days is an integer";
+    EXPECT_FALSE(accepts(g, "<tool_call>\n<function=noop>\n</function>\n</tool_call>"));
+    const json enum_tools = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+        "properties": {"unit": {"type": "string", "enum": ["C", "F"]}}, "required": ["unit"]}}}])");
+    g = tool_call_grammar(F::qwen3_coder, enum_tools, "", false);
+    EXPECT_TRUE(accepts(g, "<tool_call>\n<function=f>\n<parameter=unit>\nF\n</parameter>\n</function>\n</tool_call>"));
+    EXPECT_FALSE(accepts(g, "<tool_call>\n<function=f>\n<parameter=unit>\nK\n</parameter>\n</function>\n</tool_call>"))
+        << "a string enum is enforced";
+
+    expect_forced(F::deepseek_v3, "", true,
+                  "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\"}\n```"
+                  "<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>noop\n```json\n{}\n```<｜tool▁call▁end｜>"
+                  "<｜tool▁calls▁end｜>",
+                  {{"get_weather", R"({"city":"Oslo"})"}, {"noop", "{}"}});
+    g = tool_call_grammar(F::deepseek_v3, kXmlTools, "noop", false);
+    EXPECT_FALSE(accepts(g, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+                            "{\"city\": \"Oslo\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"));
+
+    expect_forced(F::harmony, "get_weather", false,
+                  "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Rome\", \"days\": 2}<|call|>",
+                  {{"get_weather", R"({"city":"Rome","days":2})"}});
+    expect_forced(F::harmony, "", true,
+                  "<|channel|>commentary to=functions.noop <|constrain|>json<|message|>{}<|call|><|start|>assistant"
+                  "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"x\"}<|call|>",
+                  {{"noop", "{}"}, {"get_weather", R"({"city":"x"})"}});
+    g = tool_call_grammar(F::harmony, kXmlTools, "", true);
+    EXPECT_FALSE(accepts(g, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>"))
+        << "city is required";
+}
+
+// Token-size pieces through the assembler, then through the Responses and Messages translators: the
+// arguments arrive as several deltas in each API, and add up to the final arguments.
+TEST(ToolResponse, ArgumentsStreamAsDeltasInEveryApi) {
+    using F = chat::ToolCallFormat;
+    const std::pair<F, std::string> outputs[] = {
+        {F::hermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 10}}\n</tool_call>"},
+        {F::qwen3_coder, "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n10\n"
+                         "</parameter>\n</function>\n</tool_call>"},
+        {F::deepseek_v3, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": "
+                         "\"Paris\", \"days\": 10}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+        {F::harmony, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", "
+                     "\"days\": 10}<|call|>"},
+    };
+    for (const auto& [format, out] : outputs) {
+        ResponseContext ctx{.endpoint = Endpoint::chat_completions, .id = "chatcmpl-t", .created = 1, .model = "m"};
+        ctx.tool_format = format;
+        ctx.tools = kXmlTools;
+        ResponseAssembler a(ctx, 1);
+        ResponsesStream responses(ResponsesContext{.id = "resp_t", .model = "m"});
+        MessageBuilder messages("msg_t", "m", 1);
+        size_t chat_pieces = 0, responses_pieces = 0, anthropic_pieces = 0;
+        std::string responses_args, anthropic_args;
+        for (size_t i = 0; i < out.size(); i += 4) {
+            for (const json& chunk : a.add(0, delta(out.substr(i, 4), i + 4 >= out.size()))) {
+                for (const json& tc : chunk["choices"][0]["delta"].value("tool_calls", json::array()))
+                    chat_pieces += !tc["function"]["arguments"].get<std::string>().empty();
+                for (const json& e : responses.feed(chunk))
+                    if (e["type"] == "response.function_call_arguments.delta") {
+                        ++responses_pieces;
+                        responses_args += e["delta"].get<std::string>();
+                    }
+                for (const json& e : messages.add_chunk(chunk))
+                    if (e["type"] == "content_block_delta" && e["delta"]["type"] == "input_json_delta") {
+                        ++anthropic_pieces;
+                        anthropic_args += e["delta"]["partial_json"].get<std::string>();
+                    }
+            }
+        }
+        const json response = a.response();
+        const std::string args = response["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"];
+        const char* name = chat::tool_call_format_name(format);
+        EXPECT_EQ(json::parse(args), json::parse(R"({"city": "Paris", "days": 10})")) << name;
+        EXPECT_GE(chat_pieces, 3u) << name;
+        EXPECT_GE(responses_pieces, 3u) << name;
+        EXPECT_GE(anthropic_pieces, 3u) << name;
+        EXPECT_EQ(responses_args, args) << name;
+        EXPECT_EQ(anthropic_args, args) << name;
+        bool done = false;
+        for (const json& e : responses.close(a.usage(), std::nullopt))
+            if (e["type"] == "response.function_call_arguments.done") {
+                EXPECT_EQ(e["arguments"], args) << name;
+                done = true;
+            }
+        EXPECT_TRUE(done) << name;
+        messages.finish(1, 1);
+        EXPECT_EQ(messages.message()["content"][0]["input"], json::parse(args)) << name;
+    }
+}
+
+// Content between calls keeps its place: the Responses translator opens items in output order.
+TEST(ToolResponse, ContentBetweenCallsIsItsOwnChunk) {
+    ResponseContext ctx{.endpoint = Endpoint::chat_completions, .id = "chatcmpl-t", .created = 1, .model = "m"};
+    ctx.tool_format = chat::ToolCallFormat::hermes;
+    ResponseAssembler a(ctx, 1);
+    const auto chunks = a.add(0, delta("<tool_call>{\"name\": \"noop\", \"arguments\": {}}</tool_call> and then "
+                                       "<tool_call>{\"name\": \"noop\", \"arguments\": {\"a\": 1}}</tool_call>",
+                                       true));
+    ASSERT_EQ(chunks.size(), 2u);
+    EXPECT_EQ(chunks[0]["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+    EXPECT_FALSE(chunks[0]["choices"][0]["delta"].contains("content"));
+    EXPECT_EQ(chunks[1]["choices"][0]["delta"]["content"], "and then");
+    EXPECT_EQ(chunks[1]["choices"][0]["delta"]["tool_calls"][0]["index"], 1);
+    EXPECT_EQ(chunks[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], R"({"a":1})");
+    EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "tool_calls");
+    EXPECT_TRUE(chunks[0]["choices"][0]["finish_reason"].is_null());
 }
