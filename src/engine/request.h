@@ -48,6 +48,9 @@ struct Request {
     // pooling: no prefix-cache reuse) and the request finishes with one delta carrying the pooled,
     // by default L2-normalised, final hidden state. n must be 1; sampling, stop and grammar unused.
     std::optional<EmbeddingSpec> embedding;
+    // A scoring request instead of a generation (token_scores.h): the request finishes (stop) at
+    // its prompt's end with one delta carrying the last position's logits of these ids. n must be 1.
+    std::vector<int32_t> score_tokens;
 };
 
 enum class FinishReason { stop, length, cancelled, error };
@@ -83,6 +86,7 @@ struct Delta {
     std::string error;                   // with FinishReason::error
     std::string stop_string;             // with FinishReason::stop: the stop string that ended the choice, if one did
     std::vector<float> embedding;        // an embedding request's result, on its last delta
+    std::vector<float> token_logits;     // a scoring request's result (Request::score_tokens order)
     bool request_done = false;           // the request's last delta: every choice finished
     Usage usage;                         // counts so far
     RequestTimings timings;              // with request_done
