@@ -81,6 +81,10 @@ const std::array kRoutes = {
     // Translated to a chat request by the session (Gateway::start_messages).
     Route{"/v1/messages", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::chat_completions>},
     Route{"/infill", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::infill>},
+    // Relevance scores (gateway_rerank.cpp): Jina's and Cohere's path, llama-server's, and vLLM's.
+    Route{"/v1/rerank", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::rerank>},
+    Route{"/rerank", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::rerank>},
+    Route{"/v1/score", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::score>},
 };
 
 bool matches(const Route& r, std::string_view path) {
