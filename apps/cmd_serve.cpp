@@ -139,6 +139,13 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "/v1/embeddings pooling of the final hidden states: mean, last or cls (first token); default: the "
                    "model's {arch}.pooling_type, else last")
         ->check(CLI::IsMember({"mean", "last", "cls"}));
+    sub.add_option("--rerank-template", o->gateway.rerank_template,
+                   "/v1/rerank and /v1/score with a decoder reranker: a file whose text is the prompt, with {query} "
+                   "and {document} where they go (default: the model's tokenizer.chat_template.rerank, else its chat "
+                   "template with Qwen3-Reranker's instruction)");
+    sub.add_option("--rerank-tokens", o->gateway.rerank_tokens,
+                   "The decoder reranker's answer tokens YES,NO (vocabulary texts, or ids); the score is "
+                   "sigmoid(logit(YES) - logit(NO)) at the prompt's end (default: yes,no)");
     sub.add_option("--responses-max", o->gateway.responses_max,
                    "/v1/responses store: at most this many responses are kept for previous_response_id (the oldest "
                    "go first; 0 stores none; in memory only, a restart loses them)")

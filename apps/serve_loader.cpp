@@ -42,6 +42,11 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     loaded.system_fingerprint = model::system_fingerprint(model::fingerprint_parts(loaded.engine->model_info()));
     // llama.cpp's convention for embedding models; 0 (none) and 4 (rank) leave the server's default.
     loaded.pooling = engine::pooling_from_gguf(file->get_int_or(cfg.arch + ".pooling_type", 0));
+    // Rerankers: a decoder's rerank prompt form (llama.cpp's key), or a classification head (rank).
+    loaded.rerank_template = file->get_string_or("tokenizer.chat_template.rerank", "");
+    loaded.rank_pooling = file->get_int_or(cfg.arch + ".pooling_type", 0) == 4;
+    for (const char* head : {"cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"})
+        if (file->find_tensor(head)) loaded.classifier_head += (loaded.classifier_head.empty() ? "" : ", ") + std::string(head);
     return loaded;
 }
 

@@ -1,6 +1,7 @@
 // libFuzzer entry for HTTP request handling: raw bytes (request line, headers, body) through
 // Boost.Beast's request_parser with the limits src/server/http_session.cpp sets, then routed as
-// its route() does: request id and bearer-key checks, and for each endpoint the gateway's parsing
+// its route table (http_routes.cpp) does: the header checks and credentials of http_auth.h, request
+// id and bearer-key checks, and for each endpoint the gateway's parsing
 // (parse_json_body, the completion pipeline for both endpoints and /infill, /tokenize and
 // /detokenize, /v1/embeddings), CORS (a preflight OPTIONS, and the Access-Control-* headers every
 // answer gets for its Origin), ending in the response bytes (format_head + ApiError body) the session writes.
@@ -13,6 +14,7 @@
 #include "fuzz/fuzz_support.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
+#include "server/http_auth.h"
 #include "server/http_common.h"
 #include "server/tokenize_request.h"
 
@@ -35,8 +37,9 @@ const CorsPolicy& cors() {
     return policy;
 }
 
-// route() of http_session.cpp without the socket: returns the status it would answer.
+// The session's routing without the socket: returns the status it would answer.
 int route(const http::request<http::string_body>& req) {
+    if (auto refusal = refuse_header(req)) return refusal->status;
     if (req.method() == http::verb::options) {  // the session's preflight()
         const auto headers = cors().preflight_headers(req[http::field::origin], req[http::field::access_control_request_headers]);
         (void)format_head(204, headers);
@@ -44,7 +47,7 @@ int route(const http::request<http::string_body>& req) {
     }
     const std::string path(req.target().substr(0, req.target().find('?')));
     (void)valid_request_id(req["x-request-id"]);
-    const ApiKey* key = keys().find(bearer_token(req[http::field::authorization]));
+    const ApiKey* key = keys().find(bearer_token(request_credentials(req)));
     const bool authorised = key != nullptr;
     const tokenizer::Tokenizer* tok = fuzz::small_tokenizer();
     const auto& templates = fuzz::builtin_templates();

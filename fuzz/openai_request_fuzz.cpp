@@ -6,7 +6,11 @@
 // also drive the Responses event translator with generated chat chunks. One input in five is an
 // Anthropic Messages body instead (system, content blocks, tools, tool_choice, thinking,
 // stop_sequences...), translated by anthropic_request.h and run through the same chat pipeline, as
-// Gateway::start_messages() does.
+// Gateway::start_messages() does. /v1/rerank and /v1/score bodies (documents as strings or text
+// objects, text_1/text_2 as strings or lists, top_n, return_documents, stray fields) go through their
+// parser, the rerank prompt form (a builtin chat template's, or a {query}/{document} form) and the
+// tokenizer, and their responses are assembled from fuzzed yes/no logits: scores stay in [0, 1] and
+// rerank results come best first.
 // Chat inputs also drive the tool-call parser (every format, the generated tools typing Qwen3-Coder
 // values) with a model output built from the formats' markers and the bytes, fed whole and in cuts.
 // Oracle: every refusal is an ApiError with a 4xx status; nothing else may escape. The translator
@@ -21,11 +25,15 @@
 #include <map>
 #include <optional>
 
+#include "core/error.h"
 #include "fuzz/fuzz_support.h"
 #include "chat/tool_calls.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
+#include "server/rerank_prompt.h"
+#include "server/rerank_response.h"
 #include "server/responses_events.h"
+#include "tokenizer/tokenizer.h"
 
 using namespace pagoda;
 using namespace pagoda::server;
@@ -188,6 +196,76 @@ void check_tool_calls(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
     }
 }
 
+json rerank_text_list(fuzz::JsonGen& gen, FuzzedDataProvider& p, bool objects) {
+    if (p.ConsumeIntegralInRange<int>(0, 7) == 0) return gen.value(2);
+    if (!objects && p.ConsumeBool()) return gen.string();
+    json list = json::array();
+    const int n = p.ConsumeIntegralInRange<int>(0, 5);
+    for (int i = 0; i < n; ++i) {
+        if (objects && p.ConsumeBool()) {
+            json doc = {{"text", gen.string()}};
+            if (p.ConsumeIntegralInRange<int>(0, 7) == 0) doc[gen.string()] = gen.value(1);
+            list.push_back(std::move(doc));
+        } else {
+            list.push_back(gen.string());
+        }
+    }
+    return list;
+}
+
+json rerank_body(fuzz::JsonGen& gen, FuzzedDataProvider& p, bool score) {
+    json body = json::object();
+    if (p.ConsumeBool()) body["model"] = p.ConsumeBool() ? json(gen.string()) : gen.value(0);
+    if (score) {
+        if (p.ConsumeIntegralInRange<int>(0, 9) != 0) body["text_1"] = rerank_text_list(gen, p, false);
+        if (p.ConsumeIntegralInRange<int>(0, 9) != 0) body["text_2"] = rerank_text_list(gen, p, false);
+    } else {
+        if (p.ConsumeIntegralInRange<int>(0, 9) != 0) body["query"] = p.ConsumeBool() ? json(gen.string()) : gen.value(1);
+        if (p.ConsumeIntegralInRange<int>(0, 9) != 0) body["documents"] = rerank_text_list(gen, p, true);
+        if (p.ConsumeBool()) body["top_n"] = p.ConsumeBool() ? json(p.ConsumeIntegralInRange<int64_t>(-2, 8)) : gen.value(0);
+        if (p.ConsumeBool()) body["return_documents"] = p.ConsumeBool() ? json(p.ConsumeBool()) : gen.value(0);
+    }
+    if (p.ConsumeIntegralInRange<int>(0, 7) == 0) {
+        const auto& fields = rerank_request_fields();
+        body[std::string(fields[p.ConsumeIntegralInRange<size_t>(0, fields.size() - 1)].name)] = gen.value(1);
+    }
+    if (p.ConsumeIntegralInRange<int>(0, 15) == 0) body[gen.string()] = gen.value(1);
+    return body;
+}
+
+// As Gateway::start_rerank does up to the engine, then the response from fuzzed logits.
+void run_rerank_pipeline(const json& body, bool score, const chat::ChatTemplate* tmpl, FuzzedDataProvider& p) {
+    const RerankParams params = score ? parse_score_request(body) : parse_rerank_request(body);
+    std::optional<RerankPrompt> form;
+    try {
+        if (tmpl) form = RerankPrompt::from_chat_template(*tmpl, "<s>", "</s>");
+    } catch (const Error&) {
+        // A template that cannot render the instruction: the gateway refuses rerank with its reason.
+    }
+    if (!form) form = RerankPrompt::from_form("q: {query} d: {document} {x}", "fuzz");
+    const RerankPrompt& prompt = *form;
+    RerankAssembler a("m", "rerank-x", 0, params);
+    for (size_t i = 0; i < params.pairs.size(); ++i) {
+        const std::vector<int32_t> ids = prompt.tokenize(*fuzz::small_tokenizer(), params.pairs[i].query, params.pairs[i].document);
+        engine::Delta d;
+        d.finish_reason = engine::FinishReason::stop;
+        d.request_done = true;
+        d.usage.prompt_tokens = int64_t(ids.size());
+        d.token_logits = {p.ConsumeFloatingPointInRange<float>(-1e4f, 1e4f), p.ConsumeFloatingPointInRange<float>(-1e4f, 1e4f)};
+        a.add(i, d);
+    }
+    if (!a.done()) fuzz::unexpected("rerank", std::runtime_error("the assembler is not done after every pair"));
+    const json r = a.response();
+    double previous = 2;
+    for (const json& item : score ? r.at("data") : r.at("results")) {
+        const double s = item.at(score ? "score" : "relevance_score").get<double>();
+        if (!(s >= 0 && s <= 1)) fuzz::unexpected("rerank", std::runtime_error("a score outside [0, 1]"));
+        if (!score && s > previous) fuzz::unexpected("rerank", std::runtime_error("results not best first"));
+        previous = s;
+    }
+    (void)dump_json(r);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -201,9 +279,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Endpoint endpoint =
         anthropic ? Endpoint::chat_completions
                   : p.PickValueInArray({Endpoint::completions, Endpoint::chat_completions, Endpoint::embeddings,
-                                        Endpoint::responses, Endpoint::infill});
+                                        Endpoint::responses, Endpoint::infill, Endpoint::rerank, Endpoint::score});
+    const bool rerank = endpoint == Endpoint::rerank || endpoint == Endpoint::score;
     const nlohmann::json body = anthropic                          ? anthropic_body(gen, p)
                                 : endpoint == Endpoint::responses ? gen.responses_body()
+                                : rerank                          ? rerank_body(gen, p, endpoint == Endpoint::score)
                                                                   : gen.request_body(endpoint);
     try {
         if (anthropic) {
@@ -220,7 +300,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         // The server receives the body as bytes: round-trip it as http_session.cpp would parse it.
         const nlohmann::json parsed = parse_json_body(dump_json(body));
-        if (endpoint == Endpoint::embeddings) fuzz::run_embedding_pipeline(parsed, fuzz::small_tokenizer());
+        if (rerank) run_rerank_pipeline(parsed, endpoint == Endpoint::score, tmpl, p);
+        else if (endpoint == Endpoint::embeddings) fuzz::run_embedding_pipeline(parsed, fuzz::small_tokenizer());
         else if (endpoint == Endpoint::responses) fuzz::run_responses_pipeline(parsed, tmpl, fuzz::small_tokenizer());
         else if (endpoint == Endpoint::infill) fuzz::run_completion_pipeline(parsed, endpoint, tmpl, fuzz::fim_tokenizer());
         else fuzz::run_completion_pipeline(parsed, endpoint, tmpl, fuzz::small_tokenizer());

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "engine/draft_ngram.h"
 #include "engine/logprobs.h"
+#include "engine/token_scores.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::engine {
@@ -27,7 +28,7 @@ int64_t limit_for(const StepModelInfo& info, const EngineOptions& options) {
 
 // A generating sequence whose every token but the last is computed: one that can draft this step.
 bool decoding(const Sequence* s) {
-    return s->request && !s->pooled && s->n_computed + 1 == int64_t(s->tokens.size());
+    return s->request && !s->pooled && !scores_tokens(s->request->request) && s->n_computed + 1 == int64_t(s->tokens.size());
 }
 
 }  // namespace
@@ -90,6 +91,7 @@ void EngineCore::validate(const Request& req) const {
         if (req.prompt[i] < 0 || req.prompt[i] >= info_.vocab_size)
             fail("prompt token {} at position {} is out of range (vocabulary has {} tokens)", req.prompt[i], i,
                  info_.vocab_size);
+    if (scores_tokens(req)) return validate_scoring(req, info_.vocab_size, context_limit_);  // token_scores.h
     if (req.embedding) {
         if (info_.hidden_size < 1) fail("this model gives no hidden states, so it cannot embed");
         if (int64_t(req.prompt.size()) > context_limit_)
@@ -638,6 +640,13 @@ bool EngineCore::step() {
         Sequence& s = *c.seq;
         if (s.status != SeqStatus::running || !s.request) continue;  // failed earlier in this loop
         RequestState& r = *s.request;
+        if (scores_tokens(r.request)) {  // token_scores.h: the prompt's last row answers it, nothing is sampled
+            Delta d;
+            d.token_logits = chosen_logits(r.request, p);
+            finish_sequence(s, FinishReason::stop, d);
+            done.push_back(&r);
+            continue;
+        }
         if (c.n_draft > 0) {
             // Verify the draft row by row; the first refusal's replacement (or, all accepted, the
             // last row's sample) is the token this step adds beyond the accepted ones.

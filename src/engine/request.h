@@ -55,6 +55,9 @@ struct Request {
     // The latest time the request may start (be first scheduled). A request still waiting then is
     // never run: it finishes with FinishReason::error and error_code "deadline_exceeded".
     std::optional<Clock::time_point> start_deadline;
+    // A scoring request instead of a generation (token_scores.h): the request finishes (stop) at
+    // its prompt's end with one delta carrying the last position's logits of these ids. n must be 1.
+    std::vector<int32_t> score_tokens;
 };
 
 enum class FinishReason { stop, length, cancelled, error };
@@ -91,6 +94,7 @@ struct Delta {
     std::string error_code;              // with FinishReason::error, when it has one: "deadline_exceeded"
     std::string stop_string;             // with FinishReason::stop: the stop string that ended the choice, if one did
     std::vector<float> embedding;        // an embedding request's result, on its last delta
+    std::vector<float> token_logits;     // a scoring request's result (Request::score_tokens order)
     bool request_done = false;           // the request's last delta: every choice finished
     Usage usage;                         // counts so far
     RequestTimings timings;              // with request_done

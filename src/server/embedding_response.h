@@ -10,20 +10,21 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
+#include "server/collected_response.h"
 #include "server/embedding_request.h"
 
 namespace pagoda::server {
 
-class EmbeddingAssembler {
+class EmbeddingAssembler : public CollectedResponse {
 public:
     EmbeddingAssembler(std::string model, EmbeddingEncoding encoding, size_t n_subs);
 
-    void add(size_t sub, const engine::Delta& delta);
-    bool done() const { return n_done_ == results_.size(); }
-    const std::optional<std::string>& error() const { return error_; }
-    bool cancelled() const { return cancelled_; }
-    int64_t prompt_tokens() const;
-    nlohmann::json response() const;
+    void add(size_t sub, const engine::Delta& delta) override;
+    bool done() const override { return n_done_ == results_.size(); }
+    const std::optional<std::string>& error() const override { return error_; }
+    bool cancelled() const override { return cancelled_; }
+    int64_t prompt_tokens() const override;
+    nlohmann::json response() const override;
 
 private:
     struct Result {

@@ -46,7 +46,7 @@ std::vector<json> Job::opening_chunks() const {
 }
 
 json Job::response() const {
-    if (embeddings_) return embeddings_->response();
+    if (collected_) return collected_->response();
     if (messages_) return messages_->message();
     return responses_ ? responses_->response() : assembler_.response();
 }
@@ -56,8 +56,8 @@ std::vector<json> Job::add(size_t sub, const engine::Delta& delta) {
         deadline_missed_ = delta.error;
         gateway_.metrics_.on_deadline_miss(key_name_, "queue");
     }
-    if (embeddings_) {
-        embeddings_->add(sub, delta);
+    if (collected_) {
+        collected_->add(sub, delta);
         return {};
     }
     if (messages_) return add_message(sub, delta);
@@ -80,8 +80,8 @@ std::vector<json> Job::add(size_t sub, const engine::Delta& delta) {
 }
 
 std::optional<ApiError> Job::failure() const {
-    const std::optional<std::string>& error = embeddings_ ? embeddings_->error() : assembler_.error();
-    const bool cancelled = embeddings_ ? embeddings_->cancelled() : assembler_.cancelled();
+    const std::optional<std::string>& error = collected_ ? collected_->error() : assembler_.error();
+    const bool cancelled = collected_ ? collected_->cancelled() : assembler_.cancelled();
     if (deadline_missed_) {
         ApiError e = ApiError::unavailable(*deadline_missed_, "deadline_exceeded");
         e.retry_after = 1;
@@ -101,7 +101,7 @@ std::optional<ApiError> Job::failure() const {
 void Job::finish(int status) {
     if (finished_.exchange(true)) return;
     if (limited_) {
-        const int64_t used = embeddings_ ? embeddings_->prompt_tokens()
+        const int64_t used = collected_ ? collected_->prompt_tokens()
                                          : assembler_.prompt_tokens() + assembler_.completion_tokens();
         gateway_.limiter_.finish(key_name_, reserved_tokens_, used, gateway_.now_seconds());
     }
@@ -212,6 +212,7 @@ void Gateway::load() {
         } else {
             pooling_ = loaded.pooling.value_or(engine::Pooling::last);
         }
+        setup_rerank(loaded);  // gateway_rerank.cpp; needs template_
         system_fingerprint_ = loaded.system_fingerprint;  // before state_ turns ready: requests read it
         {
             std::lock_guard lock(engine_mutex_);
@@ -313,6 +314,8 @@ SimpleResponse Gateway::metrics() {
 std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const ApiKey* key,
                                     const std::string& request_id, DeltaSink sink, std::string response_id) {
     if (endpoint == Endpoint::embeddings) return start_embeddings(body, key, request_id, std::move(sink));
+    if (endpoint == Endpoint::rerank || endpoint == Endpoint::score)
+        return start_rerank(endpoint, body, key, request_id, std::move(sink));
     if (endpoint == Endpoint::responses) return start_responses(body, key, request_id, std::move(sink), std::move(response_id));
     if (response_id.empty()) response_id = new_request_id();
     const std::string key_name = key ? key->name : "anonymous";

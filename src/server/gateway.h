@@ -25,6 +25,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
+#include "server/rerank_prompt.h"
 #include "server/response_store.h"
 #include "server/server_metrics.h"
 
@@ -53,6 +54,11 @@ struct GatewayOptions {
     // Fill-in-the-middle order: suffix first (SPM) instead of prefix first (PSM), as llama-server's
     // --spm-infill.
     bool spm_infill = false;
+    // /v1/rerank and /v1/score with a decoder reranker (rerank_prompt.h): a file whose text is the
+    // prompt form ({query}, {document}); empty: the model's rerank template, else its chat template.
+    std::string rerank_template;
+    // The answer tokens "YES,NO" (vocabulary texts or ids); empty: "yes" and "no".
+    std::string rerank_tokens;
 };
 
 using SteadyClock = std::chrono::steady_clock;
@@ -65,6 +71,11 @@ struct LoadedModel {
     std::optional<engine::Pooling> pooling;  // the model's own embedding pooling, if its file names one
     // Responses' system_fingerprint (model/system_fingerprint.h); empty: null in responses.
     std::string system_fingerprint;
+    std::string rerank_template;  // GGUF tokenizer.chat_template.rerank (llama.cpp's key); empty: none
+    // GGUF {arch}.pooling_type 4 (rank): a reranker scored by a classification head; the head's
+    // tensor names as found (cls.weight / cls.output.weight), empty when the file has none.
+    bool rank_pooling = false;
+    std::string classifier_head;
 };
 
 // Opens the model and starts its engine; runs on the thread that calls Gateway::load(). `options`
@@ -94,7 +105,7 @@ public:
     bool anthropic() const { return messages_ != nullptr; }
     std::vector<nlohmann::json> opening_chunks() const;
     std::vector<nlohmann::json> add(size_t sub, const engine::Delta& delta);
-    bool done() const { return embeddings_ ? embeddings_->done() : assembler_.done(); }
+    bool done() const { return collected_ ? collected_->done() : assembler_.done(); }
     const ResponseAssembler& assembler() const { return assembler_; }
     // Once done(): the whole (non-streaming) response body.
     nlohmann::json response() const;
@@ -118,7 +129,8 @@ private:
     std::string request_id_;
     CompletionParams params_;
     ResponseAssembler assembler_;
-    std::unique_ptr<EmbeddingAssembler> embeddings_;  // set for /v1/embeddings (then assembler_ is unused)
+    // Set for /v1/embeddings, /v1/rerank and /v1/score (then assembler_ is unused): one result per sub.
+    std::unique_ptr<CollectedResponse> collected_;
     std::unique_ptr<ResponsesStream> responses_;      // set for /v1/responses (fed the assembler's chunks)
     nlohmann::json responses_conversation_;           // /v1/responses: the input items, stored with the output
     std::unique_ptr<MessageBuilder> messages_;  // set for /v1/messages: fed assembler_'s chunks
@@ -217,6 +229,11 @@ private:
     friend class Job;
     std::shared_ptr<Job> start_embeddings(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
                                           DeltaSink sink);
+    // POST /v1/rerank and /v1/score (gateway_rerank.cpp): one scoring request per document or pair.
+    std::shared_ptr<Job> start_rerank(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
+                                      const std::string& request_id, DeltaSink sink);
+    // At load: how this model reranks (decoder prompt and answer tokens), or why it cannot.
+    void setup_rerank(const LoadedModel& loaded);
     // POST /v1/responses (gateway_responses.cpp): the request as a chat request through launch().
     std::shared_ptr<Job> start_responses(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
                                          DeltaSink sink, std::string response_id);
@@ -244,6 +261,11 @@ private:
     std::optional<chat::ChatTemplate> template_;
     bool split_reasoning_ = false;  // from options_.reasoning_format and the template, at load
     engine::Pooling pooling_ = engine::Pooling::last;  // from options_.pooling and the model, at load
+    // Decoder reranking (setup_rerank): the prompt form and the yes/no token ids; when unset,
+    // rerank_unsupported_ says why /v1/rerank and /v1/score are refused.
+    std::optional<RerankPrompt> rerank_prompt_;
+    std::pair<int32_t, int32_t> rerank_tokens_{-1, -1};
+    std::string rerank_unsupported_;
     std::string system_fingerprint_;  // from the loader, at load
     std::unique_ptr<engine::Engine> engine_;
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)

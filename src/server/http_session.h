@@ -5,7 +5,9 @@
 // watched, so a client that hangs up gets its generation cancelled. Every answer, error or not,
 // carries X-Request-Id and is logged with its status and duration, plus the CORS headers its
 // Origin earns (cors.h); a preflight OPTIONS is answered there. With a TLS context in ServerShared
-// the connection speaks HTTPS (the same session code over the TLS stream).
+// the connection speaks HTTPS (the same session code over the TLS stream). The paths are in the
+// route table (http_routes.h), credentials and header checks in http_auth.h, and an engine job's
+// answer with the socket watch in http_session_job.cpp.
 #pragma once
 #include "server/http_common.h"
 

@@ -415,6 +415,8 @@ const char* endpoint_name(Endpoint e) {
         case Endpoint::embeddings: return "embeddings";
         case Endpoint::responses: return "responses";
         case Endpoint::infill: return "infill";
+        case Endpoint::rerank: return "rerank";
+        case Endpoint::score: return "score";
     }
     return "?";
 }

@@ -25,8 +25,8 @@ namespace pagoda::server {
 
 // infill: POST /infill (llama-server's fill-in-the-middle); it parses into a completions request.
 // responses: POST /v1/responses, translated into a chat request (responses_request.h).
-enum class Endpoint { completions, chat_completions, embeddings, responses, infill };
-// "completions", "chat.completions", "embeddings", "responses", "infill"
+enum class Endpoint { completions, chat_completions, embeddings, responses, infill, rerank, score };
+// "completions", "chat.completions", "embeddings", "responses", "infill", "rerank", "score"
 const char* endpoint_name(Endpoint e);
 
 // One prompt of a completions request: text, or token ids given directly.

@@ -18,6 +18,7 @@ struct ChoiceResult {
     std::optional<FinishReason> finish;
     std::string error, error_code;
     std::vector<float> embedding;
+    std::vector<float> token_logits;  // a scoring request's result
     int deltas = 0;
 };
 
@@ -53,6 +54,7 @@ public:
                 c.logprobs.insert(c.logprobs.end(), d->logprobs.begin(), d->logprobs.end());
                 if (d->finish_reason) c.finish = d->finish_reason, c.error = d->error, c.error_code = d->error_code;
                 if (!d->embedding.empty()) c.embedding = d->embedding;
+                if (!d->token_logits.empty()) c.token_logits = d->token_logits;
                 ++c.deltas;
                 res.usage = d->usage;
                 if (d->request_done) res.done = true, res.timings = d->timings;

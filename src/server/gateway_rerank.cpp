@@ -1,0 +1,147 @@
+// The gateway's /v1/rerank, /rerank and /v1/score, apart from gateway.cpp: parse (rerank_request.h),
+// build each (query, document) pair's prompt (rerank_prompt.h), check it against the model, then one
+// scoring request per pair (token_scores.h), all submitted at once so the engine batches them; the
+// Job collects the yes/no logits into scores (rerank_response.h).
+#include <chrono>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "server/gateway.h"
+#include "server/rerank_response.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+namespace {
+
+using json = nlohmann::json;
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("--rerank-template: cannot read '{}'", path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string pair_param(const RerankParams& p, size_t i) {
+    if (p.score) return fmt::format("text_2[{}]", i);
+    return fmt::format("documents[{}]", i);
+}
+
+}  // namespace
+
+void Gateway::setup_rerank(const LoadedModel& loaded) {
+    rerank_prompt_.reset();
+    if (loaded.rank_pooling) {
+        // llama.cpp scores these with the classification head on the pooled hidden state; pagoda's
+        // model builder does not build such heads, so the model cannot rank here.
+        rerank_unsupported_ = fmt::format(
+            "reranking is not supported by this model: its file says pooling_type rank (a classification-head "
+            "reranker, head {}), and pagoda does not build classification heads (cls.weight / cls.bias / "
+            "cls.output.weight) yet",
+            loaded.classifier_head.empty() ? std::string("missing") : loaded.classifier_head);
+        log_warn("serve: {}", rerank_unsupported_);
+        return;
+    }
+    const tokenizer::Tokenizer& tok = *loaded.engine->tokenizer();
+    const auto tokens = rerank_answer_tokens(tok.vocab(), options_.rerank_tokens);  // a bad flag fails the load
+    if (!tokens) {
+        rerank_unsupported_ =
+            "reranking is not supported by this model: it has no classification head (pooling_type rank), and its "
+            "vocabulary has no 'yes' and 'no' tokens for a decoder reranker's answer (serve --rerank-tokens YES,NO "
+            "names two)";
+        return;
+    }
+    rerank_tokens_ = *tokens;
+    if (!options_.rerank_template.empty()) {
+        rerank_prompt_ = RerankPrompt::from_form(read_text_file(options_.rerank_template), options_.rerank_template);
+        return;
+    }
+    if (!loaded.rerank_template.empty()) {
+        rerank_prompt_ = RerankPrompt::from_form(loaded.rerank_template, "the model's tokenizer.chat_template.rerank");
+        return;
+    }
+    try {
+        const std::string bos = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : std::string();
+        const std::string eos = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : std::string();
+        rerank_prompt_ = RerankPrompt::from_chat_template(*template_, bos, eos);
+    } catch (const std::exception& e) {
+        rerank_unsupported_ = fmt::format("reranking is not supported by this model: its chat template cannot render "
+                                          "a rerank prompt ({}); give one with serve --rerank-template FILE",
+                                          e.what());
+    }
+}
+
+std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, const ApiKey* key,
+                                           const std::string& request_id, DeltaSink sink) {
+    const std::string key_name = key ? key->name : "anonymous";
+    admit_or_throw(key_name);
+    auto invalid = [&](ApiError e) -> ApiError {
+        metrics_.on_rejection(key_name, "invalid");
+        return e;
+    };
+    RerankParams p;
+    try {
+        p = endpoint == Endpoint::score ? parse_score_request(body) : parse_rerank_request(body);
+    } catch (const ApiError& e) {
+        throw invalid(e);
+    }
+    if (!p.model.empty() && p.model != options_.model_name)
+        throw invalid(ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
+                                                options_.model_name),
+                               "invalid_request_error", "model", "model_not_found"));
+    if (!rerank_prompt_) throw invalid(ApiError::invalid(rerank_unsupported_, {}, "model_not_supported"));
+
+    const tokenizer::Tokenizer& tok = *engine_->tokenizer();
+    const int64_t limit = options_.max_prompt_tokens > 0 ? std::min(options_.max_prompt_tokens, engine_->context_limit())
+                                                         : engine_->context_limit();
+    std::vector<engine::Request> requests;
+    int64_t total_tokens = 0;
+    for (size_t i = 0; i < p.pairs.size(); ++i) {
+        engine::Request r;
+        r.prompt = rerank_prompt_->tokenize(tok, p.pairs[i].query, p.pairs[i].document);
+        const std::string param = pair_param(p, i);
+        if (r.prompt.empty()) throw invalid(ApiError::invalid(fmt::format("'{}' encodes to no tokens", param), param, "invalid_value"));
+        if (int64_t(r.prompt.size()) > limit)
+            throw invalid(ApiError::invalid(fmt::format("'{}' makes a prompt of {} tokens with the query; at most {} fit "
+                                                        "this model",
+                                                        param, r.prompt.size(), limit),
+                                            param, "context_length_exceeded"));
+        r.score_tokens = {rerank_tokens_.first, rerank_tokens_.second};
+        r.stop.max_tokens = 1;
+        total_tokens += int64_t(r.prompt.size());
+        requests.push_back(std::move(r));
+    }
+
+    admit_load(key, key_name, total_tokens, p.score ? "text_2" : "documents");
+
+    CompletionParams params;
+    params.endpoint = endpoint;
+    params.model = p.model;
+    std::shared_ptr<Job> job(new Job(*this, request_id, params, ResponseContext{}, 0));
+    const int64_t created =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    job->collected_ = std::make_unique<RerankAssembler>(options_.model_name,
+                                                        fmt::format("{}-{}", p.score ? "score" : "rerank", request_id),
+                                                        created, p);
+    job->key_name_ = key_name;
+    job->limited_ = key != nullptr;
+    job->reserved_tokens_ = total_tokens;
+    for (size_t sub = 0; sub < requests.size(); ++sub) {
+        try {
+            auto handle = engine_->submit(std::move(requests[sub]), [sink, sub](const engine::Delta& d) { sink(sub, d); });
+            job->engine_ids_.push_back(handle.id());
+        } catch (const Error& e) {
+            job->cancel();
+            job->finish(400);
+            metrics_.on_rejection(key_name, "invalid");
+            throw ApiError::invalid(e.what(), pair_param(p, sub));
+        }
+    }
+    return job;
+}
+
+}  // namespace pagoda::server
