@@ -4,10 +4,12 @@
 // honoured, a no-op by definition (user, metadata, store: false, ...) or refused, is the list in
 // request_fields.h; unknown fields are refused too. Values a field cannot honour (best_of != n,
 // echo with logprobs or with a suffix, a JSON schema keyword the grammar compiler cannot enforce)
-// are refused rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
-// min_tokens, stop_token_ids and guided_json are honoured. Structured output — response_format
-// json_object / json_schema, json_schema / guided_json, or llama.cpp's `grammar` (GBNF) — is
-// compiled here into a grammar every choice's output is constrained to.
+// are refused rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty,
+// ignore_eos, min_tokens, stop_token_ids, include_stop_str_in_output, add_generation_prompt and
+// continue_final_message are honoured. Structured output — response_format json_object /
+// json_schema, json_schema / guided_json, guided_choice, guided_regex, or GBNF (`grammar`,
+// guided_grammar) — is compiled here into a grammar every choice's output is constrained to. The
+// fields are read in parts (openai_request_parts.h) with core/json_reader.h.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -60,10 +62,13 @@ struct CompletionParams {
     std::string tool_choice_function;        // with ToolChoice::function
     bool parallel_tool_calls = true;
     nlohmann::json chat_template_kwargs = nlohmann::json::object();  // chat: extra template variables
+    bool add_generation_prompt = true;       // chat: the prompt opens the assistant's turn
+    bool continue_final_message = false;     // chat: the prompt continues the last (assistant) message
     int32_t n = 1;
     std::optional<int64_t> max_tokens;       // max_tokens / max_completion_tokens; unset: default
     std::string max_tokens_param = "max_tokens";  // the field max_tokens came from (for errors)
     std::vector<std::string> stop;
+    bool include_stop_str = false;           // vLLM include_stop_str_in_output: the stop string stays in the text
     std::vector<int32_t> stop_token_ids;
     float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f, repetition_penalty = 1.0f;
     int32_t top_k = 0;
