@@ -329,7 +329,7 @@ private:
         else throw ApiError::not_found(fmt::format("no route for {} {}", method_, path_));
         require_method(req, http::verb::post, "POST");
         const ApiKey* key = authenticate(auth);
-        json body;
+        nlohmann::ordered_json body;  // keys in the order sent: JSON schemas keep their properties' order
         try {
             body = parse_json_body(req.body());
         } catch (const ApiError&) {
@@ -350,7 +350,7 @@ private:
 
     // ---- completions ----
 
-    void start_completion(Endpoint endpoint, const json& body, const ApiKey* key) {
+    void start_completion(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key) {
         // A generation may run far longer than the request timeout. This must happen before any
         // write starts: Beast applies a new expiry only to operations not yet pending, and later
         // writes would inherit the old deadline.

@@ -109,7 +109,8 @@ void check_no_op_values(const json& body) {
     if (const json* v = field(body, "cache_prompt")) read_bool(*v, "cache_prompt");
 }
 
-CompletionParams parse_fields(const json& body, Endpoint endpoint) {
+// `ordered`: the same body with its keys in the order sent, where the caller has it.
+CompletionParams parse_fields(const json& body, Endpoint endpoint, const nlohmann::ordered_json* ordered) {
     if (!body.is_object()) wrong_type("body", "a JSON object", body);
     check_request_fields(body, endpoint);
     CompletionParams p;
@@ -121,7 +122,7 @@ CompletionParams parse_fields(const json& body, Endpoint endpoint) {
     else parse_prompt(body, p);
     openai_fields::parse_sampling(body, p);
     if (!chat) parse_completion_output(body, p);
-    openai_fields::parse_structured_output(body, p);
+    openai_fields::parse_structured_output(body, p, ordered);
     if (p.grammar && (p.tool_choice == ToolChoice::required || p.tool_choice == ToolChoice::function))
         throw ApiError::invalid("'tool_choice' that forces a call constrains the output itself: not together with "
                                 "'response_format' or 'grammar'",
@@ -156,10 +157,10 @@ const char* endpoint_name(Endpoint e) {
     return "?";
 }
 
-json parse_json_body(std::string_view bytes) {
+nlohmann::ordered_json parse_json_body(std::string_view bytes) {
     if (bytes.empty()) throw ApiError::invalid("the request body is empty; send a JSON object", {}, "invalid_json");
     try {
-        return json::parse(bytes.begin(), bytes.end());
+        return nlohmann::ordered_json::parse(bytes.begin(), bytes.end());
     } catch (const json::parse_error& e) {
         throw ApiError::invalid(fmt::format("the request body is not valid JSON: {}", json_problem(e.what())), {},
                                 "invalid_json");
@@ -173,7 +174,17 @@ json parse_json_body(std::string_view bytes) {
 CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
     if (endpoint == Endpoint::infill) return parse_infill_request(body);
     try {
-        return parse_fields(body, endpoint);
+        return parse_fields(body, endpoint, nullptr);
+    } catch (const JsonFieldError& e) {
+        throw ApiError::from_field(e);
+    }
+}
+
+CompletionParams parse_completion_request(const nlohmann::ordered_json& body, Endpoint endpoint) {
+    const json plain = body;
+    if (endpoint == Endpoint::infill) return parse_infill_request(plain);
+    try {
+        return parse_fields(plain, endpoint, &body);
     } catch (const JsonFieldError& e) {
         throw ApiError::from_field(e);
     }

@@ -90,14 +90,19 @@ inline constexpr size_t kMaxStopStrings = 16;
 
 // Throws ApiError (400) on the first problem. Endpoint::infill: see parse_infill_request.
 CompletionParams parse_completion_request(const nlohmann::json& body, Endpoint endpoint);
+// The same from a body that keeps its keys in the order sent (parse_json_body's): JSON schemas
+// (response_format, json_schema, guided_json) then generate their properties in the schema's order.
+// A nlohmann::json body holds them sorted by name, so its schemas generate them in that order.
+CompletionParams parse_completion_request(const nlohmann::ordered_json& body, Endpoint endpoint);
 // POST /infill (infill_request.cpp): input_prefix, input_suffix (strings), input_extra (an array of
 // {"filename", "text"}), prompt (a string), with every /v1/completions sampling field; the result
 // is a completions request whose `fim` is set.
 CompletionParams parse_infill_request(const nlohmann::json& body);
 
-// Parses request bytes as JSON.
-// Malformed JSON (including invalid UTF-8) and numbers no double holds (1e400) are ApiError 400.
-nlohmann::json parse_json_body(std::string_view bytes);
+// Parses request bytes as JSON, its objects' keys in the order sent (converting the result to
+// nlohmann::json sorts them). Malformed JSON (including invalid UTF-8) and numbers no double holds
+// (1e400) are ApiError 400.
+nlohmann::ordered_json parse_json_body(std::string_view bytes);
 // A JSON library's error message without its internal tag ("[json.exception.parse_error.101]").
 std::string json_problem(std::string_view message);
 

@@ -22,7 +22,8 @@ std::vector<int32_t> token_array(const nlohmann::json& v, const std::string& nam
 void parse_chat_fields(const nlohmann::json& body, CompletionParams& p);
 
 // response_format, json_schema, guided_json, guided_choice, guided_regex, guided_grammar, grammar
-// -> p.grammar (at most one of them).
-void parse_structured_output(const nlohmann::json& body, CompletionParams& p);
+// -> p.grammar (at most one of them). `ordered` (may be null): the same body with its keys in the
+// order sent, from which schemas are compiled so their properties keep the user's order.
+void parse_structured_output(const nlohmann::json& body, CompletionParams& p, const nlohmann::ordered_json* ordered);
 
 }  // namespace pagoda::server::openai_fields

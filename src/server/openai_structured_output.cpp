@@ -15,13 +15,15 @@ namespace pagoda::server::openai_fields {
 namespace {
 
 using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
 using namespace json_reader;
 
 // Fields that each set the grammar; a request may give one of them.
 constexpr const char* kGrammarFields = "'response_format', 'json_schema', 'guided_json', 'guided_choice', "
                                        "'guided_regex', 'guided_grammar' and 'grammar'";
 
-std::shared_ptr<const grammar::Grammar> schema_grammar(const json& schema, const std::string& param) {
+// Compiled from the ordered form: properties are generated in the order the schema holds them.
+std::shared_ptr<const grammar::Grammar> schema_grammar(const ojson& schema, const std::string& param) {
     try {
         return grammar::GrammarCache::shared().get("schema:" + schema.dump(),
                                                    [&] { return grammar::compile_json_schema(schema); });
@@ -61,7 +63,18 @@ void set_grammar(CompletionParams& p, std::shared_ptr<const grammar::Grammar> g,
     p.grammar = std::move(g);
 }
 
-void parse_response_format(const json& format, CompletionParams& p) {
+// The schema at `path` (keys) in the ordered body when there is one, else `plain` (sorted).
+ojson ordered_schema(const json& plain, const ojson* ordered, std::initializer_list<const char*> path) {
+    if (!ordered) return plain;
+    const ojson* at = ordered;
+    for (const char* key : path) {
+        at = field(*at, key);
+        if (!at) return plain;
+    }
+    return *at;
+}
+
+void parse_response_format(const json& format, CompletionParams& p, const ojson* ordered) {
     if (!format.is_object() || !format.contains("type") || !format["type"].is_string())
         wrong_type("response_format", "an object with a string 'type'", format);
     const std::string type = format["type"].get<std::string>();
@@ -76,7 +89,8 @@ void parse_response_format(const json& format, CompletionParams& p) {
         const std::string param = "response_format.json_schema.schema";
         if (schema && !schema->is_object() && !schema->is_boolean()) wrong_type(param, "an object", *schema);
         // No schema: any JSON value. strict or not, the schema is always enforced.
-        p.grammar = schema_grammar(schema ? *schema : json::object(), param);
+        p.grammar = schema ? schema_grammar(ordered_schema(*schema, ordered, {"response_format", "json_schema", "schema"}), param)
+                           : schema_grammar(ojson::object(), param);
     } else if (type != "text") {
         throw ApiError::invalid(fmt::format("'response_format.type' must be 'text', 'json_object' or 'json_schema', "
                                             "got '{}'",
@@ -113,16 +127,16 @@ void parse_guided_regex(const json& v, CompletionParams& p) {
 
 }  // namespace
 
-void parse_structured_output(const json& body, CompletionParams& p) {
-    if (const json* format = field(body, "response_format")) parse_response_format(*format, p);
+void parse_structured_output(const json& body, CompletionParams& p, const ojson* ordered) {
+    if (const json* format = field(body, "response_format")) parse_response_format(*format, p, ordered);
     // llama-server's `json_schema` (an object) and vLLM's `guided_json` (an object or its JSON text)
     // are the schema of response_format json_schema under other names.
     for (const char* name : {"json_schema", "guided_json"}) {
         const json* v = field(body, name);
         if (!v) continue;
-        json schema = *v;
+        ojson schema = ordered_schema(*v, ordered, {name});
         if (v->is_string()) {
-            schema = json::parse(v->get<std::string>(), nullptr, false);
+            schema = ojson::parse(v->get<std::string>(), nullptr, false);
             if (schema.is_discarded())
                 throw ApiError::invalid(fmt::format("'{}' is a string but not JSON text of a schema", name), name,
                                         "invalid_value");

@@ -1,7 +1,8 @@
-// vLLM's request fields through the official `openai` client (issue 45 item 7), on a random-weight
+// Issue 45 item 7 through the official `openai` client, on a random-weight
 // model, so only the constraints make the outputs what they are: guided_choice gives exactly one of
 // the strings, guided_regex text the whole pattern matches, include_stop_str_in_output keeps the
-// stop string, and continue_final_message / add_generation_prompt end the chat prompt where vLLM does.
+// stop string, continue_final_message / add_generation_prompt end the chat prompt where vLLM does,
+// and a JSON schema's properties come in the schema's order.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -62,4 +63,18 @@ test('continue_final_message continues the assistant message; add_generation_pro
   await assert.rejects(
     client.chat.completions.create({ messages, continue_final_message: true, add_generation_prompt: true }),
     (e) => e.status === 400 && e.param === 'add_generation_prompt');
+});
+
+test('a JSON schema generates its properties in the schema\'s order, not by name', async () => {
+  const schema = {
+    type: 'object', properties: { zeta: { type: 'integer' }, alpha: { type: 'boolean' }, mid: { enum: ['a', 'b'] } },
+    required: ['zeta', 'alpha', 'mid'], additionalProperties: false,
+  };
+  const r = await client.chat.completions.create({
+    messages: [{ role: 'user', content: 'JSON please' }], n: 3, seed: 2, max_tokens: 80,
+    response_format: { type: 'json_schema', json_schema: { name: 'ordered', schema } },
+  });
+  for (const c of r.choices) assert.deepEqual(Object.keys(JSON.parse(c.message.content)), ['zeta', 'alpha', 'mid']);
+  const g = await client.completions.create({ prompt: 'x', max_tokens: 80, guided_json: schema });
+  assert.deepEqual(Object.keys(JSON.parse(g.choices[0].text)), ['zeta', 'alpha', 'mid']);
 });
