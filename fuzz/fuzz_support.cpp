@@ -87,7 +87,8 @@ const std::vector<std::string>& words() {
         "logprobs", "top_logprobs", "echo", "ignore_eos", "stream", "stream_options", "include_usage",
         "response_format", "json_object", "json_schema", "schema", "strict", "grammar", "tools",
         "tool_choice", "auto", "none", "required", "parallel_tool_calls", "chat_template_kwargs",
-        "enable_thinking", "suffix", "best_of", "user", "reasoning_content", "parameters", "description",
+        "enable_thinking", "suffix", "best_of", "user", "guided_choice", "guided_regex", "guided_grammar",
+        "include_stop_str_in_output", "continue_final_message", "add_generation_prompt", "reasoning_content", "parameters", "description",
         "object", "array", "string", "integer", "number", "boolean", "null", "properties",
         "additionalProperties", "items", "minItems", "maxItems", "enum", "const", "anyOf", "oneOf", "allOf",
         "$ref", "$defs", "definitions", "#/$defs/a", "#", "#/properties/x", "pattern", "minLength",
@@ -298,7 +299,7 @@ json JsonGen::request_body(server::Endpoint endpoint) {
         body["suffix"] = p_.ConsumeBool() ? json(string()) : value(0);
     const int n = p_.ConsumeIntegralInRange<int>(0, 8);
     for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
-        switch (p_.ConsumeIntegralInRange<int>(0, 12)) {
+        switch (p_.ConsumeIntegralInRange<int>(0, 16)) {
             case 0:
                 body["response_format"] = {{"type", "json_schema"},
                                            {"json_schema", {{"name", string()}, {"schema", schema(4)}, {"strict", p_.ConsumeBool()}}}};
@@ -319,6 +320,16 @@ json JsonGen::request_body(server::Endpoint endpoint) {
             case 7: body["stream_options"] = {{"include_usage", value(0)}}; break;
             case 8: body["chat_template_kwargs"] = p_.ConsumeBool() ? json{{"enable_thinking", value(0)}} : value(2); break;
             case 9: body["model"] = p_.ConsumeBool() ? json("fuzz-model") : value(0); break;
+            // vLLM's guided decoding: choices and raw-text patterns into the grammar compiler.
+            case 10: body["guided_choice"] = p_.ConsumeBool() ? json::array({string(), string()}) : value(2); break;
+            case 11: body["guided_regex"] = p_.ConsumeBool() ? json(string()) : value(1); break;
+            case 12: body["guided_grammar"] = p_.ConsumeBool() ? json(gbnf()) : value(1); break;
+            // The stop string kept, and how a chat prompt ends (an assistant prefill).
+            case 13: body["include_stop_str_in_output"] = value(0); break;
+            case 14:
+                body["continue_final_message"] = p_.ConsumeBool() ? json(true) : value(0);
+                if (p_.ConsumeBool()) body["add_generation_prompt"] = value(0);
+                break;
             default: body[string()] = p_.ConsumeBool() ? number() : value(2); break;
         }
     }

@@ -11,6 +11,8 @@
 // or a user-defined token's text matched (the next piece gets the dummy-prefix space, as
 // llama.cpp gives it); StreamDecoder's pieces
 // concatenate to decode()'s text; out-of-range ids are a pagoda::Error, never a bad read.
+// NFC (unicode_nfc.h, tokenizer.json's normalizer) of the text: idempotent, valid UTF-8 stays
+// valid, and ASCII is left as it is.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include "fuzz/fuzz_support.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode_nfc.h"
 #include "tokenizer/utf8.h"
 
 using namespace pagoda;
@@ -51,6 +54,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const fuzz::NamedTokenizer& named = all[(control & 0x0f) % all.size()];
     const Tokenizer& tok = *named.tokenizer;
     const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+
+    const std::string normalized = nfc(text), nfc_name = "nfc";
+    if (nfc(normalized) != normalized) fail("NFC is not idempotent", nfc_name);
+    if (utf8_valid(text) && !utf8_valid(normalized)) fail("NFC made valid UTF-8 invalid", nfc_name);
+    if (nfc_trivially_unchanged(text) && normalized != text) fail("NFC changed ASCII text", nfc_name);
 
     EncodeOptions eo;
     eo.parse_special = control & 0x10;

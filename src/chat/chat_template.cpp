@@ -15,6 +15,39 @@ namespace pagoda::chat {
 namespace {
 constexpr std::uintmax_t kMaxTemplateFileBytes = 4u << 20;
 
+// The text a continued final message ends with: its content, or its last text part.
+std::string final_message_text(const nlohmann::ordered_json& messages) {
+    if (messages.empty()) fail("continue_final_message needs a final message");
+    const auto& content = messages.back().contains("content") ? messages.back()["content"] : nlohmann::ordered_json();
+    if (content.is_string()) return content.get<std::string>();
+    if (content.is_array())
+        for (auto it = content.rbegin(); it != content.rend(); ++it)
+            if (it->is_object() && it->contains("text") && (*it)["text"].is_string()) return (*it)["text"].get<std::string>();
+    fail("continue_final_message: the final message has no text to continue");
+}
+
+std::string trim(const std::string& s, bool left, bool right) {
+    const char* ws = " \t\n\r\f\v";
+    size_t b = left ? s.find_first_not_of(ws) : 0;
+    if (b == std::string::npos) return {};
+    size_t e = right ? s.find_last_not_of(ws) + 1 : s.size();
+    return s.substr(b, e - b);
+}
+
+// Cuts `rendered` right after the final message's content. The template may have trimmed the
+// content's surrounding white space: the last occurrence of the trimmed text is found, and the cut
+// keeps the message's trailing white space only where the template kept it too.
+std::string cut_after_final_message(const std::string& rendered, const std::string& message) {
+    const std::string stripped = trim(message, true, true);
+    const size_t at = rendered.rfind(stripped);
+    if (stripped.empty() || at == std::string::npos)
+        fail("continue_final_message: the final message's text does not appear in the rendered template, so it "
+             "cannot be continued");
+    const std::string left_trimmed = trim(message, true, false);
+    if (rendered.compare(at, left_trimmed.size(), left_trimmed) == 0) return rendered.substr(0, at + left_trimmed.size());
+    return rendered.substr(0, at + stripped.size());
+}
+
 std::string known_names() {
     std::string names;
     for (const auto& t : builtin_chat_templates()) {
@@ -124,7 +157,10 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const C
     globals->set("tools", Value::from_json(options.tools));
     globals->set("documents", Value::none());
     for (auto it = options.extra.begin(); it != options.extra.end(); ++it) globals->set(it.key(), Value::from_json(it.value()));
-    return render_program(*program_, std::move(globals));
+    if (!options.continue_final_message) return render_program(*program_, std::move(globals));
+    if (options.add_generation_prompt) fail("continue_final_message and add_generation_prompt cannot both be set");
+    const std::string message = final_message_text(messages);
+    return cut_after_final_message(render_program(*program_, std::move(globals)), message);
 }
 
 }  // namespace pagoda::chat

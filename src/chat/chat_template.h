@@ -33,6 +33,11 @@ struct ChatMessage {
 
 struct ChatRenderOptions {
     bool add_generation_prompt = true;
+    // The prompt continues the final message (an assistant prefill) rather than closing it: the text
+    // is rendered, then cut right after that message's content, as transformers'
+    // apply_chat_template(continue_final_message=True) does. Needs add_generation_prompt false and a
+    // final message whose text (a string, or the last text part) appears in the rendered text.
+    bool continue_final_message = false;
     std::string bos_token;
     std::string eos_token;
     nlohmann::ordered_json tools = nullptr;  // OpenAI `tools` array; null: the template sees none

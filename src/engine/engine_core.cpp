@@ -137,7 +137,7 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     // Keyed by (seed, choice index, position): each choice its own stream (sampler.h).
     seq->sampler = std::make_unique<Sampler>(r.request.sampling, uint64_t(index));
     seq->text = TextStream(tokenizer_.get());
-    seq->stop = StopMatcher(r.request.stop.stop);
+    seq->stop = StopMatcher(r.request.stop.stop, r.request.stop.include_stop_str);
     if (r.request.grammar) seq->matcher.emplace(r.request.grammar);
     if (const auto& e = r.request.embedding) {
         seq->reuse_prefix = e->pooling == Pooling::last;  // the last token is always computed

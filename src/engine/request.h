@@ -29,6 +29,7 @@ struct StopConditions {
     int64_t min_tokens = 0;
     std::vector<int32_t> stop_token_ids;  // finish (reason stop) when one is sampled; not in the text
     std::vector<std::string> stop;        // stop strings (need a tokenizer); excluded from the text
+    bool include_stop_str = false;        // ... unless this is set: then the one that matched ends the text
 };
 
 struct Request {

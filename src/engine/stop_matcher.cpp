@@ -6,7 +6,8 @@
 
 namespace pagoda::engine {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop)
+    : stops_(std::move(stops)), include_stop_(include_stop) {
     for (const auto& s : stops_)
         if (s.empty()) fail("stop strings must not be empty");
 }
@@ -33,7 +34,7 @@ StopMatcher::Result StopMatcher::feed(const std::string& piece, bool may_stop) {
     if (first != std::string::npos) {
         stopped_ = true;
         matched_ = *found;
-        Result r{held_.substr(0, first), true};
+        Result r{held_.substr(0, include_stop_ ? first + found->size() : first), true};
         held_.clear();
         return r;
     }

@@ -13,11 +13,12 @@ namespace pagoda::engine {
 class StopMatcher {
 public:
     StopMatcher() = default;
-    explicit StopMatcher(std::vector<std::string> stops);
+    // include_stop: the text shown ends with the stop string found rather than right before it.
+    explicit StopMatcher(std::vector<std::string> stops, bool include_stop = false);
 
     struct Result {
         std::string text;      // safe to emit
-        bool stopped = false;  // a stop string was found (text ends right before it)
+        bool stopped = false;  // a stop string was found (text ends right before it, or with it)
     };
     Result feed(const std::string& piece, bool may_stop = true);
     std::string finish();  // the held-back tail
@@ -27,6 +28,7 @@ public:
 
 private:
     std::vector<std::string> stops_;
+    bool include_stop_ = false;
     std::string held_;
     bool stopped_ = false;
     std::string matched_;

@@ -66,8 +66,17 @@ std::string json_chars(const Set& s) {
     return out + ")";
 }
 
+// The raw-text form of one character of `s`: a class of code points.
+std::string text_chars(const Set& s) {
+    if (s.ranges.empty()) return s.negated ? "[\\x00-\\U0010FFFF]" : "[]";
+    std::string cls = s.negated ? "[^" : "[";
+    for (const CharRange& r : s.ranges) cls += class_char(r.lo) + (r.hi != r.lo ? "-" + class_char(r.hi) : "");
+    return cls + "]";
+}
+
 class RegexTranslator : TextCursor {
 public:
+    // Empty `any_char`: raw text that the whole pattern matches (no JSON escapes, no unanchored sides).
     RegexTranslator(std::string_view pattern, const std::string& any_char) : any_(any_char) { load(pattern); }
 
     std::string run() {
@@ -77,9 +86,9 @@ public:
         if (peek() == '$') anchored_end = true, ++pos_;
         if (pos_ < cps_.size()) unsupported(cps_[pos_] == ')' ? "an unbalanced ')'" : "'^' or '$' inside the pattern");
         std::string out;
-        if (!anchored_start) out += any_ + "* ";
+        if (!anchored_start && !raw()) out += any_ + "* ";
         out += body;
-        if (!anchored_end) out += " " + any_ + "*";
+        if (!anchored_end && !raw()) out += " " + any_ + "*";
         return "(" + out + ")";
     }
 
@@ -88,6 +97,8 @@ private:
         fail("pattern: {} (at character {})", what, at + 1);
     }
     [[noreturn]] void unsupported(const std::string& what) const { error(what + " is not supported"); }
+    bool raw() const { return any_.empty(); }
+    std::string chars(const Set& s) const { return raw() ? text_chars(s) : json_chars(s); }
 
     std::string alternation(int depth) {
         if (depth > kMaxNesting) unsupported("nesting this deep");
@@ -191,24 +202,24 @@ private:
                 if (next() != ')') unsupported("an unclosed '('");
                 return "(" + inner + ")";
             }
-            case '[': return json_chars(char_class());
+            case '[': return chars(char_class());
             case '.':
                 s.ranges = {{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}};
                 s.negated = true;
-                return json_chars(s);
+                return chars(s);
             case '\\': {
                 const uint32_t e = next();
-                if (shorthand(e, s, false)) return json_chars(s);
+                if (shorthand(e, s, false)) return chars(s);
                 if (e >= '1' && e <= '9') unsupported("a backreference");
                 const uint32_t ch = escaped_char(e);
                 s.ranges = {{ch, ch}};
-                return json_chars(s);
+                return chars(s);
             }
             case '*': case '+': case '?': case '{': case '}': --pos_; unsupported("a quantifier with nothing before it");
             case '^': case '$': --pos_; unsupported("'^' or '$' inside the pattern");
             default:
                 s.ranges = {{c, c}};
-                return json_chars(s);
+                return chars(s);
         }
     }
 
@@ -247,7 +258,12 @@ private:
 }  // namespace
 
 std::string regex_to_gbnf(std::string_view pattern, const std::string& any_char) {
+    if (any_char.empty()) fail("regex_to_gbnf needs the rule for one JSON string character");
     return RegexTranslator(pattern, any_char).run();
+}
+
+std::string regex_to_gbnf_text(std::string_view pattern) {
+    return RegexTranslator(pattern, {}).run();
 }
 
 }  // namespace pagoda::grammar

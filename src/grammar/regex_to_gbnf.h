@@ -15,4 +15,8 @@ namespace pagoda::grammar {
 // `any_char` names the GBNF rule for one arbitrary JSON string character (used where unanchored).
 std::string regex_to_gbnf(std::string_view pattern, const std::string& any_char);
 
+// The same pattern over raw text (vLLM's guided_regex): a GBNF expression for the texts the WHOLE
+// pattern matches, as Python's re.fullmatch (`^` and `$` are then redundant); no JSON escaping.
+std::string regex_to_gbnf_text(std::string_view pattern);
+
 }  // namespace pagoda::grammar

@@ -4,27 +4,14 @@
 #include <fmt/format.h>
 #include <regex>
 
+#include "core/json_reader.h"
 #include "server/api_error.h"
 
 namespace pagoda::server {
 namespace {
 
 using json = nlohmann::json;
-
-const char* type_name(const json& v) {
-    switch (v.type()) {
-        case json::value_t::null: return "null";
-        case json::value_t::boolean: return "a boolean";
-        case json::value_t::string: return "a string";
-        case json::value_t::array: return "an array";
-        case json::value_t::object: return "an object";
-        default: return "a number";
-    }
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* wanted, const json& got) {
-    throw ApiError::invalid(fmt::format("'{}' must be {}, got {}", param, wanted, type_name(got)), param, "invalid_type");
-}
+using namespace json_reader;
 
 [[noreturn]] void invalid(const std::string& param, const std::string& message, const char* code = "invalid_value") {
     throw ApiError::invalid(fmt::format("'{}' {}", param, message), param, code);
@@ -32,11 +19,6 @@ const char* type_name(const json& v) {
 
 [[noreturn]] void unsupported(const std::string& param, const std::string& why) {
     throw ApiError::invalid(fmt::format("'{}' is not supported: {}", param, why), param, "unsupported_parameter");
-}
-
-const json* field(const json& object, const char* name) {
-    auto it = object.find(name);
-    return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
 const std::string& get_string(const json& object, const char* name, const std::string& path) {
@@ -286,7 +268,7 @@ const std::vector<RequestField>& anthropic_request_fields() {
     return fields;
 }
 
-AnthropicRequest translate_anthropic_request(const json& body, MessagesRoute route) {
+static AnthropicRequest read_anthropic_request(const json& body, MessagesRoute route) {
     const bool messages_route = route == MessagesRoute::messages;
     if (!body.is_object()) wrong_type("body", "a JSON object", body);
     const char* path = messages_route ? "/v1/messages" : "/v1/messages/count_tokens";
@@ -342,6 +324,14 @@ AnthropicRequest translate_anthropic_request(const json& body, MessagesRoute rou
     if (const json* v = field(body, "metadata")) check_metadata(*v);
     if (const json* v = field(body, "service_tier")) check_service_tier(*v);
     return out;
+}
+
+AnthropicRequest translate_anthropic_request(const json& body, MessagesRoute route) {
+    try {
+        return read_anthropic_request(body, route);
+    } catch (const JsonFieldError& e) {
+        throw ApiError::from_field(e);
+    }
 }
 
 std::string AnthropicRequest::param(const std::string& p) const {

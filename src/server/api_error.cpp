@@ -47,6 +47,10 @@ ApiError ApiError::internal(std::string message) {
     return ApiError(500, std::move(message), "server_error", {}, "internal_error");
 }
 
+ApiError ApiError::from_field(const json_reader::JsonFieldError& e) {
+    return invalid(e.what(), e.path, e.code());
+}
+
 std::string dump_json(const nlohmann::json& value) {
     return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_reader.h"
+
 namespace pagoda::server {
 
 struct ApiError : std::runtime_error {
@@ -31,6 +33,8 @@ struct ApiError : std::runtime_error {
     static ApiError rate_limited(std::string message, double retry_after, std::string code);     // 429
     static ApiError unavailable(std::string message, std::string code);                          // 503
     static ApiError internal(std::string message);                                               // 500
+    // 400 from a strict JSON reader's error: param is its path, code its code().
+    static ApiError from_field(const json_reader::JsonFieldError& e);
 };
 
 // Serialises JSON for the wire; never throws (invalid UTF-8 would be replaced by U+FFFD).

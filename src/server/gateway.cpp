@@ -311,7 +311,7 @@ SimpleResponse Gateway::metrics() {
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(ready ? &stats : nullptr, ready)};
 }
 
-std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const json& body, const ApiKey* key,
+std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key,
                                     const std::string& request_id, DeltaSink sink, std::string response_id) {
     if (endpoint == Endpoint::embeddings) return start_embeddings(body, key, request_id, std::move(sink));
     if (endpoint == Endpoint::rerank || endpoint == Endpoint::score)

@@ -195,7 +195,8 @@ public:
     // Throws ApiError for every refusal. `request_id` names it in logs (the client's X-Request-Id,
     // echoed); the response `id` is built from `response_id`, a fresh server id when empty — never
     // from what a client sent, so response ids stay unique.
-    std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::json& body, const ApiKey* key,
+    // `body` keeps its keys in the order sent (parse_json_body), so JSON schemas keep theirs.
+    std::shared_ptr<Job> start(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key,
                                const std::string& request_id, DeltaSink sink, std::string response_id = {});
     engine::Pooling pooling() const { return pooling_; }
     // GET and DELETE /v1/responses/{id} (gateway_responses.cpp): a stored response, or 404.

@@ -15,7 +15,7 @@ void send(RouteSession& s, const SimpleResponse& r) { s.send_simple(r); }
 
 // A JSON body for an engine job; a body that is not JSON counts as an invalid request of the key.
 void start_job(RouteSession& s, HttpRequest& req, const ApiKey* key, Endpoint endpoint) {
-    json body;
+    nlohmann::ordered_json body;  // keys in the order sent: JSON schemas keep their properties' order
     try {
         body = parse_json_body(req.body());
     } catch (const ApiError&) {

@@ -22,7 +22,7 @@ public:
     virtual const ApiKey* authenticate() = 0;
     virtual void send_simple(const SimpleResponse& response) = 0;
     // Starts an engine job for `body` and answers as it runs (JSON, or SSE when it streams).
-    virtual void start_completion(Endpoint endpoint, const json& body, const ApiKey* key) = 0;
+    virtual void start_completion(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key) = 0;
     // Hands the connection to a WebSocket session (the request is an authenticated upgrade).
     virtual void upgrade_websocket(const ApiKey* key, HttpRequest&& request) = 0;
 };

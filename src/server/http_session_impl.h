@@ -42,7 +42,7 @@ public:
     const std::string& path() const override { return path_; }
     const ApiKey* authenticate() override;
     void send_simple(const SimpleResponse& r) override;
-    void start_completion(Endpoint endpoint, const json& body, const ApiKey* key) override;
+    void start_completion(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key) override;
     void upgrade_websocket(const ApiKey* key, HttpRequest&& req) override;
 
 private:

@@ -12,7 +12,7 @@
 namespace pagoda::server::transport {
 
 template <class Stream>
-void HttpSession<Stream>::start_completion(Endpoint endpoint, const json& body, const ApiKey* key) {
+void HttpSession<Stream>::start_completion(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key) {
     // A generation may run far longer than the request timeout. This must happen before any
     // write starts: Beast applies a new expiry only to operations not yet pending, and later
     // writes would inherit the old deadline.
@@ -164,7 +164,7 @@ void HttpSession<Stream>::on_watch(beast::error_code ec, size_t n) {
 
 // The members defined in this file, for both transports (the rest come from http_session.cpp).
 #define PAGODA_HTTP_SESSION_JOB_MEMBERS(S)                                                      \
-    template void HttpSession<S>::start_completion(Endpoint, const json&, const ApiKey*);      \
+    template void HttpSession<S>::start_completion(Endpoint, const nlohmann::ordered_json&, const ApiKey*);      \
     template void HttpSession<S>::on_delta(size_t, const engine::Delta&);                      \
     template std::string HttpSession<S>::frame(const json&) const;                             \
     template void HttpSession<S>::finish_job(int);                                             \

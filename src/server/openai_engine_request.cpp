@@ -69,7 +69,8 @@ std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tok
         throw ApiError::invalid("chat requests are not available here (no chat template)", "messages",
                                 "unsupported_parameter");
     chat::ChatRenderOptions ro;
-    ro.add_generation_prompt = true;
+    ro.add_generation_prompt = p.add_generation_prompt;
+    ro.continue_final_message = p.continue_final_message;
     if (tok.bos() >= 0) ro.bos_token = tok.token_to_piece(tok.bos(), true);
     if (tok.eos() >= 0) ro.eos_token = tok.token_to_piece(tok.eos(), true);
     if (!p.tools.is_null()) ro.tools = p.tools;
@@ -220,6 +221,7 @@ EngineRequests make_engine_requests(const CompletionParams& p, TokenizedPrompts 
         r.stop.ignore_eos = p.ignore_eos;
         r.stop.min_tokens = p.min_tokens;
         r.stop.stop = p.stop;
+        r.stop.include_stop_str = p.include_stop_str;
         r.stop.stop_token_ids = p.stop_token_ids;
         r.grammar = p.grammar;
         out.subs.push_back(std::move(r));

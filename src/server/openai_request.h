@@ -4,10 +4,12 @@
 // honoured, a no-op by definition (user, metadata, store: false, ...) or refused, is the list in
 // request_fields.h; unknown fields are refused too. Values a field cannot honour (best_of != n,
 // echo with logprobs or with a suffix, a JSON schema keyword the grammar compiler cannot enforce)
-// are refused rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
-// min_tokens, stop_token_ids and guided_json are honoured. Structured output — response_format
-// json_object / json_schema, json_schema / guided_json, or llama.cpp's `grammar` (GBNF) — is
-// compiled here into a grammar every choice's output is constrained to.
+// are refused rather than silently dropped. vLLM's extensions top_k, min_p, repetition_penalty,
+// ignore_eos, min_tokens, stop_token_ids, include_stop_str_in_output, add_generation_prompt and
+// continue_final_message are honoured. Structured output — response_format json_object /
+// json_schema, json_schema / guided_json, guided_choice, guided_regex, or GBNF (`grammar`,
+// guided_grammar) — is compiled here into a grammar every choice's output is constrained to. The
+// fields are read in parts (openai_request_parts.h) with core/json_reader.h.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -60,10 +62,13 @@ struct CompletionParams {
     std::string tool_choice_function;        // with ToolChoice::function
     bool parallel_tool_calls = true;
     nlohmann::json chat_template_kwargs = nlohmann::json::object();  // chat: extra template variables
+    bool add_generation_prompt = true;       // chat: the prompt opens the assistant's turn
+    bool continue_final_message = false;     // chat: the prompt continues the last (assistant) message
     int32_t n = 1;
     std::optional<int64_t> max_tokens;       // max_tokens / max_completion_tokens; unset: default
     std::string max_tokens_param = "max_tokens";  // the field max_tokens came from (for errors)
     std::vector<std::string> stop;
+    bool include_stop_str = false;           // vLLM include_stop_str_in_output: the stop string stays in the text
     std::vector<int32_t> stop_token_ids;
     float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f, repetition_penalty = 1.0f;
     int32_t top_k = 0;
@@ -91,14 +96,19 @@ inline constexpr double kMaxStartTimeout = 86400;
 
 // Throws ApiError (400) on the first problem. Endpoint::infill: see parse_infill_request.
 CompletionParams parse_completion_request(const nlohmann::json& body, Endpoint endpoint);
+// The same from a body that keeps its keys in the order sent (parse_json_body's): JSON schemas
+// (response_format, json_schema, guided_json) then generate their properties in the schema's order.
+// A nlohmann::json body holds them sorted by name, so its schemas generate them in that order.
+CompletionParams parse_completion_request(const nlohmann::ordered_json& body, Endpoint endpoint);
 // POST /infill (infill_request.cpp): input_prefix, input_suffix (strings), input_extra (an array of
 // {"filename", "text"}), prompt (a string), with every /v1/completions sampling field; the result
 // is a completions request whose `fim` is set.
 CompletionParams parse_infill_request(const nlohmann::json& body);
 
-// Parses request bytes as JSON.
-// Malformed JSON (including invalid UTF-8) and numbers no double holds (1e400) are ApiError 400.
-nlohmann::json parse_json_body(std::string_view bytes);
+// Parses request bytes as JSON, its objects' keys in the order sent (converting the result to
+// nlohmann::json sorts them). Malformed JSON (including invalid UTF-8) and numbers no double holds
+// (1e400) are ApiError 400.
+nlohmann::ordered_json parse_json_body(std::string_view bytes);
 // A JSON library's error message without its internal tag ("[json.exception.parse_error.101]").
 std::string json_problem(std::string_view message);
 

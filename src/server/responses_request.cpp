@@ -3,39 +3,19 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "core/json_reader.h"
+
 namespace pagoda::server {
 namespace {
 
 using json = nlohmann::json;
+using namespace json_reader;
 
-const char* type_name(const json& v) {
-    switch (v.type()) {
-        case json::value_t::null: return "null";
-        case json::value_t::boolean: return "boolean";
-        case json::value_t::string: return "string";
-        case json::value_t::array: return "array";
-        case json::value_t::object: return "object";
-        case json::value_t::number_float: return "number";
-        case json::value_t::number_integer:
-        case json::value_t::number_unsigned: return "integer";
-        default: return "value";
-    }
-}
-
-[[noreturn]] void wrong_type(const std::string& name, const char* wanted, const json& got) {
-    throw ApiError::invalid(fmt::format("'{}' must be {}, got {}", name, wanted, type_name(got)), name, "invalid_type");
-}
 [[noreturn]] void unsupported(const std::string& name, const std::string& why) {
     throw ApiError::invalid(fmt::format("'{}' {}", name, why), name, "unsupported_parameter");
 }
 [[noreturn]] void invalid_value(const std::string& name, const std::string& why) {
     throw ApiError::invalid(fmt::format("'{}' {}", name, why), name, "invalid_value");
-}
-
-const json* field(const json& object, const char* name) {
-    auto it = object.find(name);
-    if (it == object.end() || it->is_null()) return nullptr;
-    return &*it;
 }
 
 std::string get_string(const json& object, const char* key, const std::string& prefix, bool required) {
@@ -252,13 +232,6 @@ void parse_reasoning(const json& body, ResponsesRequest& r) {
     }
 }
 
-double get_number(const json& v, const std::string& name, double lo, double hi) {
-    if (!v.is_number()) wrong_type(name, "a number", v);
-    const double x = v.get<double>();
-    if (!std::isfinite(x) || x < lo || x > hi) invalid_value(name, fmt::format("must be between {} and {}", lo, hi));
-    return x;
-}
-
 // The no-ops, whose values are checked all the same (a value that would ask for something is refused).
 void check_no_ops(const json& body) {
     for (const char* name : {"user", "safety_identifier", "prompt_cache_key"})
@@ -347,7 +320,7 @@ const std::vector<ResponsesField>& responses_fields() {
     return fields;
 }
 
-ResponsesRequest parse_responses_request(const json& body) {
+static ResponsesRequest read_responses_request(const json& body) {
     if (!body.is_object()) wrong_type("body", "a JSON object", body);
     check_fields(body);
     check_no_ops(body);
@@ -368,19 +341,11 @@ ResponsesRequest parse_responses_request(const json& body) {
     parse_tools(body, r);
     parse_text(body, r);
     parse_reasoning(body, r);
-    if (const json* v = field(body, "max_output_tokens")) {
-        if (!v->is_number_integer() && !(v->is_number_float() && v->get<double>() == std::floor(v->get<double>())))
-            wrong_type("max_output_tokens", "an integer", *v);
-        const double x = v->get<double>();
-        if (x < 1 || x > double(int64_t(1) << 40)) invalid_value("max_output_tokens", "must be at least 1");
-        r.max_output_tokens = int64_t(x);
-    }
-    if (const json* v = field(body, "temperature")) r.temperature = get_number(*v, "temperature", 0, 2);
-    if (const json* v = field(body, "top_p")) r.top_p = get_number(*v, "top_p", 0, 1);
-    if (const json* v = field(body, "stream")) {
-        if (!v->is_boolean()) wrong_type("stream", "a boolean", *v);
-        r.stream = v->get<bool>();
-    }
+    if (const json* v = field(body, "max_output_tokens"))
+        r.max_output_tokens = read_integer(*v, "max_output_tokens", 1, int64_t(1) << 40);
+    if (const json* v = field(body, "temperature")) r.temperature = read_number(*v, "temperature", 0, 2);
+    if (const json* v = field(body, "top_p")) r.top_p = read_number(*v, "top_p", 0, 1);
+    if (const json* v = field(body, "stream")) r.stream = read_bool(*v, "stream");
     if (const json* v = field(body, "store")) {
         if (!v->is_boolean()) wrong_type("store", "a boolean", *v);
         r.store = v->get<bool>();
@@ -397,6 +362,14 @@ ResponsesRequest parse_responses_request(const json& body) {
     }
     if (const json* v = field(body, "user")) r.user = v->get<std::string>();
     return r;
+}
+
+ResponsesRequest parse_responses_request(const json& body) {
+    try {
+        return read_responses_request(body);
+    } catch (const JsonFieldError& e) {
+        throw ApiError::from_field(e);
+    }
 }
 
 }  // namespace pagoda::server

@@ -8,9 +8,11 @@
 // negated merge ranks, so pagoda's score-ordered merging replays the file's merge order. Unigram,
 // WordPiece, WordLevel and any normalizer, pre-tokenizer, post-processor or decoder step pagoda would
 // not reproduce are refused by name. Every error is a pagoda::Error naming the file and the key.
-// Known gaps, accepted because llama.cpp runs these files the same way: an NFC normalizer is not
-// applied (text is taken as already composed); a multi-character SentencePiece token that no merge
-// produces is given the lowest score rather than being unreachable.
+// An NFC normalizer is applied (unicode_nfc.h) to the text between added tokens, as transformers
+// does; a GGUF has no key for it, so a file converted to GGUF loses it (as with llama.cpp's
+// converter). Known gap, accepted because llama.cpp runs these files the same way: a
+// multi-character SentencePiece token that no merge produces is given the lowest score rather than
+// being unreachable.
 //
 // Write: the same forms from a spec (e.g. one read from a GGUF): SentencePiece vocabularies get BPE
 // merges derived from their scores the way transformers' converter derives them (every split of a

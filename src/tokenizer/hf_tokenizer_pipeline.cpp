@@ -53,7 +53,7 @@ void read_normalizer(const Json& n, const JsonPath& at, TextPipeline& out) {
             at.fail("a Replace of '{}' by '{}' is not supported (only \" \" by \"\u2581\", SentencePiece's space)", from, to);
         out.spm_spaces = out.normalized_spaces = true;
     } else if (type == "NFC") {
-        // Not applied: llama.cpp does not either, and text that is already composed is unaffected.
+        out.nfc = true;  // unicode_nfc.h
     } else {
         (at / "type").fail("normalizer type '{}' is not supported (pagoda supports Sequence, Prepend, Replace and NFC)", type);
     }
@@ -208,11 +208,15 @@ std::optional<std::string> pre_tokenizer_name_for(const std::vector<std::string>
 }
 
 nlohmann::ordered_json normalizer_json(const Vocab& vocab) {
-    if (vocab.type() == VocabType::bpe) return nullptr;
-    nlohmann::ordered_json replace = replace_step(" ", kSpmSpace);
-    if (!vocab.add_space_prefix()) return replace;  // Gemma's form
-    return {{"type", "Sequence"},
-            {"normalizers", nlohmann::ordered_json::array({{{"type", "Prepend"}, {"prepend", kSpmSpace}}, replace})}};
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    if (vocab.nfc()) steps.push_back({{"type", "NFC"}});
+    if (vocab.type() == VocabType::spm) {
+        if (vocab.add_space_prefix()) steps.push_back({{"type", "Prepend"}, {"prepend", kSpmSpace}});
+        steps.push_back(replace_step(" ", kSpmSpace));
+    }
+    if (steps.empty()) return nullptr;
+    if (steps.size() == 1) return steps[0];  // a lone Replace: Gemma's form
+    return {{"type", "Sequence"}, {"normalizers", steps}};
 }
 
 nlohmann::ordered_json pre_tokenizer_json(const Vocab& vocab) {

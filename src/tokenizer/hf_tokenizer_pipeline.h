@@ -18,6 +18,7 @@ struct TextPipeline {
     bool spm_spaces = false;             // spaces become U+2581 (Replace normalizer or Metaspace)
     bool prepend_space = false;          // a U+2581 goes before the text (Prepend / Metaspace scheme)
     bool normalized_spaces = false;      // the normalizer already replaced every " " (pre-tokenizers run after it)
+    bool nfc = false;                    // an NFC normalizer step
 };
 TextPipeline read_text_pipeline(const Json& tokenizer_json, const JsonPath& root);
 

@@ -233,6 +233,7 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
     if (spm) spec.scores = std::move(scores);
 
     spec.model = spm ? "llama" : "gpt2";
+    spec.nfc = pipeline.nfc;
     if (!spm) {
         if (auto name_of = hf::pre_tokenizer_name_for(pipeline.patterns, ignore_merges)) {
             spec.pre = *name_of;

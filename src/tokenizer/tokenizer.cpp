@@ -7,6 +7,7 @@
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/spm.h"
+#include "tokenizer/unicode_nfc.h"
 #include "tokenizer/utf8.h"
 
 namespace pagoda::tokenizer {
@@ -34,6 +35,16 @@ std::unique_ptr<Tokenizer> Tokenizer::from_vocab(Vocab vocab) {
 }
 
 void Tokenizer::encode_text(std::string_view text, bool after_special, std::vector<int32_t>& out) const {
+    // tokenizer.json's normalizer runs on each piece between added tokens, as here.
+    if (vocab_.nfc() && !nfc_trivially_unchanged(text)) {
+        const std::string normalized = nfc(text);
+        encode_text_normalized(normalized, after_special, out);
+        return;
+    }
+    encode_text_normalized(text, after_special, out);
+}
+
+void Tokenizer::encode_text_normalized(std::string_view text, bool after_special, std::vector<int32_t>& out) const {
     if (vocab_.type() == VocabType::spm) {
         // SentencePiece sees spaces as U+2581 and, like llama.cpp, gets a dummy space at the start of
         // the text and again after every special token.

@@ -57,6 +57,7 @@ public:
 private:
     explicit Tokenizer(Vocab vocab);
     void encode_text(std::string_view text, bool after_special, std::vector<int32_t>& out) const;
+    void encode_text_normalized(std::string_view text, bool after_special, std::vector<int32_t>& out) const;
 
     Vocab vocab_;
     std::unique_ptr<PreTokenizer> pre_;

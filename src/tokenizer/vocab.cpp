@@ -223,6 +223,7 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
     if (spec.add_bos) v.add_bos_ = *spec.add_bos;
     if (spec.add_eos) v.add_eos_ = *spec.add_eos;
     if (spec.add_space_prefix) v.add_space_prefix_ = *spec.add_space_prefix;
+    v.nfc_ = spec.nfc;
     if (v.add_bos_ && v.bos_ == kNoToken) v.add_bos_ = false;
     if (v.add_eos_ && v.eos_ == kNoToken) v.add_eos_ = false;
 

@@ -46,6 +46,8 @@ struct VocabSpec {
     std::vector<std::string> pre_patterns;
     std::optional<bool> ignore_merges;              // BPE: overrides the pre-tokenizer name's default
     std::vector<int64_t> lstrip_ids, rstrip_ids;    // special tokens that eat the whitespace before / after them
+    // Text is put in Unicode NFC before it is tokenized (tokenizer.json's NFC normalizer; GGUF has no key).
+    bool nfc = false;
 };
 
 // Fill-in-the-middle token ids (kNoToken: absent). prefix/suffix/middle make infill possible;
@@ -104,6 +106,7 @@ public:
     bool add_eos() const { return add_eos_; }
     bool add_space_prefix() const { return add_space_prefix_; }
     bool ignore_merges() const { return ignore_merges_; }  // BPE: a whole word in the vocab skips merging
+    bool nfc() const { return nfc_; }  // text is put in Unicode NFC first (unicode_nfc.h)
     // SPM: no token has a U+2581 right after another character, so no merge can cross the start of a
     // space-led word and words can be encoded independently (same result, much smaller merge queues).
     bool spm_words_independent() const { return spm_words_independent_; }
@@ -134,6 +137,7 @@ private:
     FimTokens fim_;
     bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;
     bool spm_words_independent_ = false;
+    bool nfc_ = false;
     std::unordered_set<int32_t> eog_;
     std::vector<int32_t> literal_tokens_;
     std::unordered_set<int32_t> rstrip_, lstrip_;

@@ -1,6 +1,7 @@
 // Request-body validation: accepted shapes, and OpenAI-shaped errors naming the field.
 #include <gtest/gtest.h>
 
+#include "grammar/matcher.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 
@@ -205,4 +206,36 @@ TEST(OpenAiRequest, MalformedBodies) {
     EXPECT_EQ(error_of("").code, "invalid_json");
     EXPECT_EQ(error_of("{\"prompt\":\"\xff\xfe\"}").code, "invalid_json");  // invalid UTF-8
     EXPECT_EQ(error_of("{\"prompt\":\"x\"} trailing").code, "invalid_json");
+}
+
+// The body keeps its keys in the order sent (parse_json_body gives ordered JSON), so a schema's
+// properties are generated in the schema's order, not by name.
+TEST(OpenAiRequest, SchemaPropertiesFollowTheSchemasOrder) {
+    auto accepts = [](const CompletionParams& p, std::string_view text) {
+        pagoda::grammar::Matcher m(p.grammar);
+        return m.accept(text) && m.can_end();
+    };
+    const std::string schema = R"({"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"integer"}},
+        "required":["zeta","alpha"],"additionalProperties":false})";
+    const std::string in_order = R"({"zeta":1,"alpha":2})", by_name = R"({"alpha":2,"zeta":1})";
+    for (const std::string& body :
+         {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":)" + schema + "}}}",
+          R"({"prompt":"x","guided_json":)" + schema + "}", R"({"prompt":"x","json_schema":)" + schema + "}"}) {
+        const auto ordered = parse_completion_request(parse_json_body(body), Endpoint::completions);
+        EXPECT_TRUE(accepts(ordered, in_order)) << body;
+        EXPECT_FALSE(accepts(ordered, by_name)) << body;
+        // A nlohmann::json body holds its keys sorted: the properties come by name.
+        const auto sorted = parse_completion_request(json::parse(body), Endpoint::completions);
+        EXPECT_TRUE(accepts(sorted, by_name)) << body;
+        EXPECT_FALSE(accepts(sorted, in_order)) << body;
+    }
+    // guided_json as JSON text keeps the text's order whatever holds the body.
+    const std::string text = R"({"prompt":"x","guided_json":)" + json(schema).dump() + "}";
+    EXPECT_TRUE(accepts(parse_completion_request(json::parse(text), Endpoint::completions), in_order));
+    // The chat endpoint alike.
+    const auto chat = parse_completion_request(
+        parse_json_body(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
+            "json_schema":{"name":"n","schema":)" + schema + "}}}"),
+        Endpoint::chat_completions);
+    EXPECT_TRUE(accepts(chat, in_order));
 }
