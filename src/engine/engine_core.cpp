@@ -12,7 +12,7 @@
 namespace pagoda::engine {
 namespace {
 
-int64_t limit_for(const StepModelInfo& info, const EngineOptions& options) {
+int64_t limit_for(const model::StepModelInfo& info, const EngineOptions& options) {
     int64_t limit = int64_t(info.n_kv_blocks) * info.block_size;
     if (info.max_context > 0) limit = std::min(limit, info.max_context);
     if (options.max_context > 0) limit = std::min(limit, options.max_context);
@@ -21,7 +21,7 @@ int64_t limit_for(const StepModelInfo& info, const EngineOptions& options) {
 
 }  // namespace
 
-EngineCore::EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options)
+EngineCore::EngineCore(model::StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options)
     : model_(model),
       info_(model.info()),
       tokenizer_(std::move(tokenizer)),

@@ -21,7 +21,7 @@
 #include "engine/request_state.h"
 #include "engine/scheduler.h"
 #include "engine/speculation.h"
-#include "engine/step_model.h"
+#include "model/step_model.h"
 #include "kv/block_manager.h"
 
 namespace pagoda::tokenizer {
@@ -45,11 +45,11 @@ struct EngineOptions {
 class EngineCore {
 public:
     // The tokenizer may be null (token ids only: no text, no stop strings, no EOG detection).
-    EngineCore(StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options);
+    EngineCore(model::StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options);
     // With a file tier, first writes the pool's cached blocks to it (persist_pool).
     ~EngineCore();
 
-    const StepModelInfo& model_info() const { return info_; }
+    const model::StepModelInfo& model_info() const { return info_; }
     // Longest sequence (prompt + generated) allowed: the model context and the whole KV pool.
     int64_t context_limit() const { return context_limit_; }
     const tokenizer::Tokenizer* tokenizer() const { return tokenizer_.get(); }
@@ -94,8 +94,8 @@ private:
     void fail_batch(const StepPlan& plan, FinishReason reason, const std::string& error);
     void retire(RequestState& r);
 
-    StepModel& model_;
-    StepModelInfo info_;
+    model::StepModel& model_;
+    model::StepModelInfo info_;
     std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
     EngineOptions options_;
     int64_t context_limit_ = 0;
