@@ -24,4 +24,8 @@ private:
     static inline std::atomic<rep> offset_{0};
 };
 
+inline double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
 }  // namespace pagoda::engine

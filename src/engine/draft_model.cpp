@@ -8,7 +8,7 @@
 
 namespace pagoda::engine {
 
-DraftModelProposer::DraftModelProposer(StepModel& draft, int64_t target_vocab, int64_t max_step_tokens)
+DraftModelProposer::DraftModelProposer(model::StepModel& draft, int64_t target_vocab, int64_t max_step_tokens)
     : model_(draft),
       vocab_(std::min(draft.info().vocab_size, target_vocab)),
       max_step_tokens_(max_step_tokens),

@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/step_model.h"
+#include "model/step_model.h"
 #include "kv/block_manager.h"
 #include "model/batch.h"
 
@@ -47,7 +47,7 @@ struct DraftForward {
 class DraftModelProposer {
 public:
     // `max_step_tokens` bounds the tokens of one draft forward (the draft model's activation size).
-    DraftModelProposer(StepModel& draft, int64_t target_vocab, int64_t max_step_tokens);
+    DraftModelProposer(model::StepModel& draft, int64_t target_vocab, int64_t max_step_tokens);
 
     // One draft per want (same order), each of at most want.k tokens; empty where the draft has no
     // room. Throws what the draft model's forward throws (its state then is dropped entirely).
@@ -80,7 +80,7 @@ private:
     void add_rows(Active& a, int64_t end, bool logits, std::unordered_map<kv::SeqId, int32_t>& tables);
     void drop(kv::SeqId seq);
 
-    StepModel& model_;
+    model::StepModel& model_;
     int64_t vocab_ = 0;  // ids a draft may propose: the smaller of the two vocabularies
     int64_t max_step_tokens_ = 0;
     kv::BlockManager blocks_;

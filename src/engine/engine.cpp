@@ -5,7 +5,7 @@
 
 namespace pagoda::engine {
 
-Engine::Engine(std::unique_ptr<StepModel> model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+Engine::Engine(std::unique_ptr<model::StepModel> model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
                EngineOptions options)
     : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {
     if (!model_) fail("engine: no model");

@@ -17,7 +17,7 @@
 
 #include "engine/delta_queue.h"
 #include "engine/engine_core.h"
-#include "engine/step_model.h"
+#include "model/step_model.h"
 
 namespace pagoda::tokenizer {
 class Tokenizer;
@@ -27,7 +27,7 @@ namespace pagoda::engine {
 
 class Engine {
 public:
-    Engine(std::unique_ptr<StepModel> model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+    Engine(std::unique_ptr<model::StepModel> model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
            EngineOptions options);
     ~Engine();  // shutdown(false)
 
@@ -46,7 +46,7 @@ public:
     // returning the older one (see KvSnapshot::taken) if the step runs longer.
     KvSnapshot kv_snapshot(std::chrono::milliseconds max_age = std::chrono::milliseconds(200),
                            std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
-    const StepModelInfo& model_info() const { return info_; }
+    const model::StepModelInfo& model_info() const { return info_; }
     int64_t context_limit() const { return context_limit_; }
     const tokenizer::Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
@@ -60,9 +60,9 @@ private:
     };
     void run();
 
-    std::unique_ptr<StepModel> model_;
+    std::unique_ptr<model::StepModel> model_;
     std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
-    StepModelInfo info_;
+    model::StepModelInfo info_;
     std::unique_ptr<EngineCore> core_;  // touched only by the engine thread after construction
     int64_t context_limit_ = 0;
 

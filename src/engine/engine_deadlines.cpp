@@ -15,7 +15,7 @@ void EngineCore::expire_start_deadlines(Clock::time_point now) {
         if (!r->scheduled && r->request.start_deadline && *r->request.start_deadline < now) expired.push_back(r.get());
     for (RequestState* r : expired) {
         const double waited = std::chrono::duration<double>(now - r->arrival).count();
-        fail_request(*r, FinishReason::error,
+        output_->fail_request(*r, FinishReason::error,
                      fmt::format("the request waited {:.2f} s in the queue and passed its start deadline before it "
                                  "could start; it was not run",
                                  waited),

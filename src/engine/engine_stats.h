@@ -4,6 +4,10 @@
 #pragma once
 #include <cstdint>
 
+namespace pagoda::kv {
+struct PrefixTierStats;
+}
+
 namespace pagoda::engine {
 
 struct EngineStats {
@@ -44,6 +48,10 @@ struct EngineStats {
         return prefix_queried_tokens ? double(prefix_hit_tokens) / double(prefix_queried_tokens) : 0.0;
     }
 };
+
+// Copies the second tier's own figures into the tier_* fields (tier_hit_tokens and the file
+// capacity come from the block manager and the options, not the tier).
+void copy_tier_stats(const kv::PrefixTierStats& tier, EngineStats& stats);
 
 struct StepInfo {
     int64_t n_tokens = 0, n_decode_tokens = 0, n_prefill_tokens = 0, n_sequences = 0;

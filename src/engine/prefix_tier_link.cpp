@@ -8,7 +8,7 @@
 
 namespace pagoda::engine {
 
-kv::TierIdentity tier_identity(const StepModelInfo& info) {
+kv::TierIdentity tier_identity(const model::StepModelInfo& info) {
     kv::TierIdentity id;
     id.model_key = info.model_key;
     id.backend = info.backend;
@@ -19,8 +19,8 @@ kv::TierIdentity tier_identity(const StepModelInfo& info) {
 
 namespace {
 
-const StepModelInfo& checked(const StepModel& model) {
-    const StepModelInfo& info = model.info();
+const model::StepModelInfo& checked(const model::StepModel& model) {
+    const model::StepModelInfo& info = model.info();
     if (!model.can_transfer_kv() || info.kv_bytes_per_block == 0)
         fail("the prefix-cache tier needs a model that can copy its KV blocks out and back (this one cannot)");
     if (info.kv_layout.block_size != info.block_size)
@@ -30,7 +30,7 @@ const StepModelInfo& checked(const StepModel& model) {
 
 }  // namespace
 
-PrefixTierLink::PrefixTierLink(StepModel& model, kv::BlockManager& blocks, const kv::PrefixTierOptions& options)
+PrefixTierLink::PrefixTierLink(model::StepModel& model, kv::BlockManager& blocks, const kv::PrefixTierOptions& options)
     : model_(model), blocks_(blocks), tier_(tier_identity(checked(model)), options) {
     if (!blocks_.prefix_caching())
         fail("--prefix-cache-host-memory and --prefix-cache-dir extend the prefix cache, which is off "

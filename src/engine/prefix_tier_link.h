@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
-#include "engine/step_model.h"
+#include "model/step_model.h"
 #include "kv/block_manager.h"
 #include "kv/prefix_tier.h"
 
@@ -18,7 +18,7 @@ namespace pagoda::engine {
 class PrefixTierLink final : public PrefixSource {
 public:
     // Throws pagoda::Error when the model cannot move KV blocks or the directory is unusable.
-    PrefixTierLink(StepModel& model, kv::BlockManager& blocks, const kv::PrefixTierOptions& options);
+    PrefixTierLink(model::StepModel& model, kv::BlockManager& blocks, const kv::PrefixTierOptions& options);
     ~PrefixTierLink() override;
 
     int64_t stage(std::span<const int32_t> tokens, int64_t first_block, int64_t max_blocks) override;
@@ -36,7 +36,7 @@ private:
     // The evicted block as a tier entry: its keys, tokens and K/V bytes copied out of the pool.
     std::shared_ptr<kv::TierBlock> export_block(const kv::EvictedBlock& evicted);
 
-    StepModel& model_;
+    model::StepModel& model_;
     kv::BlockManager& blocks_;
     kv::PrefixTier tier_;
     std::vector<std::shared_ptr<const kv::TierBlock>> staged_;
@@ -44,6 +44,6 @@ private:
 };
 
 // The tier identity of a model (exposed for tests and tools).
-kv::TierIdentity tier_identity(const StepModelInfo& info);
+kv::TierIdentity tier_identity(const model::StepModelInfo& info);
 
 }  // namespace pagoda::engine

@@ -36,7 +36,7 @@ std::shared_ptr<Job> Gateway::start_embeddings(const json& body, const ApiKey* k
         throw invalid(ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
                                                 options_.model_name),
                                "invalid_request_error", "model", "model_not_found"));
-    const engine::StepModelInfo& info = engine_->model_info();
+    const model::StepModelInfo& info = engine_->model_info();
     if (p.dimensions && *p.dimensions != info.hidden_size)
         throw invalid(ApiError::invalid(fmt::format("'dimensions' {} cannot be served: this model's embeddings have {} "
                                                     "dimensions and it was not trained to be shortened (Matryoshka)",

@@ -42,7 +42,7 @@ struct Scenario {
 };
 
 // Runs `prompts` through one engine; request i arrives after `arrive_after[i]` steps.
-std::unique_ptr<StepModel> open(const std::string& path, const Scenario& sc) {
+std::unique_ptr<model::StepModel> open(const std::string& path, const Scenario& sc) {
     return model::open_step_model(path, {.threads = 1, .kv = {.block_size = sc.block_size, .dtype = sc.kv_dtype},
                                          .tokens_wanted = sc.pool_tokens, .max_step_tokens = sc.budget});
 }

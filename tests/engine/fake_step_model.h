@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "engine/clock.h"
 #include "engine/sampler.h"
-#include "engine/step_model.h"
+#include "model/step_model.h"
 
 namespace pagoda::engine::test {
 
@@ -75,7 +75,7 @@ inline std::vector<int32_t> reference_sampled(
     return out;
 }
 
-class FakeStepModel : public StepModel {
+class FakeStepModel : public model::StepModel {
 public:
     using LogitsFn = std::function<void(const std::vector<int32_t>& context, float* logits, int64_t vocab)>;
 
@@ -90,7 +90,7 @@ public:
     }
     static constexpr int64_t kHiddenSize = 8;
     const std::vector<float>& hidden_rows() const override { return hidden_; }
-    const StepModelInfo& info() const override { return info_; }
+    const model::StepModelInfo& info() const override { return info_; }
     void set_interrupt_flag(const std::atomic<bool>* flag) override { interrupt_ = flag; }
 
     std::vector<float> forward(const model::Batch& b) override {
@@ -150,7 +150,7 @@ private:
     struct Entry {
         int32_t token, pos;
     };
-    StepModelInfo info_;
+    model::StepModelInfo info_;
     const std::atomic<bool>* interrupt_ = nullptr;
     LogitsFn fn_;
     std::vector<Entry> kv_;

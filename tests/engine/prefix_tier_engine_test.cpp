@@ -36,7 +36,7 @@ std::string random_model() {
 
 // A pool of 7 blocks: one 100-token request (+ 8 generated) fills it, so the next prompt evicts
 // every cached block of the previous one.
-std::unique_ptr<StepModel> open_small(const std::string& backend = "cpu") {
+std::unique_ptr<model::StepModel> open_small(const std::string& backend = "cpu") {
     return model::open_step_model(random_model(), {.backend = backend, .threads = 1, .kv = {.block_size = kBlock},
                                                    .tokens_wanted = 7 * kBlock, .max_step_tokens = 128});
 }

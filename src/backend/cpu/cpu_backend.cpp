@@ -1,8 +1,5 @@
 #include "backend/cpu/cpu_backend.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,138 +7,29 @@
 #include <fmt/format.h>
 
 #include "backend/cpu/attention.h"
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/cpu_matmul_path.h"
+#include "backend/cpu/cpu_moe.h"
+#include "backend/cpu/cpu_step_helpers.h"
+#include "backend/cpu/cpu_weight.h"
 #include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/kv_pool.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
-#include "backend/moe_routing.h"
 #include "core/aligned_buffer.h"
-#include "core/cpu_features.h"
 #include "core/error.h"
-#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::backend {
 namespace {
 
-kernels::WeightView view_of(const MatrixSource& s) { return {s.type, s.data, s.rows, s.cols}; }
-
-// A packed weight never reads its source again (unless the kernel method changes at run time, when
-// the pages fault back in from the page cache): drop the file pages it touched while packing from
-// this process, so a model does not count twice in resident memory. Whole pages inside each part
-// only; the file mapping is read-only.
-void release_source_pages(const kernels::PackedWeight& w) {
-    if (!w.is_packed()) return;
-    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-    for (const auto& part : w.parts()) {
-        const auto begin = reinterpret_cast<uintptr_t>(part.data);
-        const uintptr_t bytes = part.bytes();
-        const uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes) / page * page;
-        if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-    }
-}
-
-class CpuWeight final : public Weight {
-public:
-    CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(std::move(parts)) {
-        for (const auto& p : this->parts()) views_.push_back(view_of(p));
-        if (use == WeightUse::embedding) {  // read by rows only: stays in the file mapping,
-            for (const auto& v : views_) populate_pages(v.data, size_t(v.bytes()));  // faulted in once
-            return;
-        }
-        bool file_mapped = true;
-        for (const auto& p : this->parts()) file_mapped = file_mapped && p.file_mapped;
-        // Parts of one type are stacked into one packed weight when a packed kernel takes it: one
-        // pass, the input quantised once, one parallel region. Otherwise (types differ, e.g. Q4_K_M's
-        // Q6_K attn_v, or no packed kernel) one packed weight per part.
-        bool same = true;
-        for (const auto& v : views_) same = same && v.type == views_[0].type;
-        // The plan's method decides the layout (kernel_plan.h): a quantised type planned for
-        // dequant_fma keeps the file's view rather than panels it would never read; F16/BF16 pack
-        // bf16 panels only under bf16_dot (the scope makes packing see the planned float method).
-        if (views_.size() > 1 && same) {
-            const kernels::KernelChoice choice = kernels::kernel_choice(views_[0].type, 1);
-            const kernels::ScopedKernelChoice scope(choice);
-            if (choice.method == kernels::PathMethod::dequant_fma) {
-                packed_.push_back(kernels::keep_views(views_));
-                return;
-            }
-            kernels::PackedWeight stacked = kernels::pack_weights(views_);
-            if (stacked.is_packed()) {
-                if (file_mapped) release_source_pages(stacked);
-                packed_.push_back(std::move(stacked));
-                return;
-            }
-        }
-        for (const auto& v : views_) {
-            const kernels::KernelChoice choice = kernels::kernel_choice(v.type, 1);
-            const kernels::ScopedKernelChoice scope(choice);
-            if (choice.method == kernels::PathMethod::dequant_fma) {
-                packed_.push_back(kernels::keep_views(std::span(&v, 1)));
-                continue;
-            }
-            packed_.push_back(kernels::pack_weight(v));
-            if (file_mapped) release_source_pages(packed_.back());
-        }
-    }
-
-    std::vector<std::span<const uint8_t>> host_memory() const override {
-        std::vector<std::span<const uint8_t>> out;
-        for (const auto& w : packed_) {
-            if (w.is_packed()) {
-                out.emplace_back(w.data(), w.packed_bytes());
-                continue;
-            }
-            for (const auto& part : w.parts()) out.emplace_back(static_cast<const uint8_t*>(part.data), part.bytes());
-        }
-        return out;
-    }
-
-    bool stacked() const { return packed_.size() == 1 && views_.size() > 1; }
-    const std::vector<kernels::PackedWeight>& packed() const { return packed_; }
-    const kernels::WeightView& view(size_t part) const { return views_[part]; }
-
-private:
-    std::vector<kernels::WeightView> views_;
-    std::vector<kernels::PackedWeight> packed_;  // empty for an embedding-only table
-};
-
-class CpuVector final : public Vector {
-public:
-    explicit CpuVector(std::span<const float> v) : Vector(int64_t(v.size())), values(v.begin(), v.end()) {}
-    std::vector<float> values;
-};
-
-// cos / sin of every (token, pair) of the current step, computed once per step on first use.
-class CpuRope final : public Rope {
-public:
-    explicit CpuRope(RopeSpec spec) : Rope(std::move(spec)) {}
-    mutable uint64_t step = ~uint64_t(0);
-    mutable std::vector<float> cos, sin;  // [token][dims / 2]
-};
-
-class CpuKvCache final : public KvCache {
-public:
-    CpuKvCache(const kv::KvLayout& layout, int64_t n_blocks)
-        : KvCache(layout, int32_t(n_blocks)), pool(layout, n_blocks) {}
-    void copy_block(int32_t src, int32_t dst) override { pool.copy_block(src, dst); }
-    void export_block(int32_t block, std::span<uint8_t> out) const override { pool.export_block(block, out); }
-    void import_block(int32_t block, std::span<const uint8_t> in) override { pool.import_block(block, in); }
-    void read_k(int32_t layer, int64_t slot, int32_t head, float* out) const override { pool.read_k(layer, slot, head, out); }
-    void read_v(int32_t layer, int64_t slot, int32_t head, float* out) const override { pool.read_v(layer, slot, head, out); }
-    kernels::KvPool pool;
-};
-
-const float* f32(const Tensor& t) { return static_cast<const float*>(t.data); }
-float* f32w(const Tensor& t) { return static_cast<float*>(t.data); }
-const CpuWeight& cpu(const Weight& w) { return static_cast<const CpuWeight&>(w); }
-const float* cpu(const Vector& v) { return static_cast<const CpuVector&>(v).values.data(); }
-kernels::KvPool& cpu(KvCache& c) { return static_cast<CpuKvCache&>(c).pool; }
-const kernels::KvPool& cpu(const KvCache& c) { return static_cast<const CpuKvCache&>(c).pool; }
-
-void check_cols(const Tensor& t, int64_t cols, const char* op, const char* what) {
-    if (t.cols != cols) fail("cpu backend: {} expects {} with {} columns, got {}", op, what, cols, t.cols);
-}
+using cpu_impl::check_cols;
+using cpu_impl::cpu;
+using cpu_impl::CpuKvCache;
+using cpu_impl::CpuRope;
+using cpu_impl::CpuVector;
+using cpu_impl::CpuWeight;
+using cpu_impl::f32;
+using cpu_impl::f32w;
 
 class CpuBackend final : public Backend {
 public:
@@ -418,112 +306,20 @@ public:
         multiply(w.packed()[1], x, xq, up);
         per_token(n, [&](int64_t t) { kernels::silu_mul(f32w(out) + t * f, up + t * f, f, f32w(out) + t * f); });
     }
-
-    // Workspace per token row (floats): gathered inputs [D] (then the experts' down outputs and the
-    // shared expert's), gate|up [2F], activations [F], each rank's expert output [k D], the route
-    // (k weights, k expert ids), this expert's tokens and their ranks [2]. F: the wider FFN.
-    int64_t moe_workspace_cols(const MoeOp& op) const override {
-        if (op.gate_up.empty()) return 1;
-        const int64_t d = op.gate_up[0]->cols(), f = std::max(op.ffn(), op.shared_ffn()), k = op.n_used;
-        return d + 3 * f + k * d + 2 * k + 2;
-    }
-
+    int64_t moe_workspace_cols(const MoeOp& op) const override { return cpu_impl::moe_workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws) override {
-        const auto n_experts = int32_t(op.gate_up.size());
-        if (n_experts == 0 || int32_t(op.down.size()) != n_experts) fail("cpu backend: moe_ffn needs gate|up and down per expert");
-        const int64_t n = x.rows, d = x.cols, k = op.n_used, f = op.ffn();
-        const int64_t fw = std::max(f, op.shared_ffn());
-        check_cols(x, op.gate_up[0]->cols(), "moe_ffn", "an input");
-        check_cols(logits, n_experts, "moe_ffn", "router logits");
-        check_cols(out, d, "moe_ffn", "an output");
-        check_cols(ws, moe_workspace_cols(op), "moe_ffn", "a workspace");
-        if (n == 0) return;
-        float* rows = f32w(ws);
-        float* gu = rows + n * d;
-        float* act = gu + n * 2 * fw;
-        float* ranked = act + n * fw;  // [t][j][d]
-        float* weights = ranked + n * k * d;
-        auto* ids = reinterpret_cast<int32_t*>(weights + n * k);
-        auto* tokens = ids + n * k;
-        auto* ranks = tokens + n;
-        per_token(n, [&](int64_t t) {
-            route_token(f32(logits) + t * n_experts, n_experts, int32_t(k), op.normalize, ids + t * k, weights + t * k);
-        });
-        // One GEMM per expert over the tokens that chose it (decode: k GEMVs); unchosen experts'
-        // weights are never read.
-        for (int32_t e = 0; e < n_experts; ++e) {
-            int64_t m = 0;
-            for (int64_t t = 0; t < n; ++t)
-                for (int64_t j = 0; j < k; ++j)
-                    if (ids[t * k + j] == e) {
-                        tokens[m] = int32_t(t);
-                        ranks[m++] = int32_t(j);
-                    }
-            if (m == 0) continue;
-            for (int64_t i = 0; i < m; ++i)
-                std::memcpy(rows + i * d, f32(x) + int64_t(tokens[i]) * d, size_t(d) * sizeof(float));
-            expert_ffn(cpu(*op.gate_up[size_t(e)]), cpu(*op.down[size_t(e)]), {rows, m, d}, gu, act, rows);
-            for (int64_t i = 0; i < m; ++i)
-                std::memcpy(ranked + (int64_t(tokens[i]) * k + ranks[i]) * d, rows + i * d, size_t(d) * sizeof(float));
-        }
-        // Each token's sum in rank order, then its gated shared expert.
-        if (op.shared_gate_up) expert_ffn(cpu(*op.shared_gate_up), cpu(*op.shared_down), x, gu, act, rows);
-        per_token(n, [&](int64_t t) {
-            float* o = f32w(out) + t * d;
-            const float* y = ranked + t * k * d;
-            for (int64_t c = 0; c < d; ++c) o[c] = weights[t * k] * y[c];
-            for (int64_t j = 1; j < k; ++j)
-                for (int64_t c = 0; c < d; ++c) o[c] += weights[t * k + j] * y[j * d + c];
-            if (!op.shared_gate_up) return;
-            float s = 1.0f;
-            if (op.shared_gate) {
-                const float* g = cpu(*op.shared_gate);
-                const float* xt = f32(x) + t * d;
-                float dot = 0;
-                for (int64_t c = 0; c < d; ++c) dot += g[c] * xt[c];
-                s = 1.0f / (1.0f + std::exp(-dot));
-            }
-            const float* sh = rows + t * d;
-            for (int64_t c = 0; c < d; ++c) o[c] += s * sh[c];
-        });
+        cpu_impl::moe_ffn(op, x, logits, out, ws, threads_);
     }
 
     std::string describe_matmul(const Weight& weight, int64_t n_tokens) const override {
-        const CpuWeight& w = cpu(weight);
-        const auto type = w.parts()[0].type;
-        const kernels::ScopedKernelChoice scope(kernels::kernel_choice(type, n_tokens));
-        std::string path;
-        const bool packed = !w.packed().empty() && w.packed()[0].is_packed();
-        const bool is_float = type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16 || type == gguf::GgmlType::BF16;
-        const auto layout = packed ? w.packed()[0].layout() : kernels::PackedWeight::Layout::view;
-        if (layout == kernels::PackedWeight::Layout::bf16_panels && kernels::bf16_kernel_available()) path = "bf16 panels, vdpbf16ps";
-        else if (layout == kernels::PackedWeight::Layout::bf16_tiles && kernels::bf16_tiles_available())
-            path = kernels::amx_emulation() ? "bf16 tiles, AMX (emulated)" : "bf16 tiles, AMX (tdpbf16ps)";
-        else if (packed && !is_float && kernels::amx_path_available() && n_tokens >= kernels::amx_min_tokens())
-            path = kernels::amx_emulation() ? "packed int8 panels, AMX tiles (emulated)" : "packed int8 panels, AMX tiles (tdpbssd)";
-        else if (packed && !is_float && kernels::packed_int8_path_active())
-            path = kernels::vnni_panels_active() ? "packed int8 panels, vpdpbusd" : "packed int8 panels, vpmaddubsw";
-        else if (!is_float && kernels::quant_method() == kernels::QuantMethod::int8_dot) path = "int8 dot";
-        else path = "f32 fma";
-        return fmt::format("{} {}{}, {} {}", gguf::type_name(uint32_t(type)), path, w.stacked() ? " (stacked)" : "",
-                           isa_name(active_isa()), n_tokens == 1 ? "gemv" : "gemm");
+        return cpu_impl::describe_matmul_path(cpu(weight), n_tokens);
     }
 
 private:
-    // Per-token work between the matmuls: spread over the pool when the step has enough tokens,
-    // inline for a decode step (a parallel region per op is worth it only then). Each token's
-    // arithmetic is the same either way.
     template <class Fn>
     void per_token(int64_t n, const Fn& fn) {
-        if (n < 8) {
-            for (int64_t t = 0; t < n; ++t) fn(t);
-            return;
-        }
-        threads_.parallel_for(n, 4, [&](int64_t begin, int64_t end, int) {
-            for (int64_t t = begin; t < end; ++t) fn(t);
-        });
+        cpu_impl::per_token(threads_, n, fn);
     }
-
     void size_scratch() {
         const int64_t tokens = std::max<int64_t>(reserved_tokens_, 1);
         if (scratch_.size() < size_t(tokens * std::max<int64_t>(stacked_width_, 1)))
@@ -544,27 +340,8 @@ private:
         return y;
     }
     // From the quantised form of x when the norm made one and this weight reads it, else from x.
-    // The plan's method and tiles for (type, tokens) hold on this thread for the call.
     void multiply(const kernels::PackedWeight& w, const Tensor& x, const Tensor* xq, float* y) {
-        const kernels::KernelChoice choice = kernels::kernel_choice(w.source().type, x.rows);
-        const kernels::ScopedKernelChoice scope(choice);
-        kernels::count_dispatch(choice.method);
-        if (xq && kernels::takes_prequantized(w)) return kernels::matmul_prequantized(w, xq->data, x.rows, y, threads_);
-        kernels::matmul(w, f32(x), x.rows, y, threads_);
-    }
-
-    // One expert's SwiGLU FFN over the rows of x: gate|up into gu, silu * up into act, down into y.
-    void expert_ffn(const CpuWeight& gate_up, const CpuWeight& down, const Tensor& x, float* gu, float* act, float* y) {
-        const int64_t m = x.rows, f = gate_up.parts()[0].rows;
-        if (gate_up.stacked()) {
-            multiply(gate_up.packed()[0], x, nullptr, gu);
-            per_token(m, [&](int64_t i) { kernels::silu_mul(gu + i * 2 * f, gu + i * 2 * f + f, f, act + i * f); });
-        } else {
-            multiply(gate_up.packed()[0], x, nullptr, gu);
-            multiply(gate_up.packed()[1], x, nullptr, gu + m * f);
-            per_token(m, [&](int64_t i) { kernels::silu_mul(gu + i * f, gu + m * f + i * f, f, act + i * f); });
-        }
-        multiply(down.packed()[0], {act, m, f}, nullptr, y);
+        cpu_impl::multiply(w, x, xq, y, threads_);
     }
 
     const CpuRope& rope_tables(const Rope& r, int64_t n) {

@@ -1,0 +1,37 @@
+// Helpers the CPU backend's ops and its MoE share: per-token work spread over the pool, and one
+// matmul call under the kernel plan's choice for its weight type and token count.
+#pragma once
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/matmul.h"
+#include "core/thread_pool.h"
+
+namespace pagoda::backend::cpu_impl {
+
+// Per-token work between the matmuls: spread over the pool when the step has enough tokens,
+// inline for a decode step (a parallel region per op is worth it only then). Each token's
+// arithmetic is the same either way.
+template <class Fn>
+void per_token(ThreadPool& threads, int64_t n, const Fn& fn) {
+    if (n < 8) {
+        for (int64_t t = 0; t < n; ++t) fn(t);
+        return;
+    }
+    threads.parallel_for(n, 4, [&](int64_t begin, int64_t end, int) {
+        for (int64_t t = begin; t < end; ++t) fn(t);
+    });
+}
+
+// y = x W^T from the quantised form of x when the norm made one and this weight reads it, else
+// from x. The plan's method and tiles for (type, tokens) hold on this thread for the call.
+inline void multiply(const kernels::PackedWeight& w, const Tensor& x, const Tensor* xq, float* y, ThreadPool& threads) {
+    const kernels::KernelChoice choice = kernels::kernel_choice(w.source().type, x.rows);
+    const kernels::ScopedKernelChoice scope(choice);
+    kernels::count_dispatch(choice.method);
+    if (xq && kernels::takes_prequantized(w)) return kernels::matmul_prequantized(w, xq->data, x.rows, y, threads);
+    kernels::matmul(w, static_cast<const float*>(x.data), x.rows, y, threads);
+}
+
+}  // namespace pagoda::backend::cpu_impl

@@ -1,0 +1,42 @@
+#include "engine/batch_builder.h"
+
+#include <algorithm>
+
+namespace pagoda::engine {
+
+int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock::time_point step_start,
+                 model::Batch& batch) {
+    batch.clear();
+    batch.block_copies = plan.copies;
+    int64_t started = 0;
+    for (const ScheduledChunk& c : plan.chunks) {
+        Sequence& s = *c.seq;
+        const int32_t index = batch.add_sequence(blocks.block_table(s.id));
+        const bool embeds = s.pooled.has_value();
+        const int64_t n_real = int64_t(s.tokens.size());
+        for (int64_t p = c.begin; p < c.end; ++p) {
+            const int32_t token = p < n_real ? s.tokens[size_t(p)] : s.draft[size_t(p - n_real)];
+            // A draft's rows all want logits: row j verifies draft token j, the last one gives the next.
+            const bool logits = !embeds && c.logits && p + 1 + c.n_draft >= c.end;
+            batch.add(token, int32_t(p), index, blocks.slot(s.id, p), logits,
+                      embeds && pools_position(s.request->request.embedding->pooling, p, s.n_prompt));
+        }
+        if (s.request && !s.request->scheduled) {
+            s.request->scheduled = true;
+            ++started;
+            s.request->timings.queue = seconds_between(s.request->arrival, step_start);
+            s.request->usage.cached_prompt_tokens = std::max<int64_t>(0, s.first_cached_tokens);
+        }
+    }
+    return started;
+}
+
+std::vector<RequestState*> requests_in(const StepPlan& plan) {
+    std::vector<RequestState*> requests;
+    for (const ScheduledChunk& c : plan.chunks)
+        if (c.seq->request && std::find(requests.begin(), requests.end(), c.seq->request) == requests.end())
+            requests.push_back(c.seq->request);
+    return requests;
+}
+
+}  // namespace pagoda::engine

@@ -1,0 +1,49 @@
+#include "engine/request_validation.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "engine/token_scores.h"
+
+namespace pagoda::engine {
+
+void validate_request(const Request& req, const model::StepModelInfo& info, int64_t context_limit, int32_t max_seqs,
+                      bool has_tokenizer) {
+    if (req.prompt.empty()) fail("the prompt is empty: give at least one token");
+    for (size_t i = 0; i < req.prompt.size(); ++i)
+        if (req.prompt[i] < 0 || req.prompt[i] >= info.vocab_size)
+            fail("prompt token {} at position {} is out of range (vocabulary has {} tokens)", req.prompt[i], i,
+                 info.vocab_size);
+    if (scores_tokens(req)) return validate_scoring(req, info.vocab_size, context_limit);  // token_scores.h
+    if (req.embedding) {
+        if (info.hidden_size < 1) fail("this model gives no hidden states, so it cannot embed");
+        if (int64_t(req.prompt.size()) > context_limit)
+            fail("the input has {} tokens, more than the {} that fit (model context {}, KV cache {} blocks of {} tokens)",
+                 req.prompt.size(), context_limit, info.max_context, info.n_kv_blocks, info.block_size);
+        if (req.n != 1) fail("an embedding request has one result; n must be 1, got {}", req.n);
+        if (req.grammar) fail("an embedding request generates nothing, so it takes no grammar");
+        if (req.logprobs != -1) fail("an embedding request generates nothing, so it has no logprobs");
+        return;
+    }
+    if (int64_t(req.prompt.size()) + 1 > context_limit)
+        fail("the prompt has {} tokens, which leaves no room to generate: at most {} tokens fit (model context {}, "
+             "KV cache {} blocks of {} tokens)",
+             req.prompt.size(), context_limit - 1, info.max_context, info.n_kv_blocks, info.block_size);
+    if (req.stop.max_tokens < 1) fail("max_tokens must be at least 1, got {}", req.stop.max_tokens);
+    if (req.stop.min_tokens < 0 || req.stop.min_tokens > req.stop.max_tokens)
+        fail("min_tokens must be between 0 and max_tokens ({}), got {}", req.stop.max_tokens, req.stop.min_tokens);
+    if (req.n < 1 || req.n > max_seqs)
+        fail("n must be in 1..{} (the engine's max_seqs), got {}", max_seqs, req.n);
+    if (req.logprobs < -1 || req.logprobs > 20) fail("logprobs must be in 0..20, got {}", req.logprobs);
+    if (!(req.weight > 0) || !std::isfinite(req.weight)) fail("a tenant's weight must be positive, got {}", req.weight);
+    for (int32_t id : req.stop.stop_token_ids)
+        if (id < 0 || id >= info.vocab_size)
+            fail("stop token id {} is out of range (vocabulary has {} tokens)", id, info.vocab_size);
+    for (const auto& s : req.stop.stop)
+        if (s.empty()) fail("stop strings must not be empty");
+    if (!req.stop.stop.empty() && !has_tokenizer) fail("stop strings need a tokenizer, and this engine has none");
+    if (req.grammar && !has_tokenizer) fail("a grammar needs a tokenizer, and this engine has none");
+    req.sampling.validate();
+}
+
+}  // namespace pagoda::engine
