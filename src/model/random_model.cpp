@@ -192,7 +192,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     if (!s.rank_head.empty() && s.rank_head != "output" && s.rank_head != "dense")
         fail("gen-model: the rank head is 'output' or 'dense', not '{}'", s.rank_head);
     if (s.rank_classes < 0 || (s.rank_classes > 0 && s.rank_head.empty()))
-        fail("gen-model: the rank classes need a rank head, and must not be negative");
+        fail("gen-model: rank classes (--rank-classes) need a rank head (--rank-head) and must be positive");
 
     const std::string a = s.arch + ".";
     w.set("general.architecture", Value::string(s.arch));
