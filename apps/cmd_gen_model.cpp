@@ -23,6 +23,8 @@ struct GenModelOptions {
     float embed_scale = 1.0f;
     std::string format = "gguf";
     int shards = 1;
+    std::string rank_head;
+    int64_t rank_classes = 0;
 };
 
 int run_gen_model(const GenModelOptions& o) {
@@ -51,6 +53,8 @@ int run_gen_model(const GenModelOptions& o) {
     spec.rope_scaling = o.rope_scaling;
     spec.seed = o.seed;
     spec.embed_scale = o.embed_scale;
+    spec.rank_head = o.rank_head;
+    spec.rank_classes = o.rank_classes;
     if (o.type == "f32") spec.type = gguf::GgmlType::F32;
     else if (o.type == "f16") spec.type = gguf::GgmlType::F16;
     else if (o.type == "bf16") spec.type = gguf::GgmlType::BF16;
@@ -120,6 +124,13 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "Multiply the token embedding's scale (above 1 the current token dominates, so greedy "
                    "output soon repeats its context: a copy-heavy benchmark stand-in)")
         ->check(CLI::Range(1e-3f, 1e3f));
+    sub.add_option("--rank-head", o->rank_head,
+                   "Make a classification reranker (pooling_type rank, served by /v1/rerank): output adds random "
+                   "cls.output.weight/bias (hidden -> classes); dense also cls.weight/bias before it (hidden -> hidden, tanh)")
+        ->check(CLI::IsMember({"output", "dense"}));
+    sub.add_option("--rank-classes", o->rank_classes,
+                   "--rank-head: the head's classes (default 2 for qwen3, labelled yes/no and softmaxed; else 1)")
+        ->check(in_range(1, 1 << 16));
     return [o] { return run_gen_model(*o); };
 });
 

@@ -5,6 +5,7 @@
 #include "apps/draft_model_loader.h"
 #include "core/log.h"
 #include "gguf/gguf.h"
+#include "model/classifier_head.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
 #include "model/system_fingerprint.h"
@@ -42,11 +43,14 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     loaded.system_fingerprint = model::system_fingerprint(model::fingerprint_parts(loaded.engine->model_info()));
     // llama.cpp's convention for embedding models; 0 (none) and 4 (rank) leave the server's default.
     loaded.pooling = engine::pooling_from_gguf(file->get_int_or(cfg.arch + ".pooling_type", 0));
-    // Rerankers: a decoder's rerank prompt form (llama.cpp's key), or a classification head (rank).
+    // Rerankers: a decoder's rerank prompt form (llama.cpp's key), or a classification head (rank;
+    // a head that cannot be applied fails the load).
     loaded.rerank_template = file->get_string_or("tokenizer.chat_template.rerank", "");
-    loaded.rank_pooling = file->get_int_or(cfg.arch + ".pooling_type", 0) == 4;
-    for (const char* head : {"cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"})
-        if (file->find_tensor(head)) loaded.classifier_head += (loaded.classifier_head.empty() ? "" : ", ") + std::string(head);
+    if (auto head = model::ClassifierHead::from_gguf(*file, cfg.arch, loaded.engine->model_info().hidden_size)) {
+        loaded.classifier_head = std::make_shared<const model::ClassifierHead>(std::move(*head));
+        loaded.description += ", reranker (" + loaded.classifier_head->describe() + ")";
+    }
+    loaded.add_sep = file->get_bool_or("tokenizer.ggml.add_sep_token", false);
     return loaded;
 }
 

@@ -1,12 +1,14 @@
 // libFuzzer entry for the GGUF reader: any input must either parse or throw pagoda::Error. When it
 // parses, every value, getter and tensor byte is touched so the sanitizers see any bad view; the
 // file is also read as a llama.cpp imatrix (quant/imatrix_file.h), and every tensor of a codebook
-// type (IQ*, MXFP4) is dequantised, so arbitrary code bytes index the grids.
+// type (IQ*, MXFP4) is dequantised, so arbitrary code bytes index the grids. A rank reranker's
+// classification head (model/classifier_head.h) is read and, when it loads, applied once.
 #include <cstddef>
 #include <cstdint>
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "model/classifier_head.h"
 #include "quant/codebook_blocks.h"
 #include "quant/imatrix_file.h"
 
@@ -74,5 +76,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
     }
     quietly([&] { sink = sink + pagoda::quant::read_imatrix(*f).size(); });
+    quietly([&] {
+        const std::string arch = f->get_string_or("general.architecture", "llama");
+        const int64_t hidden = f->get_int_or(arch + ".embedding_length", 16);
+        if (hidden < 1 || hidden > (1 << 16)) return;
+        if (auto head = pagoda::model::ClassifierHead::from_gguf(*f, arch, hidden)) {
+            const double score = head->score(std::vector<float>(size_t(hidden), 0.5f));
+            sink = sink + uint64_t(score != score) + head->describe().size();
+        }
+    });
     return 0;
 }

@@ -100,6 +100,16 @@ files = {
     'tensors.gguf': gguf(3, [kv('general.alignment', 4, struct.pack('<I', 64))],
                          [tensor('a', [4, 2], 0, 0), tensor('b', [32], 2, 64), tensor('c', [256, 1], 12, 128)],
                          bytes(64) + bytes(range(18)) + bytes(46) + bytes(144), align=64),
+    # A rank reranker's classification head (model/classifier_head.h): dense F32 + tanh, then an F16
+    # output projection to two labelled classes.
+    'rank-head.gguf': gguf(3, [kv('general.architecture', 8, s('llama')), kv('llama.embedding_length', 4, struct.pack('<I', 4)),
+                               kv('llama.pooling_type', 4, struct.pack('<I', 4)),
+                               kv('llama.classifier.output_labels', 9, arr(8, [s('yes'), s('no')]))],
+                           [tensor('cls.weight', [4, 4], 0, 0), tensor('cls.bias', [4], 0, 64),
+                            tensor('cls.output.weight', [4, 2], 1, 96), tensor('cls.output.bias', [2], 0, 128)],
+                           struct.pack('<16f', *[0.25 * (i % 5 - 2) for i in range(16)]) + struct.pack('<4f', 0.1, -0.1, 0.2, 0.0)
+                           + bytes(16) + struct.pack('<8e', 0.5, -0.5, 1.0, 0.25, -1.0, 0.75, 0.0, 2.0) + bytes(16)
+                           + struct.pack('<2f', 0.3, -0.3)),
 }
 for name, data in files.items():
     with open(os.path.join(out, name), 'wb') as f: f.write(data)

@@ -151,6 +151,9 @@ int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab,
 
 int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards,
                               const gguf::File* vocab) {
+    if (!spec.rank_head.empty())
+        fail("gen-model: a classification head (--rank-head) is written to GGUF only (Hugging Face folders keep it "
+             "in a sequence-classification config pagoda does not read)");
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
     if (s.rope_scaling == "llama3") s.rope_scaling = "llama3_keys";
@@ -186,6 +189,10 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
     if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
     if (head_dim % 2) fail("gen-model: the head size {} must be even for RoPE", head_dim);
+    if (!s.rank_head.empty() && s.rank_head != "output" && s.rank_head != "dense")
+        fail("gen-model: the rank head is 'output' or 'dense', not '{}'", s.rank_head);
+    if (s.rank_classes < 0 || (s.rank_classes > 0 && s.rank_head.empty()))
+        fail("gen-model: rank classes (--rank-classes) need a rank head (--rank-head) and must be positive");
 
     const std::string a = s.arch + ".";
     w.set("general.architecture", Value::string(s.arch));
@@ -341,6 +348,21 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
         }
         matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
         if (gemma) vec(p + "post_ffw_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
+    }
+    if (!s.rank_head.empty()) {  // after every other tensor: the same seed keeps the rest of the model
+        const int64_t classes = s.rank_classes > 0 ? s.rank_classes : s.arch == "qwen3" ? 2 : 1;
+        w.set(a + "pooling_type", Value::u32(4));
+        std::vector<std::string> labels;
+        for (int64_t c = 0; c < classes; ++c)
+            labels.push_back(s.arch == "qwen3" && classes == 2 ? (c == 0 ? "yes" : "no") : fmt::format("LABEL_{}", c));
+        w.set(a + "classifier.output_labels", Value::strings(labels));
+        int64_t width = s.dim;
+        if (s.rank_head == "dense") {
+            matrix("cls.weight", s.dim, s.dim, 1.0f / std::sqrt(float(s.dim)));
+            vec("cls.bias", s.dim, random_tensor(rng, s.dim, 0.5f, GgmlType::F32));
+        }
+        matrix("cls.output.weight", width, classes, 1.0f / std::sqrt(float(width)));
+        vec("cls.output.bias", classes, random_tensor(rng, classes, 0.5f, GgmlType::F32));
     }
     return params;
 }

@@ -53,6 +53,12 @@ struct RandomModelSpec {
     // holds: the copy-heavy stand-in the speculative-decoding benchmarks use (no trained model of a
     // memory-bound size is among the fixtures).
     float embed_scale = 1.0f;
+    // A reranker with a classification head (model/classifier_head.h): {arch}.pooling_type 4 and
+    // random cls.output.weight / cls.output.bias ("output": hidden -> classes, an LLM classifier), or
+    // also cls.weight / cls.bias before it ("dense": hidden -> hidden, tanh; RoBERTa's form); ""
+    // none. rank_classes 0: 2 for qwen3 (labels "yes", "no", softmaxed), else 1.
+    std::string rank_head;
+    int64_t rank_classes = 0;
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.

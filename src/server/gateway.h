@@ -18,6 +18,7 @@
 
 #include "chat/chat_template.h"
 #include "engine/engine.h"
+#include "model/classifier_head.h"
 #include "server/anthropic_response.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
@@ -72,10 +73,10 @@ struct LoadedModel {
     // Responses' system_fingerprint (model/system_fingerprint.h); empty: null in responses.
     std::string system_fingerprint;
     std::string rerank_template;  // GGUF tokenizer.chat_template.rerank (llama.cpp's key); empty: none
-    // GGUF {arch}.pooling_type 4 (rank): a reranker scored by a classification head; the head's
-    // tensor names as found (cls.weight / cls.output.weight), empty when the file has none.
-    bool rank_pooling = false;
-    std::string classifier_head;
+    // GGUF {arch}.pooling_type 4 (rank): a reranker scored by its classification head on the pooled
+    // last hidden state (model/classifier_head.h); null for other models.
+    std::shared_ptr<const model::ClassifierHead> classifier_head;
+    bool add_sep = false;  // GGUF tokenizer.ggml.add_sep_token: a rank model's pairs are joined by SEP
 };
 
 // Opens the model and starts its engine; runs on the thread that calls Gateway::load(). `options`
@@ -266,6 +267,10 @@ private:
     // rerank_unsupported_ says why /v1/rerank and /v1/score are refused.
     std::optional<RerankPrompt> rerank_prompt_;
     std::pair<int32_t, int32_t> rerank_tokens_{-1, -1};
+    // A classification-head reranker (pooling_type rank): the head scores each pair's pooled last
+    // hidden state; the pair is rerank_prompt_'s form when one is given, else rerank_pair_tokens().
+    std::shared_ptr<const model::ClassifierHead> rerank_head_;
+    bool rerank_add_sep_ = false;
     std::string rerank_unsupported_;
     std::string system_fingerprint_;  // from the loader, at load
     std::unique_ptr<engine::Engine> engine_;

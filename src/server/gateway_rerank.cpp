@@ -1,7 +1,9 @@
 // The gateway's /v1/rerank, /rerank and /v1/score, apart from gateway.cpp: parse (rerank_request.h),
 // build each (query, document) pair's prompt (rerank_prompt.h), check it against the model, then one
-// scoring request per pair (token_scores.h), all submitted at once so the engine batches them; the
-// Job collects the yes/no logits into scores (rerank_response.h).
+// engine request per pair, all submitted at once so the engine batches them: for a decoder reranker
+// a scoring request (token_scores.h), the Job collecting the yes/no logits into scores; for a
+// classification-head reranker (pooling_type rank) an embedding request pooling the last hidden
+// state unnormalised, which the Job scores with the head (rerank_response.h, model/classifier_head.h).
 #include <chrono>
 #include <fmt/format.h>
 #include <fstream>
@@ -35,15 +37,18 @@ std::string pair_param(const RerankParams& p, size_t i) {
 
 void Gateway::setup_rerank(const LoadedModel& loaded) {
     rerank_prompt_.reset();
-    if (loaded.rank_pooling) {
-        // llama.cpp scores these with the classification head on the pooled hidden state; pagoda's
-        // model builder does not build such heads, so the model cannot rank here.
-        rerank_unsupported_ = fmt::format(
-            "reranking is not supported by this model: its file says pooling_type rank (a classification-head "
-            "reranker, head {}), and pagoda does not build classification heads (cls.weight / cls.bias / "
-            "cls.output.weight) yet",
-            loaded.classifier_head.empty() ? std::string("missing") : loaded.classifier_head);
-        log_warn("serve: {}", rerank_unsupported_);
+    rerank_head_ = loaded.classifier_head;
+    rerank_add_sep_ = loaded.add_sep;
+    if (rerank_head_) {
+        // The pair is the given form when there is one, else llama-server's BOS query EOS SEP doc EOS.
+        if (!options_.rerank_template.empty())
+            rerank_prompt_ = RerankPrompt::from_form(read_text_file(options_.rerank_template), options_.rerank_template);
+        else if (!loaded.rerank_template.empty())
+            rerank_prompt_ = RerankPrompt::from_form(loaded.rerank_template, "the model's tokenizer.chat_template.rerank");
+        if (!options_.rerank_tokens.empty())
+            fail("--rerank-tokens names a decoder reranker's answer tokens; this model reranks with its classification "
+                 "head ({})",
+                 rerank_head_->describe());
         return;
     }
     const tokenizer::Tokenizer& tok = *loaded.engine->tokenizer();
@@ -93,7 +98,7 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
         throw invalid(ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
                                                 options_.model_name),
                                "invalid_request_error", "model", "model_not_found"));
-    if (!rerank_prompt_) throw invalid(ApiError::invalid(rerank_unsupported_, {}, "model_not_supported"));
+    if (!rerank_prompt_ && !rerank_head_) throw invalid(ApiError::invalid(rerank_unsupported_, {}, "model_not_supported"));
 
     const tokenizer::Tokenizer& tok = *engine_->tokenizer();
     const int64_t limit = options_.max_prompt_tokens > 0 ? std::min(options_.max_prompt_tokens, engine_->context_limit())
@@ -102,7 +107,8 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
     int64_t total_tokens = 0;
     for (size_t i = 0; i < p.pairs.size(); ++i) {
         engine::Request r;
-        r.prompt = rerank_prompt_->tokenize(tok, p.pairs[i].query, p.pairs[i].document);
+        r.prompt = rerank_prompt_ ? rerank_prompt_->tokenize(tok, p.pairs[i].query, p.pairs[i].document)
+                                  : rerank_pair_tokens(tok, p.pairs[i].query, p.pairs[i].document, rerank_add_sep_);
         const std::string param = pair_param(p, i);
         if (r.prompt.empty()) throw invalid(ApiError::invalid(fmt::format("'{}' encodes to no tokens", param), param, "invalid_value"));
         if (int64_t(r.prompt.size()) > limit)
@@ -110,7 +116,10 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
                                                         "this model",
                                                         param, r.prompt.size(), limit),
                                             param, "context_length_exceeded"));
-        r.score_tokens = {rerank_tokens_.first, rerank_tokens_.second};
+        if (rerank_head_)  // the head's input: the last token's final hidden state, as the model gives it
+            r.embedding = engine::EmbeddingSpec{engine::Pooling::last, false};
+        else
+            r.score_tokens = {rerank_tokens_.first, rerank_tokens_.second};
         r.stop.max_tokens = 1;
         total_tokens += int64_t(r.prompt.size());
         requests.push_back(std::move(r));
@@ -126,7 +135,7 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     job->collected_ = std::make_unique<RerankAssembler>(options_.model_name,
                                                         fmt::format("{}-{}", p.score ? "score" : "rerank", request_id),
-                                                        created, p);
+                                                        created, p, rerank_head_);
     job->key_name_ = key_name;
     job->limited_ = key != nullptr;
     job->reserved_tokens_ = total_tokens;

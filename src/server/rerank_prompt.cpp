@@ -82,6 +82,21 @@ std::vector<int32_t> RerankPrompt::tokenize(const tokenizer::Tokenizer& tok, std
     return ids;
 }
 
+std::vector<int32_t> rerank_pair_tokens(const tokenizer::Tokenizer& tok, std::string_view query,
+                                        std::string_view document, bool add_sep) {
+    const tokenizer::Vocab& vocab = tok.vocab();
+    const tokenizer::EncodeOptions plain{.add_bos = false, .add_eos = false, .parse_special = false};
+    const int32_t end = vocab.eos() >= 0 ? vocab.eos() : vocab.sep();
+    std::vector<int32_t> ids;
+    if (vocab.add_bos() && vocab.bos() >= 0) ids.push_back(vocab.bos());
+    for (int32_t id : tok.encode(query, plain)) ids.push_back(id);
+    if (vocab.add_eos() && end >= 0) ids.push_back(end);
+    if (add_sep && vocab.sep() >= 0) ids.push_back(vocab.sep());
+    for (int32_t id : tok.encode(document, plain)) ids.push_back(id);
+    if (vocab.add_eos() && end >= 0) ids.push_back(end);
+    return ids;
+}
+
 std::optional<std::pair<int32_t, int32_t>> rerank_answer_tokens(const tokenizer::Vocab& vocab, std::string_view spec) {
     if (spec.empty()) {
         const int32_t yes = vocab.find("yes"), no = vocab.find("no");

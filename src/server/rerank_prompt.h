@@ -45,6 +45,13 @@ private:
     std::string form_;
 };
 
+// A classification-head reranker's pair without a prompt form, as llama-server builds it: BOS when
+// the vocabulary adds one, the query, EOS (SEP when there is no EOS) when the vocabulary adds one,
+// SEP when `add_sep`, the document, that EOS again. Query and document are encoded as plain text
+// (no special-token texts parsed, nothing added).
+std::vector<int32_t> rerank_pair_tokens(const tokenizer::Tokenizer& tok, std::string_view query,
+                                        std::string_view document, bool add_sep);
+
 // The yes/no answer tokens: `spec` "YES,NO" names two tokens by their vocabulary text (or, when no
 // token has that text, by id); empty: the tokens "yes" and "no". nullopt when the default tokens are
 // not in the vocabulary; throws pagoda::Error for a spec that does not name two distinct tokens.

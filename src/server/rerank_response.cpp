@@ -10,13 +10,15 @@ namespace pagoda::server {
 
 using json = nlohmann::json;
 
-RerankAssembler::RerankAssembler(std::string model, std::string id, int64_t created, const RerankParams& params)
+RerankAssembler::RerankAssembler(std::string model, std::string id, int64_t created, const RerankParams& params,
+                                 std::shared_ptr<const model::ClassifierHead> head)
     : model_(std::move(model)),
       id_(std::move(id)),
       created_(created),
       top_n_(params.top_n),
       return_documents_(params.return_documents),
       score_shape_(params.score),
+      head_(std::move(head)),
       results_(params.pairs.size()) {
     if (!score_shape_ && return_documents_)
         for (const auto& p : params.pairs) documents_.push_back(p.document);
@@ -33,6 +35,14 @@ void RerankAssembler::add(size_t sub, const engine::Delta& d) {
     if (d.finish_reason == engine::FinishReason::error && !error_) error_ = d.error;
     if (d.finish_reason == engine::FinishReason::cancelled) cancelled_ = true;
     if (d.finish_reason != engine::FinishReason::stop) return;
+    if (head_) {
+        if (int64_t(d.embedding.size()) != head_->hidden_size()) {
+            if (!error_) error_ = "the engine finished a reranking request without its pooled hidden state";
+            return;
+        }
+        r.score = head_->score(d.embedding);
+        return;
+    }
     if (d.token_logits.size() != 2) {
         if (!error_) error_ = "the engine finished a scoring request without the two answer logits";
         return;

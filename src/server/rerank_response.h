@@ -6,12 +6,16 @@
 //            at most top_n, "document" only with return_documents;
 //   score:  {"id", "object": "list", "created", "model", "data": [{"index", "object": "score",
 //            "score"}], "usage"}: in input order.
-// A relevance score is sigmoid(logit(yes) - logit(no)), in (0, 1).
+// A decoder reranker's relevance score is sigmoid(logit(yes) - logit(no)), in (0, 1); a
+// classification-head reranker's is its head's first class on the sub's pooled hidden state
+// (model/classifier_head.h: the raw logit of a one-class head, a probability after softmax).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "model/classifier_head.h"
 #include "server/collected_response.h"
 #include "server/rerank_request.h"
 
@@ -20,7 +24,10 @@ namespace pagoda::server {
 class RerankAssembler : public CollectedResponse {
 public:
     // `params` gives the documents, top_n, return_documents and the shape; `id` the response id.
-    RerankAssembler(std::string model, std::string id, int64_t created, const RerankParams& params);
+    // With `head`, each sub is an embedding request whose pooled state the head scores; without,
+    // a scoring request for the yes/no logits.
+    RerankAssembler(std::string model, std::string id, int64_t created, const RerankParams& params,
+                    std::shared_ptr<const model::ClassifierHead> head = nullptr);
 
     void add(size_t sub, const engine::Delta& delta) override;
     bool done() const override { return n_done_ == results_.size(); }
@@ -43,6 +50,7 @@ private:
     std::vector<std::string> documents_;
     std::optional<int64_t> top_n_;
     bool return_documents_ = true, score_shape_ = false;
+    std::shared_ptr<const model::ClassifierHead> head_;
     std::vector<Result> results_;
     size_t n_done_ = 0;
     std::optional<std::string> error_;

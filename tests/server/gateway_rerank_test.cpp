@@ -165,19 +165,6 @@ TEST(GatewayRerank, ModelsThatCannotRerankAreRefusedSayingWhy) {
         EXPECT_EQ(start_error(gw, Endpoint::rerank, {{"query", "q"}}).param, "documents");
     }
     {
-        Gateway gw(options(), {}, [&](engine::EngineOptions eo) {
-            LoadedModel m = fake_model(tok, std::move(eo));
-            m.rank_pooling = true;
-            m.classifier_head = "cls.output.weight";
-            return m;
-        });
-        gw.load();
-        const ApiError e = start_error(gw, Endpoint::rerank, body);
-        EXPECT_EQ(e.code, "model_not_supported");
-        EXPECT_NE(std::string(e.what()).find("classification"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("cls.output.weight"), std::string::npos) << e.what();
-    }
-    {
         // A flag that names no token fails the load, naming the flag.
         GatewayOptions o = options();
         o.rerank_tokens = "yes,no";

@@ -20,6 +20,8 @@ const models = new Map();
 // tokens/s with one thread on the fastest host met (an AMX Xeon; `slow` with its vector kernels
 // ~590): for tests whose work must outlast a window on every host.
 // fim: tiny with fill-in-the-middle tokens (gen-model --fim-tokens).
+// rank: tiny as a classification-head reranker (pooling_type rank; cls.weight + tanh + cls.output);
+// rank-qwen3: a qwen3 one whose head gives two classes (yes, no), softmaxed.
 // stories: the trained fixture ../shared/models/stories260K.gguf (null when absent).
 export const FIXTURES = process.env.PAGODA_FIXTURES_DIR || join(dirname(fileURLToPath(import.meta.url)), '../../../../../shared');
 export function testModel(kind = 'tiny') {
@@ -33,6 +35,8 @@ export function testModel(kind = 'tiny') {
   const args = ['gen-model', '--preset', 'tiny', '-o', path, '--seed', '11'];
   if (kind === 'slow') args.push('--layers', '4', '--dim', '512', '--heads', '8', '--kv-heads', '8', '--ffn', '1024', '--ctx', '8192');
   if (kind === 'fim') args.push('--fim-tokens');  // ids 506..511: the FIM tokens
+  if (kind === 'rank') args.push('--rank-head', 'dense');
+  if (kind === 'rank-qwen3') args.push('--arch', 'qwen3', '--rank-head', 'output');
   if (kind === 'deep') args.push('--layers', '24', '--dim', '256', '--heads', '4', '--kv-heads', '4', '--ffn', '512', '--ctx', '8192');
   execFileSync(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   models.set(kind, path);

@@ -4,13 +4,16 @@
 // /v1/completions: the logprob of a token forced by logit_bias is its raw logit minus the same
 // log-sum-exp, so logprob(yes) - logprob(no) = logit(yes) - logit(no). Also: order (best first,
 // stable), top_n, return_documents, usage against /tokenize, /v1/score's pairing, the 400s, and a
-// model that cannot rerank.
+// model that cannot rerank. Then classification-head rerankers (gen-model --rank-head: GGUF
+// pooling_type rank), whose scores the gtest GatewayRankRerank checks against the head computed by
+// hand: here the pair llama-server builds (BOS query document, as /tokenize counts it), order, ties,
+// /v1/score's agreement, qwen3's softmaxed yes in (0, 1), and --rerank-tokens refused at start.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, writeTemp } from './helpers.js';
 
 const form = 'Query: {query}\nDocument: {document}\nRelevant:';
-let plain, server, yes, no;
+let plain, server, rank, rankQwen3, yes, no;
 
 async function post(base, path, body) {
   const r = await fetch(`${base.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -29,8 +32,10 @@ before(async () => {
   server = await startServer(['--rerank-template', writeTemp('rerank-form.txt', form),
                               '--rerank-tokens', `${text(yes)},${text(no)}`, '--max-batched-tokens', '64']);
   [yes, no] = [yes.id, no.id];
+  rank = await startServer(['--max-batched-tokens', '64'], 'rank');
+  rankQwen3 = await startServer([], 'rank-qwen3');
 });
-after(async () => { await plain?.stop(); await server?.stop(); });
+after(async () => { await plain?.stop(); await server?.stop(); await rank?.stop(); await rankQwen3?.stop(); });
 
 // The logprob of `token` when logit_bias forces it as the first token after `prompt` (token ids).
 async function forcedLogprob(prompt, token) {
@@ -138,4 +143,44 @@ test('a model with no yes/no tokens and no --rerank-tokens cannot rerank: 400 sa
     assert.equal(r.body.error.code, 'model_not_supported');
     assert.match(r.body.error.message, /reranking is not supported by this model/);
   }
+});
+
+async function plainTokens(base, text) {
+  const t = await post(base, '/tokenize', { content: text, add_special: false });
+  assert.equal(t.status, 200);
+  return t.body.tokens.length;
+}
+
+test('classification-head reranker: scores best first, equal documents tied in input order, usage BOS + query + document', async () => {
+  const documents = ['Foxes live in dens.', 'The stock market fell today.', 'Foxes live in dens.', 'x', 'rivers run deep'];
+  const r = await post(rank, '/v1/rerank', { query, documents, return_documents: true });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.results.length, documents.length);
+  const scores = r.body.results.map((x) => x.relevance_score);
+  for (let i = 1; i < scores.length; ++i) assert.ok(scores[i - 1] >= scores[i], JSON.stringify(scores));
+  assert.ok(new Set(scores).size >= 4, 'the head gives different documents different scores');
+  for (const x of r.body.results) assert.equal(x.document.text, documents[x.index]);
+  const order = r.body.results.map((x) => x.index);
+  assert.ok(order.indexOf(0) < order.indexOf(2));
+  assert.equal(r.body.results[order.indexOf(0)].relevance_score, r.body.results[order.indexOf(2)].relevance_score);
+  let tokens = 0;
+  for (const d of documents) tokens += 1 + (await plainTokens(rank, query)) + (await plainTokens(rank, d));
+  assert.equal(r.body.usage.prompt_tokens, tokens);
+
+  const s = await post(rank, '/v1/score', { text_1: query, text_2: documents });
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  for (const x of s.body.data) assert.equal(x.score, r.body.results.find((y) => y.index === x.index).relevance_score);
+  const top = await post(rank, '/rerank', { query, documents, top_n: 2, return_documents: false });
+  assert.deepEqual(top.body.results, r.body.results.slice(0, 2).map(({ index, relevance_score }) => ({ index, relevance_score })));
+});
+
+test('qwen3 classification reranker: the score is the softmaxed "yes" class, in (0, 1)', async () => {
+  const r = await post(rankQwen3, '/v1/rerank', { query, documents: docs });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  for (const x of r.body.results) assert.ok(x.relevance_score > 0 && x.relevance_score < 1, JSON.stringify(x));
+  assert.ok(new Set(r.body.results.map((x) => x.relevance_score)).size > 1);
+});
+
+test('a classification-head reranker refuses --rerank-tokens at start, naming the flag', async () => {
+  await assert.rejects(startServer(['--rerank-tokens', 'a,b'], 'rank'), /--rerank-tokens.*classification head/s);
 });
