@@ -106,6 +106,8 @@ void Job::finish(int status) {
         gateway_.limiter_.finish(key_name_, reserved_tokens_, used, gateway_.now_seconds());
     }
     gateway_.metrics_.on_api_request(key_name_, messages_ ? "messages" : endpoint_name(params_.endpoint), status);
+    if (collected_) gateway_.metrics_.on_key_tokens(key_name_, collected_->prompt_tokens(), 0);
+    else gateway_.metrics_.on_key_tokens(key_name_, assembler_.prompt_tokens(), assembler_.completion_tokens());
     --gateway_.active_jobs_;
 }
 

@@ -67,6 +67,10 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
                   {"key", "endpoint", "status"});
     r.add_counter("pagoda:api_rejections_total", "API requests refused by the gateway, by key name and reason",
                   {"key", "reason"});
+    r.add_counter("pagoda:api_tokens_total",
+                  "Tokens of finished API requests, by key name and kind (prompt, completion): the shares fair "
+                  "scheduling divides",
+                  {"key", "kind"});
     r.add_counter("pagoda:deadline_misses_total",
                   "Requests that could not start by their deadline, by key name and stage (admission: refused on "
                   "arrival; queue: dropped unstarted)",
@@ -132,6 +136,11 @@ void ServerMetrics::on_step(const engine::StepInfo& step, int64_t max_batched_to
 void ServerMetrics::on_api_request(const std::string& key, const std::string& endpoint, int status) {
     live_.on_api_request(key, status, now());
     registry_.inc("pagoda:api_requests_total", {key, endpoint, std::to_string(status)});
+}
+
+void ServerMetrics::on_key_tokens(const std::string& key, int64_t prompt_tokens, int64_t completion_tokens) {
+    if (prompt_tokens > 0) registry_.inc("pagoda:api_tokens_total", {key, "prompt"}, double(prompt_tokens));
+    if (completion_tokens > 0) registry_.inc("pagoda:api_tokens_total", {key, "completion"}, double(completion_tokens));
 }
 
 void ServerMetrics::on_deadline_miss(const std::string& key, const std::string& stage) {

@@ -37,6 +37,8 @@ public:
     // A request that could not start by its deadline: refused on arrival ("admission": the queue's
     // expected wait was longer) or dropped unstarted from the queue ("queue").
     void on_deadline_miss(const std::string& key, const std::string& stage);
+    // The tokens a finished request of `key` used: what fair share divides between keys.
+    void on_key_tokens(const std::string& key, int64_t prompt_tokens, int64_t completion_tokens);
 
     // Renders everything; `stats` is null while the model loads.
     std::string render(const engine::EngineStats* stats, bool ready);
