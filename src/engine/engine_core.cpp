@@ -116,6 +116,8 @@ void EngineCore::validate(const Request& req) const {
         if (s.empty()) fail("stop strings must not be empty");
     if (!req.stop.stop.empty() && !tokenizer_) fail("stop strings need a tokenizer, and this engine has none");
     if (req.grammar && !tokenizer_) fail("a grammar needs a tokenizer, and this engine has none");
+    if (req.thinking && !tokenizer_) fail("a thinking budget needs a tokenizer, and this engine has none");
+    if (req.thinking && req.thinking->max_tokens < 0) fail("a thinking budget must be at least 0 tokens");
     req.sampling.validate();
 }
 
@@ -133,6 +135,8 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->text = TextStream(tokenizer_.get());
     seq->stop = StopMatcher(r.request.stop.stop);
     if (r.request.grammar) seq->matcher.emplace(r.request.grammar);
+    if (const auto& t = r.request.thinking)
+        seq->thinking.emplace(*t, tokenizer_->encode(t->close, {.add_bos = false, .add_eos = false, .parse_special = true}));
     if (const auto& e = r.request.embedding) {
         seq->reuse_prefix = e->pooling == Pooling::last;  // the last token is always computed
         seq->pooled.emplace(*e, seq->n_prompt, info_.hidden_size);
@@ -299,6 +303,8 @@ bool EngineCore::sample(Sequence& seq, float* row, std::optional<int32_t> draft)
             ++counters_.grammar_masks;
             counters_.grammar_mask_seconds += seconds_between(mask_start, Clock::now());
         }
+        // At the thinking budget the closing tag's next token is the only choice (unless the grammar ruled it out).
+        if (seq.thinking && allowed > 0) force_token(seq.thinking->forced(), row, vocab);
         if (allowed == 0) {
             Delta d;
             d.index = seq.index;
@@ -327,6 +333,7 @@ bool EngineCore::sample(Sequence& seq, float* row, std::optional<int32_t> draft)
         }
         if (seq.matcher && !r.masker->is_end_token(token) && !seq.matcher->accept(r.masker->trie().piece(token)))
             fail("token {} was sampled but the grammar does not allow it", token);
+        if (seq.thinking) seq.thinking->observe(token, tokenizer_->token_to_piece(token, true));
         seq.tokens.push_back(token);
         ++seq.n_generated;
         ++r.usage.completion_tokens;
