@@ -395,6 +395,27 @@ void parse_stop(const json& body, CompletionParams& p) {
         if (s.empty()) out_of_range("stop", "must not contain empty strings");
 }
 
+// thinking_token_budget (vLLM) or its alias max_thinking_tokens, and reasoning_effort; what they
+// need of the model is checked later (server/reasoning_request.h).
+void parse_thinking_budget(const json& body, CompletionParams& p) {
+    for (const char* name : {"thinking_token_budget", "max_thinking_tokens"})
+        if (const json* v = field(body, name)) {
+            if (p.thinking_budget)
+                throw ApiError::invalid("send one of 'thinking_token_budget' and 'max_thinking_tokens'", name,
+                                        "invalid_value");
+            p.thinking_budget = get_integer(*v, name, 0, int64_t(1) << 30);
+            p.thinking_budget_param = name;
+        }
+    if (const json* v = field(body, "reasoning_effort")) {
+        if (!v->is_string()) wrong_type("reasoning_effort", "a string", *v);
+        const std::string e = v->get<std::string>();
+        if (e != "low" && e != "medium" && e != "high")
+            throw ApiError::invalid(fmt::format("'reasoning_effort' must be \"low\", \"medium\" or \"high\", got \"{}\"", e),
+                                    "reasoning_effort", "invalid_value");
+        p.reasoning_effort = e;
+    }
+}
+
 }  // namespace
 
 std::string json_problem(std::string_view message) {
@@ -461,6 +482,7 @@ CompletionParams parse_completion_request(const json& body, Endpoint endpoint) {
         p.max_tokens_param = "max_completion_tokens";
     }
     parse_stop(body, p);
+    parse_thinking_budget(body, p);
     if (const json* v = field(body, "min_tokens")) {
         p.min_tokens = get_integer(*v, "min_tokens", 0, int64_t(1) << 40);
         if (p.max_tokens && p.min_tokens > *p.max_tokens)
