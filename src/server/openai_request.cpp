@@ -233,6 +233,8 @@ void parse_structured_output(const json& body, CompletionParams& p) {
         try {
             const std::string text = gbnf->get<std::string>();
             p.grammar = grammar::GrammarCache::shared().get("gbnf:" + text, [&] { return grammar::parse_gbnf(text); });
+            // A grammar that spells the reasoning tags itself covers the whole output, thinking included.
+            p.grammar_spells_reasoning = text.find("think>") != std::string::npos;
         } catch (const Error& e) {
             throw ApiError::invalid(fmt::format("'grammar' is not a usable GBNF grammar: {}", e.what()), "grammar",
                                     "invalid_value");

@@ -56,7 +56,7 @@ void apply_reasoning(const CompletionParams& p, const ReasoningSetup& setup, Eng
     if (!chat || !setup.template_thinks) return;
 
     std::shared_ptr<const grammar::Grammar> prefixed;
-    if (p.grammar) {
+    if (p.grammar && !p.grammar_spells_reasoning) {
         // Keyed by the answer grammar's text: requests with the same schema share one compiled grammar
         // (and so the engine's warm mask cache).
         const std::string key = fmt::format("reasoning-prefix\x1f{}\x1f{}", setup.prompt_opens ? 1 : 0, p.grammar->to_gbnf());

@@ -1,7 +1,8 @@
 // Thinking and structured output together, for a chat request to a model whose template thinks:
 //   - a grammar (response_format, grammar, a forced tool call) gets an optional reasoning block in
 //     front (grammar/reasoning_prefix.h) — required and already open when the rendered prompt ends
-//     with <think> — so the model may think freely and the grammar holds only the answer;
+//     with <think> — so the model may think freely and the grammar holds only the answer (a GBNF
+//     `grammar` that spells the tags itself already covers the thinking and is left as it is);
 //   - a thinking budget (engine/thinking_budget.h) from thinking_token_budget (vLLM's name; alias
 //     max_thinking_tokens), else reasoning_effort through the server's low/medium/high budgets.
 // A budget on a model that does not think, or on a completions request, is refused (400 naming the
