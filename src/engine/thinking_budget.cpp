@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace pagoda::engine {
 namespace {
@@ -88,6 +89,24 @@ void ThinkingTracker::observe(int32_t token, std::string_view text) {
         case State::done:
             return;
     }
+}
+
+std::vector<int32_t> tag_tokens(const tokenizer::Tokenizer& tok, const std::string& tag) {
+    std::vector<int32_t> ids;
+    for (size_t at = 0; at < tag.size();) {
+        size_t len = tag.size() - at;
+        for (; len > 0; --len) {
+            const std::string part = tag.substr(at, len);
+            const int32_t id = tok.vocab().find(part);
+            if (id >= 0 && id < tok.n_vocab() && tok.token_to_piece(id, true) == part) {
+                ids.push_back(id);
+                break;
+            }
+        }
+        if (len == 0) return tok.encode(tag, {.add_bos = false, .add_eos = false, .parse_special = true});
+        at += len;
+    }
+    return ids;
 }
 
 bool force_token(std::optional<int32_t> token, float* logits, int64_t vocab) {

@@ -16,6 +16,10 @@
 #include <string_view>
 #include <vector>
 
+namespace pagoda::tokenizer {
+class Tokenizer;
+}
+
 namespace pagoda::engine {
 
 struct ThinkingBudget {
@@ -50,6 +54,11 @@ private:
     size_t forced_next_ = 0;  // closing: how many of close_ids_ were produced
     bool yielded_ = false;    // a forced closing tag was overruled (by the grammar): no more forcing
 };
+
+// The tokens a model writes a tag with: greedily the longest vocabulary token that spells the next
+// part of it (one token where the tag is one, as Qwen3's </think>), never the leading space a
+// SentencePiece encoder would add; the encoder's answer where no tokens spell the tag exactly.
+std::vector<int32_t> tag_tokens(const tokenizer::Tokenizer& tok, const std::string& tag);
 
 // Leaves only `token` possible in `logits` (nothing to do without one). False, logits untouched,
 // when that token is already impossible there (a grammar masked it): the caller's mask then stands.

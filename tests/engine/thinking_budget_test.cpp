@@ -93,7 +93,7 @@ size_t find_close(const std::vector<int32_t>& tokens, const std::vector<int32_t>
 struct ThinkSetup {
     std::shared_ptr<const tokenizer::Tokenizer> tok = think_tokenizer();
     FakeStepModel model{tok->n_vocab(), 1024, 16, 1 << 20, stubborn_model(*tok, kPromptLen)};
-    std::vector<int32_t> close = tok->encode("</think>", {.add_bos = false, .add_eos = false, .parse_special = true});
+    std::vector<int32_t> close = tag_tokens(*tok, "</think>");
 };
 
 TEST(ThinkingBudget, SchemaAnswerAfterABlockOfExactlyTheBudget) {
@@ -187,6 +187,27 @@ TEST(ThinkingBudget, MaxTokensLeavesRoomForTheAnswer) {
         ASSERT_NE(c.text.find("</think>"), std::string::npos) << c.text;
         expect_valid(chat::split_reasoning(c.text, true).content);
     }
+}
+
+// The tag as the model writes it: one token where the vocabulary has it, else the longest pieces,
+// and never the SentencePiece leading space (the encoder's answer here starts with it).
+TEST(ThinkingBudget, TagTokensSpellTheTagExactly) {
+    auto tok = think_tokenizer();
+    EXPECT_EQ(tag_tokens(*tok, "</think>"), std::vector<int32_t>{tok->vocab().find("</think>")});
+    tokenizer::VocabSpec s;
+    s.model = "llama";
+    s.tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "</", "th", "ink"};
+    for (char c = 33; c < 127; ++c) s.tokens.push_back(std::string(1, c));
+    s.token_types.assign(s.tokens.size(), 1);
+    s.token_types[0] = 2, s.token_types[1] = 3, s.token_types[2] = 3;
+    s.add_space_prefix = true;
+    auto spm = tokenizer::Tokenizer::from_vocab(tokenizer::Vocab::from_spec(s));
+    const auto ids = tag_tokens(*spm, "</think>");
+    const auto& v = spm->vocab();
+    EXPECT_EQ(ids, (std::vector<int32_t>{v.find("</"), v.find("th"), v.find("ink"), v.find(">")}));
+    std::string spelled;
+    for (int32_t id : spm->encode("</think>", {.add_bos = false, .add_eos = false})) spelled += spm->token_to_piece(id);
+    EXPECT_NE(spelled, "</think>") << "the encoder adds the leading space this avoids";
 }
 
 }  // namespace

@@ -78,18 +78,21 @@ describe('think, then answer in the schema', () => {
     assert.ok(thought >= 25, `${thought} of 50 answers came after reasoning`);
   });
 
-  test('the budget bounds the reasoning: each effort thinks no longer than its tokens', async () => {
-    const tokens = async (text) => (await (await fetch(`${server.url}/tokenize`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: text, add_special: false }),
-    })).json()).tokens.length;
+  test('the budget closes the reasoning at exactly its tokens, for each effort', async () => {
     for (const [effort, budget] of [['low', 3], ['medium', 6], ['high', 12]]) {
       const r = await client.chat.completions.create({
-        messages, max_tokens: 60, seed: 3, reasoning_effort: effort, chat_template_kwargs: { enable_thinking: true },
+        messages, max_tokens: 40, seed: 3, reasoning_effort: effort, logprobs: true,
+        chat_template_kwargs: { enable_thinking: true },
       });
-      const m = r.choices[0].message;
-      // The closing tag came at the budget; the reasoning re-encodes to about that many tokens.
-      assert.equal(typeof m.reasoning_content, 'string', JSON.stringify(m));
-      assert.ok(await tokens(m.reasoning_content) <= budget + 2, `${effort}: ${JSON.stringify(m.reasoning_content)}`);
+      const c = r.choices[0];
+      assert.equal(typeof c.message.reasoning_content, 'string', JSON.stringify(c.message));
+      // The tokens before the closing tag: the prompt opened the block, so they are all thinking.
+      const pieces = c.logprobs.content.map((t) => t.token);
+      const at = pieces.join('').indexOf('</think>');
+      assert.ok(at >= 0, JSON.stringify(pieces));
+      let before = 0;
+      for (let len = 0; before < pieces.length && len + pieces[before].length <= at; ++before) len += pieces[before].length;
+      assert.equal(before, budget, `${effort}: ${JSON.stringify(pieces)}`);
     }
   });
 
