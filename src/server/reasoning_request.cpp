@@ -1,5 +1,7 @@
 #include "server/reasoning_request.h"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -33,7 +35,8 @@ ReasoningBudgets parse_reasoning_budgets(const std::string& text) {
         } catch (const std::exception&) {
             used = 0;
         }
-        if (part.empty() || used != part.size() || v < 0 || v > (int64_t(1) << 30))
+        if (part.empty() || !std::isdigit(static_cast<unsigned char>(part[0])) || used != part.size() || v < 0 ||
+            v > (int64_t(1) << 30))
             fail("reasoning budgets '{}': '{}' is not a token count (0 to 2^30)", text, part);
         *slots[i] = v;
         start = comma + 1;
