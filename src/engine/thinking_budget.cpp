@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -103,7 +105,14 @@ std::vector<int32_t> tag_tokens(const tokenizer::Tokenizer& tok, const std::stri
                 break;
             }
         }
-        if (len == 0) return tok.encode(tag, {.add_bos = false, .add_eos = false, .parse_special = true});
+        if (len == 0) {
+            // A byte-fallback vocabulary spells a byte it has no piece for with its byte token.
+            const int32_t id = tok.vocab().find(fmt::format("<0x{:02X}>", static_cast<unsigned char>(tag[at])));
+            if (id < 0 || id >= tok.n_vocab() || tok.token_to_piece(id, true) != tag.substr(at, 1))
+                return tok.encode(tag, {.add_bos = false, .add_eos = false, .parse_special = true});
+            ids.push_back(id);
+            len = 1;
+        }
         at += len;
     }
     return ids;

@@ -196,15 +196,16 @@ TEST(ThinkingBudget, TagTokensSpellTheTagExactly) {
     EXPECT_EQ(tag_tokens(*tok, "</think>"), std::vector<int32_t>{tok->vocab().find("</think>")});
     tokenizer::VocabSpec s;
     s.model = "llama";
-    s.tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "</", "th", "ink"};
-    for (char c = 33; c < 127; ++c) s.tokens.push_back(std::string(1, c));
+    s.tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "</", "th", "ink", "<0x3E>"};  // '>' only as a byte token
+    for (char c = 33; c < 127; ++c)
+        if (c != '>') s.tokens.push_back(std::string(1, c));
     s.token_types.assign(s.tokens.size(), 1);
-    s.token_types[0] = 2, s.token_types[1] = 3, s.token_types[2] = 3;
+    s.token_types[0] = 2, s.token_types[1] = 3, s.token_types[2] = 3, s.token_types[7] = 6;
     s.add_space_prefix = true;
     auto spm = tokenizer::Tokenizer::from_vocab(tokenizer::Vocab::from_spec(s));
     const auto ids = tag_tokens(*spm, "</think>");
     const auto& v = spm->vocab();
-    EXPECT_EQ(ids, (std::vector<int32_t>{v.find("</"), v.find("th"), v.find("ink"), v.find(">")}));
+    EXPECT_EQ(ids, (std::vector<int32_t>{v.find("</"), v.find("th"), v.find("ink"), v.find("<0x3E>")}));
     std::string spelled;
     for (int32_t id : spm->encode("</think>", {.add_bos = false, .add_eos = false})) spelled += spm->token_to_piece(id);
     EXPECT_NE(spelled, "</think>") << "the encoder adds the leading space this avoids";
