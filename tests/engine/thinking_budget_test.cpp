@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -151,6 +152,26 @@ TEST(ThinkingBudget, ClosesPlainOutputAtTheBudget) {
             EXPECT_EQ(c.tokens.size(), size_t(budget + offset) + s.close.size() + 5);  // then free text
         }
     }
+}
+
+// Choices forked from one prompt each keep their own count: every one closes at the budget.
+TEST(ThinkingBudget, EveryForkedChoiceClosesAtTheBudget) {
+    ThinkSetup s;
+    EngineCore core(s.model, s.tok, {});
+    Driver driver(core);
+    Request r = think_request(9, true, 11, 200, true);
+    r.n = 4;
+    driver.add(r);
+    driver.run();
+    const auto& choices = driver.results.begin()->second.choices;
+    ASSERT_EQ(choices.size(), 4u);
+    std::set<std::string> distinct;
+    for (const auto& [index, c] : choices) {
+        EXPECT_EQ(find_close(c.tokens, s.close), 11u) << index << ": " << c.text;
+        expect_valid(chat::split_reasoning(c.text, true).content);
+        distinct.insert(c.text);
+    }
+    EXPECT_GT(distinct.size(), 1u);
 }
 
 // A model that closes its block itself before the budget is left alone.
