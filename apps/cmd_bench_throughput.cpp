@@ -4,7 +4,8 @@
 // instead submits batches of --concurrency requests and waits for each batch to drain (the
 // baseline continuous batching is measured against). Reports throughput and latency percentiles.
 // --json-schema FILE constrains every request to the schema's grammar and reports what the
-// grammar mask costs (its share of the step time).
+// grammar mask costs (its share of the step time); with --think-budget N every output starts inside a
+// <think> block of N tokens (the reasoning prefix grammar), to measure what the prefix costs.
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include "apps/model_flags.h"
 #include "gguf/gguf.h"
 #include "grammar/json_schema.h"
+#include "grammar/reasoning_prefix.h"
 #include "model/config.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
@@ -36,6 +38,7 @@ namespace {
 struct BenchOptions {
     SpeculativeFlags spec;
     std::string model, rate = "inf", prompt_len = "32:128", output_len = "16:64", json_schema;
+    int64_t think_budget = -1;  // >= 0: every output starts inside a <think> block of this many tokens
     int requests = 32, concurrency = 0, threads = 0;
     double shared_prefix = 0;
     int64_t max_batched_tokens = 2048;
@@ -103,7 +106,9 @@ int run_bench(const BenchOptions& o) {
             fail("--json-schema '{}' is not JSON: {}", o.json_schema, e.what());
         }
         tok = tokenizer::Tokenizer::from_gguf(*file);
+        if (o.think_budget >= 0) grammar = grammar::with_reasoning_prefix(*grammar, {}, true);
     }
+    if (o.think_budget >= 0 && !grammar) fail("--think-budget measures the reasoning prefix of --json-schema: give both");
     std::mt19937_64 rng(o.seed);
     std::vector<int32_t> shared(static_cast<size_t>(p_hi));
     for (auto& t : shared) t = int32_t(3 + rng() % uint64_t(vocab - 3));
@@ -119,6 +124,7 @@ int run_bench(const BenchOptions& o) {
         r.stop.ignore_eos = true;
         r.sampling.temperature = 0;
         r.grammar = grammar;
+        if (o.think_budget >= 0) r.thinking = engine::ThinkingBudget{.starts_open = true, .max_tokens = o.think_budget};
         tokens_wanted += plen + r.stop.max_tokens;
         reqs.push_back(std::move(r));
     }
@@ -259,6 +265,10 @@ CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the 
     o->tier.add_to(sub);
     o->spec.add_to(sub);  // without --kv-memory: enough for the whole workload
     sub.add_option("--json-schema", o->json_schema, "Constrain every request to this JSON schema (file)");
+    sub.add_option("--think-budget", o->think_budget,
+                   "With --json-schema: every output starts inside a <think> block (the reasoning prefix grammar) "
+                   "that the engine closes after this many tokens")
+        ->check(in_range(0, 1 << 20));
     return [o] {
         o->profile.apply(o->model, &o->threads, &o->kv.block_size, &o->max_batched_tokens, &o->max_seqs);
         return run_bench(*o);

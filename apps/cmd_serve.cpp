@@ -126,6 +126,17 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "Chat <think> reasoning: deepseek (to reasoning_content) or none (left in content); default: "
                    "deepseek when the chat template mentions <think>")
         ->check(CLI::IsMember({"none", "deepseek"}));
+    sub.add_option_function<std::string>(
+           "--reasoning-budgets",
+           [o](const std::string& v) {
+               try {
+                   o->gateway.reasoning_budgets = server::parse_reasoning_budgets(v);
+               } catch (const Error& e) {
+                   throw CLI::ValidationError("--reasoning-budgets", e.what());
+               }
+           },
+           "Thinking budgets in tokens for reasoning_effort low,medium,high (default 512,2048,8192): at the budget "
+           "the server closes the model's reasoning block");
     sub.add_flag("--spm-infill", o->gateway.spm_infill,
                  "Fill-in-the-middle prompts put the suffix first (SPM) instead of the prefix (PSM), as llama-server's "
                  "flag, for models trained that way");

@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include "chat/builtin_templates.h"
+#include "chat/reasoning.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "server/api_error.h"
 #include "server/embedding_request.h"
 #include "server/openai_engine_request.h"
+#include "server/reasoning_request.h"
 #include "server/responses_request.h"
 #include "server/tool_request.h"
 #include "tokenizer/tokenizer.h"
@@ -299,7 +301,7 @@ json JsonGen::request_body(server::Endpoint endpoint) {
         body["suffix"] = p_.ConsumeBool() ? json(string()) : value(0);
     const int n = p_.ConsumeIntegralInRange<int>(0, 8);
     for (int i = 0; i < n && p_.remaining_bytes(); ++i) {
-        switch (p_.ConsumeIntegralInRange<int>(0, 16)) {
+        switch (p_.ConsumeIntegralInRange<int>(0, 17)) {
             case 0:
                 body["response_format"] = {{"type", "json_schema"},
                                            {"json_schema", {{"name", string()}, {"schema", schema(4)}, {"strict", p_.ConsumeBool()}}}};
@@ -330,6 +332,13 @@ json JsonGen::request_body(server::Endpoint endpoint) {
                 body["continue_final_message"] = p_.ConsumeBool() ? json(true) : value(0);
                 if (p_.ConsumeBool()) body["add_generation_prompt"] = value(0);
                 break;
+            case 15: {
+                const char* field = p_.PickValueInArray({"thinking_token_budget", "max_thinking_tokens", "reasoning_effort"});
+                body[field] = p_.ConsumeBool() ? json(p_.ConsumeIntegralInRange<int>(-1, 5000))
+                                               : p_.ConsumeBool() ? json(p_.PickValueInArray({"low", "medium", "high", "max"}))
+                                                                  : value(1);
+                break;
+            }
             default: body[string()] = p_.ConsumeBool() ? number() : value(2); break;
         }
     }
@@ -458,8 +467,12 @@ void run_completion_pipeline(const json& body, server::Endpoint endpoint, const 
     if (!tok) return;
     const int64_t vocab = tok->n_vocab();
     server::TokenizedPrompts prompts = server::tokenize_prompts(p, *tok, tmpl, vocab, {.n_batch = 512, .n_ctx = 2048});
+    const bool opens = prompts.opens_thinking;
     server::EngineRequests requests = server::make_engine_requests(
         p, std::move(prompts), {.context = 2048, .vocab_size = vocab, .max_prompt_tokens = 0, .max_tokens_limit = 4096});
+    // As Gateway::launch: the reasoning prefix on the grammar and the thinking budget.
+    server::apply_reasoning(p, {.template_thinks = tmpl && chat::template_thinks(tmpl->source()), .prompt_opens = opens},
+                            requests);
     for (const auto& r : requests.subs)
         if (r.prompt.empty() || int64_t(r.prompt.size()) > 2048) std::abort();  // make_engine_requests' contract
 }

@@ -80,6 +80,7 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->text = TextStream(tokenizer_.get());
     seq->stop = StopMatcher(r.request.stop.stop, r.request.stop.include_stop_str);
     if (r.request.grammar) seq->matcher.emplace(r.request.grammar);
+    if (const auto& t = r.request.thinking) seq->thinking.emplace(*t, tag_tokens(*tokenizer_, t->close));
     if (const auto& e = r.request.embedding) {
         seq->reuse_prefix = e->pooling == Pooling::last;  // the last token is always computed
         seq->pooled.emplace(*e, seq->n_prompt, info_.hidden_size);

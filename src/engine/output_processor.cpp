@@ -109,6 +109,8 @@ bool OutputProcessor::sample(Sequence& seq, float* row, std::optional<int32_t> d
             ++counters_.grammar_masks;
             counters_.grammar_mask_seconds += seconds_between(mask_start, Clock::now());
         }
+        // At the thinking budget the closing tag's next token is the only choice (unless the grammar ruled it out).
+        if (seq.thinking && allowed > 0) force_token(seq.thinking->forced(), row, vocab);
         if (allowed == 0) {
             Delta d;
             d.index = seq.index;
@@ -137,6 +139,7 @@ bool OutputProcessor::sample(Sequence& seq, float* row, std::optional<int32_t> d
         }
         if (seq.matcher && !r.masker->is_end_token(token) && !seq.matcher->accept(r.masker->trie().piece(token)))
             fail("token {} was sampled but the grammar does not allow it", token);
+        if (seq.thinking) seq.thinking->observe(token, tokenizer_->token_to_piece(token, true));
         seq.tokens.push_back(token);
         ++seq.n_generated;
         ++r.usage.completion_tokens;

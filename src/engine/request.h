@@ -15,6 +15,7 @@
 #include "engine/clock.h"
 #include "engine/pooling.h"
 #include "engine/sampler.h"
+#include "engine/thinking_budget.h"
 #include "grammar/grammar.h"
 
 namespace pagoda::engine {
@@ -49,6 +50,10 @@ struct Request {
     // Tokens are also held to what max_tokens and the context leave: an output that can be completed
     // in them always is (it may then end on max_tokens, but as a whole sentence).
     std::shared_ptr<const grammar::Grammar> grammar;
+    // A reasoning block's token budget (thinking_budget.h): at the budget the engine forces the
+    // closing tag (needs a tokenizer). With a grammar, the grammar should admit the block
+    // (grammar/reasoning_prefix.h); where the grammar overrules a forced token, the grammar wins.
+    std::optional<ThinkingBudget> thinking;
     // An embedding instead of a generation: the prompt is computed (every token, for mean and CLS
     // pooling: no prefix-cache reuse) and the request finishes with one delta carrying the pooled,
     // by default L2-normalised, final hidden state. n must be 1; sampling, stop and grammar unused.

@@ -43,6 +43,8 @@ void validate_request(const Request& req, const model::StepModelInfo& info, int6
         if (s.empty()) fail("stop strings must not be empty");
     if (!req.stop.stop.empty() && !has_tokenizer) fail("stop strings need a tokenizer, and this engine has none");
     if (req.grammar && !has_tokenizer) fail("a grammar needs a tokenizer, and this engine has none");
+    if (req.thinking && !has_tokenizer) fail("a thinking budget needs a tokenizer, and this engine has none");
+    if (req.thinking && req.thinking->max_tokens < 0) fail("a thinking budget must be at least 0 tokens");
     req.sampling.validate();
 }
 

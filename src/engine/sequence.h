@@ -13,6 +13,7 @@
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_stream.h"
+#include "engine/thinking_budget.h"
 #include "grammar/matcher.h"
 #include "kv/block_manager.h"
 
@@ -53,6 +54,9 @@ struct Sequence {
     // With a grammar: the state after every generated token. It lives with `tokens`, so preemption
     // (which recomputes the KV of the same tokens) leaves it consistent.
     std::optional<grammar::Matcher> matcher;
+    // With a thinking budget: where the output stands in its reasoning block (lives with `tokens`
+    // like the matcher).
+    std::optional<ThinkingTracker> thinking;
     // An embedding request's pooled hidden states so far.
     std::optional<PooledEmbedding> pooled;
     // Speculation control: drafts of up to draft_limit tokens; after repeated refusals it pauses

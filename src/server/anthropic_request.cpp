@@ -199,8 +199,9 @@ void translate_tool_choice(const json& v, json& chat) {
 }
 
 // thinking -> enabled (true) or disabled (false). budget_tokens is checked as Anthropic does
-// (below max_tokens, which counts thinking too); how much of it a model uses is up to the model.
-bool translate_thinking(const json& v, const json& body, MessagesRoute route) {
+// (below max_tokens, which counts thinking too) and becomes the chat request's
+// thinking_token_budget: the server closes the thinking at that many tokens.
+bool translate_thinking(const json& v, const json& body, MessagesRoute route, json& chat) {
     if (!v.is_object()) wrong_type("thinking", "an object", v);
     const std::string& type = get_string(v, "type", "thinking");
     if (type == "disabled") {
@@ -216,6 +217,7 @@ bool translate_thinking(const json& v, const json& body, MessagesRoute route) {
     if (route == MessagesRoute::messages && max_tokens && max_tokens->is_number_integer() &&
         budget->get<int64_t>() >= max_tokens->get<int64_t>())
         invalid("thinking.budget_tokens", "must be less than max_tokens (which counts the thinking too)");
+    chat["thinking_token_budget"] = *budget;
     return true;
 }
 
@@ -258,7 +260,7 @@ const std::vector<RequestField>& anthropic_request_fields() {
         {"top_k", M, _, honoured, ""},
         {"tools", M, C, honoured, "client tools only; server tools are refused"},
         {"tool_choice", M, C, honoured, "auto, any, tool, none; disable_parallel_tool_use"},
-        {"thinking", M, C, honoured, "enabled needs a template that thinks; budget_tokens is checked, not enforced"},
+        {"thinking", M, C, honoured, "enabled needs a template that thinks; budget_tokens closes the thinking at that many tokens"},
         {"metadata", M, _, no_op, "user_id for the provider's abuse monitoring; no output depends on it"},
         {"service_tier", M, _, no_op, "only \"auto\" or \"standard_only\": there is one tier"},
         {"container", M, _, refused, "code execution containers are not available"},
@@ -305,7 +307,7 @@ static AnthropicRequest read_anthropic_request(const json& body, MessagesRoute r
     if (const json* v = field(body, "tools")) chat["tools"] = translate_tools(*v);
     if (const json* v = field(body, "tool_choice")) translate_tool_choice(*v, chat);
     if (const json* v = field(body, "thinking")) {
-        out.thinking = translate_thinking(*v, body, route);
+        out.thinking = translate_thinking(*v, body, route, chat);
         chat["chat_template_kwargs"] = {{"enable_thinking", *out.thinking}};
     }
     if (!messages_route) return out;
@@ -340,6 +342,7 @@ std::string AnthropicRequest::param(const std::string& p) const {
     std::smatch m;
     if (p == "stop" || p.starts_with("stop[")) return "stop_sequences" + p.substr(4);
     if (p.starts_with("chat_template_kwargs")) return "thinking";
+    if (p == "thinking_token_budget") return "thinking.budget_tokens";
     if (p == "parallel_tool_calls") return "tool_choice.disable_parallel_tool_use";
     if (std::regex_match(p, m, tool))
         return fmt::format("tools[{}].{}{}", m[1].str(), m[2] == "parameters" ? "input_schema" : m[2].str(), m[3].str());

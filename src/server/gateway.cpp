@@ -377,6 +377,10 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
                                          .max_prompt_tokens = options_.max_prompt_tokens,
                                          .max_tokens_limit = options_.max_tokens_limit,
                                          .max_seqs = options_.scheduler.max_seqs});
+        // A grammar gets the model's reasoning block in front; a thinking budget goes to the engine.
+        apply_reasoning(p, {.template_thinks = split_reasoning_, .prompt_opens = prompts_open_thinking,
+                            .budgets = options_.reasoning_budgets},
+                        requests);
     } catch (const ApiError&) {
         metrics_.on_rejection(key_name, "invalid");
         throw;

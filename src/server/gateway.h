@@ -26,6 +26,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
+#include "server/reasoning_request.h"
 #include "server/rerank_prompt.h"
 #include "server/response_store.h"
 #include "server/server_metrics.h"
@@ -45,6 +46,8 @@ struct GatewayOptions {
     // Chat reasoning split (chat/reasoning.h): "none", "deepseek", or "" for deepseek when the chat
     // template thinks (mentions <think>).
     std::string reasoning_format;
+    // reasoning_effort low / medium / high -> thinking budgets in tokens (--reasoning-budgets).
+    ReasoningBudgets reasoning_budgets;
     // /v1/embeddings pooling: "mean", "last", "cls", or "" for the model's (GGUF pooling_type),
     // else last (the token that has seen the whole input under causal attention).
     std::string pooling;

@@ -50,6 +50,26 @@ void parse_logit_bias(const json& v, CompletionParams& p) {
     }
 }
 
+// thinking_token_budget (vLLM) or its alias max_thinking_tokens, and reasoning_effort; what they
+// need of the model is checked later (server/reasoning_request.h).
+void parse_thinking_budget(const json& body, CompletionParams& p) {
+    for (const char* name : {"thinking_token_budget", "max_thinking_tokens"})
+        if (const json* v = field(body, name)) {
+            if (p.thinking_budget)
+                throw ApiError::invalid("send one of 'thinking_token_budget' and 'max_thinking_tokens'", name,
+                                        "invalid_value");
+            p.thinking_budget = read_integer(*v, name, 0, int64_t(1) << 30);
+            p.thinking_budget_param = name;
+        }
+    if (const json* v = field(body, "reasoning_effort")) {
+        const std::string& e = read_string(*v, "reasoning_effort");
+        if (e != "low" && e != "medium" && e != "high")
+            throw ApiError::invalid(fmt::format("'reasoning_effort' must be \"low\", \"medium\" or \"high\", got \"{}\"", e),
+                                    "reasoning_effort", "invalid_value");
+        p.reasoning_effort = e;
+    }
+}
+
 }  // namespace
 
 std::vector<int32_t> token_array(const json& v, const std::string& name) {
@@ -80,6 +100,7 @@ void parse_sampling(const json& body, CompletionParams& p) {
         p.max_tokens_param = "max_completion_tokens";
     }
     parse_stop(body, p);
+    parse_thinking_budget(body, p);
     if (const json* v = field(body, "min_tokens")) {
         p.min_tokens = read_integer(*v, "min_tokens", 0, kTokenCountCap);
         if (p.max_tokens && p.min_tokens > *p.max_tokens)

@@ -55,9 +55,9 @@ const std::vector<RequestField>& request_fields() {
         {"function_call", _, H, refused, "deprecated by OpenAI; send 'tool_choice'"},
         {"audio", _, H, refused, "audio output is not supported"},
         {"prediction", _, H, refused, "predicted outputs are not supported"},
-        {"reasoning_effort", _, H, refused,
-         "the effort of a model's thinking is not adjustable; use chat_template_kwargs where the template has a "
-         "switch (enable_thinking)"},
+        {"reasoning_effort", _, H, honoured,
+         "low, medium or high: a thinking budget of the server's --reasoning-budgets tokens (default 512, 2048, "
+         "8192); needs a model that thinks"},
         {"verbosity", _, H, refused, "not adjustable for these models"},
         {"web_search_options", _, H, refused, "web search is not available"},
         // vLLM
@@ -66,6 +66,9 @@ const std::vector<RequestField>& request_fields() {
         {"repetition_penalty", C, H, honoured, ""},
         {"ignore_eos", C, H, honoured, ""},
         {"min_tokens", C, H, honoured, ""},
+        {"thinking_token_budget", _, H, honoured,
+         "tokens the model may think before the server closes its reasoning block; needs a model that thinks"},
+        {"max_thinking_tokens", _, H, honoured, "the same as thinking_token_budget"},
         {"stop_token_ids", C, H, honoured, ""},
         {"chat_template_kwargs", _, H, honoured, ""},
         {"guided_json", C, H, honoured, "as response_format json_schema"},

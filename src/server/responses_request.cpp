@@ -215,9 +215,13 @@ void parse_reasoning(const json& body, ResponsesRequest& r) {
     const json* reasoning = field(body, "reasoning");
     if (!reasoning) return;
     if (!reasoning->is_object()) wrong_type("reasoning", "an object", *reasoning);
-    if (field(*reasoning, "effort"))
-        unsupported("reasoning.effort", "is not supported: the effort of these models' thinking is not adjustable (a "
-                                        "model thinks as its chat template has it)");
+    if (const json* e = field(*reasoning, "effort"); e && !e->is_null()) {
+        if (!e->is_string()) wrong_type("reasoning.effort", "a string", *e);
+        const std::string effort = e->get<std::string>();
+        if (effort != "low" && effort != "medium" && effort != "high")
+            invalid_value("reasoning.effort", fmt::format("must be 'low', 'medium' or 'high', got '{}'", effort));
+        r.reasoning_effort = effort;
+    }
     if (field(*reasoning, "generate_summary"))
         unsupported("reasoning.generate_summary", "is not supported; send 'reasoning.summary'");
     only_keys(*reasoning, "reasoning", {"effort", "summary", "generate_summary"});
@@ -296,7 +300,7 @@ const std::vector<ResponsesField>& responses_fields() {
         {"tool_choice", honoured, "auto, none, required or a named function"},
         {"parallel_tool_calls", honoured, ""},
         {"text", honoured, "format: text, json_object or json_schema; verbosity refused"},
-        {"reasoning", honoured, "summary auto or detailed (the thinking itself); effort refused"},
+        {"reasoning", honoured, "summary auto or detailed (the thinking itself); effort low, medium or high: a thinking budget (reasoning_effort)"},
         {"max_output_tokens", honoured, ""},
         {"temperature", honoured, ""},
         {"top_p", honoured, ""},

@@ -47,6 +47,7 @@ struct ResponsesRequest {
     // reasoning.summary "auto" / "detailed": the model's thinking goes out as the reasoning item's
     // summary; otherwise as its content (reasoning_text). It is the thinking verbatim either way.
     std::optional<std::string> reasoning_summary;
+    std::string reasoning_effort;  // reasoning.effort: low, medium, high (chat's reasoning_effort) or empty
 };
 
 // Throws ApiError (400) on the first problem.

@@ -107,6 +107,7 @@ json responses_chat_body(const ResponsesRequest& r, const json& conversation) {
         body["tool_choice"] = {{"type", "function"}, {"function", {{"name", r.tool_choice["name"]}}}};
     else if (r.tool_choice != "auto")
         body["tool_choice"] = r.tool_choice;
+    if (!r.reasoning_effort.empty()) body["reasoning_effort"] = r.reasoning_effort;
     const std::string format = r.text_format["type"].get<std::string>();
     if (format == "json_object") {
         body["response_format"] = {{"type", "json_object"}};
@@ -130,6 +131,7 @@ ApiError map_chat_error(ApiError e) {
         {std::regex(R"(\bresponse_format\b)"), "text.format"},
         {std::regex(R"(\b(tools\[\d+\])\.function\b)"), "$1"},
         {std::regex(R"(\bmessages\b(\[\d+\])?)"), "input"},
+        {std::regex(R"(\breasoning_effort\b)"), "reasoning.effort"},
     };
     auto rename = [&](std::string s) {
         for (const auto& [from, to] : renames) s = std::regex_replace(s, from, to);

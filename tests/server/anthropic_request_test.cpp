@@ -72,7 +72,7 @@ TEST(AnthropicRequest, TranslatesEveryBlockAndFieldIntoTheChatRequest) {
       ],
       "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}}],
       "tool_choice": "required", "parallel_tool_calls": false,
-      "chat_template_kwargs": {"enable_thinking": true},
+      "chat_template_kwargs": {"enable_thinking": true}, "thinking_token_budget": 50,
       "stop": ["END"], "temperature": 0.5, "top_p": 0.9, "top_k": 40, "stream": true
     })");
     EXPECT_EQ(r.chat_body, want) << r.chat_body.dump(2);

@@ -247,8 +247,9 @@ TEST_F(GatewayAnthropic, ThinkingComesAsThinkingBlocks) {
     const json body = json::parse(R"({"max_tokens": 8, "temperature": 0, "thinking": {"type": "enabled", "budget_tokens": 4},
                                       "messages": [{"role": "user", "content": "Once upon"}]})");
     auto [events, m] = message(body);
+    // budget_tokens is the chat request's thinking_token_budget: the server closes the thinking at 4 tokens.
     const json c = chat(json::parse(R"({"max_tokens": 8, "temperature": 0, "chat_template_kwargs": {"enable_thinking": true},
-                                        "messages": [{"role": "user", "content": "Once upon"}]})"));
+                                        "thinking_token_budget": 4, "messages": [{"role": "user", "content": "Once upon"}]})"));
     const std::string reasoning = c["choices"][0]["message"].value("reasoning_content", "");
     ASSERT_FALSE(reasoning.empty()) << c.dump();
     ASSERT_GE(m["content"].size(), 1u);

@@ -57,7 +57,11 @@ TEST(ResponsesRequest, FieldsNotActedOnAreRefusedByName) {
     expect_refused({{"input", "a"}, {"prompt", {{"id", "p"}}}}, "prompt");
     expect_refused({{"input", "a"}, {"max_tool_calls", 2}}, "max_tool_calls");
     expect_refused({{"input", "a"}, {"top_logprobs", 2}}, "top_logprobs");
-    expect_refused({{"input", "a"}, {"reasoning", {{"effort", "low"}}}}, "reasoning.effort");
+    expect_refused({{"input", "a"}, {"reasoning", {{"effort", "extreme"}}}}, "reasoning.effort");
+    EXPECT_EQ(parse_responses_request(json{{"input", "a"}, {"reasoning", {{"effort", "low"}}}}).reasoning_effort, "low");
+    EXPECT_EQ(responses_chat_body(parse_responses_request(json{{"input", "a"}, {"reasoning", {{"effort", "high"}}}}),
+                                  json::array())["reasoning_effort"],
+              "high");
     expect_refused({{"input", "a"}, {"reasoning", {{"summary", "concise"}}}}, "reasoning.summary");
     expect_refused({{"input", "a"}, {"text", {{"verbosity", "low"}}}}, "text.verbosity");
     expect_refused({{"input", "a"}, {"truncation", "auto"}}, "truncation");
