@@ -43,15 +43,17 @@ load() {  # NAME KEY CONCURRENCY REQUESTS: a bench-serve client in the backgroun
   "$bin" bench-serve --url "$url" --api-key "$2" --concurrency "$3" --requests "$4" --prompt-len 24 \
     --output-len 48 --stream --json --seed "$RANDOM" >"$work/$1.json" 2>"$work/$1.err" &
 }
-completion_tokens() {  # KEY: its completion tokens so far (pagoda:api_tokens_total)
-  curl -sf "$url/metrics" -H "Authorization: Bearer sk-flood-000001" |
-    sed -n "s/^pagoda:api_tokens_total{key=\"$1\",kind=\"completion\"} \([0-9.e+]*\)$/\1/p" | head -1 | sed 's/^$/0/'
+completion_tokens() {  # KEY: its completion tokens so far (pagoda:api_tokens_total), 0 before any
+  local v
+  v=$(curl -sf "$url/metrics" -H "Authorization: Bearer sk-flood-000001" |
+        sed -n "s/^pagoda:api_tokens_total{.*key=\"$1\",kind=\"completion\"} \([0-9.e+]*\)$/\1/p" | head -1)
+  echo "${v:-0}"
 }
 window() {  # SECONDS KEY...: each key's completion tokens over the next SECONDS
   local before=() k i=0
   for k in "${@:2}"; do before+=("$(completion_tokens "$k")"); done
   sleep "$1"
-  for k in "${@:2}"; do echo "$k $(python3 -c "print(float('${before[$i]}' or 0))") $(completion_tokens "$k")"; i=$((i + 1)); done
+  for k in "${@:2}"; do echo "$k ${before[$i]} $(completion_tokens "$k")"; i=$((i + 1)); done
 }
 
 echo "| policy | scenario | key | weight | output tok/s | share of tokens | TTFT p50 ms | TTFT p90 ms |"
