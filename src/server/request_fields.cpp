@@ -101,12 +101,16 @@ const std::vector<RequestField>& request_fields() {
 void check_request_fields(const nlohmann::json& body, Endpoint endpoint) {
     if (!body.is_object()) return;  // the parser names that
     const bool chat = endpoint == Endpoint::chat_completions;
-    const char* path = chat ? "/v1/chat/completions" : "/v1/completions";
+    check_fields_in(body, request_fields(), chat, chat ? "/v1/chat/completions" : "/v1/completions");
+}
+
+void check_fields_in(const nlohmann::json& body, const std::vector<RequestField>& fields, bool second_column,
+                     const char* path) {
     for (auto it = body.begin(); it != body.end(); ++it) {
         if (it->is_null()) continue;
         const RequestField* known = nullptr;
-        for (const auto& f : request_fields())
-            if (f.name == it.key() && (chat ? f.chat : f.completions)) known = &f;
+        for (const auto& f : fields)
+            if (f.name == it.key() && (second_column ? f.chat : f.completions)) known = &f;
         if (!known)
             throw ApiError::invalid(fmt::format("'{}' is not a parameter of {} here; it is refused rather than ignored "
                                                 "(docs/api.md lists the fields)",

@@ -28,5 +28,9 @@ const std::vector<RequestField>& request_fields();
 // Throws ApiError 400 (`unsupported_parameter`, param = the field) for the first field of `body`
 // that is refused or unknown for `endpoint`. A field whose value is null counts as absent.
 void check_request_fields(const nlohmann::json& body, Endpoint endpoint);
+// The same check against another field list: a field counts as known where its `completions`
+// column (second_column false) or its `chat` column (true) is set; `path` names the endpoint.
+void check_fields_in(const nlohmann::json& body, const std::vector<RequestField>& fields, bool second_column,
+                     const char* path);
 
 }  // namespace pagoda::server

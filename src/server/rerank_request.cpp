@@ -9,25 +9,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Refuses the first field of `body` that `endpoint` (RequestField::completions for rerank,
-// ::chat for score) does not act on, naming it.
-void check_fields(const json& body, bool score, const char* path) {
-    for (auto it = body.begin(); it != body.end(); ++it) {
-        if (it->is_null()) continue;
-        const RequestField* known = nullptr;
-        for (const auto& f : rerank_request_fields())
-            if (f.name == it.key() && (score ? f.chat : f.completions)) known = &f;
-        if (!known)
-            throw ApiError::invalid(fmt::format("'{}' is not a parameter of {} here; it is refused rather than ignored "
-                                                "(docs/api.md lists the fields)",
-                                                it.key(), path),
-                                    it.key(), "unsupported_parameter");
-        if (known->use == FieldUse::refused)
-            throw ApiError::invalid(fmt::format("'{}' is not supported: {}", it.key(), known->why), it.key(),
-                                    "unsupported_parameter");
-    }
-}
-
 std::string model_of(const json& body) {
     const auto it = body.find("model");
     if (it == body.end() || it->is_null()) return {};
@@ -108,7 +89,7 @@ const std::vector<RequestField>& rerank_request_fields() {
 
 RerankParams parse_rerank_request(const json& body) {
     if (!body.is_object()) throw ApiError::invalid("the body must be a JSON object", {}, "invalid_type");
-    check_fields(body, false, "/v1/rerank");
+    check_fields_in(body, rerank_request_fields(), false, "/v1/rerank");
     RerankParams p;
     p.model = model_of(body);
     const std::string query = text_of(required(body, "query"), "query");
@@ -140,7 +121,7 @@ RerankParams parse_rerank_request(const json& body) {
 
 RerankParams parse_score_request(const json& body) {
     if (!body.is_object()) throw ApiError::invalid("the body must be a JSON object", {}, "invalid_type");
-    check_fields(body, true, "/v1/score");
+    check_fields_in(body, rerank_request_fields(), true, "/v1/score");
     RerankParams p;
     p.score = true;
     p.model = model_of(body);
