@@ -239,6 +239,10 @@ private:
                                       const std::string& request_id, DeltaSink sink);
     // At load: how this model reranks (decoder prompt and answer tokens), or why it cannot.
     void setup_rerank(const LoadedModel& loaded);
+    // Submits a collected job's engine requests, each delta to `sink` as sub-request `sub`. One the
+    // engine refuses cancels the job and is a 400 naming `param_of(sub)`.
+    void submit_collected(Job& job, std::vector<engine::Request>& requests, const DeltaSink& sink,
+                          const std::string& key_name, const std::function<std::string(size_t)>& param_of);
     // POST /v1/responses (gateway_responses.cpp): the request as a chat request through launch().
     std::shared_ptr<Job> start_responses(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
                                          DeltaSink sink, std::string response_id);

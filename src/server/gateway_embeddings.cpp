@@ -83,18 +83,24 @@ std::shared_ptr<Job> Gateway::start_embeddings(const json& body, const ApiKey* k
     job->key_name_ = key_name;
     job->limited_ = key != nullptr;
     job->reserved_tokens_ = total_tokens;
+    const size_t n = requests.size();
+    submit_collected(*job, requests, sink, key_name, [n](size_t sub) { return input_param(sub, n); });
+    return job;
+}
+
+void Gateway::submit_collected(Job& job, std::vector<engine::Request>& requests, const DeltaSink& sink,
+                               const std::string& key_name, const std::function<std::string(size_t)>& param_of) {
     for (size_t sub = 0; sub < requests.size(); ++sub) {
         try {
             auto handle = engine_->submit(std::move(requests[sub]), [sink, sub](const engine::Delta& d) { sink(sub, d); });
-            job->engine_ids_.push_back(handle.id());
+            job.engine_ids_.push_back(handle.id());
         } catch (const Error& e) {
-            job->cancel();
-            job->finish(400);
+            job.cancel();
+            job.finish(400);
             metrics_.on_rejection(key_name, "invalid");
-            throw ApiError::invalid(e.what(), input_param(sub, requests.size()));
+            throw ApiError::invalid(e.what(), param_of(sub));
         }
     }
-    return job;
 }
 
 }  // namespace pagoda::server

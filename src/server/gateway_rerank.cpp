@@ -139,17 +139,7 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
     job->key_name_ = key_name;
     job->limited_ = key != nullptr;
     job->reserved_tokens_ = total_tokens;
-    for (size_t sub = 0; sub < requests.size(); ++sub) {
-        try {
-            auto handle = engine_->submit(std::move(requests[sub]), [sink, sub](const engine::Delta& d) { sink(sub, d); });
-            job->engine_ids_.push_back(handle.id());
-        } catch (const Error& e) {
-            job->cancel();
-            job->finish(400);
-            metrics_.on_rejection(key_name, "invalid");
-            throw ApiError::invalid(e.what(), pair_param(p, sub));
-        }
-    }
+    submit_collected(*job, requests, sink, key_name, [&p](size_t sub) { return pair_param(p, sub); });
     return job;
 }
 
