@@ -1,5 +1,6 @@
 #include "server/anthropic_request.h"
 
+#include <cctype>
 #include <cmath>
 #include <fmt/format.h>
 #include <regex>
@@ -77,6 +78,7 @@ const char* kBlockTypes = "text, tool_use, tool_result and thinking";
 struct Translation {
     json messages = json::array();
     std::vector<std::string> origin;  // per chat message: the Anthropic path it came from
+    bool prefill = false;             // the last message is the assistant's, to be continued
 };
 
 void translate_message(const json& m, size_t i, bool last, Translation& out) {
@@ -88,13 +90,18 @@ void translate_message(const json& m, size_t i, bool last, Translation& out) {
         invalid(path + ".role", fmt::format("must be \"user\" or \"assistant\", got \"{}\" (the system prompt is the "
                                             "top-level 'system')",
                                             role));
-    if (last && role == "assistant")
-        unsupported(path, "a final assistant message (prefill) cannot be continued: the chat template always opens a "
-                          "new assistant turn");
     const json* content = field(m, "content");
     if (!content) wrong_type(path + ".content", "a string or an array of content blocks", json());
     const std::string cpath = path + ".content";
     if (content->is_string()) {
+        if (last && role == "assistant") {
+            const std::string& s = content->get_ref<const std::string&>();
+            if (s.empty()) invalid(cpath, "a final assistant message (a prefill) needs text to continue");
+            if (std::isspace(static_cast<unsigned char>(s.back())))
+                invalid(cpath, "the final assistant content cannot end with whitespace (the model would continue "
+                               "after it, which tokenizes differently)");
+            out.prefill = true;
+        }
         out.messages.push_back({{"role", role}, {"content", *content}});
         out.origin.push_back(path);
         return;
@@ -149,6 +156,19 @@ void translate_message(const json& m, size_t i, bool last, Translation& out) {
         }
     }
     if (role == "user" && text.empty()) return;  // only tool results
+    if (last && role == "assistant") {
+        // A prefill: the model continues this text (the chat template leaves the turn open), and the
+        // reply holds only what it adds, as Anthropic's API does.
+        if (!calls.empty() || !reasoning.empty())
+            invalid(path, "a final assistant message (a prefill) holds text only: the model continues it");
+        if (text.empty()) invalid(cpath, "a final assistant message (a prefill) needs text to continue");
+        const json& tail = text.back().is_string() ? text.back() : text.back()["text"];
+        const std::string& s = tail.get_ref<const std::string&>();
+        if (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+            invalid(cpath, "the final assistant content cannot end with whitespace (the model would continue "
+                           "after it, which tokenizes differently)");
+        out.prefill = true;
+    }
     json msg = {{"role", role}, {"content", text.empty() ? json("") : std::move(text)}};
     if (!calls.empty()) msg["tool_calls"] = std::move(calls);
     if (!reasoning.empty()) msg["reasoning_content"] = std::move(reasoning);
@@ -302,12 +322,19 @@ static AnthropicRequest read_anthropic_request(const json& body, MessagesRoute r
     if (messages->empty()) invalid("messages", "must contain at least one message");
     for (size_t i = 0; i < messages->size(); ++i) translate_message((*messages)[i], i, i + 1 == messages->size(), t);
     chat["messages"] = std::move(t.messages);
+    if (t.prefill) {
+        chat["continue_final_message"] = true;
+        chat["add_generation_prompt"] = false;
+    }
     out.message_origin = std::move(t.origin);
 
     if (const json* v = field(body, "tools")) chat["tools"] = translate_tools(*v);
     if (const json* v = field(body, "tool_choice")) translate_tool_choice(*v, chat);
     if (const json* v = field(body, "thinking")) {
         out.thinking = translate_thinking(*v, body, route, chat);
+        if (*out.thinking && t.prefill)
+            invalid("thinking", "extended thinking cannot continue a prefilled assistant message (the thinking would "
+                                "have to come before the prefill)");
         chat["chat_template_kwargs"] = {{"enable_thinking", *out.thinking}};
     }
     if (!messages_route) return out;

@@ -6,6 +6,7 @@
 //   assistant tool_use blocks             -> tool_calls (input as JSON text)
 //   user tool_result blocks               -> tool messages (before the user's other text)
 //   assistant thinking blocks             -> reasoning_content (templates that show past thinking)
+//   a final assistant message (prefill)   -> continue_final_message (the model continues its text)
 //   tools [{name, description, input_schema}] -> function tools; tool_choice auto/any/tool/none ->
 //   auto/required/named/none, disable_parallel_tool_use -> parallel_tool_calls false;
 //   stop_sequences -> stop; thinking enabled/disabled -> chat_template_kwargs.enable_thinking.

@@ -117,7 +117,10 @@ TEST(AnthropicRequest, CountTokensTakesThePromptFieldsOnly) {
 
 TEST(AnthropicRequest, RefusesWhatIsNotServedNamingTheField) {
     const json img = json::parse(R"([{"role": "user", "content": [{"type": "image", "source": {}}]}])");
-    const json prefill = json::parse(R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])");
+    const json prefill_space = json::parse(R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b "}])");
+    const json prefill_call = json::parse(
+        R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": [{"type": "text", "text": "b"},
+            {"type": "tool_use", "id": "t", "name": "f", "input": {}}]}])");
     const json redacted = json::parse(
         R"([{"role": "assistant", "content": [{"type": "redacted_thinking", "data": "x"}]}, {"role": "user", "content": "a"}])");
     const json user_tool_use = json::parse(
@@ -135,7 +138,8 @@ TEST(AnthropicRequest, RefusesWhatIsNotServedNamingTheField) {
         {with(base(), "context_management", json::object()), "context_management"},
         {with(base(), "frequency_penalty", 1), "frequency_penalty"},  // OpenAI's, not Anthropic's
         {with(base(), "messages", img), "messages[0].content[0].type"},
-        {with(base(), "messages", prefill), "messages[1]"},
+        {with(base(), "messages", prefill_space), "messages[1].content"},
+        {with(base(), "messages", prefill_call), "messages[1]"},
         {with(base(), "messages", redacted), "messages[0].content[0]"},
         {with(base(), "messages", user_tool_use), "messages[0].content[0].type"},
         {with(base(), "messages", extra_key), "messages[0].name"},
@@ -223,4 +227,29 @@ TEST(AnthropicRequest, DocsTableIsTheCodesList) {
         EXPECT_NE(std::find(documented.begin(), documented.end(), std::string(f.name)), documented.end())
             << "docs/api.md's Messages table lacks '" << f.name << "'";
     EXPECT_EQ(documented.size(), anthropic_request_fields().size()) << "a field is listed twice";
+}
+
+// A final assistant message is a prefill: the chat template leaves that turn open and the model
+// continues its text, as Anthropic's API does.
+TEST(AnthropicRequest, FinalAssistantMessageIsContinued) {
+    for (const char* content : {R"("{\"answer\":")", R"([{"type": "text", "text": "{\"answer\":"}])"}) {
+        json body = with(base(), "messages",
+                         json::parse(std::string(R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": )") +
+                                     content + "}]"));
+        const AnthropicRequest r = translate_anthropic_request(body, MessagesRoute::messages);
+        EXPECT_EQ(r.chat_body.at("continue_final_message"), true) << content;
+        EXPECT_EQ(r.chat_body.at("add_generation_prompt"), false) << content;
+        EXPECT_EQ(r.chat_body.at("messages").back().at("role"), "assistant") << content;
+    }
+    // Not a prefill: the last message is the user's.
+    const AnthropicRequest plain = translate_anthropic_request(base(), MessagesRoute::messages);
+    EXPECT_FALSE(plain.chat_body.contains("continue_final_message"));
+    // Thinking cannot come before a prefill.
+    json thinking = with(base(), "messages",
+                         json::parse(R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])"));
+    thinking["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
+    thinking["max_tokens"] = 2048;
+    const ApiError e = error_of(thinking, MessagesRoute::messages);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "thinking");
 }

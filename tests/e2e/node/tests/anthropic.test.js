@@ -1,7 +1,7 @@
 // Anthropic's Messages API through the official `@anthropic-ai/sdk` client against a live server on
 // a random-weight model: non-streamed and streamed messages (the stream's final message equals the
 // non-streamed one), a forced tool (tool_choice tool / any) whose input fits its schema and whose
-// result goes back as a tool_result, thinking blocks from a template that thinks, count_tokens equal
+// result goes back as a tool_result, a final assistant message continued (prefill), thinking blocks from a template that thinks, count_tokens equal
 // to the message's input_tokens, stop_sequences, the key in x-api-key, and Anthropic's error shape.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -114,6 +114,26 @@ describe('Anthropic Messages through @anthropic-ai/sdk', () => {
     const { model, system } = body;
     const count = await client.messages.countTokens({ model, system, messages });
     assert.deepEqual(count, { input_tokens: m.usage.input_tokens });
+  });
+
+  test('a final assistant message is a prefill the model continues', async () => {
+    const prefilled = [...messages, { role: 'assistant', content: 'The weather' }];
+    const m = await client.messages.create({ max_tokens: 12, temperature: 0, messages: prefilled });
+    assert.equal(m.content.length, 1);
+    assert.equal(m.content[0].type, 'text');
+    // The same continuation as the chat route's continue_final_message, and not what a new turn gives.
+    const chat = await (await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ max_tokens: 12, temperature: 0, messages: prefilled, continue_final_message: true, add_generation_prompt: false }),
+    })).json();
+    assert.equal(m.content[0].text, chat.choices[0].message.content);
+    assert.equal(m.usage.output_tokens, chat.usage.completion_tokens);
+    assert.equal(m.usage.input_tokens, chat.usage.prompt_tokens);
+    const fresh = await client.messages.countTokens({ model: m.model, messages: [...messages, { role: 'assistant', content: 'The weather' }, { role: 'user', content: 'x' }] });
+    assert.ok(fresh.input_tokens > m.usage.input_tokens);
+    // Trailing whitespace is refused, naming the content.
+    await assert.rejects(client.messages.create({ max_tokens: 4, messages: [...messages, { role: 'assistant', content: 'The ' }] }),
+      (e) => e.status === 400 && /whitespace/.test(e.message));
   });
 
   test('a forced tool comes back as tool_use; its result goes back as tool_result', async () => {
