@@ -308,8 +308,7 @@ static AnthropicRequest read_anthropic_request(const json& body, MessagesRoute r
     }
 
     AnthropicRequest out;
-    json& chat = out.chat_body;
-    chat = json::object();
+    json chat = json::object();
     if (const json* v = field(body, "model")) chat["model"] = *v;
     Translation t;
     if (const json* system = field(body, "system")) {
@@ -337,7 +336,10 @@ static AnthropicRequest read_anthropic_request(const json& body, MessagesRoute r
                                 "have to come before the prefill)");
         chat["chat_template_kwargs"] = {{"enable_thinking", *out.thinking}};
     }
-    if (!messages_route) return out;
+    if (!messages_route) {
+        out.chat_body = std::move(chat);
+        return out;
+    }
 
     const json* max_tokens = field(body, "max_tokens");
     if (!max_tokens) throw ApiError::invalid("'max_tokens' is required", "max_tokens", "missing_required_parameter");
@@ -352,12 +354,18 @@ static AnthropicRequest read_anthropic_request(const json& body, MessagesRoute r
         if (const json* v = field(body, name)) chat[name] = *v;
     if (const json* v = field(body, "metadata")) check_metadata(*v);
     if (const json* v = field(body, "service_tier")) check_service_tier(*v);
+    out.chat_body = std::move(chat);
     return out;
 }
 
-AnthropicRequest translate_anthropic_request(const json& body, MessagesRoute route) {
+AnthropicRequest translate_anthropic_request(const json& body, MessagesRoute route, const nlohmann::ordered_json* ordered) {
     try {
-        return read_anthropic_request(body, route);
+        AnthropicRequest r = read_anthropic_request(body, route);
+        // Checked above on the plain form; each input_schema again with its keys as sent.
+        if (const auto* tools = ordered ? field(*ordered, "tools") : nullptr)
+            for (size_t i = 0; i < tools->size(); ++i)
+                r.chat_body["tools"][i]["function"]["parameters"] = tools->at(i).at("input_schema");
+        return r;
     } catch (const JsonFieldError& e) {
         throw ApiError::from_field(e);
     }

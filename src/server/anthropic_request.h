@@ -29,7 +29,8 @@ enum class MessagesRoute { messages, count_tokens };
 const std::vector<RequestField>& anthropic_request_fields();
 
 struct AnthropicRequest {
-    nlohmann::json chat_body;              // the equivalent /v1/chat/completions body
+    nlohmann::ordered_json chat_body;      // the equivalent /v1/chat/completions body (tool schemas in
+                                           // the order sent, where the caller gave the ordered body)
     std::optional<bool> thinking;          // thinking.type enabled (true) / disabled (false); unset: absent
     std::vector<std::string> message_origin;  // per chat_body message: the Anthropic path it came from
 
@@ -40,6 +41,9 @@ struct AnthropicRequest {
 };
 
 // Throws ApiError 400 on the first problem.
-AnthropicRequest translate_anthropic_request(const nlohmann::json& body, MessagesRoute route);
+// `ordered`: the same body with its keys in the order sent, where the caller has it: tool
+// input_schemas then keep their properties' order (the order a forced call's arguments follow).
+AnthropicRequest translate_anthropic_request(const nlohmann::json& body, MessagesRoute route,
+                                             const nlohmann::ordered_json* ordered = nullptr);
 
 }  // namespace pagoda::server

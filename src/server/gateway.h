@@ -207,10 +207,10 @@ public:
     SimpleResponse stored_response(const std::string& id);
     SimpleResponse delete_response(const std::string& id);
     // Anthropic's POST /v1/messages: translated to a chat request and started as one (gateway_anthropic.cpp).
-    std::shared_ptr<Job> start_messages(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
+    std::shared_ptr<Job> start_messages(const nlohmann::ordered_json& body, const ApiKey* key, const std::string& request_id,
                                         DeltaSink sink, std::string response_id = {});
     // POST /v1/messages/count_tokens: {"input_tokens": N}, the prompt /v1/messages would run.
-    SimpleResponse count_message_tokens(const nlohmann::json& body, const ApiKey* key);
+    SimpleResponse count_message_tokens(const nlohmann::ordered_json& body, const ApiKey* key);
 
     // Shutdown, in three stages. The lame duck: /readyz and /health fail (503 draining) so
     // balancers stop sending, while new requests are still admitted and served (what a balancer
@@ -244,7 +244,7 @@ private:
     void submit_collected(Job& job, std::vector<engine::Request>& requests, const DeltaSink& sink,
                           const std::string& key_name, const std::function<std::string(size_t)>& param_of);
     // POST /v1/responses (gateway_responses.cpp): the request as a chat request through launch().
-    std::shared_ptr<Job> start_responses(const nlohmann::json& body, const ApiKey* key, const std::string& request_id,
+    std::shared_ptr<Job> start_responses(const nlohmann::ordered_json& body, const ApiKey* key, const std::string& request_id,
                                          DeltaSink sink, std::string response_id);
     // A parsed chat or completions request from the model check to its submission: tokenize, check
     // against the model, admit, build the Job (response id `id`; `prepare` runs on it before the

@@ -42,13 +42,13 @@ std::vector<json> Job::add_message(size_t sub, const engine::Delta& delta) {
     return events;
 }
 
-std::shared_ptr<Job> Gateway::start_messages(const json& body, const ApiKey* key, const std::string& request_id,
+std::shared_ptr<Job> Gateway::start_messages(const nlohmann::ordered_json& body, const ApiKey* key, const std::string& request_id,
                                              DeltaSink sink, std::string response_id) {
     const std::string key_name = key ? key->name : "anonymous";
     admit_or_throw(key_name);
     AnthropicRequest request;
     try {
-        request = translate_anthropic_request(body, MessagesRoute::messages);
+        request = translate_anthropic_request(json(body), MessagesRoute::messages, &body);
         if (request.thinking == true && !split_reasoning_)
             throw ApiError::invalid("'thinking' enabled needs a model that thinks: this chat template has no <think> "
                                     "reasoning (or the server runs with --reasoning-format none)",
@@ -70,12 +70,12 @@ std::shared_ptr<Job> Gateway::start_messages(const json& body, const ApiKey* key
     return job;
 }
 
-SimpleResponse Gateway::count_message_tokens(const json& body, const ApiKey* key) {
+SimpleResponse Gateway::count_message_tokens(const nlohmann::ordered_json& body, const ApiKey* key) {
     const std::string key_name = key ? key->name : "anonymous";
     admit_or_throw(key_name);
     TokenizedPrompts prompts;
     try {
-        AnthropicRequest request = translate_anthropic_request(body, MessagesRoute::count_tokens);
+        AnthropicRequest request = translate_anthropic_request(json(body), MessagesRoute::count_tokens, &body);
         if (request.thinking == true && !split_reasoning_)
             throw ApiError::invalid("'thinking' enabled needs a model that thinks: this chat template has no <think> "
                                     "reasoning",

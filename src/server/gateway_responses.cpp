@@ -27,7 +27,7 @@ ApiError not_stored(const std::string& id, const char* param, const char* code) 
 
 }  // namespace
 
-std::shared_ptr<Job> Gateway::start_responses(const json& body, const ApiKey* key, const std::string& request_id,
+std::shared_ptr<Job> Gateway::start_responses(const nlohmann::ordered_json& body, const ApiKey* key, const std::string& request_id,
                                               DeltaSink sink, std::string response_id) {
     if (response_id.empty()) response_id = new_request_id();
     const std::string key_name = key ? key->name : "anonymous";
@@ -38,7 +38,7 @@ std::shared_ptr<Job> Gateway::start_responses(const json& body, const ApiKey* ke
     CompletionParams p;
     std::optional<chat::ToolCallFormat> tool_format;
     try {
-        r = parse_responses_request(body);
+        r = parse_responses_request(json(body), &body);
         if (!r.previous_response_id.empty()) {
             auto previous = responses_store_.get(r.previous_response_id, now_seconds());
             if (!previous) throw not_stored(r.previous_response_id, "previous_response_id", "previous_response_not_found");

@@ -135,7 +135,7 @@ void parse_tool_choice(const json& v, CompletionParams& p, bool have_tools) {
         p.tool_choice_function = fname->get<std::string>();
         bool found = false;
         if (have_tools)
-            for (const auto& t : p.tools) found = found || t["function"]["name"] == *fname;
+            for (const auto& t : p.tools) found = found || t["function"]["name"] == fname->get<std::string>();
         if (!found)
             throw ApiError::invalid(fmt::format("'tool_choice' names function '{}', which is not in 'tools'",
                                                 p.tool_choice_function),
@@ -147,11 +147,11 @@ void parse_tool_choice(const json& v, CompletionParams& p, bool have_tools) {
         throw ApiError::invalid("'tool_choice' is 'required' but no 'tools' are given", "tool_choice", "invalid_value");
 }
 
-void parse_tools(const json& body, CompletionParams& p) {
+void parse_tools(const json& body, CompletionParams& p, const nlohmann::ordered_json* ordered) {
     if (const json* v = field(body, "tools")) {
         read_array(*v, "tools");
         for (size_t i = 0; i < v->size(); ++i) check_tool(*v, i);
-        p.tools = *v;
+        p.tools = ordered ? ordered->at("tools") : nlohmann::ordered_json(*v);
     }
     const bool have_tools = p.tools.is_array() && !p.tools.empty();
     if (const json* v = field(body, "tool_choice")) parse_tool_choice(*v, p, have_tools);
@@ -182,7 +182,7 @@ void parse_prompt_ending(const json& body, CompletionParams& p) {
 
 }  // namespace
 
-void parse_chat_fields(const json& body, CompletionParams& p) {
+void parse_chat_fields(const json& body, CompletionParams& p, const nlohmann::ordered_json* ordered) {
     parse_messages(body, p);
     bool want = false;
     if (const json* v = field(body, "logprobs")) want = read_bool(*v, "logprobs");
@@ -192,7 +192,7 @@ void parse_chat_fields(const json& body, CompletionParams& p) {
         if (!want) throw ApiError::invalid("'top_logprobs' needs 'logprobs' set to true", "top_logprobs", "invalid_value");
     }
     if (want) p.logprobs = top;
-    parse_tools(body, p);
+    parse_tools(body, p, ordered);
     if (const json* v = field(body, "chat_template_kwargs")) {
         read_object(*v, "chat_template_kwargs");
         // The variables the server itself sets are not the client's to replace.

@@ -118,7 +118,7 @@ CompletionParams parse_fields(const json& body, Endpoint endpoint, const nlohman
     const bool chat = endpoint == Endpoint::chat_completions;
     check_no_op_values(body);
     if (const json* v = field(body, "model")) p.model = read_string(*v, "model");
-    if (chat) openai_fields::parse_chat_fields(body, p);
+    if (chat) openai_fields::parse_chat_fields(body, p, ordered);
     else parse_prompt(body, p);
     openai_fields::parse_sampling(body, p);
     if (!chat) parse_completion_output(body, p);

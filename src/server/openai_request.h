@@ -57,7 +57,8 @@ struct CompletionParams {
     std::string model;                       // as sent (may be empty)
     std::vector<PromptInput> prompts;        // completions: one or more prompts
     nlohmann::json messages;                 // chat: the messages array as sent
-    nlohmann::json tools;                    // chat: tools array or null (handed to the template)
+    nlohmann::ordered_json tools;            // chat: tools array or null (handed to the template), keys in
+                                             // the order sent, so a schema's properties keep their order
     ToolChoice tool_choice = ToolChoice::automatic;
     std::string tool_choice_function;        // with ToolChoice::function
     bool parallel_tool_calls = true;

@@ -19,7 +19,9 @@ std::vector<int32_t> token_array(const nlohmann::json& v, const std::string& nam
 
 // Chat: messages, tools / tool_choice / parallel_tool_calls, logprobs / top_logprobs,
 // chat_template_kwargs, add_generation_prompt / continue_final_message.
-void parse_chat_fields(const nlohmann::json& body, CompletionParams& p);
+// `ordered`: the same body with its keys in the order sent, where the caller has it (tools keep
+// their schemas' property order).
+void parse_chat_fields(const nlohmann::json& body, CompletionParams& p, const nlohmann::ordered_json* ordered);
 
 // response_format, json_schema, guided_json, guided_choice, guided_regex, guided_grammar, grammar
 // -> p.grammar (at most one of them). `ordered` (may be null): the same body with its keys in the

@@ -35,10 +35,10 @@ struct ResponsesContext {
     std::string model;
     nlohmann::json instructions = nullptr;
     nlohmann::json max_output_tokens = nullptr;
-    nlohmann::json tools = nlohmann::json::array();
+    nlohmann::ordered_json tools = nlohmann::ordered_json::array();
     nlohmann::json tool_choice = "auto";
     bool parallel_tool_calls = true;
-    nlohmann::json text_format = {{"type", "text"}};
+    nlohmann::ordered_json text_format = {{"type", "text"}};
     nlohmann::json reasoning_summary = nullptr;  // "auto" / "detailed": thinking as summary parts
     double temperature = 1.0, top_p = 1.0;
     nlohmann::json previous_response_id = nullptr;

@@ -368,9 +368,15 @@ static ResponsesRequest read_responses_request(const json& body) {
     return r;
 }
 
-ResponsesRequest parse_responses_request(const json& body) {
+ResponsesRequest parse_responses_request(const json& body, const nlohmann::ordered_json* ordered) {
     try {
-        return read_responses_request(body);
+        ResponsesRequest r = read_responses_request(body);
+        if (ordered) {  // checked above on the plain form; the same values with their keys as sent
+            if (const auto* tools = field(*ordered, "tools")) r.tools = *tools;
+            if (const auto* text = field(*ordered, "text"))
+                if (const auto* format = field(*text, "format")) r.text_format = *format;
+        }
+        return r;
     } catch (const JsonFieldError& e) {
         throw ApiError::from_field(e);
     }

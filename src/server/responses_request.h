@@ -33,10 +33,10 @@ struct ResponsesRequest {
     std::string model;
     nlohmann::json input_items = nlohmann::json::array();  // validated items; a string input is one user message
     std::optional<std::string> instructions;
-    nlohmann::json tools = nlohmann::json::array();  // function tools as sent (Responses shape)
+    nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // function tools as sent (Responses shape)
     nlohmann::json tool_choice = "auto";             // as sent
     bool parallel_tool_calls = true;
-    nlohmann::json text_format = {{"type", "text"}};  // text.format as sent
+    nlohmann::ordered_json text_format = {{"type", "text"}};  // text.format as sent
     std::optional<int64_t> max_output_tokens;
     std::optional<double> temperature, top_p;
     bool stream = false;
@@ -51,13 +51,15 @@ struct ResponsesRequest {
 };
 
 // Throws ApiError (400) on the first problem.
-ResponsesRequest parse_responses_request(const nlohmann::json& body);
+// `ordered`: the same body with its keys in the order sent, where the caller has it: the tools' and
+// text.format's schemas then keep their properties' order (the order the output follows).
+ResponsesRequest parse_responses_request(const nlohmann::json& body, const nlohmann::ordered_json* ordered = nullptr);
 
 // The /v1/chat/completions body that asks for the same generation: `conversation` (the stored items
 // of previous_response_id, then the request's input items) as messages after the instructions (a
 // system message); tools, tool_choice, text.format (as response_format), max_output_tokens,
 // temperature, top_p and stream under their chat names.
-nlohmann::json responses_chat_body(const ResponsesRequest& r, const nlohmann::json& conversation);
+nlohmann::ordered_json responses_chat_body(const ResponsesRequest& r, const nlohmann::json& conversation);
 
 // Conversation items -> chat messages: consecutive assistant output (message, function_call and the
 // reasoning before them) becomes one assistant message with content, tool_calls and

@@ -85,17 +85,18 @@ json responses_items_to_messages(const json& items) {
     return messages;
 }
 
-json responses_chat_body(const ResponsesRequest& r, const json& conversation) {
-    json body = json::object();
+nlohmann::ordered_json responses_chat_body(const ResponsesRequest& r, const json& conversation) {
+    using ojson = nlohmann::ordered_json;  // the schemas keep their properties' order
+    ojson body = ojson::object();
     if (!r.model.empty()) body["model"] = r.model;
     json messages = json::array();
     if (r.instructions) messages.push_back({{"role", "system"}, {"content", *r.instructions}});
     for (json& m : responses_items_to_messages(conversation)) messages.push_back(std::move(m));
     body["messages"] = std::move(messages);
     if (!r.tools.empty()) {
-        json tools = json::array();
-        for (const json& t : r.tools) {
-            json fn = {{"name", t["name"]}};
+        ojson tools = ojson::array();
+        for (const ojson& t : r.tools) {
+            ojson fn = {{"name", t["name"]}};
             for (const char* key : {"description", "parameters", "strict"})
                 if (auto it = t.find(key); it != t.end() && !it->is_null()) fn[key] = *it;
             tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
@@ -112,7 +113,7 @@ json responses_chat_body(const ResponsesRequest& r, const json& conversation) {
     if (format == "json_object") {
         body["response_format"] = {{"type", "json_object"}};
     } else if (format == "json_schema") {
-        json spec = json::object();
+        ojson spec = ojson::object();
         for (const char* key : {"name", "schema", "strict"})
             if (auto it = r.text_format.find(key); it != r.text_format.end() && !it->is_null()) spec[key] = *it;
         body["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(spec)}};

@@ -13,7 +13,7 @@
 namespace pagoda::server {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // tool schemas keep their properties' order
 
 void prefix_rules(std::vector<grammar::SpecAlternative>& alts, const std::string& prefix) {
     for (auto& alt : alts)

@@ -27,7 +27,7 @@ std::optional<chat::ToolCallFormat> apply_tools(CompletionParams& p, const chat:
 
 // The grammar of one or more calls (one when !parallel) to the functions in `tools` (only the one
 // named `only`, when not empty). Throws ApiError (400) for a schema the compiler cannot enforce.
-std::shared_ptr<const grammar::Grammar> tool_call_grammar(chat::ToolCallFormat format, const nlohmann::json& tools,
+std::shared_ptr<const grammar::Grammar> tool_call_grammar(chat::ToolCallFormat format, const nlohmann::ordered_json& tools,
                                                           const std::string& only, bool parallel);
 
 }  // namespace pagoda::server

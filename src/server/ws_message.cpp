@@ -8,9 +8,9 @@ void decode_ws_envelope(std::string_view message, bool text, WsMessage& out) {
     out = WsMessage{};
     if (!text) throw ApiError::invalid("binary messages are not supported; send JSON text");
     out.object = parse_json_body(message);
-    const nlohmann::json& msg = out.object;
+    const nlohmann::ordered_json& msg = out.object;
     if (!msg.is_object()) throw ApiError::invalid("a message must be a JSON object");
-    if (msg.contains("id")) out.id = msg["id"];
+    if (msg.contains("id")) out.id = nlohmann::json(msg["id"]);
     if (!out.id.is_string() && !out.id.is_number_integer())
         throw ApiError::invalid("'id' must be a string or an integer", "id");
     out.key = out.id.dump();
@@ -21,7 +21,7 @@ void decode_ws_envelope(std::string_view message, bool text, WsMessage& out) {
 }
 
 WsRequestTarget ws_request_target(const WsMessage& message) {
-    const nlohmann::json& msg = message.object;
+    const nlohmann::ordered_json& msg = message.object;
     auto ep = msg.find("endpoint");
     if (ep == msg.end() || !ep->is_string()) throw ApiError::invalid("'endpoint' must be a string", "endpoint");
     Endpoint endpoint;

@@ -20,7 +20,7 @@ struct WsMessage {
     nlohmann::json id = nullptr;  // the client's id, echoed on every reply (null until known)
     std::string key;              // id.dump(): the session's in-flight table key
     bool cancel = false;          // type "cancel"; else a request
-    nlohmann::json object;        // the whole message
+    nlohmann::ordered_json object;  // the whole message, keys in the order sent (schemas keep their order)
 };
 
 // Throws ApiError; `out.id` is set before any check that follows it.
@@ -28,7 +28,7 @@ void decode_ws_envelope(std::string_view message, bool text, WsMessage& out);
 
 struct WsRequestTarget {
     Endpoint endpoint;
-    const nlohmann::json* body;  // points into the message's object
+    const nlohmann::ordered_json* body;  // points into the message's object
 };
 
 // Throws ApiError.

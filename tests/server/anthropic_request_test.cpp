@@ -253,3 +253,14 @@ TEST(AnthropicRequest, FinalAssistantMessageIsContinued) {
     EXPECT_EQ(e.status, 400);
     EXPECT_EQ(e.param, "thinking");
 }
+
+// From the ordered body (as the server parses it), a tool's input_schema keeps its properties'
+// order in the chat body, so a forced call's arguments follow it.
+TEST(AnthropicRequest, InputSchemasKeepTheirPropertiesOrder) {
+    const auto body = parse_json_body(R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":"a"}],
+        "tools":[{"name":"f","input_schema":{"type":"object","properties":{"zeta":{"type":"integer"},
+        "alpha":{"type":"integer"}}}}]})");
+    const AnthropicRequest r = translate_anthropic_request(json(body), MessagesRoute::messages, &body);
+    const std::string shown = r.chat_body["tools"][0]["function"]["parameters"].dump();
+    EXPECT_LT(shown.find("zeta"), shown.find("alpha")) << shown;
+}

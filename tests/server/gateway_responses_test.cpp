@@ -64,7 +64,7 @@ protected:
     }
 
     // Runs a request to its end; returns {the response body, the streamed events or chunks}.
-    std::pair<json, std::vector<json>> run(Gateway& gw, Endpoint endpoint, const json& body) {
+    std::pair<json, std::vector<json>> run(Gateway& gw, Endpoint endpoint, const nlohmann::ordered_json& body) {
         Collector c;
         auto job = gw.start(endpoint, body, nullptr, gw.new_request_id(), c.sink());
         std::vector<json> chunks = job->opening_chunks();
@@ -106,12 +106,15 @@ TEST_F(GatewayResponses, RendersThePromptTheEquivalentChatRequestRenders) {
     const auto [r, events] = run(*gw, Endpoint::responses,
                                  {{"input", items}, {"instructions", "Be brief."}, {"tools", kTools},
                                   {"max_output_tokens", 3}, {"temperature", 0}, {"store", false}});
-    const json chat_body = json::parse(R"({"messages":[{"role":"system","content":"Be brief."},
+    // As a client sends it: each tool {"type", "function"} in that order (the template shows the
+    // keys as sent), its parameters those of kTools.
+    nlohmann::ordered_json chat_body = nlohmann::ordered_json::parse(R"({"messages":[{"role":"system","content":"Be brief."},
         {"role":"user","content":"Once upon"},
         {"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\":1}"}}]},
         {"role":"tool","tool_call_id":"c1","content":"2","name":"add"}],
         "tools":[{"type":"function","function":{"name":"add","parameters":{"type":"object","properties":{"a":{"type":"integer"}},
         "required":["a"],"additionalProperties":false}}}],"max_tokens":3,"temperature":0})");
+    chat_body["tools"][0]["function"]["parameters"] = kTools[0]["parameters"];
     const auto [chat, chunks] = run(*gw, Endpoint::chat_completions, chat_body);
     EXPECT_EQ(r["usage"]["input_tokens"], chat["usage"]["prompt_tokens"]);
     EXPECT_GT(r["usage"]["input_tokens"], 20);

@@ -214,3 +214,21 @@ TEST(ResponsesRequest, DocsTableIsTheCodesList) {
             << "docs/api.md's Responses field table lacks '" << f.name << "'";
     EXPECT_EQ(documented.size(), responses_fields().size()) << "a field is listed twice";
 }
+
+// From the ordered body (as the server parses it), a function's parameters and text.format's
+// schema keep their properties' order: the chat body, and so the grammar, follow it.
+TEST(ResponsesRequest, SchemasKeepTheirPropertiesOrder) {
+    const std::string schema = R"({"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"integer"}},
+        "required":["zeta","alpha"],"additionalProperties":false})";
+    const auto body = parse_json_body(R"({"input":"hi","tools":[{"type":"function","name":"f","parameters":)" + schema +
+                                      R"(}],"text":{"format":{"type":"json_schema","name":"n","schema":)" + schema + "}}}");
+    const ResponsesRequest r = parse_responses_request(json(body), &body);
+    const auto chat = responses_chat_body(r, json::parse(R"([{"role":"user","content":"hi"}])"));
+    for (const std::string shown : {chat["tools"][0]["function"]["parameters"].dump(),
+                                    chat["response_format"]["json_schema"]["schema"].dump()})
+        EXPECT_LT(shown.find("zeta"), shown.find("alpha")) << shown;
+    // Without the ordered body the keys are sorted.
+    const ResponsesRequest sorted = parse_responses_request(json(body));
+    const std::string by_name = sorted.tools[0]["parameters"].dump();
+    EXPECT_GT(by_name.find("zeta"), by_name.find("alpha")) << by_name;
+}

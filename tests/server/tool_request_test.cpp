@@ -399,3 +399,20 @@ TEST(ToolResponse, ContentBetweenCallsIsItsOwnChunk) {
     EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "tool_calls");
     EXPECT_TRUE(chunks[0]["choices"][0]["finish_reason"].is_null());
 }
+
+// A forced call's arguments follow the parameters schema's property order as sent (the body is
+// parsed into ordered JSON), and the template shows the tools in that order too.
+TEST(ToolRequest, ForcedArgumentsFollowTheSchemasPropertyOrder) {
+    const std::string body = R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":"required",
+        "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object",
+        "properties":{"zeta":{"type":"integer"},"alpha":{"type":"integer"}},"required":["zeta","alpha"],
+        "additionalProperties":false}}}]})";
+    const auto chatml = chat::ChatTemplate::builtin("chatml");
+    CompletionParams p = parse_completion_request(parse_json_body(body), Endpoint::chat_completions);
+    apply_tools(p, &chatml);
+    const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": ";
+    EXPECT_TRUE(accepts(p.grammar, call + R"({"zeta": 1, "alpha": 2})" + "}\n</tool_call>"));
+    EXPECT_FALSE(accepts(p.grammar, call + R"({"alpha": 2, "zeta": 1})" + "}\n</tool_call>"));
+    const std::string shown = p.tools.dump();
+    EXPECT_LT(shown.find("zeta"), shown.find("alpha")) << shown;
+}

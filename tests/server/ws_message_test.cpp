@@ -41,7 +41,10 @@ TEST(WsMessage, DecodesARequest) {
     EXPECT_FALSE(m.cancel);
     const WsRequestTarget t = ws_request_target(m);
     EXPECT_EQ(t.endpoint, Endpoint::chat_completions);
-    EXPECT_EQ(*t.body, json::parse(R"({"messages": []})"));
+    EXPECT_EQ(json(*t.body), json::parse(R"({"messages": []})"));
+    // The body keeps its keys in the order sent, so a schema in it keeps its properties' order.
+    decode_ws_envelope(R"({"id": 8, "endpoint": "completions", "body": {"zeta": 1, "alpha": 2}})", true, m);
+    EXPECT_EQ(ws_request_target(m).body->dump(), R"({"zeta":1,"alpha":2})");
 
     decode_ws_envelope(R"({"id": "a", "type": "request", "endpoint": "completions", "body": {}})", true, m);
     EXPECT_EQ(m.key, "\"a\"");  // string and integer ids never collide
