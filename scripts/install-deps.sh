@@ -25,11 +25,12 @@ PACKAGES=(
   libboost1.81-dev libssl-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
-# The test suite's real servers: Prometheus and HAProxy for the fleet test (tests/e2e/node/deploy).
+# The test suite's real servers: Prometheus and HAProxy for the fleet test, HAProxy and nginx for the
+# lame-duck drain tests (tests/e2e/node/deploy).
 # kubectl is not among them: Debian 12's (kubernetes-client 1.20) embeds a kustomize too old for
 # deploy/kubernetes; the kustomize test uses a newer kubectl where the machine has one.
 # Chromium for the dashboard's browser test (tests/e2e/node/tests/dashboard.test.js, via playwright-core).
-if [ "$DEPS" = all ]; then PACKAGES+=(prometheus haproxy chromium); fi
+if [ "$DEPS" = all ]; then PACKAGES+=(prometheus haproxy nginx chromium); fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,16 +1,21 @@
 // The lame-duck drain behind a plain balancer, with no preStop delay: two `pagoda serve` (default
-// --drain-grace) behind HAProxy (leastconn), which checks GET /readyz every 300 ms and marks a
-// server DOWN after one failure, and retries what never reached a model (a refused connection, an
-// empty response, a 503; `retry-on ... 503`, `option redispatch`). Under load from 12 clients,
-// one instance gets SIGTERM: its /readyz fails at once, it still serves what HAProxy sends before
-// its check notices, then refuses (503, retried elsewhere), finishes what it has and exits 0.
-// Not one request may fail. LAME_DUCK_ROUNDS rounds (default 3), each with fresh servers;
-// scripts/lame_duck_drain.sh runs 20. LAME_DUCK_GRACE=S passes --drain-grace S instead of the
-// default (with 0, the drain before the lame duck: expect losses, the test then fails).
+// --drain-grace) behind a balancer, under load from 12 clients; one instance gets SIGTERM: its
+// /readyz fails at once, it still serves what the balancer sends before it notices, then refuses
+// (503 + Connection: close, retried elsewhere), finishes what it has and exits 0. Not one request
+// may fail. LAME_DUCK_BALANCER picks the balancer:
+//   haproxy (default)  leastconn, checks GET /readyz every 300 ms and marks a server DOWN after one
+//                      failure, retries what never reached a model (`retry-on conn-failure
+//                      empty-response 503`, `option redispatch`);
+//   nginx              open-source nginx has no active health checks: least_conn with passive
+//                      failure counting only, `proxy_next_upstream error timeout http_503
+//                      non_idempotent` (POSTs are retried on the other instance).
+// LAME_DUCK_ROUNDS rounds (default 3), each with fresh servers; scripts/lame_duck_drain.sh runs 20.
+// LAME_DUCK_GRACE=S passes --drain-grace S instead of the default (with 0, the drain before the lame
+// duck: expect losses, the test then fails).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, sleep, startServe, waitFor200 } from './lib.js';
@@ -21,6 +26,8 @@ const CLIENTS = 12;
 const NAMES = ['pagoda-a', 'pagoda-b'];
 const GRACE = process.env.LAME_DUCK_GRACE;  // undefined: the server's default, 5 s
 const GRACE_S = GRACE === undefined ? 5 : Number(GRACE);
+const BALANCER = process.env.LAME_DUCK_BALANCER ?? 'haproxy';
+if (!['haproxy', 'nginx'].includes(BALANCER)) throw new Error(`LAME_DUCK_BALANCER must be haproxy or nginx, not ${BALANCER}`);
 
 const children = [];
 const killAll = () => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); };
@@ -68,7 +75,97 @@ async function haproxyStatus(statsUrl) {
   return out;
 }
 
-// One round: fresh servers and HAProxy, load, SIGTERM to pagoda-a mid-load. Returns its figures.
+function nginxConfig(work, front, servers) {
+  // As root, the workers would run as nobody and could not use the test's private temp folders.
+  const user = process.getuid?.() === 0 ? 'user root;\n' : '';
+  return `${user}daemon off;
+worker_processes 1;
+pid ${work}/nginx.pid;
+error_log ${work}/nginx-error.log warn;
+events { worker_connections 512; }
+http {
+  access_log off;
+  client_body_temp_path ${work}/client_body;
+  proxy_temp_path ${work}/proxy;
+  fastcgi_temp_path ${work}/fastcgi;
+  uwsgi_temp_path ${work}/uwsgi;
+  scgi_temp_path ${work}/scgi;
+  upstream pagoda {
+    least_conn;
+${servers.map((s) => `    server 127.0.0.1:${s.port} max_fails=1 fail_timeout=10s;`).join('\n')}
+  }
+  server {
+    listen 127.0.0.1:${front};
+    location / {
+      proxy_pass http://pagoda;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_connect_timeout 2s;
+      proxy_read_timeout 60s;
+      proxy_next_upstream error timeout http_503 non_idempotent;
+      proxy_next_upstream_tries 3;
+      add_header X-Pagoda-Backend $upstream_addr always;
+    }
+  }
+}
+`;
+}
+
+// The balancer in front of `servers`: { api, backendOf(response) -> server name, downAfterMs(tTerm)
+// (null: never seen down, or the balancer has no health checks), stop() }.
+async function startBalancer(work, r, servers) {
+  if (BALANCER === 'nginx') {
+    const front = await freePort();
+    const dir = join(work, `nginx-${r}`);
+    mkdirSync(dir);
+    const cfg = join(dir, 'nginx.conf');
+    writeFileSync(cfg, nginxConfig(dir, front, servers));
+    const nginx = spawn('nginx', ['-c', cfg, '-p', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(nginx);
+    const api = `http://127.0.0.1:${front}`;
+    let up = false;
+    for (const deadline = Date.now() + 20000; !up && Date.now() < deadline && nginx.exitCode === null; await sleep(100))
+      try { up = (await fetch(`${api}/readyz`)).status === 200; } catch { /* starting */ }
+    if (!up) assert.fail('nginx did not come up');
+    const byPort = Object.fromEntries(servers.map((s) => [String(s.port), s.name]));
+    return {
+      api,
+      // $upstream_addr lists every upstream tried, the one that answered last.
+      backendOf: (res) => byPort[(res.headers.get('x-pagoda-backend') ?? '').split(',').at(-1).trim().split(':').at(-1)],
+      downAfterMs: async () => null,
+      stop: () => nginx.kill('SIGTERM'),
+    };
+  }
+  for (let attempt = 1; ; attempt++) {
+    const [front, statsPort] = [await freePort(), await freePort()];
+    const cfg = join(work, `haproxy-${r}.cfg`);
+    writeFileSync(cfg, haproxyConfig(front, statsPort, servers));
+    const haproxy = spawn('haproxy', ['-f', cfg, '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(haproxy);
+    const [api, statsUrl] = [`http://127.0.0.1:${front}`, `http://127.0.0.1:${statsPort}`];
+    let up = false;
+    for (const deadline = Date.now() + 20000; Date.now() < deadline && haproxy.exitCode === null; await sleep(100)) {
+      try { const st = await haproxyStatus(statsUrl); if (NAMES.every((n) => st[n] === 'UP')) { up = true; break; } } catch { /* starting */ }
+    }
+    if (up) {
+      return {
+        api,
+        backendOf: (res) => res.headers.get('x-pagoda-backend'),
+        async downAfterMs(tTerm) {
+          for (const deadline = Date.now() + 10000; Date.now() < deadline; await sleep(50))
+            if (/^DOWN/.test((await haproxyStatus(statsUrl))['pagoda-a'] ?? '')) return Date.now() - tTerm;
+          return null;
+        },
+        stop: () => haproxy.kill('SIGTERM'),
+      };
+    }
+    haproxy.kill('SIGKILL');
+    if (attempt === 3) assert.fail('HAProxy did not come up');
+  }
+}
+
+// One round: fresh servers and balancer, load, SIGTERM to pagoda-a mid-load. Returns its figures.
 async function round(work, r) {
   const servers = [];
   for (const name of NAMES) {
@@ -81,22 +178,8 @@ async function round(work, r) {
     servers.push({ name, ...s });
   }
   for (const s of servers) await waitFor200(s.url, '/readyz');
-  let haproxy, api, statsUrl;
-  for (let attempt = 1; ; attempt++) {
-    const [front, statsPort] = [await freePort(), await freePort()];
-    const cfg = join(work, `haproxy-${r}.cfg`);
-    writeFileSync(cfg, haproxyConfig(front, statsPort, servers));
-    haproxy = spawn('haproxy', ['-f', cfg, '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    children.push(haproxy);
-    [api, statsUrl] = [`http://127.0.0.1:${front}`, `http://127.0.0.1:${statsPort}`];
-    let up = false;
-    for (const deadline = Date.now() + 20000; Date.now() < deadline && haproxy.exitCode === null; await sleep(100)) {
-      try { const st = await haproxyStatus(statsUrl); if (NAMES.every((n) => st[n] === 'UP')) { up = true; break; } } catch { /* starting */ }
-    }
-    if (up) break;
-    haproxy.kill('SIGKILL');
-    if (attempt === 3) assert.fail('HAProxy did not come up');
-  }
+  const balancer = await startBalancer(work, r, servers);
+  const { api } = balancer;
 
   const records = [];
   let stop = false;
@@ -109,7 +192,7 @@ async function round(work, r) {
         method: 'POST', headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(30000),
         body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 16, ignore_eos: true, stream: rec.stream }),
       });
-      rec.backend = res.headers.get('x-pagoda-backend');
+      rec.backend = balancer.backendOf(res);
       rec.status = res.status;
       const text = await res.text();
       const ok = res.status === 200 && (rec.stream
@@ -130,14 +213,12 @@ async function round(work, r) {
   const a = servers[0];
   tTerm = Date.now();
   a.child.kill('SIGTERM');
-  let downMs = null;
-  for (const deadline = Date.now() + 10000; downMs === null && Date.now() < deadline; await sleep(50))
-    if (/^DOWN/.test((await haproxyStatus(statsUrl))['pagoda-a'] ?? '')) downMs = Date.now() - tTerm;
+  const downMs = await balancer.downAfterMs(tTerm);
   const exit = await a.exited;
   await sleep(1000);  // the load goes on against pagoda-b alone
   stop = true;
   await Promise.all(workers);
-  haproxy.kill('SIGTERM');
+  balancer.stop();
   servers[1].child.kill('SIGTERM');
   await servers[1].exited;
 
@@ -149,13 +230,13 @@ async function round(work, r) {
     failures: failed.slice(0, 5).map((x) => ({ backend: x.backend, error: x.error })),
     a_exit: [exit.code, exit.signal],
     a_exit_after_ms: exit.at - tTerm,
-    haproxy_down_after_ms: downMs,
+    balancer_down_after_ms: downMs,
     // Requests that started after SIGTERM and were answered by the lame duck: the grace at work.
     served_by_a_after_sigterm: records.filter((x) => x.start > tTerm && x.backend === 'pagoda-a' && x.outcome === 'completed').length,
   };
 }
 
-test(`lame-duck drain behind HAProxy, no preStop: SIGTERM mid-load loses no request (${ROUNDS} rounds)`, async (t) => {
+test(`lame-duck drain behind ${BALANCER}, no preStop: SIGTERM mid-load loses no request (${ROUNDS} rounds)`, async (t) => {
   const work = mkdtempSync(join(tmpdir(), 'pagoda-lame-duck-'));
   t.after(() => { killAll(); rmSync(work, { recursive: true, force: true }); });
   const results = [];
@@ -169,7 +250,7 @@ test(`lame-duck drain behind HAProxy, no preStop: SIGTERM mid-load loses no requ
   console.log(JSON.stringify({ rounds: ROUNDS, sent, lost }));
   for (const res of results) {
     assert.deepEqual(res.a_exit, [0, null], `round ${res.round}: pagoda-a exit`);
-    assert.ok(res.haproxy_down_after_ms !== null, `round ${res.round}: HAProxy never marked pagoda-a DOWN`);
+    if (BALANCER === 'haproxy') assert.ok(res.balancer_down_after_ms !== null, `round ${res.round}: HAProxy never marked pagoda-a DOWN`);
     assert.ok(res.a_exit_after_ms >= GRACE_S * 900, `round ${res.round}: pagoda-a exited ${res.a_exit_after_ms} ms after SIGTERM, within the ${GRACE_S} s grace`);
   }
   assert.equal(lost, 0, `requests lost: ${JSON.stringify(results.filter((x) => x.failed))}`);

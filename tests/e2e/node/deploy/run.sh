@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs one of the deploy/ tests against a built pagoda: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda
+# Runs one of the deploy/ tests against a built pagoda: run.sh manifests|kustomize|fleet|lame_duck|lame_duck_nginx PATH/TO/pagoda
 #   manifests  deploy/ against the Kubernetes, KEDA, Prometheus Operator and Gateway API schemas and
 #              against the binary (seconds)
 #   kustomize  `kubectl kustomize` renders the base and the overlays offline (seconds; kubectl
@@ -8,13 +8,15 @@
 #              SIGTERM and a kill -9 (about a minute)
 #   lame_duck  two `pagoda serve` behind HAProxy (readiness checks, no preStop), SIGTERM mid-load,
 #              LAME_DUCK_ROUNDS rounds (default 3; about 10 s each): no request lost
+#   lame_duck_nginx  the same behind nginx (no health checks: passive failures and retries only)
 # Exits 77 (CTest: skipped) with the reason when a tool it needs is missing; in strict mode (CI set,
 # or PAGODA_STRICT=1) it fails instead. scripts/install-deps.sh installs node, the npm packages,
 # HAProxy, Prometheus and a kubectl.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-mode="${1:?usage: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda}"
-binary="${2:?usage: run.sh manifests|kustomize|fleet|lame_duck PATH/TO/pagoda}"
+usage="usage: run.sh manifests|kustomize|fleet|lame_duck|lame_duck_nginx PATH/TO/pagoda"
+mode="${1:?$usage}"
+binary="${2:?$usage}"
 strict=0
 if { [ -n "${CI:-}" ] && [ "${CI}" != false ] && [ "${CI}" != 0 ]; } || [ "${PAGODA_STRICT:-0}" = 1 ]; then strict=1; fi
 skip() { echo "SKIP: $*"; exit 77; }
@@ -47,7 +49,11 @@ case "$mode" in
   lame_duck)
     command -v haproxy >/dev/null 2>&1 || missing "haproxy is not installed (scripts/install-deps.sh installs Debian's haproxy)"
     tests=(lame_duck.test.js); timeout=$(( (${LAME_DUCK_ROUNDS:-3} * 30 + 60) * 1000 )) ;;
-  *) echo "run.sh: unknown test '$mode' (manifests, kustomize, fleet or lame_duck)" >&2; exit 2 ;;
+  lame_duck_nginx)
+    command -v nginx >/dev/null 2>&1 || missing "nginx is not installed (scripts/install-deps.sh installs Debian's nginx)"
+    export LAME_DUCK_BALANCER=nginx
+    tests=(lame_duck.test.js); timeout=$(( (${LAME_DUCK_ROUNDS:-3} * 30 + 60) * 1000 )) ;;
+  *) echo "run.sh: unknown test '$mode' (manifests, kustomize, fleet, lame_duck or lame_duck_nginx)" >&2; exit 2 ;;
 esac
 export PAGODA_BINARY="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
 cd "$here"
