@@ -2,10 +2,13 @@
 // are a function of (model, prompt, parameters, seed) alone. 100 seeded requests with assorted
 // temperatures, cuts and penalties must give the same tokens run alone, in random batches with
 // random arrival, under forced preemption (a tiny KV pool), with the prefix cache warm and cold,
-// with prompt-lookup speculation (drafts both accepted and refused), and as choices of n > 1.
+// with prompt-lookup speculation (drafts both accepted and refused), and as choices of n > 1; on
+// the real model also with a draft model and with the prefix cache's host tier serving evicted
+// blocks back.
 // On the fake step model the expected tokens come from an independent reference (the keyed sampler
 // over the logits of each context, no engine); on the real random model from each request run alone.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <gtest/gtest.h>
@@ -63,21 +66,25 @@ struct Scenario {
     bool draft = false;
     int32_t n = 1;
     bool warm = false;  // run every request once first, so the second pass hits the prefix cache
+    bool draft_model = false;     // speculation with a draft model (run()'s make_draft)
+    uint64_t tier_host_bytes = 0;  // > 0: the prefix cache's host tier behind the pool
 };
 
 using Outputs = std::map<std::pair<uint32_t, int32_t>, std::vector<int32_t>>;  // (request, choice) -> tokens
 
 // Runs the requests through one engine over `model`, arriving at random steps (seeded by `order`).
 template <class MakeModel>
-Outputs run(MakeModel make_model, const Scenario& sc, uint32_t order, EngineStats* stats = nullptr) {
+Outputs run(MakeModel make_model, const Scenario& sc, uint32_t order, EngineStats* stats = nullptr,
+            const std::function<std::shared_ptr<model::StepModel>()>& make_draft = {}) {
     auto model = make_model(sc);
     EngineOptions options;
     options.scheduler = {.max_batched_tokens = sc.budget, .max_seqs = sc.max_seqs};
     options.prefix_caching = sc.prefix_caching;
-    if (sc.draft) {
-        options.speculative = {.ngram_max = 3, .ngram_min = 1, .max_draft = 4};
+    options.prefix_tier.host_bytes = sc.tier_host_bytes;
+    if (sc.draft) options.speculative = {.ngram_max = 3, .ngram_min = 1, .max_draft = 4};
+    if (sc.draft_model) options.speculative = {.max_draft = 4, .draft_model = make_draft()};
+    if (sc.draft || sc.draft_model)
         options.speculative.draft_length_by_cost = false;  // lengths by rule: timings would be noise
-    }
     EngineCore core(*model, nullptr, options);
     Driver driver(core);
     const int64_t vocab = model->info().vocab_size;
@@ -213,6 +220,32 @@ TEST(Determinism, RandomModelSeededSampledOutputsAreTheSameAloneAndInEveryScenar
         }
         if (sc.warm) {
             EXPECT_GT(stats.prefix_hit_tokens, 0);
+        }
+    }
+    // What the fake model cannot do: a draft model (the same random model, drafting greedily, so
+    // its drafts are sometimes the sampled token and sometimes not), and the host tier (a pool too
+    // small to keep the first pass's prefixes: the second pass loads them back from host memory).
+    auto draft = [&] { return std::shared_ptr<model::StepModel>(real(Scenario{.name = "draft"})); };
+    const std::vector<Scenario> more = {
+        {.name = "draft model", .draft_model = true},
+        {.name = "draft model under preemption", .max_seqs = 16, .n_blocks = 40, .draft_model = true},
+        {.name = "host tier, warm", .max_seqs = 8, .n_blocks = 64, .warm = true, .tier_host_bytes = 64u << 20},
+    };
+    for (const Scenario& sc : more) {
+        SCOPED_TRACE(sc.name);
+        EngineStats stats;
+        const Outputs got = run(real, sc, 29, &stats, draft);
+        ASSERT_EQ(got.size(), size_t(kRequests));
+        for (const auto& [key, tokens] : got) ASSERT_EQ(tokens, alone.at(key)) << "request " << key.first;
+        if (sc.draft_model) {
+            EXPECT_GT(stats.accepted_draft_tokens, 0);
+            EXPECT_LT(stats.accepted_draft_tokens, stats.draft_tokens);  // some refused
+        }
+        if (sc.n_blocks < 100 && !sc.warm) {
+            EXPECT_GT(stats.preemptions, 0);
+        }
+        if (sc.tier_host_bytes) {
+            EXPECT_GT(stats.tier_host_hit_blocks, 0);
         }
     }
 }
