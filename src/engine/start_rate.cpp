@@ -1,5 +1,6 @@
 #include "engine/start_rate.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pagoda::engine {
@@ -21,6 +22,12 @@ std::optional<double> StartRate::expected_wait(int64_t ahead) const {
     const std::optional<double> r = rate();
     if (!r) return std::nullopt;
     return double(ahead) / *r;
+}
+
+int64_t retry_after_seconds(int64_t ahead, double rate) {
+    if (ahead <= 0 || !(rate > 0)) return 1;
+    const double s = std::ceil(double(ahead) / rate);
+    return s >= 3600 ? 3600 : std::max<int64_t>(1, int64_t(s));  // an hour: no estimate is worth more
 }
 
 }  // namespace pagoda::engine

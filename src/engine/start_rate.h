@@ -27,4 +27,9 @@ private:
     double started_ = 0, seconds_ = 0;  // decayed sums over backlogged steps
 };
 
+// A Retry-After for a client refused because of the queue: the whole seconds until `ahead` more
+// waiting requests should have started at `rate` starts per second, at least 1; 1 when the rate is
+// unknown (0) or nothing is ahead.
+int64_t retry_after_seconds(int64_t ahead, double rate);
+
 }  // namespace pagoda::engine

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "chat/reasoning.h"
+#include "engine/start_rate.h"
 #include "server/openai_engine_request.h"
 #include "server/responses_events.h"
 #include "server/tool_request.h"
@@ -84,7 +85,9 @@ std::optional<ApiError> Job::failure() const {
     const bool cancelled = collected_ ? collected_->cancelled() : assembler_.cancelled();
     if (deadline_missed_) {
         ApiError e = ApiError::unavailable(*deadline_missed_, "deadline_exceeded");
-        e.retry_after = 1;
+        // When the queue that held it back should have moved on.
+        const engine::EngineStats st = gateway_.engine_->stats();
+        e.retry_after = double(engine::retry_after_seconds(st.waiting_requests, st.start_rate));
         return e;
     }
     if (error) return ApiError::internal(*error);
@@ -121,7 +124,8 @@ void Gateway::admit_load(const ApiKey* key, const std::string& key_name, int64_t
         ApiError e = ApiError::unavailable(fmt::format("the server is overloaded ({} requests waiting); retry later",
                                                        stats.waiting_requests),
                                            "queue_full");
-        e.retry_after = 1;
+        // When the queue should be back within its limit at the measured start rate.
+        e.retry_after = double(engine::retry_after_seconds(stats.waiting_requests - options_.max_queue, stats.start_rate));
         metrics_.on_rejection(key_name, "queue_full");
         throw e;
     }

@@ -112,3 +112,16 @@ TEST(StartRate, CountsOnlyBackloggedStepsAndDecays) {
 
 }  // namespace
 }  // namespace pagoda::engine
+
+// Retry-After for a refusal because of the queue: when `ahead` more requests should have started.
+namespace pagoda::engine {
+TEST(StartRate, RetryAfterIsTheQueuesExpectedDrainInWholeSeconds) {
+    EXPECT_EQ(retry_after_seconds(10, 4.0), 3);    // 2.5 s, rounded up
+    EXPECT_EQ(retry_after_seconds(8, 4.0), 2);     // exactly 2 s
+    EXPECT_EQ(retry_after_seconds(1, 100.0), 1);   // never below one second
+    EXPECT_EQ(retry_after_seconds(10, 0.0), 1);    // rate unknown
+    EXPECT_EQ(retry_after_seconds(0, 4.0), 1);     // nothing ahead
+    EXPECT_EQ(retry_after_seconds(-3, 4.0), 1);
+    EXPECT_EQ(retry_after_seconds(1000000, 0.5), 3600);  // capped at an hour
+}
+}  // namespace pagoda::engine
