@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/prompt_logprobs.h"
+
 namespace pagoda::engine {
 
 int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock::time_point step_start,
@@ -17,7 +19,7 @@ int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock:
         for (int64_t p = c.begin; p < c.end; ++p) {
             const int32_t token = p < n_real ? s.tokens[size_t(p)] : s.draft[size_t(p - n_real)];
             // A draft's rows all want logits: row j verifies draft token j, the last one gives the next.
-            const bool logits = !embeds && c.logits && p + 1 + c.n_draft >= c.end;
+            const bool logits = !embeds && ((c.logits && p + 1 + c.n_draft >= c.end) || wants_prompt_logprob(s, p));
             batch.add(token, int32_t(p), index, blocks.slot(s.id, p), logits,
                       embeds && pools_position(s.request->request.embedding->pooling, p, s.n_prompt));
         }

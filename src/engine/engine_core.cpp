@@ -85,6 +85,7 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
         seq->reuse_prefix = e->pooling == Pooling::last;  // the last token is always computed
         seq->pooled.emplace(*e, seq->n_prompt, info_.hidden_size);
     }
+    if (r.request.prompt_logprobs >= 0) seq->reuse_prefix = false;  // a cached row has no logits
     r.seqs.push_back(std::move(seq));
     return *r.seqs.back();
 }
@@ -99,6 +100,7 @@ void EngineCore::add(RequestId id, Request request, std::shared_ptr<DeltaQueue> 
     r->queue = std::move(queue);
     r->callback = std::move(callback);
     r->choice_done.assign(size_t(r->request.n), 0);
+    r->prompt_logprobs_sent.assign(size_t(r->request.n), 0);
     r->arrival = arrival;
     r->usage.prompt_tokens = int64_t(r->request.prompt.size());
     if (r->request.grammar) r->masker = maskers_.masker_for(r->request, *tokenizer_);

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/logprobs.h"
+#include "engine/prompt_logprobs.h"
 #include "engine/token_scores.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,7 +29,10 @@ OutputProcessor::Verified OutputProcessor::sample_step(const StepPlan& plan, std
     Verified verified;
     size_t row = 0;
     for (const ScheduledChunk& c : plan.chunks) {
-        if (!c.logits || c.seq->pooled) continue;
+        if (c.seq->pooled) continue;
+        // The chunk's prompt-logprob rows come first (its sampling row, if any, is never one).
+        row += size_t(collect_prompt_logprobs(c, logits.data() + row * size_t(vocab_), vocab_));
+        if (!c.logits) continue;
         float* p = logits.data() + row * size_t(vocab_);
         row += size_t(1 + c.n_draft);
         Sequence& s = *c.seq;
@@ -180,6 +184,10 @@ bool OutputProcessor::sample(Sequence& seq, float* row, std::optional<int32_t> d
 
 void OutputProcessor::emit(RequestState& r, Delta d) {
     d.request = r.id;
+    if (r.request.prompt_logprobs >= 0 && !r.prompt_logprobs_sent[size_t(d.index)]) {
+        r.prompt_logprobs_sent[size_t(d.index)] = 1;
+        d.prompt_logprobs = r.prompt_logprobs;
+    }
     d.usage = r.usage;
     if (d.request_done) {
         r.timings.e2e = seconds_between(r.arrival, Clock::now());

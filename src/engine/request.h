@@ -44,6 +44,10 @@ struct Request {
     double weight = 1;
     int32_t n = 1;                // choices sharing the prompt's KV
     int32_t logprobs = -1;        // -1: none; 0..20: the sampled token's logprob and this many alternatives
+    // -1: none; 0..20: each prompt token's logprob after the first, its rank and this many
+    // alternatives, on each choice's first delta (prompt_logprobs.h; the prompt is then computed
+    // whole, without prefix-cache reuse).
+    int32_t prompt_logprobs = -1;
     // Constrains every choice's output to the grammar's language (needs a tokenizer): tokens that
     // cannot continue it are masked before sampling, end-of-generation and stop_token_ids are allowed
     // only where the grammar may end, and a choice whose grammar admits nothing more finishes (stop).
@@ -72,6 +76,7 @@ const char* finish_reason_name(FinishReason reason);  // "stop", "length", "canc
 struct TokenLogprob {
     int32_t token = 0;
     float logprob = 0;  // log-softmax of the model's logits (after the grammar mask, if any)
+    int32_t rank = 0;   // prompt logprobs: the token's 1-based rank by logit (0: not computed)
     std::vector<std::pair<int32_t, float>> top;       // most likely alternatives, best first
 };
 
@@ -95,6 +100,9 @@ struct Delta {
     std::vector<int32_t> token_ids;      // new tokens (also those whose text is held back)
     std::string text;                    // new text
     std::vector<TokenLogprob> logprobs;  // one per new token when logprobs >= 0
+    // With Request::prompt_logprobs, on each choice's first delta: one per prompt token from the
+    // second on (the first has no context to be predicted from).
+    std::vector<TokenLogprob> prompt_logprobs;
     std::optional<FinishReason> finish_reason;  // set on the choice's last delta
     std::string error;                   // with FinishReason::error
     std::string error_code;              // with FinishReason::error, when it has one: "deadline_exceeded"

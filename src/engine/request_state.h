@@ -37,6 +37,10 @@ struct RequestState {
     Usage usage;
     RequestTimings timings;
     std::shared_ptr<grammar::TokenMasker> masker;  // with a grammar: shared by the choices
+    // With Request::prompt_logprobs: those collected so far (prompt_logprobs.h), and per choice
+    // whether its first delta has carried them.
+    std::vector<TokenLogprob> prompt_logprobs;
+    std::vector<char> prompt_logprobs_sent;
 };
 
 }  // namespace pagoda::engine

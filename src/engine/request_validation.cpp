@@ -23,6 +23,7 @@ void validate_request(const Request& req, const model::StepModelInfo& info, int6
         if (req.n != 1) fail("an embedding request has one result; n must be 1, got {}", req.n);
         if (req.grammar) fail("an embedding request generates nothing, so it takes no grammar");
         if (req.logprobs != -1) fail("an embedding request generates nothing, so it has no logprobs");
+        if (req.prompt_logprobs != -1) fail("an embedding request takes no prompt logprobs");
         return;
     }
     if (int64_t(req.prompt.size()) + 1 > context_limit)
@@ -35,6 +36,8 @@ void validate_request(const Request& req, const model::StepModelInfo& info, int6
     if (req.n < 1 || req.n > max_seqs)
         fail("n must be in 1..{} (the engine's max_seqs), got {}", max_seqs, req.n);
     if (req.logprobs < -1 || req.logprobs > 20) fail("logprobs must be in 0..20, got {}", req.logprobs);
+    if (req.prompt_logprobs < -1 || req.prompt_logprobs > 20)
+        fail("prompt_logprobs must be in 0..20, got {}", req.prompt_logprobs);
     if (!(req.weight > 0) || !std::isfinite(req.weight)) fail("a tenant's weight must be positive, got {}", req.weight);
     for (int32_t id : req.stop.stop_token_ids)
         if (id < 0 || id >= info.vocab_size)

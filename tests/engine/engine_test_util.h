@@ -15,6 +15,7 @@ struct ChoiceResult {
     std::vector<int32_t> tokens;
     std::string text;
     std::vector<TokenLogprob> logprobs;
+    std::vector<TokenLogprob> prompt_logprobs;  // as the choice's first delta carried them
     std::optional<FinishReason> finish;
     std::string error, error_code;
     std::vector<float> embedding;
@@ -52,6 +53,10 @@ public:
                 c.tokens.insert(c.tokens.end(), d->token_ids.begin(), d->token_ids.end());
                 c.text += d->text;
                 c.logprobs.insert(c.logprobs.end(), d->logprobs.begin(), d->logprobs.end());
+                if (!d->prompt_logprobs.empty()) {
+                    EXPECT_EQ(c.deltas, 0) << "prompt logprobs after the choice's first delta";
+                    c.prompt_logprobs = d->prompt_logprobs;
+                }
                 if (d->finish_reason) c.finish = d->finish_reason, c.error = d->error, c.error_code = d->error_code;
                 if (!d->embedding.empty()) c.embedding = d->embedding;
                 if (!d->token_logits.empty()) c.token_logits = d->token_logits;
