@@ -94,6 +94,9 @@ VocabSpec make_random_unigram_spec(int64_t n_vocab, uint64_t seed) {
     spec.bos = 0, spec.pad = 1, spec.eos = 2, spec.unk = 3;
     spec.add_bos = true, spec.add_eos = true;
     spec.add_space_prefix = true;
+    // tokenizer.json's Metaspace (what XLM-R ships), so the folder gen-model writes says exactly this.
+    spec.prepend_scheme = "always";
+    spec.split_words = true;
     return spec;
 }
 

@@ -224,3 +224,35 @@ TEST(WordPiece, RandomSpecIsDeterministicAndEncodesAscii) {
 
 }  // namespace
 }  // namespace pagoda::test
+
+namespace pagoda::test {
+namespace {
+
+// What `gen-model` does with a synthetic encoder vocabulary: GGUF keys (llama.cpp's spelling for
+// WordPiece), then for a Hugging Face folder the spec read back from them written as tokenizer.json.
+// Each step must encode (and pair-encode) as the spec itself does.
+TEST(EncoderVocab, RandomSpecsThroughGgufAndTokenizerJson) {
+    for (const bool wordpiece : {true, false}) {
+        const VocabSpec spec = wordpiece ? tokenizer::make_random_wordpiece_spec(400, 11)
+                                         : tokenizer::make_random_unigram_spec(400, 11);
+        gguf::Writer w;
+        for (auto& [key, value] : tokenizer::vocab_spec_gguf_keys(spec, "")) w.set(key, value);
+        const std::string path = ::testing::TempDir() + "/random_encoder_vocab.gguf";
+        w.write(path);
+        auto file = gguf::File::open(path);
+        const VocabSpec from_gguf = tokenizer::vocab_spec_from_gguf(*file);
+        const tokenizer::HfTokenizerFiles files = tokenizer::render_hf_tokenizer(from_gguf, "");
+        const VocabSpec from_json = tokenizer::parse_hf_tokenizer(files.tokenizer_json, files.tokenizer_config_json, "x").spec;
+        auto direct = make(spec), via_gguf = make(from_gguf), via_json = make(from_json);
+        for (const char* text : {"hello world, this is a test!", "Mixed CASE and 123 numbers.", "  spaced   out  ", "q"}) {
+            const Ids expected = direct->encode(text);
+            EXPECT_EQ(via_gguf->encode(text), expected) << wordpiece << ": " << text;
+            EXPECT_EQ(via_json->encode(text), expected) << wordpiece << ": " << text;
+            EXPECT_EQ(via_json->encode_pair(text, "a b").ids, direct->encode_pair(text, "a b").ids) << text;
+            EXPECT_EQ(via_json->encode_pair(text, "a b").type_ids, direct->encode_pair(text, "a b").type_ids) << text;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace pagoda::test
