@@ -4,6 +4,9 @@
 // XLM-R's pair template, decoding, the GGUF keys round trip and refused malformed charsmaps.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <random>
+
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "tokenizer/charsmap.h"
@@ -210,6 +213,47 @@ TEST(Unigram, RandomSpecIsDeterministicAndEncodesAscii) {
     for (int32_t id : ids) EXPECT_NE(id, 3) << "no <unk> for lowercase ASCII";
     EXPECT_EQ(tok->decode(ids), "some text, with 9 words!");
     EXPECT_EQ(tok->encode("Q", kPlain), (Ids{4, 3})) << "capitals are not pieces";
+}
+
+}  // namespace
+}  // namespace pagoda::test
+
+namespace pagoda::test {
+namespace {
+
+// decode(encode(x)) == x where the normalizer is the identity: Unigram with no charsmap and byte
+// fallback over all 256 bytes (every character is representable), text not starting with a space
+// (Metaspace's prefix is stripped once) and without U+2581 (which decodes as a space, as in
+// SentencePiece); WordPiece with the BERT normalizer switched off, words of
+// vocabulary characters joined by single spaces (its pre-tokenizer drops the spaces).
+TEST(EncoderRoundTrip, IdentityNormalizers) {
+    std::mt19937 rng(5);
+    const std::vector<std::string> pool = {"a", "b", "ab", "z", " ", "  ", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80",
+                                           "\t", "\n", "<s>", "x y", "!", "\xD0\x96"};
+    VocabSpec u = tokenizer::make_random_unigram_spec(300, 9);
+    u.byte_fallback = true;
+    for (int b = 0; b < 256; ++b) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+        u.tokens.push_back(hex);
+        u.scores.push_back(-20);
+        u.token_types.push_back(int64_t(TokenType::byte));
+    }
+    auto uni = make(u);
+    VocabSpec w = tokenizer::make_random_wordpiece_spec(300, 9);
+    w.lowercase = w.strip_accents = w.clean_text = w.handle_chinese_chars = false;
+    auto wp = make(w);
+    for (int i = 0; i < 300; ++i) {
+        std::string text = "q";
+        for (int k = rng() % 12; k > 0; --k) text += pool[rng() % pool.size()];
+        EXPECT_EQ(uni->decode(uni->encode(text)), text);
+        std::string words;
+        for (int k = 1 + rng() % 6; k > 0; --k) {
+            if (!words.empty()) words += ' ';
+            for (int c = 1 + rng() % 8; c > 0; --c) words += char('a' + rng() % 26);
+        }
+        EXPECT_EQ(wp->decode(wp->encode(words)), words);
+    }
 }
 
 }  // namespace
