@@ -18,7 +18,6 @@ namespace {
 using hf::Json;
 using hf::JsonPath;
 
-constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
 
 struct AddedToken {
     std::string content;
