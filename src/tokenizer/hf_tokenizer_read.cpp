@@ -18,7 +18,6 @@ namespace {
 using hf::Json;
 using hf::JsonPath;
 
-
 struct AddedToken {
     std::string content;
     bool special = false, lstrip = false, rstrip = false;
