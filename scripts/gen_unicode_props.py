@@ -10,7 +10,9 @@ Tables: ranges of code points by class (nonspacing mark Mn, punctuation P*, "oth
 format, private use, surrogate; unassigned code points are "other" too and are left out of the table),
 the White_Space property (PropList.txt), and lowercase mappings: UnicodeData's simple mapping, replaced
 by SpecialCasing's unconditional full mapping where there is one (U+0130 -> "i" U+0307), the per-code-point
-mapping Rust's char::to_lowercase applies (no context-dependent final sigma)."""
+mapping Rust's char::to_lowercase applies (no context-dependent final sigma). For grapheme clusters
+(UAX #29, which Hugging Face's Precompiled normalizer works in): Grapheme_Cluster_Break ranges
+(auxiliary/GraphemeBreakProperty.txt) and Extended_Pictographic (emoji/emoji-data.txt)."""
 import os
 import sys
 
@@ -72,6 +74,34 @@ with open(os.path.join(ucd, "PropList.txt"), encoding="utf-8") as f:
         else:
             white.add(int(parts[0], 16))
 
+GBP = {"CR": 1, "LF": 2, "Control": 3, "Extend": 4, "ZWJ": 5, "Regional_Indicator": 6, "Prepend": 7,
+       "SpacingMark": 8, "L": 9, "V": 10, "T": 11, "LV": 12, "LVT": 13}
+
+
+def property_ranges(path, wanted):
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#")[0].strip()
+            if not line:
+                continue
+            parts = [p.strip() for p in line.split(";")]
+            value = wanted(parts[1])
+            if value is None:
+                continue
+            if ".." in parts[0]:
+                lo, hi = parts[0].split("..")
+                rng = range(int(lo, 16), int(hi, 16) + 1)
+            else:
+                rng = [int(parts[0], 16)]
+            for cp in rng:
+                out[cp] = value
+    return out
+
+
+gbp = property_ranges(os.path.join(ucd, "auxiliary", "GraphemeBreakProperty.txt"), lambda v: GBP.get(v))
+pict = property_ranges(os.path.join(ucd, "emoji", "emoji-data.txt"), lambda v: 0 if v == "Extended_Pictographic" else None)
+
 version = "?"
 with open(os.path.join(ucd, "DerivedNormalizationProps.txt"), encoding="utf-8") as f:
     first = f.readline()
@@ -124,4 +154,12 @@ for cp in sorted(lower):
     m = lower[cp] + [0, 0]
     out.write("    {0x%X, 0x%X, 0x%X},\n" % (cp, m[0], m[1]))
 out.write("};\nconst size_t kLowercaseCount = sizeof(kLowercase) / sizeof(kLowercase[0]);\n\n")
+out.write("const ClassRange kGraphemeBreak[] = {\n")
+for lo, hi, v in ranges_of(gbp.keys(), lambda c: gbp[c]):
+    out.write("    {0x%X, 0x%X, %d},\n" % (lo, hi, v))
+out.write("};\nconst size_t kGraphemeBreakCount = sizeof(kGraphemeBreak) / sizeof(kGraphemeBreak[0]);\n\n")
+out.write("const CodeRange kExtendedPictographic[] = {\n")
+for lo, hi, _ in ranges_of(pict.keys(), lambda c: 0):
+    out.write("    {0x%X, 0x%X},\n" % (lo, hi))
+out.write("};\nconst size_t kExtendedPictographicCount = sizeof(kExtendedPictographic) / sizeof(kExtendedPictographic[0]);\n\n")
 out.write("}  // namespace pagoda::tokenizer::unicode\n")

@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "core/error.h"
+#include "tokenizer/grapheme.h"
 #include "tokenizer/utf8.h"
 
 namespace pagoda::tokenizer {
@@ -42,7 +43,17 @@ uint32_t Charsmap::unit(size_t index) const {
     return units_[index];
 }
 
-std::pair<std::string_view, size_t> Charsmap::longest_match(std::string_view text) const {
+std::string_view Charsmap::replacement(uint32_t value) const {
+    if (value >= replacements_.size())
+        fail("precompiled charsmap: a replacement offset ({}) points past the strings ({} bytes)", value, replacements_.size());
+    if ((static_cast<uint8_t>(replacements_[value]) & 0xC0) == 0x80)
+        fail("precompiled charsmap: a replacement offset ({}) points inside a UTF-8 character", value);
+    const size_t end = replacements_.find('\0', value);
+    if (end == std::string_view::npos) fail("precompiled charsmap: a replacement string is not NUL-terminated");
+    return replacements_.substr(value, end - value);
+}
+
+std::pair<std::string_view, size_t> Charsmap::match(std::string_view text, bool longest) const {
     size_t length = 0;
     uint32_t value = 0;
     size_t node = unit_offset(unit(0));
@@ -57,25 +68,20 @@ std::pair<std::string_view, size_t> Charsmap::longest_match(std::string_view tex
         if (unit_has_leaf(u)) {
             length = i + 1;
             value = unit_value(unit(node));
+            if (!longest) break;
         }
     }
     if (length == 0) return {{}, 0};
-    if (value >= replacements_.size())
-        fail("precompiled charsmap: a replacement offset ({}) points past the strings ({} bytes)", value, replacements_.size());
-    if ((static_cast<uint8_t>(replacements_[value]) & 0xC0) == 0x80)
-        fail("precompiled charsmap: a replacement offset ({}) points inside a UTF-8 character", value);
-    const size_t end = replacements_.find('\0', value);
-    if (end == std::string_view::npos) fail("precompiled charsmap: a replacement string is not NUL-terminated");
-    return {replacements_.substr(value, end - value), length};
+    return {replacement(value), length};
 }
 
 std::string Charsmap::normalize(std::string_view text) const {
     std::string out;
     out.reserve(text.size());
     for (size_t pos = 0; pos < text.size();) {
-        auto [replacement, length] = longest_match(text.substr(pos));
+        auto [repl, length] = match(text.substr(pos), true);
         if (length > 0) {
-            out.append(replacement);
+            out.append(repl);
             pos += length;
             continue;
         }
@@ -85,6 +91,35 @@ std::string Charsmap::normalize(std::string_view text) const {
         else
             out.append(text.substr(pos, c.length));
         pos += c.length;
+    }
+    return out;
+}
+
+std::string Charsmap::normalize_graphemes(std::string_view text) const {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t pos = 0; pos < text.size();) {
+        const size_t end = grapheme_end(text, pos);
+        const std::string_view cluster = text.substr(pos, end - pos);
+        pos = end;
+        if (cluster.size() < 6) {
+            if (auto [repl, length] = match(cluster, false); length > 0) {
+                out.append(repl);  // the whole cluster, whatever the key's length
+                continue;
+            }
+        }
+        for (size_t at = 0; at < cluster.size();) {
+            const DecodedChar c = utf8_decode(cluster, at);
+            const std::string_view ch = cluster.substr(at, c.length);
+            at += c.length;
+            if (c.codepoint == kInvalidCodepoint) {
+                out.append("\xEF\xBF\xBD");
+            } else if (auto [repl, length] = match(ch, false); length > 0) {
+                out.append(repl);
+            } else {
+                out.append(ch);
+            }
+        }
     }
     return out;
 }

@@ -7,9 +7,11 @@
 // becomes U+FFFD), so the output is valid UTF-8. The constructor checks the sizes and that the strings
 // are UTF-8; every lookup is bounds-checked, so a corrupt blob gives a pagoda::Error naming it, never
 // an out-of-bounds read.
-// Known difference: Hugging Face's Precompiled runs the lookup per grapheme cluster (a cluster under 6
-// bytes is replaced whole by its shortest matching prefix's replacement); the two agree on real
-// charsmaps except for unusual clusters (several combining marks after a base that has a mapping).
+// normalize_graphemes() walks it as Hugging Face's Precompiled normalizer does instead: per grapheme
+// cluster (grapheme.h), a cluster under 6 bytes is replaced whole by the replacement of the shortest
+// key that prefixes it; otherwise (or without such a key) each character is looked up alone. The two
+// agree on real charsmaps except for unusual clusters (several combining marks after a base that has
+// a mapping; conjoining Hangul jamo, which only SentencePiece composes).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -23,10 +25,13 @@ class Charsmap {
 public:
     explicit Charsmap(std::string blob);  // throws pagoda::Error when malformed
     std::string normalize(std::string_view text) const;
+    std::string normalize_graphemes(std::string_view text) const;
 
 private:
-    // The replacement for the longest key that prefixes `text` and its length; {nullptr view, 0} if none.
-    std::pair<std::string_view, size_t> longest_match(std::string_view text) const;
+    // The replacement for the longest (or the shortest) key that prefixes `text`, and its length;
+    // length 0 when there is none.
+    std::pair<std::string_view, size_t> match(std::string_view text, bool longest) const;
+    std::string_view replacement(uint32_t value) const;
     uint32_t unit(size_t index) const;
 
     std::string blob_;

@@ -48,6 +48,7 @@ void read_unigram(const EncoderModelJson& m, VocabSpec& spec, const std::vector<
     spec.scores.assign(spec.tokens.size(), 0.0f);
     std::copy(scores.begin(), scores.end(), spec.scores.begin());
     if (p.charsmap) spec.precompiled_charsmap = *p.charsmap;
+    spec.charsmap_graphemes = !spec.precompiled_charsmap.empty();  // Precompiled works per grapheme cluster
     spec.collapse_spaces = p.collapse_spaces;
     spec.remove_extra_whitespaces = p.whitespace_split;
     spec.prepend_scheme = p.prepend_scheme;

@@ -57,6 +57,7 @@ void add_encoder_keys(const VocabSpec& spec, bool rewritten, Add& add) {
     if (!spec.prepend_scheme.empty()) add("tokenizer.pagoda.unigram.prepend_scheme", gguf::Value::string(spec.prepend_scheme));
     if (spec.split_words) add("tokenizer.pagoda.unigram.split_words", gguf::Value::boolean(true));
     if (spec.byte_fallback) add("tokenizer.pagoda.unigram.byte_fallback", gguf::Value::boolean(true));
+    if (spec.charsmap_graphemes) add("tokenizer.pagoda.unigram.charsmap_graphemes", gguf::Value::boolean(true));
     if (!spec.pair_template.empty()) {
         std::vector<std::string> items;
         for (const TemplatePiece& p : spec.pair_template) items.push_back(template_piece_text(p));

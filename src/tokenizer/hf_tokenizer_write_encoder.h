@@ -2,7 +2,8 @@
 // A WordPiece vocabulary in llama.cpp's spelling (U+2581 word starts) is written in Hugging Face's
 // ("x" word starts, "##x" continuations). GGUF-only Unigram settings map to their closest steps:
 // remove_extra_whitespaces to a WhitespaceSplit before Metaspace, SentencePiece's dummy prefix to
-// Metaspace's "always" (which does not double a U+2581 before text that starts with a space).
+// Metaspace's "always" (which does not double a U+2581 before text that starts with a space),
+// SentencePiece's longest-match charsmap to Precompiled (per grapheme cluster: charsmap.h).
 // Internal to the hf_tokenizer_* files.
 #pragma once
 #include <string>

@@ -25,5 +25,11 @@ extern const CodeRange kWhiteSpace[];
 extern const size_t kWhiteSpaceCount;
 extern const LowercaseMapping kLowercase[];
 extern const size_t kLowercaseCount;
+// Grapheme_Cluster_Break values (in `cls`): 1 CR, 2 LF, 3 Control, 4 Extend, 5 ZWJ, 6 Regional_Indicator,
+// 7 Prepend, 8 SpacingMark, 9 L, 10 V, 11 T, 12 LV, 13 LVT; absent: Other.
+extern const ClassRange kGraphemeBreak[];
+extern const size_t kGraphemeBreakCount;
+extern const CodeRange kExtendedPictographic[];
+extern const size_t kExtendedPictographicCount;
 
 }  // namespace pagoda::tokenizer::unicode

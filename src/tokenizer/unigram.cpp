@@ -66,7 +66,9 @@ int32_t UnigramEncoder::find_piece(std::string_view text) const {
 }
 
 std::string UnigramEncoder::normalize(std::string_view text, bool first) const {
-    std::string s = charsmap_ ? charsmap_->normalize(text) : utf8_sanitize(text);
+    std::string s = !charsmap_                     ? utf8_sanitize(text)
+                    : vocab_.charsmap_graphemes() ? charsmap_->normalize_graphemes(text)
+                                                  : charsmap_->normalize(text);
     if (vocab_.prepend_scheme().empty()) {
         // A GGUF vocabulary: SentencePiece's own rules, as llama.cpp applies them.
         return escape_spaces(s, vocab_.add_space_prefix(), vocab_.remove_extra_whitespaces());

@@ -1,5 +1,5 @@
 // Unigram (SentencePiece's unigram model: XLM-R, multilingual-e5, bge-m3, T5). A text fragment is
-// normalized — the precompiled charsmap (charsmap.h), extra spaces removed (SentencePiece's
+// normalized — the precompiled charsmap (charsmap.h; per grapheme cluster for tokenizer.json's), extra spaces removed (SentencePiece's
 // remove_extra_whitespaces) or runs of spaces collapsed (tokenizer.json's Replace), spaces shown as
 // U+2581 and one U+2581 prepended (SentencePiece's dummy prefix, or Metaspace's prepend scheme) —
 // optionally split before every U+2581 (Metaspace split), and each piece is segmented by Viterbi: the

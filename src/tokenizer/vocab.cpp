@@ -81,6 +81,7 @@ void read_encoder_pagoda_keys(const gguf::File& file, VocabSpec& spec) {
     spec.prepend_scheme = file.get_string_or("tokenizer.pagoda.unigram.prepend_scheme", "");
     spec.split_words = file.get_bool_or("tokenizer.pagoda.unigram.split_words", false);
     spec.byte_fallback = file.get_bool_or("tokenizer.pagoda.unigram.byte_fallback", false);
+    spec.charsmap_graphemes = file.get_bool_or("tokenizer.pagoda.unigram.charsmap_graphemes", false);
     if (file.has("tokenizer.pagoda.pair_template")) {
         for (const std::string& item : file.get_strings("tokenizer.pagoda.pair_template"))
             spec.pair_template.push_back(parse_template_piece(item, "tokenizer.pagoda.pair_template"));

@@ -75,6 +75,7 @@ struct VocabSpec {
     std::optional<bool> lowercase, strip_accents, clean_text, handle_chinese_chars;
     // Unigram: SentencePiece's precompiled normalization rules (the binary blob; empty: none).
     std::string precompiled_charsmap;
+    bool charsmap_graphemes = false;  // applied per grapheme cluster, as Hugging Face's Precompiled (charsmap.h)
     std::optional<bool> remove_extra_whitespaces;  // SentencePiece: trim, and collapse runs of spaces
     bool collapse_spaces = false;                  // tokenizer.json's Replace of " {2,}" by " " (XLM-R)
     // tokenizer.json's Metaspace: "always", "first" or "never" (no doubled U+2581 before a text that
@@ -156,6 +157,7 @@ public:
     const BertOptions& bert_options() const { return bert_; }
     // Unigram.
     const std::string& precompiled_charsmap() const { return charsmap_; }
+    bool charsmap_graphemes() const { return charsmap_graphemes_; }
     bool remove_extra_whitespaces() const { return remove_extra_whitespaces_; }
     bool collapse_spaces() const { return collapse_spaces_; }
     const std::string& prepend_scheme() const { return prepend_scheme_; }
@@ -203,6 +205,7 @@ private:
     BertOptions bert_;
     std::string charsmap_;
     bool remove_extra_whitespaces_ = false, collapse_spaces_ = false, split_words_ = false, byte_fallback_ = false;
+    bool charsmap_graphemes_ = false;
     std::string prepend_scheme_;
     FimTokens fim_;
     bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;

@@ -97,6 +97,7 @@ void Vocab::set_encoder_options(const VocabSpec& spec) {
     if (type_ == VocabType::ugm) {
         if (!spec.precompiled_charsmap.empty()) Charsmap check(spec.precompiled_charsmap);  // throws when malformed
         charsmap_ = spec.precompiled_charsmap;
+        charsmap_graphemes_ = spec.charsmap_graphemes;
         remove_extra_whitespaces_ = spec.remove_extra_whitespaces.value_or(false);
         collapse_spaces_ = spec.collapse_spaces;
         prepend_scheme_ = spec.prepend_scheme;

@@ -220,10 +220,11 @@ function buildCharsmap(rules) {
 }
 
 test('Unigram: random vocabularies, charsmaps and Metaspace switches agree with Hugging Face tokenizers', { skip }, async () => {
-  // One character per grapheme cluster in the rules' keys, so SentencePiece's longest match and
-  // Hugging Face's per-grapheme lookup agree (see charsmap.h).
+  // Keys of one character and of several (a base and its marks, conjoining jamo, two letters across
+  // clusters): Hugging Face applies them per grapheme cluster (charsmap.h), and so must pagoda.
   const charsmap = buildCharsmap([['Ａ', 'a'], ['ｂ', 'b'], ['１', '1'], ['\u3000', ' '], ['\t', ' '], ['\n', ' '],
-    ['\u00a0', ' '], ['ﬁ', 'fi'], ['Å', 'å'], ['\u200b', ''], ['！', '!']]);
+    ['\u00a0', ' '], ['ﬁ', 'fi'], ['Å', 'å'], ['\u200b', ''], ['！', '!'], ['e\u0301', 'é'], ['o\u0302', 'ô'],
+    ['\u1100\u1161', '가'], ['qz', 'Q'], ['\u0301', '']]);
   for (let v = 0; v < 8; v++) {
     const r = rng(2000 + v);
     const vocab = [['<s>', 0], ['<pad>', 0], ['</s>', 0], ['<unk>', 0], [SPACE, -3 - r.below(3)]];
@@ -249,7 +250,8 @@ test('Unigram: random vocabularies, charsmaps and Metaspace switches agree with 
       model: { type: 'Unigram', unk_id: 3, vocab, byte_fallback: byteFallback },
     };
     const texts = [];
-    for (let i = 0; i < 60; i++) texts.push(randomText(r).replace(/[\u0301\u0308\u0302\u0323]/g, ''));
+    for (let i = 0; i < 50; i++) texts.push(randomText(r));
+    for (let i = 0; i < 10; i++) texts.push(r.pick(['e\u0301\u0323x', 'qz', 'o\u0302\u0302', '\u1100\u1161\u11a8', 'a\u0301', '🇫🇷🇩', 'ab\u0301c']) + randomText(r, 3));
     await compare(`unigram-${v}`, json, texts);
   }
 });
