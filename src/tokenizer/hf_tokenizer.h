@@ -5,16 +5,22 @@
 // pre-tokenizer is the registry name with the same regexes, or the file's own regexes when none
 // matches; SentencePiece-as-BPE (Llama 2, Mistral, Gemma, Phi-3: byte_fallback, "▁" for spaces from a
 // Replace normalizer or a Metaspace pre-tokenizer) becomes a "llama" spec whose scores are the
-// negated merge ranks, so pagoda's score-ordered merging replays the file's merge order. Unigram,
-// WordPiece, WordLevel and any normalizer, pre-tokenizer, post-processor or decoder step pagoda would
-// not reproduce are refused by name. Every error is a pagoda::Error naming the file and the key.
+// negated merge ranks, so pagoda's score-ordered merging replays the file's merge order; WordPiece
+// (BERT: BertNormalizer, BertPreTokenizer, Bert/Template post-processor, WordPiece decoder) becomes a
+// "bert" spec; Unigram (XLM-R, T5: Precompiled charsmap, Replace of " {2,}", WhitespaceSplit,
+// Metaspace, Roberta/Template post-processor, Metaspace decoder) a "t5" spec. WordLevel and any
+// normalizer, pre-tokenizer, post-processor or decoder step pagoda would not reproduce are refused by
+// name. The WordPiece decoder's cleanup (" ." -> ".", " do not" -> " don't") is not applied: decode()
+// keeps the spaces between words, so decoding stays lossless. Every error is a pagoda::Error naming
+// the file and the key.
 // An NFC normalizer is applied (unicode_nfc.h) to the text between added tokens, as transformers
 // does; a GGUF has no key for it, so a file converted to GGUF loses it (as with llama.cpp's
 // converter). Known gap, accepted because llama.cpp runs these files the same way: a
 // multi-character SentencePiece token that no merge produces is given the lowest score rather than
 // being unreachable.
 //
-// Write: the same forms from a spec (e.g. one read from a GGUF): SentencePiece vocabularies get BPE
+// Write: the same forms from a spec (e.g. one read from a GGUF; WordPiece and Unigram as
+// hf_tokenizer_write_encoder.h says): SentencePiece vocabularies get BPE
 // merges derived from their scores the way transformers' converter derives them (every split of a
 // piece into two pieces, highest score first), byte-level ones their merges and their regexes as
 // Split steps before a ByteLevel step (GPT-2's regex alone as ByteLevel with use_regex).

@@ -1,5 +1,7 @@
 #include "tokenizer/hf_tokenizer_json.h"
 
+#include <cstring>
+
 namespace pagoda::tokenizer::hf {
 
 Json parse_json(std::string_view text, const std::string& file) {
@@ -75,6 +77,47 @@ std::optional<std::string> token_text(const Json& obj, std::string_view key, con
     if (m->is_string()) return m->get<std::string>();
     if (m->is_object()) return as_string(required(*m, "content", at / key), at / key / "content");
     (at / key).fail("must be a token string or an object with \"content\", not {}", m->type_name());
+}
+
+namespace {
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}
+
+std::string decode_base64(std::string_view text, const JsonPath& at) {
+    std::string out;
+    out.reserve(text.size() / 4 * 3 + 3);
+    uint32_t bits = 0;
+    int n_bits = 0;
+    size_t end = text.size();
+    while (end > 0 && text[end - 1] == '=') --end;
+    if (text.size() - end > 2) at.fail("is not valid base64 (too much '=' padding)");
+    for (size_t i = 0; i < end; ++i) {
+        const char* hit = text[i] ? std::strchr(kBase64, text[i]) : nullptr;
+        if (!hit) at.fail("is not valid base64 (character {} is '{}')", i, text[i]);
+        bits = (bits << 6) | uint32_t(hit - kBase64);
+        n_bits += 6;
+        if (n_bits >= 8) {
+            n_bits -= 8;
+            out += char((bits >> n_bits) & 0xFF);
+        }
+    }
+    if (n_bits >= 6) at.fail("is not valid base64 (its length is not possible)");
+    return out;
+}
+
+std::string encode_base64(std::string_view bytes) {
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+        uint32_t chunk = uint32_t(uint8_t(bytes[i])) << 16;
+        if (i + 1 < bytes.size()) chunk |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+        if (i + 2 < bytes.size()) chunk |= uint32_t(uint8_t(bytes[i + 2]));
+        out += kBase64[(chunk >> 18) & 63];
+        out += kBase64[(chunk >> 12) & 63];
+        out += i + 1 < bytes.size() ? kBase64[(chunk >> 6) & 63] : '=';
+        out += i + 2 < bytes.size() ? kBase64[chunk & 63] : '=';
+    }
+    return out;
 }
 
 }  // namespace pagoda::tokenizer::hf

@@ -49,13 +49,30 @@ void read_normalizer(const Json& n, const JsonPath& at, TextPipeline& out) {
         bool literal = false;
         std::string from = replace_pattern(required(n, "pattern", at), at / "pattern", &literal);
         const std::string& to = as_string(required(n, "content", at), at / "content");
+        if (!literal && from == " {2,}" && to == " ") {  // XLM-R's: runs of spaces become one
+            out.collapse_spaces = true;
+            return;
+        }
         if (!literal || from != " " || to != kSpmSpace)
             at.fail("a Replace of '{}' by '{}' is not supported (only \" \" by \"\u2581\", SentencePiece's space)", from, to);
         out.spm_spaces = out.normalized_spaces = true;
     } else if (type == "NFC") {
         out.nfc = true;  // unicode_nfc.h
+    } else if (type == "BertNormalizer") {
+        VocabSpec bert;
+        bert.clean_text = optional_bool(n, "clean_text", at).value_or(true);
+        bert.handle_chinese_chars = optional_bool(n, "handle_chinese_chars", at).value_or(true);
+        bert.lowercase = optional_bool(n, "lowercase", at).value_or(true);
+        bert.strip_accents = optional_bool(n, "strip_accents", at);  // null: follow lowercase
+        out.bert = std::move(bert);
+    } else if (type == "Precompiled") {
+        const Json* blob = member(n, "precompiled_charsmap");
+        out.charsmap = blob ? decode_base64(as_string(*blob, at / "precompiled_charsmap"), at / "precompiled_charsmap")
+                            : std::string();
     } else {
-        (at / "type").fail("normalizer type '{}' is not supported (pagoda supports Sequence, Prepend, Replace and NFC)", type);
+        (at / "type").fail("normalizer type '{}' is not supported (pagoda supports Sequence, Prepend, Replace, NFC, "
+                           "BertNormalizer and Precompiled)",
+                           type);
     }
 }
 
@@ -97,19 +114,62 @@ void read_pre_tokenizer(const Json& p, const JsonPath& at, TextPipeline& out) {
         if (replacement != kSpmSpace)
             (at / "replacement").fail("Metaspace replacement '{}' is not supported (only \"\u2581\")", replacement);
         out.spm_spaces = true;
+        out.metaspace = true;
+        out.metaspace_split = optional_bool(p, "split", at).value_or(true);
         if (auto scheme = optional_string(p, "prepend_scheme", at)) {
             if (*scheme == "first" || *scheme == "always")
                 out.prepend_space = true;
             else if (*scheme != "never")
                 (at / "prepend_scheme").fail("Metaspace prepend_scheme '{}' is not one of first, always, never", *scheme);
+            out.prepend_scheme = *scheme;
         } else if (optional_bool(p, "add_prefix_space", at).value_or(true)) {  // the older form
             out.prepend_space = true;
+            out.prepend_scheme = "always";
+        } else {
+            out.prepend_scheme = "never";
         }
+    } else if (type == "BertPreTokenizer") {
+        out.bert_pre_tokenizer = true;
+    } else if (type == "WhitespaceSplit") {
+        // T5's split at whitespace before Metaspace: SentencePiece's remove_extra_whitespaces.
+        if (out.metaspace) (at / "type").fail("WhitespaceSplit after Metaspace is not supported");
+        out.whitespace_split = true;
     } else {
         (at / "type").fail("pre-tokenizer type '{}' is not supported (pagoda supports Sequence, ByteLevel, Split, Digits, "
-                           "Punctuation and Metaspace)",
+                           "Punctuation, Metaspace, WhitespaceSplit and BertPreTokenizer)",
                            type);
     }
+}
+
+// TemplateProcessing's pair template: SpecialToken items (each a single id) and Sequence A / B.
+void read_pair_template(const Json& pair, const JsonPath& at, const Json* specials, const JsonPath& processor_at,
+                        AddedAround& out) {
+    as_array(pair, at);
+    std::vector<TemplatePiece> items;
+    for (size_t i = 0; i < pair.size(); ++i) {
+        const JsonPath item_at = at[i];
+        const Json& item = as_object(pair[i], item_at);
+        TemplatePiece piece;
+        if (const Json* seq = member(item, "Sequence")) {
+            const JsonPath seq_at = item_at / "Sequence";
+            const std::string& id = as_string(required(as_object(*seq, seq_at), "id", seq_at), seq_at / "id");
+            if (id != "A" && id != "B") (seq_at / "id").fail("'{}' is not A or B", id);
+            piece.sequence = id == "A" ? 0 : 1;
+            piece.type_id = int(as_token_id(required(*seq, "type_id", seq_at), seq_at / "type_id"));
+        } else {
+            const JsonPath sp_at = item_at / "SpecialToken";
+            const Json& special = as_object(required(item, "SpecialToken", item_at), sp_at);
+            const std::string& name = as_string(required(special, "id", sp_at), sp_at / "id");
+            const JsonPath def_at = processor_at / "special_tokens" / name;
+            if (!specials || !member(*specials, name)) def_at.fail("is missing (named by {})", item_at.path);
+            const Json& ids = as_array(required((*specials)[name], "ids", def_at), def_at / "ids");
+            if (ids.size() != 1) (def_at / "ids").fail("holds {} ids; pagoda adds single tokens", ids.size());
+            piece.token = int32_t(as_token_id(ids[0], (def_at / "ids")[0]));
+            piece.type_id = int(as_token_id(required(special, "type_id", sp_at), sp_at / "type_id"));
+        }
+        items.push_back(piece);
+    }
+    out.pair = std::move(items);
 }
 
 void read_processor(const Json& p, const JsonPath& at, AddedAround& out) {
@@ -120,9 +180,27 @@ void read_processor(const Json& p, const JsonPath& at, AddedAround& out) {
         return;
     }
     if (type == "ByteLevel") return;  // only adjusts offsets
+    out.type = type;
+    if (type == "BertProcessing" || type == "RobertaProcessing") {
+        // {"sep": ["[SEP]", 102], "cls": ["[CLS]", 101]}: cls A sep (pair: cls A sep B sep for BERT with
+        // B typed 1; cls A sep sep B sep all typed 0 for RoBERTa).
+        auto token = [&](const char* key) {
+            const Json& pair = as_array(required(p, key, at), at / key);
+            if (pair.size() != 2) (at / key).fail("must be a [token, id] pair");
+            return as_token_id(pair[1], (at / key)[1]);
+        };
+        const int32_t cls = int32_t(token("cls")), sep = int32_t(token("sep"));
+        out.before = cls;
+        out.after = sep;
+        if (type == "BertProcessing")
+            out.pair = {{cls, 0, 0}, {-1, 0, 0}, {sep, 0, 0}, {-1, 1, 1}, {sep, 0, 1}};
+        else
+            out.pair = {{cls, 0, 0}, {-1, 0, 0}, {sep, 0, 0}, {sep, 0, 0}, {-1, 1, 0}, {sep, 0, 0}};
+        return;
+    }
     if (type != "TemplateProcessing")
-        (at / "type").fail("post-processor type '{}' is not supported (pagoda supports TemplateProcessing, ByteLevel "
-                           "and Sequence)",
+        (at / "type").fail("post-processor type '{}' is not supported (pagoda supports TemplateProcessing, BertProcessing, "
+                           "RobertaProcessing, ByteLevel and Sequence)",
                            type);
     const Json& single = as_array(required(p, "single", at), at / "single");
     const Json* specials = member(p, "special_tokens");
@@ -149,13 +227,23 @@ void read_processor(const Json& p, const JsonPath& at, AddedAround& out) {
     if (!seen_text) (at / "single").fail("has no Sequence item for the text");
     if (before > 1 || after > 1)
         (at / "single").fail("adds {} tokens before and {} after the text; pagoda adds at most one BOS and one EOS", before, after);
+    if (const Json* pair = member(p, "pair")) read_pair_template(*pair, at / "pair", specials, at, out);
 }
 
-void check_decoder_step(const Json& d, const JsonPath& at) {
+void check_decoder_step(const Json& d, const JsonPath& at, bool wordpiece, const std::string& continuing_prefix) {
     const std::string& type = type_of(d, at);
     if (type == "Sequence") {
         const Json& steps = as_array(required(d, "decoders", at), at / "decoders");
-        for (size_t i = 0; i < steps.size(); ++i) check_decoder_step(steps[i], (at / "decoders")[i]);
+        for (size_t i = 0; i < steps.size(); ++i)
+            check_decoder_step(steps[i], (at / "decoders")[i], wordpiece, continuing_prefix);
+        return;
+    }
+    if (type == "WordPiece") {
+        if (!wordpiece) (at / "type").fail("a WordPiece decoder is only supported with a WordPiece model");
+        const std::string prefix = optional_string(d, "prefix", at).value_or("##");
+        if (prefix != continuing_prefix)
+            (at / "prefix").fail("'{}' differs from the model's continuing_subword_prefix '{}'", prefix, continuing_prefix);
+        // cleanup (" ." -> ".", " n't" -> "n't", ...) is not applied: decode() keeps the spaces between words.
         return;
     }
     for (const char* known : {"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip"})
@@ -192,8 +280,8 @@ AddedAround read_post_processor(const Json& tokenizer_json, const JsonPath& root
     return out;
 }
 
-void check_decoder(const Json& tokenizer_json, const JsonPath& root) {
-    if (const Json* d = member(tokenizer_json, "decoder")) check_decoder_step(*d, root / "decoder");
+void check_decoder(const Json& tokenizer_json, const JsonPath& root, bool wordpiece, const std::string& continuing_prefix) {
+    if (const Json* d = member(tokenizer_json, "decoder")) check_decoder_step(*d, root / "decoder", wordpiece, continuing_prefix);
 }
 
 std::optional<std::string> pre_tokenizer_name_for(const std::vector<std::string>& patterns,

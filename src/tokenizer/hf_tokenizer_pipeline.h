@@ -19,16 +19,30 @@ struct TextPipeline {
     bool prepend_space = false;          // a U+2581 goes before the text (Prepend / Metaspace scheme)
     bool normalized_spaces = false;      // the normalizer already replaced every " " (pre-tokenizers run after it)
     bool nfc = false;                    // an NFC normalizer step
+    // WordPiece / Unigram pipelines.
+    std::optional<VocabSpec> bert;       // a BertNormalizer step: its switches (lowercase, strip_accents, ...)
+    bool bert_pre_tokenizer = false;     // a BertPreTokenizer step
+    std::optional<std::string> charsmap; // a Precompiled step: the decoded blob (empty: a no-op step)
+    bool collapse_spaces = false;        // a Replace of the regex " {2,}" by " "
+    bool metaspace = false;              // a Metaspace pre-tokenizer step
+    std::string prepend_scheme;          // its scheme (always / first / never)
+    bool metaspace_split = false;        // its split switch
+    bool whitespace_split = false;       // a WhitespaceSplit step before it (T5's)
 };
 TextPipeline read_text_pipeline(const Json& tokenizer_json, const JsonPath& root);
 
-// The tokens the post-processor adds around a single sequence (TemplateProcessing), by id.
+// The tokens the post-processor adds around a single sequence, by id, and its pair template
+// (TemplateProcessing, BertProcessing, RobertaProcessing).
 struct AddedAround {
     std::optional<int64_t> before, after;
+    std::vector<TemplatePiece> pair;  // empty when the file gives none
+    std::string type;                 // the post-processor's type ("" when there is none)
 };
 AddedAround read_post_processor(const Json& tokenizer_json, const JsonPath& root);
-// Refuses a decoder step pagoda's decode() does not match (WordPiece, CTC, BPEDecoder…).
-void check_decoder(const Json& tokenizer_json, const JsonPath& root);
+// Refuses a decoder step pagoda's decode() does not match (CTC, BPEDecoder…; WordPiece only when
+// `wordpiece` with the model's continuation prefix).
+void check_decoder(const Json& tokenizer_json, const JsonPath& root, bool wordpiece = false,
+                   const std::string& continuing_prefix = "##");
 
 // The registry name whose regexes are exactly `patterns` (and whose ignore_merges default agrees
 // when the file states one), or nullopt.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "tokenizer/hf_tokenizer.h"
+#include "tokenizer/hf_tokenizer_encoder.h"
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/hf_tokenizer_pipeline.h"
 #include "tokenizer/pretokenizer.h"
@@ -16,8 +17,6 @@ namespace {
 
 using hf::Json;
 using hf::JsonPath;
-
-constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
 
 struct AddedToken {
     std::string content;
@@ -66,7 +65,7 @@ std::pair<std::string, std::string> read_merge(const Json& m, const JsonPath& at
 
 struct Config {
     std::map<int64_t, AddedToken> added;
-    std::optional<std::string> bos, eos, unk, pad, sep;
+    std::optional<std::string> bos, eos, unk, pad, sep, cls, mask;
     std::optional<bool> add_bos, add_eos;
     std::string chat_template;
 };
@@ -92,6 +91,8 @@ Config read_config(std::string_view text, const std::string& file) {
     c.unk = hf::token_text(j, "unk_token", root);
     c.pad = hf::token_text(j, "pad_token", root);
     c.sep = hf::token_text(j, "sep_token", root);
+    c.cls = hf::token_text(j, "cls_token", root);
+    c.mask = hf::token_text(j, "mask_token", root);
     c.add_bos = hf::optional_bool(j, "add_bos_token", root);
     c.add_eos = hf::optional_bool(j, "add_eos_token", root);
     if (const Json* t = hf::member(j, "chat_template")) {
@@ -134,16 +135,16 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
         type = "BPE";  // files from before the model carried its type
     else
         (model_at / "type").fail("is missing");
-    if (type == "Unigram")
-        (model_at / "type").fail("'Unigram' is not supported: pagoda's SentencePiece tokenizer merges pieces by score "
-                                 "(BPE) and would not reproduce Unigram's segmentation");
-    if (type != "BPE")
-        (model_at / "type").fail("'{}' is not supported (pagoda supports BPE: byte-level and SentencePiece-style)", type);
-    if (const Json* d = hf::member(model, "dropout"); d && !(d->is_number() && d->get<double>() == 0.0))
-        (model_at / "dropout").fail("BPE dropout is not supported (it makes tokenization random)");
-    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-        if (auto v = hf::optional_string(model, key, model_at); v && !v->empty())
-            (model_at / key).fail("'{}' is not supported (pagoda's BPE has no word prefixes or suffixes)", *v);
+    if (type != "BPE" && type != "WordPiece" && type != "Unigram")
+        (model_at / "type").fail("'{}' is not supported (pagoda supports BPE, WordPiece and Unigram)", type);
+    const bool bpe = type == "BPE", wordpiece = type == "WordPiece", unigram = type == "Unigram";
+    if (bpe) {
+        if (const Json* d = hf::member(model, "dropout"); d && !(d->is_number() && d->get<double>() == 0.0))
+            (model_at / "dropout").fail("BPE dropout is not supported (it makes tokenization random)");
+        for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+            if (auto v = hf::optional_string(model, key, model_at); v && !v->empty())
+                (model_at / key).fail("'{}' is not supported (pagoda's BPE has no word prefixes or suffixes)", *v);
+    }
     const bool byte_fallback = hf::optional_bool(model, "byte_fallback", model_at).value_or(false);
     const std::optional<bool> ignore_merges = hf::optional_bool(model, "ignore_merges", model_at);
 
@@ -162,10 +163,21 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
     };
     const JsonPath vocab_at = model_at / "vocab";
     const Json& vocab = hf::required(model, "vocab", model_at);
-    if (vocab.is_array())
-        vocab_at.fail("is a list of [piece, score] pairs, the Unigram form; model.type BPE needs a {{piece: id}} object");
-    for (const auto& [text, id] : hf::as_object(vocab, vocab_at).items())
-        place(hf::as_token_id(id, vocab_at / text), text, vocab_at / text);
+    std::vector<float> unigram_scores;
+    if (unigram) {
+        // [[piece, score], ...]: the id is the position.
+        for (size_t i = 0; i < hf::as_array(vocab, vocab_at).size(); ++i) {
+            const Json& entry = hf::as_array(vocab[i], vocab_at[i]);
+            if (entry.size() != 2 || !entry[1].is_number()) vocab_at[i].fail("must be a [piece, score] pair");
+            place(int64_t(i), hf::as_string(entry[0], vocab_at[i][0]), vocab_at[i]);
+            unigram_scores.push_back(entry[1].get<float>());
+        }
+    } else {
+        if (vocab.is_array())
+            vocab_at.fail("is a list of [piece, score] pairs, the Unigram form; model.type {} needs a {{piece: id}} object", type);
+        for (const auto& [text, id] : hf::as_object(vocab, vocab_at).items())
+            place(hf::as_token_id(id, vocab_at / text), text, vocab_at / text);
+    }
     std::map<int64_t, AddedToken> added;
     if (const Json* list = hf::member(tj, "added_tokens")) {
         const JsonPath at = root / "added_tokens";
@@ -202,16 +214,26 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
 
     const hf::TextPipeline pipeline = hf::read_text_pipeline(tj, root);
     const hf::AddedAround around = hf::read_post_processor(tj, root);
-    hf::check_decoder(tj, root);
-    const bool spm = !pipeline.byte_level && (byte_fallback || pipeline.spm_spaces);
-    if (!pipeline.byte_level && !spm)
+    if (!bpe) {
+        hf::read_encoder_model(type, {tj, model, model_at, root, pipeline, byte_fallback}, spec, id_of, unigram_scores);
+    } else {
+        hf::check_decoder(tj, root);
+        if (pipeline.bert || pipeline.bert_pre_tokenizer || pipeline.charsmap || pipeline.collapse_spaces ||
+            pipeline.whitespace_split)
+            root.fail("a BERT or Unigram text step (BertNormalizer, BertPreTokenizer, Precompiled, Replace of \" {{2,}}\", "
+                      "WhitespaceSplit) "
+                      "with a BPE model is not supported");
+    }
+    const bool spm = bpe && !pipeline.byte_level && (byte_fallback || pipeline.spm_spaces);
+    if (bpe && !pipeline.byte_level && !spm)
         root.fail("a BPE model without a ByteLevel pre-tokenizer or SentencePiece's \u2581 spaces is not supported");
     if (spm && !pipeline.spm_spaces)
         root.fail("a byte_fallback BPE model needs spaces turned into \u2581 (a Replace normalizer or a Metaspace pre-tokenizer)");
 
     // Merges: every piece and every result must be a token (tokenizers refuses such files too).
     const JsonPath merges_at = model_at / "merges";
-    const Json& merges = hf::as_array(hf::required(model, "merges", model_at), merges_at);
+    static const Json kNoMerges = Json::array();
+    const Json& merges = bpe ? hf::as_array(hf::required(model, "merges", model_at), merges_at) : kNoMerges;
     std::vector<float> scores;
     if (spm) scores.assign(n, -float(merges.size() + 1));  // tokens no merge makes: merged last
     if (!spm) spec.merges.reserve(merges.size());
@@ -232,9 +254,11 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
     }
     if (spm) spec.scores = std::move(scores);
 
-    spec.model = spm ? "llama" : "gpt2";
+    if (bpe) spec.model = spm ? "llama" : "gpt2";
     spec.nfc = pipeline.nfc;
-    if (!spm) {
+    if (!bpe) {
+        // read_encoder_model has set the model's own fields.
+    } else if (!spm) {
         if (auto name_of = hf::pre_tokenizer_name_for(pipeline.patterns, ignore_merges)) {
             spec.pre = *name_of;
         } else {
@@ -245,6 +269,8 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
         spec.ignore_merges = ignore_merges.value_or(false);
     } else {
         spec.add_space_prefix = pipeline.prepend_space;
+    }
+    if (spm || unigram) {
         if (byte_fallback)
             for (size_t id = 0; id < n; ++id)
                 if (texts[id] && is_byte_piece(spec.tokens[id])) spec.token_types[id] = int64_t(TokenType::byte);
@@ -258,6 +284,14 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
         spec.unk = id_of(*unk, model_at / "unk_token");
         spec.token_types[*spec.unk] = int64_t(TokenType::unknown);
     }
+    if (unigram) {
+        if (const Json* unk_id = hf::member(model, "unk_id")) {
+            spec.unk = hf::as_token_id(*unk_id, model_at / "unk_id");
+            if (size_t(*spec.unk) >= n) (model_at / "unk_id").fail("{} is not a token id (the vocabulary has {})", *spec.unk, n);
+            if (spec.token_types[*spec.unk] == int64_t(TokenType::normal))
+                spec.token_types[*spec.unk] = int64_t(TokenType::unknown);
+        }
+    }
 
     // Special ids and BOS/EOS: tokenizer_config.json wins over the post-processor, as transformers
     // rebuilds the post-processor from add_bos_token / add_eos_token.
@@ -270,15 +304,26 @@ HfTokenizer parse(std::string_view tokenizer_json, std::string_view config_json,
     if (auto u = config_id(config.unk, "unk_token"); u && !spec.unk) spec.unk = u;
     spec.pad = config_id(config.pad, "pad_token");
     spec.sep = config_id(config.sep, "sep_token");
+    spec.cls = config_id(config.cls, "cls_token");
+    spec.mask = config_id(config.mask, "mask_token");
     if (!spec.bos && around.before) spec.bos = around.before;
-    if (!spec.eos && around.after) spec.eos = around.after;
+    if (wordpiece) {
+        // BERT ends a text with its separator, not an EOS: [CLS] text [SEP].
+        if (!spec.sep && around.after) spec.sep = around.after;
+        spec.add_sep = around.after.has_value();
+        if (!spec.cls && around.before) spec.cls = around.before;
+        spec.add_eos = config.add_eos.value_or(false);
+    } else {
+        if (!spec.eos && around.after) spec.eos = around.after;
+        spec.add_eos = config.add_eos.value_or(around.after.has_value());
+    }
     spec.add_bos = config.add_bos.value_or(around.before.has_value());
-    spec.add_eos = config.add_eos.value_or(around.after.has_value());
+    spec.pair_template = around.pair;
     if (*spec.add_bos && !spec.bos) cfg_root.fail("add_bos_token is true but no BOS token is named (bos_token)");
     if (*spec.add_eos && !spec.eos) cfg_root.fail("add_eos_token is true but no EOS token is named (eos_token)");
     // A token the files do not name does not exist: llama.cpp's per-kind default ids (BPE's 11,
     // SentencePiece's 1/2/0) describe GGUF conversions, not these files.
-    for (std::optional<int64_t>* id : {&spec.bos, &spec.eos, &spec.unk})
+    for (std::optional<int64_t>* id : {&spec.bos, &spec.eos, &spec.unk, &spec.sep, &spec.cls, &spec.pad, &spec.mask})
         if (!*id) *id = -1;
 
     // What Vocab and the pre-tokenizer would refuse, refused here with the file's name.

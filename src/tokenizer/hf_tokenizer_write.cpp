@@ -6,6 +6,7 @@
 
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/hf_tokenizer_pipeline.h"
+#include "tokenizer/hf_tokenizer_write_encoder.h"
 #include "tokenizer/utf8.h"
 
 namespace pagoda::tokenizer {
@@ -63,6 +64,8 @@ OJson token_or_null(const Vocab& v, int32_t id) { return id == kNoToken ? OJson(
 HfTokenizerFiles render_hf_tokenizer(const VocabSpec& spec, const std::string& chat_template) {
     const Vocab v = Vocab::from_spec(spec);
     const bool spm = v.type() == VocabType::spm;
+    const bool encoder = v.type() == VocabType::wpm || v.type() == VocabType::ugm;
+    const std::vector<std::string> texts = hf::hf_token_texts(v);  // v's texts, WordPiece in Hugging Face's spelling
     for (int32_t id = 0; id < v.n_tokens(); ++id)
         if (!utf8_valid(v.text(id)))
             fail("token {} is not valid UTF-8, which tokenizer.json (a JSON file) cannot hold", id);
@@ -74,9 +77,9 @@ HfTokenizerFiles render_hf_tokenizer(const VocabSpec& spec, const std::string& c
     std::unordered_map<std::string_view, size_t> slot_of;  // text -> index in `entries`
     std::vector<std::pair<std::string_view, int32_t>> entries;
     for (int32_t id = 0; id < v.n_tokens(); ++id) {
-        auto [it, fresh] = slot_of.emplace(v.text(id), entries.size());
+        auto [it, fresh] = slot_of.emplace(texts[size_t(id)], entries.size());
         if (fresh)
-            entries.emplace_back(v.text(id), id);
+            entries.emplace_back(texts[size_t(id)], id);
         else if (!is_added(v.token_type(id)))
             entries[it->second].second = id;
     }
@@ -91,7 +94,7 @@ HfTokenizerFiles render_hf_tokenizer(const VocabSpec& spec, const std::string& c
     for (int32_t id = 0; id < v.n_tokens(); ++id) {
         const TokenType t = v.token_type(id);
         if (!is_added(t)) continue;
-        OJson entry = {{"id", id},           {"content", v.text(id)}, {"single_word", false},
+        OJson entry = {{"id", id},           {"content", texts[size_t(id)]}, {"single_word", false},
                        {"lstrip", v.lstrip(id)}, {"rstrip", v.rstrip(id)}, {"normalized", false},
                        {"special", t != TokenType::user_defined}};
         added.push_back(entry);
@@ -99,7 +102,7 @@ HfTokenizerFiles render_hf_tokenizer(const VocabSpec& spec, const std::string& c
         added_decoder[std::to_string(id)] = entry;
     }
 
-    OJson model = {{"type", "BPE"},
+    OJson model = encoder ? hf::encoder_model_json(v, texts, std::move(vocab)) : OJson{{"type", "BPE"},
                    {"dropout", nullptr},
                    {"unk_token", spm ? token_or_null(v, v.unk()) : OJson(nullptr)},
                    {"continuing_subword_prefix", nullptr},
@@ -113,10 +116,10 @@ HfTokenizerFiles render_hf_tokenizer(const VocabSpec& spec, const std::string& c
                        {"truncation", nullptr},
                        {"padding", nullptr},
                        {"added_tokens", std::move(added)},
-                       {"normalizer", hf::normalizer_json(v)},
-                       {"pre_tokenizer", hf::pre_tokenizer_json(v)},
-                       {"post_processor", hf::post_processor_json(v)},
-                       {"decoder", hf::decoder_json(v)},
+                       {"normalizer", encoder ? hf::encoder_normalizer_json(v) : hf::normalizer_json(v)},
+                       {"pre_tokenizer", encoder ? hf::encoder_pre_tokenizer_json(v) : hf::pre_tokenizer_json(v)},
+                       {"post_processor", encoder ? hf::encoder_post_processor_json(v, texts) : hf::post_processor_json(v)},
+                       {"decoder", encoder ? hf::encoder_decoder_json(v) : hf::decoder_json(v)},
                        {"model", std::move(model)}};
 
     OJson config = {{"add_bos_token", v.add_bos()},
@@ -127,7 +130,9 @@ HfTokenizerFiles render_hf_tokenizer(const VocabSpec& spec, const std::string& c
     config["clean_up_tokenization_spaces"] = false;
     config["eos_token"] = token_or_null(v, v.eos());
     config["pad_token"] = token_or_null(v, v.pad());
-    if (v.sep() != kNoToken) config["sep_token"] = v.text(v.sep());
+    if (v.sep() != kNoToken) config["sep_token"] = texts[size_t(v.sep())];
+    if (v.cls() != kNoToken) config["cls_token"] = texts[size_t(v.cls())];
+    if (v.mask() != kNoToken) config["mask_token"] = texts[size_t(v.mask())];
     config["tokenizer_class"] = spm ? "LlamaTokenizerFast" : "PreTrainedTokenizerFast";
     config["unk_token"] = token_or_null(v, v.unk());
     return {tokenizer.dump(2) + "\n", config.dump(2) + "\n"};

@@ -2,13 +2,16 @@
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "tokenizer/bert_normalizer.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/spm.h"
+#include "tokenizer/unigram.h"
 #include "tokenizer/unicode_nfc.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer/wordpiece.h"
 
 namespace pagoda::tokenizer {
 
@@ -21,6 +24,7 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
         pre_ = std::make_unique<PreTokenizer>(vocab_.pre(), vocab_.pre_patterns());
         bpe_ = std::make_unique<BpeEncoder>(vocab_);
     }
+    if (vocab_.type() == VocabType::ugm) ugm_ = std::make_unique<UnigramEncoder>(vocab_);
     specials_ = std::make_unique<SpecialTokenMatcher>(vocab_);
 }
 
@@ -34,17 +38,37 @@ std::unique_ptr<Tokenizer> Tokenizer::from_vocab(Vocab vocab) {
     return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(vocab)));
 }
 
-void Tokenizer::encode_text(std::string_view text, bool after_special, std::vector<int32_t>& out) const {
+bool Tokenizer::strips_leading_space() const {
+    switch (vocab_.type()) {
+        case VocabType::spm: return vocab_.add_space_prefix();
+        case VocabType::bpe: return false;
+        case VocabType::wpm: return true;  // every word-start piece renders with a space before it
+        case VocabType::ugm:
+            return vocab_.prepend_scheme().empty() ? vocab_.add_space_prefix() : vocab_.prepend_scheme() != "never";
+    }
+    return false;
+}
+
+void Tokenizer::encode_text(std::string_view text, bool after_special, bool first, std::vector<int32_t>& out) const {
     // tokenizer.json's normalizer runs on each piece between added tokens, as here.
     if (vocab_.nfc() && !nfc_trivially_unchanged(text)) {
         const std::string normalized = nfc(text);
-        encode_text_normalized(normalized, after_special, out);
+        encode_text_normalized(normalized, after_special, first, out);
         return;
     }
-    encode_text_normalized(text, after_special, out);
+    encode_text_normalized(text, after_special, first, out);
 }
 
-void Tokenizer::encode_text_normalized(std::string_view text, bool after_special, std::vector<int32_t>& out) const {
+void Tokenizer::encode_text_normalized(std::string_view text, bool after_special, bool first,
+                                       std::vector<int32_t>& out) const {
+    if (vocab_.type() == VocabType::wpm) {
+        for (const std::string& word : bert_words(text, vocab_.bert_options())) wordpiece_encode_word(vocab_, word, out);
+        return;
+    }
+    if (vocab_.type() == VocabType::ugm) {
+        ugm_->encode(text, first, out);
+        return;
+    }
     if (vocab_.type() == VocabType::spm) {
         // SentencePiece sees spaces as U+2581 and, like llama.cpp, gets a dummy space at the start of
         // the text and again after every special token.
@@ -81,13 +105,34 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOption
             out.push_back(f.token);
             after_special = true;
         } else {
-            encode_text(f.text, after_special, out);
+            encode_text(f.text, after_special, f.text.data() == text.data(), out);
             after_special = false;
         }
     }
-    if (options.add_eos.value_or(vocab_.add_eos())) {
-        if (vocab_.eos() == kNoToken) fail("cannot add EOS: this vocabulary has no EOS token");
-        out.push_back(vocab_.eos());
+    // BERT ends with its separator (llama.cpp's add_sep), the others with EOS.
+    if (options.add_eos.value_or(vocab_.add_eos() || vocab_.add_sep())) {
+        if (vocab_.add_eos() || !vocab_.add_sep()) {
+            if (vocab_.eos() == kNoToken) fail("cannot add EOS: this vocabulary has no EOS token");
+            out.push_back(vocab_.eos());
+        }
+        if (vocab_.add_sep()) out.push_back(vocab_.sep());
+    }
+    return out;
+}
+
+PairEncoding Tokenizer::encode_pair(std::string_view a, std::string_view b, bool parse_special) const {
+    PairEncoding out;
+    EncodeOptions plain;
+    plain.add_bos = plain.add_eos = false;
+    plain.parse_special = parse_special;
+    for (const TemplatePiece& p : vocab_.pair_template()) {
+        if (p.token != kNoToken) {
+            out.ids.push_back(p.token);
+        } else {
+            const std::vector<int32_t> ids = encode(p.sequence == 0 ? a : b, plain);
+            out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+        }
+        out.type_ids.resize(out.ids.size(), p.type_id);
     }
     return out;
 }
@@ -96,6 +141,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     if (!vocab_.valid_id(id)) fail("token id {} is out of range (vocabulary has {} tokens)", id, vocab_.n_tokens());
     const std::string& text = vocab_.text(id);
     std::string out;
+    if (vocab_.type() == VocabType::wpm) return wordpiece_piece(id, render_special);
     switch (vocab_.token_type(id)) {
         case TokenType::control:
         case TokenType::unknown:
@@ -114,7 +160,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
             }
             [[fallthrough]];
         case TokenType::normal:
-            if (vocab_.type() == VocabType::spm) {
+            if (vocab_.type() == VocabType::spm || vocab_.type() == VocabType::ugm) {
                 out.reserve(text.size());
                 for (size_t pos = 0; pos < text.size();) {
                     if (text.compare(pos, kSpmSpace.size(), kSpmSpace) == 0) {
@@ -130,6 +176,28 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
             break;
     }
     return out;
+}
+
+// WordPiece pieces as Hugging Face's WordPiece decoder joins them: a continuation piece loses its
+// prefix and attaches; any other token (special ones too, when rendered) is a new word after a space.
+std::string Tokenizer::wordpiece_piece(int32_t id, bool render_special) const {
+    const std::string& text = vocab_.text(id);
+    switch (vocab_.token_type(id)) {
+        case TokenType::control:
+        case TokenType::unknown:
+            return render_special ? " " + text : std::string();
+        case TokenType::unused:
+        case TokenType::undefined:
+            return {};
+        default:
+            break;
+    }
+    const std::string& cont = vocab_.continuing_prefix();
+    const std::string& word = vocab_.word_prefix();
+    if (!cont.empty() && text.starts_with(cont)) return text.substr(cont.size());
+    if (word.empty()) return " " + text;
+    if (text.starts_with(word)) return " " + text.substr(word.size());
+    return text;
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, const DecodeOptions& options) const {

@@ -62,16 +62,12 @@ char32_t compose(char32_t a, char32_t b) {
     return it != end && it->first == a && it->second == b ? it->composite : 0;
 }
 
-// NFC of a run of valid UTF-8.
-void nfc_valid(std::string_view text, std::string& out) {
+// Canonical decomposition, then canonical ordering: each run of non-starters sorted by class, stably.
+std::vector<char32_t> decompose_ordered(const std::vector<char32_t>& in, std::vector<uint8_t>& ccc) {
     std::vector<char32_t> cps;
-    for (size_t pos = 0; pos < text.size();) {
-        const DecodedChar c = utf8_decode(text, pos);
-        decompose(c.codepoint, cps);
-        pos += c.length;
-    }
-    // Canonical ordering: each run of non-starters sorted by class, stably.
-    std::vector<uint8_t> ccc(cps.size());
+    cps.reserve(in.size());
+    for (char32_t cp : in) decompose(cp, cps);
+    ccc.assign(cps.size(), 0);
     for (size_t i = 0; i < cps.size(); ++i) ccc[i] = combining_class(cps[i]);
     for (size_t i = 0; i < cps.size();) {
         if (ccc[i] == 0) {
@@ -86,6 +82,19 @@ void nfc_valid(std::string_view text, std::string& out) {
         for (size_t k = i; k < j; ++k) ccc[k] = run[k - i].first, cps[k] = run[k - i].second;
         i = j;
     }
+    return cps;
+}
+
+// NFC of a run of valid UTF-8.
+void nfc_valid(std::string_view text, std::string& out) {
+    std::vector<char32_t> in;
+    for (size_t pos = 0; pos < text.size();) {
+        const DecodedChar c = utf8_decode(text, pos);
+        in.push_back(c.codepoint);
+        pos += c.length;
+    }
+    std::vector<uint8_t> ccc;
+    const std::vector<char32_t> cps = decompose_ordered(in, ccc);
     // Canonical composition: each character joins the last starter unless a character between them
     // blocks it (one of the same or a higher class, or a starter).
     std::vector<char32_t> result;
@@ -112,6 +121,11 @@ void nfc_valid(std::string_view text, std::string& out) {
 }
 
 }  // namespace
+
+std::vector<char32_t> nfd(const std::vector<char32_t>& codepoints) {
+    std::vector<uint8_t> ccc;
+    return decompose_ordered(codepoints, ccc);
+}
 
 bool nfc_trivially_unchanged(std::string_view utf8) {
     // Below U+0300 nothing decomposes except Latin-1 letters, and nothing combines: ASCII is NFC.

@@ -6,11 +6,15 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pagoda::tokenizer {
 
 std::string nfc(std::string_view utf8);
 // True when nfc(utf8) == utf8 is certain without running it (ASCII only, the common case).
 bool nfc_trivially_unchanged(std::string_view utf8);
+// Unicode NFD of valid code points: canonical decomposition and canonical ordering, no composition
+// (what BERT's strip_accents runs before it drops nonspacing marks).
+std::vector<char32_t> nfd(const std::vector<char32_t>& codepoints);
 
 }  // namespace pagoda::tokenizer

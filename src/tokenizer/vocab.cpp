@@ -65,15 +65,38 @@ bool contains_any(const std::string& haystack, std::initializer_list<std::string
     return false;
 }
 
+// pagoda's own keys for the WordPiece / Unigram settings llama.cpp's GGUF has no key for.
+void read_encoder_pagoda_keys(const gguf::File& file, VocabSpec& spec) {
+    auto optional_string = [&](const char* key) -> std::optional<std::string> {
+        if (!file.has(key)) return std::nullopt;
+        return file.get_string(key);
+    };
+    spec.word_prefix = optional_string("tokenizer.pagoda.wordpiece.word_prefix");
+    spec.continuing_prefix = optional_string("tokenizer.pagoda.wordpiece.continuing_prefix");
+    if (file.has("tokenizer.pagoda.wordpiece.max_input_chars_per_word"))
+        spec.max_input_chars_per_word = file.get_int("tokenizer.pagoda.wordpiece.max_input_chars_per_word");
+    spec.clean_text = optional_bool(file, "tokenizer.pagoda.wordpiece.clean_text");
+    spec.handle_chinese_chars = optional_bool(file, "tokenizer.pagoda.wordpiece.handle_chinese_chars");
+    spec.collapse_spaces = file.get_bool_or("tokenizer.pagoda.unigram.collapse_spaces", false);
+    spec.prepend_scheme = file.get_string_or("tokenizer.pagoda.unigram.prepend_scheme", "");
+    spec.split_words = file.get_bool_or("tokenizer.pagoda.unigram.split_words", false);
+    spec.byte_fallback = file.get_bool_or("tokenizer.pagoda.unigram.byte_fallback", false);
+    spec.charsmap_graphemes = file.get_bool_or("tokenizer.pagoda.unigram.charsmap_graphemes", false);
+    if (file.has("tokenizer.pagoda.pair_template")) {
+        for (const std::string& item : file.get_strings("tokenizer.pagoda.pair_template"))
+            spec.pair_template.push_back(parse_template_piece(item, "tokenizer.pagoda.pair_template"));
+    }
+}
+
 }  // namespace
 
 VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
     VocabSpec spec;
     if (!file.has("tokenizer.ggml.model")) fail("{}: no tokenizer (tokenizer.ggml.model is missing)", file.name());
     spec.model = file.get_string("tokenizer.ggml.model");
-    if (spec.model != "llama" && spec.model != "gpt2")
-        fail("{}: tokenizer model '{}' is not supported (pagoda supports 'llama' SentencePiece and 'gpt2' "
-             "byte-level BPE)",
+    if (spec.model != "llama" && spec.model != "gpt2" && spec.model != "bert" && spec.model != "t5")
+        fail("{}: tokenizer model '{}' is not supported (pagoda supports 'llama' SentencePiece, 'gpt2' "
+             "byte-level BPE, 'bert' WordPiece and 't5' Unigram)",
              file.name(), spec.model);
     spec.pre = file.get_string_or("tokenizer.ggml.pre", "");
     if (!file.has("tokenizer.ggml.tokens")) fail("{}: tokenizer.ggml.tokens is missing", file.name());
@@ -107,12 +130,27 @@ VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
     spec.add_eos = optional_bool(file, "tokenizer.ggml.add_eos_token");
     spec.add_space_prefix = optional_bool(file, "tokenizer.ggml.add_space_prefix");
     spec.name = file.get_string_or("general.name", "");
+    // WordPiece and Unigram keys llama.cpp writes.
+    spec.cls = optional_id(file, "tokenizer.ggml.cls_token_id");
+    spec.mask = optional_id(file, "tokenizer.ggml.mask_token_id");
+    spec.add_sep = optional_bool(file, "tokenizer.ggml.add_sep_token");
+    spec.lowercase = optional_bool(file, "tokenizer.ggml.normalizer.lowercase");
+    spec.strip_accents = optional_bool(file, "tokenizer.ggml.normalizer.strip_accents");
+    spec.remove_extra_whitespaces = optional_bool(file, "tokenizer.ggml.remove_extra_whitespaces");
+    if (const gguf::Value* v = file.find("tokenizer.ggml.precompiled_charsmap")) {
+        const gguf::Array* a = v->as_array();
+        if (!a || (a->element_type != gguf::ValueType::u8 && a->element_type != gguf::ValueType::i8))
+            fail("{}: tokenizer.ggml.precompiled_charsmap must be an array of bytes", file.name());
+        for (int64_t b : file.get_ints("tokenizer.ggml.precompiled_charsmap"))
+            spec.precompiled_charsmap += static_cast<char>(static_cast<uint8_t>(b));
+    }
     // pagoda's own keys for what llama.cpp's GGUF has no key for (written for Hugging Face folders
     // presented as GGUF, see hf_tokenizer.h).
     if (file.has("tokenizer.pagoda.pre_patterns")) spec.pre_patterns = file.get_strings("tokenizer.pagoda.pre_patterns");
     spec.ignore_merges = optional_bool(file, "tokenizer.pagoda.ignore_merges");
     if (file.has("tokenizer.pagoda.lstrip_ids")) spec.lstrip_ids = file.get_ints("tokenizer.pagoda.lstrip_ids");
     if (file.has("tokenizer.pagoda.rstrip_ids")) spec.rstrip_ids = file.get_ints("tokenizer.pagoda.rstrip_ids");
+    read_encoder_pagoda_keys(file, spec);
     return spec;
 }
 
@@ -131,8 +169,12 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
         v.type_ = VocabType::spm;
     } else if (spec.model == "gpt2") {
         v.type_ = VocabType::bpe;
+    } else if (spec.model == "bert") {
+        v.type_ = VocabType::wpm;
+    } else if (spec.model == "t5") {
+        v.type_ = VocabType::ugm;
     } else {
-        fail("tokenizer model '{}' is not supported (pagoda supports 'llama' and 'gpt2')", spec.model);
+        fail("tokenizer model '{}' is not supported (pagoda supports 'llama', 'gpt2', 'bert' and 't5')", spec.model);
     }
     const size_t n = spec.tokens.size();
     if (n == 0) fail("tokenizer.ggml.tokens is empty");
@@ -171,6 +213,23 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
         v.unk_ = 0;
         v.add_bos_ = true;
         v.add_space_prefix_ = true;
+    } else if (v.type_ == VocabType::wpm || v.type_ == VocabType::ugm) {
+        if (!spec.pre_patterns.empty()) fail("pre-tokenizer patterns are given for a {} vocabulary (BPE only)", spec.model);
+        if (!spec.merges.empty()) fail("merges are given for a {} vocabulary (BPE only)", spec.model);
+        if (v.type_ == VocabType::wpm) {  // llama.cpp's defaults: bert-base-uncased's ids
+            v.cls_ = v.bos_ = 101;
+            v.unk_ = 100;
+            v.sep_ = 102;
+            v.pad_ = 0;
+            v.mask_ = 103;
+            v.add_bos_ = v.add_sep_ = true;
+        } else {  // llama.cpp's defaults: T5's ids
+            v.eos_ = 1;
+            v.unk_ = 2;
+            v.pad_ = 0;
+            v.add_eos_ = true;
+            v.add_space_prefix_ = true;
+        }
     } else {
         if (!spec.pre_patterns.empty()) {
             v.pre_ = spec.pre.empty() ? "custom" : spec.pre;
@@ -200,7 +259,7 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
         }
     }
     // Defaults may point past a tiny vocabulary; then the token simply does not exist.
-    for (int32_t* id : {&v.bos_, &v.eos_, &v.unk_})
+    for (int32_t* id : {&v.bos_, &v.eos_, &v.unk_, &v.sep_, &v.cls_, &v.pad_, &v.mask_})
         if (!v.valid_id(*id)) *id = kNoToken;
 
     auto set_id = [&](int32_t& slot, const std::optional<int64_t>& value, const char* what) {
@@ -220,12 +279,18 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
     set_id(v.sep_, spec.sep, "separator");
     set_id(v.eot_, spec.eot, "EOT");
     set_id(v.eom_, spec.eom, "EOM");
+    set_id(v.cls_, spec.cls, "CLS");
+    set_id(v.mask_, spec.mask, "mask");
+    if (v.type_ == VocabType::wpm && !spec.bos && spec.cls) v.bos_ = v.cls_;  // BERT's "BOS" is its [CLS]
+    if (spec.add_sep) v.add_sep_ = *spec.add_sep;
+    if (v.add_sep_ && v.sep_ == kNoToken) v.add_sep_ = false;
     if (spec.add_bos) v.add_bos_ = *spec.add_bos;
     if (spec.add_eos) v.add_eos_ = *spec.add_eos;
     if (spec.add_space_prefix) v.add_space_prefix_ = *spec.add_space_prefix;
     v.nfc_ = spec.nfc;
     if (v.add_bos_ && v.bos_ == kNoToken) v.add_bos_ = false;
     if (v.add_eos_ && v.eos_ == kNoToken) v.add_eos_ = false;
+    v.set_encoder_options(spec);
 
     // End-of-generation tokens are recognised by their text, as llama.cpp does: converted files
     // rarely name them. Such tokens are control tokens whatever the file says.

@@ -1,5 +1,6 @@
 // A tokenizer vocabulary: token texts, scores and types, BPE merge ranks, special token ids and the
-// per-model defaults (add BOS, dummy space prefix, pre-tokenizer name), loaded from GGUF
+// per-model defaults (add BOS, dummy space prefix, pre-tokenizer name, WordPiece and Unigram text
+// pipeline switches, the pair template), loaded from GGUF
 // `tokenizer.ggml.*` keys or built from a VocabSpec in memory. Everything is validated at load time:
 // a bad or missing key throws pagoda::Error naming it, so the tokenizers can index without checks.
 #pragma once
@@ -19,16 +20,27 @@ namespace pagoda::tokenizer {
 
 inline constexpr int32_t kNoToken = -1;
 
-enum class VocabType { spm, bpe };  // GGUF tokenizer.ggml.model "llama" and "gpt2"
+// GGUF tokenizer.ggml.model "llama" (SentencePiece BPE), "gpt2" (byte-level BPE), "bert" (WordPiece)
+// and "t5" (SentencePiece Unigram).
+enum class VocabType { spm, bpe, wpm, ugm };
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class TokenType : uint8_t {
     undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
 };
 
+// One item of a post-processor template: a special token, or one of the texts (sequence 0 is A, 1 is B),
+// with the token type id the items get (BERT's segment ids).
+struct TemplatePiece {
+    int32_t token = -1;  // -1: the text `sequence`
+    int sequence = 0;
+    int type_id = 0;
+    bool operator==(const TemplatePiece&) const = default;
+};
+
 // Raw vocabulary description, as stored in GGUF. Optional fields fall back to llama.cpp's defaults.
 struct VocabSpec {
-    std::string model;  // "llama" or "gpt2"
+    std::string model;  // "llama", "gpt2", "bert" or "t5"
     std::string pre;    // BPE pre-tokenizer name; empty means "default"
     std::vector<std::string> tokens;
     std::vector<float> scores;          // empty: all 0
@@ -48,6 +60,34 @@ struct VocabSpec {
     std::vector<int64_t> lstrip_ids, rstrip_ids;    // special tokens that eat the whitespace before / after them
     // Text is put in Unicode NFC before it is tokenized (tokenizer.json's NFC normalizer; GGUF has no key).
     bool nfc = false;
+
+    // WordPiece and Unigram (encoder models).
+    std::optional<int64_t> cls, mask;  // tokenizer.ggml.cls_token_id / mask_token_id
+    std::optional<bool> add_sep;       // WordPiece: the separator goes after the text (llama.cpp's add_sep_token)
+    // The pair template (tokens around two texts); empty: the model kind's default (vocab.h: pair_template()).
+    std::vector<TemplatePiece> pair_template;
+    // WordPiece: how word-start and continuation pieces are spelled. Hugging Face: "" and "##";
+    // llama.cpp's GGUF: U+2581 and "" (its converter rewrites "##x" to "x" and "x" to "\u2581x").
+    // Unset: llama.cpp's spelling (what a "bert" GGUF without pagoda's keys holds).
+    std::optional<std::string> word_prefix, continuing_prefix;
+    std::optional<int64_t> max_input_chars_per_word;  // longer words are one [UNK]; default 100
+    // BERT normalizer switches; unset: lowercase true, strip_accents = lowercase, the other two true.
+    std::optional<bool> lowercase, strip_accents, clean_text, handle_chinese_chars;
+    // Unigram: SentencePiece's precompiled normalization rules (the binary blob; empty: none).
+    std::string precompiled_charsmap;
+    bool charsmap_graphemes = false;  // applied per grapheme cluster, as Hugging Face's Precompiled (charsmap.h)
+    std::optional<bool> remove_extra_whitespaces;  // SentencePiece: trim, and collapse runs of spaces
+    bool collapse_spaces = false;                  // tokenizer.json's Replace of " {2,}" by " " (XLM-R)
+    // tokenizer.json's Metaspace: "always", "first" or "never" (no doubled U+2581 before a text that
+    // starts with a space); empty: SentencePiece's dummy prefix, per add_space_prefix.
+    std::string prepend_scheme;
+    bool split_words = false;  // Metaspace split: each U+2581-led word is segmented on its own
+    bool byte_fallback = false;  // Unigram: unknown pieces become <0xXX> byte tokens when all exist
+};
+
+// The BERT normalizer's switches, resolved.
+struct BertOptions {
+    bool lowercase = true, strip_accents = true, clean_text = true, handle_chinese_chars = true;
 };
 
 // Fill-in-the-middle token ids (kNoToken: absent). prefix/suffix/middle make infill possible;
@@ -64,6 +104,10 @@ struct StringHash {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+// A pair-template item as pagoda's GGUF key stores it ("A:0", "B:1", "<token id>:<type id>"), and back.
+TemplatePiece parse_template_piece(std::string_view item, std::string_view what);
+std::string template_piece_text(const TemplatePiece& piece);
 
 // The spec a GGUF file's tokenizer.ggml.* keys describe (throws naming the key when one is bad).
 VocabSpec vocab_spec_from_gguf(const gguf::File& file);
@@ -101,6 +145,24 @@ public:
     int32_t unk() const { return unk_; }
     int32_t pad() const { return pad_; }
     int32_t sep() const { return sep_; }
+    int32_t cls() const { return cls_; }
+    int32_t mask() const { return mask_; }
+    bool add_sep() const { return add_sep_; }
+    // The tokens (and type ids) around a pair of texts, for pair encoding (Tokenizer::encode_pair).
+    const std::vector<TemplatePiece>& pair_template() const { return pair_template_; }
+    // WordPiece.
+    const std::string& word_prefix() const { return word_prefix_; }
+    const std::string& continuing_prefix() const { return continuing_prefix_; }
+    size_t max_input_chars_per_word() const { return max_input_chars_per_word_; }
+    const BertOptions& bert_options() const { return bert_; }
+    // Unigram.
+    const std::string& precompiled_charsmap() const { return charsmap_; }
+    bool charsmap_graphemes() const { return charsmap_graphemes_; }
+    bool remove_extra_whitespaces() const { return remove_extra_whitespaces_; }
+    bool collapse_spaces() const { return collapse_spaces_; }
+    const std::string& prepend_scheme() const { return prepend_scheme_; }
+    bool split_words() const { return split_words_; }
+    bool byte_fallback() const { return byte_fallback_; }
     const FimTokens& fim() const { return fim_; }
     bool add_bos() const { return add_bos_; }
     bool add_eos() const { return add_eos_; }
@@ -122,6 +184,8 @@ public:
     bool lstrip(int32_t id) const { return lstrip_.count(id) != 0; }
 
 private:
+    void set_encoder_options(const VocabSpec& spec);  // WordPiece / Unigram settings (vocab_encoder.cpp)
+
     VocabType type_ = VocabType::spm;
     std::string pre_ = "default";
     std::vector<std::string> pre_patterns_;
@@ -133,7 +197,16 @@ private:
     TokenMap merge_ranks_;  // key "left right"
     int32_t byte_tokens_[256];
     int32_t bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, eom_ = kNoToken;
-    int32_t unk_ = kNoToken, pad_ = kNoToken, sep_ = kNoToken;
+    int32_t unk_ = kNoToken, pad_ = kNoToken, sep_ = kNoToken, cls_ = kNoToken, mask_ = kNoToken;
+    bool add_sep_ = false;
+    std::vector<TemplatePiece> pair_template_;
+    std::string word_prefix_, continuing_prefix_;
+    size_t max_input_chars_per_word_ = 100;
+    BertOptions bert_;
+    std::string charsmap_;
+    bool remove_extra_whitespaces_ = false, collapse_spaces_ = false, split_words_ = false, byte_fallback_ = false;
+    bool charsmap_graphemes_ = false;
+    std::string prepend_scheme_;
     FimTokens fim_;
     bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;
     bool spm_words_independent_ = false;

@@ -67,8 +67,9 @@ TEST(HfTokenizerErrors, Merges) {
 }
 
 TEST(HfTokenizerErrors, UnsupportedKinds) {
-    EXPECT_ERROR(with(R"("type": "BPE")", R"("type": "WordPiece")"), "'WordPiece' is not supported");
-    EXPECT_ERROR(with(R"("type": "BPE")", R"("type": "Unigram")"), "'Unigram' is not supported");
+    EXPECT_ERROR(with(R"("type": "BPE")", R"("type": "WordLevel")"), "'WordLevel' is not supported");
+    EXPECT_ERROR(with(R"("type": "BPE")", R"("type": "WordPiece")"), "a WordPiece model takes a BertNormalizer");
+    EXPECT_ERROR(with(R"("type": "BPE")", R"("type": "Unigram")"), "model.vocab: must be");
     EXPECT_ERROR(with(R"("type": "BPE")", R"("type": "BPE", "dropout": 0.1)"), "dropout");
     EXPECT_ERROR(with(R"("type": "BPE")", R"("type": "BPE", "end_of_word_suffix": "</w>")"), "end_of_word_suffix");
     EXPECT_ERROR(with(R"("normalizer": null)", R"("normalizer": {"type": "Lowercase"})"), "normalizer type 'Lowercase'");
@@ -86,9 +87,12 @@ TEST(HfTokenizerErrors, UnsupportedKinds) {
                       R"({"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "(a"},
                           "behavior": "Isolated"}, {"type": "ByteLevel", "add_prefix_space": false}]})"),
                  "does not compile");
-    EXPECT_ERROR(with(R"("post_processor": null)", R"("post_processor": {"type": "BertProcessing"})"),
-                 "post-processor type 'BertProcessing'");
-    EXPECT_ERROR(with(R"("decoder": {"type": "ByteLevel"})", R"("decoder": {"type": "WordPiece"})"), "decoder type 'WordPiece'");
+    EXPECT_ERROR(with(R"("post_processor": null)", R"("post_processor": {"type": "Frobnicate"})"),
+                 "post-processor type 'Frobnicate'");
+    EXPECT_ERROR(with(R"("post_processor": null)", R"("post_processor": {"type": "BertProcessing"})"), "post_processor.cls");
+    EXPECT_ERROR(with(R"("decoder": {"type": "ByteLevel"})", R"("decoder": {"type": "WordPiece"})"),
+                 "a WordPiece decoder is only supported with a WordPiece model");
+    EXPECT_ERROR(with(R"("normalizer": null)", R"("normalizer": {"type": "BertNormalizer"})"), "BertNormalizer");
     EXPECT_ERROR(with(R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})", "null"),
                  "without a ByteLevel pre-tokenizer");
 }

