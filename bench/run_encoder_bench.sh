@@ -34,8 +34,10 @@ python3 - "$port" <<'PY'
 import json, random, sys, time, urllib.request
 port = int(sys.argv[1])
 rng = random.Random(1)
+with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models") as r:
+    model = json.load(r)["data"][0]["id"]
 def post(inputs):
-    body = json.dumps({"model": "m", "input": inputs}).encode()
+    body = json.dumps({"model": model, "input": inputs}).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req) as r:
         out = json.load(r)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
+#include "backend/vulkan/vulkan_test_env.h"
 #include "core/error.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
@@ -124,6 +125,29 @@ TEST(EncoderModel, F16BertMatchesTheReference) {
     for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
     // The CPU may round activations to bf16 for f16 weights (conformance.h: 1e-2 per matmul).
     EXPECT_LT(worst, 0.1);
+}
+
+// A device backend (vulkan, where this build and machine have it) runs both encoders whole.
+TEST(EncoderModel, DeviceBackendsMatchTheReference) {
+    for (const std::string& device : backend::testing::device_backends_under_test())
+        for (const std::string arch : {"bert", "nomic-bert"}) {
+            auto file = random_bert("encoder_device_" + arch + ".gguf", gguf::GgmlType::F32, arch);
+            auto dev = open_step_model(file, options(device));
+            auto reference = open_step_model(file, options("reference"));
+            std::vector<Seq> seqs = {{tokens_of(70, 1, 300), {}}, {tokens_of(9, 2, 300), {}}};
+            int32_t next = 0;
+            for (Seq& s : seqs)
+                for (size_t i = 0; i < (s.tokens.size() + kBlock - 1) / kBlock; ++i) s.blocks.push_back(next++);
+            const Batch batch = encoder_batch(seqs);
+            dev->forward(batch);
+            reference->forward(batch);
+            const std::vector<float>& got = dev->hidden_rows();
+            const std::vector<float>& want = reference->hidden_rows();
+            ASSERT_EQ(got.size(), want.size()) << device << " " << arch;
+            double worst = 0;
+            for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+            EXPECT_LT(worst, 1e-4) << device << " " << arch;
+        }
 }
 
 TEST(EncoderModel, RefusesLogitsAndTooLongInputs) {
