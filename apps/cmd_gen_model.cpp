@@ -25,6 +25,7 @@ struct GenModelOptions {
     int shards = 1;
     std::string rank_head;
     int64_t rank_classes = 0;
+    std::string pooling;
 };
 
 int run_gen_model(const GenModelOptions& o) {
@@ -55,6 +56,9 @@ int run_gen_model(const GenModelOptions& o) {
     spec.embed_scale = o.embed_scale;
     spec.rank_head = o.rank_head;
     spec.rank_classes = o.rank_classes;
+    if (!o.pooling.empty() && spec.arch != "bert" && spec.arch != "nomic-bert")
+        fail("--pooling is for --arch bert or nomic-bert (encoders)");
+    if (!o.pooling.empty()) spec.pooling = o.pooling;
     if (o.type == "f32") spec.type = gguf::GgmlType::F32;
     else if (o.type == "f16") spec.type = gguf::GgmlType::F16;
     else if (o.type == "bf16") spec.type = gguf::GgmlType::BF16;
@@ -89,8 +93,14 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
         ->check(CLI::IsMember({"tiny", "small", "tinyllama"}));
     sub.add_option("--vocab", o->vocab, "Copy the tokenizer from this GGUF (default: synthetic vocabulary)");
     sub.add_option("--type", o->type, "Weight type: f32, f16, bf16");
-    sub.add_option("--arch", o->arch, "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3 or phi3")
-        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3"}));
+    sub.add_option("--arch", o->arch,
+                   "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, phi3, or the "
+                   "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
+                   "and nomic-bert (RoPE, SwiGLU, no biases)")
+        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3", "bert",
+                               "nomic-bert"}));
+    sub.add_option("--pooling", o->pooling, "bert, nomic-bert: the pooling_type written, mean (default) or cls")
+        ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--experts", o->experts, "Mixture of experts: experts per layer (llama: Mixtral style)")
         ->check(in_range(1, 4096));
     sub.add_option("--experts-used", o->experts_used, "Experts each token uses (top-k; default 2)")->check(in_range(1, 4096));

@@ -21,6 +21,23 @@ const char* fused_op_name(FusedOp op) {
 }
 
 // The fusion pass only emits what a backend declares, so reaching these is a bug in the caller.
+const char* optional_op_name(OptionalOp op) {
+    switch (op) {
+        case OptionalOp::layer_norm: return "layer_norm";
+        case OptionalOp::gelu: return "gelu";
+        case OptionalOp::position_embedding: return "position_embedding";
+    }
+    return "?";
+}
+
+void Backend::layer_norm(const Tensor&, const Vector&, const Vector&, float, const Tensor&) {
+    fail("backend {} has no layer_norm op", name());
+}
+void Backend::gelu(const Tensor&) { fail("backend {} has no gelu op", name()); }
+void Backend::add_position_embedding(const Weight&, const Tensor&) {
+    fail("backend {} has no position_embedding op", name());
+}
+
 void Backend::add_rms_norm(const Tensor&, const Tensor&, const Vector&, float, const Tensor&) {
     fail("backend {} has no fused add_rms_norm", name());
 }

@@ -153,7 +153,17 @@ struct AttentionParams {
     float scale = 0.0f;          // usually 1 / sqrt(head_dim)
     int32_t sliding_window = 0;  // > 0: a token at p attends to keys p - window + 1 .. p only
     float softcap = 0.0f;        // > 0: scores become softcap * tanh(score / softcap)
+    // false (encoders: BERT and kin): each query attends to every key of its sequence up to the
+    // sequence's last position in this step, later positions of the step included (an encoder runs a
+    // whole sequence in one step). The key range then depends only on the sequence, so batch
+    // invariance holds as for causal attention.
+    bool causal = true;
 };
+
+// Ops only some architectures need (the encoders'); a backend says which it has (has_op), and a
+// model that needs one its backend lacks is refused at load, naming the op.
+enum class OptionalOp { layer_norm, gelu, position_embedding };
+const char* optional_op_name(OptionalOp op);
 
 // The Q|K|V projection, its optional biases, RoPE of Q and K, and the K/V write, as one op.
 struct QkvOp {
@@ -262,8 +272,19 @@ public:
     virtual void gather_hidden_rows(const Tensor& x, const Tensor& out) = 0;
     // Copy-on-write block copies are KvCache::copy_block.
 
-    // Whether attention() runs these params (a sliding window, a soft cap).
+    // Whether attention() runs these params (a sliding window, a soft cap, non-causal).
     virtual bool supports_attention(const AttentionParams&) const { return true; }
+
+    // --- optional ops (only called when has_op() says so; the defaults throw naming the op) ---
+    virtual bool has_op(OptionalOp) const { return false; }
+    // out[t] = (x[t] - mean(x[t])) / sqrt(var(x[t]) + eps) * w + b, var the biased (population)
+    // variance; out may be x.
+    virtual void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out);
+    // x = gelu(x) = x/2 * (1 + erf(x / sqrt 2)), in place: the exact (erf) form, transformers' "gelu".
+    virtual void gelu(const Tensor& x);
+    // x[t] += row positions[t] of `table` (learned absolute positions, BERT), dequantised; throws when
+    // a position is past the table's rows. The table was uploaded with WeightUse::embedding.
+    virtual void add_position_embedding(const Weight& table, const Tensor& x);
 
     // The MoE FFN (MoeOp): x and out are T x dim, logits T x n_experts (the router's output).
     // `workspace` is a T x moe_workspace_cols(op) tensor of the arena the backend may use freely.

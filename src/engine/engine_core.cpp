@@ -62,6 +62,10 @@ EngineCore::~EngineCore() {
 
 void EngineCore::validate(const Request& req) const {
     validate_request(req, info_, context_limit_, scheduler_.config().max_seqs, tokenizer_ != nullptr);
+    // An encoder's text runs in one step (bidirectional attention sees it whole): it must fit the budget.
+    if (info_.bidirectional && int64_t(req.prompt.size()) > scheduler_.config().max_batched_tokens)
+        fail("the input has {} tokens, more than the {} an encoder step takes (it runs a text in one step; raise "
+             "--max-batched-tokens)", req.prompt.size(), scheduler_.config().max_batched_tokens);
 }
 
 Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<int32_t> tokens) {
@@ -82,7 +86,10 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     if (r.request.grammar) seq->matcher.emplace(r.request.grammar);
     if (const auto& t = r.request.thinking) seq->thinking.emplace(*t, tag_tokens(*tokenizer_, t->close));
     if (const auto& e = r.request.embedding) {
-        seq->reuse_prefix = e->pooling == Pooling::last;  // the last token is always computed
+        // The last token is always computed; an encoder's KV depends on the whole text, so it is
+        // neither reused nor shared, and the text runs in one step.
+        seq->reuse_prefix = e->pooling == Pooling::last && !info_.bidirectional;
+        seq->whole_prompt = info_.bidirectional;
         seq->pooled.emplace(*e, seq->n_prompt, info_.hidden_size);
     }
     if (r.request.prompt_logprobs >= 0) seq->reuse_prefix = false;  // a cached row has no logits

@@ -14,6 +14,10 @@ void validate_request(const Request& req, const model::StepModelInfo& info, int6
         if (req.prompt[i] < 0 || req.prompt[i] >= info.vocab_size)
             fail("prompt token {} at position {} is out of range (vocabulary has {} tokens)", req.prompt[i], i,
                  info.vocab_size);
+    if (info.embedding_only && !req.embedding)  // no output head: nothing to generate or score with
+        fail("model {} is an embedding model: it serves embeddings only, not {}",
+             info.config.name.empty() ? info.config.arch : info.config.name,
+             scores_tokens(req) ? "token scores" : "text generation");
     if (scores_tokens(req)) return validate_scoring(req, info.vocab_size, context_limit);  // token_scores.h
     if (req.embedding) {
         if (info.hidden_size < 1) fail("this model gives no hidden states, so it cannot embed");

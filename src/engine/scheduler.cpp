@@ -237,6 +237,7 @@ StepPlan Scheduler::schedule() {
         auto pick = next_to_admit(pending);
         Sequence* s = *pick;
         if (seats + s->seats > config_.max_seqs) break;
+        if (s->whole_prompt && int64_t(s->tokens.size()) > budget) break;  // waits for a step with room
         const int32_t reserve = running_.empty() ? 0 : watermark;
         if (int64_t(blocks_.blocks_needed(s->tokens, 0, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
         if (prefix_in_flight(s)) break;
@@ -248,6 +249,7 @@ StepPlan Scheduler::schedule() {
         }
         kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, 0, s->reuse_prefix, n_tier);
         if (r.status != kv::KvStatus::ok) break;
+        if (s->whole_prompt) blocks_.keep_private(s->id);
         if (n_tier > 0) source_->load(r.tier_blocks);
         waiting_.erase(pick);
         s->n_computed = r.n_cached_tokens;

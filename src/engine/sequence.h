@@ -42,6 +42,9 @@ struct Sequence {
     int32_t n_preemptions = 0;
     int64_t first_cached_tokens = -1;  // prefix-cache hit at its first admission
     bool reuse_prefix = true;          // false: compute every prompt token (mean / CLS pooling)
+    // An encoder's (bidirectional attention): the prompt is admitted only whole into one step, and
+    // its KV blocks stay out of the prefix cache (BlockManager::keep_private).
+    bool whole_prompt = false;
     // Speculative tokens proposed after `tokens` for the next step to verify; never part of `tokens`
     // (a preemption drops them). The scheduler may shorten it to fit the step.
     std::vector<int32_t> draft;

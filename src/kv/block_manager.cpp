@@ -308,7 +308,7 @@ void BlockManager::mark_computed(SeqId seq, int64_t n_computed) {
         size_t i = s.block_hashes.size();
         uint64_t parent = i ? s.block_hashes[i - 1] : kRootBlockHash;
         s.block_hashes.push_back(hash_block(parent, s.tokens.data() + i * size_t(block_size_), block_size_, s.extra_key));
-        if (prefix_caching_) publish(s, i);
+        if (prefix_caching_ && s.publish) publish(s, i);
     }
     if (window_ > 0) {  // the next token (position n_computed) reads keys from n_computed - window + 1 on
         const int64_t first_needed = n_computed - window_ + 1;
@@ -329,6 +329,8 @@ void BlockManager::fork(SeqId parent, SeqId child) {
         if (b != kFreedBlock) acquire(b);
     seqs_.emplace(child, std::move(c));
 }
+
+void BlockManager::keep_private(SeqId seq) { seq_ref(seq).publish = false; }
 
 void BlockManager::free(SeqId seq) {
     auto it = seqs_.find(seq);

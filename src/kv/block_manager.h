@@ -128,6 +128,10 @@ public:
     // block is shared (after fork) it is first replaced by a private copy, reported in `copies`
     // (appended to, not cleared).
     KvStatus append(SeqId seq, std::span<const int32_t> tokens, std::vector<BlockCopy>& copies);
+    // Keeps a sequence's blocks out of the prefix cache for its whole life: they are never published,
+    // so free() returns them straight to the free list. For KV that is not a function of the prefix
+    // alone (an encoder's bidirectional attention: a token's K/V depends on the later tokens too).
+    void keep_private(SeqId seq);
     // Declares that the first n_computed tokens of seq have their KV in the pool (monotonic).
     void mark_computed(SeqId seq, int64_t n_computed);
     // New sequence `child` sharing all of parent's blocks and tokens. Parent must be fully
@@ -178,6 +182,7 @@ private:
         int64_t n_computed = 0;
         uint64_t extra_key = 0;
         size_t n_freed = 0;  // table[0 .. n_freed) are kFreedBlock
+        bool publish = true;  // false: keep_private (its blocks never enter the prefix cache)
     };
 
     Sequence& seq_ref(SeqId seq);

@@ -11,6 +11,12 @@
 namespace pagoda::model {
 
 std::string ModelConfig::describe() const {
+    if (arch == "bert" || arch == "nomic-bert")  // an encoder: bert has learned positions, nomic-bert RoPE
+        return fmt::format("{} '{}': {} layers, dim {}, {} heads (head dim {}), FFN {}, vocab {}, context {}, {}, "
+                           "LayerNorm eps {:g}, {} attention (encoder)", arch, name, n_layers, dim, n_heads, head_dim,
+                           ffn_dim, vocab_size, context_length,
+                           arch == "bert" ? "learned positions" : fmt::format("RoPE neox theta {}", rope_theta),
+                           norm_eps, causal ? "causal" : "bidirectional");
     return fmt::format("{} '{}': {} layers, dim {}, {} heads ({} KV, head dim {}), FFN {}, vocab {}, "
                        "context {}, RoPE {} theta {} dims {}{}", arch, name, n_layers, dim, n_heads,
                        n_kv_heads, head_dim, ffn_dim, vocab_size, context_length,
@@ -104,6 +110,10 @@ ModelConfig read_config(const gguf::File& f) {
         c.head_dim = c.dim / c.n_heads;
     }
     c.rms_eps = float(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
+    const bool encoder = c.arch == "bert" || c.arch == "nomic-bert";
+    c.norm_eps = float(f.get_float_or(a + "attention.layer_norm_epsilon", encoder ? 1e-12 : 1e-5));
+    if (!(c.norm_eps > 0 && c.norm_eps < 1)) fail("{}: LayerNorm epsilon {} is out of range", f.name(), c.norm_eps);
+    c.causal = f.get_bool_or(a + "attention.causal", !encoder);
     if (!(c.rms_eps > 0 && c.rms_eps < 1)) fail("{}: RMS norm epsilon {} is out of range", f.name(), c.rms_eps);
     c.rope_theta = float(f.get_float_or(a + "rope.freq_base", 10000.0));
     if (!(c.rope_theta > 1)) fail("{}: RoPE base {} is out of range", f.name(), c.rope_theta);
@@ -129,7 +139,7 @@ ModelConfig read_config(const gguf::File& f) {
              c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : "");
     }
     const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
-                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3";
+                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert";
     c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";
     const auto* embd = f.find_tensor("token_embd.weight");

@@ -4,7 +4,8 @@
 // models; adjacent-pair RoPE), `qwen2` (Q/K/V biases, NEOX RoPE), `qwen3` (per-head Q/K RMSNorm, NEOX
 // RoPE), `gemma2`, `gemma3` and `phi3` (NEOX RoPE), and the mixture-of-experts ones: `llama` with
 // {arch}.expert_count > 0 (Mixtral), `qwen2moe` (qwen2 with routed experts and a gated shared
-// expert) and `qwen3moe` (qwen3 with routed experts). Anything else is refused with a clear error.
+// expert) and `qwen3moe` (qwen3 with routed experts); and the encoders `bert` (BERT, RoBERTa / XLM-R as
+// llama.cpp converts them) and `nomic-bert` (NEOX RoPE, SwiGLU): embedding models with no output head. Anything else is refused with a clear error.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -36,6 +37,10 @@ struct ModelConfig {
     std::string rope_scaling = "none";  // "llama3", "longrope": applied by the builder
     int64_t max_context = 0;     // the context this load runs at (0: context_length); set by the loader
     bool qkv_bias = false;
+    // Encoders (`bert`, `nomic-bert`): the LayerNorm epsilon ({arch}.attention.layer_norm_epsilon) and
+    // whether the attention is causal ({arch}.attention.causal; false unless the file says otherwise).
+    float norm_eps = 1e-12f;
+    bool causal = true;
     // Mixture of experts (0 experts: a dense FFN of ffn_dim).
     int64_t n_experts = 0;          // {arch}.expert_count
     int64_t n_experts_used = 0;     // {arch}.expert_used_count (top-k)

@@ -51,13 +51,14 @@ private:
 
 GraphExecutor::GraphExecutor(Graph graph, backend::Backend& backend) : graph_(std::move(graph)), backend_(backend) {
     const size_t n = graph_.tensors.size();
-    if (graph_.output < 0 || size_t(graph_.output) >= n) fail("graph: no output tensor");
+    if (graph_.output >= 0 ? size_t(graph_.output) >= n : graph_.hidden < 0)
+        fail("graph: no output tensor (neither logits nor a hidden state)");
     std::vector<int> last_use(n, -1);
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
         for (int id : graph_.nodes[i].in) last_use[size_t(id)] = int(i);
         for (int id : graph_.nodes[i].out) last_use[size_t(id)] = std::max(last_use[size_t(id)], int(i));
     }
-    last_use[size_t(graph_.output)] = int(graph_.nodes.size());  // read back after the last op
+    if (graph_.output >= 0) last_use[size_t(graph_.output)] = int(graph_.nodes.size());  // read back after the last op
     if (graph_.hidden >= 0) {
         if (size_t(graph_.hidden) >= n) fail("graph: the hidden output is not a tensor");
         last_use[size_t(graph_.hidden)] = int(graph_.nodes.size());
@@ -136,7 +137,8 @@ void GraphExecutor::set_op_times(OpTimes* times) {
     node_weight_bytes_.reserve(graph_.nodes.size());
     for (const Node& node : graph_.nodes)
         node_weight_bytes_.push_back(host_bytes(node.kind == OpKind::qkv_rope_kv_write ? node.qkv.qkv
-                                                : node.kind == OpKind::embed          ? nullptr
+                                                : node.kind == OpKind::embed ||
+                                                          node.kind == OpKind::position_embedding ? nullptr
                                                                                       : node.weight));
 }
 
@@ -213,6 +215,9 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             case OpKind::attention: b.attention(cache, node.layer, in(0), out(0), node.attention); break;
             case OpKind::gather_logit_rows: b.gather_logit_rows(in(0), out(0)); break;
             case OpKind::gather_hidden_rows: b.gather_hidden_rows(in(0), out(0)); break;
+            case OpKind::layer_norm: b.layer_norm(in(0), *node.vector, *node.bias, node.eps, out(0)); break;
+            case OpKind::gelu: b.gelu(in(0)); break;
+            case OpKind::position_embedding: b.add_position_embedding(*node.weight, in(0)); break;
             case OpKind::moe_ffn: b.moe_ffn(node.moe, in(0), in(1), out(0), out(1)); break;
             case OpKind::scale: b.scale(in(0), node.value); break;
             case OpKind::softcap: b.softcap(in(0), node.value); break;
@@ -244,9 +249,12 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             e.seconds += step_weight_times_[r].seconds;
             e.weight_bytes += step_weight_times_[r].weight_bytes;
         }
-    const backend::Tensor result = tensor(graph_.output, rows);
-    logits.resize(size_t(result.rows * result.cols));
-    if (!logits.empty()) b.read(result, logits.data());
+    logits.clear();
+    if (graph_.output >= 0) {
+        const backend::Tensor result = tensor(graph_.output, rows);
+        logits.resize(size_t(result.rows * result.cols));
+        if (!logits.empty()) b.read(result, logits.data());
+    }
     hidden.clear();
     if (graph_.hidden >= 0 && rows.hidden > 0) {
         const backend::Tensor h = tensor(graph_.hidden, rows);

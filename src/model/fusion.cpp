@@ -14,7 +14,7 @@ public:
     Fuser(const Graph& g, const backend::Backend& b) : g_(g), b_(b), reads_(g.tensors.size(), 0) {
         for (const Node& n : g.nodes)
             for (int id : n.in) ++reads_[size_t(id)];
-        reads_[size_t(g.output)] += 1;
+        if (g.output >= 0) reads_[size_t(g.output)] += 1;
         if (g.hidden >= 0) reads_[size_t(g.hidden)] += 1;
     }
 

@@ -22,6 +22,9 @@ const char* op_name(OpKind kind) {
         case OpKind::attention: return "attention";
         case OpKind::gather_logit_rows: return "gather_logit_rows";
         case OpKind::gather_hidden_rows: return "gather_hidden_rows";
+        case OpKind::layer_norm: return "layer_norm";
+        case OpKind::gelu: return "gelu";
+        case OpKind::position_embedding: return "position_embedding";
         case OpKind::moe_ffn: return "moe_ffn";
         case OpKind::scale: return "scale";
         case OpKind::softcap: return "softcap";
@@ -62,7 +65,7 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
             std::string names;
             for (const auto& p : n.weight->parts()) names += (names.empty() ? "" : "|") + p.name;
             line += fmt::format("  W={}", names);
-            if (n.kind != OpKind::embed) {
+            if (n.kind != OpKind::embed && n.kind != OpKind::position_embedding) {
                 line += fmt::format("  [{}]", backend.describe_matmul(*n.weight, rows.of(g.tensors[size_t(n.in[0])].rows)));
             }
         }

@@ -5,9 +5,9 @@
 // that wants logits) or `H` rows (one per row whose final hidden state is wanted, for embeddings)
 // and a fixed number of columns, so one graph serves every batch.
 //
-// In-place ops (add, add_bias, rope, and add_rms_norm's first output) name the same tensor as input
+// In-place ops (add, add_bias, rope, gelu, and add_rms_norm's first output) name the same tensor as input
 // and output. The graph's output tensor is the logits, L x vocab; its optional `hidden` tensor is
-// the final hidden state after the output norm, H x dim. A matmul-type op with a second
+// the final hidden state after the output norm, H x dim. An encoder's graph has no logits. A matmul-type op with a second
 // input reads it as its first input's quantised form (from a *_quantize norm).
 #pragma once
 #include <cstdint>
@@ -22,6 +22,9 @@ namespace pagoda::model {
 enum class OpKind {
     embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
     gather_hidden_rows, scale, softcap,
+    // the encoders' (backend::OptionalOp): LayerNorm with bias; erf GELU in place; x += the learned
+    // position embedding's row of each token's position (in place, weight = the table)
+    layer_norm, gelu, position_embedding,
     moe_ffn,  // in: x, router logits; out: the FFN output, the backend's workspace (backend::MoeOp)
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
@@ -52,7 +55,8 @@ struct Node {
     OpKind kind{};
     std::vector<int> in, out;  // tensor ids
     const backend::Weight* weight = nullptr;    // embed, matmul, fused matmuls
-    const backend::Vector* vector = nullptr;    // rms_norm / add_rms_norm weight, add_bias bias
+    const backend::Vector* vector = nullptr;    // rms_norm / add_rms_norm / layer_norm weight, add_bias bias
+    const backend::Vector* bias = nullptr;      // layer_norm bias
     const backend::Rope* rope = nullptr;        // rope
     float eps = 0;                              // rms_norm
     float value = 0;                            // scale: the factor; softcap: the cap
@@ -67,7 +71,7 @@ struct Node {
 struct Graph {
     std::vector<TensorSpec> tensors;
     std::vector<Node> nodes;
-    int output = -1;  // the logits
+    int output = -1;  // the logits (-1: an encoder, which has no output head; no row may want logits)
     int hidden = -1;  // the final hidden state (optional)
 
     int add_tensor(std::string name, Rows rows, int64_t cols) {

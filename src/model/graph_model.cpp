@@ -50,6 +50,16 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
         return n.kind == OpKind::attention && (n.attention.sliding_window > 0 || n.attention.softcap > 0);
     });
     info_.max_context = o.max_context > 0 ? o.max_context : config_.context_length;
+    if (built_.max_positions > 0) {  // a learned position table: nothing past its rows
+        if (o.max_context > built_.max_positions)
+            fail("{}: --ctx {} exceeds the model's {} learned positions", file_->name(), o.max_context,
+                 built_.max_positions);
+        info_.max_context = std::min(info_.max_context, built_.max_positions);
+    }
+    info_.embedding_only = built_.graph.output < 0;
+    info_.bidirectional = std::any_of(built_.graph.nodes.begin(), built_.graph.nodes.end(), [](const Node& n) {
+        return n.kind == OpKind::attention && !n.attention.causal;
+    });
     // Distinguishes these weights (the prefix tier keys its blocks by it): stable across processes.
     info_.model_key = identity;
     info_.kv_layout = layout;
@@ -122,6 +132,8 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
         if (!batch.want_hidden.empty() && batch.want_hidden[t]) hidden_rows_.push_back(int32_t(t));
     }
     if (!hidden_rows_.empty() && info_.hidden_size == 0) fail("this model's graph gives no hidden states");
+    if (!logit_rows_.empty() && info_.embedding_only)
+        fail("this model ({}) is an embedding model: it has no output head, so no logits", config_.arch);
     executor_->reserve(n);
     backend_->begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
                           .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,

@@ -12,11 +12,15 @@
 #include "tokenizer/hf_tokenizer.h"
 #include "hf/hf_folder.h"
 #include "model/arch/rope_frequencies.h"
+#include "model/random_tensors.h"
 
 namespace pagoda::model {
 
 using gguf::GgmlType;
 using gguf::Value;
+using random_detail::constant_f32;
+using random_detail::random_tensor;
+using random_detail::Rng;
 
 RandomModelSpec random_model_preset(const std::string& name) {
     RandomModelSpec s;
@@ -34,59 +38,6 @@ RandomModelSpec random_model_preset(const std::string& name) {
 }
 
 namespace {
-
-// xoshiro256** seeded by splitmix64: fast, good quality, and identical on every platform.
-class Rng {
-public:
-    explicit Rng(uint64_t seed) {
-        for (auto& s : s_) {
-            seed += 0x9e3779b97f4a7c15ull;
-            uint64_t z = seed;
-            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-            s = z ^ (z >> 31);
-        }
-    }
-    uint64_t next() {
-        uint64_t result = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
-        s_[2] ^= s_[0]; s_[3] ^= s_[1]; s_[1] ^= s_[2]; s_[0] ^= s_[3]; s_[2] ^= t; s_[3] = rotl(s_[3], 45);
-        return result;
-    }
-    // Uniform in [-1, 1).
-    float symmetric() { return float(int64_t(next() >> 11) - (int64_t(1) << 52)) * (1.0f / float(int64_t(1) << 52)); }
-
-private:
-    static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-    uint64_t s_[4];
-};
-
-// Uniform values with the requested standard deviation, stored in `type`.
-std::vector<uint8_t> random_tensor(Rng& rng, int64_t n, float stddev, GgmlType type) {
-    const float a = stddev * std::sqrt(3.0f);
-    std::vector<uint8_t> bytes;
-    if (type == GgmlType::F32) {
-        bytes.resize(size_t(n) * 4);
-        float* p = reinterpret_cast<float*>(bytes.data());
-        for (int64_t i = 0; i < n; ++i) p[i] = a * rng.symmetric();
-    } else if (type == GgmlType::F16 || type == GgmlType::BF16) {
-        bytes.resize(size_t(n) * 2);
-        uint16_t* p = reinterpret_cast<uint16_t*>(bytes.data());
-        for (int64_t i = 0; i < n; ++i) {
-            float v = a * rng.symmetric();
-            p[i] = type == GgmlType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
-        }
-    } else {
-        fail("gen-model writes F32, F16 or BF16 weights (quantise afterwards with `pagoda quantize`)");
-    }
-    return bytes;
-}
-
-std::vector<uint8_t> constant_f32(int64_t n, float value) {
-    std::vector<uint8_t> bytes(size_t(n) * 4);
-    float* p = reinterpret_cast<float*>(bytes.data());
-    for (int64_t i = 0; i < n; ++i) p[i] = value;
-    return bytes;
-}
 
 // A SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte pieces, then "▁"-prefixed and bare
 // letter n-grams with descending scores, so any text encodes and every id decodes. With fim, the
@@ -154,6 +105,8 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     if (!spec.rank_head.empty())
         fail("gen-model: a classification head (--rank-head) is written to GGUF only (Hugging Face folders keep it "
              "in a sequence-classification config pagoda does not read)");
+    if (spec.arch == "bert" || spec.arch == "nomic-bert")
+        fail("gen-model: {} is written to GGUF only (no Hugging Face encoder folders yet)", spec.arch);
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
     if (s.rope_scaling == "llama3") s.rope_scaling = "llama3_keys";
@@ -167,11 +120,12 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
 }
 
 int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
+    if (s.arch == "bert" || s.arch == "nomic-bert") return build_random_bert(s, vocab, w);
     const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
     const bool gemma = s.arch == "gemma2" || s.arch == "gemma3", phi3 = s.arch == "phi3";
     if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !moe_arch && !gemma && !phi3)
         fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, "
-             "phi3)",
+             "phi3, bert, nomic-bert)",
              s.arch);
     if (moe_arch && s.n_experts <= 0) fail("gen-model: {} needs experts (--experts N)", s.arch);
     if (s.n_experts > 0 && s.arch != "llama" && !moe_arch)

@@ -20,7 +20,7 @@ struct RandomModelSpec {
     // llama, qwen2 (QKV bias, NEOX RoPE), qwen3 (Q/K norms, NEOX RoPE), qwen2moe, qwen3moe, gemma2
     // (post-norms, soft caps, alternating sliding layers; tied head), gemma3 (gemma2 without caps,
     // with Q/K norms and 5 sliding layers per global one) or phi3 (fused attn_qkv and gate|up
-    // ffn_up, LongRoPE factors)
+    // ffn_up, LongRoPE factors), or the encoders bert and nomic-bert (see `pooling` below)
     std::string arch = "llama";
     std::string name = "random";
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
@@ -59,6 +59,10 @@ struct RandomModelSpec {
     // none. rank_classes 0: 2 for qwen3 (labels "yes", "no", softmaxed), else 1.
     std::string rank_head;
     int64_t rank_classes = 0;
+    // bert / nomic-bert (encoders, random_encoder.cpp): {arch}.pooling_type "mean" (1) or "cls" (2).
+    // Their synthetic vocabulary is WordPiece ("bert" tokenizer); context_length is bert's position
+    // table's rows.
+    std::string pooling = "mean";
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.
@@ -72,6 +76,8 @@ int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab,
 // tokenizer_config.json (with the vocabulary's chat template, if it has one).
 int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards = 1,
                               const gguf::File* vocab = nullptr);
+// The bert or nomic-bert encoder into `w` (build_random_model calls it for those archs).
+int64_t build_random_bert(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The model into `w` (metadata and tensors), for either form.
 int64_t build_random_model(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 

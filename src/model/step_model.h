@@ -33,6 +33,11 @@ struct StepModelInfo {
     size_t kv_bytes_per_block = 0;  // K and V of every layer
     kv::KvLayout kv_layout;         // the pool's shape and element type (zeros for fakes)
     int64_t hidden_size = 0;     // floats per hidden-state row (0: the model gives none)
+    // An encoder (bert): no output head, so no logits; only embedding requests. Its attention is
+    // bidirectional, so a sequence runs whole in one step and its KV, which depends on every token of
+    // the text, is never shared through the prefix cache.
+    bool embedding_only = false;
+    bool bidirectional = false;
     std::string backend;         // "cpu", "reference", ...
     int threads = 0;             // compute threads (cpu)
     ModelConfig config;          // hyper-parameters from the file (empty for fakes)

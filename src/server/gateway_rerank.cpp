@@ -116,8 +116,10 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
                                                         "this model",
                                                         param, r.prompt.size(), limit),
                                             param, "context_length_exceeded"));
-        if (rerank_head_)  // the head's input: the last token's final hidden state, as the model gives it
-            r.embedding = engine::EmbeddingSpec{engine::Pooling::last, false};
+        if (rerank_head_)  // the head's input: the last token's final hidden state (a decoder's, which has
+                           // seen the pair) or an encoder's CLS row (BertForSequenceClassification)
+            r.embedding = engine::EmbeddingSpec{engine_->model_info().bidirectional ? engine::Pooling::cls
+                                                                                    : engine::Pooling::last, false};
         else
             r.score_tokens = {rerank_tokens_.first, rerank_tokens_.second};
         r.stop.max_tokens = 1;

@@ -93,9 +93,9 @@ struct AttentionCase {
     AttentionParams params;
     std::vector<int32_t> context, fresh;
     std::string label() const {
-        return fmt::format("{} block {} kv_heads {} head_dim {} heads {} window {} softcap {}", kv::kv_dtype_name(layout.dtype),
+        return fmt::format("{} block {} kv_heads {} head_dim {} heads {} window {} softcap {}{}", kv::kv_dtype_name(layout.dtype),
                            layout.block_size, layout.n_kv_heads, layout.head_dim, params.n_heads, params.sliding_window,
-                           params.softcap);
+                           params.softcap, params.causal ? "" : " non-causal");
     }
 };
 
@@ -116,8 +116,14 @@ AttentionCase random_attention_case(int trial, std::mt19937& rng, std::optional<
 
 // Writes every sequence's context in one step, then runs a step of the fresh tokens (each
 // sequence's next 1..5 positions: decode and chunked prefill) that writes its K/V and attends:
-// all tokens in one call, or (one_by_one) each token alone in a step of its own.
+// all tokens in one call, or (one_by_one) each token alone in a step of its own, or (seq_by_seq)
+// each sequence's fresh tokens alone in a step of their own.
+enum class Split { none, one_by_one, seq_by_seq };
+std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed, Split split);
 std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed, bool one_by_one = false) {
+    return run_attention(s, c, seed, one_by_one ? Split::one_by_one : Split::none);
+}
+std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed, Split split) {
     std::mt19937 rng(seed);
     std::vector<int32_t> lengths;
     for (size_t i = 0; i < c.context.size(); ++i) lengths.push_back(c.context[i] + c.fresh[i]);
@@ -140,12 +146,28 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
     // Large queries so that softcaps bite and the softmax is peaky.
     const int64_t q_width = int64_t(c.params.n_heads) * c.layout.head_dim;
     const std::vector<float> q = random_values(step.n_tokens() * q_width, rng, 3.0f);
-    if (!one_by_one) {
+    if (split == Split::none) {
         const Tensor out = s.tensor(step.n_tokens(), q_width);
         s->attention(*cache, layer, s.input(step.n_tokens(), q_width, q), out, c.params);
         return s.read(out);
     }
     std::vector<float> rows;
+    if (split == Split::seq_by_seq) {
+        int64_t first = 0;
+        for (int32_t i = 0; i < int32_t(lengths.size()); ++i) {
+            Step alone = tables;
+            alone.add_tokens(i, c.context[size_t(i)], lengths[size_t(i)]);
+            const int64_t n = alone.n_tokens();
+            s->begin_step(alone.inputs());
+            const Tensor out = s.tensor(n, q_width);
+            s->attention(*cache, layer, s.input(n, q_width, {q.begin() + first * q_width, q.begin() + (first + n) * q_width}),
+                         out, c.params);
+            const std::vector<float> part = s.read(out);
+            rows.insert(rows.end(), part.begin(), part.end());
+            first += n;
+        }
+        return rows;
+    }
     for (int64_t t = 0; t < step.n_tokens(); ++t) {
         Step alone = tables;
         alone.add_tokens(step.seq_index[size_t(t)], step.positions[size_t(t)], step.positions[size_t(t)] + 1);
@@ -170,6 +192,50 @@ TEST_P(Conformance, PagedAttention) {
         auto [got, want] = both([&](Side& s) { return run_attention(s, c, uint32_t(100 + trial)); });
         EXPECT_TRUE(close(got, want, attention_tolerance(c.layout.dtype))) << c.label();
     }
+}
+
+// Non-causal attention (encoders): each fresh token attends to every key of its sequence up to the
+// sequence's last fresh position, later ones included. Runs longer than a key tile (64) and a query
+// tile; a backend without it refuses the params (supports_attention) and the call.
+AttentionCase non_causal_case(int trial, std::mt19937& rng, std::optional<KvDtype> dtype = std::nullopt) {
+    AttentionCase c = random_attention_case(trial, rng, dtype);
+    c.params.sliding_window = 0;
+    c.params.causal = false;
+    for (size_t i = 0; i < c.fresh.size(); ++i) {
+        c.fresh[i] = uniform(1, 90, rng);
+        if (trial % 2 == 0) c.context[i] = 0;  // an encoder's step: the whole sequence at once
+    }
+    return c;
+}
+
+TEST_P(Conformance, PagedAttentionNonCausal) {
+    std::mt19937 rng(21);
+    for (int trial = 0; trial < 18; ++trial) {
+        const AttentionCase c = non_causal_case(trial, rng, trial >= 15 ? std::optional(KvDtype::q8) : std::nullopt);
+        if (!test->supports_attention(c.params)) {  // refused clearly, never computed wrongly
+            EXPECT_THROW(run_attention(test, c, uint32_t(400 + trial)), Error) << c.label();
+            test.reset();
+            continue;
+        }
+        auto [got, want] = both([&](Side& s) { return run_attention(s, c, uint32_t(400 + trial)); });
+        EXPECT_TRUE(close(got, want, attention_tolerance(c.layout.dtype))) << c.label() << " non-causal";
+    }
+}
+
+// A sequence's non-causal attention is the same, bitwise, alone in a step as beside others.
+TEST_P(Contract, NonCausalAttentionIsBatchInvariant) {
+    std::mt19937 rng(22);
+    int checked = 0;
+    for (int trial = 0; trial < 12; ++trial) {
+        const AttentionCase c = non_causal_case(trial * 5 + 1, rng);
+        if (!test->supports_attention(c.params)) continue;  // PagedAttentionNonCausal checks the refusal
+        ++checked;
+        test.reset();
+        const std::vector<float> batch = run_attention(test, c, uint32_t(500 + trial));
+        test.reset();
+        EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(500 + trial), Split::seq_by_seq), batch)) << c.label();
+    }
+    EXPECT_GT(checked, 0) << GetParam() << " supports no non-causal attention";
 }
 
 // Over a q8 cache: against the reference's q8 within the f32 tolerance (both read the same stored

@@ -200,6 +200,46 @@ TEST(ReferenceOps, AttentionSlidingWindowAndSoftcap) {
     EXPECT_TRUE(close(attend({2, 1.0f, 0, 2.0f}), {1, 0, 1, 0, 1 / (1 + e), e / (1 + e), 0.5f, 0.5f}, kTol));
 }
 
+TEST(ReferenceOps, NonCausalAttentionSeesTheWholeSequence) {
+    // Token 0 now sees key 1 too: both tokens get token 1's causal answer.
+    EXPECT_TRUE(close(attend({2, 1.0f, 0, 0.0f, false}), {0.25f, 0.75f, 0.5f, 0.5f, 0.25f, 0.75f, 0.5f, 0.5f}, kTol));
+}
+
+TEST(ReferenceOps, LayerNormWithBias) {
+    // Row [1, 3]: mean 2, variance 1, so (x - mean) / sqrt(1 + eps) = [-1, 1] / sqrt(1 + eps); row
+    // [4, 4] has no spread and gives the bias alone. Weights [2, 3], biases [0.5, -1].
+    Side s = reference();
+    const float eps = 1e-5f;
+    const Tensor x = s.input(2, 2, {1, 3, 4, 4}), out = s.tensor(2, 2);
+    s->layer_norm(x, *s->upload_vector(std::vector<float>{2, 3}), *s->upload_vector(std::vector<float>{0.5f, -1}), eps, out);
+    const double a = 1 / std::sqrt(1 + double(eps));
+    EXPECT_TRUE(close(s.read(out), {float(-2 * a + 0.5), float(3 * a - 1), 0.5f, -1}, kTol));
+}
+
+TEST(ReferenceOps, GeluIsTheErfForm) {
+    // gelu(x) = x/2 (1 + erf(x / sqrt 2)): at +-sqrt 2 that is +-sqrt(2)/2 (1 +- erf 1), erf 1 =
+    // 0.8427007929497149; the tanh form would give 1.2533 / -0.1609 there, not these.
+    Side s = reference();
+    const double r2 = std::numbers::sqrt2, erf1 = 0.8427007929497149;
+    const Tensor x = s.input(1, 3, {0, float(r2), float(-r2)});
+    s->gelu(x);
+    EXPECT_TRUE(close(s.read(x), {0, float(r2 / 2 * (1 + erf1)), float(-r2 / 2 * (1 - erf1))}, kTol));
+}
+
+TEST(ReferenceOps, PositionEmbeddingAddsEachPositionsRow) {
+    Side s = reference();
+    const HostMatrix table = float_matrix(GgmlType::F32, 3, 2, {1, 2, 3, 4, 5, 6});
+    auto weight = s->upload_weight({table.source()}, WeightUse::embedding);
+    Step step = one_sequence(3);
+    s->begin_step(step.inputs());
+    const Tensor x = s.input(3, 2, {10, 10, 20, 20, 30, 30});
+    s->add_position_embedding(*weight, x);
+    EXPECT_EQ(s.read(x), (std::vector<float>{11, 12, 23, 24, 35, 36}));
+    step = one_sequence(4);  // position 3 is past the table
+    s->begin_step(step.inputs());
+    EXPECT_THROW(s->add_position_embedding(*weight, s.input(4, 2, std::vector<float>(8, 0))), Error);
+}
+
 TEST(ReferenceOps, KvWriteRoundsAsTheFormatSays) {
     // 1/3 stored as f32 reads back as itself; as f16 0x3555 = 0.333251953125; as bf16 0x3EAB
     // = 0.333984375 (round to nearest even).

@@ -3,8 +3,10 @@
 // computed here in double, from the file's own F32 tensors, on the last token's final hidden state
 // that the reference backend (the oracle) pools for the same pair; results best first, equal
 // documents tied in input order; /v1/score gives the same numbers; --rerank-tokens is refused for
-// such a model at load.
+// such a model at load. An encoder (bert, a cross-encoder) is scored on its CLS row instead of the
+// last token's.
 #include <cmath>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <thread>
@@ -39,7 +41,10 @@ RankModel make_model(const std::string& arch, const std::string& head) {
     s.rank_head = head;
     s.seed = 7;
     RankModel m{arch, test::temp_path("rank-" + arch + "-" + head + ".gguf"), nullptr, nullptr};
-    model::write_random_model(s, nullptr, m.path);
+    // bert's own WordPiece vocabulary has no tokenizer here yet: it borrows the GPT-2 fixture's.
+    std::unique_ptr<gguf::File> vocab;
+    if (arch == "bert") vocab = gguf::File::open(test::fixture("vocab/ggml-vocab-gpt-2.gguf"));
+    model::write_random_model(s, vocab.get(), m.path);
     m.file = std::shared_ptr<const gguf::File>(gguf::File::open(m.path));
     m.tok = tokenizer::Tokenizer::from_gguf(*m.file);
     return m;
@@ -59,11 +64,11 @@ LoadedModel load(const RankModel& m, engine::EngineOptions eo) {
     return loaded;
 }
 
-GatewayOptions options() {
+GatewayOptions options(bool encoder = false) {
     GatewayOptions o;
     o.model_name = "rank-model";
     o.scheduler.max_seqs = 2;  // fewer than the documents: some wait for a seat
-    o.scheduler.max_batched_tokens = 16;  // prompts are chunked
+    o.scheduler.max_batched_tokens = encoder ? 64 : 16;  // prompts are chunked (an encoder's never are)
     return o;
 }
 
@@ -87,7 +92,7 @@ json run(Gateway& gw, Endpoint endpoint, const json& body) {
     return r;
 }
 
-// The reference backend's unnormalised last-token hidden state for each prompt.
+// The reference backend's unnormalised last-token (encoder: CLS) hidden state for each prompt.
 std::vector<std::vector<float>> reference_states(const RankModel& m, const std::vector<std::vector<int32_t>>& prompts) {
     auto step = model::open_step_model(m.file, step_options("reference"));
     engine::EngineCore core(*step, m.tok, {});
@@ -96,7 +101,7 @@ std::vector<std::vector<float>> reference_states(const RankModel& m, const std::
     for (const auto& p : prompts) {
         engine::Request r;
         r.prompt = p;
-        r.embedding = engine::EmbeddingSpec{engine::Pooling::last, false};
+        r.embedding = engine::EmbeddingSpec{m.arch == "bert" ? engine::Pooling::cls : engine::Pooling::last, false};
         r.stop.max_tokens = 1;
         ids.push_back(driver.add(std::move(r)));
     }
@@ -131,8 +136,10 @@ double head_by_hand(const RankModel& m, const std::vector<float>& h) {
 }
 
 void check_scores_are_the_head(const std::string& arch, const std::string& head) {
+    if (arch == "bert" && !std::filesystem::exists(test::fixture("vocab/ggml-vocab-gpt-2.gguf")))
+        GTEST_SKIP() << "the GPT-2 vocabulary fixture is absent";
     const RankModel m = make_model(arch, head);
-    Gateway gw(options(), {}, [&](engine::EngineOptions eo) { return load(m, std::move(eo)); });
+    Gateway gw(options(arch == "bert"), {}, [&](engine::EngineOptions eo) { return load(m, std::move(eo)); });
     gw.load();
 
     const std::string query = "where do foxes live";
@@ -146,9 +153,11 @@ void check_scores_are_the_head(const std::string& arch, const std::string& head)
     }
     // llama-server's pair: BOS query [EOS] document [EOS], the texts encoded as plain text.
     const auto q_ids = m.tok->encode(query, {.add_bos = false, .add_eos = false});
-    ASSERT_TRUE(m.tok->vocab().add_bos());
-    EXPECT_EQ(prompts[0][0], m.tok->bos());
-    EXPECT_TRUE(std::equal(q_ids.begin(), q_ids.end(), prompts[0].begin() + 1));
+    if (arch != "bert") {  // the borrowed GPT-2 vocabulary adds no BOS
+        ASSERT_TRUE(m.tok->vocab().add_bos());
+        EXPECT_EQ(prompts[0][0], m.tok->bos());
+        EXPECT_TRUE(std::equal(q_ids.begin(), q_ids.end(), prompts[0].begin() + 1));
+    }
 
     const auto states = reference_states(m, prompts);
     std::vector<double> want;
@@ -187,6 +196,8 @@ void check_scores_are_the_head(const std::string& arch, const std::string& head)
 TEST(GatewayRankRerank, DenseHeadScoresAreTheHeadOnTheReferenceHiddenState) { check_scores_are_the_head("llama", "dense"); }
 
 TEST(GatewayRankRerank, Qwen3ClassifierScoresAreTheSoftmaxedYes) { check_scores_are_the_head("qwen3", "output"); }
+
+TEST(GatewayRankRerank, CrossEncoderScoresAreTheHeadOnTheClsState) { check_scores_are_the_head("bert", "dense"); }
 
 TEST(GatewayRankRerank, DecoderAnswerTokensAreRefusedForAClassificationHead) {
     const RankModel m = make_model("llama", "output");

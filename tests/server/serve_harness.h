@@ -20,6 +20,9 @@ std::string server_deep_test_model();
 // The tiny model with fill-in-the-middle tokens (gen-model --fim-tokens): ids 506..511 are
 // <|fim_prefix|> <|fim_suffix|> <|fim_middle|> <|fim_pad|> <|repo_name|> <|file_sep|>.
 std::string server_fim_test_model();
+// A tiny random bert encoder (gen-model --arch bert, mean pooling, 256 positions) with the GPT-2
+// vocabulary fixture copied in (--vocab), so it loads before a WordPiece tokenizer exists.
+std::string server_bert_test_model();
 
 class ServeProcess {
 public:

@@ -72,14 +72,15 @@ void validate(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t
     }
 }
 
-// A task's queries: `count` consecutive batch tokens from `first`, of one sequence, with strictly
-// increasing positions.
+// A task's queries: `count` consecutive batch tokens from `first`, of one sequence, with
+// non-decreasing positions (equal ones: non-causal attention, where each token of a sequence is
+// handed the sequence's last position).
 struct QueryRun {
     int64_t first;
     int32_t count;
 };
 
-// Splits the batch into runs of consecutive tokens of one sequence with increasing positions (the
+// Splits the batch into runs of consecutive tokens of one sequence with non-decreasing positions (the
 // prefill / chunked-prefill case), each at most `max_len` long; decode tokens become runs of one.
 // Heaviest first (the furthest last position: causal work grows with it) so the pool's dynamic
 // claiming ends with the small tasks.
@@ -88,7 +89,7 @@ std::vector<QueryRun> split_runs(const PagedAttentionBatch& b, int32_t max_len) 
     for (int64_t t = 0; t < b.n_tokens;) {
         int32_t len = 1;
         while (len < max_len && t + len < b.n_tokens && b.token_seq[t + len] == b.token_seq[t] &&
-               b.token_pos[t + len] > b.token_pos[t + len - 1])
+               b.token_pos[t + len] >= b.token_pos[t + len - 1])
             ++len;
         runs.push_back({t, len});
         t += len;

@@ -6,8 +6,11 @@
 // from the pool's blocks through the token's sequence block table (position j lives in block
 // table[j / block_size], slot j % block_size).
 //
+// Non-causal attention (encoders) is the same call with every token of a sequence given the
+// sequence's last position (the backend does it: each then sees all of the sequence's keys).
+//
 // Work is split into tasks of (query run, KV head): a query run is up to attention_query_tile()
-// consecutive batch tokens of one sequence with increasing positions (a prefill or chunked-prefill
+// consecutive batch tokens of one sequence with non-decreasing positions (a prefill or chunked-prefill
 // chunk; positions need not be contiguous, the batch may mix sequences; a decode token is a run of
 // one). A task walks the keys 0..(its last position) in tiles of kAttentionTile absolute positions,
 // converts each tile's K and V rows to f32 once and uses them for all its query heads: the scores

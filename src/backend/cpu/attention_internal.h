@@ -37,7 +37,7 @@ struct Task {
     const float* q;          // query i of the task: q + i * token_stride, [group][head_dim]
     float* out;              // same layout as q
     size_t token_stride;     // floats between consecutive tokens (n_heads * head_dim)
-    const int32_t* pos;      // [n_queries] strictly increasing positions; query i attends to 0..pos[i]
+    const int32_t* pos;      // [n_queries] non-decreasing positions; query i attends to 0..pos[i]
     int32_t n_queries;       // 1..kQueryTile
     int32_t group;           // query heads per KV head
     int32_t head_dim;

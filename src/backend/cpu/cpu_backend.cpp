@@ -182,13 +182,39 @@ public:
         a.n_tokens = q.rows;
         a.n_heads = p.n_heads;
         a.token_seq = step_.seq_index.data();
-        a.token_pos = step_.positions.data();
+        a.token_pos = p.causal ? step_.positions.data() : sequence_ends();
         a.seqs = seqs_.data();
         a.n_seqs = int32_t(seqs_.size());
         a.scale = p.scale;
         a.sliding_window = p.sliding_window;
         a.softcap = p.softcap;
         kernels::paged_attention(a, cpu(cache), layer, f32w(out), threads_);
+    }
+    bool has_op(OptionalOp) const override { return true; }
+    void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out) override {
+        check_cols(x, w.size(), "layer_norm", "an input");
+        check_cols(x, b.size(), "layer_norm", "an input (bias)");
+        per_token(x.rows, [&](int64_t t) {
+            kernels::layer_norm(f32(x) + t * x.cols, cpu(w), cpu(b), x.cols, eps, f32w(out) + t * x.cols);
+        });
+    }
+    void add_position_embedding(const Weight& table, const Tensor& x) override {
+        const CpuWeight& w = cpu(table);
+        check_cols(x, w.cols(), "position_embedding", "an input");
+        const int64_t rows = w.parts()[0].rows;
+        for (int64_t t = 0; t < x.rows; ++t)
+            if (step_.positions[size_t(t)] < 0 || step_.positions[size_t(t)] >= rows)
+                fail("cpu backend: position {} is outside the {} rows of {}", step_.positions[size_t(t)], rows,
+                     w.parts()[0].name);
+        per_token(x.rows, [&](int64_t t) {
+            thread_local std::vector<float> row;  // grows once to the width, then is reused
+            row.resize(size_t(x.cols));
+            kernels::dequantize_row(w.view(0), step_.positions[size_t(t)], row.data());
+            kernels::add_inplace(f32w(x) + t * x.cols, row.data(), x.cols);
+        });
+    }
+    void gelu(const Tensor& x) override {
+        per_token(x.rows, [&](int64_t t) { kernels::gelu_inplace(f32w(x) + t * x.cols, x.cols); });
     }
     void gather_logit_rows(const Tensor& x, const Tensor& out) override {
         check_cols(out, x.cols, "gather_logit_rows", "an output");
@@ -373,9 +399,31 @@ private:
             std::memcpy(f32w(out) + int64_t(i) * x.cols, f32(x) + int64_t(rows[i]) * x.cols, size_t(x.cols) * sizeof(float));
     }
 
+    // Non-causal attention: every token of a sequence attends to the keys up to its sequence's last
+    // position in the step, so the kernel is handed that position for each token (a run of equal
+    // positions; attention.h). Computed once a step, on the first non-causal call.
+    const int32_t* sequence_ends() {
+        if (ends_step_ != step_id_) {
+            std::vector<int32_t> last(seqs_.size(), -1);
+            for (size_t t = 0; t < step_.positions.size(); ++t) {
+                const auto s = size_t(step_.seq_index[t]);
+                if (s < last.size()) last[s] = std::max(last[s], step_.positions[t]);
+            }
+            sequence_ends_.resize(step_.positions.size());
+            for (size_t t = 0; t < step_.positions.size(); ++t) {
+                const auto s = size_t(step_.seq_index[t]);
+                sequence_ends_[t] = s < last.size() ? last[s] : step_.positions[t];  // a bad index: the kernel refuses it
+            }
+            ends_step_ = step_id_;
+        }
+        return sequence_ends_.data();
+    }
+
     StepInputs step_;
     uint64_t step_id_ = 0;
     std::vector<kernels::AttentionSeq> seqs_;
+    std::vector<int32_t> sequence_ends_;
+    uint64_t ends_step_ = 0;
 };
 
 }  // namespace

@@ -20,6 +20,15 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 // g / (1 + exp(-2 sqrt(2/pi) (g + 0.044715 g^3))) with exp_f32 (so with its accuracy on SIMD paths).
 void gelu_mul(const float* gate, const float* up, int64_t n, float* out);
 
+// Encoders (encoder_ops.cpp). layer_norm: out[i] = (x[i] - mean) / sqrt(var + eps) * weight[i] +
+// bias[i], mean and (population) variance accumulated in double like rms_norm; out may alias x.
+// gelu: x[i] = x[i]/2 (1 + erf(x[i] / sqrt 2)) in place (the exact form, transformers' "gelu"), erf
+// by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7) on exp_f32; for negative inputs erfc is
+// computed directly (no 1 + erf cancellation), so the tail stays within a fraction of a percent
+// (0.2 % at x = -5, where gelu is -1.4e-6) instead of losing every digit.
+void layer_norm(const float* x, const float* weight, const float* bias, int64_t n, float eps, float* out);
+void gelu_inplace(float* x, int64_t n);
+
 // x[i] *= s (Gemma's embedding scale); x[i] = cap * tanh(x[i] / cap) (Gemma 2's logit soft cap).
 // Scalar on every path: they run once per token on one row, far from the matmuls' cost.
 void scale_inplace(float* x, float s, int64_t n);

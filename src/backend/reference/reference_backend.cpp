@@ -169,6 +169,46 @@ public:
         }
     }
 
+    bool has_op(OptionalOp) const override { return true; }
+    void layer_norm(const Tensor& x, const Vector& weight, const Vector& bias, float eps, const Tensor& out) override {
+        const auto& w = ours(weight).values;
+        const auto& b = ours(bias).values;
+        expect_shape(x, x.rows, int64_t(w.size()), "layer_norm", "x");
+        if (b.size() != w.size()) fail("reference layer_norm: {} weights but {} biases", w.size(), b.size());
+        expect_shape(out, x.rows, x.cols, "layer_norm", "out");
+        const double* xs = elements(x, "layer_norm");
+        double* ys = elements(out, "layer_norm");
+        for (int64_t t = 0; t < x.rows; ++t) {
+            const double* xt = xs + t * x.cols;
+            double sum = 0, sum_sq = 0;
+            for (int64_t c = 0; c < x.cols; ++c) sum += xt[c];
+            const double mean = sum / double(x.cols);
+            for (int64_t c = 0; c < x.cols; ++c) sum_sq += (xt[c] - mean) * (xt[c] - mean);
+            const double inv_sd = 1 / std::sqrt(sum_sq / double(x.cols) + double(eps));
+            for (int64_t c = 0; c < x.cols; ++c)
+                ys[t * x.cols + c] = (xt[c] - mean) * inv_sd * w[size_t(c)] + b[size_t(c)];
+        }
+    }
+    void add_position_embedding(const Weight& table, const Tensor& x) override {
+        const ReferenceWeight& w = ours(table);
+        if (w.use == WeightUse::matmul) fail("reference position_embedding: {} was uploaded for matmul only", w.name());
+        const MatrixSource& m = w.parts()[0];
+        expect_shape(x, n_tokens(), m.cols, "position_embedding", "x");
+        double* y = elements(x, "position_embedding");
+        std::vector<double> row(size_t(m.cols));
+        for (int64_t t = 0; t < n_tokens(); ++t) {
+            const int32_t pos = step_.positions[size_t(t)];
+            if (pos < 0 || pos >= m.rows)
+                fail("reference position_embedding: position {} is outside the {} rows of {}", pos, m.rows, m.name);
+            dequantize_row(m, pos, row.data());
+            for (int64_t c = 0; c < m.cols; ++c) y[t * m.cols + c] += row[size_t(c)];
+        }
+    }
+    void gelu(const Tensor& x) override {
+        double* xs = elements(x, "gelu");
+        for (int64_t i = 0; i < x.rows * x.cols; ++i) xs[i] = 0.5 * xs[i] * std::erfc(-xs[i] / std::numbers::sqrt2);
+    }
+
     void add(const Tensor& y, const Tensor& x) override {
         expect_shape(x, y.rows, y.cols, "add", "x");
         double* ys = elements(y, "add");
@@ -259,8 +299,14 @@ public:
         const double* qs = elements(q, "attention");
         double* ys = elements(out, "attention");
         const int32_t group = params.n_heads / layout.n_kv_heads;
+        // Non-causal: every token of a sequence reads up to the sequence's last position in the step.
+        std::vector<int32_t> last(step_.block_tables.size(), -1);
         for (int64_t t = 0; t < n_tokens(); ++t) {
-            const int32_t pos = step_.positions[size_t(t)];
+            int32_t& l = last[size_t(step_.seq_index[size_t(t)])];
+            l = std::max(l, step_.positions[size_t(t)]);
+        }
+        for (int64_t t = 0; t < n_tokens(); ++t) {
+            const int32_t pos = params.causal ? step_.positions[size_t(t)] : last[size_t(step_.seq_index[size_t(t)])];
             const int32_t first = params.sliding_window > 0 ? std::max(0, pos - params.sliding_window + 1) : 0;
             std::vector<int64_t> slots;
             for (int32_t j = first; j <= pos; ++j) slots.push_back(key_slot(t, j, layout.block_size));

@@ -73,9 +73,10 @@ public:
 };
 
 // Push constants, laid out as the shaders' push_constant blocks (std430: 64-bit addresses first).
-struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols; };
+struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols, add; };
 struct MatmulPush { uint64_t w, groups, x, out; uint32_t rows, row0, cols, n; };
 struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; };
+struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; };
 struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
 struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
 struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, neox; };
@@ -89,7 +90,7 @@ struct AttentionPush {
 };
 static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes);
 
-enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5 };
+enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6 };
 
 KvGeometryPush geometry(const kv::KvLayout& l) {
     return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),
@@ -158,7 +159,7 @@ public:
             arena_ = dev_->ctx->create_buffer(std::max<size_t>(bytes, 256), false, "the activation arena");
         }
         dev_->staging_for(arena_.size);
-        ensure_step_capacity(size_t(max_tokens_) * 6 + 4096);
+        ensure_step_capacity(size_t(max_tokens_) * 7 + 4096);
     }
     void* activations() override { return reinterpret_cast<void*>(uintptr_t(arena_.address)); }
 
@@ -181,7 +182,7 @@ public:
         table_stride_ = 1;
         for (const auto& table : in.block_tables) table_stride_ = std::max(table_stride_, uint32_t(table.size()));
         const size_t n = size_t(n_tokens_);
-        const size_t ints = 4 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
+        const size_t ints = 5 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
         ensure_step_capacity(ints);
         auto* at = static_cast<int32_t*>(step_buf_.mapped);
         size_t cursor = 0;
@@ -199,6 +200,14 @@ public:
             if (slot < 0 || slot > std::numeric_limits<int32_t>::max()) fail("vulkan backend: KV slot {} is outside 0..2^31", slot);
             at[cursor++] = int32_t(slot);
         }
+        // Non-causal attention reads each token's sequence's last position in the step instead of its own.
+        std::vector<int32_t>& last = sequence_last_;
+        last.assign(in.block_tables.size(), -1);
+        for (size_t t = 0; t < n; ++t)
+            if (size_t(in.seq_index[t]) < last.size()) last[size_t(in.seq_index[t])] = std::max(last[size_t(in.seq_index[t])], in.positions[t]);
+        ends_addr_ = step_buf_.address + cursor * 4;
+        for (size_t t = 0; t < n; ++t)
+            at[cursor++] = size_t(in.seq_index[t]) < last.size() ? last[size_t(in.seq_index[t])] : in.positions[t];
         tables_addr_ = step_buf_.address + cursor * 4;
         for (const auto& table : in.block_tables) {
             std::copy(table.begin(), table.end(), at + cursor);
@@ -212,7 +221,7 @@ public:
     void embed(const Weight& table, const Tensor& out) override {
         const auto& w = weight(table);
         expect(out, n_tokens_, table.cols(), "embed", "out");
-        EmbedPush p{w.data.address, w.groups.address, tokens_addr_, address(out), uint32_t(out.rows), uint32_t(out.cols)};
+        EmbedPush p{w.data.address, w.groups.address, tokens_addr_, address(out), uint32_t(out.rows), uint32_t(out.cols), 0};
         auto [gx, gy] = grid((uint64_t(out.rows * out.cols) + 255) / 256);
         dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
     }
@@ -242,6 +251,30 @@ public:
         auto [gx, gy] = grid(uint64_t(x.rows));
         dispatch("rms_norm", {kRowWorkgroup}, p, gx, gy);
     }
+    // The encoders' ops (backend::OptionalOp).
+    bool has_op(OptionalOp) const override { return true; }
+    void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out) override {
+        expect(out, x.rows, x.cols, "layer_norm", "out");
+        if (w.size() != x.cols || b.size() != x.cols)
+            fail("vulkan layer_norm: {} weights and {} biases for rows of {}", w.size(), b.size(), x.cols);
+        LayerNormPush p{address(x), vec(w).buffer.address, vec(b).buffer.address, address(out), uint32_t(x.cols),
+                        uint32_t(x.rows), eps};
+        auto [gx, gy] = grid(uint64_t(x.rows));
+        dispatch("layer_norm", {kRowWorkgroup}, p, gx, gy);
+    }
+    void gelu(const Tensor& x) override { pointwise(Pointwise::gelu, x, 0, 0, 0.0f); }
+    void add_position_embedding(const Weight& table, const Tensor& x) override {
+        const auto& w = weight(table);
+        expect(x, n_tokens_, table.cols(), "position_embedding", "x");
+        const int64_t rows = table.parts()[0].rows;
+        for (int32_t pos : positions_)
+            if (pos < 0 || pos >= rows)
+                fail("vulkan position_embedding: position {} is outside the {} rows of {}", pos, rows, table.parts()[0].name);
+        EmbedPush p{w.data.address, w.groups.address, positions_addr_, address(x), uint32_t(x.rows), uint32_t(x.cols), 1};
+        auto [gx, gy] = grid((uint64_t(x.rows * x.cols) + 255) / 256);
+        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+    }
+
     void add(const Tensor& y, const Tensor& x) override {
         expect(x, y.rows, y.cols, "add", "x");
         pointwise(Pointwise::add, y, address(x), 0, 0.0f);
@@ -304,7 +337,8 @@ public:
         const int64_t width = int64_t(params.n_heads) * l.head_dim;
         expect(q, n_tokens_, width, "attention", "q");
         expect(out, n_tokens_, width, "attention", "out");
-        AttentionPush p{address(q), address(out), c.buffer().address, positions_addr_, seq_addr_, tables_addr_,
+        // Non-causal (encoders): each token is handed its sequence's last position of the step.
+        AttentionPush p{address(q), address(out), c.buffer().address, params.causal ? positions_addr_ : ends_addr_, seq_addr_, tables_addr_,
                         uint32_t(params.n_heads), uint32_t(l.n_kv_heads), uint32_t(size_t(layer) * 2 * l.layer_block_bytes()),
                         table_stride_, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
         dispatch("attention", {kAttentionWorkgroup}, p, uint32_t(params.n_heads), uint32_t(n_tokens_));
@@ -414,7 +448,8 @@ private:
     uint32_t gemm_bk_ = 16;
     int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;
     uint32_t table_stride_ = 1;
-    uint64_t tokens_addr_ = 0, positions_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0;
+    uint64_t tokens_addr_ = 0, positions_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0;
+    std::vector<int32_t> sequence_last_;
     std::vector<int32_t> logit_rows_, hidden_rows_, positions_;
     std::map<const Rope*, uint64_t> rope_tables_;
     size_t rope_used_ = 0;

@@ -25,6 +25,7 @@ struct BuiltModel {
     std::vector<std::shared_ptr<backend::Rope>> ropes;
     std::vector<const backend::Weight*> matmul_weights;  // what a decode step streams
     kv::KvDtype kv_dtype = kv::KvDtype::f16;             // the natural cache type for these weights
+    int64_t max_positions = 0;  // > 0: a learned position table's rows, the longest sequence it can run
 };
 
 using ArchBuilder = BuiltModel (*)(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
@@ -40,6 +41,8 @@ BuiltModel build_qwen2moe(const gguf::File& file, const ModelConfig& config, bac
 BuiltModel build_qwen3moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gemma2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gemma3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_nomic_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_phi3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 
 }  // namespace pagoda::model

@@ -35,6 +35,15 @@ public:
     void rms_norm_heads(int x, const backend::Vector& w, float eps, int32_t n_heads) {
         push({.kind = OpKind::rms_norm, .in = {x}, .out = {x}, .vector = &w, .eps = eps, .n_heads = n_heads});
     }
+    int layer_norm(int x, const backend::Vector& w, const backend::Vector& b, float eps, const std::string& name) {
+        const int out = g_.add_tensor(name, rows(x), cols(x));
+        push({.kind = OpKind::layer_norm, .in = {x}, .out = {out}, .vector = &w, .bias = &b, .eps = eps});
+        return out;
+    }
+    void gelu(int x) { push({.kind = OpKind::gelu, .in = {x}, .out = {x}}); }
+    void add_position_embedding(int x, const backend::Weight& table) {
+        push({.kind = OpKind::position_embedding, .in = {x}, .out = {x}, .weight = &table});
+    }
     void add(int y, int x) { push({.kind = OpKind::add, .in = {y, x}, .out = {y}}); }
     void add_bias(int y, const backend::Vector& b) { push({.kind = OpKind::add_bias, .in = {y}, .out = {y}, .vector = &b}); }
     void rope(int x, const backend::Rope& r, int32_t n_heads, int32_t head_dim) {

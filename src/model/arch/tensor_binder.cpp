@@ -65,17 +65,27 @@ const backend::Weight& TensorBinder::split_matrix(const std::string& name, int64
 }
 
 std::vector<float> TensorBinder::floats(const std::string& name, int64_t n) const {
-    const auto& t = require(file_, name, {n});
+    return dequantized(require(file_, name, {n}), name, 0, n);
+}
+
+std::vector<float> TensorBinder::matrix_row(const std::string& name, int64_t cols, int64_t rows, int64_t row) const {
+    if (row < 0 || row >= rows) fail("{}: tensor {} has no row {} (it has {})", file_.name(), name, row, rows);
+    return dequantized(require(file_, name, {cols, rows}), name, row, cols);
+}
+
+std::vector<float> TensorBinder::dequantized(const gguf::TensorInfo& t, const std::string& name, int64_t row,
+                                             int64_t n) const {
     std::vector<float> out(static_cast<size_t>(n));
-    const auto* u16 = reinterpret_cast<const uint16_t*>(t.data);
+    if (t.type != gguf::GgmlType::F32 && t.type != gguf::GgmlType::F16 && t.type != gguf::GgmlType::BF16 &&
+        !quant::is_supported_block_type(t.type))
+        fail("{}: tensor {}: type {} is not supported", file_.name(), name, gguf::type_name(uint32_t(t.type)));
+    const auto* data = static_cast<const uint8_t*>(t.data) + size_t(row) * gguf::row_size(t.type, n).value_or(0);
+    const auto* u16 = reinterpret_cast<const uint16_t*>(data);
     switch (t.type) {
-        case gguf::GgmlType::F32: std::copy_n(reinterpret_cast<const float*>(t.data), n, out.begin()); break;
+        case gguf::GgmlType::F32: std::copy_n(reinterpret_cast<const float*>(data), n, out.begin()); break;
         case gguf::GgmlType::F16: for (int64_t i = 0; i < n; ++i) out[size_t(i)] = f16_to_f32(u16[i]); break;
         case gguf::GgmlType::BF16: for (int64_t i = 0; i < n; ++i) out[size_t(i)] = bf16_to_f32(u16[i]); break;
-        default:
-            if (!quant::is_supported_block_type(t.type))
-                fail("{}: tensor {}: type {} is not supported", file_.name(), name, gguf::type_name(uint32_t(t.type)));
-            quant::dequantize_row(t.type, t.data, out.data(), n);
+        default: quant::dequantize_row(t.type, data, out.data(), n);
     }
     return out;
 }

@@ -6,6 +6,10 @@
 
 #include "model/arch/arch.h"
 
+namespace pagoda::gguf {
+struct TensorInfo;
+}
+
 namespace pagoda::model {
 
 struct MatrixName {
@@ -29,9 +33,13 @@ public:
     const backend::Vector& vector(const std::string& name, int64_t n);
     // A 1-D tensor as host floats.
     std::vector<float> floats(const std::string& name, int64_t n) const;
+    // Row `row` of a [cols, rows] matrix as host floats (BERT's token-type row).
+    std::vector<float> matrix_row(const std::string& name, int64_t cols, int64_t rows, int64_t row) const;
     const backend::Rope& rope(backend::RopeSpec spec);
 
 private:
+    std::vector<float> dequantized(const gguf::TensorInfo& t, const std::string& name, int64_t row, int64_t n) const;
+
     const gguf::File& file_;
     backend::Backend& backend_;
     BuiltModel& out_;

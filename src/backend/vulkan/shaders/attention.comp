@@ -1,6 +1,7 @@
 #version 450
 // Causal paged attention, one workgroup per (query head, token): keys of the token's sequence at
-// positions start..position (start > 0 under a sliding window), found through its block table, in
+// positions start..position (start > 0 under a sliding window; non-causal attention hands every token
+// its sequence's last position of the step in `positions`), found through its block table, in
 // chunks of WG keys with an online softmax. Scores: q . k (in order over head_dim) * scale, then the
 // soft cap; chunk max and sum by fixed-order trees; each output element accumulates the chunk's keys
 // in order. Nothing depends on the other tokens of the step (batch invariance).

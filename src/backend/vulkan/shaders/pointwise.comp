@@ -3,6 +3,8 @@
 //   0 add:      a += b            1 add_bias: a[t][c] += b[c]
 //   2 silu_mul: out = silu(a) * b 3 gelu_mul: out = gelu_tanh(a) * b
 //   4 scale:    a *= f            5 softcap:  a = f * tanh(a / f)
+//   6 gelu:     a = a/2 (1 + erf(a / sqrt 2)), erf by Abramowitz & Stegun 7.1.26 as the CPU computes it
+//               (erfc directly for negative a: no cancellation in the tail)
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Push {
@@ -24,4 +26,10 @@ void main() {
         out_.v[i] = 0.5 * g * (1.0 + safe_tanh(inner)) * b.v[i];
     } else if (pc.op == 4u) a.v[i] = g * pc.f;
     else if (pc.op == 5u) a.v[i] = pc.f * safe_tanh(g / pc.f);
+    else if (pc.op == 6u) {
+        const float z = abs(g) * 0.7071067811865476, t = 1.0 / (1.0 + 0.3275911 * z);
+        const float erfc_z =
+            t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) * exp(-z * z);
+        a.v[i] = 0.5 * g * (g < 0.0 ? erfc_z : 2.0 - erfc_z);
+    }
 }

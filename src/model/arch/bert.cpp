@@ -1,0 +1,145 @@
+// bert and nomic-bert: the BERT-family encoders (bge, e5, gte; RoBERTa / XLM-R as llama.cpp's
+// converter writes them, as `bert`; nomic-embed as `nomic-bert`) by llama.cpp's GGUF tensor names.
+// Post-norm, bidirectional:
+//   x = token_embd[tok] + token_types[0] (+ position_embd[pos]) ; x = LN(x)          (token_embd_norm)
+//   per layer:  q, k, v = x W_qkv (+ b) ; (rope(q, k)) ; kv_write(k, v) ; a = attention(q), not causal
+//               x = LN(x + a W_o (+ b_o))                                           (attn_output_norm)
+//               x = LN(x + ffn(x))                                                  (layer_output_norm)
+// bert: learned positions, every projection with a bias, ffn(x) = gelu(x W_up + b_up) W_down + b_down.
+// nomic-bert: no position table but NEOX RoPE on Q and K ({arch}.rope.freq_base), no biases, one fused
+// attn_qkv, and ffn(x) = (silu(x W_gate) * (x W_up)) W_down (SwiGLU). Either way a bias or ffn_gate is
+// used when the file has it, so the builder follows the tensors.
+// The output is the hidden state of every pooled row (no final norm, no head): an embedding model.
+// Positions are the learned table's rows from 0 (llama.cpp's converter drops RoBERTa's padding_idx + 1
+// offset rows, so GGUF positions start at 0 for every family here). Token types: every token is
+// type 0 (a single text), so token_types row 0 is added as a bias; a text pair (cross-encoders) would
+// need a per-token type input to the step, which nothing passes yet. Q|K|V come as attn_q/k/v or
+// one fused attn_qkv. The attention's causality comes from {arch}.attention.causal (false).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "model/arch/arch.h"
+#include "model/arch/graph_emitter.h"
+#include "model/arch/rope_frequencies.h"
+#include "model/arch/tensor_binder.h"
+
+namespace pagoda::model {
+
+namespace {
+
+BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::Backend& b) {
+    const bool learned_positions = file.find_tensor("position_embd.weight") != nullptr;
+    const bool swiglu = file.find_tensor("blk.0.ffn_gate.weight") != nullptr;
+    std::vector<backend::OptionalOp> needed = {backend::OptionalOp::layer_norm};
+    if (!swiglu) needed.push_back(backend::OptionalOp::gelu);
+    if (learned_positions) needed.push_back(backend::OptionalOp::position_embedding);
+    for (auto op : needed)
+        if (!b.has_op(op))
+            fail("{}: the {} backend cannot run {} models: it has no {} op (use --backend cpu)", file.name(), b.name(),
+                 c.arch, backend::optional_op_name(op));
+    const auto heads = int32_t(c.n_heads), hd = int32_t(c.head_dim);
+    const backend::AttentionParams attention{.n_heads = heads, .scale = 1.0f / std::sqrt(float(c.head_dim)),
+                                             .causal = c.causal};
+    if (!b.supports_attention(attention))
+        fail("{}: the {} backend cannot run {} models: it has no non-causal attention (use --backend cpu)", file.name(),
+             b.name(), c.arch);
+    if (c.n_kv_heads != c.n_heads) fail("{}: {} has {} KV heads for {} heads; BERT has no GQA", file.name(), c.arch,
+                                        c.n_kv_heads, c.n_heads);
+    BuiltModel m;
+    TensorBinder bind(file, b, m);
+    GraphEmitter e(m.graph);
+    if (!learned_positions && c.arch == "bert") fail("{}: tensor position_embd.weight is missing", file.name());
+    const auto& embd = bind.matrix({{"token_embd.weight", c.dim, c.vocab_size}}, backend::WeightUse::embedding);
+    const backend::Weight* positions = nullptr;
+    const backend::Rope* rope = nullptr;
+    if (learned_positions) {
+        const auto* info = file.find_tensor("position_embd.weight");
+        if (info->shape.size() != 2) fail("{}: tensor position_embd.weight must be 2-D", file.name());
+        m.max_positions = info->shape[1];
+        positions = &bind.matrix({{"position_embd.weight", c.dim, m.max_positions}}, backend::WeightUse::embedding);
+    } else {
+        rope = &bind.rope(make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta, c.rope_linear_scale, {}));
+    }
+    m.kv_dtype = file.find_tensor("token_embd.weight")->type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
+
+    int x = e.embed(embd, "x");
+    if (const auto* types = file.find_tensor("token_types.weight")) {
+        if (types->shape.size() != 2) fail("{}: tensor token_types.weight must be 2-D", file.name());
+        const std::vector<float> type0 = bind.matrix_row("token_types.weight", c.dim, types->shape[1], 0);
+        m.vectors.push_back(b.upload_vector(type0));
+        e.add_bias(x, *m.vectors.back());
+    }
+    if (positions) e.add_position_embedding(x, *positions);
+    auto norm = [&](int in, const std::string& name, const std::string& out) {
+        return e.layer_norm(in, bind.vector(name + ".weight", c.dim), bind.vector(name + ".bias", c.dim), c.norm_eps, out);
+    };
+    auto optional_bias = [&](int y, const std::string& name, int64_t n) {
+        if (bind.has(name)) e.add_bias(y, bind.vector(name, n));
+    };
+    x = norm(x, "token_embd_norm", "x_norm");
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+        const auto l = int32_t(i);
+        const std::string p = fmt::format("blk.{}.", i);
+        const bool fused = bind.has(p + "attn_qkv.weight");
+        const auto& qkv = fused ? bind.split_matrix(p + "attn_qkv.weight", c.dim,
+                                                    {{"q", c.q_dim()}, {"k", c.kv_dim()}, {"v", c.kv_dim()}})
+                                : bind.matrix({{p + "attn_q.weight", c.dim, c.q_dim()},
+                                               {p + "attn_k.weight", c.dim, c.kv_dim()},
+                                               {p + "attn_v.weight", c.dim, c.kv_dim()}});
+        const auto q_k_v = e.matmul(qkv, x, {p + "q", p + "k", p + "v"}, l, MatmulInput::attention);
+        if (fused && bind.has(p + "attn_qkv.bias")) {
+            const std::vector<float> bias = bind.floats(p + "attn_qkv.bias", c.q_dim() + 2 * c.kv_dim());
+            const int64_t sizes[3] = {c.q_dim(), c.kv_dim(), c.kv_dim()};
+            int64_t at = 0;
+            for (int part = 0; part < 3; ++part) {
+                m.vectors.push_back(b.upload_vector(std::span(bias).subspan(size_t(at), size_t(sizes[part]))));
+                e.add_bias(q_k_v[size_t(part)], *m.vectors.back());
+                at += sizes[part];
+            }
+        } else if (!fused && bind.has(p + "attn_q.bias")) {
+            e.add_bias(q_k_v[0], bind.vector(p + "attn_q.bias", c.q_dim()));
+            e.add_bias(q_k_v[1], bind.vector(p + "attn_k.bias", c.kv_dim()));
+            e.add_bias(q_k_v[2], bind.vector(p + "attn_v.bias", c.kv_dim()));
+        }
+        if (rope) {
+            e.rope(q_k_v[0], *rope, heads, hd);
+            e.rope(q_k_v[1], *rope, heads, hd);
+        }
+        e.kv_write(l, q_k_v[1], q_k_v[2]);
+        const int a = e.attention(l, q_k_v[0], attention, hd, p + "attn");
+        const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
+        const int o = e.matmul(wo, a, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
+        optional_bias(o, p + "attn_output.bias", c.dim);
+        e.add(x, o);
+        x = norm(x, p + "attn_output_norm", p + "attn_normed");
+        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
+        int h;
+        if (swiglu) {
+            const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
+            const auto g_u = e.matmul(gate_up, x, {p + "gate", p + "up"}, l, MatmulInput::ffn);
+            h = e.silu_mul(g_u[0], g_u[1], p + "ffn_act");
+        } else {
+            h = e.matmul(bind.matrix({{p + "ffn_up.weight", c.dim, c.ffn_dim}}), x, {p + "ffn_up"}, l, MatmulInput::ffn)[0];
+            optional_bias(h, p + "ffn_up.bias", c.ffn_dim);
+            e.gelu(h);
+        }
+        const int f = e.matmul(down, h, {p + "ffn_out"}, l, MatmulInput::ffn_down)[0];
+        optional_bias(f, p + "ffn_down.bias", c.dim);
+        e.add(x, f);
+        x = norm(x, p + "layer_output_norm", p + "out");
+    }
+    m.graph.hidden = e.gather_hidden_rows(x, "hidden");
+    return m;
+}
+
+}  // namespace
+
+BuiltModel build_bert(const gguf::File& file, const ModelConfig& c, backend::Backend& b) { return build_encoder(file, c, b); }
+BuiltModel build_nomic_bert(const gguf::File& file, const ModelConfig& c, backend::Backend& b) {
+    return build_encoder(file, c, b);
+}
+
+}  // namespace pagoda::model

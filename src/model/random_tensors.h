@@ -1,0 +1,69 @@
+// The random tensors of gen-model (random_model.h): a portable generator and uniform values of a
+// given spread in F32 / F16 / BF16, shared by the decoder and encoder writers.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "gguf/ggml_types.h"
+
+namespace pagoda::model::random_detail {
+
+using gguf::GgmlType;
+
+// xoshiro256** seeded by splitmix64: fast, good quality, and identical on every platform.
+class Rng {
+public:
+    explicit Rng(uint64_t seed) {
+        for (auto& s : s_) {
+            seed += 0x9e3779b97f4a7c15ull;
+            uint64_t z = seed;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+            s = z ^ (z >> 31);
+        }
+    }
+    uint64_t next() {
+        uint64_t result = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
+        s_[2] ^= s_[0]; s_[3] ^= s_[1]; s_[1] ^= s_[2]; s_[0] ^= s_[3]; s_[2] ^= t; s_[3] = rotl(s_[3], 45);
+        return result;
+    }
+    // Uniform in [-1, 1).
+    float symmetric() { return float(int64_t(next() >> 11) - (int64_t(1) << 52)) * (1.0f / float(int64_t(1) << 52)); }
+
+private:
+    static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+    uint64_t s_[4];
+};
+
+// Uniform values with the requested standard deviation, stored in `type`.
+inline std::vector<uint8_t> random_tensor(Rng& rng, int64_t n, float stddev, GgmlType type) {
+    const float a = stddev * std::sqrt(3.0f);
+    std::vector<uint8_t> bytes;
+    if (type == GgmlType::F32) {
+        bytes.resize(size_t(n) * 4);
+        float* p = reinterpret_cast<float*>(bytes.data());
+        for (int64_t i = 0; i < n; ++i) p[i] = a * rng.symmetric();
+    } else if (type == GgmlType::F16 || type == GgmlType::BF16) {
+        bytes.resize(size_t(n) * 2);
+        uint16_t* p = reinterpret_cast<uint16_t*>(bytes.data());
+        for (int64_t i = 0; i < n; ++i) {
+            float v = a * rng.symmetric();
+            p[i] = type == GgmlType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        }
+    } else {
+        fail("gen-model writes F32, F16 or BF16 weights (quantise afterwards with `pagoda quantize`)");
+    }
+    return bytes;
+}
+
+inline std::vector<uint8_t> constant_f32(int64_t n, float value) {
+    std::vector<uint8_t> bytes(size_t(n) * 4);
+    float* p = reinterpret_cast<float*>(bytes.data());
+    for (int64_t i = 0; i < n; ++i) p[i] = value;
+    return bytes;
+}
+
+}  // namespace pagoda::model::random_detail

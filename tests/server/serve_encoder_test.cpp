@@ -1,0 +1,52 @@
+// `pagoda serve` on a bert encoder (an embedding model): /v1/embeddings takes token-id arrays (and
+// text through the model's tokenizer), each vector L2-normalised and the same alone or beside
+// others; generation endpoints answer 400 naming the model as an embedding model.
+#include <cmath>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fixtures.h"
+#include "server/serve_harness.h"
+
+using namespace pagoda::test;
+using json = nlohmann::json;
+
+namespace {
+
+std::vector<float> vector_of(const json& item) { return item.at("embedding").get<std::vector<float>>(); }
+
+TEST(ServeEncoder, EmbedsTokenIdsAndRefusesGeneration) {
+    if (!std::filesystem::exists(fixture("vocab/ggml-vocab-gpt-2.gguf"))) GTEST_SKIP() << "the GPT-2 vocabulary fixture is absent";
+    ServeProcess s({}, server_bert_test_model());
+    const HttpResult both = http_request(s.port(), "POST", "/v1/embeddings",
+                                         R"({"model":"serve-bert","input":[[1,2,3,4,5],[900,17,17,3000]]})");
+    ASSERT_EQ(both.status, 200) << both.body;
+    const json body = json::parse(both.body);
+    ASSERT_EQ(body.at("data").size(), 2u);
+    const std::vector<float> first = vector_of(body["data"][0]), second = vector_of(body["data"][1]);
+    ASSERT_EQ(first.size(), 64u);  // the tiny preset's width
+    double norm = 0;
+    for (float x : first) norm += double(x) * x;
+    EXPECT_NEAR(norm, 1.0, 1e-5);
+    EXPECT_NE(first, second);
+    EXPECT_EQ(body["usage"]["prompt_tokens"], 9);
+
+    // The first input alone gives the same vector, bit for bit (batch invariance, no cached KV).
+    const HttpResult alone = http_request(s.port(), "POST", "/v1/embeddings", R"({"model":"serve-bert","input":[[1,2,3,4,5]]})");
+    ASSERT_EQ(alone.status, 200) << alone.body;
+    EXPECT_EQ(vector_of(json::parse(alone.body)["data"][0]), first);
+
+    const HttpResult text = http_request(s.port(), "POST", "/v1/embeddings", R"({"model":"serve-bert","input":"hello world"})");
+    EXPECT_EQ(text.status, 200) << text.body;
+
+    for (const auto& [path, request] : {std::pair{"/v1/completions", R"({"model":"serve-bert","prompt":"hi","max_tokens":4})"},
+                                        std::pair{"/v1/chat/completions",
+                                                  R"({"model":"serve-bert","messages":[{"role":"user","content":"hi"}]})"}}) {
+        const HttpResult refused = http_request(s.port(), "POST", path, request);
+        EXPECT_EQ(refused.status, 400) << path << ": " << refused.body;
+        EXPECT_NE(refused.body.find("is an embedding model"), std::string::npos) << path << ": " << refused.body;
+    }
+}
+
+}  // namespace
