@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "server/gateway.h"
+#include "server/model_router.h"
 
 namespace pagoda::server {
 
@@ -38,6 +38,6 @@ struct HttpServerOptions {
 };
 
 // Serves until a signal; returns the process exit status.
-int run_http_server(Gateway& gateway, const HttpServerOptions& options);
+int run_http_server(ModelRouter& router, const HttpServerOptions& options);
 
 }  // namespace pagoda::server
