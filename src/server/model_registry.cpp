@@ -188,7 +188,9 @@ bool ModelRegistry::make_room(const std::string& for_id, int64_t need) {
         Slot* victim = nullptr;
         for (Slot& s : slots_) {
             if (s.source.id == for_id || s.state != ModelState::loaded || s.reload_queued) continue;
-            if (s.current->in_flight() > 0 || s.current.use_count() > 1 || s.waiting > 0) continue;
+            // Held but idle (a request about to start on it) is fine: it retires and lives on until
+            // released, still counted, so the load waits for it.
+            if (s.current->in_flight() > 0 || s.waiting > 0) continue;
             if (!victim || s.last_used < victim->last_used) victim = &s;
         }
         if (!victim) return false;  // everything is busy: wait for a request to finish
