@@ -114,7 +114,9 @@ std::vector<server::ModelSource> collect_model_sources(const std::vector<std::st
 }
 
 int64_t estimate_model_memory(const std::string& path, const ServeModelOptions& options, int32_t max_seqs) {
-    const int64_t weights = weight_bytes(path);
+    // The weights twice: the file's mapping and the backend's packed copy both stay resident (a
+    // load's measured growth replaces this estimate once the model has loaded).
+    const int64_t weights = 2 * weight_bytes(path);
     if (!options.kv.memory.empty()) return weights + int64_t(model::parse_memory_budget(options.kv.memory));
     if (!fs::is_regular_file(path)) return weights;  // a Hugging Face folder: its KV pool is not estimated
     // The KV pool as load_serve_model sizes it without --kv-memory.

@@ -21,7 +21,8 @@ std::vector<server::ModelSource> collect_model_sources(const std::vector<std::st
                                                        const std::vector<std::string>& aliases,
                                                        const std::string& models_dir);
 
-// Bytes the model at `path` takes once served with `options`: its weight files plus its KV pool
+// Bytes the model at `path` takes once served with `options`: twice its weight files (the mapping
+// and the backend's packed copy) plus its KV pool
 // (--kv-memory when given, else what load_serve_model sizes it to: the context or 256 tokens per
 // sequence, whichever is more). An estimate (weights converted at load, e.g. --quantize, differ).
 int64_t estimate_model_memory(const std::string& path, const ServeModelOptions& options, int32_t max_seqs);

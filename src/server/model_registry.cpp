@@ -18,8 +18,8 @@ const char* model_state_name(ModelState state) {
 }
 
 ModelRegistry::ModelRegistry(std::vector<ModelSource> sources, ModelFactory factory, MemoryEstimate estimate,
-                             int64_t budget_bytes)
-    : factory_(std::move(factory)), estimate_(std::move(estimate)), budget_(budget_bytes) {
+                             int64_t budget_bytes, MemoryProbe probe)
+    : factory_(std::move(factory)), estimate_(std::move(estimate)), probe_(std::move(probe)), budget_(budget_bytes) {
     if (sources.empty()) fail("no models to serve");
     for (auto& source : sources) {
         if (find(source.id)) fail("two models have the id '{}'", source.id);
@@ -221,8 +221,8 @@ void ModelRegistry::load(const Task& task, std::unique_lock<std::mutex>& lock) {
     Slot* s = &slot(task.id);
     ModelSource source = s->source;
     if (task.reload) source.path = s->reload_path.value_or(source.path);
-    ModelSource sized = source;
-    const int64_t need = estimate_(sized);
+    // A path seen before keeps its measured size; a new one is estimated.
+    int64_t need = source.path == s->source.path && s->version > 0 ? s->memory : estimate_(source);
     // A first load waits for room (requests finishing on idle models free it); a reload overlaps
     // the old version by design, so it only frees what is idle and goes ahead.
     while (!stop_ && !make_room(task.id, need) && !task.reload) {
@@ -235,8 +235,13 @@ void ModelRegistry::load(const Task& task, std::unique_lock<std::mutex>& lock) {
     std::shared_ptr<ServedModel> model;
     std::string error;
     const auto t0 = std::chrono::steady_clock::now();
+    const int64_t resident_before = probe_ ? probe_() : 0;
     try {
         model = factory_(source);
+        // Loads run one at a time on this thread, so the growth is this model's (give or take
+        // what requests on other models allocate meanwhile); floored at half the estimate, as
+        // memory the allocator reuses from a freed model does not show as growth.
+        if (model && probe_) need = std::max(probe_() - resident_before, need / 2);
         if (!model) error = "the model factory returned nothing";
     } catch (const std::exception& e) {
         error = e.what();

@@ -41,6 +41,9 @@ public:
 using ModelFactory = std::function<std::shared_ptr<ServedModel>(const ModelSource& source)>;
 // What a model of this source takes in memory once loaded (weights + KV pool), in bytes.
 using MemoryEstimate = std::function<int64_t(const ModelSource& source)>;
+// The process's resident bytes now (RSS): when given, a load's growth of it is what the model is
+// counted at from then on (the estimate counts only until it has loaded once).
+using MemoryProbe = std::function<int64_t()>;
 
 enum class ModelState { unloaded, loading, loaded, failed };
 const char* model_state_name(ModelState state);
@@ -49,7 +52,7 @@ const char* model_state_name(ModelState state);
 struct ModelStatus {
     ModelSource source;
     ModelState state = ModelState::unloaded;
-    int64_t memory_bytes = 0;   // the estimate of its source (what the budget counts)
+    int64_t memory_bytes = 0;   // what the budget counts: measured at its last load, else estimated
     uint64_t version = 0;       // loads completed so far (a reload makes it one more)
     bool reloading = false;     // a new version is loading beside the current one
     std::string error;          // why the last load or reload failed (empty: it did not)
@@ -60,7 +63,8 @@ class ModelRegistry {
 public:
     // budget_bytes: loaded models (and instances waiting to be freed) stay within it; 0: no limit.
     // Every source must fit alone: throws pagoda::Error naming the first that does not.
-    ModelRegistry(std::vector<ModelSource> sources, ModelFactory factory, MemoryEstimate estimate, int64_t budget_bytes);
+    ModelRegistry(std::vector<ModelSource> sources, ModelFactory factory, MemoryEstimate estimate, int64_t budget_bytes,
+                  MemoryProbe probe = {});
     ~ModelRegistry();  // stops the thread; instances still held elsewhere live until released
     ModelRegistry(const ModelRegistry&) = delete;
     ModelRegistry& operator=(const ModelRegistry&) = delete;
@@ -147,6 +151,7 @@ private:
 
     ModelFactory factory_;
     MemoryEstimate estimate_;
+    MemoryProbe probe_;
     const int64_t budget_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;

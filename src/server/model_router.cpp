@@ -1,6 +1,8 @@
 #include "server/model_router.h"
 
 #include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <random>
 
 #include <fmt/format.h>
@@ -20,6 +22,14 @@ public:
     int64_t in_flight() const override { return gateway->active_jobs(); }
     std::shared_ptr<Gateway> gateway;
 };
+
+// The process's resident set (/proc/self/statm's second field, in pages); 0 when unreadable.
+static int64_t resident_bytes() {
+    std::ifstream in("/proc/self/statm");
+    int64_t size = 0, resident = 0;
+    if (!(in >> size >> resident)) return 0;
+    return resident * int64_t(sysconf(_SC_PAGESIZE));
+}
 
 ModelRouter::ModelRouter(Gateway& single) : single_(&single), single_handle_(&single, [](Gateway*) {}) {}
 
@@ -41,7 +51,14 @@ ModelRouter::ModelRouter(MultiModelOptions options, ApiKeyTable keys, SourceLoad
         gateway->load();
         return std::make_shared<GatewayModel>(std::move(gateway));
     };
-    registry_ = std::make_unique<ModelRegistry>(options_.models, factory, options_.estimate, options_.memory_budget);
+    registry_ = std::make_unique<ModelRegistry>(options_.models, factory, options_.estimate, options_.memory_budget,
+                                                resident_bytes);
+    std::string ids;
+    for (const auto& m : options_.models) ids += (ids.empty() ? "" : ", ") + m.id;
+    log_info("serve: {} models ({}), each loaded on its first request{}; requests without a model go to '{}'",
+             options_.models.size(), ids,
+             options_.memory_budget > 0 ? fmt::format(", within {} MiB", options_.memory_budget >> 20) : std::string(),
+             options_.models.front().id);
 }
 
 ModelRouter::~ModelRouter() = default;

@@ -272,3 +272,25 @@ TEST(ModelRegistry, UnloadFreesAnIdleModelOnly) {
 
 }  // namespace
 }  // namespace pagoda::server
+
+namespace pagoda::server {
+namespace {
+
+TEST(ModelRegistry, ALoadIsCountedAtTheResidentGrowthItCaused) {
+    FakeFactory f;
+    std::atomic<int64_t> resident{1000};
+    ModelFactory grows = [&, inner = f.factory()](const ModelSource& s) {
+        resident += s.id == "a" ? 150 : 20;  // a takes more than estimated, b less
+        return inner(s);
+    };
+    ModelRegistry r({{"a", "a", {}}, {"b", "b", {}}}, grows, size_100(), 0, [&] { return resident.load(); });
+    EXPECT_EQ(r.status("a")->memory_bytes, 100);  // estimated until loaded
+    acquire_loaded(r, "a");
+    EXPECT_EQ(r.status("a")->memory_bytes, 150);
+    acquire_loaded(r, "b");
+    EXPECT_EQ(r.status("b")->memory_bytes, 50);  // floored at half the estimate
+    EXPECT_EQ(r.used_bytes(), 200);
+}
+
+}  // namespace
+}  // namespace pagoda::server
