@@ -239,9 +239,9 @@ void ModelRegistry::load(const Task& task, std::unique_lock<std::mutex>& lock) {
     try {
         model = factory_(source);
         // Loads run one at a time on this thread, so the growth is this model's (give or take
-        // what requests on other models allocate meanwhile); floored at half the estimate, as
+        // what requests on other models allocate meanwhile). It only ever raises the estimate:
         // memory the allocator reuses from a freed model does not show as growth.
-        if (model && probe_) need = std::max(probe_() - resident_before, need / 2);
+        if (model && probe_) need = std::max(probe_() - resident_before, need);
         if (!model) error = "the model factory returned nothing";
     } catch (const std::exception& e) {
         error = e.what();

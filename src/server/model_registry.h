@@ -41,8 +41,8 @@ public:
 using ModelFactory = std::function<std::shared_ptr<ServedModel>(const ModelSource& source)>;
 // What a model of this source takes in memory once loaded (weights + KV pool), in bytes.
 using MemoryEstimate = std::function<int64_t(const ModelSource& source)>;
-// The process's resident bytes now (RSS): when given, a load's growth of it is what the model is
-// counted at from then on (the estimate counts only until it has loaded once).
+// The process's resident bytes now (RSS): when given, a load that grows it by more than the
+// estimate makes the model counted at that growth from then on.
 using MemoryProbe = std::function<int64_t()>;
 
 enum class ModelState { unloaded, loading, loaded, failed };
@@ -52,7 +52,7 @@ const char* model_state_name(ModelState state);
 struct ModelStatus {
     ModelSource source;
     ModelState state = ModelState::unloaded;
-    int64_t memory_bytes = 0;   // what the budget counts: measured at its last load, else estimated
+    int64_t memory_bytes = 0;   // what the budget counts: the estimate, or its last load's growth if more
     uint64_t version = 0;       // loads completed so far (a reload makes it one more)
     bool reloading = false;     // a new version is loading beside the current one
     std::string error;          // why the last load or reload failed (empty: it did not)
