@@ -250,7 +250,6 @@ int64_t ModelRouter::active_jobs() const {
 }
 
 void ModelRouter::cut_off_remaining() {
-    cut_off_ = true;
     for (auto& g : gateways()) g->cut_off_remaining();
 }
 

@@ -93,7 +93,7 @@ private:
     ApiKeyTable keys_;
     SourceLoader loader_;
     std::unique_ptr<ModelRegistry> registry_;
-    std::atomic<bool> lame_duck_{false}, draining_{false}, cut_off_{false};
+    std::atomic<bool> lame_duck_{false}, draining_{false};
     std::atomic<int64_t> auth_failures_{0};
     mutable std::mutex rejections_mutex_;
     std::map<std::string, int64_t> rejections_;  // reason -> count, for rejections before a model is known
