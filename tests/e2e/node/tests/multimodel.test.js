@@ -9,6 +9,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import WebSocket from 'ws';
 import { BINARY, startServer, workDir, sleep, metricValue } from './helpers.js';
 
 const ADMIN = 'sk-admin-multimodel-0001';
@@ -73,6 +74,25 @@ test('two models behind one server, requests interleaved: each answer equals tha
     const c = client(server);
     let list = await models(server);
     assert.deepEqual(list.data.map((m) => [m.id, m.state]), [['alpha', 'unloaded'], ['beta', 'unloaded']]);
+    // The WebSocket first, while both models are unloaded: its requests wait for their loads.
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/v1/ws`);
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    const texts = { a: '', b: '' };
+    const finished = new Promise((resolve, reject) => {
+      let left = 2;
+      ws.on('message', (data) => {
+        const msg = JSON.parse(data.toString());
+        if (msg.error) reject(new Error(JSON.stringify(msg.error)));
+        if (msg.chunk) texts[msg.id] += msg.chunk.choices[0]?.text ?? '';
+        if (msg.done && --left === 0) resolve();
+      });
+    });
+    for (const [id, model] of [['b', 'beta'], ['a', 'alpha']])
+      ws.send(JSON.stringify({ id, endpoint: 'completions', body: { model, prompt: PROMPTS[2], max_tokens: 8, temperature: 0, ignore_eos: true } }));
+    await finished;
+    ws.close();
+    assert.equal(texts.b, alone.beta.completions[PROMPTS[2]]);
+    assert.equal(texts.a, alone.alpha.completions[PROMPTS[2]]);
     const jobs = [];
     for (const p of PROMPTS) {
       for (const id of (jobs.length % 4 ? ['alpha', 'beta'] : ['beta', 'alpha'])) {
