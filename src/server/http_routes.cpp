@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "server/dashboard.h"
+#include "server/model_reload_request.h"
 
 namespace pagoda::server::transport {
 namespace {
@@ -72,12 +73,7 @@ const std::array kRoutes = {
     // Several models: reload one beside its running version (model_router.h); admin keys only.
     Route{"/admin/models/", true, verb::post, verb::unknown, "POST", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey* key) {
-              const std::string_view rest = std::string_view(s.path()).substr(14);
-              const size_t slash = rest.find('/');
-              if (slash == std::string_view::npos || rest.substr(slash) != "/reload" || slash == 0)
-                  throw ApiError::not_found(fmt::format("no route for POST {} (POST /admin/models/{{id}}/reload)", s.path()));
-              const json body = req.body().empty() ? json::object() : json(parse_json_body(req.body()));
-              send(s, s.router().reload(percent_decode(std::string(rest.substr(0, slash))), body, key));
+              send(s, s.router().reload(parse_reload_request(s.path(), req.body()), key));
           }},
     Route{"/v1/ws", false, verb::get, verb::unknown, "GET", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey* key) { s.upgrade_websocket(key, std::move(req)); }},

@@ -135,7 +135,9 @@ std::shared_ptr<Gateway> ModelRouter::find_loaded(const std::string& id) const {
     return nullptr;
 }
 
-SimpleResponse ModelRouter::reload(const std::string& id, const json& body, const ApiKey* key) {
+SimpleResponse ModelRouter::reload(const ReloadRequest& request, const ApiKey* key) {
+    const std::string& id = request.id;
+    const std::optional<std::string>& path = request.path;
     if (!keys_.empty() && !(key && key->admin))
         throw ApiError(403, "reloading a model needs an admin key (admin=true in --api-key-file, or --admin-key)",
                        "permission_error", {}, "admin_key_required");
@@ -148,14 +150,6 @@ SimpleResponse ModelRouter::reload(const std::string& id, const json& body, cons
                             "(-m A -m B, --models-dir) to reload in place",
                        "invalid_request_error", {}, "reload_unsupported");
     if (!registry_->contains(id)) throw model_not_found(id, registry_->ids());
-    if (!body.is_object()) throw ApiError::invalid("the body must be a JSON object: {} or {\"path\": \"...\"}");
-    std::optional<std::string> path;
-    for (const auto& [name, value] : body.items()) {
-        if (name != "path") throw ApiError::invalid(fmt::format("unknown field '{}' (known: path)", name), name);
-        if (!value.is_string() || value.get<std::string>().empty())
-            throw ApiError::invalid("'path' must be a non-empty string", "path");
-        path = value.get<std::string>();
-    }
     if (path && !std::filesystem::is_regular_file(*path) && !std::filesystem::is_directory(*path))
         throw ApiError::invalid(fmt::format("the path '{}' is neither a GGUF file nor a Hugging Face model folder", *path),
                                 "path", "invalid_path");

@@ -17,6 +17,7 @@
 
 #include "server/gateway.h"
 #include "server/model_registry.h"
+#include "server/model_reload_request.h"
 
 namespace pagoda::server {
 
@@ -49,9 +50,9 @@ public:
     static std::string model_of(const nlohmann::json& body);
     static std::string model_of(const nlohmann::ordered_json& body);
 
-    // POST /admin/models/{id}/reload, body {} or {"path": "..."}: 202 and the model's card; ApiError
-    // 404 for an unknown id, 400 for a bad body or path, 403 without an admin key (see admin_allowed).
-    SimpleResponse reload(const std::string& id, const nlohmann::json& body, const ApiKey* key);
+    // POST /admin/models/{id}/reload (model_reload_request.h): 202 and the model's card; ApiError 403
+    // without an admin key, 404 for an unknown id, 400 for a path that is no model.
+    SimpleResponse reload(const ReloadRequest& request, const ApiKey* key);
     // SIGHUP: reloads every model from its path (the loaded ones now, the others on next use).
     void reload_all();
 
