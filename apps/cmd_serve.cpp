@@ -1,4 +1,5 @@
-// `pagoda serve`: the OpenAI-compatible HTTP/SSE/WebSocket server (src/server/) over one model.
+// `pagoda serve`: the OpenAI-compatible HTTP/SSE/WebSocket server (src/server/) over one model, or
+// over several loaded on demand (serve_models.h, server/model_router.h).
 #include <filesystem>
 
 #include "apps/cli.h"
@@ -9,12 +10,14 @@
 #include "apps/speculative_flags.h"
 #include "apps/model_flags.h"
 #include "apps/serve_loader.h"
+#include "apps/serve_models.h"
 #include "apps/text_file.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "server/api_keys.h"
 #include "server/gateway.h"
 #include "server/http_server.h"
+#include "server/model_router.h"
 
 namespace pagoda::app {
 namespace {
@@ -24,7 +27,10 @@ struct ServeOptions {
     ServeModelOptions model;
     server::GatewayOptions gateway;
     server::HttpServerOptions http;
-    std::string api_key_file, api_key;
+    std::string api_key_file, api_key, admin_key;
+    std::vector<std::string> model_args;  // -m, repeatable
+    std::vector<std::string> names;       // --model-name/--alias: a name, or ID=PATH entries
+    std::string models_dir, models_memory;
     bool open_health = false, open_metrics = false;
     int64_t max_batched_tokens = 2048;
     int32_t max_seqs = 64;
@@ -39,20 +45,59 @@ struct ServeOptions {
 
 // The keys of --api-key-file plus the one of --api-key (named "api-key" in logs and metrics).
 server::ApiKeyTable load_keys(const ServeOptions& o) {
-    if (o.api_key.empty()) return o.api_key_file.empty() ? server::ApiKeyTable{} : server::ApiKeyTable::load(o.api_key_file);
-    if (o.api_key.find_first_of(" \t\r\n#") != std::string::npos) fail("--api-key: a key must not contain spaces or '#'");
-    const std::string key_line = o.api_key + " name=api-key\n";
-    server::ApiKeyTable table = server::ApiKeyTable::parse(key_line, "--api-key");  // its errors name --api-key
-    if (o.api_key_file.empty()) return table;
-    return server::ApiKeyTable::parse(read_text_file(o.api_key_file, "API key file") + "\n" + key_line, o.api_key_file);
+    if (o.api_key.empty() && o.admin_key.empty())
+        return o.api_key_file.empty() ? server::ApiKeyTable{} : server::ApiKeyTable::load(o.api_key_file);
+    std::string key_lines;
+    for (const auto& [flag, key, settings] : {std::tuple{"--api-key", o.api_key, " name=api-key\n"},
+                                              std::tuple{"--admin-key", o.admin_key, " name=admin admin=true\n"}}) {
+        if (key.empty()) continue;
+        if (key.find_first_of(" \t\r\n#") != std::string::npos) fail("{}: a key must not contain spaces or '#'", flag);
+        (void)server::ApiKeyTable::parse(key + settings, flag);  // its errors name the flag
+        key_lines += key + settings;
+    }
+    if (o.api_key_file.empty()) return server::ApiKeyTable::parse(key_lines, "--api-key/--admin-key");
+    return server::ApiKeyTable::parse(read_text_file(o.api_key_file, "API key file") + "\n" + key_lines, o.api_key_file);
+}
+
+// Several models (-m A -m B, --models-dir, --alias ID=PATH): each loads on its first request.
+int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
+    std::vector<std::string> aliases;
+    for (const auto& n : o.names)
+        if (n.find('=') != std::string::npos) aliases.push_back(n);
+        else fail("--model-name {}: with several models each is named by its file, or by ID=PATH", n);
+    if (!o.model.draft_model.empty()) fail("--draft-model serves one model; with several models it is not supported yet");
+    server::MultiModelOptions mo;
+    mo.gateway = o.gateway;
+    mo.models = collect_model_sources(o.model_args, aliases, o.models_dir);
+    mo.memory_budget = o.models_memory.empty() ? 0 : parse_models_memory(o.models_memory);
+    mo.estimate = [model = o.model, seqs = o.max_seqs](const server::ModelSource& s) {
+        return estimate_model_memory(s.path, model, seqs);
+    };
+    server::ModelRouter router(std::move(mo), std::move(keys), [model = o.model](const server::ModelSource& s, engine::EngineOptions eo) {
+        ServeModelOptions m = model;
+        m.path = s.path;
+        return load_serve_model(m, std::move(eo));
+    });
+    return server::run_http_server(router, o.http);
 }
 
 int serve(ServeOptions& o) {
+    if (o.model_args.empty() && o.models_dir.empty()) fail("no model: give -m PATH (repeatable) or --models-dir DIR");
+    // One model unless several are named (-m twice, -m ID=PATH, --alias ID=PATH, --models-dir).
+    const bool many = o.model_args.size() != 1 || !o.models_dir.empty() ||
+                      std::any_of(o.names.begin(), o.names.end(), [](const auto& n) { return n.find('=') != std::string::npos; }) ||
+                      (!std::filesystem::exists(o.model_args[0]) && o.model_args[0].find('=') != std::string::npos);
+    if (!many) {
+        o.model.path = o.model_args[0];
+        if (o.names.size() > 1) fail("--model-name is given {} times for one model", o.names.size());
+        if (!o.names.empty()) o.gateway.model_name = o.names[0];
+    }
+    if (!o.models_memory.empty() && !many) fail("--models-memory applies to several models (-m A -m B, --models-dir)");
     // Cheap checks before listening, so a typo fails at once rather than after the port is up.
-    if (!std::filesystem::is_regular_file(o.model.path) && !std::filesystem::is_directory(o.model.path))
+    if (!many && !std::filesystem::is_regular_file(o.model.path) && !std::filesystem::is_directory(o.model.path))
         fail("the model '{}' is neither a GGUF file nor a Hugging Face model folder", o.model.path);
     // Before the loader thread uploads any weight: the profile's kernel plan decides the packing.
-    o.profile.apply(o.model.path, &o.model.threads, &o.kv.block_size, &o.max_batched_tokens, &o.max_seqs);
+    if (!many) o.profile.apply(o.model.path, &o.model.threads, &o.kv.block_size, &o.max_batched_tokens, &o.max_seqs);
     server::ApiKeyTable keys = load_keys(o);
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;
@@ -74,14 +119,28 @@ int serve(ServeOptions& o) {
     o.gateway.metrics_compat = o.metrics_compat == "vllm" ? server::MetricsCompat::vllm : server::MetricsCompat::none;
     if (!o.gateway.chat_template.empty())  // parse now: a bad template is a start-up error
         (void)chat::ChatTemplate::from_name_or_file(o.gateway.chat_template);
+    if (many) return serve_many(o, std::move(keys));
     server::Gateway gateway(o.gateway, std::move(keys),
                             [model = o.model](engine::EngineOptions eo) { return load_serve_model(model, std::move(eo)); });
-    return server::run_http_server(gateway, o.http);
+    server::ModelRouter router(gateway);
+    return server::run_http_server(router, o.http);
 }
 
 CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSocket streaming, live /dashboard)", [](CLI::App& sub) {
     auto o = std::make_shared<ServeOptions>();
-    sub.add_option("-m,--model", o->model.path, model::kModelPathHelp)->required();
+    sub.add_option("-m,--model", o->model_args,
+                   std::string(model::kModelPathHelp) +
+                       "; repeat it to serve several models, loaded on first request (each named by its file, or "
+                       "-m ID=PATH); requests without a model go to the first");
+    sub.add_option("--models-dir", o->models_dir,
+                   "Serve every *.gguf file and Hugging Face folder in DIR (named by file or folder, or by DIR/models.json: "
+                   "{\"id\": \"path\"}), each loaded on its first request");
+    sub.add_option("--models-memory", o->models_memory,
+                   "With several models: memory for the loaded ones (weights + KV pool), e.g. 16GiB or auto (80% of free "
+                   "memory); idle models are unloaded least recently used first to make room (default: no limit)");
+    sub.add_option("--admin-key", o->admin_key,
+                   "One more key that may also call /admin (POST /admin/models/{id}/reload); a key file grants it with "
+                   "admin=true");
     sub.add_option("--host", o->http.host, "Address or host name to listen on (a name binds its first IPv4 address, else its first IPv6)");
     sub.add_option("--port", o->http.port, "Port (0: any free port, printed at start)")->check(in_range(0, 65535));
     add_threads_option(sub, o->model.threads);
@@ -164,8 +223,8 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     sub.add_option("--responses-ttl", o->gateway.responses_ttl,
                    "/v1/responses store: seconds a stored response stays available for previous_response_id")
         ->check(in_range(1.0, 30.0 * 86400));
-    sub.add_option("--model-name,--alias,--served-model-name", o->gateway.model_name,
-                   "Model id in the API (empty: the file name without .gguf)");
+    sub.add_option("--model-name,--alias,--served-model-name", o->names,
+                   "Model id in the API (empty: the file name without .gguf); with several models, ID=PATH adds one");
     sub.add_option("--drain-grace", o->http.drain_grace,
                    "On SIGTERM/SIGINT, seconds of lame duck: /readyz fails at once but new requests are still "
                    "served, so a balancer's health check can notice before anything is refused (0: refuse at once; "

@@ -3,7 +3,7 @@
 // its route table (http_routes.cpp) does: the header checks and credentials of http_auth.h, request
 // id and bearer-key checks, and for each endpoint the gateway's parsing
 // (parse_json_body, the completion pipeline for both endpoints and /infill, /tokenize and
-// /detokenize, /v1/embeddings), CORS (a preflight OPTIONS, and the Access-Control-* headers every
+// /detokenize, /v1/embeddings, POST /admin/models/{id}/reload's path and body), CORS (a preflight OPTIONS, and the Access-Control-* headers every
 // answer gets for its Origin), ending in the response bytes (format_head + ApiError body) the session writes.
 // Oracle: the parser may fail only with a Beast error; routing may refuse only with ApiError.
 #include <boost/beast/websocket.hpp>
@@ -16,6 +16,7 @@
 #include "server/api_keys.h"
 #include "server/http_auth.h"
 #include "server/http_common.h"
+#include "server/model_reload_request.h"
 #include "server/tokenize_request.h"
 
 namespace {
@@ -58,6 +59,11 @@ int route(const http::request<http::string_body>& req) {
         if (!tok) return 503;
         (void)dump_json(path == "/tokenize" ? tokenize_response(body, *tok) : detokenize_response(body, *tok));
         return 200;
+    }
+    if (path.starts_with(kAdminModelsPrefix)) {
+        const ReloadRequest reload = parse_reload_request(path, req.body());
+        if (reload.id.empty() || (reload.path && reload.path->empty())) __builtin_trap();
+        return authorised ? 202 : 401;
     }
     Endpoint endpoint;
     if (path == "/v1/completions") endpoint = Endpoint::completions;

@@ -108,7 +108,7 @@ ApiKeyTable ApiKeyTable::parse(std::string_view text, const std::string& source)
         while (words >> word) {
             auto eq = word.find('=');
             if (eq == std::string::npos || eq == 0)
-                fail("{}: expected setting=value (name, rpm, tpm, concurrency, weight, priority, timeout), got '{}'", where, word);
+                fail("{}: expected setting=value (name, rpm, tpm, concurrency, weight, priority, timeout, admin), got '{}'", where, word);
             std::string setting = word.substr(0, eq), value = word.substr(eq + 1);
             if (setting == "name") {
                 if (!name_ok(value))
@@ -126,8 +126,11 @@ ApiKeyTable ApiKeyTable::parse(std::string_view text, const std::string& source)
                 key.start_timeout = parse_timeout(value, where);
             } else if (setting == "priority") {
                 key.best_priority = parse_priority(value, where);
+            } else if (setting == "admin") {
+                if (value != "true" && value != "false") fail("{}: 'admin' must be true or false, got '{}'", where, value);
+                key.admin = value == "true";
             } else {
-                fail("{}: unknown setting '{}' (known: name, rpm, tpm, concurrency, weight, priority, timeout)", where, setting);
+                fail("{}: unknown setting '{}' (known: name, rpm, tpm, concurrency, weight, priority, timeout, admin)", where, setting);
             }
         }
         if (!keys.insert(key.key).second) fail("{}: this key already appears on an earlier line", where);

@@ -6,7 +6,8 @@
 // in flight. 0 or absent: unlimited. weight: the key's share under the fair scheduling policy
 // (a positive number, default 1); priority: the best (lowest) request `priority` the key may claim
 // (default 0, so only the key file can grant a class above normal); timeout: the default start
-// deadline of the key's requests in seconds (a request's own `timeout` overrides it). Errors name the file, line and problem. Lookup compares the
+// deadline of the key's requests in seconds (a request's own `timeout` overrides it); admin=true: the
+// key may also call the /admin endpoints (model reloads). Errors name the file, line and problem. Lookup compares the
 // presented key against every key in constant time, so timing reveals nothing about near misses.
 #pragma once
 #include <cstdint>
@@ -28,6 +29,7 @@ struct ApiKey {
     double weight = 1;          // fair share weight (> 0)
     int32_t best_priority = 0;  // requests may ask for priority >= this
     double start_timeout = 0;   // default `timeout` of its requests, seconds (0: none)
+    bool admin = false;         // may call /admin/... (admin=true in the key file, or --admin-key)
 };
 
 class ApiKeyTable {

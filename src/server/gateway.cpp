@@ -37,6 +37,7 @@ Job::~Job() {
 }
 
 void Job::cancel() {
+    if (finished_) return;  // after finish() the gateway may be gone (keep_alive)
     if (gateway_.state() != Gateway::State::ready) return;
     for (engine::RequestId id : engine_ids_) gateway_.engine_->cancel(id);
 }
@@ -112,6 +113,7 @@ void Job::finish(int status) {
     if (collected_) gateway_.metrics_.on_key_tokens(key_name_, collected_->prompt_tokens(), 0);
     else gateway_.metrics_.on_key_tokens(key_name_, assembler_.prompt_tokens(), assembler_.completion_tokens());
     --gateway_.active_jobs_;
+    owner_.reset();  // last: the gateway may be freed once its jobs are finished
 }
 
 // ---- Gateway ----

@@ -124,6 +124,9 @@ public:
     // Releases limits and counts the request (status: HTTP status sent). Idempotent; the
     // destructor calls it with 499 if the transport never did (client gone).
     void finish(int status);
+    // Keeps `owner` (the gateway's holder, when a ModelRouter may free it) alive until finish():
+    // a gateway is never freed under a request that is still running on it.
+    void keep_alive(std::shared_ptr<const void> owner) { owner_ = std::move(owner); }
 
 private:
     friend class Gateway;
@@ -145,6 +148,7 @@ private:
     bool limited_ = false;
     std::optional<std::string> deadline_missed_;  // the engine dropped it unstarted at its deadline (why)
     std::atomic<bool> finished_{false};
+    std::shared_ptr<const void> owner_;  // released by finish()
 };
 
 // Called on the engine thread for each delta of sub-request `sub`.

@@ -17,16 +17,31 @@ void require_ready(Gateway::State state, bool draining, const std::string& load_
         throw ApiError::unavailable("the model failed to load: " + load_error, "model_failed");
 }
 
+// The body without `model` (vLLM's /tokenize takes one; a server of several models routes by it),
+// which must name this gateway's model when present.
+nlohmann::json without_model(const nlohmann::json& body, const std::string& served) {
+    auto it = body.is_object() ? body.find("model") : body.end();
+    if (it == body.end()) return body;
+    if (!it->is_string()) throw ApiError::invalid("'model' must be a string", "model", "invalid_type");
+    if (it->get<std::string>() != served)
+        throw ApiError(404, "the model '" + it->get<std::string>() + "' does not exist; this server serves '" + served + "'",
+                       "invalid_request_error", "model", "model_not_found");
+    nlohmann::json rest = body;
+    rest.erase("model");
+    return rest;
+}
+
 }  // namespace
 
 SimpleResponse Gateway::tokenize(const nlohmann::json& body) const {
     require_ready(state(), draining_, load_error_);
-    return {200, "application/json", dump_json(tokenize_response(body, *engine_->tokenizer()))};
+    return {200, "application/json", dump_json(tokenize_response(without_model(body, options_.model_name), *engine_->tokenizer()))};
 }
 
 SimpleResponse Gateway::detokenize(const nlohmann::json& body) const {
     require_ready(state(), draining_, load_error_);
-    return {200, "application/json", dump_json(detokenize_response(body, *engine_->tokenizer()))};
+    return {200, "application/json",
+            dump_json(detokenize_response(without_model(body, options_.model_name), *engine_->tokenizer()))};
 }
 
 }  // namespace pagoda::server

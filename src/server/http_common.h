@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "server/cors.h"
-#include "server/gateway.h"
+#include "server/model_router.h"
 #include "server/http_server.h"
 
 namespace pagoda::server::transport {
@@ -71,7 +71,7 @@ private:
 
 // State shared by the listener and every connection; lives as long as run_http_server().
 struct ServerShared {
-    Gateway& gateway;
+    ModelRouter& router;
     HttpServerOptions options;
     std::atomic<int64_t> writes_in_progress{0};  // connections with bytes on their way out
     // Connections with a request on its way in: bytes of it received but no answer started, or a

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "server/dashboard.h"
+#include "server/model_reload_request.h"
 
 namespace pagoda::server::transport {
 namespace {
@@ -19,10 +20,18 @@ void start_job(RouteSession& s, HttpRequest& req, const ApiKey* key, Endpoint en
     try {
         body = parse_json_body(req.body());
     } catch (const ApiError&) {
-        s.gateway().record_rejection(key, "invalid");
+        s.router().record_rejection(key, "invalid");
         throw;
     }
     s.start_completion(endpoint, body, key);
+}
+
+// A simple answer from the gateway of the body's model, once that model is loaded.
+void on_model(RouteSession& s, json body, std::function<SimpleResponse(Gateway&, const json&)> answer) {
+    const std::string model = ModelRouter::model_of(body);
+    s.with_model(model, [&s, body = std::move(body), answer](Gateway& g, const std::shared_ptr<Gateway>&) {
+        send(s, answer(g, body));
+    });
 }
 
 template <Endpoint E>
@@ -32,34 +41,39 @@ void job_route(RouteSession& s, HttpRequest& req, const ApiKey* key) {
 
 const std::array kRoutes = {
     Route{"/health", false, verb::get, verb::unknown, "GET", Access::key_unless_open_health,
-          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.gateway().health()); }},
+          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.router().health()); }},
     Route{"/livez", false, verb::get, verb::unknown, "GET", Access::key_unless_open_health,
-          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.gateway().liveness()); }},
+          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.router().liveness()); }},
     Route{"/readyz", false, verb::get, verb::unknown, "GET", Access::key_unless_open_health,
-          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.gateway().readiness()); }},
+          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.router().readiness()); }},
     Route{"/metrics", false, verb::get, verb::unknown, "GET", Access::key_unless_open_metrics,
-          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.gateway().metrics()); }},
+          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.router().metrics()); }},
     // The dashboard page is open; its data is /metrics's.
     Route{"/v1/state", false, verb::get, verb::unknown, "GET", Access::key_unless_open_metrics,
-          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.gateway().live_state()); }},
+          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.router().live_state()); }},
     Route{"/dashboard", false, verb::get, verb::unknown, "GET", Access::open,
           [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, dashboard_file(s.path())); }},
     Route{"/dashboard/", true, verb::get, verb::unknown, "GET", Access::open,
           [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, dashboard_file(s.path())); }},
     Route{"/v1/models", false, verb::get, verb::unknown, "GET", Access::key,
-          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.gateway().models()); }},
+          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.router().models()); }},
     // The official clients' models.retrieve(id).
     Route{"/v1/models/", true, verb::get, verb::unknown, "GET", Access::key,
           [](RouteSession& s, HttpRequest&, const ApiKey*) {
-              send(s, s.gateway().model(percent_decode(s.path().substr(11))));
+              send(s, s.router().model(percent_decode(s.path().substr(11))));
           }},
     Route{"/tokenize", false, verb::post, verb::unknown, "POST", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey*) {
-              send(s, s.gateway().tokenize(parse_json_body(req.body())));
+              on_model(s, parse_json_body(req.body()), [](Gateway& g, const json& body) { return g.tokenize(body); });
           }},
     Route{"/detokenize", false, verb::post, verb::unknown, "POST", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey*) {
-              send(s, s.gateway().detokenize(parse_json_body(req.body())));
+              on_model(s, parse_json_body(req.body()), [](Gateway& g, const json& body) { return g.detokenize(body); });
+          }},
+    // Several models: reload one beside its running version (model_router.h); admin keys only.
+    Route{"/admin/models/", true, verb::post, verb::unknown, "POST", Access::key,
+          [](RouteSession& s, HttpRequest& req, const ApiKey* key) {
+              send(s, s.router().reload(parse_reload_request(s.path(), req.body()), key));
           }},
     Route{"/v1/ws", false, verb::get, verb::unknown, "GET", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey* key) { s.upgrade_websocket(key, std::move(req)); }},
@@ -67,11 +81,12 @@ const std::array kRoutes = {
     Route{"/v1/responses/", true, verb::get, verb::delete_, "GET, DELETE", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey*) {
               const std::string id = percent_decode(s.path().substr(14));
-              send(s, req.method() == verb::get ? s.gateway().stored_response(id) : s.gateway().delete_response(id));
+              send(s, req.method() == verb::get ? s.router().stored_response(id) : s.router().delete_response(id));
           }},
     Route{"/v1/messages/count_tokens", false, verb::post, verb::unknown, "POST", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey* key) {
-              send(s, s.gateway().count_message_tokens(parse_json_body(req.body()), key));
+              on_model(s, parse_json_body(req.body()),
+                       [key](Gateway& g, const json& body) { return g.count_message_tokens(body, key); });
           }},
     Route{"/v1/completions", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::completions>},
     Route{"/v1/responses", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::responses>},
@@ -118,10 +133,10 @@ void dispatch_route(RouteSession& session, HttpRequest& request, std::string& al
         case Access::open: break;
         case Access::key: key = session.authenticate(); break;
         case Access::key_unless_open_health:
-            if (!session.gateway().open_health()) key = session.authenticate();
+            if (!session.router().open_health()) key = session.authenticate();
             break;
         case Access::key_unless_open_metrics:
-            if (!session.gateway().open_metrics()) key = session.authenticate();
+            if (!session.router().open_metrics()) key = session.authenticate();
             break;
     }
     route->handle(session, request, key);

@@ -3,6 +3,8 @@
 // checks the method (405 with Allow), authenticates as the route asks and runs the handler.
 // Handlers act on the session only through RouteSession, so the table knows nothing of sockets.
 #pragma once
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -12,17 +14,24 @@ namespace pagoda::server::transport {
 
 using HttpRequest = http::request<http::string_body>;
 
+// A handler's work on the gateway of its model; `owner` keeps that gateway alive (Job::keep_alive).
+using ModelTask = std::function<void(Gateway& gateway, const std::shared_ptr<Gateway>& owner)>;
+
 // What a route handler may ask of the session that received the request.
 class RouteSession {
 public:
     virtual ~RouteSession() = default;
-    virtual Gateway& gateway() = 0;
+    virtual ModelRouter& router() = 0;
     virtual const std::string& path() const = 0;
     // Checks the request's credentials (credentials.h); throws ApiError 401. nullptr: open server.
     virtual const ApiKey* authenticate() = 0;
     virtual void send_simple(const SimpleResponse& response) = 0;
     // Starts an engine job for `body` and answers as it runs (JSON, or SSE when it streams).
     virtual void start_completion(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key) = 0;
+    // Runs `run` on the gateway serving `model` (ModelRouter::route: "" is the default model): now
+    // when it is loaded, else once it is, the request waiting in that model's queue meanwhile.
+    // What `run` or the routing throws is answered as an error, as from a handler.
+    virtual void with_model(const std::string& model, ModelTask run) = 0;
     // Hands the connection to a WebSocket session (the request is an authenticated upgrade).
     virtual void upgrade_websocket(const ApiKey* key, HttpRequest&& request) = 0;
 };

@@ -14,8 +14,8 @@ namespace pagoda::server {
 
 using namespace transport;
 
-int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
-    ServerShared shared{gateway, options};
+int run_http_server(ModelRouter& router, const HttpServerOptions& options) {
+    ServerShared shared{router, options};
     // Flags that fail here fail before the port is taken: a bad origin, a bad certificate or key.
     shared.cors = CorsPolicy(options.cors_origins);
     if (!options.ssl_cert.empty() || !options.ssl_key.empty()) shared.tls = make_tls_context(options.ssl_cert, options.ssl_key);
@@ -41,7 +41,7 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
         drain_timer.expires_after(std::chrono::milliseconds(50));
         drain_timer.async_wait([&](beast::error_code) {
             const double waited = std::chrono::duration<double>(Clock::now() - drain_start).count();
-            const bool idle = gateway.active_jobs() == 0 && shared.writes_in_progress == 0 && shared.reads_in_progress == 0;
+            const bool idle = router.active_jobs() == 0 && shared.writes_in_progress == 0 && shared.reads_in_progress == 0;
             if (idle && !websockets_told) {
                 // WebSockets get a Close frame rather than a vanished connection; wait for their
                 // close handshakes a moment.
@@ -61,9 +61,9 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
                 listener_closed = true;
             }
             if (!engine_stopped && waited >= options.shutdown_timeout) {
-                log_info("serve: shutdown timeout over: ending {} requests with an error", gateway.active_jobs());
+                log_info("serve: shutdown timeout over: ending {} requests with an error", router.active_jobs());
                 engine_stopped = true;
-                gateway.cut_off_remaining();  // their final deltas still reach the clients, as errors
+                router.cut_off_remaining();  // their final deltas still reach the clients, as errors
             }
             poll_drain();
         });
@@ -71,8 +71,8 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
     auto begin_shutdown = [&](const char* why) {
         if (shutting_down.exchange(true)) return;
         log_info("serve: {}: draining (not ready, no new requests); waiting up to {} s for {} requests", why,
-                 options.shutdown_timeout, gateway.active_jobs());
-        gateway.begin_drain();
+                 options.shutdown_timeout, router.active_jobs());
+        router.begin_drain();
         shared.begin_drain();
         drain_start = Clock::now();
         poll_drain();
@@ -93,7 +93,7 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
             lame_duck = true;
             log_info("serve: {}: not ready; still serving new requests for {} s (the drain grace; another signal ends it)",
                      name, options.drain_grace);
-            gateway.begin_lame_duck();
+            router.begin_lame_duck();
             shared.begin_drain();  // no keep-alive: each answer closes its connection
             grace_timer.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.drain_grace)));
             grace_timer.async_wait([&, name](beast::error_code) { begin_shutdown(name); });
@@ -101,10 +101,24 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
         });
     };
     wait_for_signal();
+    // SIGHUP, with several models: reload each from its path beside the running version (a server
+    // of one model keeps the default action, as before).
+    net::signal_set hangup(ioc);
+    std::function<void()> wait_for_hangup = [&] {
+        hangup.async_wait([&](beast::error_code ec, int) {
+            if (ec) return;
+            router.reload_all();
+            wait_for_hangup();
+        });
+    };
+    if (router.multi()) {
+        hangup.add(SIGHUP);
+        wait_for_hangup();
+    }
 
     std::thread loader([&] {
         try {
-            gateway.load();
+            router.load();
         } catch (const std::exception& e) {
             log_error("serve: cannot load the model: {}", e.what());
             net::post(ioc, [&] {
@@ -119,7 +133,7 @@ int run_http_server(Gateway& gateway, const HttpServerOptions& options) {
     ioc.run();
     for (auto& t : threads) t.join();
     loader.join();
-    gateway.stop_engine();
+    router.stop_engine();
     log_info("serve: stopped");
     return exit_code;
 }

@@ -1,10 +1,12 @@
 // The network side of `pagoda serve`: a Boost.Beast HTTP/1.1 server (keep-alive, asynchronous I/O
 // on a small io_context thread pool, one strand per connection) with SSE streaming and a WebSocket
-// endpoint, in front of a Gateway. I/O threads parse, validate and write; the engine thread runs the
-// model and hands deltas back by posting them to the connection's strand.
+// endpoint, in front of a ModelRouter (one Gateway per model). I/O threads parse, validate and
+// write; the engine thread runs the model and hands deltas back by posting them to the
+// connection's strand.
 //
 // run() listens, starts loading the model on a background thread (so /health answers 503 while it
-// loads), and serves until SIGINT/SIGTERM. Then, for drain_grace seconds, it is a lame duck:
+// loads; with several models nothing loads at start: each loads on its first request, and SIGHUP
+// reloads them), and serves until SIGINT/SIGTERM. Then, for drain_grace seconds, it is a lame duck:
 // /readyz answers 503 draining at once, so health-checking balancers stop sending, but new requests
 // are still served (those the balancers send before their check notices), without keep-alive. A
 // second signal ends the grace early. Then it drains: new requests get 503 shutting_down with
@@ -16,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "server/gateway.h"
+#include "server/model_router.h"
 
 namespace pagoda::server {
 
@@ -38,6 +40,6 @@ struct HttpServerOptions {
 };
 
 // Serves until a signal; returns the process exit status.
-int run_http_server(Gateway& gateway, const HttpServerOptions& options);
+int run_http_server(ModelRouter& router, const HttpServerOptions& options);
 
 }  // namespace pagoda::server

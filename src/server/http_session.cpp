@@ -92,7 +92,7 @@ void HttpSession<Stream>::read_header_block() {
 template <class Stream>
 void HttpSession<Stream>::begin_request() {
     started_ = Clock::now();
-    request_id_ = gateway().new_request_id();
+    request_id_ = router().new_request_id();
     client_request_id_ = false;
     cors_.clear();
     method_ = "-";
@@ -217,7 +217,7 @@ void HttpSession<Stream>::upgrade_websocket(const ApiKey* key, HttpRequest&& req
 
 template <class Stream>
 const ApiKey* HttpSession<Stream>::authenticate() {
-    const ApiKey* key = gateway().authenticate(credentials_);
+    const ApiKey* key = router().authenticate(credentials_);
     key_name_ = key ? key->name : "anonymous";
     return key;
 }

@@ -30,6 +30,7 @@ public:
           shared_(shared),
           heartbeat_(stream_.get_executor()),
           idle_(stream_.get_executor()),
+          model_wait_(stream_.get_executor()),
           writing_(shared.writes_in_progress),
           reading_(shared.reads_in_progress) {}
 
@@ -38,11 +39,12 @@ public:
     void going_away() override;
 
     // RouteSession (http_routes.h).
-    Gateway& gateway() override { return shared_.gateway; }
+    ModelRouter& router() override { return shared_.router; }
     const std::string& path() const override { return path_; }
     const ApiKey* authenticate() override;
     void send_simple(const SimpleResponse& r) override;
     void start_completion(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key) override;
+    void with_model(const std::string& model, ModelTask run) override;
     void upgrade_websocket(const ApiKey* key, HttpRequest&& req) override;
 
 private:
@@ -62,6 +64,8 @@ private:
     void preflight(const HttpRequest& req);
 
     // ---- an engine job's answer and the socket watch (http_session_job.cpp) ----
+    void start_job_on(Gateway& gateway, const std::shared_ptr<Gateway>& owner, Endpoint endpoint,
+                      const nlohmann::ordered_json& body, const ApiKey* key);
     void on_delta(size_t sub, const engine::Delta& d);
     std::string frame(const json& chunk) const;
     void finish_job(int status);
@@ -88,6 +92,8 @@ private:
     std::shared_ptr<std::string> continue_;
     std::shared_ptr<std::array<char, 8192>> drain_;
     net::steady_timer heartbeat_, idle_;
+    net::steady_timer model_wait_;  // polls ModelRouter::route() while the request's model loads
+    std::unique_ptr<ModelRegistry::Wait> model_hold_;  // the request's place in that model's queue
     std::deque<std::string> outbox_;
     CountedFlag writing_;
     CountedFlag reading_;

@@ -12,7 +12,38 @@
 namespace pagoda::server::transport {
 
 template <class Stream>
+void HttpSession<Stream>::with_model(const std::string& model, ModelTask run) {
+    std::shared_ptr<Gateway> gateway = router().route(model, model_hold_);
+    if (gateway) return run(*gateway, gateway);
+    // The model is loading: poll again shortly, the request keeping its place in the queue. A load
+    // may take far longer than the request timeout, so the socket gets no deadline meanwhile.
+    tcp_layer().expires_never();
+    model_wait_.expires_after(std::chrono::milliseconds(20));
+    model_wait_.async_wait([self = this->shared_from_this(), model, run = std::move(run)](beast::error_code ec) {
+        if (ec) return;
+        try {
+            self->with_model(model, run);
+        } catch (const ApiError& e) {
+            self->model_hold_.reset();
+            self->send_error(e);
+        } catch (const std::exception& e) {
+            self->model_hold_.reset();
+            log_error("{} {} {}: internal error: {}", self->request_id_, self->method_, self->path_, e.what());
+            self->send_error(ApiError::internal(e.what()));
+        }
+    });
+}
+
+template <class Stream>
 void HttpSession<Stream>::start_completion(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key) {
+    with_model(ModelRouter::model_of(body), [this, endpoint, body, key](Gateway& gateway, const std::shared_ptr<Gateway>& owner) {
+        start_job_on(gateway, owner, endpoint, body, key);
+    });
+}
+
+template <class Stream>
+void HttpSession<Stream>::start_job_on(Gateway& gateway, const std::shared_ptr<Gateway>& owner, Endpoint endpoint,
+                                       const nlohmann::ordered_json& body, const ApiKey* key) {
     // A generation may run far longer than the request timeout. This must happen before any
     // write starts: Beast applies a new expiry only to operations not yet pending, and later
     // writes would inherit the old deadline.
@@ -27,8 +58,9 @@ void HttpSession<Stream>::start_completion(Endpoint endpoint, const nlohmann::or
     // Without the client's X-Request-Id the response id is the one in our header; with it, a
     // fresh one (a client's id is echoed, never trusted to be unique).
     const std::string response_id = client_request_id_ ? std::string() : request_id_;
-    job_ = anthropic_ ? gateway().start_messages(body, key, request_id_, sink, response_id)
-                      : gateway().start(endpoint, body, key, request_id_, sink, response_id);
+    job_ = anthropic_ ? gateway.start_messages(body, key, request_id_, sink, response_id)
+                      : gateway.start(endpoint, body, key, request_id_, sink, response_id);
+    job_->keep_alive(owner);
     reading_.set(false);  // an active job from here
     client_gone_ = false;
     response_done_ = false;
@@ -165,6 +197,9 @@ void HttpSession<Stream>::on_watch(beast::error_code ec, size_t n) {
 // The members defined in this file, for both transports (the rest come from http_session.cpp).
 #define PAGODA_HTTP_SESSION_JOB_MEMBERS(S)                                                      \
     template void HttpSession<S>::start_completion(Endpoint, const nlohmann::ordered_json&, const ApiKey*);      \
+    template void HttpSession<S>::with_model(const std::string&, ModelTask);                   \
+    template void HttpSession<S>::start_job_on(Gateway&, const std::shared_ptr<Gateway>&, Endpoint,               \
+                                               const nlohmann::ordered_json&, const ApiKey*);   \
     template void HttpSession<S>::on_delta(size_t, const engine::Delta&);                      \
     template std::string HttpSession<S>::frame(const json&) const;                             \
     template void HttpSession<S>::finish_job(int);                                             \

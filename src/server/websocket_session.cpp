@@ -110,13 +110,27 @@ private:
             auto sink = [self, executor, key, serial](size_t sub, const engine::Delta& d) {
                 net::post(executor, [self, key, serial, sub, d] { self->on_delta(key, serial, sub, d); });
             };
-            const std::string request_id = shared_.gateway.new_request_id();
-            auto job = shared_.gateway.start(target.endpoint, *target.body, key_, request_id, sink);
+            // The request's model (model_router.h): while it loads, the message is handled again
+            // shortly, keeping its place in the model's queue.
+            std::shared_ptr<Gateway> gateway = shared_.router.route(ModelRouter::model_of(*target.body), holds_[key]);
+            if (!gateway) {
+                auto timer = std::make_shared<net::steady_timer>(ws_.get_executor(), std::chrono::milliseconds(20));
+                timer->async_wait([self, timer, message, text](beast::error_code ec) {
+                    if (!ec && !self->closed_) self->handle(message, text);
+                });
+                return;
+            }
+            holds_.erase(key);
+            const std::string request_id = shared_.router.new_request_id();
+            auto job = gateway->start(target.endpoint, *target.body, key_, request_id, sink);
+            job->keep_alive(gateway);
             jobs_[key] = Entry{job, id, serial};
             for (auto& chunk : job->opening_chunks()) send(json{{"id", id}, {"chunk", std::move(chunk)}});
         } catch (const ApiError& e) {
+            holds_.erase(msg.key);
             send_error(msg.id, e);
         } catch (const std::exception& e) {
+            holds_.erase(msg.key);
             send_error(msg.id, ApiError::internal(e.what()));
         }
     }
@@ -176,6 +190,7 @@ private:
     const ApiKey* key_;
     std::string conn_id_;
     std::map<std::string, Entry> jobs_;
+    std::map<std::string, std::unique_ptr<ModelRegistry::Wait>> holds_;  // messages waiting for their model to load
     std::deque<std::string> outbox_;
     CountedFlag writing_;
     bool closed_ = false, closing_ = false, accepted_ = false;

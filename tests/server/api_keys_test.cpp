@@ -42,9 +42,9 @@ TEST(ApiKeys, ParsesKeysSettingsAndComments) {
 TEST(ApiKeys, ErrorsNameLineAndProblem) {
     EXPECT_EQ(error_of("sk-key-0001 rpm=ten\n"), "keys.txt line 1: 'rpm' must be a non-negative integer, got 'ten'");
     EXPECT_EQ(error_of("# c\nsk-key-0001 colour=blue\n"),
-              "keys.txt line 2: unknown setting 'colour' (known: name, rpm, tpm, concurrency, weight, priority, timeout)");
+              "keys.txt line 2: unknown setting 'colour' (known: name, rpm, tpm, concurrency, weight, priority, timeout, admin)");
     EXPECT_EQ(error_of("sk-key-0001 rpm\n"),
-              "keys.txt line 1: expected setting=value (name, rpm, tpm, concurrency, weight, priority, timeout), got 'rpm'");
+              "keys.txt line 1: expected setting=value (name, rpm, tpm, concurrency, weight, priority, timeout, admin), got 'rpm'");
     EXPECT_EQ(error_of("short\n"), "keys.txt line 1: the key is 5 characters; use at least 8");
     EXPECT_EQ(error_of("sk-key-0001\nsk-key-0001\n"), "keys.txt line 2: this key already appears on an earlier line");
     EXPECT_EQ(error_of("sk-key-0001 name=a\nsk-key-0002 name=a\n"),
@@ -54,6 +54,14 @@ TEST(ApiKeys, ErrorsNameLineAndProblem) {
     EXPECT_EQ(error_of("# only comments\n\n"), "keys.txt: no keys found (one key per line; '#' starts a comment)");
     EXPECT_EQ(error_of("rpm=5 sk-key-0001\n"), "keys.txt line 1: the line must start with the key, got the setting 'rpm=5'");
     EXPECT_EQ(error_of("sk-key-0001 rpm=-1\n"), "keys.txt line 1: 'rpm' must be a non-negative integer, got '-1'");
+    EXPECT_EQ(error_of("sk-key-0001 admin=yes\n"), "keys.txt line 1: 'admin' must be true or false, got 'yes'");
+}
+
+TEST(ApiKeys, AdminSettingMarksAdminKeys) {
+    auto t = ApiKeyTable::parse("sk-ops-00001 admin=true\nsk-user-0002\nsk-user-0003 admin=false\n", "keys.txt");
+    EXPECT_TRUE(t.keys()[0].admin);
+    EXPECT_FALSE(t.keys()[1].admin);
+    EXPECT_FALSE(t.keys()[2].admin);
 }
 
 TEST(ApiKeys, FairShareWeightPriorityClassAndTenant) {

@@ -56,7 +56,9 @@ export async function startServer(extraArgs = [], kind = 'tiny', env = {}, tls =
   const template = extraArgs.includes('--chat-template') ? [] : ['--chat-template', 'chatml'];
   // No lame-duck grace unless a test asks for one: stop() is then as quick as before it existed.
   const grace = extraArgs.includes('--drain-grace') ? [] : ['--drain-grace', '0'];
-  const args = ['serve', '-m', testModel(kind), '--port', '0', ...template, '-t', '1', ...grace, ...extraArgs];
+  // kind null: the models come from extraArgs (-m ID=PATH, --models-dir).
+  const model = kind === null ? [] : ['-m', testModel(kind)];
+  const args = ['serve', ...model, '--port', '0', ...template, '-t', '1', ...grace, ...extraArgs];
   const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   child.stderr.on('data', (d) => { log += d.toString(); });
@@ -81,6 +83,7 @@ export async function startServer(extraArgs = [], kind = 'tiny', env = {}, tls =
   }
   return {
     port,
+    pid: child.pid,
     url,
     baseURL: `${url}/v1`,
     log: () => log,
