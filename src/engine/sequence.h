@@ -42,6 +42,7 @@ struct Sequence {
     int32_t n_preemptions = 0;
     int64_t first_cached_tokens = -1;  // prefix-cache hit at its first admission
     bool reuse_prefix = true;          // false: compute every prompt token (mean / CLS pooling)
+    uint64_t prefix_key = 0;           // the prefix cache's extra key: the request's LoRA adapter (0: none)
     // Speculative tokens proposed after `tokens` for the next step to verify; never part of `tokens`
     // (a preemption drops them). The scheduler may shorten it to fit the step.
     std::vector<int32_t> draft;

@@ -23,6 +23,7 @@ const char* op_name(OpKind kind) {
         case OpKind::gather_logit_rows: return "gather_logit_rows";
         case OpKind::gather_hidden_rows: return "gather_hidden_rows";
         case OpKind::moe_ffn: return "moe_ffn";
+        case OpKind::lora_add: return "lora_add";
         case OpKind::scale: return "scale";
         case OpKind::softcap: return "softcap";
         case OpKind::add_rms_norm: return "add_rms_norm";

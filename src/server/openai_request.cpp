@@ -118,6 +118,7 @@ CompletionParams parse_fields(const json& body, Endpoint endpoint, const nlohman
     const bool chat = endpoint == Endpoint::chat_completions;
     check_no_op_values(body);
     if (const json* v = field(body, "model")) p.model = read_string(*v, "model");
+    if (const json* v = field(body, "lora")) p.lora = parse_lora_field(*v);
     if (chat) openai_fields::parse_chat_fields(body, p);
     else parse_prompt(body, p);
     openai_fields::parse_sampling(body, p);

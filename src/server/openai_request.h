@@ -52,6 +52,18 @@ struct FimRequest {
 // tool_choice: "auto" (default), "none", "required", or {"type": "function", "function": {"name"}}.
 enum class ToolChoice { automatic, none, required, function };
 
+// One entry of llama-server's `lora` field: an adapter by id (or by the path it was loaded from) and
+// its scale (server/lora_registry.h resolves it).
+struct LoraChoice {
+    int64_t id = -1;
+    std::string path;
+    double scale = 1;
+};
+
+// `lora`: [{"id": N | "path": P, "scale": S}] (scale default 1; lora_request.cpp). Throws ApiError
+// (400) naming the item.
+std::vector<LoraChoice> parse_lora_field(const nlohmann::json& value);
+
 struct CompletionParams {
     Endpoint endpoint = Endpoint::completions;
     std::string model;                       // as sent (may be empty)
@@ -90,6 +102,7 @@ struct CompletionParams {
     std::optional<int64_t> thinking_budget;
     std::string thinking_budget_param = "thinking_token_budget";  // the field it came from (for errors)
     std::string reasoning_effort;
+    std::vector<LoraChoice> lora;            // llama-server's `lora` (empty: none given)
 };
 
 // Maximum `n` and stop strings a request may carry (bounded work per request).

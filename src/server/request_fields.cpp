@@ -20,7 +20,7 @@ const std::vector<RequestField>& request_fields() {
     constexpr bool C = true, H = true, _ = false;  // completions, chat
     static const std::vector<RequestField> fields = {
         // OpenAI
-        {"model", C, H, honoured, "must be the served model's id when given"},
+        {"model", C, H, honoured, "the served model's id or one of its LoRA adapters' (see LoRA adapters)"},
         {"prompt", C, _, honoured, ""},
         {"messages", _, H, honoured, ""},
         {"n", C, H, honoured, ""},
@@ -90,6 +90,8 @@ const std::vector<RequestField>& request_fields() {
         {"priority", C, H, honoured, "lower is served sooner; a key may not claim better than its key file `priority`"},
         // llama.cpp's server
         {"grammar", C, H, honoured, "GBNF"},
+        {"lora", C, H, honoured, "[{\"id\" (or \"path\"), \"scale\"}]: the LoRA adapter to run under, at most one with a "
+                                 "non-zero scale (see LoRA adapters)"},
         {"json_schema", C, H, honoured, "as response_format json_schema"},
         {"n_predict", C, H, refused, "send max_tokens"},
         {"cache_prompt", C, H, no_op, "the prefix cache never changes the output (greedy tokens are the same with it "
