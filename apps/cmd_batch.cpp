@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/engine.h"
+#include "apps/lora_flags.h"
 #include "apps/model_flags.h"
 #include "apps/progress.h"
 #include "apps/text_file.h"
@@ -32,6 +33,7 @@
 #include "model/config.h"
 #include "model/model_file.h"
 #include "model/system_fingerprint.h"
+#include "server/lora_registry.h"
 #include "server/api_error.h"
 #include "server/openai_engine_request.h"
 #include "server/openai_request.h"
@@ -54,6 +56,7 @@ struct BatchOptions {
     ProfileFlags profile;
     PrefixTierFlags tier;
     ModelFlags compute;
+    LoraFlags lora;
 };
 
 struct Line {
@@ -174,8 +177,15 @@ int run_batch(const BatchOptions& o) {
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = kv.prefix_caching;
     options.prefix_tier = o.tier.options(kv.prefix_caching);
-    const model::StepModelOptions model_options = o.compute.options(o.threads, kv, tokens_wanted, o.ctx, o.max_batched_tokens);
+    model::StepModelOptions model_options = o.compute.options(o.threads, kv, tokens_wanted, o.ctx, o.max_batched_tokens);
+    model_options.lora = o.lora.any();
     auto target = model::open_step_model(file, model_options);
+    // A line picks an adapter by `model` (its name) or `lora` ([{"id", "scale"}], ids in flag order).
+    std::optional<server::LoraRegistry> loras;
+    if (o.lora.any()) {
+        loras.emplace();
+        for (auto& adapter : o.lora.load(*target)) loras->add(std::move(adapter));
+    }
     options.speculative = o.spec.resolve(*tok, *target, model_options);
     engine::Engine eng(std::move(target), tok, options);
     const std::string fingerprint = model::system_fingerprint(model::fingerprint_parts(eng.model_info()));
@@ -192,7 +202,16 @@ int run_batch(const BatchOptions& o) {
         const server::CompletionParams& p = *line.params;
         std::vector<engine::RequestId> ids;
         try {
+            lora::AdapterRef adapter;
+            const bool names_base = p.model.empty() || p.model == model_name;
+            if (!names_base && !(loras && loras->has(p.model)))
+                throw ApiError(404, fmt::format("the model '{}' does not exist; this batch runs '{}'", p.model, model_name),
+                               "invalid_request_error", "model", "model_not_found");
+            if (!p.lora.empty() && !loras)
+                throw ApiError::invalid("'lora' names an adapter, but this batch has none (--lora)", "lora", "invalid_value");
+            if (loras) adapter = loras->resolve(names_base ? std::string() : p.model, p.lora);
             server::EngineRequests requests = server::make_engine_requests(p, std::move(line.prompts), limits);
+            for (auto& sub : requests.subs) sub.lora = adapter;
             server::ResponseContext rc;
             rc.endpoint = line.endpoint;
             const char* prefix = line.endpoint == server::Endpoint::chat_completions ? "chatcmpl-" : "cmpl-";
@@ -277,6 +296,7 @@ CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests
     sub.add_option("-o,--output", o->output, "Responses, one JSON object per line, in input order")->required();
     add_threads_option(sub, o->threads);
     o->compute.add_to(sub);
+    o->lora.add_to(sub);
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Tokens per engine step")->check(in_range(1, 1 << 20));
     sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
         ->check(in_range(1, 4096));

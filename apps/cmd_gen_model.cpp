@@ -8,10 +8,32 @@
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "lora/random_adapter.h"
 #include "model/random_model.h"
 
 namespace pagoda::app {
 namespace {
+
+// A random LoRA adapter for the written model, in llama.cpp's GGUF form and/or as a PEFT folder
+// (the same numbers in both: lora/random_adapter.h).
+struct GenAdapterOptions {
+    std::string gguf, peft;
+    int64_t rank = 16;
+    double alpha = 32;
+    bool rslora = false;
+    uint64_t seed = 7;
+    bool wanted() const { return !gguf.empty() || !peft.empty(); }
+};
+
+void write_gen_adapter(const GenAdapterOptions& a, const std::string& model_path, const std::string& format) {
+    if (format != "gguf") fail("--lora-out / --peft-out need --format gguf (the adapter is read against the GGUF)");
+    auto base = gguf::File::open(model_path);
+    const int64_t n = lora::write_random_adapter(
+        *base, {.rank = a.rank, .alpha = a.alpha, .rslora = a.rslora, .seed = a.seed}, a.gguf, a.peft);
+    std::fprintf(stderr, "pagoda gen-model: wrote a rank-%lld LoRA adapter of %lld weights%s%s%s%s\n", (long long)a.rank,
+                 (long long)n, a.gguf.empty() ? "" : " to ", a.gguf.c_str(), a.peft.empty() ? "" : " and as PEFT in ",
+                 a.peft.c_str());
+}
 
 struct GenModelOptions {
     std::string preset = "tiny", output, vocab, type = "f32", arch, rope_scaling;
@@ -26,6 +48,7 @@ struct GenModelOptions {
     std::string rank_head;
     int64_t rank_classes = 0;
     std::string pooling;
+    GenAdapterOptions adapter;  // --lora-out / --peft-out
 };
 
 int run_gen_model(const GenModelOptions& o) {
@@ -76,6 +99,7 @@ int run_gen_model(const GenModelOptions& o) {
     std::fprintf(stderr, "pagoda gen-model: wrote %s (%s%s, %lld layers, dim %lld, %.1f M parameters, %s) in %.1f s\n",
                  o.output.c_str(), spec.arch.c_str(), experts.c_str(), (long long)spec.n_layers, (long long)spec.dim,
                  double(params) / 1e6, o.type.c_str(), seconds);
+    if (o.adapter.wanted()) write_gen_adapter(o.adapter, o.output, o.format);
     return 0;
 }
 
@@ -141,6 +165,13 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_option("--rank-classes", o->rank_classes,
                    "--rank-head: the head's classes (default 2 for qwen3, labelled yes/no and softmaxed; else 1)")
         ->check(in_range(1, 1 << 16));
+    // LoRA adapters for the model written (lora/random_adapter.h).
+    sub.add_option("--lora-out", o->adapter.gguf, "Also write a random LoRA adapter for the model, as a GGUF LoRA file");
+    sub.add_option("--peft-out", o->adapter.peft, "... and/or as a PEFT folder (the same numbers as --lora-out)");
+    sub.add_option("--lora-rank", o->adapter.rank, "The adapter's rank")->check(in_range(int64_t(1), int64_t(4096)));
+    sub.add_option("--lora-alpha", o->adapter.alpha, "The adapter's alpha (scale alpha / rank)")->check(CLI::Range(0.0, 1e6));
+    sub.add_flag("--lora-rslora", o->adapter.rslora, "rsLoRA scaling (alpha / sqrt(rank))");
+    sub.add_option("--lora-seed", o->adapter.seed, "The adapter's random seed");
     return [o] { return run_gen_model(*o); };
 });
 

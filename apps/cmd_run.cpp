@@ -10,6 +10,7 @@
 #include "apps/command.h"
 #include "apps/kv_flags.h"
 #include "apps/profile_flags.h"
+#include "apps/lora_flags.h"
 #include "apps/model_flags.h"
 #include "apps/sampling_flags.h"
 #include "apps/speculative_flags.h"
@@ -39,6 +40,7 @@ struct RunOptions {
     KvFlags kv;
     ProfileFlags profile;
     ModelFlags compute;
+    LoraFlags lora;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -79,7 +81,7 @@ void print_tokens(const RunOptions& o, const std::vector<int32_t>& ids, const st
 // token it samples, so it stops one token short of the plain path's budget when the context fills.
 int run_speculative(const RunOptions& o, const std::vector<int32_t>& prompt, std::unique_ptr<model::StepModel> model,
                     const model::StepModelOptions& model_options, std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
-                    const GenerationBudget& budget, double load_s) {
+                    const GenerationBudget& budget, double load_s, const lora::AdapterRef& adapter) {
     engine::EngineOptions eo;
     eo.scheduler.max_seqs = 1;
     eo.scheduler.max_batched_tokens = o.chunk;
@@ -89,6 +91,7 @@ int run_speculative(const RunOptions& o, const std::vector<int32_t>& prompt, std
     engine::EngineCore core(*model, tokenizer, eo);
     engine::Request request;
     request.prompt = prompt;
+    request.lora = adapter;
     request.sampling = o.sampling.params();
     request.stop.ignore_eos = o.ignore_eos;
     request.stop.max_tokens = std::max<int64_t>(1, std::min(budget.tokens, core.context_limit() - int64_t(prompt.size())));
@@ -150,15 +153,25 @@ int run(const RunOptions& o) {
     if (o.ctx > trained)
         log_warn("-c/--ctx-size {} exceeds the model's trained context of {} tokens", o.ctx, trained);
     const GenerationBudget budget = generation_budget(int64_t(prompt.size()), o.n_predict, o.ctx > 0 ? o.ctx : trained);
-    const model::StepModelOptions model_options = o.compute.options(
+    model::StepModelOptions model_options = o.compute.options(
         o.threads, o.kv.options(), int64_t(prompt.size()) + budget.tokens, budget.context, o.chunk);
+    model_options.lora = o.lora.any();
+    if (o.lora.specs().size() > 1) fail("run applies one LoRA adapter; give one --lora (serve and batch take several)");
     auto model = model::open_step_model(file, model_options);
+    lora::AdapterRef adapter;
+    if (o.lora.any()) {
+        auto loaded = o.lora.load(*model);
+        adapter = {loaded[0], loaded[0]->scale};
+        log_info("LoRA adapter '{}': {} weights, {:.1f} MiB, scale {}", adapter.adapter->name, adapter.adapter->pairs.size(),
+                 double(adapter.adapter->bytes()) / (1 << 20), adapter.scale);
+    }
     const double load_s = seconds_since(load_start);
     const auto& cfg = model->info().config;
     log_info("model: {}", cfg.describe());
     if (o.spec.enabled())
-        return run_speculative(o, prompt, std::move(model), model_options, std::move(tokenizer), budget, load_s);
+        return run_speculative(o, prompt, std::move(model), model_options, std::move(tokenizer), budget, load_s, adapter);
     model::SequenceRunner runner(*model, o.kv.options().prefix_caching);
+    if (adapter) runner.set_lora(0, adapter);
 
     tokenizer::StreamDecoder stream(*tokenizer);
     for (int32_t id : prompt) stream.feed(id);  // the continuation is decoded in context (leading spaces)
@@ -226,6 +239,7 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     o->kv.add_to(sub);
     o->profile.add_to(sub);
     o->compute.add_to(sub);
+    o->lora.add_to(sub);
     return [o] {
         o->profile.apply(o->model, &o->threads, &o->kv.block_size);
         return run(*o);

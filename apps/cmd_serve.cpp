@@ -8,6 +8,7 @@
 #include "apps/profile_flags.h"
 #include "apps/prefix_tier_flags.h"
 #include "apps/speculative_flags.h"
+#include "apps/lora_flags.h"
 #include "apps/model_flags.h"
 #include "apps/serve_loader.h"
 #include "apps/serve_models.h"
@@ -39,6 +40,7 @@ struct ServeOptions {
     ProfileFlags profile;
     PrefixTierFlags tier;
     ModelFlags compute;
+    LoraFlags lora;
     std::string metrics_compat = "none";
     std::string scheduling_policy = "fair";
 };
@@ -66,6 +68,8 @@ int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
         if (n.find('=') != std::string::npos) aliases.push_back(n);
         else fail("--model-name {}: with several models each is named by its file, or by ID=PATH", n);
     if (!o.model.draft_model.empty()) fail("--draft-model serves one model; with several models it is not supported yet");
+    if (o.model.lora())
+        fail("--lora and --allow-runtime-lora adapt one base model; with several models they are not supported yet");
     server::MultiModelOptions mo;
     mo.gateway = o.gateway;
     mo.models = collect_model_sources(o.model_args, aliases, o.models_dir);
@@ -112,6 +116,9 @@ int serve(ServeOptions& o) {
     o.model.fusion = !o.compute.no_fusion;
     o.model.quantize = o.compute.quantize;
     o.model.max_context = o.ctx;
+    o.model.loras = o.lora.specs();  // parse errors before the port is up
+    if (o.model.max_loras > 0 && !o.model.lora())
+        fail("--max-loras caps LoRA adapters: give --lora or --allow-runtime-lora with it");
     if (o.gateway.model_name.empty()) o.gateway.model_name = std::filesystem::path(o.model.path).stem().string();
     // Without keys the server is open anyway; with keys, /health and /metrics need one unless opened.
     o.gateway.open_health = keys.empty() || o.open_health;
@@ -158,6 +165,13 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     o->tier.add_to(sub);
     o->spec.add_to(sub);
     o->compute.add_to(sub);
+    o->lora.add_to(sub);
+    sub.add_flag("--allow-runtime-lora", o->model.allow_runtime_lora,
+                 "Serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's); with API keys, an admin key");
+    sub.add_option("--max-loras", o->model.max_loras,
+                   "LoRA adapters in memory at once (0: no cap); past it the least recently used idle one is dropped "
+                   "and read again when next asked for")
+        ->check(in_range(size_t(0), size_t(1) << 16));
     sub.add_option("--api-key-file", o->api_key_file,
                    "Keys, one per line: KEY [name=NAME] [rpm=N] [tpm=N] [concurrency=N] [weight=W] [priority=P] [timeout=S] "
                    "(without keys: open server)");

@@ -28,11 +28,21 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     const model::StepModelOptions model_options{.backend = options.backend, .threads = options.threads, .kv = options.kv,
                                                 .tokens_wanted = tokens_wanted, .max_context = options.max_context,
                                                 .max_step_tokens = engine_options.scheduler.max_batched_tokens,
-                                                .fusion = options.fusion};
+                                                .fusion = options.fusion, .lora = options.lora()};
     auto step = model::open_step_model(file, model_options);
     if (!options.draft_model.empty()) {
         engine_options.speculative.draft_model = open_draft_model(options.draft_model, *tok, *step, model_options);
         engine_options.speculative.draft_max_step_tokens = model_options.max_step_tokens;
+    }
+    std::shared_ptr<server::LoraRegistry> loras;
+    if (options.lora()) {
+        // The engine owns the model from here on and outlives every request that loads through it.
+        model::StepModel* model = step.get();
+        auto loader = [model](const std::string& path, const std::string& name, float scale) {
+            return model->load_lora(path, name, scale);
+        };
+        loras = std::make_shared<server::LoraRegistry>(loader, options.max_loras, options.allow_runtime_lora);
+        for (const auto& spec : options.loras) loras->add(step->load_lora(spec.path, spec.name, spec.scale));
     }
     engine_options.prefix_caching = options.kv.prefix_caching;
     engine_options.prefix_tier = options.prefix_tier;
@@ -51,6 +61,7 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
         loaded.description += ", reranker (" + loaded.classifier_head->describe() + ")";
     }
     loaded.add_sep = file->get_bool_or("tokenizer.ggml.add_sep_token", false);
+    loaded.loras = std::move(loras);
     return loaded;
 }
 

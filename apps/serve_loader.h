@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "apps/lora_flags.h"
 #include "kv/prefix_tier.h"
 #include "model/kv_options.h"
 #include "server/gateway.h"
@@ -20,6 +21,10 @@ struct ServeModelOptions {
     std::string backend = "cpu";
     bool fusion = true;
     std::string draft_model;  // --draft-model: a GGUF of the same vocabulary (empty: none)
+    std::vector<LoraSpec> loras;     // --lora: adapters served as models of their own
+    bool allow_runtime_lora = false;  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter
+    size_t max_loras = 0;             // adapters resident at once (0: no cap); idle ones evicted LRU
+    bool lora() const { return !loras.empty() || allow_runtime_lora; }
 };
 
 // A server::ModelLoader for these options: builds the Engine with `engine_options` (the gateway's

@@ -1,5 +1,7 @@
 #include "backend/backend.h"
 
+#include <vector>
+
 #include "core/error.h"
 
 namespace pagoda::backend {
@@ -52,6 +54,36 @@ void Backend::moe_ffn(const MoeOp&, const Tensor&, const Tensor&, const Tensor&,
 }
 void Backend::rms_norm_quantize(const Tensor&, const Tensor*, const Vector&, float, const Tensor&, const Tensor&) {
     fail("backend {} has no fused rms_norm_quantize", name());
+}
+
+// The generic LoRA path: the two tensors to host, the update in double, y back. Correct on any
+// backend that implements read/write; a backend with device memory overrides it to stay on the device.
+void Backend::lora_add(const Tensor& x, const Tensor& y, std::span<const LoraSegment> segments) {
+    if (segments.empty()) return;
+    if (x.rows != y.rows) fail("lora_add: x has {} rows but y {}", x.rows, y.rows);
+    std::vector<float> xs(size_t(x.rows * x.cols)), ys(size_t(y.rows * y.cols));
+    read(x, xs.data());
+    read(y, ys.data());
+    std::vector<double> h;
+    for (const LoraSegment& s : segments) {
+        h.assign(size_t(s.rank), 0.0);
+        for (int32_t t : s.rows) {
+            if (t < 0 || t >= x.rows) fail("lora_add: row {} is outside the step's {} rows", t, x.rows);
+            const float* xt = xs.data() + int64_t(t) * x.cols;
+            for (int64_t r = 0; r < s.rank; ++r) {
+                double acc = 0;
+                for (int64_t c = 0; c < x.cols; ++c) acc += double(s.a[r * x.cols + c]) * xt[c];
+                h[size_t(r)] = acc;
+            }
+            float* yt = ys.data() + int64_t(t) * y.cols;
+            for (int64_t o = 0; o < y.cols; ++o) {
+                double acc = 0;
+                for (int64_t r = 0; r < s.rank; ++r) acc += double(s.b[o * s.rank + r]) * h[size_t(r)];
+                yt[o] = float(double(yt[o]) + double(s.scale) * acc);
+            }
+        }
+    }
+    write(y, ys.data());
 }
 
 }  // namespace pagoda::backend

@@ -194,6 +194,18 @@ struct MoeOp {
     int64_t shared_ffn() const { return shared_gate_up ? shared_gate_up->parts()[0].rows : 0; }
 };
 
+// One adapter's low-rank update of one weight over its rows of the step (LoRA):
+//   y[t] += scale * B (A x[t])  for every t in rows,
+// A: rank x in and B: out x rank, row-major host f32 (the adapter keeps them alive for the step).
+// The model layer groups a step's rows by adapter; the segments of one op name disjoint rows.
+struct LoraSegment {
+    const float* a = nullptr;
+    const float* b = nullptr;
+    int64_t rank = 0;
+    float scale = 1;
+    std::span<const int32_t> rows;  // token rows of the step, increasing
+};
+
 // Fused ops a backend may declare; the fusion pass uses only those it declares.
 enum class FusedOp {
     add_rms_norm,       // x += r; out = rms_norm(x)
@@ -271,6 +283,11 @@ public:
     // out[i] = x[hidden_rows[i]] (embeddings read these rows).        out: H x cols
     virtual void gather_hidden_rows(const Tensor& x, const Tensor& out) = 0;
     // Copy-on-write block copies are KvCache::copy_block.
+
+    // LoRA: applies each segment's update to its rows of y (T x out) from x (T x in), in place. Each
+    // row's result depends on that row, its adapter and the scale only (batch invariance). The
+    // default is a correct generic path over read()/write() (host doubles); backends override it.
+    virtual void lora_add(const Tensor& x, const Tensor& y, std::span<const LoraSegment> segments);
 
     // Whether attention() runs these params (a sliding window, a soft cap, non-causal).
     virtual bool supports_attention(const AttentionParams&) const { return true; }

@@ -13,7 +13,8 @@ int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock:
     int64_t started = 0;
     for (const ScheduledChunk& c : plan.chunks) {
         Sequence& s = *c.seq;
-        const int32_t index = batch.add_sequence(blocks.block_table(s.id));
+        const int32_t index =
+            batch.add_sequence(blocks.block_table(s.id), s.request ? s.request->request.lora : lora::AdapterRef{});
         const bool embeds = s.pooled.has_value();
         const int64_t n_real = int64_t(s.tokens.size());
         for (int64_t p = c.begin; p < c.end; ++p) {

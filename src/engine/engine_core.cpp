@@ -78,6 +78,7 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->priority = r.request.priority;
     seq->tenant = r.request.tenant;
     seq->weight = r.request.weight;
+    seq->prefix_key = r.request.lora.cache_key();
     seq->arrival = r.seqs.empty() ? next_arrival_++ : r.seqs[0]->arrival;
     // Keyed by (seed, choice index, position): each choice its own stream (sampler.h).
     seq->sampler = std::make_unique<Sampler>(r.request.sampling, uint64_t(index));

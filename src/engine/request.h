@@ -17,6 +17,7 @@
 #include "engine/sampler.h"
 #include "engine/thinking_budget.h"
 #include "grammar/grammar.h"
+#include "lora/adapter.h"
 
 namespace pagoda::engine {
 
@@ -68,6 +69,9 @@ struct Request {
     // A scoring request instead of a generation (token_scores.h): the request finishes (stop) at
     // its prompt's end with one delta carrying the last position's logits of these ids. n must be 1.
     std::vector<int32_t> score_tokens;
+    // Runs under this LoRA adapter (loaded by StepModel::load_lora) at its scale; empty: the base
+    // model. Its prefix-cache blocks are keyed by it (never shared with another adapter's).
+    lora::AdapterRef lora;
 };
 
 enum class FinishReason { stop, length, cancelled, error };

@@ -10,6 +10,8 @@ namespace pagoda::engine {
 void validate_request(const Request& req, const model::StepModelInfo& info, int64_t context_limit, int32_t max_seqs,
                       bool has_tokenizer) {
     if (req.prompt.empty()) fail("the prompt is empty: give at least one token");
+    if (req.lora && !info.lora)
+        fail("LoRA adapter '{}' named, but the model was opened without LoRA support", req.lora.adapter->name);
     for (size_t i = 0; i < req.prompt.size(); ++i)
         if (req.prompt[i] < 0 || req.prompt[i] >= info.vocab_size)
             fail("prompt token {} at position {} is out of range (vocabulary has {} tokens)", req.prompt[i], i,

@@ -152,7 +152,7 @@ void Scheduler::preempt(Sequence* seq, StepPlan& plan) {
 bool Scheduler::prefix_in_flight(const Sequence* seq) const {
     if (!config_.defer_shared_prefix || !seq->reuse_prefix || !blocks_.prefix_caching()) return false;
     const int64_t reusable = blocks_.max_reusable_blocks(seq->tokens);
-    const int64_t cached = blocks_.cached_prefix_blocks(seq->tokens, 0);
+    const int64_t cached = blocks_.cached_prefix_blocks(seq->tokens, seq->prefix_key);
     if (cached >= reusable) return false;
     const int64_t bs = blocks_.block_size();
     for (const Sequence* r : running_) {
@@ -239,15 +239,16 @@ StepPlan Scheduler::schedule() {
         if (seats + s->seats > config_.max_seqs) break;
         if (s->whole_prompt && int64_t(s->tokens.size()) > budget) break;  // waits for a step with room
         const int32_t reserve = running_.empty() ? 0 : watermark;
-        if (int64_t(blocks_.blocks_needed(s->tokens, 0, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
+        if (int64_t(blocks_.blocks_needed(s->tokens, s->prefix_key, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
         if (prefix_in_flight(s)) break;
         int64_t n_tier = 0;
-        if (source_ && s->reuse_prefix && blocks_.prefix_caching()) {
+        // The second tier keys blocks by the base model only, so adapter sequences do not use it.
+        if (source_ && s->reuse_prefix && s->prefix_key == 0 && blocks_.prefix_caching()) {
             const int64_t first = blocks_.cached_prefix_blocks(s->tokens, 0);
             const int64_t max = blocks_.max_reusable_blocks(s->tokens);
             if (first < max) n_tier = source_->stage(s->tokens, first, max);
         }
-        kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, 0, s->reuse_prefix, n_tier);
+        kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, s->prefix_key, s->reuse_prefix, n_tier);
         if (r.status != kv::KvStatus::ok) break;
         if (s->whole_prompt) blocks_.keep_private(s->id);
         if (n_tier > 0) source_->load(r.tier_blocks);

@@ -45,6 +45,7 @@ struct Sequence {
     // An encoder's (bidirectional attention): the prompt is admitted only whole into one step, and
     // its KV blocks stay out of the prefix cache (BlockManager::keep_private).
     bool whole_prompt = false;
+    uint64_t prefix_key = 0;           // the prefix cache's extra key: the request's LoRA adapter (0: none)
     // Speculative tokens proposed after `tokens` for the next step to verify; never part of `tokens`
     // (a preemption drops them). The scheduler may shorten it to fit the step.
     std::vector<int32_t> draft;

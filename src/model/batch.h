@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kv/block_manager.h"
+#include "lora/adapter.h"
 
 namespace pagoda::model {
 
@@ -21,10 +22,16 @@ struct Batch {
     std::vector<uint8_t> want_hidden;  // 1 where the caller wants this row's final hidden state
     std::vector<std::vector<int32_t>> block_tables;  // per sequence: physical block ids in order
     std::vector<kv::BlockCopy> block_copies;         // copy-on-write, executed before the step
+    // Per sequence (aligned with block_tables, or empty: none has one): its LoRA adapter and scale.
+    std::vector<lora::AdapterRef> seq_lora;
 
     // Adds a sequence's block table and returns its index for add().
-    int32_t add_sequence(std::vector<int32_t> block_table) {
+    int32_t add_sequence(std::vector<int32_t> block_table, lora::AdapterRef adapter = {}) {
         block_tables.push_back(std::move(block_table));
+        if (adapter || !seq_lora.empty()) {
+            seq_lora.resize(block_tables.size() - 1);
+            seq_lora.push_back(std::move(adapter));
+        }
         return int32_t(block_tables.size() - 1);
     }
     void add(int32_t token, int32_t position, int32_t seq, int64_t slot, bool logits, bool hidden = false) {
@@ -37,7 +44,7 @@ struct Batch {
     }
     void clear() {
         tokens.clear(); positions.clear(); seq_index.clear(); slots.clear(); want_logits.clear();
-        want_hidden.clear(); block_tables.clear(); block_copies.clear();
+        want_hidden.clear(); block_tables.clear(); block_copies.clear(); seq_lora.clear();
     }
     int64_t size() const { return int64_t(tokens.size()); }
     int64_t n_logit_rows() const {

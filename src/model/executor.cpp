@@ -219,6 +219,10 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             case OpKind::gelu: b.gelu(in(0)); break;
             case OpKind::position_embedding: b.add_position_embedding(*node.weight, in(0)); break;
             case OpKind::moe_ffn: b.moe_ffn(node.moe, in(0), in(1), out(0), out(1)); break;
+            case OpKind::lora_add:
+                if (lora_ && size_t(node.lora_target) < lora_->size() && !(*lora_)[size_t(node.lora_target)].empty())
+                    b.lora_add(in(0), in(1), (*lora_)[size_t(node.lora_target)]);
+                break;
             case OpKind::scale: b.scale(in(0), node.value); break;
             case OpKind::softcap: b.softcap(in(0), node.value); break;
             case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;

@@ -31,6 +31,8 @@ public:
     // While set, run() adds each op's wall-clock time to *times under its op_name, and that of each op
     // that streams a weight also under the weight's role, with the weight's bytes (OpTimes::by_weight).
     void set_op_times(OpTimes* times);
+    // The LoRA updates of the next run()s, per Graph::lora_targets entry (null or empty: none).
+    void set_lora_segments(const std::vector<std::vector<backend::LoraSegment>>* by_target) { lora_ = by_target; }
 
 private:
     backend::Tensor tensor(int id, StepRows rows) const;
@@ -45,6 +47,7 @@ private:
     std::vector<backend::Tensor> outs_;
     const std::atomic<bool>* interrupt_ = nullptr;
     OpTimes* op_times_ = nullptr;
+    const std::vector<std::vector<backend::LoraSegment>>* lora_ = nullptr;
     std::vector<OpTimes::Entry> step_op_times_;  // per OpKind, this step's (merged into op_times_ after it)
     std::vector<OpTimes::Entry> step_weight_times_;  // per MatmulInput role, the same
     std::vector<uint64_t> node_weight_bytes_;        // per node: host weight memory it streams (0: none)

@@ -23,6 +23,7 @@ public:
         out.tensors = g_.tensors;
         out.output = g_.output;
         out.hidden = g_.hidden;
+        out.lora_targets = g_.lora_targets;
         for (size_t i = 0; i < g_.nodes.size();) {
             size_t used = 0;
             Node fused;

@@ -26,6 +26,7 @@ enum class OpKind {
     // position embedding's row of each token's position (in place, weight = the table)
     layer_norm, gelu, position_embedding,
     moe_ffn,  // in: x, router logits; out: the FFN output, the backend's workspace (backend::MoeOp)
+    lora_add,  // in: x, y (a matmul's input and one part's output); y += the step's LoRA updates (lora_graph.h)
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
     rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
@@ -66,6 +67,7 @@ struct Node {
     backend::QkvOp qkv;                         // qkv_rope_kv_write (pointers into the weights)
     MatmulInput role = MatmulInput::none;       // matmul: which activations it reads
     backend::MoeOp moe;                         // moe_ffn (pointers into the weights)
+    int32_t lora_target = -1;                   // lora_add: index into Graph::lora_targets
 };
 
 struct Graph {
@@ -73,6 +75,7 @@ struct Graph {
     std::vector<Node> nodes;
     int output = -1;  // the logits (-1: an encoder, which has no output head; no row may want logits)
     int hidden = -1;  // the final hidden state (optional)
+    std::vector<std::string> lora_targets;  // lora_add nodes' weights, by GGUF tensor name (lora_graph.h)
 
     int add_tensor(std::string name, Rows rows, int64_t cols) {
         tensors.push_back({std::move(name), rows, cols});

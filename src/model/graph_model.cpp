@@ -24,6 +24,15 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     Graph graph = o.fusion && fusion_enabled_by_env() ? fuse(built_.graph, *backend_) : built_.graph;
     executor_ = std::make_unique<GraphExecutor>(std::move(graph), *backend_);
     executor_->reserve(std::max<int64_t>(1, o.max_step_tokens));
+    if (o.lora) {
+        Graph with_lora = with_lora_nodes(built_.graph);
+        if (with_lora.lora_targets.empty()) fail("{}: this model has no layer projections an adapter could update", file_->name());
+        lora_step_ = std::make_unique<LoraStep>(with_lora.lora_targets);
+        if (o.fusion && fusion_enabled_by_env()) with_lora = fuse(with_lora, *backend_);
+        lora_executor_ = std::make_unique<GraphExecutor>(std::move(with_lora), *backend_);
+        lora_executor_->reserve(std::max<int64_t>(1, o.max_step_tokens));
+        lora_executor_->set_lora_segments(&lora_step_->segments());
+    }
 
     kv::KvLayout layout;
     layout.n_layers = int32_t(config_.n_layers);
@@ -68,6 +77,7 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     info_.backend = backend_->name();
     info_.threads = backend_->n_threads();
     info_.config = config_;
+    info_.lora = lora_step_ != nullptr;
     log_debug("{}: {} ops per step ({})", file_->name(), executor_->graph().nodes.size(), executor_->graph().op_counts());
 }
 
@@ -104,6 +114,9 @@ void GraphModel::validate(const Batch& batch) const {
                 if (table[size_t(i)] == kv::BlockManager::kFreedBlock)
                     fail("position {} reads block {} of its table, which was freed", batch.positions[t], i);
         }
+    if (!lora_step_)
+        for (const auto& ref : batch.seq_lora)
+            if (ref) fail("the batch names LoRA adapter '{}' but the model was opened without LoRA support", ref.adapter->name);
     for (const auto& c : batch.block_copies)
         if (c.src < 0 || c.src >= cache_->n_blocks() || c.dst < 0 || c.dst >= cache_->n_blocks())
             fail("block copy {} -> {} is outside the pool", c.src, c.dst);
@@ -134,14 +147,29 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     if (!hidden_rows_.empty() && info_.hidden_size == 0) fail("this model's graph gives no hidden states");
     if (!logit_rows_.empty() && info_.embedding_only)
         fail("this model ({}) is an embedding model: it has no output head, so no logits", config_.arch);
-    executor_->reserve(n);
+    // Steps where some row has an adapter run the LoRA twin of the graph; the rest the plain one.
+    GraphExecutor& executor = lora_step_ && lora_step_->prepare(batch) ? *lora_executor_ : *executor_;
+    executor.reserve(n);
     backend_->begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
                           .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,
                           .hidden_rows = hidden_rows_});
     std::vector<float> logits;
-    executor_->run(*cache_, {n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,
+    executor.run(*cache_, {n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,
                    observer_ ? &observer_ : nullptr);
     return logits;
+}
+
+std::shared_ptr<const lora::Adapter> GraphModel::load_lora(const std::string& path, const std::string& name, float scale) {
+    if (!lora_step_)
+        fail("LoRA adapter {}: the model was opened without LoRA support (give --lora or --allow-runtime-lora)", path);
+    auto adapter = std::make_shared<lora::Adapter>(lora::load_adapter(path, *file_, name, scale));
+    for (auto& p : adapter->pairs) {
+        p.slot = lora_step_->slot(p.target);
+        if (p.slot < 0)
+            fail("{}: the adapter targets {}, which this model's graph does not multiply as a layer projection "
+                 "(adapters on embeddings, the output head or MoE experts are not supported)", path, p.target);
+    }
+    return adapter;
 }
 
 std::vector<std::span<const uint8_t>> GraphModel::weight_memory() const {

@@ -8,6 +8,7 @@
 #include "gguf/gguf.h"
 #include "model/arch/arch.h"
 #include "model/executor.h"
+#include "model/lora_graph.h"
 #include "model/open_step_model.h"
 
 namespace pagoda::model {
@@ -25,11 +26,17 @@ public:
     std::string describe_graph(int64_t n_tokens, int64_t n_logits, bool as_run) const override;
     std::string op_counts() const override { return executor_->graph().op_counts(); }
     void set_activation_observer(ActivationObserver observer) override { observer_ = std::move(observer); }
-    void set_interrupt_flag(const std::atomic<bool>* flag) override { executor_->set_interrupt_flag(flag); }
+    void set_interrupt_flag(const std::atomic<bool>* flag) override {
+        executor_->set_interrupt_flag(flag);
+        if (lora_executor_) lora_executor_->set_interrupt_flag(flag);
+    }
     void set_op_times(OpTimes* times) override {
         op_times_ = times;
         executor_->set_op_times(times);
+        if (lora_executor_) lora_executor_->set_op_times(times);
     }
+    std::shared_ptr<const lora::Adapter> load_lora(const std::string& path, const std::string& name, float scale) override;
+    bool supports_lora() const override { return lora_executor_ != nullptr; }
     bool can_transfer_kv() const override { return true; }
     void export_kv_block(int32_t block, std::span<uint8_t> out) const override { cache_->export_block(block, out); }
     void import_kv_block(int32_t block, std::span<const uint8_t> in) override { cache_->import_block(block, in); }
@@ -42,6 +49,8 @@ private:
     std::unique_ptr<backend::Backend> backend_;
     BuiltModel built_;
     std::unique_ptr<GraphExecutor> executor_;
+    std::unique_ptr<GraphExecutor> lora_executor_;  // the graph with lora_add nodes (options.lora)
+    std::unique_ptr<LoraStep> lora_step_;
     std::unique_ptr<backend::KvCache> cache_;
     StepModelInfo info_;
     ActivationObserver observer_;

@@ -24,6 +24,9 @@ struct StepModelOptions {
     int64_t max_context = 0;      // 0: the model's trained context
     int64_t max_step_tokens = 512;  // activations are reserved for steps of this many tokens
     bool fusion = true;           // false: run the unfused graph (--no-fusion; PAGODA_FUSION=0 too)
+    // Builds the LoRA twin of the step graph (lora_graph.h) so load_lora() works: steps with an
+    // adapter run it, steps without run the plain fused graph. Off: load_lora() refuses.
+    bool lora = false;
 };
 
 // Throws pagoda::Error with a clear message for a bad file, an unknown backend or architecture, a

@@ -1,7 +1,8 @@
 // gen-model's `bert` and `nomic-bert` writer (random_model.h): the metadata keys and tensors
 // llama.cpp's converter writes for a BERT-family embedding model (nomic-bert: no position table but
 // RoPE base 1000, one fused attn_qkv, SwiGLU, no biases), and a synthetic WordPiece vocabulary in its "bert"
-// tokenizer form ([PAD] [UNK] [CLS] [SEP] [MASK], then pieces and "##" continuations).
+// tokenizer form: tokenizer/random_vocab.h's (every ASCII character a piece) from 128 tokens up,
+// else a small one of letter n-grams ([PAD] [UNK] [CLS] [SEP] [MASK], pieces, "##" continuations).
 #include <cmath>
 #include <fmt/format.h>
 
@@ -9,6 +10,8 @@
 #include "gguf/gguf.h"
 #include "model/random_model.h"
 #include "model/random_tensors.h"
+#include "tokenizer/hf_tokenizer.h"
+#include "tokenizer/random_vocab.h"
 
 namespace pagoda::model {
 
@@ -80,6 +83,11 @@ int64_t build_random_bert(const RandomModelSpec& s, const gguf::File* vocab, ggu
         for (const auto& [key, value] : vocab->metadata())
             if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
         vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
+    } else if (vocab_size >= 128) {
+        // A WordPiece vocabulary that spells any ASCII text without unknowns (tokenizer/random_vocab.h).
+        for (auto& [key, value] :
+             tokenizer::vocab_spec_gguf_keys(tokenizer::make_random_wordpiece_spec(vocab_size, s.seed), ""))
+            w.set(key, value);
     } else {
         write_wordpiece_vocab(w, vocab_size);
     }

@@ -15,7 +15,9 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
     batch_.clear();
     batch_.block_copies = copies_;
     copies_.clear();
-    const int32_t s = batch_.add_sequence(blocks_.block_table(seq));
+    auto adapter = lora_.find(seq);
+    const int32_t s = batch_.add_sequence(blocks_.block_table(seq),
+                                          adapter == lora_.end() ? lora::AdapterRef{} : adapter->second);
     const auto& tokens = blocks_.tokens(seq);
     for (int64_t p = begin; p < end; ++p)
         batch_.add(tokens[size_t(p)], int32_t(p), s, blocks_.slot(seq, p), all_logits || p + 1 == end);
@@ -27,7 +29,8 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
 std::vector<float> SequenceRunner::prefill(kv::SeqId seq, std::span<const int32_t> prompt, int64_t chunk,
                                            bool all_logits) {
     if (prompt.empty()) fail("the prompt is empty: nothing to compute");
-    auto result = blocks_.allocate(seq, prompt, 0);
+    auto adapter = lora_.find(seq);
+    auto result = blocks_.allocate(seq, prompt, adapter == lora_.end() ? 0 : adapter->second.cache_key());
     if (result.status != kv::KvStatus::ok)
         fail("the KV cache ({} blocks of {} tokens) cannot hold a {}-token prompt; raise --kv-memory",
              blocks_.n_blocks(), blocks_.block_size(), prompt.size());

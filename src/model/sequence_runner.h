@@ -8,6 +8,7 @@
 // them all: the tests' unfreed twin).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -27,7 +28,13 @@ public:
                                bool all_logits = false);
     // Appends one token to `seq` and returns its logits.
     std::vector<float> decode(kv::SeqId seq, int32_t token);
-    void release(kv::SeqId seq) { blocks_.free(seq); }
+    void release(kv::SeqId seq) {
+        blocks_.free(seq);
+        lora_.erase(seq);
+    }
+    // Runs `seq` under a LoRA adapter (before its prefill): its prefix-cache blocks are keyed by the
+    // adapter, so they are never shared with the base model's or another adapter's.
+    void set_lora(kv::SeqId seq, lora::AdapterRef adapter) { lora_[seq] = std::move(adapter); }
 
     int64_t last_cached_tokens() const { return last_cached_tokens_; }  // prefix hit of the last prefill
     kv::BlockManager& blocks() { return blocks_; }
@@ -41,6 +48,7 @@ private:
     Batch batch_;
     std::vector<kv::BlockCopy> copies_;
     int64_t last_cached_tokens_ = 0;
+    std::map<kv::SeqId, lora::AdapterRef> lora_;
 };
 
 }  // namespace pagoda::model

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "model/batch.h"
 #include "kv/kv_layout.h"
+#include "lora/adapter.h"
 #include "model/config.h"
 #include "model/op_times.h"
 
@@ -41,6 +42,7 @@ struct StepModelInfo {
     std::string backend;         // "cpu", "reference", ...
     int threads = 0;             // compute threads (cpu)
     ModelConfig config;          // hyper-parameters from the file (empty for fakes)
+    bool lora = false;           // load_lora() works and batches may name adapters
 };
 
 // What feeds a matmul, for calibration statistics (`quantize --calib`): attention feeds attn_q/k/v,
@@ -77,6 +79,19 @@ public:
     // While `times` is set, forward() adds each op's wall-clock time and the step's to it
     // (model/op_times.h); null stops timing. Fakes may ignore it.
     virtual void set_op_times(OpTimes* times) { (void)times; }
+
+    // Reads a LoRA adapter (a GGUF LoRA file or a PEFT folder, lora/adapter.h) against this model's
+    // weights and binds it to the model: batches then name it per sequence (Batch::seq_lora).
+    // Throws pagoda::Error naming the file and the tensor for any defect, or when the model was
+    // opened without LoRA (StepModelOptions::lora).
+    virtual std::shared_ptr<const lora::Adapter> load_lora(const std::string& path, const std::string& name, float scale) {
+        (void)path;
+        (void)name;
+        (void)scale;
+        fail("this model cannot load LoRA adapters");
+    }
+    // Whether load_lora() works (the model was opened with LoRA enabled).
+    virtual bool supports_lora() const { return false; }
 
     // --- the prefix cache's second tier (kv/prefix_tier.h) ---
     // Whether export_kv_block / import_kv_block work (fakes: no).

@@ -222,6 +222,7 @@ void Gateway::load() {
         }
         setup_rerank(loaded);  // gateway_rerank.cpp; needs template_
         system_fingerprint_ = loaded.system_fingerprint;  // before state_ turns ready: requests read it
+        loras_ = std::move(loaded.loras);
         {
             std::lock_guard lock(engine_mutex_);
             engine_ = std::move(loaded.engine);
@@ -302,10 +303,16 @@ json Gateway::model_card() const {
 }
 
 SimpleResponse Gateway::models() const {
-    return {200, "application/json", dump_json(json{{"object", "list"}, {"data", json::array({model_card()})}})};
+    json data = json::array({model_card()});
+    if (loras_)  // each adapter is a model of its own, its parent the base
+        for (auto& card : loras_->model_cards(options_.model_name, started_unix_)) data.push_back(std::move(card));
+    return {200, "application/json", dump_json(json{{"object", "list"}, {"data", std::move(data)}})};
 }
 
 SimpleResponse Gateway::model(const std::string& id) const {
+    if (loras_ && id != options_.model_name)
+        for (auto& card : loras_->model_cards(options_.model_name, started_unix_))
+            if (card["id"] == id) return {200, "application/json", dump_json(card)};
     if (id != options_.model_name)
         throw ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", id, options_.model_name),
                        "invalid_request_error", "model", "model_not_found");
@@ -352,10 +359,23 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
         metrics_.on_rejection(key_name, reason);
         return e;
     };
-    if (!p.model.empty() && p.model != options_.model_name)
+    const bool names_base = p.model.empty() || p.model == options_.model_name;
+    if (!names_base && !(loras_ && loras_->has(p.model)))
         throw reject("invalid", ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
                                                           options_.model_name),
                                          "invalid_request_error", "model", "model_not_found"));
+    // The LoRA adapter: `model` naming one, or the `lora` field (lora_registry.h).
+    lora::AdapterRef adapter;
+    if (!p.lora.empty() && !loras_)
+        throw reject("invalid", ApiError::invalid("'lora' names an adapter, but this server serves none (--lora)", "lora",
+                                                  "invalid_value"));
+    if (loras_ && (!names_base || !p.lora.empty())) {
+        try {
+            adapter = loras_->resolve(names_base ? std::string() : p.model, p.lora);
+        } catch (const ApiError& e) {
+            throw reject("invalid", e);
+        }
+    }
 
     // A key claims no better priority class than its key file grants (without keys: any).
     if (key && p.priority < key->best_priority)
@@ -413,6 +433,7 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
         }
     }
 
+    for (auto& sub : requests.subs) sub.lora = adapter;
     const int64_t reserved = requests.reserved_tokens;
     admit_load(key, key_name, reserved, p.max_tokens_param);
 
@@ -420,12 +441,15 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
     ctx.endpoint = p.endpoint;
     ctx.id = std::move(id);
     ctx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    ctx.model = options_.model_name;
+    ctx.model = names_base ? options_.model_name : p.model;
     ctx.system_fingerprint = system_fingerprint_;
     ctx.n = p.n;
     ctx.logprobs = p.logprobs;
     ctx.include_usage = p.stream && p.include_usage;
     ctx.echo_text = std::move(requests.echo_text);
+    ctx.echo_logprobs = p.echo && p.logprobs >= 0;
+    ctx.prompt_logprobs = p.prompt_logprobs;
+    ctx.first_prompt_token = std::move(requests.first_prompt_token);
     ctx.tokenizer = engine_->tokenizer();
     ctx.split_reasoning = split_reasoning_;
     ctx.reasoning_open = split_reasoning_ && prompts_open_thinking;

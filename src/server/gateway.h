@@ -23,6 +23,7 @@
 #include "server/api_error.h"
 #include "server/api_keys.h"
 #include "server/embedding_response.h"
+#include "server/lora_registry.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
@@ -80,6 +81,8 @@ struct LoadedModel {
     // last hidden state (model/classifier_head.h); null for other models.
     std::shared_ptr<const model::ClassifierHead> classifier_head;
     bool add_sep = false;  // GGUF tokenizer.ggml.add_sep_token: a rank model's pairs are joined by SEP
+    // The LoRA adapters served on this model (--lora; run-time loads when it has a loader); null: none.
+    std::shared_ptr<LoraRegistry> loras;
 };
 
 // Opens the model and starts its engine; runs on the thread that calls Gateway::load(). `options`
@@ -191,6 +194,11 @@ public:
     // time this server started.
     SimpleResponse models() const;
     SimpleResponse model(const std::string& id) const;
+    // LoRA adapters (gateway_lora.cpp): vLLM's run-time load / unload (bodies {"lora_name",
+    // "lora_path"} / {"lora_name"}; 400 unless --allow-runtime-lora) and llama-server's GET /lora-adapters.
+    SimpleResponse load_lora_adapter(const nlohmann::json& body);
+    SimpleResponse unload_lora_adapter(const nlohmann::json& body);
+    SimpleResponse lora_adapters() const;
     SimpleResponse metrics();
     // GET /v1/state: the dashboard's JSON (dashboard_state.h; defined in gateway_dashboard.cpp).
     SimpleResponse live_state();
@@ -285,6 +293,7 @@ private:
     std::string rerank_unsupported_;
     std::string system_fingerprint_;  // from the loader, at load
     std::unique_ptr<engine::Engine> engine_;
+    std::shared_ptr<LoraRegistry> loras_;  // from the loader (null: no adapters); set before ready
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
     RateLimiter limiter_;
     ResponseStore responses_store_;

@@ -100,6 +100,17 @@ const std::array kRoutes = {
     Route{"/v1/rerank", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::rerank>},
     Route{"/rerank", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::rerank>},
     Route{"/v1/score", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::score>},
+    // LoRA adapters (gateway_lora.cpp): vLLM's run-time load / unload, llama-server's list.
+    Route{"/v1/load_lora_adapter", false, verb::post, verb::unknown, "POST", Access::key,
+          [](RouteSession& s, HttpRequest& req, const ApiKey* key) {
+              send(s, s.router().lora_gateway(key, true).load_lora_adapter(parse_json_body(req.body())));
+          }},
+    Route{"/v1/unload_lora_adapter", false, verb::post, verb::unknown, "POST", Access::key,
+          [](RouteSession& s, HttpRequest& req, const ApiKey* key) {
+              send(s, s.router().lora_gateway(key, true).unload_lora_adapter(parse_json_body(req.body())));
+          }},
+    Route{"/lora-adapters", false, verb::get, verb::unknown, "GET", Access::key,
+          [](RouteSession& s, HttpRequest&, const ApiKey* key) { send(s, s.router().lora_gateway(key, false).lora_adapters()); }},
 };
 
 bool matches(const Route& r, std::string_view path) {

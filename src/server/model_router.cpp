@@ -135,6 +135,18 @@ std::shared_ptr<Gateway> ModelRouter::find_loaded(const std::string& id) const {
     return nullptr;
 }
 
+Gateway& ModelRouter::lora_gateway(const ApiKey* key, bool change) {
+    if (registry_)
+        throw ApiError(400, "LoRA adapters are served by a server of one base model (-m BASE --lora ...); this server "
+                            "serves several models",
+                       "invalid_request_error", {}, "lora_unsupported");
+    if (change && auth_required() && !(key && key->admin))
+        throw ApiError(403, "loading and unloading LoRA adapters needs an admin key (admin=true in --api-key-file, or "
+                            "--admin-key)",
+                       "permission_error", {}, "admin_key_required");
+    return *single_;
+}
+
 SimpleResponse ModelRouter::reload(const ReloadRequest& request, const ApiKey* key) {
     const std::string& id = request.id;
     const std::optional<std::string>& path = request.path;

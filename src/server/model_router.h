@@ -55,6 +55,10 @@ public:
     SimpleResponse reload(const ReloadRequest& request, const ApiKey* key);
     // SIGHUP: reloads every model from its path (the loaded ones now, the others on next use).
     void reload_all();
+    // The gateway whose LoRA adapters the /v1/*_lora_adapter and /lora-adapters routes manage: the
+    // one model's (several models: ApiError 400 lora_unsupported). `change`: loading or unloading,
+    // which needs an admin key on a server with keys (ApiError 403 admin_key_required).
+    Gateway& lora_gateway(const ApiKey* key, bool change);
 
     // As Gateway's, server-wide.
     const ApiKey* authenticate(std::string_view authorization_header);

@@ -208,6 +208,9 @@ EngineRequests make_engine_requests(const CompletionParams& p, TokenizedPrompts 
         r.prompt = std::move(prompts.prompts[sub]);
         r.n = p.n;
         r.logprobs = p.logprobs;
+        // vLLM's prompt_logprobs, or the legacy echo with logprobs (as many alternatives as logprobs).
+        r.prompt_logprobs = std::max(p.prompt_logprobs, p.echo && p.logprobs >= 0 ? p.logprobs : -1);
+        out.first_prompt_token.push_back(r.prompt.empty() ? 0 : r.prompt[0]);
         r.sampling.temperature = p.temperature;
         r.sampling.top_p = p.top_p;
         r.sampling.top_k = p.top_k;

@@ -58,6 +58,7 @@ struct EngineLimits {
 struct EngineRequests {
     std::vector<engine::Request> subs;  // one per prompt
     std::vector<std::string> echo_text; // from TokenizedPrompts (ResponseContext::echo_text)
+    std::vector<int32_t> first_prompt_token;  // per sub (ResponseContext::first_prompt_token)
     int64_t max_tokens = 0;             // per choice, after defaults
     int64_t reserved_tokens = 0;        // prompt tokens + every choice's max_tokens (rate limits)
 };

@@ -39,9 +39,6 @@ void parse_prompt(const json& body, CompletionParams& p) {
 void parse_completion_output(const json& body, CompletionParams& p) {
     if (const json* v = field(body, "logprobs")) p.logprobs = int32_t(read_integer(*v, "logprobs", 0, 20));
     if (const json* v = field(body, "echo")) p.echo = read_bool(*v, "echo");
-    // The prompt tokens' logprobs need every prompt position's logits, which prefill does not keep.
-    if (p.echo && p.logprobs >= 0)
-        throw ApiError::invalid("'echo' together with 'logprobs' is not supported", "echo", "unsupported_parameter");
     if (const json* v = field(body, "suffix")) {
         const std::string& suffix = read_string(*v, "suffix");
         // Fill in the middle: each prompt is the text before the hole (empty: plain completion).
@@ -118,6 +115,8 @@ CompletionParams parse_fields(const json& body, Endpoint endpoint, const nlohman
     const bool chat = endpoint == Endpoint::chat_completions;
     check_no_op_values(body);
     if (const json* v = field(body, "model")) p.model = read_string(*v, "model");
+    if (const json* v = field(body, "lora")) p.lora = parse_lora_field(*v);
+    if (const json* v = field(body, "prompt_logprobs")) p.prompt_logprobs = int32_t(read_integer(*v, "prompt_logprobs", 0, 20));
     if (chat) openai_fields::parse_chat_fields(body, p, ordered);
     else parse_prompt(body, p);
     openai_fields::parse_sampling(body, p);

@@ -52,6 +52,18 @@ struct FimRequest {
 // tool_choice: "auto" (default), "none", "required", or {"type": "function", "function": {"name"}}.
 enum class ToolChoice { automatic, none, required, function };
 
+// One entry of llama-server's `lora` field: an adapter by id (or by the path it was loaded from) and
+// its scale (server/lora_registry.h resolves it).
+struct LoraChoice {
+    int64_t id = -1;
+    std::string path;
+    double scale = 1;
+};
+
+// `lora`: [{"id": N | "path": P, "scale": S}] (scale default 1; lora_request.cpp). Throws ApiError
+// (400) naming the item.
+std::vector<LoraChoice> parse_lora_field(const nlohmann::json& value);
+
 struct CompletionParams {
     Endpoint endpoint = Endpoint::completions;
     std::string model;                       // as sent (may be empty)
@@ -79,7 +91,9 @@ struct CompletionParams {
     int32_t priority = 0;                    // vLLM: lower is served sooner (bounded per API key)
     std::optional<double> timeout;           // seconds the request may wait to start (else its key's default)
     int32_t logprobs = -1;                   // -1: none; else alternatives per token (0..20)
-    bool echo = false;                       // completions: prepend the prompt text
+    bool echo = false;                       // completions: prepend the prompt text (with logprobs: and
+                                             // the prompt tokens' logprobs, OpenAI's legacy form)
+    int32_t prompt_logprobs = -1;            // vLLM's: -1 none, else 0..20 alternatives per prompt token
     bool ignore_eos = false;
     int64_t min_tokens = 0;                  // vLLM: no end of sequence or stop string before this many tokens
     bool stream = false, include_usage = false;
@@ -91,6 +105,7 @@ struct CompletionParams {
     std::optional<int64_t> thinking_budget;
     std::string thinking_budget_param = "thinking_token_budget";  // the field it came from (for errors)
     std::string reasoning_effort;
+    std::vector<LoraChoice> lora;            // llama-server's `lora` (empty: none given)
 };
 
 // Maximum `n` and stop strings a request may carry (bounded work per request).

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "server/prompt_logprobs_json.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -132,10 +133,22 @@ std::vector<json> ResponseAssembler::add(size_t sub, const engine::Delta& d) {
     if (d.finish_reason == engine::FinishReason::error && !error_)
         error_ = d.error.empty() ? std::string("the engine failed this request") : d.error;
 
-    json lp = nullptr;
+    json lp = nullptr, prompt_lp = nullptr;
+    if (!c.started) {  // the choice's first delta carries the prompt's logprobs
+        c.started = true;
+        if (ctx_.echo_logprobs && sub < ctx_.first_prompt_token.size()) {
+            lp = echoed_prompt_logprobs(ctx_.first_prompt_token[sub], d.prompt_logprobs, ctx_.tokenizer, c.text.size());
+            append_logprobs(c, lp);
+        }
+        if (ctx_.prompt_logprobs >= 0) prompt_lp = c.prompt_logprobs = vllm_prompt_logprobs(d.prompt_logprobs, ctx_.tokenizer);
+    }
     if (ctx_.logprobs >= 0 && !d.logprobs.empty()) {
-        lp = logprobs_json(c, d.logprobs, c.text.size());
-        append_logprobs(c, lp);
+        json part = logprobs_json(c, d.logprobs, c.text.size());
+        append_logprobs(c, part);
+        if (lp.is_null()) lp = std::move(part);
+        else
+            for (auto it = part.begin(); it != part.end(); ++it)
+                for (auto& item : it.value()) lp[it.key()].push_back(std::move(item));
     }
     chat::ReasoningParts parts;
     if (c.splitter && !c.finish) {
@@ -204,7 +217,8 @@ std::vector<json> ResponseAssembler::add(size_t sub, const engine::Delta& d) {
         const bool first = k == 0, last = k + 1 == segments.size();
         Segment& seg = segments[k];
         const bool worth_sending = !seg.content.empty() || !seg.calls.empty() || (first && !parts.reasoning.empty()) ||
-                                   (first && !lp.is_null()) || (last && d.finish_reason.has_value());
+                                   (first && (!lp.is_null() || !prompt_lp.is_null())) ||
+                                   (last && d.finish_reason.has_value());
         if (!worth_sending) continue;
         json choice;
         choice["index"] = index;
@@ -219,7 +233,10 @@ std::vector<json> ResponseAssembler::add(size_t sub, const engine::Delta& d) {
         }
         choice["logprobs"] = first ? lp : json(nullptr);
         choice["finish_reason"] = last && d.finish_reason ? json(finish_reason(c)) : json(nullptr);
+        const bool chat = ctx_.endpoint == Endpoint::chat_completions;
+        if (first && !prompt_lp.is_null() && !chat) choice["prompt_logprobs"] = prompt_lp;
         json chunk = chunk_base();
+        if (first && !prompt_lp.is_null() && chat && index == 0) chunk["prompt_logprobs"] = prompt_lp;
         chunk["choices"] = json::array({choice});
         if (ctx_.include_usage) chunk["usage"] = nullptr;
         out.push_back(std::move(chunk));
@@ -283,9 +300,14 @@ json ResponseAssembler::response() const {
             choice["text"] = c.text;
         choice["logprobs"] = c.logprobs;
         choice["finish_reason"] = c.finish ? json(finish_reason(c)) : json(nullptr);
+        if (ctx_.prompt_logprobs >= 0 && ctx_.endpoint != Endpoint::chat_completions)
+            choice["prompt_logprobs"] = c.prompt_logprobs;
         choices.push_back(std::move(choice));
     }
     r["choices"] = std::move(choices);
+    // vLLM's chat response holds them once, beside the choices.
+    if (ctx_.prompt_logprobs >= 0 && ctx_.endpoint == Endpoint::chat_completions && !choices_.empty())
+        r["prompt_logprobs"] = choices_[0].prompt_logprobs;
     r["usage"] = usage();
     return r;
 }

@@ -33,6 +33,13 @@ struct ResponseContext {
     int32_t logprobs = -1;
     bool include_usage = false;          // streaming: usage: null on chunks, a usage chunk at the end
     std::vector<std::string> echo_text;  // completions with echo: per prompt, the text to prepend
+    // Prompt logprobs (prompt_logprobs_json.h), from each choice's first delta: with echo and
+    // logprobs, the legacy logprobs start with the prompt's tokens; with vLLM's prompt_logprobs
+    // (>= 0) a completions choice, or a chat response, carries `prompt_logprobs` (streamed: on the
+    // choice's first chunk).
+    bool echo_logprobs = false;
+    int32_t prompt_logprobs = -1;
+    std::vector<int32_t> first_prompt_token;  // per prompt
     const tokenizer::Tokenizer* tokenizer = nullptr;  // token strings for logprobs
     // Chat: <think>…</think> goes to reasoning_content (chat/reasoning.h), starting inside the
     // reasoning when the rendered prompt already opened it.
@@ -83,6 +90,8 @@ private:
         std::optional<chat::ToolCallParser> tool_parser;
         nlohmann::json tool_calls = nlohmann::json::array();  // OpenAI tool_calls objects
         nlohmann::json logprobs;  // accumulated (null when not requested)
+        nlohmann::json prompt_logprobs;  // vLLM's, from the first delta (null when not requested)
+        bool started = false;            // a delta has arrived
         std::optional<engine::FinishReason> finish;
     };
     struct Sub {

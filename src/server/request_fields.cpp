@@ -20,7 +20,7 @@ const std::vector<RequestField>& request_fields() {
     constexpr bool C = true, H = true, _ = false;  // completions, chat
     static const std::vector<RequestField> fields = {
         // OpenAI
-        {"model", C, H, honoured, "must be the served model's id when given"},
+        {"model", C, H, honoured, "the served model's id or one of its LoRA adapters' (see LoRA adapters)"},
         {"prompt", C, _, honoured, ""},
         {"messages", _, H, honoured, ""},
         {"n", C, H, honoured, ""},
@@ -33,7 +33,7 @@ const std::vector<RequestField>& request_fields() {
         {"frequency_penalty", C, H, honoured, ""},
         {"logit_bias", C, H, honoured, ""},
         {"seed", C, H, honoured, ""},
-        {"logprobs", C, H, honoured, "completions: an integer 0-20; chat: a boolean"},
+        {"logprobs", C, H, honoured, "completions: an integer 0-20 (with echo: the prompt's too); chat: a boolean"},
         {"top_logprobs", _, H, honoured, ""},
         {"echo", C, _, honoured, ""},
         {"suffix", C, _, honoured, "fill in the middle: the text after the hole (a model with FIM tokens)"},
@@ -81,7 +81,8 @@ const std::vector<RequestField>& request_fields() {
         {"include_stop_str_in_output", C, H, honoured, "the stop string that ended a choice ends its text"},
         {"skip_special_tokens", C, H, no_op, "only true: control tokens are never written as text"},
         {"use_beam_search", C, H, refused, "beam search is not supported"},
-        {"prompt_logprobs", C, H, refused, "prompt logprobs are not supported"},
+        {"prompt_logprobs", C, H, honoured, "0-20: each prompt token's logprob, rank and this many alternatives (the "
+                                            "prompt is then computed whole, not from the prefix cache)"},
         {"truncate_prompt_tokens", C, H, refused, "prompts are never truncated; a prompt too long is a 400"},
         {"add_generation_prompt", _, H, honoured, "default true; not true with continue_final_message"},
         {"continue_final_message", _, H, honoured, "the last (assistant) message is continued, not closed"},
@@ -90,6 +91,8 @@ const std::vector<RequestField>& request_fields() {
         {"priority", C, H, honoured, "lower is served sooner; a key may not claim better than its key file `priority`"},
         // llama.cpp's server
         {"grammar", C, H, honoured, "GBNF"},
+        {"lora", C, H, honoured, "[{\"id\" (or \"path\"), \"scale\"}]: the LoRA adapter to run under, at most one with a "
+                                 "non-zero scale (see LoRA adapters)"},
         {"json_schema", C, H, honoured, "as response_format json_schema"},
         {"n_predict", C, H, refused, "send max_tokens"},
         {"cache_prompt", C, H, no_op, "the prefix cache never changes the output (greedy tokens are the same with it "

@@ -33,6 +33,8 @@ const std::vector<Rule> kRules = {
     {"src/core", {"gguf/", "hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
     {"src/gguf", {"hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
     {"src/hf", {"quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
+    // LoRA adapters: files read against a base model's GGUF; the model layer binds them.
+    {"src/lora", {"tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
     {"src/kv", {"backend/", "model/", "engine/", "server/", "tune/"}},
     {"src/grammar", {"chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
     {"src/backend", {"model/", "engine/", "server/", "tokenizer/", "tune/"}},

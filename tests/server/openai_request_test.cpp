@@ -132,7 +132,9 @@ TEST(OpenAiRequest, ErrorsAreOpenAiShaped) {
     EXPECT_EQ(error_of(R"({"prompt":"x","presence_penalty":3})").param, "presence_penalty");
     EXPECT_EQ(error_of(R"({"prompt":"x","repetition_penalty":0})").param, "repetition_penalty");
     EXPECT_EQ(error_of(R"({"prompt":"x","seed":"s"})").param, "seed");
-    EXPECT_EQ(error_of(R"({"prompt":"x","echo":true,"logprobs":1})").code, "unsupported_parameter");
+    EXPECT_EQ(error_of(R"({"prompt":"x","echo":true,"logprobs":1})").status, 0);  // the prompt's logprobs too
+    EXPECT_EQ(error_of(R"({"prompt":"x","prompt_logprobs":21})").param, "prompt_logprobs");
+    EXPECT_EQ(error_of(R"({"prompt":"x","prompt_logprobs":-1})").param, "prompt_logprobs");
     EXPECT_EQ(error_of(R"({"prompt":[1,"a"]})").param, "prompt[1]");
     EXPECT_EQ(error_of(R"({"prompt":[1],"stop_token_ids":[-1]})").param, "stop_token_ids[0]");
 }

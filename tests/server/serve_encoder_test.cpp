@@ -49,4 +49,29 @@ TEST(ServeEncoder, EmbedsTokenIdsAndRefusesGeneration) {
     }
 }
 
+// Text through the model's own WordPiece tokenizer: [CLS] ... [SEP] around lowercased pieces, and
+// the embedding of the text is the embedding of those ids.
+TEST(ServeEncoder, EmbedsTextThroughItsWordPieceTokenizer) {
+    ServeProcess s({}, server_bert_wordpiece_test_model());
+    const HttpResult tok = http_request(s.port(), "POST", "/tokenize", R"({"content":"Hello, World!","add_special":true})");
+    ASSERT_EQ(tok.status, 200) << tok.body;
+    const std::vector<int32_t> ids = json::parse(tok.body).at("tokens").get<std::vector<int32_t>>();
+    ASSERT_GE(ids.size(), 4u);
+    EXPECT_EQ(ids.front(), 2);  // [CLS]
+    EXPECT_EQ(ids.back(), 3);   // [SEP]
+    for (int32_t id : ids) EXPECT_NE(id, 1) << "an unknown piece";  // [UNK]
+    const HttpResult back = http_request(s.port(), "POST", "/detokenize",
+                                         json{{"tokens", std::vector<int32_t>(ids.begin() + 1, ids.end() - 1)}}.dump());
+    ASSERT_EQ(back.status, 200) << back.body;
+    // The BERT normalizer lowercases; WordPiece's decoder joins words with spaces (no cleanup).
+    EXPECT_EQ(json::parse(back.body).at("content"), "hello , world !");
+
+    const HttpResult text = http_request(s.port(), "POST", "/v1/embeddings", R"({"input":"Hello, World!"})");
+    const HttpResult by_ids = http_request(s.port(), "POST", "/v1/embeddings", json{{"input", {ids}}}.dump());
+    ASSERT_EQ(text.status, 200) << text.body;
+    ASSERT_EQ(by_ids.status, 200) << by_ids.body;
+    EXPECT_EQ(json::parse(text.body)["usage"]["prompt_tokens"], ids.size());
+    EXPECT_EQ(vector_of(json::parse(text.body)["data"][0]), vector_of(json::parse(by_ids.body)["data"][0]));
+}
+
 }  // namespace

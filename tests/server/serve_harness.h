@@ -22,6 +22,8 @@ std::string server_deep_test_model();
 std::string server_fim_test_model();
 // A tiny random bert encoder (gen-model --arch bert, mean pooling, 256 positions) with the GPT-2
 // vocabulary fixture copied in (--vocab), so it loads before a WordPiece tokenizer exists.
+// A random bert with gen-model's own WordPiece vocabulary (512 tokens; any ASCII text encodes).
+std::string server_bert_wordpiece_test_model();
 std::string server_bert_test_model();
 
 class ServeProcess {

@@ -17,6 +17,7 @@
 #include "backend/cpu/ops.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
+#include "backend/cpu/lora_add.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::backend {
@@ -124,6 +125,9 @@ public:
         per_token(x.rows, [&](int64_t t) {
             kernels::rms_norm(f32(x) + t * x.cols, cpu(w), x.cols, eps, f32w(out) + t * x.cols);
         });
+    }
+    void lora_add(const Tensor& x, const Tensor& y, std::span<const LoraSegment> segments) override {
+        cpu_impl::lora_add_f32(x, y, segments, threads_, lora_scratch_);
     }
     void add(const Tensor& y, const Tensor& x) override {
         check_cols(x, y.cols, "add", "an input");
@@ -392,6 +396,7 @@ private:
     AlignedBuffer<uint8_t> arena_;
     std::vector<float> scratch_;     // the stacked output of a multi-part matmul
     std::vector<float> kv_scratch_;  // K and V of a fused QKV op
+    std::vector<float> lora_scratch_;  // lora_add's A x rows
     int64_t stacked_width_ = 0, kv_width_ = 0;  // widest stacked weight; widest K + V
     int64_t reserved_tokens_ = 0;
     void gather_rows(const Tensor& x, std::span<const int32_t> rows, const Tensor& out) {

@@ -1,0 +1,95 @@
+// LoRA adapter flags of run, batch and serve: `--lora NAME=PATH[:SCALE]` (repeatable; PATH a GGUF
+// LoRA file or a PEFT folder), and llama.cpp's spellings `--lora FILE` (named after the file) and
+// `--lora-scaled FILE SCALE`. Any of them opens the model with LoRA support (StepModelOptions::lora);
+// the adapters load once the model is open (StepModel::load_lora), each failure naming its file.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "lora/adapter.h"
+#include "model/step_model.h"
+
+namespace pagoda::app {
+
+struct LoraSpec {
+    std::string name, path;
+    float scale = 1;
+};
+
+inline float parse_lora_scale(const std::string& text, const std::string& flag) {
+    size_t used = 0;
+    float v = 0;
+    try {
+        v = std::stof(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || !std::isfinite(v)) fail("{}: the scale '{}' is not a number", flag, text);
+    return v;
+}
+
+// "NAME=PATH[:SCALE]" or "FILE" (llama.cpp's form: the name is the file's stem, the scale 1).
+inline LoraSpec parse_lora_flag(const std::string& value) {
+    LoraSpec s;
+    const size_t eq = value.find('=');
+    std::string rest = value;
+    if (eq != std::string::npos) {
+        s.name = value.substr(0, eq);
+        rest = value.substr(eq + 1);
+        if (s.name.empty()) fail("--lora {}: the adapter name before '=' is empty", value);
+        const size_t colon = rest.rfind(':');
+        if (colon != std::string::npos && colon + 1 < rest.size() && !std::filesystem::exists(rest)) {
+            s.scale = parse_lora_scale(rest.substr(colon + 1), "--lora " + value);
+            rest = rest.substr(0, colon);
+        }
+    }
+    if (rest.empty()) fail("--lora {}: no adapter path", value);
+    s.path = rest;
+    if (s.name.empty()) s.name = std::filesystem::path(rest).filename().replace_extension().string();
+    return s;
+}
+
+struct LoraFlags {
+    std::vector<std::string> lora, lora_scaled;
+
+    void add_to(CLI::App& sub) {
+        sub.add_option("--lora", lora,
+                       "A LoRA adapter, NAME=PATH[:SCALE] (PATH a GGUF LoRA file or a PEFT folder; repeatable), or "
+                       "llama.cpp's --lora FILE (named after the file, scale 1)")
+            ->expected(1)
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+        sub.add_option("--lora-scaled", lora_scaled, "llama.cpp's --lora-scaled FILE SCALE (repeatable)")
+            ->expected(2)
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    }
+    bool any() const { return !lora.empty() || !lora_scaled.empty(); }
+
+    // Every adapter named, checked for unique names. Throws naming the flag.
+    std::vector<LoraSpec> specs() const {
+        std::vector<LoraSpec> out;
+        for (const auto& v : lora) out.push_back(parse_lora_flag(v));
+        for (size_t i = 0; i + 1 < lora_scaled.size(); i += 2) {
+            LoraSpec s{std::filesystem::path(lora_scaled[i]).filename().replace_extension().string(), lora_scaled[i],
+                       parse_lora_scale(lora_scaled[i + 1], "--lora-scaled " + lora_scaled[i])};
+            out.push_back(std::move(s));
+        }
+        std::set<std::string> names;
+        for (const auto& s : out)
+            if (!names.insert(s.name).second) fail("two LoRA adapters are named '{}'; name them with --lora NAME=PATH", s.name);
+        return out;
+    }
+
+    std::vector<std::shared_ptr<const lora::Adapter>> load(model::StepModel& model) const {
+        std::vector<std::shared_ptr<const lora::Adapter>> out;
+        for (const auto& s : specs()) out.push_back(model.load_lora(s.path, s.name, s.scale));
+        return out;
+    }
+};
+
+}  // namespace pagoda::app

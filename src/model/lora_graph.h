@@ -1,0 +1,39 @@
+// LoRA in the step graph. with_lora_nodes() rewrites an architecture's graph so that every layer
+// projection (a matmul of a layer, not the embedding or the output head) is followed, per weight
+// part, by a lora_add node that adds the step's adapter updates for that weight to its rows. The
+// fusion pass then leaves those matmuls unfused (the update sits between the matmul and its fused
+// followers), so GraphModel keeps the plain fused graph for steps without adapters and runs this one
+// only when some row has one. LoraStep groups a step's rows by adapter into the per-target segments
+// the executor hands to Backend::lora_add.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "lora/adapter.h"
+#include "model/batch.h"
+#include "model/graph.h"
+
+namespace pagoda::model {
+
+Graph with_lora_nodes(const Graph& graph);
+
+class LoraStep {
+public:
+    explicit LoraStep(const std::vector<std::string>& targets);
+    size_t n_targets() const { return by_target_.size(); }
+    // The graph's slot for a base tensor name, or -1 when no lora_add node updates it.
+    int32_t slot(const std::string& target) const;
+    // Groups the batch's rows by (adapter, scale); false when no row has an adapter. Throws when an
+    // adapter was bound to another model (a slot out of range) or the batch's seq_lora is malformed.
+    bool prepare(const Batch& batch);
+    const std::vector<std::vector<backend::LoraSegment>>& segments() const { return by_target_; }
+
+private:
+    std::map<std::string, int32_t> slots_;
+    std::vector<std::vector<backend::LoraSegment>> by_target_;
+    std::vector<std::vector<int32_t>> rows_;  // per group
+};
+
+}  // namespace pagoda::model
