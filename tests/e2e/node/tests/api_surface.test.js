@@ -45,7 +45,7 @@ test('models.retrieve() and a real created time', async () => {
 
 test('fields the server does not act on are refused naming them, never ignored', async () => {
   const chat = { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 };
-  for (const [field, value] of [['prompt_logprobs', 1], ['structured_outputs', { choice: ['a'] }],
+  for (const [field, value] of [['use_beam_search', true], ['structured_outputs', { choice: ['a'] }],
     ['functions', [{ name: 'f', parameters: {} }]], ['function_call', 'auto'], ['some_future_field', 1],
     ['store', true]]) {
     const e = await badRequest(client.chat.completions.create({ ...chat, [field]: value }));
