@@ -81,6 +81,15 @@ struct Translation {
     bool prefill = false;             // the last message is the assistant's, to be continued
 };
 
+// A prefill's text (the final assistant message's, or its last block's) is continued by the model:
+// it must have some, and must not end in white space, which would tokenize differently continued.
+void check_prefill_end(const std::string& text, const std::string& path) {
+    if (text.empty()) invalid(path, "a final assistant message (a prefill) needs text to continue");
+    if (std::isspace(static_cast<unsigned char>(text.back())))
+        invalid(path, "the final assistant content cannot end with whitespace (the model would continue after it, "
+                      "which tokenizes differently)");
+}
+
 void translate_message(const json& m, size_t i, bool last, Translation& out) {
     const std::string path = fmt::format("messages[{}]", i);
     if (!m.is_object()) wrong_type(path, "an object", m);
@@ -95,11 +104,7 @@ void translate_message(const json& m, size_t i, bool last, Translation& out) {
     const std::string cpath = path + ".content";
     if (content->is_string()) {
         if (last && role == "assistant") {
-            const std::string& s = content->get_ref<const std::string&>();
-            if (s.empty()) invalid(cpath, "a final assistant message (a prefill) needs text to continue");
-            if (std::isspace(static_cast<unsigned char>(s.back())))
-                invalid(cpath, "the final assistant content cannot end with whitespace (the model would continue "
-                               "after it, which tokenizes differently)");
+            check_prefill_end(content->get_ref<const std::string&>(), cpath);
             out.prefill = true;
         }
         out.messages.push_back({{"role", role}, {"content", *content}});
@@ -163,10 +168,7 @@ void translate_message(const json& m, size_t i, bool last, Translation& out) {
             invalid(path, "a final assistant message (a prefill) holds text only: the model continues it");
         if (text.empty()) invalid(cpath, "a final assistant message (a prefill) needs text to continue");
         const json& tail = text.back().is_string() ? text.back() : text.back()["text"];
-        const std::string& s = tail.get_ref<const std::string&>();
-        if (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-            invalid(cpath, "the final assistant content cannot end with whitespace (the model would continue "
-                           "after it, which tokenizes differently)");
+        check_prefill_end(tail.get_ref<const std::string&>(), cpath);
         out.prefill = true;
     }
     json msg = {{"role", role}, {"content", text.empty() ? json("") : std::move(text)}};

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
-#include <random>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -169,8 +168,6 @@ Gateway::Gateway(GatewayOptions options, ApiKeyTable keys, ModelLoader loader)
       loader_(std::move(loader)),
       responses_store_(options_.responses_max, options_.responses_ttl),
       metrics_(options_.metrics_compat, options_.model_name) {
-    std::random_device rd;
-    id_salt_ = (uint64_t(rd()) << 32) ^ rd();
     started_unix_ =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -181,14 +178,7 @@ double Gateway::now_seconds() const {
     return std::chrono::duration<double>(SteadyClock::now() - epoch_).count();
 }
 
-std::string Gateway::new_request_id() {
-    // Unique within the process and unlikely to repeat across restarts: salt + counter, mixed.
-    uint64_t x = id_salt_ + 0x9e3779b97f4a7c15ull * next_id_.fetch_add(1);
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    return fmt::format("{:016x}", x);
-}
+std::string Gateway::new_request_id() { return ids_.next(); }
 
 void Gateway::load() {
     try {

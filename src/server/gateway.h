@@ -28,6 +28,7 @@
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
 #include "server/reasoning_request.h"
+#include "server/request_ids.h"
 #include "server/rerank_prompt.h"
 #include "server/response_store.h"
 #include "server/server_metrics.h"
@@ -302,8 +303,7 @@ private:
     std::atomic<bool> draining_{false};   // not admitting
     std::atomic<bool> cut_off_{false};  // cut_off_remaining() ran: cancellations are the server's
     std::atomic<int64_t> active_jobs_{0};
-    std::atomic<uint64_t> next_id_{1};
-    uint64_t id_salt_ = 0;
+    RequestIds ids_;
     int64_t started_unix_ = 0;  // /v1/models `created`
     SteadyClock::time_point epoch_ = SteadyClock::now();
 };

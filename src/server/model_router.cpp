@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
-#include <random>
 
 #include <fmt/format.h>
 
@@ -35,8 +34,6 @@ ModelRouter::ModelRouter(Gateway& single) : single_(&single), single_handle_(&si
 
 ModelRouter::ModelRouter(MultiModelOptions options, ApiKeyTable keys, SourceLoader loader)
     : options_(std::move(options)), keys_(std::move(keys)), loader_(std::move(loader)) {
-    std::random_device rd;
-    id_salt_ = (uint64_t(rd()) << 32) ^ rd();
     started_unix_ =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     // Each model's gateway is built on the registry's thread when the model loads; a gateway
@@ -203,36 +200,29 @@ void ModelRouter::record_rejection(const ApiKey* key, const std::string& reason)
 }
 
 std::string ModelRouter::new_request_id() {
-    if (single_) return single_->new_request_id();
-    uint64_t x = id_salt_ + 0x9e3779b97f4a7c15ull * next_id_.fetch_add(1);  // as Gateway's: salt + counter, mixed
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    return fmt::format("{:016x}", x);
+    return single_ ? single_->new_request_id() : ids_.next();
+}
+
+// A stored response lives with the model that made it: the first gateway that has it answers.
+SimpleResponse ModelRouter::with_stored_response(const std::string& id,
+                                                 SimpleResponse (Gateway::*answer)(const std::string&)) {
+    if (single_) return (single_->*answer)(id);
+    for (auto& g : gateways()) {
+        try {
+            return (*g.*answer)(id);
+        } catch (const ApiError& e) {
+            if (e.status != 404) throw;
+        }
+    }
+    throw ApiError(404, fmt::format("no stored response '{}'", id), "invalid_request_error", {}, "not_found");
 }
 
 SimpleResponse ModelRouter::stored_response(const std::string& id) {
-    if (single_) return single_->stored_response(id);
-    for (auto& g : gateways()) {
-        try {
-            return g->stored_response(id);
-        } catch (const ApiError& e) {
-            if (e.status != 404) throw;
-        }
-    }
-    throw ApiError(404, fmt::format("no stored response '{}'", id), "invalid_request_error", {}, "not_found");
+    return with_stored_response(id, &Gateway::stored_response);
 }
 
 SimpleResponse ModelRouter::delete_response(const std::string& id) {
-    if (single_) return single_->delete_response(id);
-    for (auto& g : gateways()) {
-        try {
-            return g->delete_response(id);
-        } catch (const ApiError& e) {
-            if (e.status != 404) throw;
-        }
-    }
-    throw ApiError(404, fmt::format("no stored response '{}'", id), "invalid_request_error", {}, "not_found");
+    return with_stored_response(id, &Gateway::delete_response);
 }
 
 void ModelRouter::load() {

@@ -18,6 +18,7 @@
 #include "server/gateway.h"
 #include "server/model_registry.h"
 #include "server/model_reload_request.h"
+#include "server/request_ids.h"
 
 namespace pagoda::server {
 
@@ -91,6 +92,7 @@ private:
     std::vector<std::shared_ptr<Gateway>> gateways() const;  // every model in memory
     nlohmann::json card(const ModelStatus& status) const;
     std::shared_ptr<Gateway> find_loaded(const std::string& id) const;
+    SimpleResponse with_stored_response(const std::string& id, SimpleResponse (Gateway::*answer)(const std::string&));
 
     Gateway* single_ = nullptr;
     std::shared_ptr<Gateway> single_handle_;  // single_, not owned
@@ -102,8 +104,7 @@ private:
     std::atomic<int64_t> auth_failures_{0};
     mutable std::mutex rejections_mutex_;
     std::map<std::string, int64_t> rejections_;  // reason -> count, for rejections before a model is known
-    std::atomic<uint64_t> next_id_{1};
-    uint64_t id_salt_ = 0;
+    RequestIds ids_;
     int64_t started_unix_ = 0;
 };
 
