@@ -72,7 +72,7 @@ std::vector<json> ResponseAssembler::opening_chunks() const {
 
 json ResponseAssembler::logprobs_json(const Choice& choice, const std::vector<engine::TokenLogprob>& lps,
                                       size_t text_offset) const {
-    auto piece = [&](int32_t id) { return ctx_.tokenizer ? ctx_.tokenizer->token_to_piece(id) : std::to_string(id); };
+    auto piece = [&](int32_t id) { return token_piece(ctx_.tokenizer, id); };
     auto bytes = [](const std::string& s) {
         json b = json::array();
         for (unsigned char c : s) b.push_back(int(c));

@@ -5,11 +5,11 @@
 //     of the top alternatives (ranks 1..k);
 //   OpenAI's legacy completions `logprobs` of an echoed prompt: tokens, token_logprobs and
 //     top_logprobs (null for the first token), text_offset: where each token starts in the decoded
-//     prompt (the echoed text), the length of what the tokens before it decode to, clamped so the
-//     offsets never decrease (a prefix cut inside a character decodes longer than it will be).
+//     prompt (the echoed text): the length of what the tokens before it decode to, streamed.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +21,9 @@ class Tokenizer;
 }
 
 namespace pagoda::server {
+
+// A token's text as logprobs show it (its id as text without a tokenizer).
+std::string token_piece(const tokenizer::Tokenizer* tok, int32_t id);
 
 nlohmann::json vllm_prompt_logprobs(const std::vector<engine::TokenLogprob>& lps, const tokenizer::Tokenizer* tok);
 // `text_size`: the echoed text's length (no offset goes past it).
