@@ -40,6 +40,10 @@ void Backend::add_position_embedding(const Weight&, const Tensor&) {
     fail("backend {} has no position_embedding op", name());
 }
 
+void Backend::add_token_type_embedding(const Weight&, const Tensor&) {
+    fail("backend {} has no token_type_embedding op", name());
+}
+
 void Backend::add_rms_norm(const Tensor&, const Tensor&, const Vector&, float, const Tensor&) {
     fail("backend {} has no fused add_rms_norm", name());
 }

@@ -146,6 +146,8 @@ struct StepInputs {
     std::span<const int32_t> logit_rows;  // the token rows that want logits, increasing
     std::span<const std::vector<int32_t>> block_tables;  // per sequence
     std::span<const int32_t> hidden_rows;  // the token rows whose final hidden state is wanted, increasing
+    // per token: its token type (segment) id, for encoders' token-type embeddings; empty: all 0
+    std::span<const int32_t> token_types;
 };
 
 struct AttentionParams {
@@ -302,6 +304,10 @@ public:
     // x[t] += row positions[t] of `table` (learned absolute positions, BERT), dequantised; throws when
     // a position is past the table's rows. The table was uploaded with WeightUse::embedding.
     virtual void add_position_embedding(const Weight& table, const Tensor& x);
+    // x[t] += row token_types[t] of `table` (BERT's segment embeddings; row 0 for every token when the
+    // step has no token types); throws when a type is past the table's rows. Part of the
+    // position_embedding optional op: a backend with one has both.
+    virtual void add_token_type_embedding(const Weight& table, const Tensor& x);
 
     // The MoE FFN (MoeOp): x and out are T x dim, logits T x n_experts (the router's output).
     // `workspace` is a T x moe_workspace_cols(op) tensor of the arena the backend may use freely.

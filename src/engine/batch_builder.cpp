@@ -23,6 +23,8 @@ int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock:
             const bool logits = !embeds && ((c.logits && p + 1 + c.n_draft >= c.end) || wants_prompt_logprob(s, p));
             batch.add(token, int32_t(p), index, blocks.slot(s.id, p), logits,
                       embeds && pools_position(s.request->request.embedding->pooling, p, s.n_prompt));
+            if (embeds && p < int64_t(s.request->request.token_types.size()))
+                batch.set_token_type(s.request->request.token_types[size_t(p)]);
         }
         if (s.request && !s.request->scheduled) {
             s.request->scheduled = true;

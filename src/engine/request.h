@@ -63,6 +63,10 @@ struct Request {
     // pooling: no prefix-cache reuse) and the request finishes with one delta carrying the pooled,
     // by default L2-normalised, final hidden state. n must be 1; sampling, stop and grammar unused.
     std::optional<EmbeddingSpec> embedding;
+    // An encoder's embedding only: each prompt token's token type (segment) id, aligned with the
+    // prompt (a cross-encoder's pair: 0 for the first text, 1 for the second); empty: all 0. Each must
+    // be below the model's token types (StepModelInfo::n_token_types).
+    std::vector<int32_t> token_types;
     // The latest time the request may start (be first scheduled). A request still waiting then is
     // never run: it finishes with FinishReason::error and error_code "deadline_exceeded".
     std::optional<Clock::time_point> start_deadline;

@@ -1,5 +1,6 @@
 #include "engine/request_validation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -20,6 +21,16 @@ void validate_request(const Request& req, const model::StepModelInfo& info, int6
         fail("model {} is an embedding model: it serves embeddings only, not {}",
              info.config.name.empty() ? info.config.arch : info.config.name,
              scores_tokens(req) ? "token scores" : "text generation");
+    if (!req.token_types.empty()) {
+        if (!req.embedding || !info.bidirectional)
+            fail("token types are an encoder embedding's input; this request is not one");
+        if (req.token_types.size() != req.prompt.size())
+            fail("{} token types for a prompt of {} tokens", req.token_types.size(), req.prompt.size());
+        for (size_t i = 0; i < req.token_types.size(); ++i)
+            if (req.token_types[i] != 0 && (req.token_types[i] < 0 || req.token_types[i] >= info.n_token_types))
+                fail("token type {} at position {} is out of range (the model has {} token types)", req.token_types[i],
+                     i, std::max(info.n_token_types, 1));
+    }
     if (scores_tokens(req)) return validate_scoring(req, info.vocab_size, context_limit);  // token_scores.h
     if (req.embedding) {
         if (info.hidden_size < 1) fail("this model gives no hidden states, so it cannot embed");

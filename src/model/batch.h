@@ -24,6 +24,10 @@ struct Batch {
     std::vector<kv::BlockCopy> block_copies;         // copy-on-write, executed before the step
     // Per sequence (aligned with block_tables, or empty: none has one): its LoRA adapter and scale.
     std::vector<lora::AdapterRef> seq_lora;
+    // Per token (aligned with tokens, or empty: every token is type 0): its token type (segment) id,
+    // which an encoder's token-type embedding reads (a cross-encoder's text pair). set_token_type()
+    // fills the earlier rows with 0 the first time.
+    std::vector<int32_t> token_types;
 
     // Adds a sequence's block table and returns its index for add().
     int32_t add_sequence(std::vector<int32_t> block_table, lora::AdapterRef adapter = {}) {
@@ -41,10 +45,18 @@ struct Batch {
         slots.push_back(slot);
         want_logits.push_back(logits ? 1 : 0);
         want_hidden.push_back(hidden ? 1 : 0);
+        if (!token_types.empty()) token_types.push_back(0);
+    }
+    // Sets the token type of the last added row.
+    void set_token_type(int32_t type) {
+        if (type == 0 && token_types.empty()) return;
+        token_types.resize(tokens.size(), 0);
+        token_types.back() = type;
     }
     void clear() {
         tokens.clear(); positions.clear(); seq_index.clear(); slots.clear(); want_logits.clear();
         want_hidden.clear(); block_tables.clear(); block_copies.clear(); seq_lora.clear();
+        token_types.clear();
     }
     int64_t size() const { return int64_t(tokens.size()); }
     int64_t n_logit_rows() const {

@@ -138,7 +138,8 @@ void GraphExecutor::set_op_times(OpTimes* times) {
     for (const Node& node : graph_.nodes)
         node_weight_bytes_.push_back(host_bytes(node.kind == OpKind::qkv_rope_kv_write ? node.qkv.qkv
                                                 : node.kind == OpKind::embed ||
-                                                          node.kind == OpKind::position_embedding ? nullptr
+                                                          node.kind == OpKind::position_embedding ||
+                                                          node.kind == OpKind::token_type_embedding ? nullptr
                                                                                       : node.weight));
 }
 
@@ -218,6 +219,7 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             case OpKind::layer_norm: b.layer_norm(in(0), *node.vector, *node.bias, node.eps, out(0)); break;
             case OpKind::gelu: b.gelu(in(0)); break;
             case OpKind::position_embedding: b.add_position_embedding(*node.weight, in(0)); break;
+            case OpKind::token_type_embedding: b.add_token_type_embedding(*node.weight, in(0)); break;
             case OpKind::moe_ffn: b.moe_ffn(node.moe, in(0), in(1), out(0), out(1)); break;
             case OpKind::lora_add:
                 if (lora_ && size_t(node.lora_target) < lora_->size() && !(*lora_)[size_t(node.lora_target)].empty())

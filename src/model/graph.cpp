@@ -25,6 +25,7 @@ const char* op_name(OpKind kind) {
         case OpKind::layer_norm: return "layer_norm";
         case OpKind::gelu: return "gelu";
         case OpKind::position_embedding: return "position_embedding";
+        case OpKind::token_type_embedding: return "token_type_embedding";
         case OpKind::moe_ffn: return "moe_ffn";
         case OpKind::lora_add: return "lora_add";
         case OpKind::scale: return "scale";
@@ -66,7 +67,8 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
             std::string names;
             for (const auto& p : n.weight->parts()) names += (names.empty() ? "" : "|") + p.name;
             line += fmt::format("  W={}", names);
-            if (n.kind != OpKind::embed && n.kind != OpKind::position_embedding) {
+            if (n.kind != OpKind::embed && n.kind != OpKind::position_embedding &&
+                n.kind != OpKind::token_type_embedding) {
                 line += fmt::format("  [{}]", backend.describe_matmul(*n.weight, rows.of(g.tensors[size_t(n.in[0])].rows)));
             }
         }

@@ -23,8 +23,9 @@ enum class OpKind {
     embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
     gather_hidden_rows, scale, softcap,
     // the encoders' (backend::OptionalOp): LayerNorm with bias; erf GELU in place; x += the learned
-    // position embedding's row of each token's position (in place, weight = the table)
-    layer_norm, gelu, position_embedding,
+    // position embedding's row of each token's position (in place, weight = the table); x += the
+    // token-type embedding's row of each token's type (the step's token types, 0 when none)
+    layer_norm, gelu, position_embedding, token_type_embedding,
     moe_ffn,  // in: x, router logits; out: the FFN output, the backend's workspace (backend::MoeOp)
     lora_add,  // in: x, y (a matmul's input and one part's output); y += the step's LoRA updates (lora_graph.h)
     // fused (fusion.h)

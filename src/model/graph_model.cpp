@@ -66,6 +66,7 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
         info_.max_context = std::min(info_.max_context, built_.max_positions);
     }
     info_.embedding_only = built_.graph.output < 0;
+    info_.n_token_types = built_.n_token_types;
     info_.bidirectional = std::any_of(built_.graph.nodes.begin(), built_.graph.nodes.end(), [](const Node& n) {
         return n.kind == OpKind::attention && !n.attention.causal;
     });
@@ -152,7 +153,7 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     executor.reserve(n);
     backend_->begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
                           .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,
-                          .hidden_rows = hidden_rows_});
+                          .hidden_rows = hidden_rows_, .token_types = batch.token_types});
     std::vector<float> logits;
     executor.run(*cache_, {n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,
                    observer_ ? &observer_ : nullptr);

@@ -39,6 +39,9 @@ struct StepModelInfo {
     // the text, is never shared through the prefix cache.
     bool embedding_only = false;
     bool bidirectional = false;
+    // Rows of the encoder's token-type (segment) embedding: a batch's token types must be below it
+    // (0 and 1 for BERT; 1 for RoBERTa / XLM-R); 0 when the model has none (every type must be 0).
+    int32_t n_token_types = 0;
     std::string backend;         // "cpu", "reference", ...
     int threads = 0;             // compute threads (cpu)
     ModelConfig config;          // hyper-parameters from the file (empty for fakes)

@@ -288,7 +288,8 @@ private:
     std::optional<RerankPrompt> rerank_prompt_;
     std::pair<int32_t, int32_t> rerank_tokens_{-1, -1};
     // A classification-head reranker (pooling_type rank): the head scores each pair's pooled last
-    // hidden state; the pair is rerank_prompt_'s form when one is given, else rerank_pair_tokens().
+    // hidden state; the pair is rerank_prompt_'s form when one is given, else an encoder's tokenizer
+    // pair template (Tokenizer::encode_pair, with its token types), else rerank_pair_tokens().
     std::shared_ptr<const model::ClassifierHead> rerank_head_;
     bool rerank_add_sep_ = false;
     std::string rerank_unsupported_;

@@ -40,7 +40,8 @@ void Gateway::setup_rerank(const LoadedModel& loaded) {
     rerank_head_ = loaded.classifier_head;
     rerank_add_sep_ = loaded.add_sep;
     if (rerank_head_) {
-        // The pair is the given form when there is one, else llama-server's BOS query EOS SEP doc EOS.
+        // The pair is the given form when there is one, else (a decoder) llama-server's BOS query EOS
+        // SEP doc EOS, or (an encoder) the tokenizer's pair template.
         if (!options_.rerank_template.empty())
             rerank_prompt_ = RerankPrompt::from_form(read_text_file(options_.rerank_template), options_.rerank_template);
         else if (!loaded.rerank_template.empty())
@@ -107,8 +108,18 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
     int64_t total_tokens = 0;
     for (size_t i = 0; i < p.pairs.size(); ++i) {
         engine::Request r;
-        r.prompt = rerank_prompt_ ? rerank_prompt_->tokenize(tok, p.pairs[i].query, p.pairs[i].document)
-                                  : rerank_pair_tokens(tok, p.pairs[i].query, p.pairs[i].document, rerank_add_sep_);
+        if (rerank_prompt_) {
+            r.prompt = rerank_prompt_->tokenize(tok, p.pairs[i].query, p.pairs[i].document);
+        } else if (engine_->model_info().bidirectional) {
+            // A cross-encoder reads the pair as its tokenizer lays it out (Hugging Face's
+            // encode(query, document): [CLS] q [SEP] d [SEP] for BERT), the document's tokens typed 1
+            // where the model has a token-type embedding for them.
+            tokenizer::PairEncoding pair = tok.encode_pair(p.pairs[i].query, p.pairs[i].document);
+            r.prompt = std::move(pair.ids);
+            if (engine_->model_info().n_token_types > 1) r.token_types = std::move(pair.type_ids);
+        } else {
+            r.prompt = rerank_pair_tokens(tok, p.pairs[i].query, p.pairs[i].document, rerank_add_sep_);
+        }
         const std::string param = pair_param(p, i);
         if (r.prompt.empty()) throw invalid(ApiError::invalid(fmt::format("'{}' encodes to no tokens", param), param, "invalid_value"));
         if (int64_t(r.prompt.size()) > limit)

@@ -93,7 +93,8 @@ json run(Gateway& gw, Endpoint endpoint, const json& body) {
 }
 
 // The reference backend's unnormalised last-token (encoder: CLS) hidden state for each prompt.
-std::vector<std::vector<float>> reference_states(const RankModel& m, const std::vector<std::vector<int32_t>>& prompts) {
+std::vector<std::vector<float>> reference_states(const RankModel& m, const std::vector<std::vector<int32_t>>& prompts,
+                                                 const std::vector<std::vector<int32_t>>& types = {}) {
     auto step = model::open_step_model(m.file, step_options("reference"));
     engine::EngineCore core(*step, m.tok, {});
     engine::test::Driver driver(core);
@@ -101,6 +102,7 @@ std::vector<std::vector<float>> reference_states(const RankModel& m, const std::
     for (const auto& p : prompts) {
         engine::Request r;
         r.prompt = p;
+        if (!types.empty()) r.token_types = types[ids.size()];
         r.embedding = engine::EmbeddingSpec{m.arch == "bert" ? engine::Pooling::cls : engine::Pooling::last, false};
         r.stop.max_tokens = 1;
         ids.push_back(driver.add(std::move(r)));
@@ -145,10 +147,18 @@ void check_scores_are_the_head(const std::string& arch, const std::string& head)
     const std::string query = "where do foxes live";
     const std::vector<std::string> docs = {"foxes live in dens", "the market fell", "foxes live in dens",
                                            "a", "quiet rivers run deep under the old stone bridge"};
-    std::vector<std::vector<int32_t>> prompts;
+    std::vector<std::vector<int32_t>> prompts, types;
     int64_t tokens = 0;
     for (const auto& d : docs) {
-        prompts.push_back(rerank_pair_tokens(*m.tok, query, d, false));
+        if (arch == "bert") {  // a cross-encoder: the tokenizer's pair, the document typed 1
+            tokenizer::PairEncoding pair = m.tok->encode_pair(query, d);
+            prompts.push_back(pair.ids);
+            types.push_back(pair.type_ids);
+            ASSERT_EQ(types.back().front(), 0);
+            ASSERT_EQ(types.back().back(), 1);
+        } else {
+            prompts.push_back(rerank_pair_tokens(*m.tok, query, d, false));
+        }
         tokens += int64_t(prompts.back().size());
     }
     // llama-server's pair: BOS query [EOS] document [EOS], the texts encoded as plain text.
@@ -159,7 +169,12 @@ void check_scores_are_the_head(const std::string& arch, const std::string& head)
         EXPECT_TRUE(std::equal(q_ids.begin(), q_ids.end(), prompts[0].begin() + 1));
     }
 
-    const auto states = reference_states(m, prompts);
+    const auto states = reference_states(m, prompts, types);
+    if (arch == "bert") {  // the document's type changes the CLS state: the types reach the model
+        std::vector<std::vector<int32_t>> zeros;
+        for (const auto& t : types) zeros.emplace_back(t.size(), 0);
+        EXPECT_NE(reference_states(m, prompts, zeros)[0], states[0]);
+    }
     std::vector<double> want;
     for (const auto& h : states) {
         ASSERT_EQ(h.size(), 32u);

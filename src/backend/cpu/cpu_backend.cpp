@@ -203,17 +203,27 @@ public:
         });
     }
     void add_position_embedding(const Weight& table, const Tensor& x) override {
+        add_row_embedding(table, x, step_.positions, "position_embedding", "position");
+    }
+    void add_token_type_embedding(const Weight& table, const Tensor& x) override {
+        add_row_embedding(table, x, step_.token_types, "token_type_embedding", "token type");
+    }
+    // x[t] += table row keys[t] (row 0 for every token when keys is empty).
+    void add_row_embedding(const Weight& table, const Tensor& x, std::span<const int32_t> keys, const char* op,
+                           const char* key_name) {
         const CpuWeight& w = cpu(table);
-        check_cols(x, w.cols(), "position_embedding", "an input");
+        check_cols(x, w.cols(), op, "an input");
+        if (!keys.empty() && int64_t(keys.size()) < x.rows)
+            fail("cpu backend {}: {} {}s for {} rows", op, keys.size(), key_name, x.rows);
         const int64_t rows = w.parts()[0].rows;
+        auto key = [&](int64_t t) { return keys.empty() ? 0 : keys[size_t(t)]; };
         for (int64_t t = 0; t < x.rows; ++t)
-            if (step_.positions[size_t(t)] < 0 || step_.positions[size_t(t)] >= rows)
-                fail("cpu backend: position {} is outside the {} rows of {}", step_.positions[size_t(t)], rows,
-                     w.parts()[0].name);
+            if (key(t) < 0 || key(t) >= rows)
+                fail("cpu backend: {} {} is outside the {} rows of {}", key_name, key(t), rows, w.parts()[0].name);
         per_token(x.rows, [&](int64_t t) {
             thread_local std::vector<float> row;  // grows once to the width, then is reused
             row.resize(size_t(x.cols));
-            kernels::dequantize_row(w.view(0), step_.positions[size_t(t)], row.data());
+            kernels::dequantize_row(w.view(0), key(t), row.data());
             kernels::add_inplace(f32w(x) + t * x.cols, row.data(), x.cols);
         });
     }

@@ -112,6 +112,8 @@ public:
         for (size_t i = 0; i < in.hidden_rows.size(); ++i)
             if (in.hidden_rows[i] < 0 || size_t(in.hidden_rows[i]) >= n || (i > 0 && in.hidden_rows[i] <= in.hidden_rows[i - 1]))
                 fail("reference begin_step: hidden rows must be increasing token rows below {}", n);
+        if (!in.token_types.empty() && in.token_types.size() != n)
+            fail("reference begin_step: {} token types for {} tokens", in.token_types.size(), n);
         step_ = in;
     }
 
@@ -190,17 +192,26 @@ public:
         }
     }
     void add_position_embedding(const Weight& table, const Tensor& x) override {
+        add_row_embedding(table, x, step_.positions, "position_embedding", "position");
+    }
+    void add_token_type_embedding(const Weight& table, const Tensor& x) override {
+        add_row_embedding(table, x, step_.token_types, "token_type_embedding", "token type");
+    }
+    // x[t] += table row keys[t] (row 0 for every token when keys is empty).
+    void add_row_embedding(const Weight& table, const Tensor& x, std::span<const int32_t> keys, const char* op,
+                           const char* key_name) {
         const ReferenceWeight& w = ours(table);
-        if (w.use == WeightUse::matmul) fail("reference position_embedding: {} was uploaded for matmul only", w.name());
+        if (w.use == WeightUse::matmul) fail("reference {}: {} was uploaded for matmul only", op, w.name());
         const MatrixSource& m = w.parts()[0];
-        expect_shape(x, n_tokens(), m.cols, "position_embedding", "x");
-        double* y = elements(x, "position_embedding");
+        expect_shape(x, n_tokens(), m.cols, op, "x");
+        if (!keys.empty() && int64_t(keys.size()) != n_tokens())
+            fail("reference {}: {} {}s for {} tokens", op, keys.size(), key_name, n_tokens());
+        double* y = elements(x, op);
         std::vector<double> row(size_t(m.cols));
         for (int64_t t = 0; t < n_tokens(); ++t) {
-            const int32_t pos = step_.positions[size_t(t)];
-            if (pos < 0 || pos >= m.rows)
-                fail("reference position_embedding: position {} is outside the {} rows of {}", pos, m.rows, m.name);
-            dequantize_row(m, pos, row.data());
+            const int32_t key = keys.empty() ? 0 : keys[size_t(t)];
+            if (key < 0 || key >= m.rows) fail("reference {}: {} {} is outside the {} rows of {}", op, key_name, key, m.rows, m.name);
+            dequantize_row(m, key, row.data());
             for (int64_t c = 0; c < m.cols; ++c) y[t * m.cols + c] += row[size_t(c)];
         }
     }

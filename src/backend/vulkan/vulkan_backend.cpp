@@ -179,10 +179,14 @@ public:
         logit_rows_.assign(in.logit_rows.begin(), in.logit_rows.end());
         hidden_rows_.assign(in.hidden_rows.begin(), in.hidden_rows.end());
         positions_.assign(in.positions.begin(), in.positions.end());
+        // No token types: every token is type 0 (a single text).
+        if (in.token_types.empty()) token_types_.assign(in.tokens.size(), 0);
+        else if (in.token_types.size() == in.tokens.size()) token_types_.assign(in.token_types.begin(), in.token_types.end());
+        else fail("vulkan begin_step: {} token types for {} tokens", in.token_types.size(), in.tokens.size());
         table_stride_ = 1;
         for (const auto& table : in.block_tables) table_stride_ = std::max(table_stride_, uint32_t(table.size()));
         const size_t n = size_t(n_tokens_);
-        const size_t ints = 5 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
+        const size_t ints = 6 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
         ensure_step_capacity(ints);
         auto* at = static_cast<int32_t*>(step_buf_.mapped);
         size_t cursor = 0;
@@ -194,6 +198,7 @@ public:
         };
         tokens_addr_ = put(in.tokens);
         positions_addr_ = put(in.positions);
+        token_types_addr_ = put(token_types_);
         seq_addr_ = put(in.seq_index);
         slots_addr_ = step_buf_.address + cursor * 4;
         for (int64_t slot : in.slots) {
@@ -271,6 +276,18 @@ public:
             if (pos < 0 || pos >= rows)
                 fail("vulkan position_embedding: position {} is outside the {} rows of {}", pos, rows, table.parts()[0].name);
         EmbedPush p{w.data.address, w.groups.address, positions_addr_, address(x), uint32_t(x.rows), uint32_t(x.cols), 1};
+        auto [gx, gy] = grid((uint64_t(x.rows * x.cols) + 255) / 256);
+        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+    }
+    void add_token_type_embedding(const Weight& table, const Tensor& x) override {
+        const auto& w = weight(table);
+        expect(x, n_tokens_, table.cols(), "token_type_embedding", "x");
+        const int64_t rows = table.parts()[0].rows;
+        for (int32_t type : token_types_)
+            if (type < 0 || type >= rows)
+                fail("vulkan token_type_embedding: token type {} is outside the {} rows of {}", type, rows,
+                     table.parts()[0].name);
+        EmbedPush p{w.data.address, w.groups.address, token_types_addr_, address(x), uint32_t(x.rows), uint32_t(x.cols), 1};
         auto [gx, gy] = grid((uint64_t(x.rows * x.cols) + 255) / 256);
         dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
     }
@@ -448,9 +465,9 @@ private:
     uint32_t gemm_bk_ = 16;
     int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;
     uint32_t table_stride_ = 1;
-    uint64_t tokens_addr_ = 0, positions_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0;
+    uint64_t tokens_addr_ = 0, positions_addr_ = 0, token_types_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0;
     std::vector<int32_t> sequence_last_;
-    std::vector<int32_t> logit_rows_, hidden_rows_, positions_;
+    std::vector<int32_t> logit_rows_, hidden_rows_, positions_, token_types_;
     std::map<const Rope*, uint64_t> rope_tables_;
     size_t rope_used_ = 0;
     std::vector<VkBufferCopy> regions_;

@@ -25,6 +25,7 @@ struct BuiltModel {
     std::vector<std::shared_ptr<backend::Rope>> ropes;
     std::vector<const backend::Weight*> matmul_weights;  // what a decode step streams
     kv::KvDtype kv_dtype = kv::KvDtype::f16;             // the natural cache type for these weights
+    int32_t n_token_types = 0;  // rows of the token-type embedding (StepModelInfo::n_token_types)
     int64_t max_positions = 0;  // > 0: a learned position table's rows, the longest sequence it can run
 };
 

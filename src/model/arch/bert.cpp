@@ -1,7 +1,7 @@
 // bert and nomic-bert: the BERT-family encoders (bge, e5, gte; RoBERTa / XLM-R as llama.cpp's
 // converter writes them, as `bert`; nomic-embed as `nomic-bert`) by llama.cpp's GGUF tensor names.
 // Post-norm, bidirectional:
-//   x = token_embd[tok] + token_types[0] (+ position_embd[pos]) ; x = LN(x)          (token_embd_norm)
+//   x = token_embd[tok] + token_types[type] (+ position_embd[pos]) ; x = LN(x)       (token_embd_norm)
 //   per layer:  q, k, v = x W_qkv (+ b) ; (rope(q, k)) ; kv_write(k, v) ; a = attention(q), not causal
 //               x = LN(x + a W_o (+ b_o))                                           (attn_output_norm)
 //               x = LN(x + ffn(x))                                                  (layer_output_norm)
@@ -11,9 +11,10 @@
 // used when the file has it, so the builder follows the tensors.
 // The output is the hidden state of every pooled row (no final norm, no head): an embedding model.
 // Positions are the learned table's rows from 0 (llama.cpp's converter drops RoBERTa's padding_idx + 1
-// offset rows, so GGUF positions start at 0 for every family here). Token types: every token is
-// type 0 (a single text), so token_types row 0 is added as a bias; a text pair (cross-encoders) would
-// need a per-token type input to the step, which nothing passes yet. Q|K|V come as attn_q/k/v or
+// offset rows, so GGUF positions start at 0 for every family here). Token types: with one row
+// (RoBERTa, XLM-R) every token is type 0, so that row is added as a bias; with more (BERT: 2) each
+// token adds its type's row from the step's token types (a cross-encoder's text pair: 0 for the
+// first text, 1 for the second; 0 for all when the step gives none). Q|K|V come as attn_q/k/v or
 // one fused attn_qkv. The attention's causality comes from {arch}.attention.causal (false).
 #include <cmath>
 
@@ -35,7 +36,10 @@ BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::
     const bool swiglu = file.find_tensor("blk.0.ffn_gate.weight") != nullptr;
     std::vector<backend::OptionalOp> needed = {backend::OptionalOp::layer_norm};
     if (!swiglu) needed.push_back(backend::OptionalOp::gelu);
-    if (learned_positions) needed.push_back(backend::OptionalOp::position_embedding);
+    const auto* types_info = file.find_tensor("token_types.weight");
+    const bool typed = types_info && types_info->shape.size() == 2 && types_info->shape[1] > 1;
+    // position_embedding covers both table lookups keyed per row (learned positions, token types)
+    if (learned_positions || typed) needed.push_back(backend::OptionalOp::position_embedding);
     for (auto op : needed)
         if (!b.has_op(op))
             fail("{}: the {} backend cannot run {} models: it has no {} op (use --backend cpu)", file.name(), b.name(),
@@ -67,10 +71,17 @@ BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::
 
     int x = e.embed(embd, "x");
     if (const auto* types = file.find_tensor("token_types.weight")) {
-        if (types->shape.size() != 2) fail("{}: tensor token_types.weight must be 2-D", file.name());
-        const std::vector<float> type0 = bind.matrix_row("token_types.weight", c.dim, types->shape[1], 0);
-        m.vectors.push_back(b.upload_vector(type0));
-        e.add_bias(x, *m.vectors.back());
+        if (types->shape.size() != 2 || types->shape[1] < 1 || types->shape[1] > 64)
+            fail("{}: tensor token_types.weight must be 2-D with 1..64 rows", file.name());
+        m.n_token_types = int32_t(types->shape[1]);
+        if (m.n_token_types == 1) {
+            const std::vector<float> type0 = bind.matrix_row("token_types.weight", c.dim, 1, 0);
+            m.vectors.push_back(b.upload_vector(type0));
+            e.add_bias(x, *m.vectors.back());
+        } else {
+            e.add_token_type_embedding(
+                x, bind.matrix({{"token_types.weight", c.dim, m.n_token_types}}, backend::WeightUse::embedding));
+        }
     }
     if (positions) e.add_position_embedding(x, *positions);
     auto norm = [&](int in, const std::string& name, const std::string& out) {

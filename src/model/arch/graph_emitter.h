@@ -44,6 +44,9 @@ public:
     void add_position_embedding(int x, const backend::Weight& table) {
         push({.kind = OpKind::position_embedding, .in = {x}, .out = {x}, .weight = &table});
     }
+    void add_token_type_embedding(int x, const backend::Weight& table) {
+        push({.kind = OpKind::token_type_embedding, .in = {x}, .out = {x}, .weight = &table});
+    }
     void add(int y, int x) { push({.kind = OpKind::add, .in = {y, x}, .out = {y}}); }
     void add_bias(int y, const backend::Vector& b) { push({.kind = OpKind::add_bias, .in = {y}, .out = {y}, .vector = &b}); }
     void rope(int x, const backend::Rope& r, int32_t n_heads, int32_t head_dim) {
