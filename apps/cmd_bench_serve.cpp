@@ -23,6 +23,7 @@
 
 #include "apps/cli.h"
 #include "apps/command.h"
+#include "apps/percentile.h"
 #include "core/error.h"
 #include "server/sse.h"
 
@@ -147,12 +148,9 @@ private:
     bool reused_ = false, got_response_ = false;
 };
 
-double percentile(std::vector<double> v, double p) {
-    if (v.empty()) return std::nan("");
-    std::sort(v.begin(), v.end());
-    const double rank = p / 100.0 * double(v.size() - 1);
-    const size_t lo = size_t(std::floor(rank)), hi = size_t(std::ceil(rank));
-    return v[lo] + (v[hi] - v[lo]) * (rank - double(lo));
+// The p-th percentile (0..100) by apps/percentile.h's rule; NaN (JSON null) when there are no samples.
+double percentile_of(const std::vector<double>& v, double p) {
+    return v.empty() ? std::nan("") : app::percentile(v, p / 100.0);
 }
 
 double mean(const std::vector<double>& v) {
@@ -309,7 +307,7 @@ int bench(BenchOptions o) {
     const int64_t errors = o.requests - ok;
     if (o.json_out) {
         auto stats = [](const std::vector<double>& v) {
-            return json{{"mean", mean(v)}, {"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)}};
+            return json{{"mean", mean(v)}, {"p50", percentile_of(v, 50)}, {"p90", percentile_of(v, 90)}, {"p99", percentile_of(v, 99)}};
         };
         json out = {{"requests", o.requests}, {"ok", ok}, {"errors", errors}, {"wall_s", wall},
                     {"request_throughput", double(ok) / wall}, {"output_token_throughput", double(completion_tokens) / wall},
@@ -328,8 +326,8 @@ int bench(BenchOptions o) {
                     double(completion_tokens) / wall, double(prompt_tokens + completion_tokens) / wall);
         std::printf("  %-6s %10s %10s %10s %10s  (ms)\n", "", "mean", "p50", "p90", "p99");
         auto row = [](const char* name, const std::vector<double>& v) {
-            std::printf("  %-6s %10.2f %10.2f %10.2f %10.2f\n", name, mean(v) * 1e3, percentile(v, 50) * 1e3,
-                        percentile(v, 90) * 1e3, percentile(v, 99) * 1e3);
+            std::printf("  %-6s %10.2f %10.2f %10.2f %10.2f\n", name, mean(v) * 1e3, percentile_of(v, 50) * 1e3,
+                        percentile_of(v, 90) * 1e3, percentile_of(v, 99) * 1e3);
         };
         row("TTFT", ttft);
         if (o.stream) {  // without streaming only the end-to-end time is observable

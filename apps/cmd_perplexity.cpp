@@ -13,6 +13,7 @@
 #include "apps/progress.h"
 #include "apps/text_file.h"
 #include "core/error.h"
+#include "engine/logprobs.h"
 #include "gguf/gguf.h"
 #include "model/sequence_runner.h"
 #include "model/model_file.h"
@@ -40,13 +41,10 @@ struct Mean {
     }
 };
 
-// log-softmax of one row, in double.
+// log-softmax of one row, in double (engine::log_softmax_of's normaliser).
 std::vector<double> log_softmax(const float* logits, int64_t n) {
-    double mx = logits[0];
-    for (int64_t i = 1; i < n; ++i) mx = std::max(mx, double(logits[i]));
-    double z = 0;
-    for (int64_t i = 0; i < n; ++i) z += std::exp(double(logits[i]) - mx);
-    double lz = mx + std::log(z);
+    const engine::LogSoftmax norm = engine::log_softmax_of(logits, n);
+    const double lz = norm.max + norm.log_sum;
     std::vector<double> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) out[size_t(i)] = double(logits[i]) - lz;
     return out;
