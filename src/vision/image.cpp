@@ -1,4 +1,4 @@
-// Format sniffing, the limits shared by the decoders, and alpha compositing (see image.h).
+// Format sniffing and the limits shared by the decoders (see image.h).
 #include "vision/image.h"
 
 #include "core/error.h"
@@ -50,18 +50,6 @@ void check_image_size(uint64_t width, uint64_t height, const DecodeLimits& limit
     if (width > 0xffffffffu || height > 0xffffffffu || width * height > limits.max_pixels)
         fail("{}: the {} image is {}x{} pixels, over the limit of {} pixels", what, format, width, height,
              limits.max_pixels);
-}
-
-std::vector<uint8_t> composite_on_white(std::span<const uint8_t> rgba) {
-    std::vector<uint8_t> rgb(rgba.size() / 4 * 3);
-    for (size_t p = 0, n = rgba.size() / 4; p < n; ++p) {
-        const unsigned a = rgba[p * 4 + 3];
-        for (int c = 0; c < 3; ++c) {
-            const unsigned v = a * rgba[p * 4 + size_t(c)] + (255 - a) * 255;
-            rgb[p * 3 + size_t(c)] = uint8_t((v + 127) / 255);
-        }
-    }
-    return rgb;
 }
 
 Image decode_image(std::span<const uint8_t> bytes, const DecodeLimits& limits, std::string_view what) {

@@ -4,7 +4,9 @@
 // checked before the pixels are allocated: the encoded size first, then width x height from the
 // header. Conversions, as Hugging Face's processors see an image after PIL's convert("RGB"):
 //   grayscale -> R = G = B; palette -> its colours; 16-bit -> the high byte (PIL's 8-bit view);
-//   alpha -> composited onto white (transformers' convert_rgb does this for RGBA inputs).
+//   alpha -> dropped, the stored colour kept: transformers' generic convert_to_rgb (which Gemma 3's
+//   processor uses) is PIL's convert("RGB"), and llama.cpp's loader asks stb_image for 3 channels,
+//   both of which discard alpha. (Idefics2/Mllama's processors composite onto white instead.)
 // Refused by name: CMYK/YCCK JPEGs, animated WebP, and every other format (GIF, BMP, TIFF, ...).
 // Colour profiles and gamma chunks are ignored, as PIL ignores them; EXIF orientation too.
 #pragma once
@@ -45,8 +47,5 @@ Image decode_webp(std::span<const uint8_t> bytes, const DecodeLimits& limits, st
 void check_image_size(uint64_t width, uint64_t height, const DecodeLimits& limits, std::string_view what,
                       const char* format);
 
-// RGBA rows (width x height x 4) composited onto white into RGB, as transformers' convert_rgb does:
-// out = (a * c + (255 - a) * 255) / 255, rounded to nearest.
-std::vector<uint8_t> composite_on_white(std::span<const uint8_t> rgba);
 
 }  // namespace pagoda::vision

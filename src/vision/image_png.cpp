@@ -37,7 +37,7 @@ void on_read(png_structp png, png_bytep out, size_t n) {
     r->at += n;
 }
 
-// Reads the header and sets the transforms to 8-bit RGBA; false (with r.message) on a libpng error.
+// Reads the header and sets the transforms to 8-bit RGB; false (with r.message) on a libpng error.
 bool read_header(PngReader& r, png_uint_32& width, png_uint_32& height) {
     if (setjmp(png_jmpbuf(r.png))) return false;
     png_set_read_fn(r.png, &r, on_read);
@@ -50,10 +50,10 @@ bool read_header(PngReader& r, png_uint_32& width, png_uint_32& height) {
     png_set_expand(r.png);  // palette -> RGB, gray < 8 bits -> 8 bits, tRNS -> alpha
     png_set_strip_16(r.png);  // the high byte, as PIL's 8-bit view
     if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(r.png);
-    png_set_add_alpha(r.png, 0xff, PNG_FILLER_AFTER);  // opaque where the file has no alpha
+    png_set_strip_alpha(r.png);  // PIL's convert("RGB"): the stored colour, alpha discarded
     png_set_interlace_handling(r.png);
     png_read_update_info(r.png, r.info);
-    if (png_get_rowbytes(r.png, r.info) != size_t(width) * 4) png_error(r.png, "unexpected row layout after transforms");
+    if (png_get_rowbytes(r.png, r.info) != size_t(width) * 3) png_error(r.png, "unexpected row layout after transforms");
     return true;
 }
 
@@ -80,11 +80,11 @@ Image decode_png(std::span<const uint8_t> bytes, const DecodeLimits& limits, std
     png_uint_32 width = 0, height = 0;
     if (!read_header(r, width, height)) fail("{}: invalid PNG: {}", what, r.message);
     check_image_size(width, height, limits, what, "PNG");
-    std::vector<uint8_t> rgba(size_t(width) * height * 4);
+    Image image{.width = int64_t(width), .height = int64_t(height), .rgb = std::vector<uint8_t>(size_t(width) * height * 3)};
     std::vector<png_bytep> rows(height);
-    for (png_uint_32 y = 0; y < height; ++y) rows[y] = rgba.data() + size_t(y) * width * 4;
+    for (png_uint_32 y = 0; y < height; ++y) rows[y] = image.rgb.data() + size_t(y) * width * 3;
     if (!read_rows(r, rows.data())) fail("{}: invalid PNG: {}", what, r.message);
-    return Image{.width = int64_t(width), .height = int64_t(height), .rgb = composite_on_white(rgba)};
+    return image;
 }
 
 }  // namespace pagoda::vision

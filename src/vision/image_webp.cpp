@@ -1,5 +1,5 @@
-// WebP (lossy and lossless, still images) through libwebp's one-call decoder into RGBA, then the
-// alpha composited like the other formats. Animated WebP is refused: which frame would be meant?
+// WebP (lossy and lossless, still images) through libwebp's one-call decoder into RGB (alpha
+// discarded, as for the other formats). Animated WebP is refused: which frame would be meant?
 #include <webp/decode.h>
 
 #include "core/error.h"
@@ -16,10 +16,10 @@ Image decode_webp(std::span<const uint8_t> bytes, const DecodeLimits& limits, st
     if (features.width <= 0 || features.height <= 0) fail("{}: invalid WebP: empty image", what);
     check_image_size(uint64_t(features.width), uint64_t(features.height), limits, what, "WebP");
     const size_t w = size_t(features.width), h = size_t(features.height);
-    std::vector<uint8_t> rgba(w * h * 4);
-    if (!WebPDecodeRGBAInto(bytes.data(), bytes.size(), rgba.data(), rgba.size(), int(w * 4)))
+    Image image{.width = int64_t(w), .height = int64_t(h), .rgb = std::vector<uint8_t>(w * h * 3)};
+    if (!WebPDecodeRGBInto(bytes.data(), bytes.size(), image.rgb.data(), image.rgb.size(), int(w * 3)))
         fail("{}: invalid WebP: the image data does not decode", what);
-    return Image{.width = int64_t(w), .height = int64_t(h), .rgb = composite_on_white(rgba)};
+    return image;
 }
 
 }  // namespace pagoda::vision

@@ -1,6 +1,6 @@
 // Image decoding: every PNG colour type and depth, JPEG gray/RGB, lossless WebP, decoded to the RGB
 // values the test put in (exact where the format is lossless, within JPEG's error otherwise), and
-// every refusal by name: limits, truncation, CMYK, unsupported formats, data: URL errors.
+// alpha dropped as PIL's convert("RGB") does, and every refusal by name: limits, truncation, CMYK, unsupported formats, data: URL errors.
 #include <gtest/gtest.h>
 #include <png.h>
 
@@ -73,16 +73,18 @@ TEST(ImageDecode, PngPaletteMapsIndices) {
         for (int c = 0; c < 3; ++c) EXPECT_EQ(im.rgb[p * 3 + size_t(c)], palette[idx[p] * 3 + size_t(c)]);
 }
 
-TEST(ImageDecode, AlphaIsCompositedOntoWhite) {
-    // (R, G, B, A): opaque, transparent, half: 200*128/255 + 255*127/255 = 100.39 + 127 = 227.4 -> 227.
+TEST(ImageDecode, AlphaIsDroppedKeepingTheStoredColour) {
+    // PIL's convert("RGB") (transformers' convert_to_rgb for Gemma 3) and stb_image's 3 channels
+    // (llama.cpp) both discard alpha: a transparent pixel keeps its stored colour.
     const std::vector<uint16_t> rgba = {10, 20, 30, 255, 10, 20, 30, 0, 200, 0, 100, 128};
-    const auto im = decode_image(encode_png(3, 1, PNG_COLOR_TYPE_RGB_ALPHA, 8, rgba), {}, "t");
-    const std::vector<uint16_t> want = {10, 20, 30, 255, 255, 255, 227, 127, 177};
-    expect_rgb(im, want);
-    // gray + alpha: 0 at alpha 51 -> 255 * 204 / 255 = 204.
-    const std::vector<uint16_t> ga = {0, 51};
-    const auto im2 = decode_image(encode_png(1, 1, PNG_COLOR_TYPE_GRAY_ALPHA, 8, ga), {}, "t");
-    expect_rgb(im2, std::vector<uint16_t>{204, 204, 204});
+    expect_rgb(decode_image(encode_png(3, 1, PNG_COLOR_TYPE_RGB_ALPHA, 8, rgba), {}, "t"),
+               std::vector<uint16_t>{10, 20, 30, 10, 20, 30, 200, 0, 100});
+    const std::vector<uint16_t> ga = {77, 51};
+    expect_rgb(decode_image(encode_png(1, 1, PNG_COLOR_TYPE_GRAY_ALPHA, 8, ga), {}, "t"), std::vector<uint16_t>{77, 77, 77});
+    std::vector<uint16_t> wide;  // 16-bit RGBA: the high bytes of the colour
+    for (uint16_t v : rgba) wide.push_back(uint16_t(v << 8 | 0x80));
+    expect_rgb(decode_image(encode_png(3, 1, PNG_COLOR_TYPE_RGB_ALPHA, 16, wide), {}, "t"),
+               std::vector<uint16_t>{10, 20, 30, 10, 20, 30, 200, 0, 100});
 }
 
 TEST(ImageDecode, JpegRgbAndGrayWithinQuantisationError) {
@@ -104,11 +106,11 @@ TEST(ImageDecode, JpegCmykIsRefusedByName) {
     EXPECT_EQ(error_of(encode_jpeg(8, 8, 4, cmyk)), "image 1: CMYK/YCCK JPEG images are not supported (convert to RGB)");
 }
 
-TEST(ImageDecode, WebpLosslessExactAndAlpha) {
+TEST(ImageDecode, WebpLosslessExactAndAlphaDropped) {
     std::vector<uint8_t> rgb(kRgb.begin(), kRgb.end());
     expect_rgb(decode_image(encode_webp_lossless(3, 2, 3, rgb), {}, "t"), kRgb);
-    const std::vector<uint8_t> rgba = {200, 0, 100, 128, 1, 2, 3, 255};
-    expect_rgb(decode_image(encode_webp_lossless(2, 1, 4, rgba), {}, "t"), std::vector<uint16_t>{227, 127, 177, 1, 2, 3});
+    const std::vector<uint8_t> rgba = {200, 0, 100, 128, 1, 2, 3, 255};  // no alpha-0 pixel: kept exactly
+    expect_rgb(decode_image(encode_webp_lossless(2, 1, 4, rgba), {}, "t"), std::vector<uint16_t>{200, 0, 100, 1, 2, 3});
 }
 
 TEST(ImageDecode, LimitsAreCheckedBeforeDecoding) {
