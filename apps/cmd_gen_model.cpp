@@ -188,7 +188,7 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "--arch gemma3: also write a random vision projector (llama.cpp's mmproj GGUF: a SigLIP tower and "
                    "Gemma 3's projector into the model's width; 64x64 images, 8x8 patches, 16 image tokens)");
     sub.add_option("--mmproj-image-size", o->mmproj_image_size,
-                   "--mmproj: the image side in pixels (a multiple of 16; default 64)")
+                   "--mmproj: the image side in pixels (a multiple of 16: 8x8 patches pooled 2x2; default 64)")
         ->check(in_range(16, 4096));
     // LoRA adapters for the model written (lora/random_adapter.h).
     sub.add_option("--lora-out", o->adapter.gguf, "Also write a random LoRA adapter for the model, as a GGUF LoRA file");
