@@ -87,7 +87,7 @@ struct VisionTower::Weights {
 };
 
 VisionTower::VisionTower(const gguf::File& file, backend::Backend& b)
-    : file_(file), backend_(b), config_(read_vision_config(file)), w_(std::make_unique<Weights>()) {
+    : backend_(b), config_(read_vision_config(file)), w_(std::make_unique<Weights>()) {
     const VisionConfig& c = config_;
     for (auto op : {backend::OptionalOp::layer_norm, backend::OptionalOp::position_embedding})
         if (!b.has_op(op))

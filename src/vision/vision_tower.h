@@ -26,7 +26,8 @@ namespace pagoda::vision {
 
 class VisionTower {
 public:
-    // Validates the file (read_vision_config) and uploads its weights; the file must outlive the tower.
+    // Validates the file (read_vision_config) and uploads its weights; the file must outlive the tower
+    // (a backend may keep reading a mapped file's weights in place).
     VisionTower(const gguf::File& file, backend::Backend& backend);
     ~VisionTower();
     const VisionConfig& config() const { return config_; }
@@ -35,7 +36,6 @@ public:
 
 private:
     struct Weights;
-    const gguf::File& file_;
     backend::Backend& backend_;
     VisionConfig config_;
     std::unique_ptr<Weights> w_;
