@@ -10,6 +10,7 @@
 #include "gguf/gguf.h"
 #include "lora/random_adapter.h"
 #include "model/random_model.h"
+#include "vision/random_mmproj.h"
 
 namespace pagoda::app {
 namespace {
@@ -49,6 +50,8 @@ struct GenModelOptions {
     int64_t rank_classes = 0;
     std::string pooling;
     GenAdapterOptions adapter;  // --lora-out / --peft-out
+    std::string mmproj;            // --mmproj: also a random vision projector for the model
+    int64_t mmproj_image_size = 0;  // 0: the writer's default (64)
 };
 
 int run_gen_model(const GenModelOptions& o) {
@@ -82,6 +85,10 @@ int run_gen_model(const GenModelOptions& o) {
     if (!o.pooling.empty() && spec.arch != "bert" && spec.arch != "nomic-bert")
         fail("--pooling is for --arch bert or nomic-bert (encoders)");
     if (!o.pooling.empty()) spec.pooling = o.pooling;
+    if (!o.mmproj.empty() && spec.arch != "gemma3")
+        fail("--mmproj writes Gemma 3's vision projector: it needs --arch gemma3 (got '{}')", spec.arch);
+    if (!o.mmproj.empty() && o.format != "gguf") fail("--mmproj is for --format gguf (llama.cpp's mmproj layout)");
+    if (o.mmproj_image_size && o.mmproj.empty()) fail("--mmproj-image-size needs --mmproj");
     if (o.type == "f32") spec.type = gguf::GgmlType::F32;
     else if (o.type == "f16") spec.type = gguf::GgmlType::F16;
     else if (o.type == "bf16") spec.type = gguf::GgmlType::BF16;
@@ -100,6 +107,18 @@ int run_gen_model(const GenModelOptions& o) {
                  o.output.c_str(), spec.arch.c_str(), experts.c_str(), (long long)spec.n_layers, (long long)spec.dim,
                  double(params) / 1e6, o.type.c_str(), seconds);
     if (o.adapter.wanted()) write_gen_adapter(o.adapter, o.output, o.format);
+    if (!o.mmproj.empty()) {
+        vision::RandomMmprojSpec v;
+        v.text_dim = spec.dim;  // the projection lands in the text model's embedding space
+        v.seed = spec.seed + 1;
+        v.type = spec.type;
+        if (o.mmproj_image_size) v.image_size = o.mmproj_image_size;
+        const int64_t vision_params = vision::write_random_mmproj(v, o.mmproj);
+        std::fprintf(stderr, "pagoda gen-model: wrote %s (%s vision projector, %lldx%lld images, %lld image tokens, %.2f M parameters)\n",
+                     o.mmproj.c_str(), v.projector.c_str(), (long long)v.image_size, (long long)v.image_size,
+                     (long long)((v.image_size / v.patch_size / v.pool) * (v.image_size / v.patch_size / v.pool)),
+                     double(vision_params) / 1e6);
+    }
     return 0;
 }
 
@@ -165,6 +184,12 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_option("--rank-classes", o->rank_classes,
                    "--rank-head: the head's classes (default 2 for qwen3, labelled yes/no and softmaxed; else 1)")
         ->check(in_range(1, 1 << 16));
+    sub.add_option("--mmproj", o->mmproj,
+                   "--arch gemma3: also write a random vision projector (llama.cpp's mmproj GGUF: a SigLIP tower and "
+                   "Gemma 3's projector into the model's width; 64x64 images, 8x8 patches, 16 image tokens)");
+    sub.add_option("--mmproj-image-size", o->mmproj_image_size,
+                   "--mmproj: the image side in pixels (a multiple of 16: 8x8 patches pooled 2x2; default 64)")
+        ->check(in_range(16, 4096));
     // LoRA adapters for the model written (lora/random_adapter.h).
     sub.add_option("--lora-out", o->adapter.gguf, "Also write a random LoRA adapter for the model, as a GGUF LoRA file");
     sub.add_option("--peft-out", o->adapter.peft, "... and/or as a PEFT folder (the same numbers as --lora-out)");

@@ -2,7 +2,8 @@
 // parses, every value, getter and tensor byte is touched so the sanitizers see any bad view; the
 // file is also read as a llama.cpp imatrix (quant/imatrix_file.h), and every tensor of a codebook
 // type (IQ*, MXFP4) is dequantised, so arbitrary code bytes index the grids. A rank reranker's
-// classification head (model/classifier_head.h) is read and, when it loads, applied once.
+// classification head (model/classifier_head.h) is read and, when it loads, applied once; a vision
+// projector's (mmproj) metadata and tensor shapes are validated (vision/mmproj.h).
 #include <cstddef>
 #include <cstdint>
 
@@ -11,6 +12,7 @@
 #include "model/classifier_head.h"
 #include "quant/codebook_blocks.h"
 #include "quant/imatrix_file.h"
+#include "vision/mmproj.h"
 
 namespace {
 
@@ -76,6 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
     }
     quietly([&] { sink = sink + pagoda::quant::read_imatrix(*f).size(); });
+    quietly([&] { sink = sink + uint64_t(pagoda::vision::read_vision_config(*f).n_image_tokens()); });
     quietly([&] {
         const std::string arch = f->get_string_or("general.architecture", "llama");
         const int64_t hidden = f->get_int_or(arch + ".embedding_length", 16);

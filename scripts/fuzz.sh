@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(gguf_reader hf_format lora_adapter http_request openai_request websocket chat_template tokenizer hf_tokenizer gbnf json_schema profile)
+targets=(gguf_reader hf_format lora_adapter image_decode http_request openai_request websocket chat_template tokenizer hf_tokenizer gbnf json_schema profile)
 usage() { echo "usage: $0 --smoke | --list | --seconds N | TARGET SECONDS   (targets: ${targets[*]})" >&2; exit 2; }
 
 mode=""
@@ -111,6 +111,30 @@ files = {
                            + bytes(16) + struct.pack('<8e', 0.5, -0.5, 1.0, 0.25, -1.0, 0.75, 0.0, 2.0) + bytes(16)
                            + struct.pack('<2f', 0.3, -0.3)),
 }
+# A minimal Gemma 3 vision projector (llama.cpp's mmproj layout, vision/mmproj.h): 4x4 images of 2x2
+# patches, width 2, one layer, every tensor F32 with its offset aligned to 32.
+def mmproj():
+    keys = [kv('general.architecture', 8, s('clip')), kv('clip.has_vision_encoder', 7, b'\x01'),
+            kv('clip.projector_type', 8, s('gemma3'))]
+    for key, v in [('image_size', 4), ('patch_size', 2), ('embedding_length', 2), ('feed_forward_length', 2),
+                   ('block_count', 1), ('projection_dim', 2), ('attention.head_count', 1), ('projector.scale_factor', 1)]:
+        keys.append(kv('clip.vision.' + key, 4, struct.pack('<I', v)))
+    keys.append(kv('clip.vision.attention.layer_norm_epsilon', 6, struct.pack('<f', 1e-6)))
+    shapes = [('v.patch_embd.weight', [2, 2, 3, 2]), ('v.patch_embd.bias', [2]), ('v.position_embd.weight', [2, 4])]
+    for m in ['attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']:
+        shapes += [('v.blk.0.%s.weight' % m, [2, 2]), ('v.blk.0.%s.bias' % m, [2])]
+    for n in ['v.blk.0.ln1', 'v.blk.0.ln2', 'v.post_ln']:
+        shapes += [(n + '.weight', [2]), (n + '.bias', [2])]
+    shapes += [('mm.soft_emb_norm.weight', [2]), ('mm.input_projection.weight', [2, 2])]
+    infos, data = [], b''
+    for i, (name, dims) in enumerate(shapes):
+        count = 1
+        for d in dims: count *= d
+        infos.append(tensor(name, dims, 0, len(data)))
+        data += struct.pack('<%df' % count, *[0.5 + 0.1 * ((i + j) % 7 - 3) for j in range(count)])
+        data += bytes(-len(data) % 32)
+    return gguf(3, keys, infos, data)
+files['mmproj-gemma3.gguf'] = mmproj()
 for name, data in files.items():
     with open(os.path.join(out, name), 'wb') as f: f.write(data)
 PY

@@ -23,6 +23,7 @@ PACKAGES=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libomp-dev
   python3 python3-jinja2
   libboost1.81-dev libssl-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 # The test suite's real servers: Prometheus and HAProxy for the fleet test, HAProxy and nginx for the

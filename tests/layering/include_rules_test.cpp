@@ -30,15 +30,17 @@ struct Rule {
     std::vector<std::string> forbidden;
 };
 const std::vector<Rule> kRules = {
-    {"src/core", {"gguf/", "hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
-    {"src/gguf", {"hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
-    {"src/hf", {"quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
+    {"src/core", {"gguf/", "hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
+    {"src/gguf", {"hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
+    {"src/hf", {"quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
     // LoRA adapters: files read against a base model's GGUF; the model layer binds them.
-    {"src/lora", {"tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
-    {"src/kv", {"backend/", "model/", "engine/", "server/", "tune/"}},
-    {"src/grammar", {"chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/"}},
-    {"src/backend", {"model/", "engine/", "server/", "tokenizer/", "tune/"}},
-    {"src/model", {"engine/", "server/", "tune/"}},
+    {"src/lora", {"tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
+    {"src/kv", {"backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
+    {"src/grammar", {"chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
+    {"src/backend", {"model/", "engine/", "server/", "tokenizer/", "tune/", "vision/"}},
+    {"src/model", {"engine/", "server/", "tune/", "vision/"}},
+    // vision: images in (decoding, preprocessing) and the vision towers, on the model's graph.
+    {"src/vision", {"tokenizer/", "chat/", "engine/", "server/", "tune/"}},
     {"src/engine", {"server/", "backend/", "tune/"}},
     {"src/server", {"backend/", "tune/"}},
     // tune measures kernels and step models for the commands; nothing below it knows it exists.

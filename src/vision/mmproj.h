@@ -1,0 +1,47 @@
+// The vision projector file (`--mmproj FILE`) in llama.cpp's mmproj GGUF layout (tools/mtmd/clip):
+// general.architecture "clip", clip.has_vision_encoder true, clip.projector_type (or
+// clip.vision.projector_type), the tower's sizes under clip.vision.*, and tensors named v.* (the
+// ViT) and mm.* (the projector). Only Gemma 3's projector ("gemma3": SigLIP, average pooling,
+// soft_emb_norm, input_projection) is read so far; every other projector type is refused by name.
+// Contract: read_vision_config validates every key and every tensor's presence, type and shape
+// before anything is uploaded, and throws pagoda::Error naming the file and the key or tensor.
+//   v.patch_embd.weight [p, p, 3, n_embd] (+ .bias [n_embd]); v.position_embd.weight [n_embd, n_patches]
+//   v.blk.N.{attn_q,attn_k,attn_v,attn_out}.{weight [n_embd, n_embd], bias [n_embd]}
+//   v.blk.N.{ln1,ln2}.{weight,bias} [n_embd]; v.blk.N.ffn_up.weight [n_embd, n_ff] (+ bias [n_ff]);
+//   v.blk.N.ffn_down.weight [n_ff, n_embd] (+ bias); v.post_ln.{weight,bias} [n_embd]
+//   mm.soft_emb_norm.weight [n_embd] (llama.cpp's converter stores Gemma's 1 + w);
+//   mm.input_projection.weight [text_dim, n_embd] (ggml order: transformers' [n_embd][text_dim], x W)
+// Files from older converters name SigLIP's fc1/fc2 ffn_down/ffn_up; their shapes give it away, and
+// the FFN tensor names are swapped back (as llama.cpp does).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "gguf/gguf.h"
+#include "vision/preprocess.h"
+
+namespace pagoda::vision {
+
+struct VisionConfig {
+    std::string projector;  // "gemma3"
+    int64_t image_size = 0, patch_size = 0;
+    int64_t n_embd = 0, n_ff = 0, n_layers = 0, n_heads = 0;
+    int64_t text_dim = 0;  // the projection's output: the text model's embedding width
+    int64_t pool = 0;      // Gemma 3: average-pooling kernel and stride, in patches (4 at 896 / 14)
+    float eps = 1e-6f;     // LayerNorms and soft_emb_norm
+    ImageNormalization norm;
+    std::string ffn_up = "ffn_up", ffn_down = "ffn_down";  // tensor names (legacy files swap them)
+
+    int64_t head_dim() const { return n_embd / n_heads; }
+    int64_t patches_per_side() const { return image_size / patch_size; }
+    int64_t n_patches() const { return patches_per_side() * patches_per_side(); }
+    int64_t tokens_per_side() const { return patches_per_side() / pool; }
+    int64_t n_image_tokens() const { return tokens_per_side() * tokens_per_side(); }  // soft tokens per image
+};
+
+VisionConfig read_vision_config(const gguf::File& file);
+
+// A one-line summary for logs and `pagoda info`-style output.
+std::string describe(const VisionConfig& c);
+
+}  // namespace pagoda::vision

@@ -1,0 +1,31 @@
+// Random-weight vision projectors (`pagoda gen-model --mmproj FILE`) in llama.cpp's mmproj layout
+// (mmproj.h), for tests and benchmarks: a small SigLIP tower and Gemma 3's projector whose output
+// width matches the text model written beside it. Weights are scaled like gen-model's text models
+// (std 1/sqrt(fan-in); LayerNorm weights around 1, biases around 0) so activations stay finite.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "gguf/ggml_types.h"
+
+namespace pagoda::gguf {
+class Writer;
+}
+
+namespace pagoda::vision {
+
+struct RandomMmprojSpec {
+    std::string projector = "gemma3";
+    int64_t image_size = 64, patch_size = 8;  // 8 x 8 patches
+    int64_t pool = 2;                         // -> 4 x 4 = 16 image tokens
+    int64_t n_embd = 32, n_ff = 64, n_layers = 2, n_heads = 4;
+    int64_t text_dim = 64;  // the text model's embedding width
+    gguf::GgmlType type = gguf::GgmlType::F32;
+    uint64_t seed = 7;
+};
+
+// Metadata and tensors into `w`; returns the parameter count.
+int64_t build_random_mmproj(const RandomMmprojSpec& spec, gguf::Writer& w);
+int64_t write_random_mmproj(const RandomMmprojSpec& spec, const std::string& path);
+
+}  // namespace pagoda::vision
