@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/json_reader.h"
+
 namespace pagoda::tokenizer::hf {
 
 Json parse_json(std::string_view text, const std::string& file) {
@@ -19,24 +21,38 @@ const Json* member(const Json& obj, std::string_view key) {
     return &*it;
 }
 
+namespace {
+
+// Runs one of core/json_reader's checked reads of the value at `at`, reporting its problem in this
+// file's form ("FILE: PATH: must be a string, got integer"): one reader, the tokenizer's error shape.
+template <class Read>
+decltype(auto) checked(const JsonPath& at, Read read) {
+    try {
+        return read(at.path);
+    } catch (const json_reader::JsonFieldError& e) {
+        std::string_view what = e.what();
+        const std::string quoted = "'" + at.path + "' ";
+        if (what.starts_with(quoted)) what.remove_prefix(quoted.size());
+        at.fail("{}", what);
+    }
+}
+
+}  // namespace
+
 const Json& as_object(const Json& j, const JsonPath& at) {
-    if (!j.is_object()) at.fail("must be a JSON object, not {}", j.type_name());
-    return j;
+    return checked(at, [&](const std::string& p) -> const Json& { return json_reader::read_object(j, p, "a JSON object"); });
 }
 
 const Json& as_array(const Json& j, const JsonPath& at) {
-    if (!j.is_array()) at.fail("must be a JSON array, not {}", j.type_name());
-    return j;
+    return checked(at, [&](const std::string& p) -> const Json& { return json_reader::read_array(j, p, "a JSON array"); });
 }
 
 const std::string& as_string(const Json& j, const JsonPath& at) {
-    if (!j.is_string()) at.fail("must be a string, not {}", j.type_name());
-    return j.get_ref<const std::string&>();
+    return checked(at, [&](const std::string& p) -> const std::string& { return json_reader::read_string(j, p); });
 }
 
 bool as_bool(const Json& j, const JsonPath& at) {
-    if (!j.is_boolean()) at.fail("must be true or false, not {}", j.type_name());
-    return j.get<bool>();
+    return checked(at, [&](const std::string& p) { return json_reader::read_bool(j, p); });
 }
 
 int64_t as_token_id(const Json& j, const JsonPath& at) {
@@ -46,7 +62,9 @@ int64_t as_token_id(const Json& j, const JsonPath& at) {
         return int64_t(v);
     }
     if (j.is_number_integer()) at.fail("token id {} is negative", j.get<int64_t>());
-    at.fail("must be a token id (a non-negative integer), not {}", j.type_name());
+    return checked(at, [&](const std::string& p) -> int64_t {
+        json_reader::wrong_type(p, "a token id (a non-negative integer)", j);
+    });
 }
 
 const Json& required(const Json& obj, std::string_view key, const JsonPath& at) {
@@ -76,7 +94,9 @@ std::optional<std::string> token_text(const Json& obj, std::string_view key, con
     if (!m) return std::nullopt;
     if (m->is_string()) return m->get<std::string>();
     if (m->is_object()) return as_string(required(*m, "content", at / key), at / key / "content");
-    (at / key).fail("must be a token string or an object with \"content\", not {}", m->type_name());
+    return checked(at / key, [&](const std::string& p) -> std::optional<std::string> {
+        json_reader::wrong_type(p, "a token string or an object with \"content\"", *m);
+    });
 }
 
 namespace {

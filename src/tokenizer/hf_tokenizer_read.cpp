@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/json_reader.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/hf_tokenizer_encoder.h"
 #include "tokenizer/hf_tokenizer_json.h"
@@ -60,7 +61,7 @@ std::pair<std::string, std::string> read_merge(const Json& m, const JsonPath& at
     }
     if (m.is_array() && m.size() == 2)
         return {hf::as_string(m[0], at[0]), hf::as_string(m[1], at[1])};
-    at.fail("must be a \"left right\" string or a [left, right] pair, not {}", m.type_name());
+    at.fail("must be a \"left right\" string or a [left, right] pair, got {}", json_reader::type_name(m));
 }
 
 struct Config {
@@ -112,7 +113,7 @@ Config read_config(std::string_view text, const std::string& file) {
             if (c.chat_template.empty() && !names.empty())
                 at.fail("has no template named \"default\" (it has: {})", fmt::join(names, ", "));
         } else {
-            at.fail("must be a string or a list of {{\"name\", \"template\"}} objects, not {}", t->type_name());
+            at.fail("must be a string or a list of {{\"name\", \"template\"}} objects, got {}", json_reader::type_name(*t));
         }
     }
     return c;
