@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/json_reader.h"
 
 namespace pagoda::tune {
 
@@ -18,41 +19,56 @@ using nlohmann::json;
 
 namespace {
 
-// Reads one JSON object strictly: every key must be known, every value of the expected kind.
+// Reads one JSON object strictly: every key must be known, every value of the expected kind (the
+// kind checked by core/json_reader, the one strict reader; errors read "WHERE: key 'PATH' ...").
 class Reader {
-public:
-    Reader(const json& j, std::string path, const std::string& where) : j_(j), path_(std::move(path)), where_(where) {
-        if (!j_.is_object()) bad(path_, "an object");
-    }
-    ~Reader() noexcept(false) = default;
-
-    const json& get(const std::string& key, json::value_t kind, const char* what) {
+    // (defined first: the members below deduce their return types from them)
+    // The member `key` (which must be there) through `get(value, path)`.
+    template <class Get>
+    decltype(auto) read(const std::string& key, Get get) {
         seen_.insert(key);
         auto it = j_.find(key);
         if (it == j_.end()) fail("{}: key '{}' is missing", where_, name(key));
-        const bool number_ok = kind == json::value_t::number_integer &&
-                               (it->is_number_integer() || it->is_number_unsigned());
-        const bool float_ok = kind == json::value_t::number_float && it->is_number();
-        if (!number_ok && !float_ok && it->type() != kind) bad(name(key), what);
-        return *it;
+        return checked(name(key), [&](const std::string& p) -> decltype(auto) { return get(*it, p); });
     }
+    template <class Run>
+    decltype(auto) checked(const std::string& path, Run run) const {
+        try {
+            return run(path);
+        } catch (const json_reader::JsonFieldError& e) {
+            fail("{}: key {}", where_, e.what());
+        }
+    }
+
+public:
+    Reader(const json& j, std::string path, const std::string& where) : j_(j), path_(std::move(path)), where_(where) {
+        checked(path_.empty() ? "(top level)" : path_, [&](const std::string& p) { json_reader::read_object(j_, p); });
+    }
+    ~Reader() noexcept(false) = default;
+
     bool has(const std::string& key) const { return j_.contains(key); }
-    std::string str(const std::string& key) { return get(key, json::value_t::string, "a string").get<std::string>(); }
+    std::string str(const std::string& key) {
+        return read(key, [](const json& v, const std::string& p) { return json_reader::read_string(v, p); });
+    }
     int64_t integer(const std::string& key, int64_t lo, int64_t hi) {
-        const json& v = get(key, json::value_t::number_integer, "a whole number");
-        if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) out_of_range(key, lo, hi);
-        const int64_t x = v.get<int64_t>();
+        const int64_t x = read(key, [](const json& v, const std::string& p) { return json_reader::read_integer(v, p); });
         if (x < lo || x > hi) out_of_range(key, lo, hi);
         return x;
     }
     double number(const std::string& key, double lo, double hi) {
-        const double x = get(key, json::value_t::number_float, "a number").get<double>();
+        const double x = read(key, [](const json& v, const std::string& p) { return json_reader::read_number(v, p); });
         if (!(x >= lo && x <= hi)) fail("{}: key '{}' is {}: use {} to {}", where_, name(key), x, lo, hi);
         return x;
     }
-    bool boolean(const std::string& key) { return get(key, json::value_t::boolean, "true or false").get<bool>(); }
-    const json& array(const std::string& key) { return get(key, json::value_t::array, "an array"); }
-    const json& object(const std::string& key) { return get(key, json::value_t::object, "an object"); }
+    bool boolean(const std::string& key) {
+        return read(key, [](const json& v, const std::string& p) { return json_reader::read_bool(v, p); });
+    }
+    const json& array(const std::string& key) {
+        return read(key, [](const json& v, const std::string& p) -> const json& { return json_reader::read_array(v, p); });
+    }
+    const json& object(const std::string& key) {
+        return read(key, [](const json& v, const std::string& p) -> const json& { return json_reader::read_object(v, p); });
+    }
     std::string name(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
     // After reading: any key not read is unknown.
     void done() const {
@@ -64,9 +80,6 @@ public:
     }
 
 private:
-    [[noreturn]] void bad(const std::string& full, const char* what) const {
-        fail("{}: key '{}' must be {}", where_, full.empty() ? "(top level)" : full, what);
-    }
     const json& j_;
     std::string path_;
     const std::string& where_;
@@ -193,7 +206,7 @@ Profile parse_profile(const std::string& text, const std::string& where) {
     Reader top(j, "", where);
     if (const std::string f = top.str("format"); f != "pagoda-profile")
         fail("{}: key 'format' is '{}', not 'pagoda-profile'", where, f);
-    const int64_t version = top.get("version", json::value_t::number_integer, "a whole number").get<int64_t>();
+    const int64_t version = top.integer("version", INT64_MIN, INT64_MAX);
     if (version != kProfileVersion)
         fail("{}: key 'version' is {}: this build reads profile version {} (run `pagoda tune` again)", where, version,
              kProfileVersion);

@@ -144,7 +144,7 @@ TEST(Profile, MalformedProfilesAreRefusedNamingTheKey) {
                   .find("key 'kernel_plan[0].amx_min_tokens' is 0: use 1 to"),
               std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["amx_min_tokens"] = "32"; }))
-                  .find("key 'kernel_plan[0].amx_min_tokens' must be a whole number"),
+                  .find("key 'kernel_plan[0].amx_min_tokens' must be an integer"),
               std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["wide_min_tokens"] = 16; }))
                   .find("key 'kernel_plan[0].wide_min_tokens' is 16"),
@@ -161,7 +161,7 @@ TEST(Profile, MalformedProfilesAreRefusedNamingTheKey) {
     EXPECT_NE(error_of(mutated([](json& j) { j["kernel_plan"][0]["method"] = "amx_bf16"; }))
                   .find("amx_bf16 cannot multiply q4_0 weights"),
               std::string::npos);
-    EXPECT_NE(error_of(mutated([](json& j) { j["threads"] = "two"; })).find("key 'threads' must be a whole number"),
+    EXPECT_NE(error_of(mutated([](json& j) { j["threads"] = "two"; })).find("key 'threads' must be an integer"),
               std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["threads"] = 0; })).find("key 'threads' is 0"), std::string::npos);
     EXPECT_NE(error_of(mutated([](json& j) { j["kv_block_size"] = 24; })).find("key 'kv_block_size' is 24: use a power of two"),
@@ -229,9 +229,9 @@ TEST(Profile, TheDecodeKvPrefetchIsOptional) {
             << describe_profile(q);
     }
     EXPECT_NE(error_of(mutated([](json& j) { j["decode_kv_prefetch"] = "yes"; }))
-                  .find("key 'decode_kv_prefetch' must be true or false"),
+                  .find("key 'decode_kv_prefetch' must be a boolean"),
               std::string::npos);
-    EXPECT_NE(error_of(mutated([](json& j) { j["decode_kv_prefetch"] = 1; })).find("key 'decode_kv_prefetch' must be true or false"),
+    EXPECT_NE(error_of(mutated([](json& j) { j["decode_kv_prefetch"] = 1; })).find("key 'decode_kv_prefetch' must be a boolean"),
               std::string::npos);
 }
 
