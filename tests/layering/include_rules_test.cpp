@@ -4,6 +4,7 @@
 // below it in the layer order. A new include that breaks the seam fails here, not in review.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <gtest/gtest.h>
 #include <regex>
 #include <set>
@@ -82,6 +83,23 @@ TEST(IncludeRules, AboveTheSeamOnlyThePublicModelHeaders) {
             }
         }
     EXPECT_GT(checked, 0u) << "no model include found above the seam: the scan found no sources";
+}
+
+// The build enforces the seam too (cmake/layers.cmake: the engine and server layers compile against
+// an include root holding only PAGODA_MODEL_PUBLIC of src/model); the two lists must agree.
+TEST(IncludeRules, TheBuildsModelSeamListsThePublicHeaders) {
+    std::ifstream in(fs::path(pagoda::test::source_dir()) / "cmake" / "layers.cmake");
+    ASSERT_TRUE(in) << "cmake/layers.cmake is missing";
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const size_t at = text.find("set(PAGODA_MODEL_PUBLIC");
+    ASSERT_NE(at, std::string::npos);
+    const std::string list = text.substr(at, text.find(')', at) - at);
+    std::set<std::string> in_build;
+    const std::regex header(R"(model/[a-z_]+\.h)");
+    for (std::sregex_iterator it(list.begin(), list.end(), header), end; it != end; ++it) in_build.insert(it->str());
+    for (const std::string& h : kModelPublic) EXPECT_TRUE(in_build.count(h)) << h << " is public here but not in the build's seam";
+    for (const std::string& h : in_build)  // op_times.h: step_model.h's own include, not for direct use
+        EXPECT_TRUE(kModelPublic.count(h) || h == "model/op_times.h") << h << " is in the build's seam but not public here";
 }
 
 }  // namespace
