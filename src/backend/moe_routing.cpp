@@ -12,7 +12,8 @@ namespace {
 
 // ids[0..k) = the k largest of v[0..n), largest first; the strict > keeps the lower index on a tie.
 // Selection sort: k is small (2-8).
-void top_k(const double* v, int32_t n, int32_t k, int32_t* ids) {
+template <class T>
+void top_k(const T* v, int32_t n, int32_t k, int32_t* ids) {
     for (int32_t j = 0; j < k; ++j) {
         int32_t best = -1;
         for (int32_t e = 0; e < n; ++e) {
@@ -53,9 +54,8 @@ void route_token(const float* logits, int32_t n_experts, int32_t k, bool normali
     const bool plain = r.scoring == MoeScoring::softmax && r.correction_bias.empty() && r.n_groups <= 1;
     if (plain) {
         // Selection on the logits; the softmax over every expert in expert order. (This arithmetic is
-        // the router's from before MoeRouting, bit for bit.)
-        std::vector<double> l(logits, logits + n_experts);
-        top_k(l.data(), n_experts, k, ids);
+        // the router's from before MoeRouting, bit for bit; it allocates nothing.)
+        top_k(logits, n_experts, k, ids);
         const float max = logits[ids[0]];
         double sum = 0;
         for (int32_t e = 0; e < n_experts; ++e) sum += std::exp(double(logits[e]) - max);
@@ -66,7 +66,11 @@ void route_token(const float* logits, int32_t n_experts, int32_t k, bool normali
             weights[j] = float(std::exp(double(logits[ids[j]]) - max) / denom * double(r.scale));
         return;
     }
-    std::vector<double> s(static_cast<size_t>(n_experts)), sel(static_cast<size_t>(n_experts));
+    // Per-thread scratch, grown once: a step's routing allocates nothing after the first.
+    thread_local std::vector<double> s, sel, group_score, w;
+    thread_local std::vector<int32_t> kept;
+    s.resize(size_t(n_experts));
+    sel.resize(size_t(n_experts));
     switch (r.scoring) {
         case MoeScoring::softmax: {
             double max = logits[0];
@@ -87,20 +91,20 @@ void route_token(const float* logits, int32_t n_experts, int32_t k, bool normali
         sel[size_t(e)] = s[size_t(e)] + (r.correction_bias.empty() ? 0.0 : double(r.correction_bias[size_t(e)]));
     if (r.n_groups > 1) {
         const int32_t per = n_experts / r.n_groups;
-        std::vector<double> group_score(static_cast<size_t>(r.n_groups));
+        group_score.resize(size_t(r.n_groups));
         for (int32_t g = 0; g < r.n_groups; ++g) {
             int32_t best2[2];
             top_k(sel.data() + size_t(g) * per, per, 2, best2);
             group_score[size_t(g)] = sel[size_t(g * per + best2[0])] + sel[size_t(g * per + best2[1])];
         }
-        std::vector<int32_t> kept(static_cast<size_t>(r.n_groups_used));
+        kept.resize(size_t(r.n_groups_used));
         top_k(group_score.data(), r.n_groups, r.n_groups_used, kept.data());
         for (int32_t g = 0; g < r.n_groups; ++g)
             if (std::find(kept.begin(), kept.end(), g) == kept.end())
                 for (int32_t e = g * per; e < (g + 1) * per; ++e) sel[size_t(e)] = -std::numeric_limits<double>::infinity();
     }
     top_k(sel.data(), n_experts, k, ids);
-    std::vector<double> w(static_cast<size_t>(k));
+    w.resize(size_t(k));
     for (int32_t j = 0; j < k; ++j) w[size_t(j)] = s[size_t(ids[j])];
     if (r.scoring == MoeScoring::softmax_selected) {
         double m = w[0];

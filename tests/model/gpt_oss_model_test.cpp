@@ -4,6 +4,7 @@
 // and token by token past the window, at F32 and with MXFP4 experts (as gpt-oss GGUFs store them)
 // and Q8_0; and load errors naming a missing sink tensor or YaRN key.
 #include <cmath>
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include "backend/cpu/matmul_test_util.h"
@@ -161,6 +162,54 @@ TEST(GptOssErrors, NameTheMissingTensorOrKey) {
     EXPECT_NE(load_error(cut).find("gpt-oss.attention.sliding_window is missing"), std::string::npos) << load_error(cut);
     write_without(full, cut, "gpt-oss.rope.scaling.type");
     EXPECT_NE(load_error(cut).find("expected yarn"), std::string::npos) << load_error(cut);
+}
+
+// Gate and up fused the way newer converters can write them (ffn_gate_up_exps.weight [dim, 2 ffn, E]
+// and its bias [2 ffn, E], each expert's gate rows then its up rows) give bitwise the logits of the
+// separate tensors.
+TEST(GptOssLayouts, FusedGateUpExpertsLoadLikeTheSeparateOnes) {
+    const std::string separate = test::temp_path("gpt_oss_separate.gguf");
+    write_random_model(gpt_oss_spec(54), nullptr, separate);
+    auto in = gguf::File::open(separate);
+    gguf::Writer w;
+    for (const auto& [key, value] : in->metadata()) w.set(key, value);
+    for (const auto& t : in->tensors()) {
+        const bool gate = t.name.find("ffn_gate_exps") != std::string::npos;
+        if (t.name.find("ffn_up_exps") != std::string::npos) continue;  // joined with its gate below
+        if (!gate) {
+            w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
+            continue;
+        }
+        std::string up_name = t.name;
+        up_name.replace(up_name.find("gate_exps"), 9, "up_exps");
+        const auto* up = in->find_tensor(up_name);
+        ASSERT_NE(up, nullptr);
+        const int64_t experts = t.shape.back();
+        const size_t per = size_t(t.n_bytes) / size_t(experts);  // one expert's slice
+        std::vector<uint8_t> bytes;
+        for (int64_t e = 0; e < experts; ++e) {
+            bytes.insert(bytes.end(), t.data + size_t(e) * per, t.data + size_t(e + 1) * per);
+            bytes.insert(bytes.end(), up->data + size_t(e) * per, up->data + size_t(e + 1) * per);
+        }
+        std::vector<int64_t> shape = t.shape;
+        shape[shape.size() - 2] *= 2;
+        std::string name = t.name;
+        name.replace(name.find("gate_exps"), 9, "gate_up_exps");
+        w.add_tensor(name, t.type, shape, std::move(bytes));
+    }
+    const std::string fused = test::temp_path("gpt_oss_fused.gguf");
+    w.write(fused);
+    ASSERT_NE(gguf::File::open(fused)->find_tensor("blk.0.ffn_gate_up_exps.bias"), nullptr);
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 11; ++i) ids.push_back((i * 41 + 3) % 300);
+    std::vector<std::vector<float>> logits;
+    for (const std::string& path : {separate, fused}) {
+        auto model = open_step_model(path, {.threads = 2, .tokens_wanted = 32});
+        SequenceRunner runner(*model, false);
+        logits.push_back(runner.prefill(0, ids, 32, true));
+    }
+    ASSERT_EQ(logits[0].size(), logits[1].size());
+    EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
 }
 
 // YaRN's frequencies as ggml computes them, worked out by hand for dims 8, theta 10^4, original

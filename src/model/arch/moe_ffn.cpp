@@ -97,15 +97,36 @@ int emit_moe_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, co
     op.routing = moe_routing(c);
     op.activation = options.activation;
     if (bind.has(p + "exp_probs_b.bias")) op.routing.correction_bias = bind.floats(p + "exp_probs_b.bias", n);
-    const auto gate = expert_slices(file, p + "ffn_gate_exps.weight", c.dim, f, n);
-    const auto up = expert_slices(file, p + "ffn_up_exps.weight", c.dim, f, n);
+    std::vector<backend::MatrixSource> gate, up;
+    const std::string fused = p + "ffn_gate_up_exps.weight";
+    if (file.find_tensor(fused) && !file.find_tensor(p + "ffn_gate_exps.weight")) {
+        // gate|up in one stack [dim, 2 ffn, E]: each expert's gate rows, then its up rows.
+        for (auto& both : expert_slices(file, fused, c.dim, 2 * f, n)) {
+            const uint64_t half = uint64_t(f) * *gguf::row_size(both.type, c.dim);
+            gate.push_back({both.type, both.data, f, c.dim, both.name + ".gate", both.file_mapped});
+            up.push_back({both.type, static_cast<const uint8_t*>(both.data) + half, f, c.dim, both.name + ".up", both.file_mapped});
+        }
+    } else {
+        gate = expert_slices(file, p + "ffn_gate_exps.weight", c.dim, f, n);
+        up = expert_slices(file, p + "ffn_up_exps.weight", c.dim, f, n);
+    }
     const auto down = expert_slices(file, p + "ffn_down_exps.weight", f, c.dim, n);
     for (int64_t x = 0; x < n; ++x) {
         op.gate_up.push_back(&upload(file, b, m, {gate[size_t(x)], up[size_t(x)]}));
         op.down.push_back(&upload(file, b, m, {down[size_t(x)]}));
     }
-    op.gate_bias = expert_biases(bind, b, m, p + "ffn_gate_exps.bias", f, n);
-    op.up_bias = expert_biases(bind, b, m, p + "ffn_up_exps.bias", f, n);
+    if (bind.has(p + "ffn_gate_up_exps.bias")) {  // [2 ffn, E]: gate's then up's, per expert
+        for (int64_t x = 0; x < n; ++x) {
+            const std::vector<float> v = bind.matrix_row(p + "ffn_gate_up_exps.bias", 2 * f, n, x);
+            m.vectors.push_back(b.upload_vector(std::span<const float>(v.data(), size_t(f))));
+            op.gate_bias.push_back(m.vectors.back().get());
+            m.vectors.push_back(b.upload_vector(std::span<const float>(v.data() + f, size_t(f))));
+            op.up_bias.push_back(m.vectors.back().get());
+        }
+    } else {
+        op.gate_bias = expert_biases(bind, b, m, p + "ffn_gate_exps.bias", f, n);
+        op.up_bias = expert_biases(bind, b, m, p + "ffn_up_exps.bias", f, n);
+    }
     op.down_bias = expert_biases(bind, b, m, p + "ffn_down_exps.bias", c.dim, n);
     if (options.shared_expert) {
         const int64_t fs = c.shared_expert_ffn_dim;

@@ -7,7 +7,9 @@
 // groups); the optional tensors llama.cpp names load where the file has them: the router bias
 // ffn_gate_inp.bias [n_experts] (added to the logits), DeepSeek V3's score correction
 // exp_probs_b.bias [n_experts], and per-expert biases ffn_gate_exps.bias / ffn_up_exps.bias
-// [ffn, E] and ffn_down_exps.bias [dim, E] (gpt-oss).
+// [ffn, E] and ffn_down_exps.bias [dim, E] (gpt-oss). Gate and up may also come fused, as newer
+// converters can write them: ffn_gate_up_exps.weight [dim, 2 ffn, E] (each expert's gate rows, then
+// its up rows) and ffn_gate_up_exps.bias [2 ffn, E].
 // Older Mixtral files with one 2-D tensor per expert (blk.N.ffn_gate.E.weight) load too.
 // A missing or misshapen tensor is an error naming it.
 #pragma once
