@@ -92,7 +92,10 @@ int run_gen_model(const GenModelOptions& o) {
     if (o.type == "f32") spec.type = gguf::GgmlType::F32;
     else if (o.type == "f16") spec.type = gguf::GgmlType::F16;
     else if (o.type == "bf16") spec.type = gguf::GgmlType::BF16;
-    else fail("--type must be f32, f16 or bf16 (got '{}'); quantise afterwards with `pagoda quantize`", o.type);
+    else if (o.type == "mxfp4" && spec.arch == "gpt-oss") {
+        spec.type = gguf::GgmlType::F16;
+        spec.mxfp4_experts = true;
+    } else fail("--type must be f32, f16, bf16 or (gpt-oss) mxfp4 (got '{}'); quantise afterwards with `pagoda quantize`", o.type);
 
     if (o.format == "gguf" && o.shards != 1) fail("--shards is for --format hf");
     std::unique_ptr<gguf::File> vocab;
@@ -135,13 +138,14 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_option("--preset", o->preset, "Shape preset: tiny, small (~134M), tinyllama (~1.1B)")
         ->check(CLI::IsMember({"tiny", "small", "tinyllama"}));
     sub.add_option("--vocab", o->vocab, "Copy the tokenizer from this GGUF (default: synthetic vocabulary)");
-    sub.add_option("--type", o->type, "Weight type: f32, f16, bf16");
+    sub.add_option("--type", o->type, "Weight type: f32, f16, bf16; gpt-oss also mxfp4 (MXFP4 experts, F16 other matrices)");
     sub.add_option("--arch", o->arch,
-                   "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, phi3, or the "
+                   "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, phi3, "
+                   "gpt-oss (needs --experts; YaRN, sinks, alternating sliding layers), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases)")
         ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3", "bert",
-                               "nomic-bert"}));
+                               "nomic-bert", "gpt-oss"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--experts", o->experts, "Mixture of experts: experts per layer (llama: Mixtral style)")

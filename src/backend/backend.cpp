@@ -22,6 +22,24 @@ const char* fused_op_name(FusedOp op) {
     return "?";
 }
 
+const char* moe_scoring_name(MoeScoring s) {
+    switch (s) {
+        case MoeScoring::softmax: return "softmax";
+        case MoeScoring::sigmoid: return "sigmoid";
+        case MoeScoring::softmax_selected: return "softmax of the selected";
+    }
+    return "?";
+}
+
+const char* moe_activation_name(MoeActivation a) {
+    switch (a) {
+        case MoeActivation::swiglu: return "swiglu";
+        case MoeActivation::swiglu_oai: return "swiglu_oai";
+        case MoeActivation::gelu: return "geglu";
+    }
+    return "?";
+}
+
 // The fusion pass only emits what a backend declares, so reaching these is a bug in the caller.
 const char* optional_op_name(OptionalOp op) {
     switch (op) {

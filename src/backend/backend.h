@@ -160,6 +160,10 @@ struct AttentionParams {
     // whole sequence in one step). The key range then depends only on the sequence, so batch
     // invariance holds as for causal attention.
     bool causal = true;
+    // Per query head (n_heads values): an attention sink, one more logit in the head's softmax
+    // denominator with no value row (gpt-oss): out = sum_j e^(s_j - m) V_j / (sum_j e^(s_j - m) +
+    // e^(sink - m)). Null: none. Not scaled by `scale` (it is a logit already).
+    const Vector* sinks = nullptr;
 };
 
 // Ops only some architectures need (the encoders'); a backend says which it has (has_op), and a
@@ -176,19 +180,54 @@ struct QkvOp {
     int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
 };
 
-// A mixture-of-experts FFN (Mixtral, Qwen MoE): per token, the router logits (a matmul by the router
-// weight, computed before the op) pick the k experts with the largest logits, ties going to the lower
-// expert index; their weights are the softmax over all experts' logits at those k, divided by the k
-// weights' sum when `normalize`. out[t] = sum_j w_j * expert_{e_j}(x[t]) in rank order j = 0..k-1,
-// expert(h) = (silu(h Wg^T) * (h Wu^T)) Wd^T; plus, with a shared expert, s(x[t]) * shared(x[t]),
-// s = sigmoid(shared_gate . x[t]) when shared_gate is given, else 1. Only the selected experts'
-// weights are read (decode touches k of them); prefill runs one GEMM per active expert over its
-// tokens. Each token's sum has a fixed order, so its output never depends on the other tokens.
+// How a mixture-of-experts router turns a token's router logits l (n_experts values, any router
+// bias already added) into k experts and their weights, as llama.cpp's build_moe_ffn does:
+//   scores s = softmax(l) | sigmoid(l) | l (softmax_selected);
+//   selection = s + correction_bias (DeepSeek V3's score correction; selection only, never weights);
+//   with n_groups > 1 the experts split into n_groups equal groups, each scored by the sum of its two
+//   best selection values, and only the best n_groups_used groups' experts stay selectable;
+//   ids = the k best selection values, best first, the lower expert index on a tie;
+//   w_j = s[ids[j]]; softmax_selected: w = softmax(w) over the k; MoeOp::normalize: w /= max(sum w, 2^-14);
+//   then w *= scale (the routed scaling factor).
+// The plain softmax router without a bias selects on the logits themselves (softmax is monotonic,
+// and logits carry no rounding of exp that could tie two experts).
+enum class MoeScoring { softmax, sigmoid, softmax_selected };
+const char* moe_scoring_name(MoeScoring s);
+struct MoeRouting {
+    MoeScoring scoring = MoeScoring::softmax;
+    float scale = 1.0f;
+    int32_t n_groups = 0, n_groups_used = 0;  // group-limited top-k (n_groups > 1)
+    std::vector<float> correction_bias;       // empty, or one per expert
+};
+
+// An expert's activation between its gate|up and down projections, per element g (gate), u (up):
+//   swiglu: silu(g) * u;  gelu: gelu_tanh(g) * u;
+//   swiglu_oai (gpt-oss): g' = min(g, limit), u' = clamp(u, -limit, limit),
+//     g' * sigmoid(alpha g') * (u' + 1), alpha 1.702, limit 7.
+enum class MoeActivation { swiglu, swiglu_oai, gelu };
+const char* moe_activation_name(MoeActivation a);
+constexpr float kSwigluOaiAlpha = 1.702f;
+constexpr float kSwigluOaiLimit = 7.0f;
+
+// A mixture-of-experts FFN (Mixtral, Qwen MoE, gpt-oss): per token, the router logits (a matmul by
+// the router weight, and its bias, computed before the op) pick k experts and their weights as
+// `routing` and `normalize` say (MoeRouting; the defaults are Mixtral's: softmax, renormalised).
+// out[t] = sum_j w_j * expert_{e_j}(x[t]) in rank order j = 0..k-1,
+// expert(h) = act(h Wg^T + bg, h Wu^T + bu) Wd^T + bd (the biases only where given); plus, with a
+// shared expert, s(x[t]) * shared(x[t]), s = sigmoid(shared_gate . x[t]) when shared_gate is given,
+// else 1. Only the selected experts' weights are read (decode touches k of them); prefill runs one
+// GEMM per active expert over its tokens. Each token's sum has a fixed order, so its output never
+// depends on the other tokens.
 struct MoeOp {
     std::vector<const Weight*> gate_up;  // per expert: parts gate, up (ffn rows each, dim columns)
     std::vector<const Weight*> down;     // per expert: dim rows, ffn columns
     int32_t n_used = 0;                  // k
     bool normalize = true;               // renormalise the k weights to sum 1
+    MoeRouting routing;
+    MoeActivation activation = MoeActivation::swiglu;
+    // Per-expert biases (gpt-oss): empty, or one vector per expert (ffn values for gate and up, dim
+    // for down).
+    std::vector<const Vector*> gate_bias, up_bias, down_bias;
     const Weight* shared_gate_up = nullptr;  // optional shared expert
     const Weight* shared_down = nullptr;
     const Vector* shared_gate = nullptr;     // optional: the shared expert's sigmoid gate, dim values

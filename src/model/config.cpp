@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -22,7 +23,8 @@ std::string ModelConfig::describe() const {
                        n_kv_heads, head_dim, ffn_dim, vocab_size, context_length,
                        rope_style == RopeStyle::neox ? "neox" : "normal", rope_theta, rope_dims,
                        qkv_bias ? ", QKV bias" : "") +
-           (n_experts > 0 ? fmt::format(", {} experts (top {}{}, FFN {}){}", n_experts, n_experts_used,
+           (n_experts > 0 ? fmt::format(", {} experts (top {}{}{}, FFN {}){}", n_experts, n_experts_used,
+                                        expert_gating == 2 ? ", sigmoid" : expert_gating == 3 ? ", softmax of the top k" : "",
                                         expert_weights_norm ? ", renormalised" : "", expert_ffn_dim,
                                         shared_expert_ffn_dim > 0 ? fmt::format(", shared expert FFN {}", shared_expert_ffn_dim) : "")
                           : "");
@@ -64,12 +66,23 @@ void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
         if (c.shared_expert_ffn_dim <= 0 || c.shared_expert_ffn_dim > (int64_t(1) << 24))
             fail("{}: the shared expert's FFN width {} is out of range", f.name(), c.shared_expert_ffn_dim);
     }
-    c.expert_weights_norm = c.arch != "qwen2moe";
+    c.expert_weights_norm = c.arch != "qwen2moe" && c.arch != "gpt-oss";
     c.expert_weights_norm = f.get_bool_or(a + "expert_weights_norm", c.expert_weights_norm);
-    // 1 = softmax (the default); 2 = sigmoid (DeepSeek V3 style), which these builders do not compute.
-    if (f.has(a + "expert_gating_func") && f.get_int(a + "expert_gating_func") != 1)
-        fail("{}: {}expert_gating_func = {} is not supported (only 1, softmax)", f.name(), a,
-             f.get_int(a + "expert_gating_func"));
+    // llama.cpp's numbering: 1 softmax, 2 sigmoid, 3 softmax over the selected (gpt-oss's, unwritten).
+    c.expert_gating = f.get_int_or(a + "expert_gating_func", c.arch == "gpt-oss" ? 3 : 1);
+    if (c.expert_gating < 1 || c.expert_gating > 3)
+        fail("{}: {}expert_gating_func = {} is not supported (1 softmax, 2 sigmoid, 3 softmax of the selected)", f.name(),
+             a, c.expert_gating);
+    c.expert_weights_scale = float(f.get_float_or(a + "expert_weights_scale", 1.0));
+    if (!(c.expert_weights_scale > 0) || !std::isfinite(c.expert_weights_scale))
+        fail("{}: {}expert_weights_scale = {} must be positive", f.name(), a, c.expert_weights_scale);
+    c.expert_groups = f.get_int_or(a + "expert_group_count", 0);
+    c.expert_groups_used = f.get_int_or(a + "expert_group_used_count", 0);
+    if (c.expert_groups > 1 && (c.n_experts % c.expert_groups != 0 || c.expert_groups_used < 1 ||
+                                c.expert_groups_used > c.expert_groups ||
+                                c.expert_groups_used * (c.n_experts / c.expert_groups) < c.n_experts_used))
+        fail("{}: {}expert_group_count = {} with expert_group_used_count = {} does not fit {} experts (top {})", f.name(),
+             a, c.expert_groups, c.expert_groups_used, c.n_experts, c.n_experts_used);
 }
 
 }  // namespace
@@ -78,7 +91,7 @@ ModelConfig read_config(const gguf::File& f) {
     ModelConfig c;
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
-    const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe";
+    const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "gpt-oss";
     const auto& supported = supported_architectures();
     if (std::find(supported.begin(), supported.end(), c.arch) == supported.end())
         fail("{}: architecture '{}' is not supported (supported: {})", f.name(), c.arch, fmt::join(supported, ", "));
@@ -134,12 +147,15 @@ ModelConfig read_config(const gguf::File& f) {
         c.rope_scaling = scaling;  // the builder computes the frequency factors (rope_frequencies.h)
     } else if (scaling == "longrope" && c.arch == "phi3") {
         c.rope_scaling = scaling;  // the factors are tensors (phi3_rope.h)
+    } else if (scaling == "yarn" && c.arch == "gpt-oss") {
+        c.rope_scaling = scaling;  // the builder computes the frequencies (rope_frequencies.h)
     } else if (scaling != "none") {
         fail("{}: RoPE scaling type '{}' is not supported for {} (supported: none, linear{})", f.name(), scaling,
-             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : "");
+             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" ? ", yarn" : "");
     }
     const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
-                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert";
+                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert" ||
+                      c.arch == "gpt-oss";
     c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";
     const auto* embd = f.find_tensor("token_embd.weight");

@@ -4,7 +4,8 @@
 // models; adjacent-pair RoPE), `qwen2` (Q/K/V biases, NEOX RoPE), `qwen3` (per-head Q/K RMSNorm, NEOX
 // RoPE), `gemma2`, `gemma3` and `phi3` (NEOX RoPE), and the mixture-of-experts ones: `llama` with
 // {arch}.expert_count > 0 (Mixtral), `qwen2moe` (qwen2 with routed experts and a gated shared
-// expert) and `qwen3moe` (qwen3 with routed experts); and the encoders `bert` (BERT, RoBERTa / XLM-R as
+// expert), `qwen3moe` (qwen3 with routed experts) and `gpt-oss` (biased attention with sinks, YaRN,
+// alternating sliding layers, biased experts with a clamped SwiGLU); and the encoders `bert` (BERT, RoBERTa / XLM-R as
 // llama.cpp converts them) and `nomic-bert` (NEOX RoPE, SwiGLU): embedding models with no output head. Anything else is refused with a clear error.
 #pragma once
 #include <cstdint>
@@ -49,6 +50,13 @@ struct ModelConfig {
     // Renormalise the top-k weights to sum 1: {arch}.expert_weights_norm where present, else what
     // llama.cpp does for the architecture (llama, qwen3moe: yes; qwen2moe: no).
     bool expert_weights_norm = true;
+    // The router's scoring, {arch}.expert_gating_func as llama.cpp numbers it: 1 softmax, 2 sigmoid,
+    // 3 softmax over the selected top-k (gpt-oss's default); the routed scaling factor
+    // ({arch}.expert_weights_scale, 1 when absent); group-limited top-k ({arch}.expert_group_count,
+    // {arch}.expert_group_used_count; 0: none).
+    int64_t expert_gating = 1;
+    float expert_weights_scale = 1.0f;
+    int64_t expert_groups = 0, expert_groups_used = 0;
 
     int64_t q_dim() const { return n_heads * head_dim; }
     int64_t kv_dim() const { return n_kv_heads * head_dim; }

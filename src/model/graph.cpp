@@ -77,14 +77,20 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
             // Each expert's GEMM has the rows of the tokens that chose it: about T k / E of them.
             const int64_t t = rows.of(g.tensors[size_t(n.in[0])].rows);
             const int64_t per_expert = std::max<int64_t>(1, t * n.moe.n_used / int64_t(n.moe.gate_up.size()));
-            line += fmt::format("  {} experts, top {}{}{}  W={}|{}... [{} per expert]", n.moe.gate_up.size(),
-                                n.moe.n_used, n.moe.normalize ? " renormalised" : "",
+            line += fmt::format("  {} experts, top {}{}{}{}{}  W={}|{}... [{} per expert]", n.moe.gate_up.size(),
+                                n.moe.n_used,
+                                n.moe.routing.scoring == backend::MoeScoring::softmax
+                                    ? "" : fmt::format(" ({})", backend::moe_scoring_name(n.moe.routing.scoring)),
+                                n.moe.normalize ? " renormalised" : "",
+                                n.moe.activation == backend::MoeActivation::swiglu
+                                    ? "" : fmt::format(", {}", backend::moe_activation_name(n.moe.activation)),
                                 n.moe.shared_gate_up ? ", shared expert" : "", gu.parts()[0].name, gu.parts()[1].name,
                                 backend.describe_matmul(gu, per_expert));
         }
         if (n.kind == OpKind::scale || n.kind == OpKind::softcap) line += fmt::format("  {}", n.value);
         if (n.attention.sliding_window > 0) line += fmt::format("  window {}", n.attention.sliding_window);
         if (n.attention.softcap > 0) line += fmt::format("  softcap {}", n.attention.softcap);
+        if (n.attention.sinks) line += "  sinks";
         if (n.kind == OpKind::rms_norm && n.n_heads > 0) line += fmt::format("  per head ({} heads)", n.n_heads);
         if (n.layer >= 0 && (n.kind == OpKind::kv_write || n.kind == OpKind::attention || n.kind == OpKind::qkv_rope_kv_write))
             line += fmt::format("  layer {}", n.layer);

@@ -56,7 +56,7 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     }
     info_.sliding_window = window_;
     info_.plain_attention = std::none_of(built_.graph.nodes.begin(), built_.graph.nodes.end(), [](const Node& n) {
-        return n.kind == OpKind::attention && (n.attention.sliding_window > 0 || n.attention.softcap > 0);
+        return n.kind == OpKind::attention && (n.attention.sliding_window > 0 || n.attention.softcap > 0 || n.attention.sinks);
     });
     info_.max_context = o.max_context > 0 ? o.max_context : config_.context_length;
     if (built_.max_positions > 0) {  // a learned position table: nothing past its rows

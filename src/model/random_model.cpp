@@ -37,8 +37,6 @@ RandomModelSpec random_model_preset(const std::string& name) {
     return s;
 }
 
-namespace {
-
 // A SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte pieces, then "▁"-prefixed and bare
 // letter n-grams with descending scores, so any text encodes and every id decodes. With fim, the
 // last six ids are Qwen2.5-Coder's fill-in-the-middle control tokens, named by the fim_* keys.
@@ -89,8 +87,6 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim) {
     w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
 }
 
-}  // namespace
-
 constexpr float kGemmaPostNorm = 8.0f;
 
 int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab, const std::string& path) {
@@ -107,6 +103,7 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
              "in a sequence-classification config pagoda does not read)");
     if (spec.arch == "bert" || spec.arch == "nomic-bert")
         fail("gen-model: {} is written to GGUF only (no Hugging Face encoder folders yet)", spec.arch);
+    if (spec.arch == "gpt-oss") fail("gen-model: gpt-oss is written to GGUF only (no Hugging Face gpt-oss folders yet)");
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
     if (s.rope_scaling == "llama3") s.rope_scaling = "llama3_keys";
@@ -121,11 +118,13 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
 
 int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     if (s.arch == "bert" || s.arch == "nomic-bert") return build_random_bert(s, vocab, w);
+    if (s.arch == "gpt-oss") return build_random_gpt_oss(s, vocab, w);
+    if (s.mxfp4_experts) fail("gen-model: MXFP4 experts are written for gpt-oss only");
     const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
     const bool gemma = s.arch == "gemma2" || s.arch == "gemma3", phi3 = s.arch == "phi3";
     if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !moe_arch && !gemma && !phi3)
         fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, "
-             "phi3, bert, nomic-bert)",
+             "phi3, gpt-oss, bert, nomic-bert)",
              s.arch);
     if (moe_arch && s.n_experts <= 0) fail("gen-model: {} needs experts (--experts N)", s.arch);
     if (s.n_experts > 0 && s.arch != "llama" && !moe_arch)

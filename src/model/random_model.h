@@ -20,7 +20,8 @@ struct RandomModelSpec {
     // llama, qwen2 (QKV bias, NEOX RoPE), qwen3 (Q/K norms, NEOX RoPE), qwen2moe, qwen3moe, gemma2
     // (post-norms, soft caps, alternating sliding layers; tied head), gemma3 (gemma2 without caps,
     // with Q/K norms and 5 sliding layers per global one) or phi3 (fused attn_qkv and gate|up
-    // ffn_up, LongRoPE factors), or the encoders bert and nomic-bert (see `pooling` below)
+    // ffn_up, LongRoPE factors), gpt-oss (biased attention with sinks, YaRN, alternating sliding
+    // layers, biased experts: needs experts), or the encoders bert and nomic-bert (see `pooling` below)
     std::string arch = "llama";
     std::string name = "random";
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
@@ -31,6 +32,9 @@ struct RandomModelSpec {
     float rope_theta = 10000.0f;
     bool tied_output = false;
     gguf::GgmlType type = gguf::GgmlType::F32;  // matrices; norms and biases stay F32
+    // gpt-oss: the experts (ffn_*_exps) in MXFP4 as gpt-oss GGUFs store them (dim and the expert
+    // FFN width multiples of 32); the other matrices in `type`.
+    bool mxfp4_experts = false;
     uint64_t seed = 1;
     // Mixture of experts: n_experts > 0 replaces every FFN by a router and stacked experts
     // (ffn_*_exps, [cols, rows, n_experts]); required for qwen2moe / qwen3moe, optional for llama
@@ -76,6 +80,10 @@ int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab,
 // tokenizer_config.json (with the vocabulary's chat template, if it has one).
 int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards = 1,
                               const gguf::File* vocab = nullptr);
+// gpt-oss into `w` (build_random_model calls it; random_gpt_oss.cpp).
+int64_t build_random_gpt_oss(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+// The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`.
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim);
 // The bert or nomic-bert encoder into `w` (build_random_model calls it for those archs).
 int64_t build_random_bert(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The model into `w` (metadata and tensors), for either form.

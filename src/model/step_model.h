@@ -26,7 +26,7 @@ struct StepModelInfo {
     // > 0: every layer attends to at most this many last positions, so the block manager may free
     // blocks below it (BlockManager::set_sliding_window); 0 when any layer is global.
     int32_t sliding_window = 0;
-    // Every layer's attention is plain (no sliding window, no soft cap): what the amx_bf16
+    // Every layer's attention is plain (no sliding window, soft cap or sinks): what the amx_bf16
     // attention method takes (backend/cpu/attention.h), so `pagoda tune` measures it only then.
     bool plain_attention = false;
     int64_t max_context = 0;     // longest sequence (prompt + output) the model accepts

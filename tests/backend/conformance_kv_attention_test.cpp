@@ -92,10 +92,11 @@ struct AttentionCase {
     kv::KvLayout layout;
     AttentionParams params;
     std::vector<int32_t> context, fresh;
+    std::vector<float> sinks;  // per query head, or empty: params.sinks is set from these on each side
     std::string label() const {
-        return fmt::format("{} block {} kv_heads {} head_dim {} heads {} window {} softcap {}{}", kv::kv_dtype_name(layout.dtype),
+        return fmt::format("{} block {} kv_heads {} head_dim {} heads {} window {} softcap {}{}{}", kv::kv_dtype_name(layout.dtype),
                            layout.block_size, layout.n_kv_heads, layout.head_dim, params.n_heads, params.sliding_window,
-                           params.softcap, params.causal ? "" : " non-causal");
+                           params.softcap, params.causal ? "" : " non-causal", sinks.empty() ? "" : " sinks");
     }
 };
 
@@ -146,9 +147,15 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
     // Large queries so that softcaps bite and the softmax is peaky.
     const int64_t q_width = int64_t(c.params.n_heads) * c.layout.head_dim;
     const std::vector<float> q = random_values(step.n_tokens() * q_width, rng, 3.0f);
+    AttentionParams params = c.params;
+    std::shared_ptr<Vector> sinks;
+    if (!c.sinks.empty()) {
+        sinks = s->upload_vector(c.sinks);
+        params.sinks = sinks.get();
+    }
     if (split == Split::none) {
         const Tensor out = s.tensor(step.n_tokens(), q_width);
-        s->attention(*cache, layer, s.input(step.n_tokens(), q_width, q), out, c.params);
+        s->attention(*cache, layer, s.input(step.n_tokens(), q_width, q), out, params);
         return s.read(out);
     }
     std::vector<float> rows;
@@ -161,7 +168,7 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
             s->begin_step(alone.inputs());
             const Tensor out = s.tensor(n, q_width);
             s->attention(*cache, layer, s.input(n, q_width, {q.begin() + first * q_width, q.begin() + (first + n) * q_width}),
-                         out, c.params);
+                         out, params);
             const std::vector<float> part = s.read(out);
             rows.insert(rows.end(), part.begin(), part.end());
             first += n;
@@ -173,7 +180,7 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
         alone.add_tokens(step.seq_index[size_t(t)], step.positions[size_t(t)], step.positions[size_t(t)] + 1);
         s->begin_step(alone.inputs());
         const Tensor out = s.tensor(1, q_width);
-        s->attention(*cache, layer, s.input(1, q_width, {q.begin() + t * q_width, q.begin() + (t + 1) * q_width}), out, c.params);
+        s->attention(*cache, layer, s.input(1, q_width, {q.begin() + t * q_width, q.begin() + (t + 1) * q_width}), out, params);
         const std::vector<float> row = s.read(out);
         rows.insert(rows.end(), row.begin(), row.end());
     }
@@ -272,6 +279,50 @@ TEST_P(Contract, AttentionIsBatchInvariant) {
         EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(200 + trial), true), batch)) << c.label();
     }
     EXPECT_GE(checked, 4) << "the cases without window or softcap are any backend's";
+}
+
+// Attention sinks (gpt-oss): a logit per query head in each softmax's denominator, with sliding
+// windows and without, every KV type; against the reference, and batch invariant. Sinks from -4 to
+// 6 against scores of a few units: from no effect to most of the mass. A backend without sinks
+// refuses them (supports_attention) and the call.
+AttentionCase sink_case(int trial, std::mt19937& rng) {
+    AttentionCase c = random_attention_case(trial, rng, trial % 4 == 3 ? std::optional(KvDtype::q8) : std::nullopt);
+    c.params.softcap = 0;
+    for (int32_t h = 0; h < c.params.n_heads; ++h) c.sinks.push_back(-4.0f + 10.0f * float(uniform(0, 100, rng)) / 100.0f);
+    return c;
+}
+
+TEST_P(Conformance, PagedAttentionWithSinks) {
+    std::mt19937 rng(31);
+    for (int trial = 0; trial < 24; ++trial) {
+        const AttentionCase c = sink_case(trial, rng);
+        AttentionParams probe = c.params;
+        const auto sinks = test->upload_vector(c.sinks);
+        probe.sinks = sinks.get();
+        if (!test->supports_attention(probe)) {
+            EXPECT_THROW(run_attention(test, c, uint32_t(600 + trial)), Error) << c.label();
+            test.reset();
+            continue;
+        }
+        auto [got, want] = both([&](Side& s) { return run_attention(s, c, uint32_t(600 + trial)); });
+        EXPECT_TRUE(close(got, want, c.layout.dtype == KvDtype::q8 ? kAttentionTolerance : attention_tolerance(c.layout.dtype)))
+            << c.label();
+    }
+}
+
+TEST_P(Contract, AttentionWithSinksIsBatchInvariant) {
+    std::mt19937 rng(32);
+    for (int trial = 0; trial < 12; ++trial) {
+        const AttentionCase c = sink_case(trial * 5 + 1, rng);
+        AttentionParams probe = c.params;
+        const auto sinks = test->upload_vector(c.sinks);
+        probe.sinks = sinks.get();
+        if (!test->supports_attention(probe)) continue;  // PagedAttentionWithSinks checks the refusal
+        test.reset();
+        const std::vector<float> batch = run_attention(test, c, uint32_t(700 + trial));
+        test.reset();
+        EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(700 + trial), true), batch)) << c.label();
+    }
 }
 
 // --- fused ops, each against its unfused sequence on the backend under test ---

@@ -3,9 +3,11 @@
 // hand computation in doubles, that an expert no token selects is never read (its weights poisoned
 // with NaN change nothing, in a decode step and in a prefill), and batch invariance (a token's row
 // is bitwise the same alone or among others), at float and quantised expert types.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
+#include <tuple>
 
 #include "backend/backend_test_util.h"
 #include "backend/moe_routing.h"
@@ -233,6 +235,79 @@ const Case kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Backends, MoeFfn, ::testing::ValuesIn(kCases), [](const auto& info) {
     return info.param.backend + "_" + gguf::type_name(uint32_t(info.param.type));
 });
+
+// gpt-oss's experts: the router's softmax over the selected top-k, per-expert biases on gate, up
+// and down, and the clamped SwiGLU (g' = min(g, 7), u' = clamp(u, -7, 7), g' sigmoid(1.702 g') (u' + 1));
+// also GELU experts and a sigmoid router with a routed scale. Against the mixture computed by hand
+// in doubles; the gate and up scaled up so the clamps bite.
+TEST(MoeFfnOptions, BiasedExpertsWithEachActivation) {
+    for (const auto& [backend, type, tolerance] : {std::tuple{"cpu", GgmlType::F32, 1e-5}, std::tuple{"reference", GgmlType::F32, 1e-6},
+                                                   std::tuple{"cpu", GgmlType::MXFP4, 3e-2}, std::tuple{"reference", GgmlType::MXFP4, 1e-6}}) {
+        std::mt19937 rng(29);
+        const int64_t d = 64, f = 32, T = 7;
+        Mixture mix(type, d, f, 32, rng);
+        Side side(make_backend(backend, {.n_threads = 2}));
+        const std::vector<float> x = random_values(T * d, rng, 3.0f), logits = random_values(T * 4, rng, 2.0f);
+        std::vector<std::vector<float>> gb, ub, db;
+        for (int e = 0; e < 4; ++e) {
+            gb.push_back(random_values(f, rng, 1.0f));
+            ub.push_back(random_values(f, rng, 1.0f));
+            db.push_back(random_values(d, rng, 0.5f));
+        }
+        for (const auto activation : {MoeActivation::swiglu_oai, MoeActivation::gelu}) {
+            auto u = mix.upload(*side, 2, false, false);
+            std::vector<std::shared_ptr<Vector>> keep;
+            for (int e = 0; e < 4; ++e)
+                for (auto [list, values] : {std::pair{&u.op.gate_bias, &gb[size_t(e)]}, std::pair{&u.op.up_bias, &ub[size_t(e)]},
+                                            std::pair{&u.op.down_bias, &db[size_t(e)]}}) {
+                    keep.push_back(side->upload_vector(*values));
+                    list->push_back(keep.back().get());
+                }
+            u.op.activation = activation;
+            if (activation == MoeActivation::swiglu_oai) {
+                u.op.routing.scoring = MoeScoring::softmax_selected;
+            } else {
+                u.op.routing.scoring = MoeScoring::sigmoid;
+                u.op.routing.scale = 2.0f;
+            }
+            const auto got = run(side, u.op, T, d, x, logits);
+            std::vector<double> want(static_cast<size_t>(T * d), 0.0);
+            for (int64_t t = 0; t < T; ++t) {
+                int32_t ids[2];
+                float w[2];
+                route_token(logits.data() + t * 4, 4, 2, false, u.op.routing, ids, w);
+                for (int j = 0; j < 2; ++j) {
+                    const auto e = size_t(ids[j]);
+                    const auto G = dequantised(mix.gate[e]), U = dequantised(mix.up[e]), D = dequantised(mix.down[e]);
+                    std::vector<double> h(static_cast<size_t>(f));
+                    for (int64_t r = 0; r < f; ++r) {
+                        double a = gb[e][size_t(r)], b = ub[e][size_t(r)];
+                        for (int64_t c = 0; c < d; ++c) {
+                            a += G[size_t(r * d + c)] * x[size_t(t * d + c)];
+                            b += U[size_t(r * d + c)] * x[size_t(t * d + c)];
+                        }
+                        if (activation == MoeActivation::swiglu_oai) {
+                            const double g = std::min(a, 7.0), v = std::clamp(b, -7.0, 7.0);
+                            h[size_t(r)] = g / (1 + std::exp(-1.702 * g)) * (v + 1);
+                        } else {
+                            h[size_t(r)] = 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a))) * b;
+                        }
+                    }
+                    for (int64_t r = 0; r < d; ++r) {
+                        double acc = db[e][size_t(r)];
+                        for (int64_t c = 0; c < f; ++c) acc += D[size_t(r * f + c)] * h[size_t(c)];
+                        want[size_t(t * d + r)] += double(w[j]) * acc;
+                    }
+                }
+            }
+            double scale = 0;
+            for (double v : want) scale = std::max(scale, std::abs(v));
+            for (size_t i = 0; i < want.size(); ++i)
+                ASSERT_NEAR(got[i], want[i], tolerance * scale) << backend << " " << gguf::type_name(uint32_t(type)) << " "
+                                                                << moe_activation_name(activation) << " element " << i;
+        }
+    }
+}
 
 // Expert 3 is selected by no token: with NaN in all of its weights the outputs stay finite and
 // bitwise those of the clean weights, in a decode step (1 token) and a prefill (7 tokens).

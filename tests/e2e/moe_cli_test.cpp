@@ -1,5 +1,5 @@
 // Mixture-of-experts models through the binary: gen-model's expert flags and their errors, `run` on
-// each MoE architecture, and `bench` counting only the used experts in the bytes a decode step reads.
+// each MoE architecture (gpt-oss on both backends), and `bench` counting only the used experts in the bytes a decode step reads.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -39,6 +39,32 @@ TEST(MoeCommands, GenModelRunAndBench) {
     const std::string moe = temp_path("cli-moe-llama.gguf"), dense = temp_path("cli-moe-dense.gguf");
     ASSERT_EQ(run_pagoda({"gen-model", "-o", dense, "--ffn", "128"}).exit_code, 0);
     EXPECT_EQ(decode_bytes(moe), decode_bytes(dense) + 2 * 8 * 64 * 4);
+}
+
+// gpt-oss through the binary: gen-model (F32 and with MXFP4 experts), then `run` greedy on the cpu
+// and the reference backend (the same tokens at F32); --type mxfp4 is gpt-oss's only.
+TEST(MoeCommands, GptOssGenModelAndRunOnBothBackends) {
+    for (const std::string type : {"f32", "mxfp4"}) {
+        const std::string path = temp_path("cli-gpt-oss-" + type + ".gguf");
+        auto g = run_pagoda({"gen-model", "-o", path, "--arch", "gpt-oss", "--experts", "4", "--experts-used", "2",
+                             "--head-dim", "16", "--ffn", "64", "--sliding-window", "4", "--type", type});
+        ASSERT_EQ(g.exit_code, 0) << g.err;
+        EXPECT_NE(g.err.find("gpt-oss, 4 experts, top 2"), std::string::npos) << g.err;
+        std::string ids[2];
+        for (int b = 0; b < 2; ++b) {
+            auto r = run_pagoda({"run", "-m", path, "-p", "once upon a time there", "-n", "12", "--temp", "0", "--ids",
+                                 "--backend", b == 0 ? "cpu" : "reference"});
+            ASSERT_EQ(r.exit_code, 0) << r.err;
+            ids[b] = r.out;
+        }
+        EXPECT_FALSE(ids[0].empty());
+        // F32: both compute in f32 or better, so greedy picks agree; MXFP4: the cpu's int8 activations
+        // may flip a near tie (gpt_oss_model_test bounds the logits instead).
+        if (type == "f32") EXPECT_EQ(ids[0], ids[1]);
+    }
+    auto r = run_pagoda({"gen-model", "-o", temp_path("cli-mxfp4-llama.gguf"), "--type", "mxfp4"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("(gpt-oss) mxfp4"), std::string::npos) << r.err;
 }
 
 TEST(MoeCommands, GenModelRefusesInconsistentExpertFlags) {

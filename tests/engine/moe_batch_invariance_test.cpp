@@ -1,7 +1,8 @@
 // Batch invariance of mixture-of-experts models through the engine: a greedy request yields the
 // same tokens alone or beside others (so its experts' GEMMs share rows with other tokens), whatever
 // the token budget (chunked prefill), arrival order and KV block size; for a Mixtral-style llama with
-// Q4_0 experts and a qwen2moe with F32 ones.
+// Q4_0 experts, a qwen2moe with F32 ones, a qwen3moe with Q8_0 ones, and gpt-oss (sinks, sliding
+// layers, biased experts) with F32 and MXFP4 ones.
 #include <gtest/gtest.h>
 
 #include "core/thread_pool.h"
@@ -21,7 +22,8 @@ std::string moe_model(const std::string& arch, const std::string& quant) {
     model::RandomModelSpec spec;
     spec.arch = arch;
     spec.dim = 64; spec.ffn_dim = 64; spec.vocab_size = 300; spec.seed = 9;
-    spec.n_experts = 8; spec.n_experts_used = 2; spec.expert_ffn_dim = 64; spec.shared_expert_ffn_dim = 32;
+    spec.n_experts = 8; spec.n_experts_used = 2; spec.expert_ffn_dim = 64;
+    spec.shared_expert_ffn_dim = arch == "qwen2moe" ? 32 : 0;  // gpt-oss refuses one
     const std::string f = pagoda::test::temp_path("engine-moe-" + arch + ".gguf");
     model::write_random_model(spec, nullptr, f);
     if (quant.empty()) return f;
@@ -84,8 +86,14 @@ TEST_P(MoeBatchInvariance, GreedyTokensDoNotDependOnTheBatchOrBlockSize) {
 INSTANTIATE_TEST_SUITE_P(Models, MoeBatchInvariance,
                          ::testing::Values(std::pair<std::string, std::string>{"llama", "q4_0"},
                                            std::pair<std::string, std::string>{"qwen2moe", ""},
-                                           std::pair<std::string, std::string>{"qwen3moe", "q8_0"}),
-                         [](const auto& info) { return info.param.first + (info.param.second.empty() ? "" : "_" + info.param.second); });
+                                           std::pair<std::string, std::string>{"qwen3moe", "q8_0"},
+                                           std::pair<std::string, std::string>{"gpt-oss", ""},
+                                           std::pair<std::string, std::string>{"gpt-oss", "mxfp4"}),
+                         [](const auto& info) {
+                             std::string name = info.param.first + (info.param.second.empty() ? "" : "_" + info.param.second);
+                             for (char& c : name) c = c == '-' ? '_' : c;  // gtest names take no '-'
+                             return name;
+                         });
 
 }  // namespace
 }  // namespace pagoda::engine

@@ -238,6 +238,7 @@ Task make_task(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_
     t.scale = b.scale;
     t.window = b.sliding_window;
     t.softcap = b.softcap;
+    t.sinks = b.sinks ? b.sinks + size_t(kv_head) * size_t(group) : nullptr;
     t.head_bytes = L.head_block_bytes();
     return t;
 }
@@ -281,7 +282,7 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
     int32_t shift = 0;
     while ((int32_t(1) << shift) < L.block_size) ++shift;
 
-    if (amx_attention_applies(L.dtype, b.sliding_window, b.softcap)) return paged_attention_amx(b, pool, layer, out, threads, shift);
+    if (!b.sinks && amx_attention_applies(L.dtype, b.sliding_window, b.softcap)) return paged_attention_amx(b, pool, layer, out, threads, shift);
     const AttendFn attend = pick_path();
     const int32_t query_tile = attention_query_tile(group);
     const std::vector<QueryRun> runs = split_runs(b, query_tile);

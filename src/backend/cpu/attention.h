@@ -31,6 +31,9 @@
 // tokens of its run or batch nor on the thread count. So a token's output is bitwise identical
 // decoded alone, inside any prefill batch, or chunked differently, for a given ISA path.
 //
+// Attention sinks (gpt-oss): each head's sink logit joins its softmax denominator at normalisation,
+// after the walk; nothing else changes, so the invariance holds with them too.
+//
 // Sliding window (Mistral, Gemma): each query walks only the tiles that hold its window and starts
 // inside the first at its window's first key; soft cap (Gemma 2): each score is capped with tanh
 // before the softmax. Both keep the batch invariance above (they depend on the token's position).
@@ -79,6 +82,9 @@ struct PagedAttentionBatch {
     float scale = 0.0f;                 // usually 1 / sqrt(head_dim)
     int32_t sliding_window = 0;         // > 0: token at p attends to keys p - window + 1 .. p only
     float softcap = 0.0f;               // > 0: scores become softcap * tanh(score / softcap)
+    // [n_heads] or null: per query head, one more logit in its softmax denominator (an attention
+    // sink, gpt-oss), folded in when the head's output is normalised: acc / (sum + e^(sink - max)).
+    const float* sinks = nullptr;
 };
 
 // The method (attention_method.h). amx_bf16 walks the same (query run, KV head) tasks, 32 keys at a
@@ -91,7 +97,7 @@ struct PagedAttentionBatch {
 // matmul.h, for tests), the cache holds f16 or bf16 rows (an f32 cache, the default of F32 models,
 // asks for f32 accuracy, as F32 weights never take the bf16 matmul methods; q8 rows have their own
 // walk) and the model has no sliding window and no soft cap. Otherwise the call takes the simd walk;
-// every one of those conditions is fixed for a process and model, so a model's tokens all take one
+// (a call with attention sinks takes the simd walk too); every one of those conditions is fixed for a process and model, so a model's tokens all take one
 // method.
 // attention_method(): what set_attention_method() installed; while nothing is (or after
 // set_attention_method(std::nullopt)), PAGODA_ATTENTION=simd|amx_bf16 (any other value throws), else

@@ -51,6 +51,9 @@ struct Task {
     float scale;
     int32_t window;          // > 0: query i attends to keys pos[i] - window + 1 .. pos[i] only
     float softcap;           // > 0: each score s becomes softcap * tanh(s / softcap)
+    // The sinks of the task's query heads (its first KV head's first query head on; attention.h), or
+    // null. Query head h of a token (h < kv_heads * group, or < group) reads sinks[h].
+    const float* sinks = nullptr;
     float* scratch;          // scratch_floats(n_queries, group, head_dim) floats, 64-byte aligned
     // > 0: a decode task (n_queries == 1) over this many consecutive KV heads from k_head / v_head,
     // head_bytes apart (scratch for n_queries x group x kv_heads query heads), whose rows are read

@@ -146,7 +146,8 @@ void walk_decode_heads(const Task& t) {
         }
     }
     for (int s = 0; s < m; ++s)
-        for (int h = 0; h < qh; ++h) finish_head<Ops>(hs, s * qh + h, seqs[s].out + size_t(h) * d, d, ld);
+        for (int h = 0; h < qh; ++h)
+            finish_head<Ops>(hs, s * qh + h, seqs[s].out + size_t(h) * d, d, ld, seqs[s].sinks ? seqs[s].sinks + h : nullptr);
 }
 
 template <class Ops>

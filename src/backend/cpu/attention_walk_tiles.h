@@ -149,12 +149,14 @@ static inline void start_head(const HeadState& s, int h, const float* q, int d, 
     s.run_max[h] = -std::numeric_limits<float>::infinity();
     s.run_sum[h] = 0.0f;
 }
-// Query head h's output: its accumulator over its sum (>= 1: the max key contributes exp(0)),
-// scaled in place on the Ops' vectors, then copied out.
+// Query head h's output: its accumulator over its sum (>= 1: the max key contributes exp(0)), plus
+// e^(sink - max) where the head has an attention sink, scaled in place on the Ops' vectors, then
+// copied out.
 template <class Ops>
-void finish_head(const HeadState& s, int h, float* out, int d, int ld) {
+void finish_head(const HeadState& s, int h, float* out, int d, int ld, const float* sink = nullptr) {
     float* a = s.acc + size_t(h) * ld;
-    Ops::scale(a, 1.0f / s.run_sum[h], ld);
+    const float sum = sink ? s.run_sum[h] + std::exp(*sink - s.run_max[h]) : s.run_sum[h];
+    Ops::scale(a, 1.0f / sum, ld);
     std::memcpy(out, a, size_t(d) * sizeof(float));
 }
 
@@ -359,7 +361,8 @@ void walk_tiles(const Task& t) {
         }
     }
     for (int h = 0; h < qh; ++h)
-        finish_head<Ops>(hs, h, t.out + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld);
+        finish_head<Ops>(hs, h, t.out + size_t(h / group) * t.token_stride + size_t(h % group) * d, d, ld,
+                         t.sinks ? t.sinks + h % group : nullptr);
 }
 
 }  // namespace pagoda::kernels::attention_detail

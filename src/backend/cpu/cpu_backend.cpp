@@ -192,6 +192,10 @@ public:
         a.scale = p.scale;
         a.sliding_window = p.sliding_window;
         a.softcap = p.softcap;
+        if (p.sinks) {
+            if (p.sinks->size() != p.n_heads) fail("cpu backend: attention has {} sinks for {} heads", p.sinks->size(), p.n_heads);
+            a.sinks = cpu(*p.sinks);
+        }
         kernels::paged_attention(a, cpu(cache), layer, f32w(out), threads_);
     }
     bool has_op(OptionalOp) const override { return true; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <utility>
@@ -335,6 +336,9 @@ public:
         const double* qs = elements(q, "attention");
         double* ys = elements(out, "attention");
         const int32_t group = params.n_heads / layout.n_kv_heads;
+        const ReferenceVector* sinks = params.sinks ? &ours(*params.sinks) : nullptr;
+        if (sinks && sinks->size() != params.n_heads)
+            fail("reference attention: {} sinks for {} query heads", sinks->size(), params.n_heads);
         // Non-causal: every token of a sequence reads up to the sequence's last position in the step.
         std::vector<int32_t> last(step_.block_tables.size(), -1);
         for (int64_t t = 0; t < n_tokens(); ++t) {
@@ -347,7 +351,8 @@ public:
             std::vector<int64_t> slots;
             for (int32_t j = first; j <= pos; ++j) slots.push_back(key_slot(t, j, layout.block_size));
             for (int32_t h = 0; h < params.n_heads; ++h)
-                attend_head(cache, layer, h / group, slots, qs + t * width + h * d, params, ys + t * width + h * d);
+                attend_head(cache, layer, h / group, slots, qs + t * width + h * d, params, ys + t * width + h * d,
+                            sinks ? &sinks->values[size_t(h)] : nullptr);
         }
     }
 
@@ -388,21 +393,18 @@ public:
             const double* xt = xs + t * d;
             const double* lt = ls + t * n_experts;
             std::vector<int64_t> chosen;
-            for (int32_t j = 0; j < op.n_used; ++j) {
-                int64_t best = -1;
-                for (int64_t e = 0; e < n_experts; ++e)
-                    if (std::find(chosen.begin(), chosen.end(), e) == chosen.end() && (best < 0 || lt[e] > lt[best])) best = e;
-                chosen.push_back(best);
-            }
-            double all = 0, picked = 0;
-            for (int64_t e = 0; e < n_experts; ++e) all += std::exp(lt[e] - lt[chosen[0]]);
-            for (int64_t e : chosen) picked += std::exp(lt[e] - lt[chosen[0]]);
+            std::vector<double> weights;
+            route(op, lt, n_experts, chosen, weights);
             double* yt = ys + t * d;
             std::fill_n(yt, d, 0.0);
-            for (int64_t e : chosen) {
-                const double w = std::exp(lt[e] - lt[chosen[0]]) / (op.normalize ? picked : all);
-                swiglu(ours(*op.gate_up[size_t(e)]), ours(*op.down[size_t(e)]), xt, y.data());
-                for (int64_t c = 0; c < d; ++c) yt[c] += w * y[size_t(c)];
+            for (size_t j = 0; j < chosen.size(); ++j) {
+                const int64_t e = chosen[j];
+                auto bias = [&](const std::vector<const Vector*>& b) {
+                    return b.empty() ? nullptr : &ours(*b[size_t(e)]).values;
+                };
+                expert(ours(*op.gate_up[size_t(e)]), ours(*op.down[size_t(e)]), xt, y.data(), op.activation,
+                       bias(op.gate_bias), bias(op.up_bias), bias(op.down_bias));
+                for (int64_t c = 0; c < d; ++c) yt[c] += weights[j] * y[size_t(c)];
             }
             if (op.shared_gate_up) {
                 double s = 1;
@@ -412,7 +414,7 @@ public:
                     for (int64_t c = 0; c < d; ++c) dot += g[size_t(c)] * xt[c];
                     s = 1 / (1 + std::exp(-dot));
                 }
-                swiglu(ours(*op.shared_gate_up), ours(*op.shared_down), xt, y.data());
+                expert(ours(*op.shared_gate_up), ours(*op.shared_down), xt, y.data());
                 for (int64_t c = 0; c < d; ++c) yt[c] += s * y[size_t(c)];
             }
         }
@@ -450,10 +452,11 @@ private:
         return int64_t(table[size_t(j / block_size)]) * block_size + j % block_size;
     }
 
-    // One query head over the given key slots: scaled (and capped) scores, softmax, sum of V rows.
+    // One query head over the given key slots: scaled (and capped) scores, softmax (with the head's
+    // sink logit in the denominator when given), sum of V rows.
     static void attend_head(const ReferenceKvCache& cache, int32_t layer, int32_t kv_head,
                             const std::vector<int64_t>& slots, const double* q, const AttentionParams& params,
-                            double* out) {
+                            double* out, const double* sink) {
         const int32_t d = cache.layout().head_dim;
         const double cap = params.softcap;
         std::vector<double> p(slots.size());
@@ -464,7 +467,13 @@ private:
             const double score = double(params.scale) * dot;
             p[j] = cap > 0 ? cap * std::tanh(score / cap) : score;
         }
-        softmax_row(p.data(), int64_t(p.size()));
+        if (sink) {  // one more logit in the denominator, with no value row
+            p.push_back(*sink);
+            softmax_row(p.data(), int64_t(p.size()));
+            p.pop_back();
+        } else {
+            softmax_row(p.data(), int64_t(p.size()));
+        }
         std::fill_n(out, d, 0.0);
         for (size_t j = 0; j < slots.size(); ++j) {
             const double* v = cache.v_row(layer, slots[j], kv_head);
@@ -472,8 +481,65 @@ private:
         }
     }
 
-    // y = (silu(x Wg^T) * (x Wu^T)) Wd^T for one row x.
-    static void swiglu(const ReferenceWeight& gate_up, const ReferenceWeight& down, const double* x, double* y) {
+    // The router of MoeOp in doubles, written from MoeRouting's formulas on their own: scores, the
+    // biased selection, the group mask, a stable sort for the top k (ties: the lower index), then the
+    // weights. The plain softmax router keeps its original arithmetic (exp relative to the best logit).
+    static void route(const MoeOp& op, const double* lt, int64_t n_experts, std::vector<int64_t>& chosen,
+                      std::vector<double>& weights) {
+        const MoeRouting& r = op.routing;
+        auto best_k = [](const std::vector<double>& v, int64_t k) {
+            std::vector<int64_t> order(v.size());
+            for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return v[size_t(a)] > v[size_t(b)]; });
+            order.resize(size_t(k));
+            return order;
+        };
+        if (r.scoring == MoeScoring::softmax && r.correction_bias.empty() && r.n_groups <= 1) {
+            chosen = best_k(std::vector<double>(lt, lt + n_experts), op.n_used);
+            double all = 0, picked = 0;
+            for (int64_t e = 0; e < n_experts; ++e) all += std::exp(lt[e] - lt[chosen[0]]);
+            for (int64_t e : chosen) picked += std::exp(lt[e] - lt[chosen[0]]);
+            for (int64_t e : chosen) weights.push_back(std::exp(lt[e] - lt[chosen[0]]) / (op.normalize ? picked : all) * r.scale);
+            return;
+        }
+        std::vector<double> s(lt, lt + n_experts);
+        if (r.scoring == MoeScoring::softmax) softmax_row(s.data(), n_experts);
+        if (r.scoring == MoeScoring::sigmoid)
+            for (auto& v : s) v = 1 / (1 + std::exp(-v));
+        std::vector<double> sel = s;
+        if (!r.correction_bias.empty()) {
+            if (int64_t(r.correction_bias.size()) != n_experts) fail("reference moe_ffn: the correction bias does not fit");
+            for (int64_t e = 0; e < n_experts; ++e) sel[size_t(e)] += r.correction_bias[size_t(e)];
+        }
+        if (r.n_groups > 1) {
+            if (n_experts % r.n_groups != 0 || r.n_groups_used < 1 || r.n_groups_used > r.n_groups)
+                fail("reference moe_ffn: {} groups ({} used) for {} experts", r.n_groups, r.n_groups_used, n_experts);
+            const int64_t per = n_experts / r.n_groups;
+            std::vector<double> score(size_t(r.n_groups));
+            for (int64_t g = 0; g < r.n_groups; ++g) {
+                std::vector<double> members(sel.begin() + g * per, sel.begin() + (g + 1) * per);
+                std::sort(members.begin(), members.end(), std::greater<>());
+                score[size_t(g)] = members[0] + members[1];
+            }
+            const std::vector<int64_t> kept = best_k(score, r.n_groups_used);
+            for (int64_t e = 0; e < n_experts; ++e)
+                if (std::find(kept.begin(), kept.end(), e / per) == kept.end()) sel[size_t(e)] = -std::numeric_limits<double>::infinity();
+        }
+        chosen = best_k(sel, op.n_used);
+        for (int64_t e : chosen) weights.push_back(s[size_t(e)]);
+        if (r.scoring == MoeScoring::softmax_selected) softmax_row(weights.data(), int64_t(weights.size()));
+        if (op.normalize) {
+            double sum = 0;
+            for (double w : weights) sum += w;
+            for (auto& w : weights) w /= std::max(sum, 6.103515625e-5);
+        }
+        for (auto& w : weights) w *= r.scale;
+    }
+
+    // y = act(x Wg^T + bg, x Wu^T + bu) Wd^T + bd for one row x (biases where given).
+    static void expert(const ReferenceWeight& gate_up, const ReferenceWeight& down, const double* x, double* y,
+                       MoeActivation activation = MoeActivation::swiglu, const std::vector<double>* gate_bias = nullptr,
+                       const std::vector<double>* up_bias = nullptr, const std::vector<double>* down_bias = nullptr) {
         if (gate_up.parts().size() != 2) fail("reference moe_ffn: {} is not a gate|up weight", gate_up.name());
         const MatrixSource& g = gate_up.parts()[0];
         const MatrixSource& u = gate_up.parts()[1];
@@ -485,13 +551,24 @@ private:
             for (int64_t c = 0; c < g.cols; ++c) a += row[size_t(c)] * x[c];
             dequantize_row(u, r, row.data());
             for (int64_t c = 0; c < u.cols; ++c) b += row[size_t(c)] * x[c];
-            h[size_t(r)] = silu(a) * b;
+            if (gate_bias) a += (*gate_bias)[size_t(r)];
+            if (up_bias) b += (*up_bias)[size_t(r)];
+            switch (activation) {
+                case MoeActivation::swiglu: h[size_t(r)] = silu(a) * b; break;
+                case MoeActivation::gelu: h[size_t(r)] = gelu_tanh(a) * b; break;
+                case MoeActivation::swiglu_oai: {
+                    const double limit = kSwigluOaiLimit, alpha = kSwigluOaiAlpha;
+                    const double ga = std::min(a, limit), ub = std::clamp(b, -limit, limit);
+                    h[size_t(r)] = ga / (1 + std::exp(-alpha * ga)) * (ub + 1);
+                    break;
+                }
+            }
         }
         for (int64_t r = 0; r < dn.rows; ++r) {
             dequantize_row(dn, r, row.data());
             double acc = 0;
             for (int64_t c = 0; c < dn.cols; ++c) acc += row[size_t(c)] * h[size_t(c)];
-            y[r] = acc;
+            y[r] = acc + (down_bias ? (*down_bias)[size_t(r)] : 0.0);
         }
     }
 

@@ -351,6 +351,7 @@ public:
         check_layer(l, layer, "attention");
         if (params.n_heads <= 0 || params.n_heads % l.n_kv_heads != 0)
             fail("vulkan attention: {} query heads are not a multiple of the cache's {} KV heads", params.n_heads, l.n_kv_heads);
+        if (params.sinks) fail("vulkan backend: attention sinks not supported yet");
         const int64_t width = int64_t(params.n_heads) * l.head_dim;
         expect(q, n_tokens_, width, "attention", "q");
         expect(out, n_tokens_, width, "attention", "out");
@@ -360,6 +361,8 @@ public:
                         table_stride_, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
         dispatch("attention", {kAttentionWorkgroup}, p, uint32_t(params.n_heads), uint32_t(n_tokens_));
     }
+
+    bool supports_attention(const AttentionParams& p) const override { return !p.sinks; }
 
     // The graph builder asks this when it adds a mixture-of-experts layer: refusing here refuses the
     // model at load, naming what is missing, instead of at its first step.

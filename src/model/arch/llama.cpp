@@ -74,7 +74,7 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
         e.add(x, o);
         const int f = e.rms_norm(x, ffn_norm, c.rms_eps, p + "ffn_in");
         if (c.n_experts > 0) {
-            residual = emit_moe_ffn(e, bind, file, c, b, m, i, f, variant.shared_expert);
+            residual = emit_moe_ffn(e, bind, file, c, b, m, i, f, {.shared_expert = variant.shared_expert});
             continue;
         }
         const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});

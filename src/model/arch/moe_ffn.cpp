@@ -58,10 +58,35 @@ const backend::Weight& upload(const gguf::File& f, backend::Backend& b, BuiltMod
     return *m.weights.back();
 }
 
+// Expert e's slice of a stacked bias [n, n_experts] (one vector per expert), uploaded; empty when the
+// file has no such tensor.
+std::vector<const backend::Vector*> expert_biases(TensorBinder& bind, backend::Backend& b, BuiltModel& m,
+                                                  const std::string& name, int64_t n, int64_t n_experts) {
+    std::vector<const backend::Vector*> out;
+    if (!bind.has(name)) return out;
+    for (int64_t x = 0; x < n_experts; ++x) {
+        const std::vector<float> v = bind.matrix_row(name, n, n_experts, x);
+        m.vectors.push_back(b.upload_vector(v));
+        out.push_back(m.vectors.back().get());
+    }
+    return out;
+}
+
 }  // namespace
 
+backend::MoeRouting moe_routing(const ModelConfig& c) {
+    backend::MoeRouting r;
+    r.scoring = c.expert_gating == 2   ? backend::MoeScoring::sigmoid
+                : c.expert_gating == 3 ? backend::MoeScoring::softmax_selected
+                                       : backend::MoeScoring::softmax;
+    r.scale = c.expert_weights_scale;
+    r.n_groups = int32_t(c.expert_groups);
+    r.n_groups_used = int32_t(c.expert_groups_used);
+    return r;
+}
+
 int emit_moe_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, const ModelConfig& c,
-                 backend::Backend& b, BuiltModel& m, int64_t layer, int h, bool shared_expert) {
+                 backend::Backend& b, BuiltModel& m, int64_t layer, int h, const MoeFfnOptions& options) {
     const std::string p = fmt::format("blk.{}.", layer);
     const auto l = int32_t(layer);
     const int64_t n = c.n_experts, f = c.expert_ffn_dim;
@@ -69,20 +94,48 @@ int emit_moe_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, co
     backend::MoeOp op;
     op.n_used = int32_t(c.n_experts_used);
     op.normalize = c.expert_weights_norm;
-    const auto gate = expert_slices(file, p + "ffn_gate_exps.weight", c.dim, f, n);
-    const auto up = expert_slices(file, p + "ffn_up_exps.weight", c.dim, f, n);
+    op.routing = moe_routing(c);
+    op.activation = options.activation;
+    if (bind.has(p + "exp_probs_b.bias")) op.routing.correction_bias = bind.floats(p + "exp_probs_b.bias", n);
+    std::vector<backend::MatrixSource> gate, up;
+    const std::string fused = p + "ffn_gate_up_exps.weight";
+    if (file.find_tensor(fused) && !file.find_tensor(p + "ffn_gate_exps.weight")) {
+        // gate|up in one stack [dim, 2 ffn, E]: each expert's gate rows, then its up rows.
+        for (auto& both : expert_slices(file, fused, c.dim, 2 * f, n)) {
+            const uint64_t half = uint64_t(f) * *gguf::row_size(both.type, c.dim);
+            gate.push_back({both.type, both.data, f, c.dim, both.name + ".gate", both.file_mapped});
+            up.push_back({both.type, static_cast<const uint8_t*>(both.data) + half, f, c.dim, both.name + ".up", both.file_mapped});
+        }
+    } else {
+        gate = expert_slices(file, p + "ffn_gate_exps.weight", c.dim, f, n);
+        up = expert_slices(file, p + "ffn_up_exps.weight", c.dim, f, n);
+    }
     const auto down = expert_slices(file, p + "ffn_down_exps.weight", f, c.dim, n);
     for (int64_t x = 0; x < n; ++x) {
         op.gate_up.push_back(&upload(file, b, m, {gate[size_t(x)], up[size_t(x)]}));
         op.down.push_back(&upload(file, b, m, {down[size_t(x)]}));
     }
-    if (shared_expert) {
+    if (bind.has(p + "ffn_gate_up_exps.bias")) {  // [2 ffn, E]: gate's then up's, per expert
+        for (int64_t x = 0; x < n; ++x) {
+            const std::vector<float> v = bind.matrix_row(p + "ffn_gate_up_exps.bias", 2 * f, n, x);
+            m.vectors.push_back(b.upload_vector(std::span<const float>(v.data(), size_t(f))));
+            op.gate_bias.push_back(m.vectors.back().get());
+            m.vectors.push_back(b.upload_vector(std::span<const float>(v.data() + f, size_t(f))));
+            op.up_bias.push_back(m.vectors.back().get());
+        }
+    } else {
+        op.gate_bias = expert_biases(bind, b, m, p + "ffn_gate_exps.bias", f, n);
+        op.up_bias = expert_biases(bind, b, m, p + "ffn_up_exps.bias", f, n);
+    }
+    op.down_bias = expert_biases(bind, b, m, p + "ffn_down_exps.bias", c.dim, n);
+    if (options.shared_expert) {
         const int64_t fs = c.shared_expert_ffn_dim;
         op.shared_gate_up = &bind.matrix({{p + "ffn_gate_shexp.weight", c.dim, fs}, {p + "ffn_up_shexp.weight", c.dim, fs}});
         op.shared_down = &bind.matrix({{p + "ffn_down_shexp.weight", fs, c.dim}});
         op.shared_gate = &bind.vector(p + "ffn_gate_inp_shexp.weight", c.dim);
     }
     const int logits = e.matmul(router, h, {p + "router"}, l, MatmulInput::none)[0];
+    if (bind.has(p + "ffn_gate_inp.bias")) e.add_bias(logits, bind.vector(p + "ffn_gate_inp.bias", n));
     Graph& g = m.graph;
     const int out = g.add_tensor(p + "ffn_out", Rows::tokens, c.dim);
     const int ws = g.add_tensor(p + "moe_workspace", Rows::tokens, b.moe_workspace_cols(op));

@@ -20,6 +20,7 @@ constexpr Entry kBuilders[] = {
     {"gemma2", build_gemma2},
     {"gemma3", build_gemma3},
     {"phi3", build_phi3},
+    {"gpt-oss", build_gpt_oss},
     {"bert", build_bert},
     {"nomic-bert", build_nomic_bert},
 };

@@ -1,0 +1,140 @@
+// gen-model's `gpt-oss` writer (random_model.h): the metadata keys llama.cpp's converter
+// (GptOssModel) writes, and its tensors by llama.cpp's names: attention with Q/K/V/O biases and
+// per-head sinks, post_attention_norm before the MoE, a biased router and stacked experts with
+// biases (gate and up split apart, as the converter splits the interleaved gate_up_proj), the
+// experts optionally in MXFP4 as every gpt-oss GGUF stores them. Small configs keep gpt-oss's form:
+// YaRN (factor 32 over an original context of a quarter of context_length), alternating sliding
+// layers (window spec.sliding_window, 8 by default), the softmax of the top-k router.
+#include <cmath>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "model/random_model.h"
+#include "model/random_tensors.h"
+#include "quant/quantize.h"
+
+namespace pagoda::model {
+
+using gguf::GgmlType;
+using gguf::Value;
+using random_detail::constant_f32;
+using random_detail::random_tensor;
+using random_detail::Rng;
+
+int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
+    if (s.n_experts <= 0) fail("gen-model: gpt-oss needs experts (--experts N)");
+    if (s.n_experts_used < 1 || s.n_experts_used > s.n_experts)
+        fail("gen-model: {} experts used of {} is out of range", s.n_experts_used, s.n_experts);
+    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
+        fail("gen-model: every size must be positive");
+    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    if (!s.rope_scaling.empty() || !s.rank_head.empty() || s.shared_expert_ffn_dim > 0)
+        fail("gen-model: gpt-oss takes no --rope-scaling, rank head or shared expert (it is YaRN, routed experts only)");
+    const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
+    if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
+    if (head_dim % 2) fail("gen-model: the head size {} must be even for RoPE", head_dim);
+    const int64_t f = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
+    if (s.mxfp4_experts && (s.dim % 32 || f % 32))
+        fail("gen-model: MXFP4 experts need dim ({}) and the expert FFN width ({}) to be multiples of 32", s.dim, f);
+    const int64_t window = s.sliding_window > 0 ? s.sliding_window : 8;
+    const int64_t original = s.original_context > 0 ? s.original_context : std::max<int64_t>(1, s.context_length / 4);
+
+    const std::string a = "gpt-oss.";
+    w.set("general.architecture", Value::string("gpt-oss"));
+    w.set("general.name", Value::string(s.name));
+    w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
+    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
+    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
+    w.set(a + "feed_forward_length", Value::u32(uint32_t(f)));  // the converter writes intermediate_size twice
+    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
+    w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
+    w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
+    w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
+    w.set(a + "attention.key_length", Value::u32(uint32_t(head_dim)));
+    w.set(a + "attention.value_length", Value::u32(uint32_t(head_dim)));
+    w.set(a + "attention.sliding_window", Value::u32(uint32_t(window)));
+    w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(f)));
+    w.set(a + "rope.scaling.type", Value::string("yarn"));
+    w.set(a + "rope.scaling.factor", Value::f32(32.0f));
+    w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(original)));
+    w.set(a + "rope.scaling.yarn_beta_fast", Value::f32(32.0f));
+    w.set(a + "rope.scaling.yarn_beta_slow", Value::f32(1.0f));
+    if (s.swa_period > 0) w.set(a + "attention.sliding_window_pattern", Value::u32(uint32_t(s.swa_period)));
+    // llama.cpp's file types: 0 all F32, 1 mostly F16, 32 mostly BF16, 38 mostly MXFP4 (MoE).
+    w.set("general.file_type", Value::u32(s.mxfp4_experts ? 38 : s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+
+    int64_t vocab_size = s.vocab_size;
+    if (vocab) {
+        for (const auto& [key, value] : vocab->metadata())
+            if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+        vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
+    } else {
+        write_synthetic_vocab(w, vocab_size, s.fim_tokens);
+    }
+
+    Rng rng(s.seed);
+    int64_t params = 0;
+    const int64_t q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
+    const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
+    auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
+        params += cols * rows;
+    };
+    auto f32 = [&](const std::string& name, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(bytes));
+        params += n;
+    };
+    auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        const int64_t n = cols * rows * s.n_experts;
+        if (!s.mxfp4_experts) {
+            w.add_tensor(name, s.type, {cols, rows, s.n_experts}, random_tensor(rng, n, stddev, s.type));
+        } else {  // quantised row by row from f32 values
+            const std::vector<uint8_t> values = random_tensor(rng, n, stddev, GgmlType::F32);
+            const size_t row_bytes = *gguf::row_size(GgmlType::MXFP4, cols);
+            std::vector<uint8_t> bytes(row_bytes * size_t(rows * s.n_experts));
+            for (int64_t r = 0; r < rows * s.n_experts; ++r)
+                quant::quantize_row(GgmlType::MXFP4, reinterpret_cast<const float*>(values.data()) + r * cols,
+                                    bytes.data() + size_t(r) * row_bytes, cols);
+            w.add_tensor(name, GgmlType::MXFP4, {cols, rows, s.n_experts}, std::move(bytes));
+        }
+        params += n;
+    };
+
+    matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
+    f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+    if (!s.tied_output) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    for (int64_t l = 0; l < s.n_layers; ++l) {
+        const std::string p = fmt::format("blk.{}.", l);
+        f32(p + "attn_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+        matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
+        f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
+        matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
+        f32(p + "attn_output.bias", {s.dim}, random_tensor(rng, s.dim, 0.1f * out_scale, GgmlType::F32));
+        // Sinks of the order of the scores, so they take a real share of each softmax.
+        f32(p + "attn_sinks.weight", {s.n_heads}, random_tensor(rng, s.n_heads, 1.0f, GgmlType::F32));
+        f32(p + "post_attention_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+        // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
+        f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
+            random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+        f32(p + "ffn_gate_inp.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.5f, GgmlType::F32));
+        experts(p + "ffn_gate_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
+        f32(p + "ffn_gate_exps.bias", {f, s.n_experts}, random_tensor(rng, f * s.n_experts, 0.1f, GgmlType::F32));
+        experts(p + "ffn_up_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
+        f32(p + "ffn_up_exps.bias", {f, s.n_experts}, random_tensor(rng, f * s.n_experts, 0.1f, GgmlType::F32));
+        experts(p + "ffn_down_exps.weight", f, s.dim, out_scale / std::sqrt(float(f)));
+        f32(p + "ffn_down_exps.bias", {s.dim, s.n_experts},
+            random_tensor(rng, s.dim * s.n_experts, 0.1f * out_scale, GgmlType::F32));
+    }
+    return params;
+}
+
+}  // namespace pagoda::model
