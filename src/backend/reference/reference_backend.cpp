@@ -8,13 +8,17 @@
 #include <numbers>
 #include <utility>
 
+#include "backend/reference/reference_attention.h"
 #include "backend/reference/reference_kv_cache.h"
+#include "backend/reference/reference_math.h"
+#include "backend/reference/reference_moe.h"
 #include "backend/reference/reference_weights.h"
 #include "core/error.h"
 
 namespace pagoda::backend {
 namespace {
 
+using reference::attend_head;
 using reference::dequantize_row;
 using reference::ReferenceKvCache;
 using reference::ReferenceRope;
@@ -22,21 +26,9 @@ using reference::ReferenceVector;
 using reference::ReferenceWeight;
 using reference::validate_part;
 
-// --- row helpers shared by ops ---
-
-void softmax_row(double* x, int64_t n) {
-    const double max = *std::max_element(x, x + n);
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += x[i] = std::exp(x[i] - max);
-    for (int64_t i = 0; i < n; ++i) x[i] /= sum;
-}
-
-double silu(double g) { return g / (1 + std::exp(-g)); }
-
-double gelu_tanh(double g) {
-    const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
-    return 0.5 * g * (1 + std::tanh(sqrt_2_over_pi * (g + 0.044715 * g * g * g)));
-}
+using reference::gelu_tanh;
+using reference::silu;
+using reference::softmax_row;
 
 void expect_shape(const Tensor& t, int64_t rows, int64_t cols, const char* op, const char* what) {
     if (t.rows != rows || t.cols != cols)
@@ -394,7 +386,7 @@ public:
             const double* lt = ls + t * n_experts;
             std::vector<int64_t> chosen;
             std::vector<double> weights;
-            route(op, lt, n_experts, chosen, weights);
+            reference::route_experts(op, lt, n_experts, chosen, weights);
             double* yt = ys + t * d;
             std::fill_n(yt, d, 0.0);
             for (size_t j = 0; j < chosen.size(); ++j) {
@@ -402,7 +394,7 @@ public:
                 auto bias = [&](const std::vector<const Vector*>& b) {
                     return b.empty() ? nullptr : &ours(*b[size_t(e)]).values;
                 };
-                expert(ours(*op.gate_up[size_t(e)]), ours(*op.down[size_t(e)]), xt, y.data(), op.activation,
+                reference::expert_ffn(ours(*op.gate_up[size_t(e)]), ours(*op.down[size_t(e)]), xt, y.data(), op.activation,
                        bias(op.gate_bias), bias(op.up_bias), bias(op.down_bias));
                 for (int64_t c = 0; c < d; ++c) yt[c] += weights[j] * y[size_t(c)];
             }
@@ -414,7 +406,7 @@ public:
                     for (int64_t c = 0; c < d; ++c) dot += g[size_t(c)] * xt[c];
                     s = 1 / (1 + std::exp(-dot));
                 }
-                expert(ours(*op.shared_gate_up), ours(*op.shared_down), xt, y.data());
+                reference::expert_ffn(ours(*op.shared_gate_up), ours(*op.shared_down), xt, y.data());
                 for (int64_t c = 0; c < d; ++c) yt[c] += s * y[size_t(c)];
             }
         }
@@ -450,126 +442,6 @@ private:
         if (table[size_t(j / block_size)] < 0)
             fail("reference attention: position {} of sequence {} is in a freed block", j, seq);
         return int64_t(table[size_t(j / block_size)]) * block_size + j % block_size;
-    }
-
-    // One query head over the given key slots: scaled (and capped) scores, softmax (with the head's
-    // sink logit in the denominator when given), sum of V rows.
-    static void attend_head(const ReferenceKvCache& cache, int32_t layer, int32_t kv_head,
-                            const std::vector<int64_t>& slots, const double* q, const AttentionParams& params,
-                            double* out, const double* sink) {
-        const int32_t d = cache.layout().head_dim;
-        const double cap = params.softcap;
-        std::vector<double> p(slots.size());
-        for (size_t j = 0; j < slots.size(); ++j) {
-            const double* k = cache.k_row(layer, slots[j], kv_head);
-            double dot = 0;
-            for (int32_t i = 0; i < d; ++i) dot += q[i] * k[i];
-            const double score = double(params.scale) * dot;
-            p[j] = cap > 0 ? cap * std::tanh(score / cap) : score;
-        }
-        if (sink) {  // one more logit in the denominator, with no value row
-            p.push_back(*sink);
-            softmax_row(p.data(), int64_t(p.size()));
-            p.pop_back();
-        } else {
-            softmax_row(p.data(), int64_t(p.size()));
-        }
-        std::fill_n(out, d, 0.0);
-        for (size_t j = 0; j < slots.size(); ++j) {
-            const double* v = cache.v_row(layer, slots[j], kv_head);
-            for (int32_t i = 0; i < d; ++i) out[i] += p[j] * v[i];
-        }
-    }
-
-    // The router of MoeOp in doubles, written from MoeRouting's formulas on their own: scores, the
-    // biased selection, the group mask, a stable sort for the top k (ties: the lower index), then the
-    // weights. The plain softmax router keeps its original arithmetic (exp relative to the best logit).
-    static void route(const MoeOp& op, const double* lt, int64_t n_experts, std::vector<int64_t>& chosen,
-                      std::vector<double>& weights) {
-        const MoeRouting& r = op.routing;
-        auto best_k = [](const std::vector<double>& v, int64_t k) {
-            std::vector<int64_t> order(v.size());
-            for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
-            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return v[size_t(a)] > v[size_t(b)]; });
-            order.resize(size_t(k));
-            return order;
-        };
-        if (r.scoring == MoeScoring::softmax && r.correction_bias.empty() && r.n_groups <= 1) {
-            chosen = best_k(std::vector<double>(lt, lt + n_experts), op.n_used);
-            double all = 0, picked = 0;
-            for (int64_t e = 0; e < n_experts; ++e) all += std::exp(lt[e] - lt[chosen[0]]);
-            for (int64_t e : chosen) picked += std::exp(lt[e] - lt[chosen[0]]);
-            for (int64_t e : chosen) weights.push_back(std::exp(lt[e] - lt[chosen[0]]) / (op.normalize ? picked : all) * r.scale);
-            return;
-        }
-        std::vector<double> s(lt, lt + n_experts);
-        if (r.scoring == MoeScoring::softmax) softmax_row(s.data(), n_experts);
-        if (r.scoring == MoeScoring::sigmoid)
-            for (auto& v : s) v = 1 / (1 + std::exp(-v));
-        std::vector<double> sel = s;
-        if (!r.correction_bias.empty()) {
-            if (int64_t(r.correction_bias.size()) != n_experts) fail("reference moe_ffn: the correction bias does not fit");
-            for (int64_t e = 0; e < n_experts; ++e) sel[size_t(e)] += r.correction_bias[size_t(e)];
-        }
-        if (r.n_groups > 1) {
-            if (n_experts % r.n_groups != 0 || r.n_groups_used < 1 || r.n_groups_used > r.n_groups)
-                fail("reference moe_ffn: {} groups ({} used) for {} experts", r.n_groups, r.n_groups_used, n_experts);
-            const int64_t per = n_experts / r.n_groups;
-            std::vector<double> score(size_t(r.n_groups));
-            for (int64_t g = 0; g < r.n_groups; ++g) {
-                std::vector<double> members(sel.begin() + g * per, sel.begin() + (g + 1) * per);
-                std::sort(members.begin(), members.end(), std::greater<>());
-                score[size_t(g)] = members[0] + members[1];
-            }
-            const std::vector<int64_t> kept = best_k(score, r.n_groups_used);
-            for (int64_t e = 0; e < n_experts; ++e)
-                if (std::find(kept.begin(), kept.end(), e / per) == kept.end()) sel[size_t(e)] = -std::numeric_limits<double>::infinity();
-        }
-        chosen = best_k(sel, op.n_used);
-        for (int64_t e : chosen) weights.push_back(s[size_t(e)]);
-        if (r.scoring == MoeScoring::softmax_selected) softmax_row(weights.data(), int64_t(weights.size()));
-        if (op.normalize) {
-            double sum = 0;
-            for (double w : weights) sum += w;
-            for (auto& w : weights) w /= std::max(sum, 6.103515625e-5);
-        }
-        for (auto& w : weights) w *= r.scale;
-    }
-
-    // y = act(x Wg^T + bg, x Wu^T + bu) Wd^T + bd for one row x (biases where given).
-    static void expert(const ReferenceWeight& gate_up, const ReferenceWeight& down, const double* x, double* y,
-                       MoeActivation activation = MoeActivation::swiglu, const std::vector<double>* gate_bias = nullptr,
-                       const std::vector<double>* up_bias = nullptr, const std::vector<double>* down_bias = nullptr) {
-        if (gate_up.parts().size() != 2) fail("reference moe_ffn: {} is not a gate|up weight", gate_up.name());
-        const MatrixSource& g = gate_up.parts()[0];
-        const MatrixSource& u = gate_up.parts()[1];
-        const MatrixSource& dn = down.parts()[0];
-        std::vector<double> row(size_t(std::max(g.cols, dn.cols))), h(size_t(g.rows));
-        for (int64_t r = 0; r < g.rows; ++r) {
-            double a = 0, b = 0;
-            dequantize_row(g, r, row.data());
-            for (int64_t c = 0; c < g.cols; ++c) a += row[size_t(c)] * x[c];
-            dequantize_row(u, r, row.data());
-            for (int64_t c = 0; c < u.cols; ++c) b += row[size_t(c)] * x[c];
-            if (gate_bias) a += (*gate_bias)[size_t(r)];
-            if (up_bias) b += (*up_bias)[size_t(r)];
-            switch (activation) {
-                case MoeActivation::swiglu: h[size_t(r)] = silu(a) * b; break;
-                case MoeActivation::gelu: h[size_t(r)] = gelu_tanh(a) * b; break;
-                case MoeActivation::swiglu_oai: {
-                    const double limit = kSwigluOaiLimit, alpha = kSwigluOaiAlpha;
-                    const double ga = std::min(a, limit), ub = std::clamp(b, -limit, limit);
-                    h[size_t(r)] = ga / (1 + std::exp(-alpha * ga)) * (ub + 1);
-                    break;
-                }
-            }
-        }
-        for (int64_t r = 0; r < dn.rows; ++r) {
-            dequantize_row(dn, r, row.data());
-            double acc = 0;
-            for (int64_t c = 0; c < dn.cols; ++c) acc += row[size_t(c)] * h[size_t(c)];
-            y[r] = acc + (down_bias ? (*down_bias)[size_t(r)] : 0.0);
-        }
     }
 
     void gated(const Tensor& gate, const Tensor& up, const Tensor& out, double (*act)(double), const char* op) {
