@@ -1,7 +1,9 @@
 // hf_encoder_config_json / sentence_transformers_files: the config.json (and sentence-transformers'
 // pooling files) a GGUF `bert` model stands for — the inverse of hf_encoder_config.cpp, so a folder
 // written from a GGUF loads back to the same metadata and tensors.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 #include "hf/hf_encoder_config.h"
@@ -43,7 +45,8 @@ std::string hf_encoder_config_json(const gguf::File& f, const std::string& torch
     j["intermediate_size"] = f.get_int("bert.feed_forward_length");
     j["hidden_act"] = "gelu";
     j["position_embedding_type"] = "absolute";
-    j["layer_norm_eps"] = f.get_float_or("bert.attention.layer_norm_epsilon", 1e-12);
+    // The f32's shortest decimal (1e-12, not 9.99999996e-13), which reads back to the same f32.
+    j["layer_norm_eps"] = std::stod(fmt::format("{}", float(f.get_float_or("bert.attention.layer_norm_epsilon", 1e-12))));
     if (const auto* e = f.find_tensor("token_embd.weight")) j["vocab_size"] = e->shape.size() == 2 ? e->shape[1] : 0;
     const gguf::TensorInfo* types = f.find_tensor("token_types.weight");
     j["type_vocab_size"] = types && types->shape.size() == 2 ? types->shape[1] : f.get_int_or("tokenizer.ggml.token_type_count", 1);
