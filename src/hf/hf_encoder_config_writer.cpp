@@ -52,6 +52,9 @@ std::string hf_encoder_config_json(const gguf::File& f, const std::string& torch
     j["type_vocab_size"] = types && types->shape.size() == 2 ? types->shape[1] : f.get_int_or("tokenizer.ggml.token_type_count", 1);
     // RoBERTa numbers positions from padding_idx + 1; the GGUF's table starts at that row.
     const int64_t pad = f.get_int_or("tokenizer.ggml.padding_token_id", roberta ? 1 : 0);
+    const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
+    if (roberta && (pad < 0 || !embd || embd->shape.size() != 2 || pad >= embd->shape[1]))
+        fail("{}: tokenizer.ggml.padding_token_id {} is not a token, and {} numbers positions from it", f.name(), pad, cls);
     j["pad_token_id"] = pad;
     j["max_position_embeddings"] = positions->shape[1] + (roberta ? pad + 1 : 0);
     j["torch_dtype"] = torch_dtype;
