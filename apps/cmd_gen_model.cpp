@@ -48,7 +48,7 @@ struct GenModelOptions {
     int shards = 1;
     std::string rank_head;
     int64_t rank_classes = 0;
-    std::string pooling;
+    std::string pooling, encoder_vocab, hf_class;
     GenAdapterOptions adapter;  // --lora-out / --peft-out
     std::string mmproj;            // --mmproj: also a random vision projector for the model
     int64_t mmproj_image_size = 0;  // 0: the writer's default (64)
@@ -89,6 +89,10 @@ int run_gen_model(const GenModelOptions& o) {
         fail("--mmproj writes Gemma 3's vision projector: it needs --arch gemma3 (got '{}')", spec.arch);
     if (!o.mmproj.empty() && o.format != "gguf") fail("--mmproj is for --format gguf (llama.cpp's mmproj layout)");
     if (o.mmproj_image_size && o.mmproj.empty()) fail("--mmproj-image-size needs --mmproj");
+    if (!o.encoder_vocab.empty() && spec.arch != "bert") fail("--encoder-vocab is for --arch bert");
+    if (!o.encoder_vocab.empty()) spec.encoder_vocab = o.encoder_vocab;
+    if (!o.hf_class.empty() && o.format != "hf") fail("--hf-class is for --format hf");
+    spec.hf_class = o.hf_class;
     if (o.type == "f32") spec.type = gguf::GgmlType::F32;
     else if (o.type == "f16") spec.type = gguf::GgmlType::F16;
     else if (o.type == "bf16") spec.type = gguf::GgmlType::BF16;
@@ -148,6 +152,14 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                                "nomic-bert", "gpt-oss"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
+    sub.add_option("--encoder-vocab", o->encoder_vocab,
+                   "bert: the synthetic vocabulary, wordpiece (BERT's, default) or unigram (XLM-R's SentencePiece layout)")
+        ->check(CLI::IsMember({"wordpiece", "unigram"}));
+    sub.add_option("--hf-class", o->hf_class,
+                   "bert, --format hf: the class written (default BertModel, XLMRobertaModel for a unigram vocabulary, "
+                   "*ForSequenceClassification with --rank-head)")
+        ->check(CLI::IsMember({"BertModel", "BertForSequenceClassification", "RobertaModel", "RobertaForSequenceClassification",
+                               "XLMRobertaModel", "XLMRobertaForSequenceClassification"}));
     sub.add_option("--experts", o->experts, "Mixture of experts: experts per layer (llama: Mixtral style)")
         ->check(in_range(1, 4096));
     sub.add_option("--experts-used", o->experts_used, "Experts each token uses (top-k; default 2)")->check(in_range(1, 4096));

@@ -3,8 +3,9 @@
 // windows, soft caps, expert counts, ...), plus what the tensor mapping needs (head counts, which
 // transforms apply, the tensor name prefix). Architectures (`architectures[0]`): Llama, Mistral and
 // Mixtral (-> llama), Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Gemma2, Gemma3 (text-only, and
-// Gemma3ForConditionalGeneration's `text_config`) and Phi3. A missing key, a value of the wrong type
-// or a setting pagoda's builders do not implement is a pagoda::Error naming the file and the key.
+// Gemma3ForConditionalGeneration's `text_config`) and Phi3; BERT-family encoders as hf_encoder_config.h says.
+// A missing key, a value of the wrong type or a setting pagoda's builders do not implement is a
+// pagoda::Error naming the file and the key.
 // tokenizer.ggml.* keys are not written here (config.json's token ids are not a tokenizer).
 #pragma once
 #include <cstdint>
@@ -30,6 +31,12 @@ struct HfModel {
     std::vector<std::string> head_names;  // the untied output head's possible names
     std::vector<std::string> skipped_prefixes;  // tensors of other towers (vision) that are not loaded
     std::vector<float> rope_factors_short, rope_factors_long;  // phi3 LongRoPE
+    // Encoders (hf_encoder_config.h): BertModel, RobertaModel, XLMRobertaModel and their
+    // *ForSequenceClassification, all GGUF `bert`.
+    bool encoder = false;
+    bool roberta = false;          // RoBERTa / XLM-R tensor names (classifier.dense / out_proj)
+    bool classifier = false;       // *ForSequenceClassification: the head maps to cls / cls.output
+    int64_t position_offset = 0;   // RoBERTa: position_embeddings rows the GGUF drops (padding_idx + 1)
 };
 
 // `name` (the config.json path) is used in errors.

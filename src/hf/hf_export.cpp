@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "hf/hf_config.h"
+#include "hf/hf_encoder_config.h"
 #include "hf/hf_folder.h"
 #include "hf/hf_tensor_names.h"
 #include "hf/safetensors.h"
@@ -41,11 +42,14 @@ struct Entry {
 
 }  // namespace
 
-void write_hf_folder(const gguf::File& f, const std::string& dir, int shards) {
+void write_hf_folder(const gguf::File& f, const std::string& dir, int shards, const std::string& hf_class) {
     const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
     if (!embd) fail("{}: tensor token_embd.weight is missing", f.name());
-    const std::string config = hf_config_json(f, torch_dtype(embd->type), floats_of(f, "rope_factors_short.weight"),
-                                              floats_of(f, "rope_factors_long.weight"));
+    const bool encoder = f.get_string_or("general.architecture", "") == "bert";
+    if (!hf_class.empty() && !encoder) fail("{}: a Hugging Face class ({}) is chosen for encoders only", f.name(), hf_class);
+    const std::string config = encoder ? hf_encoder_config_json(f, torch_dtype(embd->type), hf_class)
+                                       : hf_config_json(f, torch_dtype(embd->type), floats_of(f, "rope_factors_short.weight"),
+                                                        floats_of(f, "rope_factors_long.weight"));
     const HfModel m = read_hf_config(config, f.name() + " (as config.json)");
     std::vector<Entry> entries;
     for (const gguf::TensorInfo& t : f.tensors()) {
@@ -78,6 +82,13 @@ void write_hf_folder(const gguf::File& f, const std::string& dir, int shards) {
             if (rows == 0 || rows % (2 * heads)) fail("{}: tensor {} is not whole heads", f.name(), t.name);
             en.owned.resize(t.n_bytes);
             permute_rows_to_halves(t.data, en.owned.data(), heads, rows, t.n_bytes / uint64_t(rows));
+        } else if (src.pad_rows > 0) {  // RoBERTa's unused rows before padding_idx + 1 (zeros, as padding_idx's is)
+            if (t.shape.size() != 2) fail("{}: tensor {} is not 2-D", f.name(), t.name);
+            const uint64_t row_bytes = t.n_bytes / uint64_t(t.shape[1]);
+            en.owned.assign(size_t(row_bytes * uint64_t(src.pad_rows)), 0);
+            en.owned.insert(en.owned.end(), t.data, t.data + t.n_bytes);
+            en.shape[0] += src.pad_rows;
+            en.n_bytes = en.owned.size();
         }
         if (!en.owned.empty()) en.data = en.owned.data();
         entries.push_back(std::move(en));
@@ -93,6 +104,11 @@ void write_hf_folder(const gguf::File& f, const std::string& dir, int shards) {
             fs::remove(e.path());
     }
     write_text_file((fs::path(dir) / "config.json").string(), config);
+    if (encoder)
+        for (const auto& [path, text] : sentence_transformers_files(f)) {
+            fs::create_directories((fs::path(dir) / path).parent_path());
+            write_text_file((fs::path(dir) / path).string(), text);
+        }
     auto as_st = [](const Entry& e) {
         return SafetensorsEntry{e.name, e.type, e.shape, std::span<const uint8_t>(e.data, size_t(e.n_bytes))};
     };

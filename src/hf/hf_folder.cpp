@@ -10,6 +10,7 @@
 #include "core/half.h"
 #include "gguf/gguf.h"
 #include "hf/hf_config.h"
+#include "hf/hf_encoder_config.h"
 #include "hf/hf_tensor_names.h"
 #include "hf/safetensors_index.h"
 
@@ -51,7 +52,8 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
     if (!in) fail("cannot read {}", config_path.string());
     std::stringstream text;
     text << in.rdbuf();
-    const HfModel m = read_hf_config(text.str(), config_path.string());
+    HfModel m = read_hf_config(text.str(), config_path.string());
+    add_sentence_transformers_pooling(m, dir);  // encoders: sentence-transformers' modules.json
 
     auto owned = std::make_shared<Owned>();
     owned->set = SafetensorsSet::open(dir);
@@ -101,13 +103,22 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
             t.shape.pop_back();
         }
         if (p.parts.size() > 1) t.shape.push_back(int64_t(p.parts.size()));
+        uint64_t skip_bytes = 0;  // RoBERTa's position table: the GGUF starts padding_idx + 1 rows in
+        if (p.target.skip_rows > 0) {
+            if (t.shape.size() != 2 || t.shape[1] <= p.target.skip_rows)
+                fail("{}: tensor '{}' has shape [{}], not more than the {} rows the position offset skips", dir, first->name,
+                     fmt::join(first->shape, ", "), p.target.skip_rows);
+            t.shape[1] -= p.target.skip_rows;
+            skip_bytes = uint64_t(p.target.skip_rows * t.shape[0]) * element_size(first->type);
+        }
         const bool to_f32 = p.target.force_f32 || t.shape.size() == 1 || p.target.transform == Transform::plus_one;
         t.type = to_f32 ? GgmlType::F32 : first->type;
-        t.n_bytes = uint64_t(first->n_elements()) * p.parts.size() * element_size(t.type);
+        t.n_bytes = (uint64_t(first->n_elements()) * p.parts.size() - skip_bytes / element_size(first->type)) * element_size(t.type);
         const bool zero_copy = p.parts.size() == 1 && t.type == first->type && p.target.transform == Transform::none;
         if (zero_copy) {
-            t.data = first->data;
+            t.data = first->data + skip_bytes;
         } else {
+            if (skip_bytes) fail("{}: tensor '{}' would need a conversion and a row offset at once", dir, first->name);
             std::vector<uint8_t>& buf = owned->buffers.emplace_back(size_t(t.n_bytes));
             uint8_t* out = buf.data();
             for (const SafetensorsTensor* part : p.parts) {

@@ -23,6 +23,8 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir);
 // transforms are applied, so open_hf_folder(dir) gives back the same tensors. Tokenizer files are
 // not written here (the caller adds them). Creates `dir` if needed; weight files of an earlier
 // write there (model.safetensors, its index, model-*-of-*.safetensors) are replaced.
-void write_hf_folder(const gguf::File& model, const std::string& dir, int shards = 1);
+// A `bert` model is written as `hf_class` (an encoder class of hf_encoder_config.h; "" picks one), with
+// modules.json + 1_Pooling/config.json when it has a mean, cls or last pooling_type.
+void write_hf_folder(const gguf::File& model, const std::string& dir, int shards = 1, const std::string& hf_class = "");
 
 }  // namespace pagoda::hf

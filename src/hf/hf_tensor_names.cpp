@@ -82,6 +82,7 @@ size_t parse_index(std::string_view s, int64_t& out) {
 }  // namespace
 
 std::optional<TensorTarget> gguf_target(const HfModel& m, std::string_view name) {
+    if (m.encoder) return encoder_gguf_target(m, name);
     for (const std::string& p : m.skipped_prefixes)
         if (name.starts_with(p)) return std::nullopt;
     if (name.ends_with(".rotary_emb.inv_freq")) return std::nullopt;  // a buffer older checkpoints saved
@@ -123,6 +124,7 @@ std::optional<TensorTarget> gguf_target(const HfModel& m, std::string_view name)
 }
 
 HfSource hf_source(const HfModel& m, const std::string& name) {
+    if (m.encoder) return encoder_hf_source(m, name);
     const std::string& prefix = m.prefixes.front();
     if (name == "token_embd.weight") return {{prefix + "embed_tokens.weight"}};
     if (name == "output_norm.weight") return {{prefix + "norm.weight"}, m.norm_plus_one ? Transform::plus_one : Transform::none};

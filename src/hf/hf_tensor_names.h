@@ -21,6 +21,7 @@ struct TensorTarget {
     int64_t expert = -1;   // >= 0: this HF tensor is expert `expert` of the stacked GGUF tensor
     bool force_f32 = false;  // the GGUF tensor is F32 whatever the HF dtype (1-D tensors, the router)
     bool flatten = false;    // HF [1, n] -> GGUF [n] (qwen2moe's shared-expert gate)
+    int64_t skip_rows = 0;   // the GGUF tensor drops the HF tensor's first rows (RoBERTa's position offset)
 };
 
 // The GGUF tensor an HF tensor becomes; nullopt for tensors that are not loaded (other towers,
@@ -33,8 +34,14 @@ struct HfSource {
     std::vector<std::string> hf_names;
     Transform transform = Transform::none;
     bool flatten_to_row = false;  // qwen2moe's shared-expert gate: GGUF [dim] is HF [1, dim]
+    int64_t pad_rows = 0;         // HF has this many (zero) rows before the GGUF tensor's (skip_rows' inverse)
 };
 HfSource hf_source(const HfModel& model, const std::string& gguf_name);
+
+// The encoders' halves of gguf_target / hf_source (hf_encoder_names.cpp; model.encoder is true):
+// BERT / RoBERTa names as llama.cpp's converter maps them (hf_encoder_config.h).
+std::optional<TensorTarget> encoder_gguf_target(const HfModel& model, std::string_view hf_name);
+HfSource encoder_hf_source(const HfModel& model, const std::string& gguf_name);
 
 // Q/K rows: rotate-half (HF) -> adjacent pairs (GGUF) and back, for `n_heads` heads of `row_bytes` rows.
 void permute_rows_to_pairs(const uint8_t* in, uint8_t* out, int64_t n_heads, int64_t rows, uint64_t row_bytes);

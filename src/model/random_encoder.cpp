@@ -62,6 +62,8 @@ int64_t build_random_bert(const RandomModelSpec& s, const gguf::File* vocab, ggu
     if (s.pooling == "mean") pooling = 1;
     else if (s.pooling == "cls") pooling = 2;
     else fail("gen-model: {} pooling is 'mean' or 'cls', not '{}'", s.arch, s.pooling);
+    if (s.encoder_vocab != "wordpiece" && s.encoder_vocab != "unigram")
+        fail("gen-model: the encoder vocabulary is 'wordpiece' or 'unigram', not '{}'", s.encoder_vocab);
 
     const bool nomic = s.arch == "nomic-bert";
     const std::string a = s.arch + ".";
@@ -83,6 +85,9 @@ int64_t build_random_bert(const RandomModelSpec& s, const gguf::File* vocab, ggu
         for (const auto& [key, value] : vocab->metadata())
             if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
         vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
+    } else if (s.encoder_vocab == "unigram") {  // XLM-R's layout (tokenizer/random_vocab.h)
+        for (auto& [key, value] : tokenizer::vocab_spec_gguf_keys(tokenizer::make_random_unigram_spec(vocab_size, s.seed), ""))
+            w.set(key, value);
     } else if (vocab_size >= 128) {
         // A WordPiece vocabulary that spells any ASCII text without unknowns (tokenizer/random_vocab.h).
         for (auto& [key, value] :

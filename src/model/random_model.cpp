@@ -98,11 +98,12 @@ int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab,
 
 int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& dir, int shards,
                               const gguf::File* vocab) {
-    if (!spec.rank_head.empty())
-        fail("gen-model: a classification head (--rank-head) is written to GGUF only (Hugging Face folders keep it "
-             "in a sequence-classification config pagoda does not read)");
-    if (spec.arch == "bert" || spec.arch == "nomic-bert")
-        fail("gen-model: {} is written to GGUF only (no Hugging Face encoder folders yet)", spec.arch);
+    if (!spec.rank_head.empty() && spec.arch != "bert")
+        fail("gen-model: a classification head (--rank-head) is written to a Hugging Face folder for bert only "
+             "(as BertForSequenceClassification / XLMRobertaForSequenceClassification)");
+    if (spec.arch == "nomic-bert")
+        fail("gen-model: nomic-bert is written to GGUF only (pagoda reads no NomicBertModel folders)");
+    if (!spec.hf_class.empty() && spec.arch != "bert") fail("gen-model: --hf-class is for --arch bert");
     if (spec.arch == "gpt-oss") fail("gen-model: gpt-oss is written to GGUF only (no Hugging Face gpt-oss folders yet)");
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
@@ -110,7 +111,7 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     gguf::Writer w;
     const int64_t params = build_random_model(s, vocab, w);
     const auto view = w.view(dir);
-    hf::write_hf_folder(*view, dir, shards);
+    hf::write_hf_folder(*view, dir, shards, s.hf_class);
     tokenizer::write_hf_tokenizer(dir, tokenizer::vocab_spec_from_gguf(*view),
                                   view->get_string_or("tokenizer.chat_template", ""));
     return params;

@@ -67,6 +67,10 @@ struct RandomModelSpec {
     // Their synthetic vocabulary is WordPiece ("bert" tokenizer); context_length is bert's position
     // table's rows.
     std::string pooling = "mean";
+    // bert: the synthetic vocabulary, "wordpiece" (BERT's) or "unigram" (XLM-R's "t5" form), and, for
+    // write_random_model_hf, the Hugging Face class written (hf/hf_encoder_config.h; "" picks one).
+    std::string encoder_vocab = "wordpiece";
+    std::string hf_class;
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.

@@ -2,7 +2,9 @@
 // gguf-info, bench and quantize on a folder (the same tensor tables as the GGUF), --quantize at load giving
 // `run` the same tokens as a file quantised by `pagoda quantize`, `run` on the folder's tokenizer.json
 // printing the GGUF's text, and a folder without a tokenizer refused by `run` naming tokenizer.json.
+// Encoder folders (bert as XLM-R cross-encoder) and the encoder forms gen-model refuses.
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -118,6 +120,37 @@ TEST(HfCli, QuantizeAtLoadRunsAsAQuantizedFile) {
     auto unknown = run_pagoda({"run", "-m", src, "--quantize", "q9_9", "-p", "x", "-n", "1"});
     EXPECT_NE(unknown.exit_code, 0);
     EXPECT_NE(unknown.err.find("unknown quantisation type 'q9_9'"), std::string::npos) << unknown.err;
+}
+
+// Encoders through gen-model: the XLM-R cross-encoder folder shows the GGUF's tensor table (its
+// position table cut by the offset), and the forms that have no folder are refused by name.
+TEST(HfCli, GenModelWritesEncoderFolders) {
+    const std::string gguf = temp_path("cli-hf-xlmr.gguf"), dir = temp_path("cli-hf-xlmr");
+    fs::remove_all(dir);
+    const std::vector<std::string> shape = {"--arch", "bert", "--encoder-vocab", "unigram", "--rank-head", "dense", "--seed", "4"};
+    auto with = [&](std::vector<std::string> args) {
+        args.insert(args.end(), shape.begin(), shape.end());
+        return args;
+    };
+    ASSERT_EQ(run_pagoda(with({"gen-model", "-o", gguf})).exit_code, 0);
+    auto g = run_pagoda(with({"gen-model", "-o", dir, "--format", "hf"}));
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_TRUE(fs::exists(fs::path(dir) / "tokenizer.json"));
+    std::ifstream config(fs::path(dir) / "config.json");
+    EXPECT_EQ(nlohmann::json::parse(config)["architectures"][0], "XLMRobertaForSequenceClassification");
+    auto info_g = run_pagoda({"gguf-info", gguf}), info_h = run_pagoda({"gguf-info", dir});
+    ASSERT_EQ(info_h.exit_code, 0) << info_h.err;
+    EXPECT_EQ(tensor_table(info_h.out), tensor_table(info_g.out));
+
+    auto nomic = run_pagoda({"gen-model", "-o", temp_path("cli-hf-nomic"), "--arch", "nomic-bert", "--format", "hf"});
+    EXPECT_NE(nomic.exit_code, 0);
+    EXPECT_NE(nomic.err.find("nomic-bert is written to GGUF only"), std::string::npos) << nomic.err;
+    auto no_format = run_pagoda({"gen-model", "-o", temp_path("cli-hf-class.gguf"), "--arch", "bert", "--hf-class", "BertModel"});
+    EXPECT_NE(no_format.err.find("--hf-class is for --format hf"), std::string::npos) << no_format.err;
+    auto mismatch = run_pagoda({"gen-model", "-o", temp_path("cli-hf-mismatch"), "--arch", "bert", "--format", "hf", "--hf-class",
+                                "XLMRobertaModel", "--rank-head", "dense"});
+    EXPECT_NE(mismatch.exit_code, 0);
+    EXPECT_NE(mismatch.err.find("is not a classifier"), std::string::npos) << mismatch.err;
 }
 
 }  // namespace

@@ -1,0 +1,173 @@
+// Encoder config.json -> GGUF `bert` metadata and tensor names for real-world shapes (bge-small-en-v1.5's
+// BertModel, bge-reranker-v2-m3's XLMRobertaForSequenceClassification), checked against what
+// llama.cpp's converter writes for them; sentence-transformers' pooling files; refusals name the key.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "hf/hf_config.h"
+#include "hf/hf_encoder_config.h"
+#include "hf/hf_tensor_names.h"
+
+namespace pagoda::hf {
+namespace {
+
+const gguf::Value* meta(const HfModel& m, const std::string& key) {
+    for (const auto& [k, v] : m.metadata)
+        if (k == key) return &v;
+    return nullptr;
+}
+
+int64_t meta_int(const HfModel& m, const std::string& key) {
+    const gguf::Value* v = meta(m, key);
+    return v ? v->as_int().value_or(-1) : -1;
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::string config_error(const std::string& json) {
+    return error_of([&] { read_hf_config(json, "config.json"); });
+}
+
+const char* kBgeSmall = R"({"architectures":["BertModel"],"attention_probs_dropout_prob":0.1,"classifier_dropout":null,
+  "hidden_act":"gelu","hidden_size":384,"id2label":{"0":"LABEL_0"},"intermediate_size":1536,"label2id":{"LABEL_0":0},
+  "layer_norm_eps":1e-12,"max_position_embeddings":512,"model_type":"bert","num_attention_heads":12,"num_hidden_layers":12,
+  "pad_token_id":0,"position_embedding_type":"absolute","type_vocab_size":2,"vocab_size":30522})";
+
+const char* kBgeReranker = R"({"architectures":["XLMRobertaForSequenceClassification"],"hidden_act":"gelu","hidden_size":1024,
+  "id2label":{"0":"LABEL_0"},"intermediate_size":4096,"label2id":{"LABEL_0":0},"layer_norm_eps":1e-05,
+  "max_position_embeddings":8194,"model_type":"xlm-roberta","num_attention_heads":16,"num_hidden_layers":24,"pad_token_id":1,
+  "position_embedding_type":"absolute","type_vocab_size":1,"vocab_size":250002})";
+
+std::string target(const HfModel& m, const std::string& name) {
+    const auto t = gguf_target(m, name);
+    return t ? t->gguf_name : "(not loaded)";
+}
+
+TEST(HfEncoderConfig, BgeSmallMapsToBertKeysAndNames) {
+    const HfModel m = read_hf_config(kBgeSmall, "config.json");
+    EXPECT_EQ(m.arch, "bert");
+    EXPECT_TRUE(m.encoder);
+    EXPECT_EQ(meta_int(m, "bert.context_length"), 512);
+    EXPECT_EQ(meta_int(m, "bert.embedding_length"), 384);
+    EXPECT_EQ(meta_int(m, "bert.feed_forward_length"), 1536);
+    EXPECT_EQ(meta_int(m, "bert.block_count"), 12);
+    EXPECT_EQ(meta_int(m, "bert.attention.head_count"), 12);
+    EXPECT_EQ(meta_int(m, "tokenizer.ggml.token_type_count"), 2);
+    EXPECT_FLOAT_EQ(float(*meta(m, "bert.attention.layer_norm_epsilon")->as_float()), 1e-12f);
+    EXPECT_FALSE(std::get<bool>(meta(m, "bert.attention.causal")->data));
+    EXPECT_EQ(meta(m, "bert.pooling_type"), nullptr);  // from modules.json only
+    EXPECT_EQ(target(m, "embeddings.word_embeddings.weight"), "token_embd.weight");
+    EXPECT_EQ(target(m, "embeddings.position_embeddings.weight"), "position_embd.weight");
+    EXPECT_EQ(gguf_target(m, "embeddings.position_embeddings.weight")->skip_rows, 0);
+    EXPECT_EQ(target(m, "embeddings.token_type_embeddings.weight"), "token_types.weight");
+    EXPECT_EQ(target(m, "embeddings.LayerNorm.bias"), "token_embd_norm.bias");
+    EXPECT_EQ(target(m, "encoder.layer.11.attention.self.query.weight"), "blk.11.attn_q.weight");
+    EXPECT_EQ(target(m, "encoder.layer.0.attention.self.key.bias"), "blk.0.attn_k.bias");
+    EXPECT_EQ(target(m, "encoder.layer.0.attention.self.value.weight"), "blk.0.attn_v.weight");
+    EXPECT_EQ(target(m, "encoder.layer.0.attention.output.dense.weight"), "blk.0.attn_output.weight");
+    EXPECT_EQ(target(m, "encoder.layer.0.attention.output.LayerNorm.weight"), "blk.0.attn_output_norm.weight");
+    EXPECT_EQ(target(m, "encoder.layer.0.intermediate.dense.weight"), "blk.0.ffn_up.weight");
+    EXPECT_EQ(target(m, "encoder.layer.0.output.dense.bias"), "blk.0.ffn_down.bias");
+    EXPECT_EQ(target(m, "encoder.layer.0.output.LayerNorm.gamma"), "blk.0.layer_output_norm.weight");  // TF-era names
+    EXPECT_EQ(target(m, "bert.encoder.layer.3.output.LayerNorm.beta"), "blk.3.layer_output_norm.bias");
+    // What the converter drops: the position-id buffer, an embedding model's pooler, pre-training heads.
+    EXPECT_EQ(target(m, "embeddings.position_ids"), "(not loaded)");
+    EXPECT_EQ(target(m, "pooler.dense.weight"), "(not loaded)");
+    EXPECT_EQ(target(m, "cls.predictions.transform.dense.weight"), "(not loaded)");
+    EXPECT_NE(error_of([&] { gguf_target(m, "encoder.layer.12.output.dense.weight"); }).find("not a tensor pagoda knows"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { gguf_target(m, "classifier.weight"); }).find("'classifier.weight'"), std::string::npos);
+}
+
+TEST(HfEncoderConfig, BgeRerankerDropsThePositionOffsetAndMapsTheHead) {
+    const HfModel m = read_hf_config(kBgeReranker, "config.json");
+    EXPECT_EQ(meta_int(m, "bert.context_length"), 8192);  // 8194 - (pad_token_id 1 + 1), as the converter writes
+    EXPECT_EQ(m.position_offset, 2);
+    EXPECT_EQ(meta_int(m, "bert.pooling_type"), 4);
+    EXPECT_EQ(meta_int(m, "tokenizer.ggml.token_type_count"), 1);
+    const gguf::Value* labels = meta(m, "bert.classifier.output_labels");
+    ASSERT_NE(labels, nullptr);
+    ASSERT_EQ(labels->as_array()->items.size(), 1u);
+    EXPECT_EQ(*labels->as_array()->items[0].as_string(), "LABEL_0");
+    EXPECT_EQ(target(m, "roberta.embeddings.position_embeddings.weight"), "position_embd.weight");
+    EXPECT_EQ(gguf_target(m, "roberta.embeddings.position_embeddings.weight")->skip_rows, 2);
+    EXPECT_EQ(target(m, "roberta.encoder.layer.23.attention.self.query.weight"), "blk.23.attn_q.weight");
+    EXPECT_EQ(target(m, "classifier.dense.weight"), "cls.weight");
+    EXPECT_EQ(target(m, "classifier.out_proj.bias"), "cls.output.bias");
+    // The inverse names, for writing.
+    EXPECT_EQ(hf_source(m, "cls.output.weight").hf_names.at(0), "classifier.out_proj.weight");
+    EXPECT_EQ(hf_source(m, "blk.2.ffn_up.bias").hf_names.at(0), "roberta.encoder.layer.2.intermediate.dense.bias");
+    EXPECT_EQ(hf_source(m, "position_embd.weight").pad_rows, 2);
+
+    // BERT's cross-encoder: the pooler is the head's dense layer, classifier its output; the two
+    // placeholder labels transformers adds are not labels.
+    std::string bert = kBgeSmall;
+    bert.replace(bert.find("\"BertModel\""), 11, "\"BertForSequenceClassification\"");
+    bert.replace(bert.find("{\"0\":\"LABEL_0\"}"), 15, "{\"1\":\"LABEL_1\",\"0\":\"LABEL_0\"}");
+    const HfModel b = read_hf_config(bert, "config.json");
+    EXPECT_EQ(meta(b, "bert.classifier.output_labels"), nullptr);
+    EXPECT_EQ(target(b, "bert.pooler.dense.weight"), "cls.weight");
+    EXPECT_EQ(target(b, "classifier.bias"), "cls.output.bias");
+    bert.replace(bert.find("LABEL_1"), 7, "entails");
+    bert.replace(bert.find("LABEL_0"), 7, "neutral");
+    const gguf::Value* named = meta(read_hf_config(bert, "config.json"), "bert.classifier.output_labels");
+    ASSERT_NE(named, nullptr);
+    EXPECT_EQ(*named->as_array()->items[1].as_string(), "entails");  // in index order
+}
+
+TEST(HfEncoderConfig, RefusalsNameTheKey) {
+    auto with = [](std::string json, const std::string& from, const std::string& to) {
+        json.replace(json.find(from), from.size(), to);
+        return json;
+    };
+    EXPECT_NE(config_error(with(kBgeSmall, "\"hidden_size\":384", "\"x\":1")).find("key 'hidden_size' is missing"),
+              std::string::npos);
+    EXPECT_NE(config_error(with(kBgeSmall, "\"hidden_act\":\"gelu\"", "\"hidden_act\":\"relu\"")).find("'hidden_act' is 'relu'"),
+              std::string::npos);
+    EXPECT_NE(config_error(with(kBgeSmall, "\"absolute\"", "\"relative_key\"")).find("'position_embedding_type'"),
+              std::string::npos);
+    EXPECT_NE(config_error(with(kBgeSmall, "\"num_attention_heads\":12", "\"num_attention_heads\":7")).find("'hidden_size'"),
+              std::string::npos);
+    EXPECT_NE(config_error(with(kBgeReranker, "\"pad_token_id\":1", "\"pad_token_id\":9000")).find("'pad_token_id'"),
+              std::string::npos);
+    EXPECT_NE(config_error(with(kBgeReranker, "{\"0\":\"LABEL_0\"}", "{\"zero\":\"LABEL_0\"}")).find("'id2label.zero'"),
+              std::string::npos);
+    EXPECT_NE(config_error(with(kBgeReranker, "{\"0\":\"LABEL_0\"}", "{\"1\":\"LABEL_0\"}")).find("'id2label'"),
+              std::string::npos);
+    EXPECT_NE(config_error(with(kBgeSmall, "\"layer_norm_eps\":1e-12", "\"layer_norm_eps\":\"small\"")).find("'layer_norm_eps'"),
+              std::string::npos);
+    EXPECT_NE(config_error(R"({"architectures":["NomicBertModel"]})").find("'NomicBertModel' is not supported"), std::string::npos);
+}
+
+TEST(HfEncoderConfig, SentenceTransformersPooling) {
+    const char* modules = R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
+      {"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},
+      {"idx":2,"name":"2","path":"2_Normalize","type":"sentence_transformers.models.Normalize"}])";
+    EXPECT_EQ(pooling_module_path(modules, "modules.json"), "1_Pooling");
+    EXPECT_EQ(pooling_module_path(R"([{"path":"","type":"sentence_transformers.models.Transformer"}])", "modules.json"),
+              std::nullopt);
+    EXPECT_NE(error_of([] { pooling_module_path(R"([{"path":"../x","type":"sentence_transformers.models.Pooling"}])", "m"); })
+                  .find("not a folder inside"),
+              std::string::npos);
+    EXPECT_NE(error_of([] { pooling_module_path(R"({"path":"1_Pooling"})", "m"); }).find("not a list"), std::string::npos);
+    // The converter's order: mean, then cls, then last.
+    EXPECT_EQ(pooling_type_of(R"({"pooling_mode_cls_token":true,"pooling_mode_mean_tokens":true})", "p"), 1);
+    EXPECT_EQ(pooling_type_of(R"({"pooling_mode_cls_token":true,"pooling_mode_mean_tokens":false})", "p"), 2);
+    EXPECT_EQ(pooling_type_of(R"({"pooling_mode_lasttoken":true})", "p"), 3);
+    EXPECT_NE(error_of([] { pooling_type_of(R"({"pooling_mode_max_tokens":true})", "p"); }).find("'pooling_mode_max_tokens'"),
+              std::string::npos);
+    EXPECT_NE(error_of([] { pooling_type_of(R"({"pooling_mode_cls_token":1})", "p"); }).find("'pooling_mode_cls_token'"),
+              std::string::npos);
+    EXPECT_NE(error_of([] { pooling_type_of("{}", "p"); }).find("no pooling mode"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pagoda::hf
