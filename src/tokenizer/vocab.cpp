@@ -88,7 +88,26 @@ void read_encoder_pagoda_keys(const gguf::File& file, VocabSpec& spec) {
     }
 }
 
+// gpt-oss's o200k_harmony: the message markers are text the output parser reads, so they render
+// (and a grammar can spell them with their own tokens), and <|end|> only ends a message, not the
+// turn (<|return|> and <|call|> do). llama.cpp renders the same markers but for <|end|>.
+constexpr std::string_view kHarmonyMarkers[] = {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>"};
+
 }  // namespace
+
+void Vocab::apply_harmony_rules() {
+    const int32_t ret = find("<|return|>"), call = find("<|call|>"), end = find("<|end|>");
+    if (ret == kNoToken || call == kNoToken || find("<|channel|>") == kNoToken || find("<|message|>") == kNoToken)
+        return;
+    for (auto text : kHarmonyMarkers)
+        if (int32_t id = find(text); id != kNoToken) types_[id] = TokenType::user_defined;
+    if (end == kNoToken) return;
+    eog_.erase(end);
+    if (eot_ == end) eot_ = ret;
+    if (eos_ == end) eos_ = ret;
+    eog_.insert(ret);
+    eog_.insert(call);
+}
 
 VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
     VocabSpec spec;
@@ -339,6 +358,7 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
     }
     for (int32_t id : {v.eos_, v.eot_, v.eom_})
         if (id != kNoToken) v.eog_.insert(id);
+    v.apply_harmony_rules();
 
     for (int32_t id = 0; id < v.n_tokens(); ++id) {
         TokenType t = v.types_[id];
