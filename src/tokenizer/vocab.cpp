@@ -95,20 +95,6 @@ constexpr std::string_view kHarmonyMarkers[] = {"<|start|>", "<|channel|>", "<|m
 
 }  // namespace
 
-void Vocab::apply_harmony_rules() {
-    const int32_t ret = find("<|return|>"), call = find("<|call|>"), end = find("<|end|>");
-    if (ret == kNoToken || call == kNoToken || find("<|channel|>") == kNoToken || find("<|message|>") == kNoToken)
-        return;
-    for (auto text : kHarmonyMarkers)
-        if (int32_t id = find(text); id != kNoToken) types_[id] = TokenType::user_defined;
-    if (end == kNoToken) return;
-    eog_.erase(end);
-    if (eot_ == end) eot_ = ret;
-    if (eos_ == end) eos_ = ret;
-    eog_.insert(ret);
-    eog_.insert(call);
-}
-
 VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
     VocabSpec spec;
     if (!file.has("tokenizer.ggml.model")) fail("{}: no tokenizer (tokenizer.ggml.model is missing)", file.name());
@@ -358,7 +344,19 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
     }
     for (int32_t id : {v.eos_, v.eot_, v.eom_})
         if (id != kNoToken) v.eog_.insert(id);
-    v.apply_harmony_rules();
+    // o200k_harmony: see kHarmonyMarkers.
+    if (const int32_t ret = v.find("<|return|>"), call = v.find("<|call|>"), end = v.find("<|end|>");
+        ret != kNoToken && call != kNoToken && v.find("<|channel|>") != kNoToken && v.find("<|message|>") != kNoToken) {
+        for (auto text : kHarmonyMarkers)
+            if (int32_t id = v.find(text); id != kNoToken) v.types_[id] = TokenType::user_defined;
+        if (end != kNoToken) {
+            v.eog_.erase(end);
+            if (v.eot_ == end) v.eot_ = ret;
+            if (v.eos_ == end) v.eos_ = ret;
+        }
+        v.eog_.insert(ret);
+        v.eog_.insert(call);
+    }
 
     for (int32_t id = 0; id < v.n_tokens(); ++id) {
         TokenType t = v.types_[id];
