@@ -92,7 +92,7 @@ TEST(Harmony, HeaderLongerThanTheLimitIsContent) {
     EXPECT_EQ(r.reasoning, "");
     EXPECT_EQ(r.content, header + "<|message|>body<|end|>ok");
     // ... and the same streamed (the decision is made on the first 512 bytes + <|message|> only).
-    EXPECT_EQ(stream(text, {5, 300, 520, 523, 700}).content, r.content);
+    EXPECT_EQ(stream(text, {5, 300, 520, 523, 600}).content, r.content);
 }
 
 TEST(Harmony, EveryCutGivesTheWholeResult) {
