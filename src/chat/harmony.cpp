@@ -18,7 +18,9 @@ constexpr size_t kMaxHeader = 512;  // a longer header is not one (decided on th
 
 // What may open the first message's header: the generation prompt ended with the role.
 constexpr std::array<std::string_view, 2> kFirstHeader = {kChannel, " to="};
-constexpr std::array<std::string_view, 4> kBodyEnds = {kEnd, kReturn, kCall, kStart};
+// Not <|start|>: a message ends before the next starts, and a grammar's reasoning block
+// (grammar/reasoning_prefix.h) is closed by <|end|> only, so the two agree on where a body ends.
+constexpr std::array<std::string_view, 3> kBodyEnds = {kEnd, kReturn, kCall};
 
 bool has_text(std::string_view s) { return skip_space(s) < s.size(); }
 
@@ -109,13 +111,8 @@ bool HarmonySplitter::step_body(ReasoningParts& out, bool final) {
     target.append(pending_, 0, at);
     if (kind_ == Kind::call) out.content += kCall;
     pending_.erase(0, at + marker.size());
-    if (marker == kStart) {
-        state_ = State::header;
-        opened_ = kStart;
-    } else {
-        state_ = State::between;
-        stray_ = false;
-    }
+    state_ = State::between;
+    stray_ = false;
     return true;
 }
 

@@ -10,7 +10,8 @@
 //   - a header naming a recipient (`to=functions.NAME`) -> content, re-written whole as
 //     `<|start|>HEADER<|message|>BODY<|call|>`, the form the tool-call parser reads
 //     (chat/tool_calls.h, format harmony);
-//   - a body ends at <|end|>, <|return|>, <|call|>, a new <|start|> or the end of the output.
+//   - a body ends at <|end|>, <|return|>, <|call|> or the end of the output (a <|start|> inside it
+//     is body text, as for the grammar of think-then-answer, whose block only <|end|> closes).
 // Anything else degrades to content as written: an output that does not start with a header
 // (plain text), text between messages, a header longer than 512 bytes or cut off by a new
 // <|start|> or by the end. White space between messages is dropped. Never throws.

@@ -58,8 +58,10 @@ const std::vector<Golden>& goldens() {
         // The recipient right after the role (the output starts with it).
         {" to=functions.f<|channel|>commentary json<|message|>{}<|call|>", "",
          "<|start|> to=functions.f<|channel|>commentary json<|message|>{}<|call|>"},
-        // A body ended by a new message without <|end|>; two analysis messages.
-        {"<|channel|>analysis<|message|>one<|start|>assistant<|channel|>analysis<|message|>two<|end|>", "onetwo", ""},
+        // Two analysis messages; a <|start|> without <|end|> before it is body text.
+        {"<|channel|>analysis<|message|>one<|end|><|start|>assistant<|channel|>analysis<|message|>two<|end|>", "onetwo", ""},
+        {"<|channel|>analysis<|message|>a<|start|>b<|message|>c<|end|><|start|>assistant<|channel|>final<|message|>d",
+         "a<|start|>b<|message|>c", "d"},
         // Not harmony at all: content as written.
         {"Hello there <|channel|>final", "", "Hello there <|channel|>final"},
         {"", "", ""},

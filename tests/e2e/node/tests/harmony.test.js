@@ -80,7 +80,7 @@ describe('o200k_harmony tokenizer against Hugging Face tokenizers', () => {
     const dir = harmonyVocab();
     const model = join(workDir, 'harmony-tokenize.gguf');
     execFileSync(BINARY, ['gen-model', '--preset', 'tiny', '--dim', '32', '--heads', '2', '--kv-heads', '2', '--ffn', '32',
-      '--layers', '1', '--vocab', dir, '-o', model, '--seed', '3'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      '--layers', '1', '--tied', '--vocab', dir, '-o', model, '--seed', '3'], { stdio: ['ignore', 'ignore', 'pipe'] });
     const r = rng(45);
     const texts = [...PIECES, 'The quick brown fox jumps over the lazy dog.', ' leading space', 'trailing  ', ''];
     for (let i = 0; i < 300; i++) texts.push(randomText(r));
@@ -118,8 +118,9 @@ describe('harmony through the server', () => {
     if (skip) return;
     const model = join(workDir, 'harmony-model.gguf');
     execFileSync(BINARY, ['gen-model', '--preset', 'tiny', '--dim', '64', '--heads', '4', '--kv-heads', '2', '--ffn', '64',
-      '--layers', '2', '--vocab', harmonyVocab(), '-o', model, '--seed', '9'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    server = await startServer(['-m', model, '--chat-template', 'gpt-oss', '--reasoning-budgets', '4,8,16', '--max-seqs', '4'], null);
+      '--layers', '2', '--tied', '--vocab', harmonyVocab(), '-o', model, '--seed', '9'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    server = await startServer(['-m', model, '--chat-template', 'gpt-oss', '--reasoning-budgets', '4,8,16', '--max-seqs', '4'],
+      null, {}, null, 180000);
     client = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
   });
   after(async () => { if (server) await server.stop(); });
@@ -129,7 +130,7 @@ describe('harmony through the server', () => {
 
   test('analysis to reasoning_content, final to content; the stream adds up to the same', { skip }, async () => {
     for (const seed of [1, 2, 3]) {
-      const body = { model: 'm', messages, max_tokens: 80, seed, temperature: 1, grammar: harmonyGrammar };
+      const body = { model: 'harmony-model', messages, max_tokens: 80, seed, temperature: 1, grammar: harmonyGrammar };
       const whole = (await client.chat.completions.create(body)).choices[0];
       assert.match(whole.message.reasoning_content, /^[a-z ]+$/, JSON.stringify(whole));
       assert.match(whole.message.content, /^[a-z ]+$/, JSON.stringify(whole));
@@ -151,7 +152,7 @@ describe('harmony through the server', () => {
     for (let i = 0; i < 12; i++) {
       const schema = schemaOf(i);
       const res = await client.chat.completions.create({
-        model: 'm', messages, max_tokens: 120, seed: i, temperature: 1.2,
+        model: 'harmony-model', messages, max_tokens: 120, seed: i, temperature: 1.2,
         reasoning_effort: ['low', 'medium', 'high'][i % 3],
         response_format: { type: 'json_schema', json_schema: { name: 's', schema } },
       });
@@ -162,8 +163,8 @@ describe('harmony through the server', () => {
       const validate = ajv.compile(schema);
       assert.ok(validate(JSON.parse(c.message.content)), what);
       if (c.message.reasoning_content) {
-        thought += 1;
-        assert.ok(!c.message.reasoning_content.includes('<|'), what);
+        thought += 1;  // (a random model may write markers inside the analysis; only <|end|> closes it)
+        assert.ok(!c.message.reasoning_content.includes('<|end|>'), what);
       }
     }
     assert.ok(thought > 0, 'the model never used the analysis channel');
@@ -173,7 +174,7 @@ describe('harmony through the server', () => {
     const params = { type: 'object', properties: { city: { type: 'string', maxLength: 8 }, days: { type: 'integer' } },
       required: ['city', 'days'], additionalProperties: false };
     const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: params } }];
-    const body = { model: 'm', messages, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    const body = { model: 'harmony-model', messages, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } },
       max_tokens: 120, seed: 4, parallel_tool_calls: false };
     const whole = (await client.chat.completions.create(body)).choices[0];
     assert.equal(whole.message.tool_calls.length, 1, JSON.stringify(whole));
