@@ -205,7 +205,8 @@ int chat(ChatOptions& o) {
         const int64_t room = limit - n_prompt;
         request.stop.max_tokens = o.n_predict < 0 ? room : std::min<int64_t>(o.n_predict, room);
 
-        ReplyPrinter printer(split_reasoning, prompt.opens_thinking, o.reasoning == "show", terminal_out);
+        ReplyPrinter printer(split_reasoning, prompt.opens_thinking, o.reasoning == "show", terminal_out,
+                             chat::template_reasoning_format(tmpl.source()));
         engine::Delta last;
         {
             InterruptGuard guard(interactive);

@@ -1,6 +1,7 @@
 // `pagoda gen-model`: writes a random-weight GGUF (any supported architecture) for tests and benchmarks.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "apps/cli.h"
 #include "apps/command.h"
@@ -10,6 +11,7 @@
 #include "gguf/gguf.h"
 #include "lora/random_adapter.h"
 #include "model/random_model.h"
+#include "tokenizer/hf_tokenizer.h"
 #include "vision/random_mmproj.h"
 
 namespace pagoda::app {
@@ -53,6 +55,16 @@ struct GenModelOptions {
     std::string mmproj;            // --mmproj: also a random vision projector for the model
     int64_t mmproj_image_size = 0;  // 0: the writer's default (64)
 };
+
+// --vocab: a GGUF, or a Hugging Face folder whose tokenizer.json becomes the tokenizer.ggml.* keys
+// (as a folder is read for serving: model/model_file.cpp), so a random model can carry a real
+// vocabulary that only ships as tokenizer.json (gpt-oss's o200k_harmony).
+std::unique_ptr<gguf::File> open_vocab(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) return gguf::File::open(path);
+    const tokenizer::HfTokenizer tok = tokenizer::read_hf_tokenizer(path);
+    return gguf::File::assemble(path, tokenizer::vocab_spec_gguf_keys(tok.spec, tok.chat_template), {}, nullptr, false);
+}
 
 int run_gen_model(const GenModelOptions& o) {
     model::RandomModelSpec spec = model::random_model_preset(o.preset);
@@ -103,7 +115,7 @@ int run_gen_model(const GenModelOptions& o) {
 
     if (o.format == "gguf" && o.shards != 1) fail("--shards is for --format hf");
     std::unique_ptr<gguf::File> vocab;
-    if (!o.vocab.empty()) vocab = gguf::File::open(o.vocab);
+    if (!o.vocab.empty()) vocab = open_vocab(o.vocab);
     auto start = std::chrono::steady_clock::now();
     int64_t params = o.format == "hf" ? model::write_random_model_hf(spec, o.output, o.shards, vocab.get())
                                       : model::write_random_model(spec, vocab.get(), o.output);
@@ -141,7 +153,9 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
         ->check(in_range(1, 1000));
     sub.add_option("--preset", o->preset, "Shape preset: tiny, small (~134M), tinyllama (~1.1B)")
         ->check(CLI::IsMember({"tiny", "small", "tinyllama"}));
-    sub.add_option("--vocab", o->vocab, "Copy the tokenizer from this GGUF (default: synthetic vocabulary)");
+    sub.add_option("--vocab", o->vocab,
+                   "Copy the tokenizer from this GGUF, or from a folder's tokenizer.json (+ tokenizer_config.json: its "
+                   "chat template) (default: synthetic vocabulary)");
     sub.add_option("--type", o->type, "Weight type: f32, f16, bf16; gpt-oss also mxfp4 (MXFP4 experts, F16 other matrices)");
     sub.add_option("--arch", o->arch,
                    "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, phi3, "

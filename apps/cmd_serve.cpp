@@ -196,9 +196,10 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     sub.add_option("--chat-template", o->gateway.chat_template,
                    "Chat template: a builtin name (chatml, llama2, llama3, ...) or a Jinja file (default: the model's)");
     sub.add_option("--reasoning-format", o->gateway.reasoning_format,
-                   "Chat <think> reasoning: deepseek (to reasoning_content) or none (left in content); default: "
-                   "deepseek when the chat template mentions <think>")
-        ->check(CLI::IsMember({"none", "deepseek"}));
+                   "Chat reasoning: deepseek (<think> to reasoning_content), harmony (gpt-oss's analysis channel to "
+                   "reasoning_content) or none (left in content); default: harmony when the chat template has "
+                   "<|channel|> and <|message|>, deepseek when it mentions <think>")
+        ->check(CLI::IsMember({"none", "deepseek", "harmony"}));
     sub.add_option_function<std::string>(
            "--reasoning-budgets",
            [o](const std::string& v) {

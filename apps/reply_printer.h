@@ -14,9 +14,10 @@ namespace pagoda::app {
 class ReplyPrinter {
 public:
     // split: separate reasoning; start_in_reasoning: the prompt already opened <think>.
-    ReplyPrinter(bool split, bool start_in_reasoning, bool show_reasoning, bool terminal)
+    ReplyPrinter(bool split, bool start_in_reasoning, bool show_reasoning, bool terminal,
+                 chat::ReasoningFormat format = chat::ReasoningFormat::deepseek)
         : show_(show_reasoning), terminal_(terminal) {
-        if (split) splitter_.emplace(start_in_reasoning);
+        if (split) splitter_.emplace(format, start_in_reasoning);
     }
 
     void feed(const std::string& text) {

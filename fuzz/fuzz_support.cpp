@@ -471,7 +471,10 @@ void run_completion_pipeline(const json& body, server::Endpoint endpoint, const 
     server::EngineRequests requests = server::make_engine_requests(
         p, std::move(prompts), {.context = 2048, .vocab_size = vocab, .max_prompt_tokens = 0, .max_tokens_limit = 4096});
     // As Gateway::launch: the reasoning prefix on the grammar and the thinking budget.
-    server::apply_reasoning(p, {.template_thinks = tmpl && chat::template_thinks(tmpl->source()), .prompt_opens = opens},
+    server::apply_reasoning(p,
+                            {.template_thinks = tmpl && chat::template_thinks(tmpl->source()),
+                             .prompt_opens = opens,
+                             .format = tmpl ? chat::template_reasoning_format(tmpl->source()) : chat::ReasoningFormat::none},
                             requests);
     for (const auto& r : requests.subs)
         if (r.prompt.empty() || int64_t(r.prompt.size()) > 2048) std::abort();  // make_engine_requests' contract

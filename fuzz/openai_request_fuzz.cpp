@@ -16,7 +16,8 @@
 // Oracle: every refusal is an ApiError with a 4xx status; nothing else may escape. The translator
 // never throws, numbers its events 0, 1, 2, ..., and each item's deltas add up to the item's text.
 // The tool-call parser never throws, names each call once in index order before its argument
-// pieces, and gives the same content and calls whatever the cuts.
+// pieces, and gives the same content and calls whatever the cuts. The same outputs go through the
+// reasoning splitters (<think> and gpt-oss's harmony), which must give the same split whatever the cuts.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +28,7 @@
 
 #include "core/error.h"
 #include "fuzz/fuzz_support.h"
+#include "chat/reasoning.h"
 #include "chat/tool_calls.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
@@ -150,7 +152,7 @@ std::string tool_output(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
         "<function=f>", "<parameter=a>", "</parameter>", "</function>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>",
         "function<｜tool▁sep｜>f\n", "```json\n", "\n```", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>",
         "<|start|>assistant", "<|channel|>", "commentary to=functions.f ", " <|constrain|>json", "<|message|>",
-        "<|call|>", "<|end|>"};
+        "<|call|>", "<|end|>", "<|return|>", "analysis", "final", " to=functions.g", "<think>", "</think>"};
     std::string out;
     const int n = p.ConsumeIntegralInRange<int>(0, 24);
     for (int i = 0; i < n && p.remaining_bytes(); ++i) {
@@ -194,6 +196,34 @@ void check_tool_calls(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
                      chat::tool_call_format_name(format), text.c_str());
         std::abort();
     }
+}
+
+// The reasoning splitters (<think> and harmony) on the same outputs: never throw, and give the same
+// reasoning and content whatever the cuts; harmony's content then goes through its tool-call parser.
+void check_reasoning_split(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
+    const auto format = p.PickValueInArray({chat::ReasoningFormat::deepseek, chat::ReasoningFormat::harmony});
+    const bool open = p.ConsumeBool();
+    const std::string text = tool_output(gen, p);
+    chat::ReasoningSplitter whole_splitter(format, open), splitter(format, open);
+    chat::ReasoningParts whole = whole_splitter.feed(text), rest = whole_splitter.finish();
+    whole.reasoning += rest.reasoning;
+    whole.content += rest.content;
+    chat::ReasoningParts streamed;
+    auto add = [&](const chat::ReasoningParts& part) {
+        streamed.reasoning += part.reasoning;
+        streamed.content += part.content;
+    };
+    for (size_t at = 0; at < text.size();) {
+        const size_t n = p.remaining_bytes() ? p.ConsumeIntegralInRange<size_t>(1, 8) : text.size() - at;
+        add(splitter.feed(std::string_view(text).substr(at, n)));
+        at += std::min(n, text.size() - at);
+    }
+    add(splitter.finish());
+    if (streamed.reasoning != whole.reasoning || streamed.content != whole.content) {
+        std::fprintf(stderr, "fuzz: streamed reasoning split differs from the whole (%d): %s\n", int(format), text.c_str());
+        std::abort();
+    }
+    if (format == chat::ReasoningFormat::harmony) (void)chat::parse_tool_calls(whole.content, chat::ToolCallFormat::harmony);
 }
 
 json rerank_text_list(fuzz::JsonGen& gen, FuzzedDataProvider& p, bool objects) {
@@ -317,6 +347,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (endpoint == Endpoint::chat_completions) {
         try {
             check_tool_calls(gen, p);
+            check_reasoning_split(gen, p);
         } catch (const std::exception& e) {
             fuzz::unexpected("tool-call parser", e);
         }

@@ -14,10 +14,18 @@ constexpr std::string_view kClose = "</think>";
 ReasoningFormat parse_reasoning_format(std::string_view name) {
     if (name == "none") return ReasoningFormat::none;
     if (name == "deepseek") return ReasoningFormat::deepseek;
-    fail("unknown reasoning format '{}': use none or deepseek", name);
+    if (name == "harmony") return ReasoningFormat::harmony;
+    fail("unknown reasoning format '{}': use none, deepseek or harmony", name);
 }
 
-bool template_thinks(std::string_view source) { return source.find(kOpen) != std::string_view::npos; }
+ReasoningFormat template_reasoning_format(std::string_view source) {
+    auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
+    if (has("<|channel|>") && has("<|message|>")) return ReasoningFormat::harmony;
+    if (has(kOpen)) return ReasoningFormat::deepseek;
+    return ReasoningFormat::none;
+}
+
+bool template_thinks(std::string_view source) { return template_reasoning_format(source) != ReasoningFormat::none; }
 
 bool prompt_opens_thinking(std::string_view prompt) {
     size_t end = prompt.size();
@@ -27,6 +35,11 @@ bool prompt_opens_thinking(std::string_view prompt) {
 
 ReasoningSplitter::ReasoningSplitter(bool start_in_reasoning)
     : state_(start_in_reasoning ? State::reasoning : State::start) {}
+
+ReasoningSplitter::ReasoningSplitter(ReasoningFormat format, bool start_in_reasoning)
+    : ReasoningSplitter(start_in_reasoning) {
+    if (format == ReasoningFormat::harmony) harmony_.emplace();
+}
 
 void ReasoningSplitter::step(ReasoningParts& out, bool final) {
     for (;;) {
@@ -72,6 +85,7 @@ void ReasoningSplitter::step(ReasoningParts& out, bool final) {
 }
 
 ReasoningParts ReasoningSplitter::feed(std::string_view text) {
+    if (harmony_) return harmony_->feed(text);
     ReasoningParts out;
     pending_.append(text);
     step(out, false);
@@ -79,6 +93,7 @@ ReasoningParts ReasoningSplitter::feed(std::string_view text) {
 }
 
 ReasoningParts ReasoningSplitter::finish() {
+    if (harmony_) return harmony_->finish();
     ReasoningParts out;
     step(out, true);
     return out;

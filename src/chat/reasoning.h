@@ -11,33 +11,38 @@
 //     with the thinking itself.
 //   - </think> closes reasoning (once); white space right after it is dropped from the content.
 //   - Output that ends inside the reasoning (no </think>, e.g. cut by max_tokens) is all reasoning.
-// Never throws; every input is valid.
+// Never throws; every input is valid. With ReasoningFormat::harmony the splitter is gpt-oss's
+// (chat/harmony.h): the analysis channel is reasoning, the other messages content.
 #pragma once
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "chat/harmony.h"
+#include "chat/reasoning_parts.h"
+
 namespace pagoda::chat {
 
-enum class ReasoningFormat { none, deepseek };
-// "none" | "deepseek"; throws pagoda::Error naming the choices otherwise.
+enum class ReasoningFormat { none, deepseek, harmony };
+// "none" | "deepseek" | "harmony"; throws pagoda::Error naming the choices otherwise.
 ReasoningFormat parse_reasoning_format(std::string_view name);
 
-// A template "thinks" when its source mentions <think>.
+// How a template's model thinks: harmony when its source has <|channel|> and <|message|> (gpt-oss),
+// deepseek when it mentions <think>, else none.
+ReasoningFormat template_reasoning_format(std::string_view template_source);
+// A template "thinks" when template_reasoning_format() is not none.
 bool template_thinks(std::string_view template_source);
 // True when a rendered prompt ends (ignoring trailing white space) with an opening <think>.
 bool prompt_opens_thinking(std::string_view prompt);
 
-struct ReasoningParts {
-    std::string reasoning;
-    std::string content;
-};
-
 class ReasoningSplitter {
 public:
     explicit ReasoningSplitter(bool start_in_reasoning = false);
+    // deepseek (or none): the <think> splitter above; harmony: gpt-oss's (start_in_reasoning unused).
+    ReasoningSplitter(ReasoningFormat format, bool start_in_reasoning);
     ReasoningParts feed(std::string_view text);
     ReasoningParts finish();  // releases what is held back
-    bool in_reasoning() const { return state_ == State::reasoning; }
+    bool in_reasoning() const { return harmony_ ? harmony_->in_reasoning() : state_ == State::reasoning; }
 
 private:
     enum class State { start, reasoning, after_close, content };
@@ -45,6 +50,7 @@ private:
 
     State state_;
     std::string pending_;  // undecided text
+    std::optional<HarmonySplitter> harmony_;
 };
 
 ReasoningParts split_reasoning(std::string_view text, bool start_in_reasoning = false);

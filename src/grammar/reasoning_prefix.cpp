@@ -84,7 +84,7 @@ GrammarSpec spec_of(const Grammar& g, const std::string& prefix) {
 
 std::shared_ptr<const Grammar> with_reasoning_prefix(const Grammar& answer, const ReasoningTags& tags, bool starts_open) {
     if (tags.open.empty() || tags.close.empty()) fail("a reasoning block needs an opening and a closing tag");
-    for (unsigned char c : tags.open + tags.close)
+    for (unsigned char c : tags.open + tags.close + tags.after_close + tags.answer_open)
         if (c >= 0x80) fail("reasoning tags must be ASCII ('{}' … '{}')", tags.open, tags.close);
     GrammarSpec spec = spec_of(answer, "answer-");
     const std::string answer_root = spec.root;
@@ -103,10 +103,16 @@ std::shared_ptr<const Grammar> with_reasoning_prefix(const Grammar& answer, cons
     root.name = "think-root";
     SpecAlternative thought = starts_open ? SpecAlternative{} : literal(tags.open);
     thought.items.push_back(ref("think-body-0"));  // the body and the closing tag
-    thought.items.push_back(ref("think-gap"));
+    if (tags.after_close.empty()) thought.items.push_back(ref("think-gap"));
+    SpecAlternative opening = literal(tags.after_close + tags.answer_open);
+    thought.items.insert(thought.items.end(), opening.items.begin(), opening.items.end());
     thought.items.push_back(ref(answer_root));
     root.alternatives.push_back(std::move(thought));
-    if (!starts_open) root.alternatives.push_back(SpecAlternative{{ref(answer_root)}});
+    if (!starts_open) {
+        SpecAlternative direct = literal(tags.answer_open);
+        direct.items.push_back(ref(answer_root));
+        root.alternatives.push_back(std::move(direct));
+    }
     spec.rules.push_back(std::move(root));
     spec.root = "think-root";
     return Grammar::compile(spec);

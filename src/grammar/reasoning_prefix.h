@@ -5,6 +5,8 @@
 //     may follow the closing tag, as the reasoning splitter drops it).
 //   - With `starts_open` (the rendered prompt already ends with the opening tag), the output starts
 //     inside the block: `body close answer`; the block must be closed.
+//   - With `after_close` / `answer_open` (harmony): `open body close after_close answer_open answer`
+//     or `answer_open answer`.
 // The answer grammar's rules are renamed (prefixed "answer-") so they cannot collide with the
 // block's. Throws pagoda::Error for empty tags.
 #pragma once
@@ -18,6 +20,11 @@ namespace pagoda::grammar {
 struct ReasoningTags {
     std::string open = "<think>";
     std::string close = "</think>";
+    // Harmony-style blocks: what follows the closing tag (instead of optional white space), and
+    // what opens the answer in either form (`open body close after_close answer_open answer` or
+    // `answer_open answer`). Empty: nothing.
+    std::string after_close;
+    std::string answer_open;
 };
 
 std::shared_ptr<const Grammar> with_reasoning_prefix(const Grammar& answer, const ReasoningTags& tags, bool starts_open);

@@ -200,9 +200,10 @@ void Gateway::load() {
                      "(choose another with --chat-template)");
             template_ = chat::ChatTemplate::builtin("chatml");
         }
-        split_reasoning_ = options_.reasoning_format.empty()
-                               ? chat::template_thinks(template_->source())
-                               : chat::parse_reasoning_format(options_.reasoning_format) == chat::ReasoningFormat::deepseek;
+        reasoning_format_ = options_.reasoning_format.empty()
+                                ? chat::template_reasoning_format(template_->source())
+                                : chat::parse_reasoning_format(options_.reasoning_format);
+        split_reasoning_ = reasoning_format_ != chat::ReasoningFormat::none;
         if (!options_.pooling.empty()) {
             const auto p = engine::parse_pooling(options_.pooling);
             if (!p) fail("--pooling {} is not one of mean, last, cls", options_.pooling);
@@ -395,6 +396,7 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
                                          .max_seqs = options_.scheduler.max_seqs});
         // A grammar gets the model's reasoning block in front; a thinking budget goes to the engine.
         apply_reasoning(p, {.template_thinks = split_reasoning_, .prompt_opens = prompts_open_thinking,
+                            .format = reasoning_format_,
                             .budgets = options_.reasoning_budgets},
                         requests);
     } catch (const ApiError&) {
@@ -443,6 +445,7 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
     ctx.tokenizer = engine_->tokenizer();
     ctx.split_reasoning = split_reasoning_;
     ctx.reasoning_open = split_reasoning_ && prompts_open_thinking;
+    ctx.reasoning_format = reasoning_format_;
     ctx.tool_format = tool_format;
     ctx.tools = p.tools;
     ctx.parallel_tool_calls = p.parallel_tool_calls;

@@ -282,6 +282,7 @@ private:
     std::string load_error_;
     std::optional<chat::ChatTemplate> template_;
     bool split_reasoning_ = false;  // from options_.reasoning_format and the template, at load
+    chat::ReasoningFormat reasoning_format_ = chat::ReasoningFormat::none;
     engine::Pooling pooling_ = engine::Pooling::last;  // from options_.pooling and the model, at load
     // Decoder reranking (setup_rerank): the prompt form and the yes/no token ids; when unset,
     // rerank_unsupported_ says why /v1/rerank and /v1/score are refused.

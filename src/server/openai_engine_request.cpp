@@ -37,10 +37,14 @@ std::vector<int32_t> tokenize_prompt(const PromptInput& prompt, const tokenizer:
 // - "developer" is OpenAI's newer name for the system role; templates know "system".
 // - Content arrays of text parts become one string (parts joined by a newline, as vLLM does) for a
 //   template that concatenates content as a string.
+// - An assistant message's reasoning_content (what pagoda returned) is also its `thinking`, the
+//   field gpt-oss's template reads.
 nlohmann::json template_messages(const nlohmann::json& messages, bool takes_parts) {
     nlohmann::json out = messages;
     for (auto& m : out) {
         if (m.value("role", "") == "developer") m["role"] = "system";
+        if (auto r = m.find("reasoning_content"); r != m.end() && r->is_string() && !m.contains("thinking"))
+            m["thinking"] = *r;
         if (auto content = m.find("content"); !takes_parts && content != m.end() && content->is_array()) {
             std::string text;
             for (size_t i = 0; i < content->size(); ++i) {
@@ -75,6 +79,9 @@ std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tok
     if (tok.eos() >= 0) ro.eos_token = tok.token_to_piece(tok.eos(), true);
     if (!p.tools.is_null()) ro.tools = p.tools;
     ro.extra = p.chat_template_kwargs;
+    // gpt-oss's template takes the effort as a variable (its system message says "Reasoning: high").
+    if (!p.reasoning_effort.empty() && ro.extra.is_object() && !ro.extra.contains("reasoning_effort"))
+        ro.extra["reasoning_effort"] = p.reasoning_effort;
     std::string text;
     try {
         text = chat_template->render(template_messages(p.messages, chat_template->takes_content_parts()), ro);

@@ -98,7 +98,7 @@ struct CompletionParams {
     int64_t min_tokens = 0;                  // vLLM: no end of sequence or stop string before this many tokens
     bool stream = false, include_usage = false;
     std::shared_ptr<const grammar::Grammar> grammar;  // from response_format or grammar; null: free text
-    bool grammar_spells_reasoning = false;  // a GBNF `grammar` that writes <think> / </think> itself (not prefixed)
+    bool grammar_spells_reasoning = false;  // a GBNF `grammar` that writes <think> / </think> (or <|channel|>) itself (not prefixed)
     std::optional<FimRequest> fim;           // completions: fill in the middle (suffix, /infill)
     // Thinking budget (server/reasoning_request.h): thinking_token_budget / max_thinking_tokens
     // (tokens), or reasoning_effort "low" / "medium" / "high" through the server's budgets.

@@ -33,7 +33,7 @@ ResponseAssembler::ResponseAssembler(ResponseContext context, size_t n_subs)
                                         {"text_offset", json::array()}};
             }
             if (sub < ctx_.echo_text.size()) c.text = ctx_.echo_text[sub];
-            if (ctx_.endpoint == Endpoint::chat_completions && ctx_.split_reasoning) c.splitter.emplace(ctx_.reasoning_open);
+            if (ctx_.endpoint == Endpoint::chat_completions && ctx_.split_reasoning) c.splitter.emplace(ctx_.reasoning_format, ctx_.reasoning_open);
             if (ctx_.endpoint == Endpoint::chat_completions && ctx_.tool_format) c.tool_parser.emplace(*ctx_.tool_format, ctx_.tools);
         }
 }

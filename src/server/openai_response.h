@@ -43,8 +43,11 @@ struct ResponseContext {
     const tokenizer::Tokenizer* tokenizer = nullptr;  // token strings for logprobs
     // Chat: <think>…</think> goes to reasoning_content (chat/reasoning.h), starting inside the
     // reasoning when the rendered prompt already opened it.
+    // harmony (gpt-oss): the analysis channel is the reasoning, other messages the content, calls
+    // re-written for the tool-call parser (chat/harmony.h).
     bool split_reasoning = false;
     bool reasoning_open = false;
+    chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::deepseek;
     // Chat with tools: the content (after reasoning) is parsed for tool calls in this format
     // (`tools`, the request's array, types Qwen3-Coder values). A call streams as OpenAI's do: a
     // tool_calls delta {index, id, type, function {name, arguments: "" or the first piece}} once its

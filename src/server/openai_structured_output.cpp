@@ -154,8 +154,10 @@ void parse_structured_output(const json& body, CompletionParams& p, const ojson*
         const std::string& text = read_string(*v, name);
         if (p.grammar) set_grammar(p, nullptr, name);
         p.grammar = gbnf_grammar(text, name, "a usable GBNF grammar");
-        // A grammar that spells the reasoning tags itself covers the whole output, thinking included.
-        p.grammar_spells_reasoning = text.find("think>") != std::string::npos;
+        // A grammar that spells the reasoning tags (or harmony's channels) itself covers the whole
+        // output, thinking included.
+        p.grammar_spells_reasoning =
+            text.find("think>") != std::string::npos || text.find("<|channel|>") != std::string::npos;
     }
 }
 

@@ -44,6 +44,25 @@ ReasoningBudgets parse_reasoning_budgets(const std::string& text) {
     return b;
 }
 
+grammar::ReasoningTags reasoning_grammar_tags(chat::ReasoningFormat format, bool tool_call) {
+    if (format != chat::ReasoningFormat::harmony) return {};
+    // A harmony tool call is a message of its own (its grammar writes the commentary header); any
+    // other answer is the final channel's.
+    return {.open = "<|channel|>analysis<|message|>",
+            .close = "<|end|>",
+            .after_close = "<|start|>assistant",
+            .answer_open = tool_call ? "" : "<|channel|>final<|message|>"};
+}
+
+engine::ThinkingBudget reasoning_budget_tags(chat::ReasoningFormat format) {
+    engine::ThinkingBudget b;
+    if (format == chat::ReasoningFormat::harmony) {
+        b.open = "<|channel|>analysis<|message|>";
+        b.close = "<|end|>";
+    }
+    return b;
+}
+
 void apply_reasoning(const CompletionParams& p, const ReasoningSetup& setup, EngineRequests& requests) {
     const bool chat = p.endpoint == Endpoint::chat_completions;
     std::optional<int64_t> budget = p.thinking_budget;
@@ -62,13 +81,21 @@ void apply_reasoning(const CompletionParams& p, const ReasoningSetup& setup, Eng
     if (p.grammar && !p.grammar_spells_reasoning) {
         // Keyed by the answer grammar's text: requests with the same schema share one compiled grammar
         // (and so the engine's warm mask cache).
-        const std::string key = fmt::format("reasoning-prefix\x1f{}\x1f{}", setup.prompt_opens ? 1 : 0, p.grammar->to_gbnf());
+        const bool tool_call = p.tool_choice == ToolChoice::required || p.tool_choice == ToolChoice::function;
+        const grammar::ReasoningTags tags = reasoning_grammar_tags(setup.format, tool_call);
+        const std::string key = fmt::format("reasoning-prefix\x1f{}\x1f{}\x1f{}\x1f{}", setup.prompt_opens ? 1 : 0,
+                                            tags.after_close, tags.answer_open, p.grammar->to_gbnf());
         prefixed = grammar::GrammarCache::shared().get(
-            key, [&] { return grammar::with_reasoning_prefix(*p.grammar, {}, setup.prompt_opens); });
+            key, [&] { return grammar::with_reasoning_prefix(*p.grammar, tags, setup.prompt_opens); });
     }
     for (auto& r : requests.subs) {
         if (prefixed) r.grammar = prefixed;
-        if (budget) r.thinking = engine::ThinkingBudget{.starts_open = setup.prompt_opens, .max_tokens = *budget};
+        if (budget) {
+            engine::ThinkingBudget b = reasoning_budget_tags(setup.format);
+            b.starts_open = setup.prompt_opens;
+            b.max_tokens = *budget;
+            r.thinking = std::move(b);
+        }
     }
 }
 

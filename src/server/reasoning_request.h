@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <string>
 
+#include "chat/reasoning.h"
+#include "engine/thinking_budget.h"
+#include "grammar/reasoning_prefix.h"
 #include "server/openai_engine_request.h"
 #include "server/openai_request.h"
 
@@ -26,8 +29,18 @@ ReasoningBudgets parse_reasoning_budgets(const std::string& text);
 struct ReasoningSetup {
     bool template_thinks = false;  // the server splits reasoning for this model
     bool prompt_opens = false;     // this request's rendered prompt ends inside the block
+    // The block's tags: <think>…</think>, or harmony's analysis message then the final channel's
+    // header before the answer (`<|channel|>analysis<|message|>…<|end|><|start|>assistant
+    // <|channel|>final<|message|>ANSWER`, or `<|channel|>final<|message|>ANSWER` without thinking);
+    // a harmony budget forces <|end|>, after which the model (or the grammar) opens the answer.
+    chat::ReasoningFormat format = chat::ReasoningFormat::deepseek;
     ReasoningBudgets budgets;
 };
+
+// The grammar tags and the budget's tags of a reasoning format (deepseek's for none).
+// tool_call: the grammar writes a forced tool call (harmony: its own message, no final channel).
+grammar::ReasoningTags reasoning_grammar_tags(chat::ReasoningFormat format, bool tool_call);
+engine::ThinkingBudget reasoning_budget_tags(chat::ReasoningFormat format);
 
 // Sets every sub-request's grammar prefix and thinking budget; throws ApiError.
 void apply_reasoning(const CompletionParams& p, const ReasoningSetup& setup, EngineRequests& requests);

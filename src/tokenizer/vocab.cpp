@@ -88,6 +88,11 @@ void read_encoder_pagoda_keys(const gguf::File& file, VocabSpec& spec) {
     }
 }
 
+// gpt-oss's o200k_harmony: the message markers are text the output parser reads, so they render
+// (and a grammar can spell them with their own tokens), and <|end|> only ends a message, not the
+// turn (<|return|> and <|call|> do). llama.cpp renders the same markers but for <|end|>.
+constexpr std::string_view kHarmonyMarkers[] = {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>"};
+
 }  // namespace
 
 VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
@@ -339,6 +344,19 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
     }
     for (int32_t id : {v.eos_, v.eot_, v.eom_})
         if (id != kNoToken) v.eog_.insert(id);
+    // o200k_harmony: see kHarmonyMarkers.
+    if (const int32_t ret = v.find("<|return|>"), call = v.find("<|call|>"), end = v.find("<|end|>");
+        ret != kNoToken && call != kNoToken && v.find("<|channel|>") != kNoToken && v.find("<|message|>") != kNoToken) {
+        for (auto text : kHarmonyMarkers)
+            if (int32_t id = v.find(text); id != kNoToken) v.types_[id] = TokenType::user_defined;
+        if (end != kNoToken) {
+            v.eog_.erase(end);
+            if (v.eot_ == end) v.eot_ = ret;
+            if (v.eos_ == end) v.eos_ = ret;
+        }
+        v.eog_.insert(ret);
+        v.eog_.insert(call);
+    }
 
     for (int32_t id = 0; id < v.n_tokens(); ++id) {
         TokenType t = v.types_[id];

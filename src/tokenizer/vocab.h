@@ -185,6 +185,10 @@ public:
 
 private:
     void set_encoder_options(const VocabSpec& spec);  // WordPiece / Unigram settings (vocab_encoder.cpp)
+    // o200k_harmony (a vocabulary with <|channel|>, <|message|>, <|return|>, <|call|>): the message
+    // markers <|start|> <|channel|> <|message|> <|constrain|> <|end|> are user-defined (rendered as
+    // text), and <|end|> does not end generation.
+    void apply_harmony_rules();
 
     VocabType type_ = VocabType::spm;
     std::string pre_ = "default";

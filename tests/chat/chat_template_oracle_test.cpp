@@ -29,7 +29,8 @@ TEST(ChatTemplateOracle, ExpectationsCoverEveryFamily) {
     std::set<std::string> families;
     for (const auto& c : cases["chat"]) families.insert(c["template"].get<std::string>());
     for (const char* f : {"llama2", "llama3", "llama3.1", "mistral-v1", "mistral-v3", "qwen2.5", "qwen3", "phi3", "gemma",
-                          "gemma1", "deepseek", "deepseek-r1", "chatml", "zephyr", "hermes3-tool-use", "granite3.3"})
+                          "gemma1", "deepseek", "deepseek-r1", "chatml", "zephyr", "hermes3-tool-use", "granite3.3",
+                          "gpt-oss"})
         EXPECT_TRUE(families.count(f)) << f;
 }
 

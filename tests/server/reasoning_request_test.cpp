@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "grammar/gbnf_parser.h"
 #include "grammar/matcher.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
@@ -125,6 +126,39 @@ TEST(ReasoningRequest, GrammarsGetTheBlockInFront) {
     EngineRequests rh = two_subs();
     apply_reasoning(h, {.template_thinks = true}, rh);
     EXPECT_TRUE(accepts(rh.subs[0].grammar, "<think>1 2 {</think>abc"));
+}
+
+TEST(ReasoningRequest, HarmonyBlockIsTheAnalysisChannelAndTheAnswerTheFinal) {
+    const ReasoningSetup harmony{.template_thinks = true, .format = chat::ReasoningFormat::harmony, .budgets = {3, 6, 9}};
+    EngineRequests r = two_subs();
+    apply_reasoning(chat({{"response_format", {{"type", "json_object"}}}, {"reasoning_effort", "medium"}}), harmony, r);
+    const auto& g = r.subs[0].grammar;
+    ASSERT_TRUE(g);
+    EXPECT_TRUE(accepts(g, "<|channel|>analysis<|message|>think {<|end|><|start|>assistant<|channel|>final<|message|>{}"));
+    EXPECT_TRUE(accepts(g, "<|channel|>final<|message|>{\"a\": 1}"));
+    EXPECT_FALSE(accepts(g, "{}"));  // the answer is the final channel's
+    EXPECT_FALSE(accepts(g, "<|channel|>analysis<|message|>x<|end|>{}"));
+    EXPECT_FALSE(accepts(g, "<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>x"));
+    ASSERT_TRUE(r.subs[0].thinking);
+    EXPECT_EQ(r.subs[0].thinking->open, "<|channel|>analysis<|message|>");
+    EXPECT_EQ(r.subs[0].thinking->close, "<|end|>");
+    EXPECT_EQ(r.subs[0].thinking->max_tokens, 6);
+    EXPECT_FALSE(r.subs[0].thinking->starts_open);
+
+    // A forced tool call is a commentary message of its own, after the analysis or alone.
+    const json tools = json::array({{{"type", "function"},
+                                     {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}});
+    CompletionParams t = chat({{"tools", tools}, {"tool_choice", "required"}});
+    t.grammar = grammar::parse_gbnf(R"(root ::= "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>")");
+    EngineRequests rt = two_subs();
+    apply_reasoning(t, harmony, rt);
+    EXPECT_TRUE(accepts(rt.subs[0].grammar, "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>"));
+    EXPECT_TRUE(accepts(rt.subs[0].grammar, "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary "
+                                            "to=functions.f <|constrain|>json<|message|>{}<|call|>"));
+
+    // A GBNF grammar that spells harmony's channels covers the whole output.
+    CompletionParams spelled = chat({{"grammar", R"(root ::= "<|channel|>final<|message|>" [a-z]+)"}});
+    EXPECT_TRUE(spelled.grammar_spells_reasoning);
 }
 
 }  // namespace

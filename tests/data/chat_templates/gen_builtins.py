@@ -15,7 +15,8 @@ names=[('chatml','chatml','ChatML (teknium/OpenHermes-2.5-Mistral-7B); pagoda ad
        ('deepseek-r1','deepseek-r1','deepseek-ai/DeepSeek-R1-Distill-Qwen-32B'),
        ('qwen2.5','qwen2.5','Qwen/Qwen2.5-7B-Instruct (also Qwen2): tools'),
        ('qwen3','qwen3','Qwen/Qwen3-0.6B: <think> handling, tools'),
-       ('zephyr','zephyr','HuggingFaceH4/zephyr-7b-beta')]
+       ('zephyr','zephyr','HuggingFaceH4/zephyr-7b-beta'),
+       ('gpt-oss','gpt-oss','openai/gpt-oss-20b / 120b (harmony: channels, tools as a TypeScript namespace, reasoning_effort)')]
 out=['// Generated from tests/data/chat_templates/*.jinja (the real chat_template strings of each model',
      '// family). Tests check that each entry still equals its file byte for byte.',
      '#include "chat/builtin_templates.h"','','namespace pagoda::chat {','',

@@ -186,6 +186,32 @@ def chat_cases():
                             "controls": {"citations": True, "hallucinations": True, "length": "short"}}})
     cases.append({"template": "granite3.3", "case": "thinking", "messages": CONVERSATIONS["single_user"],
                   "add_generation_prompt": True, **TOKENS, "tools": None, "extra": {"thinking": True}})
+    # gpt-oss (harmony): every conversation, tools as a TypeScript namespace in the developer message,
+    # a call and its result, reasoning effort, an analysis message kept before a pending tool call.
+    for conv_name in ("single_user", "system_multi_turn", "no_system_multi_turn", "ends_with_assistant", "system_only"):
+        for agp in (True, False):
+            cases.append({"template": "gpt-oss", "case": f"{conv_name}/agp={int(agp)}", "messages": CONVERSATIONS[conv_name],
+                          "add_generation_prompt": agp, **TOKENS, "tools": None, "extra": {}})
+    harmony_tool = {"type": "function", "function": {
+        "name": "get_weather", "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "City name"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"},
+            "days": {"type": "integer"}, "hourly": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "where": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]}},
+            "required": ["city"]}}}
+    noop_tool = {"type": "function", "function": {"name": "noop", "description": "Does nothing"}}
+    cases.append({"template": "gpt-oss", "case": "tools", "messages": TOOL_CONVERSATION, "add_generation_prompt": True,
+                  **TOKENS, "tools": [harmony_tool, noop_tool], "extra": {"reasoning_effort": "high"}})
+    cases.append({"template": "gpt-oss", "case": "pending_tool_call_keeps_thinking", "add_generation_prompt": True,
+                  "messages": [{"role": "developer", "content": "Be brief."}, u("Weather in Paris?"),
+                               {"role": "assistant", "thinking": "Need the weather tool.", "tool_calls": [
+                                   {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                               {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+                  **TOKENS, "tools": [harmony_tool], "extra": {"reasoning_effort": "low", "model_identity": "You are pagoda."}})
+    cases.append({"template": "gpt-oss", "case": "channel_tags_in_content_refused", "add_generation_prompt": True,
+                  "messages": [u("q"), a("<|channel|>analysis<|message|>x")], **TOKENS, "tools": None, "extra": {}})
     cases.append({"template": "chatml", "case": "content_parts_passthrough", "add_generation_prompt": True, **TOKENS,
                   "tools": None, "messages": [{"role": "user", "content": "plain"}], "extra": {}})
     return cases

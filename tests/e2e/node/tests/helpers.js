@@ -51,8 +51,8 @@ export function writeTemp(name, text) {
 
 // Starts a server (`env`: variables added to its environment; `tls.ca`: the PEM CA of a server
 // started with --ssl-cert, which is then reached over https); resolves to { port, baseURL, url,
-// log(), stop() }.
-export async function startServer(extraArgs = [], kind = 'tiny', env = {}, tls = null) {
+// log(), stop() }. `startMs`: how long it may take to become ready (a 200k vocabulary takes longer).
+export async function startServer(extraArgs = [], kind = 'tiny', env = {}, tls = null, startMs = 30000) {
   const template = extraArgs.includes('--chat-template') ? [] : ['--chat-template', 'chatml'];
   // No lame-duck grace unless a test asks for one: stop() is then as quick as before it existed.
   const grace = extraArgs.includes('--drain-grace') ? [] : ['--drain-grace', '0'];
@@ -63,7 +63,7 @@ export async function startServer(extraArgs = [], kind = 'tiny', env = {}, tls =
   let log = '';
   child.stderr.on('data', (d) => { log += d.toString(); });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const deadline = Date.now() + 30000;
+  const deadline = Date.now() + startMs;
   let port = 0;
   while (!port) {
     const m = /listening on 127\.0\.0\.1:(\d+)/.exec(log);
