@@ -5,6 +5,7 @@
 #include "backend/cpu/lora_kernels.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/half.h"
 
 namespace pagoda::backend::cpu_impl {
 namespace {
@@ -12,28 +13,57 @@ namespace {
 constexpr int64_t kRankBlock = 8;   // rank rows per down-pass unit
 constexpr int64_t kOutChunk = 128;  // outputs per up-pass unit (a multiple of 16 lanes)
 
+bool compact(const LoraSegment& s) { return s.a_elems && s.bt_elems; }
+
+LoraElem elem_of(const LoraSegment& s) {
+    if (!compact(s)) return LoraElem::f32;
+    switch (s.elem) {
+        case gguf::GgmlType::F32: return LoraElem::f32;
+        case gguf::GgmlType::F16: return LoraElem::f16;
+        case gguf::GgmlType::BF16: return LoraElem::bf16;
+        default: fail("cpu backend: lora_add: an adapter's numbers are {}, not F32, F16 or BF16", gguf::type_name(uint32_t(s.elem)));
+    }
+}
+
+float load(LoraElem e, const void* p, int64_t i) {
+    switch (e) {
+        case LoraElem::f32: return static_cast<const float*>(p)[i];
+        case LoraElem::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+        case LoraElem::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    }
+    return 0;
+}
+
 }  // namespace
 
 // The scalar path: eight lanes (which the compiler may keep as one vector), summed pairwise, then the
-// tail in order.
-static float dot8(const float* a, const float* b, int64_t n) {
+// tail in order; from B^T, the sum over the rank in order.
+static float dot8(LoraElem e, const void* a, int64_t a0, const float* b, int64_t n) {
     float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) lane[k] += a[i + k] * b[i + k];
+        for (int k = 0; k < 8; ++k) lane[k] += load(e, a, a0 + i + k) * b[i + k];
     float s = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
-    for (; i < n; ++i) s += a[i] * b[i];
+    for (; i < n; ++i) s += load(e, a, a0 + i) * b[i];
     return s;
 }
 
 void lora_down_scalar(const LoraDown& d) {
     for (int r = 0; r < d.n_rows; ++r)
-        for (int64_t j = d.j0; j < d.j1; ++j) d.h[r][j] = dot8(d.a + j * d.in, d.x[r], d.in);
+        for (int64_t j = d.j0; j < d.j1; ++j) d.h[r][j] = dot8(d.elem, d.a, j * d.in, d.x[r], d.in);
 }
 
 void lora_up_scalar(const LoraUp& u) {
     for (int r = 0; r < u.n_rows; ++r)
-        for (int64_t o = u.o0; o < u.o1; ++o) u.y[r][o] += u.scale * dot8(u.b + o * u.rank, u.h[r], u.rank);
+        for (int64_t o = u.o0; o < u.o1; ++o) {
+            float sum = 0;
+            if (u.bt) {
+                for (int64_t j = 0; j < u.rank; ++j) sum += u.h[r][j] * load(u.elem, u.bt, j * u.out + o);
+            } else {
+                sum = dot8(LoraElem::f32, u.b, o * u.rank, u.h[r], u.rank);
+            }
+            u.y[r][o] += u.scale * sum;
+        }
 }
 
 void lora_add_f32(const Tensor& x, const Tensor& y, std::span<const LoraSegment> segments, ThreadPool& threads,
@@ -90,7 +120,7 @@ void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64
             const LoraSegment& g = segments[s];
             const int64_t rank_blocks = (g.rank + kRankBlock - 1) / kRankBlock, k = u - units[2 * s];
             const int64_t block = k / rank_blocks, j0 = (k % rank_blocks) * kRankBlock;
-            LoraDown d{.a = g.a, .in = in, .j0 = j0, .j1 = std::min(g.rank, j0 + kRankBlock), .n_rows = 0, .x = {}, .h = {}};
+            LoraDown d{.elem = elem_of(g), .a = compact(g) ? g.a_elems : g.a, .in = in, .j0 = j0, .j1 = std::min(g.rank, j0 + kRankBlock), .n_rows = 0, .x = {}, .h = {}};
             for (int64_t i = block * kLoraRowBlock; i < int64_t(g.rows.size()) && d.n_rows < kLoraRowBlock; ++i) {
                 d.x[d.n_rows] = x + int64_t(g.rows[size_t(i)]) * x_stride;
                 d.h[d.n_rows] = h + off[s] + i * g.rank;
@@ -104,7 +134,7 @@ void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64
             const size_t s = segment_of(u, 1);
             const LoraSegment& g = segments[s];
             const int64_t o0 = (u - units[2 * s + 1]) * kOutChunk;
-            LoraUp p{.b = g.b, .rank = g.rank, .o0 = o0, .o1 = std::min(out, o0 + kOutChunk), .scale = g.scale,
+            LoraUp p{.elem = elem_of(g), .bt = compact(g) ? g.bt_elems : nullptr, .b = g.b, .rank = g.rank, .out = out, .o0 = o0, .o1 = std::min(out, o0 + kOutChunk), .scale = g.scale,
                      .n_rows = 0, .h = {}, .y = {}};
             for (size_t i = 0; i < g.rows.size();) {
                 p.n_rows = 0;
