@@ -25,14 +25,16 @@ struct GenAdapterOptions {
     double alpha = 32;
     bool rslora = false;
     uint64_t seed = 7;
+    std::string type = "f32";  // the numbers' type in both forms: f32, f16 or bf16
     bool wanted() const { return !gguf.empty() || !peft.empty(); }
 };
 
 void write_gen_adapter(const GenAdapterOptions& a, const std::string& model_path, const std::string& format) {
     if (format != "gguf") fail("--lora-out / --peft-out need --format gguf (the adapter is read against the GGUF)");
     auto base = gguf::File::open(model_path);
+    const gguf::GgmlType type = a.type == "f16" ? gguf::GgmlType::F16 : a.type == "bf16" ? gguf::GgmlType::BF16 : gguf::GgmlType::F32;
     const int64_t n = lora::write_random_adapter(
-        *base, {.rank = a.rank, .alpha = a.alpha, .rslora = a.rslora, .seed = a.seed}, a.gguf, a.peft);
+        *base, {.rank = a.rank, .alpha = a.alpha, .rslora = a.rslora, .seed = a.seed, .type = type}, a.gguf, a.peft);
     std::fprintf(stderr, "pagoda gen-model: wrote a rank-%lld LoRA adapter of %lld weights%s%s%s%s\n", (long long)a.rank,
                  (long long)n, a.gguf.empty() ? "" : " to ", a.gguf.c_str(), a.peft.empty() ? "" : " and as PEFT in ",
                  a.peft.c_str());
@@ -227,6 +229,8 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_option("--lora-alpha", o->adapter.alpha, "The adapter's alpha (scale alpha / rank)")->check(CLI::Range(0.0, 1e6));
     sub.add_flag("--lora-rslora", o->adapter.rslora, "rsLoRA scaling (alpha / sqrt(rank))");
     sub.add_option("--lora-seed", o->adapter.seed, "The adapter's random seed");
+    sub.add_option("--lora-type", o->adapter.type, "The adapter's number type in both forms (llama.cpp's convert_lora_to_gguf writes f16)")
+        ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     return [o] { return run_gen_model(*o); };
 });
 

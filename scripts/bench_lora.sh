@@ -2,12 +2,14 @@
 # LoRA serving throughput (docs/benchmarks.md, "LoRA adapters"): one workload of REQUESTS greedy
 # requests through `pagoda batch`, run on the base model alone and with 1, 4 and 16 rank-RANK
 # adapters (on every projection of every layer) spread round-robin over the requests, so each step
-# mixes adapters; then the time to first token of a request for an adapter the server has evicted
-# (`serve --max-loras 1`, read again from disk). Usage: scripts/bench_lora.sh BUILD_DIR [OUT_DIR]
+# mixes adapters, for each adapter number type in TYPES (f32: as gen-model writes by default; f16: as
+# llama.cpp's convert_lora_to_gguf writes by default); then the time to first token of a request for
+# an adapter the server has evicted (`serve --max-loras 1`, read again from disk).
+# Usage: scripts/bench_lora.sh BUILD_DIR [OUT_DIR]
 set -euo pipefail
 bin="${1:?usage: bench_lora.sh BUILD_DIR [OUT_DIR]}/pagoda"
 out="${2:-$(mktemp -d)}"
-threads="${THREADS:-2}" requests="${REQUESTS:-32}" tokens="${TOKENS:-32}" rank="${RANK:-16}"
+threads="${THREADS:-2}" requests="${REQUESTS:-32}" tokens="${TOKENS:-32}" rank="${RANK:-16}" types="${TYPES:-f32 f16}"
 mkdir -p "$out"
 model="$out/base.gguf"
 # ~55 M parameters, f32: decode is memory-bound here as a real model's is. A rank-16 adapter on all
@@ -15,8 +17,11 @@ model="$out/base.gguf"
 # adapter its rows use, so the cost of many adapters is larger here than on a real model.
 shape=(--layers 4 --dim 1024 --heads 16 --kv-heads 16 --ffn 2816 --seed 5)
 "$bin" gen-model "${shape[@]}" -o "$model" 2>/dev/null
-for i in $(seq 0 15); do
-  "$bin" gen-model "${shape[@]}" -o "$out/tmp.gguf" --lora-out "$out/a$i.gguf" --lora-rank "$rank" --lora-seed "$((100 + i))" 2>/dev/null
+for type in $types; do
+  for i in $(seq 0 15); do
+    "$bin" gen-model "${shape[@]}" -o "$out/tmp.gguf" --lora-out "$out/$type-a$i.gguf" --lora-rank "$rank" \
+      --lora-seed "$((100 + i))" --lora-type "$type" 2>/dev/null
+  done
 done
 rm -f "$out/tmp.gguf"
 lines() {  # $1: adapters (0: the base model)
@@ -25,9 +30,9 @@ lines() {  # $1: adapters (0: the base model)
     echo "{${m}\"prompt\": \"Once upon a time $r\", \"max_tokens\": $tokens, \"temperature\": 0, \"ignore_eos\": true}"
   done
 }
-run() {  # $1: adapters
+run() {  # $1: adapters, $2: their number type
   local flags=()
-  for i in $(seq 0 $(($1 - 1))); do flags+=(--lora "a$i=$out/a$i.gguf"); done
+  for i in $(seq 0 $(($1 - 1))); do flags+=(--lora "a$i=$out/$2-a$i.gguf"); done
   lines "$1" > "$out/in$1.jsonl"
   "$bin" batch -m "$model" -i "$out/in$1.jsonl" -o "$out/out$1.jsonl" -t "$threads" --max-seqs 16 "${flags[@]}" 2>&1 |
     sed -n 's/.*(\([0-9.]*\) generated tokens\/s).*/\1/p'
@@ -36,21 +41,28 @@ run() {  # $1: adapters
 rounds="${ROUNDS:-3}"
 declare -A best
 for r in $(seq 1 "$rounds"); do
-  for n in 0 1 4 16; do
-    t=$(run "$n")
-    best[$n]=$(python3 -c "print(max(${best[$n]:-0}, $t))")
+  t=$(run 0 none)
+  best[0]=$(python3 -c "print(max(${best[0]:-0}, $t))")
+  for type in $types; do
+    for n in 1 4 16; do
+      t=$(run "$n" "$type")
+      best[$type$n]=$(python3 -c "print(max(${best[$type$n]:-0}, $t))")
+    done
   done
 done
 echo "host: $(nproc) cores; model: ${shape[*]}; $requests requests x $tokens tokens, --max-seqs 16, -t $threads"
 echo "base alone: ${best[0]} generated tokens/s (best of $rounds)"
-for n in 1 4 16; do
-  echo "$n adapters: ${best[$n]} generated tokens/s ($(python3 -c "print(f'{${best[$n]} / ${best[0]}:.2f}')")x the base)"
+for type in $types; do
+  for n in 1 4 16; do
+    echo "$n $type adapters: ${best[$type$n]} generated tokens/s ($(python3 -c "print(f'{${best[$type$n]} / ${best[0]}:.2f}')")x the base)"
+  done
 done
+first=${types%% *}
 
 # Time to first token, warm and cold: with --max-loras 1, asking for a1 evicts a0, so the next
 # request for a0 reads it again from disk before its prefill.
 log="$out/serve.log"
-"$bin" serve -m "$model" --port 0 -t "$threads" --max-loras 1 --lora "a0=$out/a0.gguf" --lora "a1=$out/a1.gguf" \
+"$bin" serve -m "$model" --port 0 -t "$threads" --max-loras 1 --lora "a0=$out/$first-a0.gguf" --lora "a1=$out/$first-a1.gguf" \
   2> "$log" & pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 port=""

@@ -170,6 +170,7 @@ std::shared_ptr<const lora::Adapter> GraphModel::load_lora(const std::string& pa
             fail("{}: the adapter targets {}, which this model's graph does not multiply as a layer projection "
                  "(adapters on embeddings, the output head or MoE experts are not supported)", path, p.target);
     }
+    lora_step_->add_adapter(adapter);  // its compact form, now rather than in its first step
     return adapter;
 }
 

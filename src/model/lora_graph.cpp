@@ -1,6 +1,7 @@
 #include "model/lora_graph.h"
 
 #include "core/error.h"
+#include "core/half.h"
 
 namespace pagoda::model {
 
@@ -26,6 +27,75 @@ Graph with_lora_nodes(const Graph& g) {
     return out;
 }
 
+namespace {
+
+// Whether every value survives the trip through a 16-bit type exactly.
+template <class To, class From>
+bool exact_in(const std::vector<float>& values, To to, From from) {
+    for (float v : values)
+        if (float_to_bits(from(to(v))) != float_to_bits(v)) return false;
+    return true;
+}
+
+// B (out x rank) transposed to rank x out, each value converted by `to`.
+template <class Elem, class To>
+std::vector<uint8_t> transposed(const lora::LoraPair& p, To to) {
+    std::vector<uint8_t> bytes(p.b.size() * sizeof(Elem));
+    auto* bt = reinterpret_cast<Elem*>(bytes.data());
+    for (int64_t o = 0; o < p.out; ++o)
+        for (int64_t j = 0; j < p.rank; ++j) bt[j * p.out + o] = to(p.b[size_t(o * p.rank + j)]);
+    return bytes;
+}
+
+template <class To>
+std::vector<uint8_t> converted(const std::vector<float>& values, To to) {
+    std::vector<uint8_t> bytes(values.size() * sizeof(uint16_t));
+    auto* out = reinterpret_cast<uint16_t*>(bytes.data());
+    for (size_t i = 0; i < values.size(); ++i) out[i] = to(values[i]);
+    return bytes;
+}
+
+}  // namespace
+
+std::shared_ptr<const LoraStep::Compact> LoraStep::build_compact(const std::shared_ptr<const lora::Adapter>& adapter) {
+    auto c = std::make_shared<Compact>();
+    c->owner = adapter;
+    auto f16 = [](float v) { return f32_to_f16(v); };
+    auto bf16 = [](float v) { return f32_to_bf16(v); };
+    for (const lora::LoraPair& p : adapter->pairs) {
+        CompactPair cp;
+        if (exact_in(p.a, f16, f16_to_f32) && exact_in(p.b, f16, f16_to_f32)) {
+            cp.elem = gguf::GgmlType::F16;
+            cp.a = converted(p.a, f16);
+            cp.bt = transposed<uint16_t>(p, f16);
+        } else if (exact_in(p.a, bf16, bf16_to_f32) && exact_in(p.b, bf16, bf16_to_f32)) {
+            cp.elem = gguf::GgmlType::BF16;
+            cp.a = converted(p.a, bf16);
+            cp.bt = transposed<uint16_t>(p, bf16);
+        } else {
+            cp.bt = transposed<float>(p, [](float v) { return v; });
+        }
+        c->pairs.push_back(std::move(cp));
+    }
+    return c;
+}
+
+std::shared_ptr<const LoraStep::Compact> LoraStep::compact_for(const std::shared_ptr<const lora::Adapter>& adapter) {
+    {
+        std::lock_guard lock(compact_mutex_);
+        auto it = compact_.find(adapter.get());
+        if (it != compact_.end() && it->second->owner.lock() == adapter) return it->second;
+    }
+    auto built = build_compact(adapter);
+    std::lock_guard lock(compact_mutex_);
+    for (auto it = compact_.begin(); it != compact_.end();)  // forget adapters that are gone
+        it = it->second->owner.expired() ? compact_.erase(it) : std::next(it);
+    compact_[adapter.get()] = built;
+    return built;
+}
+
+void LoraStep::add_adapter(const std::shared_ptr<const lora::Adapter>& adapter) { compact_for(adapter); }
+
 LoraStep::LoraStep(const std::vector<std::string>& targets) : by_target_(targets.size()) {
     for (size_t i = 0; i < targets.size(); ++i) slots_.emplace(targets[i], int32_t(i));
 }
@@ -44,6 +114,7 @@ bool LoraStep::prepare(const Batch& batch) {
     struct Group {
         const lora::Adapter* adapter;
         float scale;
+        std::shared_ptr<const lora::Adapter> owner;
     };
     std::vector<Group> groups;
     std::vector<int32_t> group_of(batch.block_tables.size(), -1);
@@ -58,7 +129,7 @@ bool LoraStep::prepare(const Batch& batch) {
                 if (p.slot < 0 || size_t(p.slot) >= by_target_.size())
                     fail("LoRA adapter '{}' was not loaded for this model", ref.adapter->name);
             g = int32_t(groups.size());
-            groups.push_back({ref.adapter.get(), ref.scale});
+            groups.push_back({ref.adapter.get(), ref.scale, ref.adapter});
         }
         group_of[s] = g;
     }
@@ -69,11 +140,20 @@ bool LoraStep::prepare(const Batch& batch) {
         const int32_t g = group_of.at(size_t(batch.seq_index[t]));
         if (g >= 0) rows_[size_t(g)].push_back(int32_t(t));
     }
+    group_compact_.assign(groups.size(), nullptr);
     for (size_t i = 0; i < groups.size(); ++i) {
         if (rows_[i].empty()) continue;
-        for (const auto& p : groups[i].adapter->pairs)
+        group_compact_[i] = compact_for(groups[i].owner);
+        const Compact& compact = *group_compact_[i];
+        for (size_t k = 0; k < groups[i].adapter->pairs.size(); ++k) {
+            const lora::LoraPair& p = groups[i].adapter->pairs[k];
+            const CompactPair& cp = compact.pairs[k];
             by_target_[size_t(p.slot)].push_back({.a = p.a.data(), .b = p.b.data(), .rank = p.rank,
-                                                  .scale = groups[i].scale * p.factor, .rows = rows_[i]});
+                                                  .scale = groups[i].scale * p.factor, .rows = rows_[i],
+                                                  .elem = cp.elem,
+                                                  .a_elems = cp.a.empty() ? static_cast<const void*>(p.a.data()) : cp.a.data(),
+                                                  .bt_elems = cp.bt.data()});
+        }
     }
     return true;
 }

@@ -4,9 +4,13 @@
 // fusion pass then leaves those matmuls unfused (the update sits between the matmul and its fused
 // followers), so GraphModel keeps the plain fused graph for steps without adapters and runs this one
 // only when some row has one. LoraStep groups a step's rows by adapter into the per-target segments
-// the executor hands to Backend::lora_add.
+// the executor hands to Backend::lora_add, each with its adapter's compact form (LoraSegment::a_elems
+// / bt_elems: F16 or BF16 where every number is exactly one, else F32; B transposed), built once per
+// adapter and dropped with it.
 #pragma once
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,11 +33,28 @@ public:
     // adapter was bound to another model (a slot out of range) or the batch's seq_lora is malformed.
     bool prepare(const Batch& batch);
     const std::vector<std::vector<backend::LoraSegment>>& segments() const { return by_target_; }
+    // Builds the adapter's compact form now (StepModel::load_lora), so its first step does not;
+    // prepare() builds it for an adapter it has not seen. Safe beside a running prepare().
+    void add_adapter(const std::shared_ptr<const lora::Adapter>& adapter);
 
 private:
+    struct CompactPair {
+        gguf::GgmlType elem = gguf::GgmlType::F32;
+        std::vector<uint8_t> a, bt;  // a empty for F32 (the pair's own f32 A is it)
+    };
+    struct Compact {
+        std::weak_ptr<const lora::Adapter> owner;  // expired: the adapter is gone (its address may return)
+        std::vector<CompactPair> pairs;            // parallel to the adapter's pairs
+    };
+    static std::shared_ptr<const Compact> build_compact(const std::shared_ptr<const lora::Adapter>& adapter);
+    std::shared_ptr<const Compact> compact_for(const std::shared_ptr<const lora::Adapter>& adapter);
+
+    std::mutex compact_mutex_;
+    std::map<const lora::Adapter*, std::shared_ptr<const Compact>> compact_;
     std::map<std::string, int32_t> slots_;
     std::vector<std::vector<backend::LoraSegment>> by_target_;
     std::vector<std::vector<int32_t>> rows_;  // per group
+    std::vector<std::shared_ptr<const Compact>> group_compact_;  // per group, held for the step
 };
 
 }  // namespace pagoda::model

@@ -271,7 +271,7 @@ const std::vector<RequestField>& anthropic_request_fields() {
     using enum FieldUse;
     constexpr bool M = true, C = true, _ = false;  // /v1/messages, /v1/messages/count_tokens
     static const std::vector<RequestField> fields = {
-        {"model", M, C, honoured, "must be the served model's id when given"},
+        {"model", M, C, honoured, "the served model's id or one of its LoRA adapters' (see LoRA adapters)"},
         {"messages", M, C, honoured, "text, tool_use, tool_result and thinking blocks"},
         {"system", M, C, honoured, "a string or text blocks"},
         {"max_tokens", M, _, honoured, "required"},

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "chat/reasoning.h"
 #include "engine/start_rate.h"
+#include "server/lora_choice.h"
 #include "server/openai_engine_request.h"
 #include "server/responses_events.h"
 #include "server/tool_request.h"
@@ -350,22 +351,12 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
         metrics_.on_rejection(key_name, reason);
         return e;
     };
-    const bool names_base = p.model.empty() || p.model == options_.model_name;
-    if (!names_base && !(loras_ && loras_->has(p.model)))
-        throw reject("invalid", ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
-                                                          options_.model_name),
-                                         "invalid_request_error", "model", "model_not_found"));
     // The LoRA adapter: `model` naming one, or the `lora` field (lora_registry.h).
     lora::AdapterRef adapter;
-    if (!p.lora.empty() && !loras_)
-        throw reject("invalid", ApiError::invalid("'lora' names an adapter, but this server serves none (--lora)", "lora",
-                                                  "invalid_value"));
-    if (loras_ && (!names_base || !p.lora.empty())) {
-        try {
-            adapter = loras_->resolve(names_base ? std::string() : p.model, p.lora);
-        } catch (const ApiError& e) {
-            throw reject("invalid", e);
-        }
+    try {
+        adapter = adapter_for(loras_.get(), options_.model_name, p.model, p.lora);
+    } catch (const ApiError& e) {
+        throw reject("invalid", e);
     }
 
     // A key claims no better priority class than its key file grants (without keys: any).
@@ -433,7 +424,7 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
     ctx.endpoint = p.endpoint;
     ctx.id = std::move(id);
     ctx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    ctx.model = names_base ? options_.model_name : p.model;
+    ctx.model = served_model_id(options_.model_name, p.model);
     ctx.system_fingerprint = system_fingerprint_;
     ctx.n = p.n;
     ctx.logprobs = p.logprobs;

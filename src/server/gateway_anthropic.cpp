@@ -7,6 +7,7 @@
 
 #include "server/anthropic_request.h"
 #include "server/gateway.h"
+#include "server/lora_choice.h"
 #include "server/openai_engine_request.h"
 #include "server/tool_request.h"
 
@@ -66,7 +67,8 @@ std::shared_ptr<Job> Gateway::start_messages(const nlohmann::ordered_json& body,
     }
     // max_tokens is required here, so the reservation is exactly the prompt plus it (one choice).
     const int64_t input_tokens = job->reserved_tokens_ - *job->params().max_tokens;
-    job->messages_ = std::make_unique<MessageBuilder>("msg_" + response_id, options_.model_name, input_tokens);
+    job->messages_ = std::make_unique<MessageBuilder>("msg_" + response_id, served_model_id(options_.model_name, job->params().model),
+                                                     input_tokens);
     return job;
 }
 
@@ -89,7 +91,7 @@ SimpleResponse Gateway::count_message_tokens(const nlohmann::ordered_json& body,
         } catch (const ApiError& e) {
             throw renamed(e, request);
         }
-        if (!p.model.empty() && p.model != options_.model_name)
+        if (!p.model.empty() && p.model != options_.model_name && !(loras_ && loras_->has(p.model)))
             throw ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
                                             options_.model_name),
                            "invalid_request_error", "model", "model_not_found");

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "server/embedding_request.h"
 #include "server/gateway.h"
+#include "server/lora_choice.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -32,10 +33,12 @@ std::shared_ptr<Job> Gateway::start_embeddings(const json& body, const ApiKey* k
     } catch (const ApiError& e) {
         throw invalid(e);
     }
-    if (!p.model.empty() && p.model != options_.model_name)
-        throw invalid(ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
-                                                options_.model_name),
-                               "invalid_request_error", "model", "model_not_found"));
+    lora::AdapterRef adapter;  // `model` may name a LoRA adapter: the inputs run under it
+    try {
+        adapter = adapter_for(loras_.get(), options_.model_name, p.model, {});
+    } catch (const ApiError& e) {
+        throw invalid(e);
+    }
     const model::StepModelInfo& info = engine_->model_info();
     if (p.dimensions && *p.dimensions != info.hidden_size)
         throw invalid(ApiError::invalid(fmt::format("'dimensions' {} cannot be served: this model's embeddings have {} "
@@ -69,6 +72,7 @@ std::shared_ptr<Job> Gateway::start_embeddings(const json& body, const ApiKey* k
                                             param, "context_length_exceeded"));
         r.embedding = engine::EmbeddingSpec{pooling_, true};
         r.stop.max_tokens = 1;
+        r.lora = adapter;
         total_tokens += int64_t(r.prompt.size());
         requests.push_back(std::move(r));
     }
@@ -79,7 +83,7 @@ std::shared_ptr<Job> Gateway::start_embeddings(const json& body, const ApiKey* k
     params.endpoint = Endpoint::embeddings;
     params.model = p.model;
     std::shared_ptr<Job> job(new Job(*this, request_id, params, ResponseContext{}, 0));
-    job->collected_ = std::make_unique<EmbeddingAssembler>(options_.model_name, p.encoding, requests.size());
+    job->collected_ = std::make_unique<EmbeddingAssembler>(served_model_id(options_.model_name, p.model), p.encoding, requests.size());
     job->key_name_ = key_name;
     job->limited_ = key != nullptr;
     job->reserved_tokens_ = total_tokens;

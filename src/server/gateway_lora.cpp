@@ -6,6 +6,7 @@
 
 #include "core/json_reader.h"
 #include "server/gateway.h"
+#include "server/lora_choice.h"
 
 namespace pagoda::server {
 namespace {
@@ -40,6 +41,22 @@ std::string string_field(const nlohmann::json& body, const char* name, std::init
 }
 
 }  // namespace
+
+lora::AdapterRef adapter_for(LoraRegistry* loras, const std::string& base_id, const std::string& model,
+                             const std::vector<LoraChoice>& lora) {
+    const bool names_base = model.empty() || model == base_id;
+    if (!names_base && !(loras && loras->has(model)))
+        throw ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", model, base_id),
+                       "invalid_request_error", "model", "model_not_found");
+    if (!lora.empty() && !loras)
+        throw ApiError::invalid("'lora' names an adapter, but this server serves none (--lora)", "lora", "invalid_value");
+    if (loras && (!names_base || !lora.empty())) return loras->resolve(names_base ? std::string() : model, lora);
+    return {};
+}
+
+std::string served_model_id(const std::string& base_id, const std::string& model) {
+    return model.empty() ? base_id : model;
+}
 
 SimpleResponse Gateway::load_lora_adapter(const nlohmann::json& body) {
     require_ready(state(), load_error_);

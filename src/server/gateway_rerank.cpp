@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "server/gateway.h"
+#include "server/lora_choice.h"
 #include "server/rerank_response.h"
 #include "tokenizer/tokenizer.h"
 
@@ -95,10 +96,12 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
     } catch (const ApiError& e) {
         throw invalid(e);
     }
-    if (!p.model.empty() && p.model != options_.model_name)
-        throw invalid(ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'", p.model,
-                                                options_.model_name),
-                               "invalid_request_error", "model", "model_not_found"));
+    lora::AdapterRef adapter;  // `model` may name a LoRA adapter: every pair runs under it
+    try {
+        adapter = adapter_for(loras_.get(), options_.model_name, p.model, {});
+    } catch (const ApiError& e) {
+        throw invalid(e);
+    }
     if (!rerank_prompt_ && !rerank_head_) throw invalid(ApiError::invalid(rerank_unsupported_, {}, "model_not_supported"));
 
     const tokenizer::Tokenizer& tok = *engine_->tokenizer();
@@ -134,6 +137,7 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
         else
             r.score_tokens = {rerank_tokens_.first, rerank_tokens_.second};
         r.stop.max_tokens = 1;
+        r.lora = adapter;
         total_tokens += int64_t(r.prompt.size());
         requests.push_back(std::move(r));
     }
@@ -146,7 +150,7 @@ std::shared_ptr<Job> Gateway::start_rerank(Endpoint endpoint, const json& body, 
     std::shared_ptr<Job> job(new Job(*this, request_id, params, ResponseContext{}, 0));
     const int64_t created =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    job->collected_ = std::make_unique<RerankAssembler>(options_.model_name,
+    job->collected_ = std::make_unique<RerankAssembler>(served_model_id(options_.model_name, p.model),
                                                         fmt::format("{}-{}", p.score ? "score" : "rerank", request_id),
                                                         created, p, rerank_head_);
     job->key_name_ = key_name;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "server/gateway.h"
+#include "server/lora_choice.h"
 #include "server/responses_events.h"
 #include "server/responses_request.h"
 #include "server/tool_request.h"
@@ -57,7 +58,7 @@ std::shared_ptr<Job> Gateway::start_responses(const nlohmann::ordered_json& body
     ctx.id = "resp_" + response_id;
     ctx.created_at =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    ctx.model = options_.model_name;
+    ctx.model = served_model_id(options_.model_name, p.model);
     if (r.instructions) ctx.instructions = *r.instructions;
     if (r.max_output_tokens) ctx.max_output_tokens = *r.max_output_tokens;
     ctx.tools = r.tools;

@@ -69,7 +69,7 @@ const std::vector<RequestField>& rerank_request_fields() {
     using enum FieldUse;
     constexpr bool R = true, S = true, _ = false;  // rerank, score
     static const std::vector<RequestField> fields = {
-        {"model", R, S, honoured, "must be the served model's id when given"},
+        {"model", R, S, honoured, "the served model's id or one of its LoRA adapters' (see LoRA adapters)"},
         {"query", R, _, honoured, "required"},
         {"documents", R, _, honoured, "required: strings, or objects with 'text'"},
         {"top_n", R, _, honoured, "the n best; default all"},

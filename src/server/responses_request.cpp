@@ -293,7 +293,7 @@ void check_fields(const json& body) {
 const std::vector<ResponsesField>& responses_fields() {
     using enum FieldUse;
     static const std::vector<ResponsesField> fields = {
-        {"model", honoured, "must be the served model's id when given"},
+        {"model", honoured, "the served model's id or one of its LoRA adapters' (see LoRA adapters)"},
         {"input", honoured, "a string, or items: message, function_call, function_call_output, reasoning"},
         {"instructions", honoured, "a system message before the input"},
         {"tools", honoured, "type function only; hosted tools are a 400 naming them"},

@@ -135,6 +135,29 @@ TEST(Lora, GgufAndPeftFormsAreTheSameAdapter) {
     EXPECT_EQ(from_gguf.logits, from_peft.logits);
 }
 
+// Adapters stored as F16 or BF16 (the CPU then streams them in that type, B transposed: the
+// numbers are exactly those) give the merged model's output, and the CPU agrees with the reference.
+TEST(Lora, HalfPrecisionAdaptersEqualTheMergedModel) {
+    auto base = gguf::File::open(fixture().base);
+    for (const gguf::GgmlType type : {gguf::GgmlType::F16, gguf::GgmlType::BF16}) {
+        const std::string name = type == gguf::GgmlType::F16 ? "lora-f16" : "lora-bf16";
+        const std::string file = test::temp_path(name + ".gguf");
+        lora::write_random_adapter(*base, {.rank = 8, .alpha = 16, .seed = 9, .type = type}, file, "");
+        const std::string merged = merged_model(file, 0.8f, name + "-merged.gguf");
+        auto cpu = open(fixture().base, "cpu", true);
+        const GreedyRun adapted = greedy(*cpu, {cpu->load_lora(file, "h", 0.8f), 0.8f});
+        auto merged_cpu = open(merged, "cpu", false);
+        const GreedyRun want = greedy(*merged_cpu, {});
+        EXPECT_EQ(adapted.tokens, want.tokens) << name;
+        EXPECT_LT(max_rel_diff(adapted.logits, want.logits), 1e-4) << name;
+        auto ref = open(fixture().base, "reference", true);
+        const GreedyRun oracle = greedy(*ref, {ref->load_lora(file, "h", 0.8f), 0.8f});
+        EXPECT_EQ(adapted.tokens, oracle.tokens) << name;
+        EXPECT_LT(max_rel_diff(adapted.logits, oracle.logits), 1e-4) << name;
+        EXPECT_GT(max_rel_diff(greedy(*cpu, {}).logits, want.logits), 1e-2) << name << ": the adapter changes nothing";
+    }
+}
+
 TEST(Lora, RsLoraScalesByTheSquareRootOfTheRank) {
     auto base = gguf::File::open(fixture().base);
     const std::string dir = test::temp_path("lora-rs-peft"), file = test::temp_path("lora-rs.gguf");

@@ -151,6 +151,84 @@ TEST(ServeLora, RuntimeLoadAndUnloadUnderLoadLoseNothing) {
     EXPECT_EQ(http_request(server.port(), "POST", "/v1/unload_lora_adapter", json{{"lora_name", "x"}}.dump()).status, 404);
 }
 
+json post(int port, const std::string& path, const json& body) {
+    const HttpResult r = http_request(port, "POST", path, body.dump());
+    json j = json::parse(r.body.empty() ? "{}" : r.body, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) j = json{{"_body", r.body}};
+    j["_status"] = r.status;
+    return j;
+}
+
+std::string chat_text(const json& j) {
+    return j.contains("choices") ? j["choices"][0]["message"]["content"].get<std::string>() : "<error>";
+}
+
+// Every endpoint that runs the model takes an adapter by `model`: it runs under it (the answer is
+// the chat endpoint's under the same adapter, and differs from the base's) and the response names
+// it; an unknown model is a 404 everywhere; `lora` where the endpoint has no such field is a 400
+// naming it.
+TEST(ServeLora, EveryEndpointTakesAnAdapterByModel) {
+    ServeProcess server({"--lora", "a=" + adapters().a, "--alias", "base"});
+    const int port = server.port();
+    const json user = {{{"role", "user"}, {"content", "Once upon a time"}}};
+    auto chat = [&](const std::string& model) {
+        return post(port, "/v1/chat/completions",
+                    {{"model", model}, {"messages", user}, {"max_tokens", 10}, {"temperature", 0}});
+    };
+    const json chat_a = chat("a"), chat_base = chat("base");
+    ASSERT_EQ(chat_a["_status"], 200) << chat_a.dump();
+    ASSERT_NE(chat_text(chat_a), chat_text(chat_base)) << "the adapter changes nothing here: the test would prove nothing";
+
+    // Anthropic Messages.
+    auto messages = [&](const std::string& model) {
+        return post(port, "/v1/messages", {{"model", model}, {"messages", user}, {"max_tokens", 10}, {"temperature", 0}});
+    };
+    const json msg_a = messages("a");
+    ASSERT_EQ(msg_a["_status"], 200) << msg_a.dump();
+    EXPECT_EQ(msg_a["model"], "a");
+    const std::string msg_text = msg_a["content"].empty() ? "" : msg_a["content"][0].value("text", "");
+    EXPECT_EQ(msg_text, chat_text(chat_a));
+    EXPECT_EQ(messages("base")["model"], "base");
+    EXPECT_EQ(messages("zz")["_status"], 404);
+    EXPECT_EQ(post(port, "/v1/messages/count_tokens", {{"model", "a"}, {"messages", user}})["_status"], 200);
+    const json msg_lora = post(port, "/v1/messages", {{"model", "a"}, {"messages", user}, {"max_tokens", 4}, {"lora", json::array()}});
+    EXPECT_EQ(msg_lora["_status"], 400) << msg_lora.dump();
+    EXPECT_NE(msg_lora.dump().find("lora"), std::string::npos) << msg_lora.dump();
+
+    // Responses.
+    const json resp_a = post(port, "/v1/responses", {{"model", "a"}, {"input", user}, {"max_output_tokens", 10}, {"temperature", 0}});
+    ASSERT_EQ(resp_a["_status"], 200) << resp_a.dump();
+    EXPECT_EQ(resp_a["model"], "a");
+    std::string resp_text;
+    for (const auto& item : resp_a["output"])
+        if (item.value("type", "") == "message") resp_text = item["content"][0].value("text", "");
+    EXPECT_EQ(resp_text, chat_text(chat_a));
+    EXPECT_EQ(post(port, "/v1/responses", {{"model", "zz"}, {"input", "x"}})["_status"], 404);
+
+    // Embeddings: the adapter's vectors differ from the base's, the same under it twice.
+    auto embed = [&](const std::string& model) {
+        return post(port, "/v1/embeddings", {{"model", model}, {"input", "Once upon a time"}});
+    };
+    const json emb_a = embed("a"), emb_base = embed("base");
+    ASSERT_EQ(emb_a["_status"], 200) << emb_a.dump();
+    EXPECT_EQ(emb_a["model"], "a");
+    EXPECT_EQ(emb_base["model"], "base");
+    EXPECT_NE(emb_a["data"][0]["embedding"], emb_base["data"][0]["embedding"]);
+    EXPECT_EQ(emb_a["data"][0]["embedding"], embed("a")["data"][0]["embedding"]);
+    EXPECT_EQ(embed("zz")["_status"], 404);
+    const json emb_lora = post(port, "/v1/embeddings", {{"input", "x"}, {"lora", {{{"id", 0}}}}});
+    EXPECT_EQ(emb_lora["_status"], 400);
+    EXPECT_EQ(emb_lora["error"]["param"], "lora") << emb_lora.dump();
+
+    // Rerank / score: the adapter passes the model check (this model cannot rerank: the 400 says so,
+    // not a 404), an unknown model does not.
+    const json rr = post(port, "/v1/rerank", {{"model", "a"}, {"query", "q"}, {"documents", {"d"}}});
+    EXPECT_EQ(rr["_status"], 400) << rr.dump();
+    EXPECT_NE(rr.dump().find("not supported"), std::string::npos) << rr.dump();
+    EXPECT_EQ(post(port, "/v1/rerank", {{"model", "zz"}, {"query", "q"}, {"documents", {"d"}}})["_status"], 404);
+    EXPECT_EQ(post(port, "/v1/score", {{"model", "zz"}, {"text_1", "q"}, {"text_2", "d"}})["_status"], 404);
+}
+
 // The registry alone: LRU eviction of idle adapters, reload on use, ids stable across unloads.
 TEST(LoraRegistry, EvictsTheLeastRecentlyUsedIdleAdapterAndReloads) {
     int loads = 0;

@@ -410,7 +410,7 @@ private:
     AlignedBuffer<uint8_t> arena_;
     std::vector<float> scratch_;     // the stacked output of a multi-part matmul
     std::vector<float> kv_scratch_;  // K and V of a fused QKV op
-    std::vector<float> lora_scratch_;  // lora_add's A x rows
+    cpu_impl::LoraScratch lora_scratch_;  // lora_add's intermediates
     int64_t stacked_width_ = 0, kv_width_ = 0;  // widest stacked weight; widest K + V
     int64_t reserved_tokens_ = 0;
     void gather_rows(const Tensor& x, std::span<const int32_t> rows, const Tensor& out) {
