@@ -67,8 +67,8 @@ std::shared_ptr<Job> Gateway::start_messages(const nlohmann::ordered_json& body,
     }
     // max_tokens is required here, so the reservation is exactly the prompt plus it (one choice).
     const int64_t input_tokens = job->reserved_tokens_ - *job->params().max_tokens;
-    job->messages_ = std::make_unique<MessageBuilder>("msg_" + response_id, served_model_id(options_.model_name, job->params().model),
-                                                     input_tokens);
+    job->messages_ = std::make_unique<MessageBuilder>(
+        "msg_" + response_id, served_model_id(options_.model_name, job->params().model), input_tokens);
     return job;
 }
 

@@ -83,7 +83,8 @@ std::shared_ptr<Job> Gateway::start_embeddings(const json& body, const ApiKey* k
     params.endpoint = Endpoint::embeddings;
     params.model = p.model;
     std::shared_ptr<Job> job(new Job(*this, request_id, params, ResponseContext{}, 0));
-    job->collected_ = std::make_unique<EmbeddingAssembler>(served_model_id(options_.model_name, p.model), p.encoding, requests.size());
+    job->collected_ =
+        std::make_unique<EmbeddingAssembler>(served_model_id(options_.model_name, p.model), p.encoding, requests.size());
     job->key_name_ = key_name;
     job->limited_ = key != nullptr;
     job->reserved_tokens_ = total_tokens;

@@ -21,7 +21,9 @@ LoraElem elem_of(const LoraSegment& s) {
         case gguf::GgmlType::F32: return LoraElem::f32;
         case gguf::GgmlType::F16: return LoraElem::f16;
         case gguf::GgmlType::BF16: return LoraElem::bf16;
-        default: fail("cpu backend: lora_add: an adapter's numbers are {}, not F32, F16 or BF16", gguf::type_name(uint32_t(s.elem)));
+        default:
+            fail("cpu backend: lora_add: an adapter's numbers are {}, not F32, F16 or BF16",
+                 gguf::type_name(uint32_t(s.elem)));
     }
 }
 
@@ -120,7 +122,8 @@ void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64
             const LoraSegment& g = segments[s];
             const int64_t rank_blocks = (g.rank + kRankBlock - 1) / kRankBlock, k = u - units[2 * s];
             const int64_t block = k / rank_blocks, j0 = (k % rank_blocks) * kRankBlock;
-            LoraDown d{.elem = elem_of(g), .a = compact(g) ? g.a_elems : g.a, .in = in, .j0 = j0, .j1 = std::min(g.rank, j0 + kRankBlock), .n_rows = 0, .x = {}, .h = {}};
+            LoraDown d{.elem = elem_of(g), .a = compact(g) ? g.a_elems : g.a, .in = in, .j0 = j0,
+                       .j1 = std::min(g.rank, j0 + kRankBlock), .n_rows = 0, .x = {}, .h = {}};
             for (int64_t i = block * kLoraRowBlock; i < int64_t(g.rows.size()) && d.n_rows < kLoraRowBlock; ++i) {
                 d.x[d.n_rows] = x + int64_t(g.rows[size_t(i)]) * x_stride;
                 d.h[d.n_rows] = h + off[s] + i * g.rank;
@@ -134,8 +137,9 @@ void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64
             const size_t s = segment_of(u, 1);
             const LoraSegment& g = segments[s];
             const int64_t o0 = (u - units[2 * s + 1]) * kOutChunk;
-            LoraUp p{.elem = elem_of(g), .bt = compact(g) ? g.bt_elems : nullptr, .b = g.b, .rank = g.rank, .out = out, .o0 = o0, .o1 = std::min(out, o0 + kOutChunk), .scale = g.scale,
-                     .n_rows = 0, .h = {}, .y = {}};
+            LoraUp p{.elem = elem_of(g), .bt = compact(g) ? g.bt_elems : nullptr, .b = g.b, .rank = g.rank,
+                     .out = out, .o0 = o0, .o1 = std::min(out, o0 + kOutChunk), .scale = g.scale, .n_rows = 0,
+                     .h = {}, .y = {}};
             for (size_t i = 0; i < g.rows.size();) {
                 p.n_rows = 0;
                 for (; i < g.rows.size() && p.n_rows < kLoraRowBlock; ++i, ++p.n_rows) {
