@@ -95,6 +95,8 @@ int run_gen_model(const GenModelOptions& o) {
     else fail("--type must be f32, f16 or bf16 (got '{}'); quantise afterwards with `pagoda quantize`", o.type);
 
     if (o.format == "gguf" && o.shards != 1) fail("--shards is for --format hf");
+    // The synthetic vocabulary then carries the image control tokens a prompt with images needs.
+    spec.image_tokens = !o.mmproj.empty();
     std::unique_ptr<gguf::File> vocab;
     if (!o.vocab.empty()) vocab = gguf::File::open(o.vocab);
     auto start = std::chrono::steady_clock::now();

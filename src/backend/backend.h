@@ -146,6 +146,10 @@ struct StepInputs {
     std::span<const int32_t> logit_rows;  // the token rows that want logits, increasing
     std::span<const std::vector<int32_t>> block_tables;  // per sequence
     std::span<const int32_t> hidden_rows;  // the token rows whose final hidden state is wanted, increasing
+    // Per token, or empty (all causal): the last key position a causal attention reads for the row
+    // (>= its position; an image's rows read to the image's end, model/batch.h). The sliding window
+    // then ends there too.
+    std::span<const int32_t> attend_until;
 };
 
 struct AttentionParams {
