@@ -116,6 +116,8 @@ int run_gen_model(const GenModelOptions& o) {
     } else fail("--type must be f32, f16, bf16 or (gpt-oss) mxfp4 (got '{}'); quantise afterwards with `pagoda quantize`", o.type);
 
     if (o.format == "gguf" && o.shards != 1) fail("--shards is for --format hf");
+    // The synthetic vocabulary then carries the image control tokens a prompt with images needs.
+    spec.image_tokens = !o.mmproj.empty();
     std::unique_ptr<gguf::File> vocab;
     if (!o.vocab.empty()) vocab = open_vocab(o.vocab);
     auto start = std::chrono::steady_clock::now();

@@ -1,6 +1,9 @@
 // `pagoda run`: generate text from a prompt with one model, streaming the continuation to stdout.
 // Plain decoding runs the model directly (model::SequenceRunner); with speculative decoding
 // (--draft-ngram / --draft-model) the one request goes through the engine, which drafts and verifies.
+// With --mmproj and --image (Gemma 3), each image is encoded by the projector's vision tower and laid
+// out after BOS, before the prompt text, in Gemma 3's form ("\n\n<start_of_image>", its soft tokens,
+// "<end_of_image>\n\n"); its rows take the image's embeddings (plain decoding only).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,12 +29,14 @@
 #include "model/sequence_runner.h"
 #include "model/model_file.h"
 #include "tokenizer/stream_decoder.h"
+#include "vision/image_encoder.h"
 
 namespace pagoda::app {
 namespace {
 
 struct RunOptions {
-    std::string model, prompt, prompt_file;
+    std::string model, prompt, prompt_file, mmproj;
+    std::vector<std::string> images;
     int64_t ctx = 0;
     int n_predict = 128, threads = 0, chunk = 512;
     bool ids = false, ignore_eos = false;
@@ -58,6 +63,40 @@ GenerationBudget generation_budget(int64_t prompt_tokens, int64_t n_predict, int
         fail("the prompt has {} tokens, more than the context of {} (raise -c/--ctx-size)", prompt_tokens, context);
     const int64_t room = context - prompt_tokens + 1;
     return {.context = context, .tokens = n_predict < 0 ? room : std::min(n_predict, room), .capped = n_predict > room};
+}
+
+// One control token's id, or a clear refusal when the vocabulary lacks it.
+int32_t control_token(const tokenizer::Tokenizer& t, const std::string& text) {
+    const auto ids = t.encode(text, {.add_bos = false, .add_eos = false, .parse_special = true});
+    if (ids.size() != 1 || t.token_to_piece(ids[0], true) != text)
+        fail("the model's vocabulary has no {} token, which Gemma 3's image prompts need", text);
+    return ids[0];
+}
+
+// BOS, the images in Gemma 3's layout, then the text; the images' spans for the runner.
+std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, const tokenizer::Tokenizer& t,
+                                  const model::ModelConfig& config, std::vector<model::ImageSpan>& spans) {
+    if (config.arch != "gemma3") fail("--image: images are read for Gemma 3 models only (this one is {})", config.arch);
+    // The tower runs on the reference backend when the model does, else on the CPU.
+    vision::ImageEncoder encoder(o.mmproj, o.compute.backend == "reference" ? "reference" : "cpu", o.threads);
+    if (encoder.config().text_dim != config.dim)
+        fail("{}: the projector's output width {} is not the text model's {}", o.mmproj, encoder.config().text_dim,
+             config.dim);
+    vision::Gemma3ImageTokens ids;
+    ids.double_newline = t.encode("\n\n", {.add_bos = false, .add_eos = false});
+    ids.start = control_token(t, "<start_of_image>");
+    ids.end = control_token(t, "<end_of_image>");
+    ids.soft = control_token(t, "<image_soft_token>");
+    std::vector<int32_t> prompt = t.encode("");  // BOS where the vocabulary adds it
+    for (const std::string& path : o.images) {
+        vision::EncodedImage image = encoder.encode_file(path);
+        const int64_t begin = vision::append_gemma3_image(prompt, ids, encoder.tokens_per_image());
+        spans.push_back({.begin = begin, .rows = encoder.tokens_per_image(), .embeddings = std::move(image.embeddings),
+                         .hash = image.hash});
+    }
+    const auto rest = t.encode(text, {.add_bos = false});
+    prompt.insert(prompt.end(), rest.begin(), rest.end());
+    return prompt;
 }
 
 std::string prompt_text(const RunOptions& o) {
@@ -147,7 +186,11 @@ int run(const RunOptions& o) {
     const std::string text = prompt_text(o);
     std::shared_ptr<const gguf::File> file = model::open_model_file(o.model, o.compute.file_options(o.threads));
     auto tokenizer = tokenizer::Tokenizer::from_gguf(*file);
-    std::vector<int32_t> prompt = tokenizer->encode(text);
+    if (!o.images.empty() && o.mmproj.empty()) fail("--image needs --mmproj (the model's vision projector)");
+    if (!o.images.empty() && o.spec.enabled()) fail("--image is for plain decoding: not with --draft-ngram / --draft-model");
+    std::vector<model::ImageSpan> images;
+    std::vector<int32_t> prompt = o.images.empty() ? tokenizer->encode(text)
+                                                   : image_prompt(o, text, *tokenizer, model::read_config(*file), images);
     if (prompt.empty()) fail("the prompt encodes to no tokens and the vocabulary adds no BOS: give a prompt with -p");
     const int64_t trained = model::read_config(*file).context_length;
     if (o.ctx > trained)
@@ -172,6 +215,7 @@ int run(const RunOptions& o) {
         return run_speculative(o, prompt, std::move(model), model_options, std::move(tokenizer), budget, load_s, adapter);
     model::SequenceRunner runner(*model, o.kv.options().prefix_caching);
     if (adapter) runner.set_lora(0, adapter);
+    if (!images.empty()) runner.set_images(0, std::move(images));
 
     tokenizer::StreamDecoder stream(*tokenizer);
     for (int32_t id : prompt) stream.feed(id);  // the continuation is decoded in context (leading spaces)
@@ -240,6 +284,10 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     o->profile.add_to(sub);
     o->compute.add_to(sub);
     o->lora.add_to(sub);
+    sub.add_option("--mmproj", o->mmproj, "The model's vision projector (llama.cpp's mmproj GGUF; Gemma 3)");
+    sub.add_option("--image", o->images, "An image (PNG, JPEG, WebP) placed before the prompt text; repeatable")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     return [o] {
         o->profile.apply(o->model, &o->threads, &o->kv.block_size);
         return run(*o);

@@ -148,6 +148,10 @@ struct StepInputs {
     std::span<const int32_t> hidden_rows;  // the token rows whose final hidden state is wanted, increasing
     // per token: its token type (segment) id, for encoders' token-type embeddings; empty: all 0
     std::span<const int32_t> token_types;
+    // Per token, or empty (all causal): the last key position a causal attention reads for the row
+    // (>= its position; an image's rows read to the image's end, model/batch.h). The sliding window
+    // then ends there too.
+    std::span<const int32_t> attend_until;
 };
 
 struct AttentionParams {

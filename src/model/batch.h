@@ -4,8 +4,14 @@
 // a sequence's last token in the step), and whether its final hidden state is wanted (the rows an
 // embedding pools). Copy-on-write block copies run before anything is written. Logits and hidden
 // states come back for the rows that want them, in batch order.
+//
+// Images (Gemma 3): a row may take a given embedding instead of its token's (an image's soft tokens,
+// already in the text model's embedding space: no sqrt(dim) scale applies to them), and may attend
+// past its own position up to the last position of its image, so an image's rows see each other
+// bidirectionally. Everything else stays causal.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kv/block_manager.h"
@@ -28,6 +34,14 @@ struct Batch {
     // which an encoder's token-type embedding reads (a cross-encoder's text pair). set_token_type()
     // fills the earlier rows with 0 the first time.
     std::vector<int32_t> token_types;
+    // Rows whose input is a given embedding: their batch rows, increasing, and the embeddings,
+    // [embedding_rows.size()][model dim], in that order. Models without image input refuse them.
+    std::vector<int32_t> embedding_rows;
+    std::vector<float> embeddings;
+    // Per token, or empty (every row causal): the last position the row's attention reads, >= its
+    // own. An image's rows name the image's last position, which must be in this batch (an image
+    // runs whole in one step) so its keys are written before they are read.
+    std::vector<int32_t> attend_until;
 
     // Adds a sequence's block table and returns its index for add().
     int32_t add_sequence(std::vector<int32_t> block_table, lora::AdapterRef adapter = {}) {
@@ -46,6 +60,7 @@ struct Batch {
         want_logits.push_back(logits ? 1 : 0);
         want_hidden.push_back(hidden ? 1 : 0);
         if (!token_types.empty()) token_types.push_back(0);
+        if (!attend_until.empty()) attend_until.push_back(position);
     }
     // Sets the token type of the last added row.
     void set_token_type(int32_t type) {
@@ -53,10 +68,18 @@ struct Batch {
         token_types.resize(tokens.size(), 0);
         token_types.back() = type;
     }
+    // Makes the last added row take `embedding` as its input and attend up to position `last`.
+    void set_last_row_embedding(std::span<const float> embedding, int32_t last) {
+        embedding_rows.push_back(int32_t(tokens.size() - 1));
+        embeddings.insert(embeddings.end(), embedding.begin(), embedding.end());
+        if (attend_until.empty()) attend_until.assign(positions.begin(), positions.end());
+        attend_until.back() = last;
+    }
     void clear() {
         tokens.clear(); positions.clear(); seq_index.clear(); slots.clear(); want_logits.clear();
         want_hidden.clear(); block_tables.clear(); block_copies.clear(); seq_lora.clear();
         token_types.clear();
+        embedding_rows.clear(); embeddings.clear(); attend_until.clear();
     }
     int64_t size() const { return int64_t(tokens.size()); }
     int64_t n_logit_rows() const {

@@ -85,6 +85,11 @@ GraphExecutor::GraphExecutor(Graph graph, backend::Backend& backend) : graph_(st
     row_elements_ = columns.end();
 }
 
+bool GraphExecutor::takes_input_embeddings() const {
+    return std::any_of(graph_.nodes.begin(), graph_.nodes.end(),
+                       [](const Node& n) { return n.kind == OpKind::input_embeddings; });
+}
+
 void GraphExecutor::reserve(int64_t max_tokens) {
     if (max_tokens <= capacity_) return;
     capacity_ = max_tokens;
@@ -225,6 +230,14 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
                 if (lora_ && size_t(node.lora_target) < lora_->size() && !(*lora_)[size_t(node.lora_target)].empty())
                     b.lora_add(in(0), in(1), (*lora_)[size_t(node.lora_target)]);
                 break;
+            case OpKind::input_embeddings: {
+                const backend::Tensor x = in(0);
+                const size_t row_bytes = size_t(x.cols) * b.activation_size();
+                for (size_t i = 0; i < embedding_rows_.size(); ++i)
+                    b.write({static_cast<uint8_t*>(x.data) + size_t(embedding_rows_[i]) * row_bytes, 1, x.cols},
+                            embeddings_ + int64_t(i) * x.cols);
+                break;
+            }
             case OpKind::scale: b.scale(in(0), node.value); break;
             case OpKind::softcap: b.softcap(in(0), node.value); break;
             case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;

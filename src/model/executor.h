@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -33,6 +34,14 @@ public:
     void set_op_times(OpTimes* times);
     // The LoRA updates of the next run()s, per Graph::lora_targets entry (null or empty: none).
     void set_lora_segments(const std::vector<std::vector<backend::LoraSegment>>* by_target) { lora_ = by_target; }
+    // The next run()'s given input embeddings (input_embeddings op): `rows` increasing step rows and
+    // their embeddings, rows.size() x the input's width; the caller keeps both alive through run().
+    void set_input_embeddings(std::span<const int32_t> rows, const float* embeddings) {
+        embedding_rows_ = rows;
+        embeddings_ = embeddings;
+    }
+    // Whether the graph takes input embeddings at all.
+    bool takes_input_embeddings() const;
 
 private:
     backend::Tensor tensor(int id, StepRows rows) const;
@@ -48,6 +57,8 @@ private:
     const std::atomic<bool>* interrupt_ = nullptr;
     OpTimes* op_times_ = nullptr;
     const std::vector<std::vector<backend::LoraSegment>>* lora_ = nullptr;
+    std::span<const int32_t> embedding_rows_;
+    const float* embeddings_ = nullptr;
     std::vector<OpTimes::Entry> step_op_times_;  // per OpKind, this step's (merged into op_times_ after it)
     std::vector<OpTimes::Entry> step_weight_times_;  // per MatmulInput role, the same
     std::vector<uint64_t> node_weight_bytes_;        // per node: host weight memory it streams (0: none)

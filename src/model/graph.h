@@ -28,6 +28,9 @@ enum class OpKind {
     layer_norm, gelu, position_embedding, token_type_embedding,
     moe_ffn,  // in: x, router logits; out: the FFN output, the backend's workspace (backend::MoeOp)
     lora_add,  // in: x, y (a matmul's input and one part's output); y += the step's LoRA updates (lora_graph.h)
+    // in place on the embedded input: the step's rows that carry a given embedding (an image's soft
+    // tokens, Batch::embedding_rows) take it in place of their token's; a graph without it takes none
+    input_embeddings,
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
     rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls

@@ -55,6 +55,10 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
         window_ = std::max(window_, n.attention.sliding_window);
     }
     info_.sliding_window = window_;
+    for (const Node& n : built_.graph.nodes)  // the narrowest window of any sliding layer (0: none)
+        if (n.kind == OpKind::attention && n.attention.sliding_window > 0)
+            min_window_ = min_window_ == 0 ? n.attention.sliding_window : std::min(min_window_, n.attention.sliding_window);
+    info_.image_input = executor_->takes_input_embeddings();
     info_.plain_attention = std::none_of(built_.graph.nodes.begin(), built_.graph.nodes.end(), [](const Node& n) {
         return n.kind == OpKind::attention && (n.attention.sliding_window > 0 || n.attention.softcap > 0 || n.attention.sinks);
     });
@@ -118,9 +122,41 @@ void GraphModel::validate(const Batch& batch) const {
     if (!lora_step_)
         for (const auto& ref : batch.seq_lora)
             if (ref) fail("the batch names LoRA adapter '{}' but the model was opened without LoRA support", ref.adapter->name);
+    validate_image_rows(batch);
     for (const auto& c : batch.block_copies)
         if (c.src < 0 || c.src >= cache_->n_blocks() || c.dst < 0 || c.dst >= cache_->n_blocks())
             fail("block copy {} -> {} is outside the pool", c.src, c.dst);
+}
+
+void GraphModel::validate_image_rows(const Batch& batch) const {
+    const int64_t n = batch.size();
+    if (!batch.attend_until.empty() && int64_t(batch.attend_until.size()) != n)
+        fail("malformed batch: {} attention limits for {} tokens", batch.attend_until.size(), n);
+    if (batch.embedding_rows.empty() && batch.attend_until.empty()) return;
+    if (!info_.image_input) fail("this model ({}) takes no image input", config_.arch);
+    if (batch.embeddings.size() != batch.embedding_rows.size() * size_t(config_.dim))
+        fail("malformed batch: {} embedding floats for {} rows of {}", batch.embeddings.size(),
+             batch.embedding_rows.size(), config_.dim);
+    for (size_t i = 0; i < batch.embedding_rows.size(); ++i)
+        if (batch.embedding_rows[i] < 0 || batch.embedding_rows[i] >= n ||
+            (i > 0 && batch.embedding_rows[i] <= batch.embedding_rows[i - 1]))
+            fail("malformed batch: embedding rows must be increasing rows below {}", n);
+    for (int64_t t = 0; t < int64_t(batch.attend_until.size()); ++t) {
+        const int32_t until = batch.attend_until[size_t(t)], pos = batch.positions[size_t(t)];
+        if (until == pos) continue;
+        if (until < pos) fail("row {} at position {} attends only up to position {}", t, pos, until);
+        // The keys up to `until` are written in this step: the sequence has a row there.
+        bool present = false;
+        for (int64_t u = 0; u < n && !present; ++u)
+            present = batch.seq_index[size_t(u)] == batch.seq_index[size_t(t)] && batch.positions[size_t(u)] == until;
+        if (!present) fail("row {} attends up to position {}, which is not in this step (an image runs whole in one step)", t, until);
+        // A sliding layer would count its window back from `until` rather than from the row's own
+        // position (HF Gemma 3 does the latter): the two agree while the image ends inside the
+        // narrowest window, so only that is taken.
+        if (min_window_ > 0 && until >= min_window_)
+            fail("an image ending at position {} reaches past the {}-token sliding window: images are taken only "
+                 "within the first {} positions", until, min_window_, min_window_);
+    }
 }
 
 std::vector<float> GraphModel::forward(const Batch& batch) {
@@ -153,7 +189,9 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     executor.reserve(n);
     backend_->begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
                           .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,
-                          .hidden_rows = hidden_rows_, .token_types = batch.token_types});
+                          .hidden_rows = hidden_rows_, .token_types = batch.token_types,
+                          .attend_until = batch.attend_until});
+    executor.set_input_embeddings(batch.embedding_rows, batch.embeddings.data());
     std::vector<float> logits;
     executor.run(*cache_, {n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,
                    observer_ ? &observer_ : nullptr);

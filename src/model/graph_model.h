@@ -43,6 +43,7 @@ public:
 
 private:
     void validate(const Batch& batch) const;
+    void validate_image_rows(const Batch& batch) const;
 
     std::shared_ptr<const gguf::File> file_;
     ModelConfig config_;
@@ -57,6 +58,7 @@ private:
     std::vector<int32_t> logit_rows_, hidden_rows_;
     std::vector<float> hidden_;
     int32_t window_ = 0;  // info_.sliding_window
+    int32_t min_window_ = 0;  // the narrowest sliding layer's window (0: none slides)
     OpTimes* op_times_ = nullptr;
 };
 

@@ -39,8 +39,9 @@ RandomModelSpec random_model_preset(const std::string& name) {
 
 // A SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte pieces, then "▁"-prefixed and bare
 // letter n-grams with descending scores, so any text encodes and every id decodes. With fim, the
-// last six ids are Qwen2.5-Coder's fill-in-the-middle control tokens, named by the fim_* keys.
-void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim) {
+// last six ids are Qwen2.5-Coder's fill-in-the-middle control tokens, named by the fim_* keys. With
+// image_tokens, the three ids before those (or the last three) are Gemma 3's image control tokens.
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens) {
     if (vocab_size < 3 + 256 + 1) fail("a synthetic vocabulary needs at least 260 tokens, got {}", vocab_size);
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
     std::vector<int32_t> types = {2, 3, 3};
@@ -75,6 +76,16 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim) {
             types[id] = 3;
             scores[id] = 0.0f;
             w.set(fmt::format("tokenizer.ggml.{}_token_id", key), Value::u32(uint32_t(id)));
+            ++id;
+        }
+    }
+    if (image_tokens) {
+        if (vocab_size < 3 + 256 + 9 + 26) fail("a synthetic vocabulary with image tokens needs at least 294 tokens");
+        size_t id = tokens.size() - (fim ? 9 : 3);
+        for (const char* text : {"<start_of_image>", "<end_of_image>", "<image_soft_token>"}) {
+            tokens[id] = text;
+            types[id] = 3;
+            scores[id] = 0.0f;
             ++id;
         }
     }
@@ -204,7 +215,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
             if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
         vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
     } else {
-        write_synthetic_vocab(w, vocab_size, s.fim_tokens);
+        write_synthetic_vocab(w, vocab_size, s.fim_tokens, s.image_tokens);
     }
 
     Rng rng(s.seed);

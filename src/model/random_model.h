@@ -27,6 +27,7 @@ struct RandomModelSpec {
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
     int64_t vocab_size = 512;    // used only for the synthetic vocabulary
     bool fim_tokens = false;     // synthetic vocabulary: its last six ids are fill-in-the-middle tokens
+    bool image_tokens = false;   // synthetic vocabulary: Gemma 3's <start_of_image>, <end_of_image>, <image_soft_token>
     int64_t context_length = 2048;
     int64_t head_dim = 0;        // 0: dim / n_heads
     float rope_theta = 10000.0f;

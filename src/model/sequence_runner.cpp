@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/checksum.h"
 #include "core/error.h"
 
 namespace pagoda::model {
@@ -19,26 +20,67 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
     const int32_t s = batch_.add_sequence(blocks_.block_table(seq),
                                           adapter == lora_.end() ? lora::AdapterRef{} : adapter->second);
     const auto& tokens = blocks_.tokens(seq);
-    for (int64_t p = begin; p < end; ++p)
+    const auto images = images_.find(seq);
+    for (int64_t p = begin; p < end; ++p) {
         batch_.add(tokens[size_t(p)], int32_t(p), s, blocks_.slot(seq, p), all_logits || p + 1 == end);
+        if (images == images_.end()) continue;
+        for (const ImageSpan& image : images->second)
+            if (p >= image.begin && p < image.begin + image.rows) {
+                const int64_t dim = int64_t(image.embeddings.size()) / image.rows;
+                batch_.set_last_row_embedding(std::span(image.embeddings).subspan(size_t((p - image.begin) * dim), size_t(dim)),
+                                              int32_t(image.begin + image.rows - 1));
+            }
+    }
     std::vector<float> logits = model_.forward(batch_);
     blocks_.mark_computed(seq, end);
     return logits;
+}
+
+void SequenceRunner::check_images(const std::vector<ImageSpan>& images, int64_t prompt_tokens) const {
+    if (images.empty()) return;
+    if (!model_.info().image_input) fail("this model ({}) takes no image input", model_.info().config.arch);
+    const int64_t dim = model_.info().config.dim;
+    int64_t after = 0;
+    for (const ImageSpan& image : images) {
+        if (image.rows <= 0 || image.begin < after || image.begin + image.rows > prompt_tokens)
+            fail("an image at prompt positions {}..{} is outside the prompt of {} tokens or overlaps another",
+                 image.begin, image.begin + image.rows, prompt_tokens);
+        if (int64_t(image.embeddings.size()) != image.rows * dim)
+            fail("an image's {} embedding floats are not {} rows of the model's width {}", image.embeddings.size(),
+                 image.rows, dim);
+        after = image.begin + image.rows;
+    }
 }
 
 std::vector<float> SequenceRunner::prefill(kv::SeqId seq, std::span<const int32_t> prompt, int64_t chunk,
                                            bool all_logits) {
     if (prompt.empty()) fail("the prompt is empty: nothing to compute");
     auto adapter = lora_.find(seq);
-    auto result = blocks_.allocate(seq, prompt, adapter == lora_.end() ? 0 : adapter->second.cache_key());
+    uint64_t cache_key = adapter == lora_.end() ? 0 : adapter->second.cache_key();
+    const auto images = images_.find(seq);
+    const std::vector<ImageSpan> none;
+    const std::vector<ImageSpan>& spans = images == images_.end() ? none : images->second;
+    check_images(spans, int64_t(prompt.size()));
+    // Two prompts with the same placeholder ids but other images must not share KV: the images'
+    // places and content hashes join the key of every block of the sequence.
+    for (const ImageSpan& image : spans) {
+        const uint64_t parts[4] = {cache_key, uint64_t(image.begin), uint64_t(image.rows), image.hash};
+        cache_key = checksum64(parts, sizeof parts, 0x1A6E);
+    }
+    auto result = blocks_.allocate(seq, prompt, cache_key);
     if (result.status != kv::KvStatus::ok)
         fail("the KV cache ({} blocks of {} tokens) cannot hold a {}-token prompt; raise --kv-memory",
              blocks_.n_blocks(), blocks_.block_size(), prompt.size());
     last_cached_tokens_ = result.n_cached_tokens;
     chunk = std::max<int64_t>(1, chunk);
     std::vector<float> logits;
-    for (int64_t begin = result.n_cached_tokens; begin < int64_t(prompt.size()); begin += chunk) {
-        int64_t end = std::min<int64_t>(int64_t(prompt.size()), begin + chunk);
+    for (int64_t begin = result.n_cached_tokens, end = 0; begin < int64_t(prompt.size()); begin = end) {
+        end = std::min<int64_t>(int64_t(prompt.size()), begin + chunk);
+        // An image runs whole in one step: a chunk ends before it, or (an image longer than a chunk,
+        // or one the cache served in part: those blocks saw the same image) after it.
+        for (const ImageSpan& image : spans)
+            if (image.begin < end && end < image.begin + image.rows)
+                end = image.begin > begin ? image.begin : image.begin + image.rows;
         std::vector<float> part = compute(seq, begin, end, all_logits);
         if (all_logits) logits.insert(logits.end(), part.begin(), part.end());
         else logits = std::move(part);

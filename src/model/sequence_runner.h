@@ -5,7 +5,9 @@
 // clear error here (the engine preempts instead). For a model whose every layer slides
 // (StepModelInfo::sliding_window) the blocks wholly below the window are freed as it goes, as in
 // the engine, so a long generation needs only the window's blocks (free_outside_window = false keeps
-// them all: the tests' unfreed twin).
+// them all: the tests' unfreed twin). A prompt may hold images (set_images): their rows take the
+// image's embeddings, a chunk never splits an image, and the prefix cache keys the sequence's blocks
+// by the images' content hashes too.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -16,6 +18,15 @@
 #include "model/step_model.h"
 
 namespace pagoda::model {
+
+// An image's soft tokens in a prompt: positions [begin, begin + rows), whose token ids are the
+// model's image placeholder, take these embeddings (rows x the model's dim, in its embedding
+// space) and attend to each other bidirectionally. `hash` names the image's content.
+struct ImageSpan {
+    int64_t begin = 0, rows = 0;
+    std::vector<float> embeddings;
+    uint64_t hash = 0;
+};
 
 class SequenceRunner {
 public:
@@ -31,7 +42,10 @@ public:
     void release(kv::SeqId seq) {
         blocks_.free(seq);
         lora_.erase(seq);
+        images_.erase(seq);
     }
+    // The images of `seq`'s next prefill, increasing and disjoint (checked there against the prompt).
+    void set_images(kv::SeqId seq, std::vector<ImageSpan> images) { images_[seq] = std::move(images); }
     // Runs `seq` under a LoRA adapter (before its prefill): its prefix-cache blocks are keyed by the
     // adapter, so they are never shared with the base model's or another adapter's.
     void set_lora(kv::SeqId seq, lora::AdapterRef adapter) { lora_[seq] = std::move(adapter); }
@@ -42,6 +56,7 @@ public:
 
 private:
     std::vector<float> compute(kv::SeqId seq, int64_t begin, int64_t end, bool all_logits);
+    void check_images(const std::vector<ImageSpan>& images, int64_t prompt_tokens) const;
 
     StepModel& model_;
     kv::BlockManager blocks_;
@@ -49,6 +64,7 @@ private:
     std::vector<kv::BlockCopy> copies_;
     int64_t last_cached_tokens_ = 0;
     std::map<kv::SeqId, lora::AdapterRef> lora_;
+    std::map<kv::SeqId, std::vector<ImageSpan>> images_;
 };
 
 }  // namespace pagoda::model

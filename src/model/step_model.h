@@ -46,6 +46,8 @@ struct StepModelInfo {
     int threads = 0;             // compute threads (cpu)
     ModelConfig config;          // hyper-parameters from the file (empty for fakes)
     bool lora = false;           // load_lora() works and batches may name adapters
+    // Batches may give rows an image's embeddings and bidirectional attention (model/batch.h).
+    bool image_input = false;
 };
 
 // What feeds a matmul, for calibration statistics (`quantize --calib`): attention feeds attn_q/k/v,

@@ -186,7 +186,8 @@ public:
         a.n_tokens = q.rows;
         a.n_heads = p.n_heads;
         a.token_seq = step_.seq_index.data();
-        a.token_pos = p.causal ? step_.positions.data() : sequence_ends();
+        a.token_pos = !p.causal ? sequence_ends()
+                      : step_.attend_until.empty() ? step_.positions.data() : step_.attend_until.data();
         a.seqs = seqs_.data();
         a.n_seqs = int32_t(seqs_.size());
         a.scale = p.scale;

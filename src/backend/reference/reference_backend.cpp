@@ -338,7 +338,9 @@ public:
             l = std::max(l, step_.positions[size_t(t)]);
         }
         for (int64_t t = 0; t < n_tokens(); ++t) {
-            const int32_t pos = params.causal ? step_.positions[size_t(t)] : last[size_t(step_.seq_index[size_t(t)])];
+            const int32_t pos = !params.causal ? last[size_t(step_.seq_index[size_t(t)])]
+                                : step_.attend_until.empty() ? step_.positions[size_t(t)]
+                                                             : step_.attend_until[size_t(t)];
             const int32_t first = params.sliding_window > 0 ? std::max(0, pos - params.sliding_window + 1) : 0;
             std::vector<int64_t> slots;
             for (int32_t j = first; j <= pos; ++j) slots.push_back(key_slot(t, j, layout.block_size));

@@ -173,6 +173,10 @@ public:
     }
 
     void begin_step(const StepInputs& in) override {
+        for (size_t t = 0; t < in.attend_until.size(); ++t)
+            if (in.attend_until[t] != in.positions[t])
+                fail("vulkan backend: attention past a row's own position (an image's bidirectional rows) is not "
+                     "supported; use the cpu backend for image input");
         dev_->stream.flush();  // the previous step's commands read the step buffer
         n_tokens_ = int64_t(in.tokens.size());
         n_logits_ = int64_t(in.logit_rows.size());

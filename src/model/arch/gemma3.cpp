@@ -21,6 +21,7 @@ BuiltModel build_gemma3(const gguf::File& file, const ModelConfig& c, backend::B
     v.local_rope_theta = float(file.get_float_or("gemma3.rope.freq_base_swa", 10000.0));
     if (!(v.local_rope_theta > 1)) fail("{}: gemma3.rope.freq_base_swa = {} is out of range", file.name(), v.local_rope_theta);
     v.local_rope_unscaled = true;
+    v.image_input = true;
     return build_gemma_family(file, c, backend, v);
 }
 

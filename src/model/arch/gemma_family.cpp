@@ -38,6 +38,9 @@ BuiltModel build_gemma_family(const gguf::File& file, const ModelConfig& c, back
     int x = e.embed(head.embedding, "x");
     // Gemma multiplies the embedding by sqrt(dim) computed in the activation type.
     e.scale(x, std::sqrt(float(c.dim)));
+    // Image soft tokens replace their rows after the scale: HF's Gemma 3 scales only the token
+    // embeddings (Gemma3TextScaledWordEmbedding) before scattering the image features in unscaled.
+    if (variant.image_input) e.input_embeddings(x);
     for (int64_t i = 0; i < c.n_layers; ++i) {
         const auto l = int32_t(i);
         const std::string p = fmt::format("blk.{}.", i);

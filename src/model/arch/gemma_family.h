@@ -23,6 +23,7 @@ struct GemmaVariant {
     std::vector<int32_t> windows;      // per layer: sliding window, 0 for a global layer
     float local_rope_theta = 0;        // RoPE base of the sliding layers (0: the global one)
     bool local_rope_unscaled = false;  // gemma3: linear RoPE scaling applies to global layers only
+    bool image_input = false;          // gemma3: rows may take an image's soft-token embeddings
 };
 
 BuiltModel build_gemma_family(const gguf::File& file, const ModelConfig& config, backend::Backend& backend,

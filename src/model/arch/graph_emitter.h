@@ -17,6 +17,8 @@ public:
         push({.kind = OpKind::embed, .out = {out}, .weight = &table});
         return out;
     }
+    // In place: the rows given an embedding (an image's) take it (OpKind::input_embeddings).
+    void input_embeddings(int x) { push({.kind = OpKind::input_embeddings, .in = {x}, .out = {x}}); }
     // One output per part of the weight, with the input's rows.
     std::vector<int> matmul(const backend::Weight& w, int x, const std::vector<std::string>& names, int32_t layer,
                             MatmulInput role) {

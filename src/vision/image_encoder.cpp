@@ -1,0 +1,61 @@
+#include "vision/image_encoder.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "backend/backend.h"
+#include "core/checksum.h"
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "vision/image.h"
+#include "vision/preprocess.h"
+#include "vision/vision_tower.h"
+
+namespace pagoda::vision {
+
+ImageEncoder::ImageEncoder(const std::string& mmproj_path, const std::string& backend, int threads)
+    : file_(gguf::File::open(mmproj_path)), backend_(backend::make_backend(backend, {.n_threads = threads})) {
+    tower_ = std::make_unique<VisionTower>(*file_, *backend_);
+}
+
+ImageEncoder::~ImageEncoder() = default;
+
+const VisionConfig& ImageEncoder::config() const { return tower_->config(); }
+
+EncodedImage ImageEncoder::encode(std::span<const uint8_t> bytes, std::string_view what) {
+    const Image image = decode_image(bytes, {}, what);
+    const VisionConfig& c = config();
+    EncodedImage out;
+    out.embeddings = tower_->encode(siglip_preprocess(image, c.image_size, c.patch_size, c.norm));
+    const uint64_t size[2] = {uint64_t(image.width), uint64_t(image.height)};
+    out.hash = checksum64(image.rgb.data(), image.rgb.size(), checksum64(size, sizeof size));
+    return out;
+}
+
+EncodedImage ImageEncoder::encode_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("image {}: cannot be opened", path);
+    const DecodeLimits limits;
+    in.seekg(0, std::ios::end);
+    const auto size = in.tellg();
+    if (size < 0) fail("image {}: cannot be read", path);
+    if (uint64_t(size) > limits.max_bytes) fail("image {}: {} bytes is over the limit of {}", path, uint64_t(size), limits.max_bytes);
+    in.seekg(0);
+    std::vector<uint8_t> bytes(static_cast<size_t>(size));
+    if (!in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()))) fail("image {}: cannot be read", path);
+    return encode(bytes, path);
+}
+
+int64_t append_gemma3_image(std::vector<int32_t>& prompt, const Gemma3ImageTokens& ids, int64_t n_soft) {
+    if (ids.start < 0 || ids.end < 0 || ids.soft < 0) fail("Gemma 3 image tokens are missing from the vocabulary");
+    if (n_soft <= 0) fail("an image of {} soft tokens", n_soft);
+    prompt.insert(prompt.end(), ids.double_newline.begin(), ids.double_newline.end());
+    prompt.push_back(ids.start);
+    const auto first = int64_t(prompt.size());
+    prompt.insert(prompt.end(), size_t(n_soft), ids.soft);
+    prompt.push_back(ids.end);
+    prompt.insert(prompt.end(), ids.double_newline.begin(), ids.double_newline.end());
+    return first;
+}
+
+}  // namespace pagoda::vision

@@ -1,0 +1,58 @@
+// An mmproj file ready to turn image files into a text model's input: it opens the projector
+// (mmproj.h), runs its vision tower on a backend of its own, and for each image decodes the bytes
+// (image.h), preprocesses them (preprocess.h) and encodes them into soft-token embeddings. The
+// content hash is of the decoded pixels, so the same picture in another encoding hashes alike (the
+// prefix cache keys image rows by it). Errors name the image (`what`) or the file; not thread-safe.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vision/mmproj.h"
+
+namespace pagoda::gguf {
+class File;
+}
+namespace pagoda::backend {
+class Backend;
+}
+
+namespace pagoda::vision {
+
+class VisionTower;
+
+struct EncodedImage {
+    std::vector<float> embeddings;  // n_image_tokens x text_dim, row-major
+    uint64_t hash = 0;              // of the decoded RGB pixels and their size
+};
+
+class ImageEncoder {
+public:
+    // backend: "cpu" or "reference"; threads 0: the backend's default.
+    ImageEncoder(const std::string& mmproj_path, const std::string& backend, int threads);
+    ~ImageEncoder();
+    const VisionConfig& config() const;
+    int64_t tokens_per_image() const { return config().n_image_tokens(); }
+    EncodedImage encode(std::span<const uint8_t> bytes, std::string_view what);
+    EncodedImage encode_file(const std::string& path);
+
+private:
+    std::unique_ptr<gguf::File> file_;
+    std::unique_ptr<backend::Backend> backend_;
+    std::unique_ptr<VisionTower> tower_;
+};
+
+// Gemma 3's layout of an image in the prompt, as its processor expands the image token:
+// "\n\n" <start_of_image>, n x <image_soft_token>, <end_of_image> "\n\n". The ids come from the
+// text model's vocabulary (the caller tokenizes; vision knows no tokenizer).
+struct Gemma3ImageTokens {
+    std::vector<int32_t> double_newline;  // "\n\n" as the vocabulary encodes it
+    int32_t start = -1, end = -1, soft = -1;
+};
+// Appends one image's tokens to `prompt` and returns the position of its first soft token.
+int64_t append_gemma3_image(std::vector<int32_t>& prompt, const Gemma3ImageTokens& ids, int64_t n_soft);
+
+}  // namespace pagoda::vision
