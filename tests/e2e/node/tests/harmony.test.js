@@ -10,7 +10,8 @@
 //    analysis channel as reasoning_content, the final channel as content, a commentary message to
 //    functions.NAME as a tool call — streamed and not; and with a JSON schema the model may think
 //    in the analysis channel first while the final channel always validates. The markers are single
-//    tokens here, and <|end|> does not end generation.
+//    tokens here, and <|end|> does not end generation. Responses and Anthropic Messages, served by
+//    the same pipeline, return reasoning items / tool_use blocks from the same split.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -18,6 +19,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import Ajv from 'ajv';
 import { BINARY, workDir, startServer } from './helpers.js';
 
@@ -191,5 +193,28 @@ describe('harmony through the server', () => {
     }
     assert.equal(name, 'get_weather');
     assert.equal(args, call.function.arguments);
+  });
+
+  test('Responses and Anthropic Messages get the same split: reasoning items / thinking blocks, tool calls', { skip }, async () => {
+    const schema = schemaOf(1);
+    for (const temperature of [0, 0.8, 1.2]) {
+      const r = await client.responses.create({ model: 'harmony-model', input: 'Weather?', max_output_tokens: 120, temperature,
+        reasoning: { effort: 'low' }, text: { format: { type: 'json_schema', name: 's', schema } } });
+      const message = r.output.find((o) => o.type === 'message');
+      assert.ok(new Ajv({ strict: false }).compile(schema)(JSON.parse(message.content[0].text)), JSON.stringify(r.output));
+      // A reasoning item, when the model thought, holds the analysis body only.
+      for (const o of r.output) assert.ok(!JSON.stringify(o).includes('<|end|>'), JSON.stringify(o));
+    }
+    const anthropic = new Anthropic({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+    const m = await anthropic.messages.create({ model: 'harmony-model', max_tokens: 120,
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools: [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'], additionalProperties: false } }],
+      tool_choice: { type: 'tool', name: 'get_weather' } });
+    const use = m.content.find((b) => b.type === 'tool_use');
+    assert.ok(use, JSON.stringify(m.content));
+    assert.equal(use.name, 'get_weather');
+    assert.equal(typeof use.input.city, 'string');
+    assert.equal(m.stop_reason, 'tool_use');
+    for (const b of m.content) if (b.type === 'text') assert.ok(!b.text.includes('<|'), JSON.stringify(m.content));
   });
 });
