@@ -118,7 +118,8 @@ TEST(HfEncoderConfig, BgeRerankerDropsThePositionOffsetAndMapsTheHead) {
     EXPECT_EQ(target(b, "classifier.bias"), "cls.output.bias");
     bert.replace(bert.find("LABEL_1"), 7, "entails");
     bert.replace(bert.find("LABEL_0"), 7, "neutral");
-    const gguf::Value* named = meta(read_hf_config(bert, "config.json"), "bert.classifier.output_labels");
+    const HfModel labelled = read_hf_config(bert, "config.json");
+    const gguf::Value* named = meta(labelled, "bert.classifier.output_labels");
     ASSERT_NE(named, nullptr);
     EXPECT_EQ(*named->as_array()->items[1].as_string(), "entails");  // in index order
 }
