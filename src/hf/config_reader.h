@@ -1,6 +1,7 @@
 // Typed, key-naming reads of a Hugging Face JSON config (config.json, a sentence-transformers module
 // config): a missing key, a value of the wrong type or out of range is a pagoda::Error naming the
-// file and the key's path. Shared by the decoder and encoder config readers (src/hf only).
+// file and the key's path. Shared by the decoder and encoder config readers (src/hf only); the kinds
+// are checked by core/json_reader, the project's one strict JSON reader.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_reader.h"
 
 namespace pagoda::hf::detail {
 
@@ -24,10 +26,23 @@ public:
         if (!has(key)) fail("{}: key '{}{}' is missing", name_, scope_, key);
         return j_[key];
     }
-    int64_t integer(const char* key) const {
+    // at(key) through one of core/json_reader's checked reads (defined before the readers that use it).
+    template <class Get>
+    decltype(auto) read(const char* key, Get get) const {
         const Json& v = at(key);
-        if (!v.is_number_integer()) fail("{}: key '{}{}' is {}, expected an integer", name_, scope_, key, v.type_name());
-        return v.get<int64_t>();
+        try {
+            return get(v, scope_ + key);
+        } catch (const json_reader::JsonFieldError& e) {
+            fail("{}: key {}", name_, e.what());
+        }
+    }
+    // Kinds are checked by core/json_reader (the one strict reader); its message is reported as
+    // "FILE: key 'SCOPE.KEY' must be ..., got ...".
+    int64_t integer(const char* key) const {
+        return read(key, [](const Json& v, const std::string& p) {
+            if (!v.is_number_integer()) json_reader::wrong_type(p, "an integer", v);  // 3.0 is not a count here
+            return json_reader::read_integer(v, p);
+        });
     }
     int64_t positive(const char* key) const {
         const int64_t v = integer(key);
@@ -36,38 +51,27 @@ public:
     }
     int64_t positive_or(const char* key, int64_t fallback) const { return has(key) ? positive(key) : fallback; }
     double number(const char* key) const {
-        const Json& v = at(key);
-        if (!v.is_number()) fail("{}: key '{}{}' is {}, expected a number", name_, scope_, key, v.type_name());
-        const double d = v.get<double>();
-        if (!std::isfinite(d)) fail("{}: key '{}{}' is not finite", name_, scope_, key);
-        return d;
+        return read(key, [](const Json& v, const std::string& p) { return json_reader::read_number(v, p); });
     }
     double number_or(const char* key, double fallback) const { return has(key) ? number(key) : fallback; }
     bool boolean_or(const char* key, bool fallback) const {
         if (!has(key)) return fallback;
-        const Json& v = j_[key];
-        if (!v.is_boolean()) fail("{}: key '{}{}' is {}, expected true or false", name_, scope_, key, v.type_name());
-        return v.get<bool>();
+        return read(key, [](const Json& v, const std::string& p) { return json_reader::read_bool(v, p); });
     }
     std::string string_or(const char* key, const std::string& fallback) const {
         if (!has(key)) return fallback;
-        const Json& v = j_[key];
-        if (!v.is_string()) fail("{}: key '{}{}' is {}, expected a string", name_, scope_, key, v.type_name());
-        return v.get<std::string>();
+        return read(key, [](const Json& v, const std::string& p) { return json_reader::read_string(v, p); });
     }
     std::vector<float> floats(const char* key) const {
-        const Json& v = at(key);
-        if (!v.is_array()) fail("{}: key '{}{}' is {}, expected a list of numbers", name_, scope_, key, v.type_name());
-        std::vector<float> out;
-        for (const Json& x : v) {
-            if (!x.is_number()) fail("{}: key '{}{}' holds {}, expected numbers", name_, scope_, key, x.type_name());
-            out.push_back(float(x.get<double>()));
-        }
-        return out;
+        return read(key, [](const Json& v, const std::string& p) {
+            std::vector<float> out;
+            for (size_t i = 0; i < json_reader::read_array(v, p, "a list of numbers").size(); ++i)
+                out.push_back(float(json_reader::read_number(v[i], p + "[" + std::to_string(i) + "]")));
+            return out;
+        });
     }
     Config object(const char* key) const {
-        const Json& v = at(key);
-        if (!v.is_object()) fail("{}: key '{}{}' is {}, expected an object", name_, scope_, key, v.type_name());
+        const Json& v = read(key, [](const Json& j, const std::string& p) -> const Json& { return json_reader::read_object(j, p); });
         return Config(v, name_, scope_ + key + ".");
     }
     [[noreturn]] void refuse(const char* key, const std::string& why) const {

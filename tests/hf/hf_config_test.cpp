@@ -90,7 +90,7 @@ TEST(HfConfig, RefusalsNameTheKey) {
     EXPECT_NE(error_of(yarn).find("rope_scaling' has type 'yarn'"), std::string::npos) << error_of(yarn);
     std::string heads = kLlama31;
     heads.replace(heads.find("\"num_attention_heads\":32"), 24, "\"num_attention_heads\":\"32\"");
-    EXPECT_NE(error_of(heads).find("'num_attention_heads' is string, expected an integer"), std::string::npos) << error_of(heads);
+    EXPECT_NE(error_of(heads).find("'num_attention_heads' must be an integer, got string"), std::string::npos) << error_of(heads);
     EXPECT_NE(error_of(R"({"architectures":["Gemma2ForCausalLM"],"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
       "num_attention_heads":4,"head_dim":16,"max_position_embeddings":512,"rms_norm_eps":1e-6,"query_pre_attn_scalar":144})")
                   .find("'query_pre_attn_scalar'"),
