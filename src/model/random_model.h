@@ -87,8 +87,9 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
                               const gguf::File* vocab = nullptr);
 // gpt-oss into `w` (build_random_model calls it; random_gpt_oss.cpp).
 int64_t build_random_gpt_oss(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
-// The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`.
-void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim);
+// The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
+// Gemma 3's three image control tokens.
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false);
 // The bert or nomic-bert encoder into `w` (build_random_model calls it for those archs).
 int64_t build_random_bert(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The model into `w` (metadata and tensors), for either form.
