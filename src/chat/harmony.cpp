@@ -166,11 +166,7 @@ ReasoningParts HarmonySplitter::finish() {
 
 ReasoningParts split_harmony(std::string_view text) {
     HarmonySplitter s;
-    ReasoningParts a = s.feed(text);
-    ReasoningParts b = s.finish();
-    a.reasoning += b.reasoning;
-    a.content += b.content;
-    return a;
+    return split_whole(s, text);
 }
 
 }  // namespace pagoda::chat

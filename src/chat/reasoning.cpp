@@ -101,11 +101,7 @@ ReasoningParts ReasoningSplitter::finish() {
 
 ReasoningParts split_reasoning(std::string_view text, bool start_in_reasoning) {
     ReasoningSplitter s(start_in_reasoning);
-    ReasoningParts a = s.feed(text);
-    ReasoningParts b = s.finish();
-    a.reasoning += b.reasoning;
-    a.content += b.content;
-    return a;
+    return split_whole(s, text);
 }
 
 }  // namespace pagoda::chat

@@ -2,6 +2,7 @@
 // and the new content text of a piece of output.
 #pragma once
 #include <string>
+#include <string_view>
 
 namespace pagoda::chat {
 
@@ -9,5 +10,15 @@ struct ReasoningParts {
     std::string reasoning;
     std::string content;
 };
+
+// A whole text through a streaming splitter: what feed() gives, then what finish() adds.
+template <class Splitter>
+ReasoningParts split_whole(Splitter& splitter, std::string_view text) {
+    ReasoningParts a = splitter.feed(text);
+    ReasoningParts b = splitter.finish();
+    a.reasoning += b.reasoning;
+    a.content += b.content;
+    return a;
+}
 
 }  // namespace pagoda::chat
