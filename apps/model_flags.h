@@ -1,7 +1,8 @@
-// The compute flags shared by every command that runs a model: --backend and --no-fusion, turned
-// with the command's own threads / KV choices into the options of model::open_step_model; and
-// llama.cpp's -ngl/--n-gpu-layers and -fa/--flash-attn (main.cpp maps the short spellings), accepted so its users' command lines run,
-// with a one-line note saying what they do here.
+// The compute flags shared by every command that runs a model: --backend, --no-fusion and llama.cpp's
+// -ngl/--n-gpu-layers (with a device backend: the first N layers there, the rest on the cpu backend),
+// turned with the command's own threads / KV choices into the options of model::open_step_model; and
+// -fa/--flash-attn (main.cpp maps the short spellings), accepted so llama.cpp users' command lines
+// run, with a one-line note saying it has no effect (as -ngl has none on the cpu and reference backends).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -33,8 +34,10 @@ struct ModelFlags {
                        "q4_k_m, ...; same weights as that command writes)");
         n_gpu_layers_option =
             sub.add_option("--n-gpu-layers", n_gpu_layers,
-                           "-ngl: layers to offload to a GPU (as llama.cpp); the cpu and reference backends run every layer "
-                           "on the CPU, so it has no effect there")
+                           "-ngl: with --backend vulkan, the first N layers run on the device and the rest, with the output "
+                           "head, on the cpu backend (N above the model's layers, or -1: all on the device, the default; "
+                           "0: all on the cpu), as llama.cpp; the cpu and reference backends run every layer on the CPU, so "
+                           "it has no effect there")
                 ->check(in_range(-1, 1 << 20));
         flash_attn_option = sub.add_option("--flash-attn", flash_attn,
                                            "-fa [on|off|auto], as llama.cpp; attention always runs tiled (flash attention), "
@@ -59,6 +62,7 @@ struct ModelFlags {
         o.max_context = max_context;
         o.max_step_tokens = max_step_tokens;
         o.fusion = !no_fusion;
+        o.n_gpu_layers = n_gpu_layers_option && n_gpu_layers_option->count() > 0 ? n_gpu_layers : -1;
         return o;
     }
 

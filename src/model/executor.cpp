@@ -51,8 +51,10 @@ private:
 
 GraphExecutor::GraphExecutor(Graph graph, backend::Backend& backend) : graph_(std::move(graph)), backend_(backend) {
     const size_t n = graph_.tensors.size();
-    if (graph_.output >= 0 ? size_t(graph_.output) >= n : graph_.hidden < 0)
+    if (graph_.output >= 0 ? size_t(graph_.output) >= n : graph_.hidden < 0 && graph_.exported.empty())
         fail("graph: no output tensor (neither logits nor a hidden state)");
+    for (int id : graph_.imported)
+        if (id < 0 || size_t(id) >= n) fail("graph: imported tensor {} is not a tensor", id);
     std::vector<int> last_use(n, -1);
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
         for (int id : graph_.nodes[i].in) last_use[size_t(id)] = int(i);
@@ -63,8 +65,14 @@ GraphExecutor::GraphExecutor(Graph graph, backend::Backend& backend) : graph_(st
         if (size_t(graph_.hidden) >= n) fail("graph: the hidden output is not a tensor");
         last_use[size_t(graph_.hidden)] = int(graph_.nodes.size());
     }
+    for (int id : graph_.exported) {
+        if (id < 0 || size_t(id) >= n) fail("graph: exported tensor {} is not a tensor", id);
+        last_use[size_t(id)] = int(graph_.nodes.size());  // copied out after the last op
+    }
     column_offset_.assign(n, -1);
     IntervalAllocator columns;
+    for (int id : graph_.imported)  // written before the first op (copied in from another backend)
+        if (column_offset_[size_t(id)] < 0) column_offset_[size_t(id)] = columns.take(graph_.tensors[size_t(id)].cols);
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
         const Node& node = graph_.nodes[i];
         for (int id : node.in)

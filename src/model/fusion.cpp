@@ -16,6 +16,7 @@ public:
             for (int id : n.in) ++reads_[size_t(id)];
         if (g.output >= 0) reads_[size_t(g.output)] += 1;
         if (g.hidden >= 0) reads_[size_t(g.hidden)] += 1;
+        for (int id : g.exported) reads_[size_t(id)] += 1;  // a later segment reads it
     }
 
     Graph run() {
@@ -24,6 +25,8 @@ public:
         out.output = g_.output;
         out.hidden = g_.hidden;
         out.lora_targets = g_.lora_targets;
+        out.imported = g_.imported;
+        out.exported = g_.exported;
         for (size_t i = 0; i < g_.nodes.size();) {
             size_t used = 0;
             Node fused;
@@ -122,7 +125,8 @@ private:
                 any_takes = any_takes || (n.weight && b_.takes_quantized_input(*n.weight));
                 consumers.push_back(j);
             }
-            if (h == g.output || h == g.hidden) only_matmuls = false;
+            if (h == g.output || h == g.hidden || std::find(g.exported.begin(), g.exported.end(), h) != g.exported.end())
+                only_matmuls = false;
             const int64_t cols = b_.quantized_row_elements(g.tensors[size_t(h)].cols);
             if (!only_matmuls || !any_takes || consumers.empty() || cols <= 0) continue;
             const TensorSpec spec = g.tensors[size_t(h)];

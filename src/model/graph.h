@@ -80,6 +80,10 @@ struct Graph {
     int output = -1;  // the logits (-1: an encoder, which has no output head; no row may want logits)
     int hidden = -1;  // the final hidden state (optional)
     std::vector<std::string> lora_targets;  // lora_add nodes' weights, by GGUF tensor name (lora_graph.h)
+    // A segment of a graph split across backends (layer_split.h): the tensors an earlier segment wrote
+    // (copied in before this one runs) and those a later one reads (copied out after it). Empty for a
+    // whole graph.
+    std::vector<int> imported, exported;
 
     int add_tensor(std::string name, Rows rows, int64_t cols) {
         tensors.push_back({std::move(name), rows, cols});

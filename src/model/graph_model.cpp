@@ -10,6 +10,7 @@
 #include "kv/block_manager.h"
 #include "model/fusion.h"
 #include "model/model_identity.h"
+#include "model/split_kv_cache.h"
 
 namespace pagoda::model {
 
@@ -19,29 +20,32 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     config_.max_context = o.max_context;
     // Before the weights are packed and their file pages dropped: it samples the tensor bytes.
     const uint64_t identity = model_identity(*file_);
-    backend_ = backend::make_backend(o.backend, {.n_threads = o.threads});
-    built_ = find_arch_builder(config_.arch)(*file_, config_, *backend_);
-    Graph graph = o.fusion && fusion_enabled_by_env() ? fuse(built_.graph, *backend_) : built_.graph;
-    executor_ = std::make_unique<GraphExecutor>(std::move(graph), *backend_);
+    const bool device = o.backend != "cpu" && o.backend != "reference";
+    const int32_t n_layers = int32_t(config_.n_layers);
+    if (o.n_gpu_layers < -1) fail("--n-gpu-layers must be -1 (all) or more, got {}", o.n_gpu_layers);
+    if (device && o.n_gpu_layers >= 1 && o.n_gpu_layers <= n_layers) {  // a partial offload
+        split_ = {n_layers, o.n_gpu_layers};
+        device_ = backend::make_backend(o.backend, {.n_threads = o.threads});
+        backend_ = backend::make_backend("cpu", {.n_threads = o.threads});
+        router_ = std::make_unique<LayerRouter>(*device_, *backend_, split_);
+        built_ = find_arch_builder(config_.arch)(*file_, config_, *router_);
+    } else {  // -ngl 0 runs everything on the CPU, as llama.cpp
+        backend_ = backend::make_backend(device && o.n_gpu_layers == 0 ? "cpu" : o.backend, {.n_threads = o.threads});
+        built_ = find_arch_builder(config_.arch)(*file_, config_, *backend_);
+    }
+    create_kv_cache(o);
+    const bool fusion = o.fusion && fusion_enabled_by_env();
+    executor_ = staged(built_.graph, fusion);
     executor_->reserve(std::max<int64_t>(1, o.max_step_tokens));
     if (o.lora) {
         Graph with_lora = with_lora_nodes(built_.graph);
         if (with_lora.lora_targets.empty()) fail("{}: this model has no layer projections an adapter could update", file_->name());
         lora_step_ = std::make_unique<LoraStep>(with_lora.lora_targets);
-        if (o.fusion && fusion_enabled_by_env()) with_lora = fuse(with_lora, *backend_);
-        lora_executor_ = std::make_unique<GraphExecutor>(std::move(with_lora), *backend_);
+        lora_executor_ = staged(with_lora, fusion);
         lora_executor_->reserve(std::max<int64_t>(1, o.max_step_tokens));
         lora_executor_->set_lora_segments(&lora_step_->segments());
     }
-
-    kv::KvLayout layout;
-    layout.n_layers = int32_t(config_.n_layers);
-    layout.n_kv_heads = int32_t(config_.n_kv_heads);
-    layout.head_dim = int32_t(config_.head_dim);
-    layout.block_size = o.kv.block_size;
-    layout.dtype = o.kv.dtype ? *o.kv.dtype : built_.kv_dtype;
-    layout.validate();
-    cache_ = backend_->create_kv_cache(layout, kv_block_count(o.kv, layout, o.tokens_wanted));
+    const kv::KvLayout& layout = cache_->layout();
 
     info_.vocab_size = config_.vocab_size;
     info_.n_kv_blocks = cache_->n_blocks();
@@ -78,12 +82,57 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     info_.model_key = identity;
     info_.kv_layout = layout;
     info_.kv_bytes_per_block = layout.bytes_per_block();
-    info_.hidden_size = executor_->graph().hidden >= 0 ? executor_->graph().tensors[size_t(executor_->graph().hidden)].cols : 0;
-    info_.backend = backend_->name();
+    info_.hidden_size = executor_->hidden_cols();
+    // Names the split too: KV bytes (the prefix tier) and timings differ with it.
+    info_.backend = device_ ? fmt::format("{}:{}+{}", device_->name(), split_.device_layers, backend_->name()) : backend_->name();
     info_.threads = backend_->n_threads();
     info_.config = config_;
     info_.lora = lora_step_ != nullptr;
-    log_debug("{}: {} ops per step ({})", file_->name(), executor_->graph().nodes.size(), executor_->graph().op_counts());
+    log_debug("{}: {} ({})", file_->name(), router_ ? router_->describe() : backend_->name(), executor_->op_counts());
+}
+
+void GraphModel::create_kv_cache(const StepModelOptions& o) {
+    kv::KvLayout layout;
+    layout.n_layers = int32_t(config_.n_layers);
+    layout.n_kv_heads = int32_t(config_.n_kv_heads);
+    layout.head_dim = int32_t(config_.head_dim);
+    layout.block_size = o.kv.block_size;
+    layout.dtype = o.kv.dtype ? *o.kv.dtype : built_.kv_dtype;
+    layout.validate();
+    // A split's parts have the whole model's block count: --kv-memory budgets blocks of every layer.
+    const int64_t blocks = kv_block_count(o.kv, layout, o.tokens_wanted);
+    if (!device_) {
+        cache_ = backend_->create_kv_cache(layout, blocks);
+        return;
+    }
+    std::vector<SplitKvCache::Part> parts;
+    kv::KvLayout part = layout;
+    part.n_layers = split_.device_layers;
+    parts.push_back({device_->create_kv_cache(part, blocks), 0});
+    if (split_.device_layers < layout.n_layers) {
+        part.n_layers = layout.n_layers - split_.device_layers;
+        parts.push_back({backend_->create_kv_cache(part, blocks), split_.device_layers});
+    }
+    cache_ = std::make_unique<SplitKvCache>(layout, std::move(parts));
+}
+
+std::unique_ptr<StagedExecutor> GraphModel::staged(const Graph& graph, bool fusion) const {
+    std::vector<StagedExecutor::Stage> stages;
+    if (!device_) {
+        stages.push_back({backend_.get(), cache_.get(), fusion ? fuse(graph, *backend_) : graph});
+        return std::make_unique<StagedExecutor>(std::move(stages));
+    }
+    auto& split_cache = static_cast<SplitKvCache&>(*cache_);
+    for (GraphSegment& seg : split_by_layer(graph, split_)) {
+        backend::Backend& b = seg.side == Side::device ? *device_ : *backend_;
+        router_->rebind(seg.graph, seg.side);
+        check_segment(seg, b, split_);
+        backend::KvCache* cache = seg.side == Side::device ? &split_cache.part(0)
+                                  : split_.device_layers < split_.n_layers ? &split_cache.part(1)
+                                                                           : cache_.get();  // the head reads no KV
+        stages.push_back({&b, cache, fusion ? fuse(seg.graph, b) : std::move(seg.graph)});
+    }
+    return std::make_unique<StagedExecutor>(std::move(stages));
 }
 
 void GraphModel::validate(const Batch& batch) const {
@@ -185,15 +234,15 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     if (!logit_rows_.empty() && info_.embedding_only)
         fail("this model ({}) is an embedding model: it has no output head, so no logits", config_.arch);
     // Steps where some row has an adapter run the LoRA twin of the graph; the rest the plain one.
-    GraphExecutor& executor = lora_step_ && lora_step_->prepare(batch) ? *lora_executor_ : *executor_;
+    StagedExecutor& executor = lora_step_ && lora_step_->prepare(batch) ? *lora_executor_ : *executor_;
     executor.reserve(n);
-    backend_->begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
+    executor.begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
                           .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,
                           .hidden_rows = hidden_rows_, .token_types = batch.token_types,
                           .attend_until = batch.attend_until});
     executor.set_input_embeddings(batch.embedding_rows, batch.embeddings.data());
     std::vector<float> logits;
-    executor.run(*cache_, {n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,
+    executor.run({n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,
                    observer_ ? &observer_ : nullptr);
     return logits;
 }
@@ -222,7 +271,7 @@ std::vector<std::span<const uint8_t>> GraphModel::weight_memory() const {
 std::string GraphModel::matmul_arithmetic() const {
     for (const auto* w : built_.matmul_weights) {
         if (w->parts().size() != 3) continue;  // the first Q|K|V projection speaks for the model
-        const std::string path = backend_->describe_matmul(*w, 512);
+        const std::string path = router_ ? router_->describe_matmul(*w, 512) : backend_->describe_matmul(*w, 512);
         if (path.find("vdpbf16ps") != std::string::npos) return "bf16";
         if (path.find("bf16 tiles") != std::string::npos) return "amx_bf16";
         if (path.find("AMX tiles") != std::string::npos) return "amx_int8";
@@ -233,8 +282,18 @@ std::string GraphModel::matmul_arithmetic() const {
 }
 
 std::string GraphModel::describe_graph(int64_t n_tokens, int64_t n_logits, bool as_run) const {
-    const Graph& g = as_run ? executor_->graph() : built_.graph;
-    return fmt::format("{} ops ({})\n{}", g.nodes.size(), g.op_counts(), format_graph(g, *backend_, n_tokens, n_logits));
+    if (!as_run || executor_->n_stages() == 1) {
+        const Graph& g = as_run ? executor_->graph() : built_.graph;
+        const backend::Backend& b = as_run || !router_ ? executor_->backend() : *router_;
+        return fmt::format("{} ops ({})\n{}", g.nodes.size(), g.op_counts(), format_graph(g, b, n_tokens, n_logits));
+    }
+    std::string out;
+    for (size_t i = 0; i < executor_->n_stages(); ++i) {
+        const Graph& g = executor_->graph(i);
+        out += fmt::format("on {}: {} ops ({})\n{}", executor_->backend(i).name(), g.nodes.size(), g.op_counts(),
+                           format_graph(g, executor_->backend(i), n_tokens, n_logits));
+    }
+    return out;
 }
 
 std::unique_ptr<StepModel> open_step_model(std::shared_ptr<const gguf::File> file, const StepModelOptions& options) {

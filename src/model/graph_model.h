@@ -1,5 +1,7 @@
 // The StepModel over (architecture builder, backend): the model's fused step graph, its executor and
-// the paged KV cache in backend memory. forward() validates the batch (nothing is written for a bad
+// the paged KV cache in backend memory. Under a partial offload (StepModelOptions::n_gpu_layers) the
+// graph runs as two stages, the device backend's first layers then the CPU's (layer_split.h), each
+// with its part of the KV cache (split_kv_cache.h). forward() validates the batch (nothing is written for a bad
 // one), runs the copy-on-write block copies, hands the step to the backend and runs the graph.
 #pragma once
 #include <memory>
@@ -7,9 +9,10 @@
 #include "backend/backend.h"
 #include "gguf/gguf.h"
 #include "model/arch/arch.h"
-#include "model/executor.h"
+#include "model/layer_router.h"
 #include "model/lora_graph.h"
 #include "model/open_step_model.h"
+#include "model/staged_executor.h"
 
 namespace pagoda::model {
 
@@ -24,7 +27,7 @@ public:
     std::vector<std::span<const uint8_t>> weight_memory() const override;
     std::string matmul_arithmetic() const override;
     std::string describe_graph(int64_t n_tokens, int64_t n_logits, bool as_run) const override;
-    std::string op_counts() const override { return executor_->graph().op_counts(); }
+    std::string op_counts() const override { return executor_->op_counts(); }
     void set_activation_observer(ActivationObserver observer) override { observer_ = std::move(observer); }
     void set_interrupt_flag(const std::atomic<bool>* flag) override {
         executor_->set_interrupt_flag(flag);
@@ -44,15 +47,21 @@ public:
 private:
     void validate(const Batch& batch) const;
     void validate_image_rows(const Batch& batch) const;
+    // The graph as stages on their backends, fused where asked, each checked for its backend.
+    std::unique_ptr<StagedExecutor> staged(const Graph& graph, bool fusion) const;
+    void create_kv_cache(const StepModelOptions& o);
 
     std::shared_ptr<const gguf::File> file_;
     ModelConfig config_;
-    std::unique_ptr<backend::Backend> backend_;
+    std::unique_ptr<backend::Backend> device_;  // a partial offload's device backend (null: none)
+    std::unique_ptr<backend::Backend> backend_;  // the one backend, or the host one of a partial offload
+    LayerSplit split_;                           // device_layers 0: no split
+    std::unique_ptr<LayerRouter> router_;        // where the builder uploaded under a split
     BuiltModel built_;
-    std::unique_ptr<GraphExecutor> executor_;
-    std::unique_ptr<GraphExecutor> lora_executor_;  // the graph with lora_add nodes (options.lora)
-    std::unique_ptr<LoraStep> lora_step_;
     std::unique_ptr<backend::KvCache> cache_;
+    std::unique_ptr<StagedExecutor> executor_;
+    std::unique_ptr<StagedExecutor> lora_executor_;  // the graph with lora_add nodes (options.lora)
+    std::unique_ptr<LoraStep> lora_step_;
     StepModelInfo info_;
     ActivationObserver observer_;
     std::vector<int32_t> logit_rows_, hidden_rows_;

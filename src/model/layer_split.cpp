@@ -1,0 +1,158 @@
+#include "model/layer_split.h"
+
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace pagoda::model {
+namespace {
+
+constexpr int32_t kUntagged = INT32_MIN;
+
+const backend::Weight* named_weight(const Node& n) {
+    if (n.weight) return n.weight;
+    if (!n.moe.gate_up.empty()) return n.moe.gate_up[0];
+    return nullptr;
+}
+
+// The layer an op belongs to: -1 the input, n_layers the head, kUntagged when it names nothing.
+int32_t tag_of(const Node& n, int32_t n_layers) {
+    switch (n.kind) {
+        case OpKind::embed: case OpKind::position_embedding: case OpKind::token_type_embedding:
+        case OpKind::input_embeddings: return -1;
+        case OpKind::gather_logit_rows: case OpKind::gather_hidden_rows: return n_layers;
+        default: break;
+    }
+    if (n.role == MatmulInput::output) return n_layers;
+    if (n.layer >= 0) return n.layer;
+    if (const backend::Weight* w = named_weight(n); w && !w->parts().empty()) {
+        const int32_t layer = layer_of_tensor_name(w->parts()[0].name);
+        if (layer >= 0) return layer;
+    }
+    return kUntagged;
+}
+
+}  // namespace
+
+int32_t layer_of_tensor_name(const std::string& name) {
+    if (name.rfind("blk.", 0) != 0) return -1;
+    const size_t dot = name.find('.', 4);
+    if (dot == std::string::npos || dot == 4 || dot > 12) return -1;
+    int32_t layer = 0;
+    for (size_t i = 4; i < dot; ++i) {
+        if (name[i] < '0' || name[i] > '9') return -1;
+        layer = layer * 10 + (name[i] - '0');
+    }
+    return layer;
+}
+
+std::vector<GraphSegment> split_by_layer(const Graph& g, const LayerSplit& split) {
+    if (split.device_layers < 1 || split.device_layers > split.n_layers)
+        fail("split_by_layer: {} device layers of {}", split.device_layers, split.n_layers);
+    const int n = int(g.nodes.size());
+    auto side_of_tag = [&](int32_t tag) {
+        if (tag < 0) return split.side_of_layer(0);  // the input runs with the first layer
+        return tag >= split.n_layers ? Side::host : split.side_of_layer(tag);
+    };
+    // Per tensor: the first op that writes it and the last that reads or writes it (the graph's
+    // outputs are read after the last op).
+    std::vector<int> first_write(g.tensors.size(), INT_MAX), last_use(g.tensors.size(), -1);
+    for (int i = 0; i < n; ++i) {
+        for (int id : g.nodes[size_t(i)].out) first_write[size_t(id)] = std::min(first_write[size_t(id)], i);
+        for (int id : g.nodes[size_t(i)].in) last_use[size_t(id)] = std::max(last_use[size_t(id)], i);
+        for (int id : g.nodes[size_t(i)].out) last_use[size_t(id)] = std::max(last_use[size_t(id)], i);
+    }
+    if (g.output >= 0) last_use[size_t(g.output)] = n;
+    if (g.hidden >= 0) last_use[size_t(g.hidden)] = n;
+    auto crossing = [&](int cut) {  // tensors written before op `cut` and used at or after it
+        std::vector<int> ids;
+        for (size_t t = 0; t < g.tensors.size(); ++t)
+            if (first_write[t] < cut && last_use[t] >= cut) ids.push_back(int(t));
+        return ids;
+    };
+
+    std::vector<Side> side(size_t(n), Side::host);
+    int prev = -1;  // the last tagged op
+    for (int i = 0; i <= n; ++i) {
+        const int32_t tag = i < n ? tag_of(g.nodes[size_t(i)], split.n_layers) : kUntagged;
+        if (i < n && tag == kUntagged) continue;
+        if (i == n) {  // trailing untagged ops go with the last tagged one
+            for (int j = prev + 1; j < n; ++j) side[size_t(j)] = prev >= 0 ? side[size_t(prev)] : Side::host;
+            break;
+        }
+        const Side s = side_of_tag(tag);
+        side[size_t(i)] = s;
+        int cut = prev + 1;  // the untagged ops before op i go to op i's side from `cut` on
+        if (prev >= 0 && side[size_t(prev)] != s) {
+            size_t best = SIZE_MAX;
+            for (int c = prev + 1; c <= i; ++c)
+                if (const size_t k = crossing(c).size(); k < best) best = k, cut = c;
+        }
+        for (int j = prev + 1; j < i; ++j) side[size_t(j)] = j < cut ? side[size_t(prev)] : s;
+        prev = i;
+    }
+    int cut = 0;
+    while (cut < n && side[size_t(cut)] == Side::device) ++cut;
+    for (int i = cut; i < n; ++i)
+        if (side[size_t(i)] == Side::device)
+            fail("cannot split the graph at layer {}: op {} ({}) would run on the device after host ops",
+                 split.device_layers, i, op_name(g.nodes[size_t(i)].kind));
+
+    std::vector<GraphSegment> out;
+    const std::vector<int> boundary = crossing(cut);
+    for (const Side s : {Side::device, Side::host}) {
+        const int begin = s == Side::device ? 0 : cut, end = s == Side::device ? cut : n;
+        if (begin == end) continue;
+        GraphSegment seg;
+        seg.side = s;
+        seg.first_kv_layer = s == Side::device ? 0 : split.device_layers;
+        const int32_t kv_end = s == Side::device ? split.device_layers : split.n_layers;
+        seg.graph.tensors = g.tensors;
+        seg.graph.lora_targets = g.lora_targets;
+        seg.graph.nodes.assign(g.nodes.begin() + begin, g.nodes.begin() + end);
+        for (Node& node : seg.graph.nodes) {
+            if (node.kind != OpKind::kv_write && node.kind != OpKind::attention) continue;
+            if (node.layer < seg.first_kv_layer || node.layer >= kv_end)
+                fail("cannot split the graph at layer {}: the {} of layer {} falls on the other side", split.device_layers,
+                     op_name(node.kind), node.layer);
+            node.layer -= seg.first_kv_layer;
+        }
+        if (end == n) {
+            seg.graph.output = g.output;
+            seg.graph.hidden = g.hidden;
+        }
+        if (begin > 0) seg.graph.imported = boundary;
+        if (end < n) seg.graph.exported = boundary;
+        out.push_back(std::move(seg));
+    }
+    return out;
+}
+
+void check_segment(const GraphSegment& seg, const backend::Backend& b, const LayerSplit& split) {
+    auto refuse = [&](const Node& n, const std::string& what) {
+        fail("-ngl {}: the {} backend cannot run {} of layer {}; offload fewer layers (or none)", split.device_layers,
+             b.name(), what, n.layer + (n.kind == OpKind::attention ? seg.first_kv_layer : 0));
+    };
+    for (const Node& n : seg.graph.nodes) {
+        if (n.kind == OpKind::attention && !b.supports_attention(n.attention)) {
+            const auto& p = n.attention;
+            refuse(n, p.sinks ? "the attention sinks" : p.softcap > 0 ? "the soft-capped attention"
+                      : p.sliding_window > 0 ? "the sliding-window attention" : !p.causal ? "the bidirectional attention"
+                                                                                           : "the attention");
+        }
+        const char* optional = n.kind == OpKind::layer_norm ? "layer_norm"
+                               : n.kind == OpKind::gelu ? "gelu"
+                               : n.kind == OpKind::position_embedding || n.kind == OpKind::token_type_embedding
+                                   ? "position_embedding" : nullptr;
+        const backend::OptionalOp op = n.kind == OpKind::layer_norm ? backend::OptionalOp::layer_norm
+                                       : n.kind == OpKind::gelu ? backend::OptionalOp::gelu
+                                                                : backend::OptionalOp::position_embedding;
+        if (optional && !b.has_op(op)) refuse(n, fmt::format("the {} op", optional));
+    }
+}
+
+}  // namespace pagoda::model

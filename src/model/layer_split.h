@@ -1,0 +1,43 @@
+// Cuts a step graph into the segments of a partial offload (-ngl N, llama.cpp's --n-gpu-layers): the
+// input (token embedding) and layers 0..N-1 run on the device backend, layers N.. and the output head
+// on the host backend; N > n_layers puts the head on the device too. Each op belongs to a layer by
+// what it names (node.layer, a "blk.N." weight), the embedding ops to the input and the output
+// matmul and row gathers to the head; the ops between two layers that name none (a residual add, a
+// norm) go to the side of the cut that leaves the fewest tensors crossing it, normally the residual
+// stream alone. Each segment is the whole tensor list with its own ops, the tensors it takes from the
+// segment before (imported) and hands to the one after (exported), and its KV layers renumbered from
+// its first layer (each backend's KV cache holds its own layers only).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/graph.h"
+
+namespace pagoda::model {
+
+enum class Side { device, host };
+
+struct LayerSplit {
+    int32_t n_layers = 0;
+    int32_t device_layers = 0;  // 1..n_layers: layers 0..device_layers-1 on the device, the head on the host
+    Side side_of_layer(int32_t layer) const { return layer < device_layers ? Side::device : Side::host; }
+};
+
+struct GraphSegment {
+    Side side = Side::device;
+    int32_t first_kv_layer = 0;  // this segment's attention layers are numbered from here
+    Graph graph;                 // output / hidden only in the segment that holds them last
+};
+
+// The segments in execution order: the device one, then the host one. Throws pagoda::Error when the
+// graph's ops are not in layer order (the split would run a backend twice in one step).
+std::vector<GraphSegment> split_by_layer(const Graph& graph, const LayerSplit& split);
+
+// Throws, naming the op and its layer, when `backend` cannot run one of the segment's ops (an
+// attention it does not support, an optional op it lacks): a partial offload is refused at load.
+void check_segment(const GraphSegment& segment, const backend::Backend& backend, const LayerSplit& split);
+
+// The "blk.N." layer of a GGUF tensor name, or -1.
+int32_t layer_of_tensor_name(const std::string& name);
+
+}  // namespace pagoda::model
