@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/vulkan/vulkan_test_env.h"
 #include "e2e/process.h"
 #include "fixtures.h"
 
@@ -81,6 +82,31 @@ TEST(CommandLine, LlamaShortFlagsAreAccepted) {
         ASSERT_EQ(f.exit_code, 0) << fa[0] << ": " << f.err;
         EXPECT_NE(f.err.find("--flash-attn has no effect"), std::string::npos) << f.err;
     }
+}
+
+// -ngl with --backend vulkan splits the model: the first N layers on the device, the rest on the cpu
+// (greedy tokens as the all-cpu run's, no note); a mixture-of-experts layer on the device is refused
+// naming it, and -ngl 0 runs that model on the cpu.
+TEST(CommandLine, GpuLayersSplitTheModelOnVulkan) {
+    PAGODA_REQUIRE_VULKAN();
+    auto cpu = run_pagoda({"run", "-m", tiny_model(), "-p", "abc", "-n", "6", "--temp", "0", "--ignore-eos", "--ids"});
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+    for (const char* ngl : {"1", "99"}) {
+        auto r = run_pagoda({"run", "-m", tiny_model(), "-p", "abc", "--backend", "vulkan", "-ngl", ngl, "-n", "6",
+                             "--temp", "0", "--ignore-eos", "--ids"});
+        ASSERT_EQ(r.exit_code, 0) << ngl << ": " << r.err;
+        EXPECT_EQ(r.out, cpu.out) << "-ngl " << ngl;
+        EXPECT_EQ(r.err.find("has no effect"), std::string::npos) << r.err;
+    }
+    const std::string moe = temp_path("cli-ngl-moe.gguf");
+    auto g = run_pagoda({"gen-model", "--preset", "tiny", "--arch", "qwen2moe", "--experts", "4", "-o", moe, "--ctx", "64"});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    auto refused = run_pagoda({"run", "-m", moe, "-p", "abc", "--backend", "vulkan", "-ngl", "1", "-n", "2", "--ids"});
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.err.find("-ngl 1: layer 0 is a mixture-of-experts layer, which the vulkan backend cannot run"),
+              std::string::npos) << refused.err;
+    auto on_cpu = run_pagoda({"run", "-m", moe, "-p", "abc", "--backend", "vulkan", "-ngl", "0", "-n", "2", "--ids"});
+    EXPECT_EQ(on_cpu.exit_code, 0) << on_cpu.err;
 }
 
 TEST(CommandLine, RunContextAndUntilTheEnd) {
