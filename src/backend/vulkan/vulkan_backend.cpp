@@ -6,6 +6,8 @@
 #include <map>
 
 #include "backend/vulkan/device_state.h"
+#include "backend/vulkan/push_constants.h"
+#include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
 #include "backend/vulkan/weight_repack.h"
 #include "core/error.h"
@@ -18,90 +20,6 @@ constexpr int64_t kGemvMaxTokens = 8;  // matmul_gemv.comp's MAX_TOKENS
 constexpr uint32_t kGemvWorkgroup = 64;
 constexpr uint32_t kAttentionWorkgroup = 64;  // 4 output values per invocation: heads up to 256
 constexpr uint32_t kRowWorkgroup = 256;
-
-class VulkanWeight final : public Weight {
-public:
-    VulkanWeight(std::vector<MatrixSource> parts, std::shared_ptr<DeviceState> dev)
-        : Weight(std::move(parts)), dev_(std::move(dev)) {
-        const Repacked r = repack(this->parts());
-        format = r.format;
-        const std::string what = fmt::format("weight '{}'", this->parts()[0].name);
-        data = dev_->ctx->create_buffer(r.data.size(), false, what);
-        dev_->upload(r.data.data(), data, 0, r.data.size());
-        if (!r.groups.empty()) {
-            groups = dev_->ctx->create_buffer(r.groups.size() * 4, false, what + " scales");
-            dev_->upload(r.groups.data(), groups, 0, r.groups.size() * 4);
-        }
-    }
-    ~VulkanWeight() override {
-        try {
-            dev_->stream.flush();
-        } catch (...) {
-        }
-        dev_->ctx->destroy(data);
-        dev_->ctx->destroy(groups);
-    }
-    WeightFormat format = WeightFormat::f32;
-    Buffer data, groups;
-
-private:
-    std::shared_ptr<DeviceState> dev_;
-};
-
-class VulkanVector final : public Vector {
-public:
-    VulkanVector(std::span<const float> values, std::shared_ptr<DeviceState> dev) : Vector(int64_t(values.size())), dev_(std::move(dev)) {
-        buffer = dev_->ctx->create_buffer(values.size() * 4, false, "a vector");
-        dev_->upload(values.data(), buffer, 0, values.size() * 4);
-    }
-    ~VulkanVector() override {
-        try {
-            dev_->stream.flush();
-        } catch (...) {
-        }
-        dev_->ctx->destroy(buffer);
-    }
-    Buffer buffer;
-
-private:
-    std::shared_ptr<DeviceState> dev_;
-};
-
-class VulkanRope final : public Rope {
-public:
-    explicit VulkanRope(RopeSpec spec) : Rope(std::move(spec)) {}
-};
-
-// Push constants, laid out as the shaders' push_constant blocks (std430: 64-bit addresses first).
-struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols, add; };
-struct MatmulPush { uint64_t w, groups, x, out; uint32_t rows, row0, cols, n; };
-struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; };
-struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; };
-struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
-struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
-struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, neox; };
-struct KvGeometryPush { uint32_t block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block; };
-struct KvWritePush { uint64_t k, v, cache, slots; uint32_t n, n_kv_heads, layer_offset; KvGeometryPush g; };
-struct AttentionPush {
-    uint64_t q, out, cache, positions, seq_index, tables;
-    uint32_t n_heads, n_kv_heads, layer_offset, table_stride, window;
-    float scale, softcap;
-    KvGeometryPush g;
-};
-static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes);
-
-enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6 };
-
-KvGeometryPush geometry(const kv::KvLayout& l) {
-    return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),
-            uint32_t(l.head_block_bytes()), uint32_t(l.layer_block_bytes()), uint32_t(l.bytes_per_block())};
-}
-
-// A grid of `groups` workgroups as x (at most 65535) by y.
-std::pair<uint32_t, uint32_t> grid(uint64_t groups) {
-    const uint64_t x = std::min<uint64_t>(groups, 65535);
-    return {uint32_t(x), uint32_t(x == 0 ? 0 : (groups + x - 1) / x)};
-}
 
 class VulkanBackend final : public Backend {
 public:
@@ -382,21 +300,6 @@ public:
     }
 
 private:
-    static const VulkanWeight& weight(const Weight& w) {
-        const auto* v = dynamic_cast<const VulkanWeight*>(&w);
-        if (!v) fail("vulkan backend: weight '{}' was uploaded to another backend", w.parts().empty() ? "" : w.parts()[0].name);
-        return *v;
-    }
-    static const VulkanVector& vec(const Vector& v) {
-        const auto* p = dynamic_cast<const VulkanVector*>(&v);
-        if (!p) fail("vulkan backend: a vector uploaded to another backend");
-        return *p;
-    }
-    static const VulkanKvCache& kv(const KvCache& c) {
-        const auto* p = dynamic_cast<const VulkanKvCache*>(&c);
-        if (!p) fail("vulkan backend: a KV cache created by another backend");
-        return *p;
-    }
     static void check_layer(const kv::KvLayout& l, int32_t layer, const char* op) {
         if (layer < 0 || layer >= l.n_layers) fail("vulkan {}: layer {} is outside the cache's {} layers", op, layer, l.n_layers);
     }

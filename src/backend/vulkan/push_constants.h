@@ -1,0 +1,44 @@
+// The Vulkan backend's push constant blocks, laid out as the shaders' push_constant blocks (std430:
+// 64-bit addresses first), and the small helpers that fill them (the KV geometry, a dispatch grid).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "backend/vulkan/vk_context.h"
+#include "kv/kv_layout.h"
+
+namespace pagoda::backend::vulkan {
+
+// Push constants, laid out as the shaders' push_constant blocks (std430: 64-bit addresses first).
+struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols, add; };
+struct MatmulPush { uint64_t w, groups, x, out; uint32_t rows, row0, cols, n; };
+struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; };
+struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; };
+struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
+struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
+struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, neox; };
+struct KvGeometryPush { uint32_t block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block; };
+struct KvWritePush { uint64_t k, v, cache, slots; uint32_t n, n_kv_heads, layer_offset; KvGeometryPush g; };
+struct AttentionPush {
+    uint64_t q, out, cache, positions, seq_index, tables;
+    uint32_t n_heads, n_kv_heads, layer_offset, table_stride, window;
+    float scale, softcap;
+    KvGeometryPush g;
+};
+static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes);
+
+enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6 };
+
+inline KvGeometryPush geometry(const kv::KvLayout& l) {
+    return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),
+            uint32_t(l.head_block_bytes()), uint32_t(l.layer_block_bytes()), uint32_t(l.bytes_per_block())};
+}
+
+// A grid of `groups` workgroups as x (at most 65535) by y.
+inline std::pair<uint32_t, uint32_t> grid(uint64_t groups) {
+    const uint64_t x = std::min<uint64_t>(groups, 65535);
+    return {uint32_t(x), uint32_t(x == 0 ? 0 : (groups + x - 1) / x)};
+}
+
+}  // namespace pagoda::backend::vulkan
