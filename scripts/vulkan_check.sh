@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Vulkan backend on this machine's device (lavapipe in CI; a GPU where there is one), in one
 # short run: the device's limits, every Vulkan test (under the validation layer), then prefill and
-# decode speed (pp512 / tg128) of the fixture model and of random models written by gen-model.
+# decode speed (pp512 / tg128) of the fixture model and of random models written by gen-model, all on
+# the device, all on the cpu, and tg128 with half the layers offloaded (-ngl, a partial offload).
 # Usage: scripts/vulkan_check.sh [build dir]   (default: build/)
 # Figures from lavapipe are not GPU figures: lavapipe runs the shaders on the CPU.
 set -euo pipefail
@@ -11,7 +12,7 @@ PAGODA="$BUILD/pagoda"
 echo "== devices"
 "$PAGODA" devices
 echo "== Vulkan tests"
-"$BUILD/tests/pagoda_tests" --gtest_filter='Devices/Conformance.*:Vulkan*:Goldens/Stories260K.*vulkan*:Architectures/VulkanModel.*'
+"$BUILD/tests/pagoda_tests" --gtest_filter='Devices/Conformance.*:Vulkan*:Goldens/Stories260K.*vulkan*:Architectures/VulkanModel.*:*PartialOffload*:*LayerSplit*:CommandLine.GpuLayers*'
 echo "== speed"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -31,4 +32,7 @@ for m in "${models[@]}"; do
     echo "-- $m on $backend"
     "$PAGODA" bench -m "$m" --backend "$backend" -p 512 -n 128 -r 2 --no-limits
   done
+  layers=$("$PAGODA" gguf-info "$m" | awk '$1 ~ /\.block_count$/ {print $3; exit}')
+  echo "-- $m on vulkan, $((layers / 2)) of $layers layers (-ngl), the rest on cpu"
+  "$PAGODA" bench -m "$m" --backend vulkan -ngl $((layers / 2)) -p 0 -n 128 -r 2 --no-limits
 done
