@@ -1,7 +1,9 @@
 // Runs a Graph on a Backend. At construction every tensor gets a fixed place in the backend's
 // activation arena, chosen by liveness (tensors whose lifetimes do not overlap share memory, so the
 // arena holds a handful of activations, not one per op); reserve(max_tokens) sizes the arena once
-// for steps of up to that many tokens, so running a step allocates nothing.
+// for steps of up to that many tokens, so running a step allocates nothing. A segment of a split graph
+// (Graph::imported / exported) places its imported tensors before the first op and keeps its exported
+// ones until after the last, for the caller to copy in and out (staged_executor.h).
 #pragma once
 #include <atomic>
 #include <functional>

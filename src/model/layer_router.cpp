@@ -137,11 +137,6 @@ void LayerRouter::rebind(Graph& graph, Side side) const {
     }
 }
 
-const backend::Weight& LayerRouter::any_side(const backend::Weight& routed) const {
-    const auto& r = dynamic_cast<const RoutedWeight&>(routed);
-    return r.get(Side::host) ? *r.get(Side::host) : *r.get(Side::device);
-}
-
 std::string LayerRouter::describe_matmul(const backend::Weight& w, int64_t n_tokens) const {
     const auto& r = dynamic_cast<const RoutedWeight&>(w);
     return r.get(Side::host) ? host_.describe_matmul(*r.get(Side::host), n_tokens)

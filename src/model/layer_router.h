@@ -21,8 +21,6 @@ public:
 
     // Points every weight, vector and rope of `graph`'s ops at `side`'s copy. Throws when one has none.
     void rebind(Graph& graph, Side side) const;
-    // The real weight behind a router handle on whichever side holds it (the host's first).
-    const backend::Weight& any_side(const backend::Weight& routed) const;
 
     std::string name() const override;
     std::string describe() const override;
