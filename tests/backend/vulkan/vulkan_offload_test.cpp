@@ -17,7 +17,10 @@
 #include "gguf/gguf.h"
 #include "lora/adapter.h"
 #include "lora/random_adapter.h"
+#include "model/arch/arch.h"
 #include "model/batch.h"
+#include "model/config.h"
+#include "model/layer_split.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
@@ -233,6 +236,31 @@ TEST(PartialOffloadRefusal, MixtureOfExpertsLayerOnTheDevice) {
     }
     auto all_cpu = open_step_model(file, options("vulkan", 0));
     EXPECT_EQ(all_cpu->info().backend, "cpu");
+}
+
+// A segment with an op the device cannot run is refused naming the op and its model layer: gpt-oss's
+// attention sinks (its experts are refused earlier, while uploading, so the graph is cut by hand here).
+TEST(PartialOffloadRefusal, AttentionSinksOnTheDeviceNameTheLayer) {
+    PAGODA_REQUIRE_VULKAN();
+    RandomModelSpec s = spec_of("gpt-oss");
+    s.n_layers = 2;
+    s.n_experts = 4;
+    s.head_dim = 16;
+    auto file = model_file(s);
+    const ModelConfig config = read_config(*file);
+    auto cpu = backend::make_backend("cpu", {.n_threads = 1});
+    auto vulkan = backend::make_backend("vulkan");
+    const BuiltModel built = find_arch_builder(config.arch)(*file, config, *cpu);
+    const std::vector<GraphSegment> segs = split_by_layer(built.graph, {2, 1});
+    ASSERT_EQ(segs.size(), 2u);
+    try {
+        check_segment(segs[0], *vulkan, {2, 1});
+        ADD_FAILURE() << "attention sinks passed the device's check";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("-ngl 1: the vulkan backend cannot run the attention sinks of layer 0"),
+                  std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(check_segment(segs[1], *cpu, {2, 1}));
 }
 
 }  // namespace
