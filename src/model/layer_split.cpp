@@ -1,7 +1,6 @@
 #include "model/layer_split.h"
 
 #include <climits>
-#include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
