@@ -99,20 +99,24 @@ void GraphModel::create_kv_cache(const StepModelOptions& o) {
     layout.block_size = o.kv.block_size;
     layout.dtype = o.kv.dtype ? *o.kv.dtype : built_.kv_dtype;
     layout.validate();
-    // A split's parts have the whole model's block count: --kv-memory budgets blocks of every layer.
-    const int64_t blocks = kv_block_count(o.kv, layout, o.tokens_wanted);
     if (!device_) {
-        cache_ = backend_->create_kv_cache(layout, blocks);
+        cache_ = backend_->create_kv_cache(layout, kv_block_count(o.kv, layout, o.tokens_wanted, backend_->memory_bytes()));
         return;
     }
-    std::vector<SplitKvCache::Part> parts;
-    kv::KvLayout part = layout;
-    part.n_layers = split_.device_layers;
-    parts.push_back({device_->create_kv_cache(part, blocks), 0});
-    if (split_.device_layers < layout.n_layers) {
-        part.n_layers = layout.n_layers - split_.device_layers;
-        parts.push_back({backend_->create_kv_cache(part, blocks), split_.device_layers});
+    // A split's parts share block ids, so one count: a size budgets blocks of every layer (the two
+    // parts together); a fraction is of each part's own backend memory, and the tighter part decides.
+    kv::KvLayout device_part = layout, host_part = layout;
+    device_part.n_layers = split_.device_layers;
+    host_part.n_layers = layout.n_layers - split_.device_layers;
+    int64_t blocks = kv_block_count(o.kv, layout, o.tokens_wanted);
+    if (!o.kv.memory.empty() && is_fractional_budget(o.kv.memory)) {
+        blocks = kv_block_count(o.kv, device_part, o.tokens_wanted, device_->memory_bytes());
+        if (host_part.n_layers > 0)
+            blocks = std::min(blocks, kv_block_count(o.kv, host_part, o.tokens_wanted, backend_->memory_bytes()));
     }
+    std::vector<SplitKvCache::Part> parts;
+    parts.push_back({device_->create_kv_cache(device_part, blocks), 0});
+    if (host_part.n_layers > 0) parts.push_back({backend_->create_kv_cache(host_part, blocks), split_.device_layers});
     cache_ = std::make_unique<SplitKvCache>(layout, std::move(parts));
 }
 

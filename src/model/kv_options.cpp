@@ -31,15 +31,20 @@ double unit_scale(std::string unit) {
     return 0;
 }
 
-uint64_t fraction_of_free_memory(const std::string& text, double fraction, const char* flag) {
+uint64_t fraction_of_free_memory(const std::string& text, double fraction, const char* flag, uint64_t of) {
     if (!(fraction > 0) || fraction > 1)
         fail("{} '{}': a fraction of free memory must be above 0 and at most 1 (100%)", flag, text);
-    return uint64_t(fraction * double(available_memory_bytes()));
+    return uint64_t(fraction * double(of > 0 ? of : available_memory_bytes()));
 }
 
 }  // namespace
 
-uint64_t parse_memory_budget(const std::string& text, const char* flag) {
+bool is_fractional_budget(const std::string& text) {
+    return !text.empty() && (text.back() == '%' || (text.find('.') != std::string::npos &&
+                                                   text.find_first_not_of("0123456789.") == std::string::npos));
+}
+
+uint64_t parse_memory_budget(const std::string& text, const char* flag, uint64_t fraction_of) {
     size_t i = 0;
     while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
     const std::string number = text.substr(0, i), unit = text.substr(i);
@@ -51,9 +56,9 @@ uint64_t parse_memory_budget(const std::string& text, const char* flag) {
     } catch (const std::exception&) {
         fail("{} '{}' is not a size (use {})", flag, text, kMemoryForms);
     }
-    if (unit == "%") return fraction_of_free_memory(text, value / 100, flag);
+    if (unit == "%") return fraction_of_free_memory(text, value / 100, flag, fraction_of);
     if (unit.empty()) {
-        if (number.find('.') != std::string::npos) return fraction_of_free_memory(text, value, flag);
+        if (number.find('.') != std::string::npos) return fraction_of_free_memory(text, value, flag, fraction_of);
         fail("{} '{}' has no unit: bytes or a fraction? (use {})", flag, text, kMemoryForms);
     }
     const double scale = unit_scale(unit);
@@ -63,9 +68,10 @@ uint64_t parse_memory_budget(const std::string& text, const char* flag) {
     return uint64_t(bytes);
 }
 
-int64_t kv_block_count(const KvOptions& options, const kv::KvLayout& layout, int64_t tokens_wanted) {
+int64_t kv_block_count(const KvOptions& options, const kv::KvLayout& layout, int64_t tokens_wanted,
+                       uint64_t fraction_of) {
     if (!options.memory.empty()) {
-        uint64_t bytes = parse_memory_budget(options.memory);
+        uint64_t bytes = parse_memory_budget(options.memory, "--kv-memory", fraction_of);
         int64_t blocks = kv::blocks_for_budget(bytes, layout);
         if (blocks < 1)
             fail("--kv-memory {} cannot hold one KV block ({} bytes at block size {})", options.memory,

@@ -20,11 +20,16 @@ struct KvOptions {
 };
 
 // Parses a --kv-memory value (or another flag's, named in errors) into bytes. Throws pagoda::Error,
-// saying which forms are accepted, on a malformed, unit-less, zero or out-of-range value.
-uint64_t parse_memory_budget(const std::string& text, const char* flag = "--kv-memory");
+// saying which forms are accepted, on a malformed, unit-less, zero or out-of-range value. A fraction
+// is of `fraction_of` bytes (a device backend's memory), or of the host's available memory when 0.
+uint64_t parse_memory_budget(const std::string& text, const char* flag = "--kv-memory", uint64_t fraction_of = 0);
+// Whether a budget is a fraction ("0.9", "90%") rather than a size.
+bool is_fractional_budget(const std::string& text);
 
-// Blocks for the options: from the memory budget if given, else enough for `tokens_wanted` tokens.
-// Throws when the budget cannot hold a single block.
-int64_t kv_block_count(const KvOptions& options, const kv::KvLayout& layout, int64_t tokens_wanted);
+// Blocks for the options: from the memory budget if given (a fraction of `fraction_of` bytes, as
+// parse_memory_budget), else enough for `tokens_wanted` tokens. Throws when the budget cannot hold a
+// single block.
+int64_t kv_block_count(const KvOptions& options, const kv::KvLayout& layout, int64_t tokens_wanted,
+                       uint64_t fraction_of = 0);
 
 }  // namespace pagoda::model

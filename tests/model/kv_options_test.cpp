@@ -37,6 +37,22 @@ TEST(KvMemoryBudget, FractionsOfFreeMemory) {
     EXPECT_GT(parse_memory_budget("100%"), 0u);
 }
 
+// A device backend's cache: a fraction is of the memory the backend names (Backend::memory_bytes),
+// a size stays a size; a split model counts its blocks per part with it.
+TEST(KvMemoryBudget, FractionsOfABackendsOwnMemory) {
+    EXPECT_EQ(parse_memory_budget("0.25", "--kv-memory", 4096), 1024u);
+    EXPECT_EQ(parse_memory_budget("50%", "--kv-memory", 4096), 2048u);
+    EXPECT_EQ(parse_memory_budget("2KiB", "--kv-memory", 1 << 30), 2048u);
+    EXPECT_TRUE(is_fractional_budget("0.9"));
+    EXPECT_TRUE(is_fractional_budget("90%"));
+    EXPECT_FALSE(is_fractional_budget("512MiB"));
+    EXPECT_FALSE(is_fractional_budget("1.5GiB"));
+    EXPECT_FALSE(is_fractional_budget(""));
+    kv::KvLayout layout{.n_layers = 2, .n_kv_heads = 1, .head_dim = 8, .block_size = 4, .dtype = kv::KvDtype::f32};
+    // 2 layers x K,V x 4 slots x 8 x 4 bytes = 512 bytes a block; half of 8 KiB holds 8.
+    EXPECT_EQ(kv_block_count({.memory = "50%"}, layout, 0, 8192), 8);
+}
+
 TEST(KvMemoryBudget, BareWholeNumberAsksForAUnit) {
     for (const char* text : {"1", "1024", "0"}) {
         const std::string e = error_of(text);

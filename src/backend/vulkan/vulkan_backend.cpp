@@ -1,5 +1,6 @@
 #include "backend/vulkan/vulkan_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -43,6 +44,10 @@ public:
                            format_bytes(d.shared_memory), dev_->ctx->validation ? ", validation layer on" : "");
     }
     size_t activation_size() const override { return 4; }
+    uint64_t memory_bytes() const override {
+        const auto& heaps = dev_->ctx->info.device_local_heaps;
+        return heaps.empty() ? 0 : *std::max_element(heaps.begin(), heaps.end());
+    }
 
     std::shared_ptr<Weight> upload_weight(std::vector<MatrixSource> parts, WeightUse) override {
         if (parts.empty()) fail("vulkan backend: a weight needs at least one part");
