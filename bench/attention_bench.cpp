@@ -21,8 +21,8 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/kv/kv_pool.h"
 
 namespace {
 

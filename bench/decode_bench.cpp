@@ -30,7 +30,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/half.h"
 #include "core/machine_limits.h"
 #include "core/thread_pool.h"

@@ -14,7 +14,7 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "quant/quantize.h"
 
 namespace {

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <vector>
 
-#include "backend/cpu/kernel_plan.h"
-#include "backend/cpu/path_method.h"
+#include "backend/cpu/plan/kernel_plan.h"
+#include "backend/cpu/plan/path_method.h"
 #include "core/cpu_features.h"
 #include "gguf/ggml_types.h"
 

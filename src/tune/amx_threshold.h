@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 
 namespace pagoda::tune {
 

@@ -1,4 +1,4 @@
-// Times the CPU paged attention (backend/cpu/attention.h) of one shape, for `pagoda tune`'s choice
+// Times the CPU paged attention (backend/cpu/attention/attention.h) of one shape, for `pagoda tune`'s choice
 // of the attention method (attention_choice.h): a KvPool of one layer in the model's layout and KV
 // type, filled with random rows, each sequence on blocks of its own (no shared prefix), and random
 // queries. The shape is built once; time() runs it under whatever attention method is installed,
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/kv/kv_pool.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::tune {

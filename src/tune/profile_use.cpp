@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fmt/ranges.h>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf.h"

@@ -5,7 +5,7 @@
 #include <vector>
 #include <fmt/format.h>
 
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "core/cpu_features.h"
 #include "kv/kv_layout.h"
 #include "model/open_step_model.h"

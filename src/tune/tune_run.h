@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/kernel_plan.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/plan/kernel_plan.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
 #include "model/step_model.h"

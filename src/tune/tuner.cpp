@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/cpu_features.h"
 #include "core/machine_limits.h"
 #include "core/thread_pool.h"

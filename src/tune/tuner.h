@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/path_method.h"
+#include "backend/cpu/plan/path_method.h"
 #include "tune/profile.h"
 #include "tune/scheduler_knobs.h"
 

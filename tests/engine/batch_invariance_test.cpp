@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"

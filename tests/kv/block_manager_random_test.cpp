@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kv/block_manager.h"
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/kv/kv_pool.h"
 
 namespace pagoda::kv {
 namespace {

@@ -7,7 +7,7 @@
 #include <regex>
 #include <set>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "fixtures.h"
 #include "model/open_step_model.h"

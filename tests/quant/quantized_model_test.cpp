@@ -12,7 +12,7 @@
 
 #include "fixtures.h"
 #include "gguf/gguf.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "model/random_model.h"
 #include "model/open_step_model.h"
 #include "model/sequence_runner.h"

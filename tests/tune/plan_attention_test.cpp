@@ -8,8 +8,8 @@
 #include <string>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
 

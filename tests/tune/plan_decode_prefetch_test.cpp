@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
 #include "env_guard.h"
 

@@ -11,7 +11,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
 

@@ -9,7 +9,7 @@
 #include <functional>
 #include <algorithm>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
 #include "env_guard.h"
 #include "fixtures.h"

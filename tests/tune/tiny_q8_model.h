@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/thread_pool.h"
 #include "fixtures.h"
 #include "model/random_model.h"

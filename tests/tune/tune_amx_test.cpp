@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "tune/amx_threshold.h"
 #include "tune/attention_choice.h"

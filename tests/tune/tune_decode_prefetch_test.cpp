@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "env_guard.h"
 #include "tiny_q8_model.h"

@@ -6,18 +6,18 @@
 
 #include <fmt/format.h>
 
-#include "backend/cpu/attention.h"
-#include "backend/cpu/cpu_matmul_path.h"
-#include "backend/cpu/cpu_moe.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/plan/cpu_matmul_path.h"
+#include "backend/cpu/moe/cpu_moe.h"
 #include "backend/cpu/cpu_step_helpers.h"
 #include "backend/cpu/cpu_weight.h"
-#include "backend/cpu/kernel_plan.h"
-#include "backend/cpu/kv_pool.h"
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/ops.h"
+#include "backend/cpu/plan/kernel_plan.h"
+#include "backend/cpu/kv/kv_pool.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/ops/ops.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
-#include "backend/cpu/lora_add.h"
+#include "backend/cpu/lora/lora_add.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::backend {

@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "backend/backend.h"
-#include "backend/cpu/kernel_plan.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/plan/kernel_plan.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::backend::cpu_impl {

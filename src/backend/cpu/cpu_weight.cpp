@@ -3,7 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/mapped_file.h"
 
 namespace pagoda::backend::cpu_impl {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/kv_pool.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/kv/kv_pool.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/error.h"
 
 namespace pagoda::backend::cpu_impl {

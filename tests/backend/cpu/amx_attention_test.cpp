@@ -16,7 +16,7 @@
 #include <string>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "backend/cpu/attention_test_util.h"
 #include "core/cpu_features.h"
 #include "core/error.h"

@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/amx_tiles.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/amx/amx_tiles.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
 #include "core/half.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "backend/cpu/amx_tiles.h"
+#include "backend/cpu/amx/amx_tiles.h"
 #include "core/error.h"
 
 namespace pagoda::kernels::detail {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/cpu_features.h"
 
 namespace pagoda::kernels::testing {

@@ -13,7 +13,7 @@
 // and the exp; for q8 it uses the rows as stored (codes x scale, read back from the pool), and the
 // kernel's (q . codes) x scale differs from q . (codes x scale) by float rounding only. q8 against
 // the exact (unquantised) K/V is checked separately, within 1e-2.
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 
 #include <algorithm>
 #include <cmath>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "core/cpu_features.h"
 #include "core/half.h"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <gtest/gtest.h>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/matmul_test_util.h"
 
 namespace pagoda::kernels {

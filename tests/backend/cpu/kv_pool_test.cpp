@@ -1,4 +1,4 @@
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/kv/kv_pool.h"
 
 #include <algorithm>
 #include <cmath>

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "backend/cpu/kv_rows.h"
+#include "backend/cpu/kv/kv_rows.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/half.h"
 #include "kv/kv_q8.h"

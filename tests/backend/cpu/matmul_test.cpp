@@ -1,4 +1,4 @@
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 
 #include <cmath>
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 #include "core/cpu_features.h"
 #include "core/half.h"
 #include "gguf/ggml_types.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "quant/codebook_blocks.h"
 #include "quant/quantize.h"
 #include "quant/random_codebook_blocks.h"

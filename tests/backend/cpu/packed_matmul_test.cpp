@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "backend/cpu/matmul_paths.h"
+#include "backend/cpu/matmul/matmul_paths.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "quant/block_formats.h"
 
