@@ -28,7 +28,7 @@ struct AttentionTiming {
 };
 
 struct AttentionChoice {
-    kernels::AttentionMethod method = kernels::AttentionMethod::simd;
+    backend::cpu::AttentionMethod method = backend::cpu::AttentionMethod::simd;
     double simd_seconds = 0, amx_seconds = 0;  // modelled attention time of one request of the workload
 };
 

@@ -34,12 +34,12 @@ public:
 
 private:
     AttentionShape shape_;
-    std::unique_ptr<kernels::KvPool> pool_;
+    std::unique_ptr<backend::cpu::KvPool> pool_;
     std::vector<std::vector<int32_t>> tables_;
-    std::vector<kernels::AttentionSeq> seqs_;
+    std::vector<backend::cpu::AttentionSeq> seqs_;
     std::vector<int32_t> token_seq_, token_pos_;
     std::vector<float> q_, out_;
-    kernels::PagedAttentionBatch batch_;
+    backend::cpu::PagedAttentionBatch batch_;
 };
 
 }  // namespace pagoda::tune

@@ -49,7 +49,7 @@ struct Profile {
     MachineIdentity machine;
     std::string model_path;
     uint64_t model_identity = 0;
-    kernels::KernelPlan plan;
+    backend::cpu::KernelPlan plan;
     int threads = 1;
     int32_t kv_block_size = 16;
     SchedulerKnobs scheduler;

@@ -20,7 +20,7 @@
 namespace pagoda::kv {
 namespace {
 
-using kernels::KvPool;
+using backend::cpu::KvPool;
 
 // "KV" of a position: two floats that encode a 48-bit hash of the token prefix and position
 // exactly (24 bits each), independent of the code under test.

@@ -13,7 +13,7 @@
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 struct Guards {
@@ -101,4 +101,4 @@ TEST(KernelPlanAttention, RefusedWhereAmxBf16CannotRun) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

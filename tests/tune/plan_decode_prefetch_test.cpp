@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "env_guard.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 // PAGODA_DECODE_PREFETCH set (or unset: no value) for one scope; the plan cleared after.
@@ -78,4 +78,4 @@ TEST(KernelPlanDecodePrefetch, ABadValueIsAnError) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -15,7 +15,7 @@
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -259,4 +259,4 @@ TEST(KernelPlan, TheWideThresholdSwitchesPathsNotBits) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

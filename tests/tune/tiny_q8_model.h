@@ -37,7 +37,7 @@ inline TuneOptions quick_tiny_options() {
 }
 
 struct PlanCleared {
-    ~PlanCleared() { kernels::clear_kernel_plan(); }
+    ~PlanCleared() { backend::cpu::clear_kernel_plan(); }
 };
 
 }  // namespace pagoda::tune::test

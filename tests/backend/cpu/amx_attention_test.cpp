@@ -22,7 +22,7 @@
 #include "core/error.h"
 #include "core/half.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using kv::KvDtype;
@@ -258,4 +258,4 @@ TEST(AmxAttention, EnvironmentChoosesTheMethodAndRefusesOthers) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

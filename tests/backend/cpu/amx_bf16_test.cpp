@@ -18,7 +18,7 @@
 #include "core/error.h"
 #include "core/half.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -377,4 +377,4 @@ TEST(AmxBf16Matmul, CpuidBitsDecide) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

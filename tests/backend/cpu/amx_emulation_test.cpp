@@ -9,7 +9,7 @@
 #include "backend/cpu/amx/amx_tiles.h"
 #include "core/error.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Released {
@@ -136,4 +136,4 @@ TEST(AmxEmulation, WhatTheHardwareFaultsOnIsRefused) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -28,7 +28,7 @@
 #include "core/error.h"
 #include "core/half.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using kv::KvDtype;
@@ -506,4 +506,4 @@ TEST(PagedAttention, RejectsInconsistentArguments) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -17,7 +17,7 @@
 #include "core/half.h"
 #include "kv/kv_q8.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using namespace testing;
@@ -164,4 +164,4 @@ TEST(KvRows, Q8RowsGiveTheReferenceCodesAndScale) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

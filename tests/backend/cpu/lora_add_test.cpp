@@ -13,7 +13,7 @@
 #include "core/cpu_features.h"
 #include "core/half.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 namespace {
 
 std::vector<Isa> isas() {
@@ -207,4 +207,4 @@ TEST(LoraAddCpu, StridedRowsUpdateOnlyTheirColumns) {
 }
 
 }  // namespace
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -13,7 +13,7 @@
 #include "quant/quantize.h"
 #include "quant/random_codebook_blocks.h"
 
-namespace pagoda::kernels::testing {
+namespace pagoda::backend::cpu::testing {
 
 struct RandomWeights {
     gguf::GgmlType type;
@@ -109,4 +109,4 @@ inline bool is_float_type(gguf::GgmlType t) {
     return t == gguf::GgmlType::F32 || t == gguf::GgmlType::F16 || t == gguf::GgmlType::BF16;
 }
 
-}  // namespace pagoda::kernels::testing
+}  // namespace pagoda::backend::cpu::testing

@@ -11,7 +11,7 @@
 
 #include "core/cpu_features.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 std::vector<Isa> simd_isas() {
@@ -161,4 +161,4 @@ TEST(Ops, ReferenceRmsNormGolden) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -40,7 +40,7 @@
 #include "backend/cpu/attention/exp_avx512.h"
 #include "core/error.h"
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 
 // The longest cache row the walk reads (head_dim 1024 in f32; the zero row it reads past a task's
 // last position is this long).
@@ -388,4 +388,4 @@ void amx_attend(const Task& t) {
     }
 }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

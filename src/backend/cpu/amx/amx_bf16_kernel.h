@@ -40,7 +40,7 @@
 #include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/matmul/matmul_paths.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 namespace amx_bf16 {
 
@@ -276,4 +276,4 @@ void amx_bf16_matmul(const PackedWeight& w, const float* x, int64_t n_tokens, fl
     });
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -7,7 +7,7 @@
 #include "backend/cpu/amx/amx_tiles.h"
 #include "core/error.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct RegisterFile {
@@ -170,4 +170,4 @@ void amx_emu_release() {
     std::memset(r.tile, 0, sizeof r.tile);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

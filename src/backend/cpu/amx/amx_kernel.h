@@ -55,7 +55,7 @@
 #include "backend/cpu/matmul/matmul_paths.h"
 #include "backend/cpu/packed/packed_panel.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 // Steps of at most this many tokens split the panels as the VNNI kernel's decode does.
 constexpr int64_t kAmxStreamTokens = 16;
@@ -341,4 +341,4 @@ void amx_packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_t
 #undef PAGODA_AMX_INLINE
 #undef PAGODA_AMX_ALWAYS
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

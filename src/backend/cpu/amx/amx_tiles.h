@@ -30,7 +30,7 @@
 #pragma once
 #include <cstdint>
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 // The 64-byte LDTILECFG operand, palette 1.
 struct alignas(64) AmxConfig {
@@ -71,4 +71,4 @@ struct AmxEmulated {
     static void release() { amx_emu_release(); }
 };
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -5,7 +5,7 @@
 
 #include "core/cpu_features.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 namespace {
 std::atomic<bool> g_amx_emulation{false};
@@ -56,4 +56,4 @@ void matmul_bf16_tiles(const PackedWeight& w, const float* x, int64_t n_tokens, 
 }
 
 }  // namespace detail
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -10,7 +10,7 @@
 #include "backend/cpu/int8/fused_acts.h"
 #include "backend/cpu/matmul/matmul.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 bool amx_path_taken(int64_t n_tokens);
 
@@ -33,4 +33,4 @@ void matmul_bf16_tiles_emulated(const PackedWeight& w, const float* x, int64_t n
 void matmul_bf16_tiles(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                        const GemmTiles& tiles);
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

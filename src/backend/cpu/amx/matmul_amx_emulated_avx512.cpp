@@ -8,7 +8,7 @@
 #include "backend/cpu/amx/amx_kernel.h"
 #include "backend/cpu/amx/matmul_amx.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 void matmul_packed_amx_emulated(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,
                                 const GemmTiles& tiles) {
@@ -20,10 +20,10 @@ void matmul_bf16_tiles_emulated(const PackedWeight& w, const float* x, int64_t n
     amx_bf16_matmul<AmxEmulated>(w, x, n_tokens, y, pool, tiles);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 
 void attend_amx_emulated(const Task& t) { amx_attend<detail::AmxEmulated>(t); }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

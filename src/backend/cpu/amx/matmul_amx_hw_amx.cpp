@@ -9,7 +9,7 @@
 #include "backend/cpu/amx/amx_kernel.h"
 #include "backend/cpu/amx/matmul_amx.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 // GCC 12's _tile_loadd / _tile_zero / _tile_dpbsud / _tile_stored macros paste their tile number
@@ -61,9 +61,9 @@ void matmul_bf16_tiles_hardware(const PackedWeight& w, const float* x, int64_t n
     amx_bf16_matmul<AmxHardware>(w, x, n_tokens, y, pool, tiles);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 
 namespace {
 // VCVTNE2PS2BF16: every AMX host has AVX-512 BF16; bitwise the integer rounding (bf16_round.h).
@@ -74,4 +74,4 @@ struct NativeBf16 {
 
 void attend_amx_hardware(const Task& t) { amx_attend<detail::AmxHardware, NativeBf16>(t); }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

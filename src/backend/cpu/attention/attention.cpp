@@ -16,7 +16,7 @@
 #include "backend/cpu/attention/attention_internal.h"
 #include "backend/cpu/matmul/matmul.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 using attention_detail::Task;
 
@@ -33,7 +33,7 @@ AttendFn pick_path() {
     return attention_detail::attend_scalar;
 }
 
-void validate(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, const float* out) {
+void validate(const PagedAttentionBatch& b, const cpu::KvPool& pool, int32_t layer, const float* out) {
     const kv::KvLayout& L = pool.layout();
     if (layer < 0 || layer >= L.n_layers) fail("paged attention: layer {} out of range 0..{}", layer, L.n_layers - 1);
     if (b.n_tokens < 0) fail("paged attention: negative token count {}", b.n_tokens);
@@ -212,7 +212,7 @@ int32_t attention_query_tile(int32_t group) {
 namespace {
 
 // Fills the fields of a task for run `run` x KV head `kv_head` that both methods share.
-Task make_task(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, float* out,
+Task make_task(const PagedAttentionBatch& b, const cpu::KvPool& pool, int32_t layer, float* out,
                const QueryRun& run, int32_t kv_head, int32_t shift) {
     const kv::KvLayout& L = pool.layout();
     const int32_t group = b.n_heads / L.n_kv_heads;
@@ -245,7 +245,7 @@ Task make_task(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_
 
 // The amx_bf16 method: a task per (query run, KV head), its query heads in 16-row A tiles
 // (amx_attention.h). Decode tokens are runs of one like any other.
-void paged_attention_amx(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, float* out,
+void paged_attention_amx(const PagedAttentionBatch& b, const cpu::KvPool& pool, int32_t layer, float* out,
                          ThreadPool& threads, int32_t shift) {
     g_amx_attention_dispatch.fetch_add(1, std::memory_order_relaxed);
     const kv::KvLayout& L = pool.layout();
@@ -271,7 +271,7 @@ void paged_attention_amx(const PagedAttentionBatch& b, const kernels::KvPool& po
 
 }  // namespace
 
-void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, int32_t layer, float* out,
+void paged_attention(const PagedAttentionBatch& b, const cpu::KvPool& pool, int32_t layer, float* out,
                      ThreadPool& threads) {
     validate(b, pool, layer, out);
     if (b.n_tokens == 0) return;
@@ -362,4 +362,4 @@ void paged_attention(const PagedAttentionBatch& b, const kernels::KvPool& pool, 
     });
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -51,7 +51,7 @@
 #include "backend/cpu/plan/attention_method.h"
 #include "backend/cpu/kv/kv_pool.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 constexpr int32_t kAttentionTile = 64;          // key positions per online-softmax tile
 constexpr int32_t kAttentionMaxQueryTile = 64;  // most tokens per task
@@ -128,7 +128,7 @@ bool decode_kv_prefetch_in_environment();  // PAGODA_DECODE_PREFETCH is set (non
 // out: [n_tokens][n_heads][head_dim]. Throws pagoda::Error on inconsistent arguments (head count
 // not a multiple of the KV heads, a sequence index or position outside its block table, a block
 // id outside the pool, a bad layer).
-void paged_attention(const PagedAttentionBatch& batch, const kernels::KvPool& pool, int32_t layer, float* out,
+void paged_attention(const PagedAttentionBatch& batch, const cpu::KvPool& pool, int32_t layer, float* out,
                      ThreadPool& threads);
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

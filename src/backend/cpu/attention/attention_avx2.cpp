@@ -9,7 +9,7 @@
 
 #include "backend/cpu/attention/attention_walk.h"
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 namespace {
 
 template <kv::KvDtype DT>
@@ -255,4 +255,4 @@ struct Avx2Ops {
 
 void attend_avx2(const Task& t) { walk<Avx2Ops>(t); }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

@@ -18,7 +18,7 @@
 #include "backend/cpu/attention/exp_avx512.h"
 #include "backend/cpu/simd/lanes16_avx512.h"
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 namespace {
 
 inline __mmask16 tail_mask(int n) { return __mmask16((1u << n) - 1u); }
@@ -314,4 +314,4 @@ struct Avx512Ops {
 
 void attend_avx512(const Task& t) { walk<Avx512Ops>(t); }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

@@ -10,7 +10,7 @@
 #include "backend/cpu/attention/attention.h"
 #include "kv/kv_layout.h"
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 
 // Rows of the f32 K/V tiles, query and accumulator vectors are padded to this many floats (zeros),
 // so every SIMD path works on whole vectors whatever head_dim is.
@@ -146,4 +146,4 @@ void attend_scalar(const Task& t);
 void attend_avx2(const Task& t);
 void attend_avx512(const Task& t);
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

@@ -7,7 +7,7 @@
 #include "core/half.h"
 #include "backend/cpu/attention/attention_walk.h"
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 namespace {
 
 template <kv::KvDtype DT>
@@ -87,4 +87,4 @@ struct ScalarOps {
 
 void attend_scalar(const Task& t) { walk<ScalarOps>(t); }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

@@ -11,7 +11,7 @@
 
 #include "backend/cpu/attention/attention_walk_tiles.h"
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 
 // A decode task over t.kv_heads consecutive KV heads: one query (t.n_queries == 1) whose heads read
 // the cache rows in place (reads_in_place), or such a query of each of several sequences (t.share:
@@ -168,4 +168,4 @@ void walk(const Task& t) {
     }
 }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

@@ -47,7 +47,7 @@
 #include "backend/cpu/attention/attention_internal.h"
 #include "backend/cpu/ops/ops.h"
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 
 constexpr int kMaxAccumulateHeads = 4;
 // Query heads a tile is worked on at a time (walk_tiles).
@@ -365,4 +365,4 @@ void walk_tiles(const Task& t) {
                          t.sinks ? t.sinks + h % group : nullptr);
 }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

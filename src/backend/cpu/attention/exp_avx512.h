@@ -7,7 +7,7 @@
 #pragma once
 #include <immintrin.h>
 
-namespace pagoda::kernels::attention_detail {
+namespace pagoda::backend::cpu::attention_detail {
 
 static inline __m512 exp_nonpositive(__m512 x) {
     const __m512 lo = _mm512_set1_ps(-87.33654f);
@@ -28,4 +28,4 @@ static inline __m512 exp_nonpositive(__m512 x) {
     return _mm512_maskz_mul_ps(ok, p, _mm512_castsi512_ps(e));
 }
 
-}  // namespace pagoda::kernels::attention_detail
+}  // namespace pagoda::backend::cpu::attention_detail

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 // Activation operands laid out for the fused kernels (built once per matmul call). Per-block arrays
 // have nbp = nb rounded up to 8 entries per token, zero-padded, so a group loads 8 lanes.
@@ -18,4 +18,4 @@ struct FusedActs {
     int64_t cols, nb, nbp;
 };
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

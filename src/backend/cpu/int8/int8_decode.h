@@ -8,7 +8,7 @@
 #include "quant/block_formats.h"
 #include "quant/codebook_blocks.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 inline void set_half(float* sw, float* mh, int64_t b, float sw0, float mh0, float sw1, float mh1) {
@@ -185,4 +185,4 @@ inline void decode_row_local(gguf::GgmlType type, const uint8_t* row, int64_t co
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -15,7 +15,7 @@
 #include "quant/block_formats.h"
 #include "quant/codebook_blocks.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 inline float h2f(const uint8_t* p) {
@@ -325,4 +325,4 @@ struct FmtGrid {
 };
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

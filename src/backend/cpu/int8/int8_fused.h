@@ -34,7 +34,7 @@
 #include "backend/cpu/int8/int8_quantize_avx512.h"
 #endif
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 inline float hsum256(__m256 v) {
@@ -300,4 +300,4 @@ void fused_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* 
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -13,7 +13,7 @@
 #include "backend/cpu/int8/int8_operands.h"
 #include "backend/cpu/matmul/matmul_paths.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 template <class Kern, int T>
@@ -69,4 +69,4 @@ void int8_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -8,7 +8,7 @@
 #include "backend/cpu/int8/int8_decode.h"
 #include "quant/block_formats.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 using gguf::GgmlType;
 using namespace pagoda::quant;
@@ -58,4 +58,4 @@ void decode_weight_row(GgmlType type, const uint8_t* row, int64_t cols, uint8_t*
     decode_row_local(type, row, cols, u, sw, mh);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

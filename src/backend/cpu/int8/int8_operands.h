@@ -21,7 +21,7 @@
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 struct QuantizedActivations {
     int64_t n_tokens = 0, cols = 0, n_blocks = 0;
@@ -36,4 +36,4 @@ void quantize_activations(const float* x, int64_t n_tokens, int64_t cols, Quanti
 // Decodes a whole weight row (cols values) of a block type into u[cols], sw[2*nb], mh[2*nb].
 void decode_weight_row(gguf::GgmlType type, const uint8_t* row, int64_t cols, uint8_t* u, float* sw, float* mh);
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

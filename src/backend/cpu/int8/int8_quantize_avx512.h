@@ -16,7 +16,7 @@
 
 #include "backend/cpu/simd/lanes16_avx512.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 // Blocks b0 .. b0 + 15 of one token (x: their 512 values, q: their codes); d, s, sh, corr and sums are
@@ -87,4 +87,4 @@ inline void quantize_blocks16_avx512(const float* x, int64_t b0, int offset, boo
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

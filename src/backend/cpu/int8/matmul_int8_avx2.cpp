@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "backend/cpu/int8/int8_fused.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Avx2Dot {
@@ -30,4 +30,4 @@ void matmul_int8_avx2(const WeightView& w, const float* x, int64_t n, float* y, 
     fused_matmul<Avx2Dot>(w, x, n, y, pool, tiles);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

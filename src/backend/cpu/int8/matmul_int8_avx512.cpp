@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "backend/cpu/int8/int8_fused.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct VnniDot {
@@ -31,4 +31,4 @@ void matmul_int8_avx512(const WeightView& w, const float* x, int64_t n, float* y
     fused_matmul<VnniDot>(w, x, n, y, pool, tiles);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -2,7 +2,7 @@
 // accumulator over blocks in order and one over the per-half offset terms.
 #include "backend/cpu/int8/int8_gemm.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct ScalarKernel {
@@ -33,4 +33,4 @@ void matmul_int8_scalar(const WeightView& w, const float* x, int64_t n, float* y
     int8_matmul<ScalarKernel>(w, x, n, y, pool, tiles);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

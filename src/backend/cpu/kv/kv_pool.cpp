@@ -8,7 +8,7 @@
 #include "core/half.h"
 #include "kv/kv_q8.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 void kv_store_row(KvDtype dtype, const float* src, void* dst, int64_t n) {
     switch (dtype) {
@@ -178,4 +178,4 @@ void KvPool::read_v(int32_t layer, int64_t slot, int32_t kv_head, float* out) co
     kv_load_row(layout_.dtype, v_[size_t(layer)].data() + row_offset(slot, kv_head), out, layout_.head_dim);
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

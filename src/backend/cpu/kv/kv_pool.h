@@ -18,7 +18,7 @@
 #include "core/thread_pool.h"
 #include "kv/kv_layout.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 using kv::KvDtype;
 using kv::KvLayout;
@@ -82,4 +82,4 @@ private:
 void kv_store_row(KvDtype dtype, const float* src, void* dst, int64_t n);
 void kv_load_row(KvDtype dtype, const void* src, float* dst, int64_t n);
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -5,7 +5,7 @@
 #include "core/half.h"
 #include "kv/kv_q8.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 void f32_to_f16_row_reference(const float* x, int64_t n, uint16_t* out) {
     for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16(x[i]);
@@ -42,4 +42,4 @@ float quantize_row_q8(const float* x, int8_t* q, int64_t n) {
     return kv::quantize_row_q8(x, q, n);
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 void f32_to_f16_row(const float* x, int64_t n, uint16_t* out);
 void f32_to_bf16_row(const float* x, int64_t n, uint16_t* out);
@@ -30,4 +30,4 @@ void f32_to_bf16_row_avx512(const float* x, int64_t n, uint16_t* out);
 float quantize_row_q8_avx512(const float* x, int8_t* q, int64_t n);
 }  // namespace detail
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -3,7 +3,7 @@
 
 #include "backend/cpu/kv/kv_rows_simd.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Avx2Rows {
@@ -60,4 +60,4 @@ void f32_to_f16_row_avx2(const float* x, int64_t n, uint16_t* out) { f32_to_f16_
 void f32_to_bf16_row_avx2(const float* x, int64_t n, uint16_t* out) { f32_to_bf16_row_t<Avx2Rows>(x, n, out); }
 float quantize_row_q8_avx2(const float* x, int8_t* q, int64_t n) { return quantize_row_q8_t<Avx2Rows>(x, q, n); }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -6,7 +6,7 @@
 
 #include "backend/cpu/kv/kv_rows_simd.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Avx512Rows {
@@ -52,4 +52,4 @@ void f32_to_f16_row_avx512(const float* x, int64_t n, uint16_t* out) { f32_to_f1
 void f32_to_bf16_row_avx512(const float* x, int64_t n, uint16_t* out) { f32_to_bf16_row_t<Avx512Rows>(x, n, out); }
 float quantize_row_q8_avx512(const float* x, int8_t* q, int64_t n) { return quantize_row_q8_t<Avx512Rows>(x, q, n); }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

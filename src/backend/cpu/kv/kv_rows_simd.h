@@ -13,7 +13,7 @@
 #include "backend/cpu/kv/kv_rows.h"
 #include "kv/kv_q8.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 template <class S>
@@ -56,4 +56,4 @@ float quantize_row_q8_t(const float* x, int8_t* q, int64_t n) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/half.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 namespace {
 
 constexpr int64_t kRankBlock = 8;   // rank rows per down-pass unit
@@ -152,4 +152,4 @@ void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64
     });
 }
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -14,7 +14,7 @@
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 
 struct LoraScratch {
     std::vector<float> h;          // the rank-wide intermediates
@@ -31,4 +31,4 @@ void lora_add_f32(const Tensor& x, const Tensor& y, std::span<const LoraSegment>
 void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64_t y_stride, int64_t out,
                    int64_t n_rows, std::span<const LoraSegment> segments, ThreadPool& threads, LoraScratch& scratch);
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

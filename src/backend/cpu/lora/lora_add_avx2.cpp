@@ -9,7 +9,7 @@
 
 #include "backend/cpu/lora/lora_kernels.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 namespace {
 
 // The first n (< 8) values at p, the rest zero.
@@ -142,4 +142,4 @@ void lora_up_avx2(const LoraUp& u) {
         }
 }
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -13,7 +13,7 @@
 
 #include "backend/cpu/lora/lora_kernels.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 namespace {
 
 inline __mmask16 tail_mask(int64_t n) { return __mmask16((1u << n) - 1u); }
@@ -167,4 +167,4 @@ void lora_up_avx512(const LoraUp& u) {
     for (int64_t o = u.o0; o < u.o1; o += 16) up_block(u, o, std::min<int64_t>(16, u.o1 - o));
 }
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -8,7 +8,7 @@
 #pragma once
 #include <cstdint>
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 
 enum class LoraElem { f32, f16, bf16 };
 inline constexpr int kLoraRowBlock = 4;
@@ -42,4 +42,4 @@ void lora_up_avx2(const LoraUp& u);
 void lora_down_avx512(const LoraDown& d);
 void lora_up_avx512(const LoraUp& u);
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -13,7 +13,7 @@
 #include "core/thread_pool.h"
 #include "backend/cpu/simd/bf16_round.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 struct Bf16Rows {
     const uint32_t* x = nullptr;
@@ -58,4 +58,4 @@ inline Bf16Rows round_bf16_rows(const float* x, int64_t n_tokens, int64_t cols, 
     return a;
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -19,7 +19,7 @@
 #include "backend/cpu/matmul/matmul_paths.h"
 #include "quant/dequantize.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 enum class Elem { f32, f16, bf16 };
@@ -277,4 +277,4 @@ void float_matmul(const WeightView& w, const float* x, int64_t n_tokens, float* 
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

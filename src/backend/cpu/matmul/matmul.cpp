@@ -12,7 +12,7 @@
 #include "backend/cpu/matmul/matmul_paths.h"
 #include "quant/dequantize.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 using gguf::GgmlType;
 
@@ -227,4 +227,4 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
     }
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -26,7 +26,7 @@
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 struct WeightView {
     gguf::GgmlType type = gguf::GgmlType::F32;
@@ -225,4 +225,4 @@ uint64_t wide_dispatch_count();  // packed matmuls that took the wide prefill ke
 std::string describe_kernel_paths();
 void log_kernel_paths();
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -3,7 +3,7 @@
 
 #include "backend/cpu/matmul/float_gemm.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Avx2 {
@@ -48,4 +48,4 @@ void matmul_float_avx2(const WeightView& w, const float* x, int64_t n, float* y,
     float_matmul<Avx2>(w, x, n, y, pool, tiles);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

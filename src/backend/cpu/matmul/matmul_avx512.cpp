@@ -7,7 +7,7 @@
 
 #include "backend/cpu/matmul/float_gemm.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Avx512 {
@@ -52,4 +52,4 @@ void matmul_float_avx512(const WeightView& w, const float* x, int64_t n, float* 
     float_matmul<Avx512>(w, x, n, y, pool, tiles);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -21,7 +21,7 @@
 #include "backend/cpu/matmul/bf16_rows.h"
 #include "backend/cpu/matmul/matmul_paths.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 constexpr int kPrefillPanels = 4, kPrefillTokens = 6;
@@ -106,4 +106,4 @@ void matmul_bf16_avx512(const PackedWeight& w, const float* x, int64_t n_tokens,
     });
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

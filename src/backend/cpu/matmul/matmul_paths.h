@@ -18,7 +18,7 @@
 #include "core/thread_pool.h"
 #include "backend/cpu/matmul/matmul.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 using MatmulFn = void (*)(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                           const GemmTiles& tiles);
@@ -96,4 +96,4 @@ inline int64_t bf16_tile_panel_bytes(int64_t cols) { return ((cols + 1) / 2 + kB
 // Counts a packed matmul that took the AVX-512 wide prefill kernel (wide_dispatch_count, matmul.h).
 void count_wide_dispatch();
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -3,7 +3,7 @@
 #include "core/half.h"
 #include "backend/cpu/matmul/float_gemm.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Scalar {
@@ -32,4 +32,4 @@ void matmul_float_scalar(const WeightView& w, const float* x, int64_t n, float* 
     float_matmul<Scalar>(w, x, n, y, pool, tiles);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -10,7 +10,7 @@
 #include "backend/moe_routing.h"
 #include "core/error.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 namespace {
 
 // gpt-oss's clamped SwiGLU (MoeActivation::swiglu_oai), one row.
@@ -51,8 +51,8 @@ void expert_ffn(const CpuWeight& gate_up, const CpuWeight& down, const Tensor& x
         add_row(g, ex.gate_bias, f);
         add_row(u, ex.up_bias, f);
         switch (ex.activation) {
-            case MoeActivation::swiglu: kernels::silu_mul(g, u, f, act + i * f); break;
-            case MoeActivation::gelu: kernels::gelu_mul(g, u, f, act + i * f); break;
+            case MoeActivation::swiglu: cpu::silu_mul(g, u, f, act + i * f); break;
+            case MoeActivation::gelu: cpu::gelu_mul(g, u, f, act + i * f); break;
             case MoeActivation::swiglu_oai: swiglu_oai(g, u, f, act + i * f); break;
         }
     });
@@ -135,4 +135,4 @@ void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tenso
     });
 }
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -7,7 +7,7 @@
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 
 // Workspace per token row (floats): gathered inputs [D] (then the experts' down outputs and the
 // shared expert's), gate|up [2F], activations [F], each rank's expert output [k D], the route
@@ -17,4 +17,4 @@ int64_t moe_workspace_cols(const MoeOp& op);
 void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws,
              ThreadPool& threads);
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -3,7 +3,7 @@
 
 #include "backend/cpu/ops/ops.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 void layer_norm(const float* x, const float* weight, const float* bias, int64_t n, float eps, float* out) {
     // Two passes in double: a 1024-wide row's mean and spread lose bits in f32, and the cost is
@@ -43,4 +43,4 @@ void gelu_inplace(float* x, int64_t n) {
     }
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -5,7 +5,7 @@
 #include "core/cpu_features.h"
 #include "backend/cpu/ops/ops_paths.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 void rms_norm_reference(const float* x, const float* weight, int64_t n, float eps, float* out) {
     // Double accumulation: the sum of squares over a 4096-wide row loses bits in f32.
@@ -92,4 +92,4 @@ void exp_f32(const float* x, int64_t n, float* out) { PAGODA_DISPATCH(exp_f32, x
 
 #undef PAGODA_DISPATCH
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

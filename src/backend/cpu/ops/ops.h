@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; out may alias x.
 void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out);
@@ -58,4 +58,4 @@ void rope_reference(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, 
 // and for attention kernels.
 void exp_f32(const float* x, int64_t n, float* out);
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -4,7 +4,7 @@
 #include "backend/cpu/ops/ops_paths.h"
 #include "backend/cpu/ops/ops_simd.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Avx2Ops {
@@ -66,4 +66,4 @@ void rope_avx2(float* x, int64_t nh, int64_t hd, int64_t nr, const float* c, con
 }
 void exp_f32_avx2(const float* x, int64_t n, float* out) { exp_t<Avx2Ops>(x, n, out); }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -6,7 +6,7 @@
 #include "backend/cpu/ops/ops_paths.h"
 #include "backend/cpu/ops/ops_simd.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Avx512Ops {
@@ -62,4 +62,4 @@ void rope_avx512(float* x, int64_t nh, int64_t hd, int64_t nr, const float* c, c
 }
 void exp_f32_avx512(const float* x, int64_t n, float* out) { exp_t<Avx512Ops>(x, n, out); }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

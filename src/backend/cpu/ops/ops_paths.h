@@ -3,11 +3,11 @@
 #pragma once
 #include <cstdint>
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 void exp_f32_reference(const float* x, int64_t n, float* out);
 }
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 #define PAGODA_OPS_DECLARE(suffix)                                                                            \
     void rms_norm_##suffix(const float* x, const float* weight, int64_t n, float eps, float* out);            \
@@ -22,4 +22,4 @@ PAGODA_OPS_DECLARE(avx2)
 PAGODA_OPS_DECLARE(avx512)
 #undef PAGODA_OPS_DECLARE
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

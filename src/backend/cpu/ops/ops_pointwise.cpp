@@ -3,7 +3,7 @@
 
 #include "backend/cpu/ops/ops.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 void scale_inplace(float* x, float s, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
@@ -13,4 +13,4 @@ void softcap_inplace(float* x, float cap, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

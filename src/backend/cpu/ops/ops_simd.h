@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 template <class S>
@@ -141,4 +141,4 @@ void rope_t(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const fl
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "backend/cpu/packed/packed_kernel.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Avx2Ymm : YmmOps {
@@ -70,4 +70,4 @@ void matmul_packed_prequantized_avx2(const PackedWeight& w, const void* storage,
     packed_from_prequantized<Avx2Ymm>(w, storage, n_tokens, y, pool, tiles, run_packed);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -18,7 +18,7 @@
 #include "backend/cpu/packed/packed_kernel_wide.h"
 #include "backend/cpu/packed/packed_panel_zmm.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 // The per-token arithmetic on one panel (ymm: 8 rows) or on two panels joined in one zmm (16 rows:
@@ -88,4 +88,4 @@ void matmul_packed_prequantized_avx512(const PackedWeight& w, const void* storag
     packed_from_prequantized<Ymm>(w, storage, n_tokens, y, pool, tiles, run_packed);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

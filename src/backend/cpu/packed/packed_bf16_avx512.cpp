@@ -15,7 +15,7 @@
 #include "backend/cpu/simd/bf16_round.h"
 #include "backend/cpu/matmul/matmul_paths.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 // Column pairs [2j, 2j+2) for j in [j0, j0 + n) of one row as 16 dwords (bf16 pairs), zero past cols.
@@ -49,4 +49,4 @@ void pack_bf16_panels(std::span<const WeightView> parts, uint8_t* out, int64_t p
     }
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -30,7 +30,7 @@
 #include "backend/cpu/matmul/matmul_paths.h"
 #include "backend/cpu/packed/packed_panel.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 inline __m256i bcast32(const int8_t* p) {
@@ -391,4 +391,4 @@ void packed_from_prequantized(const PackedWeight& w, const void* storage, int64_
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

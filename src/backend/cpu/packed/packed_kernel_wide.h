@@ -25,7 +25,7 @@
 
 #include "backend/cpu/packed/packed_kernel.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 constexpr int kWideTokens = 6;  // tokens per pass: 12 int sums + 12 accumulators + operands fit 32 zmm
@@ -228,4 +228,4 @@ struct WidePrefill {
 };
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 enum class Fmt { q4_0, q4_1, q8_0, q4_k, q5_k, q6_k };
@@ -119,4 +119,4 @@ inline void decode_panel_block(const uint8_t* pb, const uint8_t* sbp, __m256i* c
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -10,7 +10,7 @@
 
 #include "backend/cpu/packed/packed_panel.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 inline __m512i join_rows(const uint8_t* lo, const uint8_t* hi) {
@@ -57,4 +57,4 @@ template <Fmt F, bool HighInPlace>
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -16,7 +16,7 @@
 #include "backend/cpu/matmul/matmul_paths.h"
 #include "quant/block_formats.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 using gguf::GgmlType;
 
@@ -234,4 +234,4 @@ void matmul(const PackedWeight& w, const float* x, int64_t n_tokens, float* y, T
     }
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 enum class AttentionMethod { simd, amx_bf16 };
 inline constexpr AttentionMethod kAttentionMethods[] = {AttentionMethod::simd, AttentionMethod::amx_bf16};
@@ -28,4 +28,4 @@ inline std::optional<AttentionMethod> parse_attention_method(const std::string& 
     return std::nullopt;
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

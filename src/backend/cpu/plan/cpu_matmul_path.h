@@ -7,8 +7,8 @@
 
 #include "backend/cpu/cpu_weight.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 
 std::string describe_matmul_path(const CpuWeight& w, int64_t n_tokens);
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

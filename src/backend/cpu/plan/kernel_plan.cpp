@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 using gguf::GgmlType;
 
@@ -254,4 +254,4 @@ void log_kernel_plan() {
 uint64_t dispatch_count(PathMethod m) { return g_dispatch[size_t(m)].load(std::memory_order_relaxed); }
 void count_dispatch(PathMethod m) { g_dispatch[size_t(m)].fetch_add(1, std::memory_order_relaxed); }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

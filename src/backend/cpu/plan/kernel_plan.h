@@ -45,7 +45,7 @@
 #include "backend/cpu/plan/path_method.h"
 #include "gguf/ggml_types.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 // Whether this CPU and the active ISA can run the method's fast kernel (bf16_dot needs AVX-512 BF16,
 // amx_bf16 the AMX bf16 tiles or the emulation hook;
@@ -123,4 +123,4 @@ void log_kernel_plan();
 uint64_t dispatch_count(PathMethod m);
 void count_dispatch(PathMethod m);
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

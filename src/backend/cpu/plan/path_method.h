@@ -11,7 +11,7 @@
 #include "gguf/ggml_types.h"
 #include "quant/dequantize.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 
 enum class PathMethod { f32_fma, bf16_dot, int8_dot, dequant_fma, amx_bf16 };
 inline constexpr PathMethod kPathMethods[] = {PathMethod::f32_fma, PathMethod::bf16_dot, PathMethod::int8_dot,
@@ -65,4 +65,4 @@ inline bool amx_applies(PathMethod m, gguf::GgmlType type) {
                                          type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K);
 }
 
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

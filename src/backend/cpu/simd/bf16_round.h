@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 
 // Each dword's low 16 bits: the bf16 of that lane (high 16 bits zero).
 inline __m512i bf16_round_lanes(__m512 x) {
@@ -35,4 +35,4 @@ inline __m512i bf16_round_pairs(__m512 lo, __m512 hi) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(l), h, 1);
 }
 
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

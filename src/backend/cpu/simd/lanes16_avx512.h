@@ -8,7 +8,7 @@
 #pragma once
 #include <immintrin.h>
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct AddPs {
@@ -46,4 +46,4 @@ inline __m512 lanes16(const __m512* a) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail
