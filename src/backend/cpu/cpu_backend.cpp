@@ -1,84 +1,26 @@
+// The CPU backend's op adapters: each Backend op checked and spread over the step's tokens, onto
+// this folder's kernels. State, uploads and the shared helpers: cpu_backend_base.h.
 #include "backend/cpu/cpu_backend.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "backend/cpu/attention/attention.h"
-#include "backend/cpu/plan/cpu_matmul_path.h"
-#include "backend/cpu/moe/cpu_moe.h"
-#include "backend/cpu/cpu_step_helpers.h"
+#include "backend/cpu/cpu_backend_base.h"
 #include "backend/cpu/cpu_weight.h"
-#include "backend/cpu/plan/kernel_plan.h"
-#include "backend/cpu/kv/kv_pool.h"
 #include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/moe/cpu_moe.h"
 #include "backend/cpu/ops/ops.h"
-#include "core/aligned_buffer.h"
+#include "backend/cpu/plan/cpu_matmul_path.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
-#include "backend/cpu/lora/lora_add.h"
-#include "core/thread_pool.h"
 
 namespace pagoda::backend::cpu {
 namespace {
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public CpuBackendBase {
 public:
-    explicit CpuBackend(const BackendOptions& o) : threads_(o.n_threads > 0 ? o.n_threads : default_thread_count()) {
-        cpu::log_kernel_paths();  // once per process: which ISA and quantised path the matmuls use
-        cpu::log_kernel_plan();   // and which method and tiles each weight type takes (profile or CPUID)
-    }
-
-    std::string name() const override { return "cpu"; }
-    std::string describe() const override {
-        return fmt::format("cpu backend, {} threads; {}", threads_.size(), cpu::describe_kernel_paths());
-    }
-    size_t activation_size() const override { return sizeof(float); }
-    int n_threads() const override { return threads_.size(); }
-
-    std::shared_ptr<Weight> upload_weight(std::vector<MatrixSource> parts, WeightUse use) override {
-        if (parts.empty()) fail("cpu backend: a weight needs at least one part");
-        for (const auto& p : parts) {
-            cpu::require_matmul_support(p.type, fmt::format("tensor {}", p.name));
-            if (p.cols != parts[0].cols) fail("cpu backend: stacked tensor {} has {} columns, {} has {}", p.name, p.cols,
-                                              parts[0].name, parts[0].cols);
-        }
-        auto w = std::make_shared<CpuWeight>(std::move(parts), use);
-        if (w->parts().size() > 1) stacked_width_ = std::max(stacked_width_, w->rows());
-        if (w->parts().size() == 3) kv_width_ = std::max(kv_width_, w->parts()[1].rows + w->parts()[2].rows);
-        size_scratch();  // a weight uploaded after reserve_activations widens the scratch now, not in a step
-        return w;
-    }
-    std::shared_ptr<Vector> upload_vector(std::span<const float> v) override { return std::make_shared<CpuVector>(v); }
-    std::shared_ptr<Rope> upload_rope(RopeSpec spec) override {
-        if (spec.dims <= 0 || spec.dims % 2 || int64_t(spec.inv_freq.size()) != spec.dims / 2)
-            fail("cpu backend: RoPE needs an even dimension count and dims/2 frequencies");
-        return std::make_shared<CpuRope>(std::move(spec));
-    }
-    std::unique_ptr<KvCache> create_kv_cache(const kv::KvLayout& layout, int64_t n_blocks) override {
-        return std::make_unique<CpuKvCache>(layout, n_blocks);
-    }
-
-    void reserve_activations(size_t bytes, int64_t max_tokens) override {
-        if (arena_.size() < bytes) arena_.resize(bytes);
-        reserved_tokens_ = std::max(reserved_tokens_, max_tokens);
-        size_scratch();
-    }
-    void* activations() override { return arena_.data(); }
-    void read(const Tensor& t, float* out) const override {
-        std::memcpy(out, t.data, size_t(t.rows * t.cols) * sizeof(float));
-    }
-    void write(const Tensor& t, const float* in) override {
-        std::memcpy(t.data, in, size_t(t.rows * t.cols) * sizeof(float));
-    }
-
-    void begin_step(const StepInputs& in) override {
-        step_ = in;
-        ++step_id_;
-        seqs_.clear();
-        for (const auto& table : in.block_tables) seqs_.push_back({table.data(), int32_t(table.size())});
-    }
+    using CpuBackendBase::CpuBackendBase;
 
     void embed(const Weight& table, const Tensor& out) override {
         const CpuWeight& w = cpu(table);
@@ -350,91 +292,6 @@ public:
     std::string describe_matmul(const Weight& weight, int64_t n_tokens) const override {
         return cpu::describe_matmul_path(cpu(weight), n_tokens);
     }
-
-private:
-    template <class Fn>
-    void per_token(int64_t n, const Fn& fn) {
-        cpu::per_token(threads_, n, fn);
-    }
-    void size_scratch() {
-        const int64_t tokens = std::max<int64_t>(reserved_tokens_, 1);
-        if (scratch_.size() < size_t(tokens * std::max<int64_t>(stacked_width_, 1)))
-            scratch_.resize(size_t(tokens * std::max<int64_t>(stacked_width_, 1)));
-        if (kv_scratch_.size() < size_t(tokens * kv_width_)) kv_scratch_.resize(size_t(tokens * kv_width_));
-    }
-
-    float* scratch_for(int64_t floats) {
-        if (int64_t(scratch_.size()) < floats)
-            fail("cpu backend: a step needs {} scratch floats, {} reserved (reserve_activations first)", floats,
-                 scratch_.size());
-        return scratch_.data();
-    }
-    // One pass over a stacked weight into the scratch: each token's row holds the parts side by side.
-    const float* stacked_output(const CpuWeight& w, const Tensor& x, const Tensor* xq) {
-        float* y = scratch_for(x.rows * w.rows());
-        multiply(w.packed()[0], x, xq, y);
-        return y;
-    }
-    // From the quantised form of x when the norm made one and this weight reads it, else from x.
-    void multiply(const cpu::PackedWeight& w, const Tensor& x, const Tensor* xq, float* y) {
-        cpu::multiply(w, x, xq, y, threads_);
-    }
-
-    const CpuRope& rope_tables(const Rope& r, int64_t n) {
-        const auto& t = static_cast<const CpuRope&>(r);
-        if (t.step == step_id_ && int64_t(t.cos.size()) >= n * (r.spec().dims / 2)) return t;
-        // Positions are the same in every layer: the angles are computed once per step.
-        const int64_t half = r.spec().dims / 2;
-        t.cos.resize(size_t(n * half));
-        t.sin.resize(size_t(n * half));
-        for (int64_t i = 0; i < n; ++i) {
-            for (int64_t j = 0; j < half; ++j) {
-                const double angle = double(step_.positions[size_t(i)]) * r.spec().inv_freq[size_t(j)];
-                t.cos[size_t(i * half + j)] = float(std::cos(angle));
-                t.sin[size_t(i * half + j)] = float(std::sin(angle));
-            }
-        }
-        t.step = step_id_;
-        return t;
-    }
-
-    ThreadPool threads_;
-    AlignedBuffer<uint8_t> arena_;
-    std::vector<float> scratch_;     // the stacked output of a multi-part matmul
-    std::vector<float> kv_scratch_;  // K and V of a fused QKV op
-    cpu::LoraScratch lora_scratch_;  // lora_add's intermediates
-    int64_t stacked_width_ = 0, kv_width_ = 0;  // widest stacked weight; widest K + V
-    int64_t reserved_tokens_ = 0;
-    void gather_rows(const Tensor& x, std::span<const int32_t> rows, const Tensor& out) {
-        for (size_t i = 0; i < rows.size(); ++i)
-            std::memcpy(f32w(out) + int64_t(i) * x.cols, f32(x) + int64_t(rows[i]) * x.cols, size_t(x.cols) * sizeof(float));
-    }
-
-    // Non-causal attention: every token of a sequence attends to the keys up to its sequence's last
-    // position in the step, so the kernel is handed that position for each token (a run of equal
-    // positions; attention.h). Computed once a step, on the first non-causal call.
-    const int32_t* sequence_ends() {
-        if (ends_step_ != step_id_) {
-            std::vector<int32_t> last(seqs_.size(), -1);
-            for (size_t t = 0; t < step_.positions.size(); ++t) {
-                const auto s = size_t(step_.seq_index[t]);
-                if (s < last.size()) last[s] = std::max(last[s], step_.positions[t]);
-            }
-            sequence_ends_.resize(step_.positions.size());
-            for (size_t t = 0; t < step_.positions.size(); ++t) {
-                const auto s = size_t(step_.seq_index[t]);
-                sequence_ends_[t] = s < last.size() ? last[s] : step_.positions[t];  // a bad index: the kernel refuses it
-            }
-            ends_step_ = step_id_;
-        }
-        return sequence_ends_.data();
-    }
-
-    StepInputs step_;
-    uint64_t step_id_ = 0;
-    std::vector<cpu::AttentionSeq> seqs_;
-    std::vector<int32_t> sequence_ends_;
-    uint64_t ends_step_ = 0;
 };
 
 }  // namespace

@@ -9,13 +9,13 @@
 namespace pagoda::backend::cpu {
 namespace {
 
-cpu::WeightView view_of(const MatrixSource& s) { return {s.type, s.data, s.rows, s.cols}; }
+WeightView view_of(const MatrixSource& s) { return {s.type, s.data, s.rows, s.cols}; }
 
 // A packed weight never reads its source again (unless the kernel method changes at run time, when
 // the pages fault back in from the page cache): drop the file pages it touched while packing from
 // this process, so a model does not count twice in resident memory. Whole pages inside each part
 // only; the file mapping is read-only.
-void release_source_pages(const cpu::PackedWeight& w) {
+void release_source_pages(const PackedWeight& w) {
     if (!w.is_packed()) return;
     const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     for (const auto& part : w.parts()) {
@@ -45,13 +45,13 @@ CpuWeight::CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(st
     // dequant_fma keeps the file's view rather than panels it would never read; F16/BF16 pack
     // bf16 panels only under bf16_dot (the scope makes packing see the planned float method).
     if (views_.size() > 1 && same) {
-        const cpu::KernelChoice choice = cpu::kernel_choice(views_[0].type, 1);
-        const cpu::ScopedKernelChoice scope(choice);
-        if (choice.method == cpu::PathMethod::dequant_fma) {
-            packed_.push_back(cpu::keep_views(views_));
+        const KernelChoice choice = kernel_choice(views_[0].type, 1);
+        const ScopedKernelChoice scope(choice);
+        if (choice.method == PathMethod::dequant_fma) {
+            packed_.push_back(keep_views(views_));
             return;
         }
-        cpu::PackedWeight stacked = cpu::pack_weights(views_);
+        PackedWeight stacked = pack_weights(views_);
         if (stacked.is_packed()) {
             if (file_mapped) release_source_pages(stacked);
             packed_.push_back(std::move(stacked));
@@ -59,13 +59,13 @@ CpuWeight::CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(st
         }
     }
     for (const auto& v : views_) {
-        const cpu::KernelChoice choice = cpu::kernel_choice(v.type, 1);
-        const cpu::ScopedKernelChoice scope(choice);
-        if (choice.method == cpu::PathMethod::dequant_fma) {
-            packed_.push_back(cpu::keep_views(std::span(&v, 1)));
+        const KernelChoice choice = kernel_choice(v.type, 1);
+        const ScopedKernelChoice scope(choice);
+        if (choice.method == PathMethod::dequant_fma) {
+            packed_.push_back(keep_views(std::span(&v, 1)));
             continue;
         }
-        packed_.push_back(cpu::pack_weight(v));
+        packed_.push_back(pack_weight(v));
         if (file_mapped) release_source_pages(packed_.back());
     }
 }
