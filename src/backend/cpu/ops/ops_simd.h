@@ -1,4 +1,5 @@
-// Internal: the SIMD operators written once over a traits type S (see ops_avx2.cpp / ops_avx512.cpp):
+// Internal: the SIMD operators written once over a traits type S (simd::Avx2 / simd::Avx512 from
+// simd/avx2.h / simd/avx512.h, instantiated in ops_avx2.cpp / ops_avx512.cpp):
 // V, L, load, store, set1, add, sub, mul, div, fma, max, hsum, hmax, exp (vectorised), and for
 // interleaved RoPE dup_pairs (each of L/2 values twice) and swap_pairs. Partial final vectors go
 // through a zero-padded buffer. Internal linkage: each ISA file gets its own copy.
