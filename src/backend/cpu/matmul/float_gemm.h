@@ -1,6 +1,7 @@
 // Internal: the f32 GEMM/GEMV written once over a SIMD traits type S and included by matmul_scalar.cpp,
 // matmul_avx2.cpp and matmul_avx512.cpp (each compiled with its own ISA flags; everything here has
-// internal linkage so the instantiations never mix). S provides:
+// internal linkage so the instantiations never mix). S: simd/{scalar,avx2,avx512}.h's traits plus R, T
+// and sum_rows (matmul_*.cpp); it provides:
 //   V, L (lanes), R x T (row x token register block), zero(), load(const float*), fma(a, b, c),
 //   load_f16(const uint16_t*), load_bf16(const uint16_t*), hsum(V) (a fixed tree), and optionally
 //   sum_rows(const V* v, float* out): out[r] = hsum(v[r]) for the R vectors, bitwise (the same tree

@@ -1,30 +1,13 @@
-// AVX2 + FMA + F16C f32 path of matmul: 8 lanes, 4 rows x 2 tokens of ymm accumulators (16 registers).
-#include <immintrin.h>
-
+// AVX2 + FMA + F16C f32 path of matmul: 8 lanes (simd/avx2.h), 4 rows x 2 tokens of ymm accumulators
+// (16 registers).
 #include "backend/cpu/matmul/float_gemm.h"
+#include "backend/cpu/simd/avx2.h"
 
 namespace pagoda::backend::cpu::detail {
 namespace {
 
-struct Avx2 {
-    using V = __m256;
-    static constexpr int L = 8, R = 4, T = 2;
-    static V zero() { return _mm256_setzero_ps(); }
-    static V load(const float* p) { return _mm256_loadu_ps(p); }
-    static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-    static V load_f16(const uint16_t* p) {
-        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    }
-    static V load_bf16(const uint16_t* p) {
-        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-    }
-    static float hsum(V v) {
-        __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-        q = _mm_add_ss(q, _mm_movehdup_ps(q));
-        return _mm_cvtss_f32(q);
-    }
+struct Avx2Gemm : simd::Avx2 {
+    static constexpr int R = 4, T = 2;
     // hsum of the 4 rows' vectors at once with the adds hsum does (q_j = v[j] + v[j+4], then
     // q0+q2 / q1+q3, then their sum); only the shuffles are shared.
     static void sum_rows(const V* v, float* out) {
@@ -45,7 +28,7 @@ struct Avx2 {
 
 void matmul_float_avx2(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool,
                        const GemmTiles& tiles) {
-    float_matmul<Avx2>(w, x, n, y, pool, tiles);
+    float_matmul<Avx2Gemm>(w, x, n, y, pool, tiles);
 }
 
 }  // namespace pagoda::backend::cpu::detail

@@ -1,35 +1,13 @@
-// AVX-512 f32 path of matmul (F32/F16/BF16 weights and dequant_fma for block types): 16 lanes,
-// 4 rows x 6 tokens of zmm accumulators per micro-kernel step.
-// GCC 12 reports its own _mm512_undefined_*() placeholders inside AVX-512 intrinsics as uninitialised.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-
+// AVX-512 f32 path of matmul (F32/F16/BF16 weights and dequant_fma for block types): 16 lanes
+// (simd/avx512.h), 4 rows x 6 tokens of zmm accumulators per micro-kernel step.
+#include "backend/cpu/simd/avx512.h"
 #include "backend/cpu/matmul/float_gemm.h"
 
 namespace pagoda::backend::cpu::detail {
 namespace {
 
-struct Avx512 {
-    using V = __m512;
-    static constexpr int L = 16, R = 4, T = 6;
-    static V zero() { return _mm512_setzero_ps(); }
-    static V load(const float* p) { return _mm512_loadu_ps(p); }
-    static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-    static V load_f16(const uint16_t* p) {
-        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    }
-    static V load_bf16(const uint16_t* p) {
-        __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-    }
-    static float hsum(V v) {
-        __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-        __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-        q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-        q = _mm_add_ss(q, _mm_movehdup_ps(q));
-        return _mm_cvtss_f32(q);
-    }
+struct Avx512Gemm : simd::Avx512 {
+    static constexpr int R = 4, T = 6;
     // hsum of the 4 rows' vectors at once, each add the one hsum does (lane j of a row: v[j] + v[j+8],
     // then + the lane 4 on, then q0+q2 / q1+q3, then their sum); only the shuffles are shared.
     static void sum_rows(const V* v, float* out) {
@@ -49,7 +27,7 @@ struct Avx512 {
 
 void matmul_float_avx512(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool,
                          const GemmTiles& tiles) {
-    float_matmul<Avx512>(w, x, n, y, pool, tiles);
+    float_matmul<Avx512Gemm>(w, x, n, y, pool, tiles);
 }
 
 }  // namespace pagoda::backend::cpu::detail
