@@ -1,11 +1,11 @@
-// Internal: the row loops of kv_rows.h written once over a traits type S (kv_rows_avx2.cpp,
-// kv_rows_avx512.cpp): S::L values a step; S::any_nan(x) whether x[0..L) holds a NaN (those
-// vectors take the scalar conversion, whose NaN the hardware's would not match); S::to_f16(x, out)
-// and S::to_bf16(x, out) narrow L values with round to nearest even, NaN lanes as f32_to_bf16;
-// for q8, S::V (f32 vector) with load, zero, abs_max(acc, x) (max of acc and |x|, and whether |x|
-// is finite in every lane), hmax, and to_q8(x, scale, out) (L codes: x / scale rounded half to
-// even, clamped to +-127). The tail goes through the scalar definition. Internal linkage: each ISA
-// file gets its own copy.
+// Internal: the row loops of kv_rows.h written once over a traits type S (simd::Avx2 /
+// simd::Avx512, instantiated in kv_rows_avx2.cpp, kv_rows_avx512.cpp): S::L values a step;
+// S::any_nan(x) whether x[0..L) holds a NaN (those vectors take the scalar conversion, whose NaN
+// the hardware's would not match); S::to_f16(x, out) and S::to_bf16(x, out) narrow L values with
+// round to nearest even, NaN lanes as f32_to_bf16; for q8, S::V (f32 vector) with load, zero,
+// abs_max(acc, x) (max of acc and |x|, and whether |x| is finite in every lane), hmax, and to_q8(x,
+// scale, out) (L codes: x / scale rounded half to even, clamped to +-127). The tail goes through
+// the scalar definition. Internal linkage: each ISA file gets its own copy.
 #pragma once
 #include <cmath>
 #include <cstdint>
