@@ -37,7 +37,7 @@
 #include "backend/cpu/attention/attention_internal.h"
 #include "backend/cpu/attention/attention_walk.h"
 #include "backend/cpu/matmul/bf16_rows.h"
-#include "backend/cpu/attention/exp_avx512.h"
+#include "backend/cpu/simd/avx512.h"
 #include "core/error.h"
 
 namespace pagoda::backend::cpu::attention_detail {
@@ -329,7 +329,7 @@ void amx_attend_dtype(const Task& t) {
             alignas(64) float m_new[16], alpha[16];
             const __m512 m_old = _mm512_loadu_ps(run_max + 16 * a);
             const __m512 m_vec = _mm512_max_ps(m_old, amx_reduce_rows<false>(rows_v));
-            const __m512 alpha_vec = exp_nonpositive(_mm512_sub_ps(m_old, m_vec));
+            const __m512 alpha_vec = simd::Avx512::exp_nonpositive(_mm512_sub_ps(m_old, m_vec));
             _mm512_store_ps(m_new, m_vec);
             _mm512_store_ps(alpha, alpha_vec);
             _mm512_storeu_ps(run_max + 16 * a, m_vec);
@@ -342,8 +342,8 @@ void amx_attend_dtype(const Task& t) {
                     continue;
                 }
                 const __m512 mv = _mm512_set1_ps(m_new[r]);
-                const __m512 p0 = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(s + r * 32), mv));
-                const __m512 p1 = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(s + r * 32 + 16), mv));
+                const __m512 p0 = simd::Avx512::exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(s + r * 32), mv));
+                const __m512 p1 = simd::Avx512::exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(s + r * 32 + 16), mv));
                 rows_v[r] = _mm512_add_ps(p0, p1);
                 _mm512_store_si512(pt + r * 16, Bf16::pairs(p0, p1));
             }

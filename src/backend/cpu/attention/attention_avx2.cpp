@@ -8,9 +8,12 @@
 #include <limits>
 
 #include "backend/cpu/attention/attention_walk.h"
+#include "backend/cpu/simd/avx2.h"
 
 namespace pagoda::backend::cpu::attention_detail {
 namespace {
+
+using S = simd::Avx2;  // hsum, sum8 (the scores' lane sums), exp_nonpositive (the softmax)
 
 template <kv::KvDtype DT>
 inline __m256 load8(const uint8_t* row, int i) {
@@ -58,54 +61,6 @@ inline float q8_scale(const uint8_t* row, int d) {
     return f;
 }
 
-inline float hsum(__m256 v) {  // exp_sum's total
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-// exp(x) for x <= 0 (Cephes-style: x = n ln2 + r, |r| <= ln2/2, degree-7 polynomial, scale by 2^n);
-// about 1 ulp, and exactly 0 below -87.3 where float exp underflows to subnormals.
-inline __m256 exp_nonpositive(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.33654f);
-    __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_max_ps(x, lo);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    return _mm256_andnot_ps(underflow, y);
-}
-
-// Sums each of 8 vectors across its lanes: lane j of the result is the sum of a[j]'s lanes, always
-// paired the same way (lanes 4 apart, then 2, 1), whichever key a vector holds.
-inline __m256 reduce8(const __m256* a) {
-    __m256 b[4], c[2];
-    #pragma GCC unroll 16
-    for (int k = 0; k < 4; ++k)  // lanes 4 apart; 128-bit halves: [a_k | a_k+4]
-        b[k] = _mm256_add_ps(_mm256_permute2f128_ps(a[k], a[k + 4], 0x20), _mm256_permute2f128_ps(a[k], a[k + 4], 0x31));
-    #pragma GCC unroll 16
-    for (int k = 0; k < 2; ++k) {  // lanes 2 apart
-        __m256d x = _mm256_unpacklo_pd(_mm256_castps_pd(b[k]), _mm256_castps_pd(b[k + 2]));
-        __m256d y = _mm256_unpackhi_pd(_mm256_castps_pd(b[k]), _mm256_castps_pd(b[k + 2]));
-        c[k] = _mm256_add_ps(_mm256_castpd_ps(x), _mm256_castpd_ps(y));
-    }
-    // lanes 1 apart; lane 4L + {0,1,2,3} of the sum holds vector [0,2,1,3][.] + 4L
-    __m256 f = _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm256_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 2, 1, 3, 4, 6, 5, 7));
-}
-
 // Elements i..i+7 of a row of d widened to f32, zero past d.
 template <kv::KvDtype DT>
 inline __m256 load8_part(const uint8_t* row, int i, int d) {
@@ -130,7 +85,7 @@ inline __m256 scores8(const float* q, const uint8_t* const* rows, int nv, int d)
         for (int r = 0; r < 8; ++r)
             a[r] = _mm256_fmadd_ps(qv, FULL ? load8<DT>(rows[r], 8 * v) : load8_part<DT>(rows[r], 8 * v, d), a[r]);
     }
-    return reduce8(a);
+    return S::sum8(a);
 }
 
 // acc[h][c] += p[h][j] * v[j][c] for j in order, for H heads, two 8-float chunks at a time; with
@@ -235,19 +190,19 @@ struct Avx2Ops {
         __m256 sum = _mm256_setzero_ps();
         int j = 0;
         for (; j + 8 <= n; j += 8) {
-            __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+            __m256 e = S::exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
             _mm256_storeu_ps(s + j, e);
             sum = _mm256_add_ps(sum, e);
         }
         if (j < n) {
             alignas(32) float tail[8];
             for (int i = 0; i < 8; ++i) tail[i] = j + i < n ? s[j + i] : m - 1000.0f;  // -> exp = 0
-            __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), mv));
+            __m256 e = S::exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), mv));
             _mm256_store_ps(tail, e);
             for (int i = 0; j + i < n; ++i) s[j + i] = tail[i];
             sum = _mm256_add_ps(sum, e);
         }
-        return hsum(sum);
+        return S::hsum(sum);
     }
 };
 

@@ -15,8 +15,7 @@
 #endif
 
 #include "backend/cpu/attention/attention_walk.h"
-#include "backend/cpu/attention/exp_avx512.h"
-#include "backend/cpu/simd/lanes16_avx512.h"
+#include "backend/cpu/simd/avx512.h"
 
 namespace pagoda::backend::cpu::attention_detail {
 namespace {
@@ -48,7 +47,7 @@ inline float q8_scale(const uint8_t* row, int d) {
 
 // Sums each of 16 vectors across its lanes: lane j of the result is the sum of a[j]'s lanes, always
 // paired the same way (lanes 8 apart, then 4, 2, 1), whichever key a vector holds.
-inline __m512 reduce16(const __m512* a) { return detail::lanes16<detail::AddPs>(a); }
+inline __m512 reduce16(const __m512* a) { return simd::Avx512::lanes16<simd::AddPs>(a); }
 
 // Mask of the elements of 16-float chunk v that lie inside a row of d.
 inline __mmask16 chunk_mask(int v, int d) {
@@ -301,7 +300,7 @@ struct Avx512Ops {
         __m512 sum = _mm512_setzero_ps();
         for (int j = 0; j < n; j += 16) {
             __mmask16 mk = n - j >= 16 ? __mmask16(0xffff) : tail_mask(n - j);
-            __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), mv));
+            __m512 e = simd::Avx512::exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), mv));
             e = _mm512_maskz_mov_ps(mk, e);
             _mm512_mask_storeu_ps(s + j, mk, e);
             sum = _mm512_add_ps(sum, e);

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "backend/cpu/simd/lanes16_avx512.h"
+#include "backend/cpu/simd/avx512.h"
 
 namespace pagoda::backend::cpu::detail {
 namespace {
@@ -27,7 +27,7 @@ inline void quantize_blocks16_avx512(const float* x, int64_t b0, int offset, boo
 #pragma GCC unroll 16
     for (int k = 0; k < 16; ++k)
         a[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 32 * k)), _mm512_abs_ps(_mm512_loadu_ps(x + 32 * k + 16)));
-    const __m512 amax = lanes16<MaxPs>(a);
+    const __m512 amax = simd::Avx512::lanes16<simd::MaxPs>(a);
     const __m512 c127 = _mm512_set1_ps(127.f);
     const __m512 scale = _mm512_div_ps(amax, c127);
     alignas(64) float inv[16];
@@ -48,8 +48,8 @@ inline void quantize_blocks16_avx512(const float* x, int64_t b0, int offset, boo
         lo_i[k] = _mm512_castsi512_ps(l);
         hi_i[k] = _mm512_castsi512_ps(h);
     }
-    const __m512i h0 = _mm512_castps_si512(lanes16<AddEpi32>(lo_i));
-    const __m512i h1 = _mm512_castps_si512(lanes16<AddEpi32>(hi_i));
+    const __m512i h0 = _mm512_castps_si512(simd::Avx512::lanes16<simd::AddEpi32>(lo_i));
+    const __m512i h1 = _mm512_castps_si512(simd::Avx512::lanes16<simd::AddEpi32>(hi_i));
 
     if (sums) {
         alignas(64) int32_t s0[16], s1[16];
