@@ -21,8 +21,8 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/kv/kv_pool.h"
 
 namespace {
 
@@ -42,14 +42,14 @@ kv::KvLayout one_layer(int32_t kv_heads, int32_t head_dim, int32_t block_size, k
 }
 
 struct DecodeSetup {
-    std::unique_ptr<kernels::KvPool> pool;
+    std::unique_ptr<backend::cpu::KvPool> pool;
     std::vector<int32_t> table;
     std::vector<float> q, out, k_contig, v_contig;  // contiguous F32 copies for the naive version
 
     DecodeSetup(int ctx, kv::KvDtype dtype, int block_size = 16) {
         const kv::KvLayout L = one_layer(kKvHeads, kHeadDim, block_size, dtype);
         int n_blocks = (ctx + block_size - 1) / block_size;
-        pool = std::make_unique<kernels::KvPool>(L, n_blocks);
+        pool = std::make_unique<backend::cpu::KvPool>(L, n_blocks);
         table.resize(size_t(n_blocks));
         std::iota(table.begin(), table.end(), 0);
         std::mt19937 rng(1);
@@ -71,9 +71,9 @@ struct DecodeSetup {
 };
 
 // One decode token of sequence 0 (its position and index live in the caller's variables).
-kernels::PagedAttentionBatch decode_batch(const float* q, int n_heads, int head_dim, const kernels::AttentionSeq* seq,
+backend::cpu::PagedAttentionBatch decode_batch(const float* q, int n_heads, int head_dim, const backend::cpu::AttentionSeq* seq,
                                           const int32_t* token_seq, const int32_t* token_pos) {
-    kernels::PagedAttentionBatch b;
+    backend::cpu::PagedAttentionBatch b;
     b.q = q;
     b.n_tokens = 1;
     b.n_heads = n_heads;
@@ -88,20 +88,20 @@ kernels::PagedAttentionBatch decode_batch(const float* q, int n_heads, int head_
 // The ISA path and the attention method a call with this cache type takes (PAGODA_ISA,
 // PAGODA_ATTENTION choose them).
 std::string path_label(kv::KvDtype dtype) {
-    const bool amx = kernels::amx_attention_applies(dtype, 0, 0.0f);
+    const bool amx = backend::cpu::amx_attention_applies(dtype, 0, 0.0f);
     return std::string(isa_name(active_isa())) + " " +
-           kernels::attention_method_name(amx ? kernels::AttentionMethod::amx_bf16 : kernels::AttentionMethod::simd);
+           backend::cpu::attention_method_name(amx ? backend::cpu::AttentionMethod::amx_bf16 : backend::cpu::AttentionMethod::simd);
 }
 
 void run_paged(benchmark::State& state, kv::KvDtype dtype) {
     const int ctx = int(state.range(0));
     DecodeSetup s(ctx, dtype);
     ThreadPool threads(1);
-    kernels::AttentionSeq seq{s.table.data(), int32_t(s.table.size())};
+    backend::cpu::AttentionSeq seq{s.table.data(), int32_t(s.table.size())};
     int32_t token_seq = 0, token_pos = ctx - 1;
-    const kernels::PagedAttentionBatch b = decode_batch(s.q.data(), kHeads, kHeadDim, &seq, &token_seq, &token_pos);
+    const backend::cpu::PagedAttentionBatch b = decode_batch(s.q.data(), kHeads, kHeadDim, &seq, &token_seq, &token_pos);
     for (auto _ : state) {
-        kernels::paged_attention(b, *s.pool, 0, s.out.data(), threads);
+        backend::cpu::paged_attention(b, *s.pool, 0, s.out.data(), threads);
         benchmark::DoNotOptimize(s.out.data());
     }
     state.SetLabel(path_label(dtype));
@@ -156,7 +156,7 @@ void BM_KvStoreDecode(benchmark::State& state) {
     const auto dtype = state.range(0) == 0 ? kv::KvDtype::f16 : state.range(0) == 1 ? kv::KvDtype::bf16 : kv::KvDtype::q8;
     const Isa isa = state.range(1) == 0 ? Isa::scalar : active_isa();  // PAGODA_ISA picks the other path
     const kv::KvLayout L = one_layer(12, 64, 16, dtype);
-    kernels::KvPool pool(L, 4);
+    backend::cpu::KvPool pool(L, 4);
     std::vector<float> k(size_t(L.n_kv_heads * L.head_dim)), v(k.size());
     std::mt19937 rng(3);
     std::normal_distribution<float> normal(0.f, 1.f);
@@ -182,7 +182,7 @@ BENCHMARK(BM_PagedAttentionDecodeQ8)->RangeMultiplier(2)->Range(128, 4096)->Unit
 // Times paged_attention(b) on layer 0 of the pool, one call an iteration (manual time); cold: 64 MiB
 // read on the pool's threads before each call, as a step's matmuls (the workers are then spinning,
 // not asleep, when the attention call starts), so the K/V rows come from memory.
-void time_decode_calls(benchmark::State& state, const kernels::PagedAttentionBatch& b, const kernels::KvPool& pool,
+void time_decode_calls(benchmark::State& state, const backend::cpu::PagedAttentionBatch& b, const backend::cpu::KvPool& pool,
                        int n_threads, bool cold, float* out) {
     ThreadPool threads(n_threads);
     std::vector<uint64_t> sweep(cold ? (size_t(64) << 20) / 8 : 0, 1);
@@ -195,7 +195,7 @@ void time_decode_calls(benchmark::State& state, const kernels::PagedAttentionBat
             sinks[size_t(task)] += sum;
         });
         const auto t0 = std::chrono::steady_clock::now();
-        kernels::paged_attention(b, pool, 0, out, threads);
+        backend::cpu::paged_attention(b, pool, 0, out, threads);
         state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         benchmark::DoNotOptimize(out);
     }
@@ -218,7 +218,7 @@ void time_one_decode_token(benchmark::State& state, int n_heads, int n_kv_heads)
     constexpr int kDim = 64;
     const kv::KvLayout L = one_layer(n_kv_heads, kDim, block, dtype);
     const int n_blocks = (ctx + block - 1) / block;
-    kernels::KvPool pool(L, 4 * n_blocks);  // a pool larger than the sequence: its blocks scattered
+    backend::cpu::KvPool pool(L, 4 * n_blocks);  // a pool larger than the sequence: its blocks scattered
     std::vector<int32_t> all(size_t(4 * n_blocks));
     std::iota(all.begin(), all.end(), 0);
     std::mt19937 rng(5);
@@ -234,9 +234,9 @@ void time_one_decode_token(benchmark::State& state, int n_heads, int n_kv_heads)
     }
     std::vector<float> q(size_t(n_heads) * kDim), out(q.size());
     for (auto& x : q) x = dist(rng);
-    kernels::AttentionSeq seq{table.data(), int32_t(table.size())};
+    backend::cpu::AttentionSeq seq{table.data(), int32_t(table.size())};
     int32_t token_seq = 0, token_pos = ctx - 1;
-    const kernels::PagedAttentionBatch b = decode_batch(q.data(), n_heads, kDim, &seq, &token_seq, &token_pos);
+    const backend::cpu::PagedAttentionBatch b = decode_batch(q.data(), n_heads, kDim, &seq, &token_seq, &token_pos);
     time_decode_calls(state, b, pool, n_threads, cold, out.data());
     const double kv_bytes = 2.0 * ctx * n_kv_heads * double(L.row_bytes());  // K and V
     state.counters["GB/s"] = benchmark::Counter(kv_bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
@@ -278,7 +278,7 @@ void BM_AttentionDecodeShared(benchmark::State& state) {
     const kv::KvLayout L = one_layer(kSmallHeads, kDim, kBlock, kv::KvDtype::f16);
     const int shared_blocks = shared / kBlock, own_blocks = (own + kBlock - 1) / kBlock;
     const int n_blocks = (shared_blocks + own_blocks) * n_seqs;
-    kernels::KvPool pool(L, 2 * n_blocks);
+    backend::cpu::KvPool pool(L, 2 * n_blocks);
     std::vector<int32_t> all(size_t(2 * n_blocks));
     std::iota(all.begin(), all.end(), 0);
     std::mt19937 rng(7);
@@ -305,13 +305,13 @@ void BM_AttentionDecodeShared(benchmark::State& state) {
             pool.write(0, &slot, 1, k.data(), v.data());
         }
     }
-    std::vector<kernels::AttentionSeq> seqs;
+    std::vector<backend::cpu::AttentionSeq> seqs;
     for (const auto& t : tables) seqs.push_back({t.data(), int32_t(t.size())});
     std::vector<int32_t> token_seq(static_cast<size_t>(n_seqs)), token_pos(static_cast<size_t>(n_seqs), shared + own - 1);
     std::iota(token_seq.begin(), token_seq.end(), 0);
     std::vector<float> q(size_t(n_seqs) * kSmallHeads * kDim), out(q.size());
     for (auto& x : q) x = dist(rng);
-    kernels::PagedAttentionBatch b = decode_batch(q.data(), kSmallHeads, kDim, seqs.data(), token_seq.data(), token_pos.data());
+    backend::cpu::PagedAttentionBatch b = decode_batch(q.data(), kSmallHeads, kDim, seqs.data(), token_seq.data(), token_pos.data());
     b.n_tokens = n_seqs;
     b.n_seqs = n_seqs;
     time_decode_calls(state, b, pool, n_threads, cold, out.data());
@@ -331,7 +331,7 @@ void paged_attention_prefill(benchmark::State& state, kv::KvDtype dtype) {
     const int head_dim = int(state.range(3)), block_size = 16;
     const kv::KvLayout L = one_layer(n_kv, head_dim, block_size, dtype);
     const int n_blocks = (n_tokens + block_size - 1) / block_size;
-    kernels::KvPool pool(L, n_blocks);
+    backend::cpu::KvPool pool(L, n_blocks);
     std::vector<int32_t> table(static_cast<size_t>(n_blocks));
     std::iota(table.begin(), table.end(), 0);
     std::mt19937 rng(2);
@@ -348,8 +348,8 @@ void paged_attention_prefill(benchmark::State& state, kv::KvDtype dtype) {
     for (auto& x : q) x = dist(rng);
     std::vector<int32_t> token_seq(size_t(n_tokens), 0), token_pos(static_cast<size_t>(n_tokens));
     std::iota(token_pos.begin(), token_pos.end(), 0);
-    kernels::AttentionSeq seq{table.data(), int32_t(table.size())};
-    kernels::PagedAttentionBatch b;
+    backend::cpu::AttentionSeq seq{table.data(), int32_t(table.size())};
+    backend::cpu::PagedAttentionBatch b;
     b.q = q.data();
     b.n_tokens = n_tokens;
     b.n_heads = n_heads;
@@ -362,7 +362,7 @@ void paged_attention_prefill(benchmark::State& state, kv::KvDtype dtype) {
     const char* env = std::getenv("PAGODA_BENCH_THREADS");
     ThreadPool threads(env && std::atoi(env) > 0 ? std::atoi(env) : 2);
     for (auto _ : state) {
-        kernels::paged_attention(b, pool, 0, out.data(), threads);
+        backend::cpu::paged_attention(b, pool, 0, out.data(), threads);
         benchmark::DoNotOptimize(out.data());
     }
     state.SetLabel(path_label(dtype));

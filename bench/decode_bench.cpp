@@ -30,7 +30,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/half.h"
 #include "core/machine_limits.h"
 #include "core/thread_pool.h"
@@ -105,7 +105,7 @@ std::vector<uint8_t> seed_rows(GgmlType type, int64_t rows, int64_t cols) {
 
 struct Matrix {
     std::vector<uint8_t> bytes;
-    pagoda::kernels::PackedWeight packed;
+    pagoda::backend::cpu::PackedWeight packed;
 };
 
 struct Set {
@@ -128,7 +128,7 @@ Set& matrices(GgmlType type, bool resident, int64_t cols) {
         m->bytes.resize(rb * uint64_t(rows));
         for (size_t off = 0; off < m->bytes.size(); off += seed.size())
             std::memcpy(m->bytes.data() + off, seed.data(), std::min(seed.size(), m->bytes.size() - off));
-        m->packed = pagoda::kernels::pack_weight({type, m->bytes.data(), rows, cols});
+        m->packed = pagoda::backend::cpu::pack_weight({type, m->bytes.data(), rows, cols});
         s.m.push_back(std::move(m));
     }
     s.weight_bytes = rb * uint64_t(rows);
@@ -161,7 +161,7 @@ void run(benchmark::State& state, GgmlType type) {
     double best = 1e30;  // fastest call: what the kernel does when no other process takes the core
     for (auto _ : state) {
         const auto t0 = std::chrono::steady_clock::now();
-        pagoda::kernels::matmul(s.m[i]->packed, x.data(), n, y.data(), p);
+        pagoda::backend::cpu::matmul(s.m[i]->packed, x.data(), n, y.data(), p);
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         i = (i + 1) % s.m.size();
         benchmark::ClobberMemory();

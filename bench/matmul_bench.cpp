@@ -14,7 +14,7 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "quant/quantize.h"
 
 namespace {
@@ -23,7 +23,7 @@ using pagoda::gguf::GgmlType;
 
 struct Weights {
     std::vector<uint8_t> bytes;
-    pagoda::kernels::WeightView view;
+    pagoda::backend::cpu::WeightView view;
 };
 
 Weights make(GgmlType type, int64_t rows, int64_t cols) {
@@ -67,7 +67,7 @@ void run(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols) {
     auto w = make(type, rows, cols);
     std::vector<float> x(static_cast<size_t>(n * cols), 0.5f), y(static_cast<size_t>(n * rows));
     for (auto _ : state) {
-        pagoda::kernels::matmul(w.view, x.data(), n, y.data(), pool());
+        pagoda::backend::cpu::matmul(w.view, x.data(), n, y.data(), pool());
         benchmark::ClobberMemory();
     }
     const double iters = double(state.iterations());
@@ -80,10 +80,10 @@ void run(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols) {
 void run_packed(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols) {
     const int64_t n = state.range(0);
     auto w = make(type, rows, cols);
-    const auto packed = pagoda::kernels::pack_weight(w.view);
+    const auto packed = pagoda::backend::cpu::pack_weight(w.view);
     std::vector<float> x(static_cast<size_t>(n * cols), 0.5f), y(static_cast<size_t>(n * rows));
     for (auto _ : state) {
-        pagoda::kernels::matmul(packed, x.data(), n, y.data(), pool());
+        pagoda::backend::cpu::matmul(packed, x.data(), n, y.data(), pool());
         benchmark::ClobberMemory();
     }
     const double iters = double(state.iterations());

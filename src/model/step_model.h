@@ -27,7 +27,7 @@ struct StepModelInfo {
     // blocks below it (BlockManager::set_sliding_window); 0 when any layer is global.
     int32_t sliding_window = 0;
     // Every layer's attention is plain (no sliding window, soft cap or sinks): what the amx_bf16
-    // attention method takes (backend/cpu/attention.h), so `pagoda tune` measures it only then.
+    // attention method takes (backend/cpu/attention/attention.h), so `pagoda tune` measures it only then.
     bool plain_attention = false;
     int64_t max_context = 0;     // longest sequence (prompt + output) the model accepts
     uint64_t model_key = 0;      // distinguishes weights in prefix-cache hashes

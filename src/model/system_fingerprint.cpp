@@ -5,8 +5,8 @@
 #include <fstream>
 #include <vector>
 
-#include "backend/cpu/kernel_plan.h"
-#include "backend/cpu/path_method.h"
+#include "backend/cpu/plan/kernel_plan.h"
+#include "backend/cpu/plan/path_method.h"
 #include "core/cpu_features.h"
 #include "gguf/ggml_types.h"
 
@@ -61,13 +61,13 @@ FingerprintParts fingerprint_parts(const StepModelInfo& info) {
     if (info.backend == "cpu") {
         // The plan's description, plus the method each weight type runs now: without a profile the
         // description says "default", while PAGODA_QUANT_METHOD / PAGODA_FLOAT_METHOD still choose.
-        p.kernel_plan = kernels::describe_kernel_plan();
+        p.kernel_plan = backend::cpu::describe_kernel_plan();
         using gguf::GgmlType;
         for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                            GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
                            GgmlType::Q5_K, GgmlType::Q6_K})
             p.kernel_plan += fmt::format("; {} {}", gguf::type_name(uint32_t(t)),
-                                         kernels::path_method_name(kernels::kernel_choice(t, 1).method));
+                                         backend::cpu::path_method_name(backend::cpu::kernel_choice(t, 1).method));
     }
     p.kv_dtype = kv::kv_dtype_name(info.kv_layout.dtype);
     return p;

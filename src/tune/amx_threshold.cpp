@@ -23,7 +23,7 @@ int64_t choose_amx_min_tokens(std::vector<AmxTiming> timings) {
 }
 
 int64_t choose_wide_min_tokens(std::vector<AmxTiming> timings) {
-    return std::max(kernels::kDefaultWideMinTokens, choose_amx_min_tokens(std::move(timings)));
+    return std::max(backend::cpu::kDefaultWideMinTokens, choose_amx_min_tokens(std::move(timings)));
 }
 
 }  // namespace pagoda::tune

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 
 namespace pagoda::tune {
 
@@ -16,14 +16,14 @@ struct AmxTiming {
     double vnni_seconds = 0, amx_seconds = 0;
 };
 
-constexpr int64_t kAmxNever = kernels::kNeverMinTokens;  // the largest threshold a profile holds
+constexpr int64_t kAmxNever = backend::cpu::kNeverMinTokens;  // the largest threshold a profile holds
 
 // Timings in any order; throws pagoda::Error on none, a repeated count or a non-positive count.
 int64_t choose_amx_min_tokens(std::vector<AmxTiming> timings);
 
 // The same rule for the AVX-512 VNNI wide prefill kernel (matmul.h: wide_min_tokens), also bitwise
 // its alternative's results: vnni_seconds are the narrow kernel's, amx_seconds the wide one's.
-// Returns at least kernels::kDefaultWideMinTokens (smaller steps stream through the narrow kernel).
+// Returns at least backend::cpu::kDefaultWideMinTokens (smaller steps stream through the narrow kernel).
 int64_t choose_wide_min_tokens(std::vector<AmxTiming> timings);
 
 }  // namespace pagoda::tune

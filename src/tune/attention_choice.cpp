@@ -32,7 +32,7 @@ AttentionChoice choose_attention_method(const std::vector<AttentionTiming>& timi
         c.simd_seconds += n * (k->simd / k->pairs);
         c.amx_seconds += n * (k->amx / k->pairs);
     }
-    if (c.amx_seconds < c.simd_seconds) c.method = kernels::AttentionMethod::amx_bf16;
+    if (c.amx_seconds < c.simd_seconds) c.method = backend::cpu::AttentionMethod::amx_bf16;
     return c;
 }
 

@@ -1,4 +1,4 @@
-// `pagoda tune`'s choice of the attention method (backend/cpu/attention_method.h) from timings of
+// `pagoda tune`'s choice of the attention method (backend/cpu/plan/attention_method.h) from timings of
 // paged attention under each method on a few shapes of the model (prompts, decode steps), weighed by
 // the workload the profile is tuned for. The methods differ in their bits, so like a weight type's
 // matmul method the choice is one for every step (a token's attention must not depend on whether it
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention_method.h"
+#include "backend/cpu/plan/attention_method.h"
 #include "tune/scheduler_knobs.h"
 
 namespace pagoda::tune {
@@ -28,7 +28,7 @@ struct AttentionTiming {
 };
 
 struct AttentionChoice {
-    kernels::AttentionMethod method = kernels::AttentionMethod::simd;
+    backend::cpu::AttentionMethod method = backend::cpu::AttentionMethod::simd;
     double simd_seconds = 0, amx_seconds = 0;  // modelled attention time of one request of the workload
 };
 

@@ -18,7 +18,7 @@ AttentionBench::AttentionBench(const AttentionShape& shape, ThreadPool& threads)
              shape_.sequences, shape_.tokens, shape_.position, shape_.n_heads);
     const int64_t keys = shape_.position + 1;
     const int32_t per_seq = int32_t((keys + l.block_size - 1) / l.block_size);
-    pool_ = std::make_unique<kernels::KvPool>(l, int64_t(per_seq) * shape_.sequences);
+    pool_ = std::make_unique<backend::cpu::KvPool>(l, int64_t(per_seq) * shape_.sequences);
 
     // One chunk of random rows, written over every sequence's keys (the kernel's work does not
     // depend on the values, and the rows stay finite and varied).
@@ -64,11 +64,11 @@ AttentionBench::AttentionBench(const AttentionShape& shape, ThreadPool& threads)
 
 double AttentionBench::time(ThreadPool& threads, double min_seconds) {
     using Clock = std::chrono::steady_clock;
-    kernels::paged_attention(batch_, *pool_, 0, out_.data(), threads);
+    backend::cpu::paged_attention(batch_, *pool_, 0, out_.data(), threads);
     double best = 1e300, total = 0;
     for (int r = 0; r < 200 && (r < 2 || total < min_seconds); ++r) {
         const auto start = Clock::now();
-        kernels::paged_attention(batch_, *pool_, 0, out_.data(), threads);
+        backend::cpu::paged_attention(batch_, *pool_, 0, out_.data(), threads);
         const double s = std::chrono::duration<double>(Clock::now() - start).count();
         best = std::min(best, s);
         total += s;

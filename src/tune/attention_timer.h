@@ -1,4 +1,4 @@
-// Times the CPU paged attention (backend/cpu/attention.h) of one shape, for `pagoda tune`'s choice
+// Times the CPU paged attention (backend/cpu/attention/attention.h) of one shape, for `pagoda tune`'s choice
 // of the attention method (attention_choice.h): a KvPool of one layer in the model's layout and KV
 // type, filled with random rows, each sequence on blocks of its own (no shared prefix), and random
 // queries. The shape is built once; time() runs it under whatever attention method is installed,
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/kv/kv_pool.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::tune {
@@ -34,12 +34,12 @@ public:
 
 private:
     AttentionShape shape_;
-    std::unique_ptr<kernels::KvPool> pool_;
+    std::unique_ptr<backend::cpu::KvPool> pool_;
     std::vector<std::vector<int32_t>> tables_;
-    std::vector<kernels::AttentionSeq> seqs_;
+    std::vector<backend::cpu::AttentionSeq> seqs_;
     std::vector<int32_t> token_seq_, token_pos_;
     std::vector<float> q_, out_;
-    kernels::PagedAttentionBatch batch_;
+    backend::cpu::PagedAttentionBatch batch_;
 };
 
 }  // namespace pagoda::tune

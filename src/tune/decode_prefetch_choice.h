@@ -1,5 +1,5 @@
 // `pagoda tune`'s choice of whether decode attention requests the next tile's K and V rows ahead
-// (backend/cpu/attention.h: decode_kv_prefetch). The request never changes a result, only the
+// (backend/cpu/attention/attention.h: decode_kv_prefetch). The request never changes a result, only the
 // speed, and which way is faster depends on the machine, the model and the attention method:
 // measured on a Xeon with AMX, whole decode steps at 2-4 K keys with it: `small` 1.13x under simd and
 // 1.38x under amx_bf16, tinyllama level under simd and 1.12x under amx_bf16, while a cold

@@ -88,24 +88,24 @@ private:
 
 std::string hex64(uint64_t v) { return fmt::format("{:016x}", v); }
 
-kernels::KernelPlan read_plan(const json& arr, const std::string& where) {
-    kernels::KernelPlan plan;
+backend::cpu::KernelPlan read_plan(const json& arr, const std::string& where) {
+    backend::cpu::KernelPlan plan;
     for (size_t i = 0; i < arr.size(); ++i) {
         Reader r(arr[i], fmt::format("kernel_plan[{}]", i), where);
-        kernels::TypePlan t;
+        backend::cpu::TypePlan t;
         const std::string type = r.str("type");
         const auto parsed = gguf::type_from_name(type);
-        if (!parsed || (!kernels::method_applies(kernels::PathMethod::int8_dot, *parsed) &&
-                        !kernels::method_applies(kernels::PathMethod::f32_fma, *parsed)))
+        if (!parsed || (!backend::cpu::method_applies(backend::cpu::PathMethod::int8_dot, *parsed) &&
+                        !backend::cpu::method_applies(backend::cpu::PathMethod::f32_fma, *parsed)))
             fail("{}: key '{}' is '{}', not a weight type pagoda multiplies (f32, f16, bf16, q8_0, q4_0, q4_K, ...)", where,
                  r.name("type"), type);
         t.type = *parsed;
         const std::string method = r.str("method");
-        const auto m = kernels::parse_path_method(method);
+        const auto m = backend::cpu::parse_path_method(method);
         if (!m)
             fail("{}: key '{}' is '{}', not one of f32_fma, bf16_dot, int8_dot, dequant_fma, amx_bf16", where,
                  r.name("method"), method);
-        if (!kernels::method_applies(*m, t.type))
+        if (!backend::cpu::method_applies(*m, t.type))
             fail("{}: key '{}': {} cannot multiply {} weights", where, r.name("method"), method, type);
         t.method = *m;
         const json& ranges = r.array("ranges");
@@ -113,7 +113,7 @@ kernels::KernelPlan read_plan(const json& arr, const std::string& where) {
         int64_t prev = 0;
         for (size_t k = 0; k < ranges.size(); ++k) {
             Reader rr(ranges[k], r.name(fmt::format("ranges[{}]", k)), where);
-            kernels::RangeTiles range;
+            backend::cpu::RangeTiles range;
             const bool last = k + 1 == ranges.size();
             if (last && rr.has("max_tokens"))
                 fail("{}: key '{}' must be absent: the last range covers every larger step", where, rr.name("max_tokens"));
@@ -131,14 +131,14 @@ kernels::KernelPlan read_plan(const json& arr, const std::string& where) {
             t.ranges.push_back(range);
         }
         if (r.has("amx_min_tokens")) {
-            t.amx_min_tokens = r.integer("amx_min_tokens", 1, kernels::kNeverMinTokens);
-            if (!kernels::amx_applies(t.method, t.type))
+            t.amx_min_tokens = r.integer("amx_min_tokens", 1, backend::cpu::kNeverMinTokens);
+            if (!backend::cpu::amx_applies(t.method, t.type))
                 fail("{}: key '{}': AMX tiles run only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})", where,
                      r.name("amx_min_tokens"), type, method);
         }
         if (r.has("wide_min_tokens")) {
-            t.wide_min_tokens = r.integer("wide_min_tokens", kernels::kDefaultWideMinTokens, kernels::kNeverMinTokens);
-            if (!kernels::amx_applies(t.method, t.type))
+            t.wide_min_tokens = r.integer("wide_min_tokens", backend::cpu::kDefaultWideMinTokens, backend::cpu::kNeverMinTokens);
+            if (!backend::cpu::amx_applies(t.method, t.type))
                 fail("{}: key '{}': the wide prefill kernel runs only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
                      where, r.name("wide_min_tokens"), type, method);
         }
@@ -161,7 +161,7 @@ json profile_to_json(const Profile& p) {
             ranges.push_back(jr);
         }
         json jt = {{"type", gguf::type_name(uint32_t(t.type))},
-                   {"method", kernels::path_method_name(t.method)},
+                   {"method", backend::cpu::path_method_name(t.method)},
                    {"ranges", ranges}};
         if (t.amx_min_tokens) jt["amx_min_tokens"] = *t.amx_min_tokens;
         if (t.wide_min_tokens) jt["wide_min_tokens"] = *t.wide_min_tokens;
@@ -191,7 +191,7 @@ json profile_to_json(const Profile& p) {
           {"target_met", p.scheduler.target_met}}},
         {"measurements", p.measurements},
     };
-    if (p.plan.attention) j["attention"] = kernels::attention_method_name(*p.plan.attention);
+    if (p.plan.attention) j["attention"] = backend::cpu::attention_method_name(*p.plan.attention);
     if (p.plan.decode_kv_prefetch) j["decode_kv_prefetch"] = *p.plan.decode_kv_prefetch;
     return j;
 }
@@ -239,10 +239,10 @@ Profile parse_profile(const std::string& text, const std::string& where) {
     p.plan = read_plan(top.array("kernel_plan"), where);
     if (top.has("attention")) {
         const std::string name = top.str("attention");
-        p.plan.attention = kernels::parse_attention_method(name);
+        p.plan.attention = backend::cpu::parse_attention_method(name);
         if (!p.plan.attention) {
             std::vector<std::string> names;
-            for (auto m : kernels::kAttentionMethods) names.push_back(kernels::attention_method_name(m));
+            for (auto m : backend::cpu::kAttentionMethods) names.push_back(backend::cpu::attention_method_name(m));
             fail("{}: key 'attention' is '{}', not one of {}", where, name, fmt::join(names, ", "));
         }
     }
@@ -294,18 +294,18 @@ std::string describe_profile(const Profile& p) {
         std::string ranges;
         int64_t lo = 1;
         for (const auto& r : t.ranges) {
-            const std::string span = kernels::token_range_label(lo, r.max_tokens);
+            const std::string span = backend::cpu::token_range_label(lo, r.max_tokens);
             ranges += fmt::format(" [{} tokens: kc {} mc {} nc {}]", span, r.tiles.kc, r.tiles.mc, r.tiles.nc);
             if (r.max_tokens != INT64_MAX) lo = r.max_tokens + 1;
         }
         if (t.amx_min_tokens) ranges += fmt::format(" [AMX tiles from {} tokens]", *t.amx_min_tokens);
         if (t.wide_min_tokens)
-            ranges += *t.wide_min_tokens >= kernels::kNeverMinTokens
+            ranges += *t.wide_min_tokens >= backend::cpu::kNeverMinTokens
                           ? std::string(" [wide prefill kernel: never]")
                           : fmt::format(" [wide prefill kernel from {} tokens]", *t.wide_min_tokens);
-        out += fmt::format("  {:<6} {:<11}{}\n", gguf::type_name(uint32_t(t.type)), kernels::path_method_name(t.method), ranges);
+        out += fmt::format("  {:<6} {:<11}{}\n", gguf::type_name(uint32_t(t.type)), backend::cpu::path_method_name(t.method), ranges);
     }
-    out += p.plan.attention ? fmt::format("  attention {}\n", kernels::attention_method_name(*p.plan.attention))
+    out += p.plan.attention ? fmt::format("  attention {}\n", backend::cpu::attention_method_name(*p.plan.attention))
                             : std::string("  attention simd (not measured)\n");
     out += p.plan.decode_kv_prefetch ? fmt::format("  decode KV prefetch {}\n", *p.plan.decode_kv_prefetch ? "on" : "off")
                                      : std::string("  decode KV prefetch off (not measured)\n");

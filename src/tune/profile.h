@@ -11,10 +11,10 @@
 //                     present where `pagoda tune` could measure them; wide_min_tokens, the same for
 //                     the AVX-512 VNNI wide prefill kernel, at least 17)
 //    "attention": "amx_bf16",  (optional: the attention method `pagoda tune` measured faster, simd or
-//                     amx_bf16 (backend/cpu/attention_method.h); absent where it was not measured —
+//                     amx_bf16 (backend/cpu/plan/attention_method.h); absent where it was not measured —
 //                     no AMX bf16 here, or a model with a sliding window or soft cap — and then simd)
 //    "decode_kv_prefetch": true,  (optional: whether decode attention requests its next K and V rows
-//                     ahead, as `pagoda tune` measured on whole decode steps (backend/cpu/attention.h);
+//                     ahead, as `pagoda tune` measured on whole decode steps (backend/cpu/attention/attention.h);
 //                     absent where it was not measured, and then off)
 //    "threads", "kv_block_size",
 //    "scheduler": {"max_batched_tokens", "max_seqs", "target_itl_ms", "modelled_p99_itl_ms",
@@ -23,13 +23,13 @@
 // parse_profile() is strict: a missing or unknown key, a wrong type, an unknown type or method name,
 // a non-positive tile or count, an unknown attention method, or another version throws
 // pagoda::Error naming the key. The plan's
-// meaning (one method per type, tiles per token range) is backend/cpu/kernel_plan.h's.
+// meaning (one method per type, tiles per token range) is backend/cpu/plan/kernel_plan.h's.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "backend/cpu/kernel_plan.h"  // the plan's types; parsing needs only path_method.h's inline names
+#include "backend/cpu/plan/kernel_plan.h"  // the plan's types; parsing needs only path_method.h's inline names
 #include "tune/machine_identity.h"
 
 namespace pagoda::tune {
@@ -49,7 +49,7 @@ struct Profile {
     MachineIdentity machine;
     std::string model_path;
     uint64_t model_identity = 0;
-    kernels::KernelPlan plan;
+    backend::cpu::KernelPlan plan;
     int threads = 1;
     int32_t kv_block_size = 16;
     SchedulerKnobs scheduler;

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fmt/ranges.h>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf.h"
@@ -47,7 +47,7 @@ std::optional<ProfileSettings> use_profile(const std::string& flag, const std::s
             log_warn("{} was measured with another model ({}); its kernel plan applies by weight type, but its scheduler "
                      "knobs were chosen for that model's step times", where, p.model_path);
     }
-    kernels::set_kernel_plan(p.plan);
+    backend::cpu::set_kernel_plan(p.plan);
     log_info("using {}: {} threads, KV blocks of {}, --max-batched-tokens {}, --max-seqs {} (flags given on the command "
              "line win)", where, p.threads, p.kv_block_size, p.scheduler.max_batched_tokens, p.scheduler.max_seqs);
     return ProfileSettings{path, p.threads, p.kv_block_size, p.scheduler.max_batched_tokens, p.scheduler.max_seqs};

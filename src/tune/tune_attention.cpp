@@ -5,7 +5,7 @@
 #include <vector>
 #include <fmt/format.h>
 
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "core/cpu_features.h"
 #include "kv/kv_layout.h"
 #include "model/open_step_model.h"
@@ -50,31 +50,31 @@ std::vector<AttentionShape> attention_shapes(const model::StepModelInfo& info, b
 
 // The attention method installed when it was made, put back when it goes (the timings switch it).
 struct AttentionMethodRestored {
-    std::optional<kernels::AttentionMethod> saved = kernels::installed_attention_method();
-    ~AttentionMethodRestored() { kernels::set_attention_method(saved); }
+    std::optional<backend::cpu::AttentionMethod> saved = backend::cpu::installed_attention_method();
+    ~AttentionMethodRestored() { backend::cpu::set_attention_method(saved); }
 };
 
 // The decode KV prefetch installed when it was made, put back when it goes (the timings switch it).
 struct DecodePrefetchRestored {
-    bool saved = kernels::decode_kv_prefetch();
-    ~DecodePrefetchRestored() { kernels::set_decode_kv_prefetch(saved); }
+    bool saved = backend::cpu::decode_kv_prefetch();
+    ~DecodePrefetchRestored() { backend::cpu::set_decode_kv_prefetch(saved); }
 };
 
 // Why the attention method is not measured here ("" where it is): first the machine (info null),
 // then the model.
 std::string attention_not_measured(const model::StepModelInfo* info) {
-    if (!kernels::amx_attention_runs_here())
+    if (!backend::cpu::amx_attention_runs_here())
         return active_isa() != Isa::avx512
                    ? fmt::format("the active ISA is {}: AMX bf16 attention runs on the avx512 path", isa_name(active_isa()))
                    : "AMX bf16 tiles do not run here: " + amx_bf16_status();
-    if (kernels::attention_method_in_environment())
+    if (backend::cpu::attention_method_in_environment())
         return fmt::format("PAGODA_ATTENTION={} pins the method", std::getenv("PAGODA_ATTENTION"));
     if (!info) return "";
     if (!info->plain_attention) return "the model's attention has a sliding window, a soft cap or sinks, which amx_bf16 does not take";
     // The kernel's own rule for the cache types it takes (attention.h), asked with amx_bf16 installed.
     const AttentionMethodRestored restored;
-    kernels::set_attention_method(kernels::AttentionMethod::amx_bf16);
-    if (!kernels::amx_attention_applies(info->kv_layout.dtype, 0, 0.0f))
+    backend::cpu::set_attention_method(backend::cpu::AttentionMethod::amx_bf16);
+    if (!backend::cpu::amx_attention_applies(info->kv_layout.dtype, 0, 0.0f))
         return fmt::format("amx_bf16 attention does not take the model's {} KV cache", kv::kv_dtype_name(info->kv_layout.dtype));
     return "";
 }
@@ -118,12 +118,12 @@ void tune_attention_method(TuneRun& run) {
         for (const auto& shape : shapes) {
             run.step(fmt::format("attention, {}: simd against amx_bf16", shape.what));
             AttentionBench bench(shape, run.pool);
-            kernels::set_attention_method(kernels::AttentionMethod::simd);
+            backend::cpu::set_attention_method(backend::cpu::AttentionMethod::simd);
             const double simd = bench.time(run.pool, run.min_seconds);
-            kernels::set_attention_method(kernels::AttentionMethod::amx_bf16);
-            const uint64_t before = kernels::amx_attention_dispatch_count();
+            backend::cpu::set_attention_method(backend::cpu::AttentionMethod::amx_bf16);
+            const uint64_t before = backend::cpu::amx_attention_dispatch_count();
             const double amx = bench.time(run.pool, run.min_seconds);
-            amx_taken = amx_taken && kernels::amx_attention_dispatch_count() > before;
+            amx_taken = amx_taken && backend::cpu::amx_attention_dispatch_count() > before;
             // (query token, key) pairs: a prompt's token i sees i + 1 keys; a decode token its position + 1.
             const bool decode = shape.tokens == 1;
             const double pairs = decode ? double(shape.sequences) * double(shape.position + 1)
@@ -146,7 +146,7 @@ void tune_attention_method(TuneRun& run) {
             const AttentionChoice c = choose_attention_method(timings, o.workload);
             p.plan.attention = c.method;
             attention_j["modelled_request_seconds"] = {{"simd", c.simd_seconds}, {"amx_bf16", c.amx_seconds}};
-            attention_j["chosen"] = kernels::attention_method_name(c.method);
+            attention_j["chosen"] = backend::cpu::attention_method_name(c.method);
             attention_j["rule"] =
                 "the lower modelled attention time of one request of the workload (its prompt and decode "
                 "query-key pairs times each method's time per pair on the prompt and on the decode cases); simd on a tie";
@@ -161,7 +161,7 @@ void tune_decode_prefetch(TuneRun& run) {
     const TuneOptions& o = run.options;
     Profile& p = run.profile;
     const int step_reps = run.step_reps;
-    if (kernels::decode_kv_prefetch_in_environment()) {
+    if (backend::cpu::decode_kv_prefetch_in_environment()) {
         run.step("decode KV prefetch: not measured (PAGODA_DECODE_PREFETCH pins it)");
         run.skip(kDecodePrefetchSteps - 1);
         p.measurements["decode_kv_prefetch"] = {{"measured", false}, {"why", "PAGODA_DECODE_PREFETCH pins it"}};
@@ -183,7 +183,7 @@ void tune_decode_prefetch(TuneRun& run) {
                 double off = 1e300, on = 1e300;
                 for (int round = 0; round < (o.quick ? 2 : 4); ++round)
                     for (const bool ahead : {round % 2 == 1, round % 2 == 0}) {  // off first, then on first
-                        kernels::set_decode_kv_prefetch(ahead);
+                        backend::cpu::set_decode_kv_prefetch(ahead);
                         double& best = ahead ? on : off;
                         best = std::min(best, time_step(*m, {b, ctx, 0}, step_reps));
                     }
@@ -194,7 +194,7 @@ void tune_decode_prefetch(TuneRun& run) {
         const DecodePrefetchChoice c = choose_decode_prefetch(timings);
         p.plan.decode_kv_prefetch = c.on;
         p.measurements["decode_kv_prefetch"] = {
-            {"attention", kernels::attention_method_name(kernels::attention_method())},
+            {"attention", backend::cpu::attention_method_name(backend::cpu::attention_method())},
             {"cases", cases_j},
             {"long_context_on_over_off", c.long_ratio},
             {"workload_on_over_off", c.workload_ratio},

@@ -26,7 +26,7 @@ namespace {
 std::map<GgmlType, std::vector<LayerShape>> layer_shapes(const gguf::File& file) {
     std::map<GgmlType, std::vector<LayerShape>> out;
     for (const auto& t : file.tensors()) {
-        if (t.shape.size() != 2 || t.name.rfind("blk.", 0) != 0 || !kernels::matmul_supports(t.type)) continue;
+        if (t.shape.size() != 2 || t.name.rfind("blk.", 0) != 0 || !backend::cpu::matmul_supports(t.type)) continue;
         if (t.shape[1] < 2) continue;  // vectors stored as [n, 1]
         auto& shapes = out[t.type];
         auto it = std::find_if(shapes.begin(), shapes.end(), [&](const LayerShape& s) {
@@ -36,22 +36,22 @@ std::map<GgmlType, std::vector<LayerShape>> layer_shapes(const gguf::File& file)
             ++it->count;
             continue;
         }
-        shapes.push_back({kernels::WeightView{t.type, t.data, t.shape[1], t.shape[0]}, 1});
+        shapes.push_back({backend::cpu::WeightView{t.type, t.data, t.shape[1], t.shape[0]}, 1});
     }
     return out;
 }
 
-bool reads_view(kernels::PathMethod m) { return m == kernels::PathMethod::dequant_fma || m == kernels::PathMethod::f32_fma; }
+bool reads_view(backend::cpu::PathMethod m) { return m == backend::cpu::PathMethod::dequant_fma || m == backend::cpu::PathMethod::f32_fma; }
 
 // Seconds per call: the minimum over repetitions (after a warm-up) lasting at least min_seconds.
-double time_matmul(const kernels::PackedWeight& w, const std::vector<float>& x, int64_t n, std::vector<float>& y,
+double time_matmul(const backend::cpu::PackedWeight& w, const std::vector<float>& x, int64_t n, std::vector<float>& y,
                    ThreadPool& pool, double min_seconds) {
     y.resize(size_t(n * w.source().rows));
-    kernels::matmul(w, x.data(), n, y.data(), pool);
+    backend::cpu::matmul(w, x.data(), n, y.data(), pool);
     double best = 1e300, total = 0;
     for (int r = 0; r < 200 && (r < 2 || total < min_seconds); ++r) {
         const auto start = Clock::now();
-        kernels::matmul(w, x.data(), n, y.data(), pool);
+        backend::cpu::matmul(w, x.data(), n, y.data(), pool);
         const double s = std::chrono::duration<double>(Clock::now() - start).count();
         best = std::min(best, s);
         total += s;
@@ -60,25 +60,25 @@ double time_matmul(const kernels::PackedWeight& w, const std::vector<float>& x, 
 }
 
 struct TypeBench {
-    std::vector<kernels::PackedWeight> weights;  // one per shape, packed for the method
+    std::vector<backend::cpu::PackedWeight> weights;  // one per shape, packed for the method
     std::vector<int> counts;
 };
 
-TypeBench prepare(const std::vector<LayerShape>& shapes, kernels::PathMethod method) {
+TypeBench prepare(const std::vector<LayerShape>& shapes, backend::cpu::PathMethod method) {
     TypeBench b;
-    const kernels::ScopedKernelChoice scope({method, kernels::gemm_tiles()});
+    const backend::cpu::ScopedKernelChoice scope({method, backend::cpu::gemm_tiles()});
     for (const auto& s : shapes) {
-        b.weights.push_back(reads_view(method) ? kernels::keep_views(std::span(&s.view, 1)) : kernels::pack_weight(s.view));
+        b.weights.push_back(reads_view(method) ? backend::cpu::keep_views(std::span(&s.view, 1)) : backend::cpu::pack_weight(s.view));
         b.counts.push_back(s.count);
     }
     return b;
 }
 
 // One step's matmuls of this type at n tokens, in seconds.
-double time_type(const TypeBench& b, kernels::PathMethod method, const kernels::GemmTiles& tiles, int64_t n,
-                 ThreadPool& pool, double min_seconds, int64_t amx_min_tokens = kernels::kDefaultAmxMinTokens,
-                 int64_t wide_min_tokens = kernels::kDefaultWideMinTokens) {
-    const kernels::ScopedKernelChoice scope({method, tiles, amx_min_tokens, wide_min_tokens});
+double time_type(const TypeBench& b, backend::cpu::PathMethod method, const backend::cpu::GemmTiles& tiles, int64_t n,
+                 ThreadPool& pool, double min_seconds, int64_t amx_min_tokens = backend::cpu::kDefaultAmxMinTokens,
+                 int64_t wide_min_tokens = backend::cpu::kDefaultWideMinTokens) {
+    const backend::cpu::ScopedKernelChoice scope({method, tiles, amx_min_tokens, wide_min_tokens});
     std::mt19937 rng(1234);
     std::normal_distribution<float> dist(0.f, 1.f);
     std::vector<float> x, y;
@@ -92,7 +92,7 @@ double time_type(const TypeBench& b, kernels::PathMethod method, const kernels::
     return total;
 }
 
-json tiles_json(const kernels::GemmTiles& t) { return {{"kc", t.kc}, {"mc", t.mc}, {"nc", t.nc}}; }
+json tiles_json(const backend::cpu::GemmTiles& t) { return {{"kc", t.kc}, {"mc", t.mc}, {"nc", t.nc}}; }
 
 struct RangeSpec {
     int64_t max_tokens;
@@ -103,31 +103,31 @@ struct RangeSpec {
 // A weight type's benches (one per method timed) and the method chosen, shared by its measurements.
 struct TypeTimings {
     TuneRun& run;
-    std::map<kernels::PathMethod, TypeBench> benches;
-    kernels::PathMethod best{};
+    std::map<backend::cpu::PathMethod, TypeBench> benches;
+    backend::cpu::PathMethod best{};
     // One step's matmuls of the type at n tokens under the chosen method, in seconds.
-    double time(const kernels::GemmTiles& t, int64_t n, int64_t amx_min_tokens = kernels::kDefaultAmxMinTokens,
-                int64_t wide_min_tokens = kernels::kDefaultWideMinTokens) {
+    double time(const backend::cpu::GemmTiles& t, int64_t n, int64_t amx_min_tokens = backend::cpu::kDefaultAmxMinTokens,
+                int64_t wide_min_tokens = backend::cpu::kDefaultWideMinTokens) {
         return time_type(benches[best], best, t, n, run.pool, run.min_seconds, amx_min_tokens, wide_min_tokens);
     }
 };
 
 // One method for every token count: the lowest sum of time relative to the best at each count.
-kernels::PathMethod choose_method(TypeTimings& tt, GgmlType type, const std::vector<LayerShape>& type_shapes,
-                                  const std::vector<kernels::PathMethod>& candidates, json& matmul_j) {
+backend::cpu::PathMethod choose_method(TypeTimings& tt, GgmlType type, const std::vector<LayerShape>& type_shapes,
+                                  const std::vector<backend::cpu::PathMethod>& candidates, json& matmul_j) {
     const TuneOptions& o = tt.run.options;
     const std::string tname = gguf::type_name(uint32_t(type));
     const std::vector<int64_t> counts = o.quick ? std::vector<int64_t>{1, 4, 64} : std::vector<int64_t>{1, 4, 16, 64, 512};
     json shapes_j = json::array();
     for (const auto& s : type_shapes) shapes_j.push_back({{"rows", s.view.rows}, {"cols", s.view.cols}, {"count", s.count}});
-    std::map<kernels::PathMethod, std::map<int64_t, double>> seconds;
+    std::map<backend::cpu::PathMethod, std::map<int64_t, double>> seconds;
     for (auto m : candidates) {
-        tt.run.step(fmt::format("{} matmuls, {}", tname, kernels::path_method_name(m)));
+        tt.run.step(fmt::format("{} matmuls, {}", tname, backend::cpu::path_method_name(m)));
         tt.benches[m] = prepare(type_shapes, m);
         for (int64_t n : counts)
-            seconds[m][n] = time_type(tt.benches[m], m, kernels::GemmTiles{}, n, tt.run.pool, tt.run.min_seconds);
+            seconds[m][n] = time_type(tt.benches[m], m, backend::cpu::GemmTiles{}, n, tt.run.pool, tt.run.min_seconds);
     }
-    kernels::PathMethod best = candidates.front();
+    backend::cpu::PathMethod best = candidates.front();
     double best_score = 1e300;
     json methods_j = json::object();
     for (auto m : candidates) {
@@ -139,10 +139,10 @@ kernels::PathMethod choose_method(TypeTimings& tt, GgmlType type, const std::vec
             score += seconds[m][n] / fastest;
             per_n[std::to_string(n)] = seconds[m][n];
         }
-        methods_j[kernels::path_method_name(m)] = {{"seconds_per_step", per_n}, {"relative_score", score}};
+        methods_j[backend::cpu::path_method_name(m)] = {{"seconds_per_step", per_n}, {"relative_score", score}};
         if (score < best_score) best_score = score, best = m;
     }
-    matmul_j[tname] = {{"shapes", shapes_j}, {"methods", methods_j}, {"chosen", kernels::path_method_name(best)}};
+    matmul_j[tname] = {{"shapes", shapes_j}, {"methods", methods_j}, {"chosen", backend::cpu::path_method_name(best)}};
     for (auto& [m, b] : tt.benches)
         if (m != best) b = TypeBench{};  // free the other layouts before the tile search
     tt.best = best;
@@ -150,7 +150,7 @@ kernels::PathMethod choose_method(TypeTimings& tt, GgmlType type, const std::vec
 }
 
 // Tiles per range, coordinate search from the defaults; a set is kept only when at least 3 % faster.
-json search_tiles(TypeTimings& tt, kernels::TypePlan& plan) {
+json search_tiles(TypeTimings& tt, backend::cpu::TypePlan& plan) {
     const TuneOptions& o = tt.run.options;
     const std::vector<RangeSpec> ranges =
         o.quick ? std::vector<RangeSpec>{{1, {1}, "1"}, {8, {4}, "2-8"}, {INT64_MAX, {64}, "9+"}}
@@ -160,18 +160,18 @@ json search_tiles(TypeTimings& tt, kernels::TypePlan& plan) {
     const std::vector<int64_t> mcs = o.quick ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{16, 64, 128};
     const std::vector<int64_t> ncs = o.quick ? std::vector<int64_t>{32, 128} : std::vector<int64_t>{16, 32, 128, 256};
     for (const auto& r : ranges) {
-        auto cost = [&](const kernels::GemmTiles& t) {
+        auto cost = [&](const backend::cpu::GemmTiles& t) {
             double c = 0;
             for (int64_t n : r.counts) c += tt.time(t, n);
             return c;
         };
-        const kernels::GemmTiles defaults{};
+        const backend::cpu::GemmTiles defaults{};
         const double base = cost(defaults);
-        kernels::GemmTiles cur = defaults;
+        backend::cpu::GemmTiles cur = defaults;
         double cur_cost = base;
         for (int dim = 0; dim < 3; ++dim) {
             for (int64_t v : dim == 0 ? kcs : dim == 1 ? mcs : ncs) {
-                kernels::GemmTiles t = cur;
+                backend::cpu::GemmTiles t = cur;
                 (dim == 0 ? t.kc : dim == 1 ? t.mc : t.nc) = v;
                 const double c = cost(t);
                 if (c < cur_cost) cur_cost = c, cur = t;
@@ -191,13 +191,13 @@ json search_tiles(TypeTimings& tt, kernels::TypePlan& plan) {
 
 // The type's step matmuls at each count under two (AMX, wide-kernel) thresholds, which give the
 // same bits: each count with its range's tiles, each pair of timings recorded under its keys.
-std::vector<AmxTiming> time_two_paths(TypeTimings& tt, const kernels::TypePlan& plan,
+std::vector<AmxTiming> time_two_paths(TypeTimings& tt, const backend::cpu::TypePlan& plan,
                                       const std::vector<int64_t>& path_counts, std::pair<int64_t, int64_t> base,
                                       std::pair<int64_t, int64_t> alt, const char* base_key, const char* alt_key,
                                       json& out) {
     std::vector<AmxTiming> timings;
     for (int64_t n : path_counts) {
-        kernels::GemmTiles t = kernels::GemmTiles{};
+        backend::cpu::GemmTiles t = backend::cpu::GemmTiles{};
         for (const auto& r : plan.ranges)
             if (n <= r.max_tokens) {
                 t = r.tiles;
@@ -218,16 +218,16 @@ MatmulPhase matmul_phase(const TuneOptions& o, const gguf::File& file) {
     if (phase.shapes.empty()) fail("tune: {} has no layer weights to measure (blk.N.* matrices)", o.model);
     // AMX tiles are measured only where they run (and only for types that end up on int8_dot).
     phase.amx_here = [] {
-        const kernels::ScopedKernelChoice scope({kernels::PathMethod::int8_dot, kernels::gemm_tiles()});
-        return kernels::amx_path_available();
+        const backend::cpu::ScopedKernelChoice scope({backend::cpu::PathMethod::int8_dot, backend::cpu::gemm_tiles()});
+        return backend::cpu::amx_path_available();
     }();
-    auto listed = [&](kernels::PathMethod m) { return std::find(o.methods.begin(), o.methods.end(), m) != o.methods.end(); };
+    auto listed = [&](backend::cpu::PathMethod m) { return std::find(o.methods.begin(), o.methods.end(), m) != o.methods.end(); };
     for (const auto& [type, s] : phase.shapes) {
         auto& candidates = phase.candidates[type];
-        for (auto m : kernels::kPathMethods)
-            if (kernels::method_applies(m, type) && kernels::method_runs_here(m)) candidates.push_back(m);
+        for (auto m : backend::cpu::kPathMethods)
+            if (backend::cpu::method_applies(m, type) && backend::cpu::method_runs_here(m)) candidates.push_back(m);
         if (std::any_of(candidates.begin(), candidates.end(), listed))
-            std::erase_if(candidates, [&](kernels::PathMethod m) { return !listed(m); });
+            std::erase_if(candidates, [&](backend::cpu::PathMethod m) { return !listed(m); });
     }
     return phase;
 }
@@ -235,7 +235,7 @@ MatmulPhase matmul_phase(const TuneOptions& o, const gguf::File& file) {
 size_t matmul_steps(const MatmulPhase& phase) {
     size_t steps = 0;
     for (const auto& [type, candidates] : phase.candidates)
-        steps += candidates.size() + 1 + (phase.amx_here && kernels::amx_applies(kernels::PathMethod::int8_dot, type));
+        steps += candidates.size() + 1 + (phase.amx_here && backend::cpu::amx_applies(backend::cpu::PathMethod::int8_dot, type));
     return steps;
 }
 
@@ -247,27 +247,27 @@ void tune_matmuls(TuneRun& run, const MatmulPhase& phase) {
     for (const auto& [type, type_shapes] : phase.shapes) {
         const std::string tname = gguf::type_name(uint32_t(type));
         TypeTimings tt{run, {}, {}};
-        const kernels::PathMethod best = choose_method(tt, type, type_shapes, phase.candidates.at(type), matmul_j);
+        const backend::cpu::PathMethod best = choose_method(tt, type, type_shapes, phase.candidates.at(type), matmul_j);
         run.step(fmt::format("{} GEMM tiles per token range", tname));
-        kernels::TypePlan plan{type, best, {}};
+        backend::cpu::TypePlan plan{type, best, {}};
         tiles_j[tname] = search_tiles(tt, plan);
         // The AMX threshold: the type's matmuls with the VNNI panels against AMX tiles (the same
         // bits), each count with its range's tiles.
-        if (phase.amx_here && kernels::amx_applies(best, type)) {
+        if (phase.amx_here && backend::cpu::amx_applies(best, type)) {
             run.step(fmt::format("{} matmuls, AMX int8 tiles against VNNI", tname));
             json amx_t = json::array();
-            const auto timings = time_two_paths(tt, plan, amx_counts, {kAmxNever, kernels::kDefaultWideMinTokens},
-                                                {1, kernels::kDefaultWideMinTokens}, "vnni_seconds", "amx_seconds", amx_t);
+            const auto timings = time_two_paths(tt, plan, amx_counts, {kAmxNever, backend::cpu::kDefaultWideMinTokens},
+                                                {1, backend::cpu::kDefaultWideMinTokens}, "vnni_seconds", "amx_seconds", amx_t);
             plan.amx_min_tokens = choose_amx_min_tokens(timings);
             amx_j[tname] = {{"timings", amx_t}, {"amx_min_tokens", *plan.amx_min_tokens}};
         }
         // The wide prefill kernel of the AVX-512 VNNI panels against the narrow one (the same bits),
         // AMX tiles off for both, each count with its range's tiles.
-        if (kernels::vnni_panels_active() && kernels::amx_applies(best, type)) {
+        if (backend::cpu::vnni_panels_active() && backend::cpu::amx_applies(best, type)) {
             run.step(fmt::format("{} matmuls, wide prefill kernel against narrow", tname));
             json wide_t = json::array();
             const auto timings = time_two_paths(tt, plan, {17, 32, 64, 128}, {kAmxNever, kAmxNever},
-                                                {kAmxNever, kernels::kDefaultWideMinTokens}, "narrow_seconds", "wide_seconds", wide_t);
+                                                {kAmxNever, backend::cpu::kDefaultWideMinTokens}, "narrow_seconds", "wide_seconds", wide_t);
             plan.wide_min_tokens = choose_wide_min_tokens(timings);
             wide_j[tname] = {{"timings", wide_t}, {"wide_min_tokens", *plan.wide_min_tokens}};
         }

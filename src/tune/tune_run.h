@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/kernel_plan.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/plan/kernel_plan.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
 #include "model/step_model.h"
@@ -43,14 +43,14 @@ struct TuneRun {
 
 // One distinct 2-D layer weight shape of a type, and how many layers have it.
 struct LayerShape {
-    kernels::WeightView view;
+    backend::cpu::WeightView view;
     int count = 0;
 };
 
 // What the matmul phase measures (tuner.cpp counts its steps from it).
 struct MatmulPhase {
     std::map<gguf::GgmlType, std::vector<LayerShape>> shapes;  // per weight type in the layers
-    std::map<gguf::GgmlType, std::vector<kernels::PathMethod>> candidates;  // the methods timed, per type
+    std::map<gguf::GgmlType, std::vector<backend::cpu::PathMethod>> candidates;  // the methods timed, per type
     bool amx_here = false;  // AMX tiles run here (for types that end up on int8_dot)
 };
 

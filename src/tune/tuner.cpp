@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/cpu_features.h"
 #include "core/machine_limits.h"
 #include "core/thread_pool.h"
@@ -121,10 +121,10 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     tune_machine_limits(run);
     tune_matmuls(run, matmuls);
     tune_attention_method(run);
-    kernels::set_kernel_plan(p.plan);  // what the steps below run with (matmul methods, tiles, attention method)
+    backend::cpu::set_kernel_plan(p.plan);  // what the steps below run with (matmul methods, tiles, attention method)
     tune_threads(run);
     tune_decode_prefetch(run);
-    kernels::set_kernel_plan(p.plan);  // the steps below run with the choice
+    backend::cpu::set_kernel_plan(p.plan);  // the steps below run with the choice
     const MeasuredCurves measured = tune_step_curves(run, points);
     tune_kv_block_size(run, measured.ctx_limit);
     tune_scheduler_knobs(run, measured.curves, points, measured.ctx_limit);

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/path_method.h"
+#include "backend/cpu/plan/path_method.h"
 #include "tune/profile.h"
 #include "tune/scheduler_knobs.h"
 
@@ -59,7 +59,7 @@ struct TuneOptions {
     ServeCheck serve_check;     // empty: the chosen setting's worst step is timed instead of served
     // The methods measured for each weight type: those of this list that apply to it and run here,
     // or, where none of them does (or the list is empty), every one that does.
-    std::vector<kernels::PathMethod> methods;
+    std::vector<backend::cpu::PathMethod> methods;
 };
 
 // Called between measurements: (step done, steps in all, what is being measured).

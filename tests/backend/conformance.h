@@ -55,7 +55,7 @@ constexpr double kEmbedTolerance = 1e-6;
 constexpr double kOpTolerance = 1e-5;
 constexpr double kAttentionTolerance = 3e-5;
 // PAGODA_ATTENTION=amx_bf16 in the environment makes the CPU backend round f16 and bf16 caches'
-// attention to bf16 on AMX tiles where they run (backend/cpu/attention.h): bf16's error, not f32's.
+// attention to bf16 on AMX tiles where they run (backend/cpu/attention/attention.h): bf16's error, not f32's.
 // That method is held to its own references in tests/backend/cpu/amx_attention_test.cpp; here such a
 // run is compared at bf16's tolerance (the worst seen: 0.8 % of max |want|).
 constexpr double kBf16AttentionTolerance = 3e-2;

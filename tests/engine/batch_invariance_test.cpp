@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"
@@ -130,19 +130,19 @@ std::string random_f16_model() {
 // every token count, decode included, and each output depends on its own token only.
 TEST(BatchInvariance, RandomF16ModelOnAmxBf16TilesAloneVersusBatched) {
     if (active_isa() != Isa::avx512) GTEST_SKIP() << "the AMX bf16 kernel needs the avx512 path (PAGODA_ISA or the CPU chose another)";
-    kernels::testing::AmxGuard amx;
-    kernels::testing::KernelConfigGuard config;
+    backend::cpu::testing::AmxGuard amx;
+    backend::cpu::testing::KernelConfigGuard config;
     set_amx_enabled(true);
-    if (!amx_bf16_hardware_available()) kernels::set_amx_emulation(true);
-    kernels::set_float_method(kernels::FloatMethod::amx_bf16);
+    if (!amx_bf16_hardware_available()) backend::cpu::set_amx_emulation(true);
+    backend::cpu::set_float_method(backend::cpu::FloatMethod::amx_bf16);
     const std::string m = random_f16_model();
     const int64_t vocab = 300, max_tokens = 6;
     std::vector<std::vector<int32_t>> prompts;
     for (uint32_t i = 0; i < 12; ++i) prompts.push_back(test::make_prompt(1 + (i * 13) % 29, i + 1, vocab));
-    const uint64_t before = kernels::amx_bf16_dispatch_count();
+    const uint64_t before = backend::cpu::amx_bf16_dispatch_count();
     std::vector<std::vector<int32_t>> alone;
     for (const auto& p : prompts) alone.push_back(run_batch(m, {512, 1, 4096, 16}, {p}, max_tokens, {0})[0]);
-    EXPECT_GT(kernels::amx_bf16_dispatch_count(), before) << "the AMX bf16 tiles were not used";
+    EXPECT_GT(backend::cpu::amx_bf16_dispatch_count(), before) << "the AMX bf16 tiles were not used";
     const std::vector<Scenario> scenarios = {{512, 12, 4096, 16}, {7, 4, 4096, 4}, {16, 12, 96, 4}};
     for (size_t si = 0; si < scenarios.size(); ++si) {
         std::vector<int> arrive(prompts.size());
@@ -157,22 +157,22 @@ TEST(BatchInvariance, RandomF16ModelOnAmxBf16TilesAloneVersusBatched) {
 // block sizes 16, 4 and 1 — decode tokens and prefill chunks take the same walk per query row.
 TEST(BatchInvariance, RandomF16ModelWithAmxAttentionAloneVersusBatched) {
     if (active_isa() != Isa::avx512) GTEST_SKIP() << "the AMX attention method needs the avx512 path (PAGODA_ISA or the CPU chose another)";
-    kernels::testing::AmxGuard amx;
+    backend::cpu::testing::AmxGuard amx;
     struct MethodGuard {
-        std::optional<kernels::AttentionMethod> saved = kernels::installed_attention_method();
-        ~MethodGuard() { kernels::set_attention_method(saved); }
+        std::optional<backend::cpu::AttentionMethod> saved = backend::cpu::installed_attention_method();
+        ~MethodGuard() { backend::cpu::set_attention_method(saved); }
     } method_guard;
     set_amx_enabled(true);
-    if (!amx_bf16_hardware_available()) kernels::set_amx_emulation(true);
-    kernels::set_attention_method(kernels::AttentionMethod::amx_bf16);
+    if (!amx_bf16_hardware_available()) backend::cpu::set_amx_emulation(true);
+    backend::cpu::set_attention_method(backend::cpu::AttentionMethod::amx_bf16);
     const std::string m = random_f16_model();
     const int64_t vocab = 300, max_tokens = 6;
     std::vector<std::vector<int32_t>> prompts;
     for (uint32_t i = 0; i < 12; ++i) prompts.push_back(test::make_prompt(1 + (i * 17) % 41, i + 3, vocab));
-    const uint64_t before = kernels::amx_attention_dispatch_count();
+    const uint64_t before = backend::cpu::amx_attention_dispatch_count();
     std::vector<std::vector<int32_t>> alone;
     for (const auto& p : prompts) alone.push_back(run_batch(m, {512, 1, 4096, 16}, {p}, max_tokens, {0})[0]);
-    EXPECT_GT(kernels::amx_attention_dispatch_count(), before) << "the AMX attention method was not used";
+    EXPECT_GT(backend::cpu::amx_attention_dispatch_count(), before) << "the AMX attention method was not used";
     const std::vector<Scenario> scenarios = {{512, 12, 4096, 16}, {7, 4, 4096, 4}, {16, 12, 96, 4}, {33, 8, 512, 1}};
     for (size_t si = 0; si < scenarios.size(); ++si) {
         std::vector<int> arrive(prompts.size());

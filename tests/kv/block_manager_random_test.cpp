@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "kv/block_manager.h"
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/kv/kv_pool.h"
 
 namespace pagoda::kv {
 namespace {
 
-using kernels::KvPool;
+using backend::cpu::KvPool;
 
 // "KV" of a position: two floats that encode a 48-bit hash of the token prefix and position
 // exactly (24 bits each), independent of the code under test.

@@ -63,8 +63,8 @@ class GptOssModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GptOssModel, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
-    kernels::testing::KernelConfigGuard guard;
-    kernels::set_float_method(kernels::FloatMethod::f32_fma);
+    backend::cpu::testing::KernelConfigGuard guard;
+    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(model_path(c)));
     const ModelConfig cfg = read_config(*file);
     EXPECT_EQ(cfg.arch, "gpt-oss");

@@ -97,8 +97,8 @@ TEST_P(MoeModel, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
     // Exact f32 products for F16 weights too (bf16_dot, the default on AVX512_BF16 CPUs, rounds the
     // activations to bf16: reference_model_test covers that path's looser bound).
-    kernels::testing::KernelConfigGuard guard;
-    kernels::set_float_method(kernels::FloatMethod::f32_fma);
+    backend::cpu::testing::KernelConfigGuard guard;
+    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(model_path(c)));
     const ModelConfig cfg = read_config(*file);
     ASSERT_EQ(cfg.n_experts, 4);

@@ -27,7 +27,7 @@ struct Case {
     double tolerance;  // max |engine - reference| relative to the largest |reference logit|
     // F16 / BF16 weights: f32_fma is exact up to f32 sums; bf16_dot (where the CPU has it) rounds the
     // activations (and F16 weights) to bf16, 8 significant bits, so its cases get a looser tolerance.
-    kernels::FloatMethod method = kernels::FloatMethod::f32_fma;
+    backend::cpu::FloatMethod method = backend::cpu::FloatMethod::f32_fma;
     bool amx_emulated = false;  // amx_bf16 on the emulated tiles (any AVX-512 host)
     bool fusion = true;
     std::string quantize;  // a `pagoda quantize` target applied to the written model ("" = none)
@@ -71,27 +71,27 @@ std::vector<Case> cases() {
     // layers the logits stay within 2e-2 of the largest logit (measured: 3.6e-3 F16, 3.4e-3 BF16).
     {
         Case c{"llama_f16_bf16dot", base, 2e-2};
-        c.spec.type = gguf::GgmlType::F16; c.spec.seed = 4; c.method = kernels::FloatMethod::bf16_dot;
+        c.spec.type = gguf::GgmlType::F16; c.spec.seed = 4; c.method = backend::cpu::FloatMethod::bf16_dot;
         out.push_back(c);
     }
     {
         Case c{"qwen2_bf16_headdim16_bf16dot", base, 2e-2};
         c.spec.arch = "qwen2"; c.spec.type = gguf::GgmlType::BF16; c.spec.head_dim = 16; c.spec.seed = 5;
-        c.method = kernels::FloatMethod::bf16_dot;
+        c.method = backend::cpu::FloatMethod::bf16_dot;
         out.push_back(c);
     }
     // The AMX bf16 tiles (emulated here; the same operands as bf16_dot, summed in another order):
     // the same bound.
     {
         Case c{"llama_f16_amxbf16", base, 2e-2};
-        c.spec.type = gguf::GgmlType::F16; c.spec.seed = 4; c.method = kernels::FloatMethod::amx_bf16;
+        c.spec.type = gguf::GgmlType::F16; c.spec.seed = 4; c.method = backend::cpu::FloatMethod::amx_bf16;
         c.amx_emulated = true;
         out.push_back(c);
     }
     {
         Case c{"qwen2_bf16_headdim16_amxbf16", base, 2e-2};
         c.spec.arch = "qwen2"; c.spec.type = gguf::GgmlType::BF16; c.spec.head_dim = 16; c.spec.seed = 5;
-        c.method = kernels::FloatMethod::amx_bf16;
+        c.method = backend::cpu::FloatMethod::amx_bf16;
         c.amx_emulated = true;
         out.push_back(c);
     }
@@ -156,15 +156,15 @@ class ReferenceModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
     const Case& c = GetParam();
-    kernels::testing::KernelConfigGuard guard;  // packing (at load) follows the float method
-    kernels::testing::AmxGuard amx;
+    backend::cpu::testing::KernelConfigGuard guard;  // packing (at load) follows the float method
+    backend::cpu::testing::AmxGuard amx;
     if (c.amx_emulated) {
         if (active_isa() != Isa::avx512) GTEST_SKIP() << "the AMX bf16 kernel needs the avx512 path (PAGODA_ISA or the CPU chose another)";
         set_amx_enabled(true);
-        kernels::set_amx_emulation(true);
+        backend::cpu::set_amx_emulation(true);
     }
-    kernels::set_float_method(c.method);
-    const uint64_t tiles_before = kernels::amx_bf16_dispatch_count();
+    backend::cpu::set_float_method(c.method);
+    const uint64_t tiles_before = backend::cpu::amx_bf16_dispatch_count();
     const std::string path = test::temp_path(c.name + ".gguf");
     write_random_model(c.spec, nullptr, path);
     if (!c.quantize.empty()) {
@@ -211,7 +211,7 @@ TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
         logits = runner.decode(1, ids[p]);
         check(logits.data(), p);
     }
-    if (c.amx_emulated) EXPECT_GT(kernels::amx_bf16_dispatch_count(), tiles_before) << "the AMX bf16 tiles were not used";
+    if (c.amx_emulated) EXPECT_GT(backend::cpu::amx_bf16_dispatch_count(), tiles_before) << "the AMX bf16 tiles were not used";
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, ReferenceModel, ::testing::ValuesIn(cases()),

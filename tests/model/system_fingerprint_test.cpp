@@ -7,7 +7,7 @@
 #include <regex>
 #include <set>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "fixtures.h"
 #include "model/open_step_model.h"
@@ -63,10 +63,10 @@ TEST(SystemFingerprint, PartsOfAnOpenedModel) {
     EXPECT_EQ(p.threads, 1);
     EXPECT_NE(p.kernel_plan.find("f32 "), std::string::npos) << p.kernel_plan;
     // The float method in use is part of it (PAGODA_FLOAT_METHOD changes results, not the plan's name).
-    kernels::testing::KernelConfigGuard guard;
-    kernels::set_float_method(kernels::FloatMethod::f32_fma);
+    backend::cpu::testing::KernelConfigGuard guard;
+    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
     const std::string fma = fingerprint_parts(m->info()).kernel_plan;
-    kernels::set_float_method(kernels::FloatMethod::bf16_dot);
+    backend::cpu::set_float_method(backend::cpu::FloatMethod::bf16_dot);
     EXPECT_NE(fingerprint_parts(m->info()).kernel_plan, fma);
 }
 

@@ -12,7 +12,7 @@
 
 #include "fixtures.h"
 #include "gguf/gguf.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "model/random_model.h"
 #include "model/open_step_model.h"
 #include "model/sequence_runner.h"
@@ -81,7 +81,7 @@ TEST(QuantizedModel, NewBlockTypesRunAndMatchTheirDequantisedModel) {
     model::write_random_model(spec, nullptr, f32_path);
     std::vector<int32_t> ids;
     for (int i = 0; i < 9; ++i) ids.push_back((i * 37 + 11) % 300);
-    const kernels::QuantMethod saved = kernels::quant_method();
+    const backend::cpu::QuantMethod saved = backend::cpu::quant_method();
     for (GgmlType type : {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_NL,
                           GgmlType::IQ4_XS, GgmlType::MXFP4}) {
         const std::string name = gguf::type_name(uint32_t(type));
@@ -92,27 +92,27 @@ TEST(QuantizedModel, NewBlockTypesRunAndMatchTheirDequantisedModel) {
             EXPECT_EQ(file->find_tensor("blk.0.attn_q.weight")->type, type);
             EXPECT_EQ(file->find_tensor("token_embd.weight")->type, type);
         }
-        kernels::set_quant_method(kernels::QuantMethod::dequant_fma);
+        backend::cpu::set_quant_method(backend::cpu::QuantMethod::dequant_fma);
         const auto expected = run_logits(dpath, ids);
         double scale = 0;
         for (float v : expected) scale = std::max(scale, double(std::fabs(v)));
         ASSERT_GT(scale, 0.0);
-        for (auto method : {kernels::QuantMethod::dequant_fma, kernels::QuantMethod::int8_dot}) {
-            kernels::set_quant_method(method);
+        for (auto method : {backend::cpu::QuantMethod::dequant_fma, backend::cpu::QuantMethod::int8_dot}) {
+            backend::cpu::set_quant_method(method);
             const auto got = run_logits(qpath, ids);
             ASSERT_EQ(got.size(), expected.size());
             // dequant_fma: only the order of f32 sums may differ. int8: activation rounding (~0.4% per
             // value; about 0.6% of the largest logit here).
-            const double tol = method == kernels::QuantMethod::dequant_fma ? 1e-4 : 2e-2;
+            const double tol = method == backend::cpu::QuantMethod::dequant_fma ? 1e-4 : 2e-2;
             double worst = 0;
             for (size_t i = 0; i < got.size(); ++i) {
                 ASSERT_TRUE(std::isfinite(got[i])) << name;
                 worst = std::max(worst, std::fabs(double(got[i]) - expected[i]) / scale);
             }
-            EXPECT_LT(worst, tol) << name << " " << kernels::quant_method_name(method);
+            EXPECT_LT(worst, tol) << name << " " << backend::cpu::quant_method_name(method);
         }
     }
-    kernels::set_quant_method(saved);
+    backend::cpu::set_quant_method(saved);
 }
 
 TEST(QuantizedModel, MixedFileWithEveryCodebookTypeRuns) {
@@ -136,27 +136,27 @@ TEST(QuantizedModel, MixedFileWithEveryCodebookTypeRuns) {
     }
     std::vector<int32_t> ids;
     for (int i = 0; i < 9; ++i) ids.push_back((i * 37 + 11) % 300);
-    const kernels::QuantMethod saved = kernels::quant_method();
-    kernels::set_quant_method(kernels::QuantMethod::dequant_fma);
+    const backend::cpu::QuantMethod saved = backend::cpu::quant_method();
+    backend::cpu::set_quant_method(backend::cpu::QuantMethod::dequant_fma);
     const auto expected = run_logits(dpath, ids);
     double scale = 0;
     for (float v : expected) scale = std::max(scale, double(std::fabs(v)));
     ASSERT_GT(scale, 0.0);
-    for (auto method : {kernels::QuantMethod::dequant_fma, kernels::QuantMethod::int8_dot}) {
-        kernels::set_quant_method(method);
+    for (auto method : {backend::cpu::QuantMethod::dequant_fma, backend::cpu::QuantMethod::int8_dot}) {
+        backend::cpu::set_quant_method(method);
         const auto got = run_logits(qpath, ids);
         ASSERT_EQ(got.size(), expected.size());
         // int8: activation rounding, as above; the random IQ1/IQ2 codes make larger weights (measured
         // worst 3.3e-2 of the largest logit).
-        const double tol = method == kernels::QuantMethod::dequant_fma ? 1e-4 : 5e-2;
+        const double tol = method == backend::cpu::QuantMethod::dequant_fma ? 1e-4 : 5e-2;
         double worst = 0;
         for (size_t i = 0; i < got.size(); ++i) {
             ASSERT_TRUE(std::isfinite(got[i]));
             worst = std::max(worst, std::fabs(double(got[i]) - expected[i]) / scale);
         }
-        EXPECT_LT(worst, tol) << kernels::quant_method_name(method);
+        EXPECT_LT(worst, tol) << backend::cpu::quant_method_name(method);
     }
-    kernels::set_quant_method(saved);
+    backend::cpu::set_quant_method(saved);
 }
 
 }  // namespace

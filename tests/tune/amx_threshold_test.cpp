@@ -21,7 +21,7 @@ TEST(AmxThreshold, SmallestCountFromWhichAmxKeepsWinning) {
 TEST(AmxThreshold, TheWideKernelsThresholdFollowsTheSameRuleFrom17) {
     EXPECT_EQ(choose_wide_min_tokens({{17, 1.0, 0.8}, {32, 2.0, 1.5}, {64, 4.0, 3.0}}), 17);
     EXPECT_EQ(choose_wide_min_tokens({{17, 1.0, 1.2}, {32, 2.0, 1.5}, {64, 4.0, 3.0}}), 32);
-    EXPECT_EQ(choose_wide_min_tokens({{8, 1.0, 0.5}, {32, 2.0, 1.5}}), kernels::kDefaultWideMinTokens) << "clamped to 17";
+    EXPECT_EQ(choose_wide_min_tokens({{8, 1.0, 0.5}, {32, 2.0, 1.5}}), backend::cpu::kDefaultWideMinTokens) << "clamped to 17";
     EXPECT_EQ(choose_wide_min_tokens({{17, 1.0, 1.2}, {64, 4.0, 4.5}}), kAmxNever) << "the narrow kernel always";
 }
 

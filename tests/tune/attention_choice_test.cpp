@@ -14,7 +14,7 @@
 namespace pagoda::tune {
 namespace {
 
-using kernels::AttentionMethod;
+using backend::cpu::AttentionMethod;
 
 // Shapes as the tuner times them: prompts of 512 and 2048 tokens, decode of 1 and 16 sequences at
 // position 1024; amx_bf16 takes `prompt` and `decode` times simd's time on each kind.

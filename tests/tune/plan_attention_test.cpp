@@ -8,12 +8,12 @@
 #include <string>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 struct Guards {
@@ -101,4 +101,4 @@ TEST(KernelPlanAttention, RefusedWhereAmxBf16CannotRun) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

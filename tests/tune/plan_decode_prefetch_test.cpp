@@ -8,12 +8,12 @@
 #include <string>
 #include <utility>
 
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
 #include "env_guard.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 // PAGODA_DECODE_PREFETCH set (or unset: no value) for one scope; the plan cleared after.
@@ -78,4 +78,4 @@ TEST(KernelPlanDecodePrefetch, ABadValueIsAnError) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -11,11 +11,11 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -259,4 +259,4 @@ TEST(KernelPlan, TheWideThresholdSwitchesPathsNotBits) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -9,7 +9,7 @@
 #include <functional>
 #include <algorithm>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
 #include "env_guard.h"
 #include "fixtures.h"
@@ -28,8 +28,8 @@ Profile sample() {
     p.machine = current_machine();
     p.model_path = "/models/small-q4_0.gguf";
     p.model_identity = 0x0123456789abcdefULL;
-    p.plan.types = {{GgmlType::Q4_0, kernels::PathMethod::int8_dot, {{1, {512, 32, 64}}, {8, {256, 16, 64}}, {INT64_MAX, {1024, 64, 128}}}, 48, 24},
-                    {GgmlType::F16, kernels::PathMethod::f32_fma, {{INT64_MAX, {512, 32, 64}}}}};
+    p.plan.types = {{GgmlType::Q4_0, backend::cpu::PathMethod::int8_dot, {{1, {512, 32, 64}}, {8, {256, 16, 64}}, {INT64_MAX, {1024, 64, 128}}}, 48, 24},
+                    {GgmlType::F16, backend::cpu::PathMethod::f32_fma, {{INT64_MAX, {512, 32, 64}}}}};
     p.threads = 2;
     p.kv_block_size = 32;
     p.scheduler = {256, 16, 50, 41.5, 321.25, true};
@@ -65,7 +65,7 @@ TEST(Profile, RoundTripsThroughJsonAndAFile) {
     EXPECT_EQ(q.model_identity, p.model_identity);
     ASSERT_EQ(q.plan.types.size(), 2u);
     EXPECT_EQ(q.plan.types[0].type, GgmlType::Q4_0);
-    EXPECT_EQ(q.plan.types[0].method, kernels::PathMethod::int8_dot);
+    EXPECT_EQ(q.plan.types[0].method, backend::cpu::PathMethod::int8_dot);
     ASSERT_EQ(q.plan.types[0].ranges.size(), 3u);
     EXPECT_EQ(q.plan.types[0].ranges[1].max_tokens, 8);
     EXPECT_EQ(q.plan.types[0].ranges[1].tiles.mc, 16);
@@ -185,15 +185,15 @@ TEST(Profile, TheAttentionMethodIsOptional) {
     EXPECT_FALSE(absent.plan.attention.has_value());
     EXPECT_NE(describe_profile(absent).find("attention simd (not measured)"), std::string::npos) << describe_profile(absent);
 
-    for (auto m : kernels::kAttentionMethods) {
+    for (auto m : backend::cpu::kAttentionMethods) {
         p.plan.attention = m;
         const json j = profile_to_json(p);
-        EXPECT_EQ(j.at("attention"), kernels::attention_method_name(m));
+        EXPECT_EQ(j.at("attention"), backend::cpu::attention_method_name(m));
         const Profile q = parse_profile(j.dump());
         ASSERT_TRUE(q.plan.attention.has_value());
         EXPECT_EQ(*q.plan.attention, m);
         EXPECT_EQ(profile_to_json(q), j);
-        EXPECT_NE(describe_profile(q).find(std::string("attention ") + kernels::attention_method_name(m) + "\n"),
+        EXPECT_NE(describe_profile(q).find(std::string("attention ") + backend::cpu::attention_method_name(m) + "\n"),
                   std::string::npos)
             << describe_profile(q);
     }
@@ -238,14 +238,14 @@ TEST(Profile, TheDecodeKvPrefetchIsOptional) {
 
 TEST(ProfileUse, ExplicitDefaultLocationAndNone) {
     struct Clear {
-        ~Clear() { kernels::clear_kernel_plan(); }
+        ~Clear() { backend::cpu::clear_kernel_plan(); }
     } clear;
     const std::string dir = test::temp_path("profile-xdg");
     std::filesystem::create_directories(dir + "/pagoda");
     pagoda::test::EnvGuard xdg("XDG_CONFIG_HOME", dir);
     EXPECT_EQ(default_profile_path(), dir + "/pagoda/profile.json");
     EXPECT_FALSE(use_profile("", ""));  // nothing at the default location
-    EXPECT_FALSE(kernels::has_kernel_plan());
+    EXPECT_FALSE(backend::cpu::has_kernel_plan());
 
     Profile p = sample();
     write_profile_file(p, dir + "/pagoda/profile.json");
@@ -254,17 +254,17 @@ TEST(ProfileUse, ExplicitDefaultLocationAndNone) {
     EXPECT_EQ(s->max_batched_tokens, 256);
     EXPECT_EQ(s->max_seqs, 16);
     EXPECT_EQ(s->kv_block_size, 32);
-    EXPECT_TRUE(kernels::has_kernel_plan());
-    EXPECT_EQ(kernels::kernel_choice(GgmlType::Q4_0, 4).tiles.mc, 16);
-    kernels::clear_kernel_plan();
+    EXPECT_TRUE(backend::cpu::has_kernel_plan());
+    EXPECT_EQ(backend::cpu::kernel_choice(GgmlType::Q4_0, 4).tiles.mc, 16);
+    backend::cpu::clear_kernel_plan();
     EXPECT_FALSE(use_profile("none", ""));
-    EXPECT_FALSE(kernels::has_kernel_plan());
+    EXPECT_FALSE(backend::cpu::has_kernel_plan());
 
     // From another machine: skipped at the default location, refused when named.
     p.machine.model += 1;
     write_profile_file(p, dir + "/pagoda/profile.json");
     EXPECT_FALSE(use_profile("", ""));
-    EXPECT_FALSE(kernels::has_kernel_plan());
+    EXPECT_FALSE(backend::cpu::has_kernel_plan());
     try {
         (void)use_profile(dir + "/pagoda/profile.json", "");
         FAIL() << "accepted";

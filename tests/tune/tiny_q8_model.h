@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/thread_pool.h"
 #include "fixtures.h"
 #include "model/random_model.h"
@@ -37,7 +37,7 @@ inline TuneOptions quick_tiny_options() {
 }
 
 struct PlanCleared {
-    ~PlanCleared() { kernels::clear_kernel_plan(); }
+    ~PlanCleared() { backend::cpu::clear_kernel_plan(); }
 };
 
 }  // namespace pagoda::tune::test

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "tune/amx_threshold.h"
 #include "tune/attention_choice.h"
@@ -25,26 +25,26 @@ namespace {
 // dequant_fma could time faster on this tiny model).
 TuneOptions quick_int8_options() {
     TuneOptions o = test::quick_tiny_options();
-    o.methods = {kernels::PathMethod::int8_dot};
+    o.methods = {backend::cpu::PathMethod::int8_dot};
     return o;
 }
 
 TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
     if (!(best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
     if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
-    kernels::testing::AmxGuard amx;
-    kernels::testing::KernelConfigGuard config;
+    backend::cpu::testing::AmxGuard amx;
+    backend::cpu::testing::KernelConfigGuard config;
     test::PlanCleared clear;
     set_isa(Isa::avx512);
-    kernels::set_quant_method(kernels::QuantMethod::int8_dot);
+    backend::cpu::set_quant_method(backend::cpu::QuantMethod::int8_dot);
     set_amx_enabled(true);
-    kernels::set_amx_emulation(true);
+    backend::cpu::set_amx_emulation(true);
     const TuneOptions o = quick_int8_options();
     std::vector<std::string> progress;
     const Profile p = tune_model(o, [&](size_t, size_t, const std::string& what) { progress.push_back(what); });
-    const kernels::TypePlan* q8 = p.plan.find(gguf::GgmlType::Q8_0);
+    const backend::cpu::TypePlan* q8 = p.plan.find(gguf::GgmlType::Q8_0);
     ASSERT_NE(q8, nullptr);
-    ASSERT_EQ(q8->method, kernels::PathMethod::int8_dot);
+    ASSERT_EQ(q8->method, backend::cpu::PathMethod::int8_dot);
     ASSERT_TRUE(q8->amx_min_tokens.has_value());
     const auto& m = p.measurements.at("amx").at("q8_0");
     ASSERT_EQ(m.at("timings").size(), 2u);  // --quick: 16 and 64 tokens
@@ -80,7 +80,7 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
               3);
     if (att.contains("chosen")) {
         ASSERT_TRUE(p.plan.attention.has_value());
-        EXPECT_EQ(att.at("chosen"), kernels::attention_method_name(*p.plan.attention));
+        EXPECT_EQ(att.at("chosen"), backend::cpu::attention_method_name(*p.plan.attention));
         // The choice again from what the profile recorded: each case's query-key pairs, the workload.
         std::vector<AttentionTiming> timings;
         for (const auto& c : att.at("cases")) {
@@ -102,8 +102,8 @@ TEST(TuneAmx, TheThresholdIsMeasuredWhereAmxRuns) {
 }
 
 TEST(TuneAmx, TheAttentionMethodIsNotMeasuredWhereAmxIsOff) {
-    kernels::testing::AmxGuard amx;
-    kernels::testing::KernelConfigGuard config;
+    backend::cpu::testing::AmxGuard amx;
+    backend::cpu::testing::KernelConfigGuard config;
     test::PlanCleared clear;
     set_amx_enabled(false);
     const TuneOptions o = quick_int8_options();

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "env_guard.h"
 #include "tiny_q8_model.h"
@@ -21,7 +21,7 @@ namespace pagoda::tune {
 namespace {
 
 TEST(TuneDecodePrefetch, MeasuredOnWholeDecodeStepsAndChosenByTheRule) {
-    kernels::testing::KernelConfigGuard config;
+    backend::cpu::testing::KernelConfigGuard config;
     test::PlanCleared clear;
     pagoda::test::EnvGuard env("PAGODA_DECODE_PREFETCH", std::nullopt);
     const TuneOptions o = test::quick_tiny_options();
@@ -54,11 +54,11 @@ TEST(TuneDecodePrefetch, MeasuredOnWholeDecodeStepsAndChosenByTheRule) {
     EXPECT_EQ(*p.plan.decode_kv_prefetch, choose_decode_prefetch(timings).on);
     EXPECT_EQ(m.at("chosen"), *p.plan.decode_kv_prefetch);
     EXPECT_EQ(profile_to_json(p).at("decode_kv_prefetch"), *p.plan.decode_kv_prefetch);
-    EXPECT_EQ(kernels::decode_kv_prefetch(), *p.plan.decode_kv_prefetch) << "installed for the steps after it";
+    EXPECT_EQ(backend::cpu::decode_kv_prefetch(), *p.plan.decode_kv_prefetch) << "installed for the steps after it";
 }
 
 TEST(TuneDecodePrefetch, NotMeasuredWhereTheEnvironmentPinsIt) {
-    kernels::testing::KernelConfigGuard config;
+    backend::cpu::testing::KernelConfigGuard config;
     test::PlanCleared clear;
     pagoda::test::EnvGuard env("PAGODA_DECODE_PREFETCH", "1");
     std::vector<std::string> progress;
@@ -69,7 +69,7 @@ TEST(TuneDecodePrefetch, NotMeasuredWhereTheEnvironmentPinsIt) {
     EXPECT_EQ(p.measurements.at("decode_kv_prefetch").at("measured"), false);
     EXPECT_NE(std::find(progress.begin(), progress.end(), "decode KV prefetch: not measured (PAGODA_DECODE_PREFETCH pins it)"),
               progress.end());
-    EXPECT_TRUE(kernels::decode_kv_prefetch());
+    EXPECT_TRUE(backend::cpu::decode_kv_prefetch());
 }
 
 }  // namespace

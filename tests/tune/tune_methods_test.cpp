@@ -17,28 +17,28 @@ protected:
         if (std::getenv("PAGODA_QUANT_METHOD")) GTEST_SKIP() << "PAGODA_QUANT_METHOD pins the quantised method";
     }
     // The methods tune measured for the model's Q8_0 matrices, given this list.
-    static nlohmann::json q8_methods_measured(std::vector<kernels::PathMethod> methods, kernels::PathMethod* chosen) {
+    static nlohmann::json q8_methods_measured(std::vector<backend::cpu::PathMethod> methods, backend::cpu::PathMethod* chosen) {
         TuneOptions o = test::quick_tiny_options();
         o.methods = std::move(methods);
         const Profile p = tune_model(o, [](size_t, size_t, const std::string&) {});
-        const kernels::TypePlan* q8 = p.plan.find(gguf::GgmlType::Q8_0);
+        const backend::cpu::TypePlan* q8 = p.plan.find(gguf::GgmlType::Q8_0);
         if (q8 && chosen) *chosen = q8->method;
         return p.measurements.at("matmul").at("q8_0").at("methods");
     }
-    kernels::testing::KernelConfigGuard config_;
+    backend::cpu::testing::KernelConfigGuard config_;
     test::PlanCleared clear_;
 };
 
 TEST_F(TuneMethods, OnlyTheListedMethodsOfATypeAreMeasured) {
-    kernels::PathMethod chosen = kernels::PathMethod::int8_dot;
-    const auto methods = q8_methods_measured({kernels::PathMethod::dequant_fma}, &chosen);
-    EXPECT_EQ(chosen, kernels::PathMethod::dequant_fma);
+    backend::cpu::PathMethod chosen = backend::cpu::PathMethod::int8_dot;
+    const auto methods = q8_methods_measured({backend::cpu::PathMethod::dequant_fma}, &chosen);
+    EXPECT_EQ(chosen, backend::cpu::PathMethod::dequant_fma);
     ASSERT_EQ(methods.size(), 1u);
     EXPECT_TRUE(methods.contains("dequant_fma"));
 }
 
 TEST_F(TuneMethods, AListNamingNoneOfATypesMethodsMeasuresThemAll) {
-    const auto methods = q8_methods_measured({kernels::PathMethod::f32_fma}, nullptr);  // a float method only
+    const auto methods = q8_methods_measured({backend::cpu::PathMethod::f32_fma}, nullptr);  // a float method only
     EXPECT_TRUE(methods.contains("int8_dot"));
     EXPECT_TRUE(methods.contains("dequant_fma"));
 }

@@ -1,99 +1,32 @@
+// The CPU backend's op adapters: each Backend op checked and spread over the step's tokens, onto
+// this folder's kernels. State, uploads and the shared helpers: cpu_backend_base.h.
 #include "backend/cpu/cpu_backend.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include <fmt/format.h>
-
-#include "backend/cpu/attention.h"
-#include "backend/cpu/cpu_matmul_path.h"
-#include "backend/cpu/cpu_moe.h"
-#include "backend/cpu/cpu_step_helpers.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/cpu_backend_base.h"
 #include "backend/cpu/cpu_weight.h"
-#include "backend/cpu/kernel_plan.h"
-#include "backend/cpu/kv_pool.h"
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/ops.h"
-#include "core/aligned_buffer.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/moe/cpu_moe.h"
+#include "backend/cpu/ops/ops.h"
+#include "backend/cpu/plan/cpu_matmul_path.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
-#include "backend/cpu/lora_add.h"
-#include "core/thread_pool.h"
 
-namespace pagoda::backend {
+namespace pagoda::backend::cpu {
 namespace {
 
-using cpu_impl::check_cols;
-using cpu_impl::cpu;
-using cpu_impl::CpuKvCache;
-using cpu_impl::CpuRope;
-using cpu_impl::CpuVector;
-using cpu_impl::CpuWeight;
-using cpu_impl::f32;
-using cpu_impl::f32w;
-
-class CpuBackend final : public Backend {
+class CpuBackend final : public CpuBackendBase {
 public:
-    explicit CpuBackend(const BackendOptions& o) : threads_(o.n_threads > 0 ? o.n_threads : default_thread_count()) {
-        kernels::log_kernel_paths();  // once per process: which ISA and quantised path the matmuls use
-        kernels::log_kernel_plan();   // and which method and tiles each weight type takes (profile or CPUID)
-    }
-
-    std::string name() const override { return "cpu"; }
-    std::string describe() const override {
-        return fmt::format("cpu backend, {} threads; {}", threads_.size(), kernels::describe_kernel_paths());
-    }
-    size_t activation_size() const override { return sizeof(float); }
-    int n_threads() const override { return threads_.size(); }
-
-    std::shared_ptr<Weight> upload_weight(std::vector<MatrixSource> parts, WeightUse use) override {
-        if (parts.empty()) fail("cpu backend: a weight needs at least one part");
-        for (const auto& p : parts) {
-            kernels::require_matmul_support(p.type, fmt::format("tensor {}", p.name));
-            if (p.cols != parts[0].cols) fail("cpu backend: stacked tensor {} has {} columns, {} has {}", p.name, p.cols,
-                                              parts[0].name, parts[0].cols);
-        }
-        auto w = std::make_shared<CpuWeight>(std::move(parts), use);
-        if (w->parts().size() > 1) stacked_width_ = std::max(stacked_width_, w->rows());
-        if (w->parts().size() == 3) kv_width_ = std::max(kv_width_, w->parts()[1].rows + w->parts()[2].rows);
-        size_scratch();  // a weight uploaded after reserve_activations widens the scratch now, not in a step
-        return w;
-    }
-    std::shared_ptr<Vector> upload_vector(std::span<const float> v) override { return std::make_shared<CpuVector>(v); }
-    std::shared_ptr<Rope> upload_rope(RopeSpec spec) override {
-        if (spec.dims <= 0 || spec.dims % 2 || int64_t(spec.inv_freq.size()) != spec.dims / 2)
-            fail("cpu backend: RoPE needs an even dimension count and dims/2 frequencies");
-        return std::make_shared<CpuRope>(std::move(spec));
-    }
-    std::unique_ptr<KvCache> create_kv_cache(const kv::KvLayout& layout, int64_t n_blocks) override {
-        return std::make_unique<CpuKvCache>(layout, n_blocks);
-    }
-
-    void reserve_activations(size_t bytes, int64_t max_tokens) override {
-        if (arena_.size() < bytes) arena_.resize(bytes);
-        reserved_tokens_ = std::max(reserved_tokens_, max_tokens);
-        size_scratch();
-    }
-    void* activations() override { return arena_.data(); }
-    void read(const Tensor& t, float* out) const override {
-        std::memcpy(out, t.data, size_t(t.rows * t.cols) * sizeof(float));
-    }
-    void write(const Tensor& t, const float* in) override {
-        std::memcpy(t.data, in, size_t(t.rows * t.cols) * sizeof(float));
-    }
-
-    void begin_step(const StepInputs& in) override {
-        step_ = in;
-        ++step_id_;
-        seqs_.clear();
-        for (const auto& table : in.block_tables) seqs_.push_back({table.data(), int32_t(table.size())});
-    }
+    using CpuBackendBase::CpuBackendBase;
 
     void embed(const Weight& table, const Tensor& out) override {
         const CpuWeight& w = cpu(table);
         check_cols(out, w.cols(), "embed", "an output");
         for (int64_t t = 0; t < out.rows; ++t)
-            kernels::dequantize_row(w.view(0), step_.tokens[size_t(t)], f32w(out) + t * out.cols);
+            cpu::dequantize_row(w.view(0), step_.tokens[size_t(t)], f32w(out) + t * out.cols);
     }
 
     void matmul(const Weight& weight, const Tensor& x, std::span<const Tensor> outs, const Tensor* xq = nullptr) override {
@@ -123,26 +56,26 @@ public:
     void rms_norm(const Tensor& x, const Vector& w, float eps, const Tensor& out) override {
         check_cols(x, w.size(), "rms_norm", "an input");
         per_token(x.rows, [&](int64_t t) {
-            kernels::rms_norm(f32(x) + t * x.cols, cpu(w), x.cols, eps, f32w(out) + t * x.cols);
+            cpu::rms_norm(f32(x) + t * x.cols, cpu(w), x.cols, eps, f32w(out) + t * x.cols);
         });
     }
     void lora_add(const Tensor& x, const Tensor& y, std::span<const LoraSegment> segments) override {
-        cpu_impl::lora_add_f32(x, y, segments, threads_, lora_scratch_);
+        cpu::lora_add_f32(x, y, segments, threads_, lora_scratch_);
     }
     void add(const Tensor& y, const Tensor& x) override {
         check_cols(x, y.cols, "add", "an input");
-        per_token(y.rows, [&](int64_t t) { kernels::add_inplace(f32w(y) + t * y.cols, f32(x) + t * y.cols, y.cols); });
+        per_token(y.rows, [&](int64_t t) { cpu::add_inplace(f32w(y) + t * y.cols, f32(x) + t * y.cols, y.cols); });
     }
     void add_bias(const Tensor& y, const Vector& b) override {
         check_cols(y, b.size(), "add_bias", "an input");
-        per_token(y.rows, [&](int64_t t) { kernels::add_inplace(f32w(y) + t * y.cols, cpu(b), y.cols); });
+        per_token(y.rows, [&](int64_t t) { cpu::add_inplace(f32w(y) + t * y.cols, cpu(b), y.cols); });
     }
     void rope(const Tensor& x, const Rope& r, int32_t n_heads, int32_t head_dim) override {
         check_cols(x, int64_t(n_heads) * head_dim, "rope", "an input");
         const CpuRope& tables = rope_tables(r, x.rows);
         const int64_t half = r.spec().dims / 2;
         per_token(x.rows, [&](int64_t t) {
-            kernels::rope(f32w(x) + t * x.cols, n_heads, head_dim, r.spec().dims, tables.cos.data() + t * half,
+            cpu::rope(f32w(x) + t * x.cols, n_heads, head_dim, r.spec().dims, tables.cos.data() + t * half,
                           tables.sin.data() + t * half, r.spec().neox);
         });
     }
@@ -150,25 +83,25 @@ public:
         check_cols(up, gate.cols, "silu_mul", "an up input");
         per_token(gate.rows, [&](int64_t t) {
             const int64_t o = t * gate.cols;
-            kernels::silu_mul(f32(gate) + o, f32(up) + o, gate.cols, f32w(out) + o);
+            cpu::silu_mul(f32(gate) + o, f32(up) + o, gate.cols, f32w(out) + o);
         });
     }
     void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
         check_cols(up, gate.cols, "gelu_mul", "an up input");
         per_token(gate.rows, [&](int64_t t) {
             const int64_t o = t * gate.cols;
-            kernels::gelu_mul(f32(gate) + o, f32(up) + o, gate.cols, f32w(out) + o);
+            cpu::gelu_mul(f32(gate) + o, f32(up) + o, gate.cols, f32w(out) + o);
         });
     }
     void softmax(const Tensor& x) override {
-        per_token(x.rows, [&](int64_t t) { kernels::softmax(f32w(x) + t * x.cols, x.cols); });
+        per_token(x.rows, [&](int64_t t) { cpu::softmax(f32w(x) + t * x.cols, x.cols); });
     }
     void scale(const Tensor& x, float s) override {
-        per_token(x.rows, [&](int64_t t) { kernels::scale_inplace(f32w(x) + t * x.cols, s, x.cols); });
+        per_token(x.rows, [&](int64_t t) { cpu::scale_inplace(f32w(x) + t * x.cols, s, x.cols); });
     }
     void softcap(const Tensor& x, float cap) override {
         if (!(cap > 0) || !std::isfinite(cap)) fail("cpu backend: the soft cap {} must be positive", cap);
-        per_token(x.rows, [&](int64_t t) { kernels::softcap_inplace(f32w(x) + t * x.cols, cap, x.cols); });
+        per_token(x.rows, [&](int64_t t) { cpu::softcap_inplace(f32w(x) + t * x.cols, cap, x.cols); });
     }
     void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) override {
         const int64_t width = int64_t(cache.layout().n_kv_heads) * cache.layout().head_dim;
@@ -181,7 +114,7 @@ public:
         if (p.sliding_window < 0 || !(p.softcap >= 0))
             fail("cpu backend: attention needs a sliding window >= 0 and a soft cap >= 0");
         check_cols(q, int64_t(p.n_heads) * cache.layout().head_dim, "attention", "queries");
-        kernels::PagedAttentionBatch a;
+        cpu::PagedAttentionBatch a;
         a.q = f32(q);
         a.n_tokens = q.rows;
         a.n_heads = p.n_heads;
@@ -197,14 +130,14 @@ public:
             if (p.sinks->size() != p.n_heads) fail("cpu backend: attention has {} sinks for {} heads", p.sinks->size(), p.n_heads);
             a.sinks = cpu(*p.sinks);
         }
-        kernels::paged_attention(a, cpu(cache), layer, f32w(out), threads_);
+        cpu::paged_attention(a, cpu(cache), layer, f32w(out), threads_);
     }
     bool has_op(OptionalOp) const override { return true; }
     void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out) override {
         check_cols(x, w.size(), "layer_norm", "an input");
         check_cols(x, b.size(), "layer_norm", "an input (bias)");
         per_token(x.rows, [&](int64_t t) {
-            kernels::layer_norm(f32(x) + t * x.cols, cpu(w), cpu(b), x.cols, eps, f32w(out) + t * x.cols);
+            cpu::layer_norm(f32(x) + t * x.cols, cpu(w), cpu(b), x.cols, eps, f32w(out) + t * x.cols);
         });
     }
     void add_position_embedding(const Weight& table, const Tensor& x) override {
@@ -228,12 +161,12 @@ public:
         per_token(x.rows, [&](int64_t t) {
             thread_local std::vector<float> row;  // grows once to the width, then is reused
             row.resize(size_t(x.cols));
-            kernels::dequantize_row(w.view(0), key(t), row.data());
-            kernels::add_inplace(f32w(x) + t * x.cols, row.data(), x.cols);
+            cpu::dequantize_row(w.view(0), key(t), row.data());
+            cpu::add_inplace(f32w(x) + t * x.cols, row.data(), x.cols);
         });
     }
     void gelu(const Tensor& x) override {
-        per_token(x.rows, [&](int64_t t) { kernels::gelu_inplace(f32w(x) + t * x.cols, x.cols); });
+        per_token(x.rows, [&](int64_t t) { cpu::gelu_inplace(f32w(x) + t * x.cols, x.cols); });
     }
     void gather_logit_rows(const Tensor& x, const Tensor& out) override {
         check_cols(out, x.cols, "gather_logit_rows", "an output");
@@ -249,18 +182,18 @@ public:
     int64_t quantized_row_elements(int64_t cols) const override {
         // Some weight type may take prequantised rows when the plan runs int8_dot for one (each
         // weight then says for itself, takes_quantized_input).
-        if (!kernels::plan_uses_int8_dot()) return 0;
-        const kernels::ScopedKernelChoice scope({kernels::PathMethod::int8_dot, kernels::gemm_tiles()});
-        if (!kernels::packed_int8_path_active()) return 0;
+        if (!cpu::plan_uses_int8_dot()) return 0;
+        const cpu::ScopedKernelChoice scope({cpu::PathMethod::int8_dot, cpu::gemm_tiles()});
+        if (!cpu::packed_int8_path_active()) return 0;
         // One row's codes, scales and sums, plus room for the 64-byte alignment of the scales.
-        return int64_t((kernels::prequantized_bytes(1, cols) + 3) / 4) + 16;
+        return int64_t((cpu::prequantized_bytes(1, cols) + 3) / 4) + 16;
     }
     bool takes_quantized_input(const Weight& weight) const override {
         const CpuWeight& w = cpu(weight);
         if (w.packed().empty()) return false;
-        const kernels::ScopedKernelChoice scope(kernels::kernel_choice(w.parts()[0].type, 1));
+        const cpu::ScopedKernelChoice scope(cpu::kernel_choice(w.parts()[0].type, 1));
         for (const auto& p : w.packed())
-            if (!kernels::takes_prequantized(p)) return false;
+            if (!cpu::takes_prequantized(p)) return false;
         return true;
     }
     void rms_norm_quantize(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
@@ -272,9 +205,9 @@ public:
         // Each row is quantised in the norm's pass, while it is still in cache.
         per_token(x.rows, [&](int64_t t) {
             float* xt = f32w(x) + t * x.cols;
-            if (r) kernels::add_inplace(xt, f32(*r) + t * x.cols, x.cols);
-            kernels::rms_norm(xt, cpu(w), x.cols, eps, f32w(out) + t * x.cols);
-            kernels::prequantize_row(f32w(out) + t * x.cols, t, x.rows, x.cols, q.data);
+            if (r) cpu::add_inplace(xt, f32(*r) + t * x.cols, x.cols);
+            cpu::rms_norm(xt, cpu(w), x.cols, eps, f32w(out) + t * x.cols);
+            cpu::prequantize_row(f32w(out) + t * x.cols, t, x.rows, x.cols, q.data);
         });
     }
 
@@ -283,8 +216,8 @@ public:
         check_cols(x, w.size(), "add_rms_norm", "an input");
         per_token(x.rows, [&](int64_t t) {
             float* xt = f32w(x) + t * x.cols;
-            kernels::add_inplace(xt, f32(r) + t * x.cols, x.cols);
-            kernels::rms_norm(xt, cpu(w), x.cols, eps, f32w(out) + t * x.cols);
+            cpu::add_inplace(xt, f32(r) + t * x.cols, x.cols);
+            cpu::rms_norm(xt, cpu(w), x.cols, eps, f32w(out) + t * x.cols);
         });
     }
 
@@ -320,13 +253,13 @@ public:
                 std::memcpy(kt, row + q_dim, size_t(kv_dim) * sizeof(float));
                 std::memcpy(vt, row + q_dim + kv_dim, size_t(kv_dim) * sizeof(float));
             }
-            if (op.bias[0]) kernels::add_inplace(qt, cpu(*op.bias[0]), q_dim);
-            if (op.bias[1]) kernels::add_inplace(kt, cpu(*op.bias[1]), kv_dim);
-            if (op.bias[2]) kernels::add_inplace(vt, cpu(*op.bias[2]), kv_dim);
+            if (op.bias[0]) cpu::add_inplace(qt, cpu(*op.bias[0]), q_dim);
+            if (op.bias[1]) cpu::add_inplace(kt, cpu(*op.bias[1]), kv_dim);
+            if (op.bias[2]) cpu::add_inplace(vt, cpu(*op.bias[2]), kv_dim);
             const float* cos = tables.cos.data() + t * half;
             const float* sin = tables.sin.data() + t * half;
-            kernels::rope(qt, op.n_heads, op.head_dim, op.rope->spec().dims, cos, sin, op.rope->spec().neox);
-            kernels::rope(kt, op.n_kv_heads, op.head_dim, op.rope->spec().dims, cos, sin, op.rope->spec().neox);
+            cpu::rope(qt, op.n_heads, op.head_dim, op.rope->spec().dims, cos, sin, op.rope->spec().neox);
+            cpu::rope(kt, op.n_kv_heads, op.head_dim, op.rope->spec().dims, cos, sin, op.rope->spec().neox);
         });
         cpu(cache).write(op.layer, step_.slots.data(), n, k, v, &threads_);
     }
@@ -342,112 +275,30 @@ public:
             // Each token's row holds [gate | up].
             per_token(n, [&](int64_t t) {
                 const float* row = y + t * 2 * f;
-                kernels::silu_mul(row, row + f, f, f32w(out) + t * f);
+                cpu::silu_mul(row, row + f, f, f32w(out) + t * f);
             });
             return;
         }
         float* up = scratch_for(n * f);
         multiply(w.packed()[0], x, xq, f32w(out));
         multiply(w.packed()[1], x, xq, up);
-        per_token(n, [&](int64_t t) { kernels::silu_mul(f32w(out) + t * f, up + t * f, f, f32w(out) + t * f); });
+        per_token(n, [&](int64_t t) { cpu::silu_mul(f32w(out) + t * f, up + t * f, f, f32w(out) + t * f); });
     }
-    int64_t moe_workspace_cols(const MoeOp& op) const override { return cpu_impl::moe_workspace_cols(op); }
+    int64_t moe_workspace_cols(const MoeOp& op) const override { return cpu::moe_workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws) override {
-        cpu_impl::moe_ffn(op, x, logits, out, ws, threads_);
+        cpu::moe_ffn(op, x, logits, out, ws, threads_);
     }
 
     std::string describe_matmul(const Weight& weight, int64_t n_tokens) const override {
-        return cpu_impl::describe_matmul_path(cpu(weight), n_tokens);
+        return cpu::describe_matmul_path(cpu(weight), n_tokens);
     }
-
-private:
-    template <class Fn>
-    void per_token(int64_t n, const Fn& fn) {
-        cpu_impl::per_token(threads_, n, fn);
-    }
-    void size_scratch() {
-        const int64_t tokens = std::max<int64_t>(reserved_tokens_, 1);
-        if (scratch_.size() < size_t(tokens * std::max<int64_t>(stacked_width_, 1)))
-            scratch_.resize(size_t(tokens * std::max<int64_t>(stacked_width_, 1)));
-        if (kv_scratch_.size() < size_t(tokens * kv_width_)) kv_scratch_.resize(size_t(tokens * kv_width_));
-    }
-
-    float* scratch_for(int64_t floats) {
-        if (int64_t(scratch_.size()) < floats)
-            fail("cpu backend: a step needs {} scratch floats, {} reserved (reserve_activations first)", floats,
-                 scratch_.size());
-        return scratch_.data();
-    }
-    // One pass over a stacked weight into the scratch: each token's row holds the parts side by side.
-    const float* stacked_output(const CpuWeight& w, const Tensor& x, const Tensor* xq) {
-        float* y = scratch_for(x.rows * w.rows());
-        multiply(w.packed()[0], x, xq, y);
-        return y;
-    }
-    // From the quantised form of x when the norm made one and this weight reads it, else from x.
-    void multiply(const kernels::PackedWeight& w, const Tensor& x, const Tensor* xq, float* y) {
-        cpu_impl::multiply(w, x, xq, y, threads_);
-    }
-
-    const CpuRope& rope_tables(const Rope& r, int64_t n) {
-        const auto& t = static_cast<const CpuRope&>(r);
-        if (t.step == step_id_ && int64_t(t.cos.size()) >= n * (r.spec().dims / 2)) return t;
-        // Positions are the same in every layer: the angles are computed once per step.
-        const int64_t half = r.spec().dims / 2;
-        t.cos.resize(size_t(n * half));
-        t.sin.resize(size_t(n * half));
-        for (int64_t i = 0; i < n; ++i) {
-            for (int64_t j = 0; j < half; ++j) {
-                const double angle = double(step_.positions[size_t(i)]) * r.spec().inv_freq[size_t(j)];
-                t.cos[size_t(i * half + j)] = float(std::cos(angle));
-                t.sin[size_t(i * half + j)] = float(std::sin(angle));
-            }
-        }
-        t.step = step_id_;
-        return t;
-    }
-
-    ThreadPool threads_;
-    AlignedBuffer<uint8_t> arena_;
-    std::vector<float> scratch_;     // the stacked output of a multi-part matmul
-    std::vector<float> kv_scratch_;  // K and V of a fused QKV op
-    cpu_impl::LoraScratch lora_scratch_;  // lora_add's intermediates
-    int64_t stacked_width_ = 0, kv_width_ = 0;  // widest stacked weight; widest K + V
-    int64_t reserved_tokens_ = 0;
-    void gather_rows(const Tensor& x, std::span<const int32_t> rows, const Tensor& out) {
-        for (size_t i = 0; i < rows.size(); ++i)
-            std::memcpy(f32w(out) + int64_t(i) * x.cols, f32(x) + int64_t(rows[i]) * x.cols, size_t(x.cols) * sizeof(float));
-    }
-
-    // Non-causal attention: every token of a sequence attends to the keys up to its sequence's last
-    // position in the step, so the kernel is handed that position for each token (a run of equal
-    // positions; attention.h). Computed once a step, on the first non-causal call.
-    const int32_t* sequence_ends() {
-        if (ends_step_ != step_id_) {
-            std::vector<int32_t> last(seqs_.size(), -1);
-            for (size_t t = 0; t < step_.positions.size(); ++t) {
-                const auto s = size_t(step_.seq_index[t]);
-                if (s < last.size()) last[s] = std::max(last[s], step_.positions[t]);
-            }
-            sequence_ends_.resize(step_.positions.size());
-            for (size_t t = 0; t < step_.positions.size(); ++t) {
-                const auto s = size_t(step_.seq_index[t]);
-                sequence_ends_[t] = s < last.size() ? last[s] : step_.positions[t];  // a bad index: the kernel refuses it
-            }
-            ends_step_ = step_id_;
-        }
-        return sequence_ends_.data();
-    }
-
-    StepInputs step_;
-    uint64_t step_id_ = 0;
-    std::vector<kernels::AttentionSeq> seqs_;
-    std::vector<int32_t> sequence_ends_;
-    uint64_t ends_step_ = 0;
 };
 
 }  // namespace
+}  // namespace pagoda::backend::cpu
 
-std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) { return std::make_unique<CpuBackend>(options); }
+namespace pagoda::backend {
+
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) { return std::make_unique<cpu::CpuBackend>(options); }
 
 }  // namespace pagoda::backend

@@ -4,11 +4,11 @@
 #include <cstdint>
 
 #include "backend/backend.h"
-#include "backend/cpu/kernel_plan.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/plan/kernel_plan.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/thread_pool.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 
 // Per-token work between the matmuls: spread over the pool when the step has enough tokens,
 // inline for a decode step (a parallel region per op is worth it only then). Each token's
@@ -26,12 +26,12 @@ void per_token(ThreadPool& threads, int64_t n, const Fn& fn) {
 
 // y = x W^T from the quantised form of x when the norm made one and this weight reads it, else
 // from x. The plan's method and tiles for (type, tokens) hold on this thread for the call.
-inline void multiply(const kernels::PackedWeight& w, const Tensor& x, const Tensor* xq, float* y, ThreadPool& threads) {
-    const kernels::KernelChoice choice = kernels::kernel_choice(w.source().type, x.rows);
-    const kernels::ScopedKernelChoice scope(choice);
-    kernels::count_dispatch(choice.method);
-    if (xq && kernels::takes_prequantized(w)) return kernels::matmul_prequantized(w, xq->data, x.rows, y, threads);
-    kernels::matmul(w, static_cast<const float*>(x.data), x.rows, y, threads);
+inline void multiply(const PackedWeight& w, const Tensor& x, const Tensor* xq, float* y, ThreadPool& threads) {
+    const KernelChoice choice = kernel_choice(w.source().type, x.rows);
+    const ScopedKernelChoice scope(choice);
+    count_dispatch(choice.method);
+    if (xq && takes_prequantized(w)) return matmul_prequantized(w, xq->data, x.rows, y, threads);
+    matmul(w, static_cast<const float*>(x.data), x.rows, y, threads);
 }
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -3,19 +3,19 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/mapped_file.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 namespace {
 
-kernels::WeightView view_of(const MatrixSource& s) { return {s.type, s.data, s.rows, s.cols}; }
+WeightView view_of(const MatrixSource& s) { return {s.type, s.data, s.rows, s.cols}; }
 
 // A packed weight never reads its source again (unless the kernel method changes at run time, when
 // the pages fault back in from the page cache): drop the file pages it touched while packing from
 // this process, so a model does not count twice in resident memory. Whole pages inside each part
 // only; the file mapping is read-only.
-void release_source_pages(const kernels::PackedWeight& w) {
+void release_source_pages(const PackedWeight& w) {
     if (!w.is_packed()) return;
     const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     for (const auto& part : w.parts()) {
@@ -45,13 +45,13 @@ CpuWeight::CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(st
     // dequant_fma keeps the file's view rather than panels it would never read; F16/BF16 pack
     // bf16 panels only under bf16_dot (the scope makes packing see the planned float method).
     if (views_.size() > 1 && same) {
-        const kernels::KernelChoice choice = kernels::kernel_choice(views_[0].type, 1);
-        const kernels::ScopedKernelChoice scope(choice);
-        if (choice.method == kernels::PathMethod::dequant_fma) {
-            packed_.push_back(kernels::keep_views(views_));
+        const KernelChoice choice = kernel_choice(views_[0].type, 1);
+        const ScopedKernelChoice scope(choice);
+        if (choice.method == PathMethod::dequant_fma) {
+            packed_.push_back(keep_views(views_));
             return;
         }
-        kernels::PackedWeight stacked = kernels::pack_weights(views_);
+        PackedWeight stacked = pack_weights(views_);
         if (stacked.is_packed()) {
             if (file_mapped) release_source_pages(stacked);
             packed_.push_back(std::move(stacked));
@@ -59,15 +59,15 @@ CpuWeight::CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(st
         }
     }
     for (const auto& v : views_) {
-        const kernels::KernelChoice choice = kernels::kernel_choice(v.type, 1);
-        const kernels::ScopedKernelChoice scope(choice);
-        if (choice.method == kernels::PathMethod::dequant_fma) {
-            packed_.push_back(kernels::keep_views(std::span(&v, 1)));
+        const KernelChoice choice = kernel_choice(v.type, 1);
+        const ScopedKernelChoice scope(choice);
+        if (choice.method == PathMethod::dequant_fma) {
+            packed_.push_back(keep_views(std::span(&v, 1)));
             continue;
         }
-        packed_.push_back(kernels::pack_weight(v));
+        packed_.push_back(pack_weight(v));
         if (file_mapped) release_source_pages(packed_.back());
     }
 }
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -1,6 +1,6 @@
 // The CPU backend's objects behind backend.h's handles: a weight packed for the matmul kernels
 // (the packing policy: stacked parts, panels or the file's view, by the kernel plan), a vector, a
-// RoPE table cached per step, a KV cache over kernels::KvPool; and the casts from the handles and
+// RoPE table cached per step, a KV cache over KvPool; and the casts from the handles and
 // tensors to them.
 #pragma once
 #include <cstdint>
@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/kv_pool.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/kv/kv_pool.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/error.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 
 class CpuWeight final : public Weight {
 public:
@@ -33,12 +33,12 @@ public:
     }
 
     bool stacked() const { return packed_.size() == 1 && views_.size() > 1; }
-    const std::vector<kernels::PackedWeight>& packed() const { return packed_; }
-    const kernels::WeightView& view(size_t part) const { return views_[part]; }
+    const std::vector<PackedWeight>& packed() const { return packed_; }
+    const WeightView& view(size_t part) const { return views_[part]; }
 
 private:
-    std::vector<kernels::WeightView> views_;
-    std::vector<kernels::PackedWeight> packed_;  // empty for an embedding-only table
+    std::vector<WeightView> views_;
+    std::vector<PackedWeight> packed_;  // empty for an embedding-only table
 };
 
 class CpuVector final : public Vector {
@@ -64,18 +64,18 @@ public:
     void import_block(int32_t block, std::span<const uint8_t> in) override { pool.import_block(block, in); }
     void read_k(int32_t layer, int64_t slot, int32_t head, float* out) const override { pool.read_k(layer, slot, head, out); }
     void read_v(int32_t layer, int64_t slot, int32_t head, float* out) const override { pool.read_v(layer, slot, head, out); }
-    kernels::KvPool pool;
+    KvPool pool;
 };
 
 inline const float* f32(const Tensor& t) { return static_cast<const float*>(t.data); }
 inline float* f32w(const Tensor& t) { return static_cast<float*>(t.data); }
 inline const CpuWeight& cpu(const Weight& w) { return static_cast<const CpuWeight&>(w); }
 inline const float* cpu(const Vector& v) { return static_cast<const CpuVector&>(v).values.data(); }
-inline kernels::KvPool& cpu(KvCache& c) { return static_cast<CpuKvCache&>(c).pool; }
-const inline kernels::KvPool& cpu(const KvCache& c) { return static_cast<const CpuKvCache&>(c).pool; }
+inline KvPool& cpu(KvCache& c) { return static_cast<CpuKvCache&>(c).pool; }
+const inline KvPool& cpu(const KvCache& c) { return static_cast<const CpuKvCache&>(c).pool; }
 
 inline void check_cols(const Tensor& t, int64_t cols, const char* op, const char* what) {
     if (t.cols != cols) fail("cpu backend: {} expects {} with {} columns, got {}", op, what, cols, t.cols);
 }
 
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -16,13 +16,13 @@
 #include <string>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "backend/cpu/attention_test_util.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/half.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using kv::KvDtype;
@@ -258,4 +258,4 @@ TEST(AmxAttention, EnvironmentChoosesTheMethodAndRefusesOthers) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -12,13 +12,13 @@
 #include <cstring>
 
 #include "backend/cpu/amx_test_util.h"
-#include "backend/cpu/amx_tiles.h"
-#include "backend/cpu/kernel_plan.h"
+#include "backend/cpu/amx/amx_tiles.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/error.h"
 #include "core/half.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -377,4 +377,4 @@ TEST(AmxBf16Matmul, CpuidBitsDecide) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <random>
 
-#include "backend/cpu/amx_tiles.h"
+#include "backend/cpu/amx/amx_tiles.h"
 #include "core/error.h"
 
-namespace pagoda::kernels::detail {
+namespace pagoda::backend::cpu::detail {
 namespace {
 
 struct Released {
@@ -136,4 +136,4 @@ TEST(AmxEmulation, WhatTheHardwareFaultsOnIsRefused) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels::detail
+}  // namespace pagoda::backend::cpu::detail

@@ -13,7 +13,7 @@
 #include "backend/cpu/amx_test_util.h"
 #include "backend/cpu/matmul_test_util.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -212,4 +212,4 @@ TEST(AmxAvailability, CpuidAndXcr0BitsDecide) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -5,10 +5,10 @@
 
 #include <vector>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/cpu_features.h"
 
-namespace pagoda::kernels::testing {
+namespace pagoda::backend::cpu::testing {
 
 // What the hardware tests say where they cannot run.
 inline constexpr const char* kNoAmxHere = "no AMX on this host (CPUID amx_int8 / OS permission)";
@@ -49,4 +49,4 @@ inline std::vector<float> packed_product(const PackedWeight& w, const float* x, 
     return y;
 }
 
-}  // namespace pagoda::kernels::testing
+}  // namespace pagoda::backend::cpu::testing

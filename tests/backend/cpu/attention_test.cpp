@@ -13,7 +13,7 @@
 // and the exp; for q8 it uses the rows as stored (codes x scale, read back from the pool), and the
 // kernel's (q . codes) x scale differs from q . (codes x scale) by float rounding only. q8 against
 // the exact (unquantised) K/V is checked separately, within 1e-2.
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,7 +28,7 @@
 #include "core/error.h"
 #include "core/half.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using kv::KvDtype;
@@ -506,4 +506,4 @@ TEST(PagedAttention, RejectsInconsistentArguments) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

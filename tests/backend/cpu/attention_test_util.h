@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "core/cpu_features.h"
 #include "core/half.h"
 
-namespace pagoda::kernels::testing {
+namespace pagoda::backend::cpu::testing {
 
 using kv::KvDtype;
 
@@ -56,7 +56,7 @@ struct Scenario {
     std::vector<std::vector<int32_t>> tables; // per sequence
     std::vector<int32_t> token_seq, token_pos;
     std::vector<float> q;                     // [n_tokens][n_heads][d]
-    std::unique_ptr<kernels::KvPool> pool;
+    std::unique_ptr<backend::cpu::KvPool> pool;
 
     int64_t n_tokens() const { return int64_t(token_seq.size()); }
     float scale() const { return 1.0f / std::sqrt(float(layout.head_dim)); }
@@ -84,7 +84,7 @@ inline Scenario make_scenario(kv::KvLayout layout, int32_t group, const std::vec
     std::vector<int32_t> ids(static_cast<size_t>(total_blocks));
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), rng);
-    s.pool = std::make_unique<kernels::KvPool>(layout, total_blocks);
+    s.pool = std::make_unique<backend::cpu::KvPool>(layout, total_blocks);
     // Garbage in every slot first, so a kernel reading a wrong slot or past pos cannot pass.
     {
         std::vector<float> junk(size_t(nkv) * d, 1e3f);
@@ -277,4 +277,4 @@ inline void expect_batch_invariant_bits(Scenario& full, const std::string& what)
     }
 }
 
-}  // namespace pagoda::kernels::testing
+}  // namespace pagoda::backend::cpu::testing

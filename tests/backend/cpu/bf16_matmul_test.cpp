@@ -10,7 +10,7 @@
 #include "core/half.h"
 #include "backend/cpu/matmul_test_util.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -203,4 +203,4 @@ TEST(Bf16Matmul, FallsBackToTheF32PathWhenTheMethodOrIsaSaysSo) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <gtest/gtest.h>
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/matmul_test_util.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -87,4 +87,4 @@ TEST(FloatLaneContract, EveryTilingAndTokenCountGivesTheContractsBits) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -1,4 +1,4 @@
-#include "backend/cpu/kv_pool.h"
+#include "backend/cpu/kv/kv_pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@
 namespace pagoda::kv {
 namespace {
 
-using kernels::KvPool;
+using backend::cpu::KvPool;
 
 float rounded(KvDtype dtype, float x) {
     if (dtype == KvDtype::f16) return f16_to_f32(f32_to_f16(x));

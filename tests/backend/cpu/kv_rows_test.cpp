@@ -12,12 +12,12 @@
 #include <random>
 #include <vector>
 
-#include "backend/cpu/kv_rows.h"
+#include "backend/cpu/kv/kv_rows.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/half.h"
 #include "kv/kv_q8.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using namespace testing;
@@ -164,4 +164,4 @@ TEST(KvRows, Q8RowsGiveTheReferenceCodesAndScale) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -1,10 +1,10 @@
-// The CPU LoRA update (backend/cpu/lora_add.h) on every ISA this CPU has (scalar, AVX2, AVX-512),
+// The CPU LoRA update (backend/cpu/lora/lora_add.h) on every ISA this CPU has (scalar, AVX2, AVX-512),
 // from the f32 A and B and from each compact form (LoraSegment::a_elems / bt_elems in f32, f16 and
 // bf16, B transposed), against a double-precision reference computed here from the same numbers,
 // over shapes around the lane widths and the ranks' chunks; a row's result bitwise the same alone,
 // in a batch, and at any thread count; rows of no segment untouched; strided rows (an update into a
 // part of a wider row).
-#include "backend/cpu/lora_add.h"
+#include "backend/cpu/lora/lora_add.h"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "core/cpu_features.h"
 #include "core/half.h"
 
-namespace pagoda::backend::cpu_impl {
+namespace pagoda::backend::cpu {
 namespace {
 
 std::vector<Isa> isas() {
@@ -207,4 +207,4 @@ TEST(LoraAddCpu, StridedRowsUpdateOnlyTheirColumns) {
 }
 
 }  // namespace
-}  // namespace pagoda::backend::cpu_impl
+}  // namespace pagoda::backend::cpu

@@ -1,4 +1,4 @@
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "backend/cpu/matmul_test_util.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -248,4 +248,4 @@ TEST(Matmul, DescribesTheChosenPath) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

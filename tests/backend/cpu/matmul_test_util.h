@@ -8,12 +8,12 @@
 #include "core/cpu_features.h"
 #include "core/half.h"
 #include "gguf/ggml_types.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "quant/codebook_blocks.h"
 #include "quant/quantize.h"
 #include "quant/random_codebook_blocks.h"
 
-namespace pagoda::kernels::testing {
+namespace pagoda::backend::cpu::testing {
 
 struct RandomWeights {
     gguf::GgmlType type;
@@ -109,4 +109,4 @@ inline bool is_float_type(gguf::GgmlType t) {
     return t == gguf::GgmlType::F32 || t == gguf::GgmlType::F16 || t == gguf::GgmlType::BF16;
 }
 
-}  // namespace pagoda::kernels::testing
+}  // namespace pagoda::backend::cpu::testing

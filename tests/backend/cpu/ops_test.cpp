@@ -1,7 +1,7 @@
 // Every SIMD path of the row operators against the scalar reference. Tolerances: rms_norm 1e-5
 // relative (f32 lane sums vs double); exp 4 ulp (relative 5e-7) over [-87, 88]; silu_mul and softmax
 // 1e-6 relative + 1e-7 absolute... as asserted below; add_inplace and rope bitwise (same operations).
-#include "backend/cpu/ops.h"
+#include "backend/cpu/ops/ops.h"
 
 #include <cmath>
 #include <cstring>
@@ -11,7 +11,7 @@
 
 #include "core/cpu_features.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 std::vector<Isa> simd_isas() {
@@ -161,4 +161,4 @@ TEST(Ops, ReferenceRmsNormGolden) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

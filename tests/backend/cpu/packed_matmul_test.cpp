@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "backend/cpu/matmul_paths.h"
+#include "backend/cpu/matmul/matmul_paths.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "quant/block_formats.h"
 
-namespace pagoda::kernels {
+namespace pagoda::backend::cpu {
 namespace {
 
 using gguf::GgmlType;
@@ -296,4 +296,4 @@ TEST(PackedMatmul, QuantisedActivationsAreTheSameBytesOnBothPaths) {
 }
 
 }  // namespace
-}  // namespace pagoda::kernels
+}  // namespace pagoda::backend::cpu

@@ -1,0 +1,145 @@
+// The LoRA row kernels (lora_kernels.h) on AVX2 + FMA + F16C, 8 lanes: down as on AVX-512 (two
+// accumulators per row, 8-value chunks, the tail through a zero-padded copy); up from B^T one
+// accumulator per row and 8 outputs over the rank in order, from B one dot product per output (the
+// tail zero-padded) reduced in one fixed order. f16 widens with vcvtph2ps, bf16 with a shift: exact.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/lora/lora_kernels.h"
+
+namespace pagoda::backend::cpu {
+namespace {
+
+// The first n (< 8) values at p, the rest zero.
+inline __m256 load_tail(const float* p, int64_t n) {
+    float buf[8] = {};
+    std::memcpy(buf, p, size_t(n) * sizeof(float));
+    return _mm256_loadu_ps(buf);
+}
+
+inline float reduce8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+template <LoraElem E>
+inline __m256 load8(const void* p, int64_t i) {
+    if constexpr (E == LoraElem::f32) {
+        return _mm256_loadu_ps(static_cast<const float*>(p) + i);
+    } else {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
+        if constexpr (E == LoraElem::f16) return _mm256_cvtph_ps(h);
+        else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+}
+
+// The first n (< 8) values at p + i, the rest zero.
+template <LoraElem E>
+inline __m256 load8_tail(const void* p, int64_t i, int64_t n) {
+    if constexpr (E == LoraElem::f32) {
+        return load_tail(static_cast<const float*>(p) + i, n);
+    } else {
+        uint16_t buf[8] = {};
+        std::memcpy(buf, static_cast<const uint16_t*>(p) + i, size_t(n) * sizeof(uint16_t));
+        return load8<E>(buf, 0);
+    }
+}
+
+template <LoraElem E, int R>
+void down(const LoraDown& d) {
+    const int64_t in = d.in, full = in / 8 * 8;
+    for (int64_t j = d.j0; j < d.j1; ++j) {
+        __m256 acc[2][R];
+        for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+        const int64_t row = j * in;
+        int64_t c = 0;
+        int k = 0;
+        for (; c < full; c += 8, k ^= 1) {
+            const __m256 av = load8<E>(d.a, row + c);
+            for (int r = 0; r < R; ++r) acc[k][r] = _mm256_fmadd_ps(av, _mm256_loadu_ps(d.x[r] + c), acc[k][r]);
+        }
+        if (c < in) {
+            const __m256 av = load8_tail<E>(d.a, row + c, in - c);
+            for (int r = 0; r < R; ++r) acc[k][r] = _mm256_fmadd_ps(av, load_tail(d.x[r] + c, in - c), acc[k][r]);
+        }
+        for (int r = 0; r < R; ++r) d.h[r][j] = reduce8(_mm256_add_ps(acc[0][r], acc[1][r]));
+    }
+}
+
+template <LoraElem E>
+void down_rows(const LoraDown& d) {
+    switch (d.n_rows) {
+        case 1: return down<E, 1>(d);
+        case 2: return down<E, 2>(d);
+        case 3: return down<E, 3>(d);
+        default: return down<E, 4>(d);
+    }
+}
+
+template <LoraElem E, int R>
+void up_transposed(const LoraUp& u) {
+    const __m256 scale = _mm256_set1_ps(u.scale);
+    for (int64_t o = u.o0; o < u.o1; o += 8) {
+        const int64_t n = std::min<int64_t>(8, u.o1 - o);
+        __m256 acc[R];
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+        for (int64_t j = 0; j < u.rank; ++j) {
+            const __m256 b = n == 8 ? load8<E>(u.bt, j * u.out + o) : load8_tail<E>(u.bt, j * u.out + o, n);
+            for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(u.h[r][j]), b, acc[r]);
+        }
+        for (int r = 0; r < R; ++r) {
+            float buf[8] = {};
+            std::memcpy(buf, u.y[r] + o, size_t(n) * sizeof(float));
+            _mm256_storeu_ps(buf, _mm256_fmadd_ps(scale, acc[r], _mm256_loadu_ps(buf)));
+            std::memcpy(u.y[r] + o, buf, size_t(n) * sizeof(float));
+        }
+    }
+}
+
+template <LoraElem E>
+void up_transposed_rows(const LoraUp& u) {
+    switch (u.n_rows) {
+        case 1: return up_transposed<E, 1>(u);
+        case 2: return up_transposed<E, 2>(u);
+        case 3: return up_transposed<E, 3>(u);
+        default: return up_transposed<E, 4>(u);
+    }
+}
+
+}  // namespace
+
+void lora_down_avx2(const LoraDown& d) {
+    switch (d.elem) {
+        case LoraElem::f32: return down_rows<LoraElem::f32>(d);
+        case LoraElem::f16: return down_rows<LoraElem::f16>(d);
+        case LoraElem::bf16: return down_rows<LoraElem::bf16>(d);
+    }
+}
+
+void lora_up_avx2(const LoraUp& u) {
+    if (u.bt) {
+        switch (u.elem) {
+            case LoraElem::f32: return up_transposed_rows<LoraElem::f32>(u);
+            case LoraElem::f16: return up_transposed_rows<LoraElem::f16>(u);
+            case LoraElem::bf16: return up_transposed_rows<LoraElem::bf16>(u);
+        }
+    }
+    const int64_t rank = u.rank, full = rank / 8 * 8;
+    for (int r = 0; r < u.n_rows; ++r)
+        for (int64_t o = u.o0; o < u.o1; ++o) {
+            const float* b = u.b + o * rank;  // f32 B
+            __m256 acc = _mm256_setzero_ps();
+            int64_t c = 0;
+            for (; c < full; c += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(b + c), _mm256_loadu_ps(u.h[r] + c), acc);
+            if (c < rank) acc = _mm256_fmadd_ps(load_tail(b + c, rank - c), load_tail(u.h[r] + c, rank - c), acc);
+            // y + scale * sum, as one fused step in the vector unit's rounding.
+            const __m128 y = _mm_set_ss(u.y[r][o]);
+            u.y[r][o] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(u.scale), _mm_set_ss(reduce8(acc)), y));
+        }
+}
+
+}  // namespace pagoda::backend::cpu
