@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/copy_columns.h"
 #include "backend/cpu/cpu_matmul_path.h"
 #include "backend/cpu/cpu_moe.h"
 #include "backend/cpu/cpu_step_helpers.h"
@@ -212,6 +213,10 @@ public:
     }
     void add_token_type_embedding(const Weight& table, const Tensor& x) override {
         add_row_embedding(table, x, step_.token_types, "token_type_embedding", "token type");
+    }
+    void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
+        check_column_copy(c, src, dst, "cpu backend");
+        kernels::copy_columns_f32(f32(src), src.cols, f32w(dst), dst.cols, src.rows, c);
     }
     // x[t] += table row keys[t] (row 0 for every token when keys is empty).
     void add_row_embedding(const Weight& table, const Tensor& x, std::span<const int32_t> keys, const char* op,
