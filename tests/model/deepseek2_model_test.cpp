@@ -4,7 +4,8 @@
 // (no pagoda graph code); the CPU backend against the reference, fused and unfused, for V3's form
 // (q bottleneck, sigmoid router with correction bias, groups, routed scale, YaRN) and V2-Lite's
 // (plain attn_q, softmax), F32 and Q8_0; newer converters' attn_k_b / attn_v_b split loading to the
-// same logits as attn_kv_b; the YaRN scale and the cache shape; and load errors naming the key.
+// same logits as attn_kv_b; the YaRN scale and the cache shape; Vulkan's refusal naming copy_columns;
+// and load errors naming the key.
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
@@ -311,6 +312,26 @@ TEST(Deepseek2Graph, YarnScaleAndColumnCopies) {
     EXPECT_EQ(attentions, 3);
     EXPECT_EQ(copies, 9);
     EXPECT_EQ(moes, 2);
+}
+
+// A backend without copy_columns (Vulkan: no shader yet) refuses the model at load, naming the op.
+TEST(Deepseek2Backends, VulkanRefusesNamingCopyColumns) {
+    std::unique_ptr<backend::Backend> vulkan;
+    try {
+        vulkan = backend::make_backend("vulkan");
+    } catch (const Error& e) {
+        GTEST_SKIP() << "no vulkan backend here: " << e.what();
+    }
+    ASSERT_FALSE(vulkan->has_op(backend::OptionalOp::copy_columns));
+    const std::string path = test::temp_path("deepseek2_vulkan.gguf");
+    write_random_model(v3_spec(95), nullptr, path);
+    std::string error;
+    try {
+        open_step_model(path, {.backend = "vulkan", .threads = 1, .tokens_wanted = 8});
+    } catch (const Error& e) {
+        error = e.what();
+    }
+    EXPECT_NE(error.find("backend vulkan has no copy_columns op"), std::string::npos) << error;
 }
 
 // --- load errors -----------------------------------------------------------------------------
