@@ -156,8 +156,13 @@ BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& c, backend
             const auto& q = bind.tensor(p + "attn_q.weight", {c.dim, d.heads * d.hk});
             first.push_back(regrouped(m, file, q, c.dim, q_runs(d), q.name + "[rope|nope]"));
         }
-        first.push_back(regrouped(m, file, kv_a, c.dim, {{0, d.kv_lora}}, kv_a.name + "[latent]"));
-        first.push_back(regrouped(m, file, kv_a, c.dim, {{d.kv_lora, d.rope}}, kv_a.name + "[k_pe]"));
+        // The latent's rows, then the RoPE key's: contiguous, read in place.
+        const auto kv_a_row = gguf::row_size(kv_a.type, c.dim);
+        if (!kv_a_row) fail("{}: tensor {}: {} columns are not whole blocks of {}", file.name(), kv_a.name, c.dim,
+                            gguf::type_name(uint32_t(kv_a.type)));
+        first.push_back({kv_a.type, kv_a.data, d.kv_lora, c.dim, kv_a.name + "[latent]", file.is_mapped()});
+        first.push_back({kv_a.type, kv_a.data + size_t(d.kv_lora) * size_t(*kv_a_row), d.rope, c.dim, kv_a.name + "[k_pe]",
+                         file.is_mapped()});
         const auto& w_first = bind.upload(std::move(first));
         const auto& kv_a_norm = bind.vector(p + "attn_kv_a_norm.weight", d.kv_lora);
         const auto& w_kv_b = bind.upload(kv_b_parts(bind, m, file, p, d));
