@@ -128,6 +128,18 @@ void read_mla(const gguf::File& f, ModelConfig& c, const std::function<int64_t(c
     if (c.n_shared_experts < 0 || c.n_shared_experts > 1024)
         fail("{}: {}expert_shared_count = {} is out of range", f.name(), a, c.n_shared_experts);
     c.shared_expert_ffn_dim = c.n_shared_experts * c.expert_ffn_dim;
+    // NextN / multi-token-prediction blocks at the end (GLM-4.7-Flash and kin): stored, not run.
+    c.nextn_layers = f.get_int_or(a + "nextn_predict_layers", 0);
+    if (c.nextn_layers < 0 || c.nextn_layers >= c.n_layers)
+        fail("{}: {}nextn_predict_layers = {} must be 0..{} (below the block count)", f.name(), a, c.nextn_layers,
+             c.n_layers - 1);
+    c.n_layers -= c.nextn_layers;
+    if (c.leading_dense_layers > c.n_layers)
+        fail("{}: {}leading_dense_block_count = {} exceeds the {} layers run", f.name(), a, c.leading_dense_layers,
+             c.n_layers);
+    if (f.get_float_or(a + "attention.temperature_scale", 0.0) != 0.0)
+        fail("{}: {}attention.temperature_scale (Mistral-Large's attention temperature tuning) is not supported yet",
+             f.name(), a);
     c.yarn_log_multiplier = f.get_float_or(a + "rope.scaling.yarn_log_multiplier", 0.0);
     if (!(c.yarn_log_multiplier >= 0 && c.yarn_log_multiplier < 10))
         fail("{}: {}rope.scaling.yarn_log_multiplier = {} is out of range", f.name(), a, c.yarn_log_multiplier);

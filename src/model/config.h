@@ -68,6 +68,9 @@ struct ModelConfig {
     int64_t leading_dense_layers = 0;  // {arch}.leading_dense_block_count: layers before the first MoE one
     int64_t n_shared_experts = 0;      // deepseek2: {arch}.expert_shared_count (ungated, FFN = count x expert FFN)
     double yarn_log_multiplier = 0;    // deepseek2: {arch}.rope.scaling.yarn_log_multiplier (0.1 x mscale_all_dim)
+    // deepseek2: {arch}.nextn_predict_layers, trailing multi-token-prediction blocks that are stored but
+    // not run (n_layers counts the blocks run).
+    int64_t nextn_layers = 0;
 
     int64_t q_dim() const { return n_heads * head_dim; }
     int64_t kv_dim() const { return n_kv_heads * head_dim; }

@@ -358,6 +358,20 @@ std::string load_error(const std::string& path) {
     return "";
 }
 
+// Trailing NextN (multi-token prediction) blocks are stored but not run: a 3-block file with
+// nextn_predict_layers 1 gives the logits of the same file cut to 2 blocks.
+TEST(Deepseek2Layouts, NextnBlocksAreNotRun) {
+    const std::string full = test::temp_path("deepseek2_nextn_full.gguf");
+    write_random_model(v3_spec(97), nullptr, full);
+    const std::string nextn = test::temp_path("deepseek2_nextn.gguf"), cut = test::temp_path("deepseek2_nextn_cut.gguf");
+    rewrite(full, nextn, "", {{"deepseek2.nextn_predict_layers", gguf::Value::u32(1)}});
+    rewrite(full, cut, "", {{"deepseek2.block_count", gguf::Value::u32(2)}});
+    EXPECT_EQ(read_config(*gguf::File::open(nextn)).n_layers, 2);
+    const auto a = reference_logits(nextn, prompt(7)), b = reference_logits(cut, prompt(7)), c = reference_logits(full, prompt(7));
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);  // the third block does change them when run
+}
+
 TEST(Deepseek2Errors, NameTheMissingOrContradictoryKeyOrTensor) {
     const std::string full = test::temp_path("deepseek2_errors.gguf");
     write_random_model(v3_spec(93), nullptr, full);
@@ -388,6 +402,13 @@ TEST(Deepseek2Errors, NameTheMissingOrContradictoryKeyOrTensor) {
     rewrite(split, cut, "", {{"deepseek2.attention.key_length", gguf::Value::u32(24)}});
     EXPECT_NE(load_error(cut).find("attention.key_length = 24 contradicts kv_lora_rank 32 + rope.dimension_count 8"),
               std::string::npos) << load_error(cut);
+    rewrite(full, cut, "deepseek2.rope.scaling.yarn_log_multiplier");
+    EXPECT_NE(load_error(cut).find("deepseek2 YaRN needs deepseek2.rope.scaling.yarn_log_multiplier"), std::string::npos)
+        << load_error(cut);
+    rewrite(full, cut, "", {{"deepseek2.attention.temperature_scale", gguf::Value::f32(0.1f)}});
+    EXPECT_NE(load_error(cut).find("attention.temperature_scale"), std::string::npos) << load_error(cut);
+    rewrite(full, cut, "", {{"deepseek2.nextn_predict_layers", gguf::Value::u32(3)}});
+    EXPECT_NE(load_error(cut).find("nextn_predict_layers = 3 must be 0..2"), std::string::npos) << load_error(cut);
     rewrite(full, cut, "", {{"deepseek2.leading_dense_block_count", gguf::Value::u32(9)}});
     EXPECT_NE(load_error(cut).find("leading_dense_block_count = 9 must be 0..3"), std::string::npos) << load_error(cut);
 }

@@ -125,14 +125,19 @@ BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& c, backend
     GraphEmitter e(m.graph);
     const ModelHead head = bind_model_head(bind, c);
     const Dims d{c.n_heads, c.qk_nope_dim, c.rope_dims, c.v_head_dim, c.head_dim, c.kv_lora_rank};
-    // YaRN as llama.cpp runs deepseek2: the rotation is not scaled (its attn_factor cancels ggml's
-    // mscale); the scores take mscale^2, mscale = attn_factor (1 + yarn_log_multiplier ln factor).
+    // YaRN as DeepSeek's reference code (and llama.cpp) runs it: the rotation is not scaled, the scores
+    // take mscale^2 with mscale = 1 + 0.1 mscale_all_dim ln factor; the converter stores
+    // 0.1 mscale_all_dim as yarn_log_multiplier. Files that would need the other branches of that
+    // logic (no multiplier, or an attn_factor beside it) are refused rather than guessed.
     backend::RopeSpec spec = make_rope_spec(d.rope, false, c.rope_theta, c.rope_linear_scale, {});
     double mscale = 1;
     if (c.rope_scaling == "yarn") {
         const YarnRopeScaling yarn = read_yarn_rope_scaling(file, c.arch, c.context_length, true);
+        if (c.yarn_log_multiplier == 0 || yarn.attn_factor != 1)
+            fail("{}: deepseek2 YaRN needs {}.rope.scaling.yarn_log_multiplier (> 0) and no attn_factor other than 1 "
+                 "(got {} and {})", file.name(), c.arch, c.yarn_log_multiplier, yarn.attn_factor);
         spec = yarn_rope_spec(d.rope, false, c.rope_theta, yarn);
-        mscale = yarn.attn_factor * (1 + c.yarn_log_multiplier * std::log(yarn.factor));
+        mscale = 1 + c.yarn_log_multiplier * std::log(yarn.factor);
     }
     const auto& rope = bind.rope(std::move(spec));
     const auto* kv_a_info = file.find_tensor("blk.0.attn_kv_a_mqa.weight");
