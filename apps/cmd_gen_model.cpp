@@ -56,7 +56,38 @@ struct GenModelOptions {
     GenAdapterOptions adapter;  // --lora-out / --peft-out
     std::string mmproj;            // --mmproj: also a random vision projector for the model
     int64_t mmproj_image_size = 0;  // 0: the writer's default (64)
+    // deepseek2 (-1: the writer's default)
+    int64_t q_lora_rank = -1, kv_lora_rank = 0, mla_rope_dims = 0, v_head_dim = 0, leading_dense = -1,
+            shared_experts = -1, expert_groups = 0, expert_groups_used = 0;
+    std::string expert_gating;
+    float expert_scale = 0;
+    bool expert_norm = false, yarn = false, mla_split = false;
 };
+
+// The deepseek2 options into the spec; refused for another architecture.
+void apply_deepseek2_options(const GenModelOptions& o, model::RandomModelSpec& spec) {
+    const bool any = o.q_lora_rank >= 0 || o.kv_lora_rank || o.mla_rope_dims || o.v_head_dim || o.leading_dense >= 0 ||
+                     o.shared_experts >= 0 || o.expert_groups || !o.expert_gating.empty() || o.expert_scale > 0 ||
+                     o.expert_norm || o.yarn || o.mla_split;
+    if (!any) return;
+    if (spec.arch != "deepseek2")
+        fail("--q-lora-rank, --kv-lora-rank, --mla-rope-dims, --v-head-dim, --leading-dense, --shared-experts, "
+             "--expert-gating, --expert-groups, --expert-scale, --expert-norm, --yarn and --mla-split are for --arch deepseek2");
+    if (o.q_lora_rank >= 0) spec.q_lora_rank = o.q_lora_rank;
+    spec.kv_lora_rank = o.kv_lora_rank;
+    spec.mla_rope_dims = o.mla_rope_dims;
+    spec.v_head_dim = o.v_head_dim;
+    if (o.leading_dense >= 0) spec.leading_dense = o.leading_dense;
+    if (o.shared_experts >= 0) spec.n_shared_experts = o.shared_experts;
+    if (o.expert_groups && !o.expert_groups_used) fail("--expert-groups needs --expert-groups-used");
+    spec.expert_groups = o.expert_groups;
+    spec.expert_groups_used = o.expert_groups_used;
+    if (!o.expert_gating.empty()) spec.expert_gating = o.expert_gating == "sigmoid" ? 2 : 1;
+    if (o.expert_scale > 0) spec.expert_weights_scale = o.expert_scale;
+    spec.expert_weights_norm = o.expert_norm;
+    spec.yarn = o.yarn;
+    spec.mla_split = o.mla_split;
+}
 
 // --vocab: a GGUF, or a Hugging Face folder whose tokenizer.json becomes the tokenizer.ggml.* keys
 // (as a folder is read for serving: model/model_file.cpp), so a random model can carry a real
@@ -89,6 +120,7 @@ int run_gen_model(const GenModelOptions& o) {
     if (!o.experts && (o.experts_used || o.expert_ffn || o.shared_expert_ffn))
         fail("--experts-used, --expert-ffn-dim and --shared-expert-ffn-dim need --experts");
     if (o.shared_expert_ffn && spec.arch != "qwen2moe") fail("--shared-expert-ffn-dim is for --arch qwen2moe only");
+    apply_deepseek2_options(o, spec);
     spec.sliding_window = o.sliding_window;
     spec.swa_period = o.swa_period;
     spec.rope_scaling = o.rope_scaling;
@@ -163,11 +195,12 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_option("--type", o->type, "Weight type: f32, f16, bf16; gpt-oss also mxfp4 (MXFP4 experts, F16 other matrices)");
     sub.add_option("--arch", o->arch,
                    "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, phi3, "
-                   "gpt-oss (needs --experts; YaRN, sinks, alternating sliding layers), or the "
+                   "gpt-oss (needs --experts; YaRN, sinks, alternating sliding layers), deepseek2 (needs --experts; MLA, "
+                   "leading dense layers, shared experts), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases)")
         ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3", "bert",
-                               "nomic-bert", "gpt-oss"}));
+                               "nomic-bert", "gpt-oss", "deepseek2"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--encoder-vocab", o->encoder_vocab,
@@ -186,6 +219,26 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_option("--shared-expert-ffn-dim", o->shared_expert_ffn,
                    "qwen2moe: the shared expert's FFN width (default: twice the expert width)")
         ->check(in_range(1, 1 << 20));
+    sub.add_option("--q-lora-rank", o->q_lora_rank, "deepseek2: Q's bottleneck rank (0: a plain attn_q, V2-Lite; default dim/2)")
+        ->check(in_range(0, 1 << 16));
+    sub.add_option("--kv-lora-rank", o->kv_lora_rank, "deepseek2: the KV latent's rank (default dim/2)")->check(in_range(1, 1 << 16));
+    sub.add_option("--mla-rope-dims", o->mla_rope_dims, "deepseek2: the RoPE part of each key head (even; default a quarter)")
+        ->check(in_range(2, 1024));
+    sub.add_option("--v-head-dim", o->v_head_dim, "deepseek2: the value head size (default: the key's no-RoPE size)")
+        ->check(in_range(1, 1024));
+    sub.add_option("--leading-dense", o->leading_dense, "deepseek2: dense FFN layers before the MoE ones (default 1)")
+        ->check(in_range(0, 1024));
+    sub.add_option("--shared-experts", o->shared_experts, "deepseek2: shared experts of the expert width (default 1)")
+        ->check(in_range(0, 64));
+    sub.add_option("--expert-gating", o->expert_gating, "deepseek2: router scores, softmax (default, V2) or sigmoid (V3, with "
+                   "a correction bias)")->check(CLI::IsMember({"softmax", "sigmoid"}));
+    sub.add_option("--expert-groups", o->expert_groups, "deepseek2: expert groups (group-limited top-k)")->check(in_range(1, 1024));
+    sub.add_option("--expert-groups-used", o->expert_groups_used, "deepseek2: groups kept per token")->check(in_range(1, 1024));
+    sub.add_option("--expert-scale", o->expert_scale, "deepseek2: the routed scaling factor (default 1)")
+        ->check(CLI::Range(1e-3f, 1e3f));
+    sub.add_flag("--expert-norm", o->expert_norm, "deepseek2: renormalise the top-k weights (V3)");
+    sub.add_flag("--yarn", o->yarn, "deepseek2: V3's YaRN (factor 40, yarn_log_multiplier 0.1)");
+    sub.add_flag("--mla-split", o->mla_split, "deepseek2: newer converters' attn_k_b / attn_v_b and key_length_mla keys");
     sub.add_option("--sliding-window", o->sliding_window,
                    "Sliding-window size (gemma2 default 4096, gemma3 512; phi3: every layer slides)")
         ->check(in_range(1, 1 << 24));

@@ -46,6 +46,7 @@ const char* optional_op_name(OptionalOp op) {
         case OptionalOp::layer_norm: return "layer_norm";
         case OptionalOp::gelu: return "gelu";
         case OptionalOp::position_embedding: return "position_embedding";
+        case OptionalOp::copy_columns: return "copy_columns";
     }
     return "?";
 }
@@ -60,6 +61,26 @@ void Backend::add_position_embedding(const Weight&, const Tensor&) {
 
 void Backend::add_token_type_embedding(const Weight&, const Tensor&) {
     fail("backend {} has no token_type_embedding op", name());
+}
+
+void Backend::copy_columns(const Tensor&, const Tensor&, const ColumnCopy&) {
+    fail("backend {} has no copy_columns op", name());
+}
+
+void check_column_copy(const ColumnCopy& c, const Tensor& src, const Tensor& dst, const std::string& backend) {
+    if (c.n_heads < 1 || c.width < 0 || c.src_stride < 0 || c.src_offset < 0 || c.dst_stride < 0 || c.dst_offset < 0)
+        fail("{} copy_columns: negative or zero field (heads {}, width {}, strides {} / {}, offsets {} / {})", backend,
+             c.n_heads, c.width, c.src_stride, c.dst_stride, c.src_offset, c.dst_offset);
+    if (src.rows != dst.rows) fail("{} copy_columns: src has {} rows, dst {}", backend, src.rows, dst.rows);
+    if (src.data == dst.data) fail("{} copy_columns: src and dst are the same tensor", backend);
+    const int64_t last = c.n_heads - 1;
+    if (last * c.src_stride + c.src_offset + c.width > src.cols)
+        fail("{} copy_columns: head {} reads past src's {} columns", backend, last, src.cols);
+    if (last * c.dst_stride + c.dst_offset + c.width > dst.cols)
+        fail("{} copy_columns: head {} writes past dst's {} columns", backend, last, dst.cols);
+    if (c.n_heads > 1 && c.dst_stride < c.width)
+        fail("{} copy_columns: dst stride {} is narrower than the width {}: heads would overlap", backend, c.dst_stride,
+             c.width);
 }
 
 void Backend::add_rms_norm(const Tensor&, const Tensor&, const Vector&, float, const Tensor&) {

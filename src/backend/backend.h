@@ -172,8 +172,24 @@ struct AttentionParams {
 
 // Ops only some architectures need (the encoders'); a backend says which it has (has_op), and a
 // model that needs one its backend lacks is refused at load, naming the op.
-enum class OptionalOp { layer_norm, gelu, position_embedding };
+// copy_columns is MLA's (deepseek2): its per-head K is assembled from two sources.
+enum class OptionalOp { layer_norm, gelu, position_embedding, copy_columns };
 const char* optional_op_name(OptionalOp op);
+
+// A strided copy of column ranges, one range per head: for every row t, head h < n_heads, j < width,
+//   dst[t][h * dst_stride + dst_offset + j] = src[t][h * src_stride + src_offset + j];
+// dst's other columns keep their values. src_stride 0 repeats one range into every head (MLA's
+// shared RoPE key); copying into a narrower stride compacts heads. src and dst are distinct tensors
+// with the same rows. An exact copy on every backend.
+struct ColumnCopy {
+    int32_t n_heads = 1;
+    int64_t width = 0;
+    int64_t src_stride = 0, src_offset = 0;
+    int64_t dst_stride = 0, dst_offset = 0;
+};
+// Throws pagoda::Error naming `backend` when a range falls outside its tensor, the rows differ, or a
+// field is negative.
+void check_column_copy(const ColumnCopy& c, const Tensor& src, const Tensor& dst, const std::string& backend);
 
 // The Q|K|V projection, its optional biases, RoPE of Q and K, and the K/V write, as one op.
 struct QkvOp {
@@ -360,6 +376,8 @@ public:
     // step has no token types); throws when a type is past the table's rows. Part of the
     // position_embedding optional op: a backend with one has both.
     virtual void add_token_type_embedding(const Weight& table, const Tensor& x);
+    // ColumnCopy from src into dst (OptionalOp::copy_columns).
+    virtual void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c);
 
     // The MoE FFN (MoeOp): x and out are T x dim, logits T x n_experts (the router's output).
     // `workspace` is a T x moe_workspace_cols(op) tensor of the arena the backend may use freely.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -27,7 +28,11 @@ std::string ModelConfig::describe() const {
                                         expert_gating == 2 ? ", sigmoid" : expert_gating == 3 ? ", softmax of the top k" : "",
                                         expert_weights_norm ? ", renormalised" : "", expert_ffn_dim,
                                         shared_expert_ffn_dim > 0 ? fmt::format(", shared expert FFN {}", shared_expert_ffn_dim) : "")
-                          : "");
+                          : "") +
+           (arch == "deepseek2" ? fmt::format(", MLA (q rank {}, kv rank {}, nope {}, rope {}, v {}), {} leading dense, "
+                                              "{} shared experts", q_lora_rank, kv_lora_rank, qk_nope_dim, rope_dims,
+                                              v_head_dim, leading_dense_layers, n_shared_experts)
+                                : "");
 }
 
 namespace {
@@ -66,7 +71,7 @@ void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
         if (c.shared_expert_ffn_dim <= 0 || c.shared_expert_ffn_dim > (int64_t(1) << 24))
             fail("{}: the shared expert's FFN width {} is out of range", f.name(), c.shared_expert_ffn_dim);
     }
-    c.expert_weights_norm = c.arch != "qwen2moe" && c.arch != "gpt-oss";
+    c.expert_weights_norm = c.arch != "qwen2moe" && c.arch != "gpt-oss" && c.arch != "deepseek2";
     c.expert_weights_norm = f.get_bool_or(a + "expert_weights_norm", c.expert_weights_norm);
     // llama.cpp's numbering: 1 softmax, 2 sigmoid, 3 softmax over the selected (gpt-oss's, unwritten).
     c.expert_gating = f.get_int_or(a + "expert_gating_func", c.arch == "gpt-oss" ? 3 : 1);
@@ -85,13 +90,68 @@ void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
              a, c.expert_groups, c.expert_groups_used, c.n_experts, c.n_experts_used);
 }
 
+// deepseek2's attention shapes. Older converters write key_length = nope + rope and value_length = v;
+// newer ones (written for the absorbed form) key_length = kv_lora + rope, value_length = kv_lora and
+// the per-head sizes as key_length_mla / value_length_mla.
+void read_mla(const gguf::File& f, ModelConfig& c, const std::function<int64_t(const std::string&)>& positive) {
+    const std::string a = c.arch + ".";
+    auto need = [&](const std::string& key) {
+        if (!f.has(a + key)) fail("{}: key {}{} is missing (deepseek2 needs it)", f.name(), a, key);
+        return positive(a + key);
+    };
+    c.kv_lora_rank = need("attention.kv_lora_rank");
+    c.q_lora_rank = f.get_int_or(a + "attention.q_lora_rank", 0);
+    if (c.q_lora_rank < 0 || c.q_lora_rank > (int64_t(1) << 24))
+        fail("{}: {}attention.q_lora_rank = {} is out of range", f.name(), a, c.q_lora_rank);
+    c.rope_dims = need("rope.dimension_count");
+    const bool mla_keys = f.has(a + "attention.key_length_mla");
+    const int64_t k = need(mla_keys ? "attention.key_length_mla" : "attention.key_length");
+    c.v_head_dim = need(mla_keys ? "attention.value_length_mla" : "attention.value_length");
+    if (mla_keys && f.has(a + "attention.key_length") && positive(a + "attention.key_length") != c.kv_lora_rank + c.rope_dims)
+        fail("{}: {}attention.key_length = {} contradicts kv_lora_rank {} + rope.dimension_count {} (with key_length_mla "
+             "it is the latent key's width)", f.name(), a, f.get_int(a + "attention.key_length"), c.kv_lora_rank, c.rope_dims);
+    if (k <= c.rope_dims || c.rope_dims % 2 != 0)
+        fail("{}: deepseek2 key length {} must exceed the even RoPE dimension count {} (its no-RoPE part)", f.name(), k,
+             c.rope_dims);
+    c.qk_nope_dim = k - c.rope_dims;
+    c.head_dim = k;
+    if (c.v_head_dim > c.head_dim)
+        fail("{}: deepseek2 value length {} exceeds the key length {}: not supported (values are padded to the key's width)",
+             f.name(), c.v_head_dim, c.head_dim);
+    c.n_kv_heads = c.n_heads;  // the decompressed cache: one K and V per query head
+    if (!f.has(a + "leading_dense_block_count")) fail("{}: key {}leading_dense_block_count is missing", f.name(), a);
+    c.leading_dense_layers = f.get_int(a + "leading_dense_block_count");
+    if (c.leading_dense_layers < 0 || c.leading_dense_layers > c.n_layers)
+        fail("{}: {}leading_dense_block_count = {} must be 0..{} (the block count)", f.name(), a, c.leading_dense_layers,
+             c.n_layers);
+    c.n_shared_experts = f.get_int_or(a + "expert_shared_count", 0);
+    if (c.n_shared_experts < 0 || c.n_shared_experts > 1024)
+        fail("{}: {}expert_shared_count = {} is out of range", f.name(), a, c.n_shared_experts);
+    c.shared_expert_ffn_dim = c.n_shared_experts * c.expert_ffn_dim;
+    // NextN / multi-token-prediction blocks at the end (GLM-4.7-Flash and kin): stored, not run.
+    c.nextn_layers = f.get_int_or(a + "nextn_predict_layers", 0);
+    if (c.nextn_layers < 0 || c.nextn_layers >= c.n_layers)
+        fail("{}: {}nextn_predict_layers = {} must be 0..{} (below the block count)", f.name(), a, c.nextn_layers,
+             c.n_layers - 1);
+    c.n_layers -= c.nextn_layers;
+    if (c.leading_dense_layers > c.n_layers)
+        fail("{}: {}leading_dense_block_count = {} exceeds the {} layers run", f.name(), a, c.leading_dense_layers,
+             c.n_layers);
+    if (f.get_float_or(a + "attention.temperature_scale", 0.0) != 0.0)
+        fail("{}: {}attention.temperature_scale (Mistral-Large's attention temperature tuning) is not supported yet",
+             f.name(), a);
+    c.yarn_log_multiplier = f.get_float_or(a + "rope.scaling.yarn_log_multiplier", 0.0);
+    if (!(c.yarn_log_multiplier >= 0 && c.yarn_log_multiplier < 10))
+        fail("{}: {}rope.scaling.yarn_log_multiplier = {} is out of range", f.name(), a, c.yarn_log_multiplier);
+}
+
 }  // namespace
 
 ModelConfig read_config(const gguf::File& f) {
     ModelConfig c;
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
-    const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "gpt-oss";
+    const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "gpt-oss" || c.arch == "deepseek2";
     const auto& supported = supported_architectures();
     if (std::find(supported.begin(), supported.end(), c.arch) == supported.end())
         fail("{}: architecture '{}' is not supported (supported: {})", f.name(), c.arch, fmt::join(supported, ", "));
@@ -112,7 +172,9 @@ ModelConfig read_config(const gguf::File& f) {
     c.context_length = f.has(a + "context_length") ? positive(a + "context_length") : 2048;
     if (c.n_heads % c.n_kv_heads != 0)
         fail("{}: {} attention heads are not a multiple of {} KV heads", f.name(), c.n_heads, c.n_kv_heads);
-    if (f.has(a + "attention.key_length")) {
+    if (c.arch == "deepseek2") {
+        read_mla(f, c, positive);
+    } else if (f.has(a + "attention.key_length")) {
         c.head_dim = positive(a + "attention.key_length");
         int64_t vlen = f.has(a + "attention.value_length") ? positive(a + "attention.value_length") : c.head_dim;
         if (vlen != c.head_dim)
@@ -130,7 +192,8 @@ ModelConfig read_config(const gguf::File& f) {
     if (!(c.rms_eps > 0 && c.rms_eps < 1)) fail("{}: RMS norm epsilon {} is out of range", f.name(), c.rms_eps);
     c.rope_theta = float(f.get_float_or(a + "rope.freq_base", 10000.0));
     if (!(c.rope_theta > 1)) fail("{}: RoPE base {} is out of range", f.name(), c.rope_theta);
-    c.rope_dims = f.has(a + "rope.dimension_count") ? positive(a + "rope.dimension_count") : c.head_dim;
+    if (c.arch != "deepseek2")
+        c.rope_dims = f.has(a + "rope.dimension_count") ? positive(a + "rope.dimension_count") : c.head_dim;
     if (c.rope_dims > c.head_dim || c.rope_dims % 2 != 0)
         fail("{}: RoPE dimension count {} must be even and at most the head size {}", f.name(), c.rope_dims,
              c.head_dim);
@@ -147,11 +210,11 @@ ModelConfig read_config(const gguf::File& f) {
         c.rope_scaling = scaling;  // the builder computes the frequency factors (rope_frequencies.h)
     } else if (scaling == "longrope" && c.arch == "phi3") {
         c.rope_scaling = scaling;  // the factors are tensors (phi3_rope.h)
-    } else if (scaling == "yarn" && c.arch == "gpt-oss") {
+    } else if (scaling == "yarn" && (c.arch == "gpt-oss" || c.arch == "deepseek2")) {
         c.rope_scaling = scaling;  // the builder computes the frequencies (rope_frequencies.h)
     } else if (scaling != "none") {
         fail("{}: RoPE scaling type '{}' is not supported for {} (supported: none, linear{})", f.name(), scaling,
-             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" ? ", yarn" : "");
+             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" || c.arch == "deepseek2" ? ", yarn" : "");
     }
     const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
                       c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert" ||

@@ -4,8 +4,9 @@
 // models; adjacent-pair RoPE), `qwen2` (Q/K/V biases, NEOX RoPE), `qwen3` (per-head Q/K RMSNorm, NEOX
 // RoPE), `gemma2`, `gemma3` and `phi3` (NEOX RoPE), and the mixture-of-experts ones: `llama` with
 // {arch}.expert_count > 0 (Mixtral), `qwen2moe` (qwen2 with routed experts and a gated shared
-// expert), `qwen3moe` (qwen3 with routed experts) and `gpt-oss` (biased attention with sinks, YaRN,
-// alternating sliding layers, biased experts with a clamped SwiGLU); and the encoders `bert` (BERT, RoBERTa / XLM-R as
+// expert), `qwen3moe` (qwen3 with routed experts), `gpt-oss` (biased attention with sinks, YaRN,
+// alternating sliding layers, biased experts with a clamped SwiGLU) and `deepseek2` (multi-head latent
+// attention, leading dense layers, routed plus ungated shared experts); and the encoders `bert` (BERT, RoBERTa / XLM-R as
 // llama.cpp converts them) and `nomic-bert` (NEOX RoPE, SwiGLU): embedding models with no output head. Anything else is refused with a clear error.
 #pragma once
 #include <cstdint>
@@ -57,6 +58,19 @@ struct ModelConfig {
     int64_t expert_gating = 1;
     float expert_weights_scale = 1.0f;
     int64_t expert_groups = 0, expert_groups_used = 0;
+
+    // deepseek2 (DeepSeek V2 / V3, Kimi K2, ...): multi-head latent attention, read by read_mla. Its
+    // queries and keys have head_dim = qk_nope_dim + rope_dims values per head (the RoPE part shared by
+    // every head's key), its values v_head_dim; Q comes from h through a rank q_lora_rank bottleneck
+    // (0: one plain attn_q), K's no-RoPE part and V from a rank kv_lora_rank latent. The cache stores
+    // the decompressed per-head K and V (n_kv_heads = n_heads, V padded to head_dim), the "naive" form.
+    int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, v_head_dim = 0;
+    int64_t leading_dense_layers = 0;  // {arch}.leading_dense_block_count: layers before the first MoE one
+    int64_t n_shared_experts = 0;      // deepseek2: {arch}.expert_shared_count (ungated, FFN = count x expert FFN)
+    double yarn_log_multiplier = 0;    // deepseek2: {arch}.rope.scaling.yarn_log_multiplier (0.1 x mscale_all_dim)
+    // deepseek2: {arch}.nextn_predict_layers, trailing multi-token-prediction blocks that are stored but
+    // not run (n_layers counts the blocks run).
+    int64_t nextn_layers = 0;
 
     int64_t q_dim() const { return n_heads * head_dim; }
     int64_t kv_dim() const { return n_kv_heads * head_dim; }

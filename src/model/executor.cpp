@@ -246,6 +246,7 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
                             embeddings_ + int64_t(i) * x.cols);
                 break;
             }
+            case OpKind::copy_columns: b.copy_columns(in(0), out(0), node.columns); break;
             case OpKind::scale: b.scale(in(0), node.value); break;
             case OpKind::softcap: b.softcap(in(0), node.value); break;
             case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;

@@ -29,6 +29,7 @@ const char* op_name(OpKind kind) {
         case OpKind::moe_ffn: return "moe_ffn";
         case OpKind::lora_add: return "lora_add";
         case OpKind::input_embeddings: return "input_embeddings";
+        case OpKind::copy_columns: return "copy_columns";
         case OpKind::scale: return "scale";
         case OpKind::softcap: return "softcap";
         case OpKind::add_rms_norm: return "add_rms_norm";

@@ -31,6 +31,8 @@ enum class OpKind {
     // in place on the embedded input: the step's rows that carry a given embedding (an image's soft
     // tokens, Batch::embedding_rows) take it in place of their token's; a graph without it takes none
     input_embeddings,
+    // in: src (and dst when it already holds columns); out: dst; backend::ColumnCopy (OptionalOp::copy_columns)
+    copy_columns,
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
     rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
@@ -72,6 +74,7 @@ struct Node {
     MatmulInput role = MatmulInput::none;       // matmul: which activations it reads
     backend::MoeOp moe;                         // moe_ffn (pointers into the weights)
     int32_t lora_target = -1;                   // lora_add: index into Graph::lora_targets
+    backend::ColumnCopy columns;                // copy_columns
 };
 
 struct Graph {

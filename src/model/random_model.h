@@ -21,7 +21,8 @@ struct RandomModelSpec {
     // (post-norms, soft caps, alternating sliding layers; tied head), gemma3 (gemma2 without caps,
     // with Q/K norms and 5 sliding layers per global one) or phi3 (fused attn_qkv and gate|up
     // ffn_up, LongRoPE factors), gpt-oss (biased attention with sinks, YaRN, alternating sliding
-    // layers, biased experts: needs experts), or the encoders bert and nomic-bert (see `pooling` below)
+    // layers, biased experts: needs experts), deepseek2 (MLA, leading dense layers, shared experts: needs
+    // experts; the fields below), or the encoders bert and nomic-bert (see `pooling` below)
     std::string arch = "llama";
     std::string name = "random";
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
@@ -72,6 +73,18 @@ struct RandomModelSpec {
     // write_random_model_hf, the Hugging Face class written (hf/hf_encoder_config.h; "" picks one).
     std::string encoder_vocab = "wordpiece";
     std::string hf_class;
+    // deepseek2 (random_deepseek2.cpp; needs experts): head_dim is the key's head size (nope + rope);
+    // q_lora_rank 0 writes V2-Lite's plain attn_q, -1 picks dim / 2; kv_lora_rank 0 picks dim / 2;
+    // mla_rope_dims 0 picks a quarter of head_dim (even); v_head_dim 0 picks head_dim - rope.
+    // expert_gating 2 (sigmoid) also writes V3's correction bias exp_probs_b.bias; yarn writes V3's
+    // rope.scaling (factor 40 over a quarter of context_length, yarn_log_multiplier 0.1). mla_split
+    // writes newer converters' form: attn_k_b / attn_v_b (the same numbers as the kv_b the seed gives)
+    // and key_length_mla / value_length_mla with the latent's key_length and value_length.
+    int64_t q_lora_rank = -1, kv_lora_rank = 0, mla_rope_dims = 0, v_head_dim = 0;
+    int64_t leading_dense = 1, n_shared_experts = 1;
+    int64_t expert_gating = 1, expert_groups = 0, expert_groups_used = 0;
+    float expert_weights_scale = 1.0f;
+    bool expert_weights_norm = false, yarn = false, mla_split = false;
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.
@@ -87,6 +100,8 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
                               const gguf::File* vocab = nullptr);
 // gpt-oss into `w` (build_random_model calls it; random_gpt_oss.cpp).
 int64_t build_random_gpt_oss(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+// deepseek2 into `w` (random_deepseek2.cpp).
+int64_t build_random_deepseek2(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
 // Gemma 3's three image control tokens.
 void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false);

@@ -1,5 +1,5 @@
 // Mixture-of-experts models through the binary: gen-model's expert flags and their errors, `run` on
-// each MoE architecture (gpt-oss on both backends), and `bench` counting only the used experts in the bytes a decode step reads.
+// each MoE architecture (gpt-oss and deepseek2 on both backends), and `bench` counting only the used experts in the bytes a decode step reads.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -65,6 +65,41 @@ TEST(MoeCommands, GptOssGenModelAndRunOnBothBackends) {
     auto r = run_pagoda({"gen-model", "-o", temp_path("cli-mxfp4-llama.gguf"), "--type", "mxfp4"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("(gpt-oss) mxfp4"), std::string::npos) << r.err;
+}
+
+// deepseek2 through the binary: gen-model in V3's form (q bottleneck, sigmoid groups, YaRN) and V2-Lite's
+// (plain attn_q), then `run` greedy on the cpu and the reference backend (the same tokens at F32); the
+// MLA flags are refused for another architecture.
+TEST(MoeCommands, Deepseek2GenModelAndRunOnBothBackends) {
+    const std::vector<std::string> mla = {"--arch", "deepseek2", "--experts", "8", "--experts-used", "2", "--head-dim", "24",
+                                          "--mla-rope-dims", "8", "--v-head-dim", "16", "--kv-lora-rank", "32",
+                                          "--expert-ffn-dim", "32", "--layers", "3"};
+    const std::vector<std::vector<std::string>> forms = {
+        {"--q-lora-rank", "32", "--expert-gating", "sigmoid", "--expert-groups", "4", "--expert-groups-used", "2",
+         "--expert-scale", "2.5", "--expert-norm", "--yarn"},
+        {"--q-lora-rank", "0", "--shared-experts", "2", "--mla-split"}};
+    for (size_t f = 0; f < forms.size(); ++f) {
+        const std::string path = temp_path("cli-deepseek2-" + std::to_string(f) + ".gguf");
+        std::vector<std::string> args = {"gen-model", "-o", path};
+        args.insert(args.end(), mla.begin(), mla.end());
+        args.insert(args.end(), forms[f].begin(), forms[f].end());
+        auto g = run_pagoda(args);
+        ASSERT_EQ(g.exit_code, 0) << g.err;
+        EXPECT_NE(g.err.find("deepseek2, 8 experts, top 2"), std::string::npos) << g.err;
+        std::string ids[2];
+        for (int b = 0; b < 2; ++b) {
+            auto r = run_pagoda({"run", "-m", path, "-p", "once upon a time there", "-n", "12", "--temp", "0", "--ids",
+                                 "--backend", b == 0 ? "cpu" : "reference"});
+            ASSERT_EQ(r.exit_code, 0) << r.err;
+            EXPECT_NE(r.err.find("MLA (q rank " + std::string(f == 0 ? "32" : "0")), std::string::npos) << r.err;
+            ids[b] = r.out;
+        }
+        EXPECT_FALSE(ids[0].empty());
+        EXPECT_EQ(ids[0], ids[1]);
+    }
+    auto r = run_pagoda({"gen-model", "-o", temp_path("cli-deepseek2-bad.gguf"), "--kv-lora-rank", "32"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("are for --arch deepseek2"), std::string::npos) << r.err;
 }
 
 TEST(MoeCommands, GenModelRefusesInconsistentExpertFlags) {

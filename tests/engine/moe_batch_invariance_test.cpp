@@ -2,7 +2,8 @@
 // same tokens alone or beside others (so its experts' GEMMs share rows with other tokens), whatever
 // the token budget (chunked prefill), arrival order and KV block size; for a Mixtral-style llama with
 // Q4_0 experts, a qwen2moe with F32 ones, a qwen3moe with Q8_0 ones, and gpt-oss (sinks, sliding
-// layers, biased experts) with F32 and MXFP4 ones.
+// layers, biased experts) with F32 and MXFP4 ones, and deepseek2 (MLA, a dense first layer, sigmoid
+// groups, shared experts) with F32 and Q8_0 ones.
 #include <gtest/gtest.h>
 
 #include "core/thread_pool.h"
@@ -24,6 +25,11 @@ std::string moe_model(const std::string& arch, const std::string& quant) {
     spec.dim = 64; spec.ffn_dim = 64; spec.vocab_size = 300; spec.seed = 9;
     spec.n_experts = 8; spec.n_experts_used = 2; spec.expert_ffn_dim = 64;
     spec.shared_expert_ffn_dim = arch == "qwen2moe" ? 32 : 0;  // gpt-oss refuses one
+    if (arch == "deepseek2") {  // V3's form: MLA with a q bottleneck, a dense first layer, sigmoid groups
+        spec.head_dim = 24; spec.mla_rope_dims = 8; spec.v_head_dim = 16; spec.kv_lora_rank = 32; spec.q_lora_rank = 32;
+        spec.expert_gating = 2; spec.expert_groups = 4; spec.expert_groups_used = 2; spec.expert_weights_norm = true;
+        spec.expert_weights_scale = 2.5f; spec.yarn = true;
+    }
     const std::string f = pagoda::test::temp_path("engine-moe-" + arch + ".gguf");
     model::write_random_model(spec, nullptr, f);
     if (quant.empty()) return f;
@@ -88,7 +94,9 @@ INSTANTIATE_TEST_SUITE_P(Models, MoeBatchInvariance,
                                            std::pair<std::string, std::string>{"qwen2moe", ""},
                                            std::pair<std::string, std::string>{"qwen3moe", "q8_0"},
                                            std::pair<std::string, std::string>{"gpt-oss", ""},
-                                           std::pair<std::string, std::string>{"gpt-oss", "mxfp4"}),
+                                           std::pair<std::string, std::string>{"gpt-oss", "mxfp4"},
+                                           std::pair<std::string, std::string>{"deepseek2", ""},
+                                           std::pair<std::string, std::string>{"deepseek2", "q8_0"}),
                          [](const auto& info) {
                              std::string name = info.param.first + (info.param.second.empty() ? "" : "_" + info.param.second);
                              for (char& c : name) c = c == '-' ? '_' : c;  // gtest names take no '-'

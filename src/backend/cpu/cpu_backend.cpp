@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_weight.h"
 #include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/moe/cpu_moe.h"
+#include "backend/cpu/ops/copy_columns.h"
 #include "backend/cpu/ops/ops.h"
 #include "backend/cpu/plan/cpu_matmul_path.h"
 #include "backend/cpu/plan/kernel_plan.h"
@@ -145,6 +146,10 @@ public:
     }
     void add_token_type_embedding(const Weight& table, const Tensor& x) override {
         add_row_embedding(table, x, step_.token_types, "token_type_embedding", "token type");
+    }
+    void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
+        check_column_copy(c, src, dst, "cpu backend");
+        cpu::copy_columns_f32(f32(src), src.cols, f32w(dst), dst.cols, src.rows, c);
     }
     // x[t] += table row keys[t] (row 0 for every token when keys is empty).
     void add_row_embedding(const Weight& table, const Tensor& x, std::span<const int32_t> keys, const char* op,

@@ -184,6 +184,15 @@ public:
                 ys[t * x.cols + c] = (xt[c] - mean) * inv_sd * w[size_t(c)] + b[size_t(c)];
         }
     }
+    void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
+        check_column_copy(c, src, dst, "reference");
+        const double* s = elements(src, "copy_columns");
+        double* d = elements(dst, "copy_columns");
+        for (int64_t t = 0; t < src.rows; ++t)
+            for (int64_t h = 0; h < c.n_heads; ++h)
+                for (int64_t j = 0; j < c.width; ++j)
+                    d[t * dst.cols + h * c.dst_stride + c.dst_offset + j] = s[t * src.cols + h * c.src_stride + c.src_offset + j];
+    }
     void add_position_embedding(const Weight& table, const Tensor& x) override {
         add_row_embedding(table, x, step_.positions, "position_embedding", "position");
     }

@@ -184,7 +184,7 @@ public:
         dispatch("rms_norm", {kRowWorkgroup}, p, gx, gy);
     }
     // The encoders' ops (backend::OptionalOp).
-    bool has_op(OptionalOp) const override { return true; }
+    bool has_op(OptionalOp op) const override { return op != OptionalOp::copy_columns; }  // copy_columns: no shader yet (MLA)
     void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out) override {
         expect(out, x.rows, x.cols, "layer_norm", "out");
         if (w.size() != x.cols || b.size() != x.cols)

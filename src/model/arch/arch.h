@@ -2,6 +2,7 @@
 // GGUF files in the wild use) to backend weights and writes its forward step as a Graph. The
 // registry maps general.architecture to a builder; an architecture without one is a clear error.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ namespace pagoda::model {
 
 // A model made ready on a backend: its step graph (unfused) and the uploaded tensors it points to.
 struct BuiltModel {
+    // Weight bytes a builder assembled at load (deepseek2's regrouped rows) that uploads may keep
+    // pointing to; declared first so they outlive the weights.
+    std::vector<std::vector<uint8_t>> host_buffers;
     Graph graph;
     std::vector<std::shared_ptr<backend::Weight>> weights;
     std::vector<std::shared_ptr<backend::Vector>> vectors;
@@ -45,6 +49,7 @@ BuiltModel build_gemma3(const gguf::File& file, const ModelConfig& config, backe
 BuiltModel build_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_nomic_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gpt_oss(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_phi3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 
 }  // namespace pagoda::model

@@ -66,6 +66,17 @@ public:
               .head_dim = head_dim, .attention = p});
         return out;
     }
+    // dst takes c's column ranges of src (backend::ColumnCopy); dst < 0 makes a new tensor of
+    // dst_cols columns (its other columns unset), else dst is updated in place. Returns dst.
+    int copy_columns(int src, int dst, const backend::ColumnCopy& c, int64_t dst_cols, const std::string& name) {
+        if (dst < 0) {
+            dst = g_.add_tensor(name, rows(src), dst_cols);
+            push({.kind = OpKind::copy_columns, .in = {src}, .out = {dst}, .columns = c});
+        } else {
+            push({.kind = OpKind::copy_columns, .in = {src, dst}, .out = {dst}, .columns = c});
+        }
+        return dst;
+    }
     // In place: x *= s; x = cap * tanh(x / cap).
     void scale(int x, float s) { push({.kind = OpKind::scale, .in = {x}, .out = {x}, .value = s}); }
     void softcap(int x, float cap) { push({.kind = OpKind::softcap, .in = {x}, .out = {x}, .value = cap}); }

@@ -132,7 +132,7 @@ int emit_moe_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, co
         const int64_t fs = c.shared_expert_ffn_dim;
         op.shared_gate_up = &bind.matrix({{p + "ffn_gate_shexp.weight", c.dim, fs}, {p + "ffn_up_shexp.weight", c.dim, fs}});
         op.shared_down = &bind.matrix({{p + "ffn_down_shexp.weight", fs, c.dim}});
-        op.shared_gate = &bind.vector(p + "ffn_gate_inp_shexp.weight", c.dim);
+        if (options.shared_gate) op.shared_gate = &bind.vector(p + "ffn_gate_inp_shexp.weight", c.dim);
     }
     const int logits = e.matmul(router, h, {p + "router"}, l, MatmulInput::none)[0];
     if (bind.has(p + "ffn_gate_inp.bias")) e.add_bias(logits, bind.vector(p + "ffn_gate_inp.bias", n));

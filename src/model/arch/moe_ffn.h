@@ -22,7 +22,8 @@
 namespace pagoda::model {
 
 struct MoeFfnOptions {
-    bool shared_expert = false;  // qwen2moe
+    bool shared_expert = false;  // qwen2moe, deepseek2
+    bool shared_gate = true;     // the shared expert's sigmoid gate (qwen2moe; deepseek2's is ungated)
     backend::MoeActivation activation = backend::MoeActivation::swiglu;
 };
 

@@ -21,6 +21,7 @@ constexpr Entry kBuilders[] = {
     {"gemma3", build_gemma3},
     {"phi3", build_phi3},
     {"gpt-oss", build_gpt_oss},
+    {"deepseek2", build_deepseek2},
     {"bert", build_bert},
     {"nomic-bert", build_nomic_bert},
 };

@@ -79,7 +79,8 @@ double yarn_mscale(const YarnRopeScaling& y) {
     return y.ext_factor != 0 ? y.attn_factor * (1 + 0.1 * std::log(y.factor)) : y.attn_factor;
 }
 
-YarnRopeScaling read_yarn_rope_scaling(const gguf::File& f, const std::string& arch, int64_t context_length) {
+YarnRopeScaling read_yarn_rope_scaling(const gguf::File& f, const std::string& arch, int64_t context_length,
+                                       bool log_multiplier_read) {
     const std::string a = arch + ".rope.scaling.";
     YarnRopeScaling y;
     y.factor = f.get_float_or(a + "factor", y.factor);
@@ -95,7 +96,7 @@ YarnRopeScaling read_yarn_rope_scaling(const gguf::File& f, const std::string& a
     if (!(y.ext_factor >= 0 && y.ext_factor <= 1)) fail("{}: {}yarn_ext_factor = {} must be in 0..1", f.name(), a, y.ext_factor);
     if (!(y.attn_factor > 0) || !std::isfinite(y.attn_factor))
         fail("{}: {}attn_factor = {} must be positive", f.name(), a, y.attn_factor);
-    if (f.get_float_or(a + "yarn_log_multiplier", 0.0) != 0.0)
+    if (!log_multiplier_read && f.get_float_or(a + "yarn_log_multiplier", 0.0) != 0.0)
         fail("{}: {}yarn_log_multiplier is not supported yet (YaRN with a separate mscale for all dimensions)", f.name(), a);
     if (f.get_float_or(a + "yarn_attn_factor", 1.0) != 1.0)
         fail("{}: {}yarn_attn_factor is not supported yet (only {}attn_factor)", f.name(), a, a);

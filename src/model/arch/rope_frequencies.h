@@ -56,6 +56,8 @@ double yarn_mscale(const YarnRopeScaling& y);
 // The `{arch}.rope.scaling.*` keys of a "yarn" file (original context: context_length when absent, as
 // llama.cpp's n_ctx_orig_yarn). Throws naming a key out of range, or one pagoda does not compute yet
 // (yarn_log_multiplier, DeepSeek's mscale split).
-YarnRopeScaling read_yarn_rope_scaling(const gguf::File& file, const std::string& arch, int64_t context_length);
+// deepseek2 passes log_multiplier_read: it reads yarn_log_multiplier itself (ModelConfig).
+YarnRopeScaling read_yarn_rope_scaling(const gguf::File& file, const std::string& arch, int64_t context_length,
+                                       bool log_multiplier_read = false);
 
 }  // namespace pagoda::model

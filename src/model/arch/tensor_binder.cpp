@@ -96,6 +96,33 @@ const backend::Vector& TensorBinder::vector(const std::string& name, int64_t n) 
     return *out_.vectors.back();
 }
 
+const gguf::TensorInfo& TensorBinder::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+    return require(file_, name, shape);
+}
+
+std::vector<float> TensorBinder::all_floats(const std::string& name, const std::vector<int64_t>& shape) const {
+    const auto& t = require(file_, name, shape);
+    int64_t rows = 1;
+    for (size_t i = 1; i < shape.size(); ++i) rows *= shape[i];
+    std::vector<float> out;
+    out.reserve(size_t(rows * shape.at(0)));
+    for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<float> row = dequantized(t, name, r, shape[0]);
+        out.insert(out.end(), row.begin(), row.end());
+    }
+    return out;
+}
+
+const backend::Weight& TensorBinder::upload(std::vector<backend::MatrixSource> parts) {
+    try {
+        out_.weights.push_back(backend_.upload_weight(std::move(parts), backend::WeightUse::matmul));
+    } catch (const Error& e) {
+        fail("{}: {}", file_.name(), e.what());
+    }
+    out_.matmul_weights.push_back(out_.weights.back().get());
+    return *out_.weights.back();
+}
+
 const backend::Rope& TensorBinder::rope(backend::RopeSpec spec) {
     out_.ropes.push_back(backend_.upload_rope(std::move(spec)));
     return *out_.ropes.back();

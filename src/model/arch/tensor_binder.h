@@ -36,6 +36,13 @@ public:
     // Row `row` of a [cols, rows] matrix as host floats (BERT's token-type row).
     std::vector<float> matrix_row(const std::string& name, int64_t cols, int64_t rows, int64_t row) const;
     const backend::Rope& rope(backend::RopeSpec spec);
+    // The tensor `name`, checked to have `shape` (GGUF order), for a builder that regroups its rows.
+    const gguf::TensorInfo& tensor(const std::string& name, const std::vector<int64_t>& shape) const;
+    // Every value of a tensor of `shape` as host floats, dequantised row by row (ne0 values a row).
+    std::vector<float> all_floats(const std::string& name, const std::vector<int64_t>& shape) const;
+    // Uploads parts a builder assembled itself (their bytes must live as long as the model:
+    // BuiltModel::host_buffers) as one matmul weight.
+    const backend::Weight& upload(std::vector<backend::MatrixSource> parts);
 
 private:
     std::vector<float> dequantized(const gguf::TensorInfo& t, const std::string& name, int64_t row, int64_t n) const;

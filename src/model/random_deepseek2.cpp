@@ -1,0 +1,182 @@
+// gen-model's `deepseek2` writer (random_model.h): the metadata keys llama.cpp's converter
+// (DeepseekV2Model) writes and its tensors by llama.cpp's names: multi-head latent attention (attn_q_a
+// + attn_q_a_norm + attn_q_b, or V2-Lite's attn_q; attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b or the
+// newer attn_k_b / attn_v_b split), leading dense FFN layers, then a router (with V3's correction bias
+// under sigmoid scoring), stacked experts and the ungated shared experts.
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "model/random_model.h"
+#include "model/random_tensors.h"
+
+namespace pagoda::model {
+
+using gguf::GgmlType;
+using gguf::Value;
+using random_detail::constant_f32;
+using random_detail::random_tensor;
+using random_detail::Rng;
+
+int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
+    if (s.n_experts <= 0) fail("gen-model: deepseek2 needs experts (--experts N)");
+    if (s.n_experts_used < 1 || s.n_experts_used > s.n_experts)
+        fail("gen-model: {} experts used of {} is out of range", s.n_experts_used, s.n_experts);
+    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.ffn_dim <= 0) fail("gen-model: every size must be positive");
+    if (!s.rope_scaling.empty() || !s.rank_head.empty() || s.shared_expert_ffn_dim > 0)
+        fail("gen-model: deepseek2 takes no --rope-scaling, rank head or --shared-expert-ffn-dim (its shared experts "
+             "are --shared-experts of the expert width)");
+    const int64_t hk = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
+    const int64_t rope = s.mla_rope_dims > 0 ? s.mla_rope_dims : std::max<int64_t>(2, hk / 4 / 2 * 2);
+    const int64_t nope = hk - rope;
+    const int64_t v = s.v_head_dim > 0 ? s.v_head_dim : nope;
+    const int64_t kvl = s.kv_lora_rank > 0 ? s.kv_lora_rank : s.dim / 2;
+    const int64_t ql = s.q_lora_rank >= 0 ? s.q_lora_rank : s.dim / 2;
+    if (rope % 2 || nope <= 0 || v > hk)
+        fail("gen-model: deepseek2 needs an even RoPE size {} below the key head size {} and a value size {} at most it",
+             rope, hk, v);
+    if (s.leading_dense < 0 || s.leading_dense > s.n_layers)
+        fail("gen-model: {} leading dense layers of {} is out of range", s.leading_dense, s.n_layers);
+    const int64_t f = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
+    const int64_t fs = f * s.n_shared_experts;
+
+    const std::string a = "deepseek2.";
+    w.set("general.architecture", Value::string("deepseek2"));
+    w.set("general.name", Value::string(s.name));
+    w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
+    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
+    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
+    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
+    w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.mla_split ? 1 : s.n_heads)));
+    w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    if (ql > 0) w.set(a + "attention.q_lora_rank", Value::u32(uint32_t(ql)));
+    w.set(a + "attention.kv_lora_rank", Value::u32(uint32_t(kvl)));
+    if (s.mla_split) {
+        w.set(a + "attention.key_length", Value::u32(uint32_t(kvl + rope)));
+        w.set(a + "attention.value_length", Value::u32(uint32_t(kvl)));
+        w.set(a + "attention.key_length_mla", Value::u32(uint32_t(hk)));
+        w.set(a + "attention.value_length_mla", Value::u32(uint32_t(v)));
+    } else {
+        w.set(a + "attention.key_length", Value::u32(uint32_t(hk)));
+        w.set(a + "attention.value_length", Value::u32(uint32_t(v)));
+    }
+    w.set(a + "rope.dimension_count", Value::u32(uint32_t(rope)));
+    w.set(a + "leading_dense_block_count", Value::u32(uint32_t(s.leading_dense)));
+    w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
+    w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
+    w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(f)));
+    w.set(a + "expert_shared_count", Value::u32(uint32_t(s.n_shared_experts)));
+    w.set(a + "expert_weights_scale", Value::f32(s.expert_weights_scale));
+    w.set(a + "expert_weights_norm", Value::boolean(s.expert_weights_norm));
+    w.set(a + "expert_gating_func", Value::u32(uint32_t(s.expert_gating)));
+    if (s.expert_groups > 0) {
+        w.set(a + "expert_group_count", Value::u32(uint32_t(s.expert_groups)));
+        w.set(a + "expert_group_used_count", Value::u32(uint32_t(s.expert_groups_used)));
+    }
+    if (s.yarn) {
+        w.set(a + "rope.scaling.type", Value::string("yarn"));
+        w.set(a + "rope.scaling.factor", Value::f32(40.0f));
+        w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(std::max<int64_t>(1, s.context_length / 4))));
+        w.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(0.1f));
+    }
+    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+
+    int64_t vocab_size = s.vocab_size;
+    if (vocab) {
+        for (const auto& [key, value] : vocab->metadata())
+            if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+        vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
+    } else {
+        write_synthetic_vocab(w, vocab_size, s.fim_tokens);
+    }
+
+    Rng rng(s.seed);
+    int64_t params = 0;
+    const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
+    auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
+        params += cols * rows;
+    };
+    auto f32 = [&](const std::string& name, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(bytes));
+        params += n;
+    };
+    // Norm weights near 1 but not 1, so a norm bound to the wrong vector shows.
+    auto norm = [&](const std::string& name, int64_t n) {
+        std::vector<uint8_t> bytes = random_tensor(rng, n, 0.1f, GgmlType::F32);
+        float* p = reinterpret_cast<float*>(bytes.data());
+        for (int64_t i = 0; i < n; ++i) p[i] += 1.0f;
+        f32(name, {n}, std::move(bytes));
+    };
+    auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        const int64_t n = cols * rows * s.n_experts;
+        w.add_tensor(name, s.type, {cols, rows, s.n_experts}, random_tensor(rng, n, stddev, s.type));
+        params += n;
+    };
+
+    matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
+    f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+    if (!s.tied_output) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    const size_t elem = s.type == GgmlType::F32 ? 4 : 2;
+    for (int64_t l = 0; l < s.n_layers; ++l) {
+        const std::string p = fmt::format("blk.{}.", l);
+        norm(p + "attn_norm.weight", s.dim);
+        if (ql > 0) {
+            matrix(p + "attn_q_a.weight", s.dim, ql, 1.0f / std::sqrt(float(s.dim)));
+            norm(p + "attn_q_a_norm.weight", ql);
+            matrix(p + "attn_q_b.weight", ql, s.n_heads * hk, 1.0f / std::sqrt(float(ql)));
+        } else {
+            matrix(p + "attn_q.weight", s.dim, s.n_heads * hk, 1.0f / std::sqrt(float(s.dim)));
+        }
+        matrix(p + "attn_kv_a_mqa.weight", s.dim, kvl + rope, 1.0f / std::sqrt(float(s.dim)));
+        norm(p + "attn_kv_a_norm.weight", kvl);
+        // kv_b [kvl, H (nope + v)]: per head nope K rows then v V rows.
+        const std::vector<uint8_t> kv_b = random_tensor(rng, kvl * s.n_heads * (nope + v), 1.0f / std::sqrt(float(kvl)), s.type);
+        params += kvl * s.n_heads * (nope + v);
+        if (!s.mla_split) {
+            w.add_tensor(p + "attn_kv_b.weight", s.type, {kvl, s.n_heads * (nope + v)}, kv_b);
+        } else {  // k_b [nope, kvl, H]: each head's K rows transposed; v_b [kvl, v, H]: its V rows
+            std::vector<uint8_t> k_b(size_t(nope * kvl * s.n_heads) * elem), v_b(size_t(kvl * v * s.n_heads) * elem);
+            for (int64_t h = 0; h < s.n_heads; ++h) {
+                for (int64_t j = 0; j < nope; ++j)
+                    for (int64_t i = 0; i < kvl; ++i)
+                        std::memcpy(k_b.data() + size_t((h * kvl + i) * nope + j) * elem,
+                                    kv_b.data() + size_t((h * (nope + v) + j) * kvl + i) * elem, elem);
+                std::memcpy(v_b.data() + size_t(h * v * kvl) * elem, kv_b.data() + size_t((h * (nope + v) + nope) * kvl) * elem,
+                            size_t(v * kvl) * elem);
+            }
+            w.add_tensor(p + "attn_k_b.weight", s.type, {nope, kvl, s.n_heads}, std::move(k_b));
+            w.add_tensor(p + "attn_v_b.weight", s.type, {kvl, v, s.n_heads}, std::move(v_b));
+        }
+        matrix(p + "attn_output.weight", s.n_heads * v, s.dim, out_scale / std::sqrt(float(s.n_heads * v)));
+        norm(p + "ffn_norm.weight", s.dim);
+        if (l < s.leading_dense) {
+            matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+            continue;
+        }
+        // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
+        f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
+            random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+        if (s.expert_gating == 2)
+            f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
+        experts(p + "ffn_gate_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
+        experts(p + "ffn_up_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
+        experts(p + "ffn_down_exps.weight", f, s.dim, out_scale / std::sqrt(float(f)));
+        if (fs > 0) {
+            matrix(p + "ffn_gate_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "ffn_up_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
+        }
+    }
+    return params;
+}
+
+}  // namespace pagoda::model
