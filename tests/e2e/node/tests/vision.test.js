@@ -105,6 +105,12 @@ describe('images through serve --mmproj', () => {
     });
     assert.equal(m.content[0].text, chat.choices[0].message.content);
     assert.equal(m.usage.input_tokens, chat.usage.prompt_tokens);
+    const counted = await anthropic.messages.countTokens({
+      model: 'vision-gemma3',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe it.' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: b64(77) } }] }],
+    });
+    assert.equal(counted.input_tokens, m.usage.input_tokens);
   });
 
   test('remote URLs and corrupt images are 400s naming the part', async () => {
