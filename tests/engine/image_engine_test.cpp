@@ -2,7 +2,8 @@
 // equal the SequenceRunner's (an independent path: its own chunking, no scheduler) under a small
 // step budget, every step computes an image whole, the same request alone and beside others gives
 // the same tokens, a repeated image hits the prefix cache (another image with the same placeholder
-// ids does not), n > 1 shares the image's KV, and the refusals name the problem.
+// ids does not), n > 1 shares the image's KV, prompt-lookup speculation keeps the greedy tokens,
+// and the refusals name the problem.
 #include <cmath>
 #include <gtest/gtest.h>
 
@@ -227,6 +228,24 @@ TEST(EngineImages, NChoicesShareTheImage) {
     const auto want = runner_greedy(r);
     ASSERT_EQ(driver.results[id].choices.size(), 3u);
     for (const auto& [index, c] : driver.results[id].choices) EXPECT_EQ(c.tokens, want) << "choice " << index;
+}
+
+// Prompt lookup drafts from the prompt's tokens (the image's placeholder ids among them); the
+// verified output is the plain greedy one.
+TEST(EngineImages, SpeculativeDecodingKeepsTheGreedyTokens) {
+    auto model = open_model();
+    EngineOptions options;
+    options.speculative.ngram_max = 2;
+    options.speculative.draft_length_by_cost = false;
+    EngineCore core(*model, nullptr, options);
+    Driver driver(core);
+    Request r = image_request({image(3, 8, 41)}, 16, 2, 24);
+    // A prompt that repeats itself, so lookups find continuations to draft.
+    for (int64_t i = 11; i < 16; ++i) r.prompt[size_t(i)] = r.prompt[size_t(i - 11)];
+    const RequestId id = driver.add(r);
+    driver.run();
+    EXPECT_EQ(driver.results[id].choices[0].tokens, runner_greedy(r));
+    EXPECT_GT(core.stats().draft_tokens, 0) << "nothing was drafted: the test checks nothing speculative";
 }
 
 TEST(EngineImages, RefusalsNameTheProblem) {
