@@ -56,6 +56,15 @@ vision::EncodedImage ImageInput::encode(const std::string& url, const std::strin
     }
 }
 
+vision::EncodedImage ImageInput::encode_bytes(std::span<const uint8_t> bytes, const std::string& where) {
+    try {
+        std::lock_guard lock(mutex_);
+        return encoder_->encode(bytes, where);
+    } catch (const std::exception& e) {
+        throw ApiError::invalid(fmt::format("'{}' is not a readable image: {}", where, e.what()), where, "invalid_image");
+    }
+}
+
 std::vector<engine::PromptImage> ImageInput::expand(std::vector<int32_t>& prompt,
                                                     std::vector<vision::EncodedImage> images) const {
     size_t markers = 0;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ public:
     // A data: URL's image -> its soft-token embeddings and content hash; ApiError 400 naming `where`
     // for an unsupported type or a corrupt image. Serialised (one encode at a time).
     vision::EncodedImage encode(const std::string& url, const std::string& where);
+    // The same for an image file's bytes (PNG, JPEG or WebP by their magic number).
+    vision::EncodedImage encode_bytes(std::span<const uint8_t> bytes, const std::string& where);
     // Replaces the i-th image marker in `prompt` by images[i] in Gemma 3's layout ("\n\n"
     // <start_of_image>, its soft tokens, <end_of_image> "\n\n") and returns the images' spans.
     // ApiError 400 when the prompt holds another number of markers than images (a template that
