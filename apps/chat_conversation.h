@@ -3,7 +3,9 @@
 // the server tokenises chat requests (special-token text parsed; BOS added only when the
 // vocabulary wants one and the template did not write it). Rendering the whole history each turn
 // keeps the template in charge of every turn's text; the engine's prefix cache makes the repeated
-// part cheap.
+// part cheap. With images (`chat --mmproj`, /image PATH) a user message holds image parts before
+// its text, the encoded images stay with their message, and each render expands the template's
+// image markers into them (server/image_input.h), so the prefix cache keys them by their hashes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,13 +14,16 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
+#include "engine/request.h"
+#include "server/image_input.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::app {
 
 struct ChatPrompt {
     std::string text;            // as rendered
-    std::vector<int32_t> ids;    // as the model sees it
+    std::vector<int32_t> ids;    // as the model sees it (images expanded into their soft tokens)
+    std::vector<engine::PromptImage> images;  // the conversation's images in ids
     bool opens_thinking = false; // the generation prompt ends inside <think> (the reply starts in reasoning)
 };
 
@@ -29,22 +34,31 @@ public:
     void add(const std::string& role, const std::string& content) {
         messages_.push_back({{"role", role}, {"content", content}});
     }
+    // A user message with images before its text: image parts for a template that takes content
+    // parts, else the image marker in its text.
+    void add_user(const std::string& content, std::vector<vision::EncodedImage> images, bool template_takes_parts);
     void drop_last() {
         if (messages_.size() > (system_.empty() ? 0u : 1u)) messages_.erase(messages_.end() - 1);
+        while (!images_.empty() && images_.back().first >= messages_.size()) images_.pop_back();
     }
     // Back to the system message alone.
     void clear() {
         messages_ = nlohmann::json::array();
+        images_.clear();
         if (!system_.empty()) add("system", system_);
     }
     size_t turns() const { return messages_.size() - (system_.empty() ? 0 : 1); }
 
     // Throws pagoda::Error when the template rejects the conversation (raise_exception) or fails.
-    ChatPrompt render(const chat::ChatTemplate& tmpl, const tokenizer::Tokenizer& tok) const;
+    // `images`: the image input, where the conversation holds images (ApiError when the template
+    // renders no marker for one).
+    ChatPrompt render(const chat::ChatTemplate& tmpl, const tokenizer::Tokenizer& tok,
+                      const server::ImageInput* images = nullptr) const;
 
 private:
     std::string system_;
     nlohmann::json messages_;
+    std::vector<std::pair<size_t, vision::EncodedImage>> images_;  // (message index, image), in order
 };
 
 }  // namespace pagoda::app

@@ -27,11 +27,13 @@
 #include "apps/model_flags.h"
 #include "apps/reply_printer.h"
 #include "apps/sampling_flags.h"
+#include "apps/text_file.h"
 #include "chat/chat_template.h"
 #include "chat/reasoning.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/engine.h"
+#include "server/api_error.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
@@ -46,6 +48,7 @@ constexpr int64_t kDefaultContext = 4096;
 struct ChatOptions {
     SpeculativeFlags spec;
     std::string model, chat_template, system, reasoning = "show";
+    std::string mmproj;  // Gemma 3's vision projector: /image PATH attaches images
     int64_t ctx = kDefaultContext;
     CLI::Option* ctx_option = nullptr;
     int n_predict = -1, threads = 0, chunk = 512;
@@ -56,7 +59,8 @@ struct ChatOptions {
     ModelFlags compute;
 };
 
-const char* kCommandsHelp = "/exit (or Ctrl-D) quits, /clear starts a new conversation, /help shows this";
+const char* kCommandsHelp = "/exit (or Ctrl-D) quits, /clear starts a new conversation, /image PATH attaches an image "
+                            "to your next message (with --mmproj), /help shows this";
 
 // Set by SIGINT while a reply streams: the reply is cancelled, the session goes on.
 std::atomic<bool> g_interrupted{false};
@@ -144,6 +148,13 @@ int chat(ChatOptions& o) {
     const model::StepModelOptions model_options = o.compute.options(o.threads, o.kv.options(), context, context, o.chunk);
     auto target = model::open_step_model(file, model_options);
     eo.speculative = o.spec.resolve(*tok, *target, model_options);
+    if (!o.mmproj.empty() && !target->info().image_input)
+        fail("--mmproj {}: this model ({}) takes no image input (Gemma 3 does)", o.mmproj, cfg.arch);
+    eo.scheduler.max_image_tokens = o.chunk;  // an image runs whole in one step of --chunk tokens
+    std::unique_ptr<server::ImageInput> image_input;
+    if (!o.mmproj.empty())
+        image_input = std::make_unique<server::ImageInput>(o.mmproj, o.compute.backend == "reference" ? "reference" : "cpu",
+                                                           o.threads, *tok, cfg.dim);
     engine::Engine eng(std::move(target), tok, eo);
     const int64_t limit = eng.context_limit();
 
@@ -158,6 +169,7 @@ int chat(ChatOptions& o) {
     };
 
     Conversation conversation(o.system);
+    std::vector<vision::EncodedImage> pending;  // /image: attached to the next user message
     int turn = 0;
     while (true) {
         std::optional<std::string> input = read_turn(interactive);
@@ -172,16 +184,36 @@ int chat(ChatOptions& o) {
             std::fprintf(stderr, "pagoda chat: %s; a line ending in '\\' continues on the next line\n", kCommandsHelp);
             continue;
         }
+        if (command.rfind("/image", 0) == 0 && (command.size() == 6 || command[6] == ' ')) {
+            const std::string path = trim(command.substr(6));
+            try {
+                if (!image_input) fail("/image needs --mmproj (the model's vision projector)");
+                if (path.empty()) fail("/image needs a file: /image PATH");
+                const std::string bytes = read_text_file(path, "image");
+                pending.push_back(image_input->encode_bytes(
+                    std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path));
+                if (interactive) std::fprintf(stderr, "pagoda chat: image attached to your next message\n");
+            } catch (const std::exception& e) {
+                turn_error(e.what());
+            }
+            continue;
+        }
         if (command == "/clear") {
+            pending.clear();
             conversation.clear();
             if (interactive) std::fprintf(stderr, "pagoda chat: history cleared\n");
             continue;
         }
 
-        conversation.add("user", *input);
+        conversation.add_user(*input, std::move(pending), tmpl.takes_content_parts());
+        pending.clear();
         ChatPrompt prompt;
         try {
-            prompt = conversation.render(tmpl, *tok);
+            prompt = conversation.render(tmpl, *tok, image_input.get());
+        } catch (const server::ApiError& e) {
+            conversation.drop_last();
+            turn_error(e.what());
+            continue;
         } catch (const Error& e) {
             conversation.drop_last();
             turn_error(fmt::format("the chat template rejected the conversation: {}", e.what()));
@@ -201,6 +233,7 @@ int chat(ChatOptions& o) {
 
         engine::Request request;
         request.prompt = prompt.ids;
+        request.images = std::move(prompt.images);
         request.sampling = sampling;
         const int64_t room = limit - n_prompt;
         request.stop.max_tokens = o.n_predict < 0 ? room : std::min<int64_t>(o.n_predict, room);
@@ -263,6 +296,9 @@ CommandRegistration reg("chat", "Chat with a model in the terminal (its chat tem
     sub.add_option("--chat-template", o->chat_template,
                    "Chat template: a builtin name (" + fmt::format("{}", fmt::join(chat::ChatTemplate::builtin_names(), ", ")) +
                        ") or a Jinja file (default: the model's, else chatml)");
+    sub.add_option("--mmproj", o->mmproj,
+                   "Gemma 3's vision projector (llama.cpp's mmproj GGUF): /image PATH attaches an image to the next "
+                   "message");
     sub.add_option("--system,--system-prompt", o->system, "-sys: system message opening the conversation (empty: none)");
     sub.add_option("-n,--n-predict", o->n_predict,
                    "New tokens per reply at most; -1: until the model ends its turn or the context is full")

@@ -34,6 +34,7 @@ struct ServeOptions {
     std::string models_dir, models_memory;
     bool open_health = false, open_metrics = false;
     int64_t max_batched_tokens = 2048;
+    int64_t max_image_tokens = 1024;  // image rows per engine step (an image runs whole in one step)
     int32_t max_seqs = 64;
     int64_t ctx = 0;
     KvFlags kv;
@@ -68,6 +69,7 @@ int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
         if (n.find('=') != std::string::npos) aliases.push_back(n);
         else fail("--model-name {}: with several models each is named by its file, or by ID=PATH", n);
     if (!o.model.draft_model.empty()) fail("--draft-model serves one model; with several models it is not supported yet");
+    if (!o.model.mmproj.empty()) fail("--mmproj is one model's projector; with several models it is not supported yet");
     if (o.model.lora())
         fail("--lora and --allow-runtime-lora adapt one base model; with several models they are not supported yet");
     server::MultiModelOptions mo;
@@ -105,6 +107,7 @@ int serve(ServeOptions& o) {
     server::ApiKeyTable keys = load_keys(o);
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;
+    o.gateway.scheduler.max_image_tokens = o.max_image_tokens;
     o.gateway.scheduler.policy = engine::parse_scheduling_policy(o.scheduling_policy);
     o.gateway.scheduler.validate();
     o.spec.options.validate();
@@ -153,6 +156,12 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     add_threads_option(sub, o->model.threads);
     sub.add_option("--io-threads", o->http.io_threads, "HTTP I/O threads")->check(in_range(1, 64));
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Token budget of one engine step")
+        ->check(in_range(int64_t(1), int64_t(1) << 24));
+    sub.add_option("--mmproj", o->model.mmproj,
+                   "Gemma 3's vision projector (llama.cpp's mmproj GGUF): chat requests may then carry images "
+                   "(data: URLs)");
+    sub.add_option("--max-image-tokens", o->max_image_tokens,
+                   "Image tokens one engine step computes (an image runs whole in one step; a larger one is refused)")
         ->check(in_range(int64_t(1), int64_t(1) << 24));
     sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
         ->check(in_range(1, 4096));

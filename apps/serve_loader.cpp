@@ -1,8 +1,10 @@
 #include "apps/serve_loader.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 
 #include "apps/draft_model_loader.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf.h"
 #include "model/classifier_head.h"
@@ -62,6 +64,16 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     }
     loaded.add_sep = file->get_bool_or("tokenizer.ggml.add_sep_token", false);
     loaded.loras = std::move(loras);
+    if (!options.mmproj.empty()) {
+        if (!loaded.engine->model_info().image_input)
+            fail("--mmproj {}: this model ({}) takes no image input (Gemma 3 does)", options.mmproj, cfg.arch);
+        // The tower runs on the reference backend when the model does, else on the CPU.
+        loaded.images = std::make_shared<server::ImageInput>(options.mmproj,
+                                                             options.backend == "reference" ? "reference" : "cpu",
+                                                             options.threads, *tok, cfg.dim);
+        loaded.description += fmt::format(", images ({} tokens each, {})", loaded.images->tokens_per_image(),
+                                          options.mmproj);
+    }
     return loaded;
 }
 

@@ -20,6 +20,7 @@ struct ServeModelOptions {
     kv::PrefixTierOptions prefix_tier;  // the prefix cache's second tier (off by default)
     std::string backend = "cpu";
     bool fusion = true;
+    std::string mmproj;       // --mmproj: the model's vision projector (images in chat requests; empty: none)
     std::string draft_model;  // --draft-model: a GGUF of the same vocabulary (empty: none)
     std::vector<LoraSpec> loras;     // --lora: adapters served as models of their own
     bool allow_runtime_lora = false;  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter

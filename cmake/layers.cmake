@@ -74,5 +74,5 @@ pagoda_layer(engine SOURCES engine SEES ${PAGODA_STORAGE} lora tokenizer grammar
   LINKS pagoda_model pagoda_grammar)
 pagoda_layer(tune SOURCES tune SEES ${PAGODA_STORAGE} lora tokenizer backend model tune LINKS pagoda_model)
 pagoda_layer(server SOURCES server
-  SEES ${PAGODA_STORAGE} lora tokenizer grammar chat engine server ${PAGODA_MODEL_PUBLIC}
-  LINKS pagoda_engine pagoda_chat Boost::headers OpenSSL::SSL OpenSSL::Crypto)
+  SEES ${PAGODA_STORAGE} lora tokenizer grammar chat engine server vision ${PAGODA_MODEL_PUBLIC}
+  LINKS pagoda_engine pagoda_chat pagoda_vision Boost::headers OpenSSL::SSL OpenSSL::Crypto)

@@ -83,7 +83,7 @@ namespace {
 const std::vector<std::string>& words() {
     static const std::vector<std::string> w = {
         "model", "prompt", "messages", "role", "content", "system", "user", "assistant", "tool", "developer",
-        "name", "tool_calls", "tool_call_id", "function", "arguments", "type", "text", "image_url", "n",
+        "name", "tool_calls", "tool_call_id", "function", "arguments", "type", "text", "image_url", "url", "detail", "input_image", "data:image/png;base64,", "n",
         "max_tokens", "max_completion_tokens", "stop", "stop_token_ids", "temperature", "top_p", "top_k",
         "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias", "seed",
         "logprobs", "top_logprobs", "echo", "ignore_eos", "stream", "stream_options", "include_usage",

@@ -44,7 +44,7 @@ using json = nlohmann::json;
 namespace {
 
 json anthropic_block(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
-    switch (p.ConsumeIntegralInRange<int>(0, 6)) {
+    switch (p.ConsumeIntegralInRange<int>(0, 7)) {
         case 0: return {{"type", "text"}, {"text", gen.string()}};
         case 1: return {{"type", "tool_use"}, {"id", gen.string()}, {"name", gen.string()}, {"input", p.ConsumeBool() ? gen.value(2) : json::object()}};
         case 2: {
@@ -56,6 +56,10 @@ json anthropic_block(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
         case 3: return {{"type", "thinking"}, {"thinking", gen.string()}, {"signature", ""}};
         case 4: return {{"type", "text"}, {"text", gen.string()}, {"cache_control", gen.value(1)}};
         case 5: return {{"type", gen.string()}, {gen.string(), gen.value(1)}};
+        case 6:
+            return {{"type", "image"},
+                    {"source", {{"type", p.ConsumeBool() ? std::string("base64") : gen.string()},
+                                {"media_type", gen.string()}, {"data", gen.string()}}}};
         default: return gen.value(2);
     }
 }

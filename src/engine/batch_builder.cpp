@@ -17,6 +17,8 @@ int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock:
             batch.add_sequence(blocks.block_table(s.id), s.request ? s.request->request.lora : lora::AdapterRef{});
         const bool embeds = s.pooled.has_value();
         const int64_t n_real = int64_t(s.tokens.size());
+        const std::vector<PromptImage>* images = s.request ? &s.request->request.images : nullptr;
+        size_t next_image = 0;  // the first image not wholly before p
         for (int64_t p = c.begin; p < c.end; ++p) {
             const int32_t token = p < n_real ? s.tokens[size_t(p)] : s.draft[size_t(p - n_real)];
             // A draft's rows all want logits: row j verifies draft token j, the last one gives the next.
@@ -25,6 +27,16 @@ int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock:
                       embeds && pools_position(s.request->request.embedding->pooling, p, s.n_prompt));
             if (embeds && p < int64_t(s.request->request.token_types.size()))
                 batch.set_token_type(s.request->request.token_types[size_t(p)]);
+            if (!images) continue;
+            while (next_image < images->size() && (*images)[next_image].begin + (*images)[next_image].rows <= p)
+                ++next_image;
+            if (next_image == images->size() || (*images)[next_image].begin > p) continue;
+            // An image row: its embedding, attending to the image's last row (in this step: the
+            // scheduler never splits an image).
+            const PromptImage& image = (*images)[next_image];
+            const size_t dim = image.embeddings.size() / size_t(image.rows);
+            batch.set_last_row_embedding(std::span(image.embeddings).subspan(size_t(p - image.begin) * dim, dim),
+                                         int32_t(image.begin + image.rows - 1));
         }
         if (s.request && !s.request->scheduled) {
             s.request->scheduled = true;

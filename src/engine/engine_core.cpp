@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/checksum.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/batch_builder.h"
@@ -66,6 +67,12 @@ void EngineCore::validate(const Request& req) const {
     if (info_.bidirectional && int64_t(req.prompt.size()) > scheduler_.config().max_batched_tokens)
         fail("the input has {} tokens, more than the {} an encoder step takes (it runs a text in one step; raise "
              "--max-batched-tokens)", req.prompt.size(), scheduler_.config().max_batched_tokens);
+    // An image runs whole in one step, so it must fit one step's image-token bound.
+    const int64_t step_images = std::min(scheduler_.config().max_image_tokens, scheduler_.config().max_batched_tokens);
+    for (const PromptImage& image : req.images)
+        if (image.rows > step_images)
+            fail("an image of {} tokens is more than the {} image tokens one step takes (an image runs whole in one "
+                 "step; raise --max-image-tokens or --max-batched-tokens)", image.rows, step_images);
 }
 
 Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<int32_t> tokens) {
@@ -79,6 +86,13 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->tenant = r.request.tenant;
     seq->weight = r.request.weight;
     seq->prefix_key = r.request.lora.cache_key();
+    // Two prompts with the same placeholder ids but other images must not share KV: the images'
+    // places and content hashes join the key of every block of the sequence.
+    for (const PromptImage& image : r.request.images) {
+        const uint64_t parts[4] = {seq->prefix_key, uint64_t(image.begin), uint64_t(image.rows), image.hash};
+        seq->prefix_key = checksum64(parts, sizeof parts, 0x1A6E);
+        seq->images.push_back({image.begin, image.begin + image.rows});
+    }
     seq->arrival = r.seqs.empty() ? next_arrival_++ : r.seqs[0]->arrival;
     // Keyed by (seed, choice index, position): each choice its own stream (sampler.h).
     seq->sampler = std::make_unique<Sampler>(r.request.sampling, uint64_t(index));

@@ -23,6 +23,17 @@ namespace pagoda::engine {
 
 using RequestId = uint64_t;
 
+// An image in a prompt (Gemma 3's soft tokens): prompt positions [begin, begin + rows), whose ids
+// are the model's image placeholder, take these embeddings (rows x the model's dim, already in its
+// embedding space) instead of their tokens' and attend to each other bidirectionally. The engine
+// computes an image in one step (a prompt chunk never splits it) and keys the prefix cache by the
+// images' places and content hashes, so a repeated image is served from the cache.
+struct PromptImage {
+    int64_t begin = 0, rows = 0;
+    std::vector<float> embeddings;
+    uint64_t hash = 0;  // of the image's content (vision::EncodedImage::hash)
+};
+
 struct StopConditions {
     int64_t max_tokens = 16;              // generated tokens per choice (>= 1)
     bool ignore_eos = false;              // keep going past end-of-generation tokens
@@ -76,6 +87,9 @@ struct Request {
     // Runs under this LoRA adapter (loaded by StepModel::load_lora) at its scale; empty: the base
     // model. Its prefix-cache blocks are keyed by it (never shared with another adapter's).
     lora::AdapterRef lora;
+    // Images in the prompt, increasing and disjoint (the model must take image input, each image
+    // at most SchedulerConfig::max_image_tokens rows). Not with embedding requests.
+    std::vector<PromptImage> images;
 };
 
 enum class FinishReason { stop, length, cancelled, error };

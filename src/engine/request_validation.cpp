@@ -8,6 +8,28 @@
 
 namespace pagoda::engine {
 
+namespace {
+
+void validate_images(const Request& req, const model::StepModelInfo& info) {
+    if (req.images.empty()) return;
+    if (!info.image_input)
+        fail("this model ({}) takes no images", info.config.name.empty() ? info.config.arch : info.config.name);
+    if (req.embedding) fail("an embedding request takes no images");
+    int64_t after = 0;
+    for (size_t i = 0; i < req.images.size(); ++i) {
+        const PromptImage& image = req.images[i];
+        if (image.rows < 1 || image.begin < after || image.begin + image.rows > int64_t(req.prompt.size()))
+            fail("image {} at prompt positions {}..{} is empty, outside the prompt of {} tokens or overlaps the one "
+                 "before", i, image.begin, image.begin + image.rows, req.prompt.size());
+        if (int64_t(image.embeddings.size()) != image.rows * info.config.dim)
+            fail("image {} has {} embedding values, not {} rows of the model's width {}", i, image.embeddings.size(),
+                 image.rows, info.config.dim);
+        after = image.begin + image.rows;
+    }
+}
+
+}  // namespace
+
 void validate_request(const Request& req, const model::StepModelInfo& info, int64_t context_limit, int32_t max_seqs,
                       bool has_tokenizer) {
     if (req.prompt.empty()) fail("the prompt is empty: give at least one token");
@@ -31,6 +53,7 @@ void validate_request(const Request& req, const model::StepModelInfo& info, int6
                 fail("token type {} at position {} is out of range (the model has {} token types)", req.token_types[i],
                      i, std::max(info.n_token_types, 1));
     }
+    validate_images(req, info);
     if (scores_tokens(req)) return validate_scoring(req, info.vocab_size, context_limit);  // token_scores.h
     if (req.embedding) {
         if (info.hidden_size < 1) fail("this model gives no hidden states, so it cannot embed");

@@ -13,6 +13,7 @@ void SchedulerConfig::validate() const {
     if (max_batched_tokens < max_seqs)
         fail("max_batched_tokens ({}) must be at least max_seqs ({}) so every running sequence can decode each step",
              max_batched_tokens, max_seqs);
+    if (max_image_tokens < 1) fail("max_image_tokens must be at least 1, got {}", max_image_tokens);
     if (!(kv_watermark >= 0 && kv_watermark < 1)) fail("kv_watermark {} is out of range [0, 1)", kv_watermark);
 }
 
@@ -166,6 +167,24 @@ bool Scheduler::prefix_in_flight(const Sequence* seq) const {
     return false;
 }
 
+int64_t Scheduler::prefill_end(const Sequence* seq, int64_t budget, int64_t& image_budget) const {
+    const int64_t begin = seq->n_computed;
+    int64_t end = std::min(int64_t(seq->tokens.size()), begin + budget);
+    int64_t image_rows = 0;
+    for (const Sequence::ImageRows& image : seq->images) {
+        if (image.end <= begin) continue;
+        if (image.begin >= end) break;
+        const int64_t rows = image.end - std::max(image.begin, begin);
+        if (end < image.end || image_rows + rows > image_budget) {
+            end = std::max(image.begin, begin);  // stop before it (or, starting inside it, wait)
+            break;
+        }
+        image_rows += rows;
+    }
+    image_budget -= image_rows;
+    return end;
+}
+
 StepPlan Scheduler::schedule() {
     StepPlan plan;
     int64_t budget = config_.max_batched_tokens;
@@ -219,11 +238,13 @@ StepPlan Scheduler::schedule() {
     }
 
     // 2. Continue partly computed prompts, oldest first.
+    int64_t image_budget = config_.max_image_tokens;
     for (Sequence* s : prefilling) {
         if (budget <= 0) break;
         if (s->status != SeqStatus::running) continue;  // preempted above
         const int64_t size = int64_t(s->tokens.size());
-        const int64_t chunk = std::min(budget, size - s->n_computed);
+        const int64_t chunk = prefill_end(s, budget, image_budget) - s->n_computed;
+        if (chunk == 0) continue;  // its next image waits for a step with room
         plan.chunks.push_back({s, s->n_computed, s->n_computed + chunk, s->n_computed + chunk == size});
         plan.n_prefill_tokens += chunk;
         budget -= chunk;
@@ -260,7 +281,8 @@ StepPlan Scheduler::schedule() {
         running_.push_back(s);
         seats += s->seats;
         const int64_t size = int64_t(s->tokens.size());
-        const int64_t chunk = std::min(budget, size - s->n_computed);
+        const int64_t chunk = prefill_end(s, budget, image_budget) - s->n_computed;
+        if (chunk == 0) continue;  // admitted; its first image waits for the next step's room
         plan.chunks.push_back({s, s->n_computed, s->n_computed + chunk, s->n_computed + chunk == size});
         plan.n_prefill_tokens += chunk;
         budget -= chunk;

@@ -22,6 +22,10 @@
 // that becomes active starts at the smallest virtual time of the active ones: idle time banks no
 // credit. Preemption takes the worst priority class, then the tenant furthest ahead, then the newest.
 // With one tenant and one priority this is exactly FCFS.
+// Images (Sequence::images): a prompt chunk never splits an image. It ends before an image that
+// does not fit the step's token budget or its image-token budget (max_image_tokens), and one that
+// starts inside an image (the prefix cache served its first rows) runs to the image's end; a
+// sequence whose next image does not fit waits for a step with room.
 // Because decodes come first and max_batched_tokens >= max_seqs, a running sequence waits at most
 // one step behind a long prompt. complete() records what a step computed; finish() and remove()
 // release a sequence's blocks. The scheduler never touches tensors: it drives a BlockManager.
@@ -49,6 +53,9 @@ struct SchedulerConfig {
     SchedulingPolicy policy = SchedulingPolicy::fcfs;
     double kv_watermark = 0.01;         // fraction of blocks kept free when admitting beside running work
     bool defer_shared_prefix = true;    // a prompt waits for leading blocks a running sequence is computing
+    // Image rows computed in one step, all sequences together (an image runs whole in one step, so
+    // a larger image is refused at validation): bounds how much of a step images take from text.
+    int64_t max_image_tokens = 1024;
 
     void validate() const;  // throws pagoda::Error
 };
@@ -138,6 +145,9 @@ private:
     // Whether a running sequence is computing leading full blocks of seq's prompt beyond what the
     // prefix cache holds now (so that waiting a step makes them cache hits).
     bool prefix_in_flight(const Sequence* seq) const;
+    // The end of seq's next prompt chunk from n_computed within `budget` tokens and the step's
+    // image-token budget (taken from), splitting no image; n_computed when nothing fits.
+    int64_t prefill_end(const Sequence* seq, int64_t budget, int64_t& image_budget) const;
 
     SchedulerConfig config_;
     kv::BlockManager& blocks_;

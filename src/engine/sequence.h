@@ -45,7 +45,14 @@ struct Sequence {
     // An encoder's (bidirectional attention): the prompt is admitted only whole into one step, and
     // its KV blocks stay out of the prefix cache (BlockManager::keep_private).
     bool whole_prompt = false;
-    uint64_t prefix_key = 0;           // the prefix cache's extra key: the request's LoRA adapter (0: none)
+    // The prefix cache's extra key: the request's LoRA adapter and its images' places and hashes
+    // (0: neither).
+    uint64_t prefix_key = 0;
+    // The prompt's images (Request::images): positions [begin, end) that a step computes whole.
+    struct ImageRows {
+        int64_t begin = 0, end = 0;
+    };
+    std::vector<ImageRows> images;
     // Speculative tokens proposed after `tokens` for the next step to verify; never part of `tokens`
     // (a preemption drops them). The scheduler may shorten it to fit the step.
     std::vector<int32_t> draft;

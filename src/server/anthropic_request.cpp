@@ -7,6 +7,7 @@
 
 #include "core/json_reader.h"
 #include "server/api_error.h"
+#include "server/image_parts.h"
 
 namespace pagoda::server {
 namespace {
@@ -57,6 +58,22 @@ json text_part(const json& block, const std::string& path) {
     return json{{"type", "text"}, {"text", get_string(block, "text", path)}};
 }
 
+// An image block {"type": "image", "source": {"type": "base64", "media_type", "data"}} -> an
+// OpenAI image_url part with the data: URL (the gateway decodes it; image_parts.h).
+json image_part(const json& block, const std::string& path) {
+    only_keys(block, path, {"type", "source", "cache_control"});
+    check_cache_control(block, path);
+    const json* source = field(block, "source");
+    if (!source || !source->is_object()) wrong_type(path + ".source", "an object", source ? *source : json());
+    const std::string& type = get_string(*source, "type", path + ".source");
+    if (type == "url") unsupported(path + ".source.type", "remote image URLs are not fetched; send a base64 source");
+    if (type != "base64") unsupported(path + ".source.type", fmt::format("'{}' image sources are not served (only base64)", type));
+    only_keys(*source, path + ".source", {"type", "media_type", "data"});
+    const std::string& media = get_string(*source, "media_type", path + ".source");
+    const std::string& data = get_string(*source, "data", path + ".source");
+    return image_url_part("data:" + media + ";base64," + data);
+}
+
 // Text content (a string, or an array of text blocks) -> OpenAI content (a string or text parts).
 json text_content(const json& v, const std::string& path) {
     if (v.is_string()) return v;
@@ -73,7 +90,7 @@ json text_content(const json& v, const std::string& path) {
     return parts;
 }
 
-const char* kBlockTypes = "text, tool_use, tool_result and thinking";
+const char* kBlockTypes = "text, image, tool_use, tool_result and thinking";
 
 struct Translation {
     json messages = json::array();
@@ -123,6 +140,9 @@ void translate_message(const json& m, size_t i, bool last, Translation& out) {
         const std::string& type = get_string(b, "type", bpath);
         if (type == "text") {
             text.push_back(text_part(b, bpath));
+        } else if (type == "image") {
+            if (role != "user") invalid(bpath + ".type", "image blocks belong to user messages");
+            text.push_back(image_part(b, bpath));
         } else if (type == "tool_use") {
             if (role != "assistant") invalid(bpath + ".type", "tool_use blocks belong to assistant messages");
             only_keys(b, bpath, {"type", "id", "name", "input", "cache_control"});

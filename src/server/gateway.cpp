@@ -116,6 +116,7 @@ void Gateway::load() {
         setup_rerank(loaded);  // gateway_rerank.cpp; needs template_
         system_fingerprint_ = loaded.system_fingerprint;  // before state_ turns ready: requests read it
         loras_ = std::move(loaded.loras);
+        images_ = std::move(loaded.images);
         {
             std::lock_guard lock(engine_mutex_);
             engine_ = std::move(loaded.engine);
@@ -191,6 +192,8 @@ json Gateway::model_card() const {
     if (state() == State::ready) {
         card["max_model_len"] = engine_->context_limit();
         card["vocab_size"] = engine_->model_info().vocab_size;
+        // What the model reads (the OpenRouter-style field): images with --mmproj.
+        card["input_modalities"] = images_ ? json::array({"text", "image"}) : json::array({"text"});
     }
     return card;
 }
@@ -244,6 +247,25 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const nlohmann::ordered_j
     return launch(std::move(p), tool_format, key, request_id, std::move(sink), std::move(id), [](Job&) {});
 }
 
+std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams& p) {
+    if (p.endpoint != Endpoint::chat_completions) return {};
+    const std::vector<ImagePart> parts = image_parts(p.messages);
+    if (parts.empty()) return {};
+    if (!images_)
+        throw ApiError::invalid(fmt::format("'{}': this model takes no images (the server runs without --mmproj)",
+                                            parts[0].where),
+                                parts[0].where, "unsupported_parameter");
+    const int64_t step_images = std::min(options_.scheduler.max_image_tokens, options_.scheduler.max_batched_tokens);
+    if (images_->tokens_per_image() > step_images)
+        throw ApiError::invalid(fmt::format("'{}': an image is {} tokens, more than the {} image tokens one engine step "
+                                            "takes (the server's --max-image-tokens / --max-batched-tokens)",
+                                            parts[0].where, images_->tokens_per_image(), step_images),
+                                parts[0].where, "invalid_image");
+    std::vector<vision::EncodedImage> encoded;
+    for (const ImagePart& part : parts) encoded.push_back(images_->encode(part.url, part.where));
+    return encoded;
+}
+
 std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::ToolCallFormat> tool_format,
                                      const ApiKey* key, const std::string& request_id, DeltaSink sink, std::string id,
                                      const std::function<void(Job&)>& prepare) {
@@ -277,15 +299,21 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
         const FimSettings fim{.n_batch = std::min<int64_t>(options_.scheduler.max_batched_tokens, context),
                               .n_ctx = context,
                               .spm = options_.spm_infill};
+        // Images are encoded here, on the request's thread (before the template renders: a bad
+        // image is refused before any other work).
+        std::vector<vision::EncodedImage> encoded = encode_images(p);
         TokenizedPrompts prompts =
             tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr, vocab, fim);
         prompts_open_thinking = prompts.opens_thinking;
+        std::vector<engine::PromptImage> images;
+        if (!encoded.empty()) images = images_->expand(prompts.prompts.at(0), std::move(encoded));
         requests = make_engine_requests(p, std::move(prompts),
                                         {.context = engine_->context_limit(),
                                          .vocab_size = vocab,
                                          .max_prompt_tokens = options_.max_prompt_tokens,
                                          .max_tokens_limit = options_.max_tokens_limit,
                                          .max_seqs = options_.scheduler.max_seqs});
+        if (!images.empty()) requests.subs.at(0).images = std::move(images);  // a chat request: one prompt
         // A grammar gets the model's reasoning block in front; a thinking budget goes to the engine.
         apply_reasoning(p, {.template_thinks = split_reasoning_, .prompt_opens = prompts_open_thinking,
                             .format = reasoning_format_,

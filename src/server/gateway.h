@@ -27,6 +27,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
+#include "server/image_input.h"
 #include "server/reasoning_request.h"
 #include "server/request_ids.h"
 #include "server/rerank_prompt.h"
@@ -84,6 +85,8 @@ struct LoadedModel {
     bool add_sep = false;  // GGUF tokenizer.ggml.add_sep_token: a rank model's pairs are joined by SEP
     // The LoRA adapters served on this model (--lora; run-time loads when it has a loader); null: none.
     std::shared_ptr<LoraRegistry> loras;
+    // The model's image input (--mmproj): chat image parts are encoded by it; null: images refused.
+    std::shared_ptr<ImageInput> images;
 };
 
 // Opens the model and starts its engine; runs on the thread that calls Gateway::load(). `options`
@@ -262,6 +265,10 @@ private:
     // A parsed chat or completions request from the model check to its submission: tokenize, check
     // against the model, admit, build the Job (response id `id`; `prepare` runs on it before the
     // engine can deliver anything) and submit. Throws ApiError.
+    // A chat request's image parts, encoded in order (image_input.h); none for other requests.
+    // ApiError 400 naming the part: no --mmproj, an image larger than a step's image tokens, an
+    // unreadable one.
+    std::vector<vision::EncodedImage> encode_images(const CompletionParams& p);
     std::shared_ptr<Job> launch(CompletionParams p, std::optional<chat::ToolCallFormat> tool_format, const ApiKey* key,
                                 const std::string& request_id, DeltaSink sink, std::string id,
                                 const std::function<void(Job&)>& prepare);
@@ -296,6 +303,7 @@ private:
     std::string rerank_unsupported_;
     std::string system_fingerprint_;  // from the loader, at load
     std::unique_ptr<engine::Engine> engine_;
+    std::shared_ptr<ImageInput> images_;  // from the loader (null: no image input); set before ready
     std::shared_ptr<LoraRegistry> loras_;  // from the loader (null: no adapters); set before ready
     std::mutex engine_mutex_;  // guards engine_ replacement (load / stop)
     RateLimiter limiter_;

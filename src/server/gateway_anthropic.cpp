@@ -86,8 +86,10 @@ SimpleResponse Gateway::count_message_tokens(const nlohmann::ordered_json& body,
         try {
             p = parse_completion_request(request.chat_body, Endpoint::chat_completions);
             apply_tools(p, template_ ? &*template_ : nullptr);
+            std::vector<vision::EncodedImage> images = encode_images(p);  // counted as they run
             prompts = tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr,
                                        engine_->model_info().vocab_size);
+            if (!images.empty()) images_->expand(prompts.prompts.at(0), std::move(images));
         } catch (const ApiError& e) {
             throw renamed(e, request);
         }

@@ -6,6 +6,7 @@
 
 #include "core/json_reader.h"
 #include "server/api_error.h"
+#include "server/image_parts.h"
 #include "server/openai_request_parts.h"
 
 namespace pagoda::server::openai_fields {
@@ -47,8 +48,13 @@ void check_content(const json& m, const std::string& name) {
         const std::string pname = fmt::format("{}.content[{}]", name, j);
         const json& part = read_object((*content)[j], pname);
         const json* type = field(part, "type");
+        if (type && *type == "image_url") {
+            check_image_part(part, pname);  // image_parts.h; the gateway reads the image
+            continue;
+        }
         if (!type || !type->is_string() || *type != "text")
-            throw ApiError::invalid(fmt::format("'{}' has an unsupported type: only text parts are supported", pname),
+            throw ApiError::invalid(fmt::format("'{}' has an unsupported type: only text and image_url parts are "
+                                                "supported", pname),
                                     pname, "invalid_value");
         const json* text = field(part, "text");
         if (!text || !text->is_string()) wrong_type(pname + ".text", "a string", text ? *text : json());

@@ -9,6 +9,7 @@
 #include "server/fim_prompt.h"
 #include "chat/chat_template.h"
 #include "chat/reasoning.h"
+#include "server/image_parts.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -35,6 +36,7 @@ std::vector<int32_t> tokenize_prompt(const PromptInput& prompt, const tokenizer:
 // - OpenAI sends a call's arguments as JSON text; templates (as Hugging Face's) expect the object,
 //   to write it with tojson. Arguments that are not a JSON object stay text.
 // - "developer" is OpenAI's newer name for the system role; templates know "system".
+// - image_url parts become {"type": "image"} parts (or the image marker in joined text).
 // - Content arrays of text parts become one string (parts joined by a newline, as vLLM does) for a
 //   template that concatenates content as a string.
 // - An assistant message's reasoning_content (what pagoda returned) is also its `thinking`, the
@@ -45,13 +47,20 @@ nlohmann::json template_messages(const nlohmann::json& messages, bool takes_part
         if (m.value("role", "") == "developer") m["role"] = "system";
         if (auto r = m.find("reasoning_content"); r != m.end() && r->is_string() && !m.contains("thinking"))
             m["thinking"] = *r;
-        if (auto content = m.find("content"); !takes_parts && content != m.end() && content->is_array()) {
-            std::string text;
-            for (size_t i = 0; i < content->size(); ++i) {
-                if (i) text += '\n';
-                text += (*content)[i].value("text", "");
+        if (auto content = m.find("content"); content != m.end() && content->is_array()) {
+            // An image part becomes the template's image part (Gemma 3's renders <start_of_image>
+            // for it), or that marker in the joined text; image_input.h expands the markers.
+            for (auto& part : *content)
+                if (part.value("type", "") == "image_url") part = {{"type", "image"}};
+            if (!takes_parts) {
+                std::string text;
+                for (size_t i = 0; i < content->size(); ++i) {
+                    if (i) text += '\n';
+                    const auto& part = (*content)[i];
+                    text += part.value("type", "") == "image" ? std::string(kImageMarker) : part.value("text", "");
+                }
+                *content = std::move(text);
             }
-            *content = std::move(text);
         }
         auto calls = m.find("tool_calls");
         if (calls == m.end() || !calls->is_array()) continue;

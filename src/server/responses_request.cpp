@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/json_reader.h"
+#include "server/image_parts.h"
 
 namespace pagoda::server {
 namespace {
@@ -48,7 +49,7 @@ bool is_hosted_tool(const std::string& type) {
 }
 
 // Text parts of a message: input_text, output_text (assistant output echoed back) and refusal.
-void check_content(const json& content, const std::string& name) {
+void check_content(const json& content, const std::string& name, bool images) {
     if (content.is_string()) return;
     if (!content.is_array()) wrong_type(name, "a string or an array of content parts", content);
     for (size_t j = 0; j < content.size(); ++j) {
@@ -62,9 +63,15 @@ void check_content(const json& content, const std::string& name) {
         } else if (type == "refusal") {
             get_string(part, "refusal", pname, true);
             only_keys(part, pname, {"type", "refusal"});
+        } else if (type == "input_image" && images) {
+            only_keys(part, pname, {"type", "image_url", "detail"});  // file_id: no file store here
+            json chat_part = image_url_part(get_string(part, "image_url", pname, true));
+            if (const json* detail = field(part, "detail")) chat_part["image_url"]["detail"] = *detail;
+            check_image_part(chat_part, pname);  // a data: URL, detail "auto"
         } else {
             unsupported(pname + ".type", fmt::format("'{}' is not supported: only text parts (input_text, output_text) "
-                                                     "are; this server has no image, file or audio input",
+                                                     "and, in user, system and developer messages, input_image are; "
+                                                     "this server has no file or audio input",
                                                      type));
         }
     }
@@ -87,7 +94,7 @@ void check_item(const json& item, const std::string& name) {
         if (!content)
             throw ApiError::invalid(fmt::format("'{}.content' is required", name), name + ".content",
                                     "missing_required_parameter");
-        check_content(*content, name + ".content");
+        check_content(*content, name + ".content", role != "assistant");
         only_keys(item, name, {"type", "role", "content", "id", "status"});
     } else if (type == "function_call") {
         get_string(item, "call_id", name, true);
@@ -100,7 +107,7 @@ void check_item(const json& item, const std::string& name) {
         if (!output)
             throw ApiError::invalid(fmt::format("'{}.output' is required", name), name + ".output",
                                     "missing_required_parameter");
-        check_content(*output, name + ".output");
+        check_content(*output, name + ".output", false);
         only_keys(item, name, {"type", "call_id", "output", "id", "status"});
     } else if (type == "reasoning") {
         if (field(item, "encrypted_content"))

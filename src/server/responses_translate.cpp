@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <regex>
 
+#include "server/image_parts.h"
 #include "server/responses_request.h"
 
 namespace pagoda::server {
@@ -20,6 +21,26 @@ std::string content_text(const json& content) {
         else if (auto r = part.find("refusal"); r != part.end() && r->is_string()) text += r->get<std::string>();
     }
     return text;
+}
+
+// A user, system or developer message's content: its text, or where it holds input_image parts,
+// chat parts (text and image_url) in order.
+json message_content(const json& content) {
+    if (!content.is_array()) return content_text(content);
+    bool images = false;
+    for (const json& part : content) images = images || part.value("type", "") == "input_image";
+    if (!images) return content_text(content);
+    json parts = json::array();
+    for (const json& part : content) {
+        if (part.value("type", "") == "input_image") {
+            json chat = image_url_part(part["image_url"].get<std::string>());
+            if (auto d = part.find("detail"); d != part.end()) chat["image_url"]["detail"] = *d;
+            parts.push_back(std::move(chat));
+        } else {
+            parts.push_back({{"type", "text"}, {"text", content_text(json::array({part}))}});
+        }
+    }
+    return parts;
 }
 
 std::string reasoning_text(const json& item) {
@@ -59,7 +80,7 @@ json responses_items_to_messages(const json& items) {
                 json& m = assistant();
                 m["content"] = m["content"].get<std::string>() + content_text(item["content"]);
             } else {
-                messages.push_back({{"role", role}, {"content", content_text(item["content"])}});
+                messages.push_back({{"role", role}, {"content", message_content(item["content"])}});
                 assistant_open = false;
                 reasoning.clear();  // thinking that led to no answer (cut off) belongs to no message
             }

@@ -137,7 +137,7 @@ TEST(AnthropicRequest, RefusesWhatIsNotServedNamingTheField) {
         {with(base(), "mcp_servers", json::array()), "mcp_servers"},
         {with(base(), "context_management", json::object()), "context_management"},
         {with(base(), "frequency_penalty", 1), "frequency_penalty"},  // OpenAI's, not Anthropic's
-        {with(base(), "messages", img), "messages[0].content[0].type"},
+        {with(base(), "messages", img), "messages[0].content[0].source.type"},
         {with(base(), "messages", prefill_space), "messages[1].content"},
         {with(base(), "messages", prefill_call), "messages[1]"},
         {with(base(), "messages", redacted), "messages[0].content[0]"},

@@ -146,6 +146,8 @@ TEST(OpenAiRequest, ChatErrors) {
     EXPECT_EQ(error_of(R"({"messages":[{"content":"x"}]})", chat).param, "messages[0].role");
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":5}]})", chat).param, "messages[0].content");
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", chat).param,
+              "messages[0].content[0].image_url");
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":[{"type":"input_audio"}]}]})", chat).param,
               "messages[0].content[0]");
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", chat).param, "top_logprobs");
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", chat).param,

@@ -95,6 +95,8 @@ TEST(ResponsesRequest, InputItemsAreCheckedAndRefusedByName) {
     expect_refused({{"input", 3}}, "input");
     expect_refused({{"input", json::array({{{"role", "tool"}, {"content", "x"}}})}}, "input[0].role");
     expect_refused({{"input", json::parse(R"([{"role":"user","content":[{"type":"input_image","image_url":"u"}]}])")}},
+                   "input[0].content[0].image_url.url");
+    expect_refused({{"input", json::parse(R"([{"role":"user","content":[{"type":"input_file","file_id":"f"}]}])")}},
                    "input[0].content[0].type");
     expect_refused({{"input", json::parse(R"([{"role":"user","content":"a","name":"bob"}])")}}, "input[0].name");
     expect_refused({{"input", json::parse(R"([{"type":"function_call","name":"f","arguments":"{}"}])")}},

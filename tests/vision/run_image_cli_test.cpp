@@ -1,7 +1,7 @@
 // `pagoda run --mmproj --image` through the built binary on a random Gemma 3 and its random
 // projector (gen-model --mmproj): images change the greedy output, the output does not depend on how
 // the prompt is chunked (an image runs whole in one step), several images are taken, and misuses are
-// refused naming the fix.
+// refused naming the fix; `pagoda chat --mmproj` takes images with /image PATH.
 #include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -98,6 +98,48 @@ TEST(RunImage, MisusesAreRefused) {
     r = run_pagoda({"run", "-m", plain, "-p", "x", "-n", "2", "--mmproj", files().mm, "--image", files().red});
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("has no <start_of_image> token"), std::string::npos) << r.err;
+}
+
+// `pagoda chat --mmproj` with /image PATH: the image changes the reply, the same session replays
+// alike, the next turn re-renders the image and finds its blocks in the prefix cache, and /image
+// is refused without --mmproj or with a file that is no image (a script's turn error ends it).
+ProcessResult chat(const std::string& input, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"chat", "-m", files().text, "--chat-template", "gemma3", "-n", "6", "--temp", "0",
+                                     "-t", "1", "-v"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_pagoda(args, input);
+}
+
+TEST(ChatImage, ImageTurnsAreRenderedExpandedAndCached) {
+    const auto plain = chat("what is it\n", {});
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const std::string script = "/image " + files().red + "\nwhat is it\nand now\n";
+    const auto red = chat(script, {"--mmproj", files().mm});
+    ASSERT_EQ(red.exit_code, 0) << red.err;
+    EXPECT_NE(red.err.find("<start_of_image>what is it"), std::string::npos) << red.err;
+    const auto first_reply = [](const std::string& out) { return out.substr(0, out.find('\n')); };
+    EXPECT_NE(first_reply(red.out), first_reply(plain.out));
+    const auto again = chat(script, {"--mmproj", files().mm});
+    EXPECT_EQ(again.out, red.out);
+    // Turn 2 re-renders turn 1 (16 soft tokens and the layout): its blocks come from the cache.
+    const size_t at = red.err.find("turn 2: prompt ");
+    ASSERT_NE(at, std::string::npos) << red.err;
+    long long prompt = 0, cached = 0;
+    ASSERT_EQ(std::sscanf(red.err.c_str() + at, "turn 2: prompt %lld tokens (%lld cached)", &prompt, &cached), 2)
+        << red.err.substr(at, 80);
+    EXPECT_GE(cached, 16);
+    const auto noise = chat("/image " + files().noise + "\nwhat is it\n", {"--mmproj", files().mm});
+    ASSERT_EQ(noise.exit_code, 0) << noise.err;
+    EXPECT_NE(first_reply(noise.out), first_reply(red.out));
+
+    auto r = chat(script, {});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("/image needs --mmproj"), std::string::npos) << r.err;
+    const std::string bad = temp_path("chat-image-bad.png");
+    write(bad, {'n', 'o', 'p', 'e'});
+    r = chat("/image " + bad + "\nwhat\n", {"--mmproj", files().mm});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("is not a readable image"), std::string::npos) << r.err;
 }
 
 }  // namespace

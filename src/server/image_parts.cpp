@@ -1,0 +1,61 @@
+#include "server/image_parts.h"
+
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+
+namespace pagoda::server {
+
+using json = nlohmann::json;
+
+std::vector<ImagePart> image_parts(const json& messages) {
+    std::vector<ImagePart> parts;
+    if (!messages.is_array()) return parts;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const json& m = messages[i];
+        if (!m.is_object()) continue;
+        auto content = m.find("content");
+        if (content == m.end() || !content->is_array()) continue;
+        for (size_t j = 0; j < content->size(); ++j) {
+            const json& part = (*content)[j];
+            if (part.is_object() && part.value("type", "") == "image_url")
+                parts.push_back({fmt::format("messages[{}].content[{}]", i, j), part["image_url"]["url"].get<std::string>()});
+        }
+    }
+    return parts;
+}
+
+void check_image_part(const json& part, const std::string& where) {
+    for (auto it = part.begin(); it != part.end(); ++it)
+        if (it.key() != "type" && it.key() != "image_url")
+            throw ApiError::invalid(fmt::format("'{}.{}' is not a field of an image_url part", where, it.key()),
+                                    where + "." + it.key(), "unsupported_parameter");
+    auto image = part.find("image_url");
+    if (image == part.end() || !image->is_object())
+        throw ApiError::invalid(fmt::format("'{}.image_url' must be an object with a url", where), where + ".image_url",
+                                "invalid_type");
+    for (auto it = image->begin(); it != image->end(); ++it)
+        if (it.key() != "url" && it.key() != "detail")
+            throw ApiError::invalid(fmt::format("'{}.image_url.{}' is not a field of image_url", where, it.key()),
+                                    where + ".image_url." + it.key(), "unsupported_parameter");
+    if (auto detail = image->find("detail"); detail != image->end() && *detail != "auto")
+        throw ApiError::invalid(fmt::format("'{}.image_url.detail': only \"auto\" is served (the model sees every image "
+                                            "at its one resolution)",
+                                            where),
+                                where + ".image_url.detail", "unsupported_parameter");
+    auto url = image->find("url");
+    if (url == image->end() || !url->is_string())
+        throw ApiError::invalid(fmt::format("'{}.image_url.url' must be a string (a data: URL)", where),
+                                where + ".image_url.url", "invalid_type");
+    const std::string& u = url->get_ref<const std::string&>();
+    if (u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0)
+        throw ApiError::invalid(fmt::format("'{}': remote image URLs are not fetched; send a data: URL", where),
+                                where + ".image_url.url", "unsupported_parameter");
+    if (u.rfind("data:", 0) != 0)
+        throw ApiError::invalid(fmt::format("'{}.image_url.url' must be a data: URL (data:image/png;base64,...)", where),
+                                where + ".image_url.url", "invalid_value");
+}
+
+json image_url_part(const std::string& url) { return json{{"type", "image_url"}, {"image_url", {{"url", url}}}}; }
+
+}  // namespace pagoda::server

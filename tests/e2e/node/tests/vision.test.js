@@ -1,0 +1,159 @@
+// Images end to end: `pagoda serve --mmproj` on a random Gemma 3 and its random projector
+// (gen-model --mmproj, 16 soft tokens per image) with Gemma 3's chat template. The official
+// `openai` client sends a data-URL PNG (Chat Completions image_url, Responses input_image), the
+// `@anthropic-ai/sdk` client a base64 image block; a repeated image is served from the prefix
+// cache with the same greedy text; /v1/models says the model takes images; remote URLs, corrupt
+// images and images to a server without --mmproj are 400s naming the part.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { BINARY, startServer, workDir } from './helpers.js';
+
+// A small RGB PNG (no library: IHDR, one zlib IDAT, IEND).
+function crc32(buf) {
+  let c = ~0;
+  for (const b of buf) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
+function chunk(type, data) {
+  const out = Buffer.alloc(12 + data.length);
+  out.writeUInt32BE(data.length, 0);
+  out.write(type, 4, 'latin1');
+  data.copy(out, 8);
+  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+  return out;
+}
+function png(width, height, shade) {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8);
+  const rows = [];
+  for (let y = 0; y < height; y++) {
+    rows.push(0);
+    for (let x = 0; x < width; x++) rows.push((x * 29 + shade) & 255, (y * 41) & 255, shade);
+  }
+  const sig = Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]);
+  return Buffer.concat([sig, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(Buffer.from(rows))), chunk('IEND', Buffer.alloc(0))]);
+}
+const b64 = (shade) => png(24, 18, shade).toString('base64');
+const dataUrl = (shade) => `data:image/png;base64,${b64(shade)}`;
+
+const textModel = join(workDir, 'vision-gemma3.gguf');
+const mmproj = join(workDir, 'vision-gemma3-mmproj.gguf');
+
+describe('images through serve --mmproj', () => {
+  let server;
+  let openai;
+  before(async () => {
+    execFileSync(BINARY, ['gen-model', '--arch', 'gemma3', '--layers', '2', '--dim', '64', '--heads', '4', '--kv-heads', '2',
+      '-o', textModel, '--mmproj', mmproj], { stdio: ['ignore', 'ignore', 'pipe'] });
+    server = await startServer(['-m', textModel, '--mmproj', mmproj, '--chat-template', 'gemma3'], null);
+    openai = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await server?.stop(); });
+
+  const ask = (url, text = 'What is in the picture?') => openai.chat.completions.create({
+    model: 'vision-gemma3', max_tokens: 8, temperature: 0,
+    messages: [{ role: 'user', content: [{ type: 'text', text }, { type: 'image_url', image_url: { url } }] }],
+  });
+
+  test('a data-URL PNG through the openai client; a repeated image hits the prefix cache', async () => {
+    const plain = await openai.chat.completions.create({
+      model: 'vision-gemma3', max_tokens: 8, temperature: 0,
+      messages: [{ role: 'user', content: 'What is in the picture?' }],
+    });
+    const first = await ask(dataUrl(10));
+    // The image adds Gemma 3's layout: "\n\n" <start_of_image> 16 soft tokens <end_of_image> "\n\n".
+    assert.ok(first.usage.prompt_tokens >= plain.usage.prompt_tokens + 18,
+      `${first.usage.prompt_tokens} prompt tokens with the image, ${plain.usage.prompt_tokens} without`);
+    assert.equal(first.choices[0].finish_reason, 'length');
+    const again = await ask(dataUrl(10));
+    assert.equal(again.choices[0].message.content, first.choices[0].message.content);
+    assert.equal(again.usage.prompt_tokens, first.usage.prompt_tokens);
+    assert.ok(again.usage.prompt_tokens_details.cached_tokens >= 16,
+      `cached ${again.usage.prompt_tokens_details.cached_tokens} of ${again.usage.prompt_tokens}`);
+    // Another picture with the same placeholder ids: its image blocks are not served from the cache.
+    const other = await ask(dataUrl(200));
+    assert.ok(other.usage.prompt_tokens_details.cached_tokens < again.usage.prompt_tokens_details.cached_tokens);
+  });
+
+  test('/v1/models says the model takes images', async () => {
+    const models = await openai.models.list();
+    assert.deepEqual(models.data[0].input_modalities, ['text', 'image']);
+  });
+
+  test('Responses input_image and an Anthropic image block give the chat answer', async () => {
+    const chat = await ask(dataUrl(77), 'Describe it.');
+    const r = await openai.responses.create({
+      model: 'vision-gemma3', max_output_tokens: 8, temperature: 0,
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'Describe it.' }, { type: 'input_image', image_url: dataUrl(77) }] }],
+    });
+    assert.equal(r.output_text, chat.choices[0].message.content);
+    const anthropic = new Anthropic({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+    const m = await anthropic.messages.create({
+      model: 'vision-gemma3', max_tokens: 8, temperature: 0,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe it.' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: b64(77) } }] }],
+    });
+    assert.equal(m.content[0].text, chat.choices[0].message.content);
+    assert.equal(m.usage.input_tokens, chat.usage.prompt_tokens);
+    const counted = await anthropic.messages.countTokens({
+      model: 'vision-gemma3',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe it.' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: b64(77) } }] }],
+    });
+    assert.equal(counted.input_tokens, m.usage.input_tokens);
+  });
+
+  test('remote URLs and corrupt images are 400s naming the part', async () => {
+    await assert.rejects(ask('https://example.com/cat.png'), (e) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'messages[0].content[1].image_url.url');
+      assert.match(e.message, /remote image URLs are not fetched; send a data: URL/);
+      return true;
+    });
+    const broken = png(24, 18, 3).subarray(0, 60).toString('base64');
+    await assert.rejects(ask(`data:image/png;base64,${broken}`), (e) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'messages[0].content[1]');
+      assert.match(e.message, /not a readable image/);
+      return true;
+    });
+    await assert.rejects(ask(`data:image/gif;base64,${b64(3)}`), (e) => {
+      assert.equal(e.status, 400);
+      assert.match(e.message, /unsupported image type 'image\/gif'/);
+      return true;
+    });
+    // The server still answers afterwards.
+    assert.equal((await ask(dataUrl(10))).choices.length, 1);
+  });
+});
+
+describe('images to a server without --mmproj', () => {
+  let server;
+  before(async () => { server = await startServer([]); });
+  after(async () => { await server?.stop(); });
+
+  test('an image part is a 400: this model takes no images', async () => {
+    const openai = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
+    const models = await openai.models.list();
+    assert.deepEqual(models.data[0].input_modalities, ['text']);
+    await assert.rejects(openai.chat.completions.create({
+      model: models.data[0].id, max_tokens: 4,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUrl(1) } }] }],
+    }), (e) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'messages[0].content[0]');
+      assert.match(e.message, /this model takes no images/);
+      return true;
+    });
+  });
+});
