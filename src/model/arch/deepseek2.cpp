@@ -207,11 +207,7 @@ BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& c, backend
                                     {.shared_expert = c.n_shared_experts > 0, .shared_gate = false});
             continue;
         }
-        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
-        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
-        const auto g_u = e.matmul(gate_up, f, {p + "gate", p + "up"}, l, MatmulInput::ffn);
-        const int act = e.silu_mul(g_u[0], g_u[1], p + "ffn_act");
-        residual = e.matmul(down, act, {p + "ffn_out"}, l, MatmulInput::ffn_down)[0];
+        residual = emit_swiglu_ffn(e, bind, c, l, f);
     }
     e.add(x, residual);
     emit_model_head(e, m, head, x, c.rms_eps);

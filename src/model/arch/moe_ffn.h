@@ -1,4 +1,5 @@
-// The mixture-of-experts FFN of a layer, for the llama-family builders: binds blk.N's router
+// The FFN of a layer for the llama-family builders: the dense SwiGLU one (emit_swiglu_ffn: blk.N's
+// ffn_gate / ffn_up stacked into one weight, ffn_down) and the mixture of experts, which binds blk.N's router
 // (ffn_gate_inp, [dim, n_experts]), the stacked experts (ffn_gate_exps / ffn_up_exps [dim, ffn, E],
 // ffn_down_exps [ffn, dim, E]; each expert's slice becomes its own backend weight, quantised like
 // any matrix) and, for qwen2moe, the shared expert (ffn_gate_shexp / ffn_up_shexp / ffn_down_shexp
@@ -29,6 +30,9 @@ struct MoeFfnOptions {
 
 // The router of a config (scoring, renormalisation, scale, groups; no correction bias).
 backend::MoeRouting moe_routing(const ModelConfig& c);
+
+// The dense FFN down(silu(gate h) * up h) of layer `layer` (c.ffn_dim wide); returns its output (T x dim).
+int emit_swiglu_ffn(GraphEmitter& e, TensorBinder& bind, const ModelConfig& c, int32_t layer, int h);
 
 // Returns the FFN output tensor (T x dim) of layer `layer` for the normed input h.
 int emit_moe_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, const ModelConfig& c,
