@@ -1,11 +1,12 @@
 // Attention sinks (AttentionParams::sinks, gpt-oss) on every backend against the formula by hand:
 // with s_j = scale q.k_j over the keys a token sees, out = sum_j e^(s_j) v_j / (sum_j e^(s_j) +
 // e^(sink)) (the sink a logit in the denominator with no value), for each query head's own sink;
-// with and without a sliding window, over f32 and f16 caches.
+// with and without a sliding window, over f32 and f16 caches; on the device backends too.
 #include <cmath>
 #include <gtest/gtest.h>
 
 #include "backend/backend_test_util.h"
+#include "backend/vulkan/vulkan_test_env.h"
 
 namespace pagoda::backend {
 namespace {
@@ -19,7 +20,9 @@ TEST(AttentionSinks, MatchTheFormulaByHand) {
     const std::vector<float> q = {1, 2, -1, 0.5f, 0.5f, 0.5f, 2, -1, 1, 1, 0, 3, -2, 1, 1.5f, 0};
     const std::vector<float> sinks = {0.7f, -1.5f};
     const float scale = 0.5f;
-    for (const std::string name : {"cpu", "reference"})
+    std::vector<std::string> names = {"cpu", "reference"};
+    for (const std::string& device : device_backends_under_test()) names.push_back(device);
+    for (const std::string& name : names)
         for (const kv::KvDtype dtype : {kv::KvDtype::f32, kv::KvDtype::f16})
             for (const int32_t window : {0, 2}) {
                 Side side(make_backend(name, {.n_threads = 2}));

@@ -98,9 +98,10 @@ struct Step {
     std::vector<int64_t> slots;
     std::vector<std::vector<int32_t>> block_tables;
     std::vector<int32_t> spare_blocks;  // in the cache, in no table
+    std::vector<int32_t> attend_until;  // per token, or empty (StepInputs::attend_until)
     int32_t block_size = 1, n_blocks = 0;
 
-    StepInputs inputs() const { return {tokens, positions, seq_index, slots, logit_rows, block_tables, hidden_rows}; }
+    StepInputs inputs() const { return {tokens, positions, seq_index, slots, logit_rows, block_tables, hidden_rows, {}, attend_until}; }
     int64_t n_tokens() const { return int64_t(tokens.size()); }
 
     void add_tokens(int32_t seq, int32_t from, int32_t to) {

@@ -93,6 +93,9 @@ struct AttentionCase {
     AttentionParams params;
     std::vector<int32_t> context, fresh;
     std::vector<float> sinks;  // per query head, or empty: params.sinks is set from these on each side
+    // Per sequence, or empty: the fresh positions [image_first, image_last] form an image whose rows
+    // attend up to image_last (StepInputs::attend_until); -1: no image in that sequence.
+    std::vector<int32_t> image_first, image_last;
     std::string label() const {
         return fmt::format("{} block {} kv_heads {} head_dim {} heads {} window {} softcap {}{}{}", kv::kv_dtype_name(layout.dtype),
                            layout.block_size, layout.n_kv_heads, layout.head_dim, params.n_heads, params.sliding_window,
@@ -134,6 +137,14 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
         prefix.add_tokens(i, 0, c.context[size_t(i)]);
         step.add_tokens(i, c.context[size_t(i)], lengths[size_t(i)]);
     }
+    // Images: each fresh row's last key (its own position outside an image).
+    auto until = [&](int32_t seq, int32_t pos) {
+        const bool inside = !c.image_first.empty() && c.image_first[size_t(seq)] >= 0 && pos >= c.image_first[size_t(seq)] &&
+                            pos <= c.image_last[size_t(seq)];
+        return inside ? c.image_last[size_t(seq)] : pos;
+    };
+    if (!c.image_first.empty())
+        for (int64_t t = 0; t < step.n_tokens(); ++t) step.attend_until.push_back(until(step.seq_index[size_t(t)], step.positions[size_t(t)]));
     const int64_t width = int64_t(c.layout.n_kv_heads) * c.layout.head_dim;
     auto cache = s->create_kv_cache(c.layout, tables.n_blocks);
     const int32_t layer = 1;
@@ -164,6 +175,8 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
         for (int32_t i = 0; i < int32_t(lengths.size()); ++i) {
             Step alone = tables;
             alone.add_tokens(i, c.context[size_t(i)], lengths[size_t(i)]);
+            if (!c.image_first.empty())
+                for (int32_t p = c.context[size_t(i)]; p < lengths[size_t(i)]; ++p) alone.attend_until.push_back(until(i, p));
             const int64_t n = alone.n_tokens();
             s->begin_step(alone.inputs());
             const Tensor out = s.tensor(n, q_width);
@@ -178,6 +191,7 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
     for (int64_t t = 0; t < step.n_tokens(); ++t) {
         Step alone = tables;
         alone.add_tokens(step.seq_index[size_t(t)], step.positions[size_t(t)], step.positions[size_t(t)] + 1);
+        if (!step.attend_until.empty()) alone.attend_until.push_back(step.attend_until[size_t(t)]);
         s->begin_step(alone.inputs());
         const Tensor out = s.tensor(1, q_width);
         s->attention(*cache, layer, s.input(1, q_width, {q.begin() + t * q_width, q.begin() + (t + 1) * q_width}), out, params);
@@ -322,6 +336,45 @@ TEST_P(Contract, AttentionWithSinksIsBatchInvariant) {
         const std::vector<float> batch = run_attention(test, c, uint32_t(700 + trial));
         test.reset();
         EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(700 + trial), true), batch)) << c.label();
+    }
+}
+
+// Image rows (Gemma 3 vision, StepInputs::attend_until): a span of each sequence's fresh rows
+// attends up to the span's last position, later keys of the step included; rows before and after
+// stay causal. With sliding windows (the window then ends at the limit), soft caps, sinks and every
+// KV type; against the reference, and each row the same alone in a step (batch invariance).
+AttentionCase image_case(int trial, std::mt19937& rng) {
+    AttentionCase c = random_attention_case(trial, rng, trial % 4 == 3 ? std::optional(KvDtype::q8) : std::nullopt);
+    if (trial % 3 == 2)
+        for (int32_t h = 0; h < c.params.n_heads; ++h) c.sinks.push_back(-2.0f + 4.0f * float(uniform(0, 100, rng)) / 100.0f);
+    for (size_t i = 0; i < c.fresh.size(); ++i) {
+        c.fresh[i] = uniform(2, 70, rng);
+        const int32_t first = c.context[i] + uniform(0, c.fresh[i] - 2, rng);
+        const bool image = uniform(0, 3, rng) > 0;
+        c.image_first.push_back(image ? first : -1);
+        c.image_last.push_back(image ? uniform(first + 1, c.context[i] + c.fresh[i] - 1, rng) : -1);
+    }
+    return c;
+}
+
+TEST_P(Conformance, PagedAttentionImageRows) {
+    std::mt19937 rng(41);
+    for (int trial = 0; trial < 12; ++trial) {
+        const AttentionCase c = image_case(trial, rng);
+        auto [got, want] = both([&](Side& s) { return run_attention(s, c, uint32_t(800 + trial)); });
+        EXPECT_TRUE(close(got, want, c.layout.dtype == KvDtype::q8 ? kAttentionTolerance : attention_tolerance(c.layout.dtype)))
+            << c.label() << " image rows";
+    }
+}
+
+TEST_P(Contract, ImageRowsAreBatchInvariant) {
+    std::mt19937 rng(42);
+    for (int trial = 0; trial < 6; ++trial) {
+        const AttentionCase c = image_case(trial * 5 + 1, rng);
+        test.reset();
+        const std::vector<float> batch = run_attention(test, c, uint32_t(900 + trial));
+        test.reset();
+        EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(900 + trial), true), batch)) << c.label() << " image rows";
     }
 }
 

@@ -21,7 +21,7 @@ struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, 
 struct KvGeometryPush { uint32_t block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block; };
 struct KvWritePush { uint64_t k, v, cache, slots; uint32_t n, n_kv_heads, layer_offset; KvGeometryPush g; };
 struct AttentionPush {
-    uint64_t q, out, cache, positions, seq_index, tables;
+    uint64_t q, out, cache, positions, seq_index, tables, sinks;  // sinks: 0 for none
     uint32_t n_heads, n_kv_heads, layer_offset, table_stride, window;
     float scale, softcap;
     KvGeometryPush g;

@@ -82,7 +82,7 @@ public:
             arena_ = dev_->ctx->create_buffer(std::max<size_t>(bytes, 256), false, "the activation arena");
         }
         dev_->staging_for(arena_.size);
-        ensure_step_capacity(size_t(max_tokens_) * 7 + 4096);
+        ensure_step_capacity(size_t(max_tokens_) * 8 + 4096);
     }
     void* activations() override { return reinterpret_cast<void*>(uintptr_t(arena_.address)); }
 
@@ -96,10 +96,8 @@ public:
     }
 
     void begin_step(const StepInputs& in) override {
-        for (size_t t = 0; t < in.attend_until.size(); ++t)
-            if (in.attend_until[t] != in.positions[t])
-                fail("vulkan backend: attention past a row's own position (an image's bidirectional rows) is not "
-                     "supported; use the cpu backend for image input");
+        if (!in.attend_until.empty() && in.attend_until.size() != in.tokens.size())
+            fail("vulkan begin_step: {} attention limits for {} tokens", in.attend_until.size(), in.tokens.size());
         dev_->stream.flush();  // the previous step's commands read the step buffer
         n_tokens_ = int64_t(in.tokens.size());
         n_logits_ = int64_t(in.logit_rows.size());
@@ -113,7 +111,7 @@ public:
         table_stride_ = 1;
         for (const auto& table : in.block_tables) table_stride_ = std::max(table_stride_, uint32_t(table.size()));
         const size_t n = size_t(n_tokens_);
-        const size_t ints = 6 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
+        const size_t ints = 7 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
         ensure_step_capacity(ints);
         auto* at = static_cast<int32_t*>(step_buf_.mapped);
         size_t cursor = 0;
@@ -126,6 +124,8 @@ public:
         tokens_addr_ = put(in.tokens);
         positions_addr_ = put(in.positions);
         token_types_addr_ = put(token_types_);
+        // Causal attention reads keys up to each token's attend_until (its position when none is given).
+        until_addr_ = in.attend_until.empty() ? positions_addr_ : put(in.attend_until);
         seq_addr_ = put(in.seq_index);
         slots_addr_ = step_buf_.address + cursor * 4;
         for (int64_t slot : in.slots) {
@@ -278,18 +278,20 @@ public:
         check_layer(l, layer, "attention");
         if (params.n_heads <= 0 || params.n_heads % l.n_kv_heads != 0)
             fail("vulkan attention: {} query heads are not a multiple of the cache's {} KV heads", params.n_heads, l.n_kv_heads);
-        if (params.sinks) fail("vulkan backend: attention sinks not supported yet");
+        if (params.sinks && params.sinks->size() != params.n_heads)
+            fail("vulkan attention: {} sinks for {} query heads", params.sinks->size(), params.n_heads);
         const int64_t width = int64_t(params.n_heads) * l.head_dim;
         expect(q, n_tokens_, width, "attention", "q");
         expect(out, n_tokens_, width, "attention", "out");
         // Non-causal (encoders): each token is handed its sequence's last position of the step.
-        AttentionPush p{address(q), address(out), c.buffer().address, params.causal ? positions_addr_ : ends_addr_, seq_addr_, tables_addr_,
+        AttentionPush p{address(q), address(out), c.buffer().address, params.causal ? until_addr_ : ends_addr_, seq_addr_, tables_addr_,
+                        params.sinks ? vec(*params.sinks).buffer.address : 0,
                         uint32_t(params.n_heads), uint32_t(l.n_kv_heads), uint32_t(size_t(layer) * 2 * l.layer_block_bytes()),
                         table_stride_, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
         dispatch("attention", {kAttentionWorkgroup}, p, uint32_t(params.n_heads), uint32_t(n_tokens_));
     }
 
-    bool supports_attention(const AttentionParams& p) const override { return !p.sinks; }
+    bool supports_attention(const AttentionParams&) const override { return true; }
 
     // The graph builder asks this when it adds a mixture-of-experts layer: refusing here refuses the
     // model at load, naming what is missing, instead of at its first step.
@@ -380,7 +382,8 @@ private:
     uint32_t gemm_bk_ = 16;
     int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;
     uint32_t table_stride_ = 1;
-    uint64_t tokens_addr_ = 0, positions_addr_ = 0, token_types_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0;
+    uint64_t tokens_addr_ = 0, positions_addr_ = 0, token_types_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0,
+             until_addr_ = 0;
     std::vector<int32_t> sequence_last_;
     std::vector<int32_t> logit_rows_, hidden_rows_, positions_, token_types_;
     std::map<const Rope*, uint64_t> rope_tables_;

@@ -2,7 +2,10 @@
 // Causal paged attention, one workgroup per (query head, token): keys of the token's sequence at
 // positions start..position (start > 0 under a sliding window; non-causal attention hands every token
 // its sequence's last position of the step in `positions`), found through its block table, in
-// chunks of WG keys with an online softmax. Scores: q . k (in order over head_dim) * scale, then the
+// chunks of WG keys with an online softmax. `positions` holds each token's last key (its position, or
+// its attend_until: an image's rows read to the image's end). With `sinks` (nonzero: one logit per
+// query head, gpt-oss) the softmax starts from the sink as a key with no value: m = sink, l = 1, so
+// it joins the denominator and never overflows. Scores: q . k (in order over head_dim) * scale, then the
 // soft cap; chunk max and sum by fixed-order trees; each output element accumulates the chunk's keys
 // in order. Nothing depends on the other tokens of the step (batch invariance).
 #include "common.glsl"
@@ -10,7 +13,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;  // a power of two, 64..256
 layout(push_constant) uniform Push {
-    uint64_t q, out_, cache, positions, seq_index, tables;
+    uint64_t q, out_, cache, positions, seq_index, tables, sinks;
     uint n_heads, n_kv_heads, layer_offset, table_stride, window;
     float scale, softcap;
     uint block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block;
@@ -35,6 +38,10 @@ void main() {
     barrier();
     const int start = pc.window > 0u ? max(0, pos - int(pc.window) + 1) : 0;
     float m = -1.0 / 0.0, l = 0.0;
+    if (pc.sinks != 0ul) {
+        m = Floats(pc.sinks).v[head];
+        l = 1.0;
+    }
     float acc[4] = {0.0, 0.0, 0.0, 0.0};
     for (int k0 = start; k0 <= pos; k0 += int(WG)) {
         const int k = k0 + int(lid);
