@@ -26,9 +26,17 @@ struct AttentionPush {
     float scale, softcap;
     KvGeometryPush g;
 };
-static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes);
+struct CopyColumnsPush {
+    uint64_t src, dst;
+    uint32_t n, n_heads, width, src_stride, src_offset, dst_stride, dst_offset, src_cols, dst_cols;
+};
+// The MoE combine (moe_combine.comp): per token, the weighted sum of its k expert rows in rank order
+// plus the (gated) shared expert's row.
+struct MoeCombinePush { uint64_t y, weights, slots, shared_y, shared_gate, x, out; uint32_t n, k, dim; };
+static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes &&
+              sizeof(MoeCombinePush) <= Context::kPushConstantBytes);
 
-enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6 };
+enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7 };
 
 inline KvGeometryPush geometry(const kv::KvLayout& l) {
     return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),

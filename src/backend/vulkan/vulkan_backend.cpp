@@ -10,6 +10,7 @@
 #include "backend/vulkan/push_constants.h"
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
+#include "backend/vulkan/vulkan_ops_extra.h"
 #include "backend/vulkan/weight_repack.h"
 #include "core/error.h"
 
@@ -184,7 +185,11 @@ public:
         dispatch("rms_norm", {kRowWorkgroup}, p, gx, gy);
     }
     // The encoders' ops (backend::OptionalOp).
-    bool has_op(OptionalOp op) const override { return op != OptionalOp::copy_columns; }  // copy_columns: no shader yet (MLA)
+    bool has_op(OptionalOp) const override { return true; }
+    void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
+        check_column_copy(c, src, dst, "vulkan");
+        encode_copy_columns(*dev_, address(src), src.cols, address(dst), dst.cols, src.rows, c);
+    }
     void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out) override {
         expect(out, x.rows, x.cols, "layer_norm", "out");
         if (w.size() != x.cols || b.size() != x.cols)

@@ -154,23 +154,6 @@ TEST(VulkanModelRefusal, MixtureOfExpertsIsRefusedAtLoad) {
     }
 }
 
-// gpt-oss's attention sinks have no Vulkan kernel yet: refused at load, naming them (before the
-// mixture-of-experts refusal, as the first layer's attention comes first).
-TEST(VulkanModelRefusal, AttentionSinksAreRefusedAtLoad) {
-    PAGODA_REQUIRE_VULKAN();
-    VulkanCase c{"gpt_oss_refused", small_spec(), "", 0};
-    c.spec.arch = "gpt-oss";
-    c.spec.n_experts = 4;
-    c.spec.head_dim = 16;
-    const std::string path = write_model(c);
-    try {
-        open_step_model(path, {.backend = "vulkan", .tokens_wanted = 64});
-        ADD_FAILURE() << "a model with attention sinks loaded on vulkan";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("vulkan backend: attention sinks not supported yet"), std::string::npos) << e.what();
-    }
-}
-
 int32_t argmax(const float* v, int64_t n) { return int32_t(std::max_element(v, v + n) - v); }
 
 TEST(VulkanBatchInvariance, GreedyTokensAloneEqualInABatch) {

@@ -5,6 +5,7 @@
 //   4 scale:    a *= f            5 softcap:  a = f * tanh(a / f)
 //   6 gelu:     a = a/2 (1 + erf(a / sqrt 2)), erf by Abramowitz & Stegun 7.1.26 as the CPU computes it
 //               (erfc directly for negative a: no cancellation in the tail)
+//   7 swiglu_oai: out = g' sigmoid(1.702 g') (u' + 1), g' = min(a, 7), u' = clamp(b, -7, 7) (gpt-oss's experts)
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Push {
@@ -31,5 +32,8 @@ void main() {
         const float erfc_z =
             t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) * exp(-z * z);
         a.v[i] = 0.5 * g * (g < 0.0 ? erfc_z : 2.0 - erfc_z);
+    } else if (pc.op == 7u) {
+        const float ga = min(g, 7.0), ub = clamp(b.v[i], -7.0, 7.0);
+        out_.v[i] = ga / (1.0 + exp(-1.702 * ga)) * (ub + 1.0);
     }
 }
