@@ -12,7 +12,7 @@ PAGODA="$BUILD/pagoda"
 echo "== devices"
 "$PAGODA" devices
 echo "== Vulkan tests"
-"$BUILD/tests/pagoda_tests" --gtest_filter='Devices/Conformance.*:Vulkan*:Goldens/Stories260K.*vulkan*:Architectures/VulkanModel.*:*PartialOffload*:*LayerSplit*:CommandLine.GpuLayers*'
+"$BUILD/tests/pagoda_tests" --gtest_filter='Devices/Conformance.*:Devices/Contract.*:Devices/MoeFfn.*:MoeFfnOptions.*:MoeFfnReads.*:AttentionSinks.*:Vulkan*:Goldens/Stories260K.*vulkan*:Architectures/VulkanModel.*:*PartialOffload*:*LayerSplit*:CommandLine.GpuLayers*'
 echo "== speed"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

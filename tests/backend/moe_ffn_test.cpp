@@ -11,6 +11,7 @@
 
 #include "backend/backend_test_util.h"
 #include "backend/moe_routing.h"
+#include "backend/vulkan/vulkan_test_env.h"
 #include "core/error.h"
 #include "quant/dequantize.h"
 
@@ -235,14 +236,30 @@ const Case kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Backends, MoeFfn, ::testing::ValuesIn(kCases), [](const auto& info) {
     return info.param.backend + "_" + gguf::type_name(uint32_t(info.param.type));
 });
+// The device backends (vulkan where this build and machine have it): f32 activations throughout, the
+// weights dequantised exactly, so every type within f32 rounding of the hand computation.
+std::vector<Case> device_cases() {
+    std::vector<Case> out;
+    for (const std::string& b : device_backends_under_test())
+        for (const Case& c : {Case{b, GgmlType::F32, 24, 16, 20, 1e-5}, Case{b, GgmlType::F16, 40, 24, 8, 1e-5},
+                              Case{b, GgmlType::Q8_0, 64, 32, 64, 1e-5}, Case{b, GgmlType::Q4_K, 256, 256, 256, 1e-5}})
+            out.push_back(c);
+    return out;
+}
+INSTANTIATE_TEST_SUITE_P(Devices, MoeFfn, ::testing::ValuesIn(device_cases()), [](const auto& info) {
+    return info.param.backend + "_" + gguf::type_name(uint32_t(info.param.type));
+});
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MoeFfn);
 
 // gpt-oss's experts: the router's softmax over the selected top-k, per-expert biases on gate, up
 // and down, and the clamped SwiGLU (g' = min(g, 7), u' = clamp(u, -7, 7), g' sigmoid(1.702 g') (u' + 1));
 // also GELU experts and a sigmoid router with a routed scale. Against the mixture computed by hand
 // in doubles; the gate and up scaled up so the clamps bite.
 TEST(MoeFfnOptions, BiasedExpertsWithEachActivation) {
-    for (const auto& [backend, type, tolerance] : {std::tuple{"cpu", GgmlType::F32, 1e-5}, std::tuple{"reference", GgmlType::F32, 1e-6},
-                                                   std::tuple{"cpu", GgmlType::MXFP4, 3e-2}, std::tuple{"reference", GgmlType::MXFP4, 1e-6}}) {
+    std::vector<std::tuple<std::string, GgmlType, double>> cases = {
+        {"cpu", GgmlType::F32, 1e-5}, {"reference", GgmlType::F32, 1e-6}, {"cpu", GgmlType::MXFP4, 3e-2}, {"reference", GgmlType::MXFP4, 1e-6}};
+    for (const std::string& device : device_backends_under_test()) cases.emplace_back(device, GgmlType::F32, 1e-5);
+    for (const auto& [backend, type, tolerance] : cases) {
         std::mt19937 rng(29);
         const int64_t d = 64, f = 32, T = 7;
         Mixture mix(type, d, f, 32, rng);
@@ -312,7 +329,9 @@ TEST(MoeFfnOptions, BiasedExpertsWithEachActivation) {
 // Expert 3 is selected by no token: with NaN in all of its weights the outputs stay finite and
 // bitwise those of the clean weights, in a decode step (1 token) and a prefill (7 tokens).
 TEST(MoeFfnReads, OnlyTheSelectedExperts) {
-    for (const std::string backend : {"cpu", "reference"}) {
+    std::vector<std::string> backends = {"cpu", "reference"};
+    for (const std::string& device : device_backends_under_test()) backends.push_back(device);
+    for (const std::string& backend : backends) {
         std::mt19937 rng(5);
         Mixture clean(GgmlType::F32, 32, 24, 16, rng);
         Mixture poisoned = clean;

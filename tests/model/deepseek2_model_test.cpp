@@ -314,26 +314,6 @@ TEST(Deepseek2Graph, YarnScaleAndColumnCopies) {
     EXPECT_EQ(moes, 2);
 }
 
-// Vulkan has copy_columns but no MoE kernel yet: the model is refused at load, naming moe_ffn.
-TEST(Deepseek2Backends, VulkanRefusesNamingMoe) {
-    std::unique_ptr<backend::Backend> vulkan;
-    try {
-        vulkan = backend::make_backend("vulkan");
-    } catch (const Error& e) {
-        GTEST_SKIP() << "no vulkan backend here: " << e.what();
-    }
-    ASSERT_TRUE(vulkan->has_op(backend::OptionalOp::copy_columns));
-    const std::string path = test::temp_path("deepseek2_vulkan.gguf");
-    write_random_model(v3_spec(95), nullptr, path);
-    std::string error;
-    try {
-        open_step_model(path, {.backend = "vulkan", .threads = 1, .tokens_wanted = 8});
-    } catch (const Error& e) {
-        error = e.what();
-    }
-    EXPECT_NE(error.find("moe_ffn has no Vulkan kernel"), std::string::npos) << error;
-}
-
 // --- load errors -----------------------------------------------------------------------------
 
 // A copy of `from` without the key or tensor `drop`, with `set` keys replaced.

@@ -10,6 +10,7 @@
 #include "backend/vulkan/push_constants.h"
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
+#include "backend/vulkan/vulkan_moe.h"
 #include "backend/vulkan/vulkan_ops_extra.h"
 #include "backend/vulkan/weight_repack.h"
 #include "core/error.h"
@@ -25,7 +26,7 @@ constexpr uint32_t kRowWorkgroup = 256;
 
 class VulkanBackend final : public Backend {
 public:
-    VulkanBackend() : dev_(std::make_shared<DeviceState>()) {
+    VulkanBackend() : dev_(std::make_shared<DeviceState>()), moe_(dev_) {
         const DeviceInfo& d = dev_->ctx->info;
         // The GEMM's column stage: 32 columns of two 32-row tiles fit 16 KiB; 16 where less is free.
         gemm_bk_ = d.shared_memory >= 16384 + 2048 ? 32 : 16;
@@ -296,12 +297,10 @@ public:
         dispatch("attention", {kAttentionWorkgroup}, p, uint32_t(params.n_heads), uint32_t(n_tokens_));
     }
 
-    bool supports_attention(const AttentionParams&) const override { return true; }
-
-    // The graph builder asks this when it adds a mixture-of-experts layer: refusing here refuses the
-    // model at load, naming what is missing, instead of at its first step.
-    int64_t moe_workspace_cols(const MoeOp&) const override {
-        fail("backend vulkan cannot run mixture-of-experts layers yet (moe_ffn has no Vulkan kernel): use --backend cpu");
+    int64_t moe_workspace_cols(const MoeOp& op) const override { return VulkanMoe::workspace_cols(op); }
+    void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& workspace) override {
+        for (const Tensor* t : {&x, &logits, &out, &workspace}) arena_offset(*t, "moe_ffn");
+        moe_.run(*this, arena_, op, x, logits, out, workspace);
     }
 
     void gather_logit_rows(const Tensor& x, const Tensor& out) override { gather(x, out, logit_rows_, "gather_logit_rows"); }
@@ -383,6 +382,7 @@ private:
     }
 
     std::shared_ptr<DeviceState> dev_;
+    VulkanMoe moe_;
     Buffer arena_, step_buf_, rope_buf_;
     uint32_t gemm_bk_ = 16;
     int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;

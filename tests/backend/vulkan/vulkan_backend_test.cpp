@@ -72,7 +72,8 @@ TEST(VulkanRepack, RefusesTypesItCannotComputeNamingThem) {
 }
 #endif
 
-TEST(VulkanBackend, RefusesMixtureOfExpertsNamingIt) {
+// A malformed MoeOp is refused naming what is wrong (the op itself runs in tests/backend/moe_ffn_test.cpp).
+TEST(VulkanBackend, MoeFfnRefusesMalformedOpsNamingThem) {
     PAGODA_REQUIRE_VULKAN();
     Side s{make_backend("vulkan")};
     std::mt19937 rng(2);
@@ -82,11 +83,23 @@ TEST(VulkanBackend, RefusesMixtureOfExpertsNamingIt) {
     const Tensor x = s.tensor(2, 8), logits = s.tensor(2, 4), out = s.tensor(2, 8), work = s.tensor(2, 8);
     try {
         s->moe_ffn(MoeOp{}, x, logits, out, work);
-        ADD_FAILURE() << "moe_ffn ran";
+        ADD_FAILURE() << "moe_ffn ran without experts";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("vulkan cannot run mixture-of-experts"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("vulkan moe_ffn: gate|up and down per expert"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(s->moe_workspace_cols(MoeOp{}), Error) << "a model with MoE layers is refused at load";
+    const HostMatrix w = random_matrix(GgmlType::F32, 8, 8, rng);
+    std::vector<std::shared_ptr<Weight>> keep;
+    MoeOp op;
+    op.n_used = 5;  // of 4 experts
+    for (int e = 0; e < 4; ++e) {
+        keep.push_back(s->upload_weight({w.source(), w.source()}, WeightUse::matmul));
+        op.gate_up.push_back(keep.back().get());
+        keep.push_back(s->upload_weight({w.source()}, WeightUse::matmul));
+        op.down.push_back(keep.back().get());
+    }
+    EXPECT_THROW(s->moe_ffn(op, x, logits, out, s.tensor(2, s->moe_workspace_cols(op))), Error) << "5 of 4 experts";
+    op.n_used = 2;
+    EXPECT_THROW(s->moe_ffn(op, x, logits, out, work), Error) << "a workspace too narrow";
     for (FusedOp op : {FusedOp::add_rms_norm, FusedOp::qkv_rope_kv_write, FusedOp::matmul_silu_mul, FusedOp::norm_quantize})
         EXPECT_FALSE(s->supports(op)) << fused_op_name(op);
 }
