@@ -1,5 +1,6 @@
 #include "hf/hf_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -26,7 +27,7 @@ constexpr ArchInfo kArchs[] = {
     {"Qwen2MoeForCausalLM", "qwen2moe", "qwen2_moe"}, {"Qwen3ForCausalLM", "qwen3", "qwen3"},
     {"Qwen3MoeForCausalLM", "qwen3moe", "qwen3_moe"}, {"Gemma2ForCausalLM", "gemma2", "gemma2"},
     {"Gemma3ForCausalLM", "gemma3", "gemma3_text"}, {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
-    {"Phi3ForCausalLM", "phi3", "phi3"},
+    {"Phi3ForCausalLM", "phi3", "phi3"},           {"SmolLM3ForCausalLM", "smollm3", "smollm3"},
 };
 
 std::string supported_list() {
@@ -164,7 +165,23 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
             c.refuse(key, "is true, but pagoda's " + m.arch + " builder has no such biases");
 
     const bool llama = m.arch == "llama", gemma = m.arch == "gemma2" || m.arch == "gemma3";
-    m.permute_qk = llama;  // llama.cpp's converter permutes these rows; NEOX-RoPE families keep them
+    // llama.cpp's converter permutes these rows (llama, and smollm3 through the same converter class);
+    // NEOX-RoPE families keep them.
+    m.permute_qk = llama || m.arch == "smollm3";
+    if (m.arch == "smollm3") {
+        // no_rope_layers[i] is 1 where layer i rotates: llama.cpp fixes the NoPE period at 4 (the
+        // builder's), so any other list would be computed wrongly.
+        if (c.has("no_rope_layers")) {
+            const Json& nr = c.at("no_rope_layers");
+            if (!nr.is_array() || int64_t(nr.size()) != m.n_layers) c.refuse("no_rope_layers", "is not one entry per layer");
+            for (int64_t i = 0; i < m.n_layers; ++i)
+                if (!nr[size_t(i)].is_number_integer() || nr[size_t(i)].get<int64_t>() != ((i + 1) % 4 != 0 ? 1 : 0))
+                    c.refuse("no_rope_layers", "differs from every 4th layer without RoPE, the only pattern llama.cpp's "
+                                               "smollm3 (and pagoda's) computes");
+        } else if (c.positive_or("no_rope_layer_interval", 4) != 4) {
+            c.refuse("no_rope_layer_interval", "is not 4, the only NoPE period llama.cpp's smollm3 computes");
+        }
+    }
     m.norm_plus_one = gemma;
     if (!c.has("intermediate_size") && m.arch != "qwen3moe") c.at("intermediate_size");
     if (m.hf_arch == "MixtralForCausalLM") {
@@ -225,9 +242,12 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
                 c.refuse("layer_types", "holds '" + t.dump() + "' (expected sliding_attention or full_attention)");
             sliding.push_back(Value::boolean(s == "sliding_attention"));
         }
-        if (m.arch != "gemma2" && m.arch != "gemma3" && m.arch != "phi3")
-            c.refuse("layer_types", "is given, but pagoda's " + m.arch + " builder has no sliding window");
-        meta.set(a + ".attention.sliding_window_pattern", Value::array(gguf::ValueType::boolean, std::move(sliding)));
+        const bool any_sliding = std::any_of(sliding.begin(), sliding.end(), [](const Value& v) { return std::get<bool>(v.data); });
+        if (m.arch != "gemma2" && m.arch != "gemma3" && m.arch != "phi3") {
+            if (any_sliding) c.refuse("layer_types", "names sliding layers, but pagoda's " + m.arch + " builder has no sliding window");
+            sliding.clear();  // every layer full: nothing to write (SmolLM3's configs list them)
+        }
+        if (!sliding.empty()) meta.set(a + ".attention.sliding_window_pattern", Value::array(gguf::ValueType::boolean, std::move(sliding)));
     } else if (m.arch == "gemma3" && c.has("sliding_window_pattern")) {
         meta.u32("attention.sliding_window_pattern", c.positive("sliding_window_pattern"));
     }

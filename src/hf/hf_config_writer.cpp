@@ -52,6 +52,7 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     else if (arch == "gemma2") { hf_arch = "Gemma2ForCausalLM"; model_type = "gemma2"; }
     else if (arch == "gemma3") { hf_arch = "Gemma3ForCausalLM"; model_type = "gemma3_text"; }
     else if (arch == "phi3") { hf_arch = "Phi3ForCausalLM"; model_type = "phi3"; }
+    else if (arch == "smollm3") { hf_arch = "SmolLM3ForCausalLM"; model_type = "smollm3"; }
     else fail("{}: architecture '{}' has no Hugging Face form here", f.name(), arch);
     j["architectures"] = {hf_arch};
     j["model_type"] = model_type;
@@ -83,6 +84,12 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
         if (arch == "qwen2moe") j["shared_expert_intermediate_size"] = f.get_int(a + "expert_shared_feed_forward_length");
     }
     if (arch == "qwen2" || arch == "qwen2moe") j["use_sliding_window"] = false;
+    if (arch == "smollm3") {  // every 4th layer without RoPE, as llama.cpp's smollm3 computes
+        std::vector<int> no_rope;
+        for (int64_t i = 0; i < n_layers; ++i) no_rope.push_back((i + 1) % 4 != 0 ? 1 : 0);
+        j["no_rope_layers"] = no_rope;
+        j["no_rope_layer_interval"] = 4;
+    }
     const int64_t rope_dims = f.get_int_or(a + "rope.dimension_count", head_dim);
     if (rope_dims != head_dim && arch != "phi3")
         fail("{}: {}rope.dimension_count {} differs from the head size {}, which config.json cannot say for {}", f.name(), a,

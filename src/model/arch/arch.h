@@ -50,6 +50,9 @@ BuiltModel build_bert(const gguf::File& file, const ModelConfig& config, backend
 BuiltModel build_nomic_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gpt_oss(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_smollm3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_glm4(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_glm4moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_phi3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 
 }  // namespace pagoda::model
