@@ -213,11 +213,12 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "gpt-oss (needs --experts; YaRN, sinks, alternating sliding layers), deepseek2 (needs --experts; MLA, "
                    "leading dense layers, shared experts), glm4moe (needs --experts; GLM-4.5: partial NEOX RoPE, QKV "
                    "biases, leading dense layers, sigmoid router with a correction bias, shared experts), glm4 "
-                   "(GLM-4-0414: sandwich norms, fused gate|up), smollm3 (llama with every 4th layer NoPE), or the "
+                   "(GLM-4-0414: sandwich norms, fused gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 "
+                   "(Ministral 3: llama with YaRN and attention temperature keys), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases)")
         ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3", "bert",
-                               "nomic-bert", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3"}));
+                               "nomic-bert", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3", "mistral3"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--encoder-vocab", o->encoder_vocab,

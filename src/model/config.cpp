@@ -227,11 +227,11 @@ ModelConfig read_config(const gguf::File& f) {
         c.rope_scaling = scaling;  // the builder computes the frequency factors (rope_frequencies.h)
     } else if (scaling == "longrope" && c.arch == "phi3") {
         c.rope_scaling = scaling;  // the factors are tensors (phi3_rope.h)
-    } else if (scaling == "yarn" && (c.arch == "gpt-oss" || c.arch == "deepseek2")) {
+    } else if (scaling == "yarn" && (c.arch == "gpt-oss" || c.arch == "deepseek2" || c.arch == "mistral3")) {
         c.rope_scaling = scaling;  // the builder computes the frequencies (rope_frequencies.h)
     } else if (scaling != "none") {
         fail("{}: RoPE scaling type '{}' is not supported for {} (supported: none, linear{})", f.name(), scaling,
-             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" || c.arch == "deepseek2" ? ", yarn" : "");
+             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" || c.arch == "deepseek2" || c.arch == "mistral3" ? ", yarn" : "");
     }
     const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
                       c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert" ||

@@ -10,6 +10,8 @@
 
 #include "fixtures.h"
 #include "gguf/gguf.h"
+#include "core/error.h"
+#include "hf/hf_config.h"
 #include "hf/hf_folder.h"
 #include "hf/hf_tensor_names.h"
 #include "hf/safetensors.h"
@@ -58,6 +60,9 @@ std::vector<Case> cases() {
         c.spec.head_dim = 0;
         out.push_back(c);
     }
+    Case smollm3{"smollm3", base("smollm3")};
+    smollm3.spec.n_layers = 4;  // layer 3 without RoPE
+    out.push_back(smollm3);
     Case gemma3_period{"gemma3-period", base("gemma3")};
     gemma3_period.spec.swa_period = 2; gemma3_period.spec.sliding_window = 4;
     out.push_back(gemma3_period);
@@ -187,6 +192,36 @@ TEST(HfLayout, FolderHoldsGemmaNormsAsWAndExpertsApart) {
     EXPECT_EQ(e2->shape, (std::vector<int64_t>{48, 32}));  // [hidden, expert FFN]: down_proj maps FFN -> hidden
     EXPECT_EQ(std::memcmp(e2->data, stacked->data + 2 * e2->n_bytes, e2->n_bytes), 0);
     EXPECT_EQ(qst->find("model.layers.0.mlp.gate.weight")->shape, (std::vector<int64_t>{4, 48}));
+}
+
+}  // namespace
+}  // namespace pagoda::model
+
+namespace pagoda::model {
+namespace {
+
+// SmolLM3's config.json names its NoPE layers: the period-4 list (and full-attention layer_types)
+// maps onto smollm3; another list, or a sliding layer, is refused naming the key.
+TEST(HfSmollm3, NoRopeLayersMustBeThePeriodLlamaCppComputes) {
+    const std::string base_json = R"({"architectures": ["SmolLM3ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 4,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "max_position_embeddings": 256,
+        "rms_norm_eps": 1e-6, "rope_theta": 5000000.0, "no_rope_layer_interval": 4, )";
+    auto m = hf::read_hf_config(base_json + R"("no_rope_layers": [1, 1, 1, 0],
+        "layer_types": ["full_attention", "full_attention", "full_attention", "full_attention"]})", "config.json");
+    EXPECT_EQ(m.arch, "smollm3");
+    EXPECT_TRUE(m.permute_qk);
+    for (const std::string bad : {R"("no_rope_layers": [1, 0, 1, 1]})", R"("no_rope_layers": [1, 1, 1, 0],
+        "layer_types": ["full_attention", "sliding_attention", "full_attention", "full_attention"]})"}) {
+        std::string error;
+        try {
+            hf::read_hf_config(base_json + bad, "config.json");
+        } catch (const Error& e) {
+            error = e.what();
+        }
+        EXPECT_TRUE(error.find("no_rope_layers") != std::string::npos || error.find("layer_types") != std::string::npos) << error;
+        EXPECT_NE(error.find(bad.find("sliding") != std::string::npos ? "names sliding layers" : "every 4th layer"), std::string::npos)
+            << error;
+    }
 }
 
 }  // namespace

@@ -35,8 +35,16 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
     }
     if (freq_factors.empty() && c.rope_scaling == "llama3")  // the parameters instead of the tensor
         freq_factors = llama3_rope_factors(read_llama3_rope_scaling(file, c.arch), c.rope_theta, c.rope_dims);
-    const auto& rope = bind.rope(make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta,
-                                                c.rope_linear_scale, freq_factors));
+    if (c.rope_scaling == "yarn" && (!variant.yarn_unscaled || !freq_factors.empty()))
+        fail("{}: {} YaRN {}", file.name(), c.arch,
+             variant.yarn_unscaled ? "with rope_freqs.weight factors is not supported" : "is not supported by this builder");
+    const auto& rope = bind.rope(
+        c.rope_scaling == "yarn"
+            ? yarn_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta,
+                             read_yarn_rope_scaling(file, c.arch, c.context_length, true))
+            : make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta, c.rope_linear_scale, freq_factors));
+    m.max_positions = variant.max_positions;
+    m.max_positions_reason = variant.max_positions_reason;
     m.kv_dtype = file.find_tensor("blk.0.attn_q.weight") && file.find_tensor("blk.0.attn_q.weight")->type == gguf::GgmlType::F32
                      ? kv::KvDtype::f32 : kv::KvDtype::f16;
 

@@ -17,6 +17,12 @@ struct LlamaVariant {
     bool optional_qk_norm = false;  // glm4moe: the Q/K norms where the file has them (GLM-4.5 has, Air not)
     std::string ffn_norm = "ffn_norm";  // the FFN's input norm (glm4moe stores it as post_attention_norm)
     int32_t no_rope_period = 0;  // > 0: layers i with (i + 1) % period == 0 skip RoPE (smollm3's NoPE layers)
+    // mistral3: a "yarn" config's frequencies, with the rotation unscaled (llama.cpp's mistral3 graph
+    // cancels YaRN's mscale, as transformers does for mscale = mscale_all_dim = 1).
+    bool yarn_unscaled = false;
+    // > 0: the positions the model may run (BuiltModel::max_positions), with the reason.
+    int64_t max_positions = 0;
+    std::string max_positions_reason;
 };
 
 BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& config, backend::Backend& backend,

@@ -25,6 +25,7 @@ constexpr Entry kBuilders[] = {
     {"glm4moe", build_glm4moe},
     {"glm4", build_glm4},
     {"smollm3", build_smollm3},
+    {"mistral3", build_mistral3},
     {"bert", build_bert},
     {"nomic-bert", build_nomic_bert},
 };
