@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "hf/config_reader.h"
 #include "hf/hf_encoder_config.h"
 
@@ -28,6 +29,7 @@ constexpr ArchInfo kArchs[] = {
     {"Qwen3MoeForCausalLM", "qwen3moe", "qwen3_moe"}, {"Gemma2ForCausalLM", "gemma2", "gemma2"},
     {"Gemma3ForCausalLM", "gemma3", "gemma3_text"}, {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
     {"Phi3ForCausalLM", "phi3", "phi3"},           {"SmolLM3ForCausalLM", "smollm3", "smollm3"},
+    {"Glm4ForCausalLM", "glm4", "glm4"},           {"Glm4MoeForCausalLM", "glm4moe", "glm4_moe"},
 };
 
 std::string supported_list() {
@@ -144,8 +146,10 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     meta.f32("attention.layer_norm_rms_epsilon", c.number("rms_norm_eps"));
     meta.f32("rope.freq_base", c.number_or("rope_theta", 10000.0));
     int64_t rope_dims = m.head_dim;
-    if (m.arch == "phi3" && c.has("partial_rotary_factor")) {
-        const double f = c.number("partial_rotary_factor");
+    const bool glm = m.arch == "glm4" || m.arch == "glm4moe";
+    if ((m.arch == "phi3" && c.has("partial_rotary_factor")) || glm) {
+        // GLM rotates half of each head unless the config says otherwise (the converter's default).
+        const double f = c.number_or("partial_rotary_factor", 0.5);
         if (!(f > 0 && f <= 1)) c.refuse("partial_rotary_factor", "must be in (0, 1]");
         rope_dims = int64_t(double(m.head_dim) * f);
     }
@@ -161,7 +165,7 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     }
     // Biases the builders do not read would be silently dropped: refuse them instead.
     for (const char* key : {"attention_bias", "mlp_bias"})
-        if (c.boolean_or(key, false) && m.arch != "qwen2" && m.arch != "qwen2moe")
+        if (c.boolean_or(key, false) && m.arch != "qwen2" && m.arch != "qwen2moe" && !(glm && std::string(key) == "attention_bias"))
             c.refuse(key, "is true, but pagoda's " + m.arch + " builder has no such biases");
 
     const bool llama = m.arch == "llama", gemma = m.arch == "gemma2" || m.arch == "gemma3";
@@ -201,6 +205,28 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         if (c.positive_or("decoder_sparse_step", 1) != 1) c.refuse("decoder_sparse_step", "is not 1: pagoda's MoE builders expect every layer sparse");
         if (c.has("mlp_only_layers") && !c.at("mlp_only_layers").empty())
             c.refuse("mlp_only_layers", "lists dense layers: pagoda's MoE builders expect every layer sparse");
+    } else if (m.arch == "glm4moe") {  // as Glm4MoeModel converts it
+        m.n_experts = c.positive("n_routed_experts");
+        meta.u32("feed_forward_length", c.positive("intermediate_size"));
+        meta.u32("expert_count", m.n_experts);
+        meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
+        meta.u32("expert_feed_forward_length", c.positive("moe_intermediate_size"));
+        const auto count = [&](const char* key) {  // 0 allowed
+            const int64_t v = c.has(key) ? c.integer(key) : 0;
+            if (v < 0 || v > m.n_layers + 1024) c.refuse(key, "is out of range");
+            return v;
+        };
+        meta.u32("expert_shared_count", count("n_shared_experts"));
+        const int64_t dense = count("first_k_dense_replace");
+        if (dense > m.n_layers) c.refuse("first_k_dense_replace", "exceeds num_hidden_layers");
+        meta.u32("leading_dense_block_count", dense);
+        meta.u32("expert_gating_func", 2);  // sigmoid
+        meta.f32("expert_weights_scale", c.number_or("routed_scaling_factor", 1.0));
+        meta.set(a + ".expert_weights_norm", Value::boolean(c.boolean_or("norm_topk_prob", false)));
+        m.nextn_layers = count("num_nextn_predict_layers");
+        if (m.nextn_layers > 0)
+            log_info("{}: {} NextN (multi-token prediction) block(s) in the folder are not loaded (not run)", name,
+                     m.nextn_layers);
     } else {
         meta.u32("feed_forward_length", c.positive("intermediate_size"));
     }

@@ -115,7 +115,7 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     if (spec.arch == "nomic-bert")
         fail("gen-model: nomic-bert is written to GGUF only (pagoda reads no NomicBertModel folders)");
     if (!spec.hf_class.empty() && spec.arch != "bert") fail("gen-model: --hf-class is for --arch bert");
-    if (spec.arch == "gpt-oss" || spec.arch == "deepseek2" || spec.arch == "glm4moe" || spec.arch == "glm4")
+    if (spec.arch == "gpt-oss" || spec.arch == "deepseek2" || spec.arch == "mistral3")
         fail("gen-model: {} is written to GGUF only (no Hugging Face {} folders yet)", spec.arch, spec.arch);
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
