@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/log.h"
 #include "hf/config_reader.h"
 #include "hf/hf_encoder_config.h"
 
@@ -223,10 +222,7 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         meta.u32("expert_gating_func", 2);  // sigmoid
         meta.f32("expert_weights_scale", c.number_or("routed_scaling_factor", 1.0));
         meta.set(a + ".expert_weights_norm", Value::boolean(c.boolean_or("norm_topk_prob", false)));
-        m.nextn_layers = count("num_nextn_predict_layers");
-        if (m.nextn_layers > 0)
-            log_info("{}: {} NextN (multi-token prediction) block(s) in the folder are not loaded (not run)", name,
-                     m.nextn_layers);
+        m.nextn_layers = count("num_nextn_predict_layers");  // hf_folder logs that they are not loaded
     } else {
         meta.u32("feed_forward_length", c.positive("intermediate_size"));
     }
