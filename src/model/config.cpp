@@ -201,6 +201,15 @@ ModelConfig read_config(const gguf::File& f) {
         c.head_dim = c.dim / c.n_heads;
     }
     if (c.arch == "glm4moe") read_moe_layout(f, c, false);
+    if (c.arch == "glm4" || c.arch == "glm4moe") {
+        // GLM-4.xV's multimodal RoPE (sections per position axis) and GLM-OCR's NextN block on glm4.
+        if (const auto* v = f.find(a + "rope.dimension_sections"); v && v->as_array())
+            for (const auto& item : v->as_array()->items)
+                if (item.as_int().value_or(0) != 0)
+                    fail("{}: {}rope.dimension_sections (GLM-4.xV's multimodal RoPE) is not supported", f.name(), a);
+        if (c.arch == "glm4" && f.get_int_or(a + "nextn_predict_layers", 0) != 0)
+            fail("{}: {}nextn_predict_layers (GLM-OCR's NextN block) is not supported for glm4", f.name(), a);
+    }
     c.rms_eps = float(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
     const bool encoder = c.arch == "bert" || c.arch == "nomic-bert";
     c.norm_eps = float(f.get_float_or(a + "attention.layer_norm_epsilon", encoder ? 1e-12 : 1e-5));

@@ -205,6 +205,10 @@ TEST(GlmErrors, NameTheMissingOrInconsistentKeyOrTensor) {
     EXPECT_NE(load_error(cut).find("RoPE dimension count 48 must be even and at most the head size 32"), std::string::npos)
         << load_error(cut);
 
+    rewrite(full, cut, "", {{"glm4moe.rope.dimension_sections", gguf::Value::i32s({8, 12, 12, 0})}});
+    EXPECT_NE(load_error(cut).find("glm4moe.rope.dimension_sections (GLM-4.xV's multimodal RoPE) is not supported"),
+              std::string::npos) << load_error(cut);
+
     const std::string mistral = test::temp_path("glm_errors_mistral3.gguf");
     write_random_model(dense_spec("mistral3", 96), nullptr, mistral);
     ASSERT_EQ(load_error(mistral), "");
@@ -219,6 +223,9 @@ TEST(GlmErrors, NameTheMissingOrInconsistentKeyOrTensor) {
         rewrite(dense, cut, tensor);
         EXPECT_NE(load_error(cut).find("tensor " + tensor + " is missing"), std::string::npos) << load_error(cut);
     }
+    rewrite(dense, cut, "", {{"glm4.nextn_predict_layers", gguf::Value::u32(1)}});
+    EXPECT_NE(load_error(cut).find("glm4.nextn_predict_layers (GLM-OCR's NextN block) is not supported"), std::string::npos)
+        << load_error(cut);
 }
 
 }  // namespace
