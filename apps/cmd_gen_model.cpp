@@ -62,14 +62,29 @@ struct GenModelOptions {
     std::string expert_gating;
     float expert_scale = 0;
     bool expert_norm = false, yarn = false, mla_split = false;
+    // glm4moe
+    bool qk_norm = false;
+    int64_t nextn_layers = 0;
 };
 
-// The deepseek2 options into the spec; refused for another architecture.
+// The deepseek2 options into the spec (glm4moe shares its MoE layout ones); refused for another architecture.
 void apply_deepseek2_options(const GenModelOptions& o, model::RandomModelSpec& spec) {
-    const bool any = o.q_lora_rank >= 0 || o.kv_lora_rank || o.mla_rope_dims || o.v_head_dim || o.leading_dense >= 0 ||
-                     o.shared_experts >= 0 || o.expert_groups || !o.expert_gating.empty() || o.expert_scale > 0 ||
-                     o.expert_norm || o.yarn || o.mla_split;
-    if (!any) return;
+    const bool mla = o.q_lora_rank >= 0 || o.kv_lora_rank || o.mla_rope_dims || o.v_head_dim || o.expert_groups ||
+                     !o.expert_gating.empty() || o.yarn || o.mla_split;
+    const bool layout = o.leading_dense >= 0 || o.shared_experts >= 0 || o.expert_scale > 0 || o.expert_norm;
+    if (spec.arch == "glm4moe") {
+        if (mla)
+            fail("--q-lora-rank, --kv-lora-rank, --mla-rope-dims, --v-head-dim, --expert-groups, --expert-gating, --yarn "
+                 "and --mla-split are for --arch deepseek2 (glm4moe's router is sigmoid with a correction bias)");
+        if (o.leading_dense >= 0) spec.leading_dense = o.leading_dense;
+        if (o.shared_experts >= 0) spec.n_shared_experts = o.shared_experts;
+        if (o.expert_scale > 0) spec.expert_weights_scale = o.expert_scale;
+        spec.expert_weights_norm = o.expert_norm;
+    }
+    if ((o.qk_norm || o.nextn_layers) && spec.arch != "glm4moe") fail("--qk-norm and --nextn-layers are for --arch glm4moe");
+    spec.qk_norm = o.qk_norm;
+    spec.nextn_layers = o.nextn_layers;
+    if (!(mla || layout) || spec.arch == "glm4moe") return;
     if (spec.arch != "deepseek2")
         fail("--q-lora-rank, --kv-lora-rank, --mla-rope-dims, --v-head-dim, --leading-dense, --shared-experts, "
              "--expert-gating, --expert-groups, --expert-scale, --expert-norm, --yarn and --mla-split are for --arch deepseek2");
@@ -196,11 +211,14 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_option("--arch", o->arch,
                    "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, phi3, "
                    "gpt-oss (needs --experts; YaRN, sinks, alternating sliding layers), deepseek2 (needs --experts; MLA, "
-                   "leading dense layers, shared experts), or the "
+                   "leading dense layers, shared experts), glm4moe (needs --experts; GLM-4.5: partial NEOX RoPE, QKV "
+                   "biases, leading dense layers, sigmoid router with a correction bias, shared experts), glm4 "
+                   "(GLM-4-0414: sandwich norms, fused gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 "
+                   "(Ministral 3: llama with YaRN and attention temperature keys), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases)")
         ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3", "bert",
-                               "nomic-bert", "gpt-oss", "deepseek2"}));
+                               "nomic-bert", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3", "mistral3"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--encoder-vocab", o->encoder_vocab,
@@ -226,19 +244,22 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
         ->check(in_range(2, 1024));
     sub.add_option("--v-head-dim", o->v_head_dim, "deepseek2: the value head size (default: the key's no-RoPE size)")
         ->check(in_range(1, 1024));
-    sub.add_option("--leading-dense", o->leading_dense, "deepseek2: dense FFN layers before the MoE ones (default 1)")
+    sub.add_option("--leading-dense", o->leading_dense, "deepseek2, glm4moe: dense FFN layers before the MoE ones (default 1)")
         ->check(in_range(0, 1024));
-    sub.add_option("--shared-experts", o->shared_experts, "deepseek2: shared experts of the expert width (default 1)")
+    sub.add_option("--shared-experts", o->shared_experts, "deepseek2, glm4moe: shared experts of the expert width (default 1)")
         ->check(in_range(0, 64));
     sub.add_option("--expert-gating", o->expert_gating, "deepseek2: router scores, softmax (default, V2) or sigmoid (V3, with "
                    "a correction bias)")->check(CLI::IsMember({"softmax", "sigmoid"}));
     sub.add_option("--expert-groups", o->expert_groups, "deepseek2: expert groups (group-limited top-k)")->check(in_range(1, 1024));
     sub.add_option("--expert-groups-used", o->expert_groups_used, "deepseek2: groups kept per token")->check(in_range(1, 1024));
-    sub.add_option("--expert-scale", o->expert_scale, "deepseek2: the routed scaling factor (default 1)")
+    sub.add_option("--expert-scale", o->expert_scale, "deepseek2, glm4moe: the routed scaling factor (default 1)")
         ->check(CLI::Range(1e-3f, 1e3f));
-    sub.add_flag("--expert-norm", o->expert_norm, "deepseek2: renormalise the top-k weights (V3)");
+    sub.add_flag("--expert-norm", o->expert_norm, "deepseek2, glm4moe: renormalise the top-k weights (V3, GLM-4.5)");
     sub.add_flag("--yarn", o->yarn, "deepseek2: V3's YaRN (factor 40, yarn_log_multiplier 0.1)");
     sub.add_flag("--mla-split", o->mla_split, "deepseek2: newer converters' attn_k_b / attn_v_b and key_length_mla keys");
+    sub.add_flag("--qk-norm", o->qk_norm, "glm4moe: GLM-4.5's per-head Q/K RMSNorms (Air has none)");
+    sub.add_option("--nextn-layers", o->nextn_layers, "glm4moe: trailing NextN (multi-token prediction) blocks, stored "
+                   "and not run")->check(in_range(0, 4));
     sub.add_option("--sliding-window", o->sliding_window,
                    "Sliding-window size (gemma2 default 4096, gemma3 512; phi3: every layer slides)")
         ->check(in_range(1, 1 << 24));

@@ -1,5 +1,6 @@
 #include "hf/hf_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -26,7 +27,8 @@ constexpr ArchInfo kArchs[] = {
     {"Qwen2MoeForCausalLM", "qwen2moe", "qwen2_moe"}, {"Qwen3ForCausalLM", "qwen3", "qwen3"},
     {"Qwen3MoeForCausalLM", "qwen3moe", "qwen3_moe"}, {"Gemma2ForCausalLM", "gemma2", "gemma2"},
     {"Gemma3ForCausalLM", "gemma3", "gemma3_text"}, {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
-    {"Phi3ForCausalLM", "phi3", "phi3"},
+    {"Phi3ForCausalLM", "phi3", "phi3"},           {"SmolLM3ForCausalLM", "smollm3", "smollm3"},
+    {"Glm4ForCausalLM", "glm4", "glm4"},           {"Glm4MoeForCausalLM", "glm4moe", "glm4_moe"},
 };
 
 std::string supported_list() {
@@ -143,8 +145,10 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     meta.f32("attention.layer_norm_rms_epsilon", c.number("rms_norm_eps"));
     meta.f32("rope.freq_base", c.number_or("rope_theta", 10000.0));
     int64_t rope_dims = m.head_dim;
-    if (m.arch == "phi3" && c.has("partial_rotary_factor")) {
-        const double f = c.number("partial_rotary_factor");
+    const bool glm = m.arch == "glm4" || m.arch == "glm4moe";
+    if ((m.arch == "phi3" && c.has("partial_rotary_factor")) || glm) {
+        // GLM rotates half of each head unless the config says otherwise (the converter's default).
+        const double f = c.number_or("partial_rotary_factor", 0.5);
         if (!(f > 0 && f <= 1)) c.refuse("partial_rotary_factor", "must be in (0, 1]");
         rope_dims = int64_t(double(m.head_dim) * f);
     }
@@ -160,11 +164,27 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     }
     // Biases the builders do not read would be silently dropped: refuse them instead.
     for (const char* key : {"attention_bias", "mlp_bias"})
-        if (c.boolean_or(key, false) && m.arch != "qwen2" && m.arch != "qwen2moe")
+        if (c.boolean_or(key, false) && m.arch != "qwen2" && m.arch != "qwen2moe" && !(glm && std::string(key) == "attention_bias"))
             c.refuse(key, "is true, but pagoda's " + m.arch + " builder has no such biases");
 
     const bool llama = m.arch == "llama", gemma = m.arch == "gemma2" || m.arch == "gemma3";
-    m.permute_qk = llama;  // llama.cpp's converter permutes these rows; NEOX-RoPE families keep them
+    // llama.cpp's converter permutes these rows (llama, and smollm3 through the same converter class);
+    // NEOX-RoPE families keep them.
+    m.permute_qk = llama || m.arch == "smollm3";
+    if (m.arch == "smollm3") {
+        // no_rope_layers[i] is 1 where layer i rotates: llama.cpp fixes the NoPE period at 4 (the
+        // builder's), so any other list would be computed wrongly.
+        if (c.has("no_rope_layers")) {
+            const Json& nr = c.at("no_rope_layers");
+            if (!nr.is_array() || int64_t(nr.size()) != m.n_layers) c.refuse("no_rope_layers", "is not one entry per layer");
+            for (int64_t i = 0; i < m.n_layers; ++i)
+                if (!nr[size_t(i)].is_number_integer() || nr[size_t(i)].get<int64_t>() != ((i + 1) % 4 != 0 ? 1 : 0))
+                    c.refuse("no_rope_layers", "differs from every 4th layer without RoPE, the only pattern llama.cpp's "
+                                               "smollm3 (and pagoda's) computes");
+        } else if (c.positive_or("no_rope_layer_interval", 4) != 4) {
+            c.refuse("no_rope_layer_interval", "is not 4, the only NoPE period llama.cpp's smollm3 computes");
+        }
+    }
     m.norm_plus_one = gemma;
     if (!c.has("intermediate_size") && m.arch != "qwen3moe") c.at("intermediate_size");
     if (m.hf_arch == "MixtralForCausalLM") {
@@ -184,6 +204,25 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         if (c.positive_or("decoder_sparse_step", 1) != 1) c.refuse("decoder_sparse_step", "is not 1: pagoda's MoE builders expect every layer sparse");
         if (c.has("mlp_only_layers") && !c.at("mlp_only_layers").empty())
             c.refuse("mlp_only_layers", "lists dense layers: pagoda's MoE builders expect every layer sparse");
+    } else if (m.arch == "glm4moe") {  // as Glm4MoeModel converts it
+        m.n_experts = c.positive("n_routed_experts");
+        meta.u32("feed_forward_length", c.positive("intermediate_size"));
+        meta.u32("expert_count", m.n_experts);
+        meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
+        meta.u32("expert_feed_forward_length", c.positive("moe_intermediate_size"));
+        const auto count = [&](const char* key) {  // 0 allowed
+            const int64_t v = c.has(key) ? c.integer(key) : 0;
+            if (v < 0 || v > m.n_layers + 1024) c.refuse(key, "is out of range");
+            return v;
+        };
+        meta.u32("expert_shared_count", count("n_shared_experts"));
+        const int64_t dense = count("first_k_dense_replace");
+        if (dense > m.n_layers) c.refuse("first_k_dense_replace", "exceeds num_hidden_layers");
+        meta.u32("leading_dense_block_count", dense);
+        meta.u32("expert_gating_func", 2);  // sigmoid
+        meta.f32("expert_weights_scale", c.number_or("routed_scaling_factor", 1.0));
+        meta.set(a + ".expert_weights_norm", Value::boolean(c.boolean_or("norm_topk_prob", false)));
+        m.nextn_layers = count("num_nextn_predict_layers");  // hf_folder logs that they are not loaded
     } else {
         meta.u32("feed_forward_length", c.positive("intermediate_size"));
     }
@@ -225,9 +264,12 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
                 c.refuse("layer_types", "holds '" + t.dump() + "' (expected sliding_attention or full_attention)");
             sliding.push_back(Value::boolean(s == "sliding_attention"));
         }
-        if (m.arch != "gemma2" && m.arch != "gemma3" && m.arch != "phi3")
-            c.refuse("layer_types", "is given, but pagoda's " + m.arch + " builder has no sliding window");
-        meta.set(a + ".attention.sliding_window_pattern", Value::array(gguf::ValueType::boolean, std::move(sliding)));
+        const bool any_sliding = std::any_of(sliding.begin(), sliding.end(), [](const Value& v) { return std::get<bool>(v.data); });
+        if (m.arch != "gemma2" && m.arch != "gemma3" && m.arch != "phi3") {
+            if (any_sliding) c.refuse("layer_types", "names sliding layers, but pagoda's " + m.arch + " builder has no sliding window");
+            sliding.clear();  // every layer full: nothing to write (SmolLM3's configs list them)
+        }
+        if (!sliding.empty()) meta.set(a + ".attention.sliding_window_pattern", Value::array(gguf::ValueType::boolean, std::move(sliding)));
     } else if (m.arch == "gemma3" && c.has("sliding_window_pattern")) {
         meta.u32("attention.sliding_window_pattern", c.positive("sliding_window_pattern"));
     }

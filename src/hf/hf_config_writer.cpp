@@ -52,6 +52,9 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     else if (arch == "gemma2") { hf_arch = "Gemma2ForCausalLM"; model_type = "gemma2"; }
     else if (arch == "gemma3") { hf_arch = "Gemma3ForCausalLM"; model_type = "gemma3_text"; }
     else if (arch == "phi3") { hf_arch = "Phi3ForCausalLM"; model_type = "phi3"; }
+    else if (arch == "smollm3") { hf_arch = "SmolLM3ForCausalLM"; model_type = "smollm3"; }
+    else if (arch == "glm4") { hf_arch = "Glm4ForCausalLM"; model_type = "glm4"; }
+    else if (arch == "glm4moe") { hf_arch = "Glm4MoeForCausalLM"; model_type = "glm4_moe"; }
     else fail("{}: architecture '{}' has no Hugging Face form here", f.name(), arch);
     j["architectures"] = {hf_arch};
     j["model_type"] = model_type;
@@ -72,7 +75,24 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     if (const auto* e = f.find_tensor("token_embd.weight")) j["vocab_size"] = e->shape.size() == 2 ? e->shape[1] : 0;
     const int64_t ffn = f.get_int(a + "feed_forward_length");
     j["intermediate_size"] = ffn;
-    if (n_experts > 0) {
+    const bool glm = arch == "glm4" || arch == "glm4moe";
+    if (arch == "glm4moe") {  // Glm4MoeConfig's names
+        if (f.get_int_or(a + "nextn_predict_layers", 0) > 0)
+            fail("{}: NextN blocks have no Hugging Face form here (write the model without them)", f.name());
+        if (f.get_int_or(a + "expert_gating_func", 2) != 2)
+            fail("{}: {}expert_gating_func other than sigmoid has no Glm4MoeConfig form", f.name(), a);
+        j["n_routed_experts"] = n_experts;
+        j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
+        j["moe_intermediate_size"] = f.get_int(a + "expert_feed_forward_length");
+        j["n_shared_experts"] = f.get_int_or(a + "expert_shared_count", 0);
+        j["first_k_dense_replace"] = f.get_int_or(a + "leading_dense_block_count", 0);
+        j["routed_scaling_factor"] = f.get_float_or(a + "expert_weights_scale", 1.0);
+        j["norm_topk_prob"] = f.get_bool_or(a + "expert_weights_norm", false);
+        j["num_nextn_predict_layers"] = 0;
+        j["use_qk_norm"] = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+    }
+    if (glm) j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+    if (n_experts > 0 && arch != "glm4moe") {
         j[arch == "llama" ? "num_local_experts" : "num_experts"] = n_experts;
         j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
         if (arch != "llama") {
@@ -83,8 +103,15 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
         if (arch == "qwen2moe") j["shared_expert_intermediate_size"] = f.get_int(a + "expert_shared_feed_forward_length");
     }
     if (arch == "qwen2" || arch == "qwen2moe") j["use_sliding_window"] = false;
+    if (arch == "smollm3") {  // every 4th layer without RoPE, as llama.cpp's smollm3 computes
+        std::vector<int> no_rope;
+        for (int64_t i = 0; i < n_layers; ++i) no_rope.push_back((i + 1) % 4 != 0 ? 1 : 0);
+        j["no_rope_layers"] = no_rope;
+        j["no_rope_layer_interval"] = 4;
+    }
     const int64_t rope_dims = f.get_int_or(a + "rope.dimension_count", head_dim);
-    if (rope_dims != head_dim && arch != "phi3")
+    if (glm) j["partial_rotary_factor"] = double(rope_dims) / double(head_dim);
+    if (rope_dims != head_dim && arch != "phi3" && !glm)
         fail("{}: {}rope.dimension_count {} differs from the head size {}, which config.json cannot say for {}", f.name(), a,
              rope_dims, head_dim, arch);
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/half.h"
 #include "gguf/gguf.h"
 #include "hf/hf_config.h"
@@ -53,6 +54,9 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
     std::stringstream text;
     text << in.rdbuf();
     HfModel m = read_hf_config(text.str(), config_path.string());
+    if (m.nextn_layers > 0)
+        log_info("{}: {} NextN (multi-token prediction) block(s) in the folder are not loaded (not run)",
+                 config_path.string(), m.nextn_layers);
     add_sentence_transformers_pooling(m, dir);  // encoders: sentence-transformers' modules.json
 
     auto owned = std::make_shared<Owned>();

@@ -29,12 +29,36 @@ std::vector<Rule> layer_rules(const HfModel& m) {
         r.push_back({"self_attn.k_proj.weight", "attn_k.weight", m.permute_qk ? Transform::permute_k : Transform::none});
         r.push_back({"self_attn.v_proj.weight", "attn_v.weight"});
     }
-    if (m.arch == "qwen2" || m.arch == "qwen2moe")
+    const bool glm = m.arch == "glm4" || m.arch == "glm4moe";
+    if (m.arch == "qwen2" || m.arch == "qwen2moe" || glm)
         for (const char* x : {"q", "k", "v"})
             r.push_back({fmt::format("self_attn.{}_proj.bias", x), fmt::format("attn_{}.bias", x), Transform::none, true});
-    if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3") {
+    if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3" || m.arch == "glm4moe") {
         r.push_back({"self_attn.q_norm.weight", "attn_q_norm.weight", norm, true});
         r.push_back({"self_attn.k_norm.weight", "attn_k_norm.weight", norm, true});
+    }
+    if (m.arch == "glm4") {  // sandwich norms around a fused gate|up MLP
+        r.push_back({"post_self_attn_layernorm.weight", "post_attention_norm.weight", Transform::none, true});
+        r.push_back({"post_attention_layernorm.weight", "ffn_norm.weight", Transform::none, true});
+        r.push_back({"post_mlp_layernorm.weight", "post_ffw_norm.weight", Transform::none, true});
+        r.push_back({"mlp.gate_up_proj.weight", "ffn_up.weight"});
+        r.push_back({"mlp.down_proj.weight", "ffn_down.weight"});
+        return r;
+    }
+    if (m.arch == "glm4moe") {  // the FFN's input norm is llama.cpp's post_attention_norm here
+        r.push_back({"post_attention_layernorm.weight", "post_attention_norm.weight", Transform::none, true});
+        r.push_back({"mlp.gate_proj.weight", "ffn_gate.weight"});  // the leading dense layers
+        r.push_back({"mlp.up_proj.weight", "ffn_up.weight"});
+        r.push_back({"mlp.down_proj.weight", "ffn_down.weight"});
+        r.push_back({"mlp.gate.weight", "ffn_gate_inp.weight", Transform::none, true});
+        r.push_back({"mlp.gate.e_score_correction_bias", "exp_probs_b.bias", Transform::none, true});
+        r.push_back({"mlp.experts.{e}.gate_proj.weight", "ffn_gate_exps.weight"});
+        r.push_back({"mlp.experts.{e}.up_proj.weight", "ffn_up_exps.weight"});
+        r.push_back({"mlp.experts.{e}.down_proj.weight", "ffn_down_exps.weight"});
+        r.push_back({"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"});
+        r.push_back({"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"});
+        r.push_back({"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"});
+        return r;
     }
     if (gemma) {
         r.push_back({"post_attention_layernorm.weight", "post_attention_norm.weight", norm, true});
@@ -101,6 +125,7 @@ std::optional<TensorTarget> gguf_target(const HfModel& m, std::string_view name)
         int64_t layer = 0;
         const std::string_view after = rest.substr(7);
         const size_t digits = parse_index(after, layer);
+        if (digits && layer >= m.n_layers && layer < m.n_layers + m.nextn_layers) return std::nullopt;  // NextN: not run
         if (!digits || digits >= after.size() || after[digits] != '.' || layer >= m.n_layers) break;
         const std::string_view tail = after.substr(digits + 1);
         for (const Rule& r : layer_rules(m)) {

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "gguf/gguf.h"
 #include "model/arch/arch.h"
 
@@ -32,7 +33,9 @@ std::string ModelConfig::describe() const {
            (arch == "deepseek2" ? fmt::format(", MLA (q rank {}, kv rank {}, nope {}, rope {}, v {}), {} leading dense, "
                                               "{} shared experts", q_lora_rank, kv_lora_rank, qk_nope_dim, rope_dims,
                                               v_head_dim, leading_dense_layers, n_shared_experts)
-                                : "");
+                                : "") +
+           (arch == "glm4moe" ? fmt::format(", {} leading dense, {} shared experts", leading_dense_layers, n_shared_experts)
+                              : "");
 }
 
 namespace {
@@ -71,10 +74,11 @@ void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
         if (c.shared_expert_ffn_dim <= 0 || c.shared_expert_ffn_dim > (int64_t(1) << 24))
             fail("{}: the shared expert's FFN width {} is out of range", f.name(), c.shared_expert_ffn_dim);
     }
-    c.expert_weights_norm = c.arch != "qwen2moe" && c.arch != "gpt-oss" && c.arch != "deepseek2";
+    c.expert_weights_norm = c.arch != "qwen2moe" && c.arch != "gpt-oss" && c.arch != "deepseek2" && c.arch != "glm4moe";
     c.expert_weights_norm = f.get_bool_or(a + "expert_weights_norm", c.expert_weights_norm);
-    // llama.cpp's numbering: 1 softmax, 2 sigmoid, 3 softmax over the selected (gpt-oss's, unwritten).
-    c.expert_gating = f.get_int_or(a + "expert_gating_func", c.arch == "gpt-oss" ? 3 : 1);
+    // llama.cpp's numbering: 1 softmax, 2 sigmoid, 3 softmax over the selected (gpt-oss's, unwritten;
+    // glm4moe's unwritten default is sigmoid, as llama.cpp reads it).
+    c.expert_gating = f.get_int_or(a + "expert_gating_func", c.arch == "gpt-oss" ? 3 : c.arch == "glm4moe" ? 2 : 1);
     if (c.expert_gating < 1 || c.expert_gating > 3)
         fail("{}: {}expert_gating_func = {} is not supported (1 softmax, 2 sigmoid, 3 softmax of the selected)", f.name(),
              a, c.expert_gating);
@@ -88,6 +92,34 @@ void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
                                 c.expert_groups_used * (c.n_experts / c.expert_groups) < c.n_experts_used))
         fail("{}: {}expert_group_count = {} with expert_group_used_count = {} does not fit {} experts (top {})", f.name(),
              a, c.expert_groups, c.expert_groups_used, c.n_experts, c.n_experts_used);
+}
+
+// deepseek2's and glm4moe's layer layout: leading dense layers ({arch}.leading_dense_block_count,
+// required by deepseek2, 0 when absent for glm4moe as llama.cpp reads it), ungated shared experts of
+// the expert width ({arch}.expert_shared_count) and trailing NextN / multi-token-prediction blocks
+// ({arch}.nextn_predict_layers: stored in the file, not run, as llama.cpp skips them).
+void read_moe_layout(const gguf::File& f, ModelConfig& c, bool leading_required) {
+    const std::string a = c.arch + ".";
+    if (leading_required && !f.has(a + "leading_dense_block_count"))
+        fail("{}: key {}leading_dense_block_count is missing", f.name(), a);
+    c.leading_dense_layers = f.get_int_or(a + "leading_dense_block_count", 0);
+    if (c.leading_dense_layers < 0 || c.leading_dense_layers > c.n_layers)
+        fail("{}: {}leading_dense_block_count = {} must be 0..{} (the block count)", f.name(), a, c.leading_dense_layers,
+             c.n_layers);
+    c.n_shared_experts = f.get_int_or(a + "expert_shared_count", 0);
+    if (c.n_shared_experts < 0 || c.n_shared_experts > 1024)
+        fail("{}: {}expert_shared_count = {} is out of range", f.name(), a, c.n_shared_experts);
+    c.shared_expert_ffn_dim = c.n_shared_experts * c.expert_ffn_dim;
+    c.nextn_layers = f.get_int_or(a + "nextn_predict_layers", 0);
+    if (c.nextn_layers < 0 || c.nextn_layers >= c.n_layers)
+        fail("{}: {}nextn_predict_layers = {} must be 0..{} (below the block count)", f.name(), a, c.nextn_layers,
+             c.n_layers - 1);
+    c.n_layers -= c.nextn_layers;
+    if (c.nextn_layers > 0)
+        log_info("{}: {} trailing NextN (multi-token prediction) block(s) stored but not run", f.name(), c.nextn_layers);
+    if (c.leading_dense_layers > c.n_layers)
+        fail("{}: {}leading_dense_block_count = {} exceeds the {} layers run", f.name(), a, c.leading_dense_layers,
+             c.n_layers);
 }
 
 // deepseek2's attention shapes. Older converters write key_length = nope + rope and value_length = v;
@@ -119,24 +151,7 @@ void read_mla(const gguf::File& f, ModelConfig& c, const std::function<int64_t(c
         fail("{}: deepseek2 value length {} exceeds the key length {}: not supported (values are padded to the key's width)",
              f.name(), c.v_head_dim, c.head_dim);
     c.n_kv_heads = c.n_heads;  // the decompressed cache: one K and V per query head
-    if (!f.has(a + "leading_dense_block_count")) fail("{}: key {}leading_dense_block_count is missing", f.name(), a);
-    c.leading_dense_layers = f.get_int(a + "leading_dense_block_count");
-    if (c.leading_dense_layers < 0 || c.leading_dense_layers > c.n_layers)
-        fail("{}: {}leading_dense_block_count = {} must be 0..{} (the block count)", f.name(), a, c.leading_dense_layers,
-             c.n_layers);
-    c.n_shared_experts = f.get_int_or(a + "expert_shared_count", 0);
-    if (c.n_shared_experts < 0 || c.n_shared_experts > 1024)
-        fail("{}: {}expert_shared_count = {} is out of range", f.name(), a, c.n_shared_experts);
-    c.shared_expert_ffn_dim = c.n_shared_experts * c.expert_ffn_dim;
-    // NextN / multi-token-prediction blocks at the end (GLM-4.7-Flash and kin): stored, not run.
-    c.nextn_layers = f.get_int_or(a + "nextn_predict_layers", 0);
-    if (c.nextn_layers < 0 || c.nextn_layers >= c.n_layers)
-        fail("{}: {}nextn_predict_layers = {} must be 0..{} (below the block count)", f.name(), a, c.nextn_layers,
-             c.n_layers - 1);
-    c.n_layers -= c.nextn_layers;
-    if (c.leading_dense_layers > c.n_layers)
-        fail("{}: {}leading_dense_block_count = {} exceeds the {} layers run", f.name(), a, c.leading_dense_layers,
-             c.n_layers);
+    read_moe_layout(f, c, true);
     if (f.get_float_or(a + "attention.temperature_scale", 0.0) != 0.0)
         fail("{}: {}attention.temperature_scale (Mistral-Large's attention temperature tuning) is not supported yet",
              f.name(), a);
@@ -151,7 +166,8 @@ ModelConfig read_config(const gguf::File& f) {
     ModelConfig c;
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
-    const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "gpt-oss" || c.arch == "deepseek2";
+    const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "gpt-oss" || c.arch == "deepseek2" ||
+                          c.arch == "glm4moe";
     const auto& supported = supported_architectures();
     if (std::find(supported.begin(), supported.end(), c.arch) == supported.end())
         fail("{}: architecture '{}' is not supported (supported: {})", f.name(), c.arch, fmt::join(supported, ", "));
@@ -184,6 +200,16 @@ ModelConfig read_config(const gguf::File& f) {
             fail("{}: embedding width {} is not a multiple of {} heads", f.name(), c.dim, c.n_heads);
         c.head_dim = c.dim / c.n_heads;
     }
+    if (c.arch == "glm4moe") read_moe_layout(f, c, false);
+    if (c.arch == "glm4" || c.arch == "glm4moe") {
+        // GLM-4.xV's multimodal RoPE (sections per position axis) and GLM-OCR's NextN block on glm4.
+        if (const auto* v = f.find(a + "rope.dimension_sections"); v && v->as_array())
+            for (const auto& item : v->as_array()->items)
+                if (item.as_int().value_or(0) != 0)
+                    fail("{}: {}rope.dimension_sections (GLM-4.xV's multimodal RoPE) is not supported", f.name(), a);
+        if (c.arch == "glm4" && f.get_int_or(a + "nextn_predict_layers", 0) != 0)
+            fail("{}: {}nextn_predict_layers (GLM-OCR's NextN block) is not supported for glm4", f.name(), a);
+    }
     c.rms_eps = float(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
     const bool encoder = c.arch == "bert" || c.arch == "nomic-bert";
     c.norm_eps = float(f.get_float_or(a + "attention.layer_norm_epsilon", encoder ? 1e-12 : 1e-5));
@@ -210,15 +236,15 @@ ModelConfig read_config(const gguf::File& f) {
         c.rope_scaling = scaling;  // the builder computes the frequency factors (rope_frequencies.h)
     } else if (scaling == "longrope" && c.arch == "phi3") {
         c.rope_scaling = scaling;  // the factors are tensors (phi3_rope.h)
-    } else if (scaling == "yarn" && (c.arch == "gpt-oss" || c.arch == "deepseek2")) {
+    } else if (scaling == "yarn" && (c.arch == "gpt-oss" || c.arch == "deepseek2" || c.arch == "mistral3")) {
         c.rope_scaling = scaling;  // the builder computes the frequencies (rope_frequencies.h)
     } else if (scaling != "none") {
         fail("{}: RoPE scaling type '{}' is not supported for {} (supported: none, linear{})", f.name(), scaling,
-             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" || c.arch == "deepseek2" ? ", yarn" : "");
+             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" || c.arch == "deepseek2" || c.arch == "mistral3" ? ", yarn" : "");
     }
     const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
                       c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert" ||
-                      c.arch == "gpt-oss";
+                      c.arch == "gpt-oss" || c.arch == "glm4moe";
     c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";
     const auto* embd = f.find_tensor("token_embd.weight");

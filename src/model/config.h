@@ -6,7 +6,10 @@
 // {arch}.expert_count > 0 (Mixtral), `qwen2moe` (qwen2 with routed experts and a gated shared
 // expert), `qwen3moe` (qwen3 with routed experts), `gpt-oss` (biased attention with sinks, YaRN,
 // alternating sliding layers, biased experts with a clamped SwiGLU) and `deepseek2` (multi-head latent
-// attention, leading dense layers, routed plus ungated shared experts); and the encoders `bert` (BERT, RoBERTa / XLM-R as
+// attention, leading dense layers, routed plus ungated shared experts), `glm4moe` (GLM-4.5: QKV biases,
+// optional Q/K norms, partial NEOX RoPE, leading dense layers, sigmoid router with a correction bias,
+// ungated shared experts); the dense `glm4` (GLM-4-0414: sandwich norms, fused gate|up, partial
+// RoPE) and `smollm3` (llama with every 4th layer NoPE); and the encoders `bert` (BERT, RoBERTa / XLM-R as
 // llama.cpp converts them) and `nomic-bert` (NEOX RoPE, SwiGLU): embedding models with no output head. Anything else is refused with a clear error.
 #pragma once
 #include <cstdint>
@@ -66,9 +69,9 @@ struct ModelConfig {
     // the decompressed per-head K and V (n_kv_heads = n_heads, V padded to head_dim), the "naive" form.
     int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, v_head_dim = 0;
     int64_t leading_dense_layers = 0;  // {arch}.leading_dense_block_count: layers before the first MoE one
-    int64_t n_shared_experts = 0;      // deepseek2: {arch}.expert_shared_count (ungated, FFN = count x expert FFN)
+    int64_t n_shared_experts = 0;      // deepseek2, glm4moe: {arch}.expert_shared_count (ungated, FFN = count x expert FFN)
     double yarn_log_multiplier = 0;    // deepseek2: {arch}.rope.scaling.yarn_log_multiplier (0.1 x mscale_all_dim)
-    // deepseek2: {arch}.nextn_predict_layers, trailing multi-token-prediction blocks that are stored but
+    // deepseek2, glm4moe: {arch}.nextn_predict_layers, trailing multi-token-prediction blocks that are stored but
     // not run (n_layers counts the blocks run).
     int64_t nextn_layers = 0;
 

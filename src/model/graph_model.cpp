@@ -69,8 +69,8 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     info_.max_context = o.max_context > 0 ? o.max_context : config_.context_length;
     if (built_.max_positions > 0) {  // a learned position table: nothing past its rows
         if (o.max_context > built_.max_positions)
-            fail("{}: --ctx {} exceeds the model's {} learned positions", file_->name(), o.max_context,
-                 built_.max_positions);
+            fail("{}: --ctx {} exceeds the model's {} {}", file_->name(), o.max_context, built_.max_positions,
+                 built_.max_positions_reason);
         info_.max_context = std::min(info_.max_context, built_.max_positions);
     }
     info_.embedding_only = built_.graph.output < 0;

@@ -23,9 +23,7 @@ using random_detail::random_tensor;
 using random_detail::Rng;
 
 int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
-    if (s.n_experts <= 0) fail("gen-model: gpt-oss needs experts (--experts N)");
-    if (s.n_experts_used < 1 || s.n_experts_used > s.n_experts)
-        fail("gen-model: {} experts used of {} is out of range", s.n_experts_used, s.n_experts);
+    random_detail::check_expert_spec("gpt-oss", s.n_experts, s.n_experts_used);
     if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
         fail("gen-model: every size must be positive");
     if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);

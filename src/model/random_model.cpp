@@ -115,7 +115,7 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     if (spec.arch == "nomic-bert")
         fail("gen-model: nomic-bert is written to GGUF only (pagoda reads no NomicBertModel folders)");
     if (!spec.hf_class.empty() && spec.arch != "bert") fail("gen-model: --hf-class is for --arch bert");
-    if (spec.arch == "gpt-oss" || spec.arch == "deepseek2")
+    if (spec.arch == "gpt-oss" || spec.arch == "deepseek2" || spec.arch == "mistral3")
         fail("gen-model: {} is written to GGUF only (no Hugging Face {} folders yet)", spec.arch, spec.arch);
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
@@ -133,18 +133,17 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     if (s.arch == "bert" || s.arch == "nomic-bert") return build_random_bert(s, vocab, w);
     if (s.arch == "gpt-oss") return build_random_gpt_oss(s, vocab, w);
     if (s.arch == "deepseek2") return build_random_deepseek2(s, vocab, w);
+    if (s.arch == "glm4moe" || s.arch == "glm4") return build_random_glm(s, vocab, w);
     if (s.mxfp4_experts) fail("gen-model: MXFP4 experts are written for gpt-oss only");
     const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
     const bool gemma = s.arch == "gemma2" || s.arch == "gemma3", phi3 = s.arch == "phi3";
-    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !moe_arch && !gemma && !phi3)
+    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "smollm3" && s.arch != "mistral3" && !moe_arch && !gemma && !phi3)
         fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, "
-             "phi3, gpt-oss, deepseek2, bert, nomic-bert)",
+             "phi3, gpt-oss, deepseek2, glm4moe, glm4, smollm3, mistral3, bert, nomic-bert)",
              s.arch);
-    if (moe_arch && s.n_experts <= 0) fail("gen-model: {} needs experts (--experts N)", s.arch);
     if (s.n_experts > 0 && s.arch != "llama" && !moe_arch)
         fail("gen-model: experts are written for llama, qwen2moe and qwen3moe, not {}", s.arch);
-    if (s.n_experts > 0 && (s.n_experts_used < 1 || s.n_experts_used > s.n_experts))
-        fail("gen-model: {} experts used of {} is out of range", s.n_experts_used, s.n_experts);
+    if (moe_arch || s.n_experts > 0) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
     const int64_t expert_ffn = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
     const int64_t shared_ffn = s.shared_expert_ffn_dim > 0 ? s.shared_expert_ffn_dim : 2 * expert_ffn;
     if (!s.rope_scaling.empty() && (s.arch != "llama" || (s.rope_scaling != "llama3" && s.rope_scaling != "llama3_keys")))
@@ -193,6 +192,15 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
         w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
     }
     if (s.arch == "gemma3") w.set(a + "rope.freq_base_swa", Value::f32(10000.0f));
+    if (s.arch == "mistral3") {  // Ministral 3's form, as the converter writes it: YaRN and llama 4's temperature
+        w.set(a + "rope.scaling.type", Value::string("yarn"));
+        w.set(a + "rope.scaling.factor", Value::f32(16.0f));
+        w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(original_context)));
+        w.set(a + "rope.scaling.yarn_beta_fast", Value::f32(32.0f));
+        w.set(a + "rope.scaling.yarn_beta_slow", Value::f32(1.0f));
+        w.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(1.0f));
+        w.set(a + "attention.temperature_scale", Value::f32(0.1f));
+    }
     Llama3RopeScaling llama3;
     llama3.original_context = original_context;
     if (s.rope_scaling == "llama3_keys") {

@@ -22,7 +22,8 @@ struct RandomModelSpec {
     // with Q/K norms and 5 sliding layers per global one) or phi3 (fused attn_qkv and gate|up
     // ffn_up, LongRoPE factors), gpt-oss (biased attention with sinks, YaRN, alternating sliding
     // layers, biased experts: needs experts), deepseek2 (MLA, leading dense layers, shared experts: needs
-    // experts; the fields below), or the encoders bert and nomic-bert (see `pooling` below)
+    // experts; the fields below), glm4moe (needs experts) or glm4 (GLM-4-0414: sandwich norms, fused
+    // gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 (llama keys), or the encoders bert and nomic-bert (see `pooling` below)
     std::string arch = "llama";
     std::string name = "random";
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
@@ -85,6 +86,13 @@ struct RandomModelSpec {
     int64_t expert_gating = 1, expert_groups = 0, expert_groups_used = 0;
     float expert_weights_scale = 1.0f;
     bool expert_weights_norm = false, yarn = false, mla_split = false;
+    // glm4moe (random_glm.cpp; needs experts) takes leading_dense, n_shared_experts, expert_gating (0:
+    // sigmoid, as its converter writes), expert_weights_scale and expert_weights_norm above, and:
+    // qk_norm writes GLM-4.5's per-head Q/K norms (Air has none); nextn_layers appends that many
+    // NextN blocks (block_count counts them, nextn_predict_layers names them). glm4 and glm4moe rotate
+    // half of each head (rope.dimension_count = head_dim / 2) and write Q/K/V biases.
+    bool qk_norm = false;
+    int64_t nextn_layers = 0;
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.
@@ -102,6 +110,8 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
 int64_t build_random_gpt_oss(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // deepseek2 into `w` (random_deepseek2.cpp).
 int64_t build_random_deepseek2(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+// glm4moe or glm4 into `w` (random_glm.cpp).
+int64_t build_random_glm(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
 // Gemma 3's three image control tokens.
 void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false);

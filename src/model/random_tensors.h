@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -57,6 +58,14 @@ inline std::vector<uint8_t> random_tensor(Rng& rng, int64_t n, float stddev, Ggm
         fail("gen-model writes F32, F16 or BF16 weights (quantise afterwards with `pagoda quantize`)");
     }
     return bytes;
+}
+
+// gen-model's expert counts for an architecture whose FFNs are experts (gpt-oss, deepseek2, glm4moe):
+// an error naming the architecture or the out-of-range count.
+inline void check_expert_spec(const std::string& arch, int64_t n_experts, int64_t n_experts_used) {
+    if (n_experts <= 0) fail("gen-model: {} needs experts (--experts N)", arch);
+    if (n_experts_used < 1 || n_experts_used > n_experts)
+        fail("gen-model: {} experts used of {} is out of range", n_experts_used, n_experts);
 }
 
 inline std::vector<uint8_t> constant_f32(int64_t n, float value) {

@@ -1,5 +1,5 @@
 // Mixture-of-experts models through the binary: gen-model's expert flags and their errors, `run` on
-// each MoE architecture (gpt-oss and deepseek2 on both backends), and `bench` counting only the used experts in the bytes a decode step reads.
+// each MoE architecture (gpt-oss, deepseek2 and glm4moe on both backends; the dense glm4 and smollm3 too), and `bench` counting only the used experts in the bytes a decode step reads.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -100,6 +100,48 @@ TEST(MoeCommands, Deepseek2GenModelAndRunOnBothBackends) {
     auto r = run_pagoda({"gen-model", "-o", temp_path("cli-deepseek2-bad.gguf"), "--kv-lora-rank", "32"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("are for --arch deepseek2"), std::string::npos) << r.err;
+}
+
+// glm4moe (GLM-4.5's form: Q/K norms, a NextN block), glm4 and smollm3 through the binary: gen-model,
+// then `run` greedy on the cpu and the reference backend (the same tokens at F32); the glm4moe flags
+// are refused for another architecture and the MLA ones for glm4moe.
+TEST(MoeCommands, GlmAndSmollm3GenModelAndRunOnBothBackends) {
+    const std::vector<std::vector<std::string>> forms = {
+        {"--arch", "glm4moe", "--experts", "8", "--experts-used", "2", "--expert-ffn-dim", "32", "--layers", "3",
+         "--head-dim", "32", "--qk-norm", "--nextn-layers", "1", "--expert-norm", "--expert-scale", "2.5"},
+        {"--arch", "glm4", "--head-dim", "32"},
+        {"--arch", "smollm3", "--layers", "4"}};
+    const std::vector<std::string> described = {"glm4moe, 8 experts, top 2", "glm4, 2 layers", "smollm3, 4 layers"};
+    for (size_t f = 0; f < forms.size(); ++f) {
+        const std::string path = temp_path("cli-glm-" + std::to_string(f) + ".gguf");
+        std::vector<std::string> args = {"gen-model", "-o", path};
+        args.insert(args.end(), forms[f].begin(), forms[f].end());
+        auto g = run_pagoda(args);
+        ASSERT_EQ(g.exit_code, 0) << g.err;
+        EXPECT_NE(g.err.find(described[f]), std::string::npos) << g.err;
+        std::string ids[2];
+        for (int b = 0; b < 2; ++b) {
+            auto r = run_pagoda({"run", "-m", path, "-p", "once upon a time there", "-n", "12", "--temp", "0", "--ids",
+                                 "--backend", b == 0 ? "cpu" : "reference"});
+            ASSERT_EQ(r.exit_code, 0) << r.err;
+            if (f == 0) {
+                EXPECT_NE(r.err.find("1 trailing NextN (multi-token prediction) block(s) stored but not run"), std::string::npos)
+                    << r.err;
+            }
+            ids[b] = r.out;
+        }
+        EXPECT_FALSE(ids[0].empty());
+        EXPECT_EQ(ids[0], ids[1]);
+    }
+    auto r = run_pagoda({"gen-model", "-o", temp_path("cli-glm-bad.gguf"), "--qk-norm"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--qk-norm and --nextn-layers are for --arch glm4moe"), std::string::npos) << r.err;
+    r = run_pagoda({"gen-model", "-o", temp_path("cli-glm-bad.gguf"), "--arch", "glm4moe", "--experts", "4", "--yarn"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("are for --arch deepseek2 (glm4moe's router"), std::string::npos) << r.err;
+    r = run_pagoda({"gen-model", "-o", temp_path("cli-glm-bad.gguf"), "--arch", "glm4moe"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("glm4moe needs experts (--experts N)"), std::string::npos) << r.err;
 }
 
 TEST(MoeCommands, GenModelRefusesInconsistentExpertFlags) {

@@ -3,7 +3,8 @@
 // the token budget (chunked prefill), arrival order and KV block size; for a Mixtral-style llama with
 // Q4_0 experts, a qwen2moe with F32 ones, a qwen3moe with Q8_0 ones, and gpt-oss (sinks, sliding
 // layers, biased experts) with F32 and MXFP4 ones, and deepseek2 (MLA, a dense first layer, sigmoid
-// groups, shared experts) with F32 and Q8_0 ones.
+// groups, shared experts) and glm4moe (partial NEOX RoPE, Q/K norms, sigmoid with a correction bias,
+// shared experts, a NextN block not run) with F32 and Q8_0 ones.
 #include <gtest/gtest.h>
 
 #include "core/thread_pool.h"
@@ -29,6 +30,10 @@ std::string moe_model(const std::string& arch, const std::string& quant) {
         spec.head_dim = 24; spec.mla_rope_dims = 8; spec.v_head_dim = 16; spec.kv_lora_rank = 32; spec.q_lora_rank = 32;
         spec.expert_gating = 2; spec.expert_groups = 4; spec.expert_groups_used = 2; spec.expert_weights_norm = true;
         spec.expert_weights_scale = 2.5f; spec.yarn = true;
+    }
+    if (arch == "glm4moe") {  // GLM-4.5's form: Q/K norms, a dense first layer, sigmoid + correction bias
+        spec.head_dim = 32; spec.qk_norm = true; spec.expert_weights_norm = true; spec.expert_weights_scale = 2.5f;
+        spec.nextn_layers = 1;
     }
     const std::string f = pagoda::test::temp_path("engine-moe-" + arch + ".gguf");
     model::write_random_model(spec, nullptr, f);
@@ -96,7 +101,9 @@ INSTANTIATE_TEST_SUITE_P(Models, MoeBatchInvariance,
                                            std::pair<std::string, std::string>{"gpt-oss", ""},
                                            std::pair<std::string, std::string>{"gpt-oss", "mxfp4"},
                                            std::pair<std::string, std::string>{"deepseek2", ""},
-                                           std::pair<std::string, std::string>{"deepseek2", "q8_0"}),
+                                           std::pair<std::string, std::string>{"deepseek2", "q8_0"},
+                                           std::pair<std::string, std::string>{"glm4moe", ""},
+                                           std::pair<std::string, std::string>{"glm4moe", "q8_0"}),
                          [](const auto& info) {
                              std::string name = info.param.first + (info.param.second.empty() ? "" : "_" + info.param.second);
                              for (char& c : name) c = c == '-' ? '_' : c;  // gtest names take no '-'

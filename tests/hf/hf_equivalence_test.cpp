@@ -6,10 +6,15 @@
 // at all is a bug in the mapping.
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "fixtures.h"
 #include "gguf/gguf.h"
+#include "core/error.h"
+#include "hf/hf_config.h"
 #include "hf/hf_folder.h"
 #include "hf/hf_tensor_names.h"
 #include "hf/safetensors.h"
@@ -58,6 +63,19 @@ std::vector<Case> cases() {
         c.spec.head_dim = 0;
         out.push_back(c);
     }
+    Case smollm3{"smollm3", base("smollm3")};
+    smollm3.spec.n_layers = 4;  // layer 3 without RoPE
+    out.push_back(smollm3);
+    Case glm4{"glm4", base("glm4")};
+    out.push_back(glm4);
+    Case glm4moe{"glm4moe", base("glm4moe")};  // GLM-4.5's form: Q/K norms, a dense first layer, shared expert
+    glm4moe.spec.n_layers = 3; glm4moe.spec.n_experts = 4; glm4moe.spec.n_experts_used = 2; glm4moe.spec.expert_ffn_dim = 32;
+    glm4moe.spec.qk_norm = true; glm4moe.spec.expert_weights_norm = true; glm4moe.spec.expert_weights_scale = 2.5f;
+    out.push_back(glm4moe);
+    Case glm4moe_air{"glm4moe-air", glm4moe.spec};  // Air's: no Q/K norms
+    glm4moe_air.spec.qk_norm = false;
+    glm4moe_air.spec.leading_dense = 0;
+    out.push_back(glm4moe_air);
     Case gemma3_period{"gemma3-period", base("gemma3")};
     gemma3_period.spec.swa_period = 2; gemma3_period.spec.sliding_window = 4;
     out.push_back(gemma3_period);
@@ -187,6 +205,93 @@ TEST(HfLayout, FolderHoldsGemmaNormsAsWAndExpertsApart) {
     EXPECT_EQ(e2->shape, (std::vector<int64_t>{48, 32}));  // [hidden, expert FFN]: down_proj maps FFN -> hidden
     EXPECT_EQ(std::memcmp(e2->data, stacked->data + 2 * e2->n_bytes, e2->n_bytes), 0);
     EXPECT_EQ(qst->find("model.layers.0.mlp.gate.weight")->shape, (std::vector<int64_t>{4, 48}));
+}
+
+}  // namespace
+}  // namespace pagoda::model
+
+namespace pagoda::model {
+namespace {
+
+// SmolLM3's config.json names its NoPE layers: the period-4 list (and full-attention layer_types)
+// maps onto smollm3; another list, or a sliding layer, is refused naming the key.
+TEST(HfSmollm3, NoRopeLayersMustBeThePeriodLlamaCppComputes) {
+    const std::string base_json = R"({"architectures": ["SmolLM3ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 4,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "max_position_embeddings": 256,
+        "rms_norm_eps": 1e-6, "rope_theta": 5000000.0, "no_rope_layer_interval": 4, )";
+    auto m = hf::read_hf_config(base_json + R"("no_rope_layers": [1, 1, 1, 0],
+        "layer_types": ["full_attention", "full_attention", "full_attention", "full_attention"]})", "config.json");
+    EXPECT_EQ(m.arch, "smollm3");
+    EXPECT_TRUE(m.permute_qk);
+    for (const std::string bad : {R"("no_rope_layers": [1, 0, 1, 1]})", R"("no_rope_layers": [1, 1, 1, 0],
+        "layer_types": ["full_attention", "sliding_attention", "full_attention", "full_attention"]})"}) {
+        std::string error;
+        try {
+            hf::read_hf_config(base_json + bad, "config.json");
+        } catch (const Error& e) {
+            error = e.what();
+        }
+        EXPECT_TRUE(error.find("no_rope_layers") != std::string::npos || error.find("layer_types") != std::string::npos) << error;
+        EXPECT_NE(error.find(bad.find("sliding") != std::string::npos ? "names sliding layers" : "every 4th layer"), std::string::npos)
+            << error;
+    }
+}
+
+}  // namespace
+}  // namespace pagoda::model
+
+namespace pagoda::model {
+namespace {
+
+// GLM-4.5-Air's config.json (the published values) maps to the keys Glm4MoeModel's converter writes.
+TEST(HfGlm4moe, AirConfigMapsToTheConvertersKeys) {
+    const auto m = hf::read_hf_config(R"({"architectures": ["Glm4MoeForCausalLM"], "attention_bias": true,
+        "first_k_dense_replace": 1, "head_dim": 128, "hidden_size": 4096, "intermediate_size": 10944,
+        "max_position_embeddings": 131072, "moe_intermediate_size": 1408, "n_routed_experts": 128,
+        "n_shared_experts": 1, "norm_topk_prob": true, "num_attention_heads": 96, "num_experts_per_tok": 8,
+        "num_hidden_layers": 46, "num_key_value_heads": 8, "num_nextn_predict_layers": 1,
+        "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 1000000,
+        "routed_scaling_factor": 1.0, "tie_word_embeddings": false, "use_qk_norm": false})", "config.json");
+    EXPECT_EQ(m.arch, "glm4moe");
+    EXPECT_FALSE(m.permute_qk);
+    EXPECT_EQ(m.nextn_layers, 1);
+    std::map<std::string, std::string> got;
+    for (const auto& [key, value] : m.metadata) got[key] = value.to_display();
+    for (const auto& [key, want] : std::vector<std::pair<std::string, std::string>>{
+             {"glm4moe.block_count", "46"}, {"glm4moe.rope.dimension_count", "64"}, {"glm4moe.attention.key_length", "128"},
+             {"glm4moe.expert_count", "128"}, {"glm4moe.expert_used_count", "8"}, {"glm4moe.expert_feed_forward_length", "1408"},
+             {"glm4moe.expert_shared_count", "1"}, {"glm4moe.leading_dense_block_count", "1"},
+             {"glm4moe.expert_gating_func", "2"}, {"glm4moe.expert_weights_norm", "true"}, {"glm4moe.feed_forward_length", "10944"}})
+        EXPECT_EQ(got[key], want) << key;
+}
+
+// A GLM-4.5 folder's NextN block (num_nextn_predict_layers, at layer index num_hidden_layers) is not
+// loaded: a 3-layer folder relabelled as 2 layers + 1 NextN gives the logits of the GGUF cut to 2 blocks.
+TEST(HfGlm4moe, NextnLayersInTheFolderAreNotLoaded) {
+    RandomModelSpec s = base("glm4moe");
+    s.n_layers = 3; s.n_experts = 4; s.n_experts_used = 2; s.expert_ffn_dim = 32; s.qk_norm = true;
+    const std::string gguf_path = test::temp_path("hf-glm-nextn.gguf"), cut = test::temp_path("hf-glm-nextn-cut.gguf");
+    const std::string dir = test::temp_path("hf-glm-nextn");
+    write_random_model(s, nullptr, gguf_path);
+    write_random_model_hf(s, dir);
+    {
+        auto in = gguf::File::open(gguf_path);
+        gguf::Writer w;
+        for (const auto& [key, value] : in->metadata()) w.set(key, value);
+        w.set("glm4moe.block_count", gguf::Value::u32(2));
+        for (const auto& t : in->tensors())
+            if (t.name.rfind("blk.2.", 0) != 0) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
+        w.write(cut);
+    }
+    nlohmann::json config;
+    std::ifstream(dir + "/config.json") >> config;
+    config["num_hidden_layers"] = 2;
+    config["num_nextn_predict_layers"] = 1;
+    std::ofstream(dir + "/config.json") << config.dump(2);
+    auto h = open_model_file(dir);
+    EXPECT_EQ(h->get_int("glm4moe.block_count"), 2);
+    EXPECT_EQ(h->find_tensor("blk.2.attn_q.weight"), nullptr);
+    expect_bitwise(logits(open_model_file(cut)), logits(h), "glm4moe-nextn");
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ struct BuiltModel {
     kv::KvDtype kv_dtype = kv::KvDtype::f16;             // the natural cache type for these weights
     int32_t n_token_types = 0;  // rows of the token-type embedding (StepModelInfo::n_token_types)
     int64_t max_positions = 0;  // > 0: a learned position table's rows, the longest sequence it can run
+    std::string max_positions_reason = "learned positions";  // what bounds them, for the --ctx error
 };
 
 using ArchBuilder = BuiltModel (*)(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
@@ -50,6 +51,10 @@ BuiltModel build_bert(const gguf::File& file, const ModelConfig& config, backend
 BuiltModel build_nomic_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gpt_oss(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_mistral3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_smollm3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_glm4(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_glm4moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_phi3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 
 }  // namespace pagoda::model

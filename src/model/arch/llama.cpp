@@ -35,8 +35,16 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
     }
     if (freq_factors.empty() && c.rope_scaling == "llama3")  // the parameters instead of the tensor
         freq_factors = llama3_rope_factors(read_llama3_rope_scaling(file, c.arch), c.rope_theta, c.rope_dims);
-    const auto& rope = bind.rope(make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta,
-                                                c.rope_linear_scale, freq_factors));
+    if (c.rope_scaling == "yarn" && (!variant.yarn_unscaled || !freq_factors.empty()))
+        fail("{}: {} YaRN {}", file.name(), c.arch,
+             variant.yarn_unscaled ? "with rope_freqs.weight factors is not supported" : "is not supported by this builder");
+    const auto& rope = bind.rope(
+        c.rope_scaling == "yarn"
+            ? yarn_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta,
+                             read_yarn_rope_scaling(file, c.arch, c.context_length, true))
+            : make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta, c.rope_linear_scale, freq_factors));
+    m.max_positions = variant.max_positions;
+    m.max_positions_reason = variant.max_positions_reason;
     m.kv_dtype = file.find_tensor("blk.0.attn_q.weight") && file.find_tensor("blk.0.attn_q.weight")->type == gguf::GgmlType::F32
                      ? kv::KvDtype::f32 : kv::KvDtype::f16;
 
@@ -52,29 +60,32 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
                                        {p + "attn_k.weight", c.dim, c.kv_dim()},
                                        {p + "attn_v.weight", c.dim, c.kv_dim()}});
         const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
-        const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
+        const auto& ffn_norm = bind.vector(p + variant.ffn_norm + ".weight", c.dim);
 
         if (residual >= 0) e.add(x, residual);
         const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");
         const auto q_k_v = e.matmul(qkv, h, {p + "q", p + "k", p + "v"}, l, MatmulInput::attention);
-        if (variant.qkv_bias) {
+        if (variant.qkv_bias || (variant.optional_qkv_bias && bind.has(p + "attn_q.bias"))) {
             e.add_bias(q_k_v[0], bind.vector(p + "attn_q.bias", c.q_dim()));
             e.add_bias(q_k_v[1], bind.vector(p + "attn_k.bias", c.kv_dim()));
             e.add_bias(q_k_v[2], bind.vector(p + "attn_v.bias", c.kv_dim()));
         }
-        if (variant.qk_norm) {
+        if (variant.qk_norm || (variant.optional_qk_norm && bind.has(p + "attn_q_norm.weight"))) {
             e.rms_norm_heads(q_k_v[0], bind.vector(p + "attn_q_norm.weight", c.head_dim), c.rms_eps, heads);
             e.rms_norm_heads(q_k_v[1], bind.vector(p + "attn_k_norm.weight", c.head_dim), c.rms_eps, kv_heads);
         }
-        e.rope(q_k_v[0], rope, heads, hd);
-        e.rope(q_k_v[1], rope, kv_heads, hd);
+        if (variant.no_rope_period <= 0 || (i + 1) % variant.no_rope_period != 0) {
+            e.rope(q_k_v[0], rope, heads, hd);
+            e.rope(q_k_v[1], rope, kv_heads, hd);
+        }
         e.kv_write(l, q_k_v[1], q_k_v[2]);
         const int a = e.attention(l, q_k_v[0], attention, hd, p + "attn");
         const int o = e.matmul(wo, a, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
         e.add(x, o);
         const int f = e.rms_norm(x, ffn_norm, c.rms_eps, p + "ffn_in");
-        if (c.n_experts > 0) {
-            residual = emit_moe_ffn(e, bind, file, c, b, m, i, f, {.shared_expert = variant.shared_expert});
+        if (c.n_experts > 0 && i >= c.leading_dense_layers) {
+            residual = emit_moe_ffn(e, bind, file, c, b, m, i, f,
+                                    {.shared_expert = variant.shared_expert, .shared_gate = variant.shared_gate});
             continue;
         }
         residual = emit_swiglu_ffn(e, bind, c, l, f);

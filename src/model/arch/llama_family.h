@@ -2,6 +2,8 @@
 // RMSNorm of each Q and K head before RoPE; their NEOX RoPE comes from the config). A config with
 // experts (ModelConfig::n_experts > 0) gets the mixture-of-experts FFN of moe_ffn.h in every layer.
 #pragma once
+#include <string>
+
 #include "model/arch/arch.h"
 
 namespace pagoda::model {
@@ -10,6 +12,17 @@ struct LlamaVariant {
     bool qkv_bias = false;
     bool qk_norm = false;  // blk.N.attn_q_norm / attn_k_norm, [head_dim] each
     bool shared_expert = false;  // qwen2moe: a sigmoid-gated shared expert beside the routed ones
+    bool shared_gate = true;     // false: the shared expert is not gated (glm4moe)
+    bool optional_qkv_bias = false;  // glm4moe: the Q/K/V biases where the file has them (attention_bias)
+    bool optional_qk_norm = false;  // glm4moe: the Q/K norms where the file has them (GLM-4.5 has, Air not)
+    std::string ffn_norm = "ffn_norm";  // the FFN's input norm (glm4moe stores it as post_attention_norm)
+    int32_t no_rope_period = 0;  // > 0: layers i with (i + 1) % period == 0 skip RoPE (smollm3's NoPE layers)
+    // mistral3: a "yarn" config's frequencies, with the rotation unscaled (llama.cpp's mistral3 graph
+    // cancels YaRN's mscale, as transformers does for mscale = mscale_all_dim = 1).
+    bool yarn_unscaled = false;
+    // > 0: the positions the model may run (BuiltModel::max_positions), with the reason.
+    int64_t max_positions = 0;
+    std::string max_positions_reason;
 };
 
 BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& config, backend::Backend& backend,

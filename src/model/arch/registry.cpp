@@ -22,6 +22,10 @@ constexpr Entry kBuilders[] = {
     {"phi3", build_phi3},
     {"gpt-oss", build_gpt_oss},
     {"deepseek2", build_deepseek2},
+    {"glm4moe", build_glm4moe},
+    {"glm4", build_glm4},
+    {"smollm3", build_smollm3},
+    {"mistral3", build_mistral3},
     {"bert", build_bert},
     {"nomic-bert", build_nomic_bert},
 };

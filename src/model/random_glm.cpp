@@ -1,0 +1,164 @@
+// gen-model's `glm4moe` and `glm4` writers (random_model.h): the metadata keys llama.cpp's converter
+// (Glm4MoeModel, Glm4Model) writes and its tensors by llama.cpp's names. Both: Q/K/V with biases,
+// half of each head rotated (rope.dimension_count = head_dim / 2, the converter's default
+// partial_rotary_factor). glm4moe: optional per-head Q/K norms, the FFN's input norm as
+// post_attention_norm, leading dense layers, then a router with its score-correction bias
+// exp_probs_b, stacked experts and the shared experts (expert_shared_count of the expert width),
+// and trailing NextN blocks with their extra tensors (eh_proj, enorm, hnorm, shared_head_norm).
+// glm4 (GLM-4-0414): sandwich norms (post_attention_norm after the attention, ffn_norm before the FFN,
+// post_ffw_norm after it) and gate|up fused in ffn_up [dim, 2 ffn].
+#include <cmath>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "model/random_model.h"
+#include "model/random_tensors.h"
+
+namespace pagoda::model {
+
+using gguf::GgmlType;
+using gguf::Value;
+using random_detail::constant_f32;
+using random_detail::random_tensor;
+using random_detail::Rng;
+
+int64_t build_random_glm(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
+    const bool moe = s.arch == "glm4moe";
+    if (moe) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
+    if (!moe && s.n_experts > 0) fail("gen-model: glm4 is dense (glm4moe has the experts)");
+    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
+        fail("gen-model: every size must be positive");
+    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    if (!s.rope_scaling.empty() || !s.rank_head.empty() || s.shared_expert_ffn_dim > 0)
+        fail("gen-model: {} takes no --rope-scaling, rank head or --shared-expert-ffn-dim (its shared experts are "
+             "--shared-experts of the expert width)", s.arch);
+    if (!moe && (s.qk_norm || s.nextn_layers > 0)) fail("gen-model: --qk-norm and --nextn-layers are for glm4moe");
+    const int64_t hd = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
+    if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
+    const int64_t rope = hd / 2 / 2 * 2;
+    if (rope < 2) fail("gen-model: the head size {} is too small to rotate half of it", hd);
+    if (s.leading_dense < 0 || s.leading_dense > s.n_layers)
+        fail("gen-model: {} leading dense layers of {} is out of range", s.leading_dense, s.n_layers);
+    if (s.nextn_layers < 0 || s.nextn_layers > 4) fail("gen-model: {} NextN layers is out of range (0..4)", s.nextn_layers);
+    const int64_t f = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
+    const int64_t fs = f * s.n_shared_experts;
+    const int64_t blocks = s.n_layers + (moe ? s.nextn_layers : 0);
+
+    const std::string a = s.arch + ".";
+    w.set("general.architecture", Value::string(s.arch));
+    w.set("general.name", Value::string(s.name));
+    w.set(a + "block_count", Value::u32(uint32_t(blocks)));
+    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
+    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
+    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
+    w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
+    w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    w.set(a + "attention.key_length", Value::u32(uint32_t(hd)));
+    w.set(a + "attention.value_length", Value::u32(uint32_t(hd)));
+    w.set(a + "rope.dimension_count", Value::u32(uint32_t(rope)));
+    if (moe) {
+        w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
+        w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
+        w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(f)));
+        w.set(a + "expert_shared_count", Value::u32(uint32_t(s.n_shared_experts)));
+        w.set(a + "leading_dense_block_count", Value::u32(uint32_t(s.leading_dense)));
+        w.set(a + "expert_gating_func", Value::u32(2));  // the converter always writes sigmoid
+        w.set(a + "expert_weights_scale", Value::f32(s.expert_weights_scale));
+        w.set(a + "expert_weights_norm", Value::boolean(s.expert_weights_norm));
+        if (s.nextn_layers > 0) w.set(a + "nextn_predict_layers", Value::u32(uint32_t(s.nextn_layers)));
+    }
+    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+
+    int64_t vocab_size = s.vocab_size;
+    if (vocab) {
+        for (const auto& [key, value] : vocab->metadata())
+            if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+        vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
+    } else {
+        write_synthetic_vocab(w, vocab_size, s.fim_tokens);
+    }
+
+    Rng rng(s.seed);
+    int64_t params = 0;
+    const int64_t q_dim = s.n_heads * hd, kv_dim = s.n_kv_heads * hd;
+    const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
+    auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
+        params += cols * rows;
+    };
+    auto f32 = [&](const std::string& name, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(bytes));
+        params += n;
+    };
+    // Norm weights near 1 but not 1, so a norm bound to the wrong vector shows.
+    auto norm = [&](const std::string& name, int64_t n) {
+        std::vector<uint8_t> bytes = random_tensor(rng, n, 0.1f, GgmlType::F32);
+        float* p = reinterpret_cast<float*>(bytes.data());
+        for (int64_t i = 0; i < n; ++i) p[i] += 1.0f;
+        f32(name, {n}, std::move(bytes));
+    };
+    auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        const int64_t n = cols * rows * s.n_experts;
+        w.add_tensor(name, s.type, {cols, rows, s.n_experts}, random_tensor(rng, n, stddev, s.type));
+        params += n;
+    };
+
+    matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
+    f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+    if (!s.tied_output) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    for (int64_t l = 0; l < blocks; ++l) {
+        const std::string p = fmt::format("blk.{}.", l);
+        norm(p + "attn_norm.weight", s.dim);
+        matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
+        matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
+        f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        if (s.qk_norm) {
+            norm(p + "attn_q_norm.weight", hd);
+            norm(p + "attn_k_norm.weight", hd);
+        }
+        matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
+        norm(p + "post_attention_norm.weight", s.dim);
+        if (!moe) {  // glm4: the sandwich norms around a fused gate|up FFN
+            norm(p + "ffn_norm.weight", s.dim);
+            matrix(p + "ffn_up.weight", s.dim, 2 * s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+            norm(p + "post_ffw_norm.weight", s.dim);
+            continue;
+        }
+        if (l < s.leading_dense) {
+            matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+        } else {
+            // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
+            f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
+                random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+            f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
+            experts(p + "ffn_gate_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
+            experts(p + "ffn_up_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
+            experts(p + "ffn_down_exps.weight", f, s.dim, out_scale / std::sqrt(float(f)));
+            if (fs > 0) {
+                matrix(p + "ffn_gate_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
+                matrix(p + "ffn_up_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
+                matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
+            }
+        }
+        if (l >= s.n_layers) {  // a NextN block's own tensors (llama.cpp loads and skips them)
+            matrix(p + "nextn.eh_proj.weight", 2 * s.dim, s.dim, 1.0f / std::sqrt(float(2 * s.dim)));
+            norm(p + "nextn.enorm.weight", s.dim);
+            norm(p + "nextn.hnorm.weight", s.dim);
+            norm(p + "nextn.shared_head_norm.weight", s.dim);
+        }
+    }
+    return params;
+}
+
+}  // namespace pagoda::model

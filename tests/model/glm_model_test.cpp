@@ -1,0 +1,254 @@
+// glm4moe (GLM-4.5), glm4 (GLM-4-0414), smollm3 and mistral3 (Ministral 3) end to end, as gen-model
+// writes them with llama.cpp's names and keys: the reference backend's logits against a direct
+// evaluation of each architecture's equations written out here from the file's tensors (no pagoda
+// graph code: Q/K/V biases, per-head Q/K norms, partial RoPE in NEOX or adjacent pairs, glm4's
+// sandwich norms and fused gate|up, glm4moe's post_attention_norm before the FFN, smollm3's NoPE
+// layers); the CPU backend against the reference, fused and unfused, F32 and Q8_0, prefill and
+// decode. Layouts and errors: glm_layout_test.cpp.
+#include <cmath>
+#include <gtest/gtest.h>
+
+#include "backend/cpu/matmul_test_util.h"
+#include "core/thread_pool.h"
+#include "fixtures.h"
+#include "glm_test_util.h"
+#include "gguf/gguf.h"
+#include "model/arch/arch.h"
+#include "model/config.h"
+#include "model/open_step_model.h"
+#include "model/random_model.h"
+#include "model/sequence_runner.h"
+#include "quant/quantize_model.h"
+
+namespace pagoda::model {
+namespace {
+
+using glm_test::dense_spec;
+using glm_test::glm4moe_spec;
+using glm_test::prompt;
+using glm_test::reference_logits;
+
+// --- the equations, evaluated directly from an F32 file ------------------------------------------
+
+struct Direct {
+    const gguf::File& f;
+    const float* tensor(const std::string& name) const {
+        const auto* info = f.find_tensor(name);
+        if (!info || info->type != gguf::GgmlType::F32) throw std::runtime_error("no f32 tensor " + name);
+        return reinterpret_cast<const float*>(info->data);
+    }
+    bool has(const std::string& name) const { return f.find_tensor(name) != nullptr; }
+    // y = W x (+ b), W stored [cols, rows]; `first` skips that many rows.
+    static std::vector<double> mul(const float* w, const std::vector<double>& x, int64_t rows, int64_t first = 0) {
+        std::vector<double> y(size_t(rows), 0.0);
+        for (int64_t r = 0; r < rows; ++r)
+            for (size_t c = 0; c < x.size(); ++c) y[size_t(r)] += double(w[size_t(r + first) * x.size() + c]) * x[c];
+        return y;
+    }
+    static void add(std::vector<double>& y, const float* b) {
+        for (size_t i = 0; i < y.size(); ++i) y[i] += b[i];
+    }
+    static std::vector<double> norm(const double* x, size_t n, const float* w, double eps) {
+        double ss = 0;
+        for (size_t i = 0; i < n; ++i) ss += x[i] * x[i];
+        const double inv = 1 / std::sqrt(ss / double(n) + eps);
+        std::vector<double> y(n);
+        for (size_t i = 0; i < n; ++i) y[i] = x[i] * inv * w[i];
+        return y;
+    }
+    static std::vector<double> norm(const std::vector<double>& x, const float* w, double eps) { return norm(x.data(), x.size(), w, eps); }
+    // The first `dims` values of the head at v[at..] rotated by pos * theta^(-2i/dims): pairs (i, i + dims/2)
+    // for NEOX, (2i, 2i + 1) otherwise.
+    static void rope(std::vector<double>& v, size_t at, int64_t dims, int64_t pos, double theta, bool neox) {
+        for (int64_t i = 0; i < dims / 2; ++i) {
+            const double a = double(pos) * std::pow(theta, -2.0 * double(i) / double(dims));
+            const size_t i0 = at + size_t(neox ? i : 2 * i), i1 = at + size_t(neox ? i + dims / 2 : 2 * i + 1);
+            const double x0 = v[i0], x1 = v[i1];
+            v[i0] = x0 * std::cos(a) - x1 * std::sin(a);
+            v[i1] = x0 * std::sin(a) + x1 * std::cos(a);
+        }
+    }
+    static std::vector<double> swiglu(const std::vector<double>& g, const std::vector<double>& u) {
+        std::vector<double> y(g.size());
+        for (size_t i = 0; i < g.size(); ++i) y[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+        return y;
+    }
+
+    // The logits of every position of `ids` (glm4moe: every layer dense, leading_dense = block count).
+    std::vector<double> logits(const ModelConfig& c, const std::vector<int32_t>& ids) const {
+        const int64_t H = c.n_heads, KV = c.n_kv_heads, hd = c.head_dim, r = c.rope_dims, T = int64_t(ids.size());
+        const bool neox = c.arch == "glm4moe", glm4 = c.arch == "glm4";
+        const double eps = c.rms_eps;
+        std::vector<std::vector<double>> x(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t) {
+            const float* e = tensor("token_embd.weight") + size_t(ids[size_t(t)]) * size_t(c.dim);
+            x[size_t(t)].assign(e, e + c.dim);
+        }
+        for (int64_t l = 0; l < c.n_layers; ++l) {
+            const std::string p = "blk." + std::to_string(l) + ".";
+            const bool use_rope = c.arch != "smollm3" || (l + 1) % 4 != 0;
+            std::vector<std::vector<double>> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
+            for (int64_t s = 0; s < T; ++s) {
+                const auto h = norm(x[size_t(s)], tensor(p + "attn_norm.weight"), eps);
+                q[size_t(s)] = mul(tensor(p + "attn_q.weight"), h, H * hd);
+                k[size_t(s)] = mul(tensor(p + "attn_k.weight"), h, KV * hd);
+                v[size_t(s)] = mul(tensor(p + "attn_v.weight"), h, KV * hd);
+                if (has(p + "attn_q.bias")) {
+                    add(q[size_t(s)], tensor(p + "attn_q.bias"));
+                    add(k[size_t(s)], tensor(p + "attn_k.bias"));
+                    add(v[size_t(s)], tensor(p + "attn_v.bias"));
+                }
+                for (auto [vec, heads, w] : {std::tuple{&q[size_t(s)], H, "attn_q_norm"}, std::tuple{&k[size_t(s)], KV, "attn_k_norm"}})
+                    for (int64_t hh = 0; hh < heads; ++hh) {
+                        if (has(p + w + ".weight")) {
+                            const auto n = norm(vec->data() + hh * hd, size_t(hd), tensor(p + w + ".weight"), eps);
+                            std::copy(n.begin(), n.end(), vec->begin() + hh * hd);
+                        }
+                        if (use_rope) rope(*vec, size_t(hh * hd), r, s, c.rope_theta, neox);
+                    }
+            }
+            for (int64_t s = 0; s < T; ++s) {
+                std::vector<double> out(size_t(H * hd), 0.0);
+                for (int64_t hh = 0; hh < H; ++hh) {
+                    const int64_t kh = hh / (H / KV);
+                    std::vector<double> score(size_t(s + 1));
+                    double top = -1e300, sum = 0;
+                    for (int64_t j = 0; j <= s; ++j) {
+                        double d = 0;
+                        for (int64_t i = 0; i < hd; ++i) d += q[size_t(s)][size_t(hh * hd + i)] * k[size_t(j)][size_t(kh * hd + i)];
+                        score[size_t(j)] = d / std::sqrt(double(hd));
+                        top = std::max(top, score[size_t(j)]);
+                    }
+                    for (double& e : score) sum += (e = std::exp(e - top));
+                    for (int64_t j = 0; j <= s; ++j)
+                        for (int64_t i = 0; i < hd; ++i)
+                            out[size_t(hh * hd + i)] += score[size_t(j)] / sum * v[size_t(j)][size_t(kh * hd + i)];
+                }
+                auto o = mul(tensor(p + "attn_output.weight"), out, c.dim);
+                if (glm4) o = norm(o, tensor(p + "post_attention_norm.weight"), eps);
+                for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += o[size_t(i)];
+                const auto fin = norm(x[size_t(s)], tensor(p + (neox ? "post_attention_norm" : "ffn_norm") + ".weight"), eps);
+                std::vector<double> y;
+                if (glm4) {  // ffn_up = [gate rows; up rows]
+                    const float* up = tensor(p + "ffn_up.weight");
+                    y = mul(tensor(p + "ffn_down.weight"), swiglu(mul(up, fin, c.ffn_dim), mul(up, fin, c.ffn_dim, c.ffn_dim)), c.dim);
+                    y = norm(y, tensor(p + "post_ffw_norm.weight"), eps);
+                } else {
+                    y = mul(tensor(p + "ffn_down.weight"),
+                            swiglu(mul(tensor(p + "ffn_gate.weight"), fin, c.ffn_dim), mul(tensor(p + "ffn_up.weight"), fin, c.ffn_dim)),
+                            c.dim);
+                }
+                for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += y[size_t(i)];
+            }
+        }
+        std::vector<double> all;
+        for (int64_t s = 0; s < T; ++s) {
+            const auto o = mul(tensor("output.weight"), norm(x[size_t(s)], tensor("output_norm.weight"), eps), c.vocab_size);
+            all.insert(all.end(), o.begin(), o.end());
+        }
+        return all;
+    }
+};
+
+void expect_direct(const RandomModelSpec& spec, const std::string& name) {
+    const std::string path = test::temp_path("glm_direct_" + name + ".gguf");
+    write_random_model(spec, nullptr, path);
+    auto file = gguf::File::open(path);
+    const ModelConfig cfg = read_config(*file);
+    const std::vector<int32_t> ids = prompt(9);
+    const auto want = Direct{*file}.logits(cfg, ids);
+    const auto got = reference_logits(path, ids);
+    ASSERT_EQ(got.size(), want.size());
+    double scale = 0;
+    for (double w : want) scale = std::max(scale, std::abs(w));
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * scale) << name << " logit " << i;
+}
+
+TEST(GlmDirect, ReferenceBackendComputesEachArchitecturesEquations) {
+    RandomModelSpec moe = glm4moe_spec(61);
+    moe.leading_dense = moe.n_layers;  // the attention side, biases, Q/K norms and post_attention_norm FFN input
+    expect_direct(moe, "glm4moe");
+    RandomModelSpec air = moe;
+    air.qk_norm = false;
+    expect_direct(air, "glm4moe_air");
+    expect_direct(dense_spec("glm4", 62), "glm4");
+    expect_direct(dense_spec("smollm3", 63), "smollm3");
+}
+
+// --- the CPU backend against the reference -------------------------------------------------------
+
+struct Case {
+    std::string name;
+    std::string arch;
+    std::string quant;
+    bool fusion;
+    double tolerance;
+};
+
+std::string model_path(const Case& c) {
+    const RandomModelSpec spec = c.arch == "glm4moe" ? glm4moe_spec(71) : dense_spec(c.arch, 71);
+    const std::string f = test::temp_path("glm_" + c.name + ".gguf");
+    write_random_model(spec, nullptr, f);
+    if (c.quant.empty()) return f;
+    const std::string q = test::temp_path("glm_" + c.name + "_q.gguf");
+    ThreadPool pool(2);
+    quant::quantize_model({.input = f, .output = q, .target = c.quant}, pool);
+    return q;
+}
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class GlmModel : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GlmModel, ForwardMatchesTheReferenceBackend) {
+    const Case& c = GetParam();
+    backend::cpu::testing::KernelConfigGuard guard;
+    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
+    const std::string path = model_path(c);
+    auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
+    const ModelConfig cfg = read_config(*file);
+    EXPECT_EQ(cfg.arch, c.arch);
+    EXPECT_EQ(cfg.rope_style, c.arch == "glm4moe" ? RopeStyle::neox : RopeStyle::normal);
+    if (c.arch == "glm4" || c.arch == "glm4moe") {
+        EXPECT_EQ(cfg.rope_dims, 16);  // half of the 32-wide heads
+    }
+    EXPECT_EQ(cfg.rope_scaling, c.arch == "mistral3" ? "yarn" : "none");
+    const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
+    auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
+    const int64_t vocab = model->info().vocab_size;
+    const std::vector<int32_t> ids = prompt(19);
+    const std::vector<float> expected = reference_logits(path, ids);
+    auto check = [&](const float* row, size_t pos) {
+        const float* want = expected.data() + pos * size_t(vocab);
+        double scale = 0;
+        for (int64_t i = 0; i < vocab; ++i) scale = std::max(scale, double(std::abs(want[i])));
+        for (int64_t i = 0; i < vocab; ++i)
+            ASSERT_NEAR(row[i], want[i], c.tolerance * scale) << "position " << pos << " logit " << i;
+    };
+    SequenceRunner runner(*model, false);
+    auto logits = runner.prefill(0, ids, 64, true);
+    for (size_t p = 0; p < ids.size(); ++p) check(logits.data() + p * size_t(vocab), p);
+    logits = runner.prefill(1, std::span<const int32_t>(ids.data(), 7));
+    check(logits.data(), 6);
+    for (size_t p = 7; p < ids.size(); ++p) {
+        logits = runner.decode(1, ids[p]);
+        check(logits.data(), p);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(RandomModels, GlmModel,
+                         ::testing::Values(Case{"glm4moe_f32", "glm4moe", "", true, 1e-5},
+                                           Case{"glm4moe_f32_unfused", "glm4moe", "", false, 1e-5},
+                                           Case{"glm4moe_q8_0", "glm4moe", "q8_0", true, 3e-2},
+                                           Case{"glm4moe_q8_0_unfused", "glm4moe", "q8_0", false, 3e-2},
+                                           Case{"glm4_f32", "glm4", "", true, 1e-5},
+                                           Case{"glm4_f32_unfused", "glm4", "", false, 1e-5},
+                                           Case{"glm4_q8_0", "glm4", "q8_0", true, 3e-2},
+                                           Case{"smollm3_f32", "smollm3", "", true, 1e-5},
+                                           Case{"smollm3_q8_0_unfused", "smollm3", "q8_0", false, 3e-2},
+                                           Case{"mistral3_f32", "mistral3", "", true, 1e-5},
+                                           Case{"mistral3_q8_0_unfused", "mistral3", "q8_0", false, 3e-2}),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace pagoda::model

@@ -1,0 +1,46 @@
+// The random glm4moe / glm4 / smollm3 / mistral3 models the glm tests share (gen-model's writers with
+// small shapes) and the reference backend's logits of a prompt: the oracle every comparison uses.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "fixtures.h"
+#include "model/open_step_model.h"
+#include "model/random_model.h"
+#include "model/sequence_runner.h"
+
+namespace pagoda::model::glm_test {
+
+inline RandomModelSpec glm4moe_spec(uint64_t seed) {
+    RandomModelSpec s;
+    s.arch = "glm4moe";
+    s.n_layers = 3; s.dim = 64; s.n_heads = 4; s.n_kv_heads = 2; s.head_dim = 32; s.ffn_dim = 96; s.vocab_size = 300;
+    s.n_experts = 8; s.n_experts_used = 2; s.expert_ffn_dim = 32; s.n_shared_experts = 1; s.leading_dense = 1;
+    s.expert_weights_scale = 2.5f; s.expert_weights_norm = true; s.qk_norm = true; s.seed = seed;
+    return s;
+}
+
+inline RandomModelSpec dense_spec(const std::string& arch, uint64_t seed) {
+    RandomModelSpec s;
+    s.arch = arch;
+    s.n_layers = arch == "smollm3" ? 5 : 2; s.dim = 64; s.n_heads = 4; s.n_kv_heads = 2; s.ffn_dim = 96; s.vocab_size = 300;
+    s.head_dim = arch == "glm4" ? 32 : 0;
+    s.seed = seed;
+    return s;
+}
+
+inline std::vector<int32_t> prompt(int n) {
+    std::vector<int32_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back((i * 37 + 11) % 300);
+    return ids;
+}
+
+inline std::vector<float> reference_logits(const std::string& path, const std::vector<int32_t>& ids) {
+    auto model = open_step_model(path, {.backend = "reference", .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
+                                        .tokens_wanted = 64});
+    SequenceRunner runner(*model, false);
+    return runner.prefill(0, ids, 64, true);
+}
+
+
+}  // namespace pagoda::model::glm_test
