@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "backend/cpu/matmul/matmul_paths.h"
+#include "backend/cpu/matmul/weight_prefetch.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "quant/block_formats.h"
 
@@ -109,6 +110,12 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
     return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 ? acc + macc : acc;
 }
 
+// Installs a weight prefetch level for one scope, then puts back whatever was installed.
+struct PrefetchRestored {
+    explicit PrefetchRestored(WeightPrefetch level) { set_weight_prefetch(level); }
+    ~PrefetchRestored() { set_weight_prefetch(std::nullopt); }
+};
+
 TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
     if (packed_isas().empty()) GTEST_SKIP() << "no AVX2: no panel kernel runs here";
     KernelConfigGuard guard;
@@ -129,8 +136,12 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
                 x[5] = 0;  // a zero and an all-zero block
                 std::fill(x.begin() + 32, x.begin() + 64, 0.f);
                 const int64_t rb = int64_t(*gguf::row_size(type, cols));
-                // Every decode loop (1..16 tokens stream one contiguous range per thread) and prefill.
-                for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17, 70}) {
+                // Every decode loop (1..16 tokens stream one contiguous range per thread) and prefill;
+                // steps of up to 4 tokens a pass with either weight prefetch (weight_prefetch.h: never a result).
+                for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17, 70})
+                for (WeightPrefetch level : {WeightPrefetch::l1, WeightPrefetch::l2}) {
+                    if (n > 4 && level == WeightPrefetch::l1) continue;
+                    const PrefetchRestored restore(level);
                     std::vector<float> y(size_t(n * rows));
                     matmul(pw, x.data(), n, y.data(), pool);
                     for (int64_t t = 0; t < n; ++t)
@@ -139,7 +150,7 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
                             const float got = y[size_t(t * rows + r)];
                             ASSERT_EQ(std::memcmp(&got, &want, 4), 0)
                                 << gguf::type_name(uint32_t(type)) << " rows " << rows << " n " << n << " t " << t
-                                << " r " << r << ": " << got << " vs " << want;
+                                << " r " << r << " prefetch " << weight_prefetch_name(level) << ": " << got << " vs " << want;
                         }
                 }
             }
