@@ -78,7 +78,7 @@ double best_call_read_gbps(pagoda::ThreadPool& p, const std::vector<std::span<co
     return 1.0 / best / 1e9;
 }
 
-// One row block of random values quantised to `type` (or stored as F32 / F16), `rows` rows.
+// One row block of random values quantised to `type` (or stored as F32 / F16 / BF16), `rows` rows.
 std::vector<uint8_t> seed_rows(GgmlType type, int64_t rows, int64_t cols) {
     const uint64_t rb = *pagoda::gguf::row_size(type, cols);
     std::vector<uint8_t> out(rb * uint64_t(rows));
@@ -92,6 +92,11 @@ std::vector<uint8_t> seed_rows(GgmlType type, int64_t rows, int64_t cols) {
         else if (type == GgmlType::F16)
             for (int64_t c = 0; c < cols; ++c) {
                 const uint16_t h = pagoda::f32_to_f16(row[size_t(c)]);
+                std::memcpy(p + 2 * c, &h, 2);
+            }
+        else if (type == GgmlType::BF16)
+            for (int64_t c = 0; c < cols; ++c) {
+                const uint16_t h = pagoda::f32_to_bf16(row[c]);
                 std::memcpy(p + 2 * c, &h, 2);
             }
         else pagoda::quant::quantize_row(type, row.data(), p, cols);

@@ -133,13 +133,13 @@ backend::cpu::KernelPlan read_plan(const json& arr, const std::string& where) {
         if (r.has("amx_min_tokens")) {
             t.amx_min_tokens = r.integer("amx_min_tokens", 1, backend::cpu::kNeverMinTokens);
             if (!backend::cpu::amx_applies(t.method, t.type))
-                fail("{}: key '{}': AMX tiles run only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})", where,
+                fail("{}: key '{}': AMX tiles run only int8_dot on q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K (not {} {})", where,
                      r.name("amx_min_tokens"), type, method);
         }
         if (r.has("wide_min_tokens")) {
             t.wide_min_tokens = r.integer("wide_min_tokens", backend::cpu::kDefaultWideMinTokens, backend::cpu::kNeverMinTokens);
             if (!backend::cpu::amx_applies(t.method, t.type))
-                fail("{}: key '{}': the wide prefill kernel runs only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                fail("{}: key '{}': the wide prefill kernel runs only int8_dot on q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K (not {} {})",
                      where, r.name("wide_min_tokens"), type, method);
         }
         r.done();

@@ -325,7 +325,10 @@ template <class V>
 int packed_offset(gguf::GgmlType type) {
     using T = gguf::GgmlType;
     if (type == T::Q8_0) return V::kQ8Signed ? 0 : PanelFormat<Fmt::q8_0>::code_offset;
-    return type == T::Q4_0 ? PanelFormat<Fmt::q4_0>::code_offset : type == T::Q6_K ? PanelFormat<Fmt::q6_k>::code_offset : 0;
+    return type == T::Q4_0   ? PanelFormat<Fmt::q4_0>::code_offset
+           : type == T::Q5_0 ? PanelFormat<Fmt::q5_0>::code_offset
+           : type == T::Q6_K ? PanelFormat<Fmt::q6_k>::code_offset
+                             : 0;
 }
 
 // FusedActs of activations quantised ahead (PrequantizedLayout): q and d as they are, s and the type's
@@ -361,6 +364,7 @@ void packed_by_type(const PackedWeight& w, const FusedActs& acts, int64_t n_toke
     switch (w.source().type) {
         case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q5_0: return packed_matmul<Fmt::q5_0, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);

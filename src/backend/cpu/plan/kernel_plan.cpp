@@ -84,13 +84,13 @@ void validate_kernel_plan(const KernelPlan& plan) {
             fail("kernel plan: the last token range of {} must be open-ended", name);
         if (t.amx_min_tokens) {
             if (!amx_applies(t.method, t.type))
-                fail("kernel plan: an AMX threshold applies only to int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                fail("kernel plan: an AMX threshold applies only to int8_dot on q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K (not {} {})",
                      name, path_method_name(t.method));
             if (*t.amx_min_tokens < 1) fail("kernel plan: the AMX threshold of {} must be at least 1 token", name);
         }
         if (t.wide_min_tokens) {
             if (!amx_applies(t.method, t.type))
-                fail("kernel plan: a wide-kernel threshold applies only to int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                fail("kernel plan: a wide-kernel threshold applies only to int8_dot on q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K (not {} {})",
                      name, path_method_name(t.method));
             if (*t.wide_min_tokens < kDefaultWideMinTokens)
                 fail("kernel plan: the wide-kernel threshold of {} must be at least {} tokens (smaller steps stream the weights)",
