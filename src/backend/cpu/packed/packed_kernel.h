@@ -77,7 +77,10 @@ struct YmmOps {
 // none. Into L1 or into L2 (weight_prefetch.h): on AMD Zen 4 a call ahead (13-35 KiB of panels)
 // into its 32 KiB L1 evicted the lines in use; into L2, one core from memory, 2048 columns: Q4_K
 // 16.7 -> 26.0 GB/s, Q6_K 16.5 -> 31.4, Q8_0 18.6 -> 21.8, Q4_0 18.0 -> 24.0 (half a call ahead
-// was slower than either: it requests the call's own second panel).
+// was slower than either: it requests the call's own second panel). Passes of 8 tokens (steps of
+// 5-16 tokens: batched decode) request ahead too, since they stream like decode (Zen 4, one core from
+// memory, 2048 columns: 8 tokens Q8_0 8.6 -> 17.2 GB/s, Q4_0 6.8 -> 10.4, Q4_K 6.1 -> 9.4, Q6_K
+// 7.2 -> 12.0, each now at its cache-resident rate; 16 tokens Q8_0 6.0 -> 9.2, Q4_K 3.6 -> 4.9).
 
 // Whether the trait V reads a block of its kPanels panels at once, joined (V::decode_joined, with
 // decode_panel_block's codes and scales for each panel); else each panel is decoded on ymm and joined.
@@ -85,8 +88,11 @@ template <class V>
 constexpr bool kJoinedDecode = requires { requires V::kJoinedDecode; };
 
 // out: [T][P][8] floats (token t, panel p, row of the panel). L2: the prefetch hint (weight_prefetch.h).
+// stream: the step streams its weights (at most kStreamTokens tokens): passes of more than 4 tokens
+// request lines ahead too (else only passes of up to 4 tokens do).
 template <Fmt F, int P, int T, class V, bool L2>
-void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out, int64_t prefetch_ahead) {
+void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out, int64_t prefetch_ahead,
+                   bool stream) {
     using PF = PanelFormat<F>;
     constexpr bool kq = PF::kq, q6 = PF::q6, q41 = PF::q41, has_min = PF::has_min;
     constexpr int64_t pbb = PF::pbb;
@@ -124,7 +130,7 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
 #pragma GCC unroll 4
             for (int p = 0; p < G; ++p) {
                 pb[p] = panel_block<F>(panels[g + p], b, a.nb, sbp[p]);
-                if constexpr (T <= 4) {  // decode and small batches stream; prefill (8 tokens a pass) computes
+                if (T <= 4 || stream) {  // decode and small batches stream; prefill (8 tokens a pass) computes
                     // L2 (weight_prefetch.h): a call ahead is more than L1 holds beside this call's lines on some machines.
 #pragma GCC unroll 4
                     for (int64_t l = 0; l < pbb; l += 64)
@@ -236,14 +242,12 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
 
 template <Fmt F, int P, int T, class V>
 void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out,
-                     int64_t prefetch_ahead, bool l2) {
+                     int64_t prefetch_ahead, bool l2, bool stream) {
     if constexpr (T > 1) {
-        if (tokens < T) return packed_dispatch<F, P, T - 1, V>(tokens, panels, a, t0, out, prefetch_ahead, l2);
+        if (tokens < T) return packed_dispatch<F, P, T - 1, V>(tokens, panels, a, t0, out, prefetch_ahead, l2, stream);
     }
-    // Passes of more than 4 tokens request nothing ahead: one instantiation.
-    if constexpr (T <= 4)
-        if (!l2) return packed_kernel<F, P, T, V, false>(panels, a, t0, out, prefetch_ahead);
-    packed_kernel<F, P, T, V, true>(panels, a, t0, out, prefetch_ahead);
+    if (!l2) return packed_kernel<F, P, T, V, false>(panels, a, t0, out, prefetch_ahead, stream);
+    packed_kernel<F, P, T, V, true>(panels, a, t0, out, prefetch_ahead, stream);
 }
 
 // Copies a call's output tile (out: [token][P panels][8 rows]) for tt tokens from first_token on into
@@ -273,7 +277,7 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
     const int64_t prefetch_ahead = P * panel_bytes;  // the next group's panels (kernel comment)
-    const bool l2 = weight_prefetch() == WeightPrefetch::l2;
+    const bool l2 = weight_prefetch() == WeightPrefetch::l2, stream = n_tokens <= kStreamTokens;
     // Decode streams the weights from memory: one contiguous range of panels per thread keeps each
     // core on a single sequential stream that the hardware prefetchers follow (interleaved small
     // tasks measured at half the bandwidth), with chunks stolen from the back when a core falls
@@ -287,7 +291,7 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
             alignas(64) float out[T * P * 8];
             for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
                 const int tt = int(std::min<int64_t>(T, n_tokens - t0));
-                packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out, prefetch_ahead, l2);
+                packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out, prefetch_ahead, l2, stream);
                 store_panel_rows<P>(out, tt, y, v.rows, t0, pbase, pp);
             }
         }
