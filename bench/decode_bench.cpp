@@ -4,8 +4,8 @@
 // resident = 0: round-robin over 64 matrices of 4 MiB each (256 MiB of weights, far beyond any L3 of
 // the machines seen), so every call streams its weights from memory; the counter read_GB/s is the
 // streaming-read bound of those same 256 MiB with the same pool, taken right before the timing: the
-// larger of measure_read_bandwidth (core/machine_limits.h) and the fastest call of its read loop over
-// one matrix (see best_call_read_gbps). resident = 1: one 1 MiB matrix (L2 of one core, L3 of any),
+// larger of measure_best_read_bandwidth (core/read_bandwidth.h: the best of its access patterns) and
+// the fastest call of the winning pattern's read loop over one matrix (see best_call_read_gbps). resident = 1: one 1 MiB matrix (L2 of one core, L3 of any),
 // which shows the kernel's compute ceiling (read_GB/s is then the cached read rate of that MiB).
 // Counters: GB/s = weight bytes per second (all threads) of the fastest call, as the read bound is
 // the fastest of its rounds (on a shared machine the mean, mean_GB/s, also counts other processes'
@@ -32,7 +32,7 @@
 
 #include "backend/cpu/matmul/matmul.h"
 #include "core/half.h"
-#include "core/machine_limits.h"
+#include "core/read_bandwidth.h"
 #include "core/thread_pool.h"
 #include "gguf/ggml_types.h"
 #include "quant/quantize.h"
@@ -57,24 +57,20 @@ double thread_cpu_seconds() {
 
 }  // namespace
 
-namespace pagoda {
-// machine_limits' streaming-read loop (machine_limits_avx2.cpp), the one measure_read_bandwidth runs.
-uint64_t read_sum_avx2(const uint8_t* data, size_t bytes);
-}  // namespace pagoda
-
 namespace {
 
 // The read bound the way the kernel is timed: each region in turn split over the pool's threads, the
 // fastest call kept (measure_read_bandwidth times whole passes over all regions, which on a shared
 // machine include other processes' time slices). The larger of the two is the bound quoted.
-double best_call_read_gbps(pagoda::ThreadPool& p, const std::vector<std::span<const uint8_t>>& regions) {
+double best_call_read_gbps(pagoda::ThreadPool& p, const std::vector<std::span<const uint8_t>>& regions,
+                           const pagoda::ReadPattern& pattern) {
     double best = 1e30;
     std::vector<uint64_t> sink(size_t(p.size()));
     for (int round = 0; round < 3; ++round)
         for (const auto& r : regions) {
             const size_t per = r.size() / size_t(p.size()) / 64 * 64;
             const auto t0 = std::chrono::steady_clock::now();
-            p.run(p.size(), [&](int task, int) { sink[size_t(task)] += pagoda::read_sum_avx2(r.data() + per * size_t(task), per); });
+            p.run(p.size(), [&](int task, int) { sink[size_t(task)] += pagoda::read_sum(r.data() + per * size_t(task), per, pattern); });
             best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
                                       double(per * size_t(p.size())));
         }
@@ -82,7 +78,7 @@ double best_call_read_gbps(pagoda::ThreadPool& p, const std::vector<std::span<co
     return 1.0 / best / 1e9;
 }
 
-// One row block of random values quantised to `type` (or stored as F32 / F16), `rows` rows.
+// One row block of random values quantised to `type` (or stored as F32 / F16 / BF16), `rows` rows.
 std::vector<uint8_t> seed_rows(GgmlType type, int64_t rows, int64_t cols) {
     const uint64_t rb = *pagoda::gguf::row_size(type, cols);
     std::vector<uint8_t> out(rb * uint64_t(rows));
@@ -96,6 +92,11 @@ std::vector<uint8_t> seed_rows(GgmlType type, int64_t rows, int64_t cols) {
         else if (type == GgmlType::F16)
             for (int64_t c = 0; c < cols; ++c) {
                 const uint16_t h = pagoda::f32_to_f16(row[size_t(c)]);
+                std::memcpy(p + 2 * c, &h, 2);
+            }
+        else if (type == GgmlType::BF16)
+            for (int64_t c = 0; c < cols; ++c) {
+                const uint16_t h = pagoda::f32_to_bf16(row[c]);
                 std::memcpy(p + 2 * c, &h, 2);
             }
         else pagoda::quant::quantize_row(type, row.data(), p, cols);
@@ -150,7 +151,8 @@ void run(benchmark::State& state, GgmlType type) {
     pagoda::ThreadPool& p = pool(threads);
     std::vector<std::span<const uint8_t>> regions;
     for (const auto& m : s.m) regions.push_back(read_region(*m));
-    const double read_gbps = std::max(pagoda::measure_read_bandwidth(p, regions), best_call_read_gbps(p, regions));
+    const pagoda::ReadBandwidth best_pattern = pagoda::measure_best_read_bandwidth(p, regions);
+    const double read_gbps = std::max(best_pattern.gbps, best_call_read_gbps(p, regions, best_pattern.pattern));
     std::vector<float> x(size_t(n * cols)), y(size_t(n) * s.m[0]->packed.source().rows);
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> ud(-1.f, 1.f);
@@ -197,7 +199,11 @@ PAGODA_DECODE_BENCH(F32)
 PAGODA_DECODE_BENCH(F16)
 PAGODA_DECODE_BENCH(Q8_0)
 PAGODA_DECODE_BENCH(Q4_0)
+PAGODA_DECODE_BENCH(Q4_1)
+PAGODA_DECODE_BENCH(Q5_0)
 PAGODA_DECODE_BENCH(Q4_K)
+PAGODA_DECODE_BENCH(Q5_K)
 PAGODA_DECODE_BENCH(Q6_K)
+PAGODA_DECODE_BENCH(BF16)
 
 }  // namespace

@@ -33,7 +33,7 @@ case "$setting" in
     [[ $features == *" AVX512_BF16 "* ]] || skip "AVX512_BF16" "features$features" ;;
   PAGODA_FLOAT_METHOD=amx_bf16 | PAGODA_ATTENTION=amx_bf16) needs_isa avx512; needs_amx bf16 ;;
   PAGODA_AMX=1) needs_amx int8 ;;
-  PAGODA_AMX=0 | PAGODA_FLOAT_METHOD=f32_fma | PAGODA_QUANT_METHOD=dequant_fma | PAGODA_FUSION=0 | PAGODA_DECODE_PREFETCH=1) ;;
+  PAGODA_AMX=0 | PAGODA_FLOAT_METHOD=f32_fma | PAGODA_QUANT_METHOD=dequant_fma | PAGODA_FUSION=0 | PAGODA_DECODE_PREFETCH=1 | PAGODA_WEIGHT_PREFETCH=l1) ;;
   *) echo "kernel_paths.sh: no rule for '$setting' (add its host requirement here)" >&2; exit 2 ;;
 esac
 

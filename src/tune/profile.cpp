@@ -133,13 +133,13 @@ backend::cpu::KernelPlan read_plan(const json& arr, const std::string& where) {
         if (r.has("amx_min_tokens")) {
             t.amx_min_tokens = r.integer("amx_min_tokens", 1, backend::cpu::kNeverMinTokens);
             if (!backend::cpu::amx_applies(t.method, t.type))
-                fail("{}: key '{}': AMX tiles run only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})", where,
+                fail("{}: key '{}': AMX tiles run only int8_dot on q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K (not {} {})", where,
                      r.name("amx_min_tokens"), type, method);
         }
         if (r.has("wide_min_tokens")) {
             t.wide_min_tokens = r.integer("wide_min_tokens", backend::cpu::kDefaultWideMinTokens, backend::cpu::kNeverMinTokens);
             if (!backend::cpu::amx_applies(t.method, t.type))
-                fail("{}: key '{}': the wide prefill kernel runs only int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                fail("{}: key '{}': the wide prefill kernel runs only int8_dot on q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K (not {} {})",
                      where, r.name("wide_min_tokens"), type, method);
         }
         r.done();
@@ -193,6 +193,7 @@ json profile_to_json(const Profile& p) {
     };
     if (p.plan.attention) j["attention"] = backend::cpu::attention_method_name(*p.plan.attention);
     if (p.plan.decode_kv_prefetch) j["decode_kv_prefetch"] = *p.plan.decode_kv_prefetch;
+    if (p.plan.weight_prefetch) j["weight_prefetch"] = backend::cpu::weight_prefetch_name(*p.plan.weight_prefetch);
     return j;
 }
 
@@ -247,6 +248,11 @@ Profile parse_profile(const std::string& text, const std::string& where) {
         }
     }
     if (top.has("decode_kv_prefetch")) p.plan.decode_kv_prefetch = top.boolean("decode_kv_prefetch");
+    if (top.has("weight_prefetch")) {
+        const std::string name = top.str("weight_prefetch");
+        p.plan.weight_prefetch = backend::cpu::parse_weight_prefetch(name);
+        if (!p.plan.weight_prefetch) fail("{}: key 'weight_prefetch' is '{}', not one of l1, l2", where, name);
+    }
     p.threads = int(top.integer("threads", 1, 1024));
     p.kv_block_size = int32_t(top.integer("kv_block_size", 1, 256));
     if ((p.kv_block_size & (p.kv_block_size - 1)) != 0)
@@ -309,6 +315,9 @@ std::string describe_profile(const Profile& p) {
                             : std::string("  attention simd (not measured)\n");
     out += p.plan.decode_kv_prefetch ? fmt::format("  decode KV prefetch {}\n", *p.plan.decode_kv_prefetch ? "on" : "off")
                                      : std::string("  decode KV prefetch off (not measured)\n");
+    out += p.plan.weight_prefetch
+               ? fmt::format("  decode weight prefetch {}\n", backend::cpu::weight_prefetch_name(*p.plan.weight_prefetch))
+               : std::string("  decode weight prefetch l2 (not measured)\n");
     out += fmt::format("threads {}, KV block size {}, --max-batched-tokens {} --max-seqs {}: modelled p99 inter-token latency "
                        "{:.1f} ms (target {:.0f} ms, {}), {:.1f} output tokens/s\n",
                        p.threads, p.kv_block_size, p.scheduler.max_batched_tokens, p.scheduler.max_seqs,

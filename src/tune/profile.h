@@ -16,6 +16,9 @@
 //    "decode_kv_prefetch": true,  (optional: whether decode attention requests its next K and V rows
 //                     ahead, as `pagoda tune` measured on whole decode steps (backend/cpu/attention/attention.h);
 //                     absent where it was not measured, and then off)
+//    "weight_prefetch": "l2",  (optional: where the packed decode kernels request their weight lines
+//                     ahead, l1 or l2, as `pagoda tune` measured on whole decode steps
+//                     (backend/cpu/matmul/weight_prefetch.h); absent where it was not measured, and then l2)
 //    "threads", "kv_block_size",
 //    "scheduler": {"max_batched_tokens", "max_seqs", "target_itl_ms", "modelled_p99_itl_ms",
 //                  "modelled_output_tokens_per_s", "target_met"},

@@ -70,6 +70,9 @@ void tune_attention_method(TuneRun& run);
 // 3b. Whether decode attention prefetches its next K and V rows.
 constexpr size_t kDecodePrefetchSteps = 4;  // 2 contexts x 2 batch sizes (one step to say why not)
 void tune_decode_prefetch(TuneRun& run);
+// 3c. Where the packed decode kernels request their weight lines ahead (tune_weight_prefetch.cpp).
+constexpr size_t kWeightPrefetchSteps = 2;  // 2 batch sizes (one step to say why not)
+void tune_weight_prefetch(TuneRun& run);
 
 // 3. Threads (tune_steps.cpp).
 void tune_threads(TuneRun& run);

@@ -111,10 +111,10 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     const StepPoints points = step_points(o.quick);
     // Steps: the machine, a thread count each, the jitter and the knobs; the matmuls; the step
     // points, the mixed step and the block sizes with the knob check; the attention method; the
-    // decode prefetch.
+    // decode KV and weight prefetch.
     size_t total_steps = 1 + size_t(cores) + 2 + matmul_steps(matmuls);
     total_steps += points.decode.size() + points.prefill.size() + 1 + (o.quick ? 2 : 3 + 4);
-    total_steps += attention_steps(o.quick) + kDecodePrefetchSteps;
+    total_steps += attention_steps(o.quick) + kDecodePrefetchSteps + kWeightPrefetchSteps;
 
     ThreadPool pool(cores);
     TuneRun run{o, file, p, pool, cores, o.quick ? 0.002 : 0.03, o.quick ? 2 : 6, progress, 0, total_steps};
@@ -124,6 +124,7 @@ Profile tune_model(const TuneOptions& o, const TuneProgress& progress) {
     backend::cpu::set_kernel_plan(p.plan);  // what the steps below run with (matmul methods, tiles, attention method)
     tune_threads(run);
     tune_decode_prefetch(run);
+    tune_weight_prefetch(run);
     backend::cpu::set_kernel_plan(p.plan);  // the steps below run with the choice
     const MeasuredCurves measured = tune_step_curves(run, points);
     tune_kv_block_size(run, measured.ctx_limit);

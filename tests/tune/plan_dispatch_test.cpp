@@ -167,7 +167,7 @@ TEST(KernelPlan, RefusesPlansItCannotRun) {
         refuses({{plan_for(GgmlType::F16, PathMethod::bf16_dot)}}, "needs AVX-512 BF16");
     refuses({{{GgmlType::F16, PathMethod::f32_fma, {}, 32}}}, "an AMX threshold applies only to int8_dot on q4_0");
     refuses({{{GgmlType::Q4_0, PathMethod::dequant_fma, {}, 32}}}, "(not q4_0 dequant_fma)");
-    refuses({{{GgmlType::Q5_0, PathMethod::int8_dot, {}, 32}}}, "(not q5_0 int8_dot)");
+    refuses({{{GgmlType::Q5_1, PathMethod::int8_dot, {}, 32}}}, "(not q5_1 int8_dot)");
     refuses({{{GgmlType::Q4_0, PathMethod::int8_dot, {}, std::nullopt, 16}}}, "the wide-kernel threshold of q4_0 must be at least 17");
     refuses({{{GgmlType::F16, PathMethod::f32_fma, {}, std::nullopt, 32}}}, "a wide-kernel threshold applies only to int8_dot");
     refuses({{{GgmlType::Q4_0, PathMethod::int8_dot, {}, 0}}}, "the AMX threshold of q4_0 must be at least 1 token");

@@ -236,6 +236,32 @@ TEST(Profile, TheDecodeKvPrefetchIsOptional) {
 }
 
 
+// The decode weight prefetch: optional like the KV prefetch; written only where tune measured it,
+// read back as written (l1 or l2), absent meaning not measured (l2); another name is refused.
+TEST(Profile, TheWeightPrefetchIsOptional) {
+    Profile p = sample();
+    EXPECT_FALSE(profile_to_json(p).contains("weight_prefetch")) << "not measured: not written";
+    const Profile absent = parse_profile(profile_to_json(p).dump());
+    EXPECT_FALSE(absent.plan.weight_prefetch.has_value());
+    EXPECT_NE(describe_profile(absent).find("decode weight prefetch l2 (not measured)"), std::string::npos)
+        << describe_profile(absent);
+    for (auto level : {backend::cpu::WeightPrefetch::l1, backend::cpu::WeightPrefetch::l2}) {
+        const std::string name = backend::cpu::weight_prefetch_name(level);
+        p.plan.weight_prefetch = level;
+        const json j = profile_to_json(p);
+        EXPECT_EQ(j.at("weight_prefetch"), name);
+        const Profile q = parse_profile(j.dump());
+        ASSERT_TRUE(q.plan.weight_prefetch.has_value());
+        EXPECT_EQ(*q.plan.weight_prefetch, level);
+        EXPECT_EQ(profile_to_json(q), j);
+        EXPECT_NE(describe_profile(q).find("decode weight prefetch " + name + "\n"), std::string::npos) << describe_profile(q);
+    }
+    EXPECT_NE(error_of(mutated([](json& j) { j["weight_prefetch"] = "l3"; }))
+                  .find("key 'weight_prefetch' is 'l3', not one of l1, l2"),
+              std::string::npos);
+    EXPECT_NE(error_of(mutated([](json& j) { j["weight_prefetch"] = true; })).find("weight_prefetch"), std::string::npos);
+}
+
 TEST(ProfileUse, ExplicitDefaultLocationAndNone) {
     struct Clear {
         ~Clear() { backend::cpu::clear_kernel_plan(); }

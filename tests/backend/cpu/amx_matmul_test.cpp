@@ -19,7 +19,7 @@ namespace {
 using gguf::GgmlType;
 using namespace testing;
 
-constexpr GgmlType kPackedTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
+constexpr GgmlType kPackedTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0,
                                      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 bool packed_kernel_here() { return best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni; }

@@ -1,4 +1,4 @@
-// PackedWeight: panels of Q4_0 / Q4_1 / Q8_0 / K-quants for the AVX-512 VNNI and the AVX2 kernels (one
+// PackedWeight: panels of Q4_0 / Q4_1 / Q5_0 / Q8_0 / K-quants for the AVX-512 VNNI and the AVX2 kernels (one
 // contract, bitwise), and the fallback to the view path.
 #include <cmath>
 #include <cstring>
@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "backend/cpu/matmul/matmul_paths.h"
+#include "backend/cpu/matmul/weight_prefetch.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "quant/block_formats.h"
 
@@ -91,6 +92,17 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
             sc = f16_to_f32(dh);
             mn = f16_to_f32(mh);
             for (int i = 0; i < 32; ++i) w[i] = i < 16 ? blk[4 + i] & 15 : blk[4 + i - 16] >> 4;
+        } else if (type == GgmlType::Q5_0) {
+            // GGML's Q5_0 block: f16 d, 4 bytes qh (bit i: the fifth bit of value i, little-endian),
+            // then 16 bytes of nibbles as Q4_0's; value = d * (code - 16).
+            const uint8_t* blk = row + b * 22;
+            uint16_t dh;
+            uint32_t qh;
+            std::memcpy(&dh, blk, 2);
+            std::memcpy(&qh, blk + 2, 4);
+            sc = f16_to_f32(dh);
+            for (int i = 0; i < 32; ++i)
+                w[i] = int((i < 16 ? blk[6 + i] & 15 : blk[6 + i - 16] >> 4) | (((qh >> i) & 1) << 4)) - 16;
         } else {
             const uint8_t* blk = row + b * (type == GgmlType::Q4_0 ? 18 : 34);
             uint16_t dh;
@@ -109,6 +121,12 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
     return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 ? acc + macc : acc;
 }
 
+// Installs a weight prefetch level for one scope, then puts back whatever was installed.
+struct PrefetchRestored {
+    explicit PrefetchRestored(WeightPrefetch level) { set_weight_prefetch(level); }
+    ~PrefetchRestored() { set_weight_prefetch(std::nullopt); }
+};
+
 TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
     if (packed_isas().empty()) GTEST_SKIP() << "no AVX2: no panel kernel runs here";
     KernelConfigGuard guard;
@@ -118,7 +136,7 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
         set_isa(isa);
         SCOPED_TRACE(isa_name(isa));
         std::mt19937 rng(21);
-        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
             for (int64_t rows : {1, 7, 37, 83}) {
                 const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
                 auto w = make_weights(type, rows, cols, rng);
@@ -129,8 +147,12 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
                 x[5] = 0;  // a zero and an all-zero block
                 std::fill(x.begin() + 32, x.begin() + 64, 0.f);
                 const int64_t rb = int64_t(*gguf::row_size(type, cols));
-                // Every decode loop (1..16 tokens stream one contiguous range per thread) and prefill.
-                for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17, 70}) {
+                // Every decode loop (1..16 tokens stream one contiguous range per thread) and prefill;
+                // steps of up to 4 tokens a pass with either weight prefetch (weight_prefetch.h: never a result).
+                for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17, 70})
+                for (WeightPrefetch level : {WeightPrefetch::l1, WeightPrefetch::l2}) {
+                    if (n > 4 && level == WeightPrefetch::l1) continue;
+                    const PrefetchRestored restore(level);
                     std::vector<float> y(size_t(n * rows));
                     matmul(pw, x.data(), n, y.data(), pool);
                     for (int64_t t = 0; t < n; ++t)
@@ -139,7 +161,7 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
                             const float got = y[size_t(t * rows + r)];
                             ASSERT_EQ(std::memcmp(&got, &want, 4), 0)
                                 << gguf::type_name(uint32_t(type)) << " rows " << rows << " n " << n << " t " << t
-                                << " r " << r << ": " << got << " vs " << want;
+                                << " r " << r << " prefetch " << weight_prefetch_name(level) << ": " << got << " vs " << want;
                         }
                 }
             }
@@ -157,7 +179,7 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
         SCOPED_TRACE(isa_name(isa));
         std::mt19937 rng(22);
         const int64_t rows = 83, cols = 32 * 24, n = 19;
-        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
             auto w = make_weights(type, rows, cols, rng);
             const PackedWeight pw = pack_weight(w.view());
             auto x = random_activations(n * cols, rng);
@@ -233,7 +255,7 @@ TEST(PackedMatmul, StackedPartsEqualTheirSeparateProducts) {
     set_isa(best_supported_isa());  // both sides packed on the best path, whatever PAGODA_ISA says
     ThreadPool pool(2);
     std::mt19937 rng(24);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
         const int64_t cols = block_of_256(type) ? 512 : 96;
         const int64_t part_rows[] = {13, 5, 24};  // panels straddle the parts
         std::vector<RandomWeights> parts;

@@ -330,6 +330,7 @@ void amx_packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_t
     switch (w.source().type) {
         case gguf::GgmlType::Q4_0: return amx::packed_rows<Tiles, Fmt::q4_0>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q4_1: return amx::packed_rows<Tiles, Fmt::q4_1>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::Q5_0: return amx::packed_rows<Tiles, Fmt::q5_0>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q8_0: return amx::packed_rows<Tiles, Fmt::q8_0>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q4_K: return amx::packed_rows<Tiles, Fmt::q4_k>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q5_K: return amx::packed_rows<Tiles, Fmt::q5_k>(w, acts, n_tokens, y, pool, tiles.mc);

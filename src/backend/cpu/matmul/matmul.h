@@ -44,7 +44,7 @@ void require_matmul_support(gguf::GgmlType type, const std::string& what);
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q4_1,
-// Q8_0, Q4_K, Q5_K and Q6_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code
+// Q5_0, Q8_0, Q4_K, Q5_K and Q6_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code
 // groups interleave, so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in
 // one int32 lane (no horizontal reduction); the row scales sit next to the codes (about as many bytes
 // as in GGUF). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed

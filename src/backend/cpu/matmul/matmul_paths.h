@@ -39,7 +39,9 @@ int64_t row_bytes(const WeightView& w);
 // Codes of a 32-value block are 32-byte vectors, vector k = the 4-byte code groups k of the 8 rows:
 // Q4_0 / Q4_K: 4 vectors of nibble bytes (low nibbles = group k, high nibbles = group k + 4);
 // Q8_0: 8 vectors of codes + 128. Q4_0 / Q8_0 blocks: codes, then the 8 rows' f16 scales. Q4_1
-// blocks: Q4_0's nibble vectors, the 8 rows' f16 scales d, then their f16 minimums m. Q4_K panels:
+// blocks: Q4_0's nibble vectors, the 8 rows' f16 scales d, then their f16 minimums m. Q5_0 blocks:
+// Q4_0's nibble vectors of the low 4 bits, one vector of fifth bits (group k at bit k), then the 8
+// rows' f16 scales. Q4_K panels:
 // first every super-block's header (the 8 rows' f16 d and f16 dmin, 32 bytes), then every 32-block:
 // codes, 8 scale bytes, 8 min bytes; Q5_K the same with, after the codes, one vector of fifth bits
 // (group k at bit k). Q6_K panels: first every super-block's header (the 8 rows' f16 d), then every
@@ -54,6 +56,7 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     if (t == gguf::GgmlType::Q5_K) return nb / 8 * (32 + 8 * (128 + 32 + 16));
     if (t == gguf::GgmlType::Q6_K) return nb / 8 * (16 + 8 * (128 + 64 + 16));
     if (t == gguf::GgmlType::Q4_1) return nb * (128 + 32);
+    if (t == gguf::GgmlType::Q5_0) return nb * (128 + 32 + 16);
     return nb * (t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16);
 }
 // Prefill tasks take tiles.mc rows (whole panel pairs); steps of at most 16 tokens (decode, decode

@@ -28,6 +28,7 @@
 
 #include "backend/cpu/int8/int8_fused.h"
 #include "backend/cpu/matmul/matmul_paths.h"
+#include "backend/cpu/matmul/weight_prefetch.h"
 #include "backend/cpu/packed/packed_panel.h"
 
 namespace pagoda::backend::cpu::detail {
@@ -73,16 +74,25 @@ struct YmmOps {
 // first 2 KiB of each call's later panels to the hardware prefetchers: 30 % of a 768-column Q4_0
 // call. Ice Lake server, 2 cores, from memory: 768-column Q4_0 and Q6_K matrices +20-45 % (14-16 ->
 // 19-22 GB/s), 2048 columns +5-10 %; the 2 KiB distance had itself gained 10-15 % per core over
-// none; Zen 4 measured no change at any fixed distance.
+// none. Into L1 or into L2 (weight_prefetch.h): on AMD Zen 4 a call ahead (13-35 KiB of panels)
+// into its 32 KiB L1 evicted the lines in use; into L2, one core from memory, 2048 columns: Q4_K
+// 16.7 -> 26.0 GB/s, Q6_K 16.5 -> 31.4, Q8_0 18.6 -> 21.8, Q4_0 18.0 -> 24.0 (half a call ahead
+// was slower than either: it requests the call's own second panel). Passes of 8 tokens (steps of
+// 5-16 tokens: batched decode) request ahead too, since they stream like decode (Zen 4, one core from
+// memory, 2048 columns: 8 tokens Q8_0 8.6 -> 17.2 GB/s, Q4_0 6.8 -> 10.4, Q4_K 6.1 -> 9.4, Q6_K
+// 7.2 -> 12.0, each now at its cache-resident rate; 16 tokens Q8_0 6.0 -> 9.2, Q4_K 3.6 -> 4.9).
 
 // Whether the trait V reads a block of its kPanels panels at once, joined (V::decode_joined, with
 // decode_panel_block's codes and scales for each panel); else each panel is decoded on ymm and joined.
 template <class V>
 constexpr bool kJoinedDecode = requires { requires V::kJoinedDecode; };
 
-// out: [T][P][8] floats (token t, panel p, row of the panel).
-template <Fmt F, int P, int T, class V>
-void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out, int64_t prefetch_ahead) {
+// out: [T][P][8] floats (token t, panel p, row of the panel). L2: the prefetch hint (weight_prefetch.h).
+// stream: the step streams its weights (at most kStreamTokens tokens): passes of more than 4 tokens
+// request lines ahead too (else only passes of up to 4 tokens do).
+template <Fmt F, int P, int T, class V, bool L2>
+void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out, int64_t prefetch_ahead,
+                   bool stream) {
     using PF = PanelFormat<F>;
     constexpr bool kq = PF::kq, q6 = PF::q6, q41 = PF::q41, has_min = PF::has_min;
     constexpr int64_t pbb = PF::pbb;
@@ -120,12 +130,13 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
 #pragma GCC unroll 4
             for (int p = 0; p < G; ++p) {
                 pb[p] = panel_block<F>(panels[g + p], b, a.nb, sbp[p]);
-                if constexpr (T <= 4) {  // decode and small batches stream; prefill (8 tokens a pass) computes
+                if (T <= 4 || stream) {  // decode and small batches stream; prefill (8 tokens a pass) computes
+                    // L2 (weight_prefetch.h): a call ahead is more than L1 holds beside this call's lines on some machines.
 #pragma GCC unroll 4
                     for (int64_t l = 0; l < pbb; l += 64)
-                        _mm_prefetch(reinterpret_cast<const char*>(pb[p] + prefetch_ahead + l), _MM_HINT_T0);
+                        _mm_prefetch(reinterpret_cast<const char*>(pb[p] + prefetch_ahead + l), L2 ? _MM_HINT_T1 : _MM_HINT_T0);
                     if constexpr (kq || q6)  // the super-block's head (scales), before its first block
-                        if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(sbp[p] + prefetch_ahead), _MM_HINT_T0);
+                        if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(sbp[p] + prefetch_ahead), L2 ? _MM_HINT_T1 : _MM_HINT_T0);
                 }
             }
             if constexpr (kq)
@@ -231,11 +242,12 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
 
 template <Fmt F, int P, int T, class V>
 void packed_dispatch(int tokens, const uint8_t* const* panels, const FusedActs& a, int64_t t0, float* out,
-                     int64_t prefetch_ahead) {
+                     int64_t prefetch_ahead, bool l2, bool stream) {
     if constexpr (T > 1) {
-        if (tokens < T) return packed_dispatch<F, P, T - 1, V>(tokens, panels, a, t0, out, prefetch_ahead);
+        if (tokens < T) return packed_dispatch<F, P, T - 1, V>(tokens, panels, a, t0, out, prefetch_ahead, l2, stream);
     }
-    packed_kernel<F, P, T, V>(panels, a, t0, out, prefetch_ahead);
+    if (!l2) return packed_kernel<F, P, T, V, false>(panels, a, t0, out, prefetch_ahead, stream);
+    packed_kernel<F, P, T, V, true>(panels, a, t0, out, prefetch_ahead, stream);
 }
 
 // Copies a call's output tile (out: [token][P panels][8 rows]) for tt tokens from first_token on into
@@ -265,6 +277,7 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
     const int64_t panel_bytes = packed_panel_bytes(v.type, acts.nb);
     const int64_t n_panels = (v.rows + kPanelRows - 1) / kPanelRows;
     const int64_t prefetch_ahead = P * panel_bytes;  // the next group's panels (kernel comment)
+    const bool l2 = weight_prefetch() == WeightPrefetch::l2, stream = n_tokens <= kStreamTokens;
     // Decode streams the weights from memory: one contiguous range of panels per thread keeps each
     // core on a single sequential stream that the hardware prefetchers follow (interleaved small
     // tasks measured at half the bandwidth), with chunks stolen from the back when a core falls
@@ -278,7 +291,7 @@ void packed_rows(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens,
             alignas(64) float out[T * P * 8];
             for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
                 const int tt = int(std::min<int64_t>(T, n_tokens - t0));
-                packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out, prefetch_ahead);
+                packed_dispatch<F, P, T, V>(tt, panels, acts, t0, out, prefetch_ahead, l2, stream);
                 store_panel_rows<P>(out, tt, y, v.rows, t0, pbase, pp);
             }
         }
@@ -316,7 +329,10 @@ template <class V>
 int packed_offset(gguf::GgmlType type) {
     using T = gguf::GgmlType;
     if (type == T::Q8_0) return V::kQ8Signed ? 0 : PanelFormat<Fmt::q8_0>::code_offset;
-    return type == T::Q4_0 ? PanelFormat<Fmt::q4_0>::code_offset : type == T::Q6_K ? PanelFormat<Fmt::q6_k>::code_offset : 0;
+    return type == T::Q4_0   ? PanelFormat<Fmt::q4_0>::code_offset
+           : type == T::Q5_0 ? PanelFormat<Fmt::q5_0>::code_offset
+           : type == T::Q6_K ? PanelFormat<Fmt::q6_k>::code_offset
+                             : 0;
 }
 
 // FusedActs of activations quantised ahead (PrequantizedLayout): q and d as they are, s and the type's
@@ -352,6 +368,7 @@ void packed_by_type(const PackedWeight& w, const FusedActs& acts, int64_t n_toke
     switch (w.source().type) {
         case gguf::GgmlType::Q4_0: return packed_matmul<Fmt::q4_0, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q4_1: return packed_matmul<Fmt::q4_1, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::Q5_0: return packed_matmul<Fmt::q5_0, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q8_0: return packed_matmul<Fmt::q8_0, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);

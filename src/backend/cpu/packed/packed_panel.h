@@ -12,21 +12,22 @@
 namespace pagoda::backend::cpu::detail {
 namespace {
 
-enum class Fmt { q4_0, q4_1, q8_0, q4_k, q5_k, q6_k };
+enum class Fmt { q4_0, q4_1, q5_0, q8_0, q4_k, q5_k, q6_k };
 
 template <Fmt F>
 struct PanelFormat {
     static constexpr bool nibbles = F != Fmt::q8_0, q5 = F == Fmt::q5_k, kq = F == Fmt::q4_k || q5, q6 = F == Fmt::q6_k;
-    static constexpr bool q41 = F == Fmt::q4_1, has_min = kq || q41;
+    static constexpr bool q41 = F == Fmt::q4_1, q50 = F == Fmt::q5_0, has_min = kq || q41;
+    static constexpr bool fifth = q5 || q50;  // a vector of fifth bits after the nibble vectors
     static constexpr int64_t code_bytes = nibbles ? 128 : 256;
     // Bytes of one 32-value block of a panel, and of a K-quant super-block's header.
-    static constexpr int64_t pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : q41 ? 160 : code_bytes + 16;
+    static constexpr int64_t pbb = kq ? (q5 ? 176 : 144) : q6 ? 208 : q41 ? 160 : q50 ? 176 : code_bytes + 16;
     static constexpr int64_t sb_head = kq ? 32 : 16;
     // 4-bit codes without extra bits may keep their high nibbles in place (16 x code): see the VNNI kernel.
     static constexpr bool may_keep_high_in_place = F == Fmt::q4_0 || F == Fmt::q4_1 || F == Fmt::q4_k;
     // What a stored code carries above its signed weight (Q8_0: +128; the zero points of Q4_0 and
     // Q6_K); formats with a min have none (the min is a separate term).
-    static constexpr int code_offset = F == Fmt::q4_0 ? 8 : F == Fmt::q8_0 ? 128 : F == Fmt::q6_k ? 32 : 0;
+    static constexpr int code_offset = F == Fmt::q4_0 ? 8 : F == Fmt::q5_0 ? 16 : F == Fmt::q8_0 ? 128 : F == Fmt::q6_k ? 32 : 0;
 };
 
 // Block b of a panel of nb blocks: its bytes (pb) and, for K-quants, its super-block's header (sbp;
@@ -71,7 +72,7 @@ inline SuperScales super_scales(const uint8_t* sbp) {
 }
 
 // The block's codes as 8 vectors (vector k: the 4-byte code groups k of the 8 rows, values 4k..4k+3,
-// unsigned; Q8_0: code + 128) and per row its scale sc and min mn (Q6_K: the scales of the first and
+// unsigned; Q8_0: code + 128; Q5_0 / Q5_K: the fifth bit merged in) and per row its scale sc and min mn (Q6_K: the scales of the first and
 // of the last 16 values; formats without a min: mn = 0). HighInPlace: the high nibbles (groups 4-7)
 // stay multiplied by 16 (only where may_keep_high_in_place). ss, where given, is super_scales(sbp)
 // (read by the K-quants only).
@@ -92,6 +93,13 @@ inline void decode_panel_block(const uint8_t* pb, const uint8_t* sbp, __m256i* c
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 32 * k));
     }
+    if constexpr (P::fifth) {
+        // Fifth bit of group k: bit k of the bit vector, moved to bit 4.
+        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 128)), one = _mm256_set1_epi8(1);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k)
+            c[k] = _mm256_or_si256(c[k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, k), one), 4));
+    }
     if constexpr (P::q6) {
         const __m256i h0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 128));
         const __m256i h1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 160));
@@ -100,17 +108,13 @@ inline void decode_panel_block(const uint8_t* pb, const uint8_t* sbp, __m256i* c
         sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 192)))), d);
         mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + 200)))), d);
     } else if constexpr (P::kq) {
-        if constexpr (P::q5) {
-            // Fifth bit of group k: bit k of the bit vector, moved to bit 4.
-            const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 128)), one = _mm256_set1_epi8(1);
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; ++k)
-                c[k] = _mm256_or_si256(c[k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, k), one), 4));
-        }
         const SuperScales own = ss ? *ss : super_scales(sbp);
         const __m256 d = own.d, dmin = own.dmin;
         sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + P::pbb - 16)))), d);
         mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(pb + P::pbb - 8)))), dmin);
+    } else if constexpr (P::q50) {
+        sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + P::code_bytes + 32)));
+        mn = _mm256_setzero_ps();
     } else {
         sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + P::code_bytes)));
         mn = P::q41 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + P::code_bytes + 16)))

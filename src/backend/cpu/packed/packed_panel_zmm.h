@@ -47,7 +47,7 @@ template <Fmt F, bool HighInPlace>
     }
     if constexpr (P::q6) {
         merge_q6_high(c, join_rows(pb[0] + 128, pb[1] + 128), join_rows(pb[0] + 160, pb[1] + 160), _mm512_set1_epi8(0x30));
-    } else if constexpr (P::q5) {
+    } else if constexpr (P::fifth) {
         // Fifth bit of group k: bit k of the bit vector, moved to bit 4.
         const __m512i hb = join_rows(pb[0] + 128, pb[1] + 128), one = _mm512_set1_epi8(1);
 #pragma GCC unroll 8

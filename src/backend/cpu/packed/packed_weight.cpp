@@ -93,6 +93,23 @@ void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* pan
         }
         return;
     }
+    if (type == GgmlType::Q5_0) {
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = row + b * 22;
+            uint8_t* out = panel + b * 176;
+            uint32_t qh;
+            std::memcpy(&qh, blk + 2, 4);  // bit v: the fifth bit of value v (little-endian, as stored)
+            for (int k = 0; k < 4; ++k) std::memcpy(out + 32 * k + 4 * r, blk + 6 + 4 * k, 4);  // as Q4_0
+            // Byte i of the row's group: bit g = fifth bit of value 4g + i (group g, as Q5_K's).
+            for (int i = 0; i < 4; ++i) {
+                uint8_t bits = 0;
+                for (int g = 0; g < 8; ++g) bits = uint8_t(bits | (((qh >> (4 * g + i)) & 1) << g));
+                out[128 + 4 * r + i] = bits;
+            }
+            std::memcpy(out + 160 + 2 * r, blk, 2);
+        }
+        return;
+    }
     const bool q4 = type == GgmlType::Q4_0;
     const int64_t src_bytes = q4 ? 18 : 34, pbb = q4 ? 144 : 272;
     for (int64_t b = 0; b < nb; ++b) {
@@ -155,7 +172,8 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
         p.layout_ = tiles ? PackedWeight::Layout::bf16_tiles : PackedWeight::Layout::bf16_panels;
         return p;
     }
-    const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
+    const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q5_0 ||
+                          w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
                           w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
     if (!packable || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
     const int64_t rb = detail::row_bytes(w);

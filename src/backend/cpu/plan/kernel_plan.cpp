@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "backend/cpu/attention/attention.h"
+#include "backend/cpu/matmul/weight_prefetch.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -83,13 +84,13 @@ void validate_kernel_plan(const KernelPlan& plan) {
             fail("kernel plan: the last token range of {} must be open-ended", name);
         if (t.amx_min_tokens) {
             if (!amx_applies(t.method, t.type))
-                fail("kernel plan: an AMX threshold applies only to int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                fail("kernel plan: an AMX threshold applies only to int8_dot on q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K (not {} {})",
                      name, path_method_name(t.method));
             if (*t.amx_min_tokens < 1) fail("kernel plan: the AMX threshold of {} must be at least 1 token", name);
         }
         if (t.wide_min_tokens) {
             if (!amx_applies(t.method, t.type))
-                fail("kernel plan: a wide-kernel threshold applies only to int8_dot on q4_0, q4_1, q8_0, q4_K, q5_K, q6_K (not {} {})",
+                fail("kernel plan: a wide-kernel threshold applies only to int8_dot on q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K (not {} {})",
                      name, path_method_name(t.method));
             if (*t.wide_min_tokens < kDefaultWideMinTokens)
                 fail("kernel plan: the wide-kernel threshold of {} must be at least {} tokens (smaller steps stream the weights)",
@@ -110,6 +111,7 @@ void set_kernel_plan(const KernelPlan& plan) {
     // PAGODA_ATTENTION wins over a profile: then the plan installs nothing (attention.h).
     if (!attention_method_in_environment()) set_attention_method(plan.attention.value_or(AttentionMethod::simd));
     if (!decode_kv_prefetch_in_environment()) set_decode_kv_prefetch(plan.decode_kv_prefetch.value_or(false));
+    if (!weight_prefetch_in_environment()) set_weight_prefetch(plan.weight_prefetch.value_or(WeightPrefetch::l2));
     g_plan = std::move(p);
 }
 
@@ -117,6 +119,7 @@ void clear_kernel_plan() {
     std::lock_guard<std::mutex> lock(g_plan_mutex);
     set_attention_method(std::nullopt);  // back to PAGODA_ATTENTION, else simd
     set_decode_kv_prefetch(std::nullopt);  // back to PAGODA_DECODE_PREFETCH, else off
+    set_weight_prefetch(std::nullopt);     // back to PAGODA_WEIGHT_PREFETCH, else l2
     g_plan.reset();
 }
 
@@ -218,13 +221,23 @@ std::string describe_decode_prefetch(const KernelPlan* plan) {
            setting_source("PAGODA_DECODE_PREFETCH", decode_kv_prefetch_in_environment(), planned);
 }
 
+// Where the decode kernels request their weight lines ahead, and where that comes from.
+std::string describe_weight_prefetch(const KernelPlan* plan) {
+    const WeightPrefetch level = weight_prefetch();  // first: a bad PAGODA_WEIGHT_PREFETCH is an error at start-up
+    std::optional<std::string> planned;
+    if (plan && plan->weight_prefetch) planned = weight_prefetch_name(*plan->weight_prefetch);
+    return fmt::format("decode weight prefetch: {}", weight_prefetch_name(level)) +
+           setting_source("PAGODA_WEIGHT_PREFETCH", weight_prefetch_in_environment(), planned);
+}
+
 }  // namespace
 
 std::string describe_kernel_plan() {
     const auto plan = current_plan();
     if (!plan)
         return "kernel plan: default (CPUID and PAGODA_* overrides; no profile); " + describe_amx(nullptr) + "; " +
-               describe_attention(nullptr) + "; " + describe_decode_prefetch(nullptr);
+               describe_attention(nullptr) + "; " + describe_decode_prefetch(nullptr) + "; " +
+               describe_weight_prefetch(nullptr);
     std::string out = "kernel plan (from a profile):";
     for (const auto& t : plan->types) {
         const KernelChoice c = kernel_choice(t.type, 1);
@@ -243,7 +256,7 @@ std::string describe_kernel_plan() {
     }
     if (out.back() == ';') out.pop_back();
     return out + "; " + describe_amx(plan.get()) + "; " + describe_attention(plan.get()) + "; " +
-           describe_decode_prefetch(plan.get());
+           describe_decode_prefetch(plan.get()) + "; " + describe_weight_prefetch(plan.get());
 }
 
 void log_kernel_plan() {

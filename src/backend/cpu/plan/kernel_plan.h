@@ -34,6 +34,10 @@
 //    (attention.h: decode_kv_prefetch, measured by `pagoda tune` on whole decode steps). It never
 //    changes a result. set_kernel_plan installs it (absent: off) unless PAGODA_DECODE_PREFETCH is
 //    set, which wins; clear_kernel_plan uninstalls it.
+//  - Likewise where the packed decode kernels request their weight lines ahead, L1 or L2
+//    (weight_prefetch.h, measured by `pagoda tune` on whole decode steps; never changes a result).
+//    set_kernel_plan installs it (absent: l2) unless PAGODA_WEIGHT_PREFETCH is set, which wins;
+//    clear_kernel_plan uninstalls it.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -42,6 +46,7 @@
 
 #include "backend/cpu/plan/attention_method.h"
 #include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/weight_prefetch.h"
 #include "backend/cpu/plan/path_method.h"
 #include "gguf/ggml_types.h"
 
@@ -71,6 +76,7 @@ struct KernelPlan {
     std::vector<TypePlan> types;
     std::optional<AttentionMethod> attention;  // absent: not chosen, simd
     std::optional<bool> decode_kv_prefetch;     // absent: not measured, off
+    std::optional<WeightPrefetch> weight_prefetch;  // absent: not measured, l2
     const TypePlan* find(gguf::GgmlType type) const {
         for (const auto& t : types)
             if (t.type == type) return &t;
