@@ -163,6 +163,10 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     sub.add_option("--max-image-tokens", o->max_image_tokens,
                    "Image tokens one engine step computes (an image runs whole in one step; a larger one is refused)")
         ->check(in_range(int64_t(1), int64_t(1) << 24));
+    sub.add_option("--image-cache-mb", o->model.image_cache_mb,
+                   "Encoded-image cache in MiB: the vision tower's output by picture, so a repeated image skips the "
+                   "tower (least recently used dropped first; 0: off)")
+        ->check(in_range(int64_t(0), int64_t(1) << 20));
     sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
         ->check(in_range(1, 4096));
     sub.add_option("-c,--ctx-size", o->ctx,

@@ -219,6 +219,8 @@ SimpleResponse Gateway::metrics() {
     engine::EngineStats stats;
     const bool ready = state() == State::ready;
     if (ready) stats = engine_->stats();
+    if (ready && images_)
+        if (auto cache = images_->cache_stats()) metrics_.set_image_cache(*cache);
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(ready ? &stats : nullptr, ready)};
 }
 

@@ -2,7 +2,8 @@
 // (gen-model --mmproj, 16 soft tokens per image) with Gemma 3's chat template. The official
 // `openai` client sends a data-URL PNG (Chat Completions image_url, Responses input_image), the
 // `@anthropic-ai/sdk` client a base64 image block; a repeated image is served from the prefix
-// cache with the same greedy text; /v1/models says the model takes images; remote URLs, corrupt
+// cache with the same greedy text, and skips the vision tower (the encoded-image cache's hit in
+// /metrics); /v1/models says the model takes images; remote URLs, corrupt
 // images and images to a server without --mmproj are 400s naming the part.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -83,6 +84,13 @@ describe('images through serve --mmproj', () => {
     // Another picture with the same placeholder ids: its image blocks are not served from the cache.
     const other = await ask(dataUrl(200));
     assert.ok(other.usage.prompt_tokens_details.cached_tokens < again.usage.prompt_tokens_details.cached_tokens);
+    // The encoded-image cache: the repeated picture skipped the tower, the two others ran it.
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const sample = (name) => Number(metrics.match(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm'))?.[1]);
+    assert.equal(sample('pagoda:image_cache_hits_total'), 1, metrics);
+    assert.equal(sample('pagoda:image_cache_misses_total'), 2);
+    assert.equal(sample('pagoda:image_cache_entries'), 2);
+    assert.equal(sample('pagoda:image_cache_capacity_bytes'), 256 * 1024 * 1024);
   });
 
   test('/v1/models says the model takes images', async () => {
