@@ -265,7 +265,8 @@ private:
     // A parsed chat or completions request from the model check to its submission: tokenize, check
     // against the model, admit, build the Job (response id `id`; `prepare` runs on it before the
     // engine can deliver anything) and submit. Throws ApiError.
-    // A chat request's image parts, encoded in order (image_input.h); none for other requests.
+    // A chat request's image parts, or a completions prompt object's multimodal_data, encoded in
+    // order (image_input.h); none for other requests.
     // ApiError 400 naming the part: no --mmproj, an image larger than a step's image tokens, an
     // unreadable one.
     std::vector<vision::EncodedImage> encode_images(const CompletionParams& p);

@@ -56,6 +56,19 @@ vision::EncodedImage ImageInput::encode(const std::string& url, const std::strin
     }
 }
 
+vision::EncodedImage ImageInput::encode_base64(const std::string& base64, const std::string& where) {
+    try {
+        if (base64.size() / 4 * 3 > kMaxImageBytes)
+            throw ApiError::invalid(fmt::format("'{}' is over the limit of {} bytes for an image", where, kMaxImageBytes),
+                                    where, "invalid_image");
+        return encode_checked(vision::decode_base64(base64, where), where);
+    } catch (const ApiError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw ApiError::invalid(fmt::format("'{}' is not a readable image: {}", where, e.what()), where, "invalid_image");
+    }
+}
+
 vision::EncodedImage ImageInput::encode_bytes(std::span<const uint8_t> bytes, const std::string& where) {
     try {
         return encode_checked(bytes, where);
@@ -91,7 +104,8 @@ std::optional<vision::ImageCacheStats> ImageInput::cache_stats() const {
 }
 
 std::vector<engine::PromptImage> ImageInput::expand(std::vector<int32_t>& prompt,
-                                                    std::vector<vision::EncodedImage> images) const {
+                                                    std::vector<vision::EncodedImage> images,
+                                                    const std::string& param) const {
     size_t markers = 0;
     for (int32_t id : prompt) markers += id == ids_.start ? 1 : 0;
     if (markers != images.size())
@@ -99,7 +113,7 @@ std::vector<engine::PromptImage> ImageInput::expand(std::vector<int32_t>& prompt
                                             "template renders no image where a part was, or a message's text spells "
                                             "the marker",
                                             markers, kImageMarker, images.size()),
-                                "messages", "invalid_image");
+                                param, "invalid_image");
     std::vector<int32_t> out;
     std::vector<engine::PromptImage> spans;
     out.reserve(prompt.size() + images.size() * size_t(tokens_per_image_ + 8));

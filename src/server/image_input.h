@@ -42,6 +42,8 @@ public:
     // A data: URL's image -> its soft-token embeddings and content hash; ApiError 400 naming `where`
     // for an unsupported type or a corrupt image. Serialised (one encode at a time).
     vision::EncodedImage encode(const std::string& url, const std::string& where);
+    // The same for base64 text (a /v1/completions prompt object's multimodal_data item).
+    vision::EncodedImage encode_base64(const std::string& base64, const std::string& where);
     // The same for an image file's bytes (PNG, JPEG or WebP by their magic number).
     vision::EncodedImage encode_bytes(std::span<const uint8_t> bytes, const std::string& where);
     // How many times the tower ran (a cache hit does not run it).
@@ -50,9 +52,10 @@ public:
     std::optional<vision::ImageCacheStats> cache_stats() const;
     // Replaces the i-th image marker in `prompt` by images[i] in Gemma 3's layout ("\n\n"
     // <start_of_image>, its soft tokens, <end_of_image> "\n\n") and returns the images' spans.
-    // ApiError 400 when the prompt holds another number of markers than images (a template that
-    // renders no images, or message text that spells the marker).
-    std::vector<engine::PromptImage> expand(std::vector<int32_t>& prompt, std::vector<vision::EncodedImage> images) const;
+    // ApiError 400 naming `param` when the prompt holds another number of markers than images (a
+    // template that renders no images, or message text that spells the marker).
+    std::vector<engine::PromptImage> expand(std::vector<int32_t>& prompt, std::vector<vision::EncodedImage> images,
+                                            const std::string& param = "messages") const;
 
 private:
     vision::EncodedImage encode_checked(std::span<const uint8_t> bytes, const std::string& where);

@@ -56,6 +56,14 @@ void check_image_part(const json& part, const std::string& where) {
                                 where + ".image_url.url", "invalid_value");
 }
 
+size_t count_media_markers(std::string_view text) {
+    size_t n = 0;
+    for (size_t at = text.find(kMediaMarker); at != std::string_view::npos;
+         at = text.find(kMediaMarker, at + std::string_view(kMediaMarker).size()))
+        ++n;
+    return n;
+}
+
 json image_url_part(const std::string& url) { return json{{"type", "image_url"}, {"image_url", {{"url", url}}}}; }
 
 }  // namespace pagoda::server

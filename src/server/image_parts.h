@@ -4,6 +4,7 @@
 // code here: the parsers (and the fuzz targets) use it without a projector.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,10 @@ namespace pagoda::server {
 
 // The text the chat template writes for an image part (Gemma 3's image marker).
 inline constexpr const char* kImageMarker = "<start_of_image>";
+
+// llama-server's media marker: where a /v1/completions prompt object's multimodal_data items go.
+inline constexpr const char* kMediaMarker = "<__media__>";
+size_t count_media_markers(std::string_view text);
 
 // An image part of a chat request as the parsers left it: where it was and its data: URL.
 struct ImagePart {

@@ -1,7 +1,8 @@
 // Images end to end: `pagoda serve --mmproj` on a random Gemma 3 and its random projector
 // (gen-model --mmproj, 16 soft tokens per image) with Gemma 3's chat template. The official
 // `openai` client sends a data-URL PNG (Chat Completions image_url, Responses input_image), the
-// `@anthropic-ai/sdk` client a base64 image block; a repeated image is served from the prefix
+// `@anthropic-ai/sdk` client a base64 image block, /v1/completions llama-server's prompt object
+// ({prompt_string with <__media__> markers, multimodal_data: base64}); a repeated image is served from the prefix
 // cache with the same greedy text, and skips the vision tower (the encoded-image cache's hit in
 // /metrics); /v1/models says the model takes images; remote URLs, corrupt
 // images and images to a server without --mmproj are 400s naming the part.
@@ -91,6 +92,37 @@ describe('images through serve --mmproj', () => {
     assert.equal(sample('pagoda:image_cache_misses_total'), 2);
     assert.equal(sample('pagoda:image_cache_entries'), 2);
     assert.equal(sample('pagoda:image_cache_capacity_bytes'), 256 * 1024 * 1024);
+  });
+
+  test('/v1/completions takes llama-server\'s prompt object with multimodal_data', async () => {
+    const complete = (prompt) => openai.completions.create({ model: 'vision-gemma3', max_tokens: 8, temperature: 0, prompt });
+    const tokens = async (content, add_special) => (await (await fetch(`${server.url}/tokenize`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ content, add_special }),
+    })).json()).tokens.length;
+    const plain = await complete('Describe ');
+    const first = await complete({ prompt_string: 'Describe <__media__>', multimodal_data: [b64(31)] });
+    // The marker became Gemma 3's layout: "\n\n" <start_of_image> 16 soft tokens <end_of_image> "\n\n".
+    const nl = await tokens('\n\n', false);
+    assert.equal(first.usage.prompt_tokens, plain.usage.prompt_tokens + 18 + 2 * nl);
+    assert.equal(first.choices[0].finish_reason, 'length');
+    const again = await complete({ prompt_string: 'Describe <__media__>', multimodal_data: [b64(31)] });
+    assert.equal(again.choices[0].text, first.choices[0].text);
+    assert.ok(again.usage.prompt_tokens_details.cached_tokens >= 16, JSON.stringify(again.usage));
+    const two = await complete({ prompt_string: '<__media__> then <__media__>', multimodal_data: [b64(31), b64(32)] });
+    assert.equal(two.usage.prompt_tokens, (await tokens('', true)) + (await tokens(' then ', false)) + 2 * (18 + 2 * nl));
+
+    const refused = async (prompt, param, words) => {
+      await assert.rejects(complete(prompt), (e) => {
+        assert.equal(e.status, 400);
+        assert.equal(e.param, param);
+        assert.match(e.message, words);
+        return true;
+      });
+    };
+    await refused({ prompt_string: 'a <__media__>', multimodal_data: [] }, 'prompt.multimodal_data', /1 media markers/);
+    await refused({ prompt_string: '<__media__>', multimodal_data: ['@@@@'] }, 'prompt.multimodal_data[0]', /not a readable image/);
+    await refused({ prompt_string: '<__media__>', multimodal_data: [b64(3)], extra: 1 }, 'prompt.extra', /not a field/);
+    await refused(['a', { prompt_string: 'b' }], 'prompt[1]', /only prompt/);
   });
 
   test('/v1/models says the model takes images', async () => {
