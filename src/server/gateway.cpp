@@ -1,4 +1,5 @@
 #include "server/gateway.h"
+#include "server/image_url.h"
 
 #include <algorithm>
 #include <chrono>
@@ -268,9 +269,22 @@ std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams&
                                             parts[0].where, images_->tokens_per_image(), step_images),
                                 parts[0].where, "invalid_image");
     std::vector<vision::EncodedImage> encoded;
-    for (size_t i = 0; i < parts.size(); ++i)
-        encoded.push_back(chat ? images_->encode(parts[i].url, parts[i].where)
-                               : images_->encode_base64(p.multimodal_data[i], parts[i].where));
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const ImagePart& part = parts[i];
+        if (!chat) {
+            encoded.push_back(images_->encode_base64(p.multimodal_data[i], part.where));
+        } else if (is_http_url(part.url)) {
+            if (!options_.image_urls.allow)
+                throw ApiError::invalid(fmt::format("'{}': remote image URLs are not fetched; send a data: URL (the "
+                                                    "server runs without --allow-image-urls)",
+                                                    part.where),
+                                        part.url_param, "unsupported_parameter");
+            const std::vector<uint8_t> bytes = fetch_image_url(part.url, options_.image_urls, part.where, part.url_param);
+            encoded.push_back(images_->encode_bytes(bytes, part.where));
+        } else {
+            encoded.push_back(images_->encode(part.url, part.where));
+        }
+    }
     return encoded;
 }
 

@@ -4,13 +4,15 @@
 // `@anthropic-ai/sdk` client a base64 image block, /v1/completions llama-server's prompt object
 // ({prompt_string with <__media__> markers, multimodal_data: base64}); a repeated image is served from the prefix
 // cache with the same greedy text, and skips the vision tower (the encoded-image cache's hit in
-// /metrics); /v1/models says the model takes images; remote URLs, corrupt
-// images and images to a server without --mmproj are 400s naming the part.
+// /metrics); /v1/models says the model takes images; remote URLs (without --allow-image-urls),
+// corrupt images and images to a server without --mmproj are 400s naming the part; with
+// --allow-image-urls an http URL (a local server) gives what the data: URL gives.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
+import { createServer } from 'node:http';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { BINARY, startServer, workDir } from './helpers.js';
@@ -174,6 +176,55 @@ describe('images through serve --mmproj', () => {
     });
     // The server still answers afterwards.
     assert.equal((await ask(dataUrl(10))).choices.length, 1);
+  });
+});
+
+describe('image URLs under --allow-image-urls', () => {
+  let server;
+  let openai;
+  let site;
+  let siteUrl;
+  before(async () => {
+    // A local web server with the picture, a redirect to it, and a page that is not an image.
+    site = createServer((req, res) => {
+      if (req.url === '/cat.png') { res.writeHead(200, { 'Content-Type': 'image/png' }); res.end(png(24, 18, 44)); }
+      else if (req.url === '/moved') { res.writeHead(302, { Location: '/cat.png' }); res.end(); }
+      else if (req.url === '/page') { res.writeHead(200, { 'Content-Type': 'text/html' }); res.end('<p>'); }
+      else { res.writeHead(404); res.end(); }
+    });
+    await new Promise((resolve) => site.listen(0, '127.0.0.1', resolve));
+    siteUrl = `http://127.0.0.1:${site.address().port}`;
+    // The picture's host is loopback, so the test needs --image-url-allow-private.
+    server = await startServer(['-m', textModel, '--mmproj', mmproj, '--chat-template', 'gemma3',
+      '--allow-image-urls', '--image-url-allow-private', '--image-url-timeout', '5'], null);
+    openai = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await server?.stop(); site?.close(); });
+
+  const ask = (url) => openai.chat.completions.create({
+    model: 'vision-gemma3', max_tokens: 8, temperature: 0,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url } }] }],
+  });
+
+  test('an http URL gives what the same picture as a data: URL gives', async () => {
+    const inline = await ask(`data:image/png;base64,${png(24, 18, 44).toString('base64')}`);
+    for (const path of ['/cat.png', '/moved']) {
+      const fetched = await ask(siteUrl + path);
+      assert.equal(fetched.choices[0].message.content, inline.choices[0].message.content, path);
+      assert.equal(fetched.usage.prompt_tokens, inline.usage.prompt_tokens);
+    }
+  });
+
+  test('a failed fetch is a 400 naming the part, the URL and why', async () => {
+    for (const [path, why] of [['/page', /the content type is 'text\/html', not an image/], ['/gone', /HTTP 404/]]) {
+      await assert.rejects(ask(siteUrl + path), (e) => {
+        assert.equal(e.status, 400);
+        assert.equal(e.param, 'messages[0].content[1].image_url.url');
+        assert.ok(e.message.includes(`the image URL ${siteUrl}${path} could not be fetched`), e.message);
+        assert.match(e.message, why);
+        return true;
+      });
+    }
   });
 });
 
