@@ -94,6 +94,9 @@ describe('images through serve --mmproj', () => {
     assert.equal(sample('pagoda:image_cache_misses_total'), 2);
     assert.equal(sample('pagoda:image_cache_entries'), 2);
     assert.equal(sample('pagoda:image_cache_capacity_bytes'), 256 * 1024 * 1024);
+    const state = await (await fetch(`${server.url}/v1/state`)).json();
+    assert.deepEqual(state.image_cache, { hits: 1, misses: 2, evictions: 0, entries: 2, bytes: sample('pagoda:image_cache_bytes'),
+      capacity_bytes: 256 * 1024 * 1024 });
   });
 
   test('/v1/completions takes llama-server\'s prompt object with multimodal_data', async () => {
