@@ -1,5 +1,6 @@
 // `pagoda serve`: the OpenAI-compatible HTTP/SSE/WebSocket server (src/server/) over one model, or
 // over several loaded on demand (serve_models.h, server/model_router.h).
+#include <chrono>
 #include <filesystem>
 
 #include "apps/cli.h"
@@ -35,6 +36,8 @@ struct ServeOptions {
     bool open_health = false, open_metrics = false;
     int64_t max_batched_tokens = 2048;
     int64_t max_image_tokens = 1024;  // image rows per engine step (an image runs whole in one step)
+    int64_t image_url_max_mb = 20;    // --image-url-max-mb
+    double image_url_timeout = 10;    // --image-url-timeout, seconds
     int32_t max_seqs = 64;
     int64_t ctx = 0;
     KvFlags kv;
@@ -108,6 +111,8 @@ int serve(ServeOptions& o) {
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;
     o.gateway.scheduler.max_image_tokens = o.max_image_tokens;
+    o.gateway.image_urls.max_bytes = uint64_t(o.image_url_max_mb) << 20;
+    o.gateway.image_urls.timeout = std::chrono::milliseconds(int64_t(o.image_url_timeout * 1000));
     o.gateway.scheduler.policy = engine::parse_scheduling_policy(o.scheduling_policy);
     o.gateway.scheduler.validate();
     o.spec.options.validate();
@@ -163,6 +168,20 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     sub.add_option("--max-image-tokens", o->max_image_tokens,
                    "Image tokens one engine step computes (an image runs whole in one step; a larger one is refused)")
         ->check(in_range(int64_t(1), int64_t(1) << 24));
+    sub.add_option("--image-cache-mb", o->model.image_cache_mb,
+                   "Encoded-image cache in MiB: the vision tower's output by picture, so a repeated image skips the "
+                   "tower (least recently used dropped first; 0: off)")
+        ->check(in_range(int64_t(0), int64_t(1) << 20));
+    sub.add_flag("--allow-image-urls", o->gateway.image_urls.allow,
+                 "Fetch http:// and https:// image URLs in chat requests (off: only data: URLs are taken)");
+    sub.add_option("--image-url-max-mb", o->image_url_max_mb, "Largest image a URL may return, in MiB")
+        ->check(in_range(int64_t(1), int64_t(1024)));
+    sub.add_option("--image-url-timeout", o->image_url_timeout,
+                   "Seconds one image URL's fetch may take in all (DNS, connect, TLS, at most 3 redirects, body)")
+        ->check(in_range(0.001, 600.0));
+    sub.add_flag("--image-url-allow-private", o->gateway.image_urls.allow_private,
+                 "Also fetch image URLs whose host is a loopback, private or link-local address (off: such URLs are "
+                 "refused, so a request cannot make the server reach its own network)");
     sub.add_option("--max-seqs,--parallel", o->max_seqs, "Sequences running at once (-np, as llama.cpp)")
         ->check(in_range(1, 4096));
     sub.add_option("-c,--ctx-size", o->ctx,

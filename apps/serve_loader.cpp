@@ -70,9 +70,10 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
         // The tower runs on the reference backend when the model does, else on the CPU.
         loaded.images = std::make_shared<server::ImageInput>(options.mmproj,
                                                              options.backend == "reference" ? "reference" : "cpu",
-                                                             options.threads, *tok, cfg.dim);
-        loaded.description += fmt::format(", images ({} tokens each, {})", loaded.images->tokens_per_image(),
-                                          options.mmproj);
+                                                             options.threads, *tok, cfg.dim,
+                                                             uint64_t(options.image_cache_mb) << 20);
+        loaded.description += fmt::format(", images ({} tokens each, {}; encoded-image cache {} MiB)",
+                                          loaded.images->tokens_per_image(), options.mmproj, options.image_cache_mb);
     }
     return loaded;
 }

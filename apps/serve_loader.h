@@ -21,6 +21,7 @@ struct ServeModelOptions {
     std::string backend = "cpu";
     bool fusion = true;
     std::string mmproj;       // --mmproj: the model's vision projector (images in chat requests; empty: none)
+    int64_t image_cache_mb = 256;  // --image-cache-mb: the encoded-image cache's bound (0: off)
     std::string draft_model;  // --draft-model: a GGUF of the same vocabulary (empty: none)
     std::vector<LoraSpec> loras;     // --lora: adapters served as models of their own
     bool allow_runtime_lora = false;  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter

@@ -59,14 +59,20 @@ json text_part(const json& block, const std::string& path) {
 }
 
 // An image block {"type": "image", "source": {"type": "base64", "media_type", "data"}} -> an
-// OpenAI image_url part with the data: URL (the gateway decodes it; image_parts.h).
+// OpenAI image_url part with the data: URL (the gateway decodes it; image_parts.h); a source
+// {"type": "url", "url"} -> a part with that URL.
 json image_part(const json& block, const std::string& path) {
     only_keys(block, path, {"type", "source", "cache_control"});
     check_cache_control(block, path);
     const json* source = field(block, "source");
     if (!source || !source->is_object()) wrong_type(path + ".source", "an object", source ? *source : json());
     const std::string& type = get_string(*source, "type", path + ".source");
-    if (type == "url") unsupported(path + ".source.type", "remote image URLs are not fetched; send a base64 source");
+    if (type == "url") {  // fetched only under --allow-image-urls (the gateway checks)
+        only_keys(*source, path + ".source", {"type", "url"});
+        json part = image_url_part(get_string(*source, "url", path + ".source"));
+        check_image_part(part, path);  // a well-formed http(s) URL
+        return part;
+    }
     if (type != "base64") unsupported(path + ".source.type", fmt::format("'{}' image sources are not served (only base64)", type));
     only_keys(*source, path + ".source", {"type", "media_type", "data"});
     const std::string& media = get_string(*source, "media_type", path + ".source");

@@ -89,6 +89,10 @@ json dashboard_state_json(const DashboardInputs& in) {
         out["prefix_cache"] = nullptr;
     }
     out["kv"] = in.kv ? kv_state_json(*in.kv, in.now) : json(nullptr);
+    if (const auto& c = in.image_cache)
+        out["image_cache"] = {{"hits", c->hits},       {"misses", c->misses},   {"evictions", c->evictions},
+                              {"entries", c->entries}, {"bytes", c->bytes},     {"capacity_bytes", c->capacity_bytes}};
+    else out["image_cache"] = nullptr;
     for (const auto& [k, v] : in.live.items()) out[k] = v;
     return out;
 }

@@ -2,12 +2,14 @@
 // counters (EngineStats), its KV pool block by block (KvSnapshot, as runs), and the windowed
 // figures of LiveStats. Pure: the gateway gathers the inputs, this only shapes them.
 #pragma once
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/engine_stats.h"
 #include "engine/kv_snapshot.h"
+#include "vision/encoded_image_cache.h"
 
 namespace pagoda::server {
 
@@ -21,6 +23,7 @@ struct DashboardInputs {
     const engine::KvSnapshot* kv = nullptr;      // null unless the engine runs
     engine::Clock::time_point now{};             // for the snapshot's age
     nlohmann::json live = nlohmann::json::object();  // LiveStats::to_json
+    std::optional<vision::ImageCacheStats> image_cache;  // the encoded-image cache (none: no --mmproj, or off)
 };
 
 nlohmann::json dashboard_state_json(const DashboardInputs& in);

@@ -1,4 +1,5 @@
 #include "server/gateway.h"
+#include "server/image_url.h"
 
 #include <algorithm>
 #include <chrono>
@@ -219,6 +220,8 @@ SimpleResponse Gateway::metrics() {
     engine::EngineStats stats;
     const bool ready = state() == State::ready;
     if (ready) stats = engine_->stats();
+    if (ready && images_)
+        if (auto cache = images_->cache_stats()) metrics_.set_image_cache(*cache);
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(ready ? &stats : nullptr, ready)};
 }
 
@@ -248,8 +251,12 @@ std::shared_ptr<Job> Gateway::start(Endpoint endpoint, const nlohmann::ordered_j
 }
 
 std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams& p) {
-    if (p.endpoint != Endpoint::chat_completions) return {};
-    const std::vector<ImagePart> parts = image_parts(p.messages);
+    const bool chat = p.endpoint == Endpoint::chat_completions;
+    std::vector<ImagePart> parts;  // chat: data: URLs; completions: p.multimodal_data's base64 (url unused)
+    if (chat) parts = image_parts(p.messages);
+    else
+        for (size_t i = 0; i < p.multimodal_data.size(); ++i)
+            parts.push_back({fmt::format("prompt.multimodal_data[{}]", i), {}});
     if (parts.empty()) return {};
     if (!images_)
         throw ApiError::invalid(fmt::format("'{}': this model takes no images (the server runs without --mmproj)",
@@ -262,7 +269,22 @@ std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams&
                                             parts[0].where, images_->tokens_per_image(), step_images),
                                 parts[0].where, "invalid_image");
     std::vector<vision::EncodedImage> encoded;
-    for (const ImagePart& part : parts) encoded.push_back(images_->encode(part.url, part.where));
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const ImagePart& part = parts[i];
+        if (!chat) {
+            encoded.push_back(images_->encode_base64(p.multimodal_data[i], part.where));
+        } else if (is_http_url(part.url)) {
+            if (!options_.image_urls.allow)
+                throw ApiError::invalid(fmt::format("'{}': remote image URLs are not fetched; send a data: URL (the "
+                                                    "server runs without --allow-image-urls)",
+                                                    part.where),
+                                        part.url_param, "unsupported_parameter");
+            const std::vector<uint8_t> bytes = fetch_image_url(part.url, options_.image_urls, part.where, part.url_param);
+            encoded.push_back(images_->encode_bytes(bytes, part.where));
+        } else {
+            encoded.push_back(images_->encode(part.url, part.where));
+        }
+    }
     return encoded;
 }
 
@@ -306,14 +328,16 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
             tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr, vocab, fim);
         prompts_open_thinking = prompts.opens_thinking;
         std::vector<engine::PromptImage> images;
-        if (!encoded.empty()) images = images_->expand(prompts.prompts.at(0), std::move(encoded));
+        if (!encoded.empty())
+            images = images_->expand(prompts.prompts.at(0), std::move(encoded),
+                                     p.endpoint == Endpoint::chat_completions ? "messages" : "prompt");
         requests = make_engine_requests(p, std::move(prompts),
                                         {.context = engine_->context_limit(),
                                          .vocab_size = vocab,
                                          .max_prompt_tokens = options_.max_prompt_tokens,
                                          .max_tokens_limit = options_.max_tokens_limit,
                                          .max_seqs = options_.scheduler.max_seqs});
-        if (!images.empty()) requests.subs.at(0).images = std::move(images);  // a chat request: one prompt
+        if (!images.empty()) requests.subs.at(0).images = std::move(images);  // one prompt (chat, or a prompt object)
         // A grammar gets the model's reasoning block in front; a thinking budget goes to the engine.
         apply_reasoning(p, {.template_thinks = split_reasoning_, .prompt_opens = prompts_open_thinking,
                             .format = reasoning_format_,

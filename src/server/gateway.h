@@ -27,6 +27,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/rate_limiter.h"
+#include "server/image_fetch.h"
 #include "server/image_input.h"
 #include "server/reasoning_request.h"
 #include "server/request_ids.h"
@@ -45,6 +46,7 @@ struct GatewayOptions {
     int64_t max_tokens_limit = 4096;    // largest max_tokens accepted
     std::string chat_template;          // name or file; empty: the model's, else chatml
     MetricsCompat metrics_compat = MetricsCompat::none;  // vllm: also serve vLLM's metric names
+    ImageFetchOptions image_urls;       // http(s) image URLs: refused unless image_urls.allow
     bool open_health = true, open_metrics = true;
     // Chat reasoning split (chat/reasoning.h): "none", "deepseek", or "" for deepseek when the chat
     // template thinks (mentions <think>).
@@ -265,7 +267,8 @@ private:
     // A parsed chat or completions request from the model check to its submission: tokenize, check
     // against the model, admit, build the Job (response id `id`; `prepare` runs on it before the
     // engine can deliver anything) and submit. Throws ApiError.
-    // A chat request's image parts, encoded in order (image_input.h); none for other requests.
+    // A chat request's image parts, or a completions prompt object's multimodal_data, encoded in
+    // order (image_input.h); none for other requests.
     // ApiError 400 naming the part: no --mmproj, an image larger than a step's image tokens, an
     // unreadable one.
     std::vector<vision::EncodedImage> encode_images(const CompletionParams& p);

@@ -29,6 +29,7 @@ SimpleResponse Gateway::live_state() {
             kv = engine_->kv_snapshot();
             in.stats = &stats;
             in.kv = &kv;
+            if (images_) in.image_cache = images_->cache_stats();
             break;
         }
     }

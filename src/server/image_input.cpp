@@ -25,8 +25,9 @@ constexpr uint64_t kMaxImageBytes = uint64_t(20) << 20;
 }  // namespace
 
 ImageInput::ImageInput(const std::string& mmproj_path, const std::string& backend, int threads,
-                       const tokenizer::Tokenizer& tokenizer, int64_t text_dim)
+                       const tokenizer::Tokenizer& tokenizer, int64_t text_dim, uint64_t cache_bytes)
     : encoder_(std::make_unique<vision::ImageEncoder>(mmproj_path, backend, threads)) {
+    if (cache_bytes > 0) cache_ = std::make_unique<vision::EncodedImageCache>(cache_bytes);
     if (encoder_->config().text_dim != text_dim)
         fail("{}: the projector's output width {} is not the text model's {}", mmproj_path, encoder_->config().text_dim,
              text_dim);
@@ -47,8 +48,20 @@ vision::EncodedImage ImageInput::encode(const std::string& url, const std::strin
             throw ApiError::invalid(fmt::format("'{}' is an unsupported image type '{}': PNG, JPEG and WebP are read",
                                                 where, type),
                                     where, "invalid_image");
-        std::lock_guard lock(mutex_);
-        return encoder_->encode(data.bytes, where);
+        return encode_checked(data.bytes, where);
+    } catch (const ApiError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw ApiError::invalid(fmt::format("'{}' is not a readable image: {}", where, e.what()), where, "invalid_image");
+    }
+}
+
+vision::EncodedImage ImageInput::encode_base64(const std::string& base64, const std::string& where) {
+    try {
+        if (base64.size() / 4 * 3 > kMaxImageBytes)
+            throw ApiError::invalid(fmt::format("'{}' is over the limit of {} bytes for an image", where, kMaxImageBytes),
+                                    where, "invalid_image");
+        return encode_checked(vision::decode_base64(base64, where), where);
     } catch (const ApiError&) {
         throw;
     } catch (const std::exception& e) {
@@ -58,15 +71,41 @@ vision::EncodedImage ImageInput::encode(const std::string& url, const std::strin
 
 vision::EncodedImage ImageInput::encode_bytes(std::span<const uint8_t> bytes, const std::string& where) {
     try {
-        std::lock_guard lock(mutex_);
-        return encoder_->encode(bytes, where);
+        return encode_checked(bytes, where);
     } catch (const std::exception& e) {
         throw ApiError::invalid(fmt::format("'{}' is not a readable image: {}", where, e.what()), where, "invalid_image");
     }
 }
 
+vision::EncodedImage ImageInput::encode_checked(std::span<const uint8_t> bytes, const std::string& where) {
+    // Decoding, resizing and hashing need no lock: only the tower is one at a time.
+    vision::PreparedImage prepared = encoder_->prepare(bytes, where);
+    const vision::ImageCacheKey key{.projector = encoder_->projector_id(), .pixels = prepared.hash};
+    if (cache_)
+        if (auto hit = cache_->find(key)) return {.embeddings = std::move(*hit), .hash = prepared.hash};
+    vision::EncodedImage out;
+    out.hash = prepared.hash;
+    {
+        std::lock_guard lock(mutex_);
+        out.embeddings = encoder_->run_tower(prepared);
+    }
+    if (cache_) cache_->insert(key, out.embeddings);
+    return out;
+}
+
+uint64_t ImageInput::tower_runs() const {
+    std::lock_guard lock(mutex_);
+    return encoder_->tower_runs();
+}
+
+std::optional<vision::ImageCacheStats> ImageInput::cache_stats() const {
+    if (!cache_) return std::nullopt;
+    return cache_->stats();
+}
+
 std::vector<engine::PromptImage> ImageInput::expand(std::vector<int32_t>& prompt,
-                                                    std::vector<vision::EncodedImage> images) const {
+                                                    std::vector<vision::EncodedImage> images,
+                                                    const std::string& param) const {
     size_t markers = 0;
     for (int32_t id : prompt) markers += id == ids_.start ? 1 : 0;
     if (markers != images.size())
@@ -74,7 +113,7 @@ std::vector<engine::PromptImage> ImageInput::expand(std::vector<int32_t>& prompt
                                             "template renders no image where a part was, or a message's text spells "
                                             "the marker",
                                             markers, kImageMarker, images.size()),
-                                "messages", "invalid_image");
+                                param, "invalid_image");
     std::vector<int32_t> out;
     std::vector<engine::PromptImage> spans;
     out.reserve(prompt.size() + images.size() * size_t(tokens_per_image_ + 8));

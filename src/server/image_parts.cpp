@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/api_error.h"
+#include "server/image_url.h"
 
 namespace pagoda::server {
 
@@ -18,8 +19,10 @@ std::vector<ImagePart> image_parts(const json& messages) {
         if (content == m.end() || !content->is_array()) continue;
         for (size_t j = 0; j < content->size(); ++j) {
             const json& part = (*content)[j];
-            if (part.is_object() && part.value("type", "") == "image_url")
-                parts.push_back({fmt::format("messages[{}].content[{}]", i, j), part["image_url"]["url"].get<std::string>()});
+            if (part.is_object() && part.value("type", "") == "image_url") {
+                const std::string where = fmt::format("messages[{}].content[{}]", i, j);
+                parts.push_back({where, part["image_url"]["url"].get<std::string>(), where + ".image_url.url"});
+            }
         }
     }
     return parts;
@@ -48,12 +51,28 @@ void check_image_part(const json& part, const std::string& where) {
         throw ApiError::invalid(fmt::format("'{}.image_url.url' must be a string (a data: URL)", where),
                                 where + ".image_url.url", "invalid_type");
     const std::string& u = url->get_ref<const std::string&>();
-    if (u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0)
-        throw ApiError::invalid(fmt::format("'{}': remote image URLs are not fetched; send a data: URL", where),
-                                where + ".image_url.url", "unsupported_parameter");
+    if (is_http_url(u)) {
+        try {
+            (void)parse_http_url(u);
+        } catch (const std::exception& e) {
+            throw ApiError::invalid(fmt::format("'{}.image_url.url' is not a usable image URL: {}", where, e.what()),
+                                    where + ".image_url.url", "invalid_value");
+        }
+        return;
+    }
     if (u.rfind("data:", 0) != 0)
-        throw ApiError::invalid(fmt::format("'{}.image_url.url' must be a data: URL (data:image/png;base64,...)", where),
+        throw ApiError::invalid(fmt::format("'{}.image_url.url' must be a data: URL (data:image/png;base64,...) or an "
+                                            "http(s) URL",
+                                            where),
                                 where + ".image_url.url", "invalid_value");
+}
+
+size_t count_media_markers(std::string_view text) {
+    size_t n = 0;
+    for (size_t at = text.find(kMediaMarker); at != std::string_view::npos;
+         at = text.find(kMediaMarker, at + std::string_view(kMediaMarker).size()))
+        ++n;
+    return n;
 }
 
 json image_url_part(const std::string& url) { return json{{"type", "image_url"}, {"image_url", {{"url", url}}}}; }

@@ -122,6 +122,32 @@ int64_t TokenizedPrompts::total() const {
     return n;
 }
 
+// A prompt object's text: the pieces between <__media__> markers as plain text (no special-token
+// parsing, as any completions prompt), the first with the vocabulary's BOS, and the model's image
+// marker (Gemma 3's <start_of_image>) for each media marker, which ImageInput::expand replaces.
+std::vector<int32_t> tokenize_media_prompt(const std::string& text, const tokenizer::Tokenizer& tok) {
+    const std::vector<int32_t> marker =
+        tok.encode(kImageMarker, {.add_bos = false, .add_eos = false, .parse_special = true});
+    const std::string_view media = kMediaMarker;
+    std::vector<std::string_view> pieces;
+    for (size_t from = 0;;) {
+        const size_t at = text.find(media, from);
+        pieces.push_back(std::string_view(text).substr(from, at == std::string::npos ? std::string::npos : at - from));
+        if (at == std::string::npos) break;
+        from = at + media.size();
+    }
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        if (i) out.insert(out.end(), marker.begin(), marker.end());
+        tokenizer::EncodeOptions options;  // BOS before the first piece, EOS after the last (the vocabulary's)
+        if (i > 0) options.add_bos = false;
+        if (i + 1 < pieces.size()) options.add_eos = false;
+        const std::vector<int32_t> ids = tok.encode(pieces[i], options);
+        out.insert(out.end(), ids.begin(), ids.end());
+    }
+    return out;
+}
+
 TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tok,
                                   const chat::ChatTemplate* chat_template, int64_t vocab_size,
                                   const FimSettings& fim) {
@@ -147,7 +173,8 @@ TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::To
         out.prompts.push_back(render_chat(p, tok, chat_template, out.opens_thinking));
     } else {
         for (const auto& prompt : p.prompts) {
-            out.prompts.push_back(tokenize_prompt(prompt, tok, vocab_size));
+            if (!p.multimodal_data.empty()) out.prompts.push_back(tokenize_media_prompt(std::get<std::string>(prompt), tok));
+            else out.prompts.push_back(tokenize_prompt(prompt, tok, vocab_size));
             if (p.echo)
                 out.echo_text.push_back(std::holds_alternative<std::string>(prompt) ? std::get<std::string>(prompt)
                                                                                     : tok.decode(out.prompts.back()));

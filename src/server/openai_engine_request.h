@@ -2,7 +2,8 @@
 // steps shared by the HTTP gateway and `pagoda batch`:
 //   tokenize_prompts(): each completions prompt to token ids (text is encoded WITHOUT parsing
 //     special-token text, so a user string cannot forge control tokens; token ids are range-checked
-//     against the vocabulary), or the chat messages rendered through the chat template;
+//     against the vocabulary), or the chat messages rendered through the chat template; a prompt
+//     object's <__media__> markers become the model's image marker (ImageInput::expand's input);
 //   make_engine_requests(): n against the engine's sequences, vocabulary checks of logit_bias / stop_token_ids, prompt and max_tokens
 //     limits against the context, OpenAI's max_tokens defaults, and one engine::Request per prompt
 //     ("sub"; sub k's seed is seed + k*n so its choices differ from the other prompts').

@@ -4,6 +4,7 @@
 
 #include "core/json_reader.h"
 #include "server/api_error.h"
+#include "server/image_parts.h"
 #include "server/openai_request_parts.h"
 #include "server/request_fields.h"
 
@@ -13,6 +14,30 @@ namespace {
 using json = nlohmann::json;
 using namespace json_reader;
 
+// llama-server's multimodal prompt: {"prompt_string": "... <__media__> ...", "multimodal_data":
+// ["<base64>", ...]}, one image per marker, in order (image_parts.h).
+void parse_prompt_object(const json& prompt, CompletionParams& p) {
+    for (auto it = prompt.begin(); it != prompt.end(); ++it)
+        if (it.key() != "prompt_string" && it.key() != "multimodal_data")
+            throw ApiError::invalid(fmt::format("'prompt.{}' is not a field of a prompt object (prompt_string, "
+                                                "multimodal_data)",
+                                                it.key()),
+                                    "prompt." + it.key(), "unsupported_parameter");
+    const std::string& text = read_string(required(prompt, "prompt_string", "prompt.prompt_string"), "prompt.prompt_string");
+    p.prompts.emplace_back(text);
+    if (const json* data = field(prompt, "multimodal_data")) {
+        read_array(*data, "prompt.multimodal_data", "an array of base64 strings");
+        for (size_t i = 0; i < data->size(); ++i)
+            p.multimodal_data.push_back(read_string((*data)[i], fmt::format("prompt.multimodal_data[{}]", i)));
+    }
+    const size_t markers = count_media_markers(text);
+    if (markers != p.multimodal_data.size())
+        throw ApiError::invalid(fmt::format("'prompt.prompt_string' holds {} media markers ({}) for {} items of "
+                                            "'prompt.multimodal_data': one marker per image",
+                                            markers, kMediaMarker, p.multimodal_data.size()),
+                                "prompt.multimodal_data", "invalid_value");
+}
+
 void parse_prompt(const json& body, CompletionParams& p) {
     const json* prompt = field(body, "prompt");
     if (!prompt) missing("prompt");
@@ -20,7 +45,8 @@ void parse_prompt(const json& body, CompletionParams& p) {
         p.prompts.emplace_back(prompt->get<std::string>());
         return;
     }
-    read_array(*prompt, "prompt", "a string, an array of strings or an array of token ids");
+    if (prompt->is_object()) return parse_prompt_object(*prompt, p);
+    read_array(*prompt, "prompt", "a string, an array of strings, an array of token ids or a prompt object");
     if (prompt->empty()) bad_value("prompt", "must not be an empty array");
     if ((*prompt)[0].is_number()) {  // one prompt as token ids
         p.prompts.emplace_back(openai_fields::token_array(*prompt, "prompt"));
@@ -31,6 +57,11 @@ void parse_prompt(const json& body, CompletionParams& p) {
         const std::string name = fmt::format("prompt[{}]", i);
         if (item.is_string()) p.prompts.emplace_back(item.get<std::string>());
         else if (item.is_array() && !item.empty()) p.prompts.emplace_back(openai_fields::token_array(item, name));
+        else if (item.is_object())
+            throw ApiError::invalid(fmt::format("'{}': a prompt object (prompt_string, multimodal_data) is served as "
+                                                "the request's only prompt, not in an array of prompts",
+                                                name),
+                                    name, "unsupported_parameter");
         else wrong_type(name, "a string or a non-empty array of token ids", item);
     }
 }
@@ -46,6 +77,10 @@ void parse_completion_output(const json& body, CompletionParams& p) {
             if (p.echo)
                 throw ApiError::invalid("'echo' together with a non-empty 'suffix' is not supported", "echo",
                                         "unsupported_parameter");
+            if (!p.multimodal_data.empty())
+                throw ApiError::invalid("'suffix' (fill in the middle) together with 'prompt.multimodal_data' is not "
+                                        "supported",
+                                        "suffix", "unsupported_parameter");
             p.fim = FimRequest{.suffix = suffix};
         }
     }

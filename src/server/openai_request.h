@@ -68,6 +68,8 @@ struct CompletionParams {
     Endpoint endpoint = Endpoint::completions;
     std::string model;                       // as sent (may be empty)
     std::vector<PromptInput> prompts;        // completions: one or more prompts
+    std::vector<std::string> multimodal_data;  // completions: base64 images for the one prompt's
+                                               // <__media__> markers (llama-server's prompt object)
     nlohmann::json messages;                 // chat: the messages array as sent
     nlohmann::ordered_json tools;            // chat: tools array or null (handed to the template), keys in
                                              // the order sent, so a schema's properties keep their order

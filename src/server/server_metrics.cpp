@@ -26,6 +26,12 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
                 {"block_size", "num_blocks", "cache_dtype"});
     r.add_counter("pagoda:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache");
     r.add_counter("pagoda:prefix_cache_hits_total", "Prompt tokens found in the prefix cache");
+    r.add_counter("pagoda:image_cache_hits_total", "Images whose encoding came from the encoded-image cache (the vision tower skipped)");
+    r.add_counter("pagoda:image_cache_misses_total", "Images looked up in the encoded-image cache and run through the vision tower");
+    r.add_counter("pagoda:image_cache_evictions_total", "Encoded images dropped from the cache to stay within its bound");
+    r.add_gauge("pagoda:image_cache_entries", "Encoded images the cache holds");
+    r.add_gauge("pagoda:image_cache_bytes", "Bytes the encoded-image cache holds (embeddings and per-entry overhead)");
+    r.add_gauge("pagoda:image_cache_capacity_bytes", "The encoded-image cache's bound (--image-cache-mb; 0: off)");
     r.add_counter("pagoda:prefix_cache_tier_hits_total",
                   "KV blocks a prompt missed in the pool and found in the second prefix-cache tier, by tier",
                   {"tier"});
@@ -150,6 +156,15 @@ void ServerMetrics::on_deadline_miss(const std::string& key, const std::string& 
 void ServerMetrics::on_rejection(const std::string& key, const std::string& reason) {
     live_.on_rejection(key, reason, now());
     registry_.inc("pagoda:api_rejections_total", {key, reason});
+}
+
+void ServerMetrics::set_image_cache(const vision::ImageCacheStats& c) {
+    registry_.set("pagoda:image_cache_hits_total", double(c.hits));
+    registry_.set("pagoda:image_cache_misses_total", double(c.misses));
+    registry_.set("pagoda:image_cache_evictions_total", double(c.evictions));
+    registry_.set("pagoda:image_cache_entries", double(c.entries));
+    registry_.set("pagoda:image_cache_bytes", double(c.bytes));
+    registry_.set("pagoda:image_cache_capacity_bytes", double(c.capacity_bytes));
 }
 
 std::string ServerMetrics::render(const engine::EngineStats* s, bool ready) {

@@ -14,6 +14,7 @@
 #include "engine/engine_stats.h"
 #include "server/live_stats.h"
 #include "server/prometheus.h"
+#include "vision/encoded_image_cache.h"
 
 namespace pagoda::server {
 
@@ -40,6 +41,8 @@ public:
     // The tokens a finished request of `key` used: what fair share divides between keys.
     void on_key_tokens(const std::string& key, int64_t prompt_tokens, int64_t completion_tokens);
 
+    // The encoded-image cache's counters (copied at scrape time, as the engine's).
+    void set_image_cache(const vision::ImageCacheStats& cache);
     // Renders everything; `stats` is null while the model loads.
     std::string render(const engine::EngineStats* stats, bool ready);
 

@@ -1,5 +1,6 @@
 #include "vision/image_encoder.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -16,20 +17,37 @@ namespace pagoda::vision {
 ImageEncoder::ImageEncoder(const std::string& mmproj_path, const std::string& backend, int threads)
     : file_(gguf::File::open(mmproj_path)), backend_(backend::make_backend(backend, {.n_threads = threads})) {
     tower_ = std::make_unique<VisionTower>(*file_, *backend_);
+    // Path, size and modification time: a file rewritten in place (gen-model again) is another projector.
+    std::error_code ec;
+    const std::string where = std::filesystem::weakly_canonical(mmproj_path, ec).string();
+    const auto size = std::filesystem::file_size(mmproj_path, ec);
+    const auto mtime = std::filesystem::last_write_time(mmproj_path, ec).time_since_epoch().count();
+    const uint64_t facts[2] = {uint64_t(size), uint64_t(mtime)};
+    projector_id_ = checksum64(where.data(), where.size(), checksum64(facts, sizeof facts));
 }
 
 ImageEncoder::~ImageEncoder() = default;
 
 const VisionConfig& ImageEncoder::config() const { return tower_->config(); }
 
-EncodedImage ImageEncoder::encode(std::span<const uint8_t> bytes, std::string_view what) {
+PreparedImage ImageEncoder::prepare(std::span<const uint8_t> bytes, std::string_view what) const {
     const Image image = decode_image(bytes, {}, what);
     const VisionConfig& c = config();
-    EncodedImage out;
-    out.embeddings = tower_->encode(siglip_preprocess(image, c.image_size, c.patch_size, c.norm));
+    PreparedImage out;
+    out.patches = siglip_preprocess(image, c.image_size, c.patch_size, c.norm);
     const uint64_t size[2] = {uint64_t(image.width), uint64_t(image.height)};
     out.hash = checksum64(image.rgb.data(), image.rgb.size(), checksum64(size, sizeof size));
     return out;
+}
+
+std::vector<float> ImageEncoder::run_tower(const PreparedImage& image) {
+    ++tower_runs_;
+    return tower_->encode(image.patches);
+}
+
+EncodedImage ImageEncoder::encode(std::span<const uint8_t> bytes, std::string_view what) {
+    PreparedImage prepared = prepare(bytes, what);
+    return {.embeddings = run_tower(prepared), .hash = prepared.hash};
 }
 
 EncodedImage ImageEncoder::encode_file(const std::string& path) {

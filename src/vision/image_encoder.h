@@ -2,7 +2,9 @@
 // (mmproj.h), runs its vision tower on a backend of its own, and for each image decodes the bytes
 // (image.h), preprocesses them (preprocess.h) and encodes them into soft-token embeddings. The
 // content hash is of the decoded pixels, so the same picture in another encoding hashes alike (the
-// prefix cache keys image rows by it). Errors name the image (`what`) or the file; not thread-safe.
+// prefix cache keys image rows by it). Errors name the image (`what`) or the file. encode() is
+// prepare() (decode, hash, preprocess: const, safe from several threads at once) then run_tower()
+// (not thread-safe), so a caller with an EncodedImageCache can skip the tower on a known picture.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "vision/mmproj.h"
+#include "vision/preprocess.h"
 
 namespace pagoda::gguf {
 class File;
@@ -23,6 +26,12 @@ class Backend;
 namespace pagoda::vision {
 
 class VisionTower;
+
+// An image decoded and preprocessed for the tower: its patches and its content hash.
+struct PreparedImage {
+    Patches patches;
+    uint64_t hash = 0;  // of the decoded RGB pixels and their size
+};
 
 struct EncodedImage {
     std::vector<float> embeddings;  // n_image_tokens x text_dim, row-major
@@ -37,12 +46,22 @@ public:
     const VisionConfig& config() const;
     int64_t tokens_per_image() const { return config().n_image_tokens(); }
     EncodedImage encode(std::span<const uint8_t> bytes, std::string_view what);
+    // The two halves of encode(): prepare() is const and thread-safe; run_tower() is neither.
+    PreparedImage prepare(std::span<const uint8_t> bytes, std::string_view what) const;
+    std::vector<float> run_tower(const PreparedImage& image);
+    // How many times the tower ran (what a cache saves).
+    uint64_t tower_runs() const { return tower_runs_; }
+    // This projector's identity for cache keys: a hash of the file's path, size and metadata, so
+    // two projectors' embeddings never share a key.
+    uint64_t projector_id() const { return projector_id_; }
     EncodedImage encode_file(const std::string& path);
 
 private:
     std::unique_ptr<gguf::File> file_;
     std::unique_ptr<backend::Backend> backend_;
     std::unique_ptr<VisionTower> tower_;
+    uint64_t tower_runs_ = 0;
+    uint64_t projector_id_ = 0;
 };
 
 // Gemma 3's layout of an image in the prompt, as its processor expands the image token:

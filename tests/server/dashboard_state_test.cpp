@@ -69,6 +69,7 @@ TEST(DashboardState, LoadingServerHasNoEngineParts) {
     EXPECT_TRUE(j["engine"].is_null());
     EXPECT_TRUE(j["kv"].is_null());
     EXPECT_TRUE(j["prefix_cache"].is_null());
+    EXPECT_TRUE(j["image_cache"].is_null()) << "no encoded-image cache";
     EXPECT_FALSE(j.contains("error"));
     EXPECT_EQ(j["limits"], json::parse(R"({"max_batched_tokens":512,"max_seqs":8,"max_queue":64})"));
     EXPECT_EQ(j["latency"]["ttft"]["count"], 0);
@@ -95,6 +96,11 @@ TEST(DashboardState, EngineAndPrefixCacheCounters) {
     EXPECT_EQ(j["prefix_cache"]["hit_tokens"], 50);
     EXPECT_DOUBLE_EQ(j["prefix_cache"]["hit_rate"].get<double>(), 0.25);
     EXPECT_EQ(j["kv"]["map"], json::parse(R"([[1,"f"]])"));
+
+    in.image_cache = vision::ImageCacheStats{.hits = 4, .misses = 2, .evictions = 1, .entries = 1, .bytes = 4192,
+                                             .capacity_bytes = 1 << 20};
+    EXPECT_EQ(dashboard_state_json(in)["image_cache"],
+              json::parse(R"({"hits":4,"misses":2,"evictions":1,"entries":1,"bytes":4192,"capacity_bytes":1048576})"));
 }
 
 TEST(LiveStats, WindowedLatencyThroughputAndKeys) {

@@ -74,8 +74,13 @@ TEST(ImageParts, ChatCompletionsImageUrlPartsAreCheckedAndFound) {
         EXPECT_EQ(e.param, param) << e.what();
         EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     };
-    refused({{"url", "https://example.com/cat.png"}}, "messages[0].content[0].image_url.url",
-            "remote image URLs are not fetched; send a data: URL");
+    // A well-formed http(s) URL passes the parser (the gateway fetches it only with --allow-image-urls).
+    EXPECT_EQ(chat_error(json::array({{{"type", "image_url"}, {"image_url", {{"url", "https://example.com/cat.png"}}}}}))
+                  .status,
+              0);
+    refused({{"url", "https://user:pw@example.com/cat.png"}}, "messages[0].content[0].image_url.url",
+            "not a usable image URL: URLs with user:password@ are not fetched");
+    refused({{"url", "http://exa mple.com/"}}, "messages[0].content[0].image_url.url", "space or a control character");
     refused({{"url", "file:///etc/passwd"}}, "messages[0].content[0].image_url.url", "must be a data: URL");
     refused({{"url", data_url(1)}, {"detail", "high"}}, "messages[0].content[0].image_url.detail", "only \"auto\"");
     refused({{"url", data_url(1)}, {"format", "png"}}, "messages[0].content[0].image_url.format", "not a field");
@@ -109,7 +114,7 @@ TEST(ImageParts, ResponsesInputImageBecomesAnImageUrlPart) {
             EXPECT_EQ(e.param, param) << e.what();
         }
     };
-    refused({{"type", "input_image"}, {"image_url", "https://example.com/a.png"}}, "input[0].content[0].image_url.url");
+    refused({{"type", "input_image"}, {"image_url", "https://example.com:99999/a.png"}}, "input[0].content[0].image_url.url");
     refused({{"type", "input_image"}, {"file_id", "file-1"}}, "input[0].content[0].file_id");
     refused({{"type", "input_image"}, {"image_url", data_url(3)}, {"detail", "low"}},
             "input[0].content[0].image_url.detail");
@@ -142,8 +147,16 @@ TEST(ImageParts, AnthropicImageBlockBecomesADataUrlPart) {
             EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
         }
     };
-    refused({{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://example.com/a.png"}}}}, "user",
-            "messages[0].content[0].source.type", "remote image URLs are not fetched");
+    {  // A URL source becomes an image_url part with the URL (fetched only with --allow-image-urls).
+        json b = body;
+        b["messages"][0]["content"][0] = {{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://example.com/a.png"}}}};
+        const auto url_parts = image_parts(json(translate_anthropic_request(b, MessagesRoute::messages).chat_body)["messages"]);
+        ASSERT_EQ(url_parts.size(), 1u);
+        EXPECT_EQ(url_parts[0].url, "https://example.com/a.png");
+        EXPECT_EQ(url_parts[0].url_param, "messages[0].content[0].image_url.url");
+    }
+    refused({{"type", "image"}, {"source", {{"type", "url"}, {"url", "ftp://example.com/a.png"}}}}, "user",
+            "messages[0].content[0].image_url.url", "must be a data: URL");
     refused({{"type", "image"}, {"source", {{"type", "file"}, {"file_id", "f"}}}}, "user",
             "messages[0].content[0].source.type", "only base64");
     refused({{"type", "image"}, {"source", {{"type", "base64"}, {"media_type", "image/png"}}}}, "user",

@@ -1,14 +1,18 @@
 // Images end to end: `pagoda serve --mmproj` on a random Gemma 3 and its random projector
 // (gen-model --mmproj, 16 soft tokens per image) with Gemma 3's chat template. The official
 // `openai` client sends a data-URL PNG (Chat Completions image_url, Responses input_image), the
-// `@anthropic-ai/sdk` client a base64 image block; a repeated image is served from the prefix
-// cache with the same greedy text; /v1/models says the model takes images; remote URLs, corrupt
-// images and images to a server without --mmproj are 400s naming the part.
+// `@anthropic-ai/sdk` client a base64 image block, /v1/completions llama-server's prompt object
+// ({prompt_string with <__media__> markers, multimodal_data: base64}); a repeated image is served from the prefix
+// cache with the same greedy text, and skips the vision tower (the encoded-image cache's hit in
+// /metrics); /v1/models says the model takes images; remote URLs (without --allow-image-urls),
+// corrupt images and images to a server without --mmproj are 400s naming the part; with
+// --allow-image-urls an http URL (a local server) gives what the data: URL gives.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
+import { createServer } from 'node:http';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { BINARY, startServer, workDir } from './helpers.js';
@@ -83,6 +87,47 @@ describe('images through serve --mmproj', () => {
     // Another picture with the same placeholder ids: its image blocks are not served from the cache.
     const other = await ask(dataUrl(200));
     assert.ok(other.usage.prompt_tokens_details.cached_tokens < again.usage.prompt_tokens_details.cached_tokens);
+    // The encoded-image cache: the repeated picture skipped the tower, the two others ran it.
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const sample = (name) => Number(metrics.match(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm'))?.[1]);
+    assert.equal(sample('pagoda:image_cache_hits_total'), 1, metrics);
+    assert.equal(sample('pagoda:image_cache_misses_total'), 2);
+    assert.equal(sample('pagoda:image_cache_entries'), 2);
+    assert.equal(sample('pagoda:image_cache_capacity_bytes'), 256 * 1024 * 1024);
+    const state = await (await fetch(`${server.url}/v1/state`)).json();
+    assert.deepEqual(state.image_cache, { hits: 1, misses: 2, evictions: 0, entries: 2, bytes: sample('pagoda:image_cache_bytes'),
+      capacity_bytes: 256 * 1024 * 1024 });
+  });
+
+  test('/v1/completions takes llama-server\'s prompt object with multimodal_data', async () => {
+    const complete = (prompt) => openai.completions.create({ model: 'vision-gemma3', max_tokens: 8, temperature: 0, prompt });
+    const tokens = async (content, add_special) => (await (await fetch(`${server.url}/tokenize`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ content, add_special }),
+    })).json()).tokens.length;
+    const plain = await complete('Describe ');
+    const first = await complete({ prompt_string: 'Describe <__media__>', multimodal_data: [b64(31)] });
+    // The marker became Gemma 3's layout: "\n\n" <start_of_image> 16 soft tokens <end_of_image> "\n\n".
+    const nl = await tokens('\n\n', false);
+    assert.equal(first.usage.prompt_tokens, plain.usage.prompt_tokens + 18 + 2 * nl);
+    assert.equal(first.choices[0].finish_reason, 'length');
+    const again = await complete({ prompt_string: 'Describe <__media__>', multimodal_data: [b64(31)] });
+    assert.equal(again.choices[0].text, first.choices[0].text);
+    assert.ok(again.usage.prompt_tokens_details.cached_tokens >= 16, JSON.stringify(again.usage));
+    const two = await complete({ prompt_string: '<__media__> then <__media__>', multimodal_data: [b64(31), b64(32)] });
+    assert.equal(two.usage.prompt_tokens, (await tokens('', true)) + (await tokens(' then ', false)) + 2 * (18 + 2 * nl));
+
+    const refused = async (prompt, param, words) => {
+      await assert.rejects(complete(prompt), (e) => {
+        assert.equal(e.status, 400);
+        assert.equal(e.param, param);
+        assert.match(e.message, words);
+        return true;
+      });
+    };
+    await refused({ prompt_string: 'a <__media__>', multimodal_data: [] }, 'prompt.multimodal_data', /1 media markers/);
+    await refused({ prompt_string: '<__media__>', multimodal_data: ['@@@@'] }, 'prompt.multimodal_data[0]', /not a readable image/);
+    await refused({ prompt_string: '<__media__>', multimodal_data: [b64(3)], extra: 1 }, 'prompt.extra', /not a field/);
+    await refused(['a', { prompt_string: 'b' }], 'prompt[1]', /only prompt/);
   });
 
   test('/v1/models says the model takes images', async () => {
@@ -134,6 +179,55 @@ describe('images through serve --mmproj', () => {
     });
     // The server still answers afterwards.
     assert.equal((await ask(dataUrl(10))).choices.length, 1);
+  });
+});
+
+describe('image URLs under --allow-image-urls', () => {
+  let server;
+  let openai;
+  let site;
+  let siteUrl;
+  before(async () => {
+    // A local web server with the picture, a redirect to it, and a page that is not an image.
+    site = createServer((req, res) => {
+      if (req.url === '/cat.png') { res.writeHead(200, { 'Content-Type': 'image/png' }); res.end(png(24, 18, 44)); }
+      else if (req.url === '/moved') { res.writeHead(302, { Location: '/cat.png' }); res.end(); }
+      else if (req.url === '/page') { res.writeHead(200, { 'Content-Type': 'text/html' }); res.end('<p>'); }
+      else { res.writeHead(404); res.end(); }
+    });
+    await new Promise((resolve) => site.listen(0, '127.0.0.1', resolve));
+    siteUrl = `http://127.0.0.1:${site.address().port}`;
+    // The picture's host is loopback, so the test needs --image-url-allow-private.
+    server = await startServer(['-m', textModel, '--mmproj', mmproj, '--chat-template', 'gemma3',
+      '--allow-image-urls', '--image-url-allow-private', '--image-url-timeout', '5'], null);
+    openai = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => { await server?.stop(); site?.close(); });
+
+  const ask = (url) => openai.chat.completions.create({
+    model: 'vision-gemma3', max_tokens: 8, temperature: 0,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url } }] }],
+  });
+
+  test('an http URL gives what the same picture as a data: URL gives', async () => {
+    const inline = await ask(`data:image/png;base64,${png(24, 18, 44).toString('base64')}`);
+    for (const path of ['/cat.png', '/moved']) {
+      const fetched = await ask(siteUrl + path);
+      assert.equal(fetched.choices[0].message.content, inline.choices[0].message.content, path);
+      assert.equal(fetched.usage.prompt_tokens, inline.usage.prompt_tokens);
+    }
+  });
+
+  test('a failed fetch is a 400 naming the part, the URL and why', async () => {
+    for (const [path, why] of [['/page', /the content type is 'text\/html', not an image/], ['/gone', /HTTP 404/]]) {
+      await assert.rejects(ask(siteUrl + path), (e) => {
+        assert.equal(e.status, 400);
+        assert.equal(e.param, 'messages[0].content[1].image_url.url');
+        assert.ok(e.message.includes(`the image URL ${siteUrl}${path} could not be fetched`), e.message);
+        assert.match(e.message, why);
+        return true;
+      });
+    }
   });
 });
 
