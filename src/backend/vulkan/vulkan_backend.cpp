@@ -46,10 +46,9 @@ public:
                            format_bytes(d.shared_memory), dev_->ctx->validation ? ", validation layer on" : "");
     }
     size_t activation_size() const override { return 4; }
-    uint64_t memory_bytes() const override {
-        const auto& heaps = dev_->ctx->info.device_local_heaps;
-        return heaps.empty() ? 0 : *std::max_element(heaps.begin(), heaps.end());
-    }
+    // Free device memory now (vk_context.h), so a fractional --kv-memory, sized after the weights
+    // are uploaded, is a fraction of what they left free.
+    uint64_t memory_bytes() const override { return dev_->ctx->free_device_memory(); }
 
     std::shared_ptr<Weight> upload_weight(std::vector<MatrixSource> parts, WeightUse) override {
         if (parts.empty()) fail("vulkan backend: a weight needs at least one part");
