@@ -57,6 +57,7 @@ namespace pagoda::backend::vulkan {
     X(vkCmdBindPipeline)                      \
     X(vkCmdPushConstants)                     \
     X(vkCmdDispatch)                          \
+    X(vkCmdDispatchIndirect)                  \
     X(vkCmdPipelineBarrier)                   \
     X(vkCmdCopyBuffer)                        \
     X(vkCmdFillBuffer)                        \

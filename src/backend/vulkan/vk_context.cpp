@@ -290,7 +290,7 @@ Buffer Context::create_buffer(size_t bytes, bool host_visible, const std::string
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bi.size = std::max<size_t>(bytes, 16);
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-               VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+               VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     check(api.vkCreateBuffer(device, &bi, nullptr, &b.buffer), "vkCreateBuffer");
     VkMemoryRequirements req{};

@@ -119,6 +119,8 @@ public:
     Stream& operator=(const Stream&) = delete;
 
     void dispatch(VkPipeline pipeline, const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    // A dispatch whose grid (three uints) a shader recorded earlier wrote at `offset` of `args`.
+    void dispatch_indirect(VkPipeline pipeline, const void* push, uint32_t push_bytes, const Buffer& args, size_t offset);
     void copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset, size_t bytes);
     void copy_regions(const Buffer& src, const Buffer& dst, const std::vector<VkBufferCopy>& regions);
     void fill_zero(const Buffer& dst);  // the whole buffer (its size a multiple of 4)
@@ -126,6 +128,9 @@ public:
     void flush();
     bool pending() const { return recording_; }
     uint64_t dispatches() const { return dispatches_; }
+    // Submissions (each one a host wait) by every stream of the process, for the tests that a step
+    // records without waiting.
+    static uint64_t submissions();
 
 private:
     void begin();

@@ -169,7 +169,7 @@ public:
         for (size_t p = 0; p < outs.size(); ++p) {
             const int64_t rows = w.parts()[p].rows;
             expect(outs[p], x.rows, rows, "matmul", "out");
-            MatmulPush push{w.data.address, w.groups.address, address(x), address(outs[p]), uint32_t(rows), uint32_t(row0),
+            MatmulPush push{w.data.address, w.groups.address, address(x), address(outs[p]), 0, 0, uint32_t(rows), uint32_t(row0),
                             uint32_t(w.cols()), uint32_t(x.rows)};
             if (gemv) dispatch(shader, {kGemvWorkgroup}, push, uint32_t((rows + kGemvWorkgroup - 1) / kGemvWorkgroup));
             else dispatch(shader, {gemm_bk_}, push, uint32_t((rows + 31) / 32), uint32_t((x.rows + 31) / 32));
@@ -299,7 +299,7 @@ public:
     int64_t moe_workspace_cols(const MoeOp& op) const override { return VulkanMoe::workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& workspace) override {
         for (const Tensor* t : {&x, &logits, &out, &workspace}) arena_offset(*t, "moe_ffn");
-        moe_.run(*this, arena_, op, x, logits, out, workspace);
+        moe_.run(*this, arena_, gemm_bk_, op, x, logits, out, workspace);
     }
 
     void gather_logit_rows(const Tensor& x, const Tensor& out) override { gather(x, out, logit_rows_, "gather_logit_rows"); }
