@@ -15,6 +15,9 @@ echo "== devices"
 "$PAGODA" devices
 echo "== Vulkan tests"
 "$BUILD/tests/pagoda_tests" --gtest_filter='Devices/Conformance.*:Devices/Contract.*:Devices/MoeFfn.*:MoeFfnOptions.*:MoeFfnReads.*:AttentionSinks.*:Vulkan*:Goldens/Stories260K.*vulkan*:Architectures/VulkanModel.*:*PartialOffload*:*LayerSplit*:CommandLine.GpuLayers*'
+echo "== Vulkan device suites at other kernel sizes (specialisation constants)"
+PAGODA_VULKAN_GEMV_WORKGROUP=256 PAGODA_VULKAN_GEMM_STAGE=8 "$BUILD/tests/pagoda_tests" \
+  --gtest_filter='Devices/Conformance.*:Devices/MoeFfn.*:Architectures/VulkanModel.*:VulkanNativeWeights.*:VulkanMoeRouter.*'
 echo "== speed"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
