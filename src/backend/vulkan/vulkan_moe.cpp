@@ -1,7 +1,6 @@
 #include "backend/vulkan/vulkan_moe.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include "backend/moe_routing.h"
