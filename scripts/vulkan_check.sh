@@ -3,6 +3,8 @@
 # short run: the device's limits, every Vulkan test (under the validation layer), then prefill and
 # decode speed (pp512 / tg128) of the fixture model and of random models written by gen-model, all on
 # the device, all on the cpu, and tg128 with half the layers offloaded (-ngl, a partial offload).
+# The Vulkan* tests include VulkanNativeWeights (native quantised layouts bitwise equal to the grouped
+# one) and VulkanMemory (free memory through VK_EXT_memory_budget, which lavapipe lacks: a GPU runs it).
 # Usage: scripts/vulkan_check.sh [build dir]   (default: build/)
 # Figures from lavapipe are not GPU figures: lavapipe runs the shaders on the CPU.
 set -euo pipefail
@@ -13,6 +15,9 @@ echo "== devices"
 "$PAGODA" devices
 echo "== Vulkan tests"
 "$BUILD/tests/pagoda_tests" --gtest_filter='Devices/Conformance.*:Devices/Contract.*:Devices/MoeFfn.*:MoeFfnOptions.*:MoeFfnReads.*:AttentionSinks.*:Vulkan*:Goldens/Stories260K.*vulkan*:Architectures/VulkanModel.*:*PartialOffload*:*LayerSplit*:CommandLine.GpuLayers*'
+echo "== Vulkan device suites at other kernel sizes (specialisation constants)"
+PAGODA_VULKAN_GEMV_WORKGROUP=256 PAGODA_VULKAN_GEMM_STAGE=8 "$BUILD/tests/pagoda_tests" \
+  --gtest_filter='Devices/Conformance.*:Devices/MoeFfn.*:Architectures/VulkanModel.*:VulkanNativeWeights.*:VulkanMoeRouter.*'
 echo "== speed"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -32,6 +37,10 @@ for m in "${models[@]}"; do
     echo "-- $m on $backend"
     "$PAGODA" bench -m "$m" --backend "$backend" -p 512 -n 128 -r 2 --no-limits
   done
+  case "$m" in *-q*.gguf)  # the grouped layout (int8 codes + per-16 scales) against the file's own blocks
+    echo "-- $m on vulkan, PAGODA_VULKAN_WEIGHTS=grouped"
+    PAGODA_VULKAN_WEIGHTS=grouped "$PAGODA" bench -m "$m" --backend vulkan -p 512 -n 128 -r 2 --no-limits ;;
+  esac
   layers=$("$PAGODA" gguf-info "$m" | awk '$1 ~ /\.block_count$/ {print $3; exit}')
   echo "-- $m on vulkan, $((layers / 2)) of $layers layers (-ngl), the rest on cpu"
   "$PAGODA" bench -m "$m" --backend vulkan -ngl $((layers / 2)) -p 0 -n 128 -r 2 --no-limits

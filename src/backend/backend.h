@@ -295,8 +295,8 @@ public:
     virtual std::string describe() const = 0;
     virtual size_t activation_size() const = 0;  // bytes per activation element
     virtual int n_threads() const { return 1; }
-    // Bytes of the memory its allocations come from, for a fractional --kv-memory (a device: its
-    // largest device-local heap); 0: host memory (the fraction is then of MemAvailable).
+    // Bytes of free memory its allocations come from, for a fractional --kv-memory (a device: its
+    // largest device-local heap's free bytes now); 0: host memory (the fraction is then of MemAvailable).
     virtual uint64_t memory_bytes() const { return 0; }
 
     // --- memory ---

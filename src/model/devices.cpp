@@ -34,6 +34,12 @@ DeviceReport compute_devices() {
             add("max storage buffer range", format_bytes(d.max_storage_buffer_range));
             add("device-local heaps", sizes(d.device_local_heaps));
             add("other heaps", sizes(d.other_heaps));
+            if (d.memory_budget)
+                add("device-local budget / usage", fmt::format("{} / {} (VK_EXT_memory_budget)", sizes(d.device_local_budget),
+                                                               sizes(d.device_local_usage)));
+            else
+                add("device-local budget / usage", "not reported (no VK_EXT_memory_budget): a fractional --kv-memory is of "
+                                                   "the heap less pagoda's own allocations");
             add("fp16 arithmetic", yes(d.fp16));
             add("int8 arithmetic", yes(d.int8));
             add("16-bit / 8-bit storage", yes(d.storage_16bit) + " / " + yes(d.storage_8bit));

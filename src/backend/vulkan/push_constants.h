@@ -12,7 +12,9 @@ namespace pagoda::backend::vulkan {
 
 // Push constants, laid out as the shaders' push_constant blocks (std430: 64-bit addresses first).
 struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols, add; };
-struct MatmulPush { uint64_t w, groups, x, out; uint32_t rows, row0, cols, n; };
+// range: 0, or the address of (first, n) for a GEMM over tokens the device chose (the MoE's experts);
+// bias: 0, or a vector added to each output row (one add, as add_bias).
+struct MatmulPush { uint64_t w, groups, x, out, range, bias; uint32_t rows, row0, cols, n; };
 struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; };
 struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; };
 struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
@@ -33,8 +35,16 @@ struct CopyColumnsPush {
 // The MoE combine (moe_combine.comp): per token, the weighted sum of its k expert rows in rank order
 // plus the (gated) shared expert's row.
 struct MoeCombinePush { uint64_t y, weights, slots, shared_y, shared_gate, x, out; uint32_t n, k, dim; };
+// The device router (moe_route.comp), the slot assignment (moe_slots.comp) and the row gather.
+struct MoeRoutePush {
+    uint64_t logits, bias, scratch, ids, weights;
+    uint32_t n, n_experts, k, scoring, normalize, n_groups, n_groups_used;
+    float scale;
+};
+struct MoeSlotsPush { uint64_t ids, range, indirect, slots; uint32_t entries, n_experts, gate_tiles, down_tiles; };
+struct MoeGatherPush { uint64_t x, slots, xg; uint32_t n, k, dim; };
 static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes &&
-              sizeof(MoeCombinePush) <= Context::kPushConstantBytes);
+              sizeof(MoeCombinePush) <= Context::kPushConstantBytes && sizeof(MoeRoutePush) <= Context::kPushConstantBytes);
 
 enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7 };
 

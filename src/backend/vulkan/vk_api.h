@@ -22,6 +22,7 @@ namespace pagoda::backend::vulkan {
     X(vkGetPhysicalDeviceProperties2)         \
     X(vkGetPhysicalDeviceFeatures2)           \
     X(vkGetPhysicalDeviceMemoryProperties)    \
+    X(vkGetPhysicalDeviceMemoryProperties2)   \
     X(vkGetPhysicalDeviceQueueFamilyProperties) \
     X(vkEnumerateDeviceExtensionProperties)   \
     X(vkCreateDevice)                         \
@@ -56,6 +57,7 @@ namespace pagoda::backend::vulkan {
     X(vkCmdBindPipeline)                      \
     X(vkCmdPushConstants)                     \
     X(vkCmdDispatch)                          \
+    X(vkCmdDispatchIndirect)                  \
     X(vkCmdPipelineBarrier)                   \
     X(vkCmdCopyBuffer)                        \
     X(vkCmdFillBuffer)                        \

@@ -28,6 +28,26 @@ const char* device_type_name(VkPhysicalDeviceType t) {
     }
 }
 
+bool has_device_extension(VkApi& api, VkPhysicalDevice pd, const char* name) {
+    uint32_t n = 0;
+    api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> props(n);
+    if (n) api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, props.data());
+    for (uint32_t i = 0; i < n; ++i)
+        if (std::strcmp(props[i].extensionName, name) == 0) return true;
+    return false;
+}
+
+// The memory properties with VK_EXT_memory_budget's budget and usage per heap.
+VkPhysicalDeviceMemoryBudgetPropertiesEXT memory_budget(VkApi& api, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties& mem) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    props.pNext = &budget;
+    api.vkGetPhysicalDeviceMemoryProperties2(pd, &props);
+    mem = props.memoryProperties;
+    return budget;
+}
+
 DeviceInfo describe(VkApi& api, VkPhysicalDevice pd) {
     DeviceInfo d;
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -51,6 +71,15 @@ DeviceInfo describe(VkApi& api, VkPhysicalDevice pd) {
     for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
         (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT ? d.device_local_heaps : d.other_heaps)
             .push_back(mem.memoryHeaps[i].size);
+    d.memory_budget = has_device_extension(api, pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    if (d.memory_budget) {
+        const VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = memory_budget(api, pd, mem);
+        for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
+            if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
+                d.device_local_budget.push_back(budget.heapBudget[i]);
+                d.device_local_usage.push_back(budget.heapUsage[i]);
+            }
+    }
     if (VK_API_VERSION_MINOR(d.api_version) < 2 && VK_API_VERSION_MAJOR(d.api_version) == 1) {
         d.unusable = "Vulkan device lacks Vulkan 1.2";
         return d;
@@ -190,6 +219,13 @@ Context::Context() : api(load_vulkan()) {
             fail("vulkan backend: no usable Vulkan device{}{}", pick ? fmt::format(" (PAGODA_VULKAN_DEVICE={})", pick) : "", reasons);
         physical = devices[size_t(best)];
         api.vkGetPhysicalDeviceMemoryProperties(physical, &memory_);
+        allocated_.assign(memory_.memoryHeapCount, 0);
+        for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i) {
+            const VkMemoryHeap& h = memory_.memoryHeaps[i];
+            const VkMemoryHeap& best_heap = memory_.memoryHeaps[largest_heap_];
+            const bool local = h.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT, best_local = best_heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+            if ((local && !best_local) || (local == best_local && h.size > best_heap.size)) largest_heap_ = i;
+        }
 
         uint32_t n = 0;
         api.vkGetPhysicalDeviceQueueFamilyProperties(physical, &n, nullptr);
@@ -212,6 +248,8 @@ Context::Context() : api(load_vulkan()) {
         f.pNext = &f12;
         VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
         di.pNext = &f;
+        const char* budget_extension = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+        if (info.memory_budget) di.enabledExtensionCount = 1, di.ppEnabledExtensionNames = &budget_extension;
         di.queueCreateInfoCount = 1;
         di.pQueueCreateInfos = &qi;
         check(api.vkCreateDevice(physical, &di, nullptr, &device), "vkCreateDevice");
@@ -252,7 +290,7 @@ Buffer Context::create_buffer(size_t bytes, bool host_visible, const std::string
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bi.size = std::max<size_t>(bytes, 16);
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-               VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+               VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     check(api.vkCreateBuffer(device, &bi, nullptr, &b.buffer), "vkCreateBuffer");
     VkMemoryRequirements req{};
@@ -277,6 +315,12 @@ Buffer Context::create_buffer(size_t bytes, bool host_visible, const std::string
         api.vkDestroyBuffer(device, b.buffer, nullptr);
         fail("vulkan backend: cannot allocate {} of device memory for {}: {}", format_bytes(bytes), what, result_name(r));
     }
+    b.heap = memory_.memoryTypes[type].heapIndex;
+    b.allocated = req.size;
+    {
+        std::lock_guard lock(mutex_);
+        allocated_[b.heap] += b.allocated;
+    }
     check(api.vkBindBufferMemory(device, b.buffer, b.memory, 0), "vkBindBufferMemory");
     if (host_visible) check(api.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
     VkBufferDeviceAddressInfo addr{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
@@ -288,8 +332,33 @@ Buffer Context::create_buffer(size_t bytes, bool host_visible, const std::string
 void Context::destroy(Buffer& b) {
     if (b.mapped) api.vkUnmapMemory(device, b.memory);
     if (b.buffer) api.vkDestroyBuffer(device, b.buffer, nullptr);
-    if (b.memory) api.vkFreeMemory(device, b.memory, nullptr);
+    if (b.memory) {
+        api.vkFreeMemory(device, b.memory, nullptr);
+        std::lock_guard lock(mutex_);
+        allocated_[b.heap] -= b.allocated;
+    }
     b = Buffer{};
+}
+
+bool Context::uses_memory_budget() const {
+    const char* env = std::getenv("PAGODA_VULKAN_MEMORY_BUDGET");
+    return info.memory_budget && !(env && std::string(env) == "0");
+}
+
+uint64_t Context::allocated_bytes(uint32_t heap) const {
+    std::lock_guard lock(mutex_);
+    return heap < allocated_.size() ? allocated_[heap] : 0;
+}
+
+uint64_t Context::free_device_memory() const {
+    if (uses_memory_budget()) {
+        VkPhysicalDeviceMemoryProperties mem{};
+        const VkPhysicalDeviceMemoryBudgetPropertiesEXT b = memory_budget(api, physical, mem);
+        const uint64_t budget = b.heapBudget[largest_heap_], usage = b.heapUsage[largest_heap_];
+        return budget > usage ? budget - usage : 0;
+    }
+    const uint64_t size = memory_.memoryHeaps[largest_heap_].size, used = allocated_bytes(largest_heap_);
+    return size > used ? size - used : 0;
 }
 
 VkPipeline Context::pipeline(const std::string& name, const std::vector<uint32_t>& constants) {

@@ -30,6 +30,10 @@ struct DeviceInfo {
     uint64_t max_storage_buffer_range = 0; // bytes one storage binding may cover
     uint32_t max_push_constants = 0;
     std::vector<uint64_t> device_local_heaps, other_heaps;  // bytes
+    // VK_EXT_memory_budget: per device-local heap, what the process may use (other processes' use
+    // taken off) and what it uses now, as of describe(); empty without the extension.
+    bool memory_budget = false;
+    std::vector<uint64_t> device_local_budget, device_local_usage;
     bool fp16 = false, int8 = false, int64 = false, buffer_device_address = false;
     bool storage_16bit = false, storage_8bit = false;
     // Why pagoda cannot compute on this device ("" when it can).
@@ -47,6 +51,8 @@ struct Buffer {
     VkDeviceAddress address = 0;
     void* mapped = nullptr;  // host-visible buffers only
     size_t size = 0;
+    uint32_t heap = 0;        // the memory heap it came from
+    uint64_t allocated = 0;   // bytes of that heap it holds (the driver's size, >= size)
 };
 
 class Context {
@@ -71,6 +77,15 @@ public:
     Buffer create_buffer(size_t bytes, bool host_visible, const std::string& what);
     void destroy(Buffer& b);
 
+    // Free bytes of the largest device-local heap, what a fractional --kv-memory is a fraction of (as
+    // vLLM's gpu_memory_utilization): the heap's budget less its usage where the device has
+    // VK_EXT_memory_budget (other processes' use counted; PAGODA_VULKAN_MEMORY_BUDGET=0 ignores it),
+    // otherwise the heap's size less what this process has allocated from it.
+    uint64_t free_device_memory() const;
+    bool uses_memory_budget() const;  // free_device_memory's source is VK_EXT_memory_budget
+    uint64_t allocated_bytes(uint32_t heap) const;  // what this process holds of a heap
+    uint32_t largest_device_local_heap() const { return largest_heap_; }
+
     VkPipelineLayout pipeline_layout() const { return layout_; }
     // The pipeline of module `name` with specialisation constants 0.. = `constants`.
     VkPipeline pipeline(const std::string& name, const std::vector<uint32_t>& constants);
@@ -87,7 +102,9 @@ private:
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPhysicalDeviceMemoryProperties memory_{};
-    std::mutex mutex_;
+    uint32_t largest_heap_ = 0;
+    std::vector<uint64_t> allocated_;  // per heap, under mutex_
+    mutable std::mutex mutex_;
     std::map<std::pair<std::string, std::vector<uint32_t>>, VkPipeline> pipelines_;
     std::vector<std::string> errors_;
 };
@@ -102,6 +119,8 @@ public:
     Stream& operator=(const Stream&) = delete;
 
     void dispatch(VkPipeline pipeline, const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    // A dispatch whose grid (three uints) a shader recorded earlier wrote at `offset` of `args`.
+    void dispatch_indirect(VkPipeline pipeline, const void* push, uint32_t push_bytes, const Buffer& args, size_t offset);
     void copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset, size_t bytes);
     void copy_regions(const Buffer& src, const Buffer& dst, const std::vector<VkBufferCopy>& regions);
     void fill_zero(const Buffer& dst);  // the whole buffer (its size a multiple of 4)
@@ -109,6 +128,9 @@ public:
     void flush();
     bool pending() const { return recording_; }
     uint64_t dispatches() const { return dispatches_; }
+    // Submissions (each one a host wait) by every stream of the process, for the tests that a step
+    // records without waiting.
+    static uint64_t submissions();
 
 private:
     void begin();

@@ -1,10 +1,16 @@
 // Stream (vk_context.h): one command buffer, recorded op by op, submitted and waited for at flush().
+#include <atomic>
 #include <fmt/format.h>
 
 #include "backend/vulkan/vk_context.h"
 #include "core/error.h"
 
 namespace pagoda::backend::vulkan {
+namespace {
+std::atomic<uint64_t> g_submissions{0};
+}  // namespace
+
+uint64_t Stream::submissions() { return g_submissions.load(); }
 
 Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
     auto& api = ctx_->api;
@@ -45,9 +51,10 @@ void Stream::barrier() {
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                       VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
+                       VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
     const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    ctx_->api.vkCmdPipelineBarrier(cmd_, stages, stages | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    ctx_->api.vkCmdPipelineBarrier(cmd_, stages, stages | VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1,
+                                   &mb, 0, nullptr, 0, nullptr);
 }
 
 void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
@@ -57,6 +64,16 @@ void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_bytes
     api.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     api.vkCmdPushConstants(cmd_, ctx_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
     api.vkCmdDispatch(cmd_, gx, gy, gz);
+    barrier();
+    ++dispatches_;
+}
+
+void Stream::dispatch_indirect(VkPipeline pipeline, const void* push, uint32_t push_bytes, const Buffer& args, size_t offset) {
+    begin();
+    auto& api = ctx_->api;
+    api.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    api.vkCmdPushConstants(cmd_, ctx_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+    api.vkCmdDispatchIndirect(cmd_, args.buffer, offset);
     barrier();
     ++dispatches_;
 }
@@ -94,6 +111,7 @@ void Stream::flush() {
         std::lock_guard lock(ctx_->queue_mutex);
         check(api.vkQueueSubmit(ctx_->queue, 1, &si, fence_), "vkQueueSubmit");
     }
+    ++g_submissions;
     check(api.vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     check(api.vkResetFences(ctx_->device, 1, &fence_), "vkResetFences");
     check(api.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");

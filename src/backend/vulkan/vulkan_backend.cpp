@@ -12,6 +12,7 @@
 #include "backend/vulkan/vulkan_kv_cache.h"
 #include "backend/vulkan/vulkan_moe.h"
 #include "backend/vulkan/vulkan_ops_extra.h"
+#include "backend/vulkan/kernel_settings.h"
 #include "backend/vulkan/weight_repack.h"
 #include "core/error.h"
 
@@ -20,16 +21,15 @@ namespace vulkan {
 namespace {
 
 constexpr int64_t kGemvMaxTokens = 8;  // matmul_gemv.comp's MAX_TOKENS
-constexpr uint32_t kGemvWorkgroup = 64;
 constexpr uint32_t kAttentionWorkgroup = 64;  // 4 output values per invocation: heads up to 256
 constexpr uint32_t kRowWorkgroup = 256;
 
 class VulkanBackend final : public Backend {
 public:
     VulkanBackend() : dev_(std::make_shared<DeviceState>()), moe_(dev_) {
-        const DeviceInfo& d = dev_->ctx->info;
-        // The GEMM's column stage: 32 columns of two 32-row tiles fit 16 KiB; 16 where less is free.
-        gemm_bk_ = d.shared_memory >= 16384 + 2048 ? 32 : 16;
+        const KernelSettings k = kernel_settings(dev_->ctx->info);
+        gemv_wg_ = k.gemv_workgroup;
+        gemm_bk_ = k.gemm_stage;
     }
     ~VulkanBackend() override {
         try {
@@ -42,14 +42,14 @@ public:
     std::string name() const override { return "vulkan"; }
     std::string describe() const override {
         const DeviceInfo& d = dev_->ctx->info;
-        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory{}", d.name, d.type, d.driver, d.subgroup_size,
-                           format_bytes(d.shared_memory), dev_->ctx->validation ? ", validation layer on" : "");
+        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory, gemv workgroup {}, gemm stage {}{}", d.name, d.type,
+                           d.driver, d.subgroup_size, format_bytes(d.shared_memory), gemv_wg_, gemm_bk_,
+                           dev_->ctx->validation ? ", validation layer on" : "");
     }
     size_t activation_size() const override { return 4; }
-    uint64_t memory_bytes() const override {
-        const auto& heaps = dev_->ctx->info.device_local_heaps;
-        return heaps.empty() ? 0 : *std::max_element(heaps.begin(), heaps.end());
-    }
+    // Free device memory now (vk_context.h), so a fractional --kv-memory, sized after the weights
+    // are uploaded, is a fraction of what they left free.
+    uint64_t memory_bytes() const override { return dev_->ctx->free_device_memory(); }
 
     std::shared_ptr<Weight> upload_weight(std::vector<MatrixSource> parts, WeightUse) override {
         if (parts.empty()) fail("vulkan backend: a weight needs at least one part");
@@ -170,9 +170,9 @@ public:
         for (size_t p = 0; p < outs.size(); ++p) {
             const int64_t rows = w.parts()[p].rows;
             expect(outs[p], x.rows, rows, "matmul", "out");
-            MatmulPush push{w.data.address, w.groups.address, address(x), address(outs[p]), uint32_t(rows), uint32_t(row0),
+            MatmulPush push{w.data.address, w.groups.address, address(x), address(outs[p]), 0, 0, uint32_t(rows), uint32_t(row0),
                             uint32_t(w.cols()), uint32_t(x.rows)};
-            if (gemv) dispatch(shader, {kGemvWorkgroup}, push, uint32_t((rows + kGemvWorkgroup - 1) / kGemvWorkgroup));
+            if (gemv) dispatch(shader, {gemv_wg_}, push, uint32_t((rows + gemv_wg_ - 1) / gemv_wg_));
             else dispatch(shader, {gemm_bk_}, push, uint32_t((rows + 31) / 32), uint32_t((x.rows + 31) / 32));
             row0 += rows;
         }
@@ -300,7 +300,7 @@ public:
     int64_t moe_workspace_cols(const MoeOp& op) const override { return VulkanMoe::workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& workspace) override {
         for (const Tensor* t : {&x, &logits, &out, &workspace}) arena_offset(*t, "moe_ffn");
-        moe_.run(*this, arena_, op, x, logits, out, workspace);
+        moe_.run(*this, arena_, gemm_bk_, op, x, logits, out, workspace);
     }
 
     void gather_logit_rows(const Tensor& x, const Tensor& out) override { gather(x, out, logit_rows_, "gather_logit_rows"); }
@@ -384,7 +384,7 @@ private:
     std::shared_ptr<DeviceState> dev_;
     VulkanMoe moe_;
     Buffer arena_, step_buf_, rope_buf_;
-    uint32_t gemm_bk_ = 16;
+    uint32_t gemv_wg_ = 64, gemm_bk_ = 16;  // kernel_settings.h
     int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;
     uint32_t table_stride_ = 1;
     uint64_t tokens_addr_ = 0, positions_addr_ = 0, token_types_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0,

@@ -3,12 +3,14 @@
 // buffer and submitted when a result is read (or the next step begins). Activations are f32; a
 // Tensor's data pointer is a device address into the arena (never dereferenced on the host).
 //
-// Computes: embed, matmul (F32, F16, BF16 and every GGML block type, via weight_repack.h; a GEMV for
-// up to 8 tokens, a shared-memory tiled GEMM above, the same per-output sum in both), rms_norm, add,
+// Computes: embed, matmul (F32, F16, BF16 and every GGML block type read from the file's own blocks,
+// via weight_repack.h; a GEMV for up to 8 tokens, a shared-memory tiled GEMM above, the same
+// per-output sum in both, their sizes specialisation constants: kernel_settings.h), rms_norm, add,
 // add_bias, rope (both pairings), silu_mul, gelu_mul, softmax, scale, softcap, kv_write and paged
-// attention over f32/f16/bf16/q8 caches (causal, GQA, sliding window, soft cap), the row gathers.
-// Refuses, naming what is missing: mixture-of-experts layers (at load: moe_workspace_cols), the fused
-// ops (none declared), heads wider than 256 or (f16/bf16 caches) of odd size.
+// attention over f32/f16/bf16/q8 caches (causal, GQA, sliding window, soft cap), the row gathers, and
+// the mixture-of-experts FFN routed on the device (vulkan_moe.h). memory_bytes() is the device's free
+// memory (vk_context.h). Refuses, naming what is missing: the fused ops (none declared), heads wider
+// than 256 or (f16/bf16 caches) of odd size.
 #pragma once
 #include <memory>
 

@@ -1,5 +1,5 @@
-// The Vulkan backend's uploaded objects: a weight (repacked by weight_repack.h into one device
-// buffer, plus one of group scales for the block types), a vector (a device buffer of f32) and a rope
+// The Vulkan backend's uploaded objects: a weight (laid out by weight_repack.h in one device buffer,
+// plus one of group scales for the grouped layout), a vector (a device buffer of f32) and a rope
 // (host-side: its cos/sin table is built per step from the step's positions). Each frees its buffers
 // after the stream has finished with them.
 #pragma once

@@ -1,13 +1,18 @@
-// The mixture-of-experts FFN on the Vulkan backend (backend::MoeOp). The router runs on the host:
-// the step's router logits come back (one wait per MoE layer), route_token (backend/moe_routing.h,
-// the CPU backend's own routing) picks each token's experts and weights, and the device then
-//   1. copies each token's row of x once per selected expert, grouped by expert (slot order),
-//   2. runs each selected expert's gate|up matmul over its tokens (the dense matmul shaders: GEMV
-//      and GEMM give a row the same bits, so a row never depends on how many tokens share its expert),
-//      its biases, the activation, and its down matmul (and bias) into the slot's row,
-//   3. sums each token's k rows with their weights in rank order, plus the (gated) shared expert
-//      (moe_combine.comp).
-// Experts no token selected are never read. Workspace: moe_workspace_cols(op) columns per token.
+// The mixture-of-experts FFN on the Vulkan backend (backend::MoeOp), recorded without a host wait
+// (the routing never comes back to the host, so a step's commands are recorded in one go):
+//   1. moe_route.comp picks each token's k experts and weights from its router logits, as
+//      route_token (backend/moe_routing.h) does, in f32;
+//   2. moe_slots.comp counts each expert's tokens, gives every (token, rank) a slot grouped by expert,
+//      and writes each expert's GEMM grid for the indirect dispatches;
+//   3. moe_gather.comp copies each token's row of x into its slots;
+//   4. each expert's gate|up and down GEMM (matmul_gemm.comp over the expert's slot range, read on
+//      the device; its biases added in the GEMM's one add) is an indirect dispatch: an expert no token
+//      chose has an empty grid and its weights are never read. GEMM gives a row the bits GEMV would,
+//      so a row never depends on how many tokens share its expert (batch invariance);
+//   5. the activation over every slot, then moe_combine.comp sums each token's k rows with their
+//      weights in rank order, plus the (gated) shared expert.
+// A routing with a score-correction bias uploads it once per op (a wait, the first time only).
+// Workspace: moe_workspace_cols(op) columns per token.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -29,14 +34,22 @@ public:
     // shared expert's gate, up and output.
     static int64_t workspace_cols(const MoeOp& op);
     // `backend` runs the matmuls and biases (it owns x, logits, out and workspace, all in `arena`).
-    void run(Backend& backend, const Buffer& arena, const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out,
-             const Tensor& workspace);
+    // `gemm_bk`: the GEMM's columns per stage (its specialisation constant).
+    void run(Backend& backend, const Buffer& arena, uint32_t gemm_bk, const MoeOp& op, const Tensor& x, const Tensor& logits,
+             const Tensor& out, const Tensor& workspace);
+
+    static constexpr int32_t kMaxExperts = 1024;  // moe_slots.comp's shared arrays
 
 private:
+    // The device copy of a routing's score-correction bias (keyed by the op's vector, checked by value).
+    uint64_t correction_bias(const std::vector<float>& values);
+    struct DeviceBias {
+        const float* key = nullptr;
+        std::vector<float> values;
+        Buffer buffer;
+    };
     std::shared_ptr<DeviceState> dev_;
-    Buffer routes_;  // host-visible: each step's weights (floats) then slots (ints), T x k each
-    std::vector<float> logits_, weights_;
-    std::vector<int32_t> ids_, slots_;
+    std::vector<DeviceBias> biases_;
 };
 
 }  // namespace pagoda::backend::vulkan

@@ -1,5 +1,6 @@
 #include "backend/vulkan/weight_repack.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -134,6 +135,32 @@ void decode_block(GgmlType type, const uint8_t* at, int8_t* codes, float* g) {
     }
 }
 
+// The native format of a block type (f32 when it has none).
+WeightFormat native_format(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q8_0: return WeightFormat::q8_0;
+        case GgmlType::Q4_0: return WeightFormat::q4_0;
+        case GgmlType::Q4_1: return WeightFormat::q4_1;
+        case GgmlType::Q5_0: return WeightFormat::q5_0;
+        case GgmlType::Q5_1: return WeightFormat::q5_1;
+        case GgmlType::Q2_K: return WeightFormat::q2_k;
+        case GgmlType::Q3_K: return WeightFormat::q3_k;
+        case GgmlType::Q4_K: return WeightFormat::q4_k;
+        case GgmlType::Q5_K: return WeightFormat::q5_k;
+        case GgmlType::Q6_K: return WeightFormat::q6_k;
+        default: return WeightFormat::f32;
+    }
+}
+
+// PAGODA_VULKAN_WEIGHTS=grouped: every block type in the grouped layout (the tests' reference for
+// the native variants); unset or "native": the file's layout. Anything else is refused.
+bool grouped_forced() {
+    const char* env = std::getenv("PAGODA_VULKAN_WEIGHTS");
+    if (!env || !*env || std::string(env) == "native") return false;
+    if (std::string(env) == "grouped") return true;
+    fail("PAGODA_VULKAN_WEIGHTS={}: expected native or grouped", env);
+}
+
 }  // namespace
 
 const char* weight_format_name(WeightFormat f) {
@@ -141,9 +168,21 @@ const char* weight_format_name(WeightFormat f) {
         case WeightFormat::f32: return "f32";
         case WeightFormat::f16: return "f16";
         case WeightFormat::q: return "q";
+        case WeightFormat::q8_0: return "q8_0";
+        case WeightFormat::q4_0: return "q4_0";
+        case WeightFormat::q4_1: return "q4_1";
+        case WeightFormat::q5_0: return "q5_0";
+        case WeightFormat::q5_1: return "q5_1";
+        case WeightFormat::q2_k: return "q2_k";
+        case WeightFormat::q3_k: return "q3_k";
+        case WeightFormat::q4_k: return "q4_k";
+        case WeightFormat::q5_k: return "q5_k";
+        case WeightFormat::q6_k: return "q6_k";
     }
     return "?";
 }
+
+bool is_native(WeightFormat f) { return f != WeightFormat::f32 && f != WeightFormat::f16 && f != WeightFormat::q; }
 
 WeightFormat weight_format(const MatrixSource& m) {
     switch (m.type) {
@@ -152,7 +191,10 @@ WeightFormat weight_format(const MatrixSource& m) {
         case GgmlType::F16: return WeightFormat::f16;
         default: break;
     }
-    if (is_supported_block_type(m.type)) return WeightFormat::q;
+    if (is_supported_block_type(m.type)) {
+        const WeightFormat native = native_format(m.type);
+        return native == WeightFormat::f32 || grouped_forced() ? WeightFormat::q : native;
+    }
     fail("tensor '{}': the vulkan backend cannot compute weights of type {} (it computes F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
          "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K)",
          m.name, type_name(m.type));
@@ -169,8 +211,24 @@ void repack_block_row(const MatrixSource& m, int64_t row, int8_t* codes, float* 
 Repacked repack(const std::vector<MatrixSource>& parts) {
     Repacked out;
     out.format = weight_format(parts.at(0));
-    for (const MatrixSource& p : parts)
-        if (weight_format(p) != out.format) out.format = WeightFormat::f32;
+    auto block_layout = [](WeightFormat f) { return f == WeightFormat::q || is_native(f); };
+    for (const MatrixSource& p : parts) {
+        const WeightFormat f = weight_format(p);
+        if (f == out.format) continue;
+        out.format = block_layout(f) && block_layout(out.format) ? WeightFormat::q : WeightFormat::f32;
+    }
+    if (is_native(out.format)) {  // the file's rows, stacked; padded to a whole 32-bit word
+        size_t bytes = 0;
+        for (const MatrixSource& p : parts) bytes += size_t(p.rows) * *gguf::row_size(p.type, p.cols);
+        out.data.resize((bytes + 3) / 4 * 4);
+        uint8_t* at = out.data.data();
+        for (const MatrixSource& p : parts) {
+            const size_t part_bytes = size_t(p.rows) * *gguf::row_size(p.type, p.cols);
+            std::memcpy(at, p.data, part_bytes);
+            at += part_bytes;
+        }
+        return out;
+    }
     int64_t elements = 0;
     for (const MatrixSource& p : parts) elements += p.rows * p.cols;
     const size_t element_bytes = out.format == WeightFormat::f32 ? 4 : out.format == WeightFormat::f16 ? 2 : 1;
@@ -203,6 +261,7 @@ Repacked repack(const std::vector<MatrixSource>& parts) {
                     std::memcpy(at, row_values.data(), size_t(p.cols) * 4);
                     at += p.cols * 4;
                     break;
+                default: fail("vulkan backend: weight '{}' reached the row repacking in a native layout", p.name);
             }
         }
     }

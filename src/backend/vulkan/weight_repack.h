@@ -1,12 +1,16 @@
 // Weights repacked at upload into the three layouts the shaders read (shaders/weight.glsl):
 //   f32: f32 rows (F32 as stored, BF16 widened exactly);
 //   f16: F16 rows as stored;
-//   q:   every GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) as int8 codes plus, per
-//        group of 16 elements, an f32 (scale, offset): value = code * scale + offset, the products the
-//        file's format defines (scale = d * sub-block scale, offset = -dmin * sub-block min or m),
-//        so one shader computes every block type. It costs 1.5 bytes per weight (a native-layout
-//        kernel per type, reading the file's bytes, is the later step for memory and bandwidth).
-// A weight whose parts would need different layouts is widened to f32 (exact for every type).
+//   native (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k): the file's own blocks as
+//        stored, so a weight takes the file's bytes on the device (plus at most 3 bytes of padding
+//        to a 32-bit word); the shader variant of that type decodes them (shaders/weight.glsl);
+//   q:   the grouped layout: any GGML block type as int8 codes plus, per group of 16 elements, an
+//        f32 (scale, offset): value = code * scale + offset, the products the file's format defines
+//        (scale = d * sub-block scale, offset = -dmin * sub-block min or m). 1.5 bytes per weight.
+//        Used for a weight whose parts have different block types (a fused Q4_K|Q6_K weight), or
+//        for every block type when PAGODA_VULKAN_WEIGHTS=grouped (the tests compare both layouts:
+//        a native variant reads bitwise the value the grouped one does).
+// A weight whose parts would need different layouts otherwise is widened to f32 (exact for every type).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,8 +20,11 @@
 
 namespace pagoda::backend::vulkan {
 
-enum class WeightFormat { f32, f16, q };
-const char* weight_format_name(WeightFormat f);  // "f32" | "f16" | "q": the shaders' variant suffix
+enum class WeightFormat { f32, f16, q, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k };
+// "f32" | "f16" | "q" | "q4_0" ...: the shaders' variant suffix.
+const char* weight_format_name(WeightFormat f);
+// True for the formats that hold a block type's file bytes as stored.
+bool is_native(WeightFormat f);
 
 // The layout for one type; throws pagoda::Error naming the tensor, its type and "vulkan backend"
 // when the backend cannot compute that type.

@@ -10,6 +10,8 @@ layout(constant_id = 0) const uint BK = 16;  // columns per stage; sized from th
 const uint BM = 32, BN = 32;
 layout(push_constant) uniform Push {
     uint64_t w, groups, x, out_;
+    uint64_t range;  // nonzero: (first, n) of the tokens, read here (the MoE's device routing); else 0, n
+    uint64_t bias;   // nonzero: out[t][r] = sum + bias[r] (the add_bias op's one add)
     uint rows, row0, cols, n;
 } pc;
 shared float xs[BM * BK];
@@ -19,12 +21,20 @@ void main() {
     const uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y, lid = ly * 16u + lx;
     const uint t0 = gl_WorkGroupID.y * BM, r0 = gl_WorkGroupID.x * BN;
     float acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
-    Floats x = Floats(pc.x);
+    uint n = pc.n;
+    uint64_t x_at = pc.x, out_at = pc.out_;
+    if (pc.range != 0ul) {
+        const uint first = Uints(pc.range).v[0];
+        n = Uints(pc.range).v[1];
+        x_at += uint64_t(first) * pc.cols * 4u;
+        out_at += uint64_t(first) * pc.rows * 4u;
+    }
+    Floats x = Floats(x_at);
     for (uint c0 = 0; c0 < pc.cols; c0 += BK) {
         const uint len = min(BK, pc.cols - c0);
         for (uint i = lid; i < BM * BK; i += 256u) {
             const uint t = t0 + i / BK, c = c0 + i % BK;
-            xs[i] = (t < pc.n && c < pc.cols) ? x.v[t * pc.cols + c] : 0.0;
+            xs[i] = (t < n && c < pc.cols) ? x.v[t * pc.cols + c] : 0.0;
             const uint r = r0 + i / BK;
             ws[i] = (r < pc.rows && c < pc.cols) ? weight_at(pc.w, pc.groups, (pc.row0 + r) * pc.cols + c) : 0.0;
         }
@@ -35,10 +45,10 @@ void main() {
                     acc[i][j] = fma(ws[(lx + 16u * j) * BK + k], xs[(ly + 16u * i) * BK + k], acc[i][j]);
         barrier();
     }
-    Floats out_ = Floats(pc.out_);
+    Floats out_ = Floats(out_at);
     for (uint i = 0; i < 2u; ++i)
         for (uint j = 0; j < 2u; ++j) {
             const uint t = t0 + ly + 16u * i, r = r0 + lx + 16u * j;
-            if (t < pc.n && r < pc.rows) out_.v[t * pc.rows + r] = acc[i][j];
+            if (t < n && r < pc.rows) out_.v[t * pc.rows + r] = pc.bias != 0ul ? acc[i][j] + Floats(pc.bias).v[r] : acc[i][j];
         }
 }

@@ -10,6 +10,8 @@ layout(constant_id = 0) const uint WG = 64;
 const uint MAX_TOKENS = 8;
 layout(push_constant) uniform Push {
     uint64_t w, groups, x, out_;
+    uint64_t range;  // unused here (matmul_gemm.comp reads a device-side token range; GEMV never does)
+    uint64_t bias;   // nonzero: out[t][r] = sum + bias[r] (the add_bias op's one add)
     uint rows, row0, cols, n;
 } pc;
 shared float xs[MAX_TOKENS * 256];  // MAX_TOKENS x WG (WG <= 256)
@@ -37,5 +39,6 @@ void main() {
     }
     if (!in_range) return;
     Floats out_ = Floats(pc.out_);
-    for (uint t = 0; t < pc.n; ++t) out_.v[t * pc.rows + r] = acc[t];
+    const float b = pc.bias != 0ul ? Floats(pc.bias).v[r] : 0.0;
+    for (uint t = 0; t < pc.n; ++t) out_.v[t * pc.rows + r] = pc.bias != 0ul ? acc[t] + b : acc[t];
 }
