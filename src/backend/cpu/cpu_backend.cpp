@@ -11,6 +11,7 @@
 #include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/moe/cpu_moe.h"
 #include "backend/cpu/ops/copy_columns.h"
+#include "backend/cpu/ops/recurrent.h"
 #include "backend/cpu/ops/ops.h"
 #include "backend/cpu/plan/cpu_matmul_path.h"
 #include "backend/cpu/plan/kernel_plan.h"
@@ -150,6 +151,15 @@ public:
     void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
         check_column_copy(c, src, dst, "cpu backend");
         cpu::copy_columns_f32(f32(src), src.cols, f32w(dst), dst.cols, src.rows, c);
+    }
+    void causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out) override {
+        check_causal_conv1d(op, x, state, out, "cpu backend");
+        cpu::causal_conv1d_f32(op, cpu(*op.weight), f32(x), x.rows, x.cols, f32w(state), f32w(out));
+    }
+    void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                          const Tensor& beta, const Tensor& state, const Tensor& out) override {
+        check_gated_delta_rule(op, q, k, v, g, beta, state, out, "cpu backend");
+        cpu::gated_delta_rule_f32(op, q.rows, f32(q), f32(k), f32(v), f32(g), f32(beta), f32w(state), f32w(out));
     }
     // x[t] += table row keys[t] (row 0 for every token when keys is empty).
     void add_row_embedding(const Weight& table, const Tensor& x, std::span<const int32_t> keys, const char* op,

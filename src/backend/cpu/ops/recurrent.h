@@ -1,0 +1,18 @@
+// The CPU backend's recurrent ops (backend.h: CausalConv1d, GatedDeltaRule) on f32 rows, token by
+// token in row order. A token's arithmetic depends only on its inputs and its slot's state, never on
+// how many tokens share the call, so a prefill in chunks and one token at a time give bitwise the
+// same outputs and states. The caller checked the shapes (check_causal_conv1d / check_gated_delta_rule).
+#pragma once
+#include "backend/backend.h"
+
+namespace pagoda::backend::cpu {
+
+// x, out: rows x channels; weight: channels x kernel taps; state: slots x (kernel - 1) x channels.
+void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float* x, int64_t rows, int64_t channels,
+                       float* state, float* out);
+
+// Row-major f32 tensors as GatedDeltaRule lays them out; `rows` tokens.
+void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
+                          const float* g, const float* beta, float* state, float* out);
+
+}  // namespace pagoda::backend::cpu
