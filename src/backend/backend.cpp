@@ -49,6 +49,7 @@ const char* optional_op_name(OptionalOp op) {
         case OptionalOp::copy_columns: return "copy_columns";
         case OptionalOp::causal_conv1d: return "causal_conv1d";
         case OptionalOp::gated_delta_rule: return "gated_delta_rule";
+        case OptionalOp::sigmoid_mul: return "sigmoid_mul";
     }
     return "?";
 }
@@ -75,6 +76,10 @@ void Backend::causal_conv1d(const CausalConv1d&, const Tensor&, const Tensor&, c
 void Backend::gated_delta_rule(const GatedDeltaRule&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                const Tensor&, const Tensor&, const Tensor&) {
     fail("backend {} has no gated_delta_rule op", name());
+}
+
+void Backend::sigmoid_mul(const Tensor&, const Tensor&, const Tensor&) {
+    fail("backend {} has no sigmoid_mul op", name());
 }
 
 namespace {

@@ -173,8 +173,10 @@ struct AttentionParams {
 // Ops only some architectures need (the encoders'); a backend says which it has (has_op), and a
 // model that needs one its backend lacks is refused at load, naming the op.
 // copy_columns is MLA's (deepseek2): its per-head K is assembled from two sources.
-// causal_conv1d and gated_delta_rule are the gated DeltaNet layers' (qwen35, qwen3next).
-enum class OptionalOp { layer_norm, gelu, position_embedding, copy_columns, causal_conv1d, gated_delta_rule };
+// causal_conv1d and gated_delta_rule are the gated DeltaNet layers' (qwen35, qwen3next); sigmoid_mul
+// is their full-attention layers' output gate.
+enum class OptionalOp { layer_norm, gelu, position_embedding, copy_columns, causal_conv1d, gated_delta_rule,
+                        sigmoid_mul };
 const char* optional_op_name(OptionalOp op);
 
 // A strided copy of column ranges, one range per head: for every row t, head h < n_heads, j < width,
@@ -423,6 +425,9 @@ public:
     virtual void causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out);
     virtual void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& g, const Tensor& beta, const Tensor& state, const Tensor& out);
+    // out = sigmoid(gate) * up elementwise, sigmoid(g) = 1 / (1 + exp(-g)) (OptionalOp::sigmoid_mul:
+    // qwen35's attention output gate); out may be gate or up.
+    virtual void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 
     // The MoE FFN (MoeOp): x and out are T x dim, logits T x n_experts (the router's output).
     // `workspace` is a T x moe_workspace_cols(op) tensor of the arena the backend may use freely.

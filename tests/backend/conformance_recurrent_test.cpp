@@ -3,7 +3,8 @@
 // outputs and updated states over several sequences whose tokens interleave in one call, random
 // starting states, odd widths, value heads over fewer key heads. Contract: a step in chunks and one
 // token at a time give bitwise the same outputs and states; a sequence's results never depend on the
-// other sequences of the call (batch invariance); bad shapes and state rows are refused by name.
+// other sequences of the call (batch invariance); bad shapes and state rows are refused by name. Also
+// sigmoid_mul, the full-attention layers' output gate.
 // A backend that declares neither op (has_op) is skipped naming it; the model layer refuses qwen35 there.
 #include "backend/conformance.h"
 
@@ -205,6 +206,23 @@ TEST_P(Contract, RecurrentOpsKeepSequencesApart) {
         const int64_t state_cols = dv * mixed.op.head_dim;
         EXPECT_TRUE(bitwise(rows_of(alone_state, state_cols, 0, 1), rows_of(mixed_state, state_cols, 0, 1)))
             << "trial " << trial << ": slot 0's state";
+    }
+}
+
+TEST_P(Conformance, SigmoidMulMatchesTheReference) {
+    if (!test->has_op(OptionalOp::sigmoid_mul)) GTEST_SKIP() << GetParam() << ": declares no sigmoid_mul";
+    std::mt19937 rng(65);
+    for (int trial = 0; trial < 12; ++trial) {
+        const int64_t rows = uniform(1, 37, rng), cols = uniform(1, 77, rng);
+        const std::vector<float> gate = random_values(rows * cols, rng, 3.0f), up = random_values(rows * cols, rng);
+        auto [got, want] = both([&](Side& s) {
+            const Tensor g = s.input(rows, cols, gate), u = s.input(rows, cols, up), out = s.tensor(rows, cols);
+            s->sigmoid_mul(g, u, out);
+            s->sigmoid_mul(g, u, u);  // in place into up gives the same values
+            return std::pair{s.read(out), s.read(u)};
+        });
+        EXPECT_TRUE(close(got.first, want.first, kOpTolerance)) << "trial " << trial;
+        EXPECT_TRUE(bitwise(got.second, got.first)) << "trial " << trial << ": in place";
     }
 }
 

@@ -31,6 +31,15 @@ TEST(ReferenceRecurrent, CausalConv1dSlidesItsWindow) {
     EXPECT_TRUE(close(s.read(out2), {float(-3 / (1 + std::exp(3.0)))}, kTol));
 }
 
+TEST(ReferenceRecurrent, SigmoidMulGates) {
+    Side s(make_backend("reference"));
+    // sigmoid(0) = 1/2, sigmoid(ln 3) = 3/4, sigmoid(-ln 3) = 1/4.
+    const Tensor g = s.input(1, 3, {0, float(std::log(3.0)), float(-std::log(3.0))}), u = s.input(1, 3, {4, 4, -8});
+    const Tensor out = s.tensor(1, 3);
+    s->sigmoid_mul(g, u, out);
+    EXPECT_TRUE(close(s.read(out), {2, 3, -2}, kTol));
+}
+
 TEST(ReferenceRecurrent, GatedDeltaRuleByHand) {
     Side s(make_backend("reference"));
     const std::vector<int32_t> rows{0, 0};

@@ -88,6 +88,14 @@ public:
             cpu::silu_mul(f32(gate) + o, f32(up) + o, gate.cols, f32w(out) + o);
         });
     }
+    void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        check_cols(up, gate.cols, "sigmoid_mul", "an up input");
+        check_cols(out, gate.cols, "sigmoid_mul", "an output");
+        per_token(gate.rows, [&](int64_t t) {
+            const int64_t o = t * gate.cols;
+            cpu::sigmoid_mul_f32(f32(gate) + o, f32(up) + o, gate.cols, f32w(out) + o);
+        });
+    }
     void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
         check_cols(up, gate.cols, "gelu_mul", "an up input");
         per_token(gate.rows, [&](int64_t t) {

@@ -304,6 +304,9 @@ public:
     void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
         gated(gate, up, out, gelu_tanh, "gelu_mul");
     }
+    void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        gated(gate, up, out, [](double g) { return 1 / (1 + std::exp(-g)); }, "sigmoid_mul");
+    }
 
     void softmax(const Tensor& x) override {
         double* xs = elements(x, "softmax");

@@ -186,9 +186,9 @@ public:
         dispatch("rms_norm", {kRowWorkgroup}, p, gx, gy);
     }
     // The encoders' ops (backend::OptionalOp).
-    // The recurrent (gated DeltaNet) ops have no shaders yet: qwen35 is refused here naming them.
+    // The gated DeltaNet ops have no shaders yet: qwen35 is refused here naming them.
     bool has_op(OptionalOp op) const override {
-        return op != OptionalOp::causal_conv1d && op != OptionalOp::gated_delta_rule;
+        return op != OptionalOp::causal_conv1d && op != OptionalOp::gated_delta_rule && op != OptionalOp::sigmoid_mul;
     }
     void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
         check_column_copy(c, src, dst, "vulkan");

@@ -72,4 +72,8 @@ void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q
     }
 }
 
+void sigmoid_mul_f32(const float* gate, const float* up, int64_t n, float* out) {
+    for (int64_t i = 0; i < n; ++i) out[i] = up[i] / (1.0f + std::exp(-gate[i]));
+}
+
 }  // namespace pagoda::backend::cpu

@@ -1,4 +1,5 @@
-// The CPU backend's recurrent ops (backend.h: CausalConv1d, GatedDeltaRule) on f32 rows, token by
+// The CPU backend's gated DeltaNet ops (backend.h: CausalConv1d, GatedDeltaRule, and the attention
+// layers' sigmoid_mul) on f32 rows, the recurrences token by
 // token in row order. A token's arithmetic depends only on its inputs and its slot's state, never on
 // how many tokens share the call, so a prefill in chunks and one token at a time give bitwise the
 // same outputs and states. The caller checked the shapes (check_causal_conv1d / check_gated_delta_rule).
@@ -14,5 +15,8 @@ void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float*
 // Row-major f32 tensors as GatedDeltaRule lays them out; `rows` tokens.
 void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
                           const float* g, const float* beta, float* state, float* out);
+
+// out[i] = up[i] / (1 + exp(-gate[i])) (the attention output gate); out may alias gate or up.
+void sigmoid_mul_f32(const float* gate, const float* up, int64_t n, float* out);
 
 }  // namespace pagoda::backend::cpu
