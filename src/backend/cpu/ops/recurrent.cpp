@@ -26,11 +26,12 @@ void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float*
 }
 
 namespace {
-// out = a / max(|a|, eps) * scale (ggml_l2_norm's form).
+// out = a / max(|a|, eps) * scale: ggml_l2_norm's form (eps a floor on the norm, not a term under
+// the root), its squares summed in double as ggml does.
 void l2_normalise(const float* a, int64_t n, float eps, float scale, float* out) {
-    float sum_sq = 0;
-    for (int64_t i = 0; i < n; ++i) sum_sq += a[i] * a[i];
-    const float factor = scale / std::max(std::sqrt(sum_sq), eps);
+    double sum_sq = 0;
+    for (int64_t i = 0; i < n; ++i) sum_sq += double(a[i] * a[i]);
+    const float factor = scale / std::max(std::sqrt(float(sum_sq)), eps);
     for (int64_t i = 0; i < n; ++i) out[i] = a[i] * factor;
 }
 }  // namespace
