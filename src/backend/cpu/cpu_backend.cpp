@@ -167,7 +167,11 @@ public:
     void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
                           const Tensor& beta, const Tensor& state, const Tensor& out) override {
         check_gated_delta_rule(op, q, k, v, g, beta, state, out, "cpu backend");
-        cpu::gated_delta_rule_f32(op, q.rows, f32(q), f32(k), f32(v), f32(g), f32(beta), f32w(state), f32w(out));
+        // Split by value heads: each thread runs every token of its heads in order.
+        threads_.parallel_for(op.n_v_heads, 1, [&](int64_t begin, int64_t end, int) {
+            cpu::gated_delta_rule_f32(op, q.rows, f32(q), f32(k), f32(v), f32(g), f32(beta), f32w(state), f32w(out),
+                                      begin, end);
+        });
     }
     // x[t] += table row keys[t] (row 0 for every token when keys is empty).
     void add_row_embedding(const Weight& table, const Tensor& x, std::span<const int32_t> keys, const char* op,

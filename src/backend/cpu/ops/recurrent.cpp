@@ -37,13 +37,14 @@ void l2_normalise(const float* a, int64_t n, float eps, float scale, float* out)
 }  // namespace
 
 void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
-                          const float* g, const float* beta, float* state, float* out) {
+                          const float* g, const float* beta, float* state, float* out, int64_t head_begin,
+                          int64_t head_end) {
     const int64_t d = op.head_dim, hk = op.n_k_heads, hv = op.n_v_heads;
     const auto width = static_cast<size_t>(d);
     std::vector<float> qn(width), kn(width), delta(width), acc(width);
     for (int64_t t = 0; t < rows; ++t) {
         float* slot = state + int64_t(op.state_rows[size_t(t)]) * hv * d * d;
-        for (int64_t h = 0; h < hv; ++h) {
+        for (int64_t h = head_begin; h < head_end; ++h) {
             const int64_t kh = h % hk;
             l2_normalise(q + (t * hk + kh) * d, d, op.l2_eps, op.scale, qn.data());
             l2_normalise(k + (t * hk + kh) * d, d, op.l2_eps, 1.0f, kn.data());

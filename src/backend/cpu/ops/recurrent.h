@@ -12,9 +12,11 @@ namespace pagoda::backend::cpu {
 void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float* x, int64_t rows, int64_t channels,
                        float* state, float* out);
 
-// Row-major f32 tensors as GatedDeltaRule lays them out; `rows` tokens.
+// Row-major f32 tensors as GatedDeltaRule lays them out; `rows` tokens, value heads [head_begin,
+// head_end) only: heads never read each other's state, so threads may split them freely.
 void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
-                          const float* g, const float* beta, float* state, float* out);
+                          const float* g, const float* beta, float* state, float* out, int64_t head_begin,
+                          int64_t head_end);
 
 // out[i] = up[i] / (1 + exp(-gate[i])) (the attention output gate); out may alias gate or up.
 void sigmoid_mul_f32(const float* gate, const float* up, int64_t n, float* out);
