@@ -47,6 +47,9 @@ const char* optional_op_name(OptionalOp op) {
         case OptionalOp::gelu: return "gelu";
         case OptionalOp::position_embedding: return "position_embedding";
         case OptionalOp::copy_columns: return "copy_columns";
+        case OptionalOp::causal_conv1d: return "causal_conv1d";
+        case OptionalOp::gated_delta_rule: return "gated_delta_rule";
+        case OptionalOp::sigmoid_mul: return "sigmoid_mul";
     }
     return "?";
 }
@@ -65,6 +68,62 @@ void Backend::add_token_type_embedding(const Weight&, const Tensor&) {
 
 void Backend::copy_columns(const Tensor&, const Tensor&, const ColumnCopy&) {
     fail("backend {} has no copy_columns op", name());
+}
+
+void Backend::causal_conv1d(const CausalConv1d&, const Tensor&, const Tensor&, const Tensor&) {
+    fail("backend {} has no causal_conv1d op", name());
+}
+void Backend::gated_delta_rule(const GatedDeltaRule&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                               const Tensor&, const Tensor&, const Tensor&) {
+    fail("backend {} has no gated_delta_rule op", name());
+}
+
+void Backend::sigmoid_mul(const Tensor&, const Tensor&, const Tensor&) {
+    fail("backend {} has no sigmoid_mul op", name());
+}
+
+namespace {
+void check_state_rows(std::span<const int32_t> rows, const Tensor& x, const Tensor& state, const char* op,
+                      const std::string& backend) {
+    if (int64_t(rows.size()) != x.rows) fail("{} {}: {} state rows for {} tokens", backend, op, rows.size(), x.rows);
+    for (int32_t r : rows)
+        if (r < 0 || r >= state.rows) fail("{} {}: state row {} is outside the {} slots", backend, op, r, state.rows);
+}
+void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* op, const char* what,
+                 const std::string& backend) {
+    if (t.rows != rows || t.cols != cols)
+        fail("{} {}: {} is {} x {}, expected {} x {}", backend, op, what, t.rows, t.cols, rows, cols);
+}
+}  // namespace
+
+void check_causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out,
+                         const std::string& backend) {
+    if (!op.weight || op.kernel < 2) fail("{} causal_conv1d: kernel {} (needs a weight and at least 2 taps)", backend, op.kernel);
+    if (op.weight->size() != x.cols * op.kernel)
+        fail("{} causal_conv1d: {} weights for {} channels of {} taps", backend, op.weight->size(), x.cols, op.kernel);
+    check_shape(out, x.rows, x.cols, "causal_conv1d", "out", backend);
+    if (state.cols != x.cols * (op.kernel - 1))
+        fail("{} causal_conv1d: state has {} columns, expected {}", backend, state.cols, x.cols * (op.kernel - 1));
+    if (x.data == out.data) fail("{} causal_conv1d: x and out are the same tensor", backend);
+    check_state_rows(op.state_rows, x, state, "causal_conv1d", backend);
+}
+
+void check_gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& g, const Tensor& beta, const Tensor& state, const Tensor& out,
+                            const std::string& backend) {
+    if (op.n_k_heads < 1 || op.n_v_heads < 1 || op.head_dim < 1 || op.n_v_heads % op.n_k_heads != 0)
+        fail("{} gated_delta_rule: {} value heads over {} key heads of {} (needs a multiple)", backend, op.n_v_heads,
+             op.n_k_heads, op.head_dim);
+    const int64_t t = q.rows, d = op.head_dim;
+    check_shape(q, t, op.n_k_heads * d, "gated_delta_rule", "q", backend);
+    check_shape(k, t, op.n_k_heads * d, "gated_delta_rule", "k", backend);
+    check_shape(v, t, op.n_v_heads * d, "gated_delta_rule", "v", backend);
+    check_shape(out, t, op.n_v_heads * d, "gated_delta_rule", "out", backend);
+    check_shape(g, t, op.n_v_heads, "gated_delta_rule", "g", backend);
+    check_shape(beta, t, op.n_v_heads, "gated_delta_rule", "beta", backend);
+    if (state.cols != op.n_v_heads * d * d)
+        fail("{} gated_delta_rule: state has {} columns, expected {}", backend, state.cols, op.n_v_heads * d * d);
+    check_state_rows(op.state_rows, q, state, "gated_delta_rule", backend);
 }
 
 void check_column_copy(const ColumnCopy& c, const Tensor& src, const Tensor& dst, const std::string& backend) {

@@ -173,7 +173,10 @@ struct AttentionParams {
 // Ops only some architectures need (the encoders'); a backend says which it has (has_op), and a
 // model that needs one its backend lacks is refused at load, naming the op.
 // copy_columns is MLA's (deepseek2): its per-head K is assembled from two sources.
-enum class OptionalOp { layer_norm, gelu, position_embedding, copy_columns };
+// causal_conv1d and gated_delta_rule are the gated DeltaNet layers' (qwen35, qwen3next); sigmoid_mul
+// is their full-attention layers' output gate.
+enum class OptionalOp { layer_norm, gelu, position_embedding, copy_columns, causal_conv1d, gated_delta_rule,
+                        sigmoid_mul };
 const char* optional_op_name(OptionalOp op);
 
 // A strided copy of column ranges, one range per head: for every row t, head h < n_heads, j < width,
@@ -190,6 +193,45 @@ struct ColumnCopy {
 // Throws pagoda::Error naming `backend` when a range falls outside its tensor, the rows differ, or a
 // field is negative.
 void check_column_copy(const ColumnCopy& c, const Tensor& src, const Tensor& dst, const std::string& backend);
+
+// Recurrent (linear-attention) layers keep a per-sequence state instead of KV rows. A state tensor
+// has one row per state slot; each token names the row its sequence reads and updates (state_rows,
+// one entry per token). A step's tokens of one sequence come in position order, so running the
+// tokens in row order is running each sequence's recurrence; rows of other slots are untouched.
+//
+// CausalConv1d: a depthwise causal convolution over the last `kernel` inputs of each channel.
+// x and out are T x C (distinct tensors); weight holds C * kernel values, channel c's taps at
+// c * kernel .. c * kernel + kernel - 1, the last tap multiplying the current token (GGUF's
+// ssm_conv1d.weight, shape [kernel, C]); state is slots x (kernel - 1) * C, the previous kernel - 1
+// inputs oldest first ([j][c]). Per token t (slot r = state_rows[t]):
+//   out[t][c] = sum_{j < kernel - 1} w[c][j] * state[r][j][c] + w[c][kernel - 1] * x[t][c]
+//   (then silu(out) when `silu`), and state[r] drops its oldest input and appends x[t].
+struct CausalConv1d {
+    const Vector* weight = nullptr;
+    int32_t kernel = 0;
+    bool silu = false;
+    std::span<const int32_t> state_rows;  // per token
+};
+// GatedDeltaRule: the gated delta rule over n_v_heads value heads of head_dim (keys and values have
+// the same head_dim). q and k are T x n_k_heads * head_dim, v and out T x n_v_heads * head_dim, g
+// (log decay, <= 0) and beta (in (0, 1)) T x n_v_heads; state is slots x n_v_heads * head_dim^2,
+// head h's matrix S[i][j] (i over keys, j over values) at h * head_dim^2 + i * head_dim + j. Value
+// head h reads key head h % n_k_heads (heads tiled, as ggml broadcasts them; llama.cpp's converter
+// orders the value heads for that). Per token t, head h (slot r = state_rows[t]):
+//   qn = q_h / max(|q_h|, l2_eps) * scale,  kn = k_h / max(|k_h|, l2_eps)   (ggml_l2_norm)
+//   S = exp(g[t][h]) * S;  d = beta[t][h] * (v_h - S^T kn);  S += kn d^T;  out_h = S^T qn.
+struct GatedDeltaRule {
+    int32_t n_k_heads = 0, n_v_heads = 0, head_dim = 0;
+    float scale = 0.0f;  // qwen35: 1 / sqrt(head_dim)
+    float l2_eps = 0.0f;
+    std::span<const int32_t> state_rows;  // per token
+};
+// Throw pagoda::Error naming `backend` when a shape, a state row or the heads do not fit.
+void check_causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out,
+                         const std::string& backend);
+void check_gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& g, const Tensor& beta, const Tensor& state, const Tensor& out,
+                            const std::string& backend);
 
 // The Q|K|V projection, its optional biases, RoPE of Q and K, and the K/V write, as one op.
 struct QkvOp {
@@ -378,6 +420,14 @@ public:
     virtual void add_token_type_embedding(const Weight& table, const Tensor& x);
     // ColumnCopy from src into dst (OptionalOp::copy_columns).
     virtual void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c);
+    // CausalConv1d (OptionalOp::causal_conv1d) and GatedDeltaRule (OptionalOp::gated_delta_rule),
+    // updating `state` in place.
+    virtual void causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out);
+    virtual void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& g, const Tensor& beta, const Tensor& state, const Tensor& out);
+    // out = sigmoid(gate) * up elementwise, sigmoid(g) = 1 / (1 + exp(-g)) (OptionalOp::sigmoid_mul:
+    // qwen35's attention output gate); out may be gate or up.
+    virtual void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 
     // The MoE FFN (MoeOp): x and out are T x dim, logits T x n_experts (the router's output).
     // `workspace` is a T x moe_workspace_cols(op) tensor of the arena the backend may use freely.

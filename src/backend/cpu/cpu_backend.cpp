@@ -11,6 +11,7 @@
 #include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/moe/cpu_moe.h"
 #include "backend/cpu/ops/copy_columns.h"
+#include "backend/cpu/ops/recurrent.h"
 #include "backend/cpu/ops/ops.h"
 #include "backend/cpu/plan/cpu_matmul_path.h"
 #include "backend/cpu/plan/kernel_plan.h"
@@ -87,6 +88,14 @@ public:
             cpu::silu_mul(f32(gate) + o, f32(up) + o, gate.cols, f32w(out) + o);
         });
     }
+    void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        check_cols(up, gate.cols, "sigmoid_mul", "an up input");
+        check_cols(out, gate.cols, "sigmoid_mul", "an output");
+        per_token(gate.rows, [&](int64_t t) {
+            const int64_t o = t * gate.cols;
+            cpu::sigmoid_mul_f32(f32(gate) + o, f32(up) + o, gate.cols, f32w(out) + o);
+        });
+    }
     void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
         check_cols(up, gate.cols, "gelu_mul", "an up input");
         per_token(gate.rows, [&](int64_t t) {
@@ -150,6 +159,19 @@ public:
     void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
         check_column_copy(c, src, dst, "cpu backend");
         cpu::copy_columns_f32(f32(src), src.cols, f32w(dst), dst.cols, src.rows, c);
+    }
+    void causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out) override {
+        check_causal_conv1d(op, x, state, out, "cpu backend");
+        cpu::causal_conv1d_f32(op, cpu(*op.weight), f32(x), x.rows, x.cols, f32w(state), f32w(out));
+    }
+    void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                          const Tensor& beta, const Tensor& state, const Tensor& out) override {
+        check_gated_delta_rule(op, q, k, v, g, beta, state, out, "cpu backend");
+        // Split by value heads: each thread runs every token of its heads in order.
+        threads_.parallel_for(op.n_v_heads, 1, [&](int64_t begin, int64_t end, int) {
+            cpu::gated_delta_rule_f32(op, q.rows, f32(q), f32(k), f32(v), f32(g), f32(beta), f32w(state), f32w(out),
+                                      begin, end);
+        });
     }
     // x[t] += table row keys[t] (row 0 for every token when keys is empty).
     void add_row_embedding(const Weight& table, const Tensor& x, std::span<const int32_t> keys, const char* op,

@@ -12,6 +12,7 @@
 #include "backend/reference/reference_kv_cache.h"
 #include "backend/reference/reference_math.h"
 #include "backend/reference/reference_moe.h"
+#include "backend/reference/reference_recurrent.h"
 #include "backend/reference/reference_weights.h"
 #include "core/error.h"
 
@@ -193,6 +194,19 @@ public:
                 for (int64_t j = 0; j < c.width; ++j)
                     d[t * dst.cols + h * c.dst_stride + c.dst_offset + j] = s[t * src.cols + h * c.src_stride + c.src_offset + j];
     }
+    void causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out) override {
+        check_causal_conv1d(op, x, state, out, "reference");
+        reference::causal_conv1d(op, ours(*op.weight).values, elements(x, "causal_conv1d"), x.rows, x.cols,
+                                 elements(state, "causal_conv1d"), elements(out, "causal_conv1d"));
+    }
+    void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                          const Tensor& beta, const Tensor& state, const Tensor& out) override {
+        check_gated_delta_rule(op, q, k, v, g, beta, state, out, "reference");
+        const char* name = "gated_delta_rule";
+        reference::gated_delta_rule(op, q.rows, elements(q, name), elements(k, name), elements(v, name),
+                                    elements(g, name), elements(beta, name), elements(state, name),
+                                    elements(out, name));
+    }
     void add_position_embedding(const Weight& table, const Tensor& x) override {
         add_row_embedding(table, x, step_.positions, "position_embedding", "position");
     }
@@ -289,6 +303,9 @@ public:
     }
     void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
         gated(gate, up, out, gelu_tanh, "gelu_mul");
+    }
+    void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        gated(gate, up, out, [](double g) { return 1 / (1 + std::exp(-g)); }, "sigmoid_mul");
     }
 
     void softmax(const Tensor& x) override {

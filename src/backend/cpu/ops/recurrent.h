@@ -1,0 +1,24 @@
+// The CPU backend's gated DeltaNet ops (backend.h: CausalConv1d, GatedDeltaRule, and the attention
+// layers' sigmoid_mul) on f32 rows, the recurrences token by
+// token in row order. A token's arithmetic depends only on its inputs and its slot's state, never on
+// how many tokens share the call, so a prefill in chunks and one token at a time give bitwise the
+// same outputs and states. The caller checked the shapes (check_causal_conv1d / check_gated_delta_rule).
+#pragma once
+#include "backend/backend.h"
+
+namespace pagoda::backend::cpu {
+
+// x, out: rows x channels; weight: channels x kernel taps; state: slots x (kernel - 1) x channels.
+void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float* x, int64_t rows, int64_t channels,
+                       float* state, float* out);
+
+// Row-major f32 tensors as GatedDeltaRule lays them out; `rows` tokens, value heads [head_begin,
+// head_end) only: heads never read each other's state, so threads may split them freely.
+void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
+                          const float* g, const float* beta, float* state, float* out, int64_t head_begin,
+                          int64_t head_end);
+
+// out[i] = up[i] / (1 + exp(-gate[i])) (the attention output gate); out may alias gate or up.
+void sigmoid_mul_f32(const float* gate, const float* up, int64_t n, float* out);
+
+}  // namespace pagoda::backend::cpu
