@@ -34,13 +34,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                      "model.layers.0.mlp.experts.3.down_proj.weight", "lm_head.weight",
                                      "model.layers.1.block_sparse_moe.experts.0.w1.weight", "model.norm.weight",
                                      "roberta.embeddings.position_embeddings.weight", "encoder.layer.0.output.LayerNorm.gamma",
-                                     "bert.pooler.dense.weight", "classifier.out_proj.bias", "embeddings.position_ids"}) {
+                                     "bert.pooler.dense.weight", "classifier.out_proj.bias", "embeddings.position_ids",
+                                     "encoder.layers.0.attn.Wqkv.weight", "encoder.layers.1.mlp.fc12.weight", "emb_ln.bias"}) {
                 try {
                     if (auto t = pagoda::hf::gguf_target(m, name)) sink = sink + t->gguf_name.size() + uint64_t(t->skip_rows);
                 } catch (const pagoda::Error&) {
                 }
             }
-            for (const char* name : {"token_embd.weight", "position_embd.weight", "blk.0.attn_q.bias", "cls.output.weight"}) {
+            for (const char* name : {"token_embd.weight", "position_embd.weight", "blk.0.attn_q.bias", "cls.output.weight",
+                                     "blk.0.attn_qkv.weight", "blk.0.ffn_gate.weight"}) {
                 try {
                     sink = sink + pagoda::hf::hf_source(m, name).hf_names.size();
                 } catch (const pagoda::Error&) {

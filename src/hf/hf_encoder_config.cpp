@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "hf/config_reader.h"
+#include "hf/hf_nomic_bert.h"
 
 namespace pagoda::hf {
 namespace {
@@ -19,12 +20,13 @@ using gguf::Value;
 
 struct EncoderClass {
     const char* hf;
-    bool roberta, classifier;
+    bool roberta, classifier, nomic = false;
 };
 constexpr EncoderClass kClasses[] = {
     {"BertModel", false, false},    {"BertForSequenceClassification", false, true},
     {"RobertaModel", true, false},  {"RobertaForSequenceClassification", true, true},
     {"XLMRobertaModel", true, false}, {"XLMRobertaForSequenceClassification", true, true},
+    {"NomicBertModel", false, false, true},  // GGUF nomic-bert (hf_nomic_bert.h)
 };
 
 const EncoderClass* find_class(std::string_view hf_arch) {
@@ -91,6 +93,7 @@ std::string encoder_class_list() {
 HfModel read_hf_encoder_config(const Json& root, const std::string& name, const std::string& hf_arch) {
     const EncoderClass* cls = find_class(hf_arch);
     if (!cls) fail("{}: architectures[0] '{}' is not an encoder pagoda reads ({})", name, hf_arch, encoder_class_list());
+    if (cls->nomic) return read_hf_nomic_config(root, name);
     const Config c(root, name, "");
     HfModel m;
     m.hf_arch = hf_arch;
@@ -183,7 +186,7 @@ void add_sentence_transformers_pooling(HfModel& m, const std::string& dir) {
     if (!path) return;
     const fs::path config = fs::path(dir) / *path / "config.json";
     if (!fs::exists(config)) fail("{}: the Pooling module's {} is missing", modules.string(), config.string());
-    m.metadata.emplace_back("bert.pooling_type", Value::u32(uint32_t(pooling_type_of(read_text(config), config.string()))));
+    m.metadata.emplace_back(m.arch + ".pooling_type", Value::u32(uint32_t(pooling_type_of(read_text(config), config.string()))));
 }
 
 }  // namespace pagoda::hf

@@ -12,7 +12,7 @@
 // One difference from the converter, on purpose: BertForSequenceClassification's pooler
 // (tanh(pooler.dense · h_cls)) becomes cls.weight/bias and its classifier cls.output, which is what
 // transformers computes; the converter drops the pooler, so its GGUF scores differ from the model's.
-// NomicBertModel is not read (refused as unsupported). Errors name the file and the key.
+// NomicBertModel becomes `nomic-bert` (hf_nomic_bert.h). Errors name the file and the key.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -44,6 +44,7 @@ void add_sentence_transformers_pooling(HfModel& m, const std::string& dir);
 
 // The inverse, for writing a folder from a GGUF `bert` model. `hf_class` "" picks one: XLMRoberta*
 // for a "t5" (Unigram) vocabulary, else Bert*; *ForSequenceClassification for pooling_type 4.
+// A `nomic-bert` model is NomicBertModel (its only class).
 std::string encoder_class_for(const gguf::File& model, const std::string& hf_class);
 std::string hf_encoder_config_json(const gguf::File& model, const std::string& torch_dtype, const std::string& hf_class);
 // modules.json and 1_Pooling/config.json (relative path, text) for a pooling_type of 1, 2 or 3; none

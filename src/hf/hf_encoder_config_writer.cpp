@@ -7,12 +7,18 @@
 
 #include "core/error.h"
 #include "hf/hf_encoder_config.h"
+#include "hf/hf_nomic_bert.h"
 
 namespace pagoda::hf {
 
 using Json = nlohmann::json;
 
 std::string encoder_class_for(const gguf::File& f, const std::string& hf_class) {
+    if (f.get_string_or("general.architecture", "") == "nomic-bert") {
+        if (!hf_class.empty() && hf_class != "NomicBertModel")
+            fail("{}: a nomic-bert model is written as NomicBertModel, not {}", f.name(), hf_class);
+        return "NomicBertModel";
+    }
     const bool rank = f.get_int_or("bert.pooling_type", 0) == 4;
     std::string cls = hf_class;
     if (cls.empty()) {
@@ -27,8 +33,12 @@ std::string encoder_class_for(const gguf::File& f, const std::string& hf_class) 
 }
 
 std::string hf_encoder_config_json(const gguf::File& f, const std::string& torch_dtype, const std::string& hf_class) {
+    if (f.get_string("general.architecture") == "nomic-bert") {
+        encoder_class_for(f, hf_class);  // checks the class asked for
+        return hf_nomic_config_json(f, torch_dtype);
+    }
     if (f.get_string("general.architecture") != "bert")
-        fail("{}: architecture '{}' has no Hugging Face encoder form here (bert only)", f.name(),
+        fail("{}: architecture '{}' has no Hugging Face encoder form here (bert, nomic-bert)", f.name(),
              f.get_string("general.architecture"));
     const std::string cls = encoder_class_for(f, hf_class);
     const bool roberta = cls.find("Roberta") != std::string::npos, classifier = cls.ends_with("ForSequenceClassification");
@@ -81,11 +91,12 @@ std::string hf_encoder_config_json(const gguf::File& f, const std::string& torch
 }
 
 std::vector<std::pair<std::string, std::string>> sentence_transformers_files(const gguf::File& f) {
-    const int64_t type = f.get_int_or(f.get_string("general.architecture") + ".pooling_type", 0);
+    const std::string arch = f.get_string("general.architecture");
+    const int64_t type = f.get_int_or(arch + ".pooling_type", 0);
     if (type < 1 || type > 3) return {};
     const Json modules = Json::array({{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
                                       {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}});
-    const Json pooling = {{"word_embedding_dimension", f.get_int("bert.embedding_length")},
+    const Json pooling = {{"word_embedding_dimension", f.get_int(arch + ".embedding_length")},
                           {"pooling_mode_cls_token", type == 2},
                           {"pooling_mode_mean_tokens", type == 1},
                           {"pooling_mode_max_tokens", false},

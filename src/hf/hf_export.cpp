@@ -45,7 +45,8 @@ struct Entry {
 void write_hf_folder(const gguf::File& f, const std::string& dir, int shards, const std::string& hf_class) {
     const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
     if (!embd) fail("{}: tensor token_embd.weight is missing", f.name());
-    const bool encoder = f.get_string_or("general.architecture", "") == "bert";
+    const std::string arch = f.get_string_or("general.architecture", "");
+    const bool encoder = arch == "bert" || arch == "nomic-bert";
     if (!hf_class.empty() && !encoder) fail("{}: a Hugging Face class ({}) is chosen for encoders only", f.name(), hf_class);
     const std::string config = encoder ? hf_encoder_config_json(f, torch_dtype(embd->type), hf_class)
                                        : hf_config_json(f, torch_dtype(embd->type), floats_of(f, "rope_factors_short.weight"),

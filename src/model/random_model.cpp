@@ -112,8 +112,6 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     if (!spec.rank_head.empty() && spec.arch != "bert")
         fail("gen-model: a classification head (--rank-head) is written to a Hugging Face folder for bert only "
              "(as BertForSequenceClassification / XLMRobertaForSequenceClassification)");
-    if (spec.arch == "nomic-bert")
-        fail("gen-model: nomic-bert is written to GGUF only (pagoda reads no NomicBertModel folders)");
     if (!spec.hf_class.empty() && spec.arch != "bert") fail("gen-model: --hf-class is for --arch bert");
     if (spec.arch == "gpt-oss" || spec.arch == "deepseek2" || spec.arch == "mistral3")
         fail("gen-model: {} is written to GGUF only (no Hugging Face {} folders yet)", spec.arch, spec.arch);

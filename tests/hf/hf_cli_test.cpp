@@ -123,7 +123,8 @@ TEST(HfCli, QuantizeAtLoadRunsAsAQuantizedFile) {
 }
 
 // Encoders through gen-model: the XLM-R cross-encoder folder shows the GGUF's tensor table (its
-// position table cut by the offset), and the forms that have no folder are refused by name.
+// position table cut by the offset), so does nomic-bert's NomicBertModel folder, and a class that
+// does not fit is refused by name.
 TEST(HfCli, GenModelWritesEncoderFolders) {
     const std::string gguf = temp_path("cli-hf-xlmr.gguf"), dir = temp_path("cli-hf-xlmr");
     fs::remove_all(dir);
@@ -142,9 +143,21 @@ TEST(HfCli, GenModelWritesEncoderFolders) {
     ASSERT_EQ(info_h.exit_code, 0) << info_h.err;
     EXPECT_EQ(tensor_table(info_h.out), tensor_table(info_g.out));
 
-    auto nomic = run_pagoda({"gen-model", "-o", temp_path("cli-hf-nomic"), "--arch", "nomic-bert", "--format", "hf"});
-    EXPECT_NE(nomic.exit_code, 0);
-    EXPECT_NE(nomic.err.find("nomic-bert is written to GGUF only"), std::string::npos) << nomic.err;
+    // nomic-bert: a NomicBertModel folder with the GGUF's tensor table; no other class for it.
+    const std::string nomic_gguf = temp_path("cli-hf-nomic.gguf"), nomic_dir = temp_path("cli-hf-nomic");
+    fs::remove_all(nomic_dir);
+    ASSERT_EQ(run_pagoda({"gen-model", "-o", nomic_gguf, "--arch", "nomic-bert"}).exit_code, 0);
+    auto nomic = run_pagoda({"gen-model", "-o", nomic_dir, "--arch", "nomic-bert", "--format", "hf"});
+    ASSERT_EQ(nomic.exit_code, 0) << nomic.err;
+    std::ifstream nomic_config(fs::path(nomic_dir) / "config.json");
+    EXPECT_EQ(nlohmann::json::parse(nomic_config)["architectures"][0], "NomicBertModel");
+    auto nomic_h = run_pagoda({"gguf-info", nomic_dir});
+    ASSERT_EQ(nomic_h.exit_code, 0) << nomic_h.err;
+    EXPECT_EQ(tensor_table(nomic_h.out), tensor_table(run_pagoda({"gguf-info", nomic_gguf}).out));
+    auto nomic_class = run_pagoda({"gen-model", "-o", temp_path("cli-hf-nomic-class"), "--arch", "nomic-bert", "--format", "hf",
+                                   "--hf-class", "BertModel"});
+    EXPECT_NE(nomic_class.exit_code, 0);
+    EXPECT_NE(nomic_class.err.find("--hf-class is for --arch bert"), std::string::npos) << nomic_class.err;
     auto no_format = run_pagoda({"gen-model", "-o", temp_path("cli-hf-class.gguf"), "--arch", "bert", "--hf-class", "BertModel"});
     EXPECT_NE(no_format.err.find("--hf-class is for --format hf"), std::string::npos) << no_format.err;
     auto mismatch = run_pagoda({"gen-model", "-o", temp_path("cli-hf-mismatch"), "--arch", "bert", "--format", "hf", "--hf-class",

@@ -46,6 +46,13 @@ const char* kBgeReranker = R"({"architectures":["XLMRobertaForSequenceClassifica
   "max_position_embeddings":8194,"model_type":"xlm-roberta","num_attention_heads":16,"num_hidden_layers":24,"pad_token_id":1,
   "position_embedding_type":"absolute","type_vocab_size":1,"vocab_size":250002})";
 
+// nomic-embed-text-v1.5's config.json (the keys that matter; auto_map and dropouts left out).
+const char* kNomicV15 = R"({"activation_function":"swiglu","architectures":["NomicBertModel"],"causal":false,
+  "layer_norm_epsilon":1e-12,"max_trained_positions":2048,"mlp_fc1_bias":false,"mlp_fc2_bias":false,"model_type":"nomic_bert",
+  "n_embd":768,"n_head":12,"n_inner":3072,"n_layer":12,"n_positions":8192,"prenorm":false,"qkv_proj_bias":false,
+  "rotary_emb_base":1000,"rotary_emb_fraction":1.0,"rotary_emb_interleaved":false,"rotary_emb_scale_base":null,
+  "rotary_scaling_factor":null,"type_vocab_size":2,"use_rms_norm":false,"parallel_block":false,"vocab_size":30528})";
+
 std::string target(const HfModel& m, const std::string& name) {
     const auto t = gguf_target(m, name);
     return t ? t->gguf_name : "(not loaded)";
@@ -145,7 +152,7 @@ TEST(HfEncoderConfig, RefusalsNameTheKey) {
               std::string::npos);
     EXPECT_NE(config_error(with(kBgeSmall, "\"layer_norm_eps\":1e-12", "\"layer_norm_eps\":\"small\"")).find("'layer_norm_eps'"),
               std::string::npos);
-    EXPECT_NE(config_error(R"({"architectures":["NomicBertModel"]})").find("'NomicBertModel' is not supported"), std::string::npos);
+    EXPECT_NE(config_error(R"({"architectures":["NomicBertForPreTraining"]})").find("is not supported"), std::string::npos);
 }
 
 TEST(HfEncoderConfig, SentenceTransformersPooling) {
@@ -168,6 +175,87 @@ TEST(HfEncoderConfig, SentenceTransformersPooling) {
     EXPECT_NE(error_of([] { pooling_type_of(R"({"pooling_mode_cls_token":1})", "p"); }).find("'pooling_mode_cls_token'"),
               std::string::npos);
     EXPECT_NE(error_of([] { pooling_type_of("{}", "p"); }).find("no pooling mode"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pagoda::hf
+
+namespace pagoda::hf {
+namespace {
+
+std::string with_nomic(const std::string& from, const std::string& to) {
+    std::string s = kNomicV15;
+    const size_t at = s.find(from);
+    if (at == std::string::npos) throw std::runtime_error("test: no " + from);
+    return s.replace(at, from.size(), to);
+}
+
+// What llama.cpp's converter writes for nomic-embed-text-v1.5: nomic-bert, context 2048, RoPE base
+// 1000, and its tensor map (emb_ln, attn.Wqkv, mlp.fc11 up / fc12 gate / fc2 down, norm1 / norm2).
+TEST(HfEncoderConfig, NomicEmbedMapsToNomicBertKeysAndNames) {
+    const HfModel m = read_hf_config(kNomicV15, "config.json");
+    EXPECT_EQ(m.arch, "nomic-bert");
+    EXPECT_TRUE(m.encoder);
+    EXPECT_EQ(meta_int(m, "nomic-bert.context_length"), 2048);
+    EXPECT_EQ(meta_int(m, "nomic-bert.embedding_length"), 768);
+    EXPECT_EQ(meta_int(m, "nomic-bert.feed_forward_length"), 3072);
+    EXPECT_EQ(meta_int(m, "nomic-bert.block_count"), 12);
+    EXPECT_EQ(meta_int(m, "nomic-bert.attention.head_count"), 12);
+    EXPECT_EQ(meta_int(m, "tokenizer.ggml.token_type_count"), 2);
+    EXPECT_FLOAT_EQ(float(*meta(m, "nomic-bert.attention.layer_norm_epsilon")->as_float()), 1e-12f);
+    EXPECT_FLOAT_EQ(float(*meta(m, "nomic-bert.rope.freq_base")->as_float()), 1000.0f);
+    EXPECT_FALSE(std::get<bool>(meta(m, "nomic-bert.attention.causal")->data));
+    EXPECT_EQ(meta(m, "nomic-bert.pooling_type"), nullptr);  // from modules.json only
+    EXPECT_EQ(target(m, "embeddings.word_embeddings.weight"), "token_embd.weight");
+    EXPECT_EQ(target(m, "embeddings.token_type_embeddings.weight"), "token_types.weight");
+    EXPECT_EQ(target(m, "emb_ln.bias"), "token_embd_norm.bias");
+    EXPECT_EQ(target(m, "encoder.layers.11.attn.Wqkv.weight"), "blk.11.attn_qkv.weight");
+    EXPECT_EQ(target(m, "encoder.layers.0.attn.out_proj.weight"), "blk.0.attn_output.weight");
+    EXPECT_EQ(target(m, "encoder.layers.0.norm1.weight"), "blk.0.attn_output_norm.weight");
+    EXPECT_EQ(target(m, "encoder.layers.0.mlp.fc11.weight"), "blk.0.ffn_up.weight");
+    EXPECT_EQ(target(m, "encoder.layers.0.mlp.fc12.weight"), "blk.0.ffn_gate.weight");
+    EXPECT_EQ(target(m, "encoder.layers.0.mlp.fc2.weight"), "blk.0.ffn_down.weight");
+    EXPECT_EQ(target(m, "encoder.layers.0.norm2.bias"), "blk.0.layer_output_norm.bias");
+    EXPECT_EQ(target(m, "bert.encoder.layers.3.norm2.bias"), "blk.3.layer_output_norm.bias");
+    EXPECT_EQ(target(m, "embeddings.position_ids"), "(not loaded)");
+    EXPECT_EQ(hf_source(m, "blk.7.ffn_gate.weight").hf_names, std::vector<std::string>{"encoder.layers.7.mlp.fc12.weight"});
+    EXPECT_EQ(hf_source(m, "token_embd_norm.weight").hf_names, std::vector<std::string>{"emb_ln.weight"});
+    for (const char* unknown : {"encoder.layers.12.norm1.weight", "encoder.layers.01.norm1.weight", "encoder.layer.0.norm1.weight",
+                                "pooler.dense.weight", "emb_ln.scale"})
+        EXPECT_NE(error_of([&] { gguf_target(m, unknown); }).find("is not a tensor pagoda knows for NomicBertModel"),
+                  std::string::npos) << unknown;
+    EXPECT_NE(error_of([&] { hf_source(m, "blk.0.attn_q.weight"); }).find("no Hugging Face name"), std::string::npos);
+    // Without max_trained_positions the context is n_positions.
+    const HfModel untrained = read_hf_config(with_nomic("\"max_trained_positions\":2048,", ""), "config.json");
+    EXPECT_EQ(meta_int(untrained, "nomic-bert.context_length"), 8192);
+}
+
+TEST(HfEncoderConfig, NomicRefusesWhatItsBuilderDoesNotCompute) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"\"activation_function\":\"swiglu\"", "\"activation_function\":\"gelu\""},
+        {"\"causal\":false", "\"causal\":true"},
+        {"\"prenorm\":false", "\"prenorm\":true"},
+        {"\"qkv_proj_bias\":false", "\"qkv_proj_bias\":true"},
+        {"\"mlp_fc1_bias\":false", "\"mlp_fc1_bias\":true"},
+        {"\"mlp_fc2_bias\":false", "\"mlp_fc2_bias\":true"},
+        {"\"rotary_emb_fraction\":1.0", "\"rotary_emb_fraction\":0.5"},
+        {"\"rotary_emb_interleaved\":false", "\"rotary_emb_interleaved\":true"},
+        {"\"rotary_emb_scale_base\":null", "\"rotary_emb_scale_base\":512"},
+        {"\"rotary_scaling_factor\":null", "\"rotary_scaling_factor\":2"},
+        {"\"use_rms_norm\":false", "\"use_rms_norm\":true"},
+        {"\"parallel_block\":false", "\"parallel_block\":true"},
+        {"\"causal\":false", "\"causal\":false,\"moe_every_n_layers\":2"},
+        {"\"rotary_emb_base\":1000", "\"rotary_emb_base\":0"},
+        {"\"layer_norm_epsilon\":1e-12", "\"layer_norm_epsilon\":2"},
+        {"\"n_embd\":768", "\"n_embd\":770"},
+        {"\"n_inner\":3072,", ""},
+    };
+    for (const auto& [from, to] : cases) {
+        const std::string key = from.substr(1, from.find('"', 1) - 1);
+        const std::string err = config_error(with_nomic(from, to));
+        EXPECT_NE(err.find("'" + (key == "causal" && to.find("moe") != std::string::npos ? "moe_every_n_layers" : key) + "'"),
+                  std::string::npos) << to << ": " << err;
+    }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // BERT-family Hugging Face folders (hf/hf_encoder_config.h): the folder gen-model writes for a random
-// `bert` GGUF (BertModel, RobertaModel, XLMRobertaModel, their *ForSequenceClassification) loads back
+// `bert` GGUF (BertModel, RobertaModel, XLMRobertaModel, their *ForSequenceClassification) or
+// `nomic-bert` GGUF (NomicBertModel) loads back
 // to the GGUF's tensors byte for byte and gives bitwise-equal hidden states and classifier scores on
 // the CPU backend; RoBERTa's position offset is checked against the folder's own rows; real configs
 // (bge-small, bge-reranker-v2-m3 shapes) map to the converter's keys and names; malformed configs
@@ -51,7 +52,7 @@ std::vector<float> hidden_states(std::shared_ptr<const gguf::File> file) {
     return model->hidden_rows();
 }
 
-void expect_same_tensors(const gguf::File& g, const gguf::File& h) {
+void expect_same_tensors(const gguf::File& g, const gguf::File& h, const std::string& arch = "bert") {
     for (const auto& t : g.tensors()) {
         const gguf::TensorInfo* v = h.find_tensor(t.name);
         ASSERT_NE(v, nullptr) << t.name;
@@ -61,11 +62,11 @@ void expect_same_tensors(const gguf::File& g, const gguf::File& h) {
         EXPECT_EQ(std::memcmp(v->data, t.data, t.n_bytes), 0) << t.name << " differs";
     }
     EXPECT_EQ(h.tensors().size(), g.tensors().size());
-    for (const char* key : {"bert.context_length", "bert.embedding_length", "bert.feed_forward_length", "bert.block_count",
-                            "bert.attention.head_count", "bert.pooling_type"})
-        EXPECT_EQ(h.get_int_or(key, -1), g.get_int_or(key, -1)) << key;
-    EXPECT_EQ(h.get_float("bert.attention.layer_norm_epsilon"), g.get_float("bert.attention.layer_norm_epsilon"));
-    EXPECT_FALSE(h.get_bool_or("bert.attention.causal", true));
+    for (const char* key : {"context_length", "embedding_length", "feed_forward_length", "block_count", "attention.head_count",
+                            "pooling_type"})
+        EXPECT_EQ(h.get_int_or(arch + "." + key, -1), g.get_int_or(arch + "." + key, -1)) << key;
+    EXPECT_EQ(h.get_float(arch + ".attention.layer_norm_epsilon"), g.get_float(arch + ".attention.layer_norm_epsilon"));
+    EXPECT_FALSE(h.get_bool_or(arch + ".attention.causal", true));
     EXPECT_EQ(h.get_string("tokenizer.ggml.model"), g.get_string("tokenizer.ggml.model"));
     EXPECT_EQ(h.get_strings("tokenizer.ggml.tokens"), g.get_strings("tokenizer.ggml.tokens"));
 }
@@ -124,6 +125,49 @@ TEST(HfEncoder, FoldersGiveTheGgufTensorsAndHiddenStates) {
         ASSERT_TRUE(std::isfinite(norm) && norm > 1.0) << "hidden states worth comparing";
         ASSERT_EQ(a.size(), b.size());
         EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "hidden states differ";
+    }
+}
+
+// nomic-embed's form (NomicBertModel): RoPE, fused Wqkv, SwiGLU, no biases, no position table.
+TEST(HfEncoder, NomicFolderGivesTheGgufTensorsAndHiddenStates) {
+    RandomModelSpec spec = encoder_spec("wordpiece", "");
+    spec.arch = "nomic-bert";
+    const Written w = write_both("nomic", spec);
+    const nlohmann::json config = config_of(w.dir);
+    EXPECT_EQ(config["architectures"][0], "NomicBertModel");
+    EXPECT_EQ(config["n_positions"], 40);
+    EXPECT_EQ(config["rotary_emb_base"], 1000);
+    EXPECT_EQ(w.hf->get_string("general.architecture"), "nomic-bert");
+    expect_same_tensors(*w.gguf, *w.hf, "nomic-bert");
+    EXPECT_EQ(w.hf->get_float("nomic-bert.rope.freq_base"), w.gguf->get_float("nomic-bert.rope.freq_base"));
+    EXPECT_EQ(w.hf->get_int("nomic-bert.pooling_type"), 1);  // from modules.json + 1_Pooling
+    auto st = hf::SafetensorsFile::open(w.dir + "/model.safetensors");
+    for (const char* name : {"emb_ln.weight", "embeddings.token_type_embeddings.weight", "encoder.layers.1.attn.Wqkv.weight",
+                             "encoder.layers.1.mlp.fc11.weight", "encoder.layers.1.mlp.fc12.weight", "encoder.layers.1.norm2.bias"})
+        EXPECT_NE(st->find(name), nullptr) << name;
+    EXPECT_EQ(st->find("encoder.layers.0.attn.Wqkv.weight")->shape, (std::vector<int64_t>{3 * 48, 48}));
+    // fc12 is the gated (SiLU) half: the GGUF's ffn_gate, byte for byte.
+    const gguf::TensorInfo* gate = w.gguf->find_tensor("blk.0.ffn_gate.weight");
+    EXPECT_EQ(std::memcmp(st->find("encoder.layers.0.mlp.fc12.weight")->data, gate->data, gate->n_bytes), 0);
+
+    const std::vector<float> a = hidden_states(w.gguf), b = hidden_states(w.hf);
+    ASSERT_EQ(a.size(), size_t(15 * 48));
+    double norm = 0;
+    for (float v : a) norm += double(v) * v;
+    ASSERT_TRUE(std::isfinite(norm) && norm > 1.0) << "hidden states worth comparing";
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "hidden states differ";
+}
+
+TEST(HfEncoder, NomicIsWrittenAsNomicBertModelOnly) {
+    RandomModelSpec spec = encoder_spec("wordpiece", "BertModel");
+    spec.arch = "nomic-bert";
+    const std::string dir = test::temp_path("hf-enc-nomic-class");
+    try {
+        write_random_model_hf(spec, dir);
+        FAIL() << "a nomic-bert model written as BertModel";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--hf-class is for --arch bert"), std::string::npos) << e.what();
     }
 }
 

@@ -1,0 +1,179 @@
+// NomicBertModel config.json and tensor names <-> GGUF `nomic-bert`, as hf_nomic_bert.h says.
+#include "hf/hf_nomic_bert.h"
+
+#include <charconv>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "hf/config_reader.h"
+
+namespace pagoda::hf {
+namespace {
+
+using detail::Config;
+using gguf::Value;
+
+struct Pair {
+    const char* hf;
+    const char* gguf;
+};
+constexpr Pair kTop[] = {{"embeddings.word_embeddings", "token_embd"},
+                         {"embeddings.token_type_embeddings", "token_types"},
+                         {"emb_ln", "token_embd_norm"}};
+constexpr Pair kLayer[] = {{"attn.Wqkv", "attn_qkv"},   {"attn.out_proj", "attn_output"}, {"norm1", "attn_output_norm"},
+                           {"mlp.fc11", "ffn_up"},      {"mlp.fc12", "ffn_gate"},        {"mlp.fc2", "ffn_down"},
+                           {"norm2", "layer_output_norm"}};
+
+// "x.weight" -> ("x", "weight"), likewise ".bias"; nullopt otherwise.
+std::optional<std::pair<std::string_view, std::string_view>> split_param(std::string_view name) {
+    for (std::string_view p : {std::string_view("weight"), std::string_view("bias")})
+        if (name.size() > p.size() + 1 && name.ends_with(p) && name[name.size() - p.size() - 1] == '.')
+            return std::pair{name.substr(0, name.size() - p.size() - 1), p};
+    return std::nullopt;
+}
+
+// "<layers><N>.<tail>" -> (N, tail) with N a layer index without leading zeros.
+std::optional<std::pair<int64_t, std::string_view>> split_layer(std::string_view base, std::string_view layers) {
+    if (!base.starts_with(layers)) return std::nullopt;
+    const std::string_view after = base.substr(layers.size());
+    int64_t layer = -1;
+    const auto [end, ec] = std::from_chars(after.data(), after.data() + after.size(), layer);
+    const size_t digits = size_t(end - after.data());
+    if (ec != std::errc() || layer < 0 || digits >= after.size() || after[digits] != '.' || (digits > 1 && after[0] == '0'))
+        return std::nullopt;
+    return std::pair{layer, after.substr(digits + 1)};
+}
+
+std::optional<TensorTarget> match(const HfModel& m, std::string_view rest) {
+    const auto split = split_param(rest);
+    if (!split) return std::nullopt;
+    const auto& [base, param] = *split;
+    for (const Pair& p : kTop)
+        if (base == p.hf) return TensorTarget{fmt::format("{}.{}", p.gguf, param)};
+    const auto layer = split_layer(base, "encoder.layers.");
+    if (!layer || layer->first >= m.n_layers) return std::nullopt;
+    for (const Pair& p : kLayer)
+        if (layer->second == p.hf) return TensorTarget{fmt::format("blk.{}.{}.{}", layer->first, p.gguf, param)};
+    return std::nullopt;
+}
+
+void require(const Config& c, const char* key, bool ok, const std::string& why) {
+    if (!ok) c.refuse(key, why);
+}
+
+}  // namespace
+
+HfModel read_hf_nomic_config(const nlohmann::json& root, const std::string& name) {
+    const Config c(root, name, "");
+    HfModel m;
+    m.hf_arch = "NomicBertModel";
+    m.arch = "nomic-bert";
+    m.encoder = true;
+    m.tied = true;  // no output head: the output is the hidden state
+    m.prefixes = {"", "bert."};
+
+    m.n_layers = c.positive("n_layer");
+    const int64_t dim = c.positive("n_embd");
+    m.n_heads = c.positive("n_head");
+    if (dim % m.n_heads) c.refuse("n_embd", "is not a multiple of n_head");
+    m.n_kv_heads = m.n_heads;
+    m.head_dim = dim / m.n_heads;
+    const std::string act = c.string_or("activation_function", "swiglu");
+    require(c, "activation_function", act == "swiglu", "is '" + act + "', but pagoda's nomic-bert builder computes swiglu");
+    require(c, "causal", !c.boolean_or("causal", false), "is true: pagoda reads NomicBertModel as a bidirectional encoder");
+    require(c, "prenorm", !c.boolean_or("prenorm", false), "is true, but nomic-bert normalises after each block");
+    for (const char* bias : {"qkv_proj_bias", "mlp_fc1_bias", "mlp_fc2_bias"})
+        require(c, bias, !c.boolean_or(bias, false), "is true, but nomic-bert has no biases");
+    require(c, "use_rms_norm", !c.boolean_or("use_rms_norm", false), "is true, but nomic-bert uses LayerNorm");
+    require(c, "parallel_block", !c.boolean_or("parallel_block", false), "is true, but nomic-bert's blocks are sequential");
+    require(c, "moe_every_n_layers", !c.has("moe_every_n_layers") || c.integer("moe_every_n_layers") == 0,
+            "is set: nomic-bert-moe is not a model pagoda reads");
+    require(c, "rotary_emb_fraction", c.number_or("rotary_emb_fraction", 1.0) == 1.0,
+            "is not 1.0, but pagoda rotates every dimension of a nomic-bert head");
+    require(c, "rotary_emb_interleaved", !c.boolean_or("rotary_emb_interleaved", false),
+            "is true, but nomic-bert's RoPE rotates halves (NEOX)");
+    require(c, "rotary_emb_scale_base", !c.has("rotary_emb_scale_base"), "is set, but pagoda has no xPos scaling");
+    require(c, "rotary_scaling_factor", !c.has("rotary_scaling_factor"), "is set, but pagoda has no dynamic NTK scaling");
+    const double base = c.number("rotary_emb_base");
+    if (!(base > 0)) c.refuse("rotary_emb_base", "must be positive");
+    const int64_t context = c.has("max_trained_positions") ? c.positive("max_trained_positions") : c.positive("n_positions");
+    const double eps = c.number("layer_norm_epsilon");
+    if (!(eps > 0 && eps < 1)) c.refuse("layer_norm_epsilon", "must be in (0, 1)");
+
+    auto& md = m.metadata;
+    md.emplace_back("general.architecture", Value::string("nomic-bert"));
+    md.emplace_back("general.name", Value::string(root.value("_name_or_path", std::string())));
+    md.emplace_back("nomic-bert.context_length", Value::u32(uint32_t(context)));
+    md.emplace_back("nomic-bert.embedding_length", Value::u32(uint32_t(dim)));
+    md.emplace_back("nomic-bert.feed_forward_length", Value::u32(uint32_t(c.positive("n_inner"))));
+    md.emplace_back("nomic-bert.block_count", Value::u32(uint32_t(m.n_layers)));
+    md.emplace_back("nomic-bert.attention.head_count", Value::u32(uint32_t(m.n_heads)));
+    md.emplace_back("nomic-bert.attention.layer_norm_epsilon", Value::f32(float(eps)));
+    md.emplace_back("nomic-bert.attention.causal", Value::boolean(false));
+    md.emplace_back("nomic-bert.rope.freq_base", Value::f32(float(base)));
+    md.emplace_back("tokenizer.ggml.token_type_count", Value::u32(uint32_t(c.positive_or("type_vocab_size", 2))));
+    return m;
+}
+
+std::string hf_nomic_config_json(const gguf::File& f, const std::string& torch_dtype) {
+    if (f.get_string("general.architecture") != "nomic-bert")
+        fail("{}: architecture '{}' is not nomic-bert", f.name(), f.get_string("general.architecture"));
+    if (f.get_bool_or("nomic-bert.attention.causal", false))
+        fail("{}: nomic-bert.attention.causal is true; NomicBertModel is bidirectional", f.name());
+    for (const char* bias : {"blk.0.attn_qkv.bias", "blk.0.ffn_up.bias", "blk.0.ffn_down.bias", "blk.0.attn_output.bias"})
+        if (f.find_tensor(bias)) fail("{}: tensor {} has no place in NomicBertModel, which has no biases", f.name(), bias);
+    const int64_t context = f.get_int("nomic-bert.context_length");
+    nlohmann::json j;
+    j["architectures"] = {"NomicBertModel"};
+    j["model_type"] = "nomic_bert";
+    j["_name_or_path"] = f.get_string_or("general.name", "");
+    j["n_embd"] = f.get_int("nomic-bert.embedding_length");
+    j["n_layer"] = f.get_int("nomic-bert.block_count");
+    j["n_head"] = f.get_int("nomic-bert.attention.head_count");
+    j["n_inner"] = f.get_int("nomic-bert.feed_forward_length");
+    j["n_positions"] = context;
+    j["max_trained_positions"] = context;
+    j["activation_function"] = "swiglu";
+    j["causal"] = false;
+    j["prenorm"] = false;
+    j["qkv_proj_bias"] = false;
+    j["mlp_fc1_bias"] = false;
+    j["mlp_fc2_bias"] = false;
+    j["rotary_emb_fraction"] = 1.0;
+    j["rotary_emb_interleaved"] = false;
+    j["rotary_emb_scale_base"] = nullptr;
+    j["rotary_scaling_factor"] = nullptr;
+    // The f32s' shortest decimals, which read back to the same f32s.
+    j["rotary_emb_base"] = std::stod(fmt::format("{}", float(f.get_float("nomic-bert.rope.freq_base"))));
+    j["layer_norm_epsilon"] =
+        std::stod(fmt::format("{}", float(f.get_float_or("nomic-bert.attention.layer_norm_epsilon", 1e-12))));
+    if (const auto* e = f.find_tensor("token_embd.weight")) j["vocab_size"] = e->shape.size() == 2 ? e->shape[1] : 0;
+    const gguf::TensorInfo* types = f.find_tensor("token_types.weight");
+    j["type_vocab_size"] = types && types->shape.size() == 2 ? types->shape[1] : f.get_int_or("tokenizer.ggml.token_type_count", 2);
+    j["torch_dtype"] = torch_dtype;
+    return j.dump(2) + "\n";
+}
+
+std::optional<TensorTarget> nomic_gguf_target(const HfModel& m, std::string_view name) {
+    for (const std::string& prefix : m.prefixes) {
+        if (!name.starts_with(prefix)) continue;
+        const std::string_view rest = name.substr(prefix.size());
+        if (auto t = match(m, rest)) return t;
+        if (rest == "embeddings.position_ids") return std::nullopt;
+    }
+    fail("tensor '{}' is not a tensor pagoda knows for {}", name, m.hf_arch);
+}
+
+HfSource nomic_hf_source(const HfModel&, const std::string& name) {
+    if (const auto split = split_param(name)) {
+        const auto& [base, param] = *split;
+        for (const Pair& p : kTop)
+            if (base == p.gguf) return {{fmt::format("{}.{}", p.hf, param)}};
+        if (const auto layer = split_layer(base, "blk."))
+            for (const Pair& p : kLayer)
+                if (layer->second == p.gguf) return {{fmt::format("encoder.layers.{}.{}.{}", layer->first, p.hf, param)}};
+    }
+    fail("tensor '{}' has no Hugging Face name for NomicBertModel", name);
+}
+
+}  // namespace pagoda::hf
