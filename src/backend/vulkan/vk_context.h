@@ -154,6 +154,8 @@ public:
     static uint64_t replays();
     // Host seconds spent encoding Vulkan commands (vkCmd* calls), by every stream of the process.
     static double encode_seconds();
+    // Host seconds from vkQueueSubmit to the fence signalled (the device's time, seen from the host).
+    static double device_seconds();
 
     static constexpr size_t kReplayCacheSize = 16;
 

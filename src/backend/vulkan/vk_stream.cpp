@@ -14,7 +14,11 @@
 
 namespace pagoda::backend::vulkan {
 namespace {
-std::atomic<uint64_t> g_submissions{0}, g_recordings{0}, g_replays{0}, g_encode_ns{0};
+std::atomic<uint64_t> g_submissions{0}, g_recordings{0}, g_replays{0}, g_encode_ns{0}, g_device_ns{0};
+
+uint64_t since(std::chrono::steady_clock::time_point start) {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+}
 
 enum Kind : uint64_t { kDispatch = 1, kDispatchIndirect = 2, kCopy = 3, kFill = 4 };
 
@@ -43,6 +47,7 @@ uint64_t Stream::submissions() { return g_submissions.load(); }
 uint64_t Stream::recordings() { return g_recordings.load(); }
 uint64_t Stream::replays() { return g_replays.load(); }
 double Stream::encode_seconds() { return double(g_encode_ns.load()) * 1e-9; }
+double Stream::device_seconds() { return double(g_device_ns.load()) * 1e-9; }
 
 Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)), replay_(replay_from_env()) {
     auto& api = ctx_->api;
@@ -157,7 +162,7 @@ void Stream::encode(VkCommandBuffer cmd, bool one_time) {
         barrier(cmd);
     }
     check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-    g_encode_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    g_encode_ns += since(start);
 }
 
 void Stream::drop_cache() {
@@ -202,6 +207,7 @@ VkCommandBuffer Stream::replayable() {
 }
 
 void Stream::submit(VkCommandBuffer cmd) {
+    const auto start = std::chrono::steady_clock::now();
     auto& api = ctx_->api;
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
@@ -213,6 +219,7 @@ void Stream::submit(VkCommandBuffer cmd) {
     ++g_submissions;
     check(api.vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     check(api.vkResetFences(ctx_->device, 1, &fence_), "vkResetFences");
+    g_device_ns += since(start);
 }
 
 void Stream::flush() {

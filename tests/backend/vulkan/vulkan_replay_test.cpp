@@ -3,8 +3,13 @@
 // same run with replay off (every step encoded anew): greedy tokens and every logit bitwise equal,
 // over decode steps with growing context (block tables that outgrow their stride), several batch
 // sizes, and sequences joining and leaving. The replay counters are checked exactly: one recording
-// per distinct step shape (tokens, logit rows, table stride), every repeat a replay.
+// per distinct step shape (tokens, logit rows, table stride), every repeat a replay. And the host
+// time per decode step with and without replay (what docs/benchmarks.md quotes): a replayed step
+// encodes nothing.
 #include <bit>
+#include <chrono>
+#include <ctime>
+#include <fmt/format.h>
 #include <cstdlib>
 #include <cstring>
 #include <gtest/gtest.h>
@@ -129,6 +134,77 @@ TEST(VulkanReplay, ReplayedStepsEqualEncodedOnesBitwise) {
 TEST(VulkanReplay, MixtureOfExpertsReplays) {
     PAGODA_REQUIRE_VULKAN();
     expect_replay_equals_recording("qwen3moe");
+}
+
+struct StepTimes {
+    double wall = 0, thread_cpu = 0, encode = 0, device = 0;  // seconds per step
+    uint64_t recordings = 0;
+    std::vector<std::vector<float>> logits;
+};
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// stories260K, `batch` sequences of 8 prompt tokens, then `steps` decode steps timed after 2 warm
+// ones. Each table is 4 blocks of 16 throughout, so every timed step has the same shape.
+StepTimes time_decode(const char* replay, int batch, int steps) {
+    ReplayEnv env(replay);
+    auto file = std::shared_ptr<const gguf::File>(gguf::File::open(test::fixture("models/stories260K.gguf")));
+    auto model = open_step_model(file, {.backend = "vulkan", .kv = {.block_size = 16, .dtype = kv::KvDtype::f16}, .tokens_wanted = 1024});
+    const int64_t vocab = model->info().vocab_size;
+    std::vector<Seq> seqs(static_cast<size_t>(batch));
+    for (int i = 0; i < batch; ++i) seqs[size_t(i)] = {{1, 2 + i, 30, 40, 50, 60, 70, 80}, 4 * i};
+    StepTimes t;
+    for (int s = 0; s < steps + 3; ++s) {
+        if (s == 3) {
+            t.wall = -std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+            t.thread_cpu = -thread_cpu_seconds();
+            t.encode = -Stream::encode_seconds();
+            t.device = -Stream::device_seconds();
+            t.recordings = Stream::recordings();
+        }
+        Batch b;
+        for (Seq& q : seqs) {
+            const int32_t index = b.add_sequence({q.first_block, q.first_block + 1, q.first_block + 2, q.first_block + 3});
+            const int32_t len = int32_t(q.tokens.size());
+            for (int32_t p = q.computed; p < len; ++p)
+                b.add(q.tokens[size_t(p)], p, index, int64_t(q.first_block) * 16 + p, p + 1 == len);
+            q.computed = len;
+        }
+        std::vector<float> logits = model->forward(b);
+        for (size_t i = 0; i < seqs.size(); ++i) {
+            const float* row = logits.data() + int64_t(i) * vocab;
+            seqs[i].tokens.push_back(int32_t(std::max_element(row, row + vocab) - row));
+        }
+        t.logits.push_back(std::move(logits));
+    }
+    t.wall = (t.wall + std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count()) / steps;
+    t.thread_cpu = (t.thread_cpu + thread_cpu_seconds()) / steps;
+    t.encode = (t.encode + Stream::encode_seconds()) / steps;
+    t.device = (t.device + Stream::device_seconds()) / steps;
+    t.recordings = Stream::recordings() - t.recordings;
+    return t;
+}
+
+TEST(VulkanReplay, HostTimePerDecodeStep) {
+    PAGODA_REQUIRE_VULKAN();
+    for (int batch : {1, 4}) {
+        const StepTimes off = time_decode("0", batch, 40), on = time_decode("1", batch, 40);
+        ASSERT_EQ(off.logits.size(), on.logits.size());
+        for (size_t s = 0; s < off.logits.size(); ++s)
+            ASSERT_EQ(std::memcmp(off.logits[s].data(), on.logits[s].data(), off.logits[s].size() * 4), 0) << "step " << s;
+        EXPECT_EQ(on.recordings, 0u) << "every timed step has one shape, recorded before the timing";
+        EXPECT_EQ(on.encode, 0.0) << "a replayed step encodes no Vulkan command";
+        EXPECT_GT(off.encode, 0.0);
+        for (const auto& [name, t] : {std::pair{"encoded", off}, std::pair{"replayed", on}})
+            std::cout << fmt::format("stories260K batch {} {:>8}: wall {:.3f} ms/step, calling thread CPU {:.3f} ms, of which encoding "
+                                     "{:.3f} ms; submit to fence {:.3f} ms; host outside submit {:.3f} ms\n",
+                                     batch, name, t.wall * 1e3, t.thread_cpu * 1e3, t.encode * 1e3, t.device * 1e3,
+                                     (t.wall - t.device) * 1e3);
+    }
 }
 
 TEST(VulkanReplay, RefusesAnUnknownSwitchValue) {
