@@ -43,9 +43,9 @@ public:
     std::string name() const override { return "vulkan"; }
     std::string describe() const override {
         const DeviceInfo& d = dev_->ctx->info;
-        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory, gemv workgroup {}, gemm stage {}{}", d.name, d.type,
-                           d.driver, d.subgroup_size, format_bytes(d.shared_memory), gemv_wg_, gemm_bk_,
-                           dev_->ctx->validation ? ", validation layer on" : "");
+        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory, gemv workgroup {}, gemm stage {}, step replay {}{}", d.name,
+                           d.type, d.driver, d.subgroup_size, format_bytes(d.shared_memory), gemv_wg_, gemm_bk_,
+                           dev_->stream.replay() ? "on" : "off", dev_->ctx->validation ? ", validation layer on" : "");
     }
     size_t activation_size() const override { return 4; }
     // Free device memory now (vk_context.h), so a fractional --kv-memory, sized after the weights

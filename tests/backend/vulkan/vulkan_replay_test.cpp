@@ -14,6 +14,7 @@
 #include <cstring>
 #include <gtest/gtest.h>
 #include <set>
+#include <string>
 #include <tuple>
 
 #include "backend/vulkan/vk_context.h"
@@ -30,10 +31,16 @@ namespace {
 using backend::vulkan::Stream;
 constexpr int32_t kBlock = 4;
 
-// Sets PAGODA_VULKAN_REPLAY for one scope (a backend reads it when it is made).
+// Sets PAGODA_VULKAN_REPLAY (nullptr: unsets it) for one scope, then restores what the environment
+// had (a backend reads it when it is made).
 struct ReplayEnv {
-    explicit ReplayEnv(const char* value) { setenv("PAGODA_VULKAN_REPLAY", value, 1); }
-    ~ReplayEnv() { unsetenv("PAGODA_VULKAN_REPLAY"); }
+    explicit ReplayEnv(const char* value) {
+        if (const char* was = std::getenv("PAGODA_VULKAN_REPLAY")) had_ = true, was_ = was;
+        value ? setenv("PAGODA_VULKAN_REPLAY", value, 1) : unsetenv("PAGODA_VULKAN_REPLAY");
+    }
+    ~ReplayEnv() { had_ ? setenv("PAGODA_VULKAN_REPLAY", was_.c_str(), 1) : unsetenv("PAGODA_VULKAN_REPLAY"); }
+    bool had_ = false;
+    std::string was_;
 };
 
 struct Seq {
@@ -205,6 +212,16 @@ TEST(VulkanReplay, HostTimePerDecodeStep) {
                                      batch, name, t.wall * 1e3, t.thread_cpu * 1e3, t.encode * 1e3, t.device * 1e3,
                                      (t.wall - t.device) * 1e3);
     }
+}
+
+TEST(VulkanReplay, DescribeNamesTheSwitch) {
+    PAGODA_REQUIRE_VULKAN();
+    {
+        ReplayEnv env("0");
+        EXPECT_NE(backend::make_backend("vulkan")->describe().find("step replay off"), std::string::npos);
+    }
+    ReplayEnv unset(nullptr);
+    EXPECT_NE(backend::make_backend("vulkan")->describe().find("step replay on"), std::string::npos) << "on by default";
 }
 
 TEST(VulkanReplay, RefusesAnUnknownSwitchValue) {
