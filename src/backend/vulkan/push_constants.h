@@ -11,12 +11,14 @@
 namespace pagoda::backend::vulkan {
 
 // Push constants, laid out as the shaders' push_constant blocks (std430: 64-bit addresses first).
-struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols, add; };
+// No struct has padding (an explicit zeroed `pad` where it would): a replayed step is matched by its
+// push bytes (vk_context.h's Stream), and indeterminate padding would make equal steps differ.
+struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols, add, pad = 0; };
 // range: 0, or the address of (first, n) for a GEMM over tokens the device chose (the MoE's experts);
 // bias: 0, or a vector added to each output row (one add, as add_bias).
 struct MatmulPush { uint64_t w, groups, x, out, range, bias; uint32_t rows, row0, cols, n; };
-struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; };
-struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; };
+struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; uint32_t pad = 0; };
+struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; uint32_t pad = 0; };
 struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
 struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
 struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, neox; };
@@ -30,11 +32,11 @@ struct AttentionPush {
 };
 struct CopyColumnsPush {
     uint64_t src, dst;
-    uint32_t n, n_heads, width, src_stride, src_offset, dst_stride, dst_offset, src_cols, dst_cols;
+    uint32_t n, n_heads, width, src_stride, src_offset, dst_stride, dst_offset, src_cols, dst_cols, pad = 0;
 };
 // The MoE combine (moe_combine.comp): per token, the weighted sum of its k expert rows in rank order
 // plus the (gated) shared expert's row.
-struct MoeCombinePush { uint64_t y, weights, slots, shared_y, shared_gate, x, out; uint32_t n, k, dim; };
+struct MoeCombinePush { uint64_t y, weights, slots, shared_y, shared_gate, x, out; uint32_t n, k, dim, pad = 0; };
 // The device router (moe_route.comp), the slot assignment (moe_slots.comp) and the row gather.
 struct MoeRoutePush {
     uint64_t logits, bias, scratch, ids, weights;
@@ -42,9 +44,15 @@ struct MoeRoutePush {
     float scale;
 };
 struct MoeSlotsPush { uint64_t ids, range, indirect, slots; uint32_t entries, n_experts, gate_tiles, down_tiles; };
-struct MoeGatherPush { uint64_t x, slots, xg; uint32_t n, k, dim; };
+struct MoeGatherPush { uint64_t x, slots, xg; uint32_t n, k, dim, pad = 0; };
 static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes &&
               sizeof(MoeCombinePush) <= Context::kPushConstantBytes && sizeof(MoeRoutePush) <= Context::kPushConstantBytes);
+
+// Each size is the sum of its members': no padding bytes.
+static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(NormPush) == 40 && sizeof(LayerNormPush) == 48 &&
+              sizeof(PointwisePush) == 40 && sizeof(SoftmaxPush) == 16 && sizeof(RopePush) == 40 && sizeof(KvGeometryPush) == 28 &&
+              sizeof(KvWritePush) == 72 && sizeof(AttentionPush) == 112 && sizeof(CopyColumnsPush) == 56 &&
+              sizeof(MoeCombinePush) == 72 && sizeof(MoeRoutePush) == 72 && sizeof(MoeSlotsPush) == 48 && sizeof(MoeGatherPush) == 40);
 
 enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7 };
 

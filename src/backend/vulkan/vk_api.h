@@ -46,6 +46,7 @@ namespace pagoda::backend::vulkan {
     X(vkCreateCommandPool)                    \
     X(vkDestroyCommandPool)                   \
     X(vkAllocateCommandBuffers)               \
+    X(vkFreeCommandBuffers)                   \
     X(vkBeginCommandBuffer)                   \
     X(vkEndCommandBuffer)                     \
     X(vkResetCommandBuffer)                   \

@@ -331,7 +331,10 @@ Buffer Context::create_buffer(size_t bytes, bool host_visible, const std::string
 
 void Context::destroy(Buffer& b) {
     if (b.mapped) api.vkUnmapMemory(device, b.memory);
-    if (b.buffer) api.vkDestroyBuffer(device, b.buffer, nullptr);
+    if (b.buffer) {
+        api.vkDestroyBuffer(device, b.buffer, nullptr);
+        ++buffers_destroyed_;
+    }
     if (b.memory) {
         api.vkFreeMemory(device, b.memory, nullptr);
         std::lock_guard lock(mutex_);

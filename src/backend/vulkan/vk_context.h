@@ -8,6 +8,7 @@
 // error into a pagoda::Error, so a test that triggers one fails.
 #pragma once
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,9 @@ public:
     // Throws naming `what` when the device cannot hold it.
     Buffer create_buffer(size_t bytes, bool host_visible, const std::string& what);
     void destroy(Buffer& b);
+    // Buffers destroyed so far: a recorded command buffer naming one is invalid, so a stream drops
+    // its replay cache when this moves.
+    uint64_t buffers_destroyed() const { return buffers_destroyed_.load(); }
 
     // Free bytes of the largest device-local heap, what a fractional --kv-memory is a fraction of (as
     // vLLM's gpu_memory_utilization): the heap's budget less its usage where the device has
@@ -107,10 +111,22 @@ private:
     mutable std::mutex mutex_;
     std::map<std::pair<std::string, std::vector<uint32_t>>, VkPipeline> pipelines_;
     std::vector<std::string> errors_;
+    std::atomic<uint64_t> buffers_destroyed_{0};
 };
 
-// A command buffer that ops record into and that is submitted once, when its results are needed
-// (flush). Every command is followed by a full compute/transfer barrier: ops run in recorded order.
+// The commands of one submission, recorded op by op on the host (a tape of words: the command
+// kind, the pipeline or buffers, the grid, the push constants) and encoded into a Vulkan command
+// buffer at flush(). Every command is followed by a full compute/transfer barrier: ops run in
+// recorded order.
+//
+// Replay (PAGODA_VULKAN_REPLAY=1, the default; Vulkan's counterpart of CUDA graphs): a submission
+// with at least one dispatch (a step) keeps its encoded command buffer, keyed by its tape; a later
+// submission whose tape is identical word for word (same pipelines, grids, push constants, buffers)
+// resubmits it without encoding anything. So everything that changes from step to step must live in
+// device buffers at stable addresses (the backend's step buffer), never in push constants. Any other
+// tape is encoded anew (a re-recording, counted). The cache holds kReplayCacheSize command buffers,
+// the least recently used evicted, and is dropped whenever the context destroys a buffer.
+// PAGODA_VULKAN_REPLAY=0 encodes every submission into a one-time command buffer.
 class Stream {
 public:
     explicit Stream(std::shared_ptr<Context> ctx);
@@ -126,21 +142,45 @@ public:
     void fill_zero(const Buffer& dst);  // the whole buffer (its size a multiple of 4)
     // Submits what was recorded and waits; throws on a device error or a recorded validation error.
     void flush();
-    bool pending() const { return recording_; }
+    bool pending() const { return !tape_.empty(); }
     uint64_t dispatches() const { return dispatches_; }
+    bool replay() const { return replay_; }
     // Submissions (each one a host wait) by every stream of the process, for the tests that a step
     // records without waiting.
     static uint64_t submissions();
+    // By every stream of the process: submissions encoded into a kept command buffer (recordings)
+    // and submissions that resubmitted one (replays).
+    static uint64_t recordings();
+    static uint64_t replays();
+    // Host seconds spent encoding Vulkan commands (vkCmd* calls), by every stream of the process.
+    static double encode_seconds();
+    // Host seconds from vkQueueSubmit to the fence signalled (the device's time, seen from the host).
+    static double device_seconds();
+
+    static constexpr size_t kReplayCacheSize = 16;
 
 private:
-    void begin();
-    void barrier();
+    struct Recorded {
+        std::vector<uint64_t> tape;
+        VkCommandBuffer cmd = VK_NULL_HANDLE;
+        uint64_t last_used = 0;
+    };
+    void push_header(uint64_t kind, VkPipeline pipeline, const void* push, uint32_t push_bytes);
+    void encode(VkCommandBuffer cmd, bool one_time);
+    void barrier(VkCommandBuffer cmd);
+    void submit(VkCommandBuffer cmd);
+    VkCommandBuffer replayable();  // the kept command buffer for tape_, encoding it when new
+    void drop_cache();
     std::shared_ptr<Context> ctx_;
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
-    bool recording_ = false;
+    bool replay_ = true;
+    std::vector<uint64_t> tape_;
+    uint64_t tape_dispatches_ = 0;  // dispatches on tape_
     uint64_t dispatches_ = 0;
+    std::vector<Recorded> cache_;
+    uint64_t use_clock_ = 0, buffers_destroyed_ = 0;
 };
 
 }  // namespace pagoda::backend::vulkan

@@ -1,6 +1,7 @@
 #include "backend/vulkan/vulkan_backend.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -42,9 +43,9 @@ public:
     std::string name() const override { return "vulkan"; }
     std::string describe() const override {
         const DeviceInfo& d = dev_->ctx->info;
-        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory, gemv workgroup {}, gemm stage {}{}", d.name, d.type,
-                           d.driver, d.subgroup_size, format_bytes(d.shared_memory), gemv_wg_, gemm_bk_,
-                           dev_->ctx->validation ? ", validation layer on" : "");
+        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory, gemv workgroup {}, gemm stage {}, step replay {}{}", d.name,
+                           d.type, d.driver, d.subgroup_size, format_bytes(d.shared_memory), gemv_wg_, gemm_bk_,
+                           dev_->stream.replay() ? "on" : "off", dev_->ctx->validation ? ", validation layer on" : "");
     }
     size_t activation_size() const override { return 4; }
     // Free device memory now (vk_context.h), so a fractional --kv-memory, sized after the weights
@@ -85,6 +86,9 @@ public:
         }
         dev_->staging_for(arena_.size);
         ensure_step_capacity(size_t(max_tokens_) * 8 + 4096);
+        // The rope tables' buffer exists before the first step, so that step is not cut in two by
+        // its growth (a flush mid-step), and a replayed step finds it where it was recorded.
+        if (!rope_buf_.buffer) rope_buf_ = dev_->ctx->create_buffer(1 << 16, true, "the rope tables");
     }
     void* activations() override { return reinterpret_cast<void*>(uintptr_t(arena_.address)); }
 
@@ -110,8 +114,13 @@ public:
         if (in.token_types.empty()) token_types_.assign(in.tokens.size(), 0);
         else if (in.token_types.size() == in.tokens.size()) token_types_.assign(in.token_types.begin(), in.token_types.end());
         else fail("vulkan begin_step: {} token types for {} tokens", in.token_types.size(), in.tokens.size());
-        table_stride_ = 1;
-        for (const auto& table : in.block_tables) table_stride_ = std::max(table_stride_, uint32_t(table.size()));
+        // The block tables' row stride is a push constant of attention, so it grows in powers of two:
+        // a decode step replays (vk_context.h's Stream) until a sequence's table outgrows it. Every
+        // other per-step input is read from the step buffer, at addresses that depend only on the
+        // number of tokens and whether attend_until is given.
+        size_t longest = 1;
+        for (const auto& table : in.block_tables) longest = std::max(longest, table.size());
+        table_stride_ = uint32_t(std::bit_ceil(longest));
         const size_t n = size_t(n_tokens_);
         const size_t ints = 7 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
         ensure_step_capacity(ints);
