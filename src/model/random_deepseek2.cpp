@@ -19,6 +19,7 @@ using gguf::Value;
 using random_detail::constant_f32;
 using random_detail::random_tensor;
 using random_detail::Rng;
+using random_detail::TensorAdder;
 
 int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     random_detail::check_expert_spec("deepseek2", s.n_experts, s.n_experts_used);
@@ -93,50 +94,28 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
     }
 
     Rng rng(s.seed);
-    int64_t params = 0;
     const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
-    auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-        w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
-        params += cols * rows;
-    };
-    auto f32 = [&](const std::string& name, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
-        int64_t n = 1;
-        for (int64_t d : shape) n *= d;
-        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(bytes));
-        params += n;
-    };
-    // Norm weights near 1 but not 1, so a norm bound to the wrong vector shows.
-    auto norm = [&](const std::string& name, int64_t n) {
-        std::vector<uint8_t> bytes = random_tensor(rng, n, 0.1f, GgmlType::F32);
-        float* p = reinterpret_cast<float*>(bytes.data());
-        for (int64_t i = 0; i < n; ++i) p[i] += 1.0f;
-        f32(name, {n}, std::move(bytes));
-    };
-    auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-        const int64_t n = cols * rows * s.n_experts;
-        w.add_tensor(name, s.type, {cols, rows, s.n_experts}, random_tensor(rng, n, stddev, s.type));
-        params += n;
-    };
+    TensorAdder add(w, rng, s.type);
 
-    matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
-    f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
-    if (!s.tied_output) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    add.matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
+    add.f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+    if (!s.tied_output) add.matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
     const size_t elem = s.type == GgmlType::F32 ? 4 : 2;
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
-        norm(p + "attn_norm.weight", s.dim);
+        add.norm(p + "attn_norm.weight", s.dim);
         if (ql > 0) {
-            matrix(p + "attn_q_a.weight", s.dim, ql, 1.0f / std::sqrt(float(s.dim)));
-            norm(p + "attn_q_a_norm.weight", ql);
-            matrix(p + "attn_q_b.weight", ql, s.n_heads * hk, 1.0f / std::sqrt(float(ql)));
+            add.matrix(p + "attn_q_a.weight", s.dim, ql, 1.0f / std::sqrt(float(s.dim)));
+            add.norm(p + "attn_q_a_norm.weight", ql);
+            add.matrix(p + "attn_q_b.weight", ql, s.n_heads * hk, 1.0f / std::sqrt(float(ql)));
         } else {
-            matrix(p + "attn_q.weight", s.dim, s.n_heads * hk, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "attn_q.weight", s.dim, s.n_heads * hk, 1.0f / std::sqrt(float(s.dim)));
         }
-        matrix(p + "attn_kv_a_mqa.weight", s.dim, kvl + rope, 1.0f / std::sqrt(float(s.dim)));
-        norm(p + "attn_kv_a_norm.weight", kvl);
+        add.matrix(p + "attn_kv_a_mqa.weight", s.dim, kvl + rope, 1.0f / std::sqrt(float(s.dim)));
+        add.norm(p + "attn_kv_a_norm.weight", kvl);
         // kv_b [kvl, H (nope + v)]: per head nope K rows then v V rows.
         const std::vector<uint8_t> kv_b = random_tensor(rng, kvl * s.n_heads * (nope + v), 1.0f / std::sqrt(float(kvl)), s.type);
-        params += kvl * s.n_heads * (nope + v);
+        add.count(kvl * s.n_heads * (nope + v));
         if (!s.mla_split) {
             w.add_tensor(p + "attn_kv_b.weight", s.type, {kvl, s.n_heads * (nope + v)}, kv_b);
         } else {  // k_b [nope, kvl, H]: each head's K rows transposed; v_b [kvl, v, H]: its V rows
@@ -152,29 +131,29 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
             w.add_tensor(p + "attn_k_b.weight", s.type, {nope, kvl, s.n_heads}, std::move(k_b));
             w.add_tensor(p + "attn_v_b.weight", s.type, {kvl, v, s.n_heads}, std::move(v_b));
         }
-        matrix(p + "attn_output.weight", s.n_heads * v, s.dim, out_scale / std::sqrt(float(s.n_heads * v)));
-        norm(p + "ffn_norm.weight", s.dim);
+        add.matrix(p + "attn_output.weight", s.n_heads * v, s.dim, out_scale / std::sqrt(float(s.n_heads * v)));
+        add.norm(p + "ffn_norm.weight", s.dim);
         if (l < s.leading_dense) {
-            matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+            add.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
             continue;
         }
         // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
-        f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
-            random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+        add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
+                random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
         if (s.expert_gating == 2)
-            f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
-        experts(p + "ffn_gate_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-        experts(p + "ffn_up_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-        experts(p + "ffn_down_exps.weight", f, s.dim, out_scale / std::sqrt(float(f)));
+            add.f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
+        add.experts(p + "ffn_gate_exps.weight", s.dim, f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
+        add.experts(p + "ffn_up_exps.weight", s.dim, f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
+        add.experts(p + "ffn_down_exps.weight", f, s.dim, s.n_experts, out_scale / std::sqrt(float(f)));
         if (fs > 0) {
-            matrix(p + "ffn_gate_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "ffn_up_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
+            add.matrix(p + "ffn_gate_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_up_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
         }
     }
-    return params;
+    return add.params();
 }
 
 }  // namespace pagoda::model

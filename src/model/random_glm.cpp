@@ -22,6 +22,7 @@ using gguf::Value;
 using random_detail::constant_f32;
 using random_detail::random_tensor;
 using random_detail::Rng;
+using random_detail::TensorAdder;
 
 int64_t build_random_glm(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     const bool moe = s.arch == "glm4moe";
@@ -82,83 +83,61 @@ int64_t build_random_glm(const RandomModelSpec& s, const gguf::File* vocab, gguf
     }
 
     Rng rng(s.seed);
-    int64_t params = 0;
     const int64_t q_dim = s.n_heads * hd, kv_dim = s.n_kv_heads * hd;
     const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
-    auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-        w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
-        params += cols * rows;
-    };
-    auto f32 = [&](const std::string& name, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
-        int64_t n = 1;
-        for (int64_t d : shape) n *= d;
-        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(bytes));
-        params += n;
-    };
-    // Norm weights near 1 but not 1, so a norm bound to the wrong vector shows.
-    auto norm = [&](const std::string& name, int64_t n) {
-        std::vector<uint8_t> bytes = random_tensor(rng, n, 0.1f, GgmlType::F32);
-        float* p = reinterpret_cast<float*>(bytes.data());
-        for (int64_t i = 0; i < n; ++i) p[i] += 1.0f;
-        f32(name, {n}, std::move(bytes));
-    };
-    auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-        const int64_t n = cols * rows * s.n_experts;
-        w.add_tensor(name, s.type, {cols, rows, s.n_experts}, random_tensor(rng, n, stddev, s.type));
-        params += n;
-    };
+    TensorAdder add(w, rng, s.type);
 
-    matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
-    f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
-    if (!s.tied_output) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    add.matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
+    add.f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+    if (!s.tied_output) add.matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
     for (int64_t l = 0; l < blocks; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
-        norm(p + "attn_norm.weight", s.dim);
-        matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
-        matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
-        f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
-        f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        add.norm(p + "attn_norm.weight", s.dim);
+        add.matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
+        add.matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        add.matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        add.f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
+        add.f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        add.f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
         if (s.qk_norm) {
-            norm(p + "attn_q_norm.weight", hd);
-            norm(p + "attn_k_norm.weight", hd);
+            add.norm(p + "attn_q_norm.weight", hd);
+            add.norm(p + "attn_k_norm.weight", hd);
         }
-        matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
-        norm(p + "post_attention_norm.weight", s.dim);
+        add.matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
+        add.norm(p + "post_attention_norm.weight", s.dim);
         if (!moe) {  // glm4: the sandwich norms around a fused gate|up FFN
-            norm(p + "ffn_norm.weight", s.dim);
-            matrix(p + "ffn_up.weight", s.dim, 2 * s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
-            norm(p + "post_ffw_norm.weight", s.dim);
+            add.norm(p + "ffn_norm.weight", s.dim);
+            add.matrix(p + "ffn_up.weight", s.dim, 2 * s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+            add.norm(p + "post_ffw_norm.weight", s.dim);
             continue;
         }
         if (l < s.leading_dense) {
-            matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+            add.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
         } else {
             // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
-            f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
-                random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
-            f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
-            experts(p + "ffn_gate_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-            experts(p + "ffn_up_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-            experts(p + "ffn_down_exps.weight", f, s.dim, out_scale / std::sqrt(float(f)));
+            add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
+                    random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+            add.f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
+            add.experts(p + "ffn_gate_exps.weight", s.dim, f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
+            add.experts(p + "ffn_up_exps.weight", s.dim, f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
+            add.experts(p + "ffn_down_exps.weight", f, s.dim, s.n_experts, out_scale / std::sqrt(float(f)));
             if (fs > 0) {
-                matrix(p + "ffn_gate_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
-                matrix(p + "ffn_up_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
-                matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
+                add.matrix(p + "ffn_gate_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
+                add.matrix(p + "ffn_up_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
+                add.matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
             }
         }
         if (l >= s.n_layers) {  // a NextN block's own tensors (llama.cpp loads and skips them)
-            matrix(p + "nextn.eh_proj.weight", 2 * s.dim, s.dim, 1.0f / std::sqrt(float(2 * s.dim)));
-            norm(p + "nextn.enorm.weight", s.dim);
-            norm(p + "nextn.hnorm.weight", s.dim);
-            norm(p + "nextn.shared_head_norm.weight", s.dim);
+            add.matrix(p + "nextn.eh_proj.weight", 2 * s.dim, s.dim, 1.0f / std::sqrt(float(2 * s.dim)));
+            add.norm(p + "nextn.enorm.weight", s.dim);
+            add.norm(p + "nextn.hnorm.weight", s.dim);
+            add.norm(p + "nextn.shared_head_norm.weight", s.dim);
         }
     }
-    return params;
+    return add.params();
 }
 
 }  // namespace pagoda::model

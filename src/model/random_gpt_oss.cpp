@@ -21,6 +21,7 @@ using gguf::Value;
 using random_detail::constant_f32;
 using random_detail::random_tensor;
 using random_detail::Rng;
+using random_detail::TensorAdder;
 
 int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     random_detail::check_expert_spec("gpt-oss", s.n_experts, s.n_experts_used);
@@ -74,19 +75,9 @@ int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, 
     }
 
     Rng rng(s.seed);
-    int64_t params = 0;
     const int64_t q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
     const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
-    auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-        w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
-        params += cols * rows;
-    };
-    auto f32 = [&](const std::string& name, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
-        int64_t n = 1;
-        for (int64_t d : shape) n *= d;
-        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(bytes));
-        params += n;
-    };
+    TensorAdder add(w, rng, s.type);
     auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
         const int64_t n = cols * rows * s.n_experts;
         if (!s.mxfp4_experts) {
@@ -100,39 +91,39 @@ int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, 
                                     bytes.data() + size_t(r) * row_bytes, cols);
             w.add_tensor(name, GgmlType::MXFP4, {cols, rows, s.n_experts}, std::move(bytes));
         }
-        params += n;
+        add.count(n);
     };
 
-    matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
-    f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
-    if (!s.tied_output) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    add.matrix("token_embd.weight", s.dim, vocab_size, 1.0f);
+    add.f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+    if (!s.tied_output) add.matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
-        f32(p + "attn_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
-        matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
-        f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
-        matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
-        matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
-        matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
-        f32(p + "attn_output.bias", {s.dim}, random_tensor(rng, s.dim, 0.1f * out_scale, GgmlType::F32));
+        add.f32(p + "attn_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+        add.matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
+        add.f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
+        add.matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        add.f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        add.matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        add.f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        add.matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
+        add.f32(p + "attn_output.bias", {s.dim}, random_tensor(rng, s.dim, 0.1f * out_scale, GgmlType::F32));
         // Sinks of the order of the scores, so they take a real share of each softmax.
-        f32(p + "attn_sinks.weight", {s.n_heads}, random_tensor(rng, s.n_heads, 1.0f, GgmlType::F32));
-        f32(p + "post_attention_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+        add.f32(p + "attn_sinks.weight", {s.n_heads}, random_tensor(rng, s.n_heads, 1.0f, GgmlType::F32));
+        add.f32(p + "post_attention_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
         // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
-        f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
-            random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
-        f32(p + "ffn_gate_inp.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.5f, GgmlType::F32));
+        add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
+                random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+        add.f32(p + "ffn_gate_inp.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.5f, GgmlType::F32));
         experts(p + "ffn_gate_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-        f32(p + "ffn_gate_exps.bias", {f, s.n_experts}, random_tensor(rng, f * s.n_experts, 0.1f, GgmlType::F32));
+        add.f32(p + "ffn_gate_exps.bias", {f, s.n_experts}, random_tensor(rng, f * s.n_experts, 0.1f, GgmlType::F32));
         experts(p + "ffn_up_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-        f32(p + "ffn_up_exps.bias", {f, s.n_experts}, random_tensor(rng, f * s.n_experts, 0.1f, GgmlType::F32));
+        add.f32(p + "ffn_up_exps.bias", {f, s.n_experts}, random_tensor(rng, f * s.n_experts, 0.1f, GgmlType::F32));
         experts(p + "ffn_down_exps.weight", f, s.dim, out_scale / std::sqrt(float(f)));
-        f32(p + "ffn_down_exps.bias", {s.dim, s.n_experts},
-            random_tensor(rng, s.dim * s.n_experts, 0.1f * out_scale, GgmlType::F32));
+        add.f32(p + "ffn_down_exps.bias", {s.dim, s.n_experts},
+                random_tensor(rng, s.dim * s.n_experts, 0.1f * out_scale, GgmlType::F32));
     }
-    return params;
+    return add.params();
 }
 
 }  // namespace pagoda::model

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
 
 namespace pagoda::model::random_detail {
 
@@ -74,5 +75,43 @@ inline std::vector<uint8_t> constant_f32(int64_t n, float value) {
     for (int64_t i = 0; i < n; ++i) p[i] = value;
     return bytes;
 }
+
+// A generator's tensor writers: each adds one tensor to `w` (random values of the spec's type from
+// `rng`, consumed in call order, or given F32 bytes) and counts its parameters for gen-model's report.
+class TensorAdder {
+public:
+    TensorAdder(gguf::Writer& w, Rng& rng, GgmlType type) : w_(w), rng_(rng), type_(type) {}
+    void matrix(const std::string& name, int64_t cols, int64_t rows, float stddev) {
+        w_.add_tensor(name, type_, {cols, rows}, random_tensor(rng_, cols * rows, stddev, type_));
+        params_ += cols * rows;
+    }
+    void f32(const std::string& name, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        w_.add_tensor(name, GgmlType::F32, std::move(shape), std::move(bytes));
+        params_ += n;
+    }
+    // Norm weights near 1 but not 1, so a norm bound to the wrong vector shows.
+    void norm(const std::string& name, int64_t n) {
+        std::vector<uint8_t> bytes = random_tensor(rng_, n, 0.1f, GgmlType::F32);
+        float* p = reinterpret_cast<float*>(bytes.data());
+        for (int64_t i = 0; i < n; ++i) p[i] += 1.0f;
+        f32(name, {n}, std::move(bytes));
+    }
+    // Stacked experts [cols, rows, n_experts] of the spec's type.
+    void experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_experts, float stddev) {
+        const int64_t n = cols * rows * n_experts;
+        w_.add_tensor(name, type_, {cols, rows, n_experts}, random_tensor(rng_, n, stddev, type_));
+        params_ += n;
+    }
+    void count(int64_t n) { params_ += n; }  // a tensor the generator added itself
+    int64_t params() const { return params_; }
+
+private:
+    gguf::Writer& w_;
+    Rng& rng_;
+    GgmlType type_;
+    int64_t params_ = 0;
+};
 
 }  // namespace pagoda::model::random_detail
