@@ -29,7 +29,7 @@ struct PartUpdates {
         // Rows choose their adapter index once, so the parts share the step's grouping as a real
         // step's would; part p skips adapters p mod 3 == 2 (an adapter that does not target it).
         const int32_t k = uniform(1, 3, rng);
-        std::vector<int32_t> choice(size_t(n));
+        std::vector<int32_t> choice(static_cast<size_t>(n));
         for (auto& c : choice) c = uniform(-1, k - 1, rng);
         for (size_t p = 0; p < outs.size(); ++p) {
             for (int32_t i = 0; i < k; ++i) {
