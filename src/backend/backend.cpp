@@ -18,6 +18,7 @@ const char* fused_op_name(FusedOp op) {
         case FusedOp::qkv_rope_kv_write: return "qkv_rope_kv_write";
         case FusedOp::matmul_silu_mul: return "matmul_silu_mul";
         case FusedOp::norm_quantize: return "norm_quantize";
+        case FusedOp::lora_in_fused: return "lora_in_fused";
     }
     return "?";
 }
@@ -145,10 +146,10 @@ void check_column_copy(const ColumnCopy& c, const Tensor& src, const Tensor& dst
 void Backend::add_rms_norm(const Tensor&, const Tensor&, const Vector&, float, const Tensor&) {
     fail("backend {} has no fused add_rms_norm", name());
 }
-void Backend::qkv_rope_kv_write(KvCache&, const QkvOp&, const Tensor&, const Tensor&, const Tensor*) {
+void Backend::qkv_rope_kv_write(KvCache&, const QkvOp&, const Tensor&, const Tensor&, const Tensor*, const PartLora*) {
     fail("backend {} has no fused qkv_rope_kv_write", name());
 }
-void Backend::matmul_silu_mul(const Weight&, const Tensor&, const Tensor&, const Tensor*) {
+void Backend::matmul_silu_mul(const Weight&, const Tensor&, const Tensor&, const Tensor*, const PartLora*) {
     fail("backend {} has no fused matmul_silu_mul", name());
 }
 void Backend::moe_ffn(const MoeOp&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) {

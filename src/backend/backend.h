@@ -315,6 +315,14 @@ struct LoraSegment {
     const void* bt_elems = nullptr;
 };
 
+// The LoRA updates inside a fused op (FusedOp::lora_in_fused): per part of its weight (Q, K, V or
+// gate, up), the segments whose update that part's output takes right after the matmul, before the
+// rest of the op (bias, RoPE, K/V write, SiLU) — what the unfused matmul ; lora_add ; ... computes,
+// so a LoRA step keeps the fused ops. Empty spans: that part has no update this step.
+struct PartLora {
+    std::span<const LoraSegment> parts[3];
+};
+
 // Fused ops a backend may declare; the fusion pass uses only those it declares.
 enum class FusedOp {
     add_rms_norm,       // x += r; out = rms_norm(x)
@@ -322,6 +330,7 @@ enum class FusedOp {
     matmul_silu_mul,    // out = silu(x Wg^T) * (x Wu^T) for a weight of parts gate, up
     norm_quantize,      // rms_norm (or add_rms_norm) that also writes its output's quantised form for
                         // the matmuls that read it (takes_quantized_input), so it is quantised once
+    lora_in_fused,      // qkv_rope_kv_write and matmul_silu_mul take a PartLora (their `lora` argument)
 };
 const char* fused_op_name(FusedOp op);
 
@@ -440,10 +449,11 @@ public:
     // True when each fused op gives bitwise the results of its unfused sequence on this backend.
     virtual bool fused_bitwise() const { return true; }
     virtual void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out);
+    // `lora` (only where supports(FusedOp::lora_in_fused)): the step's LoRA updates of the matmul's parts.
     virtual void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out,
-                                   const Tensor* quantized = nullptr);
+                                   const Tensor* quantized = nullptr, const PartLora* lora = nullptr);
     virtual void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out,
-                                 const Tensor* quantized = nullptr);
+                                 const Tensor* quantized = nullptr, const PartLora* lora = nullptr);
     // norm_quantize: out = rms_norm(x) (after x += *r when r is given), and its quantised form into
     // `quantized`, a tensor of quantized_row_elements(x.cols) columns.
     virtual void rms_norm_quantize(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,

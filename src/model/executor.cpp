@@ -143,6 +143,18 @@ uint64_t host_bytes(const backend::Weight* w) {
 
 }  // namespace
 
+const backend::PartLora* GraphExecutor::part_lora(const Node& node) {
+    if (!lora_) return nullptr;
+    bool any = false;
+    for (size_t p = 0; p < node.lora_parts.size(); ++p) {
+        const int32_t target = node.lora_parts[p];
+        part_lora_.parts[p] = target >= 0 && size_t(target) < lora_->size() ? std::span((*lora_)[size_t(target)])
+                                                                           : std::span<const backend::LoraSegment>();
+        any = any || !part_lora_.parts[p].empty();
+    }
+    return any ? &part_lora_ : nullptr;
+}
+
 void GraphExecutor::set_op_times(OpTimes* times) {
     op_times_ = times;
     if (!times || !node_weight_bytes_.empty()) return;
@@ -250,8 +262,8 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             case OpKind::scale: b.scale(in(0), node.value); break;
             case OpKind::softcap: b.softcap(in(0), node.value); break;
             case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;
-            case OpKind::qkv_rope_kv_write: b.qkv_rope_kv_write(cache, node.qkv, in(0), out(0), q); break;
-            case OpKind::matmul_silu_mul: b.matmul_silu_mul(*node.weight, in(0), out(0), q); break;
+            case OpKind::qkv_rope_kv_write: b.qkv_rope_kv_write(cache, node.qkv, in(0), out(0), q, part_lora(node)); break;
+            case OpKind::matmul_silu_mul: b.matmul_silu_mul(*node.weight, in(0), out(0), q, part_lora(node)); break;
             case OpKind::rms_norm_quantize:
                 b.rms_norm_quantize(in(0), nullptr, *node.vector, node.eps, out(0), out(1));
                 break;

@@ -62,6 +62,9 @@ private:
     const std::atomic<bool>* interrupt_ = nullptr;
     OpTimes* op_times_ = nullptr;
     const std::vector<std::vector<backend::LoraSegment>>* lora_ = nullptr;
+    backend::PartLora part_lora_;  // a fused op's updates this step (part_lora)
+    // The fused op's PartLora for this step (Node::lora_parts), or null when no part has an update.
+    const backend::PartLora* part_lora(const Node& node);
     std::span<const int32_t> embedding_rows_;
     const float* embeddings_ = nullptr;
     std::vector<OpTimes::Entry> step_op_times_;  // per OpKind, this step's (merged into op_times_ after it)

@@ -1,6 +1,7 @@
 #include "model/fusion.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <string>
 
@@ -66,7 +67,8 @@ private:
         const int q = mm.out[0], k = mm.out[1], v = mm.out[2];
         backend::QkvOp op;
         op.qkv = mm.weight;
-        size_t j = i + 1;
+        std::array<int32_t, 3> lora = {-1, -1, -1};
+        size_t j = i + 1 + lora_adds(i, lora);
         for (int part = 0; part < 3 && is(j, OpKind::add_bias); ++part, ++j) {
             if (at(j)->in[0] != mm.out[size_t(part)]) return 0;
             op.bias[part] = at(j)->vector;
@@ -79,7 +81,8 @@ private:
         if (rq.in[0] != q || rk.in[0] != k || rq.rope != rk.rope || rq.head_dim != rk.head_dim) return 0;
         if (write.in[0] != k || write.in[1] != v) return 0;
         // k and v must not be read past the K/V write (q is the fused op's output).
-        const int k_reads = (op.bias[1] ? 1 : 0) + 2, v_reads = (op.bias[2] ? 1 : 0) + 1;
+        const int k_reads = (op.bias[1] ? 1 : 0) + (lora[1] >= 0 ? 1 : 0) + 2;
+        const int v_reads = (op.bias[2] ? 1 : 0) + (lora[2] >= 0 ? 1 : 0) + 1;
         if (reads_[size_t(k)] != k_reads || reads_[size_t(v)] != v_reads) return 0;
         op.rope = rq.rope;
         op.layer = write.layer;
@@ -90,19 +93,44 @@ private:
         fused.kind = OpKind::qkv_rope_kv_write;
         fused.out = {q};
         fused.qkv = op;
+        fused.lora_parts = lora;
         return j + 3 - i;
     }
 
     size_t matmul_silu_mul(size_t i, Node& fused) const {
-        if (!is(i, OpKind::matmul) || at(i)->out.size() != 2 || !is(i + 1, OpKind::silu_mul)) return 0;
+        if (!is(i, OpKind::matmul) || at(i)->out.size() != 2) return 0;
+        std::array<int32_t, 3> lora = {-1, -1, -1};
+        const size_t j = i + 1 + lora_adds(i, lora);
+        if (!is(j, OpKind::silu_mul)) return 0;
         const Node& mm = g_.nodes[i];
-        const Node& act = g_.nodes[i + 1];
+        const Node& act = g_.nodes[j];
         if (act.in[0] != mm.out[0] || act.in[1] != mm.out[1]) return 0;
-        if (reads_[size_t(mm.out[0])] != 1 || reads_[size_t(mm.out[1])] != 1) return 0;
+        for (size_t p = 0; p < 2; ++p)
+            if (reads_[size_t(mm.out[p])] != 1 + (lora[p] >= 0 ? 1 : 0)) return 0;
         fused = mm;
         fused.kind = OpKind::matmul_silu_mul;
         fused.out = {act.out[0]};
-        return 2;
+        fused.lora_parts = lora;
+        return j + 1 - i;
+    }
+
+    // The lora_add nodes right after the matmul at i (the LoRA twin graph, lora_graph.h), one per
+    // part at most, when the backend takes them inside its fused ops: records each part's target and
+    // returns how many there are (0 otherwise, and the chain then does not match).
+    size_t lora_adds(size_t i, std::array<int32_t, 3>& targets) const {
+        if (!b_.supports(backend::FusedOp::lora_in_fused)) return 0;
+        const Node& mm = g_.nodes[i];
+        size_t used = 0;
+        while (is(i + 1 + used, OpKind::lora_add)) {
+            const Node& update = g_.nodes[i + 1 + used];
+            const auto part = std::find(mm.out.begin(), mm.out.end(), update.in[1]);
+            if (update.in[0] != mm.in[0] || part == mm.out.end() || update.out[0] != update.in[1]) break;
+            const size_t p = size_t(part - mm.out.begin());
+            if (p >= targets.size() || targets[p] >= 0) break;
+            targets[p] = update.lora_target;
+            ++used;
+        }
+        return used;
     }
 
     // A norm whose output only matmuls read, at least one of which takes a quantised input, also

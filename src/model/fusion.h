@@ -7,6 +7,9 @@
 //   [add_]rms_norm -> h read only by matmuls taking a quantised input
 //                                        => [add_]rms_norm_quantize -> h, h.q8 ; matmul(h, h.q8) ...
 //      (RMSNorm + activation quantisation + matmul: the input is quantised once, in the norm's pass)
+// In the LoRA twin graph (lora_graph.h) the lora_add nodes right after the QKV and gate|up matmuls
+// join those chains where the backend declares FusedOp::lora_in_fused (Node::lora_parts): the fused
+// op adds the update after its matmul, so a step with adapters keeps its fused ops.
 // A chain is fused only when its intermediates are read nowhere else. The unfused graph stays
 // runnable (--no-fusion, PAGODA_FUSION=0), and tests check that both give the same logits.
 #pragma once

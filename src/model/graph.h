@@ -10,6 +10,7 @@
 // the final hidden state after the output norm, H x dim. An encoder's graph has no logits. A matmul-type op with a second
 // input reads it as its first input's quantised form (from a *_quantize norm).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -74,6 +75,9 @@ struct Node {
     MatmulInput role = MatmulInput::none;       // matmul: which activations it reads
     backend::MoeOp moe;                         // moe_ffn (pointers into the weights)
     int32_t lora_target = -1;                   // lora_add: index into Graph::lora_targets
+    // qkv_rope_kv_write / matmul_silu_mul: per weight part, the lora_add target fused into the op
+    // (Graph::lora_targets index; -1: none), backend::PartLora
+    std::array<int32_t, 3> lora_parts = {-1, -1, -1};
     backend::ColumnCopy columns;                // copy_columns
 };
 

@@ -89,6 +89,7 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     info_.config = config_;
     info_.lora = lora_step_ != nullptr;
     log_debug("{}: {} ({})", file_->name(), router_ ? router_->describe() : backend_->name(), executor_->op_counts());
+    if (lora_executor_) log_debug("{}: LoRA steps: {}", file_->name(), lora_executor_->op_counts());
 }
 
 void GraphModel::create_kv_cache(const StepModelOptions& o) {

@@ -204,7 +204,7 @@ public:
         gather_rows(x, step_.hidden_rows, out);
     }
 
-    bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize || quantized_row_elements(64) > 0; }
+    bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize || quantized_row_elements(64) > 0; }  // all, lora_in_fused included
 
     int64_t quantized_row_elements(int64_t cols) const override {
         // Some weight type may take prequantised rows when the plan runs int8_dot for one (each
@@ -249,7 +249,7 @@ public:
     }
 
     void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out,
-                           const Tensor* xq = nullptr) override {
+                           const Tensor* xq = nullptr, const PartLora* lora = nullptr) override {
         const CpuWeight& w = cpu(*op.qkv);
         if (w.parts().size() != 3) fail("cpu backend: qkv_rope_kv_write needs a weight of parts Q, K, V");
         check_cols(x, w.cols(), "qkv_rope_kv_write", "an input");
@@ -260,16 +260,28 @@ public:
         float* k = kv_scratch_.data();
         float* v = k + kv_dim * n;
         cpu(cache).prefetch_write(op.layer, step_.slots.data(), n);  // arrives during the matmul
-        const float* stacked = nullptr;
+        float* stacked = nullptr;
+        const int64_t half = op.rope->spec().dims / 2, width = q_dim + 2 * kv_dim;
         if (w.stacked()) {
             stacked = stacked_output(w, x, xq);
+            // The LoRA updates land in the stacked rows' parts, as the unfused lora_add after the
+            // matmul's copy out would add them.
+            if (lora) {
+                add_lora(lora->parts[0], x, stacked, width, q_dim);
+                add_lora(lora->parts[1], x, stacked + q_dim, width, kv_dim);
+                add_lora(lora->parts[2], x, stacked + q_dim + kv_dim, width, kv_dim);
+            }
         } else {
             multiply(w.packed()[0], x, xq, f32w(q_out));
             multiply(w.packed()[1], x, xq, k);
             multiply(w.packed()[2], x, xq, v);
+            if (lora) {
+                add_lora(lora->parts[0], x, f32w(q_out), q_dim, q_dim);
+                add_lora(lora->parts[1], x, k, kv_dim, kv_dim);
+                add_lora(lora->parts[2], x, v, kv_dim, kv_dim);
+            }
         }
         const CpuRope& tables = rope_tables(*op.rope, n);
-        const int64_t half = op.rope->spec().dims / 2, width = q_dim + 2 * kv_dim;
         per_token(n, [&](int64_t t) {
             float* qt = f32w(q_out) + t * q_dim;
             float* kt = k + t * kv_dim;
@@ -291,14 +303,19 @@ public:
         cpu(cache).write(op.layer, step_.slots.data(), n, k, v, &threads_);
     }
 
-    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out, const Tensor* xq = nullptr) override {
+    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out, const Tensor* xq = nullptr,
+                         const PartLora* lora = nullptr) override {
         const CpuWeight& w = cpu(gate_up);
         if (w.parts().size() != 2) fail("cpu backend: matmul_silu_mul needs a weight of parts gate, up");
         check_cols(x, w.cols(), "matmul_silu_mul", "an input");
         const int64_t n = x.rows, f = w.parts()[0].rows;
         check_cols(out, f, "matmul_silu_mul", "an output");
         if (w.stacked()) {
-            const float* y = stacked_output(w, x, xq);
+            float* y = stacked_output(w, x, xq);
+            if (lora) {
+                add_lora(lora->parts[0], x, y, 2 * f, f);
+                add_lora(lora->parts[1], x, y + f, 2 * f, f);
+            }
             // Each token's row holds [gate | up].
             per_token(n, [&](int64_t t) {
                 const float* row = y + t * 2 * f;
@@ -309,7 +326,17 @@ public:
         float* up = scratch_for(n * f);
         multiply(w.packed()[0], x, xq, f32w(out));
         multiply(w.packed()[1], x, xq, up);
+        if (lora) {
+            add_lora(lora->parts[0], x, f32w(out), f, f);
+            add_lora(lora->parts[1], x, up, f, f);
+        }
         per_token(n, [&](int64_t t) { cpu::silu_mul(f32w(out) + t * f, up + t * f, f, f32w(out) + t * f); });
+    }
+    // One part's LoRA update (FusedOp::lora_in_fused): row t's `width` values at rows + t * stride
+    // take lora_add of the segments, as the unfused lora_add after the matmul would.
+    void add_lora(std::span<const LoraSegment> segments, const Tensor& x, float* rows, int64_t stride, int64_t width) {
+        if (!segments.empty())
+            cpu::lora_add_rows(f32(x), x.cols, x.cols, rows, stride, width, x.rows, segments, threads_, lora_scratch_);
     }
     int64_t moe_workspace_cols(const MoeOp& op) const override { return cpu::moe_workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws) override {

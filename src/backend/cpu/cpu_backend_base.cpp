@@ -77,7 +77,7 @@ float* CpuBackendBase::scratch_for(int64_t floats) {
     return scratch_.data();
 }
 
-const float* CpuBackendBase::stacked_output(const CpuWeight& w, const Tensor& x, const Tensor* xq) {
+float* CpuBackendBase::stacked_output(const CpuWeight& w, const Tensor& x, const Tensor* xq) {
     float* y = scratch_for(x.rows * w.rows());
     multiply(w.packed()[0], x, xq, y);
     return y;

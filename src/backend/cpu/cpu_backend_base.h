@@ -47,7 +47,7 @@ protected:
     }
     float* scratch_for(int64_t floats);
     // One pass over a stacked weight into the scratch: each token's row holds the parts side by side.
-    const float* stacked_output(const CpuWeight& w, const Tensor& x, const Tensor* xq);
+    float* stacked_output(const CpuWeight& w, const Tensor& x, const Tensor* xq);
     // From the quantised form of x when the norm made one and this weight reads it, else from x.
     void multiply(const PackedWeight& w, const Tensor& x, const Tensor* xq, float* y) {
         cpu::multiply(w, x, xq, y, threads_);
