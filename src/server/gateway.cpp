@@ -258,6 +258,14 @@ std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams&
         for (size_t i = 0; i < p.multimodal_data.size(); ++i)
             parts.push_back({fmt::format("prompt.multimodal_data[{}]", i), {}});
     if (parts.empty()) return {};
+    // A remote URL on a server that fetches none is refused naming the URL, before anything else.
+    if (!options_.image_urls.allow)
+        for (const ImagePart& part : parts)
+            if (chat && is_http_url(part.url))
+                throw ApiError::invalid(fmt::format("'{}': remote image URLs are not fetched; send a data: URL (the "
+                                                    "server runs without --allow-image-urls)",
+                                                    part.where),
+                                        part.url_param, "unsupported_parameter");
     if (!images_)
         throw ApiError::invalid(fmt::format("'{}': this model takes no images (the server runs without --mmproj)",
                                             parts[0].where),
@@ -274,11 +282,6 @@ std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams&
         if (!chat) {
             encoded.push_back(images_->encode_base64(p.multimodal_data[i], part.where));
         } else if (is_http_url(part.url)) {
-            if (!options_.image_urls.allow)
-                throw ApiError::invalid(fmt::format("'{}': remote image URLs are not fetched; send a data: URL (the "
-                                                    "server runs without --allow-image-urls)",
-                                                    part.where),
-                                        part.url_param, "unsupported_parameter");
             const std::vector<uint8_t> bytes = fetch_image_url(part.url, options_.image_urls, part.where, part.url_param);
             encoded.push_back(images_->encode_bytes(bytes, part.where));
         } else {
