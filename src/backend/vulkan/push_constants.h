@@ -54,7 +54,8 @@ static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(Norm
               sizeof(KvWritePush) == 72 && sizeof(AttentionPush) == 112 && sizeof(CopyColumnsPush) == 56 &&
               sizeof(MoeCombinePush) == 72 && sizeof(MoeRoutePush) == 72 && sizeof(MoeSlotsPush) == 48 && sizeof(MoeGatherPush) == 40);
 
-enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7 };
+enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7,
+                              sigmoid_mul = 8 };
 
 inline KvGeometryPush geometry(const kv::KvLayout& l) {
     return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),

@@ -197,7 +197,7 @@ public:
     // The encoders' ops (backend::OptionalOp).
     // The gated DeltaNet ops have no shaders yet: qwen35 is refused here naming them.
     bool has_op(OptionalOp op) const override {
-        return op != OptionalOp::causal_conv1d && op != OptionalOp::gated_delta_rule && op != OptionalOp::sigmoid_mul;
+        return op != OptionalOp::causal_conv1d && op != OptionalOp::gated_delta_rule;
     }
     void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
         check_column_copy(c, src, dst, "vulkan");
@@ -249,6 +249,11 @@ public:
         expect(up, gate.rows, gate.cols, "silu_mul", "up");
         expect(out, gate.rows, gate.cols, "silu_mul", "out");
         pointwise(Pointwise::silu_mul, gate, address(up), address(out), 0.0f);
+    }
+    void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        expect(up, gate.rows, gate.cols, "sigmoid_mul", "up");
+        expect(out, gate.rows, gate.cols, "sigmoid_mul", "out");
+        pointwise(Pointwise::sigmoid_mul, gate, address(up), address(out), 0.0f);
     }
     void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
         expect(up, gate.rows, gate.cols, "gelu_mul", "up");
