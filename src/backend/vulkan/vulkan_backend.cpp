@@ -106,6 +106,7 @@ public:
         if (!in.attend_until.empty() && in.attend_until.size() != in.tokens.size())
             fail("vulkan begin_step: {} attention limits for {} tokens", in.attend_until.size(), in.tokens.size());
         dev_->stream.flush();  // the previous step's commands read the step buffer
+        recurrent_.begin_step();
         n_tokens_ = int64_t(in.tokens.size());
         n_logits_ = int64_t(in.logit_rows.size());
         logit_rows_.assign(in.logit_rows.begin(), in.logit_rows.end());

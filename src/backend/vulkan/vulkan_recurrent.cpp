@@ -32,16 +32,21 @@ VulkanRecurrent::~VulkanRecurrent() {
 }
 
 uint64_t VulkanRecurrent::rows_address(std::span<const int32_t> rows) {
-    if (std::ranges::equal(rows, rows_held_)) return rows_buf_.address;
-    dev_->stream.flush();  // recorded dispatches may still read the buffer
+    if (!held_.empty() && std::ranges::equal(rows, held_)) return held_at_;
     const size_t bytes = rows.size() * sizeof(int32_t);
-    if (rows_buf_.size < bytes) {
-        dev_->ctx->destroy(rows_buf_);
-        rows_buf_ = dev_->ctx->create_buffer(std::max<size_t>(bytes, 4096), true, "the recurrent ops' state rows");
+    if (used_ + bytes > rows_buf_.size) {
+        dev_->stream.flush();  // recorded dispatches may still read the buffer
+        used_ = 0;
+        if (rows_buf_.size < bytes) {
+            dev_->ctx->destroy(rows_buf_);
+            rows_buf_ = dev_->ctx->create_buffer(std::max<size_t>(2 * bytes, 1 << 16), true, "the recurrent ops' state rows");
+        }
     }
-    std::memcpy(rows_buf_.mapped, rows.data(), bytes);
-    rows_held_.assign(rows.begin(), rows.end());
-    return rows_buf_.address;
+    std::memcpy(static_cast<char*>(rows_buf_.mapped) + used_, rows.data(), bytes);
+    held_.assign(rows.begin(), rows.end());
+    held_at_ = rows_buf_.address + used_;
+    used_ += bytes;
+    return held_at_;
 }
 
 void VulkanRecurrent::causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out) {
