@@ -45,16 +45,25 @@ struct MoeRoutePush {
 };
 struct MoeSlotsPush { uint64_t ids, range, indirect, slots; uint32_t entries, n_experts, gate_tiles, down_tiles; };
 struct MoeGatherPush { uint64_t x, slots, xg; uint32_t n, k, dim, pad = 0; };
+struct CausalConv1dPush { uint64_t x, weight, state, out, rows; uint32_t tokens, channels, kernel, silu; };
+struct GatedDeltaRulePush {
+    uint64_t q, k, v, g, beta, state, out, rows;
+    uint32_t tokens, n_k_heads, n_v_heads, head_dim;
+    float scale, l2_eps;
+};
 static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvWritePush) <= Context::kPushConstantBytes &&
-              sizeof(MoeCombinePush) <= Context::kPushConstantBytes && sizeof(MoeRoutePush) <= Context::kPushConstantBytes);
+              sizeof(MoeCombinePush) <= Context::kPushConstantBytes && sizeof(MoeRoutePush) <= Context::kPushConstantBytes &&
+              sizeof(GatedDeltaRulePush) <= Context::kPushConstantBytes);
 
 // Each size is the sum of its members': no padding bytes.
 static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(NormPush) == 40 && sizeof(LayerNormPush) == 48 &&
               sizeof(PointwisePush) == 40 && sizeof(SoftmaxPush) == 16 && sizeof(RopePush) == 40 && sizeof(KvGeometryPush) == 28 &&
               sizeof(KvWritePush) == 72 && sizeof(AttentionPush) == 112 && sizeof(CopyColumnsPush) == 56 &&
-              sizeof(MoeCombinePush) == 72 && sizeof(MoeRoutePush) == 72 && sizeof(MoeSlotsPush) == 48 && sizeof(MoeGatherPush) == 40);
+              sizeof(MoeCombinePush) == 72 && sizeof(MoeRoutePush) == 72 && sizeof(MoeSlotsPush) == 48 && sizeof(MoeGatherPush) == 40 &&
+              sizeof(CausalConv1dPush) == 56 && sizeof(GatedDeltaRulePush) == 88);
 
-enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7 };
+enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7,
+                              sigmoid_mul = 8 };
 
 inline KvGeometryPush geometry(const kv::KvLayout& l) {
     return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),

@@ -12,6 +12,7 @@
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
 #include "backend/vulkan/vulkan_moe.h"
+#include "backend/vulkan/vulkan_recurrent.h"
 #include "backend/vulkan/vulkan_ops_extra.h"
 #include "backend/vulkan/kernel_settings.h"
 #include "backend/vulkan/weight_repack.h"
@@ -27,7 +28,7 @@ constexpr uint32_t kRowWorkgroup = 256;
 
 class VulkanBackend final : public Backend {
 public:
-    VulkanBackend() : dev_(std::make_shared<DeviceState>()), moe_(dev_) {
+    VulkanBackend() : dev_(std::make_shared<DeviceState>()), moe_(dev_), recurrent_(dev_) {
         const KernelSettings k = kernel_settings(dev_->ctx->info);
         gemv_wg_ = k.gemv_workgroup;
         gemm_bk_ = k.gemm_stage;
@@ -105,6 +106,7 @@ public:
         if (!in.attend_until.empty() && in.attend_until.size() != in.tokens.size())
             fail("vulkan begin_step: {} attention limits for {} tokens", in.attend_until.size(), in.tokens.size());
         dev_->stream.flush();  // the previous step's commands read the step buffer
+        recurrent_.begin_step();
         n_tokens_ = int64_t(in.tokens.size());
         n_logits_ = int64_t(in.logit_rows.size());
         logit_rows_.assign(in.logit_rows.begin(), in.logit_rows.end());
@@ -194,11 +196,8 @@ public:
         auto [gx, gy] = grid(uint64_t(x.rows));
         dispatch("rms_norm", {kRowWorkgroup}, p, gx, gy);
     }
-    // The encoders' ops (backend::OptionalOp).
-    // The gated DeltaNet ops have no shaders yet: qwen35 is refused here naming them.
-    bool has_op(OptionalOp op) const override {
-        return op != OptionalOp::causal_conv1d && op != OptionalOp::gated_delta_rule && op != OptionalOp::sigmoid_mul;
-    }
+    // Every optional op (backend::OptionalOp): the encoders', and the gated DeltaNet layers' (vulkan_recurrent.h).
+    bool has_op(OptionalOp) const override { return true; }
     void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
         check_column_copy(c, src, dst, "vulkan");
         encode_copy_columns(*dev_, address(src), src.cols, address(dst), dst.cols, src.rows, c);
@@ -249,6 +248,20 @@ public:
         expect(up, gate.rows, gate.cols, "silu_mul", "up");
         expect(out, gate.rows, gate.cols, "silu_mul", "out");
         pointwise(Pointwise::silu_mul, gate, address(up), address(out), 0.0f);
+    }
+    void causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out) override {
+        for (const Tensor* t : {&x, &state, &out}) arena_offset(*t, "causal_conv1d");
+        recurrent_.causal_conv1d(op, x, state, out);
+    }
+    void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                          const Tensor& beta, const Tensor& state, const Tensor& out) override {
+        for (const Tensor* t : {&q, &k, &v, &g, &beta, &state, &out}) arena_offset(*t, "gated_delta_rule");
+        recurrent_.gated_delta_rule(op, q, k, v, g, beta, state, out);
+    }
+    void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+        expect(up, gate.rows, gate.cols, "sigmoid_mul", "up");
+        expect(out, gate.rows, gate.cols, "sigmoid_mul", "out");
+        pointwise(Pointwise::sigmoid_mul, gate, address(up), address(out), 0.0f);
     }
     void gelu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
         expect(up, gate.rows, gate.cols, "gelu_mul", "up");
@@ -395,6 +408,7 @@ private:
 
     std::shared_ptr<DeviceState> dev_;
     VulkanMoe moe_;
+    VulkanRecurrent recurrent_;
     Buffer arena_, step_buf_, rope_buf_;
     uint32_t gemv_wg_ = 64, gemm_bk_ = 16;  // kernel_settings.h
     int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;

@@ -6,6 +6,7 @@
 //   6 gelu:     a = a/2 (1 + erf(a / sqrt 2)), erf by Abramowitz & Stegun 7.1.26 as the CPU computes it
 //               (erfc directly for negative a: no cancellation in the tail)
 //   7 swiglu_oai: out = g' sigmoid(1.702 g') (u' + 1), g' = min(a, 7), u' = clamp(b, -7, 7) (gpt-oss's experts)
+//   8 sigmoid_mul: out = b / (1 + exp(-a)) (qwen35's attention output gate, as the CPU computes it)
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Push {
@@ -35,5 +36,5 @@ void main() {
     } else if (pc.op == 7u) {
         const float ga = min(g, 7.0), ub = clamp(b.v[i], -7.0, 7.0);
         out_.v[i] = ga / (1.0 + exp(-1.702 * ga)) * (ub + 1.0);
-    }
+    } else if (pc.op == 8u) out_.v[i] = b.v[i] / (1.0 + exp(-g));
 }
