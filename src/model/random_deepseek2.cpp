@@ -84,14 +84,7 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
     }
     w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
 
-    int64_t vocab_size = s.vocab_size;
-    if (vocab) {
-        for (const auto& [key, value] : vocab->metadata())
-            if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
-        vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
-    } else {
-        write_synthetic_vocab(w, vocab_size, s.fim_tokens);
-    }
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
 
     Rng rng(s.seed);
     const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));

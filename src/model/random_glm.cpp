@@ -73,14 +73,7 @@ int64_t build_random_glm(const RandomModelSpec& s, const gguf::File* vocab, gguf
     }
     w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
 
-    int64_t vocab_size = s.vocab_size;
-    if (vocab) {
-        for (const auto& [key, value] : vocab->metadata())
-            if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
-        vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
-    } else {
-        write_synthetic_vocab(w, vocab_size, s.fim_tokens);
-    }
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
 
     Rng rng(s.seed);
     const int64_t q_dim = s.n_heads * hd, kv_dim = s.n_kv_heads * hd;

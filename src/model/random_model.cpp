@@ -98,6 +98,16 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool i
     w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
 }
 
+int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens) {
+    if (!vocab) {
+        write_synthetic_vocab(w, vocab_size, fim, image_tokens);
+        return vocab_size;
+    }
+    for (const auto& [key, value] : vocab->metadata())
+        if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+    return int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
+}
+
 constexpr float kGemmaPostNorm = 8.0f;
 
 int64_t write_random_model(const RandomModelSpec& spec, const gguf::File* vocab, const std::string& path) {
@@ -217,14 +227,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     }
     w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
 
-    int64_t vocab_size = s.vocab_size;
-    if (vocab) {
-        for (const auto& [key, value] : vocab->metadata())
-            if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
-        vocab_size = int64_t(vocab->get_strings("tokenizer.ggml.tokens").size());
-    } else {
-        write_synthetic_vocab(w, vocab_size, s.fim_tokens, s.image_tokens);
-    }
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens);
 
     Rng rng(s.seed);
     int64_t params = 0;

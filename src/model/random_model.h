@@ -115,6 +115,9 @@ int64_t build_random_glm(const RandomModelSpec& spec, const gguf::File* vocab, g
 // The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
 // Gemma 3's three image control tokens.
 void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false);
+// The vocabulary into `w`: `vocab`'s tokenizer.* keys when given, else the synthetic one of
+// vocab_size tokens. Returns the vocabulary's size (the embedding and output rows).
+int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens = false);
 // The bert or nomic-bert encoder into `w` (build_random_model calls it for those archs).
 int64_t build_random_bert(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The model into `w` (metadata and tensors), for either form.
