@@ -259,9 +259,9 @@ std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams&
             parts.push_back({fmt::format("prompt.multimodal_data[{}]", i), {}});
     if (parts.empty()) return {};
     // A remote URL on a server that fetches none is refused naming the URL, before anything else.
-    if (!options_.image_urls.allow)
+    if (chat && !options_.image_urls.allow)
         for (const ImagePart& part : parts)
-            if (chat && is_http_url(part.url))
+            if (is_http_url(part.url))
                 throw ApiError::invalid(fmt::format("'{}': remote image URLs are not fetched; send a data: URL (the "
                                                     "server runs without --allow-image-urls)",
                                                     part.where),
