@@ -38,6 +38,7 @@ std::shared_ptr<Job> Gateway::start_responses(const nlohmann::ordered_json& body
     json conversation = json::array();
     CompletionParams p;
     std::optional<chat::ToolCallFormat> tool_format;
+    std::vector<MessageOrigin> origins;  // per chat message, the Responses field its errors name
     try {
         r = parse_responses_request(json(body), &body);
         if (!r.previous_response_id.empty()) {
@@ -45,13 +46,15 @@ std::shared_ptr<Job> Gateway::start_responses(const nlohmann::ordered_json& body
             if (!previous) throw not_stored(r.previous_response_id, "previous_response_id", "previous_response_not_found");
             conversation = previous->items;
         }
+        const size_t stored_items = conversation.size();
         for (const json& item : r.input_items) conversation.push_back(item);
+        origins = responses_message_origins(r, conversation, stored_items);
         p = parse_completion_request(responses_chat_body(r, conversation), Endpoint::chat_completions);
         p.max_tokens_param = "max_output_tokens";
         tool_format = apply_tools(p, template_ ? &*template_ : nullptr);
     } catch (const ApiError& e) {
         metrics_.on_rejection(key_name, "invalid");
-        throw map_chat_error(e);
+        throw map_chat_error(e, origins);
     }
 
     ResponsesContext ctx;
@@ -80,7 +83,7 @@ std::shared_ptr<Job> Gateway::start_responses(const nlohmann::ordered_json& body
             job.responses_conversation_ = std::move(conversation);
         });
     } catch (const ApiError& e) {
-        throw map_chat_error(e);
+        throw map_chat_error(e, origins);
     }
 }
 

@@ -64,11 +64,27 @@ nlohmann::ordered_json responses_chat_body(const ResponsesRequest& r, const nloh
 // Conversation items -> chat messages: consecutive assistant output (message, function_call and the
 // reasoning before them) becomes one assistant message with content, tool_calls and
 // reasoning_content; function_call_output becomes a tool message.
-nlohmann::json responses_items_to_messages(const nlohmann::json& items);
+// `first_item`, where given, receives per message the index of the item that opened it (a
+// reasoning item before assistant output is not: the message, function call or output is).
+nlohmann::json responses_items_to_messages(const nlohmann::json& items, std::vector<size_t>* first_item = nullptr);
 
-// An error of the chat pipeline, its `param` (and the quoted name in its message) renamed to the
+// Where one message of responses_chat_body() came from, for errors that name it.
+struct MessageOrigin {
+    std::string path;        // "instructions", "input[i]" (i: the index in the request's input)
+                             // or "previous_response_id" (an item stored by an earlier response)
+    bool same_parts = false; // a user/system/developer message item: its content parts keep their indices
+};
+
+// Per message of responses_chat_body(r, conversation), where `conversation` is the
+// `stored_items` items of previous_response_id followed by the request's input items.
+std::vector<MessageOrigin> responses_message_origins(const ResponsesRequest& r, const nlohmann::json& conversation,
+                                                     size_t stored_items);
+
+// An error of the chat pipeline, its `param` (and the names in its message) renamed to the
 // Responses field: max_completion_tokens -> max_output_tokens, response_format.json_schema ->
-// text.format, tools[i].function.X -> tools[i].X, messages -> input.
-ApiError map_chat_error(ApiError e);
+// text.format, tools[i].function.X -> tools[i].X, messages[k]... -> the origin of message k
+// (input[i], with its .content[j]... where the parts kept their indices), or `input` where
+// `origins` does not know k.
+ApiError map_chat_error(ApiError e, const std::vector<MessageOrigin>& origins = {});
 
 }  // namespace pagoda::server

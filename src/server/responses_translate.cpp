@@ -56,8 +56,14 @@ std::string reasoning_text(const json& item) {
 
 }  // namespace
 
-json responses_items_to_messages(const json& items) {
+json responses_items_to_messages(const json& items, std::vector<size_t>* first_item) {
     json messages = json::array();
+    size_t item_index = 0;  // the item being translated
+    // Records the origin of each message pushed since the last call (at most one per item).
+    auto note_origin = [&] {
+        if (first_item)
+            while (first_item->size() < messages.size()) first_item->push_back(item_index);
+    };
     std::string reasoning;       // a reasoning item's text, for the assistant message that follows
     bool assistant_open = false;  // the last message is assistant output this run of items may extend
     auto assistant = [&]() -> json& {
@@ -102,8 +108,28 @@ json responses_items_to_messages(const json& items) {
         } else if (type == "reasoning") {
             reasoning += reasoning_text(item);
         }
+        note_origin();
+        ++item_index;
     }
     return messages;
+}
+
+std::vector<MessageOrigin> responses_message_origins(const ResponsesRequest& r, const json& conversation,
+                                                     size_t stored_items) {
+    std::vector<MessageOrigin> origins;
+    if (r.instructions) origins.push_back({"instructions", false});
+    std::vector<size_t> first_item;
+    responses_items_to_messages(conversation, &first_item);
+    for (size_t k : first_item) {
+        if (k < stored_items) {
+            origins.push_back({"previous_response_id", false});
+            continue;
+        }
+        const json& item = conversation[k];
+        const bool message = item.value("type", "message") == "message" && item.value("role", "") != "assistant";
+        origins.push_back({fmt::format("input[{}]", k - stored_items), message});
+    }
+    return origins;
 }
 
 nlohmann::ordered_json responses_chat_body(const ResponsesRequest& r, const json& conversation) {
@@ -146,18 +172,35 @@ nlohmann::ordered_json responses_chat_body(const ResponsesRequest& r, const json
     return body;
 }
 
-ApiError map_chat_error(ApiError e) {
+ApiError map_chat_error(ApiError e, const std::vector<MessageOrigin>& origins) {
     static const std::vector<std::pair<std::regex, std::string>> renames = {
         {std::regex(R"(\bmax_completion_tokens\b)"), "max_output_tokens"},
         {std::regex(R"(\bresponse_format\.json_schema\b)"), "text.format"},
         {std::regex(R"(\bresponse_format\b)"), "text.format"},
         {std::regex(R"(\b(tools\[\d+\])\.function\b)"), "$1"},
-        {std::regex(R"(\bmessages\b(\[\d+\])?)"), "input"},
         {std::regex(R"(\breasoning_effort\b)"), "reasoning.effort"},
     };
+    // messages[k] and the path below it (".content[j].image_url.url"), up to a quote or space.
+    static const std::regex message(R"(\bmessages\b(?:\[(\d{1,9})\]([.\[][^\s'"]*)?)?)");
+    auto message_path = [&](const std::smatch& m) -> std::string {
+        if (!m[1].matched) return "input";
+        const size_t k = std::stoul(m[1].str());
+        if (k >= origins.size()) return "input";
+        const MessageOrigin& o = origins[k];
+        const std::string below = m[2].str();
+        return o.same_parts && below.rfind(".content[", 0) == 0 ? o.path + below : o.path;
+    };
     auto rename = [&](std::string s) {
-        for (const auto& [from, to] : renames) s = std::regex_replace(s, from, to);
-        return s;
+        std::string out;
+        auto from = s.cbegin();
+        for (std::sregex_iterator it(s.cbegin(), s.cend(), message), end; it != end; ++it) {
+            out.append(from, (*it)[0].first);
+            out += message_path(*it);
+            from = (*it)[0].second;
+        }
+        out.append(from, s.cend());
+        for (const auto& [re, to] : renames) out = std::regex_replace(out, re, to);
+        return out;
     };
     ApiError mapped(e.status, rename(e.what()), e.type, rename(e.param), e.code);
     mapped.retry_after = e.retry_after;

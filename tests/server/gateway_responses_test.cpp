@@ -179,4 +179,17 @@ TEST_F(GatewayResponses, TheCapEvictsTheOldestAndErrorsNameResponsesFields) {
         run(*gw, Endpoint::responses, {{"input", "x"}, {"tools", json::array({{{"type", "web_search"}}})}});
     });
     EXPECT_EQ(hosted.param, "tools[0].type");
+    // A refused image names the input item it was sent in (instructions and a merged assistant turn
+    // before it shift the chat message index).
+    const json items = json::parse(R"([{"role":"user","content":"a"},
+        {"role":"assistant","content":[{"type":"output_text","text":"b"}]},
+        {"type":"function_call","call_id":"c","name":"f","arguments":"{}"},
+        {"type":"function_call_output","call_id":"c","output":"r"},
+        {"role":"user","content":[{"type":"input_text","text":"see"},
+                                  {"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}])");
+    const ApiError image = error_of([&] {
+        run(*gw, Endpoint::responses, {{"input", items}, {"instructions", "Be brief."}, {"max_output_tokens", 2}});
+    });
+    EXPECT_EQ(image.param, "input[4].content[1]") << image.what();
+    EXPECT_NE(std::string(image.what()).find("'input[4].content[1]'"), std::string::npos) << image.what();
 }

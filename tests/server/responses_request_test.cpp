@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "fixtures.h"
+#include "server/image_parts.h"
 #include "server/openai_request.h"
 
 using namespace pagoda::server;
@@ -184,6 +185,48 @@ TEST(ResponsesRequest, ChatPipelineErrorsNameTheResponsesFields) {
     EXPECT_EQ(map_chat_error(ApiError::invalid("'max_completion_tokens' is 9", "max_completion_tokens")).param,
               "max_output_tokens");
     EXPECT_EQ(map_chat_error(ApiError::invalid("the prompt has 9 tokens", "messages")).param, "input");
+}
+
+// An error in a chat message names the Responses item it came from, by the index the client sent:
+// merged assistant output (named by the item that opened it), instructions and stored items shift
+// the message indices.
+TEST(ResponsesRequest, ChatMessageErrorsNameTheOriginalInputItem) {
+    const json input = json::parse(R"([
+        {"role":"user","content":"a"},
+        {"type":"reasoning","summary":[{"type":"summary_text","text":"t"}]},
+        {"role":"assistant","content":[{"type":"output_text","text":"b"}]},
+        {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+        {"type":"function_call_output","call_id":"c1","output":"r"},
+        {"role":"user","content":[{"type":"input_text","text":"see"},
+                                  {"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}])");
+    const ResponsesRequest r = parse_responses_request(json{{"input", input}, {"instructions", "be brief"}});
+    json conversation = json::parse(R"([{"role":"user","content":"old"},
+                                        {"role":"assistant","content":[{"type":"output_text","text":"o"}]}])");
+    const size_t stored = conversation.size();
+    for (const json& item : r.input_items) conversation.push_back(item);
+    const std::vector<MessageOrigin> origins = responses_message_origins(r, conversation, stored);
+    const json messages = json(responses_chat_body(r, conversation))["messages"];
+    ASSERT_EQ(origins.size(), messages.size());
+    std::vector<std::string> paths;
+    for (const auto& o : origins) paths.push_back(o.path);
+    EXPECT_EQ(paths, (std::vector<std::string>{"instructions", "previous_response_id", "previous_response_id",
+                                               "input[0]", "input[2]", "input[4]", "input[5]"}));
+
+    // The image part as the gateway finds it (and names it when it does not decode).
+    const auto parts = image_parts(messages);
+    ASSERT_EQ(parts.size(), 1u);
+    EXPECT_EQ(parts[0].where, "messages[6].content[1]");
+    ApiError e = map_chat_error(
+        ApiError::invalid(fmt::format("'{}' is not a decodable image", parts[0].where), parts[0].where), origins);
+    EXPECT_EQ(e.param, "input[5].content[1]");
+    EXPECT_EQ(std::string(e.what()), "'input[5].content[1]' is not a decodable image");
+    // Below a merged or translated message only the item is named.
+    EXPECT_EQ(map_chat_error(ApiError::invalid("x", "messages[4].tool_calls[0].function.name"), origins).param, "input[2]");
+    EXPECT_EQ(map_chat_error(ApiError::invalid("x", "messages[5].content"), origins).param, "input[4]");
+    EXPECT_EQ(map_chat_error(ApiError::invalid("x", "messages[0].content"), origins).param, "instructions");
+    // Without origins (or past them), the input as a whole.
+    EXPECT_EQ(map_chat_error(ApiError::invalid("x", "messages[6].content[1]")).param, "input");
+    EXPECT_EQ(map_chat_error(ApiError::invalid("x", "messages[9]"), origins).param, "input");
 }
 
 // docs/api.md's Responses field table (rows "| `name` | use | why |" between its markers) is
