@@ -168,6 +168,9 @@ struct AttentionParams {
     // denominator with no value row (gpt-oss): out = sum_j e^(s_j - m) V_j / (sum_j e^(s_j - m) +
     // e^(sink - m)). Null: none. Not scaled by `scale` (it is a logit already).
     const Vector* sinks = nullptr;
+    // > 0: ALiBi (jina-bert-v2): each score gets -slope_h * |pos_q - pos_k| added (after the scale
+    // and any cap), slope_h = alibi_slope(h, n_heads, alibi_max_bias) (backend/alibi.h). 0: none.
+    float alibi_max_bias = 0.0f;
 };
 
 // Ops only some architectures need (the encoders'); a backend says which it has (has_op), and a

@@ -93,6 +93,7 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
         if (n.attention.sliding_window > 0) line += fmt::format("  window {}", n.attention.sliding_window);
         if (n.attention.softcap > 0) line += fmt::format("  softcap {}", n.attention.softcap);
         if (n.attention.sinks) line += "  sinks";
+        if (n.attention.alibi_max_bias > 0) line += fmt::format("  alibi {}", n.attention.alibi_max_bias);
         if (n.kind == OpKind::rms_norm && n.n_heads > 0) line += fmt::format("  per head ({} heads)", n.n_heads);
         if (n.layer >= 0 && (n.kind == OpKind::kv_write || n.kind == OpKind::attention || n.kind == OpKind::qkv_rope_kv_write))
             line += fmt::format("  layer {}", n.layer);

@@ -64,7 +64,8 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
             min_window_ = min_window_ == 0 ? n.attention.sliding_window : std::min(min_window_, n.attention.sliding_window);
     info_.image_input = executor_->takes_input_embeddings();
     info_.plain_attention = std::none_of(built_.graph.nodes.begin(), built_.graph.nodes.end(), [](const Node& n) {
-        return n.kind == OpKind::attention && (n.attention.sliding_window > 0 || n.attention.softcap > 0 || n.attention.sinks);
+        return n.kind == OpKind::attention && (n.attention.sliding_window > 0 || n.attention.softcap > 0 || n.attention.sinks ||
+                                                  n.attention.alibi_max_bias > 0);
     });
     info_.max_context = o.max_context > 0 ? o.max_context : config_.context_length;
     if (built_.max_positions > 0) {  // a learned position table: nothing past its rows

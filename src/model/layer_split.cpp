@@ -139,7 +139,7 @@ void check_segment(const GraphSegment& seg, const backend::Backend& b, const Lay
     for (const Node& n : seg.graph.nodes) {
         if (n.kind == OpKind::attention && !b.supports_attention(n.attention)) {
             const auto& p = n.attention;
-            refuse(n, p.sinks ? "the attention sinks" : p.softcap > 0 ? "the soft-capped attention"
+            refuse(n, p.alibi_max_bias > 0 ? "the ALiBi attention" : p.sinks ? "the attention sinks" : p.softcap > 0 ? "the soft-capped attention"
                       : p.sliding_window > 0 ? "the sliding-window attention" : !p.causal ? "the bidirectional attention"
                                                                                            : "the attention");
         }

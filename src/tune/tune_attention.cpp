@@ -70,7 +70,7 @@ std::string attention_not_measured(const model::StepModelInfo* info) {
     if (backend::cpu::attention_method_in_environment())
         return fmt::format("PAGODA_ATTENTION={} pins the method", std::getenv("PAGODA_ATTENTION"));
     if (!info) return "";
-    if (!info->plain_attention) return "the model's attention has a sliding window, a soft cap or sinks, which amx_bf16 does not take";
+    if (!info->plain_attention) return "the model's attention has a sliding window, a soft cap, sinks or ALiBi, which amx_bf16 does not take";
     // The kernel's own rule for the cache types it takes (attention.h), asked with amx_bf16 installed.
     const AttentionMethodRestored restored;
     backend::cpu::set_attention_method(backend::cpu::AttentionMethod::amx_bf16);

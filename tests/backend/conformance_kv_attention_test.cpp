@@ -99,7 +99,8 @@ struct AttentionCase {
     std::string label() const {
         return fmt::format("{} block {} kv_heads {} head_dim {} heads {} window {} softcap {}{}{}", kv::kv_dtype_name(layout.dtype),
                            layout.block_size, layout.n_kv_heads, layout.head_dim, params.n_heads, params.sliding_window,
-                           params.softcap, params.causal ? "" : " non-causal", sinks.empty() ? "" : " sinks");
+                           params.softcap, params.causal ? "" : " non-causal", sinks.empty() ? "" : " sinks") +
+               (params.alibi_max_bias > 0 ? fmt::format(" alibi {}", params.alibi_max_bias) : "");
     }
 };
 
@@ -337,6 +338,51 @@ TEST_P(Contract, AttentionWithSinksIsBatchInvariant) {
         test.reset();
         EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(700 + trial), true), batch)) << c.label();
     }
+}
+
+// ALiBi (jina-bert-v2): -slope_h |pos_q - pos_k| on each score, causal and non-causal (the
+// encoder's), with windows, soft caps and sinks as random_attention_case draws them, over every KV
+// type. A backend without it refuses the params (supports_attention) and the call.
+AttentionCase alibi_case(int trial, std::mt19937& rng) {
+    AttentionCase c = trial % 2 == 0 ? non_causal_case(trial, rng, trial % 8 == 6 ? std::optional(KvDtype::q8) : std::nullopt)
+                                     : random_attention_case(trial, rng, trial % 8 == 7 ? std::optional(KvDtype::q8) : std::nullopt);
+    c.params.alibi_max_bias = trial % 3 == 0 ? 8.0f : 0.5f + float(uniform(0, 60, rng)) / 10.0f;
+    if (trial % 5 == 4)
+        for (int32_t h = 0; h < c.params.n_heads; ++h) c.sinks.push_back(-2.0f + 4.0f * float(uniform(0, 100, rng)) / 100.0f);
+    return c;
+}
+
+TEST_P(Conformance, PagedAttentionAlibi) {
+    std::mt19937 rng(41);
+    for (int trial = 0; trial < 24; ++trial) {
+        const AttentionCase c = alibi_case(trial, rng);
+        if (!test->supports_attention(c.params)) {  // refused clearly, never computed wrongly
+            EXPECT_THROW(run_attention(test, c, uint32_t(800 + trial)), Error) << c.label();
+            test.reset();
+            continue;
+        }
+        auto [got, want] = both([&](Side& s) { return run_attention(s, c, uint32_t(800 + trial)); });
+        EXPECT_TRUE(close(got, want, c.layout.dtype == KvDtype::q8 ? kAttentionTolerance : attention_tolerance(c.layout.dtype)))
+            << c.label();
+    }
+}
+
+// Each token's ALiBi attention is the same, bitwise, in a step with other sequences, alone with
+// its sequence (non-causal) or alone in a step (causal).
+TEST_P(Contract, AlibiAttentionIsBatchInvariant) {
+    std::mt19937 rng(42);
+    int checked = 0;
+    for (int trial = 0; trial < 12; ++trial) {
+        const AttentionCase c = alibi_case(trial, rng);
+        if (!test->supports_attention(c.params)) continue;  // PagedAttentionAlibi checks the refusal
+        ++checked;
+        test.reset();
+        const std::vector<float> batch = run_attention(test, c, uint32_t(900 + trial));
+        test.reset();
+        const Split split = c.params.causal ? Split::one_by_one : Split::seq_by_seq;
+        EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(900 + trial), split), batch)) << c.label();
+    }
+    if (GetParam().rfind("cpu", 0) == 0 || GetParam() == "reference") EXPECT_GT(checked, 0) << GetParam();
 }
 
 // Image rows (Gemma 3 vision, StepInputs::attend_until): a span of each sequence's fresh rows

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/attention/alibi_attention.h"
 #include "backend/cpu/attention/attention.h"
 #include "backend/cpu/cpu_backend_base.h"
 #include "backend/cpu/cpu_weight.h"
@@ -139,6 +140,10 @@ public:
         if (p.sinks) {
             if (p.sinks->size() != p.n_heads) fail("cpu backend: attention has {} sinks for {} heads", p.sinks->size(), p.n_heads);
             a.sinks = cpu(*p.sinks);
+        }
+        if (p.alibi_max_bias != 0) {  // the bias measures from each query's own position
+            cpu::alibi_attention(a, step_.positions.data(), p.alibi_max_bias, cpu(cache), layer, f32w(out), threads_);
+            return;
         }
         cpu::paged_attention(a, cpu(cache), layer, f32w(out), threads_);
     }

@@ -8,7 +8,8 @@
 namespace pagoda::backend::reference {
 
 void attend_head(const ReferenceKvCache& cache, int32_t layer, int32_t kv_head, const std::vector<int64_t>& slots,
-                 const double* q, const AttentionParams& params, double* out, const double* sink) {
+                 const double* q, const AttentionParams& params, double* out, const double* sink,
+                 const std::vector<double>& bias) {
     const int32_t d = cache.layout().head_dim;
     const double cap = params.softcap;
     std::vector<double> p(slots.size());
@@ -17,7 +18,7 @@ void attend_head(const ReferenceKvCache& cache, int32_t layer, int32_t kv_head, 
         double dot = 0;
         for (int32_t i = 0; i < d; ++i) dot += q[i] * k[i];
         const double score = double(params.scale) * dot;
-        p[j] = cap > 0 ? cap * std::tanh(score / cap) : score;
+        p[j] = (cap > 0 ? cap * std::tanh(score / cap) : score) + (bias.empty() ? 0.0 : bias[j]);
     }
     if (sink) {  // one more logit in the denominator, with no value row
         p.push_back(*sink);

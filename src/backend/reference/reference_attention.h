@@ -9,9 +9,11 @@
 
 namespace pagoda::backend::reference {
 
-// One query head over the given key slots: scaled (and capped) scores, softmax (with the head's
-// sink logit in the denominator when given), sum of V rows.
+// One query head over the given key slots: scaled (and capped) scores, plus bias[j] where `bias`
+// is not empty (ALiBi: one value per slot), softmax (with the head's sink logit in the denominator
+// when given), sum of V rows.
 void attend_head(const ReferenceKvCache& cache, int32_t layer, int32_t kv_head, const std::vector<int64_t>& slots,
-                 const double* q, const AttentionParams& params, double* out, const double* sink);
+                 const double* q, const AttentionParams& params, double* out, const double* sink,
+                 const std::vector<double>& bias = {});
 
 }  // namespace pagoda::backend::reference

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <utility>
 
+#include "backend/alibi.h"
 #include "backend/reference/reference_attention.h"
 #include "backend/reference/reference_kv_cache.h"
 #include "backend/reference/reference_math.h"
@@ -357,6 +358,8 @@ public:
         const ReferenceVector* sinks = params.sinks ? &ours(*params.sinks) : nullptr;
         if (sinks && sinks->size() != params.n_heads)
             fail("reference attention: {} sinks for {} query heads", sinks->size(), params.n_heads);
+        if (!(params.alibi_max_bias >= 0) || !std::isfinite(params.alibi_max_bias))
+            fail("reference attention: ALiBi max bias {} is not >= 0", params.alibi_max_bias);
         // Non-causal: every token of a sequence reads up to the sequence's last position in the step.
         std::vector<int32_t> last(step_.block_tables.size(), -1);
         for (int64_t t = 0; t < n_tokens(); ++t) {
@@ -370,9 +373,17 @@ public:
             const int32_t first = params.sliding_window > 0 ? std::max(0, pos - params.sliding_window + 1) : 0;
             std::vector<int64_t> slots;
             for (int32_t j = first; j <= pos; ++j) slots.push_back(key_slot(t, j, layout.block_size));
-            for (int32_t h = 0; h < params.n_heads; ++h)
+            std::vector<double> bias;  // ALiBi: -slope_h |pos_q - pos_k| per key
+            for (int32_t h = 0; h < params.n_heads; ++h) {
+                if (params.alibi_max_bias > 0) {
+                    const double slope = alibi_slope(h, params.n_heads, params.alibi_max_bias);
+                    const int32_t q_pos = step_.positions[size_t(t)];
+                    bias.clear();
+                    for (int32_t j = first; j <= pos; ++j) bias.push_back(-slope * std::abs(double(q_pos - j)));
+                }
                 attend_head(cache, layer, h / group, slots, qs + t * width + h * d, params, ys + t * width + h * d,
-                            sinks ? &sinks->values[size_t(h)] : nullptr);
+                            sinks ? &sinks->values[size_t(h)] : nullptr, bias);
+            }
         }
     }
 

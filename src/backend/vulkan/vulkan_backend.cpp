@@ -198,6 +198,8 @@ public:
     }
     // Every optional op (backend::OptionalOp): the encoders', and the gated DeltaNet layers' (vulkan_recurrent.h).
     bool has_op(OptionalOp) const override { return true; }
+    // No ALiBi in the attention shader (jina-bert-v2 runs on cpu).
+    bool supports_attention(const AttentionParams& p) const override { return p.alibi_max_bias == 0; }
     void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
         check_column_copy(c, src, dst, "vulkan");
         encode_copy_columns(*dev_, address(src), src.cols, address(dst), dst.cols, src.rows, c);
@@ -311,6 +313,7 @@ public:
             fail("vulkan attention: {} query heads are not a multiple of the cache's {} KV heads", params.n_heads, l.n_kv_heads);
         if (params.sinks && params.sinks->size() != params.n_heads)
             fail("vulkan attention: {} sinks for {} query heads", params.sinks->size(), params.n_heads);
+        if (params.alibi_max_bias != 0) fail("vulkan attention: ALiBi (jina-bert-v2) is not supported; use --backend cpu");
         const int64_t width = int64_t(params.n_heads) * l.head_dim;
         expect(q, n_tokens_, width, "attention", "q");
         expect(out, n_tokens_, width, "attention", "out");

@@ -149,6 +149,10 @@ std::vector<ShareGroup> share_groups(const PagedAttentionBatch& b, const std::ve
 
 }  // namespace
 
+void validate_paged_attention(const PagedAttentionBatch& b, const KvPool& pool, int32_t layer, const float* out) {
+    validate(b, pool, layer, out);
+}
+
 namespace {
 std::atomic<int> g_attention_method{-1};  // -1: nothing installed
 std::atomic<uint64_t> g_amx_attention_dispatch{0};

@@ -131,4 +131,7 @@ bool decode_kv_prefetch_in_environment();  // PAGODA_DECODE_PREFETCH is set (non
 void paged_attention(const PagedAttentionBatch& batch, const cpu::KvPool& pool, int32_t layer, float* out,
                      ThreadPool& threads);
 
+// paged_attention's argument checks alone (the ALiBi path shares them; alibi_attention.h).
+void validate_paged_attention(const PagedAttentionBatch& batch, const cpu::KvPool& pool, int32_t layer, const float* out);
+
 }  // namespace pagoda::backend::cpu
