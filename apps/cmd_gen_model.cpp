@@ -81,7 +81,9 @@ void apply_deepseek2_options(const GenModelOptions& o, model::RandomModelSpec& s
         if (o.expert_scale > 0) spec.expert_weights_scale = o.expert_scale;
         spec.expert_weights_norm = o.expert_norm;
     }
-    if ((o.qk_norm || o.nextn_layers) && spec.arch != "glm4moe") fail("--qk-norm and --nextn-layers are for --arch glm4moe");
+    if (o.nextn_layers && spec.arch != "glm4moe") fail("--nextn-layers is for --arch glm4moe");
+    if (o.qk_norm && spec.arch != "glm4moe" && spec.arch != "jina-bert-v2")
+        fail("--qk-norm is for --arch glm4moe or jina-bert-v2");
     spec.qk_norm = o.qk_norm;
     spec.nextn_layers = o.nextn_layers;
     if (!(mla || layout) || spec.arch == "glm4moe") return;
@@ -143,8 +145,8 @@ int run_gen_model(const GenModelOptions& o) {
     spec.embed_scale = o.embed_scale;
     spec.rank_head = o.rank_head;
     spec.rank_classes = o.rank_classes;
-    if (!o.pooling.empty() && spec.arch != "bert" && spec.arch != "nomic-bert")
-        fail("--pooling is for --arch bert or nomic-bert (encoders)");
+    if (!o.pooling.empty() && spec.arch != "bert" && spec.arch != "nomic-bert" && spec.arch != "jina-bert-v2")
+        fail("--pooling is for --arch bert, nomic-bert or jina-bert-v2 (encoders)");
     if (!o.pooling.empty()) spec.pooling = o.pooling;
     if (!o.mmproj.empty() && spec.arch != "gemma3")
         fail("--mmproj writes Gemma 3's vision projector: it needs --arch gemma3 (got '{}')", spec.arch);
@@ -216,10 +218,11 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "(GLM-4-0414: sandwich norms, fused gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 "
                    "(Ministral 3: llama with YaRN and attention temperature keys), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
-                   "and nomic-bert (RoPE, SwiGLU, no biases)")
+                   "and nomic-bert (RoPE, SwiGLU, no biases) and jina-bert-v2 (ALiBi, GEGLU; --qk-norm: the -code form)")
         ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3", "bert",
-                               "nomic-bert", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3", "mistral3"}));
-    sub.add_option("--pooling", o->pooling, "bert, nomic-bert: the pooling_type written, mean (default) or cls")
+                               "nomic-bert", "jina-bert-v2", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3",
+                               "mistral3"}));
+    sub.add_option("--pooling", o->pooling, "bert, nomic-bert, jina-bert-v2: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--encoder-vocab", o->encoder_vocab,
                    "bert: the synthetic vocabulary, wordpiece (BERT's, default) or unigram (XLM-R's SentencePiece layout)")
@@ -257,7 +260,8 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_flag("--expert-norm", o->expert_norm, "deepseek2, glm4moe: renormalise the top-k weights (V3, GLM-4.5)");
     sub.add_flag("--yarn", o->yarn, "deepseek2: V3's YaRN (factor 40, yarn_log_multiplier 0.1)");
     sub.add_flag("--mla-split", o->mla_split, "deepseek2: newer converters' attn_k_b / attn_v_b and key_length_mla keys");
-    sub.add_flag("--qk-norm", o->qk_norm, "glm4moe: GLM-4.5's per-head Q/K RMSNorms (Air has none)");
+    sub.add_flag("--qk-norm", o->qk_norm, "glm4moe: GLM-4.5's per-head Q/K RMSNorms (Air has none); jina-bert-v2: the "
+                 "-code form (Q/K LayerNorms, attn_norm_2, ffn_gate and ffn_up apart)");
     sub.add_option("--nextn-layers", o->nextn_layers, "glm4moe: trailing NextN (multi-token prediction) blocks, stored "
                    "and not run")->check(in_range(0, 4));
     sub.add_option("--sliding-window", o->sliding_window,

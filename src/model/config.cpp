@@ -14,11 +14,13 @@
 namespace pagoda::model {
 
 std::string ModelConfig::describe() const {
-    if (arch == "bert" || arch == "nomic-bert")  // an encoder: bert has learned positions, nomic-bert RoPE
+    if (arch == "bert" || arch == "nomic-bert" || arch == "jina-bert-v2")  // an encoder: bert has learned
+        // positions, nomic-bert RoPE, jina-bert-v2 ALiBi
         return fmt::format("{} '{}': {} layers, dim {}, {} heads (head dim {}), FFN {}, vocab {}, context {}, {}, "
                            "LayerNorm eps {:g}, {} attention (encoder)", arch, name, n_layers, dim, n_heads, head_dim,
                            ffn_dim, vocab_size, context_length,
-                           arch == "bert" ? "learned positions" : fmt::format("RoPE neox theta {}", rope_theta),
+                           arch == "bert" ? "learned positions" : arch == "jina-bert-v2" ? "ALiBi (max bias 8)"
+                                                                : fmt::format("RoPE neox theta {}", rope_theta),
                            norm_eps, causal ? "causal" : "bidirectional");
     return fmt::format("{} '{}': {} layers, dim {}, {} heads ({} KV, head dim {}), FFN {}, vocab {}, "
                        "context {}, RoPE {} theta {} dims {}{}", arch, name, n_layers, dim, n_heads,
@@ -211,7 +213,7 @@ ModelConfig read_config(const gguf::File& f) {
             fail("{}: {}nextn_predict_layers (GLM-OCR's NextN block) is not supported for glm4", f.name(), a);
     }
     c.rms_eps = float(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
-    const bool encoder = c.arch == "bert" || c.arch == "nomic-bert";
+    const bool encoder = c.arch == "bert" || c.arch == "nomic-bert" || c.arch == "jina-bert-v2";
     c.norm_eps = float(f.get_float_or(a + "attention.layer_norm_epsilon", encoder ? 1e-12 : 1e-5));
     if (!(c.norm_eps > 0 && c.norm_eps < 1)) fail("{}: LayerNorm epsilon {} is out of range", f.name(), c.norm_eps);
     c.causal = f.get_bool_or(a + "attention.causal", !encoder);

@@ -1,6 +1,8 @@
-// gen-model's `bert` and `nomic-bert` writer (random_model.h): the metadata keys and tensors
-// llama.cpp's converter writes for a BERT-family embedding model (nomic-bert: no position table but
-// RoPE base 1000, one fused attn_qkv, SwiGLU, no biases), and a synthetic WordPiece vocabulary in its "bert"
+// gen-model's `bert`, `nomic-bert` and `jina-bert-v2` writer (random_model.h): the metadata keys and
+// tensors llama.cpp's converter writes for a BERT-family embedding model (nomic-bert: no position table
+// but RoPE base 1000, one fused attn_qkv, SwiGLU, no biases; jina-bert-v2: no position table (ALiBi),
+// Q/K/V and output biases, a GEGLU FFN without an up bias, and with qk_norm the -code form's Q/K
+// LayerNorms and attn_norm_2), and a synthetic WordPiece vocabulary in its "bert"
 // tokenizer form: tokenizer/random_vocab.h's (every ASCII character a piece) from 128 tokens up,
 // else a small one of letter n-grams ([PAD] [UNK] [CLS] [SEP] [MASK], pieces, "##" continuations).
 #include <cmath>
@@ -65,7 +67,8 @@ int64_t build_random_bert(const RandomModelSpec& s, const gguf::File* vocab, ggu
     if (s.encoder_vocab != "wordpiece" && s.encoder_vocab != "unigram")
         fail("gen-model: the encoder vocabulary is 'wordpiece' or 'unigram', not '{}'", s.encoder_vocab);
 
-    const bool nomic = s.arch == "nomic-bert";
+    const bool nomic = s.arch == "nomic-bert", jina = s.arch == "jina-bert-v2";
+    if (s.qk_norm && !jina) fail("gen-model: qk_norm is for glm4moe or jina-bert-v2, not {}", s.arch);
     const std::string a = s.arch + ".";
     w.set("general.architecture", Value::string(s.arch));
     w.set("general.name", Value::string(s.name));
@@ -120,7 +123,7 @@ int64_t build_random_bert(const RandomModelSpec& s, const gguf::File* vocab, ggu
     // Token types stay F32 as the converter keeps small tables; two types (single texts use type 0).
     w.add_tensor("token_types.weight", GgmlType::F32, {s.dim, 2}, random_tensor(rng, s.dim * 2, 0.5f, GgmlType::F32));
     params += s.dim * 2;
-    if (!nomic) matrix("position_embd.weight", s.dim, s.context_length, 0.5f);
+    if (!nomic && !jina) matrix("position_embd.weight", s.dim, s.context_length, 0.5f);
     layer_norm("token_embd_norm");
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
@@ -132,17 +135,25 @@ int64_t build_random_bert(const RandomModelSpec& s, const gguf::File* vocab, ggu
                 bias(p + part + ".bias", s.dim);
             }
         }
+        if (jina && s.qk_norm) {  // over the whole Q and K rows
+            layer_norm(p + "attn_q_norm");
+            layer_norm(p + "attn_k_norm");
+        }
         matrix(p + "attn_output.weight", s.dim, s.dim, in_scale);
         if (!nomic) bias(p + "attn_output.bias", s.dim);
         layer_norm(p + "attn_output_norm");
-        if (nomic) matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, in_scale);
-        matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, in_scale);
-        if (!nomic) bias(p + "ffn_up.bias", s.ffn_dim);
+        if (jina && s.qk_norm) layer_norm(p + "attn_norm_2");
+        if (nomic || (jina && s.qk_norm)) matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, in_scale);
+        matrix(p + "ffn_up.weight", s.dim, jina && !s.qk_norm ? 2 * s.ffn_dim : s.ffn_dim, in_scale);
+        if (!nomic && !jina) bias(p + "ffn_up.bias", s.ffn_dim);
         matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, 1.0f / std::sqrt(float(s.ffn_dim)));
         if (!nomic) bias(p + "ffn_down.bias", s.dim);
         layer_norm(p + "layer_output_norm");
     }
-    if (!s.rank_head.empty()) {  // BertForSequenceClassification as the converter writes it
+    if (!s.rank_head.empty() && jina) {  // jina-reranker-v1: one projection of the CLS row to a score
+        matrix("cls.weight", s.dim, 1, in_scale);
+        bias("cls.bias", 1);
+    } else if (!s.rank_head.empty()) {  // BertForSequenceClassification as the converter writes it
         const int64_t classes = s.rank_classes > 0 ? s.rank_classes : 1;
         if (s.rank_head == "dense") {
             matrix("cls.weight", s.dim, s.dim, in_scale);

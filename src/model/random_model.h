@@ -63,7 +63,8 @@ struct RandomModelSpec {
     // A reranker with a classification head (model/classifier_head.h): {arch}.pooling_type 4 and
     // random cls.output.weight / cls.output.bias ("output": hidden -> classes, an LLM classifier), or
     // also cls.weight / cls.bias before it ("dense": hidden -> hidden, tanh; RoBERTa's form); ""
-    // none. rank_classes 0: 2 for qwen3 (labels "yes", "no", softmaxed), else 1.
+    // none. rank_classes 0: 2 for qwen3 (labels "yes", "no", softmaxed), else 1. jina-bert-v2 writes
+    // jina-reranker-v1's head for either: cls.weight (hidden -> 1) and cls.bias only.
     std::string rank_head;
     int64_t rank_classes = 0;
     // bert / nomic-bert (encoders, random_encoder.cpp): {arch}.pooling_type "mean" (1) or "cls" (2).
@@ -91,6 +92,9 @@ struct RandomModelSpec {
     // qk_norm writes GLM-4.5's per-head Q/K norms (Air has none); nextn_layers appends that many
     // NextN blocks (block_count counts them, nextn_predict_layers names them). glm4 and glm4moe rotate
     // half of each head (rope.dimension_count = head_dim / 2) and write Q/K/V biases.
+    // jina-bert-v2 (random_encoder.cpp): qk_norm writes the -code form (attn_q_norm / attn_k_norm over
+    // the whole rows, attn_norm_2, ffn_gate and ffn_up apart, as older converters split
+    // up_gated_layer); without it the -en form (one fused ffn_up of 2 x FFN rows, gate first).
     bool qk_norm = false;
     int64_t nextn_layers = 0;
 };

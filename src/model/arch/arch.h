@@ -49,6 +49,7 @@ BuiltModel build_gemma2(const gguf::File& file, const ModelConfig& config, backe
 BuiltModel build_gemma3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_nomic_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_jina_bert_v2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gpt_oss(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_mistral3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);

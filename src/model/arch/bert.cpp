@@ -1,4 +1,4 @@
-// bert and nomic-bert: the BERT-family encoders (bge, e5, gte; RoBERTa / XLM-R as llama.cpp's
+// bert, nomic-bert and jina-bert-v2: the BERT-family encoders (bge, e5, gte; RoBERTa / XLM-R as llama.cpp's
 // converter writes them, as `bert`; nomic-embed as `nomic-bert`) by llama.cpp's GGUF tensor names.
 // Post-norm, bidirectional:
 //   x = token_embd[tok] + token_types[type] (+ position_embd[pos]) ; x = LN(x)       (token_embd_norm)
@@ -9,6 +9,13 @@
 // nomic-bert: no position table but NEOX RoPE on Q and K ({arch}.rope.freq_base), no biases, one fused
 // attn_qkv, and ffn(x) = (silu(x W_gate) * (x W_up)) W_down (SwiGLU). Either way a bias or ffn_gate is
 // used when the file has it, so the builder follows the tensors.
+// jina-bert-v2 (jina-embeddings-v2, jina-reranker-v1): no positions at all but an ALiBi bias in
+// attention (slopes from max bias 8, backend/alibi.h), attn_q/k/v and attn_output with biases,
+// optional LayerNorms over the whole Q and K (attn_q_norm / attn_k_norm, the -code variant), an
+// optional second post-attention norm (attn_norm_2: x = LN2(LN(x + a) + x), the -code variant's
+// layer_norm_1), and a GEGLU FFN: gelu(x W_gate) * (x W_up) with ffn_gate and ffn_up, or one fused
+// ffn_up of 2 x FFN rows whose first half is the gate (llama.cpp's geglu), or, with a plain ffn_up
+// (+ bias), gelu(x W_up + b); ffn_down has a bias.
 // The output is the hidden state of every pooled row (no final norm, no head): an embedding model.
 // Positions are the learned table's rows from 0 (llama.cpp's converter drops RoBERTa's padding_idx + 1
 // offset rows, so GGUF positions start at 0 for every family here). Token types: with one row
@@ -31,11 +38,23 @@ namespace pagoda::model {
 
 namespace {
 
+// jina-bert-v2's FFN forms (header comment).
+enum class JinaFfn { none, gate_up, fused, gelu };
+
 BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::Backend& b) {
-    const bool learned_positions = file.find_tensor("position_embd.weight") != nullptr;
-    const bool swiglu = file.find_tensor("blk.0.ffn_gate.weight") != nullptr;
+    const bool jina = c.arch == "jina-bert-v2";
+    const bool learned_positions = !jina && file.find_tensor("position_embd.weight") != nullptr;
+    const bool swiglu = !jina && file.find_tensor("blk.0.ffn_gate.weight") != nullptr;
+    JinaFfn jina_ffn = JinaFfn::none;
+    if (jina) {
+        const auto* up = file.find_tensor("blk.0.ffn_up.weight");
+        if (!up || up->shape.size() != 2) fail("{}: tensor blk.0.ffn_up.weight is missing or not 2-D", file.name());
+        jina_ffn = file.find_tensor("blk.0.ffn_gate.weight") ? JinaFfn::gate_up
+                   : up->shape[1] == 2 * c.ffn_dim           ? JinaFfn::fused
+                                                             : JinaFfn::gelu;
+    }
     std::vector<backend::OptionalOp> needed = {backend::OptionalOp::layer_norm};
-    if (!swiglu) needed.push_back(backend::OptionalOp::gelu);
+    if (!swiglu && (!jina || jina_ffn == JinaFfn::gelu)) needed.push_back(backend::OptionalOp::gelu);
     const auto* types_info = file.find_tensor("token_types.weight");
     const bool typed = types_info && types_info->shape.size() == 2 && types_info->shape[1] > 1;
     // position_embedding covers both table lookups keyed per row (learned positions, token types)
@@ -45,11 +64,12 @@ BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::
             fail("{}: the {} backend cannot run {} models: it has no {} op (use --backend cpu)", file.name(), b.name(),
                  c.arch, backend::optional_op_name(op));
     const auto heads = int32_t(c.n_heads), hd = int32_t(c.head_dim);
+    // llama.cpp sets jina-bert-v2's max ALiBi bias to 8 (the ALiBi paper's); no key carries it.
     const backend::AttentionParams attention{.n_heads = heads, .scale = 1.0f / std::sqrt(float(c.head_dim)),
-                                             .causal = c.causal};
+                                             .causal = c.causal, .alibi_max_bias = jina ? 8.0f : 0.0f};
     if (!b.supports_attention(attention))
-        fail("{}: the {} backend cannot run {} models: it has no non-causal attention (use --backend cpu)", file.name(),
-             b.name(), c.arch);
+        fail("{}: the {} backend cannot run {} models: it has no {} attention (use --backend cpu)", file.name(),
+             b.name(), c.arch, jina ? "ALiBi" : "non-causal");
     if (c.n_kv_heads != c.n_heads) fail("{}: {} has {} KV heads for {} heads; BERT has no GQA", file.name(), c.arch,
                                         c.n_kv_heads, c.n_heads);
     BuiltModel m;
@@ -64,7 +84,7 @@ BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::
         if (info->shape.size() != 2) fail("{}: tensor position_embd.weight must be 2-D", file.name());
         m.max_positions = info->shape[1];
         positions = &bind.matrix({{"position_embd.weight", c.dim, m.max_positions}}, backend::WeightUse::embedding);
-    } else {
+    } else if (!jina) {
         rope = &bind.rope(make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta, c.rope_linear_scale, {}));
     }
     m.kv_dtype = file.find_tensor("token_embd.weight")->type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
@@ -119,16 +139,40 @@ BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::
             e.rope(q_k_v[0], *rope, heads, hd);
             e.rope(q_k_v[1], *rope, heads, hd);
         }
-        e.kv_write(l, q_k_v[1], q_k_v[2]);
-        const int a = e.attention(l, q_k_v[0], attention, hd, p + "attn");
+        int q = q_k_v[0], k = q_k_v[1];
+        // jina-bert-v2-code: LayerNorm over the whole Q and K rows (not per head), as llama.cpp does.
+        if (jina && bind.has(p + "attn_q_norm.weight"))
+            q = e.layer_norm(q, bind.vector(p + "attn_q_norm.weight", c.q_dim()), bind.vector(p + "attn_q_norm.bias", c.q_dim()),
+                             c.norm_eps, p + "q_normed");
+        if (jina && bind.has(p + "attn_k_norm.weight"))
+            k = e.layer_norm(k, bind.vector(p + "attn_k_norm.weight", c.kv_dim()), bind.vector(p + "attn_k_norm.bias", c.kv_dim()),
+                             c.norm_eps, p + "k_normed");
+        e.kv_write(l, k, q_k_v[2]);
+        const int a = e.attention(l, q, attention, hd, p + "attn");
         const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
         const int o = e.matmul(wo, a, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
         optional_bias(o, p + "attn_output.bias", c.dim);
-        e.add(x, o);
-        x = norm(x, p + "attn_output_norm", p + "attn_normed");
+        if (jina && bind.has(p + "attn_norm_2.weight")) {  // the layer input is added twice
+            e.add(o, x);
+            const int once = norm(o, p + "attn_output_norm", p + "attn_normed");
+            e.add(once, x);
+            x = norm(once, p + "attn_norm_2", p + "attn_normed_2");
+        } else {
+            e.add(x, o);
+            x = norm(x, p + "attn_output_norm", p + "attn_normed");
+        }
         const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
         int h;
-        if (swiglu) {
+        if (jina_ffn == JinaFfn::gate_up || jina_ffn == JinaFfn::fused) {
+            if (bind.has(p + "ffn_up.bias"))
+                fail("{}: tensor {}ffn_up.bias: a bias on jina-bert-v2's gated FFN is not supported", file.name(), p);
+            const auto& gate_up =
+                jina_ffn == JinaFfn::fused
+                    ? bind.split_matrix(p + "ffn_up.weight", c.dim, {{"gate", c.ffn_dim}, {"up", c.ffn_dim}})
+                    : bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
+            const auto g_u = e.matmul(gate_up, x, {p + "gate", p + "up"}, l, MatmulInput::ffn);
+            h = e.gelu_mul(g_u[0], g_u[1], p + "ffn_act");
+        } else if (swiglu) {
             const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
             const auto g_u = e.matmul(gate_up, x, {p + "gate", p + "up"}, l, MatmulInput::ffn);
             h = e.silu_mul(g_u[0], g_u[1], p + "ffn_act");
@@ -150,6 +194,9 @@ BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::
 
 BuiltModel build_bert(const gguf::File& file, const ModelConfig& c, backend::Backend& b) { return build_encoder(file, c, b); }
 BuiltModel build_nomic_bert(const gguf::File& file, const ModelConfig& c, backend::Backend& b) {
+    return build_encoder(file, c, b);
+}
+BuiltModel build_jina_bert_v2(const gguf::File& file, const ModelConfig& c, backend::Backend& b) {
     return build_encoder(file, c, b);
 }
 

@@ -28,6 +28,7 @@ constexpr Entry kBuilders[] = {
     {"mistral3", build_mistral3},
     {"bert", build_bert},
     {"nomic-bert", build_nomic_bert},
+    {"jina-bert-v2", build_jina_bert_v2},
 };
 
 }  // namespace
