@@ -4,7 +4,8 @@
 // that the reference backend (the oracle) pools for the same pair; results best first, equal
 // documents tied in input order; /v1/score gives the same numbers; --rerank-tokens is refused for
 // such a model at load. An encoder (bert, a cross-encoder) is scored on its CLS row instead of the
-// last token's.
+// last token's, and so is a jina-bert-v2 reranker (jina-reranker-v1's head: cls.weight to one
+// score, tanh, as llama.cpp applies it, no cls.output).
 #include <cmath>
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -43,7 +44,7 @@ RankModel make_model(const std::string& arch, const std::string& head) {
     RankModel m{arch, test::temp_path("rank-" + arch + "-" + head + ".gguf"), nullptr, nullptr};
     // bert's own WordPiece vocabulary has no tokenizer here yet: it borrows the GPT-2 fixture's.
     std::unique_ptr<gguf::File> vocab;
-    if (arch == "bert") vocab = gguf::File::open(test::fixture("vocab/ggml-vocab-gpt-2.gguf"));
+    if (arch == "bert" || arch == "jina-bert-v2") vocab = gguf::File::open(test::fixture("vocab/ggml-vocab-gpt-2.gguf"));
     model::write_random_model(s, vocab.get(), m.path);
     m.file = std::shared_ptr<const gguf::File>(gguf::File::open(m.path));
     m.tok = tokenizer::Tokenizer::from_gguf(*m.file);
@@ -103,7 +104,8 @@ std::vector<std::vector<float>> reference_states(const RankModel& m, const std::
         engine::Request r;
         r.prompt = p;
         if (!types.empty()) r.token_types = types[ids.size()];
-        r.embedding = engine::EmbeddingSpec{m.arch == "bert" ? engine::Pooling::cls : engine::Pooling::last, false};
+        const bool encoder = m.arch == "bert" || m.arch == "jina-bert-v2";
+        r.embedding = engine::EmbeddingSpec{encoder ? engine::Pooling::cls : engine::Pooling::last, false};
         r.stop.max_tokens = 1;
         ids.push_back(driver.add(std::move(r)));
     }
@@ -132,16 +134,17 @@ double head_by_hand(const RankModel& m, const std::vector<float>& h) {
         x = layer(*m.file, "cls.weight", "cls.bias", x);
         for (double& v : x) v = std::tanh(v);
     }
-    x = layer(*m.file, "cls.output.weight", "cls.output.bias", x);
+    if (m.file->find_tensor("cls.output.weight")) x = layer(*m.file, "cls.output.weight", "cls.output.bias", x);
     if (m.arch == "qwen3") return 1.0 / (1.0 + std::exp(x[1] - x[0]));  // softmax over yes, no: P(yes)
     return x[0];
 }
 
 void check_scores_are_the_head(const std::string& arch, const std::string& head) {
-    if (arch == "bert" && !std::filesystem::exists(test::fixture("vocab/ggml-vocab-gpt-2.gguf")))
+    const bool encoder = arch == "bert" || arch == "jina-bert-v2";
+    if (encoder && !std::filesystem::exists(test::fixture("vocab/ggml-vocab-gpt-2.gguf")))
         GTEST_SKIP() << "the GPT-2 vocabulary fixture is absent";
     const RankModel m = make_model(arch, head);
-    Gateway gw(options(arch == "bert"), {}, [&](engine::EngineOptions eo) { return load(m, std::move(eo)); });
+    Gateway gw(options(encoder), {}, [&](engine::EngineOptions eo) { return load(m, std::move(eo)); });
     gw.load();
 
     const std::string query = "where do foxes live";
@@ -150,7 +153,7 @@ void check_scores_are_the_head(const std::string& arch, const std::string& head)
     std::vector<std::vector<int32_t>> prompts, types;
     int64_t tokens = 0;
     for (const auto& d : docs) {
-        if (arch == "bert") {  // a cross-encoder: the tokenizer's pair, the document typed 1
+        if (encoder) {  // a cross-encoder: the tokenizer's pair, the document typed 1
             tokenizer::PairEncoding pair = m.tok->encode_pair(query, d);
             prompts.push_back(pair.ids);
             types.push_back(pair.type_ids);
@@ -163,14 +166,14 @@ void check_scores_are_the_head(const std::string& arch, const std::string& head)
     }
     // llama-server's pair: BOS query [EOS] document [EOS], the texts encoded as plain text.
     const auto q_ids = m.tok->encode(query, {.add_bos = false, .add_eos = false});
-    if (arch != "bert") {  // the borrowed GPT-2 vocabulary adds no BOS
+    if (!encoder) {  // the borrowed GPT-2 vocabulary adds no BOS
         ASSERT_TRUE(m.tok->vocab().add_bos());
         EXPECT_EQ(prompts[0][0], m.tok->bos());
         EXPECT_TRUE(std::equal(q_ids.begin(), q_ids.end(), prompts[0].begin() + 1));
     }
 
     const auto states = reference_states(m, prompts, types);
-    if (arch == "bert") {  // the document's type changes the CLS state: the types reach the model
+    if (encoder) {  // the document's type changes the CLS state: the types reach the model
         std::vector<std::vector<int32_t>> zeros;
         for (const auto& t : types) zeros.emplace_back(t.size(), 0);
         EXPECT_NE(reference_states(m, prompts, zeros)[0], states[0]);
@@ -213,6 +216,10 @@ TEST(GatewayRankRerank, DenseHeadScoresAreTheHeadOnTheReferenceHiddenState) { ch
 TEST(GatewayRankRerank, Qwen3ClassifierScoresAreTheSoftmaxedYes) { check_scores_are_the_head("qwen3", "output"); }
 
 TEST(GatewayRankRerank, CrossEncoderScoresAreTheHeadOnTheClsState) { check_scores_are_the_head("bert", "dense"); }
+
+TEST(GatewayRankRerank, JinaRerankerScoresAreTheHeadOnTheClsState) {
+    check_scores_are_the_head("jina-bert-v2", "dense");
+}
 
 TEST(GatewayRankRerank, DecoderAnswerTokensAreRefusedForAClassificationHead) {
     const RankModel m = make_model("llama", "output");
