@@ -1,12 +1,15 @@
 // `pagoda serve` on a bert encoder (an embedding model): /v1/embeddings takes token-id arrays (and
 // text through the model's tokenizer), each vector L2-normalised and the same alone or beside
-// others; generation endpoints answer 400 naming the model as an embedding model.
+// others; generation endpoints answer 400 naming the model as an embedding model. A jina-bert-v2
+// model's embedding is the reference backend's mean-pooled hidden rows.
 #include <cmath>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
+#include "gguf/gguf.h"
+#include "model/open_step_model.h"
 #include "server/serve_harness.h"
 
 using namespace pagoda::test;
@@ -72,6 +75,43 @@ TEST(ServeEncoder, EmbedsTextThroughItsWordPieceTokenizer) {
     ASSERT_EQ(by_ids.status, 200) << by_ids.body;
     EXPECT_EQ(json::parse(text.body)["usage"]["prompt_tokens"], ids.size());
     EXPECT_EQ(vector_of(json::parse(text.body)["data"][0]), vector_of(json::parse(by_ids.body)["data"][0]));
+}
+
+// jina-bert-v2 (ALiBi attention, GEGLU) served: the embedding of a text is the mean of the reference
+// backend's hidden rows for the text's tokens (its pooling_type mean), L2-normalised; and the same,
+// bit for bit, beside another input.
+TEST(ServeEncoder, JinaBertV2EmbeddingIsTheReferencesMeanPool) {
+    const std::string path = server_jina_test_model();
+    ServeProcess s({}, path);
+    const HttpResult tok = http_request(s.port(), "POST", "/tokenize", R"({"content":"the quick brown fox","add_special":true})");
+    ASSERT_EQ(tok.status, 200) << tok.body;
+    const std::vector<int32_t> ids = json::parse(tok.body).at("tokens").get<std::vector<int32_t>>();
+    ASSERT_GE(ids.size(), 4u);
+    const HttpResult one = http_request(s.port(), "POST", "/v1/embeddings", R"({"input":"the quick brown fox"})");
+    const HttpResult two = http_request(s.port(), "POST", "/v1/embeddings", R"({"input":["the quick brown fox","a b"]})");
+    ASSERT_EQ(one.status, 200) << one.body;
+    ASSERT_EQ(two.status, 200) << two.body;
+    const std::vector<float> got = vector_of(json::parse(one.body)["data"][0]);
+    EXPECT_EQ(vector_of(json::parse(two.body)["data"][0]), got);
+
+    auto file = std::shared_ptr<const pagoda::gguf::File>(pagoda::gguf::File::open(path));
+    auto reference = pagoda::model::open_step_model(
+        file, {.backend = "reference", .threads = 1, .kv = {.block_size = 16}, .tokens_wanted = 256});
+    pagoda::model::Batch b;
+    std::vector<int32_t> blocks;
+    for (int32_t i = 0; i < int32_t((ids.size() + 15) / 16); ++i) blocks.push_back(i);
+    const int32_t seq = b.add_sequence(blocks);
+    for (size_t p = 0; p < ids.size(); ++p) b.add(ids[p], int32_t(p), seq, int64_t(p), false, true);
+    reference->forward(b);
+    const std::vector<float>& rows = reference->hidden_rows();
+    const size_t dim = rows.size() / ids.size();
+    ASSERT_EQ(got.size(), dim);
+    std::vector<double> mean(dim, 0.0);
+    for (size_t t = 0; t < ids.size(); ++t)
+        for (size_t i = 0; i < dim; ++i) mean[i] += rows[t * dim + i] / double(ids.size());
+    double norm = 0;
+    for (double x : mean) norm += x * x;
+    for (size_t i = 0; i < dim; ++i) EXPECT_NEAR(got[i], mean[i] / std::sqrt(norm), 1e-4) << i;
 }
 
 }  // namespace

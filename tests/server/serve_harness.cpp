@@ -65,6 +65,10 @@ std::string server_bert_wordpiece_test_model() {
     return generated_model("serve-bert-wordpiece.gguf", {"--arch", "bert", "--ctx", "256", "--vocab-size", "512"});
 }
 
+std::string server_jina_test_model() {
+    return generated_model("serve-jina.gguf", {"--arch", "jina-bert-v2", "--ctx", "256", "--vocab-size", "512"});
+}
+
 std::string server_deep_test_model() {
     return generated_model("serve-deep.gguf", {"--layers", "24", "--dim", "256", "--heads", "4", "--kv-heads", "4",
                                                 "--ffn", "512", "--ctx", "8192"});

@@ -25,6 +25,7 @@ std::string server_fim_test_model();
 // A random bert with gen-model's own WordPiece vocabulary (512 tokens; any ASCII text encodes).
 std::string server_bert_wordpiece_test_model();
 std::string server_bert_test_model();
+std::string server_jina_test_model();  // jina-bert-v2 (ALiBi, GEGLU), a WordPiece vocabulary, mean pooling
 
 class ServeProcess {
 public:
