@@ -9,6 +9,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
+#include "backend/vulkan/vulkan_test_env.h"
+#include "core/error.h"
 #include "core/thread_pool.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
@@ -270,6 +272,19 @@ TEST_P(JinaBert, Q8CpuMatchesTheReference) {
     double mean = 0;
     for (size_t i = 0; i < got.size(); ++i) mean += std::abs(double(got[i]) - want[i]) / double(got.size());
     EXPECT_LT(mean, 1e-2);
+}
+
+// A device backend without ALiBi attention (vulkan) refuses the model at load, naming what it lacks.
+TEST(JinaBertDevice, RefusedByName) {
+    auto file = std::shared_ptr<const gguf::File>(gguf::File::open(write_jina("jina_device", false)));
+    for (const std::string& device : backend::testing::device_backends_under_test()) {
+        try {
+            open_step_model(file, options(device));
+            ADD_FAILURE() << device << " loaded jina-bert-v2";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("no ALiBi attention"), std::string::npos) << e.what();
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, JinaBert, ::testing::Bool(),
