@@ -3,10 +3,15 @@
 //                   of two; also the columns of x staged in shared memory per pass;
 //   gemm_stage:     matmul_gemm.comp's columns per shared-memory stage (BK), 8..64, a power of two,
 //                   whose two 32 x BK f32 tiles must fit the device's shared memory.
+//   subgroup_reduce: rms_norm's and softmax's row reductions by subgroup operations (reduce.glsl's
+//                   SUBGROUP_REDUCE) instead of the shared-memory tree; only where the device has
+//                   subgroup arithmetic in compute shaders.
 // Defaults: 64, and 32 where the device has the shared memory (else 16). PAGODA_VULKAN_GEMV_WORKGROUP
 // and PAGODA_VULKAN_GEMM_STAGE override them (the tests run a second configuration so); a value out
-// of range is refused naming the variable. Neither changes a result: every matmul output is summed
-// over the columns in order, one fma per term, whatever the sizes (bitwise the same).
+// of range is refused naming the variable. PAGODA_VULKAN_SUBGROUP_REDUCE=0|1 overrides the third
+// (default: on where the device has it; 1 on a device without is refused). The sizes change no
+// result: every matmul output is summed over the columns in order, one fma per term, whatever the
+// sizes (bitwise the same); the reduction path may change a norm's or softmax's last bit.
 #pragma once
 #include <cstdint>
 
@@ -17,6 +22,7 @@ namespace pagoda::backend::vulkan {
 struct KernelSettings {
     uint32_t gemv_workgroup = 64;
     uint32_t gemm_stage = 32;
+    bool subgroup_reduce = false;
 };
 
 KernelSettings kernel_settings(const DeviceInfo& device);

@@ -17,7 +17,8 @@ struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols, add, p
 // range: 0, or the address of (first, n) for a GEMM over tokens the device chose (the MoE's experts);
 // bias: 0, or a vector added to each output row (one add, as add_bias).
 struct MatmulPush { uint64_t w, groups, x, out, range, bias; uint32_t rows, row0, cols, n; };
-struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; uint32_t pad = 0; };
+// r: 0, or the residual added to x first (add_rms_norm).
+struct NormPush { uint64_t x, w, out, r; uint32_t cols, rows; float eps; uint32_t pad = 0; };
 struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; uint32_t pad = 0; };
 struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
 struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
@@ -56,7 +57,7 @@ static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvW
               sizeof(GatedDeltaRulePush) <= Context::kPushConstantBytes);
 
 // Each size is the sum of its members': no padding bytes.
-static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(NormPush) == 40 && sizeof(LayerNormPush) == 48 &&
+static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(NormPush) == 48 && sizeof(LayerNormPush) == 48 &&
               sizeof(PointwisePush) == 40 && sizeof(SoftmaxPush) == 16 && sizeof(RopePush) == 40 && sizeof(KvGeometryPush) == 28 &&
               sizeof(KvWritePush) == 72 && sizeof(AttentionPush) == 112 && sizeof(CopyColumnsPush) == 56 &&
               sizeof(MoeCombinePush) == 72 && sizeof(MoeRoutePush) == 72 && sizeof(MoeSlotsPush) == 48 && sizeof(MoeGatherPush) == 40 &&

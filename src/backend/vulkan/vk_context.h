@@ -26,6 +26,7 @@ struct DeviceInfo {
     std::string driver;
     uint32_t api_version = 0;
     uint32_t subgroup_size = 0;
+    bool subgroup_arithmetic = false;  // GL_KHR_shader_subgroup_arithmetic in compute shaders
     uint32_t max_workgroup_size = 0;
     uint32_t shared_memory = 0;            // bytes per workgroup
     uint64_t max_storage_buffer_range = 0; // bytes one storage binding may cover
