@@ -33,6 +33,10 @@ KernelSettings kernel_settings(const DeviceInfo& d) {
     const uint32_t fallback = d.shared_memory >= 16384 + 2048 ? 32 : 16;
     s.gemm_stage = setting("PAGODA_VULKAN_GEMM_STAGE", std::min(fallback, max_stage), 8, max_stage,
                            "columns per GEMM stage that this device's shared memory holds");
+    const char* split = std::getenv("PAGODA_VULKAN_SPLIT_KEYS");
+    s.split_keys = split && std::string(split) == "0"
+                       ? 0
+                       : setting("PAGODA_VULKAN_SPLIT_KEYS", 256, 64, 65536, "keys per split of the split-KV attention, or 0 for none");
     s.subgroup_reduce = d.subgroup_arithmetic;
     if (const char* env = std::getenv("PAGODA_VULKAN_SUBGROUP_REDUCE"); env && *env) {
         const std::string text = env;

@@ -9,6 +9,7 @@
 #include "backend/vulkan/device_state.h"
 #include "backend/vulkan/push_constants.h"
 #include "backend/vulkan/rope_tables.h"
+#include "backend/vulkan/vulkan_attention.h"
 #include "backend/vulkan/vulkan_fused.h"
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
@@ -23,11 +24,12 @@ namespace pagoda::backend {
 namespace vulkan {
 namespace {
 
-constexpr uint32_t kAttentionWorkgroup = 64;  // 4 output values per invocation: heads up to 256
 
 class VulkanBackend final : public Backend {
 public:
-    VulkanBackend() : dev_(std::make_shared<DeviceState>()), moe_(dev_), recurrent_(dev_), ropes_(dev_) {
+    VulkanBackend() : VulkanBackend(std::make_shared<DeviceState>()) {}
+    explicit VulkanBackend(std::shared_ptr<DeviceState> dev)
+        : dev_(dev), moe_(dev), recurrent_(dev), ropes_(dev), attention_(dev, kernel_settings(dev->ctx->info).split_keys) {
         const KernelSettings k = kernel_settings(dev_->ctx->info);
         gemv_wg_ = k.gemv_workgroup;
         gemm_bk_ = k.gemm_stage;
@@ -138,6 +140,8 @@ public:
         token_types_addr_ = put(token_types_);
         // Causal attention reads keys up to each token's attend_until (its position when none is given).
         until_addr_ = in.attend_until.empty() ? positions_addr_ : put(in.attend_until);
+        until_.assign(in.attend_until.empty() ? in.positions.begin() : in.attend_until.begin(),
+                      in.attend_until.empty() ? in.positions.end() : in.attend_until.end());
         seq_addr_ = put(in.seq_index);
         slots_addr_ = step_buf_.address + cursor * 4;
         for (int64_t slot : in.slots) {
@@ -150,8 +154,9 @@ public:
         for (size_t t = 0; t < n; ++t)
             if (size_t(in.seq_index[t]) < last.size()) last[size_t(in.seq_index[t])] = std::max(last[size_t(in.seq_index[t])], in.positions[t]);
         ends_addr_ = step_buf_.address + cursor * 4;
+        ends_.resize(n);
         for (size_t t = 0; t < n; ++t)
-            at[cursor++] = size_t(in.seq_index[t]) < last.size() ? last[size_t(in.seq_index[t])] : in.positions[t];
+            at[cursor++] = ends_[t] = size_t(in.seq_index[t]) < last.size() ? last[size_t(in.seq_index[t])] : in.positions[t];
         tables_addr_ = step_buf_.address + cursor * 4;
         for (const auto& table : in.block_tables) {
             std::copy(table.begin(), table.end(), at + cursor);
@@ -327,7 +332,7 @@ public:
                         params.sinks ? vec(*params.sinks).buffer.address : 0,
                         uint32_t(params.n_heads), uint32_t(l.n_kv_heads), uint32_t(size_t(layer) * 2 * l.layer_block_bytes()),
                         table_stride_, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
-        dispatch("attention", {kAttentionWorkgroup}, p, uint32_t(params.n_heads), uint32_t(n_tokens_));
+        attention_.run(p, params.causal ? until_ : ends_, uint32_t(n_tokens_), uint32_t(l.head_dim));
     }
 
     int64_t moe_workspace_cols(const MoeOp& op) const override { return VulkanMoe::workspace_cols(op); }
@@ -392,6 +397,7 @@ private:
     VulkanMoe moe_;
     VulkanRecurrent recurrent_;
     RopeTables ropes_;
+    VulkanAttention attention_;
     Buffer arena_, step_buf_;
     uint32_t gemv_wg_ = 64, gemm_bk_ = 16;  // kernel_settings.h
     RowReduce rows_;
@@ -400,7 +406,7 @@ private:
     uint64_t tokens_addr_ = 0, positions_addr_ = 0, token_types_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0,
              until_addr_ = 0;
     std::vector<int32_t> sequence_last_;
-    std::vector<int32_t> logit_rows_, hidden_rows_, positions_, token_types_;
+    std::vector<int32_t> logit_rows_, hidden_rows_, positions_, token_types_, until_, ends_;  // until_, ends_: what the step buffer holds
     std::vector<VkBufferCopy> regions_;
 };
 
