@@ -13,6 +13,7 @@
 #include "backend/vulkan/vulkan_fused.h"
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
+#include "backend/vulkan/vulkan_qkv.h"
 #include "backend/vulkan/vulkan_moe.h"
 #include "backend/vulkan/vulkan_recurrent.h"
 #include "backend/vulkan/vulkan_ops_extra.h"
@@ -29,7 +30,8 @@ class VulkanBackend final : public Backend {
 public:
     VulkanBackend() : VulkanBackend(std::make_shared<DeviceState>()) {}
     explicit VulkanBackend(std::shared_ptr<DeviceState> dev)
-        : dev_(dev), moe_(dev), recurrent_(dev), ropes_(dev), attention_(dev, kernel_settings(dev->ctx->info).split_keys) {
+        : dev_(dev), moe_(dev), recurrent_(dev), ropes_(dev), attention_(dev, kernel_settings(dev->ctx->info).split_keys),
+          qkv_(dev) {
         const KernelSettings k = kernel_settings(dev_->ctx->info);
         gemv_wg_ = k.gemv_workgroup;
         gemm_bk_ = k.gemm_stage;
@@ -167,11 +169,8 @@ public:
     }
 
     void embed(const Weight& table, const Tensor& out) override {
-        const auto& w = weight(table);
         expect(out, n_tokens_, table.cols(), "embed", "out");
-        EmbedPush p{w.data.address, w.groups.address, tokens_addr_, address(out), uint32_t(out.rows), uint32_t(out.cols), 0};
-        auto [gx, gy] = grid((uint64_t(out.rows * out.cols) + 255) / 256);
-        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+        encode_embed(*dev_, weight(table), tokens_addr_, address(out), out.rows, out.cols, false);
     }
 
     void matmul(const Weight& wt, const Tensor& x, std::span<const Tensor> outs, const Tensor*) override {
@@ -197,8 +196,10 @@ public:
         if (w.size() != x.cols) fail("vulkan rms_norm: {} weights for rows of {}", w.size(), x.cols);
         encode_rms_norm(*dev_, rows_, address(x), 0, vec(w).buffer.address, address(out), x.rows, x.cols, eps);
     }
-    // Fused ops (vulkan_fused.h), each bitwise its unfused sequence.
-    bool supports(FusedOp op) const override { return op == FusedOp::add_rms_norm || op == FusedOp::matmul_silu_mul; }
+    // Fused ops (vulkan_fused.h, vulkan_qkv.h), each bitwise its unfused sequence.
+    bool supports(FusedOp op) const override {
+        return op == FusedOp::add_rms_norm || op == FusedOp::matmul_silu_mul || op == FusedOp::qkv_rope_kv_write;
+    }
     void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out) override {
         expect(r, x.rows, x.cols, "add_rms_norm", "r");
         expect(out, x.rows, x.cols, "add_rms_norm", "out");
@@ -228,27 +229,14 @@ public:
     }
     void gelu(const Tensor& x) override { pointwise(Pointwise::gelu, x, 0, 0, 0.0f); }
     void add_position_embedding(const Weight& table, const Tensor& x) override {
-        const auto& w = weight(table);
         expect(x, n_tokens_, table.cols(), "position_embedding", "x");
-        const int64_t rows = table.parts()[0].rows;
-        for (int32_t pos : positions_)
-            if (pos < 0 || pos >= rows)
-                fail("vulkan position_embedding: position {} is outside the {} rows of {}", pos, rows, table.parts()[0].name);
-        EmbedPush p{w.data.address, w.groups.address, positions_addr_, address(x), uint32_t(x.rows), uint32_t(x.cols), 1};
-        auto [gx, gy] = grid((uint64_t(x.rows * x.cols) + 255) / 256);
-        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+        check_embedding_rows(table, positions_, "position_embedding: position");
+        encode_embed(*dev_, weight(table), positions_addr_, address(x), x.rows, x.cols, true);
     }
     void add_token_type_embedding(const Weight& table, const Tensor& x) override {
-        const auto& w = weight(table);
         expect(x, n_tokens_, table.cols(), "token_type_embedding", "x");
-        const int64_t rows = table.parts()[0].rows;
-        for (int32_t type : token_types_)
-            if (type < 0 || type >= rows)
-                fail("vulkan token_type_embedding: token type {} is outside the {} rows of {}", type, rows,
-                     table.parts()[0].name);
-        EmbedPush p{w.data.address, w.groups.address, token_types_addr_, address(x), uint32_t(x.rows), uint32_t(x.cols), 1};
-        auto [gx, gy] = grid((uint64_t(x.rows * x.cols) + 255) / 256);
-        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+        check_embedding_rows(table, token_types_, "token_type_embedding: token type");
+        encode_embed(*dev_, weight(table), token_types_addr_, address(x), x.rows, x.cols, true);
     }
 
     void add(const Tensor& y, const Tensor& x) override {
@@ -311,9 +299,16 @@ public:
         const int64_t width = int64_t(l.n_kv_heads) * l.head_dim;
         expect(k, n_tokens_, width, "kv_write", "k");
         expect(v, n_tokens_, width, "kv_write", "v");
-        KvWritePush p{address(k), address(v), c.buffer().address, slots_addr_, uint32_t(n_tokens_), uint32_t(l.n_kv_heads),
-                      uint32_t(size_t(layer) * 2 * l.layer_block_bytes()), geometry(l)};
-        dispatch("kv_write", {}, p, uint32_t((n_tokens_ * l.n_kv_heads * 2 + 63) / 64));
+        record_kv_write(c, layer, address(k), address(v));
+    }
+    void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out, const Tensor*, const PartLora*) override {
+        const auto& c = kv(cache);
+        check_layer(c.layout(), op.layer, "qkv_rope_kv_write");
+        expect(x, n_tokens_, op.qkv->cols(), "qkv_rope_kv_write", "x");
+        expect(q_out, n_tokens_, int64_t(op.n_heads) * op.head_dim, "qkv_rope_kv_write", "q_out");
+        if (n_tokens_ == 0) return;
+        qkv_.run(op, c.layout(), address(x), address(q_out), n_tokens_, ropes_.table(*op.rope, positions_), gemv_wg_, gemm_bk_);
+        record_kv_write(c, op.layer, qkv_.k(), qkv_.v());
     }
 
     void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out, const AttentionParams& params) override {
@@ -349,6 +344,12 @@ public:
     }
 
 private:
+    void record_kv_write(const VulkanKvCache& c, int32_t layer, uint64_t k, uint64_t v) {
+        const kv::KvLayout& l = c.layout();
+        KvWritePush p{k, v, c.buffer().address, slots_addr_, uint32_t(n_tokens_), uint32_t(l.n_kv_heads),
+                      uint32_t(size_t(layer) * 2 * l.layer_block_bytes()), geometry(l)};
+        dispatch("kv_write", {}, p, uint32_t((n_tokens_ * l.n_kv_heads * 2 + 63) / 64));
+    }
     static void check_layer(const kv::KvLayout& l, int32_t layer, const char* op) {
         if (layer < 0 || layer >= l.n_layers) fail("vulkan {}: layer {} is outside the cache's {} layers", op, layer, l.n_layers);
     }
@@ -398,6 +399,7 @@ private:
     VulkanRecurrent recurrent_;
     RopeTables ropes_;
     VulkanAttention attention_;
+    VulkanQkv qkv_;
     Buffer arena_, step_buf_;
     uint32_t gemv_wg_ = 64, gemm_bk_ = 16;  // kernel_settings.h
     RowReduce rows_;
