@@ -149,6 +149,8 @@ public:
     // Submissions (each one a host wait) by every stream of the process, for the tests that a step
     // records without waiting.
     static uint64_t submissions();
+    // Dispatches recorded (replayed or not) by every stream of the process: the kernels a step runs.
+    static uint64_t all_dispatches();
     // By every stream of the process: submissions encoded into a kept command buffer (recordings)
     // and submissions that resubmitted one (replays).
     static uint64_t recordings();
