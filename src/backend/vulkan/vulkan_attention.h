@@ -3,7 +3,8 @@
 // split-KV attention (flash decoding): the keys cut into ranges, one workgroup each, writing partial
 // outputs with their running max and sum to a scratch buffer, then attention_combine.comp rescales
 // and adds them. A token's split count depends only on its own key count (batch invariance), and a
-// token of one split gets bitwise the unsplit output. The scratch buffer grows between steps only.
+// token of one split gets bitwise the unsplit output. Long steps run the split pass 64 tokens at a
+// time, so the scratch buffer is bounded.
 #pragma once
 #include <cstdint>
 #include <memory>

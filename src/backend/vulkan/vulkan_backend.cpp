@@ -307,7 +307,7 @@ public:
         expect(x, n_tokens_, op.qkv->cols(), "qkv_rope_kv_write", "x");
         expect(q_out, n_tokens_, int64_t(op.n_heads) * op.head_dim, "qkv_rope_kv_write", "q_out");
         if (n_tokens_ == 0) return;
-        qkv_.run(op, c.layout(), address(x), address(q_out), n_tokens_, ropes_.table(*op.rope, positions_), gemv_wg_, gemm_bk_);
+        qkv_.run(op, c.layout(), address(x), address(q_out), n_tokens_, max_tokens_, ropes_.table(*op.rope, positions_), gemv_wg_, gemm_bk_);
         record_kv_write(c, op.layer, qkv_.k(), qkv_.v());
     }
 

@@ -19,7 +19,8 @@ static_assert(sizeof(QkvEpiloguePush) == 88);
 
 }  // namespace
 
-void VulkanQkv::run(const QkvOp& op, const kv::KvLayout& cache, uint64_t x, uint64_t q_out, int64_t n, uint64_t rope_table, uint32_t gemv_wg, uint32_t gemm_bk) {
+void VulkanQkv::run(const QkvOp& op, const kv::KvLayout& cache, uint64_t x, uint64_t q_out, int64_t n, int64_t max_tokens,
+                    uint64_t rope_table, uint32_t gemv_wg, uint32_t gemm_bk) {
     if (op.n_kv_heads != cache.n_kv_heads || op.head_dim != cache.head_dim || op.n_kv_heads <= 0 || op.n_heads % op.n_kv_heads != 0)
         fail("vulkan qkv_rope_kv_write: {} heads, {} KV heads of {} for a cache of {} KV heads of {}", op.n_heads, op.n_kv_heads,
              op.head_dim, cache.n_kv_heads, cache.head_dim);
@@ -39,11 +40,11 @@ void VulkanQkv::run(const QkvOp& op, const kv::KvLayout& cache, uint64_t x, uint
              op.bias[1]->size(), op.bias[2]->size(), q_cols, kv_cols, kv_cols);
     const int64_t cols = q_cols + 2 * kv_cols;
     // The matmul's rows (n x cols), then contiguous K and V (n x kv_cols each).
-    const size_t bytes = size_t(n) * size_t(cols + 2 * kv_cols) * 4;
+    const size_t row_bytes = size_t(cols + 2 * kv_cols) * 4, bytes = size_t(n) * row_bytes;
     if (scratch_.size < bytes) {
-        dev_->stream.flush();  // recorded work reads the old one
+        if (scratch_.buffer) dev_->stream.flush();  // recorded work reads the old one
         dev_->ctx->destroy(scratch_);
-        scratch_ = dev_->ctx->create_buffer(std::max<size_t>(bytes * 2, 1 << 16), false, "the fused QKV scratch");
+        scratch_ = dev_->ctx->create_buffer(std::max<size_t>({bytes, size_t(max_tokens) * row_bytes, 1 << 16}), false, "the fused QKV scratch");
     }
     const uint64_t s = scratch_.address;
     k_ = s + uint64_t(n * cols) * 4;

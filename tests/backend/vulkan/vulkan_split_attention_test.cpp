@@ -36,18 +36,19 @@ struct SplitCase {
     AttentionParams params;
     std::vector<int32_t> lengths;  // per sequence: its keys, the last one the decode token's own
     std::vector<float> sinks;      // per query head, or empty
+    int32_t fresh = 1;             // tokens of the attending step per sequence (its last ones)
 };
 
-// Writes every sequence's keys but the last in one step, then runs one decode step (each
-// sequence's last position) that writes its K/V and attends; `only` >= 0: that sequence alone.
+// Writes every sequence's keys but its last c.fresh in one step, then runs one step of those (a
+// decode step when fresh is 1) that writes their K/V and attends; `only` >= 0: that sequence alone.
 std::vector<float> decode(Side& s, const SplitCase& c, uint32_t seed, int32_t only = -1) {
     s.reset();
     std::mt19937 rng(seed);
     const Step tables = make_tables(c.lengths, c.layout.block_size, rng);
     Step prefix = tables, step = tables;
     for (int32_t i = 0; i < int32_t(c.lengths.size()); ++i) {
-        prefix.add_tokens(i, 0, c.lengths[size_t(i)] - 1);
-        step.add_tokens(i, c.lengths[size_t(i)] - 1, c.lengths[size_t(i)]);
+        prefix.add_tokens(i, 0, c.lengths[size_t(i)] - c.fresh);
+        step.add_tokens(i, c.lengths[size_t(i)] - c.fresh, c.lengths[size_t(i)]);
     }
     const int64_t width = int64_t(c.layout.n_kv_heads) * c.layout.head_dim, q_width = int64_t(c.params.n_heads) * c.layout.head_dim;
     auto cache = s->create_kv_cache(c.layout, tables.n_blocks);
@@ -66,9 +67,9 @@ std::vector<float> decode(Side& s, const SplitCase& c, uint32_t seed, int32_t on
     }
     if (only >= 0) {
         Step alone = tables;
-        alone.add_tokens(only, c.lengths[size_t(only)] - 1, c.lengths[size_t(only)]);
+        alone.add_tokens(only, c.lengths[size_t(only)] - c.fresh, c.lengths[size_t(only)]);
         s->begin_step(alone.inputs());
-        q = {q.begin() + only * q_width, q.begin() + (only + 1) * q_width};
+        q = {q.begin() + only * c.fresh * q_width, q.begin() + (only + 1) * c.fresh * q_width};
         step = alone;
     }
     const Tensor out = s.tensor(step.n_tokens(), q_width);
@@ -116,6 +117,27 @@ TEST(VulkanSplitAttention, MatchesTheUnsplitShaderAndTheReference) {
     }
     // The split path ran: its rescaled sums differ in the last bits from the unsplit ones somewhere.
     EXPECT_GT(differed, 0);
+}
+
+// A chunk of 150 fresh tokens per sequence over long contexts: the split pass runs 64 tokens at a
+// time (vulkan_attention.h), every token split by its own key count.
+TEST(VulkanSplitAttention, AStepOfManyTokensRunsInPasses) {
+    PAGODA_REQUIRE_VULKAN();
+    Side split{vulkan_splitting("64"), size_t(1) << 23}, plain{vulkan_splitting("0"), size_t(1) << 23},
+        reference{make_backend("reference"), size_t(1) << 23};
+    std::mt19937 rng(45);
+    SplitCase c;
+    c.layout = {1, 2, 32, 16, KvDtype::f16};
+    c.params = {4, 1.0f / std::sqrt(32.0f), 0, 0.0f};
+    c.lengths = {700, 260};
+    c.fresh = 150;
+    c.sinks = random_values(4, rng, 2.0f);
+    const std::vector<float> got = decode(split, c, 7), unsplit = decode(plain, c, 7), want = decode(reference, c, 7);
+    EXPECT_TRUE(close(got, want, 3e-5)) << "split vs reference";
+    EXPECT_TRUE(close(got, unsplit, 3e-5)) << "split vs unsplit";
+    const std::vector<float> second = decode(split, c, 7, 1);
+    const size_t rows = size_t(c.fresh) * 4 * 32;
+    EXPECT_EQ(0, std::memcmp(second.data(), got.data() + rows, rows * 4)) << "the second sequence alone";
 }
 
 TEST(VulkanSplitAttention, SplitKeysOutOfRangeAreRefusedNamingTheVariable) {
