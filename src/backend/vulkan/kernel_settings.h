@@ -3,7 +3,7 @@
 //                   of two; also the columns of x staged in shared memory per pass;
 //   gemm_stage:     matmul_gemm.comp's columns per shared-memory stage (BK), 8..64, a power of two,
 //                   whose two 32 x BK f32 tiles must fit the device's shared memory.
-//   subgroup_reduce: rms_norm's and softmax's row reductions by subgroup operations (reduce.glsl's
+//   subgroup_reduce: rms_norm's, softmax's and attention's reductions by subgroup operations (reduce.glsl's
 //                   SUBGROUP_REDUCE) instead of the shared-memory tree; only where the device has
 //                   subgroup arithmetic in compute shaders;
 //   split_keys:     split-KV attention (attention_split.glsl): a token of n keys runs in

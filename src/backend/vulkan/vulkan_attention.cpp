@@ -28,7 +28,7 @@ void VulkanAttention::run(AttentionPush p, std::span<const int32_t> ends, uint32
         splits = std::max(splits, split_count(uint32_t(std::max(end - start + 1, 1))));
     }
     if (splits == 1) {
-        dev_->stream.dispatch(dev_->ctx->pipeline("attention", {kAttentionWorkgroup}), &p, sizeof(p), p.n_heads, n_tokens);
+        dev_->stream.dispatch(reduce_pipeline(*dev_, reduce_, "attention", kAttentionWorkgroup), &p, sizeof(p), p.n_heads, n_tokens);
         return;
     }
     // Each pass takes kTokensPerPass tokens (the per-token arrays' addresses offset to its first), so
@@ -52,7 +52,7 @@ void VulkanAttention::run(AttentionPush p, std::span<const int32_t> ends, uint32
         p.out = all.out + t0 * q_row;
         p.positions = all.positions + t0 * 4;
         p.seq_index = all.seq_index + t0 * 4;
-        dev_->stream.dispatch(dev_->ctx->pipeline("attention", {kAttentionWorkgroup}), &p, sizeof(p), p.n_heads, n, splits);
+        dev_->stream.dispatch(reduce_pipeline(*dev_, reduce_, "attention", kAttentionWorkgroup), &p, sizeof(p), p.n_heads, n, splits);
         CombinePush c{partials_.address, p.out, p.positions, p.n_heads, head_dim, p.window, split_keys_, kMaxAttentionSplits};
         dev_->stream.dispatch(dev_->ctx->pipeline("attention_combine", {}), &c, sizeof(c), p.n_heads, n);
     }

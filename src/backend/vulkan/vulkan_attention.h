@@ -13,12 +13,14 @@
 #include "backend/backend.h"
 #include "backend/vulkan/device_state.h"
 #include "backend/vulkan/push_constants.h"
+#include "backend/vulkan/vulkan_fused.h"
 
 namespace pagoda::backend::vulkan {
 
 class VulkanAttention {
 public:
-    VulkanAttention(std::shared_ptr<DeviceState> dev, uint32_t split_keys) : dev_(std::move(dev)), split_keys_(split_keys) {}
+    VulkanAttention(std::shared_ptr<DeviceState> dev, uint32_t split_keys, RowReduce reduce)
+        : dev_(std::move(dev)), split_keys_(split_keys), reduce_(reduce) {}
     ~VulkanAttention() { dev_->ctx->destroy(partials_); }
     VulkanAttention(const VulkanAttention&) = delete;
     VulkanAttention& operator=(const VulkanAttention&) = delete;
@@ -33,6 +35,7 @@ public:
 private:
     std::shared_ptr<DeviceState> dev_;
     uint32_t split_keys_;
+    RowReduce reduce_;
     Buffer partials_;
     uint64_t split_runs_ = 0;
 };

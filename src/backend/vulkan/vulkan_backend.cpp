@@ -30,12 +30,12 @@ class VulkanBackend final : public Backend {
 public:
     VulkanBackend() : VulkanBackend(std::make_shared<DeviceState>()) {}
     explicit VulkanBackend(std::shared_ptr<DeviceState> dev)
-        : dev_(dev), moe_(dev), recurrent_(dev), ropes_(dev), attention_(dev, kernel_settings(dev->ctx->info).split_keys),
+        : dev_(dev), moe_(dev), recurrent_(dev), ropes_(dev), attention_(dev, kernel_settings(dev->ctx->info).split_keys, row_reduce(*dev)),
           qkv_(dev) {
         const KernelSettings k = kernel_settings(dev_->ctx->info);
         gemv_wg_ = k.gemv_workgroup;
         gemm_bk_ = k.gemm_stage;
-        rows_ = {dev_->ctx->info.subgroup_arithmetic, k.subgroup_reduce};
+        rows_ = row_reduce(*dev_);
     }
     ~VulkanBackend() override {
         try {

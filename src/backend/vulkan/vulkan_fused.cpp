@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/vulkan/kernel_settings.h"
 #include "backend/vulkan/push_constants.h"
 #include "core/error.h"
 
@@ -15,17 +16,23 @@ void dispatch(DeviceState& dev, const std::string& shader, const std::vector<uin
     dev.stream.dispatch(dev.ctx->pipeline(shader, constants), &push, sizeof(Push), gx, gy);
 }
 
-// The module and constants of a row reduction: the plain module declares no subgroup capability
-// (a device without it may load it); the _subgroup one takes SUBGROUP_REDUCE as constant 1.
 void dispatch_rows(DeviceState& dev, RowReduce rr, const char* shader, const void* push, uint32_t push_bytes, int64_t rows) {
     auto [gx, gy] = grid(uint64_t(rows));
-    if (rr.device_has_subgroup_arithmetic)
-        dev.stream.dispatch(dev.ctx->pipeline(std::string(shader) + "_subgroup", {kRowWorkgroup, rr.subgroup ? 1u : 0u}), push, push_bytes,
-                            gx, gy);
-    else dev.stream.dispatch(dev.ctx->pipeline(shader, {kRowWorkgroup}), push, push_bytes, gx, gy);
+    dev.stream.dispatch(reduce_pipeline(dev, rr, shader, kRowWorkgroup), push, push_bytes, gx, gy);
 }
 
 }  // namespace
+
+RowReduce row_reduce(const DeviceState& dev) {
+    return {dev.ctx->info.subgroup_arithmetic, kernel_settings(dev.ctx->info).subgroup_reduce};
+}
+
+// The plain module declares no subgroup capability (a device without it may load it); the
+// _subgroup one takes SUBGROUP_REDUCE as constant 1.
+VkPipeline reduce_pipeline(DeviceState& dev, RowReduce rr, const char* shader, uint32_t wg) {
+    if (rr.device_has_subgroup_arithmetic) return dev.ctx->pipeline(std::string(shader) + "_subgroup", {wg, rr.subgroup ? 1u : 0u});
+    return dev.ctx->pipeline(shader, {wg});
+}
 
 void encode_rms_norm(DeviceState& dev, RowReduce rr, uint64_t x, uint64_t residual, uint64_t w, uint64_t out, int64_t rows,
                      int64_t cols, float eps) {

@@ -14,12 +14,16 @@ namespace pagoda::backend::vulkan {
 constexpr int64_t kGemvMaxTokens = 8;  // matmul_gemv.comp's MAX_TOKENS: more tokens take the GEMM
 constexpr uint32_t kRowWorkgroup = 256;
 
-// Which reduction rms_norm and softmax run (shaders/reduce.glsl): the _subgroup modules exist for
-// a device with subgroup arithmetic, and there `subgroup` (its SUBGROUP_REDUCE) picks the path.
+// Which reduction rms_norm, softmax and attention run (shaders/reduce.glsl): the _subgroup modules
+// exist for a device with subgroup arithmetic, and there `subgroup` (its SUBGROUP_REDUCE) picks the path.
 struct RowReduce {
     bool device_has_subgroup_arithmetic = false;
     bool subgroup = false;
 };
+// This device's choice (kernel_settings.h's subgroup_reduce).
+RowReduce row_reduce(const DeviceState& dev);
+// The pipeline of a shader that includes reduce.glsl, at workgroup size `wg` (its constant 0).
+VkPipeline reduce_pipeline(DeviceState& dev, RowReduce rr, const char* shader, uint32_t wg);
 
 // out = rms_norm(x) * w per row; with residual != 0, x += residual first (add_rms_norm).
 void encode_rms_norm(DeviceState& dev, RowReduce rr, uint64_t x, uint64_t residual, uint64_t w, uint64_t out, int64_t rows,

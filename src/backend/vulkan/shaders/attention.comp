@@ -6,7 +6,8 @@
 // its attend_until: an image's rows read to the image's end). With `sinks` (nonzero: one logit per
 // query head, gpt-oss) the softmax starts from the sink as a key with no value: m = sink, l = 1, so
 // it joins the denominator and never overflows. Scores: q . k (in order over head_dim) * scale, then the
-// soft cap; chunk max and sum by fixed-order trees; each output element accumulates the chunk's keys
+// soft cap; chunk max and sum by workgroup reductions (reduce.glsl: fixed-order trees, or subgroup
+// operations in the _subgroup module); each output element accumulates the chunk's keys
 // in order. Nothing depends on the other tokens of the step (batch invariance).
 // Split-KV (flash decoding, `partials` nonzero): a token's keys start..position are cut into
 // split_count() ranges of whole WG-key chunks, one workgroup each (gl_WorkGroupID.z; the sink in the
@@ -18,6 +19,7 @@
 #include "attention_split.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;  // a power of two, 64..256
+#include "reduce.glsl"
 layout(push_constant) uniform Push {
     uint64_t q, out_, cache, positions, seq_index, tables, sinks;
     uint n_heads, n_kv_heads, layer_offset, table_stride, window;
@@ -28,7 +30,6 @@ layout(push_constant) uniform Push {
 } pc;
 shared float qs[256];
 shared float ps[256];
-shared float red[256];
 
 int key_slot(int seq, int k) {
     const int block = Ints(pc.tables).v[uint(seq) * pc.table_stride + uint(k) / pc.block_size];
@@ -67,24 +68,12 @@ void main() {
             s = dot * pc.scale;
             if (pc.softcap > 0.0) s = pc.softcap * safe_tanh(s / pc.softcap);
         }
-        red[lid] = s;
-        barrier();
-        for (uint h = WG / 2u; h > 0u; h /= 2u) {
-            if (lid < h) red[lid] = max(red[lid], red[lid + h]);
-            barrier();
-        }
-        const float m_new = max(m, red[0]);
-        barrier();
+        const float m_new = max(m, workgroup_reduce(s, true));
         const float p = k <= pos ? exp(s - m_new) : 0.0;
         ps[lid] = p;
-        red[lid] = p;
-        barrier();
-        for (uint h = WG / 2u; h > 0u; h /= 2u) {
-            if (lid < h) red[lid] += red[lid + h];
-            barrier();
-        }
+        const float chunk_sum = workgroup_reduce(p, false);  // its barriers also publish ps
         const float corr = exp(m - m_new);
-        l = l * corr + red[0];
+        l = l * corr + chunk_sum;
         const int len = min(int(WG), pos + 1 - k0);
         for (uint i = 0; i < 4u; ++i) {
             const uint d = lid + i * WG;

@@ -1,5 +1,5 @@
 // A workgroup's sum or max of one float per invocation, for one-workgroup-per-row shaders
-// (rms_norm, softmax). Built with -DSUBGROUP=1 (the *_subgroup modules, made only for a device that
+// (rms_norm, softmax, attention's chunk max and sum). Built with -DSUBGROUP=1 (the *_subgroup modules, made only for a device that
 // reports GL_KHR_shader_subgroup_arithmetic in compute), the spec constant SUBGROUP_REDUCE (id 1)
 // picks subgroupAdd/subgroupMax within each subgroup then across the subgroups' partials; 0 (and
 // every module built without SUBGROUP) keeps the fixed-order tree in shared memory. Either way a
