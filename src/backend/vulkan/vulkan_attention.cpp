@@ -56,7 +56,6 @@ void VulkanAttention::run(AttentionPush p, std::span<const int32_t> ends, uint32
         CombinePush c{partials_.address, p.out, p.positions, p.n_heads, head_dim, p.window, split_keys_, kMaxAttentionSplits};
         dev_->stream.dispatch(dev_->ctx->pipeline("attention_combine", {}), &c, sizeof(c), p.n_heads, n);
     }
-    ++split_runs_;
 }
 
 }  // namespace pagoda::backend::vulkan

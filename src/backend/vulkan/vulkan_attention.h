@@ -30,14 +30,12 @@ public:
     void run(AttentionPush push, std::span<const int32_t> ends, uint32_t n_tokens, uint32_t head_dim);
     // The most splits a token of `n_keys` keys takes (attention_split.glsl's split_count).
     uint32_t split_count(uint32_t n_keys) const;
-    uint64_t dispatches_split() const { return split_runs_; }
 
 private:
     std::shared_ptr<DeviceState> dev_;
     uint32_t split_keys_;
     RowReduce reduce_;
     Buffer partials_;
-    uint64_t split_runs_ = 0;
 };
 
 }  // namespace pagoda::backend::vulkan
