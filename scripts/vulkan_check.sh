@@ -4,7 +4,9 @@
 # decode speed (pp512 / tg128) of the fixture model and of random models written by gen-model, all on
 # the device, all on the cpu, and tg128 with half the layers offloaded (-ngl, a partial offload).
 # The Vulkan* tests include VulkanNativeWeights (native quantised layouts bitwise equal to the grouped
-# one) and VulkanMemory (free memory through VK_EXT_memory_budget, which lavapipe lacks: a GPU runs it).
+# one), VulkanMemory (free memory through VK_EXT_memory_budget, which lavapipe lacks: a GPU runs it),
+# VulkanFusion (the fused ops: dispatches and host ms per decode step, fused and unfused) and
+# VulkanSplitAttention (split-KV decode attention against the unsplit shader and the reference).
 # Usage: scripts/vulkan_check.sh [build dir]   (default: build/)
 # Figures from lavapipe are not GPU figures: lavapipe runs the shaders on the CPU.
 set -euo pipefail
@@ -15,8 +17,9 @@ echo "== devices"
 "$PAGODA" devices
 echo "== Vulkan tests"
 "$BUILD/tests/pagoda_tests" --gtest_filter='Devices/Conformance.*:Devices/Contract.*:Devices/MoeFfn.*:MoeFfnOptions.*:MoeFfnReads.*:AttentionSinks.*:Vulkan*:Goldens/Stories260K.*vulkan*:Architectures/VulkanModel.*:*PartialOffload*:*LayerSplit*:CommandLine.GpuLayers*'
-echo "== Vulkan device suites at other kernel sizes (specialisation constants)"
-PAGODA_VULKAN_GEMV_WORKGROUP=256 PAGODA_VULKAN_GEMM_STAGE=8 "$BUILD/tests/pagoda_tests" \
+echo "== Vulkan device suites at other kernel sizes (specialisation constants), shared-memory reductions, split-KV from 128 keys"
+PAGODA_VULKAN_GEMV_WORKGROUP=256 PAGODA_VULKAN_GEMM_STAGE=8 PAGODA_VULKAN_SUBGROUP_REDUCE=0 PAGODA_VULKAN_SPLIT_KEYS=64 \
+  "$BUILD/tests/pagoda_tests" \
   --gtest_filter='Devices/Conformance.*:Devices/MoeFfn.*:Architectures/VulkanModel.*:VulkanNativeWeights.*:VulkanMoeRouter.*'
 echo "== speed"
 TMP=$(mktemp -d)
@@ -37,6 +40,8 @@ for m in "${models[@]}"; do
     echo "-- $m on $backend"
     "$PAGODA" bench -m "$m" --backend "$backend" -p 512 -n 128 -r 2 --no-limits
   done
+  echo "-- $m on vulkan, unfused (PAGODA_FUSION=0)"
+  PAGODA_FUSION=0 "$PAGODA" bench -m "$m" --backend vulkan -p 0 -n 128 -r 2 --no-limits
   case "$m" in *-q*.gguf)  # the grouped layout (int8 codes + per-16 scales) against the file's own blocks
     echo "-- $m on vulkan, PAGODA_VULKAN_WEIGHTS=grouped"
     PAGODA_VULKAN_WEIGHTS=grouped "$PAGODA" bench -m "$m" --backend vulkan -p 512 -n 128 -r 2 --no-limits ;;

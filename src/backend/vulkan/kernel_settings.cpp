@@ -33,6 +33,18 @@ KernelSettings kernel_settings(const DeviceInfo& d) {
     const uint32_t fallback = d.shared_memory >= 16384 + 2048 ? 32 : 16;
     s.gemm_stage = setting("PAGODA_VULKAN_GEMM_STAGE", std::min(fallback, max_stage), 8, max_stage,
                            "columns per GEMM stage that this device's shared memory holds");
+    const char* split = std::getenv("PAGODA_VULKAN_SPLIT_KEYS");
+    s.split_keys = split && std::string(split) == "0"
+                       ? 0
+                       : setting("PAGODA_VULKAN_SPLIT_KEYS", 256, 64, 65536, "keys per split of the split-KV attention, or 0 for none");
+    s.subgroup_reduce = d.subgroup_arithmetic;
+    if (const char* env = std::getenv("PAGODA_VULKAN_SUBGROUP_REDUCE"); env && *env) {
+        const std::string text = env;
+        if (text != "0" && text != "1") fail("PAGODA_VULKAN_SUBGROUP_REDUCE={}: expected 0 or 1", text);
+        if (text == "1" && !d.subgroup_arithmetic)
+            fail("PAGODA_VULKAN_SUBGROUP_REDUCE=1: the device {} has no subgroup arithmetic in compute shaders", d.name);
+        s.subgroup_reduce = text == "1";
+    }
     return s;
 }
 

@@ -17,18 +17,22 @@ struct EmbedPush { uint64_t table, groups, tokens, out; uint32_t n, cols, add, p
 // range: 0, or the address of (first, n) for a GEMM over tokens the device chose (the MoE's experts);
 // bias: 0, or a vector added to each output row (one add, as add_bias).
 struct MatmulPush { uint64_t w, groups, x, out, range, bias; uint32_t rows, row0, cols, n; };
-struct NormPush { uint64_t x, w, out; uint32_t cols, rows; float eps; uint32_t pad = 0; };
+// r: 0, or the residual added to x first (add_rms_norm).
+struct NormPush { uint64_t x, w, out, r; uint32_t cols, rows; float eps; uint32_t pad = 0; };
 struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; uint32_t pad = 0; };
 struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
 struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
 struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, neox; };
 struct KvGeometryPush { uint32_t block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block; };
 struct KvWritePush { uint64_t k, v, cache, slots; uint32_t n, n_kv_heads, layer_offset; KvGeometryPush g; };
+// partials: 0, or split-KV attention's scratch (vulkan_attention.h) with its split_keys and max_splits.
 struct AttentionPush {
     uint64_t q, out, cache, positions, seq_index, tables, sinks;  // sinks: 0 for none
     uint32_t n_heads, n_kv_heads, layer_offset, table_stride, window;
     float scale, softcap;
     KvGeometryPush g;
+    uint64_t partials = 0;
+    uint32_t split_keys = 0, max_splits = 1;
 };
 struct CopyColumnsPush {
     uint64_t src, dst;
@@ -56,9 +60,9 @@ static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvW
               sizeof(GatedDeltaRulePush) <= Context::kPushConstantBytes);
 
 // Each size is the sum of its members': no padding bytes.
-static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(NormPush) == 40 && sizeof(LayerNormPush) == 48 &&
+static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(NormPush) == 48 && sizeof(LayerNormPush) == 48 &&
               sizeof(PointwisePush) == 40 && sizeof(SoftmaxPush) == 16 && sizeof(RopePush) == 40 && sizeof(KvGeometryPush) == 28 &&
-              sizeof(KvWritePush) == 72 && sizeof(AttentionPush) == 112 && sizeof(CopyColumnsPush) == 56 &&
+              sizeof(KvWritePush) == 72 && sizeof(AttentionPush) == 128 && sizeof(CopyColumnsPush) == 56 &&
               sizeof(MoeCombinePush) == 72 && sizeof(MoeRoutePush) == 72 && sizeof(MoeSlotsPush) == 48 && sizeof(MoeGatherPush) == 40 &&
               sizeof(CausalConv1dPush) == 56 && sizeof(GatedDeltaRulePush) == 88);
 

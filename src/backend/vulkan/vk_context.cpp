@@ -62,6 +62,8 @@ DeviceInfo describe(VkApi& api, VkPhysicalDevice pd) {
     d.driver = fmt::format("{} {}", driver.driverName, driver.driverInfo);
     d.api_version = props.properties.apiVersion;
     d.subgroup_size = subgroup.subgroupSize;
+    d.subgroup_arithmetic = (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                            (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
     d.max_workgroup_size = lim.maxComputeWorkGroupInvocations;
     d.shared_memory = lim.maxComputeSharedMemorySize;
     d.max_storage_buffer_range = lim.maxStorageBufferRange;

@@ -26,6 +26,7 @@ struct DeviceInfo {
     std::string driver;
     uint32_t api_version = 0;
     uint32_t subgroup_size = 0;
+    bool subgroup_arithmetic = false;  // GL_KHR_shader_subgroup_arithmetic in compute shaders
     uint32_t max_workgroup_size = 0;
     uint32_t shared_memory = 0;            // bytes per workgroup
     uint64_t max_storage_buffer_range = 0; // bytes one storage binding may cover
@@ -148,6 +149,8 @@ public:
     // Submissions (each one a host wait) by every stream of the process, for the tests that a step
     // records without waiting.
     static uint64_t submissions();
+    // Dispatches recorded (replayed or not) by every stream of the process: the kernels a step runs.
+    static uint64_t all_dispatches();
     // By every stream of the process: submissions encoded into a kept command buffer (recordings)
     // and submissions that resubmitted one (replays).
     static uint64_t recordings();

@@ -14,7 +14,7 @@
 
 namespace pagoda::backend::vulkan {
 namespace {
-std::atomic<uint64_t> g_submissions{0}, g_recordings{0}, g_replays{0}, g_encode_ns{0}, g_device_ns{0};
+std::atomic<uint64_t> g_submissions{0}, g_recordings{0}, g_replays{0}, g_encode_ns{0}, g_device_ns{0}, g_dispatches{0};
 
 uint64_t since(std::chrono::steady_clock::time_point start) {
     return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
@@ -44,6 +44,7 @@ bool replay_from_env() {
 }  // namespace
 
 uint64_t Stream::submissions() { return g_submissions.load(); }
+uint64_t Stream::all_dispatches() { return g_dispatches.load(); }
 uint64_t Stream::recordings() { return g_recordings.load(); }
 uint64_t Stream::replays() { return g_replays.load(); }
 double Stream::encode_seconds() { return double(g_encode_ns.load()) * 1e-9; }
@@ -94,6 +95,7 @@ void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_bytes
     tape_.push_back(gz);
     ++tape_dispatches_;
     ++dispatches_;
+    ++g_dispatches;
 }
 
 void Stream::dispatch_indirect(VkPipeline pipeline, const void* push, uint32_t push_bytes, const Buffer& args, size_t offset) {
@@ -102,6 +104,7 @@ void Stream::dispatch_indirect(VkPipeline pipeline, const void* push, uint32_t p
     tape_.push_back(offset);
     ++tape_dispatches_;
     ++dispatches_;
+    ++g_dispatches;
 }
 
 void Stream::copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset, size_t bytes) {

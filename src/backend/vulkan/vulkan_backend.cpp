@@ -5,12 +5,15 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
-#include <map>
 
 #include "backend/vulkan/device_state.h"
 #include "backend/vulkan/push_constants.h"
+#include "backend/vulkan/rope_tables.h"
+#include "backend/vulkan/vulkan_attention.h"
+#include "backend/vulkan/vulkan_fused.h"
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
+#include "backend/vulkan/vulkan_qkv.h"
 #include "backend/vulkan/vulkan_moe.h"
 #include "backend/vulkan/vulkan_recurrent.h"
 #include "backend/vulkan/vulkan_ops_extra.h"
@@ -22,30 +25,32 @@ namespace pagoda::backend {
 namespace vulkan {
 namespace {
 
-constexpr int64_t kGemvMaxTokens = 8;  // matmul_gemv.comp's MAX_TOKENS
-constexpr uint32_t kAttentionWorkgroup = 64;  // 4 output values per invocation: heads up to 256
-constexpr uint32_t kRowWorkgroup = 256;
 
 class VulkanBackend final : public Backend {
 public:
-    VulkanBackend() : dev_(std::make_shared<DeviceState>()), moe_(dev_), recurrent_(dev_) {
+    VulkanBackend() : VulkanBackend(std::make_shared<DeviceState>()) {}
+    explicit VulkanBackend(std::shared_ptr<DeviceState> dev)
+        : dev_(dev), moe_(dev), recurrent_(dev), ropes_(dev), attention_(dev, kernel_settings(dev->ctx->info).split_keys, row_reduce(*dev)),
+          qkv_(dev) {
         const KernelSettings k = kernel_settings(dev_->ctx->info);
         gemv_wg_ = k.gemv_workgroup;
         gemm_bk_ = k.gemm_stage;
+        rows_ = row_reduce(*dev_);
     }
     ~VulkanBackend() override {
         try {
             dev_->stream.flush();
         } catch (...) {
         }
-        for (Buffer* b : {&arena_, &step_buf_, &rope_buf_}) dev_->ctx->destroy(*b);
+        for (Buffer* b : {&arena_, &step_buf_}) dev_->ctx->destroy(*b);
     }
 
     std::string name() const override { return "vulkan"; }
     std::string describe() const override {
         const DeviceInfo& d = dev_->ctx->info;
-        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory, gemv workgroup {}, gemm stage {}, step replay {}{}", d.name,
-                           d.type, d.driver, d.subgroup_size, format_bytes(d.shared_memory), gemv_wg_, gemm_bk_,
+        return fmt::format("vulkan on {} ({}, {}), subgroup {}, {} shared memory, gemv workgroup {}, gemm stage {}, {} reductions, step replay {}{}",
+                           d.name, d.type, d.driver, d.subgroup_size, format_bytes(d.shared_memory), gemv_wg_, gemm_bk_,
+                           rows_.subgroup ? "subgroup" : "shared-memory",
                            dev_->stream.replay() ? "on" : "off", dev_->ctx->validation ? ", validation layer on" : "");
     }
     size_t activation_size() const override { return 4; }
@@ -87,9 +92,7 @@ public:
         }
         dev_->staging_for(arena_.size);
         ensure_step_capacity(size_t(max_tokens_) * 8 + 4096);
-        // The rope tables' buffer exists before the first step, so that step is not cut in two by
-        // its growth (a flush mid-step), and a replayed step finds it where it was recorded.
-        if (!rope_buf_.buffer) rope_buf_ = dev_->ctx->create_buffer(1 << 16, true, "the rope tables");
+        ropes_.reserve();
     }
     void* activations() override { return reinterpret_cast<void*>(uintptr_t(arena_.address)); }
 
@@ -139,6 +142,8 @@ public:
         token_types_addr_ = put(token_types_);
         // Causal attention reads keys up to each token's attend_until (its position when none is given).
         until_addr_ = in.attend_until.empty() ? positions_addr_ : put(in.attend_until);
+        until_.assign(in.attend_until.empty() ? in.positions.begin() : in.attend_until.begin(),
+                      in.attend_until.empty() ? in.positions.end() : in.attend_until.end());
         seq_addr_ = put(in.seq_index);
         slots_addr_ = step_buf_.address + cursor * 4;
         for (int64_t slot : in.slots) {
@@ -151,24 +156,21 @@ public:
         for (size_t t = 0; t < n; ++t)
             if (size_t(in.seq_index[t]) < last.size()) last[size_t(in.seq_index[t])] = std::max(last[size_t(in.seq_index[t])], in.positions[t]);
         ends_addr_ = step_buf_.address + cursor * 4;
+        ends_.resize(n);
         for (size_t t = 0; t < n; ++t)
-            at[cursor++] = size_t(in.seq_index[t]) < last.size() ? last[size_t(in.seq_index[t])] : in.positions[t];
+            at[cursor++] = ends_[t] = size_t(in.seq_index[t]) < last.size() ? last[size_t(in.seq_index[t])] : in.positions[t];
         tables_addr_ = step_buf_.address + cursor * 4;
         for (const auto& table : in.block_tables) {
             std::copy(table.begin(), table.end(), at + cursor);
             std::fill(at + cursor + table.size(), at + cursor + table_stride_, 0);
             cursor += table_stride_;
         }
-        rope_tables_.clear();
-        rope_used_ = 0;
+        ropes_.begin_step();
     }
 
     void embed(const Weight& table, const Tensor& out) override {
-        const auto& w = weight(table);
         expect(out, n_tokens_, table.cols(), "embed", "out");
-        EmbedPush p{w.data.address, w.groups.address, tokens_addr_, address(out), uint32_t(out.rows), uint32_t(out.cols), 0};
-        auto [gx, gy] = grid((uint64_t(out.rows * out.cols) + 255) / 256);
-        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+        encode_embed(*dev_, weight(table), tokens_addr_, address(out), out.rows, out.cols, false);
     }
 
     void matmul(const Weight& wt, const Tensor& x, std::span<const Tensor> outs, const Tensor*) override {
@@ -192,9 +194,23 @@ public:
     void rms_norm(const Tensor& x, const Vector& w, float eps, const Tensor& out) override {
         expect(out, x.rows, x.cols, "rms_norm", "out");
         if (w.size() != x.cols) fail("vulkan rms_norm: {} weights for rows of {}", w.size(), x.cols);
-        NormPush p{address(x), vec(w).buffer.address, address(out), uint32_t(x.cols), uint32_t(x.rows), eps};
-        auto [gx, gy] = grid(uint64_t(x.rows));
-        dispatch("rms_norm", {kRowWorkgroup}, p, gx, gy);
+        encode_rms_norm(*dev_, rows_, address(x), 0, vec(w).buffer.address, address(out), x.rows, x.cols, eps);
+    }
+    // Fused ops (vulkan_fused.h, vulkan_qkv.h), each bitwise its unfused sequence.
+    bool supports(FusedOp op) const override {
+        return op == FusedOp::add_rms_norm || op == FusedOp::matmul_silu_mul || op == FusedOp::qkv_rope_kv_write;
+    }
+    void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out) override {
+        expect(r, x.rows, x.cols, "add_rms_norm", "r");
+        expect(out, x.rows, x.cols, "add_rms_norm", "out");
+        if (w.size() != x.cols) fail("vulkan add_rms_norm: {} weights for rows of {}", w.size(), x.cols);
+        encode_rms_norm(*dev_, rows_, address(x), address(r), vec(w).buffer.address, address(out), x.rows, x.cols, eps);
+    }
+    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out, const Tensor*, const PartLora*) override {
+        const auto& w = weight(gate_up);
+        expect(x, x.rows, w.cols(), "matmul_silu_mul", "x");
+        expect(out, x.rows, w.parts()[0].rows, "matmul_silu_mul", "out");
+        encode_matmul_silu_mul(*dev_, w, address(x), address(out), x.rows, gemv_wg_, gemm_bk_);
     }
     // Every optional op (backend::OptionalOp): the encoders', and the gated DeltaNet layers' (vulkan_recurrent.h).
     bool has_op(OptionalOp) const override { return true; }
@@ -215,27 +231,14 @@ public:
     }
     void gelu(const Tensor& x) override { pointwise(Pointwise::gelu, x, 0, 0, 0.0f); }
     void add_position_embedding(const Weight& table, const Tensor& x) override {
-        const auto& w = weight(table);
         expect(x, n_tokens_, table.cols(), "position_embedding", "x");
-        const int64_t rows = table.parts()[0].rows;
-        for (int32_t pos : positions_)
-            if (pos < 0 || pos >= rows)
-                fail("vulkan position_embedding: position {} is outside the {} rows of {}", pos, rows, table.parts()[0].name);
-        EmbedPush p{w.data.address, w.groups.address, positions_addr_, address(x), uint32_t(x.rows), uint32_t(x.cols), 1};
-        auto [gx, gy] = grid((uint64_t(x.rows * x.cols) + 255) / 256);
-        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+        check_embedding_rows(table, positions_, "position_embedding: position");
+        encode_embed(*dev_, weight(table), positions_addr_, address(x), x.rows, x.cols, true);
     }
     void add_token_type_embedding(const Weight& table, const Tensor& x) override {
-        const auto& w = weight(table);
         expect(x, n_tokens_, table.cols(), "token_type_embedding", "x");
-        const int64_t rows = table.parts()[0].rows;
-        for (int32_t type : token_types_)
-            if (type < 0 || type >= rows)
-                fail("vulkan token_type_embedding: token type {} is outside the {} rows of {}", type, rows,
-                     table.parts()[0].name);
-        EmbedPush p{w.data.address, w.groups.address, token_types_addr_, address(x), uint32_t(x.rows), uint32_t(x.cols), 1};
-        auto [gx, gy] = grid((uint64_t(x.rows * x.cols) + 255) / 256);
-        dispatch(std::string("embed_") + weight_format_name(w.format), {}, p, gx, gy);
+        check_embedding_rows(table, token_types_, "token_type_embedding: token type");
+        encode_embed(*dev_, weight(table), token_types_addr_, address(x), x.rows, x.cols, true);
     }
 
     void add(const Tensor& y, const Tensor& x) override {
@@ -276,9 +279,7 @@ public:
         pointwise(Pointwise::softcap, x, 0, 0, cap);
     }
     void softmax(const Tensor& x) override {
-        SoftmaxPush p{address(x), uint32_t(x.cols), uint32_t(x.rows)};
-        auto [gx, gy] = grid(uint64_t(x.rows));
-        dispatch("softmax", {kRowWorkgroup}, p, gx, gy);
+        encode_softmax(*dev_, rows_, address(x), x.rows, x.cols);
     }
 
     void rope(const Tensor& x, const Rope& r, int32_t n_heads, int32_t head_dim) override {
@@ -287,7 +288,7 @@ public:
         if (spec.dims > head_dim) fail("vulkan rope: {} rotary dimensions exceed the head size {}", spec.dims, head_dim);
         const int64_t half = spec.dims / 2;
         if (half == 0 || n_tokens_ == 0) return;
-        RopePush p{address(x), rope_table(r), uint32_t(n_tokens_), uint32_t(n_heads), uint32_t(head_dim), uint32_t(half),
+        RopePush p{address(x), ropes_.table(r, positions_), uint32_t(n_tokens_), uint32_t(n_heads), uint32_t(head_dim), uint32_t(half),
                    uint32_t(x.cols), spec.neox ? 1u : 0u};
         auto [gx, gy] = grid((uint64_t(n_tokens_ * n_heads * half) + 255) / 256);
         dispatch("rope", {}, p, gx, gy);
@@ -300,9 +301,16 @@ public:
         const int64_t width = int64_t(l.n_kv_heads) * l.head_dim;
         expect(k, n_tokens_, width, "kv_write", "k");
         expect(v, n_tokens_, width, "kv_write", "v");
-        KvWritePush p{address(k), address(v), c.buffer().address, slots_addr_, uint32_t(n_tokens_), uint32_t(l.n_kv_heads),
-                      uint32_t(size_t(layer) * 2 * l.layer_block_bytes()), geometry(l)};
-        dispatch("kv_write", {}, p, uint32_t((n_tokens_ * l.n_kv_heads * 2 + 63) / 64));
+        record_kv_write(c, layer, address(k), address(v));
+    }
+    void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out, const Tensor*, const PartLora*) override {
+        const auto& c = kv(cache);
+        check_layer(c.layout(), op.layer, "qkv_rope_kv_write");
+        expect(x, n_tokens_, op.qkv->cols(), "qkv_rope_kv_write", "x");
+        expect(q_out, n_tokens_, int64_t(op.n_heads) * op.head_dim, "qkv_rope_kv_write", "q_out");
+        if (n_tokens_ == 0) return;
+        qkv_.run(op, c.layout(), address(x), address(q_out), n_tokens_, max_tokens_, ropes_.table(*op.rope, positions_), gemv_wg_, gemm_bk_);
+        record_kv_write(c, op.layer, qkv_.k(), qkv_.v());
     }
 
     void attention(const KvCache& cache, int32_t layer, const Tensor& q, const Tensor& out, const AttentionParams& params) override {
@@ -322,7 +330,7 @@ public:
                         params.sinks ? vec(*params.sinks).buffer.address : 0,
                         uint32_t(params.n_heads), uint32_t(l.n_kv_heads), uint32_t(size_t(layer) * 2 * l.layer_block_bytes()),
                         table_stride_, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
-        dispatch("attention", {kAttentionWorkgroup}, p, uint32_t(params.n_heads), uint32_t(n_tokens_));
+        attention_.run(p, params.causal ? until_ : ends_, uint32_t(n_tokens_), uint32_t(l.head_dim));
     }
 
     int64_t moe_workspace_cols(const MoeOp& op) const override { return VulkanMoe::workspace_cols(op); }
@@ -339,6 +347,12 @@ public:
     }
 
 private:
+    void record_kv_write(const VulkanKvCache& c, int32_t layer, uint64_t k, uint64_t v) {
+        const kv::KvLayout& l = c.layout();
+        KvWritePush p{k, v, c.buffer().address, slots_addr_, uint32_t(n_tokens_), uint32_t(l.n_kv_heads),
+                      uint32_t(size_t(layer) * 2 * l.layer_block_bytes()), geometry(l)};
+        dispatch("kv_write", {}, p, uint32_t((n_tokens_ * l.n_kv_heads * 2 + 63) / 64));
+    }
     static void check_layer(const kv::KvLayout& l, int32_t layer, const char* op) {
         if (layer < 0 || layer >= l.n_layers) fail("vulkan {}: layer {} is outside the cache's {} layers", op, layer, l.n_layers);
     }
@@ -383,45 +397,21 @@ private:
         dev_->ctx->destroy(step_buf_);
         step_buf_ = dev_->ctx->create_buffer(std::max<size_t>(ints * 4 * 2, 1 << 16), true, "the step inputs");
     }
-    // The step's cosines then sines of every (token, pair) for rope `r`, computed in double on the
-    // host (a float angle at position 5000 would be off by ~3e-4), once per rope per step.
-    uint64_t rope_table(const Rope& r) {
-        if (auto it = rope_tables_.find(&r); it != rope_tables_.end()) return it->second;
-        const RopeSpec& spec = r.spec();
-        const size_t half = size_t(spec.dims / 2), n = size_t(n_tokens_), floats = 2 * n * half;
-        if ((rope_used_ + floats) * 4 > rope_buf_.size) {
-            dev_->stream.flush();  // recorded ropes read the old buffer
-            dev_->ctx->destroy(rope_buf_);
-            rope_buf_ = dev_->ctx->create_buffer(std::max<size_t>((rope_used_ + floats) * 4 * 2, 1 << 16), true, "the rope tables");
-            rope_tables_.clear();
-            rope_used_ = 0;
-        }
-        float* at = static_cast<float*>(rope_buf_.mapped) + rope_used_;
-        for (size_t t = 0; t < n; ++t)
-            for (size_t i = 0; i < half; ++i) {
-                const double angle = double(positions_[t]) * spec.inv_freq[i];
-                at[t * half + i] = float(std::cos(angle));
-                at[n * half + t * half + i] = float(std::sin(angle));
-            }
-        const uint64_t address = rope_buf_.address + rope_used_ * 4;
-        rope_used_ += floats;
-        rope_tables_[&r] = address;
-        return address;
-    }
-
     std::shared_ptr<DeviceState> dev_;
     VulkanMoe moe_;
     VulkanRecurrent recurrent_;
-    Buffer arena_, step_buf_, rope_buf_;
+    RopeTables ropes_;
+    VulkanAttention attention_;
+    VulkanQkv qkv_;
+    Buffer arena_, step_buf_;
     uint32_t gemv_wg_ = 64, gemm_bk_ = 16;  // kernel_settings.h
+    RowReduce rows_;
     int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;
     uint32_t table_stride_ = 1;
     uint64_t tokens_addr_ = 0, positions_addr_ = 0, token_types_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0,
              until_addr_ = 0;
     std::vector<int32_t> sequence_last_;
-    std::vector<int32_t> logit_rows_, hidden_rows_, positions_, token_types_;
-    std::map<const Rope*, uint64_t> rope_tables_;
-    size_t rope_used_ = 0;
+    std::vector<int32_t> logit_rows_, hidden_rows_, positions_, token_types_, until_, ends_;  // until_, ends_: what the step buffer holds
     std::vector<VkBufferCopy> regions_;
 };
 

@@ -1,6 +1,7 @@
 #include "backend/vulkan/vulkan_ops_extra.h"
 
 #include <limits>
+#include <string>
 
 #include "backend/vulkan/push_constants.h"
 #include "core/error.h"
@@ -19,6 +20,18 @@ void encode_copy_columns(DeviceState& dev, uint64_t src, int64_t src_cols, uint6
                       uint32_t(c.dst_stride), uint32_t(c.dst_offset), uint32_t(src_cols), uint32_t(dst_cols)};
     auto [gx, gy] = grid((uint64_t(n) + 255) / 256);
     dev.stream.dispatch(dev.ctx->pipeline("copy_columns", {}), &p, sizeof(p), gx, gy);
+}
+
+void encode_embed(DeviceState& dev, const VulkanWeight& table, uint64_t index, uint64_t out, int64_t rows, int64_t cols, bool add) {
+    EmbedPush p{table.data.address, table.groups.address, index, out, uint32_t(rows), uint32_t(cols), add ? 1u : 0u};
+    auto [gx, gy] = grid((uint64_t(rows * cols) + 255) / 256);
+    dev.stream.dispatch(dev.ctx->pipeline(std::string("embed_") + weight_format_name(table.format), {}), &p, sizeof(p), gx, gy);
+}
+
+void check_embedding_rows(const Weight& table, std::span<const int32_t> indices, const char* what) {
+    const int64_t rows = table.parts()[0].rows;
+    for (int32_t i : indices)
+        if (i < 0 || i >= rows) fail("vulkan {} {} is outside the {} rows of {}", what, i, rows, table.parts()[0].name);
 }
 
 }  // namespace pagoda::backend::vulkan

@@ -101,7 +101,10 @@ TEST(VulkanBackend, MoeFfnRefusesMalformedOpsNamingThem) {
     EXPECT_THROW(s->moe_ffn(op, x, logits, out, s.tensor(2, s->moe_workspace_cols(op))), Error) << "5 of 4 experts";
     op.n_used = 2;
     EXPECT_THROW(s->moe_ffn(op, x, logits, out, work), Error) << "a workspace too narrow";
-    for (FusedOp op : {FusedOp::add_rms_norm, FusedOp::qkv_rope_kv_write, FusedOp::matmul_silu_mul, FusedOp::norm_quantize})
+    // The fused ops it declares (run in conformance_fused_test.cpp); the others it does not.
+    for (FusedOp op : {FusedOp::add_rms_norm, FusedOp::matmul_silu_mul, FusedOp::qkv_rope_kv_write})
+        EXPECT_TRUE(s->supports(op)) << fused_op_name(op);
+    for (FusedOp op : {FusedOp::norm_quantize, FusedOp::lora_in_fused})
         EXPECT_FALSE(s->supports(op)) << fused_op_name(op);
 }
 

@@ -1,10 +1,13 @@
 // The Vulkan shaders' tunable sizes (kernel_settings.h) are specialisation constants: GEMV and GEMM
 // at other workgroup and shared-memory stage sizes give bitwise the outputs of the defaults (every
 // output is summed over the columns in order), the backend names its sizes, and a size out of range
-// is refused naming the variable. tests/CMakeLists.txt also runs the device suites at a second
+// is refused naming the variable. The row reductions (rms_norm, add_rms_norm, softmax) by subgroup
+// operations and by the shared-memory tree (PAGODA_VULKAN_SUBGROUP_REDUCE) both match the
+// reference. tests/CMakeLists.txt also runs the device suites at a second
 // configuration (ctest vulkan_kernel_settings).
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <gtest/gtest.h>
 
 #include "backend/backend_test_util.h"
@@ -81,6 +84,73 @@ TEST(VulkanKernelSettings, SizesOutOfRangeAreRefusedNamingTheVariable) {
         } catch (const Error& e) {
             EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
         }
+    }
+}
+
+// A backend made with PAGODA_VULKAN_SUBGROUP_REDUCE=value ("" unset).
+std::unique_ptr<Backend> backend_reducing(const char* value) {
+    if (*value) setenv("PAGODA_VULKAN_SUBGROUP_REDUCE", value, 1);
+    std::unique_ptr<Backend> b;
+    try {
+        b = make_backend("vulkan");
+    } catch (...) {
+        unsetenv("PAGODA_VULKAN_SUBGROUP_REDUCE");
+        throw;
+    }
+    unsetenv("PAGODA_VULKAN_SUBGROUP_REDUCE");
+    return b;
+}
+
+// rms_norm, add_rms_norm (its sum, then its norm) and softmax of n rows of `cols` on `s`.
+std::vector<std::vector<float>> row_reductions(Side& s, int64_t n, int64_t cols, const std::vector<float>& x,
+                                               const std::vector<float>& r, const std::vector<float>& w) {
+    s.reset();
+    auto weight = s->upload_vector(w);
+    const Tensor a = s.input(n, cols, x), norm = s.tensor(n, cols);
+    s->rms_norm(a, *weight, 1e-5f, norm);
+    const Tensor b = s.input(n, cols, x), residual = s.input(n, cols, r), fused = s.tensor(n, cols);
+    if (s->supports(FusedOp::add_rms_norm)) s->add_rms_norm(b, residual, *weight, 1e-5f, fused);
+    else {
+        s->add(b, residual);
+        s->rms_norm(b, *weight, 1e-5f, fused);
+    }
+    s->softmax(a);
+    return {s.read(norm), s.read(b), s.read(fused), s.read(a)};
+}
+
+TEST(VulkanKernelSettings, SubgroupAndSharedMemoryReductionsMatchTheReference) {
+    PAGODA_REQUIRE_VULKAN();
+    Side shared{backend_reducing("0")}, reference{make_backend("reference")};
+    EXPECT_NE(shared->describe().find("shared-memory reductions"), std::string::npos) << shared->describe();
+    std::vector<Side> sides;
+    sides.push_back(std::move(shared));
+    if (make_backend("vulkan")->describe().find("subgroup reductions") != std::string::npos) {
+        sides.emplace_back(backend_reducing("1"));
+        EXPECT_NE(sides.back()->describe().find("subgroup reductions"), std::string::npos) << sides.back()->describe();
+    } else {
+        std::cout << "[ NOTE     ] this Vulkan device has no subgroup arithmetic: only the shared-memory path runs\n";
+    }
+    std::mt19937 rng(21);
+    // Row widths below, at and above a subgroup, a workgroup and several passes of it.
+    for (int64_t cols : {1, 7, 8, 33, 256, 300, 1000}) {
+        const int64_t n = 1 + int64_t(rng() % 9);
+        const std::vector<float> x = random_values(n * cols, rng, 3.0f), r = random_values(n * cols, rng), w = random_values(cols, rng);
+        const std::vector<std::vector<float>> want = row_reductions(reference, n, cols, x, r, w);
+        for (Side& s : sides) {
+            const std::vector<std::vector<float>> got = row_reductions(s, n, cols, x, r, w);
+            for (size_t i = 0; i < want.size(); ++i)
+                EXPECT_TRUE(close(got[i], want[i], 1e-5)) << "output " << i << ", " << cols << " columns, " << s->describe();
+        }
+    }
+}
+
+TEST(VulkanKernelSettings, ASubgroupSwitchOtherThan0Or1IsRefused) {
+    PAGODA_REQUIRE_VULKAN();
+    try {
+        backend_reducing("yes");
+        ADD_FAILURE() << "PAGODA_VULKAN_SUBGROUP_REDUCE=yes was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("PAGODA_VULKAN_SUBGROUP_REDUCE=yes"), std::string::npos) << e.what();
     }
 }
 

@@ -6,21 +6,30 @@
 // its attend_until: an image's rows read to the image's end). With `sinks` (nonzero: one logit per
 // query head, gpt-oss) the softmax starts from the sink as a key with no value: m = sink, l = 1, so
 // it joins the denominator and never overflows. Scores: q . k (in order over head_dim) * scale, then the
-// soft cap; chunk max and sum by fixed-order trees; each output element accumulates the chunk's keys
+// soft cap; chunk max and sum by workgroup reductions (reduce.glsl: fixed-order trees, or subgroup
+// operations in the _subgroup module); each output element accumulates the chunk's keys
 // in order. Nothing depends on the other tokens of the step (batch invariance).
+// Split-KV (flash decoding, `partials` nonzero): a token's keys start..position are cut into
+// split_count() ranges of whole WG-key chunks, one workgroup each (gl_WorkGroupID.z; the sink in the
+// first), and each writes its unnormalised output, running max m and sum l to `partials`
+// (attention_combine.comp rescales and adds them). A token's split count depends only on its own key
+// count, and with one split the combine gives bitwise this shader's unsplit output.
 #include "common.glsl"
 #include "kv.glsl"
+#include "attention_split.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;  // a power of two, 64..256
+#include "reduce.glsl"
 layout(push_constant) uniform Push {
     uint64_t q, out_, cache, positions, seq_index, tables, sinks;
     uint n_heads, n_kv_heads, layer_offset, table_stride, window;
     float scale, softcap;
     uint block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block;
+    uint64_t partials;  // 0: write out_ directly (one split)
+    uint split_keys, max_splits;
 } pc;
 shared float qs[256];
 shared float ps[256];
-shared float red[256];
 
 int key_slot(int seq, int k) {
     const int block = Ints(pc.tables).v[uint(seq) * pc.table_stride + uint(k) / pc.block_size];
@@ -32,18 +41,23 @@ void main() {
     const uint kvh = head / (pc.n_heads / pc.n_kv_heads);
     KvGeometry g = KvGeometry(pc.block_size, pc.dtype, pc.head_dim, pc.row_bytes, pc.head_block_bytes,
                               pc.layer_block_bytes, pc.bytes_per_block);
-    const int pos = Ints(pc.positions).v[t], seq = Ints(pc.seq_index).v[t];
+    const int end = Ints(pc.positions).v[t], seq = Ints(pc.seq_index).v[t];
+    const int start = pc.window > 0u ? max(0, end - int(pc.window) + 1) : 0;
+    const uint split = gl_WorkGroupID.z;
+    const uint n_splits = pc.partials != 0ul ? split_count(uint(end - start + 1), pc.split_keys, pc.max_splits) : 1u;
+    if (split >= n_splits) return;  // uniform across the workgroup
+    const int chunk = split_chunk(uint(end - start + 1), n_splits, WG);
+    const int first = start + int(split) * chunk, pos = min(end, first + chunk - 1);  // pos < first: an empty split
     const uint qbase = (t * pc.n_heads + head) * pc.head_dim;
     for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = Floats(pc.q).v[qbase + d];
     barrier();
-    const int start = pc.window > 0u ? max(0, pos - int(pc.window) + 1) : 0;
     float m = -1.0 / 0.0, l = 0.0;
-    if (pc.sinks != 0ul) {
+    if (pc.sinks != 0ul && split == 0u) {
         m = Floats(pc.sinks).v[head];
         l = 1.0;
     }
     float acc[4] = {0.0, 0.0, 0.0, 0.0};
-    for (int k0 = start; k0 <= pos; k0 += int(WG)) {
+    for (int k0 = first; k0 <= pos; k0 += int(WG)) {
         const int k = k0 + int(lid);
         float s = -1.0 / 0.0;
         if (k <= pos) {
@@ -54,24 +68,12 @@ void main() {
             s = dot * pc.scale;
             if (pc.softcap > 0.0) s = pc.softcap * safe_tanh(s / pc.softcap);
         }
-        red[lid] = s;
-        barrier();
-        for (uint h = WG / 2u; h > 0u; h /= 2u) {
-            if (lid < h) red[lid] = max(red[lid], red[lid + h]);
-            barrier();
-        }
-        const float m_new = max(m, red[0]);
-        barrier();
+        const float m_new = max(m, workgroup_reduce(s, true));
         const float p = k <= pos ? exp(s - m_new) : 0.0;
         ps[lid] = p;
-        red[lid] = p;
-        barrier();
-        for (uint h = WG / 2u; h > 0u; h /= 2u) {
-            if (lid < h) red[lid] += red[lid + h];
-            barrier();
-        }
+        const float chunk_sum = workgroup_reduce(p, false);  // its barriers also publish ps
         const float corr = exp(m - m_new);
-        l = l * corr + red[0];
+        l = l * corr + chunk_sum;
         const int len = min(int(WG), pos + 1 - k0);
         for (uint i = 0; i < 4u; ++i) {
             const uint d = lid + i * WG;
@@ -85,6 +87,19 @@ void main() {
         }
         m = m_new;
         barrier();
+    }
+    if (pc.partials != 0ul) {
+        Floats part = Floats(pc.partials);
+        const uint at = partial_offset(t, head, split, pc.n_heads, pc.max_splits, pc.head_dim);
+        for (uint i = 0; i < 4u; ++i) {
+            const uint d = lid + i * WG;
+            if (d < pc.head_dim) part.v[at + d] = acc[i];
+        }
+        if (lid == 0u) {
+            part.v[at + pc.head_dim] = m;
+            part.v[at + pc.head_dim + 1u] = l;
+        }
+        return;
     }
     for (uint i = 0; i < 4u; ++i) {
         const uint d = lid + i * WG;
