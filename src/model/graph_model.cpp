@@ -40,7 +40,7 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     if (o.lora) {
         Graph with_lora = with_lora_nodes(built_.graph);
         if (with_lora.lora_targets.empty()) fail("{}: this model has no layer projections an adapter could update", file_->name());
-        lora_step_ = std::make_unique<LoraStep>(with_lora.lora_targets);
+        lora_step_ = std::make_unique<LoraStep>(with_lora.lora_targets, o.lora_storage);
         lora_executor_ = staged(with_lora, fusion);
         lora_executor_->reserve(std::max<int64_t>(1, o.max_step_tokens));
         lora_executor_->set_lora_segments(&lora_step_->segments());
