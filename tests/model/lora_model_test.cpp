@@ -171,7 +171,7 @@ TEST(Lora, RsLoraScalesByTheSquareRootOfTheRank) {
 
 // An f32 adapter stored rounded (--lora-dtype bf16 / f16: half the bytes each step) stays within
 // the 16-bit type's rounding of the reference backend's exact adapter, with the same tokens; the
-// rounding acts (the logits differ from the exact storage's).
+// rounding acts (the logits differ from the exact storage's); other backends refuse it.
 TEST(Lora, RoundedStorageStaysNearTheReference) {
     auto ref = open(fixture().base, "reference", true);
     const GreedyRun want = greedy(*ref, {ref->load_lora(fixture().lora_gguf, "a", 1.0f), 1.0f});
@@ -186,6 +186,8 @@ TEST(Lora, RoundedStorageStaysNearTheReference) {
         EXPECT_NE(got.logits, exact_run.logits) << name << ": nothing was rounded";
     }
     EXPECT_THROW(lora::parse_lora_storage("fp8", "--lora-dtype"), Error);
+    // The reference backend reads adapters as f32: a rounded storage there is refused, not ignored.
+    EXPECT_THROW(open(fixture().base, "reference", true, lora::LoraStorage::bf16), Error);
 }
 
 // One step mixing adapters and base rows gives each sequence bitwise what it gets alone, with the
