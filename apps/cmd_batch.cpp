@@ -179,6 +179,7 @@ int run_batch(const BatchOptions& o) {
     options.prefix_tier = o.tier.options(kv.prefix_caching);
     model::StepModelOptions model_options = o.compute.options(o.threads, kv, tokens_wanted, o.ctx, o.max_batched_tokens);
     model_options.lora = o.lora.any();
+    model_options.lora_storage = o.lora.storage(o.lora.any());
     auto target = model::open_step_model(file, model_options);
     // A line picks an adapter by `model` (its name) or `lora` ([{"id", "scale"}], ids in flag order).
     std::optional<server::LoraRegistry> loras;

@@ -199,6 +199,7 @@ int run(const RunOptions& o) {
     model::StepModelOptions model_options = o.compute.options(
         o.threads, o.kv.options(), int64_t(prompt.size()) + budget.tokens, budget.context, o.chunk);
     model_options.lora = o.lora.any();
+    model_options.lora_storage = o.lora.storage(o.lora.any());
     if (o.lora.specs().size() > 1) fail("run applies one LoRA adapter; give one --lora (serve and batch take several)");
     auto model = model::open_step_model(file, model_options);
     lora::AdapterRef adapter;

@@ -125,6 +125,7 @@ int serve(ServeOptions& o) {
     o.model.quantize = o.compute.quantize;
     o.model.max_context = o.ctx;
     o.model.loras = o.lora.specs();  // parse errors before the port is up
+    o.model.lora_storage = o.lora.storage(o.model.lora());
     if (o.model.max_loras > 0 && !o.model.lora())
         fail("--max-loras caps LoRA adapters: give --lora or --allow-runtime-lora with it");
     if (o.gateway.model_name.empty()) o.gateway.model_name = std::filesystem::path(o.model.path).stem().string();

@@ -57,6 +57,7 @@ inline LoraSpec parse_lora_flag(const std::string& value) {
 
 struct LoraFlags {
     std::vector<std::string> lora, lora_scaled;
+    std::string dtype;  // --lora-dtype (empty: exact)
 
     void add_to(CLI::App& sub) {
         sub.add_option("--lora", lora,
@@ -67,6 +68,16 @@ struct LoraFlags {
         sub.add_option("--lora-scaled", lora_scaled, "llama.cpp's --lora-scaled FILE SCALE (repeatable)")
             ->expected(2)
             ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+        sub.add_option("--lora-dtype", dtype,
+                       "How adapters are stored for the steps: exact (default: f16/bf16 where every number is one, "
+                       "else f32), bf16 or f16 (an adapter not exactly 16-bit rounded to it: half the bytes of f32 "
+                       "read each step)");
+    }
+    // The --lora-dtype choice; refused without an adapter to store (`adapters`: the command has some).
+    lora::LoraStorage storage(bool adapters) const {
+        if (dtype.empty()) return lora::LoraStorage::exact;
+        if (!adapters) fail("--lora-dtype stores LoRA adapters: give --lora (or serve's --allow-runtime-lora) with it");
+        return lora::parse_lora_storage(dtype, "--lora-dtype");
     }
     bool any() const { return !lora.empty() || !lora_scaled.empty(); }
 

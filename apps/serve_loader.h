@@ -26,6 +26,7 @@ struct ServeModelOptions {
     std::vector<LoraSpec> loras;     // --lora: adapters served as models of their own
     bool allow_runtime_lora = false;  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter
     size_t max_loras = 0;             // adapters resident at once (0: no cap); idle ones evicted LRU
+    lora::LoraStorage lora_storage = lora::LoraStorage::exact;  // --lora-dtype
     bool lora() const { return !loras.empty() || allow_runtime_lora; }
 };
 

@@ -158,6 +158,7 @@ bool Scheduler::prefix_in_flight(const Sequence* seq) const {
     const int64_t bs = blocks_.block_size();
     for (const Sequence* r : running_) {
         if (r->n_computed >= reusable * bs) continue;  // whatever it shares is computed (and cached) already
+        if (r->prefix_key != seq->prefix_key) continue;  // another LoRA adapter's KV: never shared, nothing to wait for
         const size_t n = std::min(r->tokens.size(), seq->tokens.size());
         size_t same = 0;
         while (same < n && r->tokens[same] == seq->tokens[same]) ++same;

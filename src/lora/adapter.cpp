@@ -11,6 +11,13 @@
 
 namespace pagoda::lora {
 
+LoraStorage parse_lora_storage(const std::string& text, const std::string& flag) {
+    if (text == "exact") return LoraStorage::exact;
+    if (text == "bf16") return LoraStorage::bf16;
+    if (text == "f16") return LoraStorage::f16;
+    fail("{}: '{}' is not a LoRA storage type (exact, bf16 or f16)", flag, text);
+}
+
 size_t Adapter::bytes() const {
     size_t n = 0;
     for (const auto& p : pairs) n += (p.a.size() + p.b.size()) * sizeof(float);

@@ -33,6 +33,14 @@ struct Adapter {
     size_t bytes() const;         // the f32 numbers held
 };
 
+// How a backend stores an adapter's A and B for its steps (`--lora-dtype`): `exact` keeps every number
+// (F16 / BF16 where every number of a pair is exactly one, else F32); `bf16` / `f16` round a pair that
+// is not exactly 16-bit to that type (half the bytes of F32 to stream each step, at a 16-bit type's
+// precision); a pair already exact in F16 or BF16 is kept as it is.
+enum class LoraStorage { exact, bf16, f16 };
+// "exact", "bf16", "f16"; anything else is refused naming `flag`.
+LoraStorage parse_lora_storage(const std::string& text, const std::string& flag);
+
 // One sequence's adapter and the scale it runs at. Empty (no adapter): the base model.
 struct AdapterRef {
     std::shared_ptr<const Adapter> adapter;

@@ -40,7 +40,12 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     if (o.lora) {
         Graph with_lora = with_lora_nodes(built_.graph);
         if (with_lora.lora_targets.empty()) fail("{}: this model has no layer projections an adapter could update", file_->name());
-        lora_step_ = std::make_unique<LoraStep>(with_lora.lora_targets);
+        // Only the CPU backend streams the compact form a rounded storage fills; another would read the
+        // f32 numbers and silently not do what --lora-dtype asked.
+        if (o.lora_storage != lora::LoraStorage::exact && (device_ || backend_->name() != "cpu"))
+            fail("--lora-dtype bf16/f16 is for the cpu backend's steps; the {} backend reads adapters as f32",
+                 o.backend);
+        lora_step_ = std::make_unique<LoraStep>(with_lora.lora_targets, o.lora_storage);
         lora_executor_ = staged(with_lora, fusion);
         lora_executor_->reserve(std::max<int64_t>(1, o.max_step_tokens));
         lora_executor_->set_lora_segments(&lora_step_->segments());

@@ -1,5 +1,7 @@
 #include "model/lora_graph.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "core/half.h"
 
@@ -38,6 +40,14 @@ bool exact_in(const std::vector<float>& values, To to, From from) {
 }
 
 // B (out x rank) transposed to rank x out, each value converted by `to`.
+// Whether every value stays finite through a 16-bit type (f16 ends at 65504).
+template <class To, class From>
+bool fits(const std::vector<float>& values, To to, From from) {
+    for (float v : values)
+        if (!std::isfinite(from(to(v)))) return false;
+    return true;
+}
+
 template <class Elem, class To>
 std::vector<uint8_t> transposed(const lora::LoraPair& p, To to) {
     std::vector<uint8_t> bytes(p.b.size() * sizeof(Elem));
@@ -57,7 +67,7 @@ std::vector<uint8_t> converted(const std::vector<float>& values, To to) {
 
 }  // namespace
 
-std::shared_ptr<const LoraStep::Compact> LoraStep::build_compact(const std::shared_ptr<const lora::Adapter>& adapter) {
+std::shared_ptr<const LoraStep::Compact> LoraStep::build_compact(const std::shared_ptr<const lora::Adapter>& adapter) const {
     auto c = std::make_shared<Compact>();
     c->owner = adapter;
     auto f16 = [](float v) { return f32_to_f16(v); };
@@ -72,6 +82,15 @@ std::shared_ptr<const LoraStep::Compact> LoraStep::build_compact(const std::shar
             cp.elem = gguf::GgmlType::BF16;
             cp.a = converted(p.a, bf16);
             cp.bt = transposed<uint16_t>(p, bf16);
+        } else if (storage_ == lora::LoraStorage::bf16) {  // rounded (--lora-dtype bf16)
+            cp.elem = gguf::GgmlType::BF16;
+            cp.a = converted(p.a, bf16);
+            cp.bt = transposed<uint16_t>(p, bf16);
+        } else if (storage_ == lora::LoraStorage::f16 && fits(p.a, f16, f16_to_f32) && fits(p.b, f16, f16_to_f32)) {
+            // rounded (--lora-dtype f16); a pair with a number past f16's range stays f32
+            cp.elem = gguf::GgmlType::F16;
+            cp.a = converted(p.a, f16);
+            cp.bt = transposed<uint16_t>(p, f16);
         } else {
             cp.bt = transposed<float>(p, [](float v) { return v; });
         }
@@ -96,7 +115,8 @@ std::shared_ptr<const LoraStep::Compact> LoraStep::compact_for(const std::shared
 
 void LoraStep::add_adapter(const std::shared_ptr<const lora::Adapter>& adapter) { compact_for(adapter); }
 
-LoraStep::LoraStep(const std::vector<std::string>& targets) : by_target_(targets.size()) {
+LoraStep::LoraStep(const std::vector<std::string>& targets, lora::LoraStorage storage)
+    : storage_(storage), by_target_(targets.size()) {
     for (size_t i = 0; i < targets.size(); ++i) slots_.emplace(targets[i], int32_t(i));
 }
 

@@ -5,8 +5,8 @@
 // backend declares FusedOp::lora_in_fused (fusion.h; elsewhere they stay unfused). GraphModel keeps
 // the plain fused graph for steps without adapters and runs this one only when some row has one. LoraStep groups a step's rows by adapter into the per-target segments
 // the executor hands to Backend::lora_add, each with its adapter's compact form (LoraSegment::a_elems
-// / bt_elems: F16 or BF16 where every number is exactly one, else F32; B transposed), built once per
-// adapter and dropped with it.
+// / bt_elems: F16 or BF16 where every number is exactly one, else F32 or, by lora::LoraStorage, rounded
+// to BF16 / F16; B transposed), built once per adapter and dropped with it.
 #pragma once
 #include <map>
 #include <memory>
@@ -25,7 +25,7 @@ Graph with_lora_nodes(const Graph& graph);
 
 class LoraStep {
 public:
-    explicit LoraStep(const std::vector<std::string>& targets);
+    explicit LoraStep(const std::vector<std::string>& targets, lora::LoraStorage storage = lora::LoraStorage::exact);
     size_t n_targets() const { return by_target_.size(); }
     // The graph's slot for a base tensor name, or -1 when no lora_add node updates it.
     int32_t slot(const std::string& target) const;
@@ -46,9 +46,10 @@ private:
         std::weak_ptr<const lora::Adapter> owner;  // expired: the adapter is gone (its address may return)
         std::vector<CompactPair> pairs;            // parallel to the adapter's pairs
     };
-    static std::shared_ptr<const Compact> build_compact(const std::shared_ptr<const lora::Adapter>& adapter);
+    std::shared_ptr<const Compact> build_compact(const std::shared_ptr<const lora::Adapter>& adapter) const;
     std::shared_ptr<const Compact> compact_for(const std::shared_ptr<const lora::Adapter>& adapter);
 
+    lora::LoraStorage storage_;
     std::mutex compact_mutex_;
     std::map<const lora::Adapter*, std::shared_ptr<const Compact>> compact_;
     std::map<std::string, int32_t> slots_;

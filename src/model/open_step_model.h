@@ -27,6 +27,8 @@ struct StepModelOptions {
     // Builds the LoRA twin of the step graph (lora_graph.h) so load_lora() works: steps with an
     // adapter run it, steps without run the plain fused graph. Off: load_lora() refuses.
     bool lora = false;
+    // How adapters' numbers are stored for the steps (lora::LoraStorage; --lora-dtype).
+    lora::LoraStorage lora_storage = lora::LoraStorage::exact;
     // With a device backend (vulkan): the first N layers run there, the rest and the output head on
     // the cpu backend (llama.cpp's -ngl; the token embedding goes with layer 0). 0: all on the cpu;
     // more than the model's layers, or -1: all on the device. Other backends ignore it.

@@ -197,6 +197,26 @@ TEST(Scheduler, SharedPromptPrefixIsComputedOnce) {
     }
 }
 
+// The same prompt prefix under another prefix key (another LoRA adapter) is never shared, so a
+// request does not wait for a running one of another key to compute it: both start in one step.
+TEST(Scheduler, SharedPrefixUnderAnotherKeyDoesNotWait) {
+    Sim sim(64, 4, {.max_batched_tokens = 256, .max_seqs = 8});
+    std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+    Sequence* a = sim.add_tokens(prompt);
+    Sequence* b = sim.add_tokens(prompt);
+    Sequence* c = sim.add_tokens(prompt);
+    a->prefix_key = 11;
+    b->prefix_key = 22;
+    c->prefix_key = 11;  // a's key: waits for a's blocks
+    StepPlan first = sim.sched.schedule();
+    ASSERT_EQ(first.chunks.size(), 2u);
+    EXPECT_EQ(first.chunks[0].seq, a);
+    EXPECT_EQ(first.chunks[1].seq, b);
+    EXPECT_EQ(first.chunks[1].begin, 0);
+    EXPECT_EQ(first.n_prefill_tokens, 20);
+    sim.sched.complete(first);
+}
+
 // A prompt whose shared blocks are computed already is admitted at once (nothing to wait for),
 // even while the sequence that computed them still decodes.
 TEST(Scheduler, SharedPrefixAlreadyCachedIsAdmittedAtOnce) {

@@ -46,9 +46,10 @@ const Fixture& fixture() {
     return f;
 }
 
-std::unique_ptr<StepModel> open(const std::string& path, const std::string& backend, bool lora) {
+std::unique_ptr<StepModel> open(const std::string& path, const std::string& backend, bool lora,
+                                lora::LoraStorage storage = lora::LoraStorage::exact) {
     return open_step_model(path, {.backend = backend, .threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
-                                  .tokens_wanted = 256, .lora = lora});
+                                  .tokens_wanted = 256, .lora = lora, .lora_storage = storage});
 }
 
 const std::vector<int32_t> kPrompt = {1, 17, 42, 99, 5, 230, 7, 64, 12};
@@ -168,40 +169,65 @@ TEST(Lora, RsLoraScalesByTheSquareRootOfTheRank) {
     EXPECT_FLOAT_EQ(g.pairs[0].factor, p.pairs[0].factor);
 }
 
-// One step mixing adapters and base rows gives each sequence bitwise what it gets alone.
-TEST(Lora, MixedBatchIsBatchInvariant) {
-    auto model = open(fixture().base, "cpu", true);
-    auto a = model->load_lora(fixture().lora_gguf, "a", 1);
-    auto b = model->load_lora(fixture().lora2_gguf, "b", 1);
-    const std::vector<lora::AdapterRef> refs = {{a, 1.0f}, {}, {b, 1.0f}, {a, 0.5f}};
-    const int32_t block = model->info().block_size;
-    // Alone: each sequence in its own step, on fresh blocks.
-    auto run_step = [&](const std::vector<size_t>& which) {
-        Batch batch;
-        for (size_t k = 0; k < which.size(); ++k) {
-            const size_t i = which[k];
-            std::vector<int32_t> table;
-            const int32_t first = int32_t(i) * 4;
-            for (int32_t j = 0; j < 3; ++j) table.push_back(first + j);
-            const int32_t s = batch.add_sequence(table, refs[i]);
-            for (int32_t p = 0; p < int32_t(kPrompt.size()); ++p)
-                batch.add(kPrompt[size_t(p)] + int32_t(i % 2), p, s, int64_t(table[size_t(p / block)]) * block + p % block,
-                          true);
-        }
-        return model->forward(batch);
-    };
-    const std::vector<float> together = run_step({0, 1, 2, 3});
-    const size_t per = kPrompt.size() * size_t(model->info().vocab_size);
-    for (size_t i = 0; i < refs.size(); ++i) {
-        const std::vector<float> alone = run_step({i});
-        const std::vector<float> in_batch(together.begin() + long(i * per), together.begin() + long((i + 1) * per));
-        EXPECT_EQ(alone, in_batch) << "sequence " << i;
+// An f32 adapter stored rounded (--lora-dtype bf16 / f16: half the bytes each step) stays within
+// the 16-bit type's rounding of the reference backend's exact adapter, with the same tokens; the
+// rounding acts (the logits differ from the exact storage's); other backends refuse it.
+TEST(Lora, RoundedStorageStaysNearTheReference) {
+    auto ref = open(fixture().base, "reference", true);
+    const GreedyRun want = greedy(*ref, {ref->load_lora(fixture().lora_gguf, "a", 1.0f), 1.0f});
+    auto exact = open(fixture().base, "cpu", true);
+    const GreedyRun exact_run = greedy(*exact, {exact->load_lora(fixture().lora_gguf, "a", 1.0f), 1.0f});
+    for (const auto [storage, tolerance] : {std::pair{lora::LoraStorage::bf16, 2e-2}, std::pair{lora::LoraStorage::f16, 2e-3}}) {
+        const char* name = storage == lora::LoraStorage::bf16 ? "bf16" : "f16";
+        auto cpu = open(fixture().base, "cpu", true, storage);
+        const GreedyRun got = greedy(*cpu, {cpu->load_lora(fixture().lora_gguf, "a", 1.0f), 1.0f});
+        EXPECT_EQ(got.tokens, want.tokens) << name;
+        EXPECT_LT(max_rel_diff(got.logits, want.logits), tolerance) << name;
+        EXPECT_NE(got.logits, exact_run.logits) << name << ": nothing was rounded";
     }
-    // Sequences 0 and 2 (adapters a and b) and 1 and 3 (base and a at 0.5) read the same tokens: the
-    // adapters and the scale act.
-    auto part = [&](size_t i) { return std::vector<float>(together.begin() + long(i * per), together.begin() + long((i + 1) * per)); };
-    EXPECT_NE(part(0), part(2));
-    EXPECT_NE(part(1), part(3));
+    EXPECT_THROW(lora::parse_lora_storage("fp8", "--lora-dtype"), Error);
+    // The reference backend reads adapters as f32: a rounded storage there is refused, not ignored.
+    EXPECT_THROW(open(fixture().base, "reference", true, lora::LoraStorage::bf16), Error);
+}
+
+// One step mixing adapters and base rows gives each sequence bitwise what it gets alone, with the
+// adapters stored exactly and rounded to bf16.
+TEST(Lora, MixedBatchIsBatchInvariant) {
+    for (const lora::LoraStorage storage : {lora::LoraStorage::exact, lora::LoraStorage::bf16}) {
+        SCOPED_TRACE(storage == lora::LoraStorage::exact ? "exact" : "bf16");
+        auto model = open(fixture().base, "cpu", true, storage);
+        auto a = model->load_lora(fixture().lora_gguf, "a", 1);
+        auto b = model->load_lora(fixture().lora2_gguf, "b", 1);
+        const std::vector<lora::AdapterRef> refs = {{a, 1.0f}, {}, {b, 1.0f}, {a, 0.5f}};
+        const int32_t block = model->info().block_size;
+        // Alone: each sequence in its own step, on fresh blocks.
+        auto run_step = [&](const std::vector<size_t>& which) {
+            Batch batch;
+            for (size_t k = 0; k < which.size(); ++k) {
+                const size_t i = which[k];
+                std::vector<int32_t> table;
+                const int32_t first = int32_t(i) * 4;
+                for (int32_t j = 0; j < 3; ++j) table.push_back(first + j);
+                const int32_t s = batch.add_sequence(table, refs[i]);
+                for (int32_t p = 0; p < int32_t(kPrompt.size()); ++p)
+                    batch.add(kPrompt[size_t(p)] + int32_t(i % 2), p, s, int64_t(table[size_t(p / block)]) * block + p % block,
+                              true);
+            }
+            return model->forward(batch);
+        };
+        const std::vector<float> together = run_step({0, 1, 2, 3});
+        const size_t per = kPrompt.size() * size_t(model->info().vocab_size);
+        for (size_t i = 0; i < refs.size(); ++i) {
+            const std::vector<float> alone = run_step({i});
+            const std::vector<float> in_batch(together.begin() + long(i * per), together.begin() + long((i + 1) * per));
+            EXPECT_EQ(alone, in_batch) << "sequence " << i;
+        }
+        // Sequences 0 and 2 (adapters a and b) and 1 and 3 (base and a at 0.5) read the same tokens: the
+        // adapters and the scale act.
+        auto part = [&](size_t i) { return std::vector<float>(together.begin() + long(i * per), together.begin() + long((i + 1) * per)); };
+        EXPECT_NE(part(0), part(2));
+        EXPECT_NE(part(1), part(3));
+    }
 }
 
 TEST(Lora, PrefixCacheIsKeyedByAdapter) {

@@ -272,18 +272,18 @@ public:
             // The LoRA updates land in the stacked rows' parts, as the unfused lora_add after the
             // matmul's copy out would add them.
             if (lora) {
-                add_lora(lora->parts[0], x, stacked, width, q_dim);
-                add_lora(lora->parts[1], x, stacked + q_dim, width, kv_dim);
-                add_lora(lora->parts[2], x, stacked + q_dim + kv_dim, width, kv_dim);
+                add_lora(x, {{lora->parts[0], stacked, width, q_dim},
+                             {lora->parts[1], stacked + q_dim, width, kv_dim},
+                             {lora->parts[2], stacked + q_dim + kv_dim, width, kv_dim}});
             }
         } else {
             multiply(w.packed()[0], x, xq, f32w(q_out));
             multiply(w.packed()[1], x, xq, k);
             multiply(w.packed()[2], x, xq, v);
             if (lora) {
-                add_lora(lora->parts[0], x, f32w(q_out), q_dim, q_dim);
-                add_lora(lora->parts[1], x, k, kv_dim, kv_dim);
-                add_lora(lora->parts[2], x, v, kv_dim, kv_dim);
+                add_lora(x, {{lora->parts[0], f32w(q_out), q_dim, q_dim},
+                             {lora->parts[1], k, kv_dim, kv_dim},
+                             {lora->parts[2], v, kv_dim, kv_dim}});
             }
         }
         const CpuRope& tables = rope_tables(*op.rope, n);
@@ -318,8 +318,7 @@ public:
         if (w.stacked()) {
             float* y = stacked_output(w, x, xq);
             if (lora) {
-                add_lora(lora->parts[0], x, y, 2 * f, f);
-                add_lora(lora->parts[1], x, y + f, 2 * f, f);
+                add_lora(x, {{lora->parts[0], y, 2 * f, f}, {lora->parts[1], y + f, 2 * f, f}});
             }
             // Each token's row holds [gate | up].
             per_token(n, [&](int64_t t) {
@@ -332,16 +331,14 @@ public:
         multiply(w.packed()[0], x, xq, f32w(out));
         multiply(w.packed()[1], x, xq, up);
         if (lora) {
-            add_lora(lora->parts[0], x, f32w(out), f, f);
-            add_lora(lora->parts[1], x, up, f, f);
+            add_lora(x, {{lora->parts[0], f32w(out), f, f}, {lora->parts[1], up, f, f}});
         }
         per_token(n, [&](int64_t t) { cpu::silu_mul(f32w(out) + t * f, up + t * f, f, f32w(out) + t * f); });
     }
-    // One part's LoRA update (FusedOp::lora_in_fused): row t's `width` values at rows + t * stride
-    // take lora_add of the segments, as the unfused lora_add after the matmul would.
-    void add_lora(std::span<const LoraSegment> segments, const Tensor& x, float* rows, int64_t stride, int64_t width) {
-        if (!segments.empty())
-            cpu::lora_add_rows(f32(x), x.cols, x.cols, rows, stride, width, x.rows, segments, threads_, lora_scratch_);
+    // The parts' LoRA updates (FusedOp::lora_in_fused): row t's `out` values at y + t * y_stride take
+    // lora_add of the part's segments, as the unfused lora_add after the matmul would.
+    void add_lora(const Tensor& x, std::initializer_list<cpu::LoraOutPart> parts) {
+        cpu::lora_add_parts(f32(x), x.cols, x.cols, x.rows, {parts.begin(), parts.size()}, threads_, lora_scratch_);
     }
     int64_t moe_workspace_cols(const MoeOp& op) const override { return cpu::moe_workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws) override {

@@ -3,7 +3,7 @@
 // bf16, B transposed), against a double-precision reference computed here from the same numbers,
 // over shapes around the lane widths and the ranks' chunks; a row's result bitwise the same alone,
 // in a batch, and at any thread count; rows of no segment untouched; strided rows (an update into a
-// part of a wider row).
+// part of a wider row); several parts in one call (a fused op's Q, K, V) each as alone.
 #include "backend/cpu/lora/lora_add.h"
 
 #include <cmath>
@@ -204,6 +204,46 @@ TEST(LoraAddCpu, StridedRowsUpdateOnlyTheirColumns) {
             if (c >= offset && c < offset + out) EXPECT_EQ(yw[i], dense[size_t(t * out + c - offset)]) << t << "," << c;
             else EXPECT_EQ(yw[i], before[i]) << "column " << c << " of row " << t << " is outside the part";
         }
+}
+
+
+// lora_add_parts over a stacked [Q | K | V] row equals one lora_add_rows per part, bitwise, on every
+// ISA, with parts of different adapters, rows and widths (one part with no segment).
+TEST(LoraAddCpu, PartsInOneCallEqualOneCallPerPart) {
+    IsaGuard guard;
+    std::mt19937 rng(474);
+    const int64_t n = 7, in = 72, widths[3] = {48, 17, 33}, width = 48 + 17 + 33;
+    for (Isa isa : isas()) {
+        set_isa(isa);
+        for (Form form : kForms) {
+            std::vector<TestAdapter> adapters;
+            std::vector<std::vector<int32_t>> rows = {{0, 2, 3, 6}, {1, 4}, {5}};
+            for (int p = 0; p < 3; ++p)
+                for (int64_t r : {int64_t(3), int64_t(16)}) adapters.push_back(make_adapter(r, in, widths[p], 0.25f * float(p + 1), rng, form));
+            // Part p takes adapters 2p and 2p+1 on rows[0] and rows[1]; part 1 also adapter 2 on rows[2].
+            std::vector<std::vector<LoraSegment>> segs(3);
+            for (int p = 0; p < 3; ++p) {
+                if (p == 2) continue;  // no update for V
+                segs[size_t(p)].push_back(adapters[size_t(2 * p)].segment(rows[0]));
+                segs[size_t(p)].push_back(adapters[size_t(2 * p + 1)].segment(rows[1]));
+            }
+            const std::vector<float> x = randv(n * in, rng), y = randv(n * width, rng);
+            ThreadPool pool(2);
+            LoraScratch scratch;
+            std::vector<float> one_call = y, per_part = y;
+            const LoraOutPart parts[3] = {{segs[0], one_call.data(), width, widths[0]},
+                                          {segs[1], one_call.data() + widths[0], width, widths[1]},
+                                          {segs[2], one_call.data() + widths[0] + widths[1], width, widths[2]}};
+            lora_add_parts(x.data(), in, in, n, parts, pool, scratch);
+            int64_t offset = 0;
+            for (int p = 0; p < 3; ++p) {
+                lora_add_rows(x.data(), in, in, per_part.data() + offset, width, widths[p], n, segs[size_t(p)], pool, scratch);
+                offset += widths[p];
+            }
+            EXPECT_EQ(one_call, per_part) << isa_name(isa) << " " << form_name(form);
+            EXPECT_NE(one_call, y) << "no update landed";
+        }
+    }
 }
 
 }  // namespace

@@ -77,18 +77,25 @@ void lora_add_f32(const Tensor& x, const Tensor& y, std::span<const LoraSegment>
 
 void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64_t y_stride, int64_t out,
                    int64_t n_rows, std::span<const LoraSegment> segments, ThreadPool& threads, LoraScratch& scratch) {
-    const size_t n_seg = segments.size();
-    auto& off = scratch.offsets;
-    off.assign(n_seg, 0);
+    const LoraOutPart part{segments, y, y_stride, out};
+    lora_add_parts(x, x_stride, in, n_rows, {&part, 1}, threads, scratch);
+}
+
+void lora_add_parts(const float* x, int64_t x_stride, int64_t in, int64_t n_rows, std::span<const LoraOutPart> parts,
+                    ThreadPool& threads, LoraScratch& scratch) {
+    // One job per (part, segment), each with its h offset.
+    auto& jobs = scratch.jobs;
+    jobs.clear();
     int64_t h_size = 0;
-    for (size_t s = 0; s < n_seg; ++s) {
-        const LoraSegment& g = segments[s];
-        if (g.rank <= 0) fail("cpu backend: lora_add: an adapter of rank {}", g.rank);
-        for (int32_t t : g.rows)
-            if (t < 0 || t >= n_rows) fail("cpu backend: lora_add: row {} is outside the step's {} rows", t, n_rows);
-        off[s] = h_size;
-        h_size += int64_t(g.rows.size()) * g.rank;
-    }
+    for (const LoraOutPart& part : parts)
+        for (const LoraSegment& g : part.segments) {
+            if (g.rank <= 0) fail("cpu backend: lora_add: an adapter of rank {}", g.rank);
+            for (int32_t t : g.rows)
+                if (t < 0 || t >= n_rows) fail("cpu backend: lora_add: row {} is outside the step's {} rows", t, n_rows);
+            if (g.rows.empty()) continue;
+            jobs.push_back({&g, &part, h_size});
+            h_size += int64_t(g.rows.size()) * g.rank;
+        }
     if (h_size == 0) return;
     if (int64_t(scratch.h.size()) < h_size) scratch.h.resize(size_t(h_size));
     float* h = scratch.h.data();
@@ -99,52 +106,54 @@ void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64
         case Isa::avx2: down = lora_down_avx2; up = lora_up_avx2; break;
         case Isa::scalar: break;
     }
-    // Work units as prefix sums per segment: the down pass's (row block, rank block) pairs at even
-    // indices, the up pass's output chunks at odd ones.
-    auto& units = scratch.units;
-    units.assign(2 * (n_seg + 1), 0);
-    const int64_t out_chunks = (out + kOutChunk - 1) / kOutChunk;
-    for (size_t s = 0; s < n_seg; ++s) {
-        const LoraSegment& g = segments[s];
+    // Work units as prefix sums per job: the down pass's (row block, rank block) pairs, the up pass's
+    // output chunks. Every job's down units run in one parallel region and its up units in the next,
+    // so the parts of a fused op (Q, K, V) cost two regions, not two each.
+    const size_t n_jobs = jobs.size();
+    auto& down_units = scratch.down_units;
+    auto& up_units = scratch.up_units;
+    down_units.assign(n_jobs + 1, 0);
+    up_units.assign(n_jobs + 1, 0);
+    for (size_t i = 0; i < n_jobs; ++i) {
+        const LoraSegment& g = *jobs[i].segment;
         const int64_t row_blocks = (int64_t(g.rows.size()) + kLoraRowBlock - 1) / kLoraRowBlock;
         const int64_t rank_blocks = (g.rank + kRankBlock - 1) / kRankBlock;
-        units[2 * (s + 1)] = units[2 * s] + row_blocks * rank_blocks;
-        units[2 * (s + 1) + 1] = units[2 * s + 1] + (g.rows.empty() ? 0 : out_chunks);
+        down_units[i + 1] = down_units[i] + row_blocks * rank_blocks;
+        up_units[i + 1] = up_units[i] + (jobs[i].part->out + kOutChunk - 1) / kOutChunk;
     }
-    auto segment_of = [&](int64_t u, size_t pass) {
-        size_t s = 0;
-        while (units[2 * (s + 1) + pass] <= u) ++s;
-        return s;
+    auto job_of = [](const std::vector<int64_t>& units, int64_t u) {
+        return size_t(std::upper_bound(units.begin(), units.end(), u) - units.begin()) - 1;
     };
-    threads.parallel_for(units[2 * n_seg], 1, [&](int64_t begin, int64_t end, int) {
+    threads.parallel_for(down_units[n_jobs], 1, [&](int64_t begin, int64_t end, int) {
         for (int64_t u = begin; u < end; ++u) {
-            const size_t s = segment_of(u, 0);
-            const LoraSegment& g = segments[s];
-            const int64_t rank_blocks = (g.rank + kRankBlock - 1) / kRankBlock, k = u - units[2 * s];
+            const size_t i = job_of(down_units, u);
+            const LoraSegment& g = *jobs[i].segment;
+            const int64_t rank_blocks = (g.rank + kRankBlock - 1) / kRankBlock, k = u - down_units[i];
             const int64_t block = k / rank_blocks, j0 = (k % rank_blocks) * kRankBlock;
             LoraDown d{.elem = elem_of(g), .a = compact(g) ? g.a_elems : g.a, .in = in, .j0 = j0,
                        .j1 = std::min(g.rank, j0 + kRankBlock), .n_rows = 0, .x = {}, .h = {}};
-            for (int64_t i = block * kLoraRowBlock; i < int64_t(g.rows.size()) && d.n_rows < kLoraRowBlock; ++i) {
-                d.x[d.n_rows] = x + int64_t(g.rows[size_t(i)]) * x_stride;
-                d.h[d.n_rows] = h + off[s] + i * g.rank;
+            for (int64_t r = block * kLoraRowBlock; r < int64_t(g.rows.size()) && d.n_rows < kLoraRowBlock; ++r) {
+                d.x[d.n_rows] = x + int64_t(g.rows[size_t(r)]) * x_stride;
+                d.h[d.n_rows] = h + jobs[i].h_offset + r * g.rank;
                 ++d.n_rows;
             }
             down(d);
         }
     });
-    threads.parallel_for(units[2 * n_seg + 1], 1, [&](int64_t begin, int64_t end, int) {
+    threads.parallel_for(up_units[n_jobs], 1, [&](int64_t begin, int64_t end, int) {
         for (int64_t u = begin; u < end; ++u) {
-            const size_t s = segment_of(u, 1);
-            const LoraSegment& g = segments[s];
-            const int64_t o0 = (u - units[2 * s + 1]) * kOutChunk;
+            const size_t i = job_of(up_units, u);
+            const LoraSegment& g = *jobs[i].segment;
+            const LoraOutPart& part = *jobs[i].part;
+            const int64_t o0 = (u - up_units[i]) * kOutChunk;
             LoraUp p{.elem = elem_of(g), .bt = compact(g) ? g.bt_elems : nullptr, .b = g.b, .rank = g.rank,
-                     .out = out, .o0 = o0, .o1 = std::min(out, o0 + kOutChunk), .scale = g.scale, .n_rows = 0,
-                     .h = {}, .y = {}};
-            for (size_t i = 0; i < g.rows.size();) {
+                     .out = part.out, .o0 = o0, .o1 = std::min(part.out, o0 + kOutChunk), .scale = g.scale,
+                     .n_rows = 0, .h = {}, .y = {}};
+            for (size_t r = 0; r < g.rows.size();) {
                 p.n_rows = 0;
-                for (; i < g.rows.size() && p.n_rows < kLoraRowBlock; ++i, ++p.n_rows) {
-                    p.h[p.n_rows] = h + off[s] + int64_t(i) * g.rank;
-                    p.y[p.n_rows] = y + int64_t(g.rows[i]) * y_stride;
+                for (; r < g.rows.size() && p.n_rows < kLoraRowBlock; ++r, ++p.n_rows) {
+                    p.h[p.n_rows] = h + jobs[i].h_offset + int64_t(r) * g.rank;
+                    p.y[p.n_rows] = part.y + int64_t(g.rows[r]) * part.y_stride;
                 }
                 up(p);
             }

@@ -16,10 +16,22 @@
 
 namespace pagoda::backend::cpu {
 
+// One output of an update: row t's `out` values at y + t * y_stride take the segments' updates.
+struct LoraOutPart {
+    std::span<const LoraSegment> segments;
+    float* y;
+    int64_t y_stride, out;
+};
+
 struct LoraScratch {
-    std::vector<float> h;          // the rank-wide intermediates
-    std::vector<int64_t> offsets;  // per segment: its h offset
-    std::vector<int64_t> units;    // work-unit boundaries per segment and pass
+    struct Job {  // one segment of one part
+        const LoraSegment* segment;
+        const LoraOutPart* part;
+        int64_t h_offset;
+    };
+    std::vector<float> h;  // the rank-wide intermediates
+    std::vector<Job> jobs;
+    std::vector<int64_t> down_units, up_units;  // work-unit boundaries per job and pass
 };
 
 // x: T x in, y: T x out (f32 rows).
@@ -30,5 +42,10 @@ void lora_add_f32(const Tensor& x, const Tensor& y, std::span<const LoraSegment>
 // values), t < n_rows — so an update can land in a part of a wider row (a stacked Q|K|V output).
 void lora_add_rows(const float* x, int64_t x_stride, int64_t in, float* y, int64_t y_stride, int64_t out,
                    int64_t n_rows, std::span<const LoraSegment> segments, ThreadPool& threads, LoraScratch& scratch);
+
+// Several outputs of one input (the Q, K, V parts of a fused op): every part's down passes in one
+// parallel region and every up pass in the next, each value as lora_add_rows computes it alone.
+void lora_add_parts(const float* x, int64_t x_stride, int64_t in, int64_t n_rows, std::span<const LoraOutPart> parts,
+                    ThreadPool& threads, LoraScratch& scratch);
 
 }  // namespace pagoda::backend::cpu

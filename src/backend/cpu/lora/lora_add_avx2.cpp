@@ -1,7 +1,8 @@
 // The LoRA row kernels (lora_kernels.h) on AVX2 + FMA + F16C, 8 lanes: down as on AVX-512 (two
-// accumulators per row, 8-value chunks, the tail through a zero-padded copy); up from B^T one
-// accumulator per row and 8 outputs over the rank in order, from B one dot product per output (the
-// tail zero-padded) reduced in one fixed order. f16 widens with vcvtph2ps, bf16 with a shift: exact.
+// accumulators per row and rank row, 8-value chunks, the tail through a zero-padded copy; 4 or 2 rank
+// rows side by side for 1 or 2 rows); up from B^T one accumulator per row and 8 outputs over the rank
+// in order (4 or 2 blocks of 8 side by side), from B one dot product per output (the tail
+// zero-padded) reduced in one fixed order. Side by side changes no value's order of operations. f16 widens with vcvtph2ps, bf16 with a shift: exact.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -49,25 +50,39 @@ inline __m256 load8_tail(const void* p, int64_t i, int64_t n) {
     }
 }
 
+// J rank rows side by side (each with its own two accumulators per row: its sum is what it is alone).
+template <LoraElem E, int R, int J>
+void down_j(const LoraDown& d, int64_t j) {
+    const int64_t in = d.in, full = in / 8 * 8;
+    __m256 acc[J][2][R];
+    for (int q = 0; q < J; ++q)
+        for (int r = 0; r < R; ++r) acc[q][0][r] = acc[q][1][r] = _mm256_setzero_ps();
+    int64_t c = 0;
+    int k = 0;
+    for (; c < full; c += 8, k ^= 1) {
+        __m256 xv[R];
+        for (int r = 0; r < R; ++r) xv[r] = _mm256_loadu_ps(d.x[r] + c);
+        for (int q = 0; q < J; ++q) {
+            const __m256 av = load8<E>(d.a, (j + q) * in + c);
+            for (int r = 0; r < R; ++r) acc[q][k][r] = _mm256_fmadd_ps(av, xv[r], acc[q][k][r]);
+        }
+    }
+    if (c < in) {
+        for (int q = 0; q < J; ++q) {
+            const __m256 av = load8_tail<E>(d.a, (j + q) * in + c, in - c);
+            for (int r = 0; r < R; ++r) acc[q][k][r] = _mm256_fmadd_ps(av, load_tail(d.x[r] + c, in - c), acc[q][k][r]);
+        }
+    }
+    for (int q = 0; q < J; ++q)
+        for (int r = 0; r < R; ++r) d.h[r][j + q] = reduce8(_mm256_add_ps(acc[q][0][r], acc[q][1][r]));
+}
+
 template <LoraElem E, int R>
 void down(const LoraDown& d) {
-    const int64_t in = d.in, full = in / 8 * 8;
-    for (int64_t j = d.j0; j < d.j1; ++j) {
-        __m256 acc[2][R];
-        for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
-        const int64_t row = j * in;
-        int64_t c = 0;
-        int k = 0;
-        for (; c < full; c += 8, k ^= 1) {
-            const __m256 av = load8<E>(d.a, row + c);
-            for (int r = 0; r < R; ++r) acc[k][r] = _mm256_fmadd_ps(av, _mm256_loadu_ps(d.x[r] + c), acc[k][r]);
-        }
-        if (c < in) {
-            const __m256 av = load8_tail<E>(d.a, row + c, in - c);
-            for (int r = 0; r < R; ++r) acc[k][r] = _mm256_fmadd_ps(av, load_tail(d.x[r] + c, in - c), acc[k][r]);
-        }
-        for (int r = 0; r < R; ++r) d.h[r][j] = reduce8(_mm256_add_ps(acc[0][r], acc[1][r]));
-    }
+    constexpr int J = R == 1 ? 4 : R == 2 ? 2 : 1;
+    int64_t j = d.j0;
+    for (; j + J <= d.j1; j += J) down_j<E, R, J>(d, j);
+    for (; j < d.j1; ++j) down_j<E, R, 1>(d, j);
 }
 
 template <LoraElem E>
@@ -80,24 +95,40 @@ void down_rows(const LoraDown& d) {
     }
 }
 
-template <LoraElem E, int R>
-void up_transposed(const LoraUp& u) {
-    const __m256 scale = _mm256_set1_ps(u.scale);
-    for (int64_t o = u.o0; o < u.o1; o += 8) {
-        const int64_t n = std::min<int64_t>(8, u.o1 - o);
-        __m256 acc[R];
-        for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-        for (int64_t j = 0; j < u.rank; ++j) {
-            const __m256 b = n == 8 ? load8<E>(u.bt, j * u.out + o) : load8_tail<E>(u.bt, j * u.out + o, n);
-            for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(u.h[r][j]), b, acc[r]);
-        }
-        for (int r = 0; r < R; ++r) {
-            float buf[8] = {};
-            std::memcpy(buf, u.y[r] + o, size_t(n) * sizeof(float));
-            _mm256_storeu_ps(buf, _mm256_fmadd_ps(scale, acc[r], _mm256_loadu_ps(buf)));
-            std::memcpy(u.y[r] + o, buf, size_t(n) * sizeof(float));
+// NB blocks of 8 outputs side by side (independent FMA chains), each summing over the rank in order.
+template <LoraElem E, int R, int NB>
+void up_transposed_blocks(const LoraUp& u, int64_t o) {
+    int64_t n[NB];
+    for (int b = 0; b < NB; ++b) n[b] = std::clamp<int64_t>(u.o1 - (o + 8 * b), 0, 8);
+    __m256 acc[NB][R];
+    for (int b = 0; b < NB; ++b)
+        for (int r = 0; r < R; ++r) acc[b][r] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < u.rank; ++j) {
+        __m256 hv[R];
+        for (int r = 0; r < R; ++r) hv[r] = _mm256_set1_ps(u.h[r][j]);
+        for (int b = 0; b < NB; ++b) {
+            if (n[b] == 0) continue;
+            const int64_t at = j * u.out + o + 8 * b;
+            const __m256 bv = n[b] == 8 ? load8<E>(u.bt, at) : load8_tail<E>(u.bt, at, n[b]);
+            for (int r = 0; r < R; ++r) acc[b][r] = _mm256_fmadd_ps(hv[r], bv, acc[b][r]);
         }
     }
+    const __m256 scale = _mm256_set1_ps(u.scale);
+    for (int b = 0; b < NB; ++b)
+        for (int r = 0; r < R; ++r) {
+            if (n[b] == 0) continue;
+            float* y = u.y[r] + o + 8 * b;
+            float buf[8] = {};
+            std::memcpy(buf, y, size_t(n[b]) * sizeof(float));
+            _mm256_storeu_ps(buf, _mm256_fmadd_ps(scale, acc[b][r], _mm256_loadu_ps(buf)));
+            std::memcpy(y, buf, size_t(n[b]) * sizeof(float));
+        }
+}
+
+template <LoraElem E, int R>
+void up_transposed(const LoraUp& u) {
+    constexpr int NB = R == 1 ? 4 : 2;
+    for (int64_t o = u.o0; o < u.o1; o += 8 * NB) up_transposed_blocks<E, R, NB>(u, o);
 }
 
 template <LoraElem E>

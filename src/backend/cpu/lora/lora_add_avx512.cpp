@@ -1,9 +1,11 @@
-// The LoRA row kernels (lora_kernels.h) on AVX-512, 16 lanes. down: two accumulators per row (even
-// and odd 16-value chunks of A's row, the tail masked into the one whose turn it is), added, then
-// reduced in _mm512_reduce_add_ps's fixed order. up from B^T: one accumulator per row and 16 outputs,
-// FMAs over the rank in order. up from B: one accumulator per output over B's row and h in 16-value
-// chunks (tail masked), then one fixed transpose-and-add tree turns 16 accumulators into 16 sums.
-// Then y = scale * sums + y. f16 widens with vcvtph2ps, bf16 with a 16-bit shift: exact.
+// The LoRA row kernels (lora_kernels.h) on AVX-512, 16 lanes. down: two accumulators per row and
+// rank row (even and odd 16-value chunks of A's row, the tail masked into the one whose turn it is),
+// added, then reduced in _mm512_reduce_add_ps's fixed order; with one or two rows, 4 or 2 rank rows
+// run side by side so the FMA chains overlap. up from B^T: one accumulator per row and 16 outputs,
+// FMAs over the rank in order, 2 or 4 blocks of 16 outputs side by side. up from B: one accumulator
+// per output over B's row and h in 16-value chunks (tail masked), then one fixed transpose-and-add
+// tree turns 16 accumulators into 16 sums. Then y = scale * sums + y. Running chains side by side
+// changes no value's order of operations. f16 widens with vcvtph2ps, bf16 with a 16-bit shift: exact.
 // GCC 12 warns falsely on the _mm512_undefined_* inside some intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -40,26 +42,42 @@ inline __m512 load16(const void* p, int64_t i, __mmask16 m) {
     }
 }
 
+// J rank rows at a time (each with its own two accumulators per row, so its sum is what it is alone):
+// with few rows, 2 x R chains would leave the FMA latency exposed.
+template <LoraElem E, int R, int J>
+void down_j(const LoraDown& d, int64_t j) {
+    const int64_t in = d.in, full = in / 16 * 16;
+    __m512 acc[J][2][R];
+    for (int q = 0; q < J; ++q)
+        for (int r = 0; r < R; ++r) acc[q][0][r] = acc[q][1][r] = _mm512_setzero_ps();
+    int64_t c = 0;
+    int k = 0;
+    for (; c < full; c += 16, k ^= 1) {
+        __m512 xv[R];
+        for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(d.x[r] + c);
+        for (int q = 0; q < J; ++q) {
+            const __m512 av = load16<E>(d.a, (j + q) * in + c);
+            for (int r = 0; r < R; ++r) acc[q][k][r] = _mm512_fmadd_ps(av, xv[r], acc[q][k][r]);
+        }
+    }
+    if (c < in) {
+        const __mmask16 m = tail_mask(in - c);
+        for (int q = 0; q < J; ++q) {
+            const __m512 av = load16<E>(d.a, (j + q) * in + c, m);
+            for (int r = 0; r < R; ++r)
+                acc[q][k][r] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, d.x[r] + c), acc[q][k][r]);
+        }
+    }
+    for (int q = 0; q < J; ++q)
+        for (int r = 0; r < R; ++r) d.h[r][j + q] = _mm512_reduce_add_ps(_mm512_add_ps(acc[q][0][r], acc[q][1][r]));
+}
+
 template <LoraElem E, int R>
 void down(const LoraDown& d) {
-    const int64_t in = d.in, full = in / 16 * 16;
-    for (int64_t j = d.j0; j < d.j1; ++j) {
-        __m512 acc[2][R];
-        for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = _mm512_setzero_ps();
-        const int64_t row = j * in;
-        int64_t c = 0;
-        int k = 0;
-        for (; c < full; c += 16, k ^= 1) {
-            const __m512 av = load16<E>(d.a, row + c);
-            for (int r = 0; r < R; ++r) acc[k][r] = _mm512_fmadd_ps(av, _mm512_loadu_ps(d.x[r] + c), acc[k][r]);
-        }
-        if (c < in) {
-            const __mmask16 m = tail_mask(in - c);
-            const __m512 av = load16<E>(d.a, row + c, m);
-            for (int r = 0; r < R; ++r) acc[k][r] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, d.x[r] + c), acc[k][r]);
-        }
-        for (int r = 0; r < R; ++r) d.h[r][j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]));
-    }
+    constexpr int J = R == 1 ? 4 : R == 2 ? 2 : 1;
+    int64_t j = d.j0;
+    for (; j + J <= d.j1; j += J) down_j<E, R, J>(d, j);
+    for (; j < d.j1; ++j) down_j<E, R, 1>(d, j);
 }
 
 template <LoraElem E>
@@ -72,24 +90,41 @@ void down_rows(const LoraDown& d) {
     }
 }
 
-// From B^T: 16 outputs at a time, each row's accumulator summing over the rank in order.
-template <LoraElem E, int R>
-void up_transposed(const LoraUp& u) {
-    const __m512 scale = _mm512_set1_ps(u.scale);
-    for (int64_t o = u.o0; o < u.o1; o += 16) {
-        const bool whole = o + 16 <= u.o1;
-        const __mmask16 m = whole ? __mmask16(0xffff) : tail_mask(u.o1 - o);
-        __m512 acc[R];
-        for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-        for (int64_t j = 0; j < u.rank; ++j) {
-            const __m512 b = whole ? load16<E>(u.bt, j * u.out + o) : load16<E>(u.bt, j * u.out + o, m);
-            for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(u.h[r][j]), b, acc[r]);
-        }
-        for (int r = 0; r < R; ++r) {
-            const __m512 y = _mm512_maskz_loadu_ps(m, u.y[r] + o);
-            _mm512_mask_storeu_ps(u.y[r] + o, m, _mm512_fmadd_ps(scale, acc[r], y));
+// From B^T: NB blocks of 16 outputs at a time (independent FMA chains: one block per row would leave
+// the FMA latency exposed), each row's accumulator per block summing over the rank in order.
+template <LoraElem E, int R, int NB>
+void up_transposed_blocks(const LoraUp& u, int64_t o) {
+    __mmask16 m[NB];
+    bool whole = true;
+    for (int b = 0; b < NB; ++b) {
+        const int64_t n = std::clamp<int64_t>(u.o1 - (o + 16 * b), 0, 16);
+        m[b] = n == 16 ? __mmask16(0xffff) : tail_mask(n);
+        whole = whole && n == 16;
+    }
+    __m512 acc[NB][R];
+    for (int b = 0; b < NB; ++b)
+        for (int r = 0; r < R; ++r) acc[b][r] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < u.rank; ++j) {
+        __m512 hv[R];
+        for (int r = 0; r < R; ++r) hv[r] = _mm512_set1_ps(u.h[r][j]);
+        for (int b = 0; b < NB; ++b) {
+            const int64_t at = j * u.out + o + 16 * b;
+            const __m512 bv = whole ? load16<E>(u.bt, at) : load16<E>(u.bt, at, m[b]);
+            for (int r = 0; r < R; ++r) acc[b][r] = _mm512_fmadd_ps(hv[r], bv, acc[b][r]);
         }
     }
+    const __m512 scale = _mm512_set1_ps(u.scale);
+    for (int b = 0; b < NB; ++b)
+        for (int r = 0; r < R; ++r) {
+            float* y = u.y[r] + o + 16 * b;
+            _mm512_mask_storeu_ps(y, m[b], _mm512_fmadd_ps(scale, acc[b][r], _mm512_maskz_loadu_ps(m[b], y)));
+        }
+}
+
+template <LoraElem E, int R>
+void up_transposed(const LoraUp& u) {
+    constexpr int NB = R == 1 ? 4 : 2;
+    for (int64_t o = u.o0; o < u.o1; o += 16 * NB) up_transposed_blocks<E, R, NB>(u, o);
 }
 
 template <LoraElem E>
