@@ -3,7 +3,8 @@
 //   F16: f16 rows, two to a 32-bit word;
 //   Q:   int8 codes, four to a word, and per group of 16 elements a (scale, offset) f32 pair:
 //        value = code * scale + offset (the grouped layout: any mix of block types in one weight);
-//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: the file's own blocks, stacked row
+//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4: the file's
+//        own blocks, stacked row
 //        after row as stored (rows hold whole blocks, so element e lies in block e / BLOCK). Each
 //        element is decoded to the same code, scale and offset as the grouped layout's repacking
 //        (weight_repack.cpp) and combined by the same `precise` product and sum, so both layouts give
@@ -145,6 +146,40 @@ float weight_at(uint64_t data, uint64_t groups, uint e) {
     code = int(low | (high << 4)) - 32;
     precise float sp = w_f16(blk, 208u) * float(bitfieldExtract(int(w_byte(blk, 192u + (i >> 4))), 0, 8));
     scale = sp;
+    offset = 0.0;
+#elif defined(FORMAT_IQ4_NL) || defined(FORMAT_IQ4_XS) || defined(FORMAT_MXFP4)
+#define ZERO_OFFSET
+    // Nibbles as Q4_0's (low nibble: the first 16 of 32) through a 16-entry table
+    // (quant/codebook_blocks.h's kValuesIq4nl / kValuesMxfp4, the E2M1 values doubled).
+#if defined(FORMAT_MXFP4)
+    const int table[16] = int[16](0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+#else
+    const int table[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+#endif
+#if defined(FORMAT_IQ4_NL)
+    // d at 0, qs[16] at 2 (18 bytes).
+    const uint64_t blk = data + uint64_t(e >> 5) * 18u;
+    const uint i = e & 31u;
+    const uint qs = 2u + (i & 15u);
+    scale = w_f16(blk, 0u);
+#elif defined(FORMAT_MXFP4)
+    // E8M0 exponent at 0, qs[16] at 1 (17 bytes); scale 2^(e - 128), denormal below e = 2.
+    const uint64_t blk = data + uint64_t(e >> 5) * 17u;
+    const uint i = e & 31u;
+    const uint qs = 1u + (i & 15u);
+    const uint x = w_byte(blk, 0u);
+    scale = uintBitsToFloat(x < 2u ? (0x00200000u << x) : ((x - 1u) << 23));
+#else
+    // d at 0, scales_h (u16) at 2, scales_l[4] at 4, qs[128] at 8 (136 bytes); sub-block j of 32
+    // has the 6-bit ls = nibble j % 2 of scales_l[j / 2] | bits 2j, 2j+1 of scales_h << 4.
+    const uint64_t blk = data + uint64_t(e >> 8) * 136u;
+    const uint i = e & 255u, j = i >> 5;
+    const uint qs = 8u + 16u * j + (i & 15u);
+    const uint ls = ((w_byte(blk, 4u + (j >> 1)) >> (4u * (j & 1u))) & 15u) | (((w_half(blk, 2u) >> (2u * j)) & 3u) << 4);
+    precise float sp = w_f16(blk, 0u) * float(int(ls) - 32);
+    scale = sp;
+#endif
+    code = table[(w_byte(blk, qs) >> (4u * ((i >> 4) & 1u))) & 15u];
     offset = 0.0;
 #else
 #error "weight.glsl: no FORMAT_ defined"
