@@ -10,9 +10,8 @@
 
 #include "backend/backend_test_util.h"
 #include "backend/vulkan/vulkan_test_env.h"
-#include "core/half.h"
-#include "quant/codebook_blocks.h"
 #include "quant/dequantize.h"
+#include "quant/random_codebook_blocks.h"
 #ifdef PAGODA_HAVE_VULKAN
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/weight_repack.h"
@@ -36,29 +35,14 @@ std::string lower_name(GgmlType type) {
 }
 
 // A weight of `type`: quantised from random values where pagoda has a quantiser (IQ4_*, MXFP4),
-// else random block bytes (every byte pattern is a valid grid block) with a finite, small d.
+// else random codes with sane scales (tests/quant/random_codebook_blocks.h).
 HostMatrix codebook_matrix(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng) {
     if (type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS || type == GgmlType::MXFP4)
         return random_matrix(type, rows, cols, rng, "blk.0." + lower_name(type) + ".weight");
-    const auto traits = gguf::type_traits(type);
     HostMatrix m{type, rows, cols, "blk.0." + lower_name(type) + ".weight",
                  std::vector<uint8_t>(size_t(*gguf::row_size(type, cols) * uint64_t(rows)))};
-    for (uint8_t& b : m.bytes) b = uint8_t(rng());
-    for (size_t at = 0; at < m.bytes.size(); at += traits.type_size) {
-        const float d = 0.001f + 0.01f * float(rng() % 1000) / 1000.0f;
-        const uint16_t h = f32_to_f16(d);
-        if (type == GgmlType::IQ1_M) {
-            // d's 16 bits in the top nibbles of the four u16 scales at byte 48.
-            for (int k = 0; k < 4; ++k) {
-                uint16_t sc;
-                std::memcpy(&sc, &m.bytes[at + 48 + 2 * size_t(k)], 2);
-                sc = uint16_t((sc & 0x0fff) | (((h >> (4 * k)) & 0xf) << 12));
-                std::memcpy(&m.bytes[at + 48 + 2 * size_t(k)], &sc, 2);
-            }
-        } else {
-            std::memcpy(&m.bytes[at], &h, 2);
-        }
-    }
+    for (int64_t r = 0; r < rows; ++r)
+        quant::testing::random_codebook_row(type, cols, rng, m.bytes.data() + size_t(r) * (m.bytes.size() / size_t(rows)));
     return m;
 }
 
