@@ -8,6 +8,7 @@
 #include "quant/block_formats.h"
 #include "quant/codebook_blocks.h"
 #include "quant/dequantize.h"
+#include "quant/iq_grids.h"
 
 namespace pagoda::backend::vulkan {
 namespace {
@@ -163,6 +164,13 @@ WeightFormat native_format(GgmlType t) {
         case GgmlType::IQ4_NL: return WeightFormat::iq4_nl;
         case GgmlType::IQ4_XS: return WeightFormat::iq4_xs;
         case GgmlType::MXFP4: return WeightFormat::mxfp4;
+        case GgmlType::IQ2_XXS: return WeightFormat::iq2_xxs;
+        case GgmlType::IQ2_XS: return WeightFormat::iq2_xs;
+        case GgmlType::IQ2_S: return WeightFormat::iq2_s;
+        case GgmlType::IQ3_XXS: return WeightFormat::iq3_xxs;
+        case GgmlType::IQ3_S: return WeightFormat::iq3_s;
+        case GgmlType::IQ1_S: return WeightFormat::iq1_s;
+        case GgmlType::IQ1_M: return WeightFormat::iq1_m;
         default: return WeightFormat::f32;
     }
 }
@@ -174,6 +182,26 @@ bool grouped_forced() {
     if (!env || !*env || std::string(env) == "native") return false;
     if (std::string(env) == "grouped") return true;
     fail("PAGODA_VULKAN_WEIGHTS={}: expected native or grouped", env);
+}
+
+// The grid a grid type's shader variant reads (at the weight's `groups` address): quant/iq_grids.h's
+// table, the CPU's own copy, as bytes. Empty for the other formats.
+std::vector<uint8_t> grid_bytes(WeightFormat f) {
+    const IqGrids& g = iq_grids();
+    auto bytes = [](const auto& table) {
+        const auto* p = reinterpret_cast<const uint8_t*>(&table);
+        return std::vector<uint8_t>(p, p + sizeof table);
+    };
+    switch (f) {
+        case WeightFormat::iq2_xxs: return bytes(g.iq2xxs);
+        case WeightFormat::iq2_xs: return bytes(g.iq2xs);
+        case WeightFormat::iq2_s: return bytes(g.iq2s);
+        case WeightFormat::iq3_xxs: return bytes(g.iq3xxs);
+        case WeightFormat::iq3_s: return bytes(g.iq3s);
+        case WeightFormat::iq1_s:
+        case WeightFormat::iq1_m: return bytes(g.iq1s);
+        default: return {};
+    }
 }
 
 }  // namespace
@@ -196,6 +224,13 @@ const char* weight_format_name(WeightFormat f) {
         case WeightFormat::iq4_nl: return "iq4_nl";
         case WeightFormat::iq4_xs: return "iq4_xs";
         case WeightFormat::mxfp4: return "mxfp4";
+        case WeightFormat::iq2_xxs: return "iq2_xxs";
+        case WeightFormat::iq2_xs: return "iq2_xs";
+        case WeightFormat::iq2_s: return "iq2_s";
+        case WeightFormat::iq3_xxs: return "iq3_xxs";
+        case WeightFormat::iq3_s: return "iq3_s";
+        case WeightFormat::iq1_s: return "iq1_s";
+        case WeightFormat::iq1_m: return "iq1_m";
     }
     return "?";
 }
@@ -245,6 +280,7 @@ Repacked repack(const std::vector<MatrixSource>& parts) {
             std::memcpy(at, p.data, part_bytes);
             at += part_bytes;
         }
+        out.grid = grid_bytes(out.format);
         return out;
     }
     int64_t elements = 0;
