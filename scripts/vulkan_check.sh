@@ -20,7 +20,7 @@ echo "== Vulkan tests"
 echo "== Vulkan device suites at other kernel sizes (specialisation constants), shared-memory reductions, split-KV from 128 keys"
 PAGODA_VULKAN_GEMV_WORKGROUP=256 PAGODA_VULKAN_GEMM_STAGE=8 PAGODA_VULKAN_SUBGROUP_REDUCE=0 PAGODA_VULKAN_SPLIT_KEYS=64 \
   "$BUILD/tests/pagoda_tests" \
-  --gtest_filter='Devices/Conformance.*:Devices/MoeFfn.*:Architectures/VulkanModel.*:VulkanNativeWeights.*:VulkanMoeRouter.*'
+  --gtest_filter='Devices/Conformance.*:Devices/MoeFfn.*:Architectures/VulkanModel.*:VulkanNativeWeights.*:VulkanCodebookWeights.*:VulkanMoeRouter.*'
 echo "== speed"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -29,7 +29,7 @@ if [ "${PAGODA_VULKAN_BIG:-0}" = 1 ]; then  # small (~134M) and tinyllama (~1.1B
   for preset in small tinyllama; do
     "$PAGODA" gen-model --preset "$preset" --type f16 -o "$TMP/$preset-f16.gguf"
     models+=("$TMP/$preset-f16.gguf")
-    for q in q8_0 q4_0; do
+    for q in q8_0 q4_0 iq4_xs; do
       "$PAGODA" quantize "$TMP/$preset-f16.gguf" "$TMP/$preset-$q.gguf" "$q" && models+=("$TMP/$preset-$q.gguf")
     done
   done
@@ -42,7 +42,7 @@ for m in "${models[@]}"; do
   done
   echo "-- $m on vulkan, unfused (PAGODA_FUSION=0)"
   PAGODA_FUSION=0 "$PAGODA" bench -m "$m" --backend vulkan -p 0 -n 128 -r 2 --no-limits
-  case "$m" in *-q*.gguf)  # the grouped layout (int8 codes + per-16 scales) against the file's own blocks
+  case "$m" in *-q*.gguf|*-iq*.gguf)  # the grouped layout (int8 codes + per-16 scales) against the file's own blocks
     echo "-- $m on vulkan, PAGODA_VULKAN_WEIGHTS=grouped"
     PAGODA_VULKAN_WEIGHTS=grouped "$PAGODA" bench -m "$m" --backend vulkan -p 512 -n 128 -r 2 --no-limits ;;
   esac

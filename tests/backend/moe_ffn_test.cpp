@@ -242,7 +242,8 @@ std::vector<Case> device_cases() {
     std::vector<Case> out;
     for (const std::string& b : device_backends_under_test())
         for (const Case& c : {Case{b, GgmlType::F32, 24, 16, 20, 1e-5}, Case{b, GgmlType::F16, 40, 24, 8, 1e-5},
-                              Case{b, GgmlType::Q8_0, 64, 32, 64, 1e-5}, Case{b, GgmlType::Q4_K, 256, 256, 256, 1e-5}})
+                              Case{b, GgmlType::Q8_0, 64, 32, 64, 1e-5}, Case{b, GgmlType::Q4_K, 256, 256, 256, 1e-5},
+                              Case{b, GgmlType::MXFP4, 64, 32, 64, 1e-5}, Case{b, GgmlType::IQ4_XS, 256, 256, 256, 1e-5}})
             out.push_back(c);
     return out;
 }
@@ -258,7 +259,10 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MoeFfn);
 TEST(MoeFfnOptions, BiasedExpertsWithEachActivation) {
     std::vector<std::tuple<std::string, GgmlType, double>> cases = {
         {"cpu", GgmlType::F32, 1e-5}, {"reference", GgmlType::F32, 1e-6}, {"cpu", GgmlType::MXFP4, 3e-2}, {"reference", GgmlType::MXFP4, 1e-6}};
-    for (const std::string& device : device_backends_under_test()) cases.emplace_back(device, GgmlType::F32, 1e-5);
+    for (const std::string& device : device_backends_under_test()) {
+        cases.emplace_back(device, GgmlType::F32, 1e-5);
+        cases.emplace_back(device, GgmlType::MXFP4, 1e-5);  // gpt-oss's experts
+    }
     for (const auto& [backend, type, tolerance] : cases) {
         std::mt19937 rng(29);
         const int64_t d = 64, f = 32, T = 7;

@@ -40,6 +40,8 @@ struct CopyColumnsPush {
 };
 // The MoE combine (moe_combine.comp): per token, the weighted sum of its k expert rows in rank order
 // plus the (gated) shared expert's row.
+// lora_add.comp: one LoRA segment's rows.
+struct LoraAddPush { uint64_t x, y, a, b, rows; uint32_t n_rows, cols_in, cols_out, rank; float scale; uint32_t pad = 0; };
 struct MoeCombinePush { uint64_t y, weights, slots, shared_y, shared_gate, x, out; uint32_t n, k, dim, pad = 0; };
 // The device router (moe_route.comp), the slot assignment (moe_slots.comp) and the row gather.
 struct MoeRoutePush {
@@ -64,7 +66,7 @@ static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(Norm
               sizeof(PointwisePush) == 40 && sizeof(SoftmaxPush) == 16 && sizeof(RopePush) == 40 && sizeof(KvGeometryPush) == 28 &&
               sizeof(KvWritePush) == 72 && sizeof(AttentionPush) == 128 && sizeof(CopyColumnsPush) == 56 &&
               sizeof(MoeCombinePush) == 72 && sizeof(MoeRoutePush) == 72 && sizeof(MoeSlotsPush) == 48 && sizeof(MoeGatherPush) == 40 &&
-              sizeof(CausalConv1dPush) == 56 && sizeof(GatedDeltaRulePush) == 88);
+              sizeof(CausalConv1dPush) == 56 && sizeof(GatedDeltaRulePush) == 88 && sizeof(LoraAddPush) == 64);
 
 enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7,
                               sigmoid_mul = 8 };

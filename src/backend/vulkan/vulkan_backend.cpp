@@ -13,6 +13,7 @@
 #include "backend/vulkan/vulkan_fused.h"
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
+#include "backend/vulkan/vulkan_lora.h"
 #include "backend/vulkan/vulkan_qkv.h"
 #include "backend/vulkan/vulkan_moe.h"
 #include "backend/vulkan/vulkan_recurrent.h"
@@ -31,7 +32,7 @@ public:
     VulkanBackend() : VulkanBackend(std::make_shared<DeviceState>()) {}
     explicit VulkanBackend(std::shared_ptr<DeviceState> dev)
         : dev_(dev), moe_(dev), recurrent_(dev), ropes_(dev), attention_(dev, kernel_settings(dev->ctx->info).split_keys, row_reduce(*dev)),
-          qkv_(dev) {
+          qkv_(dev), lora_(dev) {
         const KernelSettings k = kernel_settings(dev_->ctx->info);
         gemv_wg_ = k.gemv_workgroup;
         gemm_bk_ = k.gemm_stage;
@@ -110,6 +111,7 @@ public:
             fail("vulkan begin_step: {} attention limits for {} tokens", in.attend_until.size(), in.tokens.size());
         dev_->stream.flush();  // the previous step's commands read the step buffer
         recurrent_.begin_step();
+        lora_.begin_step();
         n_tokens_ = int64_t(in.tokens.size());
         n_logits_ = int64_t(in.logit_rows.size());
         logit_rows_.assign(in.logit_rows.begin(), in.logit_rows.end());
@@ -339,6 +341,12 @@ public:
         moe_.run(*this, arena_, gemm_bk_, op, x, logits, out, workspace);
     }
 
+    void lora_add(const Tensor& x, const Tensor& y, std::span<const LoraSegment> segments) override {
+        if (segments.empty()) return;
+        if (x.rows != y.rows) fail("vulkan lora_add: x has {} rows but y {}", x.rows, y.rows);
+        lora_.add(address(x), address(y), x.rows, x.cols, y.cols, segments);
+    }
+
     void gather_logit_rows(const Tensor& x, const Tensor& out) override { gather(x, out, logit_rows_, "gather_logit_rows"); }
     void gather_hidden_rows(const Tensor& x, const Tensor& out) override { gather(x, out, hidden_rows_, "gather_hidden_rows"); }
 
@@ -403,6 +411,7 @@ private:
     RopeTables ropes_;
     VulkanAttention attention_;
     VulkanQkv qkv_;
+    VulkanLora lora_;
     Buffer arena_, step_buf_;
     uint32_t gemv_wg_ = 64, gemm_bk_ = 16;  // kernel_settings.h
     RowReduce rows_;

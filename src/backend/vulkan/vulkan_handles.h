@@ -1,5 +1,5 @@
 // The Vulkan backend's uploaded objects: a weight (laid out by weight_repack.h in one device buffer,
-// plus one of group scales for the grouped layout), a vector (a device buffer of f32) and a rope
+// plus one of group scales for the grouped layout or the grid of a grid type), a vector (a device buffer of f32) and a rope
 // (host-side: its cos/sin table is built per step from the step's positions). Each frees its buffers
 // after the stream has finished with them.
 #pragma once
@@ -29,6 +29,9 @@ public:
         if (!r.groups.empty()) {
             groups = dev_->ctx->create_buffer(r.groups.size() * 4, false, what + " scales");
             dev_->upload(r.groups.data(), groups, 0, r.groups.size() * 4);
+        } else if (!r.grid.empty()) {  // a grid type's grid, where the shaders read the groups
+            groups = dev_->ctx->create_buffer(r.grid.size(), false, what + " grid");
+            dev_->upload(r.grid.data(), groups, 0, r.grid.size());
         }
     }
     ~VulkanWeight() override {

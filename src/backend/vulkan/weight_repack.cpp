@@ -6,7 +6,9 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/block_formats.h"
+#include "quant/codebook_blocks.h"
 #include "quant/dequantize.h"
+#include "quant/iq_grids.h"
 
 namespace pagoda::backend::vulkan {
 namespace {
@@ -131,7 +133,18 @@ void decode_block(GgmlType type, const uint8_t* at, int8_t* codes, float* g) {
             for (int k = 0; k < 16; ++k) set_groups(k, 1, d * float(b.scales[k]), 0.0f);
             return;
         }
-        default: fail("vulkan backend: no repacking for {}", type_name(type));
+        default: break;
+    }
+    if (!is_codebook_type(type)) fail("vulkan backend: no repacking for {}", type_name(type));
+    // IQ*, MXFP4: per 32-value sub-block the int8 codes and two scales the CPU decodes them to
+    // (quant/codebook_blocks.h, the one copy of the grids); value = code * scale, bitwise ggml's.
+    const int sub_blocks = int(gguf::type_traits(type).block_size / 32);
+    for (int j = 0; j < sub_blocks; ++j) {
+        float s[2];
+        codebook_codes(type, at, j, codes + 32 * j);
+        codebook_scales(type, at, j, s);
+        set_groups(2 * j, 1, s[0], 0.0f);
+        set_groups(2 * j + 1, 1, s[1], 0.0f);
     }
 }
 
@@ -148,6 +161,16 @@ WeightFormat native_format(GgmlType t) {
         case GgmlType::Q4_K: return WeightFormat::q4_k;
         case GgmlType::Q5_K: return WeightFormat::q5_k;
         case GgmlType::Q6_K: return WeightFormat::q6_k;
+        case GgmlType::IQ4_NL: return WeightFormat::iq4_nl;
+        case GgmlType::IQ4_XS: return WeightFormat::iq4_xs;
+        case GgmlType::MXFP4: return WeightFormat::mxfp4;
+        case GgmlType::IQ2_XXS: return WeightFormat::iq2_xxs;
+        case GgmlType::IQ2_XS: return WeightFormat::iq2_xs;
+        case GgmlType::IQ2_S: return WeightFormat::iq2_s;
+        case GgmlType::IQ3_XXS: return WeightFormat::iq3_xxs;
+        case GgmlType::IQ3_S: return WeightFormat::iq3_s;
+        case GgmlType::IQ1_S: return WeightFormat::iq1_s;
+        case GgmlType::IQ1_M: return WeightFormat::iq1_m;
         default: return WeightFormat::f32;
     }
 }
@@ -159,6 +182,26 @@ bool grouped_forced() {
     if (!env || !*env || std::string(env) == "native") return false;
     if (std::string(env) == "grouped") return true;
     fail("PAGODA_VULKAN_WEIGHTS={}: expected native or grouped", env);
+}
+
+// The grid a grid type's shader variant reads (at the weight's `groups` address): quant/iq_grids.h's
+// table, the CPU's own copy, as bytes. Empty for the other formats.
+std::vector<uint8_t> grid_bytes(WeightFormat f) {
+    const IqGrids& g = iq_grids();
+    auto bytes = [](const auto& table) {
+        const auto* p = reinterpret_cast<const uint8_t*>(&table);
+        return std::vector<uint8_t>(p, p + sizeof table);
+    };
+    switch (f) {
+        case WeightFormat::iq2_xxs: return bytes(g.iq2xxs);
+        case WeightFormat::iq2_xs: return bytes(g.iq2xs);
+        case WeightFormat::iq2_s: return bytes(g.iq2s);
+        case WeightFormat::iq3_xxs: return bytes(g.iq3xxs);
+        case WeightFormat::iq3_s: return bytes(g.iq3s);
+        case WeightFormat::iq1_s:
+        case WeightFormat::iq1_m: return bytes(g.iq1s);
+        default: return {};
+    }
 }
 
 }  // namespace
@@ -178,6 +221,16 @@ const char* weight_format_name(WeightFormat f) {
         case WeightFormat::q4_k: return "q4_k";
         case WeightFormat::q5_k: return "q5_k";
         case WeightFormat::q6_k: return "q6_k";
+        case WeightFormat::iq4_nl: return "iq4_nl";
+        case WeightFormat::iq4_xs: return "iq4_xs";
+        case WeightFormat::mxfp4: return "mxfp4";
+        case WeightFormat::iq2_xxs: return "iq2_xxs";
+        case WeightFormat::iq2_xs: return "iq2_xs";
+        case WeightFormat::iq2_s: return "iq2_s";
+        case WeightFormat::iq3_xxs: return "iq3_xxs";
+        case WeightFormat::iq3_s: return "iq3_s";
+        case WeightFormat::iq1_s: return "iq1_s";
+        case WeightFormat::iq1_m: return "iq1_m";
     }
     return "?";
 }
@@ -196,7 +249,7 @@ WeightFormat weight_format(const MatrixSource& m) {
         return native == WeightFormat::f32 || grouped_forced() ? WeightFormat::q : native;
     }
     fail("tensor '{}': the vulkan backend cannot compute weights of type {} (it computes F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-         "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K)",
+         "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M)",
          m.name, type_name(m.type));
 }
 
@@ -227,6 +280,7 @@ Repacked repack(const std::vector<MatrixSource>& parts) {
             std::memcpy(at, p.data, part_bytes);
             at += part_bytes;
         }
+        out.grid = grid_bytes(out.format);
         return out;
     }
     int64_t elements = 0;

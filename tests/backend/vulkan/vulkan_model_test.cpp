@@ -1,9 +1,11 @@
 // The Vulkan backend end to end on random-weight models against the reference backend (the oracle):
 // each architecture at F32 (the mixtures of experts too: llama/Mixtral, qwen2moe, qwen3moe, gpt-oss,
-// deepseek2), llama also at F16, Q8_0 and Q4_0 (through `pagoda quantize`'s driver),
+// deepseek2), llama also at F16, Q8_0, Q4_0 and IQ4_XS and gpt-oss with MXFP4 experts (through
+// `pagoda quantize`'s driver),
 // prompt as one batch and then token by token; and batch invariance: a sequence's logits (so its
 // greedy tokens) are bitwise the same alone as inside a batch of three, across the GEMV / GEMM switch
 // (5 prompt tokens alone: GEMV; 28 in the batch: GEMM). All on lavapipe under the validation layer.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +29,7 @@ struct VulkanCase {
     RandomModelSpec spec;
     std::string quantize;  // a `pagoda quantize` target ("" = none)
     double tolerance;      // max |vulkan - reference| relative to the largest |reference logit|
+    std::vector<gguf::GgmlType> holds = {};  // weight types the quantised file must contain
 };
 void PrintTo(const VulkanCase& c, std::ostream* os) { *os << c.name; }
 
@@ -86,6 +89,18 @@ std::vector<VulkanCase> cases() {
         c.spec.arch = "qwen3moe"; c.spec.seed = 7; c.spec.n_experts = 4; c.spec.expert_ffn_dim = 32; c.spec.head_dim = 16;
         out.push_back(c);
     }
+    // The codebook types: IQ4_XS (rows of 256; llama-quantize's IQ4_NL for the others) and
+    // gpt-oss's MXFP4 experts (llama.cpp's MXFP4_MOE).
+    {
+        VulkanCase c{"llama_iq4_xs", small_spec(), "iq4_xs", 1e-5, {gguf::GgmlType::IQ4_XS}};
+        c.spec.dim = 256; c.spec.ffn_dim = 256; c.spec.seed = 8;
+        out.push_back(c);
+    }
+    {
+        VulkanCase c{"gpt_oss_moe_mxfp4", small_spec(), "mxfp4", 1e-5, {gguf::GgmlType::MXFP4}};
+        c.spec.arch = "gpt-oss"; c.spec.seed = 9; c.spec.n_experts = 4; c.spec.expert_ffn_dim = 32; c.spec.head_dim = 16;
+        out.push_back(c);
+    }
     return out;
 }
 
@@ -108,6 +123,9 @@ protected:
 TEST_P(VulkanModel, ForwardMatchesReference) {
     const VulkanCase& c = GetParam();
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(write_model(c)));
+    for (gguf::GgmlType type : c.holds)
+        ASSERT_TRUE(std::any_of(file->tensors().begin(), file->tensors().end(), [&](const auto& t) { return t.type == type; }))
+            << c.name << " holds no " << gguf::type_name(uint32_t(type)) << " weight";
     const StepModelOptions options{.kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 64};
     StepModelOptions vulkan = options, reference = options;
     vulkan.backend = "vulkan";
@@ -184,6 +202,9 @@ TEST(VulkanBatchInvariance, MixtureOfExpertsAloneEqualInABatch) {
 
 void expect_batch_invariant(const VulkanCase& c) {
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(write_model(c)));
+    for (gguf::GgmlType type : c.holds)
+        ASSERT_TRUE(std::any_of(file->tensors().begin(), file->tensors().end(), [&](const auto& t) { return t.type == type; }))
+            << c.name << " holds no " << gguf::type_name(uint32_t(type)) << " weight";
     auto model = open_step_model(file, {.backend = "vulkan", .kv = {.block_size = 16, .dtype = kv::KvDtype::f16}, .tokens_wanted = 512});
     const int64_t vocab = model->info().vocab_size;
     const int generate = 12;

@@ -194,7 +194,7 @@ TEST(PartialOffloadBatch, GreedyTokensAloneEqualInABatch) {
     EXPECT_EQ(a.tokens, alone.tokens);
 }
 
-// An adapter's updates land on both sides of the split (the device's through the generic lora_add).
+// An adapter's updates land on both sides of the split (the device's through its own lora_add).
 TEST(PartialOffloadLora, AdaptedLogitsEqualAllCpu) {
     PAGODA_REQUIRE_VULKAN();
     const RandomModelSpec spec = spec_of("llama");

@@ -3,7 +3,9 @@
 //   F16: f16 rows, two to a 32-bit word;
 //   Q:   int8 codes, four to a word, and per group of 16 elements a (scale, offset) f32 pair:
 //        value = code * scale + offset (the grouped layout: any mix of block types in one weight);
-//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: the file's own blocks, stacked row
+//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS,
+//        IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: the file's own blocks (the grid types with
+//        their grid at `groups`), stacked row
 //        after row as stored (rows hold whole blocks, so element e lies in block e / BLOCK). Each
 //        element is decoded to the same code, scale and offset as the grouped layout's repacking
 //        (weight_repack.cpp) and combined by the same `precise` product and sum, so both layouts give
@@ -31,6 +33,13 @@ void k_scale_min(uint64_t blk, uint64_t s, uint j, out uint sc, out uint m) {
         sc = (w_byte(blk, s + j + 4u) & 15u) | ((w_byte(blk, s + j - 4u) >> 6) << 4);
         m = (w_byte(blk, s + j + 4u) >> 4) | ((w_byte(blk, s + j) >> 6) << 4);
     }
+}
+
+// ggml's ksigns_iq2xs: a 7-bit sign index expands to 8 sign bits, the eighth making the count of
+// negative values even (quant/iq_grids.h's iq_sign_bits).
+uint iq_sign_bits(uint x) {
+    const uint l = x & 127u;
+    return l | ((uint(bitCount(l)) & 1u) << 7);
 }
 
 float weight_at(uint64_t data, uint64_t groups, uint e) {
@@ -144,6 +153,112 @@ float weight_at(uint64_t data, uint64_t groups, uint e) {
     const uint high = (w_byte(blk, 128u + 32u * h + l) >> (2u * qq)) & 3u;
     code = int(low | (high << 4)) - 32;
     precise float sp = w_f16(blk, 208u) * float(bitfieldExtract(int(w_byte(blk, 192u + (i >> 4))), 0, 8));
+    scale = sp;
+    offset = 0.0;
+#elif defined(FORMAT_IQ4_NL) || defined(FORMAT_IQ4_XS) || defined(FORMAT_MXFP4)
+#define ZERO_OFFSET
+    // Nibbles as Q4_0's (low nibble: the first 16 of 32) through a 16-entry table
+    // (quant/codebook_blocks.h's kValuesIq4nl / kValuesMxfp4, the E2M1 values doubled).
+#if defined(FORMAT_MXFP4)
+    const int table[16] = int[16](0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+#else
+    const int table[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+#endif
+#if defined(FORMAT_IQ4_NL)
+    // d at 0, qs[16] at 2 (18 bytes).
+    const uint64_t blk = data + uint64_t(e >> 5) * 18u;
+    const uint i = e & 31u;
+    const uint qs = 2u + (i & 15u);
+    scale = w_f16(blk, 0u);
+#elif defined(FORMAT_MXFP4)
+    // E8M0 exponent at 0, qs[16] at 1 (17 bytes); scale 2^(e - 128), denormal below e = 2.
+    const uint64_t blk = data + uint64_t(e >> 5) * 17u;
+    const uint i = e & 31u;
+    const uint qs = 1u + (i & 15u);
+    const uint x = w_byte(blk, 0u);
+    scale = uintBitsToFloat(x < 2u ? (0x00200000u << x) : ((x - 1u) << 23));
+#else
+    // d at 0, scales_h (u16) at 2, scales_l[4] at 4, qs[128] at 8 (136 bytes); sub-block j of 32
+    // has the 6-bit ls = nibble j % 2 of scales_l[j / 2] | bits 2j, 2j+1 of scales_h << 4.
+    const uint64_t blk = data + uint64_t(e >> 8) * 136u;
+    const uint i = e & 255u, j = i >> 5;
+    const uint qs = 8u + 16u * j + (i & 15u);
+    const uint ls = ((w_byte(blk, 4u + (j >> 1)) >> (4u * (j & 1u))) & 15u) | (((w_half(blk, 2u) >> (2u * j)) & 3u) << 4);
+    precise float sp = w_f16(blk, 0u) * float(int(ls) - 32);
+    scale = sp;
+#endif
+    code = table[(w_byte(blk, qs) >> (4u * ((i >> 4) & 1u))) & 15u];
+    offset = 0.0;
+#elif defined(FORMAT_IQ2_XXS) || defined(FORMAT_IQ2_XS) || defined(FORMAT_IQ2_S) || defined(FORMAT_IQ3_XXS) || \
+    defined(FORMAT_IQ3_S) || defined(FORMAT_IQ1_S) || defined(FORMAT_IQ1_M)
+#define ZERO_OFFSET
+    // The grid types (layouts: quant/codebook_blocks.h): `groups` holds the type's grid as bytes,
+    // uploaded from quant/iq_grids.h (the CPU's one copy). Element i = 32 j + 8 l + k of a 256-value
+    // super-block: sub-block j, group l of 8, value k; each decoded to codebook_codes' code and
+    // codebook_scales' scale (the same f32 operations in the same order).
+    const uint i = e & 255u, j = i >> 5, l = (i >> 3) & 3u, k = i & 7u, half_ = (i >> 4) & 1u;
+    uint mag, sign_bits;
+#if defined(FORMAT_IQ2_XXS)
+    const uint64_t blk = data + uint64_t(e >> 8) * 66u;
+    const uint aux = w_half(blk, 6u + 8u * j) | (w_half(blk, 8u + 8u * j) << 16);
+    mag = w_byte(groups, 8u * w_byte(blk, 2u + 8u * j + l) + k);
+    sign_bits = iq_sign_bits(aux >> (7u * l));
+    precise float t = w_f16(blk, 0u) * (0.5 + float(aux >> 28));
+    precise float sp = t * 0.25;
+#elif defined(FORMAT_IQ2_XS)
+    const uint64_t blk = data + uint64_t(e >> 8) * 74u;
+    const uint q = w_half(blk, 2u + 2u * (4u * j + l));
+    mag = w_byte(groups, 8u * (q & 511u) + k);
+    sign_bits = iq_sign_bits(q >> 9);
+    precise float t = w_f16(blk, 0u) * (0.5 + float((w_byte(blk, 66u + j) >> (4u * half_)) & 15u));
+    precise float sp = t * 0.25;
+#elif defined(FORMAT_IQ2_S)
+    const uint64_t blk = data + uint64_t(e >> 8) * 82u;
+    const uint idx = w_byte(blk, 2u + 4u * j + l) | ((w_byte(blk, 66u + j) << (8u - 2u * l)) & 0x300u);
+    mag = w_byte(groups, 8u * idx + k);
+    sign_bits = w_byte(blk, 34u + 4u * j + l);
+    precise float t = w_f16(blk, 0u) * (0.5 + float((w_byte(blk, 74u + j) >> (4u * half_)) & 15u));
+    precise float sp = t * 0.25;
+#elif defined(FORMAT_IQ3_XXS)
+    const uint64_t blk = data + uint64_t(e >> 8) * 98u;
+    const uint aux = w_half(blk, 66u + 4u * j) | (w_half(blk, 68u + 4u * j) << 16);
+    mag = w_byte(groups, 4u * w_byte(blk, 2u + 8u * j + 2u * l + (k >> 2)) + (k & 3u));
+    sign_bits = iq_sign_bits(aux >> (7u * l));
+    precise float t = w_f16(blk, 0u) * (0.5 + float(aux >> 28));
+    precise float sp = t * 0.5;
+#elif defined(FORMAT_IQ3_S)
+    const uint64_t blk = data + uint64_t(e >> 8) * 110u;
+    const uint qh = w_byte(blk, 66u + j);
+    const uint idx = w_byte(blk, 2u + 8u * j + 2u * l + (k >> 2)) | ((qh << (8u - 2u * l - (k >> 2))) & 256u);
+    mag = w_byte(groups, 4u * idx + (k & 3u));
+    sign_bits = w_byte(blk, 74u + 4u * j + l);
+    precise float sp = w_f16(blk, 0u) * float(1u + 2u * ((w_byte(blk, 106u + (j >> 1)) >> (4u * (j & 1u))) & 15u));
+#elif defined(FORMAT_IQ1_S)
+    const uint64_t blk = data + uint64_t(e >> 8) * 50u;
+    const uint qh = w_half(blk, 34u + 2u * j);
+    const uint idx = w_byte(blk, 2u + 4u * j + l) | (((qh >> (3u * l)) & 7u) << 8);
+    mag = w_byte(groups, 8u * idx + k);
+    sign_bits = (qh & 0x8000u) != 0u ? 0xffu : 0u;  // the delta's sign (IQ1's grid values are signed)
+    precise float t = w_f16(blk, 0u) * float(2u * ((qh >> 12) & 7u) + 1u);
+    precise float sp = t * 0.125;
+#else  // IQ1_M
+    const uint64_t blk = data + uint64_t(e >> 8) * 56u;
+    const uint qh = w_byte(blk, 32u + 2u * j + (l >> 1));
+    const uint idx = w_byte(blk, 4u * j + l) | ((qh << ((l & 1u) != 0u ? 4u : 8u)) & 0x700u);
+    mag = w_byte(groups, 8u * idx + k);
+    sign_bits = (qh & ((l & 1u) != 0u ? 0x80u : 0x08u)) != 0u ? 0xffu : 0u;
+    const uint dbits = (w_half(blk, 48u) >> 12) | ((w_half(blk, 50u) >> 8) & 0xf0u) | ((w_half(blk, 52u) >> 4) & 0xf00u) |
+                       (w_half(blk, 54u) & 0xf000u);
+    const uint sc = w_half(blk, 48u + 2u * (j >> 1));
+    precise float t = unpackHalf2x16(dbits).x * float(2u * ((sc >> (6u * (j & 1u) + 3u * half_)) & 7u) + 1u);
+    precise float sp = t * 0.125;
+#endif
+#if defined(FORMAT_IQ1_S) || defined(FORMAT_IQ1_M)
+    // code = 8 grid +- 1 (the grid's int8 value, the delta's sign): the ±0.125 folded in.
+    code = 8 * bitfieldExtract(int(mag), 0, 8) + (sign_bits != 0u ? -1 : 1);
+#else
+    code = ((sign_bits >> k) & 1u) != 0u ? -int(mag) : int(mag);
+#endif
     scale = sp;
     offset = 0.0;
 #else
