@@ -47,6 +47,10 @@ public:
 private:
     void validate(const Batch& batch) const;
     void validate_image_rows(const Batch& batch) const;
+    void validate_state(const Batch& batch) const;
+    // Runs the batch's state copies, zeroes the slots of sequences starting at position 0 and hands
+    // the executor each row's slot.
+    void prepare_state(const Batch& batch);
     // The graph as stages on their backends, fused where asked, each checked for its backend.
     std::unique_ptr<StagedExecutor> staged(const Graph& graph, bool fusion) const;
     void create_kv_cache(const StepModelOptions& o);
@@ -69,6 +73,9 @@ private:
     int32_t window_ = 0;  // info_.sliding_window
     int32_t min_window_ = 0;  // the narrowest sliding layer's window (0: none slides)
     OpTimes* op_times_ = nullptr;
+    // Recurrent layers: per state slot, the tokens its state holds (-1: never used); the rows' slots.
+    std::vector<int64_t> slot_tokens_;
+    std::vector<int32_t> state_rows_;
 };
 
 }  // namespace pagoda::model
