@@ -270,6 +270,7 @@ EngineStats EngineCore::stats() const {
         ++(running ? s.running_requests : s.waiting_requests);
     }
     s.kv_blocks_total = blocks_.n_blocks();
+    s.prefix_caching = blocks_.prefix_caching();
     s.kv_blocks_used = blocks_.num_used_blocks();
     s.kv_blocks_cached = blocks_.num_evictable_blocks();
     s.kv_usage = double(s.kv_blocks_used) / double(s.kv_blocks_total);

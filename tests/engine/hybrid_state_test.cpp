@@ -113,6 +113,7 @@ TEST(HybridEngineOptions, PrefixCacheOffSlotsCapTheSeatsAndSpeculationIsRefused)
     driver.add(test::greedy_request(p, 2));
     driver.run();
     EXPECT_EQ(core.stats().prefix_hit_tokens, 0);
+    EXPECT_FALSE(core.stats().prefix_caching);
     try {
         EngineCore spec(*step, nullptr, {.scheduler = {.max_batched_tokens = 64, .max_seqs = 3}, .speculative = {.ngram_max = 3}});
         ADD_FAILURE() << "speculation on a hybrid was accepted";
