@@ -3,6 +3,9 @@
 // graph runs as two stages, the device backend's first layers then the CPU's (layer_split.h), each
 // with its part of the KV cache (split_kv_cache.h). forward() validates the batch (nothing is written for a bad
 // one), runs the copy-on-write block copies, hands the step to the backend and runs the graph.
+// A graph with recurrent layers (Rows::state tensors, qwen35) keeps one state per slot
+// (StepModelInfo::n_state_slots): forward() runs the batch's state copies, zeroes the slot of a
+// sequence starting at position 0, and refuses a batch whose sequence would skip or rewind its state.
 #pragma once
 #include <memory>
 
