@@ -81,7 +81,8 @@ void apply_deepseek2_options(const GenModelOptions& o, model::RandomModelSpec& s
         if (o.expert_scale > 0) spec.expert_weights_scale = o.expert_scale;
         spec.expert_weights_norm = o.expert_norm;
     }
-    if (o.nextn_layers && spec.arch != "glm4moe") fail("--nextn-layers is for --arch glm4moe");
+    if (o.nextn_layers && spec.arch != "glm4moe" && spec.arch != "qwen35" && spec.arch != "qwen35moe")
+        fail("--nextn-layers is for --arch glm4moe, qwen35 or qwen35moe");
     if (o.qk_norm && spec.arch != "glm4moe" && spec.arch != "jina-bert-v2")
         fail("--qk-norm is for --arch glm4moe or jina-bert-v2");
     spec.qk_norm = o.qk_norm;
@@ -136,7 +137,8 @@ int run_gen_model(const GenModelOptions& o) {
     spec.shared_expert_ffn_dim = o.shared_expert_ffn;
     if (!o.experts && (o.experts_used || o.expert_ffn || o.shared_expert_ffn))
         fail("--experts-used, --expert-ffn-dim and --shared-expert-ffn-dim need --experts");
-    if (o.shared_expert_ffn && spec.arch != "qwen2moe") fail("--shared-expert-ffn-dim is for --arch qwen2moe only");
+    if (o.shared_expert_ffn && spec.arch != "qwen2moe" && spec.arch != "qwen35moe")
+        fail("--shared-expert-ffn-dim is for --arch qwen2moe only (and qwen35moe)");
     apply_deepseek2_options(o, spec);
     spec.sliding_window = o.sliding_window;
     spec.swa_period = o.swa_period;
@@ -216,12 +218,14 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "leading dense layers, shared experts), glm4moe (needs --experts; GLM-4.5: partial NEOX RoPE, QKV "
                    "biases, leading dense layers, sigmoid router with a correction bias, shared experts), glm4 "
                    "(GLM-4-0414: sandwich norms, fused gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 "
-                   "(Ministral 3: llama with YaRN and attention temperature keys), or the "
+                   "(Ministral 3: llama with YaRN and attention temperature keys), qwen35 (Qwen3.5: gated DeltaNet "
+                   "layers with every 4th one gated full attention; at least 4 layers), qwen35moe (its MoE form, needs "
+                   "--experts; a sigmoid-gated shared expert), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases) and jina-bert-v2 (ALiBi, GEGLU; --qk-norm: the -code form)")
         ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3", "bert",
                                "nomic-bert", "jina-bert-v2", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3",
-                               "mistral3"}));
+                               "mistral3", "qwen35", "qwen35moe"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert, jina-bert-v2: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--encoder-vocab", o->encoder_vocab,

@@ -31,7 +31,8 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
                                                 .tokens_wanted = tokens_wanted, .max_context = options.max_context,
                                                 .max_step_tokens = engine_options.scheduler.max_batched_tokens,
                                                 .fusion = options.fusion, .lora = options.lora(),
-                                                .lora_storage = options.lora_storage};
+                                                .lora_storage = options.lora_storage,
+                                                .state_slots = engine_options.scheduler.max_seqs};
     auto step = model::open_step_model(file, model_options);
     if (!options.draft_model.empty()) {
         engine_options.speculative.draft_model = open_draft_model(options.draft_model, *tok, *step, model_options);

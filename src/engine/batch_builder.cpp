@@ -10,11 +10,12 @@ int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock:
                  model::Batch& batch) {
     batch.clear();
     batch.block_copies = plan.copies;
+    batch.state_copies = plan.state_copies;
     int64_t started = 0;
     for (const ScheduledChunk& c : plan.chunks) {
         Sequence& s = *c.seq;
-        const int32_t index =
-            batch.add_sequence(blocks.block_table(s.id), s.request ? s.request->request.lora : lora::AdapterRef{});
+        const int32_t index = batch.add_sequence(blocks.block_table(s.id),
+                                                 s.request ? s.request->request.lora : lora::AdapterRef{}, s.state_slot);
         const bool embeds = s.pooled.has_value();
         const int64_t n_real = int64_t(s.tokens.size());
         const std::vector<PromptImage>* images = s.request ? &s.request->request.images : nullptr;

@@ -20,13 +20,36 @@ int64_t limit_for(const model::StepModelInfo& info, const EngineOptions& options
     return limit;
 }
 
+// A model with recurrent layers (n_state_slots > 0) keeps a per-sequence state that folds in every
+// token in order: the scheduler gives each running sequence a slot (at most the model's slots run at
+// once), the prefix cache is off (cached KV blocks carry no state to resume from) and speculative
+// drafts are refused (a refused draft's tokens cannot be taken back out of the state).
+EngineOptions fit_to_model(EngineOptions o, const model::StepModelInfo& info) {
+    if (info.n_state_slots <= 0) return o;
+    if (o.speculative.enabled())
+        fail("engine: speculative decoding is not supported for a model with recurrent layers ({}): its state "
+             "cannot take back a refused draft", info.config.arch);
+    if (o.prefix_caching || o.prefix_tier.enabled())
+        log_info("engine: prefix caching is off for this model: its recurrent layers' state cannot be resumed from "
+                 "cached KV blocks");
+    o.prefix_caching = false;
+    o.prefix_tier = {};
+    o.scheduler.recurrent_state = true;
+    if (o.scheduler.max_seqs > info.n_state_slots) {
+        log_info("engine: {} sequences run at once (the model's recurrent state slots), not {}", info.n_state_slots,
+                 o.scheduler.max_seqs);
+        o.scheduler.max_seqs = info.n_state_slots;
+    }
+    return o;
+}
+
 }  // namespace
 
 EngineCore::EngineCore(model::StepModel& model, std::shared_ptr<const tokenizer::Tokenizer> tokenizer, EngineOptions options)
     : model_(model),
       info_(model.info()),
       tokenizer_(std::move(tokenizer)),
-      options_(std::move(options)),
+      options_(fit_to_model(std::move(options), info_)),
       context_limit_(limit_for(info_, options_)),
       blocks_(info_.n_kv_blocks, info_.block_size, options_.prefix_caching),
       scheduler_(options_.scheduler, blocks_) {
@@ -247,6 +270,7 @@ EngineStats EngineCore::stats() const {
         ++(running ? s.running_requests : s.waiting_requests);
     }
     s.kv_blocks_total = blocks_.n_blocks();
+    s.prefix_caching = blocks_.prefix_caching();
     s.kv_blocks_used = blocks_.num_used_blocks();
     s.kv_blocks_cached = blocks_.num_evictable_blocks();
     s.kv_usage = double(s.kv_blocks_used) / double(s.kv_blocks_total);

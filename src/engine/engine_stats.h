@@ -16,6 +16,9 @@ struct EngineStats {
     int64_t running_sequences = 0, waiting_sequences = 0;
     int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0;  // cached: evictable prefix blocks
     double kv_usage = 0;  // used / total
+    // Whether the prefix cache is on (off by --no-prefix-caching, or for a model with recurrent layers,
+    // whose per-sequence state cannot resume from cached KV blocks).
+    bool prefix_caching = true;
     // counters
     int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;
     int64_t prompt_tokens = 0;          // prompt tokens of admitted requests

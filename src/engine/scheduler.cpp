@@ -34,6 +34,21 @@ SchedulingPolicy parse_scheduling_policy(std::string_view name) {
 
 Scheduler::Scheduler(SchedulerConfig config, kv::BlockManager& blocks) : config_(config), blocks_(blocks) {
     config_.validate();
+    if (config_.recurrent_state)
+        for (int32_t slot = config_.max_seqs; slot-- > 0;) free_state_slots_.push_back(slot);  // slot 0 first
+}
+
+void Scheduler::take_state_slot(Sequence* seq) {
+    if (!config_.recurrent_state || seq->state_slot >= 0) return;
+    if (free_state_slots_.empty()) fail("scheduler: no free recurrent state slot for sequence {}", seq->id);
+    seq->state_slot = free_state_slots_.back();
+    free_state_slots_.pop_back();
+}
+
+void Scheduler::release_state_slot(Sequence* seq) {
+    if (seq->state_slot < 0) return;
+    free_state_slots_.push_back(seq->state_slot);
+    seq->state_slot = -1;
 }
 
 double Scheduler::virtual_time(const Sequence* s, double extra) const {
@@ -141,6 +156,7 @@ int32_t Scheduler::seats_in_use() const {
 
 void Scheduler::preempt(Sequence* seq, StepPlan& plan) {
     blocks_.free(seq->id);
+    release_state_slot(seq);  // its recompute starts at position 0, from a zeroed state
     seq->draft.clear();
     seq->n_computed = 0;
     running_.erase(std::find(running_.begin(), running_.end(), seq));
@@ -188,6 +204,8 @@ int64_t Scheduler::prefill_end(const Sequence* seq, int64_t budget, int64_t& ima
 
 StepPlan Scheduler::schedule() {
     StepPlan plan;
+    plan.state_copies = std::move(pending_state_copies_);
+    pending_state_copies_.clear();
     int64_t budget = config_.max_batched_tokens;
 
     // Sequences with part of their prompt still to compute (collected before decodes append).
@@ -259,6 +277,7 @@ StepPlan Scheduler::schedule() {
         auto pick = next_to_admit(pending);
         Sequence* s = *pick;
         if (seats + s->seats > config_.max_seqs) break;
+        if (config_.recurrent_state && free_state_slots_.empty()) break;  // (the seats already bound them)
         if (s->whole_prompt && int64_t(s->tokens.size()) > budget) break;  // waits for a step with room
         const int32_t reserve = running_.empty() ? 0 : watermark;
         if (int64_t(blocks_.blocks_needed(s->tokens, s->prefix_key, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
@@ -274,6 +293,7 @@ StepPlan Scheduler::schedule() {
         if (r.status != kv::KvStatus::ok) break;
         if (s->whole_prompt) blocks_.keep_private(s->id);
         if (n_tier > 0) source_->load(r.tier_blocks);
+        take_state_slot(s);
         waiting_.erase(pick);
         s->n_computed = r.n_cached_tokens;
         if (s->first_cached_tokens < 0) s->first_cached_tokens = r.n_cached_tokens;
@@ -315,6 +335,10 @@ void Scheduler::accept_draft(const ScheduledChunk& c, int64_t accepted) {
 void Scheduler::fork(Sequence* parent, Sequence* child) {
     if (parent->status != SeqStatus::running) fail("scheduler: cannot fork sequence {}: not running", parent->id);
     blocks_.fork(parent->id, child->id);
+    if (config_.recurrent_state) {
+        take_state_slot(child);
+        pending_state_copies_.push_back({parent->state_slot, child->state_slot});
+    }
     child->n_computed = parent->n_computed;
     child->status = SeqStatus::running;
     child->admitted = ++admissions_;
@@ -330,6 +354,7 @@ void Scheduler::remove(Sequence* seq) {
     if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it), held = true;
     if (held) deactivate(seq);
     if (blocks_.has_sequence(seq->id)) blocks_.free(seq->id);
+    release_state_slot(seq);
     seq->status = SeqStatus::finished;
 }
 

@@ -39,6 +39,7 @@
 
 #include "engine/sequence.h"
 #include "kv/block_manager.h"
+#include "model/batch.h"
 
 namespace pagoda::engine {
 
@@ -56,6 +57,12 @@ struct SchedulerConfig {
     // Image rows computed in one step, all sequences together (an image runs whole in one step, so
     // a larger image is refused at validation): bounds how much of a step images take from text.
     int64_t max_image_tokens = 1024;
+    // A model with recurrent layers (StepModelInfo::n_state_slots): every running sequence holds one of
+    // max_seqs state slots (Sequence::state_slot), taken at admission and at a fork (whose plan then
+    // copies the parent's state: StepPlan::state_copies), given back when it is preempted (its
+    // recompute starts from position 0, so from a zeroed state) or removed. The seats bound them:
+    // a sequence that cannot have a slot cannot have a seat either.
+    bool recurrent_state = false;
 
     void validate() const;  // throws pagoda::Error
 };
@@ -84,6 +91,7 @@ struct ScheduledChunk {
 struct StepPlan {
     std::vector<ScheduledChunk> chunks;
     std::vector<kv::BlockCopy> copies;  // copy-on-write, to run before the forward step
+    std::vector<model::Batch::StateCopy> state_copies;  // forks' recurrent states, before the step too
     std::vector<Sequence*> preempted;
     int64_t n_tokens = 0;
     int64_t n_decode_tokens = 0;
@@ -142,6 +150,8 @@ private:
     Sequence* preemption_victim(size_t first) const;
     void enqueue(Sequence* seq);
     void preempt(Sequence* seq, StepPlan& plan);
+    void take_state_slot(Sequence* seq);
+    void release_state_slot(Sequence* seq);
     // Whether a running sequence is computing leading full blocks of seq's prompt beyond what the
     // prefix cache holds now (so that waiting a step makes them cache hits).
     bool prefix_in_flight(const Sequence* seq) const;
@@ -157,6 +167,8 @@ private:
     uint64_t admissions_ = 0;
     int64_t preemptions_ = 0;
     std::unordered_map<uint32_t, Tenant> tenants_;
+    std::vector<int32_t> free_state_slots_;  // recurrent_state: the slots no sequence holds
+    std::vector<model::Batch::StateCopy> pending_state_copies_;  // forks since the last plan
 };
 
 }  // namespace pagoda::engine

@@ -41,6 +41,7 @@ struct Sequence {
     int32_t seats = 1;            // max_seqs places it holds (n for a request not yet forked)
     int32_t n_preemptions = 0;
     int64_t first_cached_tokens = -1;  // prefix-cache hit at its first admission
+    int32_t state_slot = -1;           // its recurrent state slot while running (SchedulerConfig::recurrent_state)
     bool reuse_prefix = true;          // false: compute every prompt token (mean / CLS pooling)
     // An encoder's (bidirectional attention): the prompt is admitted only whole into one step, and
     // its KV blocks stay out of the prefix cache (BlockManager::keep_private).

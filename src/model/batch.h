@@ -5,6 +5,11 @@
 // embedding pools). Copy-on-write block copies run before anything is written. Logits and hidden
 // states come back for the rows that want them, in batch order.
 //
+// Recurrent models (StepModelInfo::n_state_slots > 0, the gated DeltaNet layers of qwen35): every
+// sequence names its state slot (seq_state), whose state holds exactly its tokens before its first
+// row of the step; a sequence whose first row is at position 0 starts from a zeroed state. A fork
+// copies its parent's slot into the child's (state_copies, run before the step, after block_copies).
+//
 // Images (Gemma 3): a row may take a given embedding instead of its token's (an image's soft tokens,
 // already in the text model's embedding space: no sqrt(dim) scale applies to them), and may attend
 // past its own position up to the last position of its image, so an image's rows see each other
@@ -42,13 +47,25 @@ struct Batch {
     // own. An image's rows name the image's last position, which must be in this batch (an image
     // runs whole in one step) so its keys are written before they are read.
     std::vector<int32_t> attend_until;
+    // Per sequence (aligned with block_tables, or empty: the model keeps no recurrent state): its
+    // state slot, below StepModelInfo::n_state_slots.
+    std::vector<int32_t> seq_state;
+    struct StateCopy {
+        int32_t src = 0, dst = 0;
+    };
+    std::vector<StateCopy> state_copies;  // slot src's state into slot dst, before the step
 
-    // Adds a sequence's block table and returns its index for add().
-    int32_t add_sequence(std::vector<int32_t> block_table, lora::AdapterRef adapter = {}) {
+    // Adds a sequence's block table and returns its index for add(); state_slot >= 0 names its
+    // recurrent state slot.
+    int32_t add_sequence(std::vector<int32_t> block_table, lora::AdapterRef adapter = {}, int32_t state_slot = -1) {
         block_tables.push_back(std::move(block_table));
         if (adapter || !seq_lora.empty()) {
             seq_lora.resize(block_tables.size() - 1);
             seq_lora.push_back(std::move(adapter));
+        }
+        if (state_slot >= 0 || !seq_state.empty()) {
+            seq_state.resize(block_tables.size() - 1, -1);
+            seq_state.push_back(state_slot);
         }
         return int32_t(block_tables.size() - 1);
     }
@@ -79,7 +96,7 @@ struct Batch {
         tokens.clear(); positions.clear(); seq_index.clear(); slots.clear(); want_logits.clear();
         want_hidden.clear(); block_tables.clear(); block_copies.clear(); seq_lora.clear();
         token_types.clear();
-        embedding_rows.clear(); embeddings.clear(); attend_until.clear();
+        embedding_rows.clear(); embeddings.clear(); attend_until.clear(); seq_state.clear(); state_copies.clear();
     }
     int64_t size() const { return int64_t(tokens.size()); }
     int64_t n_logit_rows() const {

@@ -64,7 +64,10 @@ void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
     c.expert_ffn_dim = f.get_int(ffn_key);
     if (c.expert_ffn_dim <= 0 || c.expert_ffn_dim > (int64_t(1) << 24))
         fail("{}: {} = {} is out of range", f.name(), ffn_key, c.expert_ffn_dim);
-    if (c.arch == "qwen2moe") {
+    // qwen35moe's shared expert is where the file has one (its width key or tensors)
+    const bool qwen35_shared = c.arch == "qwen35moe" && (f.has(a + "expert_shared_feed_forward_length") ||
+                                                         f.find_tensor("blk.0.ffn_gate_shexp.weight"));
+    if (c.arch == "qwen2moe" || qwen35_shared) {
         if (f.has(a + "expert_shared_feed_forward_length")) {
             c.shared_expert_ffn_dim = f.get_int(a + "expert_shared_feed_forward_length");
         } else if (const auto* t = f.find_tensor("blk.0.ffn_gate_shexp.weight"); t && t->shape.size() == 2) {
@@ -169,7 +172,7 @@ ModelConfig read_config(const gguf::File& f) {
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
     const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "gpt-oss" || c.arch == "deepseek2" ||
-                          c.arch == "glm4moe";
+                          c.arch == "glm4moe" || c.arch == "qwen35moe";
     const auto& supported = supported_architectures();
     if (std::find(supported.begin(), supported.end(), c.arch) == supported.end())
         fail("{}: architecture '{}' is not supported (supported: {})", f.name(), c.arch, fmt::join(supported, ", "));
@@ -203,6 +206,15 @@ ModelConfig read_config(const gguf::File& f) {
         c.head_dim = c.dim / c.n_heads;
     }
     if (c.arch == "glm4moe") read_moe_layout(f, c, false);
+    if (c.arch == "qwen35" || c.arch == "qwen35moe") {  // trailing NextN (MTP) blocks: stored, not run
+        c.nextn_layers = f.get_int_or(a + "nextn_predict_layers", 0);
+        if (c.nextn_layers < 0 || c.nextn_layers >= c.n_layers)
+            fail("{}: {}nextn_predict_layers = {} must be 0..{} (below the block count)", f.name(), a, c.nextn_layers,
+                 c.n_layers - 1);
+        c.n_layers -= c.nextn_layers;
+        if (c.nextn_layers > 0)
+            log_info("{}: {} trailing NextN (multi-token prediction) block(s) stored but not run", f.name(), c.nextn_layers);
+    }
     if (c.arch == "glm4" || c.arch == "glm4moe") {
         // GLM-4.xV's multimodal RoPE (sections per position axis) and GLM-OCR's NextN block on glm4.
         if (const auto* v = f.find(a + "rope.dimension_sections"); v && v->as_array())
@@ -246,7 +258,7 @@ ModelConfig read_config(const gguf::File& f) {
     }
     const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
                       c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert" ||
-                      c.arch == "gpt-oss" || c.arch == "glm4moe";
+                      c.arch == "gpt-oss" || c.arch == "glm4moe" || c.arch == "qwen35" || c.arch == "qwen35moe";
     c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";
     const auto* embd = f.find_tensor("token_embd.weight");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
@@ -70,6 +71,15 @@ GraphExecutor::GraphExecutor(Graph graph, backend::Backend& backend) : graph_(st
         last_use[size_t(id)] = int(graph_.nodes.size());  // copied out after the last op
     }
     column_offset_.assign(n, -1);
+    state_offset_.assign(n, -1);
+    for (size_t id = 0; id < n; ++id) {  // persistent: placed once, after the step rows, never shared
+        const TensorSpec& spec = graph_.tensors[id];
+        if (spec.rows != Rows::state) continue;
+        if (graph_.state_slots <= 0) fail("graph: state tensor {} but no state slots", spec.name);
+        state_offset_[id] = state_elements_;
+        column_offset_[id] = 0;  // counts as written: it holds the state of earlier steps
+        state_elements_ += graph_.state_slots * spec.cols;
+    }
     IntervalAllocator columns;
     for (int id : graph_.imported)  // written before the first op (copied in from another backend)
         if (column_offset_[size_t(id)] < 0) column_offset_[size_t(id)] = columns.take(graph_.tensors[size_t(id)].cols);
@@ -83,8 +93,10 @@ GraphExecutor::GraphExecutor(Graph graph, backend::Backend& backend) : graph_(st
         for (int id : node.out)
             if (column_offset_[size_t(id)] < 0) column_offset_[size_t(id)] = columns.take(graph_.tensors[size_t(id)].cols);
         std::vector<int> done;
-        for (int id : node.in) done.push_back(id);
-        for (int id : node.out) done.push_back(id);
+        for (int id : node.in)
+            if (state_offset_[size_t(id)] < 0) done.push_back(id);
+        for (int id : node.out)
+            if (state_offset_[size_t(id)] < 0) done.push_back(id);
         std::sort(done.begin(), done.end());
         done.erase(std::unique(done.begin(), done.end()), done.end());
         for (int id : done)
@@ -100,15 +112,79 @@ bool GraphExecutor::takes_input_embeddings() const {
 
 void GraphExecutor::reserve(int64_t max_tokens) {
     if (max_tokens <= capacity_) return;
+    // The state moves with the step rows' end and a backend need not keep the arena's bytes when it
+    // grows: it crosses through the host (a rare event: the model reserves its step size at load).
+    const bool keep = state_elements_ > 0 && capacity_ > 0;
+    if (keep) {
+        state_host_.resize(size_t(state_elements_));
+        backend_.read(state_region(), state_host_.data());
+    }
     capacity_ = max_tokens;
-    backend_.reserve_activations(size_t(capacity_ * row_elements_) * backend_.activation_size(), capacity_);
+    backend_.reserve_activations(size_t(capacity_ * row_elements_ + state_elements_) * backend_.activation_size(),
+                                 capacity_);
+    if (keep) backend_.write(state_region(), state_host_.data());
+}
+
+backend::Tensor GraphExecutor::state_region() const {
+    auto* base = static_cast<uint8_t*>(backend_.activations());
+    return {base + size_t(capacity_ * row_elements_) * backend_.activation_size(), 1, state_elements_};
+}
+
+backend::Tensor GraphExecutor::state_row(int id, int32_t slot) const {
+    const backend::Tensor all = tensor(id, {});
+    if (slot < 0 || slot >= all.rows) fail("state slot {} is outside the {} slots", slot, all.rows);
+    return {static_cast<uint8_t*>(all.data) + size_t(slot * all.cols) * backend_.activation_size(), 1, all.cols};
+}
+
+void GraphExecutor::reset_state(int32_t slot) {
+    for (size_t id = 0; id < state_offset_.size(); ++id) {
+        if (state_offset_[id] < 0) continue;
+        const backend::Tensor row = state_row(int(id), slot);
+        state_host_.assign(size_t(row.cols), 0.0f);
+        backend_.write(row, state_host_.data());
+    }
+}
+
+void GraphExecutor::copy_state(int32_t src, int32_t dst) {
+    for (size_t id = 0; id < state_offset_.size(); ++id) {
+        if (state_offset_[id] < 0) continue;
+        const backend::Tensor from = state_row(int(id), src), to = state_row(int(id), dst);
+        state_host_.resize(size_t(from.cols));
+        backend_.read(from, state_host_.data());
+        backend_.write(to, state_host_.data());
+    }
 }
 
 backend::Tensor GraphExecutor::tensor(int id, StepRows rows) const {
     const TensorSpec& spec = graph_.tensors[size_t(id)];
     auto* base = static_cast<uint8_t*>(backend_.activations());
+    if (spec.rows == Rows::state) {
+        const size_t at = size_t(capacity_ * row_elements_ + state_offset_[size_t(id)]);
+        return {base + at * backend_.activation_size(), graph_.state_slots, spec.cols};
+    }
     const size_t offset = size_t(column_offset_[size_t(id)] * capacity_) * backend_.activation_size();
     return {base + offset, rows.of(spec.rows), spec.cols};
+}
+
+void GraphExecutor::delta_gates(const Node& node, const backend::Tensor& alpha, const backend::Tensor& beta) {
+    const size_t n = size_t(alpha.rows * alpha.cols), heads = size_t(alpha.cols);
+    if (node.gates.a.size() != heads || node.gates.dt_bias.size() != heads || beta.cols != alpha.cols)
+        fail("delta_gates: {} value heads, {} decays, {} time-step biases", heads, node.gates.a.size(),
+             node.gates.dt_bias.size());
+    gates_host_.resize(2 * n);
+    float* g = gates_host_.data();
+    float* w = g + n;
+    backend_.read(alpha, g);
+    backend_.read(beta, w);
+    for (size_t i = 0; i < n; ++i) {
+        // softplus as ggml computes it: x itself above 20, where log1p(e^x) rounds to x anyway
+        const double x = double(g[i]) + double(node.gates.dt_bias[i % heads]);
+        const double softplus = x > 20 ? x : std::log1p(std::exp(x));
+        g[i] = float(softplus * double(node.gates.a[i % heads]));
+        w[i] = float(1.0 / (1.0 + std::exp(-double(w[i]))));
+    }
+    backend_.write(alpha, g);
+    backend_.write(beta, w);
 }
 
 void GraphExecutor::observe(const Node& node, const backend::Tensor& input, const ActivationObserver& observer) {
@@ -259,6 +335,20 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
                 break;
             }
             case OpKind::copy_columns: b.copy_columns(in(0), out(0), node.columns); break;
+            case OpKind::causal_conv1d: {
+                backend::CausalConv1d op = node.conv;
+                op.state_rows = state_rows_;
+                b.causal_conv1d(op, in(0), in(1), out(0));
+                break;
+            }
+            case OpKind::gated_delta_rule: {
+                backend::GatedDeltaRule op = node.delta;
+                op.state_rows = state_rows_;
+                b.gated_delta_rule(op, in(0), in(1), in(2), in(3), in(4), in(5), out(0));
+                break;
+            }
+            case OpKind::sigmoid_mul: b.sigmoid_mul(in(0), in(1), out(0)); break;
+            case OpKind::delta_gates: delta_gates(node, in(0), in(1)); break;
             case OpKind::scale: b.scale(in(0), node.value); break;
             case OpKind::softcap: b.softcap(in(0), node.value); break;
             case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;

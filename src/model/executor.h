@@ -48,13 +48,31 @@ public:
     // Whether the graph takes input embeddings at all.
     bool takes_input_embeddings() const;
 
+    // --- recurrent state (Rows::state tensors: Graph::state_slots rows each, kept across steps and
+    // across reserve(), after the step rows in the arena) ---
+    bool has_state() const { return state_elements_ > 0; }
+    // The next run()'s state row per token (its sequence's slot); the caller keeps it alive.
+    void set_state_rows(std::span<const int32_t> rows) { state_rows_ = rows; }
+    // Zeroes slot `slot` of every state tensor (a sequence starting at position 0).
+    void reset_state(int32_t slot);
+    // Copies slot src to slot dst in every state tensor (a forked sequence).
+    void copy_state(int32_t src, int32_t dst);
+
 private:
     backend::Tensor tensor(int id, StepRows rows) const;
     void observe(const Node& node, const backend::Tensor& input, const ActivationObserver& observer);
 
     Graph graph_;
     backend::Backend& backend_;
+    backend::Tensor state_row(int id, int32_t slot) const;
+    backend::Tensor state_region() const;  // every state tensor, as one row
+    void delta_gates(const Node& node, const backend::Tensor& alpha, const backend::Tensor& beta);
+    std::vector<float> gates_host_;
     std::vector<int64_t> column_offset_;  // per tensor, in the per-token row space
+    std::vector<int64_t> state_offset_;   // per Rows::state tensor: elements after the step rows (-1: none)
+    int64_t state_elements_ = 0;
+    std::span<const int32_t> state_rows_;
+    std::vector<float> state_host_;       // a state row, or every state tensor across a reserve()
     int64_t row_elements_ = 0;
     int64_t capacity_ = 0;  // tokens the arena holds per tensor
     std::vector<float> observed_;

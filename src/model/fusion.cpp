@@ -26,6 +26,7 @@ public:
         out.output = g_.output;
         out.hidden = g_.hidden;
         out.lora_targets = g_.lora_targets;
+        out.state_slots = g_.state_slots;
         out.imported = g_.imported;
         out.exported = g_.exported;
         for (size_t i = 0; i < g_.nodes.size();) {

@@ -30,6 +30,10 @@ const char* op_name(OpKind kind) {
         case OpKind::lora_add: return "lora_add";
         case OpKind::input_embeddings: return "input_embeddings";
         case OpKind::copy_columns: return "copy_columns";
+        case OpKind::causal_conv1d: return "causal_conv1d";
+        case OpKind::gated_delta_rule: return "gated_delta_rule";
+        case OpKind::sigmoid_mul: return "sigmoid_mul";
+        case OpKind::delta_gates: return "delta_gates";
         case OpKind::scale: return "scale";
         case OpKind::softcap: return "softcap";
         case OpKind::add_rms_norm: return "add_rms_norm";
@@ -50,7 +54,7 @@ std::string Graph::op_counts() const {
 }
 
 std::string format_graph(const Graph& g, const backend::Backend& backend, int64_t n_tokens, int64_t n_logits) {
-    const StepRows rows{n_tokens, n_logits, n_logits};
+    const StepRows rows{n_tokens, n_logits, n_logits, g.state_slots};
     auto shape = [&](int id) {
         const TensorSpec& t = g.tensors[size_t(id)];
         return fmt::format("{}[{}x{}]", t.name, rows.of(t.rows), t.cols);

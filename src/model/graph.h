@@ -34,6 +34,15 @@ enum class OpKind {
     input_embeddings,
     // in: src (and dst when it already holds columns); out: dst; backend::ColumnCopy (OptionalOp::copy_columns)
     copy_columns,
+    // Gated DeltaNet (recurrent) layers, backend::OptionalOp: in x, state (a Rows::state tensor,
+    // updated in place); out y (Node::conv). in q, k, v, g, beta, state; out y (Node::delta).
+    causal_conv1d, gated_delta_rule,
+    // in gate, up; out sigmoid(gate) * up (OptionalOp::sigmoid_mul: the attention output gate)
+    sigmoid_mul,
+    // in alpha, beta (T x value heads); out g = softplus(alpha + dt_bias) * a and sigmoid(beta), in
+    // place (Node::gates): the DeltaNet's decay and write gates, computed on the host from read()
+    // rows (a few values per token) because no backend has softplus.
+    delta_gates,
     // fused (fusion.h)
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
     rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
@@ -45,12 +54,17 @@ inline bool multiplies_input(OpKind k) {
     return k == OpKind::matmul || k == OpKind::qkv_rope_kv_write || k == OpKind::matmul_silu_mul;
 }
 
-enum class Rows { tokens, logits, hidden };  // T, L or H
+// T, L or H; `state`: Graph::state_slots rows that persist across steps (a recurrent layer's
+// per-sequence state, one row per state slot; the executor keeps them out of the step's arena space).
+enum class Rows { tokens, logits, hidden, state };
 
 // The row counts of one step.
 struct StepRows {
     int64_t tokens = 0, logits = 0, hidden = 0;
-    int64_t of(Rows r) const { return r == Rows::tokens ? tokens : r == Rows::logits ? logits : hidden; }
+    int64_t state = 0;  // Graph::state_slots
+    int64_t of(Rows r) const {
+        return r == Rows::tokens ? tokens : r == Rows::logits ? logits : r == Rows::hidden ? hidden : state;
+    }
 };
 
 struct TensorSpec {
@@ -79,6 +93,11 @@ struct Node {
     // (Graph::lora_targets index; -1: none), backend::PartLora
     std::array<int32_t, 3> lora_parts = {-1, -1, -1};
     backend::ColumnCopy columns;                // copy_columns
+    backend::CausalConv1d conv;                 // causal_conv1d (state_rows from the step)
+    backend::GatedDeltaRule delta;              // gated_delta_rule (state_rows from the step)
+    struct DeltaGates {
+        std::vector<float> dt_bias, a;  // per value head: ssm_dt.bias and ssm_a (= -exp(A_log))
+    } gates;                                    // delta_gates
 };
 
 struct Graph {
@@ -91,6 +110,9 @@ struct Graph {
     // (copied in before this one runs) and those a later one reads (copied out after it). Empty for a
     // whole graph.
     std::vector<int> imported, exported;
+    // Rows of every Rows::state tensor (the state slots, one per sequence that may run at once);
+    // set by the model before the executor is made (0: the graph has no state tensors).
+    int64_t state_slots = 0;
 
     int add_tensor(std::string name, Rows rows, int64_t cols) {
         tensors.push_back({std::move(name), rows, cols});

@@ -34,6 +34,22 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
         built_ = find_arch_builder(config_.arch)(*file_, config_, *backend_);
     }
     create_kv_cache(o);
+    const bool recurrent = std::any_of(built_.graph.tensors.begin(), built_.graph.tensors.end(),
+                                       [](const TensorSpec& t) { return t.rows == Rows::state; });
+    if (recurrent) {
+        if (o.state_slots < 0 || o.state_slots > 4096) fail("state slots {} is out of range (0..4096)", o.state_slots);
+        built_.graph.state_slots = o.state_slots > 0 ? o.state_slots : 16;
+        if (device_)
+            fail("{}: a partial offload (--n-gpu-layers {}) of a model with recurrent layers ({}) is not supported: "
+                 "its per-sequence state would have to cross between the backends", file_->name(), o.n_gpu_layers, config_.arch);
+        if (o.lora)
+            fail("{}: LoRA adapters on a model with recurrent layers ({}) are not supported", file_->name(), config_.arch);
+        slot_tokens_.assign(size_t(built_.graph.state_slots), -1);
+        int64_t per_slot = 0;
+        for (const TensorSpec& t : built_.graph.tensors) per_slot += t.rows == Rows::state ? t.cols : 0;
+        log_info("{}: recurrent state: {} slots of {:.1f} MiB (one per running sequence; no prefix cache)", file_->name(),
+                 built_.graph.state_slots, double(per_slot) * double(backend_->activation_size()) / (1 << 20));
+    }
     const bool fusion = o.fusion && fusion_enabled_by_env();
     executor_ = staged(built_.graph, fusion);
     executor_->reserve(std::max<int64_t>(1, o.max_step_tokens));
@@ -94,13 +110,14 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     info_.threads = backend_->n_threads();
     info_.config = config_;
     info_.lora = lora_step_ != nullptr;
+    info_.n_state_slots = int32_t(built_.graph.state_slots);
     log_debug("{}: {} ({})", file_->name(), router_ ? router_->describe() : backend_->name(), executor_->op_counts());
     if (lora_executor_) log_debug("{}: LoRA steps: {}", file_->name(), lora_executor_->op_counts());
 }
 
 void GraphModel::create_kv_cache(const StepModelOptions& o) {
     kv::KvLayout layout;
-    layout.n_layers = int32_t(config_.n_layers);
+    layout.n_layers = built_.kv_layers > 0 ? built_.kv_layers : int32_t(config_.n_layers);
     layout.n_kv_heads = int32_t(config_.n_kv_heads);
     layout.head_dim = int32_t(config_.head_dim);
     layout.block_size = o.kv.block_size;
@@ -186,6 +203,44 @@ void GraphModel::validate(const Batch& batch) const {
     for (const auto& c : batch.block_copies)
         if (c.src < 0 || c.src >= cache_->n_blocks() || c.dst < 0 || c.dst >= cache_->n_blocks())
             fail("block copy {} -> {} is outside the pool", c.src, c.dst);
+    validate_state(batch);
+}
+
+void GraphModel::validate_state(const Batch& batch) const {
+    const int64_t slots = built_.graph.state_slots;
+    if (slots == 0) {
+        if (!batch.seq_state.empty() || !batch.state_copies.empty())
+            fail("the batch names recurrent state slots but this model ({}) keeps no recurrent state", config_.arch);
+        return;
+    }
+    if (batch.seq_state.size() != batch.block_tables.size())
+        fail("malformed batch: {} state slots for {} sequences (this model's recurrent layers need one per sequence)",
+             batch.seq_state.size(), batch.block_tables.size());
+    std::vector<int64_t> held = slot_tokens_;  // what each slot holds once the copies ran
+    for (const auto& c : batch.state_copies) {
+        if (c.src < 0 || c.src >= slots || c.dst < 0 || c.dst >= slots || c.src == c.dst)
+            fail("state copy {} -> {} is outside the {} state slots", c.src, c.dst, slots);
+        held[size_t(c.dst)] = held[size_t(c.src)];
+    }
+    std::vector<int32_t> next(batch.block_tables.size(), -1);  // per sequence: its next position in the step
+    std::vector<int32_t> owner(size_t(slots), -1);
+    for (int64_t t = 0; t < batch.size(); ++t) {
+        const auto s = size_t(batch.seq_index[size_t(t)]);
+        const int32_t slot = batch.seq_state[s], pos = batch.positions[size_t(t)];
+        if (slot < 0 || slot >= slots) fail("sequence {} names state slot {}, outside the {} slots", s, slot, slots);
+        if (owner[size_t(slot)] >= 0 && owner[size_t(slot)] != int32_t(s))
+            fail("sequences {} and {} of the batch share state slot {}", owner[size_t(slot)], s, slot);
+        owner[size_t(slot)] = int32_t(s);
+        if (next[s] < 0) {  // the sequence's first row: the state must hold exactly the tokens before it
+            if (pos != 0 && held[size_t(slot)] != pos)
+                fail("sequence {} continues at position {} but its state slot {} holds {} tokens (a recurrent state "
+                     "cannot skip or rewind tokens)", s, pos, slot, held[size_t(slot)] < 0 ? 0 : held[size_t(slot)]);
+        } else if (pos != next[s]) {
+            fail("sequence {}: position {} follows position {} (a recurrent model's rows run in order)", s, pos,
+                 next[s] - 1);
+        }
+        next[s] = pos + 1;
+    }
 }
 
 void GraphModel::validate_image_rows(const Batch& batch) const {
@@ -233,6 +288,7 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     validate(batch);
     for (const auto& c : batch.block_copies) cache_->copy_block(c.src, c.dst);
     const int64_t n = batch.size();
+    if (built_.graph.state_slots > 0) prepare_state(batch);
     hidden_.clear();
     if (n == 0) return {};
     logit_rows_.clear();
@@ -255,7 +311,29 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     std::vector<float> logits;
     executor.run({n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,
                    observer_ ? &observer_ : nullptr);
+    for (int64_t t = 0; t < n && !state_rows_.empty(); ++t) slot_tokens_[size_t(state_rows_[size_t(t)])] = batch.positions[size_t(t)] + 1;
     return logits;
+}
+
+void GraphModel::prepare_state(const Batch& batch) {
+    for (const auto& c : batch.state_copies) {
+        executor_->copy_state(c.src, c.dst);
+        slot_tokens_[size_t(c.dst)] = slot_tokens_[size_t(c.src)];
+    }
+    state_rows_.resize(size_t(batch.size()));
+    std::vector<uint8_t> started(batch.block_tables.size(), 0);
+    for (int64_t t = 0; t < batch.size(); ++t) {
+        const auto s = size_t(batch.seq_index[size_t(t)]);
+        const int32_t slot = batch.seq_state[s];
+        state_rows_[size_t(t)] = slot;
+        if (started[s]) continue;
+        started[s] = 1;
+        if (batch.positions[size_t(t)] == 0) {  // a new (or recomputed) sequence starts from a zero state
+            executor_->reset_state(slot);
+            slot_tokens_[size_t(slot)] = 0;
+        }
+    }
+    executor_->set_state_rows(state_rows_);
 }
 
 std::shared_ptr<const lora::Adapter> GraphModel::load_lora(const std::string& path, const std::string& name, float scale) {

@@ -3,6 +3,9 @@
 // graph runs as two stages, the device backend's first layers then the CPU's (layer_split.h), each
 // with its part of the KV cache (split_kv_cache.h). forward() validates the batch (nothing is written for a bad
 // one), runs the copy-on-write block copies, hands the step to the backend and runs the graph.
+// A graph with recurrent layers (Rows::state tensors, qwen35) keeps one state per slot
+// (StepModelInfo::n_state_slots): forward() runs the batch's state copies, zeroes the slot of a
+// sequence starting at position 0, and refuses a batch whose sequence would skip or rewind its state.
 #pragma once
 #include <memory>
 
@@ -47,6 +50,10 @@ public:
 private:
     void validate(const Batch& batch) const;
     void validate_image_rows(const Batch& batch) const;
+    void validate_state(const Batch& batch) const;
+    // Runs the batch's state copies, zeroes the slots of sequences starting at position 0 and hands
+    // the executor each row's slot.
+    void prepare_state(const Batch& batch);
     // The graph as stages on their backends, fused where asked, each checked for its backend.
     std::unique_ptr<StagedExecutor> staged(const Graph& graph, bool fusion) const;
     void create_kv_cache(const StepModelOptions& o);
@@ -69,6 +76,9 @@ private:
     int32_t window_ = 0;  // info_.sliding_window
     int32_t min_window_ = 0;  // the narrowest sliding layer's window (0: none slides)
     OpTimes* op_times_ = nullptr;
+    // Recurrent layers: per state slot, the tokens its state holds (-1: never used); the rows' slots.
+    std::vector<int64_t> slot_tokens_;
+    std::vector<int32_t> state_rows_;
 };
 
 }  // namespace pagoda::model

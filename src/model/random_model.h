@@ -95,6 +95,8 @@ struct RandomModelSpec {
     // jina-bert-v2 (random_encoder.cpp): qk_norm writes the -code form (attn_q_norm / attn_k_norm over
     // the whole rows, attn_norm_2, ffn_gate and ffn_up apart, as older converters split
     // up_gated_layer); without it the -en form (one fused ffn_up of 2 x FFN rows, gate first).
+    // qwen35 / qwen35moe (random_qwen35.cpp; qwen35moe needs experts) take nextn_layers too, and
+    // shared_expert_ffn_dim (0: the expert width) for qwen35moe's gated shared expert.
     bool qk_norm = false;
     int64_t nextn_layers = 0;
 };
@@ -116,6 +118,8 @@ int64_t build_random_gpt_oss(const RandomModelSpec& spec, const gguf::File* voca
 int64_t build_random_deepseek2(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // glm4moe or glm4 into `w` (random_glm.cpp).
 int64_t build_random_glm(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+// qwen35 or qwen35moe into `w` (random_qwen35.cpp).
+int64_t build_random_qwen35(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
 // Gemma 3's three image control tokens.
 void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false);

@@ -8,8 +8,21 @@
 namespace pagoda::model {
 
 SequenceRunner::SequenceRunner(StepModel& model, bool prefix_caching, bool free_outside_window)
-    : model_(model), blocks_(model.info().n_kv_blocks, model.info().block_size, prefix_caching) {
+    // A recurrent state cannot resume from cached KV blocks: no prefix cache for such a model.
+    : model_(model),
+      blocks_(model.info().n_kv_blocks, model.info().block_size, prefix_caching && model.info().n_state_slots == 0) {
     if (free_outside_window) blocks_.set_sliding_window(model.info().sliding_window);
+}
+
+int32_t SequenceRunner::state_slot(kv::SeqId seq) {
+    if (model_.info().n_state_slots == 0) return -1;
+    if (auto it = state_slots_.find(seq); it != state_slots_.end()) return it->second;
+    for (int32_t slot = 0; slot < model_.info().n_state_slots; ++slot) {
+        bool used = false;
+        for (const auto& [other, s] : state_slots_) used = used || s == slot;
+        if (!used) return state_slots_[seq] = slot;
+    }
+    fail("all {} recurrent state slots are in use: release a sequence first", model_.info().n_state_slots);
 }
 
 std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t end, bool all_logits) {
@@ -18,7 +31,7 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
     copies_.clear();
     auto adapter = lora_.find(seq);
     const int32_t s = batch_.add_sequence(blocks_.block_table(seq),
-                                          adapter == lora_.end() ? lora::AdapterRef{} : adapter->second);
+                                          adapter == lora_.end() ? lora::AdapterRef{} : adapter->second, state_slot(seq));
     const auto& tokens = blocks_.tokens(seq);
     const auto images = images_.find(seq);
     for (int64_t p = begin; p < end; ++p) {

@@ -7,7 +7,8 @@
 // the engine, so a long generation needs only the window's blocks (free_outside_window = false keeps
 // them all: the tests' unfreed twin). A prompt may hold images (set_images): their rows take the
 // image's embeddings, a chunk never splits an image, and the prefix cache keys the sequence's blocks
-// by the images' content hashes too.
+// by the images' content hashes too. A model with recurrent layers (StepModelInfo::n_state_slots)
+// runs without the prefix cache, each sequence in a state slot of its own until release().
 #pragma once
 #include <cstdint>
 #include <map>
@@ -43,6 +44,7 @@ public:
         blocks_.free(seq);
         lora_.erase(seq);
         images_.erase(seq);
+        state_slots_.erase(seq);
     }
     // The images of `seq`'s next prefill, increasing and disjoint (checked there against the prompt).
     void set_images(kv::SeqId seq, std::vector<ImageSpan> images) { images_[seq] = std::move(images); }
@@ -56,6 +58,8 @@ public:
 
 private:
     std::vector<float> compute(kv::SeqId seq, int64_t begin, int64_t end, bool all_logits);
+    // seq's recurrent state slot (taken on first use; -1: the model keeps no state).
+    int32_t state_slot(kv::SeqId seq);
     void check_images(const std::vector<ImageSpan>& images, int64_t prompt_tokens) const;
 
     StepModel& model_;
@@ -65,6 +69,7 @@ private:
     int64_t last_cached_tokens_ = 0;
     std::map<kv::SeqId, lora::AdapterRef> lora_;
     std::map<kv::SeqId, std::vector<ImageSpan>> images_;
+    std::map<kv::SeqId, int32_t> state_slots_;
 };
 
 }  // namespace pagoda::model

@@ -40,6 +40,11 @@ public:
     void set_op_times(OpTimes* times);
     void set_lora_segments(const std::vector<std::vector<backend::LoraSegment>>* by_target);
     void set_input_embeddings(std::span<const int32_t> rows, const float* embeddings);
+    // The recurrent state (GraphExecutor's; a graph with state runs as one stage).
+    bool has_state() const { return executors_.front()->has_state(); }
+    void set_state_rows(std::span<const int32_t> rows) { executors_.front()->set_state_rows(rows); }
+    void reset_state(int32_t slot) { executors_.front()->reset_state(slot); }
+    void copy_state(int32_t src, int32_t dst) { executors_.front()->copy_state(src, dst); }
 
 private:
     std::vector<Stage> stages_;

@@ -48,6 +48,11 @@ struct StepModelInfo {
     bool lora = false;           // load_lora() works and batches may name adapters
     // Batches may give rows an image's embeddings and bidirectional attention (model/batch.h).
     bool image_input = false;
+    // > 0: the model has recurrent layers (qwen35's gated DeltaNet) whose per-sequence state lives
+    // beside the paged KV in this many slots: every sequence of a batch names its slot
+    // (Batch::seq_state). Such a state folds in every token in order, so it cannot be rolled back
+    // (no speculative drafts) nor rebuilt from cached KV blocks (no prefix cache).
+    int32_t n_state_slots = 0;
 };
 
 // What feeds a matmul, for calibration statistics (`quantize --calib`): attention feeds attn_q/k/v,

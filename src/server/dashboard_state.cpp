@@ -81,7 +81,8 @@ json dashboard_state_json(const DashboardInputs& in) {
                          {"requests_failed", s.requests_failed},
                          {"requests_rejected", s.requests_rejected},
                          {"kv_usage", s.kv_usage}};
-        out["prefix_cache"] = {{"queried_tokens", s.prefix_queried_tokens},
+        out["prefix_cache"] = {{"enabled", s.prefix_caching},
+                               {"queried_tokens", s.prefix_queried_tokens},
                                {"hit_tokens", s.prefix_hit_tokens},
                                {"hit_rate", s.prefix_hit_rate()}};
     } else {

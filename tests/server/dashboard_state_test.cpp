@@ -95,6 +95,7 @@ TEST(DashboardState, EngineAndPrefixCacheCounters) {
     EXPECT_EQ(j["engine"]["generation_tokens"], 77);
     EXPECT_EQ(j["prefix_cache"]["hit_tokens"], 50);
     EXPECT_DOUBLE_EQ(j["prefix_cache"]["hit_rate"].get<double>(), 0.25);
+    EXPECT_TRUE(j["prefix_cache"]["enabled"].get<bool>());
     EXPECT_EQ(j["kv"]["map"], json::parse(R"([[1,"f"]])"));
 
     in.image_cache = vision::ImageCacheStats{.hits = 4, .misses = 2, .evictions = 1, .entries = 1, .bytes = 4192,

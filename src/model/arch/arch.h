@@ -32,6 +32,7 @@ struct BuiltModel {
     int32_t n_token_types = 0;  // rows of the token-type embedding (StepModelInfo::n_token_types)
     int64_t max_positions = 0;  // > 0: a learned position table's rows, the longest sequence it can run
     std::string max_positions_reason = "learned positions";  // what bounds them, for the --ctx error
+    int32_t kv_layers = 0;  // > 0: the KV cache's layers when fewer layers attend (a hybrid); 0: every layer
 };
 
 using ArchBuilder = BuiltModel (*)(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
@@ -56,6 +57,8 @@ BuiltModel build_mistral3(const gguf::File& file, const ModelConfig& config, bac
 BuiltModel build_smollm3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_glm4(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_glm4moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_qwen35(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_qwen35moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_phi3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 
 }  // namespace pagoda::model

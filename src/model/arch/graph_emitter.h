@@ -80,6 +80,12 @@ public:
     // In place: x *= s; x = cap * tanh(x / cap).
     void scale(int x, float s) { push({.kind = OpKind::scale, .in = {x}, .out = {x}, .value = s}); }
     void softcap(int x, float cap) { push({.kind = OpKind::softcap, .in = {x}, .out = {x}, .value = cap}); }
+    // sigmoid(gate) * up (OpKind::sigmoid_mul).
+    int sigmoid_mul(int gate, int up, const std::string& name) {
+        const int out = g_.add_tensor(name, rows(gate), cols(gate));
+        push({.kind = OpKind::sigmoid_mul, .in = {gate, up}, .out = {out}});
+        return out;
+    }
     int gelu_mul(int gate, int up, const std::string& name) {
         const int out = g_.add_tensor(name, rows(gate), cols(gate));
         push({.kind = OpKind::gelu_mul, .in = {gate, up}, .out = {out}});

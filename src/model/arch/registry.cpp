@@ -26,6 +26,8 @@ constexpr Entry kBuilders[] = {
     {"glm4", build_glm4},
     {"smollm3", build_smollm3},
     {"mistral3", build_mistral3},
+    {"qwen35", build_qwen35},
+    {"qwen35moe", build_qwen35moe},
     {"bert", build_bert},
     {"nomic-bert", build_nomic_bert},
     {"jina-bert-v2", build_jina_bert_v2},

@@ -1,0 +1,148 @@
+// gen-model's `qwen35` and `qwen35moe` writers (random_model.h): the metadata keys llama.cpp's
+// converter (Qwen3NextModel.set_gguf_parameters, as its Qwen3.5 models inherit it) writes and the
+// tensors by llama.cpp's names, in the form its converter hands them over: ssm_a already -exp(A_log),
+// ssm_conv1d squeezed to [kernel, channels], value heads tiled over the key heads, norms as 1 + w.
+// Every full_attention_interval-th layer (4) is a gated full attention layer (attn_q holds each
+// head's query then its output gate; per-head Q/K norms), the others gated DeltaNet layers with
+// ssm.group_count = the KV heads, ssm.time_step_rank = the heads and ssm.state_size = the head size.
+// A quarter of each head rotates (partial_rotary_factor 0.25) with M-RoPE sections [11, 11, 10, 0]
+// scaled to it. qwen35moe: routed experts and a sigmoid-gated shared expert (ffn_gate_inp_shexp).
+// nextn_layers appends that many NextN (MTP) blocks, stored for llama.cpp and not run.
+#include <cmath>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "model/random_model.h"
+#include "model/random_tensors.h"
+
+namespace pagoda::model {
+
+using gguf::GgmlType;
+using gguf::Value;
+using random_detail::constant_f32;
+using random_detail::random_tensor;
+using random_detail::Rng;
+using random_detail::TensorAdder;
+
+int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
+    const bool moe = s.arch == "qwen35moe";
+    if (moe) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
+    if (!moe && s.n_experts > 0) fail("gen-model: qwen35 is dense (qwen35moe has the experts)");
+    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
+        fail("gen-model: every size must be positive");
+    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    if (!s.rope_scaling.empty() || !s.rank_head.empty()) fail("gen-model: {} takes no --rope-scaling or rank head", s.arch);
+    if (s.nextn_layers < 0 || s.nextn_layers > 4) fail("gen-model: {} NextN layers is out of range (0..4)", s.nextn_layers);
+    if (s.n_layers < 4) fail("gen-model: {} needs at least 4 layers (every 4th is the full attention one)", s.arch);
+    const int64_t hd = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
+    if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
+    const int64_t rope = hd / 4 / 2 * 2;  // partial_rotary_factor 0.25, even
+    if (rope < 2) fail("gen-model: the head size {} is too small to rotate a quarter of it", hd);
+    // The DeltaNet: key heads = KV heads, value heads = heads, both of the head size.
+    const int64_t nk = s.n_kv_heads, nv = s.n_heads, kernel = 4;
+    const int64_t key_dim = nk * hd, value_dim = nv * hd, conv_dim = 2 * key_dim + value_dim;
+    const int64_t f = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
+    const int64_t fs = s.shared_expert_ffn_dim > 0 ? s.shared_expert_ffn_dim : f;
+    const int64_t blocks = s.n_layers + s.nextn_layers;
+    const int64_t interval = 4;
+
+    const std::string a = s.arch + ".";
+    w.set("general.architecture", Value::string(s.arch));
+    w.set("general.name", Value::string(s.name));
+    w.set(a + "block_count", Value::u32(uint32_t(blocks)));
+    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
+    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
+    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
+    w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
+    w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    w.set(a + "attention.key_length", Value::u32(uint32_t(hd)));
+    w.set(a + "attention.value_length", Value::u32(uint32_t(hd)));
+    w.set(a + "ssm.conv_kernel", Value::u32(uint32_t(kernel)));
+    w.set(a + "ssm.state_size", Value::u32(uint32_t(hd)));
+    w.set(a + "ssm.group_count", Value::u32(uint32_t(nk)));
+    w.set(a + "ssm.time_step_rank", Value::u32(uint32_t(nv)));
+    w.set(a + "ssm.inner_size", Value::u32(uint32_t(value_dim)));
+    w.set(a + "full_attention_interval", Value::u32(uint32_t(interval)));
+    w.set(a + "rope.dimension_count", Value::u32(uint32_t(rope)));
+    {  // Qwen3.5's [11, 11, 10] of 32 pairs, scaled to this rotary width (text runs them all at one position)
+        const int64_t pairs = rope / 2, t = pairs * 11 / 32, h = pairs * 11 / 32;
+        w.set(a + "rope.dimension_sections", Value::i32s({int32_t(t), int32_t(h), int32_t(pairs - t - h), 0}));
+    }
+    if (moe) {
+        w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
+        w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
+        w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(f)));
+        w.set(a + "expert_shared_feed_forward_length", Value::u32(uint32_t(fs)));
+    }
+    if (s.nextn_layers > 0) w.set(a + "nextn_predict_layers", Value::u32(uint32_t(s.nextn_layers)));
+    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
+
+    Rng rng(s.seed);
+    const float in_scale = 1.0f / std::sqrt(float(s.dim));
+    const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
+    TensorAdder add(w, rng, s.type);
+
+    add.matrix("token_embd.weight", s.dim, vocab_size, s.embed_scale);
+    add.norm("output_norm.weight", s.dim);
+    if (!s.tied_output) add.matrix("output.weight", s.dim, vocab_size, in_scale);
+    for (int64_t l = 0; l < blocks; ++l) {
+        const std::string p = fmt::format("blk.{}.", l);
+        const bool full = l >= s.n_layers || (l + 1) % interval == 0;  // NextN blocks are full attention ones
+        add.norm(p + "attn_norm.weight", s.dim);
+        add.norm(p + "post_attention_norm.weight", s.dim);
+        if (full) {
+            add.matrix(p + "attn_q.weight", s.dim, 2 * s.n_heads * hd, in_scale);
+            add.matrix(p + "attn_k.weight", s.dim, s.n_kv_heads * hd, in_scale);
+            add.matrix(p + "attn_v.weight", s.dim, s.n_kv_heads * hd, in_scale);
+            add.matrix(p + "attn_output.weight", s.n_heads * hd, s.dim, out_scale / std::sqrt(float(s.n_heads * hd)));
+            add.norm(p + "attn_q_norm.weight", hd);
+            add.norm(p + "attn_k_norm.weight", hd);
+        } else {
+            add.matrix(p + "attn_qkv.weight", s.dim, conv_dim, in_scale);
+            add.matrix(p + "attn_gate.weight", s.dim, value_dim, in_scale);
+            // The converter squeezes conv1d.weight [C, 1, K] to [K, C] (GGUF order) and keeps it F32.
+            add.f32(p + "ssm_conv1d.weight", {kernel, conv_dim},
+                    random_tensor(rng, kernel * conv_dim, 1.0f / std::sqrt(float(kernel)), GgmlType::F32));
+            add.f32(p + "ssm_dt.bias", {nv}, random_tensor(rng, nv, 0.5f, GgmlType::F32));
+            // -exp(A_log) for A_log uniform in [log 1, log 16], as the checkpoints initialise it
+            std::vector<uint8_t> decay = constant_f32(nv, 0.0f);
+            float* d = reinterpret_cast<float*>(decay.data());
+            for (int64_t h = 0; h < nv; ++h) d[h] = -std::exp(std::log(16.0f) * 0.5f * (1.0f + rng.symmetric()));
+            add.f32(p + "ssm_a", {nv}, std::move(decay));
+            add.matrix(p + "ssm_alpha.weight", s.dim, nv, in_scale);
+            add.matrix(p + "ssm_beta.weight", s.dim, nv, in_scale);
+            add.norm(p + "ssm_norm.weight", hd);
+            add.matrix(p + "ssm_out.weight", value_dim, s.dim, out_scale / std::sqrt(float(value_dim)));
+        }
+        if (!moe) {
+            add.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, in_scale);
+            add.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, in_scale);
+            add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+        } else {
+            // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
+            add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
+                    random_tensor(rng, s.dim * s.n_experts, 2.0f * in_scale, GgmlType::F32));
+            add.experts(p + "ffn_gate_exps.weight", s.dim, f, s.n_experts, in_scale);
+            add.experts(p + "ffn_up_exps.weight", s.dim, f, s.n_experts, in_scale);
+            add.experts(p + "ffn_down_exps.weight", f, s.dim, s.n_experts, out_scale / std::sqrt(float(f)));
+            add.f32(p + "ffn_gate_inp_shexp.weight", {s.dim}, random_tensor(rng, s.dim, in_scale, GgmlType::F32));
+            add.matrix(p + "ffn_gate_shexp.weight", s.dim, fs, in_scale);
+            add.matrix(p + "ffn_up_shexp.weight", s.dim, fs, in_scale);
+            add.matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
+        }
+        if (l >= s.n_layers) {  // a NextN block's own tensors (llama.cpp loads them for its MTP head)
+            add.matrix(p + "nextn.eh_proj.weight", 2 * s.dim, s.dim, 1.0f / std::sqrt(float(2 * s.dim)));
+            add.norm(p + "nextn.enorm.weight", s.dim);
+            add.norm(p + "nextn.hnorm.weight", s.dim);
+            add.norm(p + "nextn.shared_head_norm.weight", s.dim);
+        }
+    }
+    return add.params();
+}
+
+}  // namespace pagoda::model
