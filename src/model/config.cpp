@@ -183,7 +183,20 @@ ModelConfig read_config(const gguf::File& f) {
     c.n_layers = positive(a + "block_count");
     c.dim = positive(a + "embedding_length");
     c.n_heads = positive(a + "attention.head_count");
-    c.n_kv_heads = f.has(a + "attention.head_count_kv") ? positive(a + "attention.head_count_kv") : c.n_heads;
+    const auto* kv_count = f.find(a + "attention.head_count_kv");
+    c.n_kv_heads = kv_count && !kv_count->as_array() ? positive(a + "attention.head_count_kv") : c.n_heads;
+    if (const auto* kv = kv_count; kv && kv->as_array()) {
+        // gemma4 writes one count per layer; the paged KV has one count for every layer.
+        c.n_kv_heads = 0;
+        for (const auto& item : kv->as_array()->items) {
+            const int64_t n = item.as_int().value_or(0);
+            if (n <= 0 || (c.n_kv_heads != 0 && n != c.n_kv_heads))
+                fail("{}: {}attention.head_count_kv holds per-layer KV-head counts that differ; per-layer KV sizing is not supported",
+                     f.name(), a);
+            c.n_kv_heads = n;
+        }
+        if (c.n_kv_heads == 0) fail("{}: {}attention.head_count_kv is an empty array", f.name(), a);
+    }
     read_experts(f, c, moe_arch);
     c.ffn_dim = f.has(a + "feed_forward_length") || c.n_experts == 0 ? positive(a + "feed_forward_length")
                                                                      : c.expert_ffn_dim;
@@ -245,7 +258,7 @@ ModelConfig read_config(const gguf::File& f) {
              c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" || c.arch == "deepseek2" || c.arch == "mistral3" ? ", yarn" : "");
     }
     const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
-                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert" ||
+                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "gemma4" || c.arch == "phi3" || c.arch == "nomic-bert" ||
                       c.arch == "gpt-oss" || c.arch == "glm4moe";
     c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";

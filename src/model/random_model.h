@@ -97,6 +97,10 @@ struct RandomModelSpec {
     // up_gated_layer); without it the -en form (one fused ffn_up of 2 x FFN rows, gate first).
     bool qk_norm = false;
     int64_t nextn_layers = 0;
+    // gemma4 (random_gemma4.cpp): the last shared_kv_layers layers reuse an earlier layer's KV;
+    // v_equals_k drops attn_v on full layers (V = K).
+    int64_t shared_kv_layers = 0;
+    bool v_equals_k = false;
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.
@@ -116,6 +120,7 @@ int64_t build_random_gpt_oss(const RandomModelSpec& spec, const gguf::File* voca
 int64_t build_random_deepseek2(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // glm4moe or glm4 into `w` (random_glm.cpp).
 int64_t build_random_glm(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+int64_t build_random_gemma4(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
 // Gemma 3's three image control tokens.
 void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false);
