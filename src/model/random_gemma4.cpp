@@ -26,6 +26,18 @@ using random_detail::random_tensor;
 using random_detail::Rng;
 using random_detail::TensorAdder;
 
+namespace {
+
+std::vector<uint8_t> qk_norm_weights(Rng& rng, int64_t hd) {
+    std::vector<uint8_t> bytes = random_tensor(rng, hd, 0.1f, GgmlType::F32);
+    float* p = reinterpret_cast<float*>(bytes.data());
+    const float base = std::pow(float(hd), -0.25f);
+    for (int64_t i = 0; i < hd; ++i) p[i] = base * (1.0f + p[i]);
+    return bytes;
+}
+
+}  // namespace
+
 int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     if (s.n_experts > 0) fail("gen-model: the gemma4 dense-plus-experts form (26B-A4B) is not written yet");
     if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
@@ -101,8 +113,11 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
             if (!(s.v_equals_k && !sliding[size_t(l)])) add.matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
         }
         add.matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
-        add.norm(p + "attn_q_norm.weight", hd);
-        if (own_kv) add.norm(p + "attn_k_norm.weight", hd);
+        // Gemma 4 attends with scale 1, the Q/K norms' weights carry the scale: near hd^-1/4 each,
+        // so q.k has the spread of an ordinary q.k / sqrt(hd) and the random model's attention is
+        // not one-hot (a one-hot softmax turns quantisation noise into flipped attention).
+        add.f32(p + "attn_q_norm.weight", {hd}, qk_norm_weights(rng, hd));
+        if (own_kv) add.f32(p + "attn_k_norm.weight", {hd}, qk_norm_weights(rng, hd));
         add.norm(p + "post_attention_norm.weight", s.dim);
         add.f32(p + "layer_output_scale.weight", {1}, constant_f32(1, 0.5f + 0.5f * float(l + 1) / float(s.n_layers)));
         add.norm(p + "ffn_norm.weight", s.dim);
