@@ -187,9 +187,9 @@ TEST(Gemma4Direct, ReferenceBackendComputesGemma4sEquations) {
     expect_direct(gemma4_spec(62, 0, false), "plain");
 }
 
-TEST(Gemma4Direct, SharedKvAndVEqualsKChangeTheOutput) {
-    // The features are live: a model without them (other tensors differ, so compare shapes of
-    // behaviour, not values) still runs, and the file with them holds no K/V for the sharing layers.
+TEST(Gemma4Direct, FileLayoutOfSharedKvAndVEqualsK) {
+    // The sharing layers hold no K/V tensors, full layers with V = K no attn_v, and the per-layer
+    // KV-head array reads as one count.
     const std::string path = test::temp_path("gemma4_shapes.gguf");
     write_random_model(gemma4_spec(63), nullptr, path);
     auto file = gguf::File::open(path);
