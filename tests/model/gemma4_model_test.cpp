@@ -18,6 +18,7 @@
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
 #include "quant/quantize_model.h"
+#include "tokenizer/vocab.h"
 
 namespace pagoda::model {
 namespace {
@@ -266,7 +267,8 @@ INSTANTIATE_TEST_SUITE_P(RandomModels, Gemma4Model,
 
 // Rewrites the gen-model file with one metadata key changed (or a tensor added) and expects the load
 // to fail naming `what`.
-void expect_refused(const std::function<void(gguf::Writer&)>& edit, const std::string& what, const std::string& name) {
+void expect_refused(const std::function<void(gguf::Writer&)>& edit, const std::string& what, const std::string& name,
+                    bool vocabulary = false) {
     const std::string base = test::temp_path("gemma4_refuse_base.gguf");
     write_random_model(gemma4_spec(81, 0, false), nullptr, base);
     auto file = gguf::File::open(base);
@@ -278,7 +280,8 @@ void expect_refused(const std::function<void(gguf::Writer&)>& edit, const std::s
     const std::string path = test::temp_path("gemma4_refuse_" + name + ".gguf");
     w.write(path);
     try {
-        open_step_model(path, {.backend = "reference", .tokens_wanted = 64});
+        if (vocabulary) tokenizer::Vocab::from_gguf(*gguf::File::open(path));
+        else open_step_model(path, {.backend = "reference", .tokens_wanted = 64});
         FAIL() << name << ": loaded";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
@@ -297,6 +300,12 @@ TEST(Gemma4Refused, FormsThePagedKvOrGraphCannotRunAreNamed) {
                    "per-layer embeddings", "ple");
     expect_refused([](gguf::Writer& w) { w.set("gemma4.attention.shared_kv_layers", gguf::Value::u32(6)); },
                    "shared_kv_layers", "shared_all");
+    expect_refused([](gguf::Writer& w) { w.add_tensor("blk.0.ffn_gate_inp.weight", gguf::GgmlType::F32, {64, 4},
+                                                       std::vector<uint8_t>(64 * 4 * 4, 0)); },
+                   "dense-plus-experts FFN", "experts");
+    // Gemma 4's own tokenizer model (SentencePiece-style BPE split on newlines) is not read yet.
+    expect_refused([](gguf::Writer& w) { w.set("tokenizer.ggml.model", gguf::Value::string("gemma4")); },
+                   "tokenizer model 'gemma4' is not supported", "tokenizer", true);
 }
 
 }  // namespace
