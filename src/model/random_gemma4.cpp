@@ -6,7 +6,8 @@
 // shared_kv_layers (the last N layers with no K/V of their own) and v_equals_k (full layers have no
 // attn_v: V is the K projection, as the 31B's global layers). Norm weights are stored as used (the
 // converter's norm_shift is 0 for Gemma 4). Head sizes and KV-head counts are the same on every
-// layer (key_length_swa = key_length), the form pagoda's paged KV can hold.
+// kind of layer: full_head_dim / full_kv_heads give the full layers their own (the 31B's 512 / 4
+// beside the sliding layers' 256 / 16).
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -46,7 +47,12 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
     if (!s.rope_scaling.empty() || !s.rank_head.empty()) fail("gen-model: gemma4 takes no --rope-scaling or rank head");
     const int64_t hd = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
     if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
-    if (hd % 8) fail("gen-model: gemma4's head size {} must be a multiple of 8 (a quarter of it rotates on full layers)", hd);
+    // Sliding layers have --head-dim (HF's head_dim) and --kv-heads; full layers their own
+    // --full-head-dim (global_head_dim) and --full-kv-heads (num_global_key_value_heads).
+    const int64_t hd_full = s.full_head_dim > 0 ? s.full_head_dim : hd;
+    const int64_t kv_full = s.full_kv_heads > 0 ? s.full_kv_heads : s.n_kv_heads;
+    if (hd_full % 8) fail("gen-model: gemma4's full head size {} must be a multiple of 8 (a quarter of it rotates)", hd_full);
+    if (s.n_heads % kv_full) fail("gen-model: {} heads are not a multiple of {} full-layer KV heads", s.n_heads, kv_full);
     const int64_t period = s.swa_period > 0 ? s.swa_period : 6;
     const int64_t window = s.sliding_window > 0 ? s.sliding_window : 512;
     std::vector<bool> sliding(size_t(s.n_layers));
@@ -69,16 +75,17 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
     w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
     w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
     // The converter writes one KV-head count per layer when the config has num_global_key_value_heads.
-    std::vector<Value> kv_heads(size_t(s.n_layers), Value::u32(uint32_t(s.n_kv_heads)));
+    std::vector<Value> kv_heads;
+    for (bool b : sliding) kv_heads.push_back(Value::u32(uint32_t(b ? s.n_kv_heads : kv_full)));
     w.set(a + "attention.head_count_kv", Value::array(ValueType::u32, kv_heads));
     w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
-    w.set(a + "attention.key_length", Value::u32(uint32_t(hd)));
-    w.set(a + "attention.value_length", Value::u32(uint32_t(hd)));
+    w.set(a + "attention.key_length", Value::u32(uint32_t(hd_full)));
+    w.set(a + "attention.value_length", Value::u32(uint32_t(hd_full)));
     w.set(a + "attention.key_length_swa", Value::u32(uint32_t(hd)));
     w.set(a + "attention.value_length_swa", Value::u32(uint32_t(hd)));
     w.set(a + "rope.freq_base", Value::f32(s.rope_theta > 0 && s.rope_theta != 10000.0f ? s.rope_theta : 1000000.0f));
     w.set(a + "rope.freq_base_swa", Value::f32(10000.0f));
-    w.set(a + "rope.dimension_count", Value::u32(uint32_t(hd)));
+    w.set(a + "rope.dimension_count", Value::u32(uint32_t(hd_full)));
     w.set(a + "rope.dimension_count_swa", Value::u32(uint32_t(hd)));
     w.set(a + "attention.sliding_window", Value::u32(uint32_t(window)));
     std::vector<Value> pattern;
@@ -91,21 +98,22 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
 
     const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
     Rng rng(s.seed);
-    const int64_t q_dim = s.n_heads * hd, kv_dim = s.n_kv_heads * hd;
     const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
     TensorAdder add(w, rng, s.type);
     // Gemma scales the embedding by sqrt(dim): rows of spread 1/sqrt(dim) give unit activations.
     add.matrix("token_embd.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
     add.norm("output_norm.weight", s.dim);
     if (!s.tied_output) add.matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
-    std::vector<float> freqs(size_t(hd / 2), 1e30f);
-    for (int64_t i = 0; i < hd / 8; ++i) freqs[size_t(i)] = 1.0f;  // partial_rotary_factor 0.25
+    std::vector<float> freqs(size_t(hd_full / 2), 1e30f);
+    for (int64_t i = 0; i < hd_full / 8; ++i) freqs[size_t(i)] = 1.0f;  // partial_rotary_factor 0.25
     std::vector<uint8_t> freq_bytes(freqs.size() * 4);
     std::memcpy(freq_bytes.data(), freqs.data(), freq_bytes.size());
-    add.f32("rope_freqs.weight", {hd / 2}, std::move(freq_bytes));
+    add.f32("rope_freqs.weight", {hd_full / 2}, std::move(freq_bytes));
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
         const bool own_kv = l < first_shared;
+        const int64_t hd_l = sliding[size_t(l)] ? hd : hd_full;
+        const int64_t q_dim = s.n_heads * hd_l, kv_dim = (sliding[size_t(l)] ? s.n_kv_heads : kv_full) * hd_l;
         add.norm(p + "attn_norm.weight", s.dim);
         add.matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
         if (own_kv) {
@@ -116,8 +124,8 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
         // Gemma 4 attends with scale 1, the Q/K norms' weights carry the scale: near hd^-1/4 each,
         // so q.k has the spread of an ordinary q.k / sqrt(hd) and the random model's attention is
         // not one-hot (a one-hot softmax turns quantisation noise into flipped attention).
-        add.f32(p + "attn_q_norm.weight", {hd}, qk_norm_weights(rng, hd));
-        if (own_kv) add.f32(p + "attn_k_norm.weight", {hd}, qk_norm_weights(rng, hd));
+        add.f32(p + "attn_q_norm.weight", {hd_l}, qk_norm_weights(rng, hd_l));
+        if (own_kv) add.f32(p + "attn_k_norm.weight", {hd_l}, qk_norm_weights(rng, hd_l));
         add.norm(p + "post_attention_norm.weight", s.dim);
         add.f32(p + "layer_output_scale.weight", {1}, constant_f32(1, 0.5f + 0.5f * float(l + 1) / float(s.n_layers)));
         add.norm(p + "ffn_norm.weight", s.dim);

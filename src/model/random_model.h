@@ -101,6 +101,7 @@ struct RandomModelSpec {
     // v_equals_k drops attn_v on full layers (V = K).
     int64_t shared_kv_layers = 0;
     bool v_equals_k = false;
+    int64_t full_head_dim = 0, full_kv_heads = 0;  // gemma4's full layers (0: head_dim, n_kv_heads)
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.

@@ -11,11 +11,12 @@
 namespace pagoda::test {
 namespace {
 
-// Six layers: sliding, sliding, full, sliding, sliding, full; layers 4 and 5 read layers 3 and 2's KV.
+// Six layers: sliding, sliding, full, sliding, sliding, full; layers 4 and 5 read layers 3 and 2's KV;
+// sliding layers have 2 KV heads of 16, full layers 1 of 32 (the paged KV holds 2 of 32 on every layer).
 std::string gemma4_model() {
     static const std::string path = [] {
         const std::string p = temp_path("cli-gemma4.gguf");
-        auto g = run_pagoda({"gen-model", "-o", p, "--arch", "gemma4", "--layers", "6", "--head-dim", "32",
+        auto g = run_pagoda({"gen-model", "-o", p, "--arch", "gemma4", "--layers", "6", "--head-dim", "16", "--full-head-dim", "32", "--full-kv-heads", "1",
                              "--swa-period", "3", "--sliding-window", "5", "--shared-kv-layers", "2", "--v-equals-k"});
         EXPECT_EQ(g.exit_code, 0) << g.err;
         EXPECT_NE(g.err.find("gemma4, 6 layers"), std::string::npos) << g.err;
@@ -71,7 +72,7 @@ TEST(Gemma4Commands, VulkanAndGpuLayerSplits) {
 TEST(Gemma4Commands, GenModelRefusesFlagsOutsideItsForm) {
     auto r = run_pagoda({"gen-model", "-o", temp_path("cli-gemma4-bad.gguf"), "--shared-kv-layers", "1"});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("--shared-kv-layers and --v-equals-k are for --arch gemma4"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--shared-kv-layers, --v-equals-k, --full-head-dim and --full-kv-heads are for --arch gemma4"), std::string::npos) << r.err;
     r = run_pagoda({"gen-model", "-o", temp_path("cli-gemma4-bad.gguf"), "--arch", "gemma4", "--experts", "4"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("gemma4 dense-plus-experts form (26B-A4B) is not written yet"), std::string::npos) << r.err;

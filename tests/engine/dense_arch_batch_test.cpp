@@ -48,6 +48,7 @@ TEST(DenseArchBatch, GreedyTokensIndependentOfBlockSizeAndBatch) {
         if (spec.arch == "gemma3") spec.swa_period = 2;
         if (spec.arch == "gemma4") {  // sliding, full, sliding, full: the last two read the first two's KV
             spec.n_layers = 4; spec.swa_period = 2; spec.shared_kv_layers = 2; spec.v_equals_k = true;
+            spec.full_head_dim = 32; spec.full_kv_heads = 1;  // per-layer shapes, padded in the paged KV
         }
         const std::string path = pagoda::test::temp_path(std::string("batch_") + arch + ".gguf");
         model::write_random_model(spec, nullptr, path);

@@ -24,11 +24,13 @@ namespace pagoda::model {
 namespace {
 
 // Six layers: sliding, sliding, full, sliding, sliding, full (window 5); the last two share the KV of
-// layers 3 (sliding) and 2 (full); full layers have no attn_v.
-RandomModelSpec gemma4_spec(uint64_t seed, int64_t shared_kv = 2, bool v_equals_k = true) {
+// layers 3 (sliding) and 2 (full); full layers have no attn_v. As the 31B, sliding and full layers
+// differ in head size (16 / 32) and KV heads (2 / 1) unless `uniform`.
+RandomModelSpec gemma4_spec(uint64_t seed, int64_t shared_kv = 2, bool v_equals_k = true, bool uniform = false) {
     RandomModelSpec s;
     s.arch = "gemma4";
-    s.n_layers = 6; s.dim = 64; s.n_heads = 4; s.n_kv_heads = 2; s.head_dim = 32; s.ffn_dim = 96; s.vocab_size = 300;
+    s.n_layers = 6; s.dim = 64; s.n_heads = 4; s.n_kv_heads = 2; s.head_dim = uniform ? 32 : 16; s.ffn_dim = 96; s.vocab_size = 300;
+    s.full_head_dim = 32; s.full_kv_heads = uniform ? 2 : 1;
     s.sliding_window = 5; s.swa_period = 3; s.shared_kv_layers = shared_kv; s.v_equals_k = v_equals_k;
     s.final_softcap = 30.0f; s.seed = seed;
     return s;
@@ -86,7 +88,7 @@ struct Direct {
     static double gelu(double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }
 
     std::vector<double> logits(const ModelConfig& c, const std::vector<int32_t>& ids) const {
-        const int64_t H = c.n_heads, KV = c.n_kv_heads, hd = c.head_dim, T = int64_t(ids.size()), L = c.n_layers;
+        const int64_t H = c.n_heads, T = int64_t(ids.size()), L = c.n_layers;
         const double eps = c.rms_eps;
         const int64_t window = f.get_int("gemma4.attention.sliding_window");
         const auto& pattern = f.find("gemma4.attention.sliding_window_pattern")->as_array()->items;
@@ -103,7 +105,8 @@ struct Direct {
         for (int64_t l = 0; l < L; ++l) {
             const std::string p = "blk." + std::to_string(l) + ".";
             const bool swa = sliding[size_t(l)];
-            const double theta = swa ? f.get_float("gemma4.rope.freq_base_swa") : f.get_float("gemma4.rope.freq_base");
+            const int64_t hd = f.get_int(swa ? "gemma4.attention.key_length_swa" : "gemma4.attention.key_length");
+            const int64_t KV = *f.find("gemma4.attention.head_count_kv")->as_array()->items[size_t(l)].as_int();            const double theta = swa ? f.get_float("gemma4.rope.freq_base_swa") : f.get_float("gemma4.rope.freq_base");
             const float* factors = swa ? nullptr : tensor("rope_freqs.weight");
             int64_t src = l;
             if (l >= L - shared)
@@ -185,7 +188,8 @@ void expect_direct(const RandomModelSpec& spec, const std::string& name) {
 
 TEST(Gemma4Direct, ReferenceBackendComputesGemma4sEquations) {
     expect_direct(gemma4_spec(61), "shared_v_eq_k");
-    expect_direct(gemma4_spec(62, 0, false), "plain");
+    expect_direct(gemma4_spec(62, 0, false), "per_layer_shapes");
+    expect_direct(gemma4_spec(63, 2, true, true), "uniform");
 }
 
 TEST(Gemma4Direct, FileLayoutOfSharedKvAndVEqualsK) {
@@ -200,8 +204,10 @@ TEST(Gemma4Direct, FileLayoutOfSharedKvAndVEqualsK) {
     EXPECT_NE(file->find_tensor("blk.1.attn_v.weight"), nullptr);   // sliding layer: its own V
     const ModelConfig cfg = read_config(*file);
     EXPECT_EQ(cfg.rope_style, RopeStyle::neox);
-    EXPECT_EQ(cfg.n_kv_heads, 2);  // from the per-layer array
-    EXPECT_EQ(cfg.head_dim, 32);
+    EXPECT_EQ(cfg.n_kv_heads, 2);  // the largest of the per-layer counts (2 sliding, 1 full)
+    EXPECT_EQ(cfg.head_dim, 32);   // the larger head size (16 sliding, 32 full): the paged KV's row
+    EXPECT_EQ(file->find_tensor("blk.0.attn_k.weight")->shape, (std::vector<int64_t>{64, 2 * 16}));
+    EXPECT_EQ(file->find_tensor("blk.2.attn_k.weight")->shape, (std::vector<int64_t>{64, 1 * 32}));
 }
 
 // --- the CPU backend against the reference -------------------------------------------------------
@@ -256,8 +262,8 @@ TEST_P(Gemma4Model, ForwardMatchesTheReferenceBackend) {
 
 // Q8_0: the CPU's int8 path rounds activations to int8 per 32 values; six layers whose sliding
 // windows average only five keys pass that on with little averaging: measured worst 6.5e-2 of the
-// largest logit (4.5e-2 with every window wider than the prompt), as reference_model_test's gemma3
-// Q8_0 case measures 3.5e-2 over fewer layers.
+// largest logit on this model's uniform-shape form (4.5e-2 with every window wider than the prompt),
+// as reference_model_test's gemma3 Q8_0 case measures 3.5e-2 over fewer layers.
 INSTANTIATE_TEST_SUITE_P(RandomModels, Gemma4Model,
                          ::testing::Values(Case{"f32", "", true, 1e-5}, Case{"f32_unfused", "", false, 1e-5},
                                            Case{"q8_0", "q8_0", true, 8e-2}, Case{"q8_0_unfused", "q8_0", false, 8e-2}),
@@ -289,13 +295,13 @@ void expect_refused(const std::function<void(gguf::Writer&)>& edit, const std::s
 }
 
 TEST(Gemma4Refused, FormsThePagedKvOrGraphCannotRunAreNamed) {
-    expect_refused([](gguf::Writer& w) { w.set("gemma4.attention.key_length_swa", gguf::Value::u32(16)); },
-                   "per-layer KV sizing", "head_dims");
-    expect_refused([](gguf::Writer& w) {
+    expect_refused([](gguf::Writer& w) { w.set("gemma4.attention.value_length_swa", gguf::Value::u32(8)); },
+                   "sliding layers' key length 16 differs from their value length 8", "value_length");
+    expect_refused([](gguf::Writer& w) {  // 2 and 3 KV heads: the paged KV cannot repeat 2 heads into 3
         std::vector<gguf::Value> kv(6, gguf::Value::u32(2));
-        kv[2] = gguf::Value::u32(1);
+        kv[2] = gguf::Value::u32(3);
         w.set("gemma4.attention.head_count_kv", gguf::Value::array(gguf::ValueType::u32, kv));
-    }, "per-layer KV sizing", "kv_heads");
+    }, "mixes 2 and 3 KV heads", "kv_heads");
     expect_refused([](gguf::Writer& w) { w.set("gemma4.embedding_length_per_layer_input", gguf::Value::u32(8)); },
                    "per-layer embeddings", "ple");
     expect_refused([](gguf::Writer& w) { w.set("gemma4.attention.shared_kv_layers", gguf::Value::u32(6)); },
