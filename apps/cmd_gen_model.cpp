@@ -65,6 +65,9 @@ struct GenModelOptions {
     // glm4moe
     bool qk_norm = false;
     int64_t nextn_layers = 0;
+    // gemma4
+    int64_t shared_kv_layers = 0, full_head_dim = 0, full_kv_heads = 0;
+    bool v_equals_k = false;
 };
 
 // The deepseek2 options into the spec (glm4moe shares its MoE layout ones); refused for another architecture.
@@ -87,6 +90,12 @@ void apply_deepseek2_options(const GenModelOptions& o, model::RandomModelSpec& s
         fail("--qk-norm is for --arch glm4moe or jina-bert-v2");
     spec.qk_norm = o.qk_norm;
     spec.nextn_layers = o.nextn_layers;
+    if ((o.shared_kv_layers || o.v_equals_k || o.full_head_dim || o.full_kv_heads) && spec.arch != "gemma4")
+        fail("--shared-kv-layers, --v-equals-k, --full-head-dim and --full-kv-heads are for --arch gemma4");
+    spec.full_head_dim = o.full_head_dim;
+    spec.full_kv_heads = o.full_kv_heads;
+    spec.shared_kv_layers = o.shared_kv_layers;
+    spec.v_equals_k = o.v_equals_k;
     if (!(mla || layout) || spec.arch == "glm4moe") return;
     if (spec.arch != "deepseek2")
         fail("--q-lora-rank, --kv-lora-rank, --mla-rope-dims, --v-head-dim, --leading-dense, --shared-experts, "
@@ -213,7 +222,7 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "chat template) (default: synthetic vocabulary)");
     sub.add_option("--type", o->type, "Weight type: f32, f16, bf16; gpt-oss also mxfp4 (MXFP4 experts, F16 other matrices)");
     sub.add_option("--arch", o->arch,
-                   "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, phi3, "
+                   "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, gemma4 (dense), phi3, "
                    "gpt-oss (needs --experts; YaRN, sinks, alternating sliding layers), deepseek2 (needs --experts; MLA, "
                    "leading dense layers, shared experts), glm4moe (needs --experts; GLM-4.5: partial NEOX RoPE, QKV "
                    "biases, leading dense layers, sigmoid router with a correction bias, shared experts), glm4 "
@@ -223,7 +232,7 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "--experts; a sigmoid-gated shared expert), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases) and jina-bert-v2 (ALiBi, GEGLU; --qk-norm: the -code form)")
-        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3", "bert",
+        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "gemma4", "phi3", "bert",
                                "nomic-bert", "jina-bert-v2", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3",
                                "mistral3", "qwen35", "qwen35moe"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert, jina-bert-v2: the pooling_type written, mean (default) or cls")
@@ -268,6 +277,13 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                  "-code form (Q/K LayerNorms, attn_norm_2, ffn_gate and ffn_up apart)");
     sub.add_option("--nextn-layers", o->nextn_layers, "glm4moe: trailing NextN (multi-token prediction) blocks, stored "
                    "and not run")->check(in_range(0, 4));
+    sub.add_option("--shared-kv-layers", o->shared_kv_layers, "gemma4: the last N layers reuse the KV of the last earlier "
+                   "layer of their kind (sliding or full)")->check(in_range(0, 1 << 20));
+    sub.add_option("--full-head-dim", o->full_head_dim, "gemma4: the full layers' head size (default --head-dim)")
+        ->check(in_range(2, 4096));
+    sub.add_option("--full-kv-heads", o->full_kv_heads, "gemma4: the full layers' KV heads (default --kv-heads)")
+        ->check(in_range(1, 4096));
+    sub.add_flag("--v-equals-k", o->v_equals_k, "gemma4: full layers have no attn_v (V is the K projection, weightless-normed)");
     sub.add_option("--sliding-window", o->sliding_window,
                    "Sliding-window size (gemma2 default 4096, gemma3 512; phi3: every layer slides)")
         ->check(in_range(1, 1 << 24));

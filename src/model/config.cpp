@@ -186,7 +186,26 @@ ModelConfig read_config(const gguf::File& f) {
     c.n_layers = positive(a + "block_count");
     c.dim = positive(a + "embedding_length");
     c.n_heads = positive(a + "attention.head_count");
-    c.n_kv_heads = f.has(a + "attention.head_count_kv") ? positive(a + "attention.head_count_kv") : c.n_heads;
+    const auto* kv_count = f.find(a + "attention.head_count_kv");
+    c.n_kv_heads = kv_count && !kv_count->as_array() ? positive(a + "attention.head_count_kv") : c.n_heads;
+    if (const auto* kv = kv_count; kv && kv->as_array()) {
+        // gemma4 writes one count per layer (sliding and full layers differ). The paged KV holds the
+        // largest count on every layer; a layer with fewer heads repeats each of them (its builder's
+        // job), so every count must divide the largest.
+        if (c.arch != "gemma4") fail("{}: {}attention.head_count_kv is an array (per-layer counts), read for gemma4 only", f.name(), a);
+        std::vector<int64_t> counts;
+        for (const auto& item : kv->as_array()->items) {
+            const int64_t n = item.as_int().value_or(0);
+            if (n <= 0 || n > c.n_heads) fail("{}: {}attention.head_count_kv holds {}, out of range", f.name(), a, n);
+            counts.push_back(n);
+        }
+        if (counts.empty()) fail("{}: {}attention.head_count_kv is an empty array", f.name(), a);
+        c.n_kv_heads = *std::max_element(counts.begin(), counts.end());
+        for (int64_t n : counts)
+            if (c.n_kv_heads % n != 0)
+                fail("{}: {}attention.head_count_kv mixes {} and {} KV heads; per-layer KV sizing needs each count to divide the largest",
+                     f.name(), a, n, c.n_kv_heads);
+    }
     read_experts(f, c, moe_arch);
     c.ffn_dim = f.has(a + "feed_forward_length") || c.n_experts == 0 ? positive(a + "feed_forward_length")
                                                                      : c.expert_ffn_dim;
@@ -200,6 +219,9 @@ ModelConfig read_config(const gguf::File& f) {
         int64_t vlen = f.has(a + "attention.value_length") ? positive(a + "attention.value_length") : c.head_dim;
         if (vlen != c.head_dim)
             fail("{}: key length {} differs from value length {}: not supported", f.name(), c.head_dim, vlen);
+        // gemma4: sliding layers have their own head size; the paged KV rows hold the larger one.
+        if (c.arch == "gemma4" && f.has(a + "attention.key_length_swa"))
+            c.head_dim = std::max(c.head_dim, positive(a + "attention.key_length_swa"));
     } else {
         if (c.dim % c.n_heads != 0)
             fail("{}: embedding width {} is not a multiple of {} heads", f.name(), c.dim, c.n_heads);
@@ -257,7 +279,7 @@ ModelConfig read_config(const gguf::File& f) {
              c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" || c.arch == "deepseek2" || c.arch == "mistral3" ? ", yarn" : "");
     }
     const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
-                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3" || c.arch == "nomic-bert" ||
+                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "gemma4" || c.arch == "phi3" || c.arch == "nomic-bert" ||
                       c.arch == "gpt-oss" || c.arch == "glm4moe" || c.arch == "qwen35" || c.arch == "qwen35moe";
     c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
     c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";

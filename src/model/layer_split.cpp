@@ -74,6 +74,19 @@ std::vector<GraphSegment> split_by_layer(const Graph& g, const LayerSplit& split
         return ids;
     };
 
+    // KV shared across layers (gemma4): a later layer's attention reads an earlier layer's cache. Each
+    // backend's cache holds its own layers, so the reader must sit on the same side as the cache.
+    int32_t latest = -1;
+    for (int i = 0; i < n; ++i) {
+        const Node& node = g.nodes[size_t(i)];
+        const int32_t tag = tag_of(node, split.n_layers);
+        if (tag == kUntagged) continue;
+        if (node.kind == OpKind::attention && tag < latest && side_of_tag(tag) != side_of_tag(latest))
+            fail("-ngl {}: layer {} attends over layer {}'s KV (KV shared across layers) from the other side of the "
+                 "split; splitting a shared-KV model there is not supported (offload every layer or fewer)",
+                 split.device_layers, latest, tag);
+        latest = std::max(latest, tag);
+    }
     std::vector<Side> side(size_t(n), Side::host);
     int prev = -1;  // the last tagged op
     for (int i = 0; i <= n; ++i) {

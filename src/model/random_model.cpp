@@ -144,12 +144,13 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     if (s.arch == "deepseek2") return build_random_deepseek2(s, vocab, w);
     if (s.arch == "glm4moe" || s.arch == "glm4") return build_random_glm(s, vocab, w);
     if (s.arch == "qwen35" || s.arch == "qwen35moe") return build_random_qwen35(s, vocab, w);
+    if (s.arch == "gemma4") return build_random_gemma4(s, vocab, w);
     if (s.mxfp4_experts) fail("gen-model: MXFP4 experts are written for gpt-oss only");
     const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
     const bool gemma = s.arch == "gemma2" || s.arch == "gemma3", phi3 = s.arch == "phi3";
     if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "smollm3" && s.arch != "mistral3" && !moe_arch && !gemma && !phi3)
         fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, "
-             "phi3, gpt-oss, deepseek2, glm4moe, glm4, smollm3, mistral3, qwen35, qwen35moe, bert, nomic-bert, jina-bert-v2)",
+             "gemma4, phi3, gpt-oss, deepseek2, glm4moe, glm4, smollm3, mistral3, qwen35, qwen35moe, bert, nomic-bert, jina-bert-v2)",
              s.arch);
     if (s.n_experts > 0 && s.arch != "llama" && !moe_arch)
         fail("gen-model: experts are written for llama, qwen2moe and qwen3moe, not {}", s.arch);

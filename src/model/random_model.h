@@ -99,6 +99,11 @@ struct RandomModelSpec {
     // shared_expert_ffn_dim (0: the expert width) for qwen35moe's gated shared expert.
     bool qk_norm = false;
     int64_t nextn_layers = 0;
+    // gemma4 (random_gemma4.cpp): the last shared_kv_layers layers reuse an earlier layer's KV;
+    // v_equals_k drops attn_v on full layers (V = K).
+    int64_t shared_kv_layers = 0;
+    bool v_equals_k = false;
+    int64_t full_head_dim = 0, full_kv_heads = 0;  // gemma4's full layers (0: head_dim, n_kv_heads)
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.
@@ -120,6 +125,8 @@ int64_t build_random_deepseek2(const RandomModelSpec& spec, const gguf::File* vo
 int64_t build_random_glm(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // qwen35 or qwen35moe into `w` (random_qwen35.cpp).
 int64_t build_random_qwen35(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+// gemma4 into `w` (random_gemma4.cpp).
+int64_t build_random_gemma4(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
 // Gemma 3's three image control tokens.
 void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false);

@@ -48,6 +48,7 @@ BuiltModel build_qwen2moe(const gguf::File& file, const ModelConfig& config, bac
 BuiltModel build_qwen3moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gemma2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gemma3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_gemma4(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_nomic_bert(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_jina_bert_v2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);

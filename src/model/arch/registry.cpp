@@ -19,6 +19,7 @@ constexpr Entry kBuilders[] = {
     {"qwen3moe", build_qwen3moe},
     {"gemma2", build_gemma2},
     {"gemma3", build_gemma3},
+    {"gemma4", build_gemma4},
     {"phi3", build_phi3},
     {"gpt-oss", build_gpt_oss},
     {"deepseek2", build_deepseek2},

@@ -106,7 +106,7 @@ TOOL_CONVERSATION = [
 
 TEMPLATES = [
     "chatml", "llama2", "llama3", "llama3.1", "mistral-v1", "mistral-v3", "phi3", "gemma", "gemma1", "gemma3",
-    "deepseek", "deepseek-coder", "deepseek-r1", "qwen2.5", "qwen3", "zephyr",
+    "deepseek", "deepseek-coder", "deepseek-r1", "qwen2.5", "qwen3", "zephyr", "gemma4",
 ]
 
 TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
@@ -212,6 +212,12 @@ def chat_cases():
                   **TOKENS, "tools": [harmony_tool], "extra": {"reasoning_effort": "low", "model_identity": "You are pagoda."}})
     cases.append({"template": "gpt-oss", "case": "channel_tags_in_content_refused", "add_generation_prompt": True,
                   "messages": [u("q"), a("<|channel|>analysis<|message|>x")], **TOKENS, "tools": None, "extra": {}})
+    # gemma4: tool declarations in the system turn, a call in its <|tool_call>call:name{...} form, and
+    # the thinking switch (<|think|> in the system turn; without it, an empty thought channel opens the answer).
+    cases.append({"template": "gemma4", "case": "tools", "messages": TOOL_CONVERSATION, "add_generation_prompt": True,
+                  **TOKENS, "tools": [WEATHER_TOOL], "extra": {}})
+    cases.append({"template": "gemma4", "case": "thinking_enabled", "messages": CONVERSATIONS["thinking"],
+                  "add_generation_prompt": True, **TOKENS, "tools": None, "extra": {"enable_thinking": True}})
     cases.append({"template": "chatml", "case": "content_parts_passthrough", "add_generation_prompt": True, **TOKENS,
                   "tools": None, "messages": [{"role": "user", "content": "plain"}], "extra": {}})
     return cases

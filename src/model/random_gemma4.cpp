@@ -1,0 +1,140 @@
+// gen-model's `gemma4` writer (random_model.h): the dense Gemma 4 text model with the metadata keys
+// llama.cpp's converter (Gemma4Model over Gemma3Model) writes and its tensors by llama.cpp's names.
+// Every fifth layer of six is sliding (the bool-array sliding_window_pattern), full layers carry
+// "proportional" RoPE as rope_freqs.weight (1 on the rotated quarter of the head's frequencies,
+// 1e30 on the rest), each layer a layer_output_scale, and per-head Q/K norms. Options:
+// shared_kv_layers (the last N layers with no K/V of their own) and v_equals_k (full layers have no
+// attn_v: V is the K projection, as the 31B's global layers). Norm weights are stored as used (the
+// converter's norm_shift is 0 for Gemma 4). Head sizes and KV-head counts are the same on every
+// kind of layer: full_head_dim / full_kv_heads give the full layers their own (the 31B's 512 / 4
+// beside the sliding layers' 256 / 16).
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "model/random_model.h"
+#include "model/random_tensors.h"
+
+namespace pagoda::model {
+
+using gguf::GgmlType;
+using gguf::Value;
+using gguf::ValueType;
+using random_detail::constant_f32;
+using random_detail::random_tensor;
+using random_detail::Rng;
+using random_detail::TensorAdder;
+
+namespace {
+
+std::vector<uint8_t> qk_norm_weights(Rng& rng, int64_t hd) {
+    std::vector<uint8_t> bytes = random_tensor(rng, hd, 0.1f, GgmlType::F32);
+    float* p = reinterpret_cast<float*>(bytes.data());
+    const float base = std::pow(float(hd), -0.25f);
+    for (int64_t i = 0; i < hd; ++i) p[i] = base * (1.0f + p[i]);
+    return bytes;
+}
+
+}  // namespace
+
+int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
+    if (s.n_experts > 0) fail("gen-model: the gemma4 dense-plus-experts form (26B-A4B) is not written yet");
+    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
+        fail("gen-model: every size must be positive");
+    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    if (!s.rope_scaling.empty() || !s.rank_head.empty()) fail("gen-model: gemma4 takes no --rope-scaling or rank head");
+    const int64_t hd = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
+    if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
+    // Sliding layers have --head-dim (HF's head_dim) and --kv-heads; full layers their own
+    // --full-head-dim (global_head_dim) and --full-kv-heads (num_global_key_value_heads).
+    const int64_t hd_full = s.full_head_dim > 0 ? s.full_head_dim : hd;
+    const int64_t kv_full = s.full_kv_heads > 0 ? s.full_kv_heads : s.n_kv_heads;
+    if (hd_full % 8) fail("gen-model: gemma4's full head size {} must be a multiple of 8 (a quarter of it rotates)", hd_full);
+    if (s.n_heads % kv_full) fail("gen-model: {} heads are not a multiple of {} full-layer KV heads", s.n_heads, kv_full);
+    const int64_t period = s.swa_period > 0 ? s.swa_period : 6;
+    const int64_t window = s.sliding_window > 0 ? s.sliding_window : 512;
+    std::vector<bool> sliding(size_t(s.n_layers));
+    for (int64_t i = 0; i < s.n_layers; ++i) sliding[size_t(i)] = i % period < period - 1;
+    if (s.shared_kv_layers < 0 || s.shared_kv_layers >= s.n_layers)
+        fail("gen-model: {} shared-KV layers of {} is out of range", s.shared_kv_layers, s.n_layers);
+    const int64_t first_shared = s.n_layers - s.shared_kv_layers;
+    for (int64_t i = first_shared; i < s.n_layers; ++i) {
+        bool source = false;
+        for (int64_t j = 0; j < first_shared; ++j) source = source || sliding[size_t(j)] == sliding[size_t(i)];
+        if (!source) fail("gen-model: shared-KV layer {} has no earlier {} layer to share with", i, sliding[size_t(i)] ? "sliding" : "full");
+    }
+
+    const std::string a = "gemma4.";
+    w.set("general.architecture", Value::string("gemma4"));
+    w.set("general.name", Value::string(s.name));
+    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
+    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
+    w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
+    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
+    // The converter writes one KV-head count per layer when the config has num_global_key_value_heads.
+    std::vector<Value> kv_heads;
+    for (bool b : sliding) kv_heads.push_back(Value::u32(uint32_t(b ? s.n_kv_heads : kv_full)));
+    w.set(a + "attention.head_count_kv", Value::array(ValueType::u32, kv_heads));
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    w.set(a + "attention.key_length", Value::u32(uint32_t(hd_full)));
+    w.set(a + "attention.value_length", Value::u32(uint32_t(hd_full)));
+    w.set(a + "attention.key_length_swa", Value::u32(uint32_t(hd)));
+    w.set(a + "attention.value_length_swa", Value::u32(uint32_t(hd)));
+    w.set(a + "rope.freq_base", Value::f32(s.rope_theta > 0 && s.rope_theta != 10000.0f ? s.rope_theta : 1000000.0f));
+    w.set(a + "rope.freq_base_swa", Value::f32(10000.0f));
+    w.set(a + "rope.dimension_count", Value::u32(uint32_t(hd_full)));
+    w.set(a + "rope.dimension_count_swa", Value::u32(uint32_t(hd)));
+    w.set(a + "attention.sliding_window", Value::u32(uint32_t(window)));
+    std::vector<Value> pattern;
+    for (bool b : sliding) pattern.push_back(Value::boolean(b));
+    w.set(a + "attention.sliding_window_pattern", Value::array(ValueType::boolean, pattern));
+    w.set(a + "attention.shared_kv_layers", Value::u32(uint32_t(s.shared_kv_layers)));
+    w.set(a + "embedding_length_per_layer_input", Value::u32(0));
+    w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
+    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
+    Rng rng(s.seed);
+    const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
+    TensorAdder add(w, rng, s.type);
+    // Gemma scales the embedding by sqrt(dim): rows of spread 1/sqrt(dim) give unit activations.
+    add.matrix("token_embd.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    add.norm("output_norm.weight", s.dim);
+    if (!s.tied_output) add.matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    std::vector<float> freqs(size_t(hd_full / 2), 1e30f);
+    for (int64_t i = 0; i < hd_full / 8; ++i) freqs[size_t(i)] = 1.0f;  // partial_rotary_factor 0.25
+    std::vector<uint8_t> freq_bytes(freqs.size() * 4);
+    std::memcpy(freq_bytes.data(), freqs.data(), freq_bytes.size());
+    add.f32("rope_freqs.weight", {hd_full / 2}, std::move(freq_bytes));
+    for (int64_t l = 0; l < s.n_layers; ++l) {
+        const std::string p = fmt::format("blk.{}.", l);
+        const bool own_kv = l < first_shared;
+        const int64_t hd_l = sliding[size_t(l)] ? hd : hd_full;
+        const int64_t q_dim = s.n_heads * hd_l, kv_dim = (sliding[size_t(l)] ? s.n_kv_heads : kv_full) * hd_l;
+        add.norm(p + "attn_norm.weight", s.dim);
+        add.matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
+        if (own_kv) {
+            add.matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+            if (!(s.v_equals_k && !sliding[size_t(l)])) add.matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+        }
+        add.matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
+        // Gemma 4 attends with scale 1, the Q/K norms' weights carry the scale: near hd^-1/4 each,
+        // so q.k has the spread of an ordinary q.k / sqrt(hd) and the random model's attention is
+        // not one-hot (a one-hot softmax turns quantisation noise into flipped attention).
+        add.f32(p + "attn_q_norm.weight", {hd_l}, qk_norm_weights(rng, hd_l));
+        if (own_kv) add.f32(p + "attn_k_norm.weight", {hd_l}, qk_norm_weights(rng, hd_l));
+        add.norm(p + "post_attention_norm.weight", s.dim);
+        add.f32(p + "layer_output_scale.weight", {1}, constant_f32(1, 0.5f + 0.5f * float(l + 1) / float(s.n_layers)));
+        add.norm(p + "ffn_norm.weight", s.dim);
+        add.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+        add.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+        add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+        add.norm(p + "post_ffw_norm.weight", s.dim);
+    }
+    return add.params();
+}
+
+}  // namespace pagoda::model
