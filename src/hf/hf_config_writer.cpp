@@ -37,7 +37,7 @@ std::vector<bool> sliding_layers(const gguf::File& f, const std::string& a, int6
 std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, const std::vector<float>& short_factors,
                            const std::vector<float>& long_factors) {
     const std::string arch = f.get_string("general.architecture");
-    if (arch == "bert" || arch == "nomic-bert") return hf_encoder_config_json(f, torch_dtype, "");
+    if (arch == "bert" || arch == "nomic-bert" || arch == "jina-bert-v2") return hf_encoder_config_json(f, torch_dtype, "");
     const std::string a = arch + ".";
     const int64_t n_experts = f.get_int_or(a + "expert_count", 0);
     Json j;

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "hf/config_reader.h"
+#include "hf/hf_jina_bert.h"
 #include "hf/hf_nomic_bert.h"
 
 namespace pagoda::hf {
@@ -20,13 +21,15 @@ using gguf::Value;
 
 struct EncoderClass {
     const char* hf;
-    bool roberta, classifier, nomic = false;
+    bool roberta, classifier, nomic = false, jina = false;
 };
 constexpr EncoderClass kClasses[] = {
     {"BertModel", false, false},    {"BertForSequenceClassification", false, true},
     {"RobertaModel", true, false},  {"RobertaForSequenceClassification", true, true},
     {"XLMRobertaModel", true, false}, {"XLMRobertaForSequenceClassification", true, true},
     {"NomicBertModel", false, false, true},  // GGUF nomic-bert (hf_nomic_bert.h)
+    {"JinaBertModel", false, false, false, true},  // GGUF jina-bert-v2 (hf_jina_bert.h)
+    {"JinaBertForMaskedLM", false, false, false, true},
 };
 
 const EncoderClass* find_class(std::string_view hf_arch) {
@@ -94,6 +97,7 @@ HfModel read_hf_encoder_config(const Json& root, const std::string& name, const 
     const EncoderClass* cls = find_class(hf_arch);
     if (!cls) fail("{}: architectures[0] '{}' is not an encoder pagoda reads ({})", name, hf_arch, encoder_class_list());
     if (cls->nomic) return read_hf_nomic_config(root, name);
+    if (cls->jina) return read_hf_jina_bert_config(root, name, hf_arch);
     const Config c(root, name, "");
     HfModel m;
     m.hf_arch = hf_arch;

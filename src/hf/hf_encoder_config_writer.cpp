@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "hf/hf_encoder_config.h"
+#include "hf/hf_jina_bert.h"
 #include "hf/hf_nomic_bert.h"
 
 namespace pagoda::hf {
@@ -18,6 +19,11 @@ std::string encoder_class_for(const gguf::File& f, const std::string& hf_class) 
         if (!hf_class.empty() && hf_class != "NomicBertModel")
             fail("{}: a nomic-bert model is written as NomicBertModel, not {}", f.name(), hf_class);
         return "NomicBertModel";
+    }
+    if (f.get_string_or("general.architecture", "") == "jina-bert-v2") {
+        if (!hf_class.empty() && hf_class != "JinaBertModel")
+            fail("{}: a jina-bert-v2 model is written as JinaBertModel, not {}", f.name(), hf_class);
+        return "JinaBertModel";
     }
     const bool rank = f.get_int_or("bert.pooling_type", 0) == 4;
     std::string cls = hf_class;
@@ -37,8 +43,12 @@ std::string hf_encoder_config_json(const gguf::File& f, const std::string& torch
         encoder_class_for(f, hf_class);  // checks the class asked for
         return hf_nomic_config_json(f, torch_dtype);
     }
+    if (f.get_string("general.architecture") == "jina-bert-v2") {
+        encoder_class_for(f, hf_class);  // checks the class asked for
+        return hf_jina_bert_config_json(f, torch_dtype);
+    }
     if (f.get_string("general.architecture") != "bert")
-        fail("{}: architecture '{}' has no Hugging Face encoder form here (bert, nomic-bert)", f.name(),
+        fail("{}: architecture '{}' has no Hugging Face encoder form here (bert, nomic-bert, jina-bert-v2)", f.name(),
              f.get_string("general.architecture"));
     const std::string cls = encoder_class_for(f, hf_class);
     const bool roberta = cls.find("Roberta") != std::string::npos, classifier = cls.ends_with("ForSequenceClassification");

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "core/error.h"
+#include "hf/hf_jina_bert.h"
 #include "hf/hf_nomic_bert.h"
 #include "hf/hf_tensor_names.h"
 
@@ -80,6 +81,7 @@ bool dropped(const HfModel& m, std::string_view rest) {
 
 std::optional<TensorTarget> encoder_gguf_target(const HfModel& m, std::string_view name) {
     if (m.arch == "nomic-bert") return nomic_gguf_target(m, name);
+    if (m.arch == "jina-bert-v2") return jina_bert_gguf_target(m, name);
     for (const std::string& prefix : m.prefixes) {
         if (!name.starts_with(prefix)) continue;
         const std::string_view rest = name.substr(prefix.size());
@@ -91,6 +93,7 @@ std::optional<TensorTarget> encoder_gguf_target(const HfModel& m, std::string_vi
 
 HfSource encoder_hf_source(const HfModel& m, const std::string& name) {
     if (m.arch == "nomic-bert") return nomic_hf_source(m, name);
+    if (m.arch == "jina-bert-v2") return jina_bert_hf_source(m, name);
     const std::string& prefix = m.prefixes.front().empty() ? m.prefixes.back() : m.prefixes.front();
     const std::string under = m.classifier ? prefix : "";  // *Model checkpoints carry no prefix
     const auto split = split_param(name);

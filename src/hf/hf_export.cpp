@@ -46,7 +46,7 @@ void write_hf_folder(const gguf::File& f, const std::string& dir, int shards, co
     const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
     if (!embd) fail("{}: tensor token_embd.weight is missing", f.name());
     const std::string arch = f.get_string_or("general.architecture", "");
-    const bool encoder = arch == "bert" || arch == "nomic-bert";
+    const bool encoder = arch == "bert" || arch == "nomic-bert" || arch == "jina-bert-v2";
     if (!hf_class.empty() && !encoder) fail("{}: a Hugging Face class ({}) is chosen for encoders only", f.name(), hf_class);
     const std::string config = encoder ? hf_encoder_config_json(f, torch_dtype(embd->type), hf_class)
                                        : hf_config_json(f, torch_dtype(embd->type), floats_of(f, "rope_factors_short.weight"),

@@ -1,0 +1,174 @@
+// JinaBertModel config.json and tensor names <-> GGUF `jina-bert-v2`, as hf_jina_bert.h says.
+#include "hf/hf_jina_bert.h"
+
+#include <charconv>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "hf/config_reader.h"
+
+namespace pagoda::hf {
+namespace {
+
+using detail::Config;
+using gguf::Value;
+
+struct Pair {
+    const char* hf;
+    const char* gguf;
+};
+constexpr Pair kTop[] = {{"embeddings.word_embeddings", "token_embd"},
+                         {"embeddings.token_type_embeddings", "token_types"},
+                         {"embeddings.LayerNorm", "token_embd_norm"}};
+constexpr Pair kLayer[] = {{"attention.self.query", "attn_q"},
+                           {"attention.self.key", "attn_k"},
+                           {"attention.self.value", "attn_v"},
+                           {"attention.output.dense", "attn_output"},
+                           {"attention.output.LayerNorm", "attn_output_norm"},
+                           {"mlp.gated_layers", "ffn_up"},  // gate rows first, as the builder's fused form
+                           {"mlp.wo", "ffn_down"},
+                           {"mlp.layernorm", "layer_output_norm"}};
+// jina-bert-v2-code's modules, which have no mapping here yet (hf_jina_bert.h).
+constexpr const char* kCodeForm[] = {"mlp.up_gated_layer", "mlp.down_layer", "attention.self.layer_norm_q",
+                                     "attention.self.layer_norm_k", "layer_norm_1", "layer_norm_2"};
+
+// "x.weight" -> ("x", "weight"), likewise ".bias"; nullopt otherwise.
+std::optional<std::pair<std::string_view, std::string_view>> split_param(std::string_view name) {
+    for (std::string_view p : {std::string_view("weight"), std::string_view("bias")})
+        if (name.size() > p.size() + 1 && name.ends_with(p) && name[name.size() - p.size() - 1] == '.')
+            return std::pair{name.substr(0, name.size() - p.size() - 1), p};
+    return std::nullopt;
+}
+
+// "<layers><N>.<tail>" -> (N, tail) with N a layer index without leading zeros.
+std::optional<std::pair<int64_t, std::string_view>> split_layer(std::string_view base, std::string_view layers) {
+    if (!base.starts_with(layers)) return std::nullopt;
+    const std::string_view after = base.substr(layers.size());
+    int64_t layer = -1;
+    const auto [end, ec] = std::from_chars(after.data(), after.data() + after.size(), layer);
+    const size_t digits = size_t(end - after.data());
+    if (ec != std::errc() || layer < 0 || digits >= after.size() || after[digits] != '.' || (digits > 1 && after[0] == '0'))
+        return std::nullopt;
+    return std::pair{layer, after.substr(digits + 1)};
+}
+
+std::optional<TensorTarget> match(const HfModel& m, std::string_view rest) {
+    const auto split = split_param(rest);
+    if (!split) return std::nullopt;
+    const auto& [base, param] = *split;
+    for (const Pair& p : kTop)
+        if (base == p.hf) return TensorTarget{fmt::format("{}.{}", p.gguf, param)};
+    const auto layer = split_layer(base, "encoder.layer.");
+    if (!layer || layer->first >= m.n_layers) return std::nullopt;
+    for (const Pair& p : kLayer)
+        if (layer->second == p.hf) return TensorTarget{fmt::format("blk.{}.{}.{}", layer->first, p.gguf, param)};
+    for (const char* code : kCodeForm)
+        if (layer->second == code)
+            fail("tensor '{}' is jina-bert-v2-code's form ({}), which pagoda does not read from a Hugging Face folder yet "
+                 "(convert it to GGUF)", rest, code);
+    return std::nullopt;
+}
+
+bool dropped(std::string_view rest) {
+    return rest == "embeddings.position_ids" || rest.starts_with("pooler.") || rest.starts_with("cls.predictions.");
+}
+
+}  // namespace
+
+bool is_jina_bert_class(std::string_view hf_arch) { return hf_arch == "JinaBertModel" || hf_arch == "JinaBertForMaskedLM"; }
+
+HfModel read_hf_jina_bert_config(const nlohmann::json& root, const std::string& name, const std::string& hf_arch) {
+    const Config c(root, name, "");
+    HfModel m;
+    m.hf_arch = hf_arch;
+    m.arch = "jina-bert-v2";
+    m.encoder = true;
+    m.tied = true;  // no output head: the output is the hidden state (the masked-LM head is dropped)
+    m.prefixes = {"", "bert."};
+
+    m.n_layers = c.positive("num_hidden_layers");
+    const int64_t dim = c.positive("hidden_size");
+    m.n_heads = c.positive("num_attention_heads");
+    if (dim % m.n_heads) c.refuse("hidden_size", "is not a multiple of num_attention_heads");
+    m.n_kv_heads = m.n_heads;
+    m.head_dim = dim / m.n_heads;
+    const std::string act = c.string_or("hidden_act", "gelu");
+    if (act != "gelu") c.refuse("hidden_act", "is '" + act + "', but pagoda's jina-bert-v2 builder computes gelu");
+    const std::string positions = c.string_or("position_embedding_type", "alibi");
+    if (positions != "alibi")
+        c.refuse("position_embedding_type", "is '" + positions + "', but pagoda's jina-bert-v2 builder has ALiBi only");
+    const std::string ffn = c.string_or("feed_forward_type", "original");
+    if (ffn != "geglu")
+        c.refuse("feed_forward_type", "is '" + ffn + "', but pagoda's jina-bert-v2 builder computes geglu only");
+    if (c.boolean_or("is_decoder", false)) c.refuse("is_decoder", "is true: pagoda reads JinaBert as a bidirectional encoder");
+    const double eps = c.number_or("layer_norm_eps", 1e-12);
+    if (!(eps > 0 && eps < 1)) c.refuse("layer_norm_eps", "must be in (0, 1)");
+
+    auto& md = m.metadata;
+    md.emplace_back("general.architecture", Value::string("jina-bert-v2"));
+    md.emplace_back("general.name", Value::string(root.value("_name_or_path", std::string())));
+    md.emplace_back("jina-bert-v2.context_length", Value::u32(uint32_t(c.positive("max_position_embeddings"))));
+    md.emplace_back("jina-bert-v2.embedding_length", Value::u32(uint32_t(dim)));
+    md.emplace_back("jina-bert-v2.feed_forward_length", Value::u32(uint32_t(c.positive("intermediate_size"))));
+    md.emplace_back("jina-bert-v2.block_count", Value::u32(uint32_t(m.n_layers)));
+    md.emplace_back("jina-bert-v2.attention.head_count", Value::u32(uint32_t(m.n_heads)));
+    md.emplace_back("jina-bert-v2.attention.layer_norm_epsilon", Value::f32(float(eps)));
+    md.emplace_back("jina-bert-v2.attention.causal", Value::boolean(false));
+    md.emplace_back("tokenizer.ggml.token_type_count", Value::u32(uint32_t(c.positive_or("type_vocab_size", 2))));
+    return m;
+}
+
+std::string hf_jina_bert_config_json(const gguf::File& f, const std::string& torch_dtype) {
+    if (f.get_string("general.architecture") != "jina-bert-v2")
+        fail("{}: architecture '{}' is not jina-bert-v2", f.name(), f.get_string("general.architecture"));
+    if (f.get_bool_or("jina-bert-v2.attention.causal", false))
+        fail("{}: jina-bert-v2.attention.causal is true; JinaBertModel is bidirectional", f.name());
+    if (f.find_tensor("blk.0.ffn_gate.weight") || f.find_tensor("blk.0.attn_q_norm.weight"))
+        fail("{}: this is jina-bert-v2-code's form (ffn_gate / attn_q_norm), which pagoda does not write as a Hugging Face "
+             "folder yet", f.name());
+    if (f.find_tensor("cls.weight") || f.find_tensor("cls.output.weight"))
+        fail("{}: a jina-bert-v2 reranker (classifier head cls.*) has no Hugging Face form here yet", f.name());
+    nlohmann::json j;
+    j["architectures"] = {"JinaBertModel"};
+    j["model_type"] = "bert";
+    j["_name_or_path"] = f.get_string_or("general.name", "");
+    j["hidden_size"] = f.get_int("jina-bert-v2.embedding_length");
+    j["num_hidden_layers"] = f.get_int("jina-bert-v2.block_count");
+    j["num_attention_heads"] = f.get_int("jina-bert-v2.attention.head_count");
+    j["intermediate_size"] = f.get_int("jina-bert-v2.feed_forward_length");
+    j["max_position_embeddings"] = f.get_int("jina-bert-v2.context_length");
+    j["hidden_act"] = "gelu";
+    j["position_embedding_type"] = "alibi";
+    j["feed_forward_type"] = "geglu";
+    // The f32's shortest decimal, which reads back to the same f32.
+    j["layer_norm_eps"] = std::stod(fmt::format("{}", float(f.get_float_or("jina-bert-v2.attention.layer_norm_epsilon", 1e-12))));
+    if (const auto* e = f.find_tensor("token_embd.weight")) j["vocab_size"] = e->shape.size() == 2 ? e->shape[1] : 0;
+    const gguf::TensorInfo* types = f.find_tensor("token_types.weight");
+    j["type_vocab_size"] = types && types->shape.size() == 2 ? types->shape[1] : f.get_int_or("tokenizer.ggml.token_type_count", 2);
+    j["torch_dtype"] = torch_dtype;
+    return j.dump(2) + "\n";
+}
+
+std::optional<TensorTarget> jina_bert_gguf_target(const HfModel& m, std::string_view name) {
+    for (const std::string& prefix : m.prefixes) {
+        if (!name.starts_with(prefix)) continue;
+        const std::string_view rest = name.substr(prefix.size());
+        if (auto t = match(m, rest)) return t;
+        if (dropped(rest)) return std::nullopt;
+    }
+    fail("tensor '{}' is not a tensor pagoda knows for {}", name, m.hf_arch);
+}
+
+HfSource jina_bert_hf_source(const HfModel&, const std::string& name) {
+    if (const auto split = split_param(name)) {
+        const auto& [base, param] = *split;
+        for (const Pair& p : kTop)
+            if (base == p.gguf) return {{fmt::format("{}.{}", p.hf, param)}};
+        if (const auto layer = split_layer(base, "blk."))
+            for (const Pair& p : kLayer)
+                if (layer->second == p.gguf) return {{fmt::format("encoder.layer.{}.{}.{}", layer->first, p.hf, param)}};
+    }
+    fail("tensor '{}' has no Hugging Face name for JinaBertModel", name);
+}
+
+}  // namespace pagoda::hf
