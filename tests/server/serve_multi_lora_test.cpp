@@ -1,11 +1,13 @@
 // LoRA adapters on a server of several base models (issue 47): `--lora MODEL:NAME=PATH[:SCALE]` ties
 // each adapter to its base. An adapter answers exactly as the same adapter on a one-model server
 // (the oracle), /v1/models lists it with `parent` its base, a request naming it loads its base on
-// demand, and the refusals name
+// demand, a new version of the base (reload) loads its adapters again, API keys cover adapters,
+// and the refusals name
 // what is wrong: an unknown base, an adapter without a base, an adapter whose shapes do not fit.
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "e2e/process.h"
 #include "fixtures.h"
@@ -42,10 +44,11 @@ const Fixture& fixture_models() {
     return x;
 }
 
-json completion(int port, const std::string& model, const json& extra = json::object()) {
+json completion(int port, const std::string& model, const json& extra = json::object(),
+               const std::vector<std::string>& headers = {}) {
     json body = {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}, {"model", model}};
     for (auto it = extra.begin(); it != extra.end(); ++it) body[it.key()] = it.value();
-    const HttpResult r = http_request(port, "POST", "/v1/completions", body.dump());
+    const HttpResult r = http_request(port, "POST", "/v1/completions", body.dump(), headers);
     json j = json::parse(r.body.empty() ? "{}" : r.body);
     j["_status"] = r.status;
     return j;
@@ -110,6 +113,24 @@ TEST(ServeMultiLora, EachAdapterAnswersAsOnAServerOfItsBaseAndLoadsItsBase) {
                                          json{{"lora_name", "z"}, {"lora_path", f.lora_a}}.dump());
     EXPECT_EQ(load.status, 400) << load.body;
     EXPECT_NE(load.body.find("lora_unsupported"), std::string::npos) << load.body;
+}
+
+TEST(ServeMultiLora, AnAdapterLoadsAgainWithANewVersionOfItsBase) {
+    const Fixture& f = fixture_models();
+    const std::string want_a = alone(f.a, f.lora_a);
+    const std::vector<std::string> admin = {"Authorization: Bearer admin-key-1"};
+    ServeProcess server({"-m", "c=" + f.c, "--lora", "a:la=" + f.lora_a, "--admin-key", "admin-key-1", "--open-health"}, "a=" + f.a);
+    EXPECT_EQ(completion(server.port(), "la")["_status"], 401);  // keys apply to adapters as to models
+    EXPECT_EQ(text_of(completion(server.port(), "la", json::object(), admin)), want_a);
+    ASSERT_EQ(http_request(server.port(), "POST", "/admin/models/a/reload", "{}", admin).status, 202);
+    int64_t version = 0;
+    for (int i = 0; i < 500 && version < 2; ++i) {
+        const json card = json::parse(http_request(server.port(), "GET", "/v1/models/a", "", admin).body);
+        version = card.value("version", int64_t(0));
+        if (version < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_EQ(version, 2);
+    EXPECT_EQ(text_of(completion(server.port(), "la", json::object(), admin)), want_a);
 }
 
 TEST(ServeMultiLora, RefusalsNameTheBaseAndTheAdapter) {
