@@ -89,7 +89,10 @@ int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
                  spec.path);
         const std::string base = spec.name.substr(0, colon);
         spec.name = spec.name.substr(colon + 1);
-        mo.adapter_bases[spec.name] = base;  // the router refuses an unknown base or a clash, naming them
+        // An adapter's name is a model id: one base only (the router refuses an unknown base or a model's id).
+        if (!mo.adapter_bases.emplace(spec.name, base).second)
+            fail("--lora {}:{}: the adapter name '{}' is also given to '{}'; adapter names are model ids, one each",
+                 base, spec.name, spec.name, mo.adapter_bases[spec.name]);
         loras_of[base].push_back(std::move(spec));
     }
     mo.memory_budget = o.models_memory.empty() ? 0 : parse_models_memory(o.models_memory);

@@ -145,6 +145,7 @@ TEST(ServeMultiLora, RefusalsNameTheBaseAndTheAdapter) {
     refused({"--lora", "zz:la=" + f.lora_a}, "no model 'zz' is served (the models are 'a', 'c')");
     refused({"--lora", "la=" + f.lora_a}, "name the adapter's base model: --lora MODEL:NAME=PATH");
     refused({"--lora", "a:c=" + f.lora_a}, "'c' is already a model's id");
+    refused({"--lora", "a:x=" + f.lora_a, "--lora", "c:x=" + f.lora_c}, "the adapter name 'x' is also given to 'a'");
     refused({"--lora", "a:la=" + f.lora_a, "--allow-runtime-lora"}, "--allow-runtime-lora adapts one base model");
 
     // An adapter of a attached to a base of another shape: that base's load fails naming both.
