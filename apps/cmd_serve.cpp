@@ -2,6 +2,7 @@
 // over several loaded on demand (serve_models.h, server/model_router.h).
 #include <chrono>
 #include <filesystem>
+#include <map>
 
 #include "apps/cli.h"
 #include "apps/command.h"
@@ -73,18 +74,36 @@ int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
         else fail("--model-name {}: with several models each is named by its file, or by ID=PATH", n);
     if (!o.model.draft_model.empty()) fail("--draft-model serves one model; with several models it is not supported yet");
     if (!o.model.mmproj.empty()) fail("--mmproj is one model's projector; with several models it is not supported yet");
-    if (o.model.lora())
-        fail("--lora and --allow-runtime-lora adapt one base model; with several models they are not supported yet");
+    if (o.model.allow_runtime_lora)
+        fail("--allow-runtime-lora adapts one base model; with several models give each adapter at start with --lora "
+             "MODEL:NAME=PATH[:SCALE]");
     server::MultiModelOptions mo;
     mo.gateway = o.gateway;
     mo.models = collect_model_sources(o.model_args, aliases, o.models_dir);
+    // --lora MODEL:NAME=PATH[:SCALE]: each adapter belongs to one base and loads (again) with it.
+    std::map<std::string, std::vector<LoraSpec>> loras_of;
+    for (LoraSpec spec : o.model.loras) {
+        const size_t colon = spec.name.find(':');
+        if (colon == std::string::npos || colon == 0 || colon + 1 == spec.name.size())
+            fail("--lora {}: with several models name the adapter's base model: --lora MODEL:NAME=PATH[:SCALE]",
+                 spec.path);
+        const std::string base = spec.name.substr(0, colon);
+        spec.name = spec.name.substr(colon + 1);
+        // An adapter's name is a model id: one base only (the router refuses an unknown base or a model's id).
+        if (!mo.adapter_bases.emplace(spec.name, base).second)
+            fail("--lora {}:{}: the adapter name '{}' is also given to '{}'; adapter names are model ids, one each",
+                 base, spec.name, spec.name, mo.adapter_bases[spec.name]);
+        loras_of[base].push_back(std::move(spec));
+    }
     mo.memory_budget = o.models_memory.empty() ? 0 : parse_models_memory(o.models_memory);
     mo.estimate = [model = o.model, seqs = o.max_seqs](const server::ModelSource& s) {
         return estimate_model_memory(s.path, model, seqs);
     };
-    server::ModelRouter router(std::move(mo), std::move(keys), [model = o.model](const server::ModelSource& s, engine::EngineOptions eo) {
+    server::ModelRouter router(std::move(mo), std::move(keys), [model = o.model, loras_of](const server::ModelSource& s, engine::EngineOptions eo) {
         ServeModelOptions m = model;
         m.path = s.path;
+        auto it = loras_of.find(s.id);
+        m.loras = it == loras_of.end() ? std::vector<LoraSpec>{} : it->second;
         return load_serve_model(m, std::move(eo));
     });
     return server::run_http_server(router, o.http);

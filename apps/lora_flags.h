@@ -62,7 +62,8 @@ struct LoraFlags {
     void add_to(CLI::App& sub) {
         sub.add_option("--lora", lora,
                        "A LoRA adapter, NAME=PATH[:SCALE] (PATH a GGUF LoRA file or a PEFT folder; repeatable), or "
-                       "llama.cpp's --lora FILE (named after the file, scale 1)")
+                       "llama.cpp's --lora FILE (named after the file, scale 1); serve with several models: "
+                       "MODEL:NAME=PATH[:SCALE], the adapter of that base model")
             ->expected(1)
             ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
         sub.add_option("--lora-scaled", lora_scaled, "llama.cpp's --lora-scaled FILE SCALE (repeatable)")

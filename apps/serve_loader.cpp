@@ -46,7 +46,14 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
             return model->load_lora(path, name, scale);
         };
         loras = std::make_shared<server::LoraRegistry>(loader, options.max_loras, options.allow_runtime_lora);
-        for (const auto& spec : options.loras) loras->add(step->load_lora(spec.path, spec.name, spec.scale));
+        for (const auto& spec : options.loras) {
+            try {
+                loras->add(step->load_lora(spec.path, spec.name, spec.scale));
+            } catch (const Error& e) {
+                fail("the LoRA adapter '{}' ({}) does not fit the base model {}: {}", spec.name, spec.path, options.path,
+                     e.what());
+            }
+        }
     }
     engine_options.prefix_caching = options.kv.prefix_caching;
     engine_options.prefix_tier = options.prefix_tier;

@@ -223,6 +223,17 @@ void ModelRegistry::load(const Task& task, std::unique_lock<std::mutex>& lock) {
     if (task.reload) source.path = s->reload_path.value_or(source.path);
     // A path seen before keeps its measured size; a new one is estimated.
     int64_t need = source.path == s->source.path && s->version > 0 ? s->memory : estimate_(source);
+    // Measured larger than the whole budget at its last load: no unloading makes room, so waiting
+    // would hang its requests for ever; refuse this load (it is retried as any failed load is).
+    if (budget_ > 0 && need > budget_ && !task.reload) {
+        s->error = fmt::format("the model '{}' took {} MiB at its last load, more than the whole --models-memory "
+                               "budget of {} MiB",
+                               task.id, need >> 20, budget_ >> 20);
+        log_error("serve: loading model '{}' refused: {}", task.id, s->error);
+        s->state = ModelState::failed;
+        s->failed_at = std::chrono::steady_clock::now();
+        return;
+    }
     // A first load waits for room (requests finishing on idle models free it); a reload overlaps
     // the old version by design, so it only frees what is idle and goes ahead.
     while (!stop_ && !make_room(task.id, need) && !task.reload) {

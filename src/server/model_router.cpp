@@ -48,6 +48,14 @@ ModelRouter::ModelRouter(MultiModelOptions options, ApiKeyTable keys, SourceLoad
         gateway->load();
         return std::make_shared<GatewayModel>(std::move(gateway));
     };
+    for (const auto& [name, base] : options_.adapter_bases) {
+        bool known = false, clash = false;
+        for (const auto& m : options_.models) known = known || m.id == base, clash = clash || m.id == name;
+        std::string ids;
+        for (const auto& m : options_.models) ids += (ids.empty() ? "'" : ", '") + m.id + "'";
+        if (!known) fail("--lora {}:{}: no model '{}' is served (the models are {})", base, name, base, ids);
+        if (clash) fail("--lora {}:{}: '{}' is already a model's id; name the adapter otherwise", base, name, name);
+    }
     registry_ = std::make_unique<ModelRegistry>(options_.models, factory, options_.estimate, options_.memory_budget,
                                                 resident_bytes);
     std::string ids;
@@ -79,7 +87,8 @@ static ApiError model_not_found(const std::string& id, const std::vector<std::st
 
 std::shared_ptr<Gateway> ModelRouter::route(const std::string& model, std::unique_ptr<ModelRegistry::Wait>& hold) {
     if (!registry_) return single_handle_;
-    const std::string id = model.empty() ? options_.models.front().id : model;
+    std::string id = model.empty() ? options_.models.front().id : model;
+    if (auto adapter = options_.adapter_bases.find(id); adapter != options_.adapter_bases.end()) id = adapter->second;
     if (!registry_->contains(id)) {
         hold.reset();
         record_rejection(nullptr, "invalid");
@@ -134,8 +143,9 @@ std::shared_ptr<Gateway> ModelRouter::find_loaded(const std::string& id) const {
 
 Gateway& ModelRouter::lora_gateway(const ApiKey* key, bool change) {
     if (registry_)
-        throw ApiError(400, "LoRA adapters are served by a server of one base model (-m BASE --lora ...); this server "
-                            "serves several models",
+        throw ApiError(400, "run-time LoRA loading and the adapter list are served by a server of one base model; "
+                            "this server serves several models, whose adapters are given at start "
+                            "(--lora MODEL:NAME=PATH)",
                        "invalid_request_error", {}, "lora_unsupported");
     if (change && auth_required() && !(key && key->admin))
         throw ApiError(403, "loading and unloading LoRA adapters needs an admin key (admin=true in --api-key-file, or "

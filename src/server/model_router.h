@@ -8,6 +8,8 @@
 // `model` (or the first model when it names none), 404 model_not_found for an id not served, and
 // while the model loads the request waits in that model's queue (503 queue_full past --max-queue).
 // Server-wide answers (/v1/models, /health, /readyz, /metrics) list every model with its state.
+// LoRA adapters on several models belong to one base each (--lora MODEL:NAME=PATH): a request naming
+// one goes to its base (loading it as any request would), and /v1/models lists it with `parent`.
 #pragma once
 #include <atomic>
 #include <map>
@@ -30,6 +32,9 @@ struct MultiModelOptions {
     std::vector<ModelSource> models;  // the first is the default (requests without `model`)
     int64_t memory_budget = 0;      // bytes; 0: no limit
     MemoryEstimate estimate;        // bytes a model takes loaded
+    // LoRA adapters (--lora MODEL:NAME=PATH): adapter name -> its base's id. The base's loader loads
+    // them with it; the router routes a request naming an adapter to its base and lists it.
+    std::map<std::string, std::string> adapter_bases;
 };
 
 class ModelRouter {
@@ -57,7 +62,7 @@ public:
     // SIGHUP: reloads every model from its path (the loaded ones now, the others on next use).
     void reload_all();
     // The gateway whose LoRA adapters the /v1/*_lora_adapter and /lora-adapters routes manage: the
-    // one model's (several models: ApiError 400 lora_unsupported). `change`: loading or unloading,
+    // one model's (several models: ApiError 400 lora_unsupported: their adapters are given at start). `change`: loading or unloading,
     // which needs an admin key on a server with keys (ApiError 403 admin_key_required).
     Gateway& lora_gateway(const ApiKey* key, bool change);
 
@@ -91,6 +96,7 @@ private:
     class GatewayModel;
     std::vector<std::shared_ptr<Gateway>> gateways() const;  // every model in memory
     nlohmann::json card(const ModelStatus& status) const;
+    nlohmann::json adapter_card(const std::string& name, const std::string& base) const;
     std::shared_ptr<Gateway> find_loaded(const std::string& id) const;
     SimpleResponse with_stored_response(const std::string& id, SimpleResponse (Gateway::*answer)(const std::string&));
 

@@ -68,10 +68,18 @@ json ModelRouter::card(const ModelStatus& s) const {
     return card;
 }
 
+// An adapter's card: its base's state (it loads with the base), `parent` the base.
+json ModelRouter::adapter_card(const std::string& name, const std::string& base) const {
+    auto s = registry_->status(base);
+    return {{"id", name},          {"object", "model"}, {"created", started_unix_}, {"owned_by", "pagoda"},
+            {"parent", base},      {"state", s ? model_state_name(s->state) : "unloaded"}};
+}
+
 SimpleResponse ModelRouter::models() const {
     if (single_) return single_->models();
     json data = json::array();
     for (const ModelStatus& s : registry_->status()) data.push_back(card(s));
+    for (const auto& [name, base] : options_.adapter_bases) data.push_back(adapter_card(name, base));
     return {200, "application/json",
             dump_json(json{{"object", "list"}, {"data", data}, {"memory_budget_bytes", registry_->budget_bytes()},
                            {"memory_used_bytes", registry_->used_bytes()}})};
@@ -79,6 +87,8 @@ SimpleResponse ModelRouter::models() const {
 
 SimpleResponse ModelRouter::model(const std::string& id) const {
     if (single_) return single_->model(id);
+    if (auto adapter = options_.adapter_bases.find(id); adapter != options_.adapter_bases.end())
+        return {200, "application/json", dump_json(adapter_card(id, adapter->second))};
     auto s = registry_->status(id);
     if (!s) {
         std::string known;

@@ -292,5 +292,23 @@ TEST(ModelRegistry, ALoadGrowingMemoryBeyondItsEstimateIsCountedAtItsGrowth) {
     EXPECT_EQ(r.used_bytes(), 250);
 }
 
+TEST(ModelRegistry, AModelMeasuredLargerThanTheBudgetIsRefusedNotWaitedForForEver) {
+    FakeFactory f;
+    std::atomic<int64_t> resident{0};
+    ModelFactory grows = [&, inner = f.factory()](const ModelSource& s) {
+        resident += int64_t(300) << 20;  // measured at 300 MiB, estimated at 100
+        return inner(s);
+    };
+    ModelRegistry r({{"a", "a", {}}, {"b", "b", {}}}, grows, [](const ModelSource&) { return int64_t(100) << 20; },
+                    int64_t(200) << 20, [&] { return resident.load(); });
+    acquire_loaded(r, "a");
+    acquire_loaded(r, "b");  // a unloads for b; a's next load needs 300 MiB of a 200 MiB budget
+    EXPECT_EQ(state_of(r, "a"), ModelState::unloaded);
+    r.acquire("a");
+    ASSERT_TRUE(eventually([&] { return state_of(r, "a") == ModelState::failed; }));
+    EXPECT_EQ(r.status("a")->error,
+              "the model 'a' took 300 MiB at its last load, more than the whole --models-memory budget of 200 MiB");
+}
+
 }  // namespace
 }  // namespace pagoda::server
