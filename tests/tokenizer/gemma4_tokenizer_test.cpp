@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
+#include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::test {
@@ -120,6 +121,15 @@ TEST(Gemma4Tokenizer, NoDefaultIdsAndMergesAreRequired) {
         FAIL() << "loaded without merges";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.merges is missing"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Gemma4Tokenizer, NoTokenizerJsonFormYet) {
+    try {
+        render_hf_tokenizer(gemma4_spec(), "");
+        FAIL() << "rendered";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("'gemma4' tokenizer model has no tokenizer.json form"), std::string::npos) << e.what();
     }
 }
 
