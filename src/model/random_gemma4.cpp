@@ -7,7 +7,8 @@
 // attn_v: V is the K projection, as the 31B's global layers). Norm weights are stored as used (the
 // converter's norm_shift is 0 for Gemma 4). Head sizes and KV-head counts are the same on every
 // kind of layer: full_head_dim / full_kv_heads give the full layers their own (the 31B's 512 / 4
-// beside the sliding layers' 256 / 16).
+// beside the sliding layers' 256 / 16). The synthetic vocabulary is written in Gemma 4's tokenizer
+// form (model "gemma4" with BPE merges, as the converter writes it); a --vocab file's keys are copied.
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -35,6 +36,30 @@ std::vector<uint8_t> qk_norm_weights(Rng& rng, int64_t hd) {
     const float base = std::pow(float(hd), -0.25f);
     for (int64_t i = 0; i < hd; ++i) p[i] = base * (1.0f + p[i]);
     return bytes;
+}
+
+// The synthetic SentencePiece vocabulary as a "gemma4" BPE: every normal piece of two or more
+// characters is the merge of its prefix and its last letter ("▁ a", "a b", "▁a b", ...), ranked in
+// token order, so each merge makes a token and any text still encodes (byte fallback for the rest).
+void use_gemma4_tokenizer_model(gguf::Writer& w) {
+    const auto file = w.view("gen-model");
+    std::vector<std::string> tokens = file->get_strings("tokenizer.ggml.tokens");
+    const std::vector<int64_t> types = file->get_ints("tokenizer.ggml.token_type");
+    // Gemma 4 has U+2581 alone as a token (runs of spaces need it): it replaces the last normal piece.
+    for (size_t i = tokens.size(); i-- > 0;)
+        if (types[i] == 1) {
+            tokens[i] = "\xE2\x96\x81";
+            break;
+        }
+    std::vector<std::string> merges;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const std::string& t = tokens[i];
+        if (types[i] != 1 || t.size() < 2 || t == "\xE2\x96\x81") continue;  // letters and U+2581 are not merged
+        merges.push_back(t.substr(0, t.size() - 1) + " " + t.substr(t.size() - 1));
+    }
+    w.set("tokenizer.ggml.model", Value::string("gemma4"));
+    w.set("tokenizer.ggml.tokens", Value::strings(tokens));
+    w.set("tokenizer.ggml.merges", Value::strings(merges));
 }
 
 }  // namespace
@@ -97,6 +122,7 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
     w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
 
     const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
+    if (!vocab) use_gemma4_tokenizer_model(w);
     Rng rng(s.seed);
     const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
     TensorAdder add(w, rng, s.type);

@@ -5,6 +5,12 @@
 
 namespace pagoda::tokenizer {
 
+bool BpeEncoder::has_byte_tokens(std::string_view chars) const {
+    for (char c : chars)
+        if (vocab_.byte_token(uint8_t(c)) == kNoToken) return false;
+    return true;
+}
+
 void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) const {
     if (word.empty()) return;
     if (vocab_.ignore_merges()) {
@@ -47,10 +53,16 @@ void BpeEncoder::merge_word(std::string_view word, std::vector<int32_t>& out) co
             out.push_back(id);
             continue;
         }
-        // A merge produced a string that is not a token (a malformed vocabulary): emit its characters.
+        // A character with no token, or a merge result that is not one (a malformed vocabulary): its
+        // characters, and in SentencePiece-style BPE a character with no token as its <0xXX> byte tokens.
         for (size_t pos = 0; pos < piece.size();) {
             size_t len = utf8_sequence_length(piece, pos);
             int32_t id = vocab_.find(piece.substr(pos, len));
+            if (id == kNoToken && vocab_.spm_style_bpe() && has_byte_tokens(piece.substr(pos, len))) {
+                for (size_t b = pos; b < pos + len; ++b) out.push_back(vocab_.byte_token(uint8_t(piece[b])));
+                pos += len;
+                continue;
+            }
             if (id == kNoToken) id = vocab_.unk();
             if (id != kNoToken) out.push_back(id);
             pos += len;

@@ -1,4 +1,5 @@
-// Byte-level BPE encoding of one pre-tokenized word (already in byte-level form): start from its
+// BPE encoding of one pre-tokenized word (in byte-level form, or U+2581-escaped UTF-8 for
+// SentencePiece-style BPE, which falls back to <0xXX> tokens for characters with no token): start from its
 // characters and repeatedly apply the merge with the lowest rank (ties: leftmost) until none applies,
 // with a priority queue and lazy invalidation. Results are cached per word (bounded, thread-safe)
 // because natural text repeats words heavily.
@@ -21,6 +22,7 @@ public:
 
 private:
     void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+    bool has_byte_tokens(std::string_view chars) const;  // every byte has a <0xXX> token
 
     static constexpr size_t kCacheEntries = 1 << 16;
     static constexpr size_t kCacheableLength = 64;  // longer words are rare; not worth caching

@@ -41,6 +41,8 @@ const std::vector<PreTokenizerDef>& registry() {
         {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
          {kLlama3},
          {.ignore_merges = true, .add_bos = true}},
+        // Gemma 4 (llama.cpp's LLAMA_VOCAB_PRE_TYPE_GEMMA4): runs of newlines apart from everything else.
+        {{"gemma4"}, {R"([^\n]+|[\n]+)"}, {.add_bos = true, .spm_style = true}},
         {{"dbrx", "smaug-bpe", "chatglm-bpe", "glm4"}, {kLlama3}, {}},
         {{"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "hunyuan"}, {kQwen2}, {}},
         {{"deepseek-llm"},

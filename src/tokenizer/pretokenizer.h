@@ -16,6 +16,9 @@ struct PreTokenizerTraits {
     bool ignore_merges = false;  // a word that is itself a token is emitted without merging
     bool add_bos = false;        // default for add_bos when GGUF does not say
     bool no_bos = false;         // the vocabulary has no BOS token (ChatGLM)
+    // SentencePiece-style BPE (Gemma 4): no GPT-2 byte alphabet; spaces become U+2581 before the split,
+    // merges run over raw UTF-8 characters, a character with no token falls back to <0xXX> tokens.
+    bool spm_style = false;
 };
 
 struct PreTokenizerDef {

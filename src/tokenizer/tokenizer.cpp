@@ -84,6 +84,28 @@ void Tokenizer::encode_text_normalized(std::string_view text, bool after_special
         spm_encode(vocab_, escaped, out);
         return;
     }
+    if (vocab_.spm_style_bpe()) {
+        // Spaces become U+2581 first; the split then only separates runs of newlines from the rest.
+        // A newline run that is itself a token stays whole, as llama.cpp keeps it, whatever the merges say.
+        std::string escaped;
+        escaped.reserve(text.size() + 8);
+        for (char c : text) {
+            if (c == ' ')
+                escaped += kSpmSpace;
+            else
+                escaped += c;
+        }
+        for (std::string_view piece : pre_->split(escaped)) {
+            if (piece.front() == '\n') {
+                if (int32_t id = vocab_.find(piece); id != kNoToken) {
+                    out.push_back(id);
+                    continue;
+                }
+            }
+            bpe_->encode_word(piece, out);
+        }
+        return;
+    }
     std::string word;
     for (std::string_view piece : pre_->split(text)) {
         word.clear();
@@ -160,7 +182,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
             }
             [[fallthrough]];
         case TokenType::normal:
-            if (vocab_.type() == VocabType::spm || vocab_.type() == VocabType::ugm) {
+            if (vocab_.type() == VocabType::spm || vocab_.type() == VocabType::ugm || vocab_.spm_style_bpe()) {
                 out.reserve(text.size());
                 for (size_t pos = 0; pos < text.size();) {
                     if (text.compare(pos, kSpmSpace.size(), kSpmSpace) == 0) {

@@ -15,12 +15,12 @@ namespace {
 
 // Token texts llama.cpp recognises as "end of turn" when the file names no EOT id.
 constexpr std::string_view kEotTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<turn|>", "<|endoftext|>", "<|end_of_text|>",
     "<EOT>", "_<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<end_of_utterance>",
 };
 // Token texts that end generation whenever they are in the vocabulary (llama.cpp's list).
 constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<turn|>", "<|endoftext|>",
     "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
 };
 
@@ -99,16 +99,16 @@ VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
     VocabSpec spec;
     if (!file.has("tokenizer.ggml.model")) fail("{}: no tokenizer (tokenizer.ggml.model is missing)", file.name());
     spec.model = file.get_string("tokenizer.ggml.model");
-    if (spec.model != "llama" && spec.model != "gpt2" && spec.model != "bert" && spec.model != "t5")
+    if (spec.model != "llama" && spec.model != "gpt2" && spec.model != "gemma4" && spec.model != "bert" && spec.model != "t5")
         fail("{}: tokenizer model '{}' is not supported (pagoda supports 'llama' SentencePiece, 'gpt2' "
-             "byte-level BPE, 'bert' WordPiece and 't5' Unigram)",
+             "byte-level BPE, 'gemma4' SentencePiece-style BPE, 'bert' WordPiece and 't5' Unigram)",
              file.name(), spec.model);
     spec.pre = file.get_string_or("tokenizer.ggml.pre", "");
     if (!file.has("tokenizer.ggml.tokens")) fail("{}: tokenizer.ggml.tokens is missing", file.name());
     spec.tokens = file.get_strings("tokenizer.ggml.tokens");
     if (file.has("tokenizer.ggml.scores")) spec.scores = file.get_floats("tokenizer.ggml.scores");
     if (file.has("tokenizer.ggml.token_type")) spec.token_types = file.get_ints("tokenizer.ggml.token_type");
-    if (spec.model == "gpt2") {
+    if (spec.model == "gpt2" || spec.model == "gemma4") {
         if (!file.has("tokenizer.ggml.merges"))
             fail("{}: tokenizer.ggml.merges is missing (required by BPE vocabularies)", file.name());
         spec.merges = file.get_strings("tokenizer.ggml.merges");
@@ -172,14 +172,14 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
     Vocab v;
     if (spec.model == "llama") {
         v.type_ = VocabType::spm;
-    } else if (spec.model == "gpt2") {
+    } else if (spec.model == "gpt2" || spec.model == "gemma4") {
         v.type_ = VocabType::bpe;
     } else if (spec.model == "bert") {
         v.type_ = VocabType::wpm;
     } else if (spec.model == "t5") {
         v.type_ = VocabType::ugm;
     } else {
-        fail("tokenizer model '{}' is not supported (pagoda supports 'llama', 'gpt2', 'bert' and 't5')", spec.model);
+        fail("tokenizer model '{}' is not supported (pagoda supports 'llama', 'gpt2', 'gemma4', 'bert' and 't5')", spec.model);
     }
     const size_t n = spec.tokens.size();
     if (n == 0) fail("tokenizer.ggml.tokens is empty");
@@ -241,16 +241,20 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
             v.pre_patterns_ = spec.pre_patterns;
             v.custom_pre_patterns_ = true;
         } else {
-            const PreTokenizerDef* def = find_pre_tokenizer(spec.pre);
+            // Like llama.cpp, the gemma4 model always takes the gemma4 pre-tokenizer, whatever the file says.
+            const std::string pre = spec.model == "gemma4" ? std::string("gemma4") : spec.pre;
+            const PreTokenizerDef* def = find_pre_tokenizer(pre);
             if (!def)
                 fail("BPE pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported; known: {}", spec.pre,
                      fmt::join(known_pre_tokenizer_names(), ", "));
-            v.pre_ = spec.pre.empty() ? "default" : spec.pre;
+            v.pre_ = pre.empty() ? "default" : pre;
             v.pre_patterns_ = def->patterns;
             traits = def->traits;
         }
-        v.bos_ = traits.no_bos ? kNoToken : 11;
-        v.eos_ = 11;
+        v.spm_style_bpe_ = traits.spm_style;
+        // llama.cpp gives the gemma4 model no default ids (its files name them: <bos> 2, <eos> 1, ...).
+        v.bos_ = traits.no_bos || traits.spm_style ? kNoToken : 11;
+        v.eos_ = traits.spm_style ? kNoToken : 11;
         v.add_bos_ = traits.add_bos;
         v.ignore_merges_ = spec.ignore_merges.value_or(traits.ignore_merges);
         v.merge_ranks_.reserve(spec.merges.size());

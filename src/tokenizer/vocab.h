@@ -167,6 +167,8 @@ public:
     bool add_bos() const { return add_bos_; }
     bool add_eos() const { return add_eos_; }
     bool add_space_prefix() const { return add_space_prefix_; }
+    // BPE over U+2581-escaped raw UTF-8 with <0xXX> byte fallback (PreTokenizerTraits::spm_style).
+    bool spm_style_bpe() const { return spm_style_bpe_; }
     bool ignore_merges() const { return ignore_merges_; }  // BPE: a whole word in the vocab skips merging
     bool nfc() const { return nfc_; }  // text is put in Unicode NFC first (unicode_nfc.h)
     // SPM: no token has a U+2581 right after another character, so no merge can cross the start of a
@@ -194,6 +196,7 @@ private:
     std::string pre_ = "default";
     std::vector<std::string> pre_patterns_;
     bool custom_pre_patterns_ = false;
+    bool spm_style_bpe_ = false;
     std::vector<std::string> texts_;
     std::vector<float> scores_;
     std::vector<TokenType> types_;

@@ -18,6 +18,7 @@
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
 #include "quant/quantize_model.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace pagoda::model {
@@ -269,6 +270,22 @@ INSTANTIATE_TEST_SUITE_P(RandomModels, Gemma4Model,
                                            Case{"q8_0", "q8_0", true, 8e-2}, Case{"q8_0_unfused", "q8_0", false, 8e-2}),
                          [](const auto& info) { return info.param.name; });
 
+// gen-model writes its synthetic vocabulary in Gemma 4's tokenizer form: model "gemma4" with merges,
+// loaded as such (hand-worked ids: <unk> <s> </s>, bytes 3..258, then "▁e" 259, "e" 260, "▁t" 261, ...).
+TEST(Gemma4Model, GenModelWritesTheGemma4TokenizerModel) {
+    const std::string path = test::temp_path("gemma4_tokenizer_model.gguf");
+    write_random_model(gemma4_spec(91), nullptr, path);
+    const auto file = gguf::File::open(path);
+    EXPECT_EQ(file->get_string("tokenizer.ggml.model"), "gemma4");
+    EXPECT_EQ(file->get_strings("tokenizer.ggml.merges").front(), "\xE2\x96\x81 e");
+    const auto tok = tokenizer::Tokenizer::from_gguf(*file);
+    EXPECT_EQ(tok->vocab().pre(), "gemma4");
+    EXPECT_EQ(tok->encode(" eat"), (std::vector<int32_t>{1, 259, 264, 262}));  // <s> ▁e a t, no dummy prefix
+    EXPECT_EQ(tok->encode("hat\nzq", {.add_bos = false}), (std::vector<int32_t>{274, 264, 262, 3 + '\n', 3 + 'z', 3 + 'q'}));
+    for (std::string_view text : {" the cat\n\nsat  on", "caf\xC3\xA9 \xF0\x9F\x98\x80"})
+        EXPECT_EQ(tok->decode(tok->encode(text)), text);
+}
+
 // --- the forms refused by name -------------------------------------------------------------------
 
 // Rewrites the gen-model file with one metadata key changed (or a tensor added) and expects the load
@@ -309,9 +326,9 @@ TEST(Gemma4Refused, FormsThePagedKvOrGraphCannotRunAreNamed) {
     expect_refused([](gguf::Writer& w) { w.add_tensor("blk.0.ffn_gate_inp.weight", gguf::GgmlType::F32, {64, 4},
                                                        std::vector<uint8_t>(64 * 4 * 4, 0)); },
                    "dense-plus-experts FFN", "experts");
-    // Gemma 4's own tokenizer model (SentencePiece-style BPE split on newlines) is not read yet.
-    expect_refused([](gguf::Writer& w) { w.set("tokenizer.ggml.model", gguf::Value::string("gemma4")); },
-                   "tokenizer model 'gemma4' is not supported", "tokenizer", true);
+    // Gemma 4's own tokenizer model loads (gemma4_tokenizer_test.cpp); a malformed merge is named.
+    expect_refused([](gguf::Writer& w) { w.set("tokenizer.ggml.merges", gguf::Value::strings({"ab"})); },
+                   "tokenizer.ggml.merges[0] = 'ab' is not of the form 'left right'", "tokenizer", true);
 }
 
 }  // namespace
