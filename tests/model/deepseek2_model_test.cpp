@@ -20,10 +20,14 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
+#include "model_compare.h"
 #include "quant/quantize_model.h"
 
 namespace pagoda::model {
 namespace {
+
+using model_compare::prompt;
+using model_compare::reference_logits;
 
 // V3's form, small: 4 heads of nope 16 + rope 8, v 16, kv rank 32, q rank 32, 3 layers (1 dense).
 RandomModelSpec v3_spec(uint64_t seed) {
@@ -43,19 +47,6 @@ RandomModelSpec lite_spec(uint64_t seed) {
     s.q_lora_rank = 0; s.expert_gating = 1; s.expert_groups = 0; s.expert_groups_used = 0;
     s.expert_weights_scale = 1.0f; s.expert_weights_norm = false; s.yarn = false; s.n_shared_experts = 2;
     return s;
-}
-
-std::vector<int32_t> prompt(int n) {
-    std::vector<int32_t> ids;
-    for (int i = 0; i < n; ++i) ids.push_back((i * 37 + 11) % 300);
-    return ids;
-}
-
-std::vector<float> reference_logits(const std::string& path, const std::vector<int32_t>& ids) {
-    auto model = open_step_model(path, {.backend = "reference", .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
-                                        .tokens_wanted = 64});
-    SequenceRunner runner(*model, false);
-    return runner.prefill(0, ids, 64, true);
 }
 
 // --- the MLA equations, evaluated directly from an F32 file -------------------------------------
@@ -228,25 +219,9 @@ TEST_P(Deepseek2Model, ForwardMatchesTheReferenceBackend) {
     auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
     EXPECT_EQ(model->info().kv_layout.head_dim, 24);
     EXPECT_EQ(model->info().kv_layout.n_kv_heads, 4);
-    const int64_t vocab = model->info().vocab_size;
     const std::vector<int32_t> ids = prompt(19);
     const std::vector<float> expected = reference_logits(path, ids);
-    auto check = [&](const float* row, size_t pos) {
-        const float* want = expected.data() + pos * size_t(vocab);
-        double scale = 0;
-        for (int64_t i = 0; i < vocab; ++i) scale = std::max(scale, double(std::abs(want[i])));
-        for (int64_t i = 0; i < vocab; ++i)
-            ASSERT_NEAR(row[i], want[i], c.tolerance * scale) << "position " << pos << " logit " << i;
-    };
-    SequenceRunner runner(*model, false);
-    auto logits = runner.prefill(0, ids, 64, true);
-    for (size_t p = 0; p < ids.size(); ++p) check(logits.data() + p * size_t(vocab), p);
-    logits = runner.prefill(1, std::span<const int32_t>(ids.data(), 7));
-    check(logits.data(), 6);
-    for (size_t p = 7; p < ids.size(); ++p) {
-        logits = runner.decode(1, ids[p]);
-        check(logits.data(), p);
-    }
+    model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, Deepseek2Model,

@@ -17,12 +17,16 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
+#include "model_compare.h"
 #include "quant/quantize_model.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace pagoda::model {
 namespace {
+
+using model_compare::prompt;
+using model_compare::reference_logits;
 
 // Six layers: sliding, sliding, full, sliding, sliding, full (window 5); the last two share the KV of
 // layers 3 (sliding) and 2 (full); full layers have no attn_v. As the 31B, sliding and full layers
@@ -35,19 +39,6 @@ RandomModelSpec gemma4_spec(uint64_t seed, int64_t shared_kv = 2, bool v_equals_
     s.sliding_window = 5; s.swa_period = 3; s.shared_kv_layers = shared_kv; s.v_equals_k = v_equals_k;
     s.final_softcap = 30.0f; s.seed = seed;
     return s;
-}
-
-std::vector<int32_t> prompt(int n) {
-    std::vector<int32_t> ids;
-    for (int i = 0; i < n; ++i) ids.push_back((i * 37 + 11) % 300);
-    return ids;
-}
-
-std::vector<float> reference_logits(const std::string& path, const std::vector<int32_t>& ids) {
-    auto model = open_step_model(path, {.backend = "reference", .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
-                                        .tokens_wanted = 64});
-    SequenceRunner runner(*model, false);
-    return runner.prefill(0, ids, 64, true);
 }
 
 // --- the equations, evaluated directly from an F32 file ------------------------------------------
@@ -228,37 +219,13 @@ TEST_P(Gemma4Model, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
     backend::cpu::testing::KernelConfigGuard guard;
     backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
-    std::string path = test::temp_path("gemma4_" + c.name + ".gguf");
-    RandomModelSpec spec = gemma4_spec(71);
-    write_random_model(spec, nullptr, path);
-    if (!c.quant.empty()) {
-        const std::string q = test::temp_path("gemma4_" + c.name + "_q.gguf");
-        ThreadPool pool(2);
-        quant::quantize_model({.input = path, .output = q, .target = c.quant}, pool);
-        path = q;
-    }
+    const std::string path = model_compare::write_model(gemma4_spec(71), "gemma4_" + c.name, c.quant);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
     const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
     auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
-    const int64_t vocab = model->info().vocab_size;
     const std::vector<int32_t> ids = prompt(19);
     const std::vector<float> expected = reference_logits(path, ids);
-    auto check = [&](const float* row, size_t pos) {
-        const float* want = expected.data() + pos * size_t(vocab);
-        double scale = 0;
-        for (int64_t i = 0; i < vocab; ++i) scale = std::max(scale, double(std::abs(want[i])));
-        for (int64_t i = 0; i < vocab; ++i)
-            ASSERT_NEAR(row[i], want[i], c.tolerance * scale) << "position " << pos << " logit " << i;
-    };
-    SequenceRunner runner(*model, false);
-    auto logits = runner.prefill(0, ids, 64, true);
-    for (size_t p = 0; p < ids.size(); ++p) check(logits.data() + p * size_t(vocab), p);
-    logits = runner.prefill(1, std::span<const int32_t>(ids.data(), 7));
-    check(logits.data(), 6);
-    for (size_t p = 7; p < ids.size(); ++p) {
-        logits = runner.decode(1, ids[p]);
-        check(logits.data(), p);
-    }
+    model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
 }
 
 // Q8_0: the CPU's int8 path rounds activations to int8 per 32 values; six layers whose sliding

@@ -215,25 +215,9 @@ TEST_P(GlmModel, ForwardMatchesTheReferenceBackend) {
     EXPECT_EQ(cfg.rope_scaling, c.arch == "mistral3" ? "yarn" : "none");
     const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
     auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
-    const int64_t vocab = model->info().vocab_size;
     const std::vector<int32_t> ids = prompt(19);
     const std::vector<float> expected = reference_logits(path, ids);
-    auto check = [&](const float* row, size_t pos) {
-        const float* want = expected.data() + pos * size_t(vocab);
-        double scale = 0;
-        for (int64_t i = 0; i < vocab; ++i) scale = std::max(scale, double(std::abs(want[i])));
-        for (int64_t i = 0; i < vocab; ++i)
-            ASSERT_NEAR(row[i], want[i], c.tolerance * scale) << "position " << pos << " logit " << i;
-    };
-    SequenceRunner runner(*model, false);
-    auto logits = runner.prefill(0, ids, 64, true);
-    for (size_t p = 0; p < ids.size(); ++p) check(logits.data() + p * size_t(vocab), p);
-    logits = runner.prefill(1, std::span<const int32_t>(ids.data(), 7));
-    check(logits.data(), 6);
-    for (size_t p = 7; p < ids.size(); ++p) {
-        logits = runner.decode(1, ids[p]);
-        check(logits.data(), p);
-    }
+    model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, GlmModel,

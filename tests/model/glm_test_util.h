@@ -8,6 +8,7 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
+#include "model_compare.h"
 
 namespace pagoda::model::glm_test {
 
@@ -29,18 +30,8 @@ inline RandomModelSpec dense_spec(const std::string& arch, uint64_t seed) {
     return s;
 }
 
-inline std::vector<int32_t> prompt(int n) {
-    std::vector<int32_t> ids;
-    for (int i = 0; i < n; ++i) ids.push_back((i * 37 + 11) % 300);
-    return ids;
-}
-
-inline std::vector<float> reference_logits(const std::string& path, const std::vector<int32_t>& ids) {
-    auto model = open_step_model(path, {.backend = "reference", .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
-                                        .tokens_wanted = 64});
-    SequenceRunner runner(*model, false);
-    return runner.prefill(0, ids, 64, true);
-}
+using model_compare::prompt;
+using model_compare::reference_logits;
 
 
 }  // namespace pagoda::model::glm_test

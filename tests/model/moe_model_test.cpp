@@ -15,6 +15,7 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
+#include "model_compare.h"
 #include "quant/quantize_model.h"
 
 namespace pagoda::model {
@@ -76,17 +77,7 @@ std::vector<Case> cases() {
 
 std::string model_path(const Case& c) {
     const std::string base = c.name.substr(0, c.name.find("_unfused"));
-    const std::string f = test::temp_path("moe_" + base + ".gguf");
-    write_random_model(c.spec, nullptr, f);
-    if (c.quant.empty()) return f;
-    const std::string q = test::temp_path("moe_" + base + "_" + c.quant + ".gguf");
-    quant::QuantizeRequest req;
-    req.input = f;
-    req.output = q;
-    req.target = c.quant;
-    ThreadPool pool(2);
-    quant::quantize_model(req, pool);
-    return q;
+    return model_compare::write_model(c.spec, "moe_" + base, c.quant);
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -111,31 +102,9 @@ TEST_P(MoeModel, ForwardMatchesTheReferenceBackend) {
     }
     const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
     auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
-    const int64_t vocab = model->info().vocab_size;
-    std::vector<int32_t> ids;
-    for (int i = 0; i < 19; ++i) ids.push_back((i * 37 + 11) % int32_t(vocab));
-    std::vector<float> expected;
-    {
-        auto reference = open_step_model(file, {.backend = "reference", .kv = kvo, .tokens_wanted = 64});
-        SequenceRunner runner(*reference, false);
-        expected = runner.prefill(0, ids, 64, true);
-    }
-    auto check = [&](const float* row, size_t pos) {
-        const float* want = expected.data() + pos * size_t(vocab);
-        double scale = 0;
-        for (int64_t i = 0; i < vocab; ++i) scale = std::max(scale, double(std::abs(want[i])));
-        for (int64_t i = 0; i < vocab; ++i)
-            ASSERT_NEAR(row[i], want[i], c.tolerance * scale) << "position " << pos << " logit " << i;
-    };
-    SequenceRunner runner(*model, false);
-    auto logits = runner.prefill(0, ids, 64, true);
-    for (size_t p = 0; p < ids.size(); ++p) check(logits.data() + p * size_t(vocab), p);
-    logits = runner.prefill(1, std::span<const int32_t>(ids.data(), 7));
-    check(logits.data(), 6);
-    for (size_t p = 7; p < ids.size(); ++p) {
-        logits = runner.decode(1, ids[p]);
-        check(logits.data(), p);
-    }
+    const std::vector<int32_t> ids = model_compare::prompt(19);
+    const std::vector<float> expected = model_compare::reference_logits(file, ids);
+    model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, MoeModel, ::testing::ValuesIn(cases()),

@@ -18,10 +18,14 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
+#include "model_compare.h"
 #include "quant/quantize_model.h"
 
 namespace pagoda::model {
 namespace {
+
+using model_compare::prompt;
+using model_compare::reference_logits;
 
 RandomModelSpec qwen35_spec(const std::string& arch, uint64_t seed) {
     RandomModelSpec s;
@@ -35,19 +39,7 @@ RandomModelSpec qwen35_spec(const std::string& arch, uint64_t seed) {
 }
 
 std::string write(const RandomModelSpec& spec, const std::string& name, const std::string& quant = "") {
-    const std::string f = test::temp_path("qwen35_" + name + ".gguf");
-    write_random_model(spec, nullptr, f);
-    if (quant.empty()) return f;
-    const std::string q = test::temp_path("qwen35_" + name + "_" + quant + ".gguf");
-    ThreadPool pool(2);
-    quant::quantize_model({.input = f, .output = q, .target = quant}, pool);
-    return q;
-}
-
-std::vector<int32_t> prompt(int n, int salt = 0) {
-    std::vector<int32_t> ids;
-    for (int i = 0; i < n; ++i) ids.push_back((i * 37 + 11 + salt * 101) % 300);
-    return ids;
+    return model_compare::write_model(spec, "qwen35_" + name, quant);
 }
 
 // --- the equations, evaluated directly from an F32 file (dense qwen35) ----------------------------
@@ -207,13 +199,6 @@ struct Direct {
     }
 };
 
-std::vector<float> reference_logits(const std::string& path, const std::vector<int32_t>& ids) {
-    auto model = open_step_model(path, {.backend = "reference", .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
-                                        .tokens_wanted = 64});
-    SequenceRunner runner(*model, false);
-    return runner.prefill(0, ids, 64, true);
-}
-
 TEST(Qwen35Direct, ReferenceBackendComputesTheHybridsEquations) {
     RandomModelSpec spec = qwen35_spec("qwen35", 81);
     spec.n_layers = 8;  // DeltaNet layers 0-2 and 4-6, full attention layers 3 and 7
@@ -249,24 +234,9 @@ TEST_P(Qwen35Model, ForwardMatchesTheReferenceBackend) {
     auto model = open_step_model(path, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 64});
     EXPECT_EQ(model->info().n_state_slots, 16);
     EXPECT_EQ(model->info().kv_layout.n_layers, 1);  // only layer 3 attends
-    const int64_t vocab = model->info().vocab_size;
     const std::vector<int32_t> ids = prompt(19);
     const std::vector<float> expected = reference_logits(path, ids);
-    auto check = [&](const float* row, size_t pos) {
-        const float* want = expected.data() + pos * size_t(vocab);
-        double scale = 0;
-        for (int64_t i = 0; i < vocab; ++i) scale = std::max(scale, double(std::abs(want[i])));
-        for (int64_t i = 0; i < vocab; ++i) ASSERT_NEAR(row[i], want[i], c.tolerance * scale) << "position " << pos << " logit " << i;
-    };
-    SequenceRunner runner(*model, false);
-    auto logits = runner.prefill(0, ids, 64, true);
-    for (size_t p = 0; p < ids.size(); ++p) check(logits.data() + p * size_t(vocab), p);
-    logits = runner.prefill(1, std::span<const int32_t>(ids.data(), 7));
-    check(logits.data(), 6);
-    for (size_t p = 7; p < ids.size(); ++p) {
-        logits = runner.decode(1, ids[p]);
-        check(logits.data(), p);
-    }
+    model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, Qwen35Model,
