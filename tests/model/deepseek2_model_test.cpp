@@ -20,6 +20,7 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
+#include "direct_attention.h"
 #include "model_compare.h"
 #include "quant/quantize_model.h"
 
@@ -118,21 +119,7 @@ struct Direct {
                 }
             }
             for (int64_t s = 0; s < T; ++s) {
-                std::vector<double> out(size_t(H * v), 0.0);
-                for (int64_t hd = 0; hd < H; ++hd) {
-                    std::vector<double> score(size_t(s + 1));
-                    double top = -1e300, sum = 0;
-                    for (int64_t j = 0; j <= s; ++j) {
-                        double d = 0;
-                        for (int64_t i = 0; i < hk; ++i) d += q[size_t(s)][size_t(hd * hk + i)] * k[size_t(j)][size_t(hd * hk + i)];
-                        score[size_t(j)] = d / std::sqrt(double(hk));
-                        top = std::max(top, score[size_t(j)]);
-                    }
-                    for (double& e : score) sum += (e = std::exp(e - top));
-                    for (int64_t j = 0; j <= s; ++j)
-                        for (int64_t i = 0; i < v; ++i)
-                            out[size_t(hd * v + i)] += score[size_t(j)] / sum * val[size_t(j)][size_t(hd * v + i)];
-                }
+                const std::vector<double> out = direct::attend(q, k, val, s, H, H, hk, v, std::sqrt(double(hk)));
                 const auto o = mul(tensor(p + "attn_output.weight"), out, c.dim);
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += o[size_t(i)];
                 const auto fin = norm(x[size_t(s)], tensor(p + "ffn_norm.weight"), eps);

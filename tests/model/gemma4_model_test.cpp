@@ -17,6 +17,7 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
+#include "direct_attention.h"
 #include "model_compare.h"
 #include "quant/quantize_model.h"
 #include "tokenizer/tokenizer.h"
@@ -126,23 +127,8 @@ struct Direct {
             const auto& k = K[size_t(src)];
             const auto& v = V[size_t(src)];
             for (int64_t s = 0; s < T; ++s) {
-                std::vector<double> out(size_t(H * hd), 0.0);
                 const int64_t first = swa ? std::max<int64_t>(0, s - window + 1) : 0;
-                for (int64_t hh = 0; hh < H; ++hh) {
-                    const int64_t kh = hh / (H / KV);
-                    std::vector<double> score;
-                    double top = -1e300, sum = 0;
-                    for (int64_t j = first; j <= s; ++j) {
-                        double d = 0;
-                        for (int64_t i = 0; i < hd; ++i) d += q[size_t(s)][size_t(hh * hd + i)] * k[size_t(j)][size_t(kh * hd + i)];
-                        score.push_back(d);  // scale 1: the norms carry it
-                        top = std::max(top, d);
-                    }
-                    for (double& e : score) sum += (e = std::exp(e - top));
-                    for (int64_t j = first; j <= s; ++j)
-                        for (int64_t i = 0; i < hd; ++i)
-                            out[size_t(hh * hd + i)] += score[size_t(j - first)] / sum * v[size_t(j)][size_t(kh * hd + i)];
-                }
+                std::vector<double> out = direct::attend(q, k, v, s, H, KV, hd, hd, 1.0, first);  // scale 1: the norms carry it
                 const auto o = normed(mul(tensor(p + "attn_output.weight"), out, c.dim), tensor(p + "post_attention_norm.weight"), eps);
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += o[size_t(i)];
                 const auto fin = normed(x[size_t(s)], tensor(p + "ffn_norm.weight"), eps);

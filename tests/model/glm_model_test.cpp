@@ -10,6 +10,7 @@
 
 #include "backend/cpu/matmul_test_util.h"
 #include "core/thread_pool.h"
+#include "direct_attention.h"
 #include "fixtures.h"
 #include "glm_test_util.h"
 #include "gguf/gguf.h"
@@ -108,22 +109,7 @@ struct Direct {
                     }
             }
             for (int64_t s = 0; s < T; ++s) {
-                std::vector<double> out(size_t(H * hd), 0.0);
-                for (int64_t hh = 0; hh < H; ++hh) {
-                    const int64_t kh = hh / (H / KV);
-                    std::vector<double> score(size_t(s + 1));
-                    double top = -1e300, sum = 0;
-                    for (int64_t j = 0; j <= s; ++j) {
-                        double d = 0;
-                        for (int64_t i = 0; i < hd; ++i) d += q[size_t(s)][size_t(hh * hd + i)] * k[size_t(j)][size_t(kh * hd + i)];
-                        score[size_t(j)] = d / std::sqrt(double(hd));
-                        top = std::max(top, score[size_t(j)]);
-                    }
-                    for (double& e : score) sum += (e = std::exp(e - top));
-                    for (int64_t j = 0; j <= s; ++j)
-                        for (int64_t i = 0; i < hd; ++i)
-                            out[size_t(hh * hd + i)] += score[size_t(j)] / sum * v[size_t(j)][size_t(kh * hd + i)];
-                }
+                std::vector<double> out = direct::attend(q, k, v, s, H, KV, hd, hd, std::sqrt(double(hd)));
                 auto o = mul(tensor(p + "attn_output.weight"), out, c.dim);
                 if (glm4) o = norm(o, tensor(p + "post_attention_norm.weight"), eps);
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += o[size_t(i)];

@@ -18,6 +18,7 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
+#include "direct_attention.h"
 #include "model_compare.h"
 #include "quant/quantize_model.h"
 
@@ -160,22 +161,7 @@ struct Direct {
                         }
                 }
                 for (int64_t t = 0; t < T; ++t) {
-                    std::vector<double> out(size_t(H * hd), 0.0);
-                    for (int64_t hh = 0; hh < H; ++hh) {
-                        const int64_t kh = hh / (H / KV);
-                        std::vector<double> score(size_t(t + 1));
-                        double top = -1e300, sum = 0;
-                        for (int64_t j = 0; j <= t; ++j) {
-                            double d = 0;
-                            for (int64_t i = 0; i < hd; ++i) d += q[size_t(t)][size_t(hh * hd + i)] * k[size_t(j)][size_t(kh * hd + i)];
-                            score[size_t(j)] = d / std::sqrt(double(hd));
-                            top = std::max(top, score[size_t(j)]);
-                        }
-                        for (double& e : score) sum += (e = std::exp(e - top));
-                        for (int64_t j = 0; j <= t; ++j)
-                            for (int64_t i = 0; i < hd; ++i)
-                                out[size_t(hh * hd + i)] += score[size_t(j)] / sum * v[size_t(j)][size_t(kh * hd + i)];
-                    }
+                    std::vector<double> out = direct::attend(q, k, v, t, H, KV, hd, hd, std::sqrt(double(hd)));
                     for (int64_t i = 0; i < H * hd; ++i) out[size_t(i)] *= sigmoid(gate[size_t(t)][size_t(i)]);
                     mixed[size_t(t)] = mul(tensor(p + "attn_output.weight"), out, c.dim);
                 }
