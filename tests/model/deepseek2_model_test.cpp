@@ -20,7 +20,7 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
-#include "direct_attention.h"
+#include "direct_equations.h"
 #include "model_compare.h"
 #include "quant/quantize_model.h"
 
@@ -52,20 +52,7 @@ RandomModelSpec lite_spec(uint64_t seed) {
 
 // --- the MLA equations, evaluated directly from an F32 file -------------------------------------
 
-struct Direct {
-    const gguf::File& f;
-    const float* tensor(const std::string& name) const {
-        const auto* info = f.find_tensor(name);
-        if (!info || info->type != gguf::GgmlType::F32) throw std::runtime_error("no f32 tensor " + name);
-        return reinterpret_cast<const float*>(info->data);
-    }
-    // y = W x, W stored [cols, rows].
-    static std::vector<double> mul(const float* w, const std::vector<double>& x, int64_t rows) {
-        std::vector<double> y(size_t(rows), 0.0);
-        for (int64_t r = 0; r < rows; ++r)
-            for (size_t c = 0; c < x.size(); ++c) y[size_t(r)] += double(w[size_t(r) * x.size() + c]) * x[c];
-        return y;
-    }
+struct Direct : direct::Weights {
     static std::vector<double> norm(const std::vector<double>& x, const float* w, double eps) {
         double ss = 0;
         for (double v : x) ss += v * v;
@@ -152,12 +139,8 @@ TEST(Deepseek2Direct, ReferenceBackendComputesTheMlaEquations) {
         const std::vector<int32_t> ids = prompt(9);
         const std::vector<double> want = Direct{*file}.logits(cfg, ids);
         const std::vector<float> got = reference_logits(path, ids);
-        ASSERT_EQ(got.size(), want.size());
-        double scale = 0;
-        for (double w : want) scale = std::max(scale, std::abs(w));
-        ASSERT_GT(scale, 0.1);
-        for (size_t i = 0; i < got.size(); ++i)
-            ASSERT_NEAR(got[i], want[i], 1e-5 * scale) << (q_lora ? "q bottleneck" : "plain q") << " logit " << i;
+        ASSERT_GT(direct::largest_abs(want), 0.1);
+        direct::expect_logits_near(got, want, 1e-5, q_lora ? "q bottleneck" : "plain q");
     }
 }
 

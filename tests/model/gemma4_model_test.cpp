@@ -17,7 +17,7 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
-#include "direct_attention.h"
+#include "direct_equations.h"
 #include "model_compare.h"
 #include "quant/quantize_model.h"
 #include "tokenizer/tokenizer.h"
@@ -44,20 +44,7 @@ RandomModelSpec gemma4_spec(uint64_t seed, int64_t shared_kv = 2, bool v_equals_
 
 // --- the equations, evaluated directly from an F32 file ------------------------------------------
 
-struct Direct {
-    const gguf::File& f;
-    const float* tensor(const std::string& name) const {
-        const auto* info = f.find_tensor(name);
-        if (!info || info->type != gguf::GgmlType::F32) throw std::runtime_error("no f32 tensor " + name);
-        return reinterpret_cast<const float*>(info->data);
-    }
-    bool has(const std::string& name) const { return f.find_tensor(name) != nullptr; }
-    static std::vector<double> mul(const float* w, const std::vector<double>& x, int64_t rows) {
-        std::vector<double> y(size_t(rows), 0.0);
-        for (int64_t r = 0; r < rows; ++r)
-            for (size_t c = 0; c < x.size(); ++c) y[size_t(r)] += double(w[size_t(r) * x.size() + c]) * x[c];
-        return y;
-    }
+struct Direct : direct::Weights {
     // RMS norm of n values; w null: no weight.
     static void norm(double* x, size_t n, const float* w, double eps) {
         double ss = 0;
@@ -157,11 +144,8 @@ void expect_direct(const RandomModelSpec& spec, const std::string& name) {
     const std::vector<int32_t> ids = prompt(13);
     const auto want = Direct{*file}.logits(cfg, ids);
     const auto got = reference_logits(path, ids);
-    ASSERT_EQ(got.size(), want.size());
-    double scale = 0;
-    for (double w : want) scale = std::max(scale, std::abs(w));
-    ASSERT_GT(scale, 0.1);
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * scale) << name << " logit " << i;
+    ASSERT_GT(direct::largest_abs(want), 0.1);
+    direct::expect_logits_near(got, want, 1e-4, name);
 }
 
 TEST(Gemma4Direct, ReferenceBackendComputesGemma4sEquations) {

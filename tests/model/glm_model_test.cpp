@@ -10,7 +10,7 @@
 
 #include "backend/cpu/matmul_test_util.h"
 #include "core/thread_pool.h"
-#include "direct_attention.h"
+#include "direct_equations.h"
 #include "fixtures.h"
 #include "glm_test_util.h"
 #include "gguf/gguf.h"
@@ -31,21 +31,7 @@ using glm_test::reference_logits;
 
 // --- the equations, evaluated directly from an F32 file ------------------------------------------
 
-struct Direct {
-    const gguf::File& f;
-    const float* tensor(const std::string& name) const {
-        const auto* info = f.find_tensor(name);
-        if (!info || info->type != gguf::GgmlType::F32) throw std::runtime_error("no f32 tensor " + name);
-        return reinterpret_cast<const float*>(info->data);
-    }
-    bool has(const std::string& name) const { return f.find_tensor(name) != nullptr; }
-    // y = W x (+ b), W stored [cols, rows]; `first` skips that many rows.
-    static std::vector<double> mul(const float* w, const std::vector<double>& x, int64_t rows, int64_t first = 0) {
-        std::vector<double> y(size_t(rows), 0.0);
-        for (int64_t r = 0; r < rows; ++r)
-            for (size_t c = 0; c < x.size(); ++c) y[size_t(r)] += double(w[size_t(r + first) * x.size() + c]) * x[c];
-        return y;
-    }
+struct Direct : direct::Weights {
     static void add(std::vector<double>& y, const float* b) {
         for (size_t i = 0; i < y.size(); ++i) y[i] += b[i];
     }
@@ -144,10 +130,7 @@ void expect_direct(const RandomModelSpec& spec, const std::string& name) {
     const std::vector<int32_t> ids = prompt(9);
     const auto want = Direct{*file}.logits(cfg, ids);
     const auto got = reference_logits(path, ids);
-    ASSERT_EQ(got.size(), want.size());
-    double scale = 0;
-    for (double w : want) scale = std::max(scale, std::abs(w));
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * scale) << name << " logit " << i;
+    direct::expect_logits_near(got, want, 1e-4, name);
 }
 
 TEST(GlmDirect, ReferenceBackendComputesEachArchitecturesEquations) {

@@ -18,7 +18,7 @@
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
-#include "direct_attention.h"
+#include "direct_equations.h"
 #include "model_compare.h"
 #include "quant/quantize_model.h"
 
@@ -45,20 +45,8 @@ std::string write(const RandomModelSpec& spec, const std::string& name, const st
 
 // --- the equations, evaluated directly from an F32 file (dense qwen35) ----------------------------
 
-struct Direct {
-    const gguf::File& f;
-    const float* tensor(const std::string& name) const {
-        const auto* info = f.find_tensor(name);
-        if (!info || info->type != gguf::GgmlType::F32) throw std::runtime_error("no f32 tensor " + name);
-        return reinterpret_cast<const float*>(info->data);
-    }
+struct Direct : direct::Weights {
     int64_t key(const std::string& k) const { return f.get_int("qwen35." + k); }
-    static std::vector<double> mul(const float* w, const std::vector<double>& x, int64_t rows) {
-        std::vector<double> y(size_t(rows), 0.0);
-        for (int64_t r = 0; r < rows; ++r)
-            for (size_t c = 0; c < x.size(); ++c) y[size_t(r)] += double(w[size_t(r) * x.size() + c]) * x[c];
-        return y;
-    }
     static void norm_in_place(double* x, size_t n, const float* w, double eps) {
         double ss = 0;
         for (size_t i = 0; i < n; ++i) ss += x[i] * x[i];
@@ -196,11 +184,8 @@ TEST(Qwen35Direct, ReferenceBackendComputesTheHybridsEquations) {
     const std::vector<int32_t> ids = prompt(11);
     const auto want = Direct{*file}.logits(cfg, ids);
     const auto got = reference_logits(path, ids);
-    ASSERT_EQ(got.size(), want.size());
-    double scale = 0;
-    for (double w : want) scale = std::max(scale, std::abs(w));
-    ASSERT_GT(scale, 0.1);
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * scale) << "logit " << i;
+    ASSERT_GT(direct::largest_abs(want), 0.1);
+    direct::expect_logits_near(got, want, 1e-4, "qwen35");
 }
 
 // --- the CPU backend against the reference -------------------------------------------------------
