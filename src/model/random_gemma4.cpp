@@ -66,9 +66,7 @@ void use_gemma4_tokenizer_model(gguf::Writer& w) {
 
 int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     if (s.n_experts > 0) fail("gen-model: the gemma4 dense-plus-experts form (26B-A4B) is not written yet");
-    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
-        fail("gen-model: every size must be positive");
-    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    random_detail::check_decoder_sizes(s);
     if (!s.rope_scaling.empty() || !s.rank_head.empty()) fail("gen-model: gemma4 takes no --rope-scaling or rank head");
     const int64_t hd = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
     if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);

@@ -25,12 +25,8 @@ using random_detail::Rng;
 using random_detail::TensorAdder;
 
 int64_t build_random_glm(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
-    const bool moe = s.arch == "glm4moe";
-    if (moe) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
-    if (!moe && s.n_experts > 0) fail("gen-model: glm4 is dense (glm4moe has the experts)");
-    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
-        fail("gen-model: every size must be positive");
-    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    const bool moe = random_detail::check_dense_or_experts(s, "glm4", "glm4moe");
+    random_detail::check_decoder_sizes(s);
     if (!s.rope_scaling.empty() || !s.rank_head.empty() || s.shared_expert_ffn_dim > 0)
         fail("gen-model: {} takes no --rope-scaling, rank head or --shared-expert-ffn-dim (its shared experts are "
              "--shared-experts of the expert width)", s.arch);

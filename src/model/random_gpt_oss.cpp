@@ -25,9 +25,7 @@ using random_detail::TensorAdder;
 
 int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     random_detail::check_expert_spec("gpt-oss", s.n_experts, s.n_experts_used);
-    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
-        fail("gen-model: every size must be positive");
-    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    random_detail::check_decoder_sizes(s);
     if (!s.rope_scaling.empty() || !s.rank_head.empty() || s.shared_expert_ffn_dim > 0)
         fail("gen-model: gpt-oss takes no --rope-scaling, rank head or shared expert (it is YaRN, routed experts only)");
     const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;

@@ -160,9 +160,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     if (!s.rope_scaling.empty() && (s.arch != "llama" || (s.rope_scaling != "llama3" && s.rope_scaling != "llama3_keys")))
         fail("gen-model: RoPE scaling '{}' is not available for {} (llama: llama3)", s.rope_scaling, s.arch);
     if (s.sliding_window < 0 || s.swa_period < 0) fail("gen-model: the sliding window and its period must not be negative");
-    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
-        fail("gen-model: every size must be positive");
-    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    random_detail::check_decoder_sizes(s);
     const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
     if (s.head_dim == 0 && s.dim % s.n_heads) fail("gen-model: dim {} is not a multiple of {} heads", s.dim, s.n_heads);
     if (head_dim % 2) fail("gen-model: the head size {} must be even for RoPE", head_dim);

@@ -26,12 +26,8 @@ using random_detail::Rng;
 using random_detail::TensorAdder;
 
 int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
-    const bool moe = s.arch == "qwen35moe";
-    if (moe) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
-    if (!moe && s.n_experts > 0) fail("gen-model: qwen35 is dense (qwen35moe has the experts)");
-    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
-        fail("gen-model: every size must be positive");
-    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+    const bool moe = random_detail::check_dense_or_experts(s, "qwen35", "qwen35moe");
+    random_detail::check_decoder_sizes(s);
     if (!s.rope_scaling.empty() || !s.rank_head.empty()) fail("gen-model: {} takes no --rope-scaling or rank head", s.arch);
     if (s.nextn_layers < 0 || s.nextn_layers > 4) fail("gen-model: {} NextN layers is out of range (0..4)", s.nextn_layers);
     if (s.n_layers < 4) fail("gen-model: {} needs at least 4 layers (every 4th is the full attention one)", s.arch);

@@ -1,5 +1,6 @@
 // The random tensors of gen-model (random_model.h): a portable generator and uniform values of a
-// given spread in F32 / F16 / BF16, shared by the decoder and encoder writers.
+// given spread in F32 / F16 / BF16, and the spec checks the writers share, for the decoder and
+// encoder writers.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "core/half.h"
 #include "gguf/ggml_types.h"
 #include "gguf/gguf.h"
+#include "model/random_model.h"
 
 namespace pagoda::model::random_detail {
 
@@ -67,6 +69,23 @@ inline void check_expert_spec(const std::string& arch, int64_t n_experts, int64_
     if (n_experts <= 0) fail("gen-model: {} needs experts (--experts N)", arch);
     if (n_experts_used < 1 || n_experts_used > n_experts)
         fail("gen-model: {} experts used of {} is out of range", n_experts_used, n_experts);
+}
+
+// The sizes every decoder writer needs: positive layer, width, head and FFN counts, and query heads
+// that share the KV heads evenly.
+inline void check_decoder_sizes(const RandomModelSpec& s) {
+    if (s.n_layers <= 0 || s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn_dim <= 0)
+        fail("gen-model: every size must be positive");
+    if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
+}
+
+// An architecture with a dense name and an experts name (glm4 / glm4moe, qwen35 / qwen35moe): the
+// experts form needs valid expert counts, the dense form takes none. Returns whether s is the experts form.
+inline bool check_dense_or_experts(const RandomModelSpec& s, const std::string& dense, const std::string& experts) {
+    const bool moe = s.arch == experts;
+    if (moe) check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
+    if (!moe && s.n_experts > 0) fail("gen-model: {} is dense ({} has the experts)", dense, experts);
+    return moe;
 }
 
 inline std::vector<uint8_t> constant_f32(int64_t n, float value) {
