@@ -1,11 +1,11 @@
 // NomicBertModel config.json and tensor names <-> GGUF `nomic-bert`, as hf_nomic_bert.h says.
 #include "hf/hf_nomic_bert.h"
 
-#include <charconv>
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "hf/config_reader.h"
+#include "hf/hf_name_pairs.h"
 
 namespace pagoda::hf {
 namespace {
@@ -13,10 +13,7 @@ namespace {
 using detail::Config;
 using gguf::Value;
 
-struct Pair {
-    const char* hf;
-    const char* gguf;
-};
+using Pair = detail::NamePair;
 constexpr Pair kTop[] = {{"embeddings.word_embeddings", "token_embd"},
                          {"embeddings.token_type_embeddings", "token_types"},
                          {"emb_ln", "token_embd_norm"}};
@@ -24,36 +21,8 @@ constexpr Pair kLayer[] = {{"attn.Wqkv", "attn_qkv"},   {"attn.out_proj", "attn_
                            {"mlp.fc11", "ffn_up"},      {"mlp.fc12", "ffn_gate"},        {"mlp.fc2", "ffn_down"},
                            {"norm2", "layer_output_norm"}};
 
-// "x.weight" -> ("x", "weight"), likewise ".bias"; nullopt otherwise.
-std::optional<std::pair<std::string_view, std::string_view>> split_param(std::string_view name) {
-    for (std::string_view p : {std::string_view("weight"), std::string_view("bias")})
-        if (name.size() > p.size() + 1 && name.ends_with(p) && name[name.size() - p.size() - 1] == '.')
-            return std::pair{name.substr(0, name.size() - p.size() - 1), p};
-    return std::nullopt;
-}
-
-// "<layers><N>.<tail>" -> (N, tail) with N a layer index without leading zeros.
-std::optional<std::pair<int64_t, std::string_view>> split_layer(std::string_view base, std::string_view layers) {
-    if (!base.starts_with(layers)) return std::nullopt;
-    const std::string_view after = base.substr(layers.size());
-    int64_t layer = -1;
-    const auto [end, ec] = std::from_chars(after.data(), after.data() + after.size(), layer);
-    const size_t digits = size_t(end - after.data());
-    if (ec != std::errc() || layer < 0 || digits >= after.size() || after[digits] != '.' || (digits > 1 && after[0] == '0'))
-        return std::nullopt;
-    return std::pair{layer, after.substr(digits + 1)};
-}
-
 std::optional<TensorTarget> match(const HfModel& m, std::string_view rest) {
-    const auto split = split_param(rest);
-    if (!split) return std::nullopt;
-    const auto& [base, param] = *split;
-    for (const Pair& p : kTop)
-        if (base == p.hf) return TensorTarget{fmt::format("{}.{}", p.gguf, param)};
-    const auto layer = split_layer(base, "encoder.layers.");
-    if (!layer || layer->first >= m.n_layers) return std::nullopt;
-    for (const Pair& p : kLayer)
-        if (layer->second == p.hf) return TensorTarget{fmt::format("blk.{}.{}.{}", layer->first, p.gguf, param)};
+    if (auto name = detail::gguf_name_of(kTop, kLayer, "encoder.layers.", m.n_layers, rest)) return TensorTarget{*name};
     return std::nullopt;
 }
 
@@ -165,14 +134,7 @@ std::optional<TensorTarget> nomic_gguf_target(const HfModel& m, std::string_view
 }
 
 HfSource nomic_hf_source(const HfModel&, const std::string& name) {
-    if (const auto split = split_param(name)) {
-        const auto& [base, param] = *split;
-        for (const Pair& p : kTop)
-            if (base == p.gguf) return {{fmt::format("{}.{}", p.hf, param)}};
-        if (const auto layer = split_layer(base, "blk."))
-            for (const Pair& p : kLayer)
-                if (layer->second == p.gguf) return {{fmt::format("encoder.layers.{}.{}.{}", layer->first, p.hf, param)}};
-    }
+    if (auto hf = detail::hf_name_of(kTop, kLayer, "encoder.layers.", name)) return {{*hf}};
     fail("tensor '{}' has no Hugging Face name for NomicBertModel", name);
 }
 
