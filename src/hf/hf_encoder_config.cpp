@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "hf/config_reader.h"
+#include "hf/hf_bert_shape.h"
 #include "hf/hf_jina_bert.h"
 #include "hf/hf_nomic_bert.h"
 
@@ -110,14 +111,7 @@ HfModel read_hf_encoder_config(const Json& root, const std::string& name, const 
     // Saved *Model checkpoints name tensors without the prefix, *ForSequenceClassification with it.
     m.prefixes = cls->classifier ? std::vector<std::string>{prefix, ""} : std::vector<std::string>{"", prefix};
 
-    m.n_layers = c.positive("num_hidden_layers");
-    const int64_t dim = c.positive("hidden_size");
-    m.n_heads = c.positive("num_attention_heads");
-    if (dim % m.n_heads) c.refuse("hidden_size", "is not a multiple of num_attention_heads");
-    m.n_kv_heads = m.n_heads;
-    m.head_dim = dim / m.n_heads;
-    const std::string act = c.string_or("hidden_act", "gelu");
-    if (act != "gelu") c.refuse("hidden_act", "is '" + act + "', but pagoda's bert builder computes gelu");
+    const int64_t dim = detail::read_bert_shape(c, m, "bert");
     const std::string positions = c.string_or("position_embedding_type", "absolute");
     if (positions != "absolute")
         c.refuse("position_embedding_type", "is '" + positions + "', but pagoda's bert builder has absolute positions only");

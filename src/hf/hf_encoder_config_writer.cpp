@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "hf/hf_bert_shape.h"
 #include "hf/hf_encoder_config.h"
 #include "hf/hf_jina_bert.h"
 #include "hf/hf_nomic_bert.h"
@@ -58,18 +59,8 @@ std::string hf_encoder_config_json(const gguf::File& f, const std::string& torch
     Json j;
     j["architectures"] = {cls};
     j["model_type"] = cls.starts_with("XLMRoberta") ? "xlm-roberta" : roberta ? "roberta" : "bert";
-    j["_name_or_path"] = f.get_string_or("general.name", "");
-    j["hidden_size"] = f.get_int("bert.embedding_length");
-    j["num_hidden_layers"] = f.get_int("bert.block_count");
-    j["num_attention_heads"] = f.get_int("bert.attention.head_count");
-    j["intermediate_size"] = f.get_int("bert.feed_forward_length");
-    j["hidden_act"] = "gelu";
+    detail::write_bert_shape(f, "bert", 1, j);
     j["position_embedding_type"] = "absolute";
-    // The f32's shortest decimal (1e-12, not 9.99999996e-13), which reads back to the same f32.
-    j["layer_norm_eps"] = std::stod(fmt::format("{}", float(f.get_float_or("bert.attention.layer_norm_epsilon", 1e-12))));
-    if (const auto* e = f.find_tensor("token_embd.weight")) j["vocab_size"] = e->shape.size() == 2 ? e->shape[1] : 0;
-    const gguf::TensorInfo* types = f.find_tensor("token_types.weight");
-    j["type_vocab_size"] = types && types->shape.size() == 2 ? types->shape[1] : f.get_int_or("tokenizer.ggml.token_type_count", 1);
     // RoBERTa numbers positions from padding_idx + 1; the GGUF's table starts at that row.
     const int64_t pad = f.get_int_or("tokenizer.ggml.padding_token_id", roberta ? 1 : 0);
     const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "hf/config_reader.h"
+#include "hf/hf_bert_shape.h"
 #include "hf/hf_name_pairs.h"
 
 namespace pagoda::hf {
@@ -58,14 +59,7 @@ HfModel read_hf_jina_bert_config(const nlohmann::json& root, const std::string& 
     m.tied = true;  // no output head: the output is the hidden state (the masked-LM head is dropped)
     m.prefixes = {"", "bert."};
 
-    m.n_layers = c.positive("num_hidden_layers");
-    const int64_t dim = c.positive("hidden_size");
-    m.n_heads = c.positive("num_attention_heads");
-    if (dim % m.n_heads) c.refuse("hidden_size", "is not a multiple of num_attention_heads");
-    m.n_kv_heads = m.n_heads;
-    m.head_dim = dim / m.n_heads;
-    const std::string act = c.string_or("hidden_act", "gelu");
-    if (act != "gelu") c.refuse("hidden_act", "is '" + act + "', but pagoda's jina-bert-v2 builder computes gelu");
+    const int64_t dim = detail::read_bert_shape(c, m, "jina-bert-v2");
     const std::string positions = c.string_or("position_embedding_type", "alibi");
     if (positions != "alibi")
         c.refuse("position_embedding_type", "is '" + positions + "', but pagoda's jina-bert-v2 builder has ALiBi only");
@@ -103,20 +97,10 @@ std::string hf_jina_bert_config_json(const gguf::File& f, const std::string& tor
     nlohmann::json j;
     j["architectures"] = {"JinaBertModel"};
     j["model_type"] = "bert";
-    j["_name_or_path"] = f.get_string_or("general.name", "");
-    j["hidden_size"] = f.get_int("jina-bert-v2.embedding_length");
-    j["num_hidden_layers"] = f.get_int("jina-bert-v2.block_count");
-    j["num_attention_heads"] = f.get_int("jina-bert-v2.attention.head_count");
-    j["intermediate_size"] = f.get_int("jina-bert-v2.feed_forward_length");
+    detail::write_bert_shape(f, "jina-bert-v2", 2, j);
     j["max_position_embeddings"] = f.get_int("jina-bert-v2.context_length");
-    j["hidden_act"] = "gelu";
     j["position_embedding_type"] = "alibi";
     j["feed_forward_type"] = "geglu";
-    // The f32's shortest decimal, which reads back to the same f32.
-    j["layer_norm_eps"] = std::stod(fmt::format("{}", float(f.get_float_or("jina-bert-v2.attention.layer_norm_epsilon", 1e-12))));
-    if (const auto* e = f.find_tensor("token_embd.weight")) j["vocab_size"] = e->shape.size() == 2 ? e->shape[1] : 0;
-    const gguf::TensorInfo* types = f.find_tensor("token_types.weight");
-    j["type_vocab_size"] = types && types->shape.size() == 2 ? types->shape[1] : f.get_int_or("tokenizer.ggml.token_type_count", 2);
     j["torch_dtype"] = torch_dtype;
     return j.dump(2) + "\n";
 }
