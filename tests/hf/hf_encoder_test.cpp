@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "encoder_hidden_states.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
 #include "hf/hf_encoder_config.h"
@@ -26,6 +27,8 @@
 namespace pagoda::model {
 namespace {
 
+using encoder_test::hidden_states;
+
 RandomModelSpec encoder_spec(const std::string& vocab, const std::string& hf_class) {
     RandomModelSpec s;
     s.arch = "bert";
@@ -33,23 +36,6 @@ RandomModelSpec encoder_spec(const std::string& vocab, const std::string& hf_cla
     s.encoder_vocab = vocab;
     s.hf_class = hf_class;
     return s;
-}
-
-// Hidden states of two sequences in one step, every row wanted.
-std::vector<float> hidden_states(std::shared_ptr<const gguf::File> file) {
-    auto model = open_step_model(file, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 64});
-    const std::vector<std::vector<int32_t>> seqs = {{2, 17, 200, 31, 99, 42, 7, 3, 250, 64, 5}, {2, 40, 41, 3}};
-    Batch b;
-    int32_t block = 0;
-    for (const auto& tokens : seqs) {
-        std::vector<int32_t> blocks;
-        for (size_t i = 0; i < (tokens.size() + 3) / 4; ++i) blocks.push_back(block++);
-        const int32_t index = b.add_sequence(blocks);
-        for (size_t p = 0; p < tokens.size(); ++p)
-            b.add(tokens[p], int32_t(p), index, int64_t(blocks[p / 4]) * 4 + int64_t(p) % 4, false, true);
-    }
-    model->forward(b);
-    return model->hidden_rows();
 }
 
 void expect_same_tensors(const gguf::File& g, const gguf::File& h, const std::string& arch = "bert") {
