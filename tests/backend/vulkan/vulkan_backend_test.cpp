@@ -13,6 +13,7 @@
 #include "quant/dequantize.h"
 #ifdef PAGODA_HAVE_VULKAN
 #include "backend/vulkan/vk_context.h"
+#include "backend/vulkan/repack_check.h"
 #include "backend/vulkan/weight_repack.h"
 #endif
 
@@ -43,18 +44,7 @@ TEST(VulkanRepack, EveryBlockTypeEqualsItsDequantisation) {
         const int64_t rows = 3, cols = 512;
         const HostMatrix m = random_matrix(type, rows, cols, rng);
         EXPECT_TRUE(vulkan::is_native(vulkan::weight_format(m.source()))) << "the file's layout by default";
-        std::vector<int8_t> codes(static_cast<size_t>(cols));
-        std::vector<float> groups(static_cast<size_t>(cols / 16) * 2), want(static_cast<size_t>(cols));
-        for (int64_t r = 0; r < rows; ++r) {
-            vulkan::repack_block_row(m.source(), r, codes.data(), groups.data());
-            quant::dequantize_row(type, m.bytes.data() + size_t(r) * (m.bytes.size() / rows), want.data(), cols);
-            for (int64_t c = 0; c < cols; ++c) {
-                const float scale = groups[size_t(c / 16) * 2], offset = groups[size_t(c / 16) * 2 + 1];
-                const float product = float(codes[size_t(c)]) * scale;
-                const float got = product + offset;
-                ASSERT_EQ(got, want[size_t(c)]) << gguf::type_name(uint32_t(type)) << " row " << r << " col " << c;
-            }
-        }
+        ASSERT_NO_FATAL_FAILURE(expect_repack_equals_dequantization(m, gguf::type_name(uint32_t(type))));
     }
 }
 

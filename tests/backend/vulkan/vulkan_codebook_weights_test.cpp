@@ -15,6 +15,7 @@
 #include "quant/random_codebook_blocks.h"
 #ifdef PAGODA_HAVE_VULKAN
 #include "backend/vulkan/vulkan_handles.h"
+#include "backend/vulkan/repack_check.h"
 #include "backend/vulkan/weight_repack.h"
 #endif
 
@@ -52,18 +53,7 @@ TEST(VulkanCodebookWeights, RepackedCodesEqualTheDequantisation) {
     for (GgmlType type : kCodebookTypes) {
         const int64_t rows = 3, cols = 512;
         const HostMatrix m = codebook_matrix(type, rows, cols, rng);
-        std::vector<int8_t> codes(static_cast<size_t>(cols));
-        std::vector<float> groups(static_cast<size_t>(cols / 16) * 2), want(static_cast<size_t>(cols));
-        for (int64_t r = 0; r < rows; ++r) {
-            vulkan::repack_block_row(m.source(), r, codes.data(), groups.data());
-            quant::dequantize_row(type, m.bytes.data() + size_t(r) * (m.bytes.size() / rows), want.data(), cols);
-            for (int64_t c = 0; c < cols; ++c) {
-                const float scale = groups[size_t(c / 16) * 2], offset = groups[size_t(c / 16) * 2 + 1];
-                const float product = float(codes[size_t(c)]) * scale;
-                const float got = product + offset;
-                ASSERT_EQ(got, want[size_t(c)]) << lower_name(type) << " row " << r << " col " << c;
-            }
-        }
+        ASSERT_NO_FATAL_FAILURE(expect_repack_equals_dequantization(m, lower_name(type)));
     }
 }
 
