@@ -42,16 +42,8 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
     const int64_t fs = f * s.n_shared_experts;
 
     const std::string a = "deepseek2.";
-    w.set("general.architecture", Value::string("deepseek2"));
-    w.set("general.name", Value::string(s.name));
-    w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
-    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
-    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
-    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
-    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
-    w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.mla_split ? 1 : s.n_heads)));
-    w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
-    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    random_detail::write_decoder_header(s, {.arch = "deepseek2", .blocks = s.n_layers, .ffn_dim = s.ffn_dim,
+                                                  .kv_heads = s.mla_split ? 1 : s.n_heads, .rms_eps = 1e-6f}, w);
     if (ql > 0) w.set(a + "attention.q_lora_rank", Value::u32(uint32_t(ql)));
     w.set(a + "attention.kv_lora_rank", Value::u32(uint32_t(kvl)));
     if (s.mla_split) {

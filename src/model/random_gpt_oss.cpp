@@ -38,16 +38,9 @@ int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, 
     const int64_t original = s.original_context > 0 ? s.original_context : std::max<int64_t>(1, s.context_length / 4);
 
     const std::string a = "gpt-oss.";
-    w.set("general.architecture", Value::string("gpt-oss"));
-    w.set("general.name", Value::string(s.name));
-    w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
-    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
-    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
-    w.set(a + "feed_forward_length", Value::u32(uint32_t(f)));  // the converter writes intermediate_size twice
-    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
-    w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
-    w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
-    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    // feed_forward_length: the expert width (the converter writes intermediate_size twice).
+    random_detail::write_decoder_header(s, {.arch = "gpt-oss", .blocks = s.n_layers, .ffn_dim = f,
+                                                  .kv_heads = s.n_kv_heads, .rms_eps = 1e-5f}, w);
     w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
     w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
     w.set(a + "attention.key_length", Value::u32(uint32_t(head_dim)));

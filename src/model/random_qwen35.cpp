@@ -44,16 +44,8 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
     const int64_t interval = 4;
 
     const std::string a = s.arch + ".";
-    w.set("general.architecture", Value::string(s.arch));
-    w.set("general.name", Value::string(s.name));
-    w.set(a + "block_count", Value::u32(uint32_t(blocks)));
-    w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
-    w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
-    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
-    w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
-    w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
-    w.set(a + "rope.freq_base", Value::f32(s.rope_theta));
-    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    random_detail::write_decoder_header(s, {.arch = s.arch, .blocks = blocks, .ffn_dim = s.ffn_dim,
+                                                  .kv_heads = s.n_kv_heads, .rms_eps = 1e-6f}, w);
     w.set(a + "attention.key_length", Value::u32(uint32_t(hd)));
     w.set(a + "attention.value_length", Value::u32(uint32_t(hd)));
     w.set(a + "ssm.conv_kernel", Value::u32(uint32_t(kernel)));

@@ -88,6 +88,28 @@ inline bool check_dense_or_experts(const RandomModelSpec& s, const std::string& 
     return moe;
 }
 
+// The keys llama.cpp's converters write first for a decoder, in their order: architecture, name,
+// block count, context length, width, FFN width, heads, KV heads, RoPE base, RMS norm epsilon.
+struct DecoderHeader {
+    std::string arch;
+    int64_t blocks = 0, ffn_dim = 0, kv_heads = 0;
+    float rms_eps = 0;
+};
+
+inline void write_decoder_header(const RandomModelSpec& s, const DecoderHeader& h, gguf::Writer& w) {
+    const std::string a = h.arch + ".";
+    w.set("general.architecture", gguf::Value::string(h.arch));
+    w.set("general.name", gguf::Value::string(s.name));
+    w.set(a + "block_count", gguf::Value::u32(uint32_t(h.blocks)));
+    w.set(a + "context_length", gguf::Value::u32(uint32_t(s.context_length)));
+    w.set(a + "embedding_length", gguf::Value::u32(uint32_t(s.dim)));
+    w.set(a + "feed_forward_length", gguf::Value::u32(uint32_t(h.ffn_dim)));
+    w.set(a + "attention.head_count", gguf::Value::u32(uint32_t(s.n_heads)));
+    w.set(a + "attention.head_count_kv", gguf::Value::u32(uint32_t(h.kv_heads)));
+    w.set(a + "rope.freq_base", gguf::Value::f32(s.rope_theta));
+    w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::f32(h.rms_eps));
+}
+
 inline std::vector<uint8_t> constant_f32(int64_t n, float value) {
     std::vector<uint8_t> bytes(size_t(n) * 4);
     float* p = reinterpret_cast<float*>(bytes.data());
