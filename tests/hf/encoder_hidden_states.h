@@ -1,8 +1,11 @@
 // The encoder folder tests' forward pass: the CPU backend's hidden states of two sequences in one
 // step (11 and 4 tokens, 4-token KV blocks), every row wanted, to compare a model read from a Hugging
-// Face folder with the same model read from GGUF.
+// Face folder with the same model read from GGUF (bit for bit: the same weights, the same kernels).
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <gtest/gtest.h>
 #include <memory>
 #include <vector>
 
@@ -26,6 +29,18 @@ inline std::vector<float> hidden_states(std::shared_ptr<const gguf::File> file) 
     }
     model->forward(b);
     return model->hidden_rows();
+}
+
+// The two files' hidden states are the same bytes, and worth comparing (15 finite rows of `dim`, not
+// all near zero).
+inline void expect_same_hidden_states(std::shared_ptr<const gguf::File> gguf, std::shared_ptr<const gguf::File> hf, int64_t dim) {
+    const std::vector<float> a = hidden_states(std::move(gguf)), b = hidden_states(std::move(hf));
+    ASSERT_EQ(a.size(), size_t(15 * dim));
+    double norm = 0;
+    for (float v : a) norm += double(v) * v;
+    ASSERT_TRUE(std::isfinite(norm) && norm > 1.0) << "hidden states worth comparing";
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "hidden states differ";
 }
 
 }  // namespace pagoda::model::encoder_test
