@@ -106,13 +106,7 @@ std::string hf_jina_bert_config_json(const gguf::File& f, const std::string& tor
 }
 
 std::optional<TensorTarget> jina_bert_gguf_target(const HfModel& m, std::string_view name) {
-    for (const std::string& prefix : m.prefixes) {
-        if (!name.starts_with(prefix)) continue;
-        const std::string_view rest = name.substr(prefix.size());
-        if (auto t = match(m, rest)) return t;
-        if (dropped(rest)) return std::nullopt;
-    }
-    fail("tensor '{}' is not a tensor pagoda knows for {}", name, m.hf_arch);
+    return detail::target_under_prefixes(m, name, [&](std::string_view rest) { return match(m, rest); }, dropped);
 }
 
 HfSource jina_bert_hf_source(const HfModel&, const std::string& name) {

@@ -11,6 +11,9 @@
 #include <string_view>
 #include <utility>
 
+#include "core/error.h"
+#include "hf/hf_tensor_names.h"
+
 namespace pagoda::hf::detail {
 
 struct NamePair {
@@ -66,6 +69,20 @@ inline std::optional<std::string> hf_name_of(std::span<const NamePair> top, std:
                 if (layer->second == p.gguf) return fmt::format("{}{}.{}.{}", hf_layers, layer->first, p.hf, param);
     }
     return std::nullopt;
+}
+
+// The GGUF tensor of HF tensor `name`, tried under each of m.prefixes: `match(rest)` names it, or
+// `dropped(rest)` says the folder carries it and pagoda skips it (nullopt); anything else is an error
+// naming the tensor.
+template <typename Match, typename Dropped>
+std::optional<TensorTarget> target_under_prefixes(const HfModel& m, std::string_view name, Match&& match, Dropped&& dropped) {
+    for (const std::string& prefix : m.prefixes) {
+        if (!name.starts_with(prefix)) continue;
+        const std::string_view rest = name.substr(prefix.size());
+        if (auto t = match(rest)) return t;
+        if (dropped(rest)) return std::nullopt;
+    }
+    fail("tensor '{}' is not a tensor pagoda knows for {}", name, m.hf_arch);
 }
 
 }  // namespace pagoda::hf::detail

@@ -124,13 +124,9 @@ std::string hf_nomic_config_json(const gguf::File& f, const std::string& torch_d
 }
 
 std::optional<TensorTarget> nomic_gguf_target(const HfModel& m, std::string_view name) {
-    for (const std::string& prefix : m.prefixes) {
-        if (!name.starts_with(prefix)) continue;
-        const std::string_view rest = name.substr(prefix.size());
-        if (auto t = match(m, rest)) return t;
-        if (rest == "embeddings.position_ids") return std::nullopt;
-    }
-    fail("tensor '{}' is not a tensor pagoda knows for {}", name, m.hf_arch);
+    return detail::target_under_prefixes(
+        m, name, [&](std::string_view rest) { return match(m, rest); },
+        [](std::string_view rest) { return rest == "embeddings.position_ids"; });
 }
 
 HfSource nomic_hf_source(const HfModel&, const std::string& name) {
