@@ -117,12 +117,7 @@ struct Direct : direct::Weights {
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += d[size_t(i)];
             }
         }
-        std::vector<double> out;
-        for (int64_t s = 0; s < T; ++s) {
-            const auto y = mul(tensor("output.weight"), norm(x[size_t(s)], tensor("output_norm.weight"), eps), c.vocab_size);
-            out.insert(out.end(), y.begin(), y.end());
-        }
-        return out;
+        return output_logits(x, eps, c.vocab_size);
     }
 };
 

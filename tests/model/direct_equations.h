@@ -31,6 +31,23 @@ struct Weights {
             for (size_t c = 0; c < x.size(); ++c) y[size_t(r)] += double(w[size_t(r + first) * x.size() + c]) * x[c];
         return y;
     }
+    // RMS norm times the weight w.
+    static std::vector<double> rms_norm(std::vector<double> x, const float* w, double eps) {
+        double ss = 0;
+        for (double v : x) ss += v * v;
+        const double inv = 1 / std::sqrt(ss / double(x.size()) + eps);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * inv * w[i];
+        return x;
+    }
+    // Every position's logits, one `vocab` row each: output_norm, then output.weight.
+    std::vector<double> output_logits(const std::vector<std::vector<double>>& x, double eps, int64_t vocab) const {
+        std::vector<double> all;
+        for (const auto& row : x) {
+            const auto o = mul(tensor("output.weight"), rms_norm(row, tensor("output_norm.weight"), eps), vocab);
+            all.insert(all.end(), o.begin(), o.end());
+        }
+        return all;
+    }
 };
 
 // The largest |value|: the scale the comparisons are relative to.

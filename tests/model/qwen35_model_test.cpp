@@ -164,12 +164,7 @@ struct Direct : direct::Weights {
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(t)][size_t(i)] += y[size_t(i)];
             }
         }
-        std::vector<double> all;
-        for (int64_t t = 0; t < T; ++t) {
-            const auto o = mul(tensor("output.weight"), norm(x[size_t(t)], tensor("output_norm.weight"), eps), c.vocab_size);
-            all.insert(all.end(), o.begin(), o.end());
-        }
-        return all;
+        return output_logits(x, eps, c.vocab_size);
     }
 };
 
