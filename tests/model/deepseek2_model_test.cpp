@@ -154,13 +154,7 @@ struct Case {
 std::string model_path(const Case& c) {
     RandomModelSpec spec = c.lite ? lite_spec(71) : v3_spec(71);
     spec.mla_split = c.split;
-    const std::string f = test::temp_path("deepseek2_" + c.name + ".gguf");
-    write_random_model(spec, nullptr, f);
-    if (c.quant.empty()) return f;
-    const std::string q = test::temp_path("deepseek2_" + c.name + "_q.gguf");
-    ThreadPool pool(2);
-    quant::quantize_model({.input = f, .output = q, .target = c.quant}, pool);
-    return q;
+    return model_compare::write_model(spec, "deepseek2_" + c.name, c.quant);
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }

@@ -151,13 +151,7 @@ struct Case {
 
 std::string model_path(const Case& c) {
     const RandomModelSpec spec = c.arch == "glm4moe" ? glm4moe_spec(71) : dense_spec(c.arch, 71);
-    const std::string f = test::temp_path("glm_" + c.name + ".gguf");
-    write_random_model(spec, nullptr, f);
-    if (c.quant.empty()) return f;
-    const std::string q = test::temp_path("glm_" + c.name + "_q.gguf");
-    ThreadPool pool(2);
-    quant::quantize_model({.input = f, .output = q, .target = c.quant}, pool);
-    return q;
+    return model_compare::write_model(spec, "glm_" + c.name, c.quant);
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
