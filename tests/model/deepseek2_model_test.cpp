@@ -76,11 +76,7 @@ struct Direct : direct::Weights {
         const int64_t H = c.n_heads, nope = c.qk_nope_dim, r = c.rope_dims, v = c.v_head_dim, kvl = c.kv_lora_rank;
         const int64_t hk = nope + r, T = int64_t(ids.size());
         const double eps = c.rms_eps;
-        std::vector<std::vector<double>> x(static_cast<size_t>(T));
-        for (int64_t t = 0; t < T; ++t) {
-            const float* e = tensor("token_embd.weight") + size_t(ids[size_t(t)]) * size_t(c.dim);
-            x[size_t(t)].assign(e, e + c.dim);
-        }
+        std::vector<std::vector<double>> x = embed(ids, c.dim);
         for (int64_t l = 0; l < c.n_layers; ++l) {
             const std::string p = "blk." + std::to_string(l) + ".";
             std::vector<std::vector<double>> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), val(static_cast<size_t>(T));

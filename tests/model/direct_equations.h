@@ -39,6 +39,15 @@ struct Weights {
         for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * inv * w[i];
         return x;
     }
+    // The token embedding rows of `ids`, `dim` wide.
+    std::vector<std::vector<double>> embed(const std::vector<int32_t>& ids, int64_t dim) const {
+        std::vector<std::vector<double>> x(ids.size());
+        for (size_t t = 0; t < ids.size(); ++t) {
+            const float* e = tensor("token_embd.weight") + size_t(ids[t]) * size_t(dim);
+            x[t].assign(e, e + dim);
+        }
+        return x;
+    }
     // Every position's logits, one `vocab` row each: output_norm, then output.weight.
     std::vector<double> output_logits(const std::vector<std::vector<double>>& x, double eps, int64_t vocab) const {
         std::vector<double> all;

@@ -66,11 +66,7 @@ struct Direct : direct::Weights {
         const int64_t H = c.n_heads, KV = c.n_kv_heads, hd = c.head_dim, r = c.rope_dims, T = int64_t(ids.size());
         const bool neox = c.arch == "glm4moe", glm4 = c.arch == "glm4";
         const double eps = c.rms_eps;
-        std::vector<std::vector<double>> x(static_cast<size_t>(T));
-        for (int64_t t = 0; t < T; ++t) {
-            const float* e = tensor("token_embd.weight") + size_t(ids[size_t(t)]) * size_t(c.dim);
-            x[size_t(t)].assign(e, e + c.dim);
-        }
+        std::vector<std::vector<double>> x = embed(ids, c.dim);
         for (int64_t l = 0; l < c.n_layers; ++l) {
             const std::string p = "blk." + std::to_string(l) + ".";
             const bool use_rope = c.arch != "smollm3" || (l + 1) % 4 != 0;

@@ -65,11 +65,7 @@ struct Direct : direct::Weights {
         const int64_t K = key("ssm.conv_kernel"), nk = key("ssm.group_count"), nv = key("ssm.time_step_rank");
         const int64_t dh = key("ssm.state_size"), kd = nk * dh, vd = nv * dh, cd = 2 * kd + vd;
         const double eps = c.rms_eps;
-        std::vector<std::vector<double>> x(static_cast<size_t>(T));
-        for (int64_t t = 0; t < T; ++t) {
-            const float* e = tensor("token_embd.weight") + size_t(ids[size_t(t)]) * size_t(c.dim);
-            x[size_t(t)].assign(e, e + c.dim);
-        }
+        std::vector<std::vector<double>> x = embed(ids, c.dim);
         for (int64_t l = 0; l < c.n_layers; ++l) {
             const std::string p = "blk." + std::to_string(l) + ".";
             std::vector<std::vector<double>> h(static_cast<size_t>(T)), mixed(static_cast<size_t>(T));
