@@ -81,7 +81,7 @@ bool split_name(std::string name, std::string& module, char& which) {
     const std::string prefix = "base_model.model.";
     if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
     for (const char* ab : {"A", "B"}) {
-        for (const std::string suffix : {std::string(".lora_") + ab + ".weight", std::string(".lora_") + ab + ".default.weight"}) {
+        for (const std::string& suffix : {std::string(".lora_") + ab + ".weight", std::string(".lora_") + ab + ".default.weight"}) {
             if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
                 module = name.substr(0, name.size() - suffix.size());
                 which = ab[0];
