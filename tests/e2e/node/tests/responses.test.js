@@ -175,7 +175,7 @@ describe('responses', () => {
       [{ reasoning: { effort: 'high' } }, 'reasoning.effort'],
       [{ conversation: 'conv_1' }, 'conversation'],
       [{ background: true }, 'background'],
-      [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x/y.png' }] }] }, 'input.content[0].image_url.url'],
+      [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x/y.png' }] }] }, 'input[0].content[0].image_url.url'],
       [{ max_output_tokens: 100000 }, 'max_output_tokens'],
       [{ text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object', patternProperties: { a: {} } } } } }, 'text.format.schema'],
     ];
