@@ -18,6 +18,7 @@
 #include "lora/random_adapter.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
+#include "model/lora_greedy.h"
 #include "model/sequence_runner.h"
 
 namespace pagoda::model {
@@ -52,36 +53,10 @@ std::unique_ptr<StepModel> open(const std::string& path, const std::string& back
                                   .tokens_wanted = 256, .lora = lora, .lora_storage = storage});
 }
 
-const std::vector<int32_t> kPrompt = {1, 17, 42, 99, 5, 230, 7, 64, 12};
-
-// Greedy tokens and every step's logits: a prefill of the prompt, then n decode steps.
-struct GreedyRun {
-    std::vector<int32_t> tokens;
-    std::vector<float> logits;
-};
-GreedyRun greedy(StepModel& model, const lora::AdapterRef& adapter, int n = 12) {
-    SequenceRunner runner(model, false);
-    if (adapter) runner.set_lora(0, adapter);
-    GreedyRun r;
-    std::vector<float> l = runner.prefill(0, kPrompt);
-    for (int i = 0; i < n; ++i) {
-        r.logits.insert(r.logits.end(), l.begin(), l.end());
-        const int32_t t = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
-        r.tokens.push_back(t);
-        l = runner.decode(0, t);
-    }
-    return r;
-}
-
-double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    EXPECT_EQ(a.size(), b.size());
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
-        scale = std::max(scale, std::fabs(double(b[i])));
-    }
-    return diff / std::max(scale, 1e-30);
-}
+using lora_test::greedy;
+using lora_test::GreedyRun;
+using lora_test::kPrompt;
+using lora_test::max_rel_diff;
 
 std::string merged_model(const std::string& adapter_path, float scale, const std::string& name) {
     auto base = gguf::File::open(fixture().base);

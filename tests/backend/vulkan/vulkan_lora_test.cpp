@@ -18,6 +18,7 @@
 #include "model/batch.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
+#include "model/lora_greedy.h"
 #include "model/sequence_runner.h"
 #ifdef PAGODA_HAVE_VULKAN
 #include "backend/vulkan/vk_context.h"
@@ -102,35 +103,10 @@ std::unique_ptr<StepModel> open_vulkan(const std::string& path, bool lora) {
                                   .lora = lora});
 }
 
-const std::vector<int32_t> kPrompt = {1, 17, 42, 99, 5, 230, 7, 64, 12};
-
-struct GreedyRun {
-    std::vector<int32_t> tokens;
-    std::vector<float> logits;
-};
-GreedyRun greedy(StepModel& model, const lora::AdapterRef& adapter, int n = 8) {
-    SequenceRunner runner(model, false);
-    if (adapter) runner.set_lora(0, adapter);
-    GreedyRun r;
-    std::vector<float> l = runner.prefill(0, kPrompt);
-    for (int i = 0; i < n; ++i) {
-        r.logits.insert(r.logits.end(), l.begin(), l.end());
-        const int32_t t = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
-        r.tokens.push_back(t);
-        l = runner.decode(0, t);
-    }
-    return r;
-}
-
-double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    EXPECT_EQ(a.size(), b.size());
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
-        scale = std::max(scale, std::fabs(double(b[i])));
-    }
-    return diff / std::max(scale, 1e-30);
-}
+using lora_test::greedy;
+using lora_test::GreedyRun;
+using lora_test::kPrompt;
+using lora_test::max_rel_diff;
 
 TEST(VulkanLora, AdaptedModelEqualsMergedModel) {
     PAGODA_REQUIRE_VULKAN();
@@ -141,10 +117,10 @@ TEST(VulkanLora, AdaptedModelEqualsMergedModel) {
 
     auto model = open_vulkan(files().base, true);
     auto adapter = model->load_lora(files().adapter_a, "a", 0.8f);
-    const GreedyRun adapted = greedy(*model, {adapter, 0.8f});
-    const GreedyRun base = greedy(*model, {});
+    const GreedyRun adapted = greedy(*model, {adapter, 0.8f}, 8);
+    const GreedyRun base = greedy(*model, {}, 8);
     auto merged_model = open_vulkan(merged, false);
-    const GreedyRun want = greedy(*merged_model, {});
+    const GreedyRun want = greedy(*merged_model, {}, 8);
     EXPECT_EQ(adapted.tokens, want.tokens);
     // f32 throughout: B·(A·x) added after the matmul against (W + s·B·A)·x, rounded once per weight.
     EXPECT_LT(max_rel_diff(adapted.logits, want.logits), 1e-5);
