@@ -41,19 +41,6 @@ std::vector<json> sse_events(const std::string& body, bool* saw_done = nullptr) 
     return out;
 }
 
-// Polls /metrics until `pred` holds (or 10 s pass); returns the last text.
-template <class Pred>
-std::string wait_metrics(int port, Pred pred) {
-    std::string text;
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (Clock::now() < deadline) {
-        text = http_request(port, "GET", "/metrics").body;
-        if (pred(text)) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    return text;
-}
-
 }  // namespace
 
 TEST(ServeE2E, StreamingFramingMatchesNonStreaming) {

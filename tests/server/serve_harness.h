@@ -3,9 +3,11 @@
 // with SIGTERM. RawClient is a minimal blocking HTTP/1.1 client over a socket, so tests can do what
 // libraries hide: send bytes slowly, hang up mid-stream, read chunked SSE as it arrives.
 #pragma once
+#include <chrono>
 #include <map>
 #include <string>
 #include <sys/types.h>
+#include <thread>
 #include <vector>
 
 namespace pagoda::test {
@@ -80,5 +82,18 @@ HttpResult parse_http_response(const std::string& raw);
 // The model_name label every series carries is ignored unless `series` names it.
 std::string without_model_name(std::string line);
 double metric_value(const std::string& metrics_text, const std::string& series);
+// Polls /metrics until `pred` holds (or 10 s pass); returns the last text. The engine publishes its
+// counters after a step returns, so an answer can reach a client before the step shows there.
+template <class Pred>
+std::string wait_metrics(int port, Pred pred) {
+    std::string text;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+        text = http_request(port, "GET", "/metrics").body;
+        if (pred(text)) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return text;
+}
 
 }  // namespace pagoda::test

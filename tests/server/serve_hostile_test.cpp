@@ -127,7 +127,12 @@ TEST(ServeHostile, ShutdownDuringALongStep) {
                            json{{"prompt", std::vector<int>(200, 5)}, {"max_tokens", 1}}.dump(), {}, 120000).status,
               200);
     const double short_step = std::chrono::duration<double>(Clock::now() - short_sent).count();
-    const double steps_before = metric_value(http_request(s.port(), "GET", "/metrics").body, "pagoda:engine_steps_total");
+    // Read the step count from the snapshot that has the short request's token (and so its step).
+    const std::string settled = wait_metrics(s.port(), [](const std::string& t) {
+        return metric_value(t, "pagoda:generation_tokens_total") >= 1 && metric_value(t, "pagoda:num_requests_running") == 0;
+    });
+    const double steps_before = metric_value(settled, "pagoda:engine_steps_total");
+    ASSERT_GE(steps_before, 1) << "the short request's step never showed in /metrics";
 
     RawClient longreq(s.port());
     longreq.send(post(json{{"prompt", std::vector<int>(2000, 5)}, {"max_tokens", 8}}.dump()));
