@@ -24,6 +24,7 @@ public:
     // Arena elements per token row of capacity: the sum of the columns live at once, at most.
     int64_t arena_row_elements() const { return row_elements_; }
     void reserve(int64_t max_tokens);
+    int64_t capacity() const { return capacity_; }  // token rows each step tensor has room for
     // Where tensor `id` lives in a step of `rows` (a segment's imported / exported tensors are copied
     // through it between backends; valid until the next reserve).
     backend::Tensor tensor_of(int id, StepRows rows) const { return tensor(id, rows); }

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "backend/row_padding.h"
 #include "kv/block_manager.h"
 #include "model/fusion.h"
 #include "model/model_identity.h"
@@ -303,6 +304,11 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     // Steps where some row has an adapter run the LoRA twin of the graph; the rest the plain one.
     StagedExecutor& executor = lora_step_ && lora_step_->prepare(batch) ? *lora_executor_ : *executor_;
     executor.reserve(n);
+    // One stage without recurrent state: every step tensor has the executor's capacity rows, so a
+    // backend may compute padding rows (backend/row_padding.h). Not across stages (an imported
+    // tensor's padding rows are never written) nor with state tensors (one row per slot).
+    if (executor.n_stages() == 1 && built_.graph.state_slots == 0)
+        if (auto* padding = dynamic_cast<backend::RowPadding*>(&executor.backend())) padding->set_row_capacity(executor.capacity());
     executor.begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
                           .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,
                           .hidden_rows = hidden_rows_, .token_types = batch.token_types,

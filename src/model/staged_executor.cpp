@@ -31,6 +31,8 @@ void StagedExecutor::reserve(int64_t max_tokens) {
     for (auto& e : executors_) e->reserve(max_tokens);
 }
 
+int64_t StagedExecutor::capacity() const { return executors_[0]->capacity(); }
+
 void StagedExecutor::begin_step(const backend::StepInputs& inputs) {
     for (const Stage& s : stages_) s.backend->begin_step(inputs);
 }

@@ -31,6 +31,8 @@ public:
     bool takes_input_embeddings() const { return executors_.front()->takes_input_embeddings(); }
 
     void reserve(int64_t max_tokens);
+    // Token rows each step tensor of the first stage has room for (GraphExecutor::capacity).
+    int64_t capacity() const;
     // Hands the step to every stage's backend.
     void begin_step(const backend::StepInputs& inputs);
     // As GraphExecutor::run, over the stages in order.

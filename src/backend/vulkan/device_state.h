@@ -2,6 +2,7 @@
 // stream their work is recorded into (so a cache's block copies are ordered with the ops), and a
 // host-visible staging buffer for reads and writes.
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -31,10 +32,13 @@ struct DeviceState {
         }
         return staging;
     }
-    // Device bytes -> host, through staging (submits what was recorded).
-    void download(const Buffer& src, size_t offset, void* out, size_t bytes) {
-        Buffer& s = staging_for(bytes);
-        stream.copy(src, offset, s, 0, bytes);
+    // Device bytes -> host, through staging (submits what was recorded). copy_bytes (>= bytes, 0:
+    // bytes) are copied to staging: a padded step's read copies its bucket's rows, so the step's
+    // commands, the copy included, replay for every size of the bucket (vulkan_step_inputs.h).
+    void download(const Buffer& src, size_t offset, void* out, size_t bytes, size_t copy_bytes = 0) {
+        copy_bytes = std::max(copy_bytes, bytes);
+        Buffer& s = staging_for(copy_bytes);
+        stream.copy(src, offset, s, 0, copy_bytes);
         stream.flush();
         std::memcpy(out, s.mapped, bytes);
     }

@@ -25,23 +25,25 @@ struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
 struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, neox; };
 struct KvGeometryPush { uint32_t block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block; };
 struct KvWritePush { uint64_t k, v, cache, slots; uint32_t n, n_kv_heads, layer_offset; KvGeometryPush g; };
-// partials: 0, or split-KV attention's scratch (vulkan_attention.h) with its split_keys and max_splits.
+// partials: 0, or split-KV attention's scratch (vulkan_attention.h) with its split_keys (its layout
+// fixed by kMaxAttentionSplits). seq_index: per token, its sequence and its own position (ALiBi's pos_q).
 struct AttentionPush {
     uint64_t q, out, cache, positions, seq_index, tables, sinks;  // sinks: 0 for none
     uint32_t n_heads, n_kv_heads, layer_offset, table_stride, window;
     float scale, softcap;
     KvGeometryPush g;
     uint64_t partials = 0;
-    uint32_t split_keys = 0, max_splits = 1;
+    uint32_t split_keys = 0;
+    float alibi_max_bias = 0;  // AttentionParams::alibi_max_bias
 };
 struct CopyColumnsPush {
     uint64_t src, dst;
     uint32_t n, n_heads, width, src_stride, src_offset, dst_stride, dst_offset, src_cols, dst_cols, pad = 0;
 };
+// lora_add.comp: one LoRA segment's rows; y_stride: floats between y's rows.
+struct LoraAddPush { uint64_t x, y, a, b, rows; uint32_t n_rows, cols_in, cols_out, rank; float scale; uint32_t y_stride; };
 // The MoE combine (moe_combine.comp): per token, the weighted sum of its k expert rows in rank order
 // plus the (gated) shared expert's row.
-// lora_add.comp: one LoRA segment's rows.
-struct LoraAddPush { uint64_t x, y, a, b, rows; uint32_t n_rows, cols_in, cols_out, rank; float scale; uint32_t pad = 0; };
 struct MoeCombinePush { uint64_t y, weights, slots, shared_y, shared_gate, x, out; uint32_t n, k, dim, pad = 0; };
 // The device router (moe_route.comp), the slot assignment (moe_slots.comp) and the row gather.
 struct MoeRoutePush {
@@ -69,7 +71,7 @@ static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(Norm
               sizeof(CausalConv1dPush) == 56 && sizeof(GatedDeltaRulePush) == 88 && sizeof(LoraAddPush) == 64);
 
 enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7,
-                              sigmoid_mul = 8 };
+                              sigmoid_mul = 8, silu_mul_halves = 9 };
 
 inline KvGeometryPush geometry(const kv::KvLayout& l) {
     return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),

@@ -43,7 +43,6 @@ void VulkanAttention::run(AttentionPush p, std::span<const int32_t> ends, uint32
     }
     p.partials = partials_.address;
     p.split_keys = split_keys_;
-    p.max_splits = kMaxAttentionSplits;
     const AttentionPush all = p;
     const uint64_t q_row = uint64_t(p.n_heads) * head_dim * 4;
     for (uint32_t t0 = 0; t0 < n_tokens; t0 += kTokensPerPass) {
@@ -51,7 +50,7 @@ void VulkanAttention::run(AttentionPush p, std::span<const int32_t> ends, uint32
         p.q = all.q + t0 * q_row;
         p.out = all.out + t0 * q_row;
         p.positions = all.positions + t0 * 4;
-        p.seq_index = all.seq_index + t0 * 4;
+        p.seq_index = all.seq_index + t0 * 8;  // (sequence, position) per token
         dev_->stream.dispatch(reduce_pipeline(*dev_, reduce_, "attention", kAttentionWorkgroup), &p, sizeof(p), p.n_heads, n, splits);
         CombinePush c{partials_.address, p.out, p.positions, p.n_heads, head_dim, p.window, split_keys_, kMaxAttentionSplits};
         dev_->stream.dispatch(dev_->ctx->pipeline("attention_combine", {}), &c, sizeof(c), p.n_heads, n);

@@ -1,22 +1,25 @@
 #include "backend/vulkan/vulkan_backend.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <utility>
 
+#include "backend/row_padding.h"
 #include "backend/vulkan/device_state.h"
 #include "backend/vulkan/push_constants.h"
 #include "backend/vulkan/rope_tables.h"
 #include "backend/vulkan/vulkan_attention.h"
 #include "backend/vulkan/vulkan_fused.h"
+#include "backend/vulkan/vulkan_fused_lora.h"
 #include "backend/vulkan/vulkan_handles.h"
 #include "backend/vulkan/vulkan_kv_cache.h"
 #include "backend/vulkan/vulkan_lora.h"
 #include "backend/vulkan/vulkan_qkv.h"
 #include "backend/vulkan/vulkan_moe.h"
 #include "backend/vulkan/vulkan_recurrent.h"
+#include "backend/vulkan/vulkan_step_inputs.h"
 #include "backend/vulkan/vulkan_ops_extra.h"
 #include "backend/vulkan/kernel_settings.h"
 #include "backend/vulkan/weight_repack.h"
@@ -27,12 +30,12 @@ namespace vulkan {
 namespace {
 
 
-class VulkanBackend final : public Backend {
+class VulkanBackend final : public Backend, public RowPadding {
 public:
     VulkanBackend() : VulkanBackend(std::make_shared<DeviceState>()) {}
     explicit VulkanBackend(std::shared_ptr<DeviceState> dev)
         : dev_(dev), moe_(dev), recurrent_(dev), ropes_(dev), attention_(dev, kernel_settings(dev->ctx->info).split_keys, row_reduce(*dev)),
-          qkv_(dev), lora_(dev) {
+          qkv_(dev), lora_(dev), gate_up_(dev), step_(dev) {
         const KernelSettings k = kernel_settings(dev_->ctx->info);
         gemv_wg_ = k.gemv_workgroup;
         gemm_bk_ = k.gemm_stage;
@@ -43,7 +46,7 @@ public:
             dev_->stream.flush();
         } catch (...) {
         }
-        for (Buffer* b : {&arena_, &step_buf_}) dev_->ctx->destroy(*b);
+        dev_->ctx->destroy(arena_);
     }
 
     std::string name() const override { return "vulkan"; }
@@ -92,100 +95,48 @@ public:
             arena_ = dev_->ctx->create_buffer(std::max<size_t>(bytes, 256), false, "the activation arena");
         }
         dev_->staging_for(arena_.size);
-        ensure_step_capacity(size_t(max_tokens_) * 8 + 4096);
+        step_.reserve(max_tokens_);
         ropes_.reserve();
     }
     void* activations() override { return reinterpret_cast<void*>(uintptr_t(arena_.address)); }
 
     void read(const Tensor& t, float* out) const override {
         const size_t bytes = size_t(t.rows * t.cols) * 4;
-        if (bytes) dev_->download(arena_, arena_offset(t, "read"), out, bytes);
+        if (bytes) dev_->download(arena_, arena_offset(padded(t), "read"), out, bytes, size_t(step_.computed(t.rows) * t.cols) * 4);
     }
     void write(const Tensor& t, const float* in) override {
         const size_t bytes = size_t(t.rows * t.cols) * 4;
         if (bytes) dev_->upload(in, arena_, arena_offset(t, "write"), bytes);
     }
 
+    // Replay buckets (vulkan_step_inputs.h): a padded step computes step_.computed(rows) rows of each
+    // step tensor; checks compare the tensors with the real step, then the ops take padded(t).
+    void set_row_capacity(int64_t rows) override { row_capacity_ = rows; }
     void begin_step(const StepInputs& in) override {
-        if (!in.attend_until.empty() && in.attend_until.size() != in.tokens.size())
-            fail("vulkan begin_step: {} attention limits for {} tokens", in.attend_until.size(), in.tokens.size());
         dev_->stream.flush();  // the previous step's commands read the step buffer
         recurrent_.begin_step();
         lora_.begin_step();
-        n_tokens_ = int64_t(in.tokens.size());
-        n_logits_ = int64_t(in.logit_rows.size());
-        logit_rows_.assign(in.logit_rows.begin(), in.logit_rows.end());
-        hidden_rows_.assign(in.hidden_rows.begin(), in.hidden_rows.end());
-        positions_.assign(in.positions.begin(), in.positions.end());
-        // No token types: every token is type 0 (a single text).
-        if (in.token_types.empty()) token_types_.assign(in.tokens.size(), 0);
-        else if (in.token_types.size() == in.tokens.size()) token_types_.assign(in.token_types.begin(), in.token_types.end());
-        else fail("vulkan begin_step: {} token types for {} tokens", in.token_types.size(), in.tokens.size());
-        // The block tables' row stride is a push constant of attention, so it grows in powers of two:
-        // a decode step replays (vk_context.h's Stream) until a sequence's table outgrows it. Every
-        // other per-step input is read from the step buffer, at addresses that depend only on the
-        // number of tokens and whether attend_until is given.
-        size_t longest = 1;
-        for (const auto& table : in.block_tables) longest = std::max(longest, table.size());
-        table_stride_ = uint32_t(std::bit_ceil(longest));
-        const size_t n = size_t(n_tokens_);
-        const size_t ints = 7 * n + logit_rows_.size() + hidden_rows_.size() + in.block_tables.size() * table_stride_;
-        ensure_step_capacity(ints);
-        auto* at = static_cast<int32_t*>(step_buf_.mapped);
-        size_t cursor = 0;
-        auto put = [&](std::span<const int32_t> values) {
-            const size_t start = cursor;
-            std::copy(values.begin(), values.end(), at + cursor);
-            cursor += values.size();
-            return step_buf_.address + start * 4;
-        };
-        tokens_addr_ = put(in.tokens);
-        positions_addr_ = put(in.positions);
-        token_types_addr_ = put(token_types_);
-        // Causal attention reads keys up to each token's attend_until (its position when none is given).
-        until_addr_ = in.attend_until.empty() ? positions_addr_ : put(in.attend_until);
-        until_.assign(in.attend_until.empty() ? in.positions.begin() : in.attend_until.begin(),
-                      in.attend_until.empty() ? in.positions.end() : in.attend_until.end());
-        seq_addr_ = put(in.seq_index);
-        slots_addr_ = step_buf_.address + cursor * 4;
-        for (int64_t slot : in.slots) {
-            if (slot < 0 || slot > std::numeric_limits<int32_t>::max()) fail("vulkan backend: KV slot {} is outside 0..2^31", slot);
-            at[cursor++] = int32_t(slot);
-        }
-        // Non-causal attention reads each token's sequence's last position in the step instead of its own.
-        std::vector<int32_t>& last = sequence_last_;
-        last.assign(in.block_tables.size(), -1);
-        for (size_t t = 0; t < n; ++t)
-            if (size_t(in.seq_index[t]) < last.size()) last[size_t(in.seq_index[t])] = std::max(last[size_t(in.seq_index[t])], in.positions[t]);
-        ends_addr_ = step_buf_.address + cursor * 4;
-        ends_.resize(n);
-        for (size_t t = 0; t < n; ++t)
-            at[cursor++] = ends_[t] = size_t(in.seq_index[t]) < last.size() ? last[size_t(in.seq_index[t])] : in.positions[t];
-        tables_addr_ = step_buf_.address + cursor * 4;
-        for (const auto& table : in.block_tables) {
-            std::copy(table.begin(), table.end(), at + cursor);
-            std::fill(at + cursor + table.size(), at + cursor + table_stride_, 0);
-            cursor += table_stride_;
-        }
+        step_.begin(in, std::exchange(row_capacity_, 0));
         ropes_.begin_step();
     }
 
     void embed(const Weight& table, const Tensor& out) override {
-        expect(out, n_tokens_, table.cols(), "embed", "out");
-        encode_embed(*dev_, weight(table), tokens_addr_, address(out), out.rows, out.cols, false);
+        expect(out, step_.tokens(), table.cols(), "embed", "out");
+        encode_embed(*dev_, weight(table), step_.tokens_addr, address(padded(out)), step_.rows(), out.cols, false);
     }
 
-    void matmul(const Weight& wt, const Tensor& x, std::span<const Tensor> outs, const Tensor*) override {
+    void matmul(const Weight& wt, const Tensor& x_in, std::span<const Tensor> outs, const Tensor*) override {
         const auto& w = weight(wt);
         if (outs.size() != w.parts().size()) fail("vulkan matmul: {} outputs for a weight of {} parts", outs.size(), w.parts().size());
-        expect(x, x.rows, w.cols(), "matmul", "x");
+        expect(x_in, x_in.rows, w.cols(), "matmul", "x");
+        for (size_t p = 0; p < outs.size(); ++p) expect(outs[p], x_in.rows, w.parts()[p].rows, "matmul", "out");
+        const Tensor x = padded(x_in);
         const bool gemv = x.rows <= kGemvMaxTokens;
         const std::string shader = std::string(gemv ? "matmul_gemv_" : "matmul_gemm_") + weight_format_name(w.format);
         int64_t row0 = 0;
         for (size_t p = 0; p < outs.size(); ++p) {
             const int64_t rows = w.parts()[p].rows;
-            expect(outs[p], x.rows, rows, "matmul", "out");
-            MatmulPush push{w.data.address, w.groups.address, address(x), address(outs[p]), 0, 0, uint32_t(rows), uint32_t(row0),
+            MatmulPush push{w.data.address, w.groups.address, address(x), address(padded(outs[p])), 0, 0, uint32_t(rows), uint32_t(row0),
                             uint32_t(w.cols()), uint32_t(x.rows)};
             if (gemv) dispatch(shader, {gemv_wg_}, push, uint32_t((rows + gemv_wg_ - 1) / gemv_wg_));
             else dispatch(shader, {gemm_bk_}, push, uint32_t((rows + 31) / 32), uint32_t((x.rows + 31) / 32));
@@ -196,51 +147,57 @@ public:
     void rms_norm(const Tensor& x, const Vector& w, float eps, const Tensor& out) override {
         expect(out, x.rows, x.cols, "rms_norm", "out");
         if (w.size() != x.cols) fail("vulkan rms_norm: {} weights for rows of {}", w.size(), x.cols);
-        encode_rms_norm(*dev_, rows_, address(x), 0, vec(w).buffer.address, address(out), x.rows, x.cols, eps);
+        const int64_t n = step_.computed(x.rows);
+        encode_rms_norm(*dev_, rows_, address(padded(x)), 0, vec(w).buffer.address, address(padded(out)), n, x.cols, eps);
     }
-    // Fused ops (vulkan_fused.h, vulkan_qkv.h), each bitwise its unfused sequence.
+    // Fused ops (vulkan_fused.h, vulkan_qkv.h, vulkan_fused_lora.h), each bitwise its unfused sequence.
     bool supports(FusedOp op) const override {
-        return op == FusedOp::add_rms_norm || op == FusedOp::matmul_silu_mul || op == FusedOp::qkv_rope_kv_write;
+        return op == FusedOp::add_rms_norm || op == FusedOp::matmul_silu_mul || op == FusedOp::qkv_rope_kv_write ||
+               op == FusedOp::lora_in_fused;
     }
     void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out) override {
         expect(r, x.rows, x.cols, "add_rms_norm", "r");
         expect(out, x.rows, x.cols, "add_rms_norm", "out");
         if (w.size() != x.cols) fail("vulkan add_rms_norm: {} weights for rows of {}", w.size(), x.cols);
-        encode_rms_norm(*dev_, rows_, address(x), address(r), vec(w).buffer.address, address(out), x.rows, x.cols, eps);
+        const int64_t n = step_.computed(x.rows);
+        encode_rms_norm(*dev_, rows_, address(padded(x)), address(padded(r)), vec(w).buffer.address, address(padded(out)), n, x.cols, eps);
     }
-    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out, const Tensor*, const PartLora*) override {
+    void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out, const Tensor*, const PartLora* lora) override {
         const auto& w = weight(gate_up);
         expect(x, x.rows, w.cols(), "matmul_silu_mul", "x");
         expect(out, x.rows, w.parts()[0].rows, "matmul_silu_mul", "out");
-        encode_matmul_silu_mul(*dev_, w, address(x), address(out), x.rows, gemv_wg_, gemm_bk_);
+        const int64_t n = step_.computed(x.rows);
+        if (lora && (!lora->parts[0].empty() || !lora->parts[1].empty()))
+            gate_up_.run(w, address(padded(x)), address(padded(out)), n, max_tokens_, *lora, lora_, gemv_wg_, gemm_bk_);
+        else
+            encode_matmul_silu_mul(*dev_, w, address(padded(x)), address(padded(out)), n, gemv_wg_, gemm_bk_);
     }
     // Every optional op (backend::OptionalOp): the encoders', and the gated DeltaNet layers' (vulkan_recurrent.h).
     bool has_op(OptionalOp) const override { return true; }
-    // No ALiBi in the attention shader (jina-bert-v2 runs on cpu).
-    bool supports_attention(const AttentionParams& p) const override { return p.alibi_max_bias == 0; }
     void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
         check_column_copy(c, src, dst, "vulkan");
-        encode_copy_columns(*dev_, address(src), src.cols, address(dst), dst.cols, src.rows, c);
+        encode_copy_columns(*dev_, address(padded(src)), src.cols, address(padded(dst)), dst.cols, step_.computed(src.rows), c);
     }
     void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out) override {
         expect(out, x.rows, x.cols, "layer_norm", "out");
         if (w.size() != x.cols || b.size() != x.cols)
             fail("vulkan layer_norm: {} weights and {} biases for rows of {}", w.size(), b.size(), x.cols);
-        LayerNormPush p{address(x), vec(w).buffer.address, vec(b).buffer.address, address(out), uint32_t(x.cols),
-                        uint32_t(x.rows), eps};
-        auto [gx, gy] = grid(uint64_t(x.rows));
+        const int64_t n = step_.computed(x.rows);
+        LayerNormPush p{address(padded(x)), vec(w).buffer.address, vec(b).buffer.address, address(padded(out)), uint32_t(x.cols),
+                        uint32_t(n), eps};
+        auto [gx, gy] = grid(uint64_t(n));
         dispatch("layer_norm", {kRowWorkgroup}, p, gx, gy);
     }
     void gelu(const Tensor& x) override { pointwise(Pointwise::gelu, x, 0, 0, 0.0f); }
     void add_position_embedding(const Weight& table, const Tensor& x) override {
-        expect(x, n_tokens_, table.cols(), "position_embedding", "x");
-        check_embedding_rows(table, positions_, "position_embedding: position");
-        encode_embed(*dev_, weight(table), positions_addr_, address(x), x.rows, x.cols, true);
+        expect(x, step_.tokens(), table.cols(), "position_embedding", "x");
+        check_embedding_rows(table, step_.positions, "position_embedding: position");
+        encode_embed(*dev_, weight(table), step_.positions_addr, address(padded(x)), step_.rows(), x.cols, true);
     }
     void add_token_type_embedding(const Weight& table, const Tensor& x) override {
-        expect(x, n_tokens_, table.cols(), "token_type_embedding", "x");
-        check_embedding_rows(table, token_types_, "token_type_embedding: token type");
-        encode_embed(*dev_, weight(table), token_types_addr_, address(x), x.rows, x.cols, true);
+        expect(x, step_.tokens(), table.cols(), "token_type_embedding", "x");
+        check_embedding_rows(table, step_.token_types, "token_type_embedding: token type");
+        encode_embed(*dev_, weight(table), step_.token_types_addr, address(padded(x)), step_.rows(), x.cols, true);
     }
 
     void add(const Tensor& y, const Tensor& x) override {
@@ -281,18 +238,19 @@ public:
         pointwise(Pointwise::softcap, x, 0, 0, cap);
     }
     void softmax(const Tensor& x) override {
-        encode_softmax(*dev_, rows_, address(x), x.rows, x.cols);
+        encode_softmax(*dev_, rows_, address(padded(x)), step_.computed(x.rows), x.cols);
     }
 
     void rope(const Tensor& x, const Rope& r, int32_t n_heads, int32_t head_dim) override {
         const RopeSpec& spec = r.spec();
-        expect(x, n_tokens_, int64_t(n_heads) * head_dim, "rope", "x");
+        expect(x, step_.tokens(), int64_t(n_heads) * head_dim, "rope", "x");
         if (spec.dims > head_dim) fail("vulkan rope: {} rotary dimensions exceed the head size {}", spec.dims, head_dim);
         const int64_t half = spec.dims / 2;
-        if (half == 0 || n_tokens_ == 0) return;
-        RopePush p{address(x), ropes_.table(r, positions_), uint32_t(n_tokens_), uint32_t(n_heads), uint32_t(head_dim), uint32_t(half),
+        const int64_t n = step_.rows();
+        if (half == 0 || n == 0) return;
+        RopePush p{address(padded(x)), ropes_.table(r, step_.positions), uint32_t(n), uint32_t(n_heads), uint32_t(head_dim), uint32_t(half),
                    uint32_t(x.cols), spec.neox ? 1u : 0u};
-        auto [gx, gy] = grid((uint64_t(n_tokens_ * n_heads * half) + 255) / 256);
+        auto [gx, gy] = grid((uint64_t(n * n_heads * half) + 255) / 256);
         dispatch("rope", {}, p, gx, gy);
     }
 
@@ -301,17 +259,20 @@ public:
         const kv::KvLayout& l = c.layout();
         check_layer(l, layer, "kv_write");
         const int64_t width = int64_t(l.n_kv_heads) * l.head_dim;
-        expect(k, n_tokens_, width, "kv_write", "k");
-        expect(v, n_tokens_, width, "kv_write", "v");
-        record_kv_write(c, layer, address(k), address(v));
+        expect(k, step_.tokens(), width, "kv_write", "k");
+        expect(v, step_.tokens(), width, "kv_write", "v");
+        record_kv_write(c, layer, address(padded(k)), address(padded(v)));
     }
-    void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out, const Tensor*, const PartLora*) override {
+    void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out, const Tensor*,
+                           const PartLora* lora) override {
         const auto& c = kv(cache);
         check_layer(c.layout(), op.layer, "qkv_rope_kv_write");
-        expect(x, n_tokens_, op.qkv->cols(), "qkv_rope_kv_write", "x");
-        expect(q_out, n_tokens_, int64_t(op.n_heads) * op.head_dim, "qkv_rope_kv_write", "q_out");
-        if (n_tokens_ == 0) return;
-        qkv_.run(op, c.layout(), address(x), address(q_out), n_tokens_, max_tokens_, ropes_.table(*op.rope, positions_), gemv_wg_, gemm_bk_);
+        expect(x, step_.tokens(), op.qkv->cols(), "qkv_rope_kv_write", "x");
+        expect(q_out, step_.tokens(), int64_t(op.n_heads) * op.head_dim, "qkv_rope_kv_write", "q_out");
+        if (step_.rows() == 0) return;
+        qkv_.run(op, c.layout(), address(padded(x)), address(padded(q_out)), step_.rows(), max_tokens_, ropes_.table(*op.rope, step_.positions),
+                 gemv_wg_, gemm_bk_,
+                 lora, &lora_);
         record_kv_write(c, op.layer, qkv_.k(), qkv_.v());
     }
 
@@ -323,22 +284,25 @@ public:
             fail("vulkan attention: {} query heads are not a multiple of the cache's {} KV heads", params.n_heads, l.n_kv_heads);
         if (params.sinks && params.sinks->size() != params.n_heads)
             fail("vulkan attention: {} sinks for {} query heads", params.sinks->size(), params.n_heads);
-        if (params.alibi_max_bias != 0) fail("vulkan attention: ALiBi (jina-bert-v2) is not supported; use --backend cpu");
+        if (params.alibi_max_bias < 0 || !std::isfinite(params.alibi_max_bias))
+            fail("vulkan attention: ALiBi max bias {} is not >= 0", params.alibi_max_bias);
         const int64_t width = int64_t(params.n_heads) * l.head_dim;
-        expect(q, n_tokens_, width, "attention", "q");
-        expect(out, n_tokens_, width, "attention", "out");
+        expect(q, step_.tokens(), width, "attention", "q");
+        expect(out, step_.tokens(), width, "attention", "out");
         // Non-causal (encoders): each token is handed its sequence's last position of the step.
-        AttentionPush p{address(q), address(out), c.buffer().address, params.causal ? until_addr_ : ends_addr_, seq_addr_, tables_addr_,
+        AttentionPush p{address(padded(q)), address(padded(out)), c.buffer().address, params.causal ? step_.until_addr : step_.ends_addr,
+                        step_.seq_addr, step_.tables_addr,
                         params.sinks ? vec(*params.sinks).buffer.address : 0,
                         uint32_t(params.n_heads), uint32_t(l.n_kv_heads), uint32_t(size_t(layer) * 2 * l.layer_block_bytes()),
-                        table_stride_, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
-        attention_.run(p, params.causal ? until_ : ends_, uint32_t(n_tokens_), uint32_t(l.head_dim));
+                        step_.table_stride, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
+        p.alibi_max_bias = params.alibi_max_bias;
+        attention_.run(p, params.causal ? step_.until : step_.ends, uint32_t(step_.rows()), uint32_t(l.head_dim));
     }
 
     int64_t moe_workspace_cols(const MoeOp& op) const override { return VulkanMoe::workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& workspace) override {
         for (const Tensor* t : {&x, &logits, &out, &workspace}) arena_offset(*t, "moe_ffn");
-        moe_.run(*this, arena_, gemm_bk_, op, x, logits, out, workspace);
+        moe_.run(*this, arena_, gemm_bk_, op, padded(x), padded(logits), padded(out), padded(workspace));
     }
 
     void lora_add(const Tensor& x, const Tensor& y, std::span<const LoraSegment> segments) override {
@@ -347,8 +311,8 @@ public:
         lora_.add(address(x), address(y), x.rows, x.cols, y.cols, segments);
     }
 
-    void gather_logit_rows(const Tensor& x, const Tensor& out) override { gather(x, out, logit_rows_, "gather_logit_rows"); }
-    void gather_hidden_rows(const Tensor& x, const Tensor& out) override { gather(x, out, hidden_rows_, "gather_hidden_rows"); }
+    void gather_logit_rows(const Tensor& x, const Tensor& out) override { gather(x, out, step_.logit_rows, "gather_logit_rows"); }
+    void gather_hidden_rows(const Tensor& x, const Tensor& out) override { gather(x, out, step_.hidden_rows, "gather_hidden_rows"); }
 
     std::string describe_matmul(const Weight& w, int64_t n_tokens) const override {
         return fmt::format("vulkan {} {}", weight_format_name(weight(w).format), n_tokens <= kGemvMaxTokens ? "gemv" : "gemm");
@@ -357,9 +321,9 @@ public:
 private:
     void record_kv_write(const VulkanKvCache& c, int32_t layer, uint64_t k, uint64_t v) {
         const kv::KvLayout& l = c.layout();
-        KvWritePush p{k, v, c.buffer().address, slots_addr_, uint32_t(n_tokens_), uint32_t(l.n_kv_heads),
+        KvWritePush p{k, v, c.buffer().address, step_.slots_addr, uint32_t(step_.rows()), uint32_t(l.n_kv_heads),
                       uint32_t(size_t(layer) * 2 * l.layer_block_bytes()), geometry(l)};
-        dispatch("kv_write", {}, p, uint32_t((n_tokens_ * l.n_kv_heads * 2 + 63) / 64));
+        dispatch("kv_write", {}, p, uint32_t((step_.rows() * l.n_kv_heads * 2 + 63) / 64));
     }
     static void check_layer(const kv::KvLayout& l, int32_t layer, const char* op) {
         if (layer < 0 || layer >= l.n_layers) fail("vulkan {}: layer {} is outside the cache's {} layers", op, layer, l.n_layers);
@@ -383,13 +347,18 @@ private:
     void dispatch(const std::string& shader, const std::vector<uint32_t>& constants, const Push& push, uint32_t gx, uint32_t gy = 1) {
         dev_->stream.dispatch(dev_->ctx->pipeline(shader, constants), &push, sizeof(Push), gx, gy);
     }
-    void pointwise(Pointwise op, const Tensor& a, uint64_t b, uint64_t out, float f) {
+    // b and out (0: unused) have a's rows.
+    void pointwise(Pointwise op, const Tensor& a_in, uint64_t b, uint64_t out, float f) {
+        const Tensor a = padded(a_in);
         PointwisePush p{address(a), b, out, uint32_t(a.rows * a.cols), uint32_t(std::max<int64_t>(a.cols, 1)), uint32_t(op), f};
         auto [gx, gy] = grid((uint64_t(a.rows * a.cols) + 255) / 256);
         dispatch("pointwise", {}, p, gx, gy);
     }
-    void gather(const Tensor& x, const Tensor& out, const std::vector<int32_t>& rows, const char* op) {
-        expect(out, int64_t(rows.size()), x.cols, op, "out");
+    // rows: the step's list, padded with the padding rows when the step is (vulkan_step_inputs.h).
+    void gather(const Tensor& x_in, const Tensor& out_in, const std::vector<int32_t>& rows, const char* op) {
+        expect(out_in, out_in.rows, x_in.cols, op, "out");
+        if (step_.computed(out_in.rows) != int64_t(rows.size())) fail("vulkan {}: {} rows for a step of {}", op, out_in.rows, rows.size());
+        const Tensor x = padded(x_in), out = padded(out_in);
         const size_t row_bytes = size_t(x.cols) * 4, src = arena_offset(x, op), dst = arena_offset(out, op);
         std::vector<VkBufferCopy>& regions = regions_;
         regions.clear();
@@ -399,12 +368,7 @@ private:
         }
         if (row_bytes) dev_->stream.copy_regions(arena_, arena_, regions);
     }
-    void ensure_step_capacity(size_t ints) {
-        if (step_buf_.size >= ints * 4 && step_buf_.buffer) return;
-        dev_->stream.flush();
-        dev_->ctx->destroy(step_buf_);
-        step_buf_ = dev_->ctx->create_buffer(std::max<size_t>(ints * 4 * 2, 1 << 16), true, "the step inputs");
-    }
+    Tensor padded(const Tensor& t) const { return {t.data, step_.computed(t.rows), t.cols}; }
     std::shared_ptr<DeviceState> dev_;
     VulkanMoe moe_;
     VulkanRecurrent recurrent_;
@@ -412,15 +376,12 @@ private:
     VulkanAttention attention_;
     VulkanQkv qkv_;
     VulkanLora lora_;
-    Buffer arena_, step_buf_;
+    VulkanGateUpLora gate_up_;
+    VulkanStepInputs step_;
+    Buffer arena_;
     uint32_t gemv_wg_ = 64, gemm_bk_ = 16;  // kernel_settings.h
     RowReduce rows_;
-    int64_t max_tokens_ = 1, n_tokens_ = 0, n_logits_ = 0;
-    uint32_t table_stride_ = 1;
-    uint64_t tokens_addr_ = 0, positions_addr_ = 0, token_types_addr_ = 0, seq_addr_ = 0, slots_addr_ = 0, tables_addr_ = 0, ends_addr_ = 0,
-             until_addr_ = 0;
-    std::vector<int32_t> sequence_last_;
-    std::vector<int32_t> logit_rows_, hidden_rows_, positions_, token_types_, until_, ends_;  // until_, ends_: what the step buffer holds
+    int64_t max_tokens_ = 1, row_capacity_ = 0;
     std::vector<VkBufferCopy> regions_;
 };
 

@@ -9,8 +9,9 @@
 // add_bias, rope (both pairings), silu_mul, gelu_mul, softmax, scale, softcap, kv_write and paged
 // attention over f32/f16/bf16/q8 caches (causal, GQA, sliding window, soft cap), the row gathers, and
 // the mixture-of-experts FFN routed on the device (vulkan_moe.h). memory_bytes() is the device's free
-// memory (vk_context.h). Refuses, naming what is missing: the fused ops (none declared), heads wider
-// than 256 or (f16/bf16 caches) of odd size.
+// memory (vk_context.h). Fused ops: add_rms_norm, matmul_silu_mul and qkv_rope_kv_write, the latter
+// two with LoRA parts (lora_in_fused), each bitwise its unfused sequence. Refuses, naming what is
+// missing: norm_quantize (not declared), heads wider than 256 or (f16/bf16 caches) of odd size.
 #pragma once
 #include <memory>
 

@@ -1,5 +1,6 @@
 #include "backend/vulkan/vulkan_lora.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -35,9 +36,12 @@ uint64_t VulkanLora::put(const void* data, size_t bytes) {
     return at;
 }
 
-void VulkanLora::add(uint64_t x, uint64_t y, int64_t rows, int64_t in, int64_t out, std::span<const LoraSegment> segments) {
+void VulkanLora::add(uint64_t x, uint64_t y, int64_t rows, int64_t in, int64_t out, std::span<const LoraSegment> segments,
+                     int64_t y_stride) {
     const int64_t limit = std::numeric_limits<uint32_t>::max();
-    if (rows * std::max(in, out) > limit) fail("vulkan lora_add: {} rows of {} and {} columns exceed its shader's 32-bit indices", rows, in, out);
+    if (y_stride == 0) y_stride = out;
+    if (y_stride < out) fail("vulkan lora_add: rows of {} values {} floats apart", out, y_stride);
+    if (rows * std::max({in, out, y_stride}) > limit) fail("vulkan lora_add: {} rows of {} and {} columns exceed its shader's 32-bit indices", rows, in, out);
     for (const LoraSegment& s : segments) {
         if (s.rows.empty()) continue;
         if (!s.a || !s.b) fail("vulkan lora_add: a segment without its A or B matrix");
@@ -53,7 +57,8 @@ void VulkanLora::add(uint64_t x, uint64_t y, int64_t rows, int64_t in, int64_t o
         const uint64_t a = put(s.a, a_bytes);
         const uint64_t b = put(s.b, b_bytes);
         const uint64_t r = put(s.rows.data(), r_bytes);
-        const LoraAddPush p{x, y, a, b, r, uint32_t(s.rows.size()), uint32_t(in), uint32_t(out), uint32_t(s.rank), s.scale};
+        const LoraAddPush p{x, y, a, b, r, uint32_t(s.rows.size()), uint32_t(in), uint32_t(out), uint32_t(s.rank), s.scale,
+                              uint32_t(y_stride)};
         auto [gx, gy] = grid(s.rows.size());
         dev_->stream.dispatch(dev_->ctx->pipeline("lora_add", {}), &p, sizeof(p), gx, gy);
     }

@@ -22,9 +22,11 @@ public:
 
     // The backend's begin_step, after its flush: no recorded work reads the buffer.
     void begin_step() { used_ = 0; }
-    // x: T x in, y: T x out at device addresses the caller checked (the backend's arena). Throws
-    // naming the problem for a row outside 0..T, a rank of 0 or above kMaxRank, a null matrix.
-    void add(uint64_t x, uint64_t y, int64_t rows, int64_t in, int64_t out, std::span<const LoraSegment> segments);
+    // x: T x in, y: T rows of `out` values y_stride floats apart (0: out; a fused op's part of its
+    // wider scratch rows), at device addresses the caller checked. Throws naming the problem for a
+    // row outside 0..T, a rank of 0 or above kMaxRank, a null matrix.
+    void add(uint64_t x, uint64_t y, int64_t rows, int64_t in, int64_t out, std::span<const LoraSegment> segments,
+             int64_t y_stride = 0);
 
     static constexpr int64_t kMaxRank = 1024;  // lora_add.comp's shared h
 

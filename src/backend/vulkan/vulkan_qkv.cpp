@@ -1,10 +1,10 @@
 #include "backend/vulkan/vulkan_qkv.h"
 
 #include <algorithm>
-#include <string>
 
 #include "backend/vulkan/push_constants.h"
 #include "backend/vulkan/vulkan_fused.h"
+#include "backend/vulkan/vulkan_fused_lora.h"
 #include "core/error.h"
 
 namespace pagoda::backend::vulkan {
@@ -20,7 +20,7 @@ static_assert(sizeof(QkvEpiloguePush) == 88);
 }  // namespace
 
 void VulkanQkv::run(const QkvOp& op, const kv::KvLayout& cache, uint64_t x, uint64_t q_out, int64_t n, int64_t max_tokens,
-                    uint64_t rope_table, uint32_t gemv_wg, uint32_t gemm_bk) {
+                    uint64_t rope_table, uint32_t gemv_wg, uint32_t gemm_bk, const PartLora* lora, VulkanLora* updates) {
     if (op.n_kv_heads != cache.n_kv_heads || op.head_dim != cache.head_dim || op.n_kv_heads <= 0 || op.n_heads % op.n_kv_heads != 0)
         fail("vulkan qkv_rope_kv_write: {} heads, {} KV heads of {} for a cache of {} KV heads of {}", op.n_heads, op.n_kv_heads,
              op.head_dim, cache.n_kv_heads, cache.head_dim);
@@ -49,15 +49,15 @@ void VulkanQkv::run(const QkvOp& op, const kv::KvLayout& cache, uint64_t x, uint
     const uint64_t s = scratch_.address;
     k_ = s + uint64_t(n * cols) * 4;
     v_ = k_ + uint64_t(n * kv_cols) * 4;
-    // One matmul over the three parts: row r of the output is part row r (row0 0, rows = all).
-    MatmulPush push{w.data.address, w.groups.address, x, s, 0, 0, uint32_t(cols), 0, uint32_t(w.cols()), uint32_t(n)};
-    const std::string format = weight_format_name(w.format);
-    if (n <= kGemvMaxTokens)
-        dev_->stream.dispatch(dev_->ctx->pipeline("matmul_gemv_" + format, {gemv_wg}), &push, sizeof(push),
-                              uint32_t((cols + gemv_wg - 1) / gemv_wg));
-    else
-        dev_->stream.dispatch(dev_->ctx->pipeline("matmul_gemm_" + format, {gemm_bk}), &push, sizeof(push), uint32_t((cols + 31) / 32),
-                              uint32_t((n + 31) / 32));
+    encode_stacked_matmul(*dev_, w, x, s, n, gemv_wg, gemm_bk);
+    // LoRA (FusedOp::lora_in_fused): each part's updates on its columns of the matmul's rows, before
+    // the bias and RoPE, as the unfused matmul ; lora_add ; add_bias ; rope.
+    if (lora) {
+        const int64_t offsets[3] = {0, q_cols, q_cols + kv_cols}, widths[3] = {q_cols, kv_cols, kv_cols};
+        for (size_t p = 0; p < 3; ++p)
+            if (!lora->parts[p].empty())
+                updates->add(x, s + uint64_t(offsets[p]) * 4, n, w.cols(), widths[p], lora->parts[p], cols);
+    }
     QkvEpiloguePush e{s, q_out, k_, v_, bias ? vec(*op.bias[0]).buffer.address : 0, bias ? vec(*op.bias[1]).buffer.address : 0,
                       bias ? vec(*op.bias[2]).buffer.address : 0, rope_table, uint32_t(n), uint32_t(q_cols), uint32_t(kv_cols),
                       uint32_t(op.head_dim), uint32_t(spec.dims / 2), spec.neox ? 1u : 0u};

@@ -91,11 +91,11 @@ TEST(VulkanBackend, MoeFfnRefusesMalformedOpsNamingThem) {
     EXPECT_THROW(s->moe_ffn(op, x, logits, out, s.tensor(2, s->moe_workspace_cols(op))), Error) << "5 of 4 experts";
     op.n_used = 2;
     EXPECT_THROW(s->moe_ffn(op, x, logits, out, work), Error) << "a workspace too narrow";
-    // The fused ops it declares (run in conformance_fused_test.cpp); the others it does not.
-    for (FusedOp op : {FusedOp::add_rms_norm, FusedOp::matmul_silu_mul, FusedOp::qkv_rope_kv_write})
+    // The fused ops it declares (run in conformance_fused_test.cpp and conformance_fused_lora_test.cpp);
+    // the other it does not.
+    for (FusedOp op : {FusedOp::add_rms_norm, FusedOp::matmul_silu_mul, FusedOp::qkv_rope_kv_write, FusedOp::lora_in_fused})
         EXPECT_TRUE(s->supports(op)) << fused_op_name(op);
-    for (FusedOp op : {FusedOp::norm_quantize, FusedOp::lora_in_fused})
-        EXPECT_FALSE(s->supports(op)) << fused_op_name(op);
+    EXPECT_FALSE(s->supports(FusedOp::norm_quantize));
 }
 
 TEST(VulkanBackend, RunsUnderTheValidationLayerAndItsErrorsFail) {

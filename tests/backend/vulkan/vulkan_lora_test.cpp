@@ -5,6 +5,7 @@
 // bitwise what it gets alone.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include "backend/backend_test_util.h"
@@ -98,9 +99,10 @@ const Files& files() {
     return f;
 }
 
-std::unique_ptr<StepModel> open_vulkan(const std::string& path, bool lora) {
-    return open_step_model(path, {.backend = "vulkan", .kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 256,
-                                  .lora = lora});
+std::unique_ptr<StepModel> open_vulkan(const std::string& path, bool lora, const std::string& backend = "vulkan",
+                                       bool fusion = true) {
+    return open_step_model(path, {.backend = backend, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 256,
+                                  .fusion = fusion, .lora = lora});
 }
 
 using lora_test::greedy;
@@ -125,6 +127,25 @@ TEST(VulkanLora, AdaptedModelEqualsMergedModel) {
     // f32 throughout: B·(A·x) added after the matmul against (W + s·B·A)·x, rounded once per weight.
     EXPECT_LT(max_rel_diff(adapted.logits, want.logits), 1e-5);
     EXPECT_GT(max_rel_diff(base.logits, want.logits), 1e-2) << "the adapter matters";
+}
+
+// The adapter inside the fused ops (lora_in_fused: the QKV and gate|up updates in
+// qkv_rope_kv_write and matmul_silu_mul) gives bitwise the unfused graph's logits, and the CPU's
+// tokens with logits within f32 rounding of the CPU's.
+TEST(VulkanLora, FusedAdapterStepsAreBitwiseUnfusedAndMatchTheCpu) {
+    PAGODA_REQUIRE_VULKAN();
+    ASSERT_TRUE(backend::make_backend("vulkan")->supports(backend::FusedOp::lora_in_fused));
+    auto fused = open_vulkan(files().base, true);
+    auto unfused = open_vulkan(files().base, true, "vulkan", false);
+    auto cpu = open_vulkan(files().base, true, "cpu");
+    const GreedyRun got = greedy(*fused, {fused->load_lora(files().adapter_a, "a", 0.8f), 0.8f});
+    const GreedyRun plain = greedy(*unfused, {unfused->load_lora(files().adapter_a, "a", 0.8f), 0.8f});
+    const GreedyRun want = greedy(*cpu, {cpu->load_lora(files().adapter_a, "a", 0.8f), 0.8f});
+    ASSERT_EQ(got.logits.size(), plain.logits.size());
+    EXPECT_EQ(0, std::memcmp(got.logits.data(), plain.logits.data(), got.logits.size() * 4)) << "fused LoRA differs from unfused";
+    EXPECT_EQ(got.tokens, want.tokens);
+    EXPECT_LT(max_rel_diff(got.logits, want.logits), 1e-4);
+    EXPECT_GT(max_rel_diff(greedy(*fused, {}).logits, want.logits), 1e-2) << "the adapter matters";
 }
 
 // One step mixing two adapters, a scaled one and base rows gives each sequence bitwise what it gets alone.

@@ -31,16 +31,20 @@ namespace {
 using backend::vulkan::Stream;
 constexpr int32_t kBlock = 4;
 
-// Sets PAGODA_VULKAN_REPLAY (nullptr: unsets it) for one scope, then restores what the environment
-// had (a backend reads it when it is made).
-struct ReplayEnv {
-    explicit ReplayEnv(const char* value) {
-        if (const char* was = std::getenv("PAGODA_VULKAN_REPLAY")) had_ = true, was_ = was;
-        value ? setenv("PAGODA_VULKAN_REPLAY", value, 1) : unsetenv("PAGODA_VULKAN_REPLAY");
+// Sets an environment variable (nullptr: unsets it) for one scope, then restores what the environment
+// had (a backend reads PAGODA_VULKAN_REPLAY and PAGODA_VULKAN_BUCKETS when it is made).
+struct ScopedEnv {
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        if (const char* was = std::getenv(name)) had_ = true, was_ = was;
+        value ? setenv(name, value, 1) : unsetenv(name);
     }
-    ~ReplayEnv() { had_ ? setenv("PAGODA_VULKAN_REPLAY", was_.c_str(), 1) : unsetenv("PAGODA_VULKAN_REPLAY"); }
+    ~ScopedEnv() { had_ ? setenv(name_, was_.c_str(), 1) : unsetenv(name_); }
+    const char* name_;
     bool had_ = false;
     std::string was_;
+};
+struct ReplayEnv : ScopedEnv {
+    explicit ReplayEnv(const char* value) : ScopedEnv("PAGODA_VULKAN_REPLAY", value) {}
 };
 
 struct Seq {
@@ -143,8 +147,73 @@ TEST(VulkanReplay, MixtureOfExpertsReplays) {
     expect_replay_equals_recording("qwen3moe");
 }
 
+// Replay buckets (vulkan_step_inputs.h): for each batch size 1..12, a prefill of 5 tokens per sequence
+// and 3 decode steps (tables of a fixed 4 blocks). Counts the recordings the decode steps make.
+struct Sweep {
+    std::vector<std::vector<float>> logits;
+    uint64_t decode_recordings = 0;
+};
+Sweep sweep(const std::shared_ptr<const gguf::File>& file, const char* replay, const char* buckets) {
+    ReplayEnv env(replay);
+    ScopedEnv bucket_env("PAGODA_VULKAN_BUCKETS", buckets);
+    auto model = open_step_model(file, {.backend = "vulkan", .kv = {.block_size = 16, .dtype = kv::KvDtype::f16}, .tokens_wanted = 1024});
+    const int64_t vocab = model->info().vocab_size;
+    Sweep r;
+    for (int batch = 1; batch <= 12; ++batch) {
+        std::vector<Seq> seqs(static_cast<size_t>(batch));
+        for (int i = 0; i < batch; ++i) seqs[size_t(i)] = {{1 + batch, 2 + i, 30, 40, 50}, 4 * i};
+        for (int s = 0; s < 4; ++s) {
+            Batch b;
+            for (Seq& q : seqs) {
+                const int32_t index = b.add_sequence({q.first_block, q.first_block + 1, q.first_block + 2, q.first_block + 3});
+                const int32_t len = int32_t(q.tokens.size());
+                for (int32_t p = q.computed; p < len; ++p) b.add(q.tokens[size_t(p)], p, index, int64_t(q.first_block) * 16 + p, p + 1 == len);
+                q.computed = len;
+            }
+            const uint64_t before = Stream::recordings();
+            std::vector<float> logits = model->forward(b);
+            if (s > 0) r.decode_recordings += Stream::recordings() - before;
+            for (size_t i = 0; i < seqs.size(); ++i) {
+                const float* row = logits.data() + int64_t(i) * vocab;
+                seqs[i].tokens.push_back(int32_t(std::max_element(row, row + vocab) - row));
+            }
+            r.logits.push_back(std::move(logits));
+        }
+    }
+    return r;
+}
+
+// Decode steps of 1..12 sequences record one command buffer per bucket (1, 2, 4, 8, 16), where exact
+// steps record one per batch size, and every logit is bitwise that of exact, unreplayed steps.
+TEST(VulkanReplay, BucketsServeEveryBatchSizeBitwise) {
+    PAGODA_REQUIRE_VULKAN();
+    const auto file = model_file("llama");
+    const Sweep plain = sweep(file, "0", "0"), exact = sweep(file, "1", "0"), bucketed = sweep(file, "1", "1");
+    ASSERT_EQ(plain.logits.size(), bucketed.logits.size());
+    for (size_t s = 0; s < plain.logits.size(); ++s) {
+        ASSERT_EQ(plain.logits[s].size(), bucketed.logits[s].size());
+        ASSERT_EQ(std::memcmp(plain.logits[s].data(), bucketed.logits[s].data(), plain.logits[s].size() * 4), 0) << "step " << s;
+        ASSERT_EQ(std::memcmp(plain.logits[s].data(), exact.logits[s].data(), plain.logits[s].size() * 4), 0) << "step " << s;
+    }
+    EXPECT_EQ(plain.decode_recordings, 0u);
+    EXPECT_EQ(bucketed.decode_recordings, 5u) << "buckets 1, 2, 4, 8 and 16";
+    EXPECT_GE(exact.decode_recordings, 12u) << "one per batch size";
+}
+
+TEST(VulkanReplay, RefusesAnUnknownBucketSwitchValue) {
+    PAGODA_REQUIRE_VULKAN();
+    ScopedEnv env("PAGODA_VULKAN_BUCKETS", "2");
+    try {
+        backend::make_backend("vulkan");
+        FAIL() << "PAGODA_VULKAN_BUCKETS=2 was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("PAGODA_VULKAN_BUCKETS"), std::string::npos) << e.what();
+    }
+}
+
 struct StepTimes {
     double wall = 0, thread_cpu = 0, encode = 0, device = 0;  // seconds per step
+    double dispatches = 0;                                     // per step
     uint64_t recordings = 0;
     std::vector<std::vector<float>> logits;
 };
@@ -157,8 +226,9 @@ double thread_cpu_seconds() {
 
 // stories260K, `batch` sequences of 8 prompt tokens, then `steps` decode steps timed after 2 warm
 // ones. Each table is 4 blocks of 16 throughout, so every timed step has the same shape.
-StepTimes time_decode(const char* replay, int batch, int steps) {
+StepTimes time_decode(const char* replay, int batch, int steps, const char* buckets = "1") {
     ReplayEnv env(replay);
+    ScopedEnv bucket_env("PAGODA_VULKAN_BUCKETS", buckets);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(test::fixture("models/stories260K.gguf")));
     auto model = open_step_model(file, {.backend = "vulkan", .kv = {.block_size = 16, .dtype = kv::KvDtype::f16}, .tokens_wanted = 1024});
     const int64_t vocab = model->info().vocab_size;
@@ -172,6 +242,7 @@ StepTimes time_decode(const char* replay, int batch, int steps) {
             t.encode = -Stream::encode_seconds();
             t.device = -Stream::device_seconds();
             t.recordings = Stream::recordings();
+            t.dispatches = -double(Stream::all_dispatches());
         }
         Batch b;
         for (Seq& q : seqs) {
@@ -193,6 +264,7 @@ StepTimes time_decode(const char* replay, int batch, int steps) {
     t.encode = (t.encode + Stream::encode_seconds()) / steps;
     t.device = (t.device + Stream::device_seconds()) / steps;
     t.recordings = Stream::recordings() - t.recordings;
+    t.dispatches = (t.dispatches + double(Stream::all_dispatches())) / steps;
     return t;
 }
 
@@ -211,6 +283,26 @@ TEST(VulkanReplay, HostTimePerDecodeStep) {
                                      "{:.3f} ms; submit to fence {:.3f} ms; host outside submit {:.3f} ms\n",
                                      batch, name, t.wall * 1e3, t.thread_cpu * 1e3, t.encode * 1e3, t.device * 1e3,
                                      (t.wall - t.device) * 1e3);
+    }
+}
+
+// The table in docs/benchmarks.md: per decode step of stories260K, dispatches and wall time encoded
+// every step, replayed at the exact batch size and replayed in buckets (3 and 6 sequences pad to 4 and
+// 8). Logits equal in all three.
+TEST(VulkanReplay, BucketTimesPerDecodeStep) {
+    PAGODA_REQUIRE_VULKAN();
+    for (int batch : {1, 3, 4, 6}) {
+        const StepTimes off = time_decode("0", batch, 30, "0"), exact = time_decode("1", batch, 30, "0"),
+                        buckets = time_decode("1", batch, 30, "1");
+        for (const StepTimes* t : {&exact, &buckets})
+            for (size_t s = 0; s < off.logits.size(); ++s)
+                ASSERT_EQ(std::memcmp(off.logits[s].data(), t->logits[s].data(), off.logits[s].size() * 4), 0) << "step " << s;
+        EXPECT_EQ(buckets.recordings, 0u);
+        EXPECT_EQ(buckets.dispatches, off.dispatches) << "padding adds rows, not dispatches";
+        for (const auto& [name, t] : {std::pair{"encoded", off}, std::pair{"replayed", exact}, std::pair{"bucketed", buckets}})
+            std::cout << fmt::format("stories260K batch {} {:>8}: {:.0f} dispatches/step, wall {:.3f} ms/step, encoding {:.3f} ms, "
+                                     "submit to fence {:.3f} ms\n",
+                                     batch, name, t.dispatches, t.wall * 1e3, t.encode * 1e3, t.device * 1e3);
     }
 }
 

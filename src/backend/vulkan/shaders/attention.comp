@@ -9,6 +9,9 @@
 // soft cap; chunk max and sum by workgroup reductions (reduce.glsl: fixed-order trees, or subgroup
 // operations in the _subgroup module); each output element accumulates the chunk's keys
 // in order. Nothing depends on the other tokens of the step (batch invariance).
+// ALiBi (alibi_max_bias > 0, jina-bert-v2): each score, after the scale and the cap, gets
+// -slope_h |pos_q - pos_k| (slope_h as backend/alibi.h, in float), pos_q the query's own position,
+// which `seq_index` holds after its sequence (per token: sequence, position).
 // Split-KV (flash decoding, `partials` nonzero): a token's keys start..position are cut into
 // split_count() ranges of whole WG-key chunks, one workgroup each (gl_WorkGroupID.z; the sink in the
 // first), and each writes its unnormalised output, running max m and sum l to `partials`
@@ -26,8 +29,16 @@ layout(push_constant) uniform Push {
     float scale, softcap;
     uint block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block;
     uint64_t partials;  // 0: write out_ directly (one split)
-    uint split_keys, max_splits;
+    uint split_keys;
+    float alibi_max_bias;  // 0: no ALiBi
 } pc;
+const uint kMaxSplits = 16u;  // kernel_settings.h's kMaxAttentionSplits: the partials' layout
+
+// backend/alibi.h's slope of head h of n, in float: m the largest power of two <= n.
+float alibi_slope(uint h, uint n, float max_bias) {
+    const uint m = 1u << findMSB(n);
+    return h < m ? exp2(-max_bias * float(h + 1u) / float(m)) : exp2(-max_bias * float(2u * (h - m) + 1u) / float(2u * m));
+}
 shared float qs[256];
 shared float ps[256];
 
@@ -41,10 +52,11 @@ void main() {
     const uint kvh = head / (pc.n_heads / pc.n_kv_heads);
     KvGeometry g = KvGeometry(pc.block_size, pc.dtype, pc.head_dim, pc.row_bytes, pc.head_block_bytes,
                               pc.layer_block_bytes, pc.bytes_per_block);
-    const int end = Ints(pc.positions).v[t], seq = Ints(pc.seq_index).v[t];
+    const int end = Ints(pc.positions).v[t], seq = Ints(pc.seq_index).v[2u * t], qpos = Ints(pc.seq_index).v[2u * t + 1u];
+    const float slope = pc.alibi_max_bias > 0.0 ? alibi_slope(head, pc.n_heads, pc.alibi_max_bias) : 0.0;
     const int start = pc.window > 0u ? max(0, end - int(pc.window) + 1) : 0;
     const uint split = gl_WorkGroupID.z;
-    const uint n_splits = pc.partials != 0ul ? split_count(uint(end - start + 1), pc.split_keys, pc.max_splits) : 1u;
+    const uint n_splits = pc.partials != 0ul ? split_count(uint(end - start + 1), pc.split_keys, kMaxSplits) : 1u;
     if (split >= n_splits) return;  // uniform across the workgroup
     const int chunk = split_chunk(uint(end - start + 1), n_splits, WG);
     const int first = start + int(split) * chunk, pos = min(end, first + chunk - 1);  // pos < first: an empty split
@@ -67,6 +79,7 @@ void main() {
             for (uint d = 0; d < pc.head_dim; ++d) dot = fma(qs[d], kv_load(row, pc.dtype, d, rs), dot);
             s = dot * pc.scale;
             if (pc.softcap > 0.0) s = pc.softcap * safe_tanh(s / pc.softcap);
+            if (pc.alibi_max_bias > 0.0) s -= slope * float(abs(qpos - k));
         }
         const float m_new = max(m, workgroup_reduce(s, true));
         const float p = k <= pos ? exp(s - m_new) : 0.0;
@@ -90,7 +103,7 @@ void main() {
     }
     if (pc.partials != 0ul) {
         Floats part = Floats(pc.partials);
-        const uint at = partial_offset(t, head, split, pc.n_heads, pc.max_splits, pc.head_dim);
+        const uint at = partial_offset(t, head, split, pc.n_heads, kMaxSplits, pc.head_dim);
         for (uint i = 0; i < 4u; ++i) {
             const uint d = lid + i * WG;
             if (d < pc.head_dim) part.v[at + d] = acc[i];

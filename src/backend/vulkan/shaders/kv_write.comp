@@ -1,5 +1,6 @@
 #version 450
-// Stores each token's K and V rows in its slot: one invocation per (token, kv head, K or V) row.
+// Stores each token's K and V rows in its slot: one invocation per (token, kv head, K or V) row; a
+// slot of -1 (a padding row) stores nothing.
 // Rounding is bit-exact and round-to-nearest-even (core/half.h's rules), so every backend stores the
 // same bits: f16 and bf16 by integer arithmetic; q8 by the format's rule (kv/kv_layout.h): scale
 // max|x| / 127, codes round(x / scale) ties to even, clamped to +-127; a row with inf or NaN gets a
@@ -63,6 +64,7 @@ void main() {
     KvGeometry g = KvGeometry(pc.block_size, pc.dtype, pc.head_dim, pc.row_bytes, pc.head_block_bytes,
                               pc.layer_block_bytes, pc.bytes_per_block);
     const int slot = Ints(pc.slots).v[t];
+    if (slot < 0) return;  // a padding row of a replay bucket (vulkan_step_inputs.h) stores nothing
     const uint64_t row = kv_row_address(pc.cache, g, pc.layer_offset, slot, h, is_v);
     Floats src = Floats(is_v ? pc.v : pc.k);
     const uint base = (t * pc.n_kv_heads + h) * pc.head_dim;

@@ -1,6 +1,7 @@
 #version 450
 // Backend::lora_add, one segment: for each of its rows t, y[t] += scale * B (A x[t]), A: rank x in,
-// B: out x rank (f32, row-major). One workgroup per row: h = A x[t] into shared memory (h[k] one
+// B: out x rank (f32, row-major); y's rows are y_stride floats apart (a part of a fused op's wider
+// scratch rows, vulkan_fused_lora.h; cols_out for a plain tensor). One workgroup per row: h = A x[t] into shared memory (h[k] one
 // invocation's sum over the columns in order), then each output's sum over k in order. A row's
 // result depends on its x, y and the adapter only: bitwise batch-invariant.
 #include "common.glsl"
@@ -9,7 +10,7 @@ layout(push_constant) uniform Push {
     uint64_t x, y, a, b, rows;
     uint n_rows, cols_in, cols_out, rank;
     float scale;
-    uint pad;
+    uint y_stride;
 } pc;
 
 const uint kMaxRank = 1024u;  // VulkanLora::kMaxRank
@@ -28,7 +29,7 @@ void main() {
         h[k] = acc;
     }
     barrier();
-    const uint yrow = t * pc.cols_out;
+    const uint yrow = t * pc.y_stride;
     for (uint o = gl_LocalInvocationID.x; o < pc.cols_out; o += 64u) {
         float acc = 0.0;
         const uint brow = o * pc.rank;

@@ -7,6 +7,8 @@
 //               (erfc directly for negative a: no cancellation in the tail)
 //   7 swiglu_oai: out = g' sigmoid(1.702 g') (u' + 1), g' = min(a, 7), u' = clamp(b, -7, 7) (gpt-oss's experts)
 //   8 sigmoid_mul: out = b / (1 + exp(-a)) (qwen35's attention output gate, as the CPU computes it)
+//   9 silu_mul of halves: out[t][c] = silu(g) * u, g = a[t][c] and u = a[t][cols + c] for a of rows of
+//               2 cols (a fused gate|up matmul's scratch, vulkan_fused_lora.h): op 2's expression
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Push {
@@ -19,6 +21,12 @@ void main() {
     const uint i = flat_invocation(256u);
     if (i >= pc.n) return;
     Floats a = Floats(pc.a), b = Floats(pc.b), out_ = Floats(pc.out_);
+    if (pc.op == 9u) {
+        const uint row = (i / pc.cols) * 2u * pc.cols + i % pc.cols;
+        const float gate = a.v[row];
+        out_.v[i] = gate / (1.0 + exp(-gate)) * a.v[row + pc.cols];
+        return;
+    }
     const float g = a.v[i];
     if (pc.op == 0u) a.v[i] = g + b.v[i];
     else if (pc.op == 1u) a.v[i] = g + b.v[i % pc.cols];
