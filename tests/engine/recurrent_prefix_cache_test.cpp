@@ -162,9 +162,12 @@ TEST(RecurrentPrefixCache, ForksEvictionsAndOneSnapshotSlot) {
         FakeRecurrentModel model(kVocab, 256, 4, 4 + 1);
         EngineCore core(model, nullptr, {.scheduler = {.max_batched_tokens = 512, .max_seqs = 4}, .state_snapshots = 8});
         EXPECT_EQ(core.scheduler().config().state_snapshots, 1);
-        run_waves(core, waves);
+        auto repeated = waves;
+        repeated.push_back(waves.back());  // the last prompt again: its snapshot is the one kept
+        const auto cached = run_waves(core, repeated);
         EXPECT_EQ(core.stats().state_snapshots, 1);
-        EXPECT_GT(core.stats().state_snapshot_restores, 0);
+        EXPECT_EQ(core.stats().state_snapshot_restores, 1);
+        EXPECT_EQ(cached.back(), int64_t((waves.back()[0].size() - 1) / 4 * 4));
     }
     {  // n = 2: the fork copies a state that was restored from a snapshot
         FakeRecurrentModel model(kVocab, 256, 4, 4 + 8);
