@@ -28,7 +28,7 @@ std::string hybrid_model(const std::string& arch) {
     return f;
 }
 
-struct Setup {
+struct Scenario {
     bool cache = true;
     int32_t snapshots = 8;
     int64_t kv_tokens = 1024;
@@ -47,7 +47,7 @@ struct Outcome {
 constexpr int32_t kBlock = 4;
 
 // Runs the waves one after another: a wave's prompts are submitted together and run to the end.
-Outcome run(const std::string& path, const std::string& backend, const Setup& s,
+Outcome run(const std::string& path, const std::string& backend, const Scenario& s,
             const std::vector<std::vector<std::vector<int32_t>>>& waves, int64_t max_tokens = 8) {
     auto step = model::open_step_model(path, {.backend = backend, .threads = 2, .kv = {.block_size = kBlock},
                                               .tokens_wanted = s.kv_tokens, .max_step_tokens = s.budget,
@@ -87,6 +87,7 @@ std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& 
 struct Case {
     std::string arch, backend;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << " on " << c.backend; }
 
 class HybridPrefixCache : public ::testing::TestWithParam<Case> {};
 
@@ -124,7 +125,7 @@ TEST_P(HybridPrefixCache, GreedyTokensEqualCacheOffAndHitsResumeAtSnapshots) {
     // Concurrent prompts sharing the system prompt under a small token budget (chunks end at the
     // snapshot positions and at the budget), then the same again: every one resumes somewhere.
     const std::vector<std::vector<int32_t>> wave = {a, b, c, concat(system, tails[3])};
-    const Setup chunked{.budget = 7, .max_seqs = 4};
+    const Scenario chunked{.budget = 7, .max_seqs = 4};
     const Outcome off2 = run(path, backend, {.cache = false, .budget = 7}, {wave, wave});
     const Outcome on2 = run(path, backend, chunked, {wave, wave});
     ASSERT_EQ(on2.tokens, off2.tokens);
@@ -160,12 +161,17 @@ TEST_P(HybridPrefixCache, EvictionAndFewSnapshotSlotsLoseNothing) {
     ASSERT_EQ(small_pool.tokens, off.tokens);
     EXPECT_GT(small_pool.evicted_blocks, 0);
     EXPECT_LE(small_pool.stats.state_snapshots, 8);
-    // One snapshot slot: every new snapshot replaces the last one.
-    const Outcome one_slot = run(path, backend, {.snapshots = 1, .kv_tokens = 1024}, waves);
-    ASSERT_EQ(one_slot.tokens, off.tokens);
+    // One snapshot slot: every new snapshot replaces the last one, so only the last prompt, sent
+    // again, resumes (at its last whole block).
+    auto repeated = waves;
+    repeated.push_back(waves.back());
+    const Outcome repeated_off = run(path, backend, {.cache = false, .kv_tokens = 1024}, repeated);
+    const Outcome one_slot = run(path, backend, {.snapshots = 1, .kv_tokens = 1024}, repeated);
+    ASSERT_EQ(one_slot.tokens, repeated_off.tokens);
     EXPECT_EQ(one_slot.stats.state_snapshot_slots, 1);
-    EXPECT_LE(one_slot.stats.state_snapshots, 1);
-    EXPECT_GT(one_slot.stats.state_snapshot_restores, 0);
+    EXPECT_EQ(one_slot.stats.state_snapshots, 1);
+    EXPECT_EQ(one_slot.stats.state_snapshot_restores, 1);
+    EXPECT_EQ(one_slot.cached.back(), int64_t((waves.back()[0].size() - 1) / kBlock * kBlock));
     // A pool of 3 running sequences with a tight KV pool: preemption recomputes from a snapshot or zero.
     const Outcome busy_off = run(path, backend, {.cache = false, .kv_tokens = 48, .budget = 16, .max_seqs = 3},
                                  {prompts, prompts});
