@@ -177,7 +177,9 @@ int run_batch(const BatchOptions& o) {
     options.scheduler.max_seqs = o.max_seqs;
     options.prefix_caching = kv.prefix_caching;
     options.prefix_tier = o.tier.options(kv.prefix_caching);
+    options.state_snapshots = o.kv.state_snapshots;
     model::StepModelOptions model_options = o.compute.options(o.threads, kv, tokens_wanted, o.ctx, o.max_batched_tokens);
+    model_options.state_slots = o.max_seqs + (kv.prefix_caching ? o.kv.state_snapshots : 0);  // recurrent models only
     model_options.lora = o.lora.any();
     model_options.lora_storage = o.lora.storage(o.lora.any());
     auto target = model::open_step_model(file, model_options);

@@ -144,8 +144,10 @@ int chat(ChatOptions& o) {
     eo.scheduler.max_batched_tokens = o.chunk;
     eo.prefix_caching = o.kv.options().prefix_caching;
     eo.prefix_tier = o.tier.options(eo.prefix_caching);
+    eo.state_snapshots = o.kv.state_snapshots;
     eo.max_context = context;
-    const model::StepModelOptions model_options = o.compute.options(o.threads, o.kv.options(), context, context, o.chunk);
+    model::StepModelOptions model_options = o.compute.options(o.threads, o.kv.options(), context, context, o.chunk);
+    model_options.state_slots = 1 + (eo.prefix_caching ? eo.state_snapshots : 0);  // recurrent models only
     auto target = model::open_step_model(file, model_options);
     eo.speculative = o.spec.resolve(*tok, *target, model_options);
     if (!o.mmproj.empty() && !target->info().image_input)

@@ -138,6 +138,7 @@ int serve(ServeOptions& o) {
     o.gateway.speculative = o.spec.options;
     o.model.draft_model = o.spec.draft_model;
     o.model.kv = o.kv.options();
+    o.model.state_snapshots = o.kv.state_snapshots;
     o.model.prefix_tier = o.tier.options(o.model.kv.prefix_caching);
     o.model.backend = o.compute.backend;
     o.model.fusion = !o.compute.no_fusion;

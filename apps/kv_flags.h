@@ -15,6 +15,7 @@ struct KvFlags {
     std::string kv_type;  // empty: by model
     std::string memory;
     bool no_prefix_cache = false;
+    int32_t state_snapshots = 8;
 
     void add_to(CLI::App& sub) {
         sub.add_option("--block-size", block_size, "KV block size in tokens (power of two, 1..256)")
@@ -25,6 +26,10 @@ struct KvFlags {
         sub.add_option("--kv-memory", memory, "KV cache budget: a size with a unit (512MiB, 8GiB, 2G, 4096B) or a fraction of free memory "
                        "(0.9 or 90%); a bare whole number is refused (empty: sized for the command's tokens)");
         sub.add_flag("--no-prefix-cache", no_prefix_cache, "Disable automatic prefix caching");
+        sub.add_option("--state-snapshots", state_snapshots, "Models with recurrent layers (qwen35): recurrent-state "
+                       "snapshots the prefix cache keeps, each the size of one sequence's state (0: no prefix cache "
+                       "for such a model)")
+            ->check(in_range(0, 1024));
     }
     model::KvOptions options() const {
         model::KvOptions o;

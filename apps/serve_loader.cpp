@@ -32,7 +32,8 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
                                                 .max_step_tokens = engine_options.scheduler.max_batched_tokens,
                                                 .fusion = options.fusion, .lora = options.lora(),
                                                 .lora_storage = options.lora_storage,
-                                                .state_slots = engine_options.scheduler.max_seqs};
+                                                .state_slots = engine_options.scheduler.max_seqs +
+                                                               (options.kv.prefix_caching ? options.state_snapshots : 0)};
     auto step = model::open_step_model(file, model_options);
     if (!options.draft_model.empty()) {
         engine_options.speculative.draft_model = open_draft_model(options.draft_model, *tok, *step, model_options);
@@ -56,6 +57,7 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
         }
     }
     engine_options.prefix_caching = options.kv.prefix_caching;
+    engine_options.state_snapshots = options.state_snapshots;
     engine_options.prefix_tier = options.prefix_tier;
     server::LoadedModel loaded;
     loaded.engine = std::make_unique<engine::Engine>(std::move(step), tok, std::move(engine_options));

@@ -18,6 +18,7 @@ struct ServeModelOptions {
     int64_t max_context = 0;  // per sequence; 0: the model's trained context
     model::KvOptions kv;
     kv::PrefixTierOptions prefix_tier;  // the prefix cache's second tier (off by default)
+    int32_t state_snapshots = 8;  // --state-snapshots: a recurrent model's prefix-cache state snapshots
     std::string backend = "cpu";
     bool fusion = true;
     std::string mmproj;       // --mmproj: the model's vision projector (images in chat requests; empty: none)

@@ -22,23 +22,33 @@ int64_t limit_for(const model::StepModelInfo& info, const EngineOptions& options
 
 // A model with recurrent layers (n_state_slots > 0) keeps a per-sequence state that folds in every
 // token in order: the scheduler gives each running sequence a slot (at most the model's slots run at
-// once), the prefix cache is off (cached KV blocks carry no state to resume from) and speculative
-// drafts are refused (a refused draft's tokens cannot be taken back out of the state).
+// once), the prefix cache resumes only where a state snapshot was taken (the slots left over hold
+// them; with none left the cache is off), its second tier is off (a tier block carries no state) and
+// speculative drafts are refused (a refused draft's tokens cannot be taken back out of the state).
 EngineOptions fit_to_model(EngineOptions o, const model::StepModelInfo& info) {
     if (info.n_state_slots <= 0) return o;
     if (o.speculative.enabled())
         fail("engine: speculative decoding is not supported for a model with recurrent layers ({}): its state "
              "cannot take back a refused draft", info.config.arch);
-    if (o.prefix_caching || o.prefix_tier.enabled())
-        log_info("engine: prefix caching is off for this model: its recurrent layers' state cannot be resumed from "
-                 "cached KV blocks");
-    o.prefix_caching = false;
+    if (o.state_snapshots < 0) fail("engine: state_snapshots must not be negative, got {}", o.state_snapshots);
+    if (o.prefix_tier.enabled())
+        log_info("engine: the prefix cache's second tier is off for this model: its blocks carry no recurrent state");
     o.prefix_tier = {};
     o.scheduler.recurrent_state = true;
     if (o.scheduler.max_seqs > info.n_state_slots) {
         log_info("engine: {} sequences run at once (the model's recurrent state slots), not {}", info.n_state_slots,
                  o.scheduler.max_seqs);
         o.scheduler.max_seqs = info.n_state_slots;
+    }
+    o.scheduler.state_snapshots =
+        o.prefix_caching ? std::min(o.state_snapshots, info.n_state_slots - o.scheduler.max_seqs) : 0;
+    if (o.prefix_caching && o.scheduler.state_snapshots == 0) {
+        log_info("engine: prefix caching is off for this model: no state slot is left for snapshots of its recurrent "
+                 "layers' state (--state-snapshots)");
+        o.prefix_caching = false;
+    } else if (o.prefix_caching) {
+        log_info("engine: prefix cache with up to {} recurrent-state snapshots (state slots {} to {})",
+                 o.scheduler.state_snapshots, o.scheduler.max_seqs, o.scheduler.max_seqs + o.scheduler.state_snapshots - 1);
     }
     return o;
 }
@@ -241,10 +251,12 @@ bool EngineCore::run_forward(const StepPlan& plan, std::vector<float>& logits) {
                  want_hidden, batch_.n_hidden_rows(), info_.hidden_size);
         return true;
     } catch (const model::StepInterrupted&) {
+        scheduler_.drop_state_snapshots();
         // The engine is being stopped: the batch's requests end as cancelled, not failed, and their
         // half-written KV goes with their blocks.
         fail_batch(plan, FinishReason::cancelled, "cancelled");
     } catch (const std::exception& e) {
+        scheduler_.drop_state_snapshots();  // the step's snapshot copies may not have run
         log_error("engine: forward step over {} tokens failed: {}", batch_.size(), e.what());
         fail_batch(plan, FinishReason::error, fmt::format("model step failed: {}", e.what()));
     }
@@ -276,6 +288,11 @@ EngineStats EngineCore::stats() const {
     s.kv_usage = double(s.kv_blocks_used) / double(s.kv_blocks_total);
     s.prefix_queried_tokens = blocks_.stats().queried_tokens;
     s.prefix_hit_tokens = blocks_.stats().hit_tokens;
+    const StateSnapshots& snapshots = scheduler_.state_snapshots();
+    s.state_snapshot_slots = snapshots.capacity();
+    s.state_snapshots = snapshots.size();
+    s.state_snapshots_taken = snapshots.taken();
+    s.state_snapshot_restores = snapshots.restored();
     if (tier_) {
         copy_tier_stats(tier_->stats(), s);
         s.tier_hit_tokens = blocks_.stats().tier_hit_tokens;

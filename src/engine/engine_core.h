@@ -37,6 +37,10 @@ struct EngineOptions {
     bool prefix_caching = true;
     // The prefix cache's second tier (host memory and/or files) behind the pool; off by default.
     kv::PrefixTierOptions prefix_tier;
+    // A model with recurrent layers: how many of its state slots beyond the running sequences' hold
+    // prefix-cache state snapshots (SchedulerConfig::state_snapshots; capped at the slots it has
+    // beyond max_seqs). None: the prefix cache is off for such a model.
+    int32_t state_snapshots = 8;
     int64_t max_context = 0;  // 0: the model's; else the smaller of the two
     // Called on the engine thread (keep them short).
     std::function<void(const StepInfo&)> on_step;

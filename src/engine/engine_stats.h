@@ -16,9 +16,13 @@ struct EngineStats {
     int64_t running_sequences = 0, waiting_sequences = 0;
     int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0;  // cached: evictable prefix blocks
     double kv_usage = 0;  // used / total
-    // Whether the prefix cache is on (off by --no-prefix-caching, or for a model with recurrent layers,
-    // whose per-sequence state cannot resume from cached KV blocks).
+    // Whether the prefix cache is on (off by --no-prefix-caching, or for a model with recurrent layers
+    // without state slots for snapshots).
     bool prefix_caching = true;
+    // A model with recurrent layers: the snapshot slots and the snapshots held, and counters of
+    // snapshots taken and of prompts resumed from one (scheduler.h, state_snapshots.h).
+    int32_t state_snapshot_slots = 0, state_snapshots = 0;
+    int64_t state_snapshots_taken = 0, state_snapshot_restores = 0;
     // counters
     int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;
     int64_t prompt_tokens = 0;          // prompt tokens of admitted requests

@@ -15,6 +15,8 @@ void SchedulerConfig::validate() const {
              max_batched_tokens, max_seqs);
     if (max_image_tokens < 1) fail("max_image_tokens must be at least 1, got {}", max_image_tokens);
     if (!(kv_watermark >= 0 && kv_watermark < 1)) fail("kv_watermark {} is out of range [0, 1)", kv_watermark);
+    if (state_snapshots < 0) fail("state_snapshots must not be negative, got {}", state_snapshots);
+    if (state_snapshots > 0 && !recurrent_state) fail("state_snapshots are for a model with recurrent layers");
 }
 
 const char* scheduling_policy_name(SchedulingPolicy policy) {
@@ -36,6 +38,44 @@ Scheduler::Scheduler(SchedulerConfig config, kv::BlockManager& blocks) : config_
     config_.validate();
     if (config_.recurrent_state)
         for (int32_t slot = config_.max_seqs; slot-- > 0;) free_state_slots_.push_back(slot);  // slot 0 first
+    if (config_.state_snapshots > 0 && blocks_.prefix_caching()) {
+        std::vector<int32_t> slots;
+        for (int32_t i = config_.state_snapshots; i-- > 0;) slots.push_back(config_.max_seqs + i);
+        snapshots_ = StateSnapshots(std::move(slots));
+        // A snapshot is reachable only through its block: it goes with it.
+        blocks_.set_on_evict([this](const kv::EvictedBlock& b) { snapshots_.drop(b.hash); });
+    }
+}
+
+int64_t Scheduler::plan_snapshots(Sequence* seq, int32_t& restore_slot) {
+    restore_slot = -1;
+    seq->snapshot_at.clear();
+    if (!config_.recurrent_state) return -1;
+    // Cached blocks without a snapshot at their end are of no use to a recurrent model.
+    if (snapshots_.capacity() == 0 || !seq->reuse_prefix) return 0;
+    const std::vector<uint64_t> hashes = blocks_.cached_prefix_hashes(seq->tokens, seq->prefix_key);
+    int64_t resume = int64_t(hashes.size());
+    while (resume > 0 && snapshots_.find(hashes[size_t(resume - 1)]) < 0) --resume;
+    if (resume > 0) restore_slot = snapshots_.find(hashes[size_t(resume - 1)]);
+    const int64_t bs = blocks_.block_size();
+    if (int64_t(hashes.size()) > resume) seq->snapshot_at.push_back(int64_t(hashes.size()) * bs);
+    const int64_t last = blocks_.max_reusable_blocks(seq->tokens);
+    if (last > int64_t(hashes.size())) seq->snapshot_at.push_back(last * bs);
+    return resume;
+}
+
+void Scheduler::take_snapshots(const StepPlan& plan) {
+    if (snapshots_.capacity() == 0) return;
+    const int64_t bs = blocks_.block_size();
+    for (const ScheduledChunk& c : plan.chunks) {
+        Sequence* s = c.seq;
+        if (s->status != SeqStatus::running || s->state_slot < 0 || !blocks_.has_sequence(s->id)) continue;
+        if (std::find(s->snapshot_at.begin(), s->snapshot_at.end(), c.end) == s->snapshot_at.end()) continue;
+        const uint64_t hash = blocks_.block_hash(s->id, size_t(c.end / bs - 1));
+        if (!blocks_.is_cached_hash(hash)) continue;  // kept private: nothing could reach it
+        const int32_t slot = snapshots_.take(hash);
+        if (slot >= 0) pending_state_copies_.push_back({s->state_slot, slot});
+    }
 }
 
 void Scheduler::take_state_slot(Sequence* seq) {
@@ -157,6 +197,7 @@ int32_t Scheduler::seats_in_use() const {
 void Scheduler::preempt(Sequence* seq, StepPlan& plan) {
     blocks_.free(seq->id);
     release_state_slot(seq);  // its recompute starts at position 0, from a zeroed state
+    seq->snapshot_at.clear();
     seq->draft.clear();
     seq->n_computed = 0;
     running_.erase(std::find(running_.begin(), running_.end(), seq));
@@ -168,6 +209,7 @@ void Scheduler::preempt(Sequence* seq, StepPlan& plan) {
 
 bool Scheduler::prefix_in_flight(const Sequence* seq) const {
     if (!config_.defer_shared_prefix || !seq->reuse_prefix || !blocks_.prefix_caching()) return false;
+    if (config_.recurrent_state) return false;  // recurrent_prefix_in_flight
     const int64_t reusable = blocks_.max_reusable_blocks(seq->tokens);
     const int64_t cached = blocks_.cached_prefix_blocks(seq->tokens, seq->prefix_key);
     if (cached >= reusable) return false;
@@ -184,9 +226,37 @@ bool Scheduler::prefix_in_flight(const Sequence* seq) const {
     return false;
 }
 
+bool Scheduler::recurrent_prefix_in_flight(const Sequence* seq) {
+    if (!config_.defer_shared_prefix || !seq->reuse_prefix || snapshots_.capacity() == 0) return false;
+    const int64_t bs = blocks_.block_size();
+    const int64_t reusable = blocks_.max_reusable_blocks(seq->tokens);
+    const std::vector<uint64_t> hashes = blocks_.cached_prefix_hashes(seq->tokens, seq->prefix_key);
+    int64_t resume = int64_t(hashes.size());  // where it would resume now
+    while (resume > 0 && snapshots_.find(hashes[size_t(resume - 1)]) < 0) --resume;
+    bool wait = false;
+    for (Sequence* r : running_) {
+        if (r->prefix_key != seq->prefix_key || r->state_slot < 0) continue;
+        const size_t n = std::min(r->tokens.size(), seq->tokens.size());
+        size_t same = 0;
+        while (same < n && r->tokens[same] == seq->tokens[same]) ++same;
+        const int64_t shared = std::min(int64_t(same) / bs, reusable) * bs;
+        if (shared <= resume * bs || r->n_computed >= shared) continue;  // no gain, or r is past it already
+        // r snapshots its state where the prompts part, and seq resumes there a step later.
+        auto at = std::lower_bound(r->snapshot_at.begin(), r->snapshot_at.end(), shared);
+        if (at == r->snapshot_at.end() || *at != shared) r->snapshot_at.insert(at, shared);
+        wait = true;
+    }
+    return wait;
+}
+
 int64_t Scheduler::prefill_end(const Sequence* seq, int64_t budget, int64_t& image_budget) const {
     const int64_t begin = seq->n_computed;
     int64_t end = std::min(int64_t(seq->tokens.size()), begin + budget);
+    for (int64_t at : seq->snapshot_at)  // a chunk ends where a state snapshot is to be taken
+        if (at > begin && at < end) {
+            end = at;
+            break;
+        }
     int64_t image_rows = 0;
     for (const Sequence::ImageRows& image : seq->images) {
         if (image.end <= begin) continue;
@@ -280,8 +350,12 @@ StepPlan Scheduler::schedule() {
         if (config_.recurrent_state && free_state_slots_.empty()) break;  // (the seats already bound them)
         if (s->whole_prompt && int64_t(s->tokens.size()) > budget) break;  // waits for a step with room
         const int32_t reserve = running_.empty() ? 0 : watermark;
-        if (int64_t(blocks_.blocks_needed(s->tokens, s->prefix_key, s->reuse_prefix)) + reserve > blocks_.num_available_blocks()) break;
-        if (prefix_in_flight(s)) break;
+        int32_t restore_slot = -1;
+        const int64_t max_hits = plan_snapshots(s, restore_slot);
+        if (int64_t(blocks_.blocks_needed(s->tokens, s->prefix_key, s->reuse_prefix, max_hits)) + reserve >
+            blocks_.num_available_blocks())
+            break;
+        if (prefix_in_flight(s) || (config_.recurrent_state && recurrent_prefix_in_flight(s))) break;
         int64_t n_tier = 0;
         // The second tier keys blocks by the base model only, so adapter sequences do not use it.
         if (source_ && s->reuse_prefix && s->prefix_key == 0 && blocks_.prefix_caching()) {
@@ -289,11 +363,15 @@ StepPlan Scheduler::schedule() {
             const int64_t max = blocks_.max_reusable_blocks(s->tokens);
             if (first < max) n_tier = source_->stage(s->tokens, first, max);
         }
-        kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, s->prefix_key, s->reuse_prefix, n_tier);
+        kv::AllocateResult r = blocks_.allocate(s->id, s->tokens, s->prefix_key, s->reuse_prefix, n_tier, max_hits);
         if (r.status != kv::KvStatus::ok) break;
         if (s->whole_prompt) blocks_.keep_private(s->id);
         if (n_tier > 0) source_->load(r.tier_blocks);
         take_state_slot(s);
+        if (restore_slot >= 0) {  // after the plan's pending copies: a snapshot taken last step is filled first
+            plan.state_copies.push_back({restore_slot, s->state_slot});
+            snapshots_.touch(blocks_.block_hash(s->id, size_t(max_hits - 1)));
+        }
         waiting_.erase(pick);
         s->n_computed = r.n_cached_tokens;
         if (s->first_cached_tokens < 0) s->first_cached_tokens = r.n_cached_tokens;
@@ -310,6 +388,8 @@ StepPlan Scheduler::schedule() {
         pending[s->tenant] += chunk;
     }
     plan.n_tokens = plan.n_decode_tokens + plan.n_prefill_tokens;
+    // An empty plan does not run: its copies wait for the next (a snapshot must be filled before use).
+    if (plan.chunks.empty()) pending_state_copies_ = std::move(plan.state_copies), plan.state_copies.clear();
     return plan;
 }
 
@@ -320,6 +400,7 @@ void Scheduler::complete(const StepPlan& plan) {
         c.seq->n_computed = c.end - c.n_draft;
         charge(c.seq, c.end - c.begin);  // drafts included: work done for the tenant either way
     }
+    take_snapshots(plan);
 }
 
 void Scheduler::accept_draft(const ScheduledChunk& c, int64_t accepted) {

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "engine/sequence.h"
+#include "engine/state_snapshots.h"
 #include "kv/block_manager.h"
 #include "model/batch.h"
 
@@ -63,6 +64,15 @@ struct SchedulerConfig {
     // recompute starts from position 0, so from a zeroed state) or removed. The seats bound them:
     // a sequence that cannot have a slot cannot have a seat either.
     bool recurrent_state = false;
+    // With recurrent_state and the prefix cache: the model's slots [max_seqs, max_seqs +
+    // state_snapshots) hold state snapshots at block boundaries (engine/state_snapshots.h), the only
+    // places a prompt of such a model can resume from cached blocks. Each admission asks for two:
+    // at the end of the prompt's last whole block before its last token (where the same prompt
+    // resumes) and at the end of its cached blocks when they go further than a snapshot (where
+    // prompts sharing that prefix, e.g. a system prompt, diverge); and a running prompt gets one
+    // where a waiting prompt parts from it (defer_shared_prefix: the waiting one resumes there). A
+    // prompt chunk ends at each, and the next step's state_copies take the copy before the step.
+    int32_t state_snapshots = 0;
 
     void validate() const;  // throws pagoda::Error
 };
@@ -129,6 +139,9 @@ public:
     int64_t served_tokens(uint32_t tenant) const;
     const std::vector<Sequence*>& running() const { return running_; }
     const std::deque<Sequence*>& waiting() const { return waiting_; }
+    const StateSnapshots& state_snapshots() const { return snapshots_; }
+    // After a failed step: the snapshot copies it carried may not have run, so none is trusted.
+    void drop_state_snapshots() { snapshots_.clear(); }
 
 private:
     struct Tenant {
@@ -152,9 +165,19 @@ private:
     void preempt(Sequence* seq, StepPlan& plan);
     void take_state_slot(Sequence* seq);
     void release_state_slot(Sequence* seq);
+    // Admission of a model with state snapshots: how many leading cached blocks seq may reuse (up to
+    // the last one with a snapshot; -1: no limit), the snapshot slot to restore (or -1), and the
+    // positions where its state is to be snapshotted (Sequence::snapshot_at).
+    int64_t plan_snapshots(Sequence* seq, int32_t& restore_slot);
+    // After a step: snapshots of the chunks that ended at one of their sequence's snapshot positions.
+    void take_snapshots(const StepPlan& plan);
     // Whether a running sequence is computing leading full blocks of seq's prompt beyond what the
     // prefix cache holds now (so that waiting a step makes them cache hits).
     bool prefix_in_flight(const Sequence* seq) const;
+    // The same for a recurrent model, which resumes only at a state snapshot: a running sequence
+    // computing the leading blocks seq shares with it gets a snapshot position where they end
+    // (Sequence::snapshot_at), and seq waits for it.
+    bool recurrent_prefix_in_flight(const Sequence* seq);
     // The end of seq's next prompt chunk from n_computed within `budget` tokens and the step's
     // image-token budget (taken from), splitting no image; n_computed when nothing fits.
     int64_t prefill_end(const Sequence* seq, int64_t budget, int64_t& image_budget) const;
@@ -168,7 +191,8 @@ private:
     int64_t preemptions_ = 0;
     std::unordered_map<uint32_t, Tenant> tenants_;
     std::vector<int32_t> free_state_slots_;  // recurrent_state: the slots no sequence holds
-    std::vector<model::Batch::StateCopy> pending_state_copies_;  // forks since the last plan
+    std::vector<model::Batch::StateCopy> pending_state_copies_;  // forks and snapshots since the last plan
+    StateSnapshots snapshots_{{}};
 };
 
 }  // namespace pagoda::engine

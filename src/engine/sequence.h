@@ -42,6 +42,9 @@ struct Sequence {
     int32_t n_preemptions = 0;
     int64_t first_cached_tokens = -1;  // prefix-cache hit at its first admission
     int32_t state_slot = -1;           // its recurrent state slot while running (SchedulerConfig::recurrent_state)
+    // With recurrent-state snapshots: the positions (block boundaries, increasing) where a prompt
+    // chunk ends so that the state there is copied into a snapshot (chosen at each admission).
+    std::vector<int64_t> snapshot_at;
     bool reuse_prefix = true;          // false: compute every prompt token (mean / CLS pooling)
     // An encoder's (bidirectional attention): the prompt is admitted only whole into one step, and
     // its KV blocks stay out of the prefix cache (BlockManager::keep_private).

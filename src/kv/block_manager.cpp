@@ -184,10 +184,12 @@ void BlockManager::clear_prefix_cache() {
 
 // ---- capacity ----
 
-int32_t BlockManager::blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key, bool reuse_prefix) const {
+int32_t BlockManager::blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key, bool reuse_prefix,
+                                    int64_t max_hit_blocks) const {
     std::vector<int32_t> hit;
     std::vector<uint64_t> hashes;
     if (reuse_prefix) match_prefix(prompt, extra_key, hit, hashes);
+    if (max_hit_blocks >= 0 && int64_t(hit.size()) > max_hit_blocks) hit.resize(size_t(max_hit_blocks));
     int64_t total = (int64_t(prompt.size()) + block_size_ - 1) / block_size_;
     int64_t need = total - int64_t(hit.size());
     for (int32_t b : hit)
@@ -217,13 +219,31 @@ int64_t BlockManager::cached_prefix_blocks(std::span<const int32_t> prompt, uint
     return int64_t(hit.size());
 }
 
+std::vector<uint64_t> BlockManager::cached_prefix_hashes(std::span<const int32_t> prompt, uint64_t extra_key) const {
+    std::vector<int32_t> hit;
+    std::vector<uint64_t> hashes;
+    match_prefix(prompt, extra_key, hit, hashes);
+    return hashes;
+}
+
+uint64_t BlockManager::block_hash(SeqId seq, size_t i) const {
+    const Sequence& s = seq_ref(seq);
+    if (i >= s.block_hashes.size())
+        fail("block manager: sequence {} has {} computed full blocks, not {}", seq, s.block_hashes.size(), i + 1);
+    return s.block_hashes[i];
+}
+
 AllocateResult BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key, bool reuse_prefix,
-                                      int64_t n_tier) {
+                                      int64_t n_tier, int64_t max_hit_blocks) {
     if (seqs_.count(seq)) fail("block manager: sequence {} already exists", seq);
     if (prompt.empty()) fail("block manager: sequence {} has an empty prompt", seq);
     std::vector<int32_t> hit;
     std::vector<uint64_t> hashes;
     if (reuse_prefix) match_prefix(prompt, extra_key, hit, hashes);
+    if (max_hit_blocks >= 0 && int64_t(hit.size()) > max_hit_blocks) {
+        hit.resize(size_t(max_hit_blocks));
+        hashes.resize(size_t(max_hit_blocks));
+    }
     if (n_tier < 0 || (n_tier > 0 && (!prefix_caching_ || !reuse_prefix ||
                                       int64_t(hit.size()) + n_tier > max_reusable_blocks(prompt))))
         fail("block manager: sequence {} cannot take {} tier blocks after {} cached ones (at most {} reusable)", seq,

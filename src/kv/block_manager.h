@@ -99,7 +99,9 @@ public:
     // How many of the available (free + evictable) blocks allocate() would consume for this prompt
     // now: blocks for the tokens not served by the cache, plus cached hits that are currently
     // evictable (re-referencing them takes them off the evictable list).
-    int32_t blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key = 0, bool reuse_prefix = true) const;
+    // max_hit_blocks >= 0 reuses at most that many leading cached blocks (as allocate's).
+    int32_t blocks_needed(std::span<const int32_t> prompt, uint64_t extra_key = 0, bool reuse_prefix = true,
+                          int64_t max_hit_blocks = -1) const;
     // Whether append(seq, n_new_tokens tokens) would succeed now (counts copy-on-write).
     bool can_append(SeqId seq, int64_t n_new_tokens) const;
 
@@ -112,10 +114,18 @@ public:
     // n_tier_blocks more blocks after the pool's hits are supplied by the second tier (at most
     // what the last-token rule leaves; throws otherwise): they take fresh blocks, count as
     // computed and are published; result.tier_blocks names them.
+    // max_hit_blocks >= 0 reuses at most that many leading cached blocks (a hybrid model resumes
+    // only where it has a recurrent-state snapshot); the rest are computed again in fresh blocks.
     AllocateResult allocate(SeqId seq, std::span<const int32_t> prompt, uint64_t extra_key = 0, bool reuse_prefix = true,
-                            int64_t n_tier_blocks = 0);
+                            int64_t n_tier_blocks = 0, int64_t max_hit_blocks = -1);
     // How many leading blocks of the prompt the pool would serve (the tier is asked for the next).
     int64_t cached_prefix_blocks(std::span<const int32_t> prompt, uint64_t extra_key = 0) const;
+    // The chain hashes of those blocks, in order.
+    std::vector<uint64_t> cached_prefix_hashes(std::span<const int32_t> prompt, uint64_t extra_key = 0) const;
+    // Whether a block with this chain hash is in the prefix cache now.
+    bool is_cached_hash(uint64_t hash) const { return cache_.count(hash) != 0; }
+    // The chain hash of seq's computed full block i (i < num_computed(seq) / block_size).
+    uint64_t block_hash(SeqId seq, size_t i) const;
     // The most blocks of a prompt that may be reused (all whole blocks before its last token).
     int64_t max_reusable_blocks(std::span<const int32_t> prompt) const {
         return prompt.empty() ? 0 : int64_t((prompt.size() - 1) / size_t(block_size_));

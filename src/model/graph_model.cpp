@@ -48,8 +48,8 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
         slot_tokens_.assign(size_t(built_.graph.state_slots), -1);
         int64_t per_slot = 0;
         for (const TensorSpec& t : built_.graph.tensors) per_slot += t.rows == Rows::state ? t.cols : 0;
-        log_info("{}: recurrent state: {} slots of {:.1f} MiB (one per running sequence; no prefix cache)", file_->name(),
-                 built_.graph.state_slots, double(per_slot) * double(backend_->activation_size()) / (1 << 20));
+        log_info("{}: recurrent state: {} slots of {:.1f} MiB (running sequences, then prefix-cache snapshots)",
+                 file_->name(), built_.graph.state_slots, double(per_slot) * double(backend_->activation_size()) / (1 << 20));
     }
     const bool fusion = o.fusion && fusion_enabled_by_env();
     executor_ = staged(built_.graph, fusion);

@@ -33,8 +33,9 @@ struct StepModelOptions {
     // the cpu backend (llama.cpp's -ngl; the token embedding goes with layer 0). 0: all on the cpu;
     // more than the model's layers, or -1: all on the device. Other backends ignore it.
     int32_t n_gpu_layers = -1;
-    // A model with recurrent layers: how many sequences may hold a state at once (the engine's
-    // max_seqs; StepModelInfo::n_state_slots). 0: 16. Other models ignore it.
+    // A model with recurrent layers: how many per-sequence states it keeps (StepModelInfo::
+    // n_state_slots): the engine's max_seqs running sequences, then its prefix-cache snapshots
+    // (EngineOptions::state_snapshots). 0: 16. Other models ignore it.
     int32_t state_slots = 0;
 };
 

@@ -84,7 +84,11 @@ json dashboard_state_json(const DashboardInputs& in) {
         out["prefix_cache"] = {{"enabled", s.prefix_caching},
                                {"queried_tokens", s.prefix_queried_tokens},
                                {"hit_tokens", s.prefix_hit_tokens},
-                               {"hit_rate", s.prefix_hit_rate()}};
+                               {"hit_rate", s.prefix_hit_rate()},
+                               {"state_snapshot_slots", s.state_snapshot_slots},
+                               {"state_snapshots", s.state_snapshots},
+                               {"state_snapshots_taken", s.state_snapshots_taken},
+                               {"state_snapshot_restores", s.state_snapshot_restores}};
     } else {
         out["engine"] = nullptr;
         out["prefix_cache"] = nullptr;

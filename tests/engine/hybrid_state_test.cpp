@@ -2,8 +2,9 @@
 // recurrent state beside the paged KV): a greedy request yields the same tokens alone, batched with
 // others under small token budgets (chunked prefill) and block sizes, preempted and recomputed from a
 // small KV pool, and as both choices of an n = 2 request (the fork copies the parent's state). The
-// engine turns the prefix cache off for such a model, caps the running sequences at its state
-// slots, and refuses speculative decoding by name.
+// engine caps the running sequences at its state slots, turns the prefix cache off when no slot is
+// left for state snapshots (hybrid_prefix_cache_test.cpp runs it on), and refuses speculative
+// decoding by name.
 #include <gtest/gtest.h>
 
 #include "engine/engine_core.h"

@@ -244,3 +244,42 @@ TEST(BlockManagerTier, EvictionHookSeesTheBlockAndTierBlocksArePublished) {
 
 }  // namespace
 }  // namespace pagoda::kv
+
+namespace pagoda::kv {
+namespace {
+
+// A hybrid model resumes only at a block with a state snapshot: allocate's max_hit_blocks reuses
+// that many leading cached blocks and computes the rest in fresh blocks, and blocks_needed agrees.
+TEST(BlockManager, MaxHitBlocksCapsTheReusedPrefix) {
+    BlockManager bm(16, 4);
+    const auto prompt = iota_tokens(18);  // 4 reusable blocks
+    ASSERT_EQ(bm.allocate(1, prompt).status, KvStatus::ok);
+    bm.mark_computed(1, 18);
+    const std::vector<uint64_t> hashes = bm.cached_prefix_hashes(prompt);
+    ASSERT_EQ(hashes.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(bm.block_hash(1, i), hashes[i]);
+        EXPECT_TRUE(bm.is_cached_hash(hashes[i]));
+    }
+    EXPECT_THROW(bm.block_hash(1, 4), Error);
+    EXPECT_EQ(bm.blocks_needed(prompt, 0, true, 2), 5 - 2);  // 5 blocks, 2 of them shared (in use, so free)
+    EXPECT_EQ(bm.blocks_needed(prompt, 0, true, 0), 5);
+    auto r = bm.allocate(2, prompt, 0, true, 0, 2);
+    ASSERT_EQ(r.status, KvStatus::ok);
+    EXPECT_EQ(r.n_cached_tokens, 8);
+    EXPECT_EQ(bm.block_table(2)[0], bm.block_table(1)[0]);
+    EXPECT_EQ(bm.block_table(2)[1], bm.block_table(1)[1]);
+    EXPECT_NE(bm.block_table(2)[2], bm.block_table(1)[2]);
+    EXPECT_EQ(bm.stats().hit_tokens, 8);
+    // Its recomputed blocks hash as the cached ones; the cache keeps the first copy.
+    bm.mark_computed(2, 18);
+    EXPECT_EQ(bm.block_hash(2, 3), hashes[3]);
+    bm.free(1);
+    bm.free(2);
+    EXPECT_EQ(bm.cached_prefix_blocks(prompt), 4);
+    auto all = bm.allocate(3, prompt, 0, true, 0, -1);
+    EXPECT_EQ(all.n_cached_tokens, 16);
+}
+
+}  // namespace
+}  // namespace pagoda::kv
