@@ -146,7 +146,7 @@ TEST(ServeMultiLoraRuntime, AReloadKeepsTheAdapterAndAnUnloadLetsRunningRequests
     const std::string want_a = alone(f.a, f.lora_a), want_long = alone(f.a, f.lora_a, 100);
     const std::vector<std::string> admin = {"Authorization: Bearer admin-key-2"};
     const std::vector<std::string> user = {"Authorization: Bearer user-key-2"};
-    std::vector<std::string> args = {"-m", "c=" + f.c, "--allow-runtime-lora", "--admin-key", "admin-key-2",
+    std::vector<std::string> args = {"-m", "c=" + f.c, "--allow-runtime-lora", "--admin-key", "admin-key-2", "--open-health",
                                      "--api-key", "user-key-2"};
     args.insert(args.end(), kSmall.begin(), kSmall.end());
     ServeProcess server(args, "a=" + f.a);
@@ -229,7 +229,7 @@ TEST(ServeMultiLoraRuntime, RefusalsNameTheFieldTheAdapterAndTheBase) {
               std::string::npos)
         << failed.dump();
     ASSERT_EQ(post(server.port(), "/v1/unload_lora_adapter", {{"lora_name", "y"}}).status, 200);
-    json ok;
+    json ok = json::object();
     for (int i = 0; i < 200 && ok.value("_status", 0) != 200; ++i) {  // a failed load is retried after 2 s
         ok = completion(server.port(), "a", 2);
         if (ok["_status"] != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
