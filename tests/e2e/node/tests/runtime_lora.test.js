@@ -60,7 +60,7 @@ test('a run-time adapter loads and unloads under load on a server of two bases; 
     lb: await alone(b.model, ['--lora', `x=${b.adapter}`], 8),
   };
   const server = await startServer(['-m', `a=${a.model}`, '-m', `b=${b.model}`, '--lora', `b:lb=${b.adapter}`,
-    '--allow-runtime-lora', '--admin-key', ADMIN], null);
+    '--allow-runtime-lora', '--admin-key', ADMIN, '--open-health'], null);
   try {
     const c = client(server);
     // Requests for b and its start-up adapter stream while la is loaded onto a.
