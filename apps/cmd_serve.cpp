@@ -66,6 +66,14 @@ server::ApiKeyTable load_keys(const ServeOptions& o) {
     return server::ApiKeyTable::parse(read_text_file(o.api_key_file, "API key file") + "\n" + key_lines, o.api_key_file);
 }
 
+// A model's serve options with its models.json settings (ctx_size, kv_memory) applied.
+ServeModelOptions with_settings(ServeModelOptions m, const server::ModelSource& s) {
+    m.path = s.path;
+    if (s.settings.ctx_size) m.max_context = *s.settings.ctx_size;
+    if (s.settings.kv_memory) m.kv.memory = *s.settings.kv_memory;
+    return m;
+}
+
 // Several models (-m A -m B, --models-dir, --alias ID=PATH): each loads on its first request.
 int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
     std::vector<std::string> aliases;
@@ -74,14 +82,13 @@ int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
         else fail("--model-name {}: with several models each is named by its file, or by ID=PATH", n);
     if (!o.model.draft_model.empty()) fail("--draft-model serves one model; with several models it is not supported yet");
     if (!o.model.mmproj.empty()) fail("--mmproj is one model's projector; with several models it is not supported yet");
-    if (o.model.allow_runtime_lora)
-        fail("--allow-runtime-lora adapts one base model; with several models give each adapter at start with --lora "
-             "MODEL:NAME=PATH[:SCALE]");
     server::MultiModelOptions mo;
     mo.gateway = o.gateway;
     mo.models = collect_model_sources(o.model_args, aliases, o.models_dir);
+    mo.allow_runtime_lora = o.model.allow_runtime_lora;  // POST /v1/load_lora_adapter names the base
     // --lora MODEL:NAME=PATH[:SCALE]: each adapter belongs to one base and loads (again) with it.
     std::map<std::string, std::vector<LoraSpec>> loras_of;
+    std::vector<std::pair<std::string, LoraSpec>> specs;  // (base, adapter)
     for (LoraSpec spec : o.model.loras) {
         const size_t colon = spec.name.find(':');
         if (colon == std::string::npos || colon == 0 || colon + 1 == spec.name.size())
@@ -89,6 +96,11 @@ int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
                  spec.path);
         const std::string base = spec.name.substr(0, colon);
         spec.name = spec.name.substr(colon + 1);
+        specs.emplace_back(base, std::move(spec));
+    }
+    for (const auto& source : mo.models)  // models.json "lora": as --lora ID:NAME=PATH[:SCALE]
+        for (const auto& l : source.settings.loras) specs.emplace_back(source.id, LoraSpec{l.name, l.path, l.scale});
+    for (auto& [base, spec] : specs) {
         // An adapter's name is a model id: one base only (the router refuses an unknown base or a model's id).
         if (!mo.adapter_bases.emplace(spec.name, base).second)
             fail("--lora {}:{}: the adapter name '{}' is also given to '{}'; adapter names are model ids, one each",
@@ -97,11 +109,10 @@ int serve_many(ServeOptions& o, server::ApiKeyTable keys) {
     }
     mo.memory_budget = o.models_memory.empty() ? 0 : parse_models_memory(o.models_memory);
     mo.estimate = [model = o.model, seqs = o.max_seqs](const server::ModelSource& s) {
-        return estimate_model_memory(s.path, model, seqs);
+        return estimate_model_memory(s.path, with_settings(model, s), s.settings.max_seqs.value_or(seqs));
     };
     server::ModelRouter router(std::move(mo), std::move(keys), [model = o.model, loras_of](const server::ModelSource& s, engine::EngineOptions eo) {
-        ServeModelOptions m = model;
-        m.path = s.path;
+        ServeModelOptions m = with_settings(model, s);
         auto it = loras_of.find(s.id);
         m.loras = it == loras_of.end() ? std::vector<LoraSpec>{} : it->second;
         return load_serve_model(m, std::move(eo));
@@ -170,7 +181,8 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                        "-m ID=PATH); requests without a model go to the first");
     sub.add_option("--models-dir", o->models_dir,
                    "Serve every *.gguf file and Hugging Face folder in DIR (named by file or folder, or by DIR/models.json: "
-                   "{\"id\": \"path\"}), each loaded on its first request");
+                   "{\"id\": \"path\"} or {\"id\": {\"path\": ..., \"ctx_size\": N, ...}} with per-model settings), "
+                   "each loaded on its first request");
     sub.add_option("--models-memory", o->models_memory,
                    "With several models: memory for the loaded ones (weights + KV pool), e.g. 16GiB or auto (80% of free "
                    "memory); idle models are unloaded least recently used first to make room (default: no limit)");
@@ -216,7 +228,8 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     o->compute.add_to(sub);
     o->lora.add_to(sub);
     sub.add_flag("--allow-runtime-lora", o->model.allow_runtime_lora,
-                 "Serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's); with API keys, an admin key");
+                 "Serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's; with several models the body's "
+                 "\"base\" names the adapter's model); with API keys, an admin key");
     sub.add_option("--max-loras", o->model.max_loras,
                    "LoRA adapters in memory at once (0: no cap); past it the least recently used idle one is dropped "
                    "and read again when next asked for")

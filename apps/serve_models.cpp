@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "server/models_json.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
@@ -54,22 +54,10 @@ std::optional<std::pair<std::string, std::string>> split_alias(const std::string
 void add_models_dir(std::vector<server::ModelSource>& out, const fs::path& dir) {
     const std::string from = "--models-dir " + dir.string();
     if (!fs::is_directory(dir)) fail("{}: not a folder", from);
-    const fs::path map_file = dir / "models.json";
-    if (fs::exists(map_file)) {
-        nlohmann::json map;
-        try {
-            std::ifstream in(map_file);
-            map = nlohmann::json::parse(in);
-        } catch (const std::exception& e) {
-            fail("{}: {} is not valid JSON: {}", from, map_file.string(), e.what());
-        }
-        if (!map.is_object() || map.empty())
-            fail("{}: {} must be an object mapping each model id to its path, e.g. {{\"chat\": \"chat.gguf\"}}", from,
-                 map_file.string());
-        for (const auto& [id, value] : map.items()) {
-            if (!value.is_string()) fail("{}: models.json: the path of '{}' must be a string", from, id);
-            const fs::path p = value.get<std::string>();
-            add_source(out, id, (p.is_absolute() ? p : dir / p).string(), from + " (models.json)");
+    if (fs::exists(dir / "models.json")) {
+        for (auto& entry : server::read_models_json(dir)) {
+            add_source(out, entry.id, entry.path, from + " (models.json)");
+            out.back().settings = std::move(entry.settings);
         }
         return;
     }
@@ -110,6 +98,14 @@ std::vector<server::ModelSource> collect_model_sources(const std::vector<std::st
     }
     if (!models_dir.empty()) add_models_dir(out, models_dir);
     if (out.empty()) fail("no model: give -m PATH (repeatable) or --models-dir DIR");
+    // A models.json alias is one more id of its model: unique among every id and alias.
+    std::set<std::string> ids;
+    for (const auto& s : out) ids.insert(s.id);
+    for (const auto& s : out)
+        for (const auto& alias : s.settings.aliases)
+            if (!ids.insert(alias).second)
+                fail("--models-dir {} (models.json): the alias '{}' of '{}' is already a model's id or alias", models_dir,
+                     alias, s.id);
     return out;
 }
 

@@ -2,7 +2,8 @@
 //   -m PATH (repeatable; the id is the file name without .gguf, or the folder's name), -m ID=PATH,
 //   --alias ID=PATH, and --models-dir DIR: every *.gguf file and every Hugging Face folder (one with
 //   a config.json) in DIR, named by file stem or folder name, or, when DIR has a models.json
-//   ({"id": "path", ...}, paths relative to DIR), exactly the models it maps.
+//   ({"id": "path" or {"path", settings...}}, server/models_json.h), exactly the models it maps,
+//   each with its settings (ModelSource::settings).
 // The first model given is the default for requests that name none.
 #pragma once
 #include <cstdint>

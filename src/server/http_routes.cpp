@@ -29,6 +29,7 @@ void start_job(RouteSession& s, HttpRequest& req, const ApiKey* key, Endpoint en
 // A simple answer from the gateway of the body's model, once that model is loaded.
 void on_model(RouteSession& s, json body, std::function<SimpleResponse(Gateway&, const json&)> answer) {
     const std::string model = ModelRouter::model_of(body);
+    body = s.router().with_model_id(body);  // an alias names its model
     s.with_model(model, [&s, body = std::move(body), answer](Gateway& g, const std::shared_ptr<Gateway>&) {
         send(s, answer(g, body));
     });
@@ -100,17 +101,17 @@ const std::array kRoutes = {
     Route{"/v1/rerank", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::rerank>},
     Route{"/rerank", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::rerank>},
     Route{"/v1/score", false, verb::post, verb::unknown, "POST", Access::key, job_route<Endpoint::score>},
-    // LoRA adapters (gateway_lora.cpp): vLLM's run-time load / unload, llama-server's list.
+    // LoRA adapters (model_router_lora.cpp, gateway_lora.cpp): vLLM's run-time load / unload, llama-server's list.
     Route{"/v1/load_lora_adapter", false, verb::post, verb::unknown, "POST", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey* key) {
-              send(s, s.router().lora_gateway(key, true).load_lora_adapter(parse_json_body(req.body())));
+              send(s, s.router().load_lora_adapter(parse_json_body(req.body()), key));
           }},
     Route{"/v1/unload_lora_adapter", false, verb::post, verb::unknown, "POST", Access::key,
           [](RouteSession& s, HttpRequest& req, const ApiKey* key) {
-              send(s, s.router().lora_gateway(key, true).unload_lora_adapter(parse_json_body(req.body())));
+              send(s, s.router().unload_lora_adapter(parse_json_body(req.body()), key));
           }},
     Route{"/lora-adapters", false, verb::get, verb::unknown, "GET", Access::key,
-          [](RouteSession& s, HttpRequest&, const ApiKey* key) { send(s, s.router().lora_gateway(key, false).lora_adapters()); }},
+          [](RouteSession& s, HttpRequest&, const ApiKey*) { send(s, s.router().lora_adapters()); }},
 };
 
 bool matches(const Route& r, std::string_view path) {

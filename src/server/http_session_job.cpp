@@ -36,7 +36,8 @@ void HttpSession<Stream>::with_model(const std::string& model, ModelTask run) {
 
 template <class Stream>
 void HttpSession<Stream>::start_completion(Endpoint endpoint, const nlohmann::ordered_json& body, const ApiKey* key) {
-    with_model(ModelRouter::model_of(body), [this, endpoint, body, key](Gateway& gateway, const std::shared_ptr<Gateway>& owner) {
+    with_model(ModelRouter::model_of(body), [this, endpoint, body = router().with_model_id(body), key](
+                                                Gateway& gateway, const std::shared_ptr<Gateway>& owner) {
         start_job_on(gateway, owner, endpoint, body, key);
     });
 }

@@ -21,12 +21,15 @@
 #include <thread>
 #include <vector>
 
+#include "server/model_settings.h"
+
 namespace pagoda::server {
 
 struct ModelSource {
     std::string id;
     std::string path;    // a GGUF file or a Hugging Face folder (or whatever the factory reads)
     std::string parent;  // the base model's id when this entry adapts another one; empty: a base model
+    ModelSettings settings;  // its own serve settings (models.json), for the factory; the registry ignores them
 };
 
 // One loaded model as the registry sees it.

@@ -39,13 +39,17 @@ ModelRouter::ModelRouter(MultiModelOptions options, ApiKeyTable keys, SourceLoad
     // Each model's gateway is built on the registry's thread when the model loads; a gateway
     // whose load fails is dropped (its error is the registry's).
     auto factory = [this](const ModelSource& source) -> std::shared_ptr<ServedModel> {
-        GatewayOptions go = options_.gateway;
-        go.model_name = source.id;
-        auto gateway = std::make_shared<Gateway>(
-            go, keys_, [this, source](engine::EngineOptions eo) { return loader_(source, std::move(eo)); });
+        GatewayOptions go = gateway_options(source);
+        auto loras = std::make_shared<std::shared_ptr<LoraRegistry>>();  // the loaded model's, kept for its adapters
+        auto gateway = std::make_shared<Gateway>(go, keys_, [this, source, loras](engine::EngineOptions eo) {
+            LoadedModel loaded = loader_(source, std::move(eo));
+            *loras = loaded.loras;
+            return loaded;
+        });
         if (lame_duck_) gateway->begin_lame_duck();
         if (draining_) gateway->begin_drain();
         gateway->load();
+        attach_adapters(gateway, *loras, source.id);
         return std::make_shared<GatewayModel>(std::move(gateway));
     };
     for (const auto& [name, base] : options_.adapter_bases) {
@@ -55,6 +59,19 @@ ModelRouter::ModelRouter(MultiModelOptions options, ApiKeyTable keys, SourceLoad
         for (const auto& m : options_.models) ids += (ids.empty() ? "'" : ", '") + m.id + "'";
         if (!known) fail("--lora {}:{}: no model '{}' is served (the models are {})", base, name, base, ids);
         if (clash) fail("--lora {}:{}: '{}' is already a model's id; name the adapter otherwise", base, name, name);
+        adapters_[name] = {base, {}, 1, false};
+    }
+    // models.json settings: checked now, so a bad combination is a start-up error naming the model.
+    for (const auto& m : options_.models) {
+        try {
+            gateway_options(m).scheduler.validate();
+        } catch (const std::exception& e) {
+            fail("model '{}': {}", m.id, e.what());
+        }
+        for (const auto& alias : m.settings.aliases) {
+            if (adapters_.count(alias)) fail("the alias '{}' of '{}' is also a LoRA adapter's name", alias, m.id);
+            aliases_[alias] = m.id;
+        }
     }
     registry_ = std::make_unique<ModelRegistry>(options_.models, factory, options_.estimate, options_.memory_budget,
                                                 resident_bytes);
@@ -67,6 +84,34 @@ ModelRouter::ModelRouter(MultiModelOptions options, ApiKeyTable keys, SourceLoad
 }
 
 ModelRouter::~ModelRouter() = default;
+
+GatewayOptions ModelRouter::gateway_options(const ModelSource& source) const {
+    GatewayOptions go = options_.gateway;
+    go.model_name = source.id;
+    const ModelSettings& s = source.settings;
+    if (s.chat_template) go.chat_template = *s.chat_template;
+    if (s.reasoning_format) go.reasoning_format = *s.reasoning_format;
+    if (s.reasoning_budgets) go.reasoning_budgets = parse_reasoning_budgets(*s.reasoning_budgets);
+    if (s.max_seqs) go.scheduler.max_seqs = *s.max_seqs;
+    if (s.max_batched_tokens) go.scheduler.max_batched_tokens = *s.max_batched_tokens;
+    return go;
+}
+
+template <class J>
+static J with_id(const J& body, const std::map<std::string, std::string>& aliases) {
+    auto it = body.find("model");
+    if (it == body.end() || !it->is_string()) return body;
+    auto alias = aliases.find(it->template get<std::string>());
+    if (alias == aliases.end()) return body;
+    J out = body;
+    out["model"] = alias->second;
+    return out;
+}
+
+json ModelRouter::with_model_id(const json& body) const { return with_id(body, aliases_); }
+nlohmann::ordered_json ModelRouter::with_model_id(const nlohmann::ordered_json& body) const {
+    return with_id(body, aliases_);
+}
 
 std::string ModelRouter::model_of(const json& body) {
     auto it = body.find("model");
@@ -88,7 +133,8 @@ static ApiError model_not_found(const std::string& id, const std::vector<std::st
 std::shared_ptr<Gateway> ModelRouter::route(const std::string& model, std::unique_ptr<ModelRegistry::Wait>& hold) {
     if (!registry_) return single_handle_;
     std::string id = model.empty() ? options_.models.front().id : model;
-    if (auto adapter = options_.adapter_bases.find(id); adapter != options_.adapter_bases.end()) id = adapter->second;
+    if (auto entry = adapter(id)) id = entry->base;
+    if (auto alias = aliases_.find(id); alias != aliases_.end()) id = alias->second;
     if (!registry_->contains(id)) {
         hold.reset();
         record_rejection(nullptr, "invalid");
@@ -139,19 +185,6 @@ std::shared_ptr<Gateway> ModelRouter::find_loaded(const std::string& id) const {
     for (auto& g : gateways())
         if (g->model_name() == id && g->state() == Gateway::State::ready) return g;
     return nullptr;
-}
-
-Gateway& ModelRouter::lora_gateway(const ApiKey* key, bool change) {
-    if (registry_)
-        throw ApiError(400, "run-time LoRA loading and the adapter list are served by a server of one base model; "
-                            "this server serves several models, whose adapters are given at start "
-                            "(--lora MODEL:NAME=PATH)",
-                       "invalid_request_error", {}, "lora_unsupported");
-    if (change && auth_required() && !(key && key->admin))
-        throw ApiError(403, "loading and unloading LoRA adapters needs an admin key (admin=true in --api-key-file, or "
-                            "--admin-key)",
-                       "permission_error", {}, "admin_key_required");
-    return *single_;
 }
 
 SimpleResponse ModelRouter::reload(const ReloadRequest& request, const ApiKey* key) {

@@ -58,6 +58,7 @@ json ModelRouter::card(const ModelStatus& s) const {
                  {"state", model_state_name(s.state)}, {"memory_bytes", s.memory_bytes},
                  {"version", s.version},  {"waiting", s.waiting}};
     if (!s.source.parent.empty()) card["parent"] = s.source.parent;
+    if (!s.source.settings.aliases.empty()) card["aliases"] = s.source.settings.aliases;
     if (s.reloading) card["reloading"] = true;
     if (!s.error.empty()) card["error"] = s.error;
     if (auto g = s.state == ModelState::loaded ? find_loaded(s.source.id) : nullptr) {
@@ -79,7 +80,7 @@ SimpleResponse ModelRouter::models() const {
     if (single_) return single_->models();
     json data = json::array();
     for (const ModelStatus& s : registry_->status()) data.push_back(card(s));
-    for (const auto& [name, base] : options_.adapter_bases) data.push_back(adapter_card(name, base));
+    for (const auto& [name, entry] : adapters()) data.push_back(adapter_card(name, entry.base));
     return {200, "application/json",
             dump_json(json{{"object", "list"}, {"data", data}, {"memory_budget_bytes", registry_->budget_bytes()},
                            {"memory_used_bytes", registry_->used_bytes()}})};
@@ -87,9 +88,9 @@ SimpleResponse ModelRouter::models() const {
 
 SimpleResponse ModelRouter::model(const std::string& id) const {
     if (single_) return single_->model(id);
-    if (auto adapter = options_.adapter_bases.find(id); adapter != options_.adapter_bases.end())
-        return {200, "application/json", dump_json(adapter_card(id, adapter->second))};
-    auto s = registry_->status(id);
+    if (auto entry = adapter(id)) return {200, "application/json", dump_json(adapter_card(id, entry->base))};
+    auto alias = aliases_.find(id);
+    auto s = registry_->status(alias != aliases_.end() ? alias->second : id);
     if (!s) {
         std::string known;
         for (const auto& k : registry_->ids()) known += (known.empty() ? "'" : ", '") + k + "'";

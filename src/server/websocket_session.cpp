@@ -122,7 +122,7 @@ private:
             }
             holds_.erase(key);
             const std::string request_id = shared_.router.new_request_id();
-            auto job = gateway->start(target.endpoint, *target.body, key_, request_id, sink);
+            auto job = gateway->start(target.endpoint, shared_.router.with_model_id(*target.body), key_, request_id, sink);
             job->keep_alive(gateway);
             jobs_[key] = Entry{job, id, serial};
             for (auto& chunk : job->opening_chunks()) send(json{{"id", id}, {"chunk", std::move(chunk)}});

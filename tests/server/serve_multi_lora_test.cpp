@@ -108,11 +108,11 @@ TEST(ServeMultiLora, EachAdapterAnswersAsOnAServerOfItsBaseAndLoadsItsBase) {
     // An adapter belongs to its base only: `lora` on the other base does not find it.
     const json wrong = completion(server.port(), "c", {{"lora", {{{"path", f.lora_a}, {"scale", 1}}}}});
     EXPECT_EQ(wrong["_status"], 404) << wrong.dump();
-    // Run-time loading stays with one-model servers, refused by name.
+    // Run-time loading needs --allow-runtime-lora (serve_multi_lora_runtime_test.cpp), refused by name.
     const HttpResult load = http_request(server.port(), "POST", "/v1/load_lora_adapter",
-                                         json{{"lora_name", "z"}, {"lora_path", f.lora_a}}.dump());
+                                         json{{"lora_name", "z"}, {"lora_path", f.lora_a}, {"base", "a"}}.dump());
     EXPECT_EQ(load.status, 400) << load.body;
-    EXPECT_NE(load.body.find("lora_unsupported"), std::string::npos) << load.body;
+    EXPECT_NE(load.body.find("start the server with --allow-runtime-lora"), std::string::npos) << load.body;
 }
 
 TEST(ServeMultiLora, AnAdapterLoadsAgainWithANewVersionOfItsBase) {
@@ -146,7 +146,6 @@ TEST(ServeMultiLora, RefusalsNameTheBaseAndTheAdapter) {
     refused({"--lora", "la=" + f.lora_a}, "name the adapter's base model: --lora MODEL:NAME=PATH");
     refused({"--lora", "a:c=" + f.lora_a}, "'c' is already a model's id");
     refused({"--lora", "a:x=" + f.lora_a, "--lora", "c:x=" + f.lora_c}, "the adapter name 'x' is also given to 'a'");
-    refused({"--lora", "a:la=" + f.lora_a, "--allow-runtime-lora"}, "--allow-runtime-lora adapts one base model");
 
     // An adapter of a attached to a base of another shape: that base's load fails naming both.
     ServeProcess server({"-m", "big=" + f.big, "--lora", "big:la=" + f.lora_a}, "a=" + f.a);
