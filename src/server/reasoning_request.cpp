@@ -45,6 +45,7 @@ ReasoningBudgets parse_reasoning_budgets(const std::string& text) {
 }
 
 grammar::ReasoningTags reasoning_grammar_tags(chat::ReasoningFormat format, bool tool_call) {
+    if (format == chat::ReasoningFormat::gemma4) return {.open = "<|channel>thought\n", .close = "<channel|>"};
     if (format != chat::ReasoningFormat::harmony) return {};
     // A harmony tool call is a message of its own (its grammar writes the commentary header); any
     // other answer is the final channel's.
@@ -59,6 +60,9 @@ engine::ThinkingBudget reasoning_budget_tags(chat::ReasoningFormat format) {
     if (format == chat::ReasoningFormat::harmony) {
         b.open = "<|channel|>analysis<|message|>";
         b.close = "<|end|>";
+    } else if (format == chat::ReasoningFormat::gemma4) {
+        b.open = "<|channel>";
+        b.close = "<channel|>";
     }
     return b;
 }
