@@ -248,7 +248,7 @@ struct Case {
     std::string quant;
     bool fusion;
     double tolerance;
-    int64_t experts = 0;
+    int64_t experts = 0, experts_used = 2;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -259,7 +259,9 @@ TEST_P(Gemma4Model, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
     backend::cpu::testing::KernelConfigGuard guard;
     backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
-    const std::string path = model_compare::write_model(gemma4_spec(71, 2, true, false, c.experts), "gemma4_" + c.name, c.quant);
+    RandomModelSpec spec = gemma4_spec(71, 2, true, false, c.experts);
+    spec.n_experts_used = c.experts_used;
+    const std::string path = model_compare::write_model(spec, "gemma4_" + c.name, c.quant);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
     const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
     auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
@@ -271,12 +273,15 @@ TEST_P(Gemma4Model, ForwardMatchesTheReferenceBackend) {
 // Q8_0: the CPU's int8 path rounds activations to int8 per 32 values; six layers whose sliding
 // windows average only five keys pass that on with little averaging: measured worst 6.5e-2 of the
 // largest logit on this model's uniform-shape form (4.5e-2 with every window wider than the prompt),
-// as reference_model_test's gemma3 Q8_0 case measures 3.5e-2 over fewer layers.
+// as reference_model_test's gemma3 Q8_0 case measures 3.5e-2 over fewer layers. With experts, Q8_0
+// uses every expert: over 19 tokens x 6 layers of top-2 routing, int8 noise flips a close choice
+// somewhere and that position's logits move by far more than any tolerance (routing itself is
+// checked at F32 above and against hand-worked weights in moe_router_test).
 INSTANTIATE_TEST_SUITE_P(RandomModels, Gemma4Model,
                          ::testing::Values(Case{"f32", "", true, 1e-5}, Case{"f32_unfused", "", false, 1e-5},
                                            Case{"q8_0", "q8_0", true, 8e-2}, Case{"q8_0_unfused", "q8_0", false, 8e-2},
                                            Case{"experts_f32", "", true, 1e-5, 6}, Case{"experts_f32_unfused", "", false, 1e-5, 6},
-                                           Case{"experts_q8_0", "q8_0", true, 8e-2, 6}),
+                                           Case{"experts_q8_0", "q8_0", true, 8e-2, 6, 6}),
                          [](const auto& info) { return info.param.name; });
 
 // gen-model writes its synthetic vocabulary in Gemma 4's tokenizer form: model "gemma4" with merges,
