@@ -87,8 +87,8 @@ void apply_reasoning(const CompletionParams& p, const ReasoningSetup& setup, Eng
         // (and so the engine's warm mask cache).
         const bool tool_call = p.tool_choice == ToolChoice::required || p.tool_choice == ToolChoice::function;
         const grammar::ReasoningTags tags = reasoning_grammar_tags(setup.format, tool_call);
-        const std::string key = fmt::format("reasoning-prefix\x1f{}\x1f{}\x1f{}\x1f{}", setup.prompt_opens ? 1 : 0,
-                                            tags.after_close, tags.answer_open, p.grammar->to_gbnf());
+        const std::string key = fmt::format("reasoning-prefix\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", setup.prompt_opens ? 1 : 0,
+                                            tags.open, tags.close, tags.after_close, tags.answer_open, p.grammar->to_gbnf());
         prefixed = grammar::GrammarCache::shared().get(
             key, [&] { return grammar::with_reasoning_prefix(*p.grammar, tags, setup.prompt_opens); });
     }
