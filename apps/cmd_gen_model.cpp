@@ -222,7 +222,7 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "chat template) (default: synthetic vocabulary)");
     sub.add_option("--type", o->type, "Weight type: f32, f16, bf16; gpt-oss also mxfp4 (MXFP4 experts, F16 other matrices)");
     sub.add_option("--arch", o->arch,
-                   "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, gemma4 (dense), phi3, "
+                   "llama, qwen2, qwen3, qwen2moe, qwen3moe (these two need --experts), gemma2, gemma3, gemma4 (with --experts: the 26B-A4B form, experts beside the dense FFN), phi3, "
                    "gpt-oss (needs --experts; YaRN, sinks, alternating sliding layers), deepseek2 (needs --experts; MLA, "
                    "leading dense layers, shared experts), glm4moe (needs --experts; GLM-4.5: partial NEOX RoPE, QKV "
                    "biases, leading dense layers, sigmoid router with a correction bias, shared experts), glm4 "

@@ -259,9 +259,10 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
                    "Chat template: a builtin name (chatml, llama2, llama3, ...) or a Jinja file (default: the model's)");
     sub.add_option("--reasoning-format", o->gateway.reasoning_format,
                    "Chat reasoning: deepseek (<think> to reasoning_content), harmony (gpt-oss's analysis channel to "
-                   "reasoning_content) or none (left in content); default: harmony when the chat template has "
-                   "<|channel|> and <|message|>, deepseek when it mentions <think>")
-        ->check(CLI::IsMember({"none", "deepseek", "harmony"}));
+                   "reasoning_content), gemma4 (Gemma 4's <|channel>thought channel to reasoning_content) or none (left "
+                   "in content); default: harmony when the chat template has <|channel|> and <|message|>, gemma4 when "
+                   "it has <|channel> and <channel|>, deepseek when it mentions <think>")
+        ->check(CLI::IsMember({"none", "deepseek", "harmony", "gemma4"}));
     sub.add_option_function<std::string>(
            "--reasoning-budgets",
            [o](const std::string& v) {

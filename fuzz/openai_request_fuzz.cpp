@@ -156,7 +156,8 @@ std::string tool_output(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
         "<function=f>", "<parameter=a>", "</parameter>", "</function>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>",
         "function<｜tool▁sep｜>f\n", "```json\n", "\n```", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>",
         "<|start|>assistant", "<|channel|>", "commentary to=functions.f ", " <|constrain|>json", "<|message|>",
-        "<|call|>", "<|end|>", "<|return|>", "analysis", "final", " to=functions.g", "<think>", "</think>"};
+        "<|call|>", "<|end|>", "<|return|>", "analysis", "final", " to=functions.g", "<think>", "</think>",
+        "<|tool_call>", "<tool_call|>", "call:f", "<|\"|>", "<|channel>", "<channel|>", "thought\n"};
     std::string out;
     const int n = p.ConsumeIntegralInRange<int>(0, 24);
     for (int i = 0; i < n && p.remaining_bytes(); ++i) {
@@ -172,7 +173,8 @@ std::string tool_output(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
 void check_tool_calls(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
     const auto format = p.PickValueInArray({chat::ToolCallFormat::hermes, chat::ToolCallFormat::llama3_json,
                                             chat::ToolCallFormat::mistral, chat::ToolCallFormat::qwen3_coder,
-                                            chat::ToolCallFormat::deepseek_v3, chat::ToolCallFormat::harmony});
+                                            chat::ToolCallFormat::deepseek_v3, chat::ToolCallFormat::harmony,
+                                            chat::ToolCallFormat::gemma4});
     const nlohmann::json tools = p.ConsumeBool() ? gen.tools() : nlohmann::json();
     const std::string text = tool_output(gen, p);
     const chat::ParsedToolCalls whole = chat::parse_tool_calls(text, format, tools);
@@ -202,10 +204,11 @@ void check_tool_calls(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
     }
 }
 
-// The reasoning splitters (<think> and harmony) on the same outputs: never throw, and give the same
+// The reasoning splitters (<think>, Gemma 4's channel and harmony) on the same outputs: never throw, and give the same
 // reasoning and content whatever the cuts; harmony's content then goes through its tool-call parser.
 void check_reasoning_split(fuzz::JsonGen& gen, FuzzedDataProvider& p) {
-    const auto format = p.PickValueInArray({chat::ReasoningFormat::deepseek, chat::ReasoningFormat::harmony});
+    const auto format = p.PickValueInArray({chat::ReasoningFormat::deepseek, chat::ReasoningFormat::harmony,
+                                            chat::ReasoningFormat::gemma4});
     const bool open = p.ConsumeBool();
     const std::string text = tool_output(gen, p);
     chat::ReasoningSplitter whole_splitter(format, open), splitter(format, open);

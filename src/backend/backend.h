@@ -253,7 +253,8 @@ struct QkvOp {
 //   best selection values, and only the best n_groups_used groups' experts stay selectable;
 //   ids = the k best selection values, best first, the lower expert index on a tie;
 //   w_j = s[ids[j]]; softmax_selected: w = softmax(w) over the k; MoeOp::normalize: w /= max(sum w, 2^-14);
-//   then w *= scale (the routed scaling factor).
+//   then w *= scale (the routed scaling factor), and w_j *= expert_scale[ids[j]] where given (Gemma 4's
+//   ffn_down_exps.scale: a per-expert factor on the down projection's output, moved onto its weight).
 // The plain softmax router without a bias selects on the logits themselves (softmax is monotonic,
 // and logits carry no rounding of exp that could tie two experts).
 enum class MoeScoring { softmax, sigmoid, softmax_selected };
@@ -263,6 +264,7 @@ struct MoeRouting {
     float scale = 1.0f;
     int32_t n_groups = 0, n_groups_used = 0;  // group-limited top-k (n_groups > 1)
     std::vector<float> correction_bias;       // empty, or one per expert
+    std::vector<float> expert_scale;          // empty, or one finite factor per expert
 };
 
 // An expert's activation between its gate|up and down projections, per element g (gate), u (up):

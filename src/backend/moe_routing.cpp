@@ -33,6 +33,10 @@ void check_routing(const MoeRouting& r, int32_t n_experts, int32_t k) {
     if (!r.correction_bias.empty() && int64_t(r.correction_bias.size()) != n_experts)
         fail("moe: {} score-correction biases for {} experts", r.correction_bias.size(), n_experts);
     if (!(r.scale > 0) || !std::isfinite(r.scale)) fail("moe: the routed scaling factor {} must be positive", r.scale);
+    if (!r.expert_scale.empty() && int64_t(r.expert_scale.size()) != n_experts)
+        fail("moe: {} per-expert scales for {} experts", r.expert_scale.size(), n_experts);
+    for (size_t e = 0; e < r.expert_scale.size(); ++e)
+        if (!std::isfinite(r.expert_scale[e])) fail("moe: expert {}'s scale {} is not finite", e, r.expert_scale[e]);
     if (r.n_groups > 1) {
         if (n_experts % r.n_groups != 0)
             fail("moe: {} experts do not split into {} equal groups", n_experts, r.n_groups);
@@ -64,6 +68,8 @@ void route_token(const float* logits, int32_t n_experts, int32_t k, bool normali
         const double denom = normalize ? picked : sum;
         for (int32_t j = 0; j < k; ++j)
             weights[j] = float(std::exp(double(logits[ids[j]]) - max) / denom * double(r.scale));
+        if (!r.expert_scale.empty())
+            for (int32_t j = 0; j < k; ++j) weights[j] *= r.expert_scale[size_t(ids[j])];
         return;
     }
     // Per-thread scratch, grown once: a step's routing allocates nothing after the first.
@@ -119,7 +125,8 @@ void route_token(const float* logits, int32_t n_experts, int32_t k, bool normali
         sum = std::max(sum, 6.103515625e-5);  // llama.cpp's clamp: the smallest normal f16
         for (auto& v : w) v /= sum;
     }
-    for (int32_t j = 0; j < k; ++j) weights[j] = float(w[size_t(j)] * double(r.scale));
+    for (int32_t j = 0; j < k; ++j)
+        weights[j] = float(w[size_t(j)] * double(r.scale) * (r.expert_scale.empty() ? 1.0 : double(r.expert_scale[size_t(ids[j])])));
 }
 
 }  // namespace pagoda::backend

@@ -8,6 +8,9 @@ namespace {
 
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
+constexpr std::string_view kGemma4Open = "<|channel>";
+constexpr std::string_view kGemma4Close = "<channel|>";
+constexpr std::string_view kGemma4Label = "thought\n";  // the channel's name, as Gemma 4 writes it
 
 }  // namespace
 
@@ -15,12 +18,14 @@ ReasoningFormat parse_reasoning_format(std::string_view name) {
     if (name == "none") return ReasoningFormat::none;
     if (name == "deepseek") return ReasoningFormat::deepseek;
     if (name == "harmony") return ReasoningFormat::harmony;
-    fail("unknown reasoning format '{}': use none, deepseek or harmony", name);
+    if (name == "gemma4") return ReasoningFormat::gemma4;
+    fail("unknown reasoning format '{}': use none, deepseek, harmony or gemma4", name);
 }
 
 ReasoningFormat template_reasoning_format(std::string_view source) {
     auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
     if (has("<|channel|>") && has("<|message|>")) return ReasoningFormat::harmony;
+    if (has(kGemma4Open) && has(kGemma4Close)) return ReasoningFormat::gemma4;
     if (has(kOpen)) return ReasoningFormat::deepseek;
     return ReasoningFormat::none;
 }
@@ -39,6 +44,7 @@ ReasoningSplitter::ReasoningSplitter(bool start_in_reasoning)
 ReasoningSplitter::ReasoningSplitter(ReasoningFormat format, bool start_in_reasoning)
     : ReasoningSplitter(start_in_reasoning) {
     if (format == ReasoningFormat::harmony) harmony_.emplace();
+    if (format == ReasoningFormat::gemma4) open_ = kGemma4Open, close_ = kGemma4Close, label_ = kGemma4Label;
 }
 
 void ReasoningSplitter::step(ReasoningParts& out, bool final) {
@@ -47,24 +53,33 @@ void ReasoningSplitter::step(ReasoningParts& out, bool final) {
             case State::start: {
                 const size_t i = skip_space(pending_);
                 const std::string_view rest = std::string_view(pending_).substr(i);
-                if (rest.size() >= kOpen.size() && rest.substr(0, kOpen.size()) == kOpen) {
-                    pending_.erase(0, i + kOpen.size());
-                    state_ = State::reasoning;
+                if (rest.size() >= open_.size() && rest.substr(0, open_.size()) == open_) {
+                    pending_.erase(0, i + open_.size());
+                    state_ = State::label;
                     continue;
                 }
-                if (!final && kOpen.substr(0, rest.size()) == rest) return;  // maybe the tag still
+                if (!final && open_.substr(0, rest.size()) == rest) return;  // maybe the tag still
                 state_ = State::content;
                 continue;
             }
+            case State::label: {  // the channel's name line (gemma4), dropped where it is the expected one
+                if (starts_with(pending_, label_)) {
+                    pending_.erase(0, label_.size());
+                } else if (!final && starts_with(label_, pending_)) {
+                    return;  // maybe the label still
+                }
+                state_ = State::reasoning;
+                continue;
+            }
             case State::reasoning: {
-                const size_t at = pending_.find(kClose);
+                const size_t at = pending_.find(close_);
                 if (at != std::string::npos) {
                     out.reasoning.append(pending_, 0, at);
-                    pending_.erase(0, at + kClose.size());
+                    pending_.erase(0, at + close_.size());
                     state_ = State::after_close;
                     continue;
                 }
-                const size_t hold = final ? 0 : partial_tag_suffix(pending_, kClose);
+                const size_t hold = final ? 0 : partial_tag_suffix(pending_, close_);
                 out.reasoning.append(pending_, 0, pending_.size() - hold);
                 pending_.erase(0, pending_.size() - hold);
                 return;

@@ -12,7 +12,9 @@
 //   - </think> closes reasoning (once); white space right after it is dropped from the content.
 //   - Output that ends inside the reasoning (no </think>, e.g. cut by max_tokens) is all reasoning.
 // Never throws; every input is valid. With ReasoningFormat::harmony the splitter is gpt-oss's
-// (chat/harmony.h): the analysis channel is reasoning, the other messages content.
+// (chat/harmony.h): the analysis channel is reasoning, the other messages content. With
+// ReasoningFormat::gemma4 the tags are Gemma 4's <|channel> and <channel|>, the same rules, and the
+// channel's name line right after the opening tag ("thought\n") is not part of the reasoning.
 #pragma once
 #include <optional>
 #include <string>
@@ -23,12 +25,12 @@
 
 namespace pagoda::chat {
 
-enum class ReasoningFormat { none, deepseek, harmony };
-// "none" | "deepseek" | "harmony"; throws pagoda::Error naming the choices otherwise.
+enum class ReasoningFormat { none, deepseek, harmony, gemma4 };
+// "none" | "deepseek" | "harmony" | "gemma4"; throws pagoda::Error naming the choices otherwise.
 ReasoningFormat parse_reasoning_format(std::string_view name);
 
 // How a template's model thinks: harmony when its source has <|channel|> and <|message|> (gpt-oss),
-// deepseek when it mentions <think>, else none.
+// gemma4 when it has <|channel> and <channel|> (Gemma 4), deepseek when it mentions <think>, else none.
 ReasoningFormat template_reasoning_format(std::string_view template_source);
 // A template "thinks" when template_reasoning_format() is not none.
 bool template_thinks(std::string_view template_source);
@@ -38,18 +40,20 @@ bool prompt_opens_thinking(std::string_view prompt);
 class ReasoningSplitter {
 public:
     explicit ReasoningSplitter(bool start_in_reasoning = false);
-    // deepseek (or none): the <think> splitter above; harmony: gpt-oss's (start_in_reasoning unused).
+    // deepseek (or none): the <think> splitter above; gemma4: the same with Gemma 4's tags; harmony:
+    // gpt-oss's (start_in_reasoning unused).
     ReasoningSplitter(ReasoningFormat format, bool start_in_reasoning);
     ReasoningParts feed(std::string_view text);
     ReasoningParts finish();  // releases what is held back
     bool in_reasoning() const { return harmony_ ? harmony_->in_reasoning() : state_ == State::reasoning; }
 
 private:
-    enum class State { start, reasoning, after_close, content };
+    enum class State { start, label, reasoning, after_close, content };
     void step(ReasoningParts& out, bool final);
 
     State state_;
     std::string pending_;  // undecided text
+    std::string_view open_ = "<think>", close_ = "</think>", label_;  // label_: dropped right after open_
     std::optional<HarmonySplitter> harmony_;
 };
 

@@ -10,6 +10,7 @@ const char* tool_call_format_name(ToolCallFormat format) {
         case ToolCallFormat::qwen3_coder: return "qwen3_coder";
         case ToolCallFormat::deepseek_v3: return "deepseek_v3";
         case ToolCallFormat::harmony: return "harmony";
+        case ToolCallFormat::gemma4: return "gemma4";
     }
     return "hermes";
 }
@@ -19,6 +20,7 @@ std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
     // The more specific markers first: Qwen3-Coder's template also writes <tool_call>, and gpt-oss's
     // and DeepSeek's mention no other format's markers.
     if (has("<｜tool▁calls▁begin｜>")) return ToolCallFormat::deepseek_v3;
+    if (has("<|tool_call>")) return ToolCallFormat::gemma4;
     if (has("<|channel|>") && has("<|message|>")) return ToolCallFormat::harmony;
     if (has("<function=") && has("<parameter=")) return ToolCallFormat::qwen3_coder;
     if (has("[TOOL_CALLS]")) return ToolCallFormat::mistral;

@@ -2,6 +2,8 @@
 // what taught the model, so its markers say what the model will emit). The rule, first match wins:
 //   "<｜tool▁calls▁begin｜>" in the template  -> deepseek_v3: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function
 //                                                <｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
+//   "<|tool_call>"                            -> gemma4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>
+//                                                (Gemma 4's own notation, chat/tool_call_gemma4.h)
 //   "<|channel|>" and "<|message|>"           -> harmony (gpt-oss): <|channel|>commentary to=functions.NAME
 //                                                <|constrain|>json<|message|>{…}<|call|>
 //   "<function=" and "<parameter="            -> qwen3_coder: <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n
@@ -18,9 +20,9 @@
 
 namespace pagoda::chat {
 
-enum class ToolCallFormat { hermes, llama3_json, mistral, qwen3_coder, deepseek_v3, harmony };
+enum class ToolCallFormat { hermes, llama3_json, mistral, qwen3_coder, deepseek_v3, harmony, gemma4 };
 
-// "hermes", "llama3_json", "mistral", "qwen3_coder", "deepseek_v3", "harmony"
+// "hermes", "llama3_json", "mistral", "qwen3_coder", "deepseek_v3", "harmony", "gemma4"
 const char* tool_call_format_name(ToolCallFormat format);
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view template_source);
 

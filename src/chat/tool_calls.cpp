@@ -1,5 +1,5 @@
 // The parser's core and the JSON-object formats (hermes, mistral, llama3_json). Qwen3-Coder's XML,
-// DeepSeek's and harmony's states are in tool_calls_tagged.cpp.
+// DeepSeek's and harmony's states are in tool_calls_tagged.cpp, Gemma 4's in tool_calls_gemma4.cpp.
 #include "chat/tool_calls.h"
 
 #include <nlohmann/json.hpp>
@@ -131,6 +131,9 @@ void ToolCallParser::run(ToolCallParts& out, bool final) {
             case State::harmony_args:
             case State::harmony_end: more = step_harmony(out, final); break;
             case State::object_args: more = step_object_args(out, final); break;
+            case State::gemma4_header:
+            case State::gemma4_args:
+            case State::gemma4_end: more = step_gemma4(out, final); break;
         }
         if (!more) return;
     }
@@ -177,6 +180,7 @@ bool ToolCallParser::step_text(ToolCallParts& out, bool final) {
         if (marker == kHermesOpen) state_ = State::hermes_open;
         else if (marker == kMistralMarker) container_ = Container::none, state_ = State::mistral_list;
         else if (marker == kDsCallsBegin) state_ = State::ds_calls;
+        else if (marker == kGemma4CallOpen) state_ = State::gemma4_header;
         else state_ = State::harmony_header;
         return true;
     }

@@ -19,6 +19,9 @@
 //                to=functions.NAME; its body up to <|call|> (or the end) is the arguments. Other
 //                messages stay content as written (the control-token markers appear only when the
 //                detokenizer renders them, or when a grammar forced them as text).
+//   gemma4:      <|tool_call>call:NAME{arguments}<tool_call|>, anywhere, any number of them; the
+//                arguments in Gemma 4's notation become JSON (chat/tool_call_gemma4.h). A syntax error
+//                ends the call there, and what follows up to <tool_call|> is content.
 // A JSON call object is {"name", "arguments"|"parameters": object | JSON text as a string | null}; a
 // call is decided once its name is known and its arguments object began: from then on it is a call
 // whatever follows (a cut-off call keeps the arguments it got). Arguments objects are passed on
@@ -37,6 +40,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "chat/tool_call_format.h"
+#include "chat/tool_call_gemma4.h"
 #include "chat/tool_call_json.h"
 
 namespace pagoda::chat {
@@ -82,6 +86,7 @@ private:
         xml_name, xml_params, xml_param_name, xml_value,
         ds_calls, ds_header, ds_name, ds_fence, ds_args, ds_end,
         harmony_header, harmony_args, harmony_end, object_args,
+        gemma4_header, gemma4_args, gemma4_end,
     };
     enum class Container { none, hermes, llama3, mistral_list, mistral_single };
 
@@ -92,6 +97,7 @@ private:
     bool step_deepseek(ToolCallParts& out, bool final);
     bool step_harmony(ToolCallParts& out, bool final);
     bool step_object_args(ToolCallParts& out, bool final);
+    bool step_gemma4(ToolCallParts& out, bool final);
     bool start_object_args(ToolCallParts& out, bool final, State after);
 
     void emit_text(ToolCallParts& out, std::string_view text);
@@ -120,6 +126,7 @@ private:
     size_t reader_sent_ = 0;  // arguments bytes of reader_ already passed on
     bool reader_begun_ = false;
     JsonMinifier minifier_;
+    Gemma4ArgsReader gemma4_;
     std::string name_;        // xml / deepseek: the call's name as read
     std::set<std::string> typed_;  // xml: this call's typed parameters
     size_t xml_params_ = 0;

@@ -6,6 +6,7 @@
 
 #include "chat/text_scan.h"
 #include "chat/tool_call_format.h"
+#include "chat/tool_call_gemma4.h"
 
 namespace pagoda::chat {
 
@@ -33,13 +34,14 @@ constexpr std::string_view kFence = "```";
 inline const std::vector<std::string_view>& opening_markers(ToolCallFormat format) {
     static const std::vector<std::string_view> hermes = {kHermesOpen}, mistral = {kMistralMarker},
                                                deepseek = {kDsCallsBegin}, harmony = {kHarmonyStart, kHarmonyChannel},
-                                               none = {};
+                                               gemma4 = {kGemma4CallOpen}, none = {};
     switch (format) {
         case ToolCallFormat::hermes:
         case ToolCallFormat::qwen3_coder: return hermes;
         case ToolCallFormat::mistral: return mistral;
         case ToolCallFormat::deepseek_v3: return deepseek;
         case ToolCallFormat::harmony: return harmony;
+        case ToolCallFormat::gemma4: return gemma4;
         case ToolCallFormat::llama3_json: return none;
     }
     return none;

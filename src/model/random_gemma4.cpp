@@ -7,7 +7,8 @@
 // attn_v: V is the K projection, as the 31B's global layers). Norm weights are stored as used (the
 // converter's norm_shift is 0 for Gemma 4). Head sizes and KV-head counts are the same on every
 // kind of layer: full_head_dim / full_kv_heads give the full layers their own (the 31B's 512 / 4
-// beside the sliding layers' 256 / 16). The synthetic vocabulary is written in Gemma 4's tokenizer
+// beside the sliding layers' 256 / 16). With experts (the 26B-A4B's form) every layer also has a
+// router and fused gate|up experts beside its dense FFN (add_experts). The synthetic vocabulary is written in Gemma 4's tokenizer
 // form (model "gemma4" with BPE merges, as the converter writes it); a --vocab file's keys are copied.
 #include <cmath>
 #include <cstring>
@@ -62,10 +63,31 @@ void use_gemma4_tokenizer_model(gguf::Writer& w) {
     w.set("tokenizer.ggml.merges", Value::strings(merges));
 }
 
+// The 26B-A4B's experts beside layer p's dense FFN: the norms of both branches, the router (kept
+// F32 as the converter keeps it) and its input scale, the fused gate|up and down stacks and the
+// per-expert output scale. The router's input is rms_norm(x) / sqrt(dim) * scale: a scale near
+// sqrt(dim) and weights of std 2/sqrt(dim) give logits of std ~2, so each top-k has clear margins.
+void add_experts(TensorAdder& add, Rng& rng, const RandomModelSpec& s, const std::string& p, int64_t f, float out_scale) {
+    add.norm(p + "post_ffw_norm_1.weight", s.dim);
+    add.norm(p + "pre_ffw_norm_2.weight", s.dim);
+    add.norm(p + "post_ffw_norm_2.weight", s.dim);
+    add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
+            random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+    std::vector<uint8_t> scale = random_tensor(rng, s.dim, 0.2f, GgmlType::F32);
+    for (int64_t i = 0; i < s.dim; ++i) reinterpret_cast<float*>(scale.data())[i] = std::sqrt(float(s.dim)) * (1.0f + reinterpret_cast<float*>(scale.data())[i]);
+    add.f32(p + "ffn_gate_inp.scale", {s.dim}, std::move(scale));
+    add.experts(p + "ffn_gate_up_exps.weight", s.dim, 2 * f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
+    add.experts(p + "ffn_down_exps.weight", f, s.dim, s.n_experts, out_scale / std::sqrt(float(f)));
+    std::vector<uint8_t> down_scale = random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32);
+    for (int64_t e = 0; e < s.n_experts; ++e) reinterpret_cast<float*>(down_scale.data())[e] += 1.0f;
+    add.f32(p + "ffn_down_exps.scale", {s.n_experts}, std::move(down_scale));
+}
+
 }  // namespace
 
 int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
-    if (s.n_experts > 0) fail("gen-model: the gemma4 dense-plus-experts form (26B-A4B) is not written yet");
+    if (s.n_experts > 0) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
+    const int64_t expert_ffn = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
     random_detail::check_decoder_sizes(s);
     if (!s.rope_scaling.empty() || !s.rank_head.empty()) fail("gen-model: gemma4 takes no --rope-scaling or rank head");
     const int64_t hd = s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads;
@@ -116,6 +138,11 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
     w.set(a + "attention.sliding_window_pattern", Value::array(ValueType::boolean, pattern));
     w.set(a + "attention.shared_kv_layers", Value::u32(uint32_t(s.shared_kv_layers)));
     w.set(a + "embedding_length_per_layer_input", Value::u32(0));
+    if (s.n_experts > 0) {
+        w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
+        w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
+        w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(expert_ffn)));
+    }
     w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
     w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
 
@@ -157,6 +184,7 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
         add.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
         add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
         add.norm(p + "post_ffw_norm.weight", s.dim);
+        if (s.n_experts > 0) add_experts(add, rng, s, p, expert_ffn, out_scale);
     }
     return add.params();
 }

@@ -100,7 +100,8 @@ struct RandomModelSpec {
     bool qk_norm = false;
     int64_t nextn_layers = 0;
     // gemma4 (random_gemma4.cpp): the last shared_kv_layers layers reuse an earlier layer's KV;
-    // v_equals_k drops attn_v on full layers (V = K).
+    // v_equals_k drops attn_v on full layers (V = K); n_experts > 0 adds the 26B-A4B's experts beside each
+    // layer's dense FFN (expert_ffn_dim wide).
     int64_t shared_kv_layers = 0;
     bool v_equals_k = false;
     int64_t full_head_dim = 0, full_kv_heads = 0;  // gemma4's full layers (0: head_dim, n_kv_heads)

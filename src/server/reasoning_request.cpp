@@ -45,6 +45,7 @@ ReasoningBudgets parse_reasoning_budgets(const std::string& text) {
 }
 
 grammar::ReasoningTags reasoning_grammar_tags(chat::ReasoningFormat format, bool tool_call) {
+    if (format == chat::ReasoningFormat::gemma4) return {.open = "<|channel>thought\n", .close = "<channel|>"};
     if (format != chat::ReasoningFormat::harmony) return {};
     // A harmony tool call is a message of its own (its grammar writes the commentary header); any
     // other answer is the final channel's.
@@ -59,6 +60,9 @@ engine::ThinkingBudget reasoning_budget_tags(chat::ReasoningFormat format) {
     if (format == chat::ReasoningFormat::harmony) {
         b.open = "<|channel|>analysis<|message|>";
         b.close = "<|end|>";
+    } else if (format == chat::ReasoningFormat::gemma4) {
+        b.open = "<|channel>";
+        b.close = "<channel|>";
     }
     return b;
 }
@@ -83,8 +87,8 @@ void apply_reasoning(const CompletionParams& p, const ReasoningSetup& setup, Eng
         // (and so the engine's warm mask cache).
         const bool tool_call = p.tool_choice == ToolChoice::required || p.tool_choice == ToolChoice::function;
         const grammar::ReasoningTags tags = reasoning_grammar_tags(setup.format, tool_call);
-        const std::string key = fmt::format("reasoning-prefix\x1f{}\x1f{}\x1f{}\x1f{}", setup.prompt_opens ? 1 : 0,
-                                            tags.after_close, tags.answer_open, p.grammar->to_gbnf());
+        const std::string key = fmt::format("reasoning-prefix\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", setup.prompt_opens ? 1 : 0,
+                                            tags.open, tags.close, tags.after_close, tags.answer_open, p.grammar->to_gbnf());
         prefixed = grammar::GrammarCache::shared().get(
             key, [&] { return grammar::with_reasoning_prefix(*p.grammar, tags, setup.prompt_opens); });
     }

@@ -42,6 +42,9 @@ CallSyntax syntax(chat::ToolCallFormat format) {
         case chat::ToolCallFormat::deepseek_v3:
             return {R"("<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n")", R"("\n```<｜tool▁call▁end｜>")",
                     R"("<｜tool▁calls▁begin｜>")", R"("\n")", R"("<｜tool▁calls▁end｜>")"};
+        case chat::ToolCallFormat::gemma4:
+            // The arguments as JSON (the parser reads JSON's quoted keys and strings beside Gemma's notation).
+            return {R"("<|tool_call>call:NAME")", R"("<tool_call|>")", "", "", ""};
         case chat::ToolCallFormat::harmony:
             // The generation prompt ends with <|start|>assistant; later calls are new messages.
             return {R"("<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>")", R"("<|call|>")", "",
@@ -161,8 +164,8 @@ std::optional<chat::ToolCallFormat> apply_tools(CompletionParams& p, const chat:
     const auto format = chat_template ? chat::detect_tool_call_format(chat_template->source()) : std::nullopt;
     if (!format)
         throw ApiError::invalid("'tools' need a chat template that renders them (Hermes/Qwen <tool_call>, Qwen3-Coder "
-                                "<function=…>, Llama 3.1 JSON, Mistral [TOOL_CALLS], DeepSeek V3 <｜tool▁calls▁begin｜> "
-                                "or gpt-oss harmony); this server's template has none",
+                                "<function=…>, Llama 3.1 JSON, Mistral [TOOL_CALLS], DeepSeek V3 <｜tool▁calls▁begin｜>, "
+                                "Gemma 4 <|tool_call> or gpt-oss harmony); this server's template has none",
                                 "tools", "unsupported_parameter");
     if (p.tool_choice == ToolChoice::none) return std::nullopt;
     if (p.tool_choice == ToolChoice::required || p.tool_choice == ToolChoice::function)

@@ -93,6 +93,13 @@ void read_encoder_pagoda_keys(const gguf::File& file, VocabSpec& spec) {
 // turn (<|return|> and <|call|> do). llama.cpp renders the same markers but for <|end|>.
 constexpr std::string_view kHarmonyMarkers[] = {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>"};
 
+// Gemma 4: the thinking channel's and the tool calls' markers (and the <|"|> string quote of call
+// arguments) are text the output parsers read (chat/reasoning.h, chat/tool_call_gemma4.h), so they
+// render; <|tool_response>, which the model writes after its calls to wait for their results, ends
+// generation (as Gemma 4's generation config lists it). llama.cpp renders them as the chat parser's
+// preserved tokens.
+constexpr std::string_view kGemma4Markers[] = {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|\"|>"};
+
 }  // namespace
 
 VocabSpec vocab_spec_from_gguf(const gguf::File& file) {
@@ -360,6 +367,12 @@ Vocab Vocab::from_spec(const VocabSpec& spec) {
         }
         v.eog_.insert(ret);
         v.eog_.insert(call);
+    }
+    // Gemma 4: see kGemma4Markers.
+    if (v.find("<|tool_call>") != kNoToken && v.find("<tool_call|>") != kNoToken && v.find("<|channel>") != kNoToken) {
+        for (auto text : kGemma4Markers)
+            if (int32_t id = v.find(text); id != kNoToken) v.types_[id] = TokenType::user_defined;
+        if (const int32_t response = v.find("<|tool_response>"); response != kNoToken) v.eog_.insert(response);
     }
 
     for (int32_t id = 0; id < v.n_tokens(); ++id) {

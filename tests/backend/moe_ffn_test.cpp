@@ -254,7 +254,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MoeFfn);
 
 // gpt-oss's experts: the router's softmax over the selected top-k, per-expert biases on gate, up
 // and down, and the clamped SwiGLU (g' = min(g, 7), u' = clamp(u, -7, 7), g' sigmoid(1.702 g') (u' + 1));
-// also GELU experts and a sigmoid router with a routed scale. Against the mixture computed by hand
+// also GELU experts and a sigmoid router with a routed scale and per-expert output scales. Against the mixture computed by hand
 // in doubles; the gate and up scaled up so the clamps bite.
 TEST(MoeFfnOptions, BiasedExpertsWithEachActivation) {
     std::vector<std::tuple<std::string, GgmlType, double>> cases = {
@@ -290,6 +290,8 @@ TEST(MoeFfnOptions, BiasedExpertsWithEachActivation) {
             } else {
                 u.op.routing.scoring = MoeScoring::sigmoid;
                 u.op.routing.scale = 2.0f;
+                // Gemma 4's per-expert output scales (the device router has none: Vulkan refuses them).
+                if (backend == "cpu" || backend == "reference") u.op.routing.expert_scale = {0.5f, 1.5f, 2.0f, 0.25f};
             }
             const auto got = run(side, u.op, T, d, x, logits);
             std::vector<double> want(static_cast<size_t>(T * d), 0.0);

@@ -1,7 +1,7 @@
 // The general mixture-of-experts router (moe_routing.h, MoeRouting): each option against values
 // worked out by hand from its formula — softmax over the selected top-k (gpt-oss), sigmoid scoring
 // with a score-correction bias and group-limited top-k (DeepSeek V3), the routed scaling factor, a
-// correction bias that moves the selection but not the weights — and the refusals of routings that
+// correction bias that moves the selection but not the weights, Gemma 4's per-expert scales — and the refusals of routings that
 // do not fit the experts. The plain softmax router through the general entry is bitwise the old one.
 #include <cmath>
 #include <cstring>
@@ -85,6 +85,29 @@ TEST(MoeRouter, RoutedScaleMultipliesTheWeights) {
     EXPECT_NEAR(w[0] + w[1], 16.0, 1e-5);
 }
 
+TEST(MoeRouter, ExpertScaleMultipliesEachChosenWeight) {
+    // Gemma 4's ffn_down_exps.scale: after renormalisation and the routed scale, each chosen
+    // expert's weight times its own factor; the selection is unchanged. Plain softmax and sigmoid.
+    const float logits[] = {0.5f, 2.0f, -1.0f, 1.0f};
+    MoeRouting r;
+    r.expert_scale = {7.0f, 0.5f, 9.0f, 3.0f};
+    int32_t ids[2];
+    float w[2];
+    route_token(logits, 4, 2, true, r, ids, w);
+    EXPECT_EQ(ids[0], 1);
+    EXPECT_EQ(ids[1], 3);
+    const double sum = std::exp(2.0) + std::exp(1.0);
+    EXPECT_NEAR(w[0], 0.5 * std::exp(2.0) / sum, 1e-6);
+    EXPECT_NEAR(w[1], 3.0 * std::exp(1.0) / sum, 1e-6);
+    r.scoring = MoeScoring::sigmoid;
+    r.scale = 2.0f;
+    route_token(logits, 4, 2, false, r, ids, w);
+    EXPECT_EQ(ids[0], 1);
+    EXPECT_EQ(ids[1], 3);
+    EXPECT_NEAR(w[0], 2 * 0.5 * sigmoid(2.0), 1e-6);
+    EXPECT_NEAR(w[1], 2 * 3.0 * sigmoid(1.0), 1e-6);
+}
+
 TEST(MoeRouter, ThePlainRouterIsBitwiseTheOriginal) {
     std::mt19937 rng(5);
     std::normal_distribution<float> dist(0, 2);
@@ -119,6 +142,11 @@ TEST(MoeRouter, RefusesRoutingsThatDoNotFit) {
     r.n_groups_used = 1;
     route_token(logits, 6, 2, true, r, ids, w);  // 1 group of 2 holds the 2 used
     r.scale = 0;
+    EXPECT_THROW(route_token(logits, 6, 2, true, r, ids, w), Error);
+    r = {};
+    r.expert_scale = {1, 1, 1};  // 3 scales for 6 experts
+    EXPECT_THROW(route_token(logits, 6, 2, true, r, ids, w), Error);
+    r.expert_scale = {1, 1, 1, 1, 1, std::nanf("")};
     EXPECT_THROW(route_token(logits, 6, 2, true, r, ids, w), Error);
 }
 

@@ -1,9 +1,11 @@
-// gemma4 (dense) end to end, as gen-model writes it with llama.cpp's names and keys: the reference
+// gemma4 end to end, as gen-model writes it with llama.cpp's names and keys: the reference
 // backend's logits against a direct evaluation of Gemma 4's equations written out here from the
 // file's tensors (no pagoda graph code: per-head Q/K norms, V's weightless norm, V = K on full layers,
 // KV shared by the last layers, sliding windows, "proportional" RoPE through rope_freqs, the layer
-// output scale, GELU-gated FFN with sandwich norms, the final soft cap); the CPU backend against the
-// reference, fused and unfused, F32 and Q8_0, prefill and decode; and the forms refused by name.
+// output scale, GELU-gated FFN with sandwich norms, the final soft cap, and the 26B-A4B's experts
+// beside the dense FFN); the CPU backend against the reference, fused and unfused, F32 and Q8_0,
+// prefill and decode, dense and with experts; and the forms refused by name.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <gtest/gtest.h>
@@ -32,15 +34,20 @@ using model_compare::reference_logits;
 // Six layers: sliding, sliding, full, sliding, sliding, full (window 5); the last two share the KV of
 // layers 3 (sliding) and 2 (full); full layers have no attn_v. As the 31B, sliding and full layers
 // differ in head size (16 / 32) and KV heads (2 / 1) unless `uniform`.
-RandomModelSpec gemma4_spec(uint64_t seed, int64_t shared_kv = 2, bool v_equals_k = true, bool uniform = false) {
+RandomModelSpec gemma4_spec(uint64_t seed, int64_t shared_kv = 2, bool v_equals_k = true, bool uniform = false,
+                            int64_t experts = 0) {
     RandomModelSpec s;
     s.arch = "gemma4";
     s.n_layers = 6; s.dim = 64; s.n_heads = 4; s.n_kv_heads = 2; s.head_dim = uniform ? 32 : 16; s.ffn_dim = 96; s.vocab_size = 300;
     s.full_head_dim = 32; s.full_kv_heads = uniform ? 2 : 1;
     s.sliding_window = 5; s.swa_period = 3; s.shared_kv_layers = shared_kv; s.v_equals_k = v_equals_k;
     s.final_softcap = 30.0f; s.seed = seed;
+    s.n_experts = experts; s.n_experts_used = 2; s.expert_ffn_dim = 48;
     return s;
 }
+
+// The 26B-A4B's form: every layer runs 6 experts (top 2, 48 wide) beside its dense FFN.
+RandomModelSpec gemma4_moe_spec(uint64_t seed) { return gemma4_spec(seed, 2, true, false, 6); }
 
 // --- the equations, evaluated directly from an F32 file ------------------------------------------
 
@@ -66,6 +73,40 @@ struct Direct : direct::Weights {
         }
     }
     static double gelu(double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }
+
+    // The experts branch of layer p on the residual r: the router reads rms_norm(r) / sqrt(dim) *
+    // ffn_gate_inp.scale; softmax over all experts, the top k renormalised; expert e computes
+    // down_e(gelu(gate_e h) * up_e h) on h = rms_norm(r, pre_ffw_norm_2), gate|up stored fused (each
+    // expert's gate rows, then its up rows), times ffn_down_exps.scale[e]; the sum, then post_ffw_norm_2.
+    std::vector<double> experts(const ModelConfig& c, const std::string& p, const std::vector<double>& r) const {
+        const int64_t E = c.n_experts, F = c.expert_ffn_dim, D = c.dim;
+        auto router_in = normed(r, tensor(p + "ffn_gate_inp.scale"), c.rms_eps);
+        for (double& v : router_in) v /= std::sqrt(double(D));
+        const auto logit = mul(tensor(p + "ffn_gate_inp.weight"), router_in, E);
+        std::vector<double> prob(logit.size());
+        const double top = *std::max_element(logit.begin(), logit.end());
+        double sum = 0;
+        for (size_t e = 0; e < prob.size(); ++e) sum += (prob[e] = std::exp(logit[e] - top));
+        for (double& v : prob) v /= sum;
+        std::vector<size_t> order(static_cast<size_t>(E));
+        for (size_t e = 0; e < order.size(); ++e) order[e] = e;
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return prob[a] > prob[b]; });
+        order.resize(size_t(c.n_experts_used));
+        double picked = 0;
+        for (size_t e : order) picked += prob[e];
+        const auto h = normed(r, tensor(p + "pre_ffw_norm_2.weight"), c.rms_eps);
+        std::vector<double> out(size_t(D), 0.0);
+        for (size_t e : order) {
+            const float* gu = tensor(p + "ffn_gate_up_exps.weight") + e * size_t(2 * F * D);
+            auto g = mul(gu, h, F);
+            const auto u = mul(gu, h, F, F);
+            for (size_t i = 0; i < g.size(); ++i) g[i] = gelu(g[i]) * u[i];
+            const auto y = mul(tensor(p + "ffn_down_exps.weight") + e * size_t(D * F), g, D);
+            const double w = prob[e] / picked * double(tensor(p + "ffn_down_exps.scale")[e]);
+            for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+        }
+        return normed(out, tensor(p + "post_ffw_norm_2.weight"), c.rms_eps);
+    }
 
     std::vector<double> logits(const ModelConfig& c, const std::vector<int32_t>& ids) const {
         const int64_t H = c.n_heads, T = int64_t(ids.size()), L = c.n_layers;
@@ -122,7 +163,13 @@ struct Direct : direct::Weights {
                 auto g = mul(tensor(p + "ffn_gate.weight"), fin, c.ffn_dim);
                 const auto u = mul(tensor(p + "ffn_up.weight"), fin, c.ffn_dim);
                 for (size_t i = 0; i < g.size(); ++i) g[i] = gelu(g[i]) * u[i];
-                const auto y = normed(mul(tensor(p + "ffn_down.weight"), g, c.dim), tensor(p + "post_ffw_norm.weight"), eps);
+                auto d = mul(tensor(p + "ffn_down.weight"), g, c.dim);
+                if (has(p + "ffn_gate_inp.weight")) {
+                    d = normed(d, tensor(p + "post_ffw_norm_1.weight"), eps);
+                    const auto m = experts(c, p, x[size_t(s)]);
+                    for (size_t i = 0; i < d.size(); ++i) d[i] += m[i];
+                }
+                const auto y = normed(d, tensor(p + "post_ffw_norm.weight"), eps);
                 const double scale = tensor(p + "layer_output_scale.weight")[0];
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] = (x[size_t(s)][size_t(i)] + y[size_t(i)]) * scale;
             }
@@ -152,6 +199,28 @@ TEST(Gemma4Direct, ReferenceBackendComputesGemma4sEquations) {
     expect_direct(gemma4_spec(61), "shared_v_eq_k");
     expect_direct(gemma4_spec(62, 0, false), "per_layer_shapes");
     expect_direct(gemma4_spec(63, 2, true, true), "uniform");
+    expect_direct(gemma4_moe_spec(64), "experts");
+}
+
+TEST(Gemma4Direct, FileLayoutOfTheExperts) {
+    // The 26B-A4B's tensors by llama.cpp's names and shapes, and its expert keys read back.
+    const std::string path = test::temp_path("gemma4_moe_shapes.gguf");
+    write_random_model(gemma4_moe_spec(65), nullptr, path);
+    auto file = gguf::File::open(path);
+    const ModelConfig cfg = read_config(*file);
+    EXPECT_EQ(cfg.n_experts, 6);
+    EXPECT_EQ(cfg.n_experts_used, 2);
+    EXPECT_EQ(cfg.expert_ffn_dim, 48);
+    EXPECT_EQ(cfg.ffn_dim, 96);  // the dense FFN beside the experts keeps its own width
+    EXPECT_TRUE(cfg.expert_weights_norm);
+    using Shape = std::vector<int64_t>;
+    EXPECT_EQ(file->find_tensor("blk.3.ffn_gate_up_exps.weight")->shape, (Shape{64, 2 * 48, 6}));
+    EXPECT_EQ(file->find_tensor("blk.3.ffn_down_exps.weight")->shape, (Shape{48, 64, 6}));
+    EXPECT_EQ(file->find_tensor("blk.3.ffn_down_exps.scale")->shape, (Shape{6}));
+    EXPECT_EQ(file->find_tensor("blk.3.ffn_gate_inp.weight")->shape, (Shape{64, 6}));
+    EXPECT_EQ(file->find_tensor("blk.3.ffn_gate_inp.scale")->shape, (Shape{64}));
+    for (const char* norm : {"pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2", "ffn_norm", "post_ffw_norm"})
+        EXPECT_NE(file->find_tensor(std::string("blk.3.") + norm + ".weight"), nullptr) << norm;
 }
 
 TEST(Gemma4Direct, FileLayoutOfSharedKvAndVEqualsK) {
@@ -179,6 +248,7 @@ struct Case {
     std::string quant;
     bool fusion;
     double tolerance;
+    int64_t experts = 0, experts_used = 2;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -189,7 +259,9 @@ TEST_P(Gemma4Model, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
     backend::cpu::testing::KernelConfigGuard guard;
     backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
-    const std::string path = model_compare::write_model(gemma4_spec(71), "gemma4_" + c.name, c.quant);
+    RandomModelSpec spec = gemma4_spec(71, 2, true, false, c.experts);
+    spec.n_experts_used = c.experts_used;
+    const std::string path = model_compare::write_model(spec, "gemma4_" + c.name, c.quant);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
     const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
     auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
@@ -201,10 +273,15 @@ TEST_P(Gemma4Model, ForwardMatchesTheReferenceBackend) {
 // Q8_0: the CPU's int8 path rounds activations to int8 per 32 values; six layers whose sliding
 // windows average only five keys pass that on with little averaging: measured worst 6.5e-2 of the
 // largest logit on this model's uniform-shape form (4.5e-2 with every window wider than the prompt),
-// as reference_model_test's gemma3 Q8_0 case measures 3.5e-2 over fewer layers.
+// as reference_model_test's gemma3 Q8_0 case measures 3.5e-2 over fewer layers. With experts, Q8_0
+// uses every expert: over 19 tokens x 6 layers of top-2 routing, int8 noise flips a close choice
+// somewhere and that position's logits move by far more than any tolerance (routing itself is
+// checked at F32 above and against hand-worked weights in moe_router_test).
 INSTANTIATE_TEST_SUITE_P(RandomModels, Gemma4Model,
                          ::testing::Values(Case{"f32", "", true, 1e-5}, Case{"f32_unfused", "", false, 1e-5},
-                                           Case{"q8_0", "q8_0", true, 8e-2}, Case{"q8_0_unfused", "q8_0", false, 8e-2}),
+                                           Case{"q8_0", "q8_0", true, 8e-2}, Case{"q8_0_unfused", "q8_0", false, 8e-2},
+                                           Case{"experts_f32", "", true, 1e-5, 6}, Case{"experts_f32_unfused", "", false, 1e-5, 6},
+                                           Case{"experts_q8_0", "q8_0", true, 8e-2, 6, 6}),
                          [](const auto& info) { return info.param.name; });
 
 // gen-model writes its synthetic vocabulary in Gemma 4's tokenizer form: model "gemma4" with merges,
@@ -262,7 +339,7 @@ TEST(Gemma4Refused, FormsThePagedKvOrGraphCannotRunAreNamed) {
                    "shared_kv_layers", "shared_all");
     expect_refused([](gguf::Writer& w) { w.add_tensor("blk.0.ffn_gate_inp.weight", gguf::GgmlType::F32, {64, 4},
                                                        std::vector<uint8_t>(64 * 4 * 4, 0)); },
-                   "dense-plus-experts FFN", "experts");
+                   "blk.0.ffn_gate_inp.weight is present but key gemma4.expert_count is missing", "experts");
     // Gemma 4's own tokenizer model loads (gemma4_tokenizer_test.cpp); a malformed merge is named.
     expect_refused([](gguf::Writer& w) { w.set("tokenizer.ggml.merges", gguf::Value::strings({"ab"})); },
                    "tokenizer.ggml.merges[0] = 'ab' is not of the form 'left right'", "tokenizer", true);

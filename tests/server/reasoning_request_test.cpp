@@ -161,5 +161,21 @@ TEST(ReasoningRequest, HarmonyBlockIsTheAnalysisChannelAndTheAnswerTheFinal) {
     EXPECT_TRUE(spelled.grammar_spells_reasoning);
 }
 
+TEST(ReasoningRequest, Gemma4BlockIsTheThoughtChannel) {
+    const ReasoningSetup gemma4{.template_thinks = true, .format = chat::ReasoningFormat::gemma4, .budgets = {3, 6, 9}};
+    EngineRequests r = two_subs();
+    apply_reasoning(chat({{"response_format", {{"type", "json_object"}}}, {"reasoning_effort", "high"}}), gemma4, r);
+    const auto& g = r.subs[0].grammar;
+    ASSERT_TRUE(g);
+    EXPECT_TRUE(accepts(g, "<|channel>thought\nthink {<channel|>\n{}"));
+    EXPECT_TRUE(accepts(g, "{\"a\": 1}"));
+    EXPECT_FALSE(accepts(g, "<think>x</think>{}"));
+    EXPECT_FALSE(accepts(g, "<|channel>thought\nx<channel|>x"));
+    ASSERT_TRUE(r.subs[0].thinking);
+    EXPECT_EQ(r.subs[0].thinking->open, "<|channel>");
+    EXPECT_EQ(r.subs[0].thinking->close, "<channel|>");
+    EXPECT_EQ(r.subs[0].thinking->max_tokens, 9);
+}
+
 }  // namespace
 }  // namespace pagoda::server

@@ -318,6 +318,12 @@ TEST(ToolRequest, ForcedGrammarsOfTheTaggedFormats) {
                   "<|channel|>commentary to=functions.noop <|constrain|>json<|message|>{}<|call|><|start|>assistant"
                   "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"x\"}<|call|>",
                   {{"noop", "{}"}, {"get_weather", R"({"city":"x"})"}});
+    // Gemma 4: the forced arguments are JSON, which its parser reads beside Gemma's own notation.
+    expect_forced(F::gemma4, "", true,
+                  "<|tool_call>call:get_weather{\"city\": \"Oslo\", \"days\": 4}<tool_call|><|tool_call>call:noop{}<tool_call|>",
+                  {{"get_weather", R"({"city":"Oslo","days":4})"}, {"noop", "{}"}});
+    g = tool_call_grammar(F::gemma4, kXmlTools, "get_weather", false);
+    EXPECT_FALSE(accepts(g, "<|tool_call>call:get_weather{}<tool_call|>")) << "city is required";
     g = tool_call_grammar(F::harmony, kXmlTools, "", true);
     EXPECT_FALSE(accepts(g, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>"))
         << "city is required";
@@ -335,6 +341,7 @@ TEST(ToolResponse, ArgumentsStreamAsDeltasInEveryApi) {
                          "\"Paris\", \"days\": 10}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
         {F::harmony, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", "
                      "\"days\": 10}<|call|>"},
+        {F::gemma4, "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:10}<tool_call|>"},
     };
     for (const auto& [format, out] : outputs) {
         ResponseContext ctx{.endpoint = Endpoint::chat_completions, .id = "chatcmpl-t", .created = 1, .model = "m"};

@@ -148,5 +148,30 @@ TEST(Gemma4Tokenizer, DecodeOfEncodeIsTheText) {
     EXPECT_EQ(t->decode(ids(*t, "a \xE2\x96\x81" "b")), "a  b");
 }
 
+// Gemma 4's thinking and tool-call markers are control tokens in its files; they render as text so
+// the reply parsers see them, and <|tool_response> (written after the calls) ends generation.
+TEST(Gemma4Tokenizer, ReplyMarkersRenderAndToolResponseEndsGeneration) {
+    VocabSpec s = gemma4_spec();
+    const std::vector<std::string> markers = {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|\"|>",
+                                              "<|tool_response>", "<tool_response|>"};
+    const auto first = int32_t(s.tokens.size());
+    for (const std::string& m : markers) {
+        s.tokens.push_back(m);
+        s.token_types.push_back(3);  // control, as the converter writes Gemma 4's special tokens
+    }
+    const auto t = Tokenizer::from_vocab(Vocab::from_spec(s));
+    const std::vector<int32_t> reply = {first, kHello, first + 1, first + 2, kH, first + 4, kHello, first + 4, first + 3};
+    EXPECT_EQ(t->decode(reply), "<|channel>hello<channel|><|tool_call>h<|\"|>hello<|\"|><tool_call|>");
+    EXPECT_EQ(t->decode({first + 5, first + 6}), "");  // the tool response markers stay control tokens
+    EXPECT_TRUE(t->vocab().is_eog(first + 5));
+    EXPECT_FALSE(t->vocab().is_eog(first + 2));
+    EXPECT_FALSE(t->vocab().is_eog(first + 6));
+    // Without Gemma 4's tool-call markers the rule does not apply: <|channel> stays a control token.
+    VocabSpec plain = gemma4_spec();
+    plain.tokens.push_back("<|channel>");
+    plain.token_types.push_back(3);
+    EXPECT_EQ(Tokenizer::from_vocab(Vocab::from_spec(plain))->decode({first}), "");
+}
+
 }  // namespace
 }  // namespace pagoda::test

@@ -10,6 +10,17 @@
 
 namespace pagoda::backend::reference {
 
+namespace {
+
+// Gemma 4's per-expert output scale, on the chosen experts' weights.
+void scale_per_expert(const MoeRouting& r, int64_t n_experts, const std::vector<int64_t>& chosen, std::vector<double>& weights) {
+    if (r.expert_scale.empty()) return;
+    if (int64_t(r.expert_scale.size()) != n_experts) fail("reference moe_ffn: the per-expert scales do not fit");
+    for (size_t j = 0; j < chosen.size(); ++j) weights[j] *= double(r.expert_scale[size_t(chosen[j])]);
+}
+
+}  // namespace
+
 // The router of MoeOp in doubles, written from MoeRouting's formulas on their own: scores, the
 // biased selection, the group mask, a stable sort for the top k (ties: the lower index), then the
 // weights. The plain softmax router keeps its original arithmetic (exp relative to the best logit).
@@ -29,6 +40,7 @@ void route_experts(const MoeOp& op, const double* lt, int64_t n_experts, std::ve
         for (int64_t e = 0; e < n_experts; ++e) all += std::exp(lt[e] - lt[chosen[0]]);
         for (int64_t e : chosen) picked += std::exp(lt[e] - lt[chosen[0]]);
         for (int64_t e : chosen) weights.push_back(std::exp(lt[e] - lt[chosen[0]]) / (op.normalize ? picked : all) * r.scale);
+        scale_per_expert(r, n_experts, chosen, weights);
         return;
     }
     std::vector<double> s(lt, lt + n_experts);
@@ -63,6 +75,7 @@ void route_experts(const MoeOp& op, const double* lt, int64_t n_experts, std::ve
         for (auto& w : weights) w /= std::max(sum, 6.103515625e-5);
     }
     for (auto& w : weights) w *= r.scale;
+    scale_per_expert(r, n_experts, chosen, weights);
 }
 
 

@@ -28,6 +28,10 @@ VulkanMoe::~VulkanMoe() {
 }
 
 int64_t VulkanMoe::workspace_cols(const MoeOp& op) {
+    // Asked when the graph is built, so a model that needs them is refused at load. (The device
+    // router has no per-expert scales yet.)
+    if (!op.routing.expert_scale.empty())
+        fail("vulkan moe_ffn: per-expert output scales (gemma4's ffn_down_exps.scale) are not supported on this backend");
     if (op.gate_up.empty()) return 1;
     const int64_t d = op.gate_up[0]->cols(), f = op.ffn(), k = op.n_used, fs = op.shared_ffn(), e = int64_t(op.gate_up.size());
     // Per token: slots' rows (x, gate, up, out), the shared expert's, ids, weights and slots, the

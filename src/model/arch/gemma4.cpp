@@ -3,6 +3,7 @@
 //   v = rms_norm_heads(h W_v) with no weight (W_v absent: v is the raw h W_k, "V = K")
 //   rope(q, k) ; kv_write(k, v) ; a = attention(q) with scale 1 (Q/K are RMS-normed instead)
 //   x += rms_norm(a W_o) ; x += rms_norm((gelu(h' W_gate) * (h' W_up)) W_down) ; x *= layer_output_scale
+// The 26B-A4B's layers add routed experts beside that FFN (emit_ffn below).
 // Sliding layers (gemma4.attention.sliding_window_pattern, one bool per layer) rotate with
 // gemma4.rope.freq_base_swa over gemma4.rope.dimension_count_swa dims; full layers with
 // gemma4.rope.freq_base over gemma4.rope.dimension_count dims, divided by rope_freqs.weight.
@@ -17,8 +18,7 @@
 // norms run over the padded width with eps and weights rescaled so they equal the norm of the real
 // values, and its attention output is compacted back (copy_columns) before attn_output. The cost is
 // KV memory (every layer stores the largest row) and, for shared-KV layers, cache they never write.
-// Refused by name, not run: per-layer embeddings (the E2B/E4B models) and the dense-plus-experts FFN
-// (26B-A4B).
+// Refused by name, not run: per-layer embeddings (the E2B/E4B models).
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -30,6 +30,7 @@
 #include "model/arch/arch.h"
 #include "model/arch/graph_emitter.h"
 #include "model/arch/model_head.h"
+#include "model/arch/moe_ffn.h"
 #include "model/arch/rope_frequencies.h"
 #include "model/arch/sliding_window.h"
 #include "model/arch/tensor_binder.h"
@@ -39,13 +40,11 @@ namespace {
 
 constexpr const char* kArch = "gemma4";
 
-void refuse_unsupported_forms(const gguf::File& file, const ModelConfig& c) {
+void refuse_unsupported_forms(const gguf::File& file) {
     const std::string a = std::string(kArch) + ".";
     if (file.get_int_or(a + "embedding_length_per_layer_input", 0) > 0 || file.find_tensor("per_layer_token_embd.weight"))
         fail("{}: gemma4 per-layer embeddings (the E2B/E4B models, {}embedding_length_per_layer_input) are not supported",
              file.name(), a);
-    if (c.n_experts > 0 || file.find_tensor("blk.0.ffn_gate_inp.weight"))
-        fail("{}: the gemma4 dense-plus-experts FFN (the 26B-A4B model) is not supported", file.name());
     if (file.has(a + "attention.key_length_swa") && file.has(a + "attention.value_length_swa") &&
         file.get_int(a + "attention.key_length_swa") != file.get_int(a + "attention.value_length_swa"))
         fail("{}: gemma4 sliding layers' key length {} differs from their value length {}: not supported", file.name(),
@@ -100,11 +99,47 @@ const backend::Vector& padded_norm(BuiltModel& m, backend::Backend& b, std::vect
     return *m.vectors.back();
 }
 
+// The FFN of layer l on the residual x, before post_ffw_norm: the dense GELU-gated FFN, and on a
+// layer with a router (the 26B-A4B) that FFN and the experts side by side, each with its own norms:
+//   dense   = rms_norm(down(gelu(gate f) * up f), post_ffw_norm_1),   f = rms_norm(x, ffn_norm)
+//   experts = rms_norm(moe(rms_norm(x, pre_ffw_norm_2)), post_ffw_norm_2)
+// returning dense + experts. The router reads rms_norm(x) / sqrt(dim) * ffn_gate_inp.scale (folded
+// into one norm weight here); softmax over the experts, top k renormalised, each chosen expert's
+// output times its ffn_down_exps.scale; GELU (tanh) experts with gate|up fused or apart.
+int emit_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, const ModelConfig& c, backend::Backend& b,
+             BuiltModel& m, int32_t l, int x) {
+    const std::string p = fmt::format("blk.{}.", l);
+    const bool experts = bind.has(p + "ffn_gate_inp.weight");
+    const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
+    const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
+    const int f = e.rms_norm(x, bind.vector(p + "ffn_norm.weight", c.dim), c.rms_eps, p + "ffn_in");
+    const auto g_u = e.matmul(gate_up, f, {p + "gate", p + "up"}, l, MatmulInput::ffn);
+    const int act = e.gelu_mul(g_u[0], g_u[1], p + "ffn_act");
+    const int d = e.matmul(down, act, {p + (experts ? "ffn_dense" : "ffn_out")}, l, MatmulInput::ffn_down)[0];
+    if (!experts) return d;
+    if (c.n_experts == 0)
+        fail("{}: tensor {}ffn_gate_inp.weight is present but key {}.expert_count is missing", file.name(), p, kArch);
+    const int dense = e.rms_norm(d, bind.vector(p + "post_ffw_norm_1.weight", c.dim), c.rms_eps, p + "ffn_dense_post");
+    std::vector<float> router_norm = bind.floats(p + "ffn_gate_inp.scale", c.dim);
+    for (float& v : router_norm) {
+        if (!std::isfinite(v)) fail("{}: {}ffn_gate_inp.scale holds a non-finite value {}", file.name(), p, v);
+        v /= std::sqrt(float(c.dim));
+    }
+    m.vectors.push_back(b.upload_vector(router_norm));
+    const int router_in = e.rms_norm(x, *m.vectors.back(), c.rms_eps, p + "router_in");
+    const int h = e.rms_norm(x, bind.vector(p + "pre_ffw_norm_2.weight", c.dim), c.rms_eps, p + "moe_in");
+    const int moe = emit_moe_ffn(e, bind, file, c, b, m, l, h,
+                                 {.activation = backend::MoeActivation::gelu, .router_input = router_in});
+    const int out = e.rms_norm(moe, bind.vector(p + "post_ffw_norm_2.weight", c.dim), c.rms_eps, p + "moe_post");
+    e.add(out, dense);
+    return out;
+}
+
 }  // namespace
 
 BuiltModel build_gemma4(const gguf::File& file, const ModelConfig& c, backend::Backend& b) {
     const std::string a = std::string(kArch) + ".";
-    refuse_unsupported_forms(file, c);
+    refuse_unsupported_forms(file);
     if (!file.has(a + "attention.sliding_window")) fail("{}: {}attention.sliding_window is missing", file.name(), a);
     const std::vector<int32_t> windows = layer_windows(file, kArch, c.n_layers, file.get_int(a + "attention.sliding_window"), 6);
     const std::vector<int32_t> kv_src = kv_source_layers(file, windows);
@@ -198,13 +233,8 @@ BuiltModel build_gemma4(const gguf::File& file, const ModelConfig& c, backend::B
         const int o = e.matmul(wo, att, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
         e.add(x, e.rms_norm(o, bind.vector(p + "post_attention_norm.weight", c.dim), c.rms_eps, p + "attn_post"));
 
-        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
-        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
-        const int f = e.rms_norm(x, bind.vector(p + "ffn_norm.weight", c.dim), c.rms_eps, p + "ffn_in");
-        const auto g_u = e.matmul(gate_up, f, {p + "gate", p + "up"}, l, MatmulInput::ffn);
-        const int act = e.gelu_mul(g_u[0], g_u[1], p + "ffn_act");
-        const int d = e.matmul(down, act, {p + "ffn_out"}, l, MatmulInput::ffn_down)[0];
-        e.add(x, e.rms_norm(d, bind.vector(p + "post_ffw_norm.weight", c.dim), c.rms_eps, p + "ffn_post"));
+        e.add(x, e.rms_norm(emit_ffn(e, bind, file, c, b, m, l, x), bind.vector(p + "post_ffw_norm.weight", c.dim), c.rms_eps,
+                            p + "ffn_post"));
         // layer_output_scale: one stored scalar multiplying the layer's output (residual included).
         if (bind.has(p + "layer_output_scale.weight")) {
             const float s = bind.floats(p + "layer_output_scale.weight", 1)[0];

@@ -1,5 +1,7 @@
 #include "model/arch/moe_ffn.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -106,6 +108,11 @@ int emit_moe_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, co
     op.routing = moe_routing(c);
     op.activation = options.activation;
     if (bind.has(p + "exp_probs_b.bias")) op.routing.correction_bias = bind.floats(p + "exp_probs_b.bias", n);
+    if (bind.has(p + "ffn_down_exps.scale")) {
+        op.routing.expert_scale = bind.floats(p + "ffn_down_exps.scale", n);
+        for (float v : op.routing.expert_scale)
+            if (!std::isfinite(v)) fail("{}: {}ffn_down_exps.scale holds a non-finite value {}", file.name(), p, v);
+    }
     std::vector<backend::MatrixSource> gate, up;
     const std::string fused = p + "ffn_gate_up_exps.weight";
     if (file.find_tensor(fused) && !file.find_tensor(p + "ffn_gate_exps.weight")) {
@@ -143,7 +150,7 @@ int emit_moe_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, co
         op.shared_down = &bind.matrix({{p + "ffn_down_shexp.weight", fs, c.dim}});
         if (options.shared_gate) op.shared_gate = &bind.vector(p + "ffn_gate_inp_shexp.weight", c.dim);
     }
-    const int logits = e.matmul(router, h, {p + "router"}, l, MatmulInput::none)[0];
+    const int logits = e.matmul(router, options.router_input >= 0 ? options.router_input : h, {p + "router"}, l, MatmulInput::none)[0];
     if (bind.has(p + "ffn_gate_inp.bias")) e.add_bias(logits, bind.vector(p + "ffn_gate_inp.bias", n));
     Graph& g = m.graph;
     const int out = g.add_tensor(p + "ffn_out", Rows::tokens, c.dim);

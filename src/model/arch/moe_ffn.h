@@ -10,7 +10,8 @@
 // exp_probs_b.bias [n_experts], and per-expert biases ffn_gate_exps.bias / ffn_up_exps.bias
 // [ffn, E] and ffn_down_exps.bias [dim, E] (gpt-oss). Gate and up may also come fused, as newer
 // converters can write them: ffn_gate_up_exps.weight [dim, 2 ffn, E] (each expert's gate rows, then
-// its up rows) and ffn_gate_up_exps.bias [2 ffn, E].
+// its up rows) and ffn_gate_up_exps.bias [2 ffn, E]. Gemma 4's per-expert output scale
+// ffn_down_exps.scale [E] multiplies each expert's down projection (MoeRouting::expert_scale).
 // Older Mixtral files with one 2-D tensor per expert (blk.N.ffn_gate.E.weight) load too.
 // A missing or misshapen tensor is an error naming it.
 #pragma once
@@ -26,6 +27,7 @@ struct MoeFfnOptions {
     bool shared_expert = false;  // qwen2moe, deepseek2
     bool shared_gate = true;     // the shared expert's sigmoid gate (qwen2moe; deepseek2's is ungated)
     backend::MoeActivation activation = backend::MoeActivation::swiglu;
+    int router_input = -1;       // the tensor the router matmul reads (gemma4's own norm); -1: h
 };
 
 // The router of a config (scoring, renormalisation, scale, groups; no correction bias).
