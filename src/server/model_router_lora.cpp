@@ -59,6 +59,16 @@ ApiError runtime_off(const char* what) {
                     "invalid_request_error", {}, "unsupported");
 }
 
+// On a server of one model `base` may only name that model; the rest of the body goes to its gateway.
+json without_base(const json& body, const std::string& base, const std::string& model_name) {
+    if (jr::field(body, "base") && base != model_name)
+        throw ApiError(404, fmt::format("'base' names the model '{}', but this server serves '{}'", base, model_name),
+                       "invalid_request_error", "base", "model_not_found");
+    json rest = body;
+    rest.erase("base");
+    return rest;
+}
+
 }  // namespace
 
 std::optional<ModelRouter::AdapterEntry> ModelRouter::adapter(const std::string& name) const {
@@ -123,13 +133,7 @@ SimpleResponse ModelRouter::load_lora_adapter(const json& body, const ApiKey* ke
     check_fields(body, {"lora_name", "lora_path", "base"});
     const std::string base = string_of(body, "base", false);
     if (!registry_) {
-        if (jr::field(body, "base") && base != single_->model_name())
-            throw ApiError(404, fmt::format("'base' names the model '{}', but this server serves '{}'", base,
-                                            single_->model_name()),
-                           "invalid_request_error", "base", "model_not_found");
-        json rest = body;
-        rest.erase("base");
-        return single_->load_lora_adapter(rest);
+        return single_->load_lora_adapter(without_base(body, base, single_->model_name()));
     }
     const std::string name = string_of(body, "lora_name", true);
     const std::string path = string_of(body, "lora_path", true);
@@ -182,13 +186,7 @@ SimpleResponse ModelRouter::unload_lora_adapter(const json& body, const ApiKey* 
     const std::string base = string_of(body, "base", false);
     const std::string name = string_of(body, "lora_name", true);
     if (!registry_) {
-        if (jr::field(body, "base") && base != single_->model_name())
-            throw ApiError(404, fmt::format("'base' names the model '{}', but this server serves '{}'", base,
-                                            single_->model_name()),
-                           "invalid_request_error", "base", "model_not_found");
-        json rest = body;
-        rest.erase("base");
-        return single_->unload_lora_adapter(rest);
+        return single_->unload_lora_adapter(without_base(body, base, single_->model_name()));
     }
     if (!options_.allow_runtime_lora) throw runtime_off("unloading");
     std::lock_guard ops(lora_ops_mutex_);

@@ -12,6 +12,7 @@
 #include "chat/tool_call_gemma4.h"
 #include "chat/tool_calls.h"
 #include "fixtures.h"
+#include "tool_call_stream.h"
 
 namespace pagoda::chat {
 namespace {
@@ -67,32 +68,7 @@ TEST(Gemma4Args, SyntaxErrorsStopBeforeTheOffendingByte) {
 
 ParsedToolCalls stream(std::string_view text, const std::vector<size_t>& cuts) {
     ToolCallParser p(ToolCallFormat::gemma4);
-    ParsedToolCalls all;
-    auto add = [&](const ToolCallParts& part) {
-        all.content += part.content;
-        for (const auto& d : part.calls) {
-            if (!d.name.empty()) EXPECT_EQ(d.index, all.calls.size()) << text;
-            else EXPECT_EQ(d.index + 1, all.calls.size()) << text;
-            collect_tool_calls(all.calls, {d});
-        }
-    };
-    size_t prev = 0;
-    for (size_t c : cuts) {
-        add(p.feed(text.substr(prev, c - prev)));
-        prev = c;
-    }
-    add(p.feed(text.substr(prev)));
-    add(p.finish());
-    return all;
-}
-
-void expect_same(const ParsedToolCalls& a, const ParsedToolCalls& b, const std::string& what) {
-    EXPECT_EQ(a.content, b.content) << what;
-    ASSERT_EQ(a.calls.size(), b.calls.size()) << what;
-    for (size_t i = 0; i < a.calls.size(); ++i) {
-        EXPECT_EQ(a.calls[i].name, b.calls[i].name) << what;
-        EXPECT_EQ(a.calls[i].arguments, b.calls[i].arguments) << what;
-    }
+    return stream_tool_calls(p, text, cuts);
 }
 
 struct Reply {
@@ -142,10 +118,10 @@ TEST(Gemma4ToolCalls, WholeRepliesGiveExactCalls) {
 TEST(Gemma4ToolCalls, EveryByteBoundaryEqualsTheWhole) {
     for (const Reply& r : replies()) {
         const ParsedToolCalls whole = parse_tool_calls(r.text, ToolCallFormat::gemma4);
-        for (size_t cut = 0; cut <= r.text.size(); ++cut) expect_same(stream(r.text, {cut}), whole, r.text);
+        for (size_t cut = 0; cut <= r.text.size(); ++cut) expect_same_calls(stream(r.text, {cut}), whole, r.text);
         std::vector<size_t> every;
         for (size_t i = 1; i < r.text.size(); ++i) every.push_back(i);
-        expect_same(stream(r.text, every), whole, r.text + " (byte by byte)");
+        expect_same_calls(stream(r.text, every), whole, r.text + " (byte by byte)");
     }
 }
 
@@ -174,7 +150,7 @@ TEST(Gemma4ToolCalls, RandomInputsNeverCrashAndStreamingAgrees) {
         std::vector<size_t> cuts;
         for (size_t i = 1; i < t.size(); ++i)
             if (rng() % 4 == 0) cuts.push_back(i);
-        expect_same(stream(t, cuts), whole, t);
+        expect_same_calls(stream(t, cuts), whole, t);
         for (const auto& call : whole.calls) EXPECT_FALSE(call.name.empty());
     }
 }

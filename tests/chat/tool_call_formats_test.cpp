@@ -8,6 +8,7 @@
 #include <random>
 
 #include "chat/tool_calls.h"
+#include "tool_call_stream.h"
 
 using namespace pagoda::chat;
 using json = nlohmann::json;
@@ -84,28 +85,7 @@ const std::vector<Case>& cases() {
 ParsedToolCalls stream(const std::string& text, const std::vector<size_t>& cuts, ToolCallFormat format,
                        size_t* argument_deltas = nullptr) {
     ToolCallParser p(format, kTools);
-    ParsedToolCalls all;
-    auto add = [&](const ToolCallParts& part) {
-        all.content += part.content;
-        for (const auto& d : part.calls) {
-            if (!d.name.empty()) {
-                EXPECT_EQ(d.index, all.calls.size()) << text;
-            } else {
-                EXPECT_EQ(d.index + 1, all.calls.size()) << text << ": a piece of the open call";
-                EXPECT_FALSE(d.arguments.empty()) << text;
-            }
-            if (argument_deltas && !d.arguments.empty()) ++*argument_deltas;
-            collect_tool_calls(all.calls, {d});
-        }
-    };
-    size_t prev = 0;
-    for (size_t c : cuts) {
-        add(p.feed(std::string_view(text).substr(prev, c - prev)));
-        prev = c;
-    }
-    add(p.feed(std::string_view(text).substr(prev)));
-    add(p.finish());
-    return all;
+    return stream_tool_calls(p, text, cuts, argument_deltas);
 }
 
 void expect_result(const ParsedToolCalls& r, const Case& c, const std::string& what) {

@@ -9,42 +9,15 @@
 
 #include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
+#include "tool_call_stream.h"
 
 using namespace pagoda::chat;
 
 namespace {
 
-// Feeds `text` cut at `cuts`; the deltas are checked as they come (a call's first delta names it and
-// has the next index; later ones continue the open call) and collected into whole calls.
 ParsedToolCalls stream(std::string_view text, const std::vector<size_t>& cuts, ToolCallFormat format) {
     ToolCallParser p(format);
-    ParsedToolCalls all;
-    auto add = [&](ToolCallParts part) {
-        all.content += part.content;
-        for (const auto& d : part.calls) {
-            if (!d.name.empty()) EXPECT_EQ(d.index, all.calls.size()) << text;
-            else EXPECT_EQ(d.index + 1, all.calls.size()) << text;
-            EXPECT_LE(d.content_offset, part.content.size());
-            collect_tool_calls(all.calls, {d});
-        }
-    };
-    size_t prev = 0;
-    for (size_t c : cuts) {
-        add(p.feed(text.substr(prev, c - prev)));
-        prev = c;
-    }
-    add(p.feed(text.substr(prev)));
-    add(p.finish());
-    return all;
-}
-
-void expect_same(const ParsedToolCalls& a, const ParsedToolCalls& b, const std::string& what) {
-    EXPECT_EQ(a.content, b.content) << what;
-    ASSERT_EQ(a.calls.size(), b.calls.size()) << what;
-    for (size_t i = 0; i < a.calls.size(); ++i) {
-        EXPECT_EQ(a.calls[i].name, b.calls[i].name) << what;
-        EXPECT_EQ(a.calls[i].arguments, b.calls[i].arguments) << what;
-    }
+    return stream_tool_calls(p, text, cuts);
 }
 
 // The output is exactly one call and no content.
@@ -168,10 +141,10 @@ TEST(ToolCalls, PlainContentIsUntouched) {
 TEST(ToolCalls, EveryByteBoundaryEqualsTheWhole) {
     for (const auto& c : cases()) {
         const ParsedToolCalls whole = parse_tool_calls(c.text, c.format);
-        for (size_t cut = 0; cut <= c.text.size(); ++cut) expect_same(stream(c.text, {cut}, c.format), whole, c.text);
+        for (size_t cut = 0; cut <= c.text.size(); ++cut) expect_same_calls(stream(c.text, {cut}, c.format), whole, c.text);
         std::vector<size_t> every;
         for (size_t i = 1; i < c.text.size(); ++i) every.push_back(i);
-        expect_same(stream(c.text, every, c.format), whole, c.text + " (byte by byte)");
+        expect_same_calls(stream(c.text, every, c.format), whole, c.text + " (byte by byte)");
     }
 }
 
@@ -197,7 +170,7 @@ TEST(ToolCalls, RandomInputsNeverCrashAndStreamingAgrees) {
         std::vector<size_t> cuts;
         for (size_t i = 1; i < t.size(); ++i)
             if (rng() % 4 == 0) cuts.push_back(i);
-        expect_same(stream(t, cuts, f), whole, t);
+        expect_same_calls(stream(t, cuts, f), whole, t);
         EXPECT_LE(whole.content.size(), t.size());
         for (const auto& call : whole.calls) EXPECT_FALSE(call.name.empty());
     }

@@ -9,6 +9,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"
+#include "engine/hybrid_test_model.h"
 #include "fixtures.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
@@ -18,16 +19,7 @@ namespace {
 
 using test::Driver;
 
-std::string hybrid_model(const std::string& arch) {
-    model::RandomModelSpec spec;
-    spec.arch = arch;
-    spec.n_layers = 4; spec.dim = 64; spec.n_heads = 4; spec.n_kv_heads = 2; spec.head_dim = 16; spec.ffn_dim = 64;
-    spec.vocab_size = 300; spec.seed = 13;
-    if (arch == "qwen35moe") spec.n_experts = 8, spec.n_experts_used = 2, spec.expert_ffn_dim = 32;
-    const std::string f = pagoda::test::temp_path("engine-hybrid-" + arch + ".gguf");
-    model::write_random_model(spec, nullptr, f);
-    return f;
-}
+std::string hybrid_model(const std::string& arch) { return test::hybrid_test_model(arch, 13, "engine-hybrid"); }
 
 struct Scenario {
     int64_t budget;
