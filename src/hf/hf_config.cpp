@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "hf/config_reader.h"
 #include "hf/hf_encoder_config.h"
+#include "hf/hf_qwen35.h"
 
 namespace pagoda::hf {
 namespace {
@@ -29,6 +30,9 @@ constexpr ArchInfo kArchs[] = {
     {"Gemma3ForCausalLM", "gemma3", "gemma3_text"}, {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
     {"Phi3ForCausalLM", "phi3", "phi3"},           {"SmolLM3ForCausalLM", "smollm3", "smollm3"},
     {"Glm4ForCausalLM", "glm4", "glm4"},           {"Glm4MoeForCausalLM", "glm4moe", "glm4_moe"},
+    {"Qwen3_5ForCausalLM", "qwen35", "qwen3_5_text"}, {"Qwen3_5ForConditionalGeneration", "qwen35", "qwen3_5"},
+    {"Qwen3_5MoeForCausalLM", "qwen35moe", "qwen3_5_moe_text"},
+    {"Qwen3_5MoeForConditionalGeneration", "qwen35moe", "qwen3_5_moe"},
 };
 
 std::string supported_list() {
@@ -112,9 +116,10 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     // Gemma3ForConditionalGeneration: the decoder's config is text_config, with Gemma3's defaults.
     Json text = root;
     std::string scope;
-    if (m.hf_arch == "Gemma3ForConditionalGeneration") {
+    const bool qwen35 = m.arch == "qwen35" || m.arch == "qwen35moe";
+    if (m.hf_arch == "Gemma3ForConditionalGeneration" || (qwen35 && m.hf_arch.ends_with("ForConditionalGeneration"))) {
         if (!root.contains("text_config") || !root["text_config"].is_object())
-            top.refuse("text_config", "is missing (Gemma3ForConditionalGeneration keeps the decoder's config there)");
+            top.refuse("text_config", "is missing (" + m.hf_arch + " keeps the decoder's config there)");
         text = root["text_config"];
         scope = "text_config.";
     }
@@ -143,8 +148,11 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         meta.u32("attention.value_length", m.head_dim);
     }
     meta.f32("attention.layer_norm_rms_epsilon", c.number("rms_norm_eps"));
-    meta.f32("rope.freq_base", c.number_or("rope_theta", 10000.0));
-    int64_t rope_dims = m.head_dim;
+    m.prefixes = {"model."};
+    m.head_names = {"lm_head.weight"};
+    const Qwen35Rope q35 = qwen35 ? read_qwen35_config(c, m) : Qwen35Rope{m.head_dim, c.number_or("rope_theta", 10000.0)};
+    meta.f32("rope.freq_base", q35.theta);
+    int64_t rope_dims = q35.dims;
     const bool glm = m.arch == "glm4" || m.arch == "glm4moe";
     if ((m.arch == "phi3" && c.has("partial_rotary_factor")) || glm) {
         // GLM rotates half of each head unless the config says otherwise (the converter's default).
@@ -155,8 +163,6 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     meta.u32("rope.dimension_count", rope_dims);
     m.tied = top.boolean_or("tie_word_embeddings", m.arch == "gemma2" || m.arch == "gemma3") ||
              c.boolean_or("tie_word_embeddings", false);
-    m.prefixes = {"model."};
-    m.head_names = {"lm_head.weight"};
     if (m.hf_arch == "Gemma3ForConditionalGeneration") {
         m.prefixes = {"language_model.model.", "model.language_model."};
         m.head_names = {"language_model.lm_head.weight", "lm_head.weight"};
@@ -185,21 +191,21 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
             c.refuse("no_rope_layer_interval", "is not 4, the only NoPE period llama.cpp's smollm3 computes");
         }
     }
-    m.norm_plus_one = gemma;
-    if (!c.has("intermediate_size") && m.arch != "qwen3moe") c.at("intermediate_size");
+    m.norm_plus_one = gemma || qwen35;
+    if (!c.has("intermediate_size") && m.arch != "qwen3moe" && m.arch != "qwen35moe") c.at("intermediate_size");
     if (m.hf_arch == "MixtralForCausalLM") {
         m.mixtral_names = true;
         m.n_experts = c.positive("num_local_experts");
         meta.u32("feed_forward_length", c.positive("intermediate_size"));
         meta.u32("expert_count", m.n_experts);
         meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
-    } else if (m.arch == "qwen2moe" || m.arch == "qwen3moe") {
+    } else if (m.arch == "qwen2moe" || m.arch == "qwen3moe" || m.arch == "qwen35moe") {
         m.n_experts = c.positive("num_experts");
         meta.u32("feed_forward_length", c.positive_or("intermediate_size", c.positive("moe_intermediate_size")));
         meta.u32("expert_count", m.n_experts);
         meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
         meta.u32("expert_feed_forward_length", c.positive("moe_intermediate_size"));
-        if (m.arch == "qwen2moe") meta.u32("expert_shared_feed_forward_length", c.positive("shared_expert_intermediate_size"));
+        if (m.arch == "qwen2moe" || m.arch == "qwen35moe") meta.u32("expert_shared_feed_forward_length", c.positive("shared_expert_intermediate_size"));
         if (c.has("norm_topk_prob")) meta.set(a + ".expert_weights_norm", Value::boolean(c.boolean_or("norm_topk_prob", false)));
         if (c.positive_or("decoder_sparse_step", 1) != 1) c.refuse("decoder_sparse_step", "is not 1: pagoda's MoE builders expect every layer sparse");
         if (c.has("mlp_only_layers") && !c.at("mlp_only_layers").empty())
@@ -254,7 +260,7 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     }
     if (m.arch == "phi3" && c.has("sliding_window")) meta.u32("attention.sliding_window", c.positive("sliding_window"));
     // Which layers slide: layer_types (newer configs) else gemma3's sliding_window_pattern period.
-    if (c.has("layer_types")) {
+    if (c.has("layer_types") && !qwen35) {  // qwen35's (linear / full attention) are read above
         const Json& lt = c.at("layer_types");
         if (!lt.is_array() || int64_t(lt.size()) != m.n_layers) c.refuse("layer_types", "is not one entry per layer");
         std::vector<Value> sliding;

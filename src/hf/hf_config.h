@@ -3,7 +3,8 @@
 // windows, soft caps, expert counts, ...), plus what the tensor mapping needs (head counts, which
 // transforms apply, the tensor name prefix). Architectures (`architectures[0]`): Llama, Mistral and
 // Mixtral (-> llama), Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Gemma2, Gemma3 (text-only, and
-// Gemma3ForConditionalGeneration's `text_config`), Phi3, SmolLM3, Glm4 and Glm4Moe; BERT-family encoders as hf_encoder_config.h says.
+// Gemma3ForConditionalGeneration's `text_config`), Phi3, SmolLM3, Glm4, Glm4Moe, Qwen3_5 and Qwen3_5Moe (text model;
+// *ForConditionalGeneration's `text_config`, its vision tower and MTP tensors not loaded); BERT-family encoders as hf_encoder_config.h says.
 // A missing key, a value of the wrong type or a setting pagoda's builders do not implement is a
 // pagoda::Error naming the file and the key.
 // tokenizer.ggml.* keys are not written here (config.json's token ids are not a tokenizer).
@@ -34,6 +35,8 @@ struct HfModel {
     // glm4moe: num_nextn_predict_layers trailing NextN blocks (layers n_layers..) in the folder, not
     // loaded (pagoda does not run them; the GGUF metadata counts only the n_layers run).
     int64_t nextn_layers = 0;
+    // qwen35 / qwen35moe (hf_qwen35.h): the DeltaNet's key heads, value heads and head size.
+    int64_t delta_k_heads = 0, delta_v_heads = 0, delta_head = 0;
     // Encoders (hf_encoder_config.h): BertModel, RobertaModel, XLMRobertaModel and their
     // *ForSequenceClassification, all GGUF `bert`.
     bool encoder = false;

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "hf/hf_config.h"
+#include "hf/hf_qwen35.h"
 #include "hf/hf_encoder_config.h"
 
 namespace pagoda::hf {
@@ -55,6 +56,8 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     else if (arch == "smollm3") { hf_arch = "SmolLM3ForCausalLM"; model_type = "smollm3"; }
     else if (arch == "glm4") { hf_arch = "Glm4ForCausalLM"; model_type = "glm4"; }
     else if (arch == "glm4moe") { hf_arch = "Glm4MoeForCausalLM"; model_type = "glm4_moe"; }
+    else if (arch == "qwen35") { hf_arch = "Qwen3_5ForCausalLM"; model_type = "qwen3_5_text"; }
+    else if (arch == "qwen35moe") { hf_arch = "Qwen3_5MoeForCausalLM"; model_type = "qwen3_5_moe_text"; }
     else fail("{}: architecture '{}' has no Hugging Face form here", f.name(), arch);
     j["architectures"] = {hf_arch};
     j["model_type"] = model_type;
@@ -92,7 +95,8 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
         j["use_qk_norm"] = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
     }
     if (glm) j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-    if (n_experts > 0 && arch != "glm4moe") {
+    const bool qwen35 = arch == "qwen35" || arch == "qwen35moe";
+    if (n_experts > 0 && arch != "glm4moe" && !qwen35) {
         j[arch == "llama" ? "num_local_experts" : "num_experts"] = n_experts;
         j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
         if (arch != "llama") {
@@ -111,7 +115,8 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     }
     const int64_t rope_dims = f.get_int_or(a + "rope.dimension_count", head_dim);
     if (glm) j["partial_rotary_factor"] = double(rope_dims) / double(head_dim);
-    if (rope_dims != head_dim && arch != "phi3" && !glm)
+    if (qwen35) write_qwen35_config(f, j);
+    if (rope_dims != head_dim && arch != "phi3" && !glm && !qwen35)
         fail("{}: {}rope.dimension_count {} differs from the head size {}, which config.json cannot say for {}", f.name(), a,
              rope_dims, head_dim, arch);
 

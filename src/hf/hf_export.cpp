@@ -62,6 +62,10 @@ void write_hf_folder(const gguf::File& f, const std::string& dir, int shards, co
         const HfSource src = hf_source(m, t.name);
         std::vector<int64_t> shape(t.shape.rbegin(), t.shape.rend());
         if (src.flatten_to_row) shape.insert(shape.begin(), 1);
+        if (src.unsqueeze) {
+            if (shape.size() != 2) fail("{}: tensor {} is not [kernel, channels]", f.name(), t.name);
+            shape.insert(shape.begin() + 1, 1);
+        }
         if (src.hf_names.size() > 1) {  // stacked experts: the outermost GGUF dimension
             if (t.shape.size() != 3 || t.shape[2] != int64_t(src.hf_names.size()))
                 fail("{}: tensor {} is not [cols, rows, {}]", f.name(), t.name, src.hf_names.size());
@@ -77,6 +81,16 @@ void write_hf_folder(const gguf::File& f, const std::string& dir, int shards, co
             const float* in = reinterpret_cast<const float*>(t.data);
             float* out = reinterpret_cast<float*>(en.owned.data());
             for (uint64_t i = 0; i < t.n_bytes / 4; ++i) out[i] = in[i] - 1.0f;
+        } else if (src.transform == Transform::neg_exp) {
+            if (t.type != GgmlType::F32) fail("{}: tensor {} is not F32", f.name(), t.name);
+            en.owned.resize(t.n_bytes);
+            const float* in = reinterpret_cast<const float*>(t.data);
+            float* out = reinterpret_cast<float*>(en.owned.data());
+            try {
+                for (uint64_t i = 0; i < t.n_bytes / 4; ++i) out[i] = a_log_of(in[i]);
+            } catch (const Error& e) {
+                fail("{}: tensor {}: {}", f.name(), t.name, e.what());
+            }
         } else if (src.transform == Transform::permute_q || src.transform == Transform::permute_k) {
             const int64_t heads = src.transform == Transform::permute_q ? m.n_heads : m.n_kv_heads;
             const int64_t rows = t.shape.size() == 2 ? t.shape[1] : 0;
@@ -92,6 +106,12 @@ void write_hf_folder(const gguf::File& f, const std::string& dir, int shards, co
             en.n_bytes = en.owned.size();
         }
         if (!en.owned.empty()) en.data = en.owned.data();
+        if (src.v_heads != VHeads::none && m.delta_k_heads != m.delta_v_heads) {  // tiled (GGUF) -> grouped (HF)
+            std::vector<uint8_t> grouped(size_t(en.n_bytes));
+            reorder_v_heads(m, src.v_heads, en.shape, t.type == GgmlType::F32 ? 4 : 2, en.data, grouped.data(), false);
+            en.owned = std::move(grouped);
+            en.data = en.owned.data();
+        }
         entries.push_back(std::move(en));
     }
     if (shards < 1 || size_t(shards) > entries.size())

@@ -77,6 +77,8 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
             it->second.target = *target;
             it->second.parts.assign(size_t(target->expert >= 0 ? m.n_experts : 1), nullptr);
         }
+        if ((target->expert >= 0) != (it->second.target.expert >= 0))
+            fail("{}: tensor '{}' gives {} both per expert and stacked", dir, t->name, target->gguf_name);
         const size_t slot = size_t(std::max<int64_t>(target->expert, 0));
         if (it->second.parts[slot]) fail("{}: tensor '{}' is given twice", dir, t->name);
         it->second.parts[slot] = t;
@@ -106,6 +108,10 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
             if (t.shape.size() != 2 || t.shape[1] != 1) fail("{}: tensor '{}' should be [1, n]", dir, first->name);
             t.shape.pop_back();
         }
+        if (p.target.squeeze) {
+            if (t.shape.size() != 3 || t.shape[1] != 1) fail("{}: tensor '{}' should be [channels, 1, kernel]", dir, first->name);
+            t.shape.erase(t.shape.begin() + 1);
+        }
         if (p.parts.size() > 1) t.shape.push_back(int64_t(p.parts.size()));
         uint64_t skip_bytes = 0;  // RoBERTa's position table: the GGUF starts padding_idx + 1 rows in
         if (p.target.skip_rows > 0) {
@@ -115,10 +121,12 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
             t.shape[1] -= p.target.skip_rows;
             skip_bytes = uint64_t(p.target.skip_rows * t.shape[0]) * element_size(first->type);
         }
-        const bool to_f32 = p.target.force_f32 || t.shape.size() == 1 || p.target.transform == Transform::plus_one;
+        const bool to_f32 = p.target.force_f32 || t.shape.size() == 1 || p.target.transform == Transform::plus_one ||
+                            p.target.transform == Transform::neg_exp;
+        const bool reorder = p.target.v_heads != VHeads::none && m.delta_k_heads != m.delta_v_heads;
         t.type = to_f32 ? GgmlType::F32 : first->type;
         t.n_bytes = (uint64_t(first->n_elements()) * p.parts.size() - skip_bytes / element_size(first->type)) * element_size(t.type);
-        const bool zero_copy = p.parts.size() == 1 && t.type == first->type && p.target.transform == Transform::none;
+        const bool zero_copy = p.parts.size() == 1 && t.type == first->type && p.target.transform == Transform::none && !reorder;
         if (zero_copy) {
             t.data = first->data + skip_bytes;
         } else {
@@ -141,6 +149,9 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
                 // Gemma's norms compute x·(1 + w); GGUF files store 1 + w (added in f32, as the converter does).
                 float* f = reinterpret_cast<float*>(buf.data());
                 for (uint64_t i = 0; i < t.n_bytes / 4; ++i) f[i] += 1.0f;
+            } else if (p.target.transform == Transform::neg_exp) {
+                float* f = reinterpret_cast<float*>(buf.data());
+                for (uint64_t i = 0; i < t.n_bytes / 4; ++i) f[i] = ssm_a_of(f[i]);
             } else if (p.target.transform == Transform::permute_q || p.target.transform == Transform::permute_k) {
                 const int64_t heads = p.target.transform == Transform::permute_q ? m.n_heads : m.n_kv_heads;
                 const int64_t rows = first->shape[0];
@@ -149,6 +160,15 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
                 std::vector<uint8_t> permuted(buf.size());
                 permute_rows_to_pairs(buf.data(), permuted.data(), heads, rows, t.n_bytes / uint64_t(rows));
                 buf = std::move(permuted);
+            }
+            if (reorder) {  // value heads: grouped (HF) -> tiled (GGUF)
+                std::vector<uint8_t> tiled(buf.size());
+                try {
+                    reorder_v_heads(m, p.target.v_heads, first->shape, element_size(t.type), buf.data(), tiled.data(), true);
+                } catch (const Error& e) {
+                    fail("{}: tensor '{}': {}", dir, first->name, e.what());
+                }
+                buf = std::move(tiled);
             }
             t.data = buf.data();
             all_mapped = false;

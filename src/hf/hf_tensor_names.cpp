@@ -15,9 +15,56 @@ struct Rule {
     Transform transform = Transform::none;
     bool force_f32 = false;
     bool flatten = false;
+    VHeads v_heads = VHeads::none;
+    bool squeeze = false;
 };
 
+// Qwen3.5 / 3.6 (qwen35, qwen35moe): gated attention and gated DeltaNet layers; every RMSNorm but
+// the DeltaNet's gated one is stored as w for x·(1 + w).
+std::vector<Rule> qwen35_rules(const HfModel& m) {
+    const Transform one = Transform::plus_one, none = Transform::none;
+    std::vector<Rule> r = {
+        {"input_layernorm.weight", "attn_norm.weight", one, true},
+        {"post_attention_layernorm.weight", "post_attention_norm.weight", one, true},
+        {"self_attn.q_proj.weight", "attn_q.weight"},  // per head: its query rows, then its output gate's
+        {"self_attn.k_proj.weight", "attn_k.weight"},
+        {"self_attn.v_proj.weight", "attn_v.weight"},
+        {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight", one, true},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight", one, true},
+        {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight", none, false, false, VHeads::rows_after_qk},
+        {"linear_attn.in_proj_z.weight", "attn_gate.weight", none, false, false, VHeads::rows},
+        {"linear_attn.in_proj_a.weight", "ssm_alpha.weight", none, false, false, VHeads::rows},
+        {"linear_attn.in_proj_b.weight", "ssm_beta.weight", none, false, false, VHeads::rows},
+        {"linear_attn.conv1d.weight", "ssm_conv1d.weight", none, true, false, VHeads::rows_after_qk, true},
+        {"linear_attn.dt_bias", "ssm_dt.bias", none, true, false, VHeads::rows},
+        {"linear_attn.A_log", "ssm_a", Transform::neg_exp, true, false, VHeads::rows},
+        {"linear_attn.norm.weight", "ssm_norm.weight", none, true},
+        {"linear_attn.out_proj.weight", "ssm_out.weight", none, false, false, VHeads::columns},
+    };
+    if (m.n_experts > 0) {
+        r.push_back({"mlp.gate.weight", "ffn_gate_inp.weight", none, true});
+        r.push_back({"mlp.experts.{e}.gate_proj.weight", "ffn_gate_exps.weight"});
+        r.push_back({"mlp.experts.{e}.up_proj.weight", "ffn_up_exps.weight"});
+        r.push_back({"mlp.experts.{e}.down_proj.weight", "ffn_down_exps.weight"});
+        // The published checkpoints' fused form: gate_up_proj [E, 2 ffn, dim] (each expert's gate rows,
+        // then its up rows) and down_proj [E, dim, ffn], already the GGUF's stacked layouts.
+        r.push_back({"mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight"});
+        r.push_back({"mlp.experts.down_proj", "ffn_down_exps.weight"});
+        r.push_back({"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"});
+        r.push_back({"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"});
+        r.push_back({"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"});
+        r.push_back({"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", none, true, true});
+    } else {
+        r.push_back({"mlp.gate_proj.weight", "ffn_gate.weight"});
+        r.push_back({"mlp.up_proj.weight", "ffn_up.weight"});
+        r.push_back({"mlp.down_proj.weight", "ffn_down.weight"});
+    }
+    return r;
+}
+
 std::vector<Rule> layer_rules(const HfModel& m) {
+    if (m.arch == "qwen35" || m.arch == "qwen35moe") return qwen35_rules(m);
     const bool gemma = m.norm_plus_one, phi3 = m.arch == "phi3";
     const Transform norm = gemma ? Transform::plus_one : Transform::none;
     std::vector<Rule> r = {{"input_layernorm.weight", "attn_norm.weight", norm, true},
@@ -130,7 +177,7 @@ std::optional<TensorTarget> gguf_target(const HfModel& m, std::string_view name)
         const std::string_view tail = after.substr(digits + 1);
         for (const Rule& r : layer_rules(m)) {
             const size_t brace = r.hf.find("{e}");
-            TensorTarget t{fmt::format("blk.{}.{}", layer, r.gguf), r.transform, -1, r.force_f32, r.flatten};
+            TensorTarget t{fmt::format("blk.{}.{}", layer, r.gguf), r.transform, -1, r.force_f32, r.flatten, 0, r.v_heads, r.squeeze};
             if (brace == std::string::npos) {
                 if (tail == r.hf) return t;
                 continue;
@@ -165,6 +212,8 @@ HfSource hf_source(const HfModel& m, const std::string& name) {
                 HfSource s;
                 s.transform = r.transform;
                 s.flatten_to_row = r.flatten;
+                s.v_heads = r.v_heads;
+                s.unsqueeze = r.squeeze;
                 const std::string base = fmt::format("{}layers.{}.", prefix, layer);
                 const size_t brace = r.hf.find("{e}");
                 if (brace == std::string::npos) {

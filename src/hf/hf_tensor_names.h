@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "hf/hf_config.h"
+#include "hf/hf_qwen35.h"
 
 namespace pagoda::hf {
 
-enum class Transform { none, permute_q, permute_k, plus_one };
+// neg_exp: qwen35's A_log -> ssm_a = -exp(A_log) (hf_qwen35.h's ssm_a_of; the writer inverts it exactly).
+enum class Transform { none, permute_q, permute_k, plus_one, neg_exp };
 
 struct TensorTarget {
     std::string gguf_name;
@@ -22,6 +24,8 @@ struct TensorTarget {
     bool force_f32 = false;  // the GGUF tensor is F32 whatever the HF dtype (1-D tensors, the router)
     bool flatten = false;    // HF [1, n] -> GGUF [n] (qwen2moe's shared-expert gate)
     int64_t skip_rows = 0;   // the GGUF tensor drops the HF tensor's first rows (RoBERTa's position offset)
+    VHeads v_heads = VHeads::none;  // qwen35: value heads go from grouped to tiled order
+    bool squeeze = false;    // HF [C, 1, K] -> GGUF [K, C] (qwen35's conv1d)
 };
 
 // The GGUF tensor an HF tensor becomes; nullopt for tensors that are not loaded (other towers,
@@ -35,6 +39,8 @@ struct HfSource {
     Transform transform = Transform::none;
     bool flatten_to_row = false;  // qwen2moe's shared-expert gate: GGUF [dim] is HF [1, dim]
     int64_t pad_rows = 0;         // HF has this many (zero) rows before the GGUF tensor's (skip_rows' inverse)
+    VHeads v_heads = VHeads::none;  // value heads go back from tiled to grouped order
+    bool unsqueeze = false;       // GGUF [K, C] is HF [C, 1, K]
 };
 HfSource hf_source(const HfModel& model, const std::string& gguf_name);
 

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "hf/hf_qwen35.h"
 #include "model/random_model.h"
 #include "model/random_tensors.h"
 
@@ -97,10 +98,11 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
             add.f32(p + "ssm_conv1d.weight", {kernel, conv_dim},
                     random_tensor(rng, kernel * conv_dim, 1.0f / std::sqrt(float(kernel)), GgmlType::F32));
             add.f32(p + "ssm_dt.bias", {nv}, random_tensor(rng, nv, 0.5f, GgmlType::F32));
-            // -exp(A_log) for A_log uniform in [log 1, log 16], as the checkpoints initialise it
+            // -exp(A_log) for A_log uniform in [log 1, log 16], as the checkpoints initialise it; computed
+            // by the Hugging Face loader's own function, so the folder form's A_log gives back these bytes
             std::vector<uint8_t> decay = constant_f32(nv, 0.0f);
             float* d = reinterpret_cast<float*>(decay.data());
-            for (int64_t h = 0; h < nv; ++h) d[h] = -std::exp(std::log(16.0f) * 0.5f * (1.0f + rng.symmetric()));
+            for (int64_t h = 0; h < nv; ++h) d[h] = hf::ssm_a_of(std::log(16.0f) * 0.5f * (1.0f + rng.symmetric()));
             add.f32(p + "ssm_a", {nv}, std::move(decay));
             add.matrix(p + "ssm_alpha.weight", s.dim, nv, in_scale);
             add.matrix(p + "ssm_beta.weight", s.dim, nv, in_scale);
