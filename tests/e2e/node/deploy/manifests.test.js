@@ -202,7 +202,7 @@ test('the endpoint picker configuration is complete and consistent', () => {
   const engine = extractor.engineConfigs.find((e) => e.name === extractor.defaultEngine);
   assert.ok(engine, 'defaultEngine is one of engineConfigs');
   assert.deepEqual(Object.keys(engine).sort(), ['cacheInfoSpec', 'kvUsageSpec', 'loraSpec', 'name', 'queuedRequestsSpec', 'runningRequestsSpec']);
-  assert.equal(engine.loraSpec, '', 'pagoda serves no LoRA adapters');
+  assert.equal(engine.loraSpec, '', 'pagoda serves no vllm:lora_requests_info series for the EPP to read');
 });
 
 test('the Grafana dashboard is well-formed', () => {
