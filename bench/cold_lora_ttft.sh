@@ -12,25 +12,17 @@
 set -euo pipefail
 pagoda="${1:?usage: cold_lora_ttft.sh PATH/TO/pagoda [RUNS]}"
 runs="${2:-5}"
+bench="$(cd "$(dirname "$0")" && pwd)"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 gen=(--preset tiny --layers 4 --dim 768 --heads 8 --kv-heads 8 --ffn 1536 --lora-rank 16)
 "$pagoda" gen-model "${gen[@]}" -o "$dir/base.gguf" --seed 31 --lora-out "$dir/a.gguf" --lora-seed 1 >/dev/null 2>&1
 "$pagoda" gen-model "${gen[@]}" -o "$dir/base2.gguf" --seed 31 --lora-out "$dir/b.gguf" --lora-seed 2 >/dev/null 2>&1
 cat > "$dir/ttft.py" <<'PY'
-import http.client, json, sys, time, statistics
+import http.client, json, statistics, sys, time
+from stream_ttft import ttft as ttft_of
 port, mode = int(sys.argv[1]), sys.argv[2]
-def ttft(model):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    body = json.dumps({"model": model, "prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "stream": True, "ignore_eos": True})
-    t0 = time.perf_counter()
-    c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
-    r = c.getresponse()
-    while line := r.readline():
-        if line.startswith(b"data: {") and b'"text":"' in line and b'"text":""' not in line:
-            t = time.perf_counter() - t0
-            r.read(); c.close(); return t
-    sys.exit("no token: " + r.read().decode())
+ttft = lambda model: ttft_of(port, model)
 ms = lambda s: f"{s * 1000:.0f} ms"
 if mode == "evicted":
     ttft("a")  # the first request (server warm-up) is not counted
@@ -56,9 +48,9 @@ serve() {  # serve ARGS...: starts a server, sets $pid and $port
 }
 for _ in $(seq "$runs"); do
   serve --lora "a=$dir/a.gguf" --lora "b=$dir/b.gguf" --max-loras 1
-  python3 "$dir/ttft.py" "$port" evicted
+  PYTHONPATH="$bench" python3 "$dir/ttft.py" "$port" evicted
   kill "$pid"; wait "$pid" 2>/dev/null || true
   serve --allow-runtime-lora
-  python3 "$dir/ttft.py" "$port" runtime "$dir/a.gguf"
+  PYTHONPATH="$bench" python3 "$dir/ttft.py" "$port" runtime "$dir/a.gguf"
   kill "$pid"; wait "$pid" 2>/dev/null || true
 done

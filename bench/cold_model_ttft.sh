@@ -7,24 +7,16 @@
 set -euo pipefail
 pagoda="${1:?usage: cold_model_ttft.sh PATH/TO/pagoda [RUNS]}"
 runs="${2:-5}"
+bench="$(cd "$(dirname "$0")" && pwd)"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$pagoda" gen-model --preset tiny -o "$dir/big.gguf" --seed 31 --layers 4 --dim 768 --heads 8 --kv-heads 8 --ffn 1536 >/dev/null 2>&1
 "$pagoda" gen-model --preset tiny -o "$dir/tiny.gguf" --seed 21 >/dev/null 2>&1
 cat > "$dir/ttft.py" <<'PY'
-import http.client, json, sys, time, statistics
+import statistics, sys
+from stream_ttft import ttft as ttft_of
 port = int(sys.argv[1])
-def ttft():
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    body = json.dumps({"model": "m", "prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "stream": True, "ignore_eos": True})
-    t0 = time.perf_counter()
-    c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
-    r = c.getresponse()
-    while line := r.readline():
-        if line.startswith(b"data: {") and b'"text":"' in line and b'"text":""' not in line:
-            t = time.perf_counter() - t0
-            r.read(); c.close(); return t
-    sys.exit("no token")
+ttft = lambda: ttft_of(port, "m")
 cold = ttft()
 warm = statistics.median(ttft() for _ in range(5))
 print(f"cold {cold*1000:.0f} ms, warm median {warm*1000:.0f} ms")
@@ -33,7 +25,7 @@ for model in big tiny; do
   for _ in $(seq "$runs"); do
     "$pagoda" serve -m "m=$dir/$model.gguf" --port 0 -t 2 --drain-grace 0 2>"$dir/log" & pid=$!
     until port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$dir/log" | grep -o '[0-9]*$'); do sleep 0.05; done
-    echo "$model: $(python3 "$dir/ttft.py" "$port"); load $(grep -o 'loaded from .* in [0-9.]* s' "$dir/log" | grep -o '[0-9.]* s$')"
+    echo "$model: $(PYTHONPATH="$bench" python3 "$dir/ttft.py" "$port"); load $(grep -o 'loaded from .* in [0-9.]* s' "$dir/log" | grep -o '[0-9.]* s$')"
     kill "$pid"; wait "$pid" 2>/dev/null || true
   done
 done
