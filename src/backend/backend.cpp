@@ -12,17 +12,6 @@ int64_t Weight::rows() const {
     return n;
 }
 
-const char* fused_op_name(FusedOp op) {
-    switch (op) {
-        case FusedOp::add_rms_norm: return "add_rms_norm";
-        case FusedOp::qkv_rope_kv_write: return "qkv_rope_kv_write";
-        case FusedOp::matmul_silu_mul: return "matmul_silu_mul";
-        case FusedOp::norm_quantize: return "norm_quantize";
-        case FusedOp::lora_in_fused: return "lora_in_fused";
-    }
-    return "?";
-}
-
 const char* moe_scoring_name(MoeScoring s) {
     switch (s) {
         case MoeScoring::softmax: return "softmax";
@@ -41,20 +30,10 @@ const char* moe_activation_name(MoeActivation a) {
     return "?";
 }
 
-// The fusion pass only emits what a backend declares, so reaching these is a bug in the caller.
-const char* optional_op_name(OptionalOp op) {
-    switch (op) {
-        case OptionalOp::layer_norm: return "layer_norm";
-        case OptionalOp::gelu: return "gelu";
-        case OptionalOp::position_embedding: return "position_embedding";
-        case OptionalOp::copy_columns: return "copy_columns";
-        case OptionalOp::causal_conv1d: return "causal_conv1d";
-        case OptionalOp::gated_delta_rule: return "gated_delta_rule";
-        case OptionalOp::sigmoid_mul: return "sigmoid_mul";
-    }
-    return "?";
-}
+bool Backend::supports(OpKind op) const { return !is_optional_op(op) && !is_fused_op(op); }
 
+// The optional and fused ops are only called where supports() says so, so reaching these defaults
+// is a bug in the caller.
 void Backend::layer_norm(const Tensor&, const Vector&, const Vector&, float, const Tensor&) {
     fail("backend {} has no layer_norm op", name());
 }

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/op.h"
 #include "gguf/ggml_types.h"
 #include "kv/kv_layout.h"
 
@@ -173,15 +174,6 @@ struct AttentionParams {
     float alibi_max_bias = 0.0f;
 };
 
-// Ops only some architectures need (the encoders'); a backend says which it has (has_op), and a
-// model that needs one its backend lacks is refused at load, naming the op.
-// copy_columns is MLA's (deepseek2): its per-head K is assembled from two sources.
-// causal_conv1d and gated_delta_rule are the gated DeltaNet layers' (qwen35, qwen3next); sigmoid_mul
-// is their full-attention layers' output gate.
-enum class OptionalOp { layer_norm, gelu, position_embedding, copy_columns, causal_conv1d, gated_delta_rule,
-                        sigmoid_mul };
-const char* optional_op_name(OptionalOp op);
-
 // A strided copy of column ranges, one range per head: for every row t, head h < n_heads, j < width,
 //   dst[t][h * dst_stride + dst_offset + j] = src[t][h * src_stride + src_offset + j];
 // dst's other columns keep their values. src_stride 0 repeats one range into every head (MLA's
@@ -320,24 +312,13 @@ struct LoraSegment {
     const void* bt_elems = nullptr;
 };
 
-// The LoRA updates inside a fused op (FusedOp::lora_in_fused): per part of its weight (Q, K, V or
+// The LoRA updates inside a fused op (Backend::fuses_lora): per part of its weight (Q, K, V or
 // gate, up), the segments whose update that part's output takes right after the matmul, before the
 // rest of the op (bias, RoPE, K/V write, SiLU) — what the unfused matmul ; lora_add ; ... computes,
 // so a LoRA step keeps the fused ops. Empty spans: that part has no update this step.
 struct PartLora {
     std::span<const LoraSegment> parts[3];
 };
-
-// Fused ops a backend may declare; the fusion pass uses only those it declares.
-enum class FusedOp {
-    add_rms_norm,       // x += r; out = rms_norm(x)
-    qkv_rope_kv_write,  // QkvOp
-    matmul_silu_mul,    // out = silu(x Wg^T) * (x Wu^T) for a weight of parts gate, up
-    norm_quantize,      // rms_norm (or add_rms_norm) that also writes its output's quantised form for
-                        // the matmuls that read it (takes_quantized_input), so it is quantised once
-    lora_in_fused,      // qkv_rope_kv_write and matmul_silu_mul take a PartLora (their `lora` argument)
-};
-const char* fused_op_name(FusedOp op);
 
 struct BackendOptions {
     int n_threads = 0;  // 0: the backend's default (cpu: physical cores)
@@ -418,8 +399,11 @@ public:
     // Whether attention() runs these params (a sliding window, a soft cap, non-causal).
     virtual bool supports_attention(const AttentionParams&) const { return true; }
 
-    // --- optional ops (only called when has_op() says so; the defaults throw naming the op) ---
-    virtual bool has_op(OptionalOp) const { return false; }
+    // Whether the backend runs `op` (op.h): every core op, and the optional and fused ops it
+    // declares. The default declares none; a backend's override adds its own to Backend::supports.
+    virtual bool supports(OpKind op) const;
+
+    // --- optional ops (only called when supports() says so; the defaults throw naming the op) ---
     // out[t] = (x[t] - mean(x[t])) / sqrt(var(x[t]) + eps) * w + b, var the biased (population)
     // variance; out may be x.
     virtual void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out);
@@ -432,14 +416,14 @@ public:
     // step has no token types); throws when a type is past the table's rows. Part of the
     // position_embedding optional op: a backend with one has both.
     virtual void add_token_type_embedding(const Weight& table, const Tensor& x);
-    // ColumnCopy from src into dst (OptionalOp::copy_columns).
+    // ColumnCopy from src into dst (OpKind::copy_columns).
     virtual void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c);
-    // CausalConv1d (OptionalOp::causal_conv1d) and GatedDeltaRule (OptionalOp::gated_delta_rule),
+    // CausalConv1d (OpKind::causal_conv1d) and GatedDeltaRule (OpKind::gated_delta_rule),
     // updating `state` in place.
     virtual void causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out);
     virtual void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& g, const Tensor& beta, const Tensor& state, const Tensor& out);
-    // out = sigmoid(gate) * up elementwise, sigmoid(g) = 1 / (1 + exp(-g)) (OptionalOp::sigmoid_mul:
+    // out = sigmoid(gate) * up elementwise, sigmoid(g) = 1 / (1 + exp(-g)) (OpKind::sigmoid_mul:
     // qwen35's attention output gate); out may be gate or up.
     virtual void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 
@@ -450,17 +434,19 @@ public:
     virtual int64_t moe_workspace_cols(const MoeOp& /*op*/) const { return 1; }
 
     // --- fused ops (only called when supports() says so) ---
-    virtual bool supports(FusedOp) const { return false; }
+    // Whether qkv_rope_kv_write and matmul_silu_mul take a PartLora (their `lora` argument), so the
+    // fusion pass may fold a LoRA step's lora_add nodes into them.
+    virtual bool fuses_lora() const { return false; }
     // True when each fused op gives bitwise the results of its unfused sequence on this backend.
     virtual bool fused_bitwise() const { return true; }
     virtual void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out);
-    // `lora` (only where supports(FusedOp::lora_in_fused)): the step's LoRA updates of the matmul's parts.
+    // `lora` (only where fuses_lora()): the step's LoRA updates of the matmul's parts.
     virtual void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out,
                                    const Tensor* quantized = nullptr, const PartLora* lora = nullptr);
     virtual void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out,
                                  const Tensor* quantized = nullptr, const PartLora* lora = nullptr);
-    // norm_quantize: out = rms_norm(x) (after x += *r when r is given), and its quantised form into
-    // `quantized`, a tensor of quantized_row_elements(x.cols) columns.
+    // rms_norm_quantize (add_rms_norm_quantize when r is given): out = rms_norm(x) (after x += *r),
+    // and its quantised form into `quantized`, a tensor of quantized_row_elements(x.cols) columns.
     virtual void rms_norm_quantize(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
                                    const Tensor& quantized);
     // Columns of the quantised form of a cols-wide activation (0: the backend has none).

@@ -32,9 +32,9 @@ public:
         for (size_t i = 0; i < g_.nodes.size();) {
             size_t used = 0;
             Node fused;
-            if (!used && b_.supports(backend::FusedOp::add_rms_norm)) used = add_rms_norm(i, fused);
-            if (!used && b_.supports(backend::FusedOp::qkv_rope_kv_write)) used = qkv_rope_kv_write(i, fused);
-            if (!used && b_.supports(backend::FusedOp::matmul_silu_mul)) used = matmul_silu_mul(i, fused);
+            if (!used && b_.supports(OpKind::add_rms_norm)) used = add_rms_norm(i, fused);
+            if (!used && b_.supports(OpKind::qkv_rope_kv_write)) used = qkv_rope_kv_write(i, fused);
+            if (!used && b_.supports(OpKind::matmul_silu_mul)) used = matmul_silu_mul(i, fused);
             if (used) {
                 out.nodes.push_back(std::move(fused));
                 i += used;
@@ -42,7 +42,7 @@ public:
                 out.nodes.push_back(g_.nodes[i++]);
             }
         }
-        if (b_.supports(backend::FusedOp::norm_quantize)) quantize_in_norms(out);
+        quantize_in_norms(out);
         return out;
     }
 
@@ -119,7 +119,7 @@ private:
     // part at most, when the backend takes them inside its fused ops: records each part's target and
     // returns how many there are (0 otherwise, and the chain then does not match).
     size_t lora_adds(size_t i, std::array<int32_t, 3>& targets) const {
-        if (!b_.supports(backend::FusedOp::lora_in_fused)) return 0;
+        if (!b_.fuses_lora()) return 0;
         const Node& mm = g_.nodes[i];
         size_t used = 0;
         while (is(i + 1 + used, OpKind::lora_add)) {
@@ -144,6 +144,9 @@ private:
         for (size_t i = 0; i < g.nodes.size(); ++i) {
             Node& norm = g.nodes[i];
             if ((norm.kind != OpKind::rms_norm && norm.kind != OpKind::add_rms_norm) || norm.n_heads > 0) continue;
+            const OpKind quantizing =
+                norm.kind == OpKind::rms_norm ? OpKind::rms_norm_quantize : OpKind::add_rms_norm_quantize;
+            if (!b_.supports(quantizing)) continue;
             const int h = norm.out.back();
             std::vector<size_t> consumers;
             bool only_matmuls = true, any_takes = false;
@@ -160,7 +163,7 @@ private:
             if (!only_matmuls || !any_takes || consumers.empty() || cols <= 0) continue;
             const TensorSpec spec = g.tensors[size_t(h)];
             const int q = g.add_tensor(spec.name + ".q8", spec.rows, cols);
-            norm.kind = norm.kind == OpKind::rms_norm ? OpKind::rms_norm_quantize : OpKind::add_rms_norm_quantize;
+            norm.kind = quantizing;
             norm.out.push_back(q);
             for (size_t j : consumers) g.nodes[j].in.push_back(q);
         }

@@ -1,5 +1,5 @@
 // The fusion pass: rewrites a step graph so that chains of ops the backend can run as one become
-// one fused op (backend::FusedOp), only where the backend declares it. Patterns:
+// one fused op (backend/op.h), only where the backend declares it. Patterns:
 //   add(x, r) ; rms_norm(x) -> h                                   => add_rms_norm(x, r) -> x, h
 //   matmul(W_qkv, h) -> q, k, v ; [add_bias q, k, v] ; rope q ; rope k ; kv_write(k, v)
 //                                                                  => qkv_rope_kv_write(h) -> q
@@ -8,7 +8,7 @@
 //                                        => [add_]rms_norm_quantize -> h, h.q8 ; matmul(h, h.q8) ...
 //      (RMSNorm + activation quantisation + matmul: the input is quantised once, in the norm's pass)
 // In the LoRA twin graph (lora_graph.h) the lora_add nodes right after the QKV and gate|up matmuls
-// join those chains where the backend declares FusedOp::lora_in_fused (Node::lora_parts): the fused
+// join those chains where the backend fuses_lora() (Node::lora_parts): the fused
 // op adds the update after its matmul, so a step with adapters keeps its fused ops.
 // A chain is fused only when its intermediates are read nowhere else. The unfused graph stays
 // runnable (--no-fusion, PAGODA_FUSION=0), and tests check that both give the same logits.

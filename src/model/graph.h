@@ -20,34 +20,9 @@
 
 namespace pagoda::model {
 
-enum class OpKind {
-    embed, matmul, rms_norm, add, add_bias, rope, silu_mul, gelu_mul, softmax, kv_write, attention, gather_logit_rows,
-    gather_hidden_rows, scale, softcap,
-    // the encoders' (backend::OptionalOp): LayerNorm with bias; erf GELU in place; x += the learned
-    // position embedding's row of each token's position (in place, weight = the table); x += the
-    // token-type embedding's row of each token's type (the step's token types, 0 when none)
-    layer_norm, gelu, position_embedding, token_type_embedding,
-    moe_ffn,  // in: x, router logits; out: the FFN output, the backend's workspace (backend::MoeOp)
-    lora_add,  // in: x, y (a matmul's input and one part's output); y += the step's LoRA updates (lora_graph.h)
-    // in place on the embedded input: the step's rows that carry a given embedding (an image's soft
-    // tokens, Batch::embedding_rows) take it in place of their token's; a graph without it takes none
-    input_embeddings,
-    // in: src (and dst when it already holds columns); out: dst; backend::ColumnCopy (OptionalOp::copy_columns)
-    copy_columns,
-    // Gated DeltaNet (recurrent) layers, backend::OptionalOp: in x, state (a Rows::state tensor,
-    // updated in place); out y (Node::conv). in q, k, v, g, beta, state; out y (Node::delta).
-    causal_conv1d, gated_delta_rule,
-    // in gate, up; out sigmoid(gate) * up (OptionalOp::sigmoid_mul: the attention output gate)
-    sigmoid_mul,
-    // in alpha, beta (T x value heads); out g = softplus(alpha + dt_bias) * a and sigmoid(beta), in
-    // place (Node::gates): the DeltaNet's decay and write gates, computed on the host from read()
-    // rows (a few values per token) because no backend has softplus.
-    delta_gates,
-    // fused (fusion.h)
-    add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
-    rms_norm_quantize, add_rms_norm_quantize,  // ... plus the output's quantised form, for the matmuls
-};
-const char* op_name(OpKind kind);
+// The graph's ops are the backend's (backend/op.h: core, optional and fused ops in one enum).
+using backend::OpKind;
+using backend::op_name;
 // The ops that multiply their first input by a weight (plain or fused): the calibration observer
 // watches their inputs, and a second input is that one's quantised form.
 inline bool multiplies_input(OpKind k) {

@@ -28,7 +28,7 @@ public:
     std::shared_ptr<backend::Weight> upload_weight(std::vector<backend::MatrixSource> parts, backend::WeightUse use) override;
     std::shared_ptr<backend::Vector> upload_vector(std::span<const float> values) override;
     std::shared_ptr<backend::Rope> upload_rope(backend::RopeSpec spec) override;
-    bool has_op(backend::OptionalOp op) const override { return device_.has_op(op) && host_.has_op(op); }
+    bool supports(backend::OpKind op) const override { return device_.supports(op) && host_.supports(op); }
     // Checked per segment once the graph is cut (GraphModel), where the layer is known.
     bool supports_attention(const backend::AttentionParams&) const override { return true; }
     int64_t moe_workspace_cols(const backend::MoeOp& op) const override;

@@ -156,14 +156,7 @@ void check_segment(const GraphSegment& seg, const backend::Backend& b, const Lay
                       : p.sliding_window > 0 ? "the sliding-window attention" : !p.causal ? "the bidirectional attention"
                                                                                            : "the attention");
         }
-        const char* optional = n.kind == OpKind::layer_norm ? "layer_norm"
-                               : n.kind == OpKind::gelu ? "gelu"
-                               : n.kind == OpKind::position_embedding || n.kind == OpKind::token_type_embedding
-                                   ? "position_embedding" : nullptr;
-        const backend::OptionalOp op = n.kind == OpKind::layer_norm ? backend::OptionalOp::layer_norm
-                                       : n.kind == OpKind::gelu ? backend::OptionalOp::gelu
-                                                                : backend::OptionalOp::position_embedding;
-        if (optional && !b.has_op(op)) refuse(n, fmt::format("the {} op", optional));
+        if (!b.supports(n.kind)) refuse(n, fmt::format("the {} op", op_name(n.kind)));
     }
 }
 

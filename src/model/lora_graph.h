@@ -2,7 +2,7 @@
 // projection (a matmul of a layer, not the embedding or the output head) is followed, per weight
 // part, by a lora_add node that adds the step's adapter updates for that weight to its rows. The
 // fusion pass folds the updates after the QKV and gate|up matmuls into their fused ops where the
-// backend declares FusedOp::lora_in_fused (fusion.h; elsewhere they stay unfused). GraphModel keeps
+// backend fuses_lora() (fusion.h; elsewhere they stay unfused). GraphModel keeps
 // the plain fused graph for steps without adapters and runs this one only when some row has one. LoraStep groups a step's rows by adapter into the per-target segments
 // the executor hands to Backend::lora_add, each with its adapter's compact form (LoraSegment::a_elems
 // / bt_elems: F16 or BF16 where every number is exactly one, else F32 or, by lora::LoraStorage, rounded

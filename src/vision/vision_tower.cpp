@@ -89,10 +89,10 @@ struct VisionTower::Weights {
 VisionTower::VisionTower(const gguf::File& file, backend::Backend& b)
     : backend_(b), config_(read_vision_config(file)), w_(std::make_unique<Weights>()) {
     const VisionConfig& c = config_;
-    for (auto op : {backend::OptionalOp::layer_norm, backend::OptionalOp::position_embedding})
-        if (!b.has_op(op))
+    for (auto op : {backend::OpKind::layer_norm, backend::OpKind::position_embedding})
+        if (!b.supports(op))
             fail("{}: the {} backend cannot run the vision tower: it has no {} op (use --backend cpu)", file.name(),
-                 b.name(), backend::optional_op_name(op));
+                 b.name(), backend::op_name(op));
     const backend::AttentionParams attention{.n_heads = int32_t(c.n_heads), .scale = 0, .causal = false};
     if (!b.supports_attention(attention))
         fail("{}: the {} backend cannot run the vision tower: it has no non-causal attention (use --backend cpu)",

@@ -2,7 +2,7 @@
 // assembly and output compaction) against the contract's formula computed here on host floats, on the
 // backend under test and on the reference: exact copies, dst's other columns untouched, a range
 // repeated into every head (src stride 0), heads compacted and spread; and the shape errors. A backend
-// that declares no copy_columns (has_op) is skipped naming it; the model layer refuses deepseek2 there.
+// that declares no copy_columns (supports) is skipped naming it; the model layer refuses deepseek2 there.
 #include "backend/conformance.h"
 
 namespace pagoda::backend::conformance {
@@ -22,7 +22,7 @@ std::vector<float> expected_copy(const std::vector<float>& src, int64_t src_cols
 }
 
 TEST_P(Conformance, CopyColumnsIsTheContractsExactCopy) {
-    if (!test->has_op(OptionalOp::copy_columns)) GTEST_SKIP() << GetParam() << ": declares no copy_columns";
+    if (!test->supports(OpKind::copy_columns)) GTEST_SKIP() << GetParam() << ": declares no copy_columns";
     std::mt19937 rng(47);
     for (int trial = 0; trial < 24; ++trial) {
         const int64_t rows = uniform(1, 37, rng);
@@ -49,7 +49,7 @@ TEST_P(Conformance, CopyColumnsIsTheContractsExactCopy) {
 }
 
 TEST_P(Contract, CopyColumnsRefusesRangesOutsideItsTensors) {
-    if (!test->has_op(OptionalOp::copy_columns)) GTEST_SKIP() << GetParam() << ": declares no copy_columns";
+    if (!test->supports(OpKind::copy_columns)) GTEST_SKIP() << GetParam() << ": declares no copy_columns";
     test.reset();
     const Tensor src = test.tensor(3, 16), dst = test.tensor(3, 16), short_dst = test.tensor(2, 16);
     auto message = [&](const Tensor& from, const Tensor& to, const ColumnCopy& c) {

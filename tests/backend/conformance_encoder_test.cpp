@@ -1,6 +1,6 @@
-// The backend conformance suite (conformance.h): the encoders' optional ops (backend::OptionalOp) —
+// The backend conformance suite (conformance.h): the encoders' optional ops (backend/op.h) —
 // LayerNorm with bias, the erf GELU, learned position embeddings — against the reference, and their
-// batch invariance. Every backend here has them (cpu, vulkan); one that declared none (has_op) would
+// batch invariance. Every backend here has them (cpu, vulkan); one that declared none (supports) would
 // be skipped with a message naming the op, and the model layer refuses encoder models on it at load.
 // (Non-causal attention is in conformance_kv_attention_test.cpp with the other attention cases.)
 #include "backend/conformance.h"
@@ -12,10 +12,10 @@ using gguf::GgmlType;
 using namespace testing;
 
 #define SKIP_WITHOUT(op)                                                                         \
-    if (!test->has_op(op)) GTEST_SKIP() << GetParam() << ": declares no " << optional_op_name(op)
+    if (!test->supports(op)) GTEST_SKIP() << GetParam() << ": declares no " << op_name(op)
 
 TEST_P(Conformance, LayerNormInPlaceAndNot) {
-    SKIP_WITHOUT(OptionalOp::layer_norm);
+    SKIP_WITHOUT(OpKind::layer_norm);
     std::mt19937 rng(31);
     for (int trial = 0; trial < 8; ++trial) {
         const int64_t n = uniform(1, 37, rng), cols = uniform(1, 300, rng);
@@ -35,7 +35,7 @@ TEST_P(Conformance, LayerNormInPlaceAndNot) {
 }
 
 TEST_P(Conformance, Gelu) {
-    SKIP_WITHOUT(OptionalOp::gelu);
+    SKIP_WITHOUT(OpKind::gelu);
     std::mt19937 rng(32);
     for (int trial = 0; trial < 6; ++trial) {
         const int64_t n = uniform(1, 37, rng), cols = uniform(1, 700, rng);
@@ -58,7 +58,7 @@ TEST_P(Conformance, Gelu) {
 }
 
 TEST_P(Conformance, PositionEmbedding) {
-    SKIP_WITHOUT(OptionalOp::position_embedding);
+    SKIP_WITHOUT(OpKind::position_embedding);
     std::mt19937 rng(33);
     for (GgmlType type : kWeightTypes) {
         const int64_t rows = uniform(40, 80, rng), cols = random_cols(type, rng);
@@ -80,8 +80,8 @@ TEST_P(Conformance, PositionEmbedding) {
 
 // Each row of the encoders' ops is the same, bitwise, computed alone or among others.
 TEST_P(Contract, EncoderOpsAreBatchInvariant) {
-    SKIP_WITHOUT(OptionalOp::layer_norm);
-    SKIP_WITHOUT(OptionalOp::gelu);
+    SKIP_WITHOUT(OpKind::layer_norm);
+    SKIP_WITHOUT(OpKind::gelu);
     std::mt19937 rng(34);
     const int64_t n = 23, cols = 301;
     const std::vector<float> x = random_values(n * cols, rng, 3.0f), w = random_values(cols, rng), b = random_values(cols, rng);

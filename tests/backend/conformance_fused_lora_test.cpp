@@ -1,4 +1,4 @@
-// The backend conformance suite (conformance.h), LoRA inside fused ops (FusedOp::lora_in_fused):
+// The backend conformance suite (conformance.h), LoRA inside fused ops (Backend::fuses_lora):
 // matmul_silu_mul and qkv_rope_kv_write given a PartLora against their unfused twin on the same
 // backend (matmul ; lora_add per part ; [add_bias] ; rope / silu_mul ; kv_write), over stacked and
 // unstacked weights, several adapters over scattered rows and rows with none. The update must also
@@ -71,7 +71,7 @@ void expect_update_shows(const std::vector<float>& with, const std::vector<float
 }
 
 TEST_P(Conformance, FusedMatmulSiluMulLora) {
-    if (!test->supports(FusedOp::lora_in_fused)) GTEST_SKIP() << GetParam() << " declares no lora_in_fused";
+    if (!test->fuses_lora()) GTEST_SKIP() << GetParam() << " fuses no LoRA into its fused ops";
     std::mt19937 rng(147);
     int trial = 0;
     for (GgmlType type : kWeightTypes) {
@@ -101,7 +101,7 @@ TEST_P(Conformance, FusedMatmulSiluMulLora) {
 }
 
 TEST_P(Conformance, FusedQkvRopeKvWriteLora) {
-    if (!test->supports(FusedOp::lora_in_fused)) GTEST_SKIP() << GetParam() << " declares no lora_in_fused";
+    if (!test->fuses_lora()) GTEST_SKIP() << GetParam() << " fuses no LoRA into its fused ops";
     std::mt19937 rng(148);
     for (int trial = 0; trial < 8; ++trial) {
         const GgmlType type = kWeightTypes[size_t(trial) % std::size(kWeightTypes)];

@@ -10,7 +10,7 @@ using kv::KvDtype;
 using namespace testing;
 
 TEST_P(Conformance, FusedNormQuantize) {
-    if (!test->supports(FusedOp::norm_quantize)) GTEST_SKIP() << GetParam() << " declares no norm_quantize";
+    if (!test->supports(OpKind::rms_norm_quantize)) GTEST_SKIP() << GetParam() << " declares no rms_norm_quantize";
     std::mt19937 rng(17);
     const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
     std::set<GgmlType> checked_types;  // a weight that takes no quantised input has nothing to check
@@ -53,7 +53,7 @@ TEST_P(Conformance, FusedNormQuantize) {
 }
 
 TEST_P(Conformance, FusedAddRmsNorm) {
-    if (!test->supports(FusedOp::add_rms_norm)) GTEST_SKIP() << GetParam() << " declares no add_rms_norm";
+    if (!test->supports(OpKind::add_rms_norm)) GTEST_SKIP() << GetParam() << " declares no add_rms_norm";
     std::mt19937 rng(13);
     for (int trial = 0; trial < 6; ++trial) {
         const int64_t n = uniform(1, 37, rng), cols = uniform(1, 300, rng);
@@ -72,7 +72,7 @@ TEST_P(Conformance, FusedAddRmsNorm) {
 }
 
 TEST_P(Conformance, FusedMatmulSiluMul) {
-    if (!test->supports(FusedOp::matmul_silu_mul)) GTEST_SKIP() << GetParam() << " declares no matmul_silu_mul";
+    if (!test->supports(OpKind::matmul_silu_mul)) GTEST_SKIP() << GetParam() << " declares no matmul_silu_mul";
     std::mt19937 rng(14);
     for (GgmlType type : kWeightTypes) {
         const int64_t cols = random_cols(type, rng), rows = uniform(1, 37, rng), n = uniform(1, 37, rng);
@@ -90,7 +90,7 @@ TEST_P(Conformance, FusedMatmulSiluMul) {
 }
 
 TEST_P(Conformance, FusedQkvRopeKvWrite) {
-    if (!test->supports(FusedOp::qkv_rope_kv_write)) GTEST_SKIP() << GetParam() << " declares no qkv_rope_kv_write";
+    if (!test->supports(OpKind::qkv_rope_kv_write)) GTEST_SKIP() << GetParam() << " declares no qkv_rope_kv_write";
     std::mt19937 rng(15);
     for (int trial = 0; trial < 8; ++trial) {
         const GgmlType type = kWeightTypes[size_t(trial) % std::size(kWeightTypes)];

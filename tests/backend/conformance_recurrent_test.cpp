@@ -5,7 +5,7 @@
 // token at a time give bitwise the same outputs and states; a sequence's results never depend on the
 // other sequences of the call (batch invariance); bad shapes and state rows are refused by name. Also
 // sigmoid_mul, the full-attention layers' output gate.
-// A backend that declares neither op (has_op) is skipped naming it; the model layer refuses qwen35 there.
+// A backend that declares neither op (supports) is skipped naming it; the model layer refuses qwen35 there.
 #include "backend/conformance.h"
 
 namespace pagoda::backend::conformance {
@@ -119,7 +119,7 @@ std::pair<std::vector<float>, std::vector<float>> run_delta(Side& s, const Delta
 }
 
 bool has_recurrent_ops(Backend& b) {
-    return b.has_op(OptionalOp::causal_conv1d) && b.has_op(OptionalOp::gated_delta_rule);
+    return b.supports(OpKind::causal_conv1d) && b.supports(OpKind::gated_delta_rule);
 }
 
 TEST_P(Conformance, CausalConv1dMatchesTheReference) {
@@ -210,7 +210,7 @@ TEST_P(Contract, RecurrentOpsKeepSequencesApart) {
 }
 
 TEST_P(Conformance, SigmoidMulMatchesTheReference) {
-    if (!test->has_op(OptionalOp::sigmoid_mul)) GTEST_SKIP() << GetParam() << ": declares no sigmoid_mul";
+    if (!test->supports(OpKind::sigmoid_mul)) GTEST_SKIP() << GetParam() << ": declares no sigmoid_mul";
     std::mt19937 rng(65);
     for (int trial = 0; trial < 12; ++trial) {
         const int64_t rows = uniform(1, 37, rng), cols = uniform(1, 77, rng);

@@ -1,6 +1,6 @@
 // LoRA steps keep the fused ops (issue 47): the fusion pass folds the lora_add nodes that follow the
 // QKV and gate|up matmuls of the LoRA twin graph into qkv_rope_kv_write and matmul_silu_mul on a
-// backend that declares FusedOp::lora_in_fused (and leaves them where the backend does not), and a
+// backend that fuses_lora() (and leaves them where the backend does not), and a
 // model's LoRA steps give bitwise the logits of the unfused twin graph on the CPU backend — mixed
 // batches of two adapters, a scale and base rows, prefill and decode, f32 and quantised weights.
 #include <gtest/gtest.h>
@@ -66,7 +66,7 @@ TEST(LoraFusion, FoldsTheUpdatesIntoTheFusedOpsWhereTheBackendTakesThem) {
     EXPECT_EQ(twin.op_counts(), "kv_write 1, lora_add 6, matmul 3, rope 2, silu_mul 1");
 
     auto cpu = backend::make_backend("cpu", {.n_threads = 1});
-    ASSERT_TRUE(cpu->supports(backend::FusedOp::lora_in_fused));
+    ASSERT_TRUE(cpu->fuses_lora());
     const Graph fused = fuse(twin, *cpu);
     EXPECT_EQ(fused.op_counts(), "lora_add 1, matmul 1, matmul_silu_mul 1, qkv_rope_kv_write 1");
     ASSERT_EQ(fused.nodes.size(), 4u);
@@ -84,7 +84,7 @@ TEST(LoraFusion, FoldsTheUpdatesIntoTheFusedOpsWhereTheBackendTakesThem) {
 
     // A backend without fused ops keeps the twin as it is.
     auto reference = backend::make_backend("reference");
-    ASSERT_FALSE(reference->supports(backend::FusedOp::lora_in_fused));
+    ASSERT_FALSE(reference->fuses_lora());
     EXPECT_EQ(fuse(twin, *reference).op_counts(), twin.op_counts());
 }
 

@@ -147,7 +147,6 @@ public:
         }
         cpu::paged_attention(a, cpu(cache), layer, f32w(out), threads_);
     }
-    bool has_op(OptionalOp) const override { return true; }
     void layer_norm(const Tensor& x, const Vector& w, const Vector& b, float eps, const Tensor& out) override {
         check_cols(x, w.size(), "layer_norm", "an input");
         check_cols(x, b.size(), "layer_norm", "an input (bias)");
@@ -209,7 +208,12 @@ public:
         gather_rows(x, step_.hidden_rows, out);
     }
 
-    bool supports(FusedOp op) const override { return op != FusedOp::norm_quantize || quantized_row_elements(64) > 0; }  // all, lora_in_fused included
+    // Every op; the quantising norms where the plan has a weight type that reads quantised rows.
+    bool supports(OpKind op) const override {
+        if (op == OpKind::rms_norm_quantize || op == OpKind::add_rms_norm_quantize) return quantized_row_elements(64) > 0;
+        return true;
+    }
+    bool fuses_lora() const override { return true; }
 
     int64_t quantized_row_elements(int64_t cols) const override {
         // Some weight type may take prequantised rows when the plan runs int8_dot for one (each
@@ -335,7 +339,7 @@ public:
         }
         per_token(n, [&](int64_t t) { cpu::silu_mul(f32w(out) + t * f, up + t * f, f, f32w(out) + t * f); });
     }
-    // The parts' LoRA updates (FusedOp::lora_in_fused): row t's `out` values at y + t * y_stride take
+    // The parts' LoRA updates (fuses_lora): row t's `out` values at y + t * y_stride take
     // lora_add of the part's segments, as the unfused lora_add after the matmul would.
     void add_lora(const Tensor& x, std::initializer_list<cpu::LoraOutPart> parts) {
         cpu::lora_add_parts(f32(x), x.cols, x.cols, x.rows, {parts.begin(), parts.size()}, threads_, lora_scratch_);

@@ -166,7 +166,7 @@ public:
         }
     }
 
-    bool has_op(OptionalOp) const override { return true; }
+    bool supports(OpKind op) const override { return !is_fused_op(op); }  // every optional op, no fused one
     void layer_norm(const Tensor& x, const Vector& weight, const Vector& bias, float eps, const Tensor& out) override {
         const auto& w = ours(weight).values;
         const auto& b = ours(bias).values;

@@ -151,10 +151,13 @@ public:
         encode_rms_norm(*dev_, rows_, address(padded(x)), 0, vec(w).buffer.address, address(padded(out)), n, x.cols, eps);
     }
     // Fused ops (vulkan_fused.h, vulkan_qkv.h, vulkan_fused_lora.h), each bitwise its unfused sequence.
-    bool supports(FusedOp op) const override {
-        return op == FusedOp::add_rms_norm || op == FusedOp::matmul_silu_mul || op == FusedOp::qkv_rope_kv_write ||
-               op == FusedOp::lora_in_fused;
+    // Every optional op (the encoders', and the gated DeltaNet layers': vulkan_recurrent.h) and these
+    // fused ops; no quantising norm.
+    bool supports(OpKind op) const override {
+        return !is_fused_op(op) || op == OpKind::add_rms_norm || op == OpKind::matmul_silu_mul ||
+               op == OpKind::qkv_rope_kv_write;
     }
+    bool fuses_lora() const override { return true; }
     void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out) override {
         expect(r, x.rows, x.cols, "add_rms_norm", "r");
         expect(out, x.rows, x.cols, "add_rms_norm", "out");
@@ -172,8 +175,6 @@ public:
         else
             encode_matmul_silu_mul(*dev_, w, address(padded(x)), address(padded(out)), n, gemv_wg_, gemm_bk_);
     }
-    // Every optional op (backend::OptionalOp): the encoders', and the gated DeltaNet layers' (vulkan_recurrent.h).
-    bool has_op(OptionalOp) const override { return true; }
     void copy_columns(const Tensor& src, const Tensor& dst, const ColumnCopy& c) override {
         check_column_copy(c, src, dst, "vulkan");
         encode_copy_columns(*dev_, address(padded(src)), src.cols, address(padded(dst)), dst.cols, step_.computed(src.rows), c);

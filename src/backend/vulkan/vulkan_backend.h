@@ -10,8 +10,8 @@
 // attention over f32/f16/bf16/q8 caches (causal, GQA, sliding window, soft cap), the row gathers, and
 // the mixture-of-experts FFN routed on the device (vulkan_moe.h). memory_bytes() is the device's free
 // memory (vk_context.h). Fused ops: add_rms_norm, matmul_silu_mul and qkv_rope_kv_write, the latter
-// two with LoRA parts (lora_in_fused), each bitwise its unfused sequence. Refuses, naming what is
-// missing: norm_quantize (not declared), heads wider than 256 or (f16/bf16 caches) of odd size.
+// two with LoRA parts (fuses_lora), each bitwise its unfused sequence. Refuses, naming what is
+// missing: the quantising norms (not declared), heads wider than 256 or (f16/bf16 caches) of odd size.
 #pragma once
 #include <memory>
 

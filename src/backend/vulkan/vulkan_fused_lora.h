@@ -1,4 +1,4 @@
-// The Vulkan backend's matmul_silu_mul with LoRA parts (FusedOp::lora_in_fused): one GEMV / GEMM
+// The Vulkan backend's matmul_silu_mul with LoRA parts (Backend::fuses_lora): one GEMV / GEMM
 // over the gate and up parts together into a scratch buffer (row t: gate | up, each output summed as
 // the plain matmul sums it), each part's updates applied in place by lora_add.comp over its half of
 // the scratch rows, then silu(gate) * up (pointwise.comp's op 9, the silu_mul expression) into out:

@@ -50,7 +50,7 @@ void VulkanQkv::run(const QkvOp& op, const kv::KvLayout& cache, uint64_t x, uint
     k_ = s + uint64_t(n * cols) * 4;
     v_ = k_ + uint64_t(n * kv_cols) * 4;
     encode_stacked_matmul(*dev_, w, x, s, n, gemv_wg, gemm_bk);
-    // LoRA (FusedOp::lora_in_fused): each part's updates on its columns of the matmul's rows, before
+    // LoRA (Backend::fuses_lora): each part's updates on its columns of the matmul's rows, before
     // the bias and RoPE, as the unfused matmul ; lora_add ; add_bias ; rope.
     if (lora) {
         const int64_t offsets[3] = {0, q_cols, q_cols + kv_cols}, widths[3] = {q_cols, kv_cols, kv_cols};

@@ -28,7 +28,7 @@ public:
     // its weight, biases and the cache's heads); `rope_table` is the step's table of
     // op.rope (rope_tables.h). Afterwards k() and v() hold the K and V rows (n x kv_cols each).
     // max_tokens: the most tokens a step may have (reserve_activations), what the scratch is sized for.
-    // lora (FusedOp::lora_in_fused; null: none): the parts' updates, recorded by `updates` on the
+    // lora (Backend::fuses_lora; null: none): the parts' updates, recorded by `updates` on the
     // matmul's output before the epilogue.
     void run(const QkvOp& op, const kv::KvLayout& cache, uint64_t x, uint64_t q_out, int64_t n, int64_t max_tokens, uint64_t rope_table,
              uint32_t gemv_wg, uint32_t gemm_bk, const PartLora* lora = nullptr, VulkanLora* updates = nullptr);

@@ -53,16 +53,16 @@ BuiltModel build_encoder(const gguf::File& file, const ModelConfig& c, backend::
                    : up->shape[1] == 2 * c.ffn_dim           ? JinaFfn::fused
                                                              : JinaFfn::gelu;
     }
-    std::vector<backend::OptionalOp> needed = {backend::OptionalOp::layer_norm};
-    if (!swiglu && (!jina || jina_ffn == JinaFfn::gelu)) needed.push_back(backend::OptionalOp::gelu);
+    std::vector<backend::OpKind> needed = {backend::OpKind::layer_norm};
+    if (!swiglu && (!jina || jina_ffn == JinaFfn::gelu)) needed.push_back(backend::OpKind::gelu);
     const auto* types_info = file.find_tensor("token_types.weight");
     const bool typed = types_info && types_info->shape.size() == 2 && types_info->shape[1] > 1;
-    // position_embedding covers both table lookups keyed per row (learned positions, token types)
-    if (learned_positions || typed) needed.push_back(backend::OptionalOp::position_embedding);
+    if (learned_positions) needed.push_back(backend::OpKind::position_embedding);
+    if (typed) needed.push_back(backend::OpKind::token_type_embedding);
     for (auto op : needed)
-        if (!b.has_op(op))
+        if (!b.supports(op))
             fail("{}: the {} backend cannot run {} models: it has no {} op (use --backend cpu)", file.name(), b.name(),
-                 c.arch, backend::optional_op_name(op));
+                 c.arch, backend::op_name(op));
     const auto heads = int32_t(c.n_heads), hd = int32_t(c.head_dim);
     // llama.cpp sets jina-bert-v2's max ALiBi bias to 8 (the ALiBi paper's); no key carries it.
     const backend::AttentionParams attention{.n_heads = heads, .scale = 1.0f / std::sqrt(float(c.head_dim)),

@@ -117,7 +117,7 @@ std::vector<backend::MatrixSource> kv_b_parts(TensorBinder& bind, BuiltModel& m,
 }  // namespace
 
 BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& c, backend::Backend& b) {
-    if (!b.has_op(backend::OptionalOp::copy_columns))
+    if (!b.supports(backend::OpKind::copy_columns))
         fail("{}: backend {} has no copy_columns op, which deepseek2's multi-head latent attention needs", file.name(),
              b.name());
     BuiltModel m;

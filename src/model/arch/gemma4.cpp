@@ -193,7 +193,7 @@ BuiltModel build_gemma4(const gguf::File& file, const ModelConfig& c, backend::B
         const int32_t window = windows[size_t(i)];
         const bool own_kv = kv_src[size_t(i)] == l;
         const int64_t hd_l = window > 0 ? hd_swa : hd_full, kv_l = kv_counts[size_t(i)], pad = width - hd_l;
-        if (pad > 0 && !b.has_op(backend::OptionalOp::copy_columns))
+        if (pad > 0 && !b.supports(backend::OpKind::copy_columns))
             fail("{}: the {} backend has no copy_columns op, which gemma4's layers of the smaller head size ({} of {}) need",
                  file.name(), b.name(), hd_l, width);
         // Q, K and V in the paged KV's shape: `width` values a head, the largest KV-head count.

@@ -149,11 +149,11 @@ int emit_gated_attention(GraphEmitter& e, TensorBinder& bind, const ModelConfig&
 }
 
 BuiltModel build_qwen35_family(const gguf::File& file, const ModelConfig& c, backend::Backend& b, bool moe) {
-    for (auto op : {backend::OptionalOp::causal_conv1d, backend::OptionalOp::gated_delta_rule,
-                    backend::OptionalOp::sigmoid_mul, backend::OptionalOp::copy_columns})
-        if (!b.has_op(op))
+    for (auto op : {backend::OpKind::causal_conv1d, backend::OpKind::gated_delta_rule, backend::OpKind::sigmoid_mul,
+                    backend::OpKind::copy_columns})
+        if (!b.supports(op))
             fail("{}: backend {} has no {} op, which {}'s gated DeltaNet layers need", file.name(), b.name(),
-                 backend::optional_op_name(op), c.arch);
+                 backend::op_name(op), c.arch);
     const std::string a = c.arch + ".";
     const DeltaShape d = read_delta_shape(file, a);
     const std::vector<bool> recurrent = recurrent_layers(file, a, c.n_layers);

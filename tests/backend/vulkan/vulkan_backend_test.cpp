@@ -93,9 +93,11 @@ TEST(VulkanBackend, MoeFfnRefusesMalformedOpsNamingThem) {
     EXPECT_THROW(s->moe_ffn(op, x, logits, out, work), Error) << "a workspace too narrow";
     // The fused ops it declares (run in conformance_fused_test.cpp and conformance_fused_lora_test.cpp);
     // the other it does not.
-    for (FusedOp op : {FusedOp::add_rms_norm, FusedOp::matmul_silu_mul, FusedOp::qkv_rope_kv_write, FusedOp::lora_in_fused})
-        EXPECT_TRUE(s->supports(op)) << fused_op_name(op);
-    EXPECT_FALSE(s->supports(FusedOp::norm_quantize));
+    for (OpKind op : {OpKind::add_rms_norm, OpKind::matmul_silu_mul, OpKind::qkv_rope_kv_write})
+        EXPECT_TRUE(s->supports(op)) << op_name(op);
+    EXPECT_TRUE(s->fuses_lora());
+    EXPECT_FALSE(s->supports(OpKind::rms_norm_quantize));
+    EXPECT_FALSE(s->supports(OpKind::add_rms_norm_quantize));
 }
 
 TEST(VulkanBackend, RunsUnderTheValidationLayerAndItsErrorsFail) {

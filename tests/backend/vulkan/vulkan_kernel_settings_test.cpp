@@ -109,7 +109,7 @@ std::vector<std::vector<float>> row_reductions(Side& s, int64_t n, int64_t cols,
     const Tensor a = s.input(n, cols, x), norm = s.tensor(n, cols);
     s->rms_norm(a, *weight, 1e-5f, norm);
     const Tensor b = s.input(n, cols, x), residual = s.input(n, cols, r), fused = s.tensor(n, cols);
-    if (s->supports(FusedOp::add_rms_norm)) s->add_rms_norm(b, residual, *weight, 1e-5f, fused);
+    if (s->supports(OpKind::add_rms_norm)) s->add_rms_norm(b, residual, *weight, 1e-5f, fused);
     else {
         s->add(b, residual);
         s->rms_norm(b, *weight, 1e-5f, fused);

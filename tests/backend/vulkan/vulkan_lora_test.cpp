@@ -129,12 +129,12 @@ TEST(VulkanLora, AdaptedModelEqualsMergedModel) {
     EXPECT_GT(max_rel_diff(base.logits, want.logits), 1e-2) << "the adapter matters";
 }
 
-// The adapter inside the fused ops (lora_in_fused: the QKV and gate|up updates in
+// The adapter inside the fused ops (fuses_lora: the QKV and gate|up updates in
 // qkv_rope_kv_write and matmul_silu_mul) gives bitwise the unfused graph's logits, and the CPU's
 // tokens with logits within f32 rounding of the CPU's.
 TEST(VulkanLora, FusedAdapterStepsAreBitwiseUnfusedAndMatchTheCpu) {
     PAGODA_REQUIRE_VULKAN();
-    ASSERT_TRUE(backend::make_backend("vulkan")->supports(backend::FusedOp::lora_in_fused));
+    ASSERT_TRUE(backend::make_backend("vulkan")->fuses_lora());
     auto fused = open_vulkan(files().base, true);
     auto unfused = open_vulkan(files().base, true, "vulkan", false);
     auto cpu = open_vulkan(files().base, true, "cpu");
