@@ -153,6 +153,12 @@ struct StepInputs {
     // (>= its position; an image's rows read to the image's end, model/batch.h). The sliding window
     // then ends there too.
     std::span<const int32_t> attend_until;
+    // Rows every step tensor has room for (the graph executor's layout: a step tensor's rows sit
+    // row_capacity apart from the next tensor's), or 0: a tensor holds exactly its rows (tests'
+    // hand-placed tensors, a split graph's imported rows, state rows). A backend may compute padding
+    // rows up to it (Vulkan's replay buckets: a decode step of n tokens computed as bit_ceil(n) rows,
+    // so a few recorded command buffers serve every batch size); padding rows' values are never read.
+    int64_t row_capacity = 0;
 };
 
 struct AttentionParams {

@@ -6,7 +6,6 @@
 #include <limits>
 #include <utility>
 
-#include "backend/row_padding.h"
 #include "backend/vulkan/device_state.h"
 #include "backend/vulkan/push_constants.h"
 #include "backend/vulkan/rope_tables.h"
@@ -30,7 +29,7 @@ namespace vulkan {
 namespace {
 
 
-class VulkanBackend final : public Backend, public RowPadding {
+class VulkanBackend final : public Backend {
 public:
     VulkanBackend() : VulkanBackend(std::make_shared<DeviceState>()) {}
     explicit VulkanBackend(std::shared_ptr<DeviceState> dev)
@@ -111,12 +110,11 @@ public:
 
     // Replay buckets (vulkan_step_inputs.h): a padded step computes step_.computed(rows) rows of each
     // step tensor; checks compare the tensors with the real step, then the ops take padded(t).
-    void set_row_capacity(int64_t rows) override { row_capacity_ = rows; }
     void begin_step(const StepInputs& in) override {
         dev_->stream.flush();  // the previous step's commands read the step buffer
         recurrent_.begin_step();
         lora_.begin_step();
-        step_.begin(in, std::exchange(row_capacity_, 0));
+        step_.begin(in);
         ropes_.begin_step();
     }
 
@@ -382,7 +380,7 @@ private:
     Buffer arena_;
     uint32_t gemv_wg_ = 64, gemm_bk_ = 16;  // kernel_settings.h
     RowReduce rows_;
-    int64_t max_tokens_ = 1, row_capacity_ = 0;
+    int64_t max_tokens_ = 1;
     std::vector<VkBufferCopy> regions_;
 };
 

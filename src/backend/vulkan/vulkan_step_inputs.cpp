@@ -38,7 +38,7 @@ int64_t VulkanStepInputs::computed(int64_t r) const {
     return std::min<int64_t>(int64_t(std::bit_ceil(uint64_t(r))), capacity_);
 }
 
-void VulkanStepInputs::begin(const StepInputs& in, int64_t row_capacity) {
+void VulkanStepInputs::begin(const StepInputs& in) {
     const size_t n = in.tokens.size();
     if (in.positions.size() != n || in.seq_index.size() != n || in.slots.size() != n)
         fail("vulkan begin_step: {} tokens but {} positions, {} sequence indices and {} slots", n, in.positions.size(),
@@ -48,7 +48,7 @@ void VulkanStepInputs::begin(const StepInputs& in, int64_t row_capacity) {
     if (!in.token_types.empty() && in.token_types.size() != n)
         fail("vulkan begin_step: {} token types for {} tokens", in.token_types.size(), n);
     n_tokens_ = int64_t(n);
-    capacity_ = row_capacity;
+    capacity_ = in.row_capacity;
     pad_ = buckets_ && capacity_ >= n_tokens_ && n > 0 && n_tokens_ <= kMaxBucketRows && !in.block_tables.empty();
     rows_ = pad_ ? std::min<int64_t>(int64_t(std::bit_ceil(n)), capacity_) : n_tokens_;
     const size_t rows = size_t(rows_);

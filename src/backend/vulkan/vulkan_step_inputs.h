@@ -7,7 +7,7 @@
 // replayed step (vk_context.h's Stream) finds its inputs where it was recorded.
 //
 // Replay buckets (PAGODA_VULKAN_BUCKETS=1, the default): when the model layer states that every step
-// tensor has room for row_capacity rows (backend/row_padding.h: the graph executor's layout), a
+// tensor has room for StepInputs::row_capacity rows (the graph executor's layout), a
 // step of n <= kMaxBucketRows tokens is computed as bucket(n) = min(bit_ceil(n), row_capacity) rows,
 // the logit and hidden row lists padded the same way. A padding row is token 0 at position 0 of
 // sequence 0, attending to that sequence's key 0 and writing no KV (slot -1: kv_write.comp skips it);
@@ -36,9 +36,9 @@ public:
     // Room for steps of up to max_tokens tokens (flushes when the buffer grows).
     void reserve(int64_t max_tokens);
     // Writes the step's inputs (the caller has flushed: no recorded command reads the buffer).
-    // row_capacity: RowPadding's rows every step tensor has room for (0: none; no padding).
+    // Pads to in.row_capacity (0: no padding).
     // Throws naming the problem for mismatched lengths or a slot outside 0..2^31.
-    void begin(const StepInputs& in, int64_t row_capacity);
+    void begin(const StepInputs& in);
 
     int64_t tokens() const { return n_tokens_; }  // the step's real tokens
     int64_t rows() const { return rows_; }        // the token rows computed (bucket(tokens) when padded)
