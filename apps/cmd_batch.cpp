@@ -312,7 +312,7 @@ CommandRegistration reg("batch", "Run a JSONL file of OpenAI completion requests
                    "(empty: the model's, else chatml)");
     sub.add_option("-c,--ctx-size,--ctx", o->ctx, "Context per request: prompt + output tokens at most (0: the model's trained context)")->check(in_range(0, 1 << 24));
     return [o] {
-        o->profile.apply(o->model, &o->threads, &o->kv.block_size, &o->max_batched_tokens, &o->max_seqs);
+        o->profile.apply(o->model, o->compute, &o->threads, &o->kv.block_size, &o->max_batched_tokens, &o->max_seqs);
         return run_batch(*o);
     };
 });

@@ -289,11 +289,12 @@ int run_bench(const BenchOptions& o) {
             // The peak of the path the weights take at this step size: AMX int8 / bf16 tiles, int8 dot,
             // bf16 dot (packed F16 / BF16), else fp32 FMA.
             const std::string arithmetic = model->matmul_arithmetic();
-            double peak = limits.fp32_gflops;
+            // No host peak bounds a device's arithmetic ("").
+            double peak = arithmetic.empty() ? 0 : limits.fp32_gflops;
             std::string unit = "GFLOP/s fp32";
             if (arithmetic == "amx_int8" && limits.amx_int8_gops > 0) peak = limits.amx_int8_gops, unit = "GOP/s AMX int8";
             else if (arithmetic == "amx_bf16" && limits.amx_bf16_gflops > 0) peak = limits.amx_bf16_gflops, unit = "GFLOP/s AMX bf16";
-            else if (quantised && limits.int8_gops > 0) peak = limits.int8_gops, unit = "GOP/s int8";
+            else if (!arithmetic.empty() && quantised && limits.int8_gops > 0) peak = limits.int8_gops, unit = "GOP/s int8";
             else if (half_weights && arithmetic == "bf16" && limits.bf16_gflops > 0) peak = limits.bf16_gflops, unit = "GFLOP/s bf16";
             double flops = 2 * fp.matmul_params + 4.0 * double(cfg.n_layers) * (n / 2.0) * double(cfg.q_dim());
             if (peak > 0) {
@@ -386,7 +387,7 @@ CommandRegistration reg("bench", "Measure prompt-processing and generation speed
     o->profile.add_to(sub);
     o->compute.add_to(sub);
     return [o] {
-        o->profile.apply(o->model, &o->threads, &o->kv.block_size);
+        o->profile.apply(o->model, o->compute, &o->threads, &o->kv.block_size);
         return run_bench(*o);
     };
 });

@@ -270,7 +270,7 @@ CommandRegistration reg("bench-throughput", "Synthetic serving benchmark of the 
                    "that the engine closes after this many tokens")
         ->check(in_range(0, 1 << 20));
     return [o] {
-        o->profile.apply(o->model, &o->threads, &o->kv.block_size, &o->max_batched_tokens, &o->max_seqs);
+        o->profile.apply(o->model, o->compute, &o->threads, &o->kv.block_size, &o->max_batched_tokens, &o->max_seqs);
         return run_bench(*o);
     };
 });

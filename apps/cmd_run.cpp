@@ -290,7 +290,7 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
         ->expected(1)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     return [o] {
-        o->profile.apply(o->model, &o->threads, &o->kv.block_size);
+        o->profile.apply(o->model, o->compute, &o->threads, &o->kv.block_size);
         return run(*o);
     };
 });

@@ -136,7 +136,7 @@ int serve(ServeOptions& o) {
     if (!many && !std::filesystem::is_regular_file(o.model.path) && !std::filesystem::is_directory(o.model.path))
         fail("the model '{}' is neither a GGUF file nor a Hugging Face model folder", o.model.path);
     // Before the loader thread uploads any weight: the profile's kernel plan decides the packing.
-    if (!many) o.profile.apply(o.model.path, &o.model.threads, &o.kv.block_size, &o.max_batched_tokens, &o.max_seqs);
+    if (!many) o.profile.apply(o.model.path, o.compute, &o.model.threads, &o.kv.block_size, &o.max_batched_tokens, &o.max_seqs);
     server::ApiKeyTable keys = load_keys(o);
     o.gateway.scheduler.max_batched_tokens = o.max_batched_tokens;
     o.gateway.scheduler.max_seqs = o.max_seqs;

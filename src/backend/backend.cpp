@@ -30,6 +30,18 @@ const char* moe_activation_name(MoeActivation a) {
     return "?";
 }
 
+const char* matmul_arithmetic_name(MatmulArithmetic a) {
+    switch (a) {
+        case MatmulArithmetic::unmeasured: return "";
+        case MatmulArithmetic::f32: return "f32";
+        case MatmulArithmetic::bf16: return "bf16";
+        case MatmulArithmetic::int8: return "int8";
+        case MatmulArithmetic::amx_bf16: return "amx_bf16";
+        case MatmulArithmetic::amx_int8: return "amx_int8";
+    }
+    return "?";
+}
+
 bool Backend::supports(OpKind op) const { return !is_optional_op(op) && !is_fused_op(op); }
 
 // The optional and fused ops are only called where supports() says so, so reaching these defaults

@@ -326,6 +326,13 @@ struct PartLora {
     std::span<const LoraSegment> parts[3];
 };
 
+// The arithmetic a matmul runs on, each with its own measured peak in `pagoda bench` (the host's
+// fp32 FMA, bf16 dot, int8 dot, AMX bf16 and int8 tiles); unmeasured: a device whose peak the bench
+// does not measure, so it states no compute bound.
+enum class MatmulArithmetic { unmeasured, f32, bf16, int8, amx_bf16, amx_int8 };
+// "f32", "bf16", "int8", "amx_bf16", "amx_int8"; "" for unmeasured.
+const char* matmul_arithmetic_name(MatmulArithmetic a);
+
 struct BackendOptions {
     int n_threads = 0;  // 0: the backend's default (cpu: physical cores)
 };
@@ -463,6 +470,10 @@ public:
     // The kernel a matmul of `w` over n_tokens rows runs, for `pagoda graph` (e.g. "q8_0 packed
     // vnni avx512, gemv").
     virtual std::string describe_matmul(const Weight& w, int64_t n_tokens) const = 0;
+    // The arithmetic that matmul runs on, whose peak bounds it.
+    virtual MatmulArithmetic matmul_arithmetic(const Weight& /*w*/, int64_t /*n_tokens*/) const {
+        return MatmulArithmetic::unmeasured;
+    }
 };
 
 // The backends this build has: "cpu", "reference" (and "vulkan" when built with it).

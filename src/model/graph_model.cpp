@@ -253,12 +253,8 @@ std::vector<std::span<const uint8_t>> GraphModel::weight_memory() const {
 std::string GraphModel::matmul_arithmetic() const {
     for (const auto* w : built_.matmul_weights) {
         if (w->parts().size() != 3) continue;  // the first Q|K|V projection speaks for the model
-        const std::string path = router_ ? router_->describe_matmul(*w, 512) : backend_->describe_matmul(*w, 512);
-        if (path.find("vdpbf16ps") != std::string::npos) return "bf16";
-        if (path.find("bf16 tiles") != std::string::npos) return "amx_bf16";
-        if (path.find("AMX tiles") != std::string::npos) return "amx_int8";
-        if (path.find("int8") != std::string::npos) return "int8";
-        return "f32";
+        const backend::Backend& b = router_ ? static_cast<const backend::Backend&>(*router_) : *backend_;
+        return backend::matmul_arithmetic_name(b.matmul_arithmetic(*w, 512));
     }
     return "";
 }

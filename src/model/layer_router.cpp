@@ -143,6 +143,12 @@ std::string LayerRouter::describe_matmul(const backend::Weight& w, int64_t n_tok
                              : device_.describe_matmul(*r.get(Side::device), n_tokens);
 }
 
+backend::MatmulArithmetic LayerRouter::matmul_arithmetic(const backend::Weight& w, int64_t n_tokens) const {
+    const auto& r = dynamic_cast<const RoutedWeight&>(w);
+    return r.get(Side::host) ? host_.matmul_arithmetic(*r.get(Side::host), n_tokens)
+                             : device_.matmul_arithmetic(*r.get(Side::device), n_tokens);
+}
+
 std::unique_ptr<backend::KvCache> LayerRouter::create_kv_cache(const kv::KvLayout&, int64_t) { not_the_routers("create_kv_cache"); }
 void LayerRouter::reserve_activations(size_t, int64_t) { not_the_routers("reserve_activations"); }
 void* LayerRouter::activations() { not_the_routers("activations"); }

@@ -58,6 +58,7 @@ public:
     void gather_logit_rows(const backend::Tensor&, const backend::Tensor&) override;
     void gather_hidden_rows(const backend::Tensor&, const backend::Tensor&) override;
     std::string describe_matmul(const backend::Weight& w, int64_t n_tokens) const override;
+    backend::MatmulArithmetic matmul_arithmetic(const backend::Weight& w, int64_t n_tokens) const override;
 
 private:
     backend::Backend& backend_of(Side side) const { return side == Side::device ? device_ : host_; }

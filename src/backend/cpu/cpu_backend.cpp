@@ -352,6 +352,9 @@ public:
     std::string describe_matmul(const Weight& weight, int64_t n_tokens) const override {
         return cpu::describe_matmul_path(cpu(weight), n_tokens);
     }
+    MatmulArithmetic matmul_arithmetic(const Weight& weight, int64_t n_tokens) const override {
+        return cpu::matmul_path_arithmetic(cpu(weight), n_tokens);
+    }
 };
 
 }  // namespace
