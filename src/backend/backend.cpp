@@ -44,6 +44,19 @@ const char* matmul_arithmetic_name(MatmulArithmetic a) {
 
 bool Backend::supports(OpKind op) const { return !is_optional_op(op) && !is_fused_op(op); }
 
+std::string Backend::refusal(const OpUse& use) const {
+    if (!supports(use.op)) return std::string("the ") + op_name(use.op) + " op";
+    if (const AttentionParams* p = use.attention; p && !supports_attention(*p)) {
+        return p->alibi_max_bias > 0   ? "the ALiBi attention"
+               : p->sinks              ? "the attention sinks"
+               : p->softcap > 0        ? "the soft-capped attention"
+               : p->sliding_window > 0 ? "the sliding-window attention"
+               : !p->causal            ? "the bidirectional attention"
+                                       : "the attention";
+    }
+    return "";
+}
+
 // The optional and fused ops are only called where supports() says so, so reaching these defaults
 // is a bug in the caller.
 void Backend::layer_norm(const Tensor&, const Vector&, const Vector&, float, const Tensor&) {

@@ -333,6 +333,14 @@ enum class MatmulArithmetic { unmeasured, f32, bf16, int8, amx_bf16, amx_int8 };
 // "f32", "bf16", "int8", "amx_bf16", "amx_int8"; "" for unmeasured.
 const char* matmul_arithmetic_name(MatmulArithmetic a);
 
+// One op of a model's graph as the backend sees it before the model runs (Backend::refusal): the op
+// and the parameters it carries (null where the op has none).
+struct OpUse {
+    OpKind op{};
+    const AttentionParams* attention = nullptr;  // attention
+    const MoeOp* moe = nullptr;                  // moe_ffn
+};
+
 struct BackendOptions {
     int n_threads = 0;  // 0: the backend's default (cpu: physical cores)
 };
@@ -411,6 +419,11 @@ public:
 
     // Whether attention() runs these params (a sliding window, a soft cap, non-causal).
     virtual bool supports_attention(const AttentionParams&) const { return true; }
+    // Empty when the backend runs `use`; else what it lacks, as "the sliding-window attention" or
+    // "moe_ffn's per-expert output scales". The model layer asks for every node of a graph before the
+    // model runs (model/graph_check.h), so a model is refused at load, not deep inside a step. The
+    // default: an op supports() does not declare, attention params supports_attention() refuses.
+    virtual std::string refusal(const OpUse& use) const;
 
     // Whether the backend runs `op` (op.h): every core op, and the optional and fused ops it
     // declares. The default declares none; a backend's override adds its own to Backend::supports.

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "kv/block_manager.h"
 #include "model/fusion.h"
+#include "model/graph_check.h"
 #include "model/model_identity.h"
 #include "model/split_kv_cache.h"
 
@@ -147,6 +148,7 @@ void GraphModel::create_kv_cache(const StepModelOptions& o) {
 std::unique_ptr<StagedExecutor> GraphModel::staged(const Graph& graph, bool fusion) const {
     std::vector<StagedExecutor::Stage> stages;
     if (!device_) {
+        check_graph(graph, *backend_);
         stages.push_back({backend_.get(), cache_.get(), fusion ? fuse(graph, *backend_) : graph});
         return std::make_unique<StagedExecutor>(std::move(stages));
     }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "model/graph_check.h"
 
 namespace pagoda::model {
 namespace {
@@ -145,19 +146,8 @@ std::vector<GraphSegment> split_by_layer(const Graph& g, const LayerSplit& split
 }
 
 void check_segment(const GraphSegment& seg, const backend::Backend& b, const LayerSplit& split) {
-    auto refuse = [&](const Node& n, const std::string& what) {
-        fail("-ngl {}: the {} backend cannot run {} of layer {}; offload fewer layers (or none)", split.device_layers,
-             b.name(), what, n.layer + (n.kind == OpKind::attention ? seg.first_kv_layer : 0));
-    };
-    for (const Node& n : seg.graph.nodes) {
-        if (n.kind == OpKind::attention && !b.supports_attention(n.attention)) {
-            const auto& p = n.attention;
-            refuse(n, p.alibi_max_bias > 0 ? "the ALiBi attention" : p.sinks ? "the attention sinks" : p.softcap > 0 ? "the soft-capped attention"
-                      : p.sliding_window > 0 ? "the sliding-window attention" : !p.causal ? "the bidirectional attention"
-                                                                                           : "the attention");
-        }
-        if (!b.supports(n.kind)) refuse(n, fmt::format("the {} op", op_name(n.kind)));
-    }
+    if (const std::string why = first_refusal(seg.graph, b, seg.first_kv_layer); !why.empty())
+        fail("-ngl {}: the {} backend cannot run {}; offload fewer layers (or none)", split.device_layers, b.name(), why);
 }
 
 }  // namespace pagoda::model

@@ -33,8 +33,8 @@ struct GraphSegment {
 // graph's ops are not in layer order (the split would run a backend twice in one step).
 std::vector<GraphSegment> split_by_layer(const Graph& graph, const LayerSplit& split);
 
-// Throws, naming the op and its layer, when `backend` cannot run one of the segment's ops (an
-// attention it does not support, an optional op it lacks): a partial offload is refused at load.
+// Throws, naming the op and its layer, when `backend` cannot run one of the segment's ops
+// (graph_check.h's first_refusal): a partial offload is refused at load.
 void check_segment(const GraphSegment& segment, const backend::Backend& backend, const LayerSplit& split);
 
 // The "blk.N." layer of a GGUF tensor name, or -1.

@@ -299,6 +299,11 @@ public:
     }
 
     int64_t moe_workspace_cols(const MoeOp& op) const override { return VulkanMoe::workspace_cols(op); }
+    std::string refusal(const OpUse& use) const override {
+        if (use.moe)
+            if (std::string why = VulkanMoe::refusal(*use.moe); !why.empty()) return why;
+        return Backend::refusal(use);
+    }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& workspace) override {
         for (const Tensor* t : {&x, &logits, &out, &workspace}) arena_offset(*t, "moe_ffn");
         moe_.run(*this, arena_, gemm_bk_, op, padded(x), padded(logits), padded(out), padded(workspace));

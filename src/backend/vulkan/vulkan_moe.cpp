@@ -27,11 +27,15 @@ VulkanMoe::~VulkanMoe() {
     for (DeviceBias& b : biases_) dev_->ctx->destroy(b.buffer);
 }
 
+std::string VulkanMoe::refusal(const MoeOp& op) {
+    // The device router has no per-expert scales yet.
+    if (!op.routing.expert_scale.empty()) return "moe_ffn's per-expert output scales (gemma4's ffn_down_exps.scale)";
+    if (op.gate_up.size() > size_t(kMaxExperts))
+        return fmt::format("moe_ffn over {} experts (the device router takes at most {})", op.gate_up.size(), kMaxExperts);
+    return "";
+}
+
 int64_t VulkanMoe::workspace_cols(const MoeOp& op) {
-    // Asked when the graph is built, so a model that needs them is refused at load. (The device
-    // router has no per-expert scales yet.)
-    if (!op.routing.expert_scale.empty())
-        fail("vulkan moe_ffn: per-expert output scales (gemma4's ffn_down_exps.scale) are not supported on this backend");
     if (op.gate_up.empty()) return 1;
     const int64_t d = op.gate_up[0]->cols(), f = op.ffn(), k = op.n_used, fs = op.shared_ffn(), e = int64_t(op.gate_up.size());
     // Per token: slots' rows (x, gate, up, out), the shared expert's, ids, weights and slots, the
@@ -53,7 +57,7 @@ void VulkanMoe::run(Backend& backend, const Buffer& arena, uint32_t gemm_bk, con
                     const Tensor& logits, const Tensor& out, const Tensor& workspace) {
     const auto n_experts = int32_t(op.gate_up.size());
     if (n_experts == 0 || int32_t(op.down.size()) != n_experts) fail("vulkan moe_ffn: gate|up and down per expert");
-    if (n_experts > kMaxExperts) fail("vulkan moe_ffn: {} experts; the device router takes at most {}", n_experts, kMaxExperts);
+    if (const std::string why = refusal(op); !why.empty()) fail("vulkan backend: cannot run {}", why);
     const int64_t n = x.rows, d = op.gate_up[0]->cols(), f = op.ffn(), k = op.n_used, fs = op.shared_ffn();
     check_routing(op.routing, n_experts, int32_t(k));
     for (int32_t e = 0; e < n_experts; ++e) {

@@ -33,6 +33,8 @@ public:
     // Columns per token: k slots of the gathered input, gate, up and the expert's output, plus the
     // shared expert's gate, up and output.
     static int64_t workspace_cols(const MoeOp& op);
+    // What of `op` the device cannot run ("" when it runs it all): Backend::refusal's answer.
+    static std::string refusal(const MoeOp& op);
     // `backend` runs the matmuls and biases (it owns x, logits, out and workspace, all in `arena`).
     // `gemm_bk`: the GEMM's columns per stage (its specialisation constant).
     void run(Backend& backend, const Buffer& arena, uint32_t gemm_bk, const MoeOp& op, const Tensor& x, const Tensor& logits,
