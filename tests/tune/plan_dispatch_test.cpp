@@ -40,6 +40,12 @@ std::vector<float> backend_matmul(backend::Backend& be, const testing::RandomWei
     return y;
 }
 
+// The arithmetic the backend says a matmul of w over n rows runs on (the peak `pagoda bench` uses).
+backend::MatmulArithmetic arithmetic_of(backend::Backend& be, const testing::RandomWeights& w, int64_t n) {
+    auto weight = be.upload_weight({backend::MatrixSource{w.type, w.bytes.data(), w.rows, w.cols}}, backend::WeightUse::matmul);
+    return be.matmul_arithmetic(*weight, n);
+}
+
 std::vector<float> direct(const testing::RandomWeights& w, const std::vector<float>& x, int64_t n, QuantMethod m, ThreadPool& pool) {
     set_quant_method(m);
     const PackedWeight p = pack_weight(w.view());
@@ -83,6 +89,13 @@ TEST(KernelPlan, EachTypeTakesItsPlannedMethod) {
     EXPECT_EQ(y8, q8_int8);
     EXPECT_NE(d4.find("f32 fma"), std::string::npos) << d4;
     EXPECT_EQ(d8.find("f32 fma"), std::string::npos) << d8;
+    // The arithmetic follows the same plan: Q4_0's fp32 FMA, Q8_0's int8 (dot or AMX tiles); the
+    // reference backend states none (no measured peak bounds its plain loops).
+    EXPECT_EQ(arithmetic_of(*be, q4, n), backend::MatmulArithmetic::f32);
+    const backend::MatmulArithmetic a8 = arithmetic_of(*be, q8, n);
+    EXPECT_TRUE(a8 == backend::MatmulArithmetic::int8 || a8 == backend::MatmulArithmetic::amx_int8)
+        << backend::matmul_arithmetic_name(a8);
+    EXPECT_EQ(arithmetic_of(*backend::make_backend("reference"), q8, n), backend::MatmulArithmetic::unmeasured);
 
     // And against the reference: dequant_fma only reorders f32 sums; int8 rounds the activations.
     std::vector<float> r4(y4.size()), r8(y8.size());
