@@ -81,7 +81,8 @@ INSTANTIATE_TEST_SUITE_P(RandomModels, Deepseek2Mla,
                                            Case{"v3_cpu", false, false, "", "cpu", 1e-5},
                                            Case{"lite_cpu", true, false, "", "cpu", 1e-5},
                                            Case{"lite_split_cpu", true, true, "", "cpu", 1e-5},
-                                           Case{"v3_q8_0_cpu", false, false, "q8_0", "cpu", 3e-2}),
+                                           Case{"v3_q8_0_reference", false, false, "q8_0", "reference", 1e-6},
+                                           Case{"lite_q8_0_cpu", true, false, "q8_0", "cpu", 3e-2}),
                          [](const auto& info) { return info.param.name; });
 
 // argmax of a logit row.
