@@ -20,6 +20,7 @@ struct ModelFlags {
     int n_gpu_layers = 0;
     std::string flash_attn = "on";
     std::string quantize;  // --quantize TYPE: pagoda's PTQ at load
+    std::string mla;       // --mla absorbed|naive (deepseek2's attention form); empty: absorbed where supported
     CLI::Option* n_gpu_layers_option = nullptr;
     CLI::Option* flash_attn_option = nullptr;
 
@@ -32,6 +33,11 @@ struct ModelFlags {
         sub.add_option("--quantize", quantize,
                        "Quantise an F32/F16/BF16 model at load, in memory (a `pagoda quantize --type` name: q8_0, q4_0, "
                        "q4_k_m, ...; same weights as that command writes)");
+        sub.add_option("--mla", mla,
+                       "DeepSeek (deepseek2) multi-head latent attention: absorbed (the KV cache holds one latent row of "
+                       "kv_lora_rank + rope values a token and layer, shared by all heads) or naive (each head's "
+                       "decompressed K and V); default absorbed, naive on the vulkan backend; other models ignore it")
+            ->check(CLI::IsMember({"absorbed", "naive"}));
         n_gpu_layers_option =
             sub.add_option("--n-gpu-layers", n_gpu_layers,
                            "-ngl: with --backend vulkan, the first N layers run on the device and the rest, with the output "
@@ -62,6 +68,7 @@ struct ModelFlags {
         o.max_context = max_context;
         o.max_step_tokens = max_step_tokens;
         o.fusion = !no_fusion;
+        o.mla = mla;
         o.n_gpu_layers = n_gpu_layers_option && n_gpu_layers_option->count() > 0 ? n_gpu_layers : -1;
         return o;
     }

@@ -399,7 +399,8 @@ public:
     virtual void scale(const Tensor& x, float s) = 0;
     // x = cap * tanh(x / cap), in place, cap > 0 (Gemma 2's final logit soft cap).
     virtual void softcap(const Tensor& x, float cap) = 0;
-    // Stores each token's K and V rows ([T][n_kv_heads * head_dim]) in its slot of `layer`.
+    // Stores each token's K and V rows ([T][n_kv_heads * head_dim]) in its slot of `layer`. With the
+    // layout's v_is_k only K is stored (pass k as v) and attention reads the K rows as V.
     virtual void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) = 0;
     // Causal paged attention of each token over its sequence's keys 0..position (block tables
     // from the step); q and out are T x (n_heads * head_dim). K/V of this step must be written.

@@ -3,6 +3,10 @@
 // `block_size` token slots for every layer and KV head; a slot index is block_id * block_size + offset.
 // blocks_for_budget() turns a memory budget in bytes into a block count for KvPool.
 //
+// v_is_k: the cache stores K only and attention reads each K row as its V row (V = K, so the
+// attention output has head_dim values a head). DeepSeek's absorbed MLA keeps one latent row
+// [k_pe, c] a token and layer this way: its V (c) is part of its K. A block then holds half the bytes.
+//
 // q8 rows: each head_dim row of K (and of V) of one token is int8 with its own fp32 scale
 // (symmetric, scale = max|x| / 127, round to nearest). The scale lives inside the row, after the
 // int8 values padded to 4 bytes: row = [int8 x head_dim][pad to 4][fp32 scale]. A row therefore
@@ -36,6 +40,7 @@ struct KvLayout {
     int32_t head_dim = 0;
     int32_t block_size = kDefaultBlockSize;
     KvDtype dtype = KvDtype::f16;
+    bool v_is_k = false;  // no V storage: V rows are the K rows (see above)
 
     // Throws pagoda::Error naming the bad field (non-positive sizes, block size not a power of two
     // in 1..256).
@@ -47,8 +52,10 @@ struct KvLayout {
     size_t head_block_bytes() const { return row_bytes() * size_t(block_size); }
     // Bytes of one block of K (or of V) in one layer.
     size_t layer_block_bytes() const { return head_block_bytes() * size_t(n_kv_heads); }
-    // Bytes one block costs in total: K and V, all layers.
-    size_t bytes_per_block() const { return 2 * size_t(n_layers) * layer_block_bytes(); }
+    // Bytes one block costs in total: K and V (K only when v_is_k), all layers.
+    size_t bytes_per_block() const { return (v_is_k ? 1 : 2) * size_t(n_layers) * layer_block_bytes(); }
+    // Bytes one token costs in one layer: K and V rows of every KV head (K only when v_is_k).
+    size_t bytes_per_token_layer() const { return (v_is_k ? 1 : 2) * size_t(n_kv_heads) * row_bytes(); }
 };
 
 // How many whole blocks fit in `bytes` (K and V of all layers), capped at the largest block id

@@ -32,9 +32,12 @@ std::string ModelConfig::describe() const {
                                         expert_weights_norm ? ", renormalised" : "", expert_ffn_dim,
                                         shared_expert_ffn_dim > 0 ? fmt::format(", shared expert FFN {}", shared_expert_ffn_dim) : "")
                           : "") +
-           (arch == "deepseek2" ? fmt::format(", MLA (q rank {}, kv rank {}, nope {}, rope {}, v {}), {} leading dense, "
+           (arch == "deepseek2" ? fmt::format(", MLA (q rank {}, kv rank {}, nope {}, rope {}, v {}{}), {} leading dense, "
                                               "{} shared experts", q_lora_rank, kv_lora_rank, qk_nope_dim, rope_dims,
-                                              v_head_dim, leading_dense_layers, n_shared_experts)
+                                              v_head_dim,
+                                              mla_absorbed ? fmt::format("; absorbed: one latent KV head of {}", kv_lora_rank + rope_dims)
+                                                           : "",
+                                              leading_dense_layers, n_shared_experts)
                                 : "") +
            (arch == "glm4moe" ? fmt::format(", {} leading dense, {} shared experts", leading_dense_layers, n_shared_experts)
                               : "");

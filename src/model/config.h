@@ -68,6 +68,9 @@ struct ModelConfig {
     // (0: one plain attn_q), K's no-RoPE part and V from a rank kv_lora_rank latent. The cache stores
     // the decompressed per-head K and V (n_kv_heads = n_heads, V padded to head_dim), the "naive" form.
     int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, v_head_dim = 0;
+    // Not from the file: the absorbed form (StepModelOptions::mla), whose cache holds one latent row
+    // [k_pe, c] of rope_dims + kv_lora_rank values a token and layer (BuiltModel's kv shape).
+    bool mla_absorbed = false;
     int64_t leading_dense_layers = 0;  // {arch}.leading_dense_block_count: layers before the first MoE one
     int64_t n_shared_experts = 0;      // deepseek2, glm4moe: {arch}.expert_shared_count (ungated, FFN = count x expert FFN)
     double yarn_log_multiplier = 0;    // deepseek2: {arch}.rope.scaling.yarn_log_multiplier (0.1 x mscale_all_dim)

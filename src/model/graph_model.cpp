@@ -22,6 +22,12 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     // Before the weights are packed and their file pages dropped: it samples the tensor bytes.
     const uint64_t identity = model_identity(*file_);
     const bool device = o.backend != "cpu" && o.backend != "reference";
+    // deepseek2's absorbed MLA: its latent cache (V rows = K rows, heads of rope + kv_lora_rank) runs on
+    // the cpu and reference backends; a device backend running layers gets the naive form by default.
+    if (!o.mla.empty() && o.mla != "absorbed" && o.mla != "naive")
+        fail("--mla must be absorbed or naive, got '{}'", o.mla);
+    config_.mla_absorbed = config_.arch == "deepseek2" &&
+                           (o.mla.empty() ? !device || o.n_gpu_layers == 0 : o.mla == "absorbed");
     const int32_t n_layers = int32_t(config_.n_layers);
     if (o.n_gpu_layers < -1) fail("--n-gpu-layers must be -1 (all) or more, got {}", o.n_gpu_layers);
     if (device && o.n_gpu_layers >= 1 && o.n_gpu_layers <= n_layers) {  // a partial offload
@@ -119,8 +125,9 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
 void GraphModel::create_kv_cache(const StepModelOptions& o) {
     kv::KvLayout layout;
     layout.n_layers = built_.kv_layers > 0 ? built_.kv_layers : int32_t(config_.n_layers);
-    layout.n_kv_heads = int32_t(config_.n_kv_heads);
-    layout.head_dim = int32_t(config_.head_dim);
+    layout.n_kv_heads = built_.kv_heads > 0 ? built_.kv_heads : int32_t(config_.n_kv_heads);
+    layout.head_dim = built_.kv_head_dim > 0 ? built_.kv_head_dim : int32_t(config_.head_dim);
+    layout.v_is_k = built_.kv_v_is_k;
     layout.block_size = o.kv.block_size;
     layout.dtype = o.kv.dtype ? *o.kv.dtype : built_.kv_dtype;
     layout.validate();

@@ -37,6 +37,10 @@ struct StepModelOptions {
     // n_state_slots): the engine's max_seqs running sequences, then its prefix-cache snapshots
     // (EngineOptions::state_snapshots). 0: 16. Other models ignore it.
     int32_t state_slots = 0;
+    // deepseek2's attention form (--mla): "absorbed" (a latent KV cache), "naive" (per-head K and V, the
+    // absorbed form's twin) or empty: absorbed unless a device backend runs layers (it has no such
+    // cache). Other models ignore it.
+    std::string mla;
 };
 
 // Throws pagoda::Error with a clear message for a bad file, an unknown backend or architecture, a

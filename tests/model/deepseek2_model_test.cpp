@@ -145,6 +145,7 @@ struct Case {
     bool fusion = true;
     // Max |cpu - reference| relative to the largest |reference logit| (as gpt_oss_model_test).
     double tolerance;
+    std::string mla = "absorbed";  // the CPU model's form (the reference runs the default, absorbed)
 };
 
 std::string model_path(const Case& c) {
@@ -171,9 +172,12 @@ TEST_P(Deepseek2Model, ForwardMatchesTheReferenceBackend) {
     EXPECT_EQ(cfg.n_kv_heads, 4);
     EXPECT_EQ(cfg.rope_style, RopeStyle::normal);
     const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
-    auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
-    EXPECT_EQ(model->info().kv_layout.head_dim, 24);
-    EXPECT_EQ(model->info().kv_layout.n_kv_heads, 4);
+    auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion, .mla = c.mla});
+    // naive: each head's K and V; absorbed: one latent head [k_pe, c] (rope 8 + kv rank 32), V = K
+    const bool naive = c.mla == "naive";
+    EXPECT_EQ(model->info().kv_layout.head_dim, naive ? 24 : 40);
+    EXPECT_EQ(model->info().kv_layout.n_kv_heads, naive ? 4 : 1);
+    EXPECT_EQ(model->info().kv_layout.v_is_k, !naive);
     const std::vector<int32_t> ids = prompt(19);
     const std::vector<float> expected = reference_logits(path, ids);
     model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
@@ -186,7 +190,9 @@ INSTANTIATE_TEST_SUITE_P(RandomModels, Deepseek2Model,
                                            Case{"lite_f32_unfused", true, false, "", false, 1e-5},
                                            Case{"v3_split_f32", false, true, "", true, 1e-5},
                                            Case{"v3_q8_0", false, false, "q8_0", true, 3e-2},
-                                           Case{"lite_q8_0_unfused", true, false, "q8_0", false, 3e-2}),
+                                           Case{"lite_q8_0_unfused", true, false, "q8_0", false, 3e-2},
+                                           Case{"v3_f32_naive", false, false, "", true, 1e-5, "naive"},
+                                           Case{"lite_split_q8_0_naive", true, true, "q8_0", true, 3e-2, "naive"}),
                          [](const auto& info) { return info.param.name; });
 
 // Newer converters' attn_k_b / attn_v_b (with key_length_mla / value_length_mla) hold the numbers of

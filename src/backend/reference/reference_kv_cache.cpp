@@ -90,7 +90,8 @@ void ReferenceKvCache::copy_block(int32_t src, int32_t dst) {
     for (int32_t layer = 0; layer < layout().n_layers; ++layer) {
         const size_t base = size_t(layer) * size_t(n_slots()) * row_stride();
         std::copy_n(k_.begin() + base + size_t(src) * block, block, k_.begin() + base + size_t(dst) * block);
-        std::copy_n(v_.begin() + base + size_t(src) * block, block, v_.begin() + base + size_t(dst) * block);
+        if (!layout().v_is_k)
+            std::copy_n(v_.begin() + base + size_t(src) * block, block, v_.begin() + base + size_t(dst) * block);
     }
 }
 
@@ -100,12 +101,14 @@ void ReferenceKvCache::export_block(int32_t block, std::span<uint8_t> out) const
         fail("reference KV cache: a block export needs {} bytes, got {}", layout().bytes_per_block(), out.size());
     uint8_t* at = out.data();
     for (int32_t layer = 0; layer < layout().n_layers; ++layer)
-        for (const std::vector<double>* side : {&k_, &v_})
+        for (const std::vector<double>* side : {&k_, &v_}) {
+            if (side == &v_ && layout().v_is_k) continue;  // V = K: K only
             for (int32_t h = 0; h < layout().n_kv_heads; ++h)
                 for (int32_t t = 0; t < layout().block_size; ++t) {
                     const double* row = &(*side)[index(layer, int64_t(block) * layout().block_size + t, h)];
                     at = encode_row(row, at);
                 }
+        }
 }
 
 void ReferenceKvCache::import_block(int32_t block, std::span<const uint8_t> in) {
@@ -114,12 +117,14 @@ void ReferenceKvCache::import_block(int32_t block, std::span<const uint8_t> in) 
         fail("reference KV cache: a block import needs {} bytes, got {}", layout().bytes_per_block(), in.size());
     const uint8_t* at = in.data();
     for (int32_t layer = 0; layer < layout().n_layers; ++layer)
-        for (std::vector<double>* side : {&k_, &v_})
+        for (std::vector<double>* side : {&k_, &v_}) {
+            if (side == &v_ && layout().v_is_k) continue;
             for (int32_t h = 0; h < layout().n_kv_heads; ++h)
                 for (int32_t t = 0; t < layout().block_size; ++t) {
                     double* row = &(*side)[index(layer, int64_t(block) * layout().block_size + t, h)];
                     at = decode_row(at, row);
                 }
+        }
 }
 
 void ReferenceKvCache::read_k(int32_t layer, int64_t slot, int32_t kv_head, float* out) const {
@@ -136,12 +141,12 @@ void ReferenceKvCache::store(int32_t layer, int64_t slot, int32_t kv_head, const
     const size_t at = index(layer, slot, kv_head);
     if (layout().dtype == KvDtype::q8) {
         store_q8_row(k, layout().head_dim, &k_[at]);
-        store_q8_row(v, layout().head_dim, &v_[at]);
+        if (!layout().v_is_k) store_q8_row(v, layout().head_dim, &v_[at]);
         return;
     }
     for (int32_t i = 0; i < layout().head_dim; ++i) {
         k_[at + size_t(i)] = stored_value(layout().dtype, k[i]);
-        v_[at + size_t(i)] = stored_value(layout().dtype, v[i]);
+        if (!layout().v_is_k) v_[at + size_t(i)] = stored_value(layout().dtype, v[i]);
     }
 }
 

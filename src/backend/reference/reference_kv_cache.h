@@ -16,7 +16,7 @@ public:
     ReferenceKvCache(const kv::KvLayout& layout, int32_t n_blocks)
         : KvCache(layout, n_blocks),
           k_(size_t(layout.n_layers) * size_t(n_slots()) * row_stride()),
-          v_(k_.size()) {}
+          v_(layout.v_is_k ? 0 : k_.size()) {}
 
     void copy_block(int32_t src, int32_t dst) override;
     // The payload layout of backend.h (what the CPU pool holds): per layer K then V, each
@@ -28,8 +28,11 @@ public:
     void read_v(int32_t layer, int64_t slot, int32_t kv_head, float* out) const override;
 
     const double* k_row(int32_t layer, int64_t slot, int32_t kv_head) const { return &k_[index(layer, slot, kv_head)]; }
-    const double* v_row(int32_t layer, int64_t slot, int32_t kv_head) const { return &v_[index(layer, slot, kv_head)]; }
-    // Stores one head's K and V rows, rounded as the dtype stores them.
+    // layout().v_is_k: the V rows are the K rows (no V storage).
+    const double* v_row(int32_t layer, int64_t slot, int32_t kv_head) const {
+        return layout().v_is_k ? k_row(layer, slot, kv_head) : &v_[index(layer, slot, kv_head)];
+    }
+    // Stores one head's K and V rows, rounded as the dtype stores them (v unread when v_is_k).
     void store(int32_t layer, int64_t slot, int32_t kv_head, const double* k, const double* v);
     void check_layer(int32_t layer, const char* op) const;
 

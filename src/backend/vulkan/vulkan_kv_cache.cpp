@@ -14,6 +14,9 @@ using kv::KvDtype;
 VulkanKvCache::VulkanKvCache(std::shared_ptr<DeviceState> dev, const kv::KvLayout& layout, int32_t n_blocks)
     : KvCache(layout, n_blocks), dev_(std::move(dev)) {
     layout.validate();
+    if (layout.v_is_k)
+        fail("vulkan backend: a KV cache whose V rows are its K rows (v_is_k, DeepSeek's absorbed MLA) is not supported; "
+             "use --mla naive");
     if (layout.head_dim > 256) fail("vulkan backend: heads of {} values are wider than the 256 its attention shader holds", layout.head_dim);
     if ((layout.dtype == KvDtype::f16 || layout.dtype == KvDtype::bf16) && layout.head_dim % 2 != 0)
         fail("vulkan backend: {} KV rows of an odd head size ({}) are not supported", kv::kv_dtype_name(layout.dtype), layout.head_dim);

@@ -33,6 +33,10 @@ struct BuiltModel {
     int64_t max_positions = 0;  // > 0: a learned position table's rows, the longest sequence it can run
     std::string max_positions_reason = "learned positions";  // what bounds them, for the --ctx error
     int32_t kv_layers = 0;  // > 0: the KV cache's layers when fewer layers attend (a hybrid); 0: every layer
+    // > 0: the KV cache's heads and head size when they are not the config's (deepseek2's absorbed
+    // latent cache: one head of rope + kv_lora_rank values whose V rows are its K rows, kv_v_is_k).
+    int32_t kv_heads = 0, kv_head_dim = 0;
+    bool kv_v_is_k = false;
 };
 
 using ArchBuilder = BuiltModel (*)(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);

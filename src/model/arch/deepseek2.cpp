@@ -10,12 +10,18 @@
 //   f = rms_norm(x, ffn_norm) ; x += dense SwiGLU FFN (the first leading_dense_block_count layers), else
 //   the routed experts (softmax or sigmoid scores, V3's correction bias, groups, routed scale) plus
 //   the shared experts' SwiGLU (ffn_*_shexp, not gated).
-// This is the naive (decompressed) form on pagoda's paged attention: the cache holds each head's K
-// (nope + rope) and V padded with zeros to that width. At load the Q rows are regrouped per head so the
-// RoPE part leads (the rope op rotates a head's leading dims), K's no-RoPE rows and V's rows of kv_b
-// become two operands, V's with zero rows for the padding (row moves and zero rows are exact in every
-// block format); copy_columns assembles K and compacts the attention output back to H x v columns.
-// The absorbed form (a latent cache of kv_lora + rope values per token) is not built yet.
+// Two forms on pagoda's paged attention (ModelConfig::mla_absorbed, --mla):
+// - naive (decompressed): the cache holds each head's K (nope + rope) and V padded with zeros to that
+//   width. At load the Q rows are regrouped per head so the RoPE part leads (the rope op rotates a
+//   head's leading dims), K's no-RoPE rows and V's rows of kv_b become two operands, V's with zero rows
+//   for the padding (row moves and zero rows are exact in every block format); copy_columns assembles K
+//   and compacts the attention output back to H x v columns.
+// - absorbed (llama.cpp's and vLLM's MLA): the cache holds one row [k_pe, c] (rope + kv_lora values) a
+//   token and layer, one KV head whose V rows are its K rows (KvLayout::v_is_k). Each head's query is
+//   [q_pe, q_nope W_UK] (W_UK: the head's K block of kv_b, "absorbed" into the query), so its scores are
+//   q_nope.k_nope + q_pe.k_pe as in the naive form; its output's latent part (softmax . c) times the
+//   head's V block W_UV gives its v values. The per-head products are one matmul a head (Q's no-RoPE
+//   rows come out of the Q projection as one part a head) and copy_columns moves the columns.
 #include <cmath>
 #include <cstring>
 
@@ -69,6 +75,60 @@ struct Dims {
     int64_t heads, nope, rope, v, hk, kv_lora;
 };
 
+// Rows [first, first + count) of `t` (`cols` values a row), read in place.
+backend::MatrixSource rows_of(const gguf::File& f, const gguf::TensorInfo& t, int64_t cols, int64_t first, int64_t count,
+                              const std::string& name) {
+    const auto row_bytes = gguf::row_size(t.type, cols);
+    if (!row_bytes) fail("{}: tensor {}: {} columns are not whole blocks of {}", f.name(), t.name, cols,
+                         gguf::type_name(uint32_t(t.type)));
+    return {t.type, t.data + size_t(first) * size_t(*row_bytes), count, cols, name, f.is_mapped()};
+}
+
+// The absorbed form's Q operand parts: every head's RoPE rows (H x rope), then one part of no-RoPE rows a
+// head (nope), so each head's q_nope is its own tensor for its absorbing matmul.
+std::vector<backend::MatrixSource> absorbed_q_parts(BuiltModel& m, const gguf::File& f, const gguf::TensorInfo& t,
+                                                    int64_t cols, const Dims& d) {
+    std::vector<RowRun> pe;
+    for (int64_t h = 0; h < d.heads; ++h) pe.push_back({h * d.hk + d.nope, d.rope});
+    std::vector<backend::MatrixSource> parts{regrouped(m, f, t, cols, pe, t.name + "[q_pe]")};
+    for (int64_t h = 0; h < d.heads; ++h) parts.push_back(rows_of(f, t, cols, h * d.hk, d.nope, fmt::format("{}[q_nope.{}]", t.name, h)));
+    return parts;
+}
+
+// Per head: W_UK^T (kv_lora rows of nope values: q_nope -> the latent query) and W_UV (v rows of kv_lora
+// values: the latent output -> v values), from attn_kv_b or from attn_k_b / attn_v_b.
+struct AbsorbedHeads {
+    std::vector<const backend::Weight*> uk, uv;
+};
+AbsorbedHeads absorbed_heads(TensorBinder& bind, BuiltModel& m, const gguf::File& f, const std::string& p, const Dims& d) {
+    AbsorbedHeads w;
+    if (bind.has(p + "attn_kv_b.weight")) {
+        const auto& t = bind.tensor(p + "attn_kv_b.weight", {d.kv_lora, d.heads * (d.nope + d.v)});
+        // K's rows are per head nope rows of kv_lora values: transposed through f32 (exact for every type).
+        const std::vector<float> kv = bind.all_floats(t.name, {d.kv_lora, d.heads * (d.nope + d.v)});
+        for (int64_t h = 0; h < d.heads; ++h) {
+            std::vector<float> uk(size_t(d.kv_lora * d.nope));
+            for (int64_t j = 0; j < d.nope; ++j)
+                for (int64_t i = 0; i < d.kv_lora; ++i)
+                    uk[size_t(i * d.nope + j)] = kv[size_t((h * (d.nope + d.v) + j) * d.kv_lora + i)];
+            w.uk.push_back(&bind.upload({f32_matrix(m, uk, d.kv_lora, d.nope, fmt::format("{}[k^T.{}]", t.name, h))}));
+            w.uv.push_back(&bind.upload(
+                {rows_of(f, t, d.kv_lora, h * (d.nope + d.v) + d.nope, d.v, fmt::format("{}[v.{}]", t.name, h))}));
+        }
+        return w;
+    }
+    if (!bind.has(p + "attn_k_b.weight"))
+        fail("{}: tensor {}attn_kv_b.weight is missing (and no attn_k_b / attn_v_b pair)", f.name(), p);
+    // attn_k_b [nope, kv_lora, H] is W_UK^T a head as stored; attn_v_b [kv_lora, v, H] is W_UV a head.
+    const auto& kb = bind.tensor(p + "attn_k_b.weight", {d.nope, d.kv_lora, d.heads});
+    const auto& vb = bind.tensor(p + "attn_v_b.weight", {d.kv_lora, d.v, d.heads});
+    for (int64_t h = 0; h < d.heads; ++h) {
+        w.uk.push_back(&bind.upload({rows_of(f, kb, d.nope, h * d.kv_lora, d.kv_lora, fmt::format("{}[{}]", kb.name, h))}));
+        w.uv.push_back(&bind.upload({rows_of(f, vb, d.kv_lora, h * d.v, d.v, fmt::format("{}[{}]", vb.name, h))}));
+    }
+    return w;
+}
+
 // The per-head Q rows [nope, rope] regrouped as [rope, nope] (the rope op rotates the leading dims).
 std::vector<RowRun> q_runs(const Dims& d) {
     std::vector<RowRun> runs;
@@ -114,6 +174,143 @@ std::vector<backend::MatrixSource> kv_b_parts(TensorBinder& bind, BuiltModel& m,
             regrouped(m, f, vt, d.kv_lora, v_runs, vt.name + "[v]")};
 }
 
+// One layer's attention context.
+struct Layer {
+    TensorBinder& bind;
+    BuiltModel& m;
+    const gguf::File& file;
+    const ModelConfig& c;
+    const Dims& d;
+    GraphEmitter& e;
+    const backend::Rope& rope;
+    const backend::AttentionParams& attention;
+    int32_t l;
+    const std::string& p;
+};
+
+// One operand for everything h feeds: `q_parts` (Q, or Q's bottleneck), then the latent and the RoPE key
+// (attn_kv_a_mqa's rows, contiguous, read in place).
+const backend::Weight& first_operand(const Layer& y, std::vector<backend::MatrixSource> q_parts) {
+    const auto& kv_a = y.bind.tensor(y.p + "attn_kv_a_mqa.weight", {y.c.dim, y.d.kv_lora + y.d.rope});
+    q_parts.push_back(rows_of(y.file, kv_a, y.c.dim, 0, y.d.kv_lora, kv_a.name + "[latent]"));
+    q_parts.push_back(rows_of(y.file, kv_a, y.c.dim, y.d.kv_lora, y.d.rope, kv_a.name + "[k_pe]"));
+    return y.bind.upload(std::move(q_parts));
+}
+
+// V3's Q bottleneck: q_a's output normed (attn_q_a_norm), the input of attn_q_b.
+int q_bottleneck(const Layer& y, int q_a) {
+    const auto& q_a_norm = y.bind.vector(y.p + "attn_q_a_norm.weight", y.c.q_lora_rank);
+    return y.e.rms_norm(q_a, q_a_norm, y.c.rms_eps, y.p + "q_a_normed");
+}
+
+// The naive form: per-head K and V in the cache; returns the attention output, H x v columns.
+int naive_attention(const Layer& y, int h) {
+    const ModelConfig& c = y.c;
+    const Dims& d = y.d;
+    GraphEmitter& e = y.e;
+    const std::string& p = y.p;
+    const auto heads = int32_t(d.heads), hk = int32_t(d.hk);
+    std::vector<backend::MatrixSource> q_parts;
+    if (c.q_lora_rank > 0) {
+        const auto& qa = y.bind.tensor(p + "attn_q_a.weight", {c.dim, c.q_lora_rank});
+        q_parts.push_back(rows_of(y.file, qa, c.dim, 0, c.q_lora_rank, qa.name));
+    } else {
+        const auto& q = y.bind.tensor(p + "attn_q.weight", {c.dim, d.heads * d.hk});
+        q_parts.push_back(regrouped(y.m, y.file, q, c.dim, q_runs(d), q.name + "[rope|nope]"));
+    }
+    const auto& w_first = first_operand(y, std::move(q_parts));
+    const auto& kv_a_norm = y.bind.vector(p + "attn_kv_a_norm.weight", d.kv_lora);
+    const auto& w_kv_b = y.bind.upload(kv_b_parts(y.bind, y.m, y.file, p, d));
+    const auto outs = e.matmul(w_first, h, {p + (c.q_lora_rank > 0 ? "q_a" : "q"), p + "kv_latent", p + "k_pe"}, y.l,
+                               MatmulInput::attention);
+    int q = outs[0];
+    if (c.q_lora_rank > 0) {
+        const auto& qb = y.bind.tensor(p + "attn_q_b.weight", {c.q_lora_rank, d.heads * d.hk});
+        const auto& w_qb = y.bind.upload({regrouped(y.m, y.file, qb, c.q_lora_rank, q_runs(d), qb.name + "[rope|nope]")});
+        q = e.matmul(w_qb, q_bottleneck(y, q), {p + "q"}, y.l, MatmulInput::none)[0];
+    }
+    const int latent = e.rms_norm(outs[1], kv_a_norm, c.rms_eps, p + "kv_latent_normed");
+    const auto k_v = e.matmul(w_kv_b, latent, {p + "k_nope", p + "v"}, y.l, MatmulInput::none);
+    e.rope(q, y.rope, heads, hk);
+    e.rope(outs[2], y.rope, 1, int32_t(d.rope));
+    // k per head = [k_pe (shared), k_nope]
+    int k = e.copy_columns(outs[2], -1, {.n_heads = heads, .width = d.rope, .dst_stride = d.hk}, d.heads * d.hk, p + "k");
+    k = e.copy_columns(k_v[0], k,
+                       {.n_heads = heads, .width = d.nope, .src_stride = d.nope, .dst_stride = d.hk, .dst_offset = d.rope},
+                       d.heads * d.hk, p + "k");
+    e.kv_write(y.l, k, k_v[1]);
+    const int a = e.attention(y.l, q, y.attention, hk, p + "attn");
+    return e.copy_columns(a, -1, {.n_heads = heads, .width = d.v, .src_stride = d.hk, .dst_stride = d.v},
+                          d.heads * d.v, p + "attn_v");
+}
+
+// The absorbed form: one latent row [k_pe, c] a token in the cache (V = K); returns the attention
+// output, H x v columns.
+int absorbed_attention(const Layer& y, int h) {
+    const ModelConfig& c = y.c;
+    const Dims& d = y.d;
+    GraphEmitter& e = y.e;
+    const std::string& p = y.p;
+    const auto heads = int32_t(d.heads);
+    const int64_t width = d.rope + d.kv_lora;  // the cache row and each head's query and output
+    std::vector<backend::MatrixSource> q_parts;
+    if (c.q_lora_rank > 0) {
+        const auto& qa = y.bind.tensor(p + "attn_q_a.weight", {c.dim, c.q_lora_rank});
+        q_parts.push_back(rows_of(y.file, qa, c.dim, 0, c.q_lora_rank, qa.name));
+    } else {
+        const auto& q = y.bind.tensor(p + "attn_q.weight", {c.dim, d.heads * d.hk});
+        q_parts = absorbed_q_parts(y.m, y.file, q, c.dim, d);
+    }
+    const size_t n_q = q_parts.size();
+    const auto& w_first = first_operand(y, std::move(q_parts));
+    const auto& kv_a_norm = y.bind.vector(p + "attn_kv_a_norm.weight", d.kv_lora);
+    const AbsorbedHeads w = absorbed_heads(y.bind, y.m, y.file, p, d);
+    // Q's parts: [q_pe of every head, q_nope of head 0, 1, ...] (or V3's bottleneck, then attn_q_b's).
+    std::vector<std::string> q_names{p + "q_pe"};
+    for (int64_t i = 0; i < d.heads; ++i) q_names.push_back(fmt::format("{}q_nope.{}", p, i));
+    std::vector<std::string> names;
+    if (c.q_lora_rank > 0)
+        names.push_back(p + "q_a");
+    else
+        names = q_names;
+    names.push_back(p + "kv_latent");
+    names.push_back(p + "k_pe");
+    const auto outs = e.matmul(w_first, h, names, y.l, MatmulInput::attention);
+    std::vector<int> q(outs.begin(), outs.begin() + std::ptrdiff_t(n_q));
+    if (c.q_lora_rank > 0) {
+        const auto& qb = y.bind.tensor(p + "attn_q_b.weight", {c.q_lora_rank, d.heads * d.hk});
+        const auto& w_qb = y.bind.upload(absorbed_q_parts(y.m, y.file, qb, c.q_lora_rank, d));
+        q = e.matmul(w_qb, q_bottleneck(y, q[0]), q_names, y.l, MatmulInput::none);
+    }
+    const int latent = e.rms_norm(outs[n_q], kv_a_norm, c.rms_eps, p + "kv_latent_normed");
+    const int k_pe = outs[n_q + 1];
+    e.rope(q[0], y.rope, heads, int32_t(d.rope));
+    e.rope(k_pe, y.rope, 1, int32_t(d.rope));
+    // The cache row [k_pe, c], written as K (and V: the layout reads K's rows as V's).
+    int kv = e.copy_columns(k_pe, -1, {.n_heads = 1, .width = d.rope}, width, p + "kv");
+    kv = e.copy_columns(latent, kv, {.n_heads = 1, .width = d.kv_lora, .dst_offset = d.rope}, width, p + "kv");
+    e.kv_write(y.l, kv, kv);
+    // Each head's query [q_pe, q_nope W_UK^T].
+    int qa = e.copy_columns(q[0], -1, {.n_heads = heads, .width = d.rope, .src_stride = d.rope, .dst_stride = width},
+                            d.heads * width, p + "q_absorbed");
+    for (int64_t i = 0; i < d.heads; ++i) {
+        const int q_lat = e.matmul(*w.uk[size_t(i)], q[size_t(i) + 1], {fmt::format("{}q_latent.{}", p, i)}, y.l,
+                                   MatmulInput::none)[0];
+        qa = e.copy_columns(q_lat, qa, {.n_heads = 1, .width = d.kv_lora, .dst_offset = i * width + d.rope},
+                            d.heads * width, p + "q_absorbed");
+    }
+    // Per head [softmax . k_pe, softmax . c]: the latent part through W_UV gives the head's v values.
+    const int a = e.attention(y.l, qa, y.attention, int32_t(width), p + "attn");
+    int a_v = -1;
+    for (int64_t i = 0; i < d.heads; ++i) {
+        const int a_lat = e.copy_columns(a, -1, {.n_heads = 1, .width = d.kv_lora, .src_offset = i * width + d.rope},
+                                         d.kv_lora, fmt::format("{}attn_latent.{}", p, i));
+        const int v = e.matmul(*w.uv[size_t(i)], a_lat, {fmt::format("{}attn_v.{}", p, i)}, y.l, MatmulInput::none)[0];
+        a_v = e.copy_columns(v, a_v, {.n_heads = 1, .width = d.v, .dst_offset = i * d.v}, d.heads * d.v, p + "attn_v");
+    }
+    return a_v;
+}
+
 }  // namespace
 
 BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& c, backend::Backend& b) {
@@ -143,62 +340,24 @@ BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& c, backend
     const auto* kv_a_info = file.find_tensor("blk.0.attn_kv_a_mqa.weight");
     m.kv_dtype = kv_a_info && kv_a_info->type == gguf::GgmlType::F32 ? kv::KvDtype::f32 : kv::KvDtype::f16;
 
-    const auto heads = int32_t(d.heads), hk = int32_t(d.hk);
-    const backend::AttentionParams attention{.n_heads = heads, .scale = float(mscale * mscale / std::sqrt(double(d.hk)))};
+    if (c.mla_absorbed) {  // one latent KV head [k_pe, c] whose V rows are its K rows
+        m.kv_heads = 1;
+        m.kv_head_dim = int32_t(d.rope + d.kv_lora);
+        m.kv_v_is_k = true;
+    }
+    const backend::AttentionParams attention{.n_heads = int32_t(d.heads), .scale = float(mscale * mscale / std::sqrt(double(d.hk)))};
     int x = e.embed(head.embedding, "x");
     int residual = -1;
     for (int64_t i = 0; i < c.n_layers; ++i) {
         const auto l = int32_t(i);
         const std::string p = fmt::format("blk.{}.", i);
         const auto& attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
-        // One operand for everything h feeds: Q (or Q's bottleneck), the latent and the RoPE key.
-        const auto& kv_a = bind.tensor(p + "attn_kv_a_mqa.weight", {c.dim, d.kv_lora + d.rope});
-        std::vector<backend::MatrixSource> first;
-        if (c.q_lora_rank > 0) {
-            const auto& qa = bind.tensor(p + "attn_q_a.weight", {c.dim, c.q_lora_rank});
-            first.push_back({qa.type, qa.data, c.q_lora_rank, c.dim, qa.name, file.is_mapped()});
-        } else {
-            const auto& q = bind.tensor(p + "attn_q.weight", {c.dim, d.heads * d.hk});
-            first.push_back(regrouped(m, file, q, c.dim, q_runs(d), q.name + "[rope|nope]"));
-        }
-        // The latent's rows, then the RoPE key's: contiguous, read in place.
-        const auto kv_a_row = gguf::row_size(kv_a.type, c.dim);
-        if (!kv_a_row) fail("{}: tensor {}: {} columns are not whole blocks of {}", file.name(), kv_a.name, c.dim,
-                            gguf::type_name(uint32_t(kv_a.type)));
-        first.push_back({kv_a.type, kv_a.data, d.kv_lora, c.dim, kv_a.name + "[latent]", file.is_mapped()});
-        first.push_back({kv_a.type, kv_a.data + size_t(d.kv_lora) * size_t(*kv_a_row), d.rope, c.dim, kv_a.name + "[k_pe]",
-                         file.is_mapped()});
-        const auto& w_first = bind.upload(std::move(first));
-        const auto& kv_a_norm = bind.vector(p + "attn_kv_a_norm.weight", d.kv_lora);
-        const auto& w_kv_b = bind.upload(kv_b_parts(bind, m, file, p, d));
         const auto& wo = bind.matrix({{p + "attn_output.weight", d.heads * d.v, c.dim}});
         const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
-
         if (residual >= 0) e.add(x, residual);
         const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");
-        const auto outs = e.matmul(w_first, h, {p + (c.q_lora_rank > 0 ? "q_a" : "q"), p + "kv_latent", p + "k_pe"}, l,
-                                   MatmulInput::attention);
-        int q = outs[0];
-        if (c.q_lora_rank > 0) {
-            const auto& q_a_norm = bind.vector(p + "attn_q_a_norm.weight", c.q_lora_rank);
-            const auto& qb = bind.tensor(p + "attn_q_b.weight", {c.q_lora_rank, d.heads * d.hk});
-            const auto& w_qb = bind.upload({regrouped(m, file, qb, c.q_lora_rank, q_runs(d), qb.name + "[rope|nope]")});
-            const int qa = e.rms_norm(q, q_a_norm, c.rms_eps, p + "q_a_normed");
-            q = e.matmul(w_qb, qa, {p + "q"}, l, MatmulInput::none)[0];
-        }
-        const int latent = e.rms_norm(outs[1], kv_a_norm, c.rms_eps, p + "kv_latent_normed");
-        const auto k_v = e.matmul(w_kv_b, latent, {p + "k_nope", p + "v"}, l, MatmulInput::none);
-        e.rope(q, rope, heads, hk);
-        e.rope(outs[2], rope, 1, int32_t(d.rope));
-        // k per head = [k_pe (shared), k_nope]
-        int k = e.copy_columns(outs[2], -1, {.n_heads = heads, .width = d.rope, .dst_stride = d.hk}, d.heads * d.hk, p + "k");
-        k = e.copy_columns(k_v[0], k,
-                           {.n_heads = heads, .width = d.nope, .src_stride = d.nope, .dst_stride = d.hk, .dst_offset = d.rope},
-                           d.heads * d.hk, p + "k");
-        e.kv_write(l, k, k_v[1]);
-        const int a = e.attention(l, q, attention, hk, p + "attn");
-        const int a_v = e.copy_columns(a, -1, {.n_heads = heads, .width = d.v, .src_stride = d.hk, .dst_stride = d.v},
-                                       d.heads * d.v, p + "attn_v");
+        const Layer layer{bind, m, file, c, d, e, rope, attention, l, p};
+        const int a_v = c.mla_absorbed ? absorbed_attention(layer, h) : naive_attention(layer, h);
         const int o = e.matmul(wo, a_v, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
         e.add(x, o);
         const int f = e.rms_norm(x, ffn_norm, c.rms_eps, p + "ffn_in");

@@ -58,10 +58,10 @@ KvPool::KvPool(const KvLayout& layout, int64_t n_blocks) : layout_(layout) {
         fail("KV pool: {} blocks of {} bytes overflow the address space", n_blocks, layout_.bytes_per_block());
     n_blocks_ = int32_t(n_blocks);
     k_.resize(size_t(layout_.n_layers));
-    v_.resize(size_t(layout_.n_layers));
+    v_.resize(layout_.v_is_k ? 0 : size_t(layout_.n_layers));  // V = K: no V storage
     for (int32_t l = 0; l < layout_.n_layers; ++l) {
         k_[size_t(l)].resize(per_layer * size_t(n_blocks));
-        v_[size_t(l)].resize(per_layer * size_t(n_blocks));
+        if (!layout_.v_is_k) v_[size_t(l)].resize(per_layer * size_t(n_blocks));
     }
 }
 
@@ -91,7 +91,7 @@ void KvPool::write(int32_t layer, const int64_t* slots, int64_t n_tokens, const 
         if (slots[i] >= 0) check_slot(slots[i]);  // every slot first: a worker must not throw
     const int64_t width = int64_t(layout_.n_kv_heads) * layout_.head_dim;
     uint8_t* kd = k_[size_t(layer)].data();
-    uint8_t* vd = v_[size_t(layer)].data();
+    uint8_t* vd = layout_.v_is_k ? nullptr : v_[size_t(layer)].data();
     auto store = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const int64_t slot = slots[i];
@@ -99,7 +99,7 @@ void KvPool::write(int32_t layer, const int64_t* slots, int64_t n_tokens, const 
             for (int32_t h = 0; h < layout_.n_kv_heads; ++h) {
                 size_t off = row_offset(slot, h);
                 kv_store_row(layout_.dtype, k + i * width + int64_t(h) * layout_.head_dim, kd + off, layout_.head_dim);
-                kv_store_row(layout_.dtype, v + i * width + int64_t(h) * layout_.head_dim, vd + off, layout_.head_dim);
+                if (vd) kv_store_row(layout_.dtype, v + i * width + int64_t(h) * layout_.head_dim, vd + off, layout_.head_dim);
             }
         }
     };
@@ -113,7 +113,7 @@ void KvPool::write(int32_t layer, const int64_t* slots, int64_t n_tokens, const 
 void KvPool::prefetch_write(int32_t layer, const int64_t* slots, int64_t n_tokens) const {
     if (layer < 0 || layer >= layout_.n_layers || n_tokens > kPrefetchWriteTokens) return;
     const uint8_t* kd = k_[size_t(layer)].data();
-    const uint8_t* vd = v_[size_t(layer)].data();
+    const uint8_t* vd = layout_.v_is_k ? nullptr : v_[size_t(layer)].data();
     const size_t row = layout_.row_bytes();
     for (int64_t i = 0; i < n_tokens; ++i) {
         if (slots[i] < 0 || slots[i] >= n_slots()) continue;
@@ -121,7 +121,7 @@ void KvPool::prefetch_write(int32_t layer, const int64_t* slots, int64_t n_token
             const size_t off = row_offset(slots[i], h);
             for (size_t b = off & ~size_t(63); b < off + row; b += 64) {  // every line the row touches
                 __builtin_prefetch(kd + b, 1, 3);
-                __builtin_prefetch(vd + b, 1, 3);
+                if (vd) __builtin_prefetch(vd + b, 1, 3);
             }
         }
     }
@@ -134,7 +134,8 @@ void KvPool::copy_block(int32_t src, int32_t dst) {
     size_t bytes = layout_.layer_block_bytes();
     for (int32_t l = 0; l < layout_.n_layers; ++l) {
         std::memcpy(k_[size_t(l)].data() + size_t(dst) * bytes, k_[size_t(l)].data() + size_t(src) * bytes, bytes);
-        std::memcpy(v_[size_t(l)].data() + size_t(dst) * bytes, v_[size_t(l)].data() + size_t(src) * bytes, bytes);
+        if (!layout_.v_is_k)
+            std::memcpy(v_[size_t(l)].data() + size_t(dst) * bytes, v_[size_t(l)].data() + size_t(src) * bytes, bytes);
     }
 }
 
@@ -146,6 +147,10 @@ void KvPool::export_block(int32_t block, std::span<uint8_t> out) const {
     uint8_t* dst = out.data();
     for (int32_t l = 0; l < layout_.n_layers; ++l) {
         std::memcpy(dst, k_[size_t(l)].data() + size_t(block) * bytes, bytes);
+        if (layout_.v_is_k) {
+            dst += bytes;
+            continue;
+        }
         std::memcpy(dst + bytes, v_[size_t(l)].data() + size_t(block) * bytes, bytes);
         dst += 2 * bytes;
     }
@@ -159,6 +164,10 @@ void KvPool::import_block(int32_t block, std::span<const uint8_t> in) {
     const uint8_t* src = in.data();
     for (int32_t l = 0; l < layout_.n_layers; ++l) {
         std::memcpy(k_[size_t(l)].data() + size_t(block) * bytes, src, bytes);
+        if (layout_.v_is_k) {
+            src += bytes;
+            continue;
+        }
         std::memcpy(v_[size_t(l)].data() + size_t(block) * bytes, src + bytes, bytes);
         src += 2 * bytes;
     }
@@ -175,7 +184,7 @@ void KvPool::read_v(int32_t layer, int64_t slot, int32_t kv_head, float* out) co
     check_layer(layer);
     check_slot(slot);
     if (kv_head < 0 || kv_head >= layout_.n_kv_heads) fail("KV pool: kv head {} out of range", kv_head);
-    kv_load_row(layout_.dtype, v_[size_t(layer)].data() + row_offset(slot, kv_head), out, layout_.head_dim);
+    kv_load_row(layout_.dtype, v_data(layer) + row_offset(slot, kv_head), out, layout_.head_dim);
 }
 
 }  // namespace pagoda::backend::cpu

@@ -36,7 +36,7 @@ public:
     size_t total_bytes() const { return size_t(n_blocks_) * layout_.bytes_per_block(); }
 
     // Stores the K and V rows of n_tokens tokens of one layer. k and v are
-    // [n_tokens][n_kv_heads * head_dim] floats; token i goes to slots[i]. A negative slot means
+    // [n_tokens][n_kv_heads * head_dim] floats (v unread, may be null, when layout().v_is_k); token i goes to slots[i]. A negative slot means
     // "padding, skip this token". Throws pagoda::Error for a bad layer or a slot >= n_slots(),
     // before anything is written. With `threads`, a prefill's tokens are stored on all of them (the
     // slots of one step are distinct, so the rows never overlap).
@@ -61,7 +61,8 @@ public:
     // Raw storage of one layer (for the attention kernel). Byte offset of (block, head, slot) is
     // block * layer_block_bytes + head * head_block_bytes + slot * row_bytes.
     const uint8_t* k_data(int32_t layer) const { return k_[size_t(layer)].data(); }
-    const uint8_t* v_data(int32_t layer) const { return v_[size_t(layer)].data(); }
+    // With layout().v_is_k the V rows are the K rows: v_data is k_data.
+    const uint8_t* v_data(int32_t layer) const { return layout_.v_is_k ? k_data(layer) : v_[size_t(layer)].data(); }
 
     // Reads one stored row back as floats (for tests and debugging).
     void read_k(int32_t layer, int64_t slot, int32_t kv_head, float* out) const;
