@@ -72,7 +72,7 @@ TEST(Gemma4Commands, VulkanAndGpuLayerSplits) {
 TEST(Gemma4Commands, GenModelRefusesFlagsOutsideItsForm) {
     auto r = run_pagoda({"gen-model", "-o", temp_path("cli-gemma4-bad.gguf"), "--shared-kv-layers", "1"});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("--shared-kv-layers, --v-equals-k, --full-head-dim and --full-kv-heads are for --arch gemma4"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--shared-kv-layers, --v-equals-k, --full-head-dim, --full-kv-heads and --per-layer-embd are for --arch gemma4"), std::string::npos) << r.err;
     r = run_pagoda({"gen-model", "-o", temp_path("cli-gemma4-bad.gguf"), "--arch", "gemma4", "--experts", "4",
                     "--experts-used", "5"});
     EXPECT_EQ(r.exit_code, 1);

@@ -17,7 +17,7 @@
 // (exact: zero columns add nothing to q.k, a repeated head is GQA's sharing spelled out), its Q/K/V
 // norms run over the padded width with eps and weights rescaled so they equal the norm of the real
 // values, and its attention output is compacted back (copy_columns) before attn_output. The cost is
-// KV memory (every layer stores the largest row) and, for shared-KV layers, cache they never write.
+// KV memory: every layer stores the largest row.
 // The E2B/E4B models add per-layer embeddings (gemma4_per_layer.h) and may give each layer its own
 // FFN width (feed_forward_length as an array, ModelConfig::layer_ffn_dim). Layers that share KV
 // store none: the paged KV holds only the layers before the shared ones (BuiltModel::kv_layers).
