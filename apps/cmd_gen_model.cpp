@@ -66,7 +66,7 @@ struct GenModelOptions {
     bool qk_norm = false;
     int64_t nextn_layers = 0;
     // gemma4
-    int64_t shared_kv_layers = 0, full_head_dim = 0, full_kv_heads = 0;
+    int64_t shared_kv_layers = 0, full_head_dim = 0, full_kv_heads = 0, per_layer_embd = 0;
     bool v_equals_k = false;
 };
 
@@ -90,8 +90,9 @@ void apply_deepseek2_options(const GenModelOptions& o, model::RandomModelSpec& s
         fail("--qk-norm is for --arch glm4moe or jina-bert-v2");
     spec.qk_norm = o.qk_norm;
     spec.nextn_layers = o.nextn_layers;
-    if ((o.shared_kv_layers || o.v_equals_k || o.full_head_dim || o.full_kv_heads) && spec.arch != "gemma4")
-        fail("--shared-kv-layers, --v-equals-k, --full-head-dim and --full-kv-heads are for --arch gemma4");
+    if ((o.shared_kv_layers || o.v_equals_k || o.full_head_dim || o.full_kv_heads || o.per_layer_embd) && spec.arch != "gemma4")
+        fail("--shared-kv-layers, --v-equals-k, --full-head-dim, --full-kv-heads and --per-layer-embd are for --arch gemma4");
+    spec.per_layer_embd = o.per_layer_embd;
     spec.full_head_dim = o.full_head_dim;
     spec.full_kv_heads = o.full_kv_heads;
     spec.shared_kv_layers = o.shared_kv_layers;
@@ -283,6 +284,8 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
         ->check(in_range(2, 4096));
     sub.add_option("--full-kv-heads", o->full_kv_heads, "gemma4: the full layers' KV heads (default --kv-heads)")
         ->check(in_range(1, 4096));
+    sub.add_option("--per-layer-embd", o->per_layer_embd, "gemma4: the E2B/E4B form, per-layer embeddings of N values a "
+                   "layer, and the KV-sharing layers' FFN twice as wide")->check(in_range(1, 4096));
     sub.add_flag("--v-equals-k", o->v_equals_k, "gemma4: full layers have no attn_v (V is the K projection, weightless-normed)");
     sub.add_option("--sliding-window", o->sliding_window,
                    "Sliding-window size (gemma2 default 4096, gemma3 512; phi3: every layer slides)")

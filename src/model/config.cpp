@@ -210,8 +210,23 @@ ModelConfig read_config(const gguf::File& f) {
                      f.name(), a, n, c.n_kv_heads);
     }
     read_experts(f, c, moe_arch);
-    c.ffn_dim = f.has(a + "feed_forward_length") || c.n_experts == 0 ? positive(a + "feed_forward_length")
-                                                                     : c.expert_ffn_dim;
+    if (const auto* ff = f.find(a + "feed_forward_length"); ff && ff->as_array()) {
+        // One width per block (Gemma 4's E2B/E4B double the FFN of their KV-sharing layers).
+        const auto& items = ff->as_array()->items;
+        if (int64_t(items.size()) != c.n_layers)
+            fail("{}: {}feed_forward_length has {} entries for {} blocks ({}block_count)", f.name(), a, items.size(),
+                 c.n_layers, a);
+        for (size_t i = 0; i < items.size(); ++i) {
+            const int64_t n = items[i].as_int().value_or(0);
+            if (n <= 0 || n > (int64_t(1) << 24))
+                fail("{}: {}feed_forward_length[{}] = {} is out of range", f.name(), a, i, n);
+            c.layer_ffn_dims.push_back(n);
+        }
+        c.ffn_dim = *std::max_element(c.layer_ffn_dims.begin(), c.layer_ffn_dims.end());
+    } else {
+        c.ffn_dim = f.has(a + "feed_forward_length") || c.n_experts == 0 ? positive(a + "feed_forward_length")
+                                                                         : c.expert_ffn_dim;
+    }
     c.context_length = f.has(a + "context_length") ? positive(a + "context_length") : 2048;
     if (c.n_heads % c.n_kv_heads != 0)
         fail("{}: {} attention heads are not a multiple of {} KV heads", f.name(), c.n_heads, c.n_kv_heads);

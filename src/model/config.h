@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pagoda::gguf {
 class File;
@@ -31,7 +32,9 @@ struct ModelConfig {
     int64_t n_heads = 0;
     int64_t n_kv_heads = 0;
     int64_t head_dim = 0;    // per-head width of Q, K and V
-    int64_t ffn_dim = 0;
+    int64_t ffn_dim = 0;     // the widest layer's FFN (every layer's unless layer_ffn_dims is set)
+    // {arch}.feed_forward_length as an array (Gemma 4's E2B/E4B): one width per block, else empty.
+    std::vector<int64_t> layer_ffn_dims;
     int64_t vocab_size = 0;
     int64_t context_length = 0;  // trained context (metadata)
     float rms_eps = 1e-5f;
@@ -78,6 +81,9 @@ struct ModelConfig {
     // not run (n_layers counts the blocks run).
     int64_t nextn_layers = 0;
 
+    int64_t layer_ffn_dim(int64_t layer) const {
+        return layer_ffn_dims.empty() ? ffn_dim : layer_ffn_dims.at(size_t(layer));
+    }
     int64_t q_dim() const { return n_heads * head_dim; }
     int64_t kv_dim() const { return n_kv_heads * head_dim; }
     std::string describe() const;

@@ -138,7 +138,7 @@ void GraphModel::create_kv_cache(const StepModelOptions& o) {
     // A split's parts share block ids, so one count: a size budgets blocks of every layer (the two
     // parts together); a fraction is of each part's own backend memory, and the tighter part decides.
     kv::KvLayout device_part = layout, host_part = layout;
-    device_part.n_layers = split_.device_layers;
+    device_part.n_layers = std::min(split_.device_layers, layout.n_layers);  // fewer KV layers than layers (shared KV)
     host_part.n_layers = layout.n_layers - split_.device_layers;
     int64_t blocks = kv_block_count(o.kv, layout, o.tokens_wanted);
     if (!o.kv.memory.empty() && is_fractional_budget(o.kv.memory)) {

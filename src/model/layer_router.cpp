@@ -76,6 +76,8 @@ std::shared_ptr<backend::Weight> LayerRouter::upload_weight(std::vector<backend:
         if (layer >= split_.n_layers)
             fail("{}: layer {} is past the model's {} layers", parts[0].name, layer, split_.n_layers);
         put(split_.side_of_layer(layer));
+    } else if (parts[0].name.rfind("per_layer_", 0) == 0) {
+        put(input);  // gemma4's per-layer embedding inputs: computed beside the token embedding
     } else {
         if (use != backend::WeightUse::matmul) put(input);
         if (use != backend::WeightUse::embedding) put(head);

@@ -8,7 +8,8 @@
 // converter's norm_shift is 0 for Gemma 4). Head sizes and KV-head counts are the same on every
 // kind of layer: full_head_dim / full_kv_heads give the full layers their own (the 31B's 512 / 4
 // beside the sliding layers' 256 / 16). With experts (the 26B-A4B's form) every layer also has a
-// router and fused gate|up experts beside its dense FFN (add_experts). The synthetic vocabulary is written in Gemma 4's tokenizer
+// router and fused gate|up experts beside its dense FFN (add_experts). per_layer_embd writes the
+// E2B/E4B form: the per-layer embedding tensors (add_per_layer) and one FFN width per layer. The synthetic vocabulary is written in Gemma 4's tokenizer
 // form (model "gemma4" with BPE merges, as the converter writes it); a --vocab file's keys are copied.
 #include <cmath>
 #include <cstring>
@@ -83,6 +84,22 @@ void add_experts(TensorAdder& add, Rng& rng, const RandomModelSpec& s, const std
     add.f32(p + "ffn_down_exps.scale", {s.n_experts}, std::move(down_scale));
 }
 
+// The E-models' per-layer embeddings, P values a layer over L layers: the token table (P * L values
+// a token, of spread 1/sqrt(P) as the embedding scales by sqrt(P)), the projection of the main
+// embedding and its per-layer norm, then each layer's gate, projection back and norm.
+void add_per_layer(TensorAdder& add, const RandomModelSpec& s, int64_t vocab_size, float out_scale) {
+    const int64_t P = s.per_layer_embd, all = P * s.n_layers;
+    add.matrix("per_layer_token_embd.weight", all, vocab_size, 1.0f / std::sqrt(float(P)));
+    add.matrix("per_layer_model_proj.weight", s.dim, all, 1.0f / std::sqrt(float(s.dim)));
+    add.norm("per_layer_proj_norm.weight", P);
+    for (int64_t l = 0; l < s.n_layers; ++l) {
+        const std::string p = fmt::format("blk.{}.", l);
+        add.matrix(p + "inp_gate.weight", s.dim, P, 1.0f / std::sqrt(float(s.dim)));
+        add.matrix(p + "proj.weight", P, s.dim, out_scale / std::sqrt(float(P)));
+        add.norm(p + "post_norm.weight", s.dim);
+    }
+}
+
 }  // namespace
 
 int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
@@ -117,7 +134,17 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
     w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
     w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
     w.set(a + "block_count", Value::u32(uint32_t(s.n_layers)));
-    w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    if (s.per_layer_embd < 0 || s.per_layer_embd > 4096) fail("gen-model: --per-layer-embd {} is out of range", s.per_layer_embd);
+    // The E-models' FFN widths, one per layer: the KV-sharing layers' doubled.
+    std::vector<int64_t> ffn(size_t(s.n_layers), s.ffn_dim);
+    if (s.per_layer_embd > 0) {
+        for (int64_t i = first_shared; i < s.n_layers; ++i) ffn[size_t(i)] = 2 * s.ffn_dim;
+        std::vector<Value> widths;
+        for (int64_t f : ffn) widths.push_back(Value::u32(uint32_t(f)));
+        w.set(a + "feed_forward_length", Value::array(ValueType::u32, widths));
+    } else {
+        w.set(a + "feed_forward_length", Value::u32(uint32_t(s.ffn_dim)));
+    }
     w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
     // The converter writes one KV-head count per layer when the config has num_global_key_value_heads.
     std::vector<Value> kv_heads;
@@ -137,7 +164,7 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
     for (bool b : sliding) pattern.push_back(Value::boolean(b));
     w.set(a + "attention.sliding_window_pattern", Value::array(ValueType::boolean, pattern));
     w.set(a + "attention.shared_kv_layers", Value::u32(uint32_t(s.shared_kv_layers)));
-    w.set(a + "embedding_length_per_layer_input", Value::u32(0));
+    w.set(a + "embedding_length_per_layer_input", Value::u32(uint32_t(s.per_layer_embd)));
     if (s.n_experts > 0) {
         w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
         w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
@@ -180,12 +207,14 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
         add.norm(p + "post_attention_norm.weight", s.dim);
         add.f32(p + "layer_output_scale.weight", {1}, constant_f32(1, 0.5f + 0.5f * float(l + 1) / float(s.n_layers)));
         add.norm(p + "ffn_norm.weight", s.dim);
-        add.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-        add.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-        add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+        const int64_t f = ffn[size_t(l)];
+        add.matrix(p + "ffn_gate.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
+        add.matrix(p + "ffn_up.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
+        add.matrix(p + "ffn_down.weight", f, s.dim, out_scale / std::sqrt(float(f)));
         add.norm(p + "post_ffw_norm.weight", s.dim);
         if (s.n_experts > 0) add_experts(add, rng, s, p, expert_ffn, out_scale);
     }
+    if (s.per_layer_embd > 0) add_per_layer(add, s, vocab_size, out_scale);
     return add.params();
 }
 

@@ -105,6 +105,10 @@ struct RandomModelSpec {
     int64_t shared_kv_layers = 0;
     bool v_equals_k = false;
     int64_t full_head_dim = 0, full_kv_heads = 0;  // gemma4's full layers (0: head_dim, n_kv_heads)
+    // gemma4: > 0 writes the E2B/E4B form, per-layer embeddings of this many values a layer
+    // (embedding_length_per_layer_input and the PLE tensors), and feed_forward_length as one width per
+    // layer, the KV-sharing layers' twice ffn_dim (the E-models' double-wide MLP).
+    int64_t per_layer_embd = 0;
 };
 
 // "tiny", "small" (~134 M parameters) or "tinyllama" (~1.1 B); throws on other names.

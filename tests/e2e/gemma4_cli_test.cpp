@@ -69,10 +69,29 @@ TEST(Gemma4Commands, VulkanAndGpuLayerSplits) {
     EXPECT_NE(r.err.find("-ngl 4: layer 4 attends over layer 3's KV"), std::string::npos) << r.err;
 }
 
+// The E2B/E4B form: the per-layer embedding inputs run beside the token embedding (the device side
+// of a split), each layer's block with its layer; every split gives the CPU's tokens.
+TEST(Gemma4Commands, PerLayerEmbeddingsOnVulkanAndAcrossSplits) {
+    PAGODA_REQUIRE_VULKAN();
+    const std::string model = temp_path("cli-gemma4-ple.gguf");
+    auto g = run_pagoda({"gen-model", "-o", model, "--arch", "gemma4", "--layers", "6", "--head-dim", "16", "--full-head-dim", "32",
+                         "--full-kv-heads", "1", "--swa-period", "3", "--sliding-window", "5", "--shared-kv-layers", "2",
+                         "--v-equals-k", "--per-layer-embd", "32"});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    auto cpu = run_ids(model, {});
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+    EXPECT_FALSE(cpu.out.empty());
+    for (const char* ngl : {"1", "2", "6", "7"}) {
+        auto r = run_ids(model, {"--backend", "vulkan", "-ngl", ngl});
+        ASSERT_EQ(r.exit_code, 0) << ngl << ": " << r.err;
+        EXPECT_EQ(r.out, cpu.out) << "-ngl " << ngl;
+    }
+}
+
 TEST(Gemma4Commands, GenModelRefusesFlagsOutsideItsForm) {
     auto r = run_pagoda({"gen-model", "-o", temp_path("cli-gemma4-bad.gguf"), "--shared-kv-layers", "1"});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("--shared-kv-layers, --v-equals-k, --full-head-dim and --full-kv-heads are for --arch gemma4"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--shared-kv-layers, --v-equals-k, --full-head-dim, --full-kv-heads and --per-layer-embd are for --arch gemma4"), std::string::npos) << r.err;
     r = run_pagoda({"gen-model", "-o", temp_path("cli-gemma4-bad.gguf"), "--arch", "gemma4", "--experts", "4",
                     "--experts-used", "5"});
     EXPECT_EQ(r.exit_code, 1);

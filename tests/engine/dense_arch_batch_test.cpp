@@ -42,15 +42,16 @@ TEST(DenseArchBatch, GreedyTokensIndependentOfBlockSizeAndBatch) {
     const int64_t vocab = 300, max_tokens = 12;
     std::vector<std::vector<int32_t>> prompts;
     for (uint32_t i = 0; i < 10; ++i) prompts.push_back(test::make_prompt(3 + (i * 7) % 17, i + 1, vocab));
-    for (const char* arch : {"gemma2", "gemma3", "gemma4", "phi3"}) {
+    for (const std::string arch : {"gemma2", "gemma3", "gemma4", "gemma4_ple", "phi3"}) {
         model::RandomModelSpec spec;
-        spec.arch = arch; spec.vocab_size = vocab; spec.head_dim = 16; spec.sliding_window = 6; spec.seed = 40;
+        spec.arch = arch == "gemma4_ple" ? "gemma4" : arch; spec.vocab_size = vocab; spec.head_dim = 16; spec.sliding_window = 6; spec.seed = 40;
         if (spec.arch == "gemma3") spec.swa_period = 2;
         if (spec.arch == "gemma4") {  // sliding, full, sliding, full: the last two read the first two's KV
             spec.n_layers = 4; spec.swa_period = 2; spec.shared_kv_layers = 2; spec.v_equals_k = true;
             spec.full_head_dim = 32; spec.full_kv_heads = 1;  // per-layer shapes, padded in the paged KV
+            if (arch == "gemma4_ple") spec.per_layer_embd = 32;  // the E2B/E4B's per-layer embeddings
         }
-        const std::string path = pagoda::test::temp_path(std::string("batch_") + arch + ".gguf");
+        const std::string path = pagoda::test::temp_path("batch_" + arch + ".gguf");
         model::write_random_model(spec, nullptr, path);
         std::vector<std::vector<int32_t>> alone;
         for (const auto& p : prompts) alone.push_back(generate(path, {512, 1, 1024, 16}, {p}, max_tokens)[0]);

@@ -2,12 +2,13 @@
 // backend's logits against a direct evaluation of Gemma 4's equations written out here from the
 // file's tensors (no pagoda graph code: per-head Q/K norms, V's weightless norm, V = K on full layers,
 // KV shared by the last layers, sliding windows, "proportional" RoPE through rope_freqs, the layer
-// output scale, GELU-gated FFN with sandwich norms, the final soft cap, and the 26B-A4B's experts
-// beside the dense FFN); the CPU backend against the reference, fused and unfused, F32 and Q8_0,
-// prefill and decode, dense and with experts; and the forms refused by name.
+// output scale, GELU-gated FFN with sandwich norms, the final soft cap, the 26B-A4B's experts
+// beside the dense FFN, and the E2B/E4B's per-layer embeddings and per-layer FFN widths); the CPU
+// backend against the reference, fused and unfused, F32 and Q8_0, prefill and decode, dense, with
+// experts and with per-layer embeddings. The files' layout and the refused forms:
+// gemma4_layout_test.cpp.
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <gtest/gtest.h>
 
 #include "backend/cpu/matmul_test_util.h"
@@ -21,33 +22,17 @@
 #include "model/sequence_runner.h"
 #include "direct_equations.h"
 #include "model_compare.h"
+#include "gemma4_test_spec.h"
 #include "quant/quantize_model.h"
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab.h"
 
 namespace pagoda::model {
 namespace {
 
+using gemma4_test::gemma4_moe_spec;
+using gemma4_test::gemma4_ple_spec;
+using gemma4_test::gemma4_spec;
 using model_compare::prompt;
 using model_compare::reference_logits;
-
-// Six layers: sliding, sliding, full, sliding, sliding, full (window 5); the last two share the KV of
-// layers 3 (sliding) and 2 (full); full layers have no attn_v. As the 31B, sliding and full layers
-// differ in head size (16 / 32) and KV heads (2 / 1) unless `uniform`.
-RandomModelSpec gemma4_spec(uint64_t seed, int64_t shared_kv = 2, bool v_equals_k = true, bool uniform = false,
-                            int64_t experts = 0) {
-    RandomModelSpec s;
-    s.arch = "gemma4";
-    s.n_layers = 6; s.dim = 64; s.n_heads = 4; s.n_kv_heads = 2; s.head_dim = uniform ? 32 : 16; s.ffn_dim = 96; s.vocab_size = 300;
-    s.full_head_dim = 32; s.full_kv_heads = uniform ? 2 : 1;
-    s.sliding_window = 5; s.swa_period = 3; s.shared_kv_layers = shared_kv; s.v_equals_k = v_equals_k;
-    s.final_softcap = 30.0f; s.seed = seed;
-    s.n_experts = experts; s.n_experts_used = 2; s.expert_ffn_dim = 48;
-    return s;
-}
-
-// The 26B-A4B's form: every layer runs 6 experts (top 2, 48 wide) beside its dense FFN.
-RandomModelSpec gemma4_moe_spec(uint64_t seed) { return gemma4_spec(seed, 2, true, false, 6); }
 
 // --- the equations, evaluated directly from an F32 file ------------------------------------------
 
@@ -122,9 +107,23 @@ struct Direct : direct::Weights {
             const float* e = tensor("token_embd.weight") + size_t(ids[size_t(t)]) * size_t(c.dim);
             for (int64_t i = 0; i < c.dim; ++i) x[size_t(t)].push_back(double(e[i]) * std::sqrt(double(c.dim)));
         }
+        // Per-layer embeddings (P values a layer): in = (norm_each_P(model_proj x / sqrt(dim)) +
+        // per_layer_token_embd[t] sqrt(P)) / sqrt(2), layer l reading values l*P .. l*P + P - 1.
+        const int64_t P = f.get_int_or("gemma4.embedding_length_per_layer_input", 0);
+        std::vector<std::vector<double>> ple(static_cast<size_t>(T));
+        for (int64_t t = 0; P > 0 && t < T; ++t) {
+            auto& in = ple[size_t(t)] = mul(tensor("per_layer_model_proj.weight"), x[size_t(t)], P * L);
+            for (double& v : in) v /= std::sqrt(double(c.dim));
+            for (int64_t l = 0; l < L; ++l) norm(in.data() + l * P, size_t(P), tensor("per_layer_proj_norm.weight"), eps);
+            const float* tok = tensor("per_layer_token_embd.weight") + size_t(ids[size_t(t)]) * size_t(P * L);
+            for (int64_t i = 0; i < P * L; ++i) in[size_t(i)] = (in[size_t(i)] + double(tok[i]) * std::sqrt(double(P))) / std::sqrt(2.0);
+        }
+        // The FFN width per layer: feed_forward_length is one number or one per layer.
+        const gguf::Value& ffn_key = *f.find("gemma4.feed_forward_length");
         std::vector<std::vector<std::vector<double>>> K(static_cast<size_t>(L)), V(static_cast<size_t>(L));  // per layer, per position
         for (int64_t l = 0; l < L; ++l) {
             const std::string p = "blk." + std::to_string(l) + ".";
+            const int64_t F = ffn_key.as_array() ? *ffn_key.as_array()->items[size_t(l)].as_int() : *ffn_key.as_int();
             const bool swa = sliding[size_t(l)];
             const int64_t hd = f.get_int(swa ? "gemma4.attention.key_length_swa" : "gemma4.attention.key_length");
             const int64_t KV = *f.find("gemma4.attention.head_count_kv")->as_array()->items[size_t(l)].as_int();            const double theta = swa ? f.get_float("gemma4.rope.freq_base_swa") : f.get_float("gemma4.rope.freq_base");
@@ -160,8 +159,8 @@ struct Direct : direct::Weights {
                 const auto o = normed(mul(tensor(p + "attn_output.weight"), out, c.dim), tensor(p + "post_attention_norm.weight"), eps);
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += o[size_t(i)];
                 const auto fin = normed(x[size_t(s)], tensor(p + "ffn_norm.weight"), eps);
-                auto g = mul(tensor(p + "ffn_gate.weight"), fin, c.ffn_dim);
-                const auto u = mul(tensor(p + "ffn_up.weight"), fin, c.ffn_dim);
+                auto g = mul(tensor(p + "ffn_gate.weight"), fin, F);
+                const auto u = mul(tensor(p + "ffn_up.weight"), fin, F);
                 for (size_t i = 0; i < g.size(); ++i) g[i] = gelu(g[i]) * u[i];
                 auto d = mul(tensor(p + "ffn_down.weight"), g, c.dim);
                 if (has(p + "ffn_gate_inp.weight")) {
@@ -170,8 +169,15 @@ struct Direct : direct::Weights {
                     for (size_t i = 0; i < d.size(); ++i) d[i] += m[i];
                 }
                 const auto y = normed(d, tensor(p + "post_ffw_norm.weight"), eps);
+                for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += y[size_t(i)];
+                if (P > 0) {  // x += rms_norm(proj(gelu(inp_gate x) * in_l), post_norm)
+                    auto pg = mul(tensor(p + "inp_gate.weight"), x[size_t(s)], P);
+                    for (int64_t i = 0; i < P; ++i) pg[size_t(i)] = gelu(pg[size_t(i)]) * ple[size_t(s)][size_t(l * P + i)];
+                    const auto py = normed(mul(tensor(p + "proj.weight"), pg, c.dim), tensor(p + "post_norm.weight"), eps);
+                    for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += py[size_t(i)];
+                }
                 const double scale = tensor(p + "layer_output_scale.weight")[0];
-                for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] = (x[size_t(s)][size_t(i)] + y[size_t(i)]) * scale;
+                for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] *= scale;
             }
         }
         std::vector<double> all;
@@ -200,45 +206,7 @@ TEST(Gemma4Direct, ReferenceBackendComputesGemma4sEquations) {
     expect_direct(gemma4_spec(62, 0, false), "per_layer_shapes");
     expect_direct(gemma4_spec(63, 2, true, true), "uniform");
     expect_direct(gemma4_moe_spec(64), "experts");
-}
-
-TEST(Gemma4Direct, FileLayoutOfTheExperts) {
-    // The 26B-A4B's tensors by llama.cpp's names and shapes, and its expert keys read back.
-    const std::string path = test::temp_path("gemma4_moe_shapes.gguf");
-    write_random_model(gemma4_moe_spec(65), nullptr, path);
-    auto file = gguf::File::open(path);
-    const ModelConfig cfg = read_config(*file);
-    EXPECT_EQ(cfg.n_experts, 6);
-    EXPECT_EQ(cfg.n_experts_used, 2);
-    EXPECT_EQ(cfg.expert_ffn_dim, 48);
-    EXPECT_EQ(cfg.ffn_dim, 96);  // the dense FFN beside the experts keeps its own width
-    EXPECT_TRUE(cfg.expert_weights_norm);
-    using Shape = std::vector<int64_t>;
-    EXPECT_EQ(file->find_tensor("blk.3.ffn_gate_up_exps.weight")->shape, (Shape{64, 2 * 48, 6}));
-    EXPECT_EQ(file->find_tensor("blk.3.ffn_down_exps.weight")->shape, (Shape{48, 64, 6}));
-    EXPECT_EQ(file->find_tensor("blk.3.ffn_down_exps.scale")->shape, (Shape{6}));
-    EXPECT_EQ(file->find_tensor("blk.3.ffn_gate_inp.weight")->shape, (Shape{64, 6}));
-    EXPECT_EQ(file->find_tensor("blk.3.ffn_gate_inp.scale")->shape, (Shape{64}));
-    for (const char* norm : {"pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2", "ffn_norm", "post_ffw_norm"})
-        EXPECT_NE(file->find_tensor(std::string("blk.3.") + norm + ".weight"), nullptr) << norm;
-}
-
-TEST(Gemma4Direct, FileLayoutOfSharedKvAndVEqualsK) {
-    // The sharing layers hold no K/V tensors, full layers with V = K no attn_v, and the per-layer
-    // KV-head array reads as one count.
-    const std::string path = test::temp_path("gemma4_shapes.gguf");
-    write_random_model(gemma4_spec(63), nullptr, path);
-    auto file = gguf::File::open(path);
-    EXPECT_EQ(file->find_tensor("blk.4.attn_k.weight"), nullptr);
-    EXPECT_EQ(file->find_tensor("blk.5.attn_k_norm.weight"), nullptr);
-    EXPECT_EQ(file->find_tensor("blk.2.attn_v.weight"), nullptr);   // full layer: V = K
-    EXPECT_NE(file->find_tensor("blk.1.attn_v.weight"), nullptr);   // sliding layer: its own V
-    const ModelConfig cfg = read_config(*file);
-    EXPECT_EQ(cfg.rope_style, RopeStyle::neox);
-    EXPECT_EQ(cfg.n_kv_heads, 2);  // the largest of the per-layer counts (2 sliding, 1 full)
-    EXPECT_EQ(cfg.head_dim, 32);   // the larger head size (16 sliding, 32 full): the paged KV's row
-    EXPECT_EQ(file->find_tensor("blk.0.attn_k.weight")->shape, (std::vector<int64_t>{64, 2 * 16}));
-    EXPECT_EQ(file->find_tensor("blk.2.attn_k.weight")->shape, (std::vector<int64_t>{64, 1 * 32}));
+    expect_direct(gemma4_ple_spec(65), "per_layer_embeddings");
 }
 
 // --- the CPU backend against the reference -------------------------------------------------------
@@ -249,6 +217,7 @@ struct Case {
     bool fusion;
     double tolerance;
     int64_t experts = 0, experts_used = 2;
+    bool per_layer = false;  // the E2B/E4B's per-layer embeddings
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -261,6 +230,7 @@ TEST_P(Gemma4Model, ForwardMatchesTheReferenceBackend) {
     backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
     RandomModelSpec spec = gemma4_spec(71, 2, true, false, c.experts);
     spec.n_experts_used = c.experts_used;
+    if (c.per_layer) spec.per_layer_embd = 32;
     const std::string path = model_compare::write_model(spec, "gemma4_" + c.name, c.quant);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
     const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
@@ -281,69 +251,11 @@ INSTANTIATE_TEST_SUITE_P(RandomModels, Gemma4Model,
                          ::testing::Values(Case{"f32", "", true, 1e-5}, Case{"f32_unfused", "", false, 1e-5},
                                            Case{"q8_0", "q8_0", true, 8e-2}, Case{"q8_0_unfused", "q8_0", false, 8e-2},
                                            Case{"experts_f32", "", true, 1e-5, 6}, Case{"experts_f32_unfused", "", false, 1e-5, 6},
-                                           Case{"experts_q8_0", "q8_0", true, 8e-2, 6, 6}),
+                                           Case{"experts_q8_0", "q8_0", true, 8e-2, 6, 6},
+                                           Case{"ple_f32", "", true, 1e-5, 0, 2, true},
+                                           Case{"ple_f32_unfused", "", false, 1e-5, 0, 2, true},
+                                           Case{"ple_q8_0", "q8_0", true, 8e-2, 0, 2, true}),
                          [](const auto& info) { return info.param.name; });
-
-// gen-model writes its synthetic vocabulary in Gemma 4's tokenizer form: model "gemma4" with merges,
-// loaded as such (hand-worked ids: <unk> <s> </s>, bytes 3..258, then "▁e" 259, "e" 260, "▁t" 261, ...).
-TEST(Gemma4Model, GenModelWritesTheGemma4TokenizerModel) {
-    const std::string path = test::temp_path("gemma4_tokenizer_model.gguf");
-    write_random_model(gemma4_spec(91), nullptr, path);
-    const auto file = gguf::File::open(path);
-    EXPECT_EQ(file->get_string("tokenizer.ggml.model"), "gemma4");
-    EXPECT_EQ(file->get_strings("tokenizer.ggml.merges").front(), "\xE2\x96\x81 e");
-    const auto tok = tokenizer::Tokenizer::from_gguf(*file);
-    EXPECT_EQ(tok->vocab().pre(), "gemma4");
-    EXPECT_EQ(tok->encode(" eat"), (std::vector<int32_t>{1, 259, 264, 262}));  // <s> ▁e a t, no dummy prefix
-    EXPECT_EQ(tok->encode("hat\nzq", {.add_bos = false}), (std::vector<int32_t>{274, 264, 262, 3 + '\n', 3 + 'z', 3 + 'q'}));
-    for (std::string_view text : {" the cat\n\nsat  on", "caf\xC3\xA9 \xF0\x9F\x98\x80"})
-        EXPECT_EQ(tok->decode(tok->encode(text)), text);
-}
-
-// --- the forms refused by name -------------------------------------------------------------------
-
-// Rewrites the gen-model file with one metadata key changed (or a tensor added) and expects the load
-// to fail naming `what`.
-void expect_refused(const std::function<void(gguf::Writer&)>& edit, const std::string& what, const std::string& name,
-                    bool vocabulary = false) {
-    const std::string base = test::temp_path("gemma4_refuse_base.gguf");
-    write_random_model(gemma4_spec(81, 0, false), nullptr, base);
-    auto file = gguf::File::open(base);
-    gguf::Writer w;
-    for (const auto& [key, value] : file->metadata()) w.set(key, value);
-    for (const auto& t : file->tensors())
-        w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
-    edit(w);
-    const std::string path = test::temp_path("gemma4_refuse_" + name + ".gguf");
-    w.write(path);
-    try {
-        if (vocabulary) tokenizer::Vocab::from_gguf(*gguf::File::open(path));
-        else open_step_model(path, {.backend = "reference", .tokens_wanted = 64});
-        FAIL() << name << ": loaded";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-}
-
-TEST(Gemma4Refused, FormsThePagedKvOrGraphCannotRunAreNamed) {
-    expect_refused([](gguf::Writer& w) { w.set("gemma4.attention.value_length_swa", gguf::Value::u32(8)); },
-                   "sliding layers' key length 16 differs from their value length 8", "value_length");
-    expect_refused([](gguf::Writer& w) {  // 2 and 3 KV heads: the paged KV cannot repeat 2 heads into 3
-        std::vector<gguf::Value> kv(6, gguf::Value::u32(2));
-        kv[2] = gguf::Value::u32(3);
-        w.set("gemma4.attention.head_count_kv", gguf::Value::array(gguf::ValueType::u32, kv));
-    }, "mixes 2 and 3 KV heads", "kv_heads");
-    expect_refused([](gguf::Writer& w) { w.set("gemma4.embedding_length_per_layer_input", gguf::Value::u32(8)); },
-                   "per-layer embeddings", "ple");
-    expect_refused([](gguf::Writer& w) { w.set("gemma4.attention.shared_kv_layers", gguf::Value::u32(6)); },
-                   "shared_kv_layers", "shared_all");
-    expect_refused([](gguf::Writer& w) { w.add_tensor("blk.0.ffn_gate_inp.weight", gguf::GgmlType::F32, {64, 4},
-                                                       std::vector<uint8_t>(64 * 4 * 4, 0)); },
-                   "blk.0.ffn_gate_inp.weight is present but key gemma4.expert_count is missing", "experts");
-    // Gemma 4's own tokenizer model loads (gemma4_tokenizer_test.cpp); a malformed merge is named.
-    expect_refused([](gguf::Writer& w) { w.set("tokenizer.ggml.merges", gguf::Value::strings({"ab"})); },
-                   "tokenizer.ggml.merges[0] = 'ab' is not of the form 'left right'", "tokenizer", true);
-}
 
 }  // namespace
 }  // namespace pagoda::model

@@ -17,8 +17,11 @@
 // (exact: zero columns add nothing to q.k, a repeated head is GQA's sharing spelled out), its Q/K/V
 // norms run over the padded width with eps and weights rescaled so they equal the norm of the real
 // values, and its attention output is compacted back (copy_columns) before attn_output. The cost is
-// KV memory (every layer stores the largest row) and, for shared-KV layers, cache they never write.
-// Refused by name, not run: per-layer embeddings (the E2B/E4B models).
+// KV memory: every layer stores the largest row.
+// The E2B/E4B models add per-layer embeddings (gemma4_per_layer.h) and may give each layer its own
+// FFN width (feed_forward_length as an array, ModelConfig::layer_ffn_dim). Layers that share KV
+// store none: the paged KV holds only the layers before the shared ones (BuiltModel::kv_layers).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -28,6 +31,7 @@
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "model/arch/arch.h"
+#include "model/arch/gemma4_per_layer.h"
 #include "model/arch/graph_emitter.h"
 #include "model/arch/model_head.h"
 #include "model/arch/moe_ffn.h"
@@ -42,9 +46,6 @@ constexpr const char* kArch = "gemma4";
 
 void refuse_unsupported_forms(const gguf::File& file) {
     const std::string a = std::string(kArch) + ".";
-    if (file.get_int_or(a + "embedding_length_per_layer_input", 0) > 0 || file.find_tensor("per_layer_token_embd.weight"))
-        fail("{}: gemma4 per-layer embeddings (the E2B/E4B models, {}embedding_length_per_layer_input) are not supported",
-             file.name(), a);
     if (file.has(a + "attention.key_length_swa") && file.has(a + "attention.value_length_swa") &&
         file.get_int(a + "attention.key_length_swa") != file.get_int(a + "attention.value_length_swa"))
         fail("{}: gemma4 sliding layers' key length {} differs from their value length {}: not supported", file.name(),
@@ -110,8 +111,8 @@ int emit_ffn(GraphEmitter& e, TensorBinder& bind, const gguf::File& file, const 
              BuiltModel& m, int32_t l, int x) {
     const std::string p = fmt::format("blk.{}.", l);
     const bool experts = bind.has(p + "ffn_gate_inp.weight");
-    const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
-    const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
+    const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.layer_ffn_dim(l)}, {p + "ffn_up.weight", c.dim, c.layer_ffn_dim(l)}});
+    const auto& down = bind.matrix({{p + "ffn_down.weight", c.layer_ffn_dim(l), c.dim}});
     const int f = e.rms_norm(x, bind.vector(p + "ffn_norm.weight", c.dim), c.rms_eps, p + "ffn_in");
     const auto g_u = e.matmul(gate_up, f, {p + "gate", p + "up"}, l, MatmulInput::ffn);
     const int act = e.gelu_mul(g_u[0], g_u[1], p + "ffn_act");
@@ -187,6 +188,7 @@ BuiltModel build_gemma4(const gguf::File& file, const ModelConfig& c, backend::B
     const auto heads = int32_t(c.n_heads), kv_heads = int32_t(c.n_kv_heads), hd = int32_t(width);
     int x = e.embed(head.embedding, "x");
     e.scale(x, std::sqrt(float(c.dim)));
+    const PerLayerInputs per_layer = emit_per_layer_inputs(e, bind, file, c, b, x);
     for (int64_t i = 0; i < c.n_layers; ++i) {
         const auto l = int32_t(i);
         const std::string p = fmt::format("blk.{}.", i);
@@ -235,6 +237,7 @@ BuiltModel build_gemma4(const gguf::File& file, const ModelConfig& c, backend::B
 
         e.add(x, e.rms_norm(emit_ffn(e, bind, file, c, b, m, l, x), bind.vector(p + "post_ffw_norm.weight", c.dim), c.rms_eps,
                             p + "ffn_post"));
+        emit_per_layer_block(e, bind, c, per_layer, l, x);
         // layer_output_scale: one stored scalar multiplying the layer's output (residual included).
         if (bind.has(p + "layer_output_scale.weight")) {
             const float s = bind.floats(p + "layer_output_scale.weight", 1)[0];
@@ -243,6 +246,10 @@ BuiltModel build_gemma4(const gguf::File& file, const ModelConfig& c, backend::B
         }
     }
     emit_model_head(e, m, head, x, c.rms_eps, final_softcap);
+    // The sharing layers are the last ones and attend over earlier layers' KV: the cache holds only
+    // the layers before them.
+    const auto own = int32_t(std::count_if(kv_src.begin(), kv_src.end(), [i = 0](int32_t s) mutable { return s == i++; }));
+    if (own < c.n_layers) m.kv_layers = own;
     return m;
 }
 

@@ -52,8 +52,8 @@ BuiltModel build_gemma_family(const gguf::File& file, const ModelConfig& c, back
         const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
         const auto& post_attn_norm = bind.vector(p + "post_attention_norm.weight", c.dim);
         const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
-        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
-        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
+        const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.layer_ffn_dim(l)}, {p + "ffn_up.weight", c.dim, c.layer_ffn_dim(l)}});
+        const auto& down = bind.matrix({{p + "ffn_down.weight", c.layer_ffn_dim(l), c.dim}});
         const auto& post_ffw_norm = bind.vector(p + "post_ffw_norm.weight", c.dim);
 
         const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");

@@ -48,8 +48,8 @@ BuiltModel build_glm4(const gguf::File& file, const ModelConfig& c, backend::Bac
         const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
         const auto& post_attn_norm = bind.vector(p + "post_attention_norm.weight", c.dim);
         const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
-        const auto& gate_up = bind.split_matrix(p + "ffn_up.weight", c.dim, {{"gate", c.ffn_dim}, {"up", c.ffn_dim}});
-        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
+        const auto& gate_up = bind.split_matrix(p + "ffn_up.weight", c.dim, {{"gate", c.layer_ffn_dim(l)}, {"up", c.layer_ffn_dim(l)}});
+        const auto& down = bind.matrix({{p + "ffn_down.weight", c.layer_ffn_dim(l), c.dim}});
         const auto& post_ffw_norm = bind.vector(p + "post_ffw_norm.weight", c.dim);
 
         const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");

@@ -89,8 +89,8 @@ backend::MoeRouting moe_routing(const ModelConfig& c) {
 
 int emit_swiglu_ffn(GraphEmitter& e, TensorBinder& bind, const ModelConfig& c, int32_t layer, int h) {
     const std::string p = fmt::format("blk.{}.", layer);
-    const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.ffn_dim}, {p + "ffn_up.weight", c.dim, c.ffn_dim}});
-    const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
+    const auto& gate_up = bind.matrix({{p + "ffn_gate.weight", c.dim, c.layer_ffn_dim(layer)}, {p + "ffn_up.weight", c.dim, c.layer_ffn_dim(layer)}});
+    const auto& down = bind.matrix({{p + "ffn_down.weight", c.layer_ffn_dim(layer), c.dim}});
     const auto g_u = e.matmul(gate_up, h, {p + "gate", p + "up"}, layer, MatmulInput::ffn);
     const int act = e.silu_mul(g_u[0], g_u[1], p + "ffn_act");
     return e.matmul(down, act, {p + "ffn_out"}, layer, MatmulInput::ffn_down)[0];

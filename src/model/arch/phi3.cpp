@@ -61,8 +61,8 @@ BuiltModel build_phi3(const gguf::File& file, const ModelConfig& c, backend::Bac
                                              {p + "attn_v.weight", c.dim, c.kv_dim()}});
         const auto& wo = bind.matrix({{p + "attn_output.weight", c.q_dim(), c.dim}});
         const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
-        const auto& gate_up = bind.split_matrix(p + "ffn_up.weight", c.dim, {{"gate", c.ffn_dim}, {"up", c.ffn_dim}});
-        const auto& down = bind.matrix({{p + "ffn_down.weight", c.ffn_dim, c.dim}});
+        const auto& gate_up = bind.split_matrix(p + "ffn_up.weight", c.dim, {{"gate", c.layer_ffn_dim(l)}, {"up", c.layer_ffn_dim(l)}});
+        const auto& down = bind.matrix({{p + "ffn_down.weight", c.layer_ffn_dim(l), c.dim}});
 
         if (residual >= 0) e.add(x, residual);
         const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");

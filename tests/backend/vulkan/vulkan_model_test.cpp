@@ -84,6 +84,17 @@ std::vector<VulkanCase> cases() {
         }
         out.push_back(c);
     }
+    // gemma4 (per-layer head sizes compacted by copy_columns, the last layers sharing KV) and its
+    // E2B/E4B form (per-layer embeddings, one FFN width per layer), in F32 and from a Q8_0 file.
+    for (const char* form : {"gemma4_f32", "gemma4_ple_f32", "gemma4_ple_q8_0"}) {
+        const std::string name = form;
+        VulkanCase c{name, small_spec(), name.ends_with("q8_0") ? "q8_0" : "", 1e-5};
+        c.spec.arch = "gemma4"; c.spec.seed = 11; c.spec.n_layers = 4; c.spec.swa_period = 2; c.spec.sliding_window = 6;
+        c.spec.head_dim = 16; c.spec.full_head_dim = 32; c.spec.full_kv_heads = 1;
+        c.spec.shared_kv_layers = 2; c.spec.v_equals_k = true;
+        if (name.find("ple") != std::string::npos) c.spec.per_layer_embd = 32;
+        out.push_back(c);
+    }
     // The hybrids (gated DeltaNet layers: causal_conv1d, gated_delta_rule, the state slots in the
     // arena; every 4th layer gated full attention: sigmoid_mul), dense and with experts.
     for (const char* arch : {"qwen35", "qwen35moe"}) {
