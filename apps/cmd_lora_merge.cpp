@@ -22,14 +22,10 @@ struct MergeOptions {
     std::string model, lora, output;
 };
 
-// "PATH[:SCALE]" (the scale only when PATH itself does not exist as given).
+// "PATH[:SCALE]" (lora/lora_spec.h), named "merged".
 LoraSpec parse_merge_lora(const std::string& value) {
-    LoraSpec s{"merged", value, 1.0f};
-    const size_t colon = value.rfind(':');
-    if (colon != std::string::npos && colon + 1 < value.size() && !std::filesystem::exists(value)) {
-        s.scale = parse_lora_scale(value.substr(colon + 1), "--lora " + value);
-        s.path = value.substr(0, colon);
-    }
+    LoraSpec s = lora::parse_lora_path(value, "--lora " + value);
+    s.name = "merged";
     return s;
 }
 

@@ -4,7 +4,6 @@
 // the adapters load once the model is open (StepModel::load_lora), each failure naming its file.
 #pragma once
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -13,46 +12,21 @@
 
 #include "core/error.h"
 #include "lora/adapter.h"
+#include "lora/lora_spec.h"
 #include "model/step_model.h"
 
 namespace pagoda::app {
 
-struct LoraSpec {
-    std::string name, path;
-    float scale = 1;
-};
+using lora::LoraSpec;
+using lora::parse_lora_scale;
 
-inline float parse_lora_scale(const std::string& text, const std::string& flag) {
-    size_t used = 0;
-    float v = 0;
-    try {
-        v = std::stof(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || !std::isfinite(v)) fail("{}: the scale '{}' is not a number", flag, text);
-    return v;
-}
-
-// "NAME=PATH[:SCALE]" or "FILE" (llama.cpp's form: the name is the file's stem, the scale 1).
+// "NAME=PATH[:SCALE]" (lora/lora_spec.h) or "FILE" (llama.cpp's form: the name is the file's stem,
+// the scale 1).
 inline LoraSpec parse_lora_flag(const std::string& value) {
-    LoraSpec s;
-    const size_t eq = value.find('=');
-    std::string rest = value;
-    if (eq != std::string::npos) {
-        s.name = value.substr(0, eq);
-        rest = value.substr(eq + 1);
-        if (s.name.empty()) fail("--lora {}: the adapter name before '=' is empty", value);
-        const size_t colon = rest.rfind(':');
-        if (colon != std::string::npos && colon + 1 < rest.size() && !std::filesystem::exists(rest)) {
-            s.scale = parse_lora_scale(rest.substr(colon + 1), "--lora " + value);
-            rest = rest.substr(0, colon);
-        }
-    }
-    if (rest.empty()) fail("--lora {}: no adapter path", value);
-    s.path = rest;
-    if (s.name.empty()) s.name = std::filesystem::path(rest).filename().replace_extension().string();
-    return s;
+    const std::string what = "--lora " + value;
+    if (value.find('=') != std::string::npos) return lora::parse_lora_spec(value, what);
+    if (value.empty()) fail("{}: no adapter path", what);
+    return {std::filesystem::path(value).filename().replace_extension().string(), value, 1};
 }
 
 struct LoraFlags {

@@ -311,8 +311,8 @@ struct LoraSegment {
     float scale = 1;
     std::span<const int32_t> rows;  // token rows of the step, increasing
     // Optional, the same numbers in the form the CPU backend streams (model/lora_graph.h builds it):
-    // A (rank x in) and B transposed (rank x out) as `elem` values, F32, F16 or BF16 (F16 / BF16 only
-    // where every number is exactly one, so nothing is rounded: half the bytes of f32). Null: unused.
+    // A (rank x in) and B^T in 16-output tiles (backend/lora_layout.h) as `elem` values, F32, F16 or BF16
+    // (F16 / BF16 only where every number is exactly one, so nothing is rounded). Null: unused.
     gguf::GgmlType elem = gguf::GgmlType::F32;
     const void* a_elems = nullptr;
     const void* bt_elems = nullptr;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "backend/lora_layout.h"
 #include "core/error.h"
 #include "core/half.h"
 
@@ -39,7 +40,6 @@ bool exact_in(const std::vector<float>& values, To to, From from) {
     return true;
 }
 
-// B (out x rank) transposed to rank x out, each value converted by `to`.
 // Whether every value stays finite through a 16-bit type (f16 ends at 65504).
 template <class To, class From>
 bool fits(const std::vector<float>& values, To to, From from) {
@@ -48,12 +48,14 @@ bool fits(const std::vector<float>& values, To to, From from) {
     return true;
 }
 
+// B (out x rank) transposed into the CPU backend's tiles (backend::lora_bt_index), each value
+// converted by `to`; the padding past `out` stays zero.
 template <class Elem, class To>
 std::vector<uint8_t> transposed(const lora::LoraPair& p, To to) {
-    std::vector<uint8_t> bytes(p.b.size() * sizeof(Elem));
+    std::vector<uint8_t> bytes(size_t(backend::lora_bt_size(p.rank, p.out)) * sizeof(Elem), 0);
     auto* bt = reinterpret_cast<Elem*>(bytes.data());
     for (int64_t o = 0; o < p.out; ++o)
-        for (int64_t j = 0; j < p.rank; ++j) bt[j * p.out + o] = to(p.b[size_t(o * p.rank + j)]);
+        for (int64_t j = 0; j < p.rank; ++j) bt[backend::lora_bt_index(p.rank, j, o)] = to(p.b[size_t(o * p.rank + j)]);
     return bytes;
 }
 

@@ -1,6 +1,5 @@
 #include "server/models_json.h"
 
-#include <cmath>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -8,6 +7,7 @@
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "lora/lora_spec.h"
 #include "model/kv_options.h"
 #include "server/reasoning_request.h"
 
@@ -42,34 +42,18 @@ void check_alias(const std::string& alias, const std::string& at) {
             bad(at, fmt::format("'{}' must be printable ASCII without spaces or '/'", alias));
 }
 
-float lora_scale(const std::string& text, const std::string& at) {
-    size_t used = 0;
-    float v = 0;
-    try {
-        v = std::stof(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || !std::isfinite(v)) bad(at, fmt::format("the scale '{}' is not a number", text));
-    return v;
-}
-
 // "NAME=PATH[:SCALE]" or {"name", "path", "scale"}; PATH from `dir` when relative, and it must exist.
 ModelSettings::Lora read_lora(const json& v, const std::string& at, const fs::path& dir) {
     ModelSettings::Lora l;
     if (v.is_string()) {
-        const std::string& text = v.get_ref<const std::string&>();
-        const size_t eq = text.find('=');
-        if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-            bad(at, fmt::format("'{}' must be NAME=PATH[:SCALE]", text));
-        l.name = text.substr(0, eq);
-        std::string rest = text.substr(eq + 1);
-        const size_t colon = rest.rfind(':');
-        if (colon != std::string::npos && colon + 1 < rest.size() && !fs::exists(under(dir, rest))) {
-            l.scale = lora_scale(rest.substr(colon + 1), at);
-            rest = rest.substr(0, colon);
+        try {
+            const lora::LoraSpec spec = lora::parse_lora_spec(v.get_ref<const std::string&>(), "", dir);
+            l.name = spec.name;
+            l.path = spec.path;
+            l.scale = spec.scale;
+        } catch (const Error& e) {
+            bad(at, e.what());
         }
-        l.path = rest;
     } else {
         jr::read_object(v, at, "a \"NAME=PATH[:SCALE]\" string or a {\"name\", \"path\", \"scale\"} object");
         for (auto it = v.begin(); it != v.end(); ++it)

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <random>
 
+#include "backend/lora_layout.h"
 #include "core/cpu_features.h"
 #include "core/half.h"
 
@@ -42,7 +43,7 @@ struct TestAdapter {
     std::vector<float> a, b;  // rank x in, out x rank
     float scale;
     Form form;
-    std::vector<float> bt32;  // rank x out
+    std::vector<float> bt32;  // B^T in 16-output tiles (backend::lora_bt_index)
     std::vector<uint16_t> a16, bt16;
 
     LoraSegment segment(std::span<const int32_t> rows) const {
@@ -68,9 +69,9 @@ TestAdapter make_adapter(int64_t rank, int64_t in, int64_t out, float scale, std
     TestAdapter t{rank, {}, {}, scale, form, {}, {}, {}};
     for (int64_t i = 0; i < rank * in; ++i) t.a.push_back(rounded(form, d(rng)));
     for (int64_t i = 0; i < out * rank; ++i) t.b.push_back(rounded(form, d(rng)));
-    t.bt32.resize(t.b.size());
+    t.bt32.assign(size_t(lora_bt_size(rank, out)), 0.0f);  // the tiles' padding is zero
     for (int64_t o = 0; o < out; ++o)
-        for (int64_t j = 0; j < rank; ++j) t.bt32[size_t(j * out + o)] = t.b[size_t(o * rank + j)];
+        for (int64_t j = 0; j < rank; ++j) t.bt32[size_t(lora_bt_index(rank, j, o))] = t.b[size_t(o * rank + j)];
     auto bits = [&](float v) { return form == Form::f16_compact ? f32_to_f16(v) : f32_to_bf16(v); };
     if (form == Form::f16_compact || form == Form::bf16_compact) {
         for (float v : t.a) t.a16.push_back(bits(v));
@@ -130,7 +131,7 @@ TEST(LoraAddCpu, EveryIsaMatchesTheDoubleReference) {
                 const int64_t n = trial == 0 ? 1 : std::uniform_int_distribution<int64_t>(2, 21)(rng);
                 const int64_t in = sizes[size_t(trial + 2) % 8], out = sizes[size_t(trial * 3 + 1) % 8];
                 std::vector<TestAdapter> adapters;
-                for (int64_t r : {int64_t(1), int64_t(16), int64_t(9 + trial * 3)})
+                for (int64_t r : {int64_t(1), int64_t(8), int64_t(16), int64_t(64), int64_t(9 + trial * 3)})
                     adapters.push_back(make_adapter(r, in, out, 0.5f + float(r) / 8, rng, form));
                 std::vector<std::vector<int32_t>> rows(adapters.size());
                 for (int32_t t = 0; t < n; ++t)

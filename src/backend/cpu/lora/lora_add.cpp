@@ -60,7 +60,7 @@ void lora_up_scalar(const LoraUp& u) {
         for (int64_t o = u.o0; o < u.o1; ++o) {
             float sum = 0;
             if (u.bt) {
-                for (int64_t j = 0; j < u.rank; ++j) sum += u.h[r][j] * load(u.elem, u.bt, j * u.out + o);
+                for (int64_t j = 0; j < u.rank; ++j) sum += u.h[r][j] * load(u.elem, u.bt, lora_bt_index(u.rank, j, o));
             } else {
                 sum = dot8(LoraElem::f32, u.b, o * u.rank, u.h[r], u.rank);
             }
@@ -128,8 +128,10 @@ void lora_add_parts(const float* x, int64_t x_stride, int64_t in, int64_t n_rows
         for (int64_t u = begin; u < end; ++u) {
             const size_t i = job_of(down_units, u);
             const LoraSegment& g = *jobs[i].segment;
-            const int64_t rank_blocks = (g.rank + kRankBlock - 1) / kRankBlock, k = u - down_units[i];
-            const int64_t block = k / rank_blocks, j0 = (k % rank_blocks) * kRankBlock;
+            // Rank block outer, row block inner: a thread's contiguous units reuse one slice of A (from
+            // L1/L2) for all the rows instead of streaming all of A once per row block.
+            const int64_t row_blocks = (int64_t(g.rows.size()) + kLoraRowBlock - 1) / kLoraRowBlock, k = u - down_units[i];
+            const int64_t block = k % row_blocks, j0 = (k / row_blocks) * kRankBlock;
             LoraDown d{.elem = elem_of(g), .a = compact(g) ? g.a_elems : g.a, .in = in, .j0 = j0,
                        .j1 = std::min(g.rank, j0 + kRankBlock), .n_rows = 0, .x = {}, .h = {}};
             for (int64_t r = block * kLoraRowBlock; r < int64_t(g.rows.size()) && d.n_rows < kLoraRowBlock; ++r) {

@@ -1,8 +1,8 @@
 // The CPU backend's LoRA update (Backend::lora_add): for each segment, h = A x[t] for its rows, then
 // y[t] += scale * B h — two small GEMMs over the rows of one adapter, added in place. The down pass
-// splits each segment's work by (4-row block, 8 rank rows), the up pass by output chunk, so A and B
-// stream once per segment whatever its rows, and a decode step of one row still uses every thread.
-// A segment's compact form (LoraSegment::a_elems / bt_elems: f32, f16 or bf16, B transposed) is read
+// splits a segment by (8 rank rows, 4-row block), rank block outer (a thread reuses its slice of A for
+// all rows), the up pass by output chunk: A and B stream once per segment, one row uses every thread.
+// A segment's compact form (a_elems / bt_elems: f32, f16 or bf16, B^T in lora_layout.h's tiles) is read
 // where given (half the bytes for a half-precision adapter; the up pass a vector FMA over outputs),
 // else its f32 A and B. Every value is one dot product in a fixed order (lora_kernels.h) on the best ISA the CPU has
 // (scalar, AVX2, AVX-512; PAGODA_ISA forces a lower one), so a row's result is the same alone and in

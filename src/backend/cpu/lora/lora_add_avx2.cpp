@@ -1,6 +1,7 @@
 // The LoRA row kernels (lora_kernels.h) on AVX2 + FMA + F16C, 8 lanes: down as on AVX-512 (two
 // accumulators per row and rank row, 8-value chunks, the tail through a zero-padded copy; 4 or 2 rank
-// rows side by side for 1 or 2 rows); up from B^T one accumulator per row and 8 outputs over the rank
+// rows side by side for 1 or 2 rows); up from B^T (its 16-output tiles, two 8-lane halves each) one
+// accumulator per row and 8 outputs over the rank
 // in order (4 or 2 blocks of 8 side by side), from B one dot product per output (the tail
 // zero-padded) reduced in one fixed order. Side by side changes no value's order of operations. f16 widens with vcvtph2ps, bf16 with a shift: exact.
 #include <immintrin.h>
@@ -50,31 +51,54 @@ inline __m256 load8_tail(const void* p, int64_t i, int64_t n) {
     }
 }
 
-// J rank rows side by side (each with its own two accumulators per row: its sum is what it is alone).
+// One 8-value chunk of J rank rows against R rows into `acc` (n < 8: the tail's values, zero-padded).
+// Every loop is unrolled (the project builds at -O2): the accumulators must stay in registers.
+template <LoraElem E, int R, int J, bool Tail>
+__attribute__((always_inline)) inline void down_chunk(__m256 (&acc)[J][R], const void* a, int64_t a0, int64_t in,
+                                                      const float* const (&x)[R], int64_t c, int64_t n) {
+    __m256 xv[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) xv[r] = Tail ? load_tail(x[r] + c, n) : _mm256_loadu_ps(x[r] + c);
+#pragma GCC unroll 4
+    for (int q = 0; q < J; ++q) {
+        const __m256 av = Tail ? load8_tail<E>(a, a0 + q * in + c, n) : load8<E>(a, a0 + q * in + c);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[q][r] = _mm256_fmadd_ps(av, xv[r], acc[q][r]);
+    }
+}
+
+// J rank rows side by side (each with its own two accumulators per row, even and odd chunks: its sum
+// is what it is alone).
 template <LoraElem E, int R, int J>
 void down_j(const LoraDown& d, int64_t j) {
-    const int64_t in = d.in, full = in / 8 * 8;
-    __m256 acc[J][2][R];
+    const int64_t in = d.in, full = in / 8 * 8, a0 = j * in;
+    const float* x[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) x[r] = d.x[r];
+    __m256 even[J][R], odd[J][R];
+#pragma GCC unroll 4
     for (int q = 0; q < J; ++q)
-        for (int r = 0; r < R; ++r) acc[q][0][r] = acc[q][1][r] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) even[q][r] = odd[q][r] = _mm256_setzero_ps();
     int64_t c = 0;
-    int k = 0;
-    for (; c < full; c += 8, k ^= 1) {
-        __m256 xv[R];
-        for (int r = 0; r < R; ++r) xv[r] = _mm256_loadu_ps(d.x[r] + c);
-        for (int q = 0; q < J; ++q) {
-            const __m256 av = load8<E>(d.a, (j + q) * in + c);
-            for (int r = 0; r < R; ++r) acc[q][k][r] = _mm256_fmadd_ps(av, xv[r], acc[q][k][r]);
-        }
+    for (; c + 16 <= full; c += 16) {
+        down_chunk<E, R, J, false>(even, d.a, a0, in, x, c, 8);
+        down_chunk<E, R, J, false>(odd, d.a, a0, in, x, c + 8, 8);
+    }
+    bool odd_turn = false;  // whose turn the next chunk is
+    if (c < full) {
+        down_chunk<E, R, J, false>(even, d.a, a0, in, x, c, 8);
+        c += 8;
+        odd_turn = true;
     }
     if (c < in) {
-        for (int q = 0; q < J; ++q) {
-            const __m256 av = load8_tail<E>(d.a, (j + q) * in + c, in - c);
-            for (int r = 0; r < R; ++r) acc[q][k][r] = _mm256_fmadd_ps(av, load_tail(d.x[r] + c, in - c), acc[q][k][r]);
-        }
+        if (odd_turn) down_chunk<E, R, J, true>(odd, d.a, a0, in, x, c, in - c);
+        else down_chunk<E, R, J, true>(even, d.a, a0, in, x, c, in - c);
     }
+#pragma GCC unroll 4
     for (int q = 0; q < J; ++q)
-        for (int r = 0; r < R; ++r) d.h[r][j + q] = reduce8(_mm256_add_ps(acc[q][0][r], acc[q][1][r]));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) d.h[r][j + q] = reduce8(_mm256_add_ps(even[q][r], odd[q][r]));
 }
 
 template <LoraElem E, int R>
@@ -99,25 +123,40 @@ void down_rows(const LoraDown& d) {
 template <LoraElem E, int R, int NB>
 void up_transposed_blocks(const LoraUp& u, int64_t o) {
     int64_t n[NB];
+#pragma GCC unroll 4
     for (int b = 0; b < NB; ++b) n[b] = std::clamp<int64_t>(u.o1 - (o + 8 * b), 0, 8);
+    const float* h[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) h[r] = u.h[r];
     __m256 acc[NB][R];
+#pragma GCC unroll 4
     for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) acc[b][r] = _mm256_setzero_ps();
     for (int64_t j = 0; j < u.rank; ++j) {
         __m256 hv[R];
-        for (int r = 0; r < R; ++r) hv[r] = _mm256_set1_ps(u.h[r][j]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) hv[r] = _mm256_set1_ps(h[r][j]);
+#pragma GCC unroll 4
         for (int b = 0; b < NB; ++b) {
             if (n[b] == 0) continue;
-            const int64_t at = j * u.out + o + 8 * b;
-            const __m256 bv = n[b] == 8 ? load8<E>(u.bt, at) : load8_tail<E>(u.bt, at, n[b]);
+            // The tile's padding is zero and in bounds, so a tail block reads all 8 lanes too.
+            const __m256 bv = load8<E>(u.bt, lora_bt_index(u.rank, j, o + 8 * b));
+#pragma GCC unroll 4
             for (int r = 0; r < R; ++r) acc[b][r] = _mm256_fmadd_ps(hv[r], bv, acc[b][r]);
         }
     }
     const __m256 scale = _mm256_set1_ps(u.scale);
+#pragma GCC unroll 4
     for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
             if (n[b] == 0) continue;
             float* y = u.y[r] + o + 8 * b;
+            if (n[b] == 8) {
+                _mm256_storeu_ps(y, _mm256_fmadd_ps(scale, acc[b][r], _mm256_loadu_ps(y)));
+                continue;
+            }
             float buf[8] = {};
             std::memcpy(buf, y, size_t(n[b]) * sizeof(float));
             _mm256_storeu_ps(buf, _mm256_fmadd_ps(scale, acc[b][r], _mm256_loadu_ps(buf)));

@@ -1,8 +1,9 @@
 // The LoRA row kernels (lora_kernels.h) on AVX-512, 16 lanes. down: two accumulators per row and
 // rank row (even and odd 16-value chunks of A's row, the tail masked into the one whose turn it is),
-// added, then reduced in _mm512_reduce_add_ps's fixed order; with one or two rows, 4 or 2 rank rows
-// run side by side so the FMA chains overlap. up from B^T: one accumulator per row and 16 outputs,
-// FMAs over the rank in order, 2 or 4 blocks of 16 outputs side by side. up from B: one accumulator
+// added, then reduced in _mm512_reduce_add_ps's fixed order; 4 rank rows side by side for one row
+// (so the FMA chains overlap), else 2 (each x chunk loaded once for two rank rows). up from B^T (its
+// 16-output tiles): one accumulator per row and 16 outputs, FMAs over the rank in order, 2 or 4
+// blocks of 16 outputs side by side. up from B: one accumulator
 // per output over B's row and h in 16-value chunks (tail masked), then one fixed transpose-and-add
 // tree turns 16 accumulators into 16 sums. Then y = scale * sums + y. Running chains side by side
 // changes no value's order of operations. f16 widens with vcvtph2ps, bf16 with a 16-bit shift: exact.
@@ -42,39 +43,61 @@ inline __m512 load16(const void* p, int64_t i, __mmask16 m) {
     }
 }
 
-// J rank rows at a time (each with its own two accumulators per row, so its sum is what it is alone):
-// with few rows, 2 x R chains would leave the FMA latency exposed.
+// One 16-value chunk of J rank rows against R rows into `acc` (mask: the tail's lanes, else all).
+// Every loop is unrolled (the project builds at -O2): the accumulators must stay in registers; a
+// loop over them left rolled keeps them on the stack, a store and a reload per FMA.
+template <LoraElem E, int R, int J, bool Masked>
+__attribute__((always_inline)) inline void down_chunk(__m512 (&acc)[J][R], const void* a, int64_t a0, int64_t in,
+                                                      const float* const (&x)[R], int64_t c, __mmask16 m) {
+    __m512 xv[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) xv[r] = Masked ? _mm512_maskz_loadu_ps(m, x[r] + c) : _mm512_loadu_ps(x[r] + c);
+#pragma GCC unroll 4
+    for (int q = 0; q < J; ++q) {
+        const __m512 av = Masked ? load16<E>(a, a0 + q * in + c, m) : load16<E>(a, a0 + q * in + c);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[q][r] = _mm512_fmadd_ps(av, xv[r], acc[q][r]);
+    }
+}
+
+// J rank rows at a time (each with its own two accumulators per row and rank row, `even` and `odd`
+// chunks, so its sum is what it is alone): with one row, 2 x 1 chains would leave the FMA latency
+// exposed; with more, each x chunk serves J rank rows.
 template <LoraElem E, int R, int J>
 void down_j(const LoraDown& d, int64_t j) {
-    const int64_t in = d.in, full = in / 16 * 16;
-    __m512 acc[J][2][R];
+    const int64_t in = d.in, full = in / 16 * 16, a0 = j * in;
+    const float* x[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) x[r] = d.x[r];
+    __m512 even[J][R], odd[J][R];
+#pragma GCC unroll 4
     for (int q = 0; q < J; ++q)
-        for (int r = 0; r < R; ++r) acc[q][0][r] = acc[q][1][r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) even[q][r] = odd[q][r] = _mm512_setzero_ps();
     int64_t c = 0;
-    int k = 0;
-    for (; c < full; c += 16, k ^= 1) {
-        __m512 xv[R];
-        for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(d.x[r] + c);
-        for (int q = 0; q < J; ++q) {
-            const __m512 av = load16<E>(d.a, (j + q) * in + c);
-            for (int r = 0; r < R; ++r) acc[q][k][r] = _mm512_fmadd_ps(av, xv[r], acc[q][k][r]);
-        }
+    for (; c + 32 <= full; c += 32) {
+        down_chunk<E, R, J, false>(even, d.a, a0, in, x, c, 0);
+        down_chunk<E, R, J, false>(odd, d.a, a0, in, x, c + 16, 0);
+    }
+    bool odd_turn = false;  // whose turn the next chunk is
+    if (c < full) {
+        down_chunk<E, R, J, false>(even, d.a, a0, in, x, c, 0);
+        c += 16;
+        odd_turn = true;
     }
     if (c < in) {
-        const __mmask16 m = tail_mask(in - c);
-        for (int q = 0; q < J; ++q) {
-            const __m512 av = load16<E>(d.a, (j + q) * in + c, m);
-            for (int r = 0; r < R; ++r)
-                acc[q][k][r] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, d.x[r] + c), acc[q][k][r]);
-        }
+        if (odd_turn) down_chunk<E, R, J, true>(odd, d.a, a0, in, x, c, tail_mask(in - c));
+        else down_chunk<E, R, J, true>(even, d.a, a0, in, x, c, tail_mask(in - c));
     }
+#pragma GCC unroll 4
     for (int q = 0; q < J; ++q)
-        for (int r = 0; r < R; ++r) d.h[r][j + q] = _mm512_reduce_add_ps(_mm512_add_ps(acc[q][0][r], acc[q][1][r]));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) d.h[r][j + q] = _mm512_reduce_add_ps(_mm512_add_ps(even[q][r], odd[q][r]));
 }
 
 template <LoraElem E, int R>
 void down(const LoraDown& d) {
-    constexpr int J = R == 1 ? 4 : R == 2 ? 2 : 1;
+    constexpr int J = R == 1 ? 4 : 2;  // 2 x J x R accumulators + R x + J A: at most 22 of 32 registers
     int64_t j = d.j0;
     for (; j + J <= d.j1; j += J) down_j<E, R, J>(d, j);
     for (; j < d.j1; ++j) down_j<E, R, 1>(d, j);
@@ -96,25 +119,38 @@ template <LoraElem E, int R, int NB>
 void up_transposed_blocks(const LoraUp& u, int64_t o) {
     __mmask16 m[NB];
     bool whole = true;
+#pragma GCC unroll 4
     for (int b = 0; b < NB; ++b) {
         const int64_t n = std::clamp<int64_t>(u.o1 - (o + 16 * b), 0, 16);
         m[b] = n == 16 ? __mmask16(0xffff) : tail_mask(n);
         whole = whole && n == 16;
     }
+    const float* h[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) h[r] = u.h[r];
+    // Tile b's rank rows of 16 values: contiguous from bt + tile[b], 16 values per rank row.
+    const int64_t tile0 = lora_bt_index(u.rank, 0, o);
     __m512 acc[NB][R];
+#pragma GCC unroll 4
     for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) acc[b][r] = _mm512_setzero_ps();
     for (int64_t j = 0; j < u.rank; ++j) {
         __m512 hv[R];
-        for (int r = 0; r < R; ++r) hv[r] = _mm512_set1_ps(u.h[r][j]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) hv[r] = _mm512_set1_ps(h[r][j]);
+#pragma GCC unroll 4
         for (int b = 0; b < NB; ++b) {
-            const int64_t at = j * u.out + o + 16 * b;
+            const int64_t at = tile0 + (b * u.rank + j) * kLoraBtTile;
             const __m512 bv = whole ? load16<E>(u.bt, at) : load16<E>(u.bt, at, m[b]);
+#pragma GCC unroll 4
             for (int r = 0; r < R; ++r) acc[b][r] = _mm512_fmadd_ps(hv[r], bv, acc[b][r]);
         }
     }
     const __m512 scale = _mm512_set1_ps(u.scale);
+#pragma GCC unroll 4
     for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
             float* y = u.y[r] + o + 16 * b;
             _mm512_mask_storeu_ps(y, m[b], _mm512_fmadd_ps(scale, acc[b][r], _mm512_maskz_loadu_ps(m[b], y)));

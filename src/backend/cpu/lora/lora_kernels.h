@@ -1,14 +1,20 @@
 // Internal to lora_add.cpp: the per-ISA row kernels of the LoRA update (same contract on every ISA,
 // different rounding between ISAs, none between calls of one). For up to kLoraRowBlock rows at a time:
 //   down: h[r][j] = A[j] . x[r]             for j in [j0, j1)   (A: rank x in, `elem` values)
-//   up:   y[r][o] += scale * (B[o] . h[r])  for o in [o0, o1)   from B^T (rank x out, `elem` values)
-//         when `bt` is given (a vector FMA over outputs), else from B (out x rank, f32)
+//   up:   y[r][o] += scale * (B[o] . h[r])  for o in [o0, o1)   from B^T (`elem` values in 16-output
+//         tiles, backend::lora_bt_index; o0 a multiple of 16) when `bt` is given (a vector FMA over
+//         outputs), else from B (out x rank, f32)
 // Each value is one dot product in a fixed order that depends on neither the other rows of the block
 // nor the ranges, so a row's result is the same however the work is split (batch invariance).
 #pragma once
 #include <cstdint>
 
+#include "backend/lora_layout.h"
+
 namespace pagoda::backend::cpu {
+
+using backend::kLoraBtTile;
+using backend::lora_bt_index;
 
 enum class LoraElem { f32, f16, bf16 };
 inline constexpr int kLoraRowBlock = 4;
