@@ -280,6 +280,11 @@ EngineStats EngineCore::stats() const {
         bool running = false;
         for (const auto& seq : r->seqs) running = running || seq->status == SeqStatus::running;
         ++(running ? s.running_requests : s.waiting_requests);
+        if (r->request.lora) (running ? s.running_lora_adapters : s.waiting_lora_adapters).push_back(r->request.lora.adapter->name);
+    }
+    for (auto* names : {&s.running_lora_adapters, &s.waiting_lora_adapters}) {
+        std::sort(names->begin(), names->end());
+        names->erase(std::unique(names->begin(), names->end()), names->end());
     }
     s.kv_blocks_total = blocks_.n_blocks();
     s.prefix_caching = blocks_.prefix_caching();

@@ -3,6 +3,8 @@
 // caller can feed histograms without the engine keeping unbounded lists.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace pagoda::kv {
 struct PrefixTierStats;
@@ -14,6 +16,9 @@ struct EngineStats {
     // gauges
     int64_t running_requests = 0, waiting_requests = 0;
     int64_t running_sequences = 0, waiting_sequences = 0;
+    // The LoRA adapters (by name, sorted, each once) of running requests and of waiting ones, as
+    // running_requests / waiting_requests split them (a request with a running sequence runs).
+    std::vector<std::string> running_lora_adapters, waiting_lora_adapters;
     int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0;  // cached: evictable prefix blocks
     double kv_usage = 0;  // used / total
     // Whether the prefix cache is on (off by --no-prefix-caching, or for a model with recurrent layers

@@ -222,6 +222,7 @@ SimpleResponse Gateway::metrics() {
     if (ready) stats = engine_->stats();
     if (ready && images_)
         if (auto cache = images_->cache_stats()) metrics_.set_image_cache(*cache);
+    if (ready) metrics_.set_lora_info(loras_ ? loras_->max_active() : 0, stats);
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(ready ? &stats : nullptr, ready)};
 }
 

@@ -156,4 +156,9 @@ size_t LoraRegistry::resident() const {
     return n;
 }
 
+size_t LoraRegistry::max_active() const {
+    std::lock_guard lock(mutex_);
+    return max_resident_ > 0 ? max_resident_ : entries_.size();
+}
+
 }  // namespace pagoda::server

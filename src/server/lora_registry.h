@@ -49,6 +49,9 @@ public:
     nlohmann::json model_cards(const std::string& base, int64_t created) const;
     nlohmann::json adapter_list() const;
     size_t resident() const;  // adapters in memory now
+    // How many adapters the engine may hold at once (vllm:lora_requests_info's max_lora): the cap, or
+    // without one every adapter the registry knows (all stay in memory, none waits for room).
+    size_t max_active() const;
 
 private:
     struct Entry {

@@ -74,6 +74,14 @@ void MetricRegistry::set(const std::string& name, double value, const Labels& la
     f.series[labels].value = value;
 }
 
+void MetricRegistry::set_only(const std::string& name, double value, const Labels& labels) {
+    std::lock_guard lock(mutex_);
+    Family& f = family(name);
+    check_labels(name, f.label_names.size(), labels.size());
+    f.series.clear();
+    f.series[labels].value = value;
+}
+
 void MetricRegistry::observe(const std::string& name, double value, const Labels& labels) {
     std::lock_guard lock(mutex_);
     Family& f = family(name);

@@ -37,6 +37,9 @@ public:
     void inc(const std::string& name, const Labels& labels = {}, double by = 1);
     void set(const std::string& name, double value, const Labels& labels = {});  // gauges, or mirrored counters
     void observe(const std::string& name, double value, const Labels& labels = {});
+    // Gauge `name` holds this one series alone afterwards: an info gauge whose labels carry the state
+    // (a stale label set would otherwise stay in every later scrape).
+    void set_only(const std::string& name, double value, const Labels& labels);
 
     double value(const std::string& name, const Labels& labels = {}) const;  // counter/gauge; 0 if unset
     uint64_t count(const std::string& name, const Labels& labels = {}) const;  // histogram observations

@@ -1,5 +1,8 @@
 #include "server/server_metrics.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace pagoda::server {
 
 namespace {
@@ -81,6 +84,10 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
                   "Requests that could not start by their deadline, by key name and stage (admission: refused on "
                   "arrival; queue: dropped unstarted)",
                   {"key", "stage"});
+    r.add_gauge("pagoda:lora_requests_info",
+                "LoRA adapters of running and waiting requests in the labels (comma-separated) and how many the "
+                "engine may hold at once (0: the server has no adapters); the value is the Unix time of the scrape",
+                {"max_lora", "waiting_lora_adapters", "running_lora_adapters"});
     if (compat_ != MetricsCompat::vllm) return;
     // vLLM's names for the same series (vllm/v1/metrics/loggers.py); gpu_cache_usage_perc and
     // time_per_output_token_seconds are the older names some tools still read.
@@ -106,6 +113,7 @@ ServerMetrics::ServerMetrics(MetricsCompat compat, const std::string& model_name
         {"pagoda:request_generation_tokens", "vllm:request_generation_tokens"},
     };
     for (const auto& [name, alias] : vllm_names) r.add_alias(name, alias, {{"model_name", model_name}});
+    r.add_alias("pagoda:lora_requests_info", "vllm:lora_requests_info", {{"model_name", model_name}});
     // vLLM's info gauge names the pool size num_gpu_blocks whatever the device.
     r.add_gauge("vllm:cache_config_info", "KV-cache configuration in the labels (value 1), vLLM's names",
                 {"block_size", "num_gpu_blocks", "cache_dtype"});
@@ -156,6 +164,14 @@ void ServerMetrics::on_deadline_miss(const std::string& key, const std::string& 
 void ServerMetrics::on_rejection(const std::string& key, const std::string& reason) {
     live_.on_rejection(key, reason, now());
     registry_.inc("pagoda:api_rejections_total", {key, reason});
+}
+
+void ServerMetrics::set_lora_info(size_t max_lora, const engine::EngineStats& stats) {
+    const double unix_now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    registry_.set_only("pagoda:lora_requests_info", unix_now,
+                       {std::to_string(max_lora), fmt::format("{}", fmt::join(stats.waiting_lora_adapters, ",")),
+                        fmt::format("{}", fmt::join(stats.running_lora_adapters, ","))});
 }
 
 void ServerMetrics::set_image_cache(const vision::ImageCacheStats& c) {

@@ -41,6 +41,13 @@ public:
     // The tokens a finished request of `key` used: what fair share divides between keys.
     void on_key_tokens(const std::string& key, int64_t prompt_tokens, int64_t completion_tokens);
 
+    // The LoRA adapters of running and waiting requests (from `stats`) and how many the engine may
+    // hold at once: pagoda:lora_requests_info, and with MetricsCompat::vllm vLLM's
+    // vllm:lora_requests_info, which the Gateway API Inference Extension's endpoint picker reads for
+    // adapter affinity. One series whose labels are max_lora and the comma-separated adapter names,
+    // valued the Unix time of this call (vLLM's form); a server without adapters shows max_lora 0.
+    void set_lora_info(size_t max_lora, const engine::EngineStats& stats);
+
     // The encoded-image cache's counters (copied at scrape time, as the engine's).
     void set_image_cache(const vision::ImageCacheStats& cache);
     // Renders everything; `stats` is null while the model loads.

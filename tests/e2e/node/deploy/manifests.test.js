@@ -202,7 +202,9 @@ test('the endpoint picker configuration is complete and consistent', () => {
   const engine = extractor.engineConfigs.find((e) => e.name === extractor.defaultEngine);
   assert.ok(engine, 'defaultEngine is one of engineConfigs');
   assert.deepEqual(Object.keys(engine).sort(), ['cacheInfoSpec', 'kvUsageSpec', 'loraSpec', 'name', 'queuedRequestsSpec', 'runningRequestsSpec']);
-  assert.equal(engine.loraSpec, '', 'pagoda serves no vllm:lora_requests_info series for the EPP to read');
+  assert.equal(engine.loraSpec, 'vllm:lora_requests_info', 'the EPP reads adapter affinity from vLLM\'s series');
+  const scorers = cfg.schedulingProfiles.flatMap((s) => s.plugins.map((p) => p.pluginRef));
+  assert.ok(scorers.includes('lora-affinity-scorer'), 'the profile scores adapter affinity');
 });
 
 test('the Grafana dashboard is well-formed', () => {
@@ -223,7 +225,7 @@ function metricsReadByDeploy() {
   for (const t of scaledObject().spec.triggers) for (const n of metricNames(t.metadata.query)) read.push([n, `ScaledObject trigger ${t.name}`]);
   for (const r of adapterValues().rules.custom) for (const n of metricNames(r.seriesQuery)) read.push([n, 'prometheus-adapter rule']);
   const engine = eppConfig().plugins.find((p) => p.type === 'core-metrics-extractor').parameters.engineConfigs[0];
-  for (const key of ['queuedRequestsSpec', 'runningRequestsSpec', 'kvUsageSpec', 'cacheInfoSpec'])
+  for (const key of ['queuedRequestsSpec', 'runningRequestsSpec', 'kvUsageSpec', 'cacheInfoSpec', 'loraSpec'])
     for (const n of metricNames(engine[key])) read.push([n, `EPP ${key}`]);
   for (const e of dashboardExprs()) for (const n of metricNames(e)) read.push([n, 'Grafana dashboard']);
   return read;
@@ -249,6 +251,10 @@ test('a pagoda started with the manifest arguments answers the probes and serves
   assert.ok(line, `no ${engine.cacheInfoSpec} series`);
   assert.match(line, /block_size="\d+"/);
   assert.match(line, /num_gpu_blocks="\d+"/);
+  // The EPP's loraSpec series: max_lora and the adapter lists in its labels, a timestamp its value.
+  const lora = text.split('\n').find((l) => l.startsWith(engine.loraSpec + '{'));
+  assert.ok(lora, `no ${engine.loraSpec} series`);
+  assert.match(lora, /max_lora="0",waiting_lora_adapters="",running_lora_adapters=""\} \d+(\.\d+)?$/);
 });
 
 test('on SIGTERM readiness fails, liveness holds, a late request is still served, the stream in flight finishes and the exit is 0', async (t) => {
