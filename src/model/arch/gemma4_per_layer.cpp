@@ -21,7 +21,7 @@ PerLayerInputs emit_per_layer_inputs(GraphEmitter& e, TensorBinder& bind, const 
         return {};
     }
     if (!table) fail("{}: {} = {} but tensor per_layer_token_embd.weight is missing", file.name(), key, width);
-    if (!b.has_op(backend::OptionalOp::copy_columns))
+    if (!b.supports(backend::OpKind::copy_columns))
         fail("{}: the {} backend has no copy_columns op, which gemma4's per-layer embeddings need", file.name(), b.name());
     const int64_t all = width * c.n_layers;
     // The token's P * L values, from a table that may be quantised (the backend's embedding op reads it).
