@@ -11,6 +11,7 @@
 #include "backend/alibi.h"
 #include "backend/reference/reference_attention.h"
 #include "backend/reference/reference_kv_cache.h"
+#include "backend/reference/reference_lora.h"
 #include "backend/reference/reference_math.h"
 #include "backend/reference/reference_moe.h"
 #include "backend/reference/reference_recurrent.h"
@@ -237,30 +238,9 @@ public:
         for (int64_t i = 0; i < x.rows * x.cols; ++i) xs[i] = 0.5 * xs[i] * std::erfc(-xs[i] / std::numbers::sqrt2);
     }
 
-    // LoRA in plain double: the oracle the other backends are checked against.
     void lora_add(const Tensor& x, const Tensor& y, std::span<const LoraSegment> segments) override {
         if (x.rows != y.rows) fail("lora_add: x has {} rows but y {}", x.rows, y.rows);
-        const double* xs = elements(x, "lora_add");
-        double* ys = elements(y, "lora_add");
-        std::vector<double> h;
-        for (const LoraSegment& s : segments) {
-            h.assign(size_t(s.rank), 0.0);
-            for (int32_t t : s.rows) {
-                if (t < 0 || t >= x.rows) fail("lora_add: row {} is outside the step's {} rows", t, x.rows);
-                const double* xt = xs + int64_t(t) * x.cols;
-                for (int64_t r = 0; r < s.rank; ++r) {
-                    double acc = 0;
-                    for (int64_t c = 0; c < x.cols; ++c) acc += double(s.a[r * x.cols + c]) * xt[c];
-                    h[size_t(r)] = acc;
-                }
-                double* yt = ys + int64_t(t) * y.cols;
-                for (int64_t o = 0; o < y.cols; ++o) {
-                    double acc = 0;
-                    for (int64_t r = 0; r < s.rank; ++r) acc += double(s.b[o * s.rank + r]) * h[size_t(r)];
-                    yt[o] += double(s.scale) * acc;
-                }
-            }
-        }
+        reference::lora_add(elements(x, "lora_add"), x.rows, x.cols, elements(y, "lora_add"), y.cols, segments);
     }
     void add(const Tensor& y, const Tensor& x) override {
         expect_shape(x, y.rows, y.cols, "add", "x");
