@@ -203,6 +203,12 @@ int q_bottleneck(const Layer& y, int q_a) {
     return y.e.rms_norm(q_a, q_a_norm, y.c.rms_eps, y.p + "q_a_normed");
 }
 
+// With q_lora, Q's first matmul part: attn_q_a, read as it is stored.
+backend::MatrixSource q_a_part(const Layer& y) {
+    const auto& qa = y.bind.tensor(y.p + "attn_q_a.weight", {y.c.dim, y.c.q_lora_rank});
+    return rows_of(y.file, qa, y.c.dim, 0, y.c.q_lora_rank, qa.name);
+}
+
 // The naive form: per-head K and V in the cache; returns the attention output, H x v columns.
 int naive_attention(const Layer& y, int h) {
     const ModelConfig& c = y.c;
@@ -212,8 +218,7 @@ int naive_attention(const Layer& y, int h) {
     const auto heads = int32_t(d.heads), hk = int32_t(d.hk);
     std::vector<backend::MatrixSource> q_parts;
     if (c.q_lora_rank > 0) {
-        const auto& qa = y.bind.tensor(p + "attn_q_a.weight", {c.dim, c.q_lora_rank});
-        q_parts.push_back(rows_of(y.file, qa, c.dim, 0, c.q_lora_rank, qa.name));
+        q_parts.push_back(q_a_part(y));
     } else {
         const auto& q = y.bind.tensor(p + "attn_q.weight", {c.dim, d.heads * d.hk});
         q_parts.push_back(regrouped(y.m, y.file, q, c.dim, q_runs(d), q.name + "[rope|nope]"));
@@ -255,8 +260,7 @@ int absorbed_attention(const Layer& y, int h) {
     const int64_t width = d.rope + d.kv_lora;  // the cache row and each head's query and output
     std::vector<backend::MatrixSource> q_parts;
     if (c.q_lora_rank > 0) {
-        const auto& qa = y.bind.tensor(p + "attn_q_a.weight", {c.dim, c.q_lora_rank});
-        q_parts.push_back(rows_of(y.file, qa, c.dim, 0, c.q_lora_rank, qa.name));
+        q_parts.push_back(q_a_part(y));
     } else {
         const auto& q = y.bind.tensor(p + "attn_q.weight", {c.dim, d.heads * d.hk});
         q_parts = absorbed_q_parts(y.m, y.file, q, c.dim, d);
