@@ -276,15 +276,22 @@ EngineStats EngineCore::stats() const {
     s.running_sequences = int64_t(scheduler_.num_running());
     s.waiting_sequences = int64_t(scheduler_.num_waiting());
     s.start_rate = start_rate_.rate().value_or(0.0);
+    // The snapshot is taken every step: gather adapters by pointer (no string copies), and copy
+    // each distinct adapter's name once (at most --max-loras of them).
+    std::vector<const lora::Adapter*> adapters[2];  // [0] waiting, [1] running
     for (const auto& [id, r] : requests_) {
         bool running = false;
         for (const auto& seq : r->seqs) running = running || seq->status == SeqStatus::running;
         ++(running ? s.running_requests : s.waiting_requests);
-        if (r->request.lora) (running ? s.running_lora_adapters : s.waiting_lora_adapters).push_back(r->request.lora.adapter->name);
+        if (r->request.lora) adapters[running].push_back(r->request.lora.adapter.get());
     }
-    for (auto* names : {&s.running_lora_adapters, &s.waiting_lora_adapters}) {
-        std::sort(names->begin(), names->end());
-        names->erase(std::unique(names->begin(), names->end()), names->end());
+    for (int running : {0, 1}) {
+        auto& list = adapters[running];
+        std::sort(list.begin(), list.end());
+        list.erase(std::unique(list.begin(), list.end()), list.end());
+        auto& names = running ? s.running_lora_adapters : s.waiting_lora_adapters;
+        for (const auto* a : list) names.push_back(a->name);
+        std::sort(names.begin(), names.end());  // distinct adapters have distinct names
     }
     s.kv_blocks_total = blocks_.n_blocks();
     s.prefix_caching = blocks_.prefix_caching();
