@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "arch/arch_description.h"
 #include "core/error.h"
 
 namespace pagoda::hf {
@@ -76,11 +77,13 @@ std::vector<Rule> layer_rules(const HfModel& m) {
         r.push_back({"self_attn.k_proj.weight", "attn_k.weight", m.permute_qk ? Transform::permute_k : Transform::none});
         r.push_back({"self_attn.v_proj.weight", "attn_v.weight"});
     }
-    const bool glm = m.arch == "glm4" || m.arch == "glm4moe";
-    if (m.arch == "qwen2" || m.arch == "qwen2moe" || glm)
+    // Q/K/V biases and per-head Q/K norms where the architecture's description has them.
+    const arch::ArchDescription* d = arch::find_architecture(m.arch);
+    if (!d) fail("architecture '{}' has no description", m.arch);
+    if (d->qkv_bias != arch::Has::no)
         for (const char* x : {"q", "k", "v"})
             r.push_back({fmt::format("self_attn.{}_proj.bias", x), fmt::format("attn_{}.bias", x), Transform::none, true});
-    if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3" || m.arch == "glm4moe") {
+    if (d->qk_norm != arch::Has::no) {
         r.push_back({"self_attn.q_norm.weight", "attn_q_norm.weight", norm, true});
         r.push_back({"self_attn.k_norm.weight", "attn_k_norm.weight", norm, true});
     }
@@ -124,7 +127,7 @@ std::vector<Rule> layer_rules(const HfModel& m) {
         r.push_back({"mlp.experts.{e}.gate_proj.weight", "ffn_gate_exps.weight"});
         r.push_back({"mlp.experts.{e}.up_proj.weight", "ffn_up_exps.weight"});
         r.push_back({"mlp.experts.{e}.down_proj.weight", "ffn_down_exps.weight"});
-        if (m.arch == "qwen2moe") {
+        if (d->has_layer_tensor("ffn_gate_inp_shexp.weight")) {  // qwen2moe's gated shared expert
             r.push_back({"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"});
             r.push_back({"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"});
             r.push_back({"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"});
