@@ -67,8 +67,9 @@ struct ArchDescription {
 
     // Whether the manifest names `name` ("blk.N.x" is looked up as a layer tensor).
     bool names_tensor(std::string_view name) const;
-    // Whether a layer of it has (required or optional) the tensor `name` ("attn_q.bias").
-    bool has_layer_tensor(std::string_view name) const;
+    // A layer's entry for the tensor `name` ("attn_q.bias"), or nullptr where no layer of it has one.
+    const TensorEntry* layer_tensor(std::string_view name) const;
+    bool has_layer_tensor(std::string_view name) const { return layer_tensor(name) != nullptr; }
     bool allows_rope_scaling(std::string_view type) const;
 };
 

@@ -71,29 +71,31 @@ constexpr ArchDescription kArchitectures[] = {
      .tensors = kDecoderGlobals, .layer_tensors = kQwen35MoeLayer},
     {.name = "bert", .kind = Kind::encoder, .qkv_bias = Has::optional, .tensors = kEncoderGlobals,
      .layer_tensors = kEncoderLayer},
-    {.name = "nomic-bert", .kind = Kind::encoder, .rope = Rope::neox, .tensors = kEncoderGlobals,
+    {.name = "nomic-bert", .kind = Kind::encoder, .rope = Rope::neox, .qkv_bias = Has::optional, .tensors = kEncoderGlobals,
      .layer_tensors = kEncoderLayer},
     {.name = "jina-bert-v2", .kind = Kind::encoder, .qkv_bias = Has::optional, .qk_norm = Has::optional,
-     .tensors = kEncoderGlobals, .layer_tensors = kEncoderLayer},
+     .tensors = kEncoderGlobals, .layer_tensors = kJinaBertLayer},
 };
 
 // The classifier head (model/classifier_head.h): any architecture's file may carry it.
 constexpr std::string_view kHeadTensors[] = {"cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"};
 
-bool listed(std::span<const TensorEntry> list, std::string_view name) {
-    return std::any_of(list.begin(), list.end(), [&](const TensorEntry& t) { return t.name == name; });
+const TensorEntry* entry(std::span<const TensorEntry> list, std::string_view name) {
+    for (const TensorEntry& t : list)
+        if (t.name == name) return &t;
+    return nullptr;
 }
 
 }  // namespace
 
-bool ArchDescription::has_layer_tensor(std::string_view n) const { return listed(layer_tensors, n); }
+const TensorEntry* ArchDescription::layer_tensor(std::string_view n) const { return entry(layer_tensors, n); }
 
 bool ArchDescription::names_tensor(std::string_view n) const {
     if (n.starts_with("blk.")) {
         const size_t dot = n.find('.', 4);
         return dot != std::string_view::npos && dot > 4 && has_layer_tensor(n.substr(dot + 1));
     }
-    return listed(tensors, n) || std::find(std::begin(kHeadTensors), std::end(kHeadTensors), n) != std::end(kHeadTensors);
+    return entry(tensors, n) || std::find(std::begin(kHeadTensors), std::end(kHeadTensors), n) != std::end(kHeadTensors);
 }
 
 bool ArchDescription::allows_rope_scaling(std::string_view type) const {

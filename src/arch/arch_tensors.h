@@ -140,16 +140,20 @@ constexpr TensorEntry kQwen35MoeLayer[] = {
 #undef PAGODA_QWEN35_ATTENTION
 #undef PAGODA_NEXTN_TENSORS
 // bert, nomic-bert, jina-bert-v2 (one builder): separate or fused Q/K/V, biases where the file has
-// them, jina's optional Q/K LayerNorms and attn_norm_2, a GEGLU/SwiGLU gate where the family has one.
-constexpr TensorEntry kEncoderLayer[] = {
-    {"attn_q.weight", O},           {"attn_k.weight", O},         {"attn_v.weight", O},
-    {"attn_qkv.weight", O},         {"attn_q.bias", O},           {"attn_k.bias", O},
-    {"attn_v.bias", O},             {"attn_qkv.bias", O},         {"attn_q_norm.weight", O},
-    {"attn_q_norm.bias", O},        {"attn_k_norm.weight", O},    {"attn_k_norm.bias", O},
-    {"attn_norm_2.weight", O},      {"attn_norm_2.bias", O},      {"attn_output.weight", R},
-    {"attn_output.bias", O},        {"attn_output_norm.weight", R}, {"attn_output_norm.bias", R},
-    {"ffn_gate.weight", O},         {"ffn_up.weight", R},         {"ffn_up.bias", O},
-    {"ffn_down.weight", R},         {"ffn_down.bias", O},         {"layer_output_norm.weight", R},
-    {"layer_output_norm.bias", R}};
+// them, a GEGLU/SwiGLU gate where the family has one; jina-bert-v2 also its optional whole-row Q/K
+// LayerNorms and attn_norm_2 (the -code form).
+#define PAGODA_ENCODER_TENSORS                                                                            \
+    {"attn_q.weight", O}, {"attn_k.weight", O}, {"attn_v.weight", O}, {"attn_qkv.weight", O},              \
+        {"attn_q.bias", O}, {"attn_k.bias", O}, {"attn_v.bias", O}, {"attn_qkv.bias", O},                  \
+        {"attn_output.weight", R}, {"attn_output.bias", O}, {"attn_output_norm.weight", R},                \
+        {"attn_output_norm.bias", R}, {"ffn_gate.weight", O}, {"ffn_up.weight", R}, {"ffn_up.bias", O},     \
+        {"ffn_down.weight", R}, {"ffn_down.bias", O}, {"layer_output_norm.weight", R},                     \
+        {"layer_output_norm.bias", R}
+constexpr TensorEntry kEncoderLayer[] = {PAGODA_ENCODER_TENSORS};
+constexpr TensorEntry kJinaBertLayer[] = {PAGODA_ENCODER_TENSORS,       {"attn_q_norm.weight", O},
+                                          {"attn_q_norm.bias", O},      {"attn_k_norm.weight", O},
+                                          {"attn_k_norm.bias", O},      {"attn_norm_2.weight", O},
+                                          {"attn_norm_2.bias", O}};
+#undef PAGODA_ENCODER_TENSORS
 
 }  // namespace pagoda::arch::tensors
