@@ -66,11 +66,16 @@ std::vector<Rule> qwen35_rules(const HfModel& m) {
 
 std::vector<Rule> layer_rules(const HfModel& m) {
     if (m.arch == "qwen35" || m.arch == "qwen35moe") return qwen35_rules(m);
-    const bool gemma = m.norm_plus_one, phi3 = m.arch == "phi3";
+    const arch::ArchDescription* d = arch::find_architecture(m.arch);
+    if (!d) fail("architecture '{}' has no description", m.arch);
+    // phi3's fused Q/K/V and gate|up, as its manifest states them (no required attn_q, no ffn_gate).
+    const arch::TensorEntry* q = d->layer_tensor("attn_q.weight");
+    const bool fused_qkv = !q || q->presence != arch::Presence::required, fused_gate_up = !d->has_layer_tensor("ffn_gate.weight");
+    const bool gemma = m.norm_plus_one;
     const Transform norm = gemma ? Transform::plus_one : Transform::none;
     std::vector<Rule> r = {{"input_layernorm.weight", "attn_norm.weight", norm, true},
                            {"self_attn.o_proj.weight", "attn_output.weight"}};
-    if (phi3) {
+    if (fused_qkv) {
         r.push_back({"self_attn.qkv_proj.weight", "attn_qkv.weight"});
     } else {
         r.push_back({"self_attn.q_proj.weight", "attn_q.weight", m.permute_qk ? Transform::permute_q : Transform::none});
@@ -78,8 +83,6 @@ std::vector<Rule> layer_rules(const HfModel& m) {
         r.push_back({"self_attn.v_proj.weight", "attn_v.weight"});
     }
     // Q/K/V biases and per-head Q/K norms where the architecture's description has them.
-    const arch::ArchDescription* d = arch::find_architecture(m.arch);
-    if (!d) fail("architecture '{}' has no description", m.arch);
     if (d->qkv_bias != arch::Has::no)
         for (const char* x : {"q", "k", "v"})
             r.push_back({fmt::format("self_attn.{}_proj.bias", x), fmt::format("attn_{}.bias", x), Transform::none, true});
@@ -133,7 +136,7 @@ std::vector<Rule> layer_rules(const HfModel& m) {
             r.push_back({"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"});
             r.push_back({"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", Transform::none, true, true});
         }
-    } else if (phi3) {
+    } else if (fused_gate_up) {
         r.push_back({"mlp.gate_up_proj.weight", "ffn_up.weight"});
         r.push_back({"mlp.down_proj.weight", "ffn_down.weight"});
     } else {

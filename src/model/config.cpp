@@ -69,10 +69,14 @@ void read_experts(const gguf::File& f, ModelConfig& c, const arch::ArchDescripti
     c.expert_ffn_dim = f.get_int(ffn_key);
     if (c.expert_ffn_dim <= 0 || c.expert_ffn_dim > (int64_t(1) << 24))
         fail("{}: {} = {} is out of range", f.name(), ffn_key, c.expert_ffn_dim);
-    // qwen35moe's shared expert is where the file has one (its width key or tensors)
-    const bool qwen35_shared = c.arch == "qwen35moe" && (f.has(a + "expert_shared_feed_forward_length") ||
-                                                         f.find_tensor("blk.0.ffn_gate_shexp.weight"));
-    if (c.arch == "qwen2moe" || qwen35_shared) {
+    // A gated shared expert (the manifest's ffn_gate_inp_shexp): in every expert layer (qwen2moe), or
+    // where the file has one, its width key or tensors (qwen35moe). deepseek2's and glm4moe's ungated
+    // ones are read by read_moe_layout.
+    const arch::TensorEntry* gated_shared = d.layer_tensor("ffn_gate_inp_shexp.weight");
+    const bool shared = gated_shared && (gated_shared->presence == arch::Presence::experts ||
+                                         f.has(a + "expert_shared_feed_forward_length") ||
+                                         f.find_tensor("blk.0.ffn_gate_shexp.weight"));
+    if (shared) {
         if (f.has(a + "expert_shared_feed_forward_length")) {
             c.shared_expert_ffn_dim = f.get_int(a + "expert_shared_feed_forward_length");
         } else if (const auto* t = f.find_tensor("blk.0.ffn_gate_shexp.weight"); t && t->shape.size() == 2) {
