@@ -42,17 +42,19 @@ set(PAGODA_MODEL_PUBLIC
   model/calibration.h model/random_model.h model/config.h model/model_file.h model/system_fingerprint.h
   model/devices.h model/classifier_head.h model/op_times.h)
 set(PAGODA_BACKEND_API backend/backend.h backend/op.h backend/moe_routing.h backend/alibi.h backend/lora_layout.h)
-set(PAGODA_STORAGE core gguf hf kv quant)
+set(PAGODA_STORAGE core arch gguf hf kv quant)
 
 pagoda_layer(core SOURCES core SEES core)
+# One description per architecture (arch/arch_description.h): read by hf and model, so below both.
+pagoda_layer(arch SOURCES arch SEES arch)
 pagoda_layer(gguf SOURCES gguf SEES core gguf LINKS pagoda_core)
-pagoda_layer(hf SOURCES hf SEES core gguf hf LINKS pagoda_gguf)
+pagoda_layer(hf SOURCES hf SEES core arch gguf hf LINKS pagoda_gguf pagoda_arch)
 pagoda_layer(tokenizer SOURCES tokenizer SEES core gguf tokenizer LINKS pagoda_gguf PkgConfig::PCRE2)
 pagoda_layer(chat SOURCES chat SEES core chat LINKS pagoda_core)
 pagoda_layer(grammar SOURCES grammar SEES core gguf tokenizer grammar LINKS pagoda_tokenizer)
 pagoda_layer(kv SOURCES kv SEES core kv LINKS pagoda_core)
-pagoda_layer(quant SOURCES quant SEES core gguf hf quant LINKS pagoda_hf)
-pagoda_layer(lora SOURCES lora SEES core gguf hf quant lora LINKS pagoda_quant)
+pagoda_layer(quant SOURCES quant SEES core arch gguf hf quant LINKS pagoda_hf)
+pagoda_layer(lora SOURCES lora SEES core arch gguf hf quant lora LINKS pagoda_quant)
 pagoda_layer(backend_api SOURCES backend/backend.cpp backend/moe_routing.cpp backend/op.cpp
   SEES ${PAGODA_STORAGE} ${PAGODA_BACKEND_API} LINKS pagoda_kv pagoda_quant)
 pagoda_layer(backend_cpu SOURCES backend/cpu

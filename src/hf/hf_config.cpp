@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "arch/arch_description.h"
 #include "core/error.h"
 #include "hf/config_reader.h"
 #include "hf/hf_encoder_config.h"
@@ -17,27 +18,11 @@ using gguf::Value;
 using Json = nlohmann::json;
 using detail::Config;
 
-struct ArchInfo {
-    const char* hf;
-    const char* gguf;
-    const char* model_type;
-};
-constexpr ArchInfo kArchs[] = {
-    {"LlamaForCausalLM", "llama", "llama"},       {"MistralForCausalLM", "llama", "mistral"},
-    {"MixtralForCausalLM", "llama", "mixtral"},   {"Qwen2ForCausalLM", "qwen2", "qwen2"},
-    {"Qwen2MoeForCausalLM", "qwen2moe", "qwen2_moe"}, {"Qwen3ForCausalLM", "qwen3", "qwen3"},
-    {"Qwen3MoeForCausalLM", "qwen3moe", "qwen3_moe"}, {"Gemma2ForCausalLM", "gemma2", "gemma2"},
-    {"Gemma3ForCausalLM", "gemma3", "gemma3_text"}, {"Gemma3ForConditionalGeneration", "gemma3", "gemma3"},
-    {"Phi3ForCausalLM", "phi3", "phi3"},           {"SmolLM3ForCausalLM", "smollm3", "smollm3"},
-    {"Glm4ForCausalLM", "glm4", "glm4"},           {"Glm4MoeForCausalLM", "glm4moe", "glm4_moe"},
-    {"Qwen3_5ForCausalLM", "qwen35", "qwen3_5_text"}, {"Qwen3_5ForConditionalGeneration", "qwen35", "qwen3_5"},
-    {"Qwen3_5MoeForCausalLM", "qwen35moe", "qwen3_5_moe_text"},
-    {"Qwen3_5MoeForConditionalGeneration", "qwen35moe", "qwen3_5_moe"},
-};
-
+// The decoder classes of every architecture's description (arch/arch_description.h).
 std::string supported_list() {
     std::string s;
-    for (const ArchInfo& a : kArchs) s += (s.empty() ? "" : ", ") + std::string(a.hf);
+    for (const arch::ArchDescription& d : arch::architectures())
+        for (const arch::HfClass& c : d.hf_classes) s += (s.empty() ? "" : ", ") + std::string(c.name);
     return s;
 }
 
@@ -63,7 +48,7 @@ const Json& gemma3_defaults() {
     return d;
 }
 
-void rope_scaling(const Config& c, const HfModel& m, Meta& meta) {
+void rope_scaling(const Config& c, const HfModel& m, const arch::ArchDescription& d, Meta& meta) {
     if (!c.has("rope_scaling")) return;
     const Config rs = c.object("rope_scaling");
     const std::string type = rs.has("rope_type") ? rs.string_or("rope_type", "") : rs.string_or("type", "default");
@@ -73,7 +58,7 @@ void rope_scaling(const Config& c, const HfModel& m, Meta& meta) {
         meta.f32("rope.scaling.factor", rs.number("factor"));
         return;
     }
-    if (type == "llama3" && m.arch == "llama") {
+    if (type == "llama3" && d.allows_rope_scaling("llama3")) {
         meta.set(m.arch + ".rope.scaling.type", Value::string("llama3"));
         meta.f32("rope.scaling.factor", rs.number("factor"));
         meta.f32("rope.scaling.low_freq_factor", rs.number("low_freq_factor"));
@@ -81,7 +66,7 @@ void rope_scaling(const Config& c, const HfModel& m, Meta& meta) {
         meta.u32("rope.scaling.original_context_length", rs.positive("original_max_position_embeddings"));
         return;
     }
-    if ((type == "longrope" || type == "su") && m.arch == "phi3") return;  // read by the phi3 branch
+    if ((type == "longrope" || type == "su") && d.allows_rope_scaling("longrope")) return;  // read by the phi3 branch
     c.refuse("rope_scaling", "has type '" + type + "', which pagoda does not implement for " + m.hf_arch);
 }
 
@@ -105,19 +90,19 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         top.refuse("architectures", "is missing (it names the model class, e.g. LlamaForCausalLM)");
     }
     if (is_encoder_class(m.hf_arch)) return read_hf_encoder_config(root, name, m.hf_arch);
-    const ArchInfo* info = nullptr;
-    for (const ArchInfo& a : kArchs)
-        if (m.hf_arch == a.hf) info = &a;
-    if (!info)
+    const arch::HfClass* cls = nullptr;
+    const arch::ArchDescription* desc = arch::find_hf_class(m.hf_arch, &cls);
+    if (!desc)
         fail("{}: architectures[0] '{}' is not supported (supported: {}, {})", name, m.hf_arch, supported_list(),
              encoder_class_list());
-    m.arch = info->gguf;
+    const arch::ArchDescription& d = *desc;
+    m.arch = d.name;
 
     // Gemma3ForConditionalGeneration: the decoder's config is text_config, with Gemma3's defaults.
     Json text = root;
     std::string scope;
     const bool qwen35 = m.arch == "qwen35" || m.arch == "qwen35moe";
-    if (m.hf_arch == "Gemma3ForConditionalGeneration" || (qwen35 && m.hf_arch.ends_with("ForConditionalGeneration"))) {
+    if (cls->role == arch::HfRole::multimodal) {
         if (!root.contains("text_config") || !root["text_config"].is_object())
             top.refuse("text_config", "is missing (" + m.hf_arch + " keeps the decoder's config there)");
         text = root["text_config"];
@@ -168,10 +153,11 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         m.head_names = {"language_model.lm_head.weight", "lm_head.weight"};
         m.skipped_prefixes = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."};
     }
-    // Biases the builders do not read would be silently dropped: refuse them instead.
-    for (const char* key : {"attention_bias", "mlp_bias"})
-        if (c.boolean_or(key, false) && m.arch != "qwen2" && m.arch != "qwen2moe" && !(glm && std::string(key) == "attention_bias"))
-            c.refuse(key, "is true, but pagoda's " + m.arch + " builder has no such biases");
+    // Biases the builders do not read would be silently dropped: refuse them instead. Q/K/V biases
+    // are the description's; no decoder builder reads MLP biases.
+    if (c.boolean_or("attention_bias", false) && d.qkv_bias == arch::Has::no)
+        c.refuse("attention_bias", "is true, but pagoda's " + m.arch + " builder has no such biases");
+    if (c.boolean_or("mlp_bias", false)) c.refuse("mlp_bias", "is true, but pagoda's " + m.arch + " builder has no such biases");
 
     const bool llama = m.arch == "llama", gemma = m.arch == "gemma2" || m.arch == "gemma3";
     // llama.cpp's converter permutes these rows (llama, and smollm3 through the same converter class);
@@ -235,7 +221,7 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     if (m.n_experts > 0 && c.positive("num_experts_per_tok") > m.n_experts)
         c.refuse("num_experts_per_tok", "is larger than the expert count");
 
-    rope_scaling(c, m, meta);
+    rope_scaling(c, m, d, meta);
     if ((m.arch == "qwen2" || m.arch == "qwen2moe" || m.arch == "qwen3" || m.arch == "qwen3moe") &&
         c.boolean_or("use_sliding_window", false))
         c.refuse("use_sliding_window", "is true, but pagoda's " + m.arch + " builder has no sliding window");

@@ -2,6 +2,7 @@
 // read_hf_config, so a folder written from a GGUF loads back to the same metadata.
 #include <nlohmann/json.hpp>
 
+#include "arch/arch_description.h"
 #include "core/error.h"
 #include "hf/hf_config.h"
 #include "hf/hf_qwen35.h"
@@ -38,27 +39,17 @@ std::vector<bool> sliding_layers(const gguf::File& f, const std::string& a, int6
 std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, const std::vector<float>& short_factors,
                            const std::vector<float>& long_factors) {
     const std::string arch = f.get_string("general.architecture");
-    if (arch == "bert" || arch == "nomic-bert" || arch == "jina-bert-v2") return hf_encoder_config_json(f, torch_dtype, "");
+    const arch::ArchDescription* d = arch::find_architecture(arch);
+    if (d && d->kind == arch::Kind::encoder) return hf_encoder_config_json(f, torch_dtype, "");
     const std::string a = arch + ".";
     const int64_t n_experts = f.get_int_or(a + "expert_count", 0);
     Json j;
-    std::string hf_arch, model_type;
-    if (arch == "llama") {
-        hf_arch = n_experts > 0 ? "MixtralForCausalLM" : "LlamaForCausalLM";
-        model_type = n_experts > 0 ? "mixtral" : "llama";
-    } else if (arch == "qwen2") { hf_arch = "Qwen2ForCausalLM"; model_type = "qwen2"; }
-    else if (arch == "qwen2moe") { hf_arch = "Qwen2MoeForCausalLM"; model_type = "qwen2_moe"; }
-    else if (arch == "qwen3") { hf_arch = "Qwen3ForCausalLM"; model_type = "qwen3"; }
-    else if (arch == "qwen3moe") { hf_arch = "Qwen3MoeForCausalLM"; model_type = "qwen3_moe"; }
-    else if (arch == "gemma2") { hf_arch = "Gemma2ForCausalLM"; model_type = "gemma2"; }
-    else if (arch == "gemma3") { hf_arch = "Gemma3ForCausalLM"; model_type = "gemma3_text"; }
-    else if (arch == "phi3") { hf_arch = "Phi3ForCausalLM"; model_type = "phi3"; }
-    else if (arch == "smollm3") { hf_arch = "SmolLM3ForCausalLM"; model_type = "smollm3"; }
-    else if (arch == "glm4") { hf_arch = "Glm4ForCausalLM"; model_type = "glm4"; }
-    else if (arch == "glm4moe") { hf_arch = "Glm4MoeForCausalLM"; model_type = "glm4_moe"; }
-    else if (arch == "qwen35") { hf_arch = "Qwen3_5ForCausalLM"; model_type = "qwen3_5_text"; }
-    else if (arch == "qwen35moe") { hf_arch = "Qwen3_5MoeForCausalLM"; model_type = "qwen3_5_moe_text"; }
-    else fail("{}: architecture '{}' has no Hugging Face form here", f.name(), arch);
+    // The description's main class, or its experts class for a model with experts (llama: Mixtral).
+    const arch::HfClass* cls = nullptr;
+    for (const arch::HfClass& c : d ? d->hf_classes : std::span<const arch::HfClass>{})
+        if (c.role == arch::HfRole::main ? !cls : c.role == arch::HfRole::experts && n_experts > 0) cls = &c;
+    if (!cls) fail("{}: architecture '{}' has no Hugging Face form here", f.name(), arch);
+    const std::string hf_arch(cls->name), model_type(cls->model_type);
     j["architectures"] = {hf_arch};
     j["model_type"] = model_type;
     j["_name_or_path"] = f.get_string_or("general.name", "");

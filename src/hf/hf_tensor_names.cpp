@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "arch/arch_description.h"
 #include "core/error.h"
 
 namespace pagoda::hf {
@@ -65,22 +66,27 @@ std::vector<Rule> qwen35_rules(const HfModel& m) {
 
 std::vector<Rule> layer_rules(const HfModel& m) {
     if (m.arch == "qwen35" || m.arch == "qwen35moe") return qwen35_rules(m);
-    const bool gemma = m.norm_plus_one, phi3 = m.arch == "phi3";
+    const arch::ArchDescription* d = arch::find_architecture(m.arch);
+    if (!d) fail("architecture '{}' has no description", m.arch);
+    // phi3's fused Q/K/V and gate|up, as its manifest states them (no required attn_q, no ffn_gate).
+    const arch::TensorEntry* q = d->layer_tensor("attn_q.weight");
+    const bool fused_qkv = !q || q->presence != arch::Presence::required, fused_gate_up = !d->has_layer_tensor("ffn_gate.weight");
+    const bool gemma = m.norm_plus_one;
     const Transform norm = gemma ? Transform::plus_one : Transform::none;
     std::vector<Rule> r = {{"input_layernorm.weight", "attn_norm.weight", norm, true},
                            {"self_attn.o_proj.weight", "attn_output.weight"}};
-    if (phi3) {
+    if (fused_qkv) {
         r.push_back({"self_attn.qkv_proj.weight", "attn_qkv.weight"});
     } else {
         r.push_back({"self_attn.q_proj.weight", "attn_q.weight", m.permute_qk ? Transform::permute_q : Transform::none});
         r.push_back({"self_attn.k_proj.weight", "attn_k.weight", m.permute_qk ? Transform::permute_k : Transform::none});
         r.push_back({"self_attn.v_proj.weight", "attn_v.weight"});
     }
-    const bool glm = m.arch == "glm4" || m.arch == "glm4moe";
-    if (m.arch == "qwen2" || m.arch == "qwen2moe" || glm)
+    // Q/K/V biases and per-head Q/K norms where the architecture's description has them.
+    if (d->qkv_bias != arch::Has::no)
         for (const char* x : {"q", "k", "v"})
             r.push_back({fmt::format("self_attn.{}_proj.bias", x), fmt::format("attn_{}.bias", x), Transform::none, true});
-    if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3" || m.arch == "glm4moe") {
+    if (d->qk_norm != arch::Has::no) {
         r.push_back({"self_attn.q_norm.weight", "attn_q_norm.weight", norm, true});
         r.push_back({"self_attn.k_norm.weight", "attn_k_norm.weight", norm, true});
     }
@@ -124,13 +130,13 @@ std::vector<Rule> layer_rules(const HfModel& m) {
         r.push_back({"mlp.experts.{e}.gate_proj.weight", "ffn_gate_exps.weight"});
         r.push_back({"mlp.experts.{e}.up_proj.weight", "ffn_up_exps.weight"});
         r.push_back({"mlp.experts.{e}.down_proj.weight", "ffn_down_exps.weight"});
-        if (m.arch == "qwen2moe") {
+        if (d->has_layer_tensor("ffn_gate_inp_shexp.weight")) {  // qwen2moe's gated shared expert
             r.push_back({"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"});
             r.push_back({"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"});
             r.push_back({"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"});
             r.push_back({"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", Transform::none, true, true});
         }
-    } else if (phi3) {
+    } else if (fused_gate_up) {
         r.push_back({"mlp.gate_up_proj.weight", "ffn_up.weight"});
         r.push_back({"mlp.down_proj.weight", "ffn_down.weight"});
     } else {

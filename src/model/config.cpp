@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "arch/arch_description.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf.h"
@@ -14,8 +15,8 @@
 namespace pagoda::model {
 
 std::string ModelConfig::describe() const {
-    if (arch == "bert" || arch == "nomic-bert" || arch == "jina-bert-v2")  // an encoder: bert has learned
-        // positions, nomic-bert RoPE, jina-bert-v2 ALiBi
+    const arch::ArchDescription* d = arch::find_architecture(arch);
+    if (d && d->kind == arch::Kind::encoder)  // bert has learned positions, nomic-bert RoPE, jina-bert-v2 ALiBi
         return fmt::format("{} '{}': {} layers, dim {}, {} heads (head dim {}), FFN {}, vocab {}, context {}, {}, "
                            "LayerNorm eps {:g}, {} attention (encoder)", arch, name, n_layers, dim, n_heads, head_dim,
                            ffn_dim, vocab_size, context_length,
@@ -47,7 +48,8 @@ namespace {
 
 // The expert keys as llama.cpp's converters write them. A qwen2moe file without the shared expert's
 // width key takes it from blk.0.ffn_gate_shexp.weight, as the tensor is what gets computed.
-void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
+void read_experts(const gguf::File& f, ModelConfig& c, const arch::ArchDescription& d) {
+    const bool moe_arch = d.experts == arch::Has::yes;
     const std::string a = c.arch + ".";
     auto count = [&](const std::string& key) {
         const int64_t v = f.get_int(key);
@@ -67,10 +69,14 @@ void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
     c.expert_ffn_dim = f.get_int(ffn_key);
     if (c.expert_ffn_dim <= 0 || c.expert_ffn_dim > (int64_t(1) << 24))
         fail("{}: {} = {} is out of range", f.name(), ffn_key, c.expert_ffn_dim);
-    // qwen35moe's shared expert is where the file has one (its width key or tensors)
-    const bool qwen35_shared = c.arch == "qwen35moe" && (f.has(a + "expert_shared_feed_forward_length") ||
-                                                         f.find_tensor("blk.0.ffn_gate_shexp.weight"));
-    if (c.arch == "qwen2moe" || qwen35_shared) {
+    // A gated shared expert (the manifest's ffn_gate_inp_shexp): in every expert layer (qwen2moe), or
+    // where the file has one, its width key or tensors (qwen35moe). deepseek2's and glm4moe's ungated
+    // ones are read by read_moe_layout.
+    const arch::TensorEntry* gated_shared = d.layer_tensor("ffn_gate_inp_shexp.weight");
+    const bool shared = gated_shared && (gated_shared->presence == arch::Presence::experts ||
+                                         f.has(a + "expert_shared_feed_forward_length") ||
+                                         f.find_tensor("blk.0.ffn_gate_shexp.weight"));
+    if (shared) {
         if (f.has(a + "expert_shared_feed_forward_length")) {
             c.shared_expert_ffn_dim = f.get_int(a + "expert_shared_feed_forward_length");
         } else if (const auto* t = f.find_tensor("blk.0.ffn_gate_shexp.weight"); t && t->shape.size() == 2) {
@@ -82,11 +88,10 @@ void read_experts(const gguf::File& f, ModelConfig& c, bool moe_arch) {
         if (c.shared_expert_ffn_dim <= 0 || c.shared_expert_ffn_dim > (int64_t(1) << 24))
             fail("{}: the shared expert's FFN width {} is out of range", f.name(), c.shared_expert_ffn_dim);
     }
-    c.expert_weights_norm = c.arch != "qwen2moe" && c.arch != "gpt-oss" && c.arch != "deepseek2" && c.arch != "glm4moe";
-    c.expert_weights_norm = f.get_bool_or(a + "expert_weights_norm", c.expert_weights_norm);
-    // llama.cpp's numbering: 1 softmax, 2 sigmoid, 3 softmax over the selected (gpt-oss's, unwritten;
-    // glm4moe's unwritten default is sigmoid, as llama.cpp reads it).
-    c.expert_gating = f.get_int_or(a + "expert_gating_func", c.arch == "gpt-oss" ? 3 : c.arch == "glm4moe" ? 2 : 1);
+    // Where the file does not say: what llama.cpp does for the architecture (its description).
+    c.expert_weights_norm = f.get_bool_or(a + "expert_weights_norm", d.expert_weights_norm);
+    // llama.cpp's numbering: 1 softmax, 2 sigmoid, 3 softmax over the selected.
+    c.expert_gating = f.get_int_or(a + "expert_gating_func", int64_t(d.gating));
     if (c.expert_gating < 1 || c.expert_gating > 3)
         fail("{}: {}expert_gating_func = {} is not supported (1 softmax, 2 sigmoid, 3 softmax of the selected)", f.name(),
              a, c.expert_gating);
@@ -174,11 +179,11 @@ ModelConfig read_config(const gguf::File& f) {
     ModelConfig c;
     c.arch = f.get_string_or("general.architecture", "");
     if (c.arch.empty()) fail("{}: no general.architecture key: not a model file", f.name());
-    const bool moe_arch = c.arch == "qwen2moe" || c.arch == "qwen3moe" || c.arch == "gpt-oss" || c.arch == "deepseek2" ||
-                          c.arch == "glm4moe" || c.arch == "qwen35moe";
+    const arch::ArchDescription* desc = arch::find_architecture(c.arch);
     const auto& supported = supported_architectures();
-    if (std::find(supported.begin(), supported.end(), c.arch) == supported.end())
+    if (!desc || std::find(supported.begin(), supported.end(), c.arch) == supported.end())
         fail("{}: architecture '{}' is not supported (supported: {})", f.name(), c.arch, fmt::join(supported, ", "));
+    const arch::ArchDescription& d = *desc;
     c.name = f.get_string_or("general.name", "");
     const std::string a = c.arch + ".";
     auto positive = [&](const std::string& key) {
@@ -209,7 +214,7 @@ ModelConfig read_config(const gguf::File& f) {
                 fail("{}: {}attention.head_count_kv mixes {} and {} KV heads; per-layer KV sizing needs each count to divide the largest",
                      f.name(), a, n, c.n_kv_heads);
     }
-    read_experts(f, c, moe_arch);
+    read_experts(f, c, d);
     if (const auto* ff = f.find(a + "feed_forward_length"); ff && ff->as_array()) {
         // One width per block (Gemma 4's E2B/E4B double the FFN of their KV-sharing layers).
         const auto& items = ff->as_array()->items;
@@ -265,7 +270,7 @@ ModelConfig read_config(const gguf::File& f) {
             fail("{}: {}nextn_predict_layers (GLM-OCR's NextN block) is not supported for glm4", f.name(), a);
     }
     c.rms_eps = float(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
-    const bool encoder = c.arch == "bert" || c.arch == "nomic-bert" || c.arch == "jina-bert-v2";
+    const bool encoder = d.kind == arch::Kind::encoder;
     c.norm_eps = float(f.get_float_or(a + "attention.layer_norm_epsilon", encoder ? 1e-12 : 1e-5));
     if (!(c.norm_eps > 0 && c.norm_eps < 1)) fail("{}: LayerNorm epsilon {} is out of range", f.name(), c.norm_eps);
     c.causal = f.get_bool_or(a + "attention.causal", !encoder);
@@ -286,21 +291,18 @@ ModelConfig read_config(const gguf::File& f) {
     if (scaling == "linear") {
         if (!(factor > 0)) fail("{}: linear RoPE scaling factor {} is out of range", f.name(), factor);
         c.rope_linear_scale = float(factor);
-    } else if (scaling == "llama3" && c.arch == "llama") {
-        c.rope_scaling = scaling;  // the builder computes the frequency factors (rope_frequencies.h)
-    } else if (scaling == "longrope" && c.arch == "phi3") {
-        c.rope_scaling = scaling;  // the factors are tensors (phi3_rope.h)
-    } else if (scaling == "yarn" && (c.arch == "gpt-oss" || c.arch == "deepseek2" || c.arch == "mistral3")) {
-        c.rope_scaling = scaling;  // the builder computes the frequencies (rope_frequencies.h)
+    } else if (scaling != "none" && d.allows_rope_scaling(scaling)) {
+        // llama3 and yarn: the builder computes the frequencies (rope_frequencies.h); longrope: the
+        // factors are tensors (phi3_rope.h)
+        c.rope_scaling = scaling;
     } else if (scaling != "none") {
+        std::string more;
+        for (std::string_view s : d.rope_scalings) more += fmt::format(", {}", s);
         fail("{}: RoPE scaling type '{}' is not supported for {} (supported: none, linear{})", f.name(), scaling,
-             c.arch, c.arch == "llama" ? ", llama3" : c.arch == "phi3" ? ", longrope" : c.arch == "gpt-oss" || c.arch == "deepseek2" || c.arch == "mistral3" ? ", yarn" : "");
+             c.arch, more);
     }
-    const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen2moe" || c.arch == "qwen3moe" ||
-                      c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "gemma4" || c.arch == "phi3" || c.arch == "nomic-bert" ||
-                      c.arch == "gpt-oss" || c.arch == "glm4moe" || c.arch == "qwen35" || c.arch == "qwen35moe";
-    c.rope_style = neox ? RopeStyle::neox : RopeStyle::normal;
-    c.qkv_bias = c.arch == "qwen2" || c.arch == "qwen2moe";
+    c.rope_style = d.rope == arch::Rope::neox ? RopeStyle::neox : RopeStyle::normal;
+    c.qkv_bias = d.qkv_bias == arch::Has::yes;
     const auto* embd = f.find_tensor("token_embd.weight");
     if (!embd) fail("{}: tensor token_embd.weight is missing", f.name());
     if (embd->shape.size() != 2) fail("{}: token_embd.weight must be 2-D", f.name());

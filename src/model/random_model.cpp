@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <vector>
 
+#include "arch/arch_description.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "gguf/gguf.h"
@@ -137,26 +139,76 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     return params;
 }
 
+namespace {
+
+int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w);
+
+// gen-model's writer of each architecture of arch/arch_description.h's table (the model tests check
+// that every description has one).
+using RandomWriter = int64_t (*)(const RandomModelSpec&, const gguf::File*, gguf::Writer&);
+struct WriterEntry {
+    const char* arch;
+    RandomWriter write;
+};
+constexpr WriterEntry kWriters[] = {
+    {"llama", build_random_llama_family},    {"qwen2", build_random_llama_family},
+    {"qwen3", build_random_llama_family},    {"qwen2moe", build_random_llama_family},
+    {"qwen3moe", build_random_llama_family}, {"gemma2", build_random_llama_family},
+    {"gemma3", build_random_llama_family},   {"gemma4", build_random_gemma4},
+    {"phi3", build_random_llama_family},     {"gpt-oss", build_random_gpt_oss},
+    {"deepseek2", build_random_deepseek2},   {"glm4moe", build_random_glm},
+    {"glm4", build_random_glm},              {"smollm3", build_random_llama_family},
+    {"mistral3", build_random_llama_family}, {"qwen35", build_random_qwen35},
+    {"qwen35moe", build_random_qwen35},      {"bert", build_random_bert},
+    {"nomic-bert", build_random_bert},       {"jina-bert-v2", build_random_bert},
+};
+
+RandomWriter writer_of(std::string_view arch) {
+    for (const WriterEntry& e : kWriters)
+        if (arch == e.arch) return e.write;
+    return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> random_model_architectures() {
+    std::vector<std::string> out;  // in the description table's order
+    for (const arch::ArchDescription& d : arch::architectures())
+        if (writer_of(d.name)) out.emplace_back(d.name);
+    return out;
+}
+
 int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
-    if (s.arch == "bert" || s.arch == "nomic-bert" || s.arch == "jina-bert-v2") return build_random_bert(s, vocab, w);
-    if (s.arch == "gpt-oss") return build_random_gpt_oss(s, vocab, w);
-    if (s.arch == "deepseek2") return build_random_deepseek2(s, vocab, w);
-    if (s.arch == "glm4moe" || s.arch == "glm4") return build_random_glm(s, vocab, w);
-    if (s.arch == "qwen35" || s.arch == "qwen35moe") return build_random_qwen35(s, vocab, w);
-    if (s.arch == "gemma4") return build_random_gemma4(s, vocab, w);
+    const RandomWriter write = arch::find_architecture(s.arch) ? writer_of(s.arch) : nullptr;
+    if (!write)
+        fail("gen-model: architecture '{}' is not supported ({})", s.arch, fmt::join(random_model_architectures(), ", "));
+    return write(s, vocab, w);
+}
+
+namespace {
+
+// The llama family's layers (llama, qwen2, qwen3, their MoEs, gemma2, gemma3, phi3, smollm3, mistral3):
+// which tensors a layer gets follows the architecture's tensor manifest (arch/arch_description.h).
+int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     if (s.mxfp4_experts) fail("gen-model: MXFP4 experts are written for gpt-oss only");
-    const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
+    const arch::ArchDescription& d = *arch::find_architecture(s.arch);
+    const bool moe_arch = d.experts == arch::Has::yes;
     const bool gemma = s.arch == "gemma2" || s.arch == "gemma3", phi3 = s.arch == "phi3";
-    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "smollm3" && s.arch != "mistral3" && !moe_arch && !gemma && !phi3)
-        fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, "
-             "gemma4, phi3, gpt-oss, deepseek2, glm4moe, glm4, smollm3, mistral3, qwen35, qwen35moe, bert, nomic-bert, jina-bert-v2)",
-             s.arch);
-    if (s.n_experts > 0 && s.arch != "llama" && !moe_arch)
+    const auto required = [&](std::string_view name) {
+        const arch::TensorEntry* t = d.layer_tensor(name);
+        return t && t->presence == arch::Presence::required;
+    };
+    const bool fused_qkv = !required("attn_q.weight"), fused_gate_up = !d.has_layer_tensor("ffn_gate.weight");
+    const bool qkv_bias = required("attn_q.bias"), qk_norm = required("attn_q_norm.weight");
+    const bool sandwich = required("post_attention_norm.weight"), post_ffw = required("post_ffw_norm.weight");
+    const bool shared_expert = d.has_layer_tensor("ffn_gate_inp_shexp.weight");
+    if (s.n_experts > 0 && d.experts == arch::Has::no)
         fail("gen-model: experts are written for llama, qwen2moe and qwen3moe, not {}", s.arch);
     if (moe_arch || s.n_experts > 0) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
     const int64_t expert_ffn = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
     const int64_t shared_ffn = s.shared_expert_ffn_dim > 0 ? s.shared_expert_ffn_dim : 2 * expert_ffn;
-    if (!s.rope_scaling.empty() && (s.arch != "llama" || (s.rope_scaling != "llama3" && s.rope_scaling != "llama3_keys")))
+    if (!s.rope_scaling.empty() &&
+        (!d.allows_rope_scaling("llama3") || (s.rope_scaling != "llama3" && s.rope_scaling != "llama3_keys")))
         fail("gen-model: RoPE scaling '{}' is not available for {} (llama: llama3)", s.rope_scaling, s.arch);
     if (s.sliding_window < 0 || s.swa_period < 0) fail("gen-model: the sliding window and its period must not be negative");
     random_detail::check_decoder_sizes(s);
@@ -179,7 +231,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
         w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
         w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
         if (moe_arch) w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(expert_ffn)));
-        if (s.arch == "qwen2moe") w.set(a + "expert_shared_feed_forward_length", Value::u32(uint32_t(shared_ffn)));
+        if (shared_expert) w.set(a + "expert_shared_feed_forward_length", Value::u32(uint32_t(shared_ffn)));
     }
     w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_heads)));
     w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_kv_heads)));
@@ -278,19 +330,19 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
         vec(p + "attn_norm.weight", s.dim, gemma ? around_one(s.dim) : constant_f32(s.dim, 1.0f));
-        if (phi3) {
+        if (fused_qkv) {
             matrix(p + "attn_qkv.weight", s.dim, q_dim + 2 * kv_dim, 1.0f / std::sqrt(float(s.dim)));
         } else {
             matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
             matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
             matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
         }
-        if (s.arch == "qwen2" || s.arch == "qwen2moe") {
+        if (qkv_bias) {
             vec(p + "attn_q.bias", q_dim, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_k.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_v.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
         }
-        if (s.arch == "qwen3" || s.arch == "qwen3moe" || s.arch == "gemma3") {  // per-head RMSNorm weights of Q and K, around 1
+        if (qk_norm) {  // per-head RMSNorm weights of Q and K, around 1
             vec(p + "attn_q_norm.weight", head_dim, around_one(head_dim));
             vec(p + "attn_k_norm.weight", head_dim, around_one(head_dim));
         }
@@ -298,7 +350,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
         // Gemma's post-norms rescale each block's output to unit RMS, times these weights. The
         // head is the embedding itself (tied), so a residual stream led by the token's own embedding
         // would make greedy steps repeat their input: weights of 8 let the blocks lead it.
-        if (gemma) vec(p + "post_attention_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
+        if (sandwich) vec(p + "post_attention_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
         vec(p + "ffn_norm.weight", s.dim, gemma ? around_one(s.dim) : constant_f32(s.dim, 1.0f));
         if (s.n_experts > 0) {
             // The router stays F32 whatever the matrices' type, as llama.cpp's converters keep it.
@@ -308,7 +360,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
             experts(p + "ffn_gate_exps.weight", s.dim, expert_ffn, 1.0f / std::sqrt(float(s.dim)));
             experts(p + "ffn_up_exps.weight", s.dim, expert_ffn, 1.0f / std::sqrt(float(s.dim)));
             experts(p + "ffn_down_exps.weight", expert_ffn, s.dim, out_scale / std::sqrt(float(expert_ffn)));
-            if (s.arch == "qwen2moe") {
+            if (shared_expert) {
                 vec(p + "ffn_gate_inp_shexp.weight", s.dim, random_tensor(rng, s.dim, 1.0f / std::sqrt(float(s.dim)), GgmlType::F32));
                 matrix(p + "ffn_gate_shexp.weight", s.dim, shared_ffn, 1.0f / std::sqrt(float(s.dim)));
                 matrix(p + "ffn_up_shexp.weight", s.dim, shared_ffn, 1.0f / std::sqrt(float(s.dim)));
@@ -316,14 +368,14 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
             }
             continue;
         }
-        if (phi3) {
+        if (fused_gate_up) {
             matrix(p + "ffn_up.weight", s.dim, 2 * s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
         } else {
             matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
             matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
         }
         matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
-        if (gemma) vec(p + "post_ffw_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
+        if (post_ffw) vec(p + "post_ffw_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
     }
     if (!s.rank_head.empty()) {  // after every other tensor: the same seed keeps the rest of the model
         const int64_t classes = s.rank_classes > 0 ? s.rank_classes : s.arch == "qwen3" ? 2 : 1;
@@ -342,5 +394,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     }
     return params;
 }
+
+}  // namespace
 
 }  // namespace pagoda::model

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gguf/ggml_types.h"
 
@@ -142,5 +143,7 @@ int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size
 int64_t build_random_bert(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The model into `w` (metadata and tensors), for either form.
 int64_t build_random_model(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+// The architectures gen-model writes, in arch/arch_description.h's order.
+std::vector<std::string> random_model_architectures();
 
 }  // namespace pagoda::model

@@ -31,8 +31,10 @@ struct Rule {
     std::vector<std::string> forbidden;
 };
 const std::vector<Rule> kRules = {
-    {"src/core", {"gguf/", "hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
-    {"src/gguf", {"hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
+    // arch: one description per architecture, read by hf and model; it includes nothing of pagoda.
+    {"src/arch", {"core/", "gguf/", "hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
+    {"src/core", {"arch/", "gguf/", "hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
+    {"src/gguf", {"arch/", "hf/", "quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
     {"src/hf", {"quant/", "tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},
     // LoRA adapters: files read against a base model's GGUF; the model layer binds them.
     {"src/lora", {"tokenizer/", "chat/", "kv/", "backend/", "model/", "engine/", "server/", "tune/", "vision/"}},

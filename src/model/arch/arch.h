@@ -43,7 +43,10 @@ using ArchBuilder = BuiltModel (*)(const gguf::File& file, const ModelConfig& co
 
 // Throws pagoda::Error naming the architecture and the supported ones when there is no builder.
 ArchBuilder find_arch_builder(const std::string& arch);
+// The architectures of arch/arch_description.h's table that have a builder, in its order.
 std::vector<std::string> supported_architectures();
+// The architectures kBuilders names (for the test that each is described).
+std::vector<std::string> builder_names();
 
 BuiltModel build_llama(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);

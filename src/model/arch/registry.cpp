@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "arch/arch_description.h"
 #include "core/error.h"
 #include "model/arch/arch.h"
 
@@ -10,7 +11,8 @@ struct Entry {
     const char* arch;
     ArchBuilder build;
 };
-// One line per architecture.
+// One line per architecture of arch/arch_description.h's table, keyed by its name (the model tests
+// check that every description has a builder here and every builder a description).
 constexpr Entry kBuilders[] = {
     {"llama", build_llama},
     {"qwen2", build_qwen2},
@@ -34,17 +36,30 @@ constexpr Entry kBuilders[] = {
     {"jina-bert-v2", build_jina_bert_v2},
 };
 
+ArchBuilder builder_of(std::string_view arch) {
+    for (const auto& e : kBuilders)
+        if (arch == e.arch) return e.build;
+    return nullptr;
+}
+
 }  // namespace
 
 std::vector<std::string> supported_architectures() {
+    std::vector<std::string> out;  // the described architectures that have a builder, in the table's order
+    for (const arch::ArchDescription& d : arch::architectures())
+        if (builder_of(d.name)) out.emplace_back(d.name);
+    return out;
+}
+
+std::vector<std::string> builder_names() {
     std::vector<std::string> out;
     for (const auto& e : kBuilders) out.push_back(e.arch);
     return out;
 }
 
 ArchBuilder find_arch_builder(const std::string& arch) {
-    for (const auto& e : kBuilders)
-        if (arch == e.arch) return e.build;
+    if (arch::find_architecture(arch))
+        if (ArchBuilder b = builder_of(arch)) return b;
     fail("architecture '{}' is not supported (supported: {})", arch, fmt::join(supported_architectures(), ", "));
 }
 
