@@ -6,6 +6,8 @@
 //   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (fused), max
 //   reductions  hsum: (v[j] + v[j+4]), then lanes 0+2 / 1+3, then their sum; hmax the same tree
 //   widening    load_f16 (F16C), load_bf16 (bits << 16)
+//   partial     load_n, load_f16_n, load_bf16_n (the first n of L values, the rest zero), store_n:
+//               through a zero-padded buffer, nothing read or written past p + n
 //   exp         e^x, the degree-7 polynomial of simd/avx512.h, lane for lane the same bits;
 //               exp_nonpositive: e^x for x <= 0 (the attention softmax), as simd/avx512.h's
 //   sum8        eight vectors' lane sums at once, lane j = a[j]'s lanes in hsum's pairing
@@ -15,6 +17,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace pagoda::backend::cpu::simd {
 namespace {
@@ -51,6 +54,27 @@ struct Avx2 {
     static V load_bf16(const uint16_t* p) {
         const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
         return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    }
+
+    static V load_n(const float* p, int n) {
+        float b[8] = {};
+        std::memcpy(b, p, size_t(n) * sizeof(float));
+        return _mm256_loadu_ps(b);
+    }
+    static void store_n(float* p, V v, int n) {
+        float b[8];
+        _mm256_storeu_ps(b, v);
+        std::memcpy(p, b, size_t(n) * sizeof(float));
+    }
+    static V load_f16_n(const uint16_t* p, int n) {
+        uint16_t b[8] = {};
+        std::memcpy(b, p, size_t(n) * sizeof(uint16_t));
+        return load_f16(b);
+    }
+    static V load_bf16_n(const uint16_t* p, int n) {
+        uint16_t b[8] = {};
+        std::memcpy(b, p, size_t(n) * sizeof(uint16_t));
+        return load_bf16(b);
     }
 
     // e^x = 2^n * e^r with n = round(x / ln2), r = x - n ln2 (two-part ln2), e^r by its degree-7

@@ -6,6 +6,8 @@
 //   reductions  hsum: (v[j] + v[j+8]), then (+ the lane 4 on), then lanes 0+2 / 1+3, then their sum
 //               (the order of _mm512_reduce_add_ps); hmax: _mm512_reduce_max_ps
 //   widening    load_f16, load_bf16 (bits << 16)
+//   partial     load_n, load_f16_n, load_bf16_n (the first n of L values, the rest zero), store_n:
+//               masked (mask_n), nothing read or written past p + n
 //   exp         e^x, the same polynomial as simd/avx2.h, lane for lane the same bits;
 //               exp_nonpositive: e^x for x <= 0 (the attention softmax, AMX attention too)
 //   lanes16     sixteen vectors reduced across their lanes at once by Op (AddPs, MaxPs, AddEpi32)
@@ -63,6 +65,15 @@ struct Avx512 {
     static V load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
     static V load_bf16(const uint16_t* p) {
         const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    }
+
+    static __mmask16 mask_n(int n) { return __mmask16((1u << n) - 1u); }  // n in 0..16
+    static V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask_n(n), p); }
+    static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask_n(n), v); }
+    static V load_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask_n(n), p)); }
+    static V load_bf16_n(const uint16_t* p, int n) {
+        const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask_n(n), p));
         return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
     }
 
