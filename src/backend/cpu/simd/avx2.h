@@ -6,8 +6,10 @@
 //   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (fused), max
 //   reductions  hsum: (v[j] + v[j+4]), then lanes 0+2 / 1+3, then their sum; hmax the same tree
 //   widening    load_f16 (F16C), load_bf16 (bits << 16)
-//   partial     load_n, load_f16_n, load_bf16_n (the first n of L values, the rest zero), store_n:
-//               through a zero-padded buffer, nothing read or written past p + n
+//               load_i8 (sign-extended int8 codes)
+//   partial     load_n, load_f16_n, load_bf16_n, load_i8_n (the first n of L values, the rest zero,
+//               or `fill` for load_n), store_n: through a buffer, nothing read or written past p + n;
+//               first_n (lanes from n on zeroed)
 //   exp         e^x, the degree-7 polynomial of simd/avx512.h, lane for lane the same bits;
 //               exp_nonpositive: e^x for x <= 0 (the attention softmax), as simd/avx512.h's
 //   sum8        eight vectors' lane sums at once, lane j = a[j]'s lanes in hsum's pairing
@@ -56,10 +58,28 @@ struct Avx2 {
         return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
     }
 
+    static V load_i8(const int8_t* p) {
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    }
+
     static V load_n(const float* p, int n) {
         float b[8] = {};
         std::memcpy(b, p, size_t(n) * sizeof(float));
         return _mm256_loadu_ps(b);
+    }
+    static V load_n(const float* p, int n, float fill) {
+        float b[8] = {fill, fill, fill, fill, fill, fill, fill, fill};
+        std::memcpy(b, p, size_t(n) * sizeof(float));
+        return _mm256_loadu_ps(b);
+    }
+    static V load_i8_n(const int8_t* p, int n) {
+        int8_t b[8] = {};
+        std::memcpy(b, p, size_t(n));
+        return load_i8(b);
+    }
+    static V first_n(V v, int n) {
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        return _mm256_and_ps(v, _mm256_castsi256_ps(keep));
     }
     static void store_n(float* p, V v, int n) {
         float b[8];

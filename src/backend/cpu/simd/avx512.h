@@ -6,8 +6,10 @@
 //   reductions  hsum: (v[j] + v[j+8]), then (+ the lane 4 on), then lanes 0+2 / 1+3, then their sum
 //               (the order of _mm512_reduce_add_ps); hmax: _mm512_reduce_max_ps
 //   widening    load_f16, load_bf16 (bits << 16)
-//   partial     load_n, load_f16_n, load_bf16_n (the first n of L values, the rest zero), store_n:
-//               masked (mask_n), nothing read or written past p + n
+//               load_i8 (sign-extended int8 codes)
+//   partial     load_n, load_f16_n, load_bf16_n, load_i8_n (the first n of L values, the rest zero,
+//               or `fill` for load_n), store_n: masked (mask_n), nothing read or written past p + n;
+//               first_n (lanes from n on zeroed)
 //   exp         e^x, the same polynomial as simd/avx2.h, lane for lane the same bits;
 //               exp_nonpositive: e^x for x <= 0 (the attention softmax, AMX attention too)
 //   lanes16     sixteen vectors reduced across their lanes at once by Op (AddPs, MaxPs, AddEpi32)
@@ -69,7 +71,13 @@ struct Avx512 {
     }
 
     static __mmask16 mask_n(int n) { return __mmask16((1u << n) - 1u); }  // n in 0..16
+    static V load_i8(const int8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
     static V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask_n(n), p); }
+    static V load_n(const float* p, int n, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), mask_n(n), p); }
+    static V load_i8_n(const int8_t* p, int n) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask_n(n), p))); }
+    static V first_n(V v, int n) { return _mm512_maskz_mov_ps(mask_n(n), v); }
     static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask_n(n), v); }
     static V load_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask_n(n), p)); }
     static V load_bf16_n(const uint16_t* p, int n) {
