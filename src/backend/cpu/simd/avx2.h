@@ -3,7 +3,7 @@
 // (ops_simd.h, float_gemm.h, kv_rows_simd.h) rounds the same way. Include only from *_avx2.cpp /
 // *_avx512.cpp files (their flags). Internal linkage: each ISA file compiles its own copy under its
 // own flags (a shared inline copy could be the one built for AVX-512).
-//   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (fused), max
+//   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (c + a * b), fnma (c - a * b), max
 //   reductions  hsum: (v[j] + v[j+4]), then lanes 0+2 / 1+3, then their sum; hmax the same tree
 //   widening    load_f16 (F16C), load_bf16 (bits << 16)
 //               load_i8 (sign-extended int8 codes)
@@ -37,6 +37,7 @@ struct Avx2 {
     static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
     static V div(V a, V b) { return _mm256_div_ps(a, b); }
     static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    static V fnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
     static V max(V a, V b) { return _mm256_max_ps(a, b); }
 
     static float hsum(V v) {

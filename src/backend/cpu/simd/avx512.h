@@ -2,7 +2,7 @@
 // __m512 (AVX-512 F/BW/VL/DQ), each operation one fixed instruction sequence, so every kernel family
 // written over it (ops_simd.h, float_gemm.h, kv_rows_simd.h) rounds the same way. Include only from
 // *_avx512.cpp / *_amx.cpp files (their flags). Internal linkage: each ISA file compiles its own copy.
-//   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (fused), max
+//   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (c + a * b), fnma (c - a * b), max
 //   reductions  hsum: (v[j] + v[j+8]), then (+ the lane 4 on), then lanes 0+2 / 1+3, then their sum
 //               (the order of _mm512_reduce_add_ps); hmax: _mm512_reduce_max_ps
 //   widening    load_f16, load_bf16 (bits << 16)
@@ -53,6 +53,7 @@ struct Avx512 {
     static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
     static V div(V a, V b) { return _mm512_div_ps(a, b); }
     static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    static V fnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
     static V max(V a, V b) { return _mm512_max_ps(a, b); }
 
     static float hsum(V v) {
