@@ -14,6 +14,8 @@
 //               exp_nonpositive: e^x for x <= 0 (the attention softmax), as simd/avx512.h's
 //   sum8        eight vectors' lane sums at once, lane j = a[j]'s lanes in hsum's pairing
 //   RoPE pairs  dup_pairs (each of 4 values twice), swap_pairs, addsub_pairs (even lanes a-b)
+//   int8 dot    dot_u8i8: acc + each int32 lane's 4 byte products, unsigned u x signed q (vpmaddubsw
+//               int16 pairs, which the caller keeps from saturating, then vpmaddwd)
 //   narrowing   any_nan, abs_max, to_f16, to_bf16 (f32_to_bf16's rounding), to_q8 (kv_q8's codes)
 #pragma once
 #include <immintrin.h>
@@ -165,6 +167,10 @@ struct Avx2 {
     }
     static V swap_pairs(V v) { return _mm256_permute_ps(v, 0xb1); }
     static V addsub_pairs(V a, V b) { return _mm256_addsub_ps(a, b); }
+
+    static __m256i dot_u8i8(__m256i acc, __m256i u, __m256i q) {
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), _mm256_set1_epi16(1)));
+    }
 
     static bool any_nan(const float* x) {
         const __m256 v = _mm256_loadu_ps(x);
