@@ -10,8 +10,8 @@
 //   partial     load_n, load_f16_n, load_bf16_n, load_i8_n (the first n of L values, the rest zero,
 //               or `fill` for load_n), store_n: through a buffer, nothing read or written past p + n;
 //               first_n (lanes from n on zeroed)
-//   exp         e^x, the degree-7 polynomial of simd/avx512.h, lane for lane the same bits;
-//               exp_nonpositive: e^x for x <= 0 (the attention softmax), as simd/avx512.h's
+//   exp         e^x and exp_nonpositive (x <= 0, the attention softmax): simd/exp_poly.h over
+//               min, round, pow2, zero_below, underflow (a NaN x keeps the polynomial's value)
 //   sum8        eight vectors' lane sums at once, lane j = a[j]'s lanes in hsum's pairing
 //   RoPE pairs  dup_pairs (each of 4 values twice), swap_pairs, addsub_pairs (even lanes a-b)
 //   int8 dot    dot_u8i8: acc + each int32 lane's 4 byte products, unsigned u x signed q (vpmaddubsw
@@ -22,6 +22,8 @@
 
 #include <cstdint>
 #include <cstring>
+
+#include "backend/cpu/simd/exp_poly.h"
 
 namespace pagoda::backend::cpu::simd {
 namespace {
@@ -100,48 +102,16 @@ struct Avx2 {
         return load_bf16(b);
     }
 
-    // e^x = 2^n * e^r with n = round(x / ln2), r = x - n ln2 (two-part ln2), e^r by its degree-7
-    // Taylor polynomial (|r| <= ln2/2: truncation error < 1e-9 relative); 0 below -87.33.
-    static V exp(V x) {
-        const V tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33f), _CMP_LT_OQ);
-        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33f)), _mm256_set1_ps(88.37f));
-        V n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        V r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-        r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-        V p = _mm256_set1_ps(1.f / 5040);
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 720));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
-        const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-        const V res = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-        return _mm256_andnot_ps(tiny, res);
+    // e^x and e^x for x <= 0: simd/exp_poly.h, over these operations.
+    static V exp(V x) { return exp_poly7<Avx2>(x); }
+    static V exp_nonpositive(V x) { return exp_nonpositive_poly<Avx2>(x); }
+    static V min(V a, V b) { return _mm256_min_ps(a, b); }
+    static V round(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static V pow2(V n) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
     }
-
-    // e^x for x <= 0 (Cephes-style: x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial, scale by 2^n);
-    // about 1 ulp, and exactly 0 below -87.3 where float exp underflows to subnormals.
-    static V exp_nonpositive(V x) {
-        const __m256 lo = _mm256_set1_ps(-87.33654f);
-        __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-        x = _mm256_max_ps(x, lo);
-        __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-        r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-        __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-        p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-        __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-        __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-        return _mm256_andnot_ps(underflow, y);
-    }
+    static V zero_below(V v, V x, V lo) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), v); }
+    static V underflow(V v, V x, V lo) { return zero_below(v, x, lo); }  // a NaN x keeps v
 
     // Sums each of 8 vectors across its lanes: lane j of the result is the sum of a[j]'s lanes, always
     // paired the same way (lanes 4 apart, then 2, 1), whichever vector it is.

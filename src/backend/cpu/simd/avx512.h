@@ -10,8 +10,8 @@
 //   partial     load_n, load_f16_n, load_bf16_n, load_i8_n (the first n of L values, the rest zero,
 //               or `fill` for load_n), store_n: masked (mask_n), nothing read or written past p + n;
 //               first_n (lanes from n on zeroed)
-//   exp         e^x, the same polynomial as simd/avx2.h, lane for lane the same bits;
-//               exp_nonpositive: e^x for x <= 0 (the attention softmax, AMX attention too)
+//   exp         e^x and exp_nonpositive (x <= 0: the attention softmax, AMX attention too):
+//               simd/exp_poly.h over min, round, pow2, zero_below, underflow (a NaN x gives 0)
 //   lanes16     sixteen vectors reduced across their lanes at once by Op (AddPs, MaxPs, AddEpi32)
 //   RoPE pairs  dup_pairs (each of 8 values twice), swap_pairs, addsub_pairs (even lanes a-b)
 //   narrowing   any_nan, abs_max, to_f16, to_bf16 (f32_to_bf16's rounding, AVX-512 F only: the
@@ -23,6 +23,8 @@
 #include <immintrin.h>
 
 #include <cstdint>
+
+#include "backend/cpu/simd/exp_poly.h"
 
 namespace pagoda::backend::cpu::simd {
 namespace {
@@ -86,48 +88,16 @@ struct Avx512 {
         return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
     }
 
-    // e^x = 2^n * e^r with n = round(x / ln2), r = x - n ln2 (two-part ln2), e^r by its degree-7
-    // Taylor polynomial (|r| <= ln2/2: truncation error < 1e-9 relative); 0 below -87.33.
-    static V exp(V x) {
-        const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33f), _CMP_LT_OQ);
-        x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)), _mm512_set1_ps(88.37f));
-        V n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        V r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-        r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-        V p = _mm512_set1_ps(1.f / 5040);
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-        const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-        const V res = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-        return _mm512_mask_mov_ps(res, tiny, _mm512_setzero_ps());
+    // e^x and e^x for x <= 0: simd/exp_poly.h, over these operations.
+    static V exp(V x) { return exp_poly7<Avx512>(x); }
+    static V exp_nonpositive(V x) { return exp_nonpositive_poly<Avx512>(x); }
+    static V min(V a, V b) { return _mm512_min_ps(a, b); }
+    static V round(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static V pow2(V n) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
     }
-
-    // e^x for x <= 0: Cody-Waite reduction by ln 2, a degree-6 polynomial, the exponent built in
-    // integer lanes, as simd/avx2.h's. Below -87.34 (and for -inf) exactly zero, so a masked score
-    // contributes nothing; exp(0) is exactly 1.
-    static V exp_nonpositive(V x) {
-        const __m512 lo = _mm512_set1_ps(-87.33654f);
-        __mmask16 ok = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
-        x = _mm512_max_ps(x, lo);
-        __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-        r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-        __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-        p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-        __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-        return _mm512_maskz_mul_ps(ok, p, _mm512_castsi512_ps(e));
-    }
+    static V zero_below(V v, V x, V lo) { return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), _mm512_setzero_ps()); }
+    static V underflow(V v, V x, V lo) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ), v); }  // NaN x: 0
 
     // Sixteen vectors reduced across their lanes at once: lane j of the result = Op over the 16 lanes
     // of a[j], always paired the same way (lanes 8 apart, then 4, 2, 1; each step combines two
