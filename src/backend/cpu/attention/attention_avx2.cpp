@@ -8,7 +8,11 @@ namespace pagoda::backend::cpu::attention_detail {
 namespace {
 
 struct AttentionAvx2 : simd::Avx2 {
-    static constexpr int kAccChunks = 2;
+    static constexpr int kAccChunks = 2, kConvertChunks = 1;
+    static V row_scales(const uint8_t* const* r, int d) {  // in registers: a stored array's reload stalls
+        return _mm256_setr_ps(q8_scale(r[0], d), q8_scale(r[1], d), q8_scale(r[2], d), q8_scale(r[3], d), q8_scale(r[4], d),
+                              q8_scale(r[5], d), q8_scale(r[6], d), q8_scale(r[7], d));
+    }
     static V sum_each(const V (&a)[8]) { return sum8(a); }
 };
 

@@ -19,7 +19,12 @@ namespace pagoda::backend::cpu::attention_detail {
 namespace {
 
 struct AttentionAvx512 : simd::Avx512 {
-    static constexpr int kAccChunks = 4;
+    static constexpr int kAccChunks = 4, kConvertChunks = 4;
+    static V row_scales(const uint8_t* const* r, int d) {
+        alignas(64) float rs[16];
+        for (int k = 0; k < 16; ++k) rs[k] = q8_scale(r[k], d);
+        return _mm512_load_ps(rs);
+    }
     // Lane k: the sum of a[k]'s lanes, paired the same way whichever key a vector holds (lanes 8
     // apart, then 4, 2, 1).
     static V sum_each(const V (&a)[16]) { return lanes16<simd::AddPs>(a); }

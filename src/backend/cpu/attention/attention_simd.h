@@ -3,6 +3,8 @@
 // attention_avx512.cpp (simd::Avx512, which adds the two-head scores), each S adding what is its own:
 //   sum_each(a)    lane k = the sum of a[k]'s L lanes, in hsum's pairs (the scores of L keys at once)
 //   kAccChunks     L-float accumulator chunks per head held in registers by accumulate
+//   kConvertChunks chunks of a row convert loads before it stores them (where d is a multiple)
+//   row_scales(rows, d)  the q8 scales of L rows as one vector
 // Rows are widened in registers (f16, bf16 exactly; q8 codes sign-extended and converted); row
 // elements past d read as zero (S::load_*_n). Scores: L keys at a time, one FMA chain per key over
 // the row's L-element chunks in order (padded_dim(d) / L of them), then sum_each; a q8 row's dot is
@@ -34,14 +36,14 @@ struct SimdOps {
 
     // Elements i .. i + L - 1 of a row widened to f32; load_row_n: the first n of them, the rest zero.
     template <kv::KvDtype DT>
-    static V load_row(const uint8_t* row, int i) {
+    [[gnu::always_inline]] static V load_row(const uint8_t* row, int i) {
         if constexpr (DT == kv::KvDtype::f32) return S::load(reinterpret_cast<const float*>(row) + i);
         else if constexpr (DT == kv::KvDtype::q8) return S::load_i8(reinterpret_cast<const int8_t*>(row) + i);
         else if constexpr (DT == kv::KvDtype::f16) return S::load_f16(reinterpret_cast<const uint16_t*>(row) + i);
         else return S::load_bf16(reinterpret_cast<const uint16_t*>(row) + i);
     }
     template <kv::KvDtype DT>
-    static V load_row_n(const uint8_t* row, int i, int n) {
+    [[gnu::always_inline]] static V load_row_n(const uint8_t* row, int i, int n) {
         if constexpr (DT == kv::KvDtype::f32) return S::load_n(reinterpret_cast<const float*>(row) + i, n);
         else if constexpr (DT == kv::KvDtype::q8) return S::load_i8_n(reinterpret_cast<const int8_t*>(row) + i, n);
         else if constexpr (DT == kv::KvDtype::f16) return S::load_f16_n(reinterpret_cast<const uint16_t*>(row) + i, n);
@@ -49,14 +51,14 @@ struct SimdOps {
     }
     // Chunk i of a row of d: whole, or its part below d (none past d).
     template <kv::KvDtype DT>
-    static V load_chunk(const uint8_t* row, int i, int d) {
+    [[gnu::always_inline]] static V load_chunk(const uint8_t* row, int i, int d) {
         return i + L <= d ? load_row<DT>(row, i) : load_row_n<DT>(row, i, i < d ? d - i : 0);
     }
 
     // Scores of L key rows: one FMA chain per key over the row's L-element chunks in order, then
     // sum_each. Full: d is NV whole chunks.
     template <kv::KvDtype DT, int NV, bool Full>
-    static V scores_block(const float* q, const uint8_t* const* rows, int nv, int d) {
+    [[gnu::always_inline]] static V scores_block(const float* q, const uint8_t* const* rows, int nv, int d) {
         if constexpr (NV > 0) nv = NV;
         V a[L];
 #pragma GCC unroll 16
@@ -124,14 +126,15 @@ struct SimdOps {
 
     template <kv::KvDtype DT>
     static void convert(const uint8_t* const* rows, int n, int d, int ld, float* dst) {
-        if (d % (4 * L) == 0) {  // whole chunks: the rows' loads issued together, four chunks at a time
+        constexpr int G = S::kConvertChunks;
+        if (d % (G * L) == 0) {  // whole chunks: the rows' loads issued together, G chunks at a time
             for (int r = 0; r < n; ++r)
-                for (int i = 0; i < d; i += 4 * L) {
-                    V c[4];
+                for (int i = 0; i < d; i += G * L) {
+                    V c[G];
 #pragma GCC unroll 4
-                    for (int k = 0; k < 4; ++k) c[k] = load_row<DT>(rows[r], i + L * k);
+                    for (int k = 0; k < G; ++k) c[k] = load_row<DT>(rows[r], i + L * k);
 #pragma GCC unroll 4
-                    for (int k = 0; k < 4; ++k) S::store(dst + size_t(r) * ld + i + L * k, c[k]);
+                    for (int k = 0; k < G; ++k) S::store(dst + size_t(r) * ld + i + L * k, c[k]);
                 }
             return;
         }
@@ -149,11 +152,7 @@ struct SimdOps {
             else if (d == 128) r = scores_block<DT, 128 / L, true>(q, rows + j, 0, d);
             else r = scores_block<DT, 0, false>(q, rows + j, padded_dim(d) / L, d);
             if (rs_of) r = S::mul(r, S::load(rs_of + j));  // widened q8 codes: as below
-            if constexpr (DT == kv::KvDtype::q8) {
-                float rs[L];
-                for (int k = 0; k < L; ++k) rs[k] = q8_scale(rows[j + k], d);
-                r = S::mul(r, S::load(rs));
-            }
+            if constexpr (DT == kv::KvDtype::q8) r = S::mul(r, S::row_scales(rows + j, d));
             S::store(s + j, S::mul(r, sv));
         }
     }
