@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "backend/cpu/int8/int8_fused.h"
+#include "backend/cpu/simd/avx2.h"
 
 namespace pagoda::backend::cpu::detail {
 namespace {
@@ -16,10 +17,8 @@ struct Avx2Dot {
     static __m256i prepare_codes(__m256i u) { return u; }
     template <bool Signed>
     static __m256i dot(__m256i acc, __m256i u, __m256i q) {
-        __m256i p;
-        if constexpr (Signed) p = _mm256_maddubs_epi16(_mm256_abs_epi8(u), _mm256_sign_epi8(q, u));
-        else p = _mm256_maddubs_epi16(u, q);
-        return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+        if constexpr (Signed) return simd::Avx2::dot_u8i8(acc, _mm256_abs_epi8(u), _mm256_sign_epi8(q, u));
+        else return simd::Avx2::dot_u8i8(acc, u, q);
     }
 };
 

@@ -1,5 +1,6 @@
-// Internal to lora_add.cpp: the per-ISA row kernels of the LoRA update (same contract on every ISA,
-// different rounding between ISAs, none between calls of one). For up to kLoraRowBlock rows at a time:
+// Internal to lora_add.cpp: the per-ISA row kernels of the LoRA update (AVX2 and AVX-512 both from
+// lora_rows_simd.h; same contract on every ISA, different rounding between ISAs, none between calls
+// of one). For up to kLoraRowBlock rows at a time:
 //   down: h[r][j] = A[j] . x[r]             for j in [j0, j1)   (A: rank x in, `elem` values)
 //   up:   y[r][o] += scale * (B[o] . h[r])  for o in [o0, o1)   from B^T (`elem` values in 16-output
 //         tiles, backend::lora_bt_index; o0 a multiple of 16) when `bt` is given (a vector FMA over

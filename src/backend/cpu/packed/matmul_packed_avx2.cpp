@@ -22,14 +22,12 @@ struct Avx2Ymm : YmmOps {
     static constexpr int kRegisters = 16;
     template <bool Signed>
     static I dot(I acc, I u, I q) {
-        I pairs;
         if constexpr (Signed) {
             const I c = _mm256_xor_si256(u, _mm256_set1_epi8(char(0x80)));
-            pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(q, c));
+            return dot_u8i8(acc, _mm256_abs_epi8(c), _mm256_sign_epi8(q, c));
         } else {
-            pairs = _mm256_maddubs_epi16(u, q);
+            return dot_u8i8(acc, u, q);
         }
-        return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
     }
     // N (2, 4 or 8) code vectors: their int16 pair products summed (as a tree: short dependency
     // chains, and integer sums in any order are the same) before one widening vpmaddwd. N is a

@@ -17,6 +17,7 @@
 #include "backend/cpu/packed/packed_kernel.h"
 #include "backend/cpu/packed/packed_kernel_wide.h"
 #include "backend/cpu/packed/packed_panel_zmm.h"
+#include "backend/cpu/simd/avx512.h"
 
 namespace pagoda::backend::cpu::detail {
 namespace {
@@ -30,9 +31,11 @@ struct Ymm : YmmOps {
     template <bool Signed>
     static I dot(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
 };
-struct Zmm {
-    using F = __m512;
+struct Zmm : simd::Avx512 {
+    using F = V;
     using I = __m512i;
+    using simd::Avx512::add;
+    using simd::Avx512::set1;
     static constexpr int kPanels = 2;
     static constexpr bool kQ8Signed = false, kHighInPlace = true, kPairSums = false;
     static constexpr int kRegisters = 32;
@@ -53,16 +56,9 @@ struct Zmm {
     }
     static I set1(int32_t v) { return _mm512_set1_epi32(v); }
     static I zero_i() { return _mm512_setzero_si512(); }
-    static F zero() { return _mm512_setzero_ps(); }
-    static F set1(float v) { return _mm512_set1_ps(v); }
     static I add(I a, I b) { return _mm512_add_epi32(a, b); }
     static I srai4(I a) { return _mm512_srai_epi32(a, 4); }
     static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
-    static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
-    static F add(F a, F b) { return _mm512_add_ps(a, b); }
-    static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-    static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
-    static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
 };
 
 void run_packed(const PackedWeight& w, const FusedActs& acts, int64_t n_tokens, float* y, ThreadPool& pool,

@@ -10,7 +10,8 @@
 // minimum m. The result therefore depends only on (row, token): not on V, P, T, the thread split or
 // the step's size (batch invariance), and the AVX2 and AVX-512 kernels agree bitwise.
 // V provides: F / I (float / int vectors), kPanels (panels per register), kRegisters (the ISA's vector
-// registers: 16 or 32), join, bcast, set1, zero, zero_i, add, srai4, cvt, mul, fmadd, fnmadd, store;
+// registers: 16 or 32), join, bcast, set1, zero_i, add, srai4, cvt on I, and the float operations of
+// the simd traits it derives from (simd/avx2.h, simd/avx512.h: zero, set1, add, mul, fma, fnma, store);
 // dot<Signed>(acc, u, x) += the exact 4-byte products of u (unsigned) and x (signed) per int32 lane;
 // kQ8Signed: Q8_0's codes (stored + 128) are multiplied as signed bytes by dot<true> itself, with no
 // correction term (quantise Q8_0 with offset 0 then: packed_offset); kHighInPlace: 16 x a 4-bit code
@@ -30,6 +31,7 @@
 #include "backend/cpu/matmul/matmul_paths.h"
 #include "backend/cpu/matmul/weight_prefetch.h"
 #include "backend/cpu/packed/packed_panel.h"
+#include "backend/cpu/simd/avx2.h"
 
 namespace pagoda::backend::cpu::detail {
 namespace {
@@ -45,27 +47,22 @@ inline __m256i bcast32(const int8_t* p) {
 // the hardware prefetchers follow (interleaved small tasks measured at half the bandwidth).
 constexpr int64_t kStreamTokens = 16;
 
-// The 256-bit operations every ymm trait shares (one panel per register); a trait adds its flags
-// and its dot (and dot_pairs).
-struct YmmOps {
-    using F = __m256;
+// The 256-bit operations every ymm trait shares (one panel per register): simd::Avx2's float ones
+// and the int32 ones here; a trait adds its flags and its dot (and dot_pairs).
+struct YmmOps : simd::Avx2 {
+    using F = V;
     using I = __m256i;
     static constexpr int kPanels = 1;
+    using simd::Avx2::add;
+    using simd::Avx2::set1;
     static I join(const __m256i* parts) { return parts[0]; }
     static F join(const __m256* parts) { return parts[0]; }
     static I bcast(const int8_t* p) { return bcast32(p); }
     static I set1(int32_t v) { return _mm256_set1_epi32(v); }
     static I zero_i() { return _mm256_setzero_si256(); }
-    static F zero() { return _mm256_setzero_ps(); }
-    static F set1(float v) { return _mm256_set1_ps(v); }
     static I add(I a, I b) { return _mm256_add_epi32(a, b); }
     static I srai4(I a) { return _mm256_srai_epi32(a, 4); }
     static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
-    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-    static F add(F a, F b) { return _mm256_add_ps(a, b); }
-    static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-    static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
-    static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
 };
 
 // Decode kernels request each line one kernel call ahead: block b of every panel of the group of P
@@ -200,8 +197,8 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                                 i1 = V::template dot<is_signed>(i1, cw[p][k + 4], x[k + 4]);
                             }
                         }
-                        acc[t][pw] = V::fmadd(V::cvt(i0), V::mul(scw[p], dx), acc[t][pw]);
-                        acc[t][pw] = V::fmadd(V::cvt(i1), V::mul(mnw[p], dx), acc[t][pw]);
+                        acc[t][pw] = V::fma(V::cvt(i0), V::mul(scw[p], dx), acc[t][pw]);
+                        acc[t][pw] = V::fma(V::cvt(i1), V::mul(mnw[p], dx), acc[t][pw]);
                         continue;
                     }
                     typename V::I i0 = V::set1(corr), i1 = V::zero_i();
@@ -228,9 +225,9 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
                         }
                     }
                     const typename V::F f = V::cvt(kOneChain ? i0 : V::add(i0, i1));
-                    acc[t][pw] = V::fmadd(f, V::mul(scw[p], dx), acc[t][pw]);
-                    if constexpr (kq) macc[t][pw] = V::fnmadd(mnw[p], V::set1(a.s[tb]), macc[t][pw]);
-                    if constexpr (q41) macc[t][pw] = V::fmadd(mnw[p], V::set1(a.s[tb]), macc[t][pw]);
+                    acc[t][pw] = V::fma(f, V::mul(scw[p], dx), acc[t][pw]);
+                    if constexpr (kq) macc[t][pw] = V::fnma(mnw[p], V::set1(a.s[tb]), macc[t][pw]);
+                    if constexpr (q41) macc[t][pw] = V::fma(mnw[p], V::set1(a.s[tb]), macc[t][pw]);
                 }
             }
         }

@@ -3,18 +3,27 @@
 // (ops_simd.h, float_gemm.h, kv_rows_simd.h) rounds the same way. Include only from *_avx2.cpp /
 // *_avx512.cpp files (their flags). Internal linkage: each ISA file compiles its own copy under its
 // own flags (a shared inline copy could be the one built for AVX-512).
-//   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (fused), max
+//   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (c + a * b), fnma (c - a * b), max
 //   reductions  hsum: (v[j] + v[j+4]), then lanes 0+2 / 1+3, then their sum; hmax the same tree
 //   widening    load_f16 (F16C), load_bf16 (bits << 16)
-//   exp         e^x, the degree-7 polynomial of simd/avx512.h, lane for lane the same bits;
-//               exp_nonpositive: e^x for x <= 0 (the attention softmax), as simd/avx512.h's
+//               load_i8 (sign-extended int8 codes)
+//   partial     load_n, load_f16_n, load_bf16_n, load_i8_n (the first n of L values, the rest zero,
+//               or `fill` for load_n), store_n: through a buffer, nothing read or written past p + n;
+//               first_n (lanes from n on zeroed)
+//   exp         e^x and exp_nonpositive (x <= 0, the attention softmax): simd/exp_poly.h over
+//               min, round, pow2, zero_below, underflow (a NaN x keeps the polynomial's value)
 //   sum8        eight vectors' lane sums at once, lane j = a[j]'s lanes in hsum's pairing
 //   RoPE pairs  dup_pairs (each of 4 values twice), swap_pairs, addsub_pairs (even lanes a-b)
+//   int8 dot    dot_u8i8: acc + each int32 lane's 4 byte products, unsigned u x signed q (vpmaddubsw
+//               int16 pairs, which the caller keeps from saturating, then vpmaddwd)
 //   narrowing   any_nan, abs_max, to_f16, to_bf16 (f32_to_bf16's rounding), to_q8 (kv_q8's codes)
 #pragma once
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/simd/exp_poly.h"
 
 namespace pagoda::backend::cpu::simd {
 namespace {
@@ -32,6 +41,7 @@ struct Avx2 {
     static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
     static V div(V a, V b) { return _mm256_div_ps(a, b); }
     static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    static V fnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
     static V max(V a, V b) { return _mm256_max_ps(a, b); }
 
     static float hsum(V v) {
@@ -53,48 +63,55 @@ struct Avx2 {
         return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
     }
 
-    // e^x = 2^n * e^r with n = round(x / ln2), r = x - n ln2 (two-part ln2), e^r by its degree-7
-    // Taylor polynomial (|r| <= ln2/2: truncation error < 1e-9 relative); 0 below -87.33.
-    static V exp(V x) {
-        const V tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33f), _CMP_LT_OQ);
-        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33f)), _mm256_set1_ps(88.37f));
-        V n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        V r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-        r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-        V p = _mm256_set1_ps(1.f / 5040);
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 720));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
-        const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-        const V res = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-        return _mm256_andnot_ps(tiny, res);
+    static V load_i8(const int8_t* p) {
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
     }
 
-    // e^x for x <= 0 (Cephes-style: x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial, scale by 2^n);
-    // about 1 ulp, and exactly 0 below -87.3 where float exp underflows to subnormals.
-    static V exp_nonpositive(V x) {
-        const __m256 lo = _mm256_set1_ps(-87.33654f);
-        __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-        x = _mm256_max_ps(x, lo);
-        __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-        r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-        __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-        p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-        __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-        __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-        return _mm256_andnot_ps(underflow, y);
+    static V load_n(const float* p, int n) {
+        float b[8] = {};
+        std::memcpy(b, p, size_t(n) * sizeof(float));
+        return _mm256_loadu_ps(b);
     }
+    static V load_n(const float* p, int n, float fill) {
+        float b[8] = {fill, fill, fill, fill, fill, fill, fill, fill};
+        std::memcpy(b, p, size_t(n) * sizeof(float));
+        return _mm256_loadu_ps(b);
+    }
+    static V load_i8_n(const int8_t* p, int n) {
+        int8_t b[8] = {};
+        std::memcpy(b, p, size_t(n));
+        return load_i8(b);
+    }
+    static V first_n(V v, int n) {
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        return _mm256_and_ps(v, _mm256_castsi256_ps(keep));
+    }
+    static void store_n(float* p, V v, int n) {
+        float b[8];
+        _mm256_storeu_ps(b, v);
+        std::memcpy(p, b, size_t(n) * sizeof(float));
+    }
+    static V load_f16_n(const uint16_t* p, int n) {
+        uint16_t b[8] = {};
+        std::memcpy(b, p, size_t(n) * sizeof(uint16_t));
+        return load_f16(b);
+    }
+    static V load_bf16_n(const uint16_t* p, int n) {
+        uint16_t b[8] = {};
+        std::memcpy(b, p, size_t(n) * sizeof(uint16_t));
+        return load_bf16(b);
+    }
+
+    // e^x and e^x for x <= 0: simd/exp_poly.h, over these operations.
+    static V exp(V x) { return exp_poly7<Avx2>(x); }
+    static V exp_nonpositive(V x) { return exp_nonpositive_poly<Avx2>(x); }
+    static V min(V a, V b) { return _mm256_min_ps(a, b); }
+    static V round(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static V pow2(V n) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+    }
+    static V zero_below(V v, V x, V lo) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), v); }
+    static V underflow(V v, V x, V lo) { return zero_below(v, x, lo); }  // a NaN x keeps v
 
     // Sums each of 8 vectors across its lanes: lane j of the result is the sum of a[j]'s lanes, always
     // paired the same way (lanes 4 apart, then 2, 1), whichever vector it is.
@@ -120,6 +137,10 @@ struct Avx2 {
     }
     static V swap_pairs(V v) { return _mm256_permute_ps(v, 0xb1); }
     static V addsub_pairs(V a, V b) { return _mm256_addsub_ps(a, b); }
+
+    static __m256i dot_u8i8(__m256i acc, __m256i u, __m256i q) {
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), _mm256_set1_epi16(1)));
+    }
 
     static bool any_nan(const float* x) {
         const __m256 v = _mm256_loadu_ps(x);

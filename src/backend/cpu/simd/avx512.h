@@ -2,12 +2,16 @@
 // __m512 (AVX-512 F/BW/VL/DQ), each operation one fixed instruction sequence, so every kernel family
 // written over it (ops_simd.h, float_gemm.h, kv_rows_simd.h) rounds the same way. Include only from
 // *_avx512.cpp / *_amx.cpp files (their flags). Internal linkage: each ISA file compiles its own copy.
-//   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (fused), max
+//   arithmetic  zero, set1, load, store, add, sub, mul, div, fma (c + a * b), fnma (c - a * b), max
 //   reductions  hsum: (v[j] + v[j+8]), then (+ the lane 4 on), then lanes 0+2 / 1+3, then their sum
 //               (the order of _mm512_reduce_add_ps); hmax: _mm512_reduce_max_ps
 //   widening    load_f16, load_bf16 (bits << 16)
-//   exp         e^x, the same polynomial as simd/avx2.h, lane for lane the same bits;
-//               exp_nonpositive: e^x for x <= 0 (the attention softmax, AMX attention too)
+//               load_i8 (sign-extended int8 codes)
+//   partial     load_n, load_f16_n, load_bf16_n, load_i8_n (the first n of L values, the rest zero,
+//               or `fill` for load_n), store_n: masked (mask_n), nothing read or written past p + n;
+//               first_n (lanes from n on zeroed)
+//   exp         e^x and exp_nonpositive (x <= 0: the attention softmax, AMX attention too):
+//               simd/exp_poly.h over min, round, pow2, zero_below, underflow (a NaN x gives 0)
 //   lanes16     sixteen vectors reduced across their lanes at once by Op (AddPs, MaxPs, AddEpi32)
 //   RoPE pairs  dup_pairs (each of 8 values twice), swap_pairs, addsub_pairs (even lanes a-b)
 //   narrowing   any_nan, abs_max, to_f16, to_bf16 (f32_to_bf16's rounding, AVX-512 F only: the
@@ -19,6 +23,8 @@
 #include <immintrin.h>
 
 #include <cstdint>
+
+#include "backend/cpu/simd/exp_poly.h"
 
 namespace pagoda::backend::cpu::simd {
 namespace {
@@ -49,6 +55,7 @@ struct Avx512 {
     static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
     static V div(V a, V b) { return _mm512_div_ps(a, b); }
     static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    static V fnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
     static V max(V a, V b) { return _mm512_max_ps(a, b); }
 
     static float hsum(V v) {
@@ -66,48 +73,31 @@ struct Avx512 {
         return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
     }
 
-    // e^x = 2^n * e^r with n = round(x / ln2), r = x - n ln2 (two-part ln2), e^r by its degree-7
-    // Taylor polynomial (|r| <= ln2/2: truncation error < 1e-9 relative); 0 below -87.33.
-    static V exp(V x) {
-        const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33f), _CMP_LT_OQ);
-        x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)), _mm512_set1_ps(88.37f));
-        V n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        V r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-        r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-        V p = _mm512_set1_ps(1.f / 5040);
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-        const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-        const V res = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-        return _mm512_mask_mov_ps(res, tiny, _mm512_setzero_ps());
+    static __mmask16 mask_n(int n) { return __mmask16((1u << n) - 1u); }  // n in 0..16
+    static V load_i8(const int8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
+    static V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask_n(n), p); }
+    static V load_n(const float* p, int n, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), mask_n(n), p); }
+    static V load_i8_n(const int8_t* p, int n) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask_n(n), p))); }
+    static V first_n(V v, int n) { return _mm512_maskz_mov_ps(mask_n(n), v); }
+    static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask_n(n), v); }
+    static V load_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask_n(n), p)); }
+    static V load_bf16_n(const uint16_t* p, int n) {
+        const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask_n(n), p));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
     }
 
-    // e^x for x <= 0: Cody-Waite reduction by ln 2, a degree-6 polynomial, the exponent built in
-    // integer lanes, as simd/avx2.h's. Below -87.34 (and for -inf) exactly zero, so a masked score
-    // contributes nothing; exp(0) is exactly 1.
-    static V exp_nonpositive(V x) {
-        const __m512 lo = _mm512_set1_ps(-87.33654f);
-        __mmask16 ok = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
-        x = _mm512_max_ps(x, lo);
-        __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-        r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-        __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-        p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-        __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-        return _mm512_maskz_mul_ps(ok, p, _mm512_castsi512_ps(e));
+    // e^x and e^x for x <= 0: simd/exp_poly.h, over these operations.
+    static V exp(V x) { return exp_poly7<Avx512>(x); }
+    static V exp_nonpositive(V x) { return exp_nonpositive_poly<Avx512>(x); }
+    static V min(V a, V b) { return _mm512_min_ps(a, b); }
+    static V round(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static V pow2(V n) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
     }
+    static V zero_below(V v, V x, V lo) { return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), _mm512_setzero_ps()); }
+    static V underflow(V v, V x, V lo) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ), v); }  // NaN x: 0
 
     // Sixteen vectors reduced across their lanes at once: lane j of the result = Op over the 16 lanes
     // of a[j], always paired the same way (lanes 8 apart, then 4, 2, 1; each step combines two
