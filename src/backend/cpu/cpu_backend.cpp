@@ -208,35 +208,24 @@ public:
         gather_rows(x, step_.hidden_rows, out);
     }
 
-    // Every op; the quantising norms where the plan has a weight type that reads quantised rows.
-    bool supports(OpKind op) const override {
-        if (op == OpKind::rms_norm_quantize || op == OpKind::add_rms_norm_quantize) return quantized_row_elements(64) > 0;
-        return true;
-    }
+    bool supports(OpKind) const override { return true; }  // every op
     bool fuses_lora() const override { return true; }
 
-    int64_t quantized_row_elements(int64_t cols) const override {
-        // Some weight type may take prequantised rows when the plan runs int8_dot for one (each
-        // weight then says for itself, takes_quantized_input).
-        if (!cpu::plan_uses_int8_dot()) return 0;
-        const cpu::ScopedKernelChoice scope({cpu::PathMethod::int8_dot, cpu::gemm_tiles()});
-        if (!cpu::packed_int8_path_active()) return 0;
-        // One row's codes, scales and sums, plus room for the 64-byte alignment of the scales.
-        return int64_t((cpu::prequantized_bytes(1, cols) + 3) / 4) + 16;
+    // The CPU's prepared matmul input: a norm's output quantised to the int8 rows (codes, scales,
+    // sums) the packed int8_dot kernels read, so the rows are quantised once, in the norm's pass,
+    // instead of once per matmul. Only when some reader's weight takes them.
+    int64_t prepared_input_cols(int64_t cols, std::span<const Weight* const> readers) const override {
+        const int64_t q_cols = quantized_row_elements(cols);
+        if (q_cols <= 0) return 0;
+        for (const Weight* w : readers)
+            if (w && takes_quantized_input(*w)) return q_cols;
+        return 0;
     }
-    bool takes_quantized_input(const Weight& weight) const override {
-        const CpuWeight& w = cpu(weight);
-        if (w.packed().empty()) return false;
-        const cpu::ScopedKernelChoice scope(cpu::kernel_choice(w.parts()[0].type, 1));
-        for (const auto& p : w.packed())
-            if (!cpu::takes_prequantized(p)) return false;
-        return true;
-    }
-    void rms_norm_quantize(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
-                           const Tensor& q) override {
-        check_cols(x, w.size(), "rms_norm_quantize", "an input");
+    void norm_prepare(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
+                      const Tensor& q) override {
+        check_cols(x, w.size(), "norm_prepare", "an input");
         if (q.cols < quantized_row_elements(x.cols))
-            fail("cpu backend: rms_norm_quantize needs {} columns for the quantised rows, got {}",
+            fail("cpu backend: norm_prepare needs {} columns for the quantised rows, got {}",
                  quantized_row_elements(x.cols), q.cols);
         // Each row is quantised in the norm's pass, while it is still in cache.
         per_token(x.rows, [&](int64_t t) {
@@ -354,6 +343,26 @@ public:
     }
     MatmulArithmetic matmul_arithmetic(const Weight& weight, int64_t n_tokens) const override {
         return cpu::matmul_path_arithmetic(cpu(weight), n_tokens);
+    }
+
+private:
+    // Columns of a cols-wide activation's quantised rows (0: the plan runs no int8_dot path, so no
+    // weight takes them; each weight then says for itself, takes_quantized_input).
+    int64_t quantized_row_elements(int64_t cols) const {
+        if (!cpu::plan_uses_int8_dot()) return 0;
+        const cpu::ScopedKernelChoice scope({cpu::PathMethod::int8_dot, cpu::gemm_tiles()});
+        if (!cpu::packed_int8_path_active()) return 0;
+        // One row's codes, scales and sums, plus room for the 64-byte alignment of the scales.
+        return int64_t((cpu::prequantized_bytes(1, cols) + 3) / 4) + 16;
+    }
+    // Whether matmuls of `weight` read the quantised rows instead of quantising x themselves.
+    bool takes_quantized_input(const Weight& weight) const {
+        const CpuWeight& w = cpu(weight);
+        if (w.packed().empty()) return false;
+        const cpu::ScopedKernelChoice scope(cpu::kernel_choice(w.parts()[0].type, 1));
+        for (const auto& p : w.packed())
+            if (!cpu::takes_prequantized(p)) return false;
+        return true;
     }
 };
 
