@@ -137,6 +137,8 @@ public:
         a.scale = p.scale;
         a.sliding_window = p.sliding_window;
         a.softcap = p.softcap;
+        a.method = plan_.attention;
+        a.decode_kv_prefetch = plan_.decode_kv_prefetch;
         if (p.sinks) {
             if (p.sinks->size() != p.n_heads) fail("cpu backend: attention has {} sinks for {} heads", p.sinks->size(), p.n_heads);
             a.sinks = cpu(*p.sinks);
@@ -335,21 +337,21 @@ public:
     }
     int64_t moe_workspace_cols(const MoeOp& op) const override { return cpu::moe_workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws) override {
-        cpu::moe_ffn(op, x, logits, out, ws, threads_);
+        cpu::moe_ffn(op, x, logits, out, ws, threads_, plan_);
     }
 
     std::string describe_matmul(const Weight& weight, int64_t n_tokens) const override {
-        return cpu::describe_matmul_path(cpu(weight), n_tokens);
+        return cpu::describe_matmul_path(cpu(weight), n_tokens, plan_);
     }
     MatmulArithmetic matmul_arithmetic(const Weight& weight, int64_t n_tokens) const override {
-        return cpu::matmul_path_arithmetic(cpu(weight), n_tokens);
+        return cpu::matmul_path_arithmetic(cpu(weight), n_tokens, plan_);
     }
 
 private:
     // Columns of a cols-wide activation's quantised rows (0: the plan runs no int8_dot path, so no
     // weight takes them; each weight then says for itself, takes_quantized_input).
     int64_t quantized_row_elements(int64_t cols) const {
-        if (!cpu::plan_uses_int8_dot()) return 0;
+        if (!cpu::plan_uses_int8_dot(plan_)) return 0;
         const cpu::ScopedKernelChoice scope({cpu::PathMethod::int8_dot, cpu::gemm_tiles()});
         if (!cpu::packed_int8_path_active()) return 0;
         // One row's codes, scales and sums, plus room for the 64-byte alignment of the scales.
@@ -359,7 +361,7 @@ private:
     bool takes_quantized_input(const Weight& weight) const {
         const CpuWeight& w = cpu(weight);
         if (w.packed().empty()) return false;
-        const cpu::ScopedKernelChoice scope(cpu::kernel_choice(w.parts()[0].type, 1));
+        const cpu::ScopedKernelChoice scope(cpu::kernel_choice(plan_, w.parts()[0].type, 1));
         for (const auto& p : w.packed())
             if (!cpu::takes_prequantized(p)) return false;
         return true;
@@ -372,5 +374,8 @@ private:
 namespace pagoda::backend {
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) { return std::make_unique<cpu::CpuBackend>(options); }
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, const cpu::PlanSettings& plan) {
+    return std::make_unique<cpu::CpuBackend>(options, plan);
+}
 
 }  // namespace pagoda::backend
