@@ -159,8 +159,8 @@ void Backend::matmul_silu_mul(const Weight&, const Tensor&, const Tensor&, const
 void Backend::moe_ffn(const MoeOp&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
     fail("backend {} cannot run mixture-of-experts layers", name());
 }
-void Backend::rms_norm_quantize(const Tensor&, const Tensor*, const Vector&, float, const Tensor&, const Tensor&) {
-    fail("backend {} has no fused rms_norm_quantize", name());
+void Backend::norm_prepare(const Tensor&, const Tensor*, const Vector&, float, const Tensor&, const Tensor&) {
+    fail("backend {} keeps no prepared matmul input (norm_prepare)", name());
 }
 
 // The generic LoRA path: the two tensors to host, the update in double, y back. Correct on any

@@ -380,10 +380,10 @@ public:
     // out[t] = row tokens[t] of the table, dequantised.            out: T x cols
     virtual void embed(const Weight& table, const Tensor& out) = 0;
     // outs[p][t][r] = sum_c part_p[r][c] * x[t][c]; one output per part. The backend picks its
-    // path (GEMV for few rows, GEMM for many) by x.rows. `quantized`, when given, is x's quantised
-    // form from rms_norm_quantize (only for a weight that takes_quantized_input).
+    // path (GEMV for few rows, GEMM for many) by x.rows. `prepared`, when given, is x's prepared
+    // form from norm_prepare (see prepared_input_cols).
     virtual void matmul(const Weight& w, const Tensor& x, std::span<const Tensor> outs,
-                        const Tensor* quantized = nullptr) = 0;
+                        const Tensor* prepared = nullptr) = 0;
     // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w; out may be x.
     virtual void rms_norm(const Tensor& x, const Vector& w, float eps, const Tensor& out) = 0;
     virtual void add(const Tensor& y, const Tensor& x) = 0;        // y += x
@@ -469,17 +469,24 @@ public:
     virtual void add_rms_norm(const Tensor& x, const Tensor& r, const Vector& w, float eps, const Tensor& out);
     // `lora` (only where fuses_lora()): the step's LoRA updates of the matmul's parts.
     virtual void qkv_rope_kv_write(KvCache& cache, const QkvOp& op, const Tensor& x, const Tensor& q_out,
-                                   const Tensor* quantized = nullptr, const PartLora* lora = nullptr);
+                                   const Tensor* prepared = nullptr, const PartLora* lora = nullptr);
     virtual void matmul_silu_mul(const Weight& gate_up, const Tensor& x, const Tensor& out,
-                                 const Tensor* quantized = nullptr, const PartLora* lora = nullptr);
-    // rms_norm_quantize (add_rms_norm_quantize when r is given): out = rms_norm(x) (after x += *r),
-    // and its quantised form into `quantized`, a tensor of quantized_row_elements(x.cols) columns.
-    virtual void rms_norm_quantize(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
-                                   const Tensor& quantized);
-    // Columns of the quantised form of a cols-wide activation (0: the backend has none).
-    virtual int64_t quantized_row_elements(int64_t /*cols*/) const { return 0; }
-    // Whether matmuls of `w` read the quantised form instead of quantising x themselves.
-    virtual bool takes_quantized_input(const Weight& /*w*/) const { return false; }
+                                 const Tensor* prepared = nullptr, const PartLora* lora = nullptr);
+
+    // --- a backend's own rewrite: prepared matmul inputs ---
+    // A backend may have its own form of an activation that its matmuls read in place of the f32 rows
+    // (the CPU: int8 codes with scales for its packed kernels), worth writing once in the norm's pass
+    // rather than once per matmul. The fusion pass asks after its generic fusions: for a norm whose
+    // output h only matmul-type ops read, of weights `readers`, a result > 0 is the columns of h's
+    // prepared form; the norm node then also writes it (norm_prepare) and each reader takes it as its
+    // `prepared` argument. 0 (the default): the backend keeps no such form, and nothing changes.
+    virtual int64_t prepared_input_cols(int64_t /*cols*/, std::span<const Weight* const> /*readers*/) const {
+        return 0;
+    }
+    // out = rms_norm(x) (after x += *r when r is given), and out's prepared form into `prepared`, a
+    // tensor of prepared_input_cols(x.cols, ...) columns. Only where prepared_input_cols can be > 0.
+    virtual void norm_prepare(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
+                              const Tensor& prepared);
 
     // The kernel a matmul of `w` over n_tokens rows runs, for `pagoda graph` (e.g. "q8_0 packed
     // vnni avx512, gemv").

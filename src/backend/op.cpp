@@ -34,8 +34,6 @@ const char* op_name(OpKind op) {
         case OpKind::add_rms_norm: return "add_rms_norm";
         case OpKind::qkv_rope_kv_write: return "qkv_rope_kv_write";
         case OpKind::matmul_silu_mul: return "matmul_silu_mul";
-        case OpKind::rms_norm_quantize: return "rms_norm_quantize";
-        case OpKind::add_rms_norm_quantize: return "add_rms_norm_quantize";
     }
     return "?";
 }
@@ -58,9 +56,7 @@ bool is_fused_op(OpKind op) {
     switch (op) {
         case OpKind::add_rms_norm:
         case OpKind::qkv_rope_kv_write:
-        case OpKind::matmul_silu_mul:
-        case OpKind::rms_norm_quantize:
-        case OpKind::add_rms_norm_quantize: return true;
+        case OpKind::matmul_silu_mul: return true;
         default: return false;
     }
 }

@@ -35,9 +35,6 @@ enum class OpKind {
     sigmoid_mul,
     // fused: x += r, out = rms_norm(x); QkvOp; out = silu(x Wg^T) * (x Wu^T) for a weight of parts gate, up
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
-    // fused: rms_norm (add_rms_norm) that also writes its output's quantised form for the matmuls that
-    // read it (Backend::takes_quantized_input), so it is quantised once
-    rms_norm_quantize, add_rms_norm_quantize,
 };
 
 const char* op_name(OpKind op);

@@ -283,11 +283,11 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
                          op_times_ ? Clock::now() : Clock::time_point{}};
         auto in = [&](size_t i) { return tensor(node.in[i], rows); };
         auto out = [&](size_t i) { return tensor(node.out[i], rows); };
-        backend::Tensor quantized;  // a matmul-type op's second input: the first one's quantised form
+        backend::Tensor prepared;  // a matmul-type op's second input: the first one's prepared form
         const backend::Tensor* q = nullptr;
         if (node.in.size() == 2 && multiplies_input(node.kind)) {
-            quantized = in(1);
-            q = &quantized;
+            prepared = in(1);
+            q = &prepared;
         }
         if (observer && multiplies_input(node.kind)) observe(node, in(0), *observer);
         switch (node.kind) {
@@ -303,6 +303,8 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
                     heads.rows *= node.n_heads;
                     heads.cols /= node.n_heads;
                     b.rms_norm(heads, *node.vector, node.eps, heads);
+                } else if (node.out.size() == 2) {  // also writes its output's prepared form (fusion.h)
+                    b.norm_prepare(in(0), nullptr, *node.vector, node.eps, out(0), out(1));
                 } else {
                     b.rms_norm(in(0), *node.vector, node.eps, out(0));
                 }
@@ -351,17 +353,16 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             case OpKind::delta_gates: delta_gates(node, in(0), in(1)); break;
             case OpKind::scale: b.scale(in(0), node.value); break;
             case OpKind::softcap: b.softcap(in(0), node.value); break;
-            case OpKind::add_rms_norm: b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1)); break;
+            case OpKind::add_rms_norm:
+                if (node.out.size() == 3) {  // also writes its output's prepared form (fusion.h)
+                    const backend::Tensor r = in(1);
+                    b.norm_prepare(in(0), &r, *node.vector, node.eps, out(1), out(2));
+                } else {
+                    b.add_rms_norm(in(0), in(1), *node.vector, node.eps, out(1));
+                }
+                break;
             case OpKind::qkv_rope_kv_write: b.qkv_rope_kv_write(cache, node.qkv, in(0), out(0), q, part_lora(node)); break;
             case OpKind::matmul_silu_mul: b.matmul_silu_mul(*node.weight, in(0), out(0), q, part_lora(node)); break;
-            case OpKind::rms_norm_quantize:
-                b.rms_norm_quantize(in(0), nullptr, *node.vector, node.eps, out(0), out(1));
-                break;
-            case OpKind::add_rms_norm_quantize: {
-                const backend::Tensor r = in(1);
-                b.rms_norm_quantize(in(0), &r, *node.vector, node.eps, out(1), out(2));
-                break;
-            }
         }
     }
     if (op_times_)

@@ -42,7 +42,7 @@ public:
                 out.nodes.push_back(g_.nodes[i++]);
             }
         }
-        quantize_in_norms(out);
+        prepare_in_norms(out);
         return out;
     }
 
@@ -134,36 +134,35 @@ private:
         return used;
     }
 
-    // A norm whose output only matmuls read, at least one of which takes a quantised input, also
-    // writes that quantised form, and the matmuls read it: the activations are quantised once, in the
-    // norm's pass, instead of once per matmul.
-    void quantize_in_norms(Graph& g) const {
+    // The backend's own rewrite (Backend::prepared_input_cols): a norm whose output only matmuls
+    // read, where the backend keeps a prepared form of that input for their weights, also writes that
+    // form, and the matmuls read it: prepared once, in the norm's pass, instead of once per matmul.
+    void prepare_in_norms(Graph& g) const {
         static auto reads_as_matmul_input = [](const Node& n, int h) {
             return multiplies_input(n.kind) && n.in.size() == 1 && n.in[0] == h;
         };
         for (size_t i = 0; i < g.nodes.size(); ++i) {
             Node& norm = g.nodes[i];
-            if ((norm.kind != OpKind::rms_norm && norm.kind != OpKind::add_rms_norm) || norm.n_heads > 0) continue;
-            const OpKind quantizing =
-                norm.kind == OpKind::rms_norm ? OpKind::rms_norm_quantize : OpKind::add_rms_norm_quantize;
-            if (!b_.supports(quantizing)) continue;
+            if (norm.kind != OpKind::rms_norm && norm.kind != OpKind::add_rms_norm) continue;
+            if (norm.n_heads > 0 || norm.out.size() != (norm.kind == OpKind::rms_norm ? 1u : 2u)) continue;
             const int h = norm.out.back();
             std::vector<size_t> consumers;
-            bool only_matmuls = true, any_takes = false;
+            std::vector<const backend::Weight*> readers;
+            bool only_matmuls = true;
             for (size_t j = i + 1; j < g.nodes.size(); ++j) {
                 const Node& n = g.nodes[j];
                 if (std::find(n.in.begin(), n.in.end(), h) == n.in.end()) continue;
                 only_matmuls = only_matmuls && reads_as_matmul_input(n, h);
-                any_takes = any_takes || (n.weight && b_.takes_quantized_input(*n.weight));
+                readers.push_back(n.weight);
                 consumers.push_back(j);
             }
             if (h == g.output || h == g.hidden || std::find(g.exported.begin(), g.exported.end(), h) != g.exported.end())
                 only_matmuls = false;
-            const int64_t cols = b_.quantized_row_elements(g.tensors[size_t(h)].cols);
-            if (!only_matmuls || !any_takes || consumers.empty() || cols <= 0) continue;
+            if (!only_matmuls || consumers.empty()) continue;
+            const int64_t cols = b_.prepared_input_cols(g.tensors[size_t(h)].cols, readers);
+            if (cols <= 0) continue;
             const TensorSpec spec = g.tensors[size_t(h)];
-            const int q = g.add_tensor(spec.name + ".q8", spec.rows, cols);
-            norm.kind = quantizing;
+            const int q = g.add_tensor(spec.name + ".prepared", spec.rows, cols);
             norm.out.push_back(q);
             for (size_t j : consumers) g.nodes[j].in.push_back(q);
         }

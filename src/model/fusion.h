@@ -4,9 +4,10 @@
 //   matmul(W_qkv, h) -> q, k, v ; [add_bias q, k, v] ; rope q ; rope k ; kv_write(k, v)
 //                                                                  => qkv_rope_kv_write(h) -> q
 //   matmul(W_gate_up, h) -> g, u ; silu_mul(g, u) -> a             => matmul_silu_mul(h) -> a
-//   [add_]rms_norm -> h read only by matmuls taking a quantised input
-//                                        => [add_]rms_norm_quantize -> h, h.q8 ; matmul(h, h.q8) ...
-//      (RMSNorm + activation quantisation + matmul: the input is quantised once, in the norm's pass)
+// Then the backend's own rewrite (Backend::prepared_input_cols, e.g. the CPU's int8 activation rows):
+//   [add_]rms_norm -> h read only by matmuls whose weights take the backend's prepared form of h
+//                                        => [add_]rms_norm -> h, h.prepared ; matmul(h, h.prepared) ...
+//      (the input is prepared once, in the norm's pass; the executor runs Backend::norm_prepare)
 // In the LoRA twin graph (lora_graph.h) the lora_add nodes right after the QKV and gate|up matmuls
 // join those chains where the backend fuses_lora() (Node::lora_parts): the fused
 // op adds the update after its matmul, so a step with adapters keeps its fused ops.

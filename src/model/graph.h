@@ -8,7 +8,8 @@
 // In-place ops (add, add_bias, rope, gelu, and add_rms_norm's first output) name the same tensor as input
 // and output. The graph's output tensor is the logits, L x vocab; its optional `hidden` tensor is
 // the final hidden state after the output norm, H x dim. An encoder's graph has no logits. A matmul-type op with a second
-// input reads it as its first input's quantised form (from a *_quantize norm).
+// input reads it as its first input's prepared form, which an rms_norm (add_rms_norm) with one
+// output more than usual writes (fusion.h: the backend's own rewrite, Backend::prepared_input_cols).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -24,7 +25,7 @@ namespace pagoda::model {
 using backend::OpKind;
 using backend::op_name;
 // The ops that multiply their first input by a weight (plain or fused): the calibration observer
-// watches their inputs, and a second input is that one's quantised form.
+// watches their inputs, and a second input is that one's prepared form.
 inline bool multiplies_input(OpKind k) {
     return k == OpKind::matmul || k == OpKind::qkv_rope_kv_write || k == OpKind::matmul_silu_mul;
 }

@@ -61,15 +61,15 @@ const T* resolve(const T* handle, Side side, const char* what) {
 std::string LayerRouter::name() const { return device_.name() + "+" + host_.name(); }
 
 std::string LayerRouter::describe() const {
-    return fmt::format("layers 0..{} on {}, {}..{} on {}", split_.device_layers - 1, device_.name(), split_.device_layers,
-                       split_.n_layers - 1, host_.name());
+    return fmt::format("token embedding on {}, layers 0..{} on {}, {}..{} on {}", host_.name(), split_.device_layers - 1,
+                       device_.name(), split_.device_layers, split_.n_layers - 1, host_.name());
 }
 
 std::shared_ptr<backend::Weight> LayerRouter::upload_weight(std::vector<backend::MatrixSource> parts,
                                                             backend::WeightUse use) {
     if (parts.empty()) fail("layer router: a weight needs at least one part");
     const int32_t layer = layer_of_tensor_name(parts[0].name);
-    const Side input = split_.side_of_layer(0), head = Side::host;
+    const Side input = LayerSplit::input_side, head = Side::host;
     bool on[2] = {false, false};
     auto put = [&](Side s) { on[s == Side::device ? 0 : 1] = true; };
     if (layer >= 0) {

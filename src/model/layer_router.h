@@ -1,8 +1,8 @@
 // The backend an architecture builder uploads to under a partial offload (layer_split.h): a facade
 // over the device and the host backend that puts each weight where its layer runs, so the builders
-// stay unchanged. A "blk.N." matrix goes to layer N's backend; the token embedding to the input's
-// (layer 0's); the output head (and any other matrix outside the layers) to the head's; a tied
-// embedding/head to both when they differ. Vectors and ropes are small and unnamed: both backends get
+// stay unchanged. A "blk.N." matrix goes to layer N's backend; the token embedding (and gemma4's
+// per_layer_* inputs) to the host, which runs the input (layer_split.h); the output head (and any
+// other matrix outside the layers) to the head's; a tied embedding/head to both when they differ. Vectors and ropes are small and unnamed: both backends get
 // them. The builder's graph points at the router's handles; rebind() points a segment's ops at its
 // own backend's. Only the upload and capability calls are the router's: it runs no op.
 #pragma once

@@ -30,8 +30,11 @@ int32_t tag_of(const Node& n, int32_t n_layers) {
     if (n.role == MatmulInput::output) return n_layers;
     if (n.layer >= 0) return n.layer;
     if (const backend::Weight* w = named_weight(n); w && !w->parts().empty()) {
-        const int32_t layer = layer_of_tensor_name(w->parts()[0].name);
+        const std::string& name = w->parts()[0].name;
+        const int32_t layer = layer_of_tensor_name(name);
         if (layer >= 0) return layer;
+        // gemma4's per-layer embedding inputs: uploaded with the input (layer_router.h), run with it
+        if (name.rfind("per_layer_", 0) == 0) return -1;
     }
     return kUntagged;
 }
@@ -55,7 +58,7 @@ std::vector<GraphSegment> split_by_layer(const Graph& g, const LayerSplit& split
         fail("split_by_layer: {} device layers of {}", split.device_layers, split.n_layers);
     const int n = int(g.nodes.size());
     auto side_of_tag = [&](int32_t tag) {
-        if (tag < 0) return split.side_of_layer(0);  // the input runs with the first layer
+        if (tag < 0) return LayerSplit::input_side;
         return tag >= split.n_layers ? Side::host : split.side_of_layer(tag);
     };
     // Per tensor: the first op that writes it and the last that reads or writes it (the graph's
@@ -108,22 +111,26 @@ std::vector<GraphSegment> split_by_layer(const Graph& g, const LayerSplit& split
         for (int j = prev + 1; j < i; ++j) side[size_t(j)] = j < cut ? side[size_t(prev)] : s;
         prev = i;
     }
-    int cut = 0;
-    while (cut < n && side[size_t(cut)] == Side::device) ++cut;
-    for (int i = cut; i < n; ++i)
+    // The host's input ops, then one run of device ops, then the host's.
+    int device_begin = 0;
+    while (device_begin < n && side[size_t(device_begin)] == Side::host) ++device_begin;
+    int device_end = device_begin;
+    while (device_end < n && side[size_t(device_end)] == Side::device) ++device_end;
+    for (int i = device_end; i < n; ++i)
         if (side[size_t(i)] == Side::device)
             fail("cannot split the graph at layer {}: op {} ({}) would run on the device after host ops",
                  split.device_layers, i, op_name(g.nodes[size_t(i)].kind));
 
     std::vector<GraphSegment> out;
-    const std::vector<int> boundary = crossing(cut);
-    for (const Side s : {Side::device, Side::host}) {
-        const int begin = s == Side::device ? 0 : cut, end = s == Side::device ? cut : n;
+    const int bounds[] = {0, device_begin, device_end, n};
+    for (int part = 0; part < 3; ++part) {
+        const int begin = bounds[part], end = bounds[part + 1];
         if (begin == end) continue;
         GraphSegment seg;
-        seg.side = s;
-        seg.first_kv_layer = s == Side::device ? 0 : split.device_layers;
-        const int32_t kv_end = s == Side::device ? split.device_layers : split.n_layers;
+        seg.side = part == 1 ? Side::device : Side::host;
+        // The input segment holds no attention layer: any KV op there falls outside [0, 0).
+        seg.first_kv_layer = part == 2 ? split.device_layers : 0;
+        const int32_t kv_end = part == 0 ? 0 : part == 1 ? split.device_layers : split.n_layers;
         seg.graph.tensors = g.tensors;
         seg.graph.lora_targets = g.lora_targets;
         seg.graph.nodes.assign(g.nodes.begin() + begin, g.nodes.begin() + end);
@@ -138,8 +145,8 @@ std::vector<GraphSegment> split_by_layer(const Graph& g, const LayerSplit& split
             seg.graph.output = g.output;
             seg.graph.hidden = g.hidden;
         }
-        if (begin > 0) seg.graph.imported = boundary;
-        if (end < n) seg.graph.exported = boundary;
+        if (begin > 0) seg.graph.imported = crossing(begin);
+        if (end < n) seg.graph.exported = crossing(end);
         out.push_back(std::move(seg));
     }
     return out;

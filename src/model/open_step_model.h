@@ -30,8 +30,9 @@ struct StepModelOptions {
     // How adapters' numbers are stored for the steps (lora::LoraStorage; --lora-dtype).
     lora::LoraStorage lora_storage = lora::LoraStorage::exact;
     // With a device backend (vulkan): the first N layers run there, the rest and the output head on
-    // the cpu backend (llama.cpp's -ngl; the token embedding goes with layer 0). 0: all on the cpu;
-    // more than the model's layers, or -1: all on the device. Other backends ignore it.
+    // the cpu backend (llama.cpp's -ngl; the token embedding stays on the cpu: its gathered rows cross
+    // once a step). 0: all on the cpu; more than the model's layers, or -1: all on the device. Other
+    // backends ignore it.
     int32_t n_gpu_layers = -1;
     // A model with recurrent layers: how many per-sequence states it keeps (StepModelInfo::
     // n_state_slots): the engine's max_seqs running sequences, then its prefix-cache snapshots

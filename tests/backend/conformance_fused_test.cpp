@@ -9,49 +9,6 @@ using gguf::GgmlType;
 using kv::KvDtype;
 using namespace testing;
 
-TEST_P(Conformance, FusedNormQuantize) {
-    if (!test->supports(OpKind::rms_norm_quantize)) GTEST_SKIP() << GetParam() << " declares no rms_norm_quantize";
-    std::mt19937 rng(17);
-    const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
-    std::set<GgmlType> checked_types;  // a weight that takes no quantised input has nothing to check
-    int checked = 0;
-    for (int trial = 0; trial < 8; ++trial) {
-        const GgmlType type = types[trial % 4];
-        const int64_t n = trial % 3 == 0 ? 1 : uniform(2, 37, rng), cols = 256 * uniform(1, 3, rng);
-        const bool with_add = trial % 2 == 1;
-        const std::vector<float> x = random_values(n * cols, rng), r = random_values(n * cols, rng), w = random_values(cols, rng);
-        const HostMatrix a = random_matrix(type, uniform(1, 40, rng), cols, rng, "a");
-        const HostMatrix b = random_matrix(trial % 4 == 3 ? GgmlType::Q8_0 : type, uniform(1, 40, rng), cols, rng, "b");
-        test.reset();
-        auto norm = test->upload_vector(w);
-        auto weight = test->upload_weight({a.source(), b.source()}, WeightUse::matmul);
-        if (!test->takes_quantized_input(*weight)) continue;
-        const Tensor residual = test.input(n, cols, r);
-        const Tensor x_fused = test.input(n, cols, x), h_fused = test.tensor(n, cols);
-        const Tensor q = test.tensor(n, test->quantized_row_elements(cols));
-        test->rms_norm_quantize(x_fused, with_add ? &residual : nullptr, *norm, 1e-5f, h_fused, q);
-        const Tensor fused[] = {test.tensor(n, a.rows), test.tensor(n, b.rows)};
-        test->matmul(*weight, h_fused, fused, &q);
-
-        const Tensor x_plain = test.input(n, cols, x), h_plain = test.tensor(n, cols);
-        if (with_add) test->add(x_plain, residual);
-        test->rms_norm(x_plain, *norm, 1e-5f, h_plain);
-        const Tensor plain[] = {test.tensor(n, a.rows), test.tensor(n, b.rows)};
-        test->matmul(*weight, h_plain, plain);
-        const std::string label = fmt::format("{}, {} tokens, add {}", type_name(type), n, with_add);
-        EXPECT_TRUE(bitwise(test.read(h_fused), test.read(h_plain))) << "norm, " << label;
-        EXPECT_TRUE(bitwise(test.read(x_fused), test.read(x_plain))) << "residual, " << label;
-        for (size_t p = 0; p < 2; ++p) EXPECT_TRUE(bitwise(test.read(fused[p]), test.read(plain[p]))) << "part " << p << ", " << label;
-        ++checked;
-        checked_types.insert(type);
-    }
-    // A backend that declares norm_quantize takes quantised input for some block type: at least
-    // one type's cases, both with and without the residual add, must have been checked.
-    EXPECT_GE(checked, 2) << GetParam() << ": only " << checked << " of 8 cases took quantised input";
-    EXPECT_GE(checked_types.size(), 1u);
-    std::cout << "[ CHECKED  ] " << checked << " of 8 cases, " << checked_types.size() << " of 4 block types\n";
-}
-
 TEST_P(Conformance, FusedAddRmsNorm) {
     if (!test->supports(OpKind::add_rms_norm)) GTEST_SKIP() << GetParam() << " declares no add_rms_norm";
     std::mt19937 rng(13);

@@ -425,8 +425,5 @@ TEST_P(Contract, ImageRowsAreBatchInvariant) {
 }
 
 // --- fused ops, each against its unfused sequence on the backend under test ---
-
-// rms_norm_quantize (with and without the residual add) then matmuls reading the quantised form
-// equal rms_norm then matmuls from f32, for one-part, stacked and unstacked (mixed-type) weights.
 }  // namespace
 }  // namespace pagoda::backend::conformance

@@ -1,11 +1,18 @@
 // The fusion pass on real graphs: which ops it forms for the llama graph, and that the fused graph
 // computes bitwise the logits of the unfused one (prefill and decode) on the CPU backend for float and
 // quantised weights — every fused op is defined to run the same arithmetic as its sequence.
+#include <algorithm>
 #include <cstring>
 #include <gtest/gtest.h>
 
+#include "backend/backend.h"
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "fixtures.h"
+#include "gguf/gguf.h"
+#include "model/arch/arch.h"
+#include "model/config.h"
+#include "model/fusion.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
@@ -78,6 +85,41 @@ TEST(FusionPass, FormsTheFusedOpsOfTheLlamaGraph) {
     EXPECT_EQ(unfused->op_counts(),
               "add 4, attention 2, embed 1, gather_hidden_rows 1, gather_logit_rows 1, kv_write 2, matmul 9, rms_norm 6, rope 4, "
               "silu_mul 2");
+}
+
+// The backend's own rewrite (Backend::prepared_input_cols): on the CPU, whose packed int8 kernels
+// read activations quantised once, every norm of a Q8_0 llama read only by matmuls (each layer's two,
+// and the output norm of the logit rows, which the head reads; not the hidden rows' norm, which is a
+// graph output) gets one output more, its prepared form, which exactly the matmuls reading the norm take as their
+// second input; the reference keeps no prepared form, so its fused graph has none.
+TEST(FusionPass, TheCpuNormsWriteThePreparedInputOfTheirInt8Matmuls) {
+    if (best_supported_isa() == Isa::scalar) GTEST_SKIP() << "no AVX2: no panel kernel runs here";
+    const std::string path = random_model_path("llama", "q8_0");
+    auto file = gguf::File::open(path);
+    const ModelConfig config = read_config(*file);
+    auto prepared_norms = [&](backend::Backend& b) {
+        const Graph g = fuse(find_arch_builder(config.arch)(*file, config, b).graph, b);
+        int count = 0;
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+            const Node& norm = g.nodes[i];
+            const size_t outs = norm.kind == OpKind::rms_norm ? 1 : norm.kind == OpKind::add_rms_norm ? 2 : 0;
+            if (outs == 0 || norm.out.size() == outs) continue;
+            EXPECT_EQ(norm.out.size(), outs + 1) << "op " << i;
+            const int h = norm.out[outs - 1], q = norm.out[outs];
+            for (const Node& n : g.nodes) {
+                const bool reads_h = std::find(n.in.begin(), n.in.end(), h) != n.in.end();
+                const bool reads_q = std::find(n.in.begin(), n.in.end(), q) != n.in.end();
+                EXPECT_EQ(reads_h, reads_q) << op_name(n.kind) << " reads one form of op " << i << "'s output";
+                if (reads_h) EXPECT_TRUE(multiplies_input(n.kind) && n.in.size() == 2 && n.in[0] == h && n.in[1] == q);
+            }
+            ++count;
+        }
+        return count;
+    };
+    auto cpu = backend::make_backend("cpu", {.n_threads = 1});
+    EXPECT_EQ(prepared_norms(*cpu), 2 * int(config.n_layers) + 1) << "each layer's attention and FFN norms, the head's";
+    auto reference = backend::make_backend("reference");
+    EXPECT_EQ(prepared_norms(*reference), 0);
 }
 
 }  // namespace

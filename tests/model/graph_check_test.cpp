@@ -57,7 +57,7 @@ TEST(GraphCheck, AsksTheBackendAboutEachOpsParameters) {
     backend::MoeOp moe;
     moe.routing.expert_scale = {0.5f, 2.0f};
     EXPECT_EQ(reference->refusal({.op = OpKind::moe_ffn, .moe = &moe}), "") << "the reference runs per-expert scales";
-    EXPECT_EQ(reference->refusal({.op = OpKind::add_rms_norm_quantize}), "the add_rms_norm_quantize op");
+    EXPECT_EQ(reference->refusal({.op = OpKind::add_rms_norm}), "the add_rms_norm op");
     const backend::AttentionParams window{.n_heads = 2, .scale = 0.5f, .sliding_window = 4};
     EXPECT_EQ(reference->refusal({.op = OpKind::attention, .attention = &window}), "");
 }

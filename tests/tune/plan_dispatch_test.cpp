@@ -260,13 +260,19 @@ TEST(KernelPlan, TheWideThresholdSwitchesPathsNotBits) {
         const auto y40 = backend_matmul(*be, w, x, 40);
         EXPECT_EQ(wide_dispatch_count(), count + 1);
         EXPECT_EQ(y20, std::vector<float>(y40.begin(), y40.begin() + 20 * rows));
+        // A backend keeps the plan installed when it was made (kernel_plan.h): a new one takes the next.
         set_kernel_plan({{{type, PathMethod::int8_dot, {}, std::nullopt, kNeverMinTokens}}});
         count = wide_dispatch_count();
-        EXPECT_EQ(backend_matmul(*be, w, x, 40), y40) << "the narrow kernel at 40 tokens";
+        EXPECT_EQ(backend_matmul(*be, w, x, 40), y40) << "the first backend keeps its plan";
+        EXPECT_EQ(wide_dispatch_count(), count + 1);
+        auto never = backend::make_backend("cpu", {.n_threads = 2});
+        count = wide_dispatch_count();
+        EXPECT_EQ(backend_matmul(*never, w, x, 40), y40) << "the narrow kernel at 40 tokens";
         EXPECT_EQ(wide_dispatch_count(), count);
         clear_kernel_plan();
         EXPECT_EQ(kernel_choice(type, 3).wide_min_tokens, kDefaultWideMinTokens);
-        EXPECT_EQ(backend_matmul(*be, w, x, 40), y40) << "the default: the wide kernel from 17 tokens";
+        auto by_default = backend::make_backend("cpu", {.n_threads = 2});
+        EXPECT_EQ(backend_matmul(*by_default, w, x, 40), y40) << "the default: the wide kernel from 17 tokens";
         EXPECT_EQ(wide_dispatch_count(), count + 1);
     }
 }

@@ -137,6 +137,8 @@ public:
         a.scale = p.scale;
         a.sliding_window = p.sliding_window;
         a.softcap = p.softcap;
+        a.method = plan_.attention;
+        a.decode_kv_prefetch = plan_.decode_kv_prefetch;
         if (p.sinks) {
             if (p.sinks->size() != p.n_heads) fail("cpu backend: attention has {} sinks for {} heads", p.sinks->size(), p.n_heads);
             a.sinks = cpu(*p.sinks);
@@ -208,35 +210,24 @@ public:
         gather_rows(x, step_.hidden_rows, out);
     }
 
-    // Every op; the quantising norms where the plan has a weight type that reads quantised rows.
-    bool supports(OpKind op) const override {
-        if (op == OpKind::rms_norm_quantize || op == OpKind::add_rms_norm_quantize) return quantized_row_elements(64) > 0;
-        return true;
-    }
+    bool supports(OpKind) const override { return true; }  // every op
     bool fuses_lora() const override { return true; }
 
-    int64_t quantized_row_elements(int64_t cols) const override {
-        // Some weight type may take prequantised rows when the plan runs int8_dot for one (each
-        // weight then says for itself, takes_quantized_input).
-        if (!cpu::plan_uses_int8_dot()) return 0;
-        const cpu::ScopedKernelChoice scope({cpu::PathMethod::int8_dot, cpu::gemm_tiles()});
-        if (!cpu::packed_int8_path_active()) return 0;
-        // One row's codes, scales and sums, plus room for the 64-byte alignment of the scales.
-        return int64_t((cpu::prequantized_bytes(1, cols) + 3) / 4) + 16;
+    // The CPU's prepared matmul input: a norm's output quantised to the int8 rows (codes, scales,
+    // sums) the packed int8_dot kernels read, so the rows are quantised once, in the norm's pass,
+    // instead of once per matmul. Only when some reader's weight takes them.
+    int64_t prepared_input_cols(int64_t cols, std::span<const Weight* const> readers) const override {
+        const int64_t q_cols = quantized_row_elements(cols);
+        if (q_cols <= 0) return 0;
+        for (const Weight* w : readers)
+            if (w && takes_quantized_input(*w)) return q_cols;
+        return 0;
     }
-    bool takes_quantized_input(const Weight& weight) const override {
-        const CpuWeight& w = cpu(weight);
-        if (w.packed().empty()) return false;
-        const cpu::ScopedKernelChoice scope(cpu::kernel_choice(w.parts()[0].type, 1));
-        for (const auto& p : w.packed())
-            if (!cpu::takes_prequantized(p)) return false;
-        return true;
-    }
-    void rms_norm_quantize(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
-                           const Tensor& q) override {
-        check_cols(x, w.size(), "rms_norm_quantize", "an input");
+    void norm_prepare(const Tensor& x, const Tensor* r, const Vector& w, float eps, const Tensor& out,
+                      const Tensor& q) override {
+        check_cols(x, w.size(), "norm_prepare", "an input");
         if (q.cols < quantized_row_elements(x.cols))
-            fail("cpu backend: rms_norm_quantize needs {} columns for the quantised rows, got {}",
+            fail("cpu backend: norm_prepare needs {} columns for the quantised rows, got {}",
                  quantized_row_elements(x.cols), q.cols);
         // Each row is quantised in the norm's pass, while it is still in cache.
         per_token(x.rows, [&](int64_t t) {
@@ -346,14 +337,34 @@ public:
     }
     int64_t moe_workspace_cols(const MoeOp& op) const override { return cpu::moe_workspace_cols(op); }
     void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws) override {
-        cpu::moe_ffn(op, x, logits, out, ws, threads_);
+        cpu::moe_ffn(op, x, logits, out, ws, threads_, plan_);
     }
 
     std::string describe_matmul(const Weight& weight, int64_t n_tokens) const override {
-        return cpu::describe_matmul_path(cpu(weight), n_tokens);
+        return cpu::describe_matmul_path(cpu(weight), n_tokens, plan_);
     }
     MatmulArithmetic matmul_arithmetic(const Weight& weight, int64_t n_tokens) const override {
-        return cpu::matmul_path_arithmetic(cpu(weight), n_tokens);
+        return cpu::matmul_path_arithmetic(cpu(weight), n_tokens, plan_);
+    }
+
+private:
+    // Columns of a cols-wide activation's quantised rows (0: the plan runs no int8_dot path, so no
+    // weight takes them; each weight then says for itself, takes_quantized_input).
+    int64_t quantized_row_elements(int64_t cols) const {
+        if (!cpu::plan_uses_int8_dot(plan_)) return 0;
+        const cpu::ScopedKernelChoice scope({cpu::PathMethod::int8_dot, cpu::gemm_tiles()});
+        if (!cpu::packed_int8_path_active()) return 0;
+        // One row's codes, scales and sums, plus room for the 64-byte alignment of the scales.
+        return int64_t((cpu::prequantized_bytes(1, cols) + 3) / 4) + 16;
+    }
+    // Whether matmuls of `weight` read the quantised rows instead of quantising x themselves.
+    bool takes_quantized_input(const Weight& weight) const {
+        const CpuWeight& w = cpu(weight);
+        if (w.packed().empty()) return false;
+        const cpu::ScopedKernelChoice scope(cpu::kernel_choice(plan_, w.parts()[0].type, 1));
+        for (const auto& p : w.packed())
+            if (!cpu::takes_prequantized(p)) return false;
+        return true;
     }
 };
 
@@ -363,5 +374,8 @@ public:
 namespace pagoda::backend {
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) { return std::make_unique<cpu::CpuBackend>(options); }
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, const cpu::PlanSettings& plan) {
+    return std::make_unique<cpu::CpuBackend>(options, plan);
+}
 
 }  // namespace pagoda::backend

@@ -11,7 +11,14 @@
 #include "backend/backend.h"
 
 namespace pagoda::backend {
+namespace cpu {
+struct PlanSettings;
+}
 
+// With the process's plan as installed now (set_kernel_plan), or with a plan of its own
+// (cpu/plan/kernel_plan.h plan_settings): a backend keeps its plan and attention settings for its
+// lifetime, whatever another backend or set_kernel_plan does later.
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, const cpu::PlanSettings& plan);
 
 }  // namespace pagoda::backend

@@ -12,8 +12,8 @@
 
 namespace pagoda::backend::cpu {
 
-CpuBackendBase::CpuBackendBase(const BackendOptions& o)
-    : threads_(o.n_threads > 0 ? o.n_threads : default_thread_count()) {
+CpuBackendBase::CpuBackendBase(const BackendOptions& o, PlanSettings plan)
+    : threads_(o.n_threads > 0 ? o.n_threads : default_thread_count()), plan_(std::move(plan)) {
     log_kernel_paths();  // once per process: which ISA and quantised path the matmuls use
     log_kernel_plan();   // and which method and tiles each weight type takes (profile or CPUID)
 }
@@ -29,7 +29,7 @@ std::shared_ptr<Weight> CpuBackendBase::upload_weight(std::vector<MatrixSource> 
         if (p.cols != parts[0].cols) fail("cpu backend: stacked tensor {} has {} columns, {} has {}", p.name, p.cols,
                                           parts[0].name, parts[0].cols);
     }
-    auto w = std::make_shared<CpuWeight>(std::move(parts), use);
+    auto w = std::make_shared<CpuWeight>(std::move(parts), use, plan_);
     if (w->parts().size() > 1) stacked_width_ = std::max(stacked_width_, w->rows());
     if (w->parts().size() == 3) kv_width_ = std::max(kv_width_, w->parts()[1].rows + w->parts()[2].rows);
     size_scratch();  // a weight uploaded after reserve_activations widens the scratch now, not in a step

@@ -20,7 +20,7 @@ namespace pagoda::backend::cpu {
 
 class CpuBackendBase : public Backend {
 public:
-    explicit CpuBackendBase(const BackendOptions& o);
+    explicit CpuBackendBase(const BackendOptions& o, PlanSettings plan = process_plan_settings());
 
     std::string name() const override { return "cpu"; }
     std::string describe() const override;
@@ -50,7 +50,7 @@ protected:
     float* stacked_output(const CpuWeight& w, const Tensor& x, const Tensor* xq);
     // From the quantised form of x when the norm made one and this weight reads it, else from x.
     void multiply(const PackedWeight& w, const Tensor& x, const Tensor* xq, float* y) {
-        cpu::multiply(w, x, xq, y, threads_);
+        cpu::multiply(w, x, xq, y, threads_, plan_);
     }
     // The rope's cos / sin for this step's positions (the same in every layer: computed once a step).
     const CpuRope& rope_tables(const Rope& r, int64_t n);
@@ -61,6 +61,7 @@ protected:
     const int32_t* sequence_ends();
 
     ThreadPool threads_;
+    const PlanSettings plan_;        // this backend's kernel plan and attention settings (kernel_plan.h)
     std::vector<float> kv_scratch_;  // K and V of a fused QKV op
     LoraScratch lora_scratch_;       // lora_add's intermediates
     StepInputs step_;

@@ -25,9 +25,10 @@ void per_token(ThreadPool& threads, int64_t n, const Fn& fn) {
 }
 
 // y = x W^T from the quantised form of x when the norm made one and this weight reads it, else
-// from x. The plan's method and tiles for (type, tokens) hold on this thread for the call.
-inline void multiply(const PackedWeight& w, const Tensor& x, const Tensor* xq, float* y, ThreadPool& threads) {
-    const KernelChoice choice = kernel_choice(w.source().type, x.rows);
+// from x. The backend's plan's method and tiles for (type, tokens) hold on this thread for the call.
+inline void multiply(const PackedWeight& w, const Tensor& x, const Tensor* xq, float* y, ThreadPool& threads,
+                     const PlanSettings& plan) {
+    const KernelChoice choice = kernel_choice(plan, w.source().type, x.rows);
     const ScopedKernelChoice scope(choice);
     count_dispatch(choice.method);
     if (xq && takes_prequantized(w)) return matmul_prequantized(w, xq->data, x.rows, y, threads);

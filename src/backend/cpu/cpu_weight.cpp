@@ -28,7 +28,8 @@ void release_source_pages(const PackedWeight& w) {
 
 }  // namespace
 
-CpuWeight::CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(std::move(parts)) {
+CpuWeight::CpuWeight(std::vector<MatrixSource> parts, WeightUse use, const PlanSettings& plan)
+    : Weight(std::move(parts)) {
     for (const auto& p : this->parts()) views_.push_back(view_of(p));
     if (use == WeightUse::embedding) {  // read by rows only: stays in the file mapping,
         for (const auto& v : views_) populate_pages(v.data, size_t(v.bytes()));  // faulted in once
@@ -45,7 +46,7 @@ CpuWeight::CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(st
     // dequant_fma keeps the file's view rather than panels it would never read; F16/BF16 pack
     // bf16 panels only under bf16_dot (the scope makes packing see the planned float method).
     if (views_.size() > 1 && same) {
-        const KernelChoice choice = kernel_choice(views_[0].type, 1);
+        const KernelChoice choice = kernel_choice(plan, views_[0].type, 1);
         const ScopedKernelChoice scope(choice);
         if (choice.method == PathMethod::dequant_fma) {
             packed_.push_back(keep_views(views_));
@@ -59,7 +60,7 @@ CpuWeight::CpuWeight(std::vector<MatrixSource> parts, WeightUse use) : Weight(st
         }
     }
     for (const auto& v : views_) {
-        const KernelChoice choice = kernel_choice(v.type, 1);
+        const KernelChoice choice = kernel_choice(plan, v.type, 1);
         const ScopedKernelChoice scope(choice);
         if (choice.method == PathMethod::dequant_fma) {
             packed_.push_back(keep_views(std::span(&v, 1)));

@@ -10,15 +10,16 @@
 #include "backend/backend.h"
 #include "backend/cpu/kv/kv_pool.h"
 #include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
 
 namespace pagoda::backend::cpu {
 
 class CpuWeight final : public Weight {
 public:
-    // Packs the parts as the kernel plan's method for their type wants (see cpu_weight.cpp);
-    // an embedding-only table stays a view of the file.
-    CpuWeight(std::vector<MatrixSource> parts, WeightUse use);
+    // Packs the parts as the backend's kernel plan's method for their type wants (see
+    // cpu_weight.cpp); an embedding-only table stays a view of the file.
+    CpuWeight(std::vector<MatrixSource> parts, WeightUse use, const PlanSettings& plan);
 
     std::vector<std::span<const uint8_t>> host_memory() const override {
         std::vector<std::span<const uint8_t>> out;

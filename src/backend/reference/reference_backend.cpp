@@ -128,7 +128,7 @@ public:
         }
     }
 
-    void matmul(const Weight& weight, const Tensor& x, std::span<const Tensor> outs, const Tensor* /*quantized*/ = nullptr) override {
+    void matmul(const Weight& weight, const Tensor& x, std::span<const Tensor> outs, const Tensor* /*prepared*/ = nullptr) override {
         const ReferenceWeight& w = ours(weight);
         if (w.use == WeightUse::embedding) fail("reference matmul: {} was uploaded as an embedding only", w.name());
         if (outs.size() != w.parts().size())

@@ -92,12 +92,12 @@ TEST(VulkanBackend, MoeFfnRefusesMalformedOpsNamingThem) {
     op.n_used = 2;
     EXPECT_THROW(s->moe_ffn(op, x, logits, out, work), Error) << "a workspace too narrow";
     // The fused ops it declares (run in conformance_fused_test.cpp and conformance_fused_lora_test.cpp);
-    // the other it does not.
+    // it keeps no prepared matmul input (the CPU's own rewrite).
     for (OpKind op : {OpKind::add_rms_norm, OpKind::matmul_silu_mul, OpKind::qkv_rope_kv_write})
         EXPECT_TRUE(s->supports(op)) << op_name(op);
     EXPECT_TRUE(s->fuses_lora());
-    EXPECT_FALSE(s->supports(OpKind::rms_norm_quantize));
-    EXPECT_FALSE(s->supports(OpKind::add_rms_norm_quantize));
+    const Weight* readers[] = {keep[0].get()};
+    EXPECT_EQ(s->prepared_input_cols(8, readers), 0);
 }
 
 TEST(VulkanBackend, RunsUnderTheValidationLayerAndItsErrorsFail) {

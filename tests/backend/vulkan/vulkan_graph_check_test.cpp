@@ -24,7 +24,7 @@ TEST(VulkanGraphCheck, RefusalAnswersPerOpAndParameters) {
               "moe_ffn's per-expert output scales (gemma4's ffn_down_exps.scale)");
     moe.routing.expert_scale.clear();
     EXPECT_EQ(vulkan->refusal({.op = backend::OpKind::moe_ffn, .moe = &moe}), "");
-    EXPECT_EQ(vulkan->refusal({.op = backend::OpKind::rms_norm_quantize}), "the rms_norm_quantize op");
+    EXPECT_EQ(vulkan->refusal({.op = backend::OpKind::qkv_rope_kv_write}), "");
     EXPECT_EQ(vulkan->refusal({.op = backend::OpKind::matmul_silu_mul}), "");
 }
 

@@ -5,18 +5,23 @@
 // tied head), qwen2moe and gpt-oss (mixture-of-experts layers, attention sinks); the KV cache split across the backends survives export/import (into another split
 // model bitwise, into an all-cpu model within tolerance: the bytes keep the one-backend layout) and
 // copy-on-write block copies; batch invariance holds across the split; a LoRA adapter over both
-// parts gives the all-cpu adapted logits. All on lavapipe under the validation layer; skipped without a device.
+// parts gives the all-cpu adapted logits; the token embedding stays on the cpu (the device holds no copy). All on lavapipe under the validation layer; skipped without a device.
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
 
+#include "backend/backend.h"
 #include "backend/vulkan/vulkan_test_env.h"
 #include "core/error.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
 #include "lora/adapter.h"
 #include "lora/random_adapter.h"
+#include "model/arch/arch.h"
 #include "model/batch.h"
+#include "model/config.h"
+#include "model/layer_router.h"
+#include "model/layer_split.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
@@ -220,6 +225,35 @@ TEST(PartialOffloadLora, AdaptedLogitsEqualAllCpu) {
     double most = 0;
     for (size_t i = 0; i < base.size(); ++i) most = std::max(most, std::abs(double(base[i]) - double(cpu[i])));
     EXPECT_GT(most, 1e-2);
+}
+
+// The token embedding stays on the cpu under -ngl (llama.cpp keeps its input layer on the CPU): the
+// layer router gives the Vulkan backend no copy of the table, tied to the head or not, so the input
+// segment's embedding op cannot be pointed at the device (it names the missing weight), while layer
+// 0's ops can. EqualsAllCpuForEveryLayerCount checks the split's logits with the embedding there.
+TEST(PartialOffloadEmbedding, TheDeviceHoldsNoTokenEmbedding) {
+    PAGODA_REQUIRE_VULKAN();
+    for (const std::string arch : {"llama", "gemma3"}) {  // gemma3's head is tied to the embedding
+        SCOPED_TRACE(arch);
+        const RandomModelSpec s = spec_of(arch);
+        auto file = model_file(s);
+        const ModelConfig config = read_config(*file);
+        auto device = backend::make_backend("vulkan");
+        auto host = backend::make_backend("cpu", {.n_threads = 1});
+        LayerRouter router(*device, *host, {s.n_layers, 2});
+        const BuiltModel built = find_arch_builder(config.arch)(*file, config, router);
+        std::vector<GraphSegment> segs = split_by_layer(built.graph, {s.n_layers, 2});
+        ASSERT_EQ(segs.size(), 3u);
+        Graph input = segs[0].graph;
+        try {
+            router.rebind(input, Side::device);
+            ADD_FAILURE() << "the Vulkan backend holds the token embedding";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("'token_embd.weight' is not on the device"), std::string::npos) << e.what();
+        }
+        EXPECT_NO_THROW(router.rebind(segs[0].graph, Side::host));
+        EXPECT_NO_THROW(router.rebind(segs[1].graph, Side::device));
+    }
 }
 
 }  // namespace

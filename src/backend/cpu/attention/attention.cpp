@@ -202,7 +202,11 @@ bool decode_kv_prefetch_in_environment() {
 bool amx_attention_runs_here() { return amx_bf16_tiles_run_here(); }
 
 bool amx_attention_applies(kv::KvDtype dtype, int32_t sliding_window, float softcap) {
-    return attention_method() == AttentionMethod::amx_bf16 && amx_attention_runs_here() &&
+    return amx_attention_applies(attention_method(), dtype, sliding_window, softcap);
+}
+
+bool amx_attention_applies(AttentionMethod method, kv::KvDtype dtype, int32_t sliding_window, float softcap) {
+    return method == AttentionMethod::amx_bf16 && amx_attention_runs_here() &&
            (dtype == kv::KvDtype::f16 || dtype == kv::KvDtype::bf16) &&
            sliding_window == 0 && softcap == 0.0f;
 }
@@ -264,7 +268,7 @@ void paged_attention_amx(const PagedAttentionBatch& b, const cpu::KvPool& pool, 
     // The hook wins where both could run: it exists to test the emulated trait.
     const AttendFn attend = amx_emulation() ? attention_detail::attend_amx_emulated : attention_detail::attend_amx_hardware;
     const int32_t n_kv = L.n_kv_heads;
-    const bool kv_ahead = decode_kv_prefetch();
+    const bool kv_ahead = b.decode_kv_prefetch ? *b.decode_kv_prefetch : decode_kv_prefetch();
     threads.run(int(runs.size()) * n_kv, [&](int task, int thread) {
         Task t = make_task(b, pool, layer, out, runs[size_t(task / n_kv)], task % n_kv, shift);
         t.scratch = scratch_base + size_t(thread) * stride;
@@ -286,7 +290,8 @@ void paged_attention(const PagedAttentionBatch& b, const cpu::KvPool& pool, int3
     int32_t shift = 0;
     while ((int32_t(1) << shift) < L.block_size) ++shift;
 
-    if (!b.sinks && amx_attention_applies(L.dtype, b.sliding_window, b.softcap)) return paged_attention_amx(b, pool, layer, out, threads, shift);
+    const AttentionMethod method = b.method ? *b.method : attention_method();
+    if (!b.sinks && amx_attention_applies(method, L.dtype, b.sliding_window, b.softcap)) return paged_attention_amx(b, pool, layer, out, threads, shift);
     const AttendFn attend = pick_path();
     const int32_t query_tile = attention_query_tile(group);
     const std::vector<QueryRun> runs = split_runs(b, query_tile);
@@ -346,7 +351,7 @@ void paged_attention(const PagedAttentionBatch& b, const cpu::KvPool& pool, int3
     if (scratch.size() < scratch_stride * size_t(threads.size())) scratch.resize(scratch_stride * size_t(threads.size()));
     float* const scratch_base = scratch.data();  // the workers' own thread_local is another buffer
 
-    const bool kv_ahead = decode_kv_prefetch();
+    const bool kv_ahead = b.decode_kv_prefetch ? *b.decode_kv_prefetch : decode_kv_prefetch();
     auto task_of = [&](const TaskSpec& spec, int32_t run_index, int thread) {
         Task t = make_task(b, pool, layer, out, runs[size_t(run_index)], spec.kv_head, shift);
         t.scratch = scratch_base + size_t(thread) * scratch_stride;

@@ -85,6 +85,10 @@ struct PagedAttentionBatch {
     // [n_heads] or null: per query head, one more logit in its softmax denominator (an attention
     // sink, gpt-oss), folded in when the head's output is normalised: acc / (sum + e^(sink - max)).
     const float* sinks = nullptr;
+    // The calling backend's own settings (kernel_plan.h PlanSettings); absent: the process's
+    // (attention_method(), decode_kv_prefetch()).
+    std::optional<AttentionMethod> method;
+    std::optional<bool> decode_kv_prefetch;
 };
 
 // The method (attention_method.h). amx_bf16 walks the same (query run, KV head) tasks, 32 keys at a
@@ -110,6 +114,8 @@ std::optional<AttentionMethod> installed_attention_method();  // what set_attent
 bool attention_method_in_environment();                     // PAGODA_ATTENTION is set (non-empty)
 bool amx_attention_runs_here();  // AMX bf16 tiles (or the emulation hook) and the avx512 path
 bool amx_attention_applies(kv::KvDtype dtype, int32_t sliding_window, float softcap);
+// The same for `method` in place of attention_method().
+bool amx_attention_applies(AttentionMethod method, kv::KvDtype dtype, int32_t sliding_window, float softcap);
 uint64_t amx_attention_dispatch_count();  // paged_attention calls that took amx_bf16 since start (tests)
 
 // Whether decode attention (the simd walk's decode tasks, amx_bf16's decode form) requests the K and

@@ -9,7 +9,8 @@
 // and a profile carries the choice (kernel_plan.h), never the CPU's name.
 // weight_prefetch(): what set_weight_prefetch() installed; while nothing is,
 // PAGODA_WEIGHT_PREFETCH=l1|l2 (any other value throws), else l2. A kernel plan installs its choice
-// only where the variable is unset.
+// only where the variable is unset. The calling thread's level, when set (a CPU backend's own, for
+// the call: kernel_plan.h ScopedKernelChoice), wins over all of them.
 #pragma once
 #include <optional>
 #include <string_view>
@@ -21,6 +22,8 @@ enum class WeightPrefetch { l1, l2 };
 WeightPrefetch weight_prefetch();
 void set_weight_prefetch(std::optional<WeightPrefetch> level);
 bool weight_prefetch_in_environment();  // PAGODA_WEIGHT_PREFETCH is set (non-empty)
+std::optional<WeightPrefetch> call_weight_prefetch();
+void set_call_weight_prefetch(std::optional<WeightPrefetch> level);
 // Inline: the profile reader uses them without the kernels (fuzz/CMakeLists.txt: profile_fuzz).
 inline const char* weight_prefetch_name(WeightPrefetch level) { return level == WeightPrefetch::l1 ? "l1" : "l2"; }
 inline std::optional<WeightPrefetch> parse_weight_prefetch(std::string_view name) {  // nullopt: not a level

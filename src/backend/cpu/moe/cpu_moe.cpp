@@ -39,10 +39,10 @@ struct ExpertExtras {
 // One expert's FFN over the rows of x: gate|up into gu (+ biases), the activation into act, down
 // into y (+ bias).
 void expert_ffn(const CpuWeight& gate_up, const CpuWeight& down, const Tensor& x, float* gu, float* act, float* y,
-                ThreadPool& threads, const ExpertExtras& ex = {}) {
+                ThreadPool& threads, const PlanSettings& plan, const ExpertExtras& ex = {}) {
     const int64_t m = x.rows, f = gate_up.parts()[0].rows, d = down.parts()[0].rows;
-    multiply(gate_up.packed()[0], x, nullptr, gu, threads);
-    if (!gate_up.stacked()) multiply(gate_up.packed()[1], x, nullptr, gu + m * f, threads);
+    multiply(gate_up.packed()[0], x, nullptr, gu, threads, plan);
+    if (!gate_up.stacked()) multiply(gate_up.packed()[1], x, nullptr, gu + m * f, threads, plan);
     // Row i's gate and up: [i][2f] when stacked, else the two [m][f] blocks.
     const bool stacked = gate_up.stacked();
     per_token(threads, m, [&](int64_t i) {
@@ -56,7 +56,7 @@ void expert_ffn(const CpuWeight& gate_up, const CpuWeight& down, const Tensor& x
             case MoeActivation::swiglu_oai: swiglu_oai(g, u, f, act + i * f); break;
         }
     });
-    multiply(down.packed()[0], {act, m, f}, nullptr, y, threads);
+    multiply(down.packed()[0], {act, m, f}, nullptr, y, threads, plan);
     if (ex.down_bias) per_token(threads, m, [&](int64_t i) { add_row(y + i * d, ex.down_bias, d); });
 }
 
@@ -69,7 +69,7 @@ int64_t moe_workspace_cols(const MoeOp& op) {
 }
 
 void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws,
-             ThreadPool& threads) {
+             ThreadPool& threads, const PlanSettings& plan) {
     const auto n_experts = int32_t(op.gate_up.size());
     if (n_experts == 0 || int32_t(op.down.size()) != n_experts) fail("cpu backend: moe_ffn needs gate|up and down per expert");
     const int64_t n = x.rows, d = x.cols, k = op.n_used, f = op.ffn();
@@ -108,13 +108,13 @@ void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tenso
         for (int64_t i = 0; i < m; ++i)
             std::memcpy(rows + i * d, f32(x) + int64_t(tokens[i]) * d, size_t(d) * sizeof(float));
         const auto bias = [&](const std::vector<const Vector*>& b) { return b.empty() ? nullptr : b[size_t(e)]; };
-        expert_ffn(cpu(*op.gate_up[size_t(e)]), cpu(*op.down[size_t(e)]), {rows, m, d}, gu, act, rows, threads,
+        expert_ffn(cpu(*op.gate_up[size_t(e)]), cpu(*op.down[size_t(e)]), {rows, m, d}, gu, act, rows, threads, plan,
                    {bias(op.gate_bias), bias(op.up_bias), bias(op.down_bias), op.activation});
         for (int64_t i = 0; i < m; ++i)
             std::memcpy(ranked + (int64_t(tokens[i]) * k + ranks[i]) * d, rows + i * d, size_t(d) * sizeof(float));
     }
     // Each token's sum in rank order, then its gated shared expert.
-    if (op.shared_gate_up) expert_ffn(cpu(*op.shared_gate_up), cpu(*op.shared_down), x, gu, act, rows, threads);
+    if (op.shared_gate_up) expert_ffn(cpu(*op.shared_gate_up), cpu(*op.shared_down), x, gu, act, rows, threads, plan);
     per_token(threads, n, [&](int64_t t) {
         float* o = f32w(out) + t * d;
         const float* y = ranked + t * k * d;

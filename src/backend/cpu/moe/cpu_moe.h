@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::backend::cpu {
@@ -14,7 +15,8 @@ namespace pagoda::backend::cpu {
 // (k weights, k expert ids), this expert's tokens and their ranks [2]. F: the wider FFN.
 int64_t moe_workspace_cols(const MoeOp& op);
 // out = the MoE FFN of x's rows, routed by `logits` [n x experts]; ws: moe_workspace_cols wide.
+// The expert matmuls run under the backend's plan.
 void moe_ffn(const MoeOp& op, const Tensor& x, const Tensor& logits, const Tensor& out, const Tensor& ws,
-             ThreadPool& threads);
+             ThreadPool& threads, const PlanSettings& plan);
 
 }  // namespace pagoda::backend::cpu

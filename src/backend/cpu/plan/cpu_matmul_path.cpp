@@ -27,9 +27,9 @@ Path matmul_path(const CpuWeight& w, int64_t n_tokens) {
 
 }  // namespace
 
-std::string describe_matmul_path(const CpuWeight& w, int64_t n_tokens) {
+std::string describe_matmul_path(const CpuWeight& w, int64_t n_tokens, const PlanSettings& plan) {
     const auto type = w.parts()[0].type;
-    const ScopedKernelChoice scope(kernel_choice(type, n_tokens));
+    const ScopedKernelChoice scope(kernel_choice(plan, type, n_tokens));
     std::string path;
     switch (matmul_path(w, n_tokens)) {
         case Path::bf16_panels: path = "bf16 panels, vdpbf16ps"; break;
@@ -47,8 +47,8 @@ std::string describe_matmul_path(const CpuWeight& w, int64_t n_tokens) {
                        isa_name(active_isa()), n_tokens == 1 ? "gemv" : "gemm");
 }
 
-MatmulArithmetic matmul_path_arithmetic(const CpuWeight& w, int64_t n_tokens) {
-    const ScopedKernelChoice scope(kernel_choice(w.parts()[0].type, n_tokens));
+MatmulArithmetic matmul_path_arithmetic(const CpuWeight& w, int64_t n_tokens, const PlanSettings& plan) {
+    const ScopedKernelChoice scope(kernel_choice(plan, w.parts()[0].type, n_tokens));
     switch (matmul_path(w, n_tokens)) {
         case Path::bf16_panels: return MatmulArithmetic::bf16;
         case Path::bf16_tiles: return MatmulArithmetic::amx_bf16;

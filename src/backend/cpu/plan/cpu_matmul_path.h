@@ -7,11 +7,13 @@
 #include <string>
 
 #include "backend/cpu/cpu_weight.h"
+#include "backend/cpu/plan/kernel_plan.h"
 
 namespace pagoda::backend::cpu {
 
-std::string describe_matmul_path(const CpuWeight& w, int64_t n_tokens);
+// Under the backend's plan (kernel_plan.h PlanSettings).
+std::string describe_matmul_path(const CpuWeight& w, int64_t n_tokens, const PlanSettings& plan);
 // The arithmetic of that path (Backend::matmul_arithmetic).
-MatmulArithmetic matmul_path_arithmetic(const CpuWeight& w, int64_t n_tokens);
+MatmulArithmetic matmul_path_arithmetic(const CpuWeight& w, int64_t n_tokens, const PlanSettings& plan);
 
 }  // namespace pagoda::backend::cpu

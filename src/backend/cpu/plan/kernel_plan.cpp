@@ -102,11 +102,29 @@ void validate_kernel_plan(const KernelPlan& plan) {
              "(and PAGODA_AMX not 0), which this CPU (or PAGODA_ISA / PAGODA_AMX) does not offer");
 }
 
-void set_kernel_plan(const KernelPlan& plan) {
+namespace {
+std::shared_ptr<const KernelPlan> rounded_plan(const KernelPlan& plan) {
     validate_kernel_plan(plan);
     auto p = std::make_shared<KernelPlan>(plan);
     for (auto& t : p->types)
         for (auto& r : t.ranges) r.tiles.kc = (r.tiles.kc + 255) / 256 * 256;  // as set_gemm_tiles rounds
+    return p;
+}
+}  // namespace
+
+PlanSettings plan_settings(const KernelPlan& plan) {
+    PlanSettings s;
+    s.plan = rounded_plan(plan);
+    if (!attention_method_in_environment()) s.attention = plan.attention.value_or(AttentionMethod::simd);
+    if (!decode_kv_prefetch_in_environment()) s.decode_kv_prefetch = plan.decode_kv_prefetch.value_or(false);
+    if (!weight_prefetch_in_environment()) s.weight_prefetch = plan.weight_prefetch.value_or(WeightPrefetch::l2);
+    return s;
+}
+
+PlanSettings process_plan_settings() { return {current_plan(), std::nullopt, std::nullopt, std::nullopt}; }
+
+void set_kernel_plan(const KernelPlan& plan) {
+    auto p = rounded_plan(plan);
     std::lock_guard<std::mutex> lock(g_plan_mutex);
     // PAGODA_ATTENTION wins over a profile: then the plan installs nothing (attention.h).
     if (!attention_method_in_environment()) set_attention_method(plan.attention.value_or(AttentionMethod::simd));
@@ -125,9 +143,12 @@ void clear_kernel_plan() {
 
 bool has_kernel_plan() { return current_plan() != nullptr; }
 
-KernelChoice kernel_choice(GgmlType type, int64_t n_tokens) {
+KernelChoice kernel_choice(GgmlType type, int64_t n_tokens) { return kernel_choice(process_plan_settings(), type, n_tokens); }
+
+KernelChoice kernel_choice(const PlanSettings& settings, GgmlType type, int64_t n_tokens) {
     KernelChoice c{default_method(type), gemm_tiles()};
-    const auto plan = current_plan();
+    c.weight_prefetch = settings.weight_prefetch;
+    const KernelPlan* plan = settings.plan.get();
     const TypePlan* t = plan ? plan->find(type) : nullptr;
     if (!t) return c;
     // The env overrides pin a method for every type of their kind, plan or not.
@@ -143,8 +164,8 @@ KernelChoice kernel_choice(GgmlType type, int64_t n_tokens) {
     return c;
 }
 
-bool plan_uses_int8_dot() {
-    const auto plan = current_plan();
+bool plan_uses_int8_dot(const PlanSettings& settings) {
+    const KernelPlan* plan = settings.plan.get();
     if (!plan || env_set("PAGODA_QUANT_METHOD")) return quant_method() == QuantMethod::int8_dot;
     for (const auto& t : plan->types)
         if (!is_float_type(t.type) && t.method == PathMethod::int8_dot) return true;
@@ -152,7 +173,9 @@ bool plan_uses_int8_dot() {
     return quant_method() == QuantMethod::int8_dot;
 }
 
-ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c) : saved_(call_paths()) {
+ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c)
+    : saved_(call_paths()), saved_prefetch_(call_weight_prefetch()) {
+    if (c.weight_prefetch) set_call_weight_prefetch(c.weight_prefetch);
     CallPaths p;
     if (c.method == PathMethod::int8_dot) p.quant = QuantMethod::int8_dot;
     if (c.method == PathMethod::dequant_fma) p.quant = QuantMethod::dequant_fma;
@@ -165,7 +188,10 @@ ScopedKernelChoice::ScopedKernelChoice(const KernelChoice& c) : saved_(call_path
     set_call_paths(p);
 }
 
-ScopedKernelChoice::~ScopedKernelChoice() { set_call_paths(saved_); }
+ScopedKernelChoice::~ScopedKernelChoice() {
+    set_call_paths(saved_);
+    set_call_weight_prefetch(saved_prefetch_);
+}
 
 namespace {
 

@@ -38,8 +38,16 @@
 //    (weight_prefetch.h, measured by `pagoda tune` on whole decode steps; never changes a result).
 //    set_kernel_plan installs it (absent: l2) unless PAGODA_WEIGHT_PREFETCH is set, which wins;
 //    clear_kernel_plan uninstalls it.
+//  - A plan and those settings are a CPU backend's own state (PlanSettings, fixed when it is made:
+//    make_cpu_backend), so a target and a draft model may run different plans in one process. The
+//    process-wide plan (set_kernel_plan) is only the default a backend made without one starts from
+//    (process_plan_settings). The backend hands its settings to every kernel call it makes: the
+//    matmul choice through kernel_choice(settings, ...) and ScopedKernelChoice (the calling thread's
+//    paths, which the dispatchers read before they split the work, as they read the method and
+//    tiles), the attention settings in PagedAttentionBatch.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,20 +100,41 @@ void set_kernel_plan(const KernelPlan& plan);  // validates; replaces any earlie
 void clear_kernel_plan();                      // back to the CPUID / env defaults, attention simd
 bool has_kernel_plan();
 
+// The plan and attention settings one CPU backend runs with. An absent setting is the process's,
+// read at each call (attention_method(), decode_kv_prefetch(), weight_prefetch(): what tests and
+// `pagoda tune` switch); a present one is the backend's own and nothing else changes it.
+struct PlanSettings {
+    std::shared_ptr<const KernelPlan> plan;          // null: no plan (CPUID / env defaults per type)
+    std::optional<AttentionMethod> attention;
+    std::optional<bool> decode_kv_prefetch;
+    std::optional<WeightPrefetch> weight_prefetch;
+};
+// A backend's settings from `plan` as set_kernel_plan would install them: validated (throws as
+// validate_kernel_plan), tiles rounded, the attention method and prefetches from the plan (absent
+// there: simd, off, l2) unless their environment variable is set, which wins (then absent here).
+PlanSettings plan_settings(const KernelPlan& plan);
+// What a CPU backend made without settings starts from: the process's plan as installed now (kept
+// by the backend; weights are packed by it) and the process's attention and prefetch settings.
+PlanSettings process_plan_settings();
+
 // What a matmul of this type over n_tokens tokens uses now (plan, env overrides and defaults applied).
 struct KernelChoice {
     PathMethod method = PathMethod::f32_fma;
     GemmTiles tiles;
     int64_t amx_min_tokens = kDefaultAmxMinTokens;
     int64_t wide_min_tokens = kDefaultWideMinTokens;
+    std::optional<WeightPrefetch> weight_prefetch;  // absent: the process's (weight_prefetch.h)
 };
+KernelChoice kernel_choice(const PlanSettings& settings, gguf::GgmlType type, int64_t n_tokens);
+// Under the process's plan (process_plan_settings()).
 KernelChoice kernel_choice(gguf::GgmlType type, int64_t n_tokens);
 // True when some quantised type the plan (or the default) names runs int8_dot: the norm may then
 // prequantise activations for those weights.
-bool plan_uses_int8_dot();
+bool plan_uses_int8_dot(const PlanSettings& settings);
 
-// Sets the choice as the calling thread's quant_method() / float_method() / gemm_tiles() for its
-// lifetime (the dispatchers read those on the calling thread before they split the work).
+// Sets the choice as the calling thread's quant_method() / float_method() / gemm_tiles() (and its
+// weight prefetch, when the choice has one) for its lifetime (the dispatchers read those on the
+// calling thread before they split the work).
 class ScopedKernelChoice {
 public:
     explicit ScopedKernelChoice(const KernelChoice& c);
@@ -115,6 +144,7 @@ public:
 
 private:
     CallPaths saved_;
+    std::optional<WeightPrefetch> saved_prefetch_;
 };
 
 // One line per planned type, e.g. "q4_0: int8_dot, tiles 1: 512/32/64, 2-64: ..., 65+: ...";
