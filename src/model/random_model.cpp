@@ -1,6 +1,7 @@
 #include "model/random_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -41,7 +42,7 @@ RandomModelSpec random_model_preset(const std::string& name) {
 // letter n-grams with descending scores, so any text encodes and every id decodes. With fim, the
 // last six ids are Qwen2.5-Coder's fill-in-the-middle control tokens, named by the fim_* keys. With
 // image_tokens, the three ids before those (or the last three) are Gemma 3's image control tokens.
-void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens) {
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens, bool qwen_image_tokens) {
     if (vocab_size < 3 + 256 + 1) fail("a synthetic vocabulary needs at least 260 tokens, got {}", vocab_size);
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
     std::vector<int32_t> types = {2, 3, 3};
@@ -82,7 +83,9 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool i
     if (image_tokens) {
         if (vocab_size < 3 + 256 + 9 + 26) fail("a synthetic vocabulary with image tokens needs at least 294 tokens");
         size_t id = tokens.size() - (fim ? 9 : 3);
-        for (const char* text : {"<start_of_image>", "<end_of_image>", "<image_soft_token>"}) {
+        const std::array<const char*, 3> gemma = {"<start_of_image>", "<end_of_image>", "<image_soft_token>"},
+                                         qwen = {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>"};
+        for (const char* text : qwen_image_tokens ? qwen : gemma) {
             tokens[id] = text;
             types[id] = 3;
             scores[id] = 0.0f;
@@ -98,9 +101,10 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool i
     w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
 }
 
-int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens) {
+int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens,
+                    bool qwen_image_tokens) {
     if (!vocab) {
-        write_synthetic_vocab(w, vocab_size, fim, image_tokens);
+        write_synthetic_vocab(w, vocab_size, fim, image_tokens, qwen_image_tokens);
         return vocab_size;
     }
     for (const auto& [key, value] : vocab->metadata())
@@ -137,6 +141,13 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     return params;
 }
 
+RopeSections qwen3vl_rope_sections(int64_t pairs) {
+    const int64_t side = std::max<int64_t>(1, pairs * 5 / 16);
+    return {.t = pairs - 2 * side, .h = side, .w = side};
+}
+
+int64_t qwen3vl_deepstack_layers(int64_t n_layers) { return std::clamp<int64_t>(n_layers - 1, 0, 3); }
+
 int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     if (s.arch == "bert" || s.arch == "nomic-bert" || s.arch == "jina-bert-v2") return build_random_bert(s, vocab, w);
     if (s.arch == "gpt-oss") return build_random_gpt_oss(s, vocab, w);
@@ -147,8 +158,9 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     if (s.mxfp4_experts) fail("gen-model: MXFP4 experts are written for gpt-oss only");
     const bool moe_arch = s.arch == "qwen2moe" || s.arch == "qwen3moe";
     const bool gemma = s.arch == "gemma2" || s.arch == "gemma3", phi3 = s.arch == "phi3";
-    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "smollm3" && s.arch != "mistral3" && !moe_arch && !gemma && !phi3)
-        fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, "
+    const bool qwen3vl = s.arch == "qwen3vl";
+    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !qwen3vl && s.arch != "smollm3" && s.arch != "mistral3" && !moe_arch && !gemma && !phi3)
+        fail("gen-model: architecture '{}' is not supported (llama, qwen2, qwen3, qwen3vl, qwen2moe, qwen3moe, gemma2, gemma3, "
              "gemma4, phi3, gpt-oss, deepseek2, glm4moe, glm4, smollm3, mistral3, qwen35, qwen35moe, bert, nomic-bert, jina-bert-v2)",
              s.arch);
     if (s.n_experts > 0 && s.arch != "llama" && !moe_arch)
@@ -200,6 +212,11 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
         w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
     }
     if (s.arch == "gemma3") w.set(a + "rope.freq_base_swa", Value::f32(10000.0f));
+    if (qwen3vl) {  // Qwen3-VL's keys: interleaved M-RoPE sections and the deep-stack layers
+        const auto [t, h, w_] = qwen3vl_rope_sections(head_dim / 2);
+        w.set(a + "rope.dimension_sections", Value::i32s({int32_t(t), int32_t(h), int32_t(w_), 0}));
+        w.set(a + "n_deepstack_layers", Value::u32(uint32_t(qwen3vl_deepstack_layers(s.n_layers))));
+    }
     if (s.arch == "mistral3") {  // Ministral 3's form, as the converter writes it: YaRN and llama 4's temperature
         w.set(a + "rope.scaling.type", Value::string("yarn"));
         w.set(a + "rope.scaling.factor", Value::f32(16.0f));
@@ -227,7 +244,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     }
     w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
 
-    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens);
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens, qwen3vl);
 
     Rng rng(s.seed);
     int64_t params = 0;
@@ -290,7 +307,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
             vec(p + "attn_k.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
             vec(p + "attn_v.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
         }
-        if (s.arch == "qwen3" || s.arch == "qwen3moe" || s.arch == "gemma3") {  // per-head RMSNorm weights of Q and K, around 1
+        if (s.arch == "qwen3" || qwen3vl || s.arch == "qwen3moe" || s.arch == "gemma3") {  // per-head RMSNorm weights of Q and K, around 1
             vec(p + "attn_q_norm.weight", head_dim, around_one(head_dim));
             vec(p + "attn_k_norm.weight", head_dim, around_one(head_dim));
         }
