@@ -247,7 +247,7 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "--experts; a sigmoid-gated shared expert), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases) and jina-bert-v2 (ALiBi, GEGLU; --qk-norm: the -code form)")
-        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "gemma4", "phi3", "bert",
+        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3vl", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "gemma4", "phi3", "bert",
                                "nomic-bert", "jina-bert-v2", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3",
                                "mistral3", "qwen35", "qwen35moe"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert, jina-bert-v2: the pooling_type written, mean (default) or cls")
