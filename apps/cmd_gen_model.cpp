@@ -1,4 +1,5 @@
 // `pagoda gen-model`: writes a random-weight GGUF (any supported architecture) for tests and benchmarks.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -160,8 +161,11 @@ int run_gen_model(const GenModelOptions& o) {
     if (!o.pooling.empty() && spec.arch != "bert" && spec.arch != "nomic-bert" && spec.arch != "jina-bert-v2")
         fail("--pooling is for --arch bert, nomic-bert or jina-bert-v2 (encoders)");
     if (!o.pooling.empty()) spec.pooling = o.pooling;
-    if (!o.mmproj.empty() && spec.arch != "gemma3")
-        fail("--mmproj writes Gemma 3's vision projector: it needs --arch gemma3 (got '{}')", spec.arch);
+    if (!o.mmproj.empty() && spec.arch != "gemma3" && spec.arch != "qwen3vl")
+        fail("--mmproj writes Gemma 3's or Qwen3-VL's vision projector: it needs --arch gemma3 or qwen3vl (got '{}')",
+             spec.arch);
+    if (o.mmproj_image_size && spec.arch == "qwen3vl")
+        fail("--mmproj-image-size is for --arch gemma3 (Qwen3-VL takes images of any size)");
     if (!o.mmproj.empty() && o.format != "gguf") fail("--mmproj is for --format gguf (llama.cpp's mmproj layout)");
     if (o.mmproj_image_size && o.mmproj.empty()) fail("--mmproj-image-size needs --mmproj");
     if (!o.encoder_vocab.empty() && spec.arch != "bert") fail("--encoder-vocab is for --arch bert");
@@ -197,6 +201,16 @@ int run_gen_model(const GenModelOptions& o) {
         v.seed = spec.seed + 1;
         v.type = spec.type;
         if (o.mmproj_image_size) v.image_size = o.mmproj_image_size;
+        if (spec.arch == "qwen3vl") {  // its deep-stack mergers feed the text model's deep-stack layers
+            v.projector = "qwen3vl_merger";
+            v.n_layers = std::max<int64_t>(2, model::qwen3vl_deepstack_layers(spec.n_layers));
+            v.n_deepstack = model::qwen3vl_deepstack_layers(spec.n_layers);
+            const int64_t vision_params = vision::write_random_mmproj(v, o.mmproj);
+            std::fprintf(stderr, "pagoda gen-model: wrote %s (qwen3vl_merger vision projector, %lld..%lld pixel images, "
+                         "%lld deep-stack mergers, %.2f M parameters)\n", o.mmproj.c_str(), (long long)v.min_pixels,
+                         (long long)v.max_pixels, (long long)v.n_deepstack, double(vision_params) / 1e6);
+            return 0;
+        }
         const int64_t vision_params = vision::write_random_mmproj(v, o.mmproj);
         std::fprintf(stderr, "pagoda gen-model: wrote %s (%s vision projector, %lldx%lld images, %lld image tokens, %.2f M parameters)\n",
                      o.mmproj.c_str(), v.projector.c_str(), (long long)v.image_size, (long long)v.image_size,
@@ -233,7 +247,7 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "--experts; a sigmoid-gated shared expert), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases) and jina-bert-v2 (ALiBi, GEGLU; --qk-norm: the -code form)")
-        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "gemma4", "phi3", "bert",
+        ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3vl", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "gemma4", "phi3", "bert",
                                "nomic-bert", "jina-bert-v2", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3",
                                "mistral3", "qwen35", "qwen35moe"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert, jina-bert-v2: the pooling_type written, mean (default) or cls")
@@ -320,7 +334,8 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "--rank-head: the head's classes (default 2 for qwen3, labelled yes/no and softmaxed; else 1)")
         ->check(in_range(1, 1 << 16));
     sub.add_option("--mmproj", o->mmproj,
-                   "--arch gemma3: also write a random vision projector (llama.cpp's mmproj GGUF: a SigLIP tower and "
+                   "--arch gemma3 or qwen3vl: also write a random vision projector (llama.cpp's mmproj GGUF; qwen3vl: a Qwen3-VL tower "
+                   "with its merger and deep-stack mergers; gemma3: a SigLIP tower and "
                    "Gemma 3's projector into the model's width; 64x64 images, 8x8 patches, 16 image tokens)");
     sub.add_option("--mmproj-image-size", o->mmproj_image_size,
                    "--mmproj: the image side in pixels (a multiple of 16: 8x8 patches pooled 2x2; default 64)")

@@ -135,6 +135,34 @@ def mmproj():
         data += bytes(-len(data) % 32)
     return gguf(3, keys, infos, data)
 files['mmproj-gemma3.gguf'] = mmproj()
+# A minimal Qwen3-VL projector (qwen3vl_merger): width 4 (one head), 2x2 patches merged 2x2, a 2x2
+# position table, one layer that also feeds a deep-stack merger.
+def mmproj_qwen3vl():
+    keys = [kv('general.architecture', 8, s('clip')), kv('clip.has_vision_encoder', 7, b'\x01'),
+            kv('clip.projector_type', 8, s('qwen3vl_merger')),
+            kv('clip.vision.is_deepstack_layers', 9, arr(7, [b'\x01']))]
+    for key, v in [('image_size', 4), ('patch_size', 2), ('embedding_length', 4), ('feed_forward_length', 2),
+                   ('block_count', 1), ('projection_dim', 2), ('attention.head_count', 1), ('spatial_merge_size', 2),
+                   ('image_min_pixels', 16), ('image_max_pixels', 64)]:
+        keys.append(kv('clip.vision.' + key, 4, struct.pack('<I', v)))
+    shapes = [('v.patch_embd.weight', [2, 2, 3, 4]), ('v.patch_embd.weight.1', [2, 2, 3, 4]), ('v.patch_embd.bias', [4]),
+              ('v.position_embd.weight', [4, 4]), ('v.blk.0.attn_qkv.weight', [4, 12]), ('v.blk.0.attn_qkv.bias', [12]),
+              ('v.blk.0.attn_out.weight', [4, 4]), ('v.blk.0.attn_out.bias', [4]), ('v.blk.0.ffn_up.weight', [4, 2]),
+              ('v.blk.0.ffn_up.bias', [2]), ('v.blk.0.ffn_down.weight', [2, 4]), ('v.blk.0.ffn_down.bias', [4])]
+    for n in ['v.blk.0.ln1', 'v.blk.0.ln2', 'v.post_ln']:
+        shapes += [(n + '.weight', [4]), (n + '.bias', [4])]
+    for norm, fc1, fc2, width in [('v.post_ln', 'mm.0', 'mm.2', 0), ('v.deepstack.0.norm', 'v.deepstack.0.fc1', 'v.deepstack.0.fc2', 16)]:
+        if width: shapes += [(norm + '.weight', [16]), (norm + '.bias', [16])]
+        shapes += [(fc1 + '.weight', [16, 16]), (fc1 + '.bias', [16]), (fc2 + '.weight', [16, 2]), (fc2 + '.bias', [2])]
+    infos, data = [], b''
+    for i, (name, dims) in enumerate(shapes):
+        count = 1
+        for d in dims: count *= d
+        infos.append(tensor(name, dims, 0, len(data)))
+        data += struct.pack('<%df' % count, *[0.5 + 0.1 * ((i + j) % 7 - 3) for j in range(count)])
+        data += bytes(-len(data) % 32)
+    return gguf(3, keys, infos, data)
+files['mmproj-qwen3vl.gguf'] = mmproj_qwen3vl()
 for name, data in files.items():
     with open(os.path.join(out, name), 'wb') as f: f.write(data)
 PY

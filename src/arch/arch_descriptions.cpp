@@ -41,6 +41,9 @@ constexpr ArchDescription kArchitectures[] = {
      .layer_tensors = kQwen2Layer},
     {.name = "qwen3", .rope = Rope::neox, .qk_norm = Has::yes, .hf_classes = kQwen3Hf, .tensors = kDecoderGlobals,
      .layer_tensors = kQwen3Layer},
+    // Qwen3-VL's language model: qwen3 with interleaved M-RoPE sections and deep-stack inputs.
+    {.name = "qwen3vl", .rope = Rope::neox, .qk_norm = Has::yes, .tensors = kDecoderGlobals,
+     .layer_tensors = kQwen3Layer},
     {.name = "qwen2moe", .rope = Rope::neox, .qkv_bias = Has::yes, .experts = Has::yes, .expert_weights_norm = false,
      .hf_classes = kQwen2MoeHf, .tensors = kDecoderGlobals, .layer_tensors = kQwen2MoeLayer},
     {.name = "qwen3moe", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::yes, .hf_classes = kQwen3MoeHf,

@@ -131,6 +131,17 @@ void check_gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Ten
     check_state_rows(op.state_rows, q, state, "gated_delta_rule", backend);
 }
 
+void check_rope_spec(const RopeSpec& spec, const std::string& backend) {
+    if (spec.pair_axis.empty()) return;
+    if (int64_t(spec.pair_axis.size()) != spec.dims / 2)
+        fail("{} backend: a multi-axis RoPE of {} dimensions needs {} pair axes, has {}", backend, spec.dims,
+             spec.dims / 2, spec.pair_axis.size());
+    for (size_t i = 0; i < spec.pair_axis.size(); ++i)
+        if (spec.pair_axis[i] >= kRopeAxes)
+            fail("{} backend: RoPE pair {} reads position axis {}, expected below {}", backend, i, spec.pair_axis[i],
+                 kRopeAxes);
+}
+
 void check_column_copy(const ColumnCopy& c, const Tensor& src, const Tensor& dst, const std::string& backend) {
     if (c.n_heads < 1 || c.width < 0 || c.src_stride < 0 || c.src_offset < 0 || c.dst_stride < 0 || c.dst_offset < 0)
         fail("{} copy_columns: negative or zero field (heads {}, width {}, strides {} / {}, offsets {} / {})", backend,

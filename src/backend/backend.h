@@ -85,10 +85,15 @@ private:
 // position p rotates by angle p * inv_freq[i]. `neox` pairs dimension i with i + dims/2 (GPT-NeoX,
 // Qwen2); otherwise dimensions 2i and 2i+1 pair up (GGML "normal", Llama). inv_freq already holds any
 // scaling (linear, llama3 frequency factors), in double so large positions keep their fraction.
+// Multi-axis RoPE (Qwen's M-RoPE, a ViT's 2D RoPE): `pair_axis` names, per pair, which of a token's
+// kRopeAxes position components (StepInputs::rope_positions) its angle reads; empty: every pair
+// reads the token's position. A step without rope_positions reads the position on every axis.
+constexpr int kRopeAxes = 3;  // temporal, height, width
 struct RopeSpec {
     int64_t dims = 0;
     bool neox = false;
     std::vector<double> inv_freq;  // dims / 2 entries
+    std::vector<uint8_t> pair_axis;  // empty, or dims / 2 entries below kRopeAxes
 };
 class Rope {
 public:
@@ -153,6 +158,9 @@ struct StepInputs {
     // (>= its position; an image's rows read to the image's end, model/batch.h). The sliding window
     // then ends there too.
     std::span<const int32_t> attend_until;
+    // kRopeAxes per token (token t's axis a at t * kRopeAxes + a), or empty: every axis is the
+    // token's position. Read only by ropes with a pair_axis (M-RoPE).
+    std::span<const int32_t> rope_positions;
     // Rows every step tensor has room for (the graph executor's layout: a step tensor's rows sit
     // row_capacity apart from the next tensor's), or 0: a tensor holds exactly its rows (tests'
     // hand-placed tensors, a split graph's imported rows, state rows). A backend may compute padding
@@ -160,6 +168,14 @@ struct StepInputs {
     // so a few recorded command buffers serve every batch size); padding rows' values are never read.
     int64_t row_capacity = 0;
 };
+
+// The position pair `pair` of token t rotates by (times the pair's inverse frequency).
+inline int32_t rope_position(const StepInputs& in, const RopeSpec& spec, size_t t, size_t pair) {
+    if (spec.pair_axis.empty() || in.rope_positions.empty()) return in.positions[t];
+    return in.rope_positions[t * kRopeAxes + spec.pair_axis[pair]];
+}
+// Throws pagoda::Error naming `backend` when a spec's pair_axis is malformed.
+void check_rope_spec(const RopeSpec& spec, const std::string& backend);
 
 struct AttentionParams {
     int32_t n_heads = 0;         // query heads; a multiple of the cache's KV heads (GQA)

@@ -14,6 +14,11 @@
 // already in the text model's embedding space: no sqrt(dim) scale applies to them), and may attend
 // past its own position up to the last position of its image, so an image's rows see each other
 // bidirectionally. Everything else stays causal.
+//
+// M-RoPE (Qwen3-VL): `positions` stay the KV positions (slots, attention ranges, the causal mask);
+// a row may carry separate rotary positions, (temporal, height, width), which a multi-axis RoPE
+// reads (backend::RopeSpec::pair_axis). A text row's are (p', p', p') where p' is its rotary
+// position; without rope_positions every axis is the row's position.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -50,6 +55,9 @@ struct Batch {
     // Per sequence (aligned with block_tables, or empty: the model keeps no recurrent state): its
     // state slot, below StepModelInfo::n_state_slots.
     std::vector<int32_t> seq_state;
+    // Per token backend::kRopeAxes rotary positions (row t's at t * 3), or empty: each row's are its
+    // position. set_rope_position() fills the earlier rows with their positions the first time.
+    std::vector<int32_t> rope_positions;
     struct StateCopy {
         int32_t src = 0, dst = 0;
     };
@@ -78,6 +86,16 @@ struct Batch {
         want_hidden.push_back(hidden ? 1 : 0);
         if (!token_types.empty()) token_types.push_back(0);
         if (!attend_until.empty()) attend_until.push_back(position);
+        if (!rope_positions.empty()) rope_positions.insert(rope_positions.end(), {position, position, position});
+    }
+    // Sets the rotary positions (temporal, height, width) of the last added row.
+    void set_rope_position(int32_t t, int32_t h, int32_t w) {
+        if (rope_positions.empty())
+            for (int32_t p : positions) rope_positions.insert(rope_positions.end(), {p, p, p});
+        const size_t at = rope_positions.size() - 3;
+        rope_positions[at] = t;
+        rope_positions[at + 1] = h;
+        rope_positions[at + 2] = w;
     }
     // Sets the token type of the last added row.
     void set_token_type(int32_t type) {
@@ -97,6 +115,7 @@ struct Batch {
         want_hidden.clear(); block_tables.clear(); block_copies.clear(); seq_lora.clear();
         token_types.clear();
         embedding_rows.clear(); embeddings.clear(); attend_until.clear(); seq_state.clear(); state_copies.clear();
+        rope_positions.clear();
     }
     int64_t size() const { return int64_t(tokens.size()); }
     int64_t n_logit_rows() const {

@@ -260,6 +260,12 @@ ModelConfig read_config(const gguf::File& f) {
         if (c.nextn_layers > 0)
             log_info("{}: {} trailing NextN (multi-token prediction) block(s) stored but not run", f.name(), c.nextn_layers);
     }
+    if (c.arch == "qwen3vl") {
+        c.n_deepstack_layers = f.get_int_or(a + "n_deepstack_layers", 0);
+        if (c.n_deepstack_layers < 0 || c.n_deepstack_layers >= c.n_layers)
+            fail("{}: {}n_deepstack_layers = {} must be 0..{} (below the block count)", f.name(), a,
+                 c.n_deepstack_layers, c.n_layers - 1);
+    }
     if (c.arch == "glm4" || c.arch == "glm4moe") {
         // GLM-4.xV's multimodal RoPE (sections per position axis) and GLM-OCR's NextN block on glm4.
         if (const auto* v = f.find(a + "rope.dimension_sections"); v && v->as_array())

@@ -80,7 +80,11 @@ struct ModelConfig {
     // deepseek2, glm4moe: {arch}.nextn_predict_layers, trailing multi-token-prediction blocks that are stored but
     // not run (n_layers counts the blocks run).
     int64_t nextn_layers = 0;
+    // qwen3vl: {arch}.n_deepstack_layers, the image-embedding slices added after the first layers; an
+    // image row's given embedding has dim x (1 + n_deepstack_layers) values.
+    int64_t n_deepstack_layers = 0;
 
+    int64_t input_embedding_width() const { return dim * (1 + n_deepstack_layers); }
     int64_t layer_ffn_dim(int64_t layer) const {
         return layer_ffn_dims.empty() ? ffn_dim : layer_ffn_dims.at(size_t(layer));
     }

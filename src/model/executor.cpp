@@ -331,9 +331,19 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             case OpKind::input_embeddings: {
                 const backend::Tensor x = in(0);
                 const size_t row_bytes = size_t(x.cols) * b.activation_size();
-                for (size_t i = 0; i < embedding_rows_.size(); ++i)
-                    b.write({static_cast<uint8_t*>(x.data) + size_t(embedding_rows_[i]) * row_bytes, 1, x.cols},
-                            embeddings_ + int64_t(i) * x.cols);
+                const int64_t stride = x.cols * node.embedding_slices;
+                std::vector<float> row(node.embedding_slice > 0 ? size_t(x.cols) : 0);
+                for (size_t i = 0; i < embedding_rows_.size(); ++i) {
+                    const backend::Tensor at{static_cast<uint8_t*>(x.data) + size_t(embedding_rows_[i]) * row_bytes, 1, x.cols};
+                    const float* given = embeddings_ + int64_t(i) * stride + node.embedding_slice * x.cols;
+                    if (node.embedding_slice == 0) {
+                        b.write(at, given);
+                        continue;
+                    }
+                    b.read(at, row.data());  // a deep-stack slice adds to the hidden state
+                    for (int64_t c = 0; c < x.cols; ++c) row[size_t(c)] += given[c];
+                    b.write(at, row.data());
+                }
                 break;
             }
             case OpKind::copy_columns: b.copy_columns(in(0), out(0), node.columns); break;

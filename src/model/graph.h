@@ -71,6 +71,9 @@ struct Node {
     backend::ColumnCopy columns;                // copy_columns
     backend::CausalConv1d conv;                 // causal_conv1d (state_rows from the step)
     backend::GatedDeltaRule delta;              // gated_delta_rule (state_rows from the step)
+    // input_embeddings: the given rows hold `embedding_slices` slices of the input's width; slice 0
+    // replaces the rows, slice k > 0 is added to them (qwen3vl's deep-stack, after layer k - 1).
+    int32_t embedding_slice = 0, embedding_slices = 1;
     struct DeltaGates {
         std::vector<float> dt_bias, a;  // per value head: ssm_dt.bias and ssm_a (= -exp(A_log))
     } gates;                                    // delta_gates

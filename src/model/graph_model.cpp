@@ -208,7 +208,7 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     executor.begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
                           .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,
                           .hidden_rows = hidden_rows_, .token_types = batch.token_types,
-                          .attend_until = batch.attend_until, .row_capacity = paddable ? executor.capacity() : 0});
+                          .attend_until = batch.attend_until, .rope_positions = batch.rope_positions, .row_capacity = paddable ? executor.capacity() : 0});
     executor.set_input_embeddings(batch.embedding_rows, batch.embeddings.data());
     std::vector<float> logits;
     executor.run({n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,

@@ -93,11 +93,15 @@ void GraphModel::validate_image_rows(const Batch& batch) const {
     const int64_t n = batch.size();
     if (!batch.attend_until.empty() && int64_t(batch.attend_until.size()) != n)
         fail("malformed batch: {} attention limits for {} tokens", batch.attend_until.size(), n);
+    if (!batch.rope_positions.empty() && int64_t(batch.rope_positions.size()) != 3 * n)
+        fail("malformed batch: {} rotary positions for {} tokens (3 each)", batch.rope_positions.size(), n);
+    for (int32_t p : batch.rope_positions)
+        if (p < 0) fail("malformed batch: a negative rotary position {}", p);
     if (batch.embedding_rows.empty() && batch.attend_until.empty()) return;
     if (!info_.image_input) fail("this model ({}) takes no image input", config_.arch);
-    if (batch.embeddings.size() != batch.embedding_rows.size() * size_t(config_.dim))
+    if (batch.embeddings.size() != batch.embedding_rows.size() * size_t(config_.input_embedding_width()))
         fail("malformed batch: {} embedding floats for {} rows of {}", batch.embeddings.size(),
-             batch.embedding_rows.size(), config_.dim);
+             batch.embedding_rows.size(), config_.input_embedding_width());
     for (size_t i = 0; i < batch.embedding_rows.size(); ++i)
         if (batch.embedding_rows[i] < 0 || batch.embedding_rows[i] >= n ||
             (i > 0 && batch.embedding_rows[i] <= batch.embedding_rows[i - 1]))

@@ -22,8 +22,8 @@ const backend::Weight* named_weight(const Node& n) {
 // The layer an op belongs to: -1 the input, n_layers the head, kUntagged when it names nothing.
 int32_t tag_of(const Node& n, int32_t n_layers) {
     switch (n.kind) {
-        case OpKind::embed: case OpKind::position_embedding: case OpKind::token_type_embedding:
-        case OpKind::input_embeddings: return -1;
+        case OpKind::embed: case OpKind::position_embedding: case OpKind::token_type_embedding: return -1;
+        case OpKind::input_embeddings: return n.embedding_slice > 0 ? n.layer : -1;
         case OpKind::gather_logit_rows: case OpKind::gather_hidden_rows: return n_layers;
         default: break;
     }

@@ -1,6 +1,7 @@
 #include "model/random_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -43,7 +44,7 @@ RandomModelSpec random_model_preset(const std::string& name) {
 // letter n-grams with descending scores, so any text encodes and every id decodes. With fim, the
 // last six ids are Qwen2.5-Coder's fill-in-the-middle control tokens, named by the fim_* keys. With
 // image_tokens, the three ids before those (or the last three) are Gemma 3's image control tokens.
-void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens) {
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens, bool qwen_image_tokens) {
     if (vocab_size < 3 + 256 + 1) fail("a synthetic vocabulary needs at least 260 tokens, got {}", vocab_size);
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
     std::vector<int32_t> types = {2, 3, 3};
@@ -84,7 +85,9 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool i
     if (image_tokens) {
         if (vocab_size < 3 + 256 + 9 + 26) fail("a synthetic vocabulary with image tokens needs at least 294 tokens");
         size_t id = tokens.size() - (fim ? 9 : 3);
-        for (const char* text : {"<start_of_image>", "<end_of_image>", "<image_soft_token>"}) {
+        const std::array<const char*, 3> gemma = {"<start_of_image>", "<end_of_image>", "<image_soft_token>"},
+                                         qwen = {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>"};
+        for (const char* text : qwen_image_tokens ? qwen : gemma) {
             tokens[id] = text;
             types[id] = 3;
             scores[id] = 0.0f;
@@ -100,9 +103,10 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool i
     w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
 }
 
-int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens) {
+int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens,
+                    bool qwen_image_tokens) {
     if (!vocab) {
-        write_synthetic_vocab(w, vocab_size, fim, image_tokens);
+        write_synthetic_vocab(w, vocab_size, fim, image_tokens, qwen_image_tokens);
         return vocab_size;
     }
     for (const auto& [key, value] : vocab->metadata())
@@ -152,7 +156,8 @@ struct WriterEntry {
 };
 constexpr WriterEntry kWriters[] = {
     {"llama", build_random_llama_family},    {"qwen2", build_random_llama_family},
-    {"qwen3", build_random_llama_family},    {"qwen2moe", build_random_llama_family},
+    {"qwen3", build_random_llama_family},    {"qwen3vl", build_random_llama_family},
+    {"qwen2moe", build_random_llama_family},
     {"qwen3moe", build_random_llama_family}, {"gemma2", build_random_llama_family},
     {"gemma3", build_random_llama_family},   {"gemma4", build_random_gemma4},
     {"phi3", build_random_llama_family},     {"gpt-oss", build_random_gpt_oss},
@@ -177,6 +182,13 @@ std::vector<std::string> random_model_architectures() {
         if (writer_of(d.name)) out.emplace_back(d.name);
     return out;
 }
+
+RopeSections qwen3vl_rope_sections(int64_t pairs) {
+    const int64_t side = std::max<int64_t>(1, pairs * 5 / 16);
+    return {.t = pairs - 2 * side, .h = side, .w = side};
+}
+
+int64_t qwen3vl_deepstack_layers(int64_t n_layers) { return std::clamp<int64_t>(n_layers - 1, 0, 3); }
 
 int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     const RandomWriter write = arch::find_architecture(s.arch) ? writer_of(s.arch) : nullptr;
@@ -203,6 +215,7 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
     const bool sandwich = required("post_attention_norm.weight"), post_ffw = required("post_ffw_norm.weight");
     const bool shared_expert = d.has_layer_tensor("ffn_gate_inp_shexp.weight");
     if (s.n_experts > 0 && d.experts == arch::Has::no)
+    const bool qwen3vl = s.arch == "qwen3vl";
         fail("gen-model: experts are written for llama, qwen2moe and qwen3moe, not {}", s.arch);
     if (moe_arch || s.n_experts > 0) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
     const int64_t expert_ffn = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
@@ -252,6 +265,11 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
         w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
     }
     if (s.arch == "gemma3") w.set(a + "rope.freq_base_swa", Value::f32(10000.0f));
+    if (qwen3vl) {  // Qwen3-VL's keys: interleaved M-RoPE sections and the deep-stack layers
+        const auto [t, h, w_] = qwen3vl_rope_sections(head_dim / 2);
+        w.set(a + "rope.dimension_sections", Value::i32s({int32_t(t), int32_t(h), int32_t(w_), 0}));
+        w.set(a + "n_deepstack_layers", Value::u32(uint32_t(qwen3vl_deepstack_layers(s.n_layers))));
+    }
     if (s.arch == "mistral3") {  // Ministral 3's form, as the converter writes it: YaRN and llama 4's temperature
         w.set(a + "rope.scaling.type", Value::string("yarn"));
         w.set(a + "rope.scaling.factor", Value::f32(16.0f));
@@ -279,7 +297,7 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
     }
     w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
 
-    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens);
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens, qwen3vl);
 
     Rng rng(s.seed);
     int64_t params = 0;

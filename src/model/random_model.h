@@ -17,8 +17,18 @@ class Writer;
 
 namespace pagoda::model {
 
+// qwen3vl: the M-RoPE sections (temporal, height, width) of `pairs` rotary pairs, in Qwen3-VL's
+// proportions (24, 20, 20 of 64), and the deep-stack layers, min(3, n_layers - 1), which the
+// matching mmproj's deep-stack mergers must number.
+struct RopeSections {
+    int64_t t = 0, h = 0, w = 0;
+};
+RopeSections qwen3vl_rope_sections(int64_t pairs);
+int64_t qwen3vl_deepstack_layers(int64_t n_layers);
+
 struct RandomModelSpec {
-    // llama, qwen2 (QKV bias, NEOX RoPE), qwen3 (Q/K norms, NEOX RoPE), qwen2moe, qwen3moe, gemma2
+    // llama, qwen2 (QKV bias, NEOX RoPE), qwen3 (Q/K norms, NEOX RoPE), qwen3vl (qwen3 with M-RoPE
+    // sections and deep-stack image input), qwen2moe, qwen3moe, gemma2
     // (post-norms, soft caps, alternating sliding layers; tied head), gemma3 (gemma2 without caps,
     // with Q/K norms and 5 sliding layers per global one) or phi3 (fused attn_qkv and gate|up
     // ffn_up, LongRoPE factors), gpt-oss (biased attention with sinks, YaRN, alternating sliding
@@ -31,6 +41,7 @@ struct RandomModelSpec {
     int64_t vocab_size = 512;    // used only for the synthetic vocabulary
     bool fim_tokens = false;     // synthetic vocabulary: its last six ids are fill-in-the-middle tokens
     bool image_tokens = false;   // synthetic vocabulary: Gemma 3's <start_of_image>, <end_of_image>, <image_soft_token>
+                                 // (qwen3vl: <|vision_start|>, <|vision_end|>, <|image_pad|>)
     int64_t context_length = 2048;
     int64_t head_dim = 0;        // 0: dim / n_heads
     float rope_theta = 10000.0f;
@@ -134,11 +145,14 @@ int64_t build_random_qwen35(const RandomModelSpec& spec, const gguf::File* vocab
 // gemma4 into `w` (random_gemma4.cpp).
 int64_t build_random_gemma4(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
-// Gemma 3's three image control tokens.
-void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false);
+// Gemma 3's three image control tokens (qwen_image_tokens: Qwen-VL's <|vision_start|>,
+// <|vision_end|>, <|image_pad|> in their place).
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false,
+                           bool qwen_image_tokens = false);
 // The vocabulary into `w`: `vocab`'s tokenizer.* keys when given, else the synthetic one of
 // vocab_size tokens. Returns the vocabulary's size (the embedding and output rows).
-int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens = false);
+int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens = false,
+                    bool qwen_image_tokens = false);
 // The bert or nomic-bert encoder into `w` (build_random_model calls it for those archs).
 int64_t build_random_bert(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The model into `w` (metadata and tensors), for either form.

@@ -1,11 +1,31 @@
 #include "model/sequence_runner.h"
 
 #include <algorithm>
+#include <array>
 
 #include "core/checksum.h"
 #include "core/error.h"
 
 namespace pagoda::model {
+
+namespace {
+
+// The M-RoPE (temporal, height, width) position of row p among `images` (increasing, disjoint).
+std::array<int32_t, 3> rotary_position(int64_t p, const std::vector<ImageSpan>& images) {
+    int64_t behind = 0;  // how far text rotary positions fall behind KV positions
+    for (const ImageSpan& im : images) {
+        if (p < im.begin || im.grid_h <= 0) continue;
+        const int64_t start = im.begin - behind;
+        if (p < im.begin + im.rows) {
+            const int64_t r = p - im.begin;
+            return {int32_t(start), int32_t(start + r / im.grid_w), int32_t(start + r % im.grid_w)};
+        }
+        behind += im.rows - std::max(im.grid_h, im.grid_w);
+    }
+    return {int32_t(p - behind), int32_t(p - behind), int32_t(p - behind)};
+}
+
+}  // namespace
 
 SequenceRunner::SequenceRunner(StepModel& model, bool prefix_caching, bool free_outside_window)
     // A recurrent state cannot resume from cached KV blocks: no prefix cache for such a model.
@@ -34,6 +54,8 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
                                           adapter == lora_.end() ? lora::AdapterRef{} : adapter->second, state_slot(seq));
     const auto& tokens = blocks_.tokens(seq);
     const auto images = images_.find(seq);
+    const bool mrope = images != images_.end() &&
+                       std::any_of(images->second.begin(), images->second.end(), [](const ImageSpan& i) { return i.grid_h > 0; });
     for (int64_t p = begin; p < end; ++p) {
         batch_.add(tokens[size_t(p)], int32_t(p), s, blocks_.slot(seq, p), all_logits || p + 1 == end);
         if (images == images_.end()) continue;
@@ -41,8 +63,12 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
             if (p >= image.begin && p < image.begin + image.rows) {
                 const int64_t dim = int64_t(image.embeddings.size()) / image.rows;
                 batch_.set_last_row_embedding(std::span(image.embeddings).subspan(size_t((p - image.begin) * dim), size_t(dim)),
-                                              int32_t(image.begin + image.rows - 1));
+                                              int32_t(image.grid_h > 0 ? p : image.begin + image.rows - 1));
             }
+        if (mrope) {
+            const auto [t, h, w] = rotary_position(p, images->second);
+            batch_.set_rope_position(t, h, w);
+        }
     }
     std::vector<float> logits = model_.forward(batch_);
     blocks_.mark_computed(seq, end);
@@ -52,7 +78,7 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
 void SequenceRunner::check_images(const std::vector<ImageSpan>& images, int64_t prompt_tokens) const {
     if (images.empty()) return;
     if (!model_.info().image_input) fail("this model ({}) takes no image input", model_.info().config.arch);
-    const int64_t dim = model_.info().config.dim;
+    const int64_t dim = model_.info().config.input_embedding_width();
     int64_t after = 0;
     for (const ImageSpan& image : images) {
         if (image.rows <= 0 || image.begin < after || image.begin + image.rows > prompt_tokens)
@@ -61,6 +87,8 @@ void SequenceRunner::check_images(const std::vector<ImageSpan>& images, int64_t 
         if (int64_t(image.embeddings.size()) != image.rows * dim)
             fail("an image's {} embedding floats are not {} rows of the model's width {}", image.embeddings.size(),
                  image.rows, dim);
+        if ((image.grid_h > 0 || image.grid_w > 0) && image.grid_h * image.grid_w != image.rows)
+            fail("an image of {} rows is not a grid of {} x {} tokens", image.rows, image.grid_h, image.grid_w);
         after = image.begin + image.rows;
     }
 }

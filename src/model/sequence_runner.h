@@ -22,11 +22,17 @@ namespace pagoda::model {
 
 // An image's soft tokens in a prompt: positions [begin, begin + rows), whose token ids are the
 // model's image placeholder, take these embeddings (rows x the model's dim, in its embedding
-// space) and attend to each other bidirectionally. `hash` names the image's content.
+// space) and attend to each other bidirectionally (Gemma 3). `hash` names the image's content.
+// With grid_h, grid_w > 0 (Qwen3-VL): rows = grid_h x grid_w merged tokens, row-major, of the
+// model's input_embedding_width() values each; the rows stay causal, and every row of the sequence
+// gets M-RoPE rotary positions (model/batch.h): text (q, q, q) where q falls behind the position by
+// rows - max(grid_h, grid_w) per earlier image, an image's rows (s, s + row, s + column) where s is
+// its first row's text rotary position (transformers' get_rope_index).
 struct ImageSpan {
     int64_t begin = 0, rows = 0;
     std::vector<float> embeddings;
     uint64_t hash = 0;
+    int64_t grid_h = 0, grid_w = 0;
 };
 
 class SequenceRunner {

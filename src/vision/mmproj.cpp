@@ -29,6 +29,19 @@ bool has_shape(const gguf::File& f, const std::string& name, std::vector<int64_t
     return t && t->shape == shape;
 }
 
+void read_image_normalization(const gguf::File& f, VisionConfig& c) {
+    for (const char* key : {"clip.vision.image_mean", "clip.vision.image_std"}) {
+        if (!f.has(key)) continue;  // SigLIP's and Qwen's 0.5 / 0.5
+        const std::vector<float> v = f.get_floats(key);
+        if (v.size() != 3) fail("{}: {} has {} values, expected 3", f.name(), key, v.size());
+        for (int i = 0; i < 3; ++i) {
+            if (std::string_view(key).ends_with("std") && !(v[size_t(i)] > 0))
+                fail("{}: {}[{}] is {}, expected positive", f.name(), key, i, v[size_t(i)]);
+            (std::string_view(key).ends_with("std") ? c.norm.std : c.norm.mean)[size_t(i)] = v[size_t(i)];
+        }
+    }
+}
+
 }  // namespace
 
 VisionConfig read_vision_config(const gguf::File& f) {
@@ -40,8 +53,9 @@ VisionConfig read_vision_config(const gguf::File& f) {
     VisionConfig c;
     c.projector = f.get_string_or("clip.vision.projector_type", f.get_string_or("clip.projector_type", ""));
     if (c.projector.empty()) fail("{}: clip.projector_type is missing", f.name());
-    if (c.projector != "gemma3")
-        fail("{}: the '{}' vision projector is not supported yet (supported: gemma3)", f.name(), c.projector);
+    if (c.projector != "gemma3" && c.projector != "qwen3vl_merger")
+        fail("{}: the '{}' vision projector is not supported yet (supported: gemma3, qwen3vl_merger)", f.name(),
+             c.projector);
     c.image_size = positive(f, "clip.vision.image_size", 8192);
     c.patch_size = positive(f, "clip.vision.patch_size", 1024);
     c.n_embd = positive(f, "clip.vision.embedding_length", 1 << 16);
@@ -51,6 +65,12 @@ VisionConfig read_vision_config(const gguf::File& f) {
     c.text_dim = positive(f, "clip.vision.projection_dim", 1 << 18);
     c.eps = float(f.get_float_or("clip.vision.attention.layer_norm_epsilon", 1e-6));
     if (!(c.eps > 0 && c.eps < 1)) fail("{}: clip.vision.attention.layer_norm_epsilon is {}, expected in (0, 1)", f.name(), c.eps);
+    if (c.n_embd % c.n_heads) fail("{}: the vision width {} is not a multiple of {} heads", f.name(), c.n_embd, c.n_heads);
+    read_image_normalization(f, c);
+    if (c.qwen3vl()) {
+        read_qwen3vl_config(f, c);
+        return c;
+    }
     // Gemma 3's pooling: llama.cpp reads the kernel from the scale factor, 4 when absent.
     c.pool = f.has("clip.vision.projector.scale_factor") ? positive(f, "clip.vision.projector.scale_factor", 1024) : 4;
     if (c.image_size % c.patch_size)
@@ -58,17 +78,6 @@ VisionConfig read_vision_config(const gguf::File& f) {
     if (c.patches_per_side() % c.pool)
         fail("{}: {} patches per side do not pool by {} (clip.vision.projector.scale_factor)", f.name(),
              c.patches_per_side(), c.pool);
-    if (c.n_embd % c.n_heads) fail("{}: the vision width {} is not a multiple of {} heads", f.name(), c.n_embd, c.n_heads);
-    for (const char* key : {"clip.vision.image_mean", "clip.vision.image_std"}) {
-        if (!f.has(key)) continue;  // SigLIP's 0.5 / 0.5
-        const std::vector<float> v = f.get_floats(key);
-        if (v.size() != 3) fail("{}: {} has {} values, expected 3", f.name(), key, v.size());
-        for (int i = 0; i < 3; ++i) {
-            if (std::string_view(key).ends_with("std") && !(v[size_t(i)] > 0))
-                fail("{}: {}[{}] is {}, expected positive", f.name(), key, i, v[size_t(i)]);
-            (std::string_view(key).ends_with("std") ? c.norm.std : c.norm.mean)[size_t(i)] = v[size_t(i)];
-        }
-    }
 
     const int64_t d = c.n_embd, p = c.patch_size;
     expect_tensor(f, "v.patch_embd.weight", {p, p, 3, d});
@@ -107,6 +116,11 @@ VisionConfig read_vision_config(const gguf::File& f) {
 }
 
 std::string describe(const VisionConfig& c) {
+    if (c.qwen3vl())
+        return fmt::format("{} vision tower: images of {}..{} pixels, {}x{} patches merged {}x{}, {} layers ({} deep-stack), "
+                           "width {}, {} heads, image tokens of width {}",
+                           c.projector, c.min_pixels, c.max_pixels, c.patch_size, c.patch_size, c.merge, c.merge,
+                           c.n_layers, c.deepstack_layers.size(), c.n_embd, c.n_heads, c.token_width());
     return fmt::format("{} vision tower: {}x{} images, {}x{} patches, {} layers, width {}, {} heads, {} image tokens "
                        "of width {}",
                        c.projector, c.image_size, c.image_size, c.patch_size, c.patch_size, c.n_layers, c.n_embd,

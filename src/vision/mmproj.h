@@ -1,8 +1,9 @@
 // The vision projector file (`--mmproj FILE`) in llama.cpp's mmproj GGUF layout (tools/mtmd/clip):
 // general.architecture "clip", clip.has_vision_encoder true, clip.projector_type (or
 // clip.vision.projector_type), the tower's sizes under clip.vision.*, and tensors named v.* (the
-// ViT) and mm.* (the projector). Only Gemma 3's projector ("gemma3": SigLIP, average pooling,
-// soft_emb_norm, input_projection) is read so far; every other projector type is refused by name.
+// ViT) and mm.* (the projector). Gemma 3's projector ("gemma3": SigLIP, average pooling,
+// soft_emb_norm, input_projection) and Qwen3-VL's ("qwen3vl_merger": mmproj_qwen3vl.cpp, whose
+// tensors vision/qwen3vl_tower.h lists) are read; every other projector type is refused by name.
 // Contract: read_vision_config validates every key and every tensor's presence, type and shape
 // before anything is uploaded, and throws pagoda::Error naming the file and the key or tensor.
 //   v.patch_embd.weight [p, p, 3, n_embd] (+ .bias [n_embd]); v.position_embd.weight [n_embd, n_patches]
@@ -16,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gguf/gguf.h"
 #include "vision/preprocess.h"
@@ -23,7 +25,7 @@
 namespace pagoda::vision {
 
 struct VisionConfig {
-    std::string projector;  // "gemma3"
+    std::string projector;  // "gemma3" or "qwen3vl_merger"
     int64_t image_size = 0, patch_size = 0;
     int64_t n_embd = 0, n_ff = 0, n_layers = 0, n_heads = 0;
     int64_t text_dim = 0;  // the projection's output: the text model's embedding width
@@ -31,15 +33,28 @@ struct VisionConfig {
     float eps = 1e-6f;     // LayerNorms and soft_emb_norm
     ImageNormalization norm;
     std::string ffn_up = "ffn_up", ffn_down = "ffn_down";  // tensor names (legacy files swap them)
+    // qwen3vl_merger: images of any size (image_size is only the file's nominal one), resized to
+    // multiples of patch x merge with min_pixels..max_pixels pixels; merge x merge patches make one
+    // token; the learned positions are a pos_grid x pos_grid table interpolated to the image's grid;
+    // the layers whose output feeds a deep-stack merger, increasing.
+    int64_t merge = 0, pos_grid = 0, min_pixels = 0, max_pixels = 0;
+    float rope_theta = 10000.0f;
+    std::vector<int32_t> deepstack_layers;
+
+    bool qwen3vl() const { return projector == "qwen3vl_merger"; }
+    // The values of one image token's row: text_dim, and text_dim per deep-stack merger after it.
+    int64_t token_width() const { return text_dim * (1 + int64_t(deepstack_layers.size())); }
 
     int64_t head_dim() const { return n_embd / n_heads; }
     int64_t patches_per_side() const { return image_size / patch_size; }
     int64_t n_patches() const { return patches_per_side() * patches_per_side(); }
     int64_t tokens_per_side() const { return patches_per_side() / pool; }
-    int64_t n_image_tokens() const { return tokens_per_side() * tokens_per_side(); }  // soft tokens per image
+    int64_t n_image_tokens() const { return tokens_per_side() * tokens_per_side(); }  // gemma3: soft tokens per image
 };
 
 VisionConfig read_vision_config(const gguf::File& file);
+// The qwen3vl_merger part of read_vision_config (mmproj_qwen3vl.cpp): c holds the common sizes.
+void read_qwen3vl_config(const gguf::File& file, VisionConfig& c);
 
 // A one-line summary for logs and `pagoda info`-style output.
 std::string describe(const VisionConfig& c);

@@ -1,5 +1,7 @@
 // Image resizing as PIL's Image.resize does it for 8-bit RGB, which is what Hugging Face's image
 // processors call (transformers' image_transforms.resize goes through PIL), so pixels match theirs.
+// resize_bicubic is PIL's BICUBIC (Keys' cubic with a = -0.5, support 2), what Qwen-VL's processor
+// uses; the same framework otherwise (its negative lobes make the 8-bit clamp matter).
 // Contract: resize_bilinear returns a width x height image; each axis is a separable convolution with
 // the triangle filter whose support grows with the reduction factor (antialiased when shrinking,
 // plain bilinear interpolation when growing), sampled at output pixel centres. Like PIL: fixed-point
@@ -13,5 +15,6 @@
 namespace pagoda::vision {
 
 Image resize_bilinear(const Image& in, int64_t width, int64_t height);
+Image resize_bicubic(const Image& in, int64_t width, int64_t height);
 
 }  // namespace pagoda::vision

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/half.h"
+#include "vision/mmproj_tensors.h"
 
 namespace pagoda::vision {
 
@@ -17,41 +17,6 @@ namespace {
 using backend::MatrixSource;
 using backend::Tensor;
 using backend::WeightUse;
-
-// A small tensor (bias, norm weight) or a whole matrix as host floats; F32, F16 or BF16.
-std::vector<float> floats_of(const gguf::File& f, const std::string& name) {
-    const auto* t = f.find_tensor(name);
-    if (!t) fail("{}: tensor {} is missing", f.name(), name);
-    const auto n = size_t(t->n_elements());
-    std::vector<float> out(n);
-    switch (t->type) {
-        case gguf::GgmlType::F32: std::memcpy(out.data(), t->data, n * 4); break;
-        case gguf::GgmlType::F16:
-            for (size_t i = 0; i < n; ++i) {
-                uint16_t h;
-                std::memcpy(&h, t->data + 2 * i, 2);
-                out[i] = f16_to_f32(h);
-            }
-            break;
-        case gguf::GgmlType::BF16:
-            for (size_t i = 0; i < n; ++i) {
-                uint16_t h;
-                std::memcpy(&h, t->data + 2 * i, 2);
-                out[i] = bf16_to_f32(h);
-            }
-            break;
-        default:
-            fail("{}: tensor {} is {}; the vision tower reads it as F32, F16 or BF16", f.name(), name,
-                 gguf::type_traits(t->type).name);
-    }
-    return out;
-}
-
-MatrixSource source(const gguf::File& f, const std::string& name, int64_t rows, int64_t cols) {
-    const auto* t = f.find_tensor(name);
-    if (!t) fail("{}: tensor {} is missing", f.name(), name);
-    return MatrixSource{t->type, t->data, rows, cols, name, f.is_mapped()};
-}
 
 // A bump allocator over the backend's arena, reset per encode.
 class Arena {
@@ -89,6 +54,8 @@ struct VisionTower::Weights {
 VisionTower::VisionTower(const gguf::File& file, backend::Backend& b)
     : backend_(b), config_(read_vision_config(file)), w_(std::make_unique<Weights>()) {
     const VisionConfig& c = config_;
+    if (c.projector != "gemma3")
+        fail("{}: the {} projector does not run in run, chat and serve yet (Gemma 3's does)", file.name(), c.projector);
     for (auto op : {backend::OpKind::layer_norm, backend::OpKind::position_embedding})
         if (!b.supports(op))
             fail("{}: the {} backend cannot run the vision tower: it has no {} op (use --backend cpu)", file.name(),
@@ -98,19 +65,19 @@ VisionTower::VisionTower(const gguf::File& file, backend::Backend& b)
         fail("{}: the {} backend cannot run the vision tower: it has no non-causal attention (use --backend cpu)",
              file.name(), b.name());
     const int64_t d = c.n_embd;
-    auto vec = [&](const std::string& name) { return b.upload_vector(floats_of(file, name)); };
+    auto vec = [&](const std::string& name) { return b.upload_vector(tensor_floats(file, name)); };
     auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-        return b.upload_weight({source(file, name, rows, cols)}, WeightUse::matmul);
+        return b.upload_weight({matrix_source(file, name, rows, cols)}, WeightUse::matmul);
     };
     // The conv weight [p, p, 3, d] is d rows of (c, ky, kx): the patch rows' order (preprocess.h).
     w_->patch = matrix("v.patch_embd.weight", d, 3 * c.patch_size * c.patch_size);
     if (file.find_tensor("v.patch_embd.bias")) w_->patch_b = vec("v.patch_embd.bias");
-    w_->positions = b.upload_weight({source(file, "v.position_embd.weight", c.n_patches(), d)}, WeightUse::embedding);
+    w_->positions = b.upload_weight({matrix_source(file, "v.position_embd.weight", c.n_patches(), d)}, WeightUse::embedding);
     for (int64_t l = 0; l < c.n_layers; ++l) {
         const std::string p = fmt::format("v.blk.{}.", l);
         Weights::Layer L;
-        L.qkv = b.upload_weight({source(file, p + "attn_q.weight", d, d), source(file, p + "attn_k.weight", d, d),
-                                 source(file, p + "attn_v.weight", d, d)},
+        L.qkv = b.upload_weight({matrix_source(file, p + "attn_q.weight", d, d), matrix_source(file, p + "attn_k.weight", d, d),
+                                 matrix_source(file, p + "attn_v.weight", d, d)},
                                 WeightUse::matmul);
         L.out = matrix(p + "attn_out.weight", d, d);
         L.up = matrix(p + c.ffn_up + ".weight", c.n_ff, d);
@@ -131,7 +98,7 @@ VisionTower::VisionTower(const gguf::File& file, backend::Backend& b)
     w_->post_b = vec("v.post_ln.bias");
     w_->soft_norm = vec("mm.soft_emb_norm.weight");
     // [text_dim, n_embd] in ggml order is n_embd rows of text_dim (x W): transpose to text_dim rows.
-    const std::vector<float> proj = floats_of(file, "mm.input_projection.weight");
+    const std::vector<float> proj = tensor_floats(file, "mm.input_projection.weight");
     w_->projection_rows.resize(proj.size());
     for (int64_t i = 0; i < d; ++i)
         for (int64_t o = 0; o < c.text_dim; ++o)

@@ -45,7 +45,7 @@ TEST(ArchDescriptions, EveryDescriptionHasABuilderAndAWriterAndEveryBuilderADesc
 // The lists config.cpp, hf_config.cpp and random_model.cpp held as string checks before the table.
 TEST(ArchDescriptions, FactsEqualThePerArchitectureListsTheyReplace) {
     const std::set<std::string> neox = {"qwen2",  "qwen3",  "qwen2moe",   "qwen3moe", "gemma2",  "gemma3",   "gemma4",
-                                        "phi3",   "nomic-bert", "gpt-oss", "glm4moe", "qwen35", "qwen35moe"};
+                                        "phi3",   "nomic-bert", "gpt-oss", "glm4moe", "qwen35", "qwen35moe", "qwen3vl"};
     const std::set<std::string> moe = {"qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "glm4moe", "qwen35moe"};
     const std::set<std::string> encoder = {"bert", "nomic-bert", "jina-bert-v2"};
     const std::set<std::string> unnormalised = {"qwen2moe", "gpt-oss", "deepseek2", "glm4moe"};
@@ -134,7 +134,7 @@ RandomModelSpec with_experts(RandomModelSpec s, int64_t n = 4) {
 
 std::vector<Variant> variants() {
     std::vector<Variant> v;
-    for (const char* a : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "mistral3", "qwen35"})
+    for (const char* a : {"llama", "qwen2", "qwen3", "qwen3vl", "gemma2", "gemma3", "phi3", "smollm3", "mistral3", "qwen35"})
         v.push_back({a, base(a)});
     RandomModelSpec glm4 = base("glm4");
     glm4.head_dim = 32;

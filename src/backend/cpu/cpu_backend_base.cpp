@@ -39,6 +39,7 @@ std::shared_ptr<Weight> CpuBackendBase::upload_weight(std::vector<MatrixSource> 
 std::shared_ptr<Rope> CpuBackendBase::upload_rope(RopeSpec spec) {
     if (spec.dims <= 0 || spec.dims % 2 || int64_t(spec.inv_freq.size()) != spec.dims / 2)
         fail("cpu backend: RoPE needs an even dimension count and dims/2 frequencies");
+    check_rope_spec(spec, "cpu");
     return std::make_shared<CpuRope>(std::move(spec));
 }
 
@@ -91,7 +92,7 @@ const CpuRope& CpuBackendBase::rope_tables(const Rope& r, int64_t n) {
     t.sin.resize(size_t(n * half));
     for (int64_t i = 0; i < n; ++i) {
         for (int64_t j = 0; j < half; ++j) {
-            const double angle = double(step_.positions[size_t(i)]) * r.spec().inv_freq[size_t(j)];
+            const double angle = double(rope_position(step_, r.spec(), size_t(i), size_t(j))) * r.spec().inv_freq[size_t(j)];
             t.cos[size_t(i * half + j)] = float(std::cos(angle));
             t.sin[size_t(i * half + j)] = float(std::sin(angle));
         }

@@ -264,11 +264,10 @@ public:
         const int64_t half = spec.dims / 2;
         double* xs = elements(x, "rope");
         for (int64_t t = 0; t < n_tokens(); ++t) {
-            const double position = step_.positions[size_t(t)];
             for (int32_t h = 0; h < n_heads; ++h) {
                 double* v = xs + t * x.cols + int64_t(h) * head_dim;
                 for (int64_t i = 0; i < half; ++i) {
-                    const double angle = position * spec.inv_freq[size_t(i)];
+                    const double angle = double(rope_position(step_, spec, size_t(t), size_t(i))) * spec.inv_freq[size_t(i)];
                     const double c = std::cos(angle), s = std::sin(angle);
                     const int64_t a = spec.neox ? i : 2 * i, b = spec.neox ? i + half : 2 * i + 1;
                     const double x0 = v[a], x1 = v[b];

@@ -79,6 +79,8 @@ public:
     std::shared_ptr<Rope> upload_rope(RopeSpec spec) override {
         if (spec.dims % 2 != 0 || int64_t(spec.inv_freq.size()) != spec.dims / 2)
             fail("vulkan backend: a rope of {} dimensions needs {} frequencies, has {}", spec.dims, spec.dims / 2, spec.inv_freq.size());
+        if (!spec.pair_axis.empty())
+            fail("vulkan backend: multi-axis RoPE (M-RoPE: Qwen3-VL) is not supported yet (use --backend cpu)");
         return std::make_shared<VulkanRope>(std::move(spec));
     }
     std::unique_ptr<KvCache> create_kv_cache(const kv::KvLayout& layout, int64_t n_blocks) override {

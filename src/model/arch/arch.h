@@ -51,6 +51,7 @@ std::vector<std::string> builder_names();
 BuiltModel build_llama(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_qwen3vl(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen2moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen3moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_gemma2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);

@@ -19,6 +19,12 @@ public:
     }
     // In place: the rows given an embedding (an image's) take it (OpKind::input_embeddings).
     void input_embeddings(int x) { push({.kind = OpKind::input_embeddings, .in = {x}, .out = {x}}); }
+    // In place, rows of `slices` slices each: slice 0 replaces the given rows, slice k > 0 is added
+    // to them (deep-stack; `layer` tags the op for layer splits).
+    void input_embeddings(int x, int32_t slice, int32_t slices, int32_t layer) {
+        push({.kind = OpKind::input_embeddings, .in = {x}, .out = {x}, .layer = layer, .embedding_slice = slice,
+              .embedding_slices = slices});
+    }
     // One output per part of the weight, with the input's rows.
     std::vector<int> matmul(const backend::Weight& w, int x, const std::vector<std::string>& names, int32_t layer,
                             MatmulInput role) {

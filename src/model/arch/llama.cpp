@@ -38,11 +38,13 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
     if (c.rope_scaling == "yarn" && (!variant.yarn_unscaled || !freq_factors.empty()))
         fail("{}: {} YaRN {}", file.name(), c.arch,
              variant.yarn_unscaled ? "with rope_freqs.weight factors is not supported" : "is not supported by this builder");
-    const auto& rope = bind.rope(
+    backend::RopeSpec rope_spec =
         c.rope_scaling == "yarn"
             ? yarn_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta,
                              read_yarn_rope_scaling(file, c.arch, c.context_length, true))
-            : make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta, c.rope_linear_scale, freq_factors));
+            : make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta, c.rope_linear_scale, freq_factors);
+    rope_spec.pair_axis = variant.rope_pair_axis;
+    const auto& rope = bind.rope(std::move(rope_spec));
     m.max_positions = variant.max_positions;
     m.max_positions_reason = variant.max_positions_reason;
     m.kv_dtype = file.find_tensor("blk.0.attn_q.weight") && file.find_tensor("blk.0.attn_q.weight")->type == gguf::GgmlType::F32
@@ -51,10 +53,17 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
     const auto heads = int32_t(c.n_heads), kv_heads = int32_t(c.n_kv_heads), hd = int32_t(c.head_dim);
     const backend::AttentionParams attention{.n_heads = heads, .scale = 1.0f / std::sqrt(float(c.head_dim))};
     int x = e.embed(head.embedding, "x");
+    const int32_t slices = 1 + variant.deepstack_layers;
+    if (variant.image_input) e.input_embeddings(x, 0, slices, -1);
     int residual = -1;  // the previous FFN's output, added to x before the next norm
     for (int64_t i = 0; i < c.n_layers; ++i) {
         const auto l = int32_t(i);
         const std::string p = fmt::format("blk.{}.", i);
+        if (residual >= 0 && i <= variant.deepstack_layers) {  // layer i - 1's output gets deep-stack slice i
+            e.add(x, residual);
+            residual = -1;
+            e.input_embeddings(x, l, slices, l - 1);
+        }
         const auto& attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
         const auto& qkv = bind.matrix({{p + "attn_q.weight", c.dim, c.q_dim()},
                                        {p + "attn_k.weight", c.dim, c.kv_dim()},

@@ -2,7 +2,9 @@
 // RMSNorm of each Q and K head before RoPE; their NEOX RoPE comes from the config). A config with
 // experts (ModelConfig::n_experts > 0) gets the mixture-of-experts FFN of moe_ffn.h in every layer.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/arch/arch.h"
 
@@ -23,6 +25,11 @@ struct LlamaVariant {
     // > 0: the positions the model may run (BuiltModel::max_positions), with the reason.
     int64_t max_positions = 0;
     std::string max_positions_reason;
+    // qwen3vl: M-RoPE's axis per rotary pair (backend::RopeSpec::pair_axis; empty: plain RoPE), image
+    // rows (input_embeddings) and the deep-stack slices added after the first layers.
+    std::vector<uint8_t> rope_pair_axis;
+    bool image_input = false;
+    int32_t deepstack_layers = 0;
 };
 
 BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& config, backend::Backend& backend,

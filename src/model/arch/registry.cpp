@@ -17,6 +17,7 @@ constexpr Entry kBuilders[] = {
     {"llama", build_llama},
     {"qwen2", build_qwen2},
     {"qwen3", build_qwen3},
+    {"qwen3vl", build_qwen3vl},
     {"qwen2moe", build_qwen2moe},
     {"qwen3moe", build_qwen3moe},
     {"gemma2", build_gemma2},
