@@ -244,12 +244,13 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "(GLM-4-0414: sandwich norms, fused gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 "
                    "(Ministral 3: llama with YaRN and attention temperature keys), qwen35 (Qwen3.5: gated DeltaNet "
                    "layers with every 4th one gated full attention; at least 4 layers), qwen35moe (its MoE form, needs "
-                   "--experts; a sigmoid-gated shared expert), or the "
+                   "--experts; a sigmoid-gated shared expert), minimax-m2 (needs --experts; MiniMax-M2: Q/K norms over the "
+                   "whole projected rows, partial NEOX RoPE, every layer sigmoid-routed experts with a selection bias), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases) and jina-bert-v2 (ALiBi, GEGLU; --qk-norm: the -code form)")
         ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3vl", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "gemma4", "phi3", "bert",
                                "nomic-bert", "jina-bert-v2", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3",
-                               "mistral3", "qwen35", "qwen35moe"}));
+                               "mistral3", "qwen35", "qwen35moe", "minimax-m2"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert, jina-bert-v2: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--encoder-vocab", o->encoder_vocab,

@@ -72,6 +72,8 @@ constexpr ArchDescription kArchitectures[] = {
      .layer_tensors = kQwen35Layer},
     {.name = "qwen35moe", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::yes, .hf_classes = kQwen35MoeHf,
      .tensors = kDecoderGlobals, .layer_tensors = kQwen35MoeLayer},
+    {.name = "minimax-m2", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::yes, .gating = Gating::sigmoid,
+     .tensors = kDecoderGlobals, .layer_tensors = kMiniMaxM2Layer},
     {.name = "bert", .kind = Kind::encoder, .qkv_bias = Has::optional, .tensors = kEncoderGlobals,
      .layer_tensors = kEncoderLayer},
     {.name = "nomic-bert", .kind = Kind::encoder, .rope = Rope::neox, .qkv_bias = Has::optional, .tensors = kEncoderGlobals,

@@ -116,6 +116,13 @@ constexpr TensorEntry kGlm4MoeLayer[] = {
     {"exp_probs_b.bias", O},      {"ffn_gate_exps.weight", E},  {"ffn_up_exps.weight", E},
     {"ffn_down_exps.weight", E},  {"ffn_gate_up_exps.weight", O}, {"ffn_gate_shexp.weight", O},
     {"ffn_up_shexp.weight", O},   {"ffn_down_shexp.weight", O}, PAGODA_NEXTN_TENSORS};
+// minimax-m2: Q/K RMSNorms over the whole projected rows (attn_q_norm [n_head x head_dim],
+// attn_k_norm [n_head_kv x head_dim]); every layer routed experts with the selection bias exp_probs_b.
+constexpr TensorEntry kMiniMaxM2Layer[] = {
+    {"attn_norm.weight", R},     {"attn_q.weight", R},        {"attn_k.weight", R},      {"attn_v.weight", R},
+    {"attn_q_norm.weight", R},   {"attn_k_norm.weight", R},   {"attn_output.weight", R}, {"ffn_norm.weight", R},
+    {"ffn_gate_inp.weight", E},  {"exp_probs_b.bias", E},     {"ffn_gate_exps.weight", E}, {"ffn_up_exps.weight", E},
+    {"ffn_down_exps.weight", E}, {"ffn_gate_up_exps.weight", O}};
 // glm4: sandwich norms, fused gate|up ffn_up; Q/K/V biases where the file has them; older files'
 // fused attn_qkv in place of attn_q/k/v.
 constexpr TensorEntry kGlm4Layer[] = {

@@ -8,7 +8,8 @@
 // alternating sliding layers, biased experts with a clamped SwiGLU) and `deepseek2` (multi-head latent
 // attention, leading dense layers, routed plus ungated shared experts), `glm4moe` (GLM-4.5: QKV biases,
 // optional Q/K norms, partial NEOX RoPE, leading dense layers, sigmoid router with a correction bias,
-// ungated shared experts); the dense `glm4` (GLM-4-0414: sandwich norms, fused gate|up, partial
+// ungated shared experts), `minimax-m2` (MiniMax-M2: Q/K RMSNorm over the whole projected rows,
+// partial NEOX RoPE, every layer routed experts with a sigmoid router and a selection bias); the dense `glm4` (GLM-4-0414: sandwich norms, fused gate|up, partial
 // RoPE) and `smollm3` (llama with every 4th layer NoPE); and the encoders `bert` (BERT, RoBERTa / XLM-R as
 // llama.cpp converts them) and `nomic-bert` (NEOX RoPE, SwiGLU): embedding models with no output head. Anything else is refused with a clear error.
 #pragma once

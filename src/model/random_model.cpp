@@ -164,7 +164,8 @@ constexpr WriterEntry kWriters[] = {
     {"deepseek2", build_random_deepseek2},   {"glm4moe", build_random_glm},
     {"glm4", build_random_glm},              {"smollm3", build_random_llama_family},
     {"mistral3", build_random_llama_family}, {"qwen35", build_random_qwen35},
-    {"qwen35moe", build_random_qwen35},      {"bert", build_random_bert},
+    {"qwen35moe", build_random_qwen35},      {"minimax-m2", build_random_minimax_m2},
+    {"bert", build_random_bert},
     {"nomic-bert", build_random_bert},       {"jina-bert-v2", build_random_bert},
 };
 

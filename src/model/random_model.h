@@ -34,7 +34,8 @@ struct RandomModelSpec {
     // ffn_up, LongRoPE factors), gpt-oss (biased attention with sinks, YaRN, alternating sliding
     // layers, biased experts: needs experts), deepseek2 (MLA, leading dense layers, shared experts: needs
     // experts; the fields below), glm4moe (needs experts) or glm4 (GLM-4-0414: sandwich norms, fused
-    // gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 (llama keys), or the encoders bert and nomic-bert (see `pooling` below)
+    // gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 (llama keys), minimax-m2 (whole-row
+    // Q/K norms, partial NEOX RoPE, sigmoid-routed experts with a selection bias: needs experts), or the encoders bert and nomic-bert (see `pooling` below)
     std::string arch = "llama";
     std::string name = "random";
     int64_t n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn_dim = 160;
@@ -140,6 +141,8 @@ int64_t build_random_gpt_oss(const RandomModelSpec& spec, const gguf::File* voca
 int64_t build_random_deepseek2(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // glm4moe or glm4 into `w` (random_glm.cpp).
 int64_t build_random_glm(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+// minimax-m2 into `w` (random_minimax_m2.cpp; needs experts).
+int64_t build_random_minimax_m2(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // qwen35 or qwen35moe into `w` (random_qwen35.cpp).
 int64_t build_random_qwen35(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // gemma4 into `w` (random_gemma4.cpp).

@@ -4,7 +4,8 @@
 // Q4_0 experts, a qwen2moe with F32 ones, a qwen3moe with Q8_0 ones, and gpt-oss (sinks, sliding
 // layers, biased experts) with F32 and MXFP4 ones, and deepseek2 (MLA, a dense first layer, sigmoid
 // groups, shared experts) and glm4moe (partial NEOX RoPE, Q/K norms, sigmoid with a correction bias,
-// shared experts, a NextN block not run) with F32 and Q8_0 ones.
+// shared experts, a NextN block not run) and minimax-m2 (whole-row Q/K norms, partial NEOX RoPE,
+// sigmoid with a selection bias) with F32 and Q8_0 ones.
 #include <gtest/gtest.h>
 
 #include "core/thread_pool.h"
@@ -35,6 +36,7 @@ std::string moe_model(const std::string& arch, const std::string& quant) {
         spec.head_dim = 32; spec.qk_norm = true; spec.expert_weights_norm = true; spec.expert_weights_scale = 2.5f;
         spec.nextn_layers = 1;
     }
+    if (arch == "minimax-m2") spec.head_dim = 32;
     const std::string f = pagoda::test::temp_path("engine-moe-" + arch + ".gguf");
     model::write_random_model(spec, nullptr, f);
     if (quant.empty()) return f;
@@ -103,7 +105,9 @@ INSTANTIATE_TEST_SUITE_P(Models, MoeBatchInvariance,
                                            std::pair<std::string, std::string>{"deepseek2", ""},
                                            std::pair<std::string, std::string>{"deepseek2", "q8_0"},
                                            std::pair<std::string, std::string>{"glm4moe", ""},
-                                           std::pair<std::string, std::string>{"glm4moe", "q8_0"}),
+                                           std::pair<std::string, std::string>{"glm4moe", "q8_0"},
+                                           std::pair<std::string, std::string>{"minimax-m2", ""},
+                                           std::pair<std::string, std::string>{"minimax-m2", "q8_0"}),
                          [](const auto& info) {
                              std::string name = info.param.first + (info.param.second.empty() ? "" : "_" + info.param.second);
                              for (char& c : name) c = c == '-' ? '_' : c;  // gtest names take no '-'

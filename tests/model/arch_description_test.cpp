@@ -45,8 +45,9 @@ TEST(ArchDescriptions, EveryDescriptionHasABuilderAndAWriterAndEveryBuilderADesc
 // The lists config.cpp, hf_config.cpp and random_model.cpp held as string checks before the table.
 TEST(ArchDescriptions, FactsEqualThePerArchitectureListsTheyReplace) {
     const std::set<std::string> neox = {"qwen2",  "qwen3",  "qwen2moe",   "qwen3moe", "gemma2",  "gemma3",   "gemma4",
-                                        "phi3",   "nomic-bert", "gpt-oss", "glm4moe", "qwen35", "qwen35moe", "qwen3vl"};
-    const std::set<std::string> moe = {"qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "glm4moe", "qwen35moe"};
+                                        "phi3",   "nomic-bert", "gpt-oss", "glm4moe", "qwen35", "qwen35moe", "qwen3vl",
+                                        "minimax-m2"};
+    const std::set<std::string> moe = {"qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "glm4moe", "qwen35moe", "minimax-m2"};
     const std::set<std::string> encoder = {"bert", "nomic-bert", "jina-bert-v2"};
     const std::set<std::string> unnormalised = {"qwen2moe", "gpt-oss", "deepseek2", "glm4moe"};
     for (const ArchDescription& d : arch::architectures()) {
@@ -55,7 +56,7 @@ TEST(ArchDescriptions, FactsEqualThePerArchitectureListsTheyReplace) {
         EXPECT_EQ(d.experts == Has::yes, moe.count(n) == 1) << n;
         EXPECT_EQ(d.kind == arch::Kind::encoder, encoder.count(n) == 1) << n;
         EXPECT_EQ(d.expert_weights_norm, unnormalised.count(n) == 0) << n;
-        EXPECT_EQ(int(d.gating), n == "gpt-oss" ? 3 : n == "glm4moe" ? 2 : 1) << n;
+        EXPECT_EQ(int(d.gating), n == "gpt-oss" ? 3 : n == "glm4moe" || n == "minimax-m2" ? 2 : 1) << n;
         EXPECT_EQ(d.allows_rope_scaling("llama3"), n == "llama") << n;
         EXPECT_EQ(d.allows_rope_scaling("longrope"), n == "phi3") << n;
         EXPECT_EQ(d.allows_rope_scaling("yarn"), n == "gpt-oss" || n == "deepseek2" || n == "mistral3") << n;
@@ -162,6 +163,9 @@ std::vector<Variant> variants() {
     RandomModelSpec glm = with_experts(base("glm4moe"), 8);
     glm.n_layers = 3; glm.head_dim = 32; glm.n_shared_experts = 1; glm.leading_dense = 1; glm.qk_norm = true;
     v.push_back({"glm4moe", glm});
+    RandomModelSpec minimax = with_experts(base("minimax-m2"), 8);
+    minimax.head_dim = 32;
+    v.push_back({"minimax_m2", minimax});
     v.push_back({"gemma4", gemma4_test::gemma4_spec(7)});
     v.push_back({"gemma4_experts", gemma4_test::gemma4_moe_spec(7)});
     v.push_back({"gemma4_per_layer", gemma4_test::gemma4_ple_spec(7)});

@@ -79,7 +79,10 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
             e.add_bias(q_k_v[1], bind.vector(p + "attn_k.bias", c.kv_dim()));
             e.add_bias(q_k_v[2], bind.vector(p + "attn_v.bias", c.kv_dim()));
         }
-        if (variant.qk_norm || (variant.optional_qk_norm && bind.has(p + "attn_q_norm.weight"))) {
+        if (variant.qk_norm_whole_row) {  // one head of the whole width: the RMS spans every head
+            e.rms_norm_heads(q_k_v[0], bind.vector(p + "attn_q_norm.weight", c.q_dim()), c.rms_eps, 1);
+            e.rms_norm_heads(q_k_v[1], bind.vector(p + "attn_k_norm.weight", c.kv_dim()), c.rms_eps, 1);
+        } else if (variant.qk_norm || (variant.optional_qk_norm && bind.has(p + "attn_q_norm.weight"))) {
             e.rms_norm_heads(q_k_v[0], bind.vector(p + "attn_q_norm.weight", c.head_dim), c.rms_eps, heads);
             e.rms_norm_heads(q_k_v[1], bind.vector(p + "attn_k_norm.weight", c.head_dim), c.rms_eps, kv_heads);
         }

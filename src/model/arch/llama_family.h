@@ -1,5 +1,6 @@
 // The llama graph with the switches of the architectures that reuse it (qwen2: Q/K/V biases; qwen3:
-// RMSNorm of each Q and K head before RoPE; their NEOX RoPE comes from the config). A config with
+// RMSNorm of each Q and K head before RoPE, or of the whole Q and K rows for minimax-m2; their NEOX
+// RoPE comes from the config). A config with
 // experts (ModelConfig::n_experts > 0) gets the mixture-of-experts FFN of moe_ffn.h in every layer.
 #pragma once
 #include <cstdint>
@@ -13,6 +14,9 @@ namespace pagoda::model {
 struct LlamaVariant {
     bool qkv_bias = false;
     bool qk_norm = false;  // blk.N.attn_q_norm / attn_k_norm, [head_dim] each
+    // minimax-m2: the Q/K norms span the whole projected row (attn_q_norm [n_heads x head_dim],
+    // attn_k_norm [n_kv_heads x head_dim]), one RMS over all heads, before the split into heads.
+    bool qk_norm_whole_row = false;
     bool shared_expert = false;  // qwen2moe: a sigmoid-gated shared expert beside the routed ones
     bool shared_gate = true;     // false: the shared expert is not gated (glm4moe)
     bool optional_qkv_bias = false;  // glm4moe: the Q/K/V biases where the file has them (attention_bias)

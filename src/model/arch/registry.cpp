@@ -32,6 +32,7 @@ constexpr Entry kBuilders[] = {
     {"mistral3", build_mistral3},
     {"qwen35", build_qwen35},
     {"qwen35moe", build_qwen35moe},
+    {"minimax-m2", build_minimax_m2},
     {"bert", build_bert},
     {"nomic-bert", build_nomic_bert},
     {"jina-bert-v2", build_jina_bert_v2},
