@@ -215,8 +215,8 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
     const bool qkv_bias = required("attn_q.bias"), qk_norm = required("attn_q_norm.weight");
     const bool sandwich = required("post_attention_norm.weight"), post_ffw = required("post_ffw_norm.weight");
     const bool shared_expert = d.has_layer_tensor("ffn_gate_inp_shexp.weight");
-    if (s.n_experts > 0 && d.experts == arch::Has::no)
     const bool qwen3vl = s.arch == "qwen3vl";
+    if (s.n_experts > 0 && d.experts == arch::Has::no)
         fail("gen-model: experts are written for llama, qwen2moe and qwen3moe, not {}", s.arch);
     if (moe_arch || s.n_experts > 0) random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
     const int64_t expert_ffn = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
