@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "vision/mmproj_tensors.h"
+#include "vision/vit_block.h"
 
 namespace pagoda::vision {
 
@@ -16,23 +17,6 @@ namespace {
 
 using backend::Tensor;
 using backend::WeightUse;
-
-// A bump allocator over the backend's arena, reset per encode.
-class Arena {
-public:
-    Arena(backend::Backend& b, size_t elements) : b_(b), capacity_(elements) {}
-    Tensor tensor(int64_t rows, int64_t cols) {
-        const auto n = size_t(rows * cols);
-        if (used_ + n > capacity_) fail("qwen3vl vision tower: activation arena too small (internal error)");
-        Tensor t{static_cast<uint8_t*>(b_.activations()) + used_ * b_.activation_size(), rows, cols};
-        used_ += n;
-        return t;
-    }
-
-private:
-    backend::Backend& b_;
-    size_t capacity_, used_ = 0;
-};
 
 struct Merger {
     std::shared_ptr<backend::Weight> fc1, fc2;
@@ -43,9 +27,7 @@ struct Merger {
 }  // namespace
 
 struct Qwen3VlTower::Weights {
-    struct Layer {
-        std::shared_ptr<backend::Weight> qkv, out, up, down;
-        std::shared_ptr<backend::Vector> q_b, k_b, v_b, out_b, up_b, down_b, ln1_w, ln1_b, ln2_w, ln2_b;
+    struct Layer : VitLayer {
         int deepstack = -1;  // index into deepstack
     };
     std::vector<float> patch_sum;  // W0 + W1, d rows of 3 p^2
@@ -96,26 +78,7 @@ Qwen3VlTower::Qwen3VlTower(const gguf::File& file, backend::Backend& b)
     w_->rope = b.upload_rope(std::move(spec));
     for (int64_t l = 0; l < c.n_layers; ++l) {
         const std::string p = fmt::format("v.blk.{}.", l);
-        Weights::Layer L;
-        L.qkv = b.upload_weight({matrix_source(file, p + "attn_qkv.weight", d, d, 0),
-                                 matrix_source(file, p + "attn_qkv.weight", d, d, d),
-                                 matrix_source(file, p + "attn_qkv.weight", d, d, 2 * d)},
-                                WeightUse::matmul);
-        const std::vector<float> qkv_b = tensor_floats(file, p + "attn_qkv.bias");
-        L.q_b = b.upload_vector(std::span(qkv_b).subspan(0, size_t(d)));
-        L.k_b = b.upload_vector(std::span(qkv_b).subspan(size_t(d), size_t(d)));
-        L.v_b = b.upload_vector(std::span(qkv_b).subspan(size_t(2 * d), size_t(d)));
-        L.out = matrix(p + "attn_out.weight", d, d);
-        L.out_b = vec(p + "attn_out.bias");
-        L.up = matrix(p + "ffn_up.weight", c.n_ff, d);
-        L.up_b = vec(p + "ffn_up.bias");
-        L.down = matrix(p + "ffn_down.weight", d, c.n_ff);
-        L.down_b = vec(p + "ffn_down.bias");
-        L.ln1_w = vec(p + "ln1.weight");
-        L.ln1_b = vec(p + "ln1.bias");
-        L.ln2_w = vec(p + "ln2.weight");
-        L.ln2_b = vec(p + "ln2.bias");
-        w_->layers.push_back(std::move(L));
+        w_->layers.push_back({load_vit_layer(file, b, p, d, c.n_ff, {.fused_qkv = true})});
     }
     auto merger = [&](const std::string& norm, const std::string& fc1, const std::string& fc2, bool after) {
         return Merger{.fc1 = matrix(fc1 + ".weight", m, m), .fc2 = matrix(fc2 + ".weight", c.text_dim, m),
@@ -210,7 +173,7 @@ std::vector<float> Qwen3VlTower::encode(const Patches& patches) {
     in.rope_positions = axes;
     b.begin_step(in);
 
-    Arena arena(b, w_->arena_elements);
+    ActivationArena arena(b, w_->arena_elements);
     const Tensor x = arena.tensor(n, d), h = arena.tensor(n, d), attn = arena.tensor(n, d), o = arena.tensor(n, d);
     const Tensor q = arena.tensor(n, d), k = arena.tensor(n, d), v = arena.tensor(n, d), pos = arena.tensor(n, d);
     const Tensor up = arena.tensor(n, c.n_ff), ones = arena.tensor(n, c.n_ff);
@@ -247,31 +210,12 @@ std::vector<float> Qwen3VlTower::encode(const Patches& patches) {
     };
     const backend::AttentionParams params{.n_heads = int32_t(c.n_heads),
                                           .scale = 1.0f / std::sqrt(float(c.head_dim())), .causal = false};
-    const auto hd = int32_t(c.head_dim()), heads = int32_t(c.n_heads);
+    const VitScratch scratch{h, q, k, v, attn, o, up, ones};
+    const VitAttention attention{.cache = w_->cache.get(), .params = params, .rope = w_->rope.get(),
+                                 .heads = int32_t(c.n_heads), .head_dim = int32_t(c.head_dim())};
     for (size_t l = 0; l < w_->layers.size(); ++l) {
         const auto& L = w_->layers[l];
-        b.layer_norm(x, *L.ln1_w, *L.ln1_b, c.eps, h);
-        const Tensor qkv[3] = {q, k, v};
-        b.matmul(*L.qkv, h, qkv);
-        b.add_bias(q, *L.q_b);
-        b.add_bias(k, *L.k_b);
-        b.add_bias(v, *L.v_b);
-        b.rope(q, *w_->rope, heads, hd);
-        b.rope(k, *w_->rope, heads, hd);
-        b.kv_write(*w_->cache, int32_t(l), k, v);
-        b.attention(*w_->cache, int32_t(l), q, attn, params);
-        const Tensor o_out[1] = {o};
-        b.matmul(*L.out, attn, o_out);
-        b.add_bias(o, *L.out_b);
-        b.add(x, o);
-        b.layer_norm(x, *L.ln2_w, *L.ln2_b, c.eps, h);
-        const Tensor up_out[1] = {up};
-        b.matmul(*L.up, h, up_out);
-        b.add_bias(up, *L.up_b);
-        b.gelu_mul(up, ones, up);  // gelu_pytorch_tanh
-        b.matmul(*L.down, up, o_out);
-        b.add_bias(o, *L.down_b);
-        b.add(x, o);
+        run_vit_block(b, L, int32_t(l), x, scratch, attention, c.eps);
         if (L.deepstack >= 0) run_merger(w_->deepstack[size_t(L.deepstack)], outputs[size_t(L.deepstack) + 1]);
     }
     run_merger(w_->main, outputs[0]);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "vision/mmproj_tensors.h"
+#include "vision/vit_block.h"
 
 namespace pagoda::vision {
 
@@ -18,33 +19,12 @@ using backend::MatrixSource;
 using backend::Tensor;
 using backend::WeightUse;
 
-// A bump allocator over the backend's arena, reset per encode.
-class Arena {
-public:
-    Arena(backend::Backend& b, size_t elements) : b_(b), capacity_(elements) {}
-    Tensor tensor(int64_t rows, int64_t cols) {
-        const auto n = size_t(rows * cols);
-        if (used_ + n > capacity_) fail("vision tower: activation arena too small (internal error)");
-        Tensor t{static_cast<uint8_t*>(b_.activations()) + used_ * b_.activation_size(), rows, cols};
-        used_ += n;
-        return t;
-    }
-
-private:
-    backend::Backend& b_;
-    size_t capacity_, used_ = 0;
-};
-
 }  // namespace
 
 struct VisionTower::Weights {
-    struct Layer {
-        std::shared_ptr<backend::Weight> qkv, out, up, down;
-        std::shared_ptr<backend::Vector> q_b, k_b, v_b, out_b, up_b, down_b, ln1_w, ln1_b, ln2_w, ln2_b;
-    };
     std::shared_ptr<backend::Weight> patch, positions, projection;
     std::shared_ptr<backend::Vector> patch_b, post_w, post_b, soft_norm;
-    std::vector<Layer> layers;
+    std::vector<VitLayer> layers;
     std::vector<float> projection_rows;  // mm.input_projection transposed: text_dim rows of n_embd
     std::unique_ptr<backend::KvCache> cache;
     std::vector<float> ones;             // the up operand of gelu_mul: gelu(h) * 1
@@ -75,24 +55,7 @@ VisionTower::VisionTower(const gguf::File& file, backend::Backend& b)
     w_->positions = b.upload_weight({matrix_source(file, "v.position_embd.weight", c.n_patches(), d)}, WeightUse::embedding);
     for (int64_t l = 0; l < c.n_layers; ++l) {
         const std::string p = fmt::format("v.blk.{}.", l);
-        Weights::Layer L;
-        L.qkv = b.upload_weight({matrix_source(file, p + "attn_q.weight", d, d), matrix_source(file, p + "attn_k.weight", d, d),
-                                 matrix_source(file, p + "attn_v.weight", d, d)},
-                                WeightUse::matmul);
-        L.out = matrix(p + "attn_out.weight", d, d);
-        L.up = matrix(p + c.ffn_up + ".weight", c.n_ff, d);
-        L.down = matrix(p + c.ffn_down + ".weight", d, c.n_ff);
-        L.q_b = vec(p + "attn_q.bias");
-        L.k_b = vec(p + "attn_k.bias");
-        L.v_b = vec(p + "attn_v.bias");
-        L.out_b = vec(p + "attn_out.bias");
-        L.up_b = vec(p + c.ffn_up + ".bias");
-        L.down_b = vec(p + c.ffn_down + ".bias");
-        L.ln1_w = vec(p + "ln1.weight");
-        L.ln1_b = vec(p + "ln1.bias");
-        L.ln2_w = vec(p + "ln2.weight");
-        L.ln2_b = vec(p + "ln2.bias");
-        w_->layers.push_back(std::move(L));
+        w_->layers.push_back(load_vit_layer(file, b, p, d, c.n_ff, {.ffn_up = c.ffn_up, .ffn_down = c.ffn_down}));
     }
     w_->post_w = vec("v.post_ln.weight");
     w_->post_b = vec("v.post_ln.bias");
@@ -137,7 +100,7 @@ std::vector<float> VisionTower::encode(const Patches& patches) {
     for (int32_t i = 0; i < w_->cache->n_blocks(); ++i) tables[0].push_back(i);
     b.begin_step({tokens, positions, seq, slots, no_rows, tables, no_rows});
 
-    Arena arena(b, w_->arena_elements);
+    ActivationArena arena(b, w_->arena_elements);
     Tensor x = arena.tensor(n, d), h = arena.tensor(n, d), attn = arena.tensor(n, d), o = arena.tensor(n, d);
     Tensor q = arena.tensor(n, d), k = arena.tensor(n, d), v = arena.tensor(n, d);
     Tensor up = arena.tensor(n, c.n_ff), ones = arena.tensor(n, c.n_ff);
@@ -150,29 +113,9 @@ std::vector<float> VisionTower::encode(const Patches& patches) {
     b.add_position_embedding(*w_->positions, x);
     const backend::AttentionParams params{.n_heads = int32_t(c.n_heads),
                                           .scale = 1.0f / std::sqrt(float(c.head_dim())), .causal = false};
-    for (size_t l = 0; l < w_->layers.size(); ++l) {
-        const auto& L = w_->layers[l];
-        b.layer_norm(x, *L.ln1_w, *L.ln1_b, c.eps, h);
-        const Tensor qkv[3] = {q, k, v};
-        b.matmul(*L.qkv, h, qkv);
-        b.add_bias(q, *L.q_b);
-        b.add_bias(k, *L.k_b);
-        b.add_bias(v, *L.v_b);
-        b.kv_write(*w_->cache, int32_t(l), k, v);
-        b.attention(*w_->cache, int32_t(l), q, attn, params);
-        const Tensor o_out[1] = {o};
-        b.matmul(*L.out, attn, o_out);
-        b.add_bias(o, *L.out_b);
-        b.add(x, o);
-        b.layer_norm(x, *L.ln2_w, *L.ln2_b, c.eps, h);
-        const Tensor up_out[1] = {up};
-        b.matmul(*L.up, h, up_out);
-        b.add_bias(up, *L.up_b);
-        b.gelu_mul(up, ones, up);  // SigLIP's gelu_pytorch_tanh
-        b.matmul(*L.down, up, o_out);
-        b.add_bias(o, *L.down_b);
-        b.add(x, o);
-    }
+    const VitScratch scratch{h, q, k, v, attn, o, up, ones};
+    const VitAttention attention{.cache = w_->cache.get(), .params = params};
+    for (size_t l = 0; l < w_->layers.size(); ++l) run_vit_block(b, w_->layers[l], int32_t(l), x, scratch, attention, c.eps);
     b.layer_norm(x, *w_->post_w, *w_->post_b, c.eps, h);
 
     // Average pooling of the patch grid (row-major, side s) into (s / pool)^2 cells, in double.
