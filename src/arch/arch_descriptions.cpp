@@ -31,6 +31,7 @@ constexpr HfClass kQwen35Hf[] = {{"Qwen3_5ForCausalLM", "qwen3_5_text"},
                                  {"Qwen3_5ForConditionalGeneration", "qwen3_5", HfRole::multimodal}};
 constexpr HfClass kQwen35MoeHf[] = {{"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
                                     {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", HfRole::multimodal}};
+constexpr HfClass kMiniMaxM2Hf[] = {{"MiniMaxM2ForCausalLM", "minimax_m2"}};
 
 // The encoders' Hugging Face classes carry converter flags of their own (RoBERTa names, classifier
 // heads): they are listed in hf/hf_encoder_config.cpp.
@@ -73,7 +74,7 @@ constexpr ArchDescription kArchitectures[] = {
     {.name = "qwen35moe", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::yes, .hf_classes = kQwen35MoeHf,
      .tensors = kDecoderGlobals, .layer_tensors = kQwen35MoeLayer},
     {.name = "minimax-m2", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::yes, .gating = Gating::sigmoid,
-     .tensors = kDecoderGlobals, .layer_tensors = kMiniMaxM2Layer},
+     .hf_classes = kMiniMaxM2Hf, .tensors = kDecoderGlobals, .layer_tensors = kMiniMaxM2Layer},
     {.name = "bert", .kind = Kind::encoder, .qkv_bias = Has::optional, .tensors = kEncoderGlobals,
      .layer_tensors = kEncoderLayer},
     {.name = "nomic-bert", .kind = Kind::encoder, .rope = Rope::neox, .qkv_bias = Has::optional, .tensors = kEncoderGlobals,

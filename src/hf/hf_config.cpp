@@ -70,6 +70,38 @@ void rope_scaling(const Config& c, const HfModel& m, const arch::ArchDescription
     c.refuse("rope_scaling", "has type '" + type + "', which pagoda does not implement for " + m.hf_arch);
 }
 
+// MiniMax-M2 / M2.1: every layer routed experts under block_sparse_moe (Mixtral's names) whose
+// intermediate_size is the expert width, a sigmoid (or softmax) router with its selection bias, and
+// Q/K RMSNorms over the whole projected rows. What the builder does not compute is refused.
+void read_minimax_m2_config(const Config& c, HfModel& m, Meta& meta) {
+    m.mixtral_names = true;
+    m.n_experts = c.positive("num_local_experts");
+    const int64_t ffn = c.positive("intermediate_size");
+    meta.u32("feed_forward_length", ffn);
+    meta.u32("expert_feed_forward_length", ffn);
+    meta.u32("expert_count", m.n_experts);
+    meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
+    const std::string scoring = c.string_or("scoring_func", "sigmoid");
+    if (scoring != "sigmoid" && scoring != "softmax") c.refuse("scoring_func", "is '" + scoring + "' (expected sigmoid or softmax)");
+    meta.u32("expert_gating_func", scoring == "sigmoid" ? 2 : 1);
+    if (!c.boolean_or("use_routing_bias", true))
+        c.refuse("use_routing_bias", "is false, but pagoda's minimax-m2 builder (as llama.cpp's) needs e_score_correction_bias");
+    if (!c.boolean_or("use_qk_norm", true)) c.refuse("use_qk_norm", "is false, but pagoda's minimax-m2 builder always applies Q/K norms");
+    if (c.string_or("qk_norm_type", "per_layer") != "per_layer")
+        c.refuse("qk_norm_type", "is not per_layer (one RMSNorm over the whole Q and K rows), the only form pagoda computes");
+    if (c.has("shared_intermediate_size") && c.integer("shared_intermediate_size") != 0)
+        c.refuse("shared_intermediate_size", "is not 0, but pagoda's minimax-m2 builder has no shared expert");
+    if (c.number_or("routed_scaling_factor", 1.0) != 1.0)
+        c.refuse("routed_scaling_factor", "is not 1, but MiniMax-M2's router (and pagoda's) does not scale the expert weights");
+    if (c.has("attn_type_list")) {  // 1: full attention in every layer (0 would be MiniMax-01's linear attention)
+        const Json& t = c.at("attn_type_list");
+        if (!t.is_array() || int64_t(t.size()) != m.n_layers) c.refuse("attn_type_list", "is not one entry per layer");
+        for (const Json& v : t)
+            if (!v.is_number_integer() || v.get<int64_t>() != 1)
+                c.refuse("attn_type_list", "holds " + v.dump() + ": pagoda's minimax-m2 builder has full attention (1) only");
+    }
+}
+
 }  // namespace
 
 HfModel read_hf_config(std::string_view json_text, const std::string& name) {
@@ -145,6 +177,10 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         if (!(f > 0 && f <= 1)) c.refuse("partial_rotary_factor", "must be in (0, 1]");
         rope_dims = int64_t(double(m.head_dim) * f);
     }
+    if (m.arch == "minimax-m2") {  // rotary_dim: the leading dims of each head that rotate
+        rope_dims = c.positive("rotary_dim");
+        if (rope_dims > m.head_dim || rope_dims % 2) c.refuse("rotary_dim", "must be even and at most head_dim");
+    }
     meta.u32("rope.dimension_count", rope_dims);
     m.tied = top.boolean_or("tie_word_embeddings", m.arch == "gemma2" || m.arch == "gemma3") ||
              c.boolean_or("tie_word_embeddings", false);
@@ -215,6 +251,8 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         meta.f32("expert_weights_scale", c.number_or("routed_scaling_factor", 1.0));
         meta.set(a + ".expert_weights_norm", Value::boolean(c.boolean_or("norm_topk_prob", false)));
         m.nextn_layers = count("num_nextn_predict_layers");  // hf_folder logs that they are not loaded
+    } else if (m.arch == "minimax-m2") {  // as MiniMaxM2Model converts it
+        read_minimax_m2_config(c, m, meta);
     } else {
         meta.u32("feed_forward_length", c.positive("intermediate_size"));
     }

@@ -34,6 +34,31 @@ std::vector<bool> sliding_layers(const gguf::File& f, const std::string& a, int6
     return out;
 }
 
+// MiniMaxM2Config's names for what MiniMaxM2Model's converter reads back; the metadata that
+// config.json cannot state (a separate dense FFN width, unnormalised or scaled expert weights, no
+// selection bias) is refused rather than dropped.
+void write_minimax_m2_config(const gguf::File& f, Json& j) {
+    const std::string a = "minimax-m2.";
+    const int64_t ffn = f.get_int(a + "feed_forward_length");
+    if (f.get_int_or(a + "expert_feed_forward_length", ffn) != ffn)
+        fail("{}: {}expert_feed_forward_length differs from feed_forward_length, which MiniMaxM2Config cannot say", f.name(), a);
+    const int64_t gating = f.get_int_or(a + "expert_gating_func", 2);
+    if (gating != 1 && gating != 2) fail("{}: {}expert_gating_func {} has no MiniMaxM2Config form", f.name(), a, gating);
+    if (!f.get_bool_or(a + "expert_weights_norm", true) || f.get_float_or(a + "expert_weights_scale", 1.0) != 1.0)
+        fail("{}: unnormalised or scaled expert weights have no MiniMaxM2Config form", f.name());
+    if (!f.find_tensor("blk.0.exp_probs_b.bias")) fail("{}: tensor blk.0.exp_probs_b.bias is missing", f.name());
+    const int64_t n_layers = f.get_int(a + "block_count");
+    j["num_local_experts"] = f.get_int(a + "expert_count");
+    j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
+    j["scoring_func"] = gating == 2 ? "sigmoid" : "softmax";
+    j["use_routing_bias"] = true;
+    j["use_qk_norm"] = true;
+    j["qk_norm_type"] = "per_layer";
+    j["shared_intermediate_size"] = 0;
+    j["attn_type_list"] = std::vector<int>(size_t(n_layers), 1);
+    j["use_mtp"] = false;
+}
+
 }  // namespace
 
 std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, const std::vector<float>& short_factors,
@@ -85,9 +110,11 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
         j["num_nextn_predict_layers"] = 0;
         j["use_qk_norm"] = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
     }
+    const bool minimax = arch == "minimax-m2";
+    if (minimax) write_minimax_m2_config(f, j);
     if (glm) j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
     const bool qwen35 = arch == "qwen35" || arch == "qwen35moe";
-    if (n_experts > 0 && arch != "glm4moe" && !qwen35) {
+    if (n_experts > 0 && arch != "glm4moe" && !qwen35 && !minimax) {
         j[arch == "llama" ? "num_local_experts" : "num_experts"] = n_experts;
         j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
         if (arch != "llama") {
@@ -107,7 +134,8 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     const int64_t rope_dims = f.get_int_or(a + "rope.dimension_count", head_dim);
     if (glm) j["partial_rotary_factor"] = double(rope_dims) / double(head_dim);
     if (qwen35) write_qwen35_config(f, j);
-    if (rope_dims != head_dim && arch != "phi3" && !glm && !qwen35)
+    if (minimax) j["rotary_dim"] = rope_dims;
+    if (rope_dims != head_dim && arch != "phi3" && !glm && !qwen35 && !minimax)
         fail("{}: {}rope.dimension_count {} differs from the head size {}, which config.json cannot say for {}", f.name(), a,
              rope_dims, head_dim, arch);
 

@@ -125,6 +125,8 @@ std::vector<Rule> layer_rules(const HfModel& m) {
         r.push_back({"block_sparse_moe.experts.{e}.w1.weight", "ffn_gate_exps.weight"});
         r.push_back({"block_sparse_moe.experts.{e}.w3.weight", "ffn_up_exps.weight"});
         r.push_back({"block_sparse_moe.experts.{e}.w2.weight", "ffn_down_exps.weight"});
+        if (d->has_layer_tensor("exp_probs_b.bias"))  // minimax-m2's selection bias (sigmoid router)
+            r.push_back({"block_sparse_moe.e_score_correction_bias", "exp_probs_b.bias", Transform::none, true});
     } else if (m.n_experts > 0) {
         r.push_back({"mlp.gate.weight", "ffn_gate_inp.weight", Transform::none, true});
         r.push_back({"mlp.experts.{e}.gate_proj.weight", "ffn_gate_exps.weight"});

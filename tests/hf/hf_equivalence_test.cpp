@@ -76,6 +76,9 @@ std::vector<Case> cases() {
     glm4moe_air.spec.qk_norm = false;
     glm4moe_air.spec.leading_dense = 0;
     out.push_back(glm4moe_air);
+    Case minimax{"minimax-m2", base("minimax-m2")};  // whole-row Q/K norms, half of each head rotated, biased router
+    minimax.spec.n_experts = 4; minimax.spec.n_experts_used = 2; minimax.spec.expert_ffn_dim = 32;
+    out.push_back(minimax);
     Case gemma3_period{"gemma3-period", base("gemma3")};
     gemma3_period.spec.swa_period = 2; gemma3_period.spec.sliding_window = 4;
     out.push_back(gemma3_period);
@@ -292,6 +295,110 @@ TEST(HfGlm4moe, NextnLayersInTheFolderAreNotLoaded) {
     EXPECT_EQ(h->get_int("glm4moe.block_count"), 2);
     EXPECT_EQ(h->find_tensor("blk.2.attn_q.weight"), nullptr);
     expect_bitwise(logits(open_model_file(cut)), logits(h), "glm4moe-nextn");
+}
+
+// MiniMax-M2's config.json (the published values) maps to the keys MiniMaxM2Model's converter writes:
+// intermediate_size is the expert width, rotary_dim the rotated dims, the sigmoid router gating 2.
+constexpr const char* kMiniMaxM2Config = R"({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2",
+    "attn_type_list": [1, 1, 1], "head_dim": 128, "hidden_size": 3072, "intermediate_size": 1536,
+    "max_position_embeddings": 196608, "num_attention_heads": 48, "num_experts_per_tok": 8, "num_hidden_layers": 3,
+    "num_key_value_heads": 8, "num_local_experts": 256, "qk_norm_type": "per_layer", "rms_norm_eps": 1e-06,
+    "rope_theta": 5000000, "rotary_dim": 64, "scoring_func": "sigmoid", "shared_intermediate_size": 0,
+    "tie_word_embeddings": false, "use_qk_norm": true, "use_routing_bias": true, "use_mtp": true,
+    "vocab_size": 200064})";
+
+TEST(HfMiniMaxM2, ConfigMapsToTheConvertersKeys) {
+    const auto m = hf::read_hf_config(kMiniMaxM2Config, "config.json");
+    EXPECT_EQ(m.arch, "minimax-m2");
+    EXPECT_FALSE(m.permute_qk);
+    EXPECT_TRUE(m.mixtral_names);
+    EXPECT_EQ(m.n_experts, 256);
+    std::map<std::string, std::string> got;
+    for (const auto& [key, value] : m.metadata) got[key] = value.to_display();
+    for (const auto& [key, want] : std::vector<std::pair<std::string, std::string>>{
+             {"minimax-m2.block_count", "3"}, {"minimax-m2.embedding_length", "3072"},
+             {"minimax-m2.attention.head_count", "48"}, {"minimax-m2.attention.head_count_kv", "8"},
+             {"minimax-m2.attention.key_length", "128"}, {"minimax-m2.rope.dimension_count", "64"},
+             {"minimax-m2.rope.freq_base", "5000000"}, {"minimax-m2.expert_count", "256"},
+             {"minimax-m2.expert_used_count", "8"}, {"minimax-m2.expert_feed_forward_length", "1536"},
+             {"minimax-m2.feed_forward_length", "1536"}, {"minimax-m2.expert_gating_func", "2"},
+             {"minimax-m2.context_length", "196608"}})
+        EXPECT_EQ(got[key], want) << key;
+    EXPECT_EQ(got.count("minimax-m2.expert_weights_norm"), 0u);  // the architecture's default (renormalised)
+    // The checkpoint's names, the router's bias among them, and the Q/K norms over whole rows.
+    const auto t = [&](const char* name) { return hf::gguf_target(m, name).value().gguf_name; };
+    EXPECT_EQ(t("model.layers.2.block_sparse_moe.gate.weight"), "blk.2.ffn_gate_inp.weight");
+    EXPECT_EQ(t("model.layers.2.block_sparse_moe.e_score_correction_bias"), "blk.2.exp_probs_b.bias");
+    EXPECT_EQ(t("model.layers.0.block_sparse_moe.experts.255.w1.weight"), "blk.0.ffn_gate_exps.weight");
+    EXPECT_EQ(t("model.layers.0.block_sparse_moe.experts.7.w3.weight"), "blk.0.ffn_up_exps.weight");
+    EXPECT_EQ(t("model.layers.0.block_sparse_moe.experts.0.w2.weight"), "blk.0.ffn_down_exps.weight");
+    EXPECT_EQ(t("model.layers.1.self_attn.q_norm.weight"), "blk.1.attn_q_norm.weight");
+    EXPECT_EQ(t("model.layers.1.self_attn.k_norm.weight"), "blk.1.attn_k_norm.weight");
+    EXPECT_EQ(t("model.layers.1.post_attention_layernorm.weight"), "blk.1.ffn_norm.weight");
+    EXPECT_EQ(hf::gguf_target(m, "model.layers.0.block_sparse_moe.experts.7.w3.weight")->expert, 7);
+    EXPECT_THROW(hf::gguf_target(m, "model.layers.0.block_sparse_moe.experts.256.w1.weight"), Error);
+}
+
+// What the builder does not compute is refused, naming the key.
+TEST(HfMiniMaxM2, RefusesWhatTheBuilderDoesNotCompute) {
+    const nlohmann::json good = nlohmann::json::parse(kMiniMaxM2Config);
+    for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+             {"scoring_func", "relu"}, {"use_routing_bias", false}, {"use_qk_norm", false}, {"qk_norm_type", "per_head"},
+             {"shared_intermediate_size", 1024}, {"routed_scaling_factor", 2.5}, {"attn_type_list", {1, 0, 1}},
+             {"attn_type_list", {1, 1}}, {"rotary_dim", 256}, {"rotary_dim", 63}}) {
+        nlohmann::json j = good;
+        j[key] = value;
+        try {
+            hf::read_hf_config(j.dump(), "config.json");
+            ADD_FAILURE() << key << " = " << value.dump() << " was accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("'" + key + "'"), std::string::npos) << e.what();
+        }
+    }
+    nlohmann::json j = good;
+    j.erase("rotary_dim");
+    EXPECT_THROW(hf::read_hf_config(j.dump(), "config.json"), Error);
+    j = good;
+    j["scoring_func"] = "softmax";  // the converter's other router
+    std::map<std::string, std::string> got;
+    for (const auto& [key, value] : hf::read_hf_config(j.dump(), "config.json").metadata) got[key] = value.to_display();
+    EXPECT_EQ(got["minimax-m2.expert_gating_func"], "1");
+}
+
+// The writer's inverse: a softmax router round-trips as scoring_func softmax, and the metadata that
+// MiniMaxM2Config cannot state is refused naming it rather than dropped.
+TEST(HfMiniMaxM2, WriterStatesTheRouterAndRefusesWhatConfigCannotSay) {
+    RandomModelSpec s = base("minimax-m2");
+    s.n_experts = 4; s.n_experts_used = 2; s.expert_ffn_dim = 32;
+    const std::string path = test::temp_path("hf-minimax-writer.gguf"), edited = test::temp_path("hf-minimax-writer-edit.gguf");
+    write_random_model(s, nullptr, path);
+    const auto with = [&](const std::string& key, gguf::Value v) {
+        auto in = gguf::File::open(path);
+        gguf::Writer w;
+        for (const auto& [k, value] : in->metadata()) w.set(k, value);
+        w.set(key, std::move(v));
+        for (const auto& t : in->tensors()) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
+        w.write(edited);
+        return gguf::File::open(edited);
+    };
+    const auto softmax =
+        nlohmann::json::parse(hf::hf_config_json(*with("minimax-m2.expert_gating_func", gguf::Value::u32(1)), "float32", {}, {}));
+    EXPECT_EQ(softmax["scoring_func"], "softmax");
+    EXPECT_EQ(softmax["rotary_dim"], 8);  // half of the 16-wide heads
+    EXPECT_EQ(softmax["intermediate_size"], 32);
+    EXPECT_EQ(softmax["num_local_experts"], 4);
+    for (const auto& [key, value, why] : std::vector<std::tuple<std::string, gguf::Value, std::string>>{
+             {"minimax-m2.expert_gating_func", gguf::Value::u32(3), "expert_gating_func"},
+             {"minimax-m2.expert_weights_norm", gguf::Value::boolean(false), "unnormalised"},
+             {"minimax-m2.expert_weights_scale", gguf::Value::f32(2.5f), "scaled"},
+             {"minimax-m2.expert_feed_forward_length", gguf::Value::u32(16), "expert_feed_forward_length"}}) {
+        try {
+            hf::hf_config_json(*with(key, value), "float32", {}, {});
+            ADD_FAILURE() << key << " was written";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+    }
 }
 
 }  // namespace
