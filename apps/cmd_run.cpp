@@ -1,9 +1,11 @@
 // `pagoda run`: generate text from a prompt with one model, streaming the continuation to stdout.
 // Plain decoding runs the model directly (model::SequenceRunner); with speculative decoding
 // (--draft-ngram / --draft-model) the one request goes through the engine, which drafts and verifies.
-// With --mmproj and --image (Gemma 3), each image is encoded by the projector's vision tower and laid
-// out after BOS, before the prompt text, in Gemma 3's form ("\n\n<start_of_image>", its soft tokens,
-// "<end_of_image>\n\n"); its rows take the image's embeddings (plain decoding only).
+// With --mmproj and --image (Gemma 3, Qwen3-VL), each image is encoded by the projector's vision tower
+// and laid out after BOS, before the prompt text, as the model's processor expands it: Gemma 3's
+// "\n\n<start_of_image>", its soft tokens, "<end_of_image>\n\n"; Qwen3-VL's <|vision_start|>, one
+// <|image_pad|> per merged token, <|vision_end|>, with the image's grid for M-RoPE. Its rows take the
+// image's embeddings (plain decoding only).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +32,7 @@
 #include "model/model_file.h"
 #include "tokenizer/stream_decoder.h"
 #include "vision/image_encoder.h"
+#include "vision/qwen3vl_layout.h"
 
 namespace pagoda::app {
 namespace {
@@ -65,34 +68,55 @@ GenerationBudget generation_budget(int64_t prompt_tokens, int64_t n_predict, int
     return {.context = context, .tokens = n_predict < 0 ? room : std::min(n_predict, room), .capped = n_predict > room};
 }
 
-// One control token's id, or a clear refusal when the vocabulary lacks it.
-int32_t control_token(const tokenizer::Tokenizer& t, const std::string& text) {
+// One control token's id, or a clear refusal naming `who` when the vocabulary lacks it.
+int32_t control_token(const tokenizer::Tokenizer& t, const std::string& text, const char* who) {
     const auto ids = t.encode(text, {.add_bos = false, .add_eos = false, .parse_special = true});
     if (ids.size() != 1 || t.token_to_piece(ids[0], true) != text)
-        fail("the model's vocabulary has no {} token, which Gemma 3's image prompts need", text);
+        fail("the model's vocabulary has no {} token, which {} image prompts need", text, who);
     return ids[0];
 }
 
-// BOS, the images in Gemma 3's layout, then the text; the images' spans for the runner.
+// BOS, the images in the model's layout, then the text; the images' spans for the runner.
 std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, const tokenizer::Tokenizer& t,
                                   const model::ModelConfig& config, std::vector<model::ImageSpan>& spans) {
-    if (config.arch != "gemma3") fail("--image: images are read for Gemma 3 models only (this one is {})", config.arch);
+    const bool qwen = config.arch == "qwen3vl";
+    if (config.arch != "gemma3" && !qwen)
+        fail("--image: images are read for Gemma 3 and Qwen3-VL models only (this one is {})", config.arch);
     // The tower runs on the reference backend when the model does, else on the CPU.
     vision::ImageEncoder encoder(o.mmproj, o.compute.backend == "reference" ? "reference" : "cpu", o.threads);
-    if (encoder.config().text_dim != config.dim)
-        fail("{}: the projector's output width {} is not the text model's {}", o.mmproj, encoder.config().text_dim,
-             config.dim);
-    vision::Gemma3ImageTokens ids;
-    ids.double_newline = t.encode("\n\n", {.add_bos = false, .add_eos = false});
-    ids.start = control_token(t, "<start_of_image>");
-    ids.end = control_token(t, "<end_of_image>");
-    ids.soft = control_token(t, "<image_soft_token>");
+    const vision::VisionConfig& vc = encoder.config();
+    if (vc.qwen3vl() != qwen)
+        fail("{}: a {} projector is not for this {} model", o.mmproj, vc.projector, config.arch);
+    if (vc.text_dim != config.dim)
+        fail("{}: the projector's output width {} is not the text model's {}", o.mmproj, vc.text_dim, config.dim);
+    if (vc.token_width() != config.input_embedding_width())
+        fail("{}: the projector's {} deep-stack mergers do not feed this model's {}-wide image rows", o.mmproj,
+             vc.deepstack_layers.size(), config.input_embedding_width());
+    vision::Gemma3ImageTokens gemma;
+    vision::Qwen3VlImageTokens qwen_ids;
+    if (qwen) {
+        qwen_ids.start = control_token(t, "<|vision_start|>", "Qwen3-VL's");
+        qwen_ids.end = control_token(t, "<|vision_end|>", "Qwen3-VL's");
+        qwen_ids.pad = control_token(t, "<|image_pad|>", "Qwen3-VL's");
+    } else {
+        gemma.double_newline = t.encode("\n\n", {.add_bos = false, .add_eos = false});
+        gemma.start = control_token(t, "<start_of_image>", "Gemma 3's");
+        gemma.end = control_token(t, "<end_of_image>", "Gemma 3's");
+        gemma.soft = control_token(t, "<image_soft_token>", "Gemma 3's");
+    }
     std::vector<int32_t> prompt = t.encode("");  // BOS where the vocabulary adds it
     for (const std::string& path : o.images) {
         vision::EncodedImage image = encoder.encode_file(path);
-        const int64_t begin = vision::append_gemma3_image(prompt, ids, encoder.tokens_per_image());
-        spans.push_back({.begin = begin, .rows = encoder.tokens_per_image(), .embeddings = std::move(image.embeddings),
-                         .hash = image.hash});
+        const int64_t rows = image.tokens();
+        // Qwen3-VL's rows take M-RoPE positions from the grid (SequenceRunner); Gemma 3's need none.
+        const int64_t begin = qwen ? vision::append_qwen3vl_image(prompt, qwen_ids, rows)
+                                   : vision::append_gemma3_image(prompt, gemma, rows);
+        model::ImageSpan span{.begin = begin, .rows = rows, .embeddings = std::move(image.embeddings), .hash = image.hash};
+        if (qwen) {
+            span.grid_h = image.grid_h;
+            span.grid_w = image.grid_w;
+        }
+        spans.push_back(std::move(span));
     }
     const auto rest = t.encode(text, {.add_bos = false});
     prompt.insert(prompt.end(), rest.begin(), rest.end());

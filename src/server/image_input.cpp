@@ -27,6 +27,10 @@ constexpr uint64_t kMaxImageBytes = uint64_t(20) << 20;
 ImageInput::ImageInput(const std::string& mmproj_path, const std::string& backend, int threads,
                        const tokenizer::Tokenizer& tokenizer, int64_t text_dim, uint64_t cache_bytes)
     : encoder_(std::make_unique<vision::ImageEncoder>(mmproj_path, backend, threads)) {
+    // Its variable-size images and M-RoPE grid do not travel through the engine's requests yet.
+    if (encoder_->config().qwen3vl())
+        fail("{}: Qwen3-VL images are read by `pagoda run --image` only; chat and serve take Gemma 3's projector",
+             mmproj_path);
     if (cache_bytes > 0) cache_ = std::make_unique<vision::EncodedImageCache>(cache_bytes);
     if (encoder_->config().text_dim != text_dim)
         fail("{}: the projector's output width {} is not the text model's {}", mmproj_path, encoder_->config().text_dim,

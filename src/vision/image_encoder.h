@@ -1,6 +1,8 @@
 // An mmproj file ready to turn image files into a text model's input: it opens the projector
-// (mmproj.h), runs its vision tower on a backend of its own, and for each image decodes the bytes
-// (image.h), preprocesses them (preprocess.h) and encodes them into soft-token embeddings. The
+// (mmproj.h) and runs its vision tower on a backend of its own — Gemma 3's SigLIP (vision_tower.h,
+// fixed tokens per image) or Qwen3-VL's (qwen3vl_tower.h, tokens per image by the image's size), by
+// the projector type — and for each image decodes the bytes (image.h), preprocesses them as that
+// model's processor does (preprocess.h, qwen3vl_preprocess.h) and encodes them into token rows. The
 // content hash is of the decoded pixels, so the same picture in another encoding hashes alike (the
 // prefix cache keys image rows by it). Errors name the image (`what`) or the file. encode() is
 // prepare() (decode, hash, preprocess: const, safe from several threads at once) then run_tower()
@@ -26,16 +28,23 @@ class Backend;
 namespace pagoda::vision {
 
 class VisionTower;
+class Qwen3VlTower;
 
-// An image decoded and preprocessed for the tower: its patches and its content hash.
+// An image decoded and preprocessed for the tower: its patches, its content hash and its grid of
+// tokens (grid_h x grid_w, row-major; Gemma 3: the pooled grid, the same for every image; Qwen3-VL:
+// the merged patch grid, by the image's size).
 struct PreparedImage {
     Patches patches;
     uint64_t hash = 0;  // of the decoded RGB pixels and their size
+    int64_t grid_h = 0, grid_w = 0;
+    int64_t tokens() const { return grid_h * grid_w; }
 };
 
 struct EncodedImage {
-    std::vector<float> embeddings;  // n_image_tokens x text_dim, row-major
+    std::vector<float> embeddings;  // tokens() x config().token_width(), row-major
     uint64_t hash = 0;              // of the decoded RGB pixels and their size
+    int64_t grid_h = 0, grid_w = 0;  // as PreparedImage's
+    int64_t tokens() const { return grid_h * grid_w; }
 };
 
 class ImageEncoder {
@@ -44,7 +53,8 @@ public:
     ImageEncoder(const std::string& mmproj_path, const std::string& backend, int threads);
     ~ImageEncoder();
     const VisionConfig& config() const;
-    int64_t tokens_per_image() const { return config().n_image_tokens(); }
+    // Gemma 3: its fixed token count per image. Qwen3-VL's varies with the image: 0 (see tokens()).
+    int64_t tokens_per_image() const { return config().qwen3vl() ? 0 : config().n_image_tokens(); }
     EncodedImage encode(std::span<const uint8_t> bytes, std::string_view what);
     // The two halves of encode(): prepare() is const and thread-safe; run_tower() is neither.
     PreparedImage prepare(std::span<const uint8_t> bytes, std::string_view what) const;
@@ -59,7 +69,8 @@ public:
 private:
     std::unique_ptr<gguf::File> file_;
     std::unique_ptr<backend::Backend> backend_;
-    std::unique_ptr<VisionTower> tower_;
+    std::unique_ptr<VisionTower> tower_;       // Gemma 3's, or
+    std::unique_ptr<Qwen3VlTower> qwen_tower_;  // Qwen3-VL's (the other is null)
     uint64_t tower_runs_ = 0;
     uint64_t projector_id_ = 0;
 };
