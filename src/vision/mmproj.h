@@ -46,9 +46,10 @@ struct VisionConfig {
     int64_t token_width() const { return text_dim * (1 + int64_t(deepstack_layers.size())); }
 
     int64_t head_dim() const { return n_embd / n_heads; }
-    int64_t patches_per_side() const { return image_size / patch_size; }
+    // Gemma 3's fixed square image; 0 for a projector without one (Qwen3-VL: no image_size or pool).
+    int64_t patches_per_side() const { return patch_size > 0 ? image_size / patch_size : 0; }
     int64_t n_patches() const { return patches_per_side() * patches_per_side(); }
-    int64_t tokens_per_side() const { return patches_per_side() / pool; }
+    int64_t tokens_per_side() const { return pool > 0 ? patches_per_side() / pool : 0; }
     int64_t n_image_tokens() const { return tokens_per_side() * tokens_per_side(); }  // gemma3: soft tokens per image
 };
 

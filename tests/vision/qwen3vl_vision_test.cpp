@@ -145,6 +145,9 @@ TEST(Qwen3VlMmproj, RandomProjectorReadsBack) {
     EXPECT_EQ(c.max_pixels, 1024);
     EXPECT_EQ(c.deepstack_layers, (std::vector<int32_t>{0, 1}));
     EXPECT_EQ(c.token_width(), 24 * 3);
+    // No fixed image size or pool: the Gemma-3 counts are 0, not a division by zero (a fuzz finding).
+    EXPECT_EQ(c.pool, 0);
+    EXPECT_EQ(c.n_image_tokens(), 0);
 }
 
 TEST(Qwen3VlMmproj, CorruptProjectorsAreRefusedByName) {
