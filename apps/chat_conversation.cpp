@@ -5,7 +5,7 @@
 namespace pagoda::app {
 
 void Conversation::add_user(const std::string& content, std::vector<vision::EncodedImage> images,
-                            bool template_takes_parts) {
+                            bool template_takes_parts, const std::string& image_marker) {
     if (images.empty()) return add("user", content);
     nlohmann::json message = {{"role", "user"}};
     if (template_takes_parts) {
@@ -15,7 +15,7 @@ void Conversation::add_user(const std::string& content, std::vector<vision::Enco
         message["content"] = std::move(parts);
     } else {
         std::string text;
-        for (size_t i = 0; i < images.size(); ++i) text += server::kImageMarker;
+        for (size_t i = 0; i < images.size(); ++i) text += image_marker;
         message["content"] = text + content;
     }
     messages_.push_back(std::move(message));

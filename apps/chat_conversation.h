@@ -35,8 +35,9 @@ public:
         messages_.push_back({{"role", role}, {"content", content}});
     }
     // A user message with images before its text: image parts for a template that takes content
-    // parts, else the image marker in its text.
-    void add_user(const std::string& content, std::vector<vision::EncodedImage> images, bool template_takes_parts);
+    // parts, else the model's image marker (server::ImageInput::marker()) in its text.
+    void add_user(const std::string& content, std::vector<vision::EncodedImage> images, bool template_takes_parts,
+                  const std::string& image_marker = server::kImageMarker);
     void drop_last() {
         if (messages_.size() > (system_.empty() ? 0u : 1u)) messages_.erase(messages_.end() - 1);
         while (!images_.empty() && images_.back().first >= messages_.size()) images_.pop_back();

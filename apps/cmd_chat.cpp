@@ -48,7 +48,7 @@ constexpr int64_t kDefaultContext = 4096;
 struct ChatOptions {
     SpeculativeFlags spec;
     std::string model, chat_template, system, reasoning = "show";
-    std::string mmproj;  // Gemma 3's vision projector: /image PATH attaches images
+    std::string mmproj;  // Gemma 3's or Qwen3-VL's vision projector: /image PATH attaches images
     int64_t ctx = kDefaultContext;
     CLI::Option* ctx_option = nullptr;
     int n_predict = -1, threads = 0, chunk = 512;
@@ -151,12 +151,12 @@ int chat(ChatOptions& o) {
     auto target = model::open_step_model(file, model_options);
     eo.speculative = o.spec.resolve(*tok, *target, model_options);
     if (!o.mmproj.empty() && !target->info().image_input)
-        fail("--mmproj {}: this model ({}) takes no image input (Gemma 3 does)", o.mmproj, cfg.arch);
+        fail("--mmproj {}: this model ({}) takes no image input (Gemma 3 and Qwen3-VL do)", o.mmproj, cfg.arch);
     eo.scheduler.max_image_tokens = o.chunk;  // an image runs whole in one step of --chunk tokens
     std::unique_ptr<server::ImageInput> image_input;
     if (!o.mmproj.empty())
         image_input = std::make_unique<server::ImageInput>(o.mmproj, o.compute.backend == "reference" ? "reference" : "cpu",
-                                                           o.threads, *tok, cfg.dim);
+                                                           o.threads, *tok, target->info());
     engine::Engine eng(std::move(target), tok, eo);
     const int64_t limit = eng.context_limit();
 
@@ -193,7 +193,7 @@ int chat(ChatOptions& o) {
                 if (path.empty()) fail("/image needs a file: /image PATH");
                 const std::string bytes = read_text_file(path, "image");
                 pending.push_back(image_input->encode_bytes(
-                    std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path));
+                    std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path, o.chunk));
                 if (interactive) std::fprintf(stderr, "pagoda chat: image attached to your next message\n");
             } catch (const std::exception& e) {
                 turn_error(e.what());
@@ -207,7 +207,8 @@ int chat(ChatOptions& o) {
             continue;
         }
 
-        conversation.add_user(*input, std::move(pending), tmpl.takes_content_parts());
+        conversation.add_user(*input, std::move(pending), tmpl.takes_content_parts(),
+                              image_input ? image_input->marker() : std::string(server::kImageMarker));
         pending.clear();
         ChatPrompt prompt;
         try {
@@ -299,7 +300,7 @@ CommandRegistration reg("chat", "Chat with a model in the terminal (its chat tem
                    "Chat template: a builtin name (" + fmt::format("{}", fmt::join(chat::ChatTemplate::builtin_names(), ", ")) +
                        ") or a Jinja file (default: the model's, else chatml)");
     sub.add_option("--mmproj", o->mmproj,
-                   "Gemma 3's vision projector (llama.cpp's mmproj GGUF): /image PATH attaches an image to the next "
+                   "Gemma 3's or Qwen3-VL's vision projector (llama.cpp's mmproj GGUF): /image PATH attaches an image to the next "
                    "message");
     sub.add_option("--system,--system-prompt", o->system, "-sys: system message opening the conversation (empty: none)");
     sub.add_option("-n,--n-predict", o->n_predict,

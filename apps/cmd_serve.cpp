@@ -196,7 +196,7 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     sub.add_option("--max-batched-tokens", o->max_batched_tokens, "Token budget of one engine step")
         ->check(in_range(int64_t(1), int64_t(1) << 24));
     sub.add_option("--mmproj", o->model.mmproj,
-                   "Gemma 3's vision projector (llama.cpp's mmproj GGUF): chat requests may then carry images "
+                   "Gemma 3's or Qwen3-VL's vision projector (llama.cpp's mmproj GGUF): chat requests may then carry images "
                    "(data: URLs)");
     sub.add_option("--max-image-tokens", o->max_image_tokens,
                    "Image tokens one engine step computes (an image runs whole in one step; a larger one is refused)")

@@ -77,14 +77,17 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     loaded.loras = std::move(loras);
     if (!options.mmproj.empty()) {
         if (!loaded.engine->model_info().image_input)
-            fail("--mmproj {}: this model ({}) takes no image input (Gemma 3 does)", options.mmproj, cfg.arch);
+            fail("--mmproj {}: this model ({}) takes no image input (Gemma 3 and Qwen3-VL do)", options.mmproj, cfg.arch);
         // The tower runs on the reference backend when the model does, else on the CPU.
         loaded.images = std::make_shared<server::ImageInput>(options.mmproj,
                                                              options.backend == "reference" ? "reference" : "cpu",
-                                                             options.threads, *tok, cfg.dim,
+                                                             options.threads, *tok, loaded.engine->model_info(),
                                                              uint64_t(options.image_cache_mb) << 20);
-        loaded.description += fmt::format(", images ({} tokens each, {}; encoded-image cache {} MiB)",
-                                          loaded.images->tokens_per_image(), options.mmproj, options.image_cache_mb);
+        const std::string tokens = loaded.images->qwen3vl()
+                                       ? std::string("tokens by size")
+                                       : fmt::format("{} tokens each", loaded.images->tokens_per_image());
+        loaded.description += fmt::format(", images ({}, {}; encoded-image cache {} MiB)", tokens, options.mmproj,
+                                          options.image_cache_mb);
     }
     return loaded;
 }

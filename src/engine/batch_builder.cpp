@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/prompt_logprobs.h"
+#include "model/mrope_position.h"
 
 namespace pagoda::engine {
 
@@ -19,6 +20,9 @@ int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock:
         const bool embeds = s.pooled.has_value();
         const int64_t n_real = int64_t(s.tokens.size());
         const std::vector<PromptImage>* images = s.request ? &s.request->request.images : nullptr;
+        // M-RoPE images (with a grid) give every row of the sequence, drafts included, its rotary
+        // position, by the same rule SequenceRunner uses.
+        const bool mrope = images && model::has_mrope_grid(std::span<const PromptImage>(*images));
         size_t next_image = 0;  // the first image not wholly before p
         for (int64_t p = c.begin; p < c.end; ++p) {
             const int32_t token = p < n_real ? s.tokens[size_t(p)] : s.draft[size_t(p - n_real)];
@@ -28,16 +32,20 @@ int64_t build_batch(const StepPlan& plan, const kv::BlockManager& blocks, Clock:
                       embeds && pools_position(s.request->request.embedding->pooling, p, s.n_prompt));
             if (embeds && p < int64_t(s.request->request.token_types.size()))
                 batch.set_token_type(s.request->request.token_types[size_t(p)]);
+            if (mrope) {
+                const auto [t, h, w] = model::mrope_position(p, std::span<const PromptImage>(*images));
+                batch.set_rope_position(t, h, w);
+            }
             if (!images) continue;
             while (next_image < images->size() && (*images)[next_image].begin + (*images)[next_image].rows <= p)
                 ++next_image;
             if (next_image == images->size() || (*images)[next_image].begin > p) continue;
             // An image row: its embedding, attending to the image's last row (in this step: the
-            // scheduler never splits an image).
+            // scheduler never splits an image), or causal for an M-RoPE image (Qwen3-VL's).
             const PromptImage& image = (*images)[next_image];
             const size_t dim = image.embeddings.size() / size_t(image.rows);
             batch.set_last_row_embedding(std::span(image.embeddings).subspan(size_t(p - image.begin) * dim, dim),
-                                         int32_t(image.begin + image.rows - 1));
+                                         int32_t(image.grid_h > 0 ? p : image.begin + image.rows - 1));
         }
         if (s.request && !s.request->scheduled) {
             s.request->scheduled = true;

@@ -120,10 +120,12 @@ Sequence& EngineCore::new_sequence(RequestState& r, int32_t index, std::vector<i
     seq->weight = r.request.weight;
     seq->prefix_key = r.request.lora.cache_key();
     // Two prompts with the same placeholder ids but other images must not share KV: the images'
-    // places and content hashes join the key of every block of the sequence.
+    // places and content hashes (and an M-RoPE image's grid, which places its rows) join the key of
+    // every block of the sequence.
     for (const PromptImage& image : r.request.images) {
         const uint64_t parts[4] = {seq->prefix_key, uint64_t(image.begin), uint64_t(image.rows), image.hash};
         seq->prefix_key = checksum64(parts, sizeof parts, 0x1A6E);
+        if (image.grid_w > 0) seq->prefix_key = checksum64(&image.grid_w, sizeof image.grid_w, seq->prefix_key);
         seq->images.push_back({image.begin, image.begin + image.rows});
     }
     seq->arrival = r.seqs.empty() ? next_arrival_++ : r.seqs[0]->arrival;

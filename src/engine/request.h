@@ -23,15 +23,20 @@ namespace pagoda::engine {
 
 using RequestId = uint64_t;
 
-// An image in a prompt (Gemma 3's soft tokens): prompt positions [begin, begin + rows), whose ids
-// are the model's image placeholder, take these embeddings (rows x the model's dim, already in its
-// embedding space) instead of their tokens' and attend to each other bidirectionally. The engine
-// computes an image in one step (a prompt chunk never splits it) and keys the prefix cache by the
-// images' places and content hashes, so a repeated image is served from the cache.
+// An image in a prompt: prompt positions [begin, begin + rows), whose ids are the model's image
+// placeholder, take these embeddings (rows x the model's input_embedding_width(), already in its
+// embedding space) instead of their tokens'. Gemma 3's soft tokens (no grid) attend to each other
+// bidirectionally. For a model with M-RoPE (StepModelInfo::mrope: Qwen3-VL) the image carries its
+// merged grid, rows = grid_h x grid_w row-major, and stays causal; every row of its sequence then
+// gets rotary positions by model/mrope_position.h (the image's rows by the grid, text after it
+// continuing from the image's start + max(grid_h, grid_w)). The engine computes an image in one step
+// (a prompt chunk never splits it) and keys the prefix cache by the images' places, grids and
+// content hashes, so a repeated image is served from the cache.
 struct PromptImage {
     int64_t begin = 0, rows = 0;
     std::vector<float> embeddings;
     uint64_t hash = 0;  // of the image's content (vision::EncodedImage::hash)
+    int64_t grid_h = 0, grid_w = 0;  // M-RoPE models: merged tokens per column and per row (0: none)
 };
 
 struct StopConditions {

@@ -21,9 +21,17 @@ void validate_images(const Request& req, const model::StepModelInfo& info) {
         if (image.rows < 1 || image.begin < after || image.begin + image.rows > int64_t(req.prompt.size()))
             fail("image {} at prompt positions {}..{} is empty, outside the prompt of {} tokens or overlaps the one "
                  "before", i, image.begin, image.begin + image.rows, req.prompt.size());
-        if (int64_t(image.embeddings.size()) != image.rows * info.config.dim)
+        const int64_t width = info.config.input_embedding_width();
+        if (int64_t(image.embeddings.size()) != image.rows * width)
             fail("image {} has {} embedding values, not {} rows of the model's width {}", i, image.embeddings.size(),
-                 image.rows, info.config.dim);
+                 image.rows, width);
+        // An M-RoPE model places an image's rows by its grid; any other model has no use for one.
+        if (info.mrope && (image.grid_h < 1 || image.grid_w < 1 || image.grid_h * image.grid_w != image.rows))
+            fail("image {} of {} rows needs its merged grid (grid_h x grid_w = rows) for this model's M-RoPE, got {} x {}",
+                 i, image.rows, image.grid_h, image.grid_w);
+        if (!info.mrope && (image.grid_h != 0 || image.grid_w != 0))
+            fail("image {} has a {} x {} grid, but this model ({}) has no M-RoPE to place it by", i, image.grid_h,
+                 image.grid_w, info.config.arch);
         after = image.begin + image.rows;
     }
 }

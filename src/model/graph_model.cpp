@@ -91,6 +91,8 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
         if (n.kind == OpKind::attention && n.attention.sliding_window > 0)
             min_window_ = min_window_ == 0 ? n.attention.sliding_window : std::min(min_window_, n.attention.sliding_window);
     info_.image_input = executor_->takes_input_embeddings();
+    info_.mrope = std::any_of(built_.graph.nodes.begin(), built_.graph.nodes.end(),
+                              [](const Node& n) { return n.rope && !n.rope->spec().pair_axis.empty(); });
     info_.plain_attention = std::none_of(built_.graph.nodes.begin(), built_.graph.nodes.end(), [](const Node& n) {
         return n.kind == OpKind::attention && (n.attention.sliding_window > 0 || n.attention.softcap > 0 || n.attention.sinks ||
                                                   n.attention.alibi_max_bias > 0);

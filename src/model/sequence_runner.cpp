@@ -5,27 +5,9 @@
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "model/mrope_position.h"
 
 namespace pagoda::model {
-
-namespace {
-
-// The M-RoPE (temporal, height, width) position of row p among `images` (increasing, disjoint).
-std::array<int32_t, 3> rotary_position(int64_t p, const std::vector<ImageSpan>& images) {
-    int64_t behind = 0;  // how far text rotary positions fall behind KV positions
-    for (const ImageSpan& im : images) {
-        if (p < im.begin || im.grid_h <= 0) continue;
-        const int64_t start = im.begin - behind;
-        if (p < im.begin + im.rows) {
-            const int64_t r = p - im.begin;
-            return {int32_t(start), int32_t(start + r / im.grid_w), int32_t(start + r % im.grid_w)};
-        }
-        behind += im.rows - std::max(im.grid_h, im.grid_w);
-    }
-    return {int32_t(p - behind), int32_t(p - behind), int32_t(p - behind)};
-}
-
-}  // namespace
 
 SequenceRunner::SequenceRunner(StepModel& model, bool prefix_caching, bool free_outside_window)
     // A recurrent state cannot resume from cached KV blocks: no prefix cache for such a model.
@@ -54,8 +36,7 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
                                           adapter == lora_.end() ? lora::AdapterRef{} : adapter->second, state_slot(seq));
     const auto& tokens = blocks_.tokens(seq);
     const auto images = images_.find(seq);
-    const bool mrope = images != images_.end() &&
-                       std::any_of(images->second.begin(), images->second.end(), [](const ImageSpan& i) { return i.grid_h > 0; });
+    const bool mrope = images != images_.end() && has_mrope_grid(std::span<const ImageSpan>(images->second));
     for (int64_t p = begin; p < end; ++p) {
         batch_.add(tokens[size_t(p)], int32_t(p), s, blocks_.slot(seq, p), all_logits || p + 1 == end);
         if (images == images_.end()) continue;
@@ -66,7 +47,7 @@ std::vector<float> SequenceRunner::compute(kv::SeqId seq, int64_t begin, int64_t
                                               int32_t(image.grid_h > 0 ? p : image.begin + image.rows - 1));
             }
         if (mrope) {
-            const auto [t, h, w] = rotary_position(p, images->second);
+            const auto [t, h, w] = mrope_position(p, std::span<const ImageSpan>(images->second));
             batch_.set_rope_position(t, h, w);
         }
     }

@@ -48,6 +48,10 @@ struct StepModelInfo {
     bool lora = false;           // load_lora() works and batches may name adapters
     // Batches may give rows an image's embeddings and bidirectional attention (model/batch.h).
     bool image_input = false;
+    // Multi-axis rotary positions (Qwen3-VL's M-RoPE): an image's rows take positions from its
+    // merged grid and the rows after it fall behind (model/mrope_position.h); a batch gives them
+    // in Batch::rope_positions. Images for such a model carry their grid.
+    bool mrope = false;
     // > 0: the model has recurrent layers (qwen35's gated DeltaNet) whose per-sequence state lives
     // beside the paged KV in this many slots: every sequence of a batch names its slot
     // (Batch::seq_state). Such a state folds in every token in order, so it cannot be rolled back

@@ -272,6 +272,8 @@ std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams&
                                             parts[0].where),
                                 parts[0].where, "unsupported_parameter");
     const int64_t step_images = std::min(options_.scheduler.max_image_tokens, options_.scheduler.max_batched_tokens);
+    // Gemma 3's fixed size is refused before any decoding; Qwen3-VL's images one by one, by their
+    // size, before the tower runs.
     if (images_->tokens_per_image() > step_images)
         throw ApiError::invalid(fmt::format("'{}': an image is {} tokens, more than the {} image tokens one engine step "
                                             "takes (the server's --max-image-tokens / --max-batched-tokens)",
@@ -281,12 +283,12 @@ std::vector<vision::EncodedImage> Gateway::encode_images(const CompletionParams&
     for (size_t i = 0; i < parts.size(); ++i) {
         const ImagePart& part = parts[i];
         if (!chat) {
-            encoded.push_back(images_->encode_base64(p.multimodal_data[i], part.where));
+            encoded.push_back(images_->encode_base64(p.multimodal_data[i], part.where, step_images));
         } else if (is_http_url(part.url)) {
             const std::vector<uint8_t> bytes = fetch_image_url(part.url, options_.image_urls, part.where, part.url_param);
-            encoded.push_back(images_->encode_bytes(bytes, part.where));
+            encoded.push_back(images_->encode_bytes(bytes, part.where, step_images));
         } else {
-            encoded.push_back(images_->encode(part.url, part.where));
+            encoded.push_back(images_->encode(part.url, part.where, step_images));
         }
     }
     return encoded;
@@ -329,7 +331,8 @@ std::shared_ptr<Job> Gateway::launch(CompletionParams p, std::optional<chat::Too
         // image is refused before any other work).
         std::vector<vision::EncodedImage> encoded = encode_images(p);
         TokenizedPrompts prompts =
-            tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr, vocab, fim);
+            tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr, vocab, fim,
+                             images_ ? std::string_view(images_->marker()) : std::string_view(kImageMarker));
         prompts_open_thinking = prompts.opens_thinking;
         std::vector<engine::PromptImage> images;
         if (!encoded.empty())

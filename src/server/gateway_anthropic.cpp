@@ -88,7 +88,8 @@ SimpleResponse Gateway::count_message_tokens(const nlohmann::ordered_json& body,
             apply_tools(p, template_ ? &*template_ : nullptr);
             std::vector<vision::EncodedImage> images = encode_images(p);  // counted as they run
             prompts = tokenize_prompts(p, *engine_->tokenizer(), template_ ? &*template_ : nullptr,
-                                       engine_->model_info().vocab_size);
+                                       engine_->model_info().vocab_size, {},
+                                       images_ ? std::string_view(images_->marker()) : std::string_view(kImageMarker));
             if (!images.empty()) images_->expand(prompts.prompts.at(0), std::move(images));
         } catch (const ApiError& e) {
             throw renamed(e, request);

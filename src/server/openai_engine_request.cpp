@@ -41,7 +41,7 @@ std::vector<int32_t> tokenize_prompt(const PromptInput& prompt, const tokenizer:
 //   template that concatenates content as a string.
 // - An assistant message's reasoning_content (what pagoda returned) is also its `thinking`, the
 //   field gpt-oss's template reads.
-nlohmann::json template_messages(const nlohmann::json& messages, bool takes_parts) {
+nlohmann::json template_messages(const nlohmann::json& messages, bool takes_parts, std::string_view image_marker) {
     nlohmann::json out = messages;
     for (auto& m : out) {
         if (m.value("role", "") == "developer") m["role"] = "system";
@@ -49,7 +49,8 @@ nlohmann::json template_messages(const nlohmann::json& messages, bool takes_part
             m["thinking"] = *r;
         if (auto content = m.find("content"); content != m.end() && content->is_array()) {
             // An image part becomes the template's image part (Gemma 3's renders <start_of_image>
-            // for it), or that marker in the joined text; image_input.h expands the markers.
+            // for it, Qwen3-VL's <|vision_start|><|image_pad|><|vision_end|>), or the model's marker
+            // in the joined text; image_input.h expands the markers.
             for (auto& part : *content)
                 if (part.value("type", "") == "image_url") part = {{"type", "image"}};
             if (!takes_parts) {
@@ -57,7 +58,7 @@ nlohmann::json template_messages(const nlohmann::json& messages, bool takes_part
                 for (size_t i = 0; i < content->size(); ++i) {
                     if (i) text += '\n';
                     const auto& part = (*content)[i];
-                    text += part.value("type", "") == "image" ? std::string(kImageMarker) : part.value("text", "");
+                    text += part.value("type", "") == "image" ? std::string(image_marker) : part.value("text", "");
                 }
                 *content = std::move(text);
             }
@@ -77,7 +78,8 @@ nlohmann::json template_messages(const nlohmann::json& messages, bool takes_part
 }
 
 std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tokenizer& tok,
-                                 const chat::ChatTemplate* chat_template, bool& opens_thinking) {
+                                 const chat::ChatTemplate* chat_template, std::string_view image_marker,
+                                 bool& opens_thinking) {
     if (!chat_template)
         throw ApiError::invalid("chat requests are not available here (no chat template)", "messages",
                                 "unsupported_parameter");
@@ -93,7 +95,7 @@ std::vector<int32_t> render_chat(const CompletionParams& p, const tokenizer::Tok
         ro.extra["reasoning_effort"] = p.reasoning_effort;
     std::string text;
     try {
-        text = chat_template->render(template_messages(p.messages, chat_template->takes_content_parts()), ro);
+        text = chat_template->render(template_messages(p.messages, chat_template->takes_content_parts(), image_marker), ro);
     } catch (const Error& e) {
         // raise_exception() in a template is how it rejects a conversation (e.g. roles out of order).
         throw ApiError::invalid(fmt::format("the chat template rejected the messages: {}", e.what()), "messages",
@@ -124,10 +126,12 @@ int64_t TokenizedPrompts::total() const {
 
 // A prompt object's text: the pieces between <__media__> markers as plain text (no special-token
 // parsing, as any completions prompt), the first with the vocabulary's BOS, and the model's image
-// marker (Gemma 3's <start_of_image>) for each media marker, which ImageInput::expand replaces.
-std::vector<int32_t> tokenize_media_prompt(const std::string& text, const tokenizer::Tokenizer& tok) {
+// marker (ImageInput::marker(): Gemma 3's <start_of_image>, Qwen3-VL's <|vision_start|><|image_pad|>
+// <|vision_end|>) for each media marker, which ImageInput::expand replaces.
+std::vector<int32_t> tokenize_media_prompt(const std::string& text, const tokenizer::Tokenizer& tok,
+                                           std::string_view image_marker) {
     const std::vector<int32_t> marker =
-        tok.encode(kImageMarker, {.add_bos = false, .add_eos = false, .parse_special = true});
+        tok.encode(image_marker, {.add_bos = false, .add_eos = false, .parse_special = true});
     const std::string_view media = kMediaMarker;
     std::vector<std::string_view> pieces;
     for (size_t from = 0;;) {
@@ -150,7 +154,7 @@ std::vector<int32_t> tokenize_media_prompt(const std::string& text, const tokeni
 
 TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tok,
                                   const chat::ChatTemplate* chat_template, int64_t vocab_size,
-                                  const FimSettings& fim) {
+                                  const FimSettings& fim, std::string_view image_marker) {
     TokenizedPrompts out;
     if (p.fim) {
         // llama-server encodes the pieces without BOS/EOS and without parsing special-token text.
@@ -170,10 +174,11 @@ TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::To
         return out;
     }
     if (p.endpoint == Endpoint::chat_completions) {
-        out.prompts.push_back(render_chat(p, tok, chat_template, out.opens_thinking));
+        out.prompts.push_back(render_chat(p, tok, chat_template, image_marker, out.opens_thinking));
     } else {
         for (const auto& prompt : p.prompts) {
-            if (!p.multimodal_data.empty()) out.prompts.push_back(tokenize_media_prompt(std::get<std::string>(prompt), tok));
+            if (!p.multimodal_data.empty())
+                out.prompts.push_back(tokenize_media_prompt(std::get<std::string>(prompt), tok, image_marker));
             else out.prompts.push_back(tokenize_prompt(prompt, tok, vocab_size));
             if (p.echo)
                 out.echo_text.push_back(std::holds_alternative<std::string>(prompt) ? std::get<std::string>(prompt)

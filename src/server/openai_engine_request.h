@@ -3,7 +3,8 @@
 //   tokenize_prompts(): each completions prompt to token ids (text is encoded WITHOUT parsing
 //     special-token text, so a user string cannot forge control tokens; token ids are range-checked
 //     against the vocabulary), or the chat messages rendered through the chat template; a prompt
-//     object's <__media__> markers become the model's image marker (ImageInput::expand's input);
+//     object's <__media__> markers, and image parts a template does not take as parts, become the
+//     model's image marker (`image_marker`: ImageInput::marker(), ImageInput::expand's input);
 //   make_engine_requests(): n against the engine's sequences, vocabulary checks of logit_bias / stop_token_ids, prompt and max_tokens
 //     limits against the context, OpenAI's max_tokens defaults, and one engine::Request per prompt
 //     ("sub"; sub k's seed is seed + k*n so its choices differ from the other prompts').
@@ -11,9 +12,11 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/request.h"
+#include "server/image_parts.h"
 #include "server/openai_request.h"
 
 namespace pagoda::tokenizer {
@@ -46,7 +49,7 @@ struct FimSettings {
 // assembled by fim_prompt.h's rule (400 fim_not_supported for a vocabulary without FIM tokens).
 TokenizedPrompts tokenize_prompts(const CompletionParams& p, const tokenizer::Tokenizer& tokenizer,
                                   const chat::ChatTemplate* chat_template, int64_t vocab_size,
-                                  const FimSettings& fim = {});
+                                  const FimSettings& fim = {}, std::string_view image_marker = kImageMarker);
 
 struct EngineLimits {
     int64_t context = 0;            // the engine's context limit (prompt + completion)

@@ -9,17 +9,13 @@
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "vision/image.h"
-#include "vision/preprocess.h"
-#include "vision/qwen3vl_preprocess.h"
-#include "vision/qwen3vl_tower.h"
-#include "vision/vision_tower.h"
+#include "vision/image_tower.h"
 
 namespace pagoda::vision {
 
 ImageEncoder::ImageEncoder(const std::string& mmproj_path, const std::string& backend, int threads)
     : file_(gguf::File::open(mmproj_path)), backend_(backend::make_backend(backend, {.n_threads = threads})) {
-    if (read_vision_config(*file_).qwen3vl()) qwen_tower_ = std::make_unique<Qwen3VlTower>(*file_, *backend_);
-    else tower_ = std::make_unique<VisionTower>(*file_, *backend_);
+    tower_ = open_image_tower(*file_, *backend_);
     // Path, size and modification time: a file rewritten in place (gen-model again) is another projector.
     std::error_code ec;
     const std::string where = std::filesystem::weakly_canonical(mmproj_path, ec).string();
@@ -31,20 +27,12 @@ ImageEncoder::ImageEncoder(const std::string& mmproj_path, const std::string& ba
 
 ImageEncoder::~ImageEncoder() = default;
 
-const VisionConfig& ImageEncoder::config() const { return qwen_tower_ ? qwen_tower_->config() : tower_->config(); }
+const VisionConfig& ImageEncoder::config() const { return tower_->config(); }
 
 PreparedImage ImageEncoder::prepare(std::span<const uint8_t> bytes, std::string_view what) const {
     const Image image = decode_image(bytes, {}, what);
-    const VisionConfig& c = config();
-    PreparedImage out;
-    if (c.qwen3vl()) {
-        out.patches = qwen3vl_preprocess(image, c.patch_size, c.merge, c.min_pixels, c.max_pixels, c.norm);
-        out.grid_h = out.patches.grid_h / c.merge;
-        out.grid_w = out.patches.grid_w / c.merge;
-    } else {
-        out.patches = siglip_preprocess(image, c.image_size, c.patch_size, c.norm);
-        out.grid_h = out.grid_w = c.tokens_per_side();
-    }
+    TowerInput in = tower_->preprocess(image);
+    PreparedImage out{.patches = std::move(in.patches), .grid_h = in.grid_h, .grid_w = in.grid_w};
     const uint64_t size[2] = {uint64_t(image.width), uint64_t(image.height)};
     out.hash = checksum64(image.rgb.data(), image.rgb.size(), checksum64(size, sizeof size));
     return out;
@@ -52,7 +40,7 @@ PreparedImage ImageEncoder::prepare(std::span<const uint8_t> bytes, std::string_
 
 std::vector<float> ImageEncoder::run_tower(const PreparedImage& image) {
     ++tower_runs_;
-    return qwen_tower_ ? qwen_tower_->encode(image.patches) : tower_->encode(image.patches);
+    return tower_->encode(image.patches);
 }
 
 EncodedImage ImageEncoder::encode(std::span<const uint8_t> bytes, std::string_view what) {

@@ -1,8 +1,8 @@
 // An mmproj file ready to turn image files into a text model's input: it opens the projector
 // (mmproj.h) and runs its vision tower on a backend of its own — Gemma 3's SigLIP (vision_tower.h,
 // fixed tokens per image) or Qwen3-VL's (qwen3vl_tower.h, tokens per image by the image's size), by
-// the projector type — and for each image decodes the bytes (image.h), preprocesses them as that
-// model's processor does (preprocess.h, qwen3vl_preprocess.h) and encodes them into token rows. The
+// the projector type, behind one interface (image_tower.h) — and for each image decodes the bytes
+// (image.h), preprocesses them as that model's processor does and encodes them into token rows. The
 // content hash is of the decoded pixels, so the same picture in another encoding hashes alike (the
 // prefix cache keys image rows by it). Errors name the image (`what`) or the file. encode() is
 // prepare() (decode, hash, preprocess: const, safe from several threads at once) then run_tower()
@@ -27,8 +27,7 @@ class Backend;
 
 namespace pagoda::vision {
 
-class VisionTower;
-class Qwen3VlTower;
+class ImageTower;
 
 // An image decoded and preprocessed for the tower: its patches, its content hash and its grid of
 // tokens (grid_h x grid_w, row-major; Gemma 3: the pooled grid, the same for every image; Qwen3-VL:
@@ -69,8 +68,7 @@ public:
 private:
     std::unique_ptr<gguf::File> file_;
     std::unique_ptr<backend::Backend> backend_;
-    std::unique_ptr<VisionTower> tower_;       // Gemma 3's, or
-    std::unique_ptr<Qwen3VlTower> qwen_tower_;  // Qwen3-VL's (the other is null)
+    std::unique_ptr<ImageTower> tower_;  // the projector family's (image_tower.h)
     uint64_t tower_runs_ = 0;
     uint64_t projector_id_ = 0;
 };

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "vision/mmproj_tensors.h"
+#include "vision/qwen3vl_preprocess.h"
 #include "vision/vit_block.h"
 
 namespace pagoda::vision {
@@ -43,8 +44,10 @@ struct Qwen3VlTower::Weights {
     size_t arena_elements = 0;
 };
 
-Qwen3VlTower::Qwen3VlTower(const gguf::File& file, backend::Backend& b)
-    : backend_(b), config_(read_vision_config(file)), w_(std::make_unique<Weights>()) {
+Qwen3VlTower::Qwen3VlTower(const gguf::File& file, backend::Backend& b) : Qwen3VlTower(file, read_vision_config(file), b) {}
+
+Qwen3VlTower::Qwen3VlTower(const gguf::File& file, VisionConfig config, backend::Backend& b)
+    : backend_(b), config_(std::move(config)), w_(std::make_unique<Weights>()) {
     const VisionConfig& c = config_;
     if (!c.qwen3vl()) fail("{}: a {} projector is not Qwen3-VL's (qwen3vl_merger)", file.name(), c.projector);
     for (auto op : {backend::OpKind::layer_norm, backend::OpKind::gelu})
@@ -94,6 +97,14 @@ Qwen3VlTower::Qwen3VlTower(const gguf::File& file, backend::Backend& b)
 }
 
 Qwen3VlTower::~Qwen3VlTower() = default;
+
+TowerInput Qwen3VlTower::preprocess(const Image& image) const {
+    const VisionConfig& c = config_;
+    TowerInput in{.patches = qwen3vl_preprocess(image, c.patch_size, c.merge, c.min_pixels, c.max_pixels, c.norm)};
+    in.grid_h = in.patches.grid_h / c.merge;
+    in.grid_w = in.patches.grid_w / c.merge;
+    return in;
+}
 
 std::vector<float> Qwen3VlTower::interpolated_positions(int64_t gh, int64_t gw) const {
     const VisionConfig& c = config_;

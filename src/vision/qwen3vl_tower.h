@@ -24,19 +24,24 @@
 
 #include "backend/backend.h"
 #include "gguf/gguf.h"
+#include "vision/image_tower.h"
 #include "vision/mmproj.h"
 #include "vision/preprocess.h"
 
 namespace pagoda::vision {
 
-class Qwen3VlTower {
+class Qwen3VlTower : public ImageTower {
 public:
     // Validates the file (read_vision_config: a qwen3vl_merger projector) and uploads its weights;
     // the file must outlive the tower.
     Qwen3VlTower(const gguf::File& file, backend::Backend& backend);
-    ~Qwen3VlTower();
-    const VisionConfig& config() const { return config_; }
-    std::vector<float> encode(const Patches& patches);
+    // The same with the file's config already read (open_image_tower).
+    Qwen3VlTower(const gguf::File& file, VisionConfig config, backend::Backend& backend);
+    ~Qwen3VlTower() override;
+    const VisionConfig& config() const override { return config_; }
+    // qwen3vl_preprocess with the projector's sizes; the grid is the patch grid over merge.
+    TowerInput preprocess(const Image& image) const override;
+    std::vector<float> encode(const Patches& patches) override;
 
     // The learned positions interpolated to a gh x gw patch grid, rows in merge order (host floats,
     // computed in double): exposed for tests.

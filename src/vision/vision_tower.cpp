@@ -31,8 +31,10 @@ struct VisionTower::Weights {
     size_t arena_elements = 0;
 };
 
-VisionTower::VisionTower(const gguf::File& file, backend::Backend& b)
-    : backend_(b), config_(read_vision_config(file)), w_(std::make_unique<Weights>()) {
+VisionTower::VisionTower(const gguf::File& file, backend::Backend& b) : VisionTower(file, read_vision_config(file), b) {}
+
+VisionTower::VisionTower(const gguf::File& file, VisionConfig config, backend::Backend& b)
+    : backend_(b), config_(std::move(config)), w_(std::make_unique<Weights>()) {
     const VisionConfig& c = config_;
     if (c.projector != "gemma3")
         fail("{}: the {} projector does not run in run, chat and serve yet (Gemma 3's does)", file.name(), c.projector);
@@ -84,6 +86,12 @@ VisionTower::VisionTower(const gguf::File& file, backend::Backend& b)
 }
 
 VisionTower::~VisionTower() = default;
+
+TowerInput VisionTower::preprocess(const Image& image) const {
+    const VisionConfig& c = config_;
+    return {.patches = siglip_preprocess(image, c.image_size, c.patch_size, c.norm), .grid_h = c.tokens_per_side(),
+            .grid_w = c.tokens_per_side()};
+}
 
 std::vector<float> VisionTower::encode(const Patches& patches) {
     const VisionConfig& c = config_;

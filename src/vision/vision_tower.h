@@ -19,20 +19,25 @@
 
 #include "backend/backend.h"
 #include "gguf/gguf.h"
+#include "vision/image_tower.h"
 #include "vision/mmproj.h"
 #include "vision/preprocess.h"
 
 namespace pagoda::vision {
 
-class VisionTower {
+class VisionTower : public ImageTower {
 public:
     // Validates the file (read_vision_config) and uploads its weights; the file must outlive the tower
     // (a backend may keep reading a mapped file's weights in place).
     VisionTower(const gguf::File& file, backend::Backend& backend);
-    ~VisionTower();
-    const VisionConfig& config() const { return config_; }
+    // The same with the file's config already read (open_image_tower).
+    VisionTower(const gguf::File& file, VisionConfig config, backend::Backend& backend);
+    ~VisionTower() override;
+    const VisionConfig& config() const override { return config_; }
+    // siglip_preprocess at the tower's image size; the grid is the pooled tokens_per_side square.
+    TowerInput preprocess(const Image& image) const override;
     // patches: siglip_preprocess's rows for this tower's image and patch size.
-    std::vector<float> encode(const Patches& patches);
+    std::vector<float> encode(const Patches& patches) override;
 
 private:
     struct Weights;

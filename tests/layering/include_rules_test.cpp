@@ -23,6 +23,7 @@ const std::set<std::string> kModelPublic = {
     "model/batch.h",          "model/step_model.h",  "model/open_step_model.h", "model/kv_options.h",
     "model/sequence_runner.h", "model/calibration.h", "model/random_model.h",    "model/config.h",
     "model/model_file.h",     "model/system_fingerprint.h", "model/devices.h", "model/classifier_head.h",
+    "model/mrope_position.h",
 };
 
 // Folder -> folders of src/ it must not include (those above it, and compute's insides).

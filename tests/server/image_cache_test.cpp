@@ -21,6 +21,13 @@ struct Model {
     std::shared_ptr<const tokenizer::Tokenizer> tok;
 };
 
+// What ImageInput checks of the text model: its width (a Gemma 3: no deep-stack, no M-RoPE).
+model::StepModelInfo text_model(int64_t dim) {
+    model::StepModelInfo info;
+    info.config.dim = dim;
+    return info;
+}
+
 const Model& model() {
     static const Model m = [] {
         Model out{test::temp_path("image-cache-text.gguf"), test::temp_path("image-cache-mmproj.gguf"), nullptr};
@@ -42,8 +49,8 @@ std::vector<uint8_t> png(uint16_t shade) {
 constexpr int64_t kTokens = 16, kDim = 64;  // the random projector's image tokens, the text width
 
 TEST(ImageCache, RepeatedPictureSkipsTheTowerWithIdenticalOutput) {
-    ImageInput plain(model().mm, "cpu", 1, *model().tok, kDim);
-    ImageInput cached(model().mm, "cpu", 1, *model().tok, kDim, 1 << 20);
+    ImageInput plain(model().mm, "cpu", 1, *model().tok, text_model(kDim));
+    ImageInput cached(model().mm, "cpu", 1, *model().tok, text_model(kDim), 1 << 20);
     EXPECT_FALSE(plain.cache_stats()) << "no cache without a bound";
 
     const vision::EncodedImage want = plain.encode_bytes(png(9), "a");
@@ -74,7 +81,7 @@ TEST(ImageCache, RepeatedPictureSkipsTheTowerWithIdenticalOutput) {
 TEST(ImageCache, TheBoundEvictsTheLeastRecentlyUsedPicture) {
     // Room for two pictures' embeddings.
     const uint64_t bound = 2 * vision::EncodedImageCache::entry_bytes(size_t(kTokens * kDim));
-    ImageInput input(model().mm, "cpu", 1, *model().tok, kDim, bound);
+    ImageInput input(model().mm, "cpu", 1, *model().tok, text_model(kDim), bound);
     const auto a = input.encode_bytes(png(1), "a");
     (void)input.encode_bytes(png(2), "b");
     (void)input.encode_bytes(png(1), "a");  // a is now the most recent
@@ -93,7 +100,7 @@ TEST(ImageCache, TheBoundEvictsTheLeastRecentlyUsedPicture) {
 }
 
 TEST(ImageCache, CorruptImagesAreRefusedAndNotCached) {
-    ImageInput input(model().mm, "cpu", 1, *model().tok, kDim, 1 << 20);
+    ImageInput input(model().mm, "cpu", 1, *model().tok, text_model(kDim), 1 << 20);
     std::vector<uint8_t> corrupt = png(9);
     corrupt.resize(corrupt.size() / 2);
     EXPECT_THROW(input.encode_bytes(corrupt, "messages[0].content[1]"), ApiError);

@@ -171,6 +171,13 @@ struct Model {
     std::shared_ptr<const tokenizer::Tokenizer> tok;
 };
 
+// What ImageInput checks of the text model: its width (a Gemma 3: no deep-stack, no M-RoPE).
+model::StepModelInfo text_model(int64_t dim) {
+    model::StepModelInfo info;
+    info.config.dim = dim;
+    return info;
+}
+
 const Model& model() {
     static const Model m = [] {
         Model out{test::temp_path("image-input-text.gguf"), test::temp_path("image-input-mmproj.gguf"), nullptr, nullptr};
@@ -185,7 +192,7 @@ const Model& model() {
 }
 
 TEST(ImageInput, EncodesDataUrlsAndRefusesBadImagesByPart) {
-    ImageInput input(model().mm, "cpu", 1, *model().tok, 64);
+    ImageInput input(model().mm, "cpu", 1, *model().tok, text_model(64));
     EXPECT_EQ(input.tokens_per_image(), 16);
     const vision::EncodedImage a = input.encode(data_url(9), "messages[0].content[1]");
     EXPECT_EQ(a.embeddings.size(), size_t(16 * 64));
@@ -209,11 +216,11 @@ TEST(ImageInput, EncodesDataUrlsAndRefusesBadImagesByPart) {
     refused("data:image/png;base64,@@@@", "not a readable image");
     refused("data:image/png,plain", "not a readable image");
 
-    EXPECT_THROW(ImageInput(model().mm, "cpu", 1, *model().tok, 48), Error) << "another width than the text model's";
+    EXPECT_THROW(ImageInput(model().mm, "cpu", 1, *model().tok, text_model(48)), Error) << "another width than the text model's";
 }
 
 TEST(ImageInput, MarkersExpandIntoGemma3Layout) {
-    ImageInput input(model().mm, "cpu", 1, *model().tok, 64);
+    ImageInput input(model().mm, "cpu", 1, *model().tok, text_model(64));
     const auto& tok = *model().tok;
     const int32_t start = tok.encode("<start_of_image>", {.add_bos = false, .add_eos = false, .parse_special = true}).at(0);
     const int32_t end = tok.encode("<end_of_image>", {.add_bos = false, .add_eos = false, .parse_special = true}).at(0);

@@ -77,8 +77,9 @@ std::string server_deep_test_model() {
 ServeProcess::ServeProcess(const std::vector<std::string>& extra, const std::string& model, bool wait_ready) {
     static int counter = 0;
     log_path_ = temp_path("serve-" + std::to_string(++counter) + ".log");
-    std::vector<std::string> args = {pagoda_binary(), "serve", "-m", model, "--port", "0", "--chat-template", "chatml",
-                                     "-t", "1", "--io-threads", "2"};
+    std::vector<std::string> args = {pagoda_binary(), "serve", "-m", model, "--port", "0", "-t", "1", "--io-threads", "2"};
+    // chatml unless the test names its own template.
+    if (std::find(extra.begin(), extra.end(), "--chat-template") == extra.end()) args.insert(args.end(), {"--chat-template", "chatml"});
     // No lame-duck grace unless a test asks for one: a stop is then as quick as before it existed.
     if (std::find(extra.begin(), extra.end(), "--drain-grace") == extra.end()) args.insert(args.end(), {"--drain-grace", "0"});
     args.insert(args.end(), extra.begin(), extra.end());

@@ -31,7 +31,8 @@ std::string server_jina_test_model();  // jina-bert-v2 (ALiBi, GEGLU), a WordPie
 
 class ServeProcess {
 public:
-    // Starts `pagoda serve -m MODEL --port 0 --chat-template chatml <extra>`; waits until ready.
+    // Starts `pagoda serve -m MODEL --port 0 --chat-template chatml <extra>` (no chatml where extra
+    // names a --chat-template); waits until ready.
     explicit ServeProcess(const std::vector<std::string>& extra, const std::string& model = server_test_model(),
                           bool wait_ready = true);
     ~ServeProcess();  // SIGTERM (then SIGKILL after 15 s)

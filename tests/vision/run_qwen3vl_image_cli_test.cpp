@@ -3,8 +3,8 @@
 // does not depend on the prefill chunk, and equals an in-process reference that lays the prompt out
 // by hand (<|vision_start|>, one <|image_pad|> per merged token, <|vision_end|>) and runs it through
 // SequenceRunner with the encoder's embeddings and grid. Images of other sizes take other token
-// counts; a corrupt image and a projector of the other family are refused by name; chat refuses
-// Qwen3-VL's projector.
+// counts; a corrupt image and a projector of the other family are refused by name; `pagoda chat`
+// takes Qwen3-VL images with /image PATH.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -174,10 +174,37 @@ TEST(RunQwen3VlImage, MisusesAreRefusedByName) {
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("has no <|vision_start|> token, which Qwen3-VL's image prompts need"), std::string::npos)
         << r.err;
-    // chat (and serve, through the same ImageInput) take Gemma 3's projector only.
-    r = run_pagoda({"chat", "-m", files().text, "--chat-template", "chatml", "-n", "2", "--mmproj", files().mm}, "hi\n");
+    // chat refuses a projector of the other family at load.
+    r = run_pagoda({"chat", "-m", files().text, "--chat-template", "chatml", "-n", "2", "--mmproj", gemma_mm}, "hi\n");
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.err.find("Qwen3-VL images are read by `pagoda run --image` only"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("a gemma3 projector is not for this M-RoPE model (qwen3vl)"), std::string::npos) << r.err;
+}
+
+// `pagoda chat --mmproj` with /image PATH on Qwen3-VL: chatml takes no content parts, so the image
+// is Qwen's marker in the message text, expanded to the image's 12 pads; the image changes the
+// reply, a replay is the same, and the next turn finds the image's blocks in the prefix cache.
+TEST(RunQwen3VlImage, ChatTakesImages) {
+    auto chat = [](const std::string& input, std::vector<std::string> extra) {
+        std::vector<std::string> args = {"chat", "-m", files().text, "--chat-template", "chatml", "-n", "6", "--temp",
+                                         "0", "-t", "1", "-v"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_pagoda(args, input);
+    };
+    const auto plain = chat("what is it\n", {});
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const std::string script = "/image " + files().wide + "\nwhat is it\nand now\n";
+    const auto wide = chat(script, {"--mmproj", files().mm});
+    ASSERT_EQ(wide.exit_code, 0) << wide.err;
+    EXPECT_NE(wide.err.find("<|vision_start|><|image_pad|><|vision_end|>what is it"), std::string::npos) << wide.err;
+    const auto first_reply = [](const std::string& out) { return out.substr(0, out.find('\n')); };
+    EXPECT_NE(first_reply(wide.out), first_reply(plain.out));
+    EXPECT_EQ(chat(script, {"--mmproj", files().mm}).out, wide.out);
+    const size_t at = wide.err.find("turn 2: prompt ");
+    ASSERT_NE(at, std::string::npos) << wide.err;
+    long long prompt = 0, cached = 0;
+    ASSERT_EQ(std::sscanf(wide.err.c_str() + at, "turn 2: prompt %lld tokens (%lld cached)", &prompt, &cached), 2)
+        << wide.err.substr(at, 80);
+    EXPECT_GE(cached, 12);
 }
 
 }  // namespace
