@@ -111,6 +111,16 @@ files = {
                            + bytes(16) + struct.pack('<8e', 0.5, -0.5, 1.0, 0.25, -1.0, 0.75, 0.0, 2.0) + bytes(16)
                            + struct.pack('<2f', 0.3, -0.3)),
 }
+# A v3 file of F32 tensors (name, dims) after `keys`: small varied values, each offset aligned to 32.
+def f32_file(keys, shapes):
+    infos, data = [], b''
+    for i, (name, dims) in enumerate(shapes):
+        count = 1
+        for d in dims: count *= d
+        infos.append(tensor(name, dims, 0, len(data)))
+        data += struct.pack('<%df' % count, *[0.5 + 0.1 * ((i + j) % 7 - 3) for j in range(count)])
+        data += bytes(-len(data) % 32)
+    return gguf(3, keys, infos, data)
 # A minimal Gemma 3 vision projector (llama.cpp's mmproj layout, vision/mmproj.h): 4x4 images of 2x2
 # patches, width 2, one layer, every tensor F32 with its offset aligned to 32.
 def mmproj():
@@ -126,14 +136,7 @@ def mmproj():
     for n in ['v.blk.0.ln1', 'v.blk.0.ln2', 'v.post_ln']:
         shapes += [(n + '.weight', [2]), (n + '.bias', [2])]
     shapes += [('mm.soft_emb_norm.weight', [2]), ('mm.input_projection.weight', [2, 2])]
-    infos, data = [], b''
-    for i, (name, dims) in enumerate(shapes):
-        count = 1
-        for d in dims: count *= d
-        infos.append(tensor(name, dims, 0, len(data)))
-        data += struct.pack('<%df' % count, *[0.5 + 0.1 * ((i + j) % 7 - 3) for j in range(count)])
-        data += bytes(-len(data) % 32)
-    return gguf(3, keys, infos, data)
+    return f32_file(keys, shapes)
 files['mmproj-gemma3.gguf'] = mmproj()
 # A minimal Qwen3-VL projector (qwen3vl_merger): width 4 (one head), 2x2 patches merged 2x2, a 2x2
 # position table, one layer that also feeds a deep-stack merger.
@@ -154,14 +157,7 @@ def mmproj_qwen3vl():
     for norm, fc1, fc2, width in [('v.post_ln', 'mm.0', 'mm.2', 0), ('v.deepstack.0.norm', 'v.deepstack.0.fc1', 'v.deepstack.0.fc2', 16)]:
         if width: shapes += [(norm + '.weight', [16]), (norm + '.bias', [16])]
         shapes += [(fc1 + '.weight', [16, 16]), (fc1 + '.bias', [16]), (fc2 + '.weight', [16, 2]), (fc2 + '.bias', [2])]
-    infos, data = [], b''
-    for i, (name, dims) in enumerate(shapes):
-        count = 1
-        for d in dims: count *= d
-        infos.append(tensor(name, dims, 0, len(data)))
-        data += struct.pack('<%df' % count, *[0.5 + 0.1 * ((i + j) % 7 - 3) for j in range(count)])
-        data += bytes(-len(data) % 32)
-    return gguf(3, keys, infos, data)
+    return f32_file(keys, shapes)
 files['mmproj-qwen3vl.gguf'] = mmproj_qwen3vl()
 for name, data in files.items():
     with open(os.path.join(out, name), 'wb') as f: f.write(data)

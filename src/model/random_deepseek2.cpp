@@ -19,6 +19,7 @@ using gguf::Value;
 using random_detail::constant_f32;
 using random_detail::random_tensor;
 using random_detail::Rng;
+using random_detail::LayerManifest;
 using random_detail::TensorAdder;
 
 int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
@@ -39,7 +40,10 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
     if (s.leading_dense < 0 || s.leading_dense > s.n_layers)
         fail("gen-model: {} leading dense layers of {} is out of range", s.leading_dense, s.n_layers);
     const int64_t f = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
-    const int64_t fs = f * s.n_shared_experts;
+    const LayerManifest m(s.arch);
+    const int64_t fs = m.has("ffn_gate_shexp.weight") ? f * s.n_shared_experts : 0;
+    // V3's score-correction bias goes with sigmoid scoring (expert_gating_func 2), as its converter writes it.
+    const bool selection_bias = s.expert_gating == 2 && m.has("exp_probs_b.bias");
 
     const std::string a = "deepseek2.";
     random_detail::write_decoder_header(s, {.arch = "deepseek2", .blocks = s.n_layers, .ffn_dim = s.ffn_dim,
@@ -57,9 +61,7 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
     }
     w.set(a + "rope.dimension_count", Value::u32(uint32_t(rope)));
     w.set(a + "leading_dense_block_count", Value::u32(uint32_t(s.leading_dense)));
-    w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
-    w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
-    w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(f)));
+    random_detail::write_expert_keys(s, f, w);
     w.set(a + "expert_shared_count", Value::u32(uint32_t(s.n_shared_experts)));
     w.set(a + "expert_weights_scale", Value::f32(s.expert_weights_scale));
     w.set(a + "expert_weights_norm", Value::boolean(s.expert_weights_norm));
@@ -74,7 +76,7 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
         w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(std::max<int64_t>(1, s.context_length / 4))));
         w.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(0.1f));
     }
-    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+    random_detail::write_file_type(w, s.type);
 
     const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
 
@@ -119,24 +121,14 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
         add.matrix(p + "attn_output.weight", s.n_heads * v, s.dim, out_scale / std::sqrt(float(s.n_heads * v)));
         add.norm(p + "ffn_norm.weight", s.dim);
         if (l < s.leading_dense) {
-            add.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-            add.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-            add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+            add.swiglu(p, "", s.dim, s.ffn_dim, out_scale);
             continue;
         }
-        // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
-        add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
-                random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
-        if (s.expert_gating == 2)
+        add.router(p, s.dim, s.n_experts);
+        if (selection_bias)
             add.f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
-        add.experts(p + "ffn_gate_exps.weight", s.dim, f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
-        add.experts(p + "ffn_up_exps.weight", s.dim, f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
-        add.experts(p + "ffn_down_exps.weight", f, s.dim, s.n_experts, out_scale / std::sqrt(float(f)));
-        if (fs > 0) {
-            add.matrix(p + "ffn_gate_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
-            add.matrix(p + "ffn_up_shexp.weight", s.dim, fs, 1.0f / std::sqrt(float(s.dim)));
-            add.matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
-        }
+        add.swiglu_experts(p, s.dim, f, s.n_experts, out_scale);
+        if (fs > 0) add.swiglu(p, "_shexp", s.dim, fs, out_scale);
     }
     return add.params();
 }

@@ -68,7 +68,8 @@ int64_t build_random_bert(const RandomModelSpec& s, const gguf::File* vocab, ggu
         fail("gen-model: the encoder vocabulary is 'wordpiece' or 'unigram', not '{}'", s.encoder_vocab);
 
     const bool nomic = s.arch == "nomic-bert", jina = s.arch == "jina-bert-v2";
-    if (s.qk_norm && !jina) fail("gen-model: qk_norm is for glm4moe or jina-bert-v2, not {}", s.arch);
+    if (s.qk_norm && !random_detail::LayerManifest(s.arch).has("attn_q_norm.weight"))
+        fail("gen-model: {} has no Q/K norms (--qk-norm)", s.arch);
     const std::string a = s.arch + ".";
     w.set("general.architecture", Value::string(s.arch));
     w.set("general.name", Value::string(s.name));
@@ -82,7 +83,7 @@ int64_t build_random_bert(const RandomModelSpec& s, const gguf::File* vocab, ggu
     // A cross-encoder reranker (rank, 4) scores its CLS row with the classification head.
     w.set(a + "pooling_type", Value::u32(uint32_t(s.rank_head.empty() ? pooling : 4)));
     if (nomic) w.set(a + "rope.freq_base", Value::f32(1000.0f));
-    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+    random_detail::write_file_type(w, s.type);
     int64_t vocab_size = s.vocab_size;
     if (vocab) {
         for (const auto& [key, value] : vocab->metadata())

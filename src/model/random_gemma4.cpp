@@ -28,6 +28,7 @@ using gguf::ValueType;
 using random_detail::constant_f32;
 using random_detail::random_tensor;
 using random_detail::Rng;
+using random_detail::LayerManifest;
 using random_detail::TensorAdder;
 
 namespace {
@@ -72,8 +73,7 @@ void add_experts(TensorAdder& add, Rng& rng, const RandomModelSpec& s, const std
     add.norm(p + "post_ffw_norm_1.weight", s.dim);
     add.norm(p + "pre_ffw_norm_2.weight", s.dim);
     add.norm(p + "post_ffw_norm_2.weight", s.dim);
-    add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
-            random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+    add.router(p, s.dim, s.n_experts);
     std::vector<uint8_t> scale = random_tensor(rng, s.dim, 0.2f, GgmlType::F32);
     for (int64_t i = 0; i < s.dim; ++i) reinterpret_cast<float*>(scale.data())[i] = std::sqrt(float(s.dim)) * (1.0f + reinterpret_cast<float*>(scale.data())[i]);
     add.f32(p + "ffn_gate_inp.scale", {s.dim}, std::move(scale));
@@ -128,8 +128,12 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
         if (!source) fail("gen-model: shared-KV layer {} has no earlier {} layer to share with", i, sliding[size_t(i)] ? "sliding" : "full");
     }
 
-    const std::string a = "gemma4.";
-    w.set("general.architecture", Value::string("gemma4"));
+    // The description's manifest: per-head Q/K norms, a per-layer output scale, the E-models' PLE parts.
+    const LayerManifest m(s.arch);
+    const bool qk_norm = m.d.qk_norm == arch::Has::yes, output_scale = m.has("layer_output_scale.weight");
+    if (s.per_layer_embd > 0 && !m.has("inp_gate.weight")) fail("gen-model: {} has no per-layer embeddings", s.arch);
+    const std::string a = s.arch + ".";
+    w.set("general.architecture", Value::string(s.arch));
     w.set("general.name", Value::string(s.name));
     w.set(a + "context_length", Value::u32(uint32_t(s.context_length)));
     w.set(a + "embedding_length", Value::u32(uint32_t(s.dim)));
@@ -171,7 +175,7 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
         w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(expert_ffn)));
     }
     w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
-    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+    random_detail::write_file_type(w, s.type);
 
     const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
     if (!vocab) use_gemma4_tokenizer_model(w);
@@ -202,15 +206,15 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
         // Gemma 4 attends with scale 1, the Q/K norms' weights carry the scale: near hd^-1/4 each,
         // so q.k has the spread of an ordinary q.k / sqrt(hd) and the random model's attention is
         // not one-hot (a one-hot softmax turns quantisation noise into flipped attention).
-        add.f32(p + "attn_q_norm.weight", {hd_l}, qk_norm_weights(rng, hd_l));
-        if (own_kv) add.f32(p + "attn_k_norm.weight", {hd_l}, qk_norm_weights(rng, hd_l));
+        if (qk_norm) {
+            add.f32(p + "attn_q_norm.weight", {hd_l}, qk_norm_weights(rng, hd_l));
+            if (own_kv) add.f32(p + "attn_k_norm.weight", {hd_l}, qk_norm_weights(rng, hd_l));
+        }
         add.norm(p + "post_attention_norm.weight", s.dim);
-        add.f32(p + "layer_output_scale.weight", {1}, constant_f32(1, 0.5f + 0.5f * float(l + 1) / float(s.n_layers)));
+        if (output_scale)
+            add.f32(p + "layer_output_scale.weight", {1}, constant_f32(1, 0.5f + 0.5f * float(l + 1) / float(s.n_layers)));
         add.norm(p + "ffn_norm.weight", s.dim);
-        const int64_t f = ffn[size_t(l)];
-        add.matrix(p + "ffn_gate.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-        add.matrix(p + "ffn_up.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-        add.matrix(p + "ffn_down.weight", f, s.dim, out_scale / std::sqrt(float(f)));
+        add.swiglu(p, "", s.dim, ffn[size_t(l)], out_scale);
         add.norm(p + "post_ffw_norm.weight", s.dim);
         if (s.n_experts > 0) add_experts(add, rng, s, p, expert_ffn, out_scale);
     }

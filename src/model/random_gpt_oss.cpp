@@ -21,10 +21,11 @@ using gguf::Value;
 using random_detail::constant_f32;
 using random_detail::random_tensor;
 using random_detail::Rng;
+using random_detail::LayerManifest;
 using random_detail::TensorAdder;
 
 int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
-    random_detail::check_expert_spec("gpt-oss", s.n_experts, s.n_experts_used);
+    random_detail::check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
     random_detail::check_decoder_sizes(s);
     if (!s.rope_scaling.empty() || !s.rank_head.empty() || s.shared_expert_ffn_dim > 0)
         fail("gen-model: gpt-oss takes no --rope-scaling, rank head or shared expert (it is YaRN, routed experts only)");
@@ -37,9 +38,14 @@ int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, 
     const int64_t window = s.sliding_window > 0 ? s.sliding_window : 8;
     const int64_t original = s.original_context > 0 ? s.original_context : std::max<int64_t>(1, s.context_length / 4);
 
-    const std::string a = "gpt-oss.";
+    // The biases, sinks and router bias where the description's manifest has them.
+    const LayerManifest m(s.arch);
+    const bool qkv_bias = m.d.qkv_bias == arch::Has::yes, o_bias = m.d.o_bias, sinks = m.has("attn_sinks.weight");
+    const bool router_bias = m.has("ffn_gate_inp.bias"), expert_bias = m.has("ffn_gate_exps.bias");
+
+    const std::string a = s.arch + ".";
     // feed_forward_length: the expert width (the converter writes intermediate_size twice).
-    random_detail::write_decoder_header(s, {.arch = "gpt-oss", .blocks = s.n_layers, .ffn_dim = f,
+    random_detail::write_decoder_header(s, {.arch = s.arch, .blocks = s.n_layers, .ffn_dim = f,
                                                   .kv_heads = s.n_kv_heads, .rms_eps = 1e-5f}, w);
     w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
     w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
@@ -85,27 +91,28 @@ int64_t build_random_gpt_oss(const RandomModelSpec& s, const gguf::File* vocab, 
         const std::string p = fmt::format("blk.{}.", l);
         add.f32(p + "attn_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
         add.matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
-        add.f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
+        if (qkv_bias) add.f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
         add.matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        add.f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        if (qkv_bias) add.f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
         add.matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        add.f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+        if (qkv_bias) add.f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
         add.matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
-        add.f32(p + "attn_output.bias", {s.dim}, random_tensor(rng, s.dim, 0.1f * out_scale, GgmlType::F32));
+        if (o_bias) add.f32(p + "attn_output.bias", {s.dim}, random_tensor(rng, s.dim, 0.1f * out_scale, GgmlType::F32));
         // Sinks of the order of the scores, so they take a real share of each softmax.
-        add.f32(p + "attn_sinks.weight", {s.n_heads}, random_tensor(rng, s.n_heads, 1.0f, GgmlType::F32));
+        if (sinks) add.f32(p + "attn_sinks.weight", {s.n_heads}, random_tensor(rng, s.n_heads, 1.0f, GgmlType::F32));
         add.f32(p + "post_attention_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
-        // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
-        add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
-                random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
-        add.f32(p + "ffn_gate_inp.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.5f, GgmlType::F32));
+        add.router(p, s.dim, s.n_experts);
+        if (router_bias) add.f32(p + "ffn_gate_inp.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.5f, GgmlType::F32));
+        // Each expert stack followed by its bias (rows x experts), as the converter orders them.
+        const auto bias = [&](const char* name, int64_t rows, float stddev) {
+            if (expert_bias) add.f32(p + name, {rows, s.n_experts}, random_tensor(rng, rows * s.n_experts, stddev, GgmlType::F32));
+        };
         experts(p + "ffn_gate_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-        add.f32(p + "ffn_gate_exps.bias", {f, s.n_experts}, random_tensor(rng, f * s.n_experts, 0.1f, GgmlType::F32));
+        bias("ffn_gate_exps.bias", f, 0.1f);
         experts(p + "ffn_up_exps.weight", s.dim, f, 1.0f / std::sqrt(float(s.dim)));
-        add.f32(p + "ffn_up_exps.bias", {f, s.n_experts}, random_tensor(rng, f * s.n_experts, 0.1f, GgmlType::F32));
+        bias("ffn_up_exps.bias", f, 0.1f);
         experts(p + "ffn_down_exps.weight", f, s.dim, out_scale / std::sqrt(float(f)));
-        add.f32(p + "ffn_down_exps.bias", {s.dim, s.n_experts},
-                random_tensor(rng, s.dim * s.n_experts, 0.1f * out_scale, GgmlType::F32));
+        bias("ffn_down_exps.bias", s.dim, 0.1f * out_scale);
     }
     return add.params();
 }

@@ -19,6 +19,7 @@ using gguf::GgmlType;
 using gguf::Value;
 using random_detail::random_tensor;
 using random_detail::Rng;
+using random_detail::LayerManifest;
 using random_detail::TensorAdder;
 
 int64_t build_random_minimax_m2(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
@@ -33,6 +34,8 @@ int64_t build_random_minimax_m2(const RandomModelSpec& s, const gguf::File* voca
     const int64_t rope = hd / 2 / 2 * 2;
     if (rope < 2) fail("gen-model: the head size {} is too small to rotate half of it", hd);
     const int64_t f = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
+    const LayerManifest m(s.arch);
+    const bool qk_norm = m.d.qk_norm == arch::Has::yes, selection_bias = m.has("exp_probs_b.bias");
 
     const std::string a = s.arch + ".";
     random_detail::write_decoder_header(s, {.arch = s.arch, .blocks = s.n_layers, .ffn_dim = f,
@@ -40,11 +43,9 @@ int64_t build_random_minimax_m2(const RandomModelSpec& s, const gguf::File* voca
     w.set(a + "attention.key_length", Value::u32(uint32_t(hd)));
     w.set(a + "attention.value_length", Value::u32(uint32_t(hd)));
     w.set(a + "rope.dimension_count", Value::u32(uint32_t(rope)));
-    w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
-    w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
-    w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(f)));
-    w.set(a + "expert_gating_func", Value::u32(2));
-    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+    random_detail::write_expert_keys(s, f, w);
+    w.set(a + "expert_gating_func", Value::u32(uint32_t(m.d.gating)));
+    random_detail::write_file_type(w, s.type);
 
     const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
 
@@ -62,18 +63,17 @@ int64_t build_random_minimax_m2(const RandomModelSpec& s, const gguf::File* voca
         add.matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
         add.matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
         add.matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-        add.norm(p + "attn_q_norm.weight", q_dim);
-        add.norm(p + "attn_k_norm.weight", kv_dim);
+        if (qk_norm) {  // over the whole projected rows
+            add.norm(p + "attn_q_norm.weight", q_dim);
+            add.norm(p + "attn_k_norm.weight", kv_dim);
+        }
         add.matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
         add.norm(p + "ffn_norm.weight", s.dim);
-        // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins;
-        // the bias is large enough to change some selections against the plain scores.
-        add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
-                random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
-        add.f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
-        add.experts(p + "ffn_gate_exps.weight", s.dim, f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
-        add.experts(p + "ffn_up_exps.weight", s.dim, f, s.n_experts, 1.0f / std::sqrt(float(s.dim)));
-        add.experts(p + "ffn_down_exps.weight", f, s.dim, s.n_experts, out_scale / std::sqrt(float(f)));
+        add.router(p, s.dim, s.n_experts);
+        // The selection bias is large enough to change some selections against the plain scores.
+        if (selection_bias)
+            add.f32(p + "exp_probs_b.bias", {s.n_experts}, random_tensor(rng, s.n_experts, 0.3f, GgmlType::F32));
+        add.swiglu_experts(p, s.dim, f, s.n_experts, out_scale);
     }
     return add.params();
 }

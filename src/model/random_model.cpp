@@ -296,26 +296,14 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
                                        ? std::sqrt(1 + std::log(scale) / std::log(double(original_context))) : 1.0;
         w.set(a + "rope.scaling.attn_factor", Value::f32(float(attn_factor)));
     }
-    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+    random_detail::write_file_type(w, s.type);
 
     const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens, qwen3vl);
 
     Rng rng(s.seed);
-    int64_t params = 0;
     const int64_t q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
     const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));
-    auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-        w.add_tensor(name, s.type, {cols, rows}, random_tensor(rng, cols * rows, stddev, s.type));
-        params += cols * rows;
-    };
-    auto experts = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-        w.add_tensor(name, s.type, {cols, rows, s.n_experts}, random_tensor(rng, cols * rows * s.n_experts, stddev, s.type));
-        params += cols * rows * s.n_experts;
-    };
-    auto vec = [&](const std::string& name, int64_t n, std::vector<uint8_t> bytes) {
-        w.add_tensor(name, GgmlType::F32, {n}, std::move(bytes));
-        params += n;
-    };
+    random_detail::TensorAdder add(w, rng, s.type);
     auto around_one = [&](int64_t n) {  // norm weights (Gemma's as stored: 1 + w already folded in)
         std::vector<uint8_t> bytes = random_tensor(rng, n, 0.2f, GgmlType::F32);
         for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(bytes.data())[i] += 1.0f;
@@ -325,9 +313,9 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
     // unit-scale residual stream and logits of std ~1 before the cap.
     if (!(s.embed_scale > 0) || !std::isfinite(s.embed_scale))
         fail("the embedding scale must be a positive number, got {}", s.embed_scale);
-    matrix("token_embd.weight", s.dim, vocab_size, (gemma ? 1.0f / std::sqrt(float(s.dim)) : 1.0f) * s.embed_scale);
-    vec("output_norm.weight", s.dim, constant_f32(s.dim, 1.0f));
-    if (!s.tied_output && !gemma) matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
+    add.matrix("token_embd.weight", s.dim, vocab_size, (gemma ? 1.0f / std::sqrt(float(s.dim)) : 1.0f) * s.embed_scale);
+    add.f32("output_norm.weight", {s.dim}, constant_f32(s.dim, 1.0f));
+    if (!s.tied_output && !gemma) add.matrix("output.weight", s.dim, vocab_size, 1.0f / std::sqrt(float(s.dim)));
     if (s.rope_scaling == "llama3") {
         const std::vector<float> f = llama3_rope_factors(llama3, s.rope_theta, head_dim);
         w.add_tensor("rope_freqs.weight", GgmlType::F32, {int64_t(f.size())},
@@ -348,53 +336,45 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
     }
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
-        vec(p + "attn_norm.weight", s.dim, gemma ? around_one(s.dim) : constant_f32(s.dim, 1.0f));
+        add.f32(p + "attn_norm.weight", {s.dim}, gemma ? around_one(s.dim) : constant_f32(s.dim, 1.0f));
         if (fused_qkv) {
-            matrix(p + "attn_qkv.weight", s.dim, q_dim + 2 * kv_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "attn_qkv.weight", s.dim, q_dim + 2 * kv_dim, 1.0f / std::sqrt(float(s.dim)));
         } else {
-            matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "attn_q.weight", s.dim, q_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "attn_k.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "attn_v.weight", s.dim, kv_dim, 1.0f / std::sqrt(float(s.dim)));
         }
         if (qkv_bias) {
-            vec(p + "attn_q.bias", q_dim, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
-            vec(p + "attn_k.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
-            vec(p + "attn_v.bias", kv_dim, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+            add.f32(p + "attn_q.bias", {q_dim}, random_tensor(rng, q_dim, 0.1f, GgmlType::F32));
+            add.f32(p + "attn_k.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
+            add.f32(p + "attn_v.bias", {kv_dim}, random_tensor(rng, kv_dim, 0.1f, GgmlType::F32));
         }
         if (qk_norm) {  // per-head RMSNorm weights of Q and K, around 1
-            vec(p + "attn_q_norm.weight", head_dim, around_one(head_dim));
-            vec(p + "attn_k_norm.weight", head_dim, around_one(head_dim));
+            add.f32(p + "attn_q_norm.weight", {head_dim}, around_one(head_dim));
+            add.f32(p + "attn_k_norm.weight", {head_dim}, around_one(head_dim));
         }
-        matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
+        add.matrix(p + "attn_output.weight", q_dim, s.dim, out_scale / std::sqrt(float(q_dim)));
         // Gemma's post-norms rescale each block's output to unit RMS, times these weights. The
         // head is the embedding itself (tied), so a residual stream led by the token's own embedding
         // would make greedy steps repeat their input: weights of 8 let the blocks lead it.
-        if (sandwich) vec(p + "post_attention_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
-        vec(p + "ffn_norm.weight", s.dim, gemma ? around_one(s.dim) : constant_f32(s.dim, 1.0f));
+        if (sandwich) add.f32(p + "post_attention_norm.weight", {s.dim}, constant_f32(s.dim, kGemmaPostNorm));
+        add.f32(p + "ffn_norm.weight", {s.dim}, gemma ? around_one(s.dim) : constant_f32(s.dim, 1.0f));
         if (s.n_experts > 0) {
-            // The router stays F32 whatever the matrices' type, as llama.cpp's converters keep it.
-            w.add_tensor(p + "ffn_gate_inp.weight", GgmlType::F32, {s.dim, s.n_experts},
-                         random_tensor(rng, s.dim * s.n_experts, 2.0f / std::sqrt(float(s.dim)), GgmlType::F32));
-            params += s.dim * s.n_experts;
-            experts(p + "ffn_gate_exps.weight", s.dim, expert_ffn, 1.0f / std::sqrt(float(s.dim)));
-            experts(p + "ffn_up_exps.weight", s.dim, expert_ffn, 1.0f / std::sqrt(float(s.dim)));
-            experts(p + "ffn_down_exps.weight", expert_ffn, s.dim, out_scale / std::sqrt(float(expert_ffn)));
+            add.router(p, s.dim, s.n_experts);
+            add.swiglu_experts(p, s.dim, expert_ffn, s.n_experts, out_scale);
             if (shared_expert) {
-                vec(p + "ffn_gate_inp_shexp.weight", s.dim, random_tensor(rng, s.dim, 1.0f / std::sqrt(float(s.dim)), GgmlType::F32));
-                matrix(p + "ffn_gate_shexp.weight", s.dim, shared_ffn, 1.0f / std::sqrt(float(s.dim)));
-                matrix(p + "ffn_up_shexp.weight", s.dim, shared_ffn, 1.0f / std::sqrt(float(s.dim)));
-                matrix(p + "ffn_down_shexp.weight", shared_ffn, s.dim, out_scale / std::sqrt(float(shared_ffn)));
+                add.f32(p + "ffn_gate_inp_shexp.weight", {s.dim}, random_tensor(rng, s.dim, 1.0f / std::sqrt(float(s.dim)), GgmlType::F32));
+                add.swiglu(p, "_shexp", s.dim, shared_ffn, out_scale);
             }
             continue;
         }
         if (fused_gate_up) {
-            matrix(p + "ffn_up.weight", s.dim, 2 * s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_up.weight", s.dim, 2 * s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
         } else {
-            matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
-            matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, 1.0f / std::sqrt(float(s.dim)));
+            add.swiglu(p, "", s.dim, s.ffn_dim, out_scale);
         }
-        matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
-        if (post_ffw) vec(p + "post_ffw_norm.weight", s.dim, constant_f32(s.dim, kGemmaPostNorm));
+        if (post_ffw) add.f32(p + "post_ffw_norm.weight", {s.dim}, constant_f32(s.dim, kGemmaPostNorm));
     }
     if (!s.rank_head.empty()) {  // after every other tensor: the same seed keeps the rest of the model
         const int64_t classes = s.rank_classes > 0 ? s.rank_classes : s.arch == "qwen3" ? 2 : 1;
@@ -405,13 +385,13 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
         w.set(a + "classifier.output_labels", Value::strings(labels));
         int64_t width = s.dim;
         if (s.rank_head == "dense") {
-            matrix("cls.weight", s.dim, s.dim, 1.0f / std::sqrt(float(s.dim)));
-            vec("cls.bias", s.dim, random_tensor(rng, s.dim, 0.5f, GgmlType::F32));
+            add.matrix("cls.weight", s.dim, s.dim, 1.0f / std::sqrt(float(s.dim)));
+            add.f32("cls.bias", {s.dim}, random_tensor(rng, s.dim, 0.5f, GgmlType::F32));
         }
-        matrix("cls.output.weight", width, classes, 1.0f / std::sqrt(float(width)));
-        vec("cls.output.bias", classes, random_tensor(rng, classes, 0.5f, GgmlType::F32));
+        add.matrix("cls.output.weight", width, classes, 1.0f / std::sqrt(float(width)));
+        add.f32("cls.output.bias", {classes}, random_tensor(rng, classes, 0.5f, GgmlType::F32));
     }
-    return params;
+    return add.params();
 }
 
 }  // namespace

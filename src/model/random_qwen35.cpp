@@ -24,10 +24,12 @@ using gguf::Value;
 using random_detail::constant_f32;
 using random_detail::random_tensor;
 using random_detail::Rng;
+using random_detail::LayerManifest;
 using random_detail::TensorAdder;
 
 int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
-    const bool moe = random_detail::check_dense_or_experts(s, "qwen35", "qwen35moe");
+    const LayerManifest m(s.arch);
+    const bool moe = random_detail::check_dense_or_experts(s, m);
     random_detail::check_decoder_sizes(s);
     if (!s.rope_scaling.empty() || !s.rank_head.empty()) fail("gen-model: {} takes no --rope-scaling or rank head", s.arch);
     if (s.nextn_layers < 0 || s.nextn_layers > 4) fail("gen-model: {} NextN layers is out of range (0..4)", s.nextn_layers);
@@ -43,6 +45,7 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
     const int64_t fs = s.shared_expert_ffn_dim > 0 ? s.shared_expert_ffn_dim : f;
     const int64_t blocks = s.n_layers + s.nextn_layers;
     const int64_t interval = 4;
+    const bool qk_norm = m.d.qk_norm == arch::Has::yes, shared_gate = m.has("ffn_gate_inp_shexp.weight");
 
     const std::string a = s.arch + ".";
     random_detail::write_decoder_header(s, {.arch = s.arch, .blocks = blocks, .ffn_dim = s.ffn_dim,
@@ -61,13 +64,11 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
         w.set(a + "rope.dimension_sections", Value::i32s({int32_t(t), int32_t(h), int32_t(pairs - t - h), 0}));
     }
     if (moe) {
-        w.set(a + "expert_count", Value::u32(uint32_t(s.n_experts)));
-        w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_experts_used)));
-        w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(f)));
+        random_detail::write_expert_keys(s, f, w);
         w.set(a + "expert_shared_feed_forward_length", Value::u32(uint32_t(fs)));
     }
     if (s.nextn_layers > 0) w.set(a + "nextn_predict_layers", Value::u32(uint32_t(s.nextn_layers)));
-    w.set("general.file_type", Value::u32(s.type == GgmlType::F32 ? 0 : s.type == GgmlType::F16 ? 1 : 32));
+    random_detail::write_file_type(w, s.type);
 
     const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
 
@@ -89,8 +90,10 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
             add.matrix(p + "attn_k.weight", s.dim, s.n_kv_heads * hd, in_scale);
             add.matrix(p + "attn_v.weight", s.dim, s.n_kv_heads * hd, in_scale);
             add.matrix(p + "attn_output.weight", s.n_heads * hd, s.dim, out_scale / std::sqrt(float(s.n_heads * hd)));
-            add.norm(p + "attn_q_norm.weight", hd);
-            add.norm(p + "attn_k_norm.weight", hd);
+            if (qk_norm) {
+                add.norm(p + "attn_q_norm.weight", hd);
+                add.norm(p + "attn_k_norm.weight", hd);
+            }
         } else {
             add.matrix(p + "attn_qkv.weight", s.dim, conv_dim, in_scale);
             add.matrix(p + "attn_gate.weight", s.dim, value_dim, in_scale);
@@ -110,27 +113,15 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
             add.matrix(p + "ssm_out.weight", value_dim, s.dim, out_scale / std::sqrt(float(value_dim)));
         }
         if (!moe) {
-            add.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, in_scale);
-            add.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, in_scale);
-            add.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, out_scale / std::sqrt(float(s.ffn_dim)));
+            add.swiglu(p, "", s.dim, s.ffn_dim, out_scale);
         } else {
-            // The router stays F32 (as the converter keeps it), scaled up so each top-k has clear margins.
-            add.f32(p + "ffn_gate_inp.weight", {s.dim, s.n_experts},
-                    random_tensor(rng, s.dim * s.n_experts, 2.0f * in_scale, GgmlType::F32));
-            add.experts(p + "ffn_gate_exps.weight", s.dim, f, s.n_experts, in_scale);
-            add.experts(p + "ffn_up_exps.weight", s.dim, f, s.n_experts, in_scale);
-            add.experts(p + "ffn_down_exps.weight", f, s.dim, s.n_experts, out_scale / std::sqrt(float(f)));
-            add.f32(p + "ffn_gate_inp_shexp.weight", {s.dim}, random_tensor(rng, s.dim, in_scale, GgmlType::F32));
-            add.matrix(p + "ffn_gate_shexp.weight", s.dim, fs, in_scale);
-            add.matrix(p + "ffn_up_shexp.weight", s.dim, fs, in_scale);
-            add.matrix(p + "ffn_down_shexp.weight", fs, s.dim, out_scale / std::sqrt(float(fs)));
+            add.router(p, s.dim, s.n_experts);
+            add.swiglu_experts(p, s.dim, f, s.n_experts, out_scale);
+            if (shared_gate)  // the shared expert's sigmoid gate, one weight row
+                add.f32(p + "ffn_gate_inp_shexp.weight", {s.dim}, random_tensor(rng, s.dim, in_scale, GgmlType::F32));
+            add.swiglu(p, "_shexp", s.dim, fs, out_scale);
         }
-        if (l >= s.n_layers) {  // a NextN block's own tensors (llama.cpp loads them for its MTP head)
-            add.matrix(p + "nextn.eh_proj.weight", 2 * s.dim, s.dim, 1.0f / std::sqrt(float(2 * s.dim)));
-            add.norm(p + "nextn.enorm.weight", s.dim);
-            add.norm(p + "nextn.hnorm.weight", s.dim);
-            add.norm(p + "nextn.shared_head_norm.weight", s.dim);
-        }
+        if (l >= s.n_layers) add.nextn(p, s.dim);
     }
     return add.params();
 }

@@ -1,12 +1,16 @@
-// The random tensors of gen-model (random_model.h): a portable generator and uniform values of a
-// given spread in F32 / F16 / BF16, and the spec checks the writers share, for the decoder and
-// encoder writers.
+// The parts of gen-model's writers (random_model.h): a portable generator and uniform values of a
+// given spread in F32 / F16 / BF16, the spec checks and metadata keys the writers share, what an
+// architecture's layers hold (its description's tensor manifest, arch/arch_description.h: writers
+// choose tensors by it, not by architecture names), and the tensor writers (TensorAdder: norms,
+// routers, SwiGLU FFNs and experts, NextN blocks) that draw from one generator in call order.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "arch/arch_description.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "gguf/ggml_types.h"
@@ -79,15 +83,6 @@ inline void check_decoder_sizes(const RandomModelSpec& s) {
     if (s.n_heads % s.n_kv_heads) fail("gen-model: {} heads are not a multiple of {} KV heads", s.n_heads, s.n_kv_heads);
 }
 
-// An architecture with a dense name and an experts name (glm4 / glm4moe, qwen35 / qwen35moe): the
-// experts form needs valid expert counts, the dense form takes none. Returns whether s is the experts form.
-inline bool check_dense_or_experts(const RandomModelSpec& s, const std::string& dense, const std::string& experts) {
-    const bool moe = s.arch == experts;
-    if (moe) check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
-    if (!moe && s.n_experts > 0) fail("gen-model: {} is dense ({} has the experts)", dense, experts);
-    return moe;
-}
-
 // The keys llama.cpp's converters write first for a decoder, in their order: architecture, name,
 // block count, context length, width, FFN width, heads, KV heads, RoPE base, RMS norm epsilon.
 struct DecoderHeader {
@@ -108,6 +103,42 @@ inline void write_decoder_header(const RandomModelSpec& s, const DecoderHeader& 
     w.set(a + "attention.head_count_kv", gguf::Value::u32(uint32_t(h.kv_heads)));
     w.set(a + "rope.freq_base", gguf::Value::f32(s.rope_theta));
     w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::f32(h.rms_eps));
+}
+
+// general.file_type as llama.cpp numbers it for the matrices' type: 0 all F32, 1 mostly F16, 32 mostly BF16.
+inline void write_file_type(gguf::Writer& w, GgmlType type) {
+    w.set("general.file_type", gguf::Value::u32(type == GgmlType::F32 ? 0 : type == GgmlType::F16 ? 1 : 32));
+}
+
+// The keys of a model with routed experts, f wide.
+inline void write_expert_keys(const RandomModelSpec& s, int64_t f, gguf::Writer& w) {
+    const std::string a = s.arch + ".";
+    w.set(a + "expert_count", gguf::Value::u32(uint32_t(s.n_experts)));
+    w.set(a + "expert_used_count", gguf::Value::u32(uint32_t(s.n_experts_used)));
+    w.set(a + "expert_feed_forward_length", gguf::Value::u32(uint32_t(f)));
+}
+
+// What the architecture's layers hold, from its tensor manifest (arch/arch_description.h): the
+// writers choose a layer's tensors by these, not by architecture names.
+struct LayerManifest {
+    const arch::ArchDescription& d;
+    explicit LayerManifest(const std::string& arch) : d(*arch::find_architecture(arch)) {}
+    bool has(std::string_view name) const { return d.has_layer_tensor(name); }
+    // In every layer (of its kind: presence required).
+    bool required(std::string_view name) const {
+        const arch::TensorEntry* t = d.layer_tensor(name);
+        return t && t->presence == arch::Presence::required;
+    }
+    bool experts() const { return d.experts == arch::Has::yes; }
+};
+
+// A family with a dense and an experts architecture (glm4 / glm4moe, qwen35 / qwen35moe): the one
+// whose description has experts needs valid expert counts, the dense one takes none. Returns whether
+// s's architecture is the experts one.
+inline bool check_dense_or_experts(const RandomModelSpec& s, const LayerManifest& m) {
+    if (m.experts()) check_expert_spec(s.arch, s.n_experts, s.n_experts_used);
+    if (!m.experts() && s.n_experts > 0) fail("gen-model: {} is dense (it takes no --experts)", s.arch);
+    return m.experts();
 }
 
 inline std::vector<uint8_t> constant_f32(int64_t n, float value) {
@@ -144,6 +175,32 @@ public:
         const int64_t n = cols * rows * n_experts;
         w_.add_tensor(name, type_, {cols, rows, n_experts}, random_tensor(rng_, n, stddev, type_));
         params_ += n;
+    }
+    // The router of layer p: F32 whatever the matrices' type (as llama.cpp's converters keep it),
+    // scaled up (std 2/sqrt(dim)) so each token's top-k is decided by clear margins.
+    void router(const std::string& p, int64_t dim, int64_t n_experts) {
+        f32(p + "ffn_gate_inp.weight", {dim, n_experts},
+            random_tensor(rng_, dim * n_experts, 2.0f / std::sqrt(float(dim)), GgmlType::F32));
+    }
+    // Layer p's SwiGLU experts: ffn_gate_exps, ffn_up_exps, ffn_down_exps, f wide.
+    void swiglu_experts(const std::string& p, int64_t dim, int64_t f, int64_t n_experts, float out_scale) {
+        experts(p + "ffn_gate_exps.weight", dim, f, n_experts, 1.0f / std::sqrt(float(dim)));
+        experts(p + "ffn_up_exps.weight", dim, f, n_experts, 1.0f / std::sqrt(float(dim)));
+        experts(p + "ffn_down_exps.weight", f, dim, n_experts, out_scale / std::sqrt(float(f)));
+    }
+    // A SwiGLU FFN of layer p, f wide: ffn_gate, ffn_up, ffn_down with `suffix` ("" the dense FFN,
+    // "_shexp" the shared experts).
+    void swiglu(const std::string& p, const std::string& suffix, int64_t dim, int64_t f, float out_scale) {
+        matrix(p + "ffn_gate" + suffix + ".weight", dim, f, 1.0f / std::sqrt(float(dim)));
+        matrix(p + "ffn_up" + suffix + ".weight", dim, f, 1.0f / std::sqrt(float(dim)));
+        matrix(p + "ffn_down" + suffix + ".weight", f, dim, out_scale / std::sqrt(float(f)));
+    }
+    // A NextN block's own tensors (llama.cpp loads them for its multi-token prediction; pagoda skips them).
+    void nextn(const std::string& p, int64_t dim) {
+        matrix(p + "nextn.eh_proj.weight", 2 * dim, dim, 1.0f / std::sqrt(float(2 * dim)));
+        norm(p + "nextn.enorm.weight", dim);
+        norm(p + "nextn.hnorm.weight", dim);
+        norm(p + "nextn.shared_head_norm.weight", dim);
     }
     void count(int64_t n) { params_ += n; }  // a tensor the generator added itself
     int64_t params() const { return params_; }

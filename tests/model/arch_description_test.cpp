@@ -5,12 +5,15 @@
 // builder. The facts are also checked against the per-architecture lists the code held before the
 // table (written out here), so the table cannot drift from them unnoticed.
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <gtest/gtest.h>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "arch/arch_description.h"
+#include "core/checksum.h"
 #include "fixtures.h"
 #include "gemma4_test_spec.h"
 #include "gguf/gguf.h"
@@ -178,7 +181,35 @@ std::vector<Variant> variants() {
     RandomModelSpec jina = v.back().spec;
     jina.qk_norm = true;
     v.push_back({"jina_qk_norm", jina});
+    // The options each family's writer takes beyond the above.
+    RandomModelSpec bert_rank = v[v.size() - 4].spec;
+    bert_rank.rank_head = "dense"; bert_rank.rank_classes = 3;
+    v.push_back({"bert_rank_dense", bert_rank});
+    jina.rank_head = "output";
+    v.push_back({"jina_rank", jina});
+    RandomModelSpec qwen3_rank = base("qwen3");
+    qwen3_rank.rank_head = "output";
+    v.push_back({"qwen3_rank", qwen3_rank});
+    RandomModelSpec glm_air = glm;
+    glm_air.qk_norm = false; glm_air.nextn_layers = 1; glm_air.n_shared_experts = 0;
+    v.push_back({"glm4moe_air_nextn", glm_air});
+    RandomModelSpec q35_nextn = base("qwen35");
+    q35_nextn.nextn_layers = 1;
+    v.push_back({"qwen35_nextn", q35_nextn});
+    q35.nextn_layers = 2;
+    v.push_back({"qwen35moe_nextn", q35});
+    oss.mxfp4_experts = true;
+    v.push_back({"gpt_oss_mxfp4", oss});
+    RandomModelSpec v2 = v3;
+    v2.n_shared_experts = 0; v2.leading_dense = 0; v2.mla_split = true;
+    v.push_back({"deepseek2_no_shared_split", v2});
     return v;
+}
+
+std::string variant_name(const ::testing::TestParamInfo<Variant>& i) {
+    std::string n = i.param.name;
+    std::replace(n.begin(), n.end(), '-', '_');
+    return n;
 }
 
 class GenModelManifest : public ::testing::TestWithParam<Variant> {};
@@ -225,12 +256,71 @@ TEST_P(GenModelManifest, TensorsAreTheManifestsAndTheBuilderAcceptsThem) {
                                            .tokens_wanted = 64}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, GenModelManifest, ::testing::ValuesIn(variants()),
-                         [](const ::testing::TestParamInfo<Variant>& i) {
-                             std::string n = i.param.name;
-                             std::replace(n.begin(), n.end(), '-', '_');
-                             return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Architectures, GenModelManifest, ::testing::ValuesIn(variants()), variant_name);
+
+// The bytes each variant's file has, so that a change to a writer that moves the random stream (and
+// with it every golden drawn from a generated model) shows here first. A deliberate change of a
+// writer's output updates the table.
+struct FileDigest {
+    const char* variant;
+    uint64_t checksum;
+};
+constexpr FileDigest kFileDigests[] = {
+    {"llama", 0x5db7addef13cc795ull},
+    {"qwen2", 0x54c050e0ccd7b37dull},
+    {"qwen3", 0xedd1ed0f0c0d38f6ull},
+    {"qwen3vl", 0xcbfee98802d05fc0ull},
+    {"gemma2", 0xe16aaabbae5f1925ull},
+    {"gemma3", 0xd6f9af9fc34b8e1full},
+    {"phi3", 0x7ba83aa8ccda69feull},
+    {"smollm3", 0x9985027b19626068ull},
+    {"mistral3", 0x1692cd2fe09f1d47ull},
+    {"qwen35", 0xf6f863e327c0c3a9ull},
+    {"glm4", 0xdb9fd3ef92233a5bull},
+    {"llama_experts", 0xb0ef3732957ca2c2ull},
+    {"llama_llama3", 0x7d1ec6f99e63fba9ull},
+    {"qwen2moe", 0xfb9ddb9f79001328ull},
+    {"qwen3moe", 0xfb5f10216cbdd17dull},
+    {"qwen35moe", 0x8601eb2f96c554c4ull},
+    {"gpt_oss", 0x71d677cce1dcfad6ull},
+    {"deepseek2_v3", 0x1ee4efe67ad1e36dull},
+    {"deepseek2_lite_split", 0x47e269f24e0fe0fcull},
+    {"glm4moe", 0x2adc4c3afb2965ddull},
+    {"minimax_m2", 0x49ebfd3c5a37f0f5ull},
+    {"gemma4", 0x17ddc482e846127bull},
+    {"gemma4_experts", 0x2c8d9874208d6336ull},
+    {"gemma4_per_layer", 0xe8996a30d1a08348ull},
+    {"bert", 0x0261e40abef2ad53ull},
+    {"nomic-bert", 0xa3b9ddc67ff04059ull},
+    {"jina-bert-v2", 0x2928c8c0b825b72dull},
+    {"jina_qk_norm", 0xef72d3ac1172c531ull},
+    {"bert_rank_dense", 0x469af88398362817ull},
+    {"jina_rank", 0xa76101c1e2800f3dull},
+    {"qwen3_rank", 0xf4619ed9f3f05c2bull},
+    {"glm4moe_air_nextn", 0xcdba7a923d772ddbull},
+    {"qwen35_nextn", 0x6f07f412a24f9f23ull},
+    {"qwen35moe_nextn", 0x7741f66e94941175ull},
+    {"gpt_oss_mxfp4", 0xb48d700a43db1a84ull},
+    {"deepseek2_no_shared_split", 0xfe2457e35534f734ull},
+};
+
+class GenModelBytes : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(GenModelBytes, FileIsByteStable) {
+    const std::string path = test::temp_path("arch_bytes_" + GetParam().name + ".gguf");
+    write_random_model(GetParam().spec, nullptr, path);
+    std::ifstream in(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.empty());
+    const uint64_t sum = checksum64(bytes.data(), bytes.size());
+    const auto* d = std::find_if(std::begin(kFileDigests), std::end(kFileDigests),
+                                 [&](const FileDigest& f) { return GetParam().name == f.variant; });
+    ASSERT_NE(d, std::end(kFileDigests)) << "no digest for " << GetParam().name << ": {\"" << GetParam().name << "\", 0x"
+                                         << std::hex << sum << "ull},";
+    EXPECT_EQ(sum, d->checksum) << GetParam().name << " now 0x" << std::hex << sum;
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GenModelBytes, ::testing::ValuesIn(variants()), variant_name);
 
 // Every description is covered by a variant above.
 TEST(ArchDescriptions, EveryArchitectureHasAGenModelVariant) {

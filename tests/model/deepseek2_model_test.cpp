@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
+#include "gguf_edit.h"
 #include "model/arch/arch.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
@@ -26,6 +27,10 @@
 
 namespace pagoda::model {
 namespace {
+
+using gguf_edit::rewrite;
+using gguf_edit::without;
+using gguf_edit::load_error;
 
 using model_compare::prompt;
 using model_compare::reference_logits;
@@ -252,36 +257,14 @@ TEST(Deepseek2Graph, YarnScaleAndColumnCopies) {
 
 // --- load errors -----------------------------------------------------------------------------
 
-// A copy of `from` without the key or tensor `drop`, with `set` keys replaced.
-void rewrite(const std::string& from, const std::string& to, const std::string& drop,
-             const std::vector<std::pair<std::string, gguf::Value>>& set = {}) {
-    auto in = gguf::File::open(from);
-    gguf::Writer w;
-    for (const auto& [key, value] : in->metadata())
-        if (key != drop) w.set(key, value);
-    for (const auto& [key, value] : set) w.set(key, value);
-    for (const auto& t : in->tensors())
-        if (t.name != drop) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
-    w.write(to);
-}
-
-std::string load_error(const std::string& path) {
-    try {
-        open_step_model(path, {.threads = 1, .tokens_wanted = 8});
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
 // Trailing NextN (multi-token prediction) blocks are stored but not run: a 3-block file with
 // nextn_predict_layers 1 gives the logits of the same file cut to 2 blocks.
 TEST(Deepseek2Layouts, NextnBlocksAreNotRun) {
     const std::string full = test::temp_path("deepseek2_nextn_full.gguf");
     write_random_model(v3_spec(97), nullptr, full);
     const std::string nextn = test::temp_path("deepseek2_nextn.gguf"), cut = test::temp_path("deepseek2_nextn_cut.gguf");
-    rewrite(full, nextn, "", {{"deepseek2.nextn_predict_layers", gguf::Value::u32(1)}});
-    rewrite(full, cut, "", {{"deepseek2.block_count", gguf::Value::u32(2)}});
+    rewrite(full, nextn, {.set = {{"deepseek2.nextn_predict_layers", gguf::Value::u32(1)}}});
+    rewrite(full, cut, {.set = {{"deepseek2.block_count", gguf::Value::u32(2)}}});
     EXPECT_EQ(read_config(*gguf::File::open(nextn)).n_layers, 2);
     const auto a = reference_logits(nextn, prompt(7)), b = reference_logits(cut, prompt(7)), c = reference_logits(full, prompt(7));
     EXPECT_EQ(a, b);
@@ -295,19 +278,19 @@ TEST(Deepseek2Errors, NameTheMissingOrContradictoryKeyOrTensor) {
     const std::string cut = test::temp_path("deepseek2_errors_cut.gguf");
     for (const std::string key : {"deepseek2.attention.kv_lora_rank", "deepseek2.leading_dense_block_count",
                                   "deepseek2.rope.dimension_count", "deepseek2.attention.value_length"}) {
-        rewrite(full, cut, key);
+        without(full, cut, key);
         EXPECT_NE(load_error(cut).find(key), std::string::npos) << key << ": " << load_error(cut);
     }
     for (const std::string tensor : {"blk.0.attn_kv_a_mqa.weight", "blk.1.attn_q_b.weight", "blk.2.attn_kv_a_norm.weight",
                                      "blk.1.ffn_up_shexp.weight"}) {
-        rewrite(full, cut, tensor);
+        without(full, cut, tensor);
         EXPECT_NE(load_error(cut).find("tensor " + tensor + " is missing"), std::string::npos) << load_error(cut);
     }
-    rewrite(full, cut, "blk.0.attn_kv_b.weight");
+    without(full, cut, "blk.0.attn_kv_b.weight");
     EXPECT_NE(load_error(cut).find("attn_kv_b.weight is missing (and no attn_k_b / attn_v_b pair)"), std::string::npos)
         << load_error(cut);
     // A value head wider than the key's.
-    rewrite(full, cut, "", {{"deepseek2.attention.value_length", gguf::Value::u32(32)}});
+    rewrite(full, cut, {.set = {{"deepseek2.attention.value_length", gguf::Value::u32(32)}}});
     EXPECT_NE(load_error(cut).find("value length 32 exceeds the key length 24"), std::string::npos) << load_error(cut);
     // key_length_mla beside a key_length that is not kv_lora + rope.
     RandomModelSpec s = v3_spec(93);
@@ -315,17 +298,17 @@ TEST(Deepseek2Errors, NameTheMissingOrContradictoryKeyOrTensor) {
     const std::string split = test::temp_path("deepseek2_errors_split.gguf");
     write_random_model(s, nullptr, split);
     ASSERT_EQ(load_error(split), "");
-    rewrite(split, cut, "", {{"deepseek2.attention.key_length", gguf::Value::u32(24)}});
+    rewrite(split, cut, {.set = {{"deepseek2.attention.key_length", gguf::Value::u32(24)}}});
     EXPECT_NE(load_error(cut).find("attention.key_length = 24 contradicts kv_lora_rank 32 + rope.dimension_count 8"),
               std::string::npos) << load_error(cut);
-    rewrite(full, cut, "deepseek2.rope.scaling.yarn_log_multiplier");
+    without(full, cut, "deepseek2.rope.scaling.yarn_log_multiplier");
     EXPECT_NE(load_error(cut).find("deepseek2 YaRN needs deepseek2.rope.scaling.yarn_log_multiplier"), std::string::npos)
         << load_error(cut);
-    rewrite(full, cut, "", {{"deepseek2.attention.temperature_scale", gguf::Value::f32(0.1f)}});
+    rewrite(full, cut, {.set = {{"deepseek2.attention.temperature_scale", gguf::Value::f32(0.1f)}}});
     EXPECT_NE(load_error(cut).find("attention.temperature_scale"), std::string::npos) << load_error(cut);
-    rewrite(full, cut, "", {{"deepseek2.nextn_predict_layers", gguf::Value::u32(3)}});
+    rewrite(full, cut, {.set = {{"deepseek2.nextn_predict_layers", gguf::Value::u32(3)}}});
     EXPECT_NE(load_error(cut).find("nextn_predict_layers = 3 must be 0..2"), std::string::npos) << load_error(cut);
-    rewrite(full, cut, "", {{"deepseek2.leading_dense_block_count", gguf::Value::u32(9)}});
+    rewrite(full, cut, {.set = {{"deepseek2.leading_dense_block_count", gguf::Value::u32(9)}}});
     EXPECT_NE(load_error(cut).find("leading_dense_block_count = 9 must be 0..3"), std::string::npos) << load_error(cut);
 }
 

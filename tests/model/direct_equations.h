@@ -32,6 +32,10 @@ struct Weights {
         return y;
     }
     // RMS norm times the weight w.
+    // RMS norm of the n values at x (a head, or a whole row) times the weight w.
+    static std::vector<double> rms_norm(const double* x, size_t n, const float* w, double eps) {
+        return rms_norm(std::vector<double>(x, x + n), w, eps);
+    }
     static std::vector<double> rms_norm(std::vector<double> x, const float* w, double eps) {
         double ss = 0;
         for (double v : x) ss += v * v;

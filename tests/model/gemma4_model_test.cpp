@@ -226,18 +226,12 @@ class Gemma4Model : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Gemma4Model, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
-    backend::cpu::testing::KernelConfigGuard guard;
-    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
     RandomModelSpec spec = gemma4_spec(71, 2, true, false, c.experts);
     spec.n_experts_used = c.experts_used;
     if (c.per_layer) spec.per_layer_embd = 32;
     const std::string path = model_compare::write_model(spec, "gemma4_" + c.name, c.quant);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
-    const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
-    auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
-    const std::vector<int32_t> ids = prompt(19);
-    const std::vector<float> expected = reference_logits(path, ids);
-    model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
+    model_compare::expect_cpu_matches_reference(file, c.fusion, c.tolerance);
 }
 
 // Q8_0: the CPU's int8 path rounds activations to int8 per 32 values; six layers whose sliding

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf.h"
+#include "gguf_edit.h"
 #include "glm_test_util.h"
 #include "model/arch/arch.h"
 #include "model/arch/rope_frequencies.h"
@@ -15,6 +16,10 @@
 
 namespace pagoda::model {
 namespace {
+
+using gguf_edit::rewrite;
+using gguf_edit::without;
+using gguf_edit::load_error;
 
 using glm_test::dense_spec;
 using glm_test::glm4moe_spec;
@@ -145,30 +150,6 @@ TEST(GlmGraph, Mistral3YarnUnscaledAndTemperatureBound) {
 
 // --- NextN blocks and load errors --------------------------------------------------------------
 
-// A copy of `from` without the key or tensor `drop` (and tensors starting with `drop_prefix`), with
-// `set` keys replaced.
-void rewrite(const std::string& from, const std::string& to, const std::string& drop,
-             const std::vector<std::pair<std::string, gguf::Value>>& set = {}, const std::string& drop_prefix = "") {
-    auto in = gguf::File::open(from);
-    gguf::Writer w;
-    for (const auto& [key, value] : in->metadata())
-        if (key != drop) w.set(key, value);
-    for (const auto& [key, value] : set) w.set(key, value);
-    for (const auto& t : in->tensors())
-        if (t.name != drop && (drop_prefix.empty() || t.name.rfind(drop_prefix, 0) != 0))
-            w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
-    w.write(to);
-}
-
-std::string load_error(const std::string& path) {
-    try {
-        open_step_model(path, {.threads = 1, .tokens_wanted = 8});
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
 // The converter's NextN block (block_count counts it, with its eh_proj / enorm / hnorm tensors) is
 // stored and not run: the logits of the file without it.
 TEST(GlmLayouts, NextnBlocksAreNotRun) {
@@ -180,7 +161,8 @@ TEST(GlmLayouts, NextnBlocksAreNotRun) {
     EXPECT_EQ(file->get_int("glm4moe.block_count"), 4);
     EXPECT_NE(file->find_tensor("blk.3.nextn.eh_proj.weight"), nullptr);
     EXPECT_EQ(read_config(*file).n_layers, 3);
-    rewrite(nextn, cut, "glm4moe.nextn_predict_layers", {{"glm4moe.block_count", gguf::Value::u32(3)}}, "blk.3.");
+    rewrite(nextn, cut, {.drop = {"glm4moe.nextn_predict_layers"}, .set = {{"glm4moe.block_count", gguf::Value::u32(3)}},
+                         .drop_prefix = "blk.3."});
     EXPECT_EQ(reference_logits(nextn, prompt(7)), reference_logits(cut, prompt(7)));
 }
 
@@ -189,30 +171,30 @@ TEST(GlmErrors, NameTheMissingOrInconsistentKeyOrTensor) {
     write_random_model(glm4moe_spec(93), nullptr, full);
     ASSERT_EQ(load_error(full), "");
     for (const std::string key : {"glm4moe.expert_count", "glm4moe.expert_used_count", "glm4moe.block_count"}) {
-        rewrite(full, cut, key);
+        without(full, cut, key);
         EXPECT_NE(load_error(cut).find(key), std::string::npos) << key << ": " << load_error(cut);
     }
     for (const std::string tensor : {"blk.0.post_attention_norm.weight", "blk.1.ffn_up_shexp.weight", "blk.2.ffn_gate_inp.weight",
                                      "blk.0.ffn_gate.weight", "blk.1.attn_k_norm.weight", "blk.2.attn_v.bias"}) {
-        rewrite(full, cut, tensor);
+        without(full, cut, tensor);
         EXPECT_NE(load_error(cut).find("tensor " + tensor + " is missing"), std::string::npos) << load_error(cut);
     }
-    rewrite(full, cut, "", {{"glm4moe.nextn_predict_layers", gguf::Value::u32(3)}});
+    rewrite(full, cut, {.set = {{"glm4moe.nextn_predict_layers", gguf::Value::u32(3)}}});
     EXPECT_NE(load_error(cut).find("nextn_predict_layers = 3 must be 0..2"), std::string::npos) << load_error(cut);
-    rewrite(full, cut, "", {{"glm4moe.leading_dense_block_count", gguf::Value::u32(9)}});
+    rewrite(full, cut, {.set = {{"glm4moe.leading_dense_block_count", gguf::Value::u32(9)}}});
     EXPECT_NE(load_error(cut).find("leading_dense_block_count = 9 must be 0..3"), std::string::npos) << load_error(cut);
-    rewrite(full, cut, "", {{"glm4moe.rope.dimension_count", gguf::Value::u32(48)}});
+    rewrite(full, cut, {.set = {{"glm4moe.rope.dimension_count", gguf::Value::u32(48)}}});
     EXPECT_NE(load_error(cut).find("RoPE dimension count 48 must be even and at most the head size 32"), std::string::npos)
         << load_error(cut);
 
-    rewrite(full, cut, "", {{"glm4moe.rope.dimension_sections", gguf::Value::i32s({8, 12, 12, 0})}});
+    rewrite(full, cut, {.set = {{"glm4moe.rope.dimension_sections", gguf::Value::i32s({8, 12, 12, 0})}}});
     EXPECT_NE(load_error(cut).find("glm4moe.rope.dimension_sections (GLM-4.xV's multimodal RoPE) is not supported"),
               std::string::npos) << load_error(cut);
 
     const std::string mistral = test::temp_path("glm_errors_mistral3.gguf");
     write_random_model(dense_spec("mistral3", 96), nullptr, mistral);
     ASSERT_EQ(load_error(mistral), "");
-    rewrite(mistral, cut, "", {{"mistral3.rope.scaling.yarn_log_multiplier", gguf::Value::f32(0.5f)}});
+    rewrite(mistral, cut, {.set = {{"mistral3.rope.scaling.yarn_log_multiplier", gguf::Value::f32(0.5f)}}});
     EXPECT_NE(load_error(cut).find("mistral3.rope.scaling.yarn_log_multiplier = 0.5 is not supported"), std::string::npos)
         << load_error(cut);
 
@@ -220,10 +202,10 @@ TEST(GlmErrors, NameTheMissingOrInconsistentKeyOrTensor) {
     write_random_model(dense_spec("glm4", 94), nullptr, dense);
     ASSERT_EQ(load_error(dense), "");
     for (const std::string tensor : {"blk.0.post_ffw_norm.weight", "blk.1.post_attention_norm.weight", "blk.0.ffn_up.weight"}) {
-        rewrite(dense, cut, tensor);
+        without(dense, cut, tensor);
         EXPECT_NE(load_error(cut).find("tensor " + tensor + " is missing"), std::string::npos) << load_error(cut);
     }
-    rewrite(dense, cut, "", {{"glm4.nextn_predict_layers", gguf::Value::u32(1)}});
+    rewrite(dense, cut, {.set = {{"glm4.nextn_predict_layers", gguf::Value::u32(1)}}});
     EXPECT_NE(load_error(cut).find("glm4.nextn_predict_layers (GLM-OCR's NextN block) is not supported"), std::string::npos)
         << load_error(cut);
 }

@@ -35,15 +35,6 @@ struct Direct : direct::Weights {
     static void add(std::vector<double>& y, const float* b) {
         for (size_t i = 0; i < y.size(); ++i) y[i] += b[i];
     }
-    static std::vector<double> norm(const double* x, size_t n, const float* w, double eps) {
-        double ss = 0;
-        for (size_t i = 0; i < n; ++i) ss += x[i] * x[i];
-        const double inv = 1 / std::sqrt(ss / double(n) + eps);
-        std::vector<double> y(n);
-        for (size_t i = 0; i < n; ++i) y[i] = x[i] * inv * w[i];
-        return y;
-    }
-    static std::vector<double> norm(const std::vector<double>& x, const float* w, double eps) { return norm(x.data(), x.size(), w, eps); }
     // The first `dims` values of the head at v[at..] rotated by pos * theta^(-2i/dims): pairs (i, i + dims/2)
     // for NEOX, (2i, 2i + 1) otherwise.
     static void rope(std::vector<double>& v, size_t at, int64_t dims, int64_t pos, double theta, bool neox) {
@@ -72,7 +63,7 @@ struct Direct : direct::Weights {
             const bool use_rope = c.arch != "smollm3" || (l + 1) % 4 != 0;
             std::vector<std::vector<double>> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
             for (int64_t s = 0; s < T; ++s) {
-                const auto h = norm(x[size_t(s)], tensor(p + "attn_norm.weight"), eps);
+                const auto h = rms_norm(x[size_t(s)], tensor(p + "attn_norm.weight"), eps);
                 q[size_t(s)] = mul(tensor(p + "attn_q.weight"), h, H * hd);
                 k[size_t(s)] = mul(tensor(p + "attn_k.weight"), h, KV * hd);
                 v[size_t(s)] = mul(tensor(p + "attn_v.weight"), h, KV * hd);
@@ -84,7 +75,7 @@ struct Direct : direct::Weights {
                 for (auto [vec, heads, w] : {std::tuple{&q[size_t(s)], H, "attn_q_norm"}, std::tuple{&k[size_t(s)], KV, "attn_k_norm"}})
                     for (int64_t hh = 0; hh < heads; ++hh) {
                         if (has(p + w + ".weight")) {
-                            const auto n = norm(vec->data() + hh * hd, size_t(hd), tensor(p + w + ".weight"), eps);
+                            const auto n = rms_norm(vec->data() + hh * hd, size_t(hd), tensor(p + w + ".weight"), eps);
                             std::copy(n.begin(), n.end(), vec->begin() + hh * hd);
                         }
                         if (use_rope) rope(*vec, size_t(hh * hd), r, s, c.rope_theta, neox);
@@ -93,14 +84,14 @@ struct Direct : direct::Weights {
             for (int64_t s = 0; s < T; ++s) {
                 std::vector<double> out = direct::attend(q, k, v, s, H, KV, hd, hd, std::sqrt(double(hd)));
                 auto o = mul(tensor(p + "attn_output.weight"), out, c.dim);
-                if (glm4) o = norm(o, tensor(p + "post_attention_norm.weight"), eps);
+                if (glm4) o = rms_norm(o, tensor(p + "post_attention_norm.weight"), eps);
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(s)][size_t(i)] += o[size_t(i)];
-                const auto fin = norm(x[size_t(s)], tensor(p + (neox ? "post_attention_norm" : "ffn_norm") + ".weight"), eps);
+                const auto fin = rms_norm(x[size_t(s)], tensor(p + (neox ? "post_attention_norm" : "ffn_norm") + ".weight"), eps);
                 std::vector<double> y;
                 if (glm4) {  // ffn_up = [gate rows; up rows]
                     const float* up = tensor(p + "ffn_up.weight");
                     y = mul(tensor(p + "ffn_down.weight"), swiglu(mul(up, fin, c.ffn_dim), mul(up, fin, c.ffn_dim, c.ffn_dim)), c.dim);
-                    y = norm(y, tensor(p + "post_ffw_norm.weight"), eps);
+                    y = rms_norm(y, tensor(p + "post_ffw_norm.weight"), eps);
                 } else {
                     y = mul(tensor(p + "ffn_down.weight"),
                             swiglu(mul(tensor(p + "ffn_gate.weight"), fin, c.ffn_dim), mul(tensor(p + "ffn_up.weight"), fin, c.ffn_dim)),
@@ -156,8 +147,6 @@ class GlmModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GlmModel, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
-    backend::cpu::testing::KernelConfigGuard guard;
-    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
     const std::string path = model_path(c);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
     const ModelConfig cfg = read_config(*file);
@@ -167,11 +156,7 @@ TEST_P(GlmModel, ForwardMatchesTheReferenceBackend) {
         EXPECT_EQ(cfg.rope_dims, 16);  // half of the 32-wide heads
     }
     EXPECT_EQ(cfg.rope_scaling, c.arch == "mistral3" ? "yarn" : "none");
-    const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
-    auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
-    const std::vector<int32_t> ids = prompt(19);
-    const std::vector<float> expected = reference_logits(path, ids);
-    model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
+    model_compare::expect_cpu_matches_reference(file, c.fusion, c.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, GlmModel,

@@ -15,6 +15,7 @@
 #include "direct_equations.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
+#include "gguf_edit.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
@@ -22,6 +23,10 @@
 
 namespace pagoda::model {
 namespace {
+
+using gguf_edit::rewrite;
+using gguf_edit::without;
+using gguf_edit::load_error;
 
 using model_compare::prompt;
 using model_compare::reference_logits;
@@ -39,19 +44,11 @@ RandomModelSpec minimax_spec(uint64_t seed) {
 struct Direct : direct::Weights {
     bool per_head_norm = false;  // the qwen3-style alternative, to show the test tells the two apart
 
-    static std::vector<double> norm(const double* x, size_t n, const float* w, double eps) {
-        double ss = 0;
-        for (size_t i = 0; i < n; ++i) ss += x[i] * x[i];
-        const double inv = 1 / std::sqrt(ss / double(n) + eps);
-        std::vector<double> y(n);
-        for (size_t i = 0; i < n; ++i) y[i] = x[i] * inv * w[i];
-        return y;
-    }
     // One RMS over the whole row (minimax-m2), or one per head of hd values (per_head_norm).
     void qk_norm(std::vector<double>& v, const float* w, int64_t hd, double eps) const {
         const size_t span = per_head_norm ? size_t(hd) : v.size();
         for (size_t at = 0; at < v.size(); at += span) {
-            const auto n = norm(v.data() + at, span, w + at, eps);
+            const auto n = rms_norm(v.data() + at, span, w + at, eps);
             std::copy(n.begin(), n.end(), v.begin() + std::ptrdiff_t(at));
         }
     }
@@ -157,15 +154,10 @@ class MiniMaxM2Model : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MiniMaxM2Model, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
-    backend::cpu::testing::KernelConfigGuard guard;
-    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
     const std::string path = model_compare::write_model(minimax_spec(71), "minimax_" + c.name, c.quant);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
     EXPECT_EQ(read_config(*file).arch, "minimax-m2");
-    const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
-    auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
-    const std::vector<int32_t> ids = prompt(19);
-    model_compare::expect_matches_reference(*model, reference_logits(path, ids), ids, c.tolerance);
+    model_compare::expect_cpu_matches_reference(file, c.fusion, c.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, MiniMaxM2Model,
@@ -175,44 +167,17 @@ INSTANTIATE_TEST_SUITE_P(RandomModels, MiniMaxM2Model,
 
 // --- load errors ---------------------------------------------------------------------------------
 
-// A copy of `from` without the tensor `drop`, and with `cut` (if named) keeping only its first
-// `cut_values` F32 values as a 1-D tensor.
-void rewrite(const std::string& from, const std::string& to, const std::string& drop, const std::string& cut = "",
-             int64_t cut_values = 0) {
-    auto in = gguf::File::open(from);
-    gguf::Writer w;
-    for (const auto& [key, value] : in->metadata()) w.set(key, value);
-    for (const auto& t : in->tensors()) {
-        if (t.name == drop) continue;
-        if (t.name == cut) {
-            w.add_tensor(t.name, t.type, {cut_values}, t.data, size_t(cut_values) * 4);
-        } else {
-            w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
-        }
-    }
-    w.write(to);
-}
-
-std::string load_error(const std::string& path) {
-    try {
-        open_step_model(path, {.threads = 1, .tokens_wanted = 8});
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
 TEST(MiniMaxM2Errors, NameTheMissingOrMisshapenTensor) {
     const std::string full = test::temp_path("minimax_errors.gguf"), bad = test::temp_path("minimax_errors_cut.gguf");
     write_random_model(minimax_spec(93), nullptr, full);
     ASSERT_EQ(load_error(full), "");
     for (const std::string tensor : {"blk.1.exp_probs_b.bias", "blk.0.attn_q_norm.weight", "blk.1.attn_k_norm.weight",
                                      "blk.0.ffn_gate_inp.weight", "blk.1.ffn_down_exps.weight"}) {
-        rewrite(full, bad, tensor);
+        without(full, bad, tensor);
         EXPECT_NE(load_error(bad).find("tensor " + tensor + " is missing"), std::string::npos) << load_error(bad);
     }
     // A per-head Q norm (qwen3's [head_dim]) where minimax-m2 has one over the whole row [n_heads x head_dim].
-    rewrite(full, bad, "", "blk.0.attn_q_norm.weight", 32);
+    rewrite(full, bad, {.cut = "blk.0.attn_q_norm.weight", .cut_values = 32});
     EXPECT_NE(load_error(bad).find("tensor blk.0.attn_q_norm.weight has shape"), std::string::npos) << load_error(bad);
 }
 

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/matmul_test_util.h"
 #include "core/thread_pool.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
@@ -75,6 +76,17 @@ inline void expect_matches_reference(StepModel& model, const std::vector<float>&
         logits = runner.decode(1, ids[p]);
         check(logits.data(), p);
     }
+}
+
+// What each architecture's model test runs: the CPU backend (f32 FMA kernels, the fused graph or the
+// unfused one) on `file`, as described at the top, against the reference's logits of prompt(19).
+inline void expect_cpu_matches_reference(std::shared_ptr<const gguf::File> file, bool fusion, double tolerance) {
+    backend::cpu::testing::KernelConfigGuard guard;  // packing (at load) follows the float method
+    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
+    const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
+    auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = fusion});
+    const std::vector<int32_t> ids = prompt(19);
+    expect_matches_reference(*model, reference_logits(file, ids), ids, tolerance);
 }
 
 }  // namespace pagoda::model::model_compare

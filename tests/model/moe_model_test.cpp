@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
+#include "gguf_edit.h"
 #include "model/config.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
@@ -20,6 +21,9 @@
 
 namespace pagoda::model {
 namespace {
+
+using gguf_edit::without;
+using gguf_edit::load_error;
 
 struct Case {
     std::string name;
@@ -88,8 +92,6 @@ TEST_P(MoeModel, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
     // Exact f32 products for F16 weights too (bf16_dot, the default on AVX512_BF16 CPUs, rounds the
     // activations to bf16: reference_model_test covers that path's looser bound).
-    backend::cpu::testing::KernelConfigGuard guard;
-    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(model_path(c)));
     const ModelConfig cfg = read_config(*file);
     ASSERT_EQ(cfg.n_experts, 4);
@@ -100,35 +102,11 @@ TEST_P(MoeModel, ForwardMatchesTheReferenceBackend) {
         EXPECT_NE(file->find_tensor("blk.0.ffn_up_exps.weight")->type, gguf::GgmlType::F32);
         EXPECT_EQ(file->find_tensor("blk.0.ffn_gate_inp.weight")->type, gguf::GgmlType::F32);
     }
-    const KvOptions kvo{.block_size = 4, .dtype = kv::KvDtype::f32};
-    auto model = open_step_model(file, {.threads = 2, .kv = kvo, .tokens_wanted = 64, .fusion = c.fusion});
-    const std::vector<int32_t> ids = model_compare::prompt(19);
-    const std::vector<float> expected = model_compare::reference_logits(file, ids);
-    model_compare::expect_matches_reference(*model, expected, ids, c.tolerance);
+    model_compare::expect_cpu_matches_reference(file, c.fusion, c.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, MoeModel, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
-
-// A copy of `from` without the tensor or key `drop`.
-void write_without(const std::string& from, const std::string& to, const std::string& drop) {
-    auto in = gguf::File::open(from);
-    gguf::Writer w;
-    for (const auto& [key, value] : in->metadata())
-        if (key != drop) w.set(key, value);
-    for (const auto& t : in->tensors())
-        if (t.name != drop) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
-    w.write(to);
-}
-
-std::string load_error(const std::string& path) {
-    try {
-        open_step_model(path, {.threads = 1, .tokens_wanted = 8});
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
 
 TEST(MoeModelErrors, NameTheMissingExpertTensorOrKey) {
     const std::string full = test::temp_path("moe_errors.gguf");
@@ -137,12 +115,12 @@ TEST(MoeModelErrors, NameTheMissingExpertTensorOrKey) {
     const std::string cut = test::temp_path("moe_errors_cut.gguf");
     for (const std::string drop : {"blk.1.ffn_up_exps.weight", "blk.0.ffn_gate_inp.weight", "blk.1.ffn_down_shexp.weight",
                                    "blk.0.ffn_gate_inp_shexp.weight"}) {
-        write_without(full, cut, drop);
+        without(full, cut, drop);
         EXPECT_NE(load_error(cut).find("tensor " + drop + " is missing"), std::string::npos) << load_error(cut);
     }
-    write_without(full, cut, "qwen2moe.expert_used_count");
+    without(full, cut, "qwen2moe.expert_used_count");
     EXPECT_NE(load_error(cut).find("qwen2moe.expert_used_count is missing"), std::string::npos) << load_error(cut);
-    write_without(full, cut, "qwen2moe.expert_count");
+    without(full, cut, "qwen2moe.expert_count");
     EXPECT_NE(load_error(cut).find("qwen2moe.expert_count"), std::string::npos) << load_error(cut);
 }
 
@@ -192,7 +170,7 @@ TEST(MoeModelLayouts, PerExpertTensorsLoadLikeTheStack) {
         return out;
     };
     EXPECT_EQ(logits(stacked), logits(legacy));
-    write_without(legacy, test::temp_path("moe_legacy_cut.gguf"), "blk.1.ffn_down.3.weight");
+    without(legacy, test::temp_path("moe_legacy_cut.gguf"), "blk.1.ffn_down.3.weight");
     EXPECT_NE(load_error(test::temp_path("moe_legacy_cut.gguf")).find("tensor blk.1.ffn_down.3.weight is missing"),
               std::string::npos);
 }
