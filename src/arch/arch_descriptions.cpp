@@ -32,6 +32,11 @@ constexpr HfClass kQwen35Hf[] = {{"Qwen3_5ForCausalLM", "qwen3_5_text"},
 constexpr HfClass kQwen35MoeHf[] = {{"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
                                     {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", HfRole::multimodal}};
 constexpr HfClass kMiniMaxM2Hf[] = {{"MiniMaxM2ForCausalLM", "minimax_m2"}};
+// DeepSeek V3 (Kimi K2 uses its class), V2 and GLM-4.7-Flash: one converter class (hf/hf_deepseek.h).
+constexpr HfClass kDeepseek2Hf[] = {{"DeepseekV3ForCausalLM", "deepseek_v3"},
+                                    {"DeepseekV2ForCausalLM", "deepseek_v2", HfRole::alias},
+                                    {"Glm4MoeLiteForCausalLM", "glm4_moe_lite", HfRole::alias}};
+constexpr HfClass kGptOssHf[] = {{"GptOssForCausalLM", "gpt_oss"}};
 
 // The encoders' Hugging Face classes carry converter flags of their own (RoBERTa names, classifier
 // heads): they are listed in hf/hf_encoder_config.cpp.
@@ -59,9 +64,9 @@ constexpr ArchDescription kArchitectures[] = {
      .layer_tensors = kPhi3Layer},
     {.name = "gpt-oss", .rope = Rope::neox, .qkv_bias = Has::yes, .o_bias = true, .experts = Has::yes,
      .gating = Gating::softmax_selected, .expert_weights_norm = false, .rope_scalings = kYarn,
-     .tensors = kDecoderGlobals, .layer_tensors = kGptOssLayer},
+     .hf_classes = kGptOssHf, .tensors = kDecoderGlobals, .layer_tensors = kGptOssLayer},
     {.name = "deepseek2", .experts = Has::yes, .expert_weights_norm = false, .rope_scalings = kYarn,
-     .tensors = kDecoderGlobals, .layer_tensors = kDeepseek2Layer},
+     .hf_classes = kDeepseek2Hf, .tensors = kDecoderGlobals, .layer_tensors = kDeepseek2Layer},
     {.name = "glm4moe", .rope = Rope::neox, .qkv_bias = Has::optional, .qk_norm = Has::optional, .experts = Has::yes,
      .gating = Gating::sigmoid, .expert_weights_norm = false, .hf_classes = kGlm4MoeHf, .tensors = kDecoderGlobals,
      .layer_tensors = kGlm4MoeLayer},

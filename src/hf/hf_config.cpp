@@ -8,6 +8,8 @@
 #include "arch/arch_description.h"
 #include "core/error.h"
 #include "hf/config_reader.h"
+#include "hf/hf_deepseek.h"
+#include "hf/hf_gpt_oss.h"
 #include "hf/hf_encoder_config.h"
 #include "hf/hf_qwen35.h"
 
@@ -67,6 +69,7 @@ void rope_scaling(const Config& c, const HfModel& m, const arch::ArchDescription
         return;
     }
     if ((type == "longrope" || type == "su") && d.allows_rope_scaling("longrope")) return;  // read by the phi3 branch
+    if (type == "yarn" && (m.arch == "deepseek2" || m.arch == "gpt-oss")) return;  // read by their branches
     c.refuse("rope_scaling", "has type '" + type + "', which pagoda does not implement for " + m.hf_arch);
 }
 
@@ -154,13 +157,14 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     m.n_heads = c.positive("num_attention_heads");
     m.n_kv_heads = c.positive_or("num_key_value_heads", m.n_heads);
     m.head_dim = c.has("head_dim") ? c.positive("head_dim") : dim / m.n_heads;
-    if (!c.has("head_dim") && dim % m.n_heads) c.refuse("hidden_size", "is not a multiple of num_attention_heads");
+    const bool deepseek = m.arch == "deepseek2";  // its head sizes are read_deepseek2_config's
+    if (!c.has("head_dim") && dim % m.n_heads && !deepseek) c.refuse("hidden_size", "is not a multiple of num_attention_heads");
     meta.u32("context_length", c.positive("max_position_embeddings"));
     meta.u32("embedding_length", dim);
     meta.u32("block_count", m.n_layers);
     meta.u32("attention.head_count", m.n_heads);
-    meta.u32("attention.head_count_kv", m.n_kv_heads);
-    if (c.has("head_dim")) {
+    meta.u32("attention.head_count_kv", deepseek ? 1 : m.n_kv_heads);  // MLA: one latent KV head
+    if (c.has("head_dim") && !deepseek) {
         meta.u32("attention.key_length", m.head_dim);
         meta.u32("attention.value_length", m.head_dim);
     }
@@ -181,6 +185,7 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         rope_dims = c.positive("rotary_dim");
         if (rope_dims > m.head_dim || rope_dims % 2) c.refuse("rotary_dim", "must be even and at most head_dim");
     }
+    if (deepseek) rope_dims = c.positive("qk_rope_head_dim");
     meta.u32("rope.dimension_count", rope_dims);
     m.tied = top.boolean_or("tie_word_embeddings", m.arch == "gemma2" || m.arch == "gemma3") ||
              c.boolean_or("tie_word_embeddings", false);
@@ -253,6 +258,10 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         m.nextn_layers = count("num_nextn_predict_layers");  // hf_folder logs that they are not loaded
     } else if (m.arch == "minimax-m2") {  // as MiniMaxM2Model converts it
         read_minimax_m2_config(c, m, meta);
+    } else if (deepseek) {  // as DeepseekV2Model converts it
+        read_deepseek2_config(c, m);
+    } else if (m.arch == "gpt-oss") {  // as GptOssModel converts it
+        read_gpt_oss_config(c, m);
     } else {
         meta.u32("feed_forward_length", c.positive("intermediate_size"));
     }
@@ -295,7 +304,7 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
             sliding.push_back(Value::boolean(s == "sliding_attention"));
         }
         const bool any_sliding = std::any_of(sliding.begin(), sliding.end(), [](const Value& v) { return std::get<bool>(v.data); });
-        if (m.arch != "gemma2" && m.arch != "gemma3" && m.arch != "phi3") {
+        if (m.arch != "gemma2" && m.arch != "gemma3" && m.arch != "phi3" && m.arch != "gpt-oss") {
             if (any_sliding) c.refuse("layer_types", "names sliding layers, but pagoda's " + m.arch + " builder has no sliding window");
             sliding.clear();  // every layer full: nothing to write (SmolLM3's configs list them)
         }

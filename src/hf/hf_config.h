@@ -4,7 +4,8 @@
 // transforms apply, the tensor name prefix). Architectures (`architectures[0]`): Llama, Mistral and
 // Mixtral (-> llama), Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Gemma2, Gemma3 (text-only, and
 // Gemma3ForConditionalGeneration's `text_config`), Phi3, SmolLM3, Glm4, Glm4Moe, Qwen3_5 and Qwen3_5Moe (text model;
-// *ForConditionalGeneration's `text_config`, its vision tower and MTP tensors not loaded); BERT-family encoders as hf_encoder_config.h says.
+// *ForConditionalGeneration's `text_config`, its vision tower and MTP tensors not loaded); BERT-family encoders as hf_encoder_config.h says;
+// DeepseekV3 / DeepseekV2 / Glm4MoeLite (-> deepseek2, hf_deepseek.h).
 // A missing key, a value of the wrong type or a setting pagoda's builders do not implement is a
 // pagoda::Error naming the file and the key.
 // tokenizer.ggml.* keys are not written here (config.json's token ids are not a tokenizer).
@@ -43,6 +44,9 @@ struct HfModel {
     bool roberta = false;          // RoBERTa / XLM-R tensor names (classifier.dense / out_proj)
     bool classifier = false;       // *ForSequenceClassification: the head maps to cls / cls.output
     int64_t position_offset = 0;   // RoBERTa: position_embeddings rows the GGUF drops (padding_idx + 1)
+    // deepseek2 (hf_deepseek.h): the per-head no-RoPE key and value sizes and the KV latent's rank,
+    // for splitting kv_b_proj into attn_k_b / attn_v_b.
+    int64_t mla_nope = 0, mla_v = 0, mla_kv_lora = 0;
 };
 
 // `name` (the config.json path) is used in errors.

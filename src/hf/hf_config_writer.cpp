@@ -5,6 +5,8 @@
 #include "arch/arch_description.h"
 #include "core/error.h"
 #include "hf/hf_config.h"
+#include "hf/hf_deepseek.h"
+#include "hf/hf_gpt_oss.h"
 #include "hf/hf_qwen35.h"
 #include "hf/hf_encoder_config.h"
 
@@ -112,9 +114,18 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     }
     const bool minimax = arch == "minimax-m2";
     if (minimax) write_minimax_m2_config(f, j);
+    const bool deepseek = arch == "deepseek2";
+    if (deepseek) write_deepseek2_config(f, j);
+    const bool gpt_oss = arch == "gpt-oss";
+    if (gpt_oss) {
+        write_gpt_oss_config(f, j);
+        std::vector<std::string> types;
+        for (bool s : sliding_layers(f, arch, n_layers, 2)) types.push_back(s ? "sliding_attention" : "full_attention");
+        j["layer_types"] = types;
+    }
     if (glm) j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
     const bool qwen35 = arch == "qwen35" || arch == "qwen35moe";
-    if (n_experts > 0 && arch != "glm4moe" && !qwen35 && !minimax) {
+    if (n_experts > 0 && arch != "glm4moe" && !qwen35 && !minimax && !deepseek && !gpt_oss) {
         j[arch == "llama" ? "num_local_experts" : "num_experts"] = n_experts;
         j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
         if (arch != "llama") {
@@ -135,7 +146,7 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     if (glm) j["partial_rotary_factor"] = double(rope_dims) / double(head_dim);
     if (qwen35) write_qwen35_config(f, j);
     if (minimax) j["rotary_dim"] = rope_dims;
-    if (rope_dims != head_dim && arch != "phi3" && !glm && !qwen35 && !minimax)
+    if (rope_dims != head_dim && arch != "phi3" && !glm && !qwen35 && !minimax && !deepseek)
         fail("{}: {}rope.dimension_count {} differs from the head size {}, which config.json cannot say for {}", f.name(), a,
              rope_dims, head_dim, arch);
 
@@ -148,7 +159,7 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
                              {"original_max_position_embeddings", f.get_int(a + "rope.scaling.original_context_length")}};
     } else if (scaling == "linear") {
         j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", f.get_float(a + "rope.scaling.factor")}};
-    } else if (scaling != "none") {
+    } else if (scaling != "none" && !deepseek && !gpt_oss) {  // their yarn: write_deepseek2_config / write_gpt_oss_config
         fail("{}: RoPE scaling '{}' has no config.json form here", f.name(), scaling);
     }
     if (f.find_tensor("rope_freqs.weight") && scaling != "llama3")

@@ -7,8 +7,10 @@
 #include "core/error.h"
 #include "gguf/gguf.h"
 #include "hf/hf_config.h"
+#include "hf/hf_deepseek.h"
 #include "hf/hf_encoder_config.h"
 #include "hf/hf_folder.h"
+#include "hf/hf_gpt_oss.h"
 #include "hf/hf_tensor_names.h"
 #include "hf/safetensors.h"
 
@@ -56,9 +58,36 @@ void write_hf_folder(const gguf::File& f, const std::string& dir, int shards, co
     for (const gguf::TensorInfo& t : f.tensors()) {
         if (t.name == "rope_factors_short.weight" || t.name == "rope_factors_long.weight" || t.name == "rope_freqs.weight")
             continue;  // in config.json (rope_freqs.weight: the llama3 scaling keys say the same)
+        if (arch == "gpt-oss") {  // the experts: fused gate_up, MXFP4 as _blocks + _scales
+            bool handled = false;
+            for (RawTensor& r : gpt_oss_hf_tensors(f, t, &handled)) {
+                Entry en{r.name, r.type, r.shape, std::move(r.bytes), nullptr, 0};
+                en.data = en.owned.data();
+                en.n_bytes = en.owned.size();
+                entries.push_back(std::move(en));
+            }
+            if (handled) continue;
+        }
         if (t.type != GgmlType::F32 && t.type != GgmlType::F16 && t.type != GgmlType::BF16)
             fail("{}: tensor {} is {}; a Hugging Face folder holds F32, F16 or BF16 tensors", f.name(), t.name,
                  gguf::type_name(uint32_t(t.type)));
+        if (t.name.ends_with(".attn_v_b.weight")) continue;  // joined with attn_k_b below
+        if (t.name.ends_with(".attn_k_b.weight")) {  // deepseek2's split kv_b: HF keeps kv_b_proj whole
+            const std::string stem = t.name.substr(0, t.name.size() - std::string("k_b.weight").size());
+            const gguf::TensorInfo* vb = f.find_tensor(stem + "v_b.weight");
+            if (!vb || vb->type != t.type || t.shape.size() != 3 || vb->shape.size() != 3 || vb->shape[0] != t.shape[1] ||
+                vb->shape[2] != t.shape[2])
+                fail("{}: tensor {} has no matching {}v_b.weight [kv_lora, v, heads]", f.name(), t.name, stem);
+            const int64_t nope = t.shape[0], kvl = t.shape[1], heads = t.shape[2], v = vb->shape[1];
+            const uint64_t elt = t.type == GgmlType::F32 ? 4 : 2;
+            Entry en{hf_source(m, stem + "kv_b.weight").hf_names[0], t.type, {heads * (nope + v), kvl}, {}, nullptr, 0};
+            en.owned.resize(size_t(uint64_t(heads * (nope + v) * kvl) * elt));
+            join_kv_b(t.data, vb->data, en.owned.data(), heads, nope, v, kvl, elt);
+            en.data = en.owned.data();
+            en.n_bytes = en.owned.size();
+            entries.push_back(std::move(en));
+            continue;
+        }
         const HfSource src = hf_source(m, t.name);
         std::vector<int64_t> shape(t.shape.rbegin(), t.shape.rend());
         if (src.flatten_to_row) shape.insert(shape.begin(), 1);

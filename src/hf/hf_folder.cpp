@@ -5,13 +5,16 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/half.h"
 #include "gguf/gguf.h"
 #include "hf/hf_config.h"
+#include "hf/hf_deepseek.h"
 #include "hf/hf_encoder_config.h"
+#include "hf/hf_gpt_oss.h"
 #include "hf/hf_tensor_names.h"
 #include "hf/safetensors_index.h"
 
@@ -75,11 +78,15 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
         if (fresh) {
             order.push_back(target->gguf_name);
             it->second.target = *target;
-            it->second.parts.assign(size_t(target->expert >= 0 ? m.n_experts : 1), nullptr);
+            // gpt-oss's MXFP4 experts: two parts, the _blocks and the _scales
+            const bool mxfp4 = target->transform == Transform::mxfp4;
+            it->second.parts.assign(size_t(target->expert >= 0 ? m.n_experts : mxfp4 ? 2 : 1), nullptr);
         }
-        if ((target->expert >= 0) != (it->second.target.expert >= 0))
-            fail("{}: tensor '{}' gives {} both per expert and stacked", dir, t->name, target->gguf_name);
-        const size_t slot = size_t(std::max<int64_t>(target->expert, 0));
+        if ((target->expert >= 0) != (it->second.target.expert >= 0) || target->transform != it->second.target.transform)
+            fail("{}: tensor '{}' gives {} in two forms (per expert and stacked, or MXFP4 and unquantised)", dir, t->name,
+                 target->gguf_name);
+        const size_t slot = target->transform == Transform::mxfp4 ? (t->name.ends_with("_scales") ? 1 : 0)
+                                                                  : size_t(std::max<int64_t>(target->expert, 0));
         if (it->second.parts[slot]) fail("{}: tensor '{}' is given twice", dir, t->name);
         it->second.parts[slot] = t;
     }
@@ -91,7 +98,32 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
     uint64_t offset = 0;
     for (const std::string& name : order) {
         const Pending& p = pending[name];
+        const Transform kind = p.target.transform;
+        if (kind == Transform::mxfp4 || kind == Transform::experts_io || kind == Transform::gate_up_bias) {
+            std::vector<RawTensor> made;
+            try {
+                made = gpt_oss_gguf_tensors(m, name, kind, p.parts);
+            } catch (const Error& e) {
+                fail("{}: {}", dir, e.what());
+            }
+            for (RawTensor& r : made) {
+                std::vector<uint8_t>& buf = owned->buffers.emplace_back(std::move(r.bytes));
+                gguf::TensorInfo t;
+                t.name = r.name;
+                t.type = r.type;
+                t.shape = r.shape;
+                t.n_bytes = buf.size();
+                t.data = buf.data();
+                t.offset = offset;
+                offset += t.n_bytes;
+                tensors.push_back(std::move(t));
+            }
+            all_mapped = false;
+            continue;
+        }
         const SafetensorsTensor* first = p.parts[0];
+        if (first && first->type == GgmlType::I8)
+            fail("{}: tensor '{}' is U8, which pagoda reads only as gpt-oss's MXFP4 _blocks / _scales", dir, first->name);
         for (size_t e = 0; e < p.parts.size(); ++e) {
             if (!p.parts[e]) fail("{}: expert {} of {} is missing", dir, e, name);
             if (p.parts[e]->type != first->type || p.parts[e]->shape != first->shape)
@@ -101,6 +133,31 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
         if (first->shape.empty() || first->shape.size() > 3 || first->n_elements() == 0)
             fail("{}: tensor '{}' has shape [{}], which is not a weight pagoda loads", dir, first->name,
                  fmt::join(first->shape, ", "));
+        if (p.target.transform == Transform::split_kv_b) {  // deepseek2: attn_k_b + attn_v_b, as the converter splits it
+            const int64_t heads = m.n_heads, nope = m.mla_nope, v = m.mla_v, kvl = m.mla_kv_lora;
+            if (first->shape != std::vector<int64_t>{heads * (nope + v), kvl})
+                fail("{}: tensor '{}' has shape [{}], expected [{}, {}] (heads x (qk_nope_head_dim + v_head_dim), kv_lora_rank)",
+                     dir, first->name, fmt::join(first->shape, ", "), heads * (nope + v), kvl);
+            const uint64_t elt = element_size(first->type);
+            std::vector<uint8_t> k_b(size_t(uint64_t(heads * kvl * nope) * elt)), v_b(size_t(uint64_t(heads * v * kvl) * elt));
+            split_kv_b(first->data, k_b.data(), v_b.data(), heads, nope, v, kvl, elt);
+            const std::string stem = name.substr(0, name.size() - std::string("kv_b.weight").size());
+            for (auto [part, shape, bytes] : {std::tuple{"k_b.weight", std::vector<int64_t>{nope, kvl, heads}, &k_b},
+                                              std::tuple{"v_b.weight", std::vector<int64_t>{kvl, v, heads}, &v_b}}) {
+                const std::vector<uint8_t>& buf = owned->buffers.emplace_back(std::move(*bytes));
+                gguf::TensorInfo t;
+                t.name = stem + part;
+                t.shape = shape;
+                t.type = first->type;
+                t.n_bytes = buf.size();
+                t.data = buf.data();
+                t.offset = offset;
+                offset += t.n_bytes;
+                tensors.push_back(std::move(t));
+            }
+            all_mapped = false;
+            continue;
+        }
         gguf::TensorInfo t;
         t.name = name;
         t.shape.assign(first->shape.rbegin(), first->shape.rend());  // GGUF lists the contiguous dimension first

@@ -64,8 +64,63 @@ std::vector<Rule> qwen35_rules(const HfModel& m) {
     return r;
 }
 
+// deepseek2 (DeepSeek V2 / V3, Kimi K2, GLM-4.7-Flash): multi-head latent attention, dense MLPs in
+// the first layers, then routed experts with V3's selection bias and ungated shared experts.
+std::vector<Rule> deepseek2_rules() {
+    const Transform none = Transform::none;
+    return {{"input_layernorm.weight", "attn_norm.weight", none, true},
+            {"self_attn.q_proj.weight", "attn_q.weight"},  // no q_lora_rank (V2-Lite)
+            {"self_attn.q_a_proj.weight", "attn_q_a.weight"},
+            {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight", none, true},
+            {"self_attn.q_b_proj.weight", "attn_q_b.weight"},
+            {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight"},
+            {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight", none, true},
+            {"self_attn.kv_b_proj.weight", "attn_kv_b.weight", Transform::split_kv_b},
+            {"self_attn.o_proj.weight", "attn_output.weight"},
+            {"post_attention_layernorm.weight", "ffn_norm.weight", none, true},
+            {"mlp.gate_proj.weight", "ffn_gate.weight"},
+            {"mlp.up_proj.weight", "ffn_up.weight"},
+            {"mlp.down_proj.weight", "ffn_down.weight"},
+            {"mlp.gate.weight", "ffn_gate_inp.weight", none, true},
+            {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias", none, true},
+            {"mlp.experts.{e}.gate_proj.weight", "ffn_gate_exps.weight"},
+            {"mlp.experts.{e}.up_proj.weight", "ffn_up_exps.weight"},
+            {"mlp.experts.{e}.down_proj.weight", "ffn_down_exps.weight"},
+            {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
+            {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
+            {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"}};
+}
+
+// gpt-oss: biased attention with sinks, post_attention_norm before a biased router, and the experts
+// in one of two forms (MXFP4 blocks + scales, or dequantised [E, in, out]), gate and up fused.
+std::vector<Rule> gpt_oss_rules() {
+    const Transform none = Transform::none;
+    std::vector<Rule> r = {{"input_layernorm.weight", "attn_norm.weight", none, true},
+                           {"post_attention_layernorm.weight", "post_attention_norm.weight", none, true},
+                           {"self_attn.o_proj.weight", "attn_output.weight"},
+                           {"self_attn.o_proj.bias", "attn_output.bias", none, true},
+                           {"self_attn.sinks", "attn_sinks.weight", none, true},
+                           {"mlp.router.weight", "ffn_gate_inp.weight", none, true},
+                           {"mlp.router.bias", "ffn_gate_inp.bias", none, true},
+                           {"mlp.experts.gate_up_proj_blocks", "ffn_gate_up_exps.weight", Transform::mxfp4},
+                           {"mlp.experts.gate_up_proj_scales", "ffn_gate_up_exps.weight", Transform::mxfp4},
+                           {"mlp.experts.down_proj_blocks", "ffn_down_exps.weight", Transform::mxfp4},
+                           {"mlp.experts.down_proj_scales", "ffn_down_exps.weight", Transform::mxfp4},
+                           {"mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight", Transform::experts_io},
+                           {"mlp.experts.down_proj", "ffn_down_exps.weight", Transform::experts_io},
+                           {"mlp.experts.gate_up_proj_bias", "ffn_gate_up_exps.bias", Transform::gate_up_bias},
+                           {"mlp.experts.down_proj_bias", "ffn_down_exps.bias", none, true}};
+    for (const char* x : {"q", "k", "v"}) {
+        r.push_back({fmt::format("self_attn.{}_proj.weight", x), fmt::format("attn_{}.weight", x)});
+        r.push_back({fmt::format("self_attn.{}_proj.bias", x), fmt::format("attn_{}.bias", x), none, true});
+    }
+    return r;
+}
+
 std::vector<Rule> layer_rules(const HfModel& m) {
     if (m.arch == "qwen35" || m.arch == "qwen35moe") return qwen35_rules(m);
+    if (m.arch == "deepseek2") return deepseek2_rules();
+    if (m.arch == "gpt-oss") return gpt_oss_rules();
     const arch::ArchDescription* d = arch::find_architecture(m.arch);
     if (!d) fail("architecture '{}' has no description", m.arch);
     // phi3's fused Q/K/V and gate|up, as its manifest states them (no required attn_q, no ffn_gate).

@@ -15,7 +15,11 @@
 namespace pagoda::hf {
 
 // neg_exp: qwen35's A_log -> ssm_a = -exp(A_log) (hf_qwen35.h's ssm_a_of; the writer inverts it exactly).
-enum class Transform { none, permute_q, permute_k, plus_one, neg_exp };
+// split_kv_b: deepseek2's kv_b_proj (GGUF name attn_kv_b) becomes attn_k_b + attn_v_b (hf_deepseek.h).
+// gpt-oss's experts (hf_gpt_oss.h): mxfp4 (`*_blocks` + `*_scales` -> MXFP4), experts_io (the
+// dequantised [E, in, out] matrices), gate_up_bias (interleaved gate / up biases); a fused gate_up
+// GGUF name comes back as ffn_gate_exps + ffn_up_exps.
+enum class Transform { none, permute_q, permute_k, plus_one, neg_exp, split_kv_b, mxfp4, experts_io, gate_up_bias };
 
 struct TensorTarget {
     std::string gguf_name;

@@ -33,13 +33,13 @@ constexpr Dtype kDtypes[] = {
     {"F32", 4, true, GgmlType::F32},    {"F16", 2, true, GgmlType::F16},    {"BF16", 2, true, GgmlType::BF16},
     {"F64", 8, false, GgmlType::F32},   {"I64", 8, false, GgmlType::F32},   {"U64", 8, false, GgmlType::F32},
     {"I32", 4, false, GgmlType::F32},   {"U32", 4, false, GgmlType::F32},   {"I16", 2, false, GgmlType::F32},
-    {"U16", 2, false, GgmlType::F32},   {"I8", 1, false, GgmlType::F32},    {"U8", 1, false, GgmlType::F32},
+    {"U16", 2, false, GgmlType::F32},   {"I8", 1, false, GgmlType::F32},    {"U8", 1, true, GgmlType::I8},
     {"BOOL", 1, false, GgmlType::F32},  {"F8_E4M3", 1, false, GgmlType::F32}, {"F8_E5M2", 1, false, GgmlType::F32},
     {"F8_E8M0", 1, false, GgmlType::F32}, {"F6_E2M3", 1, false, GgmlType::F32}, {"F6_E3M2", 1, false, GgmlType::F32},
     {"F4", 1, false, GgmlType::F32},
 };
 
-uint64_t element_size(GgmlType t) { return t == GgmlType::F32 ? 4 : 2; }
+uint64_t element_size(GgmlType t) { return t == GgmlType::F32 ? 4 : t == GgmlType::I8 ? 1 : 2; }
 
 }  // namespace
 
@@ -54,7 +54,8 @@ const char* safetensors_dtype_name(GgmlType type) {
         case GgmlType::F32: return "F32";
         case GgmlType::F16: return "F16";
         case GgmlType::BF16: return "BF16";
-        default: fail("safetensors holds F32, F16 or BF16 tensors, not {}", gguf::type_name(uint32_t(type)));
+        case GgmlType::I8: return "U8";  // raw bytes: gpt-oss's MXFP4 blocks and scales
+        default: fail("safetensors holds F32, F16, BF16 or U8 tensors, not {}", gguf::type_name(uint32_t(type)));
     }
 }
 
@@ -139,7 +140,7 @@ void SafetensorsFile::parse_all(const uint8_t* data, size_t size) {
             if (dtype_name == d.name) dt = &d;
         if (!dt) fail("{}: tensor '{}': unknown dtype '{}'", name_, name, dtype_name);
         if (!dt->supported)
-            fail("{}: tensor '{}': dtype {} is not supported (pagoda reads F32, F16 and BF16 safetensors)", name_, name,
+            fail("{}: tensor '{}': dtype {} is not supported (pagoda reads F32, F16, BF16 and U8 safetensors)", name_, name,
                  dtype_name);
         SafetensorsTensor t;
         t.name = name;

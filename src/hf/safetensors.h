@@ -1,8 +1,8 @@
 // One safetensors file: an 8-byte little-endian header length N, N bytes of JSON
 // `{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {string: string}}`, then
 // the data section the offsets index. The reader validates everything before handing out views —
-// header length against the file, the JSON's shape, dtype (F32, F16 and BF16 are read; other
-// safetensors dtypes are refused by name), shape product × element size == byte range, ranges inside
+// header length against the file, the JSON's shape, dtype (F32, F16 and BF16 are read, and U8 as
+// GgmlType::I8 for gpt-oss's MXFP4 blocks and scales; other safetensors dtypes are refused by name), shape product × element size == byte range, ranges inside
 // the data section, covering it without holes or overlaps, unique names — and throws pagoda::Error
 // naming the file and the tensor. Tensor data is zero-copy: views into the file mapping.
 #pragma once
@@ -24,7 +24,7 @@ namespace pagoda::hf {
 
 struct SafetensorsTensor {
     std::string name;
-    gguf::GgmlType type = gguf::GgmlType::F32;  // F32, F16 or BF16
+    gguf::GgmlType type = gguf::GgmlType::F32;  // F32, F16, BF16 or I8 (safetensors' U8)
     std::vector<int64_t> shape;                 // safetensors (row-major) order: shape.back() is contiguous
     const uint8_t* data = nullptr;
     uint64_t n_bytes = 0;
@@ -55,7 +55,7 @@ private:
     std::map<std::string, std::string> metadata_;
 };
 
-// One tensor to write; `bytes` must hold exactly the elements of `shape` in `type` (F32/F16/BF16).
+// One tensor to write; `bytes` must hold exactly the elements of `shape` in `type` (F32/F16/BF16, I8 as U8).
 struct SafetensorsEntry {
     std::string name;
     gguf::GgmlType type = gguf::GgmlType::F32;
@@ -72,7 +72,7 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsEnt
 // Writes any small file (config.json, the index) the same way.
 void write_text_file(const std::string& path, const std::string& text);
 
-// The safetensors name of F32 / F16 / BF16 ("F32", "F16", "BF16"); throws for other types.
+// The safetensors name of F32 / F16 / BF16 / I8 ("F32", "F16", "BF16", "U8"); throws for other types.
 const char* safetensors_dtype_name(gguf::GgmlType type);
 
 }  // namespace pagoda::hf

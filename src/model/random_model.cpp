@@ -129,7 +129,7 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
         fail("gen-model: a classification head (--rank-head) is written to a Hugging Face folder for bert only "
              "(as BertForSequenceClassification / XLMRobertaForSequenceClassification)");
     if (!spec.hf_class.empty() && spec.arch != "bert") fail("gen-model: --hf-class is for --arch bert");
-    if (spec.arch == "gpt-oss" || spec.arch == "deepseek2" || spec.arch == "mistral3")
+    if (spec.arch == "mistral3")
         fail("gen-model: {} is written to GGUF only (no Hugging Face {} folders yet)", spec.arch, spec.arch);
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.

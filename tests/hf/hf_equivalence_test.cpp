@@ -82,6 +82,28 @@ std::vector<Case> cases() {
     Case gemma3_period{"gemma3-period", base("gemma3")};
     gemma3_period.spec.swa_period = 2; gemma3_period.spec.sliding_window = 4;
     out.push_back(gemma3_period);
+    // DeepSeek V3's form as the converter writes it (kv_b split into attn_k_b / attn_v_b): Q and KV
+    // bottlenecks, a dense first layer, a sigmoid router with its bias and groups, scaled and
+    // renormalised weights, YaRN.
+    Case deepseek{"deepseek-v3", base("deepseek2")};
+    deepseek.spec.n_layers = 3; deepseek.spec.n_experts = 4; deepseek.spec.n_experts_used = 2; deepseek.spec.expert_ffn_dim = 32;
+    deepseek.spec.mla_split = true; deepseek.spec.expert_gating = 2; deepseek.spec.expert_groups = 2;
+    deepseek.spec.expert_groups_used = 1; deepseek.spec.expert_weights_norm = true; deepseek.spec.expert_weights_scale = 2.5f;
+    deepseek.spec.yarn = true;
+    out.push_back(deepseek);
+    Case deepseek_lite{"deepseek-v2-lite", base("deepseek2")};  // a plain q_proj, a softmax router
+    deepseek_lite.spec.q_lora_rank = 0; deepseek_lite.spec.n_experts = 4; deepseek_lite.spec.n_experts_used = 2;
+    deepseek_lite.spec.expert_ffn_dim = 32; deepseek_lite.spec.mla_split = true;
+    out.push_back(deepseek_lite);
+    // gpt-oss: biased attention with sinks, alternating sliding layers, YaRN, and the experts' fused,
+    // interleaved gate_up_proj, dequantised ([E, in, out]) or as MXFP4 _blocks + _scales.
+    Case gpt_oss{"gpt-oss", base("gpt-oss")};
+    gpt_oss.spec.n_layers = 3; gpt_oss.spec.n_experts = 4; gpt_oss.spec.n_experts_used = 2; gpt_oss.spec.expert_ffn_dim = 32;
+    gpt_oss.spec.sliding_window = 3;
+    out.push_back(gpt_oss);
+    Case gpt_oss_mxfp4{"gpt-oss-mxfp4", gpt_oss.spec};
+    gpt_oss_mxfp4.spec.dim = 64; gpt_oss_mxfp4.spec.mxfp4_experts = true;
+    out.push_back(gpt_oss_mxfp4);
     return out;
 }
 

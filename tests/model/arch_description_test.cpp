@@ -74,7 +74,9 @@ TEST(ArchDescriptions, FactsEqualThePerArchitectureListsTheyReplace) {
         {"Gemma3ForConditionalGeneration", "gemma3"}, {"Phi3ForCausalLM", "phi3"}, {"SmolLM3ForCausalLM", "smollm3"},
         {"Glm4ForCausalLM", "glm4"},         {"Glm4MoeForCausalLM", "glm4moe"},    {"Qwen3_5ForCausalLM", "qwen35"},
         {"Qwen3_5ForConditionalGeneration", "qwen35"}, {"Qwen3_5MoeForCausalLM", "qwen35moe"},
-        {"Qwen3_5MoeForConditionalGeneration", "qwen35moe"}, {"MiniMaxM2ForCausalLM", "minimax-m2"}};
+        {"Qwen3_5MoeForConditionalGeneration", "qwen35moe"}, {"MiniMaxM2ForCausalLM", "minimax-m2"},
+        {"DeepseekV3ForCausalLM", "deepseek2"}, {"DeepseekV2ForCausalLM", "deepseek2"},
+        {"Glm4MoeLiteForCausalLM", "deepseek2"}, {"GptOssForCausalLM", "gpt-oss"}};
     size_t classes = 0;
     for (const ArchDescription& d : arch::architectures()) classes += d.hf_classes.size();
     EXPECT_EQ(classes, hf.size());
