@@ -64,7 +64,7 @@ struct GenModelOptions {
     float expert_scale = 0;
     bool expert_norm = false, yarn = false, mla_split = false;
     // glm4moe
-    bool qk_norm = false;
+    bool qk_norm = false, fused_qkvz = false;
     int64_t nextn_layers = 0;
     // gemma4
     int64_t shared_kv_layers = 0, full_head_dim = 0, full_kv_heads = 0, per_layer_embd = 0;
@@ -85,8 +85,11 @@ void apply_deepseek2_options(const GenModelOptions& o, model::RandomModelSpec& s
         if (o.expert_scale > 0) spec.expert_weights_scale = o.expert_scale;
         spec.expert_weights_norm = o.expert_norm;
     }
-    if (o.nextn_layers && spec.arch != "glm4moe" && spec.arch != "qwen35" && spec.arch != "qwen35moe")
-        fail("--nextn-layers is for --arch glm4moe, qwen35 or qwen35moe");
+    if (o.nextn_layers && spec.arch != "glm4moe" && spec.arch != "qwen35" && spec.arch != "qwen35moe" &&
+        spec.arch != "qwen3next")
+        fail("--nextn-layers is for --arch glm4moe, qwen35, qwen35moe or qwen3next");
+    if (o.fused_qkvz && spec.arch != "qwen3next") fail("--fused-qkvz is for --arch qwen3next");
+    spec.fused_qkvz = o.fused_qkvz;
     if (o.qk_norm && spec.arch != "glm4moe" && spec.arch != "jina-bert-v2")
         fail("--qk-norm is for --arch glm4moe or jina-bert-v2");
     spec.qk_norm = o.qk_norm;
@@ -148,8 +151,8 @@ int run_gen_model(const GenModelOptions& o) {
     spec.shared_expert_ffn_dim = o.shared_expert_ffn;
     if (!o.experts && (o.experts_used || o.expert_ffn || o.shared_expert_ffn))
         fail("--experts-used, --expert-ffn-dim and --shared-expert-ffn-dim need --experts");
-    if (o.shared_expert_ffn && spec.arch != "qwen2moe" && spec.arch != "qwen35moe")
-        fail("--shared-expert-ffn-dim is for --arch qwen2moe only (and qwen35moe)");
+    if (o.shared_expert_ffn && spec.arch != "qwen2moe" && spec.arch != "qwen35moe" && spec.arch != "qwen3next")
+        fail("--shared-expert-ffn-dim is for --arch qwen2moe, qwen35moe or qwen3next");
     apply_deepseek2_options(o, spec);
     spec.sliding_window = o.sliding_window;
     spec.swa_period = o.swa_period;
@@ -244,13 +247,14 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "(GLM-4-0414: sandwich norms, fused gate|up), smollm3 (llama with every 4th layer NoPE), mistral3 "
                    "(Ministral 3: llama with YaRN and attention temperature keys), qwen35 (Qwen3.5: gated DeltaNet "
                    "layers with every 4th one gated full attention; at least 4 layers), qwen35moe (its MoE form, needs "
-                   "--experts; a sigmoid-gated shared expert), minimax-m2 (needs --experts; MiniMax-M2: Q/K norms over the "
+                   "--experts; a sigmoid-gated shared expert), qwen3next (Qwen3-Next, needs --experts: qwen35moe's layers "
+                   "with fused DeltaNet projections, value heads grouped per key head), minimax-m2 (needs --experts; MiniMax-M2: Q/K norms over the "
                    "whole projected rows, partial NEOX RoPE, every layer sigmoid-routed experts with a selection bias), or the "
                    "encoders bert (an embedding model: LayerNorms with bias, learned positions, a WordPiece vocabulary) "
                    "and nomic-bert (RoPE, SwiGLU, no biases) and jina-bert-v2 (ALiBi, GEGLU; --qk-norm: the -code form)")
         ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3vl", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "gemma4", "phi3", "bert",
                                "nomic-bert", "jina-bert-v2", "gpt-oss", "deepseek2", "glm4moe", "glm4", "smollm3",
-                               "mistral3", "qwen35", "qwen35moe", "minimax-m2"}));
+                               "mistral3", "qwen35", "qwen35moe", "qwen3next", "minimax-m2"}));
     sub.add_option("--pooling", o->pooling, "bert, nomic-bert, jina-bert-v2: the pooling_type written, mean (default) or cls")
         ->check(CLI::IsMember({"mean", "cls"}));
     sub.add_option("--encoder-vocab", o->encoder_vocab,
@@ -289,6 +293,9 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
     sub.add_flag("--expert-norm", o->expert_norm, "deepseek2, glm4moe: renormalise the top-k weights (V3, GLM-4.5)");
     sub.add_flag("--yarn", o->yarn, "deepseek2: V3's YaRN (factor 40, yarn_log_multiplier 0.1)");
     sub.add_flag("--mla-split", o->mla_split, "deepseek2: newer converters' attn_k_b / attn_v_b and key_length_mla keys");
+    sub.add_flag("--fused-qkvz", o->fused_qkvz,
+                 "qwen3next: write older converters' fused ssm_in (q, k, v, z interleaved per key head) in place of "
+                 "attn_qkv + attn_gate");
     sub.add_flag("--qk-norm", o->qk_norm, "glm4moe: GLM-4.5's per-head Q/K RMSNorms (Air has none); jina-bert-v2: the "
                  "-code form (Q/K LayerNorms, attn_norm_2, ffn_gate and ffn_up apart)");
     sub.add_option("--nextn-layers", o->nextn_layers, "glm4moe: trailing NextN (multi-token prediction) blocks, stored "

@@ -31,6 +31,7 @@ constexpr HfClass kQwen35Hf[] = {{"Qwen3_5ForCausalLM", "qwen3_5_text"},
                                  {"Qwen3_5ForConditionalGeneration", "qwen3_5", HfRole::multimodal}};
 constexpr HfClass kQwen35MoeHf[] = {{"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
                                     {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", HfRole::multimodal}};
+constexpr HfClass kQwen3NextHf[] = {{"Qwen3NextForCausalLM", "qwen3_next"}};
 constexpr HfClass kMiniMaxM2Hf[] = {{"MiniMaxM2ForCausalLM", "minimax_m2"}};
 // DeepSeek V3 (Kimi K2 uses its class), V2 and GLM-4.7-Flash: one converter class (hf/hf_deepseek.h).
 constexpr HfClass kDeepseek2Hf[] = {{"DeepseekV3ForCausalLM", "deepseek_v3"},
@@ -78,6 +79,10 @@ constexpr ArchDescription kArchitectures[] = {
      .layer_tensors = kQwen35Layer},
     {.name = "qwen35moe", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::yes, .hf_classes = kQwen35MoeHf,
      .tensors = kDecoderGlobals, .layer_tensors = kQwen35MoeLayer},
+    // Qwen3-Next: qwen35moe's layers with fused DeltaNet projections (ssm_in or attn_qkv + attn_gate,
+    // ssm_ba) and value heads grouped per key head.
+    {.name = "qwen3next", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::yes, .hf_classes = kQwen3NextHf,
+     .tensors = kDecoderGlobals, .layer_tensors = kQwen3NextLayer},
     {.name = "minimax-m2", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::yes, .gating = Gating::sigmoid,
      .hf_classes = kMiniMaxM2Hf, .tensors = kDecoderGlobals, .layer_tensors = kMiniMaxM2Layer},
     {.name = "bert", .kind = Kind::encoder, .qkv_bias = Has::optional, .tensors = kEncoderGlobals,

@@ -144,6 +144,19 @@ constexpr TensorEntry kQwen35MoeLayer[] = {
     {"ffn_up_exps.weight", O},      {"ffn_gate_up_exps.weight", O}, {"ffn_down_exps.weight", E},
     {"ffn_gate_inp_shexp.weight", O}, {"ffn_gate_shexp.weight", O}, {"ffn_up_shexp.weight", O},
     {"ffn_down_shexp.weight", O},   PAGODA_NEXTN_TENSORS};
+// qwen3next: the attention layers of qwen35moe; DeltaNet projections fused (ssm_in in older files,
+// attn_qkv + attn_gate since the converter splits it; ssm_ba); experts and the gated shared expert in
+// every layer.
+constexpr TensorEntry kQwen3NextLayer[] = {
+    {"attn_norm.weight", R},        {"post_attention_norm.weight", R}, {"attn_q.weight", O},
+    {"attn_k.weight", O},           {"attn_v.weight", O},            {"attn_output.weight", O},
+    {"attn_q_norm.weight", O},      {"attn_k_norm.weight", O},       {"ssm_in.weight", O},
+    {"attn_qkv.weight", O},         {"attn_gate.weight", O},         {"ssm_a", O},
+    {"ssm_ba.weight", O},           {"ssm_conv1d.weight", O},        {"ssm_dt.bias", O},
+    {"ssm_norm.weight", O},         {"ssm_out.weight", O},           {"ffn_gate_inp.weight", E},
+    {"ffn_gate_exps.weight", O},    {"ffn_up_exps.weight", O},       {"ffn_gate_up_exps.weight", O},
+    {"ffn_down_exps.weight", E},    {"ffn_gate_inp_shexp.weight", E}, {"ffn_gate_shexp.weight", E},
+    {"ffn_up_shexp.weight", E},     {"ffn_down_shexp.weight", E},    PAGODA_NEXTN_TENSORS};
 #undef PAGODA_QWEN35_ATTENTION
 #undef PAGODA_NEXTN_TENSORS
 // bert, nomic-bert, jina-bert-v2 (one builder): separate or fused Q/K/V, biases where the file has

@@ -136,7 +136,7 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
     // Gemma3ForConditionalGeneration: the decoder's config is text_config, with Gemma3's defaults.
     Json text = root;
     std::string scope;
-    const bool qwen35 = m.arch == "qwen35" || m.arch == "qwen35moe";
+    const bool qwen35 = m.arch == "qwen35" || m.arch == "qwen35moe" || m.arch == "qwen3next";  // and its predecessor
     if (cls->role == arch::HfRole::multimodal) {
         if (!root.contains("text_config") || !root["text_config"].is_object())
             top.refuse("text_config", "is missing (" + m.hf_arch + " keeps the decoder's config there)");
@@ -219,20 +219,21 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
         }
     }
     m.norm_plus_one = gemma || qwen35;
-    if (!c.has("intermediate_size") && m.arch != "qwen3moe" && m.arch != "qwen35moe") c.at("intermediate_size");
+    if (!c.has("intermediate_size") && m.arch != "qwen3moe" && m.arch != "qwen35moe" && m.arch != "qwen3next")
+        c.at("intermediate_size");
     if (m.hf_arch == "MixtralForCausalLM") {
         m.mixtral_names = true;
         m.n_experts = c.positive("num_local_experts");
         meta.u32("feed_forward_length", c.positive("intermediate_size"));
         meta.u32("expert_count", m.n_experts);
         meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
-    } else if (m.arch == "qwen2moe" || m.arch == "qwen3moe" || m.arch == "qwen35moe") {
+    } else if (m.arch == "qwen2moe" || m.arch == "qwen3moe" || m.arch == "qwen35moe" || m.arch == "qwen3next") {
         m.n_experts = c.positive("num_experts");
         meta.u32("feed_forward_length", c.positive_or("intermediate_size", c.positive("moe_intermediate_size")));
         meta.u32("expert_count", m.n_experts);
         meta.u32("expert_used_count", c.positive("num_experts_per_tok"));
         meta.u32("expert_feed_forward_length", c.positive("moe_intermediate_size"));
-        if (m.arch == "qwen2moe" || m.arch == "qwen35moe") meta.u32("expert_shared_feed_forward_length", c.positive("shared_expert_intermediate_size"));
+        if (m.arch == "qwen2moe" || m.arch == "qwen35moe" || m.arch == "qwen3next") meta.u32("expert_shared_feed_forward_length", c.positive("shared_expert_intermediate_size"));
         if (c.has("norm_topk_prob")) meta.set(a + ".expert_weights_norm", Value::boolean(c.boolean_or("norm_topk_prob", false)));
         if (c.positive_or("decoder_sparse_step", 1) != 1) c.refuse("decoder_sparse_step", "is not 1: pagoda's MoE builders expect every layer sparse");
         if (c.has("mlp_only_layers") && !c.at("mlp_only_layers").empty())

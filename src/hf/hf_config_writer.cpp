@@ -124,7 +124,7 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
         j["layer_types"] = types;
     }
     if (glm) j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-    const bool qwen35 = arch == "qwen35" || arch == "qwen35moe";
+    const bool qwen35 = arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next";
     if (n_experts > 0 && arch != "glm4moe" && !qwen35 && !minimax && !deepseek && !gpt_oss) {
         j[arch == "llama" ? "num_local_experts" : "num_experts"] = n_experts;
         j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");

@@ -60,7 +60,7 @@ Qwen35Rope read_qwen35_config(const Config& c, HfModel& m) {
             c.refuse("rope_parameters", "has an mrope_section entry that is not a count of dimension pairs");
         s4[i] = int32_t(sections[i]);
     }
-    set("rope.dimension_sections", Value::i32s(s4));
+    if (m.arch != "qwen3next") set("rope.dimension_sections", Value::i32s(s4));  // Qwen3-Next: plain RoPE
     if (m.hf_arch.ends_with("ForConditionalGeneration")) {
         m.prefixes = {"model.language_model."};
         m.head_names = {"lm_head.weight"};
@@ -90,6 +90,18 @@ void write_qwen35_config(const gguf::File& f, nlohmann::json& j) {
     std::vector<std::string> types;
     for (int64_t i = 0; i < n_layers; ++i) types.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
     j["layer_types"] = types;
+    if (arch == "qwen3next") {  // Qwen3NextConfig: top-level rotary keys, no M-RoPE
+        j["partial_rotary_factor"] = double(f.get_int(a + "rope.dimension_count")) / double(head_dim);
+        j["attention_bias"] = false;
+        j["num_experts"] = f.get_int(a + "expert_count");
+        j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
+        j["moe_intermediate_size"] = f.get_int(a + "expert_feed_forward_length");
+        j["shared_expert_intermediate_size"] = f.get_int(a + "expert_shared_feed_forward_length");
+        j["norm_topk_prob"] = f.get_bool_or(a + "expert_weights_norm", true);
+        j["decoder_sparse_step"] = 1;
+        j["mlp_only_layers"] = nlohmann::json::array();
+        return;
+    }
     nlohmann::json rp = {{"rope_type", "default"}, {"rope_theta", f.get_float_or(a + "rope.freq_base", 10000.0)},
                          {"partial_rotary_factor", double(f.get_int(a + "rope.dimension_count")) / double(head_dim)},
                          {"mrope_interleaved", true}};

@@ -4,6 +4,8 @@
 // rotating with M-RoPE sections, A_log -> ssm_a = -exp(A_log), and — when value heads outnumber key
 // heads — the DeltaNet's value heads reordered from grouped (HF: key head k's r value heads
 // adjacent, k*r + i) to tiled (GGUF: i*key_heads + k, the order the builder reads them in).
+// Qwen3-Next (Qwen3NextForCausalLM) as GGUF `qwen3next` shares the config keys (no M-RoPE sections;
+// top-level rope_theta / partial_rotary_factor) and keeps its value heads grouped.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -20,8 +20,8 @@ struct Rule {
     bool squeeze = false;
 };
 
-// Qwen3.5 / 3.6 (qwen35, qwen35moe): gated attention and gated DeltaNet layers; every RMSNorm but
-// the DeltaNet's gated one is stored as w for x·(1 + w).
+// Qwen3.5 / 3.6 (qwen35, qwen35moe) and Qwen3-Next (qwen3next): gated attention and gated DeltaNet
+// layers; every RMSNorm but the DeltaNet's gated one is stored as w for x·(1 + w).
 std::vector<Rule> qwen35_rules(const HfModel& m) {
     const Transform one = Transform::plus_one, none = Transform::none;
     std::vector<Rule> r = {
@@ -33,16 +33,34 @@ std::vector<Rule> qwen35_rules(const HfModel& m) {
         {"self_attn.o_proj.weight", "attn_output.weight"},
         {"self_attn.q_norm.weight", "attn_q_norm.weight", one, true},
         {"self_attn.k_norm.weight", "attn_k_norm.weight", one, true},
-        {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight", none, false, false, VHeads::rows_after_qk},
-        {"linear_attn.in_proj_z.weight", "attn_gate.weight", none, false, false, VHeads::rows},
-        {"linear_attn.in_proj_a.weight", "ssm_alpha.weight", none, false, false, VHeads::rows},
-        {"linear_attn.in_proj_b.weight", "ssm_beta.weight", none, false, false, VHeads::rows},
-        {"linear_attn.conv1d.weight", "ssm_conv1d.weight", none, true, false, VHeads::rows_after_qk, true},
-        {"linear_attn.dt_bias", "ssm_dt.bias", none, true, false, VHeads::rows},
-        {"linear_attn.A_log", "ssm_a", Transform::neg_exp, true, false, VHeads::rows},
         {"linear_attn.norm.weight", "ssm_norm.weight", none, true},
-        {"linear_attn.out_proj.weight", "ssm_out.weight", none, false, false, VHeads::columns},
     };
+    if (m.arch == "qwen3next") {
+        // Qwen3-Next's fused in-projections are the older converters' GGUF tensors byte for byte
+        // (in_proj_qkvz: per key head q, k, its group's v rows, their z rows; in_proj_ba: per key head
+        // its group's beta rows, then their alpha rows); value heads stay grouped.
+        const std::vector<Rule> next = {
+            {"linear_attn.in_proj_qkvz.weight", "ssm_in.weight"},
+            {"linear_attn.in_proj_ba.weight", "ssm_ba.weight"},
+            {"linear_attn.conv1d.weight", "ssm_conv1d.weight", none, true, false, VHeads::none, true},
+            {"linear_attn.dt_bias", "ssm_dt.bias", none, true},
+            {"linear_attn.A_log", "ssm_a", Transform::neg_exp, true},
+            {"linear_attn.out_proj.weight", "ssm_out.weight"},
+        };
+        r.insert(r.end(), next.begin(), next.end());
+    } else {
+        const std::vector<Rule> q35 = {
+            {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight", none, false, false, VHeads::rows_after_qk},
+            {"linear_attn.in_proj_z.weight", "attn_gate.weight", none, false, false, VHeads::rows},
+            {"linear_attn.in_proj_a.weight", "ssm_alpha.weight", none, false, false, VHeads::rows},
+            {"linear_attn.in_proj_b.weight", "ssm_beta.weight", none, false, false, VHeads::rows},
+            {"linear_attn.conv1d.weight", "ssm_conv1d.weight", none, true, false, VHeads::rows_after_qk, true},
+            {"linear_attn.dt_bias", "ssm_dt.bias", none, true, false, VHeads::rows},
+            {"linear_attn.A_log", "ssm_a", Transform::neg_exp, true, false, VHeads::rows},
+            {"linear_attn.out_proj.weight", "ssm_out.weight", none, false, false, VHeads::columns},
+        };
+        r.insert(r.end(), q35.begin(), q35.end());
+    }
     if (m.n_experts > 0) {
         r.push_back({"mlp.gate.weight", "ffn_gate_inp.weight", none, true});
         r.push_back({"mlp.experts.{e}.gate_proj.weight", "ffn_gate_exps.weight"});
@@ -118,7 +136,7 @@ std::vector<Rule> gpt_oss_rules() {
 }
 
 std::vector<Rule> layer_rules(const HfModel& m) {
-    if (m.arch == "qwen35" || m.arch == "qwen35moe") return qwen35_rules(m);
+    if (m.arch == "qwen35" || m.arch == "qwen35moe" || m.arch == "qwen3next") return qwen35_rules(m);
     if (m.arch == "deepseek2") return deepseek2_rules();
     if (m.arch == "gpt-oss") return gpt_oss_rules();
     const arch::ArchDescription* d = arch::find_architecture(m.arch);

@@ -251,7 +251,7 @@ ModelConfig read_config(const gguf::File& f) {
         c.head_dim = c.dim / c.n_heads;
     }
     if (c.arch == "glm4moe") read_moe_layout(f, c, false);
-    if (c.arch == "qwen35" || c.arch == "qwen35moe") {  // trailing NextN (MTP) blocks: stored, not run
+    if (c.arch == "qwen35" || c.arch == "qwen35moe" || c.arch == "qwen3next") {  // trailing NextN (MTP) blocks: stored, not run
         c.nextn_layers = f.get_int_or(a + "nextn_predict_layers", 0);
         if (c.nextn_layers < 0 || c.nextn_layers >= c.n_layers)
             fail("{}: {}nextn_predict_layers = {} must be 0..{} (below the block count)", f.name(), a, c.nextn_layers,

@@ -134,6 +134,8 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
     if (s.rope_scaling == "llama3") s.rope_scaling = "llama3_keys";
+    // Qwen3-Next's in_proj_qkvz is the fused ssm_in row for row (the split form has no HF tensor).
+    if (s.arch == "qwen3next") s.fused_qkvz = true;
     gguf::Writer w;
     const int64_t params = build_random_model(s, vocab, w);
     const auto view = w.view(dir);
@@ -164,8 +166,8 @@ constexpr WriterEntry kWriters[] = {
     {"deepseek2", build_random_deepseek2},   {"glm4moe", build_random_glm},
     {"glm4", build_random_glm},              {"smollm3", build_random_llama_family},
     {"mistral3", build_random_llama_family}, {"qwen35", build_random_qwen35},
-    {"qwen35moe", build_random_qwen35},      {"minimax-m2", build_random_minimax_m2},
-    {"bert", build_random_bert},
+    {"qwen35moe", build_random_qwen35},      {"qwen3next", build_random_qwen35},
+    {"minimax-m2", build_random_minimax_m2}, {"bert", build_random_bert},
     {"nomic-bert", build_random_bert},       {"jina-bert-v2", build_random_bert},
 };
 

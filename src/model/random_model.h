@@ -110,7 +110,9 @@ struct RandomModelSpec {
     // up_gated_layer); without it the -en form (one fused ffn_up of 2 x FFN rows, gate first).
     // qwen35 / qwen35moe (random_qwen35.cpp; qwen35moe needs experts) take nextn_layers too, and
     // shared_expert_ffn_dim (0: the expert width) for qwen35moe's gated shared expert.
-    bool qk_norm = false;
+    // qwen3next (random_qwen35.cpp; needs experts) takes the same; fused_qkvz writes older converters'
+    // fused ssm_in (the same weights as the split attn_qkv + attn_gate).
+    bool qk_norm = false, fused_qkvz = false;
     int64_t nextn_layers = 0;
     // gemma4 (random_gemma4.cpp): the last shared_kv_layers layers reuse an earlier layer's KV;
     // v_equals_k drops attn_v on full layers (V = K); n_experts > 0 adds the 26B-A4B's experts beside each
@@ -143,7 +145,7 @@ int64_t build_random_deepseek2(const RandomModelSpec& spec, const gguf::File* vo
 int64_t build_random_glm(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // minimax-m2 into `w` (random_minimax_m2.cpp; needs experts).
 int64_t build_random_minimax_m2(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
-// qwen35 or qwen35moe into `w` (random_qwen35.cpp).
+// qwen35, qwen35moe or qwen3next into `w` (random_qwen35.cpp).
 int64_t build_random_qwen35(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // gemma4 into `w` (random_gemma4.cpp).
 int64_t build_random_gemma4(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);

@@ -8,7 +8,13 @@
 // A quarter of each head rotates (partial_rotary_factor 0.25) with M-RoPE sections [11, 11, 10, 0]
 // scaled to it. qwen35moe: routed experts and a sigmoid-gated shared expert (ffn_gate_inp_shexp).
 // nextn_layers appends that many NextN (MTP) blocks, stored for llama.cpp and not run.
+// qwen3next (Qwen3-Next: always experts): the same keys but no M-RoPE sections; its DeltaNet
+// projections as its converter writes them: attn_qkv + attn_gate (or, with fused_qkvz, older
+// converters' ssm_in: per key head q, k, its group's v rows, their z rows) and ssm_ba (per key head
+// its group's beta rows, then their alpha rows), value heads grouped per key head (not reordered).
 #include <cmath>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -27,9 +33,43 @@ using random_detail::Rng;
 using random_detail::LayerManifest;
 using random_detail::TensorAdder;
 
+namespace {
+
+struct DeltaHeads {
+    int64_t nk = 0, nv = 0, hd = 0;
+};
+
+// Older qwen3next files' ssm_in: the same q|k|v and z matrices the split form writes (the same random
+// draws, so both forms are one model), their rows interleaved per key head g as Hugging Face's
+// in_proj_qkvz: q_g, k_g, the group's v rows, the group's z rows.
+void add_fused_qkvz(gguf::Writer& w, Rng& rng, const RandomModelSpec& s, const std::string& p, DeltaHeads h,
+                    float scale) {
+    const int64_t key_dim = h.nk * h.hd, value_dim = h.nv * h.hd, vz = h.nv / h.nk * h.hd;
+    const std::vector<uint8_t> qkv = random_tensor(rng, s.dim * (2 * key_dim + value_dim), scale, s.type);
+    const std::vector<uint8_t> z = random_tensor(rng, s.dim * value_dim, scale, s.type);
+    const size_t row = size_t(*gguf::row_size(s.type, s.dim));
+    std::vector<uint8_t> fused;
+    fused.reserve(qkv.size() + z.size());
+    auto rows = [&](const std::vector<uint8_t>& from, int64_t first, int64_t count) {
+        fused.insert(fused.end(), from.begin() + std::ptrdiff_t(size_t(first) * row),
+                     from.begin() + std::ptrdiff_t(size_t(first + count) * row));
+    };
+    for (int64_t g = 0; g < h.nk; ++g) {
+        rows(qkv, g * h.hd, h.hd);
+        rows(qkv, key_dim + g * h.hd, h.hd);
+        rows(qkv, 2 * key_dim + g * vz, vz);
+        rows(z, g * vz, vz);
+    }
+    w.add_tensor(p + "ssm_in.weight", s.type, {s.dim, 2 * key_dim + 2 * value_dim}, std::move(fused));
+}
+
+}  // namespace
+
 int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w) {
     const LayerManifest m(s.arch);
+    const bool next = s.arch == "qwen3next";
     const bool moe = random_detail::check_dense_or_experts(s, m);
+    if (s.fused_qkvz && !next) fail("gen-model: the fused ssm_in projection is qwen3next's");
     random_detail::check_decoder_sizes(s);
     if (!s.rope_scaling.empty() || !s.rank_head.empty()) fail("gen-model: {} takes no --rope-scaling or rank head", s.arch);
     if (s.nextn_layers < 0 || s.nextn_layers > 4) fail("gen-model: {} NextN layers is out of range (0..4)", s.nextn_layers);
@@ -59,7 +99,7 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
     w.set(a + "ssm.inner_size", Value::u32(uint32_t(value_dim)));
     w.set(a + "full_attention_interval", Value::u32(uint32_t(interval)));
     w.set(a + "rope.dimension_count", Value::u32(uint32_t(rope)));
-    {  // Qwen3.5's [11, 11, 10] of 32 pairs, scaled to this rotary width (text runs them all at one position)
+    if (!next) {  // Qwen3.5's [11, 11, 10] of 32 pairs, scaled to this rotary width (text runs them all at one position)
         const int64_t pairs = rope / 2, t = pairs * 11 / 32, h = pairs * 11 / 32;
         w.set(a + "rope.dimension_sections", Value::i32s({int32_t(t), int32_t(h), int32_t(pairs - t - h), 0}));
     }
@@ -95,8 +135,13 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
                 add.norm(p + "attn_k_norm.weight", hd);
             }
         } else {
-            add.matrix(p + "attn_qkv.weight", s.dim, conv_dim, in_scale);
-            add.matrix(p + "attn_gate.weight", s.dim, value_dim, in_scale);
+            if (s.fused_qkvz) {
+                add_fused_qkvz(w, rng, s, p, {nk, nv, hd}, in_scale);
+                add.count(s.dim * (conv_dim + value_dim));
+            } else {
+                add.matrix(p + "attn_qkv.weight", s.dim, conv_dim, in_scale);
+                add.matrix(p + "attn_gate.weight", s.dim, value_dim, in_scale);
+            }
             // The converter squeezes conv1d.weight [C, 1, K] to [K, C] (GGUF order) and keeps it F32.
             add.f32(p + "ssm_conv1d.weight", {kernel, conv_dim},
                     random_tensor(rng, kernel * conv_dim, 1.0f / std::sqrt(float(kernel)), GgmlType::F32));
@@ -107,8 +152,12 @@ int64_t build_random_qwen35(const RandomModelSpec& s, const gguf::File* vocab, g
             float* d = reinterpret_cast<float*>(decay.data());
             for (int64_t h = 0; h < nv; ++h) d[h] = hf::ssm_a_of(std::log(16.0f) * 0.5f * (1.0f + rng.symmetric()));
             add.f32(p + "ssm_a", {nv}, std::move(decay));
-            add.matrix(p + "ssm_alpha.weight", s.dim, nv, in_scale);
-            add.matrix(p + "ssm_beta.weight", s.dim, nv, in_scale);
+            if (next) {
+                add.matrix(p + "ssm_ba.weight", s.dim, 2 * nv, in_scale);
+            } else {
+                add.matrix(p + "ssm_alpha.weight", s.dim, nv, in_scale);
+                add.matrix(p + "ssm_beta.weight", s.dim, nv, in_scale);
+            }
             add.norm(p + "ssm_norm.weight", hd);
             add.matrix(p + "ssm_out.weight", value_dim, s.dim, out_scale / std::sqrt(float(value_dim)));
         }

@@ -1,4 +1,4 @@
-// The qwen35 / qwen35moe hybrids through the binary: gen-model writes them (with a NextN block, stored
+// The qwen35 / qwen35moe / qwen3next hybrids through the binary: gen-model writes them (with a NextN block, stored
 // and not run), `run` greedy on the cpu and the reference backend gives the same tokens at F32, the
 // load logs the state slots and the skipped NextN block; gen-model refuses a hybrid too shallow for
 // its full attention layer.
@@ -14,7 +14,9 @@ TEST(HybridCommands, Qwen35GenModelAndRunOnBothBackends) {
     const std::vector<std::vector<std::string>> forms = {
         {"--arch", "qwen35", "--layers", "4", "--head-dim", "16", "--nextn-layers", "1"},
         {"--arch", "qwen35moe", "--layers", "4", "--head-dim", "16", "--experts", "8", "--experts-used", "2",
-         "--expert-ffn-dim", "32", "--shared-expert-ffn-dim", "48"}};
+         "--expert-ffn-dim", "32", "--shared-expert-ffn-dim", "48"},
+        {"--arch", "qwen3next", "--layers", "4", "--head-dim", "16", "--experts", "8", "--experts-used", "2",
+         "--expert-ffn-dim", "32", "--fused-qkvz"}};
     for (size_t f = 0; f < forms.size(); ++f) {
         const std::string path = temp_path("cli-hybrid-" + std::to_string(f) + ".gguf");
         std::vector<std::string> args = {"gen-model", "-o", path};
@@ -38,6 +40,9 @@ TEST(HybridCommands, Qwen35GenModelAndRunOnBothBackends) {
     auto r = run_pagoda({"gen-model", "-o", temp_path("cli-hybrid-bad.gguf"), "--arch", "qwen35", "--layers", "3"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("qwen35 needs at least 4 layers"), std::string::npos) << r.err;
+    r = run_pagoda({"gen-model", "-o", temp_path("cli-hybrid-bad2.gguf"), "--arch", "qwen35", "--fused-qkvz"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--fused-qkvz is for --arch qwen3next"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -173,7 +173,7 @@ TEST_P(HybridPrefixCache, EvictionAndFewSnapshotSlotsLoseNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Models, HybridPrefixCache,
                          ::testing::Values(Case{"qwen35", "cpu"}, Case{"qwen35moe", "cpu"}, Case{"qwen35", "reference"},
-                                           Case{"qwen35moe", "reference"}),
+                                           Case{"qwen35moe", "reference"}, Case{"qwen3next", "cpu"}),
                          [](const auto& info) { return info.param.arch + "_" + info.param.backend; });
 
 TEST(HybridPrefixCacheOptions, NoSpareSlotMeansNoCacheAndSnapshotsFollowTheSlots) {

@@ -1,4 +1,4 @@
-// The engine with a hybrid model (qwen35 / qwen35moe: gated DeltaNet layers with a per-sequence
+// The engine with a hybrid model (qwen35 / qwen35moe / qwen3next: gated DeltaNet layers with a per-sequence
 // recurrent state beside the paged KV): a greedy request yields the same tokens alone, batched with
 // others under small token budgets (chunked prefill) and block sizes, preempted and recomputed from a
 // small KV pool, and as both choices of an n = 2 request (the fork copies the parent's state). The
@@ -89,7 +89,7 @@ TEST_P(HybridEngine, GreedyTokensAreTheSameAloneBatchedPreemptedAndForked) {
     EXPECT_GT(distinct, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, HybridEngine, ::testing::Values("qwen35", "qwen35moe"));
+INSTANTIATE_TEST_SUITE_P(Models, HybridEngine, ::testing::Values("qwen35", "qwen35moe", "qwen3next"));
 
 TEST(HybridEngineOptions, PrefixCacheOffSlotsCapTheSeatsAndSpeculationIsRefused) {
     const std::string path = hybrid_model("qwen35");

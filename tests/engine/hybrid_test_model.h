@@ -1,5 +1,6 @@
-// A small random hybrid model for the engine tests (qwen35 / qwen35moe: 4 layers of dim 64, a
-// 300-token vocabulary; the moe form with 8 experts, 2 used), written to a temp file named by `tag`.
+// A small random hybrid model for the engine tests (qwen35 / qwen35moe / qwen3next: 4 layers of dim
+// 64, a 300-token vocabulary; the moe forms with 8 experts, 2 used; qwen3next's 4 value heads grouped
+// 2 per key head), written to a temp file named by `tag`.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,7 +15,7 @@ inline std::string hybrid_test_model(const std::string& arch, uint64_t seed, con
     spec.arch = arch;
     spec.n_layers = 4; spec.dim = 64; spec.n_heads = 4; spec.n_kv_heads = 2; spec.head_dim = 16; spec.ffn_dim = 64;
     spec.vocab_size = 300; spec.seed = seed;
-    if (arch == "qwen35moe") spec.n_experts = 8, spec.n_experts_used = 2, spec.expert_ffn_dim = 32;
+    if (arch == "qwen35moe" || arch == "qwen3next") spec.n_experts = 8, spec.n_experts_used = 2, spec.expert_ffn_dim = 32;
     const std::string f = pagoda::test::temp_path(tag + "-" + arch + ".gguf");
     model::write_random_model(spec, nullptr, f);
     return f;

@@ -79,6 +79,12 @@ std::vector<Case> cases() {
     Case minimax{"minimax-m2", base("minimax-m2")};  // whole-row Q/K norms, half of each head rotated, biased router
     minimax.spec.n_experts = 4; minimax.spec.n_experts_used = 2; minimax.spec.expert_ffn_dim = 32;
     out.push_back(minimax);
+    // Qwen3-Next: in_proj_qkvz / in_proj_ba are the fused ssm_in / ssm_ba row for row; 3 value heads a
+    // key head (grouped), norms as w for 1 + w, A_log for ssm_a.
+    Case next{"qwen3next", base("qwen3next")};
+    next.spec.n_layers = 4; next.spec.n_experts = 4; next.spec.n_experts_used = 2; next.spec.expert_ffn_dim = 32;
+    next.spec.shared_expert_ffn_dim = 40; next.spec.fused_qkvz = true;
+    out.push_back(next);
     Case gemma3_period{"gemma3-period", base("gemma3")};
     gemma3_period.spec.swa_period = 2; gemma3_period.spec.sliding_window = 4;
     out.push_back(gemma3_period);

@@ -49,8 +49,8 @@ TEST(ArchDescriptions, EveryDescriptionHasABuilderAndAWriterAndEveryBuilderADesc
 TEST(ArchDescriptions, FactsEqualThePerArchitectureListsTheyReplace) {
     const std::set<std::string> neox = {"qwen2",  "qwen3",  "qwen2moe",   "qwen3moe", "gemma2",  "gemma3",   "gemma4",
                                         "phi3",   "nomic-bert", "gpt-oss", "glm4moe", "qwen35", "qwen35moe", "qwen3vl",
-                                        "minimax-m2"};
-    const std::set<std::string> moe = {"qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "glm4moe", "qwen35moe", "minimax-m2"};
+                                        "minimax-m2", "qwen3next"};
+    const std::set<std::string> moe = {"qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "glm4moe", "qwen35moe", "minimax-m2", "qwen3next"};
     const std::set<std::string> encoder = {"bert", "nomic-bert", "jina-bert-v2"};
     const std::set<std::string> unnormalised = {"qwen2moe", "gpt-oss", "deepseek2", "glm4moe"};
     for (const ArchDescription& d : arch::architectures()) {
@@ -76,7 +76,8 @@ TEST(ArchDescriptions, FactsEqualThePerArchitectureListsTheyReplace) {
         {"Qwen3_5ForConditionalGeneration", "qwen35"}, {"Qwen3_5MoeForCausalLM", "qwen35moe"},
         {"Qwen3_5MoeForConditionalGeneration", "qwen35moe"}, {"MiniMaxM2ForCausalLM", "minimax-m2"},
         {"DeepseekV3ForCausalLM", "deepseek2"}, {"DeepseekV2ForCausalLM", "deepseek2"},
-        {"Glm4MoeLiteForCausalLM", "deepseek2"}, {"GptOssForCausalLM", "gpt-oss"}};
+        {"Glm4MoeLiteForCausalLM", "deepseek2"}, {"GptOssForCausalLM", "gpt-oss"},
+        {"Qwen3NextForCausalLM", "qwen3next"}};
     size_t classes = 0;
     for (const ArchDescription& d : arch::architectures()) classes += d.hf_classes.size();
     EXPECT_EQ(classes, hf.size());
@@ -153,6 +154,11 @@ std::vector<Variant> variants() {
     RandomModelSpec q35 = with_experts(base("qwen35moe"), 8);
     q35.shared_expert_ffn_dim = 48;
     v.push_back({"qwen35moe", q35});
+    RandomModelSpec next = q35;
+    next.arch = "qwen3next";
+    v.push_back({"qwen3next", next});
+    next.fused_qkvz = true;
+    v.push_back({"qwen3next_fused_qkvz", next});
     RandomModelSpec oss = with_experts(base("gpt-oss"));
     oss.sliding_window = 6;
     v.push_back({"gpt_oss", oss});

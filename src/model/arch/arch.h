@@ -68,6 +68,7 @@ BuiltModel build_glm4(const gguf::File& file, const ModelConfig& config, backend
 BuiltModel build_glm4moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen35(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_qwen35moe(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
+BuiltModel build_qwen3next(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_minimax_m2(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 BuiltModel build_phi3(const gguf::File& file, const ModelConfig& config, backend::Backend& backend);
 

@@ -39,30 +39,6 @@
 namespace pagoda::model {
 namespace {
 
-// A run of rows of a stored matrix (first < 0: `count` zero rows).
-struct RowRun {
-    int64_t first = 0, count = 0;
-};
-
-// A matrix of `cols` columns whose rows are the runs of `t`'s rows (bytes copied, zero rows zero bytes),
-// kept alive by the model.
-backend::MatrixSource regrouped(BuiltModel& m, const gguf::File& f, const gguf::TensorInfo& t, int64_t cols,
-                                const std::vector<RowRun>& runs, const std::string& name) {
-    const auto row_bytes_or = gguf::row_size(t.type, cols);
-    if (!row_bytes_or) fail("{}: tensor {}: {} columns are not whole blocks of {}", f.name(), t.name, cols,
-                            gguf::type_name(uint32_t(t.type)));
-    const size_t row_bytes = size_t(*row_bytes_or);
-    int64_t rows = 0;
-    for (const RowRun& r : runs) rows += r.count;
-    std::vector<uint8_t>& bytes = m.host_buffers.emplace_back(size_t(rows) * row_bytes, uint8_t(0));
-    size_t at = 0;
-    for (const RowRun& r : runs) {
-        if (r.first >= 0) std::memcpy(bytes.data() + at, t.data + size_t(r.first) * row_bytes, size_t(r.count) * row_bytes);
-        at += size_t(r.count) * row_bytes;
-    }
-    return {t.type, bytes.data(), rows, cols, name, false};
-}
-
 // Host f32 rows as a matrix source kept alive by the model.
 backend::MatrixSource f32_matrix(BuiltModel& m, const std::vector<float>& values, int64_t rows, int64_t cols,
                                  const std::string& name) {

@@ -32,6 +32,7 @@ constexpr Entry kBuilders[] = {
     {"mistral3", build_mistral3},
     {"qwen35", build_qwen35},
     {"qwen35moe", build_qwen35moe},
+    {"qwen3next", build_qwen3next},
     {"minimax-m2", build_minimax_m2},
     {"bert", build_bert},
     {"nomic-bert", build_nomic_bert},

@@ -1,5 +1,7 @@
 #include "model/arch/tensor_binder.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -21,6 +23,23 @@ const gguf::TensorInfo& require(const gguf::File& f, const std::string& name, co
 }
 
 }  // namespace
+
+backend::MatrixSource regrouped(BuiltModel& m, const gguf::File& f, const gguf::TensorInfo& t, int64_t cols,
+                                const std::vector<RowRun>& runs, const std::string& name) {
+    const auto row_bytes_or = gguf::row_size(t.type, cols);
+    if (!row_bytes_or) fail("{}: tensor {}: {} columns are not whole blocks of {}", f.name(), t.name, cols,
+                            gguf::type_name(uint32_t(t.type)));
+    const size_t row_bytes = size_t(*row_bytes_or);
+    int64_t rows = 0;
+    for (const RowRun& r : runs) rows += r.count;
+    std::vector<uint8_t>& bytes = m.host_buffers.emplace_back(size_t(rows) * row_bytes, uint8_t(0));
+    size_t at = 0;
+    for (const RowRun& r : runs) {
+        if (r.first >= 0) std::memcpy(bytes.data() + at, t.data + size_t(r.first) * row_bytes, size_t(r.count) * row_bytes);
+        at += size_t(r.count) * row_bytes;
+    }
+    return {t.type, bytes.data(), rows, cols, name, false};
+}
 
 bool TensorBinder::has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
 
@@ -111,6 +130,20 @@ std::vector<float> TensorBinder::all_floats(const std::string& name, const std::
         out.insert(out.end(), row.begin(), row.end());
     }
     return out;
+}
+
+const backend::Weight& TensorBinder::regrouped_matrix(
+    const std::string& name, int64_t cols, int64_t rows, const std::vector<std::pair<std::string, std::vector<RowRun>>>& parts) {
+    const auto& t = require(file_, name, {cols, rows});
+    std::vector<backend::MatrixSource> sources;
+    for (const auto& [part, runs] : parts) {
+        for (const RowRun& r : runs)
+            if (r.first < 0 || r.first + r.count > rows)
+                fail("{}: tensor {}: rows {}..{} are outside its {} rows", file_.name(), name, r.first, r.first + r.count,
+                     rows);
+        sources.push_back(regrouped(out_, file_, t, cols, runs, fmt::format("{}[{}]", name, part)));
+    }
+    return upload(std::move(sources));
 }
 
 const backend::Weight& TensorBinder::upload(std::vector<backend::MatrixSource> parts) {

@@ -2,6 +2,7 @@
 // shape (GGUF order: [cols, rows] for a matrix) and naming the tensor in every error.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/arch/arch.h"
@@ -17,6 +18,16 @@ struct MatrixName {
     int64_t cols = 0, rows = 0;
 };
 
+// A run of rows of a stored matrix (first < 0: `count` zero rows).
+struct RowRun {
+    int64_t first = 0, count = 0;
+};
+
+// A matrix of `cols` columns whose rows are the runs of `t`'s rows (bytes copied, zero rows zero
+// bytes: row moves are exact in every block format), kept alive by the model (m.host_buffers).
+backend::MatrixSource regrouped(BuiltModel& m, const gguf::File& f, const gguf::TensorInfo& t, int64_t cols,
+                                const std::vector<RowRun>& runs, const std::string& name);
+
 class TensorBinder {
 public:
     TensorBinder(const gguf::File& file, backend::Backend& backend, BuiltModel& out)
@@ -30,6 +41,11 @@ public:
     // attn_qkv and gate|up ffn_up), uploaded as one weight of those parts, named "name[part]".
     const backend::Weight& split_matrix(const std::string& name, int64_t cols,
                                         const std::vector<std::pair<std::string, int64_t>>& parts);
+    // Parts of the stored matrix [cols, rows] `name`, each gathered from runs of its rows (bytes copied
+    // at load: fused projections that interleave their parts per head group), uploaded as one weight
+    // of those parts, named "name[part]".
+    const backend::Weight& regrouped_matrix(const std::string& name, int64_t cols, int64_t rows,
+                                            const std::vector<std::pair<std::string, std::vector<RowRun>>>& parts);
     const backend::Vector& vector(const std::string& name, int64_t n);
     // A 1-D tensor as host floats.
     std::vector<float> floats(const std::string& name, int64_t n) const;

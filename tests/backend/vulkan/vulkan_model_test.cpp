@@ -1,6 +1,6 @@
 // The Vulkan backend end to end on random-weight models against the reference backend (the oracle):
 // each architecture at F32 (the mixtures of experts too: llama/Mixtral, qwen2moe, qwen3moe, gpt-oss,
-// deepseek2; the qwen35 / qwen35moe hybrids), llama also at F16, Q8_0, Q4_0 and IQ4_XS and gpt-oss
+// deepseek2; the qwen35 / qwen35moe / qwen3next hybrids), llama also at F16, Q8_0, Q4_0 and IQ4_XS and gpt-oss
 // with MXFP4 experts (through `pagoda quantize`'s driver),
 // prompt as one batch and then token by token; and batch invariance: a sequence's logits (so its
 // greedy tokens) are bitwise the same alone as inside a batch of three, across the GEMV / GEMM switch
@@ -96,11 +96,13 @@ std::vector<VulkanCase> cases() {
         out.push_back(c);
     }
     // The hybrids (gated DeltaNet layers: causal_conv1d, gated_delta_rule, the state slots in the
-    // arena; every 4th layer gated full attention: sigmoid_mul), dense and with experts.
-    for (const char* arch : {"qwen35", "qwen35moe"}) {
+    // arena; every 4th layer gated full attention: sigmoid_mul), dense and with experts; qwen3next's
+    // fused projections regrouped at load and its grouped value heads (q, k repeated by copy_columns).
+    for (const char* arch : {"qwen35", "qwen35moe", "qwen3next"}) {
         VulkanCase c{std::string(arch) + "_f32", small_spec(), "", 1e-5};
         c.spec.arch = arch; c.spec.seed = 8; c.spec.n_layers = 4; c.spec.head_dim = 16;
-        if (c.spec.arch == "qwen35moe") c.spec.n_experts = 4, c.spec.expert_ffn_dim = 32;
+        if (c.spec.arch != "qwen35") c.spec.n_experts = 4, c.spec.expert_ffn_dim = 32;
+        c.spec.fused_qkvz = c.spec.arch == "qwen3next";
         out.push_back(c);
     }
     {
