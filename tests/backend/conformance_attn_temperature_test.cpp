@@ -3,6 +3,8 @@
 // reference at positions on both sides of several floor boundaries, and its batch invariance. A
 // backend that declares no attn_temperature is skipped naming the op (the model layer refuses such
 // models on it at load).
+#include <algorithm>
+
 #include "backend/conformance.h"
 
 namespace pagoda::backend::conformance {
@@ -15,7 +17,7 @@ namespace {
 // Two sequences whose positions cross the boundaries at multiples of `length` (and position 0).
 Step crossing_step(int32_t length, std::mt19937& rng) {
     Step step = make_tables({3 * length + 2, 2 * length + 3}, 4, rng);
-    step.add_tokens(0, length - 2, 3 * length + 2);
+    step.add_tokens(0, std::max(0, length - 2), 3 * length + 2);
     step.add_tokens(1, 0, 2 * length + 3);
     return step;
 }
