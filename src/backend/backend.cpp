@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
@@ -85,6 +86,15 @@ void Backend::gated_delta_rule(const GatedDeltaRule&, const Tensor&, const Tenso
 
 void Backend::sigmoid_mul(const Tensor&, const Tensor&, const Tensor&) {
     fail("backend {} has no sigmoid_mul op", name());
+}
+
+void Backend::attn_temperature(const Tensor&, const AttnTemperature&) {
+    fail("backend {} has no attn_temperature op", name());
+}
+
+void check_attn_temperature(const AttnTemperature& t, const std::string& backend) {
+    if (t.length <= 0) fail("{} attn_temperature: the length {} must be positive", backend, t.length);
+    if (!std::isfinite(t.beta)) fail("{} attn_temperature: beta {} is not finite", backend, t.beta);
 }
 
 namespace {

@@ -250,6 +250,19 @@ void check_gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Ten
                             const Tensor& g, const Tensor& beta, const Tensor& state, const Tensor& out,
                             const std::string& backend);
 
+// Llama 4's attention temperature tuning (Mistral-Large-3, Ministral 3; OpKind::attn_temperature):
+// each query row of a token at position p is multiplied, after RoPE, by
+//   1 + beta * ln(1 + floor(p / length)),
+// 1 below position `length` and growing by steps of `length` positions after it: the scores of a long
+// context's queries sharpen as the keys spread. p is the token's KV position (StepInputs::positions),
+// as llama.cpp's mistral3 / deepseek2 graphs and transformers' Ministral3 read it (no offset).
+struct AttnTemperature {
+    float beta = 0.0f;
+    int32_t length = 0;  // > 0 (the original context length)
+};
+// Throws pagoda::Error naming `backend` when length is not positive or beta not finite.
+void check_attn_temperature(const AttnTemperature& t, const std::string& backend);
+
 // The Q|K|V projection, its optional biases, RoPE of Q and K, and the K/V write, as one op.
 struct QkvOp {
     const Weight* qkv = nullptr;  // parts Q, K, V
@@ -469,6 +482,9 @@ public:
     // out = sigmoid(gate) * up elementwise, sigmoid(g) = 1 / (1 + exp(-g)) (OpKind::sigmoid_mul:
     // qwen35's attention output gate); out may be gate or up.
     virtual void sigmoid_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+    // x[t] *= 1 + beta ln(1 + floor(positions[t] / length)) (AttnTemperature), in place: every
+    // column of the row (all its query heads) takes its token's factor.
+    virtual void attn_temperature(const Tensor& x, const AttnTemperature& t);
 
     // The MoE FFN (MoeOp): x and out are T x dim, logits T x n_experts (the router's output).
     // `workspace` is a T x moe_workspace_cols(op) tensor of the arena the backend may use freely.

@@ -28,6 +28,7 @@ const char* op_name(OpKind op) {
         case OpKind::causal_conv1d: return "causal_conv1d";
         case OpKind::gated_delta_rule: return "gated_delta_rule";
         case OpKind::sigmoid_mul: return "sigmoid_mul";
+        case OpKind::attn_temperature: return "attn_temperature";
         case OpKind::delta_gates: return "delta_gates";
         case OpKind::scale: return "scale";
         case OpKind::softcap: return "softcap";
@@ -47,7 +48,8 @@ bool is_optional_op(OpKind op) {
         case OpKind::copy_columns:
         case OpKind::causal_conv1d:
         case OpKind::gated_delta_rule:
-        case OpKind::sigmoid_mul: return true;
+        case OpKind::sigmoid_mul:
+        case OpKind::attn_temperature: return true;
         default: return false;
     }
 }

@@ -33,6 +33,9 @@ enum class OpKind {
     causal_conv1d, gated_delta_rule,
     // optional, in gate, up; out sigmoid(gate) * up (qwen35's attention output gate)
     sigmoid_mul,
+    // optional, in place on queries: each row times its position's attention temperature
+    // (backend::AttnTemperature: Llama 4's tuning, as Mistral-Large-3 and Ministral 3 use it)
+    attn_temperature,
     // fused: x += r, out = rms_norm(x); QkvOp; out = silu(x Wg^T) * (x Wu^T) for a weight of parts gate, up
     add_rms_norm, qkv_rope_kv_write, matmul_silu_mul,
 };

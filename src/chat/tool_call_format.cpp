@@ -11,14 +11,16 @@ const char* tool_call_format_name(ToolCallFormat format) {
         case ToolCallFormat::deepseek_v3: return "deepseek_v3";
         case ToolCallFormat::harmony: return "harmony";
         case ToolCallFormat::gemma4: return "gemma4";
+        case ToolCallFormat::minimax_m2: return "minimax_m2";
     }
     return "hermes";
 }
 
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
     auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
-    // The more specific markers first: Qwen3-Coder's template also writes <tool_call>, and gpt-oss's
-    // and DeepSeek's mention no other format's markers.
+    // The more specific markers first: Qwen3-Coder's template also writes <tool_call>, and gpt-oss's,
+    // DeepSeek's and MiniMax's mention no other format's markers.
+    if (has("<minimax:tool_call>")) return ToolCallFormat::minimax_m2;
     if (has("<｜tool▁calls▁begin｜>")) return ToolCallFormat::deepseek_v3;
     if (has("<|tool_call>")) return ToolCallFormat::gemma4;
     if (has("<|channel|>") && has("<|message|>")) return ToolCallFormat::harmony;

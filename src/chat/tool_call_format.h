@@ -1,5 +1,8 @@
 // Which syntax a model writes tool calls in, chosen from its chat template's text (the template is
 // what taught the model, so its markers say what the model will emit). The rule, first match wins:
+//   "<minimax:tool_call>" in the template     -> minimax_m2: <minimax:tool_call>\n<invoke name="NAME">\n<parameter
+//                                                name="P">VALUE</parameter>\n…</invoke>\n…</minimax:tool_call>
+//                                                (MiniMax-M2; values typed by the schema as Qwen3-Coder's)
 //   "<｜tool▁calls▁begin｜>" in the template  -> deepseek_v3: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function
 //                                                <｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
 //   "<|tool_call>"                            -> gemma4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>
@@ -20,9 +23,9 @@
 
 namespace pagoda::chat {
 
-enum class ToolCallFormat { hermes, llama3_json, mistral, qwen3_coder, deepseek_v3, harmony, gemma4 };
+enum class ToolCallFormat { hermes, llama3_json, mistral, qwen3_coder, deepseek_v3, harmony, gemma4, minimax_m2 };
 
-// "hermes", "llama3_json", "mistral", "qwen3_coder", "deepseek_v3", "harmony", "gemma4"
+// "hermes", "llama3_json", "mistral", "qwen3_coder", "deepseek_v3", "harmony", "gemma4", "minimax_m2"
 const char* tool_call_format_name(ToolCallFormat format);
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view template_source);
 

@@ -117,6 +117,7 @@ void ToolCallParser::run(ToolCallParts& out, bool final) {
             case State::llama3_between:
             case State::mistral_list:
             case State::mistral_next: more = step_json(out, final); break;
+            case State::xml_block:
             case State::xml_name:
             case State::xml_params:
             case State::xml_param_name:
@@ -181,6 +182,7 @@ bool ToolCallParser::step_text(ToolCallParts& out, bool final) {
         else if (marker == kMistralMarker) container_ = Container::none, state_ = State::mistral_list;
         else if (marker == kDsCallsBegin) state_ = State::ds_calls;
         else if (marker == kGemma4CallOpen) state_ = State::gemma4_header;
+        else if (marker == kMinimaxOpen) container_ = Container::none, state_ = State::xml_block;
         else state_ = State::harmony_header;
         return true;
     }

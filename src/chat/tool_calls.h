@@ -19,6 +19,9 @@
 //                to=functions.NAME; its body up to <|call|> (or the end) is the arguments. Other
 //                messages stay content as written (the control-token markers appear only when the
 //                detokenizer renders them, or when a grammar forced them as text).
+//   minimax_m2:  <minimax:tool_call> then calls <invoke name="NAME"><parameter name="P">VALUE</parameter>…
+//                </invoke>, then </minimax:tool_call>; anywhere, any number of blocks (MiniMax-M2). Values
+//                typed as Qwen3-Coder's, without the white space at either end.
 //   gemma4:      <|tool_call>call:NAME{arguments}<tool_call|>, anywhere, any number of them; the
 //                arguments in Gemma 4's notation become JSON (chat/tool_call_gemma4.h). A syntax error
 //                ends the call there, and what follows up to <tool_call|> is content.
@@ -83,12 +86,12 @@ private:
     enum class State {
         start, text,
         json_call, hermes_open, hermes_close, llama3_between, mistral_list, mistral_next,
-        xml_name, xml_params, xml_param_name, xml_value,
+        xml_block, xml_name, xml_params, xml_param_name, xml_value,
         ds_calls, ds_header, ds_name, ds_fence, ds_args, ds_end,
         harmony_header, harmony_args, harmony_end, object_args,
         gemma4_header, gemma4_args, gemma4_end,
     };
-    enum class Container { none, hermes, llama3, mistral_list, mistral_single };
+    enum class Container { none, hermes, llama3, mistral_list, mistral_single, minimax };
 
     void run(ToolCallParts& out, bool final);
     bool step_text(ToolCallParts& out, bool final);

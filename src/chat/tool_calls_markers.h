@@ -29,12 +29,31 @@ constexpr std::string_view kHarmonyMessage = "<|message|>";
 constexpr std::string_view kHarmonyCall = "<|call|>";
 constexpr std::string_view kHarmonyRecipient = "to=functions.";
 constexpr std::string_view kFence = "```";
+constexpr std::string_view kMinimaxOpen = "<minimax:tool_call>";
+constexpr std::string_view kMinimaxClose = "</minimax:tool_call>";
+constexpr std::string_view kInvokeOpen = "<invoke name=";
+constexpr std::string_view kInvokeClose = "</invoke>";
+constexpr std::string_view kNamedParameterOpen = "<parameter name=";
+
+// The XML call syntaxes: Qwen3-Coder's <function=NAME>…<parameter=P>\nVALUE\n</parameter>…</function>
+// inside <tool_call>, one call a block, a value's one newline at each end not part of it; MiniMax-M2's
+// <invoke name="NAME">…<parameter name="P">VALUE</parameter>…</invoke>, any number a
+// <minimax:tool_call> block, names quoted and a value's white space at both ends not part of it.
+struct XmlSyntax {
+    std::string_view call_open, call_close, param_open, block_close;
+    bool minimax = false;
+};
+inline const XmlSyntax& xml_syntax(ToolCallFormat format) {
+    static const XmlSyntax qwen{kFunctionOpen, kFunctionClose, kParameterOpen, kHermesClose, false},
+        minimax{kInvokeOpen, kInvokeClose, kNamedParameterOpen, kMinimaxClose, true};
+    return format == ToolCallFormat::minimax_m2 ? minimax : qwen;
+}
 
 // What opens a call (or a list of them) in running text.
 inline const std::vector<std::string_view>& opening_markers(ToolCallFormat format) {
     static const std::vector<std::string_view> hermes = {kHermesOpen}, mistral = {kMistralMarker},
                                                deepseek = {kDsCallsBegin}, harmony = {kHarmonyStart, kHarmonyChannel},
-                                               gemma4 = {kGemma4CallOpen}, none = {};
+                                               gemma4 = {kGemma4CallOpen}, minimax = {kMinimaxOpen}, none = {};
     switch (format) {
         case ToolCallFormat::hermes:
         case ToolCallFormat::qwen3_coder: return hermes;
@@ -42,6 +61,7 @@ inline const std::vector<std::string_view>& opening_markers(ToolCallFormat forma
         case ToolCallFormat::deepseek_v3: return deepseek;
         case ToolCallFormat::harmony: return harmony;
         case ToolCallFormat::gemma4: return gemma4;
+        case ToolCallFormat::minimax_m2: return minimax;
         case ToolCallFormat::llama3_json: return none;
     }
     return none;

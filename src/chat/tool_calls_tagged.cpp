@@ -1,6 +1,9 @@
 // ToolCallParser's states for the formats whose calls are framed by marker texts rather than by a
-// JSON object: Qwen3-Coder's XML (inside <tool_call>), DeepSeek V3's and harmony's; and the
+// JSON object: Qwen3-Coder's XML (inside <tool_call>) and MiniMax-M2's (inside <minimax:tool_call>),
+// DeepSeek V3's and harmony's; and the
 // arguments object that DeepSeek and harmony calls carry (streamed minified by object_args).
+#include <array>
+
 #include <nlohmann/json.hpp>
 
 #include "chat/text_scan.h"
@@ -14,8 +17,6 @@ constexpr size_t kMaxName = 256;       // a longer function or parameter name is
 constexpr size_t kMaxHeader = 512;     // a harmony header longer than this is not a call's
 constexpr int kMaxValueDepth = 128;    // a deeper Qwen3-Coder value stays a string (bounded parse)
 constexpr size_t kMaxFenceLine = 16;   // DeepSeek's ```json line, newline included
-
-const std::vector<std::string_view> kValueEnds = {kParameterClose, kParameterOpen, kFunctionClose, kHermesClose};
 
 bool plain_name(std::string_view name) {
     if (name.empty() || name.size() > kMaxName) return false;
@@ -31,7 +32,21 @@ std::string trimmed(std::string_view s) {
     return std::string(s.substr(b, e - b));
 }
 
-// A Qwen3-Coder value of a parameter typed other than string: its JSON when it parses, else a string.
+// A call's or parameter's name as written, MiniMax-M2's quotes ("NAME" or 'NAME') removed.
+std::string xml_name_text(std::string_view raw, bool quoted) {
+    std::string name = trimmed(raw);
+    if (quoted && name.size() >= 2 && (name.front() == '"' || name.front() == '\'') && name.back() == name.front())
+        name = name.substr(1, name.size() - 2);
+    return name;
+}
+
+// What ends a parameter's value: its closing tag, or (a value left open) the next parameter, the
+// call's end or the block's.
+std::array<std::string_view, 4> value_ends(const XmlSyntax& x) {
+    return {kParameterClose, x.param_open, x.call_close, x.block_close};
+}
+
+// A Qwen3-Coder or MiniMax-M2 value of a parameter typed other than string: its JSON when it parses, else a string.
 std::string typed_value(const std::string& text) {
     const std::string t = trimmed(text);
     int depth = 0, deepest = 0;
@@ -80,7 +95,28 @@ void ToolCallParser::end_xml_value(ToolCallParts& out, std::string_view last) {
 }
 
 bool ToolCallParser::step_xml(ToolCallParts& out, bool final) {
+    const XmlSyntax& x = xml_syntax(format_);
     switch (state_) {
+        case State::xml_block: {  // MiniMax-M2: inside <minimax:tool_call>, before a call or the block's end
+            const size_t j = skip_space(pending_);
+            const std::string_view rest = std::string_view(pending_).substr(j);
+            const bool opened = container_ == Container::minimax;  // a call of this block was read
+            if (rest.empty() && !final) return false;
+            const Match call = match(rest, x.call_open, final), end = match(rest, x.block_close, final);
+            if (call == Match::partial || end == Match::partial) return false;
+            if (call == Match::yes) {
+                consume(j + x.call_open.size());
+                state_ = State::xml_name;
+            } else if (end == Match::yes && opened) {
+                consume(j + x.block_close.size());
+                to_text();
+            } else if (opened) {
+                to_text();  // what follows the block's calls is content
+            } else {
+                give_back(out);  // a block without a call is content as written
+            }
+            return true;
+        }
         case State::xml_name: {
             const size_t gt = pending_.find('>');
             if (gt == std::string::npos) {
@@ -88,13 +124,14 @@ bool ToolCallParser::step_xml(ToolCallParts& out, bool final) {
                 give_back(out);
                 return true;
             }
-            const std::string name = trimmed(std::string_view(pending_).substr(0, gt));
+            const std::string name = xml_name_text(std::string_view(pending_).substr(0, gt), x.minimax);
             if (!plain_name(std::string_view(pending_).substr(0, gt)) || name.empty()) {
                 give_back(out);
                 return true;
             }
             consume(gt + 1);
             begin_call(out, name);
+            if (x.minimax) container_ = Container::minimax;
             const auto typed = typed_params_.find(name);
             typed_ = typed == typed_params_.end() ? std::set<std::string>() : typed->second;
             xml_params_ = 0;
@@ -116,17 +153,21 @@ bool ToolCallParser::step_xml(ToolCallParts& out, bool final) {
                 return true;
             }
             bool partial = false;
-            for (std::string_view m : {kParameterOpen, kFunctionClose, kHermesClose}) {
+            for (std::string_view m : {x.param_open, x.call_close, x.block_close}) {
                 const Match r = match(rest, m, final);
                 partial = partial || r == Match::partial;
                 if (r != Match::yes) continue;
-                if (m == kParameterOpen) {
+                if (m == x.param_open) {
                     consume(j + m.size());
                     state_ = State::xml_param_name;
-                } else if (m == kFunctionClose) {
+                } else if (m == x.call_close) {
                     close_call(m.size());
-                    container_ = Container::hermes;
-                    state_ = State::hermes_close;
+                    if (x.minimax) {
+                        state_ = State::xml_block;  // another call, or the block's end
+                    } else {
+                        container_ = Container::hermes;
+                        state_ = State::hermes_close;
+                    }
                 } else {
                     close_call(m.size());
                     to_text();
@@ -147,33 +188,48 @@ bool ToolCallParser::step_xml(ToolCallParts& out, bool final) {
                 state_ = State::xml_params;  // not a parameter: what follows is dropped as junk
                 return true;
             }
-            const std::string param = trimmed(std::string_view(pending_).substr(0, gt));
+            const std::string param = xml_name_text(std::string_view(pending_).substr(0, gt), x.minimax);
             consume(gt + 1);
             if (plain_name(param)) start_xml_value(out, param);
             else state_ = State::xml_params;
             return true;
         }
         case State::xml_value: {
+            // The white space at a value's ends that is not part of it: Qwen3-Coder's one newline,
+            // MiniMax-M2's all of it. Trailing white space is held back until what follows decides.
             if (!value_started_) {
-                if (pending_.empty() && !final) return false;
-                if (!pending_.empty() && pending_[0] == '\n') consume(1);
+                if (x.minimax) {
+                    consume(skip_space(pending_));  // dropped whatever follows
+                    if (pending_.empty() && !final) return false;
+                } else {
+                    if (pending_.empty() && !final) return false;
+                    if (!pending_.empty() && pending_[0] == '\n') consume(1);
+                }
                 value_started_ = true;
             }
+            auto trailing = [&](std::string_view v) {
+                size_t n = v.size();
+                if (x.minimax) {
+                    while (n > 0 && is_space(v[n - 1])) --n;
+                } else if (n > 0 && v[n - 1] == '\n') {
+                    --n;
+                }
+                return n;
+            };
             size_t at = std::string::npos;
             std::string_view end;
-            for (std::string_view m : kValueEnds)
+            for (std::string_view m : value_ends(x))
                 if (const size_t p = pending_.find(m); p < at) at = p, end = m;
             if (at != std::string::npos || final) {
                 std::string_view value = std::string_view(pending_).substr(0, std::min(at, pending_.size()));
-                if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+                value = value.substr(0, trailing(value));
                 end_xml_value(out, value);
                 consume(at == std::string::npos ? pending_.size() : at + (end == kParameterClose ? end.size() : 0));
                 return true;
             }
             size_t hold = 0;
-            for (std::string_view m : kValueEnds) hold = std::max(hold, partial_tag_suffix(pending_, m));
-            size_t n = pending_.size() - hold;
-            if (n > 0 && pending_[n - 1] == '\n') --n;  // maybe the newline before the closing tag
+            for (std::string_view m : value_ends(x)) hold = std::max(hold, partial_tag_suffix(pending_, m));
+            const size_t n = trailing(std::string_view(pending_).substr(0, pending_.size() - hold));
             if (value_typed_) value_.append(pending_, 0, n);
             else {
                 std::string piece;

@@ -165,9 +165,6 @@ void read_mla(const gguf::File& f, ModelConfig& c, const std::function<int64_t(c
              f.name(), c.v_head_dim, c.head_dim);
     c.n_kv_heads = c.n_heads;  // the decompressed cache: one K and V per query head
     read_moe_layout(f, c, true);
-    if (f.get_float_or(a + "attention.temperature_scale", 0.0) != 0.0)
-        fail("{}: {}attention.temperature_scale (Mistral-Large's attention temperature tuning) is not supported yet",
-             f.name(), a);
     c.yarn_log_multiplier = f.get_float_or(a + "rope.scaling.yarn_log_multiplier", 0.0);
     if (!(c.yarn_log_multiplier >= 0 && c.yarn_log_multiplier < 10))
         fail("{}: {}rope.scaling.yarn_log_multiplier = {} is out of range", f.name(), a, c.yarn_log_multiplier);

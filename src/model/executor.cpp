@@ -363,6 +363,7 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
             case OpKind::delta_gates: delta_gates(node, in(0), in(1)); break;
             case OpKind::scale: b.scale(in(0), node.value); break;
             case OpKind::softcap: b.softcap(in(0), node.value); break;
+            case OpKind::attn_temperature: b.attn_temperature(in(0), node.temperature); break;
             case OpKind::add_rms_norm:
                 if (node.out.size() == 3) {  // also writes its output's prepared form (fusion.h)
                     const backend::Tensor r = in(1);

@@ -56,6 +56,8 @@ std::string format_graph(const Graph& g, const backend::Backend& backend, int64_
                                 backend.describe_matmul(gu, per_expert));
         }
         if (n.kind == OpKind::scale || n.kind == OpKind::softcap) line += fmt::format("  {}", n.value);
+        if (n.kind == OpKind::attn_temperature)
+            line += fmt::format("  beta {} length {}", n.temperature.beta, n.temperature.length);
         if (n.attention.sliding_window > 0) line += fmt::format("  window {}", n.attention.sliding_window);
         if (n.attention.softcap > 0) line += fmt::format("  softcap {}", n.attention.softcap);
         if (n.attention.sinks) line += "  sinks";

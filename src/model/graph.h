@@ -69,6 +69,7 @@ struct Node {
     // (Graph::lora_targets index; -1: none), backend::PartLora
     std::array<int32_t, 3> lora_parts = {-1, -1, -1};
     backend::ColumnCopy columns;                // copy_columns
+    backend::AttnTemperature temperature;       // attn_temperature
     backend::CausalConv1d conv;                 // causal_conv1d (state_rows from the step)
     backend::GatedDeltaRule delta;              // gated_delta_rule (state_rows from the step)
     // input_embeddings: the given rows hold `embedding_slices` slices of the input's width; slice 0

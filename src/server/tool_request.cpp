@@ -39,6 +39,9 @@ CallSyntax syntax(chat::ToolCallFormat format) {
             return {R"("{\"name\": \"NAME\", \"parameters\": ")", R"("}")", "", R"("; ")", ""};
         case chat::ToolCallFormat::qwen3_coder:  // the arguments are XML parameters (xml_parameters)
             return {R"("<tool_call>\n<function=NAME>\n")", R"("</function>\n</tool_call>")", "", R"("\n")", ""};
+        case chat::ToolCallFormat::minimax_m2:  // XML parameters too, one call a block
+            return {R"("<minimax:tool_call>\n<invoke name=\"NAME\">\n")", R"("</invoke>\n</minimax:tool_call>")", "",
+                    R"("\n")", ""};
         case chat::ToolCallFormat::deepseek_v3:
             return {R"("<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n")", R"("\n```<｜tool▁call▁end｜>")",
                     R"("<｜tool▁calls▁begin｜>")", R"("\n")", R"("<｜tool▁calls▁end｜>")"};
@@ -83,12 +86,14 @@ std::string add_schema_rules(const json& schema, const std::string& prefix, cons
 }
 
 // Qwen3-Coder's arguments: each property of the schema, in its order (the required ones always,
-// the others optionally), as <parameter=P>\nVALUE\n</parameter>\n. A string property's VALUE is
+// the others optionally), as <parameter=P>\nVALUE\n</parameter>\n (MiniMax-M2's: <parameter
+// name="P">VALUE</parameter>\n). A string property's VALUE is
 // text without '<' (the parser takes it verbatim; an enum of strings is one of them, other string
 // keywords are not enforced); any other's is its JSON under the property's schema (with the
 // schema's $defs). Returns the GBNF of the sequence and adds the rules it uses.
-std::string xml_parameters(const json& schema, const std::string& prefix, const std::string& param,
-                           std::string& extra_gbnf, std::vector<grammar::SpecRule>& rules) {
+std::string xml_parameters(chat::ToolCallFormat format, const json& schema, const std::string& prefix,
+                           const std::string& param, std::string& extra_gbnf, std::vector<grammar::SpecRule>& rules) {
+    const bool minimax = format == chat::ToolCallFormat::minimax_m2;
     const auto props = schema.find("properties");
     if (props == schema.end() || !props->is_object() || props->empty()) return "";
     std::vector<std::string> required;
@@ -117,8 +122,9 @@ std::string xml_parameters(const json& schema, const std::string& prefix, const 
                                      rules);
         }
         const std::string rule = fmt::format("{}param{}", prefix, k);
-        extra_gbnf += fmt::format("{} ::= {} {} {}\n", rule, gbnf_literal("<parameter=" + it.key() + ">\n"), value,
-                                  gbnf_literal("\n</parameter>\n"));
+        const std::string open = minimax ? "<parameter name=\"" + it.key() + "\">" : "<parameter=" + it.key() + ">\n";
+        extra_gbnf += fmt::format("{} ::= {} {} {}\n", rule, gbnf_literal(open), value,
+                                  gbnf_literal(minimax ? "</parameter>\n" : "\n</parameter>\n"));
         const bool needed = std::find(required.begin(), required.end(), it.key()) != required.end();
         seq += " " + rule + (needed ? "" : "?");
     }
@@ -145,8 +151,8 @@ std::shared_ptr<const grammar::Grammar> tool_call_grammar(chat::ToolCallFormat f
             const json schema = fn.contains("parameters") && !fn["parameters"].is_null() ? fn["parameters"]
                                                                                          : json{{"type", "object"}};
             const std::string param = fmt::format("tools[{}].function.parameters", i);
-            const std::string arguments = format == chat::ToolCallFormat::qwen3_coder
-                                              ? xml_parameters(schema, prefix, param, extra, rules)
+            const bool xml = format == chat::ToolCallFormat::qwen3_coder || format == chat::ToolCallFormat::minimax_m2;
+            const std::string arguments = xml ? xml_parameters(format, schema, prefix, param, extra, rules)
                                               : add_schema_rules(schema, prefix, param, rules);
             std::string open = s.open;
             open.replace(open.find("NAME"), 4, name);  // names are [A-Za-z0-9_-] (checked when parsed)
@@ -165,7 +171,8 @@ std::optional<chat::ToolCallFormat> apply_tools(CompletionParams& p, const chat:
     if (!format)
         throw ApiError::invalid("'tools' need a chat template that renders them (Hermes/Qwen <tool_call>, Qwen3-Coder "
                                 "<function=…>, Llama 3.1 JSON, Mistral [TOOL_CALLS], DeepSeek V3 <｜tool▁calls▁begin｜>, "
-                                "Gemma 4 <|tool_call> or gpt-oss harmony); this server's template has none",
+                                "Gemma 4 <|tool_call>, MiniMax-M2 <minimax:tool_call> or gpt-oss harmony); this "
+                                "server's template has none",
                                 "tools", "unsupported_parameter");
     if (p.tool_choice == ToolChoice::none) return std::nullopt;
     if (p.tool_choice == ToolChoice::required || p.tool_choice == ToolChoice::function)

@@ -171,6 +171,28 @@ TEST(ReferenceOps, ScaleAndSoftcap) {
     EXPECT_TRUE(close(s.read(c), {0, 1}, kTol));
 }
 
+// Llama 4's attention temperature, length 8, beta 1/4: positions 0..7 keep their rows (ln 1 = 0),
+// 8..15 take 1 + ln(2)/4, 16..23 1 + ln(3)/4 and 24..26 1 + ln(4)/4 = 1 + ln(2)/2: the floor steps
+// exactly at each multiple of the length, as llama.cpp's mistral3 input computes it.
+TEST(ReferenceOps, AttnTemperatureStepsAtEachMultipleOfTheLength) {
+    Side s = reference();
+    const int32_t n = 27;
+    const Step step = one_sequence(n);
+    s->begin_step(step.inputs());
+    std::vector<float> x;
+    for (int32_t p = 0; p < n; ++p) x.insert(x.end(), {1.0f, -2.0f, 0.5f});
+    const Tensor t = s.input(n, 3, x);
+    s->attn_temperature(t, {.beta = 0.25f, .length = 8});
+    const std::vector<float> got = s.read(t);
+    const double ln2 = std::log(2.0), ln3 = std::log(3.0);
+    for (int32_t p = 0; p < n; ++p) {
+        const double f = p < 8 ? 1 : p < 16 ? 1 + ln2 / 4 : p < 24 ? 1 + ln3 / 4 : 1 + ln2 / 2;
+        for (int c = 0; c < 3; ++c) EXPECT_NEAR(got[size_t(p * 3 + c)], x[size_t(p * 3 + c)] * f, 1e-6) << p << " " << c;
+    }
+    EXPECT_FLOAT_EQ(got[7 * 3], 1.0f);                         // the last position before the first step
+    EXPECT_FLOAT_EQ(got[8 * 3], float(1 + 0.25 * ln2));        // the first one after it
+}
+
 // One sequence of two tokens, one KV head of size 2 shared by two query heads (GQA). Keys
 // k0 = (0, 0), k1 = (ln 3, 0); values v0 = (1, 0), v1 = (0, 1). Head 0 asks q = (1, 0), scale 1:
 // scores 0 and ln 3, weights 1/4 and 3/4. Head 1 asks q = (0, 0): weights 1/2, 1/2.

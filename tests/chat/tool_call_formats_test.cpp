@@ -1,5 +1,5 @@
-// Tool calls streamed as argument deltas, and the tagged formats (Qwen3-Coder XML, DeepSeek V3,
-// gpt-oss harmony): exact whole-output goldens, look-alikes that stay content, template detection,
+// Tool calls streamed as argument deltas, and the tagged formats (Qwen3-Coder XML, MiniMax-M2 XML,
+// DeepSeek V3, gpt-oss harmony): exact whole-output goldens, look-alikes that stay content, template detection,
 // and for every format the streaming invariant over random token-size chunkings: the deltas name
 // each call once, in index order, before any of its arguments, and concatenate to exactly the
 // arguments the whole parse returns; arguments flow before the call's closing marker arrives.
@@ -78,6 +78,33 @@ const std::vector<Case>& cases() {
          "",
          {{"noop", "{}"}, {"get_weather", R"({"days":1})"}}},
         {F::harmony, "<|channel|>final<|message|>Hello there.", "<|channel|>final<|message|>Hello there.", {}},
+        // MiniMax-M2: quoted names, any number of calls a block, values typed by the schema.
+        {F::minimax_m2,
+         "Let me check.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n"
+         "<parameter name=\"days\">3</parameter>\n<parameter name=\"opts\">{\"unit\": \"C\", \"a\": [1, 2]}</parameter>\n"
+         "</invoke>\n<invoke name=\"noop\">\n</invoke>\n</minimax:tool_call>",
+         "Let me check.",
+         {{"get_weather", R"({"city":"Paris","days":3,"opts":{"unit":"C","a":[1,2]}})"}, {"noop", "{}"}}},
+        // A value's white space at both ends is not part of it (inside it is); an untyped or unparsable
+        // value is a string; text after the block is content.
+        {F::minimax_m2,
+         "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">\n  New York\n\"City\" \n</parameter>\n"
+         "<parameter name=\"days\">three</parameter>\n<parameter name=\"tags\"> [\"x\"] </parameter>\n"
+         "<parameter name=\"note\">7</parameter>\n</invoke>\n</minimax:tool_call>\nDone.",
+         "Done.",
+         {{"get_weather", R"({"city":"New York\n\"City\"","days":"three","tags":["x"],"note":"7"})"}}},
+        // Two blocks, single-quoted names; a parameter left open runs to the next one; a call cut off
+        // closes what it has.
+        {F::minimax_m2,
+         "<minimax:tool_call><invoke name='noop'></invoke></minimax:tool_call> and <minimax:tool_call>\n"
+         "<invoke name=\"get_weather\">\n<parameter name=\"city\">Oslo\n<parameter name=\"days\">2",
+         "and",
+         {{"noop", "{}"}, {"get_weather", R"({"city":"Oslo","days":2})"}}},
+        // Look-alikes stay content, byte for byte.
+        {F::minimax_m2, "<minimax:tool_call>\nnothing", "<minimax:tool_call>\nnothing", {}},
+        {F::minimax_m2, "<minimax:tool_call>\n<invoke name=\"bad\nname\">", "<minimax:tool_call>\n<invoke name=\"bad\nname\">", {}},
+        {F::minimax_m2, "<minimax:tool_call></minimax:tool_call>", "<minimax:tool_call></minimax:tool_call>", {}},
+        {F::minimax_m2, "x <minimax:tool_c", "x <minimax:tool_c", {}},
     };
     return c;
 }
@@ -146,6 +173,8 @@ TEST(ToolCallFormats, ArgumentsFlowBeforeTheCallCloses) {
          "{\"city\": \"Paris, France\"", "}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", R"({"city":"Paris, France")"},
         {F::harmony, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
          "{\"city\": \"Paris, France\"", "}<|call|>", R"({"city":"Paris, France")"},
+        {F::minimax_m2, "<minimax:tool_call>\n<invoke name=\"get_weather\">\n", "<parameter name=\"city\">Paris, France and more",
+         " </parameter>\n</invoke>\n</minimax:tool_call>", R"({"city":"Paris, France and more)"},
     };
     for (const auto& f : flows) {
         ToolCallParser p(f.format, kTools);
@@ -176,6 +205,8 @@ TEST(ToolCallFormats, NothingAmbiguousIsEmitted) {
         {F::deepseek_v3, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_wea"},
         {F::harmony, "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>js"},
         {F::llama3_json, "<|python"},
+        {F::minimax_m2, "<minimax:tool_call>\n<invoke name=\"get_wea"},
+        {F::minimax_m2, "<minimax:tool"},
     };
     for (const auto& [format, text] : held) {
         ToolCallParser p(format, kTools);
@@ -195,4 +226,8 @@ TEST(ToolCallFormats, DetectedFromTemplateMarkers) {
                                       "{{- '<parameter=' + args_name + '>\\n' }}"),
               ToolCallFormat::qwen3_coder);
     EXPECT_EQ(detect_tool_call_format("<tool_call>\\n{\"name\": ...}"), ToolCallFormat::hermes);
+    // MiniMax-M2's template sets its markers as variables and writes <parameter name=…> (not Qwen's <parameter=).
+    EXPECT_EQ(detect_tool_call_format("{%- set toolcall_begin_token = '<minimax:tool_call>' -%}{{ toolcall_begin_token }}"
+                                      "<invoke name=\"{{ tool_call.name }}\"><parameter name=\"{{ k }}\">"),
+              ToolCallFormat::minimax_m2);
 }

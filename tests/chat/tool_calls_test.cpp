@@ -131,7 +131,8 @@ TEST(ToolCalls, Llama3Json) {
 
 TEST(ToolCalls, PlainContentIsUntouched) {
     for (auto f : {ToolCallFormat::hermes, ToolCallFormat::mistral, ToolCallFormat::llama3_json,
-                   ToolCallFormat::qwen3_coder, ToolCallFormat::deepseek_v3, ToolCallFormat::harmony})
+                   ToolCallFormat::qwen3_coder, ToolCallFormat::deepseek_v3, ToolCallFormat::harmony,
+                   ToolCallFormat::minimax_m2})
         for (const char* text : {"", "  hello  ", "\n", "a < b [c] {d"}) {
             EXPECT_EQ(parse_tool_calls(text, f).content, text) << tool_call_format_name(f);
             EXPECT_TRUE(parse_tool_calls(text, f).calls.empty());
@@ -157,15 +158,18 @@ TEST(ToolCalls, RandomInputsNeverCrashAndStreamingAgrees) {
                                             "commentary to=functions.f ", "<|message|>", "<|call|>", "final",
                                             std::string(300, 'n'), "```json",
                                             "{\"name\": \"f\", \"arguments\": {}}", "{", "}", "[", "]", "\"",
-                                            "\\", ";", " ", "\n", "x", "<tool", "{\"name\": \"g\", \"parameters\": {\"a\": ["};
+                                            "\\", ";", " ", "\n", "x", "<tool", "{\"name\": \"g\", \"parameters\": {\"a\": [",
+                                            "<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=\"f\">",
+                                            "<parameter name=\"a\">", "</invoke>", "<invoke name="};
     const ToolCallFormat formats[] = {ToolCallFormat::hermes,      ToolCallFormat::mistral,     ToolCallFormat::llama3_json,
-                                      ToolCallFormat::qwen3_coder, ToolCallFormat::deepseek_v3, ToolCallFormat::harmony};
+                                      ToolCallFormat::qwen3_coder, ToolCallFormat::deepseek_v3, ToolCallFormat::harmony,
+                                      ToolCallFormat::minimax_m2};
     for (int iter = 0; iter < 6000; ++iter) {
         std::string t;
         const int n = int(rng() % 10);
         for (int i = 0; i < n; ++i) t += atoms[rng() % atoms.size()];
         if (rng() % 10 == 0) t += std::string(300, '[');  // deep nesting: refused, not recursed into
-        const ToolCallFormat f = formats[rng() % 6];
+        const ToolCallFormat f = formats[rng() % std::size(formats)];
         const ParsedToolCalls whole = parse_tool_calls(t, f);
         std::vector<size_t> cuts;
         for (size_t i = 1; i < t.size(); ++i)

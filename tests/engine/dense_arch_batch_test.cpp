@@ -1,5 +1,6 @@
 // Greedy decoding of the dense architectures beyond the llama family (gemma2, gemma3, gemma4, phi3, with
-// sliding windows short enough that the generations cross them) yields the same tokens alone or in
+// sliding windows short enough that the generations cross them; mistral3 with its attention
+// temperature stepping within the generations) yields the same tokens alone or in
 // a batch, whatever the KV block size, token budget (chunked prefill) and pool size (preemption).
 #include <gtest/gtest.h>
 #include <set>
@@ -42,10 +43,11 @@ TEST(DenseArchBatch, GreedyTokensIndependentOfBlockSizeAndBatch) {
     const int64_t vocab = 300, max_tokens = 12;
     std::vector<std::vector<int32_t>> prompts;
     for (uint32_t i = 0; i < 10; ++i) prompts.push_back(test::make_prompt(3 + (i * 7) % 17, i + 1, vocab));
-    for (const std::string arch : {"gemma2", "gemma3", "gemma4", "gemma4_ple", "phi3"}) {
+    for (const std::string arch : {"gemma2", "gemma3", "gemma4", "gemma4_ple", "phi3", "mistral3"}) {
         model::RandomModelSpec spec;
         spec.arch = arch == "gemma4_ple" ? "gemma4" : arch; spec.vocab_size = vocab; spec.head_dim = 16; spec.sliding_window = 6; spec.seed = 40;
         if (spec.arch == "gemma3") spec.swa_period = 2;
+        if (spec.arch == "mistral3") spec.original_context = 8;  // attention temperature steps at 8, 16, 24
         if (spec.arch == "gemma4") {  // sliding, full, sliding, full: the last two read the first two's KV
             spec.n_layers = 4; spec.swa_period = 2; spec.shared_kv_layers = 2; spec.v_equals_k = true;
             spec.full_head_dim = 32; spec.full_kv_heads = 1;  // per-layer shapes, padded in the paged KV

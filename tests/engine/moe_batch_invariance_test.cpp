@@ -3,7 +3,7 @@
 // the token budget (chunked prefill), arrival order and KV block size; for a Mixtral-style llama with
 // Q4_0 experts, a qwen2moe with F32 ones, a qwen3moe with Q8_0 ones, and gpt-oss (sinks, sliding
 // layers, biased experts) with F32 and MXFP4 ones, and deepseek2 (MLA, a dense first layer, sigmoid
-// groups, shared experts) and glm4moe (partial NEOX RoPE, Q/K norms, sigmoid with a correction bias,
+// groups, shared experts, Mistral-Large-3's attention temperature) and glm4moe (partial NEOX RoPE, Q/K norms, sigmoid with a correction bias,
 // shared experts, a NextN block not run) and minimax-m2 (whole-row Q/K norms, partial NEOX RoPE,
 // sigmoid with a selection bias) with F32 and Q8_0 ones.
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "engine/engine_core.h"
 #include "engine/engine_test_util.h"
 #include "fixtures.h"
+#include "gguf/gguf.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "quant/quantize_model.h"
@@ -37,8 +38,18 @@ std::string moe_model(const std::string& arch, const std::string& quant) {
         spec.nextn_layers = 1;
     }
     if (arch == "minimax-m2") spec.head_dim = 32;
-    const std::string f = pagoda::test::temp_path("engine-moe-" + arch + ".gguf");
+    std::string f = pagoda::test::temp_path("engine-moe-" + arch + ".gguf");
     model::write_random_model(spec, nullptr, f);
+    if (arch == "deepseek2") {  // Mistral-Large-3's attention temperature, steps at positions 8, 16, 24
+        auto in = gguf::File::open(f);
+        gguf::Writer w;
+        for (const auto& [key, value] : in->metadata()) w.set(key, value);
+        w.set("deepseek2.attention.temperature_scale", gguf::Value::f32(0.1f));
+        w.set("deepseek2.attention.temperature_length", gguf::Value::u32(8));
+        for (const auto& t : in->tensors()) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
+        f = pagoda::test::temp_path("engine-moe-deepseek2-temperature.gguf");
+        w.write(f);
+    }
     if (quant.empty()) return f;
     const std::string q = pagoda::test::temp_path("engine-moe-" + arch + "-" + quant + ".gguf");
     quant::QuantizeRequest req;

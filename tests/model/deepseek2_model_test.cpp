@@ -4,7 +4,8 @@
 // (no pagoda graph code); the CPU backend against the reference, fused and unfused, for V3's form
 // (q bottleneck, sigmoid router with correction bias, groups, routed scale, YaRN) and V2-Lite's
 // (plain attn_q, softmax), F32 and Q8_0; newer converters' attn_k_b / attn_v_b split loading to the
-// same logits as attn_kv_b; the YaRN scale and the cache shape; Vulkan's refusal naming copy_columns;
+// same logits as attn_kv_b; Mistral-Large-3's attention temperature against the equations and the CPU
+// against the reference with it; the YaRN scale and the cache shape; Vulkan's refusal naming copy_columns;
 // and load errors naming the key.
 #include <cmath>
 #include <cstring>
@@ -55,6 +56,28 @@ RandomModelSpec lite_spec(uint64_t seed) {
     return s;
 }
 
+// A copy of `from` without the key or tensor `drop`, with `set` keys replaced.
+void rewrite(const std::string& from, const std::string& to, const std::string& drop,
+             const std::vector<std::pair<std::string, gguf::Value>>& set = {}) {
+    auto in = gguf::File::open(from);
+    gguf::Writer w;
+    for (const auto& [key, value] : in->metadata())
+        if (key != drop) w.set(key, value);
+    for (const auto& [key, value] : set) w.set(key, value);
+    for (const auto& t : in->tensors())
+        if (t.name != drop) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
+    w.write(to);
+}
+
+// `path` with Mistral-Large-3's attention temperature keys as its converter writes them
+// (attention.temperature_scale = beta, attention.temperature_length), as a new file.
+std::string with_temperature(const std::string& path, float beta, uint32_t length) {
+    const std::string out = path.substr(0, path.size() - 5) + "_temperature.gguf";
+    rewrite(path, out, {.set = {{"deepseek2.attention.temperature_scale", gguf::Value::f32(beta)},
+                                {"deepseek2.attention.temperature_length", gguf::Value::u32(length)}}});
+    return out;
+}
+
 // --- the MLA equations, evaluated directly from an F32 file -------------------------------------
 
 struct Direct : direct::Weights {
@@ -77,7 +100,10 @@ struct Direct : direct::Weights {
     }
 
     // The logits of every position of `ids`, all layers dense (leading_dense = block count), no YaRN.
-    std::vector<double> logits(const ModelConfig& c, const std::vector<int32_t>& ids) const {
+    // temp_beta != 0: each query, after RoPE, times 1 + temp_beta ln(1 + floor(pos / temp_length))
+    // (Mistral-Large-3's attention temperature).
+    std::vector<double> logits(const ModelConfig& c, const std::vector<int32_t>& ids, double temp_beta = 0,
+                               int64_t temp_length = 1) const {
         const int64_t H = c.n_heads, nope = c.qk_nope_dim, r = c.rope_dims, v = c.v_head_dim, kvl = c.kv_lora_rank;
         const int64_t hk = nope + r, T = int64_t(ids.size());
         const double eps = c.rms_eps;
@@ -105,6 +131,8 @@ struct Direct : direct::Weights {
                     val[size_t(s)].insert(val[size_t(s)].end(), kv.begin() + long(at + size_t(nope)),
                                           kv.begin() + long(at + size_t(nope + v)));
                 }
+                const double temperature = 1 + temp_beta * std::log(1 + std::floor(double(s) / double(temp_length)));
+                for (double& value : q[size_t(s)]) value *= temperature;
             }
             for (int64_t s = 0; s < T; ++s) {
                 const std::vector<double> out = direct::attend(q, k, val, s, H, H, hk, v, std::sqrt(double(hk)));
@@ -140,6 +168,36 @@ TEST(Deepseek2Direct, ReferenceBackendComputesTheMlaEquations) {
     }
 }
 
+// Mistral-Large-3's attention temperature (attention.temperature_scale 0.2, temperature_length 4) over
+// 15 positions: the reference's logits, in both MLA forms, are the equations' with each query scaled
+// by its position's temperature; below position 4 they equal the equations' without it.
+TEST(Deepseek2Direct, AttentionTemperatureScalesEachQuery) {
+    RandomModelSpec s = v3_spec(62);
+    s.yarn = false;
+    s.n_layers = 2;
+    s.leading_dense = 2;
+    const std::string plain_path = test::temp_path("deepseek2_direct.gguf");
+    write_random_model(s, nullptr, plain_path);
+    const std::string path = with_temperature(plain_path, 0.2f, 4);
+    auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
+    EXPECT_EQ(file->get_int("deepseek2.attention.temperature_length"), 4);
+    const ModelConfig cfg = read_config(*file);
+    const std::vector<int32_t> ids = prompt(15);
+    const std::vector<double> want = Direct{*file}.logits(cfg, ids, 0.2f, 4);
+    const std::vector<double> plain = Direct{*file}.logits(cfg, ids);
+    const size_t vocab = size_t(cfg.vocab_size);
+    for (size_t i = 0; i < 4 * vocab; ++i) ASSERT_EQ(want[i], plain[i]) << i;
+    double moved = 0;
+    for (size_t i = 4 * vocab; i < want.size(); ++i) moved = std::max(moved, std::fabs(want[i] - plain[i]));
+    EXPECT_GT(moved, 1e-3);
+    for (const std::string mla : {"absorbed", "naive"}) {
+        auto model = open_step_model(file, {.backend = "reference", .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
+                                            .tokens_wanted = 64, .mla = mla});
+        SequenceRunner runner(*model, false);
+        direct::expect_logits_near(runner.prefill(0, ids, 64, true), want, 1e-5, mla);
+    }
+}
+
 // --- the CPU backend against the reference ----------------------------------------------------
 
 struct Case {
@@ -151,12 +209,14 @@ struct Case {
     // Max |cpu - reference| relative to the largest |reference logit| (as gpt_oss_model_test).
     double tolerance;
     std::string mla = "absorbed";  // the CPU model's form (the reference runs the default, absorbed)
+    bool temperature = false;      // Mistral-Large-3's attention temperature, length 6 (three steps in 19 positions)
 };
 
 std::string model_path(const Case& c) {
     RandomModelSpec spec = c.lite ? lite_spec(71) : v3_spec(71);
     spec.mla_split = c.split;
-    return model_compare::write_model(spec, "deepseek2_" + c.name, c.quant);
+    const std::string path = model_compare::write_model(spec, "deepseek2_" + c.name, c.quant);
+    return c.temperature ? with_temperature(path, 0.2f, 6) : path;
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -197,7 +257,9 @@ INSTANTIATE_TEST_SUITE_P(RandomModels, Deepseek2Model,
                                            Case{"v3_q8_0", false, false, "q8_0", true, 3e-2},
                                            Case{"lite_q8_0_unfused", true, false, "q8_0", false, 3e-2},
                                            Case{"v3_f32_naive", false, false, "", true, 1e-5, "naive"},
-                                           Case{"lite_split_q8_0_naive", true, true, "q8_0", true, 3e-2, "naive"}),
+                                           Case{"lite_split_q8_0_naive", true, true, "q8_0", true, 3e-2, "naive"},
+                                           Case{"v3_f32_temperature", false, false, "", true, 1e-5, "absorbed", true},
+                                           Case{"v3_f32_temperature_naive_unfused", false, false, "", false, 1e-5, "naive", true}),
                          [](const auto& info) { return info.param.name; });
 
 // Newer converters' attn_k_b / attn_v_b (with key_length_mla / value_length_mla) hold the numbers of
@@ -304,8 +366,9 @@ TEST(Deepseek2Errors, NameTheMissingOrContradictoryKeyOrTensor) {
     without(full, cut, "deepseek2.rope.scaling.yarn_log_multiplier");
     EXPECT_NE(load_error(cut).find("deepseek2 YaRN needs deepseek2.rope.scaling.yarn_log_multiplier"), std::string::npos)
         << load_error(cut);
-    rewrite(full, cut, {.set = {{"deepseek2.attention.temperature_scale", gguf::Value::f32(0.1f)}}});
-    EXPECT_NE(load_error(cut).find("attention.temperature_scale"), std::string::npos) << load_error(cut);
+    rewrite(full, cut, {.set = {{"deepseek2.attention.temperature_scale", gguf::Value::f32(0.1f)}}});  // no length
+    EXPECT_NE(load_error(cut).find("deepseek2.attention.temperature_scale needs a positive "
+                                   "deepseek2.attention.temperature_length, got 0"), std::string::npos) << load_error(cut);
     rewrite(full, cut, {.set = {{"deepseek2.nextn_predict_layers", gguf::Value::u32(3)}}});
     EXPECT_NE(load_error(cut).find("nextn_predict_layers = 3 must be 0..2"), std::string::npos) << load_error(cut);
     rewrite(full, cut, {.set = {{"deepseek2.leading_dense_block_count", gguf::Value::u32(9)}}});

@@ -99,27 +99,26 @@ TEST(GlmGraph, Smollm3SkipsRopeOnEveryFourthLayer) {
 
 // mistral3: YaRN frequencies with the rotation unscaled — the logits of the same weights as a llama
 // file whose rope_freqs.weight holds YaRN's per-frequency divisors (an independent route to the same
-// rotation); the attention temperature scaling bounds the positions run (original context - 1), a
-// longer --ctx is refused naming it, and a yarn_log_multiplier other than 0 or 1 is refused.
-TEST(GlmGraph, Mistral3YarnUnscaledAndTemperatureBound) {
+// rotation) below the original context, where the attention temperature is 1; the temperature runs
+// as one attn_temperature op a layer (length: the original context) and no longer bounds --ctx; a
+// yarn_log_multiplier other than 0 or 1 is refused.
+TEST(GlmGraph, Mistral3YarnUnscaledAndTemperatureOp) {
     RandomModelSpec s = dense_spec("mistral3", 95);
-    s.context_length = 256;  // original context 64: 63 positions run
+    s.context_length = 256;  // original context 64
     const std::string path = test::temp_path("glm_mistral3.gguf");
     write_random_model(s, nullptr, path);
     auto file = gguf::File::open(path);
     const ModelConfig cfg = read_config(*file);
     {
-        auto model = open_step_model(path, {.backend = "reference", .tokens_wanted = 64});
-        EXPECT_EQ(model->info().max_context, 63);
+        auto model = open_step_model(path, {.backend = "reference", .tokens_wanted = 256, .max_context = 200});
+        EXPECT_EQ(model->info().max_context, 200);
+        const std::string graph = model->describe_graph(4, 1, false);
+        EXPECT_NE(graph.find("attn_temperature " + std::to_string(s.n_layers)), std::string::npos) << graph;
+        size_t ops = 0;
+        for (size_t at = graph.find("beta 0.1 length 64"); at != std::string::npos; at = graph.find("beta 0.1 length 64", at + 1))
+            ++ops;
+        EXPECT_EQ(ops, size_t(s.n_layers)) << graph;
     }
-    std::string error;
-    try {
-        open_step_model(path, {.backend = "reference", .tokens_wanted = 64, .max_context = 100});
-    } catch (const Error& e) {
-        error = e.what();
-    }
-    EXPECT_NE(error.find("--ctx 100 exceeds the model's 63 positions before its attention temperature scaling "
-                         "(mistral3.attention.temperature_scale = 0.1"), std::string::npos) << error;
     // The llama twin: the same tensors plus rope_freqs.weight = theta_i / yarn_theta_i, keys as llama.
     const YarnRopeScaling yarn = read_yarn_rope_scaling(*file, "mistral3", cfg.context_length, true);
     const backend::RopeSpec spec = yarn_rope_spec(cfg.rope_dims, false, cfg.rope_theta, yarn);

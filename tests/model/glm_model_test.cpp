@@ -5,6 +5,7 @@
 // sandwich norms and fused gate|up, glm4moe's post_attention_norm before the FFN, smollm3's NoPE
 // layers); the CPU backend against the reference, fused and unfused, F32 and Q8_0, prefill and
 // decode. Layouts and errors: glm_layout_test.cpp.
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 
@@ -53,7 +54,10 @@ struct Direct : direct::Weights {
     }
 
     // The logits of every position of `ids` (glm4moe: every layer dense, leading_dense = block count).
-    std::vector<double> logits(const ModelConfig& c, const std::vector<int32_t>& ids) const {
+    // temp_beta != 0: each query, after RoPE, times 1 + temp_beta ln(1 + floor(pos / temp_length))
+    // (mistral3's attention temperature).
+    std::vector<double> logits(const ModelConfig& c, const std::vector<int32_t>& ids, double temp_beta = 0,
+                               int64_t temp_length = 1) const {
         const int64_t H = c.n_heads, KV = c.n_kv_heads, hd = c.head_dim, r = c.rope_dims, T = int64_t(ids.size());
         const bool neox = c.arch == "glm4moe", glm4 = c.arch == "glm4";
         const double eps = c.rms_eps;
@@ -80,6 +84,8 @@ struct Direct : direct::Weights {
                         }
                         if (use_rope) rope(*vec, size_t(hh * hd), r, s, c.rope_theta, neox);
                     }
+                const double temperature = 1 + temp_beta * std::log(1 + std::floor(double(s) / double(temp_length)));
+                for (double& value : q[size_t(s)]) value *= temperature;
             }
             for (int64_t s = 0; s < T; ++s) {
                 std::vector<double> out = direct::attend(q, k, v, s, H, KV, hd, hd, std::sqrt(double(hd)));
@@ -126,6 +132,46 @@ TEST(GlmDirect, ReferenceBackendComputesEachArchitecturesEquations) {
     expect_direct(dense_spec("smollm3", 63), "smollm3");
 }
 
+// mistral3's attention temperature: a file with plain RoPE (the YaRN keys dropped, so the equations
+// above apply) and rope.scaling.original_context_length 5 runs 23 positions, four steps of the floor;
+// the reference's logits are the equations' with each query scaled by its position's temperature, and
+// differ from the equations' without it past position 4 only.
+TEST(GlmDirect, Mistral3AttentionTemperature) {
+    RandomModelSpec spec = dense_spec("mistral3", 64);
+    const std::string yarn = test::temp_path("glm_direct_mistral3_yarn.gguf");
+    const std::string path = test::temp_path("glm_direct_mistral3.gguf");
+    write_random_model(spec, nullptr, yarn);
+    {
+        auto in = gguf::File::open(yarn);
+        gguf::Writer w;
+        for (const auto& [key, value] : in->metadata())
+            if (key.rfind("mistral3.rope.scaling.", 0) != 0) w.set(key, value);
+        w.set("mistral3.rope.scaling.original_context_length", gguf::Value::u32(5));
+        for (const auto& t : in->tensors()) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
+        w.write(path);
+    }
+    auto file = gguf::File::open(path);
+    const ModelConfig cfg = read_config(*file);
+    ASSERT_EQ(cfg.rope_scaling, "none");
+    const double beta = file->get_float("mistral3.attention.temperature_scale");
+    ASSERT_NEAR(beta, 0.1, 1e-7);
+    const std::vector<int32_t> ids = prompt(23);
+    const auto want = Direct{*file}.logits(cfg, ids, beta, 5);
+    const auto got = reference_logits(path, ids);
+    direct::expect_logits_near(got, want, 1e-4, "mistral3 temperature");
+    const auto plain = Direct{*file}.logits(cfg, ids);
+    const size_t vocab = size_t(cfg.vocab_size);
+    for (size_t pos = 0; pos < ids.size(); ++pos) {
+        double diff = 0;
+        for (size_t i = 0; i < vocab; ++i) diff = std::max(diff, std::fabs(want[pos * vocab + i] - plain[pos * vocab + i]));
+        if (pos < 5) {
+            EXPECT_EQ(diff, 0) << pos;
+        } else {
+            EXPECT_GT(diff, 1e-3) << pos;
+        }
+    }
+}
+
 // --- the CPU backend against the reference -------------------------------------------------------
 
 struct Case {
@@ -157,6 +203,23 @@ TEST_P(GlmModel, ForwardMatchesTheReferenceBackend) {
     }
     EXPECT_EQ(cfg.rope_scaling, c.arch == "mistral3" ? "yarn" : "none");
     model_compare::expect_cpu_matches_reference(file, c.fusion, c.tolerance);
+}
+
+// mistral3 past its original context (6 here): 29 positions over four temperature steps, the CPU's
+// fused and unfused graphs against the reference, prefill and decode.
+TEST(GlmModelTemperature, Mistral3PastTheOriginalContextMatchesTheReference) {
+    backend::cpu::testing::KernelConfigGuard guard;
+    backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
+    RandomModelSpec spec = dense_spec("mistral3", 73);
+    spec.original_context = 6;
+    const std::string path = model_compare::write_model(spec, "glm_mistral3_temperature");
+    const std::vector<int32_t> ids = prompt(29);
+    const std::vector<float> expected = reference_logits(path, ids);
+    for (const bool fusion : {true, false}) {
+        auto model = open_step_model(path, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
+                                            .tokens_wanted = 128, .fusion = fusion});
+        model_compare::expect_matches_reference(*model, expected, ids, 1e-5);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, GlmModel,

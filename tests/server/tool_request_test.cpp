@@ -255,6 +255,45 @@ TEST(ToolResponse, CallsAndReasoningStreamToWhatTheResponseHolds) {
     EXPECT_FALSE(r2["choices"][0]["message"].contains("reasoning_content"));
 }
 
+// MiniMax-M2: the prompt ends with <think>\n (reasoning_open), the reasoning closes, then content and
+// two calls in one <minimax:tool_call> block, values typed by the tools' schemas; streamed in random
+// pieces the chunks add up to the response.
+TEST(ToolResponse, MinimaxReasoningAndCallsStreamToWhatTheResponseHolds) {
+    ResponseContext ctx{.endpoint = Endpoint::chat_completions, .id = "chatcmpl-t", .created = 1, .model = "m"};
+    ctx.split_reasoning = true;
+    ctx.reasoning_open = true;
+    ctx.tool_format = chat::ToolCallFormat::minimax_m2;
+    ctx.tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}, {"type": "function", "function": {"name": "noop"}}])");
+    const std::string out =
+        "The user wants weather.\n</think>\n\nChecking.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n"
+        "<parameter name=\"city\">Paris</parameter>\n<parameter name=\"days\">2</parameter>\n</invoke>\n"
+        "<invoke name=\"noop\">\n</invoke>\n</minimax:tool_call>";
+    std::mt19937 rng(5);
+    for (int iter = 0; iter < 50; ++iter) {
+        std::vector<std::string> pieces;
+        for (size_t i = 0; i < out.size();) {
+            const size_t n = 1 + rng() % 7;
+            pieces.push_back(out.substr(i, n));
+            i += n;
+        }
+        auto [response, streamed] = run(ctx, pieces);
+        const json& m = response["choices"][0]["message"];
+        EXPECT_EQ(m["content"], "Checking.");
+        EXPECT_EQ(m["reasoning_content"], "The user wants weather.\n");
+        ASSERT_EQ(m["tool_calls"].size(), 2u);
+        EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+        EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris","days":2})");
+        EXPECT_EQ(m["tool_calls"][1]["function"]["name"], "noop");
+        EXPECT_EQ(m["tool_calls"][1]["function"]["arguments"], "{}");
+        EXPECT_EQ(response["choices"][0]["finish_reason"], "tool_calls");
+        EXPECT_EQ(streamed["content"], m["content"]);
+        EXPECT_EQ(streamed["reasoning_content"], m["reasoning_content"]);
+        ASSERT_EQ(streamed["tool_calls"].size(), 2u);
+        for (size_t k = 0; k < 2; ++k) EXPECT_EQ(streamed["tool_calls"][k]["function"], m["tool_calls"][k]["function"]);
+    }
+}
+
 namespace {
 
 const json kXmlTools = json::parse(R"([
@@ -302,6 +341,20 @@ TEST(ToolRequest, ForcedGrammarsOfTheTaggedFormats) {
     EXPECT_FALSE(accepts(g, "<tool_call>\n<function=f>\n<parameter=unit>\nK\n</parameter>\n</function>\n</tool_call>"))
         << "a string enum is enforced";
 
+    // MiniMax-M2: the same typed parameters as <parameter name="P">VALUE</parameter>, a block a call.
+    expect_forced(F::minimax_m2, "", true,
+                  "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n"
+                  "<parameter name=\"days\">3</parameter>\n<parameter name=\"opts\">{\"unit\": \"F\"}</parameter>\n"
+                  "</invoke>\n</minimax:tool_call>\n<minimax:tool_call>\n<invoke name=\"noop\">\n</invoke>\n</minimax:tool_call>",
+                  {{"get_weather", R"({"city":"Paris","days":3,"opts":{"unit":"F"}})"}, {"noop", "{}"}});
+    g = tool_call_grammar(F::minimax_m2, kXmlTools, "get_weather", false);
+    EXPECT_FALSE(accepts(g, "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"days\">3</parameter>\n"
+                            "</invoke>\n</minimax:tool_call>"))
+        << "city is required";
+    EXPECT_FALSE(accepts(g, "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">x</parameter>\n"
+                            "<parameter name=\"days\">three</parameter>\n</invoke>\n</minimax:tool_call>"))
+        << "days is an integer";
+
     expect_forced(F::deepseek_v3, "", true,
                   "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\"}\n```"
                   "<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>noop\n```json\n{}\n```<｜tool▁call▁end｜>"
@@ -342,6 +395,8 @@ TEST(ToolResponse, ArgumentsStreamAsDeltasInEveryApi) {
         {F::harmony, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", "
                      "\"days\": 10}<|call|>"},
         {F::gemma4, "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:10}<tool_call|>"},
+        {F::minimax_m2, "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n"
+                        "<parameter name=\"days\">10</parameter>\n</invoke>\n</minimax:tool_call>"},
     };
     for (const auto& [format, out] : outputs) {
         ResponseContext ctx{.endpoint = Endpoint::chat_completions, .id = "chatcmpl-t", .created = 1, .model = "m"};

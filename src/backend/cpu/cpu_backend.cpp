@@ -114,6 +114,16 @@ public:
         if (!(cap > 0) || !std::isfinite(cap)) fail("cpu backend: the soft cap {} must be positive", cap);
         per_token(x.rows, [&](int64_t t) { cpu::softcap_inplace(f32w(x) + t * x.cols, cap, x.cols); });
     }
+    // The factor in double, rounded once to f32 (as llama.cpp's attn_scale input), times each value.
+    void attn_temperature(const Tensor& x, const AttnTemperature& temp) override {
+        check_attn_temperature(temp, "cpu backend");
+        if (x.rows != int64_t(step_.positions.size()))
+            fail("cpu backend attn_temperature: {} rows for a step of {} tokens", x.rows, step_.positions.size());
+        per_token(x.rows, [&](int64_t t) {
+            const double steps = std::floor(double(step_.positions[size_t(t)]) / double(temp.length));
+            cpu::scale_inplace(f32w(x) + t * x.cols, float(1 + double(temp.beta) * std::log(1 + steps)), x.cols);
+        });
+    }
     void kv_write(KvCache& cache, int32_t layer, const Tensor& k, const Tensor& v) override {
         const int64_t width = int64_t(cache.layout().n_kv_heads) * cache.layout().head_dim;
         check_cols(k, width, "kv_write", "keys");

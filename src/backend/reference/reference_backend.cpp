@@ -302,6 +302,15 @@ public:
         double* xs = elements(x, "softcap");
         for (int64_t i = 0; i < x.rows * x.cols; ++i) xs[i] = double(cap) * std::tanh(xs[i] / double(cap));
     }
+    void attn_temperature(const Tensor& x, const AttnTemperature& temp) override {
+        check_attn_temperature(temp, "reference");
+        expect_shape(x, n_tokens(), x.cols, "attn_temperature", "x");
+        double* xs = elements(x, "attn_temperature");
+        for (int64_t t = 0; t < x.rows; ++t) {
+            const double f = 1 + double(temp.beta) * std::log(1 + std::floor(double(step_.positions[size_t(t)]) / temp.length));
+            for (int64_t c = 0; c < x.cols; ++c) xs[t * x.cols + c] *= f;
+        }
+    }
 
     void kv_write(KvCache& kv_cache, int32_t layer, const Tensor& k, const Tensor& v) override {
         ReferenceKvCache& cache = ours(kv_cache);

@@ -20,7 +20,8 @@ struct MatmulPush { uint64_t w, groups, x, out, range, bias; uint32_t rows, row0
 // r: 0, or the residual added to x first (add_rms_norm).
 struct NormPush { uint64_t x, w, out, r; uint32_t cols, rows; float eps; uint32_t pad = 0; };
 struct LayerNormPush { uint64_t x, w, b, out; uint32_t cols, rows; float eps; uint32_t pad = 0; };
-struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; };
+// i: an integer operand (attn_temperature: the length), 0 for the other ops.
+struct PointwisePush { uint64_t a, b, out; uint32_t n, cols, op; float f; uint32_t i = 0, pad = 0; };
 struct SoftmaxPush { uint64_t x; uint32_t cols, rows; };
 struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, neox; };
 struct KvGeometryPush { uint32_t block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block; };
@@ -65,13 +66,13 @@ static_assert(sizeof(AttentionPush) <= Context::kPushConstantBytes && sizeof(KvW
 
 // Each size is the sum of its members': no padding bytes.
 static_assert(sizeof(EmbedPush) == 48 && sizeof(MatmulPush) == 64 && sizeof(NormPush) == 48 && sizeof(LayerNormPush) == 48 &&
-              sizeof(PointwisePush) == 40 && sizeof(SoftmaxPush) == 16 && sizeof(RopePush) == 40 && sizeof(KvGeometryPush) == 28 &&
+              sizeof(PointwisePush) == 48 && sizeof(SoftmaxPush) == 16 && sizeof(RopePush) == 40 && sizeof(KvGeometryPush) == 28 &&
               sizeof(KvWritePush) == 72 && sizeof(AttentionPush) == 128 && sizeof(CopyColumnsPush) == 56 &&
               sizeof(MoeCombinePush) == 72 && sizeof(MoeRoutePush) == 72 && sizeof(MoeSlotsPush) == 48 && sizeof(MoeGatherPush) == 40 &&
               sizeof(CausalConv1dPush) == 56 && sizeof(GatedDeltaRulePush) == 88 && sizeof(LoraAddPush) == 64);
 
 enum class Pointwise : uint32_t { add = 0, add_bias = 1, silu_mul = 2, gelu_mul = 3, scale = 4, softcap = 5, gelu = 6, swiglu_oai = 7,
-                              sigmoid_mul = 8, silu_mul_halves = 9 };
+                              sigmoid_mul = 8, silu_mul_halves = 9, attn_temperature = 10 };
 
 inline KvGeometryPush geometry(const kv::KvLayout& l) {
     return {uint32_t(l.block_size), uint32_t(l.dtype), uint32_t(l.head_dim), uint32_t(l.row_bytes()),

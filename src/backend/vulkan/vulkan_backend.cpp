@@ -234,6 +234,11 @@ public:
         pointwise(Pointwise::gelu_mul, gate, address(up), address(out), 0.0f);
     }
     void scale(const Tensor& x, float s) override { pointwise(Pointwise::scale, x, 0, 0, s); }
+    void attn_temperature(const Tensor& x, const AttnTemperature& t) override {
+        check_attn_temperature(t, "vulkan");
+        expect(x, step_.tokens(), x.cols, "attn_temperature", "x");
+        pointwise(Pointwise::attn_temperature, x, step_.positions_addr, 0, t.beta, uint32_t(t.length));
+    }
     void softcap(const Tensor& x, float cap) override {
         if (!(cap > 0) || !std::isfinite(cap)) fail("vulkan softcap: the cap {} must be positive", cap);
         pointwise(Pointwise::softcap, x, 0, 0, cap);
@@ -354,9 +359,9 @@ private:
         dev_->stream.dispatch(dev_->ctx->pipeline(shader, constants), &push, sizeof(Push), gx, gy);
     }
     // b and out (0: unused) have a's rows.
-    void pointwise(Pointwise op, const Tensor& a_in, uint64_t b, uint64_t out, float f) {
+    void pointwise(Pointwise op, const Tensor& a_in, uint64_t b, uint64_t out, float f, uint32_t i = 0) {
         const Tensor a = padded(a_in);
-        PointwisePush p{address(a), b, out, uint32_t(a.rows * a.cols), uint32_t(std::max<int64_t>(a.cols, 1)), uint32_t(op), f};
+        PointwisePush p{address(a), b, out, uint32_t(a.rows * a.cols), uint32_t(std::max<int64_t>(a.cols, 1)), uint32_t(op), f, i};
         auto [gx, gy] = grid((uint64_t(a.rows * a.cols) + 255) / 256);
         dispatch("pointwise", {}, p, gx, gy);
     }

@@ -6,7 +6,7 @@
 // Computes: embed, matmul (F32, F16, BF16 and every GGML block type read from the file's own blocks,
 // via weight_repack.h; a GEMV for up to 8 tokens, a shared-memory tiled GEMM above, the same
 // per-output sum in both, their sizes specialisation constants: kernel_settings.h), rms_norm, add,
-// add_bias, rope (both pairings), silu_mul, gelu_mul, softmax, scale, softcap, kv_write and paged
+// add_bias, rope (both pairings), silu_mul, gelu_mul, softmax, scale, softcap, attn_temperature, kv_write and paged
 // attention over f32/f16/bf16/q8 caches (causal, GQA, sliding window, soft cap), the row gathers, and
 // the mixture-of-experts FFN routed on the device (vulkan_moe.h). memory_bytes() is the device's free
 // memory (vk_context.h). Fused ops: add_rms_norm, matmul_silu_mul and qkv_rope_kv_write, the latter

@@ -6,7 +6,8 @@
 //   [c, k_pe] = h W_kv_a_mqa ; c = rms_norm(c, attn_kv_a_norm)                 the latent, one RoPE key
 //   [k_nope, v] = c W_kv_b per head (or newer converters' attn_k_b / attn_v_b, the same matrices split)
 //   rope(q_pe), rope(k_pe) (adjacent pairs); k = [k_nope, k_pe] per head, k_pe shared by all heads
-//   x += attention(q, k, v) W_o, scale mscale^2 / sqrt(nope + rope) (YaRN's mscale, 1 without it)
+//   x += attention(q, k, v) W_o, scale mscale^2 / sqrt(nope + rope) (YaRN's mscale, 1 without it); with
+//   attention.temperature_scale (Mistral-Large-3) q is first multiplied by its position's temperature
 //   f = rms_norm(x, ffn_norm) ; x += dense SwiGLU FFN (the first leading_dense_block_count layers), else
 //   the routed experts (softmax or sigmoid scores, V3's correction bias, groups, routed scale) plus
 //   the shared experts' SwiGLU (ffn_*_shexp, not gated).
@@ -22,6 +23,7 @@
 //   q_nope.k_nope + q_pe.k_pe as in the naive form; its output's latent part (softmax . c) times the
 //   head's V block W_UV gives its v values. The per-head products are one matmul a head (Q's no-RoPE
 //   rows come out of the Q projection as one part a head) and copy_columns moves the columns.
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -150,6 +152,21 @@ std::vector<backend::MatrixSource> kv_b_parts(TensorBinder& bind, BuiltModel& m,
             regrouped(m, f, vt, d.kv_lora, v_runs, vt.name + "[v]")};
 }
 
+// Mistral-Large-3's Llama-4 attention temperature tuning, as llama.cpp's deepseek2 reads it:
+// {arch}.attention.temperature_scale (beta; absent or 0: none) and attention.temperature_length (the
+// floor's length, required with a beta), no position offset.
+backend::AttnTemperature read_attn_temperature(const gguf::File& file, const std::string& arch) {
+    const std::string a = arch + ".";
+    const double beta = file.get_float_or(a + "attention.temperature_scale", 0.0);
+    if (!std::isfinite(beta)) fail("{}: {}attention.temperature_scale = {} is not a number", file.name(), a, beta);
+    if (beta == 0) return {};
+    const int64_t length = file.get_int_or(a + "attention.temperature_length", 0);
+    if (length < 1 || length > INT32_MAX)
+        fail("{}: {}attention.temperature_scale needs a positive {}attention.temperature_length, got {}", file.name(), a,
+             a, length);
+    return {.beta = float(beta), .length = int32_t(length)};
+}
+
 // One layer's attention context.
 struct Layer {
     TensorBinder& bind;
@@ -162,7 +179,14 @@ struct Layer {
     const backend::AttentionParams& attention;
     int32_t l;
     const std::string& p;
+    const backend::AttnTemperature& temperature;  // beta 0: none
 };
+
+// Mistral-Large-3's attention temperature on the whole query (after RoPE; a per-row factor, so the
+// absorbed query takes it as the naive one would).
+void temper(const Layer& y, int q) {
+    if (y.temperature.beta != 0) y.e.attn_temperature(q, y.temperature, y.l);
+}
 
 // One operand for everything h feeds: `q_parts` (Q, or Q's bottleneck), then the latent and the RoPE key
 // (attn_kv_a_mqa's rows, contiguous, read in place).
@@ -220,6 +244,7 @@ int naive_attention(const Layer& y, int h) {
                        {.n_heads = heads, .width = d.nope, .src_stride = d.nope, .dst_stride = d.hk, .dst_offset = d.rope},
                        d.heads * d.hk, p + "k");
     e.kv_write(y.l, k, k_v[1]);
+    temper(y, q);
     const int a = e.attention(y.l, q, y.attention, hk, p + "attn");
     return e.copy_columns(a, -1, {.n_heads = heads, .width = d.v, .src_stride = d.hk, .dst_stride = d.v},
                           d.heads * d.v, p + "attn_v");
@@ -279,6 +304,7 @@ int absorbed_attention(const Layer& y, int h) {
         qa = e.copy_columns(q_lat, qa, {.n_heads = 1, .width = d.kv_lora, .dst_offset = i * width + d.rope},
                             d.heads * width, p + "q_absorbed");
     }
+    temper(y, qa);
     // Per head [softmax . k_pe, softmax . c]: the latent part through W_UV gives the head's v values.
     const int a = e.attention(y.l, qa, y.attention, int32_t(width), p + "attn");
     int a_v = -1;
@@ -326,6 +352,7 @@ BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& c, backend
         m.kv_v_is_k = true;
     }
     const backend::AttentionParams attention{.n_heads = int32_t(d.heads), .scale = float(mscale * mscale / std::sqrt(double(d.hk)))};
+    const backend::AttnTemperature temperature = read_attn_temperature(file, c.arch);
     int x = e.embed(head.embedding, "x");
     int residual = -1;
     for (int64_t i = 0; i < c.n_layers; ++i) {
@@ -336,7 +363,7 @@ BuiltModel build_deepseek2(const gguf::File& file, const ModelConfig& c, backend
         const auto& ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
         if (residual >= 0) e.add(x, residual);
         const int h = e.rms_norm(x, attn_norm, c.rms_eps, p + "attn_in");
-        const Layer layer{bind, m, file, c, d, e, rope, attention, l, p};
+        const Layer layer{bind, m, file, c, d, e, rope, attention, l, p, temperature};
         const int a_v = c.mla_absorbed ? absorbed_attention(layer, h) : naive_attention(layer, h);
         const int o = e.matmul(wo, a_v, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
         e.add(x, o);

@@ -83,6 +83,10 @@ public:
         }
         return dst;
     }
+    // In place on the queries q: each row times its position's attention temperature.
+    void attn_temperature(int q, const backend::AttnTemperature& t, int32_t layer) {
+        push({.kind = OpKind::attn_temperature, .in = {q}, .out = {q}, .layer = layer, .temperature = t});
+    }
     // In place: x *= s; x = cap * tanh(x / cap).
     void scale(int x, float s) { push({.kind = OpKind::scale, .in = {x}, .out = {x}, .value = s}); }
     void softcap(int x, float cap) { push({.kind = OpKind::softcap, .in = {x}, .out = {x}, .value = cap}); }

@@ -45,8 +45,6 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
             : make_rope_spec(c.rope_dims, c.rope_style == RopeStyle::neox, c.rope_theta, c.rope_linear_scale, freq_factors);
     rope_spec.pair_axis = variant.rope_pair_axis;
     const auto& rope = bind.rope(std::move(rope_spec));
-    m.max_positions = variant.max_positions;
-    m.max_positions_reason = variant.max_positions_reason;
     m.kv_dtype = file.find_tensor("blk.0.attn_q.weight") && file.find_tensor("blk.0.attn_q.weight")->type == gguf::GgmlType::F32
                      ? kv::KvDtype::f32 : kv::KvDtype::f16;
 
@@ -91,6 +89,7 @@ BuiltModel build_llama_family(const gguf::File& file, const ModelConfig& c, back
             e.rope(q_k_v[1], rope, kv_heads, hd);
         }
         e.kv_write(l, q_k_v[1], q_k_v[2]);
+        if (variant.attn_temperature.beta != 0) e.attn_temperature(q_k_v[0], variant.attn_temperature, l);
         const int a = e.attention(l, q_k_v[0], attention, hd, p + "attn");
         const int o = e.matmul(wo, a, {p + "attn_out"}, l, MatmulInput::attention_output)[0];
         e.add(x, o);

@@ -26,9 +26,8 @@ struct LlamaVariant {
     // mistral3: a "yarn" config's frequencies, with the rotation unscaled (llama.cpp's mistral3 graph
     // cancels YaRN's mscale, as transformers does for mscale = mscale_all_dim = 1).
     bool yarn_unscaled = false;
-    // > 0: the positions the model may run (BuiltModel::max_positions), with the reason.
-    int64_t max_positions = 0;
-    std::string max_positions_reason;
+    // mistral3: Llama 4's attention temperature on the queries after RoPE (beta 0: none).
+    backend::AttnTemperature attn_temperature;
     // qwen3vl: M-RoPE's axis per rotary pair (backend::RopeSpec::pair_axis; empty: plain RoPE), image
     // rows (input_embeddings) and the deep-stack slices added after the first layers.
     std::vector<uint8_t> rope_pair_axis;

@@ -3,11 +3,15 @@
 // llama's) with YaRN frequencies ({arch}.rope.scaling.*) whose rotation llama.cpp leaves unscaled
 // (its mistral3 graph divides YaRN's mscale back out, as transformers' attention factor is 1 for
 // mscale = mscale_all_dim = 1). Only yarn_log_multiplier 0 or 1 is accepted: for others llama.cpp and
-// transformers disagree. Llama-4-style attention temperature scaling ({arch}.attention.temperature_scale
-// = beta) multiplies q by 1 + beta ln(1 + floor((pos + 1) / original_context)), which is exactly 1
-// below position original_context - 1: pagoda does not implement the scaling, so such a model runs at
-// most that many positions (a longer --ctx is refused naming it). Vision tensors (v.*, mm.*) in the
-// file are skipped with a log line.
+// transformers disagree. Llama-4-style attention temperature tuning ({arch}.attention.temperature_scale
+// = beta, non-zero) multiplies each query row after RoPE by 1 + beta ln(1 + floor(pos / length)), the
+// length being rope.scaling.original_context_length, else the context length (llama.cpp's mistral3
+// reads n_ctx_orig_yarn, with no position offset; transformers' Ministral3 takes the same expression
+// of the cache position): the attn_temperature op after each layer's K/V write. Vision tensors
+// (v.*, mm.*) in the file are skipped with a log line.
+#include <climits>
+#include <cmath>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf.h"
@@ -27,14 +31,14 @@ BuiltModel build_mistral3(const gguf::File& file, const ModelConfig& config, bac
     if (vision > 0) log_info("{}: {} vision tensors (v.*, mm.*) skipped: the text model runs without them", file.name(), vision);
     LlamaVariant v{.yarn_unscaled = true};
     const double beta = file.get_float_or(a + "attention.temperature_scale", 0.0);
+    if (!std::isfinite(beta)) fail("{}: {}attention.temperature_scale = {} is not a number", file.name(), a, beta);
     if (beta != 0.0) {
-        const int64_t floor = file.get_int_or(a + "rope.scaling.original_context_length", config.context_length);
-        if (floor < 2) fail("{}: {}attention.temperature_scale needs rope.scaling.original_context_length > 1", file.name(), a);
-        v.max_positions = floor - 1;
-        v.max_positions_reason = fmt::format("positions before its attention temperature scaling ({}attention."
-                                             "temperature_scale = {}) starts, which pagoda does not implement", a, beta);
-        log_info("{}: attention temperature scaling is not implemented: running at most {} positions, where it is 1",
-                 file.name(), v.max_positions);
+        // llama.cpp's n_ctx_orig_yarn: the key, else the training context
+        const int64_t length = file.get_int_or(a + "rope.scaling.original_context_length", config.context_length);
+        if (length < 1 || length > INT32_MAX)
+            fail("{}: {}attention.temperature_scale needs a positive {}rope.scaling.original_context_length (its "
+                 "length), got {}", file.name(), a, a, length);
+        v.attn_temperature = {.beta = float(beta), .length = int32_t(length)};
     }
     return build_llama_family(file, config, backend, v);
 }

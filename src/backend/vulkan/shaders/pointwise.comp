@@ -9,12 +9,15 @@
 //   8 sigmoid_mul: out = b / (1 + exp(-a)) (qwen35's attention output gate, as the CPU computes it)
 //   9 silu_mul of halves: out[t][c] = silu(g) * u, g = a[t][c] and u = a[t][cols + c] for a of rows of
 //               2 cols (a fused gate|up matmul's scratch, vulkan_fused_lora.h): op 2's expression
+//  10 attn_temperature: a[t][c] *= 1 + f ln(1 + floor(pos[t] / i)), b the step's positions (int per row;
+//               a padding row's is 0, factor 1), f beta, i the length (Llama 4's attention temperature)
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Push {
     uint64_t a, b, out_;
     uint n, cols, op;
     float f;
+    uint i, pad;
 } pc;
 
 void main() {
@@ -45,4 +48,8 @@ void main() {
         const float ga = min(g, 7.0), ub = clamp(b.v[i], -7.0, 7.0);
         out_.v[i] = ga / (1.0 + exp(-1.702 * ga)) * (ub + 1.0);
     } else if (pc.op == 8u) out_.v[i] = b.v[i] / (1.0 + exp(-g));
+    else if (pc.op == 10u) {
+        const uint steps = uint(Ints(pc.b).v[i / pc.cols]) / pc.i;
+        a.v[i] = g * (1.0 + pc.f * log(1.0 + float(steps)));
+    }
 }
