@@ -214,6 +214,10 @@ TEST(Gateway, FairPolicyServesAQuietKeyBesideAFloodAndBoundsPriorityPerKey) {
     auto tok = load_tokenizer();
     if (!tok) GTEST_SKIP() << "fixture models/stories260K.gguf is absent";
     auto finish_order = [&](engine::SchedulingPolicy policy) {
+        // Declared before the gateway: its engine may still finish (cancel) requests while it shuts down.
+        std::mutex mutex;
+        std::vector<std::string> order;  // key names in the order their first 11 requests finished
+        std::vector<std::shared_ptr<Job>> jobs;
         GatewayOptions o = options();
         o.scheduler.max_seqs = 1;
         o.scheduler.policy = policy;
@@ -222,16 +226,13 @@ TEST(Gateway, FairPolicyServesAQuietKeyBesideAFloodAndBoundsPriorityPerKey) {
         gw.load();
         const ApiKey* flood = gw.authenticate("Bearer sk-flood-0001");
         const ApiKey* quiet = gw.authenticate("Bearer sk-quiet-0002");
-        std::mutex mutex;
-        std::vector<std::string> order;  // key names in the order their requests finished
-        std::vector<std::shared_ptr<Job>> jobs;
-        auto send = [&](const ApiKey* key, json body) {
+        auto send = [&](const ApiKey* key, json body, bool counted = true) {
             body["prompt"] = "Once";
             body["max_tokens"] = 6;
             body["ignore_eos"] = true;
             jobs.push_back(gw.start(Endpoint::completions, body, key, gw.new_request_id(),
-                                    [&, name = key->name](size_t, const engine::Delta& d) {
-                                        if (!d.request_done) return;
+                                    [&, name = key->name, counted](size_t, const engine::Delta& d) {
+                                        if (!d.request_done || !counted) return;
                                         std::lock_guard lock(mutex);
                                         order.push_back(name);
                                     }));
@@ -250,7 +251,7 @@ TEST(Gateway, FairPolicyServesAQuietKeyBesideAFloodAndBoundsPriorityPerKey) {
         // The bound: flood may not ask for priority -1, quiet may (its key file grants -1) but not -2.
         auto refused = [&](const ApiKey* key, int priority) {
             try {
-                send(key, {{"priority", priority}});
+                send(key, {{"priority", priority}}, false);
             } catch (const ApiError& e) {
                 EXPECT_EQ(e.param, "priority");
                 EXPECT_EQ(e.status, 400);
