@@ -41,7 +41,7 @@ set(PAGODA_MODEL_PUBLIC
   model/batch.h model/step_model.h model/open_step_model.h model/kv_options.h model/sequence_runner.h
   model/calibration.h model/random_model.h model/config.h model/model_file.h model/system_fingerprint.h
   model/devices.h model/classifier_head.h model/op_times.h model/mrope_position.h)
-set(PAGODA_BACKEND_API backend/backend.h backend/op.h backend/moe_routing.h backend/alibi.h backend/lora_layout.h)
+set(PAGODA_BACKEND_API backend/backend.h backend/backend_resources.h backend/op_params.h backend/op.h backend/moe_routing.h backend/alibi.h backend/lora_layout.h)
 set(PAGODA_STORAGE core arch gguf hf kv quant)
 
 pagoda_layer(core SOURCES core SEES core)
