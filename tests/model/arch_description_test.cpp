@@ -277,6 +277,8 @@ constexpr FileDigest kFileDigests[] = {
     {"llama", 0x5db7addef13cc795ull},
     {"qwen2", 0x54c050e0ccd7b37dull},
     {"qwen3", 0xedd1ed0f0c0d38f6ull},
+    {"qwen3next", 0x63362048c8d62c9aull},
+    {"qwen3next_fused_qkvz", 0x7a688cfc486c676dull},
     {"qwen3vl", 0xcbfee98802d05fc0ull},
     {"gemma2", 0xe16aaabbae5f1925ull},
     {"gemma3", 0xd6f9af9fc34b8e1full},

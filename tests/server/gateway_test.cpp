@@ -217,7 +217,6 @@ TEST(Gateway, FairPolicyServesAQuietKeyBesideAFloodAndBoundsPriorityPerKey) {
         // Declared before the gateway: its engine may still finish (cancel) requests while it shuts down.
         std::mutex mutex;
         std::vector<std::string> order;  // key names in the order their first 11 requests finished
-        std::vector<std::shared_ptr<Job>> jobs;
         GatewayOptions o = options();
         o.scheduler.max_seqs = 1;
         o.scheduler.policy = policy;
@@ -226,6 +225,7 @@ TEST(Gateway, FairPolicyServesAQuietKeyBesideAFloodAndBoundsPriorityPerKey) {
         gw.load();
         const ApiKey* flood = gw.authenticate("Bearer sk-flood-0001");
         const ApiKey* quiet = gw.authenticate("Bearer sk-quiet-0002");
+        std::vector<std::shared_ptr<Job>> jobs;  // after the gateway: a job reports to it when it ends
         auto send = [&](const ApiKey* key, json body, bool counted = true) {
             body["prompt"] = "Once";
             body["max_tokens"] = 6;
