@@ -268,9 +268,13 @@ TEST_P(Qwen3NextModel, ForwardMatchesTheReferenceBackend) {
     model_compare::expect_matches_reference(*model, reference_logits(path, ids), ids, c.tolerance);
 }
 
+// q8_0: the CPU quantises each matmul's input to int8 (the reference reads it in double), and with
+// experts and a DeltaNet state in every layer the error reaches 3.6 % of the largest logit at one
+// position of this model (the qwen35moe random model stays under 3 %). A layout error
+// is far larger: the f32 cases check the structure to 1e-5.
 INSTANTIATE_TEST_SUITE_P(RandomModels, Qwen3NextModel,
-                         ::testing::Values(Case{"split_f32", "", false, 1e-5}, Case{"split_q8_0", "q8_0", false, 3e-2},
-                                           Case{"fused_f32", "", true, 1e-5}, Case{"fused_q8_0", "q8_0", true, 3e-2}),
+                         ::testing::Values(Case{"split_f32", "", false, 1e-5}, Case{"split_q8_0", "q8_0", false, 5e-2},
+                                           Case{"fused_f32", "", true, 1e-5}, Case{"fused_q8_0", "q8_0", true, 5e-2}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Qwen3NextState, ChunkedPrefillEqualsTokenByTokenBitwise) {
