@@ -96,6 +96,20 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
     std::vector<gguf::TensorInfo> tensors;
     bool all_mapped = true;
     uint64_t offset = 0;
+    // A tensor pagoda made (split, repacked or computed): its bytes live in a heap buffer.
+    const auto add_owned = [&](std::string name, GgmlType type, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+        const std::vector<uint8_t>& buf = owned->buffers.emplace_back(std::move(bytes));
+        gguf::TensorInfo t;
+        t.name = std::move(name);
+        t.type = type;
+        t.shape = std::move(shape);
+        t.n_bytes = buf.size();
+        t.data = buf.data();
+        t.offset = offset;
+        offset += t.n_bytes;
+        tensors.push_back(std::move(t));
+        all_mapped = false;
+    };
     for (const std::string& name : order) {
         const Pending& p = pending[name];
         const Transform kind = p.target.transform;
@@ -106,19 +120,7 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
             } catch (const Error& e) {
                 fail("{}: {}", dir, e.what());
             }
-            for (RawTensor& r : made) {
-                std::vector<uint8_t>& buf = owned->buffers.emplace_back(std::move(r.bytes));
-                gguf::TensorInfo t;
-                t.name = r.name;
-                t.type = r.type;
-                t.shape = r.shape;
-                t.n_bytes = buf.size();
-                t.data = buf.data();
-                t.offset = offset;
-                offset += t.n_bytes;
-                tensors.push_back(std::move(t));
-            }
-            all_mapped = false;
+            for (RawTensor& r : made) add_owned(std::move(r.name), r.type, std::move(r.shape), std::move(r.bytes));
             continue;
         }
         const SafetensorsTensor* first = p.parts[0];
@@ -142,20 +144,8 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
             std::vector<uint8_t> k_b(size_t(uint64_t(heads * kvl * nope) * elt)), v_b(size_t(uint64_t(heads * v * kvl) * elt));
             split_kv_b(first->data, k_b.data(), v_b.data(), heads, nope, v, kvl, elt);
             const std::string stem = name.substr(0, name.size() - std::string("kv_b.weight").size());
-            for (auto [part, shape, bytes] : {std::tuple{"k_b.weight", std::vector<int64_t>{nope, kvl, heads}, &k_b},
-                                              std::tuple{"v_b.weight", std::vector<int64_t>{kvl, v, heads}, &v_b}}) {
-                const std::vector<uint8_t>& buf = owned->buffers.emplace_back(std::move(*bytes));
-                gguf::TensorInfo t;
-                t.name = stem + part;
-                t.shape = shape;
-                t.type = first->type;
-                t.n_bytes = buf.size();
-                t.data = buf.data();
-                t.offset = offset;
-                offset += t.n_bytes;
-                tensors.push_back(std::move(t));
-            }
-            all_mapped = false;
+            add_owned(stem + "k_b.weight", first->type, {nope, kvl, heads}, std::move(k_b));
+            add_owned(stem + "v_b.weight", first->type, {kvl, v, heads}, std::move(v_b));
             continue;
         }
         gguf::TensorInfo t;
@@ -237,17 +227,9 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
     for (const auto& [name, factors] : {std::pair{"rope_factors_short.weight", &m.rope_factors_short},
                                         std::pair{"rope_factors_long.weight", &m.rope_factors_long}}) {
         if (factors->empty()) continue;
-        std::vector<uint8_t>& buf = owned->buffers.emplace_back(factors->size() * 4);
-        std::memcpy(buf.data(), factors->data(), buf.size());
-        gguf::TensorInfo t;
-        t.name = name;
-        t.shape = {int64_t(factors->size())};
-        t.n_bytes = buf.size();
-        t.data = buf.data();
-        t.offset = offset;
-        offset += t.n_bytes;
-        tensors.push_back(std::move(t));
-        all_mapped = false;
+        std::vector<uint8_t> bytes(factors->size() * 4);
+        std::memcpy(bytes.data(), factors->data(), bytes.size());
+        add_owned(name, GgmlType::F32, {int64_t(factors->size())}, std::move(bytes));
     }
     // model::open_model_file adds the keys of a tokenizer.json that is there.
     const std::string note = "the folder has no tokenizer.json";

@@ -90,21 +90,23 @@ void write_qwen35_config(const gguf::File& f, nlohmann::json& j) {
     std::vector<std::string> types;
     for (int64_t i = 0; i < n_layers; ++i) types.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
     j["layer_types"] = types;
-    if (arch == "qwen3next") {  // Qwen3NextConfig: top-level rotary keys, no M-RoPE
-        j["partial_rotary_factor"] = double(f.get_int(a + "rope.dimension_count")) / double(head_dim);
-        j["attention_bias"] = false;
+    j["attention_bias"] = false;
+    const double partial_rotary = double(f.get_int(a + "rope.dimension_count")) / double(head_dim);
+    if (arch == "qwen3next" || arch == "qwen35moe") {  // the sparse experts: every layer (no decoder_sparse_step gaps)
         j["num_experts"] = f.get_int(a + "expert_count");
         j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
         j["moe_intermediate_size"] = f.get_int(a + "expert_feed_forward_length");
         j["shared_expert_intermediate_size"] = f.get_int(a + "expert_shared_feed_forward_length");
         j["norm_topk_prob"] = f.get_bool_or(a + "expert_weights_norm", true);
         j["decoder_sparse_step"] = 1;
+    }
+    if (arch == "qwen3next") {  // Qwen3NextConfig: top-level rotary keys, no M-RoPE
+        j["partial_rotary_factor"] = partial_rotary;
         j["mlp_only_layers"] = nlohmann::json::array();
         return;
     }
     nlohmann::json rp = {{"rope_type", "default"}, {"rope_theta", f.get_float_or(a + "rope.freq_base", 10000.0)},
-                         {"partial_rotary_factor", double(f.get_int(a + "rope.dimension_count")) / double(head_dim)},
-                         {"mrope_interleaved", true}};
+                         {"partial_rotary_factor", partial_rotary}, {"mrope_interleaved", true}};
     std::vector<int64_t> sections;
     if (const auto* v = f.find(a + "rope.dimension_sections"); v && v->as_array())
         for (const auto& item : v->as_array()->items) sections.push_back(item.as_int().value_or(0));
@@ -112,15 +114,6 @@ void write_qwen35_config(const gguf::File& f, nlohmann::json& j) {
     if (!sections.empty()) rp["mrope_section"] = sections;
     j["rope_parameters"] = rp;
     j.erase("rope_theta");
-    j["attention_bias"] = false;
-    if (arch == "qwen35moe") {
-        j["num_experts"] = f.get_int(a + "expert_count");
-        j["num_experts_per_tok"] = f.get_int(a + "expert_used_count");
-        j["moe_intermediate_size"] = f.get_int(a + "expert_feed_forward_length");
-        j["shared_expert_intermediate_size"] = f.get_int(a + "expert_shared_feed_forward_length");
-        j["norm_topk_prob"] = f.get_bool_or(a + "expert_weights_norm", true);
-        j["decoder_sparse_step"] = 1;
-    }
 }
 
 void reorder_v_heads(const HfModel& m, VHeads kind, const std::vector<int64_t>& shape, uint64_t elt, const uint8_t* in,
