@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstring>
 
+#include "core/base64.h"
 #include "core/error.h"
 
 namespace pagoda::server {
@@ -47,25 +48,12 @@ json EmbeddingAssembler::response() const {
 }
 
 std::string base64_floats(const std::vector<float>& values) {
-    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::vector<unsigned char> bytes(values.size() * 4);
+    std::vector<uint8_t> bytes(values.size() * 4);
     for (size_t i = 0; i < values.size(); ++i) {
         const uint32_t bits = std::bit_cast<uint32_t>(values[i]);
-        for (int b = 0; b < 4; ++b) bytes[i * 4 + size_t(b)] = static_cast<unsigned char>(bits >> (8 * b));  // little-endian
+        for (int b = 0; b < 4; ++b) bytes[i * 4 + size_t(b)] = static_cast<uint8_t>(bits >> (8 * b));  // little-endian
     }
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    for (size_t i = 0; i < bytes.size(); i += 3) {
-        const size_t n = std::min<size_t>(3, bytes.size() - i);
-        uint32_t chunk = uint32_t(bytes[i]) << 16;
-        if (n > 1) chunk |= uint32_t(bytes[i + 1]) << 8;
-        if (n > 2) chunk |= uint32_t(bytes[i + 2]);
-        out += kAlphabet[(chunk >> 18) & 63];
-        out += kAlphabet[(chunk >> 12) & 63];
-        out += n > 1 ? kAlphabet[(chunk >> 6) & 63] : '=';
-        out += n > 2 ? kAlphabet[chunk & 63] : '=';
-    }
-    return out;
+    return encode_base64(bytes);
 }
 
 }  // namespace pagoda::server

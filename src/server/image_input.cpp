@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/base64.h"
 #include "core/error.h"
 #include "server/api_error.h"
 #include "tokenizer/tokenizer.h"
@@ -84,7 +85,7 @@ vision::EncodedImage ImageInput::encode_base64(const std::string& base64, const 
         if (base64.size() / 4 * 3 > kMaxImageBytes)
             throw ApiError::invalid(fmt::format("'{}' is over the limit of {} bytes for an image", where, kMaxImageBytes),
                                     where, "invalid_image");
-        return encode_checked(vision::decode_base64(base64, where), where, max_tokens);
+        return encode_checked(pagoda::decode_base64(base64, where), where, max_tokens);
     } catch (const ApiError&) {
         throw;
     } catch (const std::exception& e) {

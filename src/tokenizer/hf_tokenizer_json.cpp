@@ -1,6 +1,5 @@
 #include "tokenizer/hf_tokenizer_json.h"
 
-#include <cstring>
 
 #include "core/json_reader.h"
 
@@ -99,45 +98,11 @@ std::optional<std::string> token_text(const Json& obj, std::string_view key, con
     });
 }
 
-namespace {
-constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-}
-
 std::string decode_base64(std::string_view text, const JsonPath& at) {
-    std::string out;
-    out.reserve(text.size() / 4 * 3 + 3);
-    uint32_t bits = 0;
-    int n_bits = 0;
-    size_t end = text.size();
-    while (end > 0 && text[end - 1] == '=') --end;
-    if (text.size() - end > 2) at.fail("is not valid base64 (too much '=' padding)");
-    for (size_t i = 0; i < end; ++i) {
-        const char* hit = text[i] ? std::strchr(kBase64, text[i]) : nullptr;
-        if (!hit) at.fail("is not valid base64 (character {} is '{}')", i, text[i]);
-        bits = (bits << 6) | uint32_t(hit - kBase64);
-        n_bits += 6;
-        if (n_bits >= 8) {
-            n_bits -= 8;
-            out += char((bits >> n_bits) & 0xFF);
-        }
-    }
-    if (n_bits >= 6) at.fail("is not valid base64 (its length is not possible)");
-    return out;
-}
-
-std::string encode_base64(std::string_view bytes) {
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    for (size_t i = 0; i < bytes.size(); i += 3) {
-        uint32_t chunk = uint32_t(uint8_t(bytes[i])) << 16;
-        if (i + 1 < bytes.size()) chunk |= uint32_t(uint8_t(bytes[i + 1])) << 8;
-        if (i + 2 < bytes.size()) chunk |= uint32_t(uint8_t(bytes[i + 2]));
-        out += kBase64[(chunk >> 18) & 63];
-        out += kBase64[(chunk >> 12) & 63];
-        out += i + 1 < bytes.size() ? kBase64[(chunk >> 6) & 63] : '=';
-        out += i + 2 < bytes.size() ? kBase64[chunk & 63] : '=';
-    }
-    return out;
+    std::vector<uint8_t> bytes;
+    std::string problem;
+    if (!try_decode_base64(text, bytes, problem)) at.fail("is not valid base64 ({})", problem);
+    return std::string(bytes.begin(), bytes.end());
 }
 
 }  // namespace pagoda::tokenizer::hf

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/base64.h"
 #include "core/error.h"
 
 namespace pagoda::tokenizer::hf {
@@ -57,9 +58,9 @@ const std::string& type_of(const Json& obj, const JsonPath& at);
 // A token in tokenizer_config.json: a string, an {"content": …} object (AddedToken), or null.
 std::optional<std::string> token_text(const Json& obj, std::string_view key, const JsonPath& at);
 
-// Standard base64 (RFC 4648, '=' padding optional), as tokenizer.json stores Precompiled's charsmap.
+// Precompiled's charsmap as tokenizer.json stores it (core/base64.h; the writer uses encode_base64):
+// the bytes, or a failure naming `at`.
 std::string decode_base64(std::string_view text, const JsonPath& at);
-std::string encode_base64(std::string_view bytes);
 
 inline constexpr int64_t kMaxTokenId = int64_t(1) << 24;  // far above any real vocabulary (Gemma: 262144)
 

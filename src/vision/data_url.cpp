@@ -4,20 +4,12 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/base64.h"
 #include "core/error.h"
 
 namespace pagoda::vision {
 
 namespace {
-
-int base64_value(char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
 
 std::string lower(std::string_view s) {
     std::string out(s);
@@ -26,35 +18,6 @@ std::string lower(std::string_view s) {
 }
 
 }  // namespace
-
-std::vector<uint8_t> decode_base64(std::string_view text, std::string_view what) {
-    size_t n = text.size();
-    size_t pad = 0;
-    while (n > 0 && text[n - 1] == '=' && pad < 2) --n, ++pad;
-    if (pad > 0 && (n + pad) % 4 != 0)
-        fail("{}: invalid base64: '=' padding at offset {} does not end a group of 4", what, n);
-    if (n % 4 == 1) fail("{}: invalid base64: {} characters is not a whole number of bytes", what, n);
-    std::vector<uint8_t> out;
-    out.reserve(n / 4 * 3 + 2);
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const int v = base64_value(text[i]);
-        if (v < 0) {
-            const auto c = static_cast<unsigned char>(text[i]);
-            if (std::isprint(c)) fail("{}: invalid base64: character '{}' at offset {}", what, char(c), i);
-            fail("{}: invalid base64: byte 0x{:02x} at offset {}", what, unsigned(c), i);
-        }
-        acc = (acc << 6) | uint32_t(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(uint8_t(acc >> bits));
-            acc &= (1u << bits) - 1;
-        }
-    }
-    return out;
-}
 
 DataUrl parse_data_url(std::string_view url, uint64_t max_bytes, std::string_view what) {
     if (url.size() < 5 || lower(url.substr(0, 5)) != "data:") {

@@ -23,9 +23,6 @@ struct DataUrl {
 
 DataUrl parse_data_url(std::string_view url, uint64_t max_bytes, std::string_view what);
 
-// Standard base64 to bytes; throws naming `what` and the offset of the first invalid character.
-std::vector<uint8_t> decode_base64(std::string_view text, std::string_view what);
-
 Image decode_data_url_image(std::string_view url, const DecodeLimits& limits, std::string_view what);
 
 }  // namespace pagoda::vision

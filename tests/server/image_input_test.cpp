@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <png.h>
 
+#include "core/base64.h"
 #include "e2e/process.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
@@ -24,28 +25,13 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string base64(const std::vector<uint8_t>& bytes) {
-    static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    for (size_t i = 0; i < bytes.size(); i += 3) {
-        uint32_t v = uint32_t(bytes[i]) << 16;
-        if (i + 1 < bytes.size()) v |= uint32_t(bytes[i + 1]) << 8;
-        if (i + 2 < bytes.size()) v |= bytes[i + 2];
-        out += abc[(v >> 18) & 63];
-        out += abc[(v >> 12) & 63];
-        out += i + 1 < bytes.size() ? abc[(v >> 6) & 63] : '=';
-        out += i + 2 < bytes.size() ? abc[v & 63] : '=';
-    }
-    return out;
-}
-
 std::vector<uint8_t> png(uint16_t shade) {
     std::vector<uint16_t> px;
     for (int i = 0; i < 12 * 10; ++i) px.insert(px.end(), {shade, uint16_t((i * 7) % 256), 40});
     return test::encode_png(12, 10, PNG_COLOR_TYPE_RGB, 8, px);
 }
 
-std::string data_url(uint16_t shade) { return "data:image/png;base64," + base64(png(shade)); }
+std::string data_url(uint16_t shade) { return "data:image/png;base64," + pagoda::encode_base64(png(shade)); }
 
 ApiError chat_error(const json& content) {
     try {
@@ -121,7 +107,7 @@ TEST(ImageParts, ResponsesInputImageBecomesAnImageUrlPart) {
 }
 
 TEST(ImageParts, AnthropicImageBlockBecomesADataUrlPart) {
-    const std::string b64 = base64(png(5));
+    const std::string b64 = pagoda::encode_base64(png(5));
     const json body = {{"model", "m"}, {"max_tokens", 8},
                        {"messages", json::array({{{"role", "user"},
                                                   {"content", json::array({{{"type", "image"},
@@ -211,8 +197,8 @@ TEST(ImageInput, EncodesDataUrlsAndRefusesBadImagesByPart) {
     };
     std::vector<uint8_t> corrupt = png(9);
     corrupt.resize(corrupt.size() / 2);
-    refused("data:image/png;base64," + base64(corrupt), "not a readable image");
-    refused("data:image/gif;base64," + base64(png(9)), "unsupported image type 'image/gif'");
+    refused("data:image/png;base64," + pagoda::encode_base64(corrupt), "not a readable image");
+    refused("data:image/gif;base64," + pagoda::encode_base64(png(9)), "unsupported image type 'image/gif'");
     refused("data:image/png;base64,@@@@", "not a readable image");
     refused("data:image/png,plain", "not a readable image");
 

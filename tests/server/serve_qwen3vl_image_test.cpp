@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <png.h>
 
+#include "core/base64.h"
 #include "e2e/process.h"
 #include "fixtures.h"
 #include "server/serve_harness.h"
@@ -24,21 +25,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr int kPredict = 10;
-
-std::string base64(const std::vector<uint8_t>& bytes) {
-    static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    for (size_t i = 0; i < bytes.size(); i += 3) {
-        uint32_t v = uint32_t(bytes[i]) << 16;
-        if (i + 1 < bytes.size()) v |= uint32_t(bytes[i + 1]) << 8;
-        if (i + 2 < bytes.size()) v |= bytes[i + 2];
-        out += abc[(v >> 18) & 63];
-        out += abc[(v >> 12) & 63];
-        out += i + 1 < bytes.size() ? abc[(v >> 6) & 63] : '=';
-        out += i + 2 < bytes.size() ? abc[v & 63] : '=';
-    }
-    return out;
-}
 
 std::vector<uint8_t> png(int w, int h, int seed) {
     std::vector<uint16_t> rgb;
@@ -72,7 +58,7 @@ const Files& files() {
     return f;
 }
 
-std::string data_url(const std::vector<uint8_t>& bytes) { return "data:image/png;base64," + base64(bytes); }
+std::string data_url(const std::vector<uint8_t>& bytes) { return "data:image/png;base64," + pagoda::encode_base64(bytes); }
 
 json post(int port, const std::string& path, const json& body) {
     const HttpResult r = http_request(port, "POST", path, body.dump());
@@ -121,7 +107,7 @@ TEST(ServeQwen3VlImage, ChatImageUrlGivesTheTokensOfRunImage) {
     EXPECT_NE(small["choices"][0]["message"]["content"], want);
     // /v1/completions' prompt object lays the image out as run does too.
     const json c = post(server.port(), "/v1/completions",
-                        {{"prompt", {{"prompt_string", "<__media__>the cat"}, {"multimodal_data", {base64(files().wide)}}}},
+                        {{"prompt", {{"prompt_string", "<__media__>the cat"}, {"multimodal_data", {pagoda::encode_base64(files().wide)}}}},
                          {"max_tokens", kPredict}, {"temperature", 0}, {"ignore_eos", true}});
     ASSERT_EQ(c["_status"], 200) << c.dump();
     EXPECT_EQ(c["choices"][0]["text"], want);

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "core/base64.h"
 #include "core/error.h"
 #include "vision/data_url.h"
 #include "vision/image.h"
@@ -157,7 +158,7 @@ TEST(DataUrl, ParsesBase64AndMediaType) {
     const auto unpadded = vision::parse_data_url("data:;base64,aGVsbG8", 100, "p");
     EXPECT_EQ(unpadded.media_type, "");
     EXPECT_EQ(std::string(unpadded.bytes.begin(), unpadded.bytes.end()), "hello");
-    EXPECT_EQ(vision::decode_base64("+/8=", "p"), (std::vector<uint8_t>{0xfb, 0xff}));
+    EXPECT_EQ(decode_base64("+/8=", "p"), (std::vector<uint8_t>{0xfb, 0xff}));
 }
 
 TEST(DataUrl, DecodesAnImage) {
