@@ -407,36 +407,9 @@ public:
         const double* xs = elements(x, "moe_ffn");
         const double* ls = elements(logits, "moe_ffn");
         double* ys = elements(out, "moe_ffn");
-        std::vector<double> y(static_cast<size_t>(d));
-        for (int64_t t = 0; t < x.rows; ++t) {
-            const double* xt = xs + t * d;
-            const double* lt = ls + t * n_experts;
-            std::vector<int64_t> chosen;
-            std::vector<double> weights;
-            reference::route_experts(op, lt, n_experts, chosen, weights);
-            double* yt = ys + t * d;
-            std::fill_n(yt, d, 0.0);
-            for (size_t j = 0; j < chosen.size(); ++j) {
-                const int64_t e = chosen[j];
-                auto bias = [&](const std::vector<const Vector*>& b) {
-                    return b.empty() ? nullptr : &ours(*b[size_t(e)]).values;
-                };
-                reference::expert_ffn(ours(*op.gate_up[size_t(e)]), ours(*op.down[size_t(e)]), xt, y.data(), op.activation,
-                       bias(op.gate_bias), bias(op.up_bias), bias(op.down_bias));
-                for (int64_t c = 0; c < d; ++c) yt[c] += weights[j] * y[size_t(c)];
-            }
-            if (op.shared_gate_up) {
-                double s = 1;
-                if (op.shared_gate) {
-                    const auto& g = ours(*op.shared_gate).values;
-                    double dot = 0;
-                    for (int64_t c = 0; c < d; ++c) dot += g[size_t(c)] * xt[c];
-                    s = 1 / (1 + std::exp(-dot));
-                }
-                reference::expert_ffn(ours(*op.shared_gate_up), ours(*op.shared_down), xt, y.data());
-                for (int64_t c = 0; c < d; ++c) yt[c] += s * y[size_t(c)];
-            }
-        }
+        std::vector<double> scratch;
+        for (int64_t t = 0; t < x.rows; ++t)
+            reference::moe_token(op, xs + t * d, ls + t * n_experts, n_experts, d, ys + t * d, scratch);
     }
 
     std::string describe_matmul(const Weight& weight, int64_t) const override {
@@ -480,16 +453,10 @@ private:
         for (int64_t i = 0; i < gate.rows * gate.cols; ++i) y[i] = act(g[i]) * u[i];
     }
 
-    static const ReferenceWeight& ours(const Weight& w) { return downcast<ReferenceWeight>(w, "weight"); }
-    static const ReferenceVector& ours(const Vector& v) { return downcast<ReferenceVector>(v, "vector"); }
-    static const ReferenceKvCache& ours(const KvCache& c) { return downcast<ReferenceKvCache>(c, "KV cache"); }
+    static const ReferenceWeight& ours(const Weight& w) { return reference::ours(w); }
+    static const ReferenceVector& ours(const Vector& v) { return reference::ours(v); }
+    static const ReferenceKvCache& ours(const KvCache& c) { return reference::downcast<ReferenceKvCache>(c, "KV cache"); }
     static ReferenceKvCache& ours(KvCache& c) { return const_cast<ReferenceKvCache&>(ours(std::as_const(c))); }
-    template <class Ours, class Base>
-    static const Ours& downcast(const Base& object, const char* what) {
-        const auto* p = dynamic_cast<const Ours*>(&object);
-        if (!p) fail("reference backend: a {} made by another backend was passed to it", what);
-        return *p;
-    }
 
     std::vector<double> arena_;
     StepInputs step_;

@@ -114,5 +114,31 @@ void expert_ffn(const ReferenceWeight& gate_up, const ReferenceWeight& down, con
     }
 }
 
+void moe_token(const MoeOp& op, const double* x, const double* logits, int64_t n_experts, int64_t d, double* y,
+               std::vector<double>& scratch) {
+    std::vector<int64_t> chosen;
+    std::vector<double> weights;
+    route_experts(op, logits, n_experts, chosen, weights);
+    scratch.resize(size_t(d));
+    std::fill_n(y, d, 0.0);
+    for (size_t j = 0; j < chosen.size(); ++j) {
+        const auto e = size_t(chosen[j]);
+        auto bias = [&](const std::vector<const Vector*>& b) { return b.empty() ? nullptr : &ours(*b[e]).values; };
+        expert_ffn(ours(*op.gate_up[e]), ours(*op.down[e]), x, scratch.data(), op.activation, bias(op.gate_bias),
+                   bias(op.up_bias), bias(op.down_bias));
+        for (int64_t c = 0; c < d; ++c) y[c] += weights[j] * scratch[size_t(c)];
+    }
+    if (op.shared_gate_up) {
+        double s = 1;
+        if (op.shared_gate) {
+            const auto& g = ours(*op.shared_gate).values;
+            double dot = 0;
+            for (int64_t c = 0; c < d; ++c) dot += g[size_t(c)] * x[c];
+            s = 1 / (1 + std::exp(-dot));
+        }
+        expert_ffn(ours(*op.shared_gate_up), ours(*op.shared_down), x, scratch.data());
+        for (int64_t c = 0; c < d; ++c) y[c] += s * scratch[size_t(c)];
+    }
+}
 
 }  // namespace pagoda::backend::reference

@@ -19,4 +19,9 @@ void expert_ffn(const ReferenceWeight& gate_up, const ReferenceWeight& down, con
                 MoeActivation activation = MoeActivation::swiglu, const std::vector<double>* gate_bias = nullptr,
                 const std::vector<double>* up_bias = nullptr, const std::vector<double>* down_bias = nullptr);
 
+// One token's MoE FFN (MoeOp's contract): its own top-k from `logits`, the chosen experts' FFNs summed
+// in rank order with their weights, plus the (sigmoid-gated) shared expert; d values of x into y.
+void moe_token(const MoeOp& op, const double* x, const double* logits, int64_t n_experts, int64_t d, double* y,
+               std::vector<double>& scratch);
+
 }  // namespace pagoda::backend::reference

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/error.h"
 
 namespace pagoda::backend::reference {
 
@@ -43,5 +44,15 @@ class ReferenceRope final : public Rope {
 public:
     explicit ReferenceRope(RopeSpec spec) : Rope(std::move(spec)) {}
 };
+
+// The reference's own object behind a backend handle; another backend's is refused by name.
+template <class Ours, class Base>
+const Ours& downcast(const Base& object, const char* what) {
+    const auto* p = dynamic_cast<const Ours*>(&object);
+    if (!p) fail("reference backend: a {} made by another backend was passed to it", what);
+    return *p;
+}
+inline const ReferenceWeight& ours(const Weight& w) { return downcast<ReferenceWeight>(w, "weight"); }
+inline const ReferenceVector& ours(const Vector& v) { return downcast<ReferenceVector>(v, "vector"); }
 
 }  // namespace pagoda::backend::reference
