@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "engine/engine_core.h"
+#include "model/step_model.h"
 
 namespace pagoda::engine::test {
 
@@ -103,6 +105,32 @@ inline std::vector<int32_t> make_prompt(int64_t n, uint32_t seed, int64_t vocab)
         p.push_back(int32_t((x >> 8) % uint32_t(vocab)));
     }
     return p;
+}
+
+// Forwards to a model and records every step's batch (the rows, their positions, images and
+// attend_until), for tests that check what the engine asked of the model.
+class RecordingModel : public model::StepModel {
+public:
+    explicit RecordingModel(model::StepModel& inner) : inner_(inner) {}
+    const model::StepModelInfo& info() const override { return inner_.info(); }
+    std::vector<float> forward(const model::Batch& batch) override {
+        steps.push_back(batch);
+        return inner_.forward(batch);
+    }
+    std::vector<model::Batch> steps;
+
+private:
+    model::StepModel& inner_;
+};
+
+// EngineCore::validate refuses `r` with a message containing `want`.
+inline void expect_refused(EngineCore& core, const Request& r, const std::string& want) {
+    try {
+        core.validate(r);
+        ADD_FAILURE() << "accepted; wanted: " << want;
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace pagoda::engine::test

@@ -3,6 +3,7 @@
 // tensor prefix, Mistral's head_dim, Phi-3 LongRoPE; and refusals that name the key.
 #include <gtest/gtest.h>
 
+#include "hf/hf_test_util.h"
 #include "core/error.h"
 #include "hf/hf_config.h"
 #include "hf/hf_tensor_names.h"
@@ -10,20 +11,8 @@
 namespace pagoda::hf {
 namespace {
 
-const gguf::Value* meta(const HfModel& m, const std::string& key) {
-    for (const auto& [k, v] : m.metadata)
-        if (k == key) return &v;
-    return nullptr;
-}
-
-std::string error_of(const std::string& json) {
-    try {
-        read_hf_config(json, "config.json");
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::meta;
+using test::config_error;
 
 const char* kLlama31 = R"({"architectures":["LlamaForCausalLM"],"hidden_size":4096,"intermediate_size":14336,
   "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"max_position_embeddings":131072,
@@ -71,7 +60,7 @@ TEST(HfConfig, MixtralAndQwenMoeExperts) {
     EXPECT_EQ(t->gguf_name, "blk.1.ffn_down_exps.weight");
     EXPECT_EQ(t->expert, 7);
     EXPECT_THROW(gguf_target(m, "model.layers.1.block_sparse_moe.experts.8.w2.weight"), Error);
-    EXPECT_NE(error_of(R"({"architectures":["Qwen2MoeForCausalLM"],"hidden_size":64,"intermediate_size":96,
+    EXPECT_NE(config_error(R"({"architectures":["Qwen2MoeForCausalLM"],"hidden_size":64,"intermediate_size":96,
       "num_hidden_layers":2,"num_attention_heads":4,"max_position_embeddings":512,"rms_norm_eps":1e-5,"num_experts":4,
       "num_experts_per_tok":2,"moe_intermediate_size":32,"shared_expert_intermediate_size":64,"decoder_sparse_step":2})")
                   .find("'decoder_sparse_step'"),
@@ -79,19 +68,19 @@ TEST(HfConfig, MixtralAndQwenMoeExperts) {
 }
 
 TEST(HfConfig, RefusalsNameTheKey) {
-    EXPECT_NE(error_of("{").find("not valid JSON"), std::string::npos);
-    EXPECT_NE(error_of("{}").find("'architectures'"), std::string::npos);
-    EXPECT_NE(error_of(R"({"architectures":["FalconForCausalLM"]})").find("'FalconForCausalLM' is not supported"), std::string::npos);
+    EXPECT_NE(config_error("{").find("not valid JSON"), std::string::npos);
+    EXPECT_NE(config_error("{}").find("'architectures'"), std::string::npos);
+    EXPECT_NE(config_error(R"({"architectures":["FalconForCausalLM"]})").find("'FalconForCausalLM' is not supported"), std::string::npos);
     std::string no_eps = kLlama31;
     no_eps.replace(no_eps.find("\"rms_norm_eps\":1e-05"), 20, "\"x\":1");
-    EXPECT_NE(error_of(no_eps).find("key 'rms_norm_eps' is missing"), std::string::npos) << error_of(no_eps);
+    EXPECT_NE(config_error(no_eps).find("key 'rms_norm_eps' is missing"), std::string::npos) << config_error(no_eps);
     std::string yarn = kLlama31;
     yarn.replace(yarn.find("\"llama3\""), 8, "\"yarn\"");
-    EXPECT_NE(error_of(yarn).find("rope_scaling' has type 'yarn'"), std::string::npos) << error_of(yarn);
+    EXPECT_NE(config_error(yarn).find("rope_scaling' has type 'yarn'"), std::string::npos) << config_error(yarn);
     std::string heads = kLlama31;
     heads.replace(heads.find("\"num_attention_heads\":32"), 24, "\"num_attention_heads\":\"32\"");
-    EXPECT_NE(error_of(heads).find("'num_attention_heads' must be an integer, got string"), std::string::npos) << error_of(heads);
-    EXPECT_NE(error_of(R"({"architectures":["Gemma2ForCausalLM"],"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+    EXPECT_NE(config_error(heads).find("'num_attention_heads' must be an integer, got string"), std::string::npos) << config_error(heads);
+    EXPECT_NE(config_error(R"({"architectures":["Gemma2ForCausalLM"],"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
       "num_attention_heads":4,"head_dim":16,"max_position_embeddings":512,"rms_norm_eps":1e-6,"query_pre_attn_scalar":144})")
                   .find("'query_pre_attn_scalar'"),
               std::string::npos);

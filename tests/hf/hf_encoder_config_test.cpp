@@ -3,6 +3,7 @@
 // llama.cpp's converter writes for them; sentence-transformers' pooling files; refusals name the key.
 #include <gtest/gtest.h>
 
+#include "hf/hf_test_util.h"
 #include "core/error.h"
 #include "hf/hf_config.h"
 #include "hf/hf_encoder_config.h"
@@ -11,30 +12,10 @@
 namespace pagoda::hf {
 namespace {
 
-const gguf::Value* meta(const HfModel& m, const std::string& key) {
-    for (const auto& [k, v] : m.metadata)
-        if (k == key) return &v;
-    return nullptr;
-}
-
-int64_t meta_int(const HfModel& m, const std::string& key) {
-    const gguf::Value* v = meta(m, key);
-    return v ? v->as_int().value_or(-1) : -1;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-std::string config_error(const std::string& json) {
-    return error_of([&] { read_hf_config(json, "config.json"); });
-}
+using test::config_error;
+using test::error_of;
+using test::meta;
+using test::meta_int;
 
 const char* kBgeSmall = R"({"architectures":["BertModel"],"attention_probs_dropout_prob":0.1,"classifier_dropout":null,
   "hidden_act":"gelu","hidden_size":384,"id2label":{"0":"LABEL_0"},"intermediate_size":1536,"label2id":{"LABEL_0":0},
@@ -182,6 +163,11 @@ TEST(HfEncoderConfig, SentenceTransformersPooling) {
 
 namespace pagoda::hf {
 namespace {
+
+using test::config_error;
+using test::error_of;
+using test::meta;
+using test::meta_int;
 
 std::string with_nomic(const std::string& from, const std::string& to) {
     std::string s = kNomicV15;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "hf/hf_test_util.h"
 #include "core/error.h"
 #include "encoder_hidden_states.h"
 #include "fixtures.h"
@@ -24,16 +25,8 @@ namespace pagoda::model {
 namespace {
 
 using encoder_test::hidden_states;
-
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using hf::test::error_of;
+using hf::test::meta;
 
 // jina-embeddings-v2-base-en's config.json (the keys that matter; auto_map and dropouts left out).
 const char* kJinaBaseEn = R"({"architectures":["JinaBertForMaskedLM"],"emb_pooler":"mean","feed_forward_type":"geglu",
@@ -46,12 +39,6 @@ std::string with(const std::string& from, const std::string& to) {
     const size_t at = s.find(from);
     EXPECT_NE(at, std::string::npos) << from;
     return s.replace(at, from.size(), to);
-}
-
-const gguf::Value* meta(const hf::HfModel& m, const std::string& key) {
-    for (const auto& [k, v] : m.metadata)
-        if (k == key) return &v;
-    return nullptr;
 }
 
 std::string target(const hf::HfModel& m, const std::string& name) {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "hf/hf_test_util.h"
 #include "core/error.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
@@ -279,14 +280,7 @@ TEST(HfQwen35, ConfigMapsToTheConvertersKeys) {
 // What pagoda's qwen35 cannot run is refused naming the key.
 TEST(HfQwen35, UnsupportedSettingsAreRefusedByName) {
     const std::string base = kQwen35Text;
-    auto error_of = [&](const std::string& json) {
-        try {
-            hf::read_hf_config(json, "config.json");
-        } catch (const Error& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    const auto error_of = hf::test::config_error;
     auto with = [&](const std::string& key, const std::string& value) {
         nlohmann::json j = nlohmann::json::parse(base + "}");
         j[key] = nlohmann::json::parse(value);

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cpu/matmul_test_util.h"
-#include "direct_equations.h"
+#include "hybrid_direct.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
@@ -27,6 +27,8 @@ namespace {
 
 using model_compare::prompt;
 using model_compare::reference_logits;
+using direct::sigmoid;
+using direct::silu;
 
 // 4 value heads over 2 key heads (2 a group): grouped and tiled orders differ.
 RandomModelSpec next_spec(uint64_t seed, bool fused) {
@@ -45,14 +47,6 @@ std::string write(const RandomModelSpec& spec, const std::string& name, const st
 
 struct Direct : direct::Weights {
     int64_t key(const std::string& k) const { return f.get_int("qwen3next." + k); }
-    static void norm_in_place(double* x, size_t n, const float* w, double eps) {
-        double ss = 0;
-        for (size_t i = 0; i < n; ++i) ss += x[i] * x[i];
-        const double inv = 1 / std::sqrt(ss / double(n) + eps);
-        for (size_t i = 0; i < n; ++i) x[i] = x[i] * inv * w[i];
-    }
-    static double silu(double v) { return v / (1 + std::exp(-v)); }
-    static double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
 
     // SwiGLU of one expert (`e` of the stacked [dim, f, E] tensors, or the shared one with e = 0).
     std::vector<double> swiglu(const std::string& gate, const std::string& up, const std::string& down, int64_t e,
@@ -89,7 +83,7 @@ struct Direct : direct::Weights {
     }
 
     std::vector<double> logits(const ModelConfig& c, const std::vector<int32_t>& ids) const {
-        const int64_t T = int64_t(ids.size()), H = c.n_heads, KV = c.n_kv_heads, hd = c.head_dim;
+        const int64_t T = int64_t(ids.size());
         const int64_t K = key("ssm.conv_kernel"), nk = key("ssm.group_count"), nv = key("ssm.time_step_rank");
         const int64_t dh = key("ssm.state_size"), r = nv / nk, kd = nk * dh, vd = nv * dh, cd = 2 * kd + vd;
         const double eps = c.rms_eps;
@@ -125,79 +119,24 @@ struct Direct : direct::Weights {
                         }
                     }
                 }
-                const float* w = tensor(p + "ssm_conv1d.weight");  // [K, cd]: channel c's taps at c * K
+                const float* w = tensor(p + "ssm_conv1d.weight");
                 std::vector<double> S(size_t(nv * dh * dh), 0.0);
                 for (int64_t t = 0; t < T; ++t) {
-                    std::vector<double> conv(static_cast<size_t>(cd));
-                    for (int64_t ch = 0; ch < cd; ++ch) {
-                        double s = 0;
-                        for (int64_t j = 0; j < K; ++j) {
-                            const int64_t src = t - (K - 1) + j;
-                            if (src >= 0) s += double(w[ch * K + j]) * in[size_t(src)][size_t(ch)];
-                        }
-                        conv[size_t(ch)] = silu(s);
-                    }
+                    const std::vector<double> conv = direct::conv_silu(w, in, t, K, cd);
                     std::vector<double> o(static_cast<size_t>(vd));
                     for (int64_t hv = 0; hv < nv; ++hv) {
                         const int64_t kh = hv / r;  // value heads grouped per key head
-                        std::vector<double> q(conv.begin() + kh * dh, conv.begin() + (kh + 1) * dh);
-                        std::vector<double> k(conv.begin() + kd + kh * dh, conv.begin() + kd + (kh + 1) * dh);
-                        const double* v = conv.data() + 2 * kd + hv * dh;
-                        double qn = 0, kn = 0;
-                        for (int64_t i = 0; i < dh; ++i) qn += q[size_t(i)] * q[size_t(i)], kn += k[size_t(i)] * k[size_t(i)];
-                        qn = 1 / std::max(std::sqrt(qn), eps) / std::sqrt(double(dh));
-                        kn = 1 / std::max(std::sqrt(kn), eps);
-                        for (int64_t i = 0; i < dh; ++i) q[size_t(i)] *= qn, k[size_t(i)] *= kn;
-                        const double x0 = alpha[size_t(t)][size_t(hv)] + tensor(p + "ssm_dt.bias")[hv];
-                        const double g = std::log1p(std::exp(x0)) * tensor(p + "ssm_a")[hv];
-                        const double b = sigmoid(beta[size_t(t)][size_t(hv)]);
-                        double* s = S.data() + hv * dh * dh;  // s[i * dh + j]: key i, value j
-                        for (int64_t i = 0; i < dh * dh; ++i) s[i] *= std::exp(g);
-                        for (int64_t j = 0; j < dh; ++j) {
-                            double sk = 0;
-                            for (int64_t i = 0; i < dh; ++i) sk += s[i * dh + j] * k[size_t(i)];
-                            const double d = b * (v[j] - sk);
-                            for (int64_t i = 0; i < dh; ++i) s[i * dh + j] += k[size_t(i)] * d;
-                        }
-                        for (int64_t j = 0; j < dh; ++j) {
-                            double out = 0;
-                            for (int64_t i = 0; i < dh; ++i) out += s[i * dh + j] * q[size_t(i)];
-                            o[size_t(hv * dh + j)] = out;
-                        }
-                        norm_in_place(o.data() + hv * dh, size_t(dh), tensor(p + "ssm_norm.weight"), eps);
-                        for (int64_t j = 0; j < dh; ++j) o[size_t(hv * dh + j)] *= silu(z[size_t(t)][size_t(hv * dh + j)]);
+                        direct::delta_rule_head(S.data() + hv * dh * dh, {conv.begin() + kh * dh, conv.begin() + (kh + 1) * dh},
+                                                {conv.begin() + kd + kh * dh, conv.begin() + kd + (kh + 1) * dh},
+                                                conv.data() + 2 * kd + hv * dh, z[size_t(t)].data() + hv * dh,
+                                                alpha[size_t(t)][size_t(hv)] + tensor(p + "ssm_dt.bias")[hv],
+                                                tensor(p + "ssm_a")[hv], beta[size_t(t)][size_t(hv)],
+                                                tensor(p + "ssm_norm.weight"), eps, dh, o.data() + hv * dh);
                     }
                     mixed[size_t(t)] = mul(tensor(p + "ssm_out.weight"), o, c.dim);
                 }
             } else {  // gated full attention, as qwen35's
-                std::vector<std::vector<double>> q(static_cast<size_t>(T)), gate(static_cast<size_t>(T)),
-                    k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
-                for (int64_t t = 0; t < T; ++t) {
-                    const auto qg = mul(tensor(p + "attn_q.weight"), h[size_t(t)], 2 * H * hd);
-                    for (int64_t hh = 0; hh < H; ++hh) {  // per head: its query, then its gate
-                        q[size_t(t)].insert(q[size_t(t)].end(), qg.begin() + hh * 2 * hd, qg.begin() + hh * 2 * hd + hd);
-                        gate[size_t(t)].insert(gate[size_t(t)].end(), qg.begin() + hh * 2 * hd + hd, qg.begin() + (hh + 1) * 2 * hd);
-                    }
-                    k[size_t(t)] = mul(tensor(p + "attn_k.weight"), h[size_t(t)], KV * hd);
-                    v[size_t(t)] = mul(tensor(p + "attn_v.weight"), h[size_t(t)], KV * hd);
-                    for (auto [vec, heads, name] : {std::tuple{&q[size_t(t)], H, "attn_q_norm"}, std::tuple{&k[size_t(t)], KV, "attn_k_norm"}})
-                        for (int64_t hh = 0; hh < heads; ++hh) {
-                            norm_in_place(vec->data() + hh * hd, size_t(hd), tensor(p + name + ".weight"), eps);
-                            for (int64_t i = 0; i < c.rope_dims / 2; ++i) {  // NEOX pairs (i, i + rope/2)
-                                const double a = double(t) * std::pow(double(c.rope_theta), -2.0 * double(i) / double(c.rope_dims));
-                                double& x0 = (*vec)[size_t(hh * hd + i)];
-                                double& x1 = (*vec)[size_t(hh * hd + i + c.rope_dims / 2)];
-                                const double a0 = x0, a1 = x1;
-                                x0 = a0 * std::cos(a) - a1 * std::sin(a);
-                                x1 = a0 * std::sin(a) + a1 * std::cos(a);
-                            }
-                        }
-                }
-                for (int64_t t = 0; t < T; ++t) {
-                    std::vector<double> out = direct::attend(q, k, v, t, H, KV, hd, hd, std::sqrt(double(hd)));
-                    for (int64_t i = 0; i < H * hd; ++i) out[size_t(i)] *= sigmoid(gate[size_t(t)][size_t(i)]);
-                    mixed[size_t(t)] = mul(tensor(p + "attn_output.weight"), out, c.dim);
-                }
+                mixed = direct::gated_attention(*this, p, h, c, eps);
             }
             for (int64_t t = 0; t < T; ++t) {
                 for (int64_t i = 0; i < c.dim; ++i) x[size_t(t)][size_t(i)] += mixed[size_t(t)][size_t(i)];

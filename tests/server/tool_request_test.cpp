@@ -176,6 +176,17 @@ engine::Delta delta(std::string text, bool last = false) {
     return d;
 }
 
+// `text` cut into pieces of 1 to 7 bytes (UTF-8 sequences and tags split anywhere).
+std::vector<std::string> random_pieces(const std::string& text, std::mt19937& rng) {
+    std::vector<std::string> pieces;
+    for (size_t i = 0; i < text.size();) {
+        const size_t n = 1 + rng() % 7;
+        pieces.push_back(text.substr(i, n));
+        i += n;
+    }
+    return pieces;
+}
+
 // Streams `pieces` through an assembler; returns {response, reassembled message from the chunks}.
 std::pair<json, json> run(ResponseContext ctx, const std::vector<std::string>& pieces) {
     ResponseAssembler a(ctx, 1);
@@ -220,13 +231,7 @@ TEST(ToolResponse, CallsAndReasoningStreamToWhatTheResponseHolds) {
         "\"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"noop\", \"arguments\": {}}\n</tool_call>";
     std::mt19937 rng(3);
     for (int iter = 0; iter < 50; ++iter) {
-        std::vector<std::string> pieces;
-        for (size_t i = 0; i < out.size();) {
-            const size_t n = 1 + rng() % 7;
-            pieces.push_back(out.substr(i, n));
-            i += n;
-        }
-        auto [response, streamed] = run(ctx, pieces);
+        auto [response, streamed] = run(ctx, random_pieces(out, rng));
         const json& m = response["choices"][0]["message"];
         EXPECT_EQ(m["content"], "Checking.");
         EXPECT_EQ(m["reasoning_content"], "need weather");
@@ -271,13 +276,7 @@ TEST(ToolResponse, MinimaxReasoningAndCallsStreamToWhatTheResponseHolds) {
         "<invoke name=\"noop\">\n</invoke>\n</minimax:tool_call>";
     std::mt19937 rng(5);
     for (int iter = 0; iter < 50; ++iter) {
-        std::vector<std::string> pieces;
-        for (size_t i = 0; i < out.size();) {
-            const size_t n = 1 + rng() % 7;
-            pieces.push_back(out.substr(i, n));
-            i += n;
-        }
-        auto [response, streamed] = run(ctx, pieces);
+        auto [response, streamed] = run(ctx, random_pieces(out, rng));
         const json& m = response["choices"][0]["message"];
         EXPECT_EQ(m["content"], "Checking.");
         EXPECT_EQ(m["reasoning_content"], "The user wants weather.\n");
