@@ -148,6 +148,8 @@ int serve(ServeOptions& o) {
     o.spec.options.validate();
     o.gateway.speculative = o.spec.options;
     o.model.draft_model = o.spec.draft_model;
+    o.model.draft_profile = o.spec.draft_profile;
+    if (!o.spec.draft_profile.empty() && o.spec.draft_model.empty()) fail("--draft-profile needs --draft-model");
     o.model.kv = o.kv.options();
     o.model.state_snapshots = o.kv.state_snapshots;
     o.model.prefix_tier = o.tier.options(o.model.kv.prefix_caching);

@@ -6,12 +6,14 @@
 #include "model/config.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
+#include "tune/profile_use.h"
 
 namespace pagoda::app {
 
 std::shared_ptr<model::StepModel> open_draft_model(const std::string& path, const tokenizer::Tokenizer& target_vocab,
                                                    const model::StepModel& target,
-                                                   const model::StepModelOptions& target_options) {
+                                                   const model::StepModelOptions& target_options,
+                                                   const std::string& profile) {
     std::shared_ptr<const gguf::File> file = model::open_model_file(path, {.quantize = {}, .threads = 0, .tokenizer = true});
     const auto draft_vocab = tokenizer::Tokenizer::from_gguf(*file);
     if (draft_vocab->n_vocab() != target_vocab.n_vocab())
@@ -28,6 +30,7 @@ std::shared_ptr<model::StepModel> open_draft_model(const std::string& path, cons
     o.kv.dtype.reset();
     o.tokens_wanted = int64_t(target.info().n_kv_blocks) * target.info().block_size;
     o.max_context = target.info().max_context;
+    if (!profile.empty()) o.kernel_plan = tune::model_kernel_plan(profile, path, "--draft-profile");
     auto draft = model::open_step_model(file, o);
     log_info("speculative decoding: draft model {} ({})", path, model::read_config(*file).describe());
     return draft;

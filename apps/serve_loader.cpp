@@ -36,7 +36,8 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
                                                                (options.kv.prefix_caching ? options.state_snapshots : 0)};
     auto step = model::open_step_model(file, model_options);
     if (!options.draft_model.empty()) {
-        engine_options.speculative.draft_model = open_draft_model(options.draft_model, *tok, *step, model_options);
+        engine_options.speculative.draft_model =
+            open_draft_model(options.draft_model, *tok, *step, model_options, options.draft_profile);
         engine_options.speculative.draft_max_step_tokens = model_options.max_step_tokens;
     }
     std::shared_ptr<server::LoraRegistry> loras;

@@ -24,6 +24,7 @@ struct ServeModelOptions {
     std::string mmproj;       // --mmproj: the model's vision projector (images in chat requests; empty: none)
     int64_t image_cache_mb = 256;  // --image-cache-mb: the encoded-image cache's bound (0: off)
     std::string draft_model;  // --draft-model: a GGUF of the same vocabulary (empty: none)
+    std::string draft_profile;  // --draft-profile: the draft's own kernel plan (empty: the model's)
     std::vector<LoraSpec> loras;     // --lora: adapters served as models of their own
     bool allow_runtime_lora = false;  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter
     size_t max_loras = 0;             // adapters resident at once (0: no cap); idle ones evicted LRU

@@ -1,12 +1,13 @@
 // The speculative-decoding flags of run, serve, batch, chat and bench-throughput: prompt-lookup
 // drafts (--draft-ngram N, llama.cpp's lookup decoding; vLLM's "ngram" method) or a draft model
-// (--draft-model FILE, llama.cpp's -md), turned into engine::SpeculativeOptions. Off unless one is
-// given; the two exclude each other.
+// (--draft-model FILE, llama.cpp's -md, with --draft-profile FILE its own kernel plan), turned into
+// engine::SpeculativeOptions. Off unless one is given; the two exclude each other.
 #pragma once
 #include <CLI/CLI.hpp>
 
 #include "apps/cli.h"
 #include "apps/draft_model_loader.h"
+#include "core/error.h"
 #include "engine/engine_core.h"
 
 namespace pagoda::app {
@@ -14,6 +15,7 @@ namespace pagoda::app {
 struct SpeculativeFlags {
     engine::SpeculativeOptions options;
     std::string draft_model;
+    std::string draft_profile;  // --draft-profile: the draft's own `pagoda tune` profile (empty: none)
 
     void add_to(CLI::App& sub) {
         auto* ngram = sub.add_option("--draft-ngram", options.ngram_max,
@@ -27,6 +29,10 @@ struct SpeculativeFlags {
                        "output is unchanged; sampled output keeps the model's distribution")
             ->check(CLI::ExistingFile)
             ->excludes(ngram);
+        sub.add_option("--draft-profile", draft_profile,
+                       "A `pagoda tune` profile measured with the draft model: its kernel plan runs the draft's CPU "
+                       "backend (the model keeps --profile's); without it the draft runs the model's plan")
+            ->check(CLI::ExistingFile);
         sub.add_option("--draft-ngram-min", options.ngram_min, "Shortest n-gram a draft may match")->check(in_range(1, 64));
         sub.add_option("--draft-max", options.max_draft,
                        "Drafted tokens per sequence and step at most (adapted to the acceptance below this)")
@@ -39,8 +45,9 @@ struct SpeculativeFlags {
     engine::SpeculativeOptions resolve(const tokenizer::Tokenizer& vocab, const model::StepModel& target,
                                        const model::StepModelOptions& target_options) const {
         engine::SpeculativeOptions o = options;
+        if (!draft_profile.empty() && draft_model.empty()) fail("--draft-profile needs --draft-model");
         if (!draft_model.empty()) {
-            o.draft_model = open_draft_model(draft_model, vocab, target, target_options);
+            o.draft_model = open_draft_model(draft_model, vocab, target, target_options, draft_profile);
             o.draft_max_step_tokens = target_options.max_step_tokens;
         }
         return o;

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <fmt/format.h>
 
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kv/block_manager.h"
@@ -14,6 +16,17 @@
 #include "model/split_kv_cache.h"
 
 namespace pagoda::model {
+namespace {
+
+// The backend `name` for a model opened with `o`: the CPU backend with the model's own kernel plan
+// when it has one (its settings as set_kernel_plan would install them), else the registry's.
+std::unique_ptr<backend::Backend> make_model_backend(const std::string& name, const StepModelOptions& o) {
+    if (name == "cpu" && o.kernel_plan)
+        return backend::make_cpu_backend({.n_threads = o.threads}, backend::cpu::plan_settings(*o.kernel_plan));
+    return backend::make_backend(name, {.n_threads = o.threads});
+}
+
+}  // namespace
 
 GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOptions& o) : file_(std::move(file)) {
     if (o.max_context < 0) fail("--ctx must not be negative, got {}", o.max_context);
@@ -33,11 +46,11 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
     if (device && o.n_gpu_layers >= 1 && o.n_gpu_layers <= n_layers) {  // a partial offload
         split_ = {n_layers, o.n_gpu_layers};
         device_ = backend::make_backend(o.backend, {.n_threads = o.threads});
-        backend_ = backend::make_backend("cpu", {.n_threads = o.threads});
+        backend_ = make_model_backend("cpu", o);
         router_ = std::make_unique<LayerRouter>(*device_, *backend_, split_);
         built_ = find_arch_builder(config_.arch)(*file_, config_, *router_);
     } else {  // -ngl 0 runs everything on the CPU, as llama.cpp
-        backend_ = backend::make_backend(device && o.n_gpu_layers == 0 ? "cpu" : o.backend, {.n_threads = o.threads});
+        backend_ = make_model_backend(device && o.n_gpu_layers == 0 ? "cpu" : o.backend, o);
         built_ = find_arch_builder(config_.arch)(*file_, config_, *backend_);
     }
     create_kv_cache(o);

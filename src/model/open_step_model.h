@@ -13,6 +13,9 @@
 namespace pagoda::gguf {
 class File;
 }
+namespace pagoda::backend::cpu {
+struct KernelPlan;
+}
 
 namespace pagoda::model {
 
@@ -42,6 +45,12 @@ struct StepModelOptions {
     // absorbed form's twin) or empty: absorbed unless a device backend runs layers (it has no such
     // cache). Other models ignore it.
     std::string mla;
+    // The CPU backend's own kernel plan for this model (backend/cpu/plan/kernel_plan.h; a `pagoda tune`
+    // profile's, measured with it): its matmul methods and tiles, attention method and prefetches,
+    // kept whatever set_kernel_plan does later, so a target and a draft model run their own plans in
+    // one process. Null: the process's plan as installed when the model is opened. Used where the CPU
+    // backend runs layers (--backend cpu, or the CPU's part of an -ngl split).
+    std::shared_ptr<const backend::cpu::KernelPlan> kernel_plan;
 };
 
 // Throws pagoda::Error with a clear message for a bad file, an unknown backend or architecture, a

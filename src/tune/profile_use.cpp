@@ -53,4 +53,22 @@ std::optional<ProfileSettings> use_profile(const std::string& flag, const std::s
     return ProfileSettings{path, p.threads, p.kv_block_size, p.scheduler.max_batched_tokens, p.scheduler.max_seqs};
 }
 
+std::shared_ptr<const backend::cpu::KernelPlan> model_kernel_plan(const std::string& path, const std::string& model_path,
+                                                                  const std::string& flag) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        fail("{} {}: no such file (make one with `pagoda tune -m MODEL -o {}`)", flag, path, path);
+    const Profile p = read_profile_file(path);
+    require_same_machine(p, current_machine(), flag + " " + path);
+    backend::cpu::validate_kernel_plan(p.plan);
+    if (!model_path.empty()) {
+        const auto file = model::open_model_file(model_path);
+        if (model::model_identity(*file) != p.model_identity)
+            log_warn("{} {} was measured with another model ({}); its kernel plan applies by weight type", flag, path,
+                     p.model_path);
+    }
+    log_info("{} {}: {} runs its own kernel plan", flag, path, model_path.empty() ? "the model" : model_path);
+    return std::make_shared<const backend::cpu::KernelPlan>(p.plan);
+}
+
 }  // namespace pagoda::tune

@@ -9,8 +9,13 @@
 // its scheduler knobs were chosen for the other model's step times.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+
+namespace pagoda::backend::cpu {
+struct KernelPlan;
+}
 
 namespace pagoda::tune {
 
@@ -29,5 +34,13 @@ std::string default_profile_path();
 // `flag` is --profile's value: empty for the default location, "none", or a file. `model_path` is
 // the model the command runs (for the identity check); empty skips that check.
 std::optional<ProfileSettings> use_profile(const std::string& flag, const std::string& model_path);
+
+// One model's own kernel plan (StepModelOptions::kernel_plan), for a model beside the one --profile
+// serves (--draft-profile: a draft model's): the profile at `path` (a file; refused when missing,
+// malformed or measured on another machine, as an explicit --profile), its plan validated for this
+// machine; nothing is installed process-wide. A profile measured with another model than
+// `model_path` is used with a warning (its plan is per weight type). `flag` names the option in errors.
+std::shared_ptr<const backend::cpu::KernelPlan> model_kernel_plan(const std::string& path, const std::string& model_path,
+                                                                  const std::string& flag);
 
 }  // namespace pagoda::tune
