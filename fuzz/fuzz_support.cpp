@@ -74,6 +74,11 @@ void unexpected(const char* where, const std::exception& e) {
     std::abort();
 }
 
+void fail_check(const char* what) {
+    std::fprintf(stderr, "fuzz: check failed: %s\n", what);
+    std::abort();
+}
+
 // ---- JSON generation ----
 
 namespace {

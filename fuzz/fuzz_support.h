@@ -44,6 +44,8 @@ const std::vector<chat::ChatTemplate>& builtin_templates();
 
 // Aborts with the message: an exception of a kind no caller handles as a refusal.
 [[noreturn]] void unexpected(const char* where, const std::exception& e);
+// Aborts with the message: a target's oracle found the code breaking its contract.
+[[noreturn]] void fail_check(const char* what);
 
 // Random JSON from fuzz bytes. Strings come from a vocabulary of the API's field names and values
 // (so the generator reaches deep validation) or from the bytes themselves.

@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(gguf_reader hf_format lora_adapter image_decode http_request openai_request websocket chat_template tokenizer hf_tokenizer gbnf json_schema profile)
+targets=(gguf_reader hf_format lora_adapter image_decode http_request openai_request websocket chat_template model_output tokenizer hf_tokenizer gbnf json_schema profile)
 usage() { echo "usage: $0 --smoke | --list | --seconds N | TARGET SECONDS   (targets: ${targets[*]})" >&2; exit 2; }
 
 mode=""
