@@ -49,7 +49,8 @@ TEST(Base64, RefusalsNameTheProblemAndWhere) {
     EXPECT_EQ(problem(std::string_view("Zm\x01v", 4)), "byte 0x01 at offset 2");
     EXPECT_EQ(problem("Zm9vY"), "5 characters is not a whole number of bytes");
     EXPECT_EQ(problem("Zm9=="), "'=' padding at offset 3 does not end a group of 4");
-    EXPECT_EQ(problem("Zg==="), "character '=' at offset 2");  // at most two '=' are padding
+    EXPECT_EQ(problem("Zg=a"), "character '=' at offset 2");  // '=' only at the end
+    EXPECT_EQ(problem("Zg==="), "'=' padding at offset 3 does not end a group of 4");  // at most two are padding
     try {
         decode_base64("a*", "messages[0].content[1]");
         ADD_FAILURE() << "accepted";

@@ -11,8 +11,8 @@
 namespace pagoda::hf {
 namespace {
 
-using test::meta;
-using test::config_error;
+using config_test::meta;
+using config_test::config_error;
 
 const char* kLlama31 = R"({"architectures":["LlamaForCausalLM"],"hidden_size":4096,"intermediate_size":14336,
   "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"max_position_embeddings":131072,

@@ -40,7 +40,7 @@ TEST(HfDeepseek, V3ConfigMapsToTheConvertersKeys) {
     EXPECT_FALSE(m.permute_qk);  // the checkpoint's RoPE rows are already adjacent pairs
     EXPECT_EQ(m.nextn_layers, 1);
     EXPECT_EQ(m.n_experts, 256);
-    const auto got = test::metadata_map(m);
+    const auto got = config_test::metadata_map(m);
     for (const auto& [key, want] : std::vector<std::pair<std::string, int64_t>>{
              {"block_count", 61}, {"attention.head_count", 128}, {"attention.head_count_kv", 1},
              {"attention.q_lora_rank", 1536}, {"attention.kv_lora_rank", 512}, {"attention.key_length", 576},
@@ -81,7 +81,7 @@ TEST(HfDeepseek, KimiV2LiteAndGlmFlashConfigs) {
     kimi["routed_scaling_factor"] = 2.827;
     kimi["rope_scaling"] = {{"beta_fast", 1.0}, {"beta_slow", 1.0}, {"factor", 32.0}, {"mscale", 1.0}, {"mscale_all_dim", 1.0},
                             {"original_max_position_embeddings", 4096}, {"type", "yarn"}};
-    auto got = test::metadata_map(read_hf_config(kimi.dump(), "config.json"));
+    auto got = config_test::metadata_map(read_hf_config(kimi.dump(), "config.json"));
     EXPECT_EQ(got.at("deepseek2.rope.scaling.yarn_beta_fast").as_float(), 1.0);
     EXPECT_EQ(got.count("deepseek2.rope.scaling.yarn_beta_slow"), 0u);  // 1 is ggml's default: not written
     EXPECT_EQ(got.at("deepseek2.expert_group_count").as_int(), 1);
@@ -93,7 +93,7 @@ TEST(HfDeepseek, KimiV2LiteAndGlmFlashConfigs) {
     lite["rope_scaling"]["mscale"] = 0.707; lite["rope_scaling"]["mscale_all_dim"] = 0.707;
     lite.erase("num_nextn_predict_layers");
     const HfModel l = read_hf_config(lite.dump(), "config.json");
-    got = test::metadata_map(l);
+    got = config_test::metadata_map(l);
     EXPECT_EQ(got.count("deepseek2.attention.q_lora_rank"), 0u);
     EXPECT_EQ(got.at("deepseek2.expert_gating_func").as_int(), 1);
     EXPECT_EQ(got.at("deepseek2.rope.scaling.yarn_log_multiplier").as_float(), double(float(0.1 * 0.707)));
@@ -104,7 +104,7 @@ TEST(HfDeepseek, KimiV2LiteAndGlmFlashConfigs) {
     glm["hidden_size"] = 2048; glm["num_attention_heads"] = 20; glm["q_lora_rank"] = 768; glm["qk_nope_head_dim"] = 192;
     glm["v_head_dim"] = 256; glm["n_routed_experts"] = 64; glm["n_group"] = 1; glm["topk_group"] = 1;
     glm.erase("rope_scaling");
-    got = test::metadata_map(read_hf_config(glm.dump(), "config.json"));
+    got = config_test::metadata_map(read_hf_config(glm.dump(), "config.json"));
     EXPECT_EQ(got.at("deepseek2.attention.key_length_mla").as_int(), 256);
     EXPECT_EQ(got.at("deepseek2.attention.value_length_mla").as_int(), 256);
     EXPECT_EQ(got.count("deepseek2.rope.scaling.type"), 0u);
@@ -132,12 +132,12 @@ TEST(HfDeepseek, RefusesWhatTheBuilderDoesNotCompute) {
              {"rope_scaling", {{"type", "yarn"}, {"factor", 40}, {"original_max_position_embeddings", 4096}}, "mscale_all_dim"}}) {
         nlohmann::json j = good;
         j[key] = value;
-        const std::string e = test::config_error(j.dump());
+        const std::string e = config_test::config_error(j.dump());
         EXPECT_NE(e.find(named), std::string::npos) << key << " = " << value.dump() << ": " << e;
     }
     nlohmann::json j = good;
     j.erase("qk_nope_head_dim");
-    EXPECT_NE(test::config_error(j.dump()).find("qk_nope_head_dim"), std::string::npos);
+    EXPECT_NE(config_test::config_error(j.dump()).find("qk_nope_head_dim"), std::string::npos);
 }
 
 // The converter: kv_b.view(H, nope + v, kv_lora); k_b, v_b = split(.., [nope, v], dim=1);

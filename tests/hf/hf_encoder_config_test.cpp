@@ -12,10 +12,10 @@
 namespace pagoda::hf {
 namespace {
 
-using test::config_error;
-using test::error_of;
-using test::meta;
-using test::meta_int;
+using config_test::config_error;
+using config_test::error_of;
+using config_test::meta;
+using config_test::meta_int;
 
 const char* kBgeSmall = R"({"architectures":["BertModel"],"attention_probs_dropout_prob":0.1,"classifier_dropout":null,
   "hidden_act":"gelu","hidden_size":384,"id2label":{"0":"LABEL_0"},"intermediate_size":1536,"label2id":{"LABEL_0":0},
@@ -164,10 +164,10 @@ TEST(HfEncoderConfig, SentenceTransformersPooling) {
 namespace pagoda::hf {
 namespace {
 
-using test::config_error;
-using test::error_of;
-using test::meta;
-using test::meta_int;
+using config_test::config_error;
+using config_test::error_of;
+using config_test::meta;
+using config_test::meta_int;
 
 std::string with_nomic(const std::string& from, const std::string& to) {
     std::string s = kNomicV15;

@@ -25,8 +25,8 @@ namespace pagoda::model {
 namespace {
 
 using encoder_test::hidden_states;
-using hf::test::error_of;
-using hf::test::meta;
+using hf::config_test::error_of;
+using hf::config_test::meta;
 
 // jina-embeddings-v2-base-en's config.json (the keys that matter; auto_map and dropouts left out).
 const char* kJinaBaseEn = R"({"architectures":["JinaBertForMaskedLM"],"emb_pooler":"mean","feed_forward_type":"geglu",

@@ -280,7 +280,7 @@ TEST(HfQwen35, ConfigMapsToTheConvertersKeys) {
 // What pagoda's qwen35 cannot run is refused naming the key.
 TEST(HfQwen35, UnsupportedSettingsAreRefusedByName) {
     const std::string base = kQwen35Text;
-    const auto error_of = hf::test::config_error;
+    const auto error_of = hf::config_test::config_error;
     auto with = [&](const std::string& key, const std::string& value) {
         nlohmann::json j = nlohmann::json::parse(base + "}");
         j[key] = nlohmann::json::parse(value);

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "hf/hf_config.h"
 
-namespace pagoda::hf::test {
+namespace pagoda::hf::config_test {
 
 inline const gguf::Value* meta(const HfModel& m, const std::string& key) {
     for (const auto& [k, v] : m.metadata)
@@ -44,4 +44,4 @@ inline std::string config_error(const std::string& json) {
     return error_of([&] { read_hf_config(json, "config.json"); });
 }
 
-}  // namespace pagoda::hf::test
+}  // namespace pagoda::hf::config_test

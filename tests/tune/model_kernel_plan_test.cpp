@@ -28,7 +28,7 @@ using gguf::GgmlType;
 
 KernelPlan plan_of(PathMethod m) {
     KernelPlan p;
-    p.types.push_back({GgmlType::Q8_0, m, {}});
+    p.types.push_back({GgmlType::Q8_0, m, {backend::cpu::RangeTiles{}}});  // one range: a profile lists at least one
     return p;
 }
 
