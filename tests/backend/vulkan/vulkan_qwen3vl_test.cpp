@@ -6,11 +6,16 @@
 // positions fall behind their KV positions); the same greedy tokens. The fusion pass off gives
 // bitwise the same logits (qkv_rope_kv_write reads the M-RoPE table the unfused rope does), and so
 // does a prefill in chunks (padded decode buckets included); a partial offload (-ngl 1) agrees
-// with the reference too. On lavapipe under the validation layer.
+// with the reference too. The image rows' embeddings and deep-stack slices cross to the device a
+// step tensor at a time, not a row at a time (the submissions of the prefill step do not grow with
+// the image's rows). On lavapipe under the validation layer.
 #include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 
+#ifdef PAGODA_HAVE_VULKAN  // the stream counters exist only where the backend is built
+#include "backend/vulkan/vk_context.h"
+#endif
 #include "backend/vulkan/vulkan_test_env.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
@@ -47,7 +52,7 @@ struct Prompt {
     std::vector<ImageSpan> images;
 };
 
-Prompt prompt() {
+Prompt prompt(int64_t second_h = 2, int64_t second_w = 4) {
     const int64_t width = kDim * (1 + qwen3vl_deepstack_layers(kLayers));
     Prompt p;
     auto image = [&](int64_t h, int64_t w, double seed) {
@@ -63,9 +68,22 @@ Prompt prompt() {
     text(3);
     image(3, 2, 1.0);
     text(3);
-    image(2, 4, 2.0);
+    image(second_h, second_w, 2.0);
     text(3);
     return p;
+}
+
+// The prefill's logits (one step) and the host waits it took.
+std::pair<std::vector<float>, uint64_t> prefill_submissions(StepModel& model, const Prompt& p) {
+    SequenceRunner runner(model);
+    runner.set_images(0, p.images);
+#ifdef PAGODA_HAVE_VULKAN
+    const uint64_t before = backend::vulkan::Stream::submissions();
+    auto logits = runner.prefill(0, p.tokens);
+    return {std::move(logits), backend::vulkan::Stream::submissions() - before};
+#else
+    return {runner.prefill(0, p.tokens), 0};
+#endif
 }
 
 // Every prefill row's logits, then kDecode decode steps' logits; the decoded tokens are `tokens`
@@ -116,6 +134,18 @@ TEST(VulkanQwen3Vl, UnfusedAndChunkedAreBitwiseTheSame) {
     // alone, the short ones in padded buckets.
     auto chunked = open("vulkan");
     EXPECT_EQ(run(*chunked, tokens, 4), whole) << "prefill in chunks of 4";
+}
+
+TEST(VulkanQwen3Vl, ImageRowsCrossATensorAtATime) {
+    PAGODA_REQUIRE_VULKAN();
+    auto vk = open("vulkan");
+    const auto [small_logits, small] = prefill_submissions(*vk, prompt());
+    const auto [large_logits, large] = prefill_submissions(*vk, prompt(6, 8));  // 48 image rows in place of 8
+    EXPECT_EQ(large_logits.size(), size_t(kVocab));
+    EXPECT_EQ(small, large) << "host waits of a prefill with 14 and with 54 image rows";
+    // At most, per node that takes given rows (slice 0 and 2 deep-stack slices), a read and two
+    // waits a write per image; then the step's logits (row by row it was 72 and 272).
+    EXPECT_LE(small, 3u * (1 + 2 * 2) + 1);
 }
 
 TEST(VulkanQwen3Vl, PartialOffloadMatchesTheReference) {
