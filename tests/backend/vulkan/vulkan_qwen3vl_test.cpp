@@ -5,8 +5,9 @@
 // logit) for the prefill's every row and for greedy decode steps after the images (whose rotary
 // positions fall behind their KV positions); the same greedy tokens. The fusion pass off gives
 // bitwise the same logits (qkv_rope_kv_write reads the M-RoPE table the unfused rope does), and so
-// does a prefill in chunks (padded decode buckets included); a partial offload (-ngl 1) agrees
-// with the reference too. The image rows' embeddings and deep-stack slices cross to the device a
+// do a prefill in chunks (padded decode buckets included) and the prompt beside another one with
+// its own images in one batch (batch invariance); a partial offload (-ngl 1) agrees with the
+// reference too. The image rows' embeddings and deep-stack slices cross to the device a
 // step tensor at a time, not a row at a time (the submissions of the prefill step do not grow with
 // the image's rows). On lavapipe under the validation layer.
 #include <algorithm>
@@ -19,6 +20,8 @@
 #include "backend/vulkan/vulkan_test_env.h"
 #include "fixtures.h"
 #include "gguf/gguf.h"
+#include "model/batch.h"
+#include "model/mrope_position.h"
 #include "model/open_step_model.h"
 #include "model/random_model.h"
 #include "model/sequence_runner.h"
@@ -134,6 +137,39 @@ TEST(VulkanQwen3Vl, UnfusedAndChunkedAreBitwiseTheSame) {
     // alone, the short ones in padded buckets.
     auto chunked = open("vulkan");
     EXPECT_EQ(run(*chunked, tokens, 4), whole) << "prefill in chunks of 4";
+}
+
+// Prompt `p` as a sequence whose blocks start at `first_block`, every row wanting logits, its image
+// rows given their embeddings and every row its M-RoPE position (as SequenceRunner lays them out).
+void add_prompt(Batch& b, const Prompt& p, int32_t first_block) {
+    std::vector<int32_t> table;
+    for (int32_t i = 0; i * kBlock < int32_t(p.tokens.size()); ++i) table.push_back(first_block + i);
+    const int32_t s = b.add_sequence(table);
+    for (int32_t pos = 0; pos < int32_t(p.tokens.size()); ++pos) {
+        b.add(p.tokens[size_t(pos)], pos, s, int64_t(first_block) * kBlock + pos, true);
+        for (const ImageSpan& im : p.images)
+            if (pos >= im.begin && pos < im.begin + im.rows) {
+                const size_t width = im.embeddings.size() / size_t(im.rows);
+                b.set_last_row_embedding(std::span(im.embeddings).subspan(size_t(pos - im.begin) * width, width), pos);
+            }
+        const auto [t, h, w] = mrope_position(pos, std::span<const ImageSpan>(p.images));
+        b.set_rope_position(t, h, w);
+    }
+}
+
+TEST(VulkanQwen3Vl, LogitsWithImagesAreBatchInvariant) {
+    PAGODA_REQUIRE_VULKAN();
+    auto vk = open("vulkan");
+    Batch alone;
+    add_prompt(alone, prompt(), 0);
+    const auto want = vk->forward(alone);
+    // After a 63-token prompt with a 6 x 8 image in the same step (GEMM rows, not the 23 alone).
+    Batch both;
+    add_prompt(both, prompt(6, 8), 0);
+    add_prompt(both, prompt(), 16);
+    const auto got = vk->forward(both);
+    ASSERT_EQ(got.size(), size_t(63 * kVocab) + want.size());
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), got.end() - long(want.size())));
 }
 
 TEST(VulkanQwen3Vl, ImageRowsCrossATensorAtATime) {
