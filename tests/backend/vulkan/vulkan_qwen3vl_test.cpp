@@ -7,9 +7,9 @@
 // bitwise the same logits (qkv_rope_kv_write reads the M-RoPE table the unfused rope does), and so
 // do a prefill in chunks (padded decode buckets included) and the prompt beside another one with
 // its own images in one batch (batch invariance); a partial offload (-ngl 1) agrees with the
-// reference too. The image rows' embeddings and deep-stack slices cross to the device a
-// step tensor at a time, not a row at a time (the submissions of the prefill step do not grow with
-// the image's rows). On lavapipe under the validation layer.
+// reference too. The image rows' embeddings and deep-stack slices cross to the device an image at a
+// time, not a row at a time (the prefill step's submissions do not grow with the image's rows).
+// On lavapipe under the validation layer.
 #include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
