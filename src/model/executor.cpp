@@ -329,20 +329,30 @@ void GraphExecutor::run(backend::KvCache& cache, StepRows rows, std::vector<floa
                     b.lora_add(in(0), in(1), (*lora_)[size_t(node.lora_target)]);
                 break;
             case OpKind::input_embeddings: {
+                // Slice 0 replaces the given rows' token embeddings, a deep-stack slice adds to their
+                // hidden state. They cross a run of consecutive rows (an image) at a time, not a row
+                // at a time: on a device each crossing is a host wait (row by row, a Qwen3-VL prefill
+                // on Vulkan waited 5 times per image row). Only the given rows are written back, so
+                // the others keep the backend's own precision (the reference's doubles).
+                if (embedding_rows_.empty()) break;
                 const backend::Tensor x = in(0);
                 const size_t row_bytes = size_t(x.cols) * b.activation_size();
                 const int64_t stride = x.cols * node.embedding_slices;
-                std::vector<float> row(node.embedding_slice > 0 ? size_t(x.cols) : 0);
-                for (size_t i = 0; i < embedding_rows_.size(); ++i) {
-                    const backend::Tensor at{static_cast<uint8_t*>(x.data) + size_t(embedding_rows_[i]) * row_bytes, 1, x.cols};
-                    const float* given = embeddings_ + int64_t(i) * stride + node.embedding_slice * x.cols;
-                    if (node.embedding_slice == 0) {
-                        b.write(at, given);
-                        continue;
+                std::vector<float>& rows = embedding_scratch_;
+                rows.resize(size_t(x.rows * x.cols));
+                if (node.embedding_slice > 0) b.read(x, rows.data());
+                for (size_t i = 0, end = 0; i < embedding_rows_.size(); i = end) {
+                    for (end = i + 1; end < embedding_rows_.size() && embedding_rows_[end] == embedding_rows_[end - 1] + 1;) ++end;
+                    for (size_t k = i; k < end; ++k) {
+                        float* row = rows.data() + int64_t(embedding_rows_[k]) * x.cols;
+                        const float* given = embeddings_ + int64_t(k) * stride + node.embedding_slice * x.cols;
+                        if (node.embedding_slice == 0) std::copy(given, given + x.cols, row);
+                        else
+                            for (int64_t c = 0; c < x.cols; ++c) row[c] += given[c];
                     }
-                    b.read(at, row.data());  // a deep-stack slice adds to the hidden state
-                    for (int64_t c = 0; c < x.cols; ++c) row[size_t(c)] += given[c];
-                    b.write(at, row.data());
+                    const int64_t first = embedding_rows_[i];
+                    b.write({static_cast<uint8_t*>(x.data) + size_t(first) * row_bytes, int64_t(end - i), x.cols},
+                            rows.data() + first * x.cols);
                 }
                 break;
             }

@@ -86,6 +86,7 @@ private:
     const backend::PartLora* part_lora(const Node& node);
     std::span<const int32_t> embedding_rows_;
     const float* embeddings_ = nullptr;
+    std::vector<float> embedding_scratch_;  // input_embeddings: the step tensor on the host
     std::vector<OpTimes::Entry> step_op_times_;  // per OpKind, this step's (merged into op_times_ after it)
     std::vector<OpTimes::Entry> step_weight_times_;  // per MatmulInput role, the same
     std::vector<uint64_t> node_weight_bytes_;        // per node: host weight memory it streams (0: none)

@@ -1,8 +1,8 @@
 // The backend conformance suite (conformance.h), LoRA inside fused ops (Backend::fuses_lora):
 // matmul_silu_mul and qkv_rope_kv_write given a PartLora against their unfused twin on the same
 // backend (matmul ; lora_add per part ; [add_bias] ; rope / silu_mul ; kv_write), over stacked and
-// unstacked weights, several adapters over scattered rows and rows with none. The update must also
-// show: adapted rows differ from the op without it, the other rows do not.
+// unstacked weights, several adapters over scattered rows and rows with none, plain RoPE and M-RoPE.
+// The update must also show: adapted rows differ from the op without it, the other rows do not.
 #include "backend/conformance.h"
 
 namespace pagoda::backend::conformance {
@@ -120,13 +120,24 @@ TEST_P(Conformance, FusedQkvRopeKvWriteLora) {
         const PartLora lora = updates.part_lora();
         test.reset();
         auto weight = test->upload_weight({wq.source(), wk.source(), wv.source()}, WeightUse::matmul);
-        auto rope = test->upload_rope(rope_spec(d, trial % 2 == 1, 10000.0));
+        // Trials 4 and up rotate by an M-RoPE: a random axis per pair, each token's own height and width
+        // (drawn from their own generator, so the other trials' draws stay as they were).
+        RopeSpec spec = rope_spec(d, trial % 2 == 1, 10000.0);
+        std::vector<int32_t> axes;
+        if (trial >= 4) {
+            std::mt19937 axis_rng(static_cast<uint32_t>(trial));
+            for (int32_t i = 0; i < d / 2; ++i) spec.pair_axis.push_back(uint8_t(uniform(0, kRopeAxes - 1, axis_rng)));
+            for (int32_t p : step.positions) axes.insert(axes.end(), {p, uniform(0, 300, axis_rng), uniform(0, 300, axis_rng)});
+        }
+        auto rope = test->upload_rope(spec);
         std::shared_ptr<Vector> biases[3];
         for (size_t p = 0; p < 3; ++p) biases[p] = test->upload_vector(random_values(p == 0 ? wq.rows : wk.rows, rng));
         QkvOp op{weight.get(), {}, rope.get(), 1, n_heads, layout.n_kv_heads, d};
         if (trial % 2 == 0)
             for (size_t p = 0; p < 3; ++p) op.bias[p] = biases[p].get();
-        test->begin_step(step.inputs());
+        StepInputs inputs = step.inputs();
+        inputs.rope_positions = axes;
+        test->begin_step(inputs);
         const Tensor in = test.input(n, cols, x);
 
         auto fused_cache = test->create_kv_cache(layout, step.n_blocks);
@@ -147,8 +158,8 @@ TEST_P(Conformance, FusedQkvRopeKvWriteLora) {
         test->rope(qkv[1], *rope, layout.n_kv_heads, d);
         test->kv_write(*plain_cache, op.layer, qkv[1], qkv[2]);
 
-        const std::string label = fmt::format("{}{} {} trial {}", type_name(type), mixed ? " + q8_0" : "",
-                                              kv::kv_dtype_name(layout.dtype), trial);
+        const std::string label = fmt::format("{}{} {}{} trial {}", type_name(type), mixed ? " + q8_0" : "",
+                                              kv::kv_dtype_name(layout.dtype), axes.empty() ? "" : " M-RoPE", trial);
         EXPECT_TRUE(same_as_unfused(test.read(q_fused), test.read(qkv[0]))) << "q, " << label;
         for (bool is_v : {false, true})
             EXPECT_TRUE(same_as_unfused(read_kv(*fused_cache, step, op.layer, is_v), read_kv(*plain_cache, step, op.layer, is_v)))

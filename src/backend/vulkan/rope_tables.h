@@ -1,7 +1,9 @@
 // The step's rope tables on the device: per rope, the cosines then the sines of every (token, pair)
 // of the step, computed in double on the host (a float angle at position 5000 would be off by
 // ~3e-4), once per rope per step, in one host-visible buffer that lives across steps (so a replayed
-// step finds its tables where it was recorded).
+// step finds its tables where it was recorded). A multi-axis rope (M-RoPE: RopeSpec::pair_axis) is
+// only another table: pair i of token t takes the position of its axis (backend::rope_position's
+// rule), so rope.comp and qkv_epilogue.comp run it unchanged, at plain RoPE's cost.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -28,7 +30,9 @@ public:
         used_ = 0;
     }
     // The device address of rope `r`'s table for the step's positions (built on first use).
-    uint64_t table(const Rope& r, std::span<const int32_t> positions);
+    // axis_positions: kRopeAxes per position (StepInputs::rope_positions), or empty: every axis is
+    // the position; read only by a rope with pair axes.
+    uint64_t table(const Rope& r, std::span<const int32_t> positions, std::span<const int32_t> axis_positions);
 
 private:
     std::shared_ptr<DeviceState> dev_;

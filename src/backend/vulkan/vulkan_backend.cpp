@@ -79,8 +79,7 @@ public:
     std::shared_ptr<Rope> upload_rope(RopeSpec spec) override {
         if (spec.dims % 2 != 0 || int64_t(spec.inv_freq.size()) != spec.dims / 2)
             fail("vulkan backend: a rope of {} dimensions needs {} frequencies, has {}", spec.dims, spec.dims / 2, spec.inv_freq.size());
-        if (!spec.pair_axis.empty())
-            fail("vulkan backend: multi-axis RoPE (M-RoPE: Qwen3-VL) is not supported yet (use --backend cpu)");
+        check_rope_spec(spec, "vulkan");  // M-RoPE's pair axes: the step's rope tables read them (rope_tables.h)
         return std::make_shared<VulkanRope>(std::move(spec));
     }
     std::unique_ptr<KvCache> create_kv_cache(const kv::KvLayout& layout, int64_t n_blocks) override {
@@ -254,7 +253,7 @@ public:
         const int64_t half = spec.dims / 2;
         const int64_t n = step_.rows();
         if (half == 0 || n == 0) return;
-        RopePush p{address(padded(x)), ropes_.table(r, step_.positions), uint32_t(n), uint32_t(n_heads), uint32_t(head_dim), uint32_t(half),
+        RopePush p{address(padded(x)), ropes_.table(r, step_.positions, step_.rope_positions), uint32_t(n), uint32_t(n_heads), uint32_t(head_dim), uint32_t(half),
                    uint32_t(x.cols), spec.neox ? 1u : 0u};
         auto [gx, gy] = grid((uint64_t(n * n_heads * half) + 255) / 256);
         dispatch("rope", {}, p, gx, gy);
@@ -276,7 +275,7 @@ public:
         expect(x, step_.tokens(), op.qkv->cols(), "qkv_rope_kv_write", "x");
         expect(q_out, step_.tokens(), int64_t(op.n_heads) * op.head_dim, "qkv_rope_kv_write", "q_out");
         if (step_.rows() == 0) return;
-        qkv_.run(op, c.layout(), address(padded(x)), address(padded(q_out)), step_.rows(), max_tokens_, ropes_.table(*op.rope, step_.positions),
+        qkv_.run(op, c.layout(), address(padded(x)), address(padded(q_out)), step_.rows(), max_tokens_, ropes_.table(*op.rope, step_.positions, step_.rope_positions),
                  gemv_wg_, gemm_bk_,
                  lora, &lora_);
         record_kv_write(c, op.layer, qkv_.k(), qkv_.v());

@@ -47,6 +47,8 @@ void VulkanStepInputs::begin(const StepInputs& in) {
         fail("vulkan begin_step: {} attention limits for {} tokens", in.attend_until.size(), n);
     if (!in.token_types.empty() && in.token_types.size() != n)
         fail("vulkan begin_step: {} token types for {} tokens", in.token_types.size(), n);
+    if (!in.rope_positions.empty() && in.rope_positions.size() != size_t(kRopeAxes) * n)
+        fail("vulkan begin_step: {} rotary positions for {} tokens ({} each)", in.rope_positions.size(), n, kRopeAxes);
     n_tokens_ = int64_t(n);
     capacity_ = in.row_capacity;
     pad_ = buckets_ && capacity_ >= n_tokens_ && n > 0 && n_tokens_ <= kMaxBucketRows && !in.block_tables.empty();
@@ -60,6 +62,8 @@ void VulkanStepInputs::begin(const StepInputs& in) {
     padded_copy(positions, in.positions);
     padded_copy(token_types, in.token_types);  // none given: every token is type 0 (a single text)
     padded_copy(until, in.attend_until.empty() ? in.positions : in.attend_until);
+    rope_positions.assign(in.rope_positions.begin(), in.rope_positions.end());
+    if (!rope_positions.empty()) rope_positions.resize(rows * size_t(kRopeAxes), 0);
     // A padded gather's extra rows copy the padding rows past the real ones (row i < rows()).
     auto padded_rows = [&](std::vector<int32_t>& dst, std::span<const int32_t> src) {
         dst.assign(src.begin(), src.end());

@@ -2,7 +2,8 @@
 // token, its id, position, token type, causal attention limit, (sequence, position) pair, KV slot and
 // its sequence's last position, then the block tables at a power-of-two stride (a push constant of
 // attention, so a decode step replays until a table outgrows it); and the host copies the ops need
-// (positions for the rope tables, the attention limits for the split grid, the gathers' row lists).
+// (positions and the M-RoPE axis positions for the rope tables, the attention limits for the split
+// grid, the gathers' row lists).
 // Every address depends only on the step's computed rows and whether attend_until is given, so a
 // replayed step (vk_context.h's Stream) finds its inputs where it was recorded.
 //
@@ -52,6 +53,9 @@ public:
     uint32_t table_stride = 1;
     // Host copies, rows() long (logit_rows / hidden_rows: computed(L) / computed(H) long).
     std::vector<int32_t> positions, token_types, until, ends, logit_rows, hidden_rows;
+    // kRopeAxes per computed row (StepInputs::rope_positions, padding rows at 0), or empty when the
+    // step gives none. Only the host reads them (rope_tables.h).
+    std::vector<int32_t> rope_positions;
 
 private:
     void ensure(size_t ints);

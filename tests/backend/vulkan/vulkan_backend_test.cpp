@@ -1,6 +1,7 @@
 // The Vulkan backend's own contract beyond the conformance suite: the weight repacking equals the
 // file format's dequantisation bit for bit (host only, no device needed); what it refuses is named;
-// validation errors fail; `pagoda devices` lists the device with its limits.
+// validation errors fail; malformed step inputs are refused; `pagoda devices` lists the device
+// with its limits.
 #include <array>
 #include <cstdio>
 #include <gtest/gtest.h>
@@ -98,6 +99,25 @@ TEST(VulkanBackend, MoeFfnRefusesMalformedOpsNamingThem) {
     EXPECT_TRUE(s->fuses_lora());
     const Weight* readers[] = {keep[0].get()};
     EXPECT_EQ(s->prepared_input_cols(8, readers), 0);
+}
+
+// A step whose M-RoPE positions are not kRopeAxes per token is refused naming the counts (the model
+// layer checks batches first; this is the backend's own guard before it indexes them).
+TEST(VulkanBackend, RefusesMalformedRotaryPositions) {
+    PAGODA_REQUIRE_VULKAN();
+    Side s{make_backend("vulkan")};
+    std::mt19937 rng(3);
+    Step step = make_tables({4}, 16, rng);
+    step.add_tokens(0, 0, 4);
+    const std::vector<int32_t> axes(11, 1);  // 3 per token for 4 tokens: 12
+    StepInputs in = step.inputs();
+    in.rope_positions = axes;
+    try {
+        s->begin_step(in);
+        ADD_FAILURE() << "11 rotary positions for 4 tokens were taken";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "vulkan begin_step: 11 rotary positions for 4 tokens (3 each)");
+    }
 }
 
 TEST(VulkanBackend, RunsUnderTheValidationLayerAndItsErrorsFail) {
