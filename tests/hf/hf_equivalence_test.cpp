@@ -171,8 +171,8 @@ TEST(HfEquivalence, EveryArchitectureGivesTheGgufTensorsAndLogits) {
 
 TEST(HfEquivalence, F16AndBf16FoldersLoadAsTheirGguf) {
     for (const auto type : {gguf::GgmlType::F16, gguf::GgmlType::BF16}) {
-        for (const char* arch : {"llama", "gemma3"}) {
-            RandomModelSpec s = base(arch);
+        for (const char* arch : {"llama", "gemma3", "gemma4"}) {
+            RandomModelSpec s = std::string(arch) == "gemma4" ? gemma4_test::gemma4_moe_spec(7) : base(arch);
             s.type = type;
             const std::string label = std::string(arch) + "-" + gguf::type_name(uint32_t(type));
             SCOPED_TRACE(label);
