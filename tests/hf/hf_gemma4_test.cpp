@@ -279,6 +279,39 @@ TEST(HfGemma4, WriterRefusesWhatConfigCannotSay) {
     }
 }
 
+// The folder's bytes are the GGUF's, checked against the checkpoint's layout rather than the loader:
+// norms as stored (no -1), the [1] layer scalar, the experts' [E, 2 ffn, dim] gate_up_proj (each
+// expert's gate rows, then its up rows: ggml's fused stack), the router's scales as named.
+TEST(HfGemma4, FolderHoldsTheConvertersBytes) {
+    const model::RandomModelSpec spec = model::gemma4_test::gemma4_moe_spec(5);
+    const std::string path = test::temp_path("hf-gemma4-bytes.gguf"), dir = test::temp_path("hf-gemma4-bytes");
+    model::write_random_model(spec, nullptr, path);
+    model::write_random_model_hf(spec, dir);
+    auto st = SafetensorsFile::open(dir + "/model.safetensors");
+    auto g = gguf::File::open(path);
+    for (const auto& [hf, gguf_name, shape] : std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>>{
+             {"model.layers.1.input_layernorm.weight", "blk.1.attn_norm.weight", {64}},
+             {"model.layers.2.self_attn.k_norm.weight", "blk.2.attn_k_norm.weight", {32}},
+             {"model.norm.weight", "output_norm.weight", {64}},
+             {"model.layers.4.layer_scalar", "blk.4.layer_output_scale.weight", {1}},
+             {"model.layers.0.experts.gate_up_proj", "blk.0.ffn_gate_up_exps.weight", {6, 96, 64}},
+             {"model.layers.0.experts.down_proj", "blk.0.ffn_down_exps.weight", {6, 64, 48}},
+             {"model.layers.3.router.proj.weight", "blk.3.ffn_gate_inp.weight", {6, 64}},
+             {"model.layers.3.router.scale", "blk.3.ffn_gate_inp.scale", {64}},
+             {"model.layers.3.router.per_expert_scale", "blk.3.ffn_down_exps.scale", {6}}}) {
+        const SafetensorsTensor* h = st->find(hf);
+        const gguf::TensorInfo* t = g->find_tensor(gguf_name);
+        ASSERT_NE(h, nullptr) << hf;
+        ASSERT_NE(t, nullptr) << gguf_name;
+        EXPECT_EQ(h->shape, shape) << hf;
+        ASSERT_EQ(h->n_bytes, t->n_bytes) << hf;
+        EXPECT_EQ(std::memcmp(h->data, t->data, t->n_bytes), 0) << hf << " is not " << gguf_name << "'s bytes";
+    }
+    EXPECT_EQ(st->find("model.layers.2.self_attn.v_proj.weight"), nullptr);  // V = K
+    EXPECT_EQ(st->find("model.layers.5.self_attn.k_proj.weight"), nullptr);  // KV sharing
+    EXPECT_EQ(st->find("rope_freqs.weight"), nullptr);                       // config.json's rope_parameters
+}
+
 std::vector<std::vector<float>> logits(std::shared_ptr<const gguf::File> file) {
     auto model = model::open_step_model(file, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 64});
     model::SequenceRunner runner(*model, false);
