@@ -66,7 +66,7 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
     owned->set = SafetensorsSet::open(dir);
     std::vector<std::string> order;
     std::map<std::string, Pending> pending;
-    int64_t other_towers = 0;  // tensors of the vision / audio towers a multimodal folder carries
+    int64_t other_towers = 0;  // tensors of towers (vision, audio) or heads (MTP) that are not run
     for (const SafetensorsTensor* t : owned->set->tensors()) {
         for (const std::string& p : m.skipped_prefixes) other_towers += t->name.starts_with(p) ? 1 : 0;
         std::optional<TensorTarget> target;
@@ -93,7 +93,7 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
         it->second.parts[slot] = t;
     }
     if (other_towers > 0)
-        log_info("{}: {} tensor(s) of other towers ({}) are not loaded: {} runs as a text model", dir, other_towers,
+        log_info("{}: {} tensor(s) under {} (towers or heads pagoda does not run for {}) are not loaded", dir, other_towers,
                  fmt::join(m.skipped_prefixes, ", "), m.hf_arch);
     if (!m.tied && !pending.count("output.weight"))
         fail("{}: tensor {} is missing (tie_word_embeddings is false)", dir, m.head_names.front());
