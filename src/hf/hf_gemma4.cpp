@@ -110,7 +110,9 @@ HfModel read_gemma4_config(const Json& root, const std::string& name, const std:
     const int64_t n = m.n_layers = c.positive("num_hidden_layers");
     m.n_heads = c.positive("num_attention_heads");
     m.n_kv_heads = c.positive("num_key_value_heads");
-    const int64_t hd = m.head_dim = c.positive("head_dim"), hd_full = c.positive("global_head_dim");
+    // global_head_dim null: the full layers keep head_dim (transformers' fallback); absent: the default 512.
+    const int64_t hd = m.head_dim = c.positive("head_dim");
+    const int64_t hd_full = c.has("global_head_dim") ? c.positive("global_head_dim") : hd;
     if (hd % 2) c.refuse("head_dim", "is odd (RoPE rotates pairs)");
     if (hd_full % 2) c.refuse("global_head_dim", "is odd (RoPE rotates pairs)");
     u32("context_length", c.positive("max_position_embeddings"));

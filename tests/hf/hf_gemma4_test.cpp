@@ -184,6 +184,12 @@ TEST(HfGemma4, MissingKeysTakeGemma4TextConfigDefaults) {
     EXPECT_EQ(got.at("gemma4.embedding_length_per_layer_input"), "256");
     EXPECT_EQ(got.at("gemma4.attention.sliding_window_pattern"), "[true, true, true, true, true, false]");
     EXPECT_EQ(got.count("gemma4.final_logit_softcapping"), 0u);
+    // A null global_head_dim leaves the full layers head_dim wide, as transformers' attention reads it.
+    Json text = text_31b();
+    text["global_head_dim"] = nullptr;
+    const auto null_full = metadata_of(read_hf_config(multimodal(text).dump(), "config.json"));
+    EXPECT_EQ(null_full.at("gemma4.attention.key_length"), "256");
+    EXPECT_EQ(null_full.at("gemma4.rope.dimension_count"), "256");
 }
 
 TEST(HfGemma4, RefusesWhatPagodaWouldComputeDifferently) {
