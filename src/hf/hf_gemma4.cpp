@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <utility>
 
 #include "arch/arch_description.h"
 #include "core/error.h"
@@ -21,6 +22,8 @@ namespace {
 
 constexpr const char* kArch = "gemma4";
 constexpr float kUnrotated = 1e30f;  // the converter's rope_freqs factor for a frequency that does not rotate
+// Bounds on what sizes per-layer lists and rope_freqs (a hostile config must not allocate gigabytes).
+constexpr int64_t kMaxLayers = 4096, kMaxHeadDim = 1 << 16;
 
 // Gemma4TextConfig's defaults for the keys a config.json (or a text_config) may leave out.
 const Json& text_defaults() {
@@ -108,13 +111,16 @@ HfModel read_gemma4_config(const Json& root, const std::string& name, const std:
     m.metadata.emplace_back("general.name", Value::string(root.value("_name_or_path", std::string())));
 
     const int64_t n = m.n_layers = c.positive("num_hidden_layers");
+    if (n > kMaxLayers) c.refuse("num_hidden_layers", "is out of range (at most " + std::to_string(kMaxLayers) + ")");
     m.n_heads = c.positive("num_attention_heads");
     m.n_kv_heads = c.positive("num_key_value_heads");
     // global_head_dim null: the full layers keep head_dim (transformers' fallback); absent: the default 512.
     const int64_t hd = m.head_dim = c.positive("head_dim");
     const int64_t hd_full = c.has("global_head_dim") ? c.positive("global_head_dim") : hd;
-    if (hd % 2) c.refuse("head_dim", "is odd (RoPE rotates pairs)");
-    if (hd_full % 2) c.refuse("global_head_dim", "is odd (RoPE rotates pairs)");
+    for (const auto& [key, v] : {std::pair{"head_dim", hd}, std::pair{"global_head_dim", hd_full}}) {
+        if (v % 2) c.refuse(key, "is odd (RoPE rotates pairs)");
+        if (v > kMaxHeadDim) c.refuse(key, "is out of range (at most " + std::to_string(kMaxHeadDim) + ")");
+    }
     u32("context_length", c.positive("max_position_embeddings"));
     u32("embedding_length", c.positive("hidden_size"));
     u32("block_count", n);
@@ -251,6 +257,9 @@ int64_t common(const gguf::File& f, const std::vector<int64_t>& v, const std::ve
 std::string gemma4_config_json(const gguf::File& f, const std::string& torch_dtype) {
     const std::string a = std::string(kArch) + ".";
     const int64_t n = f.get_int(a + "block_count"), heads = f.get_int(a + "attention.head_count");
+    if (n < 1 || n > kMaxLayers) fail("{}: {}block_count = {} is out of range (1 to {})", f.name(), a, n, kMaxLayers);
+    const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
+    if (!embd || embd->shape.size() != 2) fail("{}: tensor token_embd.weight is missing or not 2-D", f.name());
     const int64_t hd_full = f.get_int(a + "attention.key_length"), hd = f.get_int_or(a + "attention.key_length_swa", hd_full);
     if (f.get_int_or(a + "attention.value_length", hd_full) != hd_full || f.get_int_or(a + "attention.value_length_swa", hd) != hd)
         fail("{}: gemma4 value lengths that differ from the key lengths have no Gemma4TextConfig form", f.name());
@@ -271,6 +280,9 @@ std::string gemma4_config_json(const gguf::File& f, const std::string& torch_dty
     }
     if (sliding.back()) fail("{}: the last gemma4 layer slides, which Gemma4TextConfig cannot say (transformers makes it full)", f.name());
     const int64_t shared = f.get_int_or(a + "attention.shared_kv_layers", 0), first_shared = n - shared;
+    if (shared < 0 || shared >= n) fail("{}: {}attention.shared_kv_layers = {} is out of range for {} layers", f.name(), a, shared, n);
+    if (hd_full < 2 || hd_full > kMaxHeadDim || hd < 2 || hd > kMaxHeadDim)
+        fail("{}: gemma4 head sizes {} / {} are out of range", f.name(), hd_full, hd);
 
     const std::vector<int64_t> kv = per_layer(f, a + "attention.head_count_kv", n);
     const int64_t kv_swa = common(f, kv, sliding, true, kv.back(), "KV-head counts");
@@ -358,7 +370,7 @@ std::string gemma4_config_json(const gguf::File& f, const std::string& torch_dty
         {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", f.get_float_or(a + "rope.freq_base_swa", theta)}}}};
     j["final_logit_softcapping"] = cap > 0 ? Json(cap) : Json(nullptr);
     j["num_kv_shared_layers"] = shared;
-    const int64_t vocab = f.find_tensor("token_embd.weight")->shape.back();
+    const int64_t vocab = embd->shape.back();
     j["vocab_size"] = vocab;
     j["hidden_size_per_layer_input"] = f.get_int_or(a + "embedding_length_per_layer_input", 0);
     j["vocab_size_per_layer_input"] = vocab;

@@ -222,6 +222,8 @@ TEST(HfGemma4, RefusesWhatPagodaWouldComputeDifferently) {
         {"text_config.num_kv_shared_layers", [](Json& t) { t["num_kv_shared_layers"] = 7; }},  // layer 5, the only earlier full one, shares
         {"text_config.final_logit_softcapping", [](Json& t) { t["final_logit_softcapping"] = -1.0; }},
         {"text_config.global_head_dim", [](Json& t) { t["global_head_dim"] = 511; }},
+        {"text_config.global_head_dim", [](Json& t) { t["global_head_dim"] = 1 << 20; }},  // no 2 GiB rope_freqs
+        {"text_config.num_hidden_layers", [](Json& t) { t["num_hidden_layers"] = 1 << 30; }},
     };
     for (const Bad& b : bad) {
         Json text = text_31b();
