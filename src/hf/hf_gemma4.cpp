@@ -99,8 +99,10 @@ HfModel read_gemma4_config(const Json& root, const std::string& name, const std:
         text = root["text_config"];
         scope = "text_config.";
     }
+    // Absent keys take the defaults; null ones mean "none" (no PLE, no soft cap, head_dim for the full
+    // layers) except rope_parameters, which transformers then fills with the defaults too.
     for (const auto& [k, v] : text_defaults().items())
-        if (!text.contains(k)) text[k] = v;
+        if (!text.contains(k) || (k == "rope_parameters" && text[k].is_null())) text[k] = v;
     const Config c(text, name, scope);
     HfModel m;
     m.hf_arch = hf_arch;

@@ -174,7 +174,8 @@ TEST(HfGemma4, ExpertsMapToTheConvertersNames) {
 // A text_config that leaves keys out gets Gemma4TextConfig's defaults (as AutoConfig gives the converter).
 TEST(HfGemma4, MissingKeysTakeGemma4TextConfigDefaults) {
     const HfModel m = read_hf_config(
-        multimodal({{"hidden_size", 64}, {"num_hidden_layers", 6}, {"intermediate_size", 96}, {"layer_types", nullptr}}).dump(),
+        multimodal({{"hidden_size", 64}, {"num_hidden_layers", 6}, {"intermediate_size", 96}, {"layer_types", nullptr},
+                    {"rope_parameters", nullptr}}).dump(),
         "config.json");
     const auto got = metadata_of(m);
     EXPECT_EQ(got.at("gemma4.attention.key_length_swa"), "256");
@@ -184,6 +185,8 @@ TEST(HfGemma4, MissingKeysTakeGemma4TextConfigDefaults) {
     EXPECT_EQ(got.at("gemma4.embedding_length_per_layer_input"), "256");
     EXPECT_EQ(got.at("gemma4.attention.sliding_window_pattern"), "[true, true, true, true, true, false]");
     EXPECT_EQ(got.count("gemma4.final_logit_softcapping"), 0u);
+    EXPECT_EQ(got.at("gemma4.rope.freq_base"), "1000000");
+    EXPECT_EQ(got.at("gemma4.rope.freq_base_swa"), "10000");
     // A null global_head_dim leaves the full layers head_dim wide, as transformers' attention reads it.
     Json text = text_31b();
     text["global_head_dim"] = nullptr;
