@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fmt/format.h>
 #include <utility>
@@ -187,6 +188,7 @@ HfModel read_gemma4_config(const Json& root, const std::string& name, const std:
     u32("attention.shared_kv_layers", shared);
     const int64_t ffn = c.positive("intermediate_size");
     if (c.boolean_or("use_double_wide_mlp", false)) {  // the KV-sharing layers' MLPs are twice as wide
+        if (2 * ffn > int64_t(UINT32_MAX)) c.refuse("intermediate_size", "doubled (use_double_wide_mlp) is out of range");
         std::vector<int64_t> widths;
         for (int64_t i = 0; i < n; ++i) widths.push_back(shared > 0 && i >= n - shared ? 2 * ffn : ffn);
         m.metadata.emplace_back(a + "feed_forward_length", u32s(widths));
