@@ -118,6 +118,9 @@ std::vector<Case> cases() {
     out.push_back({"gemma4-uniform", gemma4_test::gemma4_spec(7, 0, false, true)});
     out.push_back({"gemma4-per-layer", gemma4_test::gemma4_ple_spec(7)});
     out.push_back({"gemma4-experts", gemma4_test::gemma4_moe_spec(7)});
+    Case gemma4_tied{"gemma4-tied", gemma4_test::gemma4_spec(7)};  // Gemma 4's own form: lm_head is the embedding
+    gemma4_tied.spec.tied_output = true;
+    out.push_back(gemma4_tied);
     return out;
 }
 
