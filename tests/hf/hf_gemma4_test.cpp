@@ -19,6 +19,7 @@
 #include "gguf/gguf.h"
 #include "hf/hf_config.h"
 #include "hf/hf_tensor_names.h"
+#include "hf/hf_test_util.h"
 #include "hf/safetensors.h"
 #include "model/gemma4_test_spec.h"
 #include "model/model_file.h"
@@ -58,20 +59,14 @@ Json causal(Json text) {
     return text;
 }
 
+// The metadata as displayed (arrays in full), each key once.
 std::map<std::string, std::string> metadata_of(const HfModel& m) {
     std::map<std::string, std::string> out;
-    for (const auto& [key, value] : m.metadata) EXPECT_TRUE(out.emplace(key, value.to_display(64)).second) << key << " written twice";
+    for (const auto& [key, value] : test::metadata_map(m)) out[key] = value.to_display(64);
     return out;
 }
 
-std::string error_of(const Json& config) {
-    try {
-        read_hf_config(config.dump(), "config.json");
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+std::string error_of(const Json& config) { return test::config_error(config.dump()); }
 
 TEST(HfGemma4, ConditionalGenerationConfigMapsToTheConvertersKeys) {
     const HfModel m = read_hf_config(multimodal(text_31b()).dump(), "config.json");
@@ -241,7 +236,7 @@ TEST(HfGemma4, RefusesWhatPagodaWouldComputeDifferently) {
 
 // The writer states every form the reader takes back, and refuses naming what config.json cannot say.
 TEST(HfGemma4, WriterRefusesWhatConfigCannotSay) {
-    const std::string path = test::temp_path("hf-gemma4-writer.gguf"), edited = test::temp_path("hf-gemma4-writer-edit.gguf");
+    const std::string path = pagoda::test::temp_path("hf-gemma4-writer.gguf"), edited = pagoda::test::temp_path("hf-gemma4-writer-edit.gguf");
     model::write_random_model(model::gemma4_test::gemma4_moe_spec(7), nullptr, path);
     const auto with = [&](const std::string& key, std::optional<gguf::Value> v, const std::string& drop_tensor = "") {
         auto in = gguf::File::open(path);
@@ -280,7 +275,7 @@ TEST(HfGemma4, WriterRefusesWhatConfigCannotSay) {
         }
     }
     // Different full-layer KV heads without V = K: transformers would not give the full layers theirs.
-    const std::string plain = test::temp_path("hf-gemma4-writer-plain.gguf");
+    const std::string plain = pagoda::test::temp_path("hf-gemma4-writer-plain.gguf");
     model::write_random_model(model::gemma4_test::gemma4_spec(7, 2, false), nullptr, plain);
     try {
         hf_config_json(*gguf::File::open(plain), "float32", {}, {});
@@ -295,7 +290,7 @@ TEST(HfGemma4, WriterRefusesWhatConfigCannotSay) {
 // expert's gate rows, then its up rows: ggml's fused stack), the router's scales as named.
 TEST(HfGemma4, FolderHoldsTheConvertersBytes) {
     const model::RandomModelSpec spec = model::gemma4_test::gemma4_moe_spec(5);
-    const std::string path = test::temp_path("hf-gemma4-bytes.gguf"), dir = test::temp_path("hf-gemma4-bytes");
+    const std::string path = pagoda::test::temp_path("hf-gemma4-bytes.gguf"), dir = pagoda::test::temp_path("hf-gemma4-bytes");
     model::write_random_model(spec, nullptr, path);
     model::write_random_model_hf(spec, dir);
     auto st = SafetensorsFile::open(dir + "/model.safetensors");
@@ -337,8 +332,8 @@ std::vector<std::vector<float>> logits(std::shared_ptr<const gguf::File> file) {
 // as the GGUF of the same seed.
 TEST(HfGemma4, ConditionalGenerationFolderRunsAsItsGguf) {
     const model::RandomModelSpec spec = model::gemma4_test::gemma4_ple_spec(11);
-    const std::string gguf_path = test::temp_path("hf-gemma4-mm.gguf"), plain = test::temp_path("hf-gemma4-mm-plain");
-    const std::string dir = test::temp_path("hf-gemma4-mm");
+    const std::string gguf_path = pagoda::test::temp_path("hf-gemma4-mm.gguf"), plain = pagoda::test::temp_path("hf-gemma4-mm-plain");
+    const std::string dir = pagoda::test::temp_path("hf-gemma4-mm");
     model::write_random_model(spec, nullptr, gguf_path);
     model::write_random_model_hf(spec, plain);
     std::filesystem::create_directories(dir);
