@@ -35,14 +35,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                      "model.layers.1.block_sparse_moe.experts.0.w1.weight", "model.norm.weight",
                                      "roberta.embeddings.position_embeddings.weight", "encoder.layer.0.output.LayerNorm.gamma",
                                      "bert.pooler.dense.weight", "classifier.out_proj.bias", "embeddings.position_ids",
-                                     "encoder.layers.0.attn.Wqkv.weight", "encoder.layers.1.mlp.fc12.weight", "emb_ln.bias"}) {
+                                     "encoder.layers.0.attn.Wqkv.weight", "encoder.layers.1.mlp.fc12.weight", "emb_ln.bias",
+                                     "model.language_model.layers.2.self_attn.k_proj.weight", "model.layers.0.layer_scalar",
+                                     "model.embed_tokens_per_layer.weight", "model.vision_tower.patch_embedder.input_proj.weight"}) {
                 try {
                     if (auto t = pagoda::hf::gguf_target(m, name)) sink = sink + t->gguf_name.size() + uint64_t(t->skip_rows);
                 } catch (const pagoda::Error&) {
                 }
             }
             for (const char* name : {"token_embd.weight", "position_embd.weight", "blk.0.attn_q.bias", "cls.output.weight",
-                                     "blk.0.attn_qkv.weight", "blk.0.ffn_gate.weight"}) {
+                                     "blk.0.attn_qkv.weight", "blk.0.ffn_gate.weight", "per_layer_token_embd.weight",
+                                     "blk.1.ffn_gate_up_exps.weight"}) {
                 try {
                     sink = sink + pagoda::hf::hf_source(m, name).hf_names.size();
                 } catch (const pagoda::Error&) {

@@ -23,6 +23,8 @@ constexpr HfClass kQwen3MoeHf[] = {{"Qwen3MoeForCausalLM", "qwen3_moe"}};
 constexpr HfClass kGemma2Hf[] = {{"Gemma2ForCausalLM", "gemma2"}};
 constexpr HfClass kGemma3Hf[] = {{"Gemma3ForCausalLM", "gemma3_text"},
                                  {"Gemma3ForConditionalGeneration", "gemma3", HfRole::multimodal}};
+constexpr HfClass kGemma4Hf[] = {{"Gemma4ForCausalLM", "gemma4_text"},
+                                 {"Gemma4ForConditionalGeneration", "gemma4", HfRole::multimodal}};
 constexpr HfClass kPhi3Hf[] = {{"Phi3ForCausalLM", "phi3"}};
 constexpr HfClass kGlm4MoeHf[] = {{"Glm4MoeForCausalLM", "glm4_moe"}};
 constexpr HfClass kGlm4Hf[] = {{"Glm4ForCausalLM", "glm4"}};
@@ -59,8 +61,8 @@ constexpr ArchDescription kArchitectures[] = {
      .layer_tensors = kGemma2Layer},
     {.name = "gemma3", .rope = Rope::neox, .qk_norm = Has::yes, .hf_classes = kGemma3Hf, .tensors = kDecoderGlobals,
      .layer_tensors = kGemma3Layer},
-    {.name = "gemma4", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::optional, .tensors = kGemma4Globals,
-     .layer_tensors = kGemma4Layer},
+    {.name = "gemma4", .rope = Rope::neox, .qk_norm = Has::yes, .experts = Has::optional, .hf_classes = kGemma4Hf,
+     .tensors = kGemma4Globals, .layer_tensors = kGemma4Layer},
     {.name = "phi3", .rope = Rope::neox, .rope_scalings = kLongRope, .hf_classes = kPhi3Hf, .tensors = kPhi3Globals,
      .layer_tensors = kPhi3Layer},
     {.name = "gpt-oss", .rope = Rope::neox, .qkv_bias = Has::yes, .o_bias = true, .experts = Has::yes,

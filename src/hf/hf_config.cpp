@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "hf/config_reader.h"
 #include "hf/hf_deepseek.h"
+#include "hf/hf_gemma4.h"
 #include "hf/hf_gpt_oss.h"
 #include "hf/hf_encoder_config.h"
 #include "hf/hf_qwen35.h"
@@ -132,6 +133,7 @@ HfModel read_hf_config(std::string_view json_text, const std::string& name) {
              encoder_class_list());
     const arch::ArchDescription& d = *desc;
     m.arch = d.name;
+    if (m.arch == "gemma4") return read_gemma4_config(root, name, m.hf_arch, cls->role == arch::HfRole::multimodal);
 
     // Gemma3ForConditionalGeneration: the decoder's config is text_config, with Gemma3's defaults.
     Json text = root;

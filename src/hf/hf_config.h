@@ -5,7 +5,8 @@
 // Mixtral (-> llama), Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Gemma2, Gemma3 (text-only, and
 // Gemma3ForConditionalGeneration's `text_config`), Phi3, SmolLM3, Glm4, Glm4Moe, Qwen3_5 and Qwen3_5Moe (text model;
 // *ForConditionalGeneration's `text_config`, its vision tower and MTP tensors not loaded); BERT-family encoders as hf_encoder_config.h says;
-// DeepseekV3 / DeepseekV2 / Glm4MoeLite (-> deepseek2, hf_deepseek.h).
+// DeepseekV3 / DeepseekV2 / Glm4MoeLite (-> deepseek2, hf_deepseek.h); Gemma4 (text, and
+// Gemma4ForConditionalGeneration's text_config; hf_gemma4.h).
 // A missing key, a value of the wrong type or a setting pagoda's builders do not implement is a
 // pagoda::Error naming the file and the key.
 // tokenizer.ggml.* keys are not written here (config.json's token ids are not a tokenizer).
@@ -47,6 +48,10 @@ struct HfModel {
     // deepseek2 (hf_deepseek.h): the per-head no-RoPE key and value sizes and the KV latent's rank,
     // for splitting kv_b_proj into attn_k_b / attn_v_b.
     int64_t mla_nope = 0, mla_v = 0, mla_kv_lora = 0;
+    // gemma4 (hf_gemma4.h): the full layers' proportional RoPE as the rope_freqs.weight the converter
+    // adds, and the first layer that shares KV (its K/V tensors, if the folder has them, are not loaded).
+    std::vector<float> rope_freqs;
+    int64_t first_shared_kv = -1;
 };
 
 // `name` (the config.json path) is used in errors.

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "hf/hf_config.h"
 #include "hf/hf_deepseek.h"
+#include "hf/hf_gemma4.h"
 #include "hf/hf_gpt_oss.h"
 #include "hf/hf_qwen35.h"
 #include "hf/hf_encoder_config.h"
@@ -68,6 +69,7 @@ std::string hf_config_json(const gguf::File& f, const std::string& torch_dtype, 
     const std::string arch = f.get_string("general.architecture");
     const arch::ArchDescription* d = arch::find_architecture(arch);
     if (d && d->kind == arch::Kind::encoder) return hf_encoder_config_json(f, torch_dtype, "");
+    if (arch == "gemma4") return gemma4_config_json(f, torch_dtype);
     const std::string a = arch + ".";
     const int64_t n_experts = f.get_int_or(a + "expert_count", 0);
     Json j;

@@ -66,7 +66,9 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
     owned->set = SafetensorsSet::open(dir);
     std::vector<std::string> order;
     std::map<std::string, Pending> pending;
+    int64_t other_towers = 0;  // tensors of towers (vision, audio) or heads (MTP) that are not run
     for (const SafetensorsTensor* t : owned->set->tensors()) {
+        for (const std::string& p : m.skipped_prefixes) other_towers += t->name.starts_with(p) ? 1 : 0;
         std::optional<TensorTarget> target;
         try {
             target = gguf_target(m, t->name);
@@ -90,6 +92,9 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
         if (it->second.parts[slot]) fail("{}: tensor '{}' is given twice", dir, t->name);
         it->second.parts[slot] = t;
     }
+    if (other_towers > 0)
+        log_info("{}: {} tensor(s) under {} (towers or heads pagoda does not run for {}) are not loaded", dir, other_towers,
+                 fmt::join(m.skipped_prefixes, ", "), m.hf_arch);
     if (!m.tied && !pending.count("output.weight"))
         fail("{}: tensor {} is missing (tie_word_embeddings is false)", dir, m.head_names.front());
 
@@ -224,8 +229,10 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
         offset += t.n_bytes;
         tensors.push_back(std::move(t));
     }
+    // Tensors config.json stands for: phi3's LongRoPE factors, gemma4's proportional-RoPE rope_freqs.
     for (const auto& [name, factors] : {std::pair{"rope_factors_short.weight", &m.rope_factors_short},
-                                        std::pair{"rope_factors_long.weight", &m.rope_factors_long}}) {
+                                        std::pair{"rope_factors_long.weight", &m.rope_factors_long},
+                                        std::pair{"rope_freqs.weight", &m.rope_freqs}}) {
         if (factors->empty()) continue;
         std::vector<uint8_t> bytes(factors->size() * 4);
         std::memcpy(bytes.data(), factors->data(), bytes.size());

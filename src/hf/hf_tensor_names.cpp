@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstring>
 #include <fmt/format.h>
+#include <utility>
 
 #include "arch/arch_description.h"
 #include "core/error.h"
@@ -135,7 +136,46 @@ std::vector<Rule> gpt_oss_rules() {
     return r;
 }
 
+// gemma4: norms stored as used, V = K layers without v_proj, the 26B-A4B's router (its input scale and
+// per-expert output scale) and fused experts beside the dense MLP, the E-models' per-layer input
+// gate / projection / norm, and the layer's output scalar (a [1] buffer in the checkpoint).
+std::vector<Rule> gemma4_rules() {
+    const Transform none = Transform::none;
+    return {{"input_layernorm.weight", "attn_norm.weight", none, true},
+            {"self_attn.q_proj.weight", "attn_q.weight"},
+            {"self_attn.k_proj.weight", "attn_k.weight"},
+            {"self_attn.v_proj.weight", "attn_v.weight"},
+            {"self_attn.o_proj.weight", "attn_output.weight"},
+            {"self_attn.q_norm.weight", "attn_q_norm.weight", none, true},
+            {"self_attn.k_norm.weight", "attn_k_norm.weight", none, true},
+            {"post_attention_layernorm.weight", "post_attention_norm.weight", none, true},
+            {"pre_feedforward_layernorm.weight", "ffn_norm.weight", none, true},
+            {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", none, true},
+            {"mlp.gate_proj.weight", "ffn_gate.weight"},
+            {"mlp.up_proj.weight", "ffn_up.weight"},
+            {"mlp.down_proj.weight", "ffn_down.weight"},
+            {"layer_scalar", "layer_output_scale.weight", none, true},
+            {"router.proj.weight", "ffn_gate_inp.weight", none, true},
+            {"router.scale", "ffn_gate_inp.scale", none, true},
+            {"router.per_expert_scale", "ffn_down_exps.scale", none, true},
+            {"experts.gate_up_proj", "ffn_gate_up_exps.weight"},  // [E, 2 ffn, dim]: gate rows, then up rows
+            {"experts.down_proj", "ffn_down_exps.weight"},
+            {"pre_feedforward_layernorm_2.weight", "pre_ffw_norm_2.weight", none, true},
+            {"post_feedforward_layernorm_1.weight", "post_ffw_norm_1.weight", none, true},
+            {"post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight", none, true},
+            {"per_layer_input_gate.weight", "inp_gate.weight"},
+            {"per_layer_projection.weight", "proj.weight"},
+            {"post_per_layer_input_norm.weight", "post_norm.weight", none, true}};
+}
+
+// gemma4's model-level per-layer embedding tensors (HF name after the prefix, GGUF name).
+constexpr std::pair<const char*, const char*> kGemma4Globals[] = {
+    {"embed_tokens_per_layer.weight", "per_layer_token_embd.weight"},
+    {"per_layer_model_projection.weight", "per_layer_model_proj.weight"},
+    {"per_layer_projection_norm.weight", "per_layer_proj_norm.weight"}};
+
 std::vector<Rule> layer_rules(const HfModel& m) {
+    if (m.arch == "gemma4") return gemma4_rules();
     if (m.arch == "qwen35" || m.arch == "qwen35moe" || m.arch == "qwen3next") return qwen35_rules(m);
     if (m.arch == "deepseek2") return deepseek2_rules();
     if (m.arch == "gpt-oss") return gpt_oss_rules();
@@ -249,6 +289,9 @@ std::optional<TensorTarget> gguf_target(const HfModel& m, std::string_view name)
         if (rest == "embed_tokens.weight") return TensorTarget{"token_embd.weight"};
         if (rest == "norm.weight")
             return TensorTarget{"output_norm.weight", m.norm_plus_one ? Transform::plus_one : Transform::none, -1, true};
+        if (m.arch == "gemma4")
+            for (const auto& [hf, gguf] : kGemma4Globals)
+                if (rest == hf) return TensorTarget{gguf, Transform::none, -1, rest.ends_with("_norm.weight")};
         if (!rest.starts_with("layers.")) break;
         int64_t layer = 0;
         const std::string_view after = rest.substr(7);
@@ -256,6 +299,10 @@ std::optional<TensorTarget> gguf_target(const HfModel& m, std::string_view name)
         if (digits && layer >= m.n_layers && layer < m.n_layers + m.nextn_layers) return std::nullopt;  // NextN: not run
         if (!digits || digits >= after.size() || after[digits] != '.' || layer >= m.n_layers) break;
         const std::string_view tail = after.substr(digits + 1);
+        // gemma4's KV-sharing layers compute no K/V: transformers ignores such tensors in a checkpoint.
+        if (m.first_shared_kv >= 0 && layer >= m.first_shared_kv &&
+            (tail == "self_attn.k_proj.weight" || tail == "self_attn.v_proj.weight" || tail == "self_attn.k_norm.weight"))
+            return std::nullopt;
         for (const Rule& r : layer_rules(m)) {
             const size_t brace = r.hf.find("{e}");
             TensorTarget t{fmt::format("blk.{}.{}", layer, r.gguf), r.transform, -1, r.force_f32, r.flatten, 0, r.v_heads, r.squeeze};
@@ -282,6 +329,9 @@ HfSource hf_source(const HfModel& m, const std::string& name) {
     if (name == "token_embd.weight") return {{prefix + "embed_tokens.weight"}};
     if (name == "output_norm.weight") return {{prefix + "norm.weight"}, m.norm_plus_one ? Transform::plus_one : Transform::none};
     if (name == "output.weight") return {{m.head_names.front()}};
+    if (m.arch == "gemma4")
+        for (const auto& [hf, gguf] : kGemma4Globals)
+            if (name == gguf) return {{prefix + hf}};
     int64_t layer = 0;
     if (name.starts_with("blk.")) {
         const std::string_view after = std::string_view(name).substr(4);

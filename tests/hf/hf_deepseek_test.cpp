@@ -160,7 +160,7 @@ TEST(HfDeepseek, UnsplitGgufWritesTheSameFolder) {
     model::RandomModelSpec s;
     s.arch = "deepseek2"; s.n_layers = 2; s.dim = 48; s.n_heads = 6; s.ffn_dim = 72; s.vocab_size = 300; s.head_dim = 16;
     s.seed = 5; s.context_length = 256; s.n_experts = 4; s.n_experts_used = 2; s.expert_ffn_dim = 32;
-    const std::string dir = test::temp_path("hf-deepseek-unsplit"), split = test::temp_path("hf-deepseek-split.gguf");
+    const std::string dir = pagoda::test::temp_path("hf-deepseek-unsplit"), split = pagoda::test::temp_path("hf-deepseek-split.gguf");
     model::write_random_model_hf(s, dir);
     s.mla_split = true;
     model::write_random_model(s, nullptr, split);

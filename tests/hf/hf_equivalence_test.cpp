@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
+#include "model/gemma4_test_spec.h"
 #include "gguf/gguf.h"
 #include "core/error.h"
 #include "hf/hf_config.h"
@@ -110,6 +111,16 @@ std::vector<Case> cases() {
     Case gpt_oss_mxfp4{"gpt-oss-mxfp4", gpt_oss.spec};
     gpt_oss_mxfp4.spec.dim = 64; gpt_oss_mxfp4.spec.mxfp4_experts = true;
     out.push_back(gpt_oss_mxfp4);
+    // Gemma 4 (hf_gemma4.h): the 31B's form (V = K on full layers, their own head size and KV heads,
+    // KV sharing), the E-models' per-layer embeddings and doubled widths, the 26B-A4B's experts; the
+    // folder's config gives back rope_freqs.weight. Uniform: every layer V, one head size and count.
+    out.push_back({"gemma4", gemma4_test::gemma4_spec(7)});
+    out.push_back({"gemma4-uniform", gemma4_test::gemma4_spec(7, 0, false, true)});
+    out.push_back({"gemma4-per-layer", gemma4_test::gemma4_ple_spec(7)});
+    out.push_back({"gemma4-experts", gemma4_test::gemma4_moe_spec(7)});
+    Case gemma4_tied{"gemma4-tied", gemma4_test::gemma4_spec(7)};  // Gemma 4's own form: lm_head is the embedding
+    gemma4_tied.spec.tied_output = true;
+    out.push_back(gemma4_tied);
     return out;
 }
 
@@ -124,8 +135,10 @@ std::vector<std::vector<float>> logits(std::shared_ptr<const gguf::File> file) {
 }
 
 void expect_same_tensors(const gguf::File& gguf_file, const gguf::File& hf) {
+    // The HF form states llama3 scaling as keys (no rope_freqs.weight); gemma4's config.json gives it back.
+    const bool freqs_dropped = gguf_file.find_tensor("rope_freqs.weight") && !hf.find_tensor("rope_freqs.weight");
     for (const auto& t : gguf_file.tensors()) {
-        if (t.name == "rope_freqs.weight") continue;  // the HF form states llama3 scaling as keys
+        if (t.name == "rope_freqs.weight" && freqs_dropped) continue;
         const gguf::TensorInfo* v = hf.find_tensor(t.name);
         ASSERT_NE(v, nullptr) << t.name;
         EXPECT_EQ(v->type, t.type) << t.name;
@@ -133,7 +146,7 @@ void expect_same_tensors(const gguf::File& gguf_file, const gguf::File& hf) {
         ASSERT_EQ(v->n_bytes, t.n_bytes) << t.name;
         EXPECT_EQ(std::memcmp(v->data, t.data, t.n_bytes), 0) << t.name << " differs";
     }
-    EXPECT_EQ(hf.tensors().size(), gguf_file.tensors().size() - (gguf_file.find_tensor("rope_freqs.weight") ? 1 : 0));
+    EXPECT_EQ(hf.tensors().size(), gguf_file.tensors().size() - (freqs_dropped ? 1 : 0));
 }
 
 void expect_bitwise(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b, const std::string& label) {
@@ -161,8 +174,8 @@ TEST(HfEquivalence, EveryArchitectureGivesTheGgufTensorsAndLogits) {
 
 TEST(HfEquivalence, F16AndBf16FoldersLoadAsTheirGguf) {
     for (const auto type : {gguf::GgmlType::F16, gguf::GgmlType::BF16}) {
-        for (const char* arch : {"llama", "gemma3"}) {
-            RandomModelSpec s = base(arch);
+        for (const char* arch : {"llama", "gemma3", "gemma4"}) {
+            RandomModelSpec s = std::string(arch) == "gemma4" ? gemma4_test::gemma4_moe_spec(7) : base(arch);
             s.type = type;
             const std::string label = std::string(arch) + "-" + gguf::type_name(uint32_t(type));
             SCOPED_TRACE(label);

@@ -122,7 +122,7 @@ RandomModelSpec jina_spec() {
 
 TEST(HfJinaBert, FolderGivesTheGgufTensorsAndHiddenStates) {
     const RandomModelSpec spec = jina_spec();
-    const std::string path = test::temp_path("hf-jina.gguf"), dir = test::temp_path("hf-jina");
+    const std::string path = pagoda::test::temp_path("hf-jina.gguf"), dir = pagoda::test::temp_path("hf-jina");
     std::filesystem::remove_all(dir);
     write_random_model(spec, nullptr, path);
     write_random_model_hf(spec, dir);
@@ -166,11 +166,11 @@ TEST(HfJinaBert, FolderGivesTheGgufTensorsAndHiddenStates) {
 TEST(HfJinaBert, CodeFormAndRerankerAreRefusedWhenWriting) {
     RandomModelSpec code = jina_spec();
     code.qk_norm = true;
-    EXPECT_NE(error_of([&] { write_random_model_hf(code, test::temp_path("hf-jina-code")); }).find("jina-bert-v2-code"),
+    EXPECT_NE(error_of([&] { write_random_model_hf(code, pagoda::test::temp_path("hf-jina-code")); }).find("jina-bert-v2-code"),
               std::string::npos);
     RandomModelSpec rank = jina_spec();
     rank.rank_head = "dense";
-    EXPECT_NE(error_of([&] { write_random_model_hf(rank, test::temp_path("hf-jina-rank")); }).find("for bert only"),
+    EXPECT_NE(error_of([&] { write_random_model_hf(rank, pagoda::test::temp_path("hf-jina-rank")); }).find("for bert only"),
               std::string::npos);
 }
 

@@ -84,7 +84,7 @@ TEST(HfQwen35, FolderGivesTheGgufTensorsAndLogits) {
     cases.push_back({"qwen35-bf16", bf16});
     for (const auto& [label, spec] : cases) {
         SCOPED_TRACE(label);
-        const std::string gguf_path = test::temp_path("hf-q35-" + label + ".gguf"), dir = test::temp_path("hf-q35-" + label);
+        const std::string gguf_path = pagoda::test::temp_path("hf-q35-" + label + ".gguf"), dir = pagoda::test::temp_path("hf-q35-" + label);
         write_random_model(spec, nullptr, gguf_path);
         write_random_model_hf(spec, dir, label == "qwen35moe" ? 2 : 1);
         auto g = open_model_file(gguf_path);
@@ -103,7 +103,7 @@ float f32_at(const uint8_t* p, int64_t i) {
 // [channels, 1, kernel]; RMSNorm weights as w for 1 + w, but the DeltaNet's gated norm as is.
 TEST(HfQwen35, FolderLayoutIsTheCheckpoints) {
     const RandomModelSpec s = qwen35_spec("qwen35");
-    const std::string gguf_path = test::temp_path("hf-q35-layout.gguf"), dir = test::temp_path("hf-q35-layout");
+    const std::string gguf_path = pagoda::test::temp_path("hf-q35-layout.gguf"), dir = pagoda::test::temp_path("hf-q35-layout");
     write_random_model(s, nullptr, gguf_path);
     write_random_model_hf(s, dir);
     auto g = gguf::File::open(gguf_path);
@@ -147,8 +147,8 @@ TEST(HfQwen35, FolderLayoutIsTheCheckpoints) {
 // model.language_model.; the vision tower (model.visual.) and the MTP head (mtp.) are not loaded.
 TEST(HfQwen35, ConditionalGenerationFolderLoadsItsTextModel) {
     const RandomModelSpec s = qwen35_spec("qwen35");
-    const std::string gguf_path = test::temp_path("hf-q35-vl.gguf"), src = test::temp_path("hf-q35-vl-src");
-    const std::string dir = test::temp_path("hf-q35-vl");
+    const std::string gguf_path = pagoda::test::temp_path("hf-q35-vl.gguf"), src = pagoda::test::temp_path("hf-q35-vl-src");
+    const std::string dir = pagoda::test::temp_path("hf-q35-vl");
     write_random_model(s, nullptr, gguf_path);
     write_random_model_hf(s, src);
     fs::create_directories(dir);
@@ -193,8 +193,8 @@ void rewrite_folder(const std::string& src, const std::string& dir,
 // ffn_gate_up_exps / ffn_down_exps and compute the per-expert folder's logits bit for bit.
 TEST(HfQwen35, FusedExpertTensorsLoad) {
     const RandomModelSpec s = qwen35_spec("qwen35moe");
-    const std::string gguf_path = test::temp_path("hf-q35-fused.gguf"), src = test::temp_path("hf-q35-fused-src");
-    const std::string dir = test::temp_path("hf-q35-fused");
+    const std::string gguf_path = pagoda::test::temp_path("hf-q35-fused.gguf"), src = pagoda::test::temp_path("hf-q35-fused-src");
+    const std::string dir = pagoda::test::temp_path("hf-q35-fused");
     write_random_model(s, nullptr, gguf_path);
     write_random_model_hf(s, src);
     std::vector<std::vector<uint8_t>> keep;
@@ -226,7 +226,7 @@ TEST(HfQwen35, FusedExpertTensorsLoad) {
     expect_same_logits(open_model_file(gguf_path), h, "fused-experts");
 
     // Both forms of one tensor in a folder is an error naming the tensor, not a silent pick.
-    const std::string mixed = test::temp_path("hf-q35-fused-mixed");
+    const std::string mixed = pagoda::test::temp_path("hf-q35-fused-mixed");
     rewrite_folder(src, mixed, [&](const hf::SafetensorsFile& st, std::vector<hf::SafetensorsEntry>& out) {
         for (const auto& t : st.tensors()) out.push_back({t.name, t.type, t.shape, {t.data, size_t(t.n_bytes)}});
         out.push_back({"model.layers.0.mlp.experts.down_proj", gguf::GgmlType::F32, {s.n_experts, s.dim, s.expert_ffn_dim}, keep[1]});
