@@ -62,11 +62,11 @@ Json causal(Json text) {
 // The metadata as displayed (arrays in full), each key once.
 std::map<std::string, std::string> metadata_of(const HfModel& m) {
     std::map<std::string, std::string> out;
-    for (const auto& [key, value] : test::metadata_map(m)) out[key] = value.to_display(64);
+    for (const auto& [key, value] : config_test::metadata_map(m)) out[key] = value.to_display(64);
     return out;
 }
 
-std::string error_of(const Json& config) { return test::config_error(config.dump()); }
+std::string error_of(const Json& config) { return config_test::config_error(config.dump()); }
 
 TEST(HfGemma4, ConditionalGenerationConfigMapsToTheConvertersKeys) {
     const HfModel m = read_hf_config(multimodal(text_31b()).dump(), "config.json");
