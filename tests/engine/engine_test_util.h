@@ -133,4 +133,21 @@ inline void expect_refused(EngineCore& core, const Request& r, const std::string
     }
 }
 
+// Prompt-lookup speculation (n-gram 2, draft lengths not by cost) on `r` with its prompt's tokens
+// 11..15 made a repeat of 0..4, so lookups find continuations to draft: the verified tokens must
+// equal `greedy(r)` (the plain greedy ones), and something must have been drafted.
+template <class Greedy>
+void expect_drafts_keep_greedy(model::StepModel& model, Request r, Greedy greedy) {
+    EngineOptions options;
+    options.speculative.ngram_max = 2;
+    options.speculative.draft_length_by_cost = false;
+    EngineCore core(model, nullptr, options);
+    Driver driver(core);
+    for (size_t i = 11; i < 16 && i < r.prompt.size(); ++i) r.prompt[i] = r.prompt[i - 11];
+    const RequestId id = driver.add(r);
+    driver.run();
+    EXPECT_EQ(driver.results[id].choices[0].tokens, greedy(r));
+    EXPECT_GT(core.stats().draft_tokens, 0) << "nothing was drafted: the test checks nothing speculative";
+}
+
 }  // namespace pagoda::engine::test

@@ -227,17 +227,7 @@ TEST(EngineQwen3Vl, PrefixCacheHitsGiveTheRecomputedPositions) {
 
 TEST(EngineQwen3Vl, SpeculativeDraftsKeepTheGreedyTokens) {
     auto model = open_model();
-    EngineOptions options;
-    options.speculative.ngram_max = 2;
-    options.speculative.draft_length_by_cost = false;
-    EngineCore core(*model, nullptr, options);
-    Driver driver(core);
-    Request r = image_request({image(3, 2, 3, 51)}, 16, 2, 24);
-    for (int64_t i = 11; i < 16; ++i) r.prompt[size_t(i)] = r.prompt[size_t(i - 11)];
-    const RequestId id = driver.add(r);
-    driver.run();
-    EXPECT_EQ(driver.results[id].choices[0].tokens, runner_greedy(r));
-    EXPECT_GT(core.stats().draft_tokens, 0) << "nothing was drafted: the test checks nothing speculative";
+    test::expect_drafts_keep_greedy(*model, image_request({image(3, 2, 3, 51)}, 16, 2, 24), runner_greedy);
 }
 
 TEST(EngineQwen3Vl, RefusalsNameTheProblem) {
