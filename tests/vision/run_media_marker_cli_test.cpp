@@ -4,7 +4,7 @@
 // the text pieces' ids, each image in the model's layout) and runs it through SequenceRunner with
 // the encoder's embeddings (and Qwen3-VL's grids, whose M-RoPE positions the text after each image
 // continues from). A marker before all text is the same as no marker; a marker count other than the
-// --image count is refused naming both.
+// --image count is refused naming both. `pagoda chat` places /image attachments at a message's markers.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -197,6 +197,39 @@ TEST_P(RunMediaMarker, MarkerCountOtherThanImageCountIsRefused) {
     r = run(arch, "a <__media__> b", {files(arch).a, files(arch).b});
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("the prompt holds 1 <__media__> markers for 2 --image files"), std::string::npos) << r.err;
+}
+
+// `pagoda chat --mmproj`: a message's <__media__> markers place its /image attachments; gemma3's
+// template takes image parts (and trims the text parts around them), chatml gets Qwen3-VL's marker
+// in the text. A marker before all text is the same as none; a count mismatch is refused by name.
+ProcessResult chat(const std::string& arch, const std::string& input) {
+    return run_pagoda({"chat", "-m", files(arch).text, "--mmproj", files(arch).mm, "--chat-template",
+                       arch == "gemma3" ? "gemma3" : "chatml", "-n", "6", "--temp", "0", "-t", "1", "-v"},
+                      input);
+}
+
+TEST(ChatMediaMarker, MarkersPlaceTheAttachedImages) {
+    for (const std::string arch : {"gemma3", "qwen3vl"}) {
+        SCOPED_TRACE(arch);
+        const std::string image = arch == "gemma3" ? "<start_of_image>" : "<|vision_start|><|image_pad|><|vision_end|>";
+        const std::string a = "/image " + files(arch).a + "\n", b = "/image " + files(arch).b + "\n";
+        const auto two = chat(arch, a + b + "look <__media__> and then <__media__> ok\n");
+        ASSERT_EQ(two.exit_code, 0) << two.err;
+        const std::string want = arch == "gemma3" ? "look" + image + "and then" + image + "ok"
+                                                  : "look " + image + " and then " + image + " ok";
+        EXPECT_NE(two.err.find(want), std::string::npos) << two.err;
+        const auto marked = chat(arch, a + "<__media__>what is it\n");
+        ASSERT_EQ(marked.exit_code, 0) << marked.err;
+        const auto plain = chat(arch, a + "what is it\n");
+        ASSERT_EQ(plain.exit_code, 0) << plain.err;
+        EXPECT_NE(marked.err.find(image + "what is it"), std::string::npos) << marked.err;
+        EXPECT_EQ(marked.out, plain.out);
+        const auto wrong = chat(arch, a + "a <__media__> b <__media__>\n");
+        EXPECT_NE(wrong.exit_code, 0);
+        EXPECT_NE(wrong.err.find("the message holds 2 <__media__> markers for 1 attached images (/image)"),
+                  std::string::npos)
+            << wrong.err;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RunMediaMarker, ::testing::Values("gemma3", "qwen3vl"),
