@@ -3,9 +3,10 @@
 // the server tokenises chat requests (special-token text parsed; BOS added only when the
 // vocabulary wants one and the template did not write it). Rendering the whole history each turn
 // keeps the template in charge of every turn's text; the engine's prefix cache makes the repeated
-// part cheap. With images (`chat --mmproj`, /image PATH) a user message holds image parts before
-// its text, the encoded images stay with their message, and each render expands the template's
-// image markers into them (server/image_input.h), so the prefix cache keys them by their hashes.
+// part cheap. With images (`chat --mmproj`, /image PATH) a user message holds image parts at its
+// <__media__> markers (or before its text), the encoded images stay with their message, and each
+// render expands the template's image markers into them (server/image_input.h), so the prefix
+// cache keys them by their hashes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,8 +35,10 @@ public:
     void add(const std::string& role, const std::string& content) {
         messages_.push_back({{"role", role}, {"content", content}});
     }
-    // A user message with images before its text: image parts for a template that takes content
-    // parts, else the model's image marker (server::ImageInput::marker()) in its text.
+    // A user message with images: image i where the text's i-th <__media__> marker stands, or with
+    // no marker all images before the text; image parts for a template that takes content parts,
+    // else the model's image marker (server::ImageInput::marker()) in its text. Throws pagoda::Error
+    // naming both counts when the text holds markers but another number of them than images.
     void add_user(const std::string& content, std::vector<vision::EncodedImage> images, bool template_takes_parts,
                   const std::string& image_marker = server::kImageMarker);
     void drop_last() {

@@ -207,8 +207,14 @@ int chat(ChatOptions& o) {
             continue;
         }
 
-        conversation.add_user(*input, std::move(pending), tmpl.takes_content_parts(),
-                              image_input ? image_input->marker() : std::string(server::kImageMarker));
+        try {
+            conversation.add_user(*input, std::move(pending), tmpl.takes_content_parts(),
+                                  image_input ? image_input->marker() : std::string(server::kImageMarker));
+        } catch (const Error& e) {
+            pending.clear();  // moved into the refused message
+            turn_error(fmt::format("{}; the images are dropped, attach them again", e.what()));
+            continue;
+        }
         pending.clear();
         ChatPrompt prompt;
         try {

@@ -2,14 +2,18 @@
 // Plain decoding runs the model directly (model::SequenceRunner); with speculative decoding
 // (--draft-ngram / --draft-model) the one request goes through the engine, which drafts and verifies.
 // With --mmproj and --image (Gemma 3, Qwen3-VL), each image is encoded by the projector's vision tower
-// and laid out after BOS, before the prompt text, as the model's processor expands it: Gemma 3's
+// and laid out as the model's processor expands it, where the prompt's i-th <__media__> marker stands
+// (llama.cpp's; one marker per image) or, without markers, after BOS before the text: Gemma 3's
 // "\n\n<start_of_image>", its soft tokens, "<end_of_image>\n\n"; Qwen3-VL's <|vision_start|>, one
 // <|image_pad|> per merged token, <|vision_end|>, with the image's grid for M-RoPE. Its rows take the
 // image's embeddings (plain decoding only).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "apps/cli.h"
 #include "apps/command.h"
@@ -76,12 +80,35 @@ int32_t control_token(const tokenizer::Tokenizer& t, const std::string& text, co
     return ids[0];
 }
 
-// BOS, the images in the model's layout, then the text; the images' spans for the runner.
+// llama.cpp's media marker: where the prompt text names it, the next --image goes.
+constexpr std::string_view kMediaMarker = "<__media__>";
+
+// The prompt text cut at each media marker: one piece more than there are markers.
+std::vector<std::string_view> media_pieces(std::string_view text) {
+    std::vector<std::string_view> pieces;
+    for (size_t from = 0;;) {
+        const size_t at = text.find(kMediaMarker, from);
+        pieces.push_back(text.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
+        if (at == std::string_view::npos) return pieces;
+        from = at + kMediaMarker.size();
+    }
+}
+
+// BOS, then the images in the model's layout: image i where the text's i-th <__media__> marker
+// stands (the text between them tokenized as text, without BOS), or, with no marker, all images
+// before the text; the images' spans for the runner.
 std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, const tokenizer::Tokenizer& t,
                                   const model::ModelConfig& config, std::vector<model::ImageSpan>& spans) {
     const bool qwen = config.arch == "qwen3vl";
     if (config.arch != "gemma3" && !qwen)
         fail("--image: images are read for Gemma 3 and Qwen3-VL models only (this one is {})", config.arch);
+    std::vector<std::string_view> pieces = media_pieces(text);
+    if (pieces.size() == 1)  // no marker: the images first, as many empty pieces before the text
+        pieces.insert(pieces.begin(), o.images.size(), std::string_view());
+    else if (pieces.size() - 1 != o.images.size())
+        fail("the prompt holds {} {} markers for {} --image files: give one image per marker (or no marker, to put "
+             "the images before the text)",
+             pieces.size() - 1, kMediaMarker, o.images.size());
     // The tower runs on the reference backend when the model does, else on the CPU.
     vision::ImageEncoder encoder(o.mmproj, o.compute.backend == "reference" ? "reference" : "cpu", o.threads);
     const vision::VisionConfig& vc = encoder.config();
@@ -105,7 +132,13 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
         gemma.soft = control_token(t, "<image_soft_token>", "Gemma 3's");
     }
     std::vector<int32_t> prompt = t.encode("");  // BOS where the vocabulary adds it
-    for (const std::string& path : o.images) {
+    const auto append_text = [&](std::string_view piece, bool last) {
+        const auto ids = t.encode(piece, {.add_bos = false, .add_eos = last ? std::nullopt : std::optional(false)});
+        prompt.insert(prompt.end(), ids.begin(), ids.end());
+    };
+    for (size_t i = 0; i < o.images.size(); ++i) {
+        append_text(pieces[i], false);
+        const std::string& path = o.images[i];
         vision::EncodedImage image = encoder.encode_file(path);
         const int64_t rows = image.tokens();
         // Qwen3-VL's rows take M-RoPE positions from the grid (SequenceRunner); Gemma 3's need none.
@@ -118,8 +151,7 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
         }
         spans.push_back(std::move(span));
     }
-    const auto rest = t.encode(text, {.add_bos = false});
-    prompt.insert(prompt.end(), rest.begin(), rest.end());
+    append_text(pieces.back(), true);
     return prompt;
 }
 
@@ -310,7 +342,9 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     o->compute.add_to(sub);
     o->lora.add_to(sub);
     sub.add_option("--mmproj", o->mmproj, "The model's vision projector (llama.cpp's mmproj GGUF; Gemma 3)");
-    sub.add_option("--image", o->images, "An image (PNG, JPEG, WebP) placed before the prompt text; repeatable")
+    sub.add_option("--image", o->images,
+                   "An image (PNG, JPEG, WebP), repeatable: the i-th goes where the prompt's i-th <__media__> marker "
+                   "stands (one marker per image), or with no marker before the prompt text")
         ->expected(1)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     return [o] {
