@@ -82,8 +82,8 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
     const bool qwen = config.arch == "qwen3vl";
     if (config.arch != "gemma3" && !qwen)
         fail("--image: images are read for Gemma 3 and Qwen3-VL models only (this one is {})", config.arch);
-    // The tower runs on the reference backend when the model does, else on the CPU.
-    vision::ImageEncoder encoder(o.mmproj, o.compute.backend == "reference" ? "reference" : "cpu", o.threads);
+    // The tower runs on the model's backend (Vulkan included), as llama.cpp offloads its mmproj.
+    vision::ImageEncoder encoder(o.mmproj, o.compute.backend, o.threads);
     const vision::VisionConfig& vc = encoder.config();
     if (vc.qwen3vl() != qwen)
         fail("{}: a {} projector is not for this {} model", o.mmproj, vc.projector, config.arch);
