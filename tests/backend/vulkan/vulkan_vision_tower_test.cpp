@@ -3,7 +3,7 @@
 // two projectors of different image sizes, so two patch counts) and Qwen3-VL's (2D RoPE, merge
 // windows, deep-stack mergers; two image sizes on one tower, so the cache and arena grow), give
 // image embeddings within the Vulkan model tests' tolerance (1e-5 of the largest) of the reference
-// backend's.
+// backend's, F16 projectors (the converters' default) too.
 #include <cmath>
 #include <gtest/gtest.h>
 #include <random>
@@ -92,6 +92,31 @@ TEST(VulkanVisionTower, Qwen3VlMatchesReferenceAtTwoImageSizes) {
     ASSERT_EQ(got_large.size(), size_t(15 * c.token_width()));
     expect_close(got_large, on_ref.encode(large), "10 x 6 patches");
     EXPECT_EQ(on_vk.encode(small), got) << "the smaller image again, after the tower grew: bitwise the same";
+}
+
+TEST(VulkanVisionTower, F16ProjectorsMatchReference) {
+    // mmproj files are usually F16 (the converter's default): the matmul and embedding-table kernels
+    // read F16 weights on both families' towers.
+    PAGODA_REQUIRE_VULKAN();
+    auto vk = backend::make_backend("vulkan"), ref = backend::make_backend("reference");
+    {
+        gguf::Writer w;
+        build_random_mmproj({.type = gguf::GgmlType::F16}, w);
+        const auto file = w.view("mmproj.gguf");
+        VisionTower on_vk(*file, *vk), on_ref(*file, *ref);
+        const VisionConfig& c = on_vk.config();
+        const Patches patches = siglip_preprocess(noise_image(64, 64, 9), c.image_size, c.patch_size, c.norm);
+        expect_close(on_vk.encode(patches), on_ref.encode(patches), "gemma3 f16");
+    }
+    RandomMmprojSpec spec = qwen_spec();
+    spec.type = gguf::GgmlType::F16;
+    gguf::Writer w;
+    build_random_mmproj(spec, w);
+    const auto file = w.view("mmproj.gguf");
+    Qwen3VlTower on_vk(*file, *vk), on_ref(*file, *ref);
+    const VisionConfig& c = on_vk.config();
+    const Patches patches = qwen3vl_preprocess(noise_image(30, 21, 5), c.patch_size, c.merge, c.min_pixels, c.max_pixels, c.norm);
+    expect_close(on_vk.encode(patches), on_ref.encode(patches), "qwen3vl_merger f16");
 }
 
 }  // namespace
