@@ -82,8 +82,8 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
     const bool qwen = config.arch == "qwen3vl";
     if (config.arch != "gemma3" && !qwen)
         fail("--image: images are read for Gemma 3 and Qwen3-VL models only (this one is {})", config.arch);
-    // The tower runs on the model's backend (Vulkan included), as llama.cpp offloads its mmproj.
-    vision::ImageEncoder encoder(o.mmproj, o.compute.backend, o.threads);
+    // The tower runs on the model's backend (Vulkan included) unless --mmproj-backend says otherwise.
+    vision::ImageEncoder encoder(o.mmproj, o.compute.tower_backend(), o.threads);
     const vision::VisionConfig& vc = encoder.config();
     if (vc.qwen3vl() != qwen)
         fail("{}: a {} projector is not for this {} model", o.mmproj, vc.projector, config.arch);
@@ -308,6 +308,7 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     o->kv.add_to(sub);
     o->profile.add_to(sub);
     o->compute.add_to(sub);
+    o->compute.add_mmproj_backend_to(sub);
     o->lora.add_to(sub);
     sub.add_option("--mmproj", o->mmproj, "The model's vision projector (llama.cpp's mmproj GGUF; Gemma 3)");
     sub.add_option("--image", o->images, "An image (PNG, JPEG, WebP) placed before the prompt text; repeatable")

@@ -79,8 +79,9 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     if (!options.mmproj.empty()) {
         if (!loaded.engine->model_info().image_input)
             fail("--mmproj {}: this model ({}) takes no image input (Gemma 3 and Qwen3-VL do)", options.mmproj, cfg.arch);
-        // The tower runs on the model's backend (Vulkan included), as llama.cpp offloads its mmproj.
-        loaded.images = std::make_shared<server::ImageInput>(options.mmproj, options.backend, options.threads, *tok,
+        // The tower runs on the model's backend (Vulkan included) unless --mmproj-backend says otherwise.
+        const std::string& tower = options.mmproj_backend.empty() ? options.backend : options.mmproj_backend;
+        loaded.images = std::make_shared<server::ImageInput>(options.mmproj, tower, options.threads, *tok,
                                                              loaded.engine->model_info(),
                                                              uint64_t(options.image_cache_mb) << 20);
         const std::string tokens = loaded.images->qwen3vl()

@@ -14,6 +14,7 @@
 #include "backend/vulkan/vulkan_test_env.h"
 #include "e2e/process.h"
 #include "fixtures.h"
+#include "server/serve_harness.h"
 #include "vision/image_encode.h"
 
 namespace pagoda::test {
@@ -52,16 +53,20 @@ const Files& files() {
     return f;
 }
 
-// The run's greedy ids; with images, the log line must name the tower's backend: the model's.
-std::vector<int32_t> greedy_ids(const std::string& backend, const std::vector<std::string>& images, bool gemma = false) {
+// The run's greedy ids; with images, the log line must name the tower's backend: `tower`, by
+// default the model's (`extra`: more flags).
+std::vector<int32_t> greedy_ids(const std::string& backend, const std::vector<std::string>& images, bool gemma = false,
+                                const std::vector<std::string>& extra = {}, std::string tower = "") {
+    if (tower.empty()) tower = backend;
     std::vector<std::string> args = {"run", "-m", gemma ? files().gemma_text : files().text, "-p", "the cat", "-n", "10",
                                      "--temp", "0", "--ids", "--ignore-eos", "-t", "1", "--backend", backend};
+    args.insert(args.end(), extra.begin(), extra.end());
     if (!images.empty()) args.insert(args.end(), {"--mmproj", gemma ? files().gemma_mm : files().mm});
     for (const std::string& image : images) args.insert(args.end(), {"--image", image});
     const auto r = run_pagoda(args);
     EXPECT_EQ(r.exit_code, 0) << backend << ": " << r.err;
     if (!images.empty()) {
-        const std::string line = fmt::format("{} vision tower on the {} backend", gemma ? "gemma3" : "qwen3vl_merger", backend);
+        const std::string line = fmt::format("{} vision tower on the {} backend", gemma ? "gemma3" : "qwen3vl_merger", tower);
         EXPECT_NE(r.err.find(line), std::string::npos) << r.err;
     }
     std::istringstream in(r.out);
@@ -86,6 +91,45 @@ TEST(VulkanImageRun, Gemma3ImagesGiveTheCpuBackendsTokens) {
     EXPECT_NE(wide, greedy_ids("vulkan", {}, true)) << "the image changes the tokens";
     EXPECT_EQ(greedy_ids("vulkan", {files().wide, files().small}, true),
               greedy_ids("cpu", {files().wide, files().small}, true));
+}
+
+TEST(VulkanImageRun, MmprojBackendPutsTheTowerApart) {
+    PAGODA_REQUIRE_VULKAN();
+    // The text model on the device, the tower on the CPU (a GPU short of memory for both): the same tokens.
+    const auto want = greedy_ids("cpu", {files().wide});
+    EXPECT_EQ(greedy_ids("vulkan", {files().wide}, false, {"--mmproj-backend", "cpu"}, "cpu"), want);
+    EXPECT_EQ(greedy_ids("vulkan", {files().wide}, false, {"--no-mmproj-offload"}, "cpu"), want);
+    // And the other way round: the tower on the device beside a CPU model.
+    EXPECT_EQ(greedy_ids("cpu", {files().wide}, false, {"--mmproj-backend", "vulkan"}, "vulkan"), want);
+}
+
+TEST(MmprojBackend, BadValuesAreRefusedByName) {
+    auto run = [](const std::vector<std::string>& extra) {
+        std::vector<std::string> args = {"run", "-m", files().text, "-p", "x", "-n", "1", "--mmproj", files().mm,
+                                         "--image", files().small};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_pagoda(args);
+    };
+    const auto bogus = run({"--mmproj-backend", "metal"});
+    EXPECT_NE(bogus.exit_code, 0);
+    EXPECT_NE(bogus.err.find("--mmproj-backend"), std::string::npos) << bogus.err;
+    EXPECT_NE(bogus.err.find("metal"), std::string::npos) << bogus.err;
+    const auto both = run({"--no-mmproj-offload", "--mmproj-backend", "reference"});
+    EXPECT_NE(both.exit_code, 0);
+    EXPECT_NE(both.err.find("--no-mmproj-offload runs the vision tower on the cpu backend, but --mmproj-backend says "
+                            "reference"),
+              std::string::npos)
+        << both.err;
+    // A CPU model with its tower on the reference backend (any build): the log names it.
+    const auto ref = run({"--mmproj-backend", "reference"});
+    EXPECT_EQ(ref.exit_code, 0) << ref.err;
+    EXPECT_NE(ref.err.find("qwen3vl_merger vision tower on the reference backend"), std::string::npos) << ref.err;
+    // serve and chat read the same flags.
+    ServeProcess server({"--mmproj", files().mm, "--no-mmproj-offload", "--backend", "reference"}, files().text);
+    EXPECT_NE(server.log().find("qwen3vl_merger vision tower on the cpu backend"), std::string::npos) << server.log();
+    const auto chat = run_pagoda({"chat", "-m", files().text, "--mmproj", files().mm, "--mmproj-backend", "reference"}, "");
+    EXPECT_EQ(chat.exit_code, 0) << chat.err;
+    EXPECT_NE(chat.err.find("qwen3vl_merger vision tower on the reference backend"), std::string::npos) << chat.err;
 }
 
 }  // namespace
