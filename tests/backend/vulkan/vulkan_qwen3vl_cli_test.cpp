@@ -4,7 +4,9 @@
 // give the CPU backend's greedy tokens for one image and for two, and the image changes them. Greedy
 // decoding on fixed random weights is deterministic, and the two backends' logits and image
 // embeddings agree to 1e-5 (vulkan_qwen3vl_test.cpp, vulkan_vision_tower_test.cpp), so equal tokens
-// are the expected result, not luck.
+// are the expected result, not luck. --mmproj-backend / --no-mmproj-offload put the tower on another
+// backend than the model's (same tokens, the log names it; run, chat and serve), and bad or
+// disagreeing values are refused naming the flag.
 #include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
