@@ -155,8 +155,7 @@ int chat(ChatOptions& o) {
     eo.scheduler.max_image_tokens = o.chunk;  // an image runs whole in one step of --chunk tokens
     std::unique_ptr<server::ImageInput> image_input;
     if (!o.mmproj.empty())
-        image_input = std::make_unique<server::ImageInput>(o.mmproj, o.compute.backend == "reference" ? "reference" : "cpu",
-                                                           o.threads, *tok, target->info());
+        image_input = std::make_unique<server::ImageInput>(o.mmproj, o.compute.tower_backend(), o.threads, *tok, target->info());
     engine::Engine eng(std::move(target), tok, eo);
     const int64_t limit = eng.context_limit();
 
@@ -330,6 +329,7 @@ CommandRegistration reg("chat", "Chat with a model in the terminal (its chat tem
     o->tier.add_to(sub);
     o->spec.add_to(sub);
     o->compute.add_to(sub);
+    o->compute.add_mmproj_backend_to(sub);
     return [o] { return chat(*o); };
 });
 

@@ -109,8 +109,8 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
         fail("the prompt holds {} {} markers for {} --image files: give one image per marker (or no marker, to put "
              "the images before the text)",
              pieces.size() - 1, kMediaMarker, o.images.size());
-    // The tower runs on the reference backend when the model does, else on the CPU.
-    vision::ImageEncoder encoder(o.mmproj, o.compute.backend == "reference" ? "reference" : "cpu", o.threads);
+    // The tower runs on the model's backend (Vulkan included) unless --mmproj-backend says otherwise.
+    vision::ImageEncoder encoder(o.mmproj, o.compute.tower_backend(), o.threads);
     const vision::VisionConfig& vc = encoder.config();
     if (vc.qwen3vl() != qwen)
         fail("{}: a {} projector is not for this {} model", o.mmproj, vc.projector, config.arch);
@@ -340,8 +340,9 @@ CommandRegistration reg("run", "Generate text from a prompt", [](CLI::App& sub) 
     o->kv.add_to(sub);
     o->profile.add_to(sub);
     o->compute.add_to(sub);
+    o->compute.add_mmproj_backend_to(sub);
     o->lora.add_to(sub);
-    sub.add_option("--mmproj", o->mmproj, "The model's vision projector (llama.cpp's mmproj GGUF; Gemma 3)");
+    sub.add_option("--mmproj", o->mmproj, "The model's vision projector (llama.cpp's mmproj GGUF; Gemma 3 or Qwen3-VL)");
     sub.add_option("--image", o->images,
                    "An image (PNG, JPEG, WebP), repeatable: the i-th goes where the prompt's i-th <__media__> marker "
                    "stands (one marker per image), or with no marker before the prompt text")

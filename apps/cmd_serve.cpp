@@ -154,6 +154,7 @@ int serve(ServeOptions& o) {
     o.model.state_snapshots = o.kv.state_snapshots;
     o.model.prefix_tier = o.tier.options(o.model.kv.prefix_caching);
     o.model.backend = o.compute.backend;
+    o.model.mmproj_backend = o.compute.tower_backend();
     o.model.fusion = !o.compute.no_fusion;
     o.model.quantize = o.compute.quantize;
     o.model.max_context = o.ctx;
@@ -228,6 +229,7 @@ CommandRegistration reg("serve", "OpenAI-compatible HTTP server (SSE and WebSock
     o->tier.add_to(sub);
     o->spec.add_to(sub);
     o->compute.add_to(sub);
+    o->compute.add_mmproj_backend_to(sub);
     o->lora.add_to(sub);
     sub.add_flag("--allow-runtime-lora", o->model.allow_runtime_lora,
                  "Serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's; with several models the body's "

@@ -3,12 +3,15 @@
 // turned with the command's own threads / KV choices into the options of model::open_step_model; and
 // -fa/--flash-attn (main.cpp maps the short spellings), accepted so llama.cpp users' command lines
 // run, with a one-line note saying it has no effect (as -ngl has none on the cpu and reference backends).
+// The commands that take --mmproj add --mmproj-backend / --no-mmproj-offload: where the vision tower
+// runs, the model's backend by default.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 
 #include "apps/cli.h"
+#include "core/error.h"
 #include "model/model_file.h"
 #include "model/open_step_model.h"
 
@@ -23,6 +26,8 @@ struct ModelFlags {
     std::string mla;       // --mla absorbed|naive (deepseek2's attention form); empty: absorbed where supported
     CLI::Option* n_gpu_layers_option = nullptr;
     CLI::Option* flash_attn_option = nullptr;
+    std::string mmproj_backend;  // --mmproj-backend (empty: the model's backend)
+    bool no_mmproj_offload = false;  // llama.cpp's --no-mmproj-offload: the tower on the cpu backend
 
     void add_to(CLI::App& sub) {
         sub.add_option("--backend", backend,
@@ -51,6 +56,23 @@ struct ModelFlags {
                                 ->expected(0, 1)
                                 ->check(CLI::IsMember({"on", "off", "auto"}));
         sub.parse_complete_callback([this] { note_llama_flags(); });
+    }
+
+    // The vision tower's backend flags, for the commands that take --mmproj. The tower follows the
+    // model's backend unless one of them says otherwise (a GPU short of memory for both).
+    void add_mmproj_backend_to(CLI::App& sub) {
+        sub.add_option("--mmproj-backend", mmproj_backend,
+                       "Backend of the --mmproj vision tower: cpu, reference or vulkan (default: the model's --backend)")
+            ->check(CLI::IsMember(model::available_backends()));
+        sub.add_flag("--no-mmproj-offload", no_mmproj_offload,
+                     "As llama.cpp: run the --mmproj vision tower on the cpu backend (--mmproj-backend cpu)");
+    }
+    // The backend the vision tower runs on. Throws pagoda::Error when the two flags disagree.
+    std::string tower_backend() const {
+        if (no_mmproj_offload && !mmproj_backend.empty() && mmproj_backend != "cpu")
+            fail("--no-mmproj-offload runs the vision tower on the cpu backend, but --mmproj-backend says {}", mmproj_backend);
+        if (no_mmproj_offload) return "cpu";
+        return mmproj_backend.empty() ? backend : mmproj_backend;
     }
 
     // How to open -m: the model file or folder, quantised at load with --quantize.

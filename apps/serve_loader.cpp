@@ -79,10 +79,10 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
     if (!options.mmproj.empty()) {
         if (!loaded.engine->model_info().image_input)
             fail("--mmproj {}: this model ({}) takes no image input (Gemma 3 and Qwen3-VL do)", options.mmproj, cfg.arch);
-        // The tower runs on the reference backend when the model does, else on the CPU.
-        loaded.images = std::make_shared<server::ImageInput>(options.mmproj,
-                                                             options.backend == "reference" ? "reference" : "cpu",
-                                                             options.threads, *tok, loaded.engine->model_info(),
+        // The tower runs on the model's backend (Vulkan included) unless --mmproj-backend says otherwise.
+        const std::string& tower = options.mmproj_backend.empty() ? options.backend : options.mmproj_backend;
+        loaded.images = std::make_shared<server::ImageInput>(options.mmproj, tower, options.threads, *tok,
+                                                             loaded.engine->model_info(),
                                                              uint64_t(options.image_cache_mb) << 20);
         const std::string tokens = loaded.images->qwen3vl()
                                        ? std::string("tokens by size")

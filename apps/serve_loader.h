@@ -22,6 +22,7 @@ struct ServeModelOptions {
     std::string backend = "cpu";
     bool fusion = true;
     std::string mmproj;       // --mmproj: the model's vision projector (images in chat requests; empty: none)
+    std::string mmproj_backend;  // --mmproj-backend: the vision tower's backend (empty: `backend`)
     int64_t image_cache_mb = 256;  // --image-cache-mb: the encoded-image cache's bound (0: off)
     std::string draft_model;  // --draft-model: a GGUF of the same vocabulary (empty: none)
     std::string draft_profile;  // --draft-profile: the draft's own kernel plan (empty: the model's)

@@ -37,10 +37,10 @@ namespace pagoda::server {
 
 class ImageInput {
 public:
-    // Opens the projector on `backend` ("cpu" or "reference") and checks it against the text model:
-    // the same widths (text_dim, and the deep-stack slices of an image row), M-RoPE exactly for
-    // Qwen3-VL's projector, and the projector's image tokens in its vocabulary. Throws pagoda::Error
-    // naming the file or the missing token. `cache_bytes`: the encoded-image cache's bound (0: none).
+    // Opens the projector on `backend` (a make_backend name: the model's) and checks it against the
+    // text model: the same widths (text_dim, and the deep-stack slices of an image row), M-RoPE
+    // exactly for Qwen3-VL's projector, and the projector's image tokens in its vocabulary. Throws
+    // pagoda::Error naming the file or the missing token. `cache_bytes`: the encoded-image cache's bound (0: none).
     ImageInput(const std::string& mmproj_path, const std::string& backend, int threads,
                const tokenizer::Tokenizer& tokenizer, const model::StepModelInfo& text_model, uint64_t cache_bytes = 0);
     ~ImageInput();

@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "gguf/gguf.h"
 #include "vision/image.h"
 #include "vision/image_tower.h"
@@ -16,6 +17,8 @@ namespace pagoda::vision {
 ImageEncoder::ImageEncoder(const std::string& mmproj_path, const std::string& backend, int threads)
     : file_(gguf::File::open(mmproj_path)), backend_(backend::make_backend(backend, {.n_threads = threads})) {
     tower_ = open_image_tower(*file_, *backend_);
+    // Which device encodes images is worth one line: the tower follows the model's backend.
+    log_info("mmproj {}: {} vision tower on the {} backend", mmproj_path, tower_->config().projector, backend_->name());
     // Path, size and modification time: a file rewritten in place (gen-model again) is another projector.
     std::error_code ec;
     const std::string where = std::filesystem::weakly_canonical(mmproj_path, ec).string();

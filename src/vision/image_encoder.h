@@ -48,7 +48,8 @@ struct EncodedImage {
 
 class ImageEncoder {
 public:
-    // backend: "cpu" or "reference"; threads 0: the backend's default.
+    // backend: a make_backend name (cpu, reference, vulkan: commands pass the model's); threads 0: the
+    // backend's default.
     ImageEncoder(const std::string& mmproj_path, const std::string& backend, int threads);
     ~ImageEncoder();
     const VisionConfig& config() const;
