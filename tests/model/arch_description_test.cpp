@@ -77,7 +77,8 @@ TEST(ArchDescriptions, FactsEqualThePerArchitectureListsTheyReplace) {
         {"Qwen3_5MoeForConditionalGeneration", "qwen35moe"}, {"MiniMaxM2ForCausalLM", "minimax-m2"},
         {"DeepseekV3ForCausalLM", "deepseek2"}, {"DeepseekV2ForCausalLM", "deepseek2"},
         {"Glm4MoeLiteForCausalLM", "deepseek2"}, {"GptOssForCausalLM", "gpt-oss"},
-        {"Qwen3NextForCausalLM", "qwen3next"}};
+        {"Qwen3NextForCausalLM", "qwen3next"}, {"Gemma4ForCausalLM", "gemma4"},
+        {"Gemma4ForConditionalGeneration", "gemma4"}};
     size_t classes = 0;
     for (const ArchDescription& d : arch::architectures()) classes += d.hf_classes.size();
     EXPECT_EQ(classes, hf.size());
