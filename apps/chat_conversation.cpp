@@ -7,28 +7,12 @@
 
 namespace pagoda::app {
 
-namespace {
-
-// The message text cut at each <__media__> marker: one piece more than there are markers.
-std::vector<std::string> media_pieces(const std::string& text) {
-    const std::string_view marker = server::kMediaMarker;
-    std::vector<std::string> pieces;
-    for (size_t from = 0;;) {
-        const size_t at = text.find(marker, from);
-        pieces.push_back(text.substr(from, at == std::string::npos ? std::string::npos : at - from));
-        if (at == std::string::npos) return pieces;
-        from = at + marker.size();
-    }
-}
-
-}  // namespace
-
 void Conversation::add_user(const std::string& content, std::vector<vision::EncodedImage> images,
                             bool template_takes_parts, const std::string& image_marker) {
     if (images.empty()) return add("user", content);
-    std::vector<std::string> pieces = media_pieces(content);
+    std::vector<std::string_view> pieces = server::media_pieces(content);
     if (pieces.size() == 1)  // no marker: the images before the text
-        pieces.insert(pieces.begin(), images.size(), std::string());
+        pieces.insert(pieces.begin(), images.size(), std::string_view());
     else if (pieces.size() - 1 != images.size())
         fail("the message holds {} {} markers for {} attached images (/image): give one image per marker (or no "
              "marker, to put the images before the text)",
@@ -38,13 +22,13 @@ void Conversation::add_user(const std::string& content, std::vector<vision::Enco
         // Image i between pieces i and i + 1; empty text pieces are left out.
         nlohmann::json parts = nlohmann::json::array();
         for (size_t i = 0; i < pieces.size(); ++i) {
-            if (!pieces[i].empty()) parts.push_back({{"type", "text"}, {"text", pieces[i]}});
+            if (!pieces[i].empty()) parts.push_back({{"type", "text"}, {"text", std::string(pieces[i])}});
             if (i < images.size()) parts.push_back({{"type", "image"}});
         }
         message["content"] = std::move(parts);
     } else {
-        std::string text = pieces[0];
-        for (size_t i = 0; i < images.size(); ++i) text += image_marker + pieces[i + 1];
+        std::string text(pieces[0]);
+        for (size_t i = 0; i < images.size(); ++i) (text += image_marker) += pieces[i + 1];
         message["content"] = std::move(text);
     }
     messages_.push_back(std::move(message));

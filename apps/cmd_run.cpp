@@ -35,6 +35,7 @@
 #include "model/sequence_runner.h"
 #include "model/model_file.h"
 #include "tokenizer/stream_decoder.h"
+#include "server/image_parts.h"
 #include "vision/image_encoder.h"
 #include "vision/qwen3vl_layout.h"
 
@@ -80,20 +81,6 @@ int32_t control_token(const tokenizer::Tokenizer& t, const std::string& text, co
     return ids[0];
 }
 
-// llama.cpp's media marker: where the prompt text names it, the next --image goes.
-constexpr std::string_view kMediaMarker = "<__media__>";
-
-// The prompt text cut at each media marker: one piece more than there are markers.
-std::vector<std::string_view> media_pieces(std::string_view text) {
-    std::vector<std::string_view> pieces;
-    for (size_t from = 0;;) {
-        const size_t at = text.find(kMediaMarker, from);
-        pieces.push_back(text.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
-        if (at == std::string_view::npos) return pieces;
-        from = at + kMediaMarker.size();
-    }
-}
-
 // BOS, then the images in the model's layout: image i where the text's i-th <__media__> marker
 // stands (the text between them tokenized as text, without BOS), or, with no marker, all images
 // before the text; the images' spans for the runner.
@@ -102,13 +89,13 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
     const bool qwen = config.arch == "qwen3vl";
     if (config.arch != "gemma3" && !qwen)
         fail("--image: images are read for Gemma 3 and Qwen3-VL models only (this one is {})", config.arch);
-    std::vector<std::string_view> pieces = media_pieces(text);
+    std::vector<std::string_view> pieces = server::media_pieces(text);
     if (pieces.size() == 1)  // no marker: the images first, as many empty pieces before the text
         pieces.insert(pieces.begin(), o.images.size(), std::string_view());
     else if (pieces.size() - 1 != o.images.size())
         fail("the prompt holds {} {} markers for {} --image files: give one image per marker (or no marker, to put "
              "the images before the text)",
-             pieces.size() - 1, kMediaMarker, o.images.size());
+             pieces.size() - 1, server::kMediaMarker, o.images.size());
     // The tower runs on the model's backend (Vulkan included) unless --mmproj-backend says otherwise.
     vision::ImageEncoder encoder(o.mmproj, o.compute.tower_backend(), o.threads);
     const vision::VisionConfig& vc = encoder.config();

@@ -75,6 +75,17 @@ size_t count_media_markers(std::string_view text) {
     return n;
 }
 
+std::vector<std::string_view> media_pieces(std::string_view text) {
+    const std::string_view marker = kMediaMarker;
+    std::vector<std::string_view> pieces;
+    for (size_t from = 0;;) {
+        const size_t at = text.find(marker, from);
+        pieces.push_back(text.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
+        if (at == std::string_view::npos) return pieces;
+        from = at + marker.size();
+    }
+}
+
 json image_url_part(const std::string& url) { return json{{"type", "image_url"}, {"image_url", {{"url", url}}}}; }
 
 }  // namespace pagoda::server

@@ -17,6 +17,8 @@ inline constexpr const char* kImageMarker = "<start_of_image>";
 // llama-server's media marker: where a /v1/completions prompt object's multimodal_data items go.
 inline constexpr const char* kMediaMarker = "<__media__>";
 size_t count_media_markers(std::string_view text);
+// The text cut at each media marker: one piece more than there are markers (views into `text`).
+std::vector<std::string_view> media_pieces(std::string_view text);
 
 // An image part of a chat request as the parsers left it: where it was and its data: URL.
 struct ImagePart {

@@ -132,14 +132,7 @@ std::vector<int32_t> tokenize_media_prompt(const std::string& text, const tokeni
                                            std::string_view image_marker) {
     const std::vector<int32_t> marker =
         tok.encode(image_marker, {.add_bos = false, .add_eos = false, .parse_special = true});
-    const std::string_view media = kMediaMarker;
-    std::vector<std::string_view> pieces;
-    for (size_t from = 0;;) {
-        const size_t at = text.find(media, from);
-        pieces.push_back(std::string_view(text).substr(from, at == std::string::npos ? std::string::npos : at - from));
-        if (at == std::string::npos) break;
-        from = at + media.size();
-    }
+    const std::vector<std::string_view> pieces = media_pieces(text);
     std::vector<int32_t> out;
     for (size_t i = 0; i < pieces.size(); ++i) {
         if (i) out.insert(out.end(), marker.begin(), marker.end());
