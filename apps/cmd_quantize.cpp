@@ -133,6 +133,10 @@ int run_quantize(const QuantizeOptions& o) {
     req.plain = o.plain;
     req.token_embedding_type = o.token_embedding_type;
     req.output_tensor_type = o.output_tensor_type;
+    if (o.plain && !quant::target_has_clipping_search(o.type))
+        fail("--plain-minmax: {} has no clipping search to turn off (its quantiser searches its block scales as "
+             "ggml's does); q8_0, q4_0, int8, int4-g32 and int4-g128 have one",
+             o.type);
     if (o.plain && !o.calib.empty()) fail("--plain-minmax and --calib exclude each other");
     if (o.plain && !o.imatrix.empty()) fail("--plain-minmax and --imatrix exclude each other");
     if (!o.calib.empty() && !o.imatrix.empty()) fail("--calib and --imatrix exclude each other (both give the importance)");
@@ -231,7 +235,7 @@ CommandRegistration reg("quantize", "Quantise a model's weights (post-training, 
         ->transform(canonical_type)
         ->check(CLI::IsMember(quant::quantize_target_names()));
     sub.add_flag("--allow-requantize", o->allow_requantize, "Quantise an input that is already quantised");
-    sub.add_flag("--plain-minmax", o->plain, "No clipping search: plain min/max scales (for comparison)");
+    sub.add_flag("--plain-minmax", o->plain, "No clipping search: plain min/max scales, for comparison (q8_0, q4_0, int8, int4-g32, int4-g128: the other types' quantisers search their own scales, as ggml's do, and refuse it)");
     add_threads_option(sub, o->threads);
     return [o] { return run_quantize(*o); };
 });

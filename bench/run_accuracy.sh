@@ -3,12 +3,12 @@
 # clipping search, and search + calibration, measured with `pagoda perplexity --kl-base` against the
 # unquantised base on tests/data/eval/tinystories_eval.txt (calibration uses a different text).
 #   bench/run_accuracy.sh [BASE.gguf] [OUTDIR]      (default: ../shared/models/stories260K.gguf build/accuracy)
-# Environment: TYPES (default "q8_0 int8 q4_0 int4-g32 int4-g128"), CTX (128).
+# Environment: TYPES (default "q8_0 int8 q4_0 int4-g32 int4-g128"), CTX (128), PAGODA_BIN (build/pagoda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-../shared/models/stories260K.gguf}
 out=${2:-build/accuracy}
-bin=build/pagoda
+bin=${PAGODA_BIN:-build/pagoda}
 eval_text=tests/data/eval/tinystories_eval.txt
 calib_text=tests/data/eval/tinystories_calib.txt
 mkdir -p "$out"
@@ -16,7 +16,10 @@ echo "base: $base; $($bin perplexity -m "$base" -f "$eval_text" --ctx "${CTX:-12
 echo "| type | scales | size | perplexity | mean KL (base ‖ q) | top-1 agreement |"
 echo "| --- | --- | ---: | --- | --- | ---: |"
 for type in ${TYPES:-q8_0 int8 q4_0 int4-g32 int4-g128}; do
-  for mode in plain search calib; do
+  modes="plain search calib"
+  # Only these types have a clipping search for --plain-minmax to turn off (the others refuse it).
+  case $type in q8_0|q4_0|int8|int4-*) ;; *) modes="search calib" ;; esac
+  for mode in $modes; do
     model="$out/$type-$mode.gguf"
     case $mode in
       plain) flags=(--plain-minmax) ;;

@@ -195,6 +195,10 @@ void quantize_row_calibrated(const QuantTarget& t, const float* x, const float* 
     }
 }
 
+bool has_clipping_search(const QuantTarget& t) {
+    return t.scheme || t.type == GgmlType::Q8_0 || t.type == GgmlType::Q4_0;
+}
+
 double weighted_relative_error(const float* a, const float* b, const float* importance, int64_t n) {
     double num = 0, den = 0;
     for (int64_t i = 0; i < n; ++i) {

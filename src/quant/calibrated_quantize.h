@@ -32,6 +32,11 @@ struct QuantTarget {
 void quantize_row_calibrated(const QuantTarget& target, const float* x, const float* importance, void* out,
                              int64_t n);
 
+// Whether the target's default quantiser searches clipped scales that QuantizeRequest::plain (the
+// CLI's --plain-minmax) replaces by plain min/max ones: q8_0, q4_0 and the int schemes. The other
+// types' quantisers search their own scales as ggml's do, so `plain` would change nothing.
+bool has_clipping_search(const QuantTarget& target);
+
 // Importance-weighted relative RMS error of a quantised row against the original.
 double weighted_relative_error(const float* original, const float* reconstructed, const float* importance, int64_t n);
 

@@ -138,6 +138,8 @@ std::shared_ptr<const gguf::File> quantize_loaded(std::shared_ptr<const gguf::Fi
     return writer.view(in->name(), in);
 }
 
+bool target_has_clipping_search(const std::string& target) { return has_clipping_search(parse_target(target)); }
+
 QuantizeReport quantize_into(const gguf::File& in_file, const QuantizeRequest& req, ThreadPool& pool,
                              gguf::Writer& writer) {
     const gguf::File* in = &in_file;

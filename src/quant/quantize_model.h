@@ -45,6 +45,7 @@ struct QuantizeRequest {
     // Called after each tensor, in file order: tensors done, of total, and the one just done.
     std::function<void(size_t done, size_t total, const TensorReport& tensor)> progress;
     bool plain = false;  // no clipping search: plain min/max scales (ggml's reference quantisers), for comparison
+                         // (the other targets' quantisers have no such search: target_has_clipping_search)
     // Overrides of the rules for two tensors (a type name as for `target`, empty: the rule), like
     // llama-quantize's flags of the same names: e.g. token_embedding_type "q4_0" gives the layout
     // llama-quantize writes for a Q4_0 file (embedding Q4_0, output head Q6_K).
@@ -70,5 +71,8 @@ std::shared_ptr<const gguf::File> quantize_loaded(std::shared_ptr<const gguf::Fi
 
 // The valid --type names, for help texts and errors.
 const std::vector<std::string>& quantize_target_names();
+// Whether `plain` changes what the target (one of quantize_target_names()) writes: true for q8_0, q4_0
+// and the int schemes, whose default quantiser searches clipped scales (has_clipping_search).
+bool target_has_clipping_search(const std::string& target);
 
 }  // namespace pagoda::quant

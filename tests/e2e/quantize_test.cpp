@@ -270,6 +270,13 @@ TEST(Quantize, ImatrixWeightsTheSearchAndIsChecked) {
     auto both = run_pagoda({"quantize", base, weighted, "iq4_nl", "--imatrix", imatrix, "--calib", imatrix});
     EXPECT_NE(both.exit_code, 0);
     EXPECT_NE(both.err.find("exclude each other"), std::string::npos) << both.err;
+    // --plain-minmax turns off a clipping search these types do not have: refused, not ignored.
+    for (const char* type : {"iq4_nl", "q4_k_m", "mxfp4"}) {
+        auto plain_flag = run_pagoda({"quantize", base, weighted, type, "--plain-minmax"});
+        EXPECT_EQ(plain_flag.exit_code, 1) << type;
+        EXPECT_NE(plain_flag.err.find("--plain-minmax: " + std::string(type) + " has no clipping search"), std::string::npos)
+            << plain_flag.err;
+    }
     auto grid = run_pagoda({"quantize", base, weighted, "IQ2_XXS"});
     EXPECT_NE(grid.exit_code, 0);
     EXPECT_NE(grid.err.find("iq2_xxs is not supported"), std::string::npos) << grid.err;
