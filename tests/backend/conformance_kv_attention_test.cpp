@@ -382,7 +382,7 @@ TEST_P(Contract, AlibiAttentionIsBatchInvariant) {
         const Split split = c.params.causal ? Split::one_by_one : Split::seq_by_seq;
         EXPECT_TRUE(bitwise(run_attention(test, c, uint32_t(900 + trial), split), batch)) << c.label();
     }
-    if (GetParam().rfind("cpu", 0) == 0 || GetParam() == "reference") EXPECT_GT(checked, 0) << GetParam();
+    if (GetParam().rfind("cpu", 0) == 0 || GetParam() == "reference") { EXPECT_GT(checked, 0) << GetParam(); }
 }
 
 // Image rows (Gemma 3 vision, StepInputs::attend_until): a span of each sequence's fresh rows

@@ -47,8 +47,9 @@ TEST_P(Conformance, LoraAdd) {
         for (const auto& r : rows)
             for (int32_t t : r) adapted[size_t(t)] = true;
         for (int64_t t = 0; t < n; ++t)
-            if (!adapted[size_t(t)])
+            if (!adapted[size_t(t)]) {
                 for (int64_t o = 0; o < out; ++o) ASSERT_EQ(got[size_t(t * out + o)], y[size_t(t * out + o)]) << "row " << t;
+            }
     }
 }
 

@@ -47,10 +47,11 @@ TEST(BenchCommand, JsonLinesCarryTheFields) {
     EXPECT_EQ(tests, (std::vector<std::string>{"pp16", "tg8"}));
     auto table = run_pagoda({"bench", "-m", path, "-p", "16", "-n", "8", "-r", "1", "--no-limits"});
     ASSERT_EQ(table.exit_code, 0) << table.err;
-    if (std::ifstream("/proc/stat"))
+    if (std::ifstream("/proc/stat")) {
         EXPECT_NE(table.out.find("CPU time stolen by the hypervisor during the timed runs (/proc/stat steal): pp16 "),
                   std::string::npos)
             << table.out;
+    }
 }
 
 // --depth: the generation test starts after that many tokens of context, and says so in its name;

@@ -29,9 +29,10 @@ TEST(HybridCommands, Qwen35GenModelAndRunOnBothBackends) {
                                  "--backend", b == 0 ? "cpu" : "reference"});
             ASSERT_EQ(r.exit_code, 0) << r.err;
             EXPECT_NE(r.err.find("recurrent state: 16 slots"), std::string::npos) << r.err;
-            if (f == 0)
+            if (f == 0) {
                 EXPECT_NE(r.err.find("1 trailing NextN (multi-token prediction) block(s) stored but not run"), std::string::npos)
                     << r.err;
+            }
             ids[b] = r.out;
         }
         EXPECT_FALSE(ids[0].empty());

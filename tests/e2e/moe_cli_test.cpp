@@ -60,7 +60,7 @@ TEST(MoeCommands, GptOssGenModelAndRunOnBothBackends) {
         EXPECT_FALSE(ids[0].empty());
         // F32: both compute in f32 or better, so greedy picks agree; MXFP4: the cpu's int8 activations
         // may flip a near tie (gpt_oss_model_test bounds the logits instead).
-        if (type == "f32") EXPECT_EQ(ids[0], ids[1]);
+        if (type == "f32") { EXPECT_EQ(ids[0], ids[1]); }
     }
     auto r = run_pagoda({"gen-model", "-o", temp_path("cli-mxfp4-llama.gguf"), "--type", "mxfp4"});
     EXPECT_EQ(r.exit_code, 1);

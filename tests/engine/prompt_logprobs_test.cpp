@@ -38,7 +38,7 @@ void expect_reference(const std::vector<int32_t>& prompt, const std::vector<Toke
         ASSERT_EQ(g.top.size(), size_t(top)) << i;
         for (size_t k = 0; k < g.top.size(); ++k) {
             EXPECT_NEAR(g.top[k].second, lp(g.top[k].first), 1e-5);
-            if (k > 0) EXPECT_GE(g.top[k - 1].second, g.top[k].second);
+            if (k > 0) { EXPECT_GE(g.top[k - 1].second, g.top[k].second); }
         }
         if (top > 0) {  // the best is the reference's best
             int32_t best = 0;

@@ -121,7 +121,7 @@ TEST(ThinkingBudget, SchemaAnswerAfterABlockOfExactlyTheBudget) {
             const size_t at = find_close(c.tokens, s.close);
             ASSERT_NE(at, std::string::npos) << c.text;
             EXPECT_EQ(int64_t(at), budget + (starts_open ? 0 : 1)) << c.text;
-            if (!starts_open) EXPECT_EQ(c.tokens.at(0), s.tok->vocab().find("<think>"));
+            if (!starts_open) { EXPECT_EQ(c.tokens.at(0), s.tok->vocab().find("<think>")); }
             const auto parts = chat::split_reasoning(c.text, starts_open);
             json_in_reasoning += parts.reasoning.find("{\"") != std::string::npos;
             expect_valid(parts.content);

@@ -129,7 +129,7 @@ TEST(HfGptOss, FolderInterleavesGateAndUp) {
     const auto* gate = g->find_tensor("blk.1.ffn_gate_exps.weight");
     const auto* up = g->find_tensor("blk.1.ffn_up_exps.weight");
     const auto f32 = [](const uint8_t* p, int64_t i) { float v; std::memcpy(&v, p + 4 * i, 4); return v; };
-    for (const auto [e, r, c] : {std::tuple{0, 0, 0}, std::tuple{2, 5, 17}, std::tuple{3, 31, 63}}) {
+    for (const auto& [e, r, c] : {std::tuple{0, 0, 0}, std::tuple{2, 5, 17}, std::tuple{3, 31, 63}}) {
         EXPECT_EQ(f32(w->data, (e * 64 + c) * 64 + 2 * r), f32(gate->data, (e * 32 + r) * 64 + c));
         EXPECT_EQ(f32(w->data, (e * 64 + c) * 64 + 2 * r + 1), f32(up->data, (e * 32 + r) * 64 + c));
     }

@@ -101,17 +101,18 @@ TEST(ArchDescriptions, ManifestsAgreeWithTheFlags) {
         for (const auto& t : d.tensors) EXPECT_TRUE(seen.insert(t.name).second) << n << ": " << t.name << " twice";
         EXPECT_TRUE(d.names_tensor("token_embd.weight")) << n;
         const auto presence = [&](std::string_view t) { return d.layer_tensor(t) ? d.layer_tensor(t)->presence : Presence::optional; };
-        if (d.qkv_bias == Has::yes) EXPECT_EQ(presence("attn_q.bias"), Presence::required) << n;
+        if (d.qkv_bias == Has::yes) { EXPECT_EQ(presence("attn_q.bias"), Presence::required) << n; }
         EXPECT_EQ(d.qkv_bias != Has::no, d.has_layer_tensor("attn_q.bias")) << n;
         EXPECT_EQ(d.o_bias, d.layer_tensor("attn_output.bias") && presence("attn_output.bias") == Presence::required) << n;
         EXPECT_EQ(d.qk_norm != Has::no, d.has_layer_tensor("attn_q_norm.weight")) << n;
         const bool expert_entries = std::any_of(d.layer_tensors.begin(), d.layer_tensors.end(),
                                                 [](const arch::TensorEntry& t) { return t.presence == Presence::experts; });
         EXPECT_EQ(d.experts != Has::no, expert_entries) << n;
-        if (d.experts != Has::no) EXPECT_EQ(presence("ffn_gate_inp.weight"), Presence::experts) << n;
-        if (!d.hf_classes.empty())
+        if (d.experts != Has::no) { EXPECT_EQ(presence("ffn_gate_inp.weight"), Presence::experts) << n; }
+        if (!d.hf_classes.empty()) {
             EXPECT_EQ(std::count_if(d.hf_classes.begin(), d.hf_classes.end(),
                                     [](const arch::HfClass& c) { return c.role == arch::HfRole::main; }), 1) << n;
+        }
     }
     EXPECT_TRUE(describe("llama").names_tensor("blk.12.ffn_gate_exps.weight"));
     EXPECT_FALSE(describe("llama").names_tensor("blk.0.attn_q.bias"));
@@ -236,7 +237,7 @@ TEST_P(GenModelManifest, TensorsAreTheManifestsAndTheBuilderAcceptsThem) {
         EXPECT_TRUE(d.names_tensor(t.name)) << t.name << " is not in " << d.name << "'s manifest";
     }
     for (const auto& t : d.tensors)
-        if (t.presence == Presence::required) EXPECT_TRUE(names.count(std::string(t.name))) << t.name << " is missing";
+        if (t.presence == Presence::required) { EXPECT_TRUE(names.count(std::string(t.name))) << t.name << " is missing"; }
     const int64_t blocks = file->get_int(std::string(d.name) + ".block_count");
     for (int64_t l = 0; l < blocks; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
@@ -244,7 +245,7 @@ TEST_P(GenModelManifest, TensorsAreTheManifestsAndTheBuilderAcceptsThem) {
         for (const auto& t : d.layer_tensors) {
             const bool needed = t.presence == Presence::required || (t.presence == Presence::experts && experts) ||
                                 (t.presence == Presence::dense && !experts);
-            if (needed) EXPECT_TRUE(names.count(p + std::string(t.name))) << p << t.name << " is missing";
+            if (needed) { EXPECT_TRUE(names.count(p + std::string(t.name))) << p << t.name << " is missing"; }
         }
     }
 
@@ -255,10 +256,10 @@ TEST_P(GenModelManifest, TensorsAreTheManifestsAndTheBuilderAcceptsThem) {
     EXPECT_EQ(c.qkv_bias, d.qkv_bias == Has::yes);
     EXPECT_EQ(c.causal, d.kind == arch::Kind::decoder);
     EXPECT_TRUE(d.allows_rope_scaling(c.rope_scaling)) << c.rope_scaling;
-    if (d.experts == Has::yes) EXPECT_GT(c.n_experts, 0);
-    if (d.experts == Has::no) EXPECT_EQ(c.n_experts, 0);
-    if (c.n_experts > 0 && !file->has(a + "expert_gating_func")) EXPECT_EQ(c.expert_gating, int64_t(d.gating));
-    if (c.n_experts > 0 && !file->has(a + "expert_weights_norm")) EXPECT_EQ(c.expert_weights_norm, d.expert_weights_norm);
+    if (d.experts == Has::yes) { EXPECT_GT(c.n_experts, 0); }
+    if (d.experts == Has::no) { EXPECT_EQ(c.n_experts, 0); }
+    if (c.n_experts > 0 && !file->has(a + "expert_gating_func")) { EXPECT_EQ(c.expert_gating, int64_t(d.gating)); }
+    if (c.n_experts > 0 && !file->has(a + "expert_weights_norm")) { EXPECT_EQ(c.expert_weights_norm, d.expert_weights_norm); }
 
     // The builder takes it.
     EXPECT_NO_THROW(open_step_model(path, {.threads = 1, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},

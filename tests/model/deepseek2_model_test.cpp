@@ -56,19 +56,6 @@ RandomModelSpec lite_spec(uint64_t seed) {
     return s;
 }
 
-// A copy of `from` without the key or tensor `drop`, with `set` keys replaced.
-void rewrite(const std::string& from, const std::string& to, const std::string& drop,
-             const std::vector<std::pair<std::string, gguf::Value>>& set = {}) {
-    auto in = gguf::File::open(from);
-    gguf::Writer w;
-    for (const auto& [key, value] : in->metadata())
-        if (key != drop) w.set(key, value);
-    for (const auto& [key, value] : set) w.set(key, value);
-    for (const auto& t : in->tensors())
-        if (t.name != drop) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
-    w.write(to);
-}
-
 // `path` with Mistral-Large-3's attention temperature keys as its converter writes them
 // (attention.temperature_scale = beta, attention.temperature_length), as a new file.
 std::string with_temperature(const std::string& path, float beta, uint32_t length) {

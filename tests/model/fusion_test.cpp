@@ -110,7 +110,7 @@ TEST(FusionPass, TheCpuNormsWriteThePreparedInputOfTheirInt8Matmuls) {
                 const bool reads_h = std::find(n.in.begin(), n.in.end(), h) != n.in.end();
                 const bool reads_q = std::find(n.in.begin(), n.in.end(), q) != n.in.end();
                 EXPECT_EQ(reads_h, reads_q) << op_name(n.kind) << " reads one form of op " << i << "'s output";
-                if (reads_h) EXPECT_TRUE(multiplies_input(n.kind) && n.in.size() == 2 && n.in[0] == h && n.in[1] == q);
+                if (reads_h) { EXPECT_TRUE(multiplies_input(n.kind) && n.in.size() == 2 && n.in[0] == h && n.in[1] == q); }
             }
             ++count;
         }

@@ -65,7 +65,7 @@ TEST_P(GptOssModel, ForwardMatchesTheReferenceBackend) {
     EXPECT_EQ(cfg.rope_style, RopeStyle::neox);
     EXPECT_EQ(cfg.expert_gating, 3);
     EXPECT_FALSE(cfg.expert_weights_norm);
-    if (c.mxfp4_experts) EXPECT_EQ(file->find_tensor("blk.0.ffn_up_exps.weight")->type, gguf::GgmlType::MXFP4);
+    if (c.mxfp4_experts) { EXPECT_EQ(file->find_tensor("blk.0.ffn_up_exps.weight")->type, gguf::GgmlType::MXFP4); }
     // Decodes past the 6-token window of layers 0 and 2.
     model_compare::expect_cpu_matches_reference(file, true, c.tolerance);
 }

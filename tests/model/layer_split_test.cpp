@@ -116,9 +116,9 @@ TEST(LayerRouter, KeepsTheTokenEmbeddingOnTheHost) {
     const ModelConfig config = read_config(*file);
     auto device = backend::make_backend("reference");
     auto host = backend::make_backend("cpu", {.n_threads = 1});
-    LayerRouter router(*device, *host, {spec.n_layers, 1});
+    LayerRouter router(*device, *host, {int32_t(spec.n_layers), 1});
     const BuiltModel built = find_arch_builder(config.arch)(*file, config, router);
-    const std::vector<GraphSegment> segs = split_by_layer(built.graph, {spec.n_layers, 1});
+    const std::vector<GraphSegment> segs = split_by_layer(built.graph, {int32_t(spec.n_layers), 1});
     ASSERT_EQ(segs.size(), 3u);
     Graph input = segs[0].graph;
     EXPECT_NO_THROW(router.rebind(input, Side::host));

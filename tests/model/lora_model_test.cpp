@@ -152,7 +152,7 @@ TEST(Lora, RoundedStorageStaysNearTheReference) {
     const GreedyRun want = greedy(*ref, {ref->load_lora(fixture().lora_gguf, "a", 1.0f), 1.0f});
     auto exact = open(fixture().base, "cpu", true);
     const GreedyRun exact_run = greedy(*exact, {exact->load_lora(fixture().lora_gguf, "a", 1.0f), 1.0f});
-    for (const auto [storage, tolerance] : {std::pair{lora::LoraStorage::bf16, 2e-2}, std::pair{lora::LoraStorage::f16, 2e-3}}) {
+    for (const auto& [storage, tolerance] : {std::pair{lora::LoraStorage::bf16, 2e-2}, std::pair{lora::LoraStorage::f16, 2e-3}}) {
         const char* name = storage == lora::LoraStorage::bf16 ? "bf16" : "f16";
         auto cpu = open(fixture().base, "cpu", true, storage);
         const GreedyRun got = greedy(*cpu, {cpu->load_lora(fixture().lora_gguf, "a", 1.0f), 1.0f});

@@ -211,7 +211,7 @@ TEST_P(ReferenceModel, ForwardMatchesNaiveReference) {
         logits = runner.decode(1, ids[p]);
         check(logits.data(), p);
     }
-    if (c.amx_emulated) EXPECT_GT(backend::cpu::amx_bf16_dispatch_count(), tiles_before) << "the AMX bf16 tiles were not used";
+    if (c.amx_emulated) { EXPECT_GT(backend::cpu::amx_bf16_dispatch_count(), tiles_before) << "the AMX bf16 tiles were not used"; }
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, ReferenceModel, ::testing::ValuesIn(cases()),

@@ -131,7 +131,7 @@ TEST(FimVocab, FoundByTextForEachFamilyAndMadeControl) {
         for (int32_t id = 4; id < v.n_tokens(); ++id) EXPECT_TRUE(v.is_control(id)) << v.text(id);
         // pad, repo and file separator end generation (llama.cpp's rule); the three others do not.
         for (int32_t id : {t.pad, t.repo, t.file_sep})
-            if (id != tokenizer::kNoToken) EXPECT_TRUE(v.is_eog(id)) << v.text(id);
+            if (id != tokenizer::kNoToken) { EXPECT_TRUE(v.is_eog(id)) << v.text(id); }
         EXPECT_FALSE(v.is_eog(t.middle));
     }
     EXPECT_FALSE(tokenizer::Vocab::from_spec(spm_spec({"<|fim_prefix|>", "<|fim_suffix|>"})).fim().usable());

@@ -124,7 +124,7 @@ TEST(GatewayRerank, ScoresAreTheYesNoLogitsOfTheRenderedPrompt) {
     }
     // Documents 0 and 2 are the same text: equal scores, in input order.
     const auto p0 = std::find(seen.begin(), seen.end(), size_t(0)), p2 = std::find(seen.begin(), seen.end(), size_t(2));
-    if (p0 != seen.end() && p2 != seen.end()) EXPECT_LT(p0, p2);
+    if (p0 != seen.end() && p2 != seen.end()) { EXPECT_LT(p0, p2); }
     EXPECT_EQ(r["usage"]["prompt_tokens"], tokens);
     // The form begins with the BOS text, so no second BOS is added.
     const auto ids = RerankPrompt::from_form(form, "test").tokenize(*tok, query, docs[0]);

@@ -269,7 +269,7 @@ TEST(ResponsesRequest, SchemasKeepTheirPropertiesOrder) {
                                       R"(}],"text":{"format":{"type":"json_schema","name":"n","schema":)" + schema + "}}}");
     const ResponsesRequest r = parse_responses_request(json(body), &body);
     const auto chat = responses_chat_body(r, json::parse(R"([{"role":"user","content":"hi"}])"));
-    for (const std::string shown : {chat["tools"][0]["function"]["parameters"].dump(),
+    for (const std::string& shown : {chat["tools"][0]["function"]["parameters"].dump(),
                                     chat["response_format"]["json_schema"]["schema"].dump()})
         EXPECT_LT(shown.find("zeta"), shown.find("alpha")) << shown;
     // Without the ordered body the keys are sorted.

@@ -240,9 +240,9 @@ TEST(PartialOffloadEmbedding, TheDeviceHoldsNoTokenEmbedding) {
         const ModelConfig config = read_config(*file);
         auto device = backend::make_backend("vulkan");
         auto host = backend::make_backend("cpu", {.n_threads = 1});
-        LayerRouter router(*device, *host, {s.n_layers, 2});
+        LayerRouter router(*device, *host, {int32_t(s.n_layers), 2});
         const BuiltModel built = find_arch_builder(config.arch)(*file, config, router);
-        std::vector<GraphSegment> segs = split_by_layer(built.graph, {s.n_layers, 2});
+        std::vector<GraphSegment> segs = split_by_layer(built.graph, {int32_t(s.n_layers), 2});
         ASSERT_EQ(segs.size(), 3u);
         Graph input = segs[0].graph;
         try {
