@@ -2,14 +2,18 @@
 # pp512 / tg128 for one random-weight model of each architecture at the `small` shape (12 layers,
 # dim 768, 12 heads, FFN 2048, the llama-spm vocabulary when ../shared is there), quantised to
 # Q4_K_M, in one run (the MoE forms: 8 experts, top 2, expert FFN 1024 — qwen2moe adds its shared
-# expert of 2048). Prints a markdown table with each run's own limits (bench --json).
+# expert of 2048; the 2026 families' MoE forms likewise 8 experts, top 2, expert FFN 1024). Prints a
+# markdown table with each run's own limits (bench --json).
 #   bench/run_arch_benchmarks.sh [OUT_DIR]     env: ARCHS="llama qwen3 ..." TYPE=q4_k_m THREADS=2 REPS=1
+# ARCHS=new: the 2026 families (qwen35 qwen35moe qwen3next gemma4 gpt-oss deepseek2 glm4moe glm4
+# minimax-m2 mistral3 smollm3) beside llama.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/tmp/pagoda-arch-bench}
 mkdir -p "$dir"
 bin=${PAGODA_BIN:-build/pagoda}
 archs=${ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe gemma2 gemma3 phi3}
+[ "$archs" = new ] && archs="llama qwen35 qwen35moe qwen3next gemma4 gpt-oss deepseek2 glm4moe glm4 minimax-m2 mistral3 smollm3"
 type=${TYPE:-q4_k_m} threads=${THREADS:-2} reps=${REPS:-1}
 vocab=()
 [ -f ../shared/vocab/ggml-vocab-llama-spm.gguf ] && vocab=(--vocab ../shared/vocab/ggml-vocab-llama-spm.gguf)
@@ -21,11 +25,12 @@ echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 for a in $archs; do
   extra=()
   case $a in
-    qwen2moe|qwen3moe) extra=(--experts 8 --experts-used 2 --expert-ffn-dim 1024) ;;
+    qwen2moe|qwen3moe|qwen35moe|qwen3next|gpt-oss|glm4moe|minimax-m2) extra=(--experts 8 --experts-used 2 --expert-ffn-dim 1024) ;;
+    deepseek2) extra=(--experts 8 --experts-used 2 --expert-ffn-dim 1024 --kv-lora-rank 256 --mla-rope-dims 32) ;;
   esac
   f16=$dir/$a-f16.gguf q=$dir/$a-$type.gguf
-  [ -f "$f16" ] || $bin gen-model --preset small --arch "$a" --type f16 "${vocab[@]}" "${extra[@]}" -o "$f16" 2>/dev/null
-  [ -f "$q" ] || $bin quantize "$f16" "$q" "$type" >/dev/null 2>&1
+  [ -f "$f16" ] || $bin gen-model --preset small --arch "$a" --type f16 "${vocab[@]}" "${extra[@]}" -o "$f16" >/dev/null
+  [ -f "$q" ] || $bin quantize "$f16" "$q" "$type" >/dev/null
   $bin bench -m "$q" -p 512 -n 128 -r "$reps" -t "$threads" --json 2>/dev/null | python3 -c '
 import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]

@@ -349,6 +349,9 @@ test('a fleet of three: scaling signals rise and fall, SIGTERM loses nothing, ki
   const bDownBound = Math.max(aDownMs, CHECK_FALL * CHECK_INTER_MS) + CHECK_INTER_MS + slowestPollMs;
   assert.ok(bDownMs <= bDownBound, `HAProxy marked pagoda-b DOWN after ${bDownMs} ms; pagoda-a took ${aDownMs} ms, bound ${bDownBound} ms`);
   await sleep(4000);
+  // The load runs on until it means something (below: every client round three times) however slow
+  // the build (a sanitizer build serves a request in seconds), bounded by the patience.
+  for (const deadline = Date.now() + patienceS * 1000; next < 3 * CLIENTS && Date.now() < deadline;) await sleep(250);
   stop = true;
   await Promise.all(workers);
 
