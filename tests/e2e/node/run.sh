@@ -30,7 +30,7 @@ cd "$here"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 rc=0
-node --test --test-reporter=tap --test-concurrency=1 --test-timeout=120000 tests/ | tee "$out" || rc=$?
+node --test --test-reporter=tap --test-concurrency=1 --test-timeout="${PAGODA_NODE_TEST_TIMEOUT_MS:-120000}" tests/ | tee "$out" || rc=$?
 # TAP: "ok N - NAME # SKIP REASON", at any depth.
 sed -n "s/^ *ok [0-9]* - \(.*\) # SKIP \(.*\)\$/SKIP: node test '\1': \2/p" "$out"
 exit "$rc"
