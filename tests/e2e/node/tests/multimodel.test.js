@@ -174,8 +174,11 @@ test('within --models-memory idle models unload and reload under load, nothing l
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     assert.ok(metricValue(metrics, 'pagoda:model_version{model="big1"}') >= 4, 'big1 was unloaded and loaded again');
     assert.match(server.log(), /unloading model 'big1' \(least recently used\) to make room for 'big2'/);
+    // Under the sanitizers (set by tests/CMakeLists.txt) the process holds ASan's shadow memory and
+    // freed-block quarantine beside pagoda's own: the budget is checked on normal builds only.
     const peak = statusKiB(server.pid, 'VmHWM');
-    assert.ok(peak <= baseline + budget + (32 << 20), `peak RSS ${peak >> 20} MiB over ${baseline >> 20} MiB + budget ${budget >> 20} MiB`);
+    if (process.env.PAGODA_SANITIZED === '1') console.log(`# peak RSS ${peak >> 20} MiB (sanitizer build: budget not checked)`);
+    else assert.ok(peak <= baseline + budget + (32 << 20), `peak RSS ${peak >> 20} MiB over ${baseline >> 20} MiB + budget ${budget >> 20} MiB`);
   } finally {
     assert.equal((await server.stop()).code, 0);
   }
