@@ -41,7 +41,7 @@ set(PAGODA_MODEL_PUBLIC
   model/batch.h model/step_model.h model/open_step_model.h model/kv_options.h model/sequence_runner.h
   model/calibration.h model/random_model.h model/config.h model/model_file.h model/system_fingerprint.h
   model/devices.h model/classifier_head.h model/op_times.h model/mrope_position.h)
-set(PAGODA_BACKEND_API backend/backend.h backend/backend_resources.h backend/op_params.h backend/op.h backend/moe_routing.h backend/alibi.h backend/lora_layout.h)
+set(PAGODA_BACKEND_API backend/backend.h backend/backend_resources.h backend/op_params.h backend/op.h backend/moe_routing.h backend/alibi.h backend/lora_layout.h backend/attention_span.h)
 set(PAGODA_STORAGE core arch gguf hf kv quant)
 
 pagoda_layer(core SOURCES core SEES core)
@@ -55,7 +55,7 @@ pagoda_layer(grammar SOURCES grammar SEES core gguf tokenizer grammar LINKS pago
 pagoda_layer(kv SOURCES kv SEES core kv LINKS pagoda_core)
 pagoda_layer(quant SOURCES quant SEES core arch gguf hf quant LINKS pagoda_hf)
 pagoda_layer(lora SOURCES lora SEES core arch gguf hf quant lora LINKS pagoda_quant)
-pagoda_layer(backend_api SOURCES backend/backend.cpp backend/moe_routing.cpp backend/op.cpp
+pagoda_layer(backend_api SOURCES backend/backend.cpp backend/moe_routing.cpp backend/op.cpp backend/attention_span.cpp
   SEES ${PAGODA_STORAGE} ${PAGODA_BACKEND_API} LINKS pagoda_kv pagoda_quant)
 pagoda_layer(backend_cpu SOURCES backend/cpu
   SEES ${PAGODA_STORAGE} ${PAGODA_BACKEND_API} backend/cpu LINKS pagoda_backend_api)

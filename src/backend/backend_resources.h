@@ -141,9 +141,12 @@ struct StepInputs {
     // per token: its token type (segment) id, for encoders' token-type embeddings; empty: all 0
     std::span<const int32_t> token_types;
     // Per token, or empty (all causal): the last key position a causal attention reads for the row
-    // (>= its position; an image's rows read to the image's end, model/batch.h). The sliding window
-    // then ends there too.
+    // (>= its position; an image's rows read to the image's end, model/batch.h).
     std::span<const int32_t> attend_until;
+    // Per token, or empty (each row's own position): the first position of the row's span (an
+    // image's first position for its rows). A sliding window counts back from the row's own
+    // position and reaches to this (backend/attention_span.h).
+    std::span<const int32_t> attend_from;
     // kRopeAxes per token (token t's axis a at t * kRopeAxes + a), or empty: every axis is the
     // token's position. Read only by ropes with a pair_axis (M-RoPE).
     std::span<const int32_t> rope_positions;

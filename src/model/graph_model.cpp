@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fmt/format.h>
 
+#include "backend/attention_span.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/plan/kernel_plan.h"
 #include "core/error.h"
@@ -100,9 +101,6 @@ GraphModel::GraphModel(std::shared_ptr<const gguf::File> file, const StepModelOp
         window_ = std::max(window_, n.attention.sliding_window);
     }
     info_.sliding_window = window_;
-    for (const Node& n : built_.graph.nodes)  // the narrowest window of any sliding layer (0: none)
-        if (n.kind == OpKind::attention && n.attention.sliding_window > 0)
-            min_window_ = min_window_ == 0 ? n.attention.sliding_window : std::min(min_window_, n.attention.sliding_window);
     info_.image_input = executor_->takes_input_embeddings();
     info_.mrope = std::any_of(built_.graph.nodes.begin(), built_.graph.nodes.end(),
                               [](const Node& n) { return n.rope && !n.rope->spec().pair_axis.empty(); });
@@ -216,6 +214,7 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     // Steps where some row has an adapter run the LoRA twin of the graph; the rest the plain one.
     StagedExecutor& executor = lora_step_ && lora_step_->prepare(batch) ? *lora_executor_ : *executor_;
     executor.reserve(n);
+    attend_from_ = backend::attention_span_starts(batch.seq_index, batch.positions, batch.attend_until);
     // One stage without recurrent state: every step tensor has the executor's capacity rows, so the
     // backend may compute padding rows (StepInputs::row_capacity). Not across stages (an imported
     // tensor's padding rows are never written) nor with state tensors (one row per slot).
@@ -223,7 +222,7 @@ std::vector<float> GraphModel::forward(const Batch& batch) {
     executor.begin_step({.tokens = batch.tokens, .positions = batch.positions, .seq_index = batch.seq_index,
                           .slots = batch.slots, .logit_rows = logit_rows_, .block_tables = batch.block_tables,
                           .hidden_rows = hidden_rows_, .token_types = batch.token_types,
-                          .attend_until = batch.attend_until, .rope_positions = batch.rope_positions, .row_capacity = paddable ? executor.capacity() : 0});
+                          .attend_until = batch.attend_until, .attend_from = attend_from_, .rope_positions = batch.rope_positions, .row_capacity = paddable ? executor.capacity() : 0});
     executor.set_input_embeddings(batch.embedding_rows, batch.embeddings.data());
     std::vector<float> logits;
     executor.run({n, int64_t(logit_rows_.size()), int64_t(hidden_rows_.size())}, logits, hidden_,

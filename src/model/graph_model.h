@@ -71,10 +71,10 @@ private:
     std::unique_ptr<LoraStep> lora_step_;
     StepModelInfo info_;
     ActivationObserver observer_;
+    std::vector<int32_t> attend_from_;  // the step's span starts (backend/attention_span.h)
     std::vector<int32_t> logit_rows_, hidden_rows_;
     std::vector<float> hidden_;
     int32_t window_ = 0;  // info_.sliding_window
-    int32_t min_window_ = 0;  // the narrowest sliding layer's window (0: none slides)
     OpTimes* op_times_ = nullptr;
     // Recurrent layers: per state slot, the tokens its state holds (-1: never used); the rows' slots.
     std::vector<int64_t> slot_tokens_;

@@ -99,9 +99,12 @@ struct Step {
     std::vector<std::vector<int32_t>> block_tables;
     std::vector<int32_t> spare_blocks;  // in the cache, in no table
     std::vector<int32_t> attend_until;  // per token, or empty (StepInputs::attend_until)
+    std::vector<int32_t> attend_from;   // per token, or empty (StepInputs::attend_from)
     int32_t block_size = 1, n_blocks = 0;
 
-    StepInputs inputs() const { return {tokens, positions, seq_index, slots, logit_rows, block_tables, hidden_rows, {}, attend_until}; }
+    StepInputs inputs() const {
+        return {tokens, positions, seq_index, slots, logit_rows, block_tables, hidden_rows, {}, attend_until, attend_from};
+    }
     int64_t n_tokens() const { return int64_t(tokens.size()); }
 
     void add_tokens(int32_t seq, int32_t from, int32_t to) {

@@ -138,14 +138,19 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
         prefix.add_tokens(i, 0, c.context[size_t(i)]);
         step.add_tokens(i, c.context[size_t(i)], lengths[size_t(i)]);
     }
-    // Images: each fresh row's last key (its own position outside an image).
-    auto until = [&](int32_t seq, int32_t pos) {
-        const bool inside = !c.image_first.empty() && c.image_first[size_t(seq)] >= 0 && pos >= c.image_first[size_t(seq)] &&
-                            pos <= c.image_last[size_t(seq)];
-        return inside ? c.image_last[size_t(seq)] : pos;
+    // Images: each fresh row's last key and its span's first position (its own outside an image).
+    auto inside = [&](int32_t seq, int32_t pos) {
+        return !c.image_first.empty() && c.image_first[size_t(seq)] >= 0 && pos >= c.image_first[size_t(seq)] &&
+               pos <= c.image_last[size_t(seq)];
+    };
+    auto until = [&](int32_t seq, int32_t pos) { return inside(seq, pos) ? c.image_last[size_t(seq)] : pos; };
+    auto from = [&](int32_t seq, int32_t pos) { return inside(seq, pos) ? c.image_first[size_t(seq)] : pos; };
+    auto add_spans = [&](Step& st, int32_t seq, int32_t pos) {
+        st.attend_until.push_back(until(seq, pos));
+        st.attend_from.push_back(from(seq, pos));
     };
     if (!c.image_first.empty())
-        for (int64_t t = 0; t < step.n_tokens(); ++t) step.attend_until.push_back(until(step.seq_index[size_t(t)], step.positions[size_t(t)]));
+        for (int64_t t = 0; t < step.n_tokens(); ++t) add_spans(step, step.seq_index[size_t(t)], step.positions[size_t(t)]);
     const int64_t width = int64_t(c.layout.n_kv_heads) * c.layout.head_dim;
     auto cache = s->create_kv_cache(c.layout, tables.n_blocks);
     const int32_t layer = 1;
@@ -177,7 +182,7 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
             Step alone = tables;
             alone.add_tokens(i, c.context[size_t(i)], lengths[size_t(i)]);
             if (!c.image_first.empty())
-                for (int32_t p = c.context[size_t(i)]; p < lengths[size_t(i)]; ++p) alone.attend_until.push_back(until(i, p));
+                for (int32_t p = c.context[size_t(i)]; p < lengths[size_t(i)]; ++p) add_spans(alone, i, p);
             const int64_t n = alone.n_tokens();
             s->begin_step(alone.inputs());
             const Tensor out = s.tensor(n, q_width);
@@ -192,7 +197,7 @@ std::vector<float> run_attention(Side& s, const AttentionCase& c, uint32_t seed,
     for (int64_t t = 0; t < step.n_tokens(); ++t) {
         Step alone = tables;
         alone.add_tokens(step.seq_index[size_t(t)], step.positions[size_t(t)], step.positions[size_t(t)] + 1);
-        if (!step.attend_until.empty()) alone.attend_until.push_back(step.attend_until[size_t(t)]);
+        if (!step.attend_until.empty()) add_spans(alone, step.seq_index[size_t(t)], step.positions[size_t(t)]);
         s->begin_step(alone.inputs());
         const Tensor out = s.tensor(1, q_width);
         s->attention(*cache, layer, s.input(1, q_width, {q.begin() + t * q_width, q.begin() + (t + 1) * q_width}), out, params);
@@ -387,8 +392,9 @@ TEST_P(Contract, AlibiAttentionIsBatchInvariant) {
 
 // Image rows (Gemma 3 vision, StepInputs::attend_until): a span of each sequence's fresh rows
 // attends up to the span's last position, later keys of the step included; rows before and after
-// stay causal. With sliding windows (the window then ends at the limit), soft caps, sinks and every
-// KV type; against the reference, and each row the same alone in a step (batch invariance).
+// stay causal. With sliding windows (from each row's own position, reaching to its image's start:
+// images past the window and longer than it), soft caps, sinks and every KV type; against the
+// reference, and each row the same alone in a step (batch invariance).
 AttentionCase image_case(int trial, std::mt19937& rng) {
     AttentionCase c = random_attention_case(trial, rng, trial % 4 == 3 ? std::optional(KvDtype::q8) : std::nullopt);
     if (trial % 3 == 2)

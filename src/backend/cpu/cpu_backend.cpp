@@ -146,6 +146,15 @@ public:
         a.n_seqs = int32_t(seqs_.size());
         a.scale = p.scale;
         a.sliding_window = p.sliding_window;
+        // The window counts back from each row's own position (not from token_pos, which is an image's
+        // end or a non-causal sequence's last), and an image's rows reach back to its start.
+        if (p.sliding_window > 0 && (!p.causal || !step_.attend_from.empty())) {
+            first_keys_.resize(step_.positions.size());
+            for (size_t t = 0; t < first_keys_.size(); ++t)
+                first_keys_[t] = window_first_key(step_.positions[t], step_.attend_from.empty() ? step_.positions[t] : step_.attend_from[t],
+                                                  p.sliding_window);
+            a.first_key = first_keys_.data();
+        }
         a.softcap = p.softcap;
         a.method = plan_.attention;
         a.decode_kv_prefetch = plan_.decode_kv_prefetch;

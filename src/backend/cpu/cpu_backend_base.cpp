@@ -59,6 +59,8 @@ void CpuBackendBase::write(const Tensor& t, const float* in) {
 
 void CpuBackendBase::begin_step(const StepInputs& in) {
     step_ = in;
+    if (!in.attend_from.empty() && in.attend_from.size() != in.positions.size())
+        fail("cpu begin_step: {} span starts for {} tokens", in.attend_from.size(), in.positions.size());
     ++step_id_;
     seqs_.clear();
     for (const auto& table : in.block_tables) seqs_.push_back({table.data(), int32_t(table.size())});

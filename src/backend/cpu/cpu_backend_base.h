@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/attention_span.h"
 #include "backend/backend.h"
 #include "backend/cpu/attention/attention.h"
 #include "backend/cpu/cpu_step_helpers.h"
@@ -65,6 +66,7 @@ protected:
     std::vector<float> kv_scratch_;  // K and V of a fused QKV op
     LoraScratch lora_scratch_;       // lora_add's intermediates
     StepInputs step_;
+    std::vector<int32_t> first_keys_;   // an attention call's first key per token under its window
     std::vector<AttentionSeq> seqs_;
 
 private:

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "backend/alibi.h"
+#include "backend/attention_span.h"
 #include "backend/reference/reference_attention.h"
 #include "backend/reference/reference_kv_cache.h"
 #include "backend/reference/reference_lora.h"
@@ -110,6 +111,10 @@ public:
                 fail("reference begin_step: hidden rows must be increasing token rows below {}", n);
         if (!in.token_types.empty() && in.token_types.size() != n)
             fail("reference begin_step: {} token types for {} tokens", in.token_types.size(), n);
+        if (!in.attend_until.empty() && in.attend_until.size() != n)
+            fail("reference begin_step: {} attention limits for {} tokens", in.attend_until.size(), n);
+        if (!in.attend_from.empty() && in.attend_from.size() != n)
+            fail("reference begin_step: {} span starts for {} tokens", in.attend_from.size(), n);
         step_ = in;
     }
 
@@ -358,7 +363,10 @@ public:
             const int32_t pos = !params.causal ? last[size_t(step_.seq_index[size_t(t)])]
                                 : step_.attend_until.empty() ? step_.positions[size_t(t)]
                                                              : step_.attend_until[size_t(t)];
-            const int32_t first = params.sliding_window > 0 ? std::max(0, pos - params.sliding_window + 1) : 0;
+            // Under a window: back from the row's own position, or to its image's start (attention_span.h).
+            const int32_t own = step_.positions[size_t(t)];
+            const int32_t first =
+                window_first_key(own, step_.attend_from.empty() ? own : step_.attend_from[size_t(t)], params.sliding_window);
             std::vector<int64_t> slots;
             for (int32_t j = first; j <= pos; ++j) slots.push_back(key_slot(t, j, layout.block_size));
             std::vector<double> bias;  // ALiBi: -slope_h |pos_q - pos_k| per key

@@ -27,7 +27,8 @@ struct RopePush { uint64_t x, table; uint32_t n, n_heads, head_dim, half, cols, 
 struct KvGeometryPush { uint32_t block_size, dtype, head_dim, row_bytes, head_block_bytes, layer_block_bytes, bytes_per_block; };
 struct KvWritePush { uint64_t k, v, cache, slots; uint32_t n, n_kv_heads, layer_offset; KvGeometryPush g; };
 // partials: 0, or split-KV attention's scratch (vulkan_attention.h) with its split_keys (its layout
-// fixed by kMaxAttentionSplits). seq_index: per token, its sequence and its own position (ALiBi's pos_q).
+// fixed by kMaxAttentionSplits). seq_index: per token, its sequence, its own position (ALiBi's pos_q;
+// a sliding window counts back from it) and its span's start (backend/attention_span.h).
 struct AttentionPush {
     uint64_t q, out, cache, positions, seq_index, tables, sinks;  // sinks: 0 for none
     uint32_t n_heads, n_kv_heads, layer_offset, table_stride, window;

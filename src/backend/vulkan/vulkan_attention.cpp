@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/attention_span.h"
 #include "backend/vulkan/kernel_settings.h"
 #include "core/error.h"
 
@@ -12,8 +13,8 @@ constexpr uint32_t kAttentionWorkgroup = 64;  // 4 output values per invocation:
 constexpr uint32_t kTokensPerPass = 64;       // tokens per split pass (bounds the partials)
 
 // attention_combine.comp's push constants.
-struct CombinePush { uint64_t partials, out, positions; uint32_t n_heads, head_dim, window, split_keys, max_splits, pad = 0; };
-static_assert(sizeof(CombinePush) == 48);
+struct CombinePush { uint64_t partials, out, positions, seq_index; uint32_t n_heads, head_dim, window, split_keys, max_splits, pad = 0; };
+static_assert(sizeof(CombinePush) == 56);
 
 }  // namespace
 
@@ -21,11 +22,12 @@ uint32_t VulkanAttention::split_count(uint32_t n_keys) const {
     return split_keys_ == 0 ? 1 : std::clamp(n_keys / split_keys_, 1u, kMaxAttentionSplits);
 }
 
-void VulkanAttention::run(AttentionPush p, std::span<const int32_t> ends, uint32_t n_tokens, uint32_t head_dim) {
+void VulkanAttention::run(AttentionPush p, std::span<const int32_t> ends, std::span<const int32_t> own,
+                          std::span<const int32_t> span_starts, uint32_t n_tokens, uint32_t head_dim) {
     uint32_t splits = 1;
-    for (int32_t end : ends) {
-        const int32_t start = p.window > 0 ? std::max<int32_t>(0, end - int32_t(p.window) + 1) : 0;
-        splits = std::max(splits, split_count(uint32_t(std::max(end - start + 1, 1))));
+    for (size_t t = 0; t < ends.size(); ++t) {
+        const int32_t start = window_first_key(own[t], span_starts[t], int32_t(p.window));
+        splits = std::max(splits, split_count(uint32_t(std::max(ends[t] - start + 1, 1))));
     }
     if (splits == 1) {
         dev_->stream.dispatch(reduce_pipeline(*dev_, reduce_, "attention", kAttentionWorkgroup), &p, sizeof(p), p.n_heads, n_tokens);
@@ -50,9 +52,9 @@ void VulkanAttention::run(AttentionPush p, std::span<const int32_t> ends, uint32
         p.q = all.q + t0 * q_row;
         p.out = all.out + t0 * q_row;
         p.positions = all.positions + t0 * 4;
-        p.seq_index = all.seq_index + t0 * 8;  // (sequence, position) per token
+        p.seq_index = all.seq_index + t0 * 12;  // (sequence, position, span start) per token
         dev_->stream.dispatch(reduce_pipeline(*dev_, reduce_, "attention", kAttentionWorkgroup), &p, sizeof(p), p.n_heads, n, splits);
-        CombinePush c{partials_.address, p.out, p.positions, p.n_heads, head_dim, p.window, split_keys_, kMaxAttentionSplits};
+        CombinePush c{partials_.address, p.out, p.positions, p.seq_index, p.n_heads, head_dim, p.window, split_keys_, kMaxAttentionSplits};
         dev_->stream.dispatch(dev_->ctx->pipeline("attention_combine", {}), &c, sizeof(c), p.n_heads, n);
     }
 }

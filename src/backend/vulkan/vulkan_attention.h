@@ -26,8 +26,10 @@ public:
     VulkanAttention& operator=(const VulkanAttention&) = delete;
 
     // Records attention for push.q's tokens; `ends` holds each token's last key position (what
-    // push.positions points to on the device), so the host knows the splits' grid.
-    void run(AttentionPush push, std::span<const int32_t> ends, uint32_t n_tokens, uint32_t head_dim);
+    // push.positions points to on the device), `own` and `span_starts` its position and its span's
+    // start (what push.seq_index holds), so the host knows the splits' grid.
+    void run(AttentionPush push, std::span<const int32_t> ends, std::span<const int32_t> own,
+             std::span<const int32_t> span_starts, uint32_t n_tokens, uint32_t head_dim);
     // The most splits a token of `n_keys` keys takes (attention_split.glsl's split_count).
     uint32_t split_count(uint32_t n_keys) const;
 

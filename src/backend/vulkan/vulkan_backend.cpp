@@ -301,7 +301,8 @@ public:
                         uint32_t(params.n_heads), uint32_t(l.n_kv_heads), uint32_t(size_t(layer) * 2 * l.layer_block_bytes()),
                         step_.table_stride, uint32_t(std::max(0, params.sliding_window)), params.scale, params.softcap, geometry(l)};
         p.alibi_max_bias = params.alibi_max_bias;
-        attention_.run(p, params.causal ? step_.until : step_.ends, uint32_t(step_.rows()), uint32_t(l.head_dim));
+        attention_.run(p, params.causal ? step_.until : step_.ends, step_.positions, step_.span_starts, uint32_t(step_.rows()),
+                       uint32_t(l.head_dim));
     }
 
     int64_t moe_workspace_cols(const MoeOp& op) const override { return VulkanMoe::workspace_cols(op); }

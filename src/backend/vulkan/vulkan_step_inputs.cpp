@@ -31,7 +31,7 @@ void VulkanStepInputs::ensure(size_t ints) {
     buf_ = dev_->ctx->create_buffer(std::max<size_t>(ints * 4 * 2, 1 << 16), true, "the step inputs");
 }
 
-void VulkanStepInputs::reserve(int64_t max_tokens) { ensure(size_t(max_tokens) * 10 + 4096); }
+void VulkanStepInputs::reserve(int64_t max_tokens) { ensure(size_t(max_tokens) * 11 + 4096); }
 
 int64_t VulkanStepInputs::computed(int64_t r) const {
     if (!padded() || r <= 0) return r;
@@ -45,6 +45,8 @@ void VulkanStepInputs::begin(const StepInputs& in) {
              in.seq_index.size(), in.slots.size());
     if (!in.attend_until.empty() && in.attend_until.size() != n)
         fail("vulkan begin_step: {} attention limits for {} tokens", in.attend_until.size(), n);
+    if (!in.attend_from.empty() && in.attend_from.size() != n)
+        fail("vulkan begin_step: {} span starts for {} tokens", in.attend_from.size(), n);
     if (!in.token_types.empty() && in.token_types.size() != n)
         fail("vulkan begin_step: {} token types for {} tokens", in.token_types.size(), n);
     if (!in.rope_positions.empty() && in.rope_positions.size() != size_t(kRopeAxes) * n)
@@ -62,6 +64,9 @@ void VulkanStepInputs::begin(const StepInputs& in) {
     padded_copy(positions, in.positions);
     padded_copy(token_types, in.token_types);  // none given: every token is type 0 (a single text)
     padded_copy(until, in.attend_until.empty() ? in.positions : in.attend_until);
+    // The first position of each row's span (an image's start; its own position otherwise):
+    // a sliding window reaches back to it (backend/attention_span.h).
+    padded_copy(span_starts, in.attend_from.empty() ? in.positions : in.attend_from);
     rope_positions.assign(in.rope_positions.begin(), in.rope_positions.end());
     if (!rope_positions.empty()) rope_positions.resize(rows * size_t(kRopeAxes), 0);
     // A padded gather's extra rows copy the padding rows past the real ones (row i < rows()).
@@ -82,7 +87,7 @@ void VulkanStepInputs::begin(const StepInputs& in) {
     size_t longest = 1;
     for (const auto& table : in.block_tables) longest = std::max(longest, table.size());
     table_stride = uint32_t(std::bit_ceil(longest));
-    ensure(10 * rows + in.block_tables.size() * table_stride);
+    ensure(11 * rows + in.block_tables.size() * table_stride);
     auto* at = static_cast<int32_t*>(buf_.mapped);
     size_t cursor = 0;
     auto put = [&](std::span<const int32_t> values) {
@@ -99,11 +104,13 @@ void VulkanStepInputs::begin(const StepInputs& in) {
     token_types_addr = put(token_types);
     // Causal attention reads keys up to each token's attend_until (its position when none is given).
     until_addr = in.attend_until.empty() ? positions_addr : put(until);
-    // Attention's per-token pair: its sequence, then its own position (ALiBi measures from it).
+    // Attention's per-token triple: its sequence, its own position (ALiBi measures from it, and a
+    // sliding window back from it) and its span's start.
     seq_addr = buf_.address + cursor * 4;
     for (size_t t = 0; t < rows; ++t) {
         at[cursor++] = t < n ? in.seq_index[t] : 0;
         at[cursor++] = positions[t];
+        at[cursor++] = span_starts[t];
     }
     slots_addr = buf_.address + cursor * 4;
     for (int64_t slot : in.slots) {

@@ -52,7 +52,7 @@ public:
              tables_addr = 0;
     uint32_t table_stride = 1;
     // Host copies, rows() long (logit_rows / hidden_rows: computed(L) / computed(H) long).
-    std::vector<int32_t> positions, token_types, until, ends, logit_rows, hidden_rows;
+    std::vector<int32_t> positions, token_types, until, span_starts, ends, logit_rows, hidden_rows;
     // kRopeAxes per computed row (StepInputs::rope_positions, padding rows at 0), or empty when the
     // step gives none. Only the host reads them (rope_tables.h).
     std::vector<int32_t> rope_positions;

@@ -20,6 +20,11 @@ void alibi_attention(const PagedAttentionBatch& b, const int32_t* query_pos, flo
     const kv::KvLayout& L = pool.layout();
     const int32_t d = L.head_dim, kv_heads = L.n_kv_heads, group = b.n_heads / kv_heads;
     const int64_t width = int64_t(b.n_heads) * d;
+    // The first key token t reads (attention.h: first_key, else its window back from token_pos).
+    auto first_of = [&](int64_t t) -> int32_t {
+        if (b.sliding_window <= 0) return 0;
+        return b.first_key ? b.first_key[t] : std::max(0, b.token_pos[t] - b.sliding_window + 1);
+    };
 
     // Each sequence's tokens (in batch order) and the furthest key any of them reads.
     std::vector<std::vector<int64_t>> tokens(size_t(b.n_seqs));
@@ -48,7 +53,7 @@ void alibi_attention(const PagedAttentionBatch& b, const int32_t* query_pos, flo
             int32_t lowest = 0;
             if (b.sliding_window > 0) {
                 lowest = std::numeric_limits<int32_t>::max();
-                for (int64_t t : tokens[size_t(s)]) lowest = std::min(lowest, std::max(0, b.token_pos[t] - b.sliding_window + 1));
+                for (int64_t t : tokens[size_t(s)]) lowest = std::min(lowest, first_of(t));
             }
             for (int32_t j = lowest; j < n_keys; ++j) {
                 const int64_t slot = int64_t(table[j / L.block_size]) * L.block_size + j % L.block_size;
@@ -57,7 +62,7 @@ void alibi_attention(const PagedAttentionBatch& b, const int32_t* query_pos, flo
             }
             for (int64_t t : tokens[size_t(s)]) {
                 const int32_t pos = b.token_pos[t], qpos = query_pos[t];
-                const int32_t first = b.sliding_window > 0 ? std::max(0, pos - b.sliding_window + 1) : 0;
+                const int32_t first = first_of(t);
                 for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
                     const float* q = b.q + t * width + int64_t(h) * d;
                     scores.assign(size_t(pos - first + 1), 0.0f);

@@ -58,7 +58,10 @@ void validate(const PagedAttentionBatch& b, const cpu::KvPool& pool, int32_t lay
             fail("paged attention: token {} position {} outside sequence {} ({} blocks of {})", t, p, s,
                  b.seqs[s].n_blocks, L.block_size);
         max_pos[size_t(s)] = std::max<int64_t>(max_pos[size_t(s)], p);
-        const int64_t lo = b.sliding_window > 0 ? std::max<int64_t>(0, int64_t(p) - b.sliding_window + 1) : 0;
+        const int64_t lo = b.sliding_window <= 0 ? 0
+                           : b.first_key     ? int64_t(b.first_key[t])
+                                             : std::max<int64_t>(0, int64_t(p) - b.sliding_window + 1);
+        if (lo < 0 || lo > p) fail("paged attention: token {} reads keys from {} to its position {}", t, lo, p);
         min_key[size_t(s)] = std::min(min_key[size_t(s)], lo);
     }
     for (int32_t s = 0; s < b.n_seqs; ++s) {
@@ -245,6 +248,7 @@ Task make_task(const PagedAttentionBatch& b, const cpu::KvPool& pool, int32_t la
     t.dtype = L.dtype;
     t.scale = b.scale;
     t.window = b.sliding_window;
+    t.first_key = b.first_key ? b.first_key + run.first : nullptr;
     t.softcap = b.softcap;
     t.sinks = b.sinks ? b.sinks + size_t(kv_head) * size_t(group) : nullptr;
     t.head_bytes = L.head_block_bytes();

@@ -81,6 +81,10 @@ struct PagedAttentionBatch {
     int32_t n_seqs = 0;
     float scale = 0.0f;                 // usually 1 / sqrt(head_dim)
     int32_t sliding_window = 0;         // > 0: token at p attends to keys p - window + 1 .. p only
+    // [n_tokens] or null: under a window, the first key each token reads, non-decreasing within a
+    // sequence's tokens (an image's rows reach back to the image's start: backend/attention_span.h);
+    // null: token_pos - window + 1 (at least 0).
+    const int32_t* first_key = nullptr;
     float softcap = 0.0f;               // > 0: scores become softcap * tanh(score / softcap)
     // [n_heads] or null: per query head, one more logit in its softmax denominator (an attention
     // sink, gpt-oss), folded in when the head's output is normalised: acc / (sum + e^(sink - max)).

@@ -33,6 +33,10 @@ constexpr int kMaxShareSeqs = 8;
 // Most query heads (sequences x KV heads x group) a shared decode task walks at once.
 constexpr int kMaxShareHeads = 64;
 
+struct Task;
+// The first key query i of a task reads: 0 without a window, else its first_key or pos[i] - window + 1.
+inline int32_t lowest_key(const Task& t, int i);
+
 struct Task {
     const float* q;          // query i of the task: q + i * token_stride, [group][head_dim]
     float* out;              // same layout as q
@@ -49,7 +53,8 @@ struct Task {
     size_t row_bytes;        // bytes of one head_dim row
     kv::KvDtype dtype;
     float scale;
-    int32_t window;          // > 0: query i attends to keys pos[i] - window + 1 .. pos[i] only
+    int32_t window;          // > 0: query i attends to keys lowest_key(*this, i) .. pos[i] only
+    const int32_t* first_key = nullptr;  // [n_queries] or null (PagedAttentionBatch::first_key)
     float softcap;           // > 0: each score s becomes softcap * tanh(s / softcap)
     // The sinks of the task's query heads (its first KV head's first query head on; attention.h), or
     // null. Query head h of a token (h < kv_heads * group, or < group) reads sinks[h].
@@ -68,6 +73,12 @@ struct Task {
     // decode_kv_prefetch, read once per call). Never changes a result.
     bool kv_ahead = false;
 };
+
+inline int32_t lowest_key(const Task& t, int i) {
+    if (t.window <= 0) return 0;
+    if (t.first_key) return t.first_key[i];
+    return t.pos[i] - t.window + 1 > 0 ? t.pos[i] - t.window + 1 : 0;
+}
 
 // Query heads per KV head (of a task) from which widening each K/V tile to f32 once beats reading
 // the cache rows in place for every head (f16 and bf16; f32 rows need no widening; q8 rows widen

@@ -137,7 +137,7 @@ void walk_decode_heads(const Task& t) {
     for (int s = 0; s < m; ++s) {
         const Task& r = seqs[s];
         const int32_t pos = r.pos[0], n_keys = pos + 1;
-        const int32_t lowest = r.window > 0 && pos - r.window + 1 > 0 ? pos - r.window + 1 : 0;
+        const int32_t lowest = lowest_key(r, 0);
         for (int32_t start = std::max(shared, lowest / kTile * kTile); start < n_keys; start += kTile) {
             const int n = n_keys - start < kTile ? int(n_keys - start) : kTile;
             const int off = lowest > start ? int(lowest - start) : 0;  // < n: lowest <= pos

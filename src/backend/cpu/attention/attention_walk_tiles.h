@@ -281,7 +281,7 @@ void walk_tiles(const Task& t) {
     };
     const int32_t n_keys = t.pos[m - 1] + 1;
     // The first key query i sees (positions increase, so these do too).
-    auto lowest = [&](int i) { return t.window > 0 && t.pos[i] - t.window + 1 > 0 ? t.pos[i] - t.window + 1 : 0; };
+    auto lowest = [&](int i) { return lowest_key(t, i); };
     int first = 0;  // first query that still sees keys of the current tile
     for (int32_t start = lowest(0) / kTile * kTile; start < n_keys; start += kTile) {
         while (t.pos[first] < start) ++first;

@@ -11,7 +11,9 @@
 // in order. Nothing depends on the other tokens of the step (batch invariance).
 // ALiBi (alibi_max_bias > 0, jina-bert-v2): each score, after the scale and the cap, gets
 // -slope_h |pos_q - pos_k| (slope_h as backend/alibi.h, in float), pos_q the query's own position,
-// which `seq_index` holds after its sequence (per token: sequence, position).
+// which `seq_index` holds after its sequence (per token: sequence, position, span start). Under a
+// sliding window the keys start at max(0, min(position - window + 1, span start)): an image's rows
+// reach back to the image's start (backend/attention_span.h).
 // Split-KV (flash decoding, `partials` nonzero): a token's keys start..position are cut into
 // split_count() ranges of whole WG-key chunks, one workgroup each (gl_WorkGroupID.z; the sink in the
 // first), and each writes its unnormalised output, running max m and sum l to `partials`
@@ -52,9 +54,10 @@ void main() {
     const uint kvh = head / (pc.n_heads / pc.n_kv_heads);
     KvGeometry g = KvGeometry(pc.block_size, pc.dtype, pc.head_dim, pc.row_bytes, pc.head_block_bytes,
                               pc.layer_block_bytes, pc.bytes_per_block);
-    const int end = Ints(pc.positions).v[t], seq = Ints(pc.seq_index).v[2u * t], qpos = Ints(pc.seq_index).v[2u * t + 1u];
+    const int end = Ints(pc.positions).v[t], seq = Ints(pc.seq_index).v[3u * t], qpos = Ints(pc.seq_index).v[3u * t + 1u];
     const float slope = pc.alibi_max_bias > 0.0 ? alibi_slope(head, pc.n_heads, pc.alibi_max_bias) : 0.0;
-    const int start = pc.window > 0u ? max(0, end - int(pc.window) + 1) : 0;
+    // A window counts back from the row's own position, or to its image's start (attention_span.h).
+    const int start = pc.window > 0u ? max(0, min(qpos - int(pc.window) + 1, Ints(pc.seq_index).v[3u * t + 2u])) : 0;
     const uint split = gl_WorkGroupID.z;
     const uint n_splits = pc.partials != 0ul ? split_count(uint(end - start + 1), pc.split_keys, kMaxSplits) : 1u;
     if (split >= n_splits) return;  // uniform across the workgroup

@@ -7,14 +7,15 @@
 #include "attention_split.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
-    uint64_t partials, out_, positions;
+    uint64_t partials, out_, positions, seq_index;  // seq_index: attention.comp's (sequence, position, span start)
     uint n_heads, head_dim, window, split_keys, max_splits, pad;
 } pc;
 
 void main() {
     const uint head = gl_WorkGroupID.x, t = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x;
     const int end = Ints(pc.positions).v[t];
-    const int start = pc.window > 0u ? max(0, end - int(pc.window) + 1) : 0;
+    const int qpos = Ints(pc.seq_index).v[3u * t + 1u], from = Ints(pc.seq_index).v[3u * t + 2u];
+    const int start = pc.window > 0u ? max(0, min(qpos - int(pc.window) + 1, from)) : 0;
     const uint n_splits = split_count(uint(end - start + 1), pc.split_keys, pc.max_splits);
     Floats part = Floats(pc.partials);
     const uint base = partial_offset(t, head, 0u, pc.n_heads, pc.max_splits, pc.head_dim), stride = pc.head_dim + 2u;
