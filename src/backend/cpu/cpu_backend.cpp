@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/cpu/attention/alibi_attention.h"
+#include "backend/alibi.h"
 #include "backend/cpu/attention/attention.h"
 #include "backend/cpu/cpu_backend_base.h"
 #include "backend/cpu/cpu_weight.h"
@@ -163,8 +163,12 @@ public:
             a.sinks = cpu(*p.sinks);
         }
         if (p.alibi_max_bias != 0) {  // the bias measures from each query's own position
-            cpu::alibi_attention(a, step_.positions.data(), p.alibi_max_bias, cpu(cache), layer, f32w(out), threads_);
-            return;
+            if (!(p.alibi_max_bias > 0) || !std::isfinite(p.alibi_max_bias))
+                fail("cpu backend: ALiBi max bias {} is not > 0", p.alibi_max_bias);
+            alibi_slopes_.resize(size_t(p.n_heads));
+            for (int32_t h = 0; h < p.n_heads; ++h) alibi_slopes_[size_t(h)] = float(alibi_slope(h, p.n_heads, p.alibi_max_bias));
+            a.alibi_slopes = alibi_slopes_.data();
+            a.query_pos = step_.positions.data();
         }
         cpu::paged_attention(a, cpu(cache), layer, f32w(out), threads_);
     }

@@ -67,6 +67,7 @@ protected:
     LoraScratch lora_scratch_;       // lora_add's intermediates
     StepInputs step_;
     std::vector<int32_t> first_keys_;   // an attention call's first key per token under its window
+    std::vector<float> alibi_slopes_;   // an ALiBi attention call's head slopes
     std::vector<AttentionSeq> seqs_;
 
 private:

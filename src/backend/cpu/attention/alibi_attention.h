@@ -4,7 +4,8 @@
 // query_pos is the token's own position, which the bias measures from. Windows, soft caps and sinks
 // apply as in paged_attention.
 //
-// A plain path beside the tiled walk of attention.cpp: one task per (sequence, KV head) widens the
+// The unfused twin of the tiled walk's ALiBi (PagedAttentionBatch::alibi_slopes, which the backend
+// runs), kept as its test oracle: one task per (sequence, KV head) widens the
 // sequence's K and V rows 0..(its furthest position) to f32 once, then for each of its tokens and
 // each query head of the group writes the score row, its softmax and P.V. The arithmetic of one
 // (token, head) depends only on its position, its sequence's keys and head_dim, in a fixed order,

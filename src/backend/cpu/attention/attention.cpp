@@ -44,6 +44,7 @@ void validate(const PagedAttentionBatch& b, const cpu::KvPool& pool, int32_t lay
     if (!(b.softcap >= 0) || !std::isfinite(b.softcap)) fail("paged attention: soft cap {} is not >= 0", b.softcap);
     if (b.n_tokens == 0) return;
     if (!b.q || !out || !b.token_seq || !b.token_pos || !b.seqs) fail("paged attention: missing input array");
+    if (b.alibi_slopes && !b.query_pos) fail("paged attention: ALiBi slopes without query positions");
     if (b.n_tokens * L.n_kv_heads > std::numeric_limits<int>::max())
         fail("paged attention: {} tokens x {} KV heads is too many tasks", b.n_tokens, L.n_kv_heads);
     // The furthest and (under a window) the nearest position each sequence is read at; every block
@@ -249,6 +250,8 @@ Task make_task(const PagedAttentionBatch& b, const cpu::KvPool& pool, int32_t la
     t.scale = b.scale;
     t.window = b.sliding_window;
     t.first_key = b.first_key ? b.first_key + run.first : nullptr;
+    t.alibi_slopes = b.alibi_slopes ? b.alibi_slopes + size_t(kv_head) * size_t(group) : nullptr;
+    t.query_pos = b.query_pos ? b.query_pos + run.first : nullptr;
     t.softcap = b.softcap;
     t.sinks = b.sinks ? b.sinks + size_t(kv_head) * size_t(group) : nullptr;
     t.head_bytes = L.head_block_bytes();
@@ -295,7 +298,8 @@ void paged_attention(const PagedAttentionBatch& b, const cpu::KvPool& pool, int3
     while ((int32_t(1) << shift) < L.block_size) ++shift;
 
     const AttentionMethod method = b.method ? *b.method : attention_method();
-    if (!b.sinks && amx_attention_applies(method, L.dtype, b.sliding_window, b.softcap)) return paged_attention_amx(b, pool, layer, out, threads, shift);
+    if (!b.sinks && !b.alibi_slopes && amx_attention_applies(method, L.dtype, b.sliding_window, b.softcap))
+        return paged_attention_amx(b, pool, layer, out, threads, shift);
     const AttendFn attend = pick_path();
     const int32_t query_tile = attention_query_tile(group);
     const std::vector<QueryRun> runs = split_runs(b, query_tile);
@@ -309,7 +313,7 @@ void paged_attention(const PagedAttentionBatch& b, const cpu::KvPool& pool, int3
     // Whether the path scores two query heads at a time (what Avx512Ops::scores_pairs says; restated
     // here, as a shared inline function would be compiled with that file's ISA flags too).
     const bool pair_scores = active_isa() == Isa::avx512 && (d == 64 || d == 96 || d == 128);
-    const bool decode_in_place = attention_detail::reads_in_place(L.dtype, group, pair_scores);
+    const bool decode_in_place = !b.alibi_slopes && attention_detail::reads_in_place(L.dtype, group, pair_scores);
     std::vector<int32_t> decode;  // the runs of one decode token read in place
     for (size_t r = 0; r < runs.size(); ++r)
         if (decode_in_place && runs[r].count == 1) decode.push_back(int32_t(r));

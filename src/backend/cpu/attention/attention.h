@@ -85,6 +85,11 @@ struct PagedAttentionBatch {
     // sequence's tokens (an image's rows reach back to the image's start: backend/attention_span.h);
     // null: token_pos - window + 1 (at least 0).
     const int32_t* first_key = nullptr;
+    // [n_heads] or null: ALiBi (jina-bert-v2): each score, after the soft cap, gets
+    // -alibi_slopes[h] * |query_pos[t] - key| (backend/alibi.h), query_pos [n_tokens] the tokens'
+    // own positions (token_pos may be a non-causal sequence's last). Such a call walks tiles only.
+    const float* alibi_slopes = nullptr;
+    const int32_t* query_pos = nullptr;
     float softcap = 0.0f;               // > 0: scores become softcap * tanh(score / softcap)
     // [n_heads] or null: per query head, one more logit in its softmax denominator (an attention
     // sink, gpt-oss), folded in when the head's output is normalised: acc / (sum + e^(sink - max)).

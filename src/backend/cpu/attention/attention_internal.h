@@ -55,6 +55,10 @@ struct Task {
     float scale;
     int32_t window;          // > 0: query i attends to keys lowest_key(*this, i) .. pos[i] only
     const int32_t* first_key = nullptr;  // [n_queries] or null (PagedAttentionBatch::first_key)
+    // ALiBi (PagedAttentionBatch::alibi_slopes), walk_tiles only: the task's query heads' slopes
+    // (head h % group) and its queries' own positions; null: none.
+    const float* alibi_slopes = nullptr;
+    const int32_t* query_pos = nullptr;
     float softcap;           // > 0: each score s becomes softcap * tanh(s / softcap)
     // The sinks of the task's query heads (its first KV head's first query head on; attention.h), or
     // null. Query head h of a token (h < kv_heads * group, or < group) reads sinks[h].

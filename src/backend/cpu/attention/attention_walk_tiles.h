@@ -162,13 +162,17 @@ void finish_head(const HeadState& s, int h, float* out, int d, int ld, const flo
 
 // Query heads h0 .. h1 - 1's online-softmax step, each over its tile scores s_of(h) (ni_of(h) of
 // them, overwritten by their exponentials): the soft cap first (c tanh(s / c) = c (2 / (1 +
-// e^(-2s/c)) - 1), on the ISA's exp), then the new running max, the sum, and the accumulator
+// e^(-2s/c)) - 1), on the ISA's exp), then bias(h, s, n) (ALiBi's; a no-op by default), then the
+// new running max, the sum, and the accumulator
 // rescaled under the new max. Each head's arithmetic is its own; the heads go phase by phase
 // (all maxima, all corrections, all sums), because one head's steps form a chain of dependent
 // reductions and calls that the core can only overlap with another head's.
-template <class Ops, class ScoresOf, class CountOf>
+struct NoBias {
+    void operator()(int, float*, int) const {}
+};
+template <class Ops, class ScoresOf, class CountOf, class Bias = NoBias>
 void softmax_update_heads(const Task& t, int h0, int h1, ScoresOf s_of, CountOf ni_of, float* run_max, float* run_sum,
-                          float* acc, int ld) {
+                          float* acc, int ld, Bias bias = {}) {
     constexpr int kMaxHeads = kHeadChunk;
     float new_max[kMaxHeads], correction[kMaxHeads];
     if (t.softcap > 0) {
@@ -181,6 +185,7 @@ void softmax_update_heads(const Task& t, int h0, int h1, ScoresOf s_of, CountOf 
             for (int j = 0; j < ni; ++j) s[j] = t.softcap * (2.0f / (1.0f + s[j]) - 1.0f);
         }
     }
+    for (int h = h0; h < h1; ++h) bias(h, s_of(h), ni_of(h));
     for (int h = h0; h < h1; ++h) {
         const float tile_max = Ops::max(s_of(h), ni_of(h));
         new_max[h - h0] = tile_max > run_max[h] ? tile_max : run_max[h];
@@ -327,9 +332,17 @@ void walk_tiles(const Task& t) {
                     }
                     scores_of(queries + size_t(h) * ld, k_rows + off, keys_of(i) - off, s);
                 }
-            softmax_update_heads<Ops>(
-                t, h0, h1, [&](int h) { return scores + size_t(h) * kScoreStride + skip_of(h / group); },
-                [&](int h) { return keys_of(h / group) - skip_of(h / group); }, run_max, run_sum, acc, ld);
+            auto s_of = [&](int h) { return scores + size_t(h) * kScoreStride + skip_of(h / group); };
+            auto n_of = [&](int h) { return keys_of(h / group) - skip_of(h / group); };
+            if (t.alibi_slopes) {  // ALiBi: -slope |pos_q - pos_k|, the keys from start + skip on
+                softmax_update_heads<Ops>(t, h0, h1, s_of, n_of, run_max, run_sum, acc, ld, [&](int h, float* s, int ni) {
+                    const float slope = t.alibi_slopes[h % group];
+                    const int32_t q_pos = t.query_pos[h / group], k0 = start + skip_of(h / group);
+                    for (int j = 0; j < ni; ++j) s[j] -= slope * float(std::abs(q_pos - (k0 + j)));
+                });
+            } else {
+                softmax_update_heads<Ops>(t, h0, h1, s_of, n_of, run_max, run_sum, acc, ld);
+            }
             // P.V: heads whose keys start at the same tile row share each loaded V row, up to
             // kMaxAccumulateHeads at a time, over the keys all of them see; each head then adds the
             // rest of its own keys alone (on the diagonal tile, queries see 1, 2, .. more keys).
