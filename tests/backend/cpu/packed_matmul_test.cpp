@@ -253,6 +253,39 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
     }
 }
 
+// MXFP4's e8m0 scales over a wide range of exponents, the f32 denormals of e = 0 and 1 included
+// (the quantiser only writes exponents near the weights' magnitude): the panels' vector decoding of
+// the scale bytes against the contract's 2^(e - 128), bit for bit.
+TEST(PackedMatmul, MxfpScalesOfEveryExponentFollowTheContract) {
+    if (packed_isas().empty()) GTEST_SKIP() << "no AVX2: no panel kernel runs here";
+    KernelConfigGuard guard;
+    set_quant_method(QuantMethod::int8_dot);
+    ThreadPool pool(2);
+    std::mt19937 rng(26);
+    std::uniform_int_distribution<int> byte(0, 255);
+    const int64_t rows = 19, cols = 32 * 9;
+    std::vector<uint8_t> bytes(size_t(rows * cols / 32 * 17));
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(byte(rng));
+    for (size_t b = 0; b < bytes.size() / 17; ++b) bytes[b * 17] = uint8_t(b % 150);  // e = 0 .. 149
+    const WeightView view{GgmlType::MXFP4, bytes.data(), rows, cols};
+    const PackedWeight pw = pack_weight(view);
+    ASSERT_TRUE(pw.is_packed());
+    auto x = random_activations(17 * cols, rng);
+    for (Isa isa : packed_isas()) {
+        set_isa(isa);
+        for (int64_t n : {1, 4, 17}) {
+            std::vector<float> y(size_t(n * rows));
+            matmul(pw, x.data(), n, y.data(), pool);
+            for (int64_t t = 0; t < n; ++t)
+                for (int64_t r = 0; r < rows; ++r) {
+                    const float want = contract_output(GgmlType::MXFP4, bytes.data() + r * (cols / 32 * 17), x.data() + t * cols, cols);
+                    const float got = y[size_t(t * rows + r)];
+                    ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << isa_name(isa) << " n " << n << " t " << t << " r " << r;
+                }
+        }
+    }
+}
+
 // The codebook types' panels against the stored-block int8 path they replace (int8_formats.h, on the
 // view): the same quantised activations and the same exact integer block sums, so the two differ only
 // in the order their floats are accumulated — far below what a wrong index, codebook or scale gives.
