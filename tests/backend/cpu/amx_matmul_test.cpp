@@ -20,7 +20,8 @@ using gguf::GgmlType;
 using namespace testing;
 
 constexpr GgmlType kPackedTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0,
-                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                                     GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 bool packed_kernel_here() { return best_supported_isa() == Isa::avx512 && cpu_features().avx512vnni; }
 bool super_blocks(GgmlType t) { return gguf::type_traits(t).block_size == 256; }

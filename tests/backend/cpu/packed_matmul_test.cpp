@@ -1,4 +1,4 @@
-// PackedWeight: panels of Q4_0 / Q4_1 / Q5_0 / Q8_0 / K-quants for the AVX-512 VNNI and the AVX2 kernels (one
+// PackedWeight: panels of Q4_0 / Q4_1 / Q5_0 / Q8_0 / K-quants / IQ4_NL / IQ4_XS / MXFP4 for the AVX-512 VNNI and the AVX2 kernels (one
 // contract, bitwise), and the fallback to the view path.
 #include <cmath>
 #include <cstring>
@@ -9,6 +9,7 @@
 #include "backend/cpu/matmul/weight_prefetch.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "quant/block_formats.h"
+#include "quant/codebook_blocks.h"
 
 namespace pagoda::backend::cpu {
 namespace {
@@ -17,6 +18,9 @@ using gguf::GgmlType;
 using namespace testing;
 
 bool block_of_256(GgmlType t) { return gguf::type_traits(t).block_size == 256; }
+
+constexpr GgmlType kPanelTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
+                                    GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 // The paths with a panel kernel here: avx2 (vpmaddubsw) and, with VNNI, avx512 (vpdpbusd). An
 // AVX-512 host without VNNI runs the AVX2 kernel on its avx512 path too.
@@ -32,7 +36,8 @@ std::vector<Isa> packed_isas() {
 // acc = fma(f32(sum_i w_i q_i), sc * d_x, acc), with w_i the block's signed integer weights and sc
 // its scale (Q4_K / Q5_K: f32(scale) * d, plus macc = fma(-(f32(min) * dmin), s, macc) with
 // s = d_x * sum(first 16 q) + d_x * sum(last 16 q); output acc + macc; Q6_K: one such FMA per
-// 16-value half with its scale f32(int8 scale) * d).
+// 16-value half with its scale f32(int8 scale) * d; IQ4_NL / IQ4_XS / MXFP4: w the codebook values
+// of the 4-bit indices, sc = d, f32(ls - 32) * d, or 2^(e - 128)).
 float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t cols) {
     float acc = 0, macc = 0;
     for (int64_t b = 0; b < cols / 32; ++b) {
@@ -67,7 +72,32 @@ float contract_output(GgmlType type, const uint8_t* row, const float* x, int64_t
             }
             continue;
         }
-        if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
+        // GGML's codebook blocks: 16 index bytes pairing values i (low nibble) and 16 + i (high).
+        auto indices = [&](const uint8_t* qs, const int8_t* book) {
+            for (int i = 0; i < 32; ++i) w[i] = book[i < 16 ? qs[i] & 15 : qs[i - 16] >> 4];
+        };
+        if (type == GgmlType::IQ4_NL) {  // f16 d, 16 index bytes
+            const uint8_t* blk = row + b * 18;
+            uint16_t dh;
+            std::memcpy(&dh, blk, 2);
+            sc = f16_to_f32(dh);
+            indices(blk + 2, quant::kValuesIq4nl);
+        } else if (type == GgmlType::MXFP4) {  // e8m0 e, 16 index bytes; the doubled e2m1 values x 2^(e - 128)
+            const uint8_t* blk = row + b * 17;
+            sc = std::ldexp(1.f, int(blk[0]) - 128);
+            indices(blk + 1, quant::kValuesMxfp4);
+        } else if (type == GgmlType::IQ4_XS) {
+            // Super-block: f16 d, u16 scales_h, 4 bytes scales_l, 128 index bytes (16 per sub-block);
+            // sub-block j's ls = nibble j % 2 of scales_l[j / 2] | bits 2j..2j+1 of scales_h << 4.
+            const uint8_t* sb = row + b / 8 * 136;
+            const int j = int(b % 8);
+            uint16_t dh, sh;
+            std::memcpy(&dh, sb, 2);
+            std::memcpy(&sh, sb + 2, 2);
+            const int ls = ((sb[4 + j / 2] >> (4 * (j % 2))) & 15) | (((sh >> (2 * j)) & 3) << 4);
+            sc = float(ls - 32) * f16_to_f32(dh);
+            indices(sb + 8 + 16 * j, quant::kValuesIq4nl);
+        } else if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
             const bool q5 = type == GgmlType::Q5_K;
             const uint8_t* sb = row + b / 8 * (q5 ? 176 : 144);
             const int j = int(b % 8);
@@ -136,7 +166,7 @@ TEST(PackedMatmul, FollowsItsContractBitwiseForEveryTokenCount) {
         set_isa(isa);
         SCOPED_TRACE(isa_name(isa));
         std::mt19937 rng(21);
-        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        for (GgmlType type : kPanelTypes) {
             for (int64_t rows : {1, 7, 37, 83}) {
                 const int64_t cols = block_of_256(type) ? (rows == 7 ? 256 : 768) : rows == 7 ? 32 * 5 : 32 * 16;
                 auto w = make_weights(type, rows, cols, rng);
@@ -179,7 +209,7 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
         SCOPED_TRACE(isa_name(isa));
         std::mt19937 rng(22);
         const int64_t rows = 83, cols = 32 * 24, n = 19;
-        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        for (GgmlType type : kPanelTypes) {
             auto w = make_weights(type, rows, cols, rng);
             const PackedWeight pw = pack_weight(w.view());
             auto x = random_activations(n * cols, rng);
@@ -223,6 +253,75 @@ TEST(PackedMatmul, AgreesWithReferenceAndIsThreadInvariant) {
     }
 }
 
+// MXFP4's e8m0 scales over a wide range of exponents, the f32 denormals of e = 0 and 1 included
+// (the quantiser only writes exponents near the weights' magnitude): the panels' vector decoding of
+// the scale bytes against the contract's 2^(e - 128), bit for bit.
+TEST(PackedMatmul, MxfpScalesOfEveryExponentFollowTheContract) {
+    if (packed_isas().empty()) GTEST_SKIP() << "no AVX2: no panel kernel runs here";
+    KernelConfigGuard guard;
+    set_quant_method(QuantMethod::int8_dot);
+    ThreadPool pool(2);
+    std::mt19937 rng(26);
+    std::uniform_int_distribution<int> byte(0, 255);
+    const int64_t rows = 19, cols = 32 * 9;
+    std::vector<uint8_t> bytes(size_t(rows * cols / 32 * 17));
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(byte(rng));
+    for (size_t b = 0; b < bytes.size() / 17; ++b) bytes[b * 17] = uint8_t(b % 150);  // e = 0 .. 149
+    const WeightView view{GgmlType::MXFP4, bytes.data(), rows, cols};
+    const PackedWeight pw = pack_weight(view);
+    ASSERT_TRUE(pw.is_packed());
+    auto x = random_activations(17 * cols, rng);
+    for (Isa isa : packed_isas()) {
+        set_isa(isa);
+        for (int64_t n : {1, 4, 17}) {
+            std::vector<float> y(size_t(n * rows));
+            matmul(pw, x.data(), n, y.data(), pool);
+            for (int64_t t = 0; t < n; ++t)
+                for (int64_t r = 0; r < rows; ++r) {
+                    const float want = contract_output(GgmlType::MXFP4, bytes.data() + r * (cols / 32 * 17), x.data() + t * cols, cols);
+                    const float got = y[size_t(t * rows + r)];
+                    ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << isa_name(isa) << " n " << n << " t " << t << " r " << r;
+                }
+        }
+    }
+}
+
+// The codebook types' panels against the stored-block int8 path they replace (int8_formats.h, on the
+// view): the same quantised activations and the same exact integer block sums, so the two differ only
+// in the order their floats are accumulated — far below what a wrong index, codebook or scale gives.
+TEST(PackedMatmul, CodebookPanelsAgreeWithTheStoredBlockPath) {
+    if (packed_isas().empty()) GTEST_SKIP() << "no AVX2: no panel kernel runs here";
+    KernelConfigGuard guard;
+    set_quant_method(QuantMethod::int8_dot);
+    ThreadPool pool(2);
+    for (Isa isa : packed_isas()) {
+        set_isa(isa);
+        SCOPED_TRACE(isa_name(isa));
+        std::mt19937 rng(25);
+        for (GgmlType type : {GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4}) {
+            const int64_t rows = 37, cols = block_of_256(type) ? 512 : 32 * 13, max_n = 19;
+            auto w = make_weights(type, rows, cols, rng);
+            const PackedWeight pw = pack_weight(w.view());
+            ASSERT_TRUE(pw.is_packed());
+            auto x = random_activations(max_n * cols, rng);
+            std::vector<float> deq(size_t(rows * cols));
+            for (int64_t r = 0; r < rows; ++r) dequantize_row(w.view(), r, deq.data() + r * cols);
+            for (int64_t n : {int64_t(1), int64_t(5), max_n}) {
+                std::vector<float> panels(size_t(n * rows)), blocks(size_t(n * rows));
+                matmul(pw, x.data(), n, panels.data(), pool);
+                matmul(w.view(), x.data(), n, blocks.data(), pool);
+                for (int64_t t = 0; t < n; ++t)
+                    for (int64_t r = 0; r < rows; ++r) {
+                        double mag = 0;  // the size of the terms summed
+                        for (int64_t c = 0; c < cols; ++c) mag += std::fabs(deq[size_t(r * cols + c)] * x[size_t(t * cols + c)]);
+                        ASSERT_NEAR(panels[size_t(t * rows + r)], blocks[size_t(t * rows + r)], mag * 1e-5)
+                            << gguf::type_name(uint32_t(type)) << " n " << n << " t " << t << " r " << r;
+                    }
+            }
+        }
+    }
+}
+
 TEST(PackedMatmul, OtherTypesAndPathsUseTheView) {
     KernelConfigGuard guard;
     set_isa(best_supported_isa());  // packing follows the active path, which PAGODA_ISA may lower
@@ -255,7 +354,8 @@ TEST(PackedMatmul, StackedPartsEqualTheirSeparateProducts) {
     set_isa(best_supported_isa());  // both sides packed on the best path, whatever PAGODA_ISA says
     ThreadPool pool(2);
     std::mt19937 rng(24);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::IQ4_XS,
+                          GgmlType::MXFP4, GgmlType::F16}) {
         const int64_t cols = block_of_256(type) ? 512 : 96;
         const int64_t part_rows[] = {13, 5, 24};  // panels straddle the parts
         std::vector<RandomWeights> parts;

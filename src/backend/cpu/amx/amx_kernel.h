@@ -8,7 +8,7 @@
 //  - Integer sums. A B tile holds one 32-value block of two panels (16 weight rows): row k = the
 //    4-byte code groups k of the 16 rows, which is the panel's vector k of each panel side by side
 //    (decode_panel_block, the VNNI kernel's own decoding), with the format's code offset (Q4_0 8,
-//    Q8_0 128, Q6_K 32, else 0) taken off, so the codes are the signed weights. An A tile is 16
+//    Q8_0 and the codebook types 128, Q6_K 32, else 0) taken off, so the codes are the signed weights. An A tile is 16
 //    tokens x the block's 32 int8 activations, copied per step into [tile][block][token][32] so
 //    that one tile is 512 contiguous bytes (TileOperands).
 //    TDPBSSD leaves each (token, row) the exact int32 sum of (code - offset) x q over the block, which
@@ -335,6 +335,9 @@ void amx_packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_t
         case gguf::GgmlType::Q4_K: return amx::packed_rows<Tiles, Fmt::q4_k>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q5_K: return amx::packed_rows<Tiles, Fmt::q5_k>(w, acts, n_tokens, y, pool, tiles.mc);
         case gguf::GgmlType::Q6_K: return amx::packed_rows<Tiles, Fmt::q6_k>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::IQ4_NL: return amx::packed_rows<Tiles, Fmt::iq4_nl>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::IQ4_XS: return amx::packed_rows<Tiles, Fmt::iq4_xs>(w, acts, n_tokens, y, pool, tiles.mc);
+        case gguf::GgmlType::MXFP4: return amx::packed_rows<Tiles, Fmt::mxfp4>(w, acts, n_tokens, y, pool, tiles.mc);
         default: fail("matmul: no AMX kernel for {}", gguf::type_name(uint32_t(w.source().type)));
     }
 }

@@ -44,13 +44,14 @@ void require_matmul_support(gguf::GgmlType type, const std::string& what);
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // Weights repacked once (at model load) into a layout the fastest kernel reads directly. Q4_0, Q4_1,
-// Q5_0, Q8_0, Q4_K, Q5_K and Q6_K on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code
+// Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4 on a CPU with AVX-512 VNNI are repacked into panels of 8 rows whose 4-byte code
 // groups interleave, so one vpdpbusd multiplies 8 rows at once and each row's block sum is exact in
 // one int32 lane (no horizontal reduction); the row scales sit next to the codes (about as many bytes
 // as in GGUF). Other types, or other CPUs, keep a plain view. matmul(PackedWeight) uses the packed
 // kernel when the active path allows it (avx512 with VNNI, int8_dot method), otherwise the source view.
 // Per output, the packed kernel accumulates one f32 over the 32-value blocks in order, with w the
-// block's signed integer weights and sc its scale (Q4_K / Q5_K: f32(6-bit scale) * d):
+// block's signed integer weights and sc its scale (Q4_K / Q5_K: f32(6-bit scale) * d; IQ4_NL / IQ4_XS /
+// MXFP4: w the codebook values, sc = d, f32(ls - 32) * d, or the e8m0 scale halved):
 //   acc = fma(f32(sum w q), sc * d_x, acc)
 // plus for Q4_K / Q5_K  macc = fma(-(f32(6-bit min) * dmin), s, macc),  output acc + macc, where
 // s = d_x * sum(first 16 q) + d_x * sum(last 16 q); Q6_K does one such FMA per 16-value half with its

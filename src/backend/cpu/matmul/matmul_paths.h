@@ -49,7 +49,11 @@ int64_t row_bytes(const WeightView& w);
 // groups 4h..4h+3 at bits 0-1, 2-3, 4-5, 6-7), and the 8 rows' int8 scales of the first 16 values,
 // then of the last 16. (Headers first, the blocks are one run of equal strides, as Q4_0's: with the
 // headers between the super-blocks, decode from memory read Q4_K ~7 % slower per byte than Q4_0
-// even with the K-quant's extra work taken out; docs/benchmarks.md.)
+// even with the K-quant's extra work taken out; docs/benchmarks.md.) The codebook types keep their
+// 4-bit indices as Q4_0's nibble vectors (decode looks them up: codebook value + 128, Q8_0's codes):
+// IQ4_NL blocks as Q4_0's (nibbles, then the 8 rows' f16 d); MXFP4 blocks: nibbles, then the 8 rows'
+// e8m0 scale bytes; IQ4_XS panels: first every super-block's header (the 8 rows' f16 d), then every
+// 32-block: nibbles, then the 8 rows' int8 sub-block scales ls - 32.
 constexpr int64_t kPanelRows = 8;
 inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     if (t == gguf::GgmlType::Q4_K) return nb / 8 * (32 + 8 * (128 + 16));
@@ -57,7 +61,9 @@ inline int64_t packed_panel_bytes(gguf::GgmlType t, int64_t nb) {
     if (t == gguf::GgmlType::Q6_K) return nb / 8 * (16 + 8 * (128 + 64 + 16));
     if (t == gguf::GgmlType::Q4_1) return nb * (128 + 32);
     if (t == gguf::GgmlType::Q5_0) return nb * (128 + 32 + 16);
-    return nb * (t == gguf::GgmlType::Q4_0 ? 128 + 16 : 256 + 16);
+    if (t == gguf::GgmlType::IQ4_XS) return nb / 8 * (16 + 8 * (128 + 8));
+    if (t == gguf::GgmlType::MXFP4) return nb * (128 + 8);
+    return nb * (t == gguf::GgmlType::Q4_0 || t == gguf::GgmlType::IQ4_NL ? 128 + 16 : 256 + 16);
 }
 // Prefill tasks take tiles.mc rows (whole panel pairs); steps of at most 16 tokens (decode, decode
 // batches) split the panels evenly over the threads, one contiguous range each. The VNNI kernel

@@ -7,7 +7,8 @@
 // s, macc) with s as quantize_fused makes it (d_x * sum of each half's q, added); output acc + macc.
 // Q6_K: two exact sums per block (one per 16-value half, each with its corr) and two FMAs with their
 // scales f32(int8 scale) * d. Q4_1: unsigned codes, sc = d, and macc = fma(m, s, macc) with its
-// minimum m. The result therefore depends only on (row, token): not on V, P, T, the thread split or
+// minimum m. IQ4_NL / IQ4_XS / MXFP4: their codebook values + 128 (looked up from the panels'
+// nibbles) multiplied as Q8_0's codes; sc = d, f32(ls - 32) * d, or 2^(e - 128). The result therefore depends only on (row, token): not on V, P, T, the thread split or
 // the step's size (batch invariance), and the AVX2 and AVX-512 kernels agree bitwise.
 // V provides: F / I (float / int vectors), kPanels (panels per register), kRegisters (the ISA's vector
 // registers: 16 or 32), join, bcast, set1, zero_i, add, srai4, cvt on I, and the float operations of
@@ -100,7 +101,7 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
     // multiple of 16: the same integer sum). Saves a shift per code vector and costs one per token
     // and register, so it pays where few tokens share the unpacked codes (decode).
     constexpr bool high_in_place = PF::may_keep_high_in_place && V::kHighInPlace && T * W < 4 * P;
-    constexpr bool is_signed = F == Fmt::q8_0 && V::kQ8Signed;  // codes multiplied as signed bytes, no corr
+    constexpr bool is_signed = PF::signed_codes && V::kQ8Signed;  // codes multiplied as signed bytes, no corr
     constexpr bool uses_corr = PF::code_offset != 0 && !is_signed;
     // A block sum of dot products is split over two chains (added once) to shorten its dependency
     // chain; from 8 sums a pass on there are enough independent chains without, and the add is saved
@@ -132,7 +133,7 @@ void packed_kernel(const uint8_t* const* panels, const FusedActs& a, int64_t t0,
 #pragma GCC unroll 4
                     for (int64_t l = 0; l < pbb; l += 64)
                         _mm_prefetch(reinterpret_cast<const char*>(pb[p] + prefetch_ahead + l), L2 ? _MM_HINT_T1 : _MM_HINT_T0);
-                    if constexpr (kq || q6)  // the super-block's head (scales), before its first block
+                    if constexpr (PF::super)  // the super-block's head (scales), before its first block
                         if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(sbp[p] + prefetch_ahead), L2 ? _MM_HINT_T1 : _MM_HINT_T0);
                 }
             }
@@ -325,7 +326,10 @@ void packed_matmul(const PackedWeight& w, const FusedActs& acts, int64_t n_token
 template <class V>
 int packed_offset(gguf::GgmlType type) {
     using T = gguf::GgmlType;
-    if (type == T::Q8_0) return V::kQ8Signed ? 0 : PanelFormat<Fmt::q8_0>::code_offset;
+    // Codes stored as weight + 128 (Q8_0, and the codebook types' looked-up values): none where V
+    // multiplies them as signed bytes.
+    if (type == T::Q8_0 || type == T::IQ4_NL || type == T::IQ4_XS || type == T::MXFP4)
+        return V::kQ8Signed ? 0 : PanelFormat<Fmt::q8_0>::code_offset;
     return type == T::Q4_0   ? PanelFormat<Fmt::q4_0>::code_offset
            : type == T::Q5_0 ? PanelFormat<Fmt::q5_0>::code_offset
            : type == T::Q6_K ? PanelFormat<Fmt::q6_k>::code_offset
@@ -370,6 +374,9 @@ void packed_by_type(const PackedWeight& w, const FusedActs& acts, int64_t n_toke
         case gguf::GgmlType::Q4_K: return packed_matmul<Fmt::q4_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q5_K: return packed_matmul<Fmt::q5_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         case gguf::GgmlType::Q6_K: return packed_matmul<Fmt::q6_k, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::IQ4_NL: return packed_matmul<Fmt::iq4_nl, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::IQ4_XS: return packed_matmul<Fmt::iq4_xs, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
+        case gguf::GgmlType::MXFP4: return packed_matmul<Fmt::mxfp4, Decode, Prefill, PrefillP, PrefillT, Wide>(w, acts, n_tokens, y, pool, mc);
         default: fail("matmul: no packed kernel for {}", gguf::type_name(uint32_t(w.source().type)));
     }
 }

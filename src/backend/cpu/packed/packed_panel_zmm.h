@@ -45,6 +45,11 @@ template <Fmt F, bool HighInPlace>
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) c[k] = join_rows(pb[0] + 32 * k, pb[1] + 32 * k);
     }
+    if constexpr (P::codebook) {  // nibble -> codebook value + 128, as decode_panel_block
+        const __m512i table = _mm512_broadcast_i32x4(codebook_table<F>());
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) c[k] = _mm512_shuffle_epi8(table, c[k]);
+    }
     if constexpr (P::q6) {
         merge_q6_high(c, join_rows(pb[0] + 128, pb[1] + 128), join_rows(pb[0] + 160, pb[1] + 160), _mm512_set1_epi8(0x30));
     } else if constexpr (P::fifth) {

@@ -110,15 +110,41 @@ void pack_row(GgmlType type, const uint8_t* row, int64_t nb, int r, uint8_t* pan
         }
         return;
     }
-    const bool q4 = type == GgmlType::Q4_0;
+    if (type == GgmlType::IQ4_XS) {
+        for (int64_t sb = 0; sb < nb / 8; ++sb) {
+            const uint8_t* blk = row + sb * 136;
+            std::memcpy(panel + sb * 16 + 2 * r, blk, 2);  // the headers (f16 d) first, then the blocks
+            uint16_t scales_h;
+            std::memcpy(&scales_h, blk + 2, 2);
+            for (int j = 0; j < 8; ++j) {
+                uint8_t* ob = panel + nb / 8 * 16 + (sb * 8 + j) * 136;
+                // Sub-block j's 16 index bytes pair values i and 16 + i as Q4_0's do.
+                for (int k = 0; k < 4; ++k) std::memcpy(ob + 32 * k + 4 * r, blk + 8 + 16 * j + 4 * k, 4);
+                const int ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | (((scales_h >> (2 * j)) & 3) << 4);
+                ob[128 + r] = uint8_t(int8_t(ls - 32));
+            }
+        }
+        return;
+    }
+    if (type == GgmlType::MXFP4) {
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* blk = row + b * 17;
+            uint8_t* out = panel + b * 136;
+            for (int k = 0; k < 4; ++k) std::memcpy(out + 32 * k + 4 * r, blk + 1 + 4 * k, 4);  // as Q4_0
+            out[128 + r] = blk[0];  // the e8m0 scale byte
+        }
+        return;
+    }
+    // Q4_0 and IQ4_NL (the same block bytes: f16 d, then 16 nibble bytes), Q8_0.
+    const bool q4 = type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL;
     const int64_t src_bytes = q4 ? 18 : 34, pbb = q4 ? 144 : 272;
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* blk = row + b * src_bytes;
         const uint8_t* qs = blk + 2;
         uint8_t* out = panel + b * pbb;
         if (q4) {
-            // Q4_0 already pairs value v (low nibble) with v + 16 (high nibble) in byte v: its bytes
-            // are the nibble vectors' bytes.
+            // Q4_0 (and IQ4_NL's indices) already pair value v (low nibble) with v + 16 (high nibble)
+            // in byte v: its bytes are the nibble vectors' bytes.
             for (int k = 0; k < 4; ++k) std::memcpy(out + 32 * k + 4 * r, qs + 4 * k, 4);
         } else {
             for (int k = 0; k < 8; ++k)
@@ -174,7 +200,8 @@ PackedWeight pack_weights(std::span<const WeightView> parts) {
     }
     const bool packable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q5_0 ||
                           w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
-                          w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
+                          w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K || w.type == GgmlType::IQ4_NL ||
+                          w.type == GgmlType::IQ4_XS || w.type == GgmlType::MXFP4;
     if (!packable || !packed_kernel_available() || w.rows == 0 || w.cols == 0) return p;
     const int64_t rb = detail::row_bytes(w);
     const int64_t nb = w.cols / 32, n_panels = (w.rows + detail::kPanelRows - 1) / detail::kPanelRows;

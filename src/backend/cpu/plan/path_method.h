@@ -58,11 +58,13 @@ inline bool method_applies(PathMethod m, gguf::GgmlType type) {
 }
 
 // Where an AMX threshold (kernel_plan.h) means something: int8_dot on the types with packed int8
-// panels (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), which have the AMX tile kernel.
+// panels (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4), which have the AMX tile
+// kernel (and the wide prefill kernel, whose threshold pagoda tune measures for the same types).
 inline bool amx_applies(PathMethod m, gguf::GgmlType type) {
     using gguf::GgmlType;
     return m == PathMethod::int8_dot && (type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q5_0 || type == GgmlType::Q8_0 ||
-                                         type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K);
+                                         type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ||
+                                         type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS || type == GgmlType::MXFP4);
 }
 
 }  // namespace pagoda::backend::cpu
