@@ -13,6 +13,7 @@
 
 #include "server/api_error.h"
 #include "server/image_fetch.h"
+#include "server/threaded_test_server.h"
 
 namespace pagoda::server {
 namespace {
@@ -25,32 +26,10 @@ const std::string kPng = std::string("\x89PNG\r\n\x1a\n", 8) + std::string(100, 
 // Answers each connection on a thread of its own, by the request's path.
 class TestServer {
 public:
-    TestServer() : acceptor_(io_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {
-        port_ = acceptor_.local_endpoint().port();
-        thread_ = std::thread([this] { accept_loop(); });
-    }
-    ~TestServer() {
-        stop_ = true;
-        boost::system::error_code ec;
-        tcp::socket wake(io_);
-        wake.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_), ec);
-        thread_.join();
-        std::lock_guard lock(mutex_);
-        for (auto& t : connections_) t.join();
-    }
-    std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+    TestServer() : server_([this](tcp::socket s) { serve(std::move(s)); }) {}
+    std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(server_.port()) + path; }
 
 private:
-    void accept_loop() {
-        while (true) {
-            tcp::socket socket(io_);
-            boost::system::error_code ec;
-            acceptor_.accept(socket, ec);
-            if (stop_ || ec) return;
-            std::lock_guard lock(mutex_);
-            connections_.emplace_back([this, s = std::move(socket)]() mutable { serve(std::move(s)); });
-        }
-    }
     static std::string answer(int status, const std::string& type, const std::string& body, const std::string& extra = {}) {
         return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: " + type + "\r\nContent-Length: " +
                std::to_string(body.size()) + "\r\nConnection: close\r\n" + extra + "\r\n" + body;
@@ -78,13 +57,7 @@ private:
         net::write(socket, net::buffer(out), ec);
     }
 
-    net::io_context io_;
-    tcp::acceptor acceptor_;
-    uint16_t port_ = 0;
-    std::atomic<bool> stop_{false};
-    std::thread thread_;
-    std::mutex mutex_;
-    std::vector<std::thread> connections_;
+    test::ThreadedTestServer server_;
 };
 
 ImageFetchOptions local() {

@@ -20,6 +20,7 @@
 #include "env_guard.h"
 #include "server/api_error.h"
 #include "server/image_fetch.h"
+#include "server/threaded_test_server.h"
 
 namespace pagoda::server {
 namespace {
@@ -74,36 +75,15 @@ Certificate make_certificate(const fs::path& dir, const std::string& stem, const
 class TlsServer {
 public:
     explicit TlsServer(const Certificate& c)
-        : tls_(ssl::context::tls_server), acceptor_(io_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {
+        : tls_(ssl::context::tls_server), server_([this](tcp::socket s) { serve(std::move(s)); }) {
         tls_.use_certificate_chain_file(c.cert_path);
         tls_.use_private_key_file(c.key_path, ssl::context::pem);
-        port_ = acceptor_.local_endpoint().port();
-        thread_ = std::thread([this] { accept_loop(); });
-    }
-    ~TlsServer() {
-        stop_ = true;
-        boost::system::error_code ec;
-        tcp::socket wake(io_);
-        wake.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_), ec);
-        thread_.join();
-        std::lock_guard lock(mutex_);
-        for (auto& t : connections_) t.join();
     }
     std::string url(const std::string& host, const std::string& path) const {
-        return "https://" + host + ":" + std::to_string(port_) + path;
+        return "https://" + host + ":" + std::to_string(server_.port()) + path;
     }
 
 private:
-    void accept_loop() {
-        while (true) {
-            tcp::socket socket(io_);
-            boost::system::error_code ec;
-            acceptor_.accept(socket, ec);
-            if (stop_ || ec) return;
-            std::lock_guard lock(mutex_);
-            connections_.emplace_back([this, s = std::move(socket)]() mutable { serve(std::move(s)); });
-        }
-    }
     void serve(tcp::socket socket) {
         ssl::stream<tcp::socket> stream(std::move(socket), tls_);
         boost::system::error_code ec;
@@ -124,13 +104,7 @@ private:
     }
 
     ssl::context tls_;
-    net::io_context io_;
-    tcp::acceptor acceptor_;
-    uint16_t port_ = 0;
-    std::atomic<bool> stop_{false};
-    std::thread thread_;
-    std::mutex mutex_;
-    std::vector<std::thread> connections_;
+    test::ThreadedTestServer server_;  // last: its threads stop before tls_ goes
 };
 
 ImageFetchOptions local() {
