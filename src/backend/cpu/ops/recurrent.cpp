@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
+
+#include "backend/cpu/ops/delta_chunk.h"
+#include "core/cpu_features.h"
 
 namespace pagoda::backend::cpu {
 
@@ -36,41 +40,100 @@ void l2_normalise(const float* a, int64_t n, float eps, float scale, float* out)
 }
 }  // namespace
 
+namespace {
+
+// One token of one head, the recurrence as op_params.h writes it: the unfused twin of the chunked
+// form, and the form of decode rows (a slot with one token in the call).
+void delta_token(const GatedDeltaRule& op, int64_t t, int64_t h, const float* q, const float* k, const float* v,
+                 const float* g, const float* beta, float* state, float* out) {
+    const int64_t d = op.head_dim, hk = op.n_k_heads, hv = op.n_v_heads;
+    thread_local std::vector<float> qn, kn, delta, acc;  // grow once to the head size, then are reused
+    const auto width = static_cast<size_t>(d);
+    qn.resize(width), kn.resize(width), delta.resize(width), acc.resize(width);
+    const int64_t kh = h % hk;
+    l2_normalise(q + (t * hk + kh) * d, d, op.l2_eps, op.scale, qn.data());
+    l2_normalise(k + (t * hk + kh) * d, d, op.l2_eps, 1.0f, kn.data());
+    const float* vh = v + (t * hv + h) * d;
+    float* s = state + (int64_t(op.state_rows[size_t(t)]) * hv + h) * d * d;
+    const float decay = std::exp(g[t * hv + h]), b = beta[t * hv + h];
+    // Row by row (i over keys) so the inner loops run over contiguous values j.
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t i = 0; i < d; ++i) {
+        float* si = s + i * d;
+        for (int64_t j = 0; j < d; ++j) {
+            si[j] *= decay;
+            acc[size_t(j)] += si[j] * kn[size_t(i)];
+        }
+    }
+    for (int64_t j = 0; j < d; ++j) delta[size_t(j)] = b * (vh[j] - acc[size_t(j)]);
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t i = 0; i < d; ++i) {
+        float* si = s + i * d;
+        for (int64_t j = 0; j < d; ++j) {
+            si[j] += kn[size_t(i)] * delta[size_t(j)];
+            acc[size_t(j)] += si[j] * qn[size_t(i)];
+        }
+    }
+    std::copy(acc.begin(), acc.end(), out + (t * hv + h) * d);
+}
+
+void delta_chunk(const detail::DeltaChunk& c) {
+    switch (active_isa()) {
+        case Isa::avx512: return detail::delta_chunk_avx512(c);
+        case Isa::avx2: return detail::delta_chunk_avx2(c);
+        case Isa::scalar: return detail::delta_chunk_scalar(c);
+    }
+}
+
+// Head h over the tokens `ts` of one slot (in row order), kDeltaChunk at a time: each chunk's rows
+// gathered contiguous (normalised as delta_token normalises them), run, and its outputs scattered back.
+void delta_run(const GatedDeltaRule& op, std::span<const int64_t> ts, int64_t h, const float* q, const float* k,
+               const float* v, const float* g, const float* beta, float* state, float* out) {
+    const int64_t d = op.head_dim, hk = op.n_k_heads, hv = op.n_v_heads, kh = h % hk;
+    thread_local std::vector<float> buf;
+    buf.resize(size_t(4 * detail::kDeltaChunk * d + 2 * detail::kDeltaChunk));
+    float *qc = buf.data(), *kc = qc + detail::kDeltaChunk * d, *vc = kc + detail::kDeltaChunk * d;
+    float *oc = vc + detail::kDeltaChunk * d, *gc = oc + detail::kDeltaChunk * d, *bc = gc + detail::kDeltaChunk;
+    float* s = state + (int64_t(op.state_rows[size_t(ts[0])]) * hv + h) * d * d;
+    for (size_t at = 0; at < ts.size(); at += size_t(detail::kDeltaChunk)) {
+        const int64_t n = std::min<int64_t>(detail::kDeltaChunk, int64_t(ts.size() - at));
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t t = ts[at + size_t(i)];
+            l2_normalise(q + (t * hk + kh) * d, d, op.l2_eps, op.scale, qc + i * d);
+            l2_normalise(k + (t * hk + kh) * d, d, op.l2_eps, 1.0f, kc + i * d);
+            std::copy_n(v + (t * hv + h) * d, d, vc + i * d);
+            gc[i] = g[t * hv + h];
+            bc[i] = beta[t * hv + h];
+        }
+        delta_chunk({.n = n, .d = d, .q = qc, .k = kc, .v = vc, .g = gc, .beta = bc, .state = s, .out = oc});
+        for (int64_t i = 0; i < n; ++i) std::copy_n(oc + i * d, d, out + (ts[at + size_t(i)] * hv + h) * d);
+    }
+}
+
+}  // namespace
+
 void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
                           const float* g, const float* beta, float* state, float* out, int64_t head_begin,
                           int64_t head_end) {
-    const int64_t d = op.head_dim, hk = op.n_k_heads, hv = op.n_v_heads;
-    const auto width = static_cast<size_t>(d);
-    std::vector<float> qn(width), kn(width), delta(width), acc(width);
-    for (int64_t t = 0; t < rows; ++t) {
-        float* slot = state + int64_t(op.state_rows[size_t(t)]) * hv * d * d;
+    // Each slot's tokens in row order: the slots' states are disjoint, so running one slot's tokens
+    // together (wherever other slots' rows fall between them) is the row-order recurrence, and a
+    // sequence's results depend only on its own tokens in the call.
+    thread_local std::vector<int64_t> order;
+    order.resize(size_t(rows));
+    for (int64_t t = 0; t < rows; ++t) order[size_t(t)] = t;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return op.state_rows[size_t(a)] < op.state_rows[size_t(b)]; });
+    for (size_t at = 0; at < order.size();) {
+        size_t end = at + 1;
+        while (end < order.size() && op.state_rows[size_t(order[end])] == op.state_rows[size_t(order[at])]) ++end;
+        const std::span<const int64_t> ts(order.data() + at, end - at);
         for (int64_t h = head_begin; h < head_end; ++h) {
-            const int64_t kh = h % hk;
-            l2_normalise(q + (t * hk + kh) * d, d, op.l2_eps, op.scale, qn.data());
-            l2_normalise(k + (t * hk + kh) * d, d, op.l2_eps, 1.0f, kn.data());
-            const float* vh = v + (t * hv + h) * d;
-            float* s = slot + h * d * d;
-            const float decay = std::exp(g[t * hv + h]), b = beta[t * hv + h];
-            // Row by row (i over keys) so the inner loops run over contiguous values j.
-            std::fill(acc.begin(), acc.end(), 0.0f);
-            for (int64_t i = 0; i < d; ++i) {
-                float* si = s + i * d;
-                for (int64_t j = 0; j < d; ++j) {
-                    si[j] *= decay;
-                    acc[size_t(j)] += si[j] * kn[size_t(i)];
-                }
-            }
-            for (int64_t j = 0; j < d; ++j) delta[size_t(j)] = b * (vh[j] - acc[size_t(j)]);
-            std::fill(acc.begin(), acc.end(), 0.0f);
-            for (int64_t i = 0; i < d; ++i) {
-                float* si = s + i * d;
-                for (int64_t j = 0; j < d; ++j) {
-                    si[j] += kn[size_t(i)] * delta[size_t(j)];
-                    acc[size_t(j)] += si[j] * qn[size_t(i)];
-                }
-            }
-            std::copy(acc.begin(), acc.end(), out + (t * hv + h) * d);
+            if (ts.size() == 1)
+                delta_token(op, ts[0], h, q, k, v, g, beta, state, out);
+            else
+                delta_run(op, ts, h, q, k, v, g, beta, state, out);
         }
+        at = end;
     }
 }
 

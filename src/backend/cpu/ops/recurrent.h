@@ -1,8 +1,11 @@
-// The CPU backend's gated DeltaNet ops (backend.h: CausalConv1d, GatedDeltaRule, and the attention
-// layers' sigmoid_mul) on f32 rows, the recurrences token by
-// token in row order. A token's arithmetic depends only on its inputs and its slot's state, never on
-// how many tokens share the call, so a prefill in chunks and one token at a time give bitwise the
-// same outputs and states. The caller checked the shapes (check_causal_conv1d / check_gated_delta_rule).
+// The CPU backend's gated DeltaNet ops (backend.h: CausalConv1d, GatedDeltaRule) and the attention
+// layers' sigmoid_mul on f32 rows. The conv runs token by token in row order: a prefill in chunks
+// and one token at a time give bitwise the same outputs and states. The delta rule runs each slot's
+// tokens of the call together: a slot with one token (a decode row) takes the token-by-token
+// recurrence, longer runs the chunkwise-parallel form (delta_chunk.h) kDeltaChunk tokens at a time,
+// which agrees with the recurrence to float rounding, not bitwise. A sequence's results depend only
+// on its own tokens in the call and its state, never on the other sequences beside it (bitwise).
+// The caller checked the shapes (check_causal_conv1d / check_gated_delta_rule).
 #pragma once
 #include "backend/backend.h"
 
