@@ -13,59 +13,92 @@
 namespace pagoda::backend::cpu::detail {
 namespace {
 
-// R rows x NV vectors of Y = (accumulate ? Y : 0) + X B, the last vector `last` lanes wide; the
-// accumulators stay in registers over the whole K loop.
-template <class S, int R, int NV>
+// R rows x NV vectors of Y = (accumulate ? Y : 0) + X B, the last vector `last` lanes wide (Partial)
+// or whole; the accumulators stay in registers over the whole K loop (the loops over them unrolled).
+template <class S, int R, int NV, bool Partial>
 void gemm_tile(const float* x, int64_t ldx, int64_t kdim, const float* b, int64_t ldb, float* y, int64_t ldy,
                int last, bool accumulate) {
     using V = typename S::V;
-    auto load = [&](const float* p, int v) { return v == NV - 1 && last < S::L ? S::load_n(p, last) : S::load(p); };
+    auto load = [&](const float* p, int v) { return Partial && v == NV - 1 ? S::load_n(p, last) : S::load(p); };
     V acc[R][NV];
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) acc[r][v] = accumulate ? load(y + r * ldy + v * S::L, v) : S::zero();
     for (int64_t kk = 0; kk < kdim; ++kk) {
         V bv[NV];
+#pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) bv[v] = load(b + kk * ldb + v * S::L, v);
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
             const V xr = S::set1(x[r * ldx + kk]);
+#pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) acc[r][v] = S::fma(xr, bv[v], acc[r][v]);
         }
     }
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
             float* p = y + r * ldy + v * S::L;
-            if (v == NV - 1 && last < S::L)
+            if (Partial && v == NV - 1)
                 S::store_n(p, acc[r][v], last);
             else
                 S::store(p, acc[r][v]);
         }
 }
 
+template <class S, int R, int NV>
+void gemm_tile(const float* x, int64_t ldx, int64_t kdim, const float* b, int64_t ldb, float* y, int64_t ldy,
+               int last, bool accumulate) {
+    if (last < S::L)
+        gemm_tile<S, R, NV, true>(x, ldx, kdim, b, ldb, y, ldy, last, accumulate);
+    else
+        gemm_tile<S, R, NV, false>(x, ldx, kdim, b, ldb, y, ldy, last, accumulate);
+}
+
 template <class S, int R>
 void gemm_rows(const float* x, int64_t ldx, int64_t kdim, const float* b, int64_t ldb, int64_t cols, float* y,
                int64_t ldy, bool accumulate) {
-    constexpr int64_t block = 2 * S::L;
+    // 4 vectors a tile where the registers hold 16 accumulators and the loads beside them (AVX-512's
+    // 32), 2 on AVX2's 16.
+    constexpr int kMaxVectors = S::L >= 16 ? 4 : 2;
+    constexpr int64_t block = kMaxVectors * S::L;
     for (int64_t c = 0; c < cols; c += block) {
         const int64_t width = std::min(block, cols - c);
-        const int last = int(width - (width - 1) / S::L * S::L);
-        if (width > S::L)
-            gemm_tile<S, R, 2>(x, ldx, kdim, b + c, ldb, y + c, ldy, last, accumulate);
-        else
-            gemm_tile<S, R, 1>(x, ldx, kdim, b + c, ldb, y + c, ldy, last, accumulate);
+        const int vectors = int((width + S::L - 1) / S::L), last = int(width - (vectors - 1) * S::L);
+        float* yc = y + c;
+        const float* bc = b + c;
+        switch (vectors) {
+            case 1: gemm_tile<S, R, 1>(x, ldx, kdim, bc, ldb, yc, ldy, last, accumulate); break;
+            case 2: gemm_tile<S, R, 2>(x, ldx, kdim, bc, ldb, yc, ldy, last, accumulate); break;
+            case 3: gemm_tile<S, R, kMaxVectors < 3 ? 1 : 3>(x, ldx, kdim, bc, ldb, yc, ldy, last, accumulate); break;
+            default: gemm_tile<S, R, kMaxVectors>(x, ldx, kdim, bc, ldb, yc, ldy, last, accumulate); break;
+        }
     }
 }
+
+// Which part of y a product needs: all of it, only the lower triangle with its diagonal (y[r][c],
+// c <= r: the columns past a row block's last row are skipped), or all of y from a lower-triangular
+// x (x[r][k] = 0 for k > r: the sum over k stops at a row block's last row).
+enum class Part { all, lower_y, lower_x };
 
 // y (rows x cols) = (accumulate ? y : 0) + x (rows x kdim) b (kdim x cols), row-major with strides.
 template <class S>
 void gemm(const float* x, int64_t ldx, int64_t rows, int64_t kdim, const float* b, int64_t ldb, int64_t cols,
-          float* y, int64_t ldy, bool accumulate) {
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) gemm_rows<S, 4>(x + r * ldx, ldx, kdim, b, ldb, cols, y + r * ldy, ldy, accumulate);
-    switch (rows - r) {
-        case 3: gemm_rows<S, 3>(x + r * ldx, ldx, kdim, b, ldb, cols, y + r * ldy, ldy, accumulate); break;
-        case 2: gemm_rows<S, 2>(x + r * ldx, ldx, kdim, b, ldb, cols, y + r * ldy, ldy, accumulate); break;
-        case 1: gemm_rows<S, 1>(x + r * ldx, ldx, kdim, b, ldb, cols, y + r * ldy, ldy, accumulate); break;
-        default: break;
+          float* y, int64_t ldy, bool accumulate, Part part = Part::all) {
+    for (int64_t r = 0; r < rows; r += 4) {
+        const int64_t n = std::min<int64_t>(4, rows - r);
+        const int64_t c = part == Part::lower_y ? std::min(cols, r + n) : cols;
+        const int64_t k = part == Part::lower_x ? std::min(kdim, r + n) : kdim;
+        const float* xr = x + r * ldx;
+        float* yr = y + r * ldy;
+        switch (n) {
+            case 4: gemm_rows<S, 4>(xr, ldx, k, b, ldb, c, yr, ldy, accumulate); break;
+            case 3: gemm_rows<S, 3>(xr, ldx, k, b, ldb, c, yr, ldy, accumulate); break;
+            case 2: gemm_rows<S, 2>(xr, ldx, k, b, ldb, c, yr, ldy, accumulate); break;
+            default: gemm_rows<S, 1>(xr, ldx, k, b, ldb, c, yr, ldy, accumulate); break;
+        }
     }
 }
 
@@ -125,8 +158,8 @@ void delta_chunk_t(const DeltaChunk& c) {
     for (int64_t t = 0; t < n; ++t)
         for (int64_t i = 0; i < d; ++i) kt[i * n + t] = c.k[t * d + i];
 
-    gemm<S>(c.k, d, n, d, kt, n, n, kk, n, false);
-    gemm<S>(c.q, d, n, d, kt, n, n, qk, n, false);
+    gemm<S>(c.k, d, n, d, kt, n, n, kk, n, false, Part::lower_y);
+    gemm<S>(c.q, d, n, d, kt, n, n, qk, n, false, Part::lower_y);
     gemm<S>(c.k, d, n, d, c.state, d, d, ks, d, false);
     gemm<S>(c.q, d, n, d, c.state, d, d, qs, d, false);
 
@@ -144,7 +177,7 @@ void delta_chunk_t(const DeltaChunk& c) {
     }
     // out_t = e^{G_t} S_0^T q_t + sum_{s<=t} e^{G_t - G_s} (q_t.k_s) d_s
     for (int64_t t = 0; t < n; ++t) combine_rows<S>(qs + t * d, gam[t], nullptr, nullptr, 0, 0, d, c.out + t * d);
-    gemm<S>(qk, n, n, n, dd, d, d, c.out, d, true);
+    gemm<S>(qk, n, n, n, dd, d, d, c.out, d, true, Part::lower_x);
     // S = e^{G_n} S_0 + sum_s (e^{G_n - G_s} k_s) d_s^T: kt scaled by the tails, times dd.
     for (int64_t i = 0; i < d; ++i) {
         for (int64_t t = 0; t < n; ++t) kt[i * n + t] *= tail[t];

@@ -31,10 +31,15 @@ void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float*
 
 namespace {
 // out = a / max(|a|, eps) * scale: ggml_l2_norm's form (eps a floor on the norm, not a term under
-// the root), its squares summed in double as ggml does.
+// the root), its squares summed in double as ggml does, in four interleaved partial sums (a chain of
+// dependent double adds per value was a tenth of a chunked prefill's delta rule).
 void l2_normalise(const float* a, int64_t n, float eps, float scale, float* out) {
-    double sum_sq = 0;
-    for (int64_t i = 0; i < n; ++i) sum_sq += double(a[i] * a[i]);
+    double part[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; ++j) part[j] += double(a[i + j] * a[i + j]);
+    for (; i < n; ++i) part[0] += double(a[i] * a[i]);
+    const double sum_sq = (part[0] + part[1]) + (part[2] + part[3]);
     const float factor = scale / std::max(std::sqrt(float(sum_sq)), eps);
     for (int64_t i = 0; i < n; ++i) out[i] = a[i] * factor;
 }
@@ -85,28 +90,40 @@ void delta_chunk(const detail::DeltaChunk& c) {
     }
 }
 
-// Head h over the tokens `ts` of one slot (in row order), kDeltaChunk at a time: each chunk's rows
-// gathered contiguous (normalised as delta_token normalises them), run, and its outputs scattered back.
-void delta_run(const GatedDeltaRule& op, std::span<const int64_t> ts, int64_t h, const float* q, const float* k,
-               const float* v, const float* g, const float* beta, float* state, float* out) {
-    const int64_t d = op.head_dim, hk = op.n_k_heads, hv = op.n_v_heads, kh = h % hk;
-    thread_local std::vector<float> buf;
-    buf.resize(size_t(4 * detail::kDeltaChunk * d + 2 * detail::kDeltaChunk));
-    float *qc = buf.data(), *kc = qc + detail::kDeltaChunk * d, *vc = kc + detail::kDeltaChunk * d;
-    float *oc = vc + detail::kDeltaChunk * d, *gc = oc + detail::kDeltaChunk * d, *bc = gc + detail::kDeltaChunk;
-    float* s = state + (int64_t(op.state_rows[size_t(ts[0])]) * hv + h) * d * d;
-    for (size_t at = 0; at < ts.size(); at += size_t(detail::kDeltaChunk)) {
-        const int64_t n = std::min<int64_t>(detail::kDeltaChunk, int64_t(ts.size() - at));
-        for (int64_t i = 0; i < n; ++i) {
-            const int64_t t = ts[at + size_t(i)];
-            l2_normalise(q + (t * hk + kh) * d, d, op.l2_eps, op.scale, qc + i * d);
-            l2_normalise(k + (t * hk + kh) * d, d, op.l2_eps, 1.0f, kc + i * d);
-            std::copy_n(v + (t * hv + h) * d, d, vc + i * d);
-            gc[i] = g[t * hv + h];
-            bc[i] = beta[t * hv + h];
+// Heads [h0, h1) over the tokens `ts` of one slot (in row order), kDeltaChunk at a time: each chunk's
+// rows gathered contiguous, run, and its outputs scattered back. The value heads reading one key head
+// share its normalised q and k (normalised as delta_token normalises them).
+void delta_run(const GatedDeltaRule& op, std::span<const int64_t> ts, int64_t h0, int64_t h1, const float* q,
+               const float* k, const float* v, const float* g, const float* beta, float* state, float* out) {
+    const int64_t d = op.head_dim, hk = op.n_k_heads, hv = op.n_v_heads, chunk = detail::kDeltaChunk;
+    thread_local std::vector<float> buf;  // grows once to the head size, then is reused
+    buf.resize(size_t(4 * chunk * d + 2 * chunk));
+    float *qc = buf.data(), *kc = qc + chunk * d, *vc = kc + chunk * d, *oc = vc + chunk * d;
+    float *gc = oc + chunk * d, *bc = gc + chunk;
+    float* slot = state + int64_t(op.state_rows[size_t(ts[0])]) * hv * d * d;
+    for (int64_t kh = 0; kh < hk; ++kh) {
+        // The first value head of [h0, h1) that reads key head kh; the others follow hk apart.
+        const int64_t first = h0 + ((kh - h0) % hk + hk) % hk;
+        if (first >= h1) continue;
+        for (size_t at = 0; at < ts.size(); at += size_t(chunk)) {
+            const int64_t n = std::min<int64_t>(chunk, int64_t(ts.size() - at));
+            for (int64_t i = 0; i < n; ++i) {
+                const int64_t t = ts[at + size_t(i)];
+                l2_normalise(q + (t * hk + kh) * d, d, op.l2_eps, op.scale, qc + i * d);
+                l2_normalise(k + (t * hk + kh) * d, d, op.l2_eps, 1.0f, kc + i * d);
+            }
+            for (int64_t h = first; h < h1; h += hk) {
+                for (int64_t i = 0; i < n; ++i) {
+                    const int64_t t = ts[at + size_t(i)];
+                    std::copy_n(v + (t * hv + h) * d, d, vc + i * d);
+                    gc[i] = g[t * hv + h];
+                    bc[i] = beta[t * hv + h];
+                }
+                delta_chunk({.n = n, .d = d, .q = qc, .k = kc, .v = vc, .g = gc, .beta = bc, .state = slot + h * d * d,
+                             .out = oc});
+                for (int64_t i = 0; i < n; ++i) std::copy_n(oc + i * d, d, out + (ts[at + size_t(i)] * hv + h) * d);
+            }
         }
-        delta_chunk({.n = n, .d = d, .q = qc, .k = kc, .v = vc, .g = gc, .beta = bc, .state = s, .out = oc});
-        for (int64_t i = 0; i < n; ++i) std::copy_n(oc + i * d, d, out + (ts[at + size_t(i)] * hv + h) * d);
     }
 }
 
@@ -127,11 +144,10 @@ void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q
         size_t end = at + 1;
         while (end < order.size() && op.state_rows[size_t(order[end])] == op.state_rows[size_t(order[at])]) ++end;
         const std::span<const int64_t> ts(order.data() + at, end - at);
-        for (int64_t h = head_begin; h < head_end; ++h) {
-            if (ts.size() == 1)
-                delta_token(op, ts[0], h, q, k, v, g, beta, state, out);
-            else
-                delta_run(op, ts, h, q, k, v, g, beta, state, out);
+        if (ts.size() == 1) {
+            for (int64_t h = head_begin; h < head_end; ++h) delta_token(op, ts[0], h, q, k, v, g, beta, state, out);
+        } else {
+            delta_run(op, ts, head_begin, head_end, q, k, v, g, beta, state, out);
         }
         at = end;
     }
