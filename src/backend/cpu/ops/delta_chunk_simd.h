@@ -102,20 +102,56 @@ void gemm(const float* x, int64_t ldx, int64_t rows, int64_t kdim, const float* 
     }
 }
 
-// y[0..n) = base[0..n) * scale - sum_s coef[s] * rows[s][0..n), s < count (rows `ld` apart).
+// NV vectors of combine_rows, the last `last` lanes wide (Partial) or whole: one accumulator per
+// vector, so the count terms run as NV independent chains.
+template <class S, int NV, bool Partial>
+void combine_tile(const float* base, float scale, const float* coef, const float* rows, int64_t ld, int64_t count,
+                  int last, float* y) {
+    using V = typename S::V;
+    auto load = [&](const float* p, int v) { return Partial && v == NV - 1 ? S::load_n(p, last) : S::load(p); };
+    V acc[NV];
+    const V sc = S::set1(scale);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[v] = S::mul(load(base + v * S::L, v), sc);
+    for (int64_t s = 0; s < count; ++s) {
+        const V cs = S::set1(coef[s]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[v] = S::fnma(cs, load(rows + s * ld + v * S::L, v), acc[v]);
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+        if (Partial && v == NV - 1)
+            S::store_n(y + v * S::L, acc[v], last);
+        else
+            S::store(y + v * S::L, acc[v]);
+    }
+}
+
+template <class S, int NV>
+void combine_tile(const float* base, float scale, const float* coef, const float* rows, int64_t ld, int64_t count,
+                  int last, float* y) {
+    if (last < S::L)
+        combine_tile<S, NV, true>(base, scale, coef, rows, ld, count, last, y);
+    else
+        combine_tile<S, NV, false>(base, scale, coef, rows, ld, count, last, y);
+}
+
+// y[0..n) = base[0..n) * scale - sum_s coef[s] * rows[s][0..n), s < count (rows `ld` apart); y may
+// be base.
 template <class S>
 void combine_rows(const float* base, float scale, const float* coef, const float* rows, int64_t ld, int64_t count,
                   int64_t n, float* y) {
-    using V = typename S::V;
-    for (int64_t c = 0; c < n; c += S::L) {
-        const int w = int(std::min<int64_t>(S::L, n - c));
-        auto load = [&](const float* p) { return w < S::L ? S::load_n(p, w) : S::load(p); };
-        V acc = S::mul(load(base + c), S::set1(scale));
-        for (int64_t s = 0; s < count; ++s) acc = S::fnma(S::set1(coef[s]), load(rows + s * ld + c), acc);
-        if (w < S::L)
-            S::store_n(y + c, acc, w);
-        else
-            S::store(y + c, acc);
+    constexpr int64_t block = 4 * S::L;
+    for (int64_t c = 0; c < n; c += block) {
+        const int64_t width = std::min(block, n - c);
+        const int vectors = int((width + S::L - 1) / S::L), last = int(width - (vectors - 1) * S::L);
+        const float* rc = rows == nullptr ? nullptr : rows + c;
+        switch (vectors) {
+            case 1: combine_tile<S, 1>(base + c, scale, coef, rc, ld, count, last, y + c); break;
+            case 2: combine_tile<S, 2>(base + c, scale, coef, rc, ld, count, last, y + c); break;
+            case 3: combine_tile<S, 3>(base + c, scale, coef, rc, ld, count, last, y + c); break;
+            default: combine_tile<S, 4>(base + c, scale, coef, rc, ld, count, last, y + c); break;
+        }
     }
 }
 
