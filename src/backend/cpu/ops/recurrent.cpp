@@ -12,20 +12,23 @@
 namespace pagoda::backend::cpu {
 
 void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float* x, int64_t rows, int64_t channels,
-                       float* state, float* out) {
-    const int64_t kept = op.kernel - 1;
+                       float* state, float* out, int64_t channel_begin, int64_t channel_end) {
+    const int64_t kept = op.kernel - 1, width = channel_end - channel_begin;
     for (int64_t t = 0; t < rows; ++t) {
         float* s = state + int64_t(op.state_rows[size_t(t)]) * kept * channels;
         const float* xt = x + t * channels;
         float* o = out + t * channels;
-        for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t c = channel_begin; c < channel_end; ++c) {
             const float* w = weight + c * op.kernel;
             float sum = w[kept] * xt[c];
             for (int64_t j = 0; j < kept; ++j) sum += w[j] * s[j * channels + c];
             o[c] = op.silu ? sum / (1.0f + std::exp(-sum)) : sum;
         }
-        std::memmove(s, s + channels, size_t((kept - 1) * channels) * sizeof(float));
-        std::memcpy(s + (kept - 1) * channels, xt, size_t(channels) * sizeof(float));
+        // The window slides over this thread's channels only.
+        for (int64_t j = 0; j + 1 < kept; ++j)
+            std::memcpy(s + j * channels + channel_begin, s + (j + 1) * channels + channel_begin,
+                        size_t(width) * sizeof(float));
+        std::memcpy(s + (kept - 1) * channels + channel_begin, xt + channel_begin, size_t(width) * sizeof(float));
     }
 }
 

@@ -12,8 +12,10 @@
 namespace pagoda::backend::cpu {
 
 // x, out: rows x channels; weight: channels x kernel taps; state: slots x (kernel - 1) x channels.
+// Channels [channel_begin, channel_end) only: channels never read each other's inputs or state, so
+// threads may split them freely.
 void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float* x, int64_t rows, int64_t channels,
-                       float* state, float* out);
+                       float* state, float* out, int64_t channel_begin, int64_t channel_end);
 
 // Row-major f32 tensors as GatedDeltaRule lays them out; `rows` tokens, value heads [head_begin,
 // head_end) only: heads never read each other's state, so threads may split them freely.
