@@ -216,5 +216,19 @@ TEST(DeltaChunk, HeadsSplitAmongCallersGiveBitwiseTheSameResults) {
     EXPECT_TRUE(bitwise(split.state, whole.state));
 }
 
+// DeltaRuleForm::recurrent runs every slot token by token: bitwise a call of one row at a time.
+TEST(DeltaChunk, TheRecurrentFormIsTheTokenByTokenRecurrenceBitwise) {
+    std::mt19937 rng(77);
+    const Case c = make_case(2, 4, 16, 2, std::vector<int32_t>{0, 1, 1, 0, 0, 0, 1, 0, 1, 1, 1, 0}, rng);
+    const Result token = run_cpu(c, 1);
+    const DeltaRuleForm was = delta_rule_form();
+    set_delta_rule_form(DeltaRuleForm::recurrent);
+    const Result whole = run_cpu(c, c.tokens());
+    set_delta_rule_form(was);
+    EXPECT_TRUE(bitwise(whole.out, token.out));
+    EXPECT_TRUE(bitwise(whole.state, token.state));
+    EXPECT_FALSE(bitwise(run_cpu(c, c.tokens()).out, token.out)) << "the chunked form rounds otherwise";
+}
+
 }  // namespace
 }  // namespace pagoda::backend::cpu

@@ -28,9 +28,4 @@ struct DeltaChunk {
     float* out = nullptr;
 };
 
-// One instantiation per ISA of delta_chunk_simd.h; call only where active_isa() allows it.
-void delta_chunk_avx512(const DeltaChunk& c);
-void delta_chunk_avx2(const DeltaChunk& c);
-void delta_chunk_scalar(const DeltaChunk& c);
-
 }  // namespace pagoda::backend::cpu::detail

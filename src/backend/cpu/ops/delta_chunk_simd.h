@@ -1,5 +1,5 @@
 // Internal: delta_chunk.h's chunk of the gated delta rule written once over a traits type S
-// (simd::Avx512, simd::Avx2, or delta_chunk_scalar.cpp's one-lane type): load, store, load_n,
+// (simd::Avx512, simd::Avx2, or recurrent_scalar.cpp's one-lane type): load, store, load_n,
 // store_n, set1, zero, mul, fma (c + a * b), fnma (c - a * b), exp. Internal linkage: each ISA file
 // compiles its own copy with its own flags.
 #pragma once

@@ -1,34 +1,26 @@
 #include "backend/cpu/ops/recurrent.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <span>
 #include <vector>
 
-#include "backend/cpu/ops/delta_chunk.h"
+#include "backend/cpu/ops/recurrent_paths.h"
 #include "core/cpu_features.h"
 
 namespace pagoda::backend::cpu {
 
 void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float* x, int64_t rows, int64_t channels,
                        float* state, float* out, int64_t channel_begin, int64_t channel_end) {
-    const int64_t kept = op.kernel - 1, width = channel_end - channel_begin;
-    for (int64_t t = 0; t < rows; ++t) {
-        float* s = state + int64_t(op.state_rows[size_t(t)]) * kept * channels;
-        const float* xt = x + t * channels;
-        float* o = out + t * channels;
-        for (int64_t c = channel_begin; c < channel_end; ++c) {
-            const float* w = weight + c * op.kernel;
-            float sum = w[kept] * xt[c];
-            for (int64_t j = 0; j < kept; ++j) sum += w[j] * s[j * channels + c];
-            o[c] = op.silu ? sum / (1.0f + std::exp(-sum)) : sum;
-        }
-        // The window slides over this thread's channels only.
-        for (int64_t j = 0; j + 1 < kept; ++j)
-            std::memcpy(s + j * channels + channel_begin, s + (j + 1) * channels + channel_begin,
-                        size_t(width) * sizeof(float));
-        std::memcpy(s + (kept - 1) * channels + channel_begin, xt + channel_begin, size_t(width) * sizeof(float));
+    switch (active_isa()) {
+        case Isa::avx512:
+            return detail::causal_conv1d_avx512(op, weight, x, rows, channels, state, out, channel_begin, channel_end);
+        case Isa::avx2:
+            return detail::causal_conv1d_avx2(op, weight, x, rows, channels, state, out, channel_begin, channel_end);
+        case Isa::scalar:
+            return detail::causal_conv1d_scalar(op, weight, x, rows, channels, state, out, channel_begin, channel_end);
     }
 }
 
@@ -132,6 +124,13 @@ void delta_run(const GatedDeltaRule& op, std::span<const int64_t> ts, int64_t h0
 
 }  // namespace
 
+namespace {
+std::atomic<DeltaRuleForm> g_delta_rule_form{DeltaRuleForm::chunked};
+}  // namespace
+
+DeltaRuleForm delta_rule_form() { return g_delta_rule_form.load(std::memory_order_relaxed); }
+void set_delta_rule_form(DeltaRuleForm form) { g_delta_rule_form.store(form, std::memory_order_relaxed); }
+
 void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
                           const float* g, const float* beta, float* state, float* out, int64_t head_begin,
                           int64_t head_end) {
@@ -147,8 +146,9 @@ void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q
         size_t end = at + 1;
         while (end < order.size() && op.state_rows[size_t(order[end])] == op.state_rows[size_t(order[at])]) ++end;
         const std::span<const int64_t> ts(order.data() + at, end - at);
-        if (ts.size() == 1) {
-            for (int64_t h = head_begin; h < head_end; ++h) delta_token(op, ts[0], h, q, k, v, g, beta, state, out);
+        if (ts.size() == 1 || delta_rule_form() == DeltaRuleForm::recurrent) {
+            for (int64_t t : ts)
+                for (int64_t h = head_begin; h < head_end; ++h) delta_token(op, t, h, q, k, v, g, beta, state, out);
         } else {
             delta_run(op, ts, head_begin, head_end, q, k, v, g, beta, state, out);
         }

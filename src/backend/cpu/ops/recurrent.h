@@ -17,6 +17,14 @@ namespace pagoda::backend::cpu {
 void causal_conv1d_f32(const CausalConv1d& op, const float* weight, const float* x, int64_t rows, int64_t channels,
                        float* state, float* out, int64_t channel_begin, int64_t channel_end);
 
+// How gated_delta_rule_f32 runs a slot with more than one token in the call: chunked (the default,
+// delta_chunk.h) or recurrent (token by token, as a decode row: then a prompt's results are bitwise
+// the same however the engine splits it into steps, which the engine's bitwise tests rely on).
+// Process-wide; safe to set between steps.
+enum class DeltaRuleForm { chunked, recurrent };
+DeltaRuleForm delta_rule_form();
+void set_delta_rule_form(DeltaRuleForm form);
+
 // Row-major f32 tensors as GatedDeltaRule lays them out; `rows` tokens, value heads [head_begin,
 // head_end) only: heads never read each other's state, so threads may split them freely.
 void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
