@@ -8,7 +8,7 @@
 //   out_t = e^{G_t} S_0^T q_t + sum_{s<=t} e^{G_t - G_s} (q_t.k_s) d_s,
 //   S <- e^{G_n} S_0 + sum_s e^{G_n - G_s} k_s d_s^T.
 // Only decays e^{G_t - G_s} with t >= s appear: nothing overflows however strong the decay. The
-// products run as small matrix products (3 n d^2 + 2 n^2 d multiply-adds per chunk) instead of the
+// products run as small matrix products (about 3 n d^2 + 1.5 n^2 d multiply-adds per chunk) instead of the
 // token form's two passes over the d x d state per token.
 #pragma once
 #include <cstdint>

@@ -3,7 +3,8 @@
 // and one token at a time give bitwise the same outputs and states. The delta rule runs each slot's
 // tokens of the call together: a slot with one token (a decode row) takes the token-by-token
 // recurrence, longer runs the chunkwise-parallel form (delta_chunk.h) kDeltaChunk tokens at a time,
-// which agrees with the recurrence to float rounding, not bitwise. A sequence's results depend only
+// which agrees with the recurrence to float rounding, not bitwise (DeltaRuleForm::recurrent below
+// keeps every slot token by token). A sequence's results depend only
 // on its own tokens in the call and its state, never on the other sequences beside it (bitwise).
 // The caller checked the shapes (check_causal_conv1d / check_gated_delta_rule).
 #pragma once
