@@ -1,9 +1,11 @@
 // The backend conformance suite (conformance.h): the recurrent ops of gated DeltaNet layers
 // (backend.h: CausalConv1d, GatedDeltaRule) against the reference's double-precision recurrence:
 // outputs and updated states over several sequences whose tokens interleave in one call, random
-// starting states, odd widths, value heads over fewer key heads. Contract: a step in chunks and one
-// token at a time give bitwise the same outputs and states; a sequence's results never depend on the
-// other sequences of the call (batch invariance); bad shapes and state rows are refused by name. Also
+// starting states, odd widths, value heads over fewer key heads. Contract: the conv in chunks and one
+// token at a time give bitwise the same outputs and states, the delta rule the same to float rounding
+// (a backend may run a sequence's tokens of one call in the chunkwise-parallel form); a sequence's
+// results never depend on the other sequences of the call (batch invariance, bitwise); bad shapes and
+// state rows are refused by name. Also
 // sigmoid_mul, the full-attention layers' output gate.
 // A backend that declares neither op (supports) is skipped naming it; the model layer refuses qwen35 there.
 #include "backend/conformance.h"
@@ -146,7 +148,7 @@ TEST_P(Conformance, GatedDeltaRuleMatchesTheReference) {
     }
 }
 
-TEST_P(Contract, RecurrentOpsInChunksEqualOneTokenAtATimeBitwise) {
+TEST_P(Contract, RecurrentOpsInChunksAgreeWithOneTokenAtATime) {
     if (!has_recurrent_ops(*test)) GTEST_SKIP() << GetParam() << ": declares no recurrent ops";
     std::mt19937 rng(63);
     for (int trial = 0; trial < 8; ++trial) {
@@ -159,8 +161,9 @@ TEST_P(Contract, RecurrentOpsInChunksEqualOneTokenAtATimeBitwise) {
             EXPECT_TRUE(bitwise(split.second, whole.second)) << "conv state, trial " << trial;
             test.reset();
             const auto d_whole = run_delta(test, delta, delta.tokens), d_split = run_delta(test, delta, chunk);
-            EXPECT_TRUE(bitwise(d_split.first, d_whole.first)) << "delta trial " << trial << ", chunks of " << chunk;
-            EXPECT_TRUE(bitwise(d_split.second, d_whole.second)) << "delta state, trial " << trial;
+            EXPECT_TRUE(close(d_split.first, d_whole.first, kRecurrentTolerance))
+                << "delta trial " << trial << ", chunks of " << chunk;
+            EXPECT_TRUE(close(d_split.second, d_whole.second, kRecurrentTolerance)) << "delta state, trial " << trial;
         }
     }
 }

@@ -2,7 +2,7 @@
 // state lives in slots beside the paged KV). A prompt resumes from cached blocks only where a state
 // snapshot was taken (engine/state_snapshots.h), so with the cache on the greedy tokens must be
 // bitwise those with it off for repeated, partially shared, concurrent and forked prompts, on the CPU
-// and the reference backend, under a KV pool small enough to evict and with one snapshot slot; and
+// (its delta rule token by token: hybrid_test_model.h, RecurrentDeltaRule) and the reference backend, under a KV pool small enough to evict and with one snapshot slot; and
 // the usage's cached-token counts show exactly where the snapshots let a prompt resume.
 #include <gtest/gtest.h>
 
@@ -84,6 +84,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << " on " << c.bac
 class HybridPrefixCache : public ::testing::TestWithParam<Case> {};
 
 TEST_P(HybridPrefixCache, GreedyTokensEqualCacheOffAndHitsResumeAtSnapshots) {
+    const test::RecurrentDeltaRule recurrent;
     const auto [arch, backend] = GetParam();
     const std::string path = hybrid_model(arch);
     const auto system = test::make_prompt(24, 7, 300);  // 6 whole blocks
@@ -135,6 +136,7 @@ TEST_P(HybridPrefixCache, GreedyTokensEqualCacheOffAndHitsResumeAtSnapshots) {
 }
 
 TEST_P(HybridPrefixCache, EvictionAndFewSnapshotSlotsLoseNothing) {
+    const test::RecurrentDeltaRule recurrent;
     const auto [arch, backend] = GetParam();
     const std::string path = hybrid_model(arch);
     std::vector<std::vector<int32_t>> prompts;

@@ -1,7 +1,8 @@
 // The engine with a hybrid model (qwen35 / qwen35moe / qwen3next: gated DeltaNet layers with a per-sequence
 // recurrent state beside the paged KV): a greedy request yields the same tokens alone, batched with
 // others under small token budgets (chunked prefill) and block sizes, preempted and recomputed from a
-// small KV pool, and as both choices of an n = 2 request (the fork copies the parent's state). The
+// small KV pool, and as both choices of an n = 2 request (the fork copies the parent's state), with
+// the CPU's delta rule token by token (hybrid_test_model.h: RecurrentDeltaRule). The
 // engine caps the running sequences at its state slots, turns the prefix cache off when no slot is
 // left for state snapshots (hybrid_prefix_cache_test.cpp runs it on), and refuses speculative
 // decoding by name.
@@ -66,6 +67,7 @@ Outcome run(const std::string& path, const Scenario& sc, const std::vector<std::
 class HybridEngine : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HybridEngine, GreedyTokensAreTheSameAloneBatchedPreemptedAndForked) {
+    const test::RecurrentDeltaRule recurrent;
     const std::string path = hybrid_model(GetParam());
     std::vector<std::vector<int32_t>> prompts;
     for (uint32_t i = 0; i < 8; ++i) prompts.push_back(test::make_prompt(3 + (i * 13) % 19, i + 1, 300));

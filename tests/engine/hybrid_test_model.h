@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/cpu/ops/recurrent.h"
 #include "fixtures.h"
 #include "model/random_model.h"
 
@@ -20,5 +21,16 @@ inline std::string hybrid_test_model(const std::string& arch, uint64_t seed, con
     model::write_random_model(spec, nullptr, f);
     return f;
 }
+
+// The CPU's delta rule token by token for a test's lifetime: however the engine splits a prompt into
+// steps (token budgets, preemption, snapshots) the states are then bitwise the same, so greedy tokens
+// compare exactly. The default chunked form agrees with it to float rounding only, which a random
+// model's near-tied logits or expert scores can turn into other tokens (tests/model and
+// tests/backend/cpu/delta_chunk_test.cpp check that agreement).
+struct RecurrentDeltaRule {
+    backend::cpu::DeltaRuleForm was = backend::cpu::delta_rule_form();
+    RecurrentDeltaRule() { backend::cpu::set_delta_rule_form(backend::cpu::DeltaRuleForm::recurrent); }
+    ~RecurrentDeltaRule() { backend::cpu::set_delta_rule_form(was); }
+};
 
 }  // namespace pagoda::engine::test

@@ -191,7 +191,15 @@ public:
     }
     void causal_conv1d(const CausalConv1d& op, const Tensor& x, const Tensor& state, const Tensor& out) override {
         check_causal_conv1d(op, x, state, out, "cpu backend");
-        cpu::causal_conv1d_f32(op, cpu(*op.weight), f32(x), x.rows, x.cols, f32w(state), f32w(out));
+        // Split by channels: each thread runs every token of its channels in order. A few rows (decode)
+        // cost less than waking the threads (per_token's rule).
+        auto run = [&](int64_t begin, int64_t end, int) {
+            cpu::causal_conv1d_f32(op, cpu(*op.weight), f32(x), x.rows, x.cols, f32w(state), f32w(out), begin, end);
+        };
+        if (x.rows < 8)
+            run(0, x.cols, 0);
+        else
+            threads_.parallel_for(x.cols, 16, run);
     }
     void gated_delta_rule(const GatedDeltaRule& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
                           const Tensor& beta, const Tensor& state, const Tensor& out) override {
