@@ -35,7 +35,8 @@ void BM_GatedDeltaRule(benchmark::State& state) {
     const std::vector<int32_t> rows(size_t(kTokens), 0);
     pagoda::backend::GatedDeltaRule op{hk, hv, d, 1.f / std::sqrt(float(d)), 1e-6f, rows};
     for (auto _ : state) {
-        if (chunked) {
+        if (chunked) {  // the chunked form chosen for the call (PAGODA_DELTA_RULE=chunked)
+            pagoda::backend::cpu::set_delta_rule_form(pagoda::backend::cpu::DeltaRuleForm::chunked);
             pagoda::backend::cpu::gated_delta_rule_f32(op, kTokens, q.data(), k.data(), v.data(), g.data(),
                                                        beta.data(), s.data(), out.data(), 0, hv);
         } else {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <vector>
 
+#include "backend/cpu/ops/recurrent.h"
 #include "backend/cpu/plan/kernel_plan.h"
 #include "backend/cpu/plan/path_method.h"
 #include "core/cpu_features.h"
@@ -70,6 +71,10 @@ FingerprintParts fingerprint_parts(const StepModelInfo& info) {
                                          backend::cpu::path_method_name(backend::cpu::kernel_choice(t, 1).method));
     }
     p.kv_dtype = kv::kv_dtype_name(info.kv_layout.dtype);
+    if (info.backend == "cpu" && info.n_state_slots > 0 && backend::cpu::delta_rule_form() == backend::cpu::DeltaRuleForm::chunked) {
+        p.kernel_plan += "; delta rule chunked";
+        p.split_invariant = false;
+    }
     return p;
 }
 
@@ -84,7 +89,7 @@ std::string system_fingerprint(const FingerprintParts& parts) {
     d.text(parts.isa);
     d.text(parts.kernel_plan);
     d.text(parts.kv_dtype);
-    return fmt::format("fp_{:016x}{}", d.value(), backend_is_batch_invariant(parts.backend) ? "" : "_nd");
+    return fmt::format("fp_{:016x}{}", d.value(), backend_is_batch_invariant(parts.backend) && parts.split_invariant ? "" : "_nd");
 }
 
 }  // namespace pagoda::model

@@ -21,6 +21,9 @@ struct FingerprintParts {
     std::string isa;          // the CPU path in use: scalar, avx2, avx512
     std::string kernel_plan;  // backend::cpu's description of its kernel choices (empty for others)
     std::string kv_dtype;     // f32, f16, bf16, q8
+    // False where this model's outputs depend on how a prompt is split into steps: a model with
+    // recurrent layers under PAGODA_DELTA_RULE=chunked (backend/cpu/ops/recurrent.h).
+    bool split_invariant = true;
 };
 
 // The parts of the process and the model it serves (call after the model is open: the kernel plan

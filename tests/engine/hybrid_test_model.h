@@ -22,11 +22,12 @@ inline std::string hybrid_test_model(const std::string& arch, uint64_t seed, con
     return f;
 }
 
-// The CPU's delta rule token by token for a test's lifetime: however the engine splits a prompt into
-// steps (token budgets, preemption, snapshots) the states are then bitwise the same, so greedy tokens
-// compare exactly. The default chunked form agrees with it to float rounding only, which a random
-// model's near-tied logits or expert scores can turn into other tokens (tests/model and
-// tests/backend/cpu/delta_chunk_test.cpp check that agreement).
+// The CPU's delta rule token by token for a test's lifetime (the default, unless PAGODA_DELTA_RULE
+// says otherwise): however the engine splits a prompt into steps (token budgets, preemption,
+// snapshots) the states are then bitwise the same, so greedy tokens compare exactly. The chunked
+// form agrees with it to float rounding only, which a random model's near-tied logits or expert
+// scores can turn into other tokens (tests/model and tests/backend/cpu/delta_chunk_test.cpp check
+// that agreement).
 struct RecurrentDeltaRule {
     backend::cpu::DeltaRuleForm was = backend::cpu::delta_rule_form();
     RecurrentDeltaRule() { backend::cpu::set_delta_rule_form(backend::cpu::DeltaRuleForm::recurrent); }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
+#include "backend/cpu/ops/recurrent.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "core/thread_pool.h"
 #include "fixtures.h"
@@ -182,10 +183,16 @@ std::unique_ptr<StepModel> cpu_model(const std::string& path) {
                                   .state_slots = 4});
 }
 
-// The CPU runs a slot's tokens of one step in the chunked form of the delta rule (its
-// recurrence when the slot has one token): how a prompt is split into steps changes its logits only by
-// float rounding, 1e-5 of each position's largest logit (77 tokens: steps of 64 + 13 cross a chunk).
+// With PAGODA_DELTA_RULE=chunked the CPU runs a slot's tokens of one step in the chunked form of the
+// delta rule (its recurrence when the slot has one token): how a prompt is split into steps changes
+// its logits only by float rounding, 1e-5 of each position's largest logit (77 tokens: steps of
+// 64 + 13 cross a chunk). The default, token by token, keeps them bitwise (the engine tests).
 TEST(Qwen35State, ChunkedPrefillAgreesWithTokenByToken) {
+    struct Chunked {
+        backend::cpu::DeltaRuleForm was = backend::cpu::delta_rule_form();
+        Chunked() { backend::cpu::set_delta_rule_form(backend::cpu::DeltaRuleForm::chunked); }
+        ~Chunked() { backend::cpu::set_delta_rule_form(was); }
+    } chunked;
     const std::string path = write(qwen35_spec("qwen35", 101), "chunks");
     auto model = cpu_model(path);
     const std::vector<int32_t> ids = prompt(77);

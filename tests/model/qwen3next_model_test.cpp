@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/ops/recurrent.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "hybrid_direct.h"
 #include "fixtures.h"
@@ -216,10 +217,16 @@ INSTANTIATE_TEST_SUITE_P(RandomModels, Qwen3NextModel,
                                            Case{"fused_f32", "", true, 1e-5}, Case{"fused_q8_0", "q8_0", true, 5e-2}),
                          [](const auto& info) { return info.param.name; });
 
-// The CPU runs a slot's tokens of one step in the chunked form of the delta rule (its
-// recurrence when the slot has one token): how a prompt is split into steps changes its logits only by
-// float rounding, 1e-5 of each position's largest logit (77 tokens: steps of 64 + 13 cross a chunk).
+// With PAGODA_DELTA_RULE=chunked the CPU runs a slot's tokens of one step in the chunked form of the
+// delta rule (its recurrence when the slot has one token): how a prompt is split into steps changes
+// its logits only by float rounding, 1e-5 of each position's largest logit (77 tokens: steps of
+// 64 + 13 cross a chunk). The default, token by token, keeps them bitwise (the engine tests).
 TEST(Qwen3NextState, ChunkedPrefillAgreesWithTokenByToken) {
+    struct Chunked {
+        backend::cpu::DeltaRuleForm was = backend::cpu::delta_rule_form();
+        Chunked() { backend::cpu::set_delta_rule_form(backend::cpu::DeltaRuleForm::chunked); }
+        ~Chunked() { backend::cpu::set_delta_rule_form(was); }
+    } chunked;
     const std::string path = write(next_spec(101, false), "chunks");
     auto model = open_step_model(path, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32},
                                         .tokens_wanted = 256, .state_slots = 4});

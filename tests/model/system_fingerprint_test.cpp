@@ -8,6 +8,7 @@
 #include <set>
 
 #include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/ops/recurrent.h"
 #include "backend/cpu/matmul_test_util.h"
 #include "fixtures.h"
 #include "model/open_step_model.h"
@@ -68,6 +69,32 @@ TEST(SystemFingerprint, PartsOfAnOpenedModel) {
     const std::string fma = fingerprint_parts(m->info()).kernel_plan;
     backend::cpu::set_float_method(backend::cpu::FloatMethod::bf16_dot);
     EXPECT_NE(fingerprint_parts(m->info()).kernel_plan, fma);
+}
+
+// A model with recurrent layers under the chunked delta rule (PAGODA_DELTA_RULE=chunked) gives
+// results that depend on how its prompts are split into steps: the plan names it and the
+// fingerprint is marked "_nd"; the default (token by token) keeps the promise.
+TEST(SystemFingerprint, AChunkedDeltaRuleLosesThePromise) {
+    RandomModelSpec spec;
+    spec.arch = "qwen35";
+    spec.n_layers = 4; spec.dim = 64; spec.n_heads = 4; spec.n_kv_heads = 2; spec.head_dim = 16; spec.ffn_dim = 96;
+    spec.vocab_size = 300;
+    const std::string path = pagoda::test::temp_path("fingerprint_qwen35.gguf");
+    write_random_model(spec, nullptr, path);
+    auto m = open_step_model(path, {.threads = 1, .tokens_wanted = 64, .state_slots = 2});
+    struct Restore {
+        backend::cpu::DeltaRuleForm was = backend::cpu::delta_rule_form();
+        ~Restore() { backend::cpu::set_delta_rule_form(was); }
+    } restore;
+    backend::cpu::set_delta_rule_form(backend::cpu::DeltaRuleForm::recurrent);
+    const FingerprintParts plain = fingerprint_parts(m->info());
+    EXPECT_TRUE(plain.split_invariant);
+    EXPECT_TRUE(std::regex_match(system_fingerprint(plain), std::regex("fp_[0-9a-f]{16}")));
+    backend::cpu::set_delta_rule_form(backend::cpu::DeltaRuleForm::chunked);
+    const FingerprintParts chunked = fingerprint_parts(m->info());
+    EXPECT_FALSE(chunked.split_invariant);
+    EXPECT_NE(chunked.kernel_plan.find("delta rule chunked"), std::string::npos) << chunked.kernel_plan;
+    EXPECT_TRUE(std::regex_match(system_fingerprint(chunked), std::regex("fp_[0-9a-f]{16}_nd")));
 }
 
 }  // namespace

@@ -123,7 +123,15 @@ void expect_agrees(const Case& c, const std::string& what) {
 
 std::vector<int32_t> one_slot(int64_t n) { return std::vector<int32_t>(size_t(n), 0); }
 
-TEST(DeltaChunk, RunLengthsAroundTheChunkAgreeWithTheRecurrence) {
+// Every test here runs the chunked form (the default is token by token: recurrent.h).
+class DeltaChunk : public ::testing::Test {
+protected:
+    void SetUp() override { set_delta_rule_form(DeltaRuleForm::chunked); }
+    void TearDown() override { set_delta_rule_form(was_); }
+    DeltaRuleForm was_ = delta_rule_form();
+};
+
+TEST_F(DeltaChunk, RunLengthsAroundTheChunkAgreeWithTheRecurrence) {
     std::mt19937 rng(71);
     for (int64_t n : {int64_t(1), int64_t(2), C - 1, C, C + 1, 3 * C + 5})
         for (int32_t d : {3, 17, 64}) {
@@ -132,12 +140,12 @@ TEST(DeltaChunk, RunLengthsAroundTheChunkAgreeWithTheRecurrence) {
         }
 }
 
-TEST(DeltaChunk, WideHeadsAgreeWithTheRecurrence) {
+TEST_F(DeltaChunk, WideHeadsAgreeWithTheRecurrence) {
     std::mt19937 rng(72);
     expect_agrees(make_case(1, 2, 128, 1, one_slot(2 * C + 9), rng), "head size 128");
 }
 
-TEST(DeltaChunk, InterleavedSlotsAgreeAndStayApart) {
+TEST_F(DeltaChunk, InterleavedSlotsAgreeAndStayApart) {
     std::mt19937 rng(73);
     std::vector<int32_t> rows;
     for (int i = 0; i < 150; ++i) rows.push_back(std::uniform_int_distribution<int32_t>(0, 2)(rng));
@@ -168,7 +176,7 @@ TEST(DeltaChunk, InterleavedSlotsAgreeAndStayApart) {
                         std::vector<float>(mixed.state.begin(), mixed.state.begin() + long(slot))));
 }
 
-TEST(DeltaChunk, AStateContinuesAcrossCalls) {
+TEST_F(DeltaChunk, AStateContinuesAcrossCalls) {
     std::mt19937 rng(74);
     const Case c = make_case(1, 3, 32, 1, one_slot(C + 37), rng);
     const Result want = run_reference(c), token = run_cpu(c, 1);
@@ -184,7 +192,7 @@ TEST(DeltaChunk, AStateContinuesAcrossCalls) {
     }
 }
 
-TEST(DeltaChunk, StrongAndNoDecayBetaZeroAndOne) {
+TEST_F(DeltaChunk, StrongAndNoDecayBetaZeroAndOne) {
     std::mt19937 rng(75);
     const std::pair<Decay, const char*> decays[] = {{Decay::strong, "g = -30"}, {Decay::none, "g = 0"}};
     const std::pair<Beta, const char*> betas[] = {{Beta::zero, "beta 0"}, {Beta::one, "beta 1"}, {Beta::random, "beta random"}};
@@ -204,7 +212,7 @@ TEST(DeltaChunk, StrongAndNoDecayBetaZeroAndOne) {
     EXPECT_TRUE(close(run_cpu(s, 3).state, run_cpu(fresh, 3).state, 1e-6));
 }
 
-TEST(DeltaChunk, HeadsSplitAmongCallersGiveBitwiseTheSameResults) {
+TEST_F(DeltaChunk, HeadsSplitAmongCallersGiveBitwiseTheSameResults) {
     std::mt19937 rng(76);
     const Case c = make_case(2, 6, 16, 2, std::vector<int32_t>{0, 0, 1, 0, 1, 1, 0, 0, 0, 1}, rng);
     const Result whole = run_cpu(c, c.tokens());
@@ -217,7 +225,7 @@ TEST(DeltaChunk, HeadsSplitAmongCallersGiveBitwiseTheSameResults) {
 }
 
 // DeltaRuleForm::recurrent runs every slot token by token: bitwise a call of one row at a time.
-TEST(DeltaChunk, TheRecurrentFormIsTheTokenByTokenRecurrenceBitwise) {
+TEST_F(DeltaChunk, TheRecurrentFormIsTheTokenByTokenRecurrenceBitwise) {
     std::mt19937 rng(77);
     const Case c = make_case(2, 4, 16, 2, std::vector<int32_t>{0, 1, 1, 0, 0, 0, 1, 0, 1, 1, 1, 0}, rng);
     const Result token = run_cpu(c, 1);

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/ops/recurrent_paths.h"
 #include "core/cpu_features.h"
+#include "core/error.h"
 
 namespace pagoda::backend::cpu {
 
@@ -125,11 +128,24 @@ void delta_run(const GatedDeltaRule& op, std::span<const int64_t> ts, int64_t h0
 }  // namespace
 
 namespace {
-std::atomic<DeltaRuleForm> g_delta_rule_form{DeltaRuleForm::chunked};
+DeltaRuleForm form_from_environment() {
+    const char* v = std::getenv("PAGODA_DELTA_RULE");
+    if (!v || !*v || std::string_view(v) == "recurrent") return DeltaRuleForm::recurrent;
+    if (std::string_view(v) == "chunked") return DeltaRuleForm::chunked;
+    fail("PAGODA_DELTA_RULE={} is not 'recurrent' or 'chunked'", v);
+}
+std::atomic<int> g_delta_rule_form{-1};  // -1: not read yet
 }  // namespace
 
-DeltaRuleForm delta_rule_form() { return g_delta_rule_form.load(std::memory_order_relaxed); }
-void set_delta_rule_form(DeltaRuleForm form) { g_delta_rule_form.store(form, std::memory_order_relaxed); }
+DeltaRuleForm delta_rule_form() {
+    int form = g_delta_rule_form.load(std::memory_order_relaxed);
+    if (form < 0) {
+        form = int(form_from_environment());
+        g_delta_rule_form.store(form, std::memory_order_relaxed);
+    }
+    return DeltaRuleForm(form);
+}
+void set_delta_rule_form(DeltaRuleForm form) { g_delta_rule_form.store(int(form), std::memory_order_relaxed); }
 
 void gated_delta_rule_f32(const GatedDeltaRule& op, int64_t rows, const float* q, const float* k, const float* v,
                           const float* g, const float* beta, float* state, float* out, int64_t head_begin,
