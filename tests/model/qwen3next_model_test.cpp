@@ -230,7 +230,7 @@ std::vector<bool> norm_amplified_positions(const std::string& path, const std::v
         std::vector<Seen> seen(4);
         model->set_activation_observer([&](int64_t layer, MatmulInput role, const float* x, int64_t n, int64_t cols) {
             EXPECT_EQ(n, int64_t(ids.size()));  // one step: the whole prompt
-            if ((layer + 1) % 4 == 0) return;   // full attention
+            if (layer < 0 || layer >= 4 || (layer + 1) % 4 == 0) return;  // the output head, full attention
             if (role == MatmulInput::attention) seen[size_t(layer)].in.assign(x, x + n * cols);
             if (role == MatmulInput::attention_output) seen[size_t(layer)].out.assign(x, x + n * cols);
         });
