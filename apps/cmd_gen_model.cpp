@@ -46,6 +46,8 @@ struct GenModelOptions {
     int64_t layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab_size = 0, head_dim = 0, ctx = 0;
     int64_t experts = 0, experts_used = 0, expert_ffn = 0, shared_expert_ffn = 0;
     int64_t sliding_window = 0, swa_period = 0;
+    float attn_temperature_scale = -1;  // -1: not given
+    int64_t attn_temperature_length = 0;
     bool tied = false, fim_tokens = false;
     uint64_t seed = 1;
     float embed_scale = 1.0f;
@@ -157,6 +159,8 @@ int run_gen_model(const GenModelOptions& o) {
     spec.sliding_window = o.sliding_window;
     spec.swa_period = o.swa_period;
     spec.rope_scaling = o.rope_scaling;
+    if (o.attn_temperature_scale >= 0) spec.attn_temperature_scale = o.attn_temperature_scale;
+    spec.attn_temperature_length = o.attn_temperature_length;
     spec.seed = o.seed;
     spec.embed_scale = o.embed_scale;
     spec.rank_head = o.rank_head;
@@ -317,6 +321,14 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
         ->check(in_range(1, 1024));
     sub.add_option("--rope-scaling", o->rope_scaling, "llama: llama3 (writes rope_freqs.weight from Llama 3.1's formula)")
         ->check(CLI::IsMember({"llama3"}));
+    sub.add_option("--attn-temperature-scale", o->attn_temperature_scale,
+                   "deepseek2, mistral3: Llama 4's attention temperature, {arch}.attention.temperature_scale (beta: each "
+                   "query times 1 + beta log(1 + floor(pos / length)); 0: none; mistral3's default 0.1)")
+        ->check(CLI::Range(0.0f, 100.0f));
+    sub.add_option("--attn-temperature-length", o->attn_temperature_length,
+                   "deepseek2: the temperature's floor length, {arch}.attention.temperature_length (default a quarter "
+                   "of --ctx; mistral3's is its rope.scaling.original_context_length)")
+        ->check(in_range(1, 1 << 24));
     sub.add_option("--layers", o->layers, "Override the layer count")->check(in_range(1, 1024));
     sub.add_option("--dim", o->dim, "Override the embedding width")->check(in_range(2, 65536));
     sub.add_option("--heads", o->heads, "Override the attention head count")->check(in_range(1, 1024));

@@ -3,6 +3,7 @@
 // + attn_q_a_norm + attn_q_b, or V2-Lite's attn_q; attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b or the
 // newer attn_k_b / attn_v_b split), leading dense FFN layers, then a router (with V3's correction bias
 // under sigmoid scoring), stacked experts and the ungated shared experts.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -75,6 +76,13 @@ int64_t build_random_deepseek2(const RandomModelSpec& s, const gguf::File* vocab
         w.set(a + "rope.scaling.factor", Value::f32(40.0f));
         w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(std::max<int64_t>(1, s.context_length / 4))));
         w.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(0.1f));
+    }
+    if (s.attn_temperature_scale) {  // Mistral-Large-3's: beta and the floor's length
+        const int64_t length = s.attn_temperature_length > 0 ? s.attn_temperature_length
+                               : s.original_context > 0        ? s.original_context
+                                                               : std::max<int64_t>(1, s.context_length / 4);
+        w.set(a + "attention.temperature_scale", Value::f32(*s.attn_temperature_scale));
+        w.set(a + "attention.temperature_length", Value::u32(uint32_t(length)));
     }
     random_detail::write_file_type(w, s.type);
 

@@ -131,6 +131,8 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
     if (!spec.hf_class.empty() && spec.arch != "bert") fail("gen-model: --hf-class is for --arch bert");
     if (spec.arch == "mistral3")
         fail("gen-model: {} is written to GGUF only (no Hugging Face {} folders yet)", spec.arch, spec.arch);
+    if (spec.attn_temperature_scale || spec.attn_temperature_length)
+        fail("gen-model: the attention temperature (--attn-temperature-scale) is written to GGUF only (--format gguf)");
     RandomModelSpec s = spec;
     // config.json states Llama 3 scaling as parameters, the form the llama.rope.scaling.* keys take.
     if (s.rope_scaling == "llama3") s.rope_scaling = "llama3_keys";
@@ -151,6 +153,23 @@ int64_t write_random_model_hf(const RandomModelSpec& spec, const std::string& di
 namespace {
 
 int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vocab, gguf::Writer& w);
+
+// The attention temperature goes where llama.cpp reads it (random_model.h), with a beta that is a number.
+void check_attn_temperature(const RandomModelSpec& s) {
+    if (!s.attn_temperature_scale && s.attn_temperature_length == 0) return;
+    if (s.arch != "deepseek2" && s.arch != "mistral3")
+        fail("gen-model: --attn-temperature-scale / --attn-temperature-length are for --arch deepseek2 or mistral3 (the "
+             "architectures that read attention.temperature_scale), not {}", s.arch);
+    if (s.attn_temperature_length != 0 && s.arch == "mistral3")
+        fail("gen-model: --attn-temperature-length is for --arch deepseek2 (mistral3's length is its "
+             "rope.scaling.original_context_length, a quarter of --ctx)");
+    if (s.attn_temperature_length != 0 && !s.attn_temperature_scale)
+        fail("gen-model: --attn-temperature-length needs --attn-temperature-scale");
+    if (s.attn_temperature_length < 0 || s.attn_temperature_length > INT32_MAX)
+        fail("gen-model: the attention temperature length {} is out of range", s.attn_temperature_length);
+    if (s.attn_temperature_scale && !(std::isfinite(*s.attn_temperature_scale) && *s.attn_temperature_scale >= 0))
+        fail("gen-model: the attention temperature scale {} is not a non-negative number", *s.attn_temperature_scale);
+}
 
 // gen-model's writer of each architecture of arch/arch_description.h's table (the model tests check
 // that every description has one).
@@ -200,6 +219,7 @@ int64_t build_random_model(const RandomModelSpec& s, const gguf::File* vocab, gg
     const RandomWriter write = arch::find_architecture(s.arch) ? writer_of(s.arch) : nullptr;
     if (!write)
         fail("gen-model: architecture '{}' is not supported ({})", s.arch, fmt::join(random_model_architectures(), ", "));
+    check_attn_temperature(s);
     return write(s, vocab, w);
 }
 
@@ -283,7 +303,7 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
         w.set(a + "rope.scaling.yarn_beta_fast", Value::f32(32.0f));
         w.set(a + "rope.scaling.yarn_beta_slow", Value::f32(1.0f));
         w.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(1.0f));
-        w.set(a + "attention.temperature_scale", Value::f32(0.1f));
+        w.set(a + "attention.temperature_scale", Value::f32(s.attn_temperature_scale.value_or(0.1f)));
     }
     Llama3RopeScaling llama3;
     llama3.original_context = original_context;

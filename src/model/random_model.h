@@ -5,6 +5,7 @@
 // projections further by 1/sqrt(2·layers)) so activations stay finite over long generations.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,12 @@ struct RandomModelSpec {
     // those parameters as llama.rope.scaling.* keys instead of the tensor.
     std::string rope_scaling;
     int64_t original_context = 0;  // phi3 LongRoPE / llama3: 0 gives context_length / 4
+    // Llama 4's attention temperature, the keys llama.cpp reads: {arch}.attention.temperature_scale
+    // (beta) for deepseek2 (Mistral-Large-3's form, with attention.temperature_length, the floor's
+    // length; 0 gives the original context) and mistral3 (unset: its converter's 0.1; its length is
+    // rope.scaling.original_context_length); refused for the other architectures and for HF folders.
+    std::optional<float> attn_temperature_scale;
+    int64_t attn_temperature_length = 0;
     // Multiplies the token embedding's std. Above 1 the current token dominates the residual stream,
     // so greedy decoding follows a near-fixed next-token map and soon repeats what its context
     // holds: the copy-heavy stand-in the speculative-decoding benchmarks use (no trained model of a

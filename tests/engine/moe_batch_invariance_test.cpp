@@ -38,18 +38,12 @@ std::string moe_model(const std::string& arch, const std::string& quant) {
         spec.nextn_layers = 1;
     }
     if (arch == "minimax-m2") spec.head_dim = 32;
-    std::string f = pagoda::test::temp_path("engine-moe-" + arch + ".gguf");
-    model::write_random_model(spec, nullptr, f);
     if (arch == "deepseek2") {  // Mistral-Large-3's attention temperature, steps at positions 8, 16, 24
-        auto in = gguf::File::open(f);
-        gguf::Writer w;
-        for (const auto& [key, value] : in->metadata()) w.set(key, value);
-        w.set("deepseek2.attention.temperature_scale", gguf::Value::f32(0.1f));
-        w.set("deepseek2.attention.temperature_length", gguf::Value::u32(8));
-        for (const auto& t : in->tensors()) w.add_tensor(t.name, t.type, t.shape, t.data, t.n_bytes);
-        f = pagoda::test::temp_path("engine-moe-deepseek2-temperature.gguf");
-        w.write(f);
+        spec.attn_temperature_scale = 0.1f;
+        spec.attn_temperature_length = 8;
     }
+    const std::string f = pagoda::test::temp_path("engine-moe-" + arch + ".gguf");
+    model::write_random_model(spec, nullptr, f);
     if (quant.empty()) return f;
     const std::string q = pagoda::test::temp_path("engine-moe-" + arch + "-" + quant + ".gguf");
     quant::QuantizeRequest req;

@@ -56,13 +56,12 @@ RandomModelSpec lite_spec(uint64_t seed) {
     return s;
 }
 
-// `path` with Mistral-Large-3's attention temperature keys as its converter writes them
-// (attention.temperature_scale = beta, attention.temperature_length), as a new file.
-std::string with_temperature(const std::string& path, float beta, uint32_t length) {
-    const std::string out = path.substr(0, path.size() - 5) + "_temperature.gguf";
-    rewrite(path, out, {.set = {{"deepseek2.attention.temperature_scale", gguf::Value::f32(beta)},
-                                {"deepseek2.attention.temperature_length", gguf::Value::u32(length)}}});
-    return out;
+// `s` with Mistral-Large-3's attention temperature keys as its converter writes them
+// (attention.temperature_scale = beta, attention.temperature_length; gen-model's --attn-temperature-*).
+RandomModelSpec with_temperature(RandomModelSpec s, float beta, int64_t length) {
+    s.attn_temperature_scale = beta;
+    s.attn_temperature_length = length;
+    return s;
 }
 
 // --- the MLA equations, evaluated directly from an F32 file -------------------------------------
@@ -163,9 +162,8 @@ TEST(Deepseek2Direct, AttentionTemperatureScalesEachQuery) {
     s.yarn = false;
     s.n_layers = 2;
     s.leading_dense = 2;
-    const std::string plain_path = test::temp_path("deepseek2_direct.gguf");
-    write_random_model(s, nullptr, plain_path);
-    const std::string path = with_temperature(plain_path, 0.2f, 4);
+    const std::string path = test::temp_path("deepseek2_direct_temperature.gguf");
+    write_random_model(with_temperature(s, 0.2f, 4), nullptr, path);
     auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
     EXPECT_EQ(file->get_int("deepseek2.attention.temperature_length"), 4);
     const ModelConfig cfg = read_config(*file);
@@ -202,8 +200,8 @@ struct Case {
 std::string model_path(const Case& c) {
     RandomModelSpec spec = c.lite ? lite_spec(71) : v3_spec(71);
     spec.mla_split = c.split;
-    const std::string path = model_compare::write_model(spec, "deepseek2_" + c.name, c.quant);
-    return c.temperature ? with_temperature(path, 0.2f, 6) : path;
+    if (c.temperature) spec = with_temperature(spec, 0.2f, 6);
+    return model_compare::write_model(spec, "deepseek2_" + c.name, c.quant);
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }

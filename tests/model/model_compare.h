@@ -6,6 +6,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,16 +57,17 @@ inline std::vector<float> reference_logits(const std::string& path, const std::v
 }
 
 // Runs `ids` through `model` (sequences 0 and 1 must be free) as described at the top and checks
-// every position against `expected` (the reference's logits, one vocab-sized row per position).
+// every position against `expected` (the reference's logits, one vocab-sized row per position),
+// position p within tolerance(p) x its largest |reference logit|.
 inline void expect_matches_reference(StepModel& model, const std::vector<float>& expected, const std::vector<int32_t>& ids,
-                                     double tolerance) {
+                                     const std::function<double(size_t)>& tolerance) {
     const int64_t vocab = model.info().vocab_size;
     auto check = [&](const float* row, size_t pos) {
         const float* want = expected.data() + pos * size_t(vocab);
         double scale = 0;
         for (int64_t i = 0; i < vocab; ++i) scale = std::max(scale, double(std::abs(want[i])));
         for (int64_t i = 0; i < vocab; ++i)
-            ASSERT_NEAR(row[i], want[i], tolerance * scale) << "position " << pos << " logit " << i;
+            ASSERT_NEAR(row[i], want[i], tolerance(pos) * scale) << "position " << pos << " logit " << i;
     };
     SequenceRunner runner(model, false);
     auto logits = runner.prefill(0, ids, 64, true);
@@ -76,6 +78,12 @@ inline void expect_matches_reference(StepModel& model, const std::vector<float>&
         logits = runner.decode(1, ids[p]);
         check(logits.data(), p);
     }
+}
+
+// The same with one tolerance for every position.
+inline void expect_matches_reference(StepModel& model, const std::vector<float>& expected, const std::vector<int32_t>& ids,
+                                     double tolerance) {
+    expect_matches_reference(model, expected, ids, [tolerance](size_t) { return tolerance; });
 }
 
 // What each architecture's model test runs: the CPU backend (f32 FMA kernels, the fused graph or the

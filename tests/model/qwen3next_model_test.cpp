@@ -5,7 +5,9 @@
 // their alpha rows), value head g * group + j reading key head g, and the routed experts plus the
 // sigmoid-gated shared expert; a wrong interleave or head order fails it. The fused ssm_in and the split
 // attn_qkv + attn_gate forms of one model give bitwise the same logits; the CPU against the reference
-// at F32 and Q8_0; chunked prefill == token by token (to float rounding).
+// at F32 and Q8_0 (to f32 rounding with the weights dequantised; with int8 activations within 2 %, save
+// where a DeltaNet head's norm amplifies the rounding); chunked prefill == token by token (bitwise by
+// default, to float rounding under PAGODA_DELTA_RULE=chunked).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -191,31 +193,96 @@ TEST(Qwen3NextLayout, FusedAndSplitProjectionsGiveBitwiseTheSameLogits) {
 struct Case {
     std::string name, quant;
     bool fused;
-    double tolerance;
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 class Qwen3NextModel : public ::testing::TestWithParam<Case> {};
 
+// F32, and Q8_0 with the CPU's matmuls dequantising the weights to f32 (dequant_fma): the reference
+// reads the same weights, so the two agree to f32 rounding; a layout error is far larger.
 TEST_P(Qwen3NextModel, ForwardMatchesTheReferenceBackend) {
     const Case& c = GetParam();
     backend::cpu::testing::KernelConfigGuard guard;
     backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
+    backend::cpu::set_quant_method(backend::cpu::QuantMethod::dequant_fma);
     const std::string path = write(next_spec(93, c.fused), c.name, c.quant);
     auto model = open_step_model(path, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 64});
     EXPECT_EQ(model->info().n_state_slots, 16);
     EXPECT_EQ(model->info().kv_layout.n_layers, 1);  // only layer 3 attends
     const std::vector<int32_t> ids = prompt(19);
-    model_compare::expect_matches_reference(*model, reference_logits(path, ids), ids, c.tolerance);
+    model_compare::expect_matches_reference(*model, reference_logits(path, ids), ids, 1e-5);
 }
 
-// q8_0: the CPU quantises each matmul's input to int8 (the reference reads it in double), and with
-// experts and a DeltaNet state in every layer the error reaches 3.6 % of the largest logit at one
-// position of this model (the qwen35moe random model stays under 3 %). A layout error
-// is far larger: the f32 cases check the structure to 1e-5.
 INSTANTIATE_TEST_SUITE_P(RandomModels, Qwen3NextModel,
-                         ::testing::Values(Case{"split_f32", "", false, 1e-5}, Case{"split_q8_0", "q8_0", false, 5e-2},
-                                           Case{"fused_f32", "", true, 1e-5}, Case{"fused_q8_0", "q8_0", true, 5e-2}),
+                         ::testing::Values(Case{"split_f32", "", false}, Case{"split_q8_0", "q8_0", false},
+                                           Case{"fused_f32", "", true}, Case{"fused_q8_0", "q8_0", true}),
                          [](const auto& info) { return info.param.name; });
+
+// Per position of `ids`, whether one of the DeltaNet layers' per-head RMS norms turned int8-sized noise
+// into a large error: the layer's input (its projections' input) agrees with the reference's to int8
+// noise, under 2 % of its largest value, while its output projection's input (silu(z) x the normed
+// heads) parts from the reference's by over 10 %. A value head whose delta-rule output nearly cancels
+// (q almost orthogonal to what the state holds) is normed up to the others' size, its int8 noise with it.
+std::vector<bool> norm_amplified_positions(const std::string& path, const std::vector<int32_t>& ids) {
+    struct Seen {
+        std::vector<float> in, out;  // per DeltaNet layer: attention (mixer input), attention_output
+    };
+    auto observe = [&](const std::string& backend_name) {
+        auto model = open_step_model(path, {.backend = backend_name, .threads = 2,
+                                            .kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 64});
+        std::vector<Seen> seen(4);
+        model->set_activation_observer([&](int64_t layer, MatmulInput role, const float* x, int64_t n, int64_t cols) {
+            EXPECT_EQ(n, int64_t(ids.size()));  // one step: the whole prompt
+            if (layer < 0 || layer >= 4 || (layer + 1) % 4 == 0) return;  // the output head, full attention
+            if (role == MatmulInput::attention) seen[size_t(layer)].in.assign(x, x + n * cols);
+            if (role == MatmulInput::attention_output) seen[size_t(layer)].out.assign(x, x + n * cols);
+        });
+        SequenceRunner runner(*model, false);
+        runner.prefill(0, ids, 64, true);
+        return seen;
+    };
+    const auto cpu = observe("cpu"), ref = observe("reference");
+    auto part = [&](const std::vector<float>& a, const std::vector<float>& b, size_t t) {  // relative to b's largest
+        const size_t cols = b.size() / ids.size();
+        double d = 0, scale = 0;
+        for (size_t i = t * cols; i < (t + 1) * cols; ++i)
+            d = std::max(d, double(std::abs(a[i] - b[i]))), scale = std::max(scale, double(std::abs(b[i])));
+        return d / scale;
+    };
+    std::vector<bool> amplified(ids.size(), false);
+    for (size_t l = 0; l < 4; ++l) {
+        if ((l + 1) % 4 == 0) continue;
+        EXPECT_FALSE(ref[l].in.empty() || ref[l].out.empty() || cpu[l].out.size() != ref[l].out.size()) << "layer " << l;
+        if (ref[l].in.empty() || ref[l].out.empty() || cpu[l].out.size() != ref[l].out.size()) continue;
+        for (size_t t = 0; t < ids.size(); ++t)
+            if (part(cpu[l].in, ref[l].in, t) < 0.02 && part(cpu[l].out, ref[l].out, t) > 0.1) amplified[t] = true;
+    }
+    return amplified;
+}
+
+// Q8_0 with the CPU's int8 path: each matmul's input is rounded to int8 per 32 values (the reference
+// reads it in double), about 0.4 % of a row's largest value. Through four layers of routed experts and
+// DeltaNet states that stays under 2 % of the largest logit, except at positions where a DeltaNet value
+// head's output nearly cancels and its per-head RMS norm scales the noise up with it: on this model
+// positions 0, 1 and 14 (at 14, layer 1's value heads 2 and 3 come out at 1/30 of heads 0 and 1,
+// and the logits part by 3.7 %). No routing near-tie is involved: each backend's router input picks
+// the same two experts at every position of every layer; and with the weights dequantised (above)
+// the whole gap is f32 rounding, so the int8 rounding of the activations is all that remains.
+TEST(Qwen3NextInt8, LogitsWithinTwoPercentWhereNoDeltaNetNormAmplifiesTheRounding) {
+    for (bool fused : {false, true}) {
+        SCOPED_TRACE(fused ? "fused" : "split");
+        backend::cpu::testing::KernelConfigGuard guard;
+        backend::cpu::set_float_method(backend::cpu::FloatMethod::f32_fma);
+        backend::cpu::set_quant_method(backend::cpu::QuantMethod::int8_dot);
+        const std::string path = write(next_spec(93, fused), fused ? "int8_fused" : "int8_split", "q8_0");
+        const std::vector<int32_t> ids = prompt(19);
+        const std::vector<bool> amplified = norm_amplified_positions(path, ids);
+        EXPECT_TRUE(amplified[14]);  // the 3.7 % position
+        EXPECT_LE(std::count(amplified.begin(), amplified.end(), true), 3);
+        auto model = open_step_model(path, {.threads = 2, .kv = {.block_size = 4, .dtype = kv::KvDtype::f32}, .tokens_wanted = 64});
+        model_compare::expect_matches_reference(*model, reference_logits(path, ids), ids,
+                                                [&](size_t pos) { return amplified[pos] ? 5e-2 : 2e-2; });
+    }
+}
 
 // With PAGODA_DELTA_RULE=chunked the CPU runs a slot's tokens of one step in the chunked form of the
 // delta rule (its recurrence when the slot has one token): how a prompt is split into steps changes
