@@ -13,6 +13,13 @@
 //   pooled = average of each pool x pool window of the grid, times sqrt(d)   (Gemma4VisionPooler)
 //   pooled = (pooled - v.std_bias) v.std_scale   when the file has them
 //   out = rms(pooled) W_proj^T                  (mm.input_projection.weight [d, text_dim]; unweighted norm)
+// Tensors (ggml order; mmproj_gemma4v.cpp checks them, and refuses any other): v.patch_embd.weight
+// [p, p, 3, d]; v.position_embd.weight [d, P, 2]; v.blk.N.{attn_q,attn_k,attn_v,attn_out}.weight [d, d];
+// v.blk.N.{attn_q_norm,attn_k_norm}.weight [hd]; v.blk.N.{ln1,ln2,attn_post_norm,ffn_post_norm}.weight
+// [d]; v.blk.N.{ffn_gate,ffn_up}.weight [d, ff]; v.blk.N.ffn_down.weight [ff, d];
+// mm.input_projection.weight [d, text_dim]; optional v.std_bias, v.std_scale [d] and clamp scalars [1].
+// Keys: clip.vision.projector.scale_factor (pool, default 3), clip.vision.image_max_tokens (the
+// soft-token budget, default 280), image_mean / image_std (default 0 / 1); RoPE base 100 (fixed).
 // A matrix with Gemma4ClippableLinear bounds (NAME.input_min/max, NAME.output_min/max scalars) clamps
 // its input and output to them (on the host, between backend ops).
 // The RoPE's pairing is put into the backend's whole-head NEOX form (pair j with j + hd/2) by
