@@ -168,11 +168,12 @@ int run_gen_model(const GenModelOptions& o) {
     if (!o.pooling.empty() && spec.arch != "bert" && spec.arch != "nomic-bert" && spec.arch != "jina-bert-v2")
         fail("--pooling is for --arch bert, nomic-bert or jina-bert-v2 (encoders)");
     if (!o.pooling.empty()) spec.pooling = o.pooling;
-    if (!o.mmproj.empty() && spec.arch != "gemma3" && spec.arch != "qwen3vl")
-        fail("--mmproj writes Gemma 3's or Qwen3-VL's vision projector: it needs --arch gemma3 or qwen3vl (got '{}')",
+    if (!o.mmproj.empty() && spec.arch != "gemma3" && spec.arch != "qwen3vl" && spec.arch != "gemma4")
+        fail("--mmproj writes Gemma 3's, Gemma 4's or Qwen3-VL's vision projector: it needs --arch gemma3, gemma4 or "
+             "qwen3vl (got '{}')",
              spec.arch);
-    if (o.mmproj_image_size && spec.arch == "qwen3vl")
-        fail("--mmproj-image-size is for --arch gemma3 (Qwen3-VL takes images of any size)");
+    if (o.mmproj_image_size && (spec.arch == "qwen3vl" || spec.arch == "gemma4"))
+        fail("--mmproj-image-size is for --arch gemma3 (Qwen3-VL and Gemma 4 take images of any size)");
     if (!o.mmproj.empty() && o.format != "gguf") fail("--mmproj is for --format gguf (llama.cpp's mmproj layout)");
     if (o.mmproj_image_size && o.mmproj.empty()) fail("--mmproj-image-size needs --mmproj");
     if (!o.encoder_vocab.empty() && spec.arch != "bert") fail("--encoder-vocab is for --arch bert");
@@ -216,6 +217,14 @@ int run_gen_model(const GenModelOptions& o) {
             std::fprintf(stderr, "pagoda gen-model: wrote %s (qwen3vl_merger vision projector, %lld..%lld pixel images, "
                          "%lld deep-stack mergers, %.2f M parameters)\n", o.mmproj.c_str(), (long long)v.min_pixels,
                          (long long)v.max_pixels, (long long)v.n_deepstack, double(vision_params) / 1e6);
+            return 0;
+        }
+        if (spec.arch == "gemma4") {  // Gemma 4's pooling kernel; 16 soft tokens an image at most
+            v.projector = "gemma4v";
+            v.pool = 3;
+            const int64_t vision_params = vision::write_random_mmproj(v, o.mmproj);
+            std::fprintf(stderr, "pagoda gen-model: wrote %s (gemma4v vision projector, images of up to %lld tokens, "
+                         "%.2f M parameters)\n", o.mmproj.c_str(), (long long)v.max_soft_tokens, double(vision_params) / 1e6);
             return 0;
         }
         const int64_t vision_params = vision::write_random_mmproj(v, o.mmproj);
@@ -354,8 +363,8 @@ CommandRegistration reg("gen-model", "Write a random-weight model (GGUF or Huggi
                    "--rank-head: the head's classes (default 2 for qwen3, labelled yes/no and softmaxed; else 1)")
         ->check(in_range(1, 1 << 16));
     sub.add_option("--mmproj", o->mmproj,
-                   "--arch gemma3 or qwen3vl: also write a random vision projector (llama.cpp's mmproj GGUF; qwen3vl: a Qwen3-VL tower "
-                   "with its merger and deep-stack mergers; gemma3: a SigLIP tower and "
+                   "--arch gemma3, gemma4 or qwen3vl: also write a random vision projector (llama.cpp's mmproj GGUF; qwen3vl: a Qwen3-VL tower "
+                   "with its merger and deep-stack mergers; gemma4: a gemma4v tower, images of up to 16 tokens; gemma3: a SigLIP tower and "
                    "Gemma 3's projector into the model's width; 64x64 images, 8x8 patches, 16 image tokens)");
     sub.add_option("--mmproj-image-size", o->mmproj_image_size,
                    "--mmproj: the image side in pixels (a multiple of 16: 8x8 patches pooled 2x2; default 64)")

@@ -1,10 +1,11 @@
 // `pagoda run`: generate text from a prompt with one model, streaming the continuation to stdout.
 // Plain decoding runs the model directly (model::SequenceRunner); with speculative decoding
 // (--draft-ngram / --draft-model) the one request goes through the engine, which drafts and verifies.
-// With --mmproj and --image (Gemma 3, Qwen3-VL), each image is encoded by the projector's vision tower
+// With --mmproj and --image (Gemma 3, Gemma 4, Qwen3-VL), each image is encoded by the projector's vision tower
 // and laid out as the model's processor expands it, where the prompt's i-th <__media__> marker stands
 // (llama.cpp's; one marker per image) or, without markers, after BOS before the text: Gemma 3's
-// "\n\n<start_of_image>", its soft tokens, "<end_of_image>\n\n"; Qwen3-VL's <|vision_start|>, one
+// "\n\n<start_of_image>", its soft tokens, "<end_of_image>\n\n"; Gemma 4's <|image>, one <|image|> per
+// pooled token, <image|>; Qwen3-VL's <|vision_start|>, one
 // <|image_pad|> per merged token, <|vision_end|>, with the image's grid for M-RoPE. Its rows take the
 // image's embeddings (plain decoding only).
 #include <algorithm>
@@ -86,9 +87,9 @@ int32_t control_token(const tokenizer::Tokenizer& t, const std::string& text, co
 // before the text; the images' spans for the runner.
 std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, const tokenizer::Tokenizer& t,
                                   const model::ModelConfig& config, std::vector<model::ImageSpan>& spans) {
-    const bool qwen = config.arch == "qwen3vl";
-    if (config.arch != "gemma3" && !qwen)
-        fail("--image: images are read for Gemma 3 and Qwen3-VL models only (this one is {})", config.arch);
+    const bool qwen = config.arch == "qwen3vl", gemma4 = config.arch == "gemma4";
+    if (config.arch != "gemma3" && !qwen && !gemma4)
+        fail("--image: images are read for Gemma 3, Gemma 4 and Qwen3-VL models only (this one is {})", config.arch);
     std::vector<std::string_view> pieces = server::media_pieces(text);
     if (pieces.size() == 1)  // no marker: the images first, as many empty pieces before the text
         pieces.insert(pieces.begin(), o.images.size(), std::string_view());
@@ -99,7 +100,7 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
     // The tower runs on the model's backend (Vulkan included) unless --mmproj-backend says otherwise.
     vision::ImageEncoder encoder(o.mmproj, o.compute.tower_backend(), o.threads);
     const vision::VisionConfig& vc = encoder.config();
-    if (vc.qwen3vl() != qwen)
+    if (vc.qwen3vl() != qwen || vc.gemma4v() != gemma4)
         fail("{}: a {} projector is not for this {} model", o.mmproj, vc.projector, config.arch);
     if (vc.text_dim != config.dim)
         fail("{}: the projector's output width {} is not the text model's {}", o.mmproj, vc.text_dim, config.dim);
@@ -112,6 +113,10 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
         qwen_ids.start = control_token(t, "<|vision_start|>", "Qwen3-VL's");
         qwen_ids.end = control_token(t, "<|vision_end|>", "Qwen3-VL's");
         qwen_ids.pad = control_token(t, "<|image_pad|>", "Qwen3-VL's");
+    } else if (gemma4) {
+        gemma.start = control_token(t, "<|image>", "Gemma 4's");
+        gemma.end = control_token(t, "<image|>", "Gemma 4's");
+        gemma.soft = control_token(t, "<|image|>", "Gemma 4's");
     } else {
         gemma.double_newline = t.encode("\n\n", {.add_bos = false, .add_eos = false});
         gemma.start = control_token(t, "<start_of_image>", "Gemma 3's");
@@ -128,9 +133,10 @@ std::vector<int32_t> image_prompt(const RunOptions& o, const std::string& text, 
         const std::string& path = o.images[i];
         vision::EncodedImage image = encoder.encode_file(path);
         const int64_t rows = image.tokens();
-        // Qwen3-VL's rows take M-RoPE positions from the grid (SequenceRunner); Gemma 3's need none.
-        const int64_t begin = qwen ? vision::append_qwen3vl_image(prompt, qwen_ids, rows)
-                                   : vision::append_gemma3_image(prompt, gemma, rows);
+        // Qwen3-VL's rows take M-RoPE positions from the grid (SequenceRunner); Gemma's need none.
+        const int64_t begin = qwen     ? vision::append_qwen3vl_image(prompt, qwen_ids, rows)
+                              : gemma4 ? vision::append_gemma4_image(prompt, gemma, rows)
+                                       : vision::append_gemma3_image(prompt, gemma, rows);
         model::ImageSpan span{.begin = begin, .rows = rows, .embeddings = std::move(image.embeddings), .hash = image.hash};
         if (qwen) {
             span.grid_h = image.grid_h;

@@ -84,7 +84,7 @@ server::LoadedModel load_serve_model(const ServeModelOptions& options, engine::E
         loaded.images = std::make_shared<server::ImageInput>(options.mmproj, tower, options.threads, *tok,
                                                              loaded.engine->model_info(),
                                                              uint64_t(options.image_cache_mb) << 20);
-        const std::string tokens = loaded.images->qwen3vl()
+        const std::string tokens = loaded.images->tokens_per_image() == 0
                                        ? std::string("tokens by size")
                                        : fmt::format("{} tokens each", loaded.images->tokens_per_image());
         loaded.description += fmt::format(", images ({}, {}; encoded-image cache {} MiB)", tokens, options.mmproj,

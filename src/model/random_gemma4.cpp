@@ -177,7 +177,7 @@ int64_t build_random_gemma4(const RandomModelSpec& s, const gguf::File* vocab, g
     w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
     random_detail::write_file_type(w, s.type);
 
-    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens);
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens, ImageTokenSet::gemma4);
     if (!vocab) use_gemma4_tokenizer_model(w);
     Rng rng(s.seed);
     const float out_scale = 1.0f / std::sqrt(2.0f * float(s.n_layers));

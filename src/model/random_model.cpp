@@ -44,7 +44,7 @@ RandomModelSpec random_model_preset(const std::string& name) {
 // letter n-grams with descending scores, so any text encodes and every id decodes. With fim, the
 // last six ids are Qwen2.5-Coder's fill-in-the-middle control tokens, named by the fim_* keys. With
 // image_tokens, the three ids before those (or the last three) are Gemma 3's image control tokens.
-void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens, bool qwen_image_tokens) {
+void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens, ImageTokenSet set) {
     if (vocab_size < 3 + 256 + 1) fail("a synthetic vocabulary needs at least 260 tokens, got {}", vocab_size);
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
     std::vector<int32_t> types = {2, 3, 3};
@@ -86,8 +86,9 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool i
         if (vocab_size < 3 + 256 + 9 + 26) fail("a synthetic vocabulary with image tokens needs at least 294 tokens");
         size_t id = tokens.size() - (fim ? 9 : 3);
         const std::array<const char*, 3> gemma = {"<start_of_image>", "<end_of_image>", "<image_soft_token>"},
-                                         qwen = {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>"};
-        for (const char* text : qwen_image_tokens ? qwen : gemma) {
+                                         qwen = {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>"},
+                                         gemma4 = {"<|image>", "<image|>", "<|image|>"};
+        for (const char* text : set == ImageTokenSet::qwen_vl ? qwen : set == ImageTokenSet::gemma4 ? gemma4 : gemma) {
             tokens[id] = text;
             types[id] = 3;
             scores[id] = 0.0f;
@@ -104,9 +105,9 @@ void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool i
 }
 
 int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens,
-                    bool qwen_image_tokens) {
+                    ImageTokenSet set) {
     if (!vocab) {
-        write_synthetic_vocab(w, vocab_size, fim, image_tokens, qwen_image_tokens);
+        write_synthetic_vocab(w, vocab_size, fim, image_tokens, set);
         return vocab_size;
     }
     for (const auto& [key, value] : vocab->metadata())
@@ -323,7 +324,8 @@ int64_t build_random_llama_family(const RandomModelSpec& s, const gguf::File* vo
     }
     random_detail::write_file_type(w, s.type);
 
-    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens, qwen3vl);
+    const int64_t vocab_size = write_vocab(w, vocab, s.vocab_size, s.fim_tokens, s.image_tokens,
+                                         qwen3vl ? ImageTokenSet::qwen_vl : ImageTokenSet::gemma3);
 
     Rng rng(s.seed);
     const int64_t q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;

@@ -43,7 +43,8 @@ struct RandomModelSpec {
     int64_t vocab_size = 512;    // used only for the synthetic vocabulary
     bool fim_tokens = false;     // synthetic vocabulary: its last six ids are fill-in-the-middle tokens
     bool image_tokens = false;   // synthetic vocabulary: Gemma 3's <start_of_image>, <end_of_image>, <image_soft_token>
-                                 // (qwen3vl: <|vision_start|>, <|vision_end|>, <|image_pad|>)
+                                 // (qwen3vl: <|vision_start|>, <|vision_end|>, <|image_pad|>; gemma4: <|image>,
+                                 // <image|>, <|image|>)
     int64_t context_length = 2048;
     int64_t head_dim = 0;        // 0: dim / n_heads
     float rope_theta = 10000.0f;
@@ -156,15 +157,18 @@ int64_t build_random_minimax_m2(const RandomModelSpec& spec, const gguf::File* v
 int64_t build_random_qwen35(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // gemma4 into `w` (random_gemma4.cpp).
 int64_t build_random_gemma4(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
+// Which family's three image control tokens a synthetic vocabulary carries (start, end, soft token):
+// Gemma 3's <start_of_image>, <end_of_image>, <image_soft_token>; Qwen-VL's <|vision_start|>,
+// <|vision_end|>, <|image_pad|>; Gemma 4's <|image>, <image|>, <|image|>.
+enum class ImageTokenSet { gemma3, qwen_vl, gemma4 };
 // The synthetic SentencePiece vocabulary (byte fallback + letter n-grams) into `w`; image_tokens adds
-// Gemma 3's three image control tokens (qwen_image_tokens: Qwen-VL's <|vision_start|>,
-// <|vision_end|>, <|image_pad|> in their place).
+// the set's three image control tokens.
 void write_synthetic_vocab(gguf::Writer& w, int64_t vocab_size, bool fim, bool image_tokens = false,
-                           bool qwen_image_tokens = false);
+                           ImageTokenSet set = ImageTokenSet::gemma3);
 // The vocabulary into `w`: `vocab`'s tokenizer.* keys when given, else the synthetic one of
 // vocab_size tokens. Returns the vocabulary's size (the embedding and output rows).
 int64_t write_vocab(gguf::Writer& w, const gguf::File* vocab, int64_t vocab_size, bool fim, bool image_tokens = false,
-                    bool qwen_image_tokens = false);
+                    ImageTokenSet set = ImageTokenSet::gemma3);
 // The bert or nomic-bert encoder into `w` (build_random_model calls it for those archs).
 int64_t build_random_bert(const RandomModelSpec& spec, const gguf::File* vocab, gguf::Writer& w);
 // The model into `w` (metadata and tensors), for either form.

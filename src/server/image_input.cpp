@@ -36,6 +36,9 @@ ImageInput::ImageInput(const std::string& mmproj_path, const std::string& backen
     const vision::VisionConfig& vc = encoder_->config();
     const model::ModelConfig& text = text_model.config;
     qwen3vl_ = vc.qwen3vl();
+    gemma4v_ = vc.gemma4v();
+    if (gemma4v_ != (text.arch == "gemma4"))
+        fail("{}: a {} projector is not for this {} model", mmproj_path, vc.projector, text.arch);
     // Qwen3-VL's image rows are placed by their grid (M-RoPE); Gemma 3's by ordinary positions.
     if (qwen3vl_ != text_model.mrope)
         fail("{}: a {} projector is not for this {} model ({})", mmproj_path, vc.projector,
@@ -51,6 +54,12 @@ ImageInput::ImageInput(const std::string& mmproj_path, const std::string& backen
         qwen_ids_.end = control_token(tokenizer, "<|vision_end|>", "Qwen3-VL's");
         qwen_ids_.pad = control_token(tokenizer, "<|image_pad|>", "Qwen3-VL's");
         marker_ = kQwenImageMarker;
+    } else if (gemma4v_) {
+        // Gemma 4's template writes its image token once per image; expand() puts the layout there.
+        ids_.start = control_token(tokenizer, "<|image>", "Gemma 4's");
+        ids_.end = control_token(tokenizer, "<image|>", "Gemma 4's");
+        ids_.soft = control_token(tokenizer, "<|image|>", "Gemma 4's");
+        marker_ = "<|image|>";
     } else {
         ids_.double_newline = tokenizer.encode("\n\n", {.add_bos = false, .add_eos = false});
         ids_.start = control_token(tokenizer, kImageMarker, "Gemma 3's");
@@ -144,7 +153,7 @@ std::optional<vision::ImageCacheStats> ImageInput::cache_stats() const {
 std::vector<engine::PromptImage> ImageInput::expand(std::vector<int32_t>& prompt,
                                                     std::vector<vision::EncodedImage> images,
                                                     const std::string& param) const {
-    const int32_t marker = qwen3vl_ ? qwen_ids_.pad : ids_.start;
+    const int32_t marker = qwen3vl_ ? qwen_ids_.pad : gemma4v_ ? ids_.soft : ids_.start;
     size_t markers = 0;
     for (int32_t id : prompt) markers += id == marker ? 1 : 0;
     if (markers != images.size())
@@ -164,7 +173,8 @@ std::vector<engine::PromptImage> ImageInput::expand(std::vector<int32_t>& prompt
             continue;
         }
         vision::EncodedImage& image = images[spans.size()];
-        engine::PromptImage span{.rows = qwen3vl_ ? image.tokens() : tokens_per_image_, .embeddings = std::move(image.embeddings), .hash = image.hash};
+        engine::PromptImage span{.rows = qwen3vl_ || gemma4v_ ? image.tokens() : tokens_per_image_,
+                                 .embeddings = std::move(image.embeddings), .hash = image.hash};
         if (qwen3vl_) {
             // The template wrote <|vision_start|> and <|vision_end|> around the pad; transformers'
             // processor, too, repeats the pad alone.
@@ -172,6 +182,8 @@ std::vector<engine::PromptImage> ImageInput::expand(std::vector<int32_t>& prompt
             out.insert(out.end(), size_t(span.rows), qwen_ids_.pad);
             span.grid_h = image.grid_h;
             span.grid_w = image.grid_w;
+        } else if (gemma4v_) {
+            span.begin = vision::append_gemma4_image(out, ids_, span.rows);
         } else {
             span.begin = vision::append_gemma3_image(out, ids_, tokens_per_image_);
         }

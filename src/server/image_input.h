@@ -1,10 +1,11 @@
 // Images in chat requests (`serve --mmproj`, `chat --mmproj`). The chat parsers accept image parts
 // (Chat Completions image_url, Responses input_image, Anthropic image blocks: all become image_url
 // parts with a data: URL); the chat template renders the model's image marker where each part was
-// (marker(): Gemma 3's <start_of_image>; Qwen3-VL's <|vision_start|><|image_pad|><|vision_end|>);
-// after tokenising, each marker is expanded into the model's layout with the image's tokens
-// (Gemma 3: "\n\n" <start_of_image>, its fixed soft tokens, <end_of_image> "\n\n"; Qwen3-VL: the one
-// <|image_pad|> becomes one pad per merged token of the image's grid) and the image's embeddings
+// (marker(): Gemma 3's <start_of_image>; Gemma 4's <|image|>; Qwen3-VL's
+// <|vision_start|><|image_pad|><|vision_end|>); after tokenising, each marker is expanded into the
+// model's layout with the image's tokens (Gemma 3: "\n\n" <start_of_image>, its fixed soft tokens,
+// <end_of_image> "\n\n"; Gemma 4: <|image>, one <|image|> per pooled token of the image, <image|>;
+// Qwen3-VL: the one <|image_pad|> becomes one pad per merged token of the image's grid) and the image's embeddings
 // (and Qwen3-VL's grid, for M-RoPE) ride along as engine::PromptImage.
 // ImageInput owns the projector (vision::ImageEncoder, which is not thread-safe: a mutex of its own
 // serialises the tower, never the engine's lock); encode() runs on the request's thread, decoding
@@ -44,7 +45,7 @@ public:
     ImageInput(const std::string& mmproj_path, const std::string& backend, int threads,
                const tokenizer::Tokenizer& tokenizer, const model::StepModelInfo& text_model, uint64_t cache_bytes = 0);
     ~ImageInput();
-    // Gemma 3's fixed tokens per image; 0 for Qwen3-VL, whose count follows each image's size.
+    // Gemma 3's fixed tokens per image; 0 for Qwen3-VL and Gemma 4, whose counts follow each image's size.
     int64_t tokens_per_image() const { return tokens_per_image_; }
     bool qwen3vl() const { return qwen3vl_; }
     // The text the chat template (or a joined text, or a /v1/completions media marker) writes for
@@ -75,9 +76,9 @@ private:
 
     mutable std::mutex mutex_;  // the tower's
     std::unique_ptr<vision::ImageEncoder> encoder_;
-    bool qwen3vl_ = false;
+    bool qwen3vl_ = false, gemma4v_ = false;
     std::string marker_;
-    vision::Gemma3ImageTokens ids_;        // Gemma 3's
+    vision::Gemma3ImageTokens ids_;        // Gemma 3's and Gemma 4's (no newlines)
     vision::Qwen3VlImageTokens qwen_ids_;  // Qwen3-VL's
     int64_t tokens_per_image_ = 0;
     std::unique_ptr<vision::EncodedImageCache> cache_;  // null: off

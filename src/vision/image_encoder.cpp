@@ -66,6 +66,12 @@ EncodedImage ImageEncoder::encode_file(const std::string& path) {
     return encode(bytes, path);
 }
 
+int64_t append_gemma4_image(std::vector<int32_t>& prompt, const Gemma3ImageTokens& ids, int64_t n_soft) {
+    if (ids.start < 0 || ids.end < 0 || ids.soft < 0) fail("Gemma 4 image tokens are missing from the vocabulary");
+    if (!ids.double_newline.empty()) fail("Gemma 4's image layout has no newlines around the image (internal error)");
+    return append_gemma3_image(prompt, ids, n_soft);
+}
+
 int64_t append_gemma3_image(std::vector<int32_t>& prompt, const Gemma3ImageTokens& ids, int64_t n_soft) {
     if (ids.start < 0 || ids.end < 0 || ids.soft < 0) fail("Gemma 3 image tokens are missing from the vocabulary");
     if (n_soft <= 0) fail("an image of {} soft tokens", n_soft);

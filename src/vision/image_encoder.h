@@ -53,8 +53,9 @@ public:
     ImageEncoder(const std::string& mmproj_path, const std::string& backend, int threads);
     ~ImageEncoder();
     const VisionConfig& config() const;
-    // Gemma 3: its fixed token count per image. Qwen3-VL's varies with the image: 0 (see tokens()).
-    int64_t tokens_per_image() const { return config().qwen3vl() ? 0 : config().n_image_tokens(); }
+    // Gemma 3: its fixed token count per image. Qwen3-VL's and Gemma 4's vary with the image: 0 (see
+    // tokens()).
+    int64_t tokens_per_image() const { return config().fixed_grid() ? config().n_image_tokens() : 0; }
     EncodedImage encode(std::span<const uint8_t> bytes, std::string_view what);
     // The two halves of encode(): prepare() is const and thread-safe; run_tower() is neither.
     PreparedImage prepare(std::span<const uint8_t> bytes, std::string_view what) const;
@@ -83,5 +84,8 @@ struct Gemma3ImageTokens {
 };
 // Appends one image's tokens to `prompt` and returns the position of its first soft token.
 int64_t append_gemma3_image(std::vector<int32_t>& prompt, const Gemma3ImageTokens& ids, int64_t n_soft);
+// Gemma 4's layout (Gemma4Processor: boi, n x image token, eoi, no newlines): <|image>, n x <|image|>,
+// <image|>; the ids in a Gemma3ImageTokens whose double_newline is empty (start, end, soft).
+int64_t append_gemma4_image(std::vector<int32_t>& prompt, const Gemma3ImageTokens& ids, int64_t n_soft);
 
 }  // namespace pagoda::vision

@@ -1,6 +1,7 @@
 // One interface over the projector families' vision towers, so ImageEncoder holds one tower whatever
 // the projector: Gemma 3's SigLIP (vision_tower.h: a fixed square image, a fixed token grid) and
-// Qwen3-VL's (qwen3vl_tower.h: Qwen's smart resize, the merged grid by the image's size).
+// Qwen3-VL's (qwen3vl_tower.h: Qwen's smart resize, the merged grid by the image's size) and Gemma 4's
+// (gemma4v_tower.h: an aspect-preserving resize within a soft-token budget, the pooled grid).
 // open_image_tower() reads the projector's config once and hands it to the tower it picks by
 // clip.projector_type. A tower runs its own steps on a backend of its own; not thread-safe
 // (preprocess() is const and is).

@@ -53,8 +53,8 @@ VisionConfig read_vision_config(const gguf::File& f) {
     VisionConfig c;
     c.projector = f.get_string_or("clip.vision.projector_type", f.get_string_or("clip.projector_type", ""));
     if (c.projector.empty()) fail("{}: clip.projector_type is missing", f.name());
-    if (c.projector != "gemma3" && c.projector != "qwen3vl_merger")
-        fail("{}: the '{}' vision projector is not supported yet (supported: gemma3, qwen3vl_merger)", f.name(),
+    if (c.projector != "gemma3" && c.projector != "qwen3vl_merger" && c.projector != "gemma4v")
+        fail("{}: the '{}' vision projector is not supported yet (supported: gemma3, qwen3vl_merger, gemma4v)", f.name(),
              c.projector);
     c.image_size = positive(f, "clip.vision.image_size", 8192);
     c.patch_size = positive(f, "clip.vision.patch_size", 1024);
@@ -69,6 +69,10 @@ VisionConfig read_vision_config(const gguf::File& f) {
     read_image_normalization(f, c);
     if (c.qwen3vl()) {
         read_qwen3vl_config(f, c);
+        return c;
+    }
+    if (c.gemma4v()) {
+        read_gemma4v_config(f, c);
         return c;
     }
     // Gemma 3's pooling: llama.cpp reads the kernel from the scale factor, 4 when absent.
@@ -116,6 +120,11 @@ VisionConfig read_vision_config(const gguf::File& f) {
 }
 
 std::string describe(const VisionConfig& c) {
+    if (c.gemma4v())
+        return fmt::format("{} vision tower: images of up to {} tokens, {}x{} patches pooled {}x{}, {} layers, width {}, "
+                           "{} heads, image tokens of width {}",
+                           c.projector, c.max_soft_tokens, c.patch_size, c.patch_size, c.pool, c.pool, c.n_layers,
+                           c.n_embd, c.n_heads, c.text_dim);
     if (c.qwen3vl())
         return fmt::format("{} vision tower: images of {}..{} pixels, {}x{} patches merged {}x{}, {} layers ({} deep-stack), "
                            "width {}, {} heads, image tokens of width {}",

@@ -16,8 +16,9 @@ using gguf::Value;
 
 int64_t build_random_mmproj(const RandomMmprojSpec& s, gguf::Writer& w) {
     if (s.projector == "qwen3vl_merger") return build_random_qwen3vl_mmproj(s, w);
+    if (s.projector == "gemma4v") return build_random_gemma4v_mmproj(s, w);
     if (s.projector != "gemma3")
-        fail("gen-model: the mmproj projector '{}' is not supported (gemma3, qwen3vl_merger)", s.projector);
+        fail("gen-model: the mmproj projector '{}' is not supported (gemma3, qwen3vl_merger, gemma4v)", s.projector);
     if (s.image_size < 1 || s.patch_size < 1 || s.pool < 1 || s.n_embd < 1 || s.n_ff < 1 || s.n_layers < 1 ||
         s.n_heads < 1 || s.text_dim < 1)
         fail("gen-model: every mmproj size must be positive");

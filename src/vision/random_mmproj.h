@@ -1,6 +1,7 @@
 // Random-weight vision projectors (`pagoda gen-model --mmproj FILE`) in llama.cpp's mmproj layout
 // (mmproj.h), for tests and benchmarks: a small SigLIP tower and Gemma 3's projector, or a small
-// Qwen3-VL tower with its mergers ("qwen3vl_merger": random_mmproj_qwen3vl.cpp), whose output width
+// Qwen3-VL tower with its mergers ("qwen3vl_merger": random_mmproj_qwen3vl.cpp), or a small Gemma 4
+// tower with its pooler and embedder ("gemma4v": random_mmproj_gemma4v.cpp), whose output width
 // matches the text model written beside it. Weights are scaled like gen-model's text models
 // (std 1/sqrt(fan-in); LayerNorm weights around 1, biases around 0) so activations stay finite.
 #pragma once
@@ -27,12 +28,18 @@ struct RandomMmprojSpec {
     // min_pixels..max_pixels, the first n_deepstack layers feeding deep-stack mergers (the text
     // model's n_deepstack_layers).
     int64_t merge = 2, pos_grid = 6, min_pixels = 1024, max_pixels = 4096, n_deepstack = 1;
+    // gemma4v: images resized within max_soft_tokens x pool^2 patches, pos_size learned positions per
+    // axis, v.std_bias / v.std_scale written when standardize.
+    int64_t max_soft_tokens = 16, pos_size = 64;
+    bool standardize = false;
 };
 
 // Metadata and tensors into `w`; returns the parameter count.
 int64_t build_random_mmproj(const RandomMmprojSpec& spec, gguf::Writer& w);
 // The qwen3vl_merger form (random_mmproj_qwen3vl.cpp).
 int64_t build_random_qwen3vl_mmproj(const RandomMmprojSpec& spec, gguf::Writer& w);
+// The gemma4v form (random_mmproj_gemma4v.cpp).
+int64_t build_random_gemma4v_mmproj(const RandomMmprojSpec& spec, gguf::Writer& w);
 int64_t write_random_mmproj(const RandomMmprojSpec& spec, const std::string& path);
 
 }  // namespace pagoda::vision

@@ -1,7 +1,7 @@
-// What gen-model's two mmproj writers share (random_mmproj.cpp: gemma3; random_mmproj_qwen3vl.cpp:
-// qwen3vl_merger): the clip.* keys every projector has, in the order llama.cpp's converter writes
+// What gen-model's mmproj writers share (random_mmproj.cpp: gemma3; random_mmproj_qwen3vl.cpp:
+// qwen3vl_merger; random_mmproj_gemma4v.cpp: gemma4v): the clip.* keys every projector has, in the order llama.cpp's converter writes
 // them, and the tensor writers that draw from one generator in call order and count the parameters.
-// Only those two files include this.
+// Only those files include this.
 #pragma once
 #include <cmath>
 #include <cstdint>

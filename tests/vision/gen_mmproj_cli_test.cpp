@@ -36,7 +36,7 @@ TEST(GenModelMmproj, MisusesAreRefused) {
     const std::string out = temp_path("vision-refused.gguf"), mm = temp_path("vision-refused-mmproj.gguf");
     auto r = run_pagoda({"gen-model", "--arch", "llama", "-o", out, "--mmproj", mm});
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.err.find("--mmproj writes Gemma 3's or Qwen3-VL's vision projector: it needs --arch gemma3 or qwen3vl (got 'llama')"),
+    EXPECT_NE(r.err.find("--mmproj writes Gemma 3's, Gemma 4's or Qwen3-VL's vision projector: it needs --arch gemma3, gemma4 or qwen3vl (got 'llama')"),
               std::string::npos) << r.err;
     r = run_pagoda({"gen-model", "--arch", "gemma3", "-o", out, "--mmproj-image-size", "64"});
     EXPECT_NE(r.exit_code, 0);

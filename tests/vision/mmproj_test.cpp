@@ -89,7 +89,7 @@ TEST(Mmproj, RefusesOtherFilesByName) {
     EXPECT_EQ(error_of(mmproj({}, [](Metadata& m) { set(m, "general.architecture", gguf::Value::string("gemma3")); })),
               "mmproj.gguf: not a vision projector (mmproj) file: general.architecture is 'gemma3', expected 'clip'");
     EXPECT_EQ(error_of(mmproj({}, [](Metadata& m) { set(m, "clip.projector_type", gguf::Value::string("llava")); })),
-              "mmproj.gguf: the 'llava' vision projector is not supported yet (supported: gemma3, qwen3vl_merger)");
+              "mmproj.gguf: the 'llava' vision projector is not supported yet (supported: gemma3, qwen3vl_merger, gemma4v)");
     // Gemma 3's tensors under Qwen3-VL's projector type: the first tensor only Qwen3-VL has is named.
     EXPECT_EQ(error_of(mmproj({}, [](Metadata& m) { set(m, "clip.projector_type", gguf::Value::string("qwen3vl_merger")); })),
               "mmproj.gguf: tensor v.patch_embd.weight.1 is missing");

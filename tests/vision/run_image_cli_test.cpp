@@ -90,7 +90,7 @@ TEST(RunImage, MisusesAreRefused) {
     ASSERT_EQ(run_pagoda({"gen-model", "--arch", "llama", "-o", llama}).exit_code, 0);
     r = run_pagoda({"run", "-m", llama, "-p", "x", "-n", "2", "--mmproj", files().mm, "--image", files().red});
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.err.find("images are read for Gemma 3 and Qwen3-VL models only (this one is llama)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("images are read for Gemma 3, Gemma 4 and Qwen3-VL models only (this one is llama)"), std::string::npos) << r.err;
     // A Gemma 3 whose vocabulary lacks the image tokens (written without --mmproj).
     const std::string plain = temp_path("run-image-novocab.gguf");
     ASSERT_EQ(run_pagoda({"gen-model", "--arch", "gemma3", "--layers", "2", "--dim", "64", "--heads", "4", "--kv-heads",

@@ -188,6 +188,9 @@ BuiltModel build_gemma4(const gguf::File& file, const ModelConfig& c, backend::B
     const auto heads = int32_t(c.n_heads), kv_heads = int32_t(c.n_kv_heads), hd = int32_t(width);
     int x = e.embed(head.embedding, "x");
     e.scale(x, std::sqrt(float(c.dim)));
+    // Image soft tokens (the gemma4v projector's rows) replace their rows after the scale, as HF scatters
+    // the image features into the scaled token embeddings; the per-layer inputs then read them too.
+    e.input_embeddings(x);
     const PerLayerInputs per_layer = emit_per_layer_inputs(e, bind, file, c, b, x);
     for (int64_t i = 0; i < c.n_layers; ++i) {
         const auto l = int32_t(i);

@@ -1,6 +1,6 @@
 // The vision towers on the Vulkan backend (issue 49: `--backend vulkan` runs the projector's tower
 // there too): gen-model's random projectors of both families, Gemma 3's SigLIP (fixed square input;
-// two projectors of different image sizes, so two patch counts) and Qwen3-VL's (2D RoPE, merge
+// two projectors of different image sizes, so two patch counts), Gemma 4's gemma4v and Qwen3-VL's (2D RoPE, merge
 // windows, deep-stack mergers; two image sizes on one tower, so the cache and arena grow), give
 // image embeddings within the Vulkan model tests' tolerance (1e-5 of the largest) of the reference
 // backend's, F16 projectors (the converters' default) too.
@@ -10,6 +10,7 @@
 
 #include "backend/vulkan/vulkan_test_env.h"
 #include "gguf/gguf.h"
+#include "vision/gemma4v_tower.h"
 #include "vision/preprocess.h"
 #include "vision/qwen3vl_preprocess.h"
 #include "vision/qwen3vl_tower.h"
@@ -92,6 +93,37 @@ TEST(VulkanVisionTower, Qwen3VlMatchesReferenceAtTwoImageSizes) {
     ASSERT_EQ(got_large.size(), size_t(15 * c.token_width()));
     expect_close(got_large, on_ref.encode(large), "10 x 6 patches");
     EXPECT_EQ(on_vk.encode(small), got) << "the smaller image again, after the tower grew: bitwise the same";
+}
+
+TEST(VulkanVisionTower, Gemma4vMatchesReferenceAtTwoImageShapes) {
+    // Gemma 4's tower: RMSNorm sandwich, per-head q/k/v norms, the 2D RoPE's column and row halves,
+    // attention at scale 1, GeGLU, the pooler; a wide and a tall image on one tower (it grows).
+    PAGODA_REQUIRE_VULKAN();
+    RandomMmprojSpec s;
+    s.projector = "gemma4v";
+    s.patch_size = 4;
+    s.pool = 3;
+    s.n_embd = 32;
+    s.n_ff = 48;
+    s.n_heads = 2;
+    s.text_dim = 24;
+    s.max_soft_tokens = 16;
+    s.pos_size = 32;
+    s.standardize = true;
+    gguf::Writer w;
+    build_random_mmproj(s, w);
+    const auto file = w.view("mmproj.gguf");
+    auto vk = backend::make_backend("vulkan"), ref = backend::make_backend("reference");
+    Gemma4vTower on_vk(*file, *vk), on_ref(*file, *ref);
+    // 30 x 21 -> 12 x 9 patches (4 x 3 tokens); 13 x 40 -> 6 x 21 patches (2 x 7 tokens).
+    const TowerInput wide = on_vk.preprocess(noise_image(30, 21, 3)), tall = on_vk.preprocess(noise_image(13, 40, 4));
+    ASSERT_EQ(wide.grid_w * wide.grid_h, 12);
+    ASSERT_EQ(tall.grid_w * tall.grid_h, 14);
+    const std::vector<float> got = on_vk.encode(wide.patches);
+    ASSERT_EQ(got.size(), size_t(12 * 24));
+    expect_close(got, on_ref.encode(wide.patches), "12 x 9 patches");
+    expect_close(on_vk.encode(tall.patches), on_ref.encode(tall.patches), "6 x 21 patches");
+    EXPECT_EQ(on_vk.encode(wide.patches), got) << "the wide image again, after the tower grew: bitwise the same";
 }
 
 TEST(VulkanVisionTower, F16ProjectorsMatchReference) {
