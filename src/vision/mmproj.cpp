@@ -15,15 +15,6 @@ int64_t positive(const gguf::File& f, const std::string& key, int64_t limit) {
     return v;
 }
 
-void expect_tensor(const gguf::File& f, const std::string& name, std::vector<int64_t> shape) {
-    const auto* t = f.find_tensor(name);
-    if (!t) fail("{}: tensor {} is missing", f.name(), name);
-    if (t->shape != shape) {
-        auto show = [](const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); };
-        fail("{}: tensor {} has shape {}, expected {}", f.name(), name, show(t->shape), show(shape));
-    }
-}
-
 bool has_shape(const gguf::File& f, const std::string& name, std::vector<int64_t> shape) {
     const auto* t = f.find_tensor(name);
     return t && t->shape == shape;
@@ -43,6 +34,15 @@ void read_image_normalization(const gguf::File& f, VisionConfig& c) {
 }
 
 }  // namespace
+
+void expect_mmproj_tensor(const gguf::File& f, const std::string& name, std::vector<int64_t> shape) {
+    const auto* t = f.find_tensor(name);
+    if (!t) fail("{}: tensor {} is missing", f.name(), name);
+    if (t->shape != shape) {
+        auto show = [](const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); };
+        fail("{}: tensor {} has shape {}, expected {}", f.name(), name, show(t->shape), show(shape));
+    }
+}
 
 VisionConfig read_vision_config(const gguf::File& f) {
     const std::string arch = f.get_string_or("general.architecture", "");
@@ -84,9 +84,9 @@ VisionConfig read_vision_config(const gguf::File& f) {
              c.patches_per_side(), c.pool);
 
     const int64_t d = c.n_embd, p = c.patch_size;
-    expect_tensor(f, "v.patch_embd.weight", {p, p, 3, d});
-    if (f.find_tensor("v.patch_embd.bias")) expect_tensor(f, "v.patch_embd.bias", {d});
-    expect_tensor(f, "v.position_embd.weight", {d, c.n_patches()});
+    expect_mmproj_tensor(f, "v.patch_embd.weight", {p, p, 3, d});
+    if (f.find_tensor("v.patch_embd.bias")) expect_mmproj_tensor(f, "v.patch_embd.bias", {d});
+    expect_mmproj_tensor(f, "v.position_embd.weight", {d, c.n_patches()});
     // Legacy naming: fc1 written as ffn_down (shape [n_embd, n_ff]) and fc2 as ffn_up.
     if (has_shape(f, "v.blk.0.ffn_down.weight", {d, c.n_ff}) && has_shape(f, "v.blk.0.ffn_up.weight", {c.n_ff, d}) &&
         c.n_ff != d) {
@@ -96,22 +96,22 @@ VisionConfig read_vision_config(const gguf::File& f) {
     for (int64_t l = 0; l < c.n_layers; ++l) {
         const std::string b = fmt::format("v.blk.{}.", l);
         for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-            expect_tensor(f, b + m + ".weight", {d, d});
-            expect_tensor(f, b + m + ".bias", {d});
+            expect_mmproj_tensor(f, b + m + ".weight", {d, d});
+            expect_mmproj_tensor(f, b + m + ".bias", {d});
         }
         for (const char* n : {"ln1", "ln2"}) {
-            expect_tensor(f, b + n + ".weight", {d});
-            expect_tensor(f, b + n + ".bias", {d});
+            expect_mmproj_tensor(f, b + n + ".weight", {d});
+            expect_mmproj_tensor(f, b + n + ".bias", {d});
         }
-        expect_tensor(f, b + c.ffn_up + ".weight", {d, c.n_ff});
-        expect_tensor(f, b + c.ffn_up + ".bias", {c.n_ff});
-        expect_tensor(f, b + c.ffn_down + ".weight", {c.n_ff, d});
-        expect_tensor(f, b + c.ffn_down + ".bias", {d});
+        expect_mmproj_tensor(f, b + c.ffn_up + ".weight", {d, c.n_ff});
+        expect_mmproj_tensor(f, b + c.ffn_up + ".bias", {c.n_ff});
+        expect_mmproj_tensor(f, b + c.ffn_down + ".weight", {c.n_ff, d});
+        expect_mmproj_tensor(f, b + c.ffn_down + ".bias", {d});
     }
-    expect_tensor(f, "v.post_ln.weight", {d});
-    expect_tensor(f, "v.post_ln.bias", {d});
-    expect_tensor(f, "mm.soft_emb_norm.weight", {d});
-    expect_tensor(f, "mm.input_projection.weight", {c.text_dim, d});
+    expect_mmproj_tensor(f, "v.post_ln.weight", {d});
+    expect_mmproj_tensor(f, "v.post_ln.bias", {d});
+    expect_mmproj_tensor(f, "mm.soft_emb_norm.weight", {d});
+    expect_mmproj_tensor(f, "mm.input_projection.weight", {c.text_dim, d});
     // Norm weights, biases and the position table are read as floats; the matrices go to the backend.
     for (const auto& t : f.tensors())
         if (t.shape.size() == 1 && t.type != gguf::GgmlType::F32 && t.type != gguf::GgmlType::F16)

@@ -67,6 +67,8 @@ VisionConfig read_vision_config(const gguf::File& file);
 void read_qwen3vl_config(const gguf::File& file, VisionConfig& c);
 // The gemma4v part (mmproj_gemma4v.cpp), likewise.
 void read_gemma4v_config(const gguf::File& file, VisionConfig& c);
+// Throws naming the file and tensor unless `name` is present with exactly `shape` (the readers' check).
+void expect_mmproj_tensor(const gguf::File& file, const std::string& name, std::vector<int64_t> shape);
 
 // A one-line summary for logs and `pagoda info`-style output.
 std::string describe(const VisionConfig& c);

@@ -13,13 +13,6 @@ namespace pagoda::vision {
 
 namespace {
 
-void expect_tensor(const gguf::File& f, const std::string& name, std::vector<int64_t> shape) {
-    const auto* t = f.find_tensor(name);
-    if (!t) fail("{}: tensor {} is missing", f.name(), name);
-    if (t->shape != shape)
-        fail("{}: tensor {} has shape [{}], expected [{}]", f.name(), name, fmt::join(t->shape, ", "), fmt::join(shape, ", "));
-}
-
 // Gemma4ClippableLinear's bounds: scalars beside a matrix, NAME.{input,output}_{min,max}.
 constexpr const char* kClampSuffixes[] = {".input_min", ".input_max", ".output_min", ".output_max"};
 
@@ -45,7 +38,7 @@ void read_gemma4v_config(const gguf::File& f, VisionConfig& c) {
     const int64_t d = c.n_embd, p = c.patch_size, hd = c.head_dim();
     std::set<std::string> known;
     auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
-        expect_tensor(f, name, std::move(shape));
+        expect_mmproj_tensor(f, name, std::move(shape));
         known.insert(name);
     };
     auto matrix = [&](const std::string& name, std::vector<int64_t> shape) {

@@ -12,13 +12,6 @@ namespace pagoda::vision {
 
 namespace {
 
-void expect_tensor(const gguf::File& f, const std::string& name, std::vector<int64_t> shape) {
-    const auto* t = f.find_tensor(name);
-    if (!t) fail("{}: tensor {} is missing", f.name(), name);
-    if (t->shape != shape)
-        fail("{}: tensor {} has shape [{}], expected [{}]", f.name(), name, fmt::join(t->shape, ", "), fmt::join(shape, ", "));
-}
-
 int64_t optional_positive(const gguf::File& f, const std::string& key, int64_t fallback, int64_t limit) {
     if (!f.has(key)) return fallback;
     const int64_t v = f.get_int(key);
@@ -53,9 +46,9 @@ void read_qwen3vl_config(const gguf::File& f, VisionConfig& c) {
     }
 
     const int64_t d = c.n_embd, p = c.patch_size, m = c.merge * c.merge * d;
-    expect_tensor(f, "v.patch_embd.weight", {p, p, 3, d});
-    expect_tensor(f, "v.patch_embd.weight.1", {p, p, 3, d});  // the conv3d's second temporal slice
-    expect_tensor(f, "v.patch_embd.bias", {d});
+    expect_mmproj_tensor(f, "v.patch_embd.weight", {p, p, 3, d});
+    expect_mmproj_tensor(f, "v.patch_embd.weight.1", {p, p, 3, d});  // the conv3d's second temporal slice
+    expect_mmproj_tensor(f, "v.patch_embd.bias", {d});
     const auto* pos = f.find_tensor("v.position_embd.weight");
     if (!pos) fail("{}: tensor v.position_embd.weight is missing", f.name());
     if (pos->shape.size() != 2 || pos->shape[0] != d)
@@ -65,26 +58,26 @@ void read_qwen3vl_config(const gguf::File& f, VisionConfig& c) {
         fail("{}: tensor v.position_embd.weight has {} positions, not a square grid", f.name(), pos->shape[1]);
     for (int64_t l = 0; l < c.n_layers; ++l) {
         const std::string b = fmt::format("v.blk.{}.", l);
-        expect_tensor(f, b + "attn_qkv.weight", {d, 3 * d});
-        expect_tensor(f, b + "attn_qkv.bias", {3 * d});
-        expect_tensor(f, b + "attn_out.weight", {d, d});
-        expect_tensor(f, b + "attn_out.bias", {d});
+        expect_mmproj_tensor(f, b + "attn_qkv.weight", {d, 3 * d});
+        expect_mmproj_tensor(f, b + "attn_qkv.bias", {3 * d});
+        expect_mmproj_tensor(f, b + "attn_out.weight", {d, d});
+        expect_mmproj_tensor(f, b + "attn_out.bias", {d});
         for (const char* n : {"ln1", "ln2"}) {
-            expect_tensor(f, b + n + ".weight", {d});
-            expect_tensor(f, b + n + ".bias", {d});
+            expect_mmproj_tensor(f, b + n + ".weight", {d});
+            expect_mmproj_tensor(f, b + n + ".bias", {d});
         }
-        expect_tensor(f, b + "ffn_up.weight", {d, c.n_ff});
-        expect_tensor(f, b + "ffn_up.bias", {c.n_ff});
-        expect_tensor(f, b + "ffn_down.weight", {c.n_ff, d});
-        expect_tensor(f, b + "ffn_down.bias", {d});
+        expect_mmproj_tensor(f, b + "ffn_up.weight", {d, c.n_ff});
+        expect_mmproj_tensor(f, b + "ffn_up.bias", {c.n_ff});
+        expect_mmproj_tensor(f, b + "ffn_down.weight", {c.n_ff, d});
+        expect_mmproj_tensor(f, b + "ffn_down.bias", {d});
     }
     auto merger = [&](const std::string& norm, const std::string& fc1, const std::string& fc2, int64_t norm_width) {
-        expect_tensor(f, norm + ".weight", {norm_width});
-        expect_tensor(f, norm + ".bias", {norm_width});
-        expect_tensor(f, fc1 + ".weight", {m, m});
-        expect_tensor(f, fc1 + ".bias", {m});
-        expect_tensor(f, fc2 + ".weight", {m, c.text_dim});
-        expect_tensor(f, fc2 + ".bias", {c.text_dim});
+        expect_mmproj_tensor(f, norm + ".weight", {norm_width});
+        expect_mmproj_tensor(f, norm + ".bias", {norm_width});
+        expect_mmproj_tensor(f, fc1 + ".weight", {m, m});
+        expect_mmproj_tensor(f, fc1 + ".bias", {m});
+        expect_mmproj_tensor(f, fc2 + ".weight", {m, c.text_dim});
+        expect_mmproj_tensor(f, fc2 + ".bias", {c.text_dim});
     };
     merger("v.post_ln", "mm.0", "mm.2", d);  // the main merger normalises each patch before the 2x2 shuffle
     for (int32_t l : c.deepstack_layers) {
